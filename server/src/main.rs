@@ -1,0 +1,2 @@
+//! The `tracelens` binary.
+fn main() {}

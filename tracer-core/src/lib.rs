@@ -1,0 +1,5 @@
+//! tracer-core: the tracelens engine. Interprets a Python program, models what `jax.jit`
+//! and the other JAX transformations do to it, and returns traces plus diagnostics.
+//! Knows nothing of LSP, JSON or tokio, and does no IO of its own.
+
+pub mod syntax;

@@ -1,0 +1,2 @@
+//! Repository tasks (`cargo xtask ...`).
+fn main() {}
