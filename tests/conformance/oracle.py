@@ -1,0 +1,581 @@
+"""Runs one conformance fixture under real JAX and prints what JAX saw, as one JSON object.
+
+Usage: python oracle.py FIXTURE.py
+
+The fixture runs as `__main__` (runpy.run_path) on CPU. Its own stdout is captured and
+returned in the JSON as `stdout`; only the JSON is written to the real stdout.
+
+How each field is observed:
+- `annotations`: the fixture's `# error:`, `# warning:`, `# revealed:` and `# traces:`
+  comments, read with `tokenize` (so `#` inside strings is never mistaken for one).
+- `jit_traces`: JAX's own test hook `jax._src.util.test_event_listener` fires
+  "trace_to_jaxpr" each time `pe.trace_to_jaxpr` really traces a function (its cache
+  missed); JAX's test suite counts jit traces with the same event. The traced function's
+  `debug_info.traced_for` tells jit apart from scan/cond/while/checkpoint bodies, and
+  `make_jaxpr(jitted)`'s outer trace of the jitted object is left out. The output avals of
+  each trace are read from trace_to_jaxpr's return value. With `jax_explain_cache_misses`,
+  JAX's explanation of each miss is kept as `cause`.
+- `calls`: `jax.jit` is replaced, before the fixture runs, by a factory that calls the real
+  `jax.jit` exactly once per call (so caching is unchanged) and, for functions defined in
+  the fixture, returns a thin recorder around the real jitted object that logs each call's
+  line and output avals and forwards everything else.
+- `revealed` and `line_hits`: `sys.settrace`, with line events only in the fixture's frames.
+"""
+
+import ast
+import contextlib
+import functools
+import io
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+import tokenize
+import traceback
+import types
+
+ANNOTATION = re.compile(r"#\s*(error|warning|revealed|traces):")
+ERROR_BODY = re.compile(r'^(TL\d{3})\s+([A-Za-z_][A-Za-z0-9_.]*)(?:\s+"(.*)")?\s*$')
+WARNING_BODY = re.compile(r'^(TL\d{3})(?:\s+"(.*)")?\s*$')
+AVAL = re.compile(r"^~?[a-z][a-z0-9<>_]*\[[0-9,]*\]$")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: python oracle.py FIXTURE.py", file=sys.stderr)
+        return 2
+    fixture = os.path.abspath(sys.argv[1])
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    json_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    fd_capture = tempfile.TemporaryFile()
+    os.dup2(fd_capture.fileno(), 1)
+    try:
+        result = Oracle(fixture).run()
+    except BaseException:
+        result = {"fixture": fixture, "oracle_error": traceback.format_exc()}
+        json_out.write(json.dumps(result))
+        json_out.flush()
+        return 3
+    fd_capture.seek(0)
+    result["stdout"] += fd_capture.read().decode("utf-8", "replace")
+    json_out.write(json.dumps(result, indent=1))
+    json_out.write("\n")
+    json_out.flush()
+    return 0
+
+
+class Oracle:
+    def __init__(self, fixture):
+        self.fixture = fixture
+        with open(fixture, encoding="utf-8") as f:
+            self.source = f.read()
+        self.tree = ast.parse(self.source, fixture)
+        self.annotations = parse_annotations(self.source)
+        self.statements = statement_ranges(self.tree)
+        self.function_spans = function_spans(self.tree)
+        self.reveal_targets = {}
+        self.reveal_records = {}
+        for ann in self.annotations:
+            if ann["kind"] == "revealed" and ann["line"] not in self.reveal_records:
+                target, problem = assignment_target(self.tree, ann["line"])
+                self.reveal_records[ann["line"]] = {
+                    "line": ann["line"],
+                    "target": target,
+                    "unsupported": problem,
+                    "runs": 0,
+                    "avals": [],
+                    "untraced": [],
+                }
+                if target is not None:
+                    self.reveal_targets[ann["line"]] = target
+        self.hit_lines = {}
+        for ann in self.annotations:
+            if ann["kind"] in ("warning", "error"):
+                start, end = self.statements.get(ann["line"], (ann["line"], ann["line"]))
+                self.hit_lines.setdefault(start, set()).add(ann["line"])
+                self.hit_lines[start].add(start)
+        self.stmt_of_start = {
+            start: self.statements.get(start, (start, start)) for start in self.hit_lines
+        }
+        self.line_hits = {}
+        self.frame_state = {}
+        self.functions = {}
+        self.open_traces = {}
+        self.pending_causes = {}
+
+    def run(self):
+        import jax
+        from jax._src import util as jax_util
+        from jax._src.interpreters import partial_eval as pe
+
+        self.jax = jax
+        self.pe = pe
+        jax.config.update("jax_explain_cache_misses", True)
+        explain_logger = logging.getLogger("jax._src.interpreters.partial_eval")
+        explain_logger.addHandler(CauseHandler(self))
+        explain_logger.propagate = False
+        jax_util.test_event_listener = self.on_test_event
+        self.real_jit = jax.jit
+        jax.jit = self.make_jit_factory()
+
+        stdout = io.StringIO()
+        exception = None
+        start = time.perf_counter()
+        sys.settrace(self.global_trace)
+        try:
+            with contextlib.redirect_stdout(stdout):
+                import runpy
+
+                runpy.run_path(self.fixture, run_name="__main__")
+                jax.effects_barrier()
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                exception = self.describe_exception(e)
+        except BaseException as e:
+            exception = self.describe_exception(e)
+        finally:
+            sys.settrace(None)
+            elapsed = time.perf_counter() - start
+            jax_util.test_event_listener = None
+            jax.jit = self.real_jit
+
+        return {
+            "fixture": self.fixture,
+            "jax_version": jax.__version__,
+            "python_version": sys.version.split()[0],
+            "annotations": self.annotations,
+            "exception": exception,
+            "jit_traces": self.jit_traces_json(),
+            "revealed": [self.reveal_records[line] for line in sorted(self.reveal_records)],
+            "line_hits": {
+                str(line): self.line_hits.get(line, 0)
+                for line in sorted({a["line"] for a in self.annotations if a["kind"] == "warning"})
+            },
+            "stdout": stdout.getvalue(),
+            "run_seconds": round(elapsed, 4),
+        }
+
+    def describe_exception(self, exc):
+        line = None
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            if os.path.abspath(tb.tb_frame.f_code.co_filename) == self.fixture:
+                line = tb.tb_lineno
+                frames.append({"line": tb.tb_lineno, "function": tb.tb_frame.f_code.co_name})
+            tb = tb.tb_next
+        return {
+            "class": type(exc).__name__,
+            "message": clean_message(str(exc)),
+            "line": line,
+            "frames": frames,
+        }
+
+    # --- jit traces -------------------------------------------------------------------
+
+    def on_test_event(self, name, *args):
+        if name != "trace_to_jaxpr":
+            return
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name != "trace_to_jaxpr":
+            frame = frame.f_back
+        if frame is None:
+            return
+        debug_info = frame.f_locals.get("debug_info")
+        fun = frame.f_locals.get("fun")
+        if debug_info is None or debug_info.traced_for != "jit":
+            return
+        if not self.is_fixture_path(debug_info.func_filename):
+            return
+        if is_jitted_object(fun):
+            return
+        in_avals = frame.f_locals.get("in_avals")
+        record = {
+            "call_line": self.innermost_fixture_line(frame),
+            "args": [aval_str(aval) for aval in in_avals] if in_avals is not None else [],
+            "outputs": None,
+            "cause": self.pending_causes.pop(id(fun), None),
+        }
+        entry = self.function_entry(debug_info.func_name, debug_info.func_lineno)
+        entry["per_trace"].append(record)
+        self.open_traces[id(frame)] = record
+        frame.f_trace_lines = False
+        frame.f_trace = self.trace_to_jaxpr_return
+
+    def trace_to_jaxpr_return(self, frame, event, arg):
+        if event == "return":
+            record = self.open_traces.pop(id(frame), None)
+            if record is not None and arg is not None:
+                try:
+                    _, out_avals = arg
+                    record["outputs"] = [aval_str(aval) for aval in out_avals]
+                except Exception as e:
+                    record["outputs_error"] = repr(e)
+        return self.trace_to_jaxpr_return
+
+    def function_entry(self, name, def_line):
+        key = (name, def_line)
+        entry = self.functions.get(key)
+        if entry is None:
+            span = self.function_spans.get(def_line, [def_line, def_line])
+            entry = {
+                "name": name,
+                "def_line": def_line,
+                "def_lines_span": span,
+                "traces": 0,
+                "per_trace": [],
+                "calls": [],
+            }
+            self.functions[key] = entry
+        return entry
+
+    def jit_traces_json(self):
+        out = []
+        for entry in self.functions.values():
+            entry["traces"] = len(entry["per_trace"])
+            out.append(entry)
+        out.sort(key=lambda e: (e["def_line"] or 0, e["name"]))
+        return out
+
+    def make_jit_factory(self):
+        oracle = self
+        real_jit = self.real_jit
+
+        def jit(*args, **kwargs):
+            if not args:
+                return lambda fun: jit(fun, **kwargs)
+            fun = args[0]
+            jitted = real_jit(*args, **kwargs)
+            source = oracle.fixture_source_of(fun)
+            if source is None or is_jitted_object(fun):
+                return jitted
+            return JitRecorder(oracle, jitted, source)
+
+        jit.__doc__ = real_jit.__doc__
+        jit.__wrapped__ = real_jit
+        return jit
+
+    def fixture_source_of(self, fun):
+        from jax._src import api_util
+
+        try:
+            info = api_util.fun_sourceinfo(fun)
+        except Exception:
+            return None
+        match = re.match(r"^(\S+) at (.*):(\d+)$", info)
+        if match is None or not self.is_fixture_path(match.group(2)):
+            return None
+        return match.group(1), int(match.group(3))
+
+    def record_call(self, source, out):
+        leaves = self.jax.tree_util.tree_leaves(out)
+        entry = self.function_entry(*source)
+        entry["calls"].append(
+            {
+                "call_line": self.innermost_fixture_line(sys._getframe(2)),
+                "outputs": [value_aval(leaf) for leaf in leaves],
+            }
+        )
+
+    def innermost_fixture_line(self, frame):
+        while frame is not None:
+            if frame.f_code.co_filename == self.fixture:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def is_fixture_path(self, path):
+        return path is not None and os.path.abspath(path) == self.fixture
+
+    # --- line tracing -------------------------------------------------------------------
+
+    def global_trace(self, frame, event, arg):
+        if frame.f_code.co_filename != self.fixture:
+            return None
+        return self.local_trace
+
+    def local_trace(self, frame, event, arg):
+        key = id(frame)
+        state = self.frame_state.get(key)
+        if state is None:
+            state = self.frame_state[key] = [None, None]
+        if event == "line":
+            line = frame.f_lineno
+            pending = state[1]
+            if pending is not None:
+                start, end = self.statements.get(pending, (pending, pending))
+                if line < start or line > end or line == pending and state[0] == pending:
+                    self.read_revealed(frame, pending)
+                    state[1] = None
+            if line in self.hit_lines:
+                previous = state[0]
+                start, end = self.stmt_of_start[line]
+                if previous is None or previous == line or not (start < previous <= end):
+                    self.line_hits_for_start(line)
+            if line in self.reveal_targets and state[1] is None:
+                state[1] = line
+            state[0] = line
+        elif event == "return":
+            pending = state[1]
+            if pending is not None and arg is not None:
+                self.read_revealed(frame, pending)
+            self.frame_state.pop(key, None)
+        return self.local_trace
+
+    def line_hits_for_start(self, start):
+        for line in self.hit_lines[start]:
+            self.line_hits[line] = self.line_hits.get(line, 0) + 1
+
+    def read_revealed(self, frame, line):
+        record = self.reveal_records[line]
+        name = self.reveal_targets[line]
+        local_vars = frame.f_locals
+        if name not in local_vars:
+            return
+        value = local_vars[name]
+        record["runs"] += 1
+        if isinstance(value, self.jax.core.Tracer):
+            aval = value_aval(value)
+            if aval not in record["avals"]:
+                record["avals"].append(aval)
+        else:
+            desc = value_aval(value)
+            if desc not in record["untraced"]:
+                record["untraced"].append(desc)
+
+
+class CauseHandler(logging.Handler):
+    def __init__(self, oracle):
+        super().__init__(logging.WARNING)
+        self.oracle = oracle
+
+    def emit(self, record):
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name != "explain":
+            frame = frame.f_back
+        if frame is None:
+            return
+        fun = frame.f_locals.get("fun")
+        message = record.getMessage()
+        lines = message.splitlines()
+        self.oracle.pending_causes[id(fun)] = "\n".join(line.strip() for line in lines[1:])
+
+
+class JitRecorder:
+    """Stands for one real jitted object; records each call's outputs and forwards the rest."""
+
+    def __init__(self, oracle, jitted, source):
+        object.__setattr__(self, "_recorder_oracle", oracle)
+        object.__setattr__(self, "_recorder_jitted", jitted)
+        object.__setattr__(self, "_recorder_source", source)
+        object.__setattr__(self, "__doc__", getattr(jitted, "__doc__", None))
+
+    def __call__(self, *args, **kwargs):
+        out = self._recorder_jitted(*args, **kwargs)
+        try:
+            self._recorder_oracle.record_call(self._recorder_source, out)
+        except Exception:
+            pass
+        return out
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, "_recorder_jitted"), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._recorder_jitted, name, value)
+
+    def __repr__(self):
+        return repr(self._recorder_jitted)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+def is_jitted_object(fun):
+    """Whether `fun` wraps a callable that is itself jitted.
+
+    `make_jaxpr(f)`, `eval_shape(f)`, `jit(partial(f, w))` and `jit(grad(f))` of a jitted
+    `f` trace a wrapper around `f`, which JAX names after `f`; only `f`'s own traces count.
+    """
+    for _ in range(100):
+        if isinstance(fun, JitRecorder) or type(fun).__name__ == "PjitFunction":
+            return True
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+            continue
+        wrapped = getattr(fun, "__wrapped__", None)
+        if wrapped is None:
+            return False
+        fun = wrapped
+    return False
+
+
+def aval_str(aval):
+    text = aval.str_short(short_dtypes=True)
+    if getattr(aval, "weak_type", False):
+        text = "~" + text
+    return text
+
+
+def value_aval(value):
+    import jax
+
+    if isinstance(value, (jax.Array, jax.core.Tracer)):
+        try:
+            return aval_str(jax.typeof(value))
+        except Exception:
+            return "<" + type(value).__name__ + ">"
+    return "<" + type(value).__name__ + ">"
+
+
+def clean_message(message):
+    lines = [line for line in message.split("\n") if not line.startswith("See https://docs.jax.dev")]
+    return "\n".join(lines).rstrip("\n")
+
+
+def parse_annotations(source):
+    """The expectation comments, each attached to the line it speaks of."""
+    comments = []
+    code_lines = set()
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    ignorable = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            comments.append(tok)
+        elif tok.type not in ignorable:
+            for line in range(tok.start[0], tok.end[0] + 1):
+                code_lines.add(line)
+    last_line = len(source.splitlines())
+    annotations = []
+    for tok in comments:
+        line = tok.start[0]
+        alone = line not in code_lines
+        if alone:
+            target = line + 1
+            while target <= last_line and target not in code_lines:
+                target += 1
+            if target > last_line:
+                target = None
+        else:
+            target = line
+        matches = list(ANNOTATION.finditer(tok.string))
+        for i, match in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(tok.string)
+            body = tok.string[match.end() : end].strip()
+            ann = parse_annotation(match.group(1), body)
+            ann["comment_line"] = line
+            ann["line"] = target
+            if target is None:
+                ann["problem"] = "annotation comment is not followed by a line of code"
+            annotations.append(ann)
+    return annotations
+
+
+def parse_annotation(kind, body):
+    ann = {"kind": kind, "text": body}
+    if kind == "error":
+        m = ERROR_BODY.match(body)
+        if m is None:
+            ann["problem"] = 'expected `# error: CODE ExceptionClass "substring"`'
+        else:
+            ann.update(code=m.group(1), exception=m.group(2), substring=m.group(3) or "")
+    elif kind == "warning":
+        m = WARNING_BODY.match(body)
+        if m is None:
+            ann["problem"] = 'expected `# warning: CODE "substring"`'
+        else:
+            ann.update(code=m.group(1), substring=m.group(2) or "")
+    elif kind == "revealed":
+        avals = [part.strip() for part in body.split("|")]
+        bad = [a for a in avals if not AVAL.match(a)]
+        if bad or not avals:
+            ann["problem"] = "expected `# revealed: AVAL` or `AVAL | AVAL`, got " + repr(body)
+        else:
+            ann["avals"] = avals
+    elif kind == "traces":
+        if re.fullmatch(r"\d+", body):
+            ann["count"] = int(body)
+        else:
+            ann["problem"] = "expected `# traces: N`"
+    return ann
+
+
+def statement_ranges(tree):
+    """Line -> (first, last) line of the innermost simple statement or compound header there."""
+    ranges = {}
+
+    def header_end(node):
+        for field in ("body", "handlers", "orelse", "finalbody", "cases"):
+            children = getattr(node, field, None)
+            if children:
+                return max(node.lineno, children[0].lineno - 1)
+        return node.end_lineno
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                if isinstance(
+                    child,
+                    (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef),
+                ):
+                    start = child.lineno
+                    end = start
+                elif any(getattr(child, f, None) for f in ("body", "orelse", "handlers", "cases")):
+                    start = child.lineno
+                    end = header_end(child)
+                else:
+                    start = child.lineno
+                    end = child.end_lineno
+                for line in range(start, end + 1):
+                    ranges[line] = (start, end)
+            visit(child)
+
+    visit(tree)
+    return ranges
+
+
+def function_spans(tree):
+    """co_firstlineno -> [first decorator line, def line] for every def and lambda."""
+    spans = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            spans[first] = [first, node.lineno]
+        elif isinstance(node, ast.Lambda):
+            spans.setdefault(node.lineno, [node.lineno, node.lineno])
+    return spans
+
+
+def assignment_target(tree, line):
+    """The single Name assigned by the statement on `line`, or why there is none."""
+    candidates = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        and node.lineno <= line <= node.end_lineno
+    ]
+    if not candidates:
+        return None, f"line {line} has no assignment"
+    node = max(candidates, key=lambda n: n.lineno)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if len(targets) != 1:
+        return None, f"line {line}: chained assignment is not supported by `# revealed:`"
+    target = targets[0]
+    if not isinstance(target, ast.Name):
+        return None, (
+            f"line {line}: `# revealed:` needs a single name as the assignment target, "
+            f"got `{ast.unparse(target)}`"
+        )
+    return target.id, None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+//! `cargo xtask conformance`: every fixture under real JAX and under tracelens, compared.
+
+use crate::compare::{check_fixture, compare_with_tracelens, FixtureFolder};
+use crate::model::OracleReport;
+use crate::python_env;
+use crate::report;
+use crate::runners::{Oracle, Tracelens};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub struct Options {
+    pub filter: Option<String>,
+    pub jobs: usize,
+    pub oracle_only: bool,
+    pub json_out: Option<PathBuf>,
+    pub fixtures_dir: Option<PathBuf>,
+    pub read_cache: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    FixtureWrong,
+    OracleFailed,
+    KnownGap,
+    NowPasses,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::FixtureWrong => "FIXTURE WRONG",
+            Verdict::OracleFailed => "ORACLE FAILED",
+            Verdict::KnownGap => "known gap",
+            Verdict::NowPasses => "NOW PASSES",
+        }
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Verdict::Fail | Verdict::FixtureWrong | Verdict::OracleFailed | Verdict::NowPasses
+        )
+    }
+}
+
+pub struct FixtureResult {
+    /// Relative to the fixtures directory, with `/` separators.
+    pub name: String,
+    pub folder: FixtureFolder,
+    pub verdict: Verdict,
+    /// Fixture against JAX, then tracelens against JAX (or why the oracle failed).
+    pub problems: Vec<String>,
+    pub gap_reason: Option<String>,
+    pub oracle: Option<OracleReport>,
+    pub oracle_raw: serde_json::Value,
+    pub oracle_seconds: f64,
+    pub oracle_cached: bool,
+    pub tracelens: Option<crate::model::TracelensReport>,
+    pub check_raw: serde_json::Value,
+    pub trace_raw: serde_json::Value,
+    pub tracelens_seconds: f64,
+}
+
+pub struct Suite {
+    pub results: Vec<FixtureResult>,
+    pub oracle_only: bool,
+    pub jobs: usize,
+    pub elapsed_seconds: f64,
+    pub stale_gaps: Vec<String>,
+}
+
+pub fn run(options: Options) -> Result<bool, String> {
+    let root = workspace_root();
+    let target_dir = target_dir(&root);
+    let fixtures_dir = options
+        .fixtures_dir
+        .clone()
+        .map(|dir| absolute(&dir))
+        .unwrap_or_else(|| root.join("tests").join("fixtures"));
+    let conformance_dir = root.join("tests").join("conformance");
+
+    let mut fixtures = discover(&fixtures_dir)?;
+    if let Some(filter) = &options.filter {
+        fixtures.retain(|path| relative_name(&fixtures_dir, path).contains(filter.as_str()));
+    }
+    let gaps = load_known_gaps(&conformance_dir.join("known-gaps.txt"))?;
+    let stale_gaps: Vec<String> = if options.filter.is_none() && options.fixtures_dir.is_none() {
+        gaps.keys()
+            .filter(|gap| !fixtures_dir.join(gap).is_file())
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    let python = python_env::resolve(&target_dir)?;
+    let script = conformance_dir.join("oracle.py");
+    let oracle = Oracle {
+        script_bytes: fs::read(&script)
+            .map_err(|e| format!("cannot read {}: {e}", script.display()))?,
+        script,
+        python,
+        cache_dir: target_dir.join("conformance-cache"),
+        read_cache: options.read_cache,
+    };
+    let tracelens = if options.oracle_only {
+        None
+    } else {
+        Some(Tracelens {
+            binary: build_tracelens(&root, &target_dir)?,
+            working_dir: root.clone(),
+        })
+    };
+
+    let started = Instant::now();
+    let jobs = options.jobs.max(1).min(fixtures.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<FixtureResult>>> =
+        Mutex::new((0..fixtures.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                let Some(path) = fixtures.get(index) else {
+                    break;
+                };
+                let name = relative_name(&fixtures_dir, path);
+                let result = run_fixture(
+                    path,
+                    name,
+                    gaps.get(&relative_name(&fixtures_dir, path)).cloned(),
+                    &oracle,
+                    tracelens.as_ref(),
+                );
+                let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
+                eprintln!(
+                    "[{finished:>3}/{}] {:<13} {}",
+                    fixtures.len(),
+                    result.verdict.label(),
+                    result.name
+                );
+                if let Ok(mut slots) = slots.lock() {
+                    slots[index] = Some(result);
+                }
+            });
+        }
+    });
+    let results: Vec<FixtureResult> = slots
+        .into_inner()
+        .map_err(|_| "a worker thread panicked".to_string())?
+        .into_iter()
+        .flatten()
+        .collect();
+    let suite = Suite {
+        results,
+        oracle_only: options.oracle_only,
+        jobs,
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+        stale_gaps,
+    };
+    if let Some(out) = &options.json_out {
+        let text = serde_json::to_string_pretty(&report::to_json(&suite))
+            .map_err(|e| format!("cannot serialise results: {e}"))?;
+        fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    }
+    print!("{}", report::render(&suite));
+    Ok(suite.results.iter().all(|r| !r.verdict.is_failure()))
+}
+
+fn run_fixture(
+    path: &Path,
+    name: String,
+    gap_reason: Option<String>,
+    oracle: &Oracle,
+    tracelens: Option<&Tracelens>,
+) -> FixtureResult {
+    let folder = FixtureFolder::of(Path::new(&name));
+    let mut result = FixtureResult {
+        name,
+        folder,
+        verdict: Verdict::Pass,
+        problems: Vec::new(),
+        gap_reason,
+        oracle: None,
+        oracle_raw: serde_json::Value::Null,
+        oracle_seconds: 0.0,
+        oracle_cached: false,
+        tracelens: None,
+        check_raw: serde_json::Value::Null,
+        trace_raw: serde_json::Value::Null,
+        tracelens_seconds: 0.0,
+    };
+    let oracle_run = match oracle.run(path) {
+        Ok(run) => run,
+        Err(why) => {
+            result.verdict = Verdict::OracleFailed;
+            result.problems.push(why);
+            return result;
+        }
+    };
+    result.oracle_seconds = oracle_run.seconds;
+    result.oracle_cached = oracle_run.cached;
+    result.oracle_raw = oracle_run.raw;
+    let fixture_problems = check_fixture(&oracle_run.report, folder);
+
+    if let Some(tracelens) = tracelens {
+        let run = tracelens.run(path);
+        result.tracelens_seconds = run.seconds;
+        result.check_raw = run.check_raw;
+        result.trace_raw = run.trace_raw;
+        let mismatches = compare_with_tracelens(&oracle_run.report, &run.report);
+        result.tracelens = Some(run.report);
+        result.verdict = if !fixture_problems.is_empty() {
+            Verdict::FixtureWrong
+        } else {
+            match (mismatches.is_empty(), result.gap_reason.is_some()) {
+                (true, false) => Verdict::Pass,
+                (true, true) => Verdict::NowPasses,
+                (false, false) => Verdict::Fail,
+                (false, true) => Verdict::KnownGap,
+            }
+        };
+        result.problems = fixture_problems;
+        result.problems.extend(mismatches);
+        if result.verdict == Verdict::NowPasses {
+            result
+                .problems
+                .push("now passes: remove it from known-gaps.txt".to_string());
+        }
+    } else {
+        result.verdict = if fixture_problems.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::FixtureWrong
+        };
+        result.problems = fixture_problems;
+    }
+    result.oracle = Some(oracle_run.report);
+    result
+}
+
+fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf, String> {
+    if let Some(binary) = std::env::var_os("TRACELENS_BIN") {
+        return Ok(PathBuf::from(binary));
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("conformance: cargo build --release -p tracelens");
+    let status = Command::new(cargo)
+        .args(["build", "--release", "-p", "tracelens"])
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err("`cargo build --release -p tracelens` failed".to_string());
+    }
+    Ok(target_dir.join("release").join("tracelens"))
+}
+
+fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        let entries = fs::read_dir(&current)
+            .map_err(|e| format!("cannot read {}: {e}", current.display()))?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let file_name = entry.file_name();
+            if file_name.to_string_lossy().starts_with(['.', '_']) {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "py") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// `path/to/fixture.py  # reason` lines; paths relative to tests/fixtures/ (a leading
+/// `tests/fixtures/` is accepted too).
+pub fn parse_known_gaps(text: &str) -> BTreeMap<String, String> {
+    let mut gaps = BTreeMap::new();
+    for line in text.lines() {
+        let (path, reason) = match line.split_once('#') {
+            Some((path, reason)) => (path.trim(), reason.trim()),
+            None => (line.trim(), ""),
+        };
+        if path.is_empty() {
+            continue;
+        }
+        let path = path.strip_prefix("tests/fixtures/").unwrap_or(path);
+        gaps.insert(path.to_string(), reason.to_string());
+    }
+    gaps
+}
+
+fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
+    match fs::read_to_string(file) {
+        Ok(text) => Ok(parse_known_gaps(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    }
+}
+
+fn relative_name(base: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(base).unwrap_or(path);
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or(manifest_dir)
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_known_gaps;
+
+    #[test]
+    fn known_gaps_file() {
+        let gaps = parse_known_gaps(
+            "# Fixtures tracelens does not handle yet.\n\n\
+             errors/tl104_heads.py  # einsum not modelled\n\
+             tests/fixtures/clean/mlp.py # optax\n\
+             warnings/x.py\n",
+        );
+        assert_eq!(gaps.len(), 3);
+        assert_eq!(gaps["errors/tl104_heads.py"], "einsum not modelled");
+        assert_eq!(gaps["clean/mlp.py"], "optax");
+        assert_eq!(gaps["warnings/x.py"], "");
+    }
+}

@@ -1,0 +1,85 @@
+//! Running a child process with captured output and a wall-clock limit.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub struct Finished {
+    /// `None` when the process was killed for running past its limit or by a signal.
+    pub status: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub seconds: f64,
+}
+
+impl Finished {
+    pub fn describe_failure(&self) -> String {
+        let how = if self.timed_out {
+            format!("timed out after {:.0} s", self.seconds)
+        } else {
+            match self.status {
+                Some(code) => format!("exited with status {code}"),
+                None => "was killed by a signal".to_string(),
+            }
+        };
+        let stderr_tail = tail(&self.stderr, 12);
+        if stderr_tail.is_empty() {
+            how
+        } else {
+            format!("{how}; stderr ends:\n{stderr_tail}")
+        }
+    }
+}
+
+pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<Finished> {
+    let start = Instant::now();
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn()?;
+    let stdout_reader = child.stdout.take().map(spawn_reader);
+    let stderr_reader = child.stderr.take().map(spawn_reader);
+
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let collect = |reader: Option<thread::JoinHandle<Vec<u8>>>| {
+        reader
+            .and_then(|handle| handle.join().ok())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    };
+    Ok(Finished {
+        status: if timed_out { None } else { status.code() },
+        timed_out,
+        stdout: collect(stdout_reader),
+        stderr: collect(stderr_reader),
+        seconds,
+    })
+}
+
+fn spawn_reader<R: Read + Send + 'static>(mut source: R) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = source.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.trim_end().lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
