@@ -1,2 +1,82 @@
-//! The `tracelens` binary.
-fn main() {}
+//! The `tracelens` binary: `check` and `trace` over the engine (shared/spec/cli.md). The
+//! language server, `repro` and `run` are tracked in their own issues and not offered yet.
+
+mod check;
+mod files;
+mod render;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "tracelens", version, about = "Traces Python programs the way jax.jit would, without running them")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trace every Python file under the paths and print diagnostics.
+    Check {
+        /// Files or folders (default: the current folder).
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Colour: auto (only on a terminal), always, never.
+        #[arg(long, value_enum, default_value_t = Color::Auto)]
+        color: Color,
+    },
+    /// Print every traced function: its traces, argument and result avals, retrace causes
+    /// and the jaxpr-like body.
+    Trace {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
+        format: TraceFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Check { paths, format, color } => {
+            let color = match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => std::io::stdout().is_terminal(),
+            };
+            check::run_check(paths, format, color)
+        }
+        Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
+    }
+}

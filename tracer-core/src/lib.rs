@@ -2,4 +2,10 @@
 //! and the other JAX transformations do to it, and returns traces plus diagnostics.
 //! Knows nothing of LSP, JSON or tokio, and does no IO of its own.
 
+pub mod analysis;
+pub mod diagnostics;
+pub mod interp;
+pub mod jax;
 pub mod syntax;
+
+pub use analysis::{analyze_file, AnalysisConfig, FileAnalysis};

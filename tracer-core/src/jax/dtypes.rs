@@ -180,10 +180,7 @@ impl DType {
     /// Python types and aliases (`int`, `float`, `bool_`, `double`) are not dtype names here:
     /// see [`python_scalar_dtype`].
     pub fn from_name(s: &str) -> Option<DType> {
-        ALL_DTYPES
-            .iter()
-            .copied()
-            .find(|d| d.name() == s || d.short_name() == s)
+        ALL_DTYPES.iter().copied().find(|d| d.name() == s || d.short_name() == s)
     }
 
     /// Bytes per element (`np.dtype(d).itemsize`).
@@ -247,13 +244,7 @@ impl DType {
     /// integers `float64`, whatever `jax_enable_x64` says; inexact dtypes are unchanged.
     pub fn to_inexact(self) -> DType {
         match self {
-            DType::Bool
-            | DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::U8
-            | DType::U16
-            | DType::U32 => DType::F32,
+            DType::Bool | DType::I8 | DType::I16 | DType::I32 | DType::U8 | DType::U16 | DType::U32 => DType::F32,
             DType::I64 | DType::U64 => DType::F64,
             DType::BF16 | DType::F16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 => self,
         }
@@ -311,11 +302,7 @@ impl WeakDType {
     /// `~f32` for a weak `float32`, `i8` for a strong `int8`: short names, weak marked by
     /// `~` as `str(aval)` marks it.
     pub fn short_name(self) -> String {
-        format!(
-            "{}{}",
-            if self.weak { "~" } else { "" },
-            self.dtype.short_name()
-        )
+        format!("{}{}", if self.weak { "~" } else { "" }, self.dtype.short_name())
     }
 
     /// Reads what [`WeakDType::short_name`] and `Display` write: a dtype name or short name,
@@ -478,21 +465,13 @@ pub fn dtype_specifier_operand(d: DType, cfg: DTypeConfig) -> WeakDType {
 /// The least upper bound of `nodes` on the standard promotion lattice
 /// (`dtypes._least_upper_bound`); `None` only for an empty list.
 pub fn least_upper_bound(nodes: &[JaxType], cfg: DTypeConfig) -> Option<JaxType> {
-    let upper_bounds = if cfg.enable_x64 {
-        &lattice::UPPER_BOUNDS_X64
-    } else {
-        &lattice::UPPER_BOUNDS_X32
-    };
-    let given = nodes
-        .iter()
-        .fold(0u32, |set, &node| set | lattice::bit(node));
+    let upper_bounds = if cfg.enable_x64 { &lattice::UPPER_BOUNDS_X64 } else { &lattice::UPPER_BOUNDS_X32 };
+    let given = nodes.iter().fold(0u32, |set, &node| set | lattice::bit(node));
     if given == 0 {
         return None;
     }
     // Common upper bounds: the nodes at or above every operand.
-    let common = nodes.iter().fold(lattice::ALL_NODES, |set, &node| {
-        set & upper_bounds[lattice::index(node)]
-    });
+    let common = nodes.iter().fold(lattice::ALL_NODES, |set, &node| set & upper_bounds[lattice::index(node)]);
     // If an operand is itself a common upper bound it is the least one; otherwise the least
     // is the common bound whose own upper bounds hold all the others.
     let least = if common & given != 0 {
@@ -536,10 +515,7 @@ pub fn promote_jax_types(a: JaxType, b: JaxType, cfg: DTypeConfig) -> DType {
 /// `~bf16 + ~bf16 -> ~bf16`, `~f16 + ~i32 -> ~f16`, `f16 + 1.0 -> f16`, `i8 + 1 -> i8`,
 /// `u32 + i32 -> i32` (x64 off) or `i64` (on). Two strong operands can give a weak result:
 /// with x64 on, `u64 + i64 -> ~f64`, since their bound is the Python `float` node.
-pub fn lattice_result_type(
-    operands: &[WeakDType],
-    cfg: DTypeConfig,
-) -> Result<WeakDType, DTypeError> {
+pub fn lattice_result_type(operands: &[WeakDType], cfg: DTypeConfig) -> Result<WeakDType, DTypeError> {
     let (first, rest) = operands.split_first().ok_or(DTypeError::NoOperands)?;
     let all_weak = operands.iter().all(|operand| operand.weak);
     let (dtype, weak) = if rest.is_empty() {
@@ -547,10 +523,7 @@ pub fn lattice_result_type(
     } else if rest.iter().all(|operand| operand.dtype == first.dtype) && !all_weak {
         (first.dtype, false)
     } else if all_weak {
-        let nodes: Vec<JaxType> = operands
-            .iter()
-            .map(|operand| JaxType::DType(operand.dtype))
-            .collect();
+        let nodes: Vec<JaxType> = operands.iter().map(|operand| JaxType::DType(operand.dtype)).collect();
         let bound = least_upper_bound(&nodes, cfg).ok_or(DTypeError::NoOperands)?;
         (bound.canonical_dtype(cfg), true)
     } else {
@@ -558,10 +531,7 @@ pub fn lattice_result_type(
         let bound = least_upper_bound(&nodes, cfg).ok_or(DTypeError::NoOperands)?;
         (bound.canonical_dtype(cfg), bound.is_python_type())
     };
-    Ok(WeakDType {
-        dtype,
-        weak: weak && dtype != DType::Bool,
-    })
+    Ok(WeakDType { dtype, weak: weak && dtype != DType::Bool })
 }
 
 /// `jnp.result_type(*operands)` with the weak flag `dtypes.result_type(...,
@@ -572,10 +542,7 @@ pub fn lattice_result_type(
 pub fn result_type(operands: &[WeakDType], cfg: DTypeConfig) -> Result<WeakDType, DTypeError> {
     let lattice = lattice_result_type(operands, cfg)?;
     if lattice.weak {
-        Ok(WeakDType::weakly_typed(default_dtype_of_kind(
-            lattice.dtype.kind(),
-            cfg,
-        )))
+        Ok(WeakDType::weakly_typed(default_dtype_of_kind(lattice.dtype.kind(), cfg)))
     } else {
         Ok(lattice)
     }
@@ -597,10 +564,7 @@ pub fn binary_op_result_type(a: WeakDType, b: WeakDType, cfg: DTypeConfig) -> We
 /// `float64` as in numpy); `1 / 2 -> ~f32` (`~f64` with x64); `bool / bool -> f32`.
 pub fn true_divide_result_type(a: WeakDType, b: WeakDType, cfg: DTypeConfig) -> WeakDType {
     let (dtype, weak) = lattice_pair(a, b, cfg);
-    WeakDType {
-        dtype: dtype.to_inexact(),
-        weak,
-    }
+    WeakDType { dtype: dtype.to_inexact(), weak }
 }
 
 /// `jnp.sum(x)` and `jnp.prod(x)` (`promote_integers=True`, no `dtype=`): `bool` becomes the
@@ -611,9 +575,7 @@ pub fn sum_result_type(x: WeakDType, cfg: DTypeConfig) -> WeakDType {
     let dtype = match x.dtype.kind() {
         DTypeKind::Bool => default_int(cfg),
         DTypeKind::SignedInteger if x.dtype.bits() < default_int(cfg).bits() => default_int(cfg),
-        DTypeKind::UnsignedInteger if x.dtype.bits() < default_uint(cfg).bits() => {
-            default_uint(cfg)
-        }
+        DTypeKind::UnsignedInteger if x.dtype.bits() < default_uint(cfg).bits() => default_uint(cfg),
         _ => x.dtype,
     };
     WeakDType::strong(dtype)
@@ -639,11 +601,7 @@ pub fn mean_result_type(x: WeakDType) -> WeakDType {
 /// `jnp.var(x)` and `jnp.std(x)` (`_var_promote_types`, no `dtype=`): bool and integers go
 /// through [`DType::to_inexact`], complex gives its real dtype (`var(c64) = f32`); never weak.
 pub fn var_result_type(x: WeakDType) -> WeakDType {
-    let dtype = if x.dtype.is_inexact() {
-        x.dtype.real_dtype()
-    } else {
-        x.dtype.to_inexact()
-    };
+    let dtype = if x.dtype.is_inexact() { x.dtype.real_dtype() } else { x.dtype.to_inexact() };
     WeakDType::strong(dtype)
 }
 
@@ -690,9 +648,7 @@ mod lattice {
     }
 
     pub(super) fn nodes_in(set: u32) -> impl Iterator<Item = JaxType> {
-        (0..NODE_COUNT)
-            .filter(move |i| set & (1 << i) != 0)
-            .filter_map(node)
+        (0..NODE_COUNT).filter(move |i| set & (1 << i) != 0).filter_map(node)
     }
 
     const fn set(nodes: &[JaxType]) -> u32 {
@@ -724,11 +680,7 @@ mod lattice {
         out[PY_INT] = set(&[d(DType::U8), d(DType::I8)]);
         out[DType::U8 as usize] = set(&[d(DType::I16), d(DType::U16)]);
         out[DType::U16 as usize] = set(&[d(DType::I32), d(DType::U32)]);
-        out[DType::U32 as usize] = if x64 {
-            set(&[d(DType::I64), d(DType::U64)])
-        } else {
-            set(&[d(DType::I32), d(DType::U64)])
-        };
+        out[DType::U32 as usize] = if x64 { set(&[d(DType::I64), d(DType::U64)]) } else { set(&[d(DType::I32), d(DType::U64)]) };
         out[DType::U64 as usize] = set(&[JaxType::PyFloat]);
         out[DType::I8 as usize] = set(&[d(DType::I16)]);
         out[DType::I16 as usize] = set(&[d(DType::I32)]);
@@ -789,14 +741,8 @@ mod tests {
             assert_eq!(DType::from_name(d.short_name()), Some(d));
         }
         assert_eq!(DType::from_name("float"), None);
-        assert_eq!(
-            WeakDType::from_name("~f32"),
-            Some(WeakDType::weakly_typed(DType::F32))
-        );
-        assert_eq!(
-            WeakDType::weakly_typed(DType::BF16).to_string(),
-            "~bfloat16"
-        );
+        assert_eq!(WeakDType::from_name("~f32"), Some(WeakDType::weakly_typed(DType::F32)));
+        assert_eq!(WeakDType::weakly_typed(DType::BF16).to_string(), "~bfloat16");
     }
 
     #[test]

@@ -48,27 +48,69 @@ pub struct Stmt {
 pub enum StmtKind {
     Expr(Expr),
     /// `a = b = value`: every target gets the value, left to right.
-    Assign { targets: Vec<Expr>, value: Expr },
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
     /// `x: T = value` (value optional).
-    AnnAssign { target: Expr, annotation: Expr, value: Option<Expr> },
-    AugAssign { target: Expr, op: BinOp, value: Expr },
+    AnnAssign {
+        target: Expr,
+        annotation: Expr,
+        value: Option<Expr>,
+    },
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
     FunctionDef(Rc<FunctionDef>),
     ClassDef(Rc<ClassDef>),
     Return(Option<Expr>),
-    If { test: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
-    While { test: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
-    For { target: Expr, iter: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
+    If {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    While {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
     Break,
     Continue,
     Pass,
-    Raise { exc: Option<Expr>, cause: Option<Expr> },
-    Try { body: Vec<Stmt>, handlers: Vec<ExceptHandler>, orelse: Vec<Stmt>, finalbody: Vec<Stmt> },
-    With { items: Vec<WithItem>, body: Vec<Stmt> },
-    Assert { test: Expr, msg: Option<Expr> },
+    Raise {
+        exc: Option<Expr>,
+        cause: Option<Expr>,
+    },
+    Try {
+        body: Vec<Stmt>,
+        handlers: Vec<ExceptHandler>,
+        orelse: Vec<Stmt>,
+        finalbody: Vec<Stmt>,
+    },
+    With {
+        items: Vec<WithItem>,
+        body: Vec<Stmt>,
+    },
+    Assert {
+        test: Expr,
+        msg: Option<Expr>,
+    },
     /// `import a.b.c as d`
     Import(Vec<ImportAlias>),
     /// `from ..a.b import c as d`; `level` counts the leading dots; `names` empty means `*`.
-    ImportFrom { module: Option<Name>, names: Vec<ImportAlias>, level: u32 },
+    ImportFrom {
+        module: Option<Name>,
+        names: Vec<ImportAlias>,
+        level: u32,
+    },
     Global(Vec<Name>),
     Nonlocal(Vec<Name>),
     Delete(Vec<Expr>),
@@ -177,27 +219,76 @@ pub enum ExprKind {
     Set(Vec<Expr>),
     /// `{k: v, **m}`: `None` key means `**m`.
     Dict(Vec<(Option<Expr>, Expr)>),
-    Attribute { value: Box<Expr>, attr: Name, attr_span: Span },
-    Subscript { value: Box<Expr>, index: Box<Expr> },
+    Attribute {
+        value: Box<Expr>,
+        attr: Name,
+        attr_span: Span,
+    },
+    Subscript {
+        value: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `a:b:c` inside a subscript.
-    Slice { lower: Option<Box<Expr>>, upper: Option<Box<Expr>>, step: Option<Box<Expr>> },
-    Call { func: Box<Expr>, args: Vec<Expr>, keywords: Vec<Keyword> },
+    Slice {
+        lower: Option<Box<Expr>>,
+        upper: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
+    },
+    Call {
+        func: Box<Expr>,
+        args: Vec<Expr>,
+        keywords: Vec<Keyword>,
+    },
     /// `*x` in a call, list, tuple or assignment target.
     Starred(Box<Expr>),
-    BinOp { left: Box<Expr>, op: BinOp, right: Box<Expr> },
-    UnaryOp { op: UnaryOp, operand: Box<Expr> },
+    BinOp {
+        left: Box<Expr>,
+        op: BinOp,
+        right: Box<Expr>,
+    },
+    UnaryOp {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
     /// `a and b and c`
-    BoolOp { op: BoolOp, values: Vec<Expr> },
+    BoolOp {
+        op: BoolOp,
+        values: Vec<Expr>,
+    },
     /// `a < b <= c`
-    Compare { left: Box<Expr>, ops: Vec<CmpOp>, comparators: Vec<Expr> },
-    IfExp { test: Box<Expr>, body: Box<Expr>, orelse: Box<Expr> },
+    Compare {
+        left: Box<Expr>,
+        ops: Vec<CmpOp>,
+        comparators: Vec<Expr>,
+    },
+    IfExp {
+        test: Box<Expr>,
+        body: Box<Expr>,
+        orelse: Box<Expr>,
+    },
     Lambda(Rc<FunctionDef>),
-    ListComp { elt: Box<Expr>, generators: Vec<Comprehension> },
-    SetComp { elt: Box<Expr>, generators: Vec<Comprehension> },
-    DictComp { key: Box<Expr>, value: Box<Expr>, generators: Vec<Comprehension> },
-    GeneratorExp { elt: Box<Expr>, generators: Vec<Comprehension> },
+    ListComp {
+        elt: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    SetComp {
+        elt: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    DictComp {
+        key: Box<Expr>,
+        value: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
+    GeneratorExp {
+        elt: Box<Expr>,
+        generators: Vec<Comprehension>,
+    },
     /// `x := value`
-    NamedExpr { target: Box<Expr>, value: Box<Expr> },
+    NamedExpr {
+        target: Box<Expr>,
+        value: Box<Expr>,
+    },
     Yield(Option<Box<Expr>>),
     YieldFrom(Box<Expr>),
     Await(Box<Expr>),
@@ -207,7 +298,12 @@ pub enum ExprKind {
 pub enum FStringPart {
     Literal(Rc<str>),
     /// `{value!conversion:format_spec}`; the spec may itself hold replacement fields.
-    Formatted { value: Expr, conversion: Option<char>, format_spec: Vec<FStringPart>, debug_text: Option<Rc<str>> },
+    Formatted {
+        value: Expr,
+        conversion: Option<char>,
+        format_spec: Vec<FStringPart>,
+        debug_text: Option<Rc<str>>,
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -61,11 +61,7 @@ impl LineIndex {
             return text.len() as u32;
         }
         let start = self.line_start(line) as usize;
-        let line_end = self
-            .line_starts
-            .get(line as usize + 1)
-            .map(|&s| s as usize - 1)
-            .unwrap_or(text.len());
+        let line_end = self.line_starts.get(line as usize + 1).map(|&s| s as usize - 1).unwrap_or(text.len());
         let line_text = &text[start..line_end.max(start)];
         let mut counted = 0u32;
         for (byte, ch) in line_text.char_indices() {

@@ -1,0 +1,162 @@
+//! `tracelens check` and `tracelens trace`: analyse files in parallel, print results.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use rayon::prelude::*;
+use serde_json::json;
+use tracer_core::analysis::{FileAnalysis, Location};
+use tracer_core::diagnostics::Severity;
+use tracer_core::{analyze_file, AnalysisConfig};
+
+use crate::files::{python_files, read_source, FsLoader};
+use crate::render;
+use crate::Format;
+
+/// One reported diagnostic, with paths relative to the current directory.
+pub struct Finding {
+    pub path: String,
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    pub location: Location,
+    pub message: String,
+    pub related: Vec<(String, Location, String)>,
+}
+
+/// The engine interprets recursively; analysis threads get a stack to match its budgets.
+const ANALYSIS_STACK: usize = 256 << 20;
+
+fn config_for(path: &Path) -> AnalysisConfig {
+    let mut roots = vec![std::env::current_dir().unwrap_or_default()];
+    if let Some(parent) = path.parent() {
+        roots.push(parent.to_path_buf());
+    }
+    AnalysisConfig { search_roots: roots, ..Default::default() }
+}
+
+fn relative(p: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+    abs.strip_prefix(&cwd).map(|r| r.to_path_buf()).unwrap_or(abs).to_string_lossy().to_string()
+}
+
+/// Analyses one file; a panic inside the engine becomes an internal-error finding.
+pub fn analyze_path(path: &Path) -> Result<FileAnalysis, String> {
+    let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
+    let loader = FsLoader::default();
+    let config = config_for(path);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
+        .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
+}
+
+fn pool() -> rayon::ThreadPool {
+    match rayon::ThreadPoolBuilder::new().stack_size(ANALYSIS_STACK).build() {
+        Ok(p) => p,
+        Err(_) => rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap_or_else(|_| std::process::abort()),
+    }
+}
+
+pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
+    let paths = if paths.is_empty() { vec![PathBuf::from(".")] } else { paths };
+    let files = match python_files(&paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let results: Vec<(PathBuf, Result<FileAnalysis, String>)> =
+        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path(f))).collect());
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut internal = false;
+    for (_, result) in &results {
+        match result {
+            Ok(a) => {
+                for (d, loc, rel) in &a.diagnostics {
+                    findings.push(Finding {
+                        path: relative(&d.path),
+                        code: d.code.as_str(),
+                        name: d.code.name(),
+                        severity: d.severity,
+                        location: loc.clone(),
+                        message: d.message.clone(),
+                        related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
+                    });
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                internal = true;
+            }
+        }
+    }
+    findings
+        .sort_by(|a, b| (&a.path, a.location.line, a.location.column, a.code).cmp(&(&b.path, b.location.line, b.location.column, b.code)));
+    findings.dedup_by(|a, b| a.path == b.path && a.location == b.location && a.code == b.code && a.message == b.message);
+    let out = match format {
+        Format::Json => serde_json::to_string_pretty(&render::findings_json(&findings)).unwrap_or_default() + "\n",
+        Format::Sarif => serde_json::to_string_pretty(&render::findings_sarif(&findings)).unwrap_or_default() + "\n",
+        Format::Text => render::findings_text(&findings, color, files.len()),
+    };
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    if internal {
+        return ExitCode::from(2);
+    }
+    if findings.iter().any(|f| f.severity == Severity::Error) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
+    if !file.is_file() {
+        eprintln!("error: {}: no such file", file.display());
+        return ExitCode::from(2);
+    }
+    let analysis = match pool().install(|| analyze_path(&file)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let out = if json_out {
+        let functions: Vec<serde_json::Value> = analysis
+            .functions
+            .iter()
+            .map(|f| {
+                json!({
+                    "name": f.name,
+                    "path": relative(&f.location.path),
+                    "line": f.location.line,
+                    "transform": f.transform,
+                    "traces": f.traces.iter().map(|t| json!({
+                        "call_line": t.call.as_ref().map(|c| c.line),
+                        "args": t.args,
+                        "outputs": t.outputs,
+                        "cause": t.cause,
+                        "jaxpr": t.jaxpr,
+                        "values": t.values.iter().map(|v| json!({
+                            "line": v.location.line,
+                            "column": v.location.column,
+                            "name": v.name,
+                            "aval": v.aval,
+                        })).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::to_string_pretty(&json!({ "functions": functions })).unwrap_or_default() + "\n"
+    } else {
+        render::trace_text(&analysis, &relative(&file))
+    };
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    if analysis.diagnostics.iter().any(|(d, _, _)| d.severity == Severity::Error) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

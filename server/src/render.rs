@@ -1,0 +1,125 @@
+//! Output formats: ruff-like text with code frames (annotate-snippets), JSON and SARIF for tools,
+//! and the `trace` report.
+
+use std::fmt::Write as _;
+
+use annotate_snippets::{AnnotationKind, Level, Renderer, Snippet};
+use serde_json::{json, Value};
+use tracer_core::analysis::FileAnalysis;
+use tracer_core::diagnostics::Severity;
+
+use crate::check::Finding;
+use crate::files::read_source;
+
+pub fn findings_json(findings: &[Finding]) -> Value {
+    Value::Array(
+        findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "path": f.path,
+                    "code": f.code,
+                    "name": f.name,
+                    "severity": f.severity.as_str(),
+                    "line": f.location.line,
+                    "column": f.location.column,
+                    "end_line": f.location.end_line,
+                    "end_column": f.location.end_column,
+                    "message": f.message,
+                    "related": f.related.iter().map(|(p, l, m)| json!({"path": p, "line": l.line, "column": l.column, "message": m})).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
+
+pub fn findings_sarif(findings: &[Finding]) -> Value {
+    let mut rules: Vec<&str> = findings.iter().map(|f| f.code).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{
+            "tool": {"driver": {"name": "tracelens", "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.iter().map(|r| json!({"id": r})).collect::<Vec<_>>()}},
+            "results": findings.iter().map(|f| json!({
+                "ruleId": f.code,
+                "level": match f.severity { Severity::Error => "error", Severity::Warning => "warning", Severity::Info => "note" },
+                "message": {"text": f.message},
+                "locations": [{"physicalLocation": {
+                    "artifactLocation": {"uri": f.path},
+                    "region": {"startLine": f.location.line, "startColumn": f.location.column,
+                               "endLine": f.location.end_line, "endColumn": f.location.end_column}
+                }}],
+            })).collect::<Vec<_>>(),
+        }]
+    })
+}
+
+pub fn findings_text(findings: &[Finding], color: bool, files: usize) -> String {
+    let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+    let mut out = String::new();
+    for f in findings {
+        let source = read_source(std::path::Path::new(&f.path)).or_else(|| read_source(&f.location.path)).unwrap_or_default();
+        let (first_line, last_line) = (f.location.line.saturating_sub(1) as usize, f.location.end_line.saturating_sub(1) as usize);
+        let lines: Vec<&str> = source.split_inclusive('\n').collect();
+        let excerpt: String = lines.get(first_line..=last_line.min(lines.len().saturating_sub(1))).map(|l| l.concat()).unwrap_or_default();
+        let excerpt_start: usize = lines.iter().take(first_line).map(|l| l.len()).sum();
+        let start = (f.location.span.start as usize).saturating_sub(excerpt_start).min(excerpt.len());
+        let end = (f.location.span.end as usize).saturating_sub(excerpt_start).clamp(start, excerpt.len().max(start));
+        let level = match f.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+            Severity::Info => Level::INFO,
+        };
+        let (title, rest) = match f.message.split_once('\n') {
+            Some((t, r)) => (t.to_string(), Some(r.to_string())),
+            None => (f.message.clone(), None),
+        };
+        let label = format!("{} {}", f.code, f.name);
+        let mut group = level.primary_title(title).id(f.code).element(
+            Snippet::source(excerpt.as_str())
+                .line_start(f.location.line as usize)
+                .path(f.path.as_str())
+                .annotation(AnnotationKind::Primary.span(start..end.max(start)).label(label.as_str())),
+        );
+        if let Some(rest) = &rest {
+            group = group.element(Level::NOTE.message(rest.as_str()));
+        }
+        let related: Vec<String> = f.related.iter().map(|(p, l, m)| format!("{p}:{}:{}: {m}", l.line, l.column)).collect();
+        for r in &related {
+            group = group.element(Level::NOTE.message(r.as_str()));
+        }
+        let _ = writeln!(out, "{}\n", renderer.render(&[group]));
+    }
+    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let _ = writeln!(
+        out,
+        "Checked {files} file{}: {errors} error{}, {warnings} warning{}.",
+        if files == 1 { "" } else { "s" },
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" }
+    );
+    out
+}
+
+pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
+    let mut out = String::new();
+    if a.functions.is_empty() {
+        let _ = writeln!(out, "{path}: no traced functions");
+    }
+    for f in &a.functions {
+        let _ = writeln!(out, "{}({}) at {}:{}  traced {}×", f.transform, f.name, path, f.location.line, f.traces.len());
+        for (i, t) in f.traces.iter().enumerate() {
+            let call = t.call.as_ref().map(|c| format!("line {}", c.line)).unwrap_or_else(|| "?".into());
+            let _ = writeln!(out, "  trace {} from {call}: ({}) -> ({})  [{}]", i + 1, t.args.join(", "), t.outputs.join(", "), t.cause);
+            for line in t.jaxpr.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,205 @@
+//! One file's analysis: run it as a script and its `test_*` functions as tests, then collect
+//! diagnostics, traces and per-value avals as plain data (design.md §9, §11).
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::interp::value::Value;
+use crate::interp::{Budgets, Interp, Site, SourceLoader};
+use crate::jax::TraceKind;
+use crate::syntax::ast::{Span, StmtKind};
+
+#[derive(Clone, Debug, Default)]
+pub struct AnalysisConfig {
+    pub budgets: Budgets,
+    /// Folders searched for project-local imports (the workspace root first).
+    pub search_roots: Vec<PathBuf>,
+}
+
+/// A position in a file, 1-based line and column (code points), as the CLI contract prints.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct TracedValue {
+    pub location: Location,
+    pub name: String,
+    pub aval: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub call: Option<Location>,
+    pub args: Vec<String>,
+    pub outputs: Vec<String>,
+    pub cause: String,
+    pub jaxpr: String,
+    pub values: Vec<TracedValue>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TracedFunction {
+    pub name: String,
+    pub location: Location,
+    pub transform: String,
+    pub traces: Vec<Trace>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FileAnalysis {
+    pub diagnostics: Vec<(Diagnostic, Location, Vec<Location>)>,
+    pub functions: Vec<TracedFunction>,
+    pub stdout: String,
+}
+
+/// Analyses `path`. Never panics on any input and always returns within the budgets.
+pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> FileAnalysis {
+    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    let file = interp.add_file(path.to_path_buf(), Rc::from(text));
+    let module_ast = interp.files[file as usize].module.clone();
+    for err in &module_ast.errors {
+        let site = Site { file, span: err.span };
+        let diag = interp.diagnostic(Code::PythonException, site, format!("SyntaxError: {}", err.message), Vec::new());
+        interp.diagnostics.push(diag);
+        break;
+    }
+    let (module, flow) = interp.run_module(file, "__main__");
+    if let Some(flow) = flow {
+        interp.report_uncaught(flow, "the module");
+    }
+    // Test functions run as tests, each on a fresh budget.
+    let tests: Vec<(String, Value)> = module_ast
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::FunctionDef(def) if def.name.starts_with("test_") => {
+                module.dict.borrow().get(def.name.as_ref()).map(|v| (def.name.to_string(), v.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    for (name, f) in tests {
+        interp.restart_clock();
+        interp.frames.push(crate::interp::Frame { file, name: Rc::from("<test>"), span: Span::default(), class: None, self_value: None });
+        let result = interp.call(&f, Vec::new(), Vec::new());
+        interp.frames.pop();
+        if let Err(flow) = result {
+            interp.report_uncaught(flow, &format!("test {name}"));
+        }
+    }
+    let mut diagnostics = interp.diagnostics.clone();
+    diagnostics.extend(crate::jax::effects::finish(&interp));
+    apply_ignore_comments(&interp, &mut diagnostics);
+    let located = diagnostics
+        .into_iter()
+        .map(|d| {
+            let loc = locate(&interp, &d.path, d.span);
+            let rel = d.related.iter().map(|r| locate(&interp, &r.path, r.span)).collect();
+            (d, loc, rel)
+        })
+        .collect();
+    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone() }
+}
+
+fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
+    match interp.files.iter().find(|f| f.path == path) {
+        Some(f) => {
+            let start = f.line_index.line_col(&f.text, span.start);
+            let end = f.line_index.line_col(&f.text, span.end);
+            Location {
+                path: path.to_path_buf(),
+                line: start.line + 1,
+                column: start.col + 1,
+                end_line: end.line + 1,
+                end_column: end.col + 1,
+                span,
+            }
+        }
+        None => Location { path: path.to_path_buf(), line: 1, column: 1, end_line: 1, end_column: 1, span },
+    }
+}
+
+/// `# tracelens: ignore[TL201]` (or `ignore` alone) on a line silences it.
+fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
+    diagnostics.retain(|d| {
+        let Some(f) = interp.files.iter().find(|f| f.path == d.path) else {
+            return true;
+        };
+        let line = f.line_index.line_of(d.span.start);
+        let start = f.line_index.line_start(line) as usize;
+        let end = f.text[start..].find('\n').map(|e| start + e).unwrap_or(f.text.len());
+        let text = &f.text[start..end];
+        let Some(pos) = text.find("# tracelens: ignore") else {
+            return true;
+        };
+        let rest = &text[pos + "# tracelens: ignore".len()..];
+        match rest.strip_prefix('[') {
+            Some(codes) => {
+                let codes = codes.split(']').next().unwrap_or("");
+                !codes.split(',').any(|c| c.trim() == d.code.as_str() || c.trim() == d.code.name())
+            }
+            None => false,
+        }
+    });
+    diagnostics.sort_by_key(|d| (d.path.clone(), d.span.start, d.code));
+    diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
+    let _ = Severity::Error;
+}
+
+fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
+    let mut out: Vec<TracedFunction> = Vec::new();
+    for (index, rec) in interp.jax.records.iter().enumerate() {
+        // Report top-level transformations: jit traces, and the outermost trace of other kinds.
+        let is_jit = matches!(rec.kind, TraceKind::Jit);
+        if !is_jit && rec.parent.is_some() {
+            continue;
+        }
+        let Some(def) = rec.def_site else { continue };
+        let location = locate(interp, interp.path(def.file), def.span);
+        let transform = rec.kind.label().to_string();
+        let values = interp
+            .jax
+            .values
+            .iter()
+            .filter(|v| v.record == index || descends_from(interp, v.record, index))
+            .map(|v| TracedValue {
+                location: locate(interp, interp.path(v.site.file), v.site.span),
+                name: v.name.clone(),
+                aval: v.aval.short(),
+            })
+            .collect();
+        let trace = Trace {
+            call: rec.call_site.map(|s| locate(interp, interp.path(s.file), s.span)),
+            args: rec.args.iter().map(|a| a.short()).collect(),
+            outputs: rec.outputs.iter().map(|a| a.short()).collect(),
+            cause: rec.cause.clone(),
+            jaxpr: rec.jaxpr.as_ref().map(|j| j.pretty(0)).unwrap_or_default(),
+            values,
+        };
+        match out.iter_mut().find(|f| {
+            f.location.path == location.path && f.location.line == location.line && f.name == rec.fn_name && f.transform == transform
+        }) {
+            Some(f) => f.traces.push(trace),
+            None => out.push(TracedFunction { name: rec.fn_name.clone(), location, transform, traces: vec![trace] }),
+        }
+    }
+    out
+}
+
+fn descends_from(interp: &Interp, mut record: usize, ancestor: usize) -> bool {
+    while let Some(p) = interp.jax.records.get(record).and_then(|r| r.parent) {
+        if p == ancestor {
+            return true;
+        }
+        record = p;
+    }
+    false
+}

@@ -1,0 +1,88 @@
+//! The diagnostic catalog (shared/spec/diagnostics.md) as data, and the findings the engine
+//! reports. Plain data: the server renders them for the terminal, JSON, SARIF or LSP.
+
+use std::path::PathBuf;
+
+use crate::syntax::ast::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+macro_rules! declare_codes {
+    ($($variant:ident = $code:literal, $name:literal, $severity:ident, $summary:literal;)*) => {
+        /// A stable diagnostic code. Codes never change meaning once shipped.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $($variant),* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+            /// `TL104`
+            pub fn as_str(self) -> &'static str { match self { $(Code::$variant => $code),* } }
+            /// `shape-mismatch`
+            pub fn name(self) -> &'static str { match self { $(Code::$variant => $name),* } }
+            pub fn default_severity(self) -> Severity { match self { $(Code::$variant => Severity::$severity),* } }
+            pub fn summary(self) -> &'static str { match self { $(Code::$variant => $summary),* } }
+            pub fn from_str(s: &str) -> Option<Code> {
+                match s { $($code | $name => Some(Code::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+declare_codes! {
+    Concretization = "TL101", "concretization", Error, "a traced value is used where Python needs a concrete one";
+    TracerToNumpy = "TL102", "tracer-to-numpy", Error, "a traced value is converted to a NumPy array or Python value";
+    LeakedTracer = "TL103", "leaked-tracer", Error, "a traced value escapes its transformation and is used later";
+    ShapeMismatch = "TL104", "shape-mismatch", Error, "incompatible shapes";
+    DtypeMismatch = "TL105", "dtype-mismatch", Error, "an operation rejects a dtype";
+    NonScalarGrad = "TL106", "non-scalar-grad", Error, "grad of a function whose output is not a real scalar";
+    ImmutableUpdate = "TL107", "immutable-update", Error, "item or slice assignment on an immutable array";
+    DynamicShape = "TL108", "dynamic-shape", Error, "a shape depends on a traced value";
+    ControlFlowSignature = "TL109", "control-flow-signature", Error, "control-flow branches or carries differ in type";
+    VmapAxes = "TL110", "vmap-axes", Error, "vmap axes do not match the arguments";
+    BadStaticArg = "TL111", "bad-static-arg", Error, "a static argument is unhashable, misnamed or traced";
+    InvalidPytree = "TL112", "invalid-pytree", Error, "a non-array leaf or mismatched pytrees";
+    PythonException = "TL190", "python-exception", Error, "the program raises a Python exception";
+    PrintAtTrace = "TL201", "print-at-trace", Warning, "print runs only while tracing";
+    OuterMutation = "TL202", "outer-mutation", Warning, "a traced function mutates outer state once per trace";
+    IteratorAtTrace = "TL203", "iterator-at-trace", Warning, "an iterator is advanced once per trace";
+    FrozenValue = "TL204", "frozen-value", Warning, "an impure value is frozen into the trace";
+    KeyReuse = "TL205", "key-reuse", Warning, "the same PRNG key is consumed twice";
+    ClampedIndex = "TL206", "clamped-index", Warning, "an out-of-bounds static index is clamped or dropped";
+    X64Truncation = "TL207", "x64-truncation", Warning, "a 64-bit dtype is silently 32-bit";
+    Retrace = "TL210", "retrace", Warning, "a jitted function is traced again";
+    RetraceInLoop = "TL211", "retrace-in-loop", Warning, "retracing on every loop iteration";
+    LargeConstant = "TL212", "large-constant", Warning, "a large concrete array is baked into the trace";
+    NotAnalysed = "TL900", "not-analysed", Info, "part of the file was not analysed";
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Related {
+    pub path: PathBuf,
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub path: PathBuf,
+    pub span: Span,
+    pub message: String,
+    pub related: Vec<Related>,
+}

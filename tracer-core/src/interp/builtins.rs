@@ -1,0 +1,1241 @@
+//! Python's builtins: the functions, the methods of builtin types, and the exception classes
+//! (with JAX's error classes in their real hierarchy).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use crate::diagnostics::Code;
+use crate::jax::api::JaxObject;
+use crate::jax::surface::JaxFn;
+
+use super::call::Kwargs;
+use super::ops::{as_f64, as_int, range_len};
+use super::value::{BuiltinClass, Class, Dict, HashKey, Instance, Property, PyIter, Value};
+use super::{Interp, PyResult};
+
+/// A callable the interpreter implements natively.
+#[derive(Debug)]
+pub enum Builtin {
+    /// A Python builtin or a modelled standard-library function, by qualified name.
+    Fn(&'static str),
+    /// A method of a builtin type, bound to its receiver: `xs.append`.
+    Method { recv: Value, name: Rc<str> },
+    /// A function of JAX's API surface.
+    Jax(JaxFn),
+    /// A callable JAX object: a jitted function, a vmapped function, `x.at[i].set`, ...
+    Object(JaxObject),
+    /// `functools.partial(func, *args, **kwargs)`.
+    Partial { func: Value, args: Vec<Value>, kwargs: Kwargs },
+    /// `super()` bound to a class and an object.
+    Super { class: Rc<Class>, obj: Value },
+}
+
+impl Builtin {
+    pub fn name(&self) -> String {
+        match self {
+            Builtin::Fn(n) => n.to_string(),
+            Builtin::Method { name, .. } => name.to_string(),
+            Builtin::Jax(f) => f.qualified_name(),
+            Builtin::Object(o) => o.describe(),
+            Builtin::Partial { .. } => "functools.partial".into(),
+            Builtin::Super { .. } => "super".into(),
+        }
+    }
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Builtin::Partial { .. } => "functools.partial",
+            Builtin::Object(_) => "PjitFunction",
+            Builtin::Fn(n) if PY_TYPES.contains(n) => "type",
+            _ => "builtin_function_or_method",
+        }
+    }
+}
+
+/// Builtins that are types in Python: `isinstance(x, int)` works on them.
+const PY_TYPES: &[&str] =
+    &["int", "float", "bool", "str", "list", "tuple", "dict", "set", "frozenset", "type", "complex", "range", "slice"];
+
+const BUILTIN_FNS: &[&str] = &[
+    "print",
+    "len",
+    "range",
+    "enumerate",
+    "zip",
+    "map",
+    "filter",
+    "sum",
+    "min",
+    "max",
+    "abs",
+    "round",
+    "sorted",
+    "reversed",
+    "any",
+    "all",
+    "isinstance",
+    "issubclass",
+    "int",
+    "float",
+    "bool",
+    "str",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "frozenset",
+    "iter",
+    "next",
+    "getattr",
+    "hasattr",
+    "setattr",
+    "type",
+    "divmod",
+    "pow",
+    "repr",
+    "callable",
+    "id",
+    "hash",
+    "super",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "format",
+    "chr",
+    "ord",
+    "complex",
+    "slice",
+    "NotImplemented",
+    "open",
+    "input",
+    "vars",
+    "globals",
+    "locals",
+    "delattr",
+    "exit",
+    "quit",
+];
+
+pub struct BuiltinClasses {
+    classes: HashMap<&'static str, Rc<Class>>,
+}
+
+impl BuiltinClasses {
+    pub fn new() -> BuiltinClasses {
+        let mut classes: HashMap<&'static str, Rc<Class>> = HashMap::new();
+        let object = new_class("object", Vec::new(), Some(BuiltinClass::Object));
+        classes.insert("object", object.clone());
+        let hierarchy: &[(&'static str, &'static str)] = &[
+            ("BaseException", "object"),
+            ("Exception", "BaseException"),
+            ("KeyboardInterrupt", "BaseException"),
+            ("SystemExit", "BaseException"),
+            ("ArithmeticError", "Exception"),
+            ("ZeroDivisionError", "ArithmeticError"),
+            ("OverflowError", "ArithmeticError"),
+            ("FloatingPointError", "ArithmeticError"),
+            ("LookupError", "Exception"),
+            ("IndexError", "LookupError"),
+            ("KeyError", "LookupError"),
+            ("TypeError", "Exception"),
+            ("ValueError", "Exception"),
+            ("NameError", "Exception"),
+            ("UnboundLocalError", "NameError"),
+            ("AttributeError", "Exception"),
+            ("FrozenInstanceError", "AttributeError"),
+            ("AssertionError", "Exception"),
+            ("RuntimeError", "Exception"),
+            ("RecursionError", "RuntimeError"),
+            ("NotImplementedError", "RuntimeError"),
+            ("StopIteration", "Exception"),
+            ("ImportError", "Exception"),
+            ("ModuleNotFoundError", "ImportError"),
+            ("SyntaxError", "Exception"),
+            ("OSError", "Exception"),
+            ("FileNotFoundError", "OSError"),
+            ("UserWarning", "Exception"),
+            ("JAXTypeError", "TypeError"),
+            ("JAXIndexError", "IndexError"),
+            ("ConcretizationTypeError", "JAXTypeError"),
+            ("TracerBoolConversionError", "ConcretizationTypeError"),
+            ("TracerIntegerConversionError", "JAXTypeError"),
+            ("TracerArrayConversionError", "JAXTypeError"),
+            ("UnexpectedTracerError", "JAXTypeError"),
+            ("KeyReuseError", "JAXTypeError"),
+            ("NonConcreteBooleanIndexError", "JAXIndexError"),
+        ];
+        for (name, base) in hierarchy {
+            let base = classes[base].clone();
+            classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
+        }
+        classes.insert("NamedTuple", new_class("NamedTuple", vec![object.clone()], Some(BuiltinClass::Tuple)));
+        classes.insert("Field", new_class("Field", vec![object], None));
+        BuiltinClasses { classes }
+    }
+
+    pub fn get(&self, name: &str) -> Rc<Class> {
+        match self.classes.get(name) {
+            Some(c) => c.clone(),
+            None => self.classes["Exception"].clone(),
+        }
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<Rc<Class>> {
+        self.classes.get(name).cloned()
+    }
+}
+
+impl Default for BuiltinClasses {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn new_class(name: &str, bases: Vec<Rc<Class>>, builtin: Option<BuiltinClass>) -> Rc<Class> {
+    Rc::new(Class {
+        name: Rc::from(name),
+        qualname: name.to_string(),
+        bases,
+        dict: RefCell::new(IndexMap::new()),
+        builtin,
+        is_dataclass: Default::default(),
+        frozen: Default::default(),
+        fields: RefCell::new(Vec::new()),
+        is_namedtuple: Default::default(),
+        pytree: RefCell::new(None),
+        def_span: None,
+    })
+}
+
+pub fn make_exception_instance(class: &Rc<Class>, message: &str) -> Value {
+    let mut attrs = IndexMap::new();
+    attrs.insert(Rc::from("args"), Value::tuple(vec![Value::str(message)]));
+    Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(attrs), tuple: None }))
+}
+
+pub fn exception_message(inst: &Instance) -> String {
+    match inst.attrs.borrow().get("args") {
+        Some(Value::Tuple(args)) => match args.as_slice() {
+            [] => String::new(),
+            [Value::Str(s)] => s.to_string(),
+            [Value::Int(i)] => i.to_string(),
+            [Value::Float(f)] => super::value::repr_float(*f),
+            _ => format!("{} arguments", args.len()),
+        },
+        _ => String::new(),
+    }
+}
+
+impl<'l> Interp<'l> {
+    pub fn builtin_value(&self, name: &str) -> Option<Value> {
+        if let Some(c) = self.classes.lookup(name) {
+            if name != "Field"
+                && name != "NamedTuple"
+                && name != "FrozenInstanceError"
+                && !name.starts_with("JAX")
+                && !name.contains("Tracer")
+                && name != "ConcretizationTypeError"
+                && name != "KeyReuseError"
+                && name != "NonConcreteBooleanIndexError"
+            {
+                return Some(Value::Class(c));
+            }
+        }
+        match name {
+            "None" => Some(Value::None),
+            "True" => Some(Value::Bool(true)),
+            "False" => Some(Value::Bool(false)),
+            "__name__" => Some(Value::str("__main__")),
+            "Ellipsis" => Some(Value::Ellipsis),
+            _ => BUILTIN_FNS.iter().find(|n| **n == name).map(|n| Value::Builtin(Rc::new(Builtin::Fn(n)))),
+        }
+    }
+
+    pub fn call_builtin(&mut self, b: &Rc<Builtin>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        match &**b {
+            Builtin::Fn(name) => {
+                if let Some(v) = self.call_python_builtin(name, &args, &kwargs)? {
+                    return Ok(v);
+                }
+                super::modules::call_stdlib(self, name, args, kwargs)
+            }
+            Builtin::Method { recv, name } => self.call_method(recv, name, args, kwargs),
+            Builtin::Jax(f) => crate::jax::api::call_jax_fn(self, *f, args, kwargs),
+            Builtin::Object(o) => crate::jax::api::call_jax_object(self, o, args, kwargs),
+            Builtin::Partial { func, args: a0, kwargs: k0 } => {
+                let mut all = a0.clone();
+                all.extend(args);
+                let mut kw = k0.clone();
+                for (k, v) in kwargs {
+                    kw.retain(|(n, _)| *n != k);
+                    kw.push((k, v));
+                }
+                self.call(func, all, kw)
+            }
+            Builtin::Super { .. } => Err(self.type_error("'super' object is not callable")),
+        }
+    }
+
+    fn call_python_builtin(&mut self, name: &str, args: &[Value], kwargs: &Kwargs) -> PyResult<Option<Value>> {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        let kw = |k: &str| kwargs.iter().find(|(n, _)| n.as_ref() == k).map(|(_, v)| v.clone());
+        if args.iter().any(|a| a.is_opaque())
+            && !matches!(
+                name,
+                "print"
+                    | "isinstance"
+                    | "len"
+                    | "list"
+                    | "tuple"
+                    | "hasattr"
+                    | "getattr"
+                    | "setattr"
+                    | "type"
+                    | "callable"
+                    | "id"
+                    | "repr"
+                    | "str"
+            )
+        {
+            return Ok(Some(Value::opaque(format!("result of {name}() on an unknown value"))));
+        }
+        Ok(Some(match name {
+            "print" => {
+                crate::jax::effects::on_print(self, args)?;
+                let sep = match kw("sep") {
+                    Some(Value::Str(s)) => s.to_string(),
+                    _ => " ".into(),
+                };
+                let end = match kw("end") {
+                    Some(Value::Str(s)) => s.to_string(),
+                    _ => "\n".into(),
+                };
+                let mut parts = Vec::new();
+                for a in args {
+                    match self.to_str(a) {
+                        Ok(s) => parts.push(s),
+                        Err(super::Flow::Stop(..)) => parts.push("<unknown>".into()),
+                        Err(e) => return Err(e),
+                    }
+                }
+                self.stdout.push_str(&parts.join(&sep));
+                self.stdout.push_str(&end);
+                Value::None
+            }
+            "len" => match &arg(0) {
+                Value::Str(s) => Value::Int(s.chars().count() as i64),
+                Value::List(l) => Value::Int(l.borrow().len() as i64),
+                Value::Tuple(t) => Value::Int(t.len() as i64),
+                Value::Dict(d) | Value::Set(d) => Value::Int(d.borrow().len() as i64),
+                Value::Range(a, b, s) => Value::Int(range_len(*a, *b, *s)),
+                Value::Array(a) => match a.aval.shape.first() {
+                    Some(n) => Value::Int(*n as i64),
+                    None => return Err(self.type_error("len() of unsized object")),
+                },
+                Value::Opaque(_) => Value::opaque("len of an unknown value"),
+                v @ Value::Instance(inst) => match &inst.tuple {
+                    Some(t) => Value::Int(t.len() as i64),
+                    None => match self.call_dunder(v, "__len__", Vec::new())? {
+                        Some(n) => n,
+                        None => return Err(self.type_error(format!("object of type '{}' has no len()", inst.class.name))),
+                    },
+                },
+                v => return Err(self.type_error(format!("object of type '{}' has no len()", v.type_name()))),
+            },
+            "range" => {
+                let mut ints = Vec::new();
+                for a in args {
+                    match self.index_of(a)? {
+                        Some(i) => ints.push(i),
+                        None => return Err(self.type_error(format!("'{}' object cannot be interpreted as an integer", a.type_name()))),
+                    }
+                }
+                match ints.as_slice() {
+                    [b] => Value::Range(0, *b, 1),
+                    [a, b] => Value::Range(*a, *b, 1),
+                    [a, b, s] => {
+                        if *s == 0 {
+                            return Err(self.value_error("range() arg 3 must not be zero"));
+                        }
+                        Value::Range(*a, *b, *s)
+                    }
+                    _ => return Err(self.type_error("range expected at most 3 arguments")),
+                }
+            }
+            "enumerate" => {
+                let start = match kw("start").or_else(|| args.get(1).cloned()) {
+                    Some(v) => as_int(&v).unwrap_or(0),
+                    None => 0,
+                };
+                let items = self.iterate(&arg(0))?;
+                let out = items.into_iter().enumerate().map(|(i, v)| Value::tuple(vec![Value::Int(start + i as i64), v])).collect();
+                seq_iter(out, "enumerate")
+            }
+            "zip" => {
+                let mut lists = Vec::new();
+                for a in args {
+                    lists.push(self.iterate(a)?);
+                }
+                let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
+                let out = (0..n).map(|i| Value::tuple(lists.iter().map(|l| l[i].clone()).collect())).collect();
+                seq_iter(out, "zip")
+            }
+            "map" => {
+                let f = arg(0);
+                let mut lists = Vec::new();
+                for a in &args[1..] {
+                    lists.push(self.iterate(a)?);
+                }
+                let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
+                let mut out = Vec::new();
+                for i in 0..n {
+                    out.push(self.call(&f, lists.iter().map(|l| l[i].clone()).collect(), Vec::new())?);
+                }
+                seq_iter(out, "map")
+            }
+            "filter" => {
+                let f = arg(0);
+                let mut out = Vec::new();
+                for x in self.iterate(&arg(1))? {
+                    let keep = if f.is_none() { x.clone() } else { self.call(&f, vec![x.clone()], Vec::new())? };
+                    if self.truthy(&keep)? {
+                        out.push(x);
+                    }
+                }
+                seq_iter(out, "filter")
+            }
+            "sum" => {
+                let mut acc = kw("start").or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0));
+                for x in self.iterate(&arg(0))? {
+                    acc = self.binary_op(crate::syntax::ast::BinOp::Add, acc, x)?;
+                }
+                acc
+            }
+            "min" | "max" => {
+                let items = if args.len() == 1 { self.iterate(&arg(0))? } else { args.to_vec() };
+                let key = kw("key");
+                if items.is_empty() {
+                    if let Some(d) = kw("default") {
+                        return Ok(Some(d));
+                    }
+                    return Err(self.value_error(format!("{name}() iterable argument is empty")));
+                }
+                let mut best = items[0].clone();
+                let mut best_key = match &key {
+                    Some(k) => self.call(k, vec![best.clone()], Vec::new())?,
+                    None => best.clone(),
+                };
+                for x in items.into_iter().skip(1) {
+                    let xk = match &key {
+                        Some(k) => self.call(k, vec![x.clone()], Vec::new())?,
+                        None => x.clone(),
+                    };
+                    let op = if name == "min" { crate::syntax::ast::CmpOp::Lt } else { crate::syntax::ast::CmpOp::Gt };
+                    let better = self.compare(op, &xk, &best_key)?;
+                    if crate::jax::numpy::python_bool(self, &better, "bool")? {
+                        best = x;
+                        best_key = xk;
+                    }
+                }
+                best
+            }
+            "abs" => match &arg(0) {
+                Value::Int(i) => Value::Int(i.abs()),
+                Value::Bool(b) => Value::Int(*b as i64),
+                Value::Float(f) => Value::Float(f.abs()),
+                Value::Complex(a, b) => Value::Float(a.hypot(*b)),
+                Value::Array(a) => crate::jax::numpy::abs(self, a)?,
+                v => match self.call_dunder(v, "__abs__", Vec::new())? {
+                    Some(r) => r,
+                    None => return Err(self.type_error(format!("bad operand type for abs(): '{}'", v.type_name()))),
+                },
+            },
+            "round" => {
+                let digits = args.get(1).cloned().or_else(|| kw("ndigits"));
+                match (&arg(0), digits.as_ref().and_then(as_int)) {
+                    (Value::Float(f), None) => Value::Int(round_half_even(*f) as i64),
+                    (Value::Float(f), Some(d)) => {
+                        let m = 10f64.powi(d as i32);
+                        Value::Float(round_half_even(f * m) / m)
+                    }
+                    (Value::Int(i), _) => Value::Int(*i),
+                    (Value::Array(a), _) => crate::jax::numpy::round(self, a, digits)?,
+                    (v, _) => return Err(self.type_error(format!("type {} doesn't define __round__ method", v.type_name()))),
+                }
+            }
+            "sorted" => {
+                let mut items = self.iterate(&arg(0))?;
+                self.sort_values(&mut items, kw("key"), kw("reverse"))?;
+                self.new_list(items)
+            }
+            "reversed" => {
+                let mut items = self.iterate(&arg(0))?;
+                items.reverse();
+                seq_iter(items, "list_reverseiterator")
+            }
+            "any" | "all" => {
+                let want = name == "any";
+                for x in self.iterate(&arg(0))? {
+                    if crate::jax::numpy::python_bool(self, &x, "bool")? == want {
+                        return Ok(Some(Value::Bool(want)));
+                    }
+                }
+                Value::Bool(!want)
+            }
+            "isinstance" => match self.isinstance(&arg(0), &arg(1))? {
+                Some(b) => Value::Bool(b),
+                None => Value::opaque("isinstance with an unknown type"),
+            },
+            "issubclass" => match (&arg(0), &arg(1)) {
+                (Value::Class(a), Value::Class(b)) => Value::Bool(a.is_subclass_of(b)),
+                _ => Value::opaque("issubclass"),
+            },
+            "int" => match &arg(0) {
+                Value::None if args.is_empty() => Value::Int(0),
+                Value::Int(i) => Value::Int(*i),
+                Value::Bool(b) => Value::Int(*b as i64),
+                Value::Float(f) => {
+                    if !f.is_finite() {
+                        return Err(self.raise("ValueError", Code::PythonException, "cannot convert float NaN or infinity to integer"));
+                    }
+                    Value::Int(f.trunc() as i64)
+                }
+                Value::Str(s) => match s.trim().replace('_', "").parse::<i64>() {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => {
+                        return Err(self.value_error(format!("invalid literal for int() with base 10: {}", super::ops::py_str_repr(s))))
+                    }
+                },
+                Value::Array(a) => crate::jax::numpy::array_to_python(self, a, "int")?,
+                v => {
+                    return Err(self.type_error(format!(
+                        "int() argument must be a string, a bytes-like object or a real number, not '{}'",
+                        v.type_name()
+                    )))
+                }
+            },
+            "float" => match &arg(0) {
+                Value::None if args.is_empty() => Value::Float(0.0),
+                Value::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
+                    "inf" | "+inf" | "infinity" => Value::Float(f64::INFINITY),
+                    "-inf" | "-infinity" => Value::Float(f64::NEG_INFINITY),
+                    "nan" => Value::Float(f64::NAN),
+                    t => match t.parse::<f64>() {
+                        Ok(f) => Value::Float(f),
+                        Err(_) => {
+                            return Err(self.value_error(format!("could not convert string to float: {}", super::ops::py_str_repr(s))))
+                        }
+                    },
+                },
+                Value::Array(a) => crate::jax::numpy::array_to_python(self, a, "float")?,
+                v => match as_f64(v) {
+                    Some(f) => Value::Float(f),
+                    None => {
+                        return Err(self.type_error(format!("float() argument must be a string or a real number, not '{}'", v.type_name())))
+                    }
+                },
+            },
+            "complex" => match (&arg(0), &arg(1)) {
+                (a, Value::None) => Value::Complex(as_f64(a).unwrap_or(0.0), 0.0),
+                (a, b) => Value::Complex(as_f64(a).unwrap_or(0.0), as_f64(b).unwrap_or(0.0)),
+            },
+            "bool" => {
+                if args.is_empty() {
+                    Value::Bool(false)
+                } else {
+                    Value::Bool(crate::jax::numpy::python_bool(self, &arg(0), "bool")?)
+                }
+            }
+            "str" => {
+                if args.is_empty() {
+                    Value::str("")
+                } else {
+                    match self.to_str(&arg(0)) {
+                        Ok(s) => Value::str(&s),
+                        Err(super::Flow::Stop(..)) => Value::opaque("str of an unknown value"),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            "repr" => match self.repr(&arg(0)) {
+                Ok(s) => Value::str(&s),
+                Err(super::Flow::Stop(..)) => Value::opaque("repr of an unknown value"),
+                Err(e) => return Err(e),
+            },
+            "format" => {
+                let spec = match &arg(1) {
+                    Value::Str(s) => s.to_string(),
+                    _ => String::new(),
+                };
+                Value::str(&self.format_value(&arg(0), &spec)?)
+            }
+            "list" => {
+                if arg(0).is_opaque() {
+                    return Ok(Some(Value::opaque("list of an unknown iterable")));
+                }
+                let items = if args.is_empty() { Vec::new() } else { self.iterate(&arg(0))? };
+                self.new_list(items)
+            }
+            "tuple" => {
+                if arg(0).is_opaque() {
+                    return Ok(Some(Value::opaque("tuple of an unknown iterable")));
+                }
+                Value::tuple(if args.is_empty() { Vec::new() } else { self.iterate(&arg(0))? })
+            }
+            "set" | "frozenset" => {
+                let items = if args.is_empty() { Vec::new() } else { self.iterate(&arg(0))? };
+                self.make_set(items)?
+            }
+            "dict" => {
+                let mut d = Dict::default();
+                if let Some(src) = args.first() {
+                    let pairs = match src {
+                        Value::Dict(m) => m.borrow().items(),
+                        other => {
+                            let mut pairs = Vec::new();
+                            for item in self.iterate(other)? {
+                                let kv = self.iterate(&item)?;
+                                if kv.len() != 2 {
+                                    return Err(self.value_error("dictionary update sequence element has wrong length"));
+                                }
+                                pairs.push((kv[0].clone(), kv[1].clone()));
+                            }
+                            pairs
+                        }
+                    };
+                    for (k, v) in pairs {
+                        let h = self.hash_key(&k)?;
+                        d.insert(h, k, v);
+                    }
+                }
+                for (k, v) in kwargs {
+                    d.insert(HashKey::Str(k.clone()), Value::Str(k.clone()), v.clone());
+                }
+                self.new_dict(d)
+            }
+            "iter" => self.get_iter(&arg(0))?,
+            "next" => {
+                let it = arg(0);
+                crate::jax::effects::on_next(self, &it)?;
+                match self.next_item(&it)? {
+                    Some(v) => v,
+                    None => match args.get(1) {
+                        Some(d) => d.clone(),
+                        None => return Err(self.raise("StopIteration", Code::PythonException, "")),
+                    },
+                }
+            }
+            "getattr" => {
+                let Value::Str(attr) = arg(1) else { return Ok(Some(Value::opaque("getattr"))) };
+                match self.getattr_opt(&arg(0), &attr)? {
+                    Some(v) => v,
+                    None => match args.get(2) {
+                        Some(d) => d.clone(),
+                        None => {
+                            return Err(self.raise(
+                                "AttributeError",
+                                Code::PythonException,
+                                format!("'{}' object has no attribute '{attr}'", arg(0).type_name()),
+                            ))
+                        }
+                    },
+                }
+            }
+            "hasattr" => {
+                let Value::Str(attr) = arg(1) else { return Ok(Some(Value::opaque("hasattr"))) };
+                if arg(0).is_opaque() {
+                    return Ok(Some(Value::opaque("hasattr on an unknown value")));
+                }
+                match self.getattr_opt(&arg(0), &attr) {
+                    Ok(v) => Value::Bool(v.is_some()),
+                    Err(super::Flow::Raise(_)) => Value::Bool(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            "setattr" => {
+                let Value::Str(attr) = arg(1) else { return Ok(Some(Value::None)) };
+                self.setattr(&arg(0), &attr, arg(2))?;
+                Value::None
+            }
+            "delattr" => Value::None,
+            "type" => match &arg(0) {
+                Value::Instance(i) => Value::Class(i.class.clone()),
+                Value::Opaque(_) => Value::opaque("type of an unknown value"),
+                v => match v.type_name().as_str() {
+                    n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range") => {
+                        Value::Builtin(Rc::new(Builtin::Fn(PY_TYPES.iter().find(|t| **t == n).copied().unwrap_or("type"))))
+                    }
+                    _ => Value::opaque("a type"),
+                },
+            },
+            "divmod" => {
+                let q = self.binary_op(crate::syntax::ast::BinOp::FloorDiv, arg(0), arg(1))?;
+                let r = self.binary_op(crate::syntax::ast::BinOp::Mod, arg(0), arg(1))?;
+                Value::tuple(vec![q, r])
+            }
+            "pow" => self.binary_op(crate::syntax::ast::BinOp::Pow, arg(0), arg(1))?,
+            "callable" => Value::Bool(
+                matches!(arg(0), Value::Function(_) | Value::Builtin(_) | Value::BoundMethod(_) | Value::Class(_))
+                    || matches!(&arg(0), Value::Instance(i) if i.class.lookup("__call__").is_some()),
+            ),
+            "id" => Value::Int(arg(0).identity().unwrap_or(0) as i64),
+            "hash" => match self.hash_key(&arg(0))? {
+                HashKey::Int(i) => Value::Int(i),
+                _ => Value::opaque("a hash"),
+            },
+            "chr" => Value::str(&as_int(&arg(0)).and_then(|i| char::from_u32(i as u32)).map(|c| c.to_string()).unwrap_or_default()),
+            "ord" => match &arg(0) {
+                Value::Str(s) => Value::Int(s.chars().next().map(|c| c as i64).unwrap_or(0)),
+                _ => return Err(self.type_error("ord() expected a character")),
+            },
+            "slice" => match args.len() {
+                1 => Value::Slice(Rc::new([Value::None, arg(0), Value::None])),
+                2 => Value::Slice(Rc::new([arg(0), arg(1), Value::None])),
+                _ => Value::Slice(Rc::new([arg(0), arg(1), arg(2)])),
+            },
+            "property" => Value::Property(Rc::new(Property { fget: arg(0), fset: kw("fset").or_else(|| args.get(1).cloned()) })),
+            "staticmethod" => Value::StaticMethod(Rc::new(arg(0))),
+            "classmethod" => Value::ClassMethod(Rc::new(arg(0))),
+            "super" => self.make_super(args)?,
+            "open" | "input" | "vars" | "globals" | "locals" => Value::opaque(format!("result of {name}()")),
+            "exit" | "quit" => return Err(self.stop_unknown("the program exits")),
+            "NotImplemented" => Value::None,
+            _ => return Ok(None),
+        }))
+    }
+
+    fn make_super(&mut self, args: &[Value]) -> PyResult<Value> {
+        let (class, obj) = match args {
+            [Value::Class(c), obj] => (c.clone(), obj.clone()),
+            _ => {
+                let Some(frame) = self.frames.last() else {
+                    return Ok(Value::opaque("super"));
+                };
+                match (&frame.class, &frame.self_value) {
+                    (Some(c), Some(s)) => (c.clone(), s.clone()),
+                    _ => return Ok(Value::opaque("super() outside a method")),
+                }
+            }
+        };
+        Ok(Value::Builtin(Rc::new(Builtin::Super { class, obj })))
+    }
+
+    pub fn isinstance(&mut self, v: &Value, typ: &Value) -> PyResult<Option<bool>> {
+        Ok(Some(match typ {
+            Value::Tuple(types) => {
+                for t in types.iter() {
+                    match self.isinstance(v, t)? {
+                        Some(true) => return Ok(Some(true)),
+                        Some(false) => {}
+                        None => return Ok(None),
+                    }
+                }
+                false
+            }
+            Value::Class(c) => match v {
+                Value::Instance(i) => i.class.is_subclass_of(c),
+                Value::Opaque(_) => return Ok(None),
+                _ => c.builtin == Some(BuiltinClass::Object),
+            },
+            Value::Builtin(b) => match &**b {
+                Builtin::Fn(name) => {
+                    let tn = v.type_name();
+                    match *name {
+                        "int" => matches!(v, Value::Int(_) | Value::Bool(_)),
+                        "float" => matches!(v, Value::Float(_)),
+                        "tuple" => matches!(v, Value::Tuple(_)) || matches!(v, Value::Instance(i) if i.tuple.is_some()),
+                        n if PY_TYPES.contains(&n) => tn == n,
+                        _ => return Ok(None),
+                    }
+                }
+                Builtin::Jax(f) => match crate::jax::api::isinstance_jax(v, *f) {
+                    Some(b) => b,
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            },
+            Value::Opaque(_) => return Ok(None),
+            _ => return Ok(None),
+        }))
+    }
+
+    pub fn sort_values(&mut self, items: &mut Vec<Value>, key: Option<Value>, reverse: Option<Value>) -> PyResult<()> {
+        let mut keyed = Vec::with_capacity(items.len());
+        for x in items.drain(..) {
+            let k = match &key {
+                Some(k) if !k.is_none() => self.call(k, vec![x.clone()], Vec::new())?,
+                _ => x.clone(),
+            };
+            keyed.push((k, x));
+        }
+        // Insertion sort through the interpreter's comparison keeps errors (and unknowns) exact.
+        let mut sorted: Vec<(Value, Value)> = Vec::with_capacity(keyed.len());
+        for (k, x) in keyed {
+            let mut pos = sorted.len();
+            while pos > 0 {
+                let ord = self.py_cmp(&k, &sorted[pos - 1].0)?;
+                match ord {
+                    Some(std::cmp::Ordering::Less) => pos -= 1,
+                    Some(_) => break,
+                    None => return Err(self.type_error("'<' not supported between instances")),
+                }
+            }
+            sorted.insert(pos, (k, x));
+        }
+        let rev = match reverse {
+            Some(r) => self.truthy(&r)?,
+            None => false,
+        };
+        items.extend(sorted.into_iter().map(|(_, x)| x));
+        if rev {
+            items.reverse();
+        }
+        Ok(())
+    }
+
+    fn call_method(&mut self, recv: &Value, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        match recv {
+            Value::List(list) => {
+                match name {
+                    "append" | "extend" | "insert" | "pop" | "remove" | "clear" | "sort" | "reverse" => {
+                        self.note_mutation(recv, &format!("list.{name}"))?;
+                        if name == "append" || name == "insert" {
+                            self.jax.check_tracer_store(recv, args.last().unwrap_or(&Value::None));
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(match name {
+                    "append" => {
+                        list.borrow_mut().push(arg(0));
+                        Value::None
+                    }
+                    "extend" => {
+                        let items = self.iterate(&arg(0))?;
+                        list.borrow_mut().extend(items);
+                        Value::None
+                    }
+                    "insert" => {
+                        let n = list.borrow().len() as i64;
+                        let i = as_int(&arg(0)).unwrap_or(0);
+                        let i = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                        list.borrow_mut().insert(i as usize, arg(1));
+                        Value::None
+                    }
+                    "pop" => {
+                        let n = list.borrow().len() as i64;
+                        if n == 0 {
+                            return Err(self.raise("IndexError", Code::PythonException, "pop from empty list"));
+                        }
+                        let i = if args.is_empty() { n - 1 } else { as_int(&arg(0)).unwrap_or(n - 1) };
+                        let i = if i < 0 { i + n } else { i };
+                        if i < 0 || i >= n {
+                            return Err(self.raise("IndexError", Code::PythonException, "pop index out of range"));
+                        }
+                        list.borrow_mut().remove(i as usize)
+                    }
+                    "remove" => {
+                        let items = list.borrow().clone();
+                        for (i, x) in items.iter().enumerate() {
+                            if self.py_eq(x, &arg(0))? {
+                                list.borrow_mut().remove(i);
+                                return Ok(Value::None);
+                            }
+                        }
+                        return Err(self.value_error("list.remove(x): x not in list"));
+                    }
+                    "clear" => {
+                        list.borrow_mut().clear();
+                        Value::None
+                    }
+                    "reverse" => {
+                        list.borrow_mut().reverse();
+                        Value::None
+                    }
+                    "sort" => {
+                        let mut items = list.borrow().clone();
+                        let key = kwargs.iter().find(|(k, _)| k.as_ref() == "key").map(|(_, v)| v.clone());
+                        let rev = kwargs.iter().find(|(k, _)| k.as_ref() == "reverse").map(|(_, v)| v.clone());
+                        self.sort_values(&mut items, key, rev)?;
+                        *list.borrow_mut() = items;
+                        Value::None
+                    }
+                    "copy" => {
+                        let items = list.borrow().clone();
+                        self.new_list(items)
+                    }
+                    "index" | "count" => {
+                        let items = list.borrow().clone();
+                        self.seq_index_count(name, &items, &arg(0))?
+                    }
+                    _ => return Err(self.no_attr(recv, name)),
+                })
+            }
+            Value::Tuple(t) => match name {
+                "index" | "count" => self.seq_index_count(name, t, &arg(0)),
+                _ => Err(self.no_attr(recv, name)),
+            },
+            Value::Instance(inst) if inst.tuple.is_some() => match name {
+                "_replace" => {
+                    let mut items = inst.tuple.clone().unwrap_or_default();
+                    let fields = inst.class.fields.borrow().clone();
+                    for (k, v) in kwargs {
+                        if let Some(i) = fields.iter().position(|f| *f == k) {
+                            items[i] = v;
+                        }
+                    }
+                    Ok(Value::Instance(Rc::new(Instance {
+                        class: inst.class.clone(),
+                        attrs: RefCell::new(IndexMap::new()),
+                        tuple: Some(items),
+                    })))
+                }
+                "_asdict" => {
+                    let mut d = Dict::default();
+                    let fields = inst.class.fields.borrow().clone();
+                    for (f, v) in fields.iter().zip(inst.tuple.clone().unwrap_or_default()) {
+                        d.insert(HashKey::Str(f.clone()), Value::Str(f.clone()), v);
+                    }
+                    Ok(self.new_dict(d))
+                }
+                "index" | "count" => self.seq_index_count(name, &inst.tuple.clone().unwrap_or_default(), &arg(0)),
+                _ => Err(self.no_attr(recv, name)),
+            },
+            Value::Dict(d) => {
+                if matches!(name, "update" | "pop" | "setdefault" | "clear" | "popitem") {
+                    self.note_mutation(recv, &format!("dict.{name}"))?;
+                }
+                Ok(match name {
+                    "get" => {
+                        let h = self.hash_key(&arg(0))?;
+                        d.borrow().get(&h).cloned().unwrap_or_else(|| arg(1))
+                    }
+                    "keys" => seq_value(d.borrow().keys(), "dict_keys"),
+                    "values" => seq_value(d.borrow().values(), "dict_values"),
+                    "items" => seq_value(d.borrow().items().into_iter().map(|(k, v)| Value::tuple(vec![k, v])).collect(), "dict_items"),
+                    "update" => {
+                        let mut pairs = if args.is_empty() { Vec::new() } else { self.mapping_items(&arg(0))? };
+                        pairs.extend(kwargs.into_iter().map(|(k, v)| (Value::Str(k), v)));
+                        for (k, v) in pairs {
+                            let h = self.hash_key(&k)?;
+                            d.borrow_mut().insert(h, k, v);
+                        }
+                        Value::None
+                    }
+                    "pop" => {
+                        let h = self.hash_key(&arg(0))?;
+                        let removed = d.borrow_mut().entries.shift_remove(&h);
+                        match removed {
+                            Some((_, v)) => v,
+                            None if args.len() > 1 => arg(1),
+                            None => {
+                                let r = self.repr(&arg(0))?;
+                                return Err(self.raise("KeyError", Code::PythonException, r));
+                            }
+                        }
+                    }
+                    "setdefault" => {
+                        let h = self.hash_key(&arg(0))?;
+                        let existing = d.borrow().get(&h).cloned();
+                        match existing {
+                            Some(v) => v,
+                            None => {
+                                d.borrow_mut().insert(h, arg(0), arg(1));
+                                arg(1)
+                            }
+                        }
+                    }
+                    "copy" => {
+                        let c = d.borrow().clone();
+                        self.new_dict(c)
+                    }
+                    "clear" => {
+                        d.borrow_mut().entries.clear();
+                        Value::None
+                    }
+                    _ => return Err(self.no_attr(recv, name)),
+                })
+            }
+            Value::Set(d) => Ok(match name {
+                "add" => {
+                    self.note_mutation(recv, "set.add")?;
+                    let h = self.hash_key(&arg(0))?;
+                    d.borrow_mut().insert(h, arg(0), Value::None);
+                    Value::None
+                }
+                "update" => {
+                    for x in self.iterate(&arg(0))? {
+                        let h = self.hash_key(&x)?;
+                        d.borrow_mut().insert(h, x, Value::None);
+                    }
+                    Value::None
+                }
+                "discard" | "remove" => {
+                    let h = self.hash_key(&arg(0))?;
+                    d.borrow_mut().entries.shift_remove(&h);
+                    Value::None
+                }
+                "union" | "intersection" | "difference" => {
+                    let other = self.iterate(&arg(0))?;
+                    let other = self.make_set(other)?;
+                    let op = match name {
+                        "union" => crate::syntax::ast::BinOp::BitOr,
+                        "intersection" => crate::syntax::ast::BinOp::BitAnd,
+                        _ => crate::syntax::ast::BinOp::Sub,
+                    };
+                    self.binary_op(op, recv.clone(), other)?
+                }
+                "copy" => Value::Set(Rc::new(RefCell::new(d.borrow().clone()))),
+                _ => return Err(self.no_attr(recv, name)),
+            }),
+            Value::Str(s) => self.str_method(s, name, &args, &kwargs),
+            Value::Float(f) => match name {
+                "is_integer" => Ok(Value::Bool(f.fract() == 0.0)),
+                "conjugate" => Ok(Value::Float(*f)),
+                _ => Err(self.no_attr(recv, name)),
+            },
+            Value::Int(i) => match name {
+                "bit_length" => Ok(Value::Int(64 - i.unsigned_abs().leading_zeros() as i64)),
+                "conjugate" => Ok(Value::Int(*i)),
+                _ => Err(self.no_attr(recv, name)),
+            },
+            Value::Array(a) => crate::jax::numpy::call_array_method(self, a, name, args, kwargs),
+            Value::Builtin(b) => match &**b {
+                Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
+                _ => Err(self.no_attr(recv, name)),
+            },
+            Value::Iterator(_) if name == "__next__" => self.next_item(recv).map(|v| v.unwrap_or(Value::None)),
+            _ => Err(self.no_attr(recv, name)),
+        }
+    }
+
+    fn seq_index_count(&mut self, name: &str, items: &[Value], x: &Value) -> PyResult<Value> {
+        let mut count = 0;
+        for (i, item) in items.iter().enumerate() {
+            if self.py_eq(item, x)? {
+                if name == "index" {
+                    return Ok(Value::Int(i as i64));
+                }
+                count += 1;
+            }
+        }
+        if name == "index" {
+            return Err(self.value_error("tuple.index(x): x not in tuple"));
+        }
+        Ok(Value::Int(count))
+    }
+
+    fn no_attr(&self, recv: &Value, name: &str) -> super::Flow {
+        self.raise("AttributeError", Code::PythonException, format!("'{}' object has no attribute '{name}'", recv.type_name()))
+    }
+
+    fn str_method(&mut self, s: &Rc<str>, name: &str, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        let sarg = |i: usize| match args.get(i) {
+            Some(Value::Str(x)) => Some(x.to_string()),
+            _ => None,
+        };
+        Ok(match name {
+            "format" => {
+                let mut out = String::new();
+                let mut auto = 0usize;
+                let mut chars = s.chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c == '{' {
+                        if chars.peek() == Some(&'{') {
+                            chars.next();
+                            out.push('{');
+                            continue;
+                        }
+                        let mut field = String::new();
+                        for n in chars.by_ref() {
+                            if n == '}' {
+                                break;
+                            }
+                            field.push(n);
+                        }
+                        let (name_part, spec) = match field.split_once(':') {
+                            Some((a, b)) => (a.to_string(), b.to_string()),
+                            None => (field.clone(), String::new()),
+                        };
+                        let (name_part, conv) = match name_part.split_once('!') {
+                            Some((a, b)) => (a.to_string(), b.chars().next()),
+                            None => (name_part, None),
+                        };
+                        let v = if name_part.is_empty() {
+                            auto += 1;
+                            arg(auto - 1)
+                        } else if let Ok(i) = name_part.parse::<usize>() {
+                            arg(i)
+                        } else {
+                            kwargs.iter().find(|(k, _)| k.as_ref() == name_part).map(|(_, v)| v.clone()).unwrap_or(Value::None)
+                        };
+                        let text = match conv {
+                            Some('r') => self.repr(&v)?,
+                            _ => self.format_value(&v, &spec)?,
+                        };
+                        out.push_str(&text);
+                    } else if c == '}' && chars.peek() == Some(&'}') {
+                        chars.next();
+                        out.push('}');
+                    } else {
+                        out.push(c);
+                    }
+                }
+                Value::str(&out)
+            }
+            "join" => {
+                let mut parts = Vec::new();
+                for x in self.iterate(&arg(0))? {
+                    match x {
+                        Value::Str(p) => parts.push(p.to_string()),
+                        other => {
+                            return Err(self.type_error(format!("sequence item 0: expected str instance, {} found", other.type_name())))
+                        }
+                    }
+                }
+                Value::str(&parts.join(s))
+            }
+            "split" => {
+                let parts: Vec<Value> = match sarg(0) {
+                    Some(sep) => s.split(sep.as_str()).map(Value::str).collect(),
+                    None => s.split_whitespace().map(Value::str).collect(),
+                };
+                self.new_list(parts)
+            }
+            "strip" => Value::str(s.trim()),
+            "lstrip" => Value::str(s.trim_start()),
+            "rstrip" => Value::str(s.trim_end()),
+            "upper" => Value::str(&s.to_uppercase()),
+            "lower" => Value::str(&s.to_lowercase()),
+            "title" => Value::str(s),
+            "startswith" => Value::Bool(sarg(0).map(|p| s.starts_with(p.as_str())).unwrap_or(false)),
+            "endswith" => Value::Bool(sarg(0).map(|p| s.ends_with(p.as_str())).unwrap_or(false)),
+            "replace" => match (sarg(0), sarg(1)) {
+                (Some(a), Some(b)) => Value::str(&s.replace(a.as_str(), b.as_str())),
+                _ => Value::Str(s.clone()),
+            },
+            "find" => Value::Int(sarg(0).and_then(|p| s.find(p.as_str())).map(|i| s[..i].chars().count() as i64).unwrap_or(-1)),
+            "count" => Value::Int(sarg(0).map(|p| s.matches(p.as_str()).count() as i64).unwrap_or(0)),
+            "isdigit" => Value::Bool(!s.is_empty() && s.chars().all(|c| c.is_ascii_digit())),
+            "isalpha" => Value::Bool(!s.is_empty() && s.chars().all(|c| c.is_alphabetic())),
+            "ljust" | "rjust" | "center" => {
+                let w = as_int(&arg(0)).unwrap_or(0).max(0) as usize;
+                let align = match name {
+                    "ljust" => "<",
+                    "rjust" => ">",
+                    _ => "^",
+                };
+                Value::str(&self.format_value(&Value::Str(s.clone()), &format!("{align}{w}"))?)
+            }
+            "encode" => Value::opaque("bytes"),
+            _ => return Err(self.no_attr(&Value::Str(s.clone()), name)),
+        })
+    }
+}
+
+fn seq_iter(items: Vec<Value>, kind: &'static str) -> Value {
+    Value::Iterator(Rc::new(RefCell::new(PyIter::Seq { items: Rc::new(items), pos: 0, kind })))
+}
+
+/// Dict views are modelled as tuples: iterable, sized, indexable after `list()`.
+fn seq_value(items: Vec<Value>, _kind: &'static str) -> Value {
+    Value::tuple(items)
+}
+
+fn round_half_even(f: f64) -> f64 {
+    let r = f.round();
+    if (f - f.trunc()).abs() == 0.5 {
+        2.0 * (f / 2.0).round()
+    } else {
+        r
+    }
+}
+
+/// Methods of builtin types, bound to their receiver.
+pub fn builtin_method(recv: &Value, name: &str) -> Option<Value> {
+    let known: &[&str] = match recv {
+        Value::List(_) => &["append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "copy", "index", "count"],
+        Value::Tuple(_) => &["index", "count"],
+        Value::Dict(_) => &["get", "keys", "values", "items", "update", "pop", "setdefault", "copy", "clear"],
+        Value::Set(_) => &["add", "update", "discard", "remove", "union", "intersection", "difference", "copy"],
+        Value::Str(_) => &[
+            "format",
+            "join",
+            "split",
+            "strip",
+            "lstrip",
+            "rstrip",
+            "upper",
+            "lower",
+            "title",
+            "startswith",
+            "endswith",
+            "replace",
+            "find",
+            "count",
+            "isdigit",
+            "isalpha",
+            "ljust",
+            "rjust",
+            "center",
+            "encode",
+        ],
+        Value::Float(_) => &["is_integer", "conjugate"],
+        Value::Int(_) => &["bit_length", "conjugate"],
+        Value::Instance(i) if i.tuple.is_some() => &["_replace", "_asdict", "index", "count"],
+        Value::Iterator(_) => &["__next__"],
+        _ => &[],
+    };
+    known.contains(&name).then(|| Value::Builtin(Rc::new(Builtin::Method { recv: recv.clone(), name: Rc::from(name) })))
+}
+
+pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyResult<Option<Value>> {
+    match &**b {
+        Builtin::Partial { func, args, kwargs } => Ok(match name {
+            "func" => Some(func.clone()),
+            "args" => Some(Value::tuple(args.clone())),
+            "keywords" => {
+                let mut d = Dict::default();
+                for (k, v) in kwargs {
+                    d.insert(HashKey::Str(k.clone()), Value::Str(k.clone()), v.clone());
+                }
+                Some(interp.new_dict(d))
+            }
+            _ => None,
+        }),
+        Builtin::Object(o) => crate::jax::api::object_getattr(interp, b, o, name),
+        Builtin::Super { class, obj } => {
+            let mro = match obj {
+                Value::Instance(i) => i.class.mro(),
+                Value::Class(c) => c.mro(),
+                _ => return Ok(None),
+            };
+            let start = mro.iter().position(|c| std::rc::Rc::ptr_eq(c, class)).map(|p| p + 1).unwrap_or(mro.len());
+            for c in &mro[start..] {
+                if let Some(v) = c.dict.borrow().get(name).cloned() {
+                    return Ok(Some(interp.bind_method(obj, v)));
+                }
+            }
+            if name == "__init__" {
+                return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init__")))));
+            }
+            Ok(None)
+        }
+        Builtin::Fn(n) => Ok(match (*n, name) {
+            (_, "__name__") => Some(Value::str(n.rsplit('.').next().unwrap_or(n))),
+            _ => None,
+        }),
+        Builtin::Jax(f) => crate::jax::api::jax_fn_getattr(interp, *f, name),
+        Builtin::Method { .. } => Ok(None),
+    }
+}
+
+pub fn enter_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) -> PyResult<Value> {
+    Ok(Value::None)
+}
+
+pub fn exit_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) {}

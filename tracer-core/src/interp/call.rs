@@ -1,0 +1,412 @@
+//! Calls: binding arguments to parameters, user functions, classes and their instances,
+//! bound methods, generators.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use crate::diagnostics::Code;
+use crate::syntax::ast::{self, Expr, ExprKind};
+
+use super::builtins::Builtin;
+use super::value::{BuiltinClass, Class, Function, Instance, PyIter, Scope, Value};
+use super::{Ctx, Flow, Interp, PyResult};
+
+pub type Kwargs = Vec<(Rc<str>, Value)>;
+
+impl<'l> Interp<'l> {
+    pub(super) fn eval_call(&mut self, ctx: &Ctx, expr: &Expr, func: &Expr, args: &[Expr], keywords: &[ast::Keyword]) -> PyResult<Value> {
+        let callee = self.eval(ctx, func)?;
+        let mut argv = Vec::with_capacity(args.len());
+        for a in args {
+            if let ExprKind::Starred(inner) = &a.kind {
+                let v = self.eval(ctx, inner)?;
+                self.set_span(a.span);
+                argv.extend(self.iterate(&v)?);
+            } else {
+                argv.push(self.eval(ctx, a)?);
+            }
+        }
+        let mut kwargs: Kwargs = Vec::with_capacity(keywords.len());
+        for k in keywords {
+            let v = self.eval(ctx, &k.value)?;
+            match &k.arg {
+                Some(name) => kwargs.push((name.clone(), v)),
+                None => {
+                    self.set_span(k.span);
+                    for (key, val) in self.mapping_items(&v)? {
+                        match key {
+                            Value::Str(s) => kwargs.push((s, val)),
+                            _ => return Err(self.type_error("keywords must be strings")),
+                        }
+                    }
+                }
+            }
+        }
+        self.set_span(expr.span);
+        self.jax.call_spans.push((ctx.file, expr.span, func.span));
+        let result = self.call(&callee, argv, kwargs);
+        self.jax.call_spans.pop();
+        self.set_span(expr.span);
+        result
+    }
+
+    pub fn call(&mut self, callee: &Value, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        self.tick()?;
+        match callee {
+            Value::Function(f) => self.call_function(f, args, kwargs),
+            Value::Builtin(b) => self.call_builtin(b, args, kwargs),
+            Value::BoundMethod(bm) => {
+                let (recv, func) = (&bm.0, &bm.1);
+                let mut full = Vec::with_capacity(args.len() + 1);
+                full.push(recv.clone());
+                full.extend(args);
+                self.call(func, full, kwargs)
+            }
+            Value::Class(c) => self.instantiate(c, args, kwargs),
+            Value::Instance(inst) => match inst.class.lookup("__call__") {
+                Some(m) => {
+                    let bound = self.bind_method(callee, m);
+                    self.call(&bound, args, kwargs)
+                }
+                None => Err(self.type_error(format!("'{}' object is not callable", inst.class.name))),
+            },
+            Value::DType(d) => crate::jax::numpy::dtype_call(self, *d, args, kwargs),
+            Value::StaticMethod(f) => self.call(f, args, kwargs),
+            Value::Opaque(_) => Ok(Value::opaque("result of an unknown call")),
+            other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),
+        }
+    }
+
+    pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
+        self.bind_arguments(f, &scope, args, kwargs)?;
+        if f.def.is_generator {
+            return self.run_generator(f, scope);
+        }
+        self.run_body(f, scope)
+    }
+
+    fn bind_arguments(&mut self, f: &Function, scope: &Rc<Scope>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
+        let params = &f.def.params;
+        let positional: Vec<&ast::Param> = params.posonly.iter().chain(&params.args).collect();
+        let mut bound: IndexMap<Rc<str>, Value> = IndexMap::new();
+        let fname = f.def.name.as_ref();
+        let n_pos = positional.len();
+        let mut extra = Vec::new();
+        for (i, v) in args.into_iter().enumerate() {
+            if i < n_pos {
+                bound.insert(positional[i].name.clone(), v);
+            } else {
+                extra.push(v);
+            }
+        }
+        if !extra.is_empty() && params.vararg.is_none() {
+            let given = n_pos + extra.len();
+            let req = positional.len();
+            return Err(self.type_error(format!(
+                "{fname}() takes {req} positional argument{} but {given} {} given",
+                if req == 1 { "" } else { "s" },
+                if given == 1 { "was" } else { "were" }
+            )));
+        }
+        let mut kw_extra = super::value::Dict::default();
+        for (k, v) in kwargs {
+            let is_param = params.args.iter().chain(&params.kwonly).any(|p| p.name == k);
+            if is_param {
+                if bound.contains_key(&k) {
+                    return Err(self.type_error(format!("{fname}() got multiple values for argument '{k}'")));
+                }
+                bound.insert(k, v);
+            } else if params.kwarg.is_some() {
+                kw_extra.insert(super::value::HashKey::Str(k.clone()), Value::Str(k), v);
+            } else {
+                return Err(self.type_error(format!("{fname}() got an unexpected keyword argument '{k}'")));
+            }
+        }
+        // Defaults fill the last positional parameters.
+        let first_default = n_pos - f.defaults.len().min(n_pos);
+        let mut missing = Vec::new();
+        for (i, p) in positional.iter().enumerate() {
+            if !bound.contains_key(&p.name) {
+                if i >= first_default {
+                    bound.insert(p.name.clone(), f.defaults[i - first_default].clone());
+                } else {
+                    missing.push(p.name.clone());
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|n| format!("'{n}'")).collect();
+            let list = match names.len() {
+                1 => names[0].clone(),
+                2 => format!("{} and {}", names[0], names[1]),
+                _ => format!("{}, and {}", names[..names.len() - 1].join(", "), names[names.len() - 1]),
+            };
+            return Err(self.type_error(format!(
+                "{fname}() missing {} required positional argument{}: {list}",
+                missing.len(),
+                if missing.len() == 1 { "" } else { "s" }
+            )));
+        }
+        for p in &params.kwonly {
+            if !bound.contains_key(&p.name) {
+                match f.kw_defaults.iter().find(|(n, _)| *n == p.name) {
+                    Some((_, d)) => {
+                        bound.insert(p.name.clone(), d.clone());
+                    }
+                    None => return Err(self.type_error(format!("{fname}() missing 1 required keyword-only argument: '{}'", p.name))),
+                }
+            }
+        }
+        let mut vars = scope.vars.borrow_mut();
+        for (k, v) in bound {
+            vars.insert(k, Rc::new(RefCell::new(v)));
+        }
+        if let Some(va) = &params.vararg {
+            vars.insert(va.name.clone(), Rc::new(RefCell::new(Value::tuple(extra))));
+        }
+        if let Some(kw) = &params.kwarg {
+            vars.insert(kw.name.clone(), Rc::new(RefCell::new(Value::Dict(Rc::new(RefCell::new(kw_extra))))));
+        }
+        Ok(())
+    }
+
+    /// Runs a generator function to its end, collecting what it yields (up to a cap).
+    fn run_generator(&mut self, f: &Rc<Function>, scope: Rc<Scope>) -> PyResult<Value> {
+        self.generators.push(Vec::new());
+        let result = self.run_body(f, scope);
+        let items = self.generators.pop().unwrap_or_default();
+        match result {
+            Ok(_) => {}
+            Err(Flow::Stop(super::StopReason::Unknown(why), _)) if why == GENERATOR_CAP => {
+                return Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Opaque))));
+            }
+            Err(other) => return Err(other),
+        }
+        Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator { items: Rc::new(items), pos: 0, name: Rc::from(f.def.name.as_ref()) }))))
+    }
+
+    pub(super) fn yield_value(&mut self, v: Value) -> PyResult<()> {
+        match self.generators.last_mut() {
+            Some(items) if items.len() >= 100_000 => Err(self.stop_unknown(GENERATOR_CAP)),
+            Some(items) => {
+                items.push(v);
+                Ok(())
+            }
+            None => Err(self.raise("SyntaxError", Code::PythonException, "'yield' outside function")),
+        }
+    }
+
+    pub fn bind_method(&self, recv: &Value, func: Value) -> Value {
+        match func {
+            Value::Function(_) | Value::Builtin(_) => Value::BoundMethod(Rc::new((recv.clone(), func))),
+            Value::StaticMethod(f) => (*f).clone(),
+            Value::ClassMethod(f) => {
+                let cls = match recv {
+                    Value::Instance(i) => Value::Class(i.class.clone()),
+                    other => other.clone(),
+                };
+                Value::BoundMethod(Rc::new((cls, (*f).clone())))
+            }
+            other => other,
+        }
+    }
+
+    pub(super) fn make_class(&mut self, ctx: &Ctx, def: &ast::ClassDef) -> PyResult<Value> {
+        let mut bases = Vec::new();
+        let mut namedtuple = false;
+        let mut opaque_base = false;
+        for b in &def.bases {
+            let v = self.eval(ctx, b)?;
+            match v {
+                Value::Class(c) => {
+                    if c.name.as_ref() == "NamedTuple" && c.builtin == Some(BuiltinClass::Tuple) {
+                        namedtuple = true;
+                    }
+                    bases.push(c);
+                }
+                Value::Opaque(_) => opaque_base = true,
+                Value::Builtin(ref b) if matches!(**b, Builtin::Fn("typing.Generic")) => {}
+                _ => opaque_base = true,
+            }
+        }
+        if bases.is_empty() {
+            bases.push(self.classes.get("object"));
+        }
+        let body = self.exec_class_body(ctx, def)?;
+        let class = Rc::new(Class {
+            name: def.name.clone(),
+            qualname: def.name.to_string(),
+            bases,
+            dict: RefCell::new(body),
+            builtin: None,
+            is_dataclass: Default::default(),
+            frozen: Default::default(),
+            fields: RefCell::new(Vec::new()),
+            is_namedtuple: Default::default(),
+            pytree: RefCell::new(None),
+            def_span: Some((ctx.file, def.span)),
+        });
+        for v in class.dict.borrow().values() {
+            let f = match v {
+                Value::Function(f) => Some(f.clone()),
+                Value::StaticMethod(inner) | Value::ClassMethod(inner) => match &**inner {
+                    Value::Function(f) => Some(f.clone()),
+                    _ => None,
+                },
+                Value::Property(p) => match &p.fget {
+                    Value::Function(f) => Some(f.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(f) = f {
+                f.attrs.borrow_mut().insert(Rc::from("__tracelens_class__"), Value::Class(class.clone()));
+            }
+        }
+        if opaque_base {
+            // A base we do not model (e.g. flax.nnx.Module) may define anything: stay silent.
+            class.dict.borrow_mut().insert(Rc::from("__tracelens_opaque_base__"), Value::Bool(true));
+        }
+        if namedtuple {
+            class.is_namedtuple.set(true);
+            *class.fields.borrow_mut() = annotation_names(&class);
+        }
+        let mut value = Value::Class(class);
+        for d in def.decorators.iter().rev() {
+            let dec = self.eval(ctx, d)?;
+            self.set_span(d.span);
+            value = self.call(&dec, vec![value], Vec::new())?;
+        }
+        Ok(value)
+    }
+
+    pub fn instantiate(&mut self, class: &Rc<Class>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        if class.is_namedtuple.get() {
+            let fields = class.fields.borrow().clone();
+            let defaults: Vec<Option<Value>> = fields.iter().map(|f| class.dict.borrow().get(f).cloned()).collect();
+            let mut items: Vec<Option<Value>> = vec![None; fields.len()];
+            for (i, a) in args.into_iter().enumerate() {
+                if i >= items.len() {
+                    return Err(self.type_error(format!("{}() takes {} positional arguments", class.name, fields.len())));
+                }
+                items[i] = Some(a);
+            }
+            for (k, v) in kwargs {
+                match fields.iter().position(|f| *f == k) {
+                    Some(i) => items[i] = Some(v),
+                    None => return Err(self.type_error(format!("{}() got an unexpected keyword argument '{k}'", class.name))),
+                }
+            }
+            let mut out = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                match item.or_else(|| defaults[i].clone()) {
+                    Some(v) => out.push(v),
+                    None => {
+                        return Err(
+                            self.type_error(format!("{}.__new__() missing 1 required positional argument: '{}'", class.name, fields[i]))
+                        )
+                    }
+                }
+            }
+            return Ok(Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::new()), tuple: Some(out) })));
+        }
+        if class.lookup("__tracelens_opaque_base__").is_some() {
+            return Ok(Value::opaque(format!("an instance of {}", class.name)));
+        }
+        let inst = Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::new()), tuple: None }));
+        self.jax.note_born(&inst);
+        if class.derives_builtin(BuiltinClass::Exception) {
+            if let Value::Instance(i) = &inst {
+                i.attrs.borrow_mut().insert(Rc::from("args"), Value::tuple(args.clone()));
+            }
+        }
+        match class.lookup("__init__") {
+            Some(init) if !matches!(init, Value::Builtin(_)) => {
+                let bound = self.bind_method(&inst, init);
+                self.call(&bound, args, kwargs)?;
+            }
+            _ => {
+                if class.is_dataclass.get() {
+                    self.dataclass_init(class, &inst, args, kwargs)?;
+                }
+            }
+        }
+        if let Some(post) = class.lookup("__post_init__") {
+            if class.is_dataclass.get() {
+                let bound = self.bind_method(&inst, post);
+                self.call(&bound, Vec::new(), Vec::new())?;
+            }
+        }
+        Ok(inst)
+    }
+
+    fn dataclass_init(&mut self, class: &Rc<Class>, inst: &Value, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
+        let fields = class.fields.borrow().clone();
+        let Value::Instance(i) = inst else {
+            return Ok(());
+        };
+        let mut values: Vec<Option<Value>> = vec![None; fields.len()];
+        for (n, a) in args.into_iter().enumerate() {
+            if n >= fields.len() {
+                return Err(self.type_error(format!(
+                    "{}.__init__() takes {} positional arguments but {} were given",
+                    class.name,
+                    fields.len() + 1,
+                    n + 2
+                )));
+            }
+            values[n] = Some(a);
+        }
+        for (k, v) in kwargs {
+            match fields.iter().position(|f| *f == k) {
+                Some(n) => values[n] = Some(v),
+                None => return Err(self.type_error(format!("{}.__init__() got an unexpected keyword argument '{k}'", class.name))),
+            }
+        }
+        for (n, v) in values.into_iter().enumerate() {
+            let v = match v {
+                Some(v) => v,
+                None => match self.dataclass_default(class, &fields[n])? {
+                    Some(d) => d,
+                    None => {
+                        return Err(
+                            self.type_error(format!("{}.__init__() missing 1 required positional argument: '{}'", class.name, fields[n]))
+                        )
+                    }
+                },
+            };
+            i.attrs.borrow_mut().insert(fields[n].clone(), v);
+        }
+        Ok(())
+    }
+
+    fn dataclass_default(&mut self, class: &Rc<Class>, field: &str) -> PyResult<Option<Value>> {
+        let Some(d) = class.lookup(field) else {
+            return Ok(None);
+        };
+        if let Value::Instance(fi) = &d {
+            if fi.class.name.as_ref() == "Field" {
+                let factory = fi.attrs.borrow().get("default_factory").cloned();
+                if let Some(f) = factory {
+                    if !f.is_none() {
+                        return Ok(Some(self.call(&f, Vec::new(), Vec::new())?));
+                    }
+                }
+                return Ok(fi.attrs.borrow().get("default").cloned().filter(|v| !v.is_none()));
+            }
+        }
+        Ok(Some(d))
+    }
+}
+
+pub(super) const GENERATOR_CAP: &str = "a generator yielded more items than the interpreter follows";
+
+pub fn annotation_names(class: &Class) -> Vec<Rc<str>> {
+    match class.dict.borrow().get("__annotations__") {
+        Some(Value::Dict(d)) => d.borrow().keys().into_iter().filter_map(|k| if let Value::Str(s) = k { Some(s) } else { None }).collect(),
+        _ => Vec::new(),
+    }
+}

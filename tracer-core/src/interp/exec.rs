@@ -1,0 +1,844 @@
+//! Statements and expressions: the tree-walking core of the interpreter.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use crate::diagnostics::Code;
+use crate::syntax::ast::{self, Expr, ExprKind, Stmt, StmtKind};
+
+use super::value::{Dict, Function, ModuleObj, PyIter, Scope, Value};
+use super::{Ctx, FileId, Flow, Frame, Interp, PyResult, Site};
+
+impl<'l> Interp<'l> {
+    /// Runs a file as a module named `name`; returns the module and the flow that ended it early.
+    pub fn run_module(&mut self, file: FileId, name: &str) -> (Rc<ModuleObj>, Option<Flow>) {
+        let module = Rc::new(ModuleObj { name: name.to_string(), file: Some(file), dict: RefCell::new(IndexMap::new()), native: None });
+        module.dict.borrow_mut().insert(Rc::from("__name__"), Value::str(name));
+        let path = self.path(file).to_string_lossy().to_string();
+        module.dict.borrow_mut().insert(Rc::from("__file__"), Value::str(&path));
+        self.modules.insert(name.to_string(), module.clone());
+        let ast = self.files[file as usize].module.clone();
+        let ctx = Ctx { scope: None, globals: module.clone(), file };
+        self.frames.push(Frame { file, name: Rc::from("<module>"), span: Default::default(), class: None, self_value: None });
+        let result = self.exec_block(&ctx, &ast.body);
+        self.frames.pop();
+        (module, result.err())
+    }
+
+    pub fn exec_block(&mut self, ctx: &Ctx, body: &[Stmt]) -> PyResult<()> {
+        for stmt in body {
+            self.exec_stmt(ctx, stmt)?;
+        }
+        Ok(())
+    }
+
+    fn exec_stmt(&mut self, ctx: &Ctx, stmt: &Stmt) -> PyResult<()> {
+        self.tick()?;
+        self.set_span(stmt.span);
+        match &stmt.kind {
+            StmtKind::Expr(e) => {
+                self.eval(ctx, e)?;
+            }
+            StmtKind::Assign { targets, value } => {
+                let v = self.eval(ctx, value)?;
+                for t in targets {
+                    self.assign(ctx, t, v.clone())?;
+                }
+            }
+            StmtKind::AnnAssign { target, annotation, value } => {
+                if let Some(value) = value {
+                    let v = self.eval(ctx, value)?;
+                    self.assign(ctx, target, v)?;
+                } else if ctx.scope.is_none() {
+                    let ann = self.eval(ctx, annotation).unwrap_or(Value::None);
+                    self.record_annotation(ctx, target, ann);
+                }
+            }
+            StmtKind::AugAssign { target, op, value } => {
+                let current = self.eval(ctx, target)?;
+                let rhs = self.eval(ctx, value)?;
+                self.set_span(stmt.span);
+                let result = self.inplace_op(*op, current, rhs)?;
+                self.assign(ctx, target, result)?;
+            }
+            StmtKind::FunctionDef(def) => {
+                let f = self.make_function(ctx, def.clone(), false)?;
+                let decorated = self.apply_decorators(ctx, &def.decorators, f)?;
+                self.store_name(ctx, &def.name, decorated, Some(def.name_span))?;
+            }
+            StmtKind::ClassDef(def) => {
+                let class = self.make_class(ctx, def)?;
+                self.store_name(ctx, &def.name, class, Some(def.name_span))?;
+            }
+            StmtKind::Return(value) => {
+                let v = match value {
+                    Some(e) => self.eval(ctx, e)?,
+                    None => Value::None,
+                };
+                return Err(Flow::Return(v));
+            }
+            StmtKind::If { test, body, orelse } => {
+                let t = self.eval(ctx, test)?;
+                self.set_span(test.span);
+                if self.truthy_at(&t, "if", test)? {
+                    self.exec_block(ctx, body)?;
+                } else {
+                    self.exec_block(ctx, orelse)?;
+                }
+            }
+            StmtKind::While { test, body, orelse } => loop {
+                self.tick()?;
+                let t = self.eval(ctx, test)?;
+                self.set_span(test.span);
+                if !self.truthy_at(&t, "while", test)? {
+                    self.exec_block(ctx, orelse)?;
+                    break;
+                }
+                match self.exec_block(ctx, body) {
+                    Ok(()) | Err(Flow::Continue) => {}
+                    Err(Flow::Break) => break,
+                    Err(other) => return Err(other),
+                }
+            },
+            StmtKind::For { target, iter, body, orelse } => {
+                let iterable = self.eval(ctx, iter)?;
+                self.set_span(iter.span);
+                let it = self.get_iter(&iterable)?;
+                let mut broke = false;
+                loop {
+                    self.tick()?;
+                    self.set_span(iter.span);
+                    let Some(item) = self.next_item(&it)? else {
+                        break;
+                    };
+                    self.assign(ctx, target, item)?;
+                    match self.exec_block(ctx, body) {
+                        Ok(()) | Err(Flow::Continue) => {}
+                        Err(Flow::Break) => {
+                            broke = true;
+                            break;
+                        }
+                        Err(other) => return Err(other),
+                    }
+                }
+                if !broke {
+                    self.exec_block(ctx, orelse)?;
+                }
+            }
+            StmtKind::Break => return Err(Flow::Break),
+            StmtKind::Continue => return Err(Flow::Continue),
+            StmtKind::Pass => {}
+            StmtKind::Raise { exc, cause: _ } => return Err(self.exec_raise(ctx, exc.as_ref(), stmt)?),
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                let result = self.exec_try(ctx, body, handlers, orelse);
+                match self.exec_block(ctx, finalbody) {
+                    Ok(()) => result?,
+                    Err(flow) => return Err(flow),
+                }
+            }
+            StmtKind::With { items, body } => {
+                let mut exits = Vec::new();
+                for item in items {
+                    let manager = self.eval(ctx, &item.context)?;
+                    let entered = self.enter_context(&manager)?;
+                    if let Some(target) = &item.target {
+                        self.assign(ctx, target, entered)?;
+                    }
+                    exits.push(manager);
+                }
+                let result = self.exec_block(ctx, body);
+                for manager in exits.into_iter().rev() {
+                    self.exit_context(&manager)?;
+                }
+                result?;
+            }
+            StmtKind::Assert { test, msg } => {
+                let t = self.eval(ctx, test)?;
+                self.set_span(test.span);
+                if !self.truthy_at(&t, "assert", test)? {
+                    let message = match msg {
+                        Some(m) => {
+                            let v = self.eval(ctx, m)?;
+                            self.to_str(&v)?
+                        }
+                        None => String::new(),
+                    };
+                    self.set_span(stmt.span);
+                    return Err(self.raise("AssertionError", Code::PythonException, message));
+                }
+            }
+            StmtKind::Import(aliases) => {
+                for alias in aliases {
+                    self.set_span(alias.span);
+                    let top = self.import_module(ctx, &alias.name, 0)?;
+                    match &alias.asname {
+                        Some(asname) => {
+                            let m = self.import_module(ctx, &alias.name, 0)?;
+                            let leaf = self.resolve_submodule(&m, &alias.name);
+                            self.store_name(ctx, asname, leaf, None)?;
+                        }
+                        None => {
+                            let first = alias.name.split('.').next().unwrap_or(&alias.name).to_string();
+                            let v = if alias.name.contains('.') { self.import_module(ctx, &first, 0)? } else { top };
+                            self.store_name(ctx, &first, v, None)?;
+                        }
+                    }
+                }
+            }
+            StmtKind::ImportFrom { module, names, level } => {
+                let modname = module.as_deref().unwrap_or("");
+                let m = self.import_module(ctx, modname, *level)?;
+                if names.is_empty() {
+                    if let Value::Module(mo) = &m {
+                        let items: Vec<(Rc<str>, Value)> =
+                            mo.dict.borrow().iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
+                        for (k, v) in items {
+                            self.store_name(ctx, &k, v, None)?;
+                        }
+                    }
+                }
+                for alias in names {
+                    self.set_span(alias.span);
+                    let v = self.import_from(ctx, &m, modname, *level, &alias.name)?;
+                    let bind = alias.asname.clone().unwrap_or_else(|| alias.name.clone());
+                    self.store_name(ctx, &bind, v, None)?;
+                }
+            }
+            StmtKind::Global(names) => {
+                if let Some(scope) = &ctx.scope {
+                    scope.globals.borrow_mut().extend(names.iter().cloned());
+                }
+            }
+            StmtKind::Nonlocal(names) => {
+                if let Some(scope) = &ctx.scope {
+                    scope.nonlocals.borrow_mut().extend(names.iter().cloned());
+                }
+            }
+            StmtKind::Delete(targets) => {
+                for t in targets {
+                    self.delete(ctx, t)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn exec_raise(&mut self, ctx: &Ctx, exc: Option<&Expr>, stmt: &Stmt) -> PyResult<Flow> {
+        let Some(exc) = exc else {
+            return Ok(self.raise("RuntimeError", Code::PythonException, "No active exception to reraise"));
+        };
+        let v = self.eval(ctx, exc)?;
+        self.set_span(stmt.span);
+        let instance = match &v {
+            Value::Class(_) => self.call(&v, Vec::new(), Vec::new())?,
+            _ => v,
+        };
+        match &instance {
+            Value::Instance(inst) if inst.class.derives_builtin(super::value::BuiltinClass::Exception) => {
+                let message = super::builtins::exception_message(inst);
+                let code = crate::jax::errors::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
+                Ok(Flow::Raise(Box::new(super::PyException {
+                    value: instance.clone(),
+                    class: inst.class.clone(),
+                    message,
+                    code,
+                    site: self.site(),
+                    related: Vec::new(),
+                })))
+            }
+            Value::Opaque(_) => Ok(self.stop_unknown("raise of an unknown exception")),
+            _ => Ok(self.type_error("exceptions must derive from BaseException")),
+        }
+    }
+
+    fn exec_try(&mut self, ctx: &Ctx, body: &[Stmt], handlers: &[ast::ExceptHandler], orelse: &[Stmt]) -> PyResult<()> {
+        match self.exec_block(ctx, body) {
+            Ok(()) => self.exec_block(ctx, orelse),
+            Err(Flow::Raise(exc)) => {
+                for handler in handlers {
+                    let matches = match &handler.typ {
+                        None => true,
+                        Some(t) => {
+                            let typ = self.eval(ctx, t)?;
+                            match self.exception_matches(&exc, &typ) {
+                                Some(m) => m,
+                                None => return Err(self.stop_unknown("except clause with an unknown exception type")),
+                            }
+                        }
+                    };
+                    if matches {
+                        if let Some(name) = &handler.name {
+                            self.store_name(ctx, name, exc.value.clone(), None)?;
+                        }
+                        return self.exec_block(ctx, &handler.body);
+                    }
+                }
+                Err(Flow::Raise(exc))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    fn exception_matches(&self, exc: &super::PyException, typ: &Value) -> Option<bool> {
+        match typ {
+            Value::Class(c) => Some(exc.class.is_subclass_of(c)),
+            Value::Tuple(items) => {
+                let mut any = false;
+                for t in items.iter() {
+                    any |= self.exception_matches(exc, t)?;
+                }
+                Some(any)
+            }
+            _ => None,
+        }
+    }
+
+    /// Evaluates a function body in a fresh frame. Used by `call`.
+    pub(super) fn run_body(&mut self, f: &Function, scope: Rc<Scope>) -> PyResult<Value> {
+        if self.frames.len() >= self.budgets.max_recursion {
+            return Err(self.raise("RecursionError", Code::PythonException, "maximum recursion depth exceeded"));
+        }
+        let ctx = Ctx { scope: Some(scope), globals: f.globals.clone(), file: f.file };
+        let class = match f.attrs.borrow().get("__tracelens_class__") {
+            Some(Value::Class(c)) => Some(c.clone()),
+            _ => None,
+        };
+        let self_value = match (&class, f.def.params.posonly.iter().chain(&f.def.params.args).next()) {
+            (Some(_), Some(p)) => ctx.scope.as_ref().and_then(|s| s.vars.borrow().get(&p.name).map(|c| c.borrow().clone())),
+            _ => None,
+        };
+        self.frames.push(Frame { file: f.file, name: Rc::from(f.def.name.as_ref()), span: f.def.span, class, self_value });
+        let result = if f.is_lambda {
+            match f.def.body.first().map(|s| &s.kind) {
+                Some(StmtKind::Return(Some(e))) => self.eval(&ctx, e),
+                _ => Ok(Value::None),
+            }
+        } else {
+            match self.exec_block(&ctx, &f.def.body) {
+                Ok(()) => Ok(Value::None),
+                Err(Flow::Return(v)) => Ok(v),
+                Err(other) => Err(other),
+            }
+        };
+        self.frames.pop();
+        result
+    }
+
+    pub fn eval(&mut self, ctx: &Ctx, expr: &Expr) -> PyResult<Value> {
+        match &expr.kind {
+            ExprKind::Name(name) => self.load_name(ctx, name, expr),
+            ExprKind::Int(i) => Ok(Value::Int(*i)),
+            ExprKind::BigInt(_) => Ok(Value::opaque("an integer too large to model")),
+            ExprKind::Float(f) => Ok(Value::Float(*f)),
+            ExprKind::Imag(f) => Ok(Value::Complex(0.0, *f)),
+            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Bytes(_) => Ok(Value::opaque("bytes")),
+            ExprKind::FString(parts) => {
+                let s = self.eval_fstring(ctx, parts)?;
+                Ok(Value::str(&s))
+            }
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::NoneLit => Ok(Value::None),
+            ExprKind::Ellipsis => Ok(Value::Ellipsis),
+            ExprKind::Tuple(items) => Ok(Value::tuple(self.eval_items(ctx, items)?)),
+            ExprKind::List(items) => {
+                let items = self.eval_items(ctx, items)?;
+                Ok(self.new_list(items))
+            }
+            ExprKind::Set(items) => {
+                let items = self.eval_items(ctx, items)?;
+                self.make_set(items)
+            }
+            ExprKind::Dict(pairs) => {
+                let mut d = Dict::default();
+                for (k, v) in pairs {
+                    match k {
+                        Some(k) => {
+                            let kv = self.eval(ctx, k)?;
+                            let vv = self.eval(ctx, v)?;
+                            let h = self.hash_key(&kv)?;
+                            d.insert(h, kv, vv);
+                        }
+                        None => {
+                            let m = self.eval(ctx, v)?;
+                            for (k, v) in self.mapping_items(&m)? {
+                                let h = self.hash_key(&k)?;
+                                d.insert(h, k, v);
+                            }
+                        }
+                    }
+                }
+                Ok(self.new_dict(d))
+            }
+            ExprKind::Attribute { value, attr, .. } => {
+                let obj = self.eval(ctx, value)?;
+                self.set_span(expr.span);
+                self.getattr(&obj, attr)
+            }
+            ExprKind::Subscript { value, index } => {
+                let obj = self.eval(ctx, value)?;
+                let idx = self.eval(ctx, index)?;
+                self.set_span(expr.span);
+                self.getitem(&obj, idx)
+            }
+            ExprKind::Slice { lower, upper, step } => {
+                let mut part = |e: &Option<Box<Expr>>| -> PyResult<Value> {
+                    match e {
+                        Some(e) => self.eval(ctx, e),
+                        None => Ok(Value::None),
+                    }
+                };
+                let (l, u, s) = (part(lower)?, part(upper)?, part(step)?);
+                Ok(Value::Slice(Rc::new([l, u, s])))
+            }
+            ExprKind::Call { func, args, keywords } => self.eval_call(ctx, expr, func, args, keywords),
+            ExprKind::Starred(_) => Err(self.raise("SyntaxError", Code::PythonException, "can't use starred expression here")),
+            ExprKind::BinOp { left, op, right } => {
+                let l = self.eval(ctx, left)?;
+                let r = self.eval(ctx, right)?;
+                self.set_span(expr.span);
+                self.binary_op(*op, l, r)
+            }
+            ExprKind::UnaryOp { op, operand } => {
+                let v = self.eval(ctx, operand)?;
+                self.set_span(expr.span);
+                self.unary_op(*op, v, operand)
+            }
+            ExprKind::BoolOp { op, values } => {
+                let mut last = Value::None;
+                for (i, e) in values.iter().enumerate() {
+                    last = self.eval(ctx, e)?;
+                    if i + 1 == values.len() {
+                        break;
+                    }
+                    self.set_span(e.span);
+                    let what = if *op == ast::BoolOp::And { "and" } else { "or" };
+                    let t = self.truthy_at(&last, what, e)?;
+                    if (*op == ast::BoolOp::And && !t) || (*op == ast::BoolOp::Or && t) {
+                        return Ok(last);
+                    }
+                }
+                Ok(last)
+            }
+            ExprKind::Compare { left, ops, comparators } => {
+                let mut l = self.eval(ctx, left)?;
+                let mut result = Value::Bool(true);
+                for (i, (op, right)) in ops.iter().zip(comparators).enumerate() {
+                    let r = self.eval(ctx, right)?;
+                    self.set_span(expr.span);
+                    result = self.compare(*op, &l, &r)?;
+                    if i + 1 < ops.len() {
+                        if !self.truthy_at(&result, "chained comparison", expr)? {
+                            return Ok(result);
+                        }
+                        l = r;
+                    }
+                }
+                Ok(result)
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                let t = self.eval(ctx, test)?;
+                self.set_span(test.span);
+                if self.truthy_at(&t, "if", test)? {
+                    self.eval(ctx, body)
+                } else {
+                    self.eval(ctx, orelse)
+                }
+            }
+            ExprKind::Lambda(def) => self.make_function(ctx, def.clone(), true),
+            ExprKind::ListComp { elt, generators } => {
+                let mut out = Vec::new();
+                self.comprehension(ctx, generators, &mut |this, c| {
+                    out.push(this.eval(c, elt)?);
+                    Ok(())
+                })?;
+                Ok(self.new_list(out))
+            }
+            ExprKind::GeneratorExp { elt, generators } => {
+                let mut out = Vec::new();
+                self.comprehension(ctx, generators, &mut |this, c| {
+                    out.push(this.eval(c, elt)?);
+                    Ok(())
+                })?;
+                Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator { items: Rc::new(out), pos: 0, name: Rc::from("<genexpr>") }))))
+            }
+            ExprKind::SetComp { elt, generators } => {
+                let mut out = Vec::new();
+                self.comprehension(ctx, generators, &mut |this, c| {
+                    out.push(this.eval(c, elt)?);
+                    Ok(())
+                })?;
+                self.make_set(out)
+            }
+            ExprKind::DictComp { key, value, generators } => {
+                let mut d = Dict::default();
+                self.comprehension(ctx, generators, &mut |this, c| {
+                    let k = this.eval(c, key)?;
+                    let v = this.eval(c, value)?;
+                    let h = this.hash_key(&k)?;
+                    d.insert(h, k, v);
+                    Ok(())
+                })?;
+                Ok(self.new_dict(d))
+            }
+            ExprKind::NamedExpr { target, value } => {
+                let v = self.eval(ctx, value)?;
+                self.assign(ctx, target, v.clone())?;
+                Ok(v)
+            }
+            ExprKind::Yield(value) => {
+                let v = match value {
+                    Some(e) => self.eval(ctx, e)?,
+                    None => Value::None,
+                };
+                self.yield_value(v)?;
+                Ok(Value::None)
+            }
+            ExprKind::YieldFrom(e) => {
+                let v = self.eval(ctx, e)?;
+                let it = self.get_iter(&v)?;
+                while let Some(item) = self.next_item(&it)? {
+                    self.yield_value(item)?;
+                }
+                Ok(Value::None)
+            }
+            ExprKind::Await(_) => Ok(Value::opaque("await")),
+        }
+    }
+
+    fn eval_items(&mut self, ctx: &Ctx, items: &[Expr]) -> PyResult<Vec<Value>> {
+        let mut out = Vec::with_capacity(items.len());
+        for e in items {
+            if let ExprKind::Starred(inner) = &e.kind {
+                let v = self.eval(ctx, inner)?;
+                out.extend(self.iterate(&v)?);
+            } else {
+                out.push(self.eval(ctx, e)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn comprehension(
+        &mut self,
+        ctx: &Ctx,
+        generators: &[ast::Comprehension],
+        body: &mut dyn FnMut(&mut Self, &Ctx) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let scope = Rc::new(Scope { parent: ctx.scope.clone(), ..Default::default() });
+        let inner = Ctx { scope: Some(scope), globals: ctx.globals.clone(), file: ctx.file };
+        self.comprehension_level(ctx, &inner, generators, body)
+    }
+
+    fn comprehension_level(
+        &mut self,
+        outer: &Ctx,
+        inner: &Ctx,
+        generators: &[ast::Comprehension],
+        body: &mut dyn FnMut(&mut Self, &Ctx) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let Some((first, rest)) = generators.split_first() else {
+            return body(self, inner);
+        };
+        // The first iterable is evaluated in the enclosing scope, as in Python.
+        let iterable = if std::ptr::eq(outer, inner) { self.eval(inner, &first.iter)? } else { self.eval(outer, &first.iter)? };
+        let it = self.get_iter(&iterable)?;
+        'items: while let Some(item) = self.next_item(&it)? {
+            self.tick()?;
+            self.assign(inner, &first.target, item)?;
+            for cond in &first.ifs {
+                let c = self.eval(inner, cond)?;
+                if !self.truthy_at(&c, "if", cond)? {
+                    continue 'items;
+                }
+            }
+            self.comprehension_level(inner, inner, rest, body)?;
+        }
+        Ok(())
+    }
+
+    fn eval_fstring(&mut self, ctx: &Ctx, parts: &[ast::FStringPart]) -> PyResult<String> {
+        let mut out = String::new();
+        for part in parts {
+            match part {
+                ast::FStringPart::Literal(s) => out.push_str(s),
+                ast::FStringPart::Formatted { value, conversion, format_spec, debug_text } => {
+                    let v = self.eval(ctx, value)?;
+                    self.set_span(value.span);
+                    if let Some(d) = debug_text {
+                        out.push_str(d);
+                    }
+                    let spec = self.eval_fstring(ctx, format_spec)?;
+                    let conv = conversion.or(if debug_text.is_some() && spec.is_empty() { Some('r') } else { None });
+                    let s = match conv {
+                        Some('r') => self.repr(&v)?,
+                        Some('s') => self.to_str(&v)?,
+                        _ => self.format_value(&v, &spec)?,
+                    };
+                    out.push_str(&s);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn assign(&mut self, ctx: &Ctx, target: &Expr, value: Value) -> PyResult<()> {
+        match &target.kind {
+            ExprKind::Name(name) => {
+                self.record_value(ctx.file, target.span, name, &value);
+                self.store_name(ctx, name, value, Some(target.span))
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                self.set_span(target.span);
+                let values = self.iterate(&value)?;
+                let star = items.iter().position(|e| matches!(e.kind, ExprKind::Starred(_)));
+                match star {
+                    None => {
+                        if values.len() != items.len() {
+                            let msg = if values.len() > items.len() {
+                                format!("too many values to unpack (expected {})", items.len())
+                            } else {
+                                format!("not enough values to unpack (expected {}, got {})", items.len(), values.len())
+                            };
+                            return Err(self.value_error(msg));
+                        }
+                        for (t, v) in items.iter().zip(values) {
+                            self.assign(ctx, t, v)?;
+                        }
+                    }
+                    Some(s) => {
+                        let after = items.len() - s - 1;
+                        if values.len() < items.len() - 1 {
+                            return Err(self.value_error(format!(
+                                "not enough values to unpack (expected at least {}, got {})",
+                                items.len() - 1,
+                                values.len()
+                            )));
+                        }
+                        let mut values = values;
+                        let tail = values.split_off(values.len() - after);
+                        let middle = values.split_off(s);
+                        for (t, v) in items[..s].iter().zip(values) {
+                            self.assign(ctx, t, v)?;
+                        }
+                        if let ExprKind::Starred(inner) = &items[s].kind {
+                            let l = self.new_list(middle);
+                            self.assign(ctx, inner, l)?;
+                        }
+                        for (t, v) in items[s + 1..].iter().zip(tail) {
+                            self.assign(ctx, t, v)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            ExprKind::Attribute { value: obj, attr, .. } => {
+                let o = self.eval(ctx, obj)?;
+                self.set_span(target.span);
+                self.setattr(&o, attr, value)
+            }
+            ExprKind::Subscript { value: obj, index } => {
+                let o = self.eval(ctx, obj)?;
+                let i = self.eval(ctx, index)?;
+                self.set_span(target.span);
+                self.setitem(&o, i, value)
+            }
+            ExprKind::Starred(inner) => self.assign(ctx, inner, value),
+            _ => Err(self.raise("SyntaxError", Code::PythonException, "cannot assign to expression")),
+        }
+    }
+
+    fn delete(&mut self, ctx: &Ctx, target: &Expr) -> PyResult<()> {
+        match &target.kind {
+            ExprKind::Name(name) => {
+                if let Some(scope) = &ctx.scope {
+                    if scope.vars.borrow_mut().shift_remove(name.as_ref()).is_some() {
+                        return Ok(());
+                    }
+                }
+                ctx.globals.dict.borrow_mut().shift_remove(name.as_ref());
+                Ok(())
+            }
+            ExprKind::Subscript { value, index } => {
+                let o = self.eval(ctx, value)?;
+                let i = self.eval(ctx, index)?;
+                self.delitem(&o, i)
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                for t in items {
+                    self.delete(ctx, t)?;
+                }
+                Ok(())
+            }
+            ExprKind::Attribute { value, attr, .. } => {
+                let o = self.eval(ctx, value)?;
+                if let Value::Instance(inst) = &o {
+                    inst.attrs.borrow_mut().shift_remove(attr.as_ref());
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn load_name(&mut self, ctx: &Ctx, name: &str, expr: &Expr) -> PyResult<Value> {
+        if let Some(scope) = &ctx.scope {
+            if !scope.globals.borrow().iter().any(|g| g.as_ref() == name) {
+                if let Some(cell) = lookup_cell_skipping_classes(scope, name) {
+                    let v = cell.borrow().clone();
+                    return Ok(v);
+                }
+            }
+        }
+        if let Some(v) = ctx.globals.dict.borrow().get(name) {
+            let v = v.clone();
+            self.note_global_read(ctx, name, &v, expr);
+            return Ok(v);
+        }
+        if let Some(v) = self.builtin_value(name) {
+            return Ok(v);
+        }
+        self.set_span(expr.span);
+        Err(self.raise("NameError", Code::PythonException, format!("name '{name}' is not defined")))
+    }
+
+    pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, span: Option<ast::Span>) -> PyResult<()> {
+        let name: Rc<str> = Rc::from(name);
+        match &ctx.scope {
+            None => {
+                ctx.globals.dict.borrow_mut().insert(name, value);
+            }
+            Some(scope) => {
+                if scope.globals.borrow().contains(&name) {
+                    self.note_outer_rebind(&name, "global", span, ctx);
+                    ctx.globals.dict.borrow_mut().insert(name, value);
+                } else if scope.nonlocals.borrow().contains(&name) {
+                    match scope.parent.as_ref().and_then(|p| lookup_cell_skipping_classes(p, &name)) {
+                        Some(cell) => {
+                            self.note_outer_rebind(&name, "nonlocal", span, ctx);
+                            *cell.borrow_mut() = value;
+                        }
+                        None => {
+                            return Err(self.raise("SyntaxError", Code::PythonException, format!("no binding for nonlocal '{name}' found")))
+                        }
+                    }
+                } else {
+                    let existing = scope.vars.borrow().get(&name).cloned();
+                    match existing {
+                        Some(cell) => *cell.borrow_mut() = value,
+                        None => {
+                            scope.vars.borrow_mut().insert(name, Rc::new(RefCell::new(value)));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn make_function(&mut self, ctx: &Ctx, def: Rc<ast::FunctionDef>, is_lambda: bool) -> PyResult<Value> {
+        let mut defaults = Vec::new();
+        for p in def.params.posonly.iter().chain(&def.params.args) {
+            if let Some(d) = &p.default {
+                defaults.push(self.eval(ctx, d)?);
+            }
+        }
+        let mut kw_defaults = Vec::new();
+        for p in &def.params.kwonly {
+            if let Some(d) = &p.default {
+                kw_defaults.push((p.name.clone(), self.eval(ctx, d)?));
+            }
+        }
+        let qualname = match self.frames.last() {
+            Some(f) if f.name.as_ref() != "<module>" => format!("{}.<locals>.{}", f.name, def.name),
+            _ => def.name.to_string(),
+        };
+        let closure = match &ctx.scope {
+            Some(s) => s.clone(),
+            None => Rc::new(Scope::default()),
+        };
+        Ok(Value::Function(Rc::new(Function {
+            def,
+            file: ctx.file,
+            qualname,
+            globals: ctx.globals.clone(),
+            defaults,
+            kw_defaults,
+            closure,
+            attrs: RefCell::new(IndexMap::new()),
+            is_lambda,
+        })))
+    }
+
+    fn apply_decorators(&mut self, ctx: &Ctx, decorators: &[Expr], mut value: Value) -> PyResult<Value> {
+        for d in decorators.iter().rev() {
+            let dec = self.eval(ctx, d)?;
+            self.set_span(d.span);
+            value = self.call(&dec, vec![value], Vec::new())?;
+        }
+        Ok(value)
+    }
+
+    fn record_annotation(&mut self, ctx: &Ctx, target: &Expr, annotation: Value) {
+        if let ExprKind::Name(name) = &target.kind {
+            let mut dict = ctx.globals.dict.borrow_mut();
+            let entry = dict.entry(Rc::from("__annotations__")).or_insert_with(|| Value::Dict(Rc::new(RefCell::new(Dict::default()))));
+            if let Value::Dict(d) = entry {
+                d.borrow_mut().insert(super::value::HashKey::Str(name.clone()), Value::Str(name.clone()), annotation);
+            }
+        }
+    }
+
+    pub(super) fn exec_class_body(&mut self, ctx: &Ctx, def: &ast::ClassDef) -> PyResult<IndexMap<Rc<str>, Value>> {
+        let scope = Rc::new(Scope { parent: ctx.scope.clone(), is_class: true, ..Default::default() });
+        let inner = Ctx { scope: Some(scope.clone()), globals: ctx.globals.clone(), file: ctx.file };
+        let mut annotations = Vec::new();
+        for stmt in &def.body {
+            if let StmtKind::AnnAssign { target, value, annotation } = &stmt.kind {
+                if let ExprKind::Name(n) = &target.kind {
+                    let ann = self.eval(&inner, annotation).unwrap_or(Value::None);
+                    annotations.push((n.clone(), ann, value.is_some()));
+                }
+            }
+            self.exec_stmt(&inner, stmt)?;
+        }
+        let mut out: IndexMap<Rc<str>, Value> = scope.vars.borrow().iter().map(|(k, v)| (k.clone(), v.borrow().clone())).collect();
+        let mut ann_dict = Dict::default();
+        for (n, ann, _) in annotations {
+            ann_dict.insert(super::value::HashKey::Str(n.clone()), Value::Str(n.clone()), ann);
+        }
+        out.insert(Rc::from("__annotations__"), Value::Dict(Rc::new(RefCell::new(ann_dict))));
+        Ok(out)
+    }
+
+    /// Records the aval of an assignment target inside a traced function (hover, `revealed`).
+    fn record_value(&mut self, file: FileId, span: ast::Span, name: &str, value: &Value) {
+        if self.jax.trace_depth() == 0 {
+            return;
+        }
+        if let Value::Array(a) = value {
+            let site = Site { file, span };
+            self.jax.record_value(site, name, a.aval.clone());
+        }
+    }
+}
+
+/// Variable lookup through enclosing function scopes; class bodies are not visible to the
+/// functions defined in them (Python's scoping rule).
+pub(super) fn lookup_cell_skipping_classes(scope: &Rc<Scope>, name: &str) -> Option<Rc<RefCell<Value>>> {
+    if let Some(cell) = scope.vars.borrow().get(name) {
+        return Some(cell.clone());
+    }
+    let mut cur = scope.parent.clone();
+    while let Some(s) = cur {
+        if !s.is_class {
+            if let Some(cell) = s.vars.borrow().get(name) {
+                return Some(cell.clone());
+            }
+        }
+        cur = s.parent.clone();
+    }
+    None
+}

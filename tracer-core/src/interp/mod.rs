@@ -1,0 +1,298 @@
+//! The Python-subset interpreter: runs a module's statements over `Value`s, with JAX's APIs
+//! modelled in `crate::jax`. It never runs the user's Python; it interprets it.
+//!
+//! Architecture invariant: every path returns; budgets (steps, time, recursion) turn into
+//! `Flow::Stop`, which unwinds to the entry point and becomes an info diagnostic.
+
+pub mod builtins;
+pub mod call;
+mod exec;
+pub mod modules;
+pub mod ops;
+pub mod value;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::diagnostics::{Code, Diagnostic, Related, Severity};
+use crate::jax::JaxState;
+use crate::syntax::ast::{self, Span};
+use crate::syntax::LineIndex;
+
+pub use value::Value;
+use value::{Class, ModuleObj};
+
+pub type FileId = u32;
+
+/// Reads source files on the engine's behalf: the engine does no IO of its own.
+pub trait SourceLoader {
+    /// The text of `path`, or `None` when it does not exist or cannot be read.
+    fn read(&self, path: &Path) -> Option<Rc<str>>;
+}
+
+/// Limits that keep one file's analysis bounded, whatever the input.
+#[derive(Clone, Debug)]
+pub struct Budgets {
+    pub max_steps: u64,
+    pub max_time: Duration,
+    pub max_recursion: usize,
+    /// Arrays with more elements than this are never materialised; their values stay unknown.
+    pub max_elements: u64,
+    /// A concrete array larger than this many bytes captured in a trace is TL212.
+    pub large_constant_bytes: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            max_steps: 3_000_000,
+            max_time: Duration::from_millis(700),
+            max_recursion: 400,
+            max_elements: 4_000_000,
+            large_constant_bytes: 1 << 20,
+        }
+    }
+}
+
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub text: Rc<str>,
+    pub line_index: LineIndex,
+    pub module: Rc<ast::Module>,
+}
+
+/// Where in the user's code something happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    pub file: FileId,
+    pub span: Span,
+}
+
+/// A Python exception in flight.
+#[derive(Clone, Debug)]
+pub struct PyException {
+    pub value: Value,
+    pub class: Rc<Class>,
+    pub message: String,
+    /// The diagnostic this exception becomes when uncaught.
+    pub code: Code,
+    /// The user's line that raised it (innermost user frame).
+    pub site: Option<Site>,
+    pub related: Vec<(Site, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum StopReason {
+    Budget(String),
+    /// Python control flow on a value the interpreter cannot know.
+    Unknown(String),
+}
+
+pub enum Flow {
+    Raise(Box<PyException>),
+    Return(Value),
+    Break,
+    Continue,
+    Stop(StopReason, Option<Site>),
+}
+
+pub type PyResult<T> = Result<T, Flow>;
+
+/// One user frame: the function being run and the expression being evaluated in it.
+#[derive(Clone)]
+pub struct Frame {
+    pub file: FileId,
+    pub name: Rc<str>,
+    pub span: Span,
+    /// For methods: the class that defines the method and the receiver (for `super()`).
+    pub class: Option<Rc<Class>>,
+    pub self_value: Option<Value>,
+}
+
+/// Where a statement executes: its local scope (none at module level) and its globals.
+#[derive(Clone)]
+pub struct Ctx {
+    pub scope: Option<Rc<value::Scope>>,
+    pub globals: Rc<ModuleObj>,
+    pub file: FileId,
+}
+
+pub struct Interp<'l> {
+    pub files: Vec<SourceFile>,
+    pub loader: &'l dyn SourceLoader,
+    /// Folders searched for project-local imports, in order.
+    pub search_roots: Vec<PathBuf>,
+    pub modules: HashMap<String, Rc<ModuleObj>>,
+    pub frames: Vec<Frame>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub budgets: Budgets,
+    steps: u64,
+    started: Instant,
+    pub jax: JaxState,
+    pub classes: builtins::BuiltinClasses,
+    /// Warnings already reported, by (code, site), with how often they fired.
+    pub warned: HashMap<(Code, Site), usize>,
+    /// Items yielded so far by the generators being run, innermost last.
+    pub generators: Vec<Vec<Value>>,
+    /// What the program printed, as `python FILE` would show it.
+    pub stdout: String,
+}
+
+impl<'l> Interp<'l> {
+    pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
+        Interp {
+            files: Vec::new(),
+            loader,
+            search_roots,
+            modules: HashMap::new(),
+            frames: Vec::new(),
+            diagnostics: Vec::new(),
+            budgets,
+            steps: 0,
+            started: Instant::now(),
+            jax: JaxState::default(),
+            classes: builtins::BuiltinClasses::new(),
+            warned: HashMap::new(),
+            generators: Vec::new(),
+            stdout: String::new(),
+        }
+    }
+
+    pub fn add_file(&mut self, path: PathBuf, text: Rc<str>) -> FileId {
+        if let Some(id) = self.files.iter().position(|f| f.path == path) {
+            return id as FileId;
+        }
+        let module = Rc::new(crate::syntax::parse(&text));
+        let line_index = LineIndex::new(&text);
+        self.files.push(SourceFile { path, text, line_index, module });
+        (self.files.len() - 1) as FileId
+    }
+
+    pub fn path(&self, file: FileId) -> &Path {
+        &self.files[file as usize].path
+    }
+
+    /// The innermost user site: where a modelled library call was made from.
+    pub fn site(&self) -> Option<Site> {
+        self.frames.last().map(|f| Site { file: f.file, span: f.span })
+    }
+
+    pub fn set_span(&mut self, span: Span) {
+        if let Some(f) = self.frames.last_mut() {
+            f.span = span;
+        }
+    }
+
+    /// Counts one step against the budgets.
+    pub fn tick(&mut self) -> PyResult<()> {
+        self.steps += 1;
+        if self.steps > self.budgets.max_steps {
+            return Err(self.stop_budget(format!("the step budget ({} steps) ran out", self.budgets.max_steps)));
+        }
+        if self.steps % 2048 == 0 && self.started.elapsed() > self.budgets.max_time {
+            return Err(self.stop_budget(format!("the time budget ({} ms) ran out", self.budgets.max_time.as_millis())));
+        }
+        Ok(())
+    }
+
+    pub fn restart_clock(&mut self) {
+        self.started = Instant::now();
+        self.steps = 0;
+    }
+
+    fn stop_budget(&self, why: String) -> Flow {
+        Flow::Stop(StopReason::Budget(why), self.site())
+    }
+
+    pub fn stop_unknown(&self, why: impl Into<String>) -> Flow {
+        Flow::Stop(StopReason::Unknown(why.into()), self.site())
+    }
+
+    /// Raises an exception of the named builtin class at the current user site.
+    pub fn raise(&self, class: &str, code: Code, message: impl Into<String>) -> Flow {
+        let class = self.classes.get(class);
+        self.raise_class(class, code, message.into())
+    }
+
+    pub fn raise_class(&self, class: Rc<Class>, code: Code, message: String) -> Flow {
+        let value = builtins::make_exception_instance(&class, &message);
+        Flow::Raise(Box::new(PyException { value, class, message, code, site: self.site(), related: Vec::new() }))
+    }
+
+    pub fn type_error(&self, message: impl Into<String>) -> Flow {
+        self.raise("TypeError", Code::PythonException, message)
+    }
+    pub fn value_error(&self, message: impl Into<String>) -> Flow {
+        self.raise("ValueError", Code::PythonException, message)
+    }
+
+    /// Reports a warning once per (code, site); later hits only count.
+    pub fn warn(&mut self, code: Code, site: Option<Site>, message: String, related: Vec<(Site, String)>) {
+        let Some(site) = site else { return };
+        let count = self.warned.entry((code, site)).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            return;
+        }
+        let diag = self.diagnostic(code, site, message, related);
+        self.diagnostics.push(diag);
+    }
+
+    pub fn diagnostic(&self, code: Code, site: Site, message: String, related: Vec<(Site, String)>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.default_severity(),
+            path: self.path(site.file).to_path_buf(),
+            span: site.span,
+            message,
+            related: related
+                .into_iter()
+                .map(|(s, m)| Related { path: self.path(s.file).to_path_buf(), span: s.span, message: m })
+                .collect(),
+        }
+    }
+
+    /// `file:line` for messages, 1-based, as Python prints it.
+    pub fn describe_site(&self, site: Site) -> String {
+        let f = &self.files[site.file as usize];
+        let line = f.line_index.line_of(site.span.start) + 1;
+        let name = f.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        format!("{name}:{line}")
+    }
+
+    pub fn line_of(&self, site: Site) -> u32 {
+        self.files[site.file as usize].line_index.line_of(site.span.start) + 1
+    }
+
+    /// Turns a flow that escaped an entry point into a diagnostic.
+    pub fn report_uncaught(&mut self, flow: Flow, entry: &str) {
+        match flow {
+            Flow::Raise(exc) => {
+                let Some(site) = exc.site else { return };
+                let message =
+                    if exc.message.is_empty() { exc.class.name.to_string() } else { format!("{}: {}", exc.class.name, exc.message) };
+                let related = exc.related.clone();
+                let mut diag = self.diagnostic(exc.code, site, message, related);
+                diag.severity = Severity::Error;
+                if !self.diagnostics.contains(&diag) {
+                    self.diagnostics.push(diag);
+                }
+            }
+            Flow::Stop(reason, site) => {
+                let (why, severity) = match reason {
+                    StopReason::Budget(why) => (why, Severity::Info),
+                    StopReason::Unknown(_) => return,
+                };
+                if let Some(site) = site {
+                    let message = format!("not analysed past this point in {entry}: {why}");
+                    let mut diag = self.diagnostic(Code::NotAnalysed, site, message, Vec::new());
+                    diag.severity = severity;
+                    self.diagnostics.push(diag);
+                }
+            }
+            Flow::Return(_) | Flow::Break | Flow::Continue => {}
+        }
+    }
+}

@@ -1,0 +1,834 @@
+//! Imports: project-local modules found through the loader, modelled library modules (JAX,
+//! NumPy and the standard library a numeric program uses), and opaque modules for the rest.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use crate::diagnostics::Code;
+use crate::jax::dtypes::DType;
+use crate::jax::surface::JaxFn;
+
+use super::builtins::Builtin;
+use super::call::Kwargs;
+use super::value::{Class, Dict, HashKey, ModuleObj, PyIter, Value};
+use super::{Ctx, Interp, PyResult};
+
+/// A module whose attributes come from the model rather than from source.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NativeModule {
+    Jax(&'static str),
+    Numpy(&'static str),
+    Std(&'static str),
+    /// A module we do not model (flax, optax, os, ...): every attribute is opaque.
+    Opaque(String),
+}
+
+const JAX_MODULES: &[&str] = &[
+    "jax",
+    "jax.numpy",
+    "jax.lax",
+    "jax.random",
+    "jax.nn",
+    "jax.tree_util",
+    "jax.tree",
+    "jax.debug",
+    "jax.scipy",
+    "jax.scipy.special",
+    "jax.numpy.linalg",
+    "jax.config",
+    "jax.typing",
+    "jax.dtypes",
+];
+const NUMPY_MODULES: &[&str] = &["numpy", "numpy.random", "numpy.linalg", "numpy.testing"];
+const STD_MODULES: &[&str] = &[
+    "math",
+    "functools",
+    "itertools",
+    "random",
+    "time",
+    "dataclasses",
+    "typing",
+    "collections",
+    "operator",
+    "abc",
+    "typing_extensions",
+    "__future__",
+    "enum",
+    "warnings",
+    "logging",
+];
+
+fn native_module(name: &str) -> Option<NativeModule> {
+    if let Some(n) = JAX_MODULES.iter().find(|n| **n == name) {
+        return Some(NativeModule::Jax(n));
+    }
+    if let Some(n) = NUMPY_MODULES.iter().find(|n| **n == name) {
+        return Some(NativeModule::Numpy(n));
+    }
+    if let Some(n) = STD_MODULES.iter().find(|n| **n == name) {
+        return Some(NativeModule::Std(n));
+    }
+    None
+}
+
+fn module_value(interp: &mut Interp, name: &str, native: NativeModule) -> Value {
+    if let Some(m) = interp.modules.get(name) {
+        return Value::Module(m.clone());
+    }
+    let m = Rc::new(ModuleObj { name: name.to_string(), file: None, dict: RefCell::new(IndexMap::new()), native: Some(native) });
+    interp.modules.insert(name.to_string(), m.clone());
+    Value::Module(m)
+}
+
+impl<'l> Interp<'l> {
+    /// `import a.b.c` (level 0) or `from ..a import b` (level 2): the module `a.b.c`.
+    pub(super) fn import_module(&mut self, ctx: &Ctx, dotted: &str, level: u32) -> PyResult<Value> {
+        if level == 0 {
+            if let Some(m) = self.modules.get(dotted) {
+                return Ok(Value::Module(m.clone()));
+            }
+            if let Some(n) = native_module(dotted) {
+                return Ok(module_value(self, dotted, n));
+            }
+        }
+        let base_dir: Option<PathBuf> = if level > 0 {
+            let mut dir = self.path(ctx.file).parent().map(Path::to_path_buf);
+            for _ in 1..level {
+                dir = dir.and_then(|d| d.parent().map(Path::to_path_buf));
+            }
+            dir
+        } else {
+            None
+        };
+        let rel: PathBuf = dotted.split('.').filter(|s| !s.is_empty()).collect();
+        let mut roots: Vec<PathBuf> = Vec::new();
+        match &base_dir {
+            Some(b) => roots.push(b.clone()),
+            None => {
+                if let Some(d) = self.path(ctx.file).parent() {
+                    roots.push(d.to_path_buf());
+                }
+                roots.extend(self.search_roots.iter().cloned());
+            }
+        }
+        for root in roots {
+            for candidate in [root.join(&rel).with_extension("py"), root.join(&rel).join("__init__.py")] {
+                if dotted.is_empty() && candidate.extension().is_some() && !candidate.ends_with("__init__.py") {
+                    continue;
+                }
+                let key = candidate.to_string_lossy().to_string();
+                if let Some(m) = self.modules.get(&key) {
+                    return Ok(Value::Module(m.clone()));
+                }
+                if let Some(text) = self.loader.read(&candidate) {
+                    let file = self.add_file(candidate.clone(), text);
+                    let name = if dotted.is_empty() { key.clone() } else { dotted.to_string() };
+                    let (module, flow) = self.run_module(file, &name);
+                    self.modules.insert(key, module.clone());
+                    if let Some(flow) = flow {
+                        // The imported module raised: in Python the import fails with it.
+                        return Err(flow);
+                    }
+                    return Ok(Value::Module(module));
+                }
+            }
+        }
+        let first = dotted.split('.').next().unwrap_or(dotted);
+        if first == "jax" || first == "numpy" {
+            return Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())));
+        }
+        Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())))
+    }
+
+    pub(super) fn resolve_submodule(&mut self, m: &Value, _dotted: &str) -> Value {
+        m.clone()
+    }
+
+    pub(super) fn import_from(&mut self, ctx: &Ctx, m: &Value, modname: &str, level: u32, name: &str) -> PyResult<Value> {
+        if let Some(v) = self.getattr_opt(m, name)? {
+            return Ok(v);
+        }
+        let sub = if modname.is_empty() { name.to_string() } else { format!("{modname}.{name}") };
+        let v = self.import_module(ctx, &sub, level)?;
+        if let Value::Module(mo) = &v {
+            if matches!(mo.native, Some(NativeModule::Opaque(_))) {
+                if let Value::Module(parent) = m {
+                    if parent.native.is_none() {
+                        return Err(self.raise(
+                            "ImportError",
+                            Code::PythonException,
+                            format!("cannot import name '{name}' from '{}'", parent.name),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(v)
+    }
+}
+
+fn b(name: &'static str) -> Value {
+    Value::Builtin(Rc::new(Builtin::Fn(name)))
+}
+
+fn jaxfn(f: JaxFn) -> Value {
+    Value::Builtin(Rc::new(Builtin::Jax(f)))
+}
+
+fn dtype_attr(name: &str) -> Option<DType> {
+    Some(match name {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int8" => DType::I8,
+        "int16" => DType::I16,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "uint8" => DType::U8,
+        "uint16" => DType::U16,
+        "uint32" => DType::U32,
+        "uint64" => DType::U64,
+        "bool_" | "bool" => DType::Bool,
+        "complex64" => DType::C64,
+        "complex128" => DType::C128,
+        _ => return None,
+    })
+}
+
+pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyResult<Option<Value>> {
+    if let Some(v) = m.dict.borrow().get(name) {
+        return Ok(Some(v.clone()));
+    }
+    let Some(native) = m.native.clone() else {
+        return Ok(None);
+    };
+    let sub = format!("{}.{name}", m.name);
+    Ok(Some(match native {
+        NativeModule::Opaque(_) => Value::opaque(format!("{}.{name}", m.name)),
+        NativeModule::Jax(module) => {
+            if let Some(n) = native_module(&sub) {
+                return Ok(Some(module_value(interp, &sub, n)));
+            }
+            let lookup_module = if module == "jax.config" { "jax.config" } else { module };
+            if let Some(f) = JaxFn::lookup(lookup_module, name) {
+                return Ok(Some(jaxfn(f)));
+            }
+            if module == "jax" && name == "config" {
+                return Ok(Some(module_value(interp, "jax.config", NativeModule::Jax("jax.config"))));
+            }
+            if let Some(d) = dtype_attr(name) {
+                if module == "jax.numpy" {
+                    return Ok(Some(Value::DType(d)));
+                }
+            }
+            match (module, name) {
+                ("jax.numpy", "pi") => Value::Float(std::f64::consts::PI),
+                ("jax.numpy", "e") => Value::Float(std::f64::consts::E),
+                ("jax.numpy", "inf") => Value::Float(f64::INFINITY),
+                ("jax.numpy", "nan") => Value::Float(f64::NAN),
+                ("jax.numpy", "newaxis") => Value::None,
+                ("jax.numpy", "ndarray") => jaxfn(JaxFn::ArrayType),
+                ("jax.numpy", "float_") => Value::DType(crate::jax::dtypes::default_float(interp.jax.config)),
+                ("jax.numpy", "int_") => Value::DType(crate::jax::dtypes::default_int(interp.jax.config)),
+                ("jax.numpy", "sqrt" | "dot") => return Ok(None),
+                ("jax.scipy.special", "logsumexp") => jaxfn(JaxFn::ScipyLogsumexp),
+                ("jax.nn", "initializers") => Value::opaque("jax.nn.initializers"),
+                _ => Value::opaque(format!("{}.{name}", m.name)),
+            }
+        }
+        NativeModule::Numpy(module) => {
+            if let Some(n) = native_module(&sub) {
+                return Ok(Some(module_value(interp, &sub, n)));
+            }
+            if let Some(d) = dtype_attr(name) {
+                return Ok(Some(Value::DType(d)));
+            }
+            match (module, name) {
+                ("numpy", "pi") => Value::Float(std::f64::consts::PI),
+                ("numpy", "e") => Value::Float(std::f64::consts::E),
+                ("numpy", "inf") => Value::Float(f64::INFINITY),
+                ("numpy", "nan") => Value::Float(f64::NAN),
+                ("numpy", "newaxis") => Value::None,
+                ("numpy", n) if NUMPY_FNS.contains(&n) => b(NUMPY_FNS.iter().find(|x| **x == n).copied().unwrap_or("numpy.asarray")),
+                ("numpy.random", n) => {
+                    let static_name: &'static str = match n {
+                        "default_rng" => "numpy.random.default_rng",
+                        "seed" => "numpy.random.seed",
+                        _ => "numpy.random.sample",
+                    };
+                    b(static_name)
+                }
+                _ => Value::opaque(format!("{}.{name}", m.name)),
+            }
+        }
+        NativeModule::Std(module) => std_attr(interp, module, name),
+    }))
+}
+
+const NUMPY_FNS: &[&str] = &[
+    "array",
+    "asarray",
+    "zeros",
+    "ones",
+    "full",
+    "arange",
+    "linspace",
+    "eye",
+    "zeros_like",
+    "ones_like",
+    "sin",
+    "cos",
+    "exp",
+    "log",
+    "tanh",
+    "sqrt",
+    "abs",
+    "clip",
+    "concatenate",
+    "stack",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "std",
+    "var",
+    "argmax",
+    "argmin",
+    "dot",
+    "matmul",
+    "reshape",
+    "transpose",
+    "where",
+    "maximum",
+    "minimum",
+    "allclose",
+    "isclose",
+    "asarray_chkfinite",
+    "float32",
+    "expand_dims",
+    "square",
+    "round",
+    "floor",
+    "ceil",
+    "any",
+    "all",
+    "cumsum",
+    "sort",
+    "argsort",
+    "unique",
+    "nonzero",
+    "einsum",
+    "outer",
+    "power",
+    "tile",
+    "repeat",
+];
+
+fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
+    let known: &[&'static str] = match module {
+        "math" => &[
+            "sqrt",
+            "exp",
+            "log",
+            "log2",
+            "log10",
+            "sin",
+            "cos",
+            "tan",
+            "tanh",
+            "atan",
+            "atan2",
+            "floor",
+            "ceil",
+            "fabs",
+            "pow",
+            "isnan",
+            "isinf",
+            "isfinite",
+            "prod",
+            "hypot",
+            "gcd",
+            "isclose",
+            "factorial",
+            "comb",
+            "erf",
+            "trunc",
+            "fsum",
+            "copysign",
+            "log1p",
+            "expm1",
+            "degrees",
+            "radians",
+            "asin",
+            "acos",
+            "sinh",
+            "cosh",
+            "lcm",
+        ],
+        "functools" => &["partial", "reduce", "wraps", "lru_cache", "cache", "cached_property", "total_ordering"],
+        "itertools" => &[
+            "count",
+            "chain",
+            "product",
+            "repeat",
+            "islice",
+            "accumulate",
+            "combinations",
+            "permutations",
+            "cycle",
+            "zip_longest",
+            "starmap",
+            "pairwise",
+        ],
+        "random" => &["random", "uniform", "randint", "choice", "gauss", "normalvariate", "seed", "shuffle", "sample", "randrange"],
+        "time" => &["time", "perf_counter", "monotonic", "sleep", "process_time", "time_ns"],
+        "dataclasses" => &["dataclass", "field", "replace", "asdict", "astuple", "fields", "is_dataclass"],
+        "typing" | "typing_extensions" => &["NamedTuple", "cast", "overload", "final", "runtime_checkable", "TypeVar", "Generic"],
+        "collections" => &["namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"],
+        "operator" => &["add", "mul", "sub", "truediv", "getitem", "itemgetter", "attrgetter", "neg", "matmul"],
+        "abc" => &["ABC", "abstractmethod", "ABCMeta"],
+        "warnings" => &["warn", "filterwarnings", "simplefilter", "catch_warnings"],
+        "logging" => &["info", "warning", "debug", "error", "getLogger", "basicConfig"],
+        _ => &[],
+    };
+    match (module, name) {
+        ("math", "pi") => return Value::Float(std::f64::consts::PI),
+        ("math", "e") => return Value::Float(std::f64::consts::E),
+        ("math", "inf") => return Value::Float(f64::INFINITY),
+        ("math", "nan") => return Value::Float(f64::NAN),
+        ("math", "tau") => return Value::Float(std::f64::consts::TAU),
+        ("typing" | "typing_extensions", "NamedTuple") => return Value::Class(interp.classes.get("NamedTuple")),
+        ("abc", "ABC") => return Value::Class(interp.classes.get("object")),
+        _ => {}
+    }
+    match known.iter().find(|n| **n == name) {
+        Some(n) => {
+            let q: &'static str = Box::leak(format!("{module}.{n}").into_boxed_str());
+            b(intern(q))
+        }
+        None => Value::opaque(format!("{module}.{name}")),
+    }
+}
+
+/// Interns qualified names so repeated lookups do not leak: one `&'static str` per name.
+fn intern(s: &'static str) -> &'static str {
+    thread_local! {
+        static NAMES: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+    }
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some(n) = names.iter().find(|n| **n == s) {
+            return *n;
+        }
+        names.push(s);
+        s
+    })
+}
+
+/// Calls a modelled standard-library or NumPy function by qualified name.
+pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    let kw = |k: &str| kwargs.iter().find(|(n, _)| n.as_ref() == k).map(|(_, v)| v.clone());
+    if let Some(np) = name.strip_prefix("numpy.") {
+        return call_numpy(interp, np, args, kwargs);
+    }
+    let (module, func) = name.split_once('.').unwrap_or(("", name));
+    match module {
+        "math" => {
+            if let Some(Value::Array(a)) = args.iter().find(|a| matches!(a, Value::Array(_))) {
+                let a = a.clone();
+                crate::jax::numpy::array_to_python(interp, &a, "float")?;
+            }
+            let x = super::ops::as_f64(&arg(0));
+            let y = super::ops::as_f64(&arg(1));
+            let Some(x) = x.or(if matches!(func, "prod" | "fsum" | "gcd" | "lcm") { Some(0.0) } else { None }) else {
+                return Ok(Value::opaque(format!("math.{func}")));
+            };
+            Ok(match func {
+                "sqrt" => {
+                    if x < 0.0 {
+                        return Err(interp.value_error("math domain error"));
+                    }
+                    Value::Float(x.sqrt())
+                }
+                "exp" => Value::Float(x.exp()),
+                "log" => {
+                    if x <= 0.0 {
+                        return Err(interp.value_error("math domain error"));
+                    }
+                    match y {
+                        Some(base) => Value::Float(x.ln() / base.ln()),
+                        None => Value::Float(x.ln()),
+                    }
+                }
+                "log2" => Value::Float(x.log2()),
+                "log10" => Value::Float(x.log10()),
+                "log1p" => Value::Float(x.ln_1p()),
+                "expm1" => Value::Float(x.exp_m1()),
+                "sin" => Value::Float(x.sin()),
+                "cos" => Value::Float(x.cos()),
+                "tan" => Value::Float(x.tan()),
+                "asin" => Value::Float(x.asin()),
+                "acos" => Value::Float(x.acos()),
+                "atan" => Value::Float(x.atan()),
+                "sinh" => Value::Float(x.sinh()),
+                "cosh" => Value::Float(x.cosh()),
+                "tanh" => Value::Float(x.tanh()),
+                "atan2" => Value::Float(x.atan2(y.unwrap_or(1.0))),
+                "hypot" => Value::Float(x.hypot(y.unwrap_or(0.0))),
+                "floor" => Value::Int(x.floor() as i64),
+                "ceil" => Value::Int(x.ceil() as i64),
+                "trunc" => Value::Int(x.trunc() as i64),
+                "fabs" => Value::Float(x.abs()),
+                "pow" => Value::Float(x.powf(y.unwrap_or(1.0))),
+                "copysign" => Value::Float(x.copysign(y.unwrap_or(1.0))),
+                "degrees" => Value::Float(x.to_degrees()),
+                "radians" => Value::Float(x.to_radians()),
+                "isnan" => Value::Bool(x.is_nan()),
+                "isinf" => Value::Bool(x.is_infinite()),
+                "isfinite" => Value::Bool(x.is_finite()),
+                "isclose" => Value::Bool((x - y.unwrap_or(0.0)).abs() <= 1e-9 * x.abs().max(y.unwrap_or(0.0).abs())),
+                "erf" => return Ok(Value::opaque("math.erf")),
+                "factorial" => Value::Int((1..=(x as i64).max(0)).try_fold(1i64, |a, b| a.checked_mul(b)).unwrap_or(0)),
+                "gcd" => {
+                    let (mut a, mut c) = (super::ops::as_int(&arg(0)).unwrap_or(0).abs(), super::ops::as_int(&arg(1)).unwrap_or(0).abs());
+                    while c != 0 {
+                        (a, c) = (c, a % c);
+                    }
+                    Value::Int(a)
+                }
+                "prod" | "fsum" => {
+                    let items = interp.iterate(&arg(0))?;
+                    let mut acc = if func == "prod" { Value::Int(1) } else { Value::Float(0.0) };
+                    let op = if func == "prod" { crate::syntax::ast::BinOp::Mul } else { crate::syntax::ast::BinOp::Add };
+                    for x in items {
+                        acc = interp.binary_op(op, acc, x)?;
+                    }
+                    acc
+                }
+                _ => Value::opaque(format!("math.{func}")),
+            })
+        }
+        "functools" => match func {
+            "partial" => {
+                let f = arg(0);
+                Ok(Value::Builtin(Rc::new(Builtin::Partial { func: f, args: args[1.min(args.len())..].to_vec(), kwargs })))
+            }
+            "reduce" => {
+                let f = arg(0);
+                let items = interp.iterate(&arg(1))?;
+                let mut it = items.into_iter();
+                let mut acc = match args.get(2) {
+                    Some(init) => init.clone(),
+                    None => match it.next() {
+                        Some(x) => x,
+                        None => return Err(interp.type_error("reduce() of empty iterable with no initial value")),
+                    },
+                };
+                for x in it {
+                    acc = interp.call(&f, vec![acc, x], Vec::new())?;
+                }
+                Ok(acc)
+            }
+            "wraps" => Ok(b("functools.identity_decorator")),
+            "lru_cache" | "cache" => {
+                if matches!(arg(0), Value::Function(_)) {
+                    Ok(arg(0))
+                } else {
+                    Ok(b("functools.identity_decorator"))
+                }
+            }
+            "identity_decorator" => Ok(arg(0)),
+            "cached_property" => Ok(Value::Property(Rc::new(super::value::Property { fget: arg(0), fset: None }))),
+            "total_ordering" => Ok(arg(0)),
+            _ => Ok(Value::opaque(name.to_string())),
+        },
+        "itertools" => {
+            let seq = |items: Vec<Value>| {
+                Value::Iterator(Rc::new(RefCell::new(PyIter::Seq { items: Rc::new(items), pos: 0, kind: "itertools" })))
+            };
+            match func {
+                "count" => Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Count {
+                    next: args.first().cloned().unwrap_or(Value::Int(0)),
+                    step: args.get(1).cloned().unwrap_or(Value::Int(1)),
+                })))),
+                "chain" => {
+                    let mut out = Vec::new();
+                    for a in &args {
+                        out.extend(interp.iterate(a)?);
+                    }
+                    Ok(seq(out))
+                }
+                "repeat" => match args.get(1).and_then(super::ops::as_int) {
+                    Some(n) => Ok(seq(vec![arg(0); n.clamp(0, 1_000_000) as usize])),
+                    None => Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Count { next: arg(0), step: Value::Int(0) }))))
+                        .map(|_| Value::opaque("itertools.repeat")),
+                },
+                "islice" => {
+                    let it = interp.get_iter(&arg(0))?;
+                    let (start, stop) = match (args.get(1), args.get(2)) {
+                        (Some(s), None) => (0, super::ops::as_int(s).unwrap_or(0)),
+                        (Some(a), Some(s)) => (super::ops::as_int(a).unwrap_or(0), super::ops::as_int(s).unwrap_or(0)),
+                        _ => (0, 0),
+                    };
+                    let mut out = Vec::new();
+                    let mut i = 0;
+                    while i < stop {
+                        interp.tick()?;
+                        match interp.next_item(&it)? {
+                            Some(x) => {
+                                if i >= start {
+                                    out.push(x);
+                                }
+                            }
+                            None => break,
+                        }
+                        i += 1;
+                    }
+                    Ok(seq(out))
+                }
+                "product" => {
+                    let mut pools = Vec::new();
+                    for a in &args {
+                        pools.push(interp.iterate(a)?);
+                    }
+                    let mut out: Vec<Vec<Value>> = vec![Vec::new()];
+                    for pool in pools {
+                        let mut next = Vec::new();
+                        for prefix in &out {
+                            for x in &pool {
+                                let mut p = prefix.clone();
+                                p.push(x.clone());
+                                next.push(p);
+                                if next.len() > 1_000_000 {
+                                    return Err(interp.stop_unknown("a very large itertools.product"));
+                                }
+                            }
+                        }
+                        out = next;
+                    }
+                    Ok(seq(out.into_iter().map(Value::tuple).collect()))
+                }
+                "accumulate" => {
+                    let items = interp.iterate(&arg(0))?;
+                    let mut out = Vec::new();
+                    let mut acc: Option<Value> = None;
+                    for x in items {
+                        let next = match acc.take() {
+                            None => x,
+                            Some(a) => match args.get(1) {
+                                Some(f) => interp.call(f, vec![a, x], Vec::new())?,
+                                None => interp.binary_op(crate::syntax::ast::BinOp::Add, a, x)?,
+                            },
+                        };
+                        out.push(next.clone());
+                        acc = Some(next);
+                    }
+                    Ok(seq(out))
+                }
+                "combinations" | "permutations" | "pairwise" | "zip_longest" | "starmap" | "cycle" => {
+                    Ok(Value::opaque(format!("itertools.{func}")))
+                }
+                _ => Ok(Value::opaque(name.to_string())),
+            }
+        }
+        "random" => {
+            if func != "seed" {
+                crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+            }
+            Ok(if func == "seed" { Value::None } else { Value::opaque(format!("random.{func}()")) })
+        }
+        "time" => {
+            if func != "sleep" {
+                crate::jax::effects::on_impure_call(interp, &format!("time.{func}()"));
+            }
+            Ok(if func == "sleep" { Value::None } else { Value::opaque(format!("time.{func}()")) })
+        }
+        "dataclasses" => match func {
+            "dataclass" => {
+                let frozen = match kw("frozen") {
+                    Some(v) => interp.truthy(&v)?,
+                    None => false,
+                };
+                match arg(0) {
+                    Value::Class(c) => {
+                        make_dataclass(&c, frozen);
+                        Ok(Value::Class(c))
+                    }
+                    _ => {
+                        let deco = if frozen { "dataclasses.dataclass_frozen" } else { "dataclasses.dataclass_plain" };
+                        Ok(b(deco))
+                    }
+                }
+            }
+            "dataclass_frozen" | "dataclass_plain" => {
+                if let Value::Class(c) = arg(0) {
+                    make_dataclass(&c, func == "dataclass_frozen");
+                    return Ok(Value::Class(c));
+                }
+                Ok(arg(0))
+            }
+            "field" => {
+                let class = interp.classes.get("Field");
+                let mut attrs = IndexMap::new();
+                attrs.insert(Rc::from("default"), kw("default").unwrap_or(Value::None));
+                attrs.insert(Rc::from("default_factory"), kw("default_factory").unwrap_or(Value::None));
+                Ok(Value::Instance(Rc::new(super::value::Instance { class, attrs: RefCell::new(attrs), tuple: None })))
+            }
+            "replace" => {
+                let Value::Instance(inst) = arg(0) else {
+                    return Ok(Value::opaque("dataclasses.replace"));
+                };
+                let new =
+                    super::value::Instance { class: inst.class.clone(), attrs: RefCell::new(inst.attrs.borrow().clone()), tuple: None };
+                for (k, v) in kwargs {
+                    new.attrs.borrow_mut().insert(k, v);
+                }
+                Ok(Value::Instance(Rc::new(new)))
+            }
+            "asdict" => {
+                let Value::Instance(inst) = arg(0) else {
+                    return Ok(Value::opaque("dataclasses.asdict"));
+                };
+                let mut d = Dict::default();
+                for (k, v) in inst.attrs.borrow().iter() {
+                    d.insert(HashKey::Str(k.clone()), Value::Str(k.clone()), v.clone());
+                }
+                Ok(interp.new_dict(d))
+            }
+            "is_dataclass" => Ok(Value::Bool(
+                matches!(arg(0), Value::Instance(ref i) if i.class.is_dataclass.get())
+                    || matches!(arg(0), Value::Class(ref c) if c.is_dataclass.get()),
+            )),
+            _ => Ok(Value::opaque(name.to_string())),
+        },
+        "typing" | "typing_extensions" => Ok(match func {
+            "cast" => arg(1),
+            "overload" | "final" | "runtime_checkable" => arg(0),
+            _ => Value::opaque(name.to_string()),
+        }),
+        "collections" => match func {
+            "namedtuple" => {
+                let Value::Str(cname) = arg(0) else {
+                    return Ok(Value::opaque("namedtuple"));
+                };
+                let fields: Vec<Rc<str>> = match arg(1) {
+                    Value::Str(s) => s.replace(',', " ").split_whitespace().map(Rc::from).collect(),
+                    other => {
+                        interp.iterate(&other)?.into_iter().filter_map(|v| if let Value::Str(s) = v { Some(s) } else { None }).collect()
+                    }
+                };
+                let base = interp.classes.get("NamedTuple");
+                let class = Rc::new(Class {
+                    name: cname.clone(),
+                    qualname: cname.to_string(),
+                    bases: vec![base],
+                    dict: RefCell::new(IndexMap::new()),
+                    builtin: None,
+                    is_dataclass: Default::default(),
+                    frozen: Default::default(),
+                    fields: RefCell::new(fields),
+                    is_namedtuple: Default::default(),
+                    pytree: RefCell::new(None),
+                    def_span: None,
+                });
+                class.is_namedtuple.set(true);
+                Ok(Value::Class(class))
+            }
+            "OrderedDict" => {
+                let f = Value::Builtin(Rc::new(Builtin::Fn("dict")));
+                interp.call(&f, args, kwargs)
+            }
+            _ => Ok(Value::opaque(name.to_string())),
+        },
+        "operator" => {
+            use crate::syntax::ast::BinOp;
+            let op = match func {
+                "add" => BinOp::Add,
+                "mul" => BinOp::Mul,
+                "sub" => BinOp::Sub,
+                "truediv" => BinOp::Div,
+                "matmul" => BinOp::MatMul,
+                "getitem" => return interp.getitem(&arg(0), arg(1)),
+                _ => return Ok(Value::opaque(name.to_string())),
+            };
+            interp.binary_op(op, arg(0), arg(1))
+        }
+        "abc" => Ok(arg(0)),
+        "warnings" | "logging" => {
+            if module == "logging" && matches!(func, "info" | "warning" | "debug" | "error") {
+                crate::jax::effects::on_print(interp, &args)?;
+            }
+            Ok(Value::None)
+        }
+        "object" => Ok(Value::None),
+        "tracelens" => Ok(Value::opaque(name.to_string())),
+        _ => Ok(Value::opaque(format!("result of {name}()"))),
+    }
+}
+
+fn make_dataclass(c: &Rc<Class>, frozen: bool) {
+    c.is_dataclass.set(true);
+    c.frozen.set(frozen);
+    let mut fields = Vec::new();
+    for cls in c.mro().iter().rev() {
+        for f in super::call::annotation_names(cls) {
+            if !fields.contains(&f) {
+                fields.push(f);
+            }
+        }
+    }
+    *c.fields.borrow_mut() = fields;
+}
+
+/// NumPy on concrete data: the same model as jax.numpy, with NumPy's 64-bit defaults. A
+/// tracer handed to a converting NumPy function is TL102.
+fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    const DEFERS_TO_METHOD: &[&str] =
+        &["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum", "reshape", "transpose", "round"];
+    if let Some(rest) = func.strip_prefix("random.") {
+        if rest == "seed" {
+            return Ok(Value::None);
+        }
+        crate::jax::effects::on_impure_call(interp, &format!("np.random.{rest}()"));
+        return Ok(Value::opaque(format!("np.random.{rest}()")));
+    }
+    let tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|a| match a {
+        Value::Array(x) if x.is_tracer() && x.known().is_none() => Some(x.clone()),
+        _ => None,
+    });
+    let tracer = match tracer {
+        Some(t) => Some(t),
+        None => match args.first() {
+            Some(v @ (Value::List(_) | Value::Tuple(_))) => {
+                let items = interp.iterate(v)?;
+                items.iter().find_map(|a| match a {
+                    Value::Array(x) if x.is_tracer() && x.known().is_none() => Some(x.clone()),
+                    _ => None,
+                })
+            }
+            _ => None,
+        },
+    };
+    if let Some(t) = tracer {
+        if DEFERS_TO_METHOD.contains(&func) {
+            if let Some(Value::Array(a)) = args.first() {
+                return crate::jax::numpy::call_array_method(interp, a, func, args[1..].to_vec(), kwargs);
+            }
+        }
+        return Err(crate::jax::numpy::numpy_conversion_error(interp, &t));
+    }
+    let Some(f) = JaxFn::lookup("jax.numpy", func) else {
+        return Ok(Value::opaque(format!("np.{func}")));
+    };
+    let saved = interp.jax.config;
+    interp.jax.config.enable_x64 = true;
+    let result = crate::jax::numpy::call(interp, f, args, kwargs);
+    interp.jax.config = saved;
+    result
+}

@@ -1,0 +1,1515 @@
+//! Python's object protocol over `Value`: truth, arithmetic, comparison, hashing, repr and
+//! str, attributes, items and iteration. Arrays defer to `crate::jax::numpy`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::diagnostics::Code;
+use crate::jax::numpy as jnp;
+use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
+
+use super::builtins::Builtin;
+use super::value::{repr_float, BuiltinClass, Dict, HashKey, PyIter, Value};
+use super::{Ctx, Interp, PyResult};
+
+impl<'l> Interp<'l> {
+    /// Python truth of a value used by `if`/`while`/`and`/`or`/`assert` (`what` names which).
+    pub fn truthy_at(&mut self, v: &Value, what: &str, expr: &Expr) -> PyResult<bool> {
+        match v {
+            Value::Array(a) => jnp::array_bool(self, a, what, Some(expr)),
+            _ => self.truthy(v),
+        }
+    }
+
+    pub fn truthy(&mut self, v: &Value) -> PyResult<bool> {
+        Ok(match v {
+            Value::None => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Complex(a, b) => *a != 0.0 || *b != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Tuple(t) => !t.is_empty(),
+            Value::List(l) => !l.borrow().is_empty(),
+            Value::Dict(d) | Value::Set(d) => !d.borrow().is_empty(),
+            Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
+            Value::Array(a) => return jnp::array_bool(self, a, "bool", None),
+            Value::Instance(inst) => {
+                if let Some(t) = &inst.tuple {
+                    return Ok(!t.is_empty());
+                }
+                if let Some(m) = inst.class.lookup("__bool__") {
+                    let r = self.call_method_value(v, m, Vec::new())?;
+                    return self.truthy(&r);
+                }
+                if let Some(m) = inst.class.lookup("__len__") {
+                    let r = self.call_method_value(v, m, Vec::new())?;
+                    return self.truthy(&r);
+                }
+                true
+            }
+            Value::Opaque(_) => return Err(self.stop_unknown("the truth of an unknown value")),
+            Value::Iterator(_) => true,
+            _ => true,
+        })
+    }
+
+    fn call_method_value(&mut self, recv: &Value, m: Value, args: Vec<Value>) -> PyResult<Value> {
+        let bound = self.bind_method(recv, m);
+        self.call(&bound, args, Vec::new())
+    }
+
+    /// Calls `recv.name(*args)` if the instance's class defines it.
+    pub fn call_dunder(&mut self, recv: &Value, name: &str, args: Vec<Value>) -> PyResult<Option<Value>> {
+        if let Value::Instance(inst) = recv {
+            if let Some(m) = inst.class.lookup(name) {
+                return Ok(Some(self.call_method_value(recv, m, args)?));
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn binary_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
+        if l.is_opaque() || r.is_opaque() {
+            return Ok(Value::opaque("result of an operation on an unknown value"));
+        }
+        if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
+            if let Value::Instance(_) = &r {
+                if let Some(v) = self.call_dunder(&r, reflected_dunder(op), vec![l.clone()])? {
+                    return Ok(v);
+                }
+            }
+            return jnp::binary_op(self, op, &l, &r);
+        }
+        if let Some(v) = numeric_binop(op, &l, &r) {
+            return v.map_err(|(class, msg)| self.raise(class, Code::PythonException, msg));
+        }
+        match (op, &l, &r) {
+            (BinOp::Add, Value::Str(a), Value::Str(b)) => return Ok(Value::str(&format!("{a}{b}"))),
+            (BinOp::Add, Value::List(a), Value::List(b)) => {
+                let mut items = a.borrow().clone();
+                items.extend(b.borrow().iter().cloned());
+                return Ok(self.new_list(items));
+            }
+            (BinOp::Add, Value::Tuple(a), Value::Tuple(b)) => {
+                let mut items = (**a).clone();
+                items.extend(b.iter().cloned());
+                return Ok(Value::tuple(items));
+            }
+            (BinOp::Mul, Value::List(_) | Value::Tuple(_) | Value::Str(_), Value::Int(_) | Value::Bool(_))
+            | (BinOp::Mul, Value::Int(_) | Value::Bool(_), Value::List(_) | Value::Tuple(_) | Value::Str(_)) => {
+                let (seq, n) = if matches!(l, Value::Int(_) | Value::Bool(_)) { (&r, &l) } else { (&l, &r) };
+                let n = as_int(n).unwrap_or(0).max(0) as usize;
+                return self.repeat_seq(seq, n);
+            }
+            (BinOp::Mod, Value::Str(fmt), _) => return self.percent_format(fmt, &r),
+            (BinOp::BitOr, Value::Dict(a), Value::Dict(b)) => {
+                let mut d = a.borrow().clone();
+                for (k, v) in b.borrow().items() {
+                    let h = self.hash_key(&k)?;
+                    d.insert(h, k, v);
+                }
+                return Ok(self.new_dict(d));
+            }
+            (BinOp::BitOr | BinOp::BitAnd | BinOp::Sub | BinOp::BitXor, Value::Set(a), Value::Set(b)) => {
+                let (a, b) = (a.borrow().clone(), b.borrow().clone());
+                let mut out = Dict::default();
+                let keep = |in_a: bool, in_b: bool| match op {
+                    BinOp::BitOr => in_a || in_b,
+                    BinOp::BitAnd => in_a && in_b,
+                    BinOp::Sub => in_a && !in_b,
+                    _ => in_a != in_b,
+                };
+                for (h, (k, v)) in a.entries.iter().chain(b.entries.iter()) {
+                    if keep(a.entries.contains_key(h), b.entries.contains_key(h)) {
+                        out.insert(h.clone(), k.clone(), v.clone());
+                    }
+                }
+                return Ok(Value::Set(Rc::new(RefCell::new(out))));
+            }
+            _ => {}
+        }
+        if let Some(v) = self.call_dunder(&l, dunder(op), vec![r.clone()])? {
+            if !is_not_implemented(&v) {
+                return Ok(v);
+            }
+        }
+        if let Some(v) = self.call_dunder(&r, reflected_dunder(op), vec![l.clone()])? {
+            return Ok(v);
+        }
+        Err(self.type_error(format!("unsupported operand type(s) for {}: '{}' and '{}'", op.symbol(), l.type_name(), r.type_name())))
+    }
+
+    pub(super) fn inplace_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
+        if let (BinOp::Add, Value::List(list)) = (op, &l) {
+            let items = self.iterate(&r)?;
+            self.note_mutation(&l, "list +=")?;
+            list.borrow_mut().extend(items);
+            return Ok(l);
+        }
+        let iname = format!("__i{}", &dunder(op)[2..]);
+        if let Some(v) = self.call_dunder(&l, &iname, vec![r.clone()])? {
+            return Ok(v);
+        }
+        self.binary_op(op, l, r)
+    }
+
+    fn repeat_seq(&mut self, seq: &Value, n: usize) -> PyResult<Value> {
+        Ok(match seq {
+            Value::Str(s) => Value::str(&s.repeat(n)),
+            Value::List(l) => {
+                let items: Vec<Value> = l.borrow().iter().cloned().cycle().take(l.borrow().len() * n).collect();
+                self.new_list(items)
+            }
+            Value::Tuple(t) => Value::tuple(t.iter().cloned().cycle().take(t.len() * n).collect()),
+            _ => Value::opaque("repeat"),
+        })
+    }
+
+    pub(super) fn unary_op(&mut self, op: UnaryOp, v: Value, operand: &Expr) -> PyResult<Value> {
+        match (op, &v) {
+            (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
+            (_, Value::Opaque(_)) => Ok(v.clone()),
+            (_, Value::Array(a)) => jnp::unary_op(self, op, a),
+            (UnaryOp::Neg, Value::Int(i)) => Ok(i.checked_neg().map(Value::Int).unwrap_or_else(|| Value::opaque("big int"))),
+            (UnaryOp::Neg, Value::Bool(b)) => Ok(Value::Int(-(*b as i64))),
+            (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
+            (UnaryOp::Neg, Value::Complex(a, b)) => Ok(Value::Complex(-a, -b)),
+            (UnaryOp::Pos, Value::Int(_) | Value::Float(_) | Value::Complex(..)) => Ok(v.clone()),
+            (UnaryOp::Pos, Value::Bool(b)) => Ok(Value::Int(*b as i64)),
+            (UnaryOp::Invert, Value::Int(i)) => Ok(Value::Int(!i)),
+            (UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Int(!(*b as i64))),
+            _ => {
+                let name = match op {
+                    UnaryOp::Neg => "__neg__",
+                    UnaryOp::Pos => "__pos__",
+                    UnaryOp::Invert => "__invert__",
+                    UnaryOp::Not => "__bool__",
+                };
+                if let Some(r) = self.call_dunder(&v, name, Vec::new())? {
+                    return Ok(r);
+                }
+                let sym = match op {
+                    UnaryOp::Neg => "-",
+                    UnaryOp::Pos => "+",
+                    _ => "~",
+                };
+                Err(self.type_error(format!("bad operand type for unary {sym}: '{}'", v.type_name())))
+            }
+        }
+    }
+
+    pub fn compare(&mut self, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+        match op {
+            CmpOp::Is => return Ok(Value::Bool(self.is_same(l, r))),
+            CmpOp::IsNot => return Ok(Value::Bool(!self.is_same(l, r))),
+            CmpOp::In | CmpOp::NotIn => {
+                let found = self.contains(r, l)?;
+                return Ok(Value::Bool(if op == CmpOp::In { found } else { !found }));
+            }
+            _ => {}
+        }
+        if l.is_opaque() || r.is_opaque() {
+            return Ok(Value::opaque("comparison with an unknown value"));
+        }
+        if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
+            return jnp::compare_op(self, op, l, r);
+        }
+        match op {
+            CmpOp::Eq => return Ok(Value::Bool(self.py_eq(l, r)?)),
+            CmpOp::NotEq => return Ok(Value::Bool(!self.py_eq(l, r)?)),
+            _ => {}
+        }
+        let ord = self.py_cmp(l, r)?;
+        let Some(ord) = ord else {
+            if let Some(v) = self.call_dunder(l, cmp_dunder(op), vec![r.clone()])? {
+                return Ok(v);
+            }
+            return Err(self.type_error(format!(
+                "'{}' not supported between instances of '{}' and '{}'",
+                op.symbol(),
+                l.type_name(),
+                r.type_name()
+            )));
+        };
+        use std::cmp::Ordering::*;
+        Ok(Value::Bool(match op {
+            CmpOp::Lt => ord == Less,
+            CmpOp::LtE => ord != Greater,
+            CmpOp::Gt => ord == Greater,
+            CmpOp::GtE => ord != Less,
+            _ => false,
+        }))
+    }
+
+    fn is_same(&self, l: &Value, r: &Value) -> bool {
+        match (l, r) {
+            (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::DType(a), Value::DType(b)) => a == b,
+            _ => match (l.identity(), r.identity()) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            },
+        }
+    }
+
+    /// Python `==` on non-array values.
+    pub fn py_eq(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
+        Ok(match (l, r) {
+            (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Tuple(a), Value::Tuple(b)) => self.seq_eq(a, b)?,
+            (Value::List(a), Value::List(b)) => {
+                let (a, b) = (a.borrow().clone(), b.borrow().clone());
+                self.seq_eq(&a, &b)?
+            }
+            (Value::Dict(a), Value::Dict(b)) | (Value::Set(a), Value::Set(b)) => {
+                let (a, b) = (a.borrow().clone(), b.borrow().clone());
+                if a.len() != b.len() {
+                    return Ok(false);
+                }
+                for (h, (_, v)) in &a.entries {
+                    match b.entries.get(h) {
+                        Some((_, w)) => {
+                            if !self.py_eq(v, w)? {
+                                return Ok(false);
+                            }
+                        }
+                        None => return Ok(false),
+                    }
+                }
+                true
+            }
+            (Value::DType(a), Value::DType(b)) => a == b,
+            (Value::Range(a, b, c), Value::Range(d, e, f)) => (a, b, c) == (d, e, f),
+            (Value::Opaque(_), _) | (_, Value::Opaque(_)) => return Err(self.stop_unknown("comparison with an unknown value")),
+            (Value::Array(_), _) | (_, Value::Array(_)) => {
+                let v = jnp::compare_op(self, CmpOp::Eq, l, r)?;
+                return self.truthy(&v);
+            }
+            (Value::Instance(a), Value::Instance(b)) if a.tuple.is_some() && b.tuple.is_some() => {
+                let (x, y) = (a.tuple.clone().unwrap_or_default(), b.tuple.clone().unwrap_or_default());
+                Rc::ptr_eq(&a.class, &b.class) && self.seq_eq(&x, &y)?
+            }
+            (Value::Instance(inst), _) => {
+                if let Some(v) = self.call_dunder(l, "__eq__", vec![r.clone()])? {
+                    if !is_not_implemented(&v) {
+                        return self.truthy(&v);
+                    }
+                }
+                if inst.class.is_dataclass.get() {
+                    if let Value::Instance(other) = r {
+                        if Rc::ptr_eq(&inst.class, &other.class) {
+                            let a: Vec<Value> = inst.attrs.borrow().values().cloned().collect();
+                            let b: Vec<Value> = other.attrs.borrow().values().cloned().collect();
+                            return self.seq_eq(&a, &b);
+                        }
+                    }
+                }
+                self.is_same(l, r)
+            }
+            _ => {
+                if let (Some(a), Some(b)) = (as_f64(l), as_f64(r)) {
+                    if let (Some(x), Some(y)) = (as_int(l), as_int(r)) {
+                        return Ok(x == y);
+                    }
+                    return Ok(a == b);
+                }
+                self.is_same(l, r)
+            }
+        })
+    }
+
+    fn seq_eq(&mut self, a: &[Value], b: &[Value]) -> PyResult<bool> {
+        if a.len() != b.len() {
+            return Ok(false);
+        }
+        for (x, y) in a.iter().zip(b) {
+            if !self.py_eq(x, y)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Python ordering on non-array values; `None` when the types do not order.
+    pub fn py_cmp(&mut self, l: &Value, r: &Value) -> PyResult<Option<std::cmp::Ordering>> {
+        if let (Some(a), Some(b)) = (as_int(l), as_int(r)) {
+            return Ok(Some(a.cmp(&b)));
+        }
+        if let (Some(a), Some(b)) = (as_f64(l), as_f64(r)) {
+            return Ok(a.partial_cmp(&b).or(Some(std::cmp::Ordering::Equal)));
+        }
+        match (l, r) {
+            (Value::Str(a), Value::Str(b)) => Ok(Some(a.cmp(b))),
+            (Value::Tuple(_), Value::Tuple(_)) | (Value::List(_), Value::List(_)) => {
+                let (a, b) = (self.iterate(l)?, self.iterate(r)?);
+                for (x, y) in a.iter().zip(&b) {
+                    if !self.py_eq(x, y)? {
+                        return self.py_cmp(x, y);
+                    }
+                }
+                Ok(Some(a.len().cmp(&b.len())))
+            }
+            (Value::Opaque(_), _) | (_, Value::Opaque(_)) => Err(self.stop_unknown("ordering of an unknown value")),
+            (Value::Array(_), _) | (_, Value::Array(_)) => {
+                let lt = jnp::compare_op(self, CmpOp::Lt, l, r)?;
+                if self.truthy(&lt)? {
+                    return Ok(Some(std::cmp::Ordering::Less));
+                }
+                let gt = jnp::compare_op(self, CmpOp::Gt, l, r)?;
+                Ok(Some(if self.truthy(&gt)? { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Equal }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    pub fn contains(&mut self, container: &Value, item: &Value) -> PyResult<bool> {
+        match container {
+            Value::Str(s) => match item {
+                Value::Str(i) => Ok(s.contains(i.as_ref())),
+                _ => Err(self.type_error("'in <string>' requires string as left operand")),
+            },
+            Value::Dict(d) | Value::Set(d) => {
+                let h = self.hash_key(item)?;
+                Ok(d.borrow().entries.contains_key(&h))
+            }
+            Value::Opaque(_) => Err(self.stop_unknown("membership in an unknown container")),
+            _ => {
+                if let Value::Instance(inst) = container {
+                    if let Some(m) = inst.class.lookup("__contains__") {
+                        let r = self.call_method_value(container, m, vec![item.clone()])?;
+                        return self.truthy(&r);
+                    }
+                }
+                for x in self.iterate(container)? {
+                    if self.py_eq(&x, item)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    pub fn hash_key(&mut self, v: &Value) -> PyResult<HashKey> {
+        Ok(match v {
+            Value::None => HashKey::None,
+            Value::Bool(b) => HashKey::Int(*b as i64),
+            Value::Int(i) => HashKey::Int(*i),
+            Value::Float(f) => {
+                if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                    HashKey::Int(*f as i64)
+                } else {
+                    HashKey::Float(f.to_bits())
+                }
+            }
+            Value::Str(s) => HashKey::Str(s.clone()),
+            Value::Tuple(items) => {
+                let mut keys = Vec::with_capacity(items.len());
+                for i in items.iter() {
+                    keys.push(self.hash_key(i)?);
+                }
+                HashKey::Tuple(keys)
+            }
+            Value::Ellipsis => HashKey::Ellipsis,
+            Value::DType(d) => HashKey::DType(*d),
+            Value::Instance(inst) if inst.tuple.is_some() => {
+                let items = inst.tuple.clone().unwrap_or_default();
+                let mut keys = vec![HashKey::Identity(Rc::as_ptr(&inst.class) as *const u8 as usize)];
+                for i in &items {
+                    keys.push(self.hash_key(i)?);
+                }
+                HashKey::Tuple(keys)
+            }
+            Value::Instance(inst) if inst.class.is_dataclass.get() && inst.class.frozen.get() => {
+                let items: Vec<Value> = inst.attrs.borrow().values().cloned().collect();
+                let mut keys = vec![HashKey::Identity(Rc::as_ptr(&inst.class) as *const u8 as usize)];
+                for i in &items {
+                    keys.push(self.hash_key(i)?);
+                }
+                HashKey::Tuple(keys)
+            }
+            Value::Instance(inst) if inst.class.is_dataclass.get() && inst.class.lookup("__hash__").is_none() => {
+                return Err(self.type_error(format!("unhashable type: '{}'", inst.class.name)))
+            }
+            Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Slice(_) => {
+                return Err(self.type_error(format!("unhashable type: '{}'", v.type_name())))
+            }
+            Value::Array(a) => {
+                if a.is_tracer() {
+                    return Err(self.type_error("unhashable type: 'DynamicJaxprTracer'"));
+                }
+                return Err(self.type_error("unhashable type: 'jaxlib._jax.ArrayImpl'"));
+            }
+            Value::Opaque(_) => return Err(self.stop_unknown("the hash of an unknown value")),
+            other => HashKey::Identity(other.identity().unwrap_or(0)),
+        })
+    }
+
+    pub fn repr(&mut self, v: &Value) -> PyResult<String> {
+        Ok(match v {
+            Value::Str(s) => py_str_repr(s),
+            Value::Tuple(items) => {
+                let parts = self.repr_items(items)?;
+                if items.len() == 1 {
+                    format!("({},)", parts[0])
+                } else {
+                    format!("({})", parts.join(", "))
+                }
+            }
+            Value::List(items) => {
+                let items = items.borrow().clone();
+                format!("[{}]", self.repr_items(&items)?.join(", "))
+            }
+            Value::Dict(d) => {
+                let items = d.borrow().items();
+                let mut parts = Vec::new();
+                for (k, v) in items {
+                    parts.push(format!("{}: {}", self.repr(&k)?, self.repr(&v)?));
+                }
+                format!("{{{}}}", parts.join(", "))
+            }
+            Value::Set(d) => {
+                let keys = d.borrow().keys();
+                if keys.is_empty() {
+                    "set()".into()
+                } else {
+                    format!("{{{}}}", self.repr_items(&keys)?.join(", "))
+                }
+            }
+            Value::Array(a) => jnp::array_repr(self, a)?,
+            Value::Instance(inst) => {
+                if let Some(r) = self.call_dunder(v, "__repr__", Vec::new())? {
+                    return self.to_str(&r);
+                }
+                if let Some(items) = &inst.tuple {
+                    let fields = inst.class.fields.borrow().clone();
+                    let mut parts = Vec::new();
+                    for (f, x) in fields.iter().zip(items) {
+                        parts.push(format!("{f}={}", self.repr(x)?));
+                    }
+                    return Ok(format!("{}({})", inst.class.name, parts.join(", ")));
+                }
+                if inst.class.is_dataclass.get() {
+                    let attrs: Vec<(Rc<str>, Value)> = inst.attrs.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    let mut parts = Vec::new();
+                    for (k, x) in attrs {
+                        parts.push(format!("{k}={}", self.repr(&x)?));
+                    }
+                    return Ok(format!("{}({})", inst.class.name, parts.join(", ")));
+                }
+                if inst.class.derives_builtin(BuiltinClass::Exception) {
+                    let msg = super::builtins::exception_message(inst);
+                    return Ok(format!("{}({})", inst.class.name, py_str_repr(&msg)));
+                }
+                format!("<{} object>", inst.class.name)
+            }
+            _ => self.to_str(v)?,
+        })
+    }
+
+    fn repr_items(&mut self, items: &[Value]) -> PyResult<Vec<String>> {
+        items.iter().map(|i| self.repr(i)).collect()
+    }
+
+    pub fn to_str(&mut self, v: &Value) -> PyResult<String> {
+        Ok(match v {
+            Value::None => "None".into(),
+            Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => repr_float(*f),
+            Value::Complex(a, b) => {
+                if *a == 0.0 {
+                    format!("{}j", trim_float(*b))
+                } else {
+                    format!("({}{}{}j)", trim_float(*a), if *b < 0.0 { "-" } else { "+" }, trim_float(b.abs()))
+                }
+            }
+            Value::Str(s) => s.to_string(),
+            Value::Range(a, b, s) => {
+                if *s == 1 {
+                    format!("range({a}, {b})")
+                } else {
+                    format!("range({a}, {b}, {s})")
+                }
+            }
+            Value::Ellipsis => "Ellipsis".into(),
+            Value::Function(f) => format!("<function {}>", f.qualname),
+            Value::Class(c) => format!("<class '{}'>", c.qualname),
+            Value::Module(m) => format!("<module '{}'>", m.name),
+            Value::DType(d) => d.name().to_string(),
+            Value::Array(a) => jnp::array_str(self, a)?,
+            Value::Instance(inst) => {
+                if let Some(r) = self.call_dunder(v, "__str__", Vec::new())? {
+                    return self.to_str(&r);
+                }
+                if inst.class.derives_builtin(BuiltinClass::Exception) && inst.class.lookup("__repr__").is_none() {
+                    return Ok(super::builtins::exception_message(inst));
+                }
+                return self.repr(v);
+            }
+            Value::Builtin(b) => format!("<built-in function {}>", b.name()),
+            Value::Opaque(_) => return Err(self.stop_unknown("the text of an unknown value")),
+            Value::Slice(s) => {
+                let parts = [self.repr(&s[0])?, self.repr(&s[1])?, self.repr(&s[2])?];
+                format!("slice({}, {}, {})", parts[0], parts[1], parts[2])
+            }
+            _ => return self.repr(v),
+        })
+    }
+
+    /// `format(value, spec)`, as f-strings and `str.format` use it.
+    pub fn format_value(&mut self, v: &Value, spec: &str) -> PyResult<String> {
+        if spec.is_empty() {
+            return self.to_str(v);
+        }
+        match v {
+            Value::Array(a) => jnp::array_format(self, a, spec),
+            Value::Opaque(_) => Err(self.stop_unknown("formatting an unknown value")),
+            Value::Int(_) | Value::Bool(_) | Value::Float(_) => match format_number(v, spec) {
+                Some(s) => Ok(s),
+                None => Err(self.value_error(format!("Invalid format specifier '{spec}' for object of type '{}'", v.type_name()))),
+            },
+            _ => {
+                let s = self.to_str(v)?;
+                Ok(pad_spec(&s, spec).unwrap_or(s))
+            }
+        }
+    }
+
+    fn percent_format(&mut self, fmt: &str, args: &Value) -> PyResult<Value> {
+        let args = match args {
+            Value::Tuple(t) => (**t).clone(),
+            other => vec![other.clone()],
+        };
+        let mut out = String::new();
+        let mut it = args.into_iter();
+        let mut chars = fmt.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut spec = String::new();
+            while let Some(&n) = chars.peek() {
+                chars.next();
+                if n.is_ascii_alphabetic() || n == '%' {
+                    spec.push(n);
+                    break;
+                }
+                spec.push(n);
+            }
+            if spec == "%" {
+                out.push('%');
+                continue;
+            }
+            let arg = it.next().unwrap_or(Value::None);
+            let conv = spec.chars().last().unwrap_or('s');
+            let s = match conv {
+                's' => self.to_str(&arg)?,
+                'r' => self.repr(&arg)?,
+                _ => self.format_value(&arg, &spec)?,
+            };
+            out.push_str(&s);
+        }
+        Ok(Value::str(&out))
+    }
+
+    pub fn new_list(&mut self, items: Vec<Value>) -> Value {
+        let v = Value::list(items);
+        self.jax.note_born(&v);
+        v
+    }
+
+    pub fn new_dict(&mut self, d: Dict) -> Value {
+        let v = Value::Dict(Rc::new(RefCell::new(d)));
+        self.jax.note_born(&v);
+        v
+    }
+
+    pub fn make_set(&mut self, items: Vec<Value>) -> PyResult<Value> {
+        let mut d = Dict::default();
+        for i in items {
+            let h = self.hash_key(&i)?;
+            d.insert(h, i, Value::None);
+        }
+        let v = Value::Set(Rc::new(RefCell::new(d)));
+        self.jax.note_born(&v);
+        Ok(v)
+    }
+
+    pub fn mapping_items(&mut self, m: &Value) -> PyResult<Vec<(Value, Value)>> {
+        match m {
+            Value::Dict(d) => Ok(d.borrow().items()),
+            Value::Opaque(_) => Err(self.stop_unknown("the items of an unknown mapping")),
+            _ => Err(self.type_error(format!("'{}' object is not a mapping", m.type_name()))),
+        }
+    }
+
+    pub fn get_iter(&mut self, v: &Value) -> PyResult<Value> {
+        let it = match v {
+            Value::Iterator(_) => return Ok(v.clone()),
+            Value::List(l) => PyIter::List { list: l.clone(), pos: 0 },
+            Value::Tuple(t) => PyIter::Seq { items: t.clone(), pos: 0, kind: "tuple_iterator" },
+            Value::Str(s) => {
+                PyIter::Seq { items: Rc::new(s.chars().map(|c| Value::str(&c.to_string())).collect()), pos: 0, kind: "str_iterator" }
+            }
+            Value::Dict(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "dict_keyiterator" },
+            Value::Set(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "set_iterator" },
+            Value::Range(a, b, s) => PyIter::Range { next: *a, stop: *b, step: *s },
+            Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
+            Value::Instance(inst) => {
+                if let Some(items) = &inst.tuple {
+                    PyIter::Seq { items: Rc::new(items.clone()), pos: 0, kind: "tuple_iterator" }
+                } else if let Some(r) = self.call_dunder(v, "__iter__", Vec::new())? {
+                    return self.get_iter(&r);
+                } else if inst.class.lookup("__getitem__").is_some() && inst.class.lookup("__len__").is_some() {
+                    let n = self.call_dunder(v, "__len__", Vec::new())?.and_then(|n| as_int(&n)).unwrap_or(0);
+                    let mut items = Vec::new();
+                    for i in 0..n {
+                        items.push(self.getitem(v, Value::Int(i))?);
+                    }
+                    PyIter::Seq { items: Rc::new(items), pos: 0, kind: "iterator" }
+                } else {
+                    return Err(self.type_error(format!("'{}' object is not iterable", inst.class.name)));
+                }
+            }
+            Value::Opaque(_) => return Err(self.stop_unknown("iteration over an unknown value")),
+            other => return Err(self.type_error(format!("'{}' object is not iterable", other.type_name()))),
+        };
+        let v = Value::Iterator(Rc::new(RefCell::new(it)));
+        self.jax.note_born(&v);
+        Ok(v)
+    }
+
+    pub fn next_item(&mut self, it: &Value) -> PyResult<Option<Value>> {
+        let Value::Iterator(state) = it else {
+            return Ok(None);
+        };
+        let mut s = state.borrow_mut();
+        Ok(match &mut *s {
+            PyIter::Seq { items, pos, .. } | PyIter::Generator { items, pos, .. } => {
+                let v = items.get(*pos).cloned();
+                *pos += 1;
+                v
+            }
+            PyIter::List { list, pos } => {
+                let v = list.borrow().get(*pos).cloned();
+                *pos += 1;
+                v
+            }
+            PyIter::Range { next, stop, step } => {
+                if (*step > 0 && *next < *stop) || (*step < 0 && *next > *stop) {
+                    let v = *next;
+                    *next += *step;
+                    Some(Value::Int(v))
+                } else {
+                    None
+                }
+            }
+            PyIter::Count { next, step } => {
+                let v = next.clone();
+                let (n, st) = (next.clone(), step.clone());
+                drop(s);
+                let new = self.binary_op(BinOp::Add, n, st)?;
+                if let PyIter::Count { next, .. } = &mut *state.borrow_mut() {
+                    *next = new;
+                }
+                Some(v)
+            }
+            PyIter::Opaque => {
+                drop(s);
+                return Err(self.stop_unknown("advancing an iterator the interpreter cannot follow"));
+            }
+        })
+    }
+
+    /// All items of an iterable (bounded by the step budget).
+    pub fn iterate(&mut self, v: &Value) -> PyResult<Vec<Value>> {
+        match v {
+            Value::Tuple(t) => return Ok((**t).clone()),
+            Value::List(l) => return Ok(l.borrow().clone()),
+            _ => {}
+        }
+        let it = self.get_iter(v)?;
+        let mut out = Vec::new();
+        while let Some(x) = self.next_item(&it)? {
+            self.tick()?;
+            out.push(x);
+        }
+        Ok(out)
+    }
+
+    pub fn getitem(&mut self, obj: &Value, idx: Value) -> PyResult<Value> {
+        match obj {
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Range(..) => self.seq_getitem(obj, idx),
+            Value::Instance(inst) if inst.tuple.is_some() => {
+                let t = Value::tuple(inst.tuple.clone().unwrap_or_default());
+                self.seq_getitem(&t, idx)
+            }
+            Value::Dict(d) => {
+                if let Value::Array(a) = &idx {
+                    if a.is_tracer() {
+                        return Err(self.type_error("unhashable type: 'DynamicJaxprTracer'"));
+                    }
+                }
+                let h = self.hash_key(&idx)?;
+                let v = d.borrow().get(&h).cloned();
+                match v {
+                    Some(v) => Ok(v),
+                    None => {
+                        let r = self.repr(&idx)?;
+                        Err(self.raise("KeyError", Code::PythonException, r))
+                    }
+                }
+            }
+            Value::Array(a) => jnp::getitem(self, a, &idx),
+            Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
+            Value::Builtin(b) => match &**b {
+                Builtin::Object(crate::jax::api::JaxObject::At { array }) => Ok(crate::jax::api::at_getitem(array, idx)),
+                _ => Ok(obj.clone()),
+            },
+            Value::Class(_) => Ok(obj.clone()),
+            Value::Instance(_) => match self.call_dunder(obj, "__getitem__", vec![idx])? {
+                Some(v) => Ok(v),
+                None => Err(self.type_error(format!("'{}' object is not subscriptable", obj.type_name()))),
+            },
+            _ => Err(self.type_error(format!("'{}' object is not subscriptable", obj.type_name()))),
+        }
+    }
+
+    fn seq_getitem(&mut self, obj: &Value, idx: Value) -> PyResult<Value> {
+        let items: Vec<Value> = match obj {
+            Value::List(l) => l.borrow().clone(),
+            Value::Tuple(t) => (**t).clone(),
+            Value::Str(s) => s.chars().map(|c| Value::str(&c.to_string())).collect(),
+            Value::Range(a, b, s) => {
+                let n = range_len(*a, *b, *s);
+                if n > 10_000_000 {
+                    return Ok(Value::opaque("item of a huge range"));
+                }
+                (0..n).map(|i| Value::Int(a + i * s)).collect()
+            }
+            _ => Vec::new(),
+        };
+        let n = items.len() as i64;
+        match &idx {
+            Value::Slice(sl) => {
+                let (start, stop, step) = self.slice_indices(sl, n)?;
+                let mut out = Vec::new();
+                let mut i = start;
+                while (step > 0 && i < stop) || (step < 0 && i > stop) {
+                    out.push(items[i as usize].clone());
+                    i += step;
+                }
+                Ok(match obj {
+                    Value::List(_) => self.new_list(out),
+                    Value::Str(_) => {
+                        let mut s = String::new();
+                        for v in out {
+                            if let Value::Str(c) = v {
+                                s.push_str(&c);
+                            }
+                        }
+                        Value::str(&s)
+                    }
+                    _ => Value::tuple(out),
+                })
+            }
+            Value::Array(a) if a.is_tracer() => Err(jnp::index_error_from_tracer(self, a)),
+            _ => {
+                let Some(i) = self.index_of(&idx)? else {
+                    return Err(self.type_error(format!(
+                        "{} indices must be integers or slices, not {}",
+                        obj.type_name(),
+                        idx.type_name()
+                    )));
+                };
+                let j = if i < 0 { i + n } else { i };
+                if j < 0 || j >= n {
+                    let what = match obj {
+                        Value::Str(_) => "string",
+                        Value::Tuple(_) => "tuple",
+                        Value::Range(..) => "range object",
+                        _ => "list",
+                    };
+                    return Err(self.raise("IndexError", Code::PythonException, format!("{what} index out of range")));
+                }
+                Ok(items[j as usize].clone())
+            }
+        }
+    }
+
+    /// `operator.index(v)`: ints, bools, and concrete integer scalar arrays.
+    pub fn index_of(&mut self, v: &Value) -> PyResult<Option<i64>> {
+        Ok(match v {
+            Value::Int(i) => Some(*i),
+            Value::Bool(b) => Some(*b as i64),
+            Value::Array(a) => Some(jnp::array_index(self, a)?),
+            Value::Opaque(_) => return Err(self.stop_unknown("an unknown index")),
+            Value::Instance(_) => match self.call_dunder(v, "__index__", Vec::new())? {
+                Some(Value::Int(i)) => Some(i),
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+
+    pub fn slice_indices(&mut self, sl: &[Value; 3], n: i64) -> PyResult<(i64, i64, i64)> {
+        let step = match &sl[2] {
+            Value::None => 1,
+            v => self.index_of(v)?.unwrap_or(1),
+        };
+        if step == 0 {
+            return Err(self.value_error("slice step cannot be zero"));
+        }
+        let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+        let norm = |this: &mut Self, v: &Value, default: i64| -> PyResult<i64> {
+            Ok(match v {
+                Value::None => default,
+                v => {
+                    let i = this.index_of(v)?.unwrap_or(default);
+                    if i < 0 {
+                        i + n
+                    } else {
+                        i
+                    }
+                }
+            })
+        };
+        if step > 0 {
+            let start = clamp(norm(self, &sl[0], 0)?, 0, n);
+            let stop = clamp(norm(self, &sl[1], n)?, 0, n);
+            Ok((start, stop, step))
+        } else {
+            let start = clamp(norm(self, &sl[0], n - 1)?, -1, n - 1);
+            let stop = clamp(norm(self, &sl[1], -1 - n)?, -1, n - 1);
+            let stop = if matches!(sl[1], Value::None) { -1 } else { stop };
+            Ok((start, stop, step))
+        }
+    }
+
+    pub fn setitem(&mut self, obj: &Value, idx: Value, value: Value) -> PyResult<()> {
+        match obj {
+            Value::List(l) => {
+                self.note_mutation(obj, "item assignment")?;
+                let n = l.borrow().len() as i64;
+                if let Value::Slice(sl) = &idx {
+                    let (start, stop, _) = self.slice_indices(sl, n)?;
+                    let items = self.iterate(&value)?;
+                    let mut list = l.borrow_mut();
+                    let stop = stop.max(start);
+                    list.splice(start as usize..stop as usize, items);
+                    return Ok(());
+                }
+                let Some(i) = self.index_of(&idx)? else {
+                    return Err(self.type_error("list indices must be integers or slices"));
+                };
+                let j = if i < 0 { i + n } else { i };
+                if j < 0 || j >= n {
+                    return Err(self.raise("IndexError", Code::PythonException, "list assignment index out of range"));
+                }
+                l.borrow_mut()[j as usize] = value;
+                Ok(())
+            }
+            Value::Dict(d) => {
+                self.note_mutation(obj, "item assignment")?;
+                let h = self.hash_key(&idx)?;
+                d.borrow_mut().insert(h, idx, value);
+                Ok(())
+            }
+            Value::Array(a) => Err(jnp::immutable_update_error(self, a)),
+            Value::Opaque(_) => Ok(()),
+            Value::Instance(_) => match self.call_dunder(obj, "__setitem__", vec![idx, value])? {
+                Some(_) => Ok(()),
+                None => Err(self.type_error(format!("'{}' object does not support item assignment", obj.type_name()))),
+            },
+            _ => Err(self.type_error(format!("'{}' object does not support item assignment", obj.type_name()))),
+        }
+    }
+
+    pub(super) fn delitem(&mut self, obj: &Value, idx: Value) -> PyResult<()> {
+        match obj {
+            Value::List(l) => {
+                let n = l.borrow().len() as i64;
+                if let Some(i) = self.index_of(&idx)? {
+                    let j = if i < 0 { i + n } else { i };
+                    if j >= 0 && j < n {
+                        l.borrow_mut().remove(j as usize);
+                        return Ok(());
+                    }
+                }
+                Err(self.raise("IndexError", Code::PythonException, "list assignment index out of range"))
+            }
+            Value::Dict(d) => {
+                let h = self.hash_key(&idx)?;
+                if d.borrow_mut().entries.shift_remove(&h).is_none() {
+                    let r = self.repr(&idx)?;
+                    return Err(self.raise("KeyError", Code::PythonException, r));
+                }
+                Ok(())
+            }
+            Value::Array(a) => Err(jnp::immutable_update_error(self, a)),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn getattr(&mut self, obj: &Value, name: &str) -> PyResult<Value> {
+        match self.getattr_opt(obj, name)? {
+            Some(v) => Ok(v),
+            None => {
+                let tn = match obj {
+                    Value::Class(c) => format!("type object '{}'", c.name),
+                    Value::Module(m) => format!("module '{}'", m.name),
+                    _ => format!("'{}' object", obj.type_name()),
+                };
+                Err(self.raise("AttributeError", Code::PythonException, format!("{tn} has no attribute '{name}'")))
+            }
+        }
+    }
+
+    pub fn getattr_opt(&mut self, obj: &Value, name: &str) -> PyResult<Option<Value>> {
+        Ok(match obj {
+            Value::Opaque(_) => Some(Value::opaque(format!("attribute {name} of an unknown value"))),
+            Value::Instance(inst) => {
+                if let Some(v) = inst.attrs.borrow().get(name) {
+                    return Ok(Some(v.clone()));
+                }
+                if let Some(items) = &inst.tuple {
+                    if let Some(i) = inst.class.fields.borrow().iter().position(|f| f.as_ref() == name) {
+                        return Ok(items.get(i).cloned());
+                    }
+                }
+                match inst.class.lookup(name) {
+                    Some(Value::Property(p)) => Some(self.call(&p.fget, vec![obj.clone()], Vec::new())?),
+                    Some(v) => Some(self.bind_method(obj, v)),
+                    None => {
+                        if name == "__class__" {
+                            return Ok(Some(Value::Class(inst.class.clone())));
+                        }
+                        if name == "__dict__" {
+                            let mut d = Dict::default();
+                            for (k, v) in inst.attrs.borrow().iter() {
+                                d.insert(HashKey::Str(k.clone()), Value::Str(k.clone()), v.clone());
+                            }
+                            return Ok(Some(self.new_dict(d)));
+                        }
+                        if inst.class.derives_builtin(BuiltinClass::Tuple) || inst.tuple.is_some() {
+                            return Ok(super::builtins::builtin_method(obj, name));
+                        }
+                        if let Some(g) = inst.class.lookup("__getattr__") {
+                            let bound = self.bind_method(obj, g);
+                            return Ok(Some(self.call(&bound, vec![Value::str(name)], Vec::new())?));
+                        }
+                        None
+                    }
+                }
+            }
+            Value::Class(c) => match c.lookup(name) {
+                Some(Value::ClassMethod(f)) => Some(Value::BoundMethod(Rc::new((obj.clone(), (*f).clone())))),
+                Some(Value::StaticMethod(f)) => Some((*f).clone()),
+                Some(v) => Some(v),
+                None => match name {
+                    "__name__" => Some(Value::Str(c.name.clone())),
+                    "__qualname__" => Some(Value::str(&c.qualname)),
+                    "_fields" => Some(Value::tuple(c.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect())),
+                    _ => None,
+                },
+            },
+            Value::Module(m) => super::modules::module_getattr(self, m, name)?,
+            Value::Array(a) => jnp::array_getattr(self, a, name)?,
+            Value::Function(f) => match name {
+                "__name__" => Some(Value::Str(f.def.name.clone())),
+                "__qualname__" => Some(Value::str(&f.qualname)),
+                "__module__" => Some(Value::str(&f.globals.name)),
+                "__doc__" => Some(Value::None),
+                "__wrapped__" => f.attrs.borrow().get(name).cloned(),
+                _ => f.attrs.borrow().get(name).cloned(),
+            },
+            Value::Builtin(b) => super::builtins::builtin_getattr(self, b, name)?,
+            Value::DType(d) => match name {
+                "name" => Some(Value::str(d.name())),
+                "itemsize" => Some(Value::Int(d.itemsize() as i64)),
+                "dtype" => Some(obj.clone()),
+                "type" => Some(obj.clone()),
+                "kind" => Some(Value::str(if d.is_bool() {
+                    "b"
+                } else if d.is_unsigned() {
+                    "u"
+                } else if d.is_integer() {
+                    "i"
+                } else if d.is_complex() {
+                    "c"
+                } else {
+                    "f"
+                })),
+                _ => None,
+            },
+            Value::Complex(a, b) => match name {
+                "real" => Some(Value::Float(*a)),
+                "imag" => Some(Value::Float(*b)),
+                _ => super::builtins::builtin_method(obj, name),
+            },
+            Value::Float(f) if name == "real" => Some(Value::Float(*f)),
+            Value::Float(_) if name == "imag" => Some(Value::Float(0.0)),
+            Value::BoundMethod(bm) => match name {
+                "__self__" => Some(bm.0.clone()),
+                "__func__" => Some(bm.1.clone()),
+                _ => self.getattr_opt(&bm.1, name)?,
+            },
+            Value::Slice(s) => match name {
+                "start" => Some(s[0].clone()),
+                "stop" => Some(s[1].clone()),
+                "step" => Some(s[2].clone()),
+                _ => None,
+            },
+            _ => super::builtins::builtin_method(obj, name),
+        })
+    }
+
+    pub fn setattr(&mut self, obj: &Value, name: &str, value: Value) -> PyResult<()> {
+        match obj {
+            Value::Instance(inst) => {
+                if let Some(Value::Property(p)) = inst.class.lookup(name) {
+                    return match &p.fset {
+                        Some(setter) => {
+                            let setter = setter.clone();
+                            self.call(&setter, vec![obj.clone(), value], Vec::new())?;
+                            Ok(())
+                        }
+                        None => Err(self.raise(
+                            "AttributeError",
+                            Code::PythonException,
+                            format!("property '{name}' of '{}' object has no setter", inst.class.name),
+                        )),
+                    };
+                }
+                if inst.class.frozen.get() || inst.tuple.is_some() {
+                    let msg =
+                        if inst.tuple.is_some() { "can't set attribute".to_string() } else { format!("cannot assign to field '{name}'") };
+                    let class = if inst.tuple.is_some() { "AttributeError" } else { "FrozenInstanceError" };
+                    return Err(self.raise(class, Code::PythonException, msg));
+                }
+                self.note_mutation(obj, "attribute assignment")?;
+                self.jax.check_tracer_store(obj, &value);
+                inst.attrs.borrow_mut().insert(Rc::from(name), value);
+                Ok(())
+            }
+            Value::Class(c) => {
+                c.dict.borrow_mut().insert(Rc::from(name), value);
+                Ok(())
+            }
+            Value::Function(f) => {
+                f.attrs.borrow_mut().insert(Rc::from(name), value);
+                Ok(())
+            }
+            Value::Module(m) => {
+                m.dict.borrow_mut().insert(Rc::from(name), value);
+                Ok(())
+            }
+            Value::Opaque(_) => Ok(()),
+            Value::Array(_) => Err(self.raise(
+                "AttributeError",
+                Code::PythonException,
+                format!("'jaxlib._jax.ArrayImpl' object attribute '{name}' is read-only"),
+            )),
+            _ => {
+                Err(self.raise("AttributeError", Code::PythonException, format!("'{}' object has no attribute '{name}'", obj.type_name())))
+            }
+        }
+    }
+
+    pub(super) fn enter_context(&mut self, manager: &Value) -> PyResult<Value> {
+        match manager {
+            Value::Instance(_) => Ok(self.call_dunder(manager, "__enter__", Vec::new())?.unwrap_or(Value::None)),
+            Value::Builtin(b) => super::builtins::enter_builtin_context(self, b),
+            _ => Ok(Value::opaque("the value of a context manager")),
+        }
+    }
+
+    pub(super) fn exit_context(&mut self, manager: &Value) -> PyResult<()> {
+        match manager {
+            Value::Instance(_) => {
+                self.call_dunder(manager, "__exit__", vec![Value::None, Value::None, Value::None])?;
+            }
+            Value::Builtin(b) => super::builtins::exit_builtin_context(self, b),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// TL202: a traced function mutates a container or object that lives outside it.
+    pub fn note_mutation(&mut self, obj: &Value, what: &str) -> PyResult<()> {
+        if let Some(info) = self.jax.outer_mutation(obj) {
+            let site = self.site();
+            let msg = format!(
+                "outer mutation: {what} on a value created outside {} happens once per trace, not once per call; \
+                 JAX caches the trace and later calls skip it",
+                info
+            );
+            self.warn(Code::OuterMutation, site, msg, Vec::new());
+        }
+        Ok(())
+    }
+
+    pub(super) fn note_outer_rebind(&mut self, name: &str, kind: &str, _span: Option<crate::syntax::ast::Span>, _ctx: &Ctx) {
+        if let Some(info) = self.jax.staging_description() {
+            let site = self.site();
+            let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");
+            self.warn(Code::OuterMutation, site, msg, Vec::new());
+        }
+    }
+
+    pub(super) fn note_global_read(&mut self, _ctx: &Ctx, _name: &str, value: &Value, _expr: &Expr) {
+        if let Value::Array(a) = value {
+            crate::jax::numpy::note_captured_constant(self, a);
+        }
+    }
+}
+
+pub fn is_not_implemented(v: &Value) -> bool {
+    matches!(v, Value::Builtin(b) if matches!(**b, Builtin::Fn("NotImplemented")))
+}
+
+pub fn range_len(a: i64, b: i64, s: i64) -> i64 {
+    if s > 0 && a < b {
+        (b - a + s - 1) / s
+    } else if s < 0 && a > b {
+        (a - b - s - 1) / (-s)
+    } else {
+        0
+    }
+}
+
+pub fn as_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(*b as i64),
+        _ => None,
+    }
+}
+
+pub fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Bool(b) => Some(*b as i64 as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn trim_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e16 {
+        format!("{}", f as i64)
+    } else {
+        repr_float(f)
+    }
+}
+
+pub fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::new();
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+fn dunder(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "__add__",
+        BinOp::Sub => "__sub__",
+        BinOp::Mul => "__mul__",
+        BinOp::MatMul => "__matmul__",
+        BinOp::Div => "__truediv__",
+        BinOp::FloorDiv => "__floordiv__",
+        BinOp::Mod => "__mod__",
+        BinOp::Pow => "__pow__",
+        BinOp::LShift => "__lshift__",
+        BinOp::RShift => "__rshift__",
+        BinOp::BitAnd => "__and__",
+        BinOp::BitOr => "__or__",
+        BinOp::BitXor => "__xor__",
+    }
+}
+
+fn reflected_dunder(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "__radd__",
+        BinOp::Sub => "__rsub__",
+        BinOp::Mul => "__rmul__",
+        BinOp::MatMul => "__rmatmul__",
+        BinOp::Div => "__rtruediv__",
+        BinOp::FloorDiv => "__rfloordiv__",
+        BinOp::Mod => "__rmod__",
+        BinOp::Pow => "__rpow__",
+        BinOp::LShift => "__rlshift__",
+        BinOp::RShift => "__rrshift__",
+        BinOp::BitAnd => "__rand__",
+        BinOp::BitOr => "__ror__",
+        BinOp::BitXor => "__rxor__",
+    }
+}
+
+fn cmp_dunder(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "__lt__",
+        CmpOp::LtE => "__le__",
+        CmpOp::Gt => "__gt__",
+        CmpOp::GtE => "__ge__",
+        CmpOp::Eq => "__eq__",
+        _ => "__ne__",
+    }
+}
+
+type OpError = (&'static str, String);
+
+/// Arithmetic on Python numbers (bool, int, float, complex), with Python's rules:
+/// floor division and modulo round toward negative infinity, `/` always gives a float.
+pub fn numeric_binop(op: BinOp, l: &Value, r: &Value) -> Option<Result<Value, OpError>> {
+    if let (Some(a), Some(b)) = (as_int(l), as_int(r)) {
+        return Some(int_binop(op, a, b));
+    }
+    let complex = |v: &Value| match v {
+        Value::Complex(a, b) => Some((*a, *b)),
+        _ => as_f64(v).map(|x| (x, 0.0)),
+    };
+    if matches!(l, Value::Complex(..)) || matches!(r, Value::Complex(..)) {
+        let ((a, b), (c, d)) = (complex(l)?, complex(r)?);
+        return Some(Ok(match op {
+            BinOp::Add => Value::Complex(a + c, b + d),
+            BinOp::Sub => Value::Complex(a - c, b - d),
+            BinOp::Mul => Value::Complex(a * c - b * d, a * d + b * c),
+            BinOp::Div => {
+                let den = c * c + d * d;
+                if den == 0.0 {
+                    return Some(Err(("ZeroDivisionError", "complex division by zero".into())));
+                }
+                Value::Complex((a * c + b * d) / den, (b * c - a * d) / den)
+            }
+            _ => return None,
+        }));
+    }
+    let (a, b) = (as_f64(l)?, as_f64(r)?);
+    Some(Ok(Value::Float(match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Div => {
+            if b == 0.0 {
+                return Some(Err(("ZeroDivisionError", "float division by zero".into())));
+            }
+            a / b
+        }
+        BinOp::FloorDiv => {
+            if b == 0.0 {
+                return Some(Err(("ZeroDivisionError", "float floor division by zero".into())));
+            }
+            (a / b).floor()
+        }
+        BinOp::Mod => {
+            if b == 0.0 {
+                return Some(Err(("ZeroDivisionError", "float modulo".into())));
+            }
+            let m = a % b;
+            if m != 0.0 && (m < 0.0) != (b < 0.0) {
+                m + b
+            } else {
+                m
+            }
+        }
+        BinOp::Pow => a.powf(b),
+        _ => return Some(Err(("TypeError", format!("unsupported operand type(s) for {}: 'float' and 'float'", op.symbol())))),
+    })))
+}
+
+fn int_binop(op: BinOp, a: i64, b: i64) -> Result<Value, OpError> {
+    let big = || Value::opaque("an integer too large to model");
+    Ok(match op {
+        BinOp::Add => a.checked_add(b).map(Value::Int).unwrap_or_else(big),
+        BinOp::Sub => a.checked_sub(b).map(Value::Int).unwrap_or_else(big),
+        BinOp::Mul => a.checked_mul(b).map(Value::Int).unwrap_or_else(big),
+        BinOp::Div => {
+            if b == 0 {
+                return Err(("ZeroDivisionError", "division by zero".into()));
+            }
+            Value::Float(a as f64 / b as f64)
+        }
+        BinOp::FloorDiv => {
+            if b == 0 {
+                return Err(("ZeroDivisionError", "integer division or modulo by zero".into()));
+            }
+            Value::Int(a.div_euclid(b) - if b < 0 && a.rem_euclid(b) != 0 { 1 } else { 0 })
+        }
+        BinOp::Mod => {
+            if b == 0 {
+                return Err(("ZeroDivisionError", "integer modulo by zero".into()));
+            }
+            let m = a % b;
+            Value::Int(if m != 0 && (m < 0) != (b < 0) { m + b } else { m })
+        }
+        BinOp::Pow => {
+            if b < 0 {
+                Value::Float((a as f64).powf(b as f64))
+            } else {
+                u32::try_from(b).ok().and_then(|e| a.checked_pow(e)).map(Value::Int).unwrap_or_else(big)
+            }
+        }
+        BinOp::LShift => {
+            u32::try_from(b).ok().and_then(|s| if s < 63 { a.checked_mul(1i64 << s) } else { None }).map(Value::Int).unwrap_or_else(big)
+        }
+        BinOp::RShift => Value::Int(if b >= 64 {
+            if a < 0 {
+                -1
+            } else {
+                0
+            }
+        } else {
+            a >> b
+        }),
+        BinOp::BitAnd => Value::Int(a & b),
+        BinOp::BitOr => Value::Int(a | b),
+        BinOp::BitXor => Value::Int(a ^ b),
+        BinOp::MatMul => return Err(("TypeError", "unsupported operand type(s) for @: 'int' and 'int'".into())),
+    })
+}
+
+/// Python's format mini-language for numbers: `[[fill]align][sign][,][0][width][.precision][type]`.
+pub fn format_number(v: &Value, spec: &str) -> Option<String> {
+    let mut chars: Vec<char> = spec.chars().collect();
+    let ty = match chars.last() {
+        Some(c) if c.is_ascii_alphabetic() || *c == '%' => chars.pop(),
+        _ => None,
+    };
+    let rest: String = chars.iter().collect();
+    let (align_part, precision) = match rest.split_once('.') {
+        Some((a, p)) => (a.to_string(), p.parse::<usize>().ok()),
+        None => (rest.clone(), None),
+    };
+    let comma = align_part.contains(',');
+    let align_part = align_part.replace(',', "");
+    let plus = align_part.contains('+');
+    let align_part = align_part.replace('+', "");
+    let body = match (ty, v) {
+        (Some('d'), Value::Int(i)) => i.to_string(),
+        (Some('d'), Value::Bool(b)) => (*b as i64).to_string(),
+        (Some('f') | Some('F'), _) => format!("{:.*}", precision.unwrap_or(6), as_f64(v)?),
+        (Some('e'), _) => {
+            let s = format!("{:.*e}", precision.unwrap_or(6), as_f64(v)?);
+            let (m, e) = s.split_once('e')?;
+            let (sign, d) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
+            format!("{m}e{sign}{d:0>2}")
+        }
+        (Some('g'), _) => {
+            let f = as_f64(v)?;
+            let p = precision.unwrap_or(6).max(1);
+            let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+            if exp < -4 || exp >= p as i32 {
+                let s = format!("{:.*e}", p - 1, f);
+                let (m, e) = s.split_once('e')?;
+                let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+                let (sign, d) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
+                format!("{m}e{sign}{d:0>2}")
+            } else {
+                let s = format!("{:.*}", (p as i32 - 1 - exp).max(0) as usize, f);
+                if s.contains('.') {
+                    s.trim_end_matches('0').trim_end_matches('.').to_string()
+                } else {
+                    s
+                }
+            }
+        }
+        (Some('%'), _) => format!("{:.*}%", precision.unwrap_or(6), as_f64(v)? * 100.0),
+        (None, Value::Float(f)) => match precision {
+            Some(p) => {
+                let s = format_number(v, &format!(".{p}g"))?;
+                if s.contains(['.', 'e', 'n']) {
+                    s
+                } else {
+                    format!("{s}.0")
+                }
+            }
+            None => repr_float(*f),
+        },
+        (None, Value::Int(i)) => i.to_string(),
+        (None, Value::Bool(b)) => {
+            if *b {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
+        (Some('x'), Value::Int(i)) => format!("{i:x}"),
+        (Some('b'), Value::Int(i)) => format!("{i:b}"),
+        _ => return None,
+    };
+    let body = if comma { add_commas(&body) } else { body };
+    let body = if plus && !body.starts_with('-') { format!("+{body}") } else { body };
+    pad_spec(&body, &align_part).or(Some(body))
+}
+
+fn add_commas(s: &str) -> String {
+    let (sign, rest) = if let Some(r) = s.strip_prefix('-') { ("-", r) } else { ("", s) };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    let mut out = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{out}.{f}"),
+        None => format!("{sign}{out}"),
+    }
+}
+
+/// Applies `[[fill]align][0][width]` to already formatted text.
+fn pad_spec(body: &str, spec: &str) -> Option<String> {
+    if spec.is_empty() {
+        return Some(body.to_string());
+    }
+    let chars: Vec<char> = spec.chars().collect();
+    let (fill, align, rest) = if chars.len() >= 2 && matches!(chars[1], '<' | '>' | '^') {
+        (chars[0], Some(chars[1]), &chars[2..])
+    } else if matches!(chars[0], '<' | '>' | '^') {
+        (' ', Some(chars[0]), &chars[1..])
+    } else {
+        (' ', None, &chars[..])
+    };
+    let rest: String = rest.iter().collect();
+    let (fill, rest) = if align.is_none() && rest.starts_with('0') && rest.len() > 1 { ('0', rest[1..].to_string()) } else { (fill, rest) };
+    let width: usize = if rest.is_empty() { 0 } else { rest.parse().ok()? };
+    let len = body.chars().count();
+    if len >= width {
+        return Some(body.to_string());
+    }
+    let pad = width - len;
+    let f = |n: usize| std::iter::repeat(fill).take(n).collect::<String>();
+    Some(match align {
+        Some('<') => format!("{body}{}", f(pad)),
+        Some('^') => format!("{}{body}{}", f(pad / 2), f(pad - pad / 2)),
+        Some('>') => format!("{}{body}", f(pad)),
+        _ if fill == '0' && body.starts_with('-') => format!("-{}{}", f(pad), &body[1..]),
+        _ => format!("{}{body}", f(pad)),
+    })
+}

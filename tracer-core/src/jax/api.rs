@@ -1,0 +1,2140 @@
+//! JAX's transformations as higher-order APIs: `jit` with its cache modelled (design.md §4),
+//! `vmap`, `grad` and friends, the `lax` control-flow primitives, pytrees and `jax.random`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::array::Array;
+use super::aval::{shape_tuple, Aval};
+use super::dtypes::{self, DType};
+use super::ir::{Jaxpr, Prim};
+use super::numpy::{self as jnp, operand, Operand};
+use super::surface::JaxFn;
+use super::{bind1, bind_with_bodies, TraceKind};
+use crate::diagnostics::Code;
+use crate::interp::builtins::Builtin;
+use crate::interp::call::Kwargs;
+use crate::interp::value::{Class, Dict, HashKey, Instance, PytreeRegistration, Value};
+use crate::interp::{Flow, Interp, PyResult, Site};
+
+/// A callable or helper object of JAX's API.
+#[derive(Debug)]
+pub enum JaxObject {
+    Jitted(Rc<Jitted>),
+    Vmapped {
+        fun: Value,
+        in_axes: Value,
+        out_axes: Value,
+        axis_size: Option<usize>,
+    },
+    Grad {
+        fun: Value,
+        argnums: Value,
+        has_aux: bool,
+        with_value: bool,
+    },
+    Jacobian {
+        fun: Value,
+        argnums: Value,
+        has_aux: bool,
+        kind: &'static str,
+    },
+    /// `jax.checkpoint(f)`, `jax.named_call(f)`: traced inline.
+    Wrapped {
+        fun: Value,
+        kind: &'static str,
+    },
+    CustomDerivative {
+        fun: Value,
+        kind: &'static str,
+        rules: RefCell<Vec<Value>>,
+        nondiff_argnums: Vec<usize>,
+    },
+    /// `x.at`, `x.at[idx]`, `x.at[idx].set`.
+    At {
+        array: Rc<Array>,
+    },
+    AtIndex {
+        array: Rc<Array>,
+        index: Value,
+    },
+    AtUpdate {
+        array: Rc<Array>,
+        index: Value,
+        op: &'static str,
+    },
+    TreeDef(Rc<TreeDef>),
+    VjpFn {
+        inputs: Vec<Aval>,
+    },
+    /// A transformation applied partially: `jax.jit(static_argnums=...)` used as a decorator factory.
+    PendingJit(Kwargs),
+}
+
+impl JaxObject {
+    pub fn describe(&self) -> String {
+        match self {
+            JaxObject::Jitted(j) => format!("jit({})", j.name),
+            JaxObject::Vmapped { .. } => "vmap".into(),
+            JaxObject::Grad { .. } => "grad".into(),
+            _ => "jax object".into(),
+        }
+    }
+}
+
+/// `jax.jit(f, static_argnums=..., static_argnames=...)`.
+#[derive(Debug)]
+pub struct Jitted {
+    pub fun: Value,
+    pub name: String,
+    pub static_argnums: Vec<i64>,
+    pub static_argnames: Vec<String>,
+    pub donate: bool,
+    /// Index into `JaxState::jitted`.
+    pub info: usize,
+}
+
+/// Per jitted function: its cache entries and call counts (what `tracelens trace` prints).
+#[derive(Debug, Clone)]
+pub struct JitInfo {
+    pub name: String,
+    pub def_site: Option<Site>,
+    pub fun_identity: usize,
+    pub entries: Vec<CacheEntry>,
+    pub calls: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct CacheEntry {
+    pub key: CacheKey,
+    pub outputs: Vec<Aval>,
+    pub out_tree: Rc<TreeDef>,
+    pub jaxpr: Option<Rc<Jaxpr>>,
+    pub consts: Vec<Rc<Array>>,
+    pub record: usize,
+    pub call_site: Option<Site>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheKey {
+    pub statics: Vec<(String, HashKey, String)>,
+    pub tree: Rc<TreeDef>,
+    pub leaves: Vec<(String, Aval)>,
+    pub x64: bool,
+}
+
+/// A pytree's structure: JAX's PyTreeDef.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TreeDef {
+    Leaf,
+    None,
+    Tuple(Vec<TreeDef>),
+    List(Vec<TreeDef>),
+    Dict(Vec<(HashKey, TreeDef)>),
+    /// A NamedTuple, dataclass or registered class, by class identity.
+    Node {
+        class: ClassRef,
+        meta: Vec<HashKey>,
+        children: Vec<TreeDef>,
+        names: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct ClassRef(pub Rc<Class>);
+impl PartialEq for ClassRef {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The Python value of a dict key, back from its hash key.
+fn key_value(h: &HashKey) -> Value {
+    match h {
+        HashKey::Str(s) => Value::Str(s.clone()),
+        HashKey::Int(i) => Value::Int(*i),
+        HashKey::None => Value::None,
+        _ => Value::opaque("a dict key"),
+    }
+}
+
+impl TreeDef {
+    pub fn num_leaves(&self) -> usize {
+        match self {
+            TreeDef::Leaf => 1,
+            TreeDef::None => 0,
+            TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().map(|t| t.num_leaves()).sum(),
+            TreeDef::Dict(c) => c.iter().map(|(_, t)| t.num_leaves()).sum(),
+            TreeDef::Node { children, .. } => children.iter().map(|t| t.num_leaves()).sum(),
+        }
+    }
+    fn describe(&self) -> String {
+        match self {
+            TreeDef::Leaf => "*".into(),
+            TreeDef::None => "None".into(),
+            TreeDef::Tuple(c) => format!("({})", c.iter().map(|t| t.describe()).collect::<Vec<_>>().join(", ")),
+            TreeDef::List(c) => format!("[{}]", c.iter().map(|t| t.describe()).collect::<Vec<_>>().join(", ")),
+            TreeDef::Dict(c) => {
+                format!("{{{}}}", c.iter().map(|(k, t)| format!("{}: {}", key_text(k), t.describe())).collect::<Vec<_>>().join(", "))
+            }
+            TreeDef::Node { class, children, .. } => {
+                format!("{}({})", class.0.name, children.iter().map(|t| t.describe()).collect::<Vec<_>>().join(", "))
+            }
+        }
+    }
+}
+
+fn key_text(k: &HashKey) -> String {
+    match k {
+        HashKey::Str(s) => format!("'{s}'"),
+        HashKey::Int(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Flattens a pytree into leaves (with their key paths) and its structure.
+pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
+    Ok(match v {
+        Value::None => TreeDef::None,
+        Value::Tuple(items) => {
+            let mut c = Vec::new();
+            for (i, x) in items.iter().enumerate() {
+                c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+            }
+            TreeDef::Tuple(c)
+        }
+        Value::List(items) => {
+            let items = items.borrow().clone();
+            let mut c = Vec::new();
+            for (i, x) in items.iter().enumerate() {
+                c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+            }
+            TreeDef::List(c)
+        }
+        Value::Dict(d) => {
+            let mut items = d.borrow().entries.iter().map(|(h, (_, v))| (h.clone(), v.clone())).collect::<Vec<_>>();
+            // JAX sorts dict keys.
+            items.sort_by(|a, b| key_text(&a.0).cmp(&key_text(&b.0)));
+            let mut c = Vec::new();
+            for (h, x) in items {
+                let sub = flatten(interp, &x, &format!("{path}[{}]", key_text(&h)), leaves)?;
+                c.push((h, sub));
+            }
+            TreeDef::Dict(c)
+        }
+        Value::Instance(inst) => {
+            if let Some(items) = &inst.tuple {
+                let names: Vec<String> = inst.class.fields.borrow().iter().map(|f| f.to_string()).collect();
+                let mut c = Vec::new();
+                for (i, x) in items.iter().enumerate() {
+                    let n = names.get(i).cloned().unwrap_or_else(|| i.to_string());
+                    c.push(flatten(interp, x, &format!("{path}.{n}"), leaves)?);
+                }
+                return Ok(TreeDef::Node { class: ClassRef(inst.class.clone()), meta: Vec::new(), children: c, names });
+            }
+            let reg = registration(&inst.class);
+            match reg {
+                Some(PytreeRegistration::Fields { data, meta }) => {
+                    let mut c = Vec::new();
+                    for f in &data {
+                        let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
+                        c.push(flatten(interp, &x, &format!("{path}.{f}"), leaves)?);
+                    }
+                    let mut m = Vec::new();
+                    for f in &meta {
+                        let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
+                        m.push(interp.hash_key(&x).unwrap_or(HashKey::None));
+                    }
+                    TreeDef::Node {
+                        class: ClassRef(inst.class.clone()),
+                        meta: m,
+                        children: c,
+                        names: data.iter().map(|f| f.to_string()).collect(),
+                    }
+                }
+                Some(PytreeRegistration::Custom { flatten: fl, .. }) => {
+                    let out = interp.call(&fl, vec![v.clone()], Vec::new())?;
+                    let parts = interp.iterate(&out)?;
+                    let children_v = parts.first().cloned().unwrap_or(Value::None);
+                    let aux = parts.get(1).cloned().unwrap_or(Value::None);
+                    let mut c = Vec::new();
+                    for (i, x) in interp.iterate(&children_v)?.iter().enumerate() {
+                        c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+                    }
+                    let meta = vec![interp.hash_key(&aux).unwrap_or(HashKey::None)];
+                    TreeDef::Node { class: ClassRef(inst.class.clone()), meta, children: c, names: Vec::new() }
+                }
+                None => {
+                    leaves.push((path.to_string(), v.clone()));
+                    TreeDef::Leaf
+                }
+            }
+        }
+        _ => {
+            leaves.push((path.to_string(), v.clone()));
+            TreeDef::Leaf
+        }
+    })
+}
+
+fn registration(class: &Rc<Class>) -> Option<PytreeRegistration> {
+    for c in class.mro() {
+        if let Some(r) = c.pytree.borrow().clone() {
+            return Some(r);
+        }
+    }
+    None
+}
+
+/// Rebuilds a pytree from its structure and leaves.
+pub fn unflatten(interp: &mut Interp, tree: &TreeDef, leaves: &mut std::vec::IntoIter<Value>) -> PyResult<Value> {
+    Ok(match tree {
+        TreeDef::Leaf => leaves.next().unwrap_or(Value::None),
+        TreeDef::None => Value::None,
+        TreeDef::Tuple(c) => {
+            let mut items = Vec::new();
+            for t in c {
+                items.push(unflatten(interp, t, leaves)?);
+            }
+            Value::tuple(items)
+        }
+        TreeDef::List(c) => {
+            let mut items = Vec::new();
+            for t in c {
+                items.push(unflatten(interp, t, leaves)?);
+            }
+            interp.new_list(items)
+        }
+        TreeDef::Dict(c) => {
+            let mut d = Dict::default();
+            for (h, t) in c {
+                let v = unflatten(interp, t, leaves)?;
+                d.insert(h.clone(), key_value(h), v);
+            }
+            interp.new_dict(d)
+        }
+        TreeDef::Node { class, children, names, meta } => {
+            let mut items = Vec::new();
+            for t in children {
+                items.push(unflatten(interp, t, leaves)?);
+            }
+            let class = class.0.clone();
+            if class.is_namedtuple.get() {
+                return Ok(Value::Instance(Rc::new(Instance { class, attrs: RefCell::new(Default::default()), tuple: Some(items) })));
+            }
+            match registration(&class) {
+                Some(PytreeRegistration::Custom { unflatten: uf, .. }) => {
+                    let _ = meta;
+                    interp.call(&uf, vec![Value::opaque("aux data"), Value::tuple(items)], Vec::new())?
+                }
+                _ => {
+                    let inst = Instance { class: class.clone(), attrs: RefCell::new(Default::default()), tuple: None };
+                    for (n, v) in names.iter().zip(items) {
+                        inst.attrs.borrow_mut().insert(Rc::from(n.as_str()), v);
+                    }
+                    Value::Instance(Rc::new(inst))
+                }
+            }
+        }
+    })
+}
+
+pub fn isinstance_jax(v: &Value, f: JaxFn) -> Option<bool> {
+    match f {
+        JaxFn::ArrayType => Some(matches!(v, Value::Array(_))),
+        _ => None,
+    }
+}
+
+pub fn jax_fn_getattr(_interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
+    Ok(match name {
+        "__name__" => Some(Value::str(f.name())),
+        _ => Some(Value::opaque(format!("{}.{name}", f.qualified_name()))),
+    })
+}
+
+fn obj(o: JaxObject) -> Value {
+    Value::Builtin(Rc::new(Builtin::Object(o)))
+}
+
+fn kw<'a>(kwargs: &'a Kwargs, name: &str) -> Option<&'a Value> {
+    kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v)
+}
+
+fn fun_name(v: &Value) -> String {
+    match v {
+        Value::Function(f) => f.def.name.to_string(),
+        Value::Builtin(b) => match &**b {
+            Builtin::Partial { func, .. } => fun_name(func),
+            Builtin::Object(JaxObject::Jitted(j)) => j.name.clone(),
+            Builtin::Object(
+                JaxObject::Wrapped { fun, .. }
+                | JaxObject::Grad { fun, .. }
+                | JaxObject::Vmapped { fun, .. }
+                | JaxObject::CustomDerivative { fun, .. },
+            ) => fun_name(fun),
+            other => other.name(),
+        },
+        Value::BoundMethod(bm) => fun_name(&bm.1),
+        Value::Instance(i) => i.class.name.to_string(),
+        _ => "<unknown>".into(),
+    }
+}
+
+fn fun_def_site(v: &Value) -> Option<Site> {
+    match v {
+        // JAX names `co_firstlineno`: the first decorator line of a decorated function.
+        Value::Function(f) => {
+            Some(Site { file: f.file, span: crate::syntax::ast::Span { start: f.def.span.start, end: f.def.name_span.end } })
+        }
+        Value::Builtin(b) => match &**b {
+            Builtin::Partial { func, .. } => fun_def_site(func),
+            Builtin::Object(
+                JaxObject::Wrapped { fun, .. }
+                | JaxObject::Grad { fun, .. }
+                | JaxObject::Vmapped { fun, .. }
+                | JaxObject::CustomDerivative { fun, .. },
+            ) => fun_def_site(fun),
+            _ => None,
+        },
+        Value::BoundMethod(bm) => fun_def_site(&bm.1),
+        _ => None,
+    }
+}
+
+fn param_names(v: &Value) -> Vec<String> {
+    match v {
+        Value::Function(f) => f.def.params.posonly.iter().chain(&f.def.params.args).map(|p| p.name.to_string()).collect(),
+        Value::BoundMethod(bm) => param_names(&bm.1).into_iter().skip(1).collect(),
+        Value::Builtin(b) => match &**b {
+            Builtin::Partial { func, args, .. } => param_names(func).into_iter().skip(args.len()).collect(),
+            Builtin::Object(JaxObject::Wrapped { fun, .. } | JaxObject::CustomDerivative { fun, .. }) => param_names(fun),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// Identity of the underlying Python function, which keys JAX's tracing cache.
+fn fun_identity(v: &Value) -> usize {
+    v.identity().unwrap_or(0)
+}
+
+pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    use JaxFn as F;
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    match f {
+        F::Jit => {
+            if args.is_empty() {
+                return Ok(obj(JaxObject::PendingJit(kwargs)));
+            }
+            make_jit(interp, arg(0), &kwargs)
+        }
+        F::Vmap => Ok(obj(JaxObject::Vmapped {
+            fun: arg(0),
+            in_axes: kw(&kwargs, "in_axes").cloned().or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0)),
+            out_axes: kw(&kwargs, "out_axes").cloned().or_else(|| args.get(2).cloned()).unwrap_or(Value::Int(0)),
+            axis_size: kw(&kwargs, "axis_size").and_then(crate::interp::ops::as_int).map(|n| n as usize),
+        })),
+        F::Grad | F::ValueAndGrad => Ok(obj(JaxObject::Grad {
+            fun: arg(0),
+            argnums: kw(&kwargs, "argnums").cloned().or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0)),
+            has_aux: match kw(&kwargs, "has_aux") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            },
+            with_value: f == F::ValueAndGrad,
+        })),
+        F::Jacfwd | F::Jacrev | F::Hessian => Ok(obj(JaxObject::Jacobian {
+            fun: arg(0),
+            argnums: kw(&kwargs, "argnums").cloned().or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0)),
+            has_aux: match kw(&kwargs, "has_aux") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            },
+            kind: match f {
+                F::Jacfwd => "jacfwd",
+                F::Jacrev => "jacrev",
+                _ => "hessian",
+            },
+        })),
+        F::Checkpoint | F::Remat | F::NamedCall => {
+            if args.is_empty() {
+                return Ok(Value::Builtin(Rc::new(Builtin::Partial {
+                    func: Value::Builtin(Rc::new(Builtin::Jax(f))),
+                    args: Vec::new(),
+                    kwargs,
+                })));
+            }
+            Ok(obj(JaxObject::Wrapped { fun: arg(0), kind: if f == F::NamedCall { "named_call" } else { "checkpoint" } }))
+        }
+        F::CustomJvp | F::CustomVjp => {
+            let nondiff: Vec<usize> = match kw(&kwargs, "nondiff_argnums") {
+                Some(v) => interp.iterate(v)?.iter().filter_map(crate::interp::ops::as_int).map(|i| i as usize).collect(),
+                None => Vec::new(),
+            };
+            if args.is_empty() {
+                return Ok(Value::Builtin(Rc::new(Builtin::Partial {
+                    func: Value::Builtin(Rc::new(Builtin::Jax(f))),
+                    args: Vec::new(),
+                    kwargs,
+                })));
+            }
+            Ok(obj(JaxObject::CustomDerivative {
+                fun: arg(0),
+                kind: if f == F::CustomJvp { "custom_jvp" } else { "custom_vjp" },
+                rules: RefCell::new(Vec::new()),
+                nondiff_argnums: nondiff,
+            }))
+        }
+        F::Jvp => {
+            let fun = arg(0);
+            let primals = interp.iterate(&arg(1))?;
+            let tangents = interp.iterate(&arg(2))?;
+            for (p, t) in primals.iter().zip(&tangents) {
+                if let (Value::Array(pa), Value::Array(ta)) = (p, t) {
+                    if pa.aval.shape != ta.aval.shape {
+                        return Err(interp.raise(
+                            "ValueError",
+                            Code::ShapeMismatch,
+                            format!(
+                                "jvp called with different primal and tangent shapes;Got primal shape {} and tangent shape as {}",
+                                pa.aval.shape_tuple(),
+                                ta.aval.shape_tuple()
+                            ),
+                        ));
+                    }
+                }
+            }
+            let out = trace_call(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp")?;
+            let tangent = map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone().weak(false), "tangent values"))?;
+            Ok(Value::tuple(vec![out, tangent]))
+        }
+        F::Vjp => {
+            let fun = arg(0);
+            let primals = args[1..].to_vec();
+            let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
+            let out = trace_call(interp, &fun, primals, Vec::new(), TraceKind::Grad, "vjp")?;
+            Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs })]))
+        }
+        F::EvalShape => {
+            let fun = arg(0);
+            let rest = args[1..].to_vec();
+            let out = trace_call(interp, &fun, rest, kwargs, TraceKind::Staging("eval_shape"), "eval_shape")?;
+            map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone(), "eval_shape"))
+        }
+        F::MakeJaxpr => Ok(Value::opaque("make_jaxpr")),
+        F::DevicePut | F::BlockUntilReady => Ok(arg(0)),
+        F::ShapeDtypeStruct => {
+            let Some(shape) = shape_of(interp, &arg(0))? else {
+                return Ok(Value::opaque("ShapeDtypeStruct"));
+            };
+            let d = jnp::dtype_arg(interp, args.get(1).or_else(|| kw(&kwargs, "dtype")))?.unwrap_or(DType::F32);
+            Ok(Value::Array(Array::unknown(Aval::new(&shape, d), "a ShapeDtypeStruct has no values")))
+        }
+        F::Typeof => Ok(Value::opaque("an aval")),
+        F::ArrayType => Ok(Value::opaque("jax.Array")),
+        F::TreeMap | F::TreeMap2 | F::JaxTreeMap => tree_map(interp, &args, &kwargs),
+        F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
+            let mut leaves = Vec::new();
+            flatten(interp, &arg(0), "", &mut leaves)?;
+            Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
+        }
+        F::TreeFlatten | F::TreeFlatten2 => {
+            let mut leaves = Vec::new();
+            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
+            let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
+            Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
+        }
+        F::TreeStructure | F::TreeStructure2 => {
+            let mut leaves = Vec::new();
+            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
+            Ok(obj(JaxObject::TreeDef(Rc::new(tree))))
+        }
+        F::TreeUnflatten | F::TreeUnflatten2 => {
+            let Value::Builtin(b) = arg(0) else {
+                return Ok(Value::opaque("tree_unflatten"));
+            };
+            let Builtin::Object(JaxObject::TreeDef(t)) = &*b else {
+                return Ok(Value::opaque("tree_unflatten"));
+            };
+            let leaves = interp.iterate(&arg(1))?;
+            if leaves.len() != t.num_leaves() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::InvalidPytree,
+                    format!(
+                        "Too {} leaves for PyTreeDef; expected {}, got {}.",
+                        if leaves.len() > t.num_leaves() { "many" } else { "few" },
+                        t.num_leaves(),
+                        leaves.len()
+                    ),
+                ));
+            }
+            unflatten(interp, t, &mut leaves.into_iter())
+        }
+        F::RegisterPytreeNode => {
+            if let Value::Class(c) = arg(0) {
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: arg(1), unflatten: arg(2) });
+            }
+            Ok(Value::None)
+        }
+        F::RegisterPytreeNodeClass => {
+            if let Value::Class(c) = &arg(0) {
+                let fl = c.lookup("tree_flatten").unwrap_or(Value::None);
+                let uf = c.lookup("tree_unflatten").map(|u| match u {
+                    Value::ClassMethod(f) => Value::BoundMethod(Rc::new((arg(0), (*f).clone()))),
+                    other => other,
+                });
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: fl, unflatten: uf.unwrap_or(Value::None) });
+            }
+            Ok(arg(0))
+        }
+        F::RegisterDataclass => {
+            if let Value::Class(c) = &arg(0) {
+                let names = |interp: &mut Interp, v: Option<&Value>| -> PyResult<Option<Vec<Rc<str>>>> {
+                    Ok(match v {
+                        Some(v) => Some(
+                            interp.iterate(v)?.into_iter().filter_map(|x| if let Value::Str(s) = x { Some(s) } else { None }).collect(),
+                        ),
+                        None => None,
+                    })
+                };
+                let data = names(interp, kw(&kwargs, "data_fields").or(args.get(1)))?;
+                let meta = names(interp, kw(&kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
+                let data = data.unwrap_or_else(|| c.fields.borrow().iter().filter(|f| !meta.contains(f)).cloned().collect());
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Fields { data, meta });
+            }
+            Ok(arg(0))
+        }
+        F::DebugPrint => {
+            if interp.jax.trace_depth() > 0 {
+                let leaves: Vec<Rc<Array>> = args[1..].iter().filter_map(|a| a.as_array().cloned()).collect();
+                bind_with_bodies(interp, Prim::DebugCallback, &leaves, Vec::new(), Vec::new())?;
+            } else if let Value::Str(fmt) = arg(0) {
+                let text = interp.getattr(&Value::Str(fmt), "format")?;
+                if let Ok(Value::Str(s)) = interp.call(&text, args[1..].to_vec(), kwargs) {
+                    interp.stdout.push_str(&s);
+                    interp.stdout.push('\n');
+                }
+            }
+            Ok(Value::None)
+        }
+        F::ConfigUpdate => {
+            if let (Value::Str(name), v) = (arg(0), arg(1)) {
+                if name.as_ref() == "jax_enable_x64" {
+                    interp.jax.config.enable_x64 = interp.truthy(&v)?;
+                }
+            }
+            Ok(Value::None)
+        }
+        F::LaxScan => scan(interp, &args, &kwargs),
+        F::LaxCond => cond(interp, &args),
+        F::LaxSwitch => switch(interp, &args),
+        F::LaxWhileLoop => while_loop(interp, &args),
+        F::LaxForiLoop => fori_loop(interp, &args, &kwargs),
+        F::LaxMap => {
+            let f2 = arg(0);
+            let body = Value::Builtin(Rc::new(Builtin::Fn("tracelens.map_body")));
+            let _ = body;
+            let xs = arg(1);
+            let mut leaves = Vec::new();
+            flatten(interp, &xs, "", &mut leaves)?;
+            let Some(first) = leaves.first().and_then(|(_, v)| v.as_array().cloned()) else {
+                return Ok(Value::opaque("lax.map"));
+            };
+            let n = first.aval.shape.first().copied().unwrap_or(0);
+            let x0 = slice_leading(interp, &xs)?;
+            let out = trace_call(interp, &f2, vec![x0], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
+            map_arrays(interp, &out, &|a| {
+                let mut s = vec![n];
+                s.extend(a.aval.shape.iter().copied());
+                Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "lax.map")
+            })
+        }
+        F::RandomKey | F::RandomPRNGKey => {
+            let seed = arg(0);
+            if let Value::Array(a) = &seed {
+                if a.aval.dtype.is_inexact() {
+                    return Err(interp.type_error(format!("PRNG key seed must be an integer; got {}", a.aval.long())));
+                }
+            }
+            let shape: &[usize] = if f == F::RandomPRNGKey { &[2] } else { &[] };
+            let key = match operand(interp, &seed)? {
+                Operand::Array(s) => bind1(interp, Prim::RandomSeed, &[s], Aval::new(shape, DType::U32))?,
+                Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
+            };
+            Ok(Value::Array(key))
+        }
+        F::RandomSplit
+        | F::RandomFoldIn
+        | F::RandomNormal
+        | F::RandomUniform
+        | F::RandomBernoulli
+        | F::RandomCategorical
+        | F::RandomRandint
+        | F::RandomPermutation
+        | F::RandomChoice
+        | F::RandomTruncatedNormal
+        | F::RandomKeyData => random(interp, f, &args, &kwargs),
+        _ => jnp::call(interp, f, args, kwargs),
+    }
+}
+
+fn shape_of(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<usize>>> {
+    let items = match v {
+        Value::Tuple(_) | Value::List(_) => interp.iterate(v)?,
+        Value::Int(_) => vec![v.clone()],
+        _ => return Ok(None),
+    };
+    Ok(items.iter().map(crate::interp::ops::as_int).map(|i| i.map(|i| i.max(0) as usize)).collect())
+}
+
+fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value> {
+    let mut static_argnums = Vec::new();
+    let mut static_argnames = Vec::new();
+    if let Some(v) = kw(kwargs, "static_argnums") {
+        match v {
+            Value::Int(i) => static_argnums.push(*i),
+            Value::None => {}
+            other => {
+                for x in interp.iterate(other)? {
+                    if let Some(i) = crate::interp::ops::as_int(&x) {
+                        static_argnums.push(i);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(v) = kw(kwargs, "static_argnames") {
+        match v {
+            Value::Str(s) => static_argnames.push(s.to_string()),
+            Value::None => {}
+            other => {
+                for x in interp.iterate(other)? {
+                    if let Value::Str(s) = x {
+                        static_argnames.push(s.to_string());
+                    }
+                }
+            }
+        }
+    }
+    if fun.is_opaque() {
+        return Ok(Value::opaque("jit of an unknown function"));
+    }
+    let params = param_names(&fun);
+    let has_kwargs = matches!(&fun, Value::Function(f) if f.def.params.kwarg.is_some());
+    let kwonly: Vec<String> = match &fun {
+        Value::Function(f) => f.def.params.kwonly.iter().map(|p| p.name.to_string()).collect(),
+        _ => Vec::new(),
+    };
+    if matches!(fun, Value::Function(_)) {
+        let bad: Vec<&String> = static_argnames.iter().filter(|n| !params.contains(n) && !kwonly.contains(n)).collect();
+        if !bad.is_empty() && !has_kwargs {
+            let set = bad.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+            return Err(interp.raise(
+                "ValueError",
+                Code::BadStaticArg,
+                format!("Jitted function has invalid argnames {{{set}}} in static_argnames. Function does not take these args."),
+            ));
+        }
+        // static_argnames also mark the positional parameter of that name static, and vice versa.
+        for n in static_argnames.clone() {
+            if let Some(i) = params.iter().position(|p| *p == n) {
+                if !static_argnums.contains(&(i as i64)) {
+                    static_argnums.push(i as i64);
+                }
+            }
+        }
+        for &i in &static_argnums.clone() {
+            if i >= 0 && (i as usize) < params.len() && !static_argnames.contains(&params[i as usize]) {
+                static_argnames.push(params[i as usize].clone());
+            }
+        }
+    }
+    let identity = fun_identity(&fun);
+    let name = fun_name(&fun);
+    let def_site = fun_def_site(&fun);
+    let info = match interp.jax.jitted.iter().position(|j| j.fun_identity == identity && identity != 0) {
+        Some(i) => i,
+        None => {
+            interp.jax.jitted.push(JitInfo { name: name.clone(), def_site, fun_identity: identity, entries: Vec::new(), calls: 0 });
+            interp.jax.jitted.len() - 1
+        }
+    };
+    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info }))))
+}
+
+pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    match o {
+        JaxObject::Jitted(j) => call_jitted(interp, j, args, kwargs),
+        JaxObject::PendingJit(kw0) => {
+            let mut kw = kw0.clone();
+            kw.extend(kwargs);
+            make_jit(interp, args.into_iter().next().unwrap_or(Value::None), &kw)
+        }
+        JaxObject::Vmapped { fun, in_axes, out_axes, axis_size } => vmap_call(interp, fun, in_axes, out_axes, *axis_size, args, kwargs),
+        JaxObject::Grad { fun, argnums, has_aux, with_value } => grad_call(interp, fun, argnums, *has_aux, *with_value, args, kwargs),
+        JaxObject::Jacobian { fun, argnums, has_aux: _, kind } => {
+            let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
+            let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
+            let out = trace_call(interp, fun, args, kwargs, TraceKind::Grad, kind)?;
+            let Some(x) = x_aval else {
+                return Ok(Value::opaque("jacobian"));
+            };
+            map_arrays(interp, &out, &|a| {
+                let mut s: Vec<usize> = a.aval.shape.to_vec();
+                s.extend(x.shape.iter().copied());
+                if *kind == "hessian" {
+                    s.extend(x.shape.iter().copied());
+                }
+                Array::unknown(a.aval.with_shape(&s), "jacobian values")
+            })
+        }
+        JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
+        JaxObject::CustomDerivative { fun, .. } => interp.call(fun, args, kwargs),
+        JaxObject::At { .. } => Err(interp.type_error("'_IndexUpdateHelper' object is not callable")),
+        JaxObject::AtIndex { .. } => Err(interp.type_error("'_IndexUpdateRef' object is not callable")),
+        JaxObject::AtUpdate { array, index, op } => at_update(interp, array, index, op, args, kwargs),
+        JaxObject::TreeDef(_) => Err(interp.type_error("'PyTreeDef' object is not callable")),
+        JaxObject::VjpFn { inputs } => {
+            Ok(Value::tuple(inputs.iter().map(|a| Value::Array(Array::unknown(a.clone(), "vjp values"))).collect()))
+        }
+    }
+}
+
+pub fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name: &str) -> PyResult<Option<Value>> {
+    Ok(match (o, name) {
+        (JaxObject::At { array }, _) if name == "__getitem__" => {
+            let _ = array;
+            None
+        }
+        (JaxObject::AtIndex { array, index }, "set" | "add" | "mul" | "multiply" | "min" | "max" | "get" | "divide" | "power") => {
+            let op: &'static str = match name {
+                "set" => "set",
+                "add" => "add",
+                "mul" | "multiply" => "mul",
+                "min" => "min",
+                "max" => "max",
+                "divide" => "divide",
+                "power" => "power",
+                _ => "get",
+            };
+            Some(obj(JaxObject::AtUpdate { array: array.clone(), index: index.clone(), op }))
+        }
+        (JaxObject::CustomDerivative { .. }, "defjvp" | "defvjp" | "defjvps") => {
+            Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
+        }
+        (JaxObject::Jitted(j), "__wrapped__") => Some(j.fun.clone()),
+        (JaxObject::Jitted(j), "__name__") => Some(Value::str(&j.name)),
+        (JaxObject::Jitted(_), "lower" | "trace" | "eval_shape" | "clear_cache" | "_cache_size") => {
+            Some(Value::opaque(format!("jit .{name}")))
+        }
+        (JaxObject::TreeDef(t), "num_leaves") => Some(Value::Int(t.num_leaves() as i64)),
+        (JaxObject::TreeDef(_), "unflatten") => {
+            Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
+        }
+        _ => {
+            let _ = interp;
+            None
+        }
+    })
+}
+
+pub fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
+    match (o, name) {
+        (JaxObject::CustomDerivative { rules, fun, .. }, _) => {
+            rules.borrow_mut().extend(args.iter().cloned());
+            // `f.defjvp` is used as a decorator: it returns the rule.
+            let _ = fun;
+            Ok(args.into_iter().next().unwrap_or(Value::None))
+        }
+        (JaxObject::TreeDef(t), "unflatten") => {
+            let leaves = interp.iterate(&args.first().cloned().unwrap_or(Value::None))?;
+            unflatten(interp, t, &mut leaves.into_iter())
+        }
+        _ => Err(interp.raise("AttributeError", Code::PythonException, format!("object has no attribute '{name}'"))),
+    }
+}
+
+/// `x.at[idx]`: indexing the helper.
+pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
+    obj(JaxObject::AtIndex { array: array.clone(), index })
+}
+
+fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
+    let selected = jnp::getitem(interp, array, index)?;
+    if op == "get" {
+        return Ok(selected);
+    }
+    // TL206: a static out-of-bounds index is dropped silently by scatter.
+    let items: Vec<Value> = match index {
+        Value::Tuple(t) => (**t).clone(),
+        other => vec![other.clone()],
+    };
+    for (dim, it) in items.iter().enumerate() {
+        if let Value::Int(i) = it {
+            if let Some(&n) = array.aval.shape.get(dim) {
+                if *i >= n as i64 || *i < -(n as i64) {
+                    let site = interp.site();
+                    let msg = format!(
+                        "clamped index: index {i} is out of bounds for axis {dim} with size {n}; JAX drops this `.at[...].{op}` update silently instead of raising"
+                    );
+                    interp.warn(Code::ClampedIndex, site, msg, Vec::new());
+                }
+            }
+        }
+    }
+    let upd = args.into_iter().next().unwrap_or(Value::None);
+    let u = match operand(interp, &upd)? {
+        Operand::Array(u) => u,
+        Operand::Unknown => return Ok(Value::opaque("scatter with an unknown update")),
+    };
+    if let Value::Array(sel) = &selected {
+        if jnp::broadcast_shapes(&[&u.aval.shape, &sel.aval.shape]).map(|s| s.as_slice() != sel.aval.shape.as_slice()).unwrap_or(true) {
+            return Err(interp.raise(
+                "ValueError",
+                Code::ShapeMismatch,
+                format!("Incompatible shapes for broadcasting: {} and requested shape {}", u.aval.shape_tuple(), sel.aval.shape_tuple()),
+            ));
+        }
+    }
+    let u = jnp::convert(interp, &u, array.aval.dtype, array.aval.weak)?;
+    let sop = match op {
+        "add" => super::ir::ScatterOp::Add,
+        "mul" => super::ir::ScatterOp::Mul,
+        "min" => super::ir::ScatterOp::Min,
+        "max" => super::ir::ScatterOp::Max,
+        _ => super::ir::ScatterOp::Set,
+    };
+    bind1(
+        interp,
+        Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, axes: Vec::new() },
+        &[array.clone(), u],
+        array.aval.clone(),
+    )
+    .map(Value::Array)
+}
+
+/// Traces `fun(*args)` in a new trace whose inputs stand for the array leaves of `args`.
+pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kwargs, kind: TraceKind, label: &str) -> PyResult<Value> {
+    let (out, _) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
+    Ok(out)
+}
+
+/// The worker behind every transformation: returns the outputs (tracers of the outer trace,
+/// or concrete arrays) and the index of the trace record.
+#[allow(clippy::too_many_arguments)]
+fn trace_with_record(
+    interp: &mut Interp,
+    fun: &Value,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+    kind: TraceKind,
+    label: &str,
+    jitted: Option<usize>,
+    cause: String,
+) -> PyResult<(Value, usize)> {
+    let call_site = interp.site();
+    let name = fun_name(fun);
+    let staging = kind.is_staging();
+    let pos = interp.jax.push_trace(kind.clone(), name.clone(), fun_def_site(fun), call_site, cause, jitted);
+    let record = interp.jax.traces[pos].record;
+    interp.jax.traces[pos].arg_names = param_names(fun);
+    let mut leaves = Vec::new();
+    let mut trees = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let mut l = Vec::new();
+        trees.push(flatten(interp, a, "", &mut l)?);
+        leaves.push((i, l));
+    }
+    let mut traced_args = Vec::with_capacity(args.len());
+    for ((i, l), tree) in leaves.into_iter().zip(&trees) {
+        let mut new_leaves = Vec::new();
+        for (_, leaf) in l {
+            let v = match &leaf {
+                Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => match operand(interp, &leaf)? {
+                    Operand::Array(a) => {
+                        let primal = if staging { None } else { Some(a.clone()) };
+                        Value::Array(interp.jax.new_input(a.aval.clone(), primal, i, call_site))
+                    }
+                    Operand::Unknown => leaf.clone(),
+                },
+                _ => leaf.clone(),
+            };
+            new_leaves.push(v);
+        }
+        traced_args.push(unflatten(interp, tree, &mut new_leaves.into_iter())?);
+    }
+    let result = interp.call(fun, traced_args, kwargs);
+    let out = match result {
+        Ok(v) => v,
+        Err(e) => {
+            interp.jax.abort_trace();
+            return Err(e);
+        }
+    };
+    let mut out_leaves = Vec::new();
+    let out_tree = flatten(interp, &out, "", &mut out_leaves)?;
+    let mut arrays = Vec::new();
+    let mut converted = Vec::new();
+    for (_, leaf) in &out_leaves {
+        match operand(interp, leaf) {
+            Ok(Operand::Array(a)) => {
+                arrays.push(a.clone());
+                converted.push(a);
+            }
+            Ok(Operand::Unknown) => {
+                interp.jax.abort_trace();
+                return Ok((Value::opaque("result of a traced function with unknown outputs"), record));
+            }
+            Err(Flow::Raise(_)) => {
+                interp.jax.abort_trace();
+                let where_ = fun_def_site(fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+                let tn = leaf.type_name();
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::InvalidPytree,
+                    format!("function {name} at {where_} traced for {label} returned a value of type <class '{tn}'>, which is not a valid JAX type"),
+                ));
+            }
+            Err(e) => {
+                interp.jax.abort_trace();
+                return Err(e);
+            }
+        }
+    }
+    let consts = interp.jax.captured_consts();
+    let jaxpr = interp.jax.pop_trace(&arrays);
+    // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
+    // traces bind one higher-order equation whose outputs are what the caller gets.
+    let mut outs = Vec::with_capacity(arrays.len());
+    let avals: Vec<Aval> = arrays.iter().map(|a| a.aval.clone()).collect();
+    if staging {
+        let mut ins: Vec<Rc<Array>> = consts.clone();
+        for a in &args {
+            let mut l = Vec::new();
+            flatten(interp, a, "", &mut l)?;
+            for (_, leaf) in l {
+                if let Ok(Operand::Array(x)) = operand(interp, &leaf) {
+                    ins.push(x);
+                }
+            }
+        }
+        let prim = match &kind {
+            TraceKind::Jit => Prim::Pjit { name: name.clone() },
+            _ => Prim::Remat,
+        };
+        let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
+        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound));
+    } else {
+        for a in &arrays {
+            outs.push(match a.tracer().and_then(|t| t.primal.clone()) {
+                Some(p) => p,
+                None => Array::unknown(a.aval.clone(), "value of a transformed function"),
+            });
+        }
+    }
+    let _ = converted;
+    let value = unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?;
+    Ok((value, record))
+}
+
+/// Outputs of a staged call: when every input is concrete, the jaxpr is evaluated lazily on
+/// them, so Python can still see the values (`if loss < tol: break` after a jitted step).
+fn instantiate_outputs(
+    _interp: &mut Interp,
+    jaxpr: &Rc<Jaxpr>,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+    bound: Vec<Rc<Array>>,
+) -> Vec<Rc<Array>> {
+    if bound.iter().any(|b| b.is_tracer()) {
+        return bound;
+    }
+    match super::eval_jaxpr::instantiate(jaxpr, consts, inputs) {
+        Some(outs) if outs.len() == bound.len() => outs,
+        _ => bound,
+    }
+}
+
+fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, v, "", &mut leaves)?;
+    let mapped: Vec<Value> = leaves
+        .into_iter()
+        .map(|(_, l)| match &l {
+            Value::Array(a) => Value::Array(f(a)),
+            _ => l,
+        })
+        .collect();
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
+fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let params = param_names(&j.fun);
+    let nargs = args.len() as i64;
+    for &i in &j.static_argnums {
+        if i >= nargs && !params.get(i as usize).map(|p| kwargs.iter().any(|(k, _)| k.as_ref() == p)).unwrap_or(false) {
+            if i >= params.len() as i64 && matches!(j.fun, Value::Function(_)) {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::BadStaticArg,
+                    format!(
+                        "Jitted function has static_argnums={}, but only accepts {} positional arguments.",
+                        tuple_text(&j.static_argnums),
+                        params.len()
+                    ),
+                ));
+            }
+        }
+    }
+    // Split static from dynamic arguments.
+    let mut statics = Vec::new();
+    let mut dyn_args = Vec::new();
+    let mut dyn_positions = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let is_static = j.static_argnums.iter().any(|&s| s == i as i64 || (s < 0 && s + nargs == i as i64));
+        if is_static {
+            let h = match interp.hash_key(a) {
+                Ok(h) => h,
+                Err(Flow::Raise(_)) => {
+                    let r = interp.repr(a).unwrap_or_else(|_| "...".into());
+                    let tn = a.type_name();
+                    let full = match a {
+                        Value::Array(_) => "jaxlib._jax.ArrayImpl".to_string(),
+                        _ => tn.clone(),
+                    };
+                    return Err(interp.raise(
+                        "ValueError",
+                        Code::BadStaticArg,
+                        format!(
+                            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{full}'>, {r}. The error was:\nTypeError: unhashable type: '{}'\n",
+                            if matches!(a, Value::Array(_)) { "jaxlib._jax.ArrayImpl".to_string() } else { tn }
+                        ),
+                    ));
+                }
+                Err(e) => return Err(e),
+            };
+            let name = params.get(i).cloned().unwrap_or_else(|| format!("args[{i}]"));
+            let shown = interp.repr(a).unwrap_or_default();
+            statics.push((name, h, shown));
+        } else {
+            dyn_args.push(a.clone());
+            dyn_positions.push(i);
+        }
+    }
+    let mut dyn_kwargs = Vec::new();
+    for (k, v) in &kwargs {
+        if j.static_argnames.iter().any(|n| n == k.as_ref()) {
+            let h = match interp.hash_key(v) {
+                Ok(h) => h,
+                Err(Flow::Raise(_)) => {
+                    let r = interp.repr(v).unwrap_or_default();
+                    let tn = v.type_name();
+                    return Err(interp.raise(
+                        "ValueError",
+                        Code::BadStaticArg,
+                        format!("Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{tn}'>, {r}. The error was:\nTypeError: unhashable type: '{tn}'\n"),
+                    ));
+                }
+                Err(e) => return Err(e),
+            };
+            let shown = interp.repr(v).unwrap_or_default();
+            statics.push((k.to_string(), h, shown));
+        } else {
+            dyn_kwargs.push((k.clone(), v.clone()));
+        }
+    }
+    // Flatten dynamic arguments to leaves with their paths and avals.
+    let mut leaves = Vec::new();
+    let mut trees = Vec::new();
+    for (n, a) in dyn_args.iter().enumerate() {
+        let pname = params.get(dyn_positions[n]).cloned().unwrap_or_else(|| format!("args[{}]", dyn_positions[n]));
+        trees.push(flatten(interp, a, &pname, &mut leaves)?);
+    }
+    for (k, v) in &dyn_kwargs {
+        trees.push(flatten(interp, v, k, &mut leaves)?);
+    }
+    let mut leaf_avals = Vec::new();
+    for (path, leaf) in &leaves {
+        match leaf {
+            Value::Opaque(_) => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
+            Value::Array(a) => leaf_avals.push((path.clone(), a.aval.clone())),
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+                if let Operand::Array(a) = operand(interp, leaf)? {
+                    leaf_avals.push((path.clone(), a.aval.clone()));
+                }
+            }
+            other => {
+                let tn = match other {
+                    Value::Instance(i) => format!("__main__.{}", i.class.name),
+                    v => v.type_name(),
+                };
+                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::InvalidPytree,
+                    format!(
+                        "Error interpreting argument to <function {} at {where_}> as an abstract array. The problematic value is of type <class '{tn}'> and was passed to the function at path {path}.\nThis typically means that a jit-wrapped function was called with a non-array argument, and this argument was not marked as static using the static_argnums or static_argnames parameters of jax.jit.",
+                        j.name
+                    ),
+                ));
+            }
+        }
+    }
+    let key = CacheKey { statics, tree: Rc::new(TreeDef::Tuple(trees)), leaves: leaf_avals, x64: interp.jax.config.enable_x64 };
+    interp.jax.jitted[j.info].calls += 1;
+    let call_site = interp.site();
+    let hit = interp.jax.jitted[j.info].entries.iter().position(|e| e.key == key);
+    let entry_index = match hit {
+        Some(i) => i,
+        None => {
+            let cause = retrace_cause(interp, j, &key, call_site);
+            // Trace with the static arguments in place and dynamic ones as tracers.
+            let mut call_args = Vec::with_capacity(args.len());
+            let mut dyn_iter = dyn_args.iter();
+            for (i, a) in args.iter().enumerate() {
+                if dyn_positions.contains(&i) {
+                    call_args.push(dyn_iter.next().cloned().unwrap_or(Value::None));
+                } else {
+                    call_args.push(a.clone());
+                }
+            }
+            let (_, record, jaxpr, consts, out_tree, outputs) = trace_jit_body(interp, j, &args, &dyn_positions, kwargs.clone(), &cause)?;
+            let _ = call_args;
+            interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site });
+            interp.jax.jitted[j.info].entries.len() - 1
+        }
+    };
+    let entry = interp.jax.jitted[j.info].entries[entry_index].clone();
+    // The call: a pjit equation in an enclosing trace, or concrete outputs evaluated lazily.
+    let mut ins: Vec<Rc<Array>> = entry.consts.clone();
+    for (_, leaf) in &leaves {
+        if let Operand::Array(a) = operand(interp, leaf)? {
+            ins.push(a);
+        }
+    }
+    let bodies: Vec<Rc<Jaxpr>> = entry.jaxpr.iter().cloned().collect();
+    let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, entry.outputs.clone(), bodies)?;
+    let outs = match &entry.jaxpr {
+        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound),
+        None => bound,
+    };
+    unflatten(interp, &entry.out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())
+}
+
+type JitBody = (Value, usize, Option<Rc<Jaxpr>>, Vec<Rc<Array>>, Rc<TreeDef>, Vec<Aval>);
+
+fn trace_jit_body(
+    interp: &mut Interp,
+    j: &Rc<Jitted>,
+    args: &[Value],
+    dyn_positions: &[usize],
+    kwargs: Kwargs,
+    cause: &str,
+) -> PyResult<JitBody> {
+    let call_site = interp.site();
+    let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
+    let record = interp.jax.traces[pos].record;
+    interp.jax.traces[pos].arg_names = param_names(&j.fun);
+    let mut call_args = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        if !dyn_positions.contains(&i) {
+            call_args.push(a.clone());
+            continue;
+        }
+        let mut l = Vec::new();
+        let tree = flatten(interp, a, "", &mut l)?;
+        let mut new_leaves = Vec::new();
+        for (_, leaf) in l {
+            new_leaves.push(match operand(interp, &leaf)? {
+                Operand::Array(x) => Value::Array(interp.jax.new_input(x.aval.clone(), None, i, call_site)),
+                Operand::Unknown => leaf,
+            });
+        }
+        call_args.push(unflatten(interp, &tree, &mut new_leaves.into_iter())?);
+    }
+    let mut call_kwargs = Vec::new();
+    let nparams = interp.jax.traces[pos].arg_names.len();
+    for (k, v) in kwargs {
+        if j.static_argnames.iter().any(|n| n == k.as_ref()) {
+            call_kwargs.push((k, v));
+            continue;
+        }
+        let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
+        let mut l = Vec::new();
+        let tree = flatten(interp, &v, "", &mut l)?;
+        let mut new_leaves = Vec::new();
+        for (_, leaf) in l {
+            new_leaves.push(match operand(interp, &leaf)? {
+                Operand::Array(x) => Value::Array(interp.jax.new_input(x.aval.clone(), None, idx, call_site)),
+                Operand::Unknown => leaf,
+            });
+        }
+        call_kwargs.push((k, unflatten(interp, &tree, &mut new_leaves.into_iter())?));
+    }
+    let result = interp.call(&j.fun, call_args, call_kwargs);
+    let out = match result {
+        Ok(v) => v,
+        Err(e) => {
+            interp.jax.abort_trace();
+            return Err(e);
+        }
+    };
+    let mut out_leaves = Vec::new();
+    let out_tree = flatten(interp, &out, "", &mut out_leaves)?;
+    let mut arrays = Vec::new();
+    for (_, leaf) in &out_leaves {
+        match operand(interp, leaf) {
+            Ok(Operand::Array(a)) => arrays.push(a),
+            Ok(Operand::Unknown) => {
+                interp.jax.abort_trace();
+                return Err(interp.stop_unknown("a jitted function returned an unknown value"));
+            }
+            Err(Flow::Raise(_)) => {
+                interp.jax.abort_trace();
+                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+                let tn = leaf.type_name();
+                let tn = if let Value::Instance(i) = leaf { format!("__main__.{}", i.class.name) } else { tn };
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::InvalidPytree,
+                    format!(
+                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>, which is not a valid JAX type",
+                        j.name
+                    ),
+                ));
+            }
+            Err(e) => {
+                interp.jax.abort_trace();
+                return Err(e);
+            }
+        }
+    }
+    let consts = interp.jax.captured_consts();
+    let jaxpr = interp.jax.pop_trace(&arrays);
+    let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
+    Ok((out, record, Some(jaxpr), consts, Rc::new(out_tree), outputs))
+}
+
+fn tuple_text(v: &[i64]) -> String {
+    match v {
+        [x] => format!("({x},)"),
+        _ => format!("({})", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// Why a jitted function is traced again: the difference to the closest earlier cache key,
+/// worded like JAX's explain_cache_misses. Reports TL210/TL211 as a side effect.
+fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site: Option<Site>) -> String {
+    let info = interp.jax.jitted[j.info].clone();
+    if info.entries.is_empty() {
+        // A function never seen; but another defined on the same line was: a new function
+        // object per loop iteration.
+        let same_line = interp
+            .jax
+            .jitted
+            .iter()
+            .enumerate()
+            .any(|(i, o)| i != j.info && o.def_site.is_some() && o.def_site == info.def_site && !o.entries.is_empty());
+        if same_line {
+            let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
+            let msg = format!(
+                "retrace in loop: a new function object `{}` is created on every loop iteration at line {line}, so jit never finds it in its cache and traces it again on every call; define (and jit) it once, outside the loop",
+                j.name
+            );
+            let related = info.def_site.map(|s| vec![(s, "the function is defined here".to_string())]).unwrap_or_default();
+            interp.warn(Code::RetraceInLoop, call_site, msg, related);
+            return format!("a new function object is created on every loop iteration at line {line}");
+        }
+        return "first call".into();
+    }
+    // The closest previous key: fewest differing leaves.
+    let mut best: Option<(usize, Vec<String>)> = None;
+    for e in &info.entries {
+        let diffs = key_diff(&e.key, key);
+        if best.as_ref().map(|(n, _)| diffs.len() < *n).unwrap_or(true) {
+            best = Some((diffs.len(), diffs));
+        }
+    }
+    let reasons = best.map(|(_, d)| d).unwrap_or_default();
+    let reason = if reasons.is_empty() { "cache miss explanation unavailable".to_string() } else { reasons.join("; ") };
+    let prev = info.entries.last().and_then(|e| e.call_site);
+    let mut related = Vec::new();
+    if let Some(p) = prev {
+        related.push((p, "previous trace from this call".to_string()));
+    }
+    if let Some(d) = info.def_site {
+        related.push((d, format!("{} is defined here", j.name)));
+    }
+    let traces = info.entries.len() + 1;
+    let many_here = interp.jax.jitted[j.info].entries.iter().filter(|e| e.call_site == call_site).count() >= 2;
+    if many_here {
+        let msg =
+            format!("retrace in loop: jit({}) is traced again on most calls from this line ({traces} traces so far): {reason}", j.name);
+        interp.warn(Code::RetraceInLoop, call_site, msg, related);
+    } else {
+        let msg = format!("retrace: jit({}) is traced again ({traces} traces) because {reason}", j.name);
+        interp.warn(Code::Retrace, call_site, msg, related);
+    }
+    reason
+}
+
+fn key_diff(old: &CacheKey, new: &CacheKey) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.x64 != new.x64 {
+        out.push("jax_enable_x64 changed".into());
+    }
+    for (n, h, shown) in &new.statics {
+        match old.statics.iter().find(|(m, _, _)| m == n) {
+            Some((_, oh, oshown)) if oh != h => out.push(format!("static argument {n} changed value: {oshown} -> {shown}")),
+            None => out.push(format!("static argument {n} is new")),
+            _ => {}
+        }
+    }
+    if old.tree != new.tree {
+        out.push(format!("the pytree structure of the arguments changed: {} -> {}", old.tree.describe(), new.tree.describe()));
+        return out;
+    }
+    for ((path, a), (_, b)) in old.leaves.iter().zip(&new.leaves) {
+        if a == b {
+            continue;
+        }
+        let what = if a.shape != b.shape {
+            "shape"
+        } else if a.dtype != b.dtype {
+            "dtype"
+        } else {
+            "weak type"
+        };
+        out.push(format!("argument {path} changed {what}: {} -> {}", a.short(), b.short()));
+    }
+    out
+}
+
+fn vmap_call(
+    interp: &mut Interp,
+    fun: &Value,
+    in_axes: &Value,
+    out_axes: &Value,
+    axis_size: Option<usize>,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+) -> PyResult<Value> {
+    let names = param_names(fun);
+    // in_axes: an int/None for all arguments, or a tuple/list with one entry per argument.
+    let per_arg: Vec<Value> = match in_axes {
+        Value::Tuple(t) => {
+            if t.len() != args.len() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::VmapAxes,
+                    format!("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)={}, len(args)={}", t.len(), args.len()),
+                ));
+            }
+            (**t).clone()
+        }
+        Value::List(l) => {
+            let l = l.borrow().clone();
+            if l.len() != args.len() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::VmapAxes,
+                    format!("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)={}, len(args)={}", l.len(), args.len()),
+                ));
+            }
+            l
+        }
+        other => vec![other.clone(); args.len()],
+    };
+    let mut sizes: Vec<(usize, String)> = Vec::new();
+    let mut new_args = Vec::new();
+    for (i, (a, ax)) in args.iter().zip(&per_arg).enumerate() {
+        let argname = names.get(i).cloned().unwrap_or_else(|| format!("args[{i}]"));
+        new_args.push(unbatch(interp, a, ax, &argname, &mut sizes)?);
+    }
+    let n = match (sizes.first(), axis_size) {
+        (Some((n, _)), _) => *n,
+        (None, Some(n)) => n,
+        (None, None) => {
+            return Err(interp.raise("ValueError", Code::VmapAxes, "vmap must have at least one non-None value in in_axes"));
+        }
+    };
+    if sizes.iter().any(|(m, _)| *m != n) {
+        let mut lines = vec!["vmap got inconsistent sizes for array axes to be mapped:".to_string()];
+        let mut seen: Vec<usize> = Vec::new();
+        for (m, d) in &sizes {
+            if !seen.contains(m) {
+                seen.push(*m);
+                let count = sizes.iter().filter(|(x, _)| x == m).count();
+                if count == 1 {
+                    lines.push(format!("  * one axis had size {m}: {d}"));
+                } else {
+                    lines.push(format!("  * {count} axes had size {m}"));
+                }
+            }
+        }
+        let msg = lines.join("\n").replace(";\n  *", ";\n  *");
+        let msg = msg
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i > 0 && i + 1 < lines.len() { format!("{l};") } else { l.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(interp.raise("ValueError", Code::VmapAxes, msg));
+    }
+    let out = trace_call(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap")?;
+    let out_ax = crate::interp::ops::as_int(out_axes);
+    map_arrays(interp, &out, &|a| {
+        let mut s: Vec<usize> = a.aval.shape.to_vec();
+        let nd = s.len() as i64 + 1;
+        let ax = match out_ax {
+            Some(x) if x < 0 => (x + nd).max(0) as usize,
+            Some(x) => (x as usize).min(s.len()),
+            None => 0,
+        };
+        s.insert(ax, n);
+        Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "vmap values")
+    })
+}
+
+/// Removes the mapped axis from the array leaves of one argument.
+fn unbatch(interp: &mut Interp, a: &Value, ax: &Value, argname: &str, sizes: &mut Vec<(usize, String)>) -> PyResult<Value> {
+    if ax.is_none() {
+        return Ok(a.clone());
+    }
+    if let (Value::Dict(_) | Value::Tuple(_) | Value::List(_), Value::Dict(_) | Value::Tuple(_) | Value::List(_)) = (a, ax) {
+        let mut leaves = Vec::new();
+        let tree = flatten(interp, a, argname, &mut leaves)?;
+        let mut axes = Vec::new();
+        flatten(interp, ax, "", &mut axes)?;
+        if axes.len() != leaves.len() {
+            return Ok(Value::opaque("vmap with in_axes pytree prefixes"));
+        }
+        let mut out = Vec::new();
+        for ((path, leaf), (_, axv)) in leaves.iter().zip(&axes) {
+            out.push(unbatch(interp, leaf, axv, path, sizes)?);
+        }
+        return unflatten(interp, &tree, &mut out.into_iter());
+    }
+    let Some(axis) = crate::interp::ops::as_int(ax) else {
+        return Ok(a.clone());
+    };
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, a, argname, &mut leaves)?;
+    let mut out = Vec::new();
+    for (path, leaf) in leaves {
+        let arr = match operand(interp, &leaf)? {
+            Operand::Array(x) => x,
+            Operand::Unknown => return Ok(Value::opaque("vmap of an unknown value")),
+        };
+        let nd = arr.aval.ndim() as i64;
+        let real = if axis < 0 { axis + nd } else { axis };
+        if real < 0 || real >= nd {
+            let msg = format!(
+                "vmap was requested to map its argument along axis {axis}, which implies that its rank should be at least {}, but is only {} (its shape is {})",
+                if axis < 0 { -axis } else { axis + 1 },
+                nd,
+                arr.aval.shape_tuple()
+            );
+            return Err(interp.raise("ValueError", Code::VmapAxes, msg));
+        }
+        let r = real as usize;
+        let n = arr.aval.shape[r];
+        let path = if path.is_empty() { argname.to_string() } else { path };
+        sizes.push((n, format!("axis {r} of argument {path} of type {}", arr.aval.long())));
+        let mut s = arr.aval.shape.to_vec();
+        s.remove(r);
+        out.push(Value::Array(Array::unknown(arr.aval.with_shape(&s).weak(arr.aval.weak), "one example of a vmapped batch")));
+    }
+    unflatten(interp, &tree, &mut out.into_iter())
+}
+
+fn grad_call(
+    interp: &mut Interp,
+    fun: &Value,
+    argnums: &Value,
+    has_aux: bool,
+    with_value: bool,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+) -> PyResult<Value> {
+    let nums: Vec<usize> = match argnums {
+        Value::Int(i) => vec![*i as usize],
+        Value::Tuple(t) => t.iter().filter_map(crate::interp::ops::as_int).map(|i| i as usize).collect(),
+        _ => vec![0],
+    };
+    let name = if with_value { "value_and_grad" } else { "grad" };
+    for &n in &nums {
+        let Some(a) = args.get(n) else {
+            return Err(interp.type_error(format!("differentiating with respect to argnums={n} requires at least {} positional arguments to be passed by the caller, but got only {} positional arguments.", n + 1, args.len())));
+        };
+        let mut leaves = Vec::new();
+        flatten(interp, a, "", &mut leaves)?;
+        for (_, leaf) in leaves {
+            if let Operand::Array(x) = operand(interp, &leaf)? {
+                if !x.aval.dtype.is_inexact() {
+                    return Err(interp.raise(
+                        "TypeError",
+                        Code::DtypeMismatch,
+                        format!("{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got {}. If you want to use Boolean- or integer-valued inputs, use vjp or set allow_int to True.", x.aval.dtype.name()),
+                    ));
+                }
+            }
+        }
+    }
+    let out = trace_call(interp, fun, args.clone(), kwargs, TraceKind::Grad, name)?;
+    let (primal_out, aux) = if has_aux {
+        let parts = interp.iterate(&out)?;
+        if parts.len() != 2 {
+            return Err(
+                interp.type_error(format!("{name} with has_aux=True requires the function to return a pair, got {} values", parts.len()))
+            );
+        }
+        (parts[0].clone(), Some(parts[1].clone()))
+    } else {
+        (out, None)
+    };
+    match &primal_out {
+        Value::Array(a) => {
+            if a.aval.ndim() != 0 {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::NonScalarGrad,
+                    format!("Gradient only defined for scalar-output functions. Output had shape: {}.", a.aval.shape_tuple()),
+                ));
+            }
+            if !a.aval.dtype.is_inexact() {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::DtypeMismatch,
+                    format!("{name} requires real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact), but got {}. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex outputs, use jax.vjp directly.", a.aval.dtype.name()),
+                ));
+            }
+        }
+        Value::Opaque(_) => return Ok(Value::opaque("grad of a function with unknown output")),
+        other => {
+            let shown = interp.repr(other).unwrap_or_default();
+            return Err(interp.raise(
+                "TypeError",
+                Code::NonScalarGrad,
+                format!("Gradient only defined for scalar-output functions. Output was {shown}."),
+            ));
+        }
+    }
+    let mut grads = Vec::new();
+    for &n in &nums {
+        let g =
+            map_arrays(interp, &args[n], &|a| Array::unknown(a.aval.clone(), "gradient values are computed by the evaluator (not yet)"))?;
+        grads.push(g);
+    }
+    let g = if matches!(argnums, Value::Tuple(_)) { Value::tuple(grads) } else { grads.into_iter().next().unwrap_or(Value::None) };
+    Ok(match (with_value, aux) {
+        (false, None) => g,
+        (false, Some(aux)) => Value::tuple(vec![g, aux]),
+        (true, None) => Value::tuple(vec![primal_out, g]),
+        (true, Some(aux)) => Value::tuple(vec![Value::tuple(vec![primal_out, aux]), g]),
+    })
+}
+
+fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let f = args.first().cloned().unwrap_or(Value::None);
+    let Some(tree0) = args.get(1) else {
+        return Err(interp.type_error("tree_map() missing required argument 'tree'"));
+    };
+    let is_leaf = kw(kwargs, "is_leaf").cloned();
+    let _ = is_leaf;
+    let mut l0 = Vec::new();
+    let t0 = flatten(interp, tree0, "", &mut l0)?;
+    let mut rest = Vec::new();
+    for (i, other) in args[2..].iter().enumerate() {
+        let mut l = Vec::new();
+        let t = flatten(interp, other, "", &mut l)?;
+        if t != t0 {
+            return Err(interp.raise(
+                "ValueError",
+                Code::InvalidPytree,
+                format!("Tree structures did not match: tree 0 is {} and tree {} is {}", t0.describe(), i + 1, t.describe()),
+            ));
+        }
+        rest.push(l);
+    }
+    let mut out = Vec::new();
+    for (i, (_, leaf)) in l0.iter().enumerate() {
+        let mut call_args = vec![leaf.clone()];
+        for r in &rest {
+            call_args.push(r[i].1.clone());
+        }
+        out.push(interp.call(&f, call_args, Vec::new())?);
+    }
+    unflatten(interp, &t0, &mut out.into_iter())
+}
+
+fn slice_leading(interp: &mut Interp, xs: &Value) -> PyResult<Value> {
+    map_arrays(interp, xs, &|a| {
+        let s: Vec<usize> = a.aval.shape.iter().skip(1).copied().collect();
+        Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "one step of a scan")
+    })
+}
+
+fn leaf_avals(interp: &mut Interp, v: &Value) -> PyResult<(TreeDef, Vec<Option<Aval>>)> {
+    let mut leaves = Vec::new();
+    let t = flatten(interp, v, "", &mut leaves)?;
+    let mut out = Vec::new();
+    for (_, l) in leaves {
+        out.push(match operand(interp, &l) {
+            Ok(Operand::Array(a)) => Some(a.aval.clone()),
+            _ => None,
+        });
+    }
+    Ok((t, out))
+}
+
+/// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
+fn check_carry(interp: &mut Interp, what: &str, names: &[String], init: &Value, out: &Value) -> PyResult<Option<Value>> {
+    let (ti, ai) = leaf_avals(interp, init)?;
+    let (to, ao) = leaf_avals(interp, out)?;
+    if ti != to {
+        let msg = format!(
+            "{what} function carry input and carry output must have the same pytree structure, but they differ:\n\nThe input carry {} is a {} but the corresponding component of the carry output is a {}, so their Python types differ.\n\nRevise the function so that the carry output has the same pytree structure as the carry input.",
+            names.first().cloned().unwrap_or_else(|| "carry".into()),
+            tree_kind(&ti),
+            tree_kind(&to)
+        );
+        return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
+    }
+    let mut promoted = false;
+    let mut new_leaves = Vec::new();
+    let mut leaves = Vec::new();
+    flatten(interp, init, "", &mut leaves)?;
+    for (i, (a, b)) in ai.iter().zip(&ao).enumerate() {
+        let (Some(a), Some(b)) = (a, b) else {
+            new_leaves.push(leaves[i].1.clone());
+            continue;
+        };
+        let label = if ai.len() == 1 {
+            names.first().cloned().unwrap_or_else(|| "carry".into())
+        } else {
+            format!("component {}[{i}]", names.first().cloned().unwrap_or_else(|| "carry".into()))
+        };
+        if a.shape != b.shape {
+            let msg = format!(
+                "{what} function carry input and carry output must have equal types, but they differ:\n\nThe input carry {label} has type {} but the corresponding output carry component has type {}, so the shapes do not match.\n\nRevise the function so that all output types match the corresponding input types.",
+                a.long(),
+                b.long()
+            );
+            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
+        }
+        if a.dtype != b.dtype {
+            if a.weak {
+                promoted = true;
+                new_leaves.push(Value::Array(Array::unknown(b.clone(), "promoted carry")));
+                continue;
+            }
+            let msg = format!(
+                "{what} function carry input and carry output must have equal types, but they differ:\n\nThe input carry {label} has type {} but the corresponding output carry component has type {}, so the dtypes do not match.\n\nRevise the function so that all output types match the corresponding input types.",
+                a.long(),
+                b.long()
+            );
+            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
+        }
+        if a.weak != b.weak && a.weak {
+            promoted = true;
+            new_leaves.push(Value::Array(Array::unknown(b.clone(), "promoted carry")));
+            continue;
+        }
+        new_leaves.push(leaves[i].1.clone());
+    }
+    if promoted {
+        return Ok(Some(unflatten(interp, &ti, &mut new_leaves.into_iter())?));
+    }
+    Ok(None)
+}
+
+fn tree_kind(t: &TreeDef) -> &'static str {
+    match t {
+        TreeDef::Leaf => "<class 'jax._src.core.ShapedArray'>",
+        TreeDef::Tuple(_) => "<class 'tuple'>",
+        TreeDef::List(_) => "<class 'list'>",
+        TreeDef::Dict(_) => "<class 'dict'>",
+        TreeDef::None => "<class 'NoneType'>",
+        TreeDef::Node { .. } => "<class 'object'>",
+    }
+}
+
+fn abstract_copy(interp: &mut Interp, v: &Value) -> PyResult<Value> {
+    map_arrays(interp, v, &|a| Array::unknown(a.aval.clone(), "loop carry"))
+}
+
+fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let f = args.first().cloned().unwrap_or(Value::None);
+    let init = args.get(1).cloned().or_else(|| kw(kwargs, "init").cloned()).unwrap_or(Value::None);
+    let xs = args.get(2).cloned().or_else(|| kw(kwargs, "xs").cloned()).unwrap_or(Value::None);
+    let length = kw(kwargs, "length").and_then(crate::interp::ops::as_int).or_else(|| args.get(3).and_then(crate::interp::ops::as_int));
+    let mut xl = Vec::new();
+    flatten(interp, &xs, "", &mut xl)?;
+    let mut lens = Vec::new();
+    for (_, l) in &xl {
+        if let Operand::Array(a) = operand(interp, l)? {
+            match a.aval.shape.first() {
+                Some(&n) => lens.push(n),
+                None => {
+                    return Err(interp.raise(
+                        "ValueError",
+                        Code::ControlFlowSignature,
+                        "scan got value with no leading axis to scan over: ".to_string() + &a.aval.short(),
+                    ))
+                }
+            }
+        }
+    }
+    if let Some(first) = lens.first() {
+        if lens.iter().any(|n| n != first) {
+            let all = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(interp.raise(
+                "ValueError",
+                Code::ControlFlowSignature,
+                format!("scan got values with different leading axis sizes: {all}."),
+            ));
+        }
+    }
+    let n = match (lens.first(), length) {
+        (Some(&n), _) => n,
+        (None, Some(l)) => l.max(0) as usize,
+        (None, None) => return Err(interp.value_error("scan got no values to scan over and `length` not provided.")),
+    };
+    let names: Vec<String> = param_names(&f);
+    let mut carry_in = abstract_copy(interp, &init)?;
+    for _attempt in 0..2 {
+        let x = slice_leading(interp, &xs)?;
+        let out = trace_call(interp, &f, vec![carry_in.clone(), x], Vec::new(), TraceKind::ControlFlow("scan"), "scan")?;
+        let parts = match &out {
+            Value::Tuple(t) if t.len() == 2 => (**t).clone(),
+            Value::Opaque(_) => return Ok(Value::opaque("scan with unknown outputs")),
+            _ => return Err(interp.type_error("scan body output must be a pair, returning a tuple with exactly two elements")),
+        };
+        match check_carry(interp, "scan body", &names, &carry_in, &parts[0])? {
+            Some(promoted) => {
+                carry_in = promoted;
+                continue;
+            }
+            None => {
+                let carry = abstract_copy(interp, &parts[0])?;
+                let ys = map_arrays(interp, &parts[1], &|a| {
+                    let mut s = vec![n];
+                    s.extend(a.aval.shape.iter().copied());
+                    Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "stacked scan outputs")
+                })?;
+                return Ok(Value::tuple(vec![carry, ys]));
+            }
+        }
+    }
+    Ok(Value::opaque("scan"))
+}
+
+fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands: &[Value]) -> PyResult<Value> {
+    let mut outs = Vec::new();
+    for b in branches {
+        let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
+        outs.push(trace_call(interp, b, ops, Vec::new(), TraceKind::ControlFlow("cond"), "cond")?);
+    }
+    let Some(first) = outs.first().cloned() else {
+        return Ok(Value::None);
+    };
+    let (t0, a0) = leaf_avals(interp, &first)?;
+    let label = |i: usize| -> String {
+        if kind == "cond" {
+            if i == 0 {
+                "true_fun".into()
+            } else {
+                "false_fun".into()
+            }
+        } else {
+            format!("branch {i}")
+        }
+    };
+    let where_ = |interp: &Interp, b: &Value| fun_def_site(b).map(|s| interp.describe_site(s)).unwrap_or_default();
+    // JAX compares in branch order; for cond the branches are (false_fun, true_fun) internally
+    // but the message names true_fun first.
+    for (i, o) in outs.iter().enumerate().skip(1) {
+        let (ti, ai) = leaf_avals(interp, o)?;
+        let (l0, li) = (label(0), label(i));
+        let head = if kind == "cond" {
+            format!(
+                "true_fun is {} at {}\nfalse_fun is {} at {}",
+                fun_name(&branches[0]),
+                where_(interp, &branches[0]),
+                fun_name(&branches[i]),
+                where_(interp, &branches[i])
+            )
+        } else {
+            format!(
+                "branch 0 is {} at {}\nbranch{i} is {} at {}",
+                fun_name(&branches[0]),
+                where_(interp, &branches[0]),
+                fun_name(&branches[i]),
+                where_(interp, &branches[i])
+            )
+        };
+        if ti != t0 {
+            let msg = format!(
+                "{kind} branch outputs must have the same pytree structure, but they differ:\n\n{head}\n\n{l0} output is a {} but {li} output is a {}, so their Python types differ.\n\nRevise {l0} and/or {li} so that they have the same pytree structure.",
+                tree_desc(&t0),
+                tree_desc(&ti)
+            );
+            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
+        }
+        for (a, b) in a0.iter().zip(&ai) {
+            if let (Some(a), Some(b)) = (a, b) {
+                let what = if a.shape != b.shape {
+                    "shapes"
+                } else if a.dtype != b.dtype {
+                    "dtypes"
+                } else {
+                    continue;
+                };
+                let li2 = if kind == "switch" { format!("branch{i}") } else { li.clone() };
+                let msg = format!(
+                    "{kind} branches must have equal output types but they differ.\n\n{head}\n\nThe output of {l0} has type {} but the corresponding output of {li2} has type {}, so the {what} do not match.\n\nRevise {l0} and/or {li2} so that all output types match.",
+                    a.long(),
+                    b.long()
+                );
+                return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
+            }
+        }
+    }
+    // Weak outputs of different branches join to the strong one.
+    abstract_copy(interp, &first)
+}
+
+fn tree_desc(t: &TreeDef) -> &'static str {
+    match t {
+        TreeDef::Leaf => "pytree leaf",
+        TreeDef::Tuple(_) => "<class 'tuple'>",
+        TreeDef::List(_) => "<class 'list'>",
+        TreeDef::Dict(_) => "<class 'dict'>",
+        _ => "<class 'object'>",
+    }
+}
+
+fn check_pred(interp: &mut Interp, pred: &Value, what: &str) -> PyResult<()> {
+    if let Value::Array(p) = pred {
+        if p.aval.ndim() != 0 {
+            let shown = match super::eval::force(p, 64) {
+                Some(d) => format!(
+                    "[{}]",
+                    d.iter()
+                        .map(|&x| if p.aval.dtype.is_bool() {
+                            if x != 0.0 {
+                                " True".to_string()
+                            } else {
+                                "False".to_string()
+                            }
+                        } else {
+                            format!("{x}")
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                None => format!("JitTracer({})", p.aval.long_weak()),
+            };
+            return Err(interp.raise(
+                "TypeError",
+                Code::ControlFlowSignature,
+                format!("{what} must be a scalar, got {shown} of shape {}.", p.aval.shape_tuple()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    if args.len() < 3 {
+        return Ok(Value::opaque("lax.cond"));
+    }
+    check_pred(interp, &args[0], "Pred")?;
+    branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])
+}
+
+fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    if args.len() < 2 {
+        return Ok(Value::opaque("lax.switch"));
+    }
+    check_pred(interp, &args[0], "Branch index")?;
+    let branches = interp.iterate(&args[1])?;
+    branch_outputs(interp, "switch", &branches, &args[2..])
+}
+
+fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    if args.len() < 3 {
+        return Ok(Value::opaque("lax.while_loop"));
+    }
+    let (cond_fun, body_fun) = (args[0].clone(), args[1].clone());
+    let mut carry = abstract_copy(interp, &args[2])?;
+    let names = param_names(&body_fun);
+    for _ in 0..2 {
+        let c = trace_call(interp, &cond_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
+        if let Value::Array(p) = &c {
+            if p.aval.ndim() != 0 || !p.aval.dtype.is_bool() {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::ControlFlowSignature,
+                    format!("cond_fun must return a boolean scalar, but got output type(s) [ShapedArray({})].", p.aval.long()),
+                ));
+            }
+        }
+        let out = trace_call(interp, &body_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
+        match check_carry(interp, "while_loop body", &names, &carry, &out)? {
+            Some(p) => carry = p,
+            None => return abstract_copy(interp, &out),
+        }
+    }
+    Ok(carry)
+}
+
+fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<Value> {
+    if args.len() < 4 {
+        return Ok(Value::opaque("lax.fori_loop"));
+    }
+    let body = args[2].clone();
+    let mut carry = abstract_copy(interp, &args[3])?;
+    let idx_dtype = dtypes::default_int(interp.jax.config);
+    let static_bounds = !matches!(args[0], Value::Array(_)) && !matches!(args[1], Value::Array(_));
+    let names = vec!["loop_carry".to_string()];
+    for _ in 0..2 {
+        let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
+        let out = trace_call(interp, &body, vec![i, carry.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "fori_loop")?;
+        let what = if static_bounds { "scan body" } else { "while_loop body" };
+        let wrapped_in = Value::tuple(vec![Value::Int(0), carry.clone()]);
+        let wrapped_out = Value::tuple(vec![Value::Int(0), out.clone()]);
+        let _ = (&wrapped_in, &wrapped_out);
+        match check_carry(interp, what, &names, &carry, &out) {
+            Ok(Some(p)) => carry = p,
+            Ok(None) => return abstract_copy(interp, &out),
+            Err(Flow::Raise(mut exc)) => {
+                exc.message = exc.message.replace("The input carry loop_carry has", "The input carry component loop_carry[1] has");
+                return Err(Flow::Raise(exc));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(carry)
+}
+
+fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    use JaxFn as F;
+    let key = args.first().cloned().or_else(|| kw(kwargs, "key").cloned()).unwrap_or(Value::None);
+    let key = match &key {
+        Value::Array(k) => k.clone(),
+        _ => return Ok(Value::opaque("a random value")),
+    };
+    let legacy = key.aval.shape.last() == Some(&2) && key.aval.dtype == DType::U32;
+    let key_batch: Vec<usize> = if legacy { key.aval.shape[..key.aval.ndim() - 1].to_vec() } else { key.aval.shape.to_vec() };
+    if !matches!(f, F::RandomKeyData) {
+        super::effects::on_key_use(interp, &key, f.name());
+    }
+    if !key_batch.is_empty() && !matches!(f, F::RandomKeyData) {
+        return Err(interp.type_error(format!(
+            "{} accepts a single key, but was given a key array of shape {} != (). Use jax.vmap for batching.",
+            f.name(),
+            shape_tuple(&key_batch)
+        )));
+    }
+    let c = interp.jax.config;
+    let shape_kw = |interp: &mut Interp, i: usize| -> PyResult<Option<Vec<usize>>> {
+        match kw(kwargs, "shape").or_else(|| args.get(i)) {
+            Some(v) if !v.is_none() => shape_of(interp, v),
+            _ => Ok(Some(Vec::new())),
+        }
+    };
+    let dtype = |interp: &mut Interp, i: usize, default: DType| -> PyResult<DType> {
+        Ok(jnp::dtype_arg(interp, kw(kwargs, "dtype").or_else(|| args.get(i)))?.map(|d| dtypes::canonicalize(d, c)).unwrap_or(default))
+    };
+    let out = |interp: &mut Interp, shape: Vec<usize>, d: DType, dist: &'static str| -> PyResult<Value> {
+        bind1(interp, Prim::Random { dist }, std::slice::from_ref(&key), Aval::new(&shape, d)).map(Value::Array)
+    };
+    match f {
+        F::RandomSplit => {
+            let num = kw(kwargs, "num").or_else(|| args.get(1)).and_then(crate::interp::ops::as_int).unwrap_or(2).max(0) as usize;
+            let mut s = vec![num];
+            s.extend(key.aval.shape.iter().copied());
+            bind1(interp, Prim::RandomSplit { shape: vec![num] }, std::slice::from_ref(&key), key.aval.with_shape(&s)).map(Value::Array)
+        }
+        F::RandomFoldIn => bind1(interp, Prim::RandomFoldIn, std::slice::from_ref(&key), key.aval.clone()).map(Value::Array),
+        F::RandomKeyData => {
+            let mut s = key.aval.shape.to_vec();
+            if !legacy {
+                s.push(2);
+            }
+            Ok(Value::Array(Array::unknown(Aval::new(&s, DType::U32), "key data")))
+        }
+        F::RandomNormal | F::RandomTruncatedNormal => {
+            let si = if f == F::RandomNormal { 1 } else { 3 };
+            let Some(s) = shape_kw(interp, si)? else {
+                return Ok(Value::opaque("normal"));
+            };
+            let d = dtype(interp, si + 1, dtypes::default_float(c))?;
+            out(interp, s, d, "normal")
+        }
+        F::RandomUniform => {
+            let Some(s) = shape_kw(interp, 1)? else {
+                return Ok(Value::opaque("uniform"));
+            };
+            let d = dtype(interp, 2, dtypes::default_float(c))?;
+            out(interp, s, d, "uniform")
+        }
+        F::RandomBernoulli => {
+            let s = match kw(kwargs, "shape").or_else(|| args.get(2)) {
+                Some(v) if !v.is_none() => shape_of(interp, v)?,
+                _ => match kw(kwargs, "p").or_else(|| args.get(1)) {
+                    Some(Value::Array(p)) => Some(p.aval.shape.to_vec()),
+                    _ => Some(Vec::new()),
+                },
+            };
+            let Some(s) = s else {
+                return Ok(Value::opaque("bernoulli"));
+            };
+            out(interp, s, DType::Bool, "bernoulli")
+        }
+        F::RandomCategorical => {
+            let logits = match kw(kwargs, "logits").or_else(|| args.get(1)) {
+                Some(Value::Array(l)) => l.clone(),
+                _ => return Ok(Value::opaque("categorical")),
+            };
+            let axis = kw(kwargs, "axis").and_then(crate::interp::ops::as_int).unwrap_or(-1);
+            let nd = logits.aval.ndim() as i64;
+            let ax = if axis < 0 { axis + nd } else { axis };
+            let mut s: Vec<usize> = logits.aval.shape.iter().enumerate().filter(|(i, _)| *i as i64 != ax).map(|(_, &d)| d).collect();
+            if let Some(v) = kw(kwargs, "shape") {
+                if let Some(sh) = shape_of(interp, v)? {
+                    s = sh;
+                }
+            }
+            out(interp, s, dtypes::default_int(c), "categorical")
+        }
+        F::RandomRandint => {
+            let Some(s) = shape_kw(interp, 1)? else {
+                return Ok(Value::opaque("randint"));
+            };
+            let d = dtype(interp, 4, dtypes::default_int(c))?;
+            out(interp, s, d, "randint")
+        }
+        F::RandomPermutation => match kw(kwargs, "x").or_else(|| args.get(1)) {
+            Some(Value::Int(n)) => out(interp, vec![(*n).max(0) as usize], dtypes::default_int(c), "permutation"),
+            Some(Value::Array(x)) => out(interp, x.aval.shape.to_vec(), x.aval.dtype, "permutation"),
+            _ => Ok(Value::opaque("permutation")),
+        },
+        F::RandomChoice => {
+            let Some(s) = shape_kw(interp, 2)? else {
+                return Ok(Value::opaque("choice"));
+            };
+            let d = match kw(kwargs, "a").or_else(|| args.get(1)) {
+                Some(Value::Array(a)) => a.aval.dtype,
+                _ => dtypes::default_int(c),
+            };
+            out(interp, s, d, "choice")
+        }
+        _ => Ok(Value::opaque("random")),
+    }
+}

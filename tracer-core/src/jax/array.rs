@@ -1,0 +1,81 @@
+//! Array values: an aval plus either concrete data computed on demand, or a tracer bound to
+//! an IR variable of an active trace (design.md §1–2).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ndarray::ArrayD;
+
+use super::aval::Aval;
+use super::dtypes::DType;
+use super::ir::{Prim, VarId};
+use crate::interp::Site;
+
+/// Concrete element data. Every numeric dtype is held as f64 and rounded to its dtype after
+/// each operation (exact for integers below 2^53; float32 rounding is applied per op).
+pub type NdData = ArrayD<f64>;
+
+pub struct Array {
+    pub aval: Aval,
+    pub kind: ArrayKind,
+    /// Where the value was made, for leaked-tracer and key-reuse messages.
+    pub origin: Option<Site>,
+}
+
+pub enum ArrayKind {
+    Concrete(RefCell<Lazy>),
+    Tracer(Tracer),
+}
+
+pub struct Tracer {
+    pub trace: u32,
+    pub var: VarId,
+    /// The value behind the tracer when it is known (under `grad`/`jvp` outside `jit`).
+    pub primal: Option<Rc<Array>>,
+}
+
+pub enum Lazy {
+    Ready(Rc<NdData>),
+    /// `prim` applied to `inputs`, computed when first needed.
+    Pending(Prim, Vec<Rc<Array>>),
+    /// Not computed: too large, no kernel yet, or it depends on something unknown.
+    Unknown(&'static str),
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Array({})", self.aval.short())
+    }
+}
+
+impl Array {
+    pub fn ready(aval: Aval, data: NdData) -> Rc<Array> {
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None })
+    }
+    pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None })
+    }
+    pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))), origin: None })
+    }
+    pub fn scalar(value: f64, dtype: DType, weak: bool) -> Rc<Array> {
+        let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
+        Array::ready(Aval::scalar(dtype).weak(weak), data)
+    }
+    pub fn is_tracer(&self) -> bool {
+        matches!(self.kind, ArrayKind::Tracer(_))
+    }
+    pub fn tracer(&self) -> Option<&Tracer> {
+        match &self.kind {
+            ArrayKind::Tracer(t) => Some(t),
+            ArrayKind::Concrete(_) => None,
+        }
+    }
+    /// The concrete value standing behind this array, if there is one: itself, or a tracer's primal.
+    pub fn known(self: &Rc<Array>) -> Option<Rc<Array>> {
+        match &self.kind {
+            ArrayKind::Concrete(_) => Some(self.clone()),
+            ArrayKind::Tracer(t) => t.primal.as_ref().and_then(|p| p.known()),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Abstract values: the shape, dtype and weak type of an array, printed as JAX prints them.
+
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use super::dtypes::{DType, WeakDType};
+
+pub type Shape = SmallVec<[usize; 4]>;
+
+/// JAX's `ShapedArray`: what every array value is known by, concrete or traced.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Aval {
+    pub shape: Shape,
+    pub dtype: DType,
+    /// JAX's weak type: the value came from a Python scalar and defers to the other
+    /// operand's dtype in promotion.
+    pub weak: bool,
+}
+
+impl Aval {
+    pub fn new(shape: &[usize], dtype: DType) -> Aval {
+        Aval { shape: Shape::from_slice(shape), dtype, weak: false }
+    }
+    pub fn scalar(dtype: DType) -> Aval {
+        Aval::new(&[], dtype)
+    }
+    pub fn weak(mut self, weak: bool) -> Aval {
+        self.weak = weak && !dtype_never_weak(self.dtype);
+        self
+    }
+    pub fn with_shape(&self, shape: &[usize]) -> Aval {
+        Aval { shape: Shape::from_slice(shape), dtype: self.dtype, weak: self.weak }
+    }
+    pub fn with_dtype(&self, dtype: DType) -> Aval {
+        Aval { shape: self.shape.clone(), dtype, weak: false }
+    }
+    pub fn weak_dtype(&self) -> WeakDType {
+        WeakDType { dtype: self.dtype, weak: self.weak }
+    }
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Number of elements; saturates instead of overflowing for absurd shapes.
+    pub fn size(&self) -> u128 {
+        self.shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128))
+    }
+    /// `f32[8,4]`, `~f32[]`: JAX's `str_short(short_dtypes=True)` with the weak marker.
+    pub fn short(&self) -> String {
+        format!("{}{}[{}]", if self.weak { "~" } else { "" }, self.dtype.short_name(), join_dims(&self.shape, ","))
+    }
+    /// `float32[8,4]`: JAX's `str(aval)` without the weak marker, as used in error messages.
+    pub fn long(&self) -> String {
+        format!("{}[{}]", self.dtype.name(), join_dims(&self.shape, ","))
+    }
+    /// `~float32[]`: JAX's `str(aval)`, as in tracer error messages.
+    pub fn long_weak(&self) -> String {
+        format!("{}{}", if self.weak { "~" } else { "" }, self.long())
+    }
+    /// `(8, 4)`, `(3,)`, `()`: a shape as Python prints a tuple.
+    pub fn shape_tuple(&self) -> String {
+        shape_tuple(&self.shape)
+    }
+}
+
+fn dtype_never_weak(dtype: DType) -> bool {
+    dtype == DType::Bool
+}
+
+impl fmt::Display for Aval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.short())
+    }
+}
+
+pub fn join_dims(dims: &[usize], sep: &str) -> String {
+    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(sep)
+}
+
+/// A shape as Python prints a tuple: `(3,)`, `(2, 3)`, `()`.
+pub fn shape_tuple(dims: &[usize]) -> String {
+    match dims {
+        [] => "()".to_string(),
+        [d] => format!("({d},)"),
+        _ => format!("({})", join_dims(dims, ", ")),
+    }
+}

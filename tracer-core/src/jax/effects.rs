@@ -1,0 +1,119 @@
+//! Trace-time side effects (TL201–TL205): Python code that runs once per trace rather than
+//! once per call, and PRNG keys consumed twice.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::array::Array;
+use crate::diagnostics::{Code, Diagnostic};
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult, Site};
+
+#[derive(Default)]
+pub struct EffectState {
+    /// print sites inside caching traces: how often each ran, and for which jitted function.
+    pub prints: Vec<PrintSite>,
+    /// Keys consumed so far, kept alive so their identity stays unique: (key, first use site, api).
+    pub consumed_keys: Vec<(Rc<Array>, Option<Site>, &'static str)>,
+    /// Traces whose tracers were stored outside them (for leak diagnostics).
+    pub stored_tracers: std::collections::HashSet<u32>,
+}
+
+pub struct PrintSite {
+    pub site: Site,
+    pub runs: usize,
+    /// The outermost jitted function whose trace ran the print.
+    pub jitted: Option<usize>,
+    pub inside: String,
+}
+
+/// `print(...)` inside a caching trace (TL201): counted now, reported at the end with the
+/// number of calls the jitted function received.
+pub fn on_print(interp: &mut Interp, _args: &[Value]) -> PyResult<()> {
+    let Some(inside) = interp.jax.staging_description() else {
+        return Ok(());
+    };
+    let Some(site) = interp.site() else {
+        return Ok(());
+    };
+    let jitted =
+        interp.jax.traces.iter().find(|t| matches!(t.kind, super::TraceKind::Jit)).and_then(|t| interp.jax.records[t.record].jitted);
+    match interp.jax.effects.prints.iter_mut().find(|p| p.site == site) {
+        Some(p) => p.runs += 1,
+        None => interp.jax.effects.prints.push(PrintSite { site, runs: 1, jitted, inside }),
+    }
+    Ok(())
+}
+
+/// `next(it)` inside a caching trace on an iterator made outside it (TL203).
+pub fn on_next(interp: &mut Interp, it: &Value) -> PyResult<()> {
+    if !matches!(it, Value::Iterator(_)) {
+        return Ok(());
+    }
+    if let Some(inside) = interp.jax.outer_mutation(it) {
+        let site = interp.site();
+        let msg = format!(
+            "iterator at trace time: next() advances a Python iterator inside {inside}; it advances once per trace, and the value it returns is frozen into the trace, so later calls reuse it"
+        );
+        interp.warn(Code::IteratorAtTrace, site, msg, Vec::new());
+    }
+    Ok(())
+}
+
+/// Python-level randomness or time read inside a caching trace (TL204).
+pub fn on_impure_call(interp: &mut Interp, what: &str) {
+    if let Some(inside) = interp.jax.staging_description() {
+        let site = interp.site();
+        let msg = format!("frozen value: `{what}` runs once, while {inside} is traced; its result is baked into the trace as a constant and every later call sees the same value");
+        interp.warn(Code::FrozenValue, site, msg, Vec::new());
+    }
+}
+
+/// A PRNG key passed to a consuming `jax.random` function (TL205 on the second use).
+pub fn on_key_use(interp: &mut Interp, key: &Rc<Array>, api: &'static str) {
+    let site = interp.site();
+    let previous = interp.jax.effects.consumed_keys.iter().find(|(k, _, _)| Rc::ptr_eq(k, key)).map(|(_, s, a)| (*s, *a));
+    match previous {
+        Some((first, first_api)) => {
+            if first == site {
+                return;
+            }
+            let msg = format!(
+                "key reuse: this PRNG key was already consumed by jax.random.{first_api}; jax.random.{api} with the same key gives correlated (often identical) random numbers. Split the key first: `key, subkey = jax.random.split(key)`"
+            );
+            let related =
+                first.map(|s| vec![(s, format!("the key was first consumed here by jax.random.{first_api}"))]).unwrap_or_default();
+            interp.warn(Code::KeyReuse, site, msg, related);
+        }
+        None => interp.jax.effects.consumed_keys.push((key.clone(), site, api)),
+    }
+}
+
+/// The TL201 diagnostics, once the run is over and call counts are known.
+pub fn finish(interp: &Interp) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut seen: HashMap<Site, ()> = HashMap::new();
+    for p in &interp.jax.effects.prints {
+        if seen.insert(p.site, ()).is_some() {
+            continue;
+        }
+        let calls = p.jitted.map(|j| interp.jax.jitted[j].calls).unwrap_or(0);
+        let times = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let msg = if calls > 0 {
+            format!(
+                "print at trace time: this print inside {} ran {} over {}: it runs only while the function is traced, prints tracers rather than values, and is silent on cached calls; use jax.debug.print to print runtime values",
+                p.inside,
+                times(p.runs, "time"),
+                times(calls, "call")
+            )
+        } else {
+            format!(
+                "print at trace time: this print inside {} ran {} while tracing: it prints tracers rather than values; use jax.debug.print to print runtime values",
+                p.inside,
+                times(p.runs, "time")
+            )
+        };
+        out.push(interp.diagnostic(Code::PrintAtTrace, p.site, msg, Vec::new()));
+    }
+    out
+}

@@ -1,0 +1,104 @@
+//! JAX's error messages, worded as JAX 0.10.2 words them (shared/reference §2–3), with the
+//! origin sentence that names the traced function and the arguments a value depends on.
+
+use std::rc::Rc;
+
+use super::array::Array;
+use super::ir::{Atom, Jaxpr, VarId};
+use crate::diagnostics::Code;
+use crate::interp::value::Class;
+use crate::interp::{Flow, Interp};
+
+pub fn code_for_exception_class(class: &Rc<Class>) -> Option<Code> {
+    for c in class.mro() {
+        let code = match c.name.as_ref() {
+            "TracerBoolConversionError" | "ConcretizationTypeError" | "TracerIntegerConversionError" => Code::Concretization,
+            "TracerArrayConversionError" => Code::TracerToNumpy,
+            "UnexpectedTracerError" => Code::LeakedTracer,
+            "NonConcreteBooleanIndexError" => Code::DynamicShape,
+            _ => continue,
+        };
+        return Some(code);
+    }
+    None
+}
+
+/// `traced array with shape float32[3]`
+pub fn traced_array(a: &Array) -> String {
+    format!("traced array with shape {}", a.aval.long())
+}
+
+/// JAX's `_origin_msg`: which function was being traced and which arguments the value
+/// depends on.
+pub fn origin(interp: &Interp, a: &Array) -> String {
+    let Some(t) = a.tracer() else {
+        return String::new();
+    };
+    let Some(frame) = interp.jax.traces.iter().find(|f| f.id == t.trace) else {
+        return String::new();
+    };
+    if matches!(frame.kind, super::TraceKind::Vmap) {
+        return String::new();
+    }
+    let at = frame.def_site.map(|s| interp.describe_site(s)).unwrap_or_default();
+    let mut head = format!("The error occurred while tracing the function {} at {} for {}.", frame.fn_name, at, frame.kind.label());
+    let deps = depends_on(&frame.jaxpr, t.var);
+    let mut names: Vec<String> = Vec::new();
+    for (var, arg) in &frame.invar_args {
+        if deps.contains(var) {
+            if let Some(n) = frame.arg_names.get(*arg) {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+    }
+    let tail = match names.len() {
+        0 => String::new(),
+        1 => format!(" This concrete value was not available in Python because it depends on the value of the argument {}.", names[0]),
+        2 => format!(
+            " This concrete value was not available in Python because it depends on the values of the arguments {} and {}.",
+            names[0], names[1]
+        ),
+        _ => format!(
+            " This concrete value was not available in Python because it depends on the values of the arguments {}, and {}.",
+            names[..names.len() - 1].join(", "),
+            names[names.len() - 1]
+        ),
+    };
+    head.push_str(&tail);
+    head
+}
+
+/// The input variables `var` depends on, following the equations backwards.
+pub fn depends_on(jaxpr: &Jaxpr, var: VarId) -> Vec<VarId> {
+    let mut wanted = vec![var];
+    for eqn in jaxpr.eqns.iter().rev() {
+        if eqn.outputs.iter().any(|(v, _)| wanted.contains(v)) {
+            for i in &eqn.inputs {
+                if let Atom::Var(v) = i {
+                    if !wanted.contains(v) {
+                        wanted.push(*v);
+                    }
+                }
+            }
+        }
+    }
+    jaxpr.invars.iter().map(|(v, _)| *v).filter(|v| wanted.contains(v)).collect()
+}
+
+pub fn leaked_tracer(interp: &Interp, a: &Array) -> Flow {
+    let created = a.origin.map(|s| interp.describe_site(s)).unwrap_or_default();
+    let msg = format!(
+        "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a reference to an \
+         intermediate value with type {} wrapped in a DynamicJaxprTracer to escape the scope of the transformation.\n\
+         JAX transformations require that functions explicitly return their outputs, and disallow saving intermediate values to global state.\n\
+         The leaked intermediate value was created on line {created}.",
+        a.aval.long()
+    );
+    let mut flow = interp.raise("UnexpectedTracerError", Code::LeakedTracer, msg);
+    if let (Flow::Raise(exc), Some(origin)) = (&mut flow, a.origin) {
+        exc.related.push((origin, "the leaked value was created here, inside a transformation".into()));
+    }
+    flow
+}

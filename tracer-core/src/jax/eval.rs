@@ -1,0 +1,333 @@
+//! CPU kernels: concrete values for primitives, computed on demand with ndarray. A primitive
+//! without a kernel yet gives `None`, and its value stays unknown (never guessed).
+
+use std::rc::Rc;
+
+use ndarray::{ArrayD, Axis, IxDyn};
+
+use super::array::{Array, ArrayKind, Lazy, NdData};
+use super::dtypes::DType;
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+
+/// Rounds a value to what `dtype` can hold.
+pub fn round_to(x: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::Bool => (x != 0.0) as i64 as f64,
+        DType::F32 | DType::F16 | DType::BF16 | DType::C64 => x as f32 as f64,
+        DType::F64 | DType::C128 => x,
+        DType::I8 => (x as i64 as i8) as f64,
+        DType::I16 => (x as i64 as i16) as f64,
+        DType::I32 => (x as i64 as i32) as f64,
+        DType::I64 => x as i64 as f64,
+        DType::U8 => (x as i64 as u8) as f64,
+        DType::U16 => (x as i64 as u16) as f64,
+        DType::U32 => (x as i64 as u32) as f64,
+        DType::U64 => x as u64 as f64,
+    }
+}
+
+/// The data of a concrete array (or a tracer's known primal), computing it if needed.
+/// `None` when unknown or larger than `max_elements`.
+pub fn force(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+    let known = array.known()?;
+    let ArrayKind::Concrete(cell) = &known.kind else {
+        return None;
+    };
+    if known.aval.size() > max_elements as u128 {
+        return None;
+    }
+    let pending = match &*cell.borrow() {
+        Lazy::Ready(d) => return Some(d.clone()),
+        Lazy::Unknown(_) => return None,
+        Lazy::Pending(prim, inputs) => (prim.clone(), inputs.clone()),
+    };
+    let (prim, inputs) = pending;
+    let mut datas = Vec::with_capacity(inputs.len());
+    for i in &inputs {
+        datas.push(force(i, max_elements)?);
+    }
+    let result = kernel(&prim, &datas, &inputs.iter().map(|i| i.aval.dtype).collect::<Vec<_>>(), &known.aval.shape, known.aval.dtype);
+    let mut slot = cell.borrow_mut();
+    match result {
+        Some(mut data) => {
+            let dtype = known.aval.dtype;
+            if !dtype.is_floating() || dtype != DType::F64 {
+                data.mapv_inplace(|x| round_to(x, dtype));
+            }
+            let data = Rc::new(data);
+            *slot = Lazy::Ready(data.clone());
+            Some(data)
+        }
+        None => {
+            *slot = Lazy::Unknown("no CPU kernel for this operation yet");
+            None
+        }
+    }
+}
+
+fn broadcast_to(a: &NdData, shape: &[usize]) -> Option<NdData> {
+    a.broadcast(IxDyn(shape)).map(|v| v.to_owned())
+}
+
+fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let int_out = out_dtype.is_integer();
+    Some(match prim {
+        Prim::Unary(u) => {
+            let a = &ins[0];
+            let f: fn(f64) -> f64 = match u {
+                UnaryPrim::Neg => |x| -x,
+                UnaryPrim::Sign => |x: f64| {
+                    if x > 0.0 {
+                        1.0
+                    } else if x < 0.0 {
+                        -1.0
+                    } else {
+                        x
+                    }
+                },
+                UnaryPrim::Floor => f64::floor,
+                UnaryPrim::Ceil => f64::ceil,
+                UnaryPrim::Round => |x: f64| {
+                    let r = x.round();
+                    if (x - x.trunc()).abs() == 0.5 {
+                        2.0 * (x / 2.0).round()
+                    } else {
+                        r
+                    }
+                },
+                UnaryPrim::IsFinite => |x: f64| x.is_finite() as i64 as f64,
+                UnaryPrim::Exp => f64::exp,
+                UnaryPrim::Exp2 => f64::exp2,
+                UnaryPrim::Log => f64::ln,
+                UnaryPrim::Log1p => f64::ln_1p,
+                UnaryPrim::Expm1 => f64::exp_m1,
+                UnaryPrim::Tanh => f64::tanh,
+                UnaryPrim::Logistic => |x: f64| 1.0 / (1.0 + (-x).exp()),
+                UnaryPrim::Sin => f64::sin,
+                UnaryPrim::Cos => f64::cos,
+                UnaryPrim::Tan => f64::tan,
+                UnaryPrim::Asin => f64::asin,
+                UnaryPrim::Acos => f64::acos,
+                UnaryPrim::Atan => f64::atan,
+                UnaryPrim::Sinh => f64::sinh,
+                UnaryPrim::Cosh => f64::cosh,
+                UnaryPrim::Asinh => f64::asinh,
+                UnaryPrim::Acosh => f64::acosh,
+                UnaryPrim::Atanh => f64::atanh,
+                UnaryPrim::Sqrt => f64::sqrt,
+                UnaryPrim::Rsqrt => |x: f64| 1.0 / x.sqrt(),
+                UnaryPrim::Cbrt => f64::cbrt,
+                UnaryPrim::Abs => f64::abs,
+                UnaryPrim::Not => |x: f64| if x == 0.0 { 1.0 } else { 0.0 },
+                UnaryPrim::Square => |x| x * x,
+                UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => |x| x,
+                UnaryPrim::Imag => |_| 0.0,
+                UnaryPrim::Erf | UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
+            };
+            if *u == UnaryPrim::Not && int_out {
+                a.mapv(|x| !(x as i64) as f64)
+            } else {
+                a.mapv(f)
+            }
+        }
+        Prim::Binary(b) => {
+            let a = broadcast_to(&ins[0], out_shape)?;
+            let c = broadcast_to(&ins[1], out_shape)?;
+            let int = in_dtypes.first().map(|d| d.is_integer() || d.is_bool()).unwrap_or(false);
+            let f: fn(f64, f64) -> f64 = match (b, int) {
+                (BinaryPrim::Add, _) => |x, y| x + y,
+                (BinaryPrim::Sub, _) => |x, y| x - y,
+                (BinaryPrim::Mul, _) => |x, y| x * y,
+                (BinaryPrim::Div, false) => |x, y| x / y,
+                // lax.div on integers rounds toward zero.
+                (BinaryPrim::Div, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() },
+                (BinaryPrim::Rem, false) => |x: f64, y: f64| x % y,
+                (BinaryPrim::Rem, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y },
+                (BinaryPrim::Pow, _) => f64::powf,
+                (BinaryPrim::Max, _) => |x: f64, y: f64| {
+                    if x.is_nan() || y.is_nan() {
+                        f64::NAN
+                    } else {
+                        x.max(y)
+                    }
+                },
+                (BinaryPrim::Min, _) => |x: f64, y: f64| {
+                    if x.is_nan() || y.is_nan() {
+                        f64::NAN
+                    } else {
+                        x.min(y)
+                    }
+                },
+                (BinaryPrim::Atan2, _) => f64::atan2,
+                (BinaryPrim::And, _) => |x, y| ((x as i64) & (y as i64)) as f64,
+                (BinaryPrim::Or, _) => |x, y| ((x as i64) | (y as i64)) as f64,
+                (BinaryPrim::Xor, _) => |x, y| ((x as i64) ^ (y as i64)) as f64,
+                (BinaryPrim::ShiftLeft, _) => |x, y| ((x as i64).wrapping_shl(y as u32)) as f64,
+                (BinaryPrim::ShiftRightArithmetic, _) => |x, y| ((x as i64).wrapping_shr(y as u32)) as f64,
+                (BinaryPrim::ShiftRightLogical | BinaryPrim::NextAfter, _) => return None,
+            };
+            ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
+        }
+        Prim::Compare(c) => {
+            let a = broadcast_to(&ins[0], out_shape)?;
+            let b = broadcast_to(&ins[1], out_shape)?;
+            let f: fn(f64, f64) -> bool = match c {
+                CmpPrim::Eq => |x, y| x == y,
+                CmpPrim::Ne => |x, y| x != y,
+                CmpPrim::Lt => |x, y| x < y,
+                CmpPrim::Le => |x, y| x <= y,
+                CmpPrim::Gt => |x, y| x > y,
+                CmpPrim::Ge => |x, y| x >= y,
+            };
+            ndarray::Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y) as i64 as f64)
+        }
+        Prim::Select => {
+            let p = broadcast_to(&ins[0], out_shape)?;
+            let f = broadcast_to(&ins[1], out_shape)?;
+            let t = broadcast_to(&ins[2], out_shape)?;
+            ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f })
+        }
+        Prim::Clamp => {
+            let lo = broadcast_to(&ins[0], out_shape)?;
+            let x = broadcast_to(&ins[1], out_shape)?;
+            let hi = broadcast_to(&ins[2], out_shape)?;
+            ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h))
+        }
+        Prim::IntegerPow(y) => ins[0].mapv(|x| x.powi(*y)),
+        Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let a = &ins[0];
+            let mut expanded = vec![1usize; shape.len()];
+            for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                expanded[d] = a.shape()[i];
+            }
+            let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
+            broadcast_to(&r, shape)?
+        }
+        Prim::Full { value } => ArrayD::from_elem(IxDyn(out_shape), *value),
+        Prim::Reshape { new_sizes } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(new_sizes)).ok()?
+        }
+        Prim::Squeeze { .. } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(out_shape)).ok()?
+        }
+        Prim::Transpose { permutation } => (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned(),
+        Prim::Rev { dimensions } => {
+            let mut a = (*ins[0]).clone();
+            for &d in dimensions {
+                a.invert_axis(Axis(d));
+            }
+            a.as_standard_layout().to_owned()
+        }
+        Prim::Slice { start, limit, strides } => {
+            let a = &ins[0];
+            let info: Vec<ndarray::SliceInfoElem> = start
+                .iter()
+                .zip(limit)
+                .zip(strides)
+                .map(|((&s, &l), &st)| ndarray::SliceInfoElem::Slice { start: s as isize, end: Some(l as isize), step: st.max(1) as isize })
+                .collect();
+            a.slice(info.as_slice()).to_owned()
+        }
+        Prim::Concatenate { dimension } => {
+            let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
+            ndarray::concatenate(Axis(*dimension), &views).ok()?
+        }
+        Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
+        Prim::Reduce { op, axes } => {
+            let mut a = (*ins[0]).clone();
+            let mut axes = axes.clone();
+            axes.sort_unstable();
+            for &ax in axes.iter().rev() {
+                a = match op {
+                    ReduceOp::Sum => a.sum_axis(Axis(ax)),
+                    ReduceOp::Prod => a.map_axis(Axis(ax), |l| l.iter().product()),
+                    ReduceOp::Max => a.map_axis(Axis(ax), |l| {
+                        l.iter().fold(f64::NEG_INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x) })
+                    }),
+                    ReduceOp::Min => a.map_axis(Axis(ax), |l| {
+                        l.iter().fold(f64::INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.min(x) })
+                    }),
+                    ReduceOp::And => a.map_axis(Axis(ax), |l| l.iter().all(|&x| x != 0.0) as i64 as f64),
+                    ReduceOp::Or => a.map_axis(Axis(ax), |l| l.iter().any(|&x| x != 0.0) as i64 as f64),
+                };
+            }
+            a
+        }
+        Prim::ArgReduce { op, axis, .. } => ins[0].map_axis(Axis(*axis), |l| {
+            let mut best = 0usize;
+            for (i, &x) in l.iter().enumerate() {
+                let b = l[best];
+                if b.is_nan() {
+                    break;
+                }
+                let better = x.is_nan() || if *op == ArgOp::Max { x > b } else { x < b };
+                if better {
+                    best = i;
+                }
+            }
+            best as f64
+        }),
+        Prim::Cumulative { op, axis, reverse } => {
+            let mut a = (*ins[0]).clone();
+            if *reverse {
+                a.invert_axis(Axis(*axis));
+            }
+            for mut lane in a.lanes_mut(Axis(*axis)) {
+                let mut acc: Option<f64> = None;
+                for x in lane.iter_mut() {
+                    let v = match (acc, op) {
+                        (None, _) => *x,
+                        (Some(p), ReduceOp::Sum) => p + *x,
+                        (Some(p), ReduceOp::Prod) => p * *x,
+                        (Some(p), ReduceOp::Max) => p.max(*x),
+                        (Some(p), _) => p.min(*x),
+                    };
+                    *x = v;
+                    acc = Some(v);
+                }
+            }
+            if *reverse {
+                a.invert_axis(Axis(*axis));
+            }
+            a.as_standard_layout().to_owned()
+        }
+        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+            dot_general(&ins[0], &ins[1], lhs_contract, rhs_contract, lhs_batch, rhs_batch, out_shape)?
+        }
+        Prim::Sort { dimension, .. } => {
+            let mut a = (*ins[0]).clone();
+            for mut lane in a.lanes_mut(Axis(*dimension)) {
+                let mut v: Vec<f64> = lane.iter().copied().collect();
+                v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Greater));
+                for (dst, src) in lane.iter_mut().zip(v) {
+                    *dst = src;
+                }
+            }
+            a
+        }
+        _ => return None,
+    })
+}
+
+/// `lax.dot_general` by explicit index loops over batch, free and contracting dimensions.
+fn dot_general(lhs: &NdData, rhs: &NdData, lc: &[usize], rc: &[usize], lb: &[usize], rb: &[usize], out_shape: &[usize]) -> Option<NdData> {
+    let lfree: Vec<usize> = (0..lhs.ndim()).filter(|d| !lc.contains(d) && !lb.contains(d)).collect();
+    let rfree: Vec<usize> = (0..rhs.ndim()).filter(|d| !rc.contains(d) && !rb.contains(d)).collect();
+    // Permute to (batch, free, contract) and reshape to 3-D, then multiply.
+    let lperm: Vec<usize> = lb.iter().chain(&lfree).chain(lc).copied().collect();
+    let rperm: Vec<usize> = rb.iter().chain(rc).chain(&rfree).copied().collect();
+    let size = |a: &NdData, dims: &[usize]| dims.iter().map(|&d| a.shape()[d]).product::<usize>();
+    let (b, m, k, n) = (size(lhs, lb), size(lhs, &lfree), size(lhs, lc), size(rhs, &rfree));
+    let l = lhs.clone().permuted_axes(IxDyn(&lperm)).as_standard_layout().to_owned().into_shape_with_order(IxDyn(&[b, m, k])).ok()?;
+    let r = rhs.clone().permuted_axes(IxDyn(&rperm)).as_standard_layout().to_owned().into_shape_with_order(IxDyn(&[b, k, n])).ok()?;
+    let mut out = ArrayD::<f64>::zeros(IxDyn(&[b, m, n]));
+    for bi in 0..b {
+        let l2 = l.index_axis(Axis(0), bi).into_dimensionality::<ndarray::Ix2>().ok()?;
+        let r2 = r.index_axis(Axis(0), bi).into_dimensionality::<ndarray::Ix2>().ok()?;
+        out.index_axis_mut(Axis(0), bi).assign(&l2.dot(&r2));
+    }
+    out.into_shape_with_order(IxDyn(out_shape)).ok()
+}

@@ -1,0 +1,52 @@
+//! Concrete outputs of a staged call: the jaxpr's equations become lazily computed arrays
+//! over the concrete inputs, so Python can still see values after a jitted call.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::array::Array;
+use super::ir::{Atom, Jaxpr, Prim, VarId};
+
+/// `None` when the jaxpr uses something that cannot be instantiated (multi-output equations).
+pub fn instantiate(jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<Vec<Rc<Array>>> {
+    if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() {
+        return None;
+    }
+    let mut env: HashMap<VarId, Rc<Array>> = HashMap::new();
+    for ((v, _), a) in jaxpr.constvars.iter().zip(consts).chain(jaxpr.invars.iter().zip(inputs)) {
+        env.insert(*v, a.clone());
+    }
+    let read = |env: &HashMap<VarId, Rc<Array>>, a: &Atom| -> Option<Rc<Array>> {
+        match a {
+            Atom::Var(v) => env.get(v).cloned(),
+            Atom::Lit(x, aval) => Some(Array::scalar(*x, aval.dtype, aval.weak)),
+        }
+    };
+    for eqn in &jaxpr.eqns {
+        let ins: Option<Vec<Rc<Array>>> = eqn.inputs.iter().map(|a| read(&env, a)).collect();
+        let ins = ins?;
+        match (&eqn.prim, eqn.outputs.as_slice()) {
+            (Prim::Pjit { .. } | Prim::Remat, _) => {
+                let body = eqn.bodies.first()?;
+                let n_consts = body.constvars.len();
+                let outs = instantiate(body, &ins[..n_consts.min(ins.len())], &ins[n_consts.min(ins.len())..])?;
+                for ((v, _), o) in eqn.outputs.iter().zip(outs) {
+                    env.insert(*v, o);
+                }
+            }
+            (prim, [(v, aval)]) => {
+                let out = match prim {
+                    Prim::Opaque(_) | Prim::Random { .. } | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
+                    _ => Array::pending(aval.clone(), prim.clone(), ins),
+                };
+                env.insert(*v, out);
+            }
+            (_, outs) => {
+                for (v, aval) in outs {
+                    env.insert(*v, Array::unknown(aval.clone(), "multi-output primitive"));
+                }
+            }
+        }
+    }
+    jaxpr.outvars.iter().map(|a| read(&env, a)).collect()
+}

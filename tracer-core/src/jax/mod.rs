@@ -1,0 +1,385 @@
+//! The JAX model: arrays as avals with data on demand, traces that record IR, the
+//! transformations as higher-order APIs, and jax.numpy on top (design.md §1–4).
+
+pub mod api;
+pub mod array;
+pub mod aval;
+pub mod dtypes;
+pub mod effects;
+pub mod errors;
+pub mod eval;
+pub mod eval_jaxpr;
+pub mod ir;
+pub mod numpy;
+pub mod surface;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::diagnostics::Code;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult, Site};
+use array::{Array, ArrayKind, Tracer};
+use aval::Aval;
+use dtypes::DTypeConfig;
+use ir::{Atom, Eqn, Jaxpr, Prim, VarId};
+
+/// What kind of transformation a trace belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceKind {
+    /// `jax.jit`: abstract values, cached by `api::JitCache`.
+    Jit,
+    Vmap,
+    Grad,
+    Jvp,
+    /// The body of `lax.scan`/`while_loop`/`fori_loop`/`cond`/`map`: abstract values.
+    ControlFlow(&'static str),
+    /// `eval_shape`, `make_jaxpr`, `checkpoint` and the like: abstract values.
+    Staging(&'static str),
+}
+
+impl TraceKind {
+    /// Values in this trace are abstract: Python cannot see them (JAX's DynamicJaxprTrace).
+    pub fn is_staging(&self) -> bool {
+        matches!(self, TraceKind::Jit | TraceKind::ControlFlow(_) | TraceKind::Staging(_) | TraceKind::Vmap)
+    }
+    /// JAX's name for the transformation in messages (`for jit`, `for scan`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            TraceKind::Jit => "jit",
+            TraceKind::Vmap => "vmap",
+            TraceKind::Grad => "grad",
+            TraceKind::Jvp => "jvp",
+            TraceKind::ControlFlow(n) | TraceKind::Staging(n) => n,
+        }
+    }
+}
+
+/// An active trace: the IR it is recording and what it is tracing.
+pub struct TraceFrame {
+    pub id: u32,
+    pub kind: TraceKind,
+    /// The traced function's name and where it was defined.
+    pub fn_name: String,
+    pub def_site: Option<Site>,
+    /// Argument names for messages (`depends on the value of the argument x`).
+    pub arg_names: Vec<String>,
+    pub jaxpr: Jaxpr,
+    next_var: VarId,
+    /// Tracers of outer traces and concrete arrays closed over, by identity.
+    consts: Vec<(usize, VarId, Rc<Array>)>,
+    /// For each input var, the index of the argument it came from.
+    pub invar_args: Vec<(VarId, usize)>,
+    /// Index into `JaxState::records` of the trace record being filled.
+    pub record: usize,
+}
+
+/// A finished (or aborted) trace, for `tracelens trace`, hover and the reproducer.
+#[derive(Clone, Debug)]
+pub struct TraceRecord {
+    pub kind: TraceKind,
+    pub fn_name: String,
+    pub def_site: Option<Site>,
+    pub call_site: Option<Site>,
+    pub args: Vec<Aval>,
+    pub outputs: Vec<Aval>,
+    pub cause: String,
+    pub jaxpr: Option<Rc<Jaxpr>>,
+    /// The jitted function this trace belongs to (index into `JaxState::jitted`).
+    pub jitted: Option<usize>,
+    /// The trace record of the enclosing trace, if any.
+    pub parent: Option<usize>,
+}
+
+/// The aval of a value assigned inside a traced function.
+#[derive(Clone, Debug)]
+pub struct ValueRecord {
+    pub site: Site,
+    pub name: String,
+    pub aval: Aval,
+    pub record: usize,
+}
+
+#[derive(Default)]
+pub struct JaxState {
+    pub traces: Vec<TraceFrame>,
+    next_trace_id: u32,
+    pub records: Vec<TraceRecord>,
+    pub values: Vec<ValueRecord>,
+    pub jitted: Vec<api::JitInfo>,
+    pub config: DTypeConfig,
+    /// (file, call expression span, callee span) of the calls being evaluated, innermost last.
+    pub call_spans: Vec<(crate::interp::FileId, crate::syntax::ast::Span, crate::syntax::ast::Span)>,
+    /// Containers and iterators created inside staging traces: identity -> staging depth.
+    born: HashMap<usize, (usize, Value)>,
+    pub effects: effects::EffectState,
+}
+
+impl JaxState {
+    pub fn trace_depth(&self) -> usize {
+        self.traces.len()
+    }
+
+    /// Number of active traces whose bodies are cached or run once per call (jit, scan, ...).
+    pub fn staging_depth(&self) -> usize {
+        self.traces.iter().filter(|t| matches!(t.kind, TraceKind::Jit | TraceKind::ControlFlow(_))).count()
+    }
+
+    /// `jit(step)` for the innermost caching trace, if any.
+    pub fn staging_description(&self) -> Option<String> {
+        self.traces
+            .iter()
+            .rev()
+            .find(|t| matches!(t.kind, TraceKind::Jit | TraceKind::ControlFlow(_)))
+            .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
+    }
+
+    pub fn note_born(&mut self, v: &Value) {
+        let depth = self.staging_depth();
+        if depth > 0 {
+            if let Some(id) = v.identity() {
+                self.born.insert(id, (depth, v.clone()));
+            }
+        }
+    }
+
+    /// The trace a mutation of `obj` escapes, if it was created outside the innermost caching trace.
+    pub fn outer_mutation(&self, obj: &Value) -> Option<String> {
+        let depth = self.staging_depth();
+        if depth == 0 {
+            return None;
+        }
+        let born = obj.identity().and_then(|id| self.born.get(&id)).map(|(d, _)| *d).unwrap_or(0);
+        if born < depth {
+            self.staging_description()
+        } else {
+            None
+        }
+    }
+
+    pub fn born_depth(&self, v: &Value) -> usize {
+        v.identity().and_then(|id| self.born.get(&id)).map(|(d, _)| *d).unwrap_or(0)
+    }
+
+    /// Remembers that a tracer was stored somewhere that outlives its trace (for TL103).
+    pub fn check_tracer_store(&mut self, container: &Value, value: &Value) {
+        if let Value::Array(a) = value {
+            if let Some(t) = a.tracer() {
+                if self.born_depth(container) < self.staging_depth() || self.traces.iter().any(|f| f.id == t.trace) {
+                    self.effects.stored_tracers.insert(t.trace);
+                }
+            }
+        }
+    }
+
+    pub fn record_value(&mut self, site: Site, name: &str, aval: Aval) {
+        if let Some(top) = self.traces.last() {
+            self.values.push(ValueRecord { site, name: name.to_string(), aval, record: top.record });
+        }
+    }
+
+    pub fn is_active(&self, trace: u32) -> bool {
+        self.traces.iter().any(|t| t.id == trace)
+    }
+
+    fn position(&self, trace: u32) -> Option<usize> {
+        self.traces.iter().position(|t| t.id == trace)
+    }
+
+    pub fn innermost_staging(&self) -> Option<usize> {
+        self.traces.iter().rposition(|t| t.kind.is_staging())
+    }
+
+    /// Starts a trace and returns its position in the stack.
+    pub fn push_trace(
+        &mut self,
+        kind: TraceKind,
+        fn_name: String,
+        def_site: Option<Site>,
+        call_site: Option<Site>,
+        cause: String,
+        jitted: Option<usize>,
+    ) -> usize {
+        let id = self.next_trace_id;
+        self.next_trace_id += 1;
+        let parent = self.traces.last().map(|t| t.record);
+        self.records.push(TraceRecord {
+            kind: kind.clone(),
+            fn_name: fn_name.clone(),
+            def_site,
+            call_site,
+            args: Vec::new(),
+            outputs: Vec::new(),
+            cause,
+            jaxpr: None,
+            jitted,
+            parent,
+        });
+        let record = self.records.len() - 1;
+        self.traces.push(TraceFrame {
+            id,
+            kind,
+            fn_name,
+            def_site,
+            arg_names: Vec::new(),
+            jaxpr: Jaxpr::default(),
+            next_var: 0,
+            consts: Vec::new(),
+            invar_args: Vec::new(),
+            record,
+        });
+        self.traces.len() - 1
+    }
+
+    /// A fresh input tracer of the top trace.
+    pub fn new_input(&mut self, aval: Aval, primal: Option<Rc<Array>>, arg_index: usize, origin: Option<Site>) -> Rc<Array> {
+        let top = self.traces.len() - 1;
+        let frame = &mut self.traces[top];
+        let var = frame.next_var;
+        frame.next_var += 1;
+        frame.jaxpr.invars.push((var, aval.clone()));
+        frame.invar_args.push((var, arg_index));
+        self.records[frame.record].args.push(aval.clone());
+        Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin })
+    }
+
+    /// Ends the top trace with the given outputs; returns its jaxpr.
+    pub fn pop_trace(&mut self, outputs: &[Rc<Array>]) -> Rc<Jaxpr> {
+        let pos = self.traces.len() - 1;
+        let mut atoms = Vec::new();
+        for o in outputs {
+            atoms.push(self.atom_in(pos, o));
+        }
+        let Some(mut frame) = self.traces.pop() else {
+            return Rc::new(Jaxpr::default());
+        };
+        frame.jaxpr.outvars = atoms;
+        let jaxpr = Rc::new(frame.jaxpr);
+        let rec = &mut self.records[frame.record];
+        rec.outputs = outputs.iter().map(|o| o.aval.clone()).collect();
+        rec.jaxpr = Some(jaxpr.clone());
+        jaxpr
+    }
+
+    /// Abandons the top trace (its function raised).
+    pub fn abort_trace(&mut self) {
+        self.traces.pop();
+    }
+
+    /// The atom standing for `a` inside the trace at stack position `pos`.
+    fn atom_in(&mut self, pos: usize, a: &Rc<Array>) -> Atom {
+        if let Some(t) = a.tracer() {
+            if self.traces[pos].id == t.trace {
+                return Atom::Var(t.var);
+            }
+        } else if a.aval.shape.is_empty() {
+            if let Some(d) = eval::force(a, 1) {
+                if let Some(x) = d.iter().next() {
+                    return Atom::Lit(*x, a.aval.clone());
+                }
+            }
+        }
+        let key = Rc::as_ptr(a) as usize;
+        let frame = &mut self.traces[pos];
+        if let Some((_, var, _)) = frame.consts.iter().find(|(k, _, _)| *k == key) {
+            return Atom::Var(*var);
+        }
+        let var = frame.next_var;
+        frame.next_var += 1;
+        frame.jaxpr.constvars.push((var, a.aval.clone()));
+        frame.consts.push((key, var, a.clone()));
+        Atom::Var(var)
+    }
+
+    /// Concrete arrays closed over by the top trace so far.
+    pub fn captured_consts(&self) -> Vec<Rc<Array>> {
+        self.traces.last().map(|t| t.consts.iter().map(|(_, _, a)| a.clone()).collect()).unwrap_or_default()
+    }
+}
+
+/// Applies a primitive to arrays whose output avals the caller has computed (JAX's `bind`).
+/// Outputs are tracers of the innermost relevant trace, or concrete arrays computed lazily.
+pub fn bind(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_avals: Vec<Aval>) -> PyResult<Vec<Rc<Array>>> {
+    bind_with_bodies(interp, prim, inputs, out_avals, Vec::new())
+}
+
+pub fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Aval) -> PyResult<Rc<Array>> {
+    let mut outs = bind(interp, prim, inputs, vec![out_aval])?;
+    Ok(outs.remove(0))
+}
+
+pub fn bind_with_bodies(
+    interp: &mut Interp,
+    prim: Prim,
+    inputs: &[Rc<Array>],
+    out_avals: Vec<Aval>,
+    bodies: Vec<Rc<Jaxpr>>,
+) -> PyResult<Vec<Rc<Array>>> {
+    let site = interp.site();
+    // A tracer whose trace has ended escaped it (UnexpectedTracerError).
+    for i in inputs {
+        if let Some(t) = i.tracer() {
+            if !interp.jax.is_active(t.trace) {
+                return Err(errors::leaked_tracer(interp, i));
+            }
+        }
+    }
+    let state = &mut interp.jax;
+    let top_input = inputs.iter().filter_map(|i| i.tracer()).filter_map(|t| state.position(t.trace)).max();
+    let staging = state.innermost_staging();
+    let target = match (top_input, staging) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let Some(pos) = target else {
+        return Ok(out_avals
+            .into_iter()
+            .enumerate()
+            .map(|(i, aval)| {
+                let out = if i == 0 && !matches!(prim, Prim::Opaque(_) | Prim::Random { .. }) {
+                    Array::pending(aval, prim.clone(), inputs.to_vec())
+                } else {
+                    Array::unknown(aval, "not computed")
+                };
+                with_origin(out, site)
+            })
+            .collect());
+    };
+    let atoms: Vec<Atom> = inputs.iter().map(|i| state.atom_in(pos, i)).collect();
+    // Known values flow through non-staging traces (grad/jvp): Python can still see them.
+    let primal_inputs: Option<Vec<Rc<Array>>> =
+        if state.traces[pos].kind.is_staging() { None } else { inputs.iter().map(|i| i.known()).collect() };
+    let frame = &mut state.traces[pos];
+    let mut outs = Vec::with_capacity(out_avals.len());
+    let mut out_vars = Vec::with_capacity(out_avals.len());
+    for (i, aval) in out_avals.into_iter().enumerate() {
+        let var = frame.next_var;
+        frame.next_var += 1;
+        out_vars.push((var, aval.clone()));
+        let primal = match (&primal_inputs, i) {
+            (Some(ins), 0) if !matches!(prim, Prim::Opaque(_) | Prim::Random { .. }) => {
+                Some(Array::pending(aval.clone(), prim.clone(), ins.clone()))
+            }
+            (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
+            (None, _) => None,
+        };
+        outs.push(Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin: site }));
+    }
+    frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies });
+    Ok(outs)
+}
+
+fn with_origin(a: Rc<Array>, site: Option<Site>) -> Rc<Array> {
+    match Rc::try_unwrap(a) {
+        Ok(mut arr) => {
+            arr.origin = site;
+            Rc::new(arr)
+        }
+        Err(rc) => rc,
+    }
+}
+
+/// Raises `class` with `code` at the current user line.
+pub fn raise(interp: &Interp, class: &str, code: Code, message: impl Into<String>) -> crate::interp::Flow {
+    interp.raise(class, code, message)
+}

@@ -1,0 +1,2416 @@
+//! jax.numpy on top of the primitives: JAX's user-facing semantics (weak-type promotion,
+//! broadcasting, argument checks and their messages), and the conversions where Python
+//! needs a concrete value — exactly where JAX raises its tracer errors.
+
+use std::rc::Rc;
+
+use super::array::Array;
+use super::aval::{shape_tuple, Aval, Shape};
+use super::bind1;
+use super::dtypes::{self, DType, PyScalarKind, WeakDType};
+use super::errors;
+use super::eval;
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::surface::JaxFn;
+use crate::diagnostics::Code;
+use crate::interp::call::Kwargs;
+use crate::interp::value::Value;
+use crate::interp::{Flow, Interp, PyResult};
+use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
+
+/// A value as a jnp operand: an array, or something unknown (the result is then unknown).
+pub enum Operand {
+    Array(Rc<Array>),
+    Unknown,
+}
+
+fn cfg(interp: &Interp) -> dtypes::DTypeConfig {
+    interp.jax.config
+}
+
+/// Implicit promotion of operands (never fails in JAX's default promotion mode).
+pub fn promote(operands: &[WeakDType], c: dtypes::DTypeConfig) -> WeakDType {
+    match dtypes::lattice_result_type(operands, c) {
+        Ok(w) => w,
+        Err(_) => operands.first().copied().unwrap_or(WeakDType { dtype: dtypes::default_float(c), weak: false }),
+    }
+}
+
+/// `jnp.asarray(v)` for the values Python code passes to jnp functions.
+pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
+    let c = cfg(interp);
+    Ok(Operand::Array(match v {
+        Value::Array(a) => a.clone(),
+        Value::Bool(b) => Array::scalar(*b as i64 as f64, DType::Bool, false),
+        Value::Int(i) => {
+            let wd = dtypes::python_scalar_dtype(PyScalarKind::Int, c);
+            Array::scalar(*i as f64, wd.dtype, true)
+        }
+        Value::Float(f) => {
+            let wd = dtypes::python_scalar_dtype(PyScalarKind::Float, c);
+            Array::scalar(*f, wd.dtype, true)
+        }
+        Value::List(_) | Value::Tuple(_) => {
+            let items = interp.iterate(v)?;
+            return stack_python(interp, &items);
+        }
+        Value::Opaque(_) | Value::Complex(..) => return Ok(Operand::Unknown),
+        Value::Instance(_) => match interp.call_dunder(v, "__jax_array__", Vec::new())? {
+            Some(Value::Array(a)) => a,
+            _ => return Ok(Operand::Unknown),
+        },
+        other => {
+            let shown = interp.repr(other).unwrap_or_default();
+            return Err(interp.type_error(format!("Value {shown} with type <class '{}'> is not a valid JAX type", other.type_name())));
+        }
+    }))
+}
+
+/// `jnp.array([[1., 2.], [3., 4.]])`: nested Python sequences become one strong-typed array.
+fn stack_python(interp: &mut Interp, items: &[Value]) -> PyResult<Operand> {
+    let mut arrays = Vec::with_capacity(items.len());
+    for it in items {
+        match operand(interp, it)? {
+            Operand::Array(a) => arrays.push(a),
+            Operand::Unknown => return Ok(Operand::Unknown),
+        }
+    }
+    if arrays.is_empty() {
+        return Ok(Operand::Array(Array::ready(
+            Aval::new(&[0], dtypes::default_float(cfg(interp))),
+            ndarray::ArrayD::zeros(ndarray::IxDyn(&[0])),
+        )));
+    }
+    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    let mut dt = promote(&wds, cfg(interp));
+    // A literal list is strongly typed: jnp.array([1.0]) is float32, not ~float32.
+    dt.weak = false;
+    let shape0 = arrays[0].aval.shape.clone();
+    if arrays.iter().any(|a| a.aval.shape != shape0) {
+        return Err(interp.value_error("setting an array element with a sequence. The requested array has an inhomogeneous shape"));
+    }
+    let mut out_shape = Shape::from_slice(&[arrays.len()]);
+    out_shape.extend(shape0.iter().copied());
+    let aval = Aval { shape: out_shape, dtype: dt.dtype, weak: false };
+    let converted: Vec<Rc<Array>> = arrays.iter().map(|a| convert(interp, a, dt.dtype, false)).collect::<PyResult<_>>()?;
+    let expanded: Vec<Rc<Array>> = converted
+        .iter()
+        .map(|a| {
+            let mut s: Vec<usize> = vec![1];
+            s.extend(a.aval.shape.iter().copied());
+            reshape_raw(interp, a, &s)
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(Operand::Array(bind1(interp, Prim::Concatenate { dimension: 0 }, &expanded, aval)?))
+}
+
+macro_rules! arr_or_unknown {
+    ($interp:expr, $v:expr) => {
+        match operand($interp, $v)? {
+            Operand::Array(a) => a,
+            Operand::Unknown => return Ok(Value::opaque("result of jax.numpy on an unknown value")),
+        }
+    };
+}
+
+pub fn convert(interp: &mut Interp, a: &Rc<Array>, dtype: DType, weak: bool) -> PyResult<Rc<Array>> {
+    if a.aval.dtype == dtype && a.aval.weak == weak {
+        return Ok(a.clone());
+    }
+    let aval = Aval { shape: a.aval.shape.clone(), dtype, weak: false }.weak(weak);
+    bind1(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(a), aval)
+}
+
+fn reshape_raw(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
+    if a.aval.shape.as_slice() == shape {
+        return Ok(a.clone());
+    }
+    bind1(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(shape))
+}
+
+/// NumPy broadcasting of shapes, with JAX's message on failure.
+pub fn broadcast_shapes(shapes: &[&[usize]]) -> Result<Shape, String> {
+    let ndim = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out = Shape::from_elem(1, ndim);
+    for s in shapes {
+        let off = ndim - s.len();
+        for (i, &d) in s.iter().enumerate() {
+            let o = &mut out[off + i];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                let list = shapes.iter().map(|s| shape_tuple(s)).collect::<Vec<_>>().join(", ");
+                return Err(format!("Incompatible shapes for broadcasting: shapes=[{list}]"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn broadcast_to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
+    if a.aval.shape.as_slice() == shape {
+        return Ok(a.clone());
+    }
+    let off = shape.len() - a.aval.ndim();
+    let dims: Vec<usize> = (off..shape.len()).collect();
+    bind1(
+        interp,
+        Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims },
+        std::slice::from_ref(a),
+        a.aval.with_shape(shape),
+    )
+}
+
+/// Promotes and broadcasts operands as jnp's binary functions do.
+fn promote_broadcast(interp: &mut Interp, arrays: &[Rc<Array>]) -> PyResult<(Vec<Rc<Array>>, WeakDType, Shape)> {
+    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    let dt = promote(&wds, cfg(interp));
+    let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
+    let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+    let mut out = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        let c = convert(interp, a, dt.dtype, dt.weak)?;
+        out.push(c);
+    }
+    Ok((out, dt, shape))
+}
+
+fn binary_prim(interp: &mut Interp, prim: BinaryPrim, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (ops, dt, shape) = promote_broadcast(interp, &[l.clone(), r.clone()])?;
+    check_binary_dtype(interp, prim, dt.dtype)?;
+    let a = broadcast_rank(interp, &ops[0], shape.len())?;
+    let b = broadcast_rank(interp, &ops[1], shape.len())?;
+    let aval = Aval { shape, dtype: dt.dtype, weak: dt.weak };
+    bind1(interp, Prim::Binary(prim), &[a, b], aval)
+}
+
+/// Rank-promotes by prepending unit dimensions (jnp keeps size-1 broadcasting implicit).
+fn broadcast_rank(interp: &mut Interp, a: &Rc<Array>, ndim: usize) -> PyResult<Rc<Array>> {
+    if a.aval.ndim() == ndim {
+        return Ok(a.clone());
+    }
+    let mut s = vec![1; ndim - a.aval.ndim()];
+    s.extend(a.aval.shape.iter().copied());
+    reshape_raw(interp, a, &s)
+}
+
+fn check_binary_dtype(interp: &mut Interp, prim: BinaryPrim, dtype: DType) -> PyResult<()> {
+    let bitwise =
+        matches!(prim, BinaryPrim::And | BinaryPrim::Or | BinaryPrim::Xor | BinaryPrim::ShiftLeft | BinaryPrim::ShiftRightArithmetic);
+    if bitwise && dtype.is_inexact() {
+        let name = match prim {
+            BinaryPrim::And => "bitwise_and",
+            BinaryPrim::Or => "bitwise_or",
+            BinaryPrim::Xor => "bitwise_xor",
+            _ => "shift",
+        };
+        return Err(interp.raise(
+            "TypeError",
+            Code::DtypeMismatch,
+            format!("{name} does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", dtype.name()),
+        ));
+    }
+    Ok(())
+}
+
+fn true_divide(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (mut ops, mut dt, shape) = promote_broadcast(interp, &[l.clone(), r.clone()])?;
+    if !dt.dtype.is_inexact() {
+        let f = dtypes::default_float(cfg(interp));
+        dt = WeakDType { dtype: f, weak: dt.weak };
+        ops = ops.iter().map(|o| convert(interp, o, f, dt.weak)).collect::<PyResult<_>>()?;
+    }
+    let a = broadcast_rank(interp, &ops[0], shape.len())?;
+    let b = broadcast_rank(interp, &ops[1], shape.len())?;
+    bind1(interp, Prim::Binary(BinaryPrim::Div), &[a, b], Aval { shape, dtype: dt.dtype, weak: dt.weak })
+}
+
+fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &str) -> PyResult<Rc<Array>> {
+    let (ls, rs) = (l.aval.shape.clone(), r.aval.shape.clone());
+    for (i, s) in [&ls, &rs].iter().enumerate() {
+        if s.is_empty() {
+            return Err(interp.raise(
+                "ValueError",
+                Code::ShapeMismatch,
+                format!("{name} input operand {i} must have ndim at least 1, but it has ndim 0"),
+            ));
+        }
+    }
+    let wds = [l.aval.weak_dtype(), r.aval.weak_dtype()];
+    let dt = promote(&wds, cfg(interp));
+    let lk = ls[ls.len() - 1];
+    let rk = if rs.len() == 1 { rs[0] } else { rs[rs.len() - 2] };
+    if lk != rk {
+        return Err(interp.raise(
+            "TypeError",
+            Code::ShapeMismatch,
+            format!(
+                "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
+                shape_tuple(&[lk]),
+                shape_tuple(&[rk])
+            ),
+        ));
+    }
+    let lbatch = if ls.len() > 2 { &ls[..ls.len() - 2] } else { &[][..] };
+    let rbatch = if rs.len() > 2 { &rs[..rs.len() - 2] } else { &[][..] };
+    let batch = broadcast_shapes(&[lbatch, rbatch]).map_err(|_| {
+        let la = Aval { shape: ls.clone(), dtype: l.aval.dtype, weak: false };
+        let ra = Aval { shape: rs.clone(), dtype: r.aval.dtype, weak: false };
+        interp.raise("ValueError", Code::ShapeMismatch, format!("Incompatible types for matmul arguments: {} and {}", la.long(), ra.long()))
+    })?;
+    let mut out: Vec<usize> = batch.to_vec();
+    if ls.len() >= 2 {
+        out.push(ls[ls.len() - 2]);
+    }
+    if rs.len() >= 2 {
+        out.push(rs[rs.len() - 1]);
+    }
+    let a = convert(interp, l, dt.dtype, dt.weak)?;
+    let b = convert(interp, r, dt.dtype, dt.weak)?;
+    let aval = Aval { shape: Shape::from_slice(&out), dtype: dt.dtype, weak: dt.weak };
+    if ls.len() <= 2 && rs.len() <= 2 {
+        let prim = Prim::DotGeneral {
+            lhs_contract: vec![ls.len() - 1],
+            rhs_contract: vec![if rs.len() == 1 { 0 } else { 0 }],
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+        };
+        return bind1(interp, prim, &[a, b], aval);
+    }
+    bind1(interp, Prim::Opaque("matmul"), &[a, b], aval)
+}
+
+pub fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+    let a = arr_or_unknown!(interp, l);
+    let b = arr_or_unknown!(interp, r);
+    binary_arrays(interp, op, &a, &b).map(Value::Array)
+}
+
+fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
+    match op {
+        BinOp::Add => binary_prim(interp, BinaryPrim::Add, a, b),
+        BinOp::Sub => binary_prim(interp, BinaryPrim::Sub, a, b),
+        BinOp::Mul => binary_prim(interp, BinaryPrim::Mul, a, b),
+        BinOp::Div => true_divide(interp, a, b),
+        BinOp::FloorDiv => {
+            let q = binary_prim(interp, BinaryPrim::Div, a, b)?;
+            if q.aval.dtype.is_inexact() {
+                unary_prim(interp, UnaryPrim::Floor, &q)
+            } else {
+                Ok(q)
+            }
+        }
+        BinOp::Mod => binary_prim(interp, BinaryPrim::Rem, a, b),
+        BinOp::Pow => binary_prim(interp, BinaryPrim::Pow, a, b),
+        BinOp::MatMul => matmul(interp, a, b, "matmul"),
+        BinOp::BitAnd => binary_prim(interp, BinaryPrim::And, a, b),
+        BinOp::BitOr => binary_prim(interp, BinaryPrim::Or, a, b),
+        BinOp::BitXor => binary_prim(interp, BinaryPrim::Xor, a, b),
+        BinOp::LShift => binary_prim(interp, BinaryPrim::ShiftLeft, a, b),
+        BinOp::RShift => binary_prim(interp, BinaryPrim::ShiftRightArithmetic, a, b),
+    }
+}
+
+pub fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+    let a = arr_or_unknown!(interp, l);
+    let b = arr_or_unknown!(interp, r);
+    let c = match op {
+        CmpOp::Eq => CmpPrim::Eq,
+        CmpOp::NotEq => CmpPrim::Ne,
+        CmpOp::Lt => CmpPrim::Lt,
+        CmpOp::LtE => CmpPrim::Le,
+        CmpOp::Gt => CmpPrim::Gt,
+        CmpOp::GtE => CmpPrim::Ge,
+        _ => return Ok(Value::opaque("comparison")),
+    };
+    compare_arrays(interp, c, &a, &b).map(Value::Array)
+}
+
+fn compare_arrays(interp: &mut Interp, c: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (ops, _, shape) = promote_broadcast(interp, &[a.clone(), b.clone()])?;
+    let x = broadcast_rank(interp, &ops[0], shape.len())?;
+    let y = broadcast_rank(interp, &ops[1], shape.len())?;
+    bind1(interp, Prim::Compare(c), &[x, y], Aval { shape, dtype: DType::Bool, weak: false })
+}
+
+fn unary_prim(interp: &mut Interp, u: UnaryPrim, a: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let needs_float = matches!(
+        u,
+        UnaryPrim::Exp
+            | UnaryPrim::Exp2
+            | UnaryPrim::Log
+            | UnaryPrim::Log1p
+            | UnaryPrim::Expm1
+            | UnaryPrim::Tanh
+            | UnaryPrim::Logistic
+            | UnaryPrim::Sin
+            | UnaryPrim::Cos
+            | UnaryPrim::Tan
+            | UnaryPrim::Asin
+            | UnaryPrim::Acos
+            | UnaryPrim::Atan
+            | UnaryPrim::Sinh
+            | UnaryPrim::Cosh
+            | UnaryPrim::Asinh
+            | UnaryPrim::Acosh
+            | UnaryPrim::Atanh
+            | UnaryPrim::Sqrt
+            | UnaryPrim::Rsqrt
+            | UnaryPrim::Cbrt
+            | UnaryPrim::Erf
+            | UnaryPrim::ErfInv
+            | UnaryPrim::Lgamma
+            | UnaryPrim::Digamma
+    );
+    let a = if needs_float && !a.aval.dtype.is_inexact() {
+        let f = dtypes::default_float(cfg(interp));
+        convert(interp, a, f, a.aval.weak)?
+    } else {
+        a.clone()
+    };
+    if matches!(u, UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round) && !a.aval.dtype.is_inexact() {
+        return Ok(a);
+    }
+    let aval = if u == UnaryPrim::IsFinite { a.aval.with_dtype(DType::Bool) } else { a.aval.clone() };
+    bind1(interp, Prim::Unary(u), &[a], aval)
+}
+
+pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+    Ok(Value::Array(match op {
+        UnaryOp::Neg => unary_prim(interp, UnaryPrim::Neg, a)?,
+        UnaryOp::Pos => a.clone(),
+        UnaryOp::Invert => {
+            if a.aval.dtype.is_inexact() {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::DtypeMismatch,
+                    format!("bitwise_not does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", a.aval.dtype.name()),
+                ));
+            }
+            bind1(interp, Prim::Unary(UnaryPrim::Not), std::slice::from_ref(a), a.aval.clone())?
+        }
+        UnaryOp::Not => return Ok(Value::Bool(!array_bool(interp, a, "not", None)?)),
+    }))
+}
+
+/// Python truth of an array (`if x:`): concrete arrays of one element are fine; tracers raise.
+pub fn array_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+    if a.known().is_none() && a.is_tracer() {
+        return Err(concretization_bool(interp, a, what, expr));
+    }
+    if a.aval.size() != 1 {
+        return Err(
+            interp.value_error(format!("The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"))
+        );
+    }
+    match eval::force(a, interp.budgets.max_elements) {
+        Some(d) => Ok(d.iter().next().copied().unwrap_or(0.0) != 0.0),
+        None => Err(interp.stop_unknown("the truth of an array whose value is not computed")),
+    }
+}
+
+fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> Flow {
+    let origin = errors::origin(interp, a);
+    let shown = expr
+        .and_then(|e| interp.site().map(|s| (s.file, e.span)))
+        .map(|(f, sp)| interp.files[f as usize].text.get(sp.start as usize..sp.end as usize).unwrap_or("").to_string())
+        .unwrap_or_default();
+    let inside = interp
+        .jax
+        .traces
+        .iter()
+        .rev()
+        .find(|t| t.kind.is_staging())
+        .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
+        .unwrap_or_default();
+    let mut msg = format!("Attempted boolean conversion of {}.", errors::traced_array(a));
+    if !origin.is_empty() {
+        msg.push('\n');
+        msg.push_str(&origin);
+    }
+    let construct = match what {
+        "if" | "while" | "assert" | "and" | "or" | "not" => format!("Python `{what}`"),
+        other => format!("`{other}()`"),
+    };
+    if !shown.is_empty() {
+        msg.push_str(&format!(
+            "\n{construct} on traced value `{shown}` ({}) inside {inside}: its value is not known while tracing. Use jnp.where or lax.cond, or mark the argument static.",
+            a.aval.short()
+        ));
+    }
+    interp.raise("TracerBoolConversionError", Code::Concretization, msg)
+}
+
+/// `bool(x)`, `any(...)` and friends on arbitrary values.
+pub fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool> {
+    match v {
+        Value::Array(a) => array_bool(interp, a, what, None),
+        _ => interp.truthy(v),
+    }
+}
+
+/// `int(x)` / `float(x)` on an array.
+pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
+    if a.known().is_none() && a.is_tracer() {
+        let origin = errors::origin(interp, a);
+        let msg = format!(
+            "Abstract tracer value encountered where concrete value is expected: {}\nThe problem arose with the `{func}` function. If trying to convert the data type of a value, try using `x.astype({func})` or `jnp.array(x, {func})` instead.\n{origin}",
+            errors::traced_array(a)
+        );
+        return Err(interp.raise("ConcretizationTypeError", Code::Concretization, msg));
+    }
+    if a.aval.size() != 1 {
+        return Err(interp.type_error("only length-1 arrays can be converted to Python scalars"));
+    }
+    match eval::force(a, interp.budgets.max_elements).and_then(|d| d.iter().next().copied()) {
+        Some(x) => Ok(if func == "int" { Value::Int(x.trunc() as i64) } else { Value::Float(x) }),
+        None => Ok(Value::opaque("a value not computed")),
+    }
+}
+
+/// `operator.index(x)`: list indexing, `range(x)`.
+pub fn array_index(interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
+    if a.known().is_none() && a.is_tracer() {
+        return Err(index_error_from_tracer(interp, a));
+    }
+    if !a.aval.dtype.is_integer() || a.aval.ndim() != 0 {
+        return Err(interp.type_error("only integer scalar arrays can be converted to a scalar index"));
+    }
+    match eval::force(a, interp.budgets.max_elements).and_then(|d| d.iter().next().copied()) {
+        Some(x) => Ok(x as i64),
+        None => Err(interp.stop_unknown("an index whose value is not computed")),
+    }
+}
+
+pub fn index_error_from_tracer(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+    let origin = errors::origin(interp, a);
+    let msg = format!("The __index__() method was called on {}\n{origin}", errors::traced_array(a));
+    interp.raise("TracerIntegerConversionError", Code::Concretization, msg)
+}
+
+pub fn immutable_update_error(interp: &mut Interp, _a: &Rc<Array>) -> Flow {
+    interp.raise(
+        "TypeError",
+        Code::ImmutableUpdate,
+        "JAX arrays are immutable and do not support in-place item assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",
+    )
+}
+
+/// A NumPy function was handed a tracer (`np.asarray(x)`, `np.sin(x)`).
+pub fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+    let origin = errors::origin(interp, a);
+    let msg = format!("The numpy.ndarray conversion method __array__() was called on {}\n{origin}", errors::traced_array(a));
+    interp.raise("TracerArrayConversionError", Code::TracerToNumpy, msg)
+}
+
+/// TL212: a large concrete array read inside a trace becomes a constant of the trace.
+pub fn note_captured_constant(interp: &mut Interp, a: &Rc<Array>) {
+    if a.is_tracer() || interp.jax.staging_depth() == 0 {
+        return;
+    }
+    let bytes = a.aval.size().saturating_mul(a.aval.dtype.itemsize() as u128);
+    if bytes > interp.budgets.large_constant_bytes as u128 {
+        let inside = interp.jax.staging_description().unwrap_or_default();
+        let site = interp.site();
+        let msg = format!(
+            "large constant: a concrete {} array ({:.1} MiB) is captured by {inside} and baked into the trace as a constant; pass it as an argument instead",
+            a.aval.short(),
+            bytes as f64 / (1u128 << 20) as f64
+        );
+        interp.warn(Code::LargeConstant, site, msg, Vec::new());
+    }
+}
+
+pub fn abs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+    unary_prim(interp, UnaryPrim::Abs, a).map(Value::Array)
+}
+
+pub fn round(interp: &mut Interp, a: &Rc<Array>, _digits: Option<Value>) -> PyResult<Value> {
+    unary_prim(interp, UnaryPrim::Round, a).map(Value::Array)
+}
+
+/// `jnp.float32(x)`: a dtype called as a constructor.
+pub fn dtype_call(interp: &mut Interp, d: DType, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
+    let Some(v) = args.first() else {
+        return Ok(Value::Array(Array::scalar(0.0, d, false)));
+    };
+    let a = arr_or_unknown!(interp, v);
+    let target = dtypes::canonicalize(d, cfg(interp));
+    convert(interp, &a, target, false).map(Value::Array)
+}
+
+fn normalize_axis(interp: &mut Interp, axis: i64, ndim: usize) -> PyResult<usize> {
+    let n = ndim as i64;
+    if axis < -n || axis >= n {
+        return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("axis {axis} is out of bounds for array of dimension {ndim}")));
+    }
+    Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
+}
+
+fn axes_arg(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
+    match v {
+        None | Some(Value::None) => Ok(None),
+        Some(Value::Tuple(t)) => {
+            let mut out = Vec::new();
+            for x in t.iter() {
+                let i = interp.index_of(x)?.unwrap_or(0);
+                out.push(normalize_axis(interp, i, ndim)?);
+            }
+            Ok(Some(out))
+        }
+        Some(x) => {
+            let i = match interp.index_of(x)? {
+                Some(i) => i,
+                None => return Err(interp.type_error("axis must be an integer")),
+            };
+            Ok(Some(vec![normalize_axis(interp, i, ndim)?]))
+        }
+    }
+}
+
+struct Args<'a> {
+    args: &'a [Value],
+    kwargs: &'a Kwargs,
+}
+
+impl<'a> Args<'a> {
+    fn get(&self, i: usize, name: &str) -> Option<&'a Value> {
+        self.kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v).or_else(|| self.args.get(i)).filter(|v| !v.is_none())
+    }
+}
+
+fn reduce(
+    interp: &mut Interp,
+    a: &Rc<Array>,
+    op: ReduceOp,
+    axes: Option<Vec<usize>>,
+    keepdims: bool,
+    dtype: Option<DType>,
+) -> PyResult<Rc<Array>> {
+    let axes = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect());
+    let mut input = a.clone();
+    let c = cfg(interp);
+    let out_dtype = match (op, dtype) {
+        (_, Some(d)) => dtypes::canonicalize(d, c),
+        (ReduceOp::Sum | ReduceOp::Prod, None)
+            if a.aval.dtype.is_bool() || (a.aval.dtype.is_integer() && a.aval.dtype.itemsize() < dtypes::default_int(c).itemsize()) =>
+        {
+            if a.aval.dtype.is_unsigned() {
+                dtypes::canonicalize(DType::U64, c)
+            } else {
+                dtypes::default_int(c)
+            }
+        }
+        (ReduceOp::And | ReduceOp::Or, _) => DType::Bool,
+        _ => a.aval.dtype,
+    };
+    if out_dtype != a.aval.dtype {
+        input = convert(interp, &input, out_dtype, false)?;
+    }
+    let out_shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: a.aval.weak && out_dtype == a.aval.dtype };
+    let r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input], aval)?;
+    if keepdims {
+        let kept: Vec<usize> = a.aval.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        return reshape_raw(interp, &r, &kept);
+    }
+    Ok(r)
+}
+
+fn mean(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
+    let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
+    let n: usize = axes_v.iter().map(|&i| a.aval.shape[i]).product();
+    let x = if a.aval.dtype.is_inexact() { a.clone() } else { convert(interp, a, dtypes::default_float(cfg(interp)), false)? };
+    let s = reduce(interp, &x, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
+    let count = Array::scalar(n as f64, s.aval.dtype, true);
+    true_divide(interp, &s, &count)
+}
+
+fn var(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool, ddof: i64) -> PyResult<Rc<Array>> {
+    let m = mean(interp, a, axes.clone(), true)?;
+    let x = if a.aval.dtype.is_inexact() { a.clone() } else { convert(interp, a, dtypes::default_float(cfg(interp)), false)? };
+    let d = binary_prim(interp, BinaryPrim::Sub, &x, &m)?;
+    let sq = binary_prim(interp, BinaryPrim::Mul, &d, &d)?;
+    let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
+    let n: i64 = axes_v.iter().map(|&i| a.aval.shape[i] as i64).product::<i64>() - ddof;
+    let s = reduce(interp, &sq, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
+    let count = Array::scalar(n.max(0) as f64, s.aval.dtype, true);
+    true_divide(interp, &s, &count)
+}
+
+fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
+    let (input, axis) = match axis {
+        Some(ax) => (a.clone(), ax[0]),
+        None => {
+            let n = a.aval.size() as usize;
+            (reshape_raw(interp, a, &[n])?, 0)
+        }
+    };
+    if input.aval.shape.get(axis) == Some(&0) {
+        let name = if op == ArgOp::Max { "argmax" } else { "argmin" };
+        return Err(interp.value_error(format!("attempt to get {name} of an empty sequence")));
+    }
+    let idx = dtypes::default_int(cfg(interp));
+    let out: Vec<usize> = input.aval.shape.iter().enumerate().filter(|(i, _)| *i != axis).map(|(_, &d)| d).collect();
+    let r = bind1(interp, Prim::ArgReduce { op, axis, index_dtype: idx }, &[input.clone()], Aval::new(&out, idx))?;
+    if keepdims {
+        let kept: Vec<usize> = input.aval.shape.iter().enumerate().map(|(i, &d)| if i == axis { 1 } else { d }).collect();
+        return reshape_raw(interp, &r, &kept);
+    }
+    Ok(r)
+}
+
+fn shape_arg(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<usize>>> {
+    let items = match v {
+        Value::Tuple(_) | Value::List(_) => interp.iterate(v)?,
+        Value::Opaque(_) => return Ok(None),
+        other => vec![other.clone()],
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for it in &items {
+        match it {
+            Value::Array(a) if a.is_tracer() && a.known().is_none() => {
+                let shown = items.iter().map(|x| match x {
+                    Value::Array(t) if t.is_tracer() => {
+                        format!("JitTracer({})", t.aval.long_weak())
+                    }
+                    Value::Int(i) => i.to_string(),
+                    _ => "?".into(),
+                });
+                let list: Vec<String> = shown.collect();
+                let tuple = if list.len() == 1 { format!("({},)", list[0]) } else { format!("({})", list.join(", ")) };
+                let origin = errors::origin(interp, a);
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::DynamicShape,
+                    format!("Shapes must be 1D sequences of concrete values of integer type, got {tuple}.\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller subfunctions.\n{origin}"),
+                ));
+            }
+            Value::Opaque(_) => return Ok(None),
+            _ => match interp.index_of(it)? {
+                Some(i) if i >= 0 => out.push(i as usize),
+                Some(i) => {
+                    return Err(interp.type_error(format!("Shapes must be 1D sequences of integer scalars, got negative dimension {i}")))
+                }
+                None => {
+                    let shown = interp.repr(v).unwrap_or_default();
+                    return Err(interp.type_error(format!("Shapes must be 1D sequences of concrete values of integer type, got {shown}.")));
+                }
+            },
+        }
+    }
+    Ok(Some(out))
+}
+
+pub fn dtype_arg(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>> {
+    let c = cfg(interp);
+    Ok(match v {
+        None | Some(Value::None) => None,
+        Some(Value::DType(d)) => Some(*d),
+        Some(Value::Str(s)) => DType::from_name(s),
+        Some(Value::Builtin(b)) => match b.name().as_str() {
+            "float" => Some(dtypes::default_float(c)),
+            "int" => Some(dtypes::default_int(c)),
+            "bool" => Some(DType::Bool),
+            "complex" => Some(dtypes::default_complex(c)),
+            _ => None,
+        },
+        Some(Value::Array(a)) => Some(a.aval.dtype),
+        _ => None,
+    })
+}
+
+/// TL207: a 64-bit dtype requested while x64 is off is silently 32-bit.
+fn note_x64(interp: &mut Interp, requested: DType) {
+    let c = cfg(interp);
+    let got = dtypes::canonicalize(requested, c);
+    if got != requested {
+        let site = interp.site();
+        let msg = format!(
+            "x64 truncation: {} requested, but jax_enable_x64 is off, so the array is {} (JAX warns: Explicitly requested dtype {} requested in ... is not available, and will be truncated to dtype {})",
+            requested.name(),
+            got.name(),
+            requested.name(),
+            got.name()
+        );
+        interp.warn(Code::X64Truncation, site, msg, Vec::new());
+    }
+}
+
+fn creation_dtype(interp: &mut Interp, v: Option<&Value>, default: DType) -> PyResult<DType> {
+    Ok(match dtype_arg(interp, v)? {
+        Some(d) => {
+            note_x64(interp, d);
+            dtypes::canonicalize(d, cfg(interp))
+        }
+        None => default,
+    })
+}
+
+fn full(interp: &mut Interp, shape: &[usize], value: f64, dtype: DType) -> PyResult<Rc<Array>> {
+    let aval = Aval::new(shape, dtype);
+    bind1(interp, Prim::Full { value: eval::round_to(value, dtype) }, &[], aval)
+}
+
+fn concatenate(interp: &mut Interp, arrays: &[Rc<Array>], axis: i64) -> PyResult<Rc<Array>> {
+    if arrays.is_empty() {
+        return Err(interp.value_error("Need at least one array to concatenate."));
+    }
+    let nd = arrays[0].aval.ndim();
+    if nd == 0 {
+        return Err(interp.raise("ValueError", Code::ShapeMismatch, "Zero-dimensional arrays cannot be concatenated."));
+    }
+    if arrays.iter().any(|a| a.aval.ndim() != nd) {
+        let shapes = arrays.iter().map(|a| a.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
+        return Err(interp.raise(
+            "TypeError",
+            Code::ShapeMismatch,
+            format!("Cannot concatenate arrays with different numbers of dimensions: got {shapes}."),
+        ));
+    }
+    let ax = normalize_axis(interp, axis, nd)?;
+    for a in arrays {
+        for d in 0..nd {
+            if d != ax && a.aval.shape[d] != arrays[0].aval.shape[d] {
+                let shapes = arrays.iter().map(|a| a.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::ShapeMismatch,
+                    format!("Cannot concatenate arrays with shapes that differ in dimensions other than the one being concatenated: concatenating along dimension {ax} for shapes {shapes}."),
+                ));
+            }
+        }
+    }
+    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    let dt = promote(&wds, cfg(interp));
+    let ops: Vec<Rc<Array>> = arrays.iter().map(|a| convert(interp, a, dt.dtype, dt.weak)).collect::<PyResult<_>>()?;
+    let mut shape = arrays[0].aval.shape.clone();
+    shape[ax] = arrays.iter().map(|a| a.aval.shape[ax]).sum();
+    bind1(interp, Prim::Concatenate { dimension: ax }, &ops, Aval { shape, dtype: dt.dtype, weak: dt.weak })
+}
+
+fn expand_dims(interp: &mut Interp, a: &Rc<Array>, axis: i64) -> PyResult<Rc<Array>> {
+    let nd = a.aval.ndim() + 1;
+    let ax = normalize_axis(interp, axis, nd)?;
+    let mut s: Vec<usize> = a.aval.shape.to_vec();
+    s.insert(ax, 1);
+    reshape_raw(interp, a, &s)
+}
+
+fn array_list(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let items = match v {
+        Value::Array(a) => return Ok(Some(iterate_array(interp, a)?.into_iter().filter_map(|x| x.as_array().cloned()).collect())),
+        Value::Opaque(_) => return Ok(None),
+        other => interp.iterate(other)?,
+    };
+    let mut out = Vec::new();
+    for it in &items {
+        match operand(interp, it)? {
+            Operand::Array(a) => out.push(a),
+            Operand::Unknown => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+fn reshape(interp: &mut Interp, a: &Rc<Array>, shape_v: &Value) -> PyResult<Value> {
+    let items = match shape_v {
+        Value::Tuple(_) | Value::List(_) => interp.iterate(shape_v)?,
+        other => vec![other.clone()],
+    };
+    let mut dims: Vec<i64> = Vec::new();
+    for it in &items {
+        if let Value::Array(t) = it {
+            if t.is_tracer() && t.known().is_none() {
+                let wrapped = Value::tuple(items.clone());
+                shape_arg(interp, &wrapped)?;
+            }
+        }
+        match interp.index_of(it)? {
+            Some(i) => dims.push(i),
+            None => return Ok(Value::opaque("reshape")),
+        }
+    }
+    let size = a.aval.size();
+    let known: i128 = dims.iter().filter(|&&d| d != -1).map(|&d| d as i128).product();
+    let infer = dims.iter().filter(|&&d| d == -1).count();
+    let mut out: Vec<usize> = Vec::new();
+    let fail = |interp: &Interp, shown: &str| {
+        interp.raise(
+            "TypeError",
+            Code::ShapeMismatch,
+            format!("cannot reshape array of shape {} (size {}) into shape {}", a.aval.shape_tuple(), size, shown),
+        )
+    };
+    let shown_tuple = |dims: &[i64]| match dims {
+        [d] => format!("({d},)"),
+        _ => format!("({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    if infer > 1 {
+        return Err(interp.value_error("can only specify one unknown dimension"));
+    }
+    for &d in &dims {
+        if d == -1 {
+            if known == 0 || size as i128 % known != 0 {
+                return Err(fail(interp, &shown_tuple(&dims)));
+            }
+            out.push((size as i128 / known) as usize);
+        } else {
+            out.push(d as usize);
+        }
+    }
+    if infer == 0 && known as u128 != size {
+        let shown = format!("{} (size {known})", shown_tuple(&dims));
+        return Err(fail(interp, &shown));
+    }
+    reshape_raw(interp, a, &out).map(Value::Array)
+}
+
+fn transpose(interp: &mut Interp, a: &Rc<Array>, perm: Option<Vec<usize>>) -> PyResult<Rc<Array>> {
+    let nd = a.aval.ndim();
+    let perm = perm.unwrap_or_else(|| (0..nd).rev().collect());
+    if perm.len() != nd {
+        return Err(interp.value_error(format!("axes don't match array")));
+    }
+    let shape: Vec<usize> = perm.iter().map(|&p| a.aval.shape[p]).collect();
+    bind1(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(a), a.aval.with_shape(&shape))
+}
+
+fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>]) -> PyResult<Value> {
+    let spec: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match spec.split_once("->") {
+        Some((l, r)) => (l.to_string(), Some(r.to_string())),
+        None => (spec.clone(), None),
+    };
+    if lhs.contains("...") {
+        return Ok(Value::opaque("einsum with ellipsis"));
+    }
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != ops.len() {
+        return Ok(Value::opaque("einsum"));
+    }
+    let mut sizes: Vec<(char, usize)> = Vec::new();
+    for (t, a) in terms.iter().zip(ops) {
+        if t.chars().count() != a.aval.ndim() {
+            return Err(interp.value_error(format!(
+                "Einstein sum subscript '{t}' does not contain the correct number of indices for operand {}.",
+                terms.iter().position(|x| x == t).unwrap_or(0)
+            )));
+        }
+        for (c, &d) in t.chars().zip(a.aval.shape.iter()) {
+            match sizes.iter().find(|(k, _)| *k == c) {
+                Some(&(_, prev)) if prev != d && prev != 1 && d != 1 => {
+                    return Err(interp.raise(
+                        "ValueError",
+                        Code::ShapeMismatch,
+                        format!(
+                            "Size of label '{c}' for operand {} ({d}) does not match previous terms ({prev}).",
+                            terms.iter().position(|x| x == t).unwrap_or(0)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => sizes.push((c, d)),
+            }
+        }
+    }
+    let out_labels: String = match rhs {
+        Some(r) => r,
+        None => {
+            let mut counts: Vec<(char, usize)> = Vec::new();
+            for c in terms.concat().chars() {
+                match counts.iter_mut().find(|(k, _)| *k == c) {
+                    Some(e) => e.1 += 1,
+                    None => counts.push((c, 1)),
+                }
+            }
+            let mut once: Vec<char> = counts.into_iter().filter(|(_, n)| *n == 1).map(|(c, _)| c).collect();
+            once.sort_unstable();
+            once.into_iter().collect()
+        }
+    };
+    let shape: Vec<usize> = out_labels.chars().map(|c| sizes.iter().find(|(k, _)| *k == c).map(|(_, d)| *d).unwrap_or(1)).collect();
+    let wds: Vec<WeakDType> = ops.iter().map(|a| a.aval.weak_dtype()).collect();
+    let dt = promote(&wds, cfg(interp));
+    bind1(interp, Prim::Opaque("einsum"), ops, Aval { shape: Shape::from_slice(&shape), dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+}
+
+/// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
+/// indexing, and boolean masks (which need concrete values, TL108).
+pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+    let items: Vec<Value> = match idx {
+        Value::Tuple(t) => (**t).clone(),
+        other => vec![other.clone()],
+    };
+    let mut out_shape: Vec<usize> = Vec::new();
+    let mut dim = 0usize;
+    let nd = a.aval.ndim();
+    let consumed = items.iter().filter(|v| !matches!(v, Value::None | Value::Ellipsis)).count();
+    let mut advanced: Vec<Rc<Array>> = Vec::new();
+    let mut static_only = true;
+    let mut starts = Vec::new();
+    let mut limits = Vec::new();
+    let mut strides = Vec::new();
+    let mut squeeze = Vec::new();
+    for it in &items {
+        match it {
+            Value::None => out_shape.push(1),
+            Value::Ellipsis => {
+                let skip = nd.saturating_sub(consumed);
+                for _ in 0..skip {
+                    out_shape.push(a.aval.shape[dim]);
+                    starts.push(0);
+                    limits.push(a.aval.shape[dim]);
+                    strides.push(1);
+                    dim += 1;
+                }
+            }
+            Value::Slice(sl) => {
+                if dim >= nd {
+                    return Err(too_many_indices(interp, nd, consumed));
+                }
+                for part in sl.iter() {
+                    if let Value::Array(t) = part {
+                        if t.is_tracer() && t.known().is_none() {
+                            return Err(interp.raise(
+                                "IndexError",
+                                Code::DynamicShape,
+                                format!(
+                                    "Slice entries must be static integers. Got slice({}, {}, {}) at position {dim}",
+                                    slice_part(&sl[0]),
+                                    slice_part(&sl[1]),
+                                    slice_part(&sl[2])
+                                ),
+                            ));
+                        }
+                    }
+                }
+                let n = a.aval.shape[dim] as i64;
+                let (start, stop, step) = interp.slice_indices(sl, n)?;
+                let len = crate::interp::ops::range_len(start, stop, step).max(0) as usize;
+                if step < 0 {
+                    static_only = false;
+                }
+                out_shape.push(len);
+                starts.push(start.max(0) as usize);
+                limits.push(if step > 0 { stop.max(start) as usize } else { (start + 1).max(0) as usize });
+                strides.push(step.unsigned_abs() as usize);
+                dim += 1;
+            }
+            Value::Int(_) | Value::Bool(_) => {
+                if dim >= nd {
+                    return Err(too_many_indices(interp, nd, consumed));
+                }
+                let i = crate::interp::ops::as_int(it).unwrap_or(0);
+                let n = a.aval.shape[dim] as i64;
+                if i < -n || i >= n {
+                    return Err(interp.raise(
+                        "IndexError",
+                        Code::PythonException,
+                        format!("index {i} is out of bounds for axis {dim} with size {n}"),
+                    ));
+                }
+                let j = if i < 0 { i + n } else { i } as usize;
+                starts.push(j);
+                limits.push(j + 1);
+                strides.push(1);
+                squeeze.push(dim);
+                dim += 1;
+            }
+            Value::Opaque(_) => return Ok(Value::opaque("index by an unknown value")),
+            Value::Array(ix) if ix_is_bool(it) => {
+                if ix.is_tracer() && ix.known().is_none() {
+                    return Err(interp.raise(
+                        "NonConcreteBooleanIndexError",
+                        Code::DynamicShape,
+                        format!("Array boolean indices must be concrete; got {}\n", ix.aval.short()),
+                    ));
+                }
+                return Ok(Value::Array(Array::unknown(a.aval.with_shape(&[0]), "boolean mask"))).and_then(|_| {
+                    match eval::force(ix, interp.budgets.max_elements) {
+                        Some(d) => {
+                            let count = d.iter().filter(|&&x| x != 0.0).count();
+                            let mut s = vec![count];
+                            s.extend(a.aval.shape[ix.aval.ndim().min(nd)..].iter().copied());
+                            Ok(Value::Array(Array::unknown(a.aval.with_shape(&s), "boolean mask")))
+                        }
+                        None => Ok(Value::opaque("boolean mask with unknown values")),
+                    }
+                });
+            }
+            Value::List(_) | Value::Array(_) => {
+                let ix = match operand(interp, it)? {
+                    Operand::Array(x) => x,
+                    Operand::Unknown => return Ok(Value::opaque("index")),
+                };
+                if ix.aval.dtype.is_bool() {
+                    return getitem(interp, a, &Value::Array(ix));
+                }
+                if !ix.aval.dtype.is_integer() {
+                    return Err(interp.raise(
+                        "TypeError",
+                        Code::PythonException,
+                        format!(
+                            "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {}",
+                            ix.aval.dtype.name(),
+                            "Traced"
+                        ),
+                    ));
+                }
+                if dim >= nd {
+                    return Err(too_many_indices(interp, nd, consumed));
+                }
+                static_only = false;
+                advanced.push(ix);
+                starts.push(0);
+                limits.push(a.aval.shape[dim]);
+                strides.push(1);
+                squeeze.push(dim);
+                out_shape.push(usize::MAX);
+                dim += 1;
+            }
+            Value::Str(_) | Value::Float(_) | Value::Dict(_) => {
+                let shown = interp.repr(it).unwrap_or_default();
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::PythonException,
+                    format!(
+                        "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {shown}",
+                        it.type_name()
+                    ),
+                ));
+            }
+            _ => return Ok(Value::opaque("index of an unsupported kind")),
+        }
+    }
+    while dim < nd {
+        out_shape.push(a.aval.shape[dim]);
+        starts.push(0);
+        limits.push(a.aval.shape[dim]);
+        strides.push(1);
+        dim += 1;
+    }
+    if !advanced.is_empty() {
+        let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
+        let bshape = broadcast_shapes(&shapes).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        let first = out_shape.iter().position(|&d| d == usize::MAX).unwrap_or(0);
+        let contiguous = {
+            let pos: Vec<usize> = out_shape.iter().enumerate().filter(|(_, &d)| d == usize::MAX).map(|(i, _)| i).collect();
+            pos.windows(2).all(|w| w[1] == w[0] + 1)
+        };
+        let rest: Vec<usize> = out_shape.iter().copied().filter(|&d| d != usize::MAX).collect();
+        let mut shape = Vec::new();
+        if contiguous {
+            shape.extend(rest[..first].iter().copied());
+            shape.extend(bshape.iter().copied());
+            shape.extend(rest[first..].iter().copied());
+        } else {
+            shape.extend(bshape.iter().copied());
+            shape.extend(rest.iter().copied());
+        }
+        let mut ins = vec![a.clone()];
+        ins.extend(advanced);
+        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, axes: squeeze.clone() };
+        return bind1(interp, prim, &ins, a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
+    }
+    let full_slice =
+        starts.iter().zip(&limits).zip(&strides).zip(a.aval.shape.iter()).all(|(((&s, &l), &st), &d)| s == 0 && l == d && st == 1);
+    let mut cur = a.clone();
+    if !full_slice && static_only {
+        let shape: Vec<usize> =
+            starts.iter().zip(&limits).zip(&strides).map(|((&s, &l), &st)| if l > s { (l - s).div_ceil(st.max(1)) } else { 0 }).collect();
+        cur = bind1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak))?;
+    } else if !static_only {
+        cur = bind1(
+            interp,
+            Prim::Opaque("slice"),
+            &[cur],
+            a.aval.with_shape(&out_shape.iter().map(|&d| if d == usize::MAX { 1 } else { d }).collect::<Vec<_>>()).weak(a.aval.weak),
+        )?;
+        return Ok(Value::Array(cur));
+    }
+    let final_shape: Vec<usize> = out_shape;
+    reshape_raw(interp, &cur, &final_shape).map(Value::Array)
+}
+
+fn ix_is_bool(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if a.aval.dtype.is_bool())
+}
+
+fn slice_part(v: &Value) -> String {
+    match v {
+        Value::None => "None".into(),
+        Value::Int(i) => i.to_string(),
+        Value::Array(a) if a.is_tracer() => format!("JitTracer({})", a.aval.long_weak()),
+        _ => "?".into(),
+    }
+}
+
+fn too_many_indices(interp: &Interp, nd: usize, given: usize) -> Flow {
+    interp.raise(
+        "IndexError",
+        Code::ShapeMismatch,
+        format!("Too many indices: {nd}-dimensional array indexed with {given} regular indices."),
+    )
+}
+
+pub fn iterate_array(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+    let Some(&n) = a.aval.shape.first() else {
+        return Err(interp.type_error("iteration over a 0-d array"));
+    };
+    if n > 100_000 {
+        return Err(interp.stop_unknown("iteration over a very long array"));
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        out.push(getitem(interp, a, &Value::Int(i as i64))?);
+    }
+    Ok(out)
+}
+
+pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+    Ok(Some(match name {
+        "shape" => Value::tuple(a.aval.shape.iter().map(|&d| Value::Int(d as i64)).collect()),
+        "dtype" => Value::DType(a.aval.dtype),
+        "ndim" => Value::Int(a.aval.ndim() as i64),
+        "size" => Value::Int(a.aval.size().min(i64::MAX as u128) as i64),
+        "itemsize" => Value::Int(a.aval.dtype.itemsize() as i64),
+        "nbytes" => Value::Int((a.aval.size() * a.aval.dtype.itemsize() as u128).min(i64::MAX as u128) as i64),
+        "T" => Value::Array(transpose(interp, a, None)?),
+        "mT" => {
+            let nd = a.aval.ndim();
+            let mut p: Vec<usize> = (0..nd).collect();
+            if nd >= 2 {
+                p.swap(nd - 1, nd - 2);
+            }
+            Value::Array(transpose(interp, a, Some(p))?)
+        }
+        "real" => Value::Array(a.clone()),
+        "imag" => Value::Array(full(interp, &a.aval.shape.clone(), 0.0, a.aval.dtype)?),
+        "at" => Value::Builtin(Rc::new(crate::interp::builtins::Builtin::Object(super::api::JaxObject::At { array: a.clone() }))),
+        "aval" => Value::opaque("an aval"),
+        "sharding" | "device" | "devices" => Value::opaque("device information"),
+        _ => {
+            const METHODS: &[&str] = &[
+                "sum",
+                "mean",
+                "max",
+                "min",
+                "prod",
+                "std",
+                "var",
+                "any",
+                "all",
+                "argmax",
+                "argmin",
+                "cumsum",
+                "cumprod",
+                "reshape",
+                "transpose",
+                "astype",
+                "squeeze",
+                "flatten",
+                "ravel",
+                "item",
+                "tolist",
+                "clip",
+                "dot",
+                "round",
+                "copy",
+                "block_until_ready",
+                "swapaxes",
+                "repeat",
+                "sort",
+                "argsort",
+                "conj",
+                "__array__",
+                "view",
+                "take",
+                "__jax_array__",
+            ];
+            if METHODS.contains(&name) {
+                Value::Builtin(Rc::new(crate::interp::builtins::Builtin::Method { recv: Value::Array(a.clone()), name: Rc::from(name) }))
+            } else {
+                return Ok(None);
+            }
+        }
+    }))
+}
+
+pub fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let me = Value::Array(a.clone());
+    match name {
+        "item" | "tolist" => {
+            if a.is_tracer() && a.known().is_none() {
+                let origin = errors::origin(interp, a);
+                let detail = if name == "item" {
+                    "This occurred in the item() method of jax.Array".to_string()
+                } else {
+                    format!("The tolist() method was called on {}.", errors::traced_array(a))
+                };
+                let msg = format!(
+                    "Abstract tracer value encountered where concrete value is expected: {}\n{detail}\n{origin}",
+                    errors::traced_array(a)
+                );
+                return Err(interp.raise("ConcretizationTypeError", Code::TracerToNumpy, msg));
+            }
+            if name == "item" {
+                let f = if a.aval.dtype.is_inexact() { "float" } else { "int" };
+                if a.aval.dtype.is_bool() {
+                    return Ok(Value::Bool(array_bool(interp, a, "bool", None)?));
+                }
+                return array_to_python(interp, a, f);
+            }
+            Ok(Value::opaque("tolist"))
+        }
+        "__array__" => {
+            if a.is_tracer() && a.known().is_none() {
+                return Err(numpy_conversion_error(interp, a));
+            }
+            Ok(me)
+        }
+        "block_until_ready" | "copy" | "view" | "__jax_array__" => Ok(me),
+        "astype" => {
+            let d = match dtype_arg(interp, args.first().or_else(|| kwargs.first().map(|(_, v)| v)))? {
+                Some(d) => d,
+                None => return Ok(Value::opaque("astype")),
+            };
+            note_x64(interp, d);
+            let d = dtypes::canonicalize(d, cfg(interp));
+            convert(interp, a, d, false).map(Value::Array)
+        }
+        "reshape" => {
+            let shape = if args.len() == 1 { args[0].clone() } else { Value::tuple(args) };
+            reshape(interp, a, &shape)
+        }
+        "transpose" => {
+            let perm = if args.is_empty() {
+                None
+            } else {
+                let items =
+                    if args.len() == 1 && matches!(args[0], Value::Tuple(_) | Value::List(_)) { interp.iterate(&args[0])? } else { args };
+                Some(items.iter().map(|v| crate::interp::ops::as_int(v).unwrap_or(0) as usize).collect())
+            };
+            transpose(interp, a, perm).map(Value::Array)
+        }
+        "flatten" | "ravel" => {
+            let n = a.aval.size() as usize;
+            reshape_raw(interp, a, &[n]).map(Value::Array)
+        }
+        "dot" => {
+            let b = arr_or_unknown!(interp, &args.first().cloned().unwrap_or(Value::None));
+            matmul(interp, a, &b, "dot").map(Value::Array)
+        }
+        _ => {
+            let f = match name {
+                "sum" => JaxFn::Sum,
+                "mean" => JaxFn::Mean,
+                "max" => JaxFn::Max,
+                "min" => JaxFn::Min,
+                "prod" => JaxFn::Prod,
+                "std" => JaxFn::Std,
+                "var" => JaxFn::Var,
+                "any" => JaxFn::Any,
+                "all" => JaxFn::All,
+                "argmax" => JaxFn::Argmax,
+                "argmin" => JaxFn::Argmin,
+                "cumsum" => JaxFn::Cumsum,
+                "cumprod" => JaxFn::Cumprod,
+                "squeeze" => JaxFn::Squeeze,
+                "clip" => JaxFn::Clip,
+                "round" => JaxFn::Round,
+                "swapaxes" => JaxFn::Swapaxes,
+                "repeat" => JaxFn::Repeat,
+                "sort" => JaxFn::Sort,
+                "argsort" => JaxFn::Argsort,
+                "conj" => JaxFn::Conj,
+                "take" => JaxFn::Take,
+                _ => {
+                    return Err(interp.raise(
+                        "AttributeError",
+                        Code::PythonException,
+                        format!("'ArrayImpl' object has no attribute '{name}'"),
+                    ))
+                }
+            };
+            let mut all = vec![me];
+            all.extend(args);
+            call(interp, f, all, kwargs)
+        }
+    }
+}
+
+/// Calls a jax.numpy / jax.nn / jax.lax function that maps arrays to arrays.
+pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    use JaxFn as F;
+    let c = cfg(interp);
+    let p = Args { args: &args, kwargs: &kwargs };
+    let first = || args.first().cloned().unwrap_or(Value::None);
+    macro_rules! arr {
+        ($i:expr, $name:expr) => {
+            match p.get($i, $name) {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => return Err(interp.type_error(format!("{}() missing required argument '{}'", f.name(), $name))),
+            }
+        };
+    }
+    macro_rules! unary {
+        ($u:expr) => {{
+            let a = arr!(0, "x");
+            return unary_prim(interp, $u, &a).map(Value::Array);
+        }};
+    }
+    macro_rules! binary {
+        ($b:expr) => {{
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            return binary_prim(interp, $b, &a, &b).map(Value::Array);
+        }};
+    }
+    macro_rules! compare {
+        ($c:expr) => {{
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            return compare_arrays(interp, $c, &a, &b).map(Value::Array);
+        }};
+    }
+    let keepdims = match p.get(usize::MAX, "keepdims") {
+        Some(v) => interp.truthy(v)?,
+        None => false,
+    };
+    match f {
+        F::Array | F::Asarray => {
+            let v = first();
+            let a = arr_or_unknown!(interp, &v);
+            let a = if let Value::Array(orig) = &v {
+                // jnp.asarray of a jax array keeps it; of a NumPy float64 array it canonicalizes.
+                let d = dtypes::canonicalize(orig.aval.dtype, c);
+                convert(interp, orig, d, false)?
+            } else {
+                let d = dtypes::canonicalize(a.aval.dtype, c);
+                convert(interp, &a, d, false)?
+            };
+            match dtype_arg(interp, p.get(1, "dtype"))? {
+                Some(d) => {
+                    note_x64(interp, d);
+                    convert(interp, &a, dtypes::canonicalize(d, c), false).map(Value::Array)
+                }
+                None => Ok(Value::Array(a)),
+            }
+        }
+        F::Zeros | F::Ones | F::Empty | F::Full => {
+            let Some(shape) = shape_arg(interp, &first())? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let (value, dt_index) = match f {
+                F::Full => {
+                    let fill = p.get(1, "fill_value").cloned().unwrap_or(Value::Int(0));
+                    let fa = arr_or_unknown!(interp, &fill);
+                    let default = dtypes::canonicalize(fa.aval.dtype, c);
+                    let d = creation_dtype(interp, p.get(2, "dtype"), default)?;
+                    let converted = convert(interp, &fa, d, false)?;
+                    let fb = broadcast_to_shape(interp, &converted, &shape)?;
+                    return Ok(Value::Array(fb));
+                }
+                F::Ones => (1.0, 1),
+                _ => (0.0, 1),
+            };
+            let d = creation_dtype(interp, p.get(dt_index, "dtype"), dtypes::default_float(c))?;
+            full(interp, &shape, value, d).map(Value::Array)
+        }
+        F::ZerosLike | F::OnesLike | F::EmptyLike | F::FullLike => {
+            let a = arr!(0, "a");
+            let (value, di) = match f {
+                F::OnesLike => (1.0, 1),
+                F::FullLike => (p.get(1, "fill_value").and_then(crate::interp::ops::as_f64).unwrap_or(0.0), 2),
+                _ => (0.0, 1),
+            };
+            let d = creation_dtype(interp, p.get(di, "dtype"), a.aval.dtype)?;
+            let shape = a.aval.shape.clone();
+            full(interp, &shape, value, d).map(Value::Array)
+        }
+        F::Arange => {
+            let mut nums = Vec::new();
+            for (i, name) in ["start", "stop", "step"].iter().enumerate() {
+                if let Some(v) = p.get(i, name) {
+                    if let Value::Array(t) = v {
+                        if t.is_tracer() && t.known().is_none() {
+                            let origin = errors::origin(interp, t);
+                            let arg = if args.len() == 1 { "stop" } else { name };
+                            return Err(interp.raise(
+                                "ConcretizationTypeError",
+                                Code::DynamicShape,
+                                format!("Abstract tracer value encountered where concrete value is expected: {}\nIt arose in the jnp.arange argument '{arg}'\n{origin}", errors::traced_array(t)),
+                            ));
+                        }
+                    }
+                    nums.push(v.clone());
+                }
+            }
+            let fl: Vec<f64> = nums
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Array(a) => eval::force(a, 16).and_then(|d| d.iter().next().copied()),
+                    other => crate::interp::ops::as_f64(other),
+                })
+                .collect();
+            if fl.len() != nums.len() {
+                return Ok(Value::opaque("arange"));
+            }
+            let (start, stop, step) = match fl.as_slice() {
+                [b] => (0.0, *b, 1.0),
+                [a, b] => (*a, *b, 1.0),
+                [a, b, s] => (*a, *b, *s),
+                _ => return Ok(Value::opaque("arange")),
+            };
+            let any_float = nums.iter().any(|v| matches!(v, Value::Float(_)) || matches!(v, Value::Array(a) if a.aval.dtype.is_inexact()));
+            let default = if any_float { dtypes::default_float(c) } else { dtypes::default_int(c) };
+            let d = creation_dtype(interp, p.get(3, "dtype"), default)?;
+            let n = if step == 0.0 { 0 } else { ((stop - start) / step).ceil().max(0.0) as usize };
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(start + step * i[0] as f64, d));
+            Ok(Value::Array(Array::ready(Aval::new(&[n], d), data)))
+        }
+        F::Linspace => {
+            let n = match p.get(2, "num") {
+                Some(v) => interp.index_of(v)?.unwrap_or(50),
+                None => 50,
+            };
+            let d = creation_dtype(interp, p.get(5, "dtype"), dtypes::default_float(c))?;
+            let (a, b) = (p.get(0, "start").and_then(crate::interp::ops::as_f64), p.get(1, "stop").and_then(crate::interp::ops::as_f64));
+            let n = n.max(0) as usize;
+            match (a, b) {
+                (Some(a), Some(b)) => {
+                    let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
+                    let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(a + step * i[0] as f64, d));
+                    Ok(Value::Array(Array::ready(Aval::new(&[n], d), data)))
+                }
+                _ => Ok(Value::Array(Array::unknown(Aval::new(&[n], d), "linspace of traced bounds"))),
+            }
+        }
+        F::Eye | F::Identity => {
+            let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
+            let m = match p.get(1, "M") {
+                Some(v) if f == F::Eye => interp.index_of(v)?.unwrap_or(n as i64) as usize,
+                _ => n,
+            };
+            let d = creation_dtype(interp, p.get(if f == F::Eye { 3 } else { 1 }, "dtype"), dtypes::default_float(c))?;
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[0] == i[1]) as i64 as f64);
+            Ok(Value::Array(Array::ready(Aval::new(&[n, m], d), data)))
+        }
+        F::Tril | F::Triu => {
+            let a = arr!(0, "m");
+            bind1(interp, Prim::Opaque(if f == F::Tril { "tril" } else { "triu" }), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Tri => {
+            let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
+            let m = p.get(1, "M").and_then(crate::interp::ops::as_int).map(|m| m as usize).unwrap_or(n);
+            let d = creation_dtype(interp, p.get(3, "dtype"), dtypes::default_float(c))?;
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] <= i[0]) as i64 as f64);
+            Ok(Value::Array(Array::ready(Aval::new(&[n, m], d), data)))
+        }
+        F::Add => binary!(BinaryPrim::Add),
+        F::Subtract => binary!(BinaryPrim::Sub),
+        F::Multiply => binary!(BinaryPrim::Mul),
+        F::Divide | F::TrueDivide => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            true_divide(interp, &a, &b).map(Value::Array)
+        }
+        F::FloorDivide => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            binary_arrays(interp, BinOp::FloorDiv, &a, &b).map(Value::Array)
+        }
+        F::Mod | F::Remainder => binary!(BinaryPrim::Rem),
+        F::Power => binary!(BinaryPrim::Pow),
+        F::Maximum => binary!(BinaryPrim::Max),
+        F::Minimum => binary!(BinaryPrim::Min),
+        F::Arctan2 => binary!(BinaryPrim::Atan2),
+        F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
+        F::BitwiseOr | F::LogicalOr => binary!(BinaryPrim::Or),
+        F::BitwiseXor | F::LogicalXor => binary!(BinaryPrim::Xor),
+        F::Hypot | F::Logaddexp => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            let (ops, dt, shape) = promote_broadcast(interp, &[a, b])?;
+            let dt = if dt.dtype.is_inexact() { dt } else { WeakDType { dtype: dtypes::default_float(c), weak: dt.weak } };
+            bind1(
+                interp,
+                Prim::Opaque(if f == F::Hypot { "hypot" } else { "logaddexp" }),
+                &ops,
+                Aval { shape, dtype: dt.dtype, weak: dt.weak },
+            )
+            .map(Value::Array)
+        }
+        F::Negative => unary!(UnaryPrim::Neg),
+        F::Positive => Ok(Value::Array(arr!(0, "x"))),
+        F::Abs | F::Absolute => unary!(UnaryPrim::Abs),
+        F::Sign => unary!(UnaryPrim::Sign),
+        F::Floor => unary!(UnaryPrim::Floor),
+        F::Ceil => unary!(UnaryPrim::Ceil),
+        F::Round | F::Rint => unary!(UnaryPrim::Round),
+        F::Trunc => unary!(UnaryPrim::Round),
+        F::Exp => unary!(UnaryPrim::Exp),
+        F::Exp2 => unary!(UnaryPrim::Exp2),
+        F::Expm1 => unary!(UnaryPrim::Expm1),
+        F::Log | F::LaxLog => unary!(UnaryPrim::Log),
+        F::Log2 | F::Log10 => {
+            let a = arr!(0, "x");
+            let l = unary_prim(interp, UnaryPrim::Log, &a)?;
+            let k = Array::scalar(if f == F::Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 }, l.aval.dtype, true);
+            true_divide(interp, &l, &k).map(Value::Array)
+        }
+        F::Log1p => unary!(UnaryPrim::Log1p),
+        F::Sqrt | F::LaxRsqrtAlias => unary!(UnaryPrim::Sqrt),
+        F::LaxRsqrt => unary!(UnaryPrim::Rsqrt),
+        F::Cbrt => unary!(UnaryPrim::Cbrt),
+        F::Square => unary!(UnaryPrim::Square),
+        F::Reciprocal => {
+            let a = arr!(0, "x");
+            let one = Array::scalar(1.0, a.aval.dtype, true);
+            true_divide(interp, &one, &a).map(Value::Array)
+        }
+        F::Sin => unary!(UnaryPrim::Sin),
+        F::Cos => unary!(UnaryPrim::Cos),
+        F::Tan => unary!(UnaryPrim::Tan),
+        F::Arcsin => unary!(UnaryPrim::Asin),
+        F::Arccos => unary!(UnaryPrim::Acos),
+        F::Arctan => unary!(UnaryPrim::Atan),
+        F::Sinh => unary!(UnaryPrim::Sinh),
+        F::Cosh => unary!(UnaryPrim::Cosh),
+        F::Tanh | F::LaxTanh | F::NnTanh => unary!(UnaryPrim::Tanh),
+        F::Arcsinh => unary!(UnaryPrim::Asinh),
+        F::Arccosh => unary!(UnaryPrim::Acosh),
+        F::Arctanh => unary!(UnaryPrim::Atanh),
+        F::LaxExp => unary!(UnaryPrim::Exp),
+        F::Deg2rad | F::Rad2deg => {
+            let a = arr!(0, "x");
+            let k = if f == F::Deg2rad { std::f64::consts::PI / 180.0 } else { 180.0 / std::f64::consts::PI };
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let kk = Array::scalar(k, a.aval.dtype, true);
+            binary_prim(interp, BinaryPrim::Mul, &a, &kk).map(Value::Array)
+        }
+        F::Isnan | F::Isinf => {
+            let a = arr!(0, "x");
+            bind1(interp, Prim::Opaque(if f == F::Isnan { "isnan" } else { "isinf" }), &[a.clone()], a.aval.with_dtype(DType::Bool))
+                .map(Value::Array)
+        }
+        F::Isfinite => unary!(UnaryPrim::IsFinite),
+        F::NanToNum | F::Real | F::Conj => Ok(Value::Array(arr!(0, "x"))),
+        F::Imag => {
+            let a = arr!(0, "x");
+            let shape = a.aval.shape.clone();
+            full(interp, &shape, 0.0, a.aval.dtype).map(Value::Array)
+        }
+        F::Equal => compare!(CmpPrim::Eq),
+        F::NotEqual => compare!(CmpPrim::Ne),
+        F::Less => compare!(CmpPrim::Lt),
+        F::LessEqual => compare!(CmpPrim::Le),
+        F::Greater => compare!(CmpPrim::Gt),
+        F::GreaterEqual => compare!(CmpPrim::Ge),
+        F::LogicalNot | F::BitwiseNot | F::Invert => {
+            let a = arr!(0, "x");
+            if f != F::LogicalNot && a.aval.dtype.is_inexact() {
+                return unary_op(interp, UnaryOp::Invert, &a);
+            }
+            let a = if f == F::LogicalNot { convert(interp, &a, DType::Bool, false)? } else { a };
+            bind1(interp, Prim::Unary(UnaryPrim::Not), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Allclose | F::ArrayEqual => {
+            let a = arr!(0, "a");
+            let b = arr!(1, "b");
+            let _ = promote_broadcast(interp, &[a.clone(), b.clone()])?;
+            bind1(interp, Prim::Opaque("allclose"), &[a, b], Aval::scalar(DType::Bool)).map(Value::Array)
+        }
+        F::Isclose => {
+            let a = arr!(0, "a");
+            let b = arr!(1, "b");
+            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
+            bind1(interp, Prim::Opaque("isclose"), &ops, Aval { shape, dtype: DType::Bool, weak: false }).map(Value::Array)
+        }
+        F::Where => {
+            if p.get(1, "x").is_none() && p.get(2, "y").is_none() {
+                return call(interp, F::Nonzero, args, kwargs);
+            }
+            let cond = arr!(0, "condition");
+            let x = arr!(1, "x");
+            let y = arr!(2, "y");
+            let shapes: Vec<&[usize]> = vec![&cond.aval.shape, &x.aval.shape, &y.aval.shape];
+            let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+            let (ops, dt, _) = promote_broadcast(interp, &[x, y])?;
+            let cb = convert(interp, &cond, DType::Bool, false)?;
+            let cb = broadcast_to_shape(interp, &cb, &shape)?;
+            let xb = broadcast_to_shape(interp, &ops[0], &shape)?;
+            let yb = broadcast_to_shape(interp, &ops[1], &shape)?;
+            bind1(interp, Prim::Select, &[cb, yb, xb], Aval { shape, dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+        }
+        F::Clip => {
+            let a = arr!(0, "x");
+            let mut cur = a;
+            if let Some(lo) = p.get(1, "min").or_else(|| p.get(usize::MAX, "a_min")) {
+                let lo = arr_or_unknown!(interp, lo);
+                cur = binary_prim(interp, BinaryPrim::Max, &cur, &lo)?;
+            }
+            if let Some(hi) = p.get(2, "max").or_else(|| p.get(usize::MAX, "a_max")) {
+                let hi = arr_or_unknown!(interp, hi);
+                cur = binary_prim(interp, BinaryPrim::Min, &cur, &hi)?;
+            }
+            Ok(Value::Array(cur))
+        }
+        F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let op = match f {
+                F::Sum | F::Nansum => ReduceOp::Sum,
+                F::Prod => ReduceOp::Prod,
+                F::Max | F::Amax | F::Nanmax => ReduceOp::Max,
+                F::Min | F::Amin | F::Nanmin => ReduceOp::Min,
+                F::All => ReduceOp::And,
+                _ => ReduceOp::Or,
+            };
+            if matches!(op, ReduceOp::Max | ReduceOp::Min) && p.get(usize::MAX, "initial").is_none() {
+                let ax = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
+                if ax.iter().any(|&i| a.aval.shape[i] == 0) {
+                    return Err(interp.value_error(format!(
+                        "zero-size array to reduction operation {} which has no identity",
+                        if op == ReduceOp::Max { "max" } else { "min" }
+                    )));
+                }
+            }
+            let dt = dtype_arg(interp, p.get(usize::MAX, "dtype"))?;
+            let input = if matches!(op, ReduceOp::And | ReduceOp::Or) { convert(interp, &a, DType::Bool, false)? } else { a };
+            reduce(interp, &input, op, axes, keepdims, dt).map(Value::Array)
+        }
+        F::Mean | F::Nanmean | F::Average => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            mean(interp, &a, axes, keepdims).map(Value::Array)
+        }
+        F::Median => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let x = mean(interp, &a, axes, keepdims)?;
+            bind1(interp, Prim::Opaque("median"), &[a], x.aval.clone()).map(Value::Array)
+        }
+        F::Var | F::Std => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let ddof = p.get(usize::MAX, "ddof").and_then(crate::interp::ops::as_int).unwrap_or(0);
+            let v = var(interp, &a, axes, keepdims, ddof)?;
+            if f == F::Std {
+                return unary_prim(interp, UnaryPrim::Sqrt, &v).map(Value::Array);
+            }
+            Ok(Value::Array(v))
+        }
+        F::CountNonzero => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let zero = Array::scalar(0.0, a.aval.dtype, true);
+            let ne = compare_arrays(interp, CmpPrim::Ne, &a, &zero)?;
+            reduce(interp, &ne, ReduceOp::Sum, axes, keepdims, None).map(Value::Array)
+        }
+        F::Argmax | F::Argmin => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            arg_reduce(interp, &a, if f == F::Argmax { ArgOp::Max } else { ArgOp::Min }, axes, keepdims).map(Value::Array)
+        }
+        F::Cumsum | F::Cumprod => {
+            let a = arr!(0, "a");
+            let (a, axis) = match axes_arg(interp, p.get(1, "axis"), a.aval.ndim())? {
+                Some(ax) => (a, ax[0]),
+                None => {
+                    let n = a.aval.size() as usize;
+                    (reshape_raw(interp, &a, &[n])?, 0)
+                }
+            };
+            let out_dt = if a.aval.dtype.is_bool() || (a.aval.dtype.is_integer() && a.aval.dtype.itemsize() < 4) {
+                dtypes::default_int(c)
+            } else {
+                a.aval.dtype
+            };
+            let a = convert(interp, &a, out_dt, a.aval.weak)?;
+            let op = if f == F::Cumsum { ReduceOp::Sum } else { ReduceOp::Prod };
+            bind1(interp, Prim::Cumulative { op, axis, reverse: false }, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Reshape => {
+            let a = arr!(0, "a");
+            let shape = p.get(1, "shape").cloned().unwrap_or(Value::None);
+            reshape(interp, &a, &shape)
+        }
+        F::Ravel => {
+            let a = arr!(0, "a");
+            let n = a.aval.size() as usize;
+            reshape_raw(interp, &a, &[n]).map(Value::Array)
+        }
+        F::Transpose => {
+            let a = arr!(0, "a");
+            let perm = match p.get(1, "axes") {
+                Some(v) => Some(interp.iterate(v)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect()),
+                None => None,
+            };
+            transpose(interp, &a, perm).map(Value::Array)
+        }
+        F::Swapaxes | F::Moveaxis => {
+            let a = arr!(0, "a");
+            let nd = a.aval.ndim();
+            let i = interp.index_of(p.get(1, "axis1").unwrap_or(&Value::Int(0)))?.unwrap_or(0);
+            let j = interp.index_of(p.get(2, "axis2").unwrap_or(&Value::Int(0)))?.unwrap_or(0);
+            let (i, j) = (normalize_axis(interp, i, nd)?, normalize_axis(interp, j, nd)?);
+            let mut perm: Vec<usize> = (0..nd).collect();
+            if f == F::Swapaxes {
+                perm.swap(i, j);
+            } else {
+                let x = perm.remove(i);
+                perm.insert(j, x);
+            }
+            transpose(interp, &a, Some(perm)).map(Value::Array)
+        }
+        F::ExpandDims => {
+            let a = arr!(0, "a");
+            let ax = interp.index_of(p.get(1, "axis").unwrap_or(&Value::Int(0)))?.unwrap_or(0);
+            expand_dims(interp, &a, ax).map(Value::Array)
+        }
+        F::Squeeze => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = axes.unwrap_or_else(|| a.aval.shape.iter().enumerate().filter(|(_, &d)| d == 1).map(|(i, _)| i).collect());
+            for &ax in &axes {
+                if a.aval.shape[ax] != 1 {
+                    return Err(interp.raise(
+                        "ValueError",
+                        Code::ShapeMismatch,
+                        format!(
+                            "cannot select an axis to squeeze out which has size not equal to one, got shape={} and dimensions={}",
+                            a.aval.shape_tuple(),
+                            shape_tuple(&axes)
+                        ),
+                    ));
+                }
+            }
+            let shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+            bind1(interp, Prim::Squeeze { dimensions: axes }, &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::BroadcastTo => {
+            let a = arr!(0, "array");
+            let Some(shape) = shape_arg(interp, p.get(1, "shape").unwrap_or(&Value::None))? else {
+                return Ok(Value::opaque("broadcast_to"));
+            };
+            let ok = broadcast_shapes(&[&a.aval.shape, &shape]).map(|s| s.as_slice() == shape.as_slice()).unwrap_or(false);
+            if !ok {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::ShapeMismatch,
+                    format!("Incompatible shapes for broadcasting: {} and requested shape {}", a.aval.shape_tuple(), shape_tuple(&shape)),
+                ));
+            }
+            broadcast_to_shape(interp, &a, &shape).map(Value::Array)
+        }
+        F::Concatenate | F::Hstack | F::Vstack => {
+            let Some(arrays) = array_list(interp, &first())? else {
+                return Ok(Value::opaque("concatenate"));
+            };
+            let axis = match f {
+                F::Concatenate => p.get(1, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0),
+                F::Hstack => {
+                    if arrays.first().map(|a| a.aval.ndim()).unwrap_or(1) == 1 {
+                        0
+                    } else {
+                        1
+                    }
+                }
+                _ => 0,
+            };
+            let arrays = if f == F::Vstack {
+                arrays
+                    .iter()
+                    .map(|a| if a.aval.ndim() == 1 { expand_dims(interp, a, 0) } else { Ok(a.clone()) })
+                    .collect::<PyResult<Vec<_>>>()?
+            } else {
+                arrays
+            };
+            concatenate(interp, &arrays, axis).map(Value::Array)
+        }
+        F::Stack => {
+            let Some(arrays) = array_list(interp, &first())? else {
+                return Ok(Value::opaque("stack"));
+            };
+            if arrays.is_empty() {
+                return Err(interp.value_error("Need at least one array to stack."));
+            }
+            let shape0 = arrays[0].aval.shape.clone();
+            if arrays.iter().any(|a| a.aval.shape != shape0) {
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, "All input arrays must have the same shape."));
+            }
+            let axis = p.get(1, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0);
+            let expanded = arrays.iter().map(|a| expand_dims(interp, a, axis)).collect::<PyResult<Vec<_>>>()?;
+            concatenate(interp, &expanded, axis).map(Value::Array)
+        }
+        F::Split | F::ArraySplit => {
+            let a = arr!(0, "ary");
+            let axis = p.get(2, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0);
+            let ax = normalize_axis(interp, axis, a.aval.ndim())?;
+            let n = a.aval.shape[ax];
+            let sections = p.get(1, "indices_or_sections").cloned().unwrap_or(Value::Int(1));
+            let bounds: Vec<usize> = match &sections {
+                Value::Int(k) => {
+                    let k = (*k).max(1) as usize;
+                    if f == F::Split && n % k != 0 {
+                        return Err(interp.raise("ValueError", Code::ShapeMismatch, "array split does not result in an equal division"));
+                    }
+                    (0..=k).map(|i| i * n / k).collect()
+                }
+                other => {
+                    let mut b = vec![0];
+                    for x in interp.iterate(other)? {
+                        b.push(crate::interp::ops::as_int(&x).unwrap_or(0).clamp(0, n as i64) as usize);
+                    }
+                    b.push(n);
+                    b
+                }
+            };
+            let mut parts = Vec::new();
+            for w in bounds.windows(2) {
+                let mut s = a.aval.shape.to_vec();
+                s[ax] = w[1].saturating_sub(w[0]);
+                parts.push(Value::Array(bind1(interp, Prim::Opaque("split"), &[a.clone()], a.aval.with_shape(&s))?));
+            }
+            Ok(interp.new_list(parts))
+        }
+        F::Tile | F::Repeat => {
+            let a = arr!(0, "a");
+            let reps = p.get(1, "reps").or_else(|| p.get(1, "repeats")).cloned().unwrap_or(Value::Int(1));
+            let shape: Vec<usize> = if f == F::Tile {
+                let r: Vec<usize> = interp
+                    .iterate(&match reps {
+                        Value::Int(_) => Value::tuple(vec![reps.clone()]),
+                        r => r,
+                    })?
+                    .iter()
+                    .map(|x| crate::interp::ops::as_int(x).unwrap_or(1).max(0) as usize)
+                    .collect();
+                let nd = r.len().max(a.aval.ndim());
+                let mut s = vec![1; nd - a.aval.ndim()];
+                s.extend(a.aval.shape.iter().copied());
+                let mut rr = vec![1; nd - r.len()];
+                rr.extend(r);
+                s.iter().zip(&rr).map(|(x, y)| x * y).collect()
+            } else {
+                let k = crate::interp::ops::as_int(&reps).unwrap_or(1).max(0) as usize;
+                match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
+                    Some(ax) => {
+                        let mut s = a.aval.shape.to_vec();
+                        s[ax[0]] *= k;
+                        s
+                    }
+                    None => vec![a.aval.size() as usize * k],
+                }
+            };
+            bind1(interp, Prim::Opaque(if f == F::Tile { "tile" } else { "repeat" }), &[a.clone()], a.aval.with_shape(&shape))
+                .map(Value::Array)
+        }
+        F::Flip => {
+            let a = arr!(0, "m");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?.unwrap_or_else(|| (0..a.aval.ndim()).collect());
+            bind1(interp, Prim::Rev { dimensions: axes }, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Roll => {
+            let a = arr!(0, "a");
+            bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Pad => {
+            let a = arr!(0, "array");
+            let pw = p.get(1, "pad_width").cloned().unwrap_or(Value::Int(0));
+            let nd = a.aval.ndim();
+            let pairs: Vec<(usize, usize)> = match &pw {
+                Value::Int(k) => vec![(*k as usize, *k as usize); nd],
+                other => {
+                    let items = interp.iterate(other)?;
+                    if items.iter().all(|x| matches!(x, Value::Int(_))) {
+                        let v: Vec<usize> = items.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect();
+                        let pair = (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(v.first().copied().unwrap_or(0)));
+                        vec![pair; nd]
+                    } else {
+                        let mut out = Vec::new();
+                        for it in items {
+                            let v: Vec<usize> =
+                                interp.iterate(&it)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect();
+                            out.push((v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0)));
+                        }
+                        if out.len() == 1 {
+                            vec![out[0]; nd]
+                        } else {
+                            out
+                        }
+                    }
+                }
+            };
+            if pairs.len() != nd {
+                return Ok(Value::opaque("pad"));
+            }
+            let shape: Vec<usize> = a.aval.shape.iter().zip(&pairs).map(|(d, (l, r))| d + l + r).collect();
+            bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::AtLeast1d | F::AtLeast2d => {
+            let a = arr!(0, "x");
+            let want = if f == F::AtLeast1d { 1 } else { 2 };
+            if a.aval.ndim() >= want {
+                return Ok(Value::Array(a));
+            }
+            let mut s = vec![1; want - a.aval.ndim()];
+            s.extend(a.aval.shape.iter().copied());
+            reshape_raw(interp, &a, &s).map(Value::Array)
+        }
+        F::Shape => {
+            let a = arr!(0, "a");
+            Ok(Value::tuple(a.aval.shape.iter().map(|&d| Value::Int(d as i64)).collect()))
+        }
+        F::Ndim => Ok(Value::Int(arr!(0, "a").aval.ndim() as i64)),
+        F::Size => Ok(Value::Int(arr!(0, "a").aval.size() as i64)),
+        F::Dot | F::Matmul | F::Vdot | F::Inner => {
+            let a = arr!(0, "a");
+            let b = arr!(1, "b");
+            if a.aval.ndim() == 0 || b.aval.ndim() == 0 {
+                if f == F::Matmul {
+                    return matmul(interp, &a, &b, "matmul").map(Value::Array);
+                }
+                return binary_prim(interp, BinaryPrim::Mul, &a, &b).map(Value::Array);
+            }
+            let (a, b) = if f == F::Vdot {
+                let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
+                (reshape_raw(interp, &a, &[n])?, reshape_raw(interp, &b, &[m])?)
+            } else {
+                (a, b)
+            };
+            if f == F::Dot && a.aval.ndim() > 2 {
+                return bind1(interp, Prim::Opaque("dot"), &[a.clone(), b.clone()], a.aval.clone())
+                    .map(|_| Value::opaque("dot of a >2-d array"));
+            }
+            let name = if f == F::Matmul { "matmul" } else { "dot" };
+            matmul(interp, &a, &b, name).map(Value::Array)
+        }
+        F::Outer => {
+            let a = arr!(0, "a");
+            let b = arr!(1, "b");
+            let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
+            let a2 = reshape_raw(interp, &a, &[n, 1])?;
+            let b2 = reshape_raw(interp, &b, &[1, m])?;
+            binary_prim(interp, BinaryPrim::Mul, &a2, &b2).map(Value::Array)
+        }
+        F::Einsum => {
+            let Value::Str(spec) = first() else {
+                return Ok(Value::opaque("einsum"));
+            };
+            let mut ops = Vec::new();
+            for v in &args[1..] {
+                ops.push(arr_or_unknown!(interp, v));
+            }
+            einsum(interp, &spec, &ops)
+        }
+        F::Tensordot => {
+            let a = arr!(0, "a");
+            let b = arr!(1, "b");
+            let axes = p.get(2, "axes").cloned().unwrap_or(Value::Int(2));
+            let (la, lb): (Vec<usize>, Vec<usize>) = match &axes {
+                Value::Int(k) => {
+                    let k = *k as usize;
+                    ((a.aval.ndim() - k..a.aval.ndim()).collect(), (0..k).collect())
+                }
+                other => {
+                    let pair = interp.iterate(other)?;
+                    let conv = |interp: &mut Interp, v: &Value, nd: usize| -> PyResult<Vec<usize>> {
+                        Ok(match v {
+                            Value::Int(i) => vec![normalize_axis(interp, *i, nd)?],
+                            other => interp.iterate(other)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect(),
+                        })
+                    };
+                    let x = conv(interp, &pair[0], a.aval.ndim())?;
+                    let y = conv(interp, &pair.get(1).cloned().unwrap_or(Value::Int(0)), b.aval.ndim())?;
+                    (x, y)
+                }
+            };
+            for (&i, &j) in la.iter().zip(&lb) {
+                if a.aval.shape.get(i) != b.aval.shape.get(j) {
+                    let ga: Vec<usize> = la.iter().filter_map(|&i| a.aval.shape.get(i).copied()).collect();
+                    let gb: Vec<usize> = lb.iter().filter_map(|&j| b.aval.shape.get(j).copied()).collect();
+                    return Err(interp.raise(
+                        "TypeError",
+                        Code::ShapeMismatch,
+                        format!(
+                            "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
+                            shape_tuple(&ga),
+                            shape_tuple(&gb)
+                        ),
+                    ));
+                }
+            }
+            let mut shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !la.contains(i)).map(|(_, &d)| d).collect();
+            shape.extend(b.aval.shape.iter().enumerate().filter(|(i, _)| !lb.contains(i)).map(|(_, &d)| d));
+            let dt = promote(&[a.aval.weak_dtype(), b.aval.weak_dtype()], c);
+            let prim = Prim::DotGeneral { lhs_contract: la, rhs_contract: lb, lhs_batch: vec![], rhs_batch: vec![] };
+            let (a, b) = (convert(interp, &a, dt.dtype, dt.weak)?, convert(interp, &b, dt.dtype, dt.weak)?);
+            bind1(interp, prim, &[a, b], Aval { shape: Shape::from_slice(&shape), dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+        }
+        F::Trace => {
+            let a = arr!(0, "a");
+            let shape: Vec<usize> = a.aval.shape.iter().skip(2).copied().collect();
+            bind1(interp, Prim::Opaque("trace"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LinalgNorm => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, p.get(2, "axis"), a.aval.ndim())?;
+            let x = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), false)? };
+            let sq = binary_prim(interp, BinaryPrim::Mul, &x, &x)?;
+            let s = reduce(interp, &sq, ReduceOp::Sum, axes, keepdims, None)?;
+            unary_prim(interp, UnaryPrim::Sqrt, &s).map(Value::Array)
+        }
+        F::Sort => {
+            let a = arr!(0, "a");
+            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?.map(|v| v[0]).unwrap_or(0);
+            bind1(interp, Prim::Sort { dimension: ax, num_keys: 1 }, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Argsort => {
+            let a = arr!(0, "a");
+            bind1(interp, Prim::Opaque("argsort"), &[a.clone()], a.aval.with_dtype(dtypes::default_int(c))).map(Value::Array)
+        }
+        F::Nonzero | F::Argwhere | F::Unique => {
+            let a = arr!(0, "a");
+            let size = p.get(usize::MAX, "size").map(|v| interp.index_of(v)).transpose()?.flatten();
+            if a.is_tracer() && a.known().is_none() && size.is_none() {
+                let origin = errors::origin(interp, &a);
+                let msg = if f == F::Unique {
+                    format!(
+                        "Abstract tracer value encountered where concrete value is expected: {}\nThe error arose for the first argument of jnp.unique(). To make jnp.unique() compatible with JIT and other transforms, you can specify a concrete value for the size argument, which will determine the output size.\n{origin}",
+                        errors::traced_array(&a)
+                    )
+                } else {
+                    let name = if f == F::Argwhere { "argwhere" } else { "nonzero" };
+                    format!(
+                        "Abstract tracer value encountered where concrete value is expected: traced array with shape {}[]\nThe size argument of jnp.{name} must be statically specified to use jnp.{name} within JAX transformations.\n{origin}",
+                        dtypes::default_int(c).name()
+                    )
+                };
+                return Err(interp.raise("ConcretizationTypeError", Code::DynamicShape, msg));
+            }
+            let idx = dtypes::default_int(c);
+            let n = match size {
+                Some(s) => s as usize,
+                None => match eval::force(&a, interp.budgets.max_elements) {
+                    Some(d) => {
+                        if f == F::Unique {
+                            let mut v: Vec<f64> = d.iter().copied().collect();
+                            v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
+                            v.dedup();
+                            v.len()
+                        } else {
+                            d.iter().filter(|&&x| x != 0.0).count()
+                        }
+                    }
+                    None => return Ok(Value::opaque("nonzero of unknown values")),
+                },
+            };
+            Ok(match f {
+                F::Unique => Value::Array(Array::unknown(a.aval.with_shape(&[n]), "unique")),
+                F::Argwhere => Value::Array(Array::unknown(Aval::new(&[n, a.aval.ndim()], idx), "argwhere")),
+                _ => {
+                    Value::tuple((0..a.aval.ndim().max(1)).map(|_| Value::Array(Array::unknown(Aval::new(&[n], idx), "nonzero"))).collect())
+                }
+            })
+        }
+        F::Take => {
+            let a = arr!(0, "a");
+            let ix = arr!(1, "indices");
+            match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
+                Some(ax) => {
+                    let mut shape: Vec<usize> = a.aval.shape[..ax[0]].to_vec();
+                    shape.extend(ix.aval.shape.iter().copied());
+                    shape.extend(a.aval.shape[ax[0] + 1..].iter().copied());
+                    bind1(
+                        interp,
+                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, axes: ax },
+                        &[a.clone(), ix],
+                        a.aval.with_shape(&shape),
+                    )
+                    .map(Value::Array)
+                }
+                None => bind1(interp, Prim::Opaque("take"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
+            }
+        }
+        F::TakeAlongAxis => {
+            let a = arr!(0, "arr");
+            let ix = arr!(1, "indices");
+            bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array)
+        }
+        F::Searchsorted => {
+            let a = arr!(0, "a");
+            let v = arr!(1, "v");
+            bind1(interp, Prim::Opaque("searchsorted"), &[a, v.clone()], v.aval.with_dtype(dtypes::default_int(c))).map(Value::Array)
+        }
+        F::Astype => {
+            let a = arr!(0, "x");
+            call_array_method(interp, &a, "astype", args[1..].to_vec(), kwargs)
+        }
+        F::NnRelu => {
+            let a = arr!(0, "x");
+            let zero = Array::scalar(0.0, a.aval.dtype, true);
+            binary_prim(interp, BinaryPrim::Max, &a, &zero).map(Value::Array)
+        }
+        F::NnSigmoid => unary!(UnaryPrim::Logistic),
+        F::NnGelu | F::NnSilu | F::NnSwish | F::NnSoftplus | F::NnElu | F::NnLeakyRelu => {
+            let a = arr!(0, "x");
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            bind1(
+                interp,
+                Prim::Opaque(match f {
+                    F::NnGelu => "gelu",
+                    F::NnSoftplus => "softplus",
+                    F::NnElu => "elu",
+                    F::NnLeakyRelu => "leaky_relu",
+                    _ => "silu",
+                }),
+                &[a.clone()],
+                a.aval.clone(),
+            )
+            .map(Value::Array)
+        }
+        F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
+            let a = arr!(0, "x");
+            let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            bind1(
+                interp,
+                Prim::Opaque(match f {
+                    F::NnSoftmax => "softmax",
+                    F::NnLogSoftmax => "log_softmax",
+                    _ => "standardize",
+                }),
+                &[a.clone()],
+                a.aval.clone(),
+            )
+            .map(Value::Array)
+        }
+        F::NnLogsumexp | F::ScipyLogsumexp => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+            bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array)
+        }
+        F::NnOneHot => {
+            let a = arr!(0, "x");
+            let Some(n) = p.get(1, "num_classes").map(|v| interp.index_of(v)).transpose()?.flatten() else {
+                return Ok(Value::opaque("one_hot"));
+            };
+            let d = creation_dtype(interp, p.get(usize::MAX, "dtype"), dtypes::default_float(c))?;
+            let mut shape = a.aval.shape.to_vec();
+            shape.push(n as usize);
+            bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
+        }
+        F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => lax_binary(interp, f, &args),
+        F::LaxConvertElementType => {
+            let a = arr!(0, "operand");
+            match dtype_arg(interp, p.get(1, "new_dtype"))? {
+                Some(d) => convert(interp, &a, dtypes::canonicalize(d, c), false).map(Value::Array),
+                None => Ok(Value::opaque("convert_element_type")),
+            }
+        }
+        F::StopGradient => {
+            let a = arr!(0, "x");
+            bind1(interp, Prim::StopGradient, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::LaxSelect => {
+            let pred = arr!(0, "pred");
+            let t = arr!(1, "on_true");
+            let fl = arr!(2, "on_false");
+            bind1(interp, Prim::Select, &[pred, fl, t.clone()], t.aval.clone()).map(Value::Array)
+        }
+        F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
+            let a = arr!(0, "operand");
+            let shape: Vec<usize> = if f == F::LaxDynamicSlice {
+                match shape_arg(interp, p.get(2, "slice_sizes").unwrap_or(&Value::None))? {
+                    Some(s) => s,
+                    None => return Ok(Value::opaque("dynamic_slice")),
+                }
+            } else {
+                let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1) as usize;
+                let ax = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
+                let mut s = a.aval.shape.to_vec();
+                if ax < s.len() {
+                    s[ax] = size;
+                }
+                s
+            };
+            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LaxDynamicUpdateSlice => {
+            let a = arr!(0, "operand");
+            let u = arr!(1, "update");
+            if u.aval.ndim() != a.aval.ndim() || u.aval.shape.iter().zip(a.aval.shape.iter()).any(|(x, y)| x > y) {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::ShapeMismatch,
+                    format!(
+                        "dynamic_update_slice update shape must be smaller than operand shape, got update shape {} for operand shape {}.",
+                        u.aval.shape_tuple(),
+                        a.aval.shape_tuple()
+                    ),
+                ));
+            }
+            bind1(interp, Prim::DynamicUpdateSlice, &[a.clone(), u], a.aval.clone()).map(Value::Array)
+        }
+        F::LaxIota => {
+            let d = dtype_arg(interp, p.get(0, "dtype"))?.unwrap_or(DType::I32);
+            let n = p.get(1, "size").and_then(crate::interp::ops::as_int).unwrap_or(0).max(0) as usize;
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
+            Ok(Value::Array(Array::ready(Aval::new(&[n], dtypes::canonicalize(d, c)), data)))
+        }
+        F::LaxBroadcastInDim => {
+            let a = arr!(0, "operand");
+            let Some(shape) = shape_arg(interp, p.get(1, "shape").unwrap_or(&Value::None))? else {
+                return Ok(Value::opaque("broadcast_in_dim"));
+            };
+            bind1(interp, Prim::Opaque("broadcast_in_dim"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LaxDotGeneral => {
+            let a = arr!(0, "lhs");
+            let b = arr!(1, "rhs");
+            bind1(interp, Prim::Opaque("dot_general"), &[a, b], Aval::scalar(DType::F32)).map(|_| Value::opaque("dot_general"))
+        }
+        _ => Ok(Value::opaque(format!("result of {}", f.qualified_name()))),
+    }
+}
+
+/// `lax.add` and friends: no implicit promotion or rank broadcasting, with lax's messages.
+fn lax_binary(interp: &mut Interp, f: JaxFn, args: &[Value]) -> PyResult<Value> {
+    let a = arr_or_unknown!(interp, &args.first().cloned().unwrap_or(Value::None));
+    let b = arr_or_unknown!(interp, &args.get(1).cloned().unwrap_or(Value::None));
+    let (name, prim) = match f {
+        JaxFn::LaxAdd => ("add", BinaryPrim::Add),
+        JaxFn::LaxSub => ("sub", BinaryPrim::Sub),
+        JaxFn::LaxMul => ("mul", BinaryPrim::Mul),
+        JaxFn::LaxDiv => ("div", BinaryPrim::Div),
+        JaxFn::LaxMax => ("max", BinaryPrim::Max),
+        JaxFn::LaxMin => ("min", BinaryPrim::Min),
+        _ => ("and", BinaryPrim::And),
+    };
+    let c = cfg(interp);
+    // Weak Python scalars adopt the other operand's dtype; strong dtypes must match.
+    let (da, db) = (a.aval.weak_dtype(), b.aval.weak_dtype());
+    let (a, b) = if da.weak && !db.weak {
+        (convert(interp, &a, db.dtype, false)?, b)
+    } else if db.weak && !da.weak {
+        let b2 = convert(interp, &b, da.dtype, false)?;
+        (a, b2)
+    } else {
+        (a, b)
+    };
+    if a.aval.dtype != b.aval.dtype {
+        return Err(interp.raise(
+            "TypeError",
+            Code::DtypeMismatch,
+            format!(
+                "lax.{name} requires arguments to have the same dtypes, got {}, {}. (Tip: jnp.{} is a similar function that does automatic type promotion on inputs).",
+                a.aval.dtype.name(),
+                b.aval.dtype.name(),
+                match name { "sub" => "subtract", "mul" => "multiply", "div" => "divide", "max" => "maximum", "min" => "minimum", other => other }
+            ),
+        ));
+    }
+    let (sa, sb) = (a.aval.shape.clone(), b.aval.shape.clone());
+    let shape = if sa.is_empty() {
+        sb.clone()
+    } else if sb.is_empty() {
+        sa.clone()
+    } else {
+        if sa.len() != sb.len() {
+            return Err(interp.raise(
+                "TypeError",
+                Code::ShapeMismatch,
+                format!(
+                    "{name}: arrays must have the same number of dimensions, got {{{}, {}}}",
+                    sa.len().min(sb.len()),
+                    sa.len().max(sb.len())
+                ),
+            ));
+        }
+        if sa != sb {
+            return Err(interp.raise(
+                "TypeError",
+                Code::ShapeMismatch,
+                format!("{name} got incompatible shapes for broadcasting: {}, {}.", shape_tuple(&sa), shape_tuple(&sb)),
+            ));
+        }
+        sa.clone()
+    };
+    let _ = c;
+    let weak = a.aval.weak && b.aval.weak;
+    bind1(interp, Prim::Binary(prim), &[a.clone(), b], Aval { shape, dtype: a.aval.dtype, weak }).map(Value::Array)
+}
+
+/// `repr(x)` as JAX prints arrays and tracers.
+pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if let Some(t) = a.tracer() {
+        let kind = interp.jax.traces.iter().find(|f| f.id == t.trace).map(|f| f.kind.clone());
+        return Ok(match kind {
+            Some(super::TraceKind::Vmap) => {
+                format!("VmapTracer(aval={}, batched=?)", a.aval.long_weak())
+            }
+            Some(super::TraceKind::Grad) => "GradTracer(...)".into(),
+            _ => format!("JitTracer({})", a.aval.long_weak()),
+        });
+    }
+    match eval::force(a, 1000) {
+        Some(d) => Ok(format!("Array({}, dtype={})", format_data(&d, a.aval.dtype, ", "), a.aval.dtype.name())),
+        None => Err(interp.stop_unknown("the text of an array whose value is not computed")),
+    }
+}
+
+pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if a.is_tracer() {
+        return array_repr(interp, a);
+    }
+    match eval::force(a, 1000) {
+        Some(d) => Ok(format_data(&d, a.aval.dtype, " ")),
+        None => Err(interp.stop_unknown("the text of an array whose value is not computed")),
+    }
+}
+
+pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
+    if a.is_tracer() && a.known().is_none() {
+        return Err(interp.raise("TypeError", Code::Concretization, "unsupported format string passed to JitTracer.__format__"));
+    }
+    if a.aval.ndim() == 0 {
+        if let Some(x) = eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
+            let v = if a.aval.dtype.is_integer() { Value::Int(x as i64) } else { Value::Float(x) };
+            return interp.format_value(&v, spec);
+        }
+    }
+    Err(interp.stop_unknown("formatting an array whose value is not computed"))
+}
+
+fn format_data(d: &super::array::NdData, dtype: DType, sep: &str) -> String {
+    let fmt = |x: f64| -> String {
+        if dtype.is_bool() {
+            if x != 0.0 {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        } else if dtype.is_integer() {
+            format!("{}", x as i64)
+        } else {
+            let s = crate::interp::value::repr_float(x);
+            s.strip_suffix(".0").map(|p| format!("{p}.")).unwrap_or(s)
+        }
+    };
+    if d.ndim() == 0 {
+        return d.iter().next().map(|&x| fmt(x)).unwrap_or_default();
+    }
+    fn rec(d: ndarray::ArrayViewD<f64>, fmt: &dyn Fn(f64) -> String, sep: &str) -> String {
+        if d.ndim() == 1 {
+            return format!("[{}]", d.iter().map(|&x| fmt(x)).collect::<Vec<_>>().join(sep));
+        }
+        let parts: Vec<String> = d.outer_iter().map(|s| rec(s, fmt, sep)).collect();
+        format!("[{}]", parts.join(&format!("{sep}\n")))
+    }
+    rec(d.view(), &fmt, sep)
+}

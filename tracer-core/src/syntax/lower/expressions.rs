@@ -1,0 +1,844 @@
+//! Expressions, parameters, call arguments, annotations and string literals (f-strings
+//! included) from tree-sitter nodes.
+
+use std::rc::Rc;
+
+use tree_sitter::Node;
+
+use super::literals::{self, Number};
+use super::{children, field_children, named_children, span_of, token, Lowerer, MAX_NESTING};
+use crate::syntax::ast::{
+    self, BinOp, BoolOp, CmpOp, Comprehension, Expr, ExprKind, FStringPart, Keyword, Param, Parameters, Span, UnaryOp,
+};
+
+/// `+`, `-`, ... (also the operator of `+=` with its `=` removed).
+pub(super) fn binary_op(symbol: &str) -> Option<BinOp> {
+    Some(match symbol {
+        "+" => BinOp::Add,
+        "-" => BinOp::Sub,
+        "*" => BinOp::Mul,
+        "@" => BinOp::MatMul,
+        "/" => BinOp::Div,
+        "//" => BinOp::FloorDiv,
+        "%" => BinOp::Mod,
+        "**" => BinOp::Pow,
+        "<<" => BinOp::LShift,
+        ">>" => BinOp::RShift,
+        "&" => BinOp::BitAnd,
+        "|" => BinOp::BitOr,
+        "^" => BinOp::BitXor,
+        _ => return None,
+    })
+}
+
+fn compare_op(symbol: &str) -> Option<CmpOp> {
+    Some(match symbol {
+        "==" => CmpOp::Eq,
+        "!=" => CmpOp::NotEq,
+        "<" => CmpOp::Lt,
+        "<=" => CmpOp::LtE,
+        ">" => CmpOp::Gt,
+        ">=" => CmpOp::GtE,
+        "is" => CmpOp::Is,
+        "is not" => CmpOp::IsNot,
+        "in" => CmpOp::In,
+        "not in" => CmpOp::NotIn,
+        _ => return None,
+    })
+}
+
+/// tree-sitter binds `*` tighter than calls, attributes and subscripts in some contexts
+/// (`[*a.b()]` arrives as a call on `(*a).b`); Python binds it loosest. The star is taken
+/// off the innermost operand here and put back around the whole postfix chain by `restar`.
+fn unstar(expr: Expr) -> (Expr, bool) {
+    match expr.kind {
+        ExprKind::Starred(inner) => (*inner, true),
+        kind => (Expr { kind, span: expr.span }, false),
+    }
+}
+
+/// Builds the node for `kind`, starting where its (unstarred) base starts, and wraps it
+/// in `Starred` when the base carried the star.
+fn restar(star: bool, base_span: Span, kind: ExprKind, node: Node) -> Expr {
+    if !star {
+        return Expr { kind, span: span_of(node) };
+    }
+    let inner = Expr { kind, span: Span::new(base_span.start as usize, node.end_byte()) };
+    Expr { kind: ExprKind::Starred(Box::new(inner)), span: span_of(node) }
+}
+
+/// Gathers the pieces of a (possibly implicitly concatenated) string literal.
+#[derive(Default)]
+struct StringParts {
+    /// Literal text not yet moved into `parts`.
+    text: String,
+    bytes: Vec<u8>,
+    parts: Vec<FStringPart>,
+    saw_bytes: bool,
+    saw_text: bool,
+    saw_formatted: bool,
+}
+
+impl StringParts {
+    fn flush_text(&mut self) {
+        if !self.text.is_empty() {
+            let text = std::mem::take(&mut self.text);
+            match self.parts.last_mut() {
+                Some(FStringPart::Literal(previous)) => {
+                    let mut joined = previous.to_string();
+                    joined.push_str(&text);
+                    *previous = Rc::from(joined);
+                }
+                _ => self.parts.push(FStringPart::Literal(Rc::from(text))),
+            }
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    pub(super) fn lower_expr(&mut self, node: Node) -> Expr {
+        match self.nested(node, |this| this.lower_expr_unguarded(node)) {
+            Some(expr) => expr,
+            None => Expr { kind: ExprKind::NoneLit, span: span_of(node) },
+        }
+    }
+
+    fn boxed(&mut self, node: Node) -> Box<Expr> {
+        Box::new(self.lower_expr(node))
+    }
+
+    fn boxed_field(&mut self, node: Node, field: &str) -> Box<Expr> {
+        Box::new(self.lower_field(node, field))
+    }
+
+    /// The node's only named child, lowered.
+    fn lower_only_child(&mut self, node: Node) -> Expr {
+        match named_children(node).first() {
+            Some(&child) => self.lower_expr(child),
+            None => self.invalid(node, "invalid syntax"),
+        }
+    }
+
+    fn lower_all(&mut self, nodes: &[Node]) -> Vec<Expr> {
+        nodes.iter().map(|&node| self.lower_expr(node)).collect()
+    }
+
+    /// Dispatches on the node kind. Kept to calls only: in unoptimised builds every local of
+    /// every arm would get its own stack slot, and this frame repeats once per nesting level.
+    fn lower_expr_unguarded(&mut self, node: Node) -> Expr {
+        match node.kind() {
+            "identifier" | "true" | "false" | "none" | "ellipsis" | "integer" | "float" => self.lower_atom(node),
+            "string" | "concatenated_string" => self.lower_string(node),
+            // CPython gives a parenthesized expression the span of its contents.
+            "parenthesized_expression" => self.lower_only_child(node),
+            "tuple" | "expression_list" | "pattern_list" | "tuple_pattern" | "list" | "list_pattern" | "set" => self.lower_sequence(node),
+            "dictionary" => self.lower_dictionary(node),
+            "list_splat" | "list_splat_pattern" | "parenthesized_list_splat" => self.lower_starred(node),
+            "attribute" => self.lower_attribute(node),
+            "subscript" => self.lower_subscript(node),
+            "slice" => self.lower_slice(node),
+            "call" => self.lower_call(node),
+            "binary_operator" => self.lower_binary_chain(node),
+            "unary_operator" | "not_operator" => self.lower_unary(node),
+            "boolean_operator" => self.lower_boolean_chain(node),
+            "comparison_operator" => self.lower_comparison(node),
+            "conditional_expression" => self.lower_conditional(node),
+            "named_expression" => self.lower_named(node),
+            "lambda" => self.lower_lambda(node),
+            "list_comprehension" | "set_comprehension" | "generator_expression" | "dictionary_comprehension" => {
+                self.lower_comprehension(node)
+            }
+            "yield" => self.lower_yield(node),
+            "await" => self.lower_await(node),
+            // `type` nodes appear where tree-sitter expects an annotation.
+            "type" => self.lower_type(node),
+            "keyword_argument" => self.invalid(node, "expected argument value expression"),
+            _ => self.invalid(node, "invalid syntax"),
+        }
+    }
+
+    fn lower_atom(&mut self, node: Node) -> Expr {
+        let kind = match node.kind() {
+            "identifier" => ExprKind::Name(self.name(node)),
+            "true" => ExprKind::Bool(true),
+            "false" => ExprKind::Bool(false),
+            "ellipsis" => ExprKind::Ellipsis,
+            "integer" | "float" => {
+                let text = self.text(node);
+                let parsed = if node.kind() == "integer" { literals::parse_integer(text) } else { literals::parse_float(text) };
+                match parsed {
+                    Ok(Number::Int(value)) => ExprKind::Int(value),
+                    Ok(Number::BigInt(digits)) => ExprKind::BigInt(Rc::from(digits)),
+                    Ok(Number::Float(value)) => ExprKind::Float(value),
+                    Ok(Number::Imag(value)) => ExprKind::Imag(value),
+                    Err(message) => return self.invalid(node, message),
+                }
+            }
+            _ => ExprKind::NoneLit,
+        };
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_sequence(&mut self, node: Node) -> Expr {
+        let items = named_children(node);
+        // tree-sitter calls the parenthesized target `(a) = 1` a tuple pattern.
+        if let [single] = items[..] {
+            if node.kind() == "tuple_pattern" && token(node, ",").is_none() {
+                return self.lower_expr(single);
+            }
+        }
+        let elements = self.lower_all(&items);
+        let kind = match node.kind() {
+            "list" | "list_pattern" => ExprKind::List(elements),
+            "set" => ExprKind::Set(elements),
+            _ => ExprKind::Tuple(elements),
+        };
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_dictionary(&mut self, node: Node) -> Expr {
+        let mut entries = Vec::new();
+        for entry in named_children(node) {
+            match entry.kind() {
+                "pair" => {
+                    let key = self.lower_field(entry, "key");
+                    let value = self.lower_field(entry, "value");
+                    entries.push((Some(key), value));
+                }
+                "dictionary_splat" => entries.push((None, self.lower_only_child(entry))),
+                _ => entries.push((None, self.invalid(entry, "invalid syntax"))),
+            }
+        }
+        Expr { kind: ExprKind::Dict(entries), span: span_of(node) }
+    }
+
+    fn lower_starred(&mut self, node: Node) -> Expr {
+        let value = Box::new(self.lower_only_child(node));
+        Expr { kind: ExprKind::Starred(value), span: span_of(node) }
+    }
+
+    fn lower_attribute(&mut self, node: Node) -> Expr {
+        let (value, star) = unstar(self.lower_field(node, "object"));
+        let (attr, attr_span) = match node.child_by_field_name("attribute") {
+            Some(attribute) => (self.name(attribute), span_of(attribute)),
+            None => (Rc::from(""), Span::new(node.end_byte(), node.end_byte())),
+        };
+        restar(star, value.span, ExprKind::Attribute { value: Box::new(value), attr, attr_span }, node)
+    }
+
+    fn lower_subscript(&mut self, node: Node) -> Expr {
+        let (value, star) = unstar(self.lower_field(node, "value"));
+        let value_span = value.span;
+        let value = Box::new(value);
+        let indices = field_children(node, "subscript");
+        let trailing_comma = indices.last().and_then(|last| last.next_sibling()).is_some_and(|next| next.kind() == ",");
+        let index = match indices.as_slice() {
+            [single] if !trailing_comma => self.lower_expr(*single),
+            [] => self.invalid(node, "invalid syntax"),
+            [first, .., last] | [first @ last] => {
+                let span = Span::new(first.start_byte(), last.end_byte());
+                Expr { kind: ExprKind::Tuple(self.lower_all(&indices)), span }
+            }
+        };
+        restar(star, value_span, ExprKind::Subscript { value, index: Box::new(index) }, node)
+    }
+
+    fn lower_call(&mut self, node: Node) -> Expr {
+        let (func, star) = unstar(self.lower_field(node, "function"));
+        let func_span = func.span;
+        let func = Box::new(func);
+        let (args, keywords) = match node.child_by_field_name("arguments") {
+            Some(arguments) if arguments.kind() == "argument_list" => self.lower_arguments(arguments),
+            Some(generator) => (vec![self.lower_expr(generator)], Vec::new()),
+            None => (Vec::new(), Vec::new()),
+        };
+        restar(star, func_span, ExprKind::Call { func, args, keywords }, node)
+    }
+
+    fn lower_unary(&mut self, node: Node) -> Expr {
+        let op = if node.kind() == "not_operator" {
+            UnaryOp::Not
+        } else {
+            match node.child_by_field_name("operator").map(|op| op.kind()) {
+                Some("-") => UnaryOp::Neg,
+                Some("+") => UnaryOp::Pos,
+                Some("~") => UnaryOp::Invert,
+                _ => return self.invalid(node, "invalid syntax"),
+            }
+        };
+        let operand = self.boxed_field(node, "argument");
+        Expr { kind: ExprKind::UnaryOp { op, operand }, span: span_of(node) }
+    }
+
+    fn lower_conditional(&mut self, node: Node) -> Expr {
+        let [body, test, orelse] = named_children(node)[..] else {
+            return self.invalid(node, "expected 'else' after 'if' expression");
+        };
+        let kind = ExprKind::IfExp { body: self.boxed(body), test: self.boxed(test), orelse: self.boxed(orelse) };
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_named(&mut self, node: Node) -> Expr {
+        let target = self.boxed_field(node, "name");
+        let value = self.boxed_field(node, "value");
+        Expr { kind: ExprKind::NamedExpr { target, value }, span: span_of(node) }
+    }
+
+    fn lower_comprehension(&mut self, node: Node) -> Expr {
+        let kind = if node.kind() == "dictionary_comprehension" {
+            let Some(pair) = node.child_by_field_name("body").filter(|body| body.kind() == "pair") else {
+                return self.invalid(node, "invalid syntax");
+            };
+            let key = self.boxed_field(pair, "key");
+            let value = self.boxed_field(pair, "value");
+            let generators = self.lower_comprehension_clauses(node);
+            ExprKind::DictComp { key, value, generators }
+        } else {
+            let elt = self.boxed_field(node, "body");
+            let generators = self.lower_comprehension_clauses(node);
+            match node.kind() {
+                "list_comprehension" => ExprKind::ListComp { elt, generators },
+                "set_comprehension" => ExprKind::SetComp { elt, generators },
+                _ => ExprKind::GeneratorExp { elt, generators },
+            }
+        };
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_yield(&mut self, node: Node) -> Expr {
+        self.saw_yield(node);
+        let value = named_children(node).first().map(|&value| self.boxed(value));
+        let kind = match (token(node, "from"), value) {
+            (Some(_), Some(value)) => ExprKind::YieldFrom(value),
+            (Some(_), None) => return self.invalid(node, "invalid syntax"),
+            (None, value) => ExprKind::Yield(value),
+        };
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_await(&mut self, node: Node) -> Expr {
+        let value = Box::new(self.lower_only_child(node));
+        Expr { kind: ExprKind::Await(value), span: span_of(node) }
+    }
+
+    /// `a + b - c` nests to the left; the spine is walked iteratively so long sums do not
+    /// use one stack frame per operator.
+    fn lower_binary_chain(&mut self, node: Node) -> Expr {
+        let mut spine = vec![node];
+        let mut leftmost = node.child_by_field_name("left");
+        while let Some(left) = leftmost.filter(|left| left.kind() == "binary_operator") {
+            spine.push(left);
+            leftmost = left.child_by_field_name("left");
+        }
+        // The result is as deep as the spine is long.
+        let levels = u32::try_from(spine.len()).unwrap_or(u32::MAX);
+        if self.depth.saturating_add(levels) > MAX_NESTING {
+            let deepest = spine.last().copied().unwrap_or(node);
+            return self.nested_too_deep(deepest);
+        }
+        self.depth += levels;
+        let (mut result, star) = unstar(match leftmost {
+            Some(left) => self.lower_expr(left),
+            None => self.invalid(node, "invalid syntax"),
+        });
+        // Without a star the spans are tree-sitter's (they include a parenthesized left
+        // operand's parentheses); with one, each operation starts after the `*`.
+        let starred_start = result.span.start as usize;
+        for &operator_node in spine.iter().rev() {
+            let right = self.lower_field(operator_node, "right");
+            let op = operator_node.child_by_field_name("operator").and_then(|op| binary_op(op.kind()));
+            result = match op {
+                Some(op) => Expr {
+                    kind: ExprKind::BinOp { left: Box::new(result), op, right: Box::new(right) },
+                    span: if star { Span::new(starred_start, operator_node.end_byte()) } else { span_of(operator_node) },
+                },
+                None => self.invalid(operator_node, "invalid syntax"),
+            };
+        }
+        self.depth -= levels;
+        match star {
+            true => Expr { kind: ExprKind::Starred(Box::new(result)), span: span_of(node) },
+            false => result,
+        }
+    }
+
+    /// Reports "too deeply nested" at `node` through the usual guard.
+    fn nested_too_deep(&mut self, node: Node) -> Expr {
+        let saved = self.depth;
+        self.depth = MAX_NESTING;
+        self.nested(node, |_| ());
+        self.depth = saved;
+        Expr { kind: ExprKind::NoneLit, span: span_of(node) }
+    }
+
+    /// `a and b and c` nests to the left in tree-sitter; CPython flattens it to one `BoolOp`.
+    fn lower_boolean_chain(&mut self, node: Node) -> Expr {
+        let op_of = |node: Node| match node.child_by_field_name("operator").map(|op| op.kind()) {
+            Some("and") => Some(BoolOp::And),
+            Some("or") => Some(BoolOp::Or),
+            _ => None,
+        };
+        let Some(op) = op_of(node) else {
+            return self.invalid(node, "invalid syntax");
+        };
+        let mut spine = vec![node];
+        let mut leftmost = node.child_by_field_name("left");
+        while let Some(left) = leftmost.filter(|left| left.kind() == "boolean_operator" && op_of(*left) == Some(op)) {
+            spine.push(left);
+            leftmost = left.child_by_field_name("left");
+        }
+        let mut values = Vec::with_capacity(spine.len() + 1);
+        values.push(match leftmost {
+            Some(left) => self.lower_expr(left),
+            None => self.invalid(node, "invalid syntax"),
+        });
+        for &operator_node in spine.iter().rev() {
+            values.push(self.lower_field(operator_node, "right"));
+        }
+        Expr { kind: ExprKind::BoolOp { op, values }, span: span_of(node) }
+    }
+
+    fn lower_comparison(&mut self, node: Node) -> Expr {
+        let mut operands = Vec::new();
+        let mut ops = Vec::new();
+        for child in children(node) {
+            if child.is_named() {
+                operands.push(self.lower_expr(child));
+                continue;
+            }
+            // `not in` and `is not` are single tokens with a normalised kind.
+            let op = match child.kind() {
+                "<>" => {
+                    self.error(span_of(child), "invalid syntax");
+                    Some(CmpOp::NotEq)
+                }
+                kind => compare_op(kind),
+            };
+            match op {
+                Some(op) => ops.push(op),
+                None => {
+                    self.invalid(child, "invalid syntax");
+                }
+            }
+        }
+        if operands.len() != ops.len() + 1 || ops.is_empty() {
+            return self.invalid(node, "invalid syntax");
+        }
+        let mut operands = operands.into_iter();
+        let left = match operands.next() {
+            Some(left) => Box::new(left),
+            None => return self.invalid(node, "invalid syntax"),
+        };
+        Expr { kind: ExprKind::Compare { left, ops, comparators: operands.collect() }, span: span_of(node) }
+    }
+
+    /// `x[a:b:c]`: a piece is filled by the expression after the same number of colons.
+    fn lower_slice(&mut self, node: Node) -> Expr {
+        let mut pieces: [Option<Box<Expr>>; 3] = [None, None, None];
+        let mut colons = 0;
+        for child in children(node) {
+            if !child.is_named() {
+                if child.kind() == ":" {
+                    colons += 1;
+                }
+                continue;
+            }
+            let expr = self.boxed(child);
+            match pieces.get_mut(colons) {
+                Some(slot @ None) => *slot = Some(expr),
+                _ => {
+                    self.invalid(child, "invalid syntax");
+                }
+            }
+        }
+        let [lower, upper, step] = pieces;
+        Expr { kind: ExprKind::Slice { lower, upper, step }, span: span_of(node) }
+    }
+
+    /// Call arguments and class bases: positional ones (with `*x`) and keywords (with `**m`).
+    pub(super) fn lower_arguments(&mut self, node: Node) -> (Vec<Expr>, Vec<Keyword>) {
+        let mut args = Vec::new();
+        let mut keywords = Vec::new();
+        let mut saw_keyword = false;
+        let mut saw_double_star = false;
+        for argument in named_children(node) {
+            match argument.kind() {
+                "keyword_argument" => {
+                    saw_keyword = true;
+                    let arg = argument.child_by_field_name("name").map(|name| self.name(name));
+                    let value = self.lower_field(argument, "value");
+                    keywords.push(Keyword { arg, value, span: span_of(argument) });
+                }
+                "dictionary_splat" => {
+                    saw_double_star = true;
+                    let value = self.lower_only_child(argument);
+                    keywords.push(Keyword { arg: None, value, span: span_of(argument) });
+                }
+                kind => {
+                    let starred = kind == "list_splat";
+                    if saw_double_star {
+                        let message = if starred {
+                            "iterable argument unpacking follows keyword argument unpacking"
+                        } else {
+                            "positional argument follows keyword argument unpacking"
+                        };
+                        self.error(span_of(argument), message);
+                    } else if saw_keyword && !starred {
+                        self.error(span_of(argument), "positional argument follows keyword argument");
+                    }
+                    args.push(self.lower_expr(argument));
+                }
+            }
+        }
+        (args, keywords)
+    }
+
+    /// `for` and `if` clauses of a comprehension, in order.
+    fn lower_comprehension_clauses(&mut self, node: Node) -> Vec<Comprehension> {
+        let mut generators: Vec<Comprehension> = Vec::new();
+        for clause in named_children(node) {
+            match clause.kind() {
+                "for_in_clause" => {
+                    let target = self.lower_field(clause, "left");
+                    let iters = field_children(clause, "right").into_iter().filter(|right| right.is_named()).collect::<Vec<_>>();
+                    let iter = match iters.as_slice() {
+                        [single] => self.lower_expr(*single),
+                        [] => self.invalid(clause, "invalid syntax"),
+                        // `[x for x in 1, 2]` is Python 2; `f(x for x in y, 1)` arrives so too.
+                        [first, .., last] => {
+                            let span = Span::new(first.start_byte(), last.end_byte());
+                            let is_call_argument =
+                                node.kind() == "generator_expression" && node.parent().is_some_and(|parent| parent.kind() == "call");
+                            if is_call_argument {
+                                self.error(span_of(node), "Generator expression must be parenthesized");
+                            } else {
+                                self.error(span, "invalid syntax");
+                            }
+                            Expr { kind: ExprKind::Tuple(self.lower_all(&iters)), span }
+                        }
+                    };
+                    generators.push(Comprehension { target, iter, ifs: Vec::new() });
+                }
+                "if_clause" => {
+                    let condition = self.lower_only_child(clause);
+                    match generators.last_mut() {
+                        Some(generator) => generator.ifs.push(condition),
+                        None => {
+                            self.invalid(clause, "invalid syntax");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        generators
+    }
+
+    fn lower_lambda(&mut self, node: Node) -> Expr {
+        let params = match node.child_by_field_name("parameters") {
+            Some(parameters) => self.lower_parameters(parameters),
+            None => Parameters::default(),
+        };
+        let (body, is_generator) = self.in_function(|this| {
+            let value = this.lower_field(node, "body");
+            let span = value.span;
+            vec![ast::Stmt { kind: ast::StmtKind::Return(Some(value)), span }]
+        });
+        let keyword_span = children(node).first().map_or(span_of(node), |keyword| span_of(*keyword));
+        let function = Rc::new(ast::FunctionDef {
+            name: Rc::from("<lambda>"),
+            params,
+            body,
+            decorators: Vec::new(),
+            returns: None,
+            is_async: false,
+            is_generator,
+            span: span_of(node),
+            name_span: keyword_span,
+        });
+        Expr { kind: ExprKind::Lambda(function), span: span_of(node) }
+    }
+
+    /// `(a, /, b=1, *args, c, d=2, **kwargs)`, for `def` and `lambda` alike.
+    pub(super) fn lower_parameters(&mut self, node: Node) -> Parameters {
+        let mut params = Parameters::default();
+        let mut after_star = false;
+        let mut bare_star: Option<Node> = None;
+        let mut saw_default = false;
+        for parameter in named_children(node) {
+            let (kind, name_node) = match parameter.kind() {
+                "positional_separator" => {
+                    if after_star || !params.posonly.is_empty() {
+                        self.error(span_of(parameter), "/ must be ahead of *");
+                    }
+                    params.posonly.append(&mut params.args);
+                    continue;
+                }
+                "keyword_separator" => {
+                    if after_star {
+                        self.error(span_of(parameter), "* argument may appear only once");
+                    }
+                    after_star = true;
+                    bare_star = Some(parameter);
+                    continue;
+                }
+                "identifier" => ("plain", Some(parameter)),
+                "default_parameter" | "typed_default_parameter" => {
+                    ("plain", parameter.child_by_field_name("name").filter(|name| name.kind() == "identifier"))
+                }
+                "typed_parameter" => match named_children(parameter).first() {
+                    Some(&inner) if inner.kind() == "identifier" => ("plain", Some(inner)),
+                    Some(&inner) if inner.kind() == "list_splat_pattern" => ("vararg", named_children(inner).first().copied()),
+                    Some(&inner) if inner.kind() == "dictionary_splat_pattern" => ("kwarg", named_children(inner).first().copied()),
+                    _ => ("plain", None),
+                },
+                "list_splat_pattern" => ("vararg", named_children(parameter).first().copied()),
+                "dictionary_splat_pattern" => ("kwarg", named_children(parameter).first().copied()),
+                _ => ("plain", None),
+            };
+            let Some(name_node) = name_node.filter(|name| name.kind() == "identifier") else {
+                self.invalid(parameter, "invalid syntax");
+                continue;
+            };
+            let annotation = parameter.child_by_field_name("type").map(|annotation| self.lower_type(annotation));
+            let default = parameter.child_by_field_name("value").map(|value| self.lower_expr(value));
+            // CPython's parameter span: the name and its annotation, not the default.
+            let end = annotation.as_ref().map_or(name_node.end_byte(), |annotation| annotation.span.end as usize);
+            let span = Span::new(name_node.start_byte(), end.max(name_node.end_byte()));
+            let has_default = default.is_some();
+            let param = Param { name: self.name(name_node), annotation, default, span };
+            if params.kwarg.is_some() {
+                self.error(span_of(parameter), "arguments cannot follow var-keyword argument");
+            }
+            match kind {
+                "vararg" => {
+                    if after_star {
+                        self.error(span_of(parameter), "* argument may appear only once");
+                    }
+                    after_star = true;
+                    bare_star = None;
+                    params.vararg = Some(param);
+                }
+                "kwarg" => {
+                    if let Some(star) = bare_star.take().filter(|_| params.kwonly.is_empty()) {
+                        self.error(span_of(star), "named arguments must follow bare *");
+                    }
+                    params.kwarg = Some(param);
+                }
+                _ if after_star => {
+                    bare_star = None;
+                    params.kwonly.push(param);
+                }
+                _ => {
+                    if saw_default && !has_default {
+                        self.error(span_of(parameter), "parameter without a default follows parameter with a default");
+                    }
+                    saw_default |= has_default;
+                    params.args.push(param);
+                }
+            }
+        }
+        if let Some(star) = bare_star {
+            self.error(span_of(star), "named arguments must follow bare *");
+        }
+        params
+    }
+
+    /// An annotation. tree-sitter parses some as `type` trees (`list[int] | None`) rather
+    /// than expressions; they lower to the expression Python evaluates.
+    pub(super) fn lower_type(&mut self, node: Node) -> Expr {
+        match self.nested(node, |this| this.lower_type_unguarded(node)) {
+            Some(expr) => expr,
+            None => Expr { kind: ExprKind::NoneLit, span: span_of(node) },
+        }
+    }
+
+    fn lower_type_unguarded(&mut self, node: Node) -> Expr {
+        let span = span_of(node);
+        let parts = named_children(node);
+        let kind = match node.kind() {
+            "type" => {
+                return match parts.as_slice() {
+                    [single] => self.lower_type(*single),
+                    _ => self.invalid(node, "invalid syntax"),
+                }
+            }
+            "generic_type" => match parts.as_slice() {
+                [value, parameters] if parameters.kind() == "type_parameter" => {
+                    let value = Box::new(self.lower_type(*value));
+                    let arguments = named_children(*parameters);
+                    let index = match arguments.as_slice() {
+                        [single] => self.lower_type(*single),
+                        _ => {
+                            let elements = arguments.iter().map(|&argument| self.lower_type(argument)).collect();
+                            let inner = Span::new(
+                                parameters.start_byte() + 1,
+                                parameters.end_byte().saturating_sub(1).max(parameters.start_byte() + 1),
+                            );
+                            Expr { kind: ExprKind::Tuple(elements), span: inner }
+                        }
+                    };
+                    ExprKind::Subscript { value, index: Box::new(index) }
+                }
+                _ => return self.invalid(node, "invalid syntax"),
+            },
+            "union_type" => match parts.as_slice() {
+                [left, right] => {
+                    ExprKind::BinOp { left: Box::new(self.lower_type(*left)), op: BinOp::BitOr, right: Box::new(self.lower_type(*right)) }
+                }
+                _ => return self.invalid(node, "invalid syntax"),
+            },
+            "member_type" => match parts.as_slice() {
+                [value, attribute] => ExprKind::Attribute {
+                    value: Box::new(self.lower_type(*value)),
+                    attr: self.name(*attribute),
+                    attr_span: span_of(*attribute),
+                },
+                _ => return self.invalid(node, "invalid syntax"),
+            },
+            "splat_type" => match parts.as_slice() {
+                [value] => ExprKind::Starred(Box::new(self.lower_type(*value))),
+                _ => return self.invalid(node, "invalid syntax"),
+            },
+            "constrained_type" => return self.invalid(node, "invalid syntax"),
+            _ => return self.lower_expr(node),
+        };
+        Expr { kind, span }
+    }
+
+    /// A `string` or `concatenated_string`: `Str`, `Bytes` or, if any part is an f-string,
+    /// `FString` with adjacent literal parts merged.
+    fn lower_string(&mut self, node: Node) -> Expr {
+        let kind = self.lower_string_kind(node);
+        Expr { kind, span: span_of(node) }
+    }
+
+    fn lower_string_kind(&mut self, node: Node) -> ExprKind {
+        let pieces = if node.kind() == "concatenated_string" { named_children(node) } else { vec![node] };
+        let mut parts = StringParts::default();
+        for piece in pieces {
+            self.lower_string_piece(piece, &mut parts);
+        }
+        if parts.saw_bytes && (parts.saw_text || parts.saw_formatted) {
+            return self.invalid(node, "cannot mix bytes and nonbytes literals").kind;
+        }
+        if parts.saw_bytes {
+            return ExprKind::Bytes(Rc::from(parts.bytes));
+        }
+        if parts.saw_formatted {
+            parts.flush_text();
+            return ExprKind::FString(parts.parts);
+        }
+        ExprKind::Str(Rc::from(parts.text))
+    }
+
+    fn lower_string_piece(&mut self, piece: Node, parts: &mut StringParts) {
+        let tokens = children(piece);
+        let (Some(start), Some(end)) = (tokens.first(), tokens.last()) else {
+            self.invalid(piece, "invalid syntax");
+            return;
+        };
+        if start.kind() != "string_start" || end.kind() != "string_end" || tokens.len() < 2 {
+            self.invalid(piece, "invalid syntax");
+            return;
+        }
+        let start_text = self.text(*start);
+        let prefix = literals::string_prefix(start_text);
+        // tree-sitter-python's scanner can fold a raw string's leading `\"` into the
+        // `string_end` token (`r"\""`): only its last quote characters close the string.
+        let quote_len = start_text.trim_start_matches(|c: char| c.is_ascii_alphabetic()).len();
+        let body_start = start.end_byte();
+        let body_end = end.end_byte().saturating_sub(quote_len).max(body_start);
+        if prefix.bytes {
+            parts.saw_bytes = true;
+            let body = self.source.get(body_start..body_end).unwrap_or("");
+            if let Err(message) = literals::decode_bytes(body, prefix.raw, &mut parts.bytes) {
+                self.error(span_of(piece), message);
+            }
+            return;
+        }
+        if !prefix.formatted {
+            parts.saw_text = true;
+            let body = self.source.get(body_start..body_end).unwrap_or("");
+            if let Err(message) = literals::decode_str(body, prefix.raw, false, &mut parts.text) {
+                self.error(span_of(piece), message);
+            }
+            return;
+        }
+        parts.saw_formatted = true;
+        let mut literal_start = body_start;
+        for child in &tokens[1..tokens.len() - 1] {
+            if child.kind() != "interpolation" {
+                continue;
+            }
+            self.decode_fstring_literal(literal_start, child.start_byte(), prefix.raw, piece, &mut parts.text);
+            parts.flush_text();
+            let formatted = self.lower_interpolation(*child, prefix.raw);
+            parts.parts.push(formatted);
+            literal_start = child.end_byte();
+        }
+        self.decode_fstring_literal(literal_start, body_end, prefix.raw, piece, &mut parts.text);
+    }
+
+    fn decode_fstring_literal(&mut self, start: usize, end: usize, raw: bool, piece: Node, out: &mut String) {
+        let text = self.source.get(start..end).unwrap_or("");
+        if let Err(message) = literals::decode_str(text, raw, true, out) {
+            self.error(span_of(piece), message);
+        }
+    }
+
+    /// `{value!r:spec}` in an f-string, or a `{...}` inside a format spec.
+    ///
+    /// `{x=}` keeps its source text in `debug_text`; with neither a conversion nor a format
+    /// spec, Python formats the value with `repr`, so `conversion` is then `Some('r')`.
+    fn lower_interpolation(&mut self, node: Node, raw: bool) -> FStringPart {
+        let value = match node.child_by_field_name("expression") {
+            Some(expression) => self.lower_expr(expression),
+            None => self.invalid(node, "f-string: valid expression required before '}'"),
+        };
+        let conversion_node = node.child_by_field_name("type_conversion");
+        let spec_node = node.child_by_field_name("format_specifier");
+        let conversion = conversion_node.and_then(|conversion| {
+            let letter = self.text(conversion).trim_start_matches('!').chars().next();
+            match letter {
+                Some(letter @ ('s' | 'r' | 'a')) => Some(letter),
+                _ => {
+                    let shown = letter.map_or_else(String::new, String::from);
+                    self.error(span_of(conversion), format!("f-string: invalid conversion character '{shown}': expected 's', 'r', or 'a'"));
+                    None
+                }
+            }
+        });
+        let format_spec = spec_node.map(|spec| self.lower_format_spec(spec, raw)).unwrap_or_default();
+        let debug_text = token(node, "=").and_then(|_| {
+            let open = token(node, "{")?;
+            let end = conversion_node.or(spec_node).or_else(|| token(node, "}")).map_or(node.end_byte(), |end| end.start_byte());
+            self.source.get(open.end_byte()..end).map(Rc::from)
+        });
+        let conversion = match conversion {
+            None if debug_text.is_some() && spec_node.is_none() => Some('r'),
+            conversion => conversion,
+        };
+        FStringPart::Formatted { value, conversion, format_spec, debug_text }
+    }
+
+    /// The text after `:` in a replacement field; may itself hold replacement fields.
+    fn lower_format_spec(&mut self, spec: Node, raw: bool) -> Vec<FStringPart> {
+        let mut parts = StringParts::default();
+        let tokens = children(spec);
+        let mut literal_start = token(spec, ":").map_or(spec.start_byte(), |colon| colon.end_byte());
+        for child in tokens {
+            if child.kind() != "format_expression" {
+                continue;
+            }
+            self.decode_fstring_literal(literal_start, child.start_byte(), raw, spec, &mut parts.text);
+            parts.flush_text();
+            let nested = self.nested(child, |this| this.lower_interpolation(child, raw));
+            parts.parts.extend(nested);
+            literal_start = child.end_byte();
+        }
+        self.decode_fstring_literal(literal_start, spec.end_byte(), raw, spec, &mut parts.text);
+        parts.flush_text();
+        parts.parts
+    }
+}
