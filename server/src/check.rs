@@ -74,6 +74,13 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
     for (_, result) in &results {
         match result {
             Ok(a) => {
+                if std::env::var_os("TRACELENS_DEBUG").is_some() {
+                    eprint!("{}", a.stdout);
+                    for (loc, why) in &a.stops {
+                        let at = loc.as_ref().map(|l| format!("{}:{}", relative(&l.path), l.line)).unwrap_or_default();
+                        eprintln!("tracelens: {at}: {why}");
+                    }
+                }
                 for (d, loc, rel) in &a.diagnostics {
                     findings.push(Finding {
                         path: relative(&d.path),

@@ -114,7 +114,11 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
         let _ = writeln!(out, "{}({}) at {}:{}  traced {}×", f.transform, f.name, path, f.location.line, f.traces.len());
         for (i, t) in f.traces.iter().enumerate() {
             let call = t.call.as_ref().map(|c| format!("line {}", c.line)).unwrap_or_else(|| "?".into());
-            let _ = writeln!(out, "  trace {} from {call}: ({}) -> ({})  [{}]", i + 1, t.args.join(", "), t.outputs.join(", "), t.cause);
+            let outputs = match &t.outputs {
+                Some(o) => format!("({})", o.join(", ")),
+                None => "raised".to_string(),
+            };
+            let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]", i + 1, t.args.join(", "), t.cause);
             for line in t.jaxpr.lines() {
                 let _ = writeln!(out, "    {line}");
             }

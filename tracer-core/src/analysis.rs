@@ -39,7 +39,8 @@ pub struct TracedValue {
 pub struct Trace {
     pub call: Option<Location>,
     pub args: Vec<String>,
-    pub outputs: Vec<String>,
+    /// `None` for a trace that raised.
+    pub outputs: Option<Vec<String>>,
     pub cause: String,
     pub jaxpr: String,
     pub values: Vec<TracedValue>,
@@ -58,6 +59,8 @@ pub struct FileAnalysis {
     pub diagnostics: Vec<(Diagnostic, Location, Vec<Location>)>,
     pub functions: Vec<TracedFunction>,
     pub stdout: String,
+    /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
+    pub stops: Vec<(Option<Location>, String)>,
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -106,7 +109,8 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             (d, loc, rel)
         })
         .collect();
-    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone() }
+    let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
+    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone(), stops }
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
@@ -179,7 +183,7 @@ fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
         let trace = Trace {
             call: rec.call_site.map(|s| locate(interp, interp.path(s.file), s.span)),
             args: rec.args.iter().map(|a| a.short()).collect(),
-            outputs: rec.outputs.iter().map(|a| a.short()).collect(),
+            outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),
             jaxpr: rec.jaxpr.as_ref().map(|j| j.pretty(0)).unwrap_or_default(),
             values,

@@ -1005,6 +1005,7 @@ impl<'l> Interp<'l> {
             Value::Array(a) => crate::jax::numpy::call_array_method(self, a, name, args, kwargs),
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
+                Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
                 _ => Err(self.no_attr(recv, name)),
             },
             Value::Iterator(_) if name == "__next__" => self.next_item(recv).map(|v| v.unwrap_or(Value::None)),
@@ -1226,6 +1227,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             Ok(None)
         }
         Builtin::Fn(n) => Ok(match (*n, name) {
+            ("numpy.random.Generator", _) => Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) }))),
             (_, "__name__") => Some(Value::str(n.rsplit('.').next().unwrap_or(n))),
             _ => None,
         }),

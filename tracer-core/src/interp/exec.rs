@@ -335,10 +335,12 @@ impl<'l> Interp<'l> {
             ExprKind::Imag(f) => Ok(Value::Complex(0.0, *f)),
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Bytes(_) => Ok(Value::opaque("bytes")),
-            ExprKind::FString(parts) => {
-                let s = self.eval_fstring(ctx, parts)?;
-                Ok(Value::str(&s))
-            }
+            ExprKind::FString(parts) => match self.eval_fstring(ctx, parts) {
+                Ok(s) => Ok(Value::str(&s)),
+                // Text built from an unknown value is unknown text, not a reason to stop.
+                Err(super::Flow::Stop(super::StopReason::Unknown(_), _)) => Ok(Value::opaque("an f-string of an unknown value")),
+                Err(e) => Err(e),
+            },
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::NoneLit => Ok(Value::None),
             ExprKind::Ellipsis => Ok(Value::Ellipsis),

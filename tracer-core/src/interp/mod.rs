@@ -138,6 +138,9 @@ pub struct Interp<'l> {
     pub generators: Vec<Vec<Value>>,
     /// What the program printed, as `python FILE` would show it.
     pub stdout: String,
+    /// Where an entry point stopped because a value could not be known (silent, not a finding).
+    pub stops: Vec<(Option<Site>, String)>,
+    repr_depth: usize,
 }
 
 impl<'l> Interp<'l> {
@@ -157,6 +160,8 @@ impl<'l> Interp<'l> {
             warned: HashMap::new(),
             generators: Vec::new(),
             stdout: String::new(),
+            stops: Vec::new(),
+            repr_depth: 0,
         }
     }
 
@@ -283,7 +288,10 @@ impl<'l> Interp<'l> {
             Flow::Stop(reason, site) => {
                 let (why, severity) = match reason {
                     StopReason::Budget(why) => (why, Severity::Info),
-                    StopReason::Unknown(_) => return,
+                    StopReason::Unknown(why) => {
+                        self.stops.push((site, format!("{entry} not analysed past this point: {why}")));
+                        return;
+                    }
                 };
                 if let Some(site) = site {
                     let message = format!("not analysed past this point in {entry}: {why}");

@@ -253,15 +253,11 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("numpy", "inf") => Value::Float(f64::INFINITY),
                 ("numpy", "nan") => Value::Float(f64::NAN),
                 ("numpy", "newaxis") => Value::None,
-                ("numpy", n) if NUMPY_FNS.contains(&n) => b(NUMPY_FNS.iter().find(|x| **x == n).copied().unwrap_or("numpy.asarray")),
-                ("numpy.random", n) => {
-                    let static_name: &'static str = match n {
-                        "default_rng" => "numpy.random.default_rng",
-                        "seed" => "numpy.random.seed",
-                        _ => "numpy.random.sample",
-                    };
-                    b(static_name)
-                }
+                ("numpy", n) if NUMPY_FNS.contains(&n) => b(intern(format!("numpy.{n}"))),
+                ("numpy.random", n) => match NUMPY_RANDOM_FNS.iter().find(|x| x.ends_with(&format!(".{n}"))) {
+                    Some(q) => b(q),
+                    None => Value::opaque(format!("numpy.random.{n}")),
+                },
                 _ => Value::opaque(format!("{}.{name}", m.name)),
             }
         }
@@ -407,16 +403,13 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         _ => {}
     }
     match known.iter().find(|n| **n == name) {
-        Some(n) => {
-            let q: &'static str = Box::leak(format!("{module}.{n}").into_boxed_str());
-            b(intern(q))
-        }
+        Some(n) => b(intern(format!("{module}.{n}"))),
         None => Value::opaque(format!("{module}.{name}")),
     }
 }
 
 /// Interns qualified names so repeated lookups do not leak: one `&'static str` per name.
-fn intern(s: &'static str) -> &'static str {
+fn intern(s: String) -> &'static str {
     thread_local! {
         static NAMES: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
     }
@@ -425,8 +418,10 @@ fn intern(s: &'static str) -> &'static str {
         if let Some(n) = names.iter().find(|n| **n == s) {
             return *n;
         }
-        names.push(s);
-        s
+        // Bounded: one leaked string per distinct modelled name, and the names are a fixed list.
+        let leaked: &'static str = Box::leak(s.into_boxed_str());
+        names.push(leaked);
+        leaked
     })
 }
 
@@ -786,17 +781,64 @@ fn make_dataclass(c: &Rc<Class>, frozen: bool) {
     *c.fields.borrow_mut() = fields;
 }
 
+const NUMPY_RANDOM_FNS: &[&str] = &[
+    "numpy.random.default_rng", "numpy.random.seed", "numpy.random.normal", "numpy.random.standard_normal", "numpy.random.randn",
+    "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint", "numpy.random.integers",
+    "numpy.random.permutation", "numpy.random.choice", "numpy.random.shuffle", "numpy.random.binomial", "numpy.random.poisson",
+];
+
+/// `np.random.*` and `np.random.default_rng(seed).*`: arrays of the right shape and NumPy's
+/// 64-bit dtypes, whose values are not known (the generator is not modelled). Inside a trace
+/// the draw happens once and is frozen (TL204).
+pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let kw = |k: &str| kwargs.iter().find(|(n, _)| n.as_ref() == k).map(|(_, v)| v.clone());
+    match func {
+        "seed" | "shuffle" => return Ok(Value::None),
+        "default_rng" => return Ok(Value::Builtin(Rc::new(Builtin::Fn("numpy.random.Generator")))),
+        _ => {}
+    }
+    crate::jax::effects::on_impure_call(interp, &format!("np.random.{func}()"));
+    let shape_from = |interp: &mut Interp, v: Option<Value>| -> PyResult<Option<Vec<usize>>> {
+        Ok(match v {
+            None | Some(Value::None) => Some(Vec::new()),
+            Some(Value::Int(n)) => Some(vec![n.max(0) as usize]),
+            Some(other @ (Value::Tuple(_) | Value::List(_))) => {
+                let items = interp.iterate(&other)?;
+                items.iter().map(|x| super::ops::as_int(x).map(|n| n.max(0) as usize)).collect()
+            }
+            _ => None,
+        })
+    };
+    let (shape, dtype) = match func {
+        "randn" | "rand" => {
+            let dims: Option<Vec<usize>> = args.iter().map(|x| super::ops::as_int(x).map(|n| n.max(0) as usize)).collect();
+            (dims, DType::F64)
+        }
+        "normal" | "uniform" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::F64),
+        "standard_normal" | "random" => (shape_from(interp, kw("size").or_else(|| args.first().cloned()))?, DType::F64),
+        "randint" | "integers" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::I64),
+        "binomial" | "poisson" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::I64),
+        "permutation" => match args.first() {
+            Some(Value::Int(n)) => (Some(vec![(*n).max(0) as usize]), DType::I64),
+            Some(Value::Array(a)) => (Some(a.aval.shape.to_vec()), a.aval.dtype),
+            _ => (None, DType::I64),
+        },
+        "choice" => (shape_from(interp, kw("size").or_else(|| args.get(1).cloned()))?, DType::I64),
+        _ => (None, DType::F64),
+    };
+    Ok(match shape {
+        Some(s) => Value::Array(crate::jax::array::Array::unknown(crate::jax::aval::Aval::new(&s, dtype), "random values are not modelled")),
+        None => Value::opaque(format!("np.random.{func}()")),
+    })
+}
+
 /// NumPy on concrete data: the same model as jax.numpy, with NumPy's 64-bit defaults. A
 /// tracer handed to a converting NumPy function is TL102.
 fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     const DEFERS_TO_METHOD: &[&str] =
         &["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum", "reshape", "transpose", "round"];
     if let Some(rest) = func.strip_prefix("random.") {
-        if rest == "seed" {
-            return Ok(Value::None);
-        }
-        crate::jax::effects::on_impure_call(interp, &format!("np.random.{rest}()"));
-        return Ok(Value::opaque(format!("np.random.{rest}()")));
+        return numpy_random(interp, rest, &args, &kwargs);
     }
     let tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|a| match a {
         Value::Array(x) if x.is_tracer() && x.known().is_none() => Some(x.clone()),

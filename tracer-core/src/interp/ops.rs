@@ -451,6 +451,17 @@ impl<'l> Interp<'l> {
     }
 
     pub fn repr(&mut self, v: &Value) -> PyResult<String> {
+        // Self-containing containers (`a.append(a)`) print as `[...]`, as in Python.
+        if self.repr_depth > 64 {
+            return Ok("[...]".into());
+        }
+        self.repr_depth += 1;
+        let r = self.repr_inner(v);
+        self.repr_depth -= 1;
+        r
+    }
+
+    fn repr_inner(&mut self, v: &Value) -> PyResult<String> {
         Ok(match v {
             Value::Str(s) => py_str_repr(s),
             Value::Tuple(items) => {
@@ -508,7 +519,10 @@ impl<'l> Interp<'l> {
                 }
                 format!("<{} object>", inst.class.name)
             }
-            _ => self.to_str(v)?,
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Complex(..) | Value::Range(..) | Value::Ellipsis
+            | Value::Function(_) | Value::Class(_) | Value::Module(_) | Value::DType(_) | Value::Builtin(_) | Value::Opaque(_)
+            | Value::Slice(_) => self.to_str(v)?,
+            other => format!("<{} object>", other.type_name()),
         })
     }
 

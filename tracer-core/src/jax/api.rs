@@ -97,6 +97,9 @@ pub struct Jitted {
 /// Per jitted function: its cache entries and call counts (what `tracelens trace` prints).
 #[derive(Debug, Clone)]
 pub struct JitInfo {
+    /// Held so the function's identity stays unique while its cache entries live (JAX keys
+    /// the cache by a weak reference to it).
+    pub fun: Value,
     pub name: String,
     pub def_site: Option<Site>,
     pub fun_identity: usize,
@@ -758,7 +761,7 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
     let info = match interp.jax.jitted.iter().position(|j| j.fun_identity == identity && identity != 0) {
         Some(i) => i,
         None => {
-            interp.jax.jitted.push(JitInfo { name: name.clone(), def_site, fun_identity: identity, entries: Vec::new(), calls: 0 });
+            interp.jax.jitted.push(JitInfo { fun: fun.clone(), name: name.clone(), def_site, fun_identity: identity, entries: Vec::new(), calls: 0 });
             interp.jax.jitted.len() - 1
         }
     };
@@ -956,7 +959,7 @@ fn trace_with_record(
                 Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => match operand(interp, &leaf)? {
                     Operand::Array(a) => {
                         let primal = if staging { None } else { Some(a.clone()) };
-                        Value::Array(interp.jax.new_input(a.aval.clone(), primal, i, call_site))
+                        Value::Array(interp.jax.new_input(canonical_aval(interp, &a.aval), primal, i, call_site))
                     }
                     Operand::Unknown => leaf.clone(),
                 },
@@ -1160,7 +1163,10 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     for (path, leaf) in &leaves {
         match leaf {
             Value::Opaque(_) => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
-            Value::Array(a) => leaf_avals.push((path.clone(), a.aval.clone())),
+            Value::Array(a) => {
+                let d = dtypes::canonicalize(a.aval.dtype, interp.jax.config);
+                leaf_avals.push((path.clone(), Aval { shape: a.aval.shape.clone(), dtype: d, weak: a.aval.weak }));
+            }
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
                 if let Operand::Array(a) = operand(interp, leaf)? {
                     leaf_avals.push((path.clone(), a.aval.clone()));
@@ -1249,7 +1255,7 @@ fn trace_jit_body(
         let mut new_leaves = Vec::new();
         for (_, leaf) in l {
             new_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(x) => Value::Array(interp.jax.new_input(x.aval.clone(), None, i, call_site)),
+                Operand::Array(x) => Value::Array(interp.jax.new_input(canonical_aval(interp, &x.aval), None, i, call_site)),
                 Operand::Unknown => leaf,
             });
         }
@@ -1268,7 +1274,7 @@ fn trace_jit_body(
         let mut new_leaves = Vec::new();
         for (_, leaf) in l {
             new_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(x) => Value::Array(interp.jax.new_input(x.aval.clone(), None, idx, call_site)),
+                Operand::Array(x) => Value::Array(interp.jax.new_input(canonical_aval(interp, &x.aval), None, idx, call_site)),
                 Operand::Unknown => leaf,
             });
         }
@@ -1316,6 +1322,11 @@ fn trace_jit_body(
     let jaxpr = interp.jax.pop_trace(&arrays);
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
     Ok((out, record, Some(jaxpr), consts, Rc::new(out_tree), outputs))
+}
+
+/// The aval a transformation sees for an argument: NumPy's 64-bit dtypes are canonicalized.
+fn canonical_aval(interp: &Interp, aval: &Aval) -> Aval {
+    Aval { shape: aval.shape.clone(), dtype: dtypes::canonicalize(aval.dtype, interp.jax.config), weak: aval.weak }
 }
 
 fn tuple_text(v: &[i64]) -> String {

@@ -82,7 +82,8 @@ pub struct TraceRecord {
     pub def_site: Option<Site>,
     pub call_site: Option<Site>,
     pub args: Vec<Aval>,
-    pub outputs: Vec<Aval>,
+    /// `None` while tracing, and for a trace that raised.
+    pub outputs: Option<Vec<Aval>>,
     pub cause: String,
     pub jaxpr: Option<Rc<Jaxpr>>,
     /// The jitted function this trace belongs to (index into `JaxState::jitted`).
@@ -209,7 +210,7 @@ impl JaxState {
             def_site,
             call_site,
             args: Vec::new(),
-            outputs: Vec::new(),
+            outputs: None,
             cause,
             jaxpr: None,
             jitted,
@@ -256,7 +257,7 @@ impl JaxState {
         frame.jaxpr.outvars = atoms;
         let jaxpr = Rc::new(frame.jaxpr);
         let rec = &mut self.records[frame.record];
-        rec.outputs = outputs.iter().map(|o| o.aval.clone()).collect();
+        rec.outputs = Some(outputs.iter().map(|o| o.aval.clone()).collect());
         rec.jaxpr = Some(jaxpr.clone());
         jaxpr
     }

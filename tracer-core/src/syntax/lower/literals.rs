@@ -45,6 +45,13 @@ pub(super) fn decode_str(body: &str, raw: bool, fstring_braces: bool, out: &mut 
             rest = if after[1..].starts_with(marker) { &after[2..] } else { &after[1..] };
             continue;
         }
+        let next = chars.clone().next();
+        if fstring_braces && matches!(next, Some('{' | '}')) {
+            // `\{{` in an f-string is a backslash and then an escaped brace.
+            out.push('\\');
+            rest = &after[1..];
+            continue;
+        }
         if raw {
             // Raw strings keep the backslash and whatever follows it, including a quote.
             let escaped_len = chars.next().map_or(0, char::len_utf8);
