@@ -75,28 +75,37 @@ class Oracle:
         self.tree = ast.parse(self.source, fixture)
         self.annotations = parse_annotations(self.source)
         self.statements = statement_ranges(self.tree)
+        shared_lines = lines_with_several_statements(self.tree)
         self.function_spans = function_spans(self.tree)
+        for ann in self.annotations:
+            counted = ann["kind"] == "revealed" or ann.get("code") == "TL201"
+            if counted and ann["line"] in shared_lines and "problem" not in ann:
+                ann["problem"] = (
+                    f"line {ann['line']} holds several statements (e.g. `for ...: x = ...`), "
+                    "so how often it ran is ambiguous; put the annotated statement on its own line"
+                )
         self.reveal_targets = {}
         self.reveal_records = {}
         for ann in self.annotations:
             if ann["kind"] == "revealed" and ann["line"] not in self.reveal_records:
-                target, problem = assignment_target(self.tree, ann["line"])
+                target, target_line, problem = assignment_target(self.tree, ann["line"])
                 self.reveal_records[ann["line"]] = {
                     "line": ann["line"],
                     "target": target,
+                    "target_line": target_line,
                     "unsupported": problem,
                     "runs": 0,
                     "avals": [],
                     "untraced": [],
                 }
                 if target is not None:
-                    self.reveal_targets[ann["line"]] = target
+                    start, _ = self.statements.get(ann["line"], (ann["line"], ann["line"]))
+                    self.reveal_targets[start] = (ann["line"], target)
         self.hit_lines = {}
         for ann in self.annotations:
-            if ann["kind"] in ("warning", "error"):
-                start, end = self.statements.get(ann["line"], (ann["line"], ann["line"]))
+            if ann["kind"] == "warning" and ann["line"] is not None:
+                start, _ = self.statements.get(ann["line"], (ann["line"], ann["line"]))
                 self.hit_lines.setdefault(start, set()).add(ann["line"])
-                self.hit_lines[start].add(start)
         self.stmt_of_start = {
             start: self.statements.get(start, (start, start)) for start in self.hit_lines
         }
@@ -318,10 +327,11 @@ class Oracle:
             if line in self.reveal_targets and state[1] is None:
                 state[1] = line
             state[0] = line
+        elif event == "exception":
+            state[1] = None
         elif event == "return":
-            pending = state[1]
-            if pending is not None and arg is not None:
-                self.read_revealed(frame, pending)
+            if state[1] is not None:
+                self.read_revealed(frame, state[1])
             self.frame_state.pop(key, None)
         return self.local_trace
 
@@ -329,9 +339,9 @@ class Oracle:
         for line in self.hit_lines[start]:
             self.line_hits[line] = self.line_hits.get(line, 0) + 1
 
-    def read_revealed(self, frame, line):
+    def read_revealed(self, frame, start):
+        line, name = self.reveal_targets[start]
         record = self.reveal_records[line]
-        name = self.reveal_targets[line]
         local_vars = frame.f_locals
         if name not in local_vars:
             return
@@ -554,8 +564,17 @@ def function_spans(tree):
     return spans
 
 
+def lines_with_several_statements(tree):
+    """Lines where two statements start (`a = 1; b = 2`, `for x in xs: y = x`)."""
+    starts = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            starts[node.lineno] = starts.get(node.lineno, 0) + 1
+    return {line for line, count in starts.items() if count > 1}
+
+
 def assignment_target(tree, line):
-    """The single Name assigned by the statement on `line`, or why there is none."""
+    """(name, line of the name, None) for the single Name assigned on `line`, or why not."""
     candidates = [
         node
         for node in ast.walk(tree)
@@ -563,18 +582,18 @@ def assignment_target(tree, line):
         and node.lineno <= line <= node.end_lineno
     ]
     if not candidates:
-        return None, f"line {line} has no assignment"
+        return None, None, f"line {line} has no assignment"
     node = max(candidates, key=lambda n: n.lineno)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     if len(targets) != 1:
-        return None, f"line {line}: chained assignment is not supported by `# revealed:`"
+        return None, None, f"line {line}: chained assignment is not supported by `# revealed:`"
     target = targets[0]
     if not isinstance(target, ast.Name):
-        return None, (
+        return None, None, (
             f"line {line}: `# revealed:` needs a single name as the assignment target, "
             f"got `{ast.unparse(target)}`"
         )
-    return target.id, None
+    return target.id, target.lineno, None
 
 
 if __name__ == "__main__":

@@ -1,9 +1,6 @@
 //! The rules of tests/fixtures/README.md: a fixture against real JAX, then tracelens against JAX.
 
-use crate::model::{
-    Annotation, AnnotationKind, Diagnostic, JitFunction, OracleReport, TracedFunction,
-    TracelensReport,
-};
+use crate::model::{Annotation, AnnotationKind, Diagnostic, JitFunction, OracleReport, TracedFunction, TracelensReport};
 use std::path::{Component, Path};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,25 +28,21 @@ pub fn check_fixture(oracle: &OracleReport, folder: FixtureFolder) -> Vec<String
     let mut problems = Vec::new();
     for annotation in &oracle.annotations {
         if let Some(problem) = &annotation.problem {
-            problems.push(format!(
-                "line {}: unreadable `# {}:` comment: {problem}",
-                annotation.comment_line,
-                kind_name(annotation.kind)
-            ));
+            problems.push(format!("line {}: unreadable `# {}:` comment: {problem}", annotation.comment_line, kind_name(annotation.kind)));
         }
     }
     let errors = annotations_of(oracle, AnnotationKind::Error);
     let warnings = annotations_of(oracle, AnnotationKind::Warning);
     match folder {
-        FixtureFolder::Errors if errors.len() != 1 => problems.push(format!(
-            "a fixture in errors/ needs exactly one `# error:` line, found {}",
-            errors.len()
-        )),
-        FixtureFolder::Warnings if warnings.is_empty() || !errors.is_empty() => problems.push(
-            "a fixture in warnings/ needs `# warning:` lines and no `# error:` line".to_string(),
-        ),
-        FixtureFolder::Clean if !warnings.is_empty() || !errors.is_empty() => problems
-            .push("a fixture in clean/ carries no `# error:` or `# warning:` lines".to_string()),
+        FixtureFolder::Errors if errors.len() != 1 => {
+            problems.push(format!("a fixture in errors/ needs exactly one `# error:` line, found {}", errors.len()))
+        }
+        FixtureFolder::Warnings if warnings.is_empty() || !errors.is_empty() => {
+            problems.push("a fixture in warnings/ needs `# warning:` lines and no `# error:` line".to_string())
+        }
+        FixtureFolder::Clean if !warnings.is_empty() || !errors.is_empty() => {
+            problems.push("a fixture in clean/ carries no `# error:` or `# warning:` lines".to_string())
+        }
         _ => {}
     }
 
@@ -58,15 +51,11 @@ pub fn check_fixture(oracle: &OracleReport, folder: FixtureFolder) -> Vec<String
         let Some(line) = warning.line else { continue };
         let hits = oracle.line_hits.get(&line).copied().unwrap_or(0);
         if hits == 0 {
-            problems.push(format!(
-                "line {line}: `# warning:` line never ran under JAX"
-            ));
+            problems.push(format!("line {line}: `# warning:` line never ran under JAX"));
         } else if warning.code.as_deref() == Some("TL201") {
             if let Some(claimed) = warning.substring.as_deref().and_then(run_count) {
                 if claimed != hits {
-                    problems.push(format!(
-                        "line {line}: the annotation says the line ran {claimed} times, under JAX it ran {hits} times"
-                    ));
+                    problems.push(format!("line {line}: the annotation says the line ran {claimed} times, under JAX it ran {hits} times"));
                 }
             }
         }
@@ -78,21 +67,13 @@ pub fn check_fixture(oracle: &OracleReport, folder: FixtureFolder) -> Vec<String
         let (Some(line), Some(expected)) = (annotation.line, annotation.count) else {
             continue;
         };
-        let functions: Vec<&JitFunction> = oracle
-            .jit_traces
-            .iter()
-            .filter(|function| span_contains(function.def_lines_span, line))
-            .collect();
+        let functions: Vec<&JitFunction> =
+            oracle.jit_traces.iter().filter(|function| span_contains(function.def_lines_span, line)).collect();
         let traced: u32 = functions.iter().map(|function| function.traces).sum();
         if functions.is_empty() && expected != 0 {
-            problems.push(format!(
-                "line {line}: `# traces: {expected}`, but JAX never traced a jitted function defined here"
-            ));
+            problems.push(format!("line {line}: `# traces: {expected}`, but JAX never traced a jitted function defined here"));
         } else if traced != expected {
-            problems.push(format!(
-                "line {line}: `# traces: {expected}`, but JAX traced `{}` {traced} times",
-                functions[0].name
-            ));
+            problems.push(format!("line {line}: `# traces: {expected}`, but JAX traced `{}` {traced} times", functions[0].name));
         }
     }
     problems
@@ -101,16 +82,9 @@ pub fn check_fixture(oracle: &OracleReport, folder: FixtureFolder) -> Vec<String
 /// Where tracelens disagrees with real JAX or with the fixture's annotations.
 pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport) -> Vec<String> {
     let mut mismatches: Vec<String> = tracelens.failures.clone();
-    let findings: Vec<&Diagnostic> = tracelens
-        .diagnostics
-        .iter()
-        .filter(|diagnostic| diagnostic.is_finding())
-        .collect();
-    let annotated: Vec<&Annotation> = oracle
-        .annotations
-        .iter()
-        .filter(|a| matches!(a.kind, AnnotationKind::Error | AnnotationKind::Warning))
-        .collect();
+    let findings: Vec<&Diagnostic> = tracelens.diagnostics.iter().filter(|diagnostic| diagnostic.is_finding()).collect();
+    let annotated: Vec<&Annotation> =
+        oracle.annotations.iter().filter(|a| matches!(a.kind, AnnotationKind::Error | AnnotationKind::Warning)).collect();
 
     for error in annotations_of(oracle, AnnotationKind::Error) {
         let (Some(line), Some(code)) = (error.line, error.code.as_deref()) else {
@@ -118,21 +92,13 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
         };
         let class_name = error.exception.as_deref().unwrap_or_default();
         let substring = error.substring.as_deref().unwrap_or_default();
-        let at_line: Vec<&&Diagnostic> = findings
-            .iter()
-            .filter(|d| d.line == line && d.code == code)
-            .collect();
+        let at_line: Vec<&&Diagnostic> = findings.iter().filter(|d| d.line == line && d.code == code).collect();
         if at_line.is_empty() {
-            mismatches.push(format!(
-                "line {line}: expected {code} ({class_name}), tracelens reported {}",
-                describe_findings(&findings)
-            ));
+            mismatches.push(format!("line {line}: expected {code} ({class_name}), tracelens reported {}", describe_findings(&findings)));
             continue;
         }
         let prefix = format!("{class_name}:");
-        let good = at_line.iter().any(|d| {
-            d.severity == "error" && d.message.starts_with(&prefix) && d.message.contains(substring)
-        });
+        let good = at_line.iter().any(|d| d.severity == "error" && d.message.starts_with(&prefix) && d.message.contains(substring));
         if !good {
             let d = at_line[0];
             mismatches.push(format!(
@@ -144,9 +110,7 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
     }
 
     for diagnostic in &findings {
-        let expected = annotated.iter().any(|a| {
-            a.line == Some(diagnostic.line) && a.code.as_deref() == Some(diagnostic.code.as_str())
-        });
+        let expected = annotated.iter().any(|a| a.line == Some(diagnostic.line) && a.code.as_deref() == Some(diagnostic.code.as_str()));
         if !expected {
             mismatches.push(format!(
                 "line {}: unexpected {} {} (false positive): {}",
@@ -163,17 +127,11 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
             continue;
         };
         let substring = warning.substring.as_deref().unwrap_or_default();
-        let at_line: Vec<&&Diagnostic> = findings
-            .iter()
-            .filter(|d| d.line == line && d.code == code)
-            .collect();
+        let at_line: Vec<&&Diagnostic> = findings.iter().filter(|d| d.line == line && d.code == code).collect();
         let Some(found) = at_line.iter().find(|d| d.message.contains(substring)) else {
             match at_line.first() {
                 None => mismatches.push(format!("line {line}: missing warning {code}")),
-                Some(d) => mismatches.push(format!(
-                    "line {line}: {code} message lacks \"{substring}\": {}",
-                    first_line(&d.message)
-                )),
+                Some(d) => mismatches.push(format!("line {line}: {code} message lacks \"{substring}\": {}", first_line(&d.message))),
             }
             continue;
         };
@@ -181,13 +139,11 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
             let hits = oracle.line_hits.get(&line).copied().unwrap_or(0);
             match run_count(&found.message) {
                 Some(count) if count == hits => {}
-                Some(count) => mismatches.push(format!(
-                    "line {line}: TL201 says the line ran {count} times, under JAX it ran {hits} times"
-                )),
-                None => mismatches.push(format!(
-                    "line {line}: TL201 message does not say how many times the line ran: {}",
-                    first_line(&found.message)
-                )),
+                Some(count) => {
+                    mismatches.push(format!("line {line}: TL201 says the line ran {count} times, under JAX it ran {hits} times"))
+                }
+                None => mismatches
+                    .push(format!("line {line}: TL201 message does not say how many times the line ran: {}", first_line(&found.message))),
             }
         }
     }
@@ -201,10 +157,7 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
 pub fn run_count(message: &str) -> Option<u64> {
     message.match_indices("ran ").find_map(|(at, _)| {
         let rest = &message[at + 4..];
-        let word: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect();
+        let word: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
         match word.as_str() {
             "once" => Some(1),
             "twice" => Some(2),
@@ -239,11 +192,7 @@ fn check_exception(oracle: &OracleReport, errors: &[&Annotation], problems: &mut
                 ));
             }
             if exception.line != error.line {
-                problems.push(format!(
-                    "`# error:` is on line {}, JAX raised at line {}",
-                    line_text(error.line),
-                    line_text(exception.line)
-                ));
+                problems.push(format!("`# error:` is on line {}, JAX raised at line {}", line_text(error.line), line_text(exception.line)));
             }
             let substring = error.substring.as_deref().unwrap_or_default();
             if !exception.message.contains(substring) {
@@ -262,9 +211,7 @@ fn check_revealed(oracle: &OracleReport, annotation: &Annotation, problems: &mut
         return;
     };
     let Some(record) = oracle.revealed.iter().find(|r| r.line == line) else {
-        problems.push(format!(
-            "line {line}: the oracle has no record of this line"
-        ));
+        problems.push(format!("line {line}: the oracle has no record of this line"));
         return;
     };
     if let Some(why) = &record.unsupported {
@@ -274,14 +221,9 @@ fn check_revealed(oracle: &OracleReport, annotation: &Annotation, problems: &mut
     let target = record.target.as_deref().unwrap_or("?");
     if record.avals.is_empty() {
         if record.untraced.is_empty() {
-            problems.push(format!(
-                "line {line}: `# revealed:` line never ran under JAX"
-            ));
+            problems.push(format!("line {line}: `# revealed:` line never ran under JAX"));
         } else {
-            problems.push(format!(
-                "line {line}: `{target}` never held a traced value under JAX (only {})",
-                record.untraced.join(" | ")
-            ));
+            problems.push(format!("line {line}: `{target}` never held a traced value under JAX (only {})", record.untraced.join(" | ")));
         }
     } else if &record.avals != expected {
         problems.push(format!(
@@ -296,20 +238,12 @@ fn compare_traces(oracle: &OracleReport, traced: &[TracedFunction], mismatches: 
     let jitted: Vec<&TracedFunction> = traced.iter().filter(|f| f.transform == "jit").collect();
     let mut matched = vec![false; jitted.len()];
     for function in &oracle.jit_traces {
-        let mine: Vec<(usize, &&TracedFunction)> = jitted
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| {
-                f.name == function.name && span_contains(function.def_lines_span, f.line)
-            })
-            .collect();
+        let mine: Vec<(usize, &&TracedFunction)> =
+            jitted.iter().enumerate().filter(|(_, f)| f.name == function.name && span_contains(function.def_lines_span, f.line)).collect();
         for (index, _) in &mine {
             matched[*index] = true;
         }
-        let label = format!(
-            "jit `{}` (line {})",
-            function.name, function.def_lines_span[1]
-        );
+        let label = format!("jit `{}` (line {})", function.name, function.def_lines_span[1]);
         let count: usize = mine.iter().map(|(_, f)| f.traces.len()).sum();
         if count != function.traces as usize {
             mismatches.push(format!(
@@ -322,11 +256,7 @@ fn compare_traces(oracle: &OracleReport, traced: &[TracedFunction], mismatches: 
             continue;
         }
         let jax_outputs = distinct(function.per_trace.iter().filter_map(|t| t.outputs.clone()));
-        let tracelens_outputs = distinct(
-            mine.iter()
-                .flat_map(|(_, f)| f.traces.iter())
-                .filter_map(|t| t.outputs.clone()),
-        );
+        let tracelens_outputs = distinct(mine.iter().flat_map(|(_, f)| f.traces.iter()).filter_map(|t| t.outputs.clone()));
         if jax_outputs != tracelens_outputs {
             mismatches.push(format!(
                 "{label}: output avals differ: JAX {}, tracelens {}",
@@ -347,11 +277,7 @@ fn compare_traces(oracle: &OracleReport, traced: &[TracedFunction], mismatches: 
     }
 }
 
-fn compare_revealed(
-    oracle: &OracleReport,
-    traced: &[TracedFunction],
-    mismatches: &mut Vec<String>,
-) {
+fn compare_revealed(oracle: &OracleReport, traced: &[TracedFunction], mismatches: &mut Vec<String>) {
     for record in &oracle.revealed {
         let Some(target) = record.target.as_deref() else {
             continue;
@@ -364,15 +290,11 @@ fn compare_revealed(
                 .iter()
                 .flat_map(|f| f.traces.iter())
                 .flat_map(|t| t.values.iter())
-                .filter(|v| v.line == record.line && v.name == target)
+                .filter(|v| v.line == record.target_line.unwrap_or(record.line) && v.name == target)
                 .map(|v| v.aval.clone()),
         );
         if seen.is_empty() {
-            mismatches.push(format!(
-                "line {}: tracelens reports no aval for `{target}` (JAX: {})",
-                record.line,
-                record.avals.join(" | ")
-            ));
+            mismatches.push(format!("line {}: tracelens reports no aval for `{target}` (JAX: {})", record.line, record.avals.join(" | ")));
         } else if seen != record.avals {
             mismatches.push(format!(
                 "line {}: `{target}` is {} under JAX, tracelens says {}",
@@ -385,11 +307,7 @@ fn compare_revealed(
 }
 
 fn annotations_of(oracle: &OracleReport, kind: AnnotationKind) -> Vec<&Annotation> {
-    oracle
-        .annotations
-        .iter()
-        .filter(|a| a.kind == kind && a.problem.is_none())
-        .collect()
+    oracle.annotations.iter().filter(|a| a.kind == kind && a.problem.is_none()).collect()
 }
 
 fn span_contains(span: [u32; 2], line: u32) -> bool {
@@ -410,18 +328,17 @@ fn describe_tuples(tuples: &[Vec<String>]) -> String {
     if tuples.is_empty() {
         return "none".to_string();
     }
-    tuples
-        .iter()
-        .map(|t| format!("({})", t.join(", ")))
-        .collect::<Vec<_>>()
-        .join(" | ")
+    tuples.iter().map(|t| format!("({})", t.join(", "))).collect::<Vec<_>>().join(" | ")
 }
 
 fn describe_jax_causes(function: &JitFunction) -> String {
     let lines: Vec<String> = function
         .per_trace
         .iter()
-        .map(|t| format!("line {} ({})", line_text(t.call_line), t.args.join(", ")))
+        .map(|t| {
+            let cause = t.cause.as_deref().map(short_cause).unwrap_or_default();
+            format!("line {} ({}){cause}", line_text(t.call_line), t.args.join(", "))
+        })
         .collect();
     if lines.is_empty() {
         String::new()
@@ -430,15 +347,22 @@ fn describe_jax_causes(function: &JitFunction) -> String {
     }
 }
 
+/// One line of JAX's cache-miss explanation: the first `* ...` detail, or its first line.
+fn short_cause(cause: &str) -> String {
+    if cause.starts_with("never seen function") {
+        return ": new function object".to_string();
+    }
+    let detail = cause.lines().find(|line| line.starts_with("* ")).or_else(|| cause.lines().next()).unwrap_or_default();
+    let detail = detail.trim_start_matches("* ");
+    let clipped: String = detail.chars().take(100).collect();
+    format!(": {clipped}")
+}
+
 fn describe_findings(findings: &[&Diagnostic]) -> String {
     if findings.is_empty() {
         return "nothing".to_string();
     }
-    findings
-        .iter()
-        .map(|d| format!("{}@{}", d.code, d.line))
-        .collect::<Vec<_>>()
-        .join(" ")
+    findings.iter().map(|d| format!("{}@{}", d.code, d.line)).collect::<Vec<_>>().join(" ")
 }
 
 fn kind_name(kind: AnnotationKind) -> &'static str {
@@ -502,10 +426,7 @@ mod tests {
             json!({"functions": [{"name": "step", "line": 6, "transform": "jit",
                     "traces": [{"call_line": 20, "args": ["f32[8,4]"]}]}]}),
         );
-        assert_eq!(
-            compare_with_tracelens(&oracle, &report),
-            Vec::<String>::new()
-        );
+        assert_eq!(compare_with_tracelens(&oracle, &report), Vec::<String>::new());
     }
 
     #[test]
@@ -564,14 +485,8 @@ mod tests {
         assert!(check_fixture(&oracle, FixtureFolder::Warnings)[0].contains("warnings/"));
         let clean = oracle_with_warning(2);
         assert!(check_fixture(&clean, FixtureFolder::Errors)[0].contains("exactly one"));
-        assert_eq!(
-            FixtureFolder::of(Path::new("errors/a.py")),
-            FixtureFolder::Errors
-        );
-        assert_eq!(
-            FixtureFolder::of(Path::new("misc/a.py")),
-            FixtureFolder::Other
-        );
+        assert_eq!(FixtureFolder::of(Path::new("errors/a.py")), FixtureFolder::Errors);
+        assert_eq!(FixtureFolder::of(Path::new("misc/a.py")), FixtureFolder::Other);
     }
 
     fn oracle_with_warning(hits: u64) -> OracleReport {
@@ -586,7 +501,8 @@ mod tests {
                 {"name": "f", "def_line": 5, "def_lines_span": [5, 6], "traces": 2,
                  "per_trace": [
                     {"call_line": 20, "args": ["f32[8,4]"], "outputs": ["f32[8]"]},
-                    {"call_line": 21, "args": ["f32[16,4]"], "outputs": ["f32[16]"]}],
+                    {"call_line": 21, "args": ["f32[16,4]"], "outputs": ["f32[16]"],
+                     "cause": "for f defined at t.py:5\nall previously seen cache keys differ. For the closest previous key:\ndifferent input types:\n* at x, now f32[16,4] and before f32[8,4]"}],
                  "calls": [{"call_line": 20, "outputs": ["f32[8]"]}]}
             ],
             "revealed": [{"line": 7, "target": "h", "runs": 3, "avals": ["f32[8,4]", "f32[16,4]"], "untraced": []}],
@@ -618,12 +534,8 @@ mod tests {
         let bad = tracelens(warning, warning_trace_json("f32[15]", "f32[16,5]"));
         let mismatches = compare_with_tracelens(&oracle, &bad);
         assert_eq!(mismatches.len(), 2, "{mismatches:#?}");
-        assert!(mismatches[0].contains(
-            "output avals differ: JAX (f32[8]) | (f32[16]), tracelens (f32[8]) | (f32[15])"
-        ));
-        assert!(mismatches[1].contains(
-            "`h` is f32[8,4] | f32[16,4] under JAX, tracelens says f32[8,4] | f32[16,5]"
-        ));
+        assert!(mismatches[0].contains("output avals differ: JAX (f32[8]) | (f32[16]), tracelens (f32[8]) | (f32[15])"));
+        assert!(mismatches[1].contains("`h` is f32[8,4] | f32[16,4] under JAX, tracelens says f32[8,4] | f32[16,5]"));
     }
 
     #[test]
@@ -650,11 +562,12 @@ mod tests {
             ]}),
         );
         let mismatches = compare_with_tracelens(&oracle, &report);
-        assert!(mismatches[0].contains("JAX traced it 2 times, tracelens 1; JAX traced at line 20 (f32[8,4]); line 21 (f32[16,4])"));
+        assert!(mismatches[0].contains(
+            "JAX traced it 2 times, tracelens 1; JAX traced at line 20 (f32[8,4]); line 21 (f32[16,4]): at x, now f32[16,4] and before f32[8,4]"
+        ));
         assert!(mismatches[1].contains("output avals differ"));
         assert!(mismatches[2].contains("`g` (line 40): tracelens traced it 1 times, JAX never did"));
-        assert!(mismatches[3]
-            .contains("`h` is f32[8,4] | f32[16,4] under JAX, tracelens says f32[8,4]"));
+        assert!(mismatches[3].contains("`h` is f32[8,4] | f32[16,4] under JAX, tracelens says f32[8,4]"));
     }
 
     #[test]
@@ -664,8 +577,7 @@ mod tests {
         oracle.annotations[2].avals = Some(vec!["f32[8,4]".into()]);
         let problems = check_fixture(&oracle, FixtureFolder::Warnings);
         assert_eq!(problems.len(), 2, "{problems:#?}");
-        assert!(problems[0]
-            .contains("`h` is f32[8,4] | f32[16,4] under JAX, the annotation says f32[8,4]"));
+        assert!(problems[0].contains("`h` is f32[8,4] | f32[16,4] under JAX, the annotation says f32[8,4]"));
         assert!(problems[1].contains("`# traces: 3`, but JAX traced `f` 2 times"));
 
         oracle.revealed[0].avals.clear();
@@ -687,6 +599,24 @@ mod tests {
         assert_eq!(problems.len(), 2, "{problems:#?}");
         assert!(problems[0].starts_with("line 7: unreadable `# warning:` comment"));
         assert!(problems[1].contains("line 9: `# warning:` line never ran under JAX"));
+    }
+
+    #[test]
+    fn revealed_matches_values_on_the_target_line() {
+        let oracle = oracle(json!({
+            "annotations": [{"kind": "revealed", "line": 9, "comment_line": 9, "avals": ["f32[6]"]}],
+            "exception": null, "jit_traces": [], "line_hits": {},
+            "revealed": [{"line": 9, "target": "z", "target_line": 7, "avals": ["f32[6]"]}]
+        }));
+        assert!(check_fixture(&oracle, FixtureFolder::Clean).is_empty());
+        let values = |line: u32| {
+            json!({"functions": [{"name": "f", "line": 5, "transform": "vmap", "traces": [
+                {"values": [{"line": line, "column": 5, "name": "z", "aval": "f32[6]"}]}]}]})
+        };
+        let report = tracelens(json!([]), values(7));
+        assert_eq!(compare_with_tracelens(&oracle, &report), Vec::<String>::new());
+        let report = tracelens(json!([]), values(9));
+        assert!(compare_with_tracelens(&oracle, &report)[0].contains("no aval for `z`"));
     }
 
     #[test]

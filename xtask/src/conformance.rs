@@ -45,10 +45,7 @@ impl Verdict {
     }
 
     pub fn is_failure(self) -> bool {
-        matches!(
-            self,
-            Verdict::Fail | Verdict::FixtureWrong | Verdict::OracleFailed | Verdict::NowPasses
-        )
+        matches!(self, Verdict::Fail | Verdict::FixtureWrong | Verdict::OracleFailed | Verdict::NowPasses)
     }
 }
 
@@ -81,11 +78,7 @@ pub struct Suite {
 pub fn run(options: Options) -> Result<bool, String> {
     let root = workspace_root();
     let target_dir = target_dir(&root);
-    let fixtures_dir = options
-        .fixtures_dir
-        .clone()
-        .map(|dir| absolute(&dir))
-        .unwrap_or_else(|| root.join("tests").join("fixtures"));
+    let fixtures_dir = options.fixtures_dir.clone().map(|dir| absolute(&dir)).unwrap_or_else(|| root.join("tests").join("fixtures"));
     let conformance_dir = root.join("tests").join("conformance");
 
     let mut fixtures = discover(&fixtures_dir)?;
@@ -94,10 +87,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let gaps = load_known_gaps(&conformance_dir.join("known-gaps.txt"))?;
     let stale_gaps: Vec<String> = if options.filter.is_none() && options.fixtures_dir.is_none() {
-        gaps.keys()
-            .filter(|gap| !fixtures_dir.join(gap).is_file())
-            .cloned()
-            .collect()
+        gaps.keys().filter(|gap| !fixtures_dir.join(gap).is_file()).cloned().collect()
     } else {
         Vec::new()
     };
@@ -105,8 +95,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let python = python_env::resolve(&target_dir)?;
     let script = conformance_dir.join("oracle.py");
     let oracle = Oracle {
-        script_bytes: fs::read(&script)
-            .map_err(|e| format!("cannot read {}: {e}", script.display()))?,
+        script_bytes: fs::read(&script).map_err(|e| format!("cannot read {}: {e}", script.display()))?,
         script,
         python,
         cache_dir: target_dir.join("conformance-cache"),
@@ -115,18 +104,14 @@ pub fn run(options: Options) -> Result<bool, String> {
     let tracelens = if options.oracle_only {
         None
     } else {
-        Some(Tracelens {
-            binary: build_tracelens(&root, &target_dir)?,
-            working_dir: root.clone(),
-        })
+        Some(Tracelens { binary: build_tracelens(&root, &target_dir)?, working_dir: root.clone() })
     };
 
     let started = Instant::now();
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<FixtureResult>>> =
-        Mutex::new((0..fixtures.len()).map(|_| None).collect());
+    let slots: Mutex<Vec<Option<FixtureResult>>> = Mutex::new((0..fixtures.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
@@ -135,55 +120,27 @@ pub fn run(options: Options) -> Result<bool, String> {
                     break;
                 };
                 let name = relative_name(&fixtures_dir, path);
-                let result = run_fixture(
-                    path,
-                    name,
-                    gaps.get(&relative_name(&fixtures_dir, path)).cloned(),
-                    &oracle,
-                    tracelens.as_ref(),
-                );
+                let result = run_fixture(path, name, gaps.get(&relative_name(&fixtures_dir, path)).cloned(), &oracle, tracelens.as_ref());
                 let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprintln!(
-                    "[{finished:>3}/{}] {:<13} {}",
-                    fixtures.len(),
-                    result.verdict.label(),
-                    result.name
-                );
+                eprintln!("[{finished:>3}/{}] {:<13} {}", fixtures.len(), result.verdict.label(), result.name);
                 if let Ok(mut slots) = slots.lock() {
                     slots[index] = Some(result);
                 }
             });
         }
     });
-    let results: Vec<FixtureResult> = slots
-        .into_inner()
-        .map_err(|_| "a worker thread panicked".to_string())?
-        .into_iter()
-        .flatten()
-        .collect();
-    let suite = Suite {
-        results,
-        oracle_only: options.oracle_only,
-        jobs,
-        elapsed_seconds: started.elapsed().as_secs_f64(),
-        stale_gaps,
-    };
+    let results: Vec<FixtureResult> =
+        slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
+    let suite = Suite { results, oracle_only: options.oracle_only, jobs, elapsed_seconds: started.elapsed().as_secs_f64(), stale_gaps };
     if let Some(out) = &options.json_out {
-        let text = serde_json::to_string_pretty(&report::to_json(&suite))
-            .map_err(|e| format!("cannot serialise results: {e}"))?;
+        let text = serde_json::to_string_pretty(&report::to_json(&suite)).map_err(|e| format!("cannot serialise results: {e}"))?;
         fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     }
     print!("{}", report::render(&suite));
     Ok(suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
-fn run_fixture(
-    path: &Path,
-    name: String,
-    gap_reason: Option<String>,
-    oracle: &Oracle,
-    tracelens: Option<&Tracelens>,
-) -> FixtureResult {
+fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {
     let folder = FixtureFolder::of(Path::new(&name));
     let mut result = FixtureResult {
         name,
@@ -233,16 +190,10 @@ fn run_fixture(
         result.problems = fixture_problems;
         result.problems.extend(mismatches);
         if result.verdict == Verdict::NowPasses {
-            result
-                .problems
-                .push("now passes: remove it from known-gaps.txt".to_string());
+            result.problems.push("now passes: remove it from known-gaps.txt".to_string());
         }
     } else {
-        result.verdict = if fixture_problems.is_empty() {
-            Verdict::Pass
-        } else {
-            Verdict::FixtureWrong
-        };
+        result.verdict = if fixture_problems.is_empty() { Verdict::Pass } else { Verdict::FixtureWrong };
         result.problems = fixture_problems;
     }
     result.oracle = Some(oracle_run.report);
@@ -270,8 +221,7 @@ fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
-        let entries = fs::read_dir(&current)
-            .map_err(|e| format!("cannot read {}: {e}", current.display()))?;
+        let entries = fs::read_dir(&current).map_err(|e| format!("cannot read {}: {e}", current.display()))?;
         for entry in entries.flatten() {
             let path = entry.path();
             let file_name = entry.file_name();
@@ -317,19 +267,12 @@ fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
 
 fn relative_name(base: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(base).unwrap_or(path);
-    relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 fn workspace_root() -> PathBuf {
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or(manifest_dir)
+    manifest_dir.parent().map(Path::to_path_buf).unwrap_or(manifest_dir)
 }
 
 fn target_dir(root: &Path) -> PathBuf {
@@ -343,9 +286,7 @@ fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir()
-            .map(|cwd| cwd.join(path))
-            .unwrap_or_else(|_| path.to_path_buf())
+        std::env::current_dir().map(|cwd| cwd.join(path)).unwrap_or_else(|_| path.to_path_buf())
     }
 }
 

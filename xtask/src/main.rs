@@ -79,19 +79,12 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
             Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
             _ => (arg.as_str(), None),
         };
-        let mut value = |name: &str| {
-            inline_value
-                .clone()
-                .or_else(|| rest.next().cloned())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value = |name: &str| inline_value.clone().or_else(|| rest.next().cloned()).ok_or_else(|| format!("{name} needs a value"));
         match flag {
             "--filter" => options.filter = Some(value("--filter")?),
             "--jobs" | "-j" => {
                 let text = value("--jobs")?;
-                options.jobs = text
-                    .parse()
-                    .map_err(|_| format!("--jobs takes a number, got {text:?}"))?;
+                options.jobs = text.parse().map_err(|_| format!("--jobs takes a number, got {text:?}"))?;
             }
             "--oracle-only" => options.oracle_only = true,
             "--json" => options.json_out = Some(PathBuf::from(value("--json")?)),

@@ -108,6 +108,9 @@ pub struct OracleCall {
 pub struct Revealed {
     pub line: u32,
     pub target: Option<String>,
+    /// The line of the target name itself, which tracelens' `values` use.
+    #[serde(default)]
+    pub target_line: Option<u32>,
     #[serde(default)]
     pub unsupported: Option<String>,
     #[serde(default)]

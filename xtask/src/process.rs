@@ -35,10 +35,7 @@ impl Finished {
 
 pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<Finished> {
     let start = Instant::now();
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn()?;
     let stdout_reader = child.stdout.take().map(spawn_reader);
     let stderr_reader = child.stderr.take().map(spawn_reader);
@@ -57,10 +54,7 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<
     };
     let seconds = start.elapsed().as_secs_f64();
     let collect = |reader: Option<thread::JoinHandle<Vec<u8>>>| {
-        reader
-            .and_then(|handle| handle.join().ok())
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .unwrap_or_default()
+        reader.and_then(|handle| handle.join().ok()).map(|bytes| String::from_utf8_lossy(&bytes).into_owned()).unwrap_or_default()
     };
     Ok(Finished {
         status: if timed_out { None } else { status.code() },

@@ -14,14 +14,8 @@ pub fn resolve(target_dir: &Path) -> Result<PathBuf, String> {
         let python = PathBuf::from(python);
         return match jax_version(&python) {
             Some(version) if version == JAX_VERSION => Ok(python),
-            Some(version) => Err(format!(
-                "{INTERPRETER_ENV}={} has jax {version}, the suite needs jax {JAX_VERSION}",
-                python.display()
-            )),
-            None => Err(format!(
-                "{INTERPRETER_ENV}={} cannot import jax",
-                python.display()
-            )),
+            Some(version) => Err(format!("{INTERPRETER_ENV}={} has jax {version}, the suite needs jax {JAX_VERSION}", python.display())),
+            None => Err(format!("{INTERPRETER_ENV}={} cannot import jax", python.display())),
         };
     }
     let venv = target_dir.join("jax-venv");
@@ -32,37 +26,22 @@ pub fn resolve(target_dir: &Path) -> Result<PathBuf, String> {
     create_venv(&venv, &python)?;
     match jax_version(&python) {
         Some(version) if version == JAX_VERSION => Ok(python),
-        other => Err(format!(
-            "installed jax=={JAX_VERSION} into {}, but it reports {other:?}",
-            venv.display()
-        )),
+        other => Err(format!("installed jax=={JAX_VERSION} into {}, but it reports {other:?}", venv.display())),
     }
 }
 
 fn create_venv(venv: &Path, python: &Path) -> Result<(), String> {
     let base_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string());
-    eprintln!(
-        "conformance: creating {} with {base_python} and installing jax=={JAX_VERSION}",
-        venv.display()
-    );
+    eprintln!("conformance: creating {} with {base_python} and installing jax=={JAX_VERSION}", venv.display());
     if !python.exists() {
-        let status = Command::new(&base_python)
-            .args(["-m", "venv"])
-            .arg(venv)
-            .status()
-            .map_err(|e| format!("cannot run {base_python}: {e}"))?;
+        let status =
+            Command::new(&base_python).args(["-m", "venv"]).arg(venv).status().map_err(|e| format!("cannot run {base_python}: {e}"))?;
         if !status.success() {
             return Err(format!("`{base_python} -m venv {}` failed", venv.display()));
         }
     }
     let status = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--quiet",
-        ])
+        .args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"])
         .arg(format!("jax=={JAX_VERSION}"))
         .status()
         .map_err(|e| format!("cannot run pip in {}: {e}", venv.display()))?;

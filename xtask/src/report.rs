@@ -22,20 +22,9 @@ pub fn render(suite: &Suite) -> String {
             [
                 result.name.clone(),
                 jax_outcome(result),
-                if suite.oracle_only {
-                    String::new()
-                } else {
-                    tracelens_outcome(result)
-                },
+                if suite.oracle_only { String::new() } else { tracelens_outcome(result) },
                 result.verdict.label().to_string(),
-                clip(
-                    result
-                        .problems
-                        .first()
-                        .map(|p| p.lines().next().unwrap_or_default())
-                        .unwrap_or_default(),
-                    MISMATCH_WIDTH,
-                ),
+                clip(result.problems.first().map(|p| p.lines().next().unwrap_or_default()).unwrap_or_default(), MISMATCH_WIDTH),
             ]
         })
         .collect();
@@ -60,20 +49,12 @@ pub fn render(suite: &Suite) -> String {
         text.trim_end().to_string()
     };
     let _ = writeln!(out, "{}", line(header));
-    let _ = writeln!(
-        out,
-        "{}",
-        line(widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str))
-    );
+    let _ = writeln!(out, "{}", line(widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str)));
     for row in &rows {
         let _ = writeln!(out, "{}", line(row.each_ref().map(String::as_str)));
     }
 
-    let detailed: Vec<&FixtureResult> = suite
-        .results
-        .iter()
-        .filter(|r| r.verdict != Verdict::Pass && !r.problems.is_empty())
-        .collect();
+    let detailed: Vec<&FixtureResult> = suite.results.iter().filter(|r| r.verdict != Verdict::Pass && !r.problems.is_empty()).collect();
     if !detailed.is_empty() {
         let _ = writeln!(out, "\ndetails");
         for result in detailed {
@@ -91,10 +72,7 @@ pub fn render(suite: &Suite) -> String {
         }
     }
     for gap in &suite.stale_gaps {
-        let _ = writeln!(
-            out,
-            "\nwarning: known-gaps.txt lists {gap}, which is not a fixture"
-        );
+        let _ = writeln!(out, "\nwarning: known-gaps.txt lists {gap}, which is not a fixture");
     }
     out.push_str(&summary(suite));
     out
@@ -127,11 +105,7 @@ fn summary(suite: &Suite) -> String {
     );
     let oracle_wall: f64 = results.iter().map(|r| r.oracle_seconds).sum();
     let cached = results.iter().filter(|r| r.oracle_cached).count();
-    let fixture_code: f64 = results
-        .iter()
-        .filter_map(|r| r.oracle.as_ref())
-        .map(|o| o.run_seconds)
-        .sum();
+    let fixture_code: f64 = results.iter().filter_map(|r| r.oracle.as_ref()).map(|o| o.run_seconds).sum();
     let _ = writeln!(
         out,
         "  JAX         {oracle_wall:.2} s wall in {} oracle processes ({cached} from cache, with their recorded time); fixture code alone {fixture_code:.2} s",
@@ -139,11 +113,7 @@ fn summary(suite: &Suite) -> String {
     );
     if !suite.oracle_only {
         let tracelens_wall: f64 = results.iter().map(|r| r.tracelens_seconds).sum();
-        let _ = writeln!(
-            out,
-            "  tracelens   {tracelens_wall:.2} s wall in {} processes (check + trace)",
-            results.len() * 2
-        );
+        let _ = writeln!(out, "  tracelens   {tracelens_wall:.2} s wall in {} processes (check + trace)", results.len() * 2);
         if tracelens_wall > 0.0 {
             let _ = writeln!(
                 out,
@@ -153,18 +123,10 @@ fn summary(suite: &Suite) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "  elapsed     {:.2} s with {} jobs",
-        suite.elapsed_seconds, suite.jobs
-    );
+    let _ = writeln!(out, "  elapsed     {:.2} s with {} jobs", suite.elapsed_seconds, suite.jobs);
     let failed = results.iter().filter(|r| r.verdict.is_failure()).count();
     let skipped = count(Verdict::KnownGap);
-    let _ = writeln!(
-        out,
-        "{} passed, {failed} failed, {skipped} skipped",
-        count(Verdict::Pass)
-    );
+    let _ = writeln!(out, "{} passed, {failed} failed, {skipped} skipped", count(Verdict::Pass));
     out
 }
 
@@ -189,11 +151,7 @@ pub fn to_json(suite: &Suite) -> serde_json::Value {
             })
         })
         .collect();
-    let failed = suite
-        .results
-        .iter()
-        .filter(|r| r.verdict.is_failure())
-        .count();
+    let failed = suite.results.iter().filter(|r| r.verdict.is_failure()).count();
     json!({
         "oracle_only": suite.oracle_only,
         "jobs": suite.jobs,
@@ -214,13 +172,7 @@ fn jax_outcome(result: &FixtureResult) -> String {
         return "?".to_string();
     };
     let ending = match &oracle.exception {
-        Some(exception) => format!(
-            "{}@{}",
-            exception.class_name,
-            exception
-                .line
-                .map_or_else(|| "?".to_string(), |l| l.to_string())
-        ),
+        Some(exception) => format!("{}@{}", exception.class_name, exception.line.map_or_else(|| "?".to_string(), |l| l.to_string())),
         None => "ok".to_string(),
     };
     format!("{ending}, {}", plural(total_traces(oracle), "trace"))
@@ -233,19 +185,8 @@ fn tracelens_outcome(result: &FixtureResult) -> String {
     if !tracelens.failures.is_empty() {
         return "tool failed".to_string();
     }
-    let findings: Vec<String> = tracelens
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_finding())
-        .map(|d| format!("{}@{}", d.code, d.line))
-        .collect();
-    let traces: usize = tracelens
-        .trace
-        .functions
-        .iter()
-        .filter(|f| f.transform == "jit")
-        .map(|f| f.traces.len())
-        .sum();
+    let findings: Vec<String> = tracelens.diagnostics.iter().filter(|d| d.is_finding()).map(|d| format!("{}@{}", d.code, d.line)).collect();
+    let traces: usize = tracelens.trace.functions.iter().filter(|f| f.transform == "jit").map(|f| f.traces.len()).sum();
     let shown = match findings.len() {
         0 => "clean".to_string(),
         1..=2 => findings.join(" "),

@@ -43,21 +43,11 @@ impl Oracle {
         key_input.extend_from_slice(&self.script_bytes);
         key_input.push(0);
         key_input.extend_from_slice(JAX_VERSION.as_bytes());
-        let cache_file = self
-            .cache_dir
-            .join(format!("{}.json", sha256_hex(&key_input)));
+        let cache_file = self.cache_dir.join(format!("{}.json", sha256_hex(&key_input)));
         if self.read_cache {
-            if let Some(entry) = fs::read(&cache_file)
-                .ok()
-                .and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok())
-            {
+            if let Some(entry) = fs::read(&cache_file).ok().and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok()) {
                 if let Ok(report) = serde_json::from_value(entry.report.clone()) {
-                    return Ok(OracleRun {
-                        report,
-                        raw: entry.report,
-                        seconds: entry.seconds,
-                        cached: true,
-                    });
+                    return Ok(OracleRun { report, raw: entry.report, seconds: entry.seconds, cached: true });
                 }
             }
         }
@@ -70,30 +60,18 @@ impl Oracle {
                 command.env_remove(&name);
             }
         }
-        command
-            .env("JAX_PLATFORMS", "cpu")
-            .env("PYTHONHASHSEED", "0")
-            .env("PYTHONDONTWRITEBYTECODE", "1");
-        let finished = run_with_limit(command, ORACLE_LIMIT)
-            .map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
-        let raw: serde_json::Value = serde_json::from_str(&finished.stdout).map_err(|e| {
-            format!(
-                "oracle {}, and its output is not JSON ({e})",
-                finished.describe_failure()
-            )
-        })?;
+        command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
+        let finished = run_with_limit(command, ORACLE_LIMIT).map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
+        let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
+            .map_err(|e| format!("oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
         if let Some(error) = raw.get("oracle_error").and_then(|e| e.as_str()) {
             return Err(format!("oracle crashed:\n{}", tail(error, 12)));
         }
         if finished.status != Some(0) {
             return Err(format!("oracle {}", finished.describe_failure()));
         }
-        let report: OracleReport = serde_json::from_value(raw.clone())
-            .map_err(|e| format!("oracle JSON has an unexpected shape: {e}"))?;
-        let entry = CacheEntry {
-            seconds: finished.seconds,
-            report: raw.clone(),
-        };
+        let report: OracleReport = serde_json::from_value(raw.clone()).map_err(|e| format!("oracle JSON has an unexpected shape: {e}"))?;
+        let entry = CacheEntry { seconds: finished.seconds, report: raw.clone() };
         if fs::create_dir_all(&self.cache_dir).is_ok() {
             let temporary = cache_file.with_extension(format!("tmp{}", std::process::id()));
             if let Ok(text) = serde_json::to_vec(&entry) {
@@ -102,12 +80,7 @@ impl Oracle {
                 }
             }
         }
-        Ok(OracleRun {
-            report,
-            raw,
-            seconds: finished.seconds,
-            cached: false,
-        })
+        Ok(OracleRun { report, raw, seconds: finished.seconds, cached: false })
     }
 }
 
@@ -125,50 +98,29 @@ pub struct TracelensRun {
 
 impl Tracelens {
     pub fn run(&self, fixture: &Path) -> TracelensRun {
-        let file = fixture
-            .strip_prefix(&self.working_dir)
-            .unwrap_or(fixture)
-            .to_path_buf();
+        let file = fixture.strip_prefix(&self.working_dir).unwrap_or(fixture).to_path_buf();
         let mut report = TracelensReport::default();
         let mut seconds = 0.0;
         let (check_raw, check_seconds) = self.invoke("check", &file, &mut report.failures);
         seconds += check_seconds;
         match serde_json::from_value::<Vec<Diagnostic>>(check_raw.clone()) {
             Ok(diagnostics) => report.diagnostics = diagnostics,
-            Err(e) if !check_raw.is_null() => report
-                .failures
-                .push(format!("tracelens check JSON has an unexpected shape: {e}")),
+            Err(e) if !check_raw.is_null() => report.failures.push(format!("tracelens check JSON has an unexpected shape: {e}")),
             Err(_) => {}
         }
         let (trace_raw, trace_seconds) = self.invoke("trace", &file, &mut report.failures);
         seconds += trace_seconds;
         match serde_json::from_value::<TraceReport>(trace_raw.clone()) {
             Ok(trace) => report.trace = trace,
-            Err(e) if !trace_raw.is_null() => report
-                .failures
-                .push(format!("tracelens trace JSON has an unexpected shape: {e}")),
+            Err(e) if !trace_raw.is_null() => report.failures.push(format!("tracelens trace JSON has an unexpected shape: {e}")),
             Err(_) => {}
         }
-        TracelensRun {
-            report,
-            check_raw,
-            trace_raw,
-            seconds,
-        }
+        TracelensRun { report, check_raw, trace_raw, seconds }
     }
 
-    fn invoke(
-        &self,
-        subcommand: &str,
-        file: &Path,
-        failures: &mut Vec<String>,
-    ) -> (serde_json::Value, f64) {
+    fn invoke(&self, subcommand: &str, file: &Path, failures: &mut Vec<String>) -> (serde_json::Value, f64) {
         let mut command = Command::new(&self.binary);
-        command
-            .arg(subcommand)
-            .args(["--format", "json"])
-            .arg(file)
-            .current_dir(&self.working_dir);
+        command.arg(subcommand).args(["--format", "json"]).arg(file).current_dir(&self.working_dir);
         let finished = match run_with_limit(command, TRACELENS_LIMIT) {
             Ok(finished) => finished,
             Err(e) => {
@@ -177,19 +129,13 @@ impl Tracelens {
             }
         };
         if !matches!(finished.status, Some(0 | 1)) {
-            failures.push(format!(
-                "tracelens {subcommand} {}",
-                finished.describe_failure()
-            ));
+            failures.push(format!("tracelens {subcommand} {}", finished.describe_failure()));
             return (serde_json::Value::Null, finished.seconds);
         }
         match serde_json::from_str(&finished.stdout) {
             Ok(value) => (value, finished.seconds),
             Err(e) => {
-                failures.push(format!(
-                    "tracelens {subcommand} printed no JSON ({e}): {}",
-                    tail(&finished.stdout, 3)
-                ));
+                failures.push(format!("tracelens {subcommand} printed no JSON ({e}): {}", tail(&finished.stdout, 3)));
                 (serde_json::Value::Null, finished.seconds)
             }
         }
