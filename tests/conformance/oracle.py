@@ -161,7 +161,9 @@ class Oracle:
             "revealed": [self.reveal_records[line] for line in sorted(self.reveal_records)],
             "line_hits": {
                 str(line): self.line_hits.get(line, 0)
-                for line in sorted({a["line"] for a in self.annotations if a["kind"] == "warning"})
+                for line in sorted(
+                    {a["line"] for a in self.annotations if a["kind"] == "warning" and a["line"]}
+                )
             },
             "stdout": stdout.getvalue(),
             "run_seconds": round(elapsed, 4),

@@ -5,6 +5,7 @@ use crate::model::OracleReport;
 use crate::python_env;
 use crate::report;
 use crate::runners::{Oracle, Tracelens};
+use crate::sha256::sha256_hex;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -93,14 +94,9 @@ pub fn run(options: Options) -> Result<bool, String> {
     };
 
     let python = python_env::resolve(&target_dir)?;
-    let script = conformance_dir.join("oracle.py");
-    let oracle = Oracle {
-        script_bytes: fs::read(&script).map_err(|e| format!("cannot read {}: {e}", script.display()))?,
-        script,
-        python,
-        cache_dir: target_dir.join("conformance-cache"),
-        read_cache: options.read_cache,
-    };
+    let cache_dir = target_dir.join("conformance-cache");
+    let (script, script_bytes) = snapshot_oracle(&conformance_dir.join("oracle.py"), &cache_dir)?;
+    let oracle = Oracle { script_bytes, script, python, cache_dir, read_cache: options.read_cache };
     let tracelens = if options.oracle_only {
         None
     } else {
@@ -198,6 +194,21 @@ fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &O
     }
     result.oracle = Some(oracle_run.report);
     result
+}
+
+/// A copy of oracle.py named after its hash, so that an edit during a run neither mixes two
+/// versions nor caches one version's results under the other's name.
+fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
+    let bytes = fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    let copy = cache_dir.join(format!("oracle-{}.py", &sha256_hex(&bytes)[..16]));
+    if !copy.is_file() {
+        fs::create_dir_all(cache_dir).map_err(|e| format!("cannot create {}: {e}", cache_dir.display()))?;
+        let temporary = copy.with_extension(format!("tmp{}", std::process::id()));
+        fs::write(&temporary, &bytes)
+            .and_then(|()| fs::rename(&temporary, &copy))
+            .map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+    }
+    Ok((copy, bytes))
 }
 
 fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf, String> {
