@@ -1093,6 +1093,7 @@ impl<'l> Interp<'l> {
                 for x in self.iterate(&arg(0))? {
                     match x {
                         Value::Str(p) => parts.push(p.to_string()),
+                        Value::Opaque(_) => return Ok(Value::opaque("text joined from an unknown value")),
                         other => {
                             return Err(self.type_error(format!("sequence item 0: expected str instance, {} found", other.type_name())))
                         }

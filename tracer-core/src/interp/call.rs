@@ -74,7 +74,7 @@ impl<'l> Interp<'l> {
             },
             Value::DType(d) => crate::jax::numpy::dtype_call(self, *d, args, kwargs),
             Value::StaticMethod(f) => self.call(f, args, kwargs),
-            Value::Opaque(_) => Ok(Value::opaque("result of an unknown call")),
+            Value::Opaque(o) => Ok(Value::opaque(format!("{}(...)", o.what))),
             other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),
         }
     }

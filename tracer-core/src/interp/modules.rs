@@ -673,6 +673,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                 let mut attrs = IndexMap::new();
                 attrs.insert(Rc::from("default"), kw("default").unwrap_or(Value::None));
                 attrs.insert(Rc::from("default_factory"), kw("default_factory").unwrap_or(Value::None));
+                attrs.insert(Rc::from("metadata"), kw("metadata").unwrap_or(Value::None));
                 Ok(Value::Instance(Rc::new(super::value::Instance { class, attrs: RefCell::new(attrs), tuple: None })))
             }
             "replace" => {
@@ -785,6 +786,8 @@ const NUMPY_RANDOM_FNS: &[&str] = &[
     "numpy.random.default_rng", "numpy.random.seed", "numpy.random.normal", "numpy.random.standard_normal", "numpy.random.randn",
     "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint", "numpy.random.integers",
     "numpy.random.permutation", "numpy.random.choice", "numpy.random.shuffle", "numpy.random.binomial", "numpy.random.poisson",
+    "numpy.random.exponential", "numpy.random.standard_t", "numpy.random.gamma", "numpy.random.beta", "numpy.random.laplace",
+    "numpy.random.lognormal", "numpy.random.logistic", "numpy.random.multivariate_normal", "numpy.random.dirichlet",
 ];
 
 /// `np.random.*` and `np.random.default_rng(seed).*`: arrays of the right shape and NumPy's
@@ -824,10 +827,21 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
             _ => (None, DType::I64),
         },
         "choice" => (shape_from(interp, kw("size").or_else(|| args.get(1).cloned()))?, DType::I64),
-        _ => (None, DType::F64),
+        // Any other distribution: `size=` gives the shape, else the broadcast of array parameters.
+        _ => match kw("size") {
+            Some(size) => (shape_from(interp, Some(size))?, DType::F64),
+            None => {
+                let shapes: Vec<Vec<usize>> = args.iter().filter_map(|a| a.as_array().map(|a| a.aval.shape.to_vec())).collect();
+                let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+                (crate::jax::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec()), DType::F64)
+            }
+        },
     };
     Ok(match shape {
-        Some(s) => Value::Array(crate::jax::array::Array::unknown(crate::jax::aval::Aval::new(&s, dtype), "random values are not modelled")),
+        Some(s) => crate::jax::numpy::mark_numpy(Value::Array(crate::jax::array::Array::unknown(
+            crate::jax::aval::Aval::new(&s, dtype),
+            "random values are not modelled",
+        ))),
         None => Value::opaque(format!("np.random.{func}()")),
     })
 }
@@ -872,5 +886,5 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
     interp.jax.config.enable_x64 = true;
     let result = crate::jax::numpy::call(interp, f, args, kwargs);
     interp.jax.config = saved;
-    result
+    Ok(crate::jax::numpy::mark_numpy(result?))
 }

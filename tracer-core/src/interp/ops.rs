@@ -48,7 +48,7 @@ impl<'l> Interp<'l> {
                 }
                 true
             }
-            Value::Opaque(_) => return Err(self.stop_unknown("the truth of an unknown value")),
+            Value::Opaque(o) => return Err(self.stop_unknown(format!("the truth of an unknown value ({})", o.what))),
             Value::Iterator(_) => true,
             _ => true,
         })
@@ -70,8 +70,12 @@ impl<'l> Interp<'l> {
     }
 
     pub fn binary_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
-        if l.is_opaque() || r.is_opaque() {
-            return Ok(Value::opaque("result of an operation on an unknown value"));
+        // An unknown operand makes an unknown result; it keeps the operand's origin.
+        if l.is_opaque() {
+            return Ok(l);
+        }
+        if r.is_opaque() {
+            return Ok(r);
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             if let Value::Instance(_) = &r {
@@ -209,8 +213,11 @@ impl<'l> Interp<'l> {
             }
             _ => {}
         }
-        if l.is_opaque() || r.is_opaque() {
-            return Ok(Value::opaque("comparison with an unknown value"));
+        if l.is_opaque() {
+            return Ok(l.clone());
+        }
+        if r.is_opaque() {
+            return Ok(r.clone());
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return jnp::compare_op(self, op, l, r);
@@ -692,7 +699,7 @@ impl<'l> Interp<'l> {
                     return Err(self.type_error(format!("'{}' object is not iterable", inst.class.name)));
                 }
             }
-            Value::Opaque(_) => return Err(self.stop_unknown("iteration over an unknown value")),
+            Value::Opaque(o) => return Err(self.stop_unknown(format!("iteration over an unknown value ({})", o.what))),
             other => return Err(self.type_error(format!("'{}' object is not iterable", other.type_name()))),
         };
         let v = Value::Iterator(Rc::new(RefCell::new(it)));
@@ -936,6 +943,16 @@ impl<'l> Interp<'l> {
                 d.borrow_mut().insert(h, idx, value);
                 Ok(())
             }
+            Value::Array(a) if a.numpy.get() => {
+                // NumPy arrays are mutable; a tracer stored into one is converted by __array__.
+                if let Value::Array(v) = &value {
+                    if v.is_tracer() && v.known().is_none() {
+                        return Err(jnp::numpy_conversion_error(self, v));
+                    }
+                }
+                a.forget_values("a NumPy array changed by item assignment");
+                Ok(())
+            }
             Value::Array(a) => Err(jnp::immutable_update_error(self, a)),
             Value::Opaque(_) => Ok(()),
             Value::Instance(_) => match self.call_dunder(obj, "__setitem__", vec![idx, value])? {
@@ -988,7 +1005,7 @@ impl<'l> Interp<'l> {
 
     pub fn getattr_opt(&mut self, obj: &Value, name: &str) -> PyResult<Option<Value>> {
         Ok(match obj {
-            Value::Opaque(_) => Some(Value::opaque(format!("attribute {name} of an unknown value"))),
+            Value::Opaque(o) => Some(Value::opaque(format!("{}.{name}", o.what))),
             Value::Instance(inst) => {
                 if let Some(v) = inst.attrs.borrow().get(name) {
                     return Ok(Some(v.clone()));

@@ -605,6 +605,20 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
                 };
                 let data = names(interp, kw(&kwargs, "data_fields").or(args.get(1)))?;
                 let meta = names(interp, kw(&kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
+                // Without explicit field lists, fields marked `field(metadata=dict(static=True))` are meta.
+                let mut meta = meta;
+                if data.is_none() {
+                    for f in c.fields.borrow().iter() {
+                        if let Some(Value::Instance(field)) = c.lookup(f) {
+                            if let Some(Value::Dict(md)) = field.attrs.borrow().get("metadata") {
+                                let is_static = md.borrow().get(&HashKey::Str(Rc::from("static"))).map(|v| matches!(v, Value::Bool(true))).unwrap_or(false);
+                                if is_static && !meta.contains(f) {
+                                    meta.push(f.clone());
+                                }
+                            }
+                        }
+                    }
+                }
                 let data = data.unwrap_or_else(|| c.fields.borrow().iter().filter(|f| !meta.contains(f)).cloned().collect());
                 *c.pytree.borrow_mut() = Some(PytreeRegistration::Fields { data, meta });
             }
@@ -1296,7 +1310,11 @@ fn trace_jit_body(
             Ok(Operand::Array(a)) => arrays.push(a),
             Ok(Operand::Unknown) => {
                 interp.jax.abort_trace();
-                return Err(interp.stop_unknown("a jitted function returned an unknown value"));
+                let what = match leaf {
+                    Value::Opaque(o) => o.what.clone(),
+                    other => other.type_name(),
+                };
+                return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})")));
             }
             Err(Flow::Raise(_)) => {
                 interp.jax.abort_trace();
@@ -1343,12 +1361,13 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
     if info.entries.is_empty() {
         // A function never seen; but another defined on the same line was: a new function
         // object per loop iteration.
-        let same_line = interp
-            .jax
-            .jitted
-            .iter()
-            .enumerate()
-            .any(|(i, o)| i != j.info && o.def_site.is_some() && o.def_site == info.def_site && !o.entries.is_empty());
+        // JAX: "seen another function defined on the same line": the same `def`/`lambda`
+        // evaluated again, i.e. a new function object for the same source.
+        let same_source = |a: &Value, b: &Value| match (a, b) {
+            (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
+            _ => false,
+        };
+        let same_line = interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
         if same_line {
             let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let msg = format!(
@@ -1636,9 +1655,17 @@ fn grad_call(
     }
     let mut grads = Vec::new();
     for &n in &nums {
-        let g =
-            map_arrays(interp, &args[n], &|a| Array::unknown(a.aval.clone(), "gradient values are computed by the evaluator (not yet)"))?;
-        grads.push(g);
+        // The gradient has the structure and avals of the argument (a Python float gives ~f32[]).
+        let mut leaves = Vec::new();
+        let tree = flatten(interp, &args[n], "", &mut leaves)?;
+        let mut g_leaves = Vec::new();
+        for (_, leaf) in leaves {
+            g_leaves.push(match operand(interp, &leaf)? {
+                Operand::Array(a) => Value::Array(Array::unknown(canonical_aval(interp, &a.aval), "gradient values are not computed yet")),
+                Operand::Unknown => return Ok(Value::opaque("grad with respect to an unknown value")),
+            });
+        }
+        grads.push(unflatten(interp, &tree, &mut g_leaves.into_iter())?);
     }
     let g = if matches!(argnums, Value::Tuple(_)) { Value::tuple(grads) } else { grads.into_iter().next().unwrap_or(Value::None) };
     Ok(match (with_value, aux) {

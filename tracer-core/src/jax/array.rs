@@ -1,7 +1,7 @@
 //! Array values: an aval plus either concrete data computed on demand, or a tracer bound to
 //! an IR variable of an active trace (design.md §1–2).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use ndarray::ArrayD;
@@ -20,6 +20,8 @@ pub struct Array {
     pub kind: ArrayKind,
     /// Where the value was made, for leaked-tracer and key-reuse messages.
     pub origin: Option<Site>,
+    /// A NumPy array (`np.zeros(...)`): mutable in place, 64-bit by default.
+    pub numpy: Cell<bool>,
 }
 
 pub enum ArrayKind {
@@ -50,18 +52,32 @@ impl std::fmt::Debug for Array {
 
 impl Array {
     pub fn ready(aval: Aval, data: NdData) -> Rc<Array> {
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None })
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None, numpy: Cell::new(false) })
     }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None })
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None, numpy: Cell::new(false) })
     }
     pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))), origin: None })
+        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))), origin: None, numpy: Cell::new(false) })
     }
     pub fn scalar(value: f64, dtype: DType, weak: bool) -> Rc<Array> {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
         Array::ready(Aval::scalar(dtype).weak(weak), data)
     }
+    /// A new NumPy array standing for this one's value.
+    pub fn as_numpy(self: &Rc<Array>) -> Rc<Array> {
+        let a = Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]);
+        a.numpy.set(true);
+        a
+    }
+
+    /// Item assignment on a NumPy array: the values are no longer known.
+    pub fn forget_values(&self, why: &'static str) {
+        if let ArrayKind::Concrete(cell) = &self.kind {
+            *cell.borrow_mut() = Lazy::Unknown(why);
+        }
+    }
+
     pub fn is_tracer(&self) -> bool {
         matches!(self.kind, ArrayKind::Tracer(_))
     }

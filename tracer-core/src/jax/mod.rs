@@ -241,7 +241,7 @@ impl JaxState {
         frame.jaxpr.invars.push((var, aval.clone()));
         frame.invar_args.push((var, arg_index));
         self.records[frame.record].args.push(aval.clone());
-        Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin })
+        Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin, numpy: Default::default() })
     }
 
     /// Ends the top trace with the given outputs; returns its jaxpr.
@@ -364,7 +364,7 @@ pub fn bind_with_bodies(
             (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
             (None, _) => None,
         };
-        outs.push(Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin: site }));
+        outs.push(Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin: site, numpy: Default::default() }));
     }
     frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies });
     Ok(outs)

@@ -108,7 +108,12 @@ macro_rules! arr_or_unknown {
     ($interp:expr, $v:expr) => {
         match operand($interp, $v)? {
             Operand::Array(a) => a,
-            Operand::Unknown => return Ok(Value::opaque("result of jax.numpy on an unknown value")),
+            Operand::Unknown => {
+                return Ok(match $v {
+                    v @ Value::Opaque(_) => v.clone(),
+                    other => Value::opaque(format!("jax.numpy on a {}", other.type_name())),
+                })
+            }
         }
     };
 }
@@ -283,7 +288,38 @@ fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &str) -> PyRe
 pub fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
     let a = arr_or_unknown!(interp, l);
     let b = arr_or_unknown!(interp, r);
-    binary_arrays(interp, op, &a, &b).map(Value::Array)
+    in_numpy_mode(interp, &[l, r], |interp| binary_arrays(interp, op, &a, &b).map(Value::Array))
+}
+
+/// Operations whose array operands are all NumPy arrays compute as NumPy does: 64-bit, and
+/// the result is a NumPy array again.
+pub fn in_numpy_mode(interp: &mut Interp, operands: &[&Value], f: impl FnOnce(&mut Interp) -> PyResult<Value>) -> PyResult<Value> {
+    let arrays: Vec<&Rc<Array>> = operands.iter().filter_map(|v| v.as_array()).collect();
+    let numpy = !arrays.is_empty() && arrays.iter().all(|a| a.numpy.get() && !a.is_tracer());
+    if !numpy {
+        return f(interp);
+    }
+    let saved = interp.jax.config;
+    interp.jax.config.enable_x64 = true;
+    let result = f(interp);
+    interp.jax.config = saved;
+    Ok(mark_numpy(result?))
+}
+
+/// Marks the arrays of a result as NumPy arrays (copying any that are shared with jax).
+pub fn mark_numpy(v: Value) -> Value {
+    match v {
+        Value::Array(a) => {
+            if Rc::strong_count(&a) == 1 {
+                a.numpy.set(true);
+                Value::Array(a)
+            } else {
+                Value::Array(a.as_numpy())
+            }
+        }
+        Value::Tuple(items) => Value::tuple(items.iter().cloned().map(mark_numpy).collect()),
+        other => other,
+    }
 }
 
 fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
@@ -312,6 +348,10 @@ fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -
 }
 
 pub fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+    in_numpy_mode(interp, &[l, r], |interp| compare_values(interp, op, l, r))
+}
+
+fn compare_values(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
     let a = arr_or_unknown!(interp, l);
     let b = arr_or_unknown!(interp, r);
     let c = match op {
@@ -938,6 +978,11 @@ fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>]) -> PyResult<Value>
 /// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
 /// indexing, and boolean masks (which need concrete values, TL108).
 pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+    let me = Value::Array(a.clone());
+    in_numpy_mode(interp, &[&me], |interp| getitem_inner(interp, a, idx))
+}
+
+fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
     let items: Vec<Value> = match idx {
         Value::Tuple(t) => (**t).clone(),
         other => vec![other.clone()],
@@ -1238,6 +1283,14 @@ pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult
 }
 
 pub fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let me = Value::Array(a.clone());
+    if matches!(name, "tolist" | "item" | "__array__") {
+        return array_method(interp, a, name, args, kwargs);
+    }
+    in_numpy_mode(interp, &[&me], |interp| array_method(interp, a, name, args, kwargs))
+}
+
+fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let me = Value::Array(a.clone());
     match name {
         "item" | "tolist" => {
@@ -2275,7 +2328,209 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let b = arr!(1, "rhs");
             bind1(interp, Prim::Opaque("dot_general"), &[a, b], Aval::scalar(DType::F32)).map(|_| Value::opaque("dot_general"))
         }
+        F::LinalgSolve | F::ScipyChoSolve | F::ScipySolveTriangular => {
+            let (a, b) = if f == F::ScipyChoSolve {
+                let factor = p.get(0, "c_and_lower").cloned().unwrap_or(Value::None);
+                let parts = interp.iterate(&factor)?;
+                let c0 = parts.first().cloned().unwrap_or(Value::None);
+                (arr_or_unknown!(interp, &c0), arr!(1, "b"))
+            } else {
+                (arr!(0, "a"), arr!(1, "b"))
+            };
+            let dt = float_of(interp, &[a.clone(), b.clone()]);
+            let n = a.aval.shape.last().copied().unwrap_or(0);
+            if a.aval.ndim() < 2 || a.aval.shape[a.aval.ndim() - 2] != n {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::ShapeMismatch,
+                    format!("The last two dimensions of a must be square; got a.shape={}", a.aval.shape_tuple()),
+                ));
+            }
+            let bn = if b.aval.ndim() == 1 || b.aval.ndim() + 1 == a.aval.ndim() { b.aval.shape.last().copied() } else { b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied() };
+            if bn != Some(n) {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::ShapeMismatch,
+                    format!("Incompatible shapes for solve: a.shape={} b.shape={}", a.aval.shape_tuple(), b.aval.shape_tuple()),
+                ));
+            }
+            let (a2, b2) = (convert(interp, &a, dt, false)?, convert(interp, &b, dt, false)?);
+            bind1(interp, Prim::Opaque("solve"), &[a2, b2], b.aval.with_dtype(dt)).map(Value::Array)
+        }
+        F::LinalgInv | F::LinalgCholesky | F::ScipyCholesky | F::ScipyChoFactor => {
+            let a = arr!(0, "a");
+            let dt = float_of(interp, &[a.clone()]);
+            let a2 = convert(interp, &a, dt, false)?;
+            let out = bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?;
+            if f == F::ScipyChoFactor {
+                let lower = p.get(1, "lower").cloned().unwrap_or(Value::Bool(false));
+                return Ok(Value::tuple(vec![Value::Array(out), lower]));
+            }
+            Ok(Value::Array(out))
+        }
+        F::LinalgPinv => {
+            let a = arr!(0, "a");
+            let dt = float_of(interp, &[a.clone()]);
+            let mut s = a.aval.shape.to_vec();
+            let nd = s.len();
+            if nd >= 2 {
+                s.swap(nd - 1, nd - 2);
+            }
+            bind1(interp, Prim::Opaque("pinv"), &[a.clone()], Aval::new(&s, dt)).map(Value::Array)
+        }
+        F::LinalgDet | F::LinalgSlogdet => {
+            let a = arr!(0, "a");
+            let dt = float_of(interp, &[a.clone()]);
+            let batch: Vec<usize> = a.aval.shape[..a.aval.ndim().saturating_sub(2)].to_vec();
+            let d = bind1(interp, Prim::Opaque("det"), &[a.clone()], Aval::new(&batch, dt))?;
+            if f == F::LinalgSlogdet {
+                let sign = bind1(interp, Prim::Opaque("sign"), &[a], Aval::new(&batch, dt))?;
+                return Ok(Value::tuple(vec![Value::Array(sign), Value::Array(d)]));
+            }
+            Ok(Value::Array(d))
+        }
+        F::LinalgEigh => {
+            let a = arr!(0, "a");
+            let dt = float_of(interp, &[a.clone()]);
+            let w: Vec<usize> = a.aval.shape[..a.aval.ndim().saturating_sub(1)].to_vec();
+            let wv = bind1(interp, Prim::Opaque("eigh"), &[a.clone()], Aval::new(&w, dt))?;
+            let v = bind1(interp, Prim::Opaque("eigh"), &[a.clone()], a.aval.with_dtype(dt))?;
+            Ok(Value::tuple(vec![Value::Array(wv), Value::Array(v)]))
+        }
+        F::LinalgSvd | F::LinalgQr => {
+            let a = arr!(0, "a");
+            let dt = float_of(interp, &[a.clone()]);
+            let nd = a.aval.ndim();
+            if nd < 2 {
+                return Ok(Value::opaque("svd of a vector"));
+            }
+            let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
+            let k = m.min(n);
+            let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
+            let with = |extra: &[usize]| -> Vec<usize> { batch.iter().copied().chain(extra.iter().copied()).collect() };
+            if f == F::LinalgQr {
+                let q = bind1(interp, Prim::Opaque("qr"), &[a.clone()], Aval::new(&with(&[m, k]), dt))?;
+                let r = bind1(interp, Prim::Opaque("qr"), &[a.clone()], Aval::new(&with(&[k, n]), dt))?;
+                return Ok(Value::tuple(vec![Value::Array(q), Value::Array(r)]));
+            }
+            let full = match p.get(1, "full_matrices") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            let compute_uv = match p.get(2, "compute_uv") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            let s = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&with(&[k]), dt))?;
+            if !compute_uv {
+                return Ok(Value::Array(s));
+            }
+            let (u, vh) = if full { (with(&[m, m]), with(&[n, n])) } else { (with(&[m, k]), with(&[k, n])) };
+            let u = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&u, dt))?;
+            let vh = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&vh, dt))?;
+            Ok(Value::tuple(vec![Value::Array(u), Value::Array(s), Value::Array(vh)]))
+        }
+        F::LaxTopK => {
+            let a = arr!(0, "operand");
+            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(1).max(0) as usize;
+            let last = a.aval.shape.last().copied().unwrap_or(0);
+            if a.aval.ndim() == 0 || k > last {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::ShapeMismatch,
+                    format!("k argument to top_k must be no larger than minor dimension; {k} vs {}", a.aval.shape_tuple()),
+                ));
+            }
+            let mut s = a.aval.shape.to_vec();
+            if let Some(l) = s.last_mut() {
+                *l = k;
+            }
+            let v = bind1(interp, Prim::TopK { k }, &[a.clone()], a.aval.with_shape(&s))?;
+            let i = bind1(interp, Prim::Opaque("top_k_indices"), &[a.clone()], Aval::new(&s, DType::I32))?;
+            Ok(Value::tuple(vec![Value::Array(v), Value::Array(i)]))
+        }
+        F::Append => {
+            let a = arr!(0, "arr");
+            let b = arr!(1, "values");
+            match p.get(2, "axis") {
+                Some(ax) => {
+                    let ax = interp.index_of(ax)?.unwrap_or(0);
+                    concatenate(interp, &[a, b], ax).map(Value::Array)
+                }
+                None => {
+                    let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
+                    let a1 = reshape_raw(interp, &a, &[n])?;
+                    let b1 = reshape_raw(interp, &b, &[m])?;
+                    concatenate(interp, &[a1, b1], 0).map(Value::Array)
+                }
+            }
+        }
+        F::Diag => {
+            let a = arr!(0, "v");
+            match a.aval.ndim() {
+                1 => {
+                    let n = a.aval.shape[0];
+                    bind1(interp, Prim::Opaque("diag"), &[a.clone()], a.aval.with_shape(&[n, n])).map(Value::Array)
+                }
+                2 => {
+                    let n = a.aval.shape[0].min(a.aval.shape[1]);
+                    bind1(interp, Prim::Opaque("diagonal"), &[a.clone()], a.aval.with_shape(&[n])).map(Value::Array)
+                }
+                _ => Err(interp.value_error("diag input must be 1d or 2d")),
+            }
+        }
+        F::Diagonal => {
+            let a = arr!(0, "a");
+            let nd = a.aval.ndim();
+            if nd < 2 {
+                return Err(interp.value_error("diagonal requires an array of at least two dimensions."));
+            }
+            let mut s: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
+            s.push(a.aval.shape[nd - 2].min(a.aval.shape[nd - 1]));
+            bind1(interp, Prim::Opaque("diagonal"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
+        }
+        F::Meshgrid => {
+            let mut arrays = Vec::new();
+            for v in &args {
+                arrays.push(arr_or_unknown!(interp, v));
+            }
+            let ij = matches!(p.get(usize::MAX, "indexing"), Some(Value::Str(s)) if s.as_ref() == "ij");
+            let mut shape: Vec<usize> = arrays.iter().map(|a| a.aval.size() as usize).collect();
+            if !ij && shape.len() >= 2 {
+                shape.swap(0, 1);
+            }
+            let mut outs = Vec::new();
+            for a in &arrays {
+                outs.push(Value::Array(bind1(interp, Prim::Opaque("meshgrid"), &[a.clone()], a.aval.with_shape(&shape))?));
+            }
+            Ok(interp.new_list(outs))
+        }
+        F::Select => {
+            let conds = interp.iterate(&first())?;
+            let choices = interp.iterate(p.get(1, "choicelist").unwrap_or(&Value::None))?;
+            let default = p.get(2, "default").cloned().unwrap_or(Value::Int(0));
+            let mut arrays = Vec::new();
+            for v in conds.iter().chain(&choices).chain(std::iter::once(&default)) {
+                arrays.push(arr_or_unknown!(interp, v));
+            }
+            let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
+            let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+            let vals: Vec<WeakDType> = arrays[conds.len()..].iter().map(|a| a.aval.weak_dtype()).collect();
+            let dt = promote(&vals, c);
+            bind1(interp, Prim::Opaque("select"), &arrays, Aval { shape, dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+        }
         _ => Ok(Value::opaque(format!("result of {}", f.qualified_name()))),
+    }
+}
+
+/// The floating dtype a linear-algebra routine computes in.
+fn float_of(interp: &Interp, arrays: &[Rc<Array>]) -> DType {
+    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    let dt = promote(&wds, cfg(interp)).dtype;
+    if dt.is_inexact() {
+        dt
+    } else {
+        dtypes::default_float(cfg(interp))
     }
 }
 

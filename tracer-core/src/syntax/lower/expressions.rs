@@ -231,12 +231,20 @@ impl Lowerer<'_> {
         let value_span = value.span;
         let value = Box::new(value);
         let indices = field_children(node, "subscript");
-        let trailing_comma = indices.last().and_then(|last| last.next_sibling()).is_some_and(|next| next.kind() == ",");
+        let trailing_comma = indices.last().and_then(|last| last.next_sibling()).filter(|next| next.kind() == ",");
         let index = match indices.as_slice() {
-            [single] if !trailing_comma => self.lower_expr(*single),
+            // `x[*a]` indexes with a one-element tuple, as `x[*a,]` would.
+            [single] if trailing_comma.is_none() => {
+                let index = self.lower_expr(*single);
+                match index.kind {
+                    ExprKind::Starred(_) => Expr { span: index.span, kind: ExprKind::Tuple(vec![index]) },
+                    _ => index,
+                }
+            }
             [] => self.invalid(node, "invalid syntax"),
+            // CPython's tuple runs from the first element through a trailing comma.
             [first, .., last] | [first @ last] => {
-                let span = Span::new(first.start_byte(), last.end_byte());
+                let span = Span::new(first.start_byte(), trailing_comma.unwrap_or(*last).end_byte());
                 Expr { kind: ExprKind::Tuple(self.lower_all(&indices)), span }
             }
         };
@@ -600,10 +608,12 @@ impl Lowerer<'_> {
                 self.invalid(parameter, "invalid syntax");
                 continue;
             };
-            let annotation = parameter.child_by_field_name("type").map(|annotation| self.lower_type(annotation));
+            let annotation_node = parameter.child_by_field_name("type");
+            let annotation = annotation_node.map(|annotation| self.lower_type(annotation));
             let default = parameter.child_by_field_name("value").map(|value| self.lower_expr(value));
-            // CPython's parameter span: the name and its annotation, not the default.
-            let end = annotation.as_ref().map_or(name_node.end_byte(), |annotation| annotation.span.end as usize);
+            // CPython's parameter span: the name and its annotation (with any parentheses
+            // around it), not the default.
+            let end = annotation_node.map_or(name_node.end_byte(), |annotation| annotation.end_byte());
             let span = Span::new(name_node.start_byte(), end.max(name_node.end_byte()));
             let has_default = default.is_some();
             let param = Param { name: self.name(name_node), annotation, default, span };
@@ -667,27 +677,22 @@ impl Lowerer<'_> {
                 [value, parameters] if parameters.kind() == "type_parameter" => {
                     let value = Box::new(self.lower_type(*value));
                     let arguments = named_children(*parameters);
+                    let last = arguments.last().copied().unwrap_or(*parameters);
+                    let trailing_comma = last.next_sibling().filter(|next| next.kind() == ",");
                     let index = match arguments.as_slice() {
-                        [single] => self.lower_type(*single),
+                        [single] if trailing_comma.is_none() => self.lower_type(*single),
                         _ => {
                             let elements = arguments.iter().map(|&argument| self.lower_type(argument)).collect();
-                            let inner = Span::new(
-                                parameters.start_byte() + 1,
-                                parameters.end_byte().saturating_sub(1).max(parameters.start_byte() + 1),
-                            );
-                            Expr { kind: ExprKind::Tuple(elements), span: inner }
+                            let start = arguments.first().map_or(parameters.start_byte(), |first| first.start_byte());
+                            let span = Span::new(start, trailing_comma.unwrap_or(last).end_byte());
+                            Expr { kind: ExprKind::Tuple(elements), span }
                         }
                     };
                     ExprKind::Subscript { value, index: Box::new(index) }
                 }
                 _ => return self.invalid(node, "invalid syntax"),
             },
-            "union_type" => match parts.as_slice() {
-                [left, right] => {
-                    ExprKind::BinOp { left: Box::new(self.lower_type(*left)), op: BinOp::BitOr, right: Box::new(self.lower_type(*right)) }
-                }
-                _ => return self.invalid(node, "invalid syntax"),
-            },
+            "union_type" => return self.lower_union(node),
             "member_type" => match parts.as_slice() {
                 [value, attribute] => ExprKind::Attribute {
                     value: Box::new(self.lower_type(*value)),
@@ -704,6 +709,43 @@ impl Lowerer<'_> {
             _ => return self.lower_expr(node),
         };
         Expr { kind, span }
+    }
+
+    /// `A | B | C`: tree-sitter nests `union_type` either way; Python's `|` is left-assoc.
+    fn lower_union(&mut self, node: Node) -> Expr {
+        let mut operands = Vec::new();
+        let mut pending = vec![node];
+        while let Some(current) = pending.pop() {
+            let is_union = |node: Node| {
+                node.kind() == "union_type"
+                    || (node.kind() == "binary_operator" && node.child_by_field_name("operator").is_some_and(|op| op.kind() == "|"))
+            };
+            let inner = match current.kind() {
+                "type" => named_children(current).first().copied().filter(|inner| is_union(*inner)),
+                _ => Some(current).filter(|current| is_union(*current)),
+            };
+            match inner {
+                Some(union) => pending.extend(named_children(union).into_iter().rev()),
+                None => operands.push(current),
+            }
+        }
+        let levels = u32::try_from(operands.len()).unwrap_or(u32::MAX);
+        if self.depth.saturating_add(levels) > MAX_NESTING {
+            return self.nested_too_deep(node);
+        }
+        self.depth += levels;
+        let mut operands = operands.into_iter();
+        let mut result = match operands.next() {
+            Some(first) => self.lower_type(first),
+            None => self.invalid(node, "invalid syntax"),
+        };
+        for operand in operands {
+            let right = self.lower_type(operand);
+            let span = Span::new(result.span.start as usize, right.span.end as usize);
+            result = Expr { kind: ExprKind::BinOp { left: Box::new(result), op: BinOp::BitOr, right: Box::new(right) }, span };
+        }
+        self.depth -= levels;
+        result
     }
 
     /// A `string` or `concatenated_string`: `Str`, `Bytes` or, if any part is an f-string,

@@ -445,7 +445,7 @@ fn calls_and_subscripts() {
     check("f(a=1, *b)\nf(**a, b=2)\n", "(call f *b a=1)\n(call f **a b=2)");
     check("x[1:2, ::3, a]\nx[1,]\nx[()]\nx[:]\nx[a:]\nx[:b]\nx[::]\nx[::c]\nx[a:b:c]\n",
         "x[(tuple (slice 1 2 _) (slice _ _ 3) a)]\nx[(tuple 1)]\nx[(tuple)]\nx[(slice _ _ _)]\nx[(slice a _ _)]\nx[(slice _ b _)]\nx[(slice _ _ _)]\nx[(slice _ _ c)]\nx[(slice a b c)]");
-    check("x[..., None]\nx[*a]\n", "x[(tuple ... None)]\nx[*a]");
+    check("x[..., None]\nx[*a]\n", "x[(tuple ... None)]\nx[(tuple *a)]");
 }
 
 #[test]
@@ -593,6 +593,17 @@ fn syntax_errors_keep_statements_before_the_first() {
     check_errors("x = )\n", "", "0..5 invalid syntax");
     check_errors("f(a", "", "1..2 '(' was never closed");
     check_errors("a = 1\nb = [1,\n", "(= a 1)", "10..11 '[' was never closed");
+}
+
+#[test]
+fn good_statements_inside_an_error_node_are_kept() {
+    // tree-sitter's recovery wraps this whole file in one (extra) ERROR node; the imports
+    // before the error are still whole statements.
+    let source = "import a\nimport b\n@d\nclass C:\n    def f(self):\n        def g():\n            (bar.\n        baz)\n            (bar.\n        baz(\n        ))\n";
+    let module = parse_module(source);
+    assert_eq!(dump_body(&module.body), "(import a)\n(import b)");
+    assert!(!module.errors.is_empty());
+    assert!(module.errors[0].span.start >= 18, "{}", format_errors(&module));
 }
 
 #[test]
