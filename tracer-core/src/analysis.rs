@@ -100,6 +100,7 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
     }
     let mut diagnostics = interp.diagnostics.clone();
     diagnostics.extend(crate::jax::effects::finish(&interp));
+    crate::jax::effects::prune(&interp, &mut diagnostics);
     apply_ignore_comments(&interp, &mut diagnostics);
     let located = diagnostics
         .into_iter()

@@ -803,7 +803,8 @@ impl<'l> Interp<'l> {
                     "append" | "extend" | "insert" | "pop" | "remove" | "clear" | "sort" | "reverse" => {
                         self.note_mutation(recv, &format!("list.{name}"))?;
                         if name == "append" || name == "insert" {
-                            self.jax.check_tracer_store(recv, args.last().unwrap_or(&Value::None));
+                            let site = self.site();
+                            self.jax.check_tracer_store(recv, args.last().unwrap_or(&Value::None), site);
                         }
                     }
                     _ => {}

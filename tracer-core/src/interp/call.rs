@@ -88,7 +88,7 @@ impl<'l> Interp<'l> {
         self.run_body(f, scope)
     }
 
-    fn bind_arguments(&mut self, f: &Function, scope: &Rc<Scope>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
+    pub(crate) fn bind_arguments(&mut self, f: &Function, scope: &Rc<Scope>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
         let params = &f.def.params;
         let positional: Vec<&ast::Param> = params.posonly.iter().chain(&params.args).collect();
         let mut bound: IndexMap<Rc<str>, Value> = IndexMap::new();

@@ -939,6 +939,8 @@ impl<'l> Interp<'l> {
             }
             Value::Dict(d) => {
                 self.note_mutation(obj, "item assignment")?;
+                let site = self.site();
+                self.jax.check_tracer_store(obj, &value, site);
                 let h = self.hash_key(&idx)?;
                 d.borrow_mut().insert(h, idx, value);
                 Ok(())
@@ -1126,7 +1128,8 @@ impl<'l> Interp<'l> {
                     return Err(self.raise(class, Code::PythonException, msg));
                 }
                 self.note_mutation(obj, "attribute assignment")?;
-                self.jax.check_tracer_store(obj, &value);
+                let site = self.site();
+                self.jax.check_tracer_store(obj, &value, site);
                 inst.attrs.borrow_mut().insert(Rc::from(name), value);
                 Ok(())
             }

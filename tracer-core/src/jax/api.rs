@@ -137,10 +137,24 @@ pub enum TreeDef {
     /// A NamedTuple, dataclass or registered class, by class identity.
     Node {
         class: ClassRef,
-        meta: Vec<HashKey>,
+        /// Static fields (name, hash, value) or a custom node's aux data (named `""`).
+        meta: Vec<Meta>,
         children: Vec<TreeDef>,
         names: Vec<String>,
     },
+}
+
+/// A pytree node's static data: compared by hash, kept whole to rebuild the node.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub name: Rc<str>,
+    pub key: HashKey,
+    pub value: Value,
+}
+impl PartialEq for Meta {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.key == other.key
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -246,7 +260,8 @@ pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(Str
                     let mut m = Vec::new();
                     for f in &meta {
                         let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
-                        m.push(interp.hash_key(&x).unwrap_or(HashKey::None));
+                        let key = interp.hash_key(&x).unwrap_or(HashKey::None);
+                        m.push(Meta { name: f.clone(), key, value: x });
                     }
                     TreeDef::Node {
                         class: ClassRef(inst.class.clone()),
@@ -264,7 +279,8 @@ pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(Str
                     for (i, x) in interp.iterate(&children_v)?.iter().enumerate() {
                         c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
                     }
-                    let meta = vec![interp.hash_key(&aux).unwrap_or(HashKey::None)];
+                    let key = interp.hash_key(&aux).unwrap_or(HashKey::Identity(aux.identity().unwrap_or(0)));
+                    let meta = vec![Meta { name: Rc::from(""), key, value: aux }];
                     TreeDef::Node { class: ClassRef(inst.class.clone()), meta, children: c, names: Vec::new() }
                 }
                 None => {
@@ -327,13 +343,16 @@ pub fn unflatten(interp: &mut Interp, tree: &TreeDef, leaves: &mut std::vec::Int
             }
             match registration(&class) {
                 Some(PytreeRegistration::Custom { unflatten: uf, .. }) => {
-                    let _ = meta;
-                    interp.call(&uf, vec![Value::opaque("aux data"), Value::tuple(items)], Vec::new())?
+                    let aux = meta.first().map(|m| m.value.clone()).unwrap_or(Value::None);
+                    interp.call(&uf, vec![aux, Value::tuple(items)], Vec::new())?
                 }
                 _ => {
                     let inst = Instance { class: class.clone(), attrs: RefCell::new(Default::default()), tuple: None };
                     for (n, v) in names.iter().zip(items) {
                         inst.attrs.borrow_mut().insert(Rc::from(n.as_str()), v);
+                    }
+                    for m in meta {
+                        inst.attrs.borrow_mut().insert(m.name.clone(), m.value.clone());
                     }
                     Value::Instance(Rc::new(inst))
                 }
@@ -880,16 +899,13 @@ pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
 }
 
 fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
-    let selected = jnp::getitem(interp, array, index)?;
-    if op == "get" {
-        return Ok(selected);
-    }
-    // TL206: a static out-of-bounds index is dropped silently by scatter.
+    // TL206: a static out-of-bounds index is dropped silently by scatter (checked before the
+    // gather below, whose own TL206 would otherwise speak of clamping).
     let items: Vec<Value> = match index {
         Value::Tuple(t) => (**t).clone(),
         other => vec![other.clone()],
     };
-    for (dim, it) in items.iter().enumerate() {
+    for (dim, it) in items.iter().enumerate().filter(|_| op != "get") {
         if let Value::Int(i) = it {
             if let Some(&n) = array.aval.shape.get(dim) {
                 if *i >= n as i64 || *i < -(n as i64) {
@@ -901,6 +917,10 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
                 }
             }
         }
+    }
+    let selected = jnp::getitem(interp, array, index)?;
+    if op == "get" {
+        return Ok(selected);
     }
     let upd = args.into_iter().next().unwrap_or(Value::None);
     let u = match operand(interp, &upd)? {
@@ -1089,6 +1109,11 @@ fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array
 }
 
 fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    // Arguments that do not fit the signature fail before any cache lookup (no retrace).
+    if let Value::Function(f) = &j.fun {
+        let scratch = Rc::new(crate::interp::value::Scope::default());
+        interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone())?;
+    }
     let params = param_names(&j.fun);
     let nargs = args.len() as i64;
     for &i in &j.static_argnums {
@@ -1365,6 +1390,10 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
         // evaluated again, i.e. a new function object for the same source.
         let same_source = |a: &Value, b: &Value| match (a, b) {
             (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
+            (Value::BoundMethod(x), Value::BoundMethod(y)) => match (&x.1, &y.1) {
+                (Value::Function(f), Value::Function(g)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&f.def, &g.def),
+                _ => false,
+            },
             _ => false,
         };
         let same_line = interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
@@ -1766,8 +1795,9 @@ fn check_carry(interp: &mut Interp, what: &str, names: &[String], init: &Value, 
         }
         if a.dtype != b.dtype {
             if a.weak {
+                // A weak init is promoted to the body's dtype, strongly typed (as JAX does).
                 promoted = true;
-                new_leaves.push(Value::Array(Array::unknown(b.clone(), "promoted carry")));
+                new_leaves.push(Value::Array(Array::unknown(b.clone().weak(false), "promoted carry")));
                 continue;
             }
             let msg = format!(
@@ -1779,7 +1809,7 @@ fn check_carry(interp: &mut Interp, what: &str, names: &[String], init: &Value, 
         }
         if a.weak != b.weak && a.weak {
             promoted = true;
-            new_leaves.push(Value::Array(Array::unknown(b.clone(), "promoted carry")));
+            new_leaves.push(Value::Array(Array::unknown(b.clone().weak(false), "promoted carry")));
             continue;
         }
         new_leaves.push(leaves[i].1.clone());

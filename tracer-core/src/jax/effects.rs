@@ -17,6 +17,10 @@ pub struct EffectState {
     pub consumed_keys: Vec<(Rc<Array>, Option<Site>, &'static str)>,
     /// Traces whose tracers were stored outside them (for leak diagnostics).
     pub stored_tracers: std::collections::HashSet<u32>,
+    /// Mutations of outer state that stored a tracer: (site, trace id).
+    pub tracer_stores: Vec<(Site, u32)>,
+    /// Traces whose leaked tracers raised UnexpectedTracerError.
+    pub leaked_traces: std::collections::HashSet<u32>,
 }
 
 pub struct PrintSite {
@@ -87,6 +91,27 @@ pub fn on_key_use(interp: &mut Interp, key: &Rc<Array>, api: &'static str) {
         }
         None => interp.jax.effects.consumed_keys.push((key.clone(), site, api)),
     }
+}
+
+/// Final clean-up of warnings made redundant by a stronger finding at the same place:
+/// TL211 supersedes TL210 at a call site; a TL103 error supersedes the TL202 mutation that
+/// stored the leaked tracer.
+pub fn prune(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
+    let retrace_in_loop: Vec<(std::path::PathBuf, crate::syntax::ast::Span)> =
+        diagnostics.iter().filter(|d| d.code == Code::RetraceInLoop).map(|d| (d.path.clone(), d.span)).collect();
+    let leak_sites: Vec<Site> = interp
+        .jax
+        .effects
+        .tracer_stores
+        .iter()
+        .filter(|(_, t)| interp.jax.effects.leaked_traces.contains(t))
+        .map(|(s, _)| *s)
+        .collect();
+    diagnostics.retain(|d| match d.code {
+        Code::Retrace => !retrace_in_loop.contains(&(d.path.clone(), d.span)),
+        Code::OuterMutation => !leak_sites.iter().any(|s| interp.path(s.file) == d.path && s.span == d.span),
+        _ => true,
+    });
 }
 
 /// The TL201 diagnostics, once the run is over and call counts are known.

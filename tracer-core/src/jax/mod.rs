@@ -163,11 +163,14 @@ impl JaxState {
     }
 
     /// Remembers that a tracer was stored somewhere that outlives its trace (for TL103).
-    pub fn check_tracer_store(&mut self, container: &Value, value: &Value) {
+    pub fn check_tracer_store(&mut self, container: &Value, value: &Value, site: Option<Site>) {
         if let Value::Array(a) = value {
             if let Some(t) = a.tracer() {
                 if self.born_depth(container) < self.staging_depth() || self.traces.iter().any(|f| f.id == t.trace) {
                     self.effects.stored_tracers.insert(t.trace);
+                    if let Some(site) = site {
+                        self.effects.tracer_stores.push((site, t.trace));
+                    }
                 }
             }
         }
@@ -321,6 +324,7 @@ pub fn bind_with_bodies(
     for i in inputs {
         if let Some(t) = i.tracer() {
             if !interp.jax.is_active(t.trace) {
+                interp.jax.effects.leaked_traces.insert(t.trace);
                 return Err(errors::leaked_tracer(interp, i));
             }
         }

@@ -1048,14 +1048,23 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
                 }
                 let i = crate::interp::ops::as_int(it).unwrap_or(0);
                 let n = a.aval.shape[dim] as i64;
-                if i < -n || i >= n {
-                    return Err(interp.raise(
-                        "IndexError",
-                        Code::PythonException,
-                        format!("index {i} is out of bounds for axis {dim} with size {n}"),
-                    ));
-                }
-                let j = if i < 0 { i + n } else { i } as usize;
+                // JAX does not raise on an out-of-bounds static index: gather clamps it (TL206).
+                let j = if i < -n || i >= n {
+                    if n == 0 {
+                        return Ok(Value::opaque("an index into an empty axis"));
+                    }
+                    let clamped = if i < 0 { 0 } else { n - 1 };
+                    let site = interp.site();
+                    let msg = format!(
+                        "clamped index: index {i} is out of bounds for axis {dim} with size {n}; JAX does not raise, it clamps the index to {clamped} and returns that element"
+                    );
+                    interp.warn(Code::ClampedIndex, site, msg, Vec::new());
+                    clamped as usize
+                } else if i < 0 {
+                    (i + n) as usize
+                } else {
+                    i as usize
+                };
                 starts.push(j);
                 limits.push(j + 1);
                 strides.push(1);

@@ -680,7 +680,13 @@ impl Lowerer<'_> {
                     let last = arguments.last().copied().unwrap_or(*parameters);
                     let trailing_comma = last.next_sibling().filter(|next| next.kind() == ",");
                     let index = match arguments.as_slice() {
-                        [single] if trailing_comma.is_none() => self.lower_type(*single),
+                        [single] if trailing_comma.is_none() => {
+                            let index = self.lower_type(*single);
+                            match index.kind {
+                                ExprKind::Starred(_) => Expr { span: index.span, kind: ExprKind::Tuple(vec![index]) },
+                                _ => index,
+                            }
+                        }
                         _ => {
                             let elements = arguments.iter().map(|&argument| self.lower_type(argument)).collect();
                             let start = arguments.first().map_or(parameters.start_byte(), |first| first.start_byte());

@@ -377,6 +377,7 @@ fn compound_statements() {
         "(with a as b, c as d {pass})\n(with e {pass})\n(with f as g, h {pass})",
     );
     check("with open(p) as (a, b): pass\n", "(with (call open p) as (tuple a b) {pass})");
+    check("with (\n    m() as x\n):\n    pass\nwith (a, b as c): pass\n", "(with (call m) as x {pass})\n(with a, b as c {pass})");
 }
 
 #[test]
@@ -445,7 +446,7 @@ fn calls_and_subscripts() {
     check("f(a=1, *b)\nf(**a, b=2)\n", "(call f *b a=1)\n(call f **a b=2)");
     check("x[1:2, ::3, a]\nx[1,]\nx[()]\nx[:]\nx[a:]\nx[:b]\nx[::]\nx[::c]\nx[a:b:c]\n",
         "x[(tuple (slice 1 2 _) (slice _ _ 3) a)]\nx[(tuple 1)]\nx[(tuple)]\nx[(slice _ _ _)]\nx[(slice a _ _)]\nx[(slice _ b _)]\nx[(slice _ _ _)]\nx[(slice _ _ c)]\nx[(slice a b c)]");
-    check("x[..., None]\nx[*a]\n", "x[(tuple ... None)]\nx[(tuple *a)]");
+    check("x[..., None]\nx[*a]\nx[*a.b]\ny: T[*Ts]\n", "x[(tuple ... None)]\nx[(tuple *a)]\nx[(tuple *a.b)]\n(ann y T[(tuple *Ts)])");
 }
 
 #[test]
