@@ -1110,9 +1110,16 @@ fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array
 
 fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     // Arguments that do not fit the signature fail before any cache lookup (no retrace).
+    // JAX still counts it as a trace (a cache miss whose tracing raised), but it is no retrace
+    // worth explaining.
     if let Value::Function(f) = &j.fun {
         let scratch = Rc::new(crate::interp::value::Scope::default());
-        interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone())?;
+        if let Err(e) = interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone()) {
+            let site = interp.site();
+            interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), site, "the arguments do not match the signature".into(), Some(j.info));
+            interp.jax.abort_trace();
+            return Err(e);
+        }
     }
     let params = param_names(&j.fun);
     let nargs = args.len() as i64;
@@ -1142,19 +1149,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                 Ok(h) => h,
                 Err(Flow::Raise(_)) => {
                     let r = interp.repr(a).unwrap_or_else(|_| "...".into());
-                    let tn = a.type_name();
-                    let full = match a {
-                        Value::Array(_) => "jaxlib._jax.ArrayImpl".to_string(),
-                        _ => tn.clone(),
-                    };
-                    return Err(interp.raise(
-                        "ValueError",
-                        Code::BadStaticArg,
-                        format!(
-                            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{full}'>, {r}. The error was:\nTypeError: unhashable type: '{}'\n",
-                            if matches!(a, Value::Array(_)) { "jaxlib._jax.ArrayImpl".to_string() } else { tn }
-                        ),
-                    ));
+                    return Err(unhashable_static(interp, a, &r));
                 }
                 Err(e) => return Err(e),
             };
@@ -1173,12 +1168,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                 Ok(h) => h,
                 Err(Flow::Raise(_)) => {
                     let r = interp.repr(v).unwrap_or_default();
-                    let tn = v.type_name();
-                    return Err(interp.raise(
-                        "ValueError",
-                        Code::BadStaticArg,
-                        format!("Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{tn}'>, {r}. The error was:\nTypeError: unhashable type: '{tn}'\n"),
-                    ));
+                    return Err(unhashable_static(interp, v, &r));
                 }
                 Err(e) => return Err(e),
             };
@@ -1330,7 +1320,7 @@ fn trace_jit_body(
     let mut out_leaves = Vec::new();
     let out_tree = flatten(interp, &out, "", &mut out_leaves)?;
     let mut arrays = Vec::new();
-    for (_, leaf) in &out_leaves {
+    for (leaf_path, leaf) in &out_leaves {
         match operand(interp, leaf) {
             Ok(Operand::Array(a)) => arrays.push(a),
             Ok(Operand::Unknown) => {
@@ -1346,11 +1336,13 @@ fn trace_jit_body(
                 let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
                 let tn = leaf.type_name();
                 let tn = if let Value::Instance(i) = leaf { format!("__main__.{}", i.class.name) } else { tn };
+                // JAX names the leaf's position when the output is a container.
+                let at = if leaf_path.is_empty() { String::new() } else { format!(" at output component {leaf_path}") };
                 return Err(interp.raise(
                     "TypeError",
                     Code::InvalidPytree,
                     format!(
-                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>, which is not a valid JAX type",
+                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>{at}, which is not a valid JAX type",
                         j.name
                     ),
                 ));
@@ -1365,6 +1357,23 @@ fn trace_jit_body(
     let jaxpr = interp.jax.pop_trace(&arrays);
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
     Ok((out, record, Some(jaxpr), consts, Rc::new(out_tree), outputs))
+}
+
+/// JAX's error for a static argument that cannot be hashed.
+fn unhashable_static(interp: &Interp, v: &Value, shown: &str) -> Flow {
+    let tn = match v {
+        Value::Array(_) => "jaxlib._jax.ArrayImpl".to_string(),
+        Value::Instance(i) => format!("__main__.{}", i.class.name),
+        other => other.type_name(),
+    };
+    interp.raise(
+        "ValueError",
+        Code::BadStaticArg,
+        format!(
+            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{tn}'>, {shown}. The error was:\nTypeError: unhashable type: '{}'\n",
+            tn.rsplit('.').next().unwrap_or(&tn)
+        ),
+    )
 }
 
 /// The aval a transformation sees for an argument: NumPy's 64-bit dtypes are canonicalized.
@@ -1674,7 +1683,19 @@ fn grad_call(
         }
         Value::Opaque(_) => return Ok(Value::opaque("grad of a function with unknown output")),
         other => {
-            let shown = interp.repr(other).unwrap_or_default();
+            let shown = match other {
+                Value::Tuple(items) => {
+                    let parts: Vec<String> = items
+                        .iter()
+                        .map(|x| match x {
+                            Value::Array(a) => format!("JitTracer({})", a.aval.long_weak()),
+                            v => interp.repr(v).unwrap_or_default(),
+                        })
+                        .collect();
+                    format!("({})", parts.join(", "))
+                }
+                v => interp.repr(v).unwrap_or_default(),
+            };
             return Err(interp.raise(
                 "TypeError",
                 Code::NonScalarGrad,
@@ -1719,11 +1740,8 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         let mut l = Vec::new();
         let t = flatten(interp, other, "", &mut l)?;
         if t != t0 {
-            return Err(interp.raise(
-                "ValueError",
-                Code::InvalidPytree,
-                format!("Tree structures did not match: tree 0 is {} and tree {} is {}", t0.describe(), i + 1, t.describe()),
-            ));
+            let msg = prefix_mismatch(&t0, &t, "tree_map tree").unwrap_or_else(|| format!("pytree structure error: tree {} differs from tree 0", i + 1));
+            return Err(interp.raise("ValueError", Code::InvalidPytree, msg));
         }
         rest.push(l);
     }
@@ -1736,6 +1754,67 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         out.push(interp.call(&f, call_args, Vec::new())?);
     }
     unflatten(interp, &t0, &mut out.into_iter())
+}
+
+/// JAX's "pytree structure error" for the first place where `full` does not extend `prefix`.
+fn prefix_mismatch(prefix: &TreeDef, full: &TreeDef, path: &str) -> Option<String> {
+    let type_name = |t: &TreeDef| -> &'static str {
+        match t {
+            TreeDef::Tuple(_) => "tuple",
+            TreeDef::List(_) => "list",
+            TreeDef::Dict(_) => "dict",
+            TreeDef::None => "NoneType",
+            _ => "object",
+        }
+    };
+    match (prefix, full) {
+        (TreeDef::Leaf, _) => None,
+        (TreeDef::Dict(a), TreeDef::Dict(b)) => {
+            let ka: Vec<String> = a.iter().map(|(k, _)| key_plain(k)).collect();
+            let kb: Vec<String> = b.iter().map(|(k, _)| key_plain(k)).collect();
+            if ka != kb {
+                let mut diff: Vec<String> = ka.iter().filter(|k| !kb.contains(k)).chain(kb.iter().filter(|k| !ka.contains(k))).cloned().collect();
+                diff.sort();
+                let head = if ka.len() != kb.len() { "different numbers of pytree children" } else { "different pytree keys" };
+                return Some(format!(
+                    "pytree structure error: {head} at key path\n    {path}\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class 'dict'>\nwith {} child keys\n    {}\nbut at the same key path the full pytree has a subtree of the same type but with {} child keys\n    {}\nso the symmetric difference on key sets is\n    {}",
+                    ka.len(),
+                    ka.join(" "),
+                    kb.len(),
+                    kb.join(" "),
+                    diff.join(" ")
+                ));
+            }
+            a.iter().zip(b).find_map(|((k, x), (_, y))| prefix_mismatch(x, y, &format!("{path}[{}]", key_text(k))))
+        }
+        (TreeDef::Tuple(a), TreeDef::Tuple(b)) | (TreeDef::List(a), TreeDef::List(b)) => {
+            if a.len() != b.len() {
+                let tn = type_name(prefix);
+                return Some(format!(
+                    "pytree structure error: different lengths of {tn} at key path\n    {path}\nAt that key path, the prefix pytree tree_map tree has a subtree of type {tn} of length {}, but the full pytree has a subtree of the same type but of length {}.",
+                    a.len(),
+                    b.len()
+                ));
+            }
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| prefix_mismatch(x, y, &format!("{path}[{i}]")))
+        }
+        (p, f) if std::mem::discriminant(p) != std::mem::discriminant(f) => Some(format!(
+            "pytree structure error: different types at key path\n    {path}\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class '{}'>\nbut at the same key path the full pytree has a subtree of different type\n    <class '{}'>.",
+            type_name(p),
+            type_name(f)
+        )),
+        (TreeDef::Node { children: a, .. }, TreeDef::Node { children: b, .. }) => {
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| prefix_mismatch(x, y, &format!("{path}[{i}]")))
+        }
+        _ => None,
+    }
+}
+
+fn key_plain(k: &HashKey) -> String {
+    match k {
+        HashKey::Str(s) => s.to_string(),
+        other => key_text(other),
+    }
 }
 
 fn slice_leading(interp: &mut Interp, xs: &Value) -> PyResult<Value> {
@@ -1759,13 +1838,24 @@ fn leaf_avals(interp: &mut Interp, v: &Value) -> PyResult<(TreeDef, Vec<Option<A
 }
 
 /// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
-fn check_carry(interp: &mut Interp, what: &str, names: &[String], init: &Value, out: &Value) -> PyResult<Option<Value>> {
+/// Where a carry is checked: the message's subject and how its leaves are named.
+struct CarryNames<'a> {
+    what: &'a str,
+    /// The carry's name in the body signature (`c`), or JAX's internal path (`loop_carry[1]`).
+    base: String,
+    /// fori_loop names even a single leaf a "component".
+    always_component: bool,
+}
+
+/// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
+fn check_carry(interp: &mut Interp, names: &CarryNames, init: &Value, out: &Value) -> PyResult<Option<Value>> {
+    let what = names.what;
     let (ti, ai) = leaf_avals(interp, init)?;
     let (to, ao) = leaf_avals(interp, out)?;
     if ti != to {
         let msg = format!(
             "{what} function carry input and carry output must have the same pytree structure, but they differ:\n\nThe input carry {} is a {} but the corresponding component of the carry output is a {}, so their Python types differ.\n\nRevise the function so that the carry output has the same pytree structure as the carry input.",
-            names.first().cloned().unwrap_or_else(|| "carry".into()),
+            names.base,
             tree_kind(&ti),
             tree_kind(&to)
         );
@@ -1780,10 +1870,11 @@ fn check_carry(interp: &mut Interp, what: &str, names: &[String], init: &Value, 
             new_leaves.push(leaves[i].1.clone());
             continue;
         };
-        let label = if ai.len() == 1 {
-            names.first().cloned().unwrap_or_else(|| "carry".into())
+        let path = &leaves[i].0;
+        let label = if path.is_empty() && !names.always_component {
+            names.base.clone()
         } else {
-            format!("component {}[{i}]", names.first().cloned().unwrap_or_else(|| "carry".into()))
+            format!("component {}{path}", names.base)
         };
         if a.shape != b.shape {
             let msg = format!(
@@ -1882,7 +1973,8 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
             Value::Opaque(_) => return Ok(Value::opaque("scan with unknown outputs")),
             _ => return Err(interp.type_error("scan body output must be a pair, returning a tuple with exactly two elements")),
         };
-        match check_carry(interp, "scan body", &names, &carry_in, &parts[0])? {
+        let carry_names = CarryNames { what: "scan body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
+        match check_carry(interp, &carry_names, &carry_in, &parts[0])? {
             Some(promoted) => {
                 carry_in = promoted;
                 continue;
@@ -2053,7 +2145,8 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
             }
         }
         let out = trace_call(interp, &body_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
-        match check_carry(interp, "while_loop body", &names, &carry, &out)? {
+        let carry_names = CarryNames { what: "while_loop body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
+        match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
             None => return abstract_copy(interp, &out),
         }
@@ -2069,22 +2162,16 @@ fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<
     let mut carry = abstract_copy(interp, &args[3])?;
     let idx_dtype = dtypes::default_int(interp.jax.config);
     let static_bounds = !matches!(args[0], Value::Array(_)) && !matches!(args[1], Value::Array(_));
-    let names = vec!["loop_carry".to_string()];
     for _ in 0..2 {
         let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
         let out = trace_call(interp, &body, vec![i, carry.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "fori_loop")?;
+        // fori_loop runs as a scan (static bounds) or a while_loop over (i, carry): JAX names
+        // the user's carry `loop_carry[1]`.
         let what = if static_bounds { "scan body" } else { "while_loop body" };
-        let wrapped_in = Value::tuple(vec![Value::Int(0), carry.clone()]);
-        let wrapped_out = Value::tuple(vec![Value::Int(0), out.clone()]);
-        let _ = (&wrapped_in, &wrapped_out);
-        match check_carry(interp, what, &names, &carry, &out) {
-            Ok(Some(p)) => carry = p,
-            Ok(None) => return abstract_copy(interp, &out),
-            Err(Flow::Raise(mut exc)) => {
-                exc.message = exc.message.replace("The input carry loop_carry has", "The input carry component loop_carry[1] has");
-                return Err(Flow::Raise(exc));
-            }
-            Err(e) => return Err(e),
+        let carry_names = CarryNames { what, base: "loop_carry[1]".into(), always_component: true };
+        match check_carry(interp, &carry_names, &carry, &out)? {
+            Some(p) => carry = p,
+            None => return abstract_copy(interp, &out),
         }
     }
     Ok(carry)

@@ -199,20 +199,21 @@ fn broadcast_rank(interp: &mut Interp, a: &Rc<Array>, ndim: usize) -> PyResult<R
     reshape_raw(interp, a, &s)
 }
 
+/// lax's dtype rule for the bitwise primitives, with its message (`and does not accept dtype
+/// float32 at position 0. ...`).
 fn check_binary_dtype(interp: &mut Interp, prim: BinaryPrim, dtype: DType) -> PyResult<()> {
     let bitwise =
         matches!(prim, BinaryPrim::And | BinaryPrim::Or | BinaryPrim::Xor | BinaryPrim::ShiftLeft | BinaryPrim::ShiftRightArithmetic);
     if bitwise && dtype.is_inexact() {
-        let name = match prim {
-            BinaryPrim::And => "bitwise_and",
-            BinaryPrim::Or => "bitwise_or",
-            BinaryPrim::Xor => "bitwise_xor",
-            _ => "shift",
-        };
+        let accepted = if matches!(prim, BinaryPrim::ShiftLeft | BinaryPrim::ShiftRightArithmetic) { "integer" } else { "integer, bool" };
         return Err(interp.raise(
             "TypeError",
             Code::DtypeMismatch,
-            format!("{name} does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", dtype.name()),
+            format!(
+                "{} does not accept dtype {} at position 0. Accepted dtypes at position 0 are subtypes of {accepted}.",
+                prim.name(),
+                dtype.name()
+            ),
         ));
     }
     Ok(())
@@ -424,7 +425,7 @@ pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Val
                 return Err(interp.raise(
                     "TypeError",
                     Code::DtypeMismatch,
-                    format!("bitwise_not does not accept dtype {}. Accepted dtypes are subtypes of integer, bool.", a.aval.dtype.name()),
+                    format!("not does not accept dtype {} at position 0. Accepted dtypes at position 0 are subtypes of integer, bool.", a.aval.dtype.name()),
                 ));
             }
             bind1(interp, Prim::Unary(UnaryPrim::Not), std::slice::from_ref(a), a.aval.clone())?
@@ -944,7 +945,8 @@ fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>]) -> PyResult<Value>
                         "ValueError",
                         Code::ShapeMismatch,
                         format!(
-                            "Size of label '{c}' for operand {} ({d}) does not match previous terms ({prev}).",
+                            // JAX 0.10.2 prints the two sizes this way round.
+                            "Size of label '{c}' for operand {} ({prev}) does not match previous terms ({d}).",
                             terms.iter().position(|x| x == t).unwrap_or(0)
                         ),
                     ));
@@ -1901,7 +1903,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             let shape0 = arrays[0].aval.shape.clone();
             if arrays.iter().any(|a| a.aval.shape != shape0) {
-                return Err(interp.raise("ValueError", Code::ShapeMismatch, "All input arrays must have the same shape."));
+                let shapes = arrays.iter().map(|a| a.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("All input arrays must have the same shape. Got {shapes}.")));
             }
             let axis = p.get(1, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0);
             let expanded = arrays.iter().map(|a| expand_dims(interp, a, axis)).collect::<PyResult<Vec<_>>>()?;
