@@ -281,6 +281,13 @@ impl<'l> Interp<'l> {
     fn call_python_builtin(&mut self, name: &str, args: &[Value], kwargs: &Kwargs) -> PyResult<Option<Value>> {
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
         let kw = |k: &str| kwargs.iter().find(|(n, _)| n.as_ref() == k).map(|(_, v)| v.clone());
+        if let (Some(Value::UnknownNumber(is_float)), "int" | "float" | "abs" | "round" | "min" | "max") = (args.first(), name) {
+            return Ok(Some(Value::UnknownNumber(match name {
+                "int" => false,
+                "float" => true,
+                _ => *is_float,
+            })));
+        }
         if args.iter().any(|a| a.is_opaque())
             && !matches!(
                 name,
@@ -544,6 +551,12 @@ impl<'l> Interp<'l> {
             "bool" => {
                 if args.is_empty() {
                     Value::Bool(false)
+                } else if let Value::Array(a) = &arg(0) {
+                    // A concrete array whose value is not computed gives an unknown bool, not a stop.
+                    if !a.is_tracer() && crate::jax::eval::force(a, self.budgets.max_elements).is_none() {
+                        return Ok(Some(Value::opaque("bool of an array whose value is not computed")));
+                    }
+                    Value::Bool(crate::jax::numpy::python_bool(self, &arg(0), "bool")?)
                 } else {
                     Value::Bool(crate::jax::numpy::python_bool(self, &arg(0), "bool")?)
                 }

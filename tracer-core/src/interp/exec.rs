@@ -690,6 +690,9 @@ impl<'l> Interp<'l> {
             if !scope.globals.borrow().iter().any(|g| g.as_ref() == name) {
                 if let Some(cell) = lookup_cell_skipping_classes(scope, name) {
                     let v = cell.borrow().clone();
+                    if let Value::Array(a) = &v {
+                        crate::jax::numpy::note_captured_constant(self, a);
+                    }
                     return Ok(v);
                 }
             }
@@ -710,7 +713,8 @@ impl<'l> Interp<'l> {
         let name: Rc<str> = Rc::from(name);
         match &ctx.scope {
             None => {
-                ctx.globals.dict.borrow_mut().insert(name, value);
+                ctx.globals.dict.borrow_mut().insert(name.clone(), value);
+                self.note_global_rebind(ctx, &name);
             }
             Some(scope) => {
                 if scope.globals.borrow().contains(&name) {

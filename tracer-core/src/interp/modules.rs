@@ -633,16 +633,22 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             }
         }
         "random" => {
-            if func != "seed" {
-                crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+            if matches!(func, "seed" | "shuffle") {
+                return Ok(Value::None);
             }
-            Ok(if func == "seed" { Value::None } else { Value::opaque(format!("random.{func}()")) })
+            crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+            Ok(match func {
+                "random" | "uniform" | "gauss" | "normalvariate" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Float),
+                "randint" | "randrange" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Int),
+                _ => Value::opaque(format!("random.{func}()")),
+            })
         }
         "time" => {
-            if func != "sleep" {
-                crate::jax::effects::on_impure_call(interp, &format!("time.{func}()"));
+            if func == "sleep" {
+                return Ok(Value::None);
             }
-            Ok(if func == "sleep" { Value::None } else { Value::opaque(format!("time.{func}()")) })
+            crate::jax::effects::on_impure_call(interp, &format!("time.{func}()"));
+            Ok(unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Float))
         }
         "dataclasses" => match func {
             "dataclass" => {
@@ -766,6 +772,12 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
         "tracelens" => Ok(Value::opaque(name.to_string())),
         _ => Ok(Value::opaque(format!("result of {name}()"))),
     }
+}
+
+/// A Python number whose value is not known (a random draw, a clock reading): modelled as a
+/// Python number of unknown value, which JAX sees as a weakly typed scalar, so traces keep going.
+fn unknown_python_number(_interp: &Interp, kind: crate::jax::dtypes::PyScalarKind) -> Value {
+    Value::UnknownNumber(matches!(kind, crate::jax::dtypes::PyScalarKind::Float))
 }
 
 fn make_dataclass(c: &Rc<Class>, frozen: bool) {

@@ -49,6 +49,7 @@ impl<'l> Interp<'l> {
                 true
             }
             Value::Opaque(o) => return Err(self.stop_unknown(format!("the truth of an unknown value ({})", o.what))),
+            Value::UnknownNumber(_) => return Err(self.stop_unknown("the truth of a Python number whose value is not known")),
             Value::Iterator(_) => true,
             _ => true,
         })
@@ -76,6 +77,9 @@ impl<'l> Interp<'l> {
         }
         if r.is_opaque() {
             return Ok(r);
+        }
+        if let Some(v) = unknown_number_op(op, &l, &r) {
+            return Ok(v);
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             if let Value::Instance(_) = &r {
@@ -175,6 +179,7 @@ impl<'l> Interp<'l> {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
             (_, Value::Opaque(_)) => Ok(v.clone()),
             (_, Value::Array(a)) => jnp::unary_op(self, op, a),
+            (UnaryOp::Neg | UnaryOp::Pos, Value::UnknownNumber(_)) => Ok(v.clone()),
             (UnaryOp::Neg, Value::Int(i)) => Ok(i.checked_neg().map(Value::Int).unwrap_or_else(|| Value::opaque("big int"))),
             (UnaryOp::Neg, Value::Bool(b)) => Ok(Value::Int(-(*b as i64))),
             (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
@@ -221,6 +226,9 @@ impl<'l> Interp<'l> {
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return jnp::compare_op(self, op, l, r);
+        }
+        if matches!(l, Value::UnknownNumber(_)) || matches!(r, Value::UnknownNumber(_)) {
+            return Ok(Value::opaque("a comparison with a Python number whose value is not known"));
         }
         match op {
             CmpOp::Eq => return Ok(Value::Bool(self.py_eq(l, r)?)),
@@ -452,7 +460,7 @@ impl<'l> Interp<'l> {
                 }
                 return Err(self.type_error("unhashable type: 'jaxlib._jax.ArrayImpl'"));
             }
-            Value::Opaque(_) => return Err(self.stop_unknown("the hash of an unknown value")),
+            Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the hash of an unknown value")),
             other => HashKey::Identity(other.identity().unwrap_or(0)),
         })
     }
@@ -574,7 +582,7 @@ impl<'l> Interp<'l> {
                 return self.repr(v);
             }
             Value::Builtin(b) => format!("<built-in function {}>", b.name()),
-            Value::Opaque(_) => return Err(self.stop_unknown("the text of an unknown value")),
+            Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),
             Value::Slice(s) => {
                 let parts = [self.repr(&s[0])?, self.repr(&s[1])?, self.repr(&s[2])?];
                 format!("slice({}, {}, {})", parts[0], parts[1], parts[2])
@@ -871,7 +879,7 @@ impl<'l> Interp<'l> {
             Value::Int(i) => Some(*i),
             Value::Bool(b) => Some(*b as i64),
             Value::Array(a) => Some(jnp::array_index(self, a)?),
-            Value::Opaque(_) => return Err(self.stop_unknown("an unknown index")),
+            Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("an unknown index")),
             Value::Instance(_) => match self.call_dunder(v, "__index__", Vec::new())? {
                 Some(Value::Int(i)) => Some(i),
                 _ => None,
@@ -1198,11 +1206,53 @@ impl<'l> Interp<'l> {
         }
     }
 
-    pub(super) fn note_global_read(&mut self, _ctx: &Ctx, _name: &str, value: &Value, _expr: &Expr) {
+    pub(super) fn note_global_read(&mut self, ctx: &Ctx, name: &str, value: &Value, expr: &Expr) {
         if let Value::Array(a) = value {
             crate::jax::numpy::note_captured_constant(self, a);
         }
+        // A global number or array read inside a caching trace is baked into it (TL204 if the
+        // global is reassigned later).
+        let data = matches!(value, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Array(_) | Value::UnknownNumber(_));
+        if data && !matches!(value, Value::Array(a) if a.is_tracer()) {
+            if let Some(inside) = self.jax.staging_description() {
+                let module = Rc::as_ptr(&ctx.globals) as usize;
+                let site = super::Site { file: ctx.file, span: expr.span };
+                self.jax.effects.global_reads.push(crate::jax::effects::GlobalRead { module, name: name.to_string(), site, inside });
+            }
+        }
     }
+
+    /// A module-level rebinding of a global that a finished trace read (TL204).
+    pub(super) fn note_global_rebind(&mut self, ctx: &Ctx, name: &str) {
+        if self.jax.staging_depth() > 0 {
+            return;
+        }
+        let module = Rc::as_ptr(&ctx.globals) as usize;
+        let reads: Vec<crate::jax::effects::GlobalRead> =
+            self.jax.effects.global_reads.iter().filter(|r| r.module == module && r.name == name).cloned().collect();
+        if reads.is_empty() {
+            return;
+        }
+        let line = self.site().map(|s| self.line_of(s)).unwrap_or(0);
+        for r in reads {
+            let msg = format!(
+                "frozen value: the global `{name}` is read inside {} and baked into the trace as a constant; it is reassigned at line {line}, but cached calls keep using the value it had when traced",
+                r.inside
+            );
+            let related = self.site().map(|s| vec![(s, format!("`{name}` is reassigned here"))]).unwrap_or_default();
+            self.warn(Code::FrozenValue, Some(r.site), msg, related);
+        }
+    }
+}
+
+/// Arithmetic with a Python number of unknown value stays a Python number of unknown value.
+fn unknown_number_op(op: BinOp, l: &Value, r: &Value) -> Option<Value> {
+    let is_num = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_));
+    if !(matches!(l, Value::UnknownNumber(_)) || matches!(r, Value::UnknownNumber(_))) || !is_num(l) || !is_num(r) {
+        return None;
+    }
+    let float = |v: &Value| matches!(v, Value::Float(_) | Value::UnknownNumber(true));
+    Some(Value::UnknownNumber(float(l) || float(r) || op == BinOp::Div))
 }
 
 pub fn is_not_implemented(v: &Value) -> bool {

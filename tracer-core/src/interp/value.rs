@@ -42,6 +42,9 @@ pub enum Value {
     StaticMethod(Rc<Value>),
     ClassMethod(Rc<Value>),
     Cell(Rc<RefCell<Value>>),
+    /// A Python number whose value is not known (`random.random()`, `time.time()`): `true`
+    /// for a float. Arithmetic keeps it a Python number; JAX sees it as a weak scalar.
+    UnknownNumber(bool),
     /// Something the interpreter does not model. Every operation on it is opaque too, and
     /// nothing derived from it ever produces a finding.
     Opaque(Rc<Opaque>),
@@ -113,6 +116,7 @@ impl Value {
             Value::StaticMethod(_) => "staticmethod".into(),
             Value::ClassMethod(_) => "classmethod".into(),
             Value::Cell(_) => "cell".into(),
+            Value::UnknownNumber(f) => if *f { "float" } else { "int" }.into(),
             Value::Opaque(_) => "object".into(),
         }
     }

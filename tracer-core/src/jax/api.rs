@@ -955,8 +955,49 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
 
 /// Traces `fun(*args)` in a new trace whose inputs stand for the array leaves of `args`.
 pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kwargs, kind: TraceKind, label: &str) -> PyResult<Value> {
+    // JAX caches the bodies of scan/cond/while/fori on the function object and input types,
+    // like jit: a body defined once at module level is traced once.
+    let cache_key = match (&kind, kwargs.is_empty()) {
+        (TraceKind::ControlFlow(_), true) => Some(body_cache_key(interp, fun, &args, label)?),
+        _ => None,
+    };
+    if let Some(key) = &cache_key {
+        if let Some(entry) = interp.jax.body_cache.iter().find(|e| e.key == *key) {
+            let (tree, avals) = (entry.out_tree.clone(), entry.outputs.clone());
+            let leaves: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, "a cached body's output"))).collect();
+            return unflatten(interp, &tree, &mut leaves.into_iter());
+        }
+    }
     let (out, _) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
+    if let Some(key) = cache_key {
+        let (tree, avals) = leaf_avals(interp, &out)?;
+        if let Some(avals) = avals.into_iter().collect::<Option<Vec<Aval>>>() {
+            interp.jax.body_cache.push(BodyCacheEntry { key, fun: fun.clone(), out_tree: Rc::new(tree), outputs: avals });
+        }
+    }
     Ok(out)
+}
+
+/// A traced control-flow body, cached as JAX caches it.
+pub struct BodyCacheEntry {
+    pub key: BodyKey,
+    /// Held so the function's identity stays unique while the entry lives.
+    pub fun: Value,
+    pub out_tree: Rc<TreeDef>,
+    pub outputs: Vec<Aval>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BodyKey {
+    fun: usize,
+    label: String,
+    tree: TreeDef,
+    avals: Vec<Option<Aval>>,
+}
+
+fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<BodyKey> {
+    let (tree, avals) = leaf_avals(interp, &Value::tuple(args.to_vec()))?;
+    Ok(BodyKey { fun: fun_identity(fun), label: label.to_string(), tree, avals })
 }
 
 /// The worker behind every transformation: returns the outputs (tracers of the outer trace,

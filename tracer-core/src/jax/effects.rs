@@ -19,8 +19,21 @@ pub struct EffectState {
     pub stored_tracers: std::collections::HashSet<u32>,
     /// Mutations of outer state that stored a tracer: (site, trace id).
     pub tracer_stores: Vec<(Site, u32)>,
+    /// Globals read inside caching traces (TL204 when reassigned later).
+    pub global_reads: Vec<GlobalRead>,
+    /// Large constants already reported, per trace record (TL212).
+    pub captured_constants: Vec<(Rc<Array>, usize)>,
     /// Traces whose leaked tracers raised UnexpectedTracerError.
     pub leaked_traces: std::collections::HashSet<u32>,
+}
+
+/// A global read inside a caching trace: module identity, name, where, inside what.
+#[derive(Clone)]
+pub struct GlobalRead {
+    pub module: usize,
+    pub name: String,
+    pub site: Site,
+    pub inside: String,
 }
 
 pub struct PrintSite {

@@ -108,6 +108,8 @@ pub struct JaxState {
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,
     pub jitted: Vec<api::JitInfo>,
+    /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.
+    pub body_cache: Vec<api::BodyCacheEntry>,
     pub config: DTypeConfig,
     /// (file, call expression span, callee span) of the calls being evaluated, innermost last.
     pub call_spans: Vec<(crate::interp::FileId, crate::syntax::ast::Span, crate::syntax::ast::Span)>,

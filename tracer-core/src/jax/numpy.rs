@@ -50,6 +50,11 @@ pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
             let wd = dtypes::python_scalar_dtype(PyScalarKind::Float, c);
             Array::scalar(*f, wd.dtype, true)
         }
+        Value::UnknownNumber(is_float) => {
+            let kind = if *is_float { PyScalarKind::Float } else { PyScalarKind::Int };
+            let wd = dtypes::python_scalar_dtype(kind, c);
+            Array::unknown(Aval::scalar(wd.dtype).weak(true), "a Python number whose value is not known")
+        }
         Value::List(_) | Value::Tuple(_) => {
             let items = interp.iterate(v)?;
             return stack_python(interp, &items);
@@ -551,6 +556,13 @@ pub fn note_captured_constant(interp: &mut Interp, a: &Rc<Array>) {
     }
     let bytes = a.aval.size().saturating_mul(a.aval.dtype.itemsize() as u128);
     if bytes > interp.budgets.large_constant_bytes as u128 {
+        // Once per array and trace: a constant is baked in once, however often it is read.
+        let record = interp.jax.traces.last().map(|t| t.record).unwrap_or(0);
+        let seen = &mut interp.jax.effects.captured_constants;
+        if seen.iter().any(|(x, r)| Rc::ptr_eq(x, a) && *r == record) {
+            return;
+        }
+        seen.push((a.clone(), record));
         let inside = interp.jax.staging_description().unwrap_or_default();
         let site = interp.site();
         let msg = format!(
@@ -1287,7 +1299,8 @@ pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult
             if METHODS.contains(&name) {
                 Value::Builtin(Rc::new(crate::interp::builtins::Builtin::Method { recv: Value::Array(a.clone()), name: Rc::from(name) }))
             } else {
-                return Ok(None);
+                // jax.Array has many more attributes than are modelled: unknown, never an error.
+                Value::opaque(format!("Array.{name}"))
             }
         }
     }))

@@ -329,41 +329,102 @@ impl Lowerer<'_> {
         Expr { kind: ExprKind::Await(value), span: span_of(node) }
     }
 
-    /// `a + b - c` nests to the left; the spine is walked iteratively so long sums do not
-    /// use one stack frame per operator.
+    /// A tree of unparenthesized binary operations, rebuilt with Python's precedence:
+    /// tree-sitter-python ranks `^` above `&` (Python: `&` above `^`), so its nesting
+    /// cannot be kept. Operands and operators are read off in source order and combined
+    /// by precedence climbing, all without recursion, so long sums use no stack per
+    /// operator.
     fn lower_binary_chain(&mut self, node: Node) -> Expr {
-        let mut spine = vec![node];
-        let mut leftmost = node.child_by_field_name("left");
-        while let Some(left) = leftmost.filter(|left| left.kind() == "binary_operator") {
-            spine.push(left);
-            leftmost = left.child_by_field_name("left");
+        enum Item<'tree> {
+            Visit(Option<Node<'tree>>),
+            /// The operator of this `binary_operator`, between its operands.
+            Operator(Node<'tree>),
         }
-        // The result is as deep as the spine is long.
-        let levels = u32::try_from(spine.len()).unwrap_or(u32::MAX);
+        let mut operands: Vec<Node> = Vec::new();
+        let mut operators: Vec<Node> = Vec::new();
+        let mut pending = vec![Item::Visit(Some(node))];
+        while let Some(item) = pending.pop() {
+            match item {
+                Item::Visit(Some(current)) if current.kind() == "binary_operator" => {
+                    pending.push(Item::Visit(current.child_by_field_name("right")));
+                    pending.push(Item::Operator(current));
+                    pending.push(Item::Visit(current.child_by_field_name("left")));
+                }
+                Item::Visit(Some(current)) => operands.push(current),
+                Item::Operator(current) => operators.push(current),
+                Item::Visit(None) => return self.invalid(node, "invalid syntax"),
+            }
+        }
+        // The result is as deep as there are operators, at worst.
+        let levels = u32::try_from(operators.len()).unwrap_or(u32::MAX);
         if self.depth.saturating_add(levels) > MAX_NESTING {
-            let deepest = spine.last().copied().unwrap_or(node);
-            return self.nested_too_deep(deepest);
+            return self.nested_too_deep(node);
         }
         self.depth += levels;
-        let (mut result, star) = unstar(match leftmost {
-            Some(left) => self.lower_expr(left),
-            None => self.invalid(node, "invalid syntax"),
-        });
-        // Without a star the spans are tree-sitter's (they include a parenthesized left
-        // operand's parentheses); with one, each operation starts after the `*`.
-        let starred_start = result.span.start as usize;
-        for &operator_node in spine.iter().rev() {
-            let right = self.lower_field(operator_node, "right");
-            let op = operator_node.child_by_field_name("operator").and_then(|op| binary_op(op.kind()));
-            result = match op {
-                Some(op) => Expr {
-                    kind: ExprKind::BinOp { left: Box::new(result), op, right: Box::new(right) },
-                    span: if star { Span::new(starred_start, operator_node.end_byte()) } else { span_of(operator_node) },
-                },
-                None => self.invalid(operator_node, "invalid syntax"),
-            };
-        }
+        let lowered = self.combine_by_precedence(node, &operands, &operators);
         self.depth -= levels;
+        lowered
+    }
+
+    /// Shunting-yard over `operands[0] op[0] operands[1] op[1] ...`; `operators` holds the
+    /// `binary_operator` node whose operator token comes at that place.
+    fn combine_by_precedence(&mut self, node: Node, operands: &[Node], operators: &[Node]) -> Expr {
+        fn precedence(op: BinOp) -> u8 {
+            match op {
+                BinOp::BitOr => 1,
+                BinOp::BitXor => 2,
+                BinOp::BitAnd => 3,
+                BinOp::LShift | BinOp::RShift => 4,
+                BinOp::Add | BinOp::Sub => 5,
+                BinOp::Mul | BinOp::MatMul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod => 6,
+                BinOp::Pow => 7,
+            }
+        }
+        // Each operand with its source span, parentheses included, as CPython spans
+        // a binary operation from its left operand's first token to its right's last.
+        let mut values: Vec<(Expr, Span)> = Vec::with_capacity(operands.len());
+        let mut pending_ops: Vec<BinOp> = Vec::new();
+        let mut star = false;
+        let reduce = |values: &mut Vec<(Expr, Span)>, op: BinOp| {
+            if let (Some((right, right_span)), Some((left, left_span))) = (values.pop(), values.pop()) {
+                let span = left_span.to(right_span);
+                values.push((Expr { kind: ExprKind::BinOp { left: Box::new(left), op, right: Box::new(right) }, span }, span));
+            }
+        };
+        for (index, &operand) in operands.iter().enumerate() {
+            let mut value = self.lower_expr(operand);
+            let mut span = span_of(operand);
+            if index == 0 {
+                // `[*a + b]`: tree-sitter stars the first operand; Python the whole sum.
+                let (unstarred, was_starred) = unstar(value);
+                star = was_starred;
+                value = unstarred;
+                if star {
+                    span = Span::new(value.span.start as usize, operand.end_byte());
+                }
+            }
+            values.push((value, span));
+            let Some(&operator_node) = operators.get(index) else { break };
+            let Some(op) = operator_node.child_by_field_name("operator").and_then(|op| binary_op(op.kind())) else {
+                return self.invalid(operator_node, "invalid syntax");
+            };
+            while let Some(&top) = pending_ops.last() {
+                // `**` is right-associative: an equal `**` on the stack waits.
+                let binds_first = precedence(top) > precedence(op) || (precedence(top) == precedence(op) && op != BinOp::Pow);
+                if !binds_first {
+                    break;
+                }
+                pending_ops.pop();
+                reduce(&mut values, top);
+            }
+            pending_ops.push(op);
+        }
+        while let Some(op) = pending_ops.pop() {
+            reduce(&mut values, op);
+        }
+        let Some((result, _)) = values.pop().filter(|_| values.is_empty()) else {
+            return self.invalid(node, "invalid syntax");
+        };
         match star {
             true => Expr { kind: ExprKind::Starred(Box::new(result)), span: span_of(node) },
             false => result,

@@ -435,6 +435,11 @@ fn operators() {
     );
     check("a if b else c\n(y := f(x))\n", "(ifexp b a c)\n(:= y (call f x))");
     check("not x in y\n", "(not (cmp x in y))");
+    // tree-sitter-python ranks `^` above `&`; Python ranks `&` above `^` above `|`.
+    check("~1 ^ 1 & 1 | 1 & 1 ^ -1\n", "(| (^ (inv 1) (& 1 1)) (^ (& 1 1) (neg 1)))");
+    check("a ** b ** c * d\na << b + c\n(a + b) * c\n", "(* (** a (** b c)) d)\n(<< a (+ b c))\n(* (+ a b) c)");
+    let product = only_expr("(a + b) * c\n");
+    assert_eq!((product.span.start, product.span.end), (0, 11));
 }
 
 #[test]
