@@ -528,8 +528,9 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
                     }
                 }
             }
+            let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
             let out = trace_call(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp")?;
-            let tangent = map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone().weak(false), "tangent values"))?;
+            let tangent = map_abstract(interp, &out, &deps, &|a| a.clone().weak(false), "jvp_tangent")?;
             Ok(Value::tuple(vec![out, tangent]))
         }
         F::Vjp => {
@@ -671,8 +672,6 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
         F::LaxForiLoop => fori_loop(interp, &args, &kwargs),
         F::LaxMap => {
             let f2 = arg(0);
-            let body = Value::Builtin(Rc::new(Builtin::Fn("tracelens.map_body")));
-            let _ = body;
             let xs = arg(1);
             let mut leaves = Vec::new();
             flatten(interp, &xs, "", &mut leaves)?;
@@ -682,11 +681,18 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
             let n = first.aval.shape.first().copied().unwrap_or(0);
             let x0 = slice_leading(interp, &xs)?;
             let out = trace_call(interp, &f2, vec![x0], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
-            map_arrays(interp, &out, &|a| {
-                let mut s = vec![n];
-                s.extend(a.aval.shape.iter().copied());
-                Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "lax.map")
-            })
+            let deps = array_leaves(interp, &[xs])?;
+            map_abstract(
+                interp,
+                &out,
+                &deps,
+                &|a| {
+                    let mut s = vec![n];
+                    s.extend(a.shape.iter().copied());
+                    a.with_shape(&s).weak(a.weak)
+                },
+                "map",
+            )
         }
         F::RandomKey | F::RandomPRNGKey => {
             let seed = arg(0);
@@ -814,18 +820,26 @@ pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwa
         JaxObject::Jacobian { fun, argnums, has_aux: _, kind } => {
             let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
             let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
+            let deps = array_leaves(interp, &args)?;
             let out = trace_call(interp, fun, args, kwargs, TraceKind::Grad, kind)?;
             let Some(x) = x_aval else {
                 return Ok(Value::opaque("jacobian"));
             };
-            map_arrays(interp, &out, &|a| {
-                let mut s: Vec<usize> = a.aval.shape.to_vec();
-                s.extend(x.shape.iter().copied());
-                if *kind == "hessian" {
+            let hessian = *kind == "hessian";
+            map_abstract(
+                interp,
+                &out,
+                &deps,
+                &|a| {
+                    let mut s: Vec<usize> = a.shape.to_vec();
                     s.extend(x.shape.iter().copied());
-                }
-                Array::unknown(a.aval.with_shape(&s), "jacobian values")
-            })
+                    if hessian {
+                        s.extend(x.shape.iter().copied());
+                    }
+                    a.with_shape(&s)
+                },
+                kind,
+            )
         }
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
         JaxObject::CustomDerivative { fun, .. } => interp.call(fun, args, kwargs),
@@ -834,7 +848,12 @@ pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwa
         JaxObject::AtUpdate { array, index, op } => at_update(interp, array, index, op, args, kwargs),
         JaxObject::TreeDef(_) => Err(interp.type_error("'PyTreeDef' object is not callable")),
         JaxObject::VjpFn { inputs } => {
-            Ok(Value::tuple(inputs.iter().map(|a| Value::Array(Array::unknown(a.clone(), "vjp values"))).collect()))
+            let deps = array_leaves(interp, &args)?;
+            let mut outs = Vec::new();
+            for a in inputs {
+                outs.push(Value::Array(abstract_output(interp, a.clone(), &deps, "vjp")?));
+            }
+            Ok(Value::tuple(outs))
         }
     }
 }
@@ -964,7 +983,11 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
     if let Some(key) = &cache_key {
         if let Some(entry) = interp.jax.body_cache.iter().find(|e| e.key == *key) {
             let (tree, avals) = (entry.out_tree.clone(), entry.outputs.clone());
-            let leaves: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, "a cached body's output"))).collect();
+            let deps = array_leaves(interp, &args)?;
+            let mut leaves = Vec::with_capacity(avals.len());
+            for a in avals {
+                leaves.push(Value::Array(abstract_output(interp, a, &deps, "cached_body")?));
+            }
             return unflatten(interp, &tree, &mut leaves.into_iter());
         }
     }
@@ -1106,10 +1129,11 @@ fn trace_with_record(
         let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
         outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound));
     } else {
+        let deps = array_leaves(interp, &args)?;
         for a in &arrays {
             outs.push(match a.tracer().and_then(|t| t.primal.clone()) {
                 Some(p) => p,
-                None => Array::unknown(a.aval.clone(), "value of a transformed function"),
+                None => abstract_output(interp, a.aval.clone(), &deps, "transformed")?,
             });
         }
     }
@@ -1134,6 +1158,41 @@ fn instantiate_outputs(
         Some(outs) if outs.len() == bound.len() => outs,
         _ => bound,
     }
+}
+
+/// The results of a transformation whose values are not computed: tracers of the enclosing
+/// staging trace when there is one (so Python cannot see them, exactly as in JAX), concrete
+/// arrays of unknown value otherwise. `inputs` are what the results depend on.
+fn map_abstract(interp: &mut Interp, v: &Value, inputs: &[Rc<Array>], f: &dyn Fn(&Aval) -> Aval, why: &'static str) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, v, "", &mut leaves)?;
+    let mut mapped = Vec::with_capacity(leaves.len());
+    for (_, l) in leaves {
+        mapped.push(match &l {
+            Value::Array(a) => Value::Array(abstract_output(interp, f(&a.aval), inputs, why)?),
+            _ => l,
+        });
+    }
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
+pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], why: &'static str) -> PyResult<Rc<Array>> {
+    if interp.jax.innermost_staging().is_some() {
+        bind1(interp, Prim::Opaque(why), inputs, aval)
+    } else {
+        Ok(Array::unknown(aval, why))
+    }
+}
+
+/// The array leaves of some values (what a transformation's results depend on).
+fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>>> {
+    let mut out = Vec::new();
+    for v in values {
+        let mut leaves = Vec::new();
+        flatten(interp, v, "", &mut leaves)?;
+        out.extend(leaves.into_iter().filter_map(|(_, l)| l.as_array().cloned()));
+    }
+    Ok(out)
 }
 
 fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
@@ -1593,19 +1652,36 @@ fn vmap_call(
             .join("\n");
         return Err(interp.raise("ValueError", Code::VmapAxes, msg));
     }
+    let deps = array_leaves(interp, &args)?;
     let out = trace_call(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap")?;
     let out_ax = crate::interp::ops::as_int(out_axes);
-    map_arrays(interp, &out, &|a| {
-        let mut s: Vec<usize> = a.aval.shape.to_vec();
-        let nd = s.len() as i64 + 1;
-        let ax = match out_ax {
-            Some(x) if x < 0 => (x + nd).max(0) as usize,
-            Some(x) => (x as usize).min(s.len()),
-            None => 0,
-        };
-        s.insert(ax, n);
-        Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "vmap values")
-    })
+    // out_axes must name an axis of each batched output (rank + 1 dimensions).
+    let (_, out_avals) = leaf_avals(interp, &out)?;
+    if let Some(x) = out_ax {
+        for a in out_avals.iter().flatten() {
+            let nd = a.ndim() as i64 + 1;
+            if x >= nd || x < -nd {
+                return Err(interp.raise("ValueError", Code::VmapAxes, format!("axis {x} is out of bounds for array of dimension {nd}")));
+            }
+        }
+    }
+    map_abstract(
+        interp,
+        &out,
+        &deps,
+        &|a| {
+            let mut s: Vec<usize> = a.shape.to_vec();
+            let nd = s.len() as i64 + 1;
+            let ax = match out_ax {
+                Some(x) if x < 0 => (x + nd).max(0) as usize,
+                Some(x) => (x as usize).min(s.len()),
+                None => 0,
+            };
+            s.insert(ax, n);
+            a.with_shape(&s).weak(a.weak)
+        },
+        "vmap",
+    )
 }
 
 /// Removes the mapped axis from the array leaves of one argument.
@@ -1750,9 +1826,10 @@ fn grad_call(
         let mut leaves = Vec::new();
         let tree = flatten(interp, &args[n], "", &mut leaves)?;
         let mut g_leaves = Vec::new();
+        let deps = array_leaves(interp, &args)?;
         for (_, leaf) in leaves {
             g_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(a) => Value::Array(Array::unknown(canonical_aval(interp, &a.aval), "gradient values are not computed yet")),
+                Operand::Array(a) => Value::Array(abstract_output(interp, canonical_aval(interp, &a.aval), &deps, "grad")?),
                 Operand::Unknown => return Ok(Value::opaque("grad with respect to an unknown value")),
             });
         }
@@ -2021,12 +2098,19 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
                 continue;
             }
             None => {
-                let carry = abstract_copy(interp, &parts[0])?;
-                let ys = map_arrays(interp, &parts[1], &|a| {
-                    let mut s = vec![n];
-                    s.extend(a.aval.shape.iter().copied());
-                    Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "stacked scan outputs")
-                })?;
+                let deps = array_leaves(interp, &[init.clone(), xs.clone()])?;
+                let carry = map_abstract(interp, &parts[0], &deps, &|a| a.clone(), "scan")?;
+                let ys = map_abstract(
+                    interp,
+                    &parts[1],
+                    &deps,
+                    &|a| {
+                        let mut s = vec![n];
+                        s.extend(a.shape.iter().copied());
+                        a.with_shape(&s).weak(a.weak)
+                    },
+                    "scan",
+                )?;
                 return Ok(Value::tuple(vec![carry, ys]));
             }
         }
@@ -2106,7 +2190,8 @@ fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands:
         }
     }
     // Weak outputs of different branches join to the strong one.
-    abstract_copy(interp, &first)
+    let deps = array_leaves(interp, operands)?;
+    map_abstract(interp, &first, &deps, &|a| a.clone(), "cond")
 }
 
 fn tree_desc(t: &TreeDef) -> &'static str {
@@ -2189,7 +2274,10 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
         let carry_names = CarryNames { what: "while_loop body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
         match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
-            None => return abstract_copy(interp, &out),
+            None => {
+                let deps = array_leaves(interp, &args[2..3])?;
+                return map_abstract(interp, &out, &deps, &|a| a.clone(), "while");
+            }
         }
     }
     Ok(carry)
@@ -2212,7 +2300,10 @@ fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<
         let carry_names = CarryNames { what, base: "loop_carry[1]".into(), always_component: true };
         match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
-            None => return abstract_copy(interp, &out),
+            None => {
+                let deps = array_leaves(interp, args)?;
+                return map_abstract(interp, &out, &deps, &|a| a.clone(), "fori_loop");
+            }
         }
     }
     Ok(carry)

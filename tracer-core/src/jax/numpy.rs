@@ -2299,6 +2299,13 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let pred = arr!(0, "pred");
             let t = arr!(1, "on_true");
             let fl = arr!(2, "on_false");
+            if t.aval.dtype != fl.aval.dtype {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::DtypeMismatch,
+                    format!("lax.select requires arguments to have the same dtypes, got {}, {}.", fl.aval.dtype.name(), t.aval.dtype.name()),
+                ));
+            }
             bind1(interp, Prim::Select, &[pred, fl, t.clone()], t.aval.clone()).map(Value::Array)
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
@@ -2656,7 +2663,7 @@ pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
 
 pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
     if a.is_tracer() && a.known().is_none() {
-        return Err(interp.raise("TypeError", Code::Concretization, "unsupported format string passed to JitTracer.__format__"));
+        return Err(interp.raise("TypeError", Code::PythonException, "unsupported format string passed to DynamicJaxprTracer.__format__"));
     }
     if a.aval.ndim() == 0 {
         if let Some(x) = eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
