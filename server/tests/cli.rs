@@ -1,0 +1,95 @@
+//! The command-line contract (shared/spec/cli.md): exit codes, JSON shapes, paths.
+
+use std::path::Path;
+use std::process::Command;
+
+fn tracelens() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracelens"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write fixture");
+    p
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelens-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+const BUGGY: &str = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef step(w, x):\n    h = x @ w\n    print('h', h)\n    return h.sum()\n\nstep(jnp.ones((4, 8)), jnp.ones((3, 5)))\n";
+const CLEAN: &str = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef step(w, x):\n    return (x @ w).sum()\n\nfor n in (3, 3):\n    step(jnp.ones((4, 8)), jnp.ones((n, 4)))\n";
+
+#[test]
+fn check_json_follows_the_contract() {
+    let dir = temp_dir("json");
+    write(&dir, "buggy.py", BUGGY);
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "."]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1), "errors exit 1; stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+    let diags = json.as_array().expect("array");
+    assert_eq!(diags.len(), 1, "{json:#}");
+    let d = &diags[0];
+    assert_eq!(d["path"], "buggy.py");
+    assert_eq!(d["code"], "TL104");
+    assert_eq!(d["name"], "shape-mismatch");
+    assert_eq!(d["severity"], "error");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(6), Some(9)));
+    assert_eq!((d["end_line"].as_u64(), d["end_column"].as_u64()), (Some(6), Some(14)));
+    assert_eq!(d["message"], "TypeError: dot_general requires contracting dimensions to have the same shape, got (5,) and (4,).");
+    assert!(d["related"].is_array());
+}
+
+#[test]
+fn check_exit_codes() {
+    let dir = temp_dir("exit");
+    write(&dir, "clean.py", CLEAN);
+    let ok = tracelens().current_dir(&dir).args(["check", "clean.py"]).output().expect("run");
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stdout));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("Checked 1 file: 0 errors, 0 warnings."));
+    let missing = tracelens().current_dir(&dir).args(["check", "nope.py"]).output().expect("run");
+    assert_eq!(missing.status.code(), Some(2));
+    let usage = tracelens().args(["check", "--format", "yaml"]).output().expect("run");
+    assert_eq!(usage.status.code(), Some(2));
+}
+
+#[test]
+fn text_output_has_a_code_frame_and_no_colour_when_piped() {
+    let dir = temp_dir("text");
+    write(&dir, "buggy.py", BUGGY);
+    let out = tracelens().current_dir(&dir).args(["check", "buggy.py"]).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("error[TL104]: TypeError: dot_general"), "{text}");
+    assert!(text.contains("--> buggy.py:6:9"), "{text}");
+    assert!(text.contains("    h = x @ w"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no ANSI colour when not a terminal");
+}
+
+#[test]
+fn trace_json_lists_traces_with_causes() {
+    let dir = temp_dir("trace");
+    let f = write(
+        &dir,
+        "retrace.py",
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    y = x * 2\n    return y.sum()\n\nf(jnp.ones((8, 4)))\nf(jnp.ones((8, 4)))\nf(jnp.ones((16, 4)))\n",
+    );
+    let out = tracelens().current_dir(&dir).args(["trace", "--format", "json"]).arg(&f).output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let func = &json["functions"][0];
+    assert_eq!(func["name"], "f");
+    assert_eq!(func["line"], 4);
+    assert_eq!(func["transform"], "jit");
+    let traces = func["traces"].as_array().expect("traces");
+    assert_eq!(traces.len(), 2, "two traces for three calls: {json:#}");
+    assert_eq!(traces[0]["args"], serde_json::json!(["f32[8,4]"]));
+    assert_eq!(traces[0]["outputs"], serde_json::json!(["f32[]"]));
+    assert_eq!(traces[0]["cause"], "first call");
+    assert_eq!(traces[1]["call_line"], 11);
+    assert_eq!(traces[1]["cause"], "argument x changed shape: f32[8,4] -> f32[16,4]");
+    assert_eq!(traces[1]["values"][0]["aval"], "f32[16,4]");
+    assert!(traces[0]["jaxpr"].as_str().unwrap_or("").starts_with("{ lambda ; a:f32[8,4]. let"), "{}", traces[0]["jaxpr"]);
+}

@@ -1,0 +1,115 @@
+//! Hostile input: every case finishes quickly, never panics, and says what it did not analyse.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tracer_core::diagnostics::Code;
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
+
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _path: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+/// Runs the analysis on a thread with the stack the CLI gives it, and times it.
+fn analyse(source: &str) -> (FileAnalysis, Duration) {
+    let source = source.to_string();
+    let handle = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let start = Instant::now();
+            let a = analyze_file(&PathBuf::from("hostile.py"), &source, &NoFiles, &AnalysisConfig::default());
+            (a, start.elapsed())
+        })
+        .expect("spawn analysis thread");
+    handle.join().expect("the analysis must not panic")
+}
+
+fn codes(a: &FileAnalysis) -> Vec<Code> {
+    a.diagnostics.iter().map(|(d, _, _)| d.code).collect()
+}
+
+#[test]
+fn infinite_loop_stops_on_a_budget_and_says_so() {
+    let (a, took) = analyse("import jax\nx = 0\nwhile True:\n    x += 1\n");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    let (d, loc, _) = a.diagnostics.iter().find(|(d, _, _)| d.code == Code::NotAnalysed).expect("a TL900 info diagnostic");
+    assert!(d.message.contains("budget"), "{}", d.message);
+    assert!(loc.line >= 3, "reported at line {}", loc.line);
+}
+
+#[test]
+fn recursion_bomb_is_a_python_recursion_error() {
+    let (a, took) = analyse("def f(n):\n    return f(n + 1)\n\nf(0)\n");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    let (d, _, _) = a.diagnostics.iter().find(|(d, _, _)| d.code == Code::PythonException).expect("a TL190");
+    assert!(d.message.starts_with("RecursionError: maximum recursion depth exceeded"), "{}", d.message);
+}
+
+#[test]
+fn huge_arrays_are_shapes_only() {
+    let src = "import jax.numpy as jnp\nx = jnp.ones((10**9, 10**9))\ny = (x * 2).sum(axis=0)\nz = y.reshape(10**9, 1)\n";
+    let (a, took) = analyse(src);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn ten_thousand_lines_finish_quickly() {
+    let mut src = String::from("import jax\nimport jax.numpy as jnp\n\n");
+    for i in 0..2500 {
+        src.push_str(&format!("def f{i}(x):\n    y = jnp.tanh(x) * {i}\n    return y.sum()\n\n"));
+    }
+    assert!(src.lines().count() >= 10_000);
+    let (a, took) = analyse(&src);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn binary_garbage_is_a_syntax_error_not_a_crash() {
+    let bytes: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (a, took) = analyse(&text);
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert!(
+        a.diagnostics.iter().all(|(d, _, _)| d.code == Code::PythonException && d.message.starts_with("SyntaxError")),
+        "{:?}",
+        a.diagnostics
+    );
+}
+
+#[test]
+fn a_syntax_error_is_reported_and_the_code_before_it_is_analysed() {
+    let src = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    if x > 0:\n        return x\n    return -x\n\nf(jnp.ones(3))\n\ndef broken(:\n    pass\n";
+    let (a, _) = analyse(src);
+    let lines: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert!(lines.contains(&(Code::Concretization, 6)), "{lines:?}");
+    assert!(lines.iter().any(|(c, l)| *c == Code::PythonException && *l == 12), "{lines:?}");
+}
+
+#[test]
+fn deeply_nested_expressions_do_not_overflow() {
+    let depth = 5_000;
+    let src = format!("x = {}1{}\n", "(".repeat(depth), ")".repeat(depth));
+    let (_, took) = analyse(&src);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+}
+
+#[test]
+fn self_referencing_containers_print() {
+    let (a, _) = analyse("a = []\na.append(a)\nprint(a)\nd = {}\nd['d'] = d\nprint(d)\n");
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn unknown_libraries_never_produce_findings() {
+    let src = "import flax.linen as nn\nimport optax\nimport jax\n\nclass M(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n        return nn.Dense(4)(x)\n\nopt = optax.adam(1e-3)\nstate = opt.init(None)\nif state.count > 3:\n    raise ValueError('never known')\nfor p in state:\n    print(p.shape[7])\n";
+    let (a, _) = analyse(src);
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+}
