@@ -1242,7 +1242,9 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             Ok(None)
         }
         Builtin::Fn(n) => Ok(match (*n, name) {
-            ("numpy.random.Generator", _) => Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) }))),
+            ("numpy.random.Generator", _) => {
+                Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
+            }
             (_, "__name__") => Some(Value::str(n.rsplit('.').next().unwrap_or(n))),
             _ => None,
         }),

@@ -795,11 +795,30 @@ fn make_dataclass(c: &Rc<Class>, frozen: bool) {
 }
 
 const NUMPY_RANDOM_FNS: &[&str] = &[
-    "numpy.random.default_rng", "numpy.random.seed", "numpy.random.normal", "numpy.random.standard_normal", "numpy.random.randn",
-    "numpy.random.rand", "numpy.random.random", "numpy.random.uniform", "numpy.random.randint", "numpy.random.integers",
-    "numpy.random.permutation", "numpy.random.choice", "numpy.random.shuffle", "numpy.random.binomial", "numpy.random.poisson",
-    "numpy.random.exponential", "numpy.random.standard_t", "numpy.random.gamma", "numpy.random.beta", "numpy.random.laplace",
-    "numpy.random.lognormal", "numpy.random.logistic", "numpy.random.multivariate_normal", "numpy.random.dirichlet",
+    "numpy.random.default_rng",
+    "numpy.random.seed",
+    "numpy.random.normal",
+    "numpy.random.standard_normal",
+    "numpy.random.randn",
+    "numpy.random.rand",
+    "numpy.random.random",
+    "numpy.random.uniform",
+    "numpy.random.randint",
+    "numpy.random.integers",
+    "numpy.random.permutation",
+    "numpy.random.choice",
+    "numpy.random.shuffle",
+    "numpy.random.binomial",
+    "numpy.random.poisson",
+    "numpy.random.exponential",
+    "numpy.random.standard_t",
+    "numpy.random.gamma",
+    "numpy.random.beta",
+    "numpy.random.laplace",
+    "numpy.random.lognormal",
+    "numpy.random.logistic",
+    "numpy.random.multivariate_normal",
+    "numpy.random.dirichlet",
 ];
 
 /// `np.random.*` and `np.random.default_rng(seed).*`: arrays of the right shape and NumPy's

@@ -534,8 +534,19 @@ impl<'l> Interp<'l> {
                 }
                 format!("<{} object>", inst.class.name)
             }
-            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Complex(..) | Value::Range(..) | Value::Ellipsis
-            | Value::Function(_) | Value::Class(_) | Value::Module(_) | Value::DType(_) | Value::Builtin(_) | Value::Opaque(_)
+            Value::None
+            | Value::Bool(_)
+            | Value::Int(_)
+            | Value::Float(_)
+            | Value::Complex(..)
+            | Value::Range(..)
+            | Value::Ellipsis
+            | Value::Function(_)
+            | Value::Class(_)
+            | Value::Module(_)
+            | Value::DType(_)
+            | Value::Builtin(_)
+            | Value::Opaque(_)
             | Value::Slice(_) => self.to_str(v)?,
             other => format!("<{} object>", other.type_name()),
         })

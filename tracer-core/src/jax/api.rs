@@ -631,7 +631,11 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
                     for f in c.fields.borrow().iter() {
                         if let Some(Value::Instance(field)) = c.lookup(f) {
                             if let Some(Value::Dict(md)) = field.attrs.borrow().get("metadata") {
-                                let is_static = md.borrow().get(&HashKey::Str(Rc::from("static"))).map(|v| matches!(v, Value::Bool(true))).unwrap_or(false);
+                                let is_static = md
+                                    .borrow()
+                                    .get(&HashKey::Str(Rc::from("static")))
+                                    .map(|v| matches!(v, Value::Bool(true)))
+                                    .unwrap_or(false);
                                 if is_static && !meta.contains(f) {
                                     meta.push(f.clone());
                                 }
@@ -800,7 +804,14 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
     let info = match interp.jax.jitted.iter().position(|j| j.fun_identity == identity && identity != 0) {
         Some(i) => i,
         None => {
-            interp.jax.jitted.push(JitInfo { fun: fun.clone(), name: name.clone(), def_site, fun_identity: identity, entries: Vec::new(), calls: 0 });
+            interp.jax.jitted.push(JitInfo {
+                fun: fun.clone(),
+                name: name.clone(),
+                def_site,
+                fun_identity: identity,
+                entries: Vec::new(),
+                calls: 0,
+            });
             interp.jax.jitted.len() - 1
         }
     };
@@ -1216,7 +1227,14 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
         let scratch = Rc::new(crate::interp::value::Scope::default());
         if let Err(e) = interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone()) {
             let site = interp.site();
-            interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), site, "the arguments do not match the signature".into(), Some(j.info));
+            interp.jax.push_trace(
+                TraceKind::Jit,
+                j.name.clone(),
+                fun_def_site(&j.fun),
+                site,
+                "the arguments do not match the signature".into(),
+                Some(j.info),
+            );
             interp.jax.abort_trace();
             return Err(e);
         }
@@ -1505,7 +1523,8 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
             },
             _ => false,
         };
-        let same_line = interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
+        let same_line =
+            interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
         if same_line {
             let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let msg = format!(
@@ -1858,7 +1877,8 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         let mut l = Vec::new();
         let t = flatten(interp, other, "", &mut l)?;
         if t != t0 {
-            let msg = prefix_mismatch(&t0, &t, "tree_map tree").unwrap_or_else(|| format!("pytree structure error: tree {} differs from tree 0", i + 1));
+            let msg = prefix_mismatch(&t0, &t, "tree_map tree")
+                .unwrap_or_else(|| format!("pytree structure error: tree {} differs from tree 0", i + 1));
             return Err(interp.raise("ValueError", Code::InvalidPytree, msg));
         }
         rest.push(l);
@@ -1989,11 +2009,7 @@ fn check_carry(interp: &mut Interp, names: &CarryNames, init: &Value, out: &Valu
             continue;
         };
         let path = &leaves[i].0;
-        let label = if path.is_empty() && !names.always_component {
-            names.base.clone()
-        } else {
-            format!("component {}{path}", names.base)
-        };
+        let label = if path.is_empty() && !names.always_component { names.base.clone() } else { format!("component {}{path}", names.base) };
         if a.shape != b.shape {
             let msg = format!(
                 "{what} function carry input and carry output must have equal types, but they differ:\n\nThe input carry {label} has type {} but the corresponding output carry component has type {}, so the shapes do not match.\n\nRevise the function so that all output types match the corresponding input types.",
@@ -2091,7 +2107,8 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
             Value::Opaque(_) => return Ok(Value::opaque("scan with unknown outputs")),
             _ => return Err(interp.type_error("scan body output must be a pair, returning a tuple with exactly two elements")),
         };
-        let carry_names = CarryNames { what: "scan body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
+        let carry_names =
+            CarryNames { what: "scan body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
         match check_carry(interp, &carry_names, &carry_in, &parts[0])? {
             Some(promoted) => {
                 carry_in = promoted;
@@ -2271,7 +2288,8 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
             }
         }
         let out = trace_call(interp, &body_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
-        let carry_names = CarryNames { what: "while_loop body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
+        let carry_names =
+            CarryNames { what: "while_loop body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
         match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
             None => {

@@ -112,14 +112,8 @@ pub fn on_key_use(interp: &mut Interp, key: &Rc<Array>, api: &'static str) {
 pub fn prune(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     let retrace_in_loop: Vec<(std::path::PathBuf, crate::syntax::ast::Span)> =
         diagnostics.iter().filter(|d| d.code == Code::RetraceInLoop).map(|d| (d.path.clone(), d.span)).collect();
-    let leak_sites: Vec<Site> = interp
-        .jax
-        .effects
-        .tracer_stores
-        .iter()
-        .filter(|(_, t)| interp.jax.effects.leaked_traces.contains(t))
-        .map(|(s, _)| *s)
-        .collect();
+    let leak_sites: Vec<Site> =
+        interp.jax.effects.tracer_stores.iter().filter(|(_, t)| interp.jax.effects.leaked_traces.contains(t)).map(|(s, _)| *s).collect();
     diagnostics.retain(|d| match d.code {
         Code::Retrace => !retrace_in_loop.contains(&(d.path.clone(), d.span)),
         Code::OuterMutation => !leak_sites.iter().any(|s| interp.path(s.file) == d.path && s.span == d.span),

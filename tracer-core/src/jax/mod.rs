@@ -370,7 +370,12 @@ pub fn bind_with_bodies(
             (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
             (None, _) => None,
         };
-        outs.push(Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin: site, numpy: Default::default() }));
+        outs.push(Rc::new(Array {
+            aval,
+            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
+            origin: site,
+            numpy: Default::default(),
+        }));
     }
     frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies });
     Ok(outs)

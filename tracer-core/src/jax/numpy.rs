@@ -430,7 +430,10 @@ pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Val
                 return Err(interp.raise(
                     "TypeError",
                     Code::DtypeMismatch,
-                    format!("not does not accept dtype {} at position 0. Accepted dtypes at position 0 are subtypes of integer, bool.", a.aval.dtype.name()),
+                    format!(
+                        "not does not accept dtype {} at position 0. Accepted dtypes at position 0 are subtypes of integer, bool.",
+                        a.aval.dtype.name()
+                    ),
                 ));
             }
             bind1(interp, Prim::Unary(UnaryPrim::Not), std::slice::from_ref(a), a.aval.clone())?
@@ -1917,7 +1920,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let shape0 = arrays[0].aval.shape.clone();
             if arrays.iter().any(|a| a.aval.shape != shape0) {
                 let shapes = arrays.iter().map(|a| a.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
-                return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("All input arrays must have the same shape. Got {shapes}.")));
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::ShapeMismatch,
+                    format!("All input arrays must have the same shape. Got {shapes}."),
+                ));
             }
             let axis = p.get(1, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0);
             let expanded = arrays.iter().map(|a| expand_dims(interp, a, axis)).collect::<PyResult<Vec<_>>>()?;
@@ -2303,7 +2310,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 return Err(interp.raise(
                     "TypeError",
                     Code::DtypeMismatch,
-                    format!("lax.select requires arguments to have the same dtypes, got {}, {}.", fl.aval.dtype.name(), t.aval.dtype.name()),
+                    format!(
+                        "lax.select requires arguments to have the same dtypes, got {}, {}.",
+                        fl.aval.dtype.name(),
+                        t.aval.dtype.name()
+                    ),
                 ));
             }
             bind1(interp, Prim::Select, &[pred, fl, t.clone()], t.aval.clone()).map(Value::Array)
@@ -2378,7 +2389,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     format!("The last two dimensions of a must be square; got a.shape={}", a.aval.shape_tuple()),
                 ));
             }
-            let bn = if b.aval.ndim() == 1 || b.aval.ndim() + 1 == a.aval.ndim() { b.aval.shape.last().copied() } else { b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied() };
+            let bn = if b.aval.ndim() == 1 || b.aval.ndim() + 1 == a.aval.ndim() {
+                b.aval.shape.last().copied()
+            } else {
+                b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied()
+            };
             if bn != Some(n) {
                 return Err(interp.raise(
                     "ValueError",
