@@ -1,0 +1,116 @@
+//! Engine benchmark (`cargo bench -p tracer-core`): tracelens against real JAX on the
+//! conformance fixtures, as a ratio measured in the same run, and the median time to trace a
+//! generated 2,000-line JAX module. Prints figures; asserts nothing (no timed tests).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig};
+
+struct Disk;
+
+impl SourceLoader for Disk {
+    fn read(&self, path: &Path) -> Option<Rc<str>> {
+        std::fs::read_to_string(path).ok().map(Rc::from)
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for folder in ["clean", "errors", "warnings"] {
+        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures").join(folder)) {
+            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn jax_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACELENS_JAX_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join("target/jax-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+fn analyse(path: &Path, text: &str) -> Duration {
+    let config = AnalysisConfig { search_roots: path.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default(), ..Default::default() };
+    let start = Instant::now();
+    let analysis = analyze_file(path, text, &Disk, &config);
+    let took = start.elapsed();
+    std::hint::black_box(analysis);
+    took
+}
+
+/// A realistic module of `n_blocks` layers, each a jitted function called from a loop.
+fn generated_module(lines: usize) -> String {
+    let mut src = String::from("import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n");
+    let mut i = 0;
+    while src.lines().count() < lines {
+        src.push_str(&format!(
+            "@jax.jit\ndef layer_{i}(params, x):\n    h = jnp.tanh(x @ params['w'] + params['b'])\n    h = h / (jnp.linalg.norm(h, axis=-1, keepdims=True) + 1e-6)\n    logits = h @ params['out']\n    loss = jax.nn.logsumexp(logits, axis=-1).mean()\n    return loss, h\n\n\ndef init_{i}(d):\n    return {{'w': jnp.ones((d, 32)), 'b': jnp.zeros(32), 'out': jnp.ones((32, 10))}}\n\n\nparams_{i} = init_{i}(16)\nfor step in range(2):\n    loss_{i}, h_{i} = layer_{i}(params_{i}, jnp.ones((8, 16)))\n\n\n"
+        ));
+        i += 1;
+    }
+    src
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let files = fixtures();
+    // 1. tracelens over every fixture, in process, three rounds; the best round counts.
+    let texts: Vec<(PathBuf, String)> = files.iter().filter_map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t))).collect();
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let total: Duration = texts.iter().map(|(p, t)| analyse(p, t)).sum();
+        best = best.min(total);
+    }
+    println!("tracelens: {} fixtures analysed in {:.1} ms ({:.2} ms each)", texts.len(), best.as_secs_f64() * 1e3, best.as_secs_f64() * 1e3 / texts.len().max(1) as f64);
+
+    // 2. the same fixtures under python + real JAX, one process each, as a user runs them.
+    match jax_python() {
+        Some(python) => {
+            let start = Instant::now();
+            let mut ran = 0;
+            for (p, _) in &texts {
+                let status = Command::new(&python)
+                    .arg(p)
+                    .current_dir(p.parent().unwrap_or(Path::new(".")))
+                    .env("JAX_PLATFORMS", "cpu")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+                if status.is_ok() {
+                    ran += 1;
+                }
+            }
+            let jax = start.elapsed();
+            println!("real JAX:  {ran} fixtures run in {:.1} s ({:.0} ms each)", jax.as_secs_f64(), jax.as_secs_f64() * 1e3 / ran.max(1) as f64);
+            println!("ratio:     tracelens is {:.0}x faster than running the fixtures under JAX (target: >= 200x)", jax.as_secs_f64() / best.as_secs_f64().max(1e-9));
+        }
+        None => println!("real JAX:  skipped (set TRACELENS_JAX_PYTHON or run `cargo xtask conformance` once to create target/jax-venv)"),
+    }
+
+    // 3. median time to trace a generated 2,000-line module.
+    let module = generated_module(2000);
+    let path = PathBuf::from("generated_2000_lines.py");
+    let times: Vec<Duration> = (0..21).map(|_| analyse(&path, &module)).collect();
+    println!(
+        "2,000-line module ({} lines): median {:.2} ms over {} runs (target: <= 5 ms)",
+        module.lines().count(),
+        median(times.clone()).as_secs_f64() * 1e3,
+        times.len()
+    );
+}
