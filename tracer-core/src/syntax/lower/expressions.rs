@@ -6,7 +6,7 @@ use std::rc::Rc;
 use tree_sitter::Node;
 
 use super::literals::{self, Number};
-use super::{children, field_children, named_children, span_of, token, Lowerer, MAX_NESTING};
+use super::{children, field, field_children, named_children, span_of, token, Field, Lowerer};
 use crate::syntax::ast::{
     self, BinOp, BoolOp, CmpOp, Comprehension, Expr, ExprKind, FStringPart, Keyword, Param, Parameters, Span, UnaryOp,
 };
@@ -67,6 +67,63 @@ fn restar(star: bool, base_span: Span, kind: ExprKind, node: Node) -> Expr {
     Expr { kind: ExprKind::Starred(Box::new(inner)), span: span_of(node) }
 }
 
+/// Where a parameter goes in `Parameters`, before `*`/`/` positions are applied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ParamKind {
+    Plain,
+    /// `*args`
+    Vararg,
+    /// `**kwargs`
+    Kwarg,
+}
+
+/// Python's binding strength of a binary operator.
+fn precedence(op: BinOp) -> u8 {
+    match op {
+        BinOp::BitOr => 1,
+        BinOp::BitXor => 2,
+        BinOp::BitAnd => 3,
+        BinOp::LShift | BinOp::RShift => 4,
+        BinOp::Add | BinOp::Sub => 5,
+        BinOp::Mul | BinOp::MatMul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod => 6,
+        BinOp::Pow => 7,
+    }
+}
+
+/// Combines `operands[0] ops[0] operands[1] ops[1] ...` by precedence (shunting-yard);
+/// `**` groups to the right, the rest to the left. `None` if the counts do not match.
+fn by_precedence<T>(operands: Vec<T>, ops: &[BinOp], mut combine: impl FnMut(T, BinOp, T) -> T) -> Option<T> {
+    if operands.len() != ops.len() + 1 {
+        return None;
+    }
+    let mut operands = operands.into_iter();
+    let mut values: Vec<T> = vec![operands.next()?];
+    let mut pending: Vec<BinOp> = Vec::new();
+    let mut reduce = |values: &mut Vec<T>, op: BinOp| -> Option<()> {
+        let right = values.pop()?;
+        let left = values.pop()?;
+        values.push(combine(left, op, right));
+        Some(())
+    };
+    for (&op, operand) in ops.iter().zip(operands) {
+        while let Some(&top) = pending.last() {
+            let binds_first = precedence(top) > precedence(op) || (precedence(top) == precedence(op) && op != BinOp::Pow);
+            if !binds_first {
+                break;
+            }
+            pending.pop();
+            reduce(&mut values, top)?;
+        }
+        pending.push(op);
+        values.push(operand);
+    }
+    while let Some(op) = pending.pop() {
+        reduce(&mut values, op)?;
+    }
+    let result = values.pop()?;
+    values.is_empty().then_some(result)
+}
+
 /// Gathers the pieces of a (possibly implicitly concatenated) string literal.
 #[derive(Default)]
 struct StringParts {
@@ -107,8 +164,8 @@ impl Lowerer<'_> {
         Box::new(self.lower_expr(node))
     }
 
-    fn boxed_field(&mut self, node: Node, field: &str) -> Box<Expr> {
-        Box::new(self.lower_field(node, field))
+    fn boxed_field(&mut self, node: Node, name: Field) -> Box<Expr> {
+        Box::new(self.lower_field(node, name))
     }
 
     /// The node's only named child, lowered.
@@ -201,8 +258,8 @@ impl Lowerer<'_> {
         for entry in named_children(node) {
             match entry.kind() {
                 "pair" => {
-                    let key = self.lower_field(entry, "key");
-                    let value = self.lower_field(entry, "value");
+                    let key = self.lower_field(entry, Field::Key);
+                    let value = self.lower_field(entry, Field::Value);
                     entries.push((Some(key), value));
                 }
                 "dictionary_splat" => entries.push((None, self.lower_only_child(entry))),
@@ -218,8 +275,8 @@ impl Lowerer<'_> {
     }
 
     fn lower_attribute(&mut self, node: Node) -> Expr {
-        let (value, star) = unstar(self.lower_field(node, "object"));
-        let (attr, attr_span) = match node.child_by_field_name("attribute") {
+        let (value, star) = unstar(self.lower_field(node, Field::Object));
+        let (attr, attr_span) = match field(node, Field::Attribute) {
             Some(attribute) => (self.name(attribute), span_of(attribute)),
             None => (Rc::from(""), Span::new(node.end_byte(), node.end_byte())),
         };
@@ -227,10 +284,10 @@ impl Lowerer<'_> {
     }
 
     fn lower_subscript(&mut self, node: Node) -> Expr {
-        let (value, star) = unstar(self.lower_field(node, "value"));
+        let (value, star) = unstar(self.lower_field(node, Field::Value));
         let value_span = value.span;
         let value = Box::new(value);
-        let indices = field_children(node, "subscript");
+        let indices = field_children(node, Field::Subscript);
         let trailing_comma = indices.last().and_then(|last| last.next_sibling()).filter(|next| next.kind() == ",");
         let index = match indices.as_slice() {
             // `x[*a]` indexes with a one-element tuple, as `x[*a,]` would.
@@ -252,10 +309,10 @@ impl Lowerer<'_> {
     }
 
     fn lower_call(&mut self, node: Node) -> Expr {
-        let (func, star) = unstar(self.lower_field(node, "function"));
+        let (func, star) = unstar(self.lower_field(node, Field::Function));
         let func_span = func.span;
         let func = Box::new(func);
-        let (args, keywords) = match node.child_by_field_name("arguments") {
+        let (args, keywords) = match field(node, Field::Arguments) {
             Some(arguments) if arguments.kind() == "argument_list" => self.lower_arguments(arguments),
             Some(generator) => (vec![self.lower_expr(generator)], Vec::new()),
             None => (Vec::new(), Vec::new()),
@@ -267,14 +324,14 @@ impl Lowerer<'_> {
         let op = if node.kind() == "not_operator" {
             UnaryOp::Not
         } else {
-            match node.child_by_field_name("operator").map(|op| op.kind()) {
+            match field(node, Field::Operator).map(|op| op.kind()) {
                 Some("-") => UnaryOp::Neg,
                 Some("+") => UnaryOp::Pos,
                 Some("~") => UnaryOp::Invert,
                 _ => return self.invalid(node, "invalid syntax"),
             }
         };
-        let operand = self.boxed_field(node, "argument");
+        let operand = self.boxed_field(node, Field::Argument);
         Expr { kind: ExprKind::UnaryOp { op, operand }, span: span_of(node) }
     }
 
@@ -287,22 +344,22 @@ impl Lowerer<'_> {
     }
 
     fn lower_named(&mut self, node: Node) -> Expr {
-        let target = self.boxed_field(node, "name");
-        let value = self.boxed_field(node, "value");
+        let target = self.boxed_field(node, Field::Name);
+        let value = self.boxed_field(node, Field::Value);
         Expr { kind: ExprKind::NamedExpr { target, value }, span: span_of(node) }
     }
 
     fn lower_comprehension(&mut self, node: Node) -> Expr {
         let kind = if node.kind() == "dictionary_comprehension" {
-            let Some(pair) = node.child_by_field_name("body").filter(|body| body.kind() == "pair") else {
+            let Some(pair) = field(node, Field::Body).filter(|body| body.kind() == "pair") else {
                 return self.invalid(node, "invalid syntax");
             };
-            let key = self.boxed_field(pair, "key");
-            let value = self.boxed_field(pair, "value");
+            let key = self.boxed_field(pair, Field::Key);
+            let value = self.boxed_field(pair, Field::Value);
             let generators = self.lower_comprehension_clauses(node);
             ExprKind::DictComp { key, value, generators }
         } else {
-            let elt = self.boxed_field(node, "body");
+            let elt = self.boxed_field(node, Field::Body);
             let generators = self.lower_comprehension_clauses(node);
             match node.kind() {
                 "list_comprehension" => ExprKind::ListComp { elt, generators },
@@ -331,9 +388,9 @@ impl Lowerer<'_> {
 
     /// A tree of unparenthesized binary operations, rebuilt with Python's precedence:
     /// tree-sitter-python ranks `^` above `&` (Python: `&` above `^`), so its nesting
-    /// cannot be kept. Operands and operators are read off in source order and combined
-    /// by precedence climbing, all without recursion, so long sums use no stack per
-    /// operator.
+    /// cannot be kept. Operands and operators are read off in source order without
+    /// recursion, so a long sum costs no stack per operator; its depth in the AST counts
+    /// against `MAX_AST_DEPTH`.
     fn lower_binary_chain(&mut self, node: Node) -> Expr {
         enum Item<'tree> {
             Visit(Option<Node<'tree>>),
@@ -341,108 +398,61 @@ impl Lowerer<'_> {
             Operator(Node<'tree>),
         }
         let mut operands: Vec<Node> = Vec::new();
-        let mut operators: Vec<Node> = Vec::new();
+        let mut ops: Vec<BinOp> = Vec::new();
         let mut pending = vec![Item::Visit(Some(node))];
         while let Some(item) = pending.pop() {
             match item {
                 Item::Visit(Some(current)) if current.kind() == "binary_operator" => {
-                    pending.push(Item::Visit(current.child_by_field_name("right")));
+                    pending.push(Item::Visit(field(current, Field::Right)));
                     pending.push(Item::Operator(current));
-                    pending.push(Item::Visit(current.child_by_field_name("left")));
+                    pending.push(Item::Visit(field(current, Field::Left)));
                 }
                 Item::Visit(Some(current)) => operands.push(current),
-                Item::Operator(current) => operators.push(current),
+                Item::Operator(current) => match field(current, Field::Operator).and_then(|op| binary_op(op.kind())) {
+                    Some(op) => ops.push(op),
+                    None => return self.invalid(current, "invalid syntax"),
+                },
                 Item::Visit(None) => return self.invalid(node, "invalid syntax"),
             }
         }
-        // The result is as deep as there are operators, at worst.
-        let levels = u32::try_from(operators.len()).unwrap_or(u32::MAX);
-        if self.depth.saturating_add(levels) > MAX_NESTING {
-            return self.nested_too_deep(node);
-        }
-        self.depth += levels;
-        let lowered = self.combine_by_precedence(node, &operands, &operators);
-        self.depth -= levels;
-        lowered
-    }
-
-    /// Shunting-yard over `operands[0] op[0] operands[1] op[1] ...`; `operators` holds the
-    /// `binary_operator` node whose operator token comes at that place.
-    fn combine_by_precedence(&mut self, node: Node, operands: &[Node], operators: &[Node]) -> Expr {
-        fn precedence(op: BinOp) -> u8 {
-            match op {
-                BinOp::BitOr => 1,
-                BinOp::BitXor => 2,
-                BinOp::BitAnd => 3,
-                BinOp::LShift | BinOp::RShift => 4,
-                BinOp::Add | BinOp::Sub => 5,
-                BinOp::Mul | BinOp::MatMul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod => 6,
-                BinOp::Pow => 7,
+        let chain_depth = by_precedence(vec![1u32; operands.len()], &ops, |left, _, right| 1 + left.max(right)).unwrap_or(0);
+        let Some(values) = self.deeper_by(node, chain_depth, |this| {
+            let mut values: Vec<(Expr, Span)> = Vec::with_capacity(operands.len());
+            for &operand in &operands {
+                // Each operand keeps its source span, parentheses included: CPython spans
+                // a binary operation from its left operand's first token to its right's last.
+                values.push((this.lower_expr(operand), span_of(operand)));
             }
-        }
-        // Each operand with its source span, parentheses included, as CPython spans
-        // a binary operation from its left operand's first token to its right's last.
-        let mut values: Vec<(Expr, Span)> = Vec::with_capacity(operands.len());
-        let mut pending_ops: Vec<BinOp> = Vec::new();
+            values
+        }) else {
+            return Expr { kind: ExprKind::NoneLit, span: span_of(node) };
+        };
+        let mut values = values;
+        // `[*a + b]`: tree-sitter stars the first operand; Python the whole operation.
         let mut star = false;
-        let reduce = |values: &mut Vec<(Expr, Span)>, op: BinOp| {
-            if let (Some((right, right_span)), Some((left, left_span))) = (values.pop(), values.pop()) {
-                let span = left_span.to(right_span);
-                values.push((Expr { kind: ExprKind::BinOp { left: Box::new(left), op, right: Box::new(right) }, span }, span));
+        if let Some(first) = values.first_mut() {
+            let placeholder = Expr { kind: ExprKind::NoneLit, span: first.1 };
+            let (unstarred, was_starred) = unstar(std::mem::replace(&mut first.0, placeholder));
+            star = was_starred;
+            if star {
+                first.1 = Span::new(unstarred.span.start as usize, first.1.end as usize);
             }
-        };
-        for (index, &operand) in operands.iter().enumerate() {
-            let mut value = self.lower_expr(operand);
-            let mut span = span_of(operand);
-            if index == 0 {
-                // `[*a + b]`: tree-sitter stars the first operand; Python the whole sum.
-                let (unstarred, was_starred) = unstar(value);
-                star = was_starred;
-                value = unstarred;
-                if star {
-                    span = Span::new(value.span.start as usize, operand.end_byte());
-                }
-            }
-            values.push((value, span));
-            let Some(&operator_node) = operators.get(index) else { break };
-            let Some(op) = operator_node.child_by_field_name("operator").and_then(|op| binary_op(op.kind())) else {
-                return self.invalid(operator_node, "invalid syntax");
-            };
-            while let Some(&top) = pending_ops.last() {
-                // `**` is right-associative: an equal `**` on the stack waits.
-                let binds_first = precedence(top) > precedence(op) || (precedence(top) == precedence(op) && op != BinOp::Pow);
-                if !binds_first {
-                    break;
-                }
-                pending_ops.pop();
-                reduce(&mut values, top);
-            }
-            pending_ops.push(op);
+            first.0 = unstarred;
         }
-        while let Some(op) = pending_ops.pop() {
-            reduce(&mut values, op);
+        let combined = by_precedence(values, &ops, |(left, left_span), op, (right, right_span)| {
+            let span = left_span.to(right_span);
+            (Expr { kind: ExprKind::BinOp { left: Box::new(left), op, right: Box::new(right) }, span }, span)
+        });
+        match combined {
+            Some((result, _)) if star => Expr { kind: ExprKind::Starred(Box::new(result)), span: span_of(node) },
+            Some((result, _)) => result,
+            None => self.invalid(node, "invalid syntax"),
         }
-        let Some((result, _)) = values.pop().filter(|_| values.is_empty()) else {
-            return self.invalid(node, "invalid syntax");
-        };
-        match star {
-            true => Expr { kind: ExprKind::Starred(Box::new(result)), span: span_of(node) },
-            false => result,
-        }
-    }
-
-    /// Reports "too deeply nested" at `node` through the usual guard.
-    fn nested_too_deep(&mut self, node: Node) -> Expr {
-        let saved = self.depth;
-        self.depth = MAX_NESTING;
-        self.nested(node, |_| ());
-        self.depth = saved;
-        Expr { kind: ExprKind::NoneLit, span: span_of(node) }
     }
 
     /// `a and b and c` nests to the left in tree-sitter; CPython flattens it to one `BoolOp`.
     fn lower_boolean_chain(&mut self, node: Node) -> Expr {
-        let op_of = |node: Node| match node.child_by_field_name("operator").map(|op| op.kind()) {
+        let op_of = |node: Node| match field(node, Field::Operator).map(|op| op.kind()) {
             Some("and") => Some(BoolOp::And),
             Some("or") => Some(BoolOp::Or),
             _ => None,
@@ -451,10 +461,10 @@ impl Lowerer<'_> {
             return self.invalid(node, "invalid syntax");
         };
         let mut spine = vec![node];
-        let mut leftmost = node.child_by_field_name("left");
+        let mut leftmost = field(node, Field::Left);
         while let Some(left) = leftmost.filter(|left| left.kind() == "boolean_operator" && op_of(*left) == Some(op)) {
             spine.push(left);
-            leftmost = left.child_by_field_name("left");
+            leftmost = field(left, Field::Left);
         }
         let mut values = Vec::with_capacity(spine.len() + 1);
         values.push(match leftmost {
@@ -462,7 +472,7 @@ impl Lowerer<'_> {
             None => self.invalid(node, "invalid syntax"),
         });
         for &operator_node in spine.iter().rev() {
-            values.push(self.lower_field(operator_node, "right"));
+            values.push(self.lower_field(operator_node, Field::Right));
         }
         Expr { kind: ExprKind::BoolOp { op, values }, span: span_of(node) }
     }
@@ -534,8 +544,8 @@ impl Lowerer<'_> {
             match argument.kind() {
                 "keyword_argument" => {
                     saw_keyword = true;
-                    let arg = argument.child_by_field_name("name").map(|name| self.name(name));
-                    let value = self.lower_field(argument, "value");
+                    let arg = field(argument, Field::Name).map(|name| self.name(name));
+                    let value = self.lower_field(argument, Field::Value);
                     keywords.push(Keyword { arg, value, span: span_of(argument) });
                 }
                 "dictionary_splat" => {
@@ -568,8 +578,8 @@ impl Lowerer<'_> {
         for clause in named_children(node) {
             match clause.kind() {
                 "for_in_clause" => {
-                    let target = self.lower_field(clause, "left");
-                    let iters = field_children(clause, "right").into_iter().filter(|right| right.is_named()).collect::<Vec<_>>();
+                    let target = self.lower_field(clause, Field::Left);
+                    let iters = field_children(clause, Field::Right).into_iter().filter(|right| right.is_named()).collect::<Vec<_>>();
                     let iter = match iters.as_slice() {
                         [single] => self.lower_expr(*single),
                         [] => self.invalid(clause, "invalid syntax"),
@@ -604,12 +614,12 @@ impl Lowerer<'_> {
     }
 
     fn lower_lambda(&mut self, node: Node) -> Expr {
-        let params = match node.child_by_field_name("parameters") {
+        let params = match field(node, Field::Parameters) {
             Some(parameters) => self.lower_parameters(parameters),
             None => Parameters::default(),
         };
         let (body, is_generator) = self.in_function(|this| {
-            let value = this.lower_field(node, "body");
+            let value = this.lower_field(node, Field::Body);
             let span = value.span;
             vec![ast::Stmt { kind: ast::StmtKind::Return(Some(value)), span }]
         });
@@ -651,27 +661,29 @@ impl Lowerer<'_> {
                     bare_star = Some(parameter);
                     continue;
                 }
-                "identifier" => ("plain", Some(parameter)),
+                "identifier" => (ParamKind::Plain, Some(parameter)),
                 "default_parameter" | "typed_default_parameter" => {
-                    ("plain", parameter.child_by_field_name("name").filter(|name| name.kind() == "identifier"))
+                    (ParamKind::Plain, field(parameter, Field::Name).filter(|name| name.kind() == "identifier"))
                 }
                 "typed_parameter" => match named_children(parameter).first() {
-                    Some(&inner) if inner.kind() == "identifier" => ("plain", Some(inner)),
-                    Some(&inner) if inner.kind() == "list_splat_pattern" => ("vararg", named_children(inner).first().copied()),
-                    Some(&inner) if inner.kind() == "dictionary_splat_pattern" => ("kwarg", named_children(inner).first().copied()),
-                    _ => ("plain", None),
+                    Some(&inner) if inner.kind() == "identifier" => (ParamKind::Plain, Some(inner)),
+                    Some(&inner) if inner.kind() == "list_splat_pattern" => (ParamKind::Vararg, named_children(inner).first().copied()),
+                    Some(&inner) if inner.kind() == "dictionary_splat_pattern" => {
+                        (ParamKind::Kwarg, named_children(inner).first().copied())
+                    }
+                    _ => (ParamKind::Plain, None),
                 },
-                "list_splat_pattern" => ("vararg", named_children(parameter).first().copied()),
-                "dictionary_splat_pattern" => ("kwarg", named_children(parameter).first().copied()),
-                _ => ("plain", None),
+                "list_splat_pattern" => (ParamKind::Vararg, named_children(parameter).first().copied()),
+                "dictionary_splat_pattern" => (ParamKind::Kwarg, named_children(parameter).first().copied()),
+                _ => (ParamKind::Plain, None),
             };
             let Some(name_node) = name_node.filter(|name| name.kind() == "identifier") else {
                 self.invalid(parameter, "invalid syntax");
                 continue;
             };
-            let annotation_node = parameter.child_by_field_name("type");
+            let annotation_node = field(parameter, Field::Type);
             let annotation = annotation_node.map(|annotation| self.lower_type(annotation));
-            let default = parameter.child_by_field_name("value").map(|value| self.lower_expr(value));
+            let default = field(parameter, Field::Value).map(|value| self.lower_expr(value));
             // CPython's parameter span: the name and its annotation (with any parentheses
             // around it), not the default.
             let end = annotation_node.map_or(name_node.end_byte(), |annotation| annotation.end_byte());
@@ -682,7 +694,7 @@ impl Lowerer<'_> {
                 self.error(span_of(parameter), "arguments cannot follow var-keyword argument");
             }
             match kind {
-                "vararg" => {
+                ParamKind::Vararg => {
                     if after_star {
                         self.error(span_of(parameter), "* argument may appear only once");
                     }
@@ -690,7 +702,7 @@ impl Lowerer<'_> {
                     bare_star = None;
                     params.vararg = Some(param);
                 }
-                "kwarg" => {
+                ParamKind::Kwarg => {
                     if let Some(star) = bare_star.take().filter(|_| params.kwonly.is_empty()) {
                         self.error(span_of(star), "named arguments must follow bare *");
                     }
@@ -785,7 +797,7 @@ impl Lowerer<'_> {
         while let Some(current) = pending.pop() {
             let is_union = |node: Node| {
                 node.kind() == "union_type"
-                    || (node.kind() == "binary_operator" && node.child_by_field_name("operator").is_some_and(|op| op.kind() == "|"))
+                    || (node.kind() == "binary_operator" && field(node, Field::Operator).is_some_and(|op| op.kind() == "|"))
             };
             let inner = match current.kind() {
                 "type" => named_children(current).first().copied().filter(|inner| is_union(*inner)),
@@ -796,23 +808,21 @@ impl Lowerer<'_> {
                 None => operands.push(current),
             }
         }
-        let levels = u32::try_from(operands.len()).unwrap_or(u32::MAX);
-        if self.depth.saturating_add(levels) > MAX_NESTING {
-            return self.nested_too_deep(node);
-        }
-        self.depth += levels;
-        let mut operands = operands.into_iter();
-        let mut result = match operands.next() {
-            Some(first) => self.lower_type(first),
-            None => self.invalid(node, "invalid syntax"),
-        };
-        for operand in operands {
-            let right = self.lower_type(operand);
-            let span = Span::new(result.span.start as usize, right.span.end as usize);
-            result = Expr { kind: ExprKind::BinOp { left: Box::new(result), op: BinOp::BitOr, right: Box::new(right) }, span };
-        }
-        self.depth -= levels;
-        result
+        let chain_depth = u32::try_from(operands.len()).unwrap_or(u32::MAX);
+        let lowered = self.deeper_by(node, chain_depth, |this| {
+            let mut operands = operands.iter();
+            let mut result = match operands.next() {
+                Some(&first) => this.lower_type(first),
+                None => this.invalid(node, "invalid syntax"),
+            };
+            for &operand in operands {
+                let right = this.lower_type(operand);
+                let span = Span::new(result.span.start as usize, right.span.end as usize);
+                result = Expr { kind: ExprKind::BinOp { left: Box::new(result), op: BinOp::BitOr, right: Box::new(right) }, span };
+            }
+            result
+        });
+        lowered.unwrap_or(Expr { kind: ExprKind::NoneLit, span: span_of(node) })
     }
 
     /// A `string` or `concatenated_string`: `Str`, `Bytes` or, if any part is an f-string,
@@ -901,12 +911,12 @@ impl Lowerer<'_> {
     /// `{x=}` keeps its source text in `debug_text`; with neither a conversion nor a format
     /// spec, Python formats the value with `repr`, so `conversion` is then `Some('r')`.
     fn lower_interpolation(&mut self, node: Node, raw: bool) -> FStringPart {
-        let value = match node.child_by_field_name("expression") {
+        let value = match field(node, Field::Expression) {
             Some(expression) => self.lower_expr(expression),
             None => self.invalid(node, "f-string: valid expression required before '}'"),
         };
-        let conversion_node = node.child_by_field_name("type_conversion");
-        let spec_node = node.child_by_field_name("format_specifier");
+        let conversion_node = field(node, Field::TypeConversion);
+        let spec_node = field(node, Field::FormatSpecifier);
         let conversion = conversion_node.and_then(|conversion| {
             let letter = self.text(conversion).trim_start_matches('!').chars().next();
             match letter {
