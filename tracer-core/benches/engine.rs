@@ -77,7 +77,12 @@ fn main() {
         let total: Duration = texts.iter().map(|(p, t)| analyse(p, t)).sum();
         best = best.min(total);
     }
-    println!("tracelens: {} fixtures analysed in {:.1} ms ({:.2} ms each)", texts.len(), best.as_secs_f64() * 1e3, best.as_secs_f64() * 1e3 / texts.len().max(1) as f64);
+    println!(
+        "tracelens: {} fixtures analysed in {:.1} ms ({:.2} ms each)",
+        texts.len(),
+        best.as_secs_f64() * 1e3,
+        best.as_secs_f64() * 1e3 / texts.len().max(1) as f64
+    );
 
     // 2. the same fixtures under python + real JAX, one process each, as a user runs them.
     match jax_python() {
@@ -97,8 +102,15 @@ fn main() {
                 }
             }
             let jax = start.elapsed();
-            println!("real JAX:  {ran} fixtures run in {:.1} s ({:.0} ms each)", jax.as_secs_f64(), jax.as_secs_f64() * 1e3 / ran.max(1) as f64);
-            println!("ratio:     tracelens is {:.0}x faster than running the fixtures under JAX (target: >= 200x)", jax.as_secs_f64() / best.as_secs_f64().max(1e-9));
+            println!(
+                "real JAX:  {ran} fixtures run in {:.1} s ({:.0} ms each)",
+                jax.as_secs_f64(),
+                jax.as_secs_f64() * 1e3 / ran.max(1) as f64
+            );
+            println!(
+                "ratio:     tracelens is {:.0}x faster than running the fixtures under JAX (target: >= 200x)",
+                jax.as_secs_f64() / best.as_secs_f64().max(1e-9)
+            );
         }
         None => println!("real JAX:  skipped (set TRACELENS_JAX_PYTHON or run `cargo xtask conformance` once to create target/jax-venv)"),
     }
@@ -107,10 +119,18 @@ fn main() {
     let module = generated_module(2000);
     let path = PathBuf::from("generated_2000_lines.py");
     let times: Vec<Duration> = (0..21).map(|_| analyse(&path, &module)).collect();
+    let parse: Vec<Duration> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(tracer_core::syntax::parse(&module));
+            start.elapsed()
+        })
+        .collect();
     println!(
-        "2,000-line module ({} lines): median {:.2} ms over {} runs (target: <= 5 ms)",
+        "2,000-line module ({} lines): median {:.2} ms over {} runs, of which parsing {:.2} ms (target: <= 5 ms)",
         module.lines().count(),
         median(times.clone()).as_secs_f64() * 1e3,
-        times.len()
+        times.len(),
+        median(parse).as_secs_f64() * 1e3
     );
 }

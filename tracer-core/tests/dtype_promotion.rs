@@ -5,9 +5,8 @@
 use std::collections::BTreeMap;
 
 use tracer_core::jax::dtypes::{
-    binary_op_result_type, canonicalize, dtype_specifier_operand, lattice_result_type,
-    max_result_type, mean_result_type, prod_result_type, promote_jax_types, python_scalar_dtype,
-    result_type, sum_result_type, true_divide_result_type, var_result_type, DType, DTypeConfig,
+    binary_op_result_type, canonicalize, dtype_specifier_operand, lattice_result_type, max_result_type, mean_result_type, prod_result_type,
+    promote_jax_types, python_scalar_dtype, result_type, sum_result_type, true_divide_result_type, var_result_type, DType, DTypeConfig,
     JaxType, PyScalarKind, WeakDType,
 };
 
@@ -61,9 +60,7 @@ fn parse_operand(spec: &str) -> Option<Operand> {
 fn parse_row(line: usize, text: &str) -> Result<Row<'_>, String> {
     let fields: Vec<&str> = text.split('\t').collect();
     let [x64, op, operands, avals, result] = fields[..] else {
-        return Err(format!(
-            "line {line}: expected 5 tab-separated fields: {text:?}"
-        ));
+        return Err(format!("line {line}: expected 5 tab-separated fields: {text:?}"));
     };
     let cfg = match x64 {
         "0" => DTypeConfig { enable_x64: false },
@@ -76,20 +73,9 @@ fn parse_row(line: usize, text: &str) -> Result<Row<'_>, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let avals: Vec<&str> = avals.split(',').collect();
     if avals.len() != operands.len() {
-        return Err(format!(
-            "line {line}: {} operands but {} avals",
-            operands.len(),
-            avals.len()
-        ));
+        return Err(format!("line {line}: {} operands but {} avals", operands.len(), avals.len()));
     }
-    Ok(Row {
-        line,
-        cfg,
-        op,
-        operands,
-        avals,
-        result,
-    })
+    Ok(Row { line, cfg, op, operands, avals, result })
 }
 
 /// The aval our model says JAX makes of an array operand, or `None` for a dtype specifier.
@@ -174,10 +160,7 @@ fn model_result(row: &Row<'_>, avals: &[WeakDType]) -> Result<String, String> {
 #[test]
 fn dtype_model_matches_real_jax() {
     let text = std::fs::read_to_string(GOLDEN).unwrap_or_else(|e| panic!("reading {GOLDEN}: {e}"));
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.starts_with('#'));
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.starts_with('#'));
     let header = lines.next().map(|(_, l)| l);
     assert_eq!(header, Some("x64\top\toperands\tavals\tresult"));
 
@@ -222,9 +205,7 @@ fn dtype_model_matches_real_jax() {
             )),
             Err(e) => failures.push(format!("line {}: {e}", row.line)),
         }
-        *checked
-            .entry((row.op.to_string(), row.cfg.enable_x64))
-            .or_default() += 1;
+        *checked.entry((row.op.to_string(), row.cfg.enable_x64)).or_default() += 1;
     }
 
     let total: usize = checked.values().sum();
@@ -233,29 +214,11 @@ fn dtype_model_matches_real_jax() {
         failures.is_empty(),
         "{} of {total} golden rows disagree with real JAX:\n{}",
         failures.len(),
-        failures
-            .iter()
-            .take(60)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failures.iter().take(60).cloned().collect::<Vec<_>>().join("\n")
     );
-    for op in [
-        "result_type",
-        "lattice_result_type",
-        "add",
-        "true_divide",
-        "promote_types",
-        "result_type_of_dtypes",
-        "sum",
-        "mean",
-        "var",
-    ] {
+    for op in ["result_type", "lattice_result_type", "add", "true_divide", "promote_types", "result_type_of_dtypes", "sum", "mean", "var"] {
         for x64 in [false, true] {
-            assert!(
-                checked.get(&(op.to_string(), x64)).is_some_and(|&n| n > 0),
-                "no golden rows for {op} with x64={x64}"
-            );
+            assert!(checked.get(&(op.to_string(), x64)).is_some_and(|&n| n > 0), "no golden rows for {op} with x64={x64}");
         }
     }
 }

@@ -113,3 +113,18 @@ fn unknown_libraries_never_produce_findings() {
     let (a, _) = analyse(src);
     assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
 }
+
+#[test]
+fn recursion_as_deep_as_cpython_allows_is_fine() {
+    let (a, took) = analyse("def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n\nassert depth(900) == 900\n");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn long_lazy_chains_do_not_exhaust_the_stack() {
+    let src = "import jax.numpy as jnp\nx = jnp.zeros(3)\nfor i in range(20000):\n    x = x + 1.0\nif x[0] > 5:\n    print('big')\n";
+    let (a, took) = analyse(src);
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(a.diagnostics.iter().all(|(d, _, _)| d.code == Code::NotAnalysed), "{:?}", a.diagnostics);
+}

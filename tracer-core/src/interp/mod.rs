@@ -49,7 +49,8 @@ impl Default for Budgets {
         Budgets {
             max_steps: 3_000_000,
             max_time: Duration::from_millis(700),
-            max_recursion: 400,
+            // CPython's default recursion limit.
+            max_recursion: 1000,
             max_elements: 4_000_000,
             large_constant_bytes: 1 << 20,
         }

@@ -29,11 +29,20 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
 /// The data of a concrete array (or a tracer's known primal), computing it if needed.
 /// `None` when unknown or larger than `max_elements`.
 pub fn force(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+    force_at_depth(array, max_elements, 0)
+}
+
+/// Longest chain of pending operations computed in one go (deeper chains stay unknown, so
+/// forcing never exhausts the stack).
+const MAX_FORCE_DEPTH: usize = 512;
+
+fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Rc<NdData>> {
     let known = array.known()?;
     let ArrayKind::Concrete(cell) = &known.kind else {
         return None;
     };
-    if known.aval.size() > max_elements as u128 {
+    // Complex values are not modelled (data is real f64): unknown, never wrong.
+    if known.aval.size() > max_elements as u128 || known.aval.dtype.is_complex() || depth > MAX_FORCE_DEPTH {
         return None;
     }
     let pending = match &*cell.borrow() {
@@ -44,7 +53,10 @@ pub fn force(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
     let (prim, inputs) = pending;
     let mut datas = Vec::with_capacity(inputs.len());
     for i in &inputs {
-        datas.push(force(i, max_elements)?);
+        if i.aval.dtype.is_complex() {
+            return None;
+        }
+        datas.push(force_at_depth(i, max_elements, depth + 1)?);
     }
     let result = kernel(&prim, &datas, &inputs.iter().map(|i| i.aval.dtype).collect::<Vec<_>>(), &known.aval.shape, known.aval.dtype);
     let mut slot = cell.borrow_mut();
