@@ -10,6 +10,7 @@ use tracer_core::analysis::{FileAnalysis, Location};
 use tracer_core::diagnostics::Severity;
 use tracer_core::{analyze_file, AnalysisConfig};
 
+use crate::config::Config;
 use crate::files::{python_files, read_source, FsLoader};
 use crate::render;
 use crate::Format;
@@ -28,12 +29,19 @@ pub struct Finding {
 /// The engine interprets recursively; analysis threads get a stack to match its budgets.
 const ANALYSIS_STACK: usize = 256 << 20;
 
-fn config_for(path: &Path) -> AnalysisConfig {
+fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     let mut roots = vec![std::env::current_dir().unwrap_or_default()];
+    if let Some(root) = project.source.as_ref().and_then(|p| p.parent()) {
+        roots.push(root.to_path_buf());
+    }
     if let Some(parent) = path.parent() {
         roots.push(parent.to_path_buf());
     }
-    AnalysisConfig { search_roots: roots, ..Default::default() }
+    let mut config = AnalysisConfig { search_roots: roots, ..Default::default() };
+    if let Some(bytes) = project.large_constant_bytes {
+        config.budgets.large_constant_bytes = bytes;
+    }
+    config
 }
 
 fn relative(p: &Path) -> String {
@@ -43,10 +51,10 @@ fn relative(p: &Path) -> String {
 }
 
 /// Analyses one file; a panic inside the engine becomes an internal-error finding.
-pub fn analyze_path(path: &Path) -> Result<FileAnalysis, String> {
+pub fn analyze_path(path: &Path, project: &Config) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
     let loader = FsLoader::default();
-    let config = config_for(path);
+    let config = config_for(path, project);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
@@ -67,8 +75,15 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let project = match Config::discover(&paths[0]) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let results: Vec<(PathBuf, Result<FileAnalysis, String>)> =
-        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path(f))).collect());
+        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path(f, &project))).collect());
     let mut findings: Vec<Finding> = Vec::new();
     let mut internal = false;
     for (_, result) in &results {
@@ -82,11 +97,12 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
                     }
                 }
                 for (d, loc, rel) in &a.diagnostics {
+                    let Some(severity) = project.severity_of(d.code, d.severity) else { continue };
                     findings.push(Finding {
                         path: relative(&d.path),
                         code: d.code.as_str(),
                         name: d.code.name(),
-                        severity: d.severity,
+                        severity,
                         location: loc.clone(),
                         message: d.message.clone(),
                         related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
@@ -123,7 +139,8 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
         eprintln!("error: {}: no such file", file.display());
         return ExitCode::from(2);
     }
-    let analysis = match pool().install(|| analyze_path(&file)) {
+    let project = Config::discover(&file).unwrap_or_default();
+    let analysis = match pool().install(|| analyze_path(&file, &project)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");

@@ -2,6 +2,7 @@
 //! language server, `repro` and `run` are tracked in their own issues and not offered yet.
 
 mod check;
+mod config;
 mod files;
 mod render;
 

@@ -93,3 +93,28 @@ fn trace_json_lists_traces_with_causes() {
     assert_eq!(traces[1]["values"][0]["aval"], "f32[16,4]");
     assert!(traces[0]["jaxpr"].as_str().unwrap_or("").starts_with("{ lambda ; a:f32[8,4]. let"), "{}", traces[0]["jaxpr"]);
 }
+
+#[test]
+fn pyproject_severities_and_ignore_comments_apply() {
+    let dir = temp_dir("config");
+    write(&dir, "buggy.py", BUGGY);
+    write(&dir, "pyproject.toml", "[project]\nname = \"demo\"\n\n[tool.tracelens.severity]\nTL104 = \"warning\"\n");
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "buggy.py"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "a warning is not an error");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json[0]["severity"], "warning");
+
+    write(&dir, "pyproject.toml", "[tool.tracelens]\nignore = [\"TL104\"]\n");
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "buggy.py"]).output().expect("run");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+
+    write(&dir, "pyproject.toml", "[tool.tracelens.severity]\nTL104 = \"loud\"\n");
+    let out = tracelens().current_dir(&dir).args(["check", "buggy.py"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2), "bad configuration is bad usage");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TL104"));
+
+    std::fs::remove_file(dir.join("pyproject.toml")).expect("remove");
+    write(&dir, "ignored.py", &BUGGY.replace("h = x @ w", "h = x @ w  # tracelens: ignore[TL104]"));
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "ignored.py"]).output().expect("run");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+}
