@@ -98,6 +98,7 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             interp.report_uncaught(flow, &format!("test {name}"));
         }
     }
+    crate::entry::trace_uncalled(&mut interp, file, &module);
     let mut diagnostics = interp.diagnostics.clone();
     diagnostics.extend(crate::jax::effects::finish(&interp));
     crate::jax::effects::prune(&interp, &mut diagnostics);

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod diagnostics;
+pub mod entry;
 pub mod interp;
 pub mod jax;
 pub mod syntax;

@@ -80,6 +80,7 @@ impl<'l> Interp<'l> {
     }
 
     pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        self.called.insert(Rc::as_ptr(&f.def) as usize);
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
         self.bind_arguments(f, &scope, args, kwargs)?;
         if f.def.is_generator {

@@ -141,6 +141,9 @@ pub struct Interp<'l> {
     pub stdout: String,
     /// Where an entry point stopped because a value could not be known (silent, not a finding).
     pub stops: Vec<(Option<Site>, String)>,
+    /// Function definitions that ran at least once (by AST node), to find library functions
+    /// that only annotations or `# tracelens: trace` comments can reach.
+    pub called: std::collections::HashSet<usize>,
     repr_depth: usize,
 }
 
@@ -162,6 +165,7 @@ impl<'l> Interp<'l> {
             generators: Vec::new(),
             stdout: String::new(),
             stops: Vec::new(),
+            called: Default::default(),
             repr_depth: 0,
         }
     }

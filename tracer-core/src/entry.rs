@@ -1,0 +1,187 @@
+//! Entry points beyond the script and its tests (design.md §9): functions that nothing calls
+//! are traced as `jax.jit` would trace them, from a `# tracelens: trace f(f32[8,4], i32[])`
+//! comment above the `def`, or from jaxtyping annotations (`x: Float[Array, "b n"]`) whose
+//! named dimensions are bound consistently across the arguments.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::interp::value::{ModuleObj, Value};
+use crate::interp::{FileId, Frame, Interp, Site};
+use crate::jax::array::Array;
+use crate::jax::aval::Aval;
+use crate::jax::dtypes::DType;
+use crate::jax::surface::JaxFn;
+use crate::syntax::ast::{Expr, ExprKind, FunctionDef, Span, StmtKind};
+
+/// Distinct sizes for distinct dimension names, so that mixing two names is a visible
+/// shape error, as it is for general sizes.
+const NAMED_SIZES: &[usize] = &[2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
+
+/// Parses `f32[8,4]`, `~f32[]`, `i32[3]`, `bool[2,2]`.
+pub fn parse_aval(text: &str) -> Option<Aval> {
+    let text = text.trim();
+    let (weak, text) = match text.strip_prefix('~') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (dtype, dims) = text.split_once('[')?;
+    let dims = dims.strip_suffix(']')?;
+    let dtype = DType::from_name(dtype.trim())?;
+    let shape: Option<Vec<usize>> =
+        if dims.trim().is_empty() { Some(Vec::new()) } else { dims.split(',').map(|d| d.trim().parse().ok()).collect() };
+    Some(Aval::new(&shape?, dtype).weak(weak))
+}
+
+/// `f(f32[8,4], i32[])` -> ("f", avals).
+fn parse_trace_comment(text: &str) -> Option<(String, Vec<Aval>)> {
+    let (name, rest) = text.trim().split_once('(')?;
+    let inner = rest.trim_end().strip_suffix(')')?;
+    let mut avals = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for c in inner.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                avals.push(parse_aval(&current)?);
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if !current.trim().is_empty() {
+        avals.push(parse_aval(&current)?);
+    }
+    Some((name.trim().to_string(), avals))
+}
+
+/// Traces the functions of `module` that only comments or annotations reach.
+pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>) {
+    let ast = interp.files[file as usize].module.clone();
+    let text = interp.files[file as usize].text.clone();
+    // `# tracelens: trace f(...)` comments, wherever they stand.
+    let mut requests: Vec<(String, Vec<Aval>, Span)> = Vec::new();
+    let mut offset = 0usize;
+    for line in text.split_inclusive('\n') {
+        if let Some(pos) = line.find("# tracelens: trace ") {
+            if let Some((name, avals)) = parse_trace_comment(&line[pos + "# tracelens: trace ".len()..]) {
+                requests.push((name, avals, Span::new(offset + pos, offset + line.trim_end().len())));
+            }
+        }
+        offset += line.len();
+    }
+    for stmt in &ast.body {
+        let StmtKind::FunctionDef(def) = &stmt.kind else { continue };
+        if requests.iter().any(|(n, _, _)| n.as_str() == def.name.as_ref()) || interp.called.contains(&(Rc::as_ptr(def) as usize)) {
+            continue;
+        }
+        if let Some(avals) = jaxtyping_avals(def) {
+            requests.push((def.name.to_string(), avals, def.name_span));
+        }
+    }
+    for (name, avals, span) in requests {
+        let Some(fun) = module.dict.borrow().get(name.as_str()).cloned() else { continue };
+        interp.restart_clock();
+        interp.frames.push(Frame { file, name: Rc::from("<tracelens: trace>"), span, class: None, self_value: None });
+        let args: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, "an argument described by its aval"))).collect();
+        let result = trace_as_jit(interp, fun, args);
+        interp.frames.pop();
+        if let Err(flow) = result {
+            interp.report_uncaught(flow, &format!("the trace of {name}"));
+        }
+        let _ = Site { file, span };
+    }
+}
+
+fn trace_as_jit(interp: &mut Interp, fun: Value, args: Vec<Value>) -> crate::interp::PyResult<Value> {
+    // An already-jitted function is called as it is; a plain one is wrapped in jax.jit.
+    let jitted = match &fun {
+        Value::Builtin(b) if matches!(&**b, crate::interp::builtins::Builtin::Object(crate::jax::api::JaxObject::Jitted(_))) => fun,
+        _ => interp.call(&Value::Builtin(Rc::new(crate::interp::builtins::Builtin::Jax(JaxFn::Jit))), vec![fun], Vec::new())?,
+    };
+    interp.call(&jitted, args, Vec::new())
+}
+
+/// Avals from jaxtyping annotations on every positional parameter, or `None`.
+fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<Aval>> {
+    let params: Vec<_> = def.params.posonly.iter().chain(&def.params.args).collect();
+    if params.is_empty() || def.params.vararg.is_some() {
+        return None;
+    }
+    let mut sizes: HashMap<String, usize> = HashMap::new();
+    let mut avals = Vec::new();
+    for p in params {
+        if p.default.is_some() {
+            break;
+        }
+        let (dtype, dims) = jaxtyping_annotation(p.annotation.as_ref()?)?;
+        let mut shape = Vec::new();
+        for d in dims.split_whitespace() {
+            if let Ok(n) = d.parse::<usize>() {
+                shape.push(n);
+                continue;
+            }
+            // Variadic (`*batch`, `...`) and broadcastable (`#n`) dimensions are not modelled.
+            if d.starts_with(['*', '#', '.']) || !d.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                return None;
+            }
+            let next = NAMED_SIZES.get(sizes.len()).copied()?;
+            shape.push(*sizes.entry(d.to_string()).or_insert(next));
+        }
+        avals.push(Aval::new(&shape, dtype));
+    }
+    (!avals.is_empty()).then_some(avals)
+}
+
+/// `Float[Array, "b n"]` (also `jaxtyping.Float32[jax.Array, "n"]`) -> (dtype, "b n").
+fn jaxtyping_annotation(e: &Expr) -> Option<(DType, String)> {
+    let ExprKind::Subscript { value, index } = &e.kind else { return None };
+    let kind = match &value.kind {
+        ExprKind::Name(n) => n.to_string(),
+        ExprKind::Attribute { attr, .. } => attr.to_string(),
+        _ => return None,
+    };
+    let dtype = match kind.as_str() {
+        "Float" | "Float32" | "Real" | "Inexact" => DType::F32,
+        "Float16" => DType::F16,
+        "BFloat16" => DType::BF16,
+        "Int" | "Int32" | "Integer" => DType::I32,
+        "Int8" => DType::I8,
+        "UInt8" => DType::U8,
+        "UInt" | "UInt32" => DType::U32,
+        "Bool" => DType::Bool,
+        _ => return None,
+    };
+    let ExprKind::Tuple(items) = &index.kind else { return None };
+    let [array, dims] = items.as_slice() else { return None };
+    let array_name = match &array.kind {
+        ExprKind::Name(n) => n.to_string(),
+        ExprKind::Attribute { attr, .. } => attr.to_string(),
+        _ => return None,
+    };
+    if array_name != "Array" && array_name != "ArrayLike" {
+        return None;
+    }
+    let ExprKind::Str(dims) = &dims.kind else { return None };
+    Some((dtype, dims.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avals_and_comments_parse() {
+        assert_eq!(parse_aval("f32[8,4]"), Some(Aval::new(&[8, 4], DType::F32)));
+        assert_eq!(parse_aval("~f32[]"), Some(Aval::scalar(DType::F32).weak(true)));
+        assert_eq!(parse_aval("bool[3]"), Some(Aval::new(&[3], DType::Bool)));
+        assert_eq!(parse_aval("f32[8"), None);
+        let (name, avals) = parse_trace_comment("step(f32[8,4], i32[])").expect("parses");
+        assert_eq!(name, "step");
+        assert_eq!(avals, vec![Aval::new(&[8, 4], DType::F32), Aval::scalar(DType::I32)]);
+    }
+}

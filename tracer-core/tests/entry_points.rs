@@ -1,0 +1,65 @@
+//! Functions nothing calls are traced from `# tracelens: trace` comments and jaxtyping
+//! annotations; `test_*` functions run as tests.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use tracer_core::diagnostics::Code;
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
+
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _path: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+fn analyse(source: &str) -> FileAnalysis {
+    analyze_file(&PathBuf::from("lib.py"), source, &NoFiles, &AnalysisConfig::default())
+}
+
+fn traces_of<'a>(a: &'a FileAnalysis, name: &str) -> Vec<&'a tracer_core::analysis::Trace> {
+    a.functions.iter().filter(|f| f.name == name).flat_map(|f| f.traces.iter()).collect()
+}
+
+#[test]
+fn a_trace_comment_traces_the_function_with_those_avals() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\n# tracelens: trace attention(f32[8,16], f32[4,16])\ndef attention(q, k):\n    scores = q @ k.T\n    return jax.nn.softmax(scores, axis=-1)\n",
+    );
+    let traces = traces_of(&a, "attention");
+    assert_eq!(traces.len(), 1);
+    assert_eq!(traces[0].args, vec!["f32[8,16]", "f32[4,16]"]);
+    assert_eq!(traces[0].outputs, Some(vec!["f32[8,4]".to_string()]));
+    assert_eq!(traces[0].values[0].aval, "f32[8,4]");
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn jaxtyping_dimensions_bind_consistently_and_mixing_them_is_an_error() {
+    let a = analyse(
+        "from jaxtyping import Array, Float\n\ndef good(x: Float[Array, \"b d\"], w: Float[Array, \"d h\"]):\n    return x @ w\n\ndef bad(x: Float[Array, \"b d\"], w: Float[Array, \"h d\"]):\n    return x @ w\n",
+    );
+    assert_eq!(traces_of(&a, "good")[0].outputs, Some(vec!["f32[2,5]".to_string()]));
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::ShapeMismatch, 7)]);
+}
+
+#[test]
+fn functions_the_script_calls_are_not_traced_again_from_annotations() {
+    let a = analyse(
+        "import jax.numpy as jnp\nfrom jaxtyping import Array, Float\n\ndef f(x: Float[Array, \"n\"]):\n    return x * 2\n\nf(jnp.ones(4))\n",
+    );
+    assert!(traces_of(&a, "f").is_empty(), "called eagerly, so no jit trace: {:?}", a.functions);
+}
+
+#[test]
+fn test_functions_run_as_tests() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\ndef test_f():\n    f(jnp.ones(3))\n",
+    );
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::Concretization, 6)]);
+}
