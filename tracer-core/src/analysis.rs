@@ -15,6 +15,8 @@ pub struct AnalysisConfig {
     pub budgets: Budgets,
     /// Folders searched for project-local imports (the workspace root first).
     pub search_roots: Vec<PathBuf>,
+    /// Validate every traced jaxpr with `check_ir` (tests turn this on).
+    pub check_ir: bool,
 }
 
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
@@ -61,6 +63,8 @@ pub struct FileAnalysis {
     pub stdout: String,
     /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
     pub stops: Vec<(Option<Location>, String)>,
+    /// Problems `check_ir` found in the traced jaxprs (empty unless `check_ir` was asked for).
+    pub ir_problems: Vec<String>,
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -111,8 +115,16 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             (d, loc, rel)
         })
         .collect();
+    let mut ir_problems = Vec::new();
+    if config.check_ir {
+        for rec in &interp.jax.records {
+            if let Some(jaxpr) = &rec.jaxpr {
+                ir_problems.extend(crate::jax::ir::check_ir(jaxpr).into_iter().map(|p| format!("{}: {p}", rec.fn_name)));
+            }
+        }
+    }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
-    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone(), stops }
+    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone(), stops, ir_problems }
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

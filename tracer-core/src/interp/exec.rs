@@ -310,6 +310,9 @@ impl<'l> Interp<'l> {
             _ => None,
         };
         self.frames.push(Frame { file: f.file, name: Rc::from(f.def.name.as_ref()), span: f.def.span, class, self_value });
+        // Equations bound in user code belong to no enclosing API call (a scan body's `jnp.sin`
+        // is the user's, not `lax.scan`'s).
+        let api = self.jax.current_api.take();
         let result = if f.is_lambda {
             match f.def.body.first().map(|s| &s.kind) {
                 Some(StmtKind::Return(Some(e))) => self.eval(&ctx, e),
@@ -323,6 +326,7 @@ impl<'l> Interp<'l> {
             }
         };
         self.frames.pop();
+        self.jax.current_api = api;
         result
     }
 

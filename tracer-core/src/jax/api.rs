@@ -443,6 +443,18 @@ fn fun_identity(v: &Value) -> usize {
 }
 
 pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    // The outermost API call names the equations bound under it (`jnp.linalg.norm` binds
+    // several primitives; all of them stand for that one user-level call).
+    let outer = interp.jax.current_api;
+    if outer.is_none() {
+        interp.jax.current_api = Some(f);
+    }
+    let result = call_jax_fn_inner(interp, f, args, kwargs);
+    interp.jax.current_api = outer;
+    result
+}
+
+fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
     match f {

@@ -27,6 +27,9 @@ pub struct Eqn {
     pub site: Option<Site>,
     /// Bodies of higher-order primitives (pjit, scan, cond branches, while cond/body).
     pub bodies: Vec<Rc<Jaxpr>>,
+    /// The JAX API the user called that bound it (`jax.numpy.dot` for a `dot_general`): the
+    /// reproducer emits calls at the level the user wrote.
+    pub api: Option<super::surface::JaxFn>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -355,6 +358,64 @@ impl Prim {
     }
 }
 
+/// Checks that a jaxpr is well formed: every variable is bound once before it is used, and
+/// every body is well formed too. Returns the problems found (autodidax's `typecheck_jaxpr`).
+pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut bound: std::collections::HashMap<VarId, Aval> = std::collections::HashMap::new();
+    for (v, a) in jaxpr.constvars.iter().chain(&jaxpr.invars) {
+        if bound.insert(*v, a.clone()).is_some() {
+            problems.push(format!("{} is bound twice", var_name(*v)));
+        }
+    }
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        for atom in &eqn.inputs {
+            if let Atom::Var(v) = atom {
+                if !bound.contains_key(v) {
+                    problems.push(format!("equation {i} ({}) uses {} before it is bound", eqn.prim.name(), var_name(*v)));
+                }
+            }
+        }
+        for (v, a) in &eqn.outputs {
+            if bound.insert(*v, a.clone()).is_some() {
+                problems.push(format!("equation {i} ({}) binds {} a second time", eqn.prim.name(), var_name(*v)));
+            }
+        }
+        for body in &eqn.bodies {
+            problems.extend(check_ir(body).into_iter().map(|p| format!("in the body of equation {i}: {p}")));
+        }
+        if let (Prim::Pjit { .. }, Some(body)) = (&eqn.prim, eqn.bodies.first()) {
+            let outs: Vec<Aval> = body.outvars.iter().map(|a| atom_aval(a, body)).collect();
+            let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+            if outs != declared {
+                problems.push(format!("equation {i} (pjit) declares outputs {declared:?} but its body returns {outs:?}"));
+            }
+        }
+    }
+    for atom in &jaxpr.outvars {
+        if let Atom::Var(v) = atom {
+            if !bound.contains_key(v) {
+                problems.push(format!("output {} is never bound", var_name(*v)));
+            }
+        }
+    }
+    problems
+}
+
+fn atom_aval(atom: &Atom, jaxpr: &Jaxpr) -> Aval {
+    match atom {
+        Atom::Lit(_, a) => a.clone(),
+        Atom::Var(v) => jaxpr
+            .constvars
+            .iter()
+            .chain(&jaxpr.invars)
+            .chain(jaxpr.eqns.iter().flat_map(|e| e.outputs.iter()))
+            .find(|(w, _)| w == v)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| Aval::scalar(DType::F32)),
+    }
+}
+
 /// Variable names as JAX prints them: a..z, ba..bz, ...
 pub fn var_name(v: VarId) -> String {
     let mut n = v as usize;
@@ -419,5 +480,42 @@ fn atom_text(a: &Atom) -> String {
             };
             format!("{v}:{}", aval.short())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_ir_finds_unbound_and_rebound_variables() {
+        let f32 = Aval::new(&[3], DType::F32);
+        let eqn = |inputs: Vec<Atom>, out: VarId| Eqn {
+            prim: Prim::Unary(UnaryPrim::Sin),
+            inputs,
+            outputs: vec![(out, f32.clone())],
+            site: None,
+            bodies: Vec::new(),
+            api: None,
+        };
+        let good = Jaxpr {
+            invars: vec![(0, f32.clone())],
+            eqns: vec![eqn(vec![Atom::Var(0)], 1)],
+            outvars: vec![Atom::Var(1)],
+            ..Default::default()
+        };
+        assert!(check_ir(&good).is_empty());
+        assert_eq!(good.pretty(0), "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) }");
+        let bad = Jaxpr {
+            invars: vec![(0, f32.clone())],
+            eqns: vec![eqn(vec![Atom::Var(5)], 1), eqn(vec![Atom::Var(0)], 1)],
+            outvars: vec![Atom::Var(7)],
+            ..Default::default()
+        };
+        let problems = check_ir(&bad);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("uses f before it is bound"));
+        assert!(problems[1].contains("binds b a second time"));
+        assert!(problems[2].contains("output h is never bound"));
     }
 }

@@ -108,6 +108,8 @@ pub struct JaxState {
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,
     pub jitted: Vec<api::JitInfo>,
+    /// The JAX API function being evaluated (stamped on the equations it binds).
+    pub current_api: Option<surface::JaxFn>,
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.
     pub body_cache: Vec<api::BodyCacheEntry>,
     pub config: DTypeConfig,
@@ -377,7 +379,9 @@ pub fn bind_with_bodies(
             numpy: Default::default(),
         }));
     }
-    frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies });
+    let api = state.current_api;
+    let frame = &mut state.traces[pos];
+    frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies, api });
     Ok(outs)
 }
 
