@@ -1567,6 +1567,37 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 _ => Ok(Value::Array(Array::unknown(Aval::new(&[n], d), "linspace of traced bounds"))),
             }
         }
+        F::Logspace => {
+            let n = match p.get(2, "num") {
+                Some(v) => interp.index_of(v)?.unwrap_or(50),
+                None => 50,
+            };
+            let d = creation_dtype(interp, p.get(5, "dtype"), dtypes::default_float(c))?;
+            Ok(Value::Array(Array::unknown(Aval::new(&[n.max(0) as usize], d), "logspace values are not computed")))
+        }
+        F::ResultType | F::PromoteTypes => {
+            let mut wds = Vec::new();
+            for v in &args {
+                match (dtype_arg(interp, Some(v))?, v) {
+                    (Some(d), Value::DType(_) | Value::Str(_)) => wds.push(WeakDType { dtype: d, weak: false }),
+                    (Some(_), Value::Array(a)) => wds.push(a.aval.weak_dtype()),
+                    _ => match operand(interp, v)? {
+                        Operand::Array(a) => wds.push(a.aval.weak_dtype()),
+                        Operand::Unknown => return Ok(Value::opaque("result_type of an unknown value")),
+                    },
+                }
+            }
+            if wds.is_empty() {
+                return Err(interp.value_error("at least one array or dtype is required"));
+            }
+            if f == F::PromoteTypes && wds.len() == 2 {
+                return Ok(Value::DType(dtypes::promote_types(wds[0].dtype, wds[1].dtype, c)));
+            }
+            match dtypes::result_type(&wds, c) {
+                Ok(w) => Ok(Value::DType(w.dtype)),
+                Err(_) => Err(interp.value_error("at least one array or dtype is required")),
+            }
+        }
         F::Eye | F::Identity => {
             let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
             let m = match p.get(1, "M") {

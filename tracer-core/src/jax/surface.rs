@@ -238,9 +238,9 @@ surface! {
     Astype = "jax.numpy"."astype",
     ResultType = "jax.numpy"."result_type",
     PromoteTypes = "jax.numpy"."promote_types",
-    Issubdtype = "jax.numpy"."issubdtype",
-    Finfo = "jax.numpy"."finfo",
-    Iinfo = "jax.numpy"."iinfo",
+    // Issubdtype = "jax.numpy"."issubdtype",
+    // Finfo = "jax.numpy"."finfo",
+    // Iinfo = "jax.numpy"."iinfo",
     // jax.lax
     LaxAdd = "jax.lax"."add",
     LaxSub = "jax.lax"."sub",
