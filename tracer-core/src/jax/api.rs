@@ -786,6 +786,21 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
         Value::Function(f) => f.def.params.kwonly.iter().map(|p| p.name.to_string()).collect(),
         _ => Vec::new(),
     };
+    // JAX checks static_argnums when jit wraps the function, against its positional parameters.
+    let has_varargs = matches!(&fun, Value::Function(f) if f.def.params.vararg.is_some());
+    if matches!(fun, Value::Function(_)) && !has_varargs {
+        if static_argnums.iter().any(|&i| i >= params.len() as i64 || i < -(params.len() as i64)) {
+            return Err(interp.raise(
+                "ValueError",
+                Code::BadStaticArg,
+                format!(
+                    "Jitted function has static_argnums={}, but only accepts {} positional arguments.",
+                    tuple_text(&static_argnums),
+                    params.len()
+                ),
+            ));
+        }
+    }
     if matches!(fun, Value::Function(_)) {
         let bad: Vec<&String> = static_argnames.iter().filter(|n| !params.contains(n) && !kwonly.contains(n)).collect();
         if !bad.is_empty() && !has_kwargs {
@@ -1253,21 +1268,6 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     }
     let params = param_names(&j.fun);
     let nargs = args.len() as i64;
-    for &i in &j.static_argnums {
-        if i >= nargs && !params.get(i as usize).map(|p| kwargs.iter().any(|(k, _)| k.as_ref() == p)).unwrap_or(false) {
-            if i >= params.len() as i64 && matches!(j.fun, Value::Function(_)) {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::BadStaticArg,
-                    format!(
-                        "Jitted function has static_argnums={}, but only accepts {} positional arguments.",
-                        tuple_text(&j.static_argnums),
-                        params.len()
-                    ),
-                ));
-            }
-        }
-    }
     // Split static from dynamic arguments.
     let mut statics = Vec::new();
     let mut dyn_args = Vec::new();
@@ -1453,6 +1453,21 @@ fn trace_jit_body(
     for (leaf_path, leaf) in &out_leaves {
         match operand(interp, leaf) {
             Ok(Operand::Array(a)) => arrays.push(a),
+            Ok(Operand::Unknown) if matches!(leaf, Value::Instance(i) if i.class.lookup("__tracelens_opaque_base__").is_none()) => {
+                // An instance of an unregistered user class is not a valid JAX type.
+                interp.jax.abort_trace();
+                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+                let tn = if let Value::Instance(i) = leaf { format!("__main__.{}", i.class.name) } else { leaf.type_name() };
+                let at = if leaf_path.is_empty() { String::new() } else { format!(" at output component {leaf_path}") };
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::InvalidPytree,
+                    format!(
+                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>{at}, which is not a valid JAX type",
+                        j.name
+                    ),
+                ));
+            }
             Ok(Operand::Unknown) => {
                 interp.jax.abort_trace();
                 let what = match leaf {
