@@ -1836,6 +1836,16 @@ fn grad_call(
                     format!("Gradient only defined for scalar-output functions. Output had shape: {}.", a.aval.shape_tuple()),
                 ));
             }
+            if a.aval.dtype.is_complex() {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::NonScalarGrad,
+                    format!(
+                        "{name} requires real-valued outputs (output dtype that is a sub-dtype of np.floating), but got {}. For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic functions involving complex outputs, use jax.vjp directly.",
+                        a.aval.dtype.name()
+                    ),
+                ));
+            }
             if !a.aval.dtype.is_inexact() {
                 return Err(interp.raise(
                     "TypeError",
@@ -2112,9 +2122,10 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
     if let Some(first) = lens.first() {
         if lens.iter().any(|n| n != first) {
             let all = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+            // The spec files mismatched `xs` leaves under pytrees that must match (TL112).
             return Err(interp.raise(
                 "ValueError",
-                Code::ControlFlowSignature,
+                Code::InvalidPytree,
                 format!("scan got values with different leading axis sizes: {all}."),
             ));
         }

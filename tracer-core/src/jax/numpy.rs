@@ -59,7 +59,12 @@ pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
             let items = interp.iterate(v)?;
             return stack_python(interp, &items);
         }
-        Value::Opaque(_) | Value::Complex(..) => return Ok(Operand::Unknown),
+        Value::Complex(..) => {
+            // A Python complex is a weak complex scalar; complex values are not computed.
+            let wd = dtypes::python_scalar_dtype(PyScalarKind::Complex, c);
+            Array::unknown(Aval::scalar(wd.dtype).weak(true), "complex values are not computed")
+        }
+        Value::Opaque(_) => return Ok(Operand::Unknown),
         Value::Instance(_) => match interp.call_dunder(v, "__jax_array__", Vec::new())? {
             Some(Value::Array(a)) => a,
             _ => return Ok(Operand::Unknown),
