@@ -128,3 +128,14 @@ fn long_lazy_chains_do_not_exhaust_the_stack() {
     assert!(took < Duration::from_secs(3), "took {took:?}");
     assert!(a.diagnostics.iter().all(|(d, _, _)| d.code == Code::NotAnalysed), "{:?}", a.diagnostics);
 }
+
+#[test]
+fn generators_raise_only_where_the_consumer_gets_to() {
+    let src = "import itertools\n\ndef numbers():\n    yield 1\n    yield 2\n    raise ValueError('too far')\n\nfor x in itertools.islice(numbers(), 2):\n    print(x)\n\ndef forever(lr):\n    while True:\n        yield lr\n        lr = lr * 0.5\n\nsched = forever(1.0)\nprint(next(sched), next(sched))\n";
+    let (a, took) = analyse(src);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(codes(&a).is_empty(), "{:?}", a.diagnostics);
+    let (a, _) = analyse("def g():\n    yield 1\n    raise ValueError('boom')\n\nfor x in g():\n    pass\n");
+    let lines: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(lines, vec![(Code::PythonException, 3)]);
+}

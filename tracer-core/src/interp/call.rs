@@ -10,7 +10,7 @@ use crate::diagnostics::Code;
 use crate::syntax::ast::{self, Expr, ExprKind};
 
 use super::builtins::Builtin;
-use super::value::{BuiltinClass, Class, Function, Instance, PyIter, Scope, Value};
+use super::value::{BuiltinClass, Class, Function, GeneratorEnd, Instance, PyIter, Scope, Value};
 use super::{Ctx, Flow, Interp, PyResult};
 
 pub type Kwargs = Vec<(Rc<str>, Value)>;
@@ -174,24 +174,29 @@ impl<'l> Interp<'l> {
         Ok(())
     }
 
-    /// Runs a generator function to its end, collecting what it yields (up to a cap).
+    /// Runs a generator function to its end, collecting what it yields (up to a cap); how the
+    /// run ended is replayed when the consumer gets past the last item.
     fn run_generator(&mut self, f: &Rc<Function>, scope: Rc<Scope>) -> PyResult<Value> {
         self.generators.push(Vec::new());
         let result = self.run_body(f, scope);
         let items = self.generators.pop().unwrap_or_default();
-        match result {
-            Ok(_) => {}
-            Err(Flow::Stop(super::StopReason::Unknown(why), _)) if why == GENERATOR_CAP => {
-                return Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Opaque))));
-            }
+        let end = match result {
+            Ok(_) => GeneratorEnd::Returned,
+            Err(Flow::Raise(exc)) => GeneratorEnd::Raised(exc),
+            Err(Flow::Stop(super::StopReason::Unknown(why), _)) => GeneratorEnd::Truncated(why),
             Err(other) => return Err(other),
-        }
-        Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator { items: Rc::new(items), pos: 0, name: Rc::from(f.def.name.as_ref()) }))))
+        };
+        Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator {
+            items: Rc::new(items),
+            pos: 0,
+            name: Rc::from(f.def.name.as_ref()),
+            end: Rc::new(end),
+        }))))
     }
 
     pub(super) fn yield_value(&mut self, v: Value) -> PyResult<()> {
         match self.generators.last_mut() {
-            Some(items) if items.len() >= 100_000 => Err(self.stop_unknown(GENERATOR_CAP)),
+            Some(items) if items.len() >= 10_000 => Err(self.stop_unknown(GENERATOR_CAP)),
             Some(items) => {
                 items.push(v);
                 Ok(())

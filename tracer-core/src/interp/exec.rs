@@ -468,7 +468,12 @@ impl<'l> Interp<'l> {
                     out.push(this.eval(c, elt)?);
                     Ok(())
                 })?;
-                Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator { items: Rc::new(out), pos: 0, name: Rc::from("<genexpr>") }))))
+                Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator {
+                    items: Rc::new(out),
+                    pos: 0,
+                    name: Rc::from("<genexpr>"),
+                    end: Rc::new(super::value::GeneratorEnd::Returned),
+                }))))
             }
             ExprKind::SetComp { elt, generators } => {
                 let mut out = Vec::new();

@@ -38,6 +38,7 @@ const JAX_MODULES: &[&str] = &[
     "jax.scipy",
     "jax.scipy.special",
     "jax.numpy.linalg",
+    "jax.scipy.linalg",
     "jax.config",
     "jax.typing",
     "jax.dtypes",

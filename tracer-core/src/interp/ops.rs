@@ -732,9 +732,23 @@ impl<'l> Interp<'l> {
         };
         let mut s = state.borrow_mut();
         Ok(match &mut *s {
-            PyIter::Seq { items, pos, .. } | PyIter::Generator { items, pos, .. } => {
+            PyIter::Seq { items, pos, .. } => {
                 let v = items.get(*pos).cloned();
                 *pos += 1;
+                v
+            }
+            PyIter::Generator { items, pos, end, .. } => {
+                let v = items.get(*pos).cloned();
+                *pos += 1;
+                if v.is_none() {
+                    let end = end.clone();
+                    drop(s);
+                    match &*end {
+                        super::value::GeneratorEnd::Returned => {}
+                        super::value::GeneratorEnd::Raised(exc) => return Err(super::Flow::Raise(exc.clone())),
+                        super::value::GeneratorEnd::Truncated(why) => return Err(self.stop_unknown(why.clone())),
+                    }
+                }
                 v
             }
             PyIter::List { list, pos } => {

@@ -343,11 +343,12 @@ pub enum PyIter {
         stop: i64,
         step: i64,
     },
-    /// A generator, run eagerly to its end when first advanced: the items it yielded.
+    /// A generator, run eagerly when created: the items it yielded, and how its run ended.
     Generator {
         items: Rc<Vec<Value>>,
         pos: usize,
         name: Rc<str>,
+        end: Rc<GeneratorEnd>,
     },
     Count {
         next: Value,
@@ -367,6 +368,17 @@ impl PyIter {
             PyIter::Opaque => "iterator",
         }
     }
+}
+
+/// How an eagerly run generator ended. Whatever happened after the last item collected is
+/// replayed when the consumer gets there, so an exception raised late in a generator is
+/// raised only if the program actually advances that far.
+#[derive(Debug)]
+pub enum GeneratorEnd {
+    Returned,
+    Raised(Box<super::PyException>),
+    /// The interpreter stopped following it (too many items, or an unknown value).
+    Truncated(String),
 }
 
 pub fn repr_float(f: f64) -> String {

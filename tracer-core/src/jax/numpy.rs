@@ -1467,14 +1467,16 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Array | F::Asarray => {
             let v = first();
             let a = arr_or_unknown!(interp, &v);
-            let a = if let Value::Array(orig) = &v {
-                // jnp.asarray of a jax array keeps it; of a NumPy float64 array it canonicalizes.
-                let d = dtypes::canonicalize(orig.aval.dtype, c);
-                convert(interp, orig, d, false)?
-            } else {
-                let d = dtypes::canonicalize(a.aval.dtype, c);
-                convert(interp, &a, d, false)?
+            // jnp.asarray keeps a jax array as it is (weak type included), canonicalizes a NumPy
+            // array, keeps a Python scalar weakly typed (`jnp.array(0)` is ~i32[]) and makes a
+            // nested list strongly typed.
+            let weak = match &v {
+                Value::Array(orig) => orig.aval.weak && !orig.numpy.get(),
+                Value::Int(_) | Value::Float(_) | Value::Complex(..) | Value::UnknownNumber(_) => true,
+                _ => false,
             };
+            let d = dtypes::canonicalize(a.aval.dtype, c);
+            let a = convert(interp, &a, d, weak)?;
             match dtype_arg(interp, p.get(1, "dtype"))? {
                 Some(d) => {
                     note_x64(interp, d);
@@ -2276,7 +2278,18 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             binary_prim(interp, BinaryPrim::Max, &a, &zero).map(Value::Array)
         }
         F::NnSigmoid => unary!(UnaryPrim::Logistic),
-        F::NnGelu | F::NnSilu | F::NnSwish | F::NnSoftplus | F::NnElu | F::NnLeakyRelu => {
+        F::NnGelu
+        | F::NnSilu
+        | F::NnSwish
+        | F::NnSoftplus
+        | F::NnElu
+        | F::NnLeakyRelu
+        | F::NnLogSigmoid
+        | F::NnSoftSign
+        | F::NnHardTanh
+        | F::NnRelu6
+        | F::NnCelu
+        | F::NnSelu => {
             let a = arr!(0, "x");
             let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
             bind1(
@@ -2286,12 +2299,30 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     F::NnSoftplus => "softplus",
                     F::NnElu => "elu",
                     F::NnLeakyRelu => "leaky_relu",
+                    F::NnLogSigmoid => "log_sigmoid",
+                    F::NnSoftSign => "soft_sign",
+                    F::NnHardTanh => "hard_tanh",
+                    F::NnRelu6 => "relu6",
+                    F::NnCelu => "celu",
+                    F::NnSelu => "selu",
                     _ => "silu",
                 }),
                 &[a.clone()],
                 a.aval.clone(),
             )
             .map(Value::Array)
+        }
+        F::NnGlu => {
+            let a = arr!(0, "x");
+            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?.map(|v| v[0]).unwrap_or(0);
+            let mut s = a.aval.shape.to_vec();
+            if s.get(ax).is_some_and(|d| d % 2 != 0) {
+                return Err(interp.value_error("axis size must be divisible by 2"));
+            }
+            if let Some(d) = s.get_mut(ax) {
+                *d /= 2;
+            }
+            bind1(interp, Prim::Opaque("glu"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
         }
         F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
             let a = arr!(0, "x");
