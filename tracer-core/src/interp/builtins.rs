@@ -441,9 +441,24 @@ impl<'l> Interp<'l> {
                     };
                     let op = if name == "min" { crate::syntax::ast::CmpOp::Lt } else { crate::syntax::ast::CmpOp::Gt };
                     let better = self.compare(op, &xk, &best_key)?;
-                    if crate::jax::numpy::python_bool(self, &better, "bool")? {
-                        best = x;
-                        best_key = xk;
+                    match crate::jax::numpy::python_bool(self, &better, "bool") {
+                        Ok(true) => {
+                            best = x;
+                            best_key = xk;
+                        }
+                        Ok(false) => {}
+                        // Concrete numbers whose values are not computed: the result is one of
+                        // them, so it has their promoted aval and an unknown value.
+                        Err(super::Flow::Stop(super::StopReason::Unknown(_), _)) if key.is_none() => {
+                            match unknown_extremum(self, &best, &x)? {
+                                Some(v) => {
+                                    best = v.clone();
+                                    best_key = v;
+                                }
+                                None => return Err(self.stop_unknown(format!("{name}() of values that are not computed"))),
+                            }
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 best
@@ -1151,6 +1166,24 @@ impl<'l> Interp<'l> {
             _ => return Err(self.no_attr(&Value::Str(s.clone()), name)),
         })
     }
+}
+
+/// `max(a, b)` of two numbers (scalars or arrays) whose order is not known: an array of their
+/// promoted aval whose value is not known. `None` when they are not both numeric.
+fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Option<Value>> {
+    use crate::jax::numpy::{operand, Operand};
+    let numeric = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Array(_) | Value::UnknownNumber(_));
+    if !numeric(a) || !numeric(b) {
+        return Ok(None);
+    }
+    let (Operand::Array(x), Operand::Array(y)) = (operand(interp, a)?, operand(interp, b)?) else { return Ok(None) };
+    if x.is_tracer() || y.is_tracer() {
+        return Ok(None);
+    }
+    let Ok(shape) = crate::jax::numpy::broadcast_shapes(&[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
+    let dt = crate::jax::numpy::promote(&[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
+    let aval = crate::jax::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
+    Ok(Some(Value::Array(crate::jax::array::Array::unknown(aval, "an extremum of values that are not computed"))))
 }
 
 fn seq_iter(items: Vec<Value>, kind: &'static str) -> Value {

@@ -254,7 +254,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("numpy", "inf") => Value::Float(f64::INFINITY),
                 ("numpy", "nan") => Value::Float(f64::NAN),
                 ("numpy", "newaxis") => Value::None,
-                ("numpy", n) if NUMPY_FNS.contains(&n) => b(intern(format!("numpy.{n}"))),
+                // NumPy functions that jax.numpy mirrors are modelled with NumPy's semantics.
+                ("numpy", n) if NUMPY_FNS.contains(&n) || JaxFn::lookup("jax.numpy", n).is_some() => b(intern(format!("numpy.{n}"))),
+                ("numpy.linalg", n) if JaxFn::lookup("jax.numpy.linalg", n).is_some() => b(intern(format!("numpy.linalg.{n}"))),
                 ("numpy.random", n) => match NUMPY_RANDOM_FNS.iter().find(|x| x.ends_with(&format!(".{n}"))) {
                     Some(q) => b(q),
                     None => Value::opaque(format!("numpy.random.{n}")),
@@ -909,9 +911,17 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
                 return crate::jax::numpy::call_array_method(interp, a, func, args[1..].to_vec(), kwargs);
             }
         }
+        // These read only `.shape`/`.ndim`, which a tracer has.
+        if let ("shape" | "ndim" | "size", Some(f)) = (func, JaxFn::lookup("jax.numpy", func)) {
+            return crate::jax::numpy::call(interp, f, args, kwargs);
+        }
         return Err(crate::jax::numpy::numpy_conversion_error(interp, &t));
     }
-    let Some(f) = JaxFn::lookup("jax.numpy", func) else {
+    let f = match func.strip_prefix("linalg.") {
+        Some(name) => JaxFn::lookup("jax.numpy.linalg", name),
+        None => JaxFn::lookup("jax.numpy", func),
+    };
+    let Some(f) = f else {
         return Ok(Value::opaque(format!("np.{func}")));
     };
     let saved = interp.jax.config;
