@@ -163,7 +163,7 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
                         "outputs": t.outputs,
                         "cause": t.cause,
                         "jaxpr": t.jaxpr,
-                        "values": t.values.iter().map(|v| json!({
+                        "values": t.values.iter().filter(|v| v.assigned).map(|v| json!({
                             "line": v.location.line,
                             "column": v.location.column,
                             "name": v.name,

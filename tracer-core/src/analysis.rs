@@ -35,6 +35,8 @@ pub struct TracedValue {
     pub location: Location,
     pub name: String,
     pub aval: String,
+    /// An assignment target (shown as an inlay hint) rather than a use of the name.
+    pub assigned: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -65,6 +67,8 @@ pub struct FileAnalysis {
     pub stops: Vec<(Option<Location>, String)>,
     /// Problems `check_ir` found in the traced jaxprs (empty unless `check_ir` was asked for).
     pub ir_problems: Vec<String>,
+    /// Every file the analysis read (the file itself and the modules it imported).
+    pub files: Vec<PathBuf>,
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -124,7 +128,14 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
-    FileAnalysis { diagnostics: located, functions: collect_functions(&interp), stdout: interp.stdout.clone(), stops, ir_problems }
+    FileAnalysis {
+        diagnostics: located,
+        functions: collect_functions(&interp),
+        stdout: interp.stdout.clone(),
+        stops,
+        ir_problems,
+        files: interp.files.iter().map(|f| f.path.clone()).collect(),
+    }
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
@@ -192,6 +203,7 @@ fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
                 location: locate(interp, interp.path(v.site.file), v.site.span),
                 name: v.name.clone(),
                 aval: v.aval.short(),
+                assigned: v.assigned,
             })
             .collect();
         let trace = Trace {

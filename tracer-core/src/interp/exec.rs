@@ -598,7 +598,7 @@ impl<'l> Interp<'l> {
     pub fn assign(&mut self, ctx: &Ctx, target: &Expr, value: Value) -> PyResult<()> {
         match &target.kind {
             ExprKind::Name(name) => {
-                self.record_value(ctx.file, target.span, name, &value);
+                self.record_value(ctx.file, target.span, name, &value, true);
                 self.store_name(ctx, name, value, Some(target.span))
             }
             ExprKind::Tuple(items) | ExprKind::List(items) => {
@@ -695,6 +695,12 @@ impl<'l> Interp<'l> {
     }
 
     pub fn load_name(&mut self, ctx: &Ctx, name: &str, expr: &Expr) -> PyResult<Value> {
+        let v = self.load_name_inner(ctx, name, expr)?;
+        self.record_value(ctx.file, expr.span, name, &v, false);
+        Ok(v)
+    }
+
+    fn load_name_inner(&mut self, ctx: &Ctx, name: &str, expr: &Expr) -> PyResult<Value> {
         if let Some(scope) = &ctx.scope {
             if !scope.globals.borrow().iter().any(|g| g.as_ref() == name) {
                 if let Some(cell) = lookup_cell_skipping_classes(scope, name) {
@@ -829,13 +835,13 @@ impl<'l> Interp<'l> {
     }
 
     /// Records the aval of an assignment target inside a traced function (hover, `revealed`).
-    fn record_value(&mut self, file: FileId, span: ast::Span, name: &str, value: &Value) {
+    fn record_value(&mut self, file: FileId, span: ast::Span, name: &str, value: &Value, assigned: bool) {
         if self.jax.trace_depth() == 0 {
             return;
         }
         if let Value::Array(a) = value {
             let site = Site { file, span };
-            self.jax.record_value(site, name, a.aval.clone());
+            self.jax.record_value(site, name, a.aval.clone(), assigned);
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct Budgets {
     pub max_elements: u64,
     /// A concrete array larger than this many bytes captured in a trace is TL212.
     pub large_constant_bytes: u64,
+    /// Set by the caller to abandon the analysis (a newer edit arrived).
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for Budgets {
@@ -53,6 +55,7 @@ impl Default for Budgets {
             max_recursion: 1000,
             max_elements: 4_000_000,
             large_constant_bytes: 1 << 20,
+            cancel: None,
         }
     }
 }
@@ -200,6 +203,9 @@ impl<'l> Interp<'l> {
         self.steps += 1;
         if self.steps > self.budgets.max_steps {
             return Err(self.stop_budget(format!("the step budget ({} steps) ran out", self.budgets.max_steps)));
+        }
+        if self.steps % 2048 == 0 && self.budgets.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(self.stop_budget("cancelled".into()));
         }
         if self.steps % 2048 == 0 && self.started.elapsed() > self.budgets.max_time {
             return Err(self.stop_budget(format!("the time budget ({} ms) ran out", self.budgets.max_time.as_millis())));

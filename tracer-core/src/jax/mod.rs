@@ -99,6 +99,8 @@ pub struct ValueRecord {
     pub name: String,
     pub aval: Aval,
     pub record: usize,
+    /// An assignment target (inlay hints) rather than a use of a name (hover only).
+    pub assigned: bool,
 }
 
 #[derive(Default)]
@@ -180,9 +182,9 @@ impl JaxState {
         }
     }
 
-    pub fn record_value(&mut self, site: Site, name: &str, aval: Aval) {
+    pub fn record_value(&mut self, site: Site, name: &str, aval: Aval, assigned: bool) {
         if let Some(top) = self.traces.last() {
-            self.values.push(ValueRecord { site, name: name.to_string(), aval, record: top.record });
+            self.values.push(ValueRecord { site, name: name.to_string(), aval, record: top.record, assigned });
         }
     }
 
