@@ -1,9 +1,10 @@
-//! The `tracelens` binary: `check` and `trace` over the engine (shared/spec/cli.md). The
-//! language server, `repro` and `run` are tracked in their own issues and not offered yet.
+//! The `tracelens` binary: `lsp`, `check` and `trace` over the engine (shared/spec/cli.md).
+//! `repro` and `run` are tracked in their own issues and not offered yet.
 
 mod check;
 mod config;
 mod files;
+mod lsp;
 mod render;
 
 use std::io::IsTerminal;
@@ -31,6 +32,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Color::Auto)]
         color: Color,
     },
+    /// Speak the Language Server Protocol on stdin/stdout.
+    Lsp,
     /// Print every traced function: its traces, argument and result avals, retrace causes
     /// and the jaxpr-like body.
     Trace {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
             };
             check::run_check(paths, format, color)
         }
+        Command::Lsp => lsp::run(),
         Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
     }
 }

@@ -1,0 +1,275 @@
+//! Editor features as plain functions over an analysis and its text: byte offsets and strings
+//! in, byte offsets and strings out. The handlers in `mod.rs` only convert positions.
+
+use std::path::Path;
+
+use tracer_core::analysis::{FileAnalysis, TracedFunction, TracedValue};
+
+/// The analysis of one document at one version.
+pub struct Analysed {
+    pub version: i32,
+    pub text: String,
+    pub analysis: FileAnalysis,
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+}
+
+fn contains(start: u32, end: u32, offset: u32) -> bool {
+    start <= offset && offset <= end
+}
+
+/// The avals a name or expression had at `offset`, over every trace, in order.
+fn values_at<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Vec<(&'a TracedFunction, usize, &'a TracedValue)> {
+    let mut best: Option<(u32, u32)> = None;
+    let mut out = Vec::new();
+    for f in &a.analysis.functions {
+        for (ti, t) in f.traces.iter().enumerate() {
+            for v in &t.values {
+                let s = v.location.span;
+                if !same_file(&v.location.path, path) || !contains(s.start, s.end, offset) {
+                    continue;
+                }
+                // The innermost span wins.
+                match best {
+                    Some((bs, be)) if (s.end - s.start) > (be - bs) => continue,
+                    Some((bs, be)) if (s.start, s.end) != (bs, be) => out.clear(),
+                    _ => {}
+                }
+                best = Some((s.start, s.end));
+                out.push((f, ti, v));
+            }
+        }
+    }
+    out
+}
+
+fn call_text(t: &tracer_core::analysis::Trace) -> String {
+    match &t.call {
+        Some(c) => format!("{}:{}", c.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(), c.line),
+        None => "?".into(),
+    }
+}
+
+/// Hover: the aval per trace of the value under the cursor, or a traced function's traces.
+pub fn hover(a: &Analysed, path: &Path, offset: u32) -> Option<(String, (u32, u32))> {
+    let values = values_at(a, path, offset);
+    if let Some((_, _, first)) = values.first() {
+        let span = (first.location.span.start, first.location.span.end);
+        let mut avals: Vec<&str> = Vec::new();
+        for (_, _, v) in &values {
+            if !avals.contains(&v.aval.as_str()) {
+                avals.push(&v.aval);
+            }
+        }
+        let mut text = format!("```python\n{}: {}\n```", first.name, avals.join(" | "));
+        let traces: Vec<String> = values.iter().map(|(f, ti, v)| format!("{} ({})", v.aval, call_text(&f.traces[*ti]))).collect();
+        let mut seen = Vec::new();
+        let traces: Vec<String> = traces
+            .into_iter()
+            .filter(|t| {
+                if seen.contains(t) {
+                    false
+                } else {
+                    seen.push(t.clone());
+                    true
+                }
+            })
+            .collect();
+        if traces.len() > 1 {
+            text.push_str(&format!("\n\ntraced {}×: {}", traces.len(), traces.join(", ")));
+        } else if let Some((f, ti, _)) = values.first() {
+            text.push_str(&format!("\n\nin {}({}), traced from {}", f.transform, f.name, call_text(&f.traces[*ti])));
+        }
+        return Some((text, span));
+    }
+    let f = a
+        .analysis
+        .functions
+        .iter()
+        .find(|f| same_file(&f.location.path, path) && contains(f.location.span.start, f.location.span.end, offset))?;
+    Some((function_summary(f), (f.location.span.start, f.location.span.end)))
+}
+
+pub fn function_summary(f: &TracedFunction) -> String {
+    let mut text = format!("**{}({})** traced {}×", f.transform, f.name, f.traces.len());
+    for (i, t) in f.traces.iter().enumerate() {
+        let outs = t.outputs.as_ref().map(|o| o.join(", ")).unwrap_or_else(|| "raised".into());
+        text.push_str(&format!("\n\n{}. from {}: ({}) → ({})", i + 1, call_text(t), t.args.join(", "), outs));
+        if i > 0 {
+            text.push_str(&format!(" — retraced because {}", t.cause));
+        }
+    }
+    text
+}
+
+/// Inlay hints after assignment targets: `: f32[8,128]` (several traces joined by `|`).
+pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), scalars: bool) -> Vec<(u32, String)> {
+    let mut hints: Vec<(u32, Vec<String>)> = Vec::new();
+    for f in &a.analysis.functions {
+        for t in &f.traces {
+            for v in t.values.iter().filter(|v| v.assigned && same_file(&v.location.path, path)) {
+                let end = v.location.span.end;
+                if end < range.0 || end > range.1 || (!scalars && v.aval.ends_with("[]")) {
+                    continue;
+                }
+                match hints.iter_mut().find(|(o, _)| *o == end) {
+                    Some((_, avals)) => {
+                        if !avals.contains(&v.aval) {
+                            avals.push(v.aval.clone());
+                        }
+                    }
+                    None => hints.push((end, vec![v.aval.clone()])),
+                }
+            }
+        }
+    }
+    hints.sort();
+    hints.into_iter().map(|(o, avals)| (o, format!(": {}", avals.join(" | ")))).collect()
+}
+
+/// Code lenses on traced functions: `traced 3× · 1 retrace`.
+pub fn code_lenses(a: &Analysed, path: &Path) -> Vec<((u32, u32), String)> {
+    a.analysis
+        .functions
+        .iter()
+        .filter(|f| same_file(&f.location.path, path))
+        .map(|f| {
+            let retraces = f.traces.len().saturating_sub(1);
+            let title = match retraces {
+                0 => format!("{}: traced {}×", f.transform, f.traces.len()),
+                1 => format!("{}: traced {}× · 1 retrace", f.transform, f.traces.len()),
+                n => format!("{}: traced {}× · {n} retraces", f.transform, f.traces.len()),
+            };
+            ((f.location.span.start, f.location.span.end), title)
+        })
+        .collect()
+}
+
+/// Go to definition from a call that traced a function to that function.
+pub fn definition<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Option<&'a TracedFunction> {
+    a.analysis.functions.iter().find(|f| {
+        f.traces.iter().any(|t| t.call.as_ref().is_some_and(|c| same_file(&c.path, path) && contains(c.span.start, c.span.end, offset)))
+    })
+}
+
+/// A text edit: replace bytes `start..end` with `text`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextEdit {
+    pub start: u32,
+    pub end: u32,
+    pub text: String,
+}
+
+/// `# tracelens: ignore[CODE]` at the end of the line holding `offset` (merged into an
+/// existing ignore comment).
+pub fn ignore_edit(text: &str, offset: u32, code: &str) -> TextEdit {
+    let start = text[..(offset as usize).min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
+    let line = &text[start..end];
+    if let Some(pos) = line.find("# tracelens: ignore[") {
+        let close = line[pos..].find(']').map(|i| pos + i).unwrap_or(line.len());
+        let at = (start + close) as u32;
+        return TextEdit { start: at, end: at, text: format!(", {code}") };
+    }
+    let trimmed = line.trim_end().len();
+    let at = (start + trimmed) as u32;
+    TextEdit { start: at, end: (start + line.len()) as u32, text: format!("  # tracelens: ignore[{code}]") }
+}
+
+/// TL107: `x[i] = v` -> `x = x.at[i].set(v)` (and `+=` -> `.add`, `*=` -> `.multiply`, ...).
+pub fn immutable_update_fix(text: &str, target_start: u32, target_end: u32) -> Option<TextEdit> {
+    let (s, e) = (target_start as usize, target_end as usize);
+    let target = text.get(s..e)?;
+    let open = target.find('[')?;
+    let name = target[..open].trim();
+    let index = target.get(open + 1..target.len().checked_sub(1)?)?;
+    if !target.ends_with(']') || name.is_empty() {
+        return None;
+    }
+    let line_end = text[e..].find('\n').map(|i| e + i).unwrap_or(text.len());
+    let rest = text[e..line_end].trim_start();
+    let (method, value) = [("+=", "add"), ("-=", "subtract"), ("*=", "multiply"), ("/=", "divide"), ("**=", "power"), ("=", "set")]
+        .iter()
+        .find_map(|(op, m)| rest.strip_prefix(op).map(|v| (*m, v.trim())))?;
+    let (value, comment) = match value.find("  #") {
+        Some(i) => (value[..i].trim(), &value[i..]),
+        None => (value, ""),
+    };
+    let call = if method == "subtract" { format!("add(-({value}))") } else { format!("{method}({value})") };
+    Some(TextEdit { start: target_start, end: line_end as u32, text: format!("{name} = {name}.at[{index}].{call}{comment}") })
+}
+
+/// TL201: `print(a, "b", c)` -> `jax.debug.print("{} b {}", a, c)`, when the arguments are
+/// plain expressions and string literals (f-strings are left alone).
+pub fn print_fix(text: &str, call_start: u32, call_end: u32) -> Option<TextEdit> {
+    let call = text.get(call_start as usize..call_end as usize)?;
+    let inner = call.strip_prefix("print(")?.strip_suffix(')')?;
+    let mut args = Vec::new();
+    let (mut depth, mut quote, mut current) = (0i32, None::<char>, String::new());
+    for ch in inner.chars() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                args.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(ch);
+    }
+    if !current.trim().is_empty() {
+        args.push(current.trim().to_string());
+    }
+    let mut fmt = Vec::new();
+    let mut values = Vec::new();
+    for arg in &args {
+        let is_plain_string = (arg.starts_with('"') && arg.ends_with('"')) || (arg.starts_with('\'') && arg.ends_with('\''));
+        if arg.contains('=') && !arg.contains("==") || arg.starts_with('*') {
+            return None;
+        }
+        if is_plain_string && arg.len() >= 2 {
+            fmt.push(arg[1..arg.len() - 1].replace('{', "{{").replace('}', "}}"));
+        } else if arg.starts_with(['f', 'F', 'r', 'b']) && arg[1..].starts_with(['"', '\'']) {
+            return None;
+        } else {
+            fmt.push("{}".to_string());
+            values.push(arg.clone());
+        }
+    }
+    let mut out = format!("jax.debug.print(\"{}\"", fmt.join(" ").replace('"', "\\\""));
+    for v in values {
+        out.push_str(", ");
+        out.push_str(&v);
+    }
+    out.push(')');
+    Some(TextEdit { start: call_start, end: call_end, text: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_fix_rewrites() {
+        let text = "    cm[labels[i], preds[i]] += 1\n";
+        let fix = immutable_update_fix(text, 4, 27).expect("fix");
+        assert_eq!(fix.text, "cm = cm.at[labels[i], preds[i]].add(1)");
+        let text = "x[0] = y * 2  # note\n";
+        assert_eq!(immutable_update_fix(text, 0, 4).map(|f| f.text), Some("x = x.at[0].set(y * 2)  # note".to_string()));
+        let text = "    print(\"loss:\", loss, step)\n";
+        let fix = print_fix(text, 4, 30).expect("fix");
+        assert_eq!(fix.text, "jax.debug.print(\"loss: {} {}\", loss, step)");
+        assert_eq!(print_fix("print(f\"{x}\")", 0, 13), None);
+        let ig = ignore_edit("a = 1\nprint(x)\n", 8, "TL201");
+        assert_eq!((ig.start, ig.text.as_str()), (14, "  # tracelens: ignore[TL201]"));
+        let ig = ignore_edit("print(x)  # tracelens: ignore[TL201]\n", 2, "TL104");
+        assert_eq!((ig.start, ig.text.as_str()), (35, ", TL104"));
+    }
+}

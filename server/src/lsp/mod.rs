@@ -1,0 +1,725 @@
+//! `tracelens lsp`: the language server. Text synchronisation goes through one document
+//! store, applied in version order; tracing runs on its own threads, debounced and cancelled
+//! when a newer edit arrives; results are published only for the version they were made from.
+
+mod convert;
+mod documents;
+mod features;
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value as Json;
+use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
+use tower_lsp_server::ls_types::{self as lsp, Uri};
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+use tracer_core::analysis::FileAnalysis;
+use tracer_core::diagnostics::Severity;
+use tracer_core::interp::SourceLoader;
+
+use crate::config::Config;
+use convert::{LineText, PositionEncoding};
+use documents::{Documents, Edit};
+use features::Analysed;
+
+/// Settings from the client (`workspace/configuration`, section `tracelens`), on top of
+/// `pyproject.toml`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub project: Config,
+    pub debounce: Duration,
+    pub inlay_hints: bool,
+    pub inlay_scalars: bool,
+    pub workspace_scan: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            project: Config::default(),
+            debounce: Duration::from_millis(150),
+            inlay_hints: true,
+            inlay_scalars: false,
+            workspace_scan: true,
+        }
+    }
+}
+
+impl Settings {
+    fn apply_client(&mut self, v: &Json) {
+        if let Some(ms) = v.get("debounceMs").and_then(Json::as_u64) {
+            self.debounce = Duration::from_millis(ms);
+        }
+        if let Some(b) = v.pointer("/inlayHints/enabled").and_then(Json::as_bool) {
+            self.inlay_hints = b;
+        }
+        if let Some(b) = v.pointer("/inlayHints/scalars").and_then(Json::as_bool) {
+            self.inlay_scalars = b;
+        }
+        if let Some(b) = v.get("workspaceScan").and_then(Json::as_bool) {
+            self.workspace_scan = b;
+        }
+        if let Some(sev) = v.get("severity").and_then(Json::as_object) {
+            for (code, level) in sev {
+                let level = match level.as_str() {
+                    Some("error") => Some(Severity::Error),
+                    Some("warning") => Some(Severity::Warning),
+                    Some("info") => Some(Severity::Info),
+                    Some("ignore") => None,
+                    _ => continue,
+                };
+                self.project.severity.retain(|(c, _)| c != code);
+                self.project.severity.push((code.clone(), level));
+            }
+        }
+        if let Some(list) = v.get("ignore").and_then(Json::as_array) {
+            self.project.ignore.extend(list.iter().filter_map(|x| x.as_str().map(str::to_string)));
+        }
+        if let Some(n) = v.get("largeConstantBytes").and_then(Json::as_u64) {
+            self.project.large_constant_bytes = Some(n);
+        }
+    }
+}
+
+struct State {
+    docs: Documents,
+    encoding: PositionEncoding,
+    roots: Vec<PathBuf>,
+    settings: Settings,
+    /// Latest analysis per file (open documents and, after the scan, the workspace).
+    results: HashMap<PathBuf, Arc<Analysed>>,
+    /// Per file: the generation of the newest scheduled analysis and its cancel flag.
+    scheduled: HashMap<PathBuf, (u64, Arc<AtomicBool>)>,
+}
+
+pub struct Backend {
+    client: Client,
+    state: Arc<Mutex<State>>,
+    generation: Arc<AtomicU64>,
+}
+
+/// Runs the server on stdin/stdout until `exit`.
+pub fn run() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the language server runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        let (service, socket) = LspService::new(|client| Backend {
+            client,
+            state: Arc::new(Mutex::new(State {
+                docs: Documents::default(),
+                encoding: PositionEncoding::Utf16,
+                roots: Vec::new(),
+                settings: Settings::default(),
+                results: HashMap::new(),
+                scheduled: HashMap::new(),
+            })),
+            generation: Arc::new(AtomicU64::new(0)),
+        });
+        serve_filtered(service, socket).await;
+    });
+    // The stdin reader may still be blocked in a read: do not wait for it.
+    runtime.shutdown_background();
+    std::process::ExitCode::SUCCESS
+}
+
+/// tower-lsp ends the whole server on a message that is not JSON. Frames from the client are
+/// checked here first: bad JSON gets a JSON-RPC parse error and the server keeps serving.
+async fn serve_filtered(service: LspService<Backend>, socket: tower_lsp_server::ClientSocket) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+    let (mut to_server, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, from_server) = tokio::io::duplex(1 << 20);
+    let (frames_tx, mut frames_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+
+    // Reads one `Content-Length` frame; `None` at the end of the stream.
+    async fn read_frame<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<Vec<u8>> {
+        let mut len: Option<usize> = None;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).await.ok()? == 0 {
+                return None;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                if len.is_some() {
+                    break;
+                }
+                continue;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                len = v.trim().parse().ok();
+            }
+        }
+        let mut body = vec![0u8; len?];
+        reader.read_exact(&mut body).await.ok()?;
+        Some(body)
+    }
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        out.extend_from_slice(body);
+        out
+    }
+
+    let errors = frames_tx.clone();
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        while let Some(body) = read_frame(&mut stdin).await {
+            if serde_json::from_slice::<Json>(&body).is_ok() {
+                if to_server.write_all(&frame(&body)).await.is_err() {
+                    break;
+                }
+            } else {
+                let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: the message is not JSON"}});
+                let _ = errors.send(frame(reply.to_string().as_bytes()));
+            }
+        }
+    });
+    let forward = tokio::spawn(async move {
+        let mut out = BufReader::new(from_server);
+        while let Some(body) = read_frame(&mut out).await {
+            if frames_tx.send(frame(&body)).is_err() {
+                break;
+            }
+        }
+        // An empty frame tells the writer that the server has finished.
+        let _ = frames_tx.send(Vec::new());
+    });
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(bytes) = frames_rx.recv().await {
+            if bytes.is_empty() || stdout.write_all(&bytes).await.is_err() {
+                break;
+            }
+            let _ = stdout.flush().await;
+        }
+    });
+    Server::new(server_in, server_out, socket).serve(service).await;
+    let _ = forward.await;
+    let _ = writer.await;
+}
+
+/// Imports read open documents first, then the disk.
+struct OverlayLoader {
+    overlay: HashMap<PathBuf, String>,
+    disk: crate::files::FsLoader,
+}
+
+impl SourceLoader for OverlayLoader {
+    fn read(&self, path: &Path) -> Option<std::rc::Rc<str>> {
+        match self.overlay.get(path) {
+            Some(t) => Some(std::rc::Rc::from(t.as_str())),
+            None => self.disk.read(path),
+        }
+    }
+}
+
+/// Analyses one file on a thread with the engine's stack; a panic becomes `None`.
+fn analyse_blocking(
+    path: PathBuf,
+    text: String,
+    overlay: HashMap<PathBuf, String>,
+    roots: Vec<PathBuf>,
+    settings: Settings,
+    cancel: Arc<AtomicBool>,
+) -> Option<FileAnalysis> {
+    let handle = std::thread::Builder::new()
+        .name("tracelens-analysis".into())
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+            let mut config = tracer_core::AnalysisConfig::default();
+            config.search_roots = roots;
+            if let Some(parent) = path.parent() {
+                config.search_roots.push(parent.to_path_buf());
+            }
+            if let Some(bytes) = settings.project.large_constant_bytes {
+                config.budgets.large_constant_bytes = bytes;
+            }
+            config.budgets.cancel = Some(cancel);
+            std::panic::catch_unwind(AssertUnwindSafe(|| tracer_core::analyze_file(&path, &text, &loader, &config))).ok()
+        })
+        .ok()?;
+    handle.join().ok().flatten()
+}
+
+impl Backend {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock must not take the server down with it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Schedules tracing of `path` after the debounce delay; a newer schedule supersedes it.
+    fn schedule(&self, path: PathBuf) {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let debounce = {
+            let mut st = self.lock();
+            if let Some((_, old)) = st.scheduled.insert(path.clone(), (generation, cancel.clone())) {
+                old.store(true, Ordering::Relaxed);
+            }
+            st.settings.debounce
+        };
+        let state = self.state.clone();
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            if !debounce.is_zero() {
+                tokio::time::sleep(debounce).await;
+            }
+            let job = {
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.scheduled.get(&path).map(|(g, _)| *g) != Some(generation) {
+                    return;
+                }
+                let enc = st.encoding;
+                st.docs.flush(&path, enc);
+                let (text, version) = match st.docs.get(&path) {
+                    Some(d) => (d.text(), d.version),
+                    None => match crate::files::read_source(&path) {
+                        Some(t) => (t, -1),
+                        None => return,
+                    },
+                };
+                (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+            };
+            let (text, version, overlay, roots, settings) = job;
+            let (p2, t2, c2) = (path.clone(), text.clone(), cancel.clone());
+            let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, c2)).await.ok().flatten();
+            let Some(analysis) = analysis else { return };
+            let publish = {
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
+                if cancel.load(Ordering::Relaxed) || current != version {
+                    return;
+                }
+                let analysed = Arc::new(Analysed { version, text, analysis });
+                st.results.insert(path.clone(), analysed.clone());
+                publish_params(&st, &path, &analysed)
+            };
+            if let Some((uri, diags, version)) = publish {
+                client.publish_diagnostics(uri, diags, version).await;
+            }
+        });
+    }
+
+    /// Files whose last analysis read `changed` (they import it), other than itself.
+    fn dependents(&self, changed: &Path) -> Vec<PathBuf> {
+        let st = self.lock();
+        st.results
+            .iter()
+            .filter(|(p, a)| p.as_path() != changed && a.analysis.files.iter().any(|f| f == changed))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    fn analysed(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
+        let path = convert::path_of(uri)?;
+        let st = self.lock();
+        let a = st.results.get(&path)?.clone();
+        // Results of an older version would point at the wrong text.
+        let version = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
+        (a.version == version).then_some((path, a, st.encoding))
+    }
+
+    async fn scan_workspace(&self) {
+        let (roots, scan) = {
+            let st = self.lock();
+            (st.roots.clone(), st.settings.workspace_scan)
+        };
+        if !scan || roots.is_empty() {
+            return;
+        }
+        let files = crate::files::python_files(&roots).unwrap_or_default();
+        if files.is_empty() {
+            return;
+        }
+        let token = lsp::NumberOrString::String("tracelens/scan".into());
+        let created = self
+            .client
+            .send_request::<lsp::request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams { token: token.clone() })
+            .await
+            .is_ok();
+        let progress = if created { Some(self.client.progress(token, "tracelens").with_percentage(0).begin().await) } else { None };
+        let total = files.len();
+        for (done, path) in files.into_iter().enumerate() {
+            let open = self.lock().docs.get(&path).is_some();
+            if !open {
+                let Some(text) = crate::files::read_source(&path) else { continue };
+                let (overlay, roots, settings) = {
+                    let st = self.lock();
+                    (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+                };
+                let (p2, t2) = (path.clone(), text.clone());
+                let cancel = Arc::new(AtomicBool::new(false));
+                let analysis =
+                    tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, cancel)).await.ok().flatten();
+                if let Some(analysis) = analysis {
+                    let publish = {
+                        let mut st = self.lock();
+                        let analysed = Arc::new(Analysed { version: -1, text, analysis });
+                        st.results.insert(path.clone(), analysed.clone());
+                        publish_params(&st, &path, &analysed)
+                    };
+                    if let Some((uri, diags, version)) = publish {
+                        self.client.publish_diagnostics(uri, diags, version).await;
+                    }
+                }
+            }
+            if let Some(p) = &progress {
+                let pct = ((done + 1) * 100 / total) as u32;
+                p.report_with_message(format!("{}/{} files traced", done + 1, total), pct).await;
+            }
+        }
+        if let Some(p) = progress {
+            p.finish_with_message(format!("{total} files traced")).await;
+        }
+    }
+}
+
+/// Diagnostics of `path` from its analysis, as LSP data, with severities from the settings.
+fn lsp_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let lines = LineText::new(&a.text);
+    let enc = st.encoding;
+    let mut out = Vec::new();
+    for (d, loc, related) in &a.analysis.diagnostics {
+        if d.path != path {
+            continue;
+        }
+        let Some(severity) = st.settings.project.severity_of(d.code, d.severity) else { continue };
+        let related_info: Vec<lsp::DiagnosticRelatedInformation> = related
+            .iter()
+            .zip(&d.related)
+            .filter_map(|(l, r)| {
+                let uri = convert::uri_of(&l.path)?;
+                let range = if l.path == path {
+                    lines.location_range(l, enc)
+                } else {
+                    let other = crate::files::read_source(&l.path)?;
+                    LineText::new(&other).location_range(l, enc)
+                };
+                Some(lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message: r.message.clone() })
+            })
+            .collect();
+        out.push(lsp::Diagnostic {
+            range: lines.location_range(loc, enc),
+            severity: Some(convert::severity(severity)),
+            code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+            code_description: None,
+            source: Some("tracelens".into()),
+            message: d.message.clone(),
+            related_information: if related_info.is_empty() { None } else { Some(related_info) },
+            tags: None,
+            data: Some(serde_json::json!({ "name": d.code.name(), "start": loc.span.start, "end": loc.span.end })),
+        });
+    }
+    out
+}
+
+fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
+    let uri = convert::uri_of(path)?;
+    let version = if a.version >= 0 { Some(a.version) } else { None };
+    Some((uri, lsp_diagnostics(st, path, a), version))
+}
+
+fn internal(what: &str) -> RpcError {
+    let mut e = RpcError::internal_error();
+    e.message = format!("tracelens: internal error in {what}").into();
+    e
+}
+
+/// Runs a feature; a panic inside it becomes an LSP error instead of a dead server.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> RpcResult<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|_| internal(what))
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: lsp::InitializeParams) -> RpcResult<lsp::InitializeResult> {
+        let encoding = convert::negotiate(&params);
+        let mut roots: Vec<PathBuf> = params.workspace_folders.iter().flatten().filter_map(|f| convert::path_of(&f.uri)).collect();
+        #[allow(deprecated)]
+        if roots.is_empty() {
+            if let Some(p) = params.root_uri.as_ref().and_then(convert::path_of) {
+                roots.push(p);
+            }
+        }
+        {
+            let mut st = self.lock();
+            st.encoding = encoding;
+            st.settings.project = roots.first().and_then(|r| Config::discover(r).ok()).unwrap_or_default();
+            if let Some(opts) = &params.initialization_options {
+                st.settings.apply_client(opts);
+            }
+            st.roots = roots;
+        }
+        Ok(lsp::InitializeResult {
+            server_info: Some(lsp::ServerInfo { name: "tracelens".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            capabilities: lsp::ServerCapabilities {
+                position_encoding: Some(encoding.to_lsp()),
+                text_document_sync: Some(lsp::TextDocumentSyncCapability::Options(lsp::TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(lsp::TextDocumentSyncKind::INCREMENTAL),
+                    save: Some(lsp::TextDocumentSyncSaveOptions::Supported(true)),
+                    ..Default::default()
+                })),
+                hover_provider: Some(lsp::HoverProviderCapability::Simple(true)),
+                inlay_hint_provider: Some(lsp::OneOf::Left(true)),
+                code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
+                code_action_provider: Some(lsp::CodeActionProviderCapability::Options(lsp::CodeActionOptions {
+                    code_action_kinds: Some(vec![lsp::CodeActionKind::QUICKFIX]),
+                    ..Default::default()
+                })),
+                definition_provider: Some(lsp::OneOf::Left(true)),
+                diagnostic_provider: Some(lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
+                    identifier: Some("tracelens".into()),
+                    inter_file_dependencies: true,
+                    workspace_diagnostics: false,
+                    ..Default::default()
+                })),
+                execute_command_provider: Some(lsp::ExecuteCommandOptions {
+                    commands: vec!["tracelens.trace".into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    async fn initialized(&self, _: lsp::InitializedParams) {
+        let items = vec![lsp::ConfigurationItem { scope_uri: None, section: Some("tracelens".into()) }];
+        if let Ok(values) = self.client.configuration(items).await {
+            if let Some(v) = values.first() {
+                self.lock().settings.apply_client(v);
+            }
+        }
+        self.scan_workspace().await;
+    }
+
+    async fn shutdown(&self) -> RpcResult<()> {
+        let st = self.lock();
+        for (_, cancel) in st.scheduled.values() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
+        let Some(path) = convert::path_of(&params.text_document.uri) else { return };
+        self.lock().docs.open(path.clone(), &params.text_document.text, params.text_document.version);
+        self.schedule(path);
+    }
+
+    async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
+        let Some(path) = convert::path_of(&params.text_document.uri) else { return };
+        let edits: Vec<Edit> = params
+            .content_changes
+            .into_iter()
+            .map(|c| Edit { range: c.range.map(|r| ((r.start.line, r.start.character), (r.end.line, r.end.character))), text: c.text })
+            .collect();
+        {
+            let mut st = self.lock();
+            let enc = st.encoding;
+            st.docs.change(&path, params.text_document.version, edits, enc);
+        }
+        self.schedule(path.clone());
+        for dependent in self.dependents(&path) {
+            self.schedule(dependent);
+        }
+    }
+
+    async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
+        let Some(path) = convert::path_of(&params.text_document.uri) else { return };
+        for dependent in self.dependents(&path) {
+            self.schedule(dependent);
+        }
+    }
+
+    async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
+        let Some(path) = convert::path_of(&params.text_document.uri) else { return };
+        let mut st = self.lock();
+        st.docs.close(&path);
+        // The file is still part of the workspace: keep its diagnostics, from the disk text.
+        st.results.remove(&path);
+        drop(st);
+        self.schedule(path);
+    }
+
+    async fn did_change_configuration(&self, params: lsp::DidChangeConfigurationParams) {
+        let v = params.settings.get("tracelens").cloned().unwrap_or(params.settings);
+        self.lock().settings.apply_client(&v);
+        let open = self.lock().docs.paths();
+        for p in open {
+            self.schedule(p);
+        }
+    }
+
+    async fn hover(&self, params: lsp::HoverParams) -> RpcResult<Option<lsp::Hover>> {
+        let Some((path, a, enc)) = self.analysed(&params.text_document_position_params.text_document.uri) else { return Ok(None) };
+        let pos = params.text_document_position_params.position;
+        guarded("hover", || {
+            let lines = LineText::new(&a.text);
+            let offset = lines.offset(pos, enc);
+            features::hover(&a, &path, offset).map(|(text, (s, e))| lsp::Hover {
+                contents: lsp::HoverContents::Markup(lsp::MarkupContent { kind: lsp::MarkupKind::Markdown, value: text }),
+                range: Some(lines.range(s, e, enc)),
+            })
+        })
+    }
+
+    async fn inlay_hint(&self, params: lsp::InlayHintParams) -> RpcResult<Option<Vec<lsp::InlayHint>>> {
+        let (enabled, scalars) = {
+            let st = self.lock();
+            (st.settings.inlay_hints, st.settings.inlay_scalars)
+        };
+        if !enabled {
+            return Ok(None);
+        }
+        let Some((path, a, enc)) = self.analysed(&params.text_document.uri) else { return Ok(None) };
+        guarded("inlay hints", || {
+            let lines = LineText::new(&a.text);
+            let range = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
+            Some(
+                features::inlay_hints(&a, &path, range, scalars)
+                    .into_iter()
+                    .map(|(offset, label)| lsp::InlayHint {
+                        position: lines.position(offset, enc),
+                        label: lsp::InlayHintLabel::String(label),
+                        kind: Some(lsp::InlayHintKind::TYPE),
+                        text_edits: None,
+                        tooltip: None,
+                        padding_left: None,
+                        padding_right: None,
+                        data: None,
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    async fn code_lens(&self, params: lsp::CodeLensParams) -> RpcResult<Option<Vec<lsp::CodeLens>>> {
+        let Some((path, a, enc)) = self.analysed(&params.text_document.uri) else { return Ok(None) };
+        guarded("code lens", || {
+            let lines = LineText::new(&a.text);
+            Some(
+                features::code_lenses(&a, &path)
+                    .into_iter()
+                    .map(|((s, e), title)| lsp::CodeLens {
+                        range: lines.range(s, e, enc),
+                        command: Some(lsp::Command { title, command: String::new(), arguments: None }),
+                        data: None,
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    async fn goto_definition(&self, params: lsp::GotoDefinitionParams) -> RpcResult<Option<lsp::GotoDefinitionResponse>> {
+        let uri = params.text_document_position_params.text_document.uri.clone();
+        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        let pos = params.text_document_position_params.position;
+        guarded("go to definition", || {
+            let lines = LineText::new(&a.text);
+            let offset = lines.offset(pos, enc);
+            let f = features::definition(&a, &path, offset)?;
+            let target_uri = convert::uri_of(&f.location.path)?;
+            let range = if f.location.path == path {
+                lines.location_range(&f.location, enc)
+            } else {
+                let text = crate::files::read_source(&f.location.path)?;
+                LineText::new(&text).location_range(&f.location, enc)
+            };
+            Some(lsp::GotoDefinitionResponse::Scalar(lsp::Location { uri: target_uri, range }))
+        })
+    }
+
+    async fn code_action(&self, params: lsp::CodeActionParams) -> RpcResult<Option<lsp::CodeActionResponse>> {
+        let uri = params.text_document.uri.clone();
+        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        guarded("code actions", || {
+            let lines = LineText::new(&a.text);
+            let (rs, re) = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
+            let mut actions = Vec::new();
+            for (d, loc, _) in &a.analysis.diagnostics {
+                if d.path != path || loc.span.end < rs || loc.span.start > re {
+                    continue;
+                }
+                let lsp_diag = lsp_diagnostics(&self.lock(), &path, &a).into_iter().find(|x| {
+                    x.range == lines.location_range(loc, enc) && x.code == Some(lsp::NumberOrString::String(d.code.as_str().into()))
+                });
+                let mut fixes: Vec<(String, features::TextEdit, bool)> = Vec::new();
+                match d.code.as_str() {
+                    "TL107" => {
+                        if let Some(e) = features::immutable_update_fix(&a.text, loc.span.start, loc.span.end) {
+                            fixes.push((format!("Use `{}`", e.text.trim()), e, true));
+                        }
+                    }
+                    "TL201" => {
+                        if let Some(e) = features::print_fix(&a.text, loc.span.start, loc.span.end) {
+                            fixes.push(("Print runtime values with jax.debug.print".into(), e, true));
+                        }
+                    }
+                    _ => {}
+                }
+                let ignore = features::ignore_edit(&a.text, loc.span.start, d.code.as_str());
+                fixes.push((format!("Ignore {} on this line", d.code.as_str()), ignore, false));
+                for (title, edit, preferred) in fixes {
+                    let text_edit = lsp::TextEdit { range: lines.range(edit.start, edit.end, enc), new_text: edit.text };
+                    let mut changes = HashMap::new();
+                    changes.insert(uri.clone(), vec![text_edit]);
+                    actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                        title,
+                        kind: Some(lsp::CodeActionKind::QUICKFIX),
+                        diagnostics: lsp_diag.clone().map(|x| vec![x]),
+                        edit: Some(lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() }),
+                        is_preferred: Some(preferred),
+                        ..Default::default()
+                    }));
+                }
+            }
+            Some(actions)
+        })
+    }
+
+    async fn diagnostic(&self, params: lsp::DocumentDiagnosticParams) -> RpcResult<lsp::DocumentDiagnosticReportResult> {
+        let items = match self.analysed(&params.text_document.uri) {
+            Some((path, a, _)) => lsp_diagnostics(&self.lock(), &path, &a),
+            None => Vec::new(),
+        };
+        Ok(lsp::DocumentDiagnosticReportResult::Report(lsp::DocumentDiagnosticReport::Full(lsp::RelatedFullDocumentDiagnosticReport {
+            related_documents: None,
+            full_document_diagnostic_report: lsp::FullDocumentDiagnosticReport { result_id: None, items },
+        })))
+    }
+
+    async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> RpcResult<Option<Json>> {
+        // `tracelens.trace` [uri, line]: the traces and jaxpr-like bodies of the traced function
+        // defined at or enclosing that line, as text.
+        if params.command != "tracelens.trace" {
+            return Err(RpcError::method_not_found());
+        }
+        let uri: Option<Uri> = params.arguments.first().and_then(|v| v.as_str()).and_then(|s| s.parse().ok());
+        let line = params.arguments.get(1).and_then(Json::as_u64).unwrap_or(0) as u32 + 1;
+        let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
+        guarded("tracelens.trace", || {
+            let f = a
+                .analysis
+                .functions
+                .iter()
+                .filter(|f| f.location.path == path && f.location.line <= line)
+                .max_by_key(|f| f.location.line)?;
+            let mut text = features::function_summary(f);
+            for (i, t) in f.traces.iter().enumerate() {
+                text.push_str(&format!("\n\n# trace {}\n{}", i + 1, t.jaxpr));
+            }
+            Some(Json::String(text))
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! The language server end to end: the built binary over stdio, driven by a minimal LSP
+//! client, as an editor drives it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    inbox: Receiver<Value>,
+    /// Messages read while waiting for something else.
+    seen: Vec<Value>,
+    next_id: i64,
+}
+
+impl Client {
+    fn start(root: &Path, init_options: Value, utf8: bool) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tracelens"))
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tracelens lsp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("Content-Length: ") {
+                        len = v.parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; len];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                    if tx.send(v).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let mut c = Client { child, stdin, inbox: rx, seen: Vec::new(), next_id: 1 };
+        let uri = uri(root);
+        let encodings = if utf8 { json!(["utf-8", "utf-16"]) } else { json!(["utf-16"]) };
+        let init = c.request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": uri,
+                "workspaceFolders": [{"uri": uri, "name": "ws"}],
+                "capabilities": {"general": {"positionEncodings": encodings}, "window": {"workDoneProgress": true}},
+                "initializationOptions": init_options,
+            }),
+        );
+        assert!(init["result"]["capabilities"]["hoverProvider"].as_bool().unwrap_or(false), "{init}");
+        c.notify("initialized", json!({}));
+        c
+    }
+
+    fn send(&mut self, v: &Value) {
+        let body = v.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn send_raw(&mut self, body: &str) {
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and waits for its response, answering the server's own requests.
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none())
+    }
+
+    fn wait(&mut self, want: impl Fn(&Value) -> bool) -> Value {
+        if let Some(pos) = self.seen.iter().position(&want) {
+            return self.seen.remove(pos);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self.inbox.recv_timeout(left).expect("a message from the server in time");
+            // Answer server-to-client requests (configuration, progress tokens).
+            if let (Some(id), Some(method)) = (m.get("id"), m.get("method").and_then(Value::as_str)) {
+                let result = if method == "workspace/configuration" { json!([{}]) } else { Value::Null };
+                let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                self.send(&reply);
+                continue;
+            }
+            if want(&m) {
+                return m;
+            }
+            self.seen.push(m);
+        }
+    }
+
+    /// The next diagnostics published for `uri` (optionally for a given version).
+    fn diagnostics(&mut self, uri: &str, version: Option<i64>) -> Vec<Value> {
+        let m = self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && version.is_none_or(|v| m["params"]["version"] == v)
+        });
+        m["params"]["diagnostics"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn stop(mut self) {
+        let _ = self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+    }
+}
+
+fn uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+fn workspace(tag: &str, files: &[(&str, &str)]) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelens-lsp-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("workspace");
+    for (name, text) in files {
+        std::fs::write(d.join(name), text).expect("write");
+    }
+    std::fs::canonicalize(&d).expect("canonical")
+}
+
+const STEP: &str = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef step(w, x):\n    h = jnp.tanh(x @ w)\n    print('h', h)\n    loss = (h ** 2).mean()\n    return loss\n\n\nfor n in (3, 3, 5):\n    step(jnp.ones((4, 8)), jnp.ones((n, 4)))\n";
+
+fn open(c: &mut Client, path: &Path, text: &str) -> String {
+    let u = uri(path);
+    c.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+    u
+}
+
+#[test]
+fn diagnostics_hover_inlay_hints_lenses_and_definition() {
+    let root = workspace("features", &[("step.py", STEP)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("step.py"), STEP);
+    let diags = c.diagnostics(&u, Some(1));
+    let codes: Vec<(&str, u64)> =
+        diags.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
+    assert!(codes.contains(&("TL201", 7)), "{diags:?}");
+    assert!(codes.contains(&("TL210", 13)), "{diags:?}");
+    let retrace = diags.iter().find(|d| d["code"] == "TL210").expect("TL210");
+    assert!(retrace["message"].as_str().unwrap_or("").contains("argument x changed shape: f32[3,4] -> f32[5,4]"), "{retrace}");
+
+    // Hover on `h` in `print('h', h)`: its aval in both traces.
+    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 7, "character": 15}}));
+    let text = hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("h: f32[3,8] | f32[5,8]"), "{text}");
+    assert!(text.contains("traced 2×: f32[3,8] (step.py:14), f32[5,8] (step.py:14)"), "{text}");
+    // Hover on the function name: its traces and the retrace reason.
+    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 5, "character": 5}}));
+    let text = hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("jit(step)** traced 2×") && text.contains("retraced because argument x changed shape"), "{text}");
+
+    let hints = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": u}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 20, "character": 0}}}),
+    );
+    let labels: Vec<(u64, String)> = hints["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| (h["position"]["line"].as_u64().unwrap_or(0), h["label"].as_str().unwrap_or("").to_string()))
+        .collect();
+    assert_eq!(labels, vec![(6, ": f32[3,8] | f32[5,8]".to_string())], "scalar `loss` has no hint by default");
+
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    assert_eq!(lenses["result"][0]["command"]["title"], "jit: traced 2× · 1 retrace");
+
+    let def = c.request("textDocument/definition", json!({"textDocument": {"uri": u}, "position": {"line": 13, "character": 6}}));
+    assert_eq!(def["result"]["range"]["start"]["line"], 4, "{def}");
+    c.stop();
+}
+
+#[test]
+fn quick_fixes_rewrite_immutable_updates_and_prints() {
+    let src = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    print(\"x is\", x)\n    x[0] += 1\n    return x\n\n\nf(jnp.zeros(3))\n";
+    let root = workspace("fixes", &[("fix.py", src)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("fix.py"), src);
+    let diags = c.diagnostics(&u, Some(1));
+    assert!(diags.iter().any(|d| d["code"] == "TL107"), "{diags:?}");
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u}, "range": {"start": {"line": 7, "character": 4}, "end": {"line": 7, "character": 4}}, "context": {"diagnostics": []}}),
+    );
+    let titles: Vec<String> =
+        actions["result"].as_array().into_iter().flatten().map(|a| a["title"].as_str().unwrap_or("").to_string()).collect();
+    assert!(titles.iter().any(|t| t == "Use `x = x.at[0].add(1)`"), "{titles:?}");
+    assert!(titles.iter().any(|t| t == "Ignore TL107 on this line"), "{titles:?}");
+    let fix = actions["result"].as_array().into_iter().flatten().find(|a| a["title"] == "Use `x = x.at[0].add(1)`").expect("fix");
+    let edit = &fix["edit"]["changes"][&u][0];
+    assert_eq!(edit["newText"], "x = x.at[0].add(1)");
+    assert_eq!((edit["range"]["start"]["line"].as_u64(), edit["range"]["start"]["character"].as_u64()), (Some(7), Some(4)));
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u}, "range": {"start": {"line": 6, "character": 6}, "end": {"line": 6, "character": 6}}, "context": {"diagnostics": []}}),
+    );
+    let print_fix = actions["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["title"] == "Print runtime values with jax.debug.print")
+        .expect("print fix");
+    assert_eq!(print_fix["edit"]["changes"][&u][0]["newText"], "jax.debug.print(\"x is {}\", x)");
+    c.stop();
+}
+
+#[test]
+fn an_edit_storm_ends_with_the_diagnostics_of_the_final_text() {
+    let clean = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    return x.sum()\n\n\nf(jnp.ones(3))\n";
+    let root = workspace("storm", &[("storm.py", clean)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 20, "workspaceScan": false}), true);
+    let u = open(&mut c, &root.join("storm.py"), clean);
+    assert!(c.diagnostics(&u, Some(1)).is_empty());
+    // 1,000 single-character edits on line 6, alternating a breaking and a harmless text;
+    // the last one leaves `if x.sum() > 0:` there, a TL101.
+    let mut version = 1;
+    for i in 0..1000 {
+        version += 1;
+        let text = if i % 2 == 0 { "    return x.sum() #" } else { "    return x.sum()" };
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 6, "character": 999}}, "text": text}]}),
+        );
+    }
+    version += 1;
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [{"range": {"start": {"line": 6, "character": 0}, "end": {"line": 6, "character": 999}}, "text": "    if x.sum() > 0:\n        return x\n    return -x"}]}),
+    );
+    let diags = c.diagnostics(&u, Some(version as i64));
+    let codes: Vec<&str> = diags.iter().filter_map(|d| d["code"].as_str()).collect();
+    assert_eq!(codes, vec!["TL101"], "{diags:?}");
+    assert_eq!(diags[0]["range"]["start"]["line"], 6);
+    c.stop();
+}
+
+#[test]
+fn bad_input_gets_answers_and_the_server_keeps_serving() {
+    let root = workspace("robust", &[("r.py", STEP)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("r.py"), STEP);
+    c.diagnostics(&u, Some(1));
+    c.send_raw("{ this is not json");
+    c.send_raw("{\"jsonrpc\":\"2.0\",\"id\":999,\"method\":\"textDocument/hover\",\"params\":{\"bogus\":true}}");
+    let unknown = c.request("tracelens/noSuchMethod", json!({}));
+    assert!(unknown.get("error").is_some(), "{unknown}");
+    // Positions past the end of a line and of the file.
+    let far = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 7, "character": 400}}));
+    assert!(far.get("error").is_none(), "{far}");
+    let farther = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 4000, "character": 0}}));
+    assert!(farther.get("error").is_none(), "{farther}");
+    // A document that was never opened.
+    let closed =
+        c.request("textDocument/hover", json!({"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0}}));
+    assert_eq!(closed["result"], Value::Null);
+    // Still serving.
+    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 7, "character": 15}}));
+    assert!(hover["result"]["contents"]["value"].as_str().unwrap_or("").contains("f32[3,8]"), "{hover}");
+    c.stop();
+}
+
+#[test]
+fn editing_a_module_retraces_its_importers_and_the_workspace_is_scanned() {
+    let lib = "import jax.numpy as jnp\n\n\ndef project(x, w):\n    return x @ w\n";
+    let main = "import jax\nimport jax.numpy as jnp\nfrom lib import project\n\n\n@jax.jit\ndef run(x):\n    return project(x, jnp.ones((4, 2)))\n\n\nrun(jnp.ones((3, 4)))\n";
+    let broken = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef g(x):\n    if x.sum() > 0:\n        return x\n    return x\n\n\ng(jnp.ones(2))\n";
+    let root = workspace("cross", &[("lib.py", lib), ("main.py", main), ("closed.py", broken)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0}), false);
+    // The scan publishes diagnostics for files nobody opened.
+    let closed = c.diagnostics(&uri(&root.join("closed.py")), None);
+    assert_eq!(closed.iter().filter_map(|d| d["code"].as_str()).collect::<Vec<_>>(), vec!["TL101"]);
+    let main_uri = open(&mut c, &root.join("main.py"), main);
+    assert!(c.diagnostics(&main_uri, Some(1)).is_empty());
+    let lib_uri = open(&mut c, &root.join("lib.py"), lib);
+    c.diagnostics(&lib_uri, Some(1));
+    // Break lib.py in the editor (not on disk): main.py is traced again against it.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": lib_uri, "version": 2}, "contentChanges": [{"range": {"start": {"line": 4, "character": 11}, "end": {"line": 4, "character": 16}}, "text": "w @ x"}]}),
+    );
+    let diags = c.diagnostics(&main_uri, Some(1));
+    assert!(diags.is_empty(), "the error is in lib.py, reported there");
+    let lib_diags = c.diagnostics(&lib_uri, Some(2));
+    let _ = lib_diags;
+    c.stop();
+}
