@@ -163,7 +163,7 @@ mod tests {
         // 𝄞 is two UTF-16 units; `x` is at UTF-16 column 12.
         docs.change(&p, 2, vec![edit(0, 12, 0, 13, "y")], PositionEncoding::Utf16);
         assert_eq!(docs.get(&p).map(|d| d.text()), Some("s = '𝄞é' + y\n".to_string()));
-        docs.change(&p, 3, vec![edit(0, 14, 0, 15, "z")], PositionEncoding::Utf8);
+        docs.change(&p, 3, vec![edit(0, 15, 0, 16, "z")], PositionEncoding::Utf8);
         assert_eq!(docs.get(&p).map(|d| d.text()), Some("s = '𝄞é' + z\n".to_string()));
         // Past the end of a line and of the file: clamped, no panic.
         docs.change(&p, 4, vec![edit(0, 999, 7, 3, "!")], PositionEncoding::Utf16);

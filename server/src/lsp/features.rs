@@ -252,6 +252,59 @@ pub fn print_fix(text: &str, call_start: u32, call_end: u32) -> Option<TextEdit>
     Some(TextEdit { start: call_start, end: call_end, text: out })
 }
 
+/// TL101 where the value depends on arguments of a function decorated with a bare
+/// `@jax.jit`: mark those arguments static. Returns the edits (the decorator, and
+/// `import functools` when the file lacks it).
+pub fn static_argnames_fix(text: &str, message: &str) -> Option<(Vec<TextEdit>, Vec<String>)> {
+    // "... tracing the function f at step.py:12 for jit. ... of the argument n." /
+    // "... of the arguments n and m."
+    let after = message.split("tracing the function ").nth(1)?;
+    let at = after.split(" at ").nth(1)?;
+    let line: usize = at.split(" for jit").next()?.rsplit(':').next()?.trim().parse().ok()?;
+    let names_part = message.split("the value of the argument ").nth(1).or_else(|| message.split("the values of the arguments ").nth(1))?;
+    let names_part = names_part.split('.').next()?;
+    let names: Vec<String> = names_part
+        .replace(", and ", ", ")
+        .replace(" and ", ", ")
+        .split(", ")
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let line_start = text.split_inclusive('\n').take(line.checked_sub(1)?).map(str::len).sum::<usize>();
+    let line_text = text[line_start..].split('\n').next()?;
+    let indent = line_text.len() - line_text.trim_start().len();
+    if line_text.trim() != "@jax.jit" {
+        return None;
+    }
+    let tuple = if names.len() == 1 {
+        format!("(\"{}\",)", names[0])
+    } else {
+        format!("({})", names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", "))
+    };
+    let mut edits = vec![TextEdit {
+        start: (line_start + indent) as u32,
+        end: (line_start + line_text.len()) as u32,
+        text: format!("@functools.partial(jax.jit, static_argnames={tuple})"),
+    }];
+    let has_functools = text.lines().any(|l| l.trim() == "import functools");
+    if !has_functools {
+        // After the last top-level import line (or at the top).
+        let mut offset = 0usize;
+        let mut insert_at = 0usize;
+        for l in text.split_inclusive('\n') {
+            if l.starts_with("import ") || l.starts_with("from ") {
+                insert_at = offset + l.len();
+            }
+            offset += l.len();
+        }
+        edits.push(TextEdit { start: insert_at as u32, end: insert_at as u32, text: "import functools\n".into() });
+    }
+    Some((edits, names))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +322,13 @@ mod tests {
         assert_eq!(print_fix("print(f\"{x}\")", 0, 13), None);
         let ig = ignore_edit("a = 1\nprint(x)\n", 8, "TL201");
         assert_eq!((ig.start, ig.text.as_str()), (14, "  # tracelens: ignore[TL201]"));
+        let src = "import jax\n\n\n@jax.jit\ndef f(x, n):\n    for i in range(n):\n        x = x * 2\n    return x\n";
+        let msg = "TracerIntegerConversionError: The __index__() method was called on traced array with shape int32[]\nThe error occurred while tracing the function f at s.py:4 for jit. This concrete value was not available in Python because it depends on the value of the argument n.";
+        let (edits, names) = static_argnames_fix(src, msg).expect("fix");
+        assert_eq!(names, vec!["n".to_string()]);
+        assert_eq!(edits[0].text, "@functools.partial(jax.jit, static_argnames=(\"n\",))");
+        assert_eq!((edits[0].start, edits[0].end), (13, 21));
+        assert_eq!((edits[1].start, edits[1].text.as_str()), (11, "import functools\n"));
         let ig = ignore_edit("print(x)  # tracelens: ignore[TL201]\n", 2, "TL104");
         assert_eq!((ig.start, ig.text.as_str()), (35, ", TL104"));
     }

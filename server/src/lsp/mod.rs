@@ -666,6 +666,25 @@ impl LanguageServer for Backend {
                             fixes.push(("Print runtime values with jax.debug.print".into(), e, true));
                         }
                     }
+                    "TL101" | "TL108" => {
+                        if let Some((edits, names)) = features::static_argnames_fix(&a.text, &d.message) {
+                            let title = format!("Mark {} static (static_argnames)", names.join(", "));
+                            let text_edits: Vec<lsp::TextEdit> = edits
+                                .into_iter()
+                                .map(|e| lsp::TextEdit { range: lines.range(e.start, e.end, enc), new_text: e.text })
+                                .collect();
+                            let mut changes = HashMap::new();
+                            changes.insert(uri.clone(), text_edits);
+                            actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                                title,
+                                kind: Some(lsp::CodeActionKind::QUICKFIX),
+                                diagnostics: lsp_diag.clone().map(|x| vec![x]),
+                                edit: Some(lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() }),
+                                is_preferred: Some(false),
+                                ..Default::default()
+                            }));
+                        }
+                    }
                     _ => {}
                 }
                 let ignore = features::ignore_edit(&a.text, loc.span.start, d.code.as_str());
