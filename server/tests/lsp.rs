@@ -189,6 +189,7 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
     let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 5, "character": 5}}));
     let text = hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string();
     assert!(text.contains("jit(step)** traced 2×") && text.contains("retraced because argument x changed shape"), "{text}");
+    insta::assert_snapshot!("step_function_hover", text);
 
     let hints = c.request(
         "textDocument/inlayHint",
@@ -202,6 +203,16 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
         .collect();
     assert_eq!(labels, vec![(6, ": f32[3,8] | f32[5,8]".to_string())], "scalar `loss` has no hint by default");
 
+    // The whole diagnostics payload, as an editor receives it.
+    let mut shown: Vec<Value> = diags.clone();
+    for d in &mut shown {
+        if let Some(rel) = d.get_mut("relatedInformation").and_then(Value::as_array_mut) {
+            for r in rel {
+                r["location"]["uri"] = json!("file:///ws/step.py");
+            }
+        }
+    }
+    insta::assert_json_snapshot!("step_diagnostics", shown);
     let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
     assert_eq!(lenses["result"][0]["command"]["title"], "jit: traced 2× · 1 retrace");
 

@@ -1,0 +1,715 @@
+//! Language-server benchmark (`cargo bench -p tracelens --bench lsp`): the built server driven
+//! over stdio by a scripted client, as an editor drives it, and pyright driven by the same
+//! script in the same run as the reference.
+//!
+//! - 200 single-character edits to a generated 2,000-line JAX module (jitted layers called
+//!   from a loop), alternating a change and its undo so every other version is the original
+//!   text: a letter typed into a comment in a traced function body, and `jnp.tanh` <-> `jnp.tan`
+//!   (an identifier in a traced function body; both versions trace). Each is timed from
+//!   writing `didChange` to reading the `publishDiagnostics` for that version (debounce 0).
+//! - 200 hovers on values in traced functions, timed request to response.
+//! - Server RSS after the edits, and with a 300-file workspace scanned.
+//!
+//! Prints figures and ratios against pyright measured in the same run; asserts nothing (no
+//! timed tests). pyright is installed with npm into `target/bench-pyright` the first time; if
+//! that fails the reason is printed and there is no ratio. Environment: `TRACELENS_BIN` (the
+//! server binary; default: the one cargo built for this bench), `TRACELENS_BENCH_PYRIGHT`
+//! (a `pyright-langserver` or its `langserver.index.js`), `TRACELENS_BENCH_EDITS`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::rc::Rc;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const PYRIGHT_VERSION: &str = "1.1.414";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal LSP client over stdio.
+
+/// A message from the server and when the reader thread had read all of it.
+struct Msg {
+    at: Instant,
+    v: Value,
+}
+
+struct Lsp {
+    child: Child,
+    stdin: ChildStdin,
+    inbox: Receiver<Msg>,
+    next_id: i64,
+    /// publishDiagnostics read while waiting for something else, per uri.
+    publishes: HashMap<String, usize>,
+    /// publishDiagnostics for an older version than the one waited for.
+    stale: usize,
+    progress_ended: bool,
+}
+
+impl Lsp {
+    fn spawn(mut cmd: Command) -> std::io::Result<Lsp> {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("Content-Length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; len];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let at = Instant::now();
+                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                    if tx.send(Msg { at, v }).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Lsp { child, stdin, inbox: rx, next_id: 1, publishes: HashMap::new(), stale: 0, progress_ended: false })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes one message; returns the instant just before the write.
+    fn send(&mut self, v: &Value) -> Instant {
+        let body = v.to_string();
+        let frame = format!("Content-Length: {}\r\n\r\n{}", body.len(), body);
+        let at = Instant::now();
+        self.stdin.write_all(frame.as_bytes()).expect("write to the server");
+        self.stdin.flush().expect("flush");
+        at
+    }
+
+    fn notify(&mut self, method: &str, params: Value) -> Instant {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Sends a request; returns its response and the round-trip time.
+    fn request(&mut self, method: &str, params: Value, timeout: Duration) -> Option<(Value, Duration)> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let sent = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let m = self.wait(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none(), timeout)?;
+        Some((m.v, m.at.duration_since(sent)))
+    }
+
+    /// Reads messages until one matches, answering the server's own requests; other messages
+    /// are dropped (publishes and progress ends are counted first).
+    fn wait(&mut self, want: impl Fn(&Value) -> bool, timeout: Duration) -> Option<Msg> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = match self.inbox.recv_timeout(left) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return None,
+            };
+            if let (Some(id), Some(method)) = (m.v.get("id"), m.v.get("method").and_then(Value::as_str)) {
+                let result = match method {
+                    // One answer per item asked: defaults, with the section tracelens reads.
+                    "workspace/configuration" => {
+                        let n = m.v["params"]["items"].as_array().map_or(1, Vec::len);
+                        Value::Array(vec![json!({}); n])
+                    }
+                    _ => Value::Null,
+                };
+                let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                self.send(&reply);
+                continue;
+            }
+            if m.v["method"] == "textDocument/publishDiagnostics" {
+                if let Some(u) = m.v["params"]["uri"].as_str() {
+                    *self.publishes.entry(u.to_string()).or_default() += 1;
+                }
+            }
+            if m.v["method"] == "$/progress" && m.v["params"]["value"]["kind"] == "end" {
+                self.progress_ended = true;
+            }
+            if want(&m.v) {
+                return Some(m);
+            }
+        }
+    }
+
+    /// The publishDiagnostics for `uri` at `version`, or, when the server sends no versions,
+    /// the next one for `uri`. Publishes of older versions are skipped (and counted).
+    fn diagnostics(&mut self, uri: &str, version: i64, timeout: Duration) -> Option<Msg> {
+        let stale = std::cell::Cell::new(0usize);
+        let m = self.wait(
+            |m| {
+                if m["method"] != "textDocument/publishDiagnostics" || m["params"]["uri"] != uri {
+                    return false;
+                }
+                match m["params"]["version"].as_i64() {
+                    Some(v) if v < version => {
+                        stale.set(stale.get() + 1);
+                        false
+                    }
+                    _ => true,
+                }
+            },
+            timeout,
+        );
+        self.stale += stale.get();
+        m
+    }
+
+    fn initialize(&mut self, root: &Path, init_options: Value) -> Option<Value> {
+        let u = uri(root);
+        let (init, _) = self.request(
+            "initialize",
+            json!({
+                "processId": std::process::id(),
+                "rootUri": u,
+                "rootPath": root.display().to_string(),
+                "workspaceFolders": [{"uri": u, "name": "bench"}],
+                "capabilities": {
+                    "general": {"positionEncodings": ["utf-16"]},
+                    "window": {"workDoneProgress": true},
+                    "workspace": {"configuration": true, "workspaceFolders": true},
+                    "textDocument": {
+                        "synchronization": {"didSave": true},
+                        "hover": {"contentFormat": ["markdown", "plaintext"]},
+                        "publishDiagnostics": {"versionSupport": true},
+                    },
+                },
+                "initializationOptions": init_options,
+            }),
+            Duration::from_secs(60),
+        )?;
+        self.notify("initialized", json!({}));
+        Some(init)
+    }
+
+    fn stop(mut self) {
+        let _ = self.request("shutdown", Value::Null, Duration::from_secs(5));
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (VmRSS, VmHWM) of a process in MB, from /proc.
+fn rss_mb(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workloads.
+
+/// Where the edits and hovers of one layer go (0-based lines and UTF-16 columns).
+struct Layer {
+    /// `    # normalise each row to unit length`: after `normalise`.
+    comment: (u32, u32),
+    /// The `h` of `jnp.tanh`.
+    tanh_h: (u32, u32),
+    /// Values to hover on: `h` in `logits = h @ ...`, `logits` in the `loss` line, `loss` and
+    /// `h` in `return loss, h`, `x` in the first line.
+    hovers: Vec<(u32, u32)>,
+}
+
+/// A realistic module of jitted layers, each called from a loop, of about `lines` lines (the
+/// engine benchmark's `generated_module` with a comment in each traced body).
+fn generated_module(lines: usize) -> (String, Vec<Layer>) {
+    let mut src = String::from("import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n");
+    let mut layers = Vec::new();
+    let mut i = 0;
+    while src.lines().count() < lines {
+        let first = src.lines().count() as u32;
+        let block = format!(
+            "@jax.jit\n\
+             def layer_{i}(params, x):\n    \
+             h = jnp.tanh(x @ params['w'] + params['b'])\n    \
+             # normalise each row to unit length\n    \
+             h = h / (jnp.linalg.norm(h, axis=-1, keepdims=True) + 1e-6)\n    \
+             logits = h @ params['out']\n    \
+             loss = jax.nn.logsumexp(logits, axis=-1).mean()\n    \
+             return loss, h\n\n\n\
+             def init_{i}(d):\n    \
+             return {{'w': jnp.ones((d, 32)), 'b': jnp.zeros(32), 'out': jnp.ones((32, 10))}}\n\n\n\
+             params_{i} = init_{i}(16)\n\
+             for step in range(2):\n    \
+             loss_{i}, h_{i} = layer_{i}(params_{i}, jnp.ones((8, 16)))\n\n\n"
+        );
+        debug_assert!(block.lines().nth(3).is_some_and(|l| l.starts_with("    # normalise")));
+        layers.push(Layer {
+            comment: (first + 3, 15),
+            tanh_h: (first + 2, 15),
+            hovers: vec![(first + 5, 13), (first + 6, 29), (first + 7, 11), (first + 7, 17), (first + 2, 17)],
+        });
+        src.push_str(&block);
+        i += 1;
+    }
+    (src, layers)
+}
+
+/// Edit `i` of the script: a change on even steps, its undo on odd steps, spread over the
+/// layers; comment edits and identifier edits alternate pair by pair.
+fn edit(i: usize, layers: &[Layer], pairs: usize) -> Value {
+    let pair = i / 2;
+    let layer = &layers[pair * layers.len() / pairs.max(1) % layers.len()];
+    let undo = i % 2 == 1;
+    let (range, text) = if pair % 2 == 0 {
+        // `# normalise each` <-> `# normalised each`
+        let (l, c) = layer.comment;
+        if undo {
+            (((l, c), (l, c + 1)), "")
+        } else {
+            (((l, c), (l, c)), "d")
+        }
+    } else {
+        // `jnp.tanh(` <-> `jnp.tan(`
+        let (l, c) = layer.tanh_h;
+        if undo {
+            (((l, c), (l, c)), "h")
+        } else {
+            (((l, c), (l, c + 1)), "")
+        }
+    };
+    let ((sl, sc), (el, ec)) = range;
+    json!({"range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}}, "text": text})
+}
+
+/// Small realistic JAX programs for the workspace: the repository's clean conformance fixtures
+/// and the example project, copied into `n` files (each copy in its own package directory so
+/// imports between the examples resolve).
+fn workspace_300(root: &Path, n: usize) -> usize {
+    let repo = repo_root();
+    let mut sources: Vec<Vec<(String, String)>> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(repo.join("tests/fixtures/clean")) {
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect();
+        paths.sort();
+        for p in paths {
+            if let (Some(name), Ok(text)) = (p.file_name(), std::fs::read_to_string(&p)) {
+                sources.push(vec![(name.to_string_lossy().into_owned(), text)]);
+            }
+        }
+    }
+    let mut examples = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(repo.join("examples")) {
+        for p in entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")) {
+            if let (Some(name), Ok(text)) = (p.file_name(), std::fs::read_to_string(&p)) {
+                examples.push((name.to_string_lossy().into_owned(), text));
+            }
+        }
+    }
+    examples.sort();
+    if !examples.is_empty() {
+        sources.push(examples);
+    }
+    if sources.is_empty() {
+        // Outside the repository: the generated layers, small.
+        sources.push(vec![("layers.py".into(), generated_module(60).0)]);
+    }
+    let mut written = 0;
+    let mut copy = 0;
+    'outer: loop {
+        let dir = root.join(format!("copy_{copy:02}"));
+        std::fs::create_dir_all(&dir).expect("workspace dir");
+        for group in &sources {
+            for (name, text) in group {
+                if written == n {
+                    break 'outer;
+                }
+                // A variant per copy, so no two files are the same text.
+                let text = format!("# variant {copy} of {name}\n{text}");
+                std::fs::write(dir.join(name), text).expect("write");
+                written += 1;
+            }
+        }
+        copy += 1;
+    }
+    written
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracelens-bench-lsp-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    std::fs::canonicalize(&d).expect("canonical")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement.
+
+struct Stats {
+    n: usize,
+    p50: f64,
+    p95: f64,
+    max: f64,
+    mean: f64,
+}
+
+fn stats(xs: &[Duration]) -> Option<Stats> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut ms: Vec<f64> = xs.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    // Nearest rank.
+    let rank = |p: f64| ms[((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
+    Some(Stats { n: ms.len(), p50: rank(0.50), p95: rank(0.95), max: ms[ms.len() - 1], mean: ms.iter().sum::<f64>() / ms.len() as f64 })
+}
+
+fn show(s: &Option<Stats>) -> String {
+    match s {
+        Some(s) => format!("p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms (mean {:.2}, n={})", s.p50, s.p95, s.max, s.mean, s.n),
+        None => "no samples".into(),
+    }
+}
+
+/// What one server did on the 2,000-line script.
+struct Run {
+    open: Option<Duration>,
+    edits: Vec<Duration>,
+    missing: Vec<i64>,
+    hovers: Vec<Duration>,
+    hovers_with_content: usize,
+    stale: usize,
+    versioned: bool,
+    publishes_per_edit: f64,
+    rss: Option<(f64, f64)>,
+}
+
+/// Opens the module, runs the edit script and the hovers.
+fn drive(lsp: &mut Lsp, path: &Path, text: &str, layers: &[Layer], n_edits: usize, open_timeout: Duration) -> Run {
+    let u = uri(path);
+    let sent = lsp.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+    let first = lsp.diagnostics(&u, 1, open_timeout);
+    let versioned = first.as_ref().is_some_and(|m| m.v["params"]["version"].as_i64().is_some());
+    let open = first.as_ref().map(|m| m.at.duration_since(sent));
+    let mut run = Run {
+        open,
+        edits: Vec::new(),
+        missing: Vec::new(),
+        hovers: Vec::new(),
+        hovers_with_content: 0,
+        stale: 0,
+        versioned,
+        publishes_per_edit: 0.0,
+        rss: None,
+    };
+    if first.is_none() {
+        run.missing.push(1);
+        return run;
+    }
+    // Publishes counted from here on, to see whether the server publishes once per edit.
+    let before = lsp.publishes.get(&u).copied().unwrap_or(0);
+    let pairs = n_edits.div_ceil(2);
+    let mut version = 1i64;
+    for i in 0..n_edits {
+        version += 1;
+        let change = edit(i, layers, pairs);
+        let sent = lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]}));
+        match lsp.diagnostics(&u, version, Duration::from_secs(30)) {
+            Some(m) => run.edits.push(m.at.duration_since(sent)),
+            None => run.missing.push(version),
+        }
+    }
+    // Anything still in flight for the last version (a second publish) is counted too.
+    let _ = lsp.wait(|_| false, Duration::from_millis(300));
+    run.publishes_per_edit = (lsp.publishes.get(&u).copied().unwrap_or(0) - before) as f64 / n_edits.max(1) as f64;
+    run.stale = lsp.stale;
+    let hover_points: Vec<(u32, u32)> = layers.iter().flat_map(|l| l.hovers.iter().copied()).collect();
+    let n_hovers = 200;
+    for k in 0..n_hovers {
+        // Spread over the file: stride through every layer's points.
+        let (line, character) = hover_points[(k * 37) % hover_points.len()];
+        let params = json!({"textDocument": {"uri": u}, "position": {"line": line, "character": character}});
+        if let Some((resp, took)) = lsp.request("textDocument/hover", params, Duration::from_secs(30)) {
+            run.hovers.push(took);
+            let contents = &resp["result"]["contents"];
+            let has = match contents {
+                Value::String(s) => !s.is_empty(),
+                Value::Object(o) => o.get("value").and_then(Value::as_str).is_some_and(|s| !s.is_empty()),
+                Value::Array(a) => !a.is_empty(),
+                _ => false,
+            };
+            if has {
+                run.hovers_with_content += 1;
+            }
+        }
+    }
+    run.rss = rss_mb(lsp.pid());
+    run
+}
+
+fn tracelens_bin() -> PathBuf {
+    std::env::var_os("TRACELENS_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tracelens")))
+}
+
+/// `node` and the pyright language server script, installing pyright if needed; or why not.
+fn pyright() -> Result<(PathBuf, PathBuf), String> {
+    let node = which("node").ok_or("node is not on PATH")?;
+    if let Some(p) = std::env::var_os("TRACELENS_BENCH_PYRIGHT") {
+        let p = PathBuf::from(p);
+        // A `pyright-langserver` launcher or the script it runs.
+        let script = if p.extension().is_some_and(|x| x == "js") {
+            p
+        } else {
+            std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?.with_file_name("langserver.index.js")
+        };
+        return Ok((node, script));
+    }
+    let dir = repo_root().join("target/bench-pyright");
+    let script = dir.join("node_modules/pyright/langserver.index.js");
+    let installed = std::fs::read_to_string(dir.join("node_modules/pyright/package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|v| v["version"] == PYRIGHT_VERSION);
+    if !(installed && script.exists()) {
+        let npm = which("npm").ok_or("npm is not on PATH")?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        eprintln!("installing pyright@{PYRIGHT_VERSION} into {} ...", dir.display());
+        let out = Command::new(npm)
+            .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix"])
+            .arg(&dir)
+            .arg(format!("pyright@{PYRIGHT_VERSION}"))
+            .output()
+            .map_err(|e| format!("cannot run npm: {e}"))?;
+        if !out.status.success() || !script.exists() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect();
+            return Err(format!("npm install pyright@{PYRIGHT_VERSION} failed ({}): {}", out.status, tail.join(" / ")));
+        }
+    }
+    Ok((node, script))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file()))
+}
+
+/// A Python environment with JAX for pyright to resolve imports against, as a JAX user has.
+fn jax_venv() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACELENS_JAX_PYTHON") {
+        // .../venv/bin/python -> .../venv
+        return PathBuf::from(p).parent()?.parent().map(Path::to_path_buf);
+    }
+    let venv = repo_root().join("target/jax-venv");
+    venv.join("bin/python").exists().then_some(venv)
+}
+
+struct Disk;
+
+impl tracer_core::interp::SourceLoader for Disk {
+    fn read(&self, path: &Path) -> Option<Rc<str>> {
+        std::fs::read_to_string(path).ok().map(Rc::from)
+    }
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn main() {
+    let n_edits: usize = std::env::var("TRACELENS_BENCH_EDITS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let (module, layers) = generated_module(2000);
+    let root = temp_dir("edits");
+    let file = root.join("generated_2000_lines.py");
+    std::fs::write(&file, &module).expect("write module");
+    println!("module: {} lines, {} jitted layers; {n_edits} single-character edits, 200 hovers", module.lines().count(), layers.len());
+
+    // In-process reference: what one analysis of this text costs the engine, and its parse.
+    let config = tracer_core::AnalysisConfig { search_roots: vec![root.clone()], ..Default::default() };
+    let analysis: Vec<Duration> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(tracer_core::analyze_file(&file, &module, &Disk, &config));
+            start.elapsed()
+        })
+        .collect();
+    let parse: Vec<Duration> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(tracer_core::syntax::parse(&module));
+            start.elapsed()
+        })
+        .collect();
+    let (analysis_ms, parse_ms) = (median(analysis).as_secs_f64() * 1e3, median(parse).as_secs_f64() * 1e3);
+    println!("engine in process: analyze_file median {analysis_ms:.2} ms, of which parse (tree-sitter + lowering) {parse_ms:.2} ms");
+
+    // 1. tracelens.
+    let bin = tracelens_bin();
+    let mut cmd = Command::new(&bin);
+    cmd.arg("lsp").current_dir(&root);
+    let ours = match Lsp::spawn(cmd) {
+        Ok(mut lsp) => {
+            if lsp.initialize(&root, json!({"debounceMs": 0, "workspaceScan": false})).is_none() {
+                println!("tracelens: no answer to initialize");
+                None
+            } else {
+                let run = drive(&mut lsp, &file, &module, &layers, n_edits, Duration::from_secs(60));
+                lsp.stop();
+                Some(run)
+            }
+        }
+        Err(e) => {
+            println!("tracelens: cannot start {}: {e} (build it with `cargo build --release -p tracelens` or set TRACELENS_BIN)", bin.display());
+            None
+        }
+    };
+
+    // 2. pyright, same text, same script.
+    let theirs = match pyright() {
+        Ok((node, script)) => {
+            let proot = temp_dir("pyright");
+            let pfile = proot.join("generated_2000_lines.py");
+            std::fs::write(&pfile, &module).expect("write module");
+            let env_note = match jax_venv() {
+                Some(venv) => {
+                    let cfg = json!({
+                        "venvPath": venv.parent().map(|p| p.display().to_string()),
+                        "venv": venv.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    });
+                    std::fs::write(proot.join("pyrightconfig.json"), cfg.to_string()).expect("pyrightconfig");
+                    format!("imports resolved against {}", venv.display())
+                }
+                None => "no JAX environment found (TRACELENS_JAX_PYTHON, target/jax-venv): jax imports unresolved".into(),
+            };
+            let mut cmd = Command::new(&node);
+            cmd.arg(&script).arg("--stdio").current_dir(&proot);
+            match Lsp::spawn(cmd) {
+                Ok(mut lsp) => {
+                    if lsp.initialize(&proot, Value::Null).is_none() {
+                        println!("pyright: no answer to initialize");
+                        None
+                    } else {
+                        let run = drive(&mut lsp, &pfile, &module, &layers, n_edits, Duration::from_secs(180));
+                        lsp.stop();
+                        println!("pyright {PYRIGHT_VERSION} ({}): {env_note}", script.display());
+                        Some(run)
+                    }
+                }
+                Err(e) => {
+                    println!("pyright: cannot start {} {}: {e}", node.display(), script.display());
+                    None
+                }
+            }
+        }
+        Err(why) => {
+            println!("pyright: skipped, no ratio: {why}");
+            None
+        }
+    };
+
+    // 3. RSS with a 300-file workspace scanned.
+    let wroot = temp_dir("workspace");
+    let n_files = workspace_300(&wroot, 300);
+    let mut scan = None;
+    let mut cmd = Command::new(&bin);
+    cmd.arg("lsp").current_dir(&wroot);
+    if let Ok(mut lsp) = Lsp::spawn(cmd) {
+        let start = Instant::now();
+        if lsp.initialize(&wroot, json!({"debounceMs": 0, "workspaceScan": true})).is_some() {
+            let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
+            let took = start.elapsed();
+            // Let the last publishes land.
+            let _ = lsp.wait(|_| false, Duration::from_millis(200));
+            let published = lsp.publishes.len();
+            scan = Some((ended.is_some(), took, published, rss_mb(lsp.pid())));
+        }
+        lsp.stop();
+    }
+
+    // Report.
+    println!();
+    let ours_edits = ours.as_ref().and_then(|r| stats(&r.edits));
+    let theirs_edits = theirs.as_ref().and_then(|r| stats(&r.edits));
+    for (name, run) in [("tracelens", &ours), ("pyright", &theirs)] {
+        let Some(r) = run else { continue };
+        println!("{name}:");
+        println!("  didOpen -> first diagnostics: {}", r.open.map_or("none".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)));
+        println!("  edit -> diagnostics: {}", show(&stats(&r.edits)));
+        println!(
+            "    publishes per edit {:.2}; versions in publishes: {}; stale publishes skipped: {}{}",
+            r.publishes_per_edit,
+            if r.versioned { "yes" } else { "no (matched the next publish)" },
+            r.stale,
+            if r.missing.is_empty() { String::new() } else { format!("; NO publish within 30 s for versions {:?}", r.missing) }
+        );
+        println!("  hover: {} ({} of {} with content)", show(&stats(&r.hovers)), r.hovers_with_content, r.hovers.len());
+        if let Some((rss, hwm)) = r.rss {
+            println!("  RSS after the edits and hovers: {rss:.1} MB (peak {hwm:.1} MB)");
+        }
+    }
+    if let Some((ended, took, published, rss)) = &scan {
+        println!("tracelens, {n_files}-file workspace scan:");
+        println!(
+            "  {} in {:.2} s, diagnostics published for {published} files",
+            if *ended { "progress ended" } else { "NO progress end within 600 s" },
+            took.as_secs_f64()
+        );
+        if let Some((rss, hwm)) = rss {
+            println!("  RSS after the scan: {rss:.1} MB (peak {hwm:.1} MB) (target: <= 150 MB)");
+        }
+    }
+    println!();
+    if let Some(s) = &ours_edits {
+        let hover = ours.as_ref().and_then(|r| stats(&r.hovers));
+        println!(
+            "tracelens edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms (targets: p50 <= 5 ms, p95 <= 20 ms) | hover p50 {:.3} ms, p95 {:.3} ms (target: <= 2 ms)",
+            s.p50,
+            s.p95,
+            hover.as_ref().map_or(f64::NAN, |h| h.p50),
+            hover.as_ref().map_or(f64::NAN, |h| h.p95)
+        );
+    }
+    match (&ours_edits, &theirs_edits) {
+        (Some(a), Some(b)) => println!(
+            "pyright   edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms | ratio: tracelens is {:.1}x faster at p50, {:.1}x at p95 (target: >= 20x)",
+            b.p50,
+            b.p95,
+            b.p50 / a.p50,
+            b.p95 / a.p95
+        ),
+        (Some(_), None) => println!("pyright: no figures, no ratio"),
+        _ => {}
+    }
+    println!("engine reference: one analysis of this module in process {analysis_ms:.2} ms (parse {parse_ms:.2} ms)");
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&wroot);
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tracelens-bench-lsp-pyright-{}", std::process::id())));
+}
