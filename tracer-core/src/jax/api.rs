@@ -718,11 +718,15 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 }
             }
             let shape: &[usize] = if f == F::RandomPRNGKey { &[2] } else { &[] };
-            let key = match operand(interp, &seed)? {
-                Operand::Array(s) => bind1(interp, Prim::RandomSeed, &[s], Aval::new(shape, DType::U32))?,
-                Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
+            let seed = match &seed {
+                Value::Int(n) => python_seed(interp, *n),
+                Value::Bool(b) => python_seed(interp, i64::from(*b)),
+                other => match operand(interp, other)? {
+                    Operand::Array(s) => s,
+                    Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
+                },
             };
-            Ok(Value::Array(key))
+            Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], Aval::new(shape, DType::U32))?))
         }
         F::RandomSplit
         | F::RandomFoldIn
@@ -2372,7 +2376,10 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
         Value::Array(k) => k.clone(),
         _ => return Ok(Value::opaque("a random value")),
     };
-    let legacy = key.aval.shape.last() == Some(&2) && key.aval.dtype == DType::U32;
+    // A `u32[..., 2]` key is legacy unless its value shows typed keys (`split(key(0))`).
+    let legacy = key.aval.shape.last() == Some(&2)
+        && key.aval.dtype == DType::U32
+        && super::eval::is_typed_key(&key, interp.budgets.max_elements) != Some(true);
     let key_batch: Vec<usize> = if legacy { key.aval.shape[..key.aval.ndim() - 1].to_vec() } else { key.aval.shape.to_vec() };
     if !matches!(f, F::RandomKeyData) {
         super::effects::on_key_use(interp, &key, f.name());
@@ -2385,99 +2392,218 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
         )));
     }
     let c = interp.jax.config;
+    // The argument named `name`, or else the positional one at `i`.
+    let param = |name: &str, i: usize| -> Option<Value> { kw(kwargs, name).or_else(|| args.get(i)).filter(|v| !v.is_none()).cloned() };
     let shape_kw = |interp: &mut Interp, i: usize| -> PyResult<Option<Vec<usize>>> {
-        match kw(kwargs, "shape").or_else(|| args.get(i)) {
-            Some(v) if !v.is_none() => shape_of(interp, v),
-            _ => Ok(Some(Vec::new())),
+        match param("shape", i) {
+            Some(v) => shape_of(interp, &v),
+            None => Ok(Some(Vec::new())),
         }
     };
     let dtype = |interp: &mut Interp, i: usize, default: DType| -> PyResult<DType> {
-        Ok(jnp::dtype_arg(interp, kw(kwargs, "dtype").or_else(|| args.get(i)))?.map(|d| dtypes::canonicalize(d, c)).unwrap_or(default))
+        Ok(jnp::dtype_arg(interp, param("dtype", i).as_ref())?.map(|d| dtypes::canonicalize(d, c)).unwrap_or(default))
     };
-    let out = |interp: &mut Interp, shape: Vec<usize>, d: DType, dist: &'static str| -> PyResult<Value> {
-        bind1(interp, Prim::Random { dist }, std::slice::from_ref(&key), Aval::new(&shape, d)).map(Value::Array)
+    let flag = |v: Option<Value>, default: bool| -> Rc<Array> {
+        let b = match v {
+            None => default,
+            Some(Value::Bool(b)) => b,
+            Some(Value::Int(i)) => i != 0,
+            Some(_) => return Array::unknown(Aval::scalar(DType::Bool), "a flag that is not a Python bool"),
+        };
+        Array::scalar(f64::from(u8::from(b)), DType::Bool, false)
     };
+    let int = |x: i64| Array::scalar(x as f64, DType::I32, false);
+    let key_in = |params: Vec<Rc<Array>>| -> Vec<Rc<Array>> { std::iter::once(key.clone()).chain(params).collect() };
     match f {
         F::RandomSplit => {
-            let num = kw(kwargs, "num").or_else(|| args.get(1)).and_then(crate::interp::ops::as_int).unwrap_or(2).max(0) as usize;
-            let mut s = vec![num];
+            let mut s = match param("num", 1) {
+                None => vec![2],
+                Some(Value::Int(n)) => vec![n.max(0) as usize],
+                Some(v) => match shape_of(interp, &v)? {
+                    Some(s) => s,
+                    None => return Ok(Value::opaque("split")),
+                },
+            };
+            let shape = s.clone();
             s.extend(key.aval.shape.iter().copied());
-            bind1(interp, Prim::RandomSplit { shape: vec![num] }, std::slice::from_ref(&key), key.aval.with_shape(&s)).map(Value::Array)
+            bind1(interp, Prim::RandomSplit { shape }, std::slice::from_ref(&key), key.aval.with_shape(&s)).map(Value::Array)
         }
-        F::RandomFoldIn => bind1(interp, Prim::RandomFoldIn, std::slice::from_ref(&key), key.aval.clone()).map(Value::Array),
+        F::RandomFoldIn => {
+            // `jnp.asarray(data, dtype='uint32')`: a Python int outside uint32 is an
+            // OverflowError in JAX, left unknown here.
+            let data = match param("data", 1) {
+                Some(Value::Int(d)) if (0..=i64::from(u32::MAX)).contains(&d) => Array::scalar(d as f64, DType::U32, false),
+                Some(Value::Int(_)) | None => Array::unknown(Aval::scalar(DType::U32), "fold_in data out of range"),
+                Some(v) => match operand(interp, &v)? {
+                    Operand::Array(a) => a,
+                    Operand::Unknown => Array::unknown(Aval::scalar(DType::U32), "unknown fold_in data"),
+                },
+            };
+            bind1(interp, Prim::RandomFoldIn, &[key.clone(), data], key.aval.clone()).map(Value::Array)
+        }
         F::RandomKeyData => {
             let mut s = key.aval.shape.to_vec();
             if !legacy {
                 s.push(2);
             }
-            Ok(Value::Array(Array::unknown(Aval::new(&s, DType::U32), "key data")))
+            bind1(interp, Prim::RandomUnwrap, std::slice::from_ref(&key), Aval::new(&s, DType::U32)).map(Value::Array)
         }
-        F::RandomNormal | F::RandomTruncatedNormal => {
-            let si = if f == F::RandomNormal { 1 } else { 3 };
-            let Some(s) = shape_kw(interp, si)? else {
+        F::RandomNormal => {
+            let Some(s) = shape_kw(interp, 1)? else {
                 return Ok(Value::opaque("normal"));
             };
-            let d = dtype(interp, si + 1, dtypes::default_float(c))?;
-            out(interp, s, d, "normal")
+            let d = dtype(interp, 2, dtypes::default_float(c))?;
+            draw(interp, "normal", &key_in(vec![]), Aval::new(&s, d))
+        }
+        F::RandomTruncatedNormal => {
+            let (Some(lower), Some(upper)) = (param("lower", 1), param("upper", 2)) else {
+                return Ok(Value::opaque("truncated_normal"));
+            };
+            let (lower, upper) = (random_param(interp, &lower)?, random_param(interp, &upper)?);
+            let s = match param("shape", 3) {
+                Some(v) => shape_of(interp, &v)?,
+                None => jnp::broadcast_shapes(&[&lower.aval.shape, &upper.aval.shape]).ok().map(|s| s.to_vec()),
+            };
+            let Some(s) = s else {
+                return Ok(Value::opaque("truncated_normal"));
+            };
+            let d = dtype(interp, 4, dtypes::default_float(c))?;
+            draw(interp, "truncated_normal", &key_in(vec![lower, upper]), Aval::new(&s, d))
         }
         F::RandomUniform => {
             let Some(s) = shape_kw(interp, 1)? else {
                 return Ok(Value::opaque("uniform"));
             };
             let d = dtype(interp, 2, dtypes::default_float(c))?;
-            out(interp, s, d, "uniform")
+            let lo = random_param(interp, &param("minval", 3).unwrap_or(Value::Float(0.0)))?;
+            let hi = random_param(interp, &param("maxval", 4).unwrap_or(Value::Float(1.0)))?;
+            draw(interp, "uniform", &key_in(vec![lo, hi]), Aval::new(&s, d))
         }
         F::RandomBernoulli => {
-            let s = match kw(kwargs, "shape").or_else(|| args.get(2)) {
-                Some(v) if !v.is_none() => shape_of(interp, v)?,
-                _ => match kw(kwargs, "p").or_else(|| args.get(1)) {
-                    Some(Value::Array(p)) => Some(p.aval.shape.to_vec()),
-                    _ => Some(Vec::new()),
-                },
+            let p = random_param(interp, &param("p", 1).unwrap_or(Value::Float(0.5)))?;
+            let s = match param("shape", 2) {
+                Some(v) => shape_of(interp, &v)?,
+                None => Some(p.aval.shape.to_vec()),
             };
             let Some(s) = s else {
                 return Ok(Value::opaque("bernoulli"));
             };
-            out(interp, s, DType::Bool, "bernoulli")
+            draw(interp, "bernoulli", &key_in(vec![p]), Aval::new(&s, DType::Bool))
         }
         F::RandomCategorical => {
-            let logits = match kw(kwargs, "logits").or_else(|| args.get(1)) {
-                Some(Value::Array(l)) => l.clone(),
+            let logits = match param("logits", 1) {
+                Some(Value::Array(l)) => l,
                 _ => return Ok(Value::opaque("categorical")),
             };
-            let axis = kw(kwargs, "axis").and_then(crate::interp::ops::as_int).unwrap_or(-1);
+            let axis = param("axis", 2).as_ref().and_then(crate::interp::ops::as_int).unwrap_or(-1);
             let nd = logits.aval.ndim() as i64;
             let ax = if axis < 0 { axis + nd } else { axis };
             let mut s: Vec<usize> = logits.aval.shape.iter().enumerate().filter(|(i, _)| *i as i64 != ax).map(|(_, &d)| d).collect();
-            if let Some(v) = kw(kwargs, "shape") {
-                if let Some(sh) = shape_of(interp, v)? {
+            if let Some(v) = param("shape", 3) {
+                if let Some(sh) = shape_of(interp, &v)? {
                     s = sh;
                 }
             }
-            out(interp, s, dtypes::default_int(c), "categorical")
+            let params = vec![logits, int(axis), flag(param("replace", 4), true)];
+            draw(interp, "categorical", &key_in(params), Aval::new(&s, dtypes::default_int(c)))
         }
         F::RandomRandint => {
             let Some(s) = shape_kw(interp, 1)? else {
                 return Ok(Value::opaque("randint"));
             };
             let d = dtype(interp, 4, dtypes::default_int(c))?;
-            out(interp, s, d, "randint")
+            let (Some(lo), Some(hi)) = (param("minval", 2), param("maxval", 3)) else {
+                return Ok(Value::opaque("randint"));
+            };
+            let (lo, hi) = (random_param(interp, &lo)?, random_param(interp, &hi)?);
+            draw(interp, "randint", &key_in(vec![lo, hi]), Aval::new(&s, d))
         }
-        F::RandomPermutation => match kw(kwargs, "x").or_else(|| args.get(1)) {
-            Some(Value::Int(n)) => out(interp, vec![(*n).max(0) as usize], dtypes::default_int(c), "permutation"),
-            Some(Value::Array(x)) => out(interp, x.aval.shape.to_vec(), x.aval.dtype, "permutation"),
+        F::RandomPermutation => match param("x", 1) {
+            Some(Value::Int(n)) => draw(interp, "permutation", &key_in(vec![]), Aval::new(&[n.max(0) as usize], dtypes::default_int(c))),
+            Some(Value::Array(x)) if x.aval.ndim() > 0 => {
+                let nd = x.aval.ndim() as i64;
+                let axis = param("axis", 2).as_ref().and_then(crate::interp::ops::as_int).unwrap_or(0);
+                let axis = if axis < 0 { axis + nd } else { axis };
+                let params = vec![x.clone(), int(axis), flag(param("independent", 3), false)];
+                draw(interp, "permutation", &key_in(params), Aval::new(&x.aval.shape, x.aval.dtype))
+            }
             _ => Ok(Value::opaque("permutation")),
         },
         F::RandomChoice => {
             let Some(s) = shape_kw(interp, 2)? else {
                 return Ok(Value::opaque("choice"));
             };
-            let d = match kw(kwargs, "a").or_else(|| args.get(1)) {
-                Some(Value::Array(a)) => a.aval.dtype,
-                _ => dtypes::default_int(c),
+            let index_dtype = dtypes::default_int(c);
+            let axis = param("axis", 5).as_ref().and_then(crate::interp::ops::as_int).unwrap_or(0);
+            let (a, aval) = match param("a", 1) {
+                Some(Value::Int(n)) => (Array::scalar(n as f64, index_dtype, true), Aval::new(&s, index_dtype)),
+                Some(Value::Array(a)) if a.aval.ndim() == 0 => (a.clone(), Aval::new(&s, index_dtype)),
+                Some(Value::Array(a)) => {
+                    let nd = a.aval.ndim() as i64;
+                    let ax = if axis < 0 { axis + nd } else { axis };
+                    if !(0..nd).contains(&ax) {
+                        return Ok(Value::opaque("choice"));
+                    }
+                    let ax = ax as usize;
+                    let mut shape = a.aval.shape[..ax].to_vec();
+                    shape.extend(s.iter().copied());
+                    shape.extend(a.aval.shape[ax + 1..].iter().copied());
+                    let aval = Aval::new(&shape, a.aval.dtype);
+                    let axis_in = Array::scalar(ax as f64, index_dtype, false);
+                    let mut params = vec![a.clone(), flag(param("replace", 3), true), axis_in];
+                    if let Some(p) = param("p", 4) {
+                        params.push(random_param(interp, &p)?);
+                    }
+                    return draw(interp, "choice", &key_in(params), aval);
+                }
+                _ => return Ok(Value::opaque("choice")),
             };
-            out(interp, s, d, "choice")
+            let mut params = vec![a, flag(param("replace", 3), true), Array::scalar(0.0, index_dtype, false)];
+            if let Some(p) = param("p", 4) {
+                params.push(random_param(interp, &p)?);
+            }
+            draw(interp, "choice", &key_in(params), aval)
         }
         _ => Ok(Value::opaque("random")),
     }
+}
+
+/// A Python int seed as `random_seed` takes it: through an int64 NumPy scalar, which is
+/// int32 with x64 off (the seed mod 2**32, never an OverflowError). A seed an f64 cannot
+/// hold exactly gives an unknown key.
+fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
+    if !interp.jax.config.enable_x64 {
+        return Array::scalar(f64::from(n as i32), DType::I32, false);
+    }
+    if n.unsigned_abs() <= 1 << 53 {
+        Array::scalar(n as f64, DType::I64, false)
+    } else {
+        Array::unknown(Aval::scalar(DType::I64), "a seed beyond 2**53")
+    }
+}
+
+/// A numeric parameter of a sampler (`minval`, `p`, ...) as an input of its draw.
+fn random_param(interp: &mut Interp, v: &Value) -> PyResult<Rc<Array>> {
+    Ok(match operand(interp, v)? {
+        Operand::Array(a) => a,
+        Operand::Unknown => Array::unknown(Aval::scalar(dtypes::default_float(interp.jax.config)).weak(true), "an unknown parameter"),
+    })
+}
+
+/// Binds the draw `random_<dist>` of `inputs` (the key, then the sampler's parameters, as
+/// `random::kernel` reads them). `bind` leaves a `Prim::Random` made outside any trace
+/// unknown, so such a draw is made pending here instead, and computed when Python needs it.
+fn draw(interp: &mut Interp, dist: &'static str, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
+    use super::array::{ArrayKind, Lazy};
+    let prim = Prim::Random { dist };
+    let out = bind1(interp, prim.clone(), inputs, aval)?;
+    if out.is_tracer() {
+        return Ok(Value::Array(out));
+    }
+    Ok(Value::Array(Rc::new(Array {
+        aval: out.aval.clone(),
+        kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs.to_vec()))),
+        origin: out.origin,
+        numpy: Default::default(),
+    })))
 }

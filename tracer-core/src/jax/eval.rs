@@ -8,6 +8,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::array::{Array, ArrayKind, Lazy, NdData};
 use super::dtypes::DType;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::random;
 
 /// Rounds a value to what `dtype` can hold.
 pub fn round_to(x: f64, dtype: DType) -> f64 {
@@ -27,9 +28,18 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
 }
 
 /// The data of a concrete array (or a tracer's known primal), computing it if needed.
-/// `None` when unknown or larger than `max_elements`.
+/// `None` when unknown or larger than `max_elements`, and for typed PRNG keys: their data
+/// has a trailing axis for the two key words that their aval does not show, and only the
+/// random kernels read it.
 pub fn force(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
-    force_at_depth(array, max_elements, 0)
+    force_at_depth(array, max_elements, 0).filter(|d| d.shape() == array.aval.shape.as_slice())
+}
+
+/// Whether `array` holds typed PRNG keys (its data has the key-words axis its aval does not
+/// show), when its value can be computed: the aval alone cannot tell typed keys of shape
+/// `(2,)` from one legacy key.
+pub fn is_typed_key(array: &Rc<Array>, max_elements: u64) -> Option<bool> {
+    force_at_depth(array, max_elements, 0).map(|d| d.ndim() == array.aval.ndim() + 1)
 }
 
 /// Longest chain of pending operations computed in one go (deeper chains stay unknown, so
@@ -58,7 +68,14 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
         }
         datas.push(force_at_depth(i, max_elements, depth + 1)?);
     }
-    let result = kernel(&prim, &datas, &inputs.iter().map(|i| i.aval.dtype).collect::<Vec<_>>(), &known.aval.shape, known.aval.dtype);
+    let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
+    let result = if random::is_random(&prim) {
+        random::kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
+    } else if inputs.iter().zip(&datas).any(|(i, d)| d.shape() != i.aval.shape.as_slice()) {
+        random::key_layout_kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
+    } else {
+        kernel(&prim, &datas, &inputs.iter().map(|i| i.aval.dtype).collect::<Vec<_>>(), &known.aval.shape, known.aval.dtype)
+    };
     let mut slot = cell.borrow_mut();
     match result {
         Some(mut data) => {

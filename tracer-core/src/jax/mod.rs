@@ -11,6 +11,7 @@ pub mod eval;
 pub mod eval_jaxpr;
 pub mod ir;
 pub mod numpy;
+pub mod random;
 pub mod surface;
 
 use std::collections::HashMap;
