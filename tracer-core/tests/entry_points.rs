@@ -33,7 +33,8 @@ fn a_trace_comment_traces_the_function_with_those_avals() {
     assert_eq!(traces.len(), 1);
     assert_eq!(traces[0].args, vec!["f32[8,16]", "f32[4,16]"]);
     assert_eq!(traces[0].outputs, Some(vec!["f32[8,4]".to_string()]));
-    assert_eq!(traces[0].values[0].aval, "f32[8,4]");
+    let scores = traces[0].values.iter().find(|v| v.assigned && v.name == "scores").expect("scores");
+    assert_eq!(scores.aval, "f32[8,4]");
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
 

@@ -2594,16 +2594,5 @@ fn random_param(interp: &mut Interp, v: &Value) -> PyResult<Rc<Array>> {
 /// `random::kernel` reads them). `bind` leaves a `Prim::Random` made outside any trace
 /// unknown, so such a draw is made pending here instead, and computed when Python needs it.
 fn draw(interp: &mut Interp, dist: &'static str, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
-    use super::array::{ArrayKind, Lazy};
-    let prim = Prim::Random { dist };
-    let out = bind1(interp, prim.clone(), inputs, aval)?;
-    if out.is_tracer() {
-        return Ok(Value::Array(out));
-    }
-    Ok(Value::Array(Rc::new(Array {
-        aval: out.aval.clone(),
-        kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs.to_vec()))),
-        origin: out.origin,
-        numpy: Default::default(),
-    })))
+    bind1(interp, Prim::Random { dist }, inputs, aval).map(Value::Array)
 }

@@ -348,7 +348,7 @@ pub fn bind_with_bodies(
             .into_iter()
             .enumerate()
             .map(|(i, aval)| {
-                let out = if i == 0 && !matches!(prim, Prim::Opaque(_) | Prim::Random { .. }) {
+                let out = if i == 0 && !matches!(prim, Prim::Opaque(_)) {
                     Array::pending(aval, prim.clone(), inputs.to_vec())
                 } else {
                     Array::unknown(aval, "not computed")
@@ -369,9 +369,7 @@ pub fn bind_with_bodies(
         frame.next_var += 1;
         out_vars.push((var, aval.clone()));
         let primal = match (&primal_inputs, i) {
-            (Some(ins), 0) if !matches!(prim, Prim::Opaque(_) | Prim::Random { .. }) => {
-                Some(Array::pending(aval.clone(), prim.clone(), ins.clone()))
-            }
+            (Some(ins), 0) if !matches!(prim, Prim::Opaque(_)) => Some(Array::pending(aval.clone(), prim.clone(), ins.clone())),
             (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
             (None, _) => None,
         };
