@@ -1068,6 +1068,87 @@ fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str)
 /// The worker behind every transformation: returns the outputs (tracers of the outer trace,
 /// or concrete arrays) and the index of the trace record.
 #[allow(clippy::too_many_arguments)]
+/// Replaces the array leaves of one argument with input tracers of the top trace.
+/// Under grad/jvp (`primal`), the tracers keep the concrete value behind them.
+fn trace_inputs(interp: &mut Interp, arg: &Value, index: usize, primal: bool, call_site: Option<Site>) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, arg, "", &mut leaves)?;
+    let mut traced = Vec::with_capacity(leaves.len());
+    for (_, leaf) in leaves {
+        traced.push(match &leaf {
+            Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
+                Operand::Array(a) => {
+                    let known = if primal { Some(a.clone()) } else { None };
+                    Value::Array(interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site))
+                }
+                Operand::Unknown => leaf,
+            },
+            _ => leaf,
+        });
+    }
+    unflatten(interp, &tree, &mut traced.into_iter())
+}
+
+/// What a traced function's output is to its transformation.
+enum TracedOutput {
+    Arrays(TreeDef, Vec<Rc<Array>>),
+    /// A leaf the interpreter cannot know: the transformation's result is unknown.
+    Unknown(String),
+}
+
+/// Flattens a traced function's output into arrays, raising JAX's TL112 error for a leaf that
+/// is not a valid JAX type (a string, an unregistered class instance). Aborts the top trace
+/// on every path but success.
+fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: &Value) -> PyResult<TracedOutput> {
+    let mut leaves = Vec::new();
+    let tree = match flatten(interp, out, "", &mut leaves) {
+        Ok(t) => t,
+        Err(e) => {
+            interp.jax.abort_trace();
+            return Err(e);
+        }
+    };
+    let mut arrays = Vec::with_capacity(leaves.len());
+    for (path, leaf) in &leaves {
+        let invalid = match operand(interp, leaf) {
+            Ok(Operand::Array(a)) => {
+                arrays.push(a);
+                continue;
+            }
+            Ok(Operand::Unknown) => matches!(leaf, Value::Instance(i) if i.class.lookup("__tracelens_opaque_base__").is_none()),
+            Err(Flow::Raise(_)) => true,
+            Err(e) => {
+                interp.jax.abort_trace();
+                return Err(e);
+            }
+        };
+        interp.jax.abort_trace();
+        if !invalid {
+            let what = match leaf {
+                Value::Opaque(o) => o.what.clone(),
+                other => other.type_name(),
+            };
+            return Ok(TracedOutput::Unknown(what));
+        }
+        let where_ = fun_def_site(fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+        let tn = match leaf {
+            Value::Instance(i) => format!("__main__.{}", i.class.name),
+            other => other.type_name(),
+        };
+        // JAX names the leaf's position when the output is a container.
+        let at = if path.is_empty() { String::new() } else { format!(" at output component {path}") };
+        return Err(interp.raise(
+            "TypeError",
+            Code::InvalidPytree,
+            format!(
+                "function {} at {where_} traced for {label} returned a value of type <class '{tn}'>{at}, which is not a valid JAX type",
+                fun_name(fun)
+            ),
+        ));
+    }
+    Ok(TracedOutput::Arrays(tree, arrays))
+}
+
 fn trace_with_record(
     interp: &mut Interp,
     fun: &Value,
@@ -1084,30 +1165,9 @@ fn trace_with_record(
     let pos = interp.jax.push_trace(kind.clone(), name.clone(), fun_def_site(fun), call_site, cause, jitted);
     let record = interp.jax.traces[pos].record;
     interp.jax.traces[pos].arg_names = param_names(fun);
-    let mut leaves = Vec::new();
-    let mut trees = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        let mut l = Vec::new();
-        trees.push(flatten(interp, a, "", &mut l)?);
-        leaves.push((i, l));
-    }
     let mut traced_args = Vec::with_capacity(args.len());
-    for ((i, l), tree) in leaves.into_iter().zip(&trees) {
-        let mut new_leaves = Vec::new();
-        for (_, leaf) in l {
-            let v = match &leaf {
-                Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => match operand(interp, &leaf)? {
-                    Operand::Array(a) => {
-                        let primal = if staging { None } else { Some(a.clone()) };
-                        Value::Array(interp.jax.new_input(canonical_aval(interp, &a.aval), primal, i, call_site))
-                    }
-                    Operand::Unknown => leaf.clone(),
-                },
-                _ => leaf.clone(),
-            };
-            new_leaves.push(v);
-        }
-        traced_args.push(unflatten(interp, tree, &mut new_leaves.into_iter())?);
+    for (i, a) in args.iter().enumerate() {
+        traced_args.push(trace_inputs(interp, a, i, !staging, call_site)?);
     }
     let result = interp.call(fun, traced_args, kwargs);
     let out = match result {
@@ -1117,36 +1177,12 @@ fn trace_with_record(
             return Err(e);
         }
     };
-    let mut out_leaves = Vec::new();
-    let out_tree = flatten(interp, &out, "", &mut out_leaves)?;
-    let mut arrays = Vec::new();
-    let mut converted = Vec::new();
-    for (_, leaf) in &out_leaves {
-        match operand(interp, leaf) {
-            Ok(Operand::Array(a)) => {
-                arrays.push(a.clone());
-                converted.push(a);
-            }
-            Ok(Operand::Unknown) => {
-                interp.jax.abort_trace();
-                return Ok((Value::opaque("result of a traced function with unknown outputs"), record));
-            }
-            Err(Flow::Raise(_)) => {
-                interp.jax.abort_trace();
-                let where_ = fun_def_site(fun).map(|s| interp.describe_site(s)).unwrap_or_default();
-                let tn = leaf.type_name();
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::InvalidPytree,
-                    format!("function {name} at {where_} traced for {label} returned a value of type <class '{tn}'>, which is not a valid JAX type"),
-                ));
-            }
-            Err(e) => {
-                interp.jax.abort_trace();
-                return Err(e);
-            }
+    let (out_tree, arrays) = match traced_output(interp, fun, label, &out)? {
+        TracedOutput::Arrays(tree, arrays) => (tree, arrays),
+        TracedOutput::Unknown(what) => {
+            return Ok((Value::opaque(format!("result of a traced function with an unknown output ({what})")), record))
         }
-    }
+    };
     let consts = interp.jax.captured_consts();
     let jaxpr = interp.jax.pop_trace(&arrays);
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
@@ -1179,7 +1215,6 @@ fn trace_with_record(
             });
         }
     }
-    let _ = converted;
     let value = unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?;
     Ok((value, record))
 }
@@ -1409,20 +1444,7 @@ fn trace_jit_body(
     interp.jax.traces[pos].arg_names = param_names(&j.fun);
     let mut call_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
-        if !dyn_positions.contains(&i) {
-            call_args.push(a.clone());
-            continue;
-        }
-        let mut l = Vec::new();
-        let tree = flatten(interp, a, "", &mut l)?;
-        let mut new_leaves = Vec::new();
-        for (_, leaf) in l {
-            new_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(x) => Value::Array(interp.jax.new_input(canonical_aval(interp, &x.aval), None, i, call_site)),
-                Operand::Unknown => leaf,
-            });
-        }
-        call_args.push(unflatten(interp, &tree, &mut new_leaves.into_iter())?);
+        call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site)? } else { a.clone() });
     }
     let mut call_kwargs = Vec::new();
     let nparams = interp.jax.traces[pos].arg_names.len();
@@ -1432,16 +1454,8 @@ fn trace_jit_body(
             continue;
         }
         let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
-        let mut l = Vec::new();
-        let tree = flatten(interp, &v, "", &mut l)?;
-        let mut new_leaves = Vec::new();
-        for (_, leaf) in l {
-            new_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(x) => Value::Array(interp.jax.new_input(canonical_aval(interp, &x.aval), None, idx, call_site)),
-                Operand::Unknown => leaf,
-            });
-        }
-        call_kwargs.push((k, unflatten(interp, &tree, &mut new_leaves.into_iter())?));
+        let traced = trace_inputs(interp, &v, idx, false, call_site)?;
+        call_kwargs.push((k, traced));
     }
     let result = interp.call(&j.fun, call_args, call_kwargs);
     let out = match result {
@@ -1451,57 +1465,10 @@ fn trace_jit_body(
             return Err(e);
         }
     };
-    let mut out_leaves = Vec::new();
-    let out_tree = flatten(interp, &out, "", &mut out_leaves)?;
-    let mut arrays = Vec::new();
-    for (leaf_path, leaf) in &out_leaves {
-        match operand(interp, leaf) {
-            Ok(Operand::Array(a)) => arrays.push(a),
-            Ok(Operand::Unknown) if matches!(leaf, Value::Instance(i) if i.class.lookup("__tracelens_opaque_base__").is_none()) => {
-                // An instance of an unregistered user class is not a valid JAX type.
-                interp.jax.abort_trace();
-                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
-                let tn = if let Value::Instance(i) = leaf { format!("__main__.{}", i.class.name) } else { leaf.type_name() };
-                let at = if leaf_path.is_empty() { String::new() } else { format!(" at output component {leaf_path}") };
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::InvalidPytree,
-                    format!(
-                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>{at}, which is not a valid JAX type",
-                        j.name
-                    ),
-                ));
-            }
-            Ok(Operand::Unknown) => {
-                interp.jax.abort_trace();
-                let what = match leaf {
-                    Value::Opaque(o) => o.what.clone(),
-                    other => other.type_name(),
-                };
-                return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})")));
-            }
-            Err(Flow::Raise(_)) => {
-                interp.jax.abort_trace();
-                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
-                let tn = leaf.type_name();
-                let tn = if let Value::Instance(i) = leaf { format!("__main__.{}", i.class.name) } else { tn };
-                // JAX names the leaf's position when the output is a container.
-                let at = if leaf_path.is_empty() { String::new() } else { format!(" at output component {leaf_path}") };
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::InvalidPytree,
-                    format!(
-                        "function {} at {where_} traced for jit returned a value of type <class '{tn}'>{at}, which is not a valid JAX type",
-                        j.name
-                    ),
-                ));
-            }
-            Err(e) => {
-                interp.jax.abort_trace();
-                return Err(e);
-            }
-        }
-    }
+    let (out_tree, arrays) = match traced_output(interp, &j.fun, "jit", &out)? {
+        TracedOutput::Arrays(tree, arrays) => (tree, arrays),
+        TracedOutput::Unknown(what) => return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})"))),
+    };
     let consts = interp.jax.captured_consts();
     let jaxpr = interp.jax.pop_trace(&arrays);
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
