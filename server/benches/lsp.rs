@@ -399,80 +399,149 @@ fn show(s: &Option<Stats>) -> String {
     }
 }
 
-/// What one server did on the 2,000-line script.
-struct Run {
+/// One server on the 2,000-line script: what it did so far.
+struct Session {
+    name: &'static str,
+    lsp: Lsp,
+    uri: String,
+    version: i64,
     open: Option<Duration>,
     edits: Vec<Duration>,
+    /// Versions for which no publishDiagnostics came within 30 s.
     missing: Vec<i64>,
     hovers: Vec<Duration>,
     hovers_with_content: usize,
-    stale: usize,
+    /// Whether its publishes carry the document version.
     versioned: bool,
-    publishes_per_edit: f64,
-    rss: Option<(f64, f64)>,
+    /// publishDiagnostics for the file before the first edit.
+    publishes_before: usize,
+    /// VmRSS in MB after the open and after every 50 edits.
+    rss_trend: Vec<(usize, f64)>,
+    rss_end: Option<(f64, f64)>,
+    /// CPU time (user + system) the server spent during the edits.
+    cpu_edits: Option<Duration>,
+    cpu_at_open: Option<Duration>,
 }
 
-/// Opens the module, runs the edit script and the hovers.
-fn drive(lsp: &mut Lsp, path: &Path, text: &str, layers: &[Layer], n_edits: usize, open_timeout: Duration) -> Run {
-    let u = uri(path);
-    let sent = lsp.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
-    let first = lsp.diagnostics(&u, 1, open_timeout);
-    let versioned = first.as_ref().is_some_and(|m| m.v["params"]["version"].as_i64().is_some());
-    let open = first.as_ref().map(|m| m.at.duration_since(sent));
-    let mut run = Run {
-        open,
-        edits: Vec::new(),
-        missing: Vec::new(),
-        hovers: Vec::new(),
-        hovers_with_content: 0,
-        stale: 0,
-        versioned,
-        publishes_per_edit: 0.0,
-        rss: None,
-    };
-    if first.is_none() {
-        run.missing.push(1);
-        return run;
-    }
-    // Publishes counted from here on, to see whether the server publishes once per edit.
-    let before = lsp.publishes.get(&u).copied().unwrap_or(0);
-    let pairs = n_edits.div_ceil(2);
-    let mut version = 1i64;
-    for i in 0..n_edits {
-        version += 1;
-        let change = edit(i, layers, pairs);
-        let sent = lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]}));
-        match lsp.diagnostics(&u, version, Duration::from_secs(30)) {
-            Some(m) => run.edits.push(m.at.duration_since(sent)),
-            None => run.missing.push(version),
+/// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+impl Session {
+    fn new(name: &'static str, lsp: Lsp, path: &Path) -> Session {
+        Session {
+            name,
+            lsp,
+            uri: uri(path),
+            version: 1,
+            open: None,
+            edits: Vec::new(),
+            missing: Vec::new(),
+            hovers: Vec::new(),
+            hovers_with_content: 0,
+            versioned: false,
+            publishes_before: 0,
+            rss_trend: Vec::new(),
+            rss_end: None,
+            cpu_edits: None,
+            cpu_at_open: None,
         }
     }
-    // Anything still in flight for the last version (a second publish) is counted too.
-    let _ = lsp.wait(|_| false, Duration::from_millis(300));
-    run.publishes_per_edit = (lsp.publishes.get(&u).copied().unwrap_or(0) - before) as f64 / n_edits.max(1) as f64;
-    run.stale = lsp.stale;
-    let hover_points: Vec<(u32, u32)> = layers.iter().flat_map(|l| l.hovers.iter().copied()).collect();
-    let n_hovers = 200;
-    for k in 0..n_hovers {
-        // Spread over the file: stride through every layer's points.
-        let (line, character) = hover_points[(k * 37) % hover_points.len()];
-        let params = json!({"textDocument": {"uri": u}, "position": {"line": line, "character": character}});
-        if let Some((resp, took)) = lsp.request("textDocument/hover", params, Duration::from_secs(30)) {
-            run.hovers.push(took);
-            let contents = &resp["result"]["contents"];
-            let has = match contents {
+
+    /// Opens the module and waits for its first diagnostics; false if none came.
+    fn open(&mut self, text: &str, timeout: Duration) -> bool {
+        let u = self.uri.clone();
+        let sent = self
+            .lsp
+            .notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+        let first = self.lsp.diagnostics(&u, 1, timeout);
+        self.versioned = first.as_ref().is_some_and(|m| m.v["params"]["version"].as_i64().is_some());
+        self.open = first.as_ref().map(|m| m.at.duration_since(sent));
+        // Anything the server still does for the open (a second publish) before the edits.
+        let _ = self.lsp.wait(|_| false, Duration::from_millis(500));
+        self.publishes_before = self.lsp.publishes.get(&u).copied().unwrap_or(0);
+        if let Some((rss, _)) = rss_mb(self.lsp.pid()) {
+            self.rss_trend.push((0, rss));
+        }
+        self.cpu_at_open = cpu_time(self.lsp.pid());
+        if first.is_none() {
+            self.missing.push(1);
+        }
+        first.is_some()
+    }
+
+    /// Edit `i` of the script, timed from writing `didChange` to reading its diagnostics.
+    fn edit(&mut self, i: usize, layers: &[Layer], pairs: usize) {
+        self.version += 1;
+        let (u, version) = (self.uri.clone(), self.version);
+        let change = edit(i, layers, pairs);
+        let sent =
+            self.lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]}));
+        match self.lsp.diagnostics(&u, version, Duration::from_secs(30)) {
+            Some(m) => self.edits.push(m.at.duration_since(sent)),
+            None => self.missing.push(version),
+        }
+        if (i + 1) % 50 == 0 {
+            if let Some((rss, _)) = rss_mb(self.lsp.pid()) {
+                self.rss_trend.push((i + 1, rss));
+            }
+        }
+    }
+
+    fn edits_done(&mut self) {
+        // A second publish for the last version, if the server sends one, is counted too.
+        let _ = self.lsp.wait(|_| false, Duration::from_millis(300));
+        if let (Some(a), Some(b)) = (self.cpu_at_open, cpu_time(self.lsp.pid())) {
+            self.cpu_edits = Some(b.saturating_sub(a));
+        }
+    }
+
+    fn publishes_per_edit(&self) -> f64 {
+        let after = self.lsp.publishes.get(&self.uri).copied().unwrap_or(0);
+        (after - self.publishes_before) as f64 / (self.version - 1).max(1) as f64
+    }
+
+    fn hover(&mut self, (line, character): (u32, u32)) {
+        let params = json!({"textDocument": {"uri": self.uri}, "position": {"line": line, "character": character}});
+        if let Some((resp, took)) = self.lsp.request("textDocument/hover", params, Duration::from_secs(30)) {
+            self.hovers.push(took);
+            let has = match &resp["result"]["contents"] {
                 Value::String(s) => !s.is_empty(),
                 Value::Object(o) => o.get("value").and_then(Value::as_str).is_some_and(|s| !s.is_empty()),
                 Value::Array(a) => !a.is_empty(),
                 _ => false,
             };
             if has {
-                run.hovers_with_content += 1;
+                self.hovers_with_content += 1;
             }
         }
     }
-    run.rss = rss_mb(lsp.pid());
-    run
+
+    fn report(&self) {
+        println!("{}:", self.name);
+        println!("  didOpen -> first diagnostics: {}", self.open.map_or("none".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)));
+        println!("  edit -> diagnostics: {}", show(&stats(&self.edits)));
+        println!(
+            "    publishes per edit {:.2}; versions in publishes: {}; stale publishes skipped: {}; CPU time over the edits {}{}",
+            self.publishes_per_edit(),
+            if self.versioned { "yes" } else { "no (matched the next publish)" },
+            self.lsp.stale,
+            self.cpu_edits.map_or("?".into(), |d| format!("{:.2} s", d.as_secs_f64())),
+            if self.missing.is_empty() { String::new() } else { format!("; NO publish within 30 s for versions {:?}", self.missing) }
+        );
+        println!("  hover: {} ({} of {} with content)", show(&stats(&self.hovers)), self.hovers_with_content, self.hovers.len());
+        if let Some((rss, hwm)) = self.rss_end {
+            println!("  RSS after the edits and hovers: {rss:.1} MB (peak {hwm:.1} MB)");
+        }
+        let trend: Vec<String> = self.rss_trend.iter().map(|(n, mb)| format!("{n}: {mb:.0}")).collect();
+        println!("  RSS (MB) after N edits: {}", trend.join(", "));
+    }
 }
 
 fn tracelens_bin() -> PathBuf {
@@ -544,90 +613,121 @@ fn median(mut xs: Vec<Duration>) -> Duration {
     xs[xs.len() / 2]
 }
 
+/// Median and minimum of `f` over 21 runs, in ms.
+fn time_ms(mut f: impl FnMut()) -> (f64, f64) {
+    let xs: Vec<Duration> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    let min = xs.iter().min().copied().unwrap_or_default();
+    (median(xs).as_secs_f64() * 1e3, min.as_secs_f64() * 1e3)
+}
+
+fn start_tracelens(bin: &Path, root: &Path, init: Value) -> Option<Lsp> {
+    let mut cmd = Command::new(bin);
+    cmd.arg("lsp").current_dir(root);
+    let mut lsp = match Lsp::spawn(cmd) {
+        Ok(l) => l,
+        Err(e) => {
+            println!(
+                "tracelens: cannot start {}: {e} (build it with `cargo build --release -p tracelens` or set TRACELENS_BIN)",
+                bin.display()
+            );
+            return None;
+        }
+    };
+    if lsp.initialize(root, init).is_none() {
+        println!("tracelens: no answer to initialize");
+        lsp.stop();
+        return None;
+    }
+    Some(lsp)
+}
+
+/// pyright on its own copy of the module (with a pyrightconfig.json pointing at a JAX
+/// environment if there is one); or why not.
+fn start_pyright(module: &str) -> Result<(Lsp, PathBuf, String), String> {
+    let (node, script) = pyright()?;
+    let root = temp_dir("pyright");
+    let file = root.join("generated_2000_lines.py");
+    std::fs::write(&file, module).map_err(|e| e.to_string())?;
+    let env_note = match jax_venv() {
+        Some(venv) => {
+            let cfg = json!({
+                "venvPath": venv.parent().map(|p| p.display().to_string()),
+                "venv": venv.file_name().map(|n| n.to_string_lossy().into_owned()),
+            });
+            std::fs::write(root.join("pyrightconfig.json"), cfg.to_string()).map_err(|e| e.to_string())?;
+            format!("jax imports resolved against {}", venv.display())
+        }
+        None => "no JAX environment (TRACELENS_JAX_PYTHON, target/jax-venv): jax imports unresolved".into(),
+    };
+    let mut cmd = Command::new(&node);
+    cmd.arg(&script).arg("--stdio").current_dir(&root);
+    let mut lsp = Lsp::spawn(cmd).map_err(|e| format!("cannot start {} {}: {e}", node.display(), script.display()))?;
+    if lsp.initialize(&root, Value::Null).is_none() {
+        lsp.stop();
+        return Err("no answer to initialize".into());
+    }
+    Ok((lsp, file, format!("pyright {PYRIGHT_VERSION} ({}), {env_note}", script.display())))
+}
+
 fn main() {
     let n_edits: usize = std::env::var("TRACELENS_BENCH_EDITS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let n_hovers = 200;
     let (module, layers) = generated_module(2000);
     let root = temp_dir("edits");
     let file = root.join("generated_2000_lines.py");
     std::fs::write(&file, &module).expect("write module");
-    println!("module: {} lines, {} jitted layers; {n_edits} single-character edits, 200 hovers", module.lines().count(), layers.len());
+    println!(
+        "module: {} lines, {} jitted layers; {n_edits} single-character edits, {n_hovers} hovers; {} CPUs",
+        module.lines().count(),
+        layers.len(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
 
     // In-process reference: what one analysis of this text costs the engine, and its parse.
+    // RSS before and after each series shows whether an analysis leaves memory behind.
     let config = tracer_core::AnalysisConfig { search_roots: vec![root.clone()], ..Default::default() };
-    let analysis: Vec<Duration> = (0..21)
-        .map(|_| {
-            let start = Instant::now();
-            std::hint::black_box(tracer_core::analyze_file(&file, &module, &Disk, &config));
-            start.elapsed()
-        })
-        .collect();
-    let parse: Vec<Duration> = (0..21)
-        .map(|_| {
-            let start = Instant::now();
-            std::hint::black_box(tracer_core::syntax::parse(&module));
-            start.elapsed()
-        })
-        .collect();
-    let (analysis_ms, parse_ms) = (median(analysis).as_secs_f64() * 1e3, median(parse).as_secs_f64() * 1e3);
-    println!("engine in process: analyze_file median {analysis_ms:.2} ms, of which parse (tree-sitter + lowering) {parse_ms:.2} ms");
+    let rss_start = rss_mb(std::process::id()).map_or(f64::NAN, |r| r.0);
+    let parse = time_ms(|| {
+        std::hint::black_box(tracer_core::syntax::parse(&module));
+    });
+    let rss_parsed = rss_mb(std::process::id()).map_or(f64::NAN, |r| r.0);
+    let analysis = time_ms(|| {
+        std::hint::black_box(tracer_core::analyze_file(&file, &module, &Disk, &config));
+    });
+    let rss_analysed = rss_mb(std::process::id()).map_or(f64::NAN, |r| r.0);
+    let mut parser = tree_sitter::Parser::new();
+    let ts_ok = parser.set_language(&tree_sitter_python::LANGUAGE.into()).is_ok();
+    let tree_sitter = time_ms(|| {
+        if ts_ok {
+            std::hint::black_box(parser.parse(&module, None));
+        }
+    });
 
-    // 1. tracelens.
+    // 1. Both servers up, the module open in each (pyright's first analysis is done before
+    // any edit is timed).
     let bin = tracelens_bin();
-    let mut cmd = Command::new(&bin);
-    cmd.arg("lsp").current_dir(&root);
-    let ours = match Lsp::spawn(cmd) {
-        Ok(mut lsp) => {
-            if lsp.initialize(&root, json!({"debounceMs": 0, "workspaceScan": false})).is_none() {
-                println!("tracelens: no answer to initialize");
-                None
-            } else {
-                let run = drive(&mut lsp, &file, &module, &layers, n_edits, Duration::from_secs(60));
-                lsp.stop();
-                Some(run)
-            }
+    let mut ours =
+        start_tracelens(&bin, &root, json!({"debounceMs": 0, "workspaceScan": false})).map(|l| Session::new("tracelens", l, &file));
+    if let Some(s) = ours.as_mut() {
+        if !s.open(&module, Duration::from_secs(60)) {
+            println!("tracelens: no diagnostics for the opened module within 60 s");
         }
-        Err(e) => {
-            println!("tracelens: cannot start {}: {e} (build it with `cargo build --release -p tracelens` or set TRACELENS_BIN)", bin.display());
-            None
-        }
-    };
-
-    // 2. pyright, same text, same script.
-    let theirs = match pyright() {
-        Ok((node, script)) => {
-            let proot = temp_dir("pyright");
-            let pfile = proot.join("generated_2000_lines.py");
-            std::fs::write(&pfile, &module).expect("write module");
-            let env_note = match jax_venv() {
-                Some(venv) => {
-                    let cfg = json!({
-                        "venvPath": venv.parent().map(|p| p.display().to_string()),
-                        "venv": venv.file_name().map(|n| n.to_string_lossy().into_owned()),
-                    });
-                    std::fs::write(proot.join("pyrightconfig.json"), cfg.to_string()).expect("pyrightconfig");
-                    format!("imports resolved against {}", venv.display())
-                }
-                None => "no JAX environment found (TRACELENS_JAX_PYTHON, target/jax-venv): jax imports unresolved".into(),
-            };
-            let mut cmd = Command::new(&node);
-            cmd.arg(&script).arg("--stdio").current_dir(&proot);
-            match Lsp::spawn(cmd) {
-                Ok(mut lsp) => {
-                    if lsp.initialize(&proot, Value::Null).is_none() {
-                        println!("pyright: no answer to initialize");
-                        None
-                    } else {
-                        let run = drive(&mut lsp, &pfile, &module, &layers, n_edits, Duration::from_secs(180));
-                        lsp.stop();
-                        println!("pyright {PYRIGHT_VERSION} ({}): {env_note}", script.display());
-                        Some(run)
-                    }
-                }
-                Err(e) => {
-                    println!("pyright: cannot start {} {}: {e}", node.display(), script.display());
-                    None
-                }
+    }
+    let mut pyright_note = String::new();
+    let mut theirs = match start_pyright(&module) {
+        Ok((lsp, pfile, note)) => {
+            pyright_note = note;
+            let mut s = Session::new("pyright", lsp, &pfile);
+            if !s.open(&module, Duration::from_secs(180)) {
+                println!("pyright: no diagnostics for the opened module within 180 s");
             }
+            Some(s)
         }
         Err(why) => {
             println!("pyright: skipped, no ratio: {why}");
@@ -635,51 +735,65 @@ fn main() {
         }
     };
 
-    // 3. RSS with a 300-file workspace scanned.
+    // 2. The edit script, interleaved edit by edit (both see the same machine load), then
+    // the hovers, the same way.
+    let pairs = n_edits.div_ceil(2);
+    for i in 0..n_edits {
+        for s in [ours.as_mut(), theirs.as_mut()].into_iter().flatten() {
+            s.edit(i, &layers, pairs);
+        }
+    }
+    for s in [ours.as_mut(), theirs.as_mut()].into_iter().flatten() {
+        s.edits_done();
+    }
+    let hover_points: Vec<(u32, u32)> = layers.iter().flat_map(|l| l.hovers.iter().copied()).collect();
+    for k in 0..n_hovers {
+        // Spread over the file: a stride through every layer's points.
+        let point = hover_points[(k * 37) % hover_points.len()];
+        for s in [ours.as_mut(), theirs.as_mut()].into_iter().flatten() {
+            s.hover(point);
+        }
+    }
+    for s in [ours.as_mut(), theirs.as_mut()].into_iter().flatten() {
+        s.rss_end = rss_mb(s.lsp.pid());
+    }
+
+    // 3. tracelens RSS with a 300-file workspace scanned.
     let wroot = temp_dir("workspace");
     let n_files = workspace_300(&wroot, 300);
     let mut scan = None;
-    let mut cmd = Command::new(&bin);
-    cmd.arg("lsp").current_dir(&wroot);
-    if let Ok(mut lsp) = Lsp::spawn(cmd) {
-        let start = Instant::now();
-        if lsp.initialize(&wroot, json!({"debounceMs": 0, "workspaceScan": true})).is_some() {
-            let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
-            let took = start.elapsed();
-            // Let the last publishes land.
-            let _ = lsp.wait(|_| false, Duration::from_millis(200));
-            let published = lsp.publishes.len();
-            scan = Some((ended.is_some(), took, published, rss_mb(lsp.pid())));
-        }
+    let start = Instant::now();
+    if let Some(mut lsp) = start_tracelens(&bin, &wroot, json!({"debounceMs": 0, "workspaceScan": true})) {
+        let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
+        let took = start.elapsed();
+        // Let the last publishes land.
+        let _ = lsp.wait(|_| false, Duration::from_millis(300));
+        scan = Some((ended.is_some(), took, lsp.publishes.len(), rss_mb(lsp.pid())));
         lsp.stop();
     }
 
     // Report.
     println!();
-    let ours_edits = ours.as_ref().and_then(|r| stats(&r.edits));
-    let theirs_edits = theirs.as_ref().and_then(|r| stats(&r.edits));
-    for (name, run) in [("tracelens", &ours), ("pyright", &theirs)] {
-        let Some(r) = run else { continue };
-        println!("{name}:");
-        println!("  didOpen -> first diagnostics: {}", r.open.map_or("none".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)));
-        println!("  edit -> diagnostics: {}", show(&stats(&r.edits)));
-        println!(
-            "    publishes per edit {:.2}; versions in publishes: {}; stale publishes skipped: {}{}",
-            r.publishes_per_edit,
-            if r.versioned { "yes" } else { "no (matched the next publish)" },
-            r.stale,
-            if r.missing.is_empty() { String::new() } else { format!("; NO publish within 30 s for versions {:?}", r.missing) }
-        );
-        println!("  hover: {} ({} of {} with content)", show(&stats(&r.hovers)), r.hovers_with_content, r.hovers.len());
-        if let Some((rss, hwm)) = r.rss {
-            println!("  RSS after the edits and hovers: {rss:.1} MB (peak {hwm:.1} MB)");
-        }
+    println!("engine in process, one analysis of this module: median {:.2} ms (min {:.2})", analysis.0, analysis.1);
+    println!(
+        "  of which syntax::parse median {:.2} ms (min {:.2}), tree-sitter alone median {:.2} ms (min {:.2})",
+        parse.0, parse.1, tree_sitter.0, tree_sitter.1
+    );
+    println!(
+        "  RSS of this process: {rss_start:.1} MB, after 21 parses {rss_parsed:.1} MB, after 21 analyses {rss_analysed:.1} MB ({:+.2} MB per analysis)",
+        (rss_analysed - rss_parsed) / 21.0
+    );
+    if !pyright_note.is_empty() {
+        println!("{pyright_note}");
+    }
+    for s in [ours.as_ref(), theirs.as_ref()].into_iter().flatten() {
+        s.report();
     }
     if let Some((ended, took, published, rss)) = &scan {
-        println!("tracelens, {n_files}-file workspace scan:");
+        println!("tracelens, {n_files}-file workspace (workspaceScan on):");
         println!(
-            "  {} in {:.2} s, diagnostics published for {published} files",
-            if *ended { "progress ended" } else { "NO progress end within 600 s" },
+            "  {} after {:.2} s, diagnostics published for {published} files",
+            if *ended { "scan progress ended" } else { "NO scan progress end within 600 s" },
             took.as_secs_f64()
         );
         if let Some((rss, hwm)) = rss {
@@ -687,19 +801,21 @@ fn main() {
         }
     }
     println!();
-    if let Some(s) = &ours_edits {
-        let hover = ours.as_ref().and_then(|r| stats(&r.hovers));
+    let ours_edits = ours.as_ref().and_then(|s| stats(&s.edits));
+    let theirs_edits = theirs.as_ref().and_then(|s| stats(&s.edits));
+    if let Some(a) = &ours_edits {
+        let hover = ours.as_ref().and_then(|s| stats(&s.hovers));
         println!(
             "tracelens edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms (targets: p50 <= 5 ms, p95 <= 20 ms) | hover p50 {:.3} ms, p95 {:.3} ms (target: <= 2 ms)",
-            s.p50,
-            s.p95,
+            a.p50,
+            a.p95,
             hover.as_ref().map_or(f64::NAN, |h| h.p50),
             hover.as_ref().map_or(f64::NAN, |h| h.p95)
         );
     }
     match (&ours_edits, &theirs_edits) {
         (Some(a), Some(b)) => println!(
-            "pyright   edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms | ratio: tracelens is {:.1}x faster at p50, {:.1}x at p95 (target: >= 20x)",
+            "pyright   edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms | ratio pyright/tracelens: {:.1}x at p50, {:.1}x at p95 (target: >= 20x)",
             b.p50,
             b.p95,
             b.p50 / a.p50,
@@ -708,7 +824,9 @@ fn main() {
         (Some(_), None) => println!("pyright: no figures, no ratio"),
         _ => {}
     }
-    println!("engine reference: one analysis of this module in process {analysis_ms:.2} ms (parse {parse_ms:.2} ms)");
+    for s in [ours, theirs].into_iter().flatten() {
+        s.lsp.stop();
+    }
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&wroot);
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tracelens-bench-lsp-pyright-{}", std::process::id())));

@@ -184,3 +184,47 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
         ExitCode::SUCCESS
     }
 }
+
+pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode {
+    if !file.is_file() {
+        eprintln!("error: {}: no such file", file.display());
+        return ExitCode::from(2);
+    }
+    let project = Config::discover(&file).unwrap_or_default();
+    let analysis = match pool().install(|| analyze_path(&file, &project)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(repro) = analysis.reproducers.iter().find(|r| r.line == line) else {
+        let has_error = analysis.diagnostics.iter().any(|(d, l, _)| l.line == line && d.severity == Severity::Error);
+        if has_error {
+            eprintln!("{}:{line}: this error cannot be reproduced standalone yet (it does not come from a statement inside a traced function that a pure-JAX program can say)", relative(&file));
+        } else {
+            eprintln!("{}:{line}: no error to reproduce at this line", relative(&file));
+        }
+        return ExitCode::from(1);
+    };
+    let text = repro.text.replace(&repro.path.to_string_lossy().to_string(), &relative(&repro.path));
+    match output {
+        Some(out) => {
+            if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if let Err(e) = std::fs::create_dir_all(parent) {
+                    eprintln!("error: {}: {e}", parent.display());
+                    return ExitCode::from(2);
+                }
+            }
+            if let Err(e) = std::fs::write(&out, text) {
+                eprintln!("error: {}: {e}", out.display());
+                return ExitCode::from(2);
+            }
+            eprintln!("wrote {}", out.display());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,5 +1,5 @@
-//! The `tracelens` binary: `lsp`, `check` and `trace` over the engine (shared/spec/cli.md).
-//! `repro` and `run` are tracked in their own issues and not offered yet.
+//! The `tracelens` binary: `lsp`, `check`, `trace` and `repro` over the engine
+//! (shared/spec/cli.md). `run` is tracked in its own issue and not offered yet.
 
 mod check;
 mod config;
@@ -34,6 +34,15 @@ enum Command {
     },
     /// Speak the Language Server Protocol on stdin/stdout.
     Lsp,
+    /// Write a standalone pure-JAX program that re-raises the error at LINE of FILE.
+    Repro {
+        file: PathBuf,
+        #[arg(long)]
+        line: u32,
+        /// Where to write it (default: standard output).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Print every traced function: its traces, argument and result avals, retrace causes
     /// and the jaxpr-like body.
     Trace {
@@ -82,6 +91,7 @@ fn main() -> ExitCode {
             check::run_check(paths, format, color)
         }
         Command::Lsp => lsp::run(),
+        Command::Repro { file, line, output } => check::run_repro(file, line, output),
         Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
     }
 }

@@ -69,6 +69,19 @@ pub struct FileAnalysis {
     pub ir_problems: Vec<String>,
     /// Every file the analysis read (the file itself and the modules it imported).
     pub files: Vec<PathBuf>,
+    /// Standalone pure-JAX programs that re-raise the errors raised inside traces.
+    pub reproducers: Vec<Reproducer>,
+}
+
+/// A reproducer for one error: the program, and which emitted line stands for which user line.
+#[derive(Clone, Debug)]
+pub struct Reproducer {
+    pub path: PathBuf,
+    pub line: u32,
+    pub code: String,
+    pub text: String,
+    /// (0-based line in `text`, 1-based line in the user's file).
+    pub links: Vec<(usize, u32)>,
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -111,7 +124,7 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
     diagnostics.extend(crate::jax::effects::finish(&interp));
     crate::jax::effects::prune(&interp, &mut diagnostics);
     apply_ignore_comments(&interp, &mut diagnostics);
-    let located = diagnostics
+    let located: Vec<(Diagnostic, Location, Vec<Location>)> = diagnostics
         .into_iter()
         .map(|d| {
             let loc = locate(&interp, &d.path, d.span);
@@ -127,6 +140,25 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             }
         }
     }
+    let mut reproducers = Vec::new();
+    for (d, _, _) in &located {
+        if d.severity != Severity::Error {
+            continue;
+        }
+        let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
+        let site = Site { file: file_id as crate::interp::FileId, span: d.span };
+        let line = interp.line_of(site);
+        let display = d.path.to_string_lossy();
+        let first = d.message.lines().next().unwrap_or("");
+        let header = vec![
+            format!("tracelens reproducer for {} at {display}:{line}", d.code.as_str()),
+            format!("expected under JAX: {first}"),
+            format!("regenerate: tracelens repro {display} --line {line}"),
+        ];
+        if let Some(e) = crate::jax::stmt::emit(&interp, site, &header) {
+            reproducers.push(Reproducer { path: d.path.clone(), line, code: d.code.as_str().to_string(), text: e.text, links: e.links });
+        }
+    }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
     FileAnalysis {
         diagnostics: located,
@@ -135,6 +167,7 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
         stops,
         ir_problems,
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
+        reproducers,
     }
 }
 
@@ -180,7 +213,6 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     });
     diagnostics.sort_by_key(|d| (d.path.clone(), d.span.start, d.code));
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
-    let _ = Severity::Error;
 }
 
 fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {

@@ -1031,7 +1031,15 @@ impl<'l> Interp<'l> {
                 "conjugate" => Ok(Value::Int(*i)),
                 _ => Err(self.no_attr(recv, name)),
             },
-            Value::Array(a) => crate::jax::numpy::call_array_method(self, a, name, args, kwargs),
+            Value::Array(a) => {
+                let mut all = vec![recv.clone()];
+                all.extend(args.iter().cloned());
+                let refs: Vec<&Value> = all.iter().collect();
+                let kw = kwargs.clone();
+                crate::jax::stmt::recorded(self, crate::jax::stmt::Call::Method(name.to_string()), &refs, &kw, |this| {
+                    crate::jax::numpy::call_array_method(this, a, name, args, kwargs)
+                })
+            }
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),

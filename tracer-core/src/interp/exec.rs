@@ -313,6 +313,7 @@ impl<'l> Interp<'l> {
         // Equations bound in user code belong to no enclosing API call (a scan body's `jnp.sin`
         // is the user's, not `lax.scan`'s).
         let api = self.jax.current_api.take();
+        let depth = std::mem::take(&mut self.jax.log.depth);
         let result = if f.is_lambda {
             match f.def.body.first().map(|s| &s.kind) {
                 Some(StmtKind::Return(Some(e))) => self.eval(&ctx, e),
@@ -327,6 +328,7 @@ impl<'l> Interp<'l> {
         };
         self.frames.pop();
         self.jax.current_api = api;
+        self.jax.log.depth = depth;
         result
     }
 

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use crate::diagnostics::Code;
 use crate::jax::numpy as jnp;
+use crate::jax::stmt;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
@@ -87,7 +88,7 @@ impl<'l> Interp<'l> {
                     return Ok(v);
                 }
             }
-            return jnp::binary_op(self, op, &l, &r);
+            return stmt::recorded(self, stmt::Call::BinOp(op.symbol()), &[&l, &r], &Vec::new(), |this| jnp::binary_op(this, op, &l, &r));
         }
         if let Some(v) = numeric_binop(op, &l, &r) {
             return v.map_err(|(class, msg)| self.raise(class, Code::PythonException, msg));
@@ -178,7 +179,15 @@ impl<'l> Interp<'l> {
         match (op, &v) {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
             (_, Value::Opaque(_)) => Ok(v.clone()),
-            (_, Value::Array(a)) => jnp::unary_op(self, op, a),
+            (_, Value::Array(a)) => {
+                let sym = match op {
+                    UnaryOp::Neg => "-",
+                    UnaryOp::Pos => "+",
+                    UnaryOp::Invert => "~",
+                    UnaryOp::Not => "not ",
+                };
+                stmt::recorded(self, stmt::Call::Unary(sym), &[&v], &Vec::new(), |this| jnp::unary_op(this, op, a))
+            }
             (UnaryOp::Neg | UnaryOp::Pos, Value::UnknownNumber(_)) => Ok(v.clone()),
             (UnaryOp::Neg, Value::Int(i)) => Ok(i.checked_neg().map(Value::Int).unwrap_or_else(|| Value::opaque("big int"))),
             (UnaryOp::Neg, Value::Bool(b)) => Ok(Value::Int(-(*b as i64))),
@@ -225,7 +234,7 @@ impl<'l> Interp<'l> {
             return Ok(r.clone());
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
-            return jnp::compare_op(self, op, l, r);
+            return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
         }
         if matches!(l, Value::UnknownNumber(_)) || matches!(r, Value::UnknownNumber(_)) {
             return Ok(Value::opaque("a comparison with a Python number whose value is not known"));
@@ -821,7 +830,7 @@ impl<'l> Interp<'l> {
                     }
                 }
             }
-            Value::Array(a) => jnp::getitem(self, a, &idx),
+            Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
                 Builtin::Object(crate::jax::api::JaxObject::At { array }) => Ok(crate::jax::api::at_getitem(array, idx)),
@@ -988,7 +997,11 @@ impl<'l> Interp<'l> {
                 a.forget_values("a NumPy array changed by item assignment");
                 Ok(())
             }
-            Value::Array(a) => Err(jnp::immutable_update_error(self, a)),
+            Value::Array(a) => {
+                let v = value.clone();
+                stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))
+                    .map(|_| ())
+            }
             Value::Opaque(_) => Ok(()),
             Value::Instance(_) => match self.call_dunder(obj, "__setitem__", vec![idx, value])? {
                 Some(_) => Ok(()),

@@ -446,12 +446,17 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
     // The outermost API call names the equations bound under it (`jnp.linalg.norm` binds
     // several primitives; all of them stand for that one user-level call).
     let outer = interp.jax.current_api;
-    if outer.is_none() {
-        interp.jax.current_api = Some(f);
-    }
-    let result = call_jax_fn_inner(interp, f, args, kwargs);
-    interp.jax.current_api = outer;
-    result
+    let statement_args: Vec<Value> = args.clone();
+    let statement_kwargs = kwargs.clone();
+    let refs: Vec<&Value> = statement_args.iter().collect();
+    super::stmt::recorded(interp, super::stmt::Call::Api(f.qualified_name()), &refs, &statement_kwargs, move |interp| {
+        if outer.is_none() {
+            interp.jax.current_api = Some(f);
+        }
+        let result = call_jax_fn_inner(interp, f, args, kwargs);
+        interp.jax.current_api = outer;
+        result
+    })
 }
 
 fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
@@ -1165,6 +1170,7 @@ fn trace_with_record(
     let pos = interp.jax.push_trace(kind.clone(), name.clone(), fun_def_site(fun), call_site, cause, jitted);
     let record = interp.jax.traces[pos].record;
     interp.jax.traces[pos].arg_names = param_names(fun);
+    interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         traced_args.push(trace_inputs(interp, a, i, !staging, call_site)?);
@@ -1442,6 +1448,7 @@ fn trace_jit_body(
     let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
     let record = interp.jax.traces[pos].record;
     interp.jax.traces[pos].arg_names = param_names(&j.fun);
+    interp.jax.records[record].arg_names = param_names(&j.fun);
     let mut call_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site)? } else { a.clone() });

@@ -12,6 +12,7 @@ pub mod eval_jaxpr;
 pub mod ir;
 pub mod numpy;
 pub mod random;
+pub mod stmt;
 pub mod surface;
 
 use std::collections::HashMap;
@@ -91,6 +92,8 @@ pub struct TraceRecord {
     pub jitted: Option<usize>,
     /// The trace record of the enclosing trace, if any.
     pub parent: Option<usize>,
+    /// The traced function's parameter names (for the reproducer).
+    pub arg_names: Vec<String>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -111,6 +114,12 @@ pub struct JaxState {
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,
     pub jitted: Vec<api::JitInfo>,
+    /// The user-level statements made inside traces (for the reproducer).
+    pub log: stmt::StatementLog,
+    /// Input tracers of every trace: (record, identity, aval, argument index).
+    pub inputs: Vec<(usize, usize, Aval, usize)>,
+    /// Input tracers kept alive so their identities stay unique.
+    input_keep: Vec<Rc<Array>>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
     pub current_api: Option<surface::JaxFn>,
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.
@@ -225,6 +234,7 @@ impl JaxState {
             jaxpr: None,
             jitted,
             parent,
+            arg_names: Vec::new(),
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {
@@ -251,7 +261,16 @@ impl JaxState {
         frame.jaxpr.invars.push((var, aval.clone()));
         frame.invar_args.push((var, arg_index));
         self.records[frame.record].args.push(aval.clone());
-        Rc::new(Array { aval, kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }), origin, numpy: Default::default() })
+        let record = frame.record;
+        let a = Rc::new(Array {
+            aval: aval.clone(),
+            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
+            origin,
+            numpy: Default::default(),
+        });
+        self.inputs.push((record, Rc::as_ptr(&a) as usize, aval, arg_index));
+        self.input_keep.push(a.clone());
+        a
     }
 
     /// Ends the top trace with the given outputs; returns its jaxpr.

@@ -464,6 +464,7 @@ pub fn array_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&
 }
 
 fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> Flow {
+    super::stmt::record_concretize(interp, "bool", a);
     let origin = errors::origin(interp, a);
     let shown = expr
         .and_then(|e| interp.site().map(|s| (s.file, e.span)))
@@ -506,6 +507,7 @@ pub fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool>
 /// `int(x)` / `float(x)` on an array.
 pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
     if a.known().is_none() && a.is_tracer() {
+        super::stmt::record_concretize(interp, if func == "int" { "int" } else { "float" }, a);
         let origin = errors::origin(interp, a);
         let msg = format!(
             "Abstract tracer value encountered where concrete value is expected: {}\nThe problem arose with the `{func}` function. If trying to convert the data type of a value, try using `x.astype({func})` or `jnp.array(x, {func})` instead.\n{origin}",
@@ -537,6 +539,7 @@ pub fn array_index(interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
 }
 
 pub fn index_error_from_tracer(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+    super::stmt::record_concretize(interp, "operator.index", a);
     let origin = errors::origin(interp, a);
     let msg = format!("The __index__() method was called on {}\n{origin}", errors::traced_array(a));
     interp.raise("TracerIntegerConversionError", Code::Concretization, msg)
@@ -552,6 +555,7 @@ pub fn immutable_update_error(interp: &mut Interp, _a: &Rc<Array>) -> Flow {
 
 /// A NumPy function was handed a tracer (`np.asarray(x)`, `np.sin(x)`).
 pub fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+    super::stmt::record_concretize(interp, "np.asarray", a);
     let origin = errors::origin(interp, a);
     let msg = format!("The numpy.ndarray conversion method __array__() was called on {}\n{origin}", errors::traced_array(a));
     interp.raise("TracerArrayConversionError", Code::TracerToNumpy, msg)
