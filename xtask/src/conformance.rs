@@ -132,8 +132,16 @@ pub fn run(options: Options) -> Result<bool, String> {
         let text = serde_json::to_string_pretty(&report::to_json(&suite)).map_err(|e| format!("cannot serialise results: {e}"))?;
         fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     }
+    // Reproducers of the error fixtures must raise the same exception class under JAX.
+    let mut repro_ok = true;
+    if let (Some(t), None) = (&tracelens, &options.filter) {
+        let summary =
+            crate::repro::check(&t.binary, &oracle.python, &fixtures_dir.join("errors"), &target_dir.join("conformance-repros"), jobs);
+        print!("{}", summary.render());
+        repro_ok = summary.wrong.is_empty();
+    }
     print!("{}", report::render(&suite));
-    Ok(suite.results.iter().all(|r| !r.verdict.is_failure()))
+    Ok(repro_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {

@@ -6,6 +6,7 @@ mod model;
 mod process;
 mod python_env;
 mod report;
+mod repro;
 mod runners;
 mod sha256;
 

@@ -1,0 +1,131 @@
+//! Reproducers checked against real JAX: for every error fixture, `tracelens repro` writes a
+//! standalone program, real JAX runs it, and it must raise the fixture's exception class.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::process::run_with_limit;
+
+pub struct ReproSummary {
+    pub fixtures: usize,
+    pub emitted: usize,
+    pub same_class: usize,
+    /// (fixture, expected class, what happened)
+    pub wrong: Vec<(String, String, String)>,
+    /// Median of 1 - (reproducer lines / fixture lines) over the emitted reproducers.
+    pub median_reduction: f64,
+}
+
+/// The `# error: CODE Class "..."` annotation of a fixture: (line, class).
+fn expected_error(text: &str) -> Option<(usize, String)> {
+    for (i, line) in text.lines().enumerate() {
+        if let Some(rest) = line.split("# error: ").nth(1) {
+            let class = rest.split_whitespace().nth(1)?.to_string();
+            // An annotation alone on its line applies to the next line that is not a comment.
+            if line.trim_start().starts_with("# error:") {
+                let next = text.lines().enumerate().skip(i + 1).find(|(_, l)| !l.trim_start().starts_with('#'))?.0;
+                return Some((next + 1, class));
+            }
+            return Some((i + 1, class));
+        }
+    }
+    None
+}
+
+/// The class of the last exception a Python traceback on stderr names.
+fn raised_class(stderr: &str) -> Option<String> {
+    stderr.lines().rev().find_map(|l| {
+        let head = l.split(':').next()?;
+        let name = head.rsplit('.').next()?;
+        (!head.contains(' ') && (name.ends_with("Error") || name.ends_with("Exception"))).then(|| name.to_string())
+    })
+}
+
+pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(errors_dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect())
+        .unwrap_or_default();
+    fixtures.sort();
+    let _ = std::fs::create_dir_all(out_dir);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(String, String, Option<Result<(), String>>, f64)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(path) = fixtures.get(i) else { break };
+                let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+                let Ok(text) = std::fs::read_to_string(path) else { continue };
+                let Some((line, class)) = expected_error(&text) else { continue };
+                let out = out_dir.join(&name);
+                let _ = std::fs::remove_file(&out);
+                let mut cmd = Command::new(binary);
+                cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
+                let emitted = matches!(run_with_limit(cmd, Duration::from_secs(60)), Ok(f) if f.status == Some(0)) && out.is_file();
+                let outcome = if !emitted {
+                    None
+                } else {
+                    let mut run = Command::new(python);
+                    run.arg(&out).env("JAX_PLATFORMS", "cpu");
+                    Some(match run_with_limit(run, Duration::from_secs(120)) {
+                        Ok(f) => match raised_class(&f.stderr) {
+                            Some(c) if c == class => Ok(()),
+                            Some(c) => Err(format!("raised {c}")),
+                            None => Err("raised nothing".to_string()),
+                        },
+                        Err(e) => Err(format!("did not run: {e}")),
+                    })
+                };
+                let repro_lines = std::fs::read_to_string(&out)
+                    .map(|t| t.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count())
+                    .unwrap_or(0);
+                let fixture_lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count().max(1);
+                let reduction = 1.0 - repro_lines as f64 / fixture_lines as f64;
+                if let Ok(mut r) = results.lock() {
+                    r.push((name, class, outcome, reduction));
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_default();
+    let mut reductions: Vec<f64> = results.iter().filter(|r| r.2.is_some()).map(|r| r.3).collect();
+    reductions.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let mut wrong: Vec<(String, String, String)> = results
+        .iter()
+        .filter_map(|(n, c, o, _)| match o {
+            Some(Err(why)) => Some((n.clone(), c.clone(), why.clone())),
+            _ => None,
+        })
+        .collect();
+    wrong.sort();
+    ReproSummary {
+        fixtures: results.len(),
+        emitted: results.iter().filter(|r| r.2.is_some()).count(),
+        same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(())))).count(),
+        wrong,
+        median_reduction: reductions.get(reductions.len() / 2).copied().unwrap_or(0.0),
+    }
+}
+
+impl ReproSummary {
+    pub fn render(&self) -> String {
+        let mut out = String::from("\nreproducers (tracelens repro on every error fixture, run under real JAX):\n");
+        for (name, class, why) in &self.wrong {
+            out.push_str(&format!("  WRONG  {name}: expected {class}, {why}\n"));
+        }
+        let pct = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
+        out.push_str(&format!(
+            "  emitted for {} of {} error fixtures ({:.0}%); {} of them raise the same exception class under JAX ({:.0}%); median size reduction {:.0}%\n",
+            self.emitted,
+            self.fixtures,
+            pct(self.emitted, self.fixtures),
+            self.same_class,
+            pct(self.same_class, self.emitted),
+            self.median_reduction * 100.0
+        ));
+        out
+    }
+}
