@@ -118,3 +118,25 @@ fn pyproject_severities_and_ignore_comments_apply() {
     let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "ignored.py"]).output().expect("run");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
 }
+
+#[test]
+fn repro_writes_a_standalone_program_linked_to_the_source() {
+    let dir = temp_dir("repro");
+    write(&dir, "buggy.py", BUGGY);
+    let out = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "6"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.starts_with("# tracelens reproducer for TL104 at buggy.py:6\n"), "{text}");
+    assert!(text.contains("# expected under JAX: TypeError: dot_general requires contracting dimensions"), "{text}");
+    // The definition links to where it starts: its decorator line, as JAX counts it.
+    assert!(text.contains("\ndef step(w, x):  # buggy.py:4\n    x @ w  # buggy.py:6\n"), "{text}");
+    assert!(text.contains("jax.jit(step)(np.ones((4, 8), np.float32), np.ones((3, 5), np.float32))  # buggy.py:10"), "{text}");
+    // Only jax, numpy and their parts are imported.
+    let imports: Vec<&str> = text.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")).collect();
+    assert_eq!(imports, vec!["import jax", "import jax.numpy as jnp", "import numpy as np", "from jax import lax"]);
+    let none = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "2"]).output().expect("run");
+    assert_eq!(none.status.code(), Some(1));
+    let written = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "6", "-o", "repro/step.py"]).output().expect("run");
+    assert_eq!(written.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(dir.join("repro/step.py")).expect("written"), text);
+}
