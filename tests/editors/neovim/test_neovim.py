@@ -1,0 +1,91 @@
+"""A real editor end to end: headless Neovim (0.7, Debian's) opens fixture.py with
+`tracelens lsp` attached, reads diagnostics, hovers a value, applies the TL107 quick fix
+(init.lua does the editor side and writes what it saw to JSON; this checks it).
+
+Needs `nvim` on PATH (tests/run_editor_tests.sh installs it); skipped without it, except
+under CI=true, where a missing nvim fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+TRACELENS_BIN = os.environ.get("TRACELENS_BIN", str(REPO / "target" / "release" / "tracelens"))
+if not os.path.isabs(TRACELENS_BIN):
+    TRACELENS_BIN = str(REPO / TRACELENS_BIN)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("nvim is not installed (tests/run_editor_tests.sh installs it with apt-get)")
+        pytest.skip("nvim is not installed")
+    assert os.access(TRACELENS_BIN, os.X_OK), f"no tracelens binary at {TRACELENS_BIN}"
+
+    work = tmp_path_factory.mktemp("nvim")
+    fixture = work / "fixture.py"
+    shutil.copy(HERE / "fixture.py", fixture)
+    out = work / "result.json"
+    env = dict(
+        os.environ,
+        TRACELENS_BIN=TRACELENS_BIN,
+        TRACELENS_FIXTURE=str(fixture),
+        TRACELENS_OUT=str(out),
+        # A private Neovim state/log directory, not the user's.
+        XDG_STATE_HOME=str(work / "state"),
+        XDG_CACHE_HOME=str(work / "cache"),
+        XDG_DATA_HOME=str(work / "data"),
+        XDG_CONFIG_HOME=str(work / "config"),
+    )
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-u", str(HERE / "init.lua")],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.exists(), f"Neovim wrote no result (exit {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(out.read_text())
+    assert result.get("ok"), f"the Neovim session failed after steps {result.get('steps')}: {result.get('error')}"
+    return result
+
+
+def test_diagnostics_appear_on_the_right_lines(session: dict):
+    assert session["filetype"] == "python"
+    assert session["offset_encoding"] == "utf-16"  # Neovim 0.7 offers no other encoding
+    diags = session["diagnostics"]
+    # vim.diagnostic: 0-based lines, byte columns; severity 1 = ERROR, 2 = WARN.
+    assert [(d["code"], d["lnum"], d["col"], d["end_col"], d["severity"]) for d in diags] == [
+        ("TL201", 7, 4, 17, 2),
+        ("TL107", 13, 4, 8, 1),
+    ], diags
+    assert all(d["source"] == "tracelens" for d in diags)
+    assert diags[1]["message"].startswith("TypeError: JAX arrays are immutable")
+
+
+def test_hover_shows_the_aval(session: dict):
+    assert "h: f32[3,8]" in session["hover"], session["hover"]
+    assert "h: f32[3,8]" in session["hover_lines"], session["hover_lines"]
+    assert any("in jit(step)" in line for line in session["hover_lines"]), session["hover_lines"]
+
+
+def test_tl107_quick_fix_edits_the_buffer_and_clears_the_error(session: dict):
+    assert session["action_titles"] == ["Use `x = x.at[0].add(1)`", "Ignore TL107 on this line"]
+    assert session["fixed_line"] == "    x = x.at[0].add(1)"
+    assert [(d["code"], d["lnum"]) for d in session["diagnostics_after_fix"]] == [("TL201", 7)]
+
+
+def test_the_server_exits_cleanly_when_neovim_stops_it(session: dict):
+    assert session["server_exit"] == {"code": 0, "signal": 0}

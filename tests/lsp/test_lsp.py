@@ -1,0 +1,272 @@
+"""What a user of `tracelens lsp` sees in an editor, checked over stdio against the built
+binary (see conftest.py for the client and the helpers)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import (
+    TIMEOUT,
+    apply_edits,
+    ask,
+    diagnostics_for,
+    doc,
+    open_file,
+    pos,
+    units,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+# A jitted step called with two shapes: traced twice, a retrace, and a print at trace time.
+STEP = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(w, x):
+    h = jnp.tanh(x @ w)
+    print('h', h)
+    loss = (h ** 2).mean()
+    return loss
+
+
+for n in (3, 3, 5):
+    step(jnp.ones((4, 8)), jnp.ones((n, 4)))
+"""
+
+# A shape error inside a jitted function: tracing fails there.
+SHAPES = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def predict(w, x):
+    h = x @ w
+    return h
+
+
+predict(jnp.ones((4, 8)), jnp.ones((3, 5)))
+"""
+
+# An in-place update of a traced array (TL107).
+UPDATE = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    x[0] += 1
+    return x * 2
+
+
+f(jnp.zeros(3))
+"""
+
+
+def codes_and_lines(diags: list[types.Diagnostic]) -> list[tuple[str, int]]:
+    return sorted((str(d.code), d.range.start.line) for d in diags)
+
+
+async def test_diagnostics_have_code_range_severity_and_message(client: LanguageClient):
+    step = open_file(client, "step.py", STEP)
+    shapes = open_file(client, "shapes.py", SHAPES)
+
+    diags = await diagnostics_for(client, step, 1)
+    assert codes_and_lines(diags) == [("TL201", 7), ("TL210", 13)]
+    printed = next(d for d in diags if d.code == "TL201")
+    assert printed.severity == types.DiagnosticSeverity.Warning
+    assert printed.source == "tracelens"
+    # The whole `print('h', h)` call.
+    assert (printed.range.start, printed.range.end) == (pos(7, 4), pos(7, 17))
+    retrace = next(d for d in diags if d.code == "TL210")
+    assert retrace.severity == types.DiagnosticSeverity.Warning
+    assert "argument x changed shape: f32[3,4] -> f32[5,4]" in retrace.message
+
+    diags = await diagnostics_for(client, shapes, 1)
+    assert codes_and_lines(diags) == [("TL104", 6)]
+    [mismatch] = diags
+    assert mismatch.severity == types.DiagnosticSeverity.Error
+    # `x @ w`, with the message real JAX gives.
+    assert (mismatch.range.start, mismatch.range.end) == (pos(6, 8), pos(6, 13))
+    assert mismatch.message.startswith(
+        "TypeError: dot_general requires contracting dimensions to have the same shape, got (5,) and (4,)."
+    ), mismatch.message
+
+
+async def test_hover_shows_the_aval_of_a_value_in_each_trace(client: LanguageClient):
+    uri = open_file(client, "step.py", STEP)
+    await diagnostics_for(client, uri, 1)
+
+    # `h` in `print('h', h)`.
+    hover = await ask(client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(7, 15))))
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    assert hover.contents.kind == types.MarkupKind.Markdown
+    text = hover.contents.value
+    assert "h: f32[3,8] | f32[5,8]" in text, text
+    assert "traced 2×: f32[3,8] (step.py:14), f32[5,8] (step.py:14)" in text, text
+    assert hover.range == types.Range(start=pos(7, 15), end=pos(7, 16))
+
+    # The jitted function's name: its traces and why it was traced again.
+    hover = await ask(client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(5, 5))))
+    text = hover.contents.value
+    assert "jit(step)** traced 2×" in text, text
+    assert "retraced because argument x changed shape" in text, text
+
+    # Nothing to say on a blank line.
+    hover = await ask(client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(2, 0))))
+    assert hover is None
+
+
+async def test_inlay_hints_and_code_lenses(client: LanguageClient):
+    uri = open_file(client, "step.py", STEP)
+    await diagnostics_for(client, uri, 1)
+
+    hints = await ask(
+        client.text_document_inlay_hint_async(
+            types.InlayHintParams(text_document=doc(uri), range=types.Range(start=pos(0, 0), end=pos(20, 0)))
+        )
+    )
+    # After `h` on line 6; the scalar `loss` gets none by default.
+    assert [(h.position, h.label) for h in hints] == [(pos(6, 5), ": f32[3,8] | f32[5,8]")]
+    assert hints[0].kind == types.InlayHintKind.Type
+
+    lenses = await ask(client.text_document_code_lens_async(types.CodeLensParams(text_document=doc(uri))))
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(4, "jit: traced 2× · 1 retrace")]
+
+
+async def test_tl107_quick_fix_rewrites_the_update_and_the_error_goes_away(client: LanguageClient):
+    uri = open_file(client, "update.py", UPDATE)
+    diags = await diagnostics_for(client, uri, 1)
+    assert codes_and_lines(diags) == [("TL107", 6)]
+    [error] = diags
+
+    actions = await ask(
+        client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=doc(uri),
+                range=types.Range(start=pos(6, 4), end=pos(6, 4)),
+                context=types.CodeActionContext(diagnostics=[error]),
+            )
+        )
+    )
+    titles = [a.title for a in actions]
+    assert titles == ["Use `x = x.at[0].add(1)`", "Ignore TL107 on this line"], titles
+    fix = actions[0]
+    assert fix.kind == types.CodeActionKind.QuickFix
+    assert fix.is_preferred
+    assert [str(d.code) for d in fix.diagnostics] == ["TL107"]
+    edits = fix.edit.changes[uri]
+    assert [(e.range.start, e.range.end, e.new_text) for e in edits] == [(pos(6, 4), pos(6, 13), "x = x.at[0].add(1)")]
+
+    # Apply it as the editor would, and send the change.
+    fixed = apply_edits(UPDATE, edits)
+    assert fixed.splitlines()[6] == "    x = x.at[0].add(1)"
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(range=e.range, text=e.new_text) for e in edits],
+        )
+    )
+    assert await diagnostics_for(client, uri, 2) == []
+    hover = await ask(client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(6, 4))))
+    assert "x: f32[3]" in hover.contents.value, hover.contents.value
+
+
+async def test_go_to_definition_from_a_call_to_the_jitted_function(client: LanguageClient):
+    uri = open_file(client, "step.py", STEP)
+    await diagnostics_for(client, uri, 1)
+    # On `step` in `step(jnp.ones((4, 8)), ...)`.
+    result = await ask(
+        client.text_document_definition_async(types.DefinitionParams(text_document=doc(uri), position=pos(13, 6)))
+    )
+    locations = result if isinstance(result, list) else [result]
+    assert len(locations) == 1, result
+    [target] = locations
+    assert target.uri == uri
+    # The decorated definition: from `@jax.jit` through `def step(w, x):`.
+    assert target.range.start == pos(4, 0), target.range
+    assert target.range.end.line >= 5, target.range
+
+
+# Non-ASCII text before a diagnostic on its line: π is 2 UTF-8 bytes and 1 UTF-16 unit,
+# 😀 is 4 UTF-8 bytes and 2 UTF-16 units.
+UNICODE = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    t = "π😀"; x[0] += 1
+    return x
+
+
+f(jnp.zeros(3))
+"""
+
+
+@pytest.mark.parametrize(
+    ("client", "expected"),
+    [
+        ({"encodings": ["utf-8", "utf-16"]}, "utf-8"),  # offered: the server takes it
+        ({"encodings": ["utf-32", "utf-16"]}, "utf-16"),  # not offered: the LSP default
+    ],
+    indirect=["client"],
+    ids=["utf-8", "utf-16"],
+)
+async def test_position_encoding_is_negotiated_and_used_for_columns(client: LanguageClient, expected: str):
+    assert client.init_result.capabilities.position_encoding == expected
+
+    uri = open_file(client, "uni.py", UNICODE)
+    [error] = await diagnostics_for(client, uri, 1)
+    assert error.code == "TL107"
+    line = UNICODE.splitlines()[6]
+    before = line[: line.index("x[0]")]
+    start = units(before, expected)
+    assert (error.range.start, error.range.end) == (pos(6, start), pos(6, start + len("x[0]")))
+    assert start == {"utf-8": 18, "utf-16": 15}[expected]
+
+    # A position sent in the same encoding lands on `x` after the emoji.
+    hover = await ask(client.text_document_hover_async(types.HoverParams(text_document=doc(uri), position=pos(6, start))))
+    assert hover is not None and "x: f32[3]" in hover.contents.value, hover
+    assert hover.range.start == pos(6, start)
+
+
+async def test_shutdown_then_exit_ends_the_server_with_status_0(client: LanguageClient):
+    uri = open_file(client, "step.py", STEP)
+    await diagnostics_for(client, uri, 1)
+    server = client._server
+    assert server is not None and server.returncode is None
+
+    assert await ask(client.shutdown_async(None)) is None
+    client.exit(None)
+    status = await asyncio.wait_for(server.wait(), TIMEOUT)
+    assert status == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="server bug: `exit` while the server waits for the client's answer to its "
+    "workspace/configuration request (sent from `initialized`) never ends the process: "
+    "tower-lsp stops reading stdin at `exit`, then waits for the `initialized` handler, which "
+    "waits for an answer it will never read. Remove this marker once fixed.",
+)
+@pytest.mark.parametrize("client", [{"config_delay": 1.0}], indirect=True, ids=["slow-configuration-answer"])
+async def test_closing_the_editor_right_after_startup_ends_the_server(client: LanguageClient):
+    # The editor quits at once; it answers the server's configuration request a second later.
+    server = client._server
+    assert await ask(client.shutdown_async(None)) is None
+    client.exit(None)
+    try:
+        status = await asyncio.wait_for(server.wait(), 5)
+    finally:
+        if server.returncode is None:
+            server.kill()
+            await server.wait()
+    assert status == 0
