@@ -1,0 +1,379 @@
+// The VS Code extension in the real workbench: code-server (Code 1.100.3) driven by Debian's
+// Chromium through playwright-core. Started by run.sh, which installs everything, packages and
+// installs tracelens.vsix, copies the fixture workspace and starts code-server.
+//
+// Environment: CODE_SERVER_URL, WORKSPACE (the copied fixture folder), ARTIFACTS (screenshots
+// and logs go there), TOOLS (the folder whose node_modules has playwright-core), MACHINE_SETTINGS
+// (code-server's Machine/settings.json, where tracelens.path goes), CHROMIUM.
+// Ends with `N passed, N failed`; exit code 1 when anything failed.
+
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`e2e.mjs: ${name} is not set (run tests/editors/vscode/run.sh)`);
+    process.exit(2);
+  }
+  return v;
+};
+const url = env('CODE_SERVER_URL');
+const workspace = env('WORKSPACE');
+const artifacts = env('ARTIFACTS');
+const tools = env('TOOLS');
+const machineSettings = env('MACHINE_SETTINGS');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+
+const { chromium } = createRequire(path.join(tools, 'package.json'))('playwright-core');
+
+const isMac = false; // code-server runs on Linux here: Ctrl, not Cmd.
+const mod = isMac ? 'Meta' : 'Control';
+const t0 = Date.now();
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
+const results = [];
+fs.mkdirSync(artifacts, { recursive: true });
+
+const browserProfile = fs.mkdtempSync(path.join(path.dirname(workspace), 'chromium-'));
+const context = await chromium.launchPersistentContext(browserProfile, {
+  executablePath: chromiumPath,
+  headless: true,
+  viewport: { width: 1400, height: 860 },
+  deviceScaleFactor: 1,
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
+});
+const page = context.pages()[0] ?? (await context.newPage());
+const pageErrors = [];
+page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+async function shot(name, options = {}) {
+  const file = path.join(artifacts, name);
+  await page.screenshot({ path: file, ...options });
+  return file;
+}
+
+/** One checked step: a failure is recorded with a screenshot, and the later steps still run. */
+async function step(name, f) {
+  const start = Date.now();
+  try {
+    await f();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s, at ${elapsed()})`);
+  } catch (e) {
+    results.push({ name, ok: false });
+    const file = `failed-${results.length}.png`;
+    await shot(file).catch(() => {});
+    console.log(`FAIL ${name} (at ${elapsed()}): ${String(e?.message ?? e).split('\n').slice(0, 6).join('\n     ')}`);
+    console.log(`     screenshot: ${path.join(artifacts, file)}`);
+  }
+}
+
+function expect(cond, what) {
+  if (!cond) {
+    throw new Error(what);
+  }
+}
+
+const statusItem = page.locator('[id$="tracelens.status"]');
+const editor = page.locator('.editor-group-container.active .monaco-editor').first();
+
+/** Status bar states for the log, with a run of scan progress states as one. */
+function condense(states) {
+  const out = [];
+  for (const l of states) {
+    const m = /^tracelens: tracing the workspace, (\d+)\/(\d+) files traced/.exec(l);
+    const last = out[out.length - 1];
+    if (m && last?.progress) {
+      last.to = m[1];
+      last.n += 1;
+    } else if (m) {
+      out.push({ progress: true, from: m[1], to: m[1], total: m[2], n: 1 });
+    } else {
+      out.push({ text: l });
+    }
+  }
+  return out.map((o) => (o.progress ? `[${o.n} progress states ${o.from}/${o.total} … ${o.to}/${o.total}]` : o.text)).join(' → ');
+}
+
+async function statusLabel() {
+  return (await statusItem.getAttribute('aria-label')) ?? '';
+}
+
+/** Runs a command from the command palette by its title. */
+async function runCommand(title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+}
+
+/** Puts the cursor of the active editor at line:column (1-based) with "Go to Line". */
+async function goTo(line, column) {
+  await page.keyboard.press(`${mod}+G`);
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill(`:${line}:${column}`);
+  await input.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+}
+
+async function visibleEditorText() {
+  return (await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+await step('the workbench loads, the server starts and the status bar shows the workspace scan', async () => {
+  // Record every state of the status bar item from the first moment on.
+  await page.addInitScript(() => {
+    const seen = [];
+    window.__tracelensStates = seen;
+    setInterval(() => {
+      const label = document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label');
+      if (label && seen[seen.length - 1] !== label) {
+        seen.push(label);
+      }
+    }, 5);
+  });
+  await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+  await statusItem.waitFor({ state: 'visible', timeout: 30_000 });
+  await page.waitForFunction(
+    () => /^tracelens: ready/.test(document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label') ?? ''),
+    null,
+    { timeout: 30_000 },
+  );
+  const label = await statusLabel();
+  // The workspace scan reported through $/progress: begin, reports, and an end with its count.
+  expect(/ready, 401 files traced/.test(label), `the status bar did not show the end of the workspace scan: "${label}"`);
+  const states = await page.evaluate(() => window.__tracelensStates);
+  const progress = states.filter((l) => /^tracelens: tracing the workspace, \d+\/401 files traced/.test(l));
+  console.log(`     status bar: ${condense(states)}`);
+  expect(states[0] === 'tracelens: starting', `first state: ${states[0]}`);
+  expect(progress.length > 0, `no scan progress in the status bar: ${states.join(' → ')}`);
+  const scanning = await statusItem.evaluate((e) => e.textContent);
+  expect(scanning.includes('tracelens'), `status text: ${scanning}`);
+});
+
+await step('model.py opens with a tracelens error squiggle, code lenses and inlay hints', async () => {
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'model.py' }).first().click();
+  await page.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
+  const lens = page.locator('.codelens-decoration', { hasText: 'jit: traced 2×' }).first();
+  await lens.waitFor({ timeout: 10_000 });
+  expect((await lens.innerText()).includes('1 retrace'), `code lens: ${await lens.innerText()}`);
+  await shot('01-editor.png');
+});
+
+await step('the Problems panel lists the tracelens diagnostics', async () => {
+  await page.keyboard.press(`${mod}+Shift+M`);
+  const panel = page.locator('.markers-panel');
+  await panel.waitFor({ state: 'visible', timeout: 10_000 });
+  await page.locator('.markers-panel .monaco-list-row', { hasText: 'TL104' }).first().waitFor({ timeout: 10_000 });
+  const text = await panel.innerText();
+  for (const needle of ['dot_general requires contracting dimensions', 'TL104', 'TL201', 'TL210', 'tracelens']) {
+    expect(text.includes(needle), `Problems panel has no "${needle}":\n${text}`);
+  }
+  // Each diagnostic once (the extension keeps only the published ones, not also the pulled).
+  const counts = await page.locator('#status\\.problems').getAttribute('aria-label');
+  expect(counts === 'Errors: 1, Warnings: 2', `problem counts: ${counts}`);
+  await shot('02-problems.png');
+  await page.keyboard.press(`${mod}+J`); // close the panel
+  await panel.waitFor({ state: 'hidden', timeout: 10_000 });
+});
+
+/** Moves the mouse onto line:column of the active editor and returns the hover that shows. */
+async function hoverAt(line, column) {
+  await editor.click({ position: { x: 400, y: 300 } });
+  await goTo(line, column);
+  const cursor = await page.locator('.editor-group-container.active .cursors-layer .cursor').first().boundingBox();
+  expect(cursor, 'no cursor in the editor');
+  // Onto the character after the cursor, in steps so that the editor sees the mouse move.
+  await page.mouse.move(cursor.x + 40, cursor.y + 40);
+  await page.mouse.move(cursor.x + 4, cursor.y + cursor.height / 2, { steps: 4 });
+  const hover = page.locator('.monaco-hover:visible', { hasText: 'f32[' }).first();
+  await hover.waitFor({ state: 'visible', timeout: 15_000 });
+  return hover;
+}
+
+await step('hovering h shows its traced shapes', async () => {
+  const hover = await hoverAt(7, 5); // `h` in `h = jnp.tanh(x @ w)` of layer
+  const text = await hover.innerText();
+  for (const needle of ['f32[3,8]', 'f32[5,8]', 'traced 2×']) {
+    expect(text.includes(needle), `hover has no "${needle}":\n${text}`);
+  }
+  console.log(`     hover: ${text.replace(/\s+/g, ' ').trim()}`);
+  await shot('03-hover.png');
+  await page.mouse.move(5, 400);
+  await page.keyboard.press('Escape');
+  await hover.waitFor({ state: 'hidden', timeout: 5_000 });
+});
+
+await step('hovering the h of the failing matmul shows the error and the shape', async () => {
+  const hover = await hoverAt(15, 12);
+  const text = await hover.innerText();
+  for (const needle of ['TL104', 'f32[3,8]']) {
+    expect(text.includes(needle), `hover has no "${needle}":\n${text}`);
+  }
+  // A crop of the editor for the extension's README (editors/vscode/images/hover.png).
+  const box = await page.locator('.editor-group-container.active').first().boundingBox();
+  expect(box, 'no editor group');
+  await shot('readme-hover.png', { clip: { x: box.x, y: box.y + 30, width: Math.min(box.width, 940), height: 480 } });
+  await page.mouse.move(5, 400);
+  await page.keyboard.press('Escape');
+});
+
+await step('"tracelens: Show trace" opens the jaxpr of the function under the cursor', async () => {
+  await editor.click({ position: { x: 400, y: 300 } });
+  await goTo(8, 5);
+  await runCommand('tracelens: Show trace');
+  const tab = page.locator('.tabs-container .tab', { hasText: 'jit(layer)' }).first();
+  await tab.waitFor({ state: 'visible', timeout: 15_000 });
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('.editor-group-container.active .view-lines')].some((v) => v.textContent.replace(/\u00a0/g, ' ').includes('dot_general')),
+    null,
+    { timeout: 10_000 },
+  );
+  const text = await visibleEditorText();
+  for (const needle of ['# jit(layer) traced 2×', '# trace 1', '# trace 2', 'lambda', 'f32[5,8]']) {
+    expect(text.includes(needle), `trace document has no "${needle}":\n${text}`);
+  }
+  await shot('04-trace.png');
+  // Read-only: typing changes nothing.
+  await page.keyboard.type('x');
+  expect((await visibleEditorText()) === text, 'the trace document accepted an edit');
+  await page.keyboard.press(`${mod}+W`);
+});
+
+await step('clicking a code lens shows that function\'s trace', async () => {
+  await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();
+  await page.locator('.codelens-decoration a', { hasText: 'jit: traced 1×' }).first().click();
+  await page.locator('.tabs-container .tab', { hasText: 'jit(project)' }).first().waitFor({ state: 'visible', timeout: 15_000 });
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('.editor-group-container.active .view-lines')].some((v) => v.textContent.replace(/\u00a0/g, ' ').includes('jit(project) traced 1×')),
+    null,
+    { timeout: 10_000 },
+  );
+  await page.keyboard.press(`${mod}+W`);
+});
+
+await step('"tracelens: Generate reproducer" on the error line writes repro/model_line15.py and opens it', async () => {
+  await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();
+  await page.mouse.move(5, 400); // no tab tooltip in the screenshot
+  await goTo(15, 12);
+  const file = path.join(workspace, 'repro', 'model_line15.py');
+  expect(!fs.existsSync(file), `${file} exists before the command`);
+  await runCommand('tracelens: Generate reproducer');
+  await page.locator('.tabs-container .tab', { hasText: 'model_line15.py' }).first().waitFor({ state: 'visible', timeout: 20_000 });
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('.editor-group-container.active .view-lines')].some((v) => v.textContent.replace(/\u00a0/g, ' ').includes('tracelens reproducer for TL104')),
+    null,
+    { timeout: 10_000 },
+  );
+  const text = fs.readFileSync(file, 'utf8');
+  for (const needle of ['# tracelens reproducer for TL104 at model.py:15', 'dot_general requires contracting dimensions', 'import jax']) {
+    expect(text.includes(needle), `${file} has no "${needle}":\n${text}`);
+  }
+  await shot('05-reproducer.png');
+  await page.keyboard.press(`${mod}+W`);
+});
+
+await step('"tracelens: Generate reproducer" on a line without an error says so and writes nothing', async () => {
+  // Reproducers come from the binary's `tracelens repro` (the server has no command for them);
+  // a binary without it gets "Reproducers are not available in this tracelens version yet."
+  await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();
+  await page.mouse.move(5, 400);
+  await goTo(3, 1);
+  await runCommand('tracelens: Generate reproducer');
+  const toast = page.locator('.notifications-toasts .notification-toast.notification-fade-in-done', { hasText: 'line 3: ' });
+  await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
+  const text = await toast.first().innerText();
+  expect(/no error to reproduce/.test(text), `toast: ${text}`);
+  expect(!fs.existsSync(path.join(workspace, 'repro', 'model_line3.py')), 'a file was written for line 3');
+  await shot('05b-no-reproducer.png');
+});
+
+await step('"tracelens: Show output" shows the server log', async () => {
+  await runCommand('tracelens: Show output');
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('.view-lines')].some((v) => v.textContent.replace(/\u00a0/g, ' ').includes('server ready: tracelens')),
+    null,
+    { timeout: 10_000 },
+  );
+  await shot('06-output.png');
+});
+
+await step('"tracelens: Restart server" brings the server back', async () => {
+  // The status bar's states are recorded since the page loaded (see the first step).
+  const before = await page.evaluate(() => window.__tracelensStates.length);
+  await runCommand('tracelens: Restart server');
+  await page.waitForFunction(
+    (from) => {
+      const after = window.__tracelensStates.slice(from);
+      return after.some((l) => l === 'tracelens: starting') && /^tracelens: ready, \d+ files traced/.test(after[after.length - 1] ?? '');
+    },
+    before,
+    { timeout: 20_000 },
+  );
+  const states = await page.evaluate((from) => window.__tracelensStates.slice(from), before);
+  console.log(`     status bar during the restart: ${condense(states)}`);
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('.view-lines')].some((v) => v.textContent.replace(/\u00a0/g, ' ').includes('restarting the server')),
+    null,
+    { timeout: 10_000 },
+  );
+  await page.locator('.squiggly-error').first().waitFor({ timeout: 20_000 });
+  await shot('07-restarted.png');
+});
+
+await step('a tracelens.path that names nothing says what to do; clearing it brings the server back', async () => {
+  // Through the Settings editor, as a person would.
+  await runCommand('Preferences: Open User Settings');
+  await page.locator('.settings-editor').waitFor({ state: 'visible', timeout: 10_000 });
+  await page.keyboard.type('tracelens.path');
+  // A machine setting: in code-server it lives in the Remote (the server machine's) settings.
+  await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: 'Remote' }).first().click();
+  const input = page.locator('.settings-editor .setting-item-contents', { hasText: 'Path to the' }).locator('input').first();
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill('/nonexistent/tracelens');
+  const toast = page.locator('.notifications-toasts .notification-toast.notification-fade-in-done', {
+    hasText: 'does not name an executable file',
+  });
+  await toast.first().waitFor({ state: 'visible', timeout: 20_000 });
+  expect(/^tracelens: no server/.test(await statusLabel()), `status bar: ${await statusLabel()}`);
+  await page.waitForTimeout(500);
+  const failures = await page.locator('.notifications-toasts .notification-toast', { hasText: 'failed' }).allInnerTexts();
+  expect(failures.length === 0, `error toasts: ${failures.join(' | ')}`);
+  await shot('08-no-server.png');
+  await input.fill('');
+  await page.waitForFunction(
+    () => /^tracelens: ready/.test(document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label') ?? ''),
+    null,
+    { timeout: 20_000 },
+  );
+  expect(!fs.readFileSync(machineSettings, 'utf8').includes('nonexistent'), 'the setting was not cleared');
+});
+
+await context.close();
+fs.rmSync(browserProfile, { recursive: true, force: true });
+if (pageErrors.length > 0) {
+  fs.writeFileSync(path.join(artifacts, 'page-errors.txt'), pageErrors.join('\n'));
+}
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`VS Code e2e finished in ${elapsed()}; screenshots in ${artifacts}`);
+console.log(`vscode-e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
