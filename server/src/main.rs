@@ -33,7 +33,11 @@ enum Command {
         color: Color,
     },
     /// Speak the Language Server Protocol on stdin/stdout.
-    Lsp,
+    Lsp {
+        /// Accepted for clients that pass it (stdio is the only transport).
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Write a standalone pure-JAX program that re-raises the error at LINE of FILE.
     Repro {
         file: PathBuf,
@@ -90,7 +94,7 @@ fn main() -> ExitCode {
             };
             check::run_check(paths, format, color)
         }
-        Command::Lsp => lsp::run(),
+        Command::Lsp { .. } => lsp::run(),
         Command::Repro { file, line, output } => check::run_repro(file, line, output),
         Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
     }

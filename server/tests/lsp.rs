@@ -20,6 +20,11 @@ struct Client {
 
 impl Client {
     fn start(root: &Path, init_options: Value, utf8: bool) -> Client {
+        Client::start_with(root, init_options, utf8, false)
+    }
+
+    /// `pull`: the client pulls diagnostics and accepts `workspace/diagnostic/refresh`.
+    fn start_with(root: &Path, init_options: Value, utf8: bool, pull: bool) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tracelens"))
             .arg("lsp")
             .stdin(Stdio::piped())
@@ -67,7 +72,16 @@ impl Client {
                 "processId": null,
                 "rootUri": uri,
                 "workspaceFolders": [{"uri": uri, "name": "ws"}],
-                "capabilities": {"general": {"positionEncodings": encodings}, "window": {"workDoneProgress": true}},
+                "capabilities": if pull {
+                    json!({
+                        "general": {"positionEncodings": encodings},
+                        "window": {"workDoneProgress": true},
+                        "textDocument": {"diagnostic": {"dynamicRegistration": false}},
+                        "workspace": {"diagnostics": {"refreshSupport": true}},
+                    })
+                } else {
+                    json!({"general": {"positionEncodings": encodings}, "window": {"workDoneProgress": true}})
+                },
                 "initializationOptions": init_options,
             }),
         );
@@ -112,6 +126,10 @@ impl Client {
                 let result = if method == "workspace/configuration" { json!([{}]) } else { Value::Null };
                 let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
                 self.send(&reply);
+                if want(&m) {
+                    return m;
+                }
+                self.seen.push(m);
                 continue;
             }
             if want(&m) {
@@ -333,5 +351,30 @@ fn editing_a_module_retraces_its_importers_and_the_workspace_is_scanned() {
     assert!(diags.is_empty(), "the error is in lib.py, reported there");
     let lib_diags = c.diagnostics(&lib_uri, Some(2));
     let _ = lib_diags;
+    c.stop();
+}
+
+#[test]
+fn a_client_that_pulls_gets_each_diagnostic_once() {
+    let root = workspace("pull", &[("step.py", STEP)]);
+    let path = root.join("step.py");
+    let mut c = Client::start_with(&root, json!({"debounceMs": 0}), false, true);
+    // The workspace scan pushes the closed file's diagnostics.
+    let u = uri(&path);
+    let scanned = c.diagnostics(&u, None);
+    assert!(scanned.iter().any(|d| d["code"] == "TL201"), "{scanned:?}");
+    // Opened, the document is pulled: the pushed diagnostics are withdrawn ...
+    open(&mut c, &path, STEP);
+    let withdrawn = c.diagnostics(&u, None);
+    assert!(withdrawn.is_empty(), "{withdrawn:?}");
+    // ... and the server asks for a pull once the open version is traced.
+    c.wait(|m| m["method"] == "workspace/diagnostic/refresh");
+    let report = c.request("textDocument/diagnostic", json!({"textDocument": {"uri": u}}));
+    let items = report["result"]["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(report["result"]["kind"], "full", "{report}");
+    assert!(items.iter().any(|d| d["code"] == "TL201"), "{report}");
+    // Never pushed for the open version as well.
+    let pushed_again = c.seen.iter().any(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 1);
+    assert!(!pushed_again, "open document pushed as well as pulled");
     c.stop();
 }

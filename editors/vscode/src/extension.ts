@@ -14,7 +14,6 @@ import {
   WorkDoneProgressBegin,
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
-  vsdiag,
 } from 'vscode-languageclient/node';
 
 import { findServer, FoundServer, isFound } from './server';
@@ -149,10 +148,9 @@ async function start(): Promise<void> {
     synchronize: { configurationSection: 'tracelens' },
     outputChannel: output,
     traceOutputChannel: output,
-    // The server both publishes diagnostics (per traced version, for every file of the
-    // workspace) and answers pulls. vscode-languageclient would use both and show each
-    // diagnostic twice, and a pull made while an edit is being traced gets an empty report. The
-    // published ones are complete: pulls are answered empty here and never sent on edits.
+    // The server answers pulls for open documents (and asks for a new pull when a trace ends)
+    // and publishes the rest of the workspace. Pulling on every keystroke would only wait for
+    // the trace that the refresh already announces.
     diagnosticPullOptions: { onChange: false, onSave: false, onTabs: false },
     middleware: {
       workspace: {
@@ -163,7 +161,6 @@ async function start(): Promise<void> {
           return next(sections);
         },
       },
-      provideDiagnostics: () => ({ kind: vsdiag.DocumentDiagnosticReportKind.full, items: [] }),
       handleWorkDoneProgress: (token, params, next) => {
         if (token !== SCAN_TOKEN) {
           next(token, params);
@@ -201,7 +198,11 @@ async function start(): Promise<void> {
       return;
     }
     if (e.newState === State.Running) {
-      setStatus({ kind: 'ready' });
+      // The workspace scan may already have reported (its progress can arrive before this
+      // event); only a server still shown as starting becomes plainly ready.
+      if (status.kind === 'starting') {
+        setStatus({ kind: 'ready' });
+      }
     } else if (e.newState === State.Starting) {
       setStatus({ kind: 'starting' });
     } else if (e.newState === State.Stopped) {

@@ -50,7 +50,9 @@ impl Default for Settings {
 }
 
 impl Settings {
-    fn apply_client(&mut self, v: &Json) {
+    /// Client settings replace the previous client settings, on top of the project's.
+    fn apply_client(&mut self, base: &Config, v: &Json) {
+        self.project = base.clone();
         if let Some(ms) = v.get("debounceMs").and_then(Json::as_u64) {
             self.debounce = Duration::from_millis(ms);
         }
@@ -87,6 +89,10 @@ impl Settings {
 
 struct State {
     docs: Documents,
+    /// `[tool.tracelens]` from pyproject.toml, before client settings.
+    base: Config,
+    /// The client pulls diagnostics (`textDocument/diagnostic`): open documents are not pushed.
+    pull: bool,
     encoding: PositionEncoding,
     roots: Vec<PathBuf>,
     settings: Settings,
@@ -116,6 +122,8 @@ pub fn run() -> std::process::ExitCode {
             client,
             state: Arc::new(Mutex::new(State {
                 docs: Documents::default(),
+                base: Config::default(),
+                pull: false,
                 encoding: PositionEncoding::Utf16,
                 roots: Vec::new(),
                 settings: Settings::default(),
@@ -304,7 +312,11 @@ impl Backend {
                 st.results.insert(path.clone(), analysed.clone());
                 publish_params(&st, &path, &analysed)
             };
-            if let Some((uri, diags, version)) = publish {
+            let pull = state.lock().unwrap_or_else(|p| p.into_inner()).pull && version >= 0;
+            if pull {
+                // The client asks for open documents' diagnostics itself; tell it they changed.
+                let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
+            } else if let Some((uri, diags, version)) = publish {
                 client.publish_diagnostics(uri, diags, version).await;
             }
         });
@@ -453,10 +465,23 @@ impl LanguageServer for Backend {
         {
             let mut st = self.lock();
             st.encoding = encoding;
-            st.settings.project = roots.first().and_then(|r| Config::discover(r).ok()).unwrap_or_default();
+            st.base = roots.first().and_then(|r| Config::discover(r).ok()).unwrap_or_default();
+            st.settings.project = st.base.clone();
             if let Some(opts) = &params.initialization_options {
-                st.settings.apply_client(opts);
+                let base = st.base.clone();
+                st.settings.apply_client(&base, opts);
             }
+            let pulls = params.capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some());
+            let refresh = params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.diagnostics.as_ref())
+                .and_then(|d| d.refresh_support)
+                .unwrap_or(false);
+            // Pull only when the server can tell the client to pull again after a trace ends;
+            // otherwise a pull answered before the trace would leave stale diagnostics.
+            st.pull = pulls && refresh;
             st.roots = roots;
         }
         Ok(lsp::InitializeResult {
@@ -497,7 +522,9 @@ impl LanguageServer for Backend {
         let items = vec![lsp::ConfigurationItem { scope_uri: None, section: Some("tracelens".into()) }];
         if let Ok(values) = self.client.configuration(items).await {
             if let Some(v) = values.first() {
-                self.lock().settings.apply_client(v);
+                let mut st = self.lock();
+                let base = st.base.clone();
+                st.settings.apply_client(&base, v);
             }
         }
         self.scan_workspace().await;
@@ -513,7 +540,16 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
         let Some(path) = convert::path_of(&params.text_document.uri) else { return };
-        self.lock().docs.open(path.clone(), &params.text_document.text, params.text_document.version);
+        let pull = {
+            let mut st = self.lock();
+            st.docs.open(path.clone(), &params.text_document.text, params.text_document.version);
+            st.pull
+        };
+        if pull {
+            // From now on the client pulls this document's diagnostics; withdraw the ones the
+            // workspace scan pushed, or the client would show both.
+            self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
+        }
         self.schedule(path);
     }
 
@@ -554,7 +590,11 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: lsp::DidChangeConfigurationParams) {
         let v = params.settings.get("tracelens").cloned().unwrap_or(params.settings);
-        self.lock().settings.apply_client(&v);
+        {
+            let mut st = self.lock();
+            let base = st.base.clone();
+            st.settings.apply_client(&base, &v);
+        }
         let open = self.lock().docs.paths();
         for p in open {
             self.schedule(p);
@@ -708,13 +748,35 @@ impl LanguageServer for Backend {
     }
 
     async fn diagnostic(&self, params: lsp::DocumentDiagnosticParams) -> RpcResult<lsp::DocumentDiagnosticReportResult> {
-        let items = match self.analysed(&params.text_document.uri) {
-            Some((path, a, _)) => lsp_diagnostics(&self.lock(), &path, &a),
-            None => Vec::new(),
+        // While the current version is being traced, wait for it (bounded) rather than answer
+        // with nothing, which would clear the client's diagnostics on every keystroke.
+        let mut current = self.analysed(&params.text_document.uri);
+        for _ in 0..100 {
+            if current.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            current = self.analysed(&params.text_document.uri);
+        }
+        let (items, result_id) = match current {
+            Some((path, a, _)) => (lsp_diagnostics(&self.lock(), &path, &a), Some(a.version.to_string())),
+            None => match params.previous_result_id {
+                // Not traced in time: keep what the client shows; the refresh after the trace
+                // brings the new report.
+                Some(result_id) => {
+                    return Ok(lsp::DocumentDiagnosticReportResult::Report(lsp::DocumentDiagnosticReport::Unchanged(
+                        lsp::RelatedUnchangedDocumentDiagnosticReport {
+                            related_documents: None,
+                            unchanged_document_diagnostic_report: lsp::UnchangedDocumentDiagnosticReport { result_id },
+                        },
+                    )));
+                }
+                None => (Vec::new(), None),
+            },
         };
         Ok(lsp::DocumentDiagnosticReportResult::Report(lsp::DocumentDiagnosticReport::Full(lsp::RelatedFullDocumentDiagnosticReport {
             related_documents: None,
-            full_document_diagnostic_report: lsp::FullDocumentDiagnosticReport { result_id: None, items },
+            full_document_diagnostic_report: lsp::FullDocumentDiagnosticReport { result_id, items },
         })))
     }
 

@@ -187,7 +187,7 @@ await step('the Problems panel lists the tracelens diagnostics', async () => {
   for (const needle of ['dot_general requires contracting dimensions', 'TL104', 'TL201', 'TL210', 'tracelens']) {
     expect(text.includes(needle), `Problems panel has no "${needle}":\n${text}`);
   }
-  // Each diagnostic once (the extension keeps only the published ones, not also the pulled).
+  // Each diagnostic once (pulled for the open file, published for the rest, never both).
   const counts = await page.locator('#status\\.problems').getAttribute('aria-label');
   expect(counts === 'Errors: 1, Warnings: 2', `problem counts: ${counts}`);
   await shot('02-problems.png');
