@@ -828,6 +828,10 @@ impl<'l> Interp<'l> {
             self.exec_stmt(&inner, stmt)?;
         }
         let mut out: IndexMap<Rc<str>, Value> = scope.vars.borrow().iter().map(|(k, v)| (k.clone(), v.borrow().clone())).collect();
+        // The methods keep this scope as their parent (it is skipped by name lookup) and the
+        // scope holds the methods: empty it, or the class never gets freed.
+        let vars = std::mem::take(&mut *scope.vars.borrow_mut());
+        drop(vars);
         let mut ann_dict = Dict::default();
         for (n, ann, _) in annotations {
             ann_dict.insert(super::value::HashKey::Str(n.clone()), Value::Str(n.clone()), ann);

@@ -150,6 +150,61 @@ pub struct Interp<'l> {
     repr_depth: usize,
 }
 
+impl Drop for Interp<'_> {
+    /// Functions keep their module's globals alive and the module's dict holds the functions:
+    /// an `Rc` cycle per module. Emptying the dicts breaks them, so that every value of an
+    /// analysis is freed with it (the language server analyses on every edit).
+    fn drop(&mut self) {
+        // A method names its class (`__tracelens_class__`, for `super()`) and the class holds
+        // the method: empty the dicts of the classes the modules define, too.
+        let mut classes: Vec<Rc<Class>> = Vec::new();
+        for module in self.modules.values() {
+            if let Ok(dict) = module.dict.try_borrow() {
+                classes.extend(dict.values().filter_map(|v| if let Value::Class(c) = v { Some(c.clone()) } else { None }));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        while let Some(class) = classes.pop() {
+            if !seen.insert(Rc::as_ptr(&class)) {
+                continue;
+            }
+            let Ok(mut dict) = class.dict.try_borrow_mut() else { continue };
+            let taken = std::mem::take(&mut *dict);
+            drop(dict);
+            for v in taken.values() {
+                let function = match v {
+                    Value::Class(c) => {
+                        classes.push(c.clone());
+                        None
+                    }
+                    Value::Function(f) => Some(f),
+                    Value::StaticMethod(inner) | Value::ClassMethod(inner) => match &**inner {
+                        Value::Function(f) => Some(f),
+                        _ => None,
+                    },
+                    Value::Property(p) => match &p.fget {
+                        Value::Function(f) => Some(f),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(mut attrs) = function.and_then(|f| f.attrs.try_borrow_mut().ok()) {
+                    attrs.clear();
+                }
+            }
+            drop(taken);
+        }
+        for module in self.modules.values() {
+            if let Ok(mut dict) = module.dict.try_borrow_mut() {
+                // Taken out first: dropping a value must not find the dict borrowed.
+                let taken = std::mem::take(&mut *dict);
+                drop(dict);
+                drop(taken);
+            }
+        }
+    }
+}
+
 impl<'l> Interp<'l> {
     pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
         Interp {
