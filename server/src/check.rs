@@ -185,6 +185,16 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
     }
 }
 
+/// Why there is no reproducer at `line` of `shown` (1-based), in the words of `tracelens repro`.
+pub fn no_reproducer(analysis: &FileAnalysis, shown: &str, line: u32) -> String {
+    let has_error = analysis.diagnostics.iter().any(|(d, l, _)| l.line == line && d.severity == Severity::Error);
+    if has_error {
+        format!("{shown}:{line}: this error cannot be reproduced standalone yet (it does not come from a statement inside a traced function that a pure-JAX program can say)")
+    } else {
+        format!("{shown}:{line}: no error to reproduce at this line")
+    }
+}
+
 pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode {
     if !file.is_file() {
         eprintln!("error: {}: no such file", file.display());
@@ -199,12 +209,7 @@ pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode 
         }
     };
     let Some(repro) = analysis.reproducers.iter().find(|r| r.line == line) else {
-        let has_error = analysis.diagnostics.iter().any(|(d, l, _)| l.line == line && d.severity == Severity::Error);
-        if has_error {
-            eprintln!("{}:{line}: this error cannot be reproduced standalone yet (it does not come from a statement inside a traced function that a pure-JAX program can say)", relative(&file));
-        } else {
-            eprintln!("{}:{line}: no error to reproduce at this line", relative(&file));
-        }
+        eprintln!("{}", no_reproducer(&analysis, &relative(&file), line));
         return ExitCode::from(1);
     };
     let text = repro.text.replace(&repro.path.to_string_lossy().to_string(), &relative(&repro.path));

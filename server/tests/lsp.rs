@@ -378,3 +378,36 @@ fn a_client_that_pulls_gets_each_diagnostic_once() {
     assert!(!pushed_again, "open document pushed as well as pulled");
     c.stop();
 }
+
+#[test]
+fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
+    let text = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef project(w, x):\n    h = jnp.tanh(x @ w)\n    return h @ w\n\n\nproject(jnp.ones((4, 8)), jnp.ones((3, 4)))\n";
+    let root = workspace("repro", &[("model.py", text)]);
+    let path = root.join("model.py");
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false, "reproducerFolder": "out/repro"}), false);
+    let u = open(&mut c, &path, text);
+    let diags = c.diagnostics(&u, Some(1));
+    let error = diags.iter().find(|d| d["severity"] == 1).cloned().unwrap_or_else(|| panic!("no error in {diags:?}"));
+    let line = error["range"]["start"]["line"].as_u64().expect("line");
+    assert_eq!(line, 7, "{error}");
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u}, "range": error["range"], "context": {"diagnostics": [error]}}),
+    );
+    let action = actions["result"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["title"].as_str().is_some_and(|t| t.starts_with("Write a pure-JAX reproducer"))).cloned())
+        .unwrap_or_else(|| panic!("no reproducer action in {actions}"));
+    let command = &action["command"];
+    let done = c.request("workspace/executeCommand", json!({"command": command["command"], "arguments": command["arguments"]}));
+    let written = PathBuf::from(done["result"]["path"].as_str().unwrap_or_else(|| panic!("{done}")));
+    assert_eq!(written, root.join("out/repro/model_line8.py"));
+    let repro = std::fs::read_to_string(&written).expect("the reproducer file");
+    assert!(repro.contains("import jax") && repro.contains("model.py"), "{repro}");
+    assert!(!repro.contains(&*root.to_string_lossy()), "absolute path in the reproducer:\n{repro}");
+    // A line without an error: nothing to reproduce, nothing written.
+    let none = c.request("workspace/executeCommand", json!({"command": "tracelens.repro", "arguments": [u, 0]}));
+    assert_eq!(none["result"]["message"], "model.py:1: no error to reproduce at this line", "{none}");
+    assert!(!root.join("out/repro/model_line1.py").exists());
+    c.stop();
+}

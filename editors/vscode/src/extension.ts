@@ -459,7 +459,7 @@ async function generateReproducer(): Promise<void> {
 }
 
 /** The server command `tracelens.repro`, when a server offers it: [uri, 0-based line] → the
- *  reproducer's source, or `{uri}`/`{path}` of a file it wrote. */
+ *  reproducer's source, `{uri}`/`{path}` of a file it wrote, or `{message}` saying why none. */
 async function reproduceWithServer(c: LanguageClient, uri: vscode.Uri, line: number): Promise<void> {
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: 'tracelens: writing a reproducer' },
@@ -471,11 +471,16 @@ async function reproduceWithServer(c: LanguageClient, uri: vscode.Uri, line: num
     await fs.promises.mkdir(path.dirname(file.fsPath), { recursive: true });
     await fs.promises.writeFile(file.fsPath, result);
   } else if (result !== null && typeof result === 'object') {
-    const r = result as { uri?: unknown; path?: unknown };
+    const r = result as { uri?: unknown; path?: unknown; message?: unknown };
     if (typeof r.uri === 'string') {
       file = c.protocol2CodeConverter.asUri(r.uri);
     } else if (typeof r.path === 'string') {
       file = vscode.Uri.file(r.path);
+    } else if (typeof r.message === 'string') {
+      // Why there is none (`model.py:3: no error to reproduce at this line`).
+      log(r.message);
+      void vscode.window.showInformationMessage(`tracelens: ${r.message}`);
+      return;
     }
   }
   if (file === undefined) {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value as Json;
-use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
+use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Result as RpcResult};
 use tower_lsp_server::ls_types::{self as lsp, Uri};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 use tracer_core::analysis::FileAnalysis;
@@ -35,6 +35,8 @@ pub struct Settings {
     pub inlay_hints: bool,
     pub inlay_scalars: bool,
     pub workspace_scan: bool,
+    /// Where `tracelens.repro` writes reproducers, relative to the workspace folder.
+    pub reproducer_folder: PathBuf,
 }
 
 impl Default for Settings {
@@ -45,6 +47,7 @@ impl Default for Settings {
             inlay_hints: true,
             inlay_scalars: false,
             workspace_scan: true,
+            reproducer_folder: PathBuf::from("repro"),
         }
     }
 }
@@ -81,6 +84,9 @@ impl Settings {
         if let Some(list) = v.get("ignore").and_then(Json::as_array) {
             self.project.ignore.extend(list.iter().filter_map(|x| x.as_str().map(str::to_string)));
         }
+        if let Some(dir) = v.get("reproducerFolder").and_then(Json::as_str).filter(|d| !d.is_empty()) {
+            self.reproducer_folder = PathBuf::from(dir);
+        }
         if let Some(n) = v.get("largeConstantBytes").and_then(Json::as_u64) {
             self.project.large_constant_bytes = Some(n);
         }
@@ -93,6 +99,12 @@ struct State {
     base: Config,
     /// The client pulls diagnostics (`textDocument/diagnostic`): open documents are not pushed.
     pull: bool,
+    /// The client answers `workspace/configuration`.
+    configuration: bool,
+    /// `shutdown` arrived: start no more work.
+    shutting_down: bool,
+    /// The client opens documents on `window/showDocument`.
+    show_document: bool,
     encoding: PositionEncoding,
     roots: Vec<PathBuf>,
     settings: Settings,
@@ -102,6 +114,7 @@ struct State {
     scheduled: HashMap<PathBuf, (u64, Arc<AtomicBool>)>,
 }
 
+#[derive(Clone)]
 pub struct Backend {
     client: Client,
     state: Arc<Mutex<State>>,
@@ -124,6 +137,9 @@ pub fn run() -> std::process::ExitCode {
                 docs: Documents::default(),
                 base: Config::default(),
                 pull: false,
+                configuration: false,
+                shutting_down: false,
+                show_document: false,
                 encoding: PositionEncoding::Utf16,
                 roots: Vec::new(),
                 settings: Settings::default(),
@@ -332,6 +348,38 @@ impl Backend {
             .collect()
     }
 
+    /// `tracelens.repro` [uri, 0-based line, {show}?]: writes the reproducer of the error at that
+    /// line to `<workspace folder>/<reproducer folder>/<file>_line<N>.py` and answers
+    /// `{uri, path}`; with `show`, also asks the client to open it. `{message}` says why when
+    /// there is no reproducer at that line.
+    async fn write_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
+        let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
+        let (root, folder) = {
+            let st = self.lock();
+            let root = st.roots.iter().find(|r| path.starts_with(r)).cloned();
+            (root.unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default()), st.settings.reproducer_folder.clone())
+        };
+        let Some(repro) = a.analysis.reproducers.iter().find(|r| r.line == line && r.path == path) else {
+            let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+            return Ok(Some(serde_json::json!({"message": crate::check::no_reproducer(&a.analysis, &shown, line)})));
+        };
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into());
+        let out = root.join(folder).join(format!("{stem}_line{line}.py"));
+        // The reproducer's header and links name the user's file relative to the workspace.
+        let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+        let text = repro.text.replace(&*path.to_string_lossy(), &shown);
+        let written = out.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&out, text));
+        if let Err(e) = written {
+            return Err(RpcError { code: ErrorCode::InternalError, message: format!("{}: {e}", out.display()).into(), data: None });
+        }
+        let Some(out_uri) = convert::uri_of(&out) else { return Ok(None) };
+        if show && self.lock().show_document {
+            let show = lsp::ShowDocumentParams { uri: out_uri.clone(), external: None, take_focus: Some(true), selection: None };
+            let _ = self.client.show_document(show).await;
+        }
+        Ok(Some(serde_json::json!({"uri": out_uri.as_str(), "path": out.to_string_lossy()})))
+    }
+
     fn analysed(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
         let path = convert::path_of(uri)?;
         let st = self.lock();
@@ -362,6 +410,9 @@ impl Backend {
         let progress = if created { Some(self.client.progress(token, "tracelens").with_percentage(0).begin().await) } else { None };
         let total = files.len();
         for (done, path) in files.into_iter().enumerate() {
+            if self.lock().shutting_down {
+                return;
+            }
             let open = self.lock().docs.get(&path).is_some();
             if !open {
                 let Some(text) = crate::files::read_source(&path) else { continue };
@@ -482,6 +533,8 @@ impl LanguageServer for Backend {
             // Pull only when the server can tell the client to pull again after a trace ends;
             // otherwise a pull answered before the trace would leave stale diagnostics.
             st.pull = pulls && refresh;
+            st.configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
+            st.show_document = params.capabilities.window.as_ref().and_then(|w| w.show_document.as_ref()).is_some_and(|s| s.support);
             st.roots = roots;
         }
         Ok(lsp::InitializeResult {
@@ -509,7 +562,7 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 })),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
-                    commands: vec!["tracelens.trace".into()],
+                    commands: vec!["tracelens.trace".into(), "tracelens.repro".into()],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -519,19 +572,27 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: lsp::InitializedParams) {
-        let items = vec![lsp::ConfigurationItem { scope_uri: None, section: Some("tracelens".into()) }];
-        if let Ok(values) = self.client.configuration(items).await {
-            if let Some(v) = values.first() {
-                let mut st = self.lock();
-                let base = st.base.clone();
-                st.settings.apply_client(&base, v);
+        // In a task of its own: the server's `exit` waits for running handlers, and this one
+        // waits on the client (configuration) and on the whole workspace.
+        let this = self.clone();
+        tokio::spawn(async move {
+            if this.lock().configuration {
+                let items = vec![lsp::ConfigurationItem { scope_uri: None, section: Some("tracelens".into()) }];
+                if let Ok(values) = this.client.configuration(items).await {
+                    if let Some(v) = values.first() {
+                        let mut st = this.lock();
+                        let base = st.base.clone();
+                        st.settings.apply_client(&base, v);
+                    }
+                }
             }
-        }
-        self.scan_workspace().await;
+            this.scan_workspace().await;
+        });
     }
 
     async fn shutdown(&self) -> RpcResult<()> {
-        let st = self.lock();
+        let mut st = self.lock();
+        st.shutting_down = true;
         for (_, cancel) in st.scheduled.values() {
             cancel.store(true, Ordering::Relaxed);
         }
@@ -742,6 +803,24 @@ impl LanguageServer for Backend {
                         ..Default::default()
                     }));
                 }
+                if a.analysis.reproducers.iter().any(|r| r.path == path && r.line == loc.line) {
+                    let line0 = loc.line.saturating_sub(1);
+                    actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                        title: format!("Write a pure-JAX reproducer of {}", d.code.as_str()),
+                        kind: Some(lsp::CodeActionKind::EMPTY),
+                        diagnostics: lsp_diag.clone().map(|x| vec![x]),
+                        command: Some(lsp::Command {
+                            title: "Write a reproducer".into(),
+                            command: "tracelens.repro".into(),
+                            arguments: Some(vec![
+                                Json::String(uri.as_str().to_string()),
+                                Json::from(line0),
+                                serde_json::json!({"show": true}),
+                            ]),
+                        }),
+                        ..Default::default()
+                    }));
+                }
             }
             Some(actions)
         })
@@ -781,13 +860,17 @@ impl LanguageServer for Backend {
     }
 
     async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> RpcResult<Option<Json>> {
+        let uri: Option<Uri> = params.arguments.first().and_then(|v| v.as_str()).and_then(|s| s.parse().ok());
+        let line = params.arguments.get(1).and_then(Json::as_u64).unwrap_or(0) as u32 + 1;
+        if params.command == "tracelens.repro" {
+            let show = params.arguments.get(2).and_then(|o| o.get("show")).and_then(Json::as_bool).unwrap_or(false);
+            return self.write_reproducer(uri, line, show).await;
+        }
         // `tracelens.trace` [uri, line]: the traces and jaxpr-like bodies of the traced function
         // defined at or enclosing that line, as text.
         if params.command != "tracelens.trace" {
             return Err(RpcError::method_not_found());
         }
-        let uri: Option<Uri> = params.arguments.first().and_then(|v| v.as_str()).and_then(|s| s.parse().ok());
-        let line = params.arguments.get(1).and_then(Json::as_u64).unwrap_or(0) as u32 + 1;
         let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
         guarded("tracelens.trace", || {
             let f = a

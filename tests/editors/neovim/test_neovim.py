@@ -82,7 +82,7 @@ def test_hover_shows_the_aval(session: dict):
 
 
 def test_tl107_quick_fix_edits_the_buffer_and_clears_the_error(session: dict):
-    assert session["action_titles"] == ["Use `x = x.at[0].add(1)`", "Ignore TL107 on this line"]
+    assert session["action_titles"] == ["Use `x = x.at[0].add(1)`", "Ignore TL107 on this line", "Write a pure-JAX reproducer of TL107"]
     assert session["fixed_line"] == "    x = x.at[0].add(1)"
     assert [(d["code"], d["lnum"]) for d in session["diagnostics_after_fix"]] == [("TL201", 7)]
 

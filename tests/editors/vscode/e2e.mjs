@@ -292,13 +292,12 @@ await step('"tracelens: Generate reproducer" on the error line writes repro/mode
 });
 
 await step('"tracelens: Generate reproducer" on a line without an error says so and writes nothing', async () => {
-  // Reproducers come from the binary's `tracelens repro` (the server has no command for them);
-  // a binary without it gets "Reproducers are not available in this tracelens version yet."
+  // The server's `tracelens.repro` answers why (in the words of `tracelens repro`).
   await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();
   await page.mouse.move(5, 400);
   await goTo(3, 1);
   await runCommand('tracelens: Generate reproducer');
-  const toast = page.locator('.notifications-toasts .notification-toast.notification-fade-in-done', { hasText: 'line 3: ' });
+  const toast = page.locator('.notifications-toasts .notification-toast.notification-fade-in-done', { hasText: 'model.py:3: ' });
   await toast.first().waitFor({ state: 'visible', timeout: 10_000 });
   const text = await toast.first().innerText();
   expect(/no error to reproduce/.test(text), `toast: ${text}`);
