@@ -411,3 +411,19 @@ fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
     assert!(!root.join("out/repro/model_line1.py").exists());
     c.stop();
 }
+
+#[test]
+fn exit_without_shutdown_ends_with_status_1() {
+    let root = workspace("exit", &[]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    c.notify("exit", Value::Null);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Ok(Some(status)) = c.child.try_wait() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+}

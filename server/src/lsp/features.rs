@@ -167,7 +167,8 @@ pub struct TextEdit {
 pub fn ignore_edit(text: &str, offset: u32, code: &str) -> TextEdit {
     let start = text[..(offset as usize).min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
     let end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
-    let line = &text[start..end];
+    // A CRLF file's `\r` stays where it is.
+    let line = text[start..end].strip_suffix('\r').unwrap_or(&text[start..end]);
     if let Some(pos) = line.find("# tracelens: ignore[") {
         let close = line[pos..].find(']').map(|i| pos + i).unwrap_or(line.len());
         let at = (start + close) as u32;
@@ -331,5 +332,8 @@ mod tests {
         assert_eq!((edits[1].start, edits[1].text.as_str()), (11, "import functools\n"));
         let ig = ignore_edit("print(x)  # tracelens: ignore[TL201]\n", 2, "TL104");
         assert_eq!((ig.start, ig.text.as_str()), (35, ", TL104"));
+        // CRLF: the comment goes before the `\r`, which the edit keeps.
+        let ig = ignore_edit("a = 1\r\nprint(x)  \r\n", 9, "TL201");
+        assert_eq!((ig.start, ig.end), (15, 17));
     }
 }

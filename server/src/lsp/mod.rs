@@ -130,29 +130,32 @@ pub fn run() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    let state = Arc::new(Mutex::new(State {
+        docs: Documents::default(),
+        base: Config::default(),
+        pull: false,
+        configuration: false,
+        shutting_down: false,
+        show_document: false,
+        encoding: PositionEncoding::Utf16,
+        roots: Vec::new(),
+        settings: Settings::default(),
+        results: HashMap::new(),
+        scheduled: HashMap::new(),
+    }));
+    let shared = state.clone();
     runtime.block_on(async {
-        let (service, socket) = LspService::new(|client| Backend {
-            client,
-            state: Arc::new(Mutex::new(State {
-                docs: Documents::default(),
-                base: Config::default(),
-                pull: false,
-                configuration: false,
-                shutting_down: false,
-                show_document: false,
-                encoding: PositionEncoding::Utf16,
-                roots: Vec::new(),
-                settings: Settings::default(),
-                results: HashMap::new(),
-                scheduled: HashMap::new(),
-            })),
-            generation: Arc::new(AtomicU64::new(0)),
-        });
+        let (service, socket) = LspService::new(move |client| Backend { client, state: shared, generation: Arc::new(AtomicU64::new(0)) });
         serve_filtered(service, socket).await;
     });
     // The stdin reader may still be blocked in a read: do not wait for it.
     runtime.shutdown_background();
-    std::process::ExitCode::SUCCESS
+    // As the protocol asks: 0 after `shutdown`, 1 when the client went away without it.
+    if state.lock().unwrap_or_else(|p| p.into_inner()).shutting_down {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    }
 }
 
 /// tower-lsp ends the whole server on a message that is not JSON. Frames from the client are
