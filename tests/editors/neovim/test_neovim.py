@@ -89,3 +89,59 @@ def test_tl107_quick_fix_edits_the_buffer_and_clears_the_error(session: dict):
 
 def test_the_server_exits_cleanly_when_neovim_stops_it(session: dict):
     assert session["server_exit"] == {"code": 0, "signal": 0}
+
+
+@pytest.fixture(scope="module")
+def plugin_session(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The plugin (editors/neovim) set up with require("tracelens").setup({...})."""
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("nvim is not installed (tests/run_editor_tests.sh installs it with apt-get)")
+        pytest.skip("nvim is not installed")
+    work = tmp_path_factory.mktemp("nvim-plugin")
+    (work / ".git").mkdir()  # the workspace root the plugin finds
+    fixture = work / "fixture.py"
+    shutil.copy(HERE / "fixture.py", fixture)
+    out = work / "result.json"
+    env = dict(
+        os.environ,
+        TRACELENS_BIN=TRACELENS_BIN,
+        TRACELENS_FIXTURE=str(fixture),
+        TRACELENS_OUT=str(out),
+        TRACELENS_PLUGIN=str(REPO / "editors" / "neovim"),
+        XDG_STATE_HOME=str(work / "state"),
+        XDG_CACHE_HOME=str(work / "cache"),
+        XDG_DATA_HOME=str(work / "data"),
+        XDG_CONFIG_HOME=str(work / "config"),
+    )
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-u", str(HERE / "plugin.lua")],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.exists(), f"Neovim wrote no result (exit {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
+    result = json.loads(out.read_text())
+    assert result.get("ok"), f"the plugin session failed after steps {result.get('steps')}: {result.get('error')}"
+    result["work"] = str(work)
+    return result
+
+
+def test_plugin_repro_writes_and_opens_the_reproducer(plugin_session: dict):
+    assert plugin_session["error_code"] == "TL107"
+    assert plugin_session["repro_path"] == os.path.join(plugin_session["work"], "repro", "fixture_line14.py")
+    assert "import jax" in plugin_session["repro_text"]
+    assert "fixture.py:14" in plugin_session["repro_text"]
+
+
+def test_plugin_trace_shows_the_jaxpr(plugin_session: dict):
+    assert "{ lambda" in plugin_session["trace_text"], plugin_session["trace_text"]
+
+
+def test_plugin_checkhealth_finds_the_server(plugin_session: dict):
+    text = plugin_session["health_text"]
+    assert "setup() called" in text and "tracelens 0.1.0" in text, text

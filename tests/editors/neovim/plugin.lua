@@ -1,0 +1,77 @@
+-- Headless Neovim with the plugin in editors/neovim, set up as its README says: open a file,
+-- see diagnostics, :TracelensRepro on the error line, :TracelensTrace, :checkhealth tracelens.
+-- Results go to a JSON file that test_neovim.py checks.
+--
+-- Environment: TRACELENS_BIN, TRACELENS_FIXTURE, TRACELENS_OUT, TRACELENS_PLUGIN (editors/neovim).
+
+local out_path = os.getenv('TRACELENS_OUT') or error('TRACELENS_OUT not set')
+local result = { steps = {} }
+
+local function wait_for(ms, what, cond)
+  if not vim.wait(ms, cond, 20) then
+    error('timed out waiting for ' .. what)
+  end
+end
+
+local function buffer_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+end
+
+local function main()
+  vim.opt.runtimepath:prepend(os.getenv('TRACELENS_PLUGIN') or error('TRACELENS_PLUGIN not set'))
+  vim.cmd('filetype on')
+  require('tracelens').setup({
+    cmd = { os.getenv('TRACELENS_BIN') or error('TRACELENS_BIN not set'), 'lsp' },
+    settings = { debounceMs = 0, workspaceScan = false },
+  })
+  local fixture = os.getenv('TRACELENS_FIXTURE') or error('TRACELENS_FIXTURE not set')
+  vim.cmd('edit ' .. vim.fn.fnameescape(fixture))
+  local source = vim.api.nvim_get_current_buf()
+  table.insert(result.steps, 'opened')
+
+  local error_line
+  wait_for(20000, 'an error diagnostic', function()
+    for _, d in ipairs(vim.diagnostic.get(source)) do
+      if d.severity == vim.diagnostic.severity.ERROR then
+        error_line = d.lnum
+        result.error_code = d.code
+        return true
+      end
+    end
+    return false
+  end)
+  table.insert(result.steps, 'diagnostics')
+
+  vim.api.nvim_win_set_cursor(0, { error_line + 1, 4 })
+  vim.cmd('TracelensRepro')
+  wait_for(10000, 'the reproducer to open', function()
+    return vim.api.nvim_get_current_buf() ~= source
+  end)
+  result.repro_path = vim.api.nvim_buf_get_name(0)
+  result.repro_text = buffer_text(0)
+  table.insert(result.steps, 'repro')
+
+  vim.cmd('buffer ' .. source)
+  vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- `def step(w, x):`
+  vim.cmd('TracelensTrace')
+  wait_for(10000, 'the trace to open', function()
+    return vim.api.nvim_get_current_buf() ~= source
+  end)
+  result.trace_text = buffer_text(0)
+  vim.cmd('close')
+  table.insert(result.steps, 'trace')
+
+  vim.cmd('checkhealth tracelens')
+  result.health_text = buffer_text(0)
+  table.insert(result.steps, 'health')
+  result.ok = true
+end
+
+local ok, err = pcall(main)
+if not ok then
+  result.error = tostring(err)
+end
+local f = assert(io.open(out_path, 'w'))
+f:write(vim.fn.json_encode(result))
+f:close()
+vim.cmd('qall!')
