@@ -64,6 +64,26 @@ local function main()
   vim.cmd('checkhealth tracelens')
   result.health_text = buffer_text(0)
   table.insert(result.steps, 'health')
+
+  vim.cmd('buffer ' .. source)
+  local before = require('tracelens').client(source).id
+  vim.cmd('TracelensRestart')
+  wait_for(10000, 'a new client after the restart', function()
+    local c = require('tracelens').client(source)
+    return c ~= nil and c.id ~= before and c.initialized
+  end)
+  vim.diagnostic.reset(nil, source)
+  vim.api.nvim_buf_set_lines(source, 0, 0, false, { '# edited after the restart' })
+  wait_for(20000, 'diagnostics from the restarted server', function()
+    for _, d in ipairs(vim.diagnostic.get(source)) do
+      if d.code == 'TL107' and d.lnum == error_line + 1 then
+        return true
+      end
+    end
+    return false
+  end)
+  result.restarted = true
+  table.insert(result.steps, 'restart')
   result.ok = true
 end
 

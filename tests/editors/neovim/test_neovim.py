@@ -145,3 +145,7 @@ def test_plugin_trace_shows_the_jaxpr(plugin_session: dict):
 def test_plugin_checkhealth_finds_the_server(plugin_session: dict):
     text = plugin_session["health_text"]
     assert "setup() called" in text and "tracelens 0.1.0" in text, text
+
+
+def test_plugin_restart_brings_a_new_server_that_traces_edits(plugin_session: dict):
+    assert plugin_session["restarted"] is True
