@@ -134,18 +134,24 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
     }
 }
 
-pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
+/// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)
+/// when it cannot be analysed.
+fn analyze_one(file: &Path) -> Result<FileAnalysis, ExitCode> {
     if !file.is_file() {
         eprintln!("error: {}: no such file", file.display());
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
-    let project = Config::discover(&file).unwrap_or_default();
-    let analysis = match pool().install(|| analyze_path(&file, &project)) {
+    let project = Config::discover(file).unwrap_or_default();
+    pool().install(|| analyze_path(file, &project)).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
+    let analysis = match analyze_one(&file) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let out = if json_out {
         let functions: Vec<serde_json::Value> = analysis
@@ -185,34 +191,33 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
     }
 }
 
-/// Why there is no reproducer at `line` of `shown` (1-based), in the words of `tracelens repro`.
-pub fn no_reproducer(analysis: &FileAnalysis, shown: &str, line: u32) -> String {
-    let has_error = analysis.diagnostics.iter().any(|(d, l, _)| l.line == line && d.severity == Severity::Error);
-    if has_error {
+/// The reproducer of the error at `line` (1-based) of `path`, naming the file as `shown` in
+/// its header and links; or why there is none, in the words of `tracelens repro`. Shared by
+/// `tracelens repro` and the server's `tracelens.repro`.
+pub fn reproducer_text(analysis: &FileAnalysis, path: &Path, shown: &str, line: u32) -> Result<String, String> {
+    if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
+        return Ok(r.text.replace(&*path.to_string_lossy(), shown));
+    }
+    let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
+    Err(if has_error {
         format!("{shown}:{line}: this error cannot be reproduced standalone yet (it does not come from a statement inside a traced function that a pure-JAX program can say)")
     } else {
         format!("{shown}:{line}: no error to reproduce at this line")
-    }
+    })
 }
 
 pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode {
-    if !file.is_file() {
-        eprintln!("error: {}: no such file", file.display());
-        return ExitCode::from(2);
-    }
-    let project = Config::discover(&file).unwrap_or_default();
-    let analysis = match pool().install(|| analyze_path(&file, &project)) {
+    let analysis = match analyze_one(&file) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+        Err(code) => return code,
+    };
+    let text = match reproducer_text(&analysis, &file, &relative(&file), line) {
+        Ok(text) => text,
+        Err(why) => {
+            eprintln!("{why}");
+            return ExitCode::from(1);
         }
     };
-    let Some(repro) = analysis.reproducers.iter().find(|r| r.line == line) else {
-        eprintln!("{}", no_reproducer(&analysis, &relative(&file), line));
-        return ExitCode::from(1);
-    };
-    let text = repro.text.replace(&repro.path.to_string_lossy().to_string(), &relative(&repro.path));
     match output {
         Some(out) => {
             if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

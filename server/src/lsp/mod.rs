@@ -84,8 +84,12 @@ impl Settings {
         if let Some(list) = v.get("ignore").and_then(Json::as_array) {
             self.project.ignore.extend(list.iter().filter_map(|x| x.as_str().map(str::to_string)));
         }
-        if let Some(dir) = v.get("reproducerFolder").and_then(Json::as_str).filter(|d| !d.is_empty()) {
-            self.reproducer_folder = PathBuf::from(dir);
+        // Relative and without `..`: reproducers are never written outside the workspace.
+        let inside = |d: &Path| d.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if let Some(dir) =
+            v.get("reproducerFolder").and_then(Json::as_str).map(Path::new).filter(|d| !d.as_os_str().is_empty() && inside(d))
+        {
+            self.reproducer_folder = dir.to_path_buf();
         }
         if let Some(n) = v.get("largeConstantBytes").and_then(Json::as_u64) {
             self.project.large_constant_bytes = Some(n);
@@ -119,6 +123,8 @@ pub struct Backend {
     client: Client,
     state: Arc<Mutex<State>>,
     generation: Arc<AtomicU64>,
+    /// Woken whenever an analysis of an open document is stored (pulls wait on it).
+    traced: Arc<tokio::sync::Notify>,
 }
 
 /// Runs the server on stdin/stdout until `exit`.
@@ -145,7 +151,12 @@ pub fn run() -> std::process::ExitCode {
     }));
     let shared = state.clone();
     runtime.block_on(async {
-        let (service, socket) = LspService::new(move |client| Backend { client, state: shared, generation: Arc::new(AtomicU64::new(0)) });
+        let (service, socket) = LspService::new(move |client| Backend {
+            client,
+            state: shared,
+            generation: Arc::new(AtomicU64::new(0)),
+            traced: Arc::new(tokio::sync::Notify::new()),
+        });
         serve_filtered(service, socket).await;
     });
     // The stdin reader may still be blocked in a read: do not wait for it.
@@ -297,6 +308,7 @@ impl Backend {
         };
         let state = self.state.clone();
         let client = self.client.clone();
+        let traced = self.traced.clone();
         tokio::spawn(async move {
             if !debounce.is_zero() {
                 tokio::time::sleep(debounce).await;
@@ -321,7 +333,7 @@ impl Backend {
             let (p2, t2, c2) = (path.clone(), text.clone(), cancel.clone());
             let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, c2)).await.ok().flatten();
             let Some(analysis) = analysis else { return };
-            let publish = {
+            let (pull, publish) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
                 if cancel.load(Ordering::Relaxed) || current != version {
@@ -329,9 +341,10 @@ impl Backend {
                 }
                 let analysed = Arc::new(Analysed { version, text, analysis });
                 st.results.insert(path.clone(), analysed.clone());
-                publish_params(&st, &path, &analysed)
+                let pull = st.pull && version >= 0;
+                (pull, if pull { None } else { publish_params(&st, &path, &analysed) })
             };
-            let pull = state.lock().unwrap_or_else(|p| p.into_inner()).pull && version >= 0;
+            traced.notify_waiters();
             if pull {
                 // The client asks for open documents' diagnostics itself; tell it they changed.
                 let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
@@ -362,15 +375,14 @@ impl Backend {
             let root = st.roots.iter().find(|r| path.starts_with(r)).cloned();
             (root.unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default()), st.settings.reproducer_folder.clone())
         };
-        let Some(repro) = a.analysis.reproducers.iter().find(|r| r.line == line && r.path == path) else {
-            let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
-            return Ok(Some(serde_json::json!({"message": crate::check::no_reproducer(&a.analysis, &shown, line)})));
+        // The reproducer's header and links name the user's file relative to the workspace.
+        let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
+        let text = match crate::check::reproducer_text(&a.analysis, &path, &shown, line) {
+            Ok(text) => text,
+            Err(why) => return Ok(Some(serde_json::json!({ "message": why }))),
         };
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into());
         let out = root.join(folder).join(format!("{stem}_line{line}.py"));
-        // The reproducer's header and links name the user's file relative to the workspace.
-        let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
-        let text = repro.text.replace(&*path.to_string_lossy(), &shown);
         let written = out.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&out, text));
         if let Err(e) = written {
             return Err(RpcError { code: ErrorCode::InternalError, message: format!("{}: {e}", out.display()).into(), data: None });
@@ -750,53 +762,44 @@ impl LanguageServer for Backend {
         guarded("code actions", || {
             let lines = LineText::new(&a.text);
             let (rs, re) = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
+            let shown = lsp_diagnostics(&self.lock(), &path, &a);
             let mut actions = Vec::new();
             for (d, loc, _) in &a.analysis.diagnostics {
                 if d.path != path || loc.span.end < rs || loc.span.start > re {
                     continue;
                 }
-                let lsp_diag = lsp_diagnostics(&self.lock(), &path, &a).into_iter().find(|x| {
-                    x.range == lines.location_range(loc, enc) && x.code == Some(lsp::NumberOrString::String(d.code.as_str().into()))
-                });
-                let mut fixes: Vec<(String, features::TextEdit, bool)> = Vec::new();
+                let lsp_diag = shown
+                    .iter()
+                    .find(|x| {
+                        x.range == lines.location_range(loc, enc) && x.code == Some(lsp::NumberOrString::String(d.code.as_str().into()))
+                    })
+                    .cloned();
+                // (title, edits, preferred)
+                let mut fixes: Vec<(String, Vec<features::TextEdit>, bool)> = Vec::new();
                 match d.code.as_str() {
                     "TL107" => {
                         if let Some(e) = features::immutable_update_fix(&a.text, loc.span.start, loc.span.end) {
-                            fixes.push((format!("Use `{}`", e.text.trim()), e, true));
+                            fixes.push((format!("Use `{}`", e.text.trim()), vec![e], true));
                         }
                     }
                     "TL201" => {
                         if let Some(e) = features::print_fix(&a.text, loc.span.start, loc.span.end) {
-                            fixes.push(("Print runtime values with jax.debug.print".into(), e, true));
+                            fixes.push(("Print runtime values with jax.debug.print".into(), vec![e], true));
                         }
                     }
                     "TL101" | "TL108" => {
                         if let Some((edits, names)) = features::static_argnames_fix(&a.text, &d.message) {
-                            let title = format!("Mark {} static (static_argnames)", names.join(", "));
-                            let text_edits: Vec<lsp::TextEdit> = edits
-                                .into_iter()
-                                .map(|e| lsp::TextEdit { range: lines.range(e.start, e.end, enc), new_text: e.text })
-                                .collect();
-                            let mut changes = HashMap::new();
-                            changes.insert(uri.clone(), text_edits);
-                            actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                                title,
-                                kind: Some(lsp::CodeActionKind::QUICKFIX),
-                                diagnostics: lsp_diag.clone().map(|x| vec![x]),
-                                edit: Some(lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() }),
-                                is_preferred: Some(false),
-                                ..Default::default()
-                            }));
+                            fixes.push((format!("Mark {} static (static_argnames)", names.join(", ")), edits, false));
                         }
                     }
                     _ => {}
                 }
                 let ignore = features::ignore_edit(&a.text, loc.span.start, d.code.as_str());
-                fixes.push((format!("Ignore {} on this line", d.code.as_str()), ignore, false));
-                for (title, edit, preferred) in fixes {
-                    let text_edit = lsp::TextEdit { range: lines.range(edit.start, edit.end, enc), new_text: edit.text };
-                    let mut changes = HashMap::new();
-                    changes.insert(uri.clone(), vec![text_edit]);
+                fixes.push((format!("Ignore {} on this line", d.code.as_str()), vec![ignore], false));
+                for (title, edits, preferred) in fixes {
+                    let text_edits =
+                        edits.into_iter().map(|e| lsp::TextEdit { range: lines.range(e.start, e.end, enc), new_text: e.text }).collect();
+                    let changes = HashMap::from([(uri.clone(), text_edits)]);
                     actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
                         title,
                         kind: Some(lsp::CodeActionKind::QUICKFIX),
@@ -832,14 +835,15 @@ impl LanguageServer for Backend {
     async fn diagnostic(&self, params: lsp::DocumentDiagnosticParams) -> RpcResult<lsp::DocumentDiagnosticReportResult> {
         // While the current version is being traced, wait for it (bounded) rather than answer
         // with nothing, which would clear the client's diagnostics on every keystroke.
-        let mut current = self.analysed(&params.text_document.uri);
-        for _ in 0..100 {
-            if current.is_some() {
-                break;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        let current = loop {
+            // Registered before looking, so that an analysis stored in between still wakes us.
+            let stored = self.traced.notified();
+            let current = self.analysed(&params.text_document.uri);
+            if current.is_some() || tokio::time::timeout_at(deadline, stored).await.is_err() {
+                break current;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            current = self.analysed(&params.text_document.uri);
-        }
+        };
         let (items, result_id) = match current {
             Some((path, a, _)) => (lsp_diagnostics(&self.lock(), &path, &a), Some(a.version.to_string())),
             None => match params.previous_result_id {
