@@ -23,14 +23,18 @@
 //! `TRACELENS_BENCH_EDITS` (default 200).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::rc::Rc;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+#[path = "../tests/support/frames.rs"]
+mod frames;
+use frames::Msg;
 
 const PYRIGHT_VERSION: &str = "1.1.414";
 /// pyright's own delay between a change and its analysis, in its source; not configurable.
@@ -46,12 +50,6 @@ fn uri(p: &Path) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // A minimal LSP client over stdio.
-
-/// A message from the server and when the reader thread had read all of it.
-struct Msg {
-    at: Instant,
-    v: Value,
-}
 
 struct Lsp {
     child: Child,
@@ -70,36 +68,7 @@ impl Lsp {
         let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut len = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.strip_prefix("Content-Length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0u8; len];
-                if reader.read_exact(&mut body).is_err() {
-                    return;
-                }
-                let at = Instant::now();
-                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                    if tx.send(Msg { at, v }).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let rx = frames::spawn_reader(stdout);
         Ok(Lsp { child, stdin, inbox: rx, next_id: 1, publishes: HashMap::new(), stale: 0, progress_ended: false })
     }
 

@@ -1,18 +1,21 @@
 //! The language server end to end: the built binary over stdio, driven by a minimal LSP
 //! client, as an editor drives it.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "support/frames.rs"]
+mod frames;
+
 struct Client {
     child: Child,
     stdin: ChildStdin,
-    inbox: Receiver<Value>,
+    inbox: Receiver<frames::Msg>,
     /// Messages read while waiting for something else.
     seen: Vec<Value>,
     next_id: i64,
@@ -34,35 +37,7 @@ impl Client {
             .expect("start tracelens lsp");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut len = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.strip_prefix("Content-Length: ") {
-                        len = v.parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0u8; len];
-                if reader.read_exact(&mut body).is_err() {
-                    return;
-                }
-                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                    if tx.send(v).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let rx = frames::spawn_reader(stdout);
         let mut c = Client { child, stdin, inbox: rx, seen: Vec::new(), next_id: 1 };
         let uri = uri(root);
         let encodings = if utf8 { json!(["utf-8", "utf-16"]) } else { json!(["utf-16"]) };
@@ -120,7 +95,7 @@ impl Client {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.inbox.recv_timeout(left).expect("a message from the server in time");
+            let m = self.inbox.recv_timeout(left).expect("a message from the server in time").v;
             // Answer server-to-client requests (configuration, progress tokens).
             if let (Some(id), Some(method)) = (m.get("id"), m.get("method").and_then(Value::as_str)) {
                 let result = if method == "workspace/configuration" { json!([{}]) } else { Value::Null };

@@ -23,8 +23,9 @@ if not os.path.isabs(TRACELENS_BIN):
     TRACELENS_BIN = str(REPO / TRACELENS_BIN)
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def run_session(work: pathlib.Path, script: str, **extra_env: str) -> dict:
+    """Runs `script` (beside this file) in headless Neovim on a copy of fixture.py in `work`;
+    returns the JSON it wrote, after checking that it got to the end."""
     nvim = shutil.which("nvim")
     if nvim is None:
         if os.environ.get("CI") == "true":
@@ -32,7 +33,6 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
         pytest.skip("nvim is not installed")
     assert os.access(TRACELENS_BIN, os.X_OK), f"no tracelens binary at {TRACELENS_BIN}"
 
-    work = tmp_path_factory.mktemp("nvim")
     fixture = work / "fixture.py"
     shutil.copy(HERE / "fixture.py", fixture)
     out = work / "result.json"
@@ -46,9 +46,10 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
         XDG_CACHE_HOME=str(work / "cache"),
         XDG_DATA_HOME=str(work / "data"),
         XDG_CONFIG_HOME=str(work / "config"),
+        **extra_env,
     )
     proc = subprocess.run(
-        [nvim, "--headless", "--clean", "-u", str(HERE / "init.lua")],
+        [nvim, "--headless", "--clean", "-u", str(HERE / script)],
         cwd=work,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -58,8 +59,13 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
     )
     assert out.exists(), f"Neovim wrote no result (exit {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
     result = json.loads(out.read_text())
-    assert result.get("ok"), f"the Neovim session failed after steps {result.get('steps')}: {result.get('error')}"
+    assert result.get("ok"), f"the Neovim session ({script}) failed after steps {result.get('steps')}: {result.get('error')}"
     return result
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return run_session(tmp_path_factory.mktemp("nvim"), "init.lua")
 
 
 def test_diagnostics_appear_on_the_right_lines(session: dict):
@@ -94,39 +100,9 @@ def test_the_server_exits_cleanly_when_neovim_stops_it(session: dict):
 @pytest.fixture(scope="module")
 def plugin_session(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The plugin (editors/neovim) set up with require("tracelens").setup({...})."""
-    nvim = shutil.which("nvim")
-    if nvim is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("nvim is not installed (tests/run_editor_tests.sh installs it with apt-get)")
-        pytest.skip("nvim is not installed")
     work = tmp_path_factory.mktemp("nvim-plugin")
     (work / ".git").mkdir()  # the workspace root the plugin finds
-    fixture = work / "fixture.py"
-    shutil.copy(HERE / "fixture.py", fixture)
-    out = work / "result.json"
-    env = dict(
-        os.environ,
-        TRACELENS_BIN=TRACELENS_BIN,
-        TRACELENS_FIXTURE=str(fixture),
-        TRACELENS_OUT=str(out),
-        TRACELENS_PLUGIN=str(REPO / "editors" / "neovim"),
-        XDG_STATE_HOME=str(work / "state"),
-        XDG_CACHE_HOME=str(work / "cache"),
-        XDG_DATA_HOME=str(work / "data"),
-        XDG_CONFIG_HOME=str(work / "config"),
-    )
-    proc = subprocess.run(
-        [nvim, "--headless", "--clean", "-u", str(HERE / "plugin.lua")],
-        cwd=work,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.exists(), f"Neovim wrote no result (exit {proc.returncode})\n{proc.stdout}\n{proc.stderr}"
-    result = json.loads(out.read_text())
-    assert result.get("ok"), f"the plugin session failed after steps {result.get('steps')}: {result.get('error')}"
+    result = run_session(work, "plugin.lua", TRACELENS_PLUGIN=str(REPO / "editors" / "neovim"))
     result["work"] = str(work)
     return result
 

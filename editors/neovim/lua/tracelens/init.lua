@@ -30,7 +30,7 @@ local function root_of(bufnr)
       found = vim.fn.findfile(marker, dir .. ';')
     end
     if found ~= '' then
-      return vim.fn.fnamemodify(found, ':p:h'):gsub('/%.git$', '')
+      return (vim.fn.fnamemodify(found, ':p:h'):gsub('/%.git$', ''))
     end
   end
   return dir
@@ -67,6 +67,15 @@ function M.attach(bufnr)
     clients_by_root[root] = id
   end
   vim.lsp.buf_attach_client(bufnr, id)
+end
+
+-- Attaches every loaded buffer of the configured filetypes.
+local function attach_all()
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.config.filetypes, vim.bo[buf].filetype) then
+      M.attach(buf)
+    end
+  end
 end
 
 --- The tracelens client attached to `bufnr`, if any.
@@ -161,11 +170,7 @@ function M.restart()
     end
     return true
   end, 50)
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.config.filetypes, vim.bo[buf].filetype) then
-      M.attach(buf)
-    end
-  end
+  attach_all()
 end
 
 --- Sets tracelens up: `require('tracelens').setup({ cmd = ..., settings = { ... } })`.
@@ -183,11 +188,7 @@ function M.setup(opts)
   vim.api.nvim_create_user_command('TracelensTrace', M.trace, { desc = 'tracelens: show the traces of the function under the cursor' })
   vim.api.nvim_create_user_command('TracelensRestart', M.restart, { desc = 'tracelens: restart the language server' })
   -- Buffers already open when setup runs.
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.config.filetypes, vim.bo[buf].filetype) then
-      M.attach(buf)
-    end
-  end
+  attach_all()
 end
 
 return M
