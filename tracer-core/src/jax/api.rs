@@ -703,17 +703,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let x0 = slice_leading(interp, &xs)?;
             let out = trace_call(interp, &f2, vec![x0], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
             let deps = array_leaves(interp, &[xs])?;
-            map_abstract(
-                interp,
-                &out,
-                &deps,
-                &|a| {
-                    let mut s = vec![n];
-                    s.extend(a.shape.iter().copied());
-                    a.with_shape(&s).weak(a.weak)
-                },
-                "map",
-            )
+            map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")
         }
         F::RandomKey | F::RandomPRNGKey => {
             let seed = arg(0);
@@ -2133,17 +2123,7 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
             None => {
                 let deps = array_leaves(interp, &[init.clone(), xs.clone()])?;
                 let carry = map_abstract(interp, &parts[0], &deps, &|a| a.clone(), "scan")?;
-                let ys = map_abstract(
-                    interp,
-                    &parts[1],
-                    &deps,
-                    &|a| {
-                        let mut s = vec![n];
-                        s.extend(a.shape.iter().copied());
-                        a.with_shape(&s).weak(a.weak)
-                    },
-                    "scan",
-                )?;
+                let ys = map_abstract(interp, &parts[1], &deps, &|a| a.stacked(n), "scan")?;
                 return Ok(Value::tuple(vec![carry, ys]));
             }
         }

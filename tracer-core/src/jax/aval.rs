@@ -32,6 +32,12 @@ impl Aval {
     pub fn with_shape(&self, shape: &[usize]) -> Aval {
         Aval { shape: Shape::from_slice(shape), dtype: self.dtype, weak: self.weak }
     }
+    /// This aval with a new leading axis of `n`: what `scan` and `lax.map` stack per iteration.
+    pub fn stacked(&self, n: usize) -> Aval {
+        let mut shape = Shape::from_slice(&[n]);
+        shape.extend(self.shape.iter().copied());
+        Aval { shape, dtype: self.dtype, weak: self.weak }
+    }
     pub fn with_dtype(&self, dtype: DType) -> Aval {
         Aval { shape: self.shape.clone(), dtype, weak: false }
     }
