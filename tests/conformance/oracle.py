@@ -67,6 +67,14 @@ def main():
     return 0
 
 
+def enclosing_frame(function_name):
+    """The nearest frame on the current stack running a function of that name (JAX's own
+    internals, whose locals say what is being traced), or None."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != function_name:
+        frame = frame.f_back
+    return frame
+
 class Oracle:
     def __init__(self, fixture):
         self.fixture = fixture
@@ -190,9 +198,7 @@ class Oracle:
     def on_test_event(self, name, *args):
         if name != "trace_to_jaxpr":
             return
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_name != "trace_to_jaxpr":
-            frame = frame.f_back
+        frame = enclosing_frame("trace_to_jaxpr")
         if frame is None:
             return
         debug_info = frame.f_locals.get("debug_info")
@@ -365,9 +371,7 @@ class CauseHandler(logging.Handler):
         self.oracle = oracle
 
     def emit(self, record):
-        frame = sys._getframe(1)
-        while frame is not None and frame.f_code.co_name != "explain":
-            frame = frame.f_back
+        frame = enclosing_frame("explain")
         if frame is None:
             return
         fun = frame.f_locals.get("fun")
