@@ -17,6 +17,9 @@ pub struct AnalysisConfig {
     pub search_roots: Vec<PathBuf>,
     /// Validate every traced jaxpr with `check_ir` (tests turn this on).
     pub check_ir: bool,
+    /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
+    /// and an editor shows one only on request.
+    pub skip_jaxpr_text: bool,
 }
 
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
@@ -86,8 +89,35 @@ pub struct Reproducer {
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
 pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> FileAnalysis {
+    analyze_parsed(path, text, None, loader, config)
+}
+
+/// `analyze_file` with the module already parsed from `text`, as an editor's incremental
+/// parser gives it (`syntax::IncrementalParser`).
+pub fn analyze_parsed(
+    path: &Path,
+    text: &str,
+    module: Option<crate::syntax::ast::Module>,
+    loader: &dyn SourceLoader,
+    config: &AnalysisConfig,
+) -> FileAnalysis {
+    let mut result = None;
+    analyze_parsed_then(path, text, module, loader, config, |analysis| result = Some(analysis));
+    result.unwrap_or_default()
+}
+
+/// `analyze_parsed`, handing the result to `deliver` before the interpreter's memory is
+/// freed: freeing it is a good part of an analysis, and an editor need not wait for it.
+pub fn analyze_parsed_then(
+    path: &Path,
+    text: &str,
+    module: Option<crate::syntax::ast::Module>,
+    loader: &dyn SourceLoader,
+    config: &AnalysisConfig,
+    deliver: impl FnOnce(FileAnalysis),
+) {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
-    let file = interp.add_file(path.to_path_buf(), Rc::from(text));
+    let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
     let module_ast = interp.files[file as usize].module.clone();
     for err in &module_ast.errors {
         let site = Site { file, span: err.span };
@@ -160,15 +190,15 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
-    FileAnalysis {
+    deliver(FileAnalysis {
         diagnostics: located,
-        functions: collect_functions(&interp),
+        functions: collect_functions(&interp, !config.skip_jaxpr_text),
         stdout: interp.stdout.clone(),
         stops,
         ir_problems,
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
         reproducers,
-    }
+    });
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
@@ -215,8 +245,18 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
 }
 
-fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
+fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
     let mut out: Vec<TracedFunction> = Vec::new();
+    // Each value belongs to its trace and to every trace around it.
+    let mut values_by_record: Vec<Vec<usize>> = vec![Vec::new(); interp.jax.records.len()];
+    for (i, v) in interp.jax.values.iter().enumerate() {
+        let mut record = Some(v.record);
+        for _ in 0..values_by_record.len() {
+            let Some(r) = record.filter(|&r| r < values_by_record.len()) else { break };
+            values_by_record[r].push(i);
+            record = interp.jax.records[r].parent;
+        }
+    }
     for (index, rec) in interp.jax.records.iter().enumerate() {
         // Report top-level transformations: jit traces, and the outermost trace of other kinds.
         let is_jit = matches!(rec.kind, TraceKind::Jit);
@@ -226,11 +266,9 @@ fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
         let Some(def) = rec.def_site else { continue };
         let location = locate(interp, interp.path(def.file), def.span);
         let transform = rec.kind.label().to_string();
-        let values = interp
-            .jax
-            .values
+        let values = values_by_record[index]
             .iter()
-            .filter(|v| v.record == index || descends_from(interp, v.record, index))
+            .map(|&v| &interp.jax.values[v])
             .map(|v| TracedValue {
                 location: locate(interp, interp.path(v.site.file), v.site.span),
                 name: v.name.clone(),
@@ -243,7 +281,7 @@ fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
             args: rec.args.iter().map(|a| a.short()).collect(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),
-            jaxpr: rec.jaxpr.as_ref().map(|j| j.pretty(0)).unwrap_or_default(),
+            jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),
             values,
         };
         match out.iter_mut().find(|f| {
@@ -254,14 +292,4 @@ fn collect_functions(interp: &Interp) -> Vec<TracedFunction> {
         }
     }
     out
-}
-
-fn descends_from(interp: &Interp, mut record: usize, ancestor: usize) -> bool {
-    while let Some(p) = interp.jax.records.get(record).and_then(|r| r.parent) {
-        if p == ancestor {
-            return true;
-        }
-        record = p;
-    }
-    false
 }

@@ -9,4 +9,4 @@ pub mod interp;
 pub mod jax;
 pub mod syntax;
 
-pub use analysis::{analyze_file, AnalysisConfig, FileAnalysis};
+pub use analysis::{analyze_file, analyze_parsed, AnalysisConfig, FileAnalysis};

@@ -229,10 +229,15 @@ impl<'l> Interp<'l> {
     }
 
     pub fn add_file(&mut self, path: PathBuf, text: Rc<str>) -> FileId {
+        self.add_parsed_file(path, text, None)
+    }
+
+    /// `add_file` with the module already parsed from `text` (by an incremental parser).
+    pub fn add_parsed_file(&mut self, path: PathBuf, text: Rc<str>, module: Option<crate::syntax::ast::Module>) -> FileId {
         if let Some(id) = self.files.iter().position(|f| f.path == path) {
             return id as FileId;
         }
-        let module = Rc::new(crate::syntax::parse(&text));
+        let module = Rc::new(module.unwrap_or_else(|| crate::syntax::parse(&text)));
         let line_index = LineIndex::new(&text);
         self.files.push(SourceFile { path, text, line_index, module });
         (self.files.len() - 1) as FileId

@@ -34,6 +34,7 @@ mod literals;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::num::NonZeroU16;
 use std::rc::Rc;
 use std::sync::OnceLock;
@@ -58,6 +59,60 @@ const MAX_INDENT: u32 = 100;
 const MAX_ERRORS: usize = 100;
 
 pub(crate) fn parse_module(source: &str) -> ast::Module {
+    parse_module_with(source, None)
+}
+
+/// What an incremental parse keeps from one parse to the next: the tree-sitter parser, the
+/// text and tree it parsed last, and the clean top-level statements it lowered, by their
+/// text. The lowering of a top-level statement depends only on its text, so a statement
+/// whose text is unchanged is reused, its spans moved by how far it moved.
+pub(crate) struct ParseState {
+    parser: tree_sitter::Parser,
+    previous: Option<(String, tree_sitter::Tree)>,
+    statements: HashMap<Box<str>, LoweredStatement>,
+}
+
+/// One clean top-level statement as lowered at `start`.
+struct LoweredStatement {
+    start: u32,
+    stmt: Option<Stmt>,
+    /// The indentation the lowering saw last inside it, as a byte range of the source.
+    last_line_indent: (u32, u32),
+}
+
+impl ParseState {
+    pub(crate) fn new() -> Option<ParseState> {
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+        Some(ParseState { parser, previous: None, statements: HashMap::new() })
+    }
+}
+
+/// The single edit that turns `old` into `new`: their common prefix and suffix are kept.
+fn input_edit(old: &str, new: &str) -> tree_sitter::InputEdit {
+    let (old_b, new_b) = (old.as_bytes(), new.as_bytes());
+    let prefix = old_b.iter().zip(new_b).take_while(|(a, b)| a == b).count();
+    let room = old_b.len().min(new_b.len()) - prefix;
+    let suffix = old_b.iter().rev().zip(new_b.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+    let point = |text: &[u8], at: usize| {
+        let before = &text[..at];
+        let row = before.iter().filter(|&&b| b == b'\n').count();
+        let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1);
+        tree_sitter::Point { row, column }
+    };
+    tree_sitter::InputEdit {
+        start_byte: prefix,
+        old_end_byte: old_b.len() - suffix,
+        new_end_byte: new_b.len() - suffix,
+        start_position: point(old_b, prefix),
+        old_end_position: point(old_b, old_b.len() - suffix),
+        new_end_position: point(new_b, new_b.len() - suffix),
+    }
+}
+
+/// Parses `source`; with a `state`, re-parses incrementally from the last parse and reuses
+/// the lowering of unchanged top-level statements. The result is the same either way.
+pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) -> ast::Module {
     if u32::try_from(source.len()).is_err() {
         return error_module(Span::new(0, 0), "file too large to parse (more than 4 GiB)");
     }
@@ -72,15 +127,29 @@ pub(crate) fn parse_module(source: &str) -> ast::Module {
         }
         None => (source, None),
     };
-    let mut parser = tree_sitter::Parser::new();
-    if parser.set_language(&tree_sitter_python::LANGUAGE.into()).is_err() {
-        return error_module(Span::new(0, 0), "internal error: tree-sitter-python does not match the tree-sitter runtime");
-    }
-    let Some(tree) = parser.parse(parsed, None) else {
+    let mut own_state;
+    let state = match state {
+        Some(state) => state,
+        None => {
+            own_state = ParseState::new();
+            match own_state.as_mut() {
+                Some(state) => state,
+                None => return error_module(Span::new(0, 0), "internal error: tree-sitter-python does not match the tree-sitter runtime"),
+            }
+        }
+    };
+    let old_tree = state.previous.take().map(|(old, mut tree)| {
+        tree.edit(&input_edit(&old, parsed));
+        tree
+    });
+    let Some(tree) = state.parser.parse(parsed, old_tree.as_ref()) else {
+        state.statements.clear();
         return error_module(Span::new(0, 0), "internal error: tree-sitter returned no tree");
     };
+    drop(old_tree);
     let root = tree.root_node();
     let mut lowerer = Lowerer::new(parsed);
+    lowerer.reuse = std::mem::take(&mut state.statements);
     let tree_errors = collect_tree_errors(root, parsed);
     let first_tree_error = tree_errors.iter().map(|error| error.span.start).min().unwrap_or(u32::MAX);
     let first_tree_error = match &null_byte_error {
@@ -88,11 +157,13 @@ pub(crate) fn parse_module(source: &str) -> ast::Module {
         None => first_tree_error,
     };
     let body = lowerer.lower_module(root, first_tree_error);
+    state.statements = std::mem::take(&mut lowerer.lowered);
     let mut errors = tree_errors;
     errors.append(&mut lowerer.errors);
     errors.extend(null_byte_error);
     errors.sort_by_key(|error| (error.span.start, error.span.end));
     errors.truncate(MAX_ERRORS);
+    state.previous = Some((parsed.to_string(), tree));
     ast::Module { body, errors }
 }
 
@@ -426,6 +497,10 @@ pub(super) struct Lowerer<'src> {
     /// Indentation of the last statement lowered that started its line; tells "unexpected
     /// indent" from "unindent does not match any outer indentation level".
     last_line_indent: &'src str,
+    /// Clean top-level statements of the last parse, by text, to reuse.
+    reuse: HashMap<Box<str>, LoweredStatement>,
+    /// Clean top-level statements of this parse, by text, for the next one.
+    lowered: HashMap<Box<str>, LoweredStatement>,
 }
 
 impl<'src> Lowerer<'src> {
@@ -440,6 +515,8 @@ impl<'src> Lowerer<'src> {
             module_scope: Scope { kind: ScopeKind::Module, loop_depth: 0, saw_yield: false },
             scopes: Vec::new(),
             last_line_indent: "",
+            reuse: HashMap::new(),
+            lowered: HashMap::new(),
         }
     }
 
@@ -570,11 +647,41 @@ impl<'src> Lowerer<'src> {
         if node.has_error() || node.start_byte() as u64 >= u64::from(first_tree_error) {
             return false;
         }
+        let ends_before_error = node.end_byte() as u64 <= u64::from(first_tree_error);
+        let text = self.text(node);
+        let start = node.start_byte() as u32;
+        if let Some(mut previous) = self.reuse.remove(text).filter(|_| ends_before_error && self.line_indent(node) == Some("")) {
+            // Lowered clean before from the same text: the same statement, moved.
+            let delta = i64::from(start) - i64::from(previous.start);
+            let (indent_start, indent_end) = previous.last_line_indent;
+            let moved = |offset: u32| (i64::from(offset) + delta) as u32;
+            if indent_end > indent_start {
+                self.last_line_indent = self.source.get(moved(indent_start) as usize..moved(indent_end) as usize).unwrap_or("");
+                previous.last_line_indent = (moved(indent_start), moved(indent_end));
+            } else {
+                self.last_line_indent = "";
+            }
+            if let Some(stmt) = previous.stmt.as_mut().filter(|_| delta != 0) {
+                super::shift::shift_stmt(stmt, delta);
+            }
+            previous.start = start;
+            body.extend(previous.stmt.clone());
+            self.lowered.insert(text.into(), previous);
+            return true;
+        }
         self.check_indentation(node, "");
         let lowered = self.lower_stmt(node);
-        let ends_before_error = node.end_byte() as u64 <= u64::from(first_tree_error);
         if self.errors.len() > errors_before || !ends_before_error {
             return false;
+        }
+        if self.line_indent(node) == Some("") {
+            let indent = self.last_line_indent;
+            let indent_start = (indent.as_ptr() as usize).wrapping_sub(self.source.as_ptr() as usize);
+            let last_line_indent = match indent_start.checked_add(indent.len()) {
+                Some(end) if !indent.is_empty() && end <= self.source.len() => (indent_start as u32, end as u32),
+                _ => (0, 0),
+            };
+            self.lowered.insert(text.into(), LoweredStatement { start, stmt: lowered.clone(), last_line_indent });
         }
         body.extend(lowered);
         true

@@ -1,0 +1,98 @@
+//! The incremental parser gives exactly the module a fresh parse gives, edit after edit:
+//! every fixture and example, put through random insertions and deletions (of characters,
+//! newlines, indentation and whole lines, many of them breaking the syntax and mending it
+//! again), is compared, spans and errors included, after every edit.
+
+use std::path::{Path, PathBuf};
+
+use tracer_core::syntax::{parse, IncrementalParser};
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            python_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "py") {
+            out.push(path);
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failure reproduces.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn edit(text: &mut String, rng: &mut Rng) {
+    const INSERTS: [&str; 9] = ["x", "\n", "    ", "(", ")", ":", "# note ", "y = 1\n", "\"\"\""];
+    let at = boundary(text, rng.below(text.len() + 1));
+    match rng.below(4) {
+        0 | 1 => text.insert_str(at, INSERTS[rng.below(INSERTS.len())]),
+        2 => {
+            let end = boundary(text, (at + 1 + rng.below(3)).min(text.len()));
+            text.replace_range(at..end.max(at), "");
+        }
+        _ => {
+            // Delete the line holding `at` and paste it elsewhere: a statement moves.
+            let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+            let end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
+            let line = text[start..end].to_string();
+            text.replace_range(start..end, "");
+            let to = text[..boundary(text, rng.below(text.len() + 1))].rfind('\n').map_or(0, |n| n + 1);
+            text.insert_str(to, &line);
+        }
+    }
+}
+
+#[test]
+fn incremental_parses_equal_fresh_parses_edit_after_edit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    python_files(&root.join("tests/fixtures"), &mut files);
+    python_files(&root.join("examples"), &mut files);
+    files.sort();
+    assert!(files.len() > 100, "fixtures not found under {}", root.display());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut compared = 0;
+    for path in &files {
+        let Ok(mut text) = std::fs::read_to_string(path) else { continue };
+        let mut parser = IncrementalParser::default();
+        for step in 0..12 {
+            let incremental = format!("{:?}", parser.parse(&text));
+            let fresh = format!("{:?}", parse(&text));
+            assert!(incremental == fresh, "{}: after edit {step} the incremental parse differs; text:\n{text}", path.display());
+            compared += 1;
+            edit(&mut text, &mut rng);
+        }
+    }
+    assert!(compared > 1000);
+}
+
+#[test]
+fn a_statement_moved_by_an_edit_above_it_keeps_correct_spans() {
+    let mut parser = IncrementalParser::default();
+    let before = "import jax\n\ndef f(x):\n    return x + 1\n";
+    let after = "import jax  # the library\n\ndef f(x):\n    return x + 1\n";
+    parser.parse(before);
+    let module = parser.parse(after);
+    let def = &module.body[1];
+    assert_eq!(&after[def.span.start as usize..def.span.end as usize], "def f(x):\n    return x + 1");
+    assert_eq!(format!("{module:?}"), format!("{:?}", parse(after)));
+}
