@@ -27,7 +27,7 @@ pub struct Finding {
 }
 
 /// The engine interprets recursively; analysis threads get a stack to match its budgets.
-const ANALYSIS_STACK: usize = 256 << 20;
+pub(crate) const ANALYSIS_STACK: usize = 256 << 20;
 
 fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     let mut roots = vec![std::env::current_dir().unwrap_or_default()];

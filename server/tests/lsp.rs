@@ -211,6 +211,22 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
 
     let def = c.request("textDocument/definition", json!({"textDocument": {"uri": u}, "position": {"line": 13, "character": 6}}));
     assert_eq!(def["result"]["range"]["start"]["line"], 4, "{def}");
+
+    // "Show trace": both traces of `step`, with their jaxpr-like bodies.
+    let trace = c.request("workspace/executeCommand", json!({"command": "tracelens.trace", "arguments": [u, 5]}));
+    let text = trace["result"].as_str().unwrap_or("").to_string();
+    assert!(text.contains("# trace 2") && text.contains("lambda") && text.contains("f32[5,8]"), "{trace}");
+
+    // A line inserted above everything moves every diagnostic down one line (the edit
+    // re-parses incrementally; the unchanged statements are reused, moved).
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": u, "version": 2}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "# a note\n"}]}),
+    );
+    let moved = c.diagnostics(&u, Some(2));
+    let codes: Vec<(&str, u64)> =
+        moved.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
+    assert!(codes.contains(&("TL201", 8)) && codes.contains(&("TL210", 14)), "{moved:?}");
     c.stop();
 }
 

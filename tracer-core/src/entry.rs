@@ -65,14 +65,16 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
     let text = interp.files[file as usize].text.clone();
     // `# tracelens: trace f(...)` comments, wherever they stand.
     let mut requests: Vec<(String, Vec<Aval>, Span)> = Vec::new();
-    let mut offset = 0usize;
-    for line in text.split_inclusive('\n') {
-        if let Some(pos) = line.find("# tracelens: trace ") {
-            if let Some((name, avals)) = parse_trace_comment(&line[pos + "# tracelens: trace ".len()..]) {
-                requests.push((name, avals, Span::new(offset + pos, offset + line.trim_end().len())));
-            }
+    const MARKER: &str = "# tracelens: trace ";
+    let mut after_line = 0;
+    for (pos, _) in text.match_indices(MARKER) {
+        if pos < after_line {
+            continue; // the first marker of a line counts
         }
-        offset += line.len();
+        after_line = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
+        if let Some((name, avals)) = parse_trace_comment(&text[pos + MARKER.len()..after_line]) {
+            requests.push((name, avals, Span::new(pos, pos + text[pos..after_line].trim_end().len())));
+        }
     }
     for stmt in &ast.body {
         let StmtKind::FunctionDef(def) = &stmt.kind else { continue };

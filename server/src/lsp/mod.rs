@@ -5,6 +5,7 @@
 mod convert;
 mod documents;
 mod features;
+mod worker;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -260,7 +261,26 @@ impl SourceLoader for OverlayLoader {
     }
 }
 
-/// Analyses one file on a thread with the engine's stack; a panic becomes `None`.
+use crate::check::ANALYSIS_STACK;
+
+/// How the server analyses `path`: imports resolved from the workspace roots and the file's
+/// folder, the project's budgets, and `cancel` to stop it early.
+fn analysis_config(path: &Path, roots: Vec<PathBuf>, settings: &Settings, cancel: Arc<AtomicBool>) -> tracer_core::AnalysisConfig {
+    let mut config = tracer_core::AnalysisConfig::default();
+    config.search_roots = roots;
+    if let Some(parent) = path.parent() {
+        config.search_roots.push(parent.to_path_buf());
+    }
+    if let Some(bytes) = settings.project.large_constant_bytes {
+        config.budgets.large_constant_bytes = bytes;
+    }
+    config.budgets.cancel = Some(cancel);
+    // Traced bodies are printed only when `tracelens.trace` asks for them.
+    config.skip_jaxpr_text = true;
+    config
+}
+
+/// Analyses one file on a thread of its own with the engine's stack; a panic becomes `None`.
 fn analyse_blocking(
     path: PathBuf,
     text: String,
@@ -268,21 +288,15 @@ fn analyse_blocking(
     roots: Vec<PathBuf>,
     settings: Settings,
     cancel: Arc<AtomicBool>,
+    jaxpr_text: bool,
 ) -> Option<FileAnalysis> {
     let handle = std::thread::Builder::new()
         .name("tracelens-analysis".into())
-        .stack_size(256 << 20)
+        .stack_size(ANALYSIS_STACK)
         .spawn(move || {
             let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
-            let mut config = tracer_core::AnalysisConfig::default();
-            config.search_roots = roots;
-            if let Some(parent) = path.parent() {
-                config.search_roots.push(parent.to_path_buf());
-            }
-            if let Some(bytes) = settings.project.large_constant_bytes {
-                config.budgets.large_constant_bytes = bytes;
-            }
-            config.budgets.cancel = Some(cancel);
+            let mut config = analysis_config(&path, roots, &settings, cancel);
+            config.skip_jaxpr_text = !jaxpr_text;
             std::panic::catch_unwind(AssertUnwindSafe(|| tracer_core::analyze_file(&path, &text, &loader, &config))).ok()
         })
         .ok()?;
@@ -330,8 +344,9 @@ impl Backend {
                 (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone())
             };
             let (text, version, overlay, roots, settings) = job;
-            let (p2, t2, c2) = (path.clone(), text.clone(), cancel.clone());
-            let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, c2)).await.ok().flatten();
+            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+            let config = analysis_config(&path, roots, &settings, cancel.clone());
+            let analysis = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0).await;
             let Some(analysis) = analysis else { return };
             let (pull, publish) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
@@ -437,8 +452,10 @@ impl Backend {
                 };
                 let (p2, t2) = (path.clone(), text.clone());
                 let cancel = Arc::new(AtomicBool::new(false));
-                let analysis =
-                    tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, cancel)).await.ok().flatten();
+                let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, cancel, false))
+                    .await
+                    .ok()
+                    .flatten();
                 if let Some(analysis) = analysis {
                     let publish = {
                         let mut st = self.lock();
@@ -879,13 +896,21 @@ impl LanguageServer for Backend {
             return Err(RpcError::method_not_found());
         }
         let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
+        // Analyses for diagnostics leave the traced bodies unprinted: trace this text again.
+        let (overlay, roots, settings) = {
+            let st = self.lock();
+            (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+        };
+        let (p2, text) = (path.clone(), a.text.clone());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let Some(analysis) =
+            tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, cancel, true)).await.ok().flatten()
+        else {
+            return Ok(None);
+        };
         guarded("tracelens.trace", || {
-            let f = a
-                .analysis
-                .functions
-                .iter()
-                .filter(|f| f.location.path == path && f.location.line <= line)
-                .max_by_key(|f| f.location.line)?;
+            let f =
+                analysis.functions.iter().filter(|f| f.location.path == path && f.location.line <= line).max_by_key(|f| f.location.line)?;
             let mut text = features::function_summary(f);
             for (i, t) in f.traces.iter().enumerate() {
                 text.push_str(&format!("\n\n# trace {}\n{}", i + 1, t.jaxpr));

@@ -1,0 +1,66 @@
+//! The analysis thread for documents being edited. One long-lived thread (with the engine's
+//! stack) takes analyses in arrival order and keeps each open document's incremental parser,
+//! so an edit re-parses only around the change and reuses the lowering of every top-level
+//! statement it did not touch (`tracer_core::syntax::IncrementalParser`). The parsers hold
+//! `Rc`s and never leave this thread.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+
+use tracer_core::analysis::FileAnalysis;
+use tracer_core::interp::SourceLoader;
+use tracer_core::syntax::IncrementalParser;
+use tracer_core::AnalysisConfig;
+
+type Parsers = HashMap<PathBuf, IncrementalParser>;
+type Job = Box<dyn FnOnce(&mut Parsers) + Send>;
+
+fn worker() -> Option<mpsc::Sender<Job>> {
+    static WORKER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
+    let sender = WORKER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tracelens-edits".into())
+            .stack_size(super::ANALYSIS_STACK)
+            .spawn(move || {
+                let mut parsers = Parsers::new();
+                while let Ok(job) = rx.recv() {
+                    job(&mut parsers);
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(tx))
+    });
+    sender.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
+}
+
+/// Analyses `text` as the current version of `path` on the edit thread. With `keep`, the
+/// parser is kept for the next version (an open document); otherwise it is dropped. The
+/// result is handed back before the analysis' memory is freed. `None` if the engine panicked
+/// (the document's parser is then dropped too: it starts afresh).
+pub async fn analyse(
+    path: PathBuf,
+    text: String,
+    loader: impl SourceLoader + Send + 'static,
+    config: AnalysisConfig,
+    keep: bool,
+) -> Option<FileAnalysis> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move |parsers: &mut Parsers| {
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let parser = parsers.entry(path.clone()).or_default();
+            let module = parser.parse(&text);
+            tracer_core::analysis::analyze_parsed_then(&path, &text, Some(module), &loader, &config, |analysis| {
+                let _ = tx.send(analysis);
+            });
+        }));
+        if outcome.is_err() || !keep {
+            parsers.remove(&path);
+        }
+    });
+    worker()?.send(job).ok()?;
+    rx.await.ok()
+}
