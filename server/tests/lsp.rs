@@ -61,6 +61,9 @@ impl Client {
             }),
         );
         assert!(init["result"]["capabilities"]["hoverProvider"].as_bool().unwrap_or(false), "{init}");
+        // Pull diagnostics are offered only to a client that pulls and takes refreshes; any
+        // other would get them twice, pushed and pulled.
+        assert_eq!(init["result"]["capabilities"]["diagnosticProvider"].is_object(), pull, "{init}");
         c.notify("initialized", json!({}));
         c
     }

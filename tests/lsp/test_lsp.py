@@ -143,7 +143,7 @@ async def test_inlay_hints_and_code_lenses(client: LanguageClient):
     ]
     # "Generate reproducer" runs the server's tracelens.repro on the function's line.
     assert lenses[1].command.command == "tracelens.repro"
-    assert lenses[1].command.arguments[:2] == [uri, 4]
+    assert list(lenses[1].command.arguments[:2]) == [uri, 4]
 
 
 async def test_tl107_quick_fix_rewrites_the_update_and_the_error_goes_away(client: LanguageClient):

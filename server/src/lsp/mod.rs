@@ -642,7 +642,7 @@ impl LanguageServer for Backend {
                 roots.push(p);
             }
         }
-        {
+        let pull = {
             let mut st = self.lock();
             st.encoding = encoding;
             st.base = roots.first().and_then(|r| Config::discover(r).ok()).unwrap_or_default();
@@ -665,7 +665,8 @@ impl LanguageServer for Backend {
             st.configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
             st.show_document = params.capabilities.window.as_ref().and_then(|w| w.show_document.as_ref()).is_some_and(|s| s.support);
             st.roots = roots;
-        }
+            st.pull
+        };
         Ok(lsp::InitializeResult {
             server_info: Some(lsp::ServerInfo { name: "tracelens".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
             capabilities: lsp::ServerCapabilities {
@@ -685,12 +686,16 @@ impl LanguageServer for Backend {
                 })),
                 definition_provider: Some(lsp::OneOf::Left(true)),
                 document_link_provider: Some(lsp::DocumentLinkOptions { resolve_provider: Some(false), work_done_progress_options: Default::default() }),
-                diagnostic_provider: Some(lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
-                    identifier: Some("tracelens".into()),
-                    inter_file_dependencies: true,
-                    workspace_diagnostics: false,
-                    ..Default::default()
-                })),
+                // Offered only to a client that will pull: one that can pull but not be told to
+                // pull again (Neovim 0.11) would pull besides the pushes, and show each twice.
+                diagnostic_provider: pull.then(|| {
+                    lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
+                        identifier: Some("tracelens".into()),
+                        inter_file_dependencies: true,
+                        workspace_diagnostics: false,
+                        ..Default::default()
+                    })
+                }),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
                     commands: vec!["tracelens.trace".into(), "tracelens.repro".into(), "tracelens.openReproducer".into()],
                     ..Default::default()
