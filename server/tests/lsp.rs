@@ -431,7 +431,10 @@ fn reproducers_are_linked_both_ways_to_the_source() {
         .unwrap_or_else(|| panic!("no lens to open the reproducer in {lenses}"));
     let title = open_lens["command"]["title"].as_str().unwrap_or("");
     assert!(title.starts_with("Open reproducer model_line8.py:"), "{title}");
-    let opened = c.request("workspace/executeCommand", json!({"command": "tracelens.openReproducer", "arguments": open_lens["command"]["arguments"]}));
+    let opened = c.request(
+        "workspace/executeCommand",
+        json!({"command": "tracelens.openReproducer", "arguments": open_lens["command"]["arguments"]}),
+    );
     assert_eq!(opened["result"]["path"].as_str(), Some(&*written.to_string_lossy()), "{opened}");
     let at = opened["result"]["line"].as_u64().unwrap_or(u64::MAX) as usize;
     assert!(repro_lines.get(at).is_some_and(|l| l.starts_with("def project(") && l.ends_with("# pkg/model.py:5")), "line {at} of\n{repro}");
@@ -452,7 +455,8 @@ fn reproducers_are_linked_both_ways_to_the_source() {
         .map(|l| (l["range"]["start"]["line"].as_u64().unwrap_or(0), range_text(&repro, &l["range"]), l["target"].as_str().unwrap_or("")))
         .collect();
     // The header's `at pkg/model.py:8` included.
-    let commented = repro_lines.iter().filter(|l| l.starts_with('#') && l.contains(" pkg/model.py:") || l.contains("  # pkg/model.py:")).count();
+    let commented =
+        repro_lines.iter().filter(|l| l.starts_with('#') && l.contains(" pkg/model.py:") || l.contains("  # pkg/model.py:")).count();
     assert!(commented >= 3 && found.len() == commented, "{found:?}\n{repro}");
     let error_line = repro_lines.iter().position(|l| l.ends_with("# pkg/model.py:8") && !l.starts_with('#')).expect("a line for line 8");
     let link = found.iter().find(|(l, _, _)| *l == error_line as u64).unwrap_or_else(|| panic!("{found:?}"));
@@ -461,7 +465,10 @@ fn reproducers_are_linked_both_ways_to_the_source() {
     // Go to definition on a reproducer line: the user's line, at its first character.
     let def = c.request("textDocument/definition", json!({"textDocument": {"uri": ru}, "position": {"line": error_line, "character": 2}}));
     assert_eq!(def["result"]["uri"], json!(u), "{def}");
-    assert_eq!((def["result"]["range"]["start"]["line"].as_u64(), def["result"]["range"]["start"]["character"].as_u64()), (Some(7), Some(4)));
+    assert_eq!(
+        (def["result"]["range"]["start"]["line"].as_u64(), def["result"]["range"]["start"]["character"].as_u64()),
+        (Some(7), Some(4))
+    );
     c.stop();
 }
 

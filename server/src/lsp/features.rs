@@ -202,7 +202,13 @@ pub fn reproducer_lenses(a: &Analysed, path: &Path) -> Vec<ReproducerLens> {
         if out.iter().any(|l| l.span == span) {
             continue;
         }
-        let error = a.analysis.reproducers.iter().filter(|r| same_file(&r.path, path) && lines.0 <= r.line && r.line <= lines.1).map(|r| r.line).min();
+        let error = a
+            .analysis
+            .reproducers
+            .iter()
+            .filter(|r| same_file(&r.path, path) && lines.0 <= r.line && r.line <= lines.1)
+            .map(|r| r.line)
+            .min();
         out.push(ReproducerLens { span, lines, repro_line: error.unwrap_or(f.location.line) });
     }
     out

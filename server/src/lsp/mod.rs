@@ -261,6 +261,18 @@ impl SourceLoader for OverlayLoader {
     }
 }
 
+/// Runs engine work (tracing, and the reproducer's minimiser, which traces again) on a thread
+/// of its own with the engine's stack, and waits for it; a panic becomes `None`. Call it from
+/// a blocking thread, never from the runtime's workers.
+fn on_engine_stack<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(256 << 20)
+        .spawn(move || std::panic::catch_unwind(AssertUnwindSafe(work)).ok())
+        .ok()?;
+    handle.join().ok().flatten()
+}
+
 /// Analyses one file on a thread with the engine's stack; a panic becomes `None`.
 fn analyse_blocking(
     path: PathBuf,
@@ -270,24 +282,19 @@ fn analyse_blocking(
     settings: Settings,
     cancel: Arc<AtomicBool>,
 ) -> Option<FileAnalysis> {
-    let handle = std::thread::Builder::new()
-        .name("tracelens-analysis".into())
-        .stack_size(256 << 20)
-        .spawn(move || {
-            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
-            let mut config = tracer_core::AnalysisConfig::default();
-            config.search_roots = roots;
-            if let Some(parent) = path.parent() {
-                config.search_roots.push(parent.to_path_buf());
-            }
-            if let Some(bytes) = settings.project.large_constant_bytes {
-                config.budgets.large_constant_bytes = bytes;
-            }
-            config.budgets.cancel = Some(cancel);
-            std::panic::catch_unwind(AssertUnwindSafe(|| tracer_core::analyze_file(&path, &text, &loader, &config))).ok()
-        })
-        .ok()?;
-    handle.join().ok().flatten()
+    on_engine_stack("tracelens-analysis", move || {
+        let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+        let mut config = tracer_core::AnalysisConfig::default();
+        config.search_roots = roots;
+        if let Some(parent) = path.parent() {
+            config.search_roots.push(parent.to_path_buf());
+        }
+        if let Some(bytes) = settings.project.large_constant_bytes {
+            config.budgets.large_constant_bytes = bytes;
+        }
+        config.budgets.cancel = Some(cancel);
+        tracer_core::analyze_file(&path, &text, &loader, &config)
+    })
 }
 
 impl Backend {
@@ -374,7 +381,15 @@ impl Backend {
         let (root, folder) = self.reproducer_folder(&path);
         // The reproducer's header and links name the user's file relative to the workspace.
         let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
-        let text = match crate::check::reproducer_text(&a.analysis, &path, &shown, line) {
+        let (a2, p2, s2) = (a.clone(), path.clone(), shown.clone());
+        let made = tokio::task::spawn_blocking(move || {
+            on_engine_stack("tracelens-reproducer", move || crate::check::reproducer_text(&a2.analysis, &p2, &s2, line))
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| internal("tracelens.repro"))?;
+        let text = match made {
             Ok(text) => text,
             Err(why) => {
                 if show {
@@ -387,10 +402,11 @@ impl Backend {
         let out = folder.join(format!("{stem}_line{line}.py"));
         let target = out.clone();
         // File IO on a blocking thread, not on the runtime's two workers.
-        let written =
-            tokio::task::spawn_blocking(move || target.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&target, text)))
-                .await
-                .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        let written = tokio::task::spawn_blocking(move || {
+            target.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&target, text))
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
         if let Err(e) = written {
             return Err(RpcError { code: ErrorCode::InternalError, message: format!("{}: {e}", out.display()).into(), data: None });
         }
@@ -406,7 +422,8 @@ impl Backend {
         if !self.lock().show_document {
             return;
         }
-        let selection = line.map(|l| lsp::Range { start: lsp::Position { line: l, character: 0 }, end: lsp::Position { line: l, character: 0 } });
+        let selection =
+            line.map(|l| lsp::Range { start: lsp::Position { line: l, character: 0 }, end: lsp::Position { line: l, character: 0 } });
         let show = lsp::ShowDocumentParams { uri, external: None, take_focus: Some(true), selection };
         let _ = self.client.show_document(show).await;
     }
@@ -429,7 +446,9 @@ impl Backend {
             (st.roots.clone(), st.docs.snapshot())
         };
         let source = source.to_path_buf();
-        tokio::task::spawn_blocking(move || reproducer_links::lines_linking_to(&folder, &source, &roots, &overlay)).await.unwrap_or_default()
+        tokio::task::spawn_blocking(move || reproducer_links::lines_linking_to(&folder, &source, &roots, &overlay))
+            .await
+            .unwrap_or_default()
     }
 
     /// `tracelens.openReproducer` [uri, 0-based line, {show}?]: the reproducer line that stands
@@ -439,8 +458,11 @@ impl Backend {
         let Some(path) = uri.as_ref().and_then(convert::path_of) else { return Ok(None) };
         let lines = self.reproducer_lines(&path).await;
         // Within the traced function around the line, when the file is analysed.
-        let within =
-            uri.as_ref().and_then(|u| self.analysed(u)).and_then(|(p, a, _)| features::function_lines(&a, &p, line)).unwrap_or((line, line));
+        let within = uri
+            .as_ref()
+            .and_then(|u| self.analysed(u))
+            .and_then(|(p, a, _)| features::function_lines(&a, &p, line))
+            .unwrap_or((line, line));
         let Some(found) = reproducer_links::best_for_line(&lines, line, within).cloned() else {
             let (_, folder) = self.reproducer_folder(&path);
             let why = format!("no reproducer in {} stands for line {line}", folder.display());
@@ -685,7 +707,10 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 })),
                 definition_provider: Some(lsp::OneOf::Left(true)),
-                document_link_provider: Some(lsp::DocumentLinkOptions { resolve_provider: Some(false), work_done_progress_options: Default::default() }),
+                document_link_provider: Some(lsp::DocumentLinkOptions {
+                    resolve_provider: Some(false),
+                    work_done_progress_options: Default::default(),
+                }),
                 // Offered only to a client that will pull: one that can pull but not be told to
                 // pull again (Neovim 0.11) would pull besides the pushes, and show each twice.
                 diagnostic_provider: pull.then(|| {
@@ -852,7 +877,9 @@ impl LanguageServer for Backend {
                 command: Some(lsp::Command { title, command: command.into(), arguments }),
                 data: None,
             };
-            let on_line = |line: u32| Some(vec![Json::String(uri.as_str().to_string()), Json::from(line.saturating_sub(1)), serde_json::json!({"show": true})]);
+            let on_line = |line: u32| {
+                Some(vec![Json::String(uri.as_str().to_string()), Json::from(line.saturating_sub(1)), serde_json::json!({"show": true})])
+            };
             let mut out: Vec<lsp::CodeLens> =
                 features::code_lenses(&a, &path).into_iter().map(|(span, title)| lens(span, title, "", None)).collect();
             for l in features::reproducer_lenses(&a, &path) {
