@@ -9,25 +9,15 @@
 -- Environment: TRACELENS_BIN (the server binary), TRACELENS_FIXTURE (the file to open),
 -- TRACELENS_OUT (the JSON file to write). Positions to hover are found in the buffer text.
 
-local out_path = os.getenv('TRACELENS_OUT') or error('TRACELENS_OUT not set')
-local result = { steps = {}, deprecated = {}, version = tostring(vim.version and vim.version() or '') }
+local session = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/session.lua')
+local result = session.start()
 vim.cmd('filetype on')
-
-local deprecate = vim.deprecate
-vim.deprecate = function(name, ...)
-  table.insert(result.deprecated, name)
-  return deprecate(name, ...)
-end
 
 local function step(name)
   table.insert(result.steps, name)
 end
 
-local function wait_for(ms, what, cond)
-  if not vim.wait(ms, cond, 20) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local wait_for = session.wait_for
 
 local function diagnostics_now()
   local list = {}
@@ -174,21 +164,11 @@ local function main()
   step('stopped')
 end
 
-local function finish(ok, err)
-  result.ok = ok
-  if not ok then
-    result.error = tostring(err)
-  end
-  vim.fn.writefile({ vim.fn.json_encode(result) }, out_path)
-  vim.cmd('qa!')
-end
-
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   -- Without it, no autocommand fires inside this one (no FileType on :edit).
   nested = true,
   callback = function()
-    local ok, err = xpcall(main, debug.traceback)
-    finish(ok, err)
+    session.run(result, main)
   end,
 })

@@ -4,21 +4,9 @@
 --
 -- Environment: TRACELENS_BIN, TRACELENS_FIXTURE, TRACELENS_OUT, TRACELENS_PLUGIN (editors/neovim).
 
-local out_path = os.getenv('TRACELENS_OUT') or error('TRACELENS_OUT not set')
-local result = { steps = {}, deprecated = {} }
-
--- Every vim.deprecate call, soft ones included (Neovim 0.11 warns only about some).
-local deprecate = vim.deprecate
-vim.deprecate = function(name, ...)
-  table.insert(result.deprecated, name)
-  return deprecate(name, ...)
-end
-
-local function wait_for(ms, what, cond)
-  if not vim.wait(ms, cond, 20) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local session = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/session.lua')
+local result = session.start()
+local wait_for = session.wait_for
 
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
@@ -128,14 +116,6 @@ local function main()
   end)
   result.restarted = true
   table.insert(result.steps, 'restart')
-  result.ok = true
 end
 
-local ok, err = pcall(main)
-if not ok then
-  result.error = tostring(err)
-end
-local f = assert(io.open(out_path, 'w'))
-f:write(vim.fn.json_encode(result))
-f:close()
-vim.cmd('qall!')
+session.run(result, main)
