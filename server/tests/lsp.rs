@@ -61,6 +61,9 @@ impl Client {
             }),
         );
         assert!(init["result"]["capabilities"]["hoverProvider"].as_bool().unwrap_or(false), "{init}");
+        // Pull diagnostics are offered only to a client that pulls and takes refreshes; any
+        // other would get them twice, pushed and pulled.
+        assert_eq!(init["result"]["capabilities"]["diagnosticProvider"].is_object(), pull, "{init}");
         c.notify("initialized", json!({}));
         c
     }
@@ -400,6 +403,88 @@ fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
     let none = c.request("workspace/executeCommand", json!({"command": "tracelens.repro", "arguments": [u, 0]}));
     assert_eq!(none["result"]["message"], "model.py:1: no error to reproduce at this line", "{none}");
     assert!(!root.join("out/repro/model_line1.py").exists());
+    c.stop();
+}
+
+/// The text of `range` (LSP, UTF-16 = bytes here: ASCII) in `text`.
+fn range_text<'a>(text: &'a str, range: &Value) -> &'a str {
+    let line = text.lines().nth(range["start"]["line"].as_u64().unwrap_or(0) as usize).unwrap_or("");
+    let (s, e) = (range["start"]["character"].as_u64().unwrap_or(0) as usize, range["end"]["character"].as_u64().unwrap_or(0) as usize);
+    line.get(s..e).unwrap_or("")
+}
+
+#[test]
+fn reproducers_are_linked_both_ways_to_the_source() {
+    let text = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef project(w, x):\n    h = jnp.tanh(x @ w)\n    return h @ w\n\n\nproject(jnp.ones((4, 8)), jnp.ones((3, 4)))\n";
+    let root = workspace("links", &[]);
+    std::fs::create_dir_all(root.join("pkg")).expect("pkg");
+    let source = root.join("pkg/model.py");
+    std::fs::write(&source, text).expect("write");
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let before = c.request("workspace/executeCommand", json!({"command": "tracelens.openReproducer", "arguments": [uri(&source), 7]}));
+    assert!(before["result"]["message"].as_str().is_some_and(|m| m.contains("no reproducer")), "{before}");
+    let u = open(&mut c, &source, text);
+    c.diagnostics(&u, Some(1));
+
+    // On the source: "Generate reproducer" on the traced function writes the reproducer of the
+    // error inside it; until then there is no lens to open one.
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let titles: Vec<&str> = lenses["result"].as_array().into_iter().flatten().filter_map(|l| l["command"]["title"].as_str()).collect();
+    assert_eq!(titles, vec!["jit: traced 1×", "Generate reproducer"], "{lenses}");
+    let generate = &lenses["result"][1]["command"];
+    assert_eq!(generate["command"], "tracelens.repro");
+    let done = c.request("workspace/executeCommand", json!({"command": generate["command"], "arguments": generate["arguments"]}));
+    let written = PathBuf::from(done["result"]["path"].as_str().unwrap_or_else(|| panic!("{done}")));
+    assert_eq!(written, root.join("repro/model_line8.py"));
+    let repro = std::fs::read_to_string(&written).expect("the reproducer");
+    let repro_lines: Vec<&str> = repro.lines().collect();
+
+    // Back from the source to the reproducer: a lens on the function, and the command on a line.
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let open_lens = lenses["result"]
+        .as_array()
+        .and_then(|l| l.iter().find(|x| x["command"]["command"] == "tracelens.openReproducer").cloned())
+        .unwrap_or_else(|| panic!("no lens to open the reproducer in {lenses}"));
+    let title = open_lens["command"]["title"].as_str().unwrap_or("");
+    assert!(title.starts_with("Open reproducer model_line8.py:"), "{title}");
+    let opened = c.request(
+        "workspace/executeCommand",
+        json!({"command": "tracelens.openReproducer", "arguments": open_lens["command"]["arguments"]}),
+    );
+    assert_eq!(opened["result"]["path"].as_str(), Some(&*written.to_string_lossy()), "{opened}");
+    let at = opened["result"]["line"].as_u64().unwrap_or(u64::MAX) as usize;
+    assert!(repro_lines.get(at).is_some_and(|l| l.starts_with("def project(") && l.ends_with("# pkg/model.py:5")), "line {at} of\n{repro}");
+    assert!(title.ends_with(&format!(":{}", at + 1)), "{title}");
+    let opened = c.request("workspace/executeCommand", json!({"command": "tracelens.openReproducer", "arguments": [u, 7]}));
+    let at = opened["result"]["line"].as_u64().unwrap_or(u64::MAX) as usize;
+    assert!(repro_lines.get(at).is_some_and(|l| l.contains(" @ w") && l.ends_with("# pkg/model.py:8")), "line {at} of\n{repro}");
+    let none = c.request("workspace/executeCommand", json!({"command": "tracelens.openReproducer", "arguments": [u, 0]}));
+    assert!(none["result"]["message"].as_str().is_some_and(|m| m.contains("stands for line 1")), "{none}");
+
+    // In the reproducer: every `# pkg/model.py:N` is a link to that line.
+    let ru = open(&mut c, &written, &repro);
+    let links = c.request("textDocument/documentLink", json!({"textDocument": {"uri": ru}}));
+    let found: Vec<(u64, &str, &str)> = links["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| (l["range"]["start"]["line"].as_u64().unwrap_or(0), range_text(&repro, &l["range"]), l["target"].as_str().unwrap_or("")))
+        .collect();
+    // The header's `at pkg/model.py:8` included.
+    let commented =
+        repro_lines.iter().filter(|l| l.starts_with('#') && l.contains(" pkg/model.py:") || l.contains("  # pkg/model.py:")).count();
+    assert!(commented >= 3 && found.len() == commented, "{found:?}\n{repro}");
+    let error_line = repro_lines.iter().position(|l| l.ends_with("# pkg/model.py:8") && !l.starts_with('#')).expect("a line for line 8");
+    let link = found.iter().find(|(l, _, _)| *l == error_line as u64).unwrap_or_else(|| panic!("{found:?}"));
+    assert_eq!((link.1, link.2), ("pkg/model.py:8", &*format!("{}#L8", uri(&source))));
+
+    // Go to definition on a reproducer line: the user's line, at its first character.
+    let def = c.request("textDocument/definition", json!({"textDocument": {"uri": ru}, "position": {"line": error_line, "character": 2}}));
+    assert_eq!(def["result"]["uri"], json!(u), "{def}");
+    assert_eq!(
+        (def["result"]["range"]["start"]["line"].as_u64(), def["result"]["range"]["start"]["character"].as_u64()),
+        (Some(7), Some(4))
+    );
     c.stop();
 }
 

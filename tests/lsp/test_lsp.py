@@ -137,7 +137,13 @@ async def test_inlay_hints_and_code_lenses(client: LanguageClient):
     assert hints[0].kind == types.InlayHintKind.Type
 
     lenses = await ask(client.text_document_code_lens_async(types.CodeLensParams(text_document=doc(uri))))
-    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(4, "jit: traced 2× · 1 retrace")]
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
+        (4, "jit: traced 2× · 1 retrace"),
+        (4, "Generate reproducer"),
+    ]
+    # "Generate reproducer" runs the server's tracelens.repro on the function's line.
+    assert lenses[1].command.command == "tracelens.repro"
+    assert list(lenses[1].command.arguments[:2]) == [uri, 4]
 
 
 async def test_tl107_quick_fix_rewrites_the_update_and_the_error_goes_away(client: LanguageClient):

@@ -147,6 +147,73 @@ pub fn code_lenses(a: &Analysed, path: &Path) -> Vec<((u32, u32), String)> {
         .collect()
 }
 
+/// The last line (1-based) of the body of the `def` on line `def_line`: the lines after it
+/// that are blank or indented deeper than it. (A function's location spans its decorators and
+/// name only.)
+fn body_end(text: &str, def_line: u32) -> u32 {
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let mut lines = text.lines().skip(def_line.saturating_sub(1) as usize);
+    let Some(def) = lines.next() else { return def_line };
+    let def_indent = indent(def);
+    let mut end = def_line;
+    for (i, l) in lines.enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        // `):` closing a signature written over several lines is still the header.
+        if indent(l) <= def_indent && !l.trim_start().starts_with([')', ']']) {
+            break;
+        }
+        end = def_line + 1 + i as u32;
+    }
+    end
+}
+
+/// The traced functions of `path` with their 1-based first (first decorator) and last lines.
+fn traced_functions<'a>(a: &'a Analysed, path: &'a Path) -> impl Iterator<Item = (&'a TracedFunction, (u32, u32))> + 'a {
+    a.analysis
+        .functions
+        .iter()
+        .filter(move |f| same_file(&f.location.path, path))
+        .map(|f| (f, (f.location.line, body_end(&a.text, f.location.end_line))))
+}
+
+/// The lines (1-based, first and last) of the innermost traced function around `line`.
+pub fn function_lines(a: &Analysed, path: &Path, line: u32) -> Option<(u32, u32)> {
+    traced_functions(a, path).map(|(_, lines)| lines).filter(|(s, e)| *s <= line && line <= *e).min_by_key(|(s, e)| e - s)
+}
+
+/// Where a traced function's reproducer lenses sit and what they name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReproducerLens {
+    pub span: (u32, u32),
+    /// The function's first and last lines (1-based).
+    pub lines: (u32, u32),
+    /// The line "Generate reproducer" reproduces: the first error inside the function that has
+    /// a reproducer, else the function's own line (1-based).
+    pub repro_line: u32,
+}
+
+/// One "Generate reproducer" lens per traced function of `path` (each trace once).
+pub fn reproducer_lenses(a: &Analysed, path: &Path) -> Vec<ReproducerLens> {
+    let mut out: Vec<ReproducerLens> = Vec::new();
+    for (f, lines) in traced_functions(a, path) {
+        let span = (f.location.span.start, f.location.span.end);
+        if out.iter().any(|l| l.span == span) {
+            continue;
+        }
+        let error = a
+            .analysis
+            .reproducers
+            .iter()
+            .filter(|r| same_file(&r.path, path) && lines.0 <= r.line && r.line <= lines.1)
+            .map(|r| r.line)
+            .min();
+        out.push(ReproducerLens { span, lines, repro_line: error.unwrap_or(f.location.line) });
+    }
+    out
+}
+
 /// Go to definition from a call that traced a function to that function.
 pub fn definition<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Option<&'a TracedFunction> {
     a.analysis.functions.iter().find(|f| {
@@ -309,6 +376,14 @@ pub fn static_argnames_fix(text: &str, message: &str) -> Option<(Vec<TextEdit>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_ends_at_the_first_line_indented_no_deeper_than_its_def() {
+        let text = "@jax.jit\ndef f(\n    x,\n):\n    y = x\n\n    # note\n    return y\n\nz = 1\n";
+        assert_eq!(body_end(text, 2), 8);
+        assert_eq!(body_end("def g(x): return x\nh = 1\n", 1), 1);
+        assert_eq!(body_end("class A:\n    def m(self):\n        pass\n    k = 1\n", 2), 3);
+    }
 
     #[test]
     fn quick_fix_rewrites() {

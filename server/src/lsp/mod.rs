@@ -5,6 +5,7 @@
 mod convert;
 mod documents;
 mod features;
+mod reproducer_links;
 mod worker;
 
 use std::collections::HashMap;
@@ -280,7 +281,19 @@ fn analysis_config(path: &Path, roots: Vec<PathBuf>, settings: &Settings, cancel
     config
 }
 
-/// Analyses one file on a thread of its own with the engine's stack; a panic becomes `None`.
+/// Runs engine work (tracing, and the reproducer's minimiser, which traces again) on a thread
+/// of its own with the engine's stack, and waits for it; a panic becomes `None`. Call it from
+/// a blocking thread, never from the runtime's workers.
+fn on_engine_stack<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(ANALYSIS_STACK)
+        .spawn(move || std::panic::catch_unwind(AssertUnwindSafe(work)).ok())
+        .ok()?;
+    handle.join().ok().flatten()
+}
+
+/// Analyses one file on a thread with the engine's stack; a panic becomes `None`.
 fn analyse_blocking(
     path: PathBuf,
     text: String,
@@ -290,17 +303,12 @@ fn analyse_blocking(
     cancel: Arc<AtomicBool>,
     jaxpr_text: bool,
 ) -> Option<FileAnalysis> {
-    let handle = std::thread::Builder::new()
-        .name("tracelens-analysis".into())
-        .stack_size(ANALYSIS_STACK)
-        .spawn(move || {
-            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
-            let mut config = analysis_config(&path, roots, &settings, cancel);
-            config.skip_jaxpr_text = !jaxpr_text;
-            std::panic::catch_unwind(AssertUnwindSafe(|| tracer_core::analyze_file(&path, &text, &loader, &config))).ok()
-        })
-        .ok()?;
-    handle.join().ok().flatten()
+    on_engine_stack("tracelens-analysis", move || {
+        let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+        let mut config = analysis_config(&path, roots, &settings, cancel);
+        config.skip_jaxpr_text = !jaxpr_text;
+        tracer_core::analyze_file(&path, &text, &loader, &config)
+    })
 }
 
 impl Backend {
@@ -382,32 +390,160 @@ impl Backend {
     /// `tracelens.repro` [uri, 0-based line, {show}?]: writes the reproducer of the error at that
     /// line to `<workspace folder>/<reproducer folder>/<file>_line<N>.py` and answers
     /// `{uri, path}`; with `show`, also asks the client to open it. `{message}` says why when
-    /// there is no reproducer at that line.
+    /// there is no reproducer at that line (with `show`, the client is shown it too).
     async fn write_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
         let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
-        let (root, folder) = {
-            let st = self.lock();
-            let root = st.roots.iter().find(|r| path.starts_with(r)).cloned();
-            (root.unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default()), st.settings.reproducer_folder.clone())
-        };
+        let (root, folder) = self.reproducer_folder(&path);
         // The reproducer's header and links name the user's file relative to the workspace.
         let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
-        let text = match crate::check::reproducer_text(&a.analysis, &path, &shown, line) {
+        let (a2, p2, s2) = (a.clone(), path.clone(), shown.clone());
+        let made = tokio::task::spawn_blocking(move || {
+            on_engine_stack("tracelens-reproducer", move || crate::check::reproducer_text(&a2.analysis, &p2, &s2, line))
+        })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| internal("tracelens.repro"))?;
+        let text = match made {
             Ok(text) => text,
-            Err(why) => return Ok(Some(serde_json::json!({ "message": why }))),
+            Err(why) => {
+                if show {
+                    self.client.show_message(lsp::MessageType::INFO, format!("tracelens: {why}")).await;
+                }
+                return Ok(Some(serde_json::json!({ "message": why })));
+            }
         };
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into());
-        let out = root.join(folder).join(format!("{stem}_line{line}.py"));
-        let written = out.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&out, text));
+        let out = folder.join(format!("{stem}_line{line}.py"));
+        let target = out.clone();
+        // File IO on a blocking thread, not on the runtime's two workers.
+        let written = tokio::task::spawn_blocking(move || {
+            target.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&target, text))
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
         if let Err(e) = written {
             return Err(RpcError { code: ErrorCode::InternalError, message: format!("{}: {e}", out.display()).into(), data: None });
         }
         let Some(out_uri) = convert::uri_of(&out) else { return Ok(None) };
-        if show && self.lock().show_document {
-            let show = lsp::ShowDocumentParams { uri: out_uri.clone(), external: None, take_focus: Some(true), selection: None };
-            let _ = self.client.show_document(show).await;
+        if show {
+            self.show(out_uri.clone(), None).await;
         }
         Ok(Some(serde_json::json!({"uri": out_uri.as_str(), "path": out.to_string_lossy()})))
+    }
+
+    /// Asks the client to open `uri` (at `line`, 0-based), when it can.
+    async fn show(&self, uri: Uri, line: Option<u32>) {
+        if !self.lock().show_document {
+            return;
+        }
+        let selection =
+            line.map(|l| lsp::Range { start: lsp::Position { line: l, character: 0 }, end: lsp::Position { line: l, character: 0 } });
+        let show = lsp::ShowDocumentParams { uri, external: None, take_focus: Some(true), selection };
+        let _ = self.client.show_document(show).await;
+    }
+
+    /// The workspace folder of `path` (or its folder) and the reproducer folder in it.
+    fn reproducer_folder(&self, path: &Path) -> (PathBuf, PathBuf) {
+        let st = self.lock();
+        let root = st.roots.iter().find(|r| path.starts_with(r)).cloned();
+        let root = root.unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default());
+        let folder = root.join(&st.settings.reproducer_folder);
+        (root, folder)
+    }
+
+    /// The reproducer lines that stand for lines of `source`, newest reproducer first (reads
+    /// the reproducer folder on a blocking thread).
+    async fn reproducer_lines(&self, source: &Path) -> Vec<reproducer_links::ReproducerLine> {
+        let (_, folder) = self.reproducer_folder(source);
+        let (roots, overlay) = {
+            let st = self.lock();
+            (st.roots.clone(), st.docs.snapshot())
+        };
+        let source = source.to_path_buf();
+        tokio::task::spawn_blocking(move || reproducer_links::lines_linking_to(&folder, &source, &roots, &overlay))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// `tracelens.openReproducer` [uri, 0-based line, {show}?]: the reproducer line that stands
+    /// for that source line (or, inside a traced function, the nearest one above it), as
+    /// `{uri, path, line}`; with `show`, the client opens it there. `{message}` when none.
+    async fn open_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
+        let Some(path) = uri.as_ref().and_then(convert::path_of) else { return Ok(None) };
+        let lines = self.reproducer_lines(&path).await;
+        // Within the traced function around the line, when the file is analysed.
+        let within = uri
+            .as_ref()
+            .and_then(|u| self.analysed(u))
+            .and_then(|(p, a, _)| features::function_lines(&a, &p, line))
+            .unwrap_or((line, line));
+        let Some(found) = reproducer_links::best_for_line(&lines, line, within).cloned() else {
+            let (_, folder) = self.reproducer_folder(&path);
+            let why = format!("no reproducer in {} stands for line {line}", folder.display());
+            if show {
+                self.client.show_message(lsp::MessageType::INFO, format!("tracelens: {why}")).await;
+            }
+            return Ok(Some(serde_json::json!({ "message": why })));
+        };
+        let Some(target) = convert::uri_of(&found.reproducer) else { return Ok(None) };
+        if show {
+            self.show(target.clone(), Some(found.line)).await;
+        }
+        Ok(Some(serde_json::json!({"uri": target.as_str(), "path": found.reproducer.to_string_lossy(), "line": found.line})))
+    }
+
+    /// The text of a document: the open one (edits applied), else the disk's.
+    fn document_text(&self, path: &Path) -> Option<(String, PositionEncoding)> {
+        let mut st = self.lock();
+        let enc = st.encoding;
+        let path = path.to_path_buf();
+        st.docs.flush(&path, enc);
+        match st.docs.get(&path) {
+            Some(d) => Some((d.text(), enc)),
+            None => {
+                drop(st);
+                crate::files::read_source(&path).map(|t| (t, enc))
+            }
+        }
+    }
+
+    /// Where the reproducer links of `text` (the document at `path`) lead: (link, source file).
+    async fn resolved_links(&self, path: &Path, text: &str) -> Vec<(reproducer_links::Link, PathBuf)> {
+        let links = reproducer_links::links(text);
+        if links.is_empty() {
+            return Vec::new();
+        }
+        let roots = self.lock().roots.clone();
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            links.into_iter().filter_map(|l| reproducer_links::resolve(&l.path, &path, &roots).map(|p| (l, p))).collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Go to definition on a line of a reproducer: the source line its link names.
+    async fn reproducer_definition(&self, uri: &Uri, line: u32) -> Option<lsp::Location> {
+        let path = convert::path_of(uri)?;
+        let (text, enc) = self.document_text(&path)?;
+        if !reproducer_links::is_reproducer(&text) {
+            return None;
+        }
+        let line_text = text.split_inclusive('\n').nth(line as usize)?;
+        let (link, source) = self.resolved_links(&path, line_text).await.into_iter().next()?;
+        let source_text = self.document_text(&source).map(|(t, _)| t)?;
+        guarded("go to definition", || {
+            let lines = LineText::new(&source_text);
+            let row = link.target_line.saturating_sub(1);
+            // The first non-blank character of the line.
+            let start = source_text.split_inclusive('\n').take(row as usize).map(str::len).sum::<usize>();
+            let indent = source_text[start..].len() - source_text[start..].trim_start_matches([' ', '\t']).len();
+            let at = lines.position((start + indent) as u32, enc);
+            Some(lsp::Location { uri: convert::uri_of(&source)?, range: lsp::Range { start: at, end: at } })
+        })
+        .ok()
+        .flatten()
     }
 
     fn analysed(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
@@ -545,7 +681,7 @@ impl LanguageServer for Backend {
                 roots.push(p);
             }
         }
-        {
+        let pull = {
             let mut st = self.lock();
             st.encoding = encoding;
             st.base = roots.first().and_then(|r| Config::discover(r).ok()).unwrap_or_default();
@@ -568,7 +704,8 @@ impl LanguageServer for Backend {
             st.configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
             st.show_document = params.capabilities.window.as_ref().and_then(|w| w.show_document.as_ref()).is_some_and(|s| s.support);
             st.roots = roots;
-        }
+            st.pull
+        };
         Ok(lsp::InitializeResult {
             server_info: Some(lsp::ServerInfo { name: "tracelens".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
             capabilities: lsp::ServerCapabilities {
@@ -587,14 +724,22 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 })),
                 definition_provider: Some(lsp::OneOf::Left(true)),
-                diagnostic_provider: Some(lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
-                    identifier: Some("tracelens".into()),
-                    inter_file_dependencies: true,
-                    workspace_diagnostics: false,
-                    ..Default::default()
-                })),
+                document_link_provider: Some(lsp::DocumentLinkOptions {
+                    resolve_provider: Some(false),
+                    work_done_progress_options: Default::default(),
+                }),
+                // Offered only to a client that will pull: one that can pull but not be told to
+                // pull again (Neovim 0.11) would pull besides the pushes, and show each twice.
+                diagnostic_provider: pull.then(|| {
+                    lsp::DiagnosticServerCapabilities::Options(lsp::DiagnosticOptions {
+                        identifier: Some("tracelens".into()),
+                        inter_file_dependencies: true,
+                        workspace_diagnostics: false,
+                        ..Default::default()
+                    })
+                }),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
-                    commands: vec!["tracelens.trace".into(), "tracelens.repro".into()],
+                    commands: vec!["tracelens.trace".into(), "tracelens.repro".into(), "tracelens.openReproducer".into()],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -738,16 +883,56 @@ impl LanguageServer for Backend {
     }
 
     async fn code_lens(&self, params: lsp::CodeLensParams) -> RpcResult<Option<Vec<lsp::CodeLens>>> {
-        let Some((path, a, enc)) = self.analysed(&params.text_document.uri) else { return Ok(None) };
+        let uri = params.text_document.uri;
+        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        // Only read the reproducer folder when the file has traced functions.
+        let reproducer_lines = if a.analysis.functions.is_empty() { Vec::new() } else { self.reproducer_lines(&path).await };
         guarded("code lens", || {
             let lines = LineText::new(&a.text);
+            let lens = |(s, e): (u32, u32), title: String, command: &str, arguments: Option<Vec<Json>>| lsp::CodeLens {
+                range: lines.range(s, e, enc),
+                command: Some(lsp::Command { title, command: command.into(), arguments }),
+                data: None,
+            };
+            let on_line = |line: u32| {
+                Some(vec![Json::String(uri.as_str().to_string()), Json::from(line.saturating_sub(1)), serde_json::json!({"show": true})])
+            };
+            let mut out: Vec<lsp::CodeLens> =
+                features::code_lenses(&a, &path).into_iter().map(|(span, title)| lens(span, title, "", None)).collect();
+            for l in features::reproducer_lenses(&a, &path) {
+                out.push(lens(l.span, "Generate reproducer".into(), "tracelens.repro", on_line(l.repro_line)));
+                let first = l.lines.0;
+                if let Some(found) = reproducer_links::best_for_line(&reproducer_lines, first, l.lines)
+                    .or_else(|| reproducer_lines.iter().find(|r| l.lines.0 <= r.source_line && r.source_line <= l.lines.1))
+                {
+                    let name = found.reproducer.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let title = format!("Open reproducer {name}:{}", found.line + 1);
+                    out.push(lens(l.span, title, "tracelens.openReproducer", on_line(found.source_line)));
+                }
+            }
+            Some(out)
+        })
+    }
+
+    async fn document_link(&self, params: lsp::DocumentLinkParams) -> RpcResult<Option<Vec<lsp::DocumentLink>>> {
+        let Some(path) = convert::path_of(&params.text_document.uri) else { return Ok(None) };
+        let Some((text, enc)) = self.document_text(&path) else { return Ok(None) };
+        let resolved = self.resolved_links(&path, &text).await;
+        guarded("document links", || {
+            let lines = LineText::new(&text);
             Some(
-                features::code_lenses(&a, &path)
+                resolved
                     .into_iter()
-                    .map(|((s, e), title)| lsp::CodeLens {
-                        range: lines.range(s, e, enc),
-                        command: Some(lsp::Command { title, command: String::new(), arguments: None }),
-                        data: None,
+                    .filter_map(|(link, source)| {
+                        let target = convert::uri_of(&source)?;
+                        // `#L15` opens the file at that line (VS Code's link opener reads it).
+                        let target: Uri = format!("{}#L{}", target.as_str(), link.target_line).parse().ok()?;
+                        Some(lsp::DocumentLink {
+                            range: lines.range(link.start, link.end, enc),
+                            target: Some(target),
+                            tooltip: Some(format!("{} line {}", link.path, link.target_line)),
+                            data: None,
+                        })
                     })
                     .collect(),
             )
@@ -756,8 +941,11 @@ impl LanguageServer for Backend {
 
     async fn goto_definition(&self, params: lsp::GotoDefinitionParams) -> RpcResult<Option<lsp::GotoDefinitionResponse>> {
         let uri = params.text_document_position_params.text_document.uri.clone();
-        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
         let pos = params.text_document_position_params.position;
+        if let Some(location) = self.reproducer_definition(&uri, pos.line).await {
+            return Ok(Some(lsp::GotoDefinitionResponse::Scalar(location)));
+        }
+        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
         guarded("go to definition", || {
             let lines = LineText::new(&a.text);
             let offset = lines.offset(pos, enc);
@@ -889,6 +1077,10 @@ impl LanguageServer for Backend {
         if params.command == "tracelens.repro" {
             let show = params.arguments.get(2).and_then(|o| o.get("show")).and_then(Json::as_bool).unwrap_or(false);
             return self.write_reproducer(uri, line, show).await;
+        }
+        if params.command == "tracelens.openReproducer" {
+            let show = params.arguments.get(2).and_then(|o| o.get("show")).and_then(Json::as_bool).unwrap_or(false);
+            return self.open_reproducer(uri, line, show).await;
         }
         // `tracelens.trace` [uri, line]: the traces and jaxpr-like bodies of the traced function
         // defined at or enclosing that line, as text.

@@ -2,25 +2,22 @@
 -- the diagnostics, hover a value, apply the TL107 quick fix, quit. Results go to a JSON file
 -- that test_neovim.py checks.
 --
--- Written for Neovim 0.7 (Debian's): no vim.lsp.start (0.8+), so start_client and
--- buf_attach_client; apply_workspace_edit(edit, offset_encoding).
+-- Runs on Debian's Neovim 0.7 (no vim.lsp.start there: start_client and buf_attach_client)
+-- and on 0.10+ (vim.lsp.start, as a user's config would); every vim.deprecate call is
+-- recorded, so that the test sees anything the newer Neovim warns about.
 --
 -- Environment: TRACELENS_BIN (the server binary), TRACELENS_FIXTURE (the file to open),
 -- TRACELENS_OUT (the JSON file to write). Positions to hover are found in the buffer text.
 
-local out_path = os.getenv('TRACELENS_OUT') or error('TRACELENS_OUT not set')
-local result = { steps = {} }
+local session = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/session.lua')
+local result = session.start()
 vim.cmd('filetype on')
 
 local function step(name)
   table.insert(result.steps, name)
 end
 
-local function wait_for(ms, what, cond)
-  if not vim.wait(ms, cond, 20) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local wait_for = session.wait_for
 
 local function diagnostics_now()
   local list = {}
@@ -50,6 +47,15 @@ local function find(needle)
   error('not in the buffer: ' .. needle)
 end
 
+-- The LSP diagnostics of a line, as the server sent them: 0.10+ keeps each in user_data.lsp
+-- (0.7 keeps only some fields there, and has get_line_diagnostics, deprecated later).
+local function line_diagnostics(line)
+  if vim.fn.has('nvim-0.10') == 1 then
+    return vim.tbl_map(function(d) return d.user_data.lsp end, vim.diagnostic.get(0, { lnum = line }))
+  end
+  return vim.lsp.diagnostic.get_line_diagnostics(0, line)
+end
+
 local function only_result(responses, what)
   if not responses then
     error('no answer to ' .. what)
@@ -68,7 +74,7 @@ local function main()
   local bufnr = vim.api.nvim_get_current_buf()
   result.filetype = vim.bo.filetype
 
-  local client_id = vim.lsp.start_client({
+  local config = {
     name = 'tracelens',
     cmd = { os.getenv('TRACELENS_BIN') or error('TRACELENS_BIN not set'), 'lsp' },
     root_dir = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(0), ':p:h'),
@@ -77,11 +83,19 @@ local function main()
     on_exit = function(code, signal)
       result.server_exit = { code = code, signal = signal }
     end,
-  })
-  if not client_id then
-    error('vim.lsp.start_client failed')
+  }
+  local client_id
+  if vim.fn.has('nvim-0.10') == 1 then
+    client_id = vim.lsp.start(config, { bufnr = bufnr })
+  else
+    client_id = vim.lsp.start_client(config)
+    if client_id then
+      vim.lsp.buf_attach_client(bufnr, client_id)
+    end
   end
-  vim.lsp.buf_attach_client(bufnr, client_id)
+  if not client_id then
+    error('the tracelens client did not start')
+  end
   local client = vim.lsp.get_client_by_id(client_id)
   wait_for(10000, 'initialize', function() return client.initialized end)
   result.offset_encoding = client.offset_encoding
@@ -111,7 +125,7 @@ local function main()
   local actions = only_result(vim.lsp.buf_request_sync(0, 'textDocument/codeAction', {
     textDocument = { uri = vim.uri_from_bufnr(0) },
     range = { start = { line = line, character = col }, ['end'] = { line = line, character = col } },
-    context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(0, line) },
+    context = { diagnostics = line_diagnostics(line) },
   }, 10000), 'codeAction') or {}
   result.action_titles = {}
   local fix
@@ -150,21 +164,11 @@ local function main()
   step('stopped')
 end
 
-local function finish(ok, err)
-  result.ok = ok
-  if not ok then
-    result.error = tostring(err)
-  end
-  vim.fn.writefile({ vim.fn.json_encode(result) }, out_path)
-  vim.cmd('qa!')
-end
-
 vim.api.nvim_create_autocmd('VimEnter', {
   once = true,
   -- Without it, no autocommand fires inside this one (no FileType on :edit).
   nested = true,
   callback = function()
-    local ok, err = xpcall(main, debug.traceback)
-    finish(ok, err)
+    session.run(result, main)
   end,
 })

@@ -4,14 +4,9 @@
 --
 -- Environment: TRACELENS_BIN, TRACELENS_FIXTURE, TRACELENS_OUT, TRACELENS_PLUGIN (editors/neovim).
 
-local out_path = os.getenv('TRACELENS_OUT') or error('TRACELENS_OUT not set')
-local result = { steps = {} }
-
-local function wait_for(ms, what, cond)
-  if not vim.wait(ms, cond, 20) then
-    error('timed out waiting for ' .. what)
-  end
-end
+local session = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/session.lua')
+local result = session.start()
+local wait_for = session.wait_for
 
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
@@ -51,6 +46,43 @@ local function main()
   result.repro_text = buffer_text(0)
   table.insert(result.steps, 'repro')
 
+  -- Go to definition on the reproducer line that stands for the error line: the source.
+  local repro = vim.api.nvim_get_current_buf()
+  wait_for(10000, 'the client on the reproducer', function()
+    return require('tracelens').client(repro) ~= nil
+  end)
+  local link_line
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(repro, 0, -1, false)) do
+    if l:sub(1, 1) ~= '#' and l:match('# fixture%.py:' .. (error_line + 1) .. '$') then
+      link_line = i - 1
+      break
+    end
+  end
+  if link_line == nil then
+    error('no reproducer line ends with # fixture.py:' .. (error_line + 1))
+  end
+  local answers = vim.lsp.buf_request_sync(repro, 'textDocument/definition', {
+    textDocument = { uri = vim.uri_from_bufnr(repro) },
+    position = { line = link_line, character = 0 },
+  }, 10000) or {}
+  for _, a in pairs(answers) do
+    if a.result then
+      local loc = a.result[1] or a.result
+      result.definition = { path = vim.uri_to_fname(loc.uri), line = loc.range.start.line }
+    end
+  end
+  table.insert(result.steps, 'definition')
+
+  -- And back: :TracelensOpenReproducer on the error line opens the reproducer at its line.
+  vim.cmd('buffer ' .. source)
+  vim.api.nvim_win_set_cursor(0, { error_line + 1, 4 })
+  vim.cmd('TracelensOpenReproducer')
+  wait_for(10000, 'the reproducer to open at the line', function()
+    return vim.api.nvim_get_current_buf() == repro
+  end)
+  result.opened_line = vim.api.nvim_get_current_line()
+  table.insert(result.steps, 'open reproducer')
+
   vim.cmd('buffer ' .. source)
   vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- `def step(w, x):`
   vim.cmd('TracelensTrace')
@@ -84,14 +116,6 @@ local function main()
   end)
   result.restarted = true
   table.insert(result.steps, 'restart')
-  result.ok = true
 end
 
-local ok, err = pcall(main)
-if not ok then
-  result.error = tostring(err)
-end
-local f = assert(io.open(out_path, 'w'))
-f:write(vim.fn.json_encode(result))
-f:close()
-vim.cmd('qall!')
+session.run(result, main)

@@ -291,6 +291,45 @@ await step('"tracelens: Generate reproducer" on the error line writes repro/mode
   await page.keyboard.press(`${mod}+W`);
 });
 
+/** The cursor's line in the active editor, from the status bar ("Ln 15, Col 5"). */
+async function cursorLine() {
+  const text = await page.locator('[id="status.editor.selection"]').first().innerText();
+  const m = /Ln (\d+)/.exec(text);
+  expect(m, `no line in the status bar item: ${text}`);
+  return Number(m[1]);
+}
+
+await step('the reproducer is linked both ways: "Open reproducer" lens, document links, go to definition back', async () => {
+  const file = path.join(workspace, 'repro', 'model_line15.py');
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  // On the source: the lens on `project` opens the reproducer at the line standing for it.
+  await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();
+  const lens = page.locator('.codelens-decoration a', { hasText: 'Open reproducer model_line15.py' }).first();
+  await lens.waitFor({ state: 'visible', timeout: 15_000 });
+  await lens.click();
+  await page.locator('.tabs-container .tab.active', { hasText: 'model_line15.py' }).first().waitFor({ state: 'visible', timeout: 15_000 });
+  await page.waitForFunction(() => /Ln \d+/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ''), null, { timeout: 5_000 });
+  const at = await cursorLine();
+  expect(/^def project\(.*# model\.py:12$/.test(lines[at - 1] ?? ''), `the lens opened line ${at}: ${lines[at - 1]}`);
+  // In the reproducer: its `# model.py:N` comments are links.
+  await page.waitForFunction(() => document.querySelectorAll('.editor-group-container.active .detected-link').length > 0, null, { timeout: 10_000 });
+  const links = await page.locator('.editor-group-container.active .detected-link').allInnerTexts();
+  expect(links.some((l) => l.includes('model.py:15')), `links: ${JSON.stringify(links)}`);
+  await shot('05c-reproducer-links.png');
+  // Go to definition on the reproducer's line for the error: model.py, line 15.
+  const errorLine = lines.findIndex((l) => !l.startsWith('#') && l.endsWith('# model.py:15')) + 1;
+  expect(errorLine > 0, `no line for model.py:15 in\n${lines.join('\n')}`);
+  await goTo(errorLine, 5);
+  await page.keyboard.press('F12');
+  await page.locator('.tabs-container .tab.active', { hasText: /^model\.py/ }).first().waitFor({ state: 'visible', timeout: 15_000 });
+  await page.waitForFunction(() => /Ln 15,/.test(document.querySelector('[id="status.editor.selection"]')?.textContent ?? ''), null, { timeout: 10_000 });
+  const tabs = await page.locator('.tabs-container .tab', { hasText: 'model_line15.py' }).count();
+  if (tabs > 0) {
+    await page.locator('.tabs-container .tab', { hasText: 'model_line15.py' }).first().click();
+    await page.keyboard.press(`${mod}+W`);
+  }
+});
+
 await step('"tracelens: Generate reproducer" on a line without an error says so and writes nothing', async () => {
   // The server's `tracelens.repro` answers why (in the words of `tracelens repro`).
   await page.locator('.tabs-container .tab', { hasText: 'model.py' }).first().click();

@@ -1,5 +1,6 @@
 -- tracelens for Neovim: starts `tracelens lsp` on Python buffers through the built-in client
--- (vim.lsp.start on 0.8+, start_client + buf_attach_client on 0.7) and adds the commands
+-- (vim.lsp.start where it exists, 0.8+ and so 0.10/0.11; start_client + buf_attach_client on
+-- Debian's 0.7) and adds the commands
 -- :TracelensRepro, :TracelensTrace and :TracelensRestart. `:checkhealth tracelens` says
 -- whether the server can be found.
 
@@ -92,6 +93,15 @@ function M.client(bufnr)
   return nil
 end
 
+-- client:request on 0.11+ (the dot form warns there); before 0.10 a client's methods are plain
+-- functions, called with a dot.
+local function request(client, method, params, handler, bufnr)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
 -- Runs the server command `command` on the cursor's line; `done(result)` gets its answer.
 local function on_cursor_line(command, extra, done)
   local bufnr = vim.api.nvim_get_current_buf()
@@ -105,7 +115,7 @@ local function on_cursor_line(command, extra, done)
   if extra ~= nil then
     table.insert(arguments, extra)
   end
-  client.request('workspace/executeCommand', { command = command, arguments = arguments }, function(err, result)
+  request(client, 'workspace/executeCommand', { command = command, arguments = arguments }, function(err, result)
     if err then
       vim.notify('tracelens: ' .. command .. ' failed: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
       return
@@ -123,6 +133,19 @@ function M.repro()
       vim.notify('tracelens: ' .. result.message, vim.log.levels.INFO)
     else
       vim.notify('tracelens: nothing to reproduce at line ' .. (line + 1), vim.log.levels.INFO)
+    end
+  end)
+end
+
+--- :TracelensOpenReproducer — opens the reproducer at the line that stands for the cursor's line
+--- (the way back from a reproducer is go to definition, or its `# file.py:LINE` comments).
+function M.open_reproducer()
+  on_cursor_line('tracelens.openReproducer', { show = false }, function(result)
+    if type(result) == 'table' and result.path then
+      vim.cmd('edit ' .. vim.fn.fnameescape(result.path))
+      vim.api.nvim_win_set_cursor(0, { result.line + 1, 0 })
+    elseif type(result) == 'table' and result.message then
+      vim.notify('tracelens: ' .. result.message, vim.log.levels.INFO)
     end
   end)
 end
@@ -185,6 +208,9 @@ function M.setup(opts)
     end,
   })
   vim.api.nvim_create_user_command('TracelensRepro', M.repro, { desc = 'tracelens: write a reproducer of the error on this line' })
+  vim.api.nvim_create_user_command('TracelensOpenReproducer', M.open_reproducer, {
+    desc = 'tracelens: open the reproducer line that stands for this line',
+  })
   vim.api.nvim_create_user_command('TracelensTrace', M.trace, { desc = 'tracelens: show the traces of the function under the cursor' })
   vim.api.nvim_create_user_command('TracelensRestart', M.restart, { desc = 'tracelens: restart the language server' })
   -- Buffers already open when setup runs.
