@@ -17,7 +17,13 @@ pub struct AnalysisConfig {
     pub search_roots: Vec<PathBuf>,
     /// Validate every traced jaxpr with `check_ir` (tests turn this on).
     pub check_ir: bool,
+    /// Values mode (`check --values`): compute every array as it is made and report the
+    /// first NaN/Inf (TL301).
+    pub values: bool,
 }
+
+/// A diagnostic with its location and the locations of its related notes.
+pub type LocatedDiagnostic = (Diagnostic, Location, Vec<Location>);
 
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,7 +66,7 @@ pub struct TracedFunction {
 
 #[derive(Clone, Debug, Default)]
 pub struct FileAnalysis {
-    pub diagnostics: Vec<(Diagnostic, Location, Vec<Location>)>,
+    pub diagnostics: Vec<LocatedDiagnostic>,
     pub functions: Vec<TracedFunction>,
     pub stdout: String,
     /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
@@ -87,6 +93,9 @@ pub struct Reproducer {
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
 pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> FileAnalysis {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    if config.values {
+        interp.values = Some(Default::default());
+    }
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));
     let module_ast = interp.files[file as usize].module.clone();
     for err in &module_ast.errors {
@@ -124,14 +133,7 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
     diagnostics.extend(crate::jax::effects::finish(&interp));
     crate::jax::effects::prune(&interp, &mut diagnostics);
     apply_ignore_comments(&interp, &mut diagnostics);
-    let located: Vec<(Diagnostic, Location, Vec<Location>)> = diagnostics
-        .into_iter()
-        .map(|d| {
-            let loc = locate(&interp, &d.path, d.span);
-            let rel = d.related.iter().map(|r| locate(&interp, &r.path, r.span)).collect();
-            (d, loc, rel)
-        })
-        .collect();
+    let located = locate_diagnostics(&interp, diagnostics);
     let mut ir_problems = Vec::new();
     if config.check_ir {
         for rec in &interp.jax.records {
@@ -169,6 +171,18 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
         reproducers,
     }
+}
+
+/// Lines and columns for diagnostics and their related notes.
+pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) -> Vec<LocatedDiagnostic> {
+    diagnostics
+        .into_iter()
+        .map(|d| {
+            let loc = locate(interp, &d.path, d.span);
+            let rel = d.related.iter().map(|r| locate(interp, &r.path, r.span)).collect();
+            (d, loc, rel)
+        })
+        .collect()
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

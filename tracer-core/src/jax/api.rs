@@ -1201,7 +1201,8 @@ fn trace_with_record(
             _ => Prim::Remat,
         };
         let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
-        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound));
+        let label = format!("{}({name})", kind.label());
+        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label));
     } else {
         let deps = array_leaves(interp, &args)?;
         for a in &arrays {
@@ -1218,16 +1219,25 @@ fn trace_with_record(
 /// Outputs of a staged call: when every input is concrete, the jaxpr is evaluated lazily on
 /// them, so Python can still see the values (`if loss < tol: break` after a jitted step).
 fn instantiate_outputs(
-    _interp: &mut Interp,
+    interp: &mut Interp,
     jaxpr: &Rc<Jaxpr>,
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
     bound: Vec<Rc<Array>>,
+    label: &str,
 ) -> Vec<Rc<Array>> {
     if bound.iter().any(|b| b.is_tracer()) {
         return bound;
     }
-    match super::eval_jaxpr::instantiate(jaxpr, consts, inputs) {
+    let instantiated = if interp.values.is_some() {
+        // Values mode: each equation is computed in program order, at its own line.
+        super::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut |eqn, out, ins| {
+            super::numerics::computed(interp, out, ins, &eqn.prim.name(), eqn.site, Some(label));
+        })
+    } else {
+        super::eval_jaxpr::instantiate(jaxpr, consts, inputs)
+    };
+    match instantiated {
         Some(outs) if outs.len() == bound.len() => outs,
         _ => bound,
     }
@@ -1418,7 +1428,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     let bodies: Vec<Rc<Jaxpr>> = entry.jaxpr.iter().cloned().collect();
     let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, entry.outputs.clone(), bodies)?;
     let outs = match &entry.jaxpr {
-        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound),
+        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound, &format!("jit({})", j.name)),
         None => bound,
     };
     unflatten(interp, &entry.out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())

@@ -10,7 +10,9 @@ pub mod errors;
 pub mod eval;
 pub mod eval_jaxpr;
 pub mod ir;
+pub mod numerics;
 pub mod numpy;
+pub mod print;
 pub mod random;
 pub mod stmt;
 pub mod surface;
@@ -363,7 +365,8 @@ pub fn bind_with_bodies(
         (a, b) => a.or(b),
     };
     let Some(pos) = target else {
-        return Ok(out_avals
+        let name = prim.name();
+        let outs: Vec<Rc<Array>> = out_avals
             .into_iter()
             .enumerate()
             .map(|(i, aval)| {
@@ -374,7 +377,15 @@ pub fn bind_with_bodies(
                 };
                 with_origin(out, site)
             })
-            .collect());
+            .collect();
+        // Values mode computes each value as it is made, in program order.
+        if interp.values.is_some() {
+            for o in &outs {
+                numerics::computed(interp, o, inputs, &name, site, None);
+            }
+            numerics::tick(interp)?;
+        }
+        return Ok(outs);
     };
     let atoms: Vec<Atom> = inputs.iter().map(|i| state.atom_in(pos, i)).collect();
     // Known values flow through non-staging traces (grad/jvp): Python can still see them.
