@@ -8,6 +8,7 @@ pub mod dtypes;
 pub mod effects;
 pub mod errors;
 pub mod eval;
+pub mod eval_control;
 pub mod eval_jaxpr;
 pub mod ir;
 pub mod numerics;
@@ -96,6 +97,8 @@ pub struct TraceRecord {
     pub parent: Option<usize>,
     /// The traced function's parameter names (for the reproducer).
     pub arg_names: Vec<String>,
+    /// The concrete arrays the trace closed over (its jaxpr's constvars), for values mode.
+    pub consts: Vec<Rc<Array>>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -237,6 +240,7 @@ impl JaxState {
             jitted,
             parent,
             arg_names: Vec::new(),
+            consts: Vec::new(),
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

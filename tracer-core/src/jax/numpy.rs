@@ -1673,8 +1673,27 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Sign => unary!(UnaryPrim::Sign),
         F::Floor => unary!(UnaryPrim::Floor),
         F::Ceil => unary!(UnaryPrim::Ceil),
-        F::Round | F::Rint => unary!(UnaryPrim::Round),
-        F::Trunc => unary!(UnaryPrim::Round),
+        F::Rint => unary!(UnaryPrim::Round),
+        F::Round => {
+            let a = arr!(0, "a");
+            let decimals = p.get(1, "decimals").and_then(crate::interp::ops::as_int).unwrap_or(0);
+            if decimals == 0 {
+                return unary_prim(interp, UnaryPrim::Round, &a).map(Value::Array);
+            }
+            if !a.aval.dtype.is_floating() {
+                return bind1(interp, Prim::Opaque("round"), &[a.clone()], a.aval.clone()).map(Value::Array);
+            }
+            // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype.
+            let factor = Array::scalar(10f64.powi(decimals as i32), a.aval.dtype, true);
+            let scaled = binary_prim(interp, BinaryPrim::Mul, &a, &factor)?;
+            let rounded = unary_prim(interp, UnaryPrim::Round, &scaled)?;
+            binary_prim(interp, BinaryPrim::Div, &rounded, &factor).map(Value::Array)
+        }
+        // Rounding toward zero has no kernel yet: unknown rather than rounded to nearest.
+        F::Trunc => {
+            let a = arr!(0, "x");
+            bind1(interp, Prim::Opaque("trunc"), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
         F::Exp => unary!(UnaryPrim::Exp),
         F::Exp2 => unary!(UnaryPrim::Exp2),
         F::Expm1 => unary!(UnaryPrim::Expm1),
@@ -1715,7 +1734,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let kk = Array::scalar(k, a.aval.dtype, true);
             binary_prim(interp, BinaryPrim::Mul, &a, &kk).map(Value::Array)
         }
-        F::Isnan | F::Isinf => {
+        F::Isnan => {
+            // jnp.isnan is `lax.ne(x, x)`.
+            let a = arr!(0, "x");
+            bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false)).map(Value::Array)
+        }
+        F::Isinf => {
             let a = arr!(0, "x");
             bind1(interp, Prim::Opaque(if f == F::Isnan { "isnan" } else { "isinf" }), &[a.clone()], a.aval.with_dtype(DType::Bool))
                 .map(Value::Array)
