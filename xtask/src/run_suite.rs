@@ -117,7 +117,9 @@ fn run_python(program: &Path, python: &Path, cache_dir: &Path) -> Result<Outcome
 }
 
 fn run_tracelens(program: &Path, binary: &Path) -> Result<Outcome, String> {
-    let mut command = Command::new(binary);
+    // The program runs in its own folder: the binary's path must not be relative.
+    let binary = fs::canonicalize(binary).unwrap_or_else(|_| binary.to_path_buf());
+    let mut command = Command::new(&binary);
     command.arg("run").arg("--color").arg("never").arg(program).current_dir(program.parent().unwrap_or(Path::new(".")));
     let finished = run_with_limit(command, LIMIT).map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
     if finished.status.is_none() || finished.status == Some(2) {

@@ -136,6 +136,7 @@ impl BuiltinClasses {
             ("ZeroDivisionError", "ArithmeticError"),
             ("OverflowError", "ArithmeticError"),
             ("FloatingPointError", "ArithmeticError"),
+            ("FloatingPointError", "ArithmeticError"),
             ("LookupError", "Exception"),
             ("IndexError", "LookupError"),
             ("KeyError", "LookupError"),

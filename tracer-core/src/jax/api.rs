@@ -683,6 +683,16 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 if name.as_ref() == "jax_enable_x64" {
                     interp.jax.config.enable_x64 = interp.truthy(&v)?;
                 }
+                if matches!(name.as_ref(), "jax_debug_nans" | "jax_debug_infs") {
+                    let on = interp.truthy(&v)?;
+                    if let Some(values) = interp.values.as_mut() {
+                        if name.as_ref() == "jax_debug_nans" {
+                            values.debug_nans = on;
+                        } else {
+                            values.debug_infs = on;
+                        }
+                    }
+                }
             }
             Ok(Value::None)
         }
@@ -1259,7 +1269,7 @@ fn trace_with_record(
         };
         let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
         let label = format!("{}({name})", kind.label());
-        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label));
+        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label)?);
     } else {
         let deps = array_leaves(interp, &args)?;
         for a in &arrays {
@@ -1282,9 +1292,9 @@ fn instantiate_outputs(
     inputs: &[Rc<Array>],
     bound: Vec<Rc<Array>>,
     label: &str,
-) -> Vec<Rc<Array>> {
+) -> PyResult<Vec<Rc<Array>>> {
     if bound.iter().any(|b| b.is_tracer()) {
-        return bound;
+        return Ok(bound);
     }
     let instantiated = if interp.values.is_some() {
         // Values mode: each equation is computed in program order, at its own line.
@@ -1294,10 +1304,13 @@ fn instantiate_outputs(
     } else {
         super::eval_jaxpr::instantiate(jaxpr, consts, inputs)
     };
-    match instantiated {
+    if let Some(outs) = &instantiated {
+        super::numerics::raise_pending_after_jit(interp, outs)?;
+    }
+    Ok(match instantiated {
         Some(outs) if outs.len() == bound.len() => outs,
         _ => bound,
-    }
+    })
 }
 
 /// The results of a transformation whose values are not computed: tracers of the enclosing
@@ -1485,7 +1498,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     let bodies: Vec<Rc<Jaxpr>> = entry.jaxpr.iter().cloned().collect();
     let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, entry.outputs.clone(), bodies)?;
     let outs = match &entry.jaxpr {
-        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound, &format!("jit({})", j.name)),
+        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound, &format!("jit({})", j.name))?,
         None => bound,
     };
     unflatten(interp, &entry.out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())

@@ -46,6 +46,7 @@ pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[NdData], label: &str
     let outs = super::eval_jaxpr::instantiate_with(&body.jaxpr, &body.consts, &ins, &mut |eqn, out, eqn_ins| {
         numerics::computed(interp, out, eqn_ins, &eqn.prim.name(), eqn.site, Some(label));
     });
+    numerics::raise_pending(interp)?;
     numerics::tick(interp)?;
     let Some(outs) = outs else { return Ok(None) };
     Ok(datas(interp, &outs))

@@ -387,6 +387,7 @@ pub fn bind_with_bodies(
             for o in &outs {
                 numerics::computed(interp, o, inputs, &name, site, None);
             }
+            numerics::raise_pending(interp)?;
             numerics::tick(interp)?;
         }
         return Ok(outs);

@@ -29,6 +29,13 @@ pub struct ValuesState {
     reported: bool,
     /// The Python `for`/`while` loops being run, innermost last: (loop site, iteration, 1-based).
     pub loops: Vec<(Site, u64)>,
+    /// `jax.config.update("jax_debug_nans", True)` / `"jax_debug_infs"`: the first operation
+    /// whose output holds a NaN (Inf) raises FloatingPointError, as in JAX.
+    pub debug_nans: bool,
+    pub debug_infs: bool,
+    /// The FloatingPointError to raise once the current evaluation returns: its message, the
+    /// operation's line, and the jitted function it ran in.
+    pending_raise: Option<(String, Option<Site>, Option<String>)>,
 }
 
 /// Where a NaN or Inf was first produced.
@@ -83,7 +90,7 @@ fn describe_input(a: &Rc<Array>, d: &NdData) -> String {
     format!("{} {range}, {nan} NaN, {inf} Inf", a.aval.short())
 }
 
-/// "in jit(step) called at train.py:82, iteration 37 of the loop at train.py:80".
+/// "in jit(step) called at train.py:82, the 37th iteration of the loop at train.py:80".
 fn context(interp: &Interp, staged: Option<&str>) -> String {
     let mut parts = Vec::new();
     if let (Some(name), Some(site)) = (staged, interp.site()) {
@@ -91,10 +98,22 @@ fn context(interp: &Interp, staged: Option<&str>) -> String {
     }
     if let Some(v) = &interp.values {
         for (site, n) in v.loops.iter().rev() {
-            parts.push(format!("iteration {n} of the loop at {}", interp.describe_site(*site)));
+            parts.push(format!("the {} iteration of the loop at {}", ordinal(*n), interp.describe_site(*site)));
         }
     }
     parts.join(", ")
+}
+
+/// `1st`, `2nd`, `3rd`, `11th`, `21st`.
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Computes `out` now (values mode) and notes where a NaN or Inf in it came from. `site` is
@@ -108,6 +127,18 @@ pub fn computed(interp: &mut Interp, out: &Rc<Array>, inputs: &[Rc<Array>], op: 
     let (nan, inf) = non_finite_counts(&data);
     if nan + inf == 0 {
         return;
+    }
+    if let Some(v) = interp.values.as_mut() {
+        let what = if v.debug_nans && nan > 0 {
+            Some("nan")
+        } else if v.debug_infs && inf > 0 {
+            Some("inf")
+        } else {
+            None
+        };
+        if let (Some(what), None) = (what, &v.pending_raise) {
+            v.pending_raise = Some((format!("invalid value ({what}) encountered in {op}"), site, staged.map(str::to_string)));
+        }
     }
     let Some(values) = interp.values.as_ref() else { return };
     let inherited = inputs.iter().filter_map(|i| values.origin_of(i)).min_by_key(|o| o.seq);
@@ -258,4 +289,36 @@ pub fn tick(interp: &mut Interp) -> PyResult<()> {
         interp.tick()?;
     }
     Ok(())
+}
+
+/// Raises the FloatingPointError that `jax_debug_nans`/`jax_debug_infs` asked for, if an
+/// operation of the evaluation that just ran produced a NaN/Inf. Its traceback ends at the
+/// operation's line, inside the jitted function when it ran in one (as JAX's de-optimized
+/// re-run shows it).
+pub fn raise_pending(interp: &mut Interp) -> PyResult<()> {
+    let Some((message, site, staged)) = interp.values.as_mut().and_then(|v| v.pending_raise.take()) else { return Ok(()) };
+    let flow = interp.raise("FloatingPointError", Code::PythonException, message);
+    let crate::interp::Flow::Raise(mut exc) = flow else { return Err(flow) };
+    if let Some(site) = site {
+        if exc.site != Some(site) {
+            let name = staged.as_deref().and_then(|s| s.split_once('(')).map(|(_, rest)| rest.trim_end_matches(')')).unwrap_or("<jit>");
+            exc.traceback.push((Rc::from(name), site));
+        }
+        exc.site = Some(site);
+    }
+    Err(crate::interp::Flow::Raise(exc))
+}
+
+/// `raise_pending` after a jitted call: JAX checks a jitted function's outputs and re-runs it
+/// op by op only when one holds a NaN/Inf, so a NaN that `jnp.where` discarded inside the
+/// function raises nothing.
+pub fn raise_pending_after_jit(interp: &mut Interp, outputs: &[Rc<Array>]) -> PyResult<()> {
+    let max = interp.budgets.max_elements;
+    let reaches_output = outputs.iter().any(|o| super::eval::force(o, max).is_some_and(|d| non_finite_counts(&d) != (0, 0)));
+    if !reaches_output {
+        if let Some(v) = interp.values.as_mut() {
+            v.pending_raise = None;
+        }
+    }
+    raise_pending(interp)
 }

@@ -2355,6 +2355,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             bind1(interp, Prim::Opaque("glu"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
         }
+        F::NnSoftmax | F::NnLogSoftmax if p.get(usize::MAX, "where").is_none() && p.get(usize::MAX, "initial").is_none() => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            // jax.nn.softmax / log_softmax: shift by the maximum so that exp cannot overflow.
+            let x_max = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
+            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &x_max)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+            let total = reduce(interp, &e, ReduceOp::Sum, axes, true, None)?;
+            if f == F::NnSoftmax {
+                return binary_prim(interp, BinaryPrim::Div, &e, &total).map(Value::Array);
+            }
+            let log_total = unary_prim(interp, UnaryPrim::Log, &total)?;
+            binary_prim(interp, BinaryPrim::Sub, &shifted, &log_total).map(Value::Array)
+        }
         F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
             let a = arr!(0, "x");
             let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
@@ -2386,6 +2401,18 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let d = creation_dtype(interp, p.get(usize::MAX, "dtype"), dtypes::default_float(c))?;
             let mut shape = a.aval.shape.to_vec();
             shape.push(n as usize);
+            if a.aval.dtype.is_integer() && !d.is_complex() {
+                // jax.nn.one_hot: `x[..., None] == arange(num_classes)`, as `dtype`.
+                let column = reshape_raw(interp, &a, &shape[..shape.len() - 1].iter().copied().chain([1]).collect::<Vec<_>>())?;
+                let classes = bind1(
+                    interp,
+                    Prim::Iota { dtype: a.aval.dtype, shape: vec![n as usize], dimension: 0 },
+                    &[],
+                    Aval::new(&[n as usize], a.aval.dtype),
+                )?;
+                let hits = compare_arrays(interp, CmpPrim::Eq, &column, &classes)?;
+                return convert(interp, &hits, d, false).map(Value::Array);
+            }
             bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
         }
         F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => lax_binary(interp, f, &args),
