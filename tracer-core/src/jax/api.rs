@@ -667,11 +667,19 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         }
         F::DebugPrint => {
             if interp.jax.trace_depth() > 0 {
-                let leaves: Vec<Rc<Array>> = args[1..].iter().filter_map(|a| a.as_array().cloned()).collect();
+                let leaves: Vec<Rc<Array>> =
+                    args[1..].iter().chain(kwargs.iter().map(|(_, v)| v)).filter_map(|a| a.as_array().cloned()).collect();
                 bind_with_bodies(interp, Prim::DebugCallback, &leaves, Vec::new(), Vec::new())?;
+                super::numerics::note_debug_print(interp, args.clone(), kwargs.clone());
             } else if let Value::Str(fmt) = arg(0) {
                 let text = interp.getattr(&Value::Str(fmt), "format")?;
-                if let Ok(Value::Str(s)) = interp.call(&text, args[1..].to_vec(), kwargs) {
+                let as_arg = |v: &Value| match v {
+                    Value::Array(a) => super::numerics::debug_print_arg(a),
+                    other => other.clone(),
+                };
+                let positional: Vec<Value> = args[1..].iter().map(as_arg).collect();
+                let keywords: Kwargs = kwargs.iter().map(|(k, v)| (k.clone(), as_arg(v))).collect();
+                if let Ok(Value::Str(s)) = interp.call(&text, positional, keywords) {
                     interp.stdout.push_str(&s);
                     interp.stdout.push('\n');
                 }
@@ -1299,7 +1307,7 @@ fn instantiate_outputs(
     let instantiated = if interp.values.is_some() {
         // Values mode: each equation is computed in program order, at its own line.
         super::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut |eqn, out, ins| {
-            super::numerics::computed(interp, out, ins, &eqn.prim.name(), eqn.site, Some(label));
+            super::numerics::evaluated(interp, eqn, out, ins, label);
         })
     } else {
         super::eval_jaxpr::instantiate(jaxpr, consts, inputs)

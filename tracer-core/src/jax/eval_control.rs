@@ -44,7 +44,7 @@ pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[NdData], label: &str
         })
         .collect();
     let outs = super::eval_jaxpr::instantiate_with(&body.jaxpr, &body.consts, &ins, &mut |eqn, out, eqn_ins| {
-        numerics::computed(interp, out, eqn_ins, &eqn.prim.name(), eqn.site, Some(label));
+        numerics::evaluated(interp, eqn, out, eqn_ins, label);
     });
     numerics::raise_pending(interp)?;
     numerics::tick(interp)?;

@@ -13,12 +13,13 @@ pub fn instantiate(jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) ->
 }
 
 /// `instantiate`, calling `on_eqn(eqn, output, inputs)` for each single-output equation in
-/// program order, as soon as its output array exists (values mode computes it there).
+/// program order, as soon as its output array exists (values mode computes it there), and
+/// `on_eqn(eqn, None, inputs)` for each equation without outputs (`jax.debug.print`).
 pub fn instantiate_with(
     jaxpr: &Jaxpr,
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
-    on_eqn: &mut dyn FnMut(&Eqn, &Rc<Array>, &[Rc<Array>]),
+    on_eqn: &mut dyn FnMut(&Eqn, Option<&Rc<Array>>, &[Rc<Array>]),
 ) -> Option<Vec<Rc<Array>>> {
     if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() {
         return None;
@@ -50,10 +51,13 @@ pub fn instantiate_with(
                     Prim::Opaque(_) | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
                     _ => Array::pending(aval.clone(), prim.clone(), ins.clone()),
                 };
-                on_eqn(eqn, &out, &ins);
+                on_eqn(eqn, Some(&out), &ins);
                 env.insert(*v, out);
             }
             (_, outs) => {
+                if outs.is_empty() {
+                    on_eqn(eqn, None, &ins);
+                }
                 for (v, aval) in outs {
                     env.insert(*v, Array::unknown(aval.clone(), "multi-output primitive"));
                 }

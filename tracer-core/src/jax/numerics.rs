@@ -33,6 +33,9 @@ pub struct ValuesState {
     /// whose output holds a NaN (Inf) raises FloatingPointError, as in JAX.
     pub debug_nans: bool,
     pub debug_infs: bool,
+    /// The arguments of each `jax.debug.print` inside a trace, by its line, replayed with
+    /// concrete values when the traced function is evaluated.
+    debug_prints: HashMap<Site, (Vec<crate::interp::Value>, crate::interp::call::Kwargs)>,
     /// The FloatingPointError to raise once the current evaluation returns: its message, the
     /// operation's line, and the jitted function it ran in.
     pending_raise: Option<(String, Option<Site>, Option<String>)>,
@@ -321,4 +324,64 @@ pub fn raise_pending_after_jit(interp: &mut Interp, outputs: &[Rc<Array>]) -> Py
         }
     }
     raise_pending(interp)
+}
+
+/// One equation of a traced body evaluated in values mode: its output computed (and watched
+/// for NaN/Inf), or, for `jax.debug.print`, the text printed with the values of this call.
+pub fn evaluated(interp: &mut Interp, eqn: &super::ir::Eqn, out: Option<&Rc<Array>>, inputs: &[Rc<Array>], label: &str) {
+    match out {
+        Some(out) => computed(interp, out, inputs, &eqn.prim.name(), eqn.site, Some(label)),
+        None if matches!(eqn.prim, super::ir::Prim::DebugCallback) => replay_debug_print(interp, eqn.site, inputs),
+        None => {}
+    }
+}
+
+/// Values mode: remembers a `jax.debug.print` traced at the current line.
+pub fn note_debug_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kwargs: crate::interp::call::Kwargs) {
+    let Some(site) = interp.site() else { return };
+    if let Some(v) = interp.values.as_mut() {
+        v.debug_prints.insert(site, (args, kwargs));
+    }
+}
+
+/// Prints what `jax.debug.print` at `site` prints when its traced function runs on `inputs`
+/// (its array arguments, positional then keyword, in order).
+fn replay_debug_print(interp: &mut Interp, site: Option<Site>, inputs: &[Rc<Array>]) {
+    use crate::interp::Value;
+    let Some((args, kwargs)) = site.and_then(|s| interp.values.as_ref().and_then(|v| v.debug_prints.get(&s).cloned())) else { return };
+    let Some(Value::Str(fmt)) = args.first().cloned() else { return };
+    let mut concrete = inputs.iter().cloned();
+    let mut fill = |v: &Value| match v {
+        Value::Array(_) => concrete.next().map(|a| debug_print_arg(&a)),
+        other => Some(other.clone()),
+    };
+    let positional: Option<Vec<Value>> = args[1..].iter().map(&mut fill).collect();
+    let keywords: Option<crate::interp::call::Kwargs> = kwargs.iter().map(|(k, v)| fill(v).map(|v| (k.clone(), v))).collect();
+    let (Some(positional), Some(keywords)) = (positional, keywords) else { return };
+    let Ok(format) = interp.getattr(&Value::Str(fmt), "format") else { return };
+    if let Ok(Value::Str(text)) = interp.call(&format, positional, keywords) {
+        interp.stdout.push_str(&text);
+        interp.stdout.push('\n');
+    }
+}
+
+/// What `jax.debug.print` formats for an array argument: it hands NumPy arrays to
+/// `str.format`, and a 0-d NumPy array formats as its Python scalar (`lr=0.10000000149011612`).
+pub fn debug_print_arg(a: &Rc<Array>) -> crate::interp::Value {
+    use crate::interp::Value;
+    if a.aval.ndim() == 0 && !a.is_tracer() {
+        if let Some(x) = super::eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
+            let dtype = a.aval.dtype;
+            return if dtype.is_bool() {
+                Value::Bool(x != 0.0)
+            } else if dtype.is_integer() {
+                Value::Int(x as i64)
+            } else if dtype.is_complex() {
+                Value::Array(a.clone())
+            } else {
+                Value::Float(x)
+            };
+        }
+    }
+    Value::Array(a.clone())
 }
