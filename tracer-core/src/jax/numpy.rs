@@ -1683,11 +1683,14 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             if !a.aval.dtype.is_floating() {
                 return bind1(interp, Prim::Opaque("round"), &[a.clone()], a.aval.clone()).map(Value::Array);
             }
-            // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype.
+            // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype; XLA
+            // on CPU divides by the constant as a multiplication by its reciprocal, so
+            // `jnp.round(0.4, 2)` is 0.39999998 in float32.
             let factor = Array::scalar(10f64.powi(decimals as i32), a.aval.dtype, true);
+            let reciprocal = Array::scalar(10f64.powi(-decimals as i32), a.aval.dtype, true);
             let scaled = binary_prim(interp, BinaryPrim::Mul, &a, &factor)?;
             let rounded = unary_prim(interp, UnaryPrim::Round, &scaled)?;
-            binary_prim(interp, BinaryPrim::Div, &rounded, &factor).map(Value::Array)
+            binary_prim(interp, BinaryPrim::Mul, &rounded, &reciprocal).map(Value::Array)
         }
         // Rounding toward zero has no kernel yet: unknown rather than rounded to nearest.
         F::Trunc => {
