@@ -23,7 +23,18 @@ pub fn array_str(d: &NdData, dtype: DType) -> String {
 /// `weak_type=True` for weakly typed values, as JAX writes it.
 pub fn array_repr(d: &NdData, dtype: DType, weak: bool) -> String {
     let weak = if weak { ", weak_type=True" } else { "" };
-    format!("Array({}, dtype={}{weak})", format_data(d, dtype, ", ", "Array("), dtype.name())
+    // NumPy names the shape of an empty array that `[]` does not describe.
+    let shape = if d.is_empty() && d.shape() != [0] {
+        let dims: Vec<String> = d.shape().iter().map(|n| n.to_string()).collect();
+        if dims.len() == 1 {
+            format!("shape=({},), ", dims[0])
+        } else {
+            format!("shape=({}), ", dims.join(", "))
+        }
+    } else {
+        String::new()
+    };
+    format!("Array({}, {shape}dtype={}{weak})", format_data(d, dtype, ", ", "Array("), dtype.name())
 }
 
 /// NumPy's `str` of one element of `dtype` (`0.1353`, `inf`, `3`, `True`).
@@ -289,4 +300,33 @@ fn exact_scientific(x: f64, frac: usize) -> (String, String, i32) {
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let (int, f) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     (format!("{sign}{int}"), f.to_string(), exp.parse().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{ArrayD, IxDyn};
+
+    fn arange(n: usize, shape: &[usize]) -> NdData {
+        ArrayD::from_shape_fn(IxDyn(&[n]), |i| i[0] as f64).into_shape_with_order(IxDyn(shape)).expect("shape")
+    }
+
+    // Expected texts are what JAX 0.10.2 (NumPy's array2string) prints for the same arrays.
+    #[test]
+    fn summarises_past_1000_elements_like_numpy() {
+        assert_eq!(array_str(&arange(1001, &[1001]), DType::I32), "[   0    1    2 ...  998  999 1000]");
+        assert_eq!(array_repr(&arange(1001, &[1001]), DType::I32, false), "Array([   0,    1,    2, ...,  998,  999, 1000], dtype=int32)");
+        assert_eq!(
+            array_str(&arange(2000, &[40, 50]), DType::I32),
+            "[[   0    1    2 ...   47   48   49]\n [  50   51   52 ...   97   98   99]\n [ 100  101  102 ...  147  148  149]\n ...\n [1850 1851 1852 ... 1897 1898 1899]\n [1900 1901 1902 ... 1947 1948 1949]\n [1950 1951 1952 ... 1997 1998 1999]]"
+        );
+        assert_eq!(array_str(&arange(1000, &[1000]), DType::I32).matches("...").count(), 0, "1000 elements are printed in full");
+    }
+
+    #[test]
+    fn empty_and_weak_reprs() {
+        assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[2, 0])), DType::F32, false), "Array([], shape=(2, 0), dtype=float32)");
+        assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[0])), DType::F32, false), "Array([], dtype=float32)");
+        assert_eq!(array_repr(&ArrayD::from_elem(IxDyn(&[]), 3.0), DType::I32, true), "Array(3, dtype=int32, weak_type=True)");
+    }
 }
