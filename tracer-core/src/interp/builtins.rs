@@ -136,7 +136,6 @@ impl BuiltinClasses {
             ("ZeroDivisionError", "ArithmeticError"),
             ("OverflowError", "ArithmeticError"),
             ("FloatingPointError", "ArithmeticError"),
-            ("FloatingPointError", "ArithmeticError"),
             ("LookupError", "Exception"),
             ("IndexError", "LookupError"),
             ("KeyError", "LookupError"),
