@@ -29,7 +29,7 @@ pub struct Finding {
 /// The engine interprets recursively; analysis threads get a stack to match its budgets.
 pub(crate) const ANALYSIS_STACK: usize = 256 << 20;
 
-fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
+pub(crate) fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     let mut roots = vec![std::env::current_dir().unwrap_or_default()];
     if let Some(root) = project.source.as_ref().and_then(|p| p.parent()) {
         roots.push(root.to_path_buf());
@@ -44,7 +44,7 @@ fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     config
 }
 
-fn relative(p: &Path) -> String {
+pub(crate) fn relative(p: &Path) -> String {
     let cwd = std::env::current_dir().unwrap_or_default();
     let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
     abs.strip_prefix(&cwd).map(|r| r.to_path_buf()).unwrap_or(abs).to_string_lossy().to_string()
@@ -52,21 +52,27 @@ fn relative(p: &Path) -> String {
 
 /// Analyses one file; a panic inside the engine becomes an internal-error finding.
 pub fn analyze_path(path: &Path, project: &Config) -> Result<FileAnalysis, String> {
+    analyze_path_with(path, project, false)
+}
+
+/// `analyze_path`, in values mode when `values` (`check --values`).
+pub fn analyze_path_with(path: &Path, project: &Config, values: bool) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
     let loader = FsLoader::default();
-    let config = config_for(path, project);
+    let mut config = config_for(path, project);
+    config.values = values;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
 
-fn pool() -> rayon::ThreadPool {
+pub(crate) fn pool() -> rayon::ThreadPool {
     match rayon::ThreadPoolBuilder::new().stack_size(ANALYSIS_STACK).build() {
         Ok(p) => p,
         Err(_) => rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap_or_else(|_| std::process::abort()),
     }
 }
 
-pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
+pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool) -> ExitCode {
     let paths = if paths.is_empty() { vec![PathBuf::from(".")] } else { paths };
     let files = match python_files(&paths) {
         Ok(f) => f,
@@ -83,7 +89,7 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
         }
     };
     let results: Vec<(PathBuf, Result<FileAnalysis, String>)> =
-        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path(f, &project))).collect());
+        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values))).collect());
     let mut findings: Vec<Finding> = Vec::new();
     let mut internal = false;
     for (_, result) in &results {
@@ -96,18 +102,7 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
                         eprintln!("tracelens: {at}: {why}");
                     }
                 }
-                for (d, loc, rel) in &a.diagnostics {
-                    let Some(severity) = project.severity_of(d.code, d.severity) else { continue };
-                    findings.push(Finding {
-                        path: relative(&d.path),
-                        code: d.code.as_str(),
-                        name: d.code.name(),
-                        severity,
-                        location: loc.clone(),
-                        message: d.message.clone(),
-                        related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
-                    });
-                }
+                findings.extend(findings_of(&a.diagnostics, &project));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -132,6 +127,24 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The findings the project's configuration keeps, with paths relative to the current folder.
+pub fn findings_of(diagnostics: &[tracer_core::analysis::LocatedDiagnostic], project: &Config) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (d, loc, rel) in diagnostics {
+        let Some(severity) = project.severity_of(d.code, d.severity) else { continue };
+        findings.push(Finding {
+            path: relative(&d.path),
+            code: d.code.as_str(),
+            name: d.code.name(),
+            severity,
+            location: loc.clone(),
+            message: d.message.clone(),
+            related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
+        });
+    }
+    findings
 }
 
 /// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)

@@ -1,11 +1,12 @@
-//! The `tracelens` binary: `lsp`, `check`, `trace` and `repro` over the engine
-//! (shared/spec/cli.md). `run` is tracked in its own issue and not offered yet.
+//! The `tracelens` binary: `lsp`, `check`, `trace`, `repro` and `run` over the engine
+//! (shared/spec/cli.md).
 
 mod check;
 mod config;
 mod files;
 mod lsp;
 mod render;
+mod run;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -31,6 +32,25 @@ enum Command {
         /// Colour: auto (only on a terminal), always, never.
         #[arg(long, value_enum, default_value_t = Color::Auto)]
         color: Color,
+        /// Also evaluate each program on the CPU and report the first NaN/Inf (TL301).
+        #[arg(long)]
+        values: bool,
+    },
+    /// Run FILE as `python FILE` would, on tracelens' interpreter and CPU kernels.
+    Run {
+        file: PathBuf,
+        /// Arrays with more elements than this are not computed.
+        #[arg(long, default_value_t = 4_000_000)]
+        max_elements: u64,
+        /// Stop the run after this many seconds.
+        #[arg(long, default_value_t = 30.0)]
+        max_seconds: f64,
+        /// Colour of tracelens' own findings on stderr: auto, always, never.
+        #[arg(long, value_enum, default_value_t = Color::Auto)]
+        color: Color,
+        /// The program's arguments.
+        #[arg(last = true)]
+        args: Vec<String>,
     },
     /// Speak the Language Server Protocol on stdin/stdout.
     Lsp {
@@ -86,13 +106,21 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check { paths, format, color } => {
+        Command::Check { paths, format, color, values } => {
             let color = match color {
                 Color::Always => true,
                 Color::Never => false,
                 Color::Auto => std::io::stdout().is_terminal(),
             };
-            check::run_check(paths, format, color)
+            check::run_check(paths, format, color, values)
+        }
+        Command::Run { file, max_elements, max_seconds, color, args } => {
+            let color = match color {
+                Color::Always => true,
+                Color::Never => false,
+                Color::Auto => std::io::stderr().is_terminal(),
+            };
+            run::run_program(file, args, run::RunOptions { max_elements, max_seconds }, color)
         }
         Command::Lsp { .. } => lsp::run(),
         Command::Repro { file, line, output } => check::run_repro(file, line, output),

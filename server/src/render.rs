@@ -58,6 +58,21 @@ pub fn findings_sarif(findings: &[Finding]) -> Value {
 }
 
 pub fn findings_text(findings: &[Finding], color: bool, files: usize) -> String {
+    let mut out = findings_frames(findings, color);
+    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let _ = writeln!(
+        out,
+        "Checked {files} file{}: {errors} error{}, {warnings} warning{}.",
+        if files == 1 { "" } else { "s" },
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" }
+    );
+    out
+}
+
+/// Each finding with its code frame (ruff-like), without the summary line.
+pub fn findings_frames(findings: &[Finding], color: bool) -> String {
     let renderer = if color { Renderer::styled() } else { Renderer::plain() };
     let mut out = String::new();
     for f in findings {
@@ -93,15 +108,6 @@ pub fn findings_text(findings: &[Finding], color: bool, files: usize) -> String 
         }
         let _ = writeln!(out, "{}\n", renderer.render(&[group]));
     }
-    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
-    let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
-    let _ = writeln!(
-        out,
-        "Checked {files} file{}: {errors} error{}, {warnings} warning{}.",
-        if files == 1 { "" } else { "s" },
-        if errors == 1 { "" } else { "s" },
-        if warnings == 1 { "" } else { "s" }
-    );
     out
 }
 

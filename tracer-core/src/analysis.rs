@@ -20,7 +20,13 @@ pub struct AnalysisConfig {
     /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
     /// and an editor shows one only on request.
     pub skip_jaxpr_text: bool,
+    /// Values mode (`check --values`): compute every array as it is made and report the
+    /// first NaN/Inf (TL301).
+    pub values: bool,
 }
+
+/// A diagnostic with its location and the locations of its related notes.
+pub type LocatedDiagnostic = (Diagnostic, Location, Vec<Location>);
 
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,7 +69,7 @@ pub struct TracedFunction {
 
 #[derive(Clone, Debug, Default)]
 pub struct FileAnalysis {
-    pub diagnostics: Vec<(Diagnostic, Location, Vec<Location>)>,
+    pub diagnostics: Vec<LocatedDiagnostic>,
     pub functions: Vec<TracedFunction>,
     pub stdout: String,
     /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
@@ -117,6 +123,9 @@ pub fn analyze_parsed_then(
     deliver: impl FnOnce(FileAnalysis),
 ) {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    if config.values {
+        interp.values = Some(Default::default());
+    }
     let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
     let module_ast = interp.files[file as usize].module.clone();
     for err in &module_ast.errors {
@@ -154,14 +163,7 @@ pub fn analyze_parsed_then(
     diagnostics.extend(crate::jax::effects::finish(&interp));
     crate::jax::effects::prune(&interp, &mut diagnostics);
     apply_ignore_comments(&interp, &mut diagnostics);
-    let located: Vec<(Diagnostic, Location, Vec<Location>)> = diagnostics
-        .into_iter()
-        .map(|d| {
-            let loc = locate(&interp, &d.path, d.span);
-            let rel = d.related.iter().map(|r| locate(&interp, &r.path, r.span)).collect();
-            (d, loc, rel)
-        })
-        .collect();
+    let located = locate_diagnostics(&interp, diagnostics);
     let mut ir_problems = Vec::new();
     if config.check_ir {
         for rec in &interp.jax.records {
@@ -199,6 +201,18 @@ pub fn analyze_parsed_then(
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
         reproducers,
     });
+}
+
+/// Lines and columns for diagnostics and their related notes.
+pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) -> Vec<LocatedDiagnostic> {
+    diagnostics
+        .into_iter()
+        .map(|d| {
+            let loc = locate(interp, &d.path, d.span);
+            let rel = d.related.iter().map(|r| locate(interp, &r.path, r.span)).collect();
+            (d, loc, rel)
+        })
+        .collect()
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

@@ -67,6 +67,7 @@ declare_codes! {
     Retrace = "TL210", "retrace", Warning, "a jitted function is traced again";
     RetraceInLoop = "TL211", "retrace-in-loop", Warning, "retracing on every loop iteration";
     LargeConstant = "TL212", "large-constant", Warning, "a large concrete array is baked into the trace";
+    NanInf = "TL301", "nan-inf", Warning, "an operation produces the first NaN or Inf the program sees";
     NotAnalysed = "TL900", "not-analysed", Info, "part of the file was not analysed";
 }
 

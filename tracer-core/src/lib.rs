@@ -7,6 +7,8 @@ pub mod diagnostics;
 pub mod entry;
 pub mod interp;
 pub mod jax;
+pub mod run;
 pub mod syntax;
 
 pub use analysis::{analyze_file, analyze_parsed, AnalysisConfig, FileAnalysis};
+pub use run::{run_file, RunOutcome, RunResult};

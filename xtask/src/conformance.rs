@@ -86,6 +86,9 @@ pub fn run(options: Options) -> Result<bool, String> {
     if let Some(filter) = &options.filter {
         fixtures.retain(|path| relative_name(&fixtures_dir, path).contains(filter.as_str()));
     }
+    // Programs under run/ are compared by their output (`tracelens run` against `python`).
+    let (run_programs, fixtures): (Vec<PathBuf>, Vec<PathBuf>) =
+        fixtures.into_iter().partition(|path| relative_name(&fixtures_dir, path).starts_with("run/"));
     let gaps = load_known_gaps(&conformance_dir.join("known-gaps.txt"))?;
     let stale_gaps: Vec<String> = if options.filter.is_none() && options.fixtures_dir.is_none() {
         gaps.keys().filter(|gap| !fixtures_dir.join(gap).is_file()).cloned().collect()
@@ -141,7 +144,13 @@ pub fn run(options: Options) -> Result<bool, String> {
         repro_ok = summary.wrong.is_empty();
     }
     print!("{}", report::render(&suite));
-    Ok(repro_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+    let mut run_ok = true;
+    if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
+        let run = crate::run_suite::check(&run_programs, &fixtures_dir, &t.binary, &oracle.python, &oracle.cache_dir, &gaps);
+        print!("{}", run.render());
+        run_ok = !run.failed();
+    }
+    Ok(repro_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {

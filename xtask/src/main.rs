@@ -7,6 +7,7 @@ mod process;
 mod python_env;
 mod report;
 mod repro;
+mod run_suite;
 mod runners;
 mod sha256;
 

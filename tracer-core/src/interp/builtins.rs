@@ -323,7 +323,13 @@ impl<'l> Interp<'l> {
                 for a in args {
                     match self.to_str(a) {
                         Ok(s) => parts.push(s),
-                        Err(super::Flow::Stop(..)) => parts.push("<unknown>".into()),
+                        Err(super::Flow::Stop(_, site)) => {
+                            let at = site.map(|s| format!("{}: ", self.describe_site(s))).unwrap_or_default();
+                            if let Some(v) = self.values.as_mut() {
+                                v.notes.push(format!("{at}printed <unknown>: a value tracelens does not model"));
+                            }
+                            parts.push("<unknown>".into())
+                        }
                         Err(e) => return Err(e),
                     }
                 }

@@ -106,23 +106,15 @@ impl<'l> Interp<'l> {
                 let iterable = self.eval(ctx, iter)?;
                 self.set_span(iter.span);
                 let it = self.get_iter(&iterable)?;
-                let mut broke = false;
-                loop {
-                    self.tick()?;
-                    self.set_span(iter.span);
-                    let Some(item) = self.next_item(&it)? else {
-                        break;
-                    };
-                    self.assign(ctx, target, item)?;
-                    match self.exec_block(ctx, body) {
-                        Ok(()) | Err(Flow::Continue) => {}
-                        Err(Flow::Break) => {
-                            broke = true;
-                            break;
-                        }
-                        Err(other) => return Err(other),
-                    }
+                let site = self.site();
+                if let Some(site) = site {
+                    crate::jax::numerics::loop_enter(self, site);
                 }
+                let run = self.exec_for_items(ctx, target, iter.span, &it, body);
+                if site.is_some() {
+                    crate::jax::numerics::loop_exit(self);
+                }
+                let broke = run?;
                 if !broke {
                     self.exec_block(ctx, orelse)?;
                 }
@@ -246,10 +238,29 @@ impl<'l> Interp<'l> {
                     code,
                     site: self.site(),
                     related: Vec::new(),
+                    traceback: self.traceback(),
                 })))
             }
             Value::Opaque(_) => Ok(self.stop_unknown("raise of an unknown exception")),
             _ => Ok(self.type_error("exceptions must derive from BaseException")),
+        }
+    }
+
+    /// The iterations of a `for` loop; whether it ended with `break`.
+    fn exec_for_items(&mut self, ctx: &Ctx, target: &Expr, iter_span: ast::Span, it: &Value, body: &[Stmt]) -> PyResult<bool> {
+        loop {
+            self.tick()?;
+            self.set_span(iter_span);
+            let Some(item) = self.next_item(it)? else {
+                return Ok(false);
+            };
+            crate::jax::numerics::loop_next(self);
+            self.assign(ctx, target, item)?;
+            match self.exec_block(ctx, body) {
+                Ok(()) | Err(Flow::Continue) => {}
+                Err(Flow::Break) => return Ok(true),
+                Err(other) => return Err(other),
+            }
         }
     }
 

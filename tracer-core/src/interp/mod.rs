@@ -85,6 +85,9 @@ pub struct PyException {
     /// The user's line that raised it (innermost user frame).
     pub site: Option<Site>,
     pub related: Vec<(Site, String)>,
+    /// The user frames the exception passed through, outermost first (function name and the
+    /// line it was at), as Python's traceback lists them; the last is `site`.
+    pub traceback: Vec<(Rc<str>, Site)>,
 }
 
 #[derive(Clone, Debug)]
@@ -148,6 +151,9 @@ pub struct Interp<'l> {
     /// that only annotations or `# tracelens: trace` comments can reach.
     pub called: std::collections::HashSet<usize>,
     repr_depth: usize,
+    /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
+    /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
+    pub values: Option<crate::jax::numerics::ValuesState>,
 }
 
 impl Drop for Interp<'_> {
@@ -225,6 +231,7 @@ impl<'l> Interp<'l> {
             stops: Vec::new(),
             called: Default::default(),
             repr_depth: 0,
+            values: None,
         }
     }
 
@@ -294,7 +301,12 @@ impl<'l> Interp<'l> {
 
     pub fn raise_class(&self, class: Rc<Class>, code: Code, message: String) -> Flow {
         let value = builtins::make_exception_instance(&class, &message);
-        Flow::Raise(Box::new(PyException { value, class, message, code, site: self.site(), related: Vec::new() }))
+        Flow::Raise(Box::new(PyException { value, class, message, code, site: self.site(), related: Vec::new(), traceback: self.traceback() }))
+    }
+
+    /// The user frames now running, outermost first, for an exception's traceback.
+    pub fn traceback(&self) -> Vec<(Rc<str>, Site)> {
+        self.frames.iter().map(|f| (f.name.clone(), Site { file: f.file, span: f.span })).collect()
     }
 
     pub fn type_error(&self, message: impl Into<String>) -> Flow {

@@ -667,11 +667,19 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         }
         F::DebugPrint => {
             if interp.jax.trace_depth() > 0 {
-                let leaves: Vec<Rc<Array>> = args[1..].iter().filter_map(|a| a.as_array().cloned()).collect();
+                let leaves: Vec<Rc<Array>> =
+                    args[1..].iter().chain(kwargs.iter().map(|(_, v)| v)).filter_map(|a| a.as_array().cloned()).collect();
                 bind_with_bodies(interp, Prim::DebugCallback, &leaves, Vec::new(), Vec::new())?;
+                super::numerics::note_debug_print(interp, args.clone(), kwargs.clone());
             } else if let Value::Str(fmt) = arg(0) {
                 let text = interp.getattr(&Value::Str(fmt), "format")?;
-                if let Ok(Value::Str(s)) = interp.call(&text, args[1..].to_vec(), kwargs) {
+                let as_arg = |v: &Value| match v {
+                    Value::Array(a) => super::numerics::debug_print_arg(a),
+                    other => other.clone(),
+                };
+                let positional: Vec<Value> = args[1..].iter().map(as_arg).collect();
+                let keywords: Kwargs = kwargs.iter().map(|(k, v)| (k.clone(), as_arg(v))).collect();
+                if let Ok(Value::Str(s)) = interp.call(&text, positional, keywords) {
                     interp.stdout.push_str(&s);
                     interp.stdout.push('\n');
                 }
@@ -682,6 +690,16 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             if let (Value::Str(name), v) = (arg(0), arg(1)) {
                 if name.as_ref() == "jax_enable_x64" {
                     interp.jax.config.enable_x64 = interp.truthy(&v)?;
+                }
+                if matches!(name.as_ref(), "jax_debug_nans" | "jax_debug_infs") {
+                    let on = interp.truthy(&v)?;
+                    if let Some(values) = interp.values.as_mut() {
+                        if name.as_ref() == "jax_debug_nans" {
+                            values.debug_nans = on;
+                        } else {
+                            values.debug_infs = on;
+                        }
+                    }
                 }
             }
             Ok(Value::None)
@@ -1028,12 +1046,66 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
             return unflatten(interp, &tree, &mut leaves.into_iter());
         }
     }
-    let (out, _) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
+    let (out, record) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
     if let Some(key) = cache_key {
         let (tree, avals) = leaf_avals(interp, &out)?;
         if let Some(avals) = avals.into_iter().collect::<Option<Vec<Aval>>>() {
-            interp.jax.body_cache.push(BodyCacheEntry { key, fun: fun.clone(), out_tree: Rc::new(tree), outputs: avals });
+            interp.jax.body_cache.push(BodyCacheEntry { key, fun: fun.clone(), out_tree: Rc::new(tree), outputs: avals, record });
         }
+    }
+    Ok(out)
+}
+
+/// Values mode: the traced body of a control-flow function for these (abstract) arguments,
+/// as `trace_call` cached it.
+fn cached_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<super::eval_control::Body>> {
+    if interp.values.is_none() || interp.jax.trace_depth() > 0 {
+        return Ok(None);
+    }
+    let key = body_cache_key(interp, fun, args, label)?;
+    let Some(record) = interp.jax.body_cache.iter().find(|e| e.key == key).map(|e| e.record) else { return Ok(None) };
+    let r = &interp.jax.records[record];
+    Ok(r.jaxpr.clone().map(|jaxpr| super::eval_control::Body { jaxpr, consts: r.consts.clone() }))
+}
+
+/// The array leaves of `v` as a traced function's inputs see them (Python numbers become
+/// arrays); `None` when a leaf is unknown.
+fn input_leaves(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let mut leaves = Vec::new();
+    flatten(interp, v, "", &mut leaves)?;
+    let mut out = Vec::new();
+    for (_, leaf) in leaves {
+        if let Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) = leaf {
+            match operand(interp, &leaf)? {
+                Operand::Array(a) => out.push(a),
+                Operand::Unknown => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// `v` with its array leaves replaced, in order, by `arrays`.
+fn replace_array_leaves(interp: &mut Interp, v: &Value, arrays: &mut std::vec::IntoIter<Rc<Array>>) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, v, "", &mut leaves)?;
+    let mapped: Vec<Value> = leaves
+        .into_iter()
+        .map(|(_, l)| match &l {
+            Value::Array(_) => arrays.next().map(Value::Array).unwrap_or(l),
+            _ => l,
+        })
+        .collect();
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
+/// The avals of the array leaves of some values.
+fn array_avals(interp: &mut Interp, values: &[&Value]) -> PyResult<Vec<Aval>> {
+    let mut out = Vec::new();
+    for v in values {
+        let mut leaves = Vec::new();
+        flatten(interp, v, "", &mut leaves)?;
+        out.extend(leaves.iter().filter_map(|(_, l)| l.as_array().map(|a| a.aval.clone())));
     }
     Ok(out)
 }
@@ -1045,6 +1117,8 @@ pub struct BodyCacheEntry {
     pub fun: Value,
     pub out_tree: Rc<TreeDef>,
     pub outputs: Vec<Aval>,
+    /// The trace record holding the body's jaxpr and constants.
+    pub record: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1180,6 +1254,7 @@ fn trace_with_record(
         }
     };
     let consts = interp.jax.captured_consts();
+    interp.jax.records[record].consts = consts.clone();
     let jaxpr = interp.jax.pop_trace(&arrays);
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
     // traces bind one higher-order equation whose outputs are what the caller gets.
@@ -1201,7 +1276,8 @@ fn trace_with_record(
             _ => Prim::Remat,
         };
         let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
-        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound));
+        let label = format!("{}({name})", kind.label());
+        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label)?);
     } else {
         let deps = array_leaves(interp, &args)?;
         for a in &arrays {
@@ -1218,19 +1294,31 @@ fn trace_with_record(
 /// Outputs of a staged call: when every input is concrete, the jaxpr is evaluated lazily on
 /// them, so Python can still see the values (`if loss < tol: break` after a jitted step).
 fn instantiate_outputs(
-    _interp: &mut Interp,
+    interp: &mut Interp,
     jaxpr: &Rc<Jaxpr>,
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
     bound: Vec<Rc<Array>>,
-) -> Vec<Rc<Array>> {
+    label: &str,
+) -> PyResult<Vec<Rc<Array>>> {
     if bound.iter().any(|b| b.is_tracer()) {
-        return bound;
+        return Ok(bound);
     }
-    match super::eval_jaxpr::instantiate(jaxpr, consts, inputs) {
+    let instantiated = if interp.values.is_some() {
+        // Values mode: each equation is computed in program order, at its own line.
+        super::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut |eqn, out, ins| {
+            super::numerics::evaluated(interp, eqn, out, ins, label);
+        })
+    } else {
+        super::eval_jaxpr::instantiate(jaxpr, consts, inputs)
+    };
+    if let Some(outs) = &instantiated {
+        super::numerics::raise_pending_after_jit(interp, outs)?;
+    }
+    Ok(match instantiated {
         Some(outs) if outs.len() == bound.len() => outs,
         _ => bound,
-    }
+    })
 }
 
 /// The results of a transformation whose values are not computed: tracers of the enclosing
@@ -1418,7 +1506,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     let bodies: Vec<Rc<Jaxpr>> = entry.jaxpr.iter().cloned().collect();
     let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, entry.outputs.clone(), bodies)?;
     let outs = match &entry.jaxpr {
-        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound),
+        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound, &format!("jit({})", j.name))?,
         None => bound,
     };
     unflatten(interp, &entry.out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())
@@ -1467,6 +1555,7 @@ fn trace_jit_body(
         TracedOutput::Unknown(what) => return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})"))),
     };
     let consts = interp.jax.captured_consts();
+    interp.jax.records[record].consts = consts.clone();
     let jaxpr = interp.jax.pop_trace(&arrays);
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
     Ok((out, record, Some(jaxpr), consts, Rc::new(out_tree), outputs))
@@ -1667,7 +1756,7 @@ fn vmap_call(
         return Err(interp.raise("ValueError", Code::VmapAxes, msg));
     }
     let deps = array_leaves(interp, &args)?;
-    let out = trace_call(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap")?;
+    let (out, record) = trace_with_record(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap", None, String::new())?;
     let out_ax = crate::interp::ops::as_int(out_axes);
     // out_axes must name an axis of each batched output (rank + 1 dimensions).
     let (_, out_avals) = leaf_avals(interp, &out)?;
@@ -1679,7 +1768,7 @@ fn vmap_call(
             }
         }
     }
-    map_abstract(
+    let result = map_abstract(
         interp,
         &out,
         &deps,
@@ -1695,7 +1784,38 @@ fn vmap_call(
             a.with_shape(&s).weak(a.weak)
         },
         "vmap",
-    )
+    )?;
+    vmap_values(interp, record, &args, &per_arg, n, out_ax, result)
+}
+
+/// Values mode: a `vmap` outside any trace with an integer or `None` axis per argument and a
+/// non-negative integer `out_axes`, computed example by example.
+fn vmap_values(interp: &mut Interp, record: usize, args: &[Value], per_arg: &[Value], n: usize, out_ax: Option<i64>, result: Value) -> PyResult<Value> {
+    if interp.values.is_none() || interp.jax.trace_depth() > 0 {
+        return Ok(result);
+    }
+    let Some(out_axis) = out_ax.and_then(|x| usize::try_from(x).ok()) else { return Ok(result) };
+    let r = &interp.jax.records[record];
+    let Some(jaxpr) = r.jaxpr.clone() else { return Ok(result) };
+    let body = super::eval_control::Body { jaxpr, consts: r.consts.clone() };
+    let mut inputs = Vec::new();
+    for (a, ax) in args.iter().zip(per_arg) {
+        let axis = match ax {
+            Value::None => None,
+            Value::Int(i) => match a.as_array() {
+                Some(arr) if *i < 0 => Some((*i + arr.aval.ndim() as i64).max(0) as usize),
+                _ => Some(*i as usize),
+            },
+            _ => return Ok(result),
+        };
+        let Some(leaves) = input_leaves(interp, a)? else { return Ok(result) };
+        inputs.extend(leaves.into_iter().map(|l| (l, axis)));
+    }
+    let avals = array_avals(interp, &[&result])?;
+    match super::eval_control::vmap(interp, &body, &inputs, n, out_axis, &avals)? {
+        Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
+        None => Ok(result),
+    }
 }
 
 /// Removes the mapped axis from the array leaves of one argument.
@@ -2124,6 +2244,18 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
                 let deps = array_leaves(interp, &[init.clone(), xs.clone()])?;
                 let carry = map_abstract(interp, &parts[0], &deps, &|a| a.clone(), "scan")?;
                 let ys = map_abstract(interp, &parts[1], &deps, &|a| a.stacked(n), "scan")?;
+                let x = slice_leading(interp, &xs)?;
+                if let Some(body) = cached_body(interp, &f, &[carry_in.clone(), x], "scan")? {
+                    if let (Some(c), Some(x)) = (input_leaves(interp, &init)?, input_leaves(interp, &xs)?) {
+                        let avals = array_avals(interp, &[&carry, &ys])?;
+                        if let Some(outs) = super::eval_control::scan(interp, &body, &c, &x, n, &avals)? {
+                            let mut outs = outs.into_iter();
+                            let carry = replace_array_leaves(interp, &carry, &mut outs)?;
+                            let ys = replace_array_leaves(interp, &ys, &mut outs)?;
+                            return Ok(Value::tuple(vec![carry, ys]));
+                        }
+                    }
+                }
                 return Ok(Value::tuple(vec![carry, ys]));
             }
         }
@@ -2253,7 +2385,41 @@ fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
         return Ok(Value::opaque("lax.cond"));
     }
     check_pred(interp, &args[0], "Pred")?;
-    branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])
+    let result = branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])?;
+    // lax.cond(pred, true_fun, false_fun, *operands): true picks the first function.
+    let taken = |p: f64| if p != 0.0 { 1 } else { 2 };
+    taken_branch(interp, &args[0], &|p| taken(p), args, &args[3..], result)
+}
+
+/// Values mode: the outputs of the branch a concrete predicate or index picks, computed.
+fn taken_branch(interp: &mut Interp, pred: &Value, pick: &dyn Fn(f64) -> usize, branches: &[Value], operands: &[Value], result: Value) -> PyResult<Value> {
+    if interp.values.is_none() || interp.jax.trace_depth() > 0 {
+        return Ok(result);
+    }
+    let p = match pred {
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Int(i) => *i as f64,
+        Value::Array(a) => match super::eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
+            Some(x) => x,
+            None => return Ok(result),
+        },
+        _ => return Ok(result),
+    };
+    let Some(branch) = branches.get(pick(p)).cloned() else { return Ok(result) };
+    let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
+    let Some(body) = cached_body(interp, &branch, &ops, "cond")? else { return Ok(result) };
+    let mut leaves = Vec::new();
+    for o in operands {
+        match input_leaves(interp, o)? {
+            Some(l) => leaves.extend(l),
+            None => return Ok(result),
+        }
+    }
+    let avals = array_avals(interp, &[&result])?;
+    match super::eval_control::branch(interp, &body, &leaves, &avals)? {
+        Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
+        None => Ok(result),
+    }
 }
 
 fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
@@ -2262,7 +2428,9 @@ fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     }
     check_pred(interp, &args[0], "Branch index")?;
     let branches = interp.iterate(&args[1])?;
-    branch_outputs(interp, "switch", &branches, &args[2..])
+    let result = branch_outputs(interp, "switch", &branches, &args[2..])?;
+    let last = branches.len().saturating_sub(1) as f64;
+    taken_branch(interp, &args[0], &|i| i.clamp(0.0, last) as usize, &branches, &args[2..], result)
 }
 
 fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
@@ -2290,7 +2458,18 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
             Some(p) => carry = p,
             None => {
                 let deps = array_leaves(interp, &args[2..3])?;
-                return map_abstract(interp, &out, &deps, &|a| a.clone(), "while");
+                let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "while")?;
+                let bodies = (
+                    cached_body(interp, &cond_fun, std::slice::from_ref(&carry), "while_loop")?,
+                    cached_body(interp, &body_fun, std::slice::from_ref(&carry), "while_loop")?,
+                );
+                if let ((Some(c), Some(b)), Some(init)) = (bodies, input_leaves(interp, &args[2])?) {
+                    let avals = array_avals(interp, &[&result])?;
+                    if let Some(outs) = super::eval_control::while_loop(interp, &c, &b, &init, &avals)? {
+                        return replace_array_leaves(interp, &result, &mut outs.into_iter());
+                    }
+                }
+                return Ok(result);
             }
         }
     }
@@ -2316,7 +2495,26 @@ fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<
             Some(p) => carry = p,
             None => {
                 let deps = array_leaves(interp, args)?;
-                return map_abstract(interp, &out, &deps, &|a| a.clone(), "fori_loop");
+                let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "fori_loop")?;
+                let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
+                if let Some(body) = cached_body(interp, &body, &[i, carry.clone()], "fori_loop")? {
+                    let bound = |interp: &mut Interp, v: &Value| -> Option<i64> {
+                        match v {
+                            Value::Int(i) => Some(*i),
+                            Value::Array(a) => super::eval::force(a, 1).and_then(|d| d.iter().next().map(|x| *x as i64)),
+                            _ => None,
+                        }
+                        .filter(|_| interp.values.is_some())
+                    };
+                    let (lower, upper) = (bound(interp, &args[0]), bound(interp, &args[1]));
+                    if let (Some(lower), Some(upper), Some(c)) = (lower, upper, input_leaves(interp, &args[3])?) {
+                        let avals = array_avals(interp, &[&result])?;
+                        if let Some(outs) = super::eval_control::fori_loop(interp, &body, lower, upper, &c, &avals)? {
+                            return replace_array_leaves(interp, &result, &mut outs.into_iter());
+                        }
+                    }
+                }
+                return Ok(result);
             }
         }
     }

@@ -14,7 +14,15 @@ use super::random;
 pub fn round_to(x: f64, dtype: DType) -> f64 {
     match dtype {
         DType::Bool => (x != 0.0) as i64 as f64,
-        DType::F32 | DType::F16 | DType::BF16 | DType::C64 => x as f32 as f64,
+        // XLA on CPU flushes float32 subnormals to zero: exp(-101.0) is 0.0, not 1.4e-44.
+        DType::F32 | DType::F16 | DType::BF16 | DType::C64 => {
+            let y = x as f32;
+            if y != 0.0 && y.abs() < f32::MIN_POSITIVE {
+                0.0f32.copysign(y) as f64
+            } else {
+                y as f64
+            }
+        }
         DType::F64 | DType::C128 => x,
         DType::I8 => (x as i64 as i8) as f64,
         DType::I16 => (x as i64 as i16) as f64,

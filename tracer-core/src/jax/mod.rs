@@ -8,9 +8,12 @@ pub mod dtypes;
 pub mod effects;
 pub mod errors;
 pub mod eval;
+pub mod eval_control;
 pub mod eval_jaxpr;
 pub mod ir;
+pub mod numerics;
 pub mod numpy;
+pub mod print;
 pub mod random;
 pub mod stmt;
 pub mod surface;
@@ -94,6 +97,8 @@ pub struct TraceRecord {
     pub parent: Option<usize>,
     /// The traced function's parameter names (for the reproducer).
     pub arg_names: Vec<String>,
+    /// The concrete arrays the trace closed over (its jaxpr's constvars), for values mode.
+    pub consts: Vec<Rc<Array>>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -235,6 +240,7 @@ impl JaxState {
             jitted,
             parent,
             arg_names: Vec::new(),
+            consts: Vec::new(),
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {
@@ -363,7 +369,8 @@ pub fn bind_with_bodies(
         (a, b) => a.or(b),
     };
     let Some(pos) = target else {
-        return Ok(out_avals
+        let name = prim.name();
+        let outs: Vec<Rc<Array>> = out_avals
             .into_iter()
             .enumerate()
             .map(|(i, aval)| {
@@ -374,7 +381,16 @@ pub fn bind_with_bodies(
                 };
                 with_origin(out, site)
             })
-            .collect());
+            .collect();
+        // Values mode computes each value as it is made, in program order.
+        if interp.values.is_some() {
+            for o in &outs {
+                numerics::computed(interp, o, inputs, &name, site, None);
+            }
+            numerics::raise_pending(interp)?;
+            numerics::tick(interp)?;
+        }
+        return Ok(outs);
     };
     let atoms: Vec<Atom> = inputs.iter().map(|i| state.atom_in(pos, i)).collect();
     // Known values flow through non-staging traces (grad/jvp): Python can still see them.

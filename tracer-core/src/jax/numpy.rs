@@ -519,7 +519,10 @@ pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResu
         return Err(interp.type_error("only length-1 arrays can be converted to Python scalars"));
     }
     match eval::force(a, interp.budgets.max_elements).and_then(|d| d.iter().next().copied()) {
-        Some(x) => Ok(if func == "int" { Value::Int(x.trunc() as i64) } else { Value::Float(x) }),
+        Some(x) => {
+            super::numerics::observed(interp, a, "converted to a Python number");
+            Ok(if func == "int" { Value::Int(x.trunc() as i64) } else { Value::Float(x) })
+        }
         None => Ok(Value::opaque("a value not computed")),
     }
 }
@@ -1670,8 +1673,30 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Sign => unary!(UnaryPrim::Sign),
         F::Floor => unary!(UnaryPrim::Floor),
         F::Ceil => unary!(UnaryPrim::Ceil),
-        F::Round | F::Rint => unary!(UnaryPrim::Round),
-        F::Trunc => unary!(UnaryPrim::Round),
+        F::Rint => unary!(UnaryPrim::Round),
+        F::Round => {
+            let a = arr!(0, "a");
+            let decimals = p.get(1, "decimals").and_then(crate::interp::ops::as_int).unwrap_or(0);
+            if decimals == 0 {
+                return unary_prim(interp, UnaryPrim::Round, &a).map(Value::Array);
+            }
+            if !a.aval.dtype.is_floating() {
+                return bind1(interp, Prim::Opaque("round"), &[a.clone()], a.aval.clone()).map(Value::Array);
+            }
+            // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype; XLA
+            // on CPU divides by the constant as a multiplication by its reciprocal, so
+            // `jnp.round(0.4, 2)` is 0.39999998 in float32.
+            let factor = Array::scalar(10f64.powi(decimals as i32), a.aval.dtype, true);
+            let reciprocal = Array::scalar(10f64.powi(-decimals as i32), a.aval.dtype, true);
+            let scaled = binary_prim(interp, BinaryPrim::Mul, &a, &factor)?;
+            let rounded = unary_prim(interp, UnaryPrim::Round, &scaled)?;
+            binary_prim(interp, BinaryPrim::Mul, &rounded, &reciprocal).map(Value::Array)
+        }
+        // Rounding toward zero has no kernel yet: unknown rather than rounded to nearest.
+        F::Trunc => {
+            let a = arr!(0, "x");
+            bind1(interp, Prim::Opaque("trunc"), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
         F::Exp => unary!(UnaryPrim::Exp),
         F::Exp2 => unary!(UnaryPrim::Exp2),
         F::Expm1 => unary!(UnaryPrim::Expm1),
@@ -1712,7 +1737,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let kk = Array::scalar(k, a.aval.dtype, true);
             binary_prim(interp, BinaryPrim::Mul, &a, &kk).map(Value::Array)
         }
-        F::Isnan | F::Isinf => {
+        F::Isnan => {
+            // jnp.isnan is `lax.ne(x, x)`.
+            let a = arr!(0, "x");
+            bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false)).map(Value::Array)
+        }
+        F::Isinf => {
             let a = arr!(0, "x");
             bind1(interp, Prim::Opaque(if f == F::Isnan { "isnan" } else { "isinf" }), &[a.clone()], a.aval.with_dtype(DType::Bool))
                 .map(Value::Array)
@@ -2328,6 +2358,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             bind1(interp, Prim::Opaque("glu"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
         }
+        F::NnSoftmax | F::NnLogSoftmax if p.get(usize::MAX, "where").is_none() && p.get(usize::MAX, "initial").is_none() => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            // jax.nn.softmax / log_softmax: shift by the maximum so that exp cannot overflow.
+            let x_max = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
+            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &x_max)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+            let total = reduce(interp, &e, ReduceOp::Sum, axes, true, None)?;
+            if f == F::NnSoftmax {
+                return binary_prim(interp, BinaryPrim::Div, &e, &total).map(Value::Array);
+            }
+            let log_total = unary_prim(interp, UnaryPrim::Log, &total)?;
+            binary_prim(interp, BinaryPrim::Sub, &shifted, &log_total).map(Value::Array)
+        }
         F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
             let a = arr!(0, "x");
             let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
@@ -2359,6 +2404,18 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let d = creation_dtype(interp, p.get(usize::MAX, "dtype"), dtypes::default_float(c))?;
             let mut shape = a.aval.shape.to_vec();
             shape.push(n as usize);
+            if a.aval.dtype.is_integer() && !d.is_complex() {
+                // jax.nn.one_hot: `x[..., None] == arange(num_classes)`, as `dtype`.
+                let column = reshape_raw(interp, &a, &shape[..shape.len() - 1].iter().copied().chain([1]).collect::<Vec<_>>())?;
+                let classes = bind1(
+                    interp,
+                    Prim::Iota { dtype: a.aval.dtype, shape: vec![n as usize], dimension: 0 },
+                    &[],
+                    Aval::new(&[n as usize], a.aval.dtype),
+                )?;
+                let hits = compare_arrays(interp, CmpPrim::Eq, &column, &classes)?;
+                return convert(interp, &hits, d, false).map(Value::Array);
+            }
             bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
         }
         F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => lax_binary(interp, f, &args),
@@ -2731,19 +2788,34 @@ pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
             _ => format!("JitTracer({})", a.aval.long_weak()),
         });
     }
-    match eval::force(a, 1000) {
-        Some(d) => Ok(format!("Array({}, dtype={})", format_data(&d, a.aval.dtype, ", ", "Array("), a.aval.dtype.name())),
-        None => Err(interp.stop_unknown("the text of an array whose value is not computed")),
+    match eval::force(a, interp.budgets.max_elements) {
+        Some(d) => {
+            super::numerics::observed(interp, a, "printed");
+            Ok(super::print::array_repr(&d, a.aval.dtype, a.aval.weak))
+        }
+        None => not_computed_text(interp, a),
     }
+}
+
+/// Values mode shows an array it could not compute as a marker (and says why); otherwise
+/// the analysis of this entry point ends here, silently.
+fn not_computed_text(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if interp.values.is_some() {
+        return Ok(super::numerics::not_computed(interp, a));
+    }
+    Err(interp.stop_unknown("the text of an array whose value is not computed"))
 }
 
 pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     if a.is_tracer() {
         return array_repr(interp, a);
     }
-    match eval::force(a, 1000) {
-        Some(d) => Ok(format_data(&d, a.aval.dtype, " ", "")),
-        None => Err(interp.stop_unknown("the text of an array whose value is not computed")),
+    match eval::force(a, interp.budgets.max_elements) {
+        Some(d) => {
+            super::numerics::observed(interp, a, "printed");
+            Ok(super::print::array_str(&d, a.aval.dtype))
+        }
+        None => not_computed_text(interp, a),
     }
 }
 
@@ -2753,229 +2825,14 @@ pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<
     }
     if a.aval.ndim() == 0 {
         if let Some(x) = eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
+            super::numerics::observed(interp, a, "formatted");
             let v = if a.aval.dtype.is_integer() { Value::Int(x as i64) } else { Value::Float(x) };
             return interp.format_value(&v, spec);
         }
     }
+    if interp.values.is_some() && (a.aval.ndim() == 0 || eval::force(a, interp.budgets.max_elements).is_none()) {
+        return Ok(super::numerics::not_computed(interp, a));
+    }
     Err(interp.stop_unknown("formatting an array whose value is not computed"))
 }
 
-/// The text NumPy's `array2string` gives `d` (JAX prints arrays through it), for an array
-/// whose text starts after `prefix` (`"Array("` for repr): the elements formatted as a group
-/// and padded to one width, rows wrapped at NumPy's 75 columns. Floats are the shortest
-/// repr of their dtype cut to 8 fractional digits, in scientific notation when the
-/// magnitudes call for it; `str` of a 0-d array is NumPy's scalar `str`. (float16/bfloat16
-/// are formatted as float32, and arrays past 1000 elements are never printed, so NumPy's
-/// summarization with `...` is not modelled.)
-fn format_data(d: &super::array::NdData, dtype: DType, sep: &str, prefix: &str) -> String {
-    if d.ndim() == 0 && prefix.is_empty() {
-        return d.iter().next().map(|&x| scalar_str(x, dtype)).unwrap_or_default();
-    }
-    if d.is_empty() {
-        return "[]".into();
-    }
-    let values: Vec<f64> = d.iter().copied().collect();
-    let fmt = element_format(&values, dtype, d.ndim() == 0);
-    if d.ndim() == 0 {
-        return fmt(values[0]);
-    }
-    let (width, hanging) = if prefix.is_empty() { (75, " ".to_string()) } else { (74, " ".repeat(prefix.len() + 1)) };
-    format_rows(d.view(), &*fmt, sep, &hanging, width)
-}
-
-/// NumPy's `_formatArray` for one-line elements: `hanging` is the indent of continuation
-/// lines, `width` the columns left for this level.
-fn format_rows(d: ndarray::ArrayViewD<f64>, fmt: &dyn Fn(f64) -> String, sep: &str, hanging: &str, width: usize) -> String {
-    if d.ndim() == 0 {
-        return d.iter().next().map(|&x| fmt(x)).unwrap_or_default();
-    }
-    let next_hanging = format!("{hanging} ");
-    let mut s = String::new();
-    if d.ndim() == 1 {
-        let elem_width = width.saturating_sub(sep.trim_end().len().max(1));
-        let mut line = hanging.to_string();
-        let n = d.len();
-        for (i, &x) in d.iter().enumerate() {
-            let word = fmt(x);
-            if line.len() + word.len() > elem_width && line.len() > hanging.len() {
-                s.push_str(line.trim_end());
-                s.push('\n');
-                line = hanging.to_string();
-            }
-            line.push_str(&word);
-            if i + 1 < n {
-                line.push_str(sep);
-            }
-        }
-        s.push_str(&line);
-    } else {
-        let line_sep = format!("{}{}", sep.trim_end(), "\n".repeat(d.ndim() - 1));
-        let n = d.len_of(ndarray::Axis(0));
-        for (i, row) in d.outer_iter().enumerate() {
-            s.push_str(hanging);
-            s.push_str(&format_rows(row, fmt, sep, &next_hanging, width.saturating_sub(1)));
-            if i + 1 < n {
-                s.push_str(&line_sep);
-            }
-        }
-    }
-    format!("[{}]", &s[hanging.len().min(s.len())..])
-}
-
-/// NumPy's per-dtype element formatter, fitted to all of `values` (its `FloatingFormat`,
-/// `IntegerFormat` and `BoolFormat` with the default print options).
-fn element_format(values: &[f64], dtype: DType, zero_d: bool) -> Box<dyn Fn(f64) -> String> {
-    if dtype.is_bool() {
-        let t = if zero_d { "True" } else { " True" };
-        return Box::new(move |x| if x != 0.0 { t.into() } else { "False".into() });
-    }
-    if dtype.is_integer() {
-        let unsigned = dtype.is_unsigned();
-        let text = move |x: f64| if unsigned { (x as u64).to_string() } else { (x as i64).to_string() };
-        let width = values.iter().map(|&x| text(x).len()).max().unwrap_or(0);
-        return Box::new(move |x| format!("{:>width$}", text(x)));
-    }
-    let single = dtype != DType::F64;
-    let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    let nonzero: Vec<f64> = finite.iter().map(|x| x.abs()).filter(|&x| x != 0.0).collect();
-    let cutoff = match dtype {
-        DType::F64 => 1e8,
-        DType::F32 => 1e6,
-        DType::F16 => 1e3,
-        _ => 1e2,
-    };
-    let exp_format = match (nonzero.iter().copied().reduce(f64::max), nonzero.iter().copied().reduce(f64::min)) {
-        (Some(max), Some(min)) => max >= cutoff || min < 1e-4 || max / min > 1000.0,
-        _ => false,
-    };
-    let non_finite = values.iter().any(|x| !x.is_finite());
-    let neg_inf = values.contains(&f64::NEG_INFINITY);
-    let pad_non_finite = move |pad_left: usize, pad_right: usize| {
-        if non_finite {
-            let offset = pad_right + 1;
-            pad_left.max(3usize.saturating_sub(offset)).max((3 + usize::from(neg_inf)).saturating_sub(offset))
-        } else {
-            pad_left
-        }
-    };
-    let special = move |x: f64, total: usize| {
-        let s = if x.is_nan() {
-            "nan"
-        } else if x > 0.0 {
-            "inf"
-        } else {
-            "-inf"
-        };
-        format!("{s:>total$}")
-    };
-    if exp_format {
-        let parts: Vec<(String, String, i32)> = finite.iter().map(|&x| scientific(x, single, 8)).collect();
-        let precision = parts.iter().map(|p| p.1.len()).max().unwrap_or(0);
-        let exp_size = parts.iter().map(|p| p.2.unsigned_abs().to_string().len().max(2)).max().unwrap_or(2);
-        let pad_left = parts.iter().map(|p| p.0.len()).max().unwrap_or(0);
-        let pad_right = exp_size + 2 + precision;
-        let pad_left = pad_non_finite(pad_left, pad_right);
-        Box::new(move |x| {
-            if !x.is_finite() {
-                return special(x, pad_left + pad_right + 1);
-            }
-            let (int, frac, e) = exact_scientific(x, precision);
-            let sign = if e < 0 { '-' } else { '+' };
-            format!("{int:>pad_left$}.{frac}e{sign}{:0>exp_size$}", e.unsigned_abs())
-        })
-    } else {
-        let parts: Vec<(String, String)> = finite.iter().map(|&x| positional(x, single, 8)).collect();
-        let pad_right = parts.iter().map(|p| p.1.len()).max().unwrap_or(0);
-        let pad_left = pad_non_finite(parts.iter().map(|p| p.0.len()).max().unwrap_or(0), pad_right);
-        Box::new(move |x| {
-            if !x.is_finite() {
-                return special(x, pad_left + pad_right + 1);
-            }
-            let (int, frac) = positional(x, single, 8);
-            format!("{int:>pad_left$}.{frac:<pad_right$}")
-        })
-    }
-}
-
-/// NumPy's `str` of a float scalar: the shortest repr of its dtype, positional (with `.0`
-/// for integral values) from 1e-4 up to 1e16 (float64) or 1e6 (float32), else scientific.
-fn scalar_str(x: f64, dtype: DType) -> String {
-    if dtype.is_bool() {
-        return if x != 0.0 { "True" } else { "False" }.into();
-    }
-    if dtype.is_integer() {
-        return if dtype.is_unsigned() { (x as u64).to_string() } else { (x as i64).to_string() };
-    }
-    if !x.is_finite() {
-        return if x.is_nan() {
-            "nan"
-        } else if x > 0.0 {
-            "inf"
-        } else {
-            "-inf"
-        }
-        .into();
-    }
-    let single = dtype != DType::F64;
-    let cutoff = if single { 1e6 } else { 1e16 };
-    if x == 0.0 || (x.abs() >= 1e-4 && x.abs() < cutoff) {
-        let (int, frac) = positional(x, single, usize::MAX);
-        return format!("{int}.{}", if frac.is_empty() { "0" } else { &frac });
-    }
-    let (int, frac, e) = scientific(x, single, usize::MAX);
-    let point = if frac.is_empty() { String::new() } else { format!(".{frac}") };
-    format!("{int}{point}e{}{:02}", if e < 0 { '-' } else { '+' }, e.unsigned_abs())
-}
-
-/// The shortest digits that read back as `x` (as an f32 when `single`), and the decimal
-/// exponent of the first digit: `-0.43359444` is `("43359444", -1)`.
-fn shortest_digits(x: f64, single: bool) -> (String, i32) {
-    let s = if single { format!("{:e}", (x as f32).abs()) } else { format!("{:e}", x.abs()) };
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    (mantissa.replace('.', ""), exp.parse().unwrap_or(0))
-}
-
-/// `x` in positional notation as (signed integer part, fractional digits without trailing
-/// zeros): its shortest digits, or, past `max_frac` fractional digits, its exact value
-/// rounded to `max_frac` of them.
-fn positional(x: f64, single: bool, max_frac: usize) -> (String, String) {
-    let sign = if x.is_sign_negative() { "-" } else { "" };
-    let (digits, e) = shortest_digits(x, single);
-    let frac_len = (digits.len() as i64 - 1 - i64::from(e)).max(0) as usize;
-    let (int, frac) = if frac_len > max_frac {
-        let s = format!("{:.max_frac$}", x.abs());
-        let (i, f) = s.split_once('.').unwrap_or((&s, ""));
-        (i.to_string(), f.to_string())
-    } else if e >= 0 {
-        let e = e as usize;
-        if digits.len() > e + 1 {
-            (digits[..e + 1].to_string(), digits[e + 1..].to_string())
-        } else {
-            (format!("{digits}{}", "0".repeat(e + 1 - digits.len())), String::new())
-        }
-    } else {
-        ("0".to_string(), format!("{}{digits}", "0".repeat((-e - 1) as usize)))
-    };
-    (format!("{sign}{int}"), frac.trim_end_matches('0').to_string())
-}
-
-/// `x` in scientific notation as (signed leading digit, fractional digits without trailing
-/// zeros, exponent): its shortest digits, or its exact value rounded to `max_frac` digits.
-fn scientific(x: f64, single: bool, max_frac: usize) -> (String, String, i32) {
-    let (digits, e) = shortest_digits(x, single);
-    if digits.len() - 1 > max_frac {
-        let (int, frac, e) = exact_scientific(x, max_frac);
-        return (int, frac.trim_end_matches('0').to_string(), e);
-    }
-    let sign = if x.is_sign_negative() { "-" } else { "" };
-    (format!("{sign}{}", &digits[..1]), digits[1..].trim_end_matches('0').to_string(), e)
-}
-
-/// The exact value of `x` rounded to `frac` digits after the point in scientific notation.
-fn exact_scientific(x: f64, frac: usize) -> (String, String, i32) {
-    let sign = if x.is_sign_negative() { "-" } else { "" };
-    let s = format!("{:.frac$e}", x.abs());
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let (int, f) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    (format!("{sign}{int}"), f.to_string(), exp.parse().unwrap_or(0))
-}
