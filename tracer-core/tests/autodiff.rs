@@ -252,3 +252,49 @@ print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1
     assert_eq!(out, "<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
 }
 
+
+#[test]
+fn values_the_model_cannot_follow_are_never_taken_for_constants() {
+    // Under real JAX these print [2. 0. 6.] and [1.75 1.5 ]; tracelens does not model boolean
+    // masks or scan values, so it must not differentiate as if they were constants.
+    let out = stdout(
+        r#"
+def masked(x):
+    return jnp.sum(x[x > 0.0] ** 2)
+
+def compound(x):
+    c, _ = lax.scan(lambda c, xi: (c + xi * c, None), 1.0, x)
+    return c
+
+print(jax.grad(masked)(jnp.array([1.0, -2.0, 3.0])))
+print(jax.grad(compound)(jnp.array([0.5, 0.25])))
+print(jax.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1.0, -2.0, 3.0])))
+"#,
+    );
+    assert_eq!(out, "<unknown>\n<unknown>\n[ 2. -4.  6.]\n");
+}
+
+#[test]
+fn reverse_mode_through_while_loop_is_jaxs_error_only_when_it_matters() {
+    let source = r#"import jax
+import jax.numpy as jnp
+from jax import lax
+
+def doubling(x):
+    return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+
+def unused(x):
+    y = lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+    return x * 3.0
+
+print(jax.grad(unused)(1.0))
+print(jax.grad(doubling)(1.0))
+"#;
+    let a = analyze_file(&PathBuf::from("loop.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout, "3.0\n");
+    let errors: Vec<_> = a.diagnostics.iter().map(|(d, loc, _)| (d.code.as_str(), loc.line, d.message.clone())).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "TL190");
+    assert_eq!(errors[0].1, 13);
+    assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
+}

@@ -50,6 +50,11 @@ pub struct Linearization {
     pub outputs: Vec<Rc<Array>>,
     /// Number of leading constvars among the jaxpr's binders (constvars then invars).
     n_consts: usize,
+    /// For each constvar: its data is unknown, so it may stand for something computed from
+    /// the inputs that the model could not follow (`x[mask]`): taking it for a constant
+    /// could give a wrong derivative. Such values count as active, and a derivative that
+    /// needs their cotangent or tangent is unknown.
+    untracked: Vec<bool>,
 }
 
 struct Tape {
@@ -73,10 +78,16 @@ pub fn linearize(
         return Err(AdError::NoRule("a trace whose inputs do not match its jaxpr".into()));
     }
     let args: Vec<Rc<Array>> = consts.iter().chain(inputs).cloned().collect();
-    let flags: Vec<bool> = std::iter::repeat_n(false, consts.len()).chain(active.iter().copied()).collect();
+    let untracked: Vec<bool> = consts.iter().map(|c| is_unknown(c)).collect();
+    let flags: Vec<bool> = untracked.iter().chain(active).copied().collect();
     let tape = forward(interp, jaxpr, &args, &flags)?;
     let outputs = jaxpr.outvars.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
-    Ok(Linearization { tape, outputs, n_consts: consts.len() })
+    Ok(Linearization { tape, outputs, n_consts: consts.len(), untracked })
+}
+
+/// A concrete array whose data is known to be unknown (not merely not computed yet).
+fn is_unknown(a: &Rc<Array>) -> bool {
+    matches!(&a.kind, super::array::ArrayKind::Concrete(cell) if matches!(&*cell.borrow(), super::array::Lazy::Unknown(_)))
 }
 
 impl Linearization {
@@ -90,13 +101,16 @@ impl Linearization {
 /// zero). Returns one entry per input; `None` where the cotangent is zero.
 pub fn pullback(interp: &mut Interp, lin: &Linearization, cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
     let all = backward(interp, &lin.tape, cts)?;
+    if all.iter().zip(&lin.untracked).any(|(ct, &untracked)| untracked && ct.is_some()) {
+        return Err(AdError::NoRule("a value computed from the inputs in a way the model does not follow".into()));
+    }
     Ok(all.into_iter().skip(lin.n_consts).collect())
 }
 
 /// Forward mode: the tangents of the outputs given tangents of the inputs (`None` is a zero).
 pub fn pushforward(interp: &mut Interp, lin: &Linearization, tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
     let ins: Vec<Option<Rc<Array>>> = std::iter::repeat_n(None, lin.n_consts).chain(tangents.iter().cloned()).collect();
-    forward_tangents(interp, &lin.tape, &ins)
+    forward_tangents(interp, &lin.tape, &ins, &lin.untracked)
 }
 
 /// A zero array of `aval` (bound, so it is a constant of the enclosing trace inside `jit`).
@@ -219,9 +233,16 @@ fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> 
     Ok(jaxpr.constvars.iter().chain(&jaxpr.invars).map(|(v, _)| cts.remove(v)).collect())
 }
 
-fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+/// `untracked[i]`: binder `i` has an unknown tangent (see `Linearization::untracked`).
+fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<Array>>], untracked: &[bool]) -> AdResult<Vec<Option<Rc<Array>>>> {
     let jaxpr = &tape.jaxpr;
     let mut tan: HashMap<VarId, Rc<Array>> = HashMap::new();
+    // Outputs of equations without a JVP rule: an error only if an output of the jaxpr needs
+    // them (forward mode visits every equation the inputs reach, used or not).
+    let mut no_tangent: HashMap<VarId, String> = HashMap::new();
+    for ((v, _), _) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(untracked).filter(|(_, &u)| u) {
+        no_tangent.insert(*v, "a value computed from the inputs in a way the model does not follow".into());
+    }
     for ((v, _), t) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(in_tangents) {
         if let Some(t) = t {
             if tape.active.contains(v) {
@@ -232,16 +253,33 @@ fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<A
     for (i, eqn) in jaxpr.eqns.iter().enumerate() {
         let ts: Vec<Option<Rc<Array>>> =
             eqn.inputs.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect();
+        let blocked = eqn.inputs.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None });
+        if let Some(why) = blocked {
+            for (v, _) in &eqn.outputs {
+                no_tangent.insert(*v, why.clone());
+            }
+            continue;
+        }
         if ts.iter().all(Option::is_none) || matches!(eqn.prim, Prim::DebugCallback) {
             continue;
         }
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
-        let out_tangents = match tape.bodies.get(&i) {
-            Some(sub) => forward_tangents(interp, sub, &ts)?,
+        let result = match tape.bodies.get(&i) {
+            Some(sub) => forward_tangents(interp, sub, &ts, &[]),
             None => {
                 let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
-                jvp(interp, eqn, &ins, &outs, &ts)?
+                jvp(interp, eqn, &ins, &outs, &ts)
             }
+        };
+        let out_tangents = match result {
+            Ok(ts) => ts,
+            Err(AdError::NoRule(why)) => {
+                for (v, _) in &eqn.outputs {
+                    no_tangent.insert(*v, why.clone());
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         for ((v, _), t) in eqn.outputs.iter().zip(out_tangents) {
             if let Some(t) = t {
@@ -250,6 +288,9 @@ fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<A
                 }
             }
         }
+    }
+    if let Some(why) = jaxpr.outvars.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None }) {
+        return Err(AdError::NoRule(why));
     }
     Ok(jaxpr.outvars.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect())
 }
@@ -729,7 +770,7 @@ fn transpose(
         Prim::Transpose { permutation } => {
             let mut inverse = vec![0; permutation.len()];
             for (i, &p) in permutation.iter().enumerate() {
-                inverse[p] = i;
+                *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
             }
             cts[0] = Some(bind(interp, Prim::Transpose { permutation: inverse }, std::slice::from_ref(g), ins[0].aval.with_shape(&in_shape(0)))?);
         }
@@ -766,7 +807,7 @@ fn transpose(
             cts[0] = Some(bind(interp, prim, std::slice::from_ref(g), g.aval.clone())?);
         }
         Prim::Slice { start, strides, .. } => cts[0] = Some(unslice(interp, g, start, strides, &in_shape(0))?),
-        Prim::Concatenate { dimension } => {
+        Prim::Concatenate { dimension } if ins.iter().all(|x| *dimension < x.aval.ndim()) => {
             let mut offset = 0;
             for (i, x) in ins.iter().enumerate() {
                 let size = x.aval.shape.get(*dimension).copied().unwrap_or(0);
@@ -813,6 +854,9 @@ fn transpose(
 /// `shape` (JAX pads with interior padding; here each axis is interleaved with zeros and
 /// padded with concatenate).
 fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize], shape: &[usize]) -> AdResult<Rc<Array>> {
+    if start.len() != shape.len() || g.aval.ndim() != shape.len() {
+        return Err(AdError::NoRule("a slice of another rank".into()));
+    }
     let mut cur = g.clone();
     for axis in 0..shape.len() {
         let stride = strides.get(axis).copied().unwrap_or(1).max(1);
@@ -889,6 +933,9 @@ fn dot_shape(l: &[usize], r: &[usize], d: &DotDims) -> Vec<usize> {
 fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>, d: &DotDims, swap_ans: bool) -> AdResult<Rc<Array>> {
     let x_ndim = x.ndim();
     let y_ndim = y.aval.ndim();
+    if d.lc.len() != d.rc.len() || d.lb.len() != d.rb.len() {
+        return Err(AdError::NoRule("dot_general with mismatched dimension numbers".into()));
+    }
     let x_kept: Vec<usize> = (0..x_ndim).filter(|i| !d.lc.contains(i) && !d.lb.contains(i)).collect();
     let y_kept: Vec<usize> = (0..y_ndim).filter(|i| !d.rc.contains(i) && !d.rb.contains(i)).collect();
     let nb = d.lb.len();
@@ -904,6 +951,9 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
     order.sort_by_key(|&i| d.rc[i]);
     let x_contract_sorted: Vec<usize> = order.iter().map(|&i| d.lc[i]).collect();
     let layout: Vec<usize> = d.lb.iter().chain(&x_kept).chain(&x_contract_sorted).copied().collect();
+    if layout.len() != prod.aval.ndim() {
+        return Err(AdError::NoRule("dot_general of an unexpected rank".into()));
+    }
     let mut out_axes: Vec<usize> = (0..layout.len()).collect();
     out_axes.sort_by_key(|&i| layout[i]);
     if out_axes.iter().enumerate().all(|(i, &a)| i == a) {
@@ -1110,6 +1160,7 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
         || passes > MAX_JACOBIAN_PASSES as u128
         || n.saturating_mul(m) > MAX_JACOBIAN_ELEMENTS
         || passes == 0
+        || outs.iter().any(|o| o.size() == 0)
         || outs.iter().any(|o| !differentiable(o.dtype))
     {
         return Err(AdError::NoRule("a Jacobian too large to compute".into()));

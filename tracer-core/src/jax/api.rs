@@ -1311,7 +1311,11 @@ fn map_abstract(interp: &mut Interp, v: &Value, inputs: &[Rc<Array>], f: &dyn Fn
 }
 
 pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], why: &'static str) -> PyResult<Rc<Array>> {
-    if interp.jax.innermost_staging().is_some() {
+    // Under grad/jvp the result must stay connected to its inputs, or differentiation would
+    // take it for a constant: it is an opaque equation of that trace.
+    let live_tracers = inputs.iter().filter_map(|i| i.tracer()).map(|t| interp.jax.is_active(t.trace)).collect::<Vec<bool>>();
+    let under_ad = !live_tracers.is_empty() && live_tracers.iter().all(|&live| live);
+    if interp.jax.innermost_staging().is_some() || under_ad {
         bind1(interp, Prim::Opaque(why), inputs, aval)
     } else {
         Ok(Array::unknown(aval, why))
