@@ -74,6 +74,14 @@ fn check_pairs(what: &str, out: &str) -> usize {
     n
 }
 
+/// Each `(name, expr)`: both gradients of `sum(expr)` agree with finite differences.
+fn check_cases(cases: &[(&str, &str)]) {
+    for (name, expr) in cases {
+        let out = stdout(&program(expr, &X, &Y));
+        assert_eq!(check_pairs(name, &out), 8, "{name}: {out}");
+    }
+}
+
 const X: [f64; 4] = [0.31, -0.72, 1.13, 0.58];
 const Y: [f64; 4] = [1.41, 0.27, -0.93, 0.66];
 
@@ -112,10 +120,7 @@ fn elementwise_rules_match_finite_differences() {
         ("clip", "jnp.clip(x, -0.5, 0.5) * y"),
         ("remainder", "jnp.remainder(x + 3.0, y + 2.0)"),
     ];
-    for (name, expr) in cases {
-        let out = stdout(&program(expr, &X, &Y));
-        assert_eq!(check_pairs(name, &out), 8, "{name}: {out}");
-    }
+    check_cases(&cases);
 }
 
 #[test]
@@ -138,10 +143,7 @@ fn structural_rules_match_finite_differences() {
         ("checkpoint", "jax.checkpoint(lambda a, b: jnp.exp(a) * b)(x, y)"),
         ("sum of squares", "jnp.sum(x ** 2) * jnp.linalg.norm(y)"),
     ];
-    for (name, expr) in cases {
-        let out = stdout(&program(expr, &X, &Y));
-        assert_eq!(check_pairs(name, &out), 8, "{name}: {out}");
-    }
+    check_cases(&cases);
 }
 
 /// Prints `a b` pairs that must agree: a derivative by a transformation and by finite

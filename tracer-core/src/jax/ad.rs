@@ -997,8 +997,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::DotGeneral { .. }
         | Prim::StopGradient
         | Prim::Pjit { .. }
-        | Prim::Remat => true,
-        Prim::Slice { .. } => true,
+        | Prim::Remat
+        | Prim::Slice { .. } => true,
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
             ReduceOp::Prod => false,
