@@ -1054,12 +1054,7 @@ impl std::fmt::Debug for Linearization {
 fn finish<T>(r: AdResult<T>) -> crate::interp::PyResult<Option<T>> {
     match r {
         Ok(v) => Ok(Some(v)),
-        Err(AdError::NoRule(why)) => {
-            if std::env::var_os("TRACELENS_DEBUG").is_some() {
-                eprintln!("tracelens: derivative not computed: no rule for {why}");
-            }
-            Ok(None)
-        }
+        Err(AdError::NoRule(_)) => Ok(None),
         Err(AdError::Raise(f)) => Err(f),
     }
 }
