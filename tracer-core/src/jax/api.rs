@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::ad::{self, AdTrace, VjpValues};
 use super::array::Array;
 use super::aval::{shape_tuple, Aval};
 use super::dtypes::{self, DType};
@@ -66,6 +67,9 @@ pub enum JaxObject {
     TreeDef(Rc<TreeDef>),
     VjpFn {
         inputs: Vec<Aval>,
+        /// The linearized function and the primals it was taken at, when its values can be
+        /// computed.
+        linear: Option<Rc<VjpValuesOf>>,
     },
     /// A transformation applied partially: `jax.jit(static_argnums=...)` used as a decorator factory.
     PendingJit(Kwargs),
@@ -392,6 +396,7 @@ fn fun_name(v: &Value) -> String {
             Builtin::Object(
                 JaxObject::Wrapped { fun, .. }
                 | JaxObject::Grad { fun, .. }
+                | JaxObject::Jacobian { fun, .. }
                 | JaxObject::Vmapped { fun, .. }
                 | JaxObject::CustomDerivative { fun, .. },
             ) => fun_name(fun),
@@ -546,16 +551,35 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 }
             }
             let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
-            let out = trace_call(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp")?;
+            let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
             let tangent = map_abstract(interp, &out, &deps, &|a| a.clone().weak(false), "jvp_tangent")?;
+            let Some(trace) = trace else { return Ok(Value::tuple(vec![out, tangent])) };
+            // The tangent leaves, matched to the input tracers argument by argument.
+            let mut by_arg: Vec<std::vec::IntoIter<Rc<Array>>> = Vec::new();
+            for t in &tangents {
+                by_arg.push(array_leaves(interp, std::slice::from_ref(t))?.into_iter());
+            }
+            let ts: Vec<Option<Rc<Array>>> = trace.inputs.iter().map(|(i, _)| by_arg.get_mut(*i).and_then(Iterator::next)).collect();
+            let (tree, expected) = leaf_avals(interp, &tangent)?;
+            let (Some(expected), true) = (expected.into_iter().collect::<Option<Vec<Aval>>>(), ts.iter().all(Option::is_some)) else {
+                return Ok(Value::tuple(vec![out, tangent]));
+            };
+            let tangent = match ad::jvp_values(interp, &trace, &ts, &expected)? {
+                Some(values) => unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?,
+                None => tangent,
+            };
             Ok(Value::tuple(vec![out, tangent]))
         }
         F::Vjp => {
             let fun = arg(0);
             let primals = args[1..].to_vec();
             let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
-            let out = trace_call(interp, &fun, primals, Vec::new(), TraceKind::Grad, "vjp")?;
-            Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs })]))
+            let (out, _, trace) = trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
+            let linear = match &trace {
+                Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
+                None => None,
+            };
+            Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs, linear })]))
         }
         F::EvalShape => {
             let fun = arg(0);
@@ -872,37 +896,63 @@ pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwa
         }
         JaxObject::Vmapped { fun, in_axes, out_axes, axis_size } => vmap_call(interp, fun, in_axes, out_axes, *axis_size, args, kwargs),
         JaxObject::Grad { fun, argnums, has_aux, with_value } => grad_call(interp, fun, argnums, *has_aux, *with_value, args, kwargs),
-        JaxObject::Jacobian { fun, argnums, has_aux: _, kind } => {
+        JaxObject::Jacobian { fun, argnums, has_aux, kind } => {
             let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
             let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
             let deps = array_leaves(interp, &args)?;
-            let out = trace_call(interp, fun, args, kwargs, TraceKind::Grad, kind)?;
+            // hessian is jacfwd(jacrev(f)): the inner Jacobian's passes are recorded in the
+            // outer trace, which differentiates them again.
+            let inner;
+            let (traced_fun, forward) = match *kind {
+                "hessian" => {
+                    inner = obj(JaxObject::Jacobian { fun: fun.clone(), argnums: argnums.clone(), has_aux: *has_aux, kind: "jacrev" });
+                    (&inner, true)
+                }
+                k => (fun, k == "jacfwd"),
+            };
+            let (out, _, trace) = trace_with_record(interp, traced_fun, args, kwargs, TraceKind::Grad, kind, None, String::new())?;
             let Some(x) = x_aval else {
                 return Ok(Value::opaque("jacobian"));
             };
-            let hessian = *kind == "hessian";
-            map_abstract(
+            let jac = map_abstract(
                 interp,
                 &out,
                 &deps,
                 &|a| {
+                    // (For hessian, `a` is already the inner Jacobian's: out.shape + x.shape.)
                     let mut s: Vec<usize> = a.shape.to_vec();
                     s.extend(x.shape.iter().copied());
-                    if hessian {
-                        s.extend(x.shape.iter().copied());
-                    }
                     a.with_shape(&s)
                 },
                 kind,
-            )
+            )?;
+            let (Some(trace), false) = (trace, *has_aux) else { return Ok(jac) };
+            let (tree, expected) = leaf_avals(interp, &jac)?;
+            let Some(expected) = expected.into_iter().collect::<Option<Vec<Aval>>>() else { return Ok(jac) };
+            match ad::jacobian_values(interp, &trace, argnum, forward, &expected)? {
+                Some(values) => unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter()),
+                None => Ok(jac),
+            }
         }
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
-        JaxObject::CustomDerivative { fun, .. } => interp.call(fun, args, kwargs),
+        JaxObject::CustomDerivative { fun, .. } => {
+            // Its custom rule, not the primal code, defines the derivative, and the rules are
+            // not modelled: derivatives through it stay unknown.
+            for t in interp.jax.traces.iter_mut().filter(|t| !t.kind.is_staging()) {
+                t.custom_rule = true;
+            }
+            interp.call(fun, args, kwargs)
+        }
         JaxObject::At { .. } => Err(interp.type_error("'_IndexUpdateHelper' object is not callable")),
         JaxObject::AtIndex { .. } => Err(interp.type_error("'_IndexUpdateRef' object is not callable")),
         JaxObject::AtUpdate { array, index, op } => at_update(interp, array, index, op, args, kwargs),
         JaxObject::TreeDef(_) => Err(interp.type_error("'PyTreeDef' object is not callable")),
-        JaxObject::VjpFn { inputs } => {
+        JaxObject::VjpFn { inputs, linear } => {
+            if let Some(v) = linear {
+                if let Some(cts) = vjp_values(interp, v, &args)? {
+                    return Ok(cts);
+                }
+            }
             let deps = array_leaves(interp, &args)?;
             let mut outs = Vec::new();
             for a in inputs {
@@ -1046,7 +1096,7 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
             return unflatten(interp, &tree, &mut leaves.into_iter());
         }
     }
-    let (out, record) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
+    let (out, record, _) = trace_with_record(interp, fun, args, kwargs, kind, label, None, String::new())?;
     if let Some(key) = cache_key {
         let (tree, avals) = leaf_avals(interp, &out)?;
         if let Some(avals) = avals.into_iter().collect::<Option<Vec<Aval>>>() {
@@ -1139,7 +1189,14 @@ fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str)
 #[allow(clippy::too_many_arguments)]
 /// Replaces the array leaves of one argument with input tracers of the top trace.
 /// Under grad/jvp (`primal`), the tracers keep the concrete value behind them.
-fn trace_inputs(interp: &mut Interp, arg: &Value, index: usize, primal: bool, call_site: Option<Site>) -> PyResult<Value> {
+fn trace_inputs(
+    interp: &mut Interp,
+    arg: &Value,
+    index: usize,
+    primal: bool,
+    call_site: Option<Site>,
+    originals: &mut Vec<(usize, Rc<Array>)>,
+) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, arg, "", &mut leaves)?;
     let mut traced = Vec::with_capacity(leaves.len());
@@ -1148,6 +1205,7 @@ fn trace_inputs(interp: &mut Interp, arg: &Value, index: usize, primal: bool, ca
             Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
                 Operand::Array(a) => {
                     let known = if primal { Some(a.clone()) } else { None };
+                    originals.push((index, a.clone()));
                     Value::Array(interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site))
                 }
                 Operand::Unknown => leaf,
@@ -1227,7 +1285,7 @@ fn trace_with_record(
     label: &str,
     jitted: Option<usize>,
     cause: String,
-) -> PyResult<(Value, usize)> {
+) -> PyResult<(Value, usize, Option<AdTrace>)> {
     let call_site = interp.site();
     let name = fun_name(fun);
     let staging = kind.is_staging();
@@ -1236,8 +1294,9 @@ fn trace_with_record(
     interp.jax.traces[pos].arg_names = param_names(fun);
     interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
+    let mut originals = Vec::new();
     for (i, a) in args.iter().enumerate() {
-        traced_args.push(trace_inputs(interp, a, i, !staging, call_site)?);
+        traced_args.push(trace_inputs(interp, a, i, !staging, call_site, &mut originals)?);
     }
     let result = interp.call(fun, traced_args, kwargs);
     let out = match result {
@@ -1250,11 +1309,12 @@ fn trace_with_record(
     let (out_tree, arrays) = match traced_output(interp, fun, label, &out)? {
         TracedOutput::Arrays(tree, arrays) => (tree, arrays),
         TracedOutput::Unknown(what) => {
-            return Ok((Value::opaque(format!("result of a traced function with an unknown output ({what})")), record))
+            return Ok((Value::opaque(format!("result of a traced function with an unknown output ({what})")), record, None))
         }
     };
     let consts = interp.jax.captured_consts();
     interp.jax.records[record].consts = consts.clone();
+    let custom_rule = interp.jax.traces.last().is_some_and(|t| t.custom_rule);
     let jaxpr = interp.jax.pop_trace(&arrays);
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
     // traces bind one higher-order equation whose outputs are what the caller gets.
@@ -1288,7 +1348,8 @@ fn trace_with_record(
         }
     }
     let value = unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?;
-    Ok((value, record))
+    let ad = (!staging && !custom_rule).then(|| AdTrace { jaxpr, consts, inputs: originals });
+    Ok((value, record, ad))
 }
 
 /// Outputs of a staged call: when every input is concrete, the jaxpr is evaluated lazily on
@@ -1338,7 +1399,11 @@ fn map_abstract(interp: &mut Interp, v: &Value, inputs: &[Rc<Array>], f: &dyn Fn
 }
 
 pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], why: &'static str) -> PyResult<Rc<Array>> {
-    if interp.jax.innermost_staging().is_some() {
+    // Under grad/jvp the result must stay connected to its inputs, or differentiation would
+    // take it for a constant: it is an opaque equation of that trace.
+    let live_tracers = inputs.iter().filter_map(|i| i.tracer()).map(|t| interp.jax.is_active(t.trace)).collect::<Vec<bool>>();
+    let under_ad = !live_tracers.is_empty() && live_tracers.iter().all(|&live| live);
+    if interp.jax.innermost_staging().is_some() || under_ad {
         bind1(interp, Prim::Opaque(why), inputs, aval)
     } else {
         Ok(Array::unknown(aval, why))
@@ -1529,7 +1594,7 @@ fn trace_jit_body(
     interp.jax.records[record].arg_names = param_names(&j.fun);
     let mut call_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
-        call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site)? } else { a.clone() });
+        call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site, &mut Vec::new())? } else { a.clone() });
     }
     let mut call_kwargs = Vec::new();
     let nparams = interp.jax.traces[pos].arg_names.len();
@@ -1539,7 +1604,7 @@ fn trace_jit_body(
             continue;
         }
         let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
-        let traced = trace_inputs(interp, &v, idx, false, call_site)?;
+        let traced = trace_inputs(interp, &v, idx, false, call_site, &mut Vec::new())?;
         call_kwargs.push((k, traced));
     }
     let result = interp.call(&j.fun, call_args, call_kwargs);
@@ -1756,7 +1821,7 @@ fn vmap_call(
         return Err(interp.raise("ValueError", Code::VmapAxes, msg));
     }
     let deps = array_leaves(interp, &args)?;
-    let (out, record) = trace_with_record(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap", None, String::new())?;
+    let (out, record, _) = trace_with_record(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap", None, String::new())?;
     let out_ax = crate::interp::ops::as_int(out_axes);
     // out_axes must name an axis of each batched output (rank + 1 dimensions).
     let (_, out_avals) = leaf_avals(interp, &out)?;
@@ -1903,7 +1968,19 @@ fn grad_call(
             }
         }
     }
-    let out = trace_call(interp, fun, args.clone(), kwargs, TraceKind::Grad, name)?;
+    let (mut out, _, trace) = trace_with_record(interp, fun, args.clone(), kwargs, TraceKind::Grad, name, None, String::new())?;
+    let values = match &trace {
+        Some(trace) if !matches!(out, Value::Opaque(_)) => ad::grad_values(interp, trace, &nums)?,
+        _ => None,
+    };
+    // Inside a staging trace the replayed outputs are equations of that trace, where the
+    // traced ones would be opaque.
+    if let (Some(v), Some(_)) = (&values, interp.jax.innermost_staging()) {
+        let (tree, leaves) = leaf_avals(interp, &out)?;
+        if leaves.len() == v.outputs.len() {
+            out = unflatten(interp, &tree, &mut v.outputs.iter().cloned().map(Value::Array).collect::<Vec<_>>().into_iter())?;
+        }
+    }
     let (primal_out, aux) = if has_aux {
         let parts = interp.iterate(&out)?;
         if parts.len() != 2 {
@@ -1965,15 +2042,22 @@ fn grad_call(
         }
     }
     let mut grads = Vec::new();
-    for &n in &nums {
+    for (k, &n) in nums.iter().enumerate() {
         // The gradient has the structure and avals of the argument (a Python float gives ~f32[]).
         let mut leaves = Vec::new();
         let tree = flatten(interp, &args[n], "", &mut leaves)?;
         let mut g_leaves = Vec::new();
         let deps = array_leaves(interp, &args)?;
+        let mut computed = values.as_ref().and_then(|v| v.grads.get(k)).cloned().unwrap_or_default().into_iter();
         for (_, leaf) in leaves {
             g_leaves.push(match operand(interp, &leaf)? {
-                Operand::Array(a) => Value::Array(abstract_output(interp, canonical_aval(interp, &a.aval), &deps, "grad")?),
+                Operand::Array(a) => {
+                    let aval = canonical_aval(interp, &a.aval);
+                    match computed.next() {
+                        Some(g) if g.aval == aval => Value::Array(g),
+                        _ => Value::Array(abstract_output(interp, aval, &deps, "grad")?),
+                    }
+                }
                 Operand::Unknown => return Ok(Value::opaque("grad with respect to an unknown value")),
             });
         }
@@ -2747,4 +2831,29 @@ fn random_param(interp: &mut Interp, v: &Value) -> PyResult<Rc<Array>> {
 /// unknown, so such a draw is made pending here instead, and computed when Python needs it.
 fn draw(interp: &mut Interp, dist: &'static str, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
     bind1(interp, Prim::Random { dist }, inputs, aval).map(Value::Array)
+}
+
+/// `jax.vjp`'s function with values: the linearization and the primals it was taken at.
+#[derive(Debug)]
+pub struct VjpValuesOf {
+    lin: VjpValues,
+    primals: Vec<Value>,
+}
+
+/// Calls a `vjp` function on output cotangents: one cotangent per primal, shaped like it.
+/// `None` when the values cannot be computed.
+fn vjp_values(interp: &mut Interp, v: &VjpValuesOf, args: &[Value]) -> PyResult<Option<Value>> {
+    let cts = array_leaves(interp, args)?;
+    let Some(per_arg) = ad::vjp_apply(interp, &v.lin, &cts)? else { return Ok(None) };
+    let mut result = Vec::with_capacity(v.primals.len());
+    for (i, p) in v.primals.iter().enumerate() {
+        let mut leaves = Vec::new();
+        let tree = flatten(interp, p, "", &mut leaves)?;
+        let cts = per_arg.get(i).cloned().unwrap_or_default();
+        if cts.len() != leaves.len() {
+            return Ok(None);
+        }
+        result.push(unflatten(interp, &tree, &mut cts.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?);
+    }
+    Ok(Some(Value::tuple(result)))
 }

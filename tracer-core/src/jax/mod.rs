@@ -1,6 +1,7 @@
 //! The JAX model: arrays as avals with data on demand, traces that record IR, the
 //! transformations as higher-order APIs, and jax.numpy on top (design.md §1–4).
 
+pub mod ad;
 pub mod api;
 pub mod array;
 pub mod aval;
@@ -77,6 +78,9 @@ pub struct TraceFrame {
     pub invar_args: Vec<(VarId, usize)>,
     /// Index into `JaxState::records` of the trace record being filled.
     pub record: usize,
+    /// A `custom_jvp`/`custom_vjp` function ran inside this (grad/jvp) trace: its derivative
+    /// is the custom rule's, which is not modelled.
+    pub custom_rule: bool,
 }
 
 /// A finished (or aborted) trace, for `tracelens trace`, hover and the reproducer.
@@ -254,6 +258,7 @@ impl JaxState {
             consts: Vec::new(),
             invar_args: Vec::new(),
             record,
+            custom_rule: false,
         });
         self.traces.len() - 1
     }

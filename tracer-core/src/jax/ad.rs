@@ -1,0 +1,1358 @@
+//! Automatic differentiation with values: the JVP (forward) and transpose (reverse) rules of
+//! each differentiable primitive, applied to a traced jaxpr. `linearize` replays the jaxpr
+//! equation by equation with `bind` (so the primal values are computed lazily by the CPU
+//! kernels, or recorded into the enclosing trace inside `jit`); `pullback` and `pushforward`
+//! then bind the equations of the backward or forward pass the same way. Because every rule
+//! is made of ordinary primitives, the passes are themselves differentiable: `hessian` is
+//! `jacfwd(jacrev(f))`, and `grad` inside `jit` becomes equations of the jitted body.
+//!
+//! A primitive without a rule makes the derivative *unknown* (`AdError::NoRule`), never a
+//! guess. Rules per primitive (the table is `rule_status` below):
+//! - elementwise primitives give their partial derivatives (`partials`), from which both the
+//!   JVP (`t_out = Σ t_i · ∂_i`) and the transpose (`ct_i = sum_to_shape(g · ∂_i)`) follow;
+//! - structural linear primitives (reshape, transpose, broadcast, slice, concatenate,
+//!   reductions, dot_general, ...) apply themselves to tangents and have a transpose rule
+//!   each (`transpose`).
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use super::array::Array;
+use super::aval::Aval;
+use super::dtypes::DType;
+use super::ir::{Atom, BinaryPrim, CmpPrim, Eqn, Jaxpr, Prim, ReduceOp, UnaryPrim, VarId};
+use super::surface::JaxFn;
+use super::{bind1, bind_with_bodies};
+use crate::diagnostics::Code;
+use crate::interp::{Flow, Interp};
+
+/// Why a derivative could not be computed.
+pub enum AdError {
+    /// A primitive on the differentiated path has no rule: the derivative stays unknown.
+    NoRule(String),
+    /// A Python exception (JAX's error for reverse-mode through `while_loop`, a leaked tracer).
+    Raise(Flow),
+}
+
+impl From<Flow> for AdError {
+    fn from(f: Flow) -> AdError {
+        AdError::Raise(f)
+    }
+}
+
+pub type AdResult<T> = Result<T, AdError>;
+
+/// A jaxpr replayed on concrete (or outer-trace) inputs, remembering every intermediate value
+/// and which of them depend on the differentiated inputs.
+pub struct Linearization {
+    tape: Tape,
+    /// The replayed outputs of the jaxpr, one per outvar.
+    pub outputs: Vec<Rc<Array>>,
+    /// Number of leading constvars among the jaxpr's binders (constvars then invars).
+    n_consts: usize,
+    /// For each constvar: its data is unknown, so it may stand for something computed from
+    /// the inputs that the model could not follow (`x[mask]`): taking it for a constant
+    /// could give a wrong derivative. Such values count as active, and a derivative that
+    /// needs their cotangent or tangent is unknown.
+    untracked: Vec<bool>,
+}
+
+struct Tape {
+    jaxpr: Rc<Jaxpr>,
+    env: HashMap<VarId, Rc<Array>>,
+    active: HashSet<VarId>,
+    /// Tapes of the bodies of `pjit`/`checkpoint` equations, by equation index.
+    bodies: HashMap<usize, Tape>,
+}
+
+/// Replays `jaxpr` on `consts` and `inputs`; `active[i]` says whether input `i` is
+/// differentiated.
+pub fn linearize(
+    interp: &mut Interp,
+    jaxpr: &Rc<Jaxpr>,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+    active: &[bool],
+) -> AdResult<Linearization> {
+    if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() || active.len() != inputs.len() {
+        return Err(AdError::NoRule("a trace whose inputs do not match its jaxpr".into()));
+    }
+    let args: Vec<Rc<Array>> = consts.iter().chain(inputs).cloned().collect();
+    let untracked: Vec<bool> = consts.iter().map(|c| is_unknown(c)).collect();
+    let flags: Vec<bool> = untracked.iter().chain(active).copied().collect();
+    let tape = forward(interp, jaxpr, &args, &flags)?;
+    let outputs = jaxpr.outvars.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
+    Ok(Linearization { tape, outputs, n_consts: consts.len(), untracked })
+}
+
+/// A concrete array whose data is known to be unknown (not merely not computed yet).
+fn is_unknown(a: &Rc<Array>) -> bool {
+    matches!(&a.kind, super::array::ArrayKind::Concrete(cell) if matches!(&*cell.borrow(), super::array::Lazy::Unknown(_)))
+}
+
+impl Linearization {
+    /// Whether output `i` depends on a differentiated input.
+    pub fn output_is_active(&self, i: usize) -> bool {
+        matches!(self.tape.jaxpr.outvars.get(i), Some(Atom::Var(v)) if self.tape.active.contains(v))
+    }
+}
+
+/// Reverse mode: the cotangents of the inputs given cotangents of the outputs (`None` is a
+/// zero). Returns one entry per input; `None` where the cotangent is zero.
+pub fn pullback(interp: &mut Interp, lin: &Linearization, cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let all = backward(interp, &lin.tape, cts)?;
+    if all.iter().zip(&lin.untracked).any(|(ct, &untracked)| untracked && ct.is_some()) {
+        return Err(AdError::NoRule("a value computed from the inputs in a way the model does not follow".into()));
+    }
+    Ok(all.into_iter().skip(lin.n_consts).collect())
+}
+
+/// Forward mode: the tangents of the outputs given tangents of the inputs (`None` is a zero).
+pub fn pushforward(interp: &mut Interp, lin: &Linearization, tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let ins: Vec<Option<Rc<Array>>> = std::iter::repeat_n(None, lin.n_consts).chain(tangents.iter().cloned()).collect();
+    forward_tangents(interp, &lin.tape, &ins, &lin.untracked)
+}
+
+/// A zero array of `aval` (bound, so it is a constant of the enclosing trace inside `jit`).
+pub fn zeros(interp: &mut Interp, aval: &Aval) -> AdResult<Rc<Array>> {
+    Ok(bind1(interp, Prim::Full { value: 0.0 }, &[], aval.clone())?)
+}
+
+/// `x` with exactly the aval `aval` (dtype and weak type), converting when they differ.
+pub fn with_aval(interp: &mut Interp, x: Rc<Array>, aval: &Aval) -> AdResult<Rc<Array>> {
+    if x.aval == *aval {
+        return Ok(x);
+    }
+    if x.aval.shape != aval.shape {
+        return Err(AdError::NoRule(format!("a cotangent of shape {} for {}", x.aval.short(), aval.short())));
+    }
+    Ok(bind1(interp, Prim::ConvertElementType { new_dtype: aval.dtype, weak_type: aval.weak }, &[x], aval.clone())?)
+}
+
+/// Whether values of this dtype have derivatives (complex numbers are not modelled).
+pub fn differentiable(dtype: DType) -> bool {
+    dtype.is_floating()
+}
+
+fn read(env: &HashMap<VarId, Rc<Array>>, atom: &Atom) -> AdResult<Rc<Array>> {
+    match atom {
+        Atom::Var(v) => env.get(v).cloned().ok_or_else(|| AdError::NoRule("an unbound variable".into())),
+        Atom::Lit(x, aval) => Ok(Array::scalar(*x, aval.dtype, aval.weak)),
+    }
+}
+
+fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
+    let mut tape = Tape { jaxpr: jaxpr.clone(), env: HashMap::new(), active: HashSet::new(), bodies: HashMap::new() };
+    for (((v, _), a), &act) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(args).zip(active_args) {
+        tape.env.insert(*v, a.clone());
+        if act && differentiable(a.aval.dtype) {
+            tape.active.insert(*v);
+        }
+    }
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        // jax.debug.print and friends: their effect happened when the function was traced.
+        if matches!(eqn.prim, Prim::DebugCallback) || eqn.outputs.is_empty() {
+            continue;
+        }
+        let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
+        let is_active = eqn.inputs.iter().any(|a| matches!(a, Atom::Var(v) if tape.active.contains(v)));
+        let outs: Vec<Rc<Array>> = match (&eqn.prim, eqn.bodies.first()) {
+            (Prim::Pjit { .. } | Prim::Remat, Some(body)) if body.constvars.len() + body.invars.len() == ins.len() => {
+                let flags: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
+                let sub = forward(interp, body, &ins, &flags)?;
+                let outs = body.outvars.iter().map(|a| read(&sub.env, a)).collect::<AdResult<Vec<_>>>()?;
+                for (atom, (v, _)) in body.outvars.iter().zip(&eqn.outputs) {
+                    if matches!(atom, Atom::Var(w) if sub.active.contains(w)) {
+                        tape.active.insert(*v);
+                    }
+                }
+                tape.bodies.insert(i, sub);
+                outs
+            }
+            _ => {
+                let avals = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+                let outs = bind_with_bodies(interp, eqn.prim.clone(), &ins, avals, eqn.bodies.clone())?;
+                if is_active && !matches!(eqn.prim, Prim::StopGradient) {
+                    for (v, a) in &eqn.outputs {
+                        if differentiable(a.dtype) {
+                            tape.active.insert(*v);
+                        }
+                    }
+                }
+                outs
+            }
+        };
+        for ((v, _), o) in eqn.outputs.iter().zip(outs) {
+            tape.env.insert(*v, o);
+        }
+    }
+    Ok(tape)
+}
+
+fn accumulate(interp: &mut Interp, map: &mut HashMap<VarId, Rc<Array>>, v: VarId, ct: Rc<Array>) -> AdResult<()> {
+    let sum = match map.remove(&v) {
+        Some(prev) => binary(interp, BinaryPrim::Add, &prev, &ct)?,
+        None => ct,
+    };
+    map.insert(v, sum);
+    Ok(())
+}
+
+fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let jaxpr = &tape.jaxpr;
+    let mut cts: HashMap<VarId, Rc<Array>> = HashMap::new();
+    for (atom, ct) in jaxpr.outvars.iter().zip(out_cts) {
+        if let (Atom::Var(v), Some(ct)) = (atom, ct) {
+            if tape.active.contains(v) {
+                accumulate(interp, &mut cts, *v, ct.clone())?;
+            }
+        }
+    }
+    for (i, eqn) in jaxpr.eqns.iter().enumerate().rev() {
+        let gs: Vec<Option<Rc<Array>>> = eqn.outputs.iter().map(|(v, _)| cts.remove(v)).collect();
+        if gs.iter().all(Option::is_none) {
+            continue;
+        }
+        let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
+        let in_cts = match tape.bodies.get(&i) {
+            Some(sub) => backward(interp, sub, &gs)?,
+            None => {
+                let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
+                let active: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
+                transpose(interp, eqn, &ins, &outs, &gs, &active)?
+            }
+        };
+        for (atom, ct) in eqn.inputs.iter().zip(in_cts) {
+            if let (Atom::Var(v), Some(ct)) = (atom, ct) {
+                if tape.active.contains(v) {
+                    accumulate(interp, &mut cts, *v, ct)?;
+                }
+            }
+        }
+    }
+    Ok(jaxpr.constvars.iter().chain(&jaxpr.invars).map(|(v, _)| cts.remove(v)).collect())
+}
+
+/// `untracked[i]`: binder `i` has an unknown tangent (see `Linearization::untracked`).
+fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<Array>>], untracked: &[bool]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let jaxpr = &tape.jaxpr;
+    let mut tan: HashMap<VarId, Rc<Array>> = HashMap::new();
+    // Outputs of equations without a JVP rule: an error only if an output of the jaxpr needs
+    // them (forward mode visits every equation the inputs reach, used or not).
+    let mut no_tangent: HashMap<VarId, String> = HashMap::new();
+    for ((v, _), _) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(untracked).filter(|(_, &u)| u) {
+        no_tangent.insert(*v, "a value computed from the inputs in a way the model does not follow".into());
+    }
+    for ((v, _), t) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(in_tangents) {
+        if let Some(t) = t {
+            if tape.active.contains(v) {
+                tan.insert(*v, t.clone());
+            }
+        }
+    }
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        let ts: Vec<Option<Rc<Array>>> =
+            eqn.inputs.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect();
+        let blocked = eqn.inputs.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None });
+        if let Some(why) = blocked {
+            for (v, _) in &eqn.outputs {
+                no_tangent.insert(*v, why.clone());
+            }
+            continue;
+        }
+        if ts.iter().all(Option::is_none) || matches!(eqn.prim, Prim::DebugCallback) {
+            continue;
+        }
+        let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
+        let result = match tape.bodies.get(&i) {
+            Some(sub) => forward_tangents(interp, sub, &ts, &[]),
+            None => {
+                let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
+                jvp(interp, eqn, &ins, &outs, &ts)
+            }
+        };
+        let out_tangents = match result {
+            Ok(ts) => ts,
+            Err(AdError::NoRule(why)) => {
+                for (v, _) in &eqn.outputs {
+                    no_tangent.insert(*v, why.clone());
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for ((v, _), t) in eqn.outputs.iter().zip(out_tangents) {
+            if let Some(t) = t {
+                if tape.active.contains(v) {
+                    tan.insert(*v, t);
+                }
+            }
+        }
+    }
+    if let Some(why) = jaxpr.outvars.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None }) {
+        return Err(AdError::NoRule(why));
+    }
+    Ok(jaxpr.outvars.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// Small builders: each binds one primitive with the output aval it has.
+
+fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
+    Ok(bind1(interp, prim, ins, aval)?)
+}
+
+/// The broadcast shape of two operands, numpy-style (trailing dimensions aligned).
+fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let n = a.len().max(b.len());
+    (0..n)
+        .map(|i| {
+            let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+            let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+            if da == 1 {
+                db
+            } else {
+                da
+            }
+        })
+        .collect()
+}
+
+fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let shape = broadcast_shape(&a.aval.shape, &b.aval.shape);
+    let (dtype, weak) = match (a.aval.weak, b.aval.weak) {
+        (true, false) => (b.aval.dtype, false),
+        (_, weak) => (a.aval.dtype, a.aval.weak && weak),
+    };
+    bind(interp, Prim::Binary(op), &[a.clone(), b.clone()], Aval::new(&shape, dtype).weak(weak))
+}
+
+fn unary(interp: &mut Interp, op: UnaryPrim, a: &Rc<Array>) -> AdResult<Rc<Array>> {
+    bind(interp, Prim::Unary(op), std::slice::from_ref(a), a.aval.clone())
+}
+
+/// A weakly typed scalar of `like`'s dtype.
+fn scalar(value: f64, like: &Aval) -> Rc<Array> {
+    Array::scalar(value, like.dtype, true)
+}
+
+fn compare(interp: &mut Interp, op: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let shape = broadcast_shape(&a.aval.shape, &b.aval.shape);
+    bind(interp, Prim::Compare(op), &[a.clone(), b.clone()], Aval::new(&shape, DType::Bool))
+}
+
+/// A boolean mask as 0/1 values of `dtype`.
+fn mask_as(interp: &mut Interp, mask: &Rc<Array>, dtype: DType) -> AdResult<Rc<Array>> {
+    let aval = mask.aval.with_dtype(dtype);
+    bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: false }, std::slice::from_ref(mask), aval)
+}
+
+fn reshape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
+    if a.aval.shape.as_slice() == shape {
+        return Ok(a.clone());
+    }
+    bind(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(shape))
+}
+
+fn reduce_sum(interp: &mut Interp, a: &Rc<Array>, axes: &[usize]) -> AdResult<Rc<Array>> {
+    if axes.is_empty() {
+        return Ok(a.clone());
+    }
+    let shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+    bind(interp, Prim::Reduce { op: ReduceOp::Sum, axes: axes.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(&shape))
+}
+
+/// Broadcasts `a` to `shape`, numpy-style.
+fn broadcast_to(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
+    if a.aval.shape.as_slice() == shape {
+        return Ok(a.clone());
+    }
+    let off = shape.len().checked_sub(a.aval.ndim()).ok_or_else(|| AdError::NoRule("broadcast to a smaller rank".into()))?;
+    let dims: Vec<usize> = (off..shape.len()).collect();
+    broadcast_in_dim(interp, a, shape, &dims)
+}
+
+fn broadcast_in_dim(interp: &mut Interp, a: &Rc<Array>, shape: &[usize], dims: &[usize]) -> AdResult<Rc<Array>> {
+    let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims.to_vec() };
+    bind(interp, prim, std::slice::from_ref(a), a.aval.with_shape(shape))
+}
+
+/// The transpose of numpy-style broadcasting: sums `g` down to `target`'s shape.
+fn sum_to_shape(interp: &mut Interp, g: &Rc<Array>, target: &[usize]) -> AdResult<Rc<Array>> {
+    let shape = g.aval.shape.to_vec();
+    if shape == target {
+        return Ok(g.clone());
+    }
+    let lead = shape.len().checked_sub(target.len()).ok_or_else(|| AdError::NoRule("a cotangent of lower rank".into()))?;
+    let axes: Vec<usize> = (0..shape.len()).filter(|&i| i < lead || (target[i - lead] == 1 && shape[i] != 1)).collect();
+    let summed = reduce_sum(interp, g, &axes)?;
+    reshape(interp, &summed, target)
+}
+
+// ---------------------------------------------------------------------------------------
+// Elementwise primitives: partial derivatives.
+
+/// `∂out/∂input` of an elementwise primitive, as a factor that multiplies a tangent.
+enum Partial {
+    Zero,
+    One,
+    MinusOne,
+    Times(Rc<Array>),
+}
+
+fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial) -> AdResult<Option<Rc<Array>>> {
+    Ok(match d {
+        Partial::Zero => None,
+        Partial::One => Some(t.clone()),
+        Partial::MinusOne => Some(unary(interp, UnaryPrim::Neg, t)?),
+        Partial::Times(f) => Some(binary(interp, BinaryPrim::Mul, t, f)?),
+    })
+}
+
+/// The partial derivatives of an elementwise primitive with respect to each input, or `None`
+/// when the primitive is not elementwise. `x`, `y` are the inputs and `out` the output.
+fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, need: &[bool]) -> AdResult<Option<Vec<Partial>>> {
+    use Partial::*;
+    let times = |a: Rc<Array>| Times(a);
+    let x = match ins.first() {
+        Some(x) => x.clone(),
+        None => return Ok(None),
+    };
+    let one = scalar(1.0, &x.aval);
+    Ok(Some(match &eqn.prim {
+        Prim::Unary(u) => vec![match u {
+            UnaryPrim::Neg => MinusOne,
+            UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => One,
+            UnaryPrim::Sign | UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round => Zero,
+            UnaryPrim::Exp => times(out.clone()),
+            UnaryPrim::Exp2 => times(binary(interp, BinaryPrim::Mul, out, &scalar(std::f64::consts::LN_2, &x.aval))?),
+            UnaryPrim::Log => times(binary(interp, BinaryPrim::Div, &one, &x)?),
+            UnaryPrim::Log1p => {
+                let xp1 = binary(interp, BinaryPrim::Add, &x, &one)?;
+                times(binary(interp, BinaryPrim::Div, &one, &xp1)?)
+            }
+            UnaryPrim::Expm1 => times(binary(interp, BinaryPrim::Add, out, &one)?),
+            // JAX: g * (1 + ans) * (1 - ans)
+            UnaryPrim::Tanh => {
+                let p = binary(interp, BinaryPrim::Add, &one, out)?;
+                let m = binary(interp, BinaryPrim::Sub, &one, out)?;
+                times(binary(interp, BinaryPrim::Mul, &p, &m)?)
+            }
+            UnaryPrim::Logistic => {
+                let m = binary(interp, BinaryPrim::Sub, &one, out)?;
+                times(binary(interp, BinaryPrim::Mul, out, &m)?)
+            }
+            UnaryPrim::Sin => times(unary(interp, UnaryPrim::Cos, &x)?),
+            UnaryPrim::Cos => {
+                let sin = unary(interp, UnaryPrim::Sin, &x)?;
+                times(unary(interp, UnaryPrim::Neg, &sin)?)
+            }
+            UnaryPrim::Tan => {
+                let sq = binary(interp, BinaryPrim::Mul, out, out)?;
+                times(binary(interp, BinaryPrim::Add, &one, &sq)?)
+            }
+            UnaryPrim::Sinh => times(unary(interp, UnaryPrim::Cosh, &x)?),
+            UnaryPrim::Cosh => times(unary(interp, UnaryPrim::Sinh, &x)?),
+            UnaryPrim::Asin | UnaryPrim::Acos => {
+                let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                let diff = binary(interp, BinaryPrim::Sub, &one, &sq)?;
+                let d = unary(interp, UnaryPrim::Rsqrt, &diff)?;
+                if *u == UnaryPrim::Asin {
+                    times(d)
+                } else {
+                    times(unary(interp, UnaryPrim::Neg, &d)?)
+                }
+            }
+            UnaryPrim::Atan => {
+                let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                let den = binary(interp, BinaryPrim::Add, &one, &sq)?;
+                times(binary(interp, BinaryPrim::Div, &one, &den)?)
+            }
+            UnaryPrim::Asinh => {
+                let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                let sum = binary(interp, BinaryPrim::Add, &sq, &one)?;
+                times(unary(interp, UnaryPrim::Rsqrt, &sum)?)
+            }
+            UnaryPrim::Acosh => {
+                let m = binary(interp, BinaryPrim::Sub, &x, &one)?;
+                let p = binary(interp, BinaryPrim::Add, &x, &one)?;
+                let prod = binary(interp, BinaryPrim::Mul, &m, &p)?;
+                times(unary(interp, UnaryPrim::Rsqrt, &prod)?)
+            }
+            UnaryPrim::Atanh => {
+                let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                let den = binary(interp, BinaryPrim::Sub, &one, &sq)?;
+                times(binary(interp, BinaryPrim::Div, &one, &den)?)
+            }
+            // JAX: g * (0.5 / ans)
+            UnaryPrim::Sqrt => times(binary(interp, BinaryPrim::Div, &scalar(0.5, &x.aval), out)?),
+            // JAX: g * (-0.5 * (ans / x))
+            UnaryPrim::Rsqrt => {
+                let r = binary(interp, BinaryPrim::Div, out, &x)?;
+                times(binary(interp, BinaryPrim::Mul, &r, &scalar(-0.5, &x.aval))?)
+            }
+            // JAX: g * (1/3 * ans ** -2)
+            UnaryPrim::Cbrt => {
+                let p = bind(interp, Prim::IntegerPow(-2), std::slice::from_ref(out), out.aval.clone())?;
+                times(binary(interp, BinaryPrim::Mul, &p, &scalar(1.0 / 3.0, &x.aval))?)
+            }
+            UnaryPrim::Abs => times(unary(interp, UnaryPrim::Sign, &x)?),
+            UnaryPrim::Square => times(binary(interp, BinaryPrim::Mul, &x, &scalar(2.0, &x.aval))?),
+            UnaryPrim::Erf => {
+                let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                let neg = unary(interp, UnaryPrim::Neg, &sq)?;
+                let e = unary(interp, UnaryPrim::Exp, &neg)?;
+                times(binary(interp, BinaryPrim::Mul, &e, &scalar(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
+            }
+            UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
+            UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => {
+                return Err(AdError::NoRule(u.name().into()))
+            }
+        }],
+        Prim::IntegerPow(n) => vec![match n {
+            0 => Zero,
+            1 => One,
+            _ => {
+                let p = bind(interp, Prim::IntegerPow(n - 1), std::slice::from_ref(&x), x.aval.clone())?;
+                times(binary(interp, BinaryPrim::Mul, &p, &scalar(*n as f64, &x.aval))?)
+            }
+        }],
+        Prim::Binary(b) => {
+            let y = ins.get(1).cloned().ok_or_else(|| AdError::NoRule(b.name().into()))?;
+            match b {
+                BinaryPrim::Add => vec![One, One],
+                BinaryPrim::Sub => vec![One, MinusOne],
+                BinaryPrim::Mul => vec![times(y), times(x)],
+                BinaryPrim::Div => {
+                    let inv = binary(interp, BinaryPrim::Div, &one, &y)?;
+                    let q = binary(interp, BinaryPrim::Div, out, &y)?;
+                    let dy = unary(interp, UnaryPrim::Neg, &q)?;
+                    vec![times(inv), times(dy)]
+                }
+                // JAX: ∂x = y * x ** (y - 1); ∂y = log(x where x != 0 else 1) * ans.
+                BinaryPrim::Pow if !need.get(1).copied().unwrap_or(true) => {
+                    let ym1 = binary(interp, BinaryPrim::Sub, &y, &scalar(1.0, &y.aval))?;
+                    let p = binary(interp, BinaryPrim::Pow, &x, &ym1)?;
+                    vec![times(binary(interp, BinaryPrim::Mul, &y, &p)?), Zero]
+                }
+                BinaryPrim::Pow => {
+                    let ym1 = binary(interp, BinaryPrim::Sub, &y, &scalar(1.0, &y.aval))?;
+                    let p = binary(interp, BinaryPrim::Pow, &x, &ym1)?;
+                    let dx = binary(interp, BinaryPrim::Mul, &y, &p)?;
+                    let is_zero = compare(interp, CmpPrim::Eq, &x, &scalar(0.0, &x.aval))?;
+                    let ones = broadcast_to(interp, &one, &x.aval.shape)?;
+                    let safe = bind(interp, Prim::Select, &[is_zero, x.clone(), ones], x.aval.clone())?;
+                    let log = unary(interp, UnaryPrim::Log, &safe)?;
+                    let dy = binary(interp, BinaryPrim::Mul, &log, out)?;
+                    vec![times(dx), times(dy)]
+                }
+                BinaryPrim::Max | BinaryPrim::Min => {
+                    // jax.nn.relu is a custom_jvp whose derivative at 0 is 0; jnp.maximum
+                    // splits a tie evenly (JAX's `_balanced_eq`).
+                    match eqn.api {
+                        Some(JaxFn::NnRelu) if *b == BinaryPrim::Max => {
+                            let pos = compare(interp, CmpPrim::Gt, &x, &y)?;
+                            vec![times(mask_as(interp, &pos, out.aval.dtype)?), Zero]
+                        }
+                        Some(JaxFn::TreeMap | JaxFn::TreeMap2 | JaxFn::JaxTreeMap) => {
+                            return Err(AdError::NoRule(format!("{} under tree_map (relu or maximum?)", b.name())))
+                        }
+                        _ => {
+                            // ∂x = 1 where only x is the result, 0.5 where both are, 0 elsewhere.
+                            let dt = out.aval.dtype;
+                            let ex = compare(interp, CmpPrim::Eq, &x, out)?;
+                            let fx = mask_as(interp, &ex, dt)?;
+                            let ey = compare(interp, CmpPrim::Eq, &y, out)?;
+                            let fy = mask_as(interp, &ey, dt)?;
+                            let half = scalar(0.5, &out.aval);
+                            let oneo = scalar(1.0, &out.aval);
+                            let hx = binary(interp, BinaryPrim::Mul, &fx, &half)?;
+                            let hx = binary(interp, BinaryPrim::Sub, &oneo, &hx)?;
+                            let hy = binary(interp, BinaryPrim::Mul, &fy, &half)?;
+                            let hy = binary(interp, BinaryPrim::Sub, &oneo, &hy)?;
+                            let dx = binary(interp, BinaryPrim::Mul, &fx, &hy)?;
+                            let dy = binary(interp, BinaryPrim::Mul, &fy, &hx)?;
+                            vec![times(dx), times(dy)]
+                        }
+                    }
+                }
+                BinaryPrim::Atan2 => {
+                    let xx = binary(interp, BinaryPrim::Mul, &x, &x)?;
+                    let yy = binary(interp, BinaryPrim::Mul, &y, &y)?;
+                    let den = binary(interp, BinaryPrim::Add, &xx, &yy)?;
+                    let dx = binary(interp, BinaryPrim::Div, &y, &den)?;
+                    let q = binary(interp, BinaryPrim::Div, &x, &den)?;
+                    let dy = unary(interp, UnaryPrim::Neg, &q)?;
+                    vec![times(dx), times(dy)]
+                }
+                // JAX: ∂y = -sign(x / y) * floor(|x / y|)
+                BinaryPrim::Rem => {
+                    let q = binary(interp, BinaryPrim::Div, &x, &y)?;
+                    let sign = unary(interp, UnaryPrim::Sign, &q)?;
+                    let abs = unary(interp, UnaryPrim::Abs, &q)?;
+                    let floor = unary(interp, UnaryPrim::Floor, &abs)?;
+                    let t = binary(interp, BinaryPrim::Mul, &sign, &floor)?;
+                    vec![One, times(unary(interp, UnaryPrim::Neg, &t)?)]
+                }
+                _ => return Err(AdError::NoRule(b.name().into())),
+            }
+        }
+        // lax.clamp(min, x, max), with JAX's masks.
+        Prim::Clamp => {
+            let (lo, op, hi) = match ins {
+                [lo, op, hi] => (lo, op, hi),
+                _ => return Err(AdError::NoRule("clamp".into())),
+            };
+            let dt = out.aval.dtype;
+            let m = |interp: &mut Interp, a: &Rc<Array>, c: CmpPrim, b: &Rc<Array>| -> AdResult<Rc<Array>> {
+                let mask = compare(interp, c, a, b)?;
+                mask_as(interp, &mask, dt)
+            };
+            let (a, b) = (m(interp, lo, CmpPrim::Gt, op)?, m(interp, lo, CmpPrim::Lt, hi)?);
+            let dlo = binary(interp, BinaryPrim::Mul, &a, &b)?;
+            let (a, b) = (m(interp, op, CmpPrim::Gt, lo)?, m(interp, op, CmpPrim::Lt, hi)?);
+            let dop = binary(interp, BinaryPrim::Mul, &a, &b)?;
+            let dhi = m(interp, hi, CmpPrim::Lt, op)?;
+            vec![times(dlo), times(dop), times(dhi)]
+        }
+        _ => return Ok(None),
+    }))
+}
+
+// ---------------------------------------------------------------------------------------
+// The rules.
+
+fn no_rule(eqn: &Eqn) -> AdError {
+    AdError::NoRule(eqn.prim.name())
+}
+
+/// JAX's error for reverse mode through a loop whose trip count is not static.
+fn while_loop_error(interp: &Interp) -> AdError {
+    AdError::Raise(interp.raise(
+        "ValueError",
+        Code::PythonException,
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.",
+    ))
+}
+
+/// The JVP rule: tangents of the outputs from tangents of the inputs (`None` = zero).
+fn jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], outs: &[Rc<Array>], ts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let out = match outs {
+        [out] => out,
+        _ => return Err(no_rule(eqn)),
+    };
+    let out_aval = &out.aval;
+    if !differentiable(out_aval.dtype) {
+        return Ok(vec![None]);
+    }
+    let need: Vec<bool> = ts.iter().map(Option::is_some).collect();
+    if let Some(ds) = partials(interp, eqn, ins, out, &need)? {
+        let mut total: Option<Rc<Array>> = None;
+        for (t, d) in ts.iter().zip(&ds) {
+            let Some(t) = t else { continue };
+            let Some(term) = apply(interp, t, d)? else { continue };
+            let term = broadcast_to(interp, &term, &out_aval.shape)?;
+            total = Some(match total {
+                Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
+                None => term,
+            });
+        }
+        return Ok(vec![total]);
+    }
+    // Linear primitives apply themselves to the tangents (zeros standing for missing ones);
+    // dot_general is bilinear.
+    let instantiate = |interp: &mut Interp, i: usize| -> AdResult<Rc<Array>> {
+        match &ts[i] {
+            Some(t) => Ok(t.clone()),
+            None => zeros(interp, &ins[i].aval),
+        }
+    };
+    let t = match &eqn.prim {
+        Prim::StopGradient => return Ok(vec![None]),
+        Prim::ConvertElementType { .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            with_aval(interp, t.clone(), out_aval)?
+        }
+        Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Squeeze { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::Reduce { op: ReduceOp::Sum, .. }
+        | Prim::Cumulative { op: ReduceOp::Sum, .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            bind(interp, eqn.prim.clone(), std::slice::from_ref(t), out_aval.clone())?
+        }
+        Prim::Concatenate { .. } => {
+            let parts = (0..ins.len()).map(|i| instantiate(interp, i)).collect::<AdResult<Vec<_>>>()?;
+            bind(interp, eqn.prim.clone(), &parts, out_aval.clone())?
+        }
+        // select_n(pred, on_false, on_true): the predicate has no tangent.
+        Prim::Select => {
+            let f = instantiate(interp, 1)?;
+            let t = instantiate(interp, 2)?;
+            bind(interp, Prim::Select, &[ins[0].clone(), f, t], out_aval.clone())?
+        }
+        Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let (loc, counts) = chooser_locations(interp, &ins[0], out, axes)?;
+            let masked = binary(interp, BinaryPrim::Mul, t, &loc)?;
+            let picked = reduce_sum(interp, &masked, axes)?;
+            binary(interp, BinaryPrim::Div, &picked, &counts)?
+        }
+        Prim::DotGeneral { .. } => {
+            let mut total: Option<Rc<Array>> = None;
+            for (i, t) in ts.iter().enumerate().take(2) {
+                let Some(t) = t else { continue };
+                let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
+                let term = bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?;
+                total = Some(match total {
+                    Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
+                    None => term,
+                });
+            }
+            return Ok(vec![total]);
+        }
+        Prim::Full { .. } | Prim::Iota { .. } => return Ok(vec![None]),
+        _ => return Err(no_rule(eqn)),
+    };
+    Ok(vec![Some(t)])
+}
+
+/// `reduce_max`/`reduce_min`: 0/1 locations of the chosen elements (ties share) and their
+/// counts per output element (JAX's `_reduce_chooser_jvp_rule`).
+fn chooser_locations(interp: &mut Interp, x: &Rc<Array>, out: &Rc<Array>, axes: &[usize]) -> AdResult<(Rc<Array>, Rc<Array>)> {
+    let kept: Vec<usize> = (0..x.aval.ndim()).filter(|d| !axes.contains(d)).collect();
+    let ob = broadcast_in_dim(interp, out, &x.aval.shape, &kept)?;
+    let eq = compare(interp, CmpPrim::Eq, x, &ob)?;
+    let loc = mask_as(interp, &eq, x.aval.dtype)?;
+    let counts = reduce_sum(interp, &loc, axes)?;
+    Ok((loc, counts))
+}
+
+/// The transpose (VJP) rule: cotangents of the inputs from cotangents of the outputs. Only
+/// entries for `active` inputs are used.
+fn transpose(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    outs: &[Rc<Array>],
+    gs: &[Option<Rc<Array>>],
+    active: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let (out, g) = match (outs, gs) {
+        ([out], [Some(g)]) => (out, g),
+        _ => return Err(no_rule(eqn)),
+    };
+    let n = ins.len();
+    let mut cts: Vec<Option<Rc<Array>>> = vec![None; n];
+    if let Some(ds) = partials(interp, eqn, ins, out, active)? {
+        for (i, d) in ds.iter().enumerate() {
+            if !active.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            if let Some(c) = apply(interp, g, d)? {
+                cts[i] = Some(sum_to_shape(interp, &c, &ins[i].aval.shape)?);
+            }
+        }
+        return Ok(cts);
+    }
+    let in_shape = |i: usize| ins[i].aval.shape.to_vec();
+    match &eqn.prim {
+        Prim::StopGradient | Prim::Full { .. } | Prim::Iota { .. } => {}
+        Prim::ConvertElementType { .. } => {
+            if differentiable(ins[0].aval.dtype) {
+                cts[0] = Some(with_aval(interp, g.clone(), &ins[0].aval)?);
+            }
+        }
+        Prim::Reshape { .. } | Prim::Squeeze { .. } => cts[0] = Some(reshape(interp, g, &in_shape(0))?),
+        Prim::Transpose { permutation } => {
+            let mut inverse = vec![0; permutation.len()];
+            for (i, &p) in permutation.iter().enumerate() {
+                *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
+            }
+            cts[0] = Some(bind(interp, Prim::Transpose { permutation: inverse }, std::slice::from_ref(g), ins[0].aval.with_shape(&in_shape(0)))?);
+        }
+        Prim::Rev { dimensions } => {
+            cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g), g.aval.clone())?);
+        }
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let src = in_shape(0);
+            if broadcast_dimensions.windows(2).any(|w| w[0] >= w[1]) || broadcast_dimensions.len() != src.len() {
+                return Err(no_rule(eqn));
+            }
+            let axes: Vec<usize> = (0..shape.len())
+                .filter(|d| match broadcast_dimensions.iter().position(|b| b == d) {
+                    None => true,
+                    Some(i) => src[i] == 1 && shape[*d] != 1,
+                })
+                .collect();
+            let summed = reduce_sum(interp, g, &axes)?;
+            cts[0] = Some(reshape(interp, &summed, &src)?);
+        }
+        Prim::Reduce { op: ReduceOp::Sum, axes } => {
+            let kept: Vec<usize> = (0..ins[0].aval.ndim()).filter(|d| !axes.contains(d)).collect();
+            cts[0] = Some(broadcast_in_dim(interp, g, &in_shape(0), &kept)?);
+        }
+        Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
+            let (loc, counts) = chooser_locations(interp, &ins[0], out, axes)?;
+            let share = binary(interp, BinaryPrim::Div, g, &counts)?;
+            let kept: Vec<usize> = (0..ins[0].aval.ndim()).filter(|d| !axes.contains(d)).collect();
+            let spread = broadcast_in_dim(interp, &share, &in_shape(0), &kept)?;
+            cts[0] = Some(binary(interp, BinaryPrim::Mul, &spread, &loc)?);
+        }
+        Prim::Cumulative { op: ReduceOp::Sum, axis, reverse } => {
+            let prim = Prim::Cumulative { op: ReduceOp::Sum, axis: *axis, reverse: !reverse };
+            cts[0] = Some(bind(interp, prim, std::slice::from_ref(g), g.aval.clone())?);
+        }
+        Prim::Slice { start, strides, .. } => cts[0] = Some(unslice(interp, g, start, strides, &in_shape(0))?),
+        Prim::Concatenate { dimension } if ins.iter().all(|x| *dimension < x.aval.ndim()) => {
+            let mut offset = 0;
+            for (i, x) in ins.iter().enumerate() {
+                let size = x.aval.shape.get(*dimension).copied().unwrap_or(0);
+                if active[i] {
+                    let mut start = vec![0; x.aval.ndim()];
+                    let mut limit = g.aval.shape.to_vec();
+                    start[*dimension] = offset;
+                    limit[*dimension] = offset + size;
+                    let prim = Prim::Slice { start, limit, strides: vec![1; x.aval.ndim()] };
+                    cts[i] = Some(bind(interp, prim, std::slice::from_ref(g), g.aval.with_shape(&x.aval.shape))?);
+                }
+                offset += size;
+            }
+        }
+        Prim::Select => {
+            let z = zeros(interp, &g.aval)?;
+            let pred = ins[0].clone();
+            if active[1] {
+                let c = bind(interp, Prim::Select, &[pred.clone(), g.clone(), z.clone()], g.aval.clone())?;
+                cts[1] = Some(sum_to_shape(interp, &c, &in_shape(1))?);
+            }
+            if active[2] {
+                let c = bind(interp, Prim::Select, &[pred, z, g.clone()], g.aval.clone())?;
+                cts[2] = Some(sum_to_shape(interp, &c, &in_shape(2))?);
+            }
+        }
+        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+            let dims = DotDims { lc: lhs_contract.clone(), rc: rhs_contract.clone(), lb: lhs_batch.clone(), rb: rhs_batch.clone() };
+            if active[0] {
+                cts[0] = Some(dot_transpose_lhs(interp, g, &ins[0].aval, &ins[1], &dims, false)?);
+            }
+            if active[1] {
+                let swapped = DotDims { lc: dims.rc.clone(), rc: dims.lc.clone(), lb: dims.rb.clone(), rb: dims.lb.clone() };
+                cts[1] = Some(dot_transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
+            }
+        }
+        Prim::Opaque("while") => return Err(while_loop_error(interp)),
+        _ => return Err(no_rule(eqn)),
+    }
+    Ok(cts)
+}
+
+/// The transpose of a slice: `g` placed at `start`, every `stride`-th element, in zeros of
+/// `shape` (JAX pads with interior padding; here each axis is interleaved with zeros and
+/// padded with concatenate).
+fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize], shape: &[usize]) -> AdResult<Rc<Array>> {
+    if start.len() != shape.len() || g.aval.ndim() != shape.len() {
+        return Err(AdError::NoRule("a slice of another rank".into()));
+    }
+    let mut cur = g.clone();
+    for axis in 0..shape.len() {
+        let stride = strides.get(axis).copied().unwrap_or(1).max(1);
+        let k = cur.aval.shape[axis];
+        if stride > 1 && k > 0 {
+            // [.., k, ..] -> [.., k, 1, ..] ++ zeros [.., k, stride-1, ..] -> [.., k*stride, ..]
+            let mut s1 = cur.aval.shape.to_vec();
+            s1.insert(axis + 1, 1);
+            let col = reshape(interp, &cur, &s1)?;
+            let mut sz = s1.clone();
+            sz[axis + 1] = stride - 1;
+            let z = zeros(interp, &cur.aval.with_shape(&sz))?;
+            let mut s2 = s1.clone();
+            s2[axis + 1] = stride;
+            let spread = bind(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2))?;
+            let mut s3 = cur.aval.shape.to_vec();
+            s3[axis] = k * stride;
+            cur = reshape(interp, &spread, &s3)?;
+        }
+        let extent = shape[axis].saturating_sub(start[axis]);
+        let len = cur.aval.shape[axis];
+        if len > extent {
+            let mut limit = cur.aval.shape.to_vec();
+            limit[axis] = extent;
+            let prim = Prim::Slice { start: vec![0; shape.len()], limit: limit.clone(), strides: vec![1; shape.len()] };
+            cur = bind(interp, prim, std::slice::from_ref(&cur), cur.aval.with_shape(&limit))?;
+        }
+        let (before, after) = (start[axis], extent.saturating_sub(cur.aval.shape[axis]));
+        if before == 0 && after == 0 {
+            continue;
+        }
+        let mut ops = Vec::new();
+        for (size, is_before) in [(before, true), (after, false)] {
+            if size == 0 {
+                continue;
+            }
+            let mut s = cur.aval.shape.to_vec();
+            s[axis] = size;
+            let z = zeros(interp, &cur.aval.with_shape(&s))?;
+            if is_before {
+                ops.push(z);
+                ops.push(cur.clone());
+            } else {
+                if ops.is_empty() {
+                    ops.push(cur.clone());
+                }
+                ops.push(z);
+            }
+        }
+        let mut total = cur.aval.shape.to_vec();
+        total[axis] = shape[axis];
+        cur = bind(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total))?;
+    }
+    Ok(cur)
+}
+
+struct DotDims {
+    lc: Vec<usize>,
+    rc: Vec<usize>,
+    lb: Vec<usize>,
+    rb: Vec<usize>,
+}
+
+/// The output shape of `dot_general`: batch, then lhs free, then rhs free dimensions.
+fn dot_shape(l: &[usize], r: &[usize], d: &DotDims) -> Vec<usize> {
+    let mut s: Vec<usize> = d.lb.iter().map(|&i| l[i]).collect();
+    s.extend((0..l.len()).filter(|i| !d.lc.contains(i) && !d.lb.contains(i)).map(|i| l[i]));
+    s.extend((0..r.len()).filter(|i| !d.rc.contains(i) && !d.rb.contains(i)).map(|i| r[i]));
+    s
+}
+
+/// JAX's `_dot_general_transpose_lhs`: the cotangent of the left operand `x` of
+/// `dot_general(x, y)` given the output cotangent `g` (`swap_ans` when `x` is the right one).
+fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>, d: &DotDims, swap_ans: bool) -> AdResult<Rc<Array>> {
+    let x_ndim = x.ndim();
+    let y_ndim = y.aval.ndim();
+    if d.lc.len() != d.rc.len() || d.lb.len() != d.rb.len() {
+        return Err(AdError::NoRule("dot_general with mismatched dimension numbers".into()));
+    }
+    let x_kept: Vec<usize> = (0..x_ndim).filter(|i| !d.lc.contains(i) && !d.lb.contains(i)).collect();
+    let y_kept: Vec<usize> = (0..y_ndim).filter(|i| !d.rc.contains(i) && !d.rb.contains(i)).collect();
+    let nb = d.lb.len();
+    let ans_batch: Vec<usize> = (0..nb).collect();
+    let ans_y: Vec<usize> =
+        if swap_ans { (nb..nb + y_kept.len()).collect() } else { (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect() };
+    let dims = DotDims { lc: ans_y, rc: y_kept, lb: ans_batch, rb: d.rb.clone() };
+    let shape = dot_shape(&g.aval.shape, &y.aval.shape, &dims);
+    let prim = Prim::DotGeneral { lhs_contract: dims.lc.clone(), rhs_contract: dims.rc.clone(), lhs_batch: dims.lb.clone(), rhs_batch: dims.rb.clone() };
+    let prod = bind(interp, prim, &[g.clone(), y.clone()], g.aval.with_shape(&shape))?;
+    // x_contract sorted by the order of y_contract.
+    let mut order: Vec<usize> = (0..d.rc.len()).collect();
+    order.sort_by_key(|&i| d.rc[i]);
+    let x_contract_sorted: Vec<usize> = order.iter().map(|&i| d.lc[i]).collect();
+    let layout: Vec<usize> = d.lb.iter().chain(&x_kept).chain(&x_contract_sorted).copied().collect();
+    if layout.len() != prod.aval.ndim() {
+        return Err(AdError::NoRule("dot_general of an unexpected rank".into()));
+    }
+    let mut out_axes: Vec<usize> = (0..layout.len()).collect();
+    out_axes.sort_by_key(|&i| layout[i]);
+    if out_axes.iter().enumerate().all(|(i, &a)| i == a) {
+        return reshape(interp, &prod, &x.shape);
+    }
+    let shape: Vec<usize> = out_axes.iter().map(|&a| prod.aval.shape[a]).collect();
+    bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod), prod.aval.with_shape(&shape))
+}
+
+/// Whether a primitive has AD rules here (for docs and the coverage test): `Some(true)` when
+/// it is differentiable with a rule, `Some(false)` when it has none, `None` when it has no
+/// derivative to take (integer/boolean results, randomness, constants).
+pub fn rule_status(prim: &Prim) -> Option<bool> {
+    Some(match prim {
+        Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
+        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag),
+        Prim::Binary(b) => match b {
+            BinaryPrim::Add
+            | BinaryPrim::Sub
+            | BinaryPrim::Mul
+            | BinaryPrim::Div
+            | BinaryPrim::Pow
+            | BinaryPrim::Max
+            | BinaryPrim::Min
+            | BinaryPrim::Atan2
+            | BinaryPrim::Rem => true,
+            BinaryPrim::NextAfter => false,
+            // Bitwise and shift operations act on integers: nothing to differentiate.
+            _ => return None,
+        },
+        Prim::Select
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::ConvertElementType { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Squeeze { .. }
+        | Prim::Rev { .. }
+        | Prim::Concatenate { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::StopGradient
+        | Prim::Pjit { .. }
+        | Prim::Remat
+        | Prim::Slice { .. } => true,
+        Prim::Reduce { op, .. } => match op {
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
+            ReduceOp::Prod => false,
+            ReduceOp::And | ReduceOp::Or => return None,
+        },
+        Prim::Cumulative { op, .. } => *op == ReduceOp::Sum,
+        Prim::Compare(_)
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::RandomBits { .. }
+        | Prim::RandomSeed
+        | Prim::RandomSplit { .. }
+        | Prim::RandomFoldIn
+        | Prim::RandomUnwrap
+        | Prim::RandomWrap
+        | Prim::Random { .. }
+        | Prim::DebugCallback => return None,
+        Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Sort { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::TopK { .. }
+        | Prim::Scan { .. }
+        | Prim::Cond { .. }
+        | Prim::While
+        | Prim::CustomJvpCall
+        | Prim::CustomVjpCall
+        | Prim::Opaque(_) => false,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Entry points for the transformations in api.rs.
+
+/// What AD needs from a grad/jvp trace: its jaxpr, the values it closed over, and the value
+/// behind each input tracer with the index of the argument it came from.
+pub struct AdTrace {
+    pub jaxpr: Rc<Jaxpr>,
+    pub consts: Vec<Rc<Array>>,
+    pub inputs: Vec<(usize, Rc<Array>)>,
+}
+
+impl std::fmt::Debug for Linearization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Linearization({} outputs)", self.outputs.len())
+    }
+}
+
+/// Unknown derivatives become `None`; Python exceptions propagate.
+fn finish<T>(r: AdResult<T>) -> crate::interp::PyResult<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(AdError::NoRule(_)) => Ok(None),
+        Err(AdError::Raise(f)) => Err(f),
+    }
+}
+
+/// Most forward or backward passes one Jacobian may take, and most elements it may have.
+const MAX_JACOBIAN_PASSES: usize = 1024;
+const MAX_JACOBIAN_ELEMENTS: u128 = 1 << 20;
+
+impl AdTrace {
+    /// Replays the trace at its inputs (with the avals they were traced with), differentiating
+    /// the inputs of the arguments `active` selects.
+    fn linearize(&self, interp: &mut Interp, active: &dyn Fn(usize) -> bool) -> AdResult<Linearization> {
+        if self.inputs.len() != self.jaxpr.invars.len() {
+            return Err(AdError::NoRule("inputs that do not match the trace".into()));
+        }
+        let mut inputs = Vec::with_capacity(self.inputs.len());
+        for ((_, x), (_, aval)) in self.inputs.iter().zip(&self.jaxpr.invars) {
+            inputs.push(with_aval(interp, x.clone(), aval)?);
+        }
+        let flags: Vec<bool> = self.inputs.iter().map(|(i, _)| active(*i)).collect();
+        linearize(interp, &self.jaxpr, &self.consts, &inputs, &flags)
+    }
+
+    /// Positions of the inputs that came from argument `arg`.
+    fn inputs_of(&self, arg: usize) -> Vec<usize> {
+        self.inputs.iter().enumerate().filter(|(_, (i, _))| *i == arg).map(|(j, _)| j).collect()
+    }
+
+    fn input_aval(&self, j: usize) -> AdResult<Aval> {
+        self.jaxpr.invars.get(j).map(|(_, a)| a.clone()).ok_or_else(|| AdError::NoRule("an input".into()))
+    }
+
+    /// The cotangent of input `j`, zeros when none reached it, with the input's aval.
+    fn input_ct(&self, interp: &mut Interp, cts: &[Option<Rc<Array>>], j: usize) -> AdResult<Rc<Array>> {
+        let aval = self.input_aval(j)?;
+        match cts.get(j).cloned().flatten() {
+            Some(c) => with_aval(interp, c, &aval),
+            None => zeros(interp, &aval),
+        }
+    }
+}
+
+/// The values of `grad`/`value_and_grad`: the replayed outputs, and for each differentiated
+/// argument the gradient of output 0 with respect to each of its leaves.
+pub struct GradValues {
+    pub outputs: Vec<Rc<Array>>,
+    pub grads: Vec<Vec<Rc<Array>>>,
+}
+
+pub fn grad_values(interp: &mut Interp, ad: &AdTrace, argnums: &[usize]) -> crate::interp::PyResult<Option<GradValues>> {
+    finish(grad_values_inner(interp, ad, argnums))
+}
+
+fn grad_values_inner(interp: &mut Interp, ad: &AdTrace, argnums: &[usize]) -> AdResult<GradValues> {
+    let lin = ad.linearize(interp, &|i| argnums.contains(&i))?;
+    let out = lin.outputs.first().ok_or_else(|| AdError::NoRule("a function without outputs".into()))?;
+    let mut cts = vec![None; lin.outputs.len()];
+    cts[0] = Some(Array::scalar(1.0, out.aval.dtype, out.aval.weak));
+    let in_cts = pullback(interp, &lin, &cts)?;
+    let mut grads = Vec::with_capacity(argnums.len());
+    for &n in argnums {
+        let leaves = ad.inputs_of(n).into_iter().map(|j| ad.input_ct(interp, &in_cts, j)).collect::<AdResult<Vec<_>>>()?;
+        grads.push(leaves);
+    }
+    Ok(GradValues { outputs: lin.outputs, grads })
+}
+
+/// The values of `jacfwd`/`jacrev` with respect to argument `argnum` (one array): one
+/// Jacobian per output leaf, of shape `out.shape + x.shape`, with the avals `expected`.
+pub fn jacobian_values(
+    interp: &mut Interp,
+    ad: &AdTrace,
+    argnum: usize,
+    forward: bool,
+    expected: &[Aval],
+) -> crate::interp::PyResult<Option<Vec<Rc<Array>>>> {
+    finish(jacobian_values_inner(interp, ad, argnum, forward, expected))
+}
+
+fn one_hot(aval: &Aval, k: usize) -> Rc<Array> {
+    let mut data = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&aval.shape));
+    if let Some(x) = data.iter_mut().nth(k) {
+        *x = 1.0;
+    }
+    Array::ready(aval.clone().weak(false), data)
+}
+
+fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forward: bool, expected: &[Aval]) -> AdResult<Vec<Rc<Array>>> {
+    let [jx] = ad.inputs_of(argnum)[..] else {
+        return Err(AdError::NoRule("a Jacobian with respect to a pytree".into()));
+    };
+    let x_aval = ad.input_aval(jx)?;
+    let lin = ad.linearize(interp, &|i| i == argnum)?;
+    let outs: Vec<Aval> = lin.outputs.iter().map(|o| o.aval.clone()).collect();
+    let n = x_aval.size();
+    let m: u128 = outs.iter().map(Aval::size).sum();
+    let passes = if forward { n } else { m };
+    if outs.len() != expected.len()
+        || passes > MAX_JACOBIAN_PASSES as u128
+        || n.saturating_mul(m) > MAX_JACOBIAN_ELEMENTS
+        || passes == 0
+        || outs.iter().any(|o| o.size() == 0)
+        || outs.iter().any(|o| !differentiable(o.dtype))
+    {
+        return Err(AdError::NoRule("a Jacobian too large to compute".into()));
+    }
+    let x_shape = x_aval.shape.to_vec();
+    let mut jacobians = Vec::with_capacity(outs.len());
+    if forward {
+        let mut columns: Vec<Vec<Rc<Array>>> = vec![Vec::new(); outs.len()];
+        for k in 0..n as usize {
+            let mut tangents = vec![None; ad.inputs.len()];
+            tangents[jx] = Some(one_hot(&x_aval, k));
+            let out_tangents = pushforward(interp, &lin, &tangents)?;
+            for (j, o) in outs.iter().enumerate() {
+                let t = match out_tangents.get(j).cloned().flatten() {
+                    Some(t) => t,
+                    None => zeros(interp, &o.clone().weak(false))?,
+                };
+                let mut s = o.shape.to_vec();
+                s.push(1);
+                columns[j].push(reshape(interp, &t, &s)?);
+            }
+        }
+        for ((o, cols), want) in outs.iter().zip(columns).zip(expected) {
+            let mut s = o.shape.to_vec();
+            s.push(n as usize);
+            let stacked = bind(interp, Prim::Concatenate { dimension: o.ndim() }, &cols, cols[0].aval.with_shape(&s))?;
+            let jac = reshape(interp, &stacked, &want.shape)?;
+            jacobians.push(with_aval(interp, jac, want)?);
+        }
+    } else {
+        for (j, (o, want)) in outs.iter().zip(expected).enumerate() {
+            let mut rows = Vec::new();
+            for k in 0..o.size() as usize {
+                let mut cts = vec![None; outs.len()];
+                cts[j] = Some(one_hot(o, k));
+                let in_cts = pullback(interp, &lin, &cts)?;
+                let row = ad.input_ct(interp, &in_cts, jx)?;
+                let s: Vec<usize> = std::iter::once(1).chain(x_shape.iter().copied()).collect();
+                rows.push(reshape(interp, &row, &s)?);
+            }
+            let s: Vec<usize> = std::iter::once(rows.len()).chain(x_shape.iter().copied()).collect();
+            let stacked = bind(interp, Prim::Concatenate { dimension: 0 }, &rows, rows[0].aval.with_shape(&s))?;
+            let jac = reshape(interp, &stacked, &want.shape)?;
+            jacobians.push(with_aval(interp, jac, want)?);
+        }
+    }
+    Ok(jacobians)
+}
+
+/// The output tangents of `jax.jvp` for the given input tangents (one per input, `None` for
+/// zero), with the avals `expected`.
+pub fn jvp_values(
+    interp: &mut Interp,
+    ad: &AdTrace,
+    tangents: &[Option<Rc<Array>>],
+    expected: &[Aval],
+) -> crate::interp::PyResult<Option<Vec<Rc<Array>>>> {
+    finish((|| {
+        let lin = ad.linearize(interp, &|_| true)?;
+        let outs = pushforward(interp, &lin, tangents)?;
+        let mut result = Vec::with_capacity(expected.len());
+        for (t, want) in outs.into_iter().zip(expected) {
+            result.push(match t {
+                Some(t) => with_aval(interp, t, want)?,
+                None => zeros(interp, want)?,
+            });
+        }
+        Ok(result)
+    })())
+}
+
+/// `jax.vjp`'s linearized function: the replayed trace and the avals of its inputs.
+#[derive(Debug)]
+pub struct VjpValues {
+    lin: Linearization,
+    /// For each input: the argument it came from and the aval it was traced with.
+    inputs: Vec<(usize, Aval)>,
+}
+
+pub fn vjp_linearize(interp: &mut Interp, ad: &AdTrace) -> crate::interp::PyResult<Option<VjpValues>> {
+    finish((|| {
+        let lin = ad.linearize(interp, &|_| true)?;
+        let inputs = (0..ad.inputs.len()).map(|j| Ok((ad.inputs[j].0, ad.input_aval(j)?))).collect::<AdResult<Vec<_>>>()?;
+        Ok(VjpValues { lin, inputs })
+    })())
+}
+
+/// The cotangents of the inputs, grouped by argument, for cotangents of the outputs.
+pub fn vjp_apply(interp: &mut Interp, v: &VjpValues, cts: &[Rc<Array>]) -> crate::interp::PyResult<Option<Vec<Vec<Rc<Array>>>>> {
+    finish((|| {
+        if cts.len() != v.lin.outputs.len() {
+            return Err(AdError::NoRule("cotangents that do not match the outputs".into()));
+        }
+        let cts: Vec<Option<Rc<Array>>> = cts.iter().map(|c| Some(c.clone())).collect();
+        let in_cts = pullback(interp, &v.lin, &cts)?;
+        let n_args = v.inputs.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        let mut per_arg: Vec<Vec<Rc<Array>>> = vec![Vec::new(); n_args];
+        for (j, (arg, aval)) in v.inputs.iter().enumerate() {
+            let c = match in_cts.get(j).cloned().flatten() {
+                Some(c) => with_aval(interp, c, aval)?,
+                None => zeros(interp, aval)?,
+            };
+            per_arg[*arg].push(c);
+        }
+        Ok(per_arg)
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jax::ir::{IndexMode, ScatterOp};
+
+    /// One of each primitive (each reduction and scatter op separately); the coverage table
+    /// of docs/autodiff.md.
+    fn all_prims() -> Vec<Prim> {
+        use UnaryPrim as U;
+        let unary = [
+            U::Neg, U::Sign, U::Floor, U::Ceil, U::Round, U::IsFinite, U::Exp, U::Exp2, U::Log, U::Log1p, U::Expm1, U::Tanh,
+            U::Logistic, U::Sin, U::Cos, U::Tan, U::Asin, U::Acos, U::Atan, U::Sinh, U::Cosh, U::Asinh, U::Acosh, U::Atanh,
+            U::Sqrt, U::Rsqrt, U::Cbrt, U::Abs, U::Not, U::Erf, U::ErfInv, U::Lgamma, U::Digamma, U::Real, U::Imag, U::Conj,
+            U::Square, U::Copy,
+        ];
+        use BinaryPrim as B;
+        let binary = [
+            B::Add, B::Sub, B::Mul, B::Div, B::Rem, B::Pow, B::Max, B::Min, B::Atan2, B::And, B::Or, B::Xor, B::ShiftLeft,
+            B::ShiftRightArithmetic, B::ShiftRightLogical, B::NextAfter,
+        ];
+        let mut prims: Vec<Prim> = unary.into_iter().map(Prim::Unary).chain(binary.into_iter().map(Prim::Binary)).collect();
+        let reduce_ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::And, ReduceOp::Or];
+        prims.extend(reduce_ops.iter().map(|&op| Prim::Reduce { op, axes: vec![0] }));
+        prims.extend(reduce_ops[..4].iter().map(|&op| Prim::Cumulative { op, axis: 0, reverse: false }));
+        let scatter_ops = [ScatterOp::Set, ScatterOp::Add, ScatterOp::Mul, ScatterOp::Min, ScatterOp::Max];
+        prims.extend(scatter_ops.iter().map(|&op| Prim::Scatter { op, mode: IndexMode::Clip, axes: vec![0] }));
+        prims.extend([
+            Prim::Compare(CmpPrim::Lt),
+            Prim::Select,
+            Prim::Clamp,
+            Prim::IntegerPow(2),
+            Prim::ConvertElementType { new_dtype: DType::F32, weak_type: false },
+            Prim::BroadcastInDim { shape: vec![2], broadcast_dimensions: vec![0] },
+            Prim::Reshape { new_sizes: vec![2] },
+            Prim::Transpose { permutation: vec![0] },
+            Prim::Squeeze { dimensions: vec![0] },
+            Prim::Rev { dimensions: vec![0] },
+            Prim::Slice { start: vec![0], limit: vec![1], strides: vec![1] },
+            Prim::DynamicSlice { sizes: vec![1] },
+            Prim::DynamicUpdateSlice,
+            Prim::Concatenate { dimension: 0 },
+            Prim::Pad { config: vec![(0, 0, 0)] },
+            Prim::Iota { dtype: DType::I32, shape: vec![2], dimension: 0 },
+            Prim::Full { value: 0.0 },
+            Prim::ArgReduce { op: crate::jax::ir::ArgOp::Max, axis: 0, index_dtype: DType::I32 },
+            Prim::Sort { dimension: 0, num_keys: 1 },
+            Prim::DotGeneral { lhs_contract: vec![1], rhs_contract: vec![0], lhs_batch: vec![], rhs_batch: vec![] },
+            Prim::Gather { mode: IndexMode::Clip, axes: vec![0] },
+            Prim::TopK { k: 1 },
+            Prim::RandomBits { shape: vec![] },
+            Prim::RandomSeed,
+            Prim::RandomSplit { shape: vec![] },
+            Prim::RandomFoldIn,
+            Prim::RandomUnwrap,
+            Prim::RandomWrap,
+            Prim::Random { dist: "normal" },
+            Prim::Pjit { name: "f".into() },
+            Prim::Scan { length: 1, reverse: false, num_carry: 0 },
+            Prim::Cond { branches: 2 },
+            Prim::While,
+            Prim::CustomJvpCall,
+            Prim::CustomVjpCall,
+            Prim::Remat,
+            Prim::DebugCallback,
+            Prim::StopGradient,
+        ]);
+        prims
+    }
+
+    #[test]
+    fn rule_coverage_is_what_the_docs_say() {
+        let prims = all_prims();
+        let names = |want: Option<bool>| -> Vec<String> {
+            prims.iter().filter(|p| rule_status(p) == want).map(|p| p.name()).collect()
+        };
+        let with_rule = names(Some(true));
+        let without = names(Some(false));
+        let not_differentiable = names(None);
+        assert_eq!(with_rule.len(), 60, "{with_rule:?}");
+        assert_eq!(
+            without,
+            [
+                "erf_inv", "lgamma", "digamma", "imag", "nextafter", "reduce_prod", "cumprod", "cummax", "cummin", "scatter",
+                "scatter-add", "scatter-mul", "scatter-min", "scatter-max", "dynamic_slice", "dynamic_update_slice", "pad",
+                "sort", "gather", "top_k", "scan", "cond", "while", "custom_jvp_call", "custom_vjp_call"
+            ]
+        );
+        assert_eq!(not_differentiable.len(), 22, "{not_differentiable:?}");
+        assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
+    }
+}

@@ -1,0 +1,302 @@
+//! Values of derivatives (`jax/ad.rs`) against central finite differences in f64: each case
+//! is a small program run through `analyze_file` that prints the gradient tracelens computes
+//! and, next to it, `(f(x + h e_i) - f(x - h e_i)) / 2h` computed from the forward kernels.
+//! Both must agree, and must be known (a missing rule prints `<unknown>` and fails).
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig};
+
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _path: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+fn stdout(body: &str) -> String {
+    let source = format!("import jax\nimport jax.numpy as jnp\nfrom jax import lax\njax.config.update(\"jax_enable_x64\", True)\n{body}");
+    analyze_file(&PathBuf::from("ad.py"), &source, &NoFiles, &AnalysisConfig::default()).stdout
+}
+
+/// Prints `grad g_i` and `fd g_i` lines for `f(x, y) = sum(expr)` with respect to both
+/// arguments, at the given points.
+fn program(expr: &str, x: &[f64], y: &[f64]) -> String {
+    let list = |v: &[f64]| v.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+    format!(
+        r#"
+def f(x, y):
+    return jnp.sum({expr})
+
+xs = [{x}]
+ys = [{y}]
+x = jnp.array(xs, dtype=jnp.float64)
+y = jnp.array(ys, dtype=jnp.float64)
+gx, gy = jax.grad(f, argnums=(0, 1))(x, y)
+h = 1e-6
+for i in range(len(xs)):
+    up = list(xs)
+    down = list(xs)
+    up[i] += h
+    down[i] -= h
+    fd = (f(jnp.array(up), y) - f(jnp.array(down), y)) / (2 * h)
+    print("x", i, float(gx[i]), float(fd))
+for i in range(len(ys)):
+    up = list(ys)
+    down = list(ys)
+    up[i] += h
+    down[i] -= h
+    fd = (f(x, jnp.array(up)) - f(x, jnp.array(down))) / (2 * h)
+    print("y", i, float(gy[i]), float(fd))
+"#,
+        x = list(x),
+        y = list(y)
+    )
+}
+
+/// Checks every printed pair; returns the number of pairs.
+fn check_pairs(what: &str, out: &str) -> usize {
+    let mut n = 0;
+    for line in out.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(parts.len(), 4, "{what}: unexpected output line {line:?} in\n{out}");
+        let (ad, fd): (f64, f64) = match (parts[2].parse(), parts[3].parse()) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => panic!("{what}: a value is not known: {line:?}"),
+        };
+        let tol = 1e-5 * (1.0 + fd.abs());
+        assert!((ad - fd).abs() <= tol, "{what}: d/d{}[{}] is {ad} by AD but {fd} by finite differences", parts[0], parts[1]);
+        n += 1;
+    }
+    n
+}
+
+/// Each `(name, expr)`: both gradients of `sum(expr)` agree with finite differences.
+fn check_cases(cases: &[(&str, &str)]) {
+    for (name, expr) in cases {
+        let out = stdout(&program(expr, &X, &Y));
+        assert_eq!(check_pairs(name, &out), 8, "{name}: {out}");
+    }
+}
+
+const X: [f64; 4] = [0.31, -0.72, 1.13, 0.58];
+const Y: [f64; 4] = [1.41, 0.27, -0.93, 0.66];
+
+#[test]
+fn elementwise_rules_match_finite_differences() {
+    let cases = [
+        ("add", "x + y"),
+        ("sub", "x - 2.0 * y"),
+        ("mul", "x * y"),
+        ("div", "x / (y + 3.0)"),
+        ("neg", "-x * y"),
+        ("exp", "jnp.exp(x) * y"),
+        ("log", "jnp.log(x * x + 1.0) * y"),
+        ("log1p", "jnp.log1p(x * x) + y"),
+        ("expm1", "jnp.expm1(x) * y"),
+        ("tanh", "jnp.tanh(x * y)"),
+        ("logistic", "jax.nn.sigmoid(x - y)"),
+        ("sin", "jnp.sin(x) * jnp.cos(y)"),
+        ("tan", "jnp.tan(x) + y"),
+        ("sinh/cosh", "jnp.sinh(x) * jnp.cosh(y)"),
+        ("arcsin/arccos", "jnp.arcsin(x / 2.0) + jnp.arccos(y / 2.0)"),
+        ("arctan", "jnp.arctan(x) * y"),
+        ("arctan2", "jnp.arctan2(x, y)"),
+        ("sqrt", "jnp.sqrt(x * x + y * y)"),
+        ("rsqrt", "lax.rsqrt(x * x + 1.0) * y"),
+        ("cbrt", "jnp.cbrt(x * x + 1.0) * y"),
+        ("pow", "jnp.power(x * x + 1.0, y)"),
+        ("integer_pow", "x ** 3 * y ** 2"),
+        ("square", "jnp.square(x) * y"),
+        ("maximum", "jnp.maximum(x, y) * x"),
+        ("minimum", "jnp.minimum(x, y) * y"),
+        ("relu", "jax.nn.relu(x) * y"),
+        ("abs", "jnp.abs(x) * y"),
+        ("where", "jnp.where(x > 0.5, x * y, y * y)"),
+        ("sign", "jnp.sign(x) * x * y"),
+        ("clip", "jnp.clip(x, -0.5, 0.5) * y"),
+        ("remainder", "jnp.remainder(x + 3.0, y + 2.0)"),
+    ];
+    check_cases(&cases);
+}
+
+#[test]
+fn structural_rules_match_finite_differences() {
+    let cases = [
+        ("dot", "jnp.dot(x.reshape(2, 2), y.reshape(2, 2)) ** 2"),
+        ("matmul vector", "(x.reshape(2, 2) @ y[:2]) * y[2:]"),
+        ("outer broadcast", "jnp.tanh(x[:, None] * y[None, :])"),
+        ("reduce_max", "jnp.max(x * y) + jnp.min(x - y)"),
+        ("reduce_max axis", "jnp.max((x * y).reshape(2, 2), axis=1) * y[:2]"),
+        ("mean", "jnp.mean(x * y) * jnp.mean(x)"),
+        ("transpose", "x.reshape(2, 2).T * y.reshape(2, 2)"),
+        ("squeeze/expand_dims", "jnp.squeeze(jnp.expand_dims(x, 0), 0) * y"),
+        ("concatenate", "jnp.concatenate([x * y, x[:2] ** 2]) * 0.5"),
+        ("slice", "x[1:3] * y[0:2] + x[::2] * y[1::2]"),
+        ("index", "x[0] * y[3] + x[2] * x[2]"),
+        ("cumsum", "jnp.cumsum(x) * y"),
+        ("log_softmax by hand", "x - jnp.max(x) - jnp.log(jnp.sum(jnp.exp(x - jnp.max(x)))) * y"),
+        ("jit inside grad", "jax.jit(lambda a, b: jnp.sin(a) * b)(x, y)"),
+        ("checkpoint", "jax.checkpoint(lambda a, b: jnp.exp(a) * b)(x, y)"),
+        ("sum of squares", "jnp.sum(x ** 2) * jnp.linalg.norm(y)"),
+    ];
+    check_cases(&cases);
+}
+
+/// Prints `a b` pairs that must agree: a derivative by a transformation and by finite
+/// differences.
+fn pairs(body: &str) -> String {
+    stdout(body)
+}
+
+#[test]
+fn jacobians_hessian_jvp_and_vjp_match_finite_differences() {
+    let out = pairs(
+        r#"
+def f(v):
+    return jnp.stack([jnp.sin(v[0]) * v[1], v[0] ** 2 + jnp.exp(v[1]), v[0] * v[1] * v[2]])
+
+def e(i):
+    return jnp.array([1.0 if j == i else 0.0 for j in range(3)])
+
+x = jnp.array([0.4, -0.3, 1.2])
+h = 1e-6
+jf = jax.jacfwd(f)(x)
+jr = jax.jacrev(f)(x)
+for j in range(3):
+    fd = (f(x + h * e(j)) - f(x - h * e(j))) / (2 * h)
+    for i in range(3):
+        print("jacfwd", i, float(jf[i, j]), float(fd[i]))
+        print("jacrev", i, float(jr[i, j]), float(fd[i]))
+
+def energy(v):
+    return jnp.sum(v ** 3) + v[0] * v[1] * v[2] + jnp.sum(jnp.sin(v))
+
+H = jax.hessian(energy)(x)
+g = jax.grad(energy)
+for j in range(3):
+    fd = (g(x + h * e(j)) - g(x - h * e(j))) / (2 * h)
+    for i in range(3):
+        print("hessian", i, float(H[i, j]), float(fd[i]))
+
+t = jnp.array([0.5, -1.0, 2.0])
+y, ty = jax.jvp(f, (x,), (t,))
+fd = (f(x + h * t) - f(x - h * t)) / (2 * h)
+for i in range(3):
+    print("jvp", i, float(ty[i]), float(fd[i]))
+
+y, pull = jax.vjp(f, x)
+(ct,) = pull(t)
+for j in range(3):
+    fd = jnp.sum(t * (f(x + h * e(j)) - f(x - h * e(j))) / (2 * h))
+    print("vjp", j, float(ct[j]), float(fd))
+"#,
+    );
+    assert_eq!(check_pairs("jacobians", &out), 9 * 2 + 9 + 3 + 3, "{out}");
+}
+
+#[test]
+fn grad_respects_pytrees_has_aux_and_value() {
+    let out = pairs(
+        r#"
+def loss(params, x):
+    h = jnp.tanh(x @ params["w"] + params["b"])
+    pred = h @ params["layers"][0]
+    return jnp.mean(pred ** 2), pred
+
+params = {"w": jnp.array([[0.3, -0.2], [0.1, 0.5]]), "b": jnp.array([0.05, -0.1]), "layers": [jnp.array([1.5, -0.5])]}
+x = jnp.array([[1.0, 2.0], [-1.0, 0.5], [0.3, 0.3]])
+(value, pred), grads = jax.value_and_grad(loss, has_aux=True)(params, x)
+print("value", 0, float(value), float(loss(params, x)[0]))
+print("aux", 0, float(pred[1]), float(loss(params, x)[1][1]))
+h = 1e-6
+w = params["w"]
+for i in range(2):
+    for j in range(2):
+        bump = jnp.array([[h if (a, b) == (i, j) else 0.0 for b in range(2)] for a in range(2)])
+        up = dict(params, w=w + bump)
+        down = dict(params, w=w - bump)
+        fd = (loss(up, x)[0] - loss(down, x)[0]) / (2 * h)
+        print("w", i, float(grads["w"][i, j]), float(fd))
+bump = jnp.array([h, 0.0])
+fd = (loss(dict(params, layers=[params["layers"][0] + bump]), x)[0] - loss(dict(params, layers=[params["layers"][0] - bump]), x)[0]) / (2 * h)
+print("layers", 0, float(grads["layers"][0][0]), float(fd))
+"#,
+    );
+    assert_eq!(check_pairs("pytrees", &out), 7, "{out}");
+}
+
+#[test]
+fn derivatives_through_unmodelled_code_stay_unknown() {
+    // custom_vjp defines its own derivative (here: clipping), which is not modelled, so the
+    // value must stay unknown rather than be the derivative of the primal code.
+    let out = stdout(
+        r#"
+@jax.custom_vjp
+def clip_gradient(x):
+    return x
+
+def fwd(x):
+    return x, None
+
+def bwd(_, g):
+    return (jnp.clip(g, -0.1, 0.1),)
+
+clip_gradient.defvjp(fwd, bwd)
+print(jax.grad(lambda x: jnp.sum(clip_gradient(x) * 3.0))(jnp.array([1.0, 2.0])))
+print(jax.grad(lambda x: jnp.sum(lax.stop_gradient(x) * x * 3.0))(jnp.array([1.0, 2.0])))
+print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1.0, 2.0]))))
+"#,
+    );
+    assert_eq!(out, "<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
+}
+
+
+#[test]
+fn values_the_model_cannot_follow_are_never_taken_for_constants() {
+    // Under real JAX these print [2. 0. 6.] and [1.75 1.5 ]; tracelens does not model boolean
+    // masks or scan values, so it must not differentiate as if they were constants.
+    let out = stdout(
+        r#"
+def masked(x):
+    return jnp.sum(x[x > 0.0] ** 2)
+
+def compound(x):
+    c, _ = lax.scan(lambda c, xi: (c + xi * c, None), 1.0, x)
+    return c
+
+print(jax.grad(masked)(jnp.array([1.0, -2.0, 3.0])))
+print(jax.grad(compound)(jnp.array([0.5, 0.25])))
+print(jax.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1.0, -2.0, 3.0])))
+"#,
+    );
+    assert_eq!(out, "<unknown>\n<unknown>\n[ 2. -4.  6.]\n");
+}
+
+#[test]
+fn reverse_mode_through_while_loop_is_jaxs_error_only_when_it_matters() {
+    let source = r#"import jax
+import jax.numpy as jnp
+from jax import lax
+
+def doubling(x):
+    return lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+
+def unused(x):
+    y = lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+    return x * 3.0
+
+print(jax.grad(unused)(1.0))
+print(jax.grad(doubling)(1.0))
+"#;
+    let a = analyze_file(&PathBuf::from("loop.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout, "3.0\n");
+    let errors: Vec<_> = a.diagnostics.iter().map(|(d, loc, _)| (d.code.as_str(), loc.line, d.message.clone())).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, "TL190");
+    assert_eq!(errors[0].1, 13);
+    assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
+}
