@@ -2,6 +2,7 @@
 
 mod compare;
 mod conformance;
+mod golden;
 mod model;
 mod process;
 mod python_env;
@@ -18,7 +19,9 @@ const USAGE: &str = "\
 usage: cargo xtask conformance [OPTIONS]
 
 Runs every fixture under tests/fixtures/ under real JAX 0.10.2 (the oracle) and under
-tracelens, and compares them (tests/conformance/README.md).
+tracelens, and compares them (tests/conformance/README.md). A full run (no --filter, no
+--fixtures) also re-runs the golden-table generators with --check (tests/conformance/
+gen_ops_golden.py) and fails if a table drifted from what JAX gives.
 
 options:
   --filter SUBSTR   only fixtures whose path (relative to tests/fixtures/) contains SUBSTR

@@ -7,7 +7,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::{Array, ArrayKind, Lazy, NdData};
 use super::dtypes::DType;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexMode, Prim, ReduceOp, UnaryPrim};
 use super::random;
 
 /// Rounds a value to what `dtype` can hold.
@@ -27,12 +27,63 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
         DType::I8 => (x as i64 as i8) as f64,
         DType::I16 => (x as i64 as i16) as f64,
         DType::I32 => (x as i64 as i32) as f64,
-        DType::I64 => x as i64 as f64,
+        DType::I64 => wrap_int(x as i128, DType::I64),
         DType::U8 => (x as i64 as u8) as f64,
         DType::U16 => (x as i64 as u16) as f64,
         DType::U32 => (x as i64 as u32) as f64,
         DType::U64 => x as u64 as f64,
     }
+}
+
+/// An integer result wrapped to `dtype` as two's complement, as XLA's integer arithmetic
+/// does (`int32(2**31 - 1) + 1 == -2**31`, `uint8(0) - 1 == 255`).
+pub fn wrap_int(v: i128, dtype: DType) -> f64 {
+    match dtype {
+        DType::I8 => v as i8 as f64,
+        DType::I16 => v as i16 as f64,
+        DType::I32 => v as i32 as f64,
+        DType::I64 => v as i64 as f64,
+        DType::U8 => v as u8 as f64,
+        DType::U16 => v as u16 as f64,
+        DType::U32 => v as u32 as f64,
+        DType::U64 => v as u64 as f64,
+        DType::Bool => (v != 0) as i64 as f64,
+        _ => v as f64,
+    }
+}
+
+/// A float converted to an integer dtype as XLA converts: toward zero, NaN to 0, and values
+/// past the dtype's range saturated (`float32(-2.5).astype(uint8) == 0`).
+fn float_to_int(x: f64, dtype: DType) -> f64 {
+    if x.is_nan() {
+        return 0.0;
+    }
+    let (lo, hi) = match dtype {
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::U8 => (0.0, u8::MAX as f64),
+        DType::U16 => (0.0, u16::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::U64 => (0.0, u64::MAX as f64),
+        _ => return x,
+    };
+    x.trunc().clamp(lo, hi)
+}
+
+/// Rounds to `dtype`'s precision: float32 intermediate steps of XLA's formulas.
+fn in_precision(x: f64, dtype: DType) -> f64 {
+    if dtype == DType::F64 {
+        x
+    } else {
+        x as f32 as f64
+    }
+}
+
+/// `ln(2)` and `ln(1/2)` as constants of `dtype`.
+fn ln2(dtype: DType) -> f64 {
+    in_precision(std::f64::consts::LN_2, dtype)
 }
 
 /// The data of a concrete array (or a tracer's known primal), computing it if needed.
@@ -134,7 +185,8 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 },
                 UnaryPrim::IsFinite => |x: f64| x.is_finite() as i64 as f64,
                 UnaryPrim::Exp => f64::exp,
-                UnaryPrim::Exp2 => f64::exp2,
+                // XLA: exp(log(2) * x), each step in the dtype.
+                UnaryPrim::Exp2 => return Some(a.mapv(|x| in_precision(x * ln2(out_dtype), out_dtype).exp())),
                 UnaryPrim::Log => f64::ln,
                 UnaryPrim::Log1p => f64::ln_1p,
                 UnaryPrim::Expm1 => f64::exp_m1,
@@ -146,8 +198,14 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 UnaryPrim::Asin => f64::asin,
                 UnaryPrim::Acos => f64::acos,
                 UnaryPrim::Atan => f64::atan,
-                UnaryPrim::Sinh => f64::sinh,
-                UnaryPrim::Cosh => f64::cosh,
+                UnaryPrim::Sinh => return Some(a.mapv(|x| sinh(x, out_dtype))),
+                // XLA: exp(x + log(1/2)) + exp(-x + log(1/2)), each step in the dtype.
+                UnaryPrim::Cosh => {
+                    return Some(a.mapv(|x| {
+                        let h = -ln2(out_dtype);
+                        in_precision(x + h, out_dtype).exp() + in_precision(-x + h, out_dtype).exp()
+                    }))
+                }
                 UnaryPrim::Asinh => f64::asinh,
                 UnaryPrim::Acosh => f64::acosh,
                 UnaryPrim::Atanh => f64::atanh,
@@ -163,6 +221,11 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             };
             if *u == UnaryPrim::Not && int_out {
                 a.mapv(|x| !(x as i64) as f64)
+            } else if int_out && matches!(u, UnaryPrim::Square | UnaryPrim::Neg | UnaryPrim::Abs) {
+                a.mapv(|x| {
+                    let x = x as i128;
+                    wrap_int(if *u == UnaryPrim::Square { x * x } else if *u == UnaryPrim::Neg { -x } else { x.abs() }, out_dtype)
+                })
             } else {
                 a.mapv(f)
             }
@@ -171,6 +234,15 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let a = broadcast_to(&ins[0], out_shape)?;
             let c = broadcast_to(&ins[1], out_shape)?;
             let int = in_dtypes.first().map(|d| d.is_integer() || d.is_bool()).unwrap_or(false);
+            if int && int_out && matches!(b, BinaryPrim::Add | BinaryPrim::Sub | BinaryPrim::Mul) {
+                // In i128, then wrapped: an f64 product of two int32s is not exact.
+                let f: fn(i128, i128) -> i128 = match b {
+                    BinaryPrim::Add => |x, y| x + y,
+                    BinaryPrim::Sub => |x, y| x - y,
+                    _ => |x, y| x * y,
+                };
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| wrap_int(f(x as i128, y as i128), out_dtype)));
+            }
             let f: fn(f64, f64) -> f64 = match (b, int) {
                 (BinaryPrim::Add, _) => |x, y| x + y,
                 (BinaryPrim::Sub, _) => |x, y| x - y,
@@ -180,10 +252,25 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (BinaryPrim::Div, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() },
                 (BinaryPrim::Rem, false) => |x: f64, y: f64| x % y,
                 (BinaryPrim::Rem, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y },
+                // `x ** 2` on integers is `integer_pow` in JAX: exact, wrapping.
+                (BinaryPrim::Pow, true) if int_out => {
+                    return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| match u32::try_from(y as i64) {
+                        Ok(y) => wrap_int((x as i128).wrapping_pow(y), out_dtype),
+                        Err(_) => f64::NAN,
+                    }))
+                    .filter(|d| !d.iter().any(|v| v.is_nan()));
+                }
                 (BinaryPrim::Pow, _) => f64::powf,
+                // NaN propagates, and -0.0 orders below 0.0.
                 (BinaryPrim::Max, _) => |x: f64, y: f64| {
                     if x.is_nan() || y.is_nan() {
                         f64::NAN
+                    } else if x == y {
+                        if x.is_sign_positive() {
+                            x
+                        } else {
+                            y
+                        }
                     } else {
                         x.max(y)
                     }
@@ -191,6 +278,12 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (BinaryPrim::Min, _) => |x: f64, y: f64| {
                     if x.is_nan() || y.is_nan() {
                         f64::NAN
+                    } else if x == y {
+                        if x.is_sign_negative() {
+                            x
+                        } else {
+                            y
+                        }
                     } else {
                         x.min(y)
                     }
@@ -230,7 +323,14 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let hi = broadcast_to(&ins[2], out_shape)?;
             ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h))
         }
+        Prim::IntegerPow(y) if int_out => {
+            let y = u32::try_from(*y).ok()?;
+            ins[0].mapv(|x| wrap_int((x as i128).wrapping_pow(y), out_dtype))
+        }
         Prim::IntegerPow(y) => ins[0].mapv(|x| x.powi(*y)),
+        Prim::ConvertElementType { .. } if int_out && in_dtypes.first().is_some_and(|d| d.is_floating()) => {
+            ins[0].mapv(|x| float_to_int(x, out_dtype))
+        }
         Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
         Prim::BroadcastInDim { shape, broadcast_dimensions } => {
             let a = &ins[0];
@@ -332,13 +432,18 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             a.as_standard_layout().to_owned()
         }
         Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
-            dot_general(&ins[0], &ins[1], lhs_contract, rhs_contract, lhs_batch, rhs_batch, out_shape)?
+            let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+            dot_general(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
         }
+        Prim::Gather { mode, axes } => gather(&ins[0], &ins[1..], axes, *mode, out_shape)?,
         Prim::Sort { dimension, .. } => {
             let mut a = (*ins[0]).clone();
             for mut lane in a.lanes_mut(Axis(*dimension)) {
                 let mut v: Vec<f64> = lane.iter().copied().collect();
-                v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Greater));
+                v.sort_by(|x, y| match (x.is_nan(), y.is_nan()) {
+                    (false, false) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+                    (nan_x, nan_y) => nan_x.cmp(&nan_y),
+                });
                 for (dst, src) in lane.iter_mut().zip(v) {
                     *dst = src;
                 }
@@ -349,22 +454,125 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
     })
 }
 
-/// `lax.dot_general` by explicit index loops over batch, free and contracting dimensions.
-fn dot_general(lhs: &NdData, rhs: &NdData, lc: &[usize], rc: &[usize], lb: &[usize], rb: &[usize], out_shape: &[usize]) -> Option<NdData> {
+/// `sinh` as XLA computes it: `exp(x + log(1/2)) - exp(-x + log(1/2))` for |x| >= 1, and
+/// from `expm1` below, each step in the dtype.
+fn sinh(x: f64, dtype: DType) -> f64 {
+    if x.abs() >= 1.0 {
+        let h = -ln2(dtype);
+        in_precision(x + h, dtype).exp() - in_precision(-x + h, dtype).exp()
+    } else {
+        let e = in_precision(x.exp_m1(), dtype);
+        0.5 * (e + in_precision(e / in_precision(e + 1.0, dtype), dtype))
+    }
+}
+
+/// The dimension numbers of a `dot_general`.
+pub struct DotDims<'a> {
+    pub lhs_contract: &'a [usize],
+    pub rhs_contract: &'a [usize],
+    pub lhs_batch: &'a [usize],
+    pub rhs_batch: &'a [usize],
+}
+
+/// `lax.dot_general`: both operands permuted to (batch, free, contracting) and reshaped to
+/// 3-D, then one matrix product per batch element with `matrixmultiply`'s blocked GEMM
+/// (through ndarray's `dot`). float32 (and narrower) operands multiply in float32, as XLA's
+/// CPU dot does: sgemm is twice as fast as dgemm and accumulates as JAX does
+/// (docs/evaluator.md).
+pub fn dot_general(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let (lc, rc, lb, rb) = (dims.lhs_contract, dims.rhs_contract, dims.lhs_batch, dims.rhs_batch);
     let lfree: Vec<usize> = (0..lhs.ndim()).filter(|d| !lc.contains(d) && !lb.contains(d)).collect();
     let rfree: Vec<usize> = (0..rhs.ndim()).filter(|d| !rc.contains(d) && !rb.contains(d)).collect();
-    // Permute to (batch, free, contract) and reshape to 3-D, then multiply.
     let lperm: Vec<usize> = lb.iter().chain(&lfree).chain(lc).copied().collect();
     let rperm: Vec<usize> = rb.iter().chain(rc).chain(&rfree).copied().collect();
+    if lperm.len() != lhs.ndim() || rperm.len() != rhs.ndim() {
+        return None;
+    }
     let size = |a: &NdData, dims: &[usize]| dims.iter().map(|&d| a.shape()[d]).product::<usize>();
     let (b, m, k, n) = (size(lhs, lb), size(lhs, &lfree), size(lhs, lc), size(rhs, &rfree));
-    let l = lhs.clone().permuted_axes(IxDyn(&lperm)).as_standard_layout().to_owned().into_shape_with_order(IxDyn(&[b, m, k])).ok()?;
-    let r = rhs.clone().permuted_axes(IxDyn(&rperm)).as_standard_layout().to_owned().into_shape_with_order(IxDyn(&[b, k, n])).ok()?;
-    let mut out = ArrayD::<f64>::zeros(IxDyn(&[b, m, n]));
-    for bi in 0..b {
-        let l2 = l.index_axis(Axis(0), bi).into_dimensionality::<ndarray::Ix2>().ok()?;
-        let r2 = r.index_axis(Axis(0), bi).into_dimensionality::<ndarray::Ix2>().ok()?;
-        out.index_axis_mut(Axis(0), bi).assign(&l2.dot(&r2));
+    if size(rhs, rb) != b || size(rhs, rc) != k {
+        return None;
     }
+    let l = lhs.view().permuted_axes(IxDyn(&lperm));
+    let r = rhs.view().permuted_axes(IxDyn(&rperm));
+    let out = if out_dtype == DType::F64 || out_dtype.is_integer() {
+        batched_matmul(&l, &r, [b, m, k, n], |x| x)?
+    } else {
+        batched_matmul(&l, &r, [b, m, k, n], |x| x as f32)?.mapv(f64::from)
+    };
     out.into_shape_with_order(IxDyn(out_shape)).ok()
+}
+
+fn batched_matmul<T>(l: &ndarray::ArrayViewD<f64>, r: &ndarray::ArrayViewD<f64>, [b, m, k, n]: [usize; 4], cast: fn(f64) -> T) -> Option<ArrayD<T>>
+where
+    T: ndarray::LinalgScalar,
+{
+    // In logical order: `mapv` keeps a permuted view's memory order, which a row-major
+    // reshape would refuse.
+    let l = ndarray::Array3::from_shape_vec((b, m, k), l.iter().map(|&x| cast(x)).collect()).ok()?;
+    let r = ndarray::Array3::from_shape_vec((b, k, n), r.iter().map(|&x| cast(x)).collect()).ok()?;
+    let mut out = ndarray::Array3::<T>::zeros((b, m, n));
+    for bi in 0..b {
+        ndarray::linalg::general_mat_mul(T::one(), &l.index_axis(Axis(0), bi), &r.index_axis(Axis(0), bi), T::zero(), &mut out.index_axis_mut(Axis(0), bi));
+    }
+    Some(out.into_dyn())
+}
+
+/// Integer-array indexing (`x[idx]`, `x[:, idx]`, `x[i, j]`, `jnp.take`): `indices[j]`
+/// indexes axis `axes[j]`, the index arrays broadcast together, and their shape replaces the
+/// indexed axes (in place when those are adjacent, in front otherwise, as NumPy orders
+/// advanced indices). Negative indices count from the end; then `Clip` clamps what is still
+/// out of bounds, as JAX's indexing does. `FillOrDrop` would fill with a value the primitive
+/// does not carry, so an out-of-bounds index there leaves the value unknown.
+fn gather(a: &NdData, indices: &[Rc<NdData>], axes: &[usize], mode: IndexMode, out_shape: &[usize]) -> Option<NdData> {
+    if indices.len() != axes.len() || axes.is_empty() || axes.iter().any(|&d| d >= a.ndim()) {
+        return None;
+    }
+    let rank = indices.iter().map(|i| i.ndim()).max().unwrap_or(0);
+    let mut index_shape = vec![1usize; rank];
+    for i in indices {
+        for (slot, &size) in index_shape[rank - i.ndim()..].iter_mut().zip(i.shape()) {
+            if *slot == 1 {
+                *slot = size;
+            } else if size != 1 && size != *slot {
+                return None;
+            }
+        }
+    }
+    let views: Vec<_> = indices.iter().map(|i| i.broadcast(IxDyn(&index_shape))).collect::<Option<_>>()?;
+    let rest: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
+    let adjacent = axes.windows(2).all(|w| w[1] == w[0] + 1);
+    let first = if adjacent { rest.iter().filter(|&&d| d < axes[0]).count() } else { 0 };
+    let mut shape: Vec<usize> = rest[..first].iter().map(|&d| a.shape()[d]).collect();
+    shape.extend(&index_shape);
+    shape.extend(rest[first..].iter().map(|&d| a.shape()[d]));
+    if shape != out_shape {
+        return None;
+    }
+    let mut in_bounds = true;
+    let out = ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+        let ix = ndarray::Dimension::slice(&ix);
+        let at = IxDyn(&ix[first..first + rank]);
+        let mut src = vec![0usize; a.ndim()];
+        for (k, &d) in rest.iter().enumerate() {
+            src[d] = ix[if k < first { k } else { k + rank }];
+        }
+        for (view, &d) in views.iter().zip(axes) {
+            let n = a.shape()[d] as i64;
+            let mut i = view[&at] as i64;
+            if i < 0 {
+                i += n;
+            }
+            if !(0..n).contains(&i) {
+                if mode == IndexMode::FillOrDrop || n == 0 {
+                    in_bounds = false;
+                    return 0.0;
+                }
+                i = i.clamp(0, n - 1);
+            }
+            src[d] = i as usize;
+        }
+        a[IxDyn(&src)]
+    });
+    in_bounds.then_some(out)
 }

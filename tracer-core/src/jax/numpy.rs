@@ -339,15 +339,7 @@ fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -
         BinOp::Sub => binary_prim(interp, BinaryPrim::Sub, a, b),
         BinOp::Mul => binary_prim(interp, BinaryPrim::Mul, a, b),
         BinOp::Div => true_divide(interp, a, b),
-        BinOp::FloorDiv => {
-            let q = binary_prim(interp, BinaryPrim::Div, a, b)?;
-            if q.aval.dtype.is_inexact() {
-                unary_prim(interp, UnaryPrim::Floor, &q)
-            } else {
-                Ok(q)
-            }
-        }
-        BinOp::Mod => binary_prim(interp, BinaryPrim::Rem, a, b),
+        BinOp::FloorDiv | BinOp::Mod => floor_divide_or_remainder(interp, op, a, b),
         BinOp::Pow => binary_prim(interp, BinaryPrim::Pow, a, b),
         BinOp::MatMul => matmul(interp, a, b, "matmul"),
         BinOp::BitAnd => binary_prim(interp, BinaryPrim::And, a, b),
@@ -356,6 +348,71 @@ fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -
         BinOp::LShift => binary_prim(interp, BinaryPrim::ShiftLeft, a, b),
         BinOp::RShift => binary_prim(interp, BinaryPrim::ShiftRightArithmetic, a, b),
     }
+}
+
+/// `jnp.floor_divide` and `jnp.remainder` as JAX composes them (`floor_divide`,
+/// `_float_divmod` and `remainder` in jax/_src/numpy/ufuncs.py): `lax.div` and `lax.rem`
+/// round toward zero, and selects move the results to Python's signs (`-7 // 2 == -4`,
+/// `-7 % 2 == 1`, `-inf // 2` is NaN).
+fn floor_divide_or_remainder(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (ops, dt, shape) = promote_broadcast(interp, &[a.clone(), b.clone()])?;
+    let dtype = dt.dtype;
+    let plain = if op == BinOp::Mod { BinaryPrim::Rem } else { BinaryPrim::Div };
+    if !(dtype.is_integer() || dtype.is_floating()) {
+        return binary_prim(interp, plain, a, b);
+    }
+    let x = broadcast_to_shape(interp, &ops[0], &shape)?;
+    let y = broadcast_to_shape(interp, &ops[1], &shape)?;
+    let aval = Aval { shape: shape.clone(), dtype, weak: dt.weak };
+    let zero = Array::scalar(0.0, dtype, true);
+    let one = Array::scalar(1.0, dtype, true);
+    let select = |interp: &mut Interp, pred: &Rc<Array>, on_true: &Rc<Array>, on_false: &Rc<Array>| {
+        bind1(interp, Prim::Select, &[pred.clone(), on_false.clone(), on_true.clone()], aval.clone())
+    };
+    if op == BinOp::Mod {
+        let y = if dtype.is_integer() {
+            let y_zero = compare_arrays(interp, CmpPrim::Eq, &y, &zero)?;
+            let ones = broadcast_to_shape(interp, &Array::scalar(1.0, dtype, false), &shape)?;
+            select(interp, &y_zero, &ones, &y)?
+        } else {
+            y
+        };
+        let m = binary_prim(interp, BinaryPrim::Rem, &x, &y)?;
+        let m_nonzero = compare_arrays(interp, CmpPrim::Ne, &m, &zero)?;
+        let m_negative = compare_arrays(interp, CmpPrim::Lt, &m, &zero)?;
+        let y_negative = compare_arrays(interp, CmpPrim::Lt, &y, &zero)?;
+        let signs_differ = compare_arrays(interp, CmpPrim::Ne, &m_negative, &y_negative)?;
+        let add_y = binary_prim(interp, BinaryPrim::And, &signs_differ, &m_nonzero)?;
+        let sum = binary_prim(interp, BinaryPrim::Add, &m, &y)?;
+        return select(interp, &add_y, &sum, &m);
+    }
+    if dtype.is_unsigned() {
+        return binary_prim(interp, BinaryPrim::Div, &x, &y);
+    }
+    if dtype.is_integer() {
+        let q = binary_prim(interp, BinaryPrim::Div, &x, &y)?;
+        let sign_x = unary_prim(interp, UnaryPrim::Sign, &x)?;
+        let sign_y = unary_prim(interp, UnaryPrim::Sign, &y)?;
+        let signs_differ = compare_arrays(interp, CmpPrim::Ne, &sign_x, &sign_y)?;
+        let r = binary_prim(interp, BinaryPrim::Rem, &x, &y)?;
+        let r_nonzero = compare_arrays(interp, CmpPrim::Ne, &r, &zero)?;
+        let lower = binary_prim(interp, BinaryPrim::And, &signs_differ, &r_nonzero)?;
+        let q_minus_one = binary_prim(interp, BinaryPrim::Sub, &q, &one)?;
+        return select(interp, &lower, &q_minus_one, &q);
+    }
+    let m = binary_prim(interp, BinaryPrim::Rem, &x, &y)?;
+    let y_zero = compare_arrays(interp, CmpPrim::Eq, &y, &zero)?;
+    let x_minus_m = binary_prim(interp, BinaryPrim::Sub, &x, &m)?;
+    let corrected = select(interp, &y_zero, &x, &x_minus_m)?;
+    let q = binary_prim(interp, BinaryPrim::Div, &corrected, &y)?;
+    let m_nonzero = compare_arrays(interp, CmpPrim::Ne, &m, &zero)?;
+    let sign_y = unary_prim(interp, UnaryPrim::Sign, &y)?;
+    let sign_m = unary_prim(interp, UnaryPrim::Sign, &m)?;
+    let signs_differ = compare_arrays(interp, CmpPrim::Ne, &sign_y, &sign_m)?;
+    let lower = binary_prim(interp, BinaryPrim::And, &m_nonzero, &signs_differ)?;
+    let q_minus_one = binary_prim(interp, BinaryPrim::Sub, &q, &one)?;
+    let q = select(interp, &lower, &q_minus_one, &q)?;
+    unary_prim(interp, UnaryPrim::Round, &q)
 }
 
 pub fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
@@ -1646,7 +1703,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let b = arr!(1, "x2");
             binary_arrays(interp, BinOp::FloorDiv, &a, &b).map(Value::Array)
         }
-        F::Mod | F::Remainder => binary!(BinaryPrim::Rem),
+        F::Mod | F::Remainder => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            binary_arrays(interp, BinOp::Mod, &a, &b).map(Value::Array)
+        }
         F::Power => binary!(BinaryPrim::Pow),
         F::Maximum => binary!(BinaryPrim::Max),
         F::Minimum => binary!(BinaryPrim::Min),

@@ -1,0 +1,170 @@
+//! Evaluator benchmark (`cargo bench -p tracer-core --bench evaluator`): a 1024×1024 float32
+//! matmul through the CPU evaluator's `dot_general` kernel, in GFLOP/s, against this
+//! machine's single-core float32 peak measured in the same run by a tight FMA loop (and,
+//! when `TRACELENS_JAX_PYTHON` names a Python with NumPy, NumPy's OpenBLAS sgemm on one
+//! thread, for reference). Prints figures; asserts nothing (no timed tests).
+//!
+//! Times are the thread's CPU time (`/proc/thread-self/schedstat` on Linux, wall time
+//! elsewhere), best of several runs: on a shared machine, time spent descheduled would
+//! otherwise be counted against whichever measurement it fell in.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use ndarray::{ArrayD, IxDyn};
+use tracer_core::jax::dtypes::DType;
+use tracer_core::jax::eval::{dot_general, DotDims};
+
+const N: usize = 1024;
+const REPEATS: usize = 5;
+
+fn main() {
+    let peak = peak_gflops();
+    let matmul = evaluator_matmul_gflops(DType::F32);
+    let matmul_f64 = evaluator_matmul_gflops(DType::F64);
+    println!("float32 peak, one core ({}): {peak:.1} GFLOP/s", peak_method());
+    println!("evaluator dot_general, f32[{N},{N}] @ f32[{N},{N}], one core: {matmul:.1} GFLOP/s");
+    println!("ratio to peak: {:.0}% (target >= 50%)", 100.0 * matmul / peak);
+    println!("evaluator dot_general, f64[{N},{N}] @ f64[{N},{N}] (dgemm), one core: {matmul_f64:.1} GFLOP/s");
+    match numpy_sgemm_gflops() {
+        Some(numpy) => println!("NumPy/OpenBLAS sgemm, one thread, same shapes: {numpy:.1} GFLOP/s ({:.0}% of peak)", 100.0 * numpy / peak),
+        None => println!("NumPy reference skipped (set TRACELENS_JAX_PYTHON to a Python with NumPy)"),
+    }
+}
+
+/// Best of `REPEATS` products: the machine is shared, so the fastest run is the least
+/// disturbed one. Inputs are held as the evaluator holds them (f64 data of an f32 array).
+fn evaluator_matmul_gflops(dtype: DType) -> f64 {
+    let a = ArrayD::from_shape_fn(IxDyn(&[N, N]), |ix| f64::from(((ix[0] * 7 + ix[1] * 3) % 17) as f32 * 0.125 - 1.0));
+    let b = ArrayD::from_shape_fn(IxDyn(&[N, N]), |ix| f64::from(((ix[0] * 5 + ix[1] * 11) % 13) as f32 * 0.25 - 1.5));
+    let dims = DotDims { lhs_contract: &[1], rhs_contract: &[0], lhs_batch: &[], rhs_batch: &[] };
+    let mut best = f64::INFINITY;
+    for _ in 0..REPEATS {
+        let start = Clock::start();
+        let out = dot_general(black_box(&a), black_box(&b), &dims, &[N, N], dtype);
+        best = best.min(start.seconds());
+        assert!(out.is_some_and(|o| o.shape() == [N, N]));
+    }
+    2.0 * (N * N * N) as f64 / best / 1e9
+}
+
+/// This thread's CPU time when the OS reports it, else wall time.
+struct Clock {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock { wall: Instant::now(), cpu: thread_cpu_time() }
+    }
+    fn seconds(&self) -> f64 {
+        match (self.cpu, thread_cpu_time()) {
+            (Some(start), Some(now)) => (now - start).as_secs_f64(),
+            _ => self.wall.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// The first field of `/proc/thread-self/schedstat`: nanoseconds this thread ran on a CPU.
+fn thread_cpu_time() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok().map(Duration::from_nanos)
+}
+
+fn peak_method() -> &'static str {
+    if fma_available() {
+        "AVX2 FMA loop, 12 independent 8-lane accumulators"
+    } else {
+        "scalar multiply-add loop: no AVX2+FMA on this CPU, so this underestimates the peak"
+    }
+}
+
+fn fma_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Float32 FLOP/s of a loop that does nothing but independent fused multiply-adds: enough
+/// accumulators to cover the FMA latency on both ports, so it runs at the core's issue rate.
+fn peak_gflops() -> f64 {
+    const ITERS: u64 = 50_000_000;
+    let mut best = f64::INFINITY;
+    let mut sink = 0.0f32;
+    for _ in 0..REPEATS {
+        let start = Clock::start();
+        sink += fma_loop(black_box(ITERS));
+        best = best.min(start.seconds());
+    }
+    black_box(sink);
+    let flops_per_iter = if fma_available() { 12.0 * 8.0 * 2.0 } else { 12.0 * 2.0 };
+    ITERS as f64 * flops_per_iter / best / 1e9
+}
+
+fn fma_loop(iters: u64) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if fma_available() {
+        // SAFETY: AVX2 and FMA were detected at run time.
+        return unsafe { fma_loop_avx2(iters) };
+    }
+    let mut acc = [0.0f32; 12];
+    for _ in 0..iters {
+        for (i, a) in acc.iter_mut().enumerate() {
+            *a = a.mul_add(0.999_999, i as f32 * 1e-7);
+        }
+    }
+    acc.iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_loop_avx2(iters: u64) -> f32 {
+    use std::arch::x86_64::*;
+    let m = _mm256_set1_ps(0.999_999);
+    let c = _mm256_set1_ps(1e-7);
+    // Twelve named accumulators, so that they stay in registers.
+    let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5) = (c, c, c, c, c, c);
+    let (mut a6, mut a7, mut a8, mut a9, mut a10, mut a11) = (c, c, c, c, c, c);
+    for _ in 0..iters {
+        a0 = _mm256_fmadd_ps(a0, m, c);
+        a1 = _mm256_fmadd_ps(a1, m, c);
+        a2 = _mm256_fmadd_ps(a2, m, c);
+        a3 = _mm256_fmadd_ps(a3, m, c);
+        a4 = _mm256_fmadd_ps(a4, m, c);
+        a5 = _mm256_fmadd_ps(a5, m, c);
+        a6 = _mm256_fmadd_ps(a6, m, c);
+        a7 = _mm256_fmadd_ps(a7, m, c);
+        a8 = _mm256_fmadd_ps(a8, m, c);
+        a9 = _mm256_fmadd_ps(a9, m, c);
+        a10 = _mm256_fmadd_ps(a10, m, c);
+        a11 = _mm256_fmadd_ps(a11, m, c);
+    }
+    let mut total = _mm256_setzero_ps();
+    for a in [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11] {
+        total = _mm256_add_ps(total, a);
+    }
+    let mut lanes = [0.0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), total);
+    lanes.iter().sum()
+}
+
+/// NumPy's float32 matmul of the same shapes on one OpenBLAS thread, best of `REPEATS`.
+fn numpy_sgemm_gflops() -> Option<f64> {
+    let python = std::env::var_os("TRACELENS_JAX_PYTHON")?;
+    let script = format!(
+        "import time, numpy as np\na = np.random.default_rng(0).standard_normal(({N}, {N})).astype(np.float32)\nb = a.T.copy()\nbest = 1e9\nfor _ in range({REPEATS}):\n    t = time.thread_time(); a @ b; best = min(best, time.thread_time() - t)\nprint(2 * {N}**3 / best / 1e9)\n"
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .env("OPENBLAS_NUM_THREADS", "1")
+        .env("OMP_NUM_THREADS", "1")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
