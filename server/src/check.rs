@@ -191,12 +191,31 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
     }
 }
 
-/// The reproducer of the error at `line` (1-based) of `path`, naming the file as `shown` in
-/// its header and links; or why there is none, in the words of `tracelens repro`. Shared by
-/// `tracelens repro` and the server's `tracelens.repro`.
+/// How `tracelens repro` and the server's `tracelens.repro` write a reproducer.
+#[derive(Clone, Debug, Default)]
+pub struct ReproOptions {
+    /// Write the emitted program as it is, without delta debugging.
+    pub unreduced: bool,
+}
+
+/// The reproducer of the error at `line` (1-based) of `path`, minimised, naming the file as
+/// `shown` in its header and links; or why there is none, in the words of `tracelens repro`.
+/// Shared by `tracelens repro` and the server's `tracelens.repro`.
 pub fn reproducer_text(analysis: &FileAnalysis, path: &Path, shown: &str, line: u32) -> Result<String, String> {
+    reproducer_text_with(analysis, path, shown, line, &ReproOptions::default())
+}
+
+pub fn reproducer_text_with(
+    analysis: &FileAnalysis,
+    path: &Path,
+    shown: &str,
+    line: u32,
+    options: &ReproOptions,
+) -> Result<String, String> {
     if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
-        return Ok(r.text.replace(&*path.to_string_lossy(), shown));
+        let text =
+            if options.unreduced { r.text.clone() } else { r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()).text };
+        return Ok(text.replace(&*path.to_string_lossy(), shown));
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
@@ -206,12 +225,12 @@ pub fn reproducer_text(analysis: &FileAnalysis, path: &Path, shown: &str, line: 
     })
 }
 
-pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode {
+pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
     let analysis = match analyze_one(&file) {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let text = match reproducer_text(&analysis, &file, &relative(&file), line) {
+    let text = match reproducer_text_with(&analysis, &file, &relative(&file), line, options) {
         Ok(text) => text,
         Err(why) => {
             eprintln!("{why}");

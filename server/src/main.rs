@@ -46,6 +46,9 @@ enum Command {
         /// Where to write it (default: standard output).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Write the program as emitted, without delta debugging it.
+        #[arg(long)]
+        unreduced: bool,
     },
     /// Print every traced function: its traces, argument and result avals, retrace causes
     /// and the jaxpr-like body.
@@ -95,7 +98,7 @@ fn main() -> ExitCode {
             check::run_check(paths, format, color)
         }
         Command::Lsp { .. } => lsp::run(),
-        Command::Repro { file, line, output } => check::run_repro(file, line, output),
+        Command::Repro { file, line, output, unreduced } => check::run_repro(file, line, output, &check::ReproOptions { unreduced }),
         Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
     }
 }

@@ -127,16 +127,58 @@ fn repro_writes_a_standalone_program_linked_to_the_source() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.starts_with("# tracelens reproducer for TL104 at buggy.py:6\n"), "{text}");
-    assert!(text.contains("# expected under JAX: TypeError: dot_general requires contracting dimensions"), "{text}");
+    assert!(text.contains("# original error: TypeError: dot_general requires contracting dimensions"), "{text}");
+    assert!(text.contains("# raises under JAX: TypeError\n"), "{text}");
+    assert!(text.contains("# regenerate: tracelens repro buggy.py --line 6\n"), "{text}");
     // The definition links to where it starts: its decorator line, as JAX counts it.
     assert!(text.contains("\ndef step(w, x):  # buggy.py:4\n    x @ w  # buggy.py:6\n"), "{text}");
-    assert!(text.contains("jax.jit(step)(np.ones((4, 8), np.float32), np.ones((3, 5), np.float32))  # buggy.py:10"), "{text}");
+    // Minimised by default: the shapes shrink as long as tracing still fails the same way.
+    assert!(text.contains("# minimised: 5 → 5 lines ("), "{text}");
+    let call = text.lines().find(|l| l.starts_with("jax.jit(step)(")).expect("the call");
+    assert!(call.ends_with("  # buggy.py:10"), "{text}");
+    assert_ne!(call, "jax.jit(step)(np.ones((4, 8), np.float32), np.ones((3, 5), np.float32))  # buggy.py:10", "{text}");
+    // `--unreduced` writes the program as emitted, with the user's shapes.
+    let out = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "6", "--unreduced"]).output().expect("run");
+    let unreduced = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(unreduced.contains("# unreduced: 5 lines\n# regenerate: tracelens repro buggy.py --line 6 --unreduced\n"), "{unreduced}");
+    assert!(unreduced.contains("jax.jit(step)(np.ones((4, 8), np.float32), np.ones((3, 5), np.float32))  # buggy.py:10"), "{unreduced}");
     // Only jax, numpy and their parts are imported.
     let imports: Vec<&str> = text.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")).collect();
-    assert_eq!(imports, vec!["import jax", "import jax.numpy as jnp", "import numpy as np", "from jax import lax"]);
+    assert_eq!(imports, vec!["import jax", "import numpy as np"]);
     let none = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "2"]).output().expect("run");
     assert_eq!(none.status.code(), Some(1));
     let written = tracelens().current_dir(&dir).args(["repro", "buggy.py", "--line", "6", "-o", "repro/step.py"]).output().expect("run");
     assert_eq!(written.status.code(), Some(0));
     assert_eq!(std::fs::read_to_string(dir.join("repro/step.py")).expect("written"), text);
+}
+
+const LAYERED: &str = "import jax\nimport jax.numpy as jnp\n\n\ndef layer(w, b, x):\n    h = jnp.tanh(x @ w)\n    return h + b\n\n\n@jax.jit\ndef model(params, x):\n    h = layer(params[\"w1\"], params[\"b1\"], x)\n    h = jnp.concatenate([h, h], axis=-1)\n    return layer(params[\"w2\"], params[\"b2\"], h)\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"b1\": jnp.ones((8,)), \"w2\": jnp.ones((16, 3)), \"b2\": jnp.ones((4,))}\nmodel(params, jnp.ones((2, 4)))\n";
+
+/// The code of a reproducer without comments: what must stay the same when it is regenerated.
+fn code_only(text: &str) -> Vec<String> {
+    text.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| l.split("  # ").next().unwrap_or(l).to_string()).collect()
+}
+
+#[test]
+fn a_reproducer_of_a_reproducer_is_the_same_program() {
+    let dir = temp_dir("repro-of-repro");
+    write(&dir, "model.py", LAYERED);
+    for flags in [&[][..], &["--unreduced"][..]] {
+        let out =
+            tracelens().current_dir(&dir).args(["repro", "model.py", "--line", "7", "-o", "first.py"]).args(flags).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let first = std::fs::read_to_string(dir.join("first.py")).expect("first");
+        assert!(first.contains(" + params_b2  # model.py:7\n\n\njax.jit(model)("), "{first}");
+        // The failing line of the reproducer is the last line of its function.
+        let line = first.lines().collect::<Vec<_>>().iter().rposition(|l| l.ends_with("# model.py:7")).expect("linked line") + 1;
+        let out = tracelens()
+            .current_dir(&dir)
+            .args(["repro", "first.py", "--line", &line.to_string(), "-o", "second.py"])
+            .args(flags)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let second = std::fs::read_to_string(dir.join("second.py")).expect("second");
+        assert_eq!(code_only(&first), code_only(&second), "{first}\n----\n{second}");
+    }
 }

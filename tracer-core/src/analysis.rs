@@ -17,6 +17,7 @@ pub struct AnalysisConfig {
     pub search_roots: Vec<PathBuf>,
     /// Validate every traced jaxpr with `check_ir` (tests turn this on).
     pub check_ir: bool,
+    pub reproducers: crate::repro::ReproConfig,
 }
 
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
@@ -73,15 +74,37 @@ pub struct FileAnalysis {
     pub reproducers: Vec<Reproducer>,
 }
 
-/// A reproducer for one error: the program, and which emitted line stands for which user line.
+/// A reproducer for one error: the program as data, and as emitted (unreduced) text with
+/// which emitted line stands for which user line. `minimised` delta-debugs it.
 #[derive(Clone, Debug)]
 pub struct Reproducer {
     pub path: PathBuf,
     pub line: u32,
     pub code: String,
+    pub program: crate::repro::Program,
+    /// The unreduced program, as `tracelens repro --unreduced` writes it.
     pub text: String,
     /// (0-based line in `text`, 1-based line in the user's file).
     pub links: Vec<(usize, u32)>,
+}
+
+impl Reproducer {
+    /// The command that writes this reproducer again.
+    pub fn regenerate_command(&self, unreduced: bool) -> String {
+        let flag = if unreduced { " --unreduced" } else { "" };
+        format!("tracelens repro {} --line {}{flag}", self.program.file_label, self.line)
+    }
+
+    /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`).
+    pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> crate::repro::Rendered {
+        let m = crate::repro::minimise::minimise(&self.program, config);
+        let reduction = if m.verified {
+            crate::repro::Reduction::Minimised { lines_before: self.program.code_lines(), runs: m.runs }
+        } else {
+            crate::repro::Reduction::Unverified
+        };
+        m.program.render(&reduction, &self.regenerate_command(false))
+    }
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -142,21 +165,29 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
     }
     let mut reproducers = Vec::new();
     for (d, _, _) in &located {
-        if d.severity != Severity::Error {
+        if d.severity != Severity::Error || config.reproducers.skip {
             continue;
         }
         let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
         let site = Site { file: file_id as crate::interp::FileId, span: d.span };
-        let line = interp.line_of(site);
-        let display = d.path.to_string_lossy();
-        let first = d.message.lines().next().unwrap_or("");
-        let header = vec![
-            format!("tracelens reproducer for {} at {display}:{line}", d.code.as_str()),
-            format!("expected under JAX: {first}"),
-            format!("regenerate: tracelens repro {display} --line {line}"),
-        ];
-        if let Some(e) = crate::jax::stmt::emit(&interp, site, &header) {
-            reproducers.push(Reproducer { path: d.path.clone(), line, code: d.code.as_str().to_string(), text: e.text, links: e.links });
+        let what = crate::jax::stmt::What {
+            code: d.code.as_str().to_string(),
+            message: d.message.lines().next().unwrap_or("").to_string(),
+            fake_array_threshold: config.reproducers.fake_array_threshold,
+        };
+        if let Some(program) = crate::jax::stmt::emit(&interp, site, &what) {
+            let mut r = Reproducer {
+                path: d.path.clone(),
+                line: program.error_line,
+                code: what.code,
+                program,
+                text: String::new(),
+                links: Vec::new(),
+            };
+            let rendered = r.program.render(&crate::repro::Reduction::None, &r.regenerate_command(true));
+            r.text = rendered.text;
+            r.links = rendered.links;
+            reproducers.push(r);
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
