@@ -41,6 +41,9 @@ fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     if let Some(bytes) = project.large_constant_bytes {
         config.budgets.large_constant_bytes = bytes;
     }
+    if let Some(n) = project.fake_array_threshold {
+        config.reproducers.fake_array_threshold = n;
+    }
     config
 }
 
@@ -52,9 +55,17 @@ fn relative(p: &Path) -> String {
 
 /// Analyses one file; a panic inside the engine becomes an internal-error finding.
 pub fn analyze_path(path: &Path, project: &Config) -> Result<FileAnalysis, String> {
+    analyze_path_with(path, project, &ReproOptions::default())
+}
+
+fn analyze_path_with(path: &Path, project: &Config, repro: &ReproOptions) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
     let loader = FsLoader::default();
-    let config = config_for(path, project);
+    let mut config = config_for(path, project);
+    if let Some(n) = repro.fake_array_threshold {
+        config.reproducers.fake_array_threshold = n;
+    }
+    config.reproducers.functions = repro.function.iter().cloned().collect();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
@@ -136,20 +147,20 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool) -> ExitCode {
 
 /// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)
 /// when it cannot be analysed.
-fn analyze_one(file: &Path) -> Result<FileAnalysis, ExitCode> {
+fn analyze_one(file: &Path, repro: &ReproOptions) -> Result<FileAnalysis, ExitCode> {
     if !file.is_file() {
         eprintln!("error: {}: no such file", file.display());
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    pool().install(|| analyze_path(file, &project)).map_err(|e| {
+    pool().install(|| analyze_path_with(file, &project, repro)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })
 }
 
 pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
-    let analysis = match analyze_one(&file) {
+    let analysis = match analyze_one(&file, &ReproOptions::default()) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -196,6 +207,10 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
 pub struct ReproOptions {
     /// Write the emitted program as it is, without delta debugging.
     pub unreduced: bool,
+    /// Overrides the project's (or the default) `fake_array_threshold`.
+    pub fake_array_threshold: Option<u64>,
+    /// Stage out every trace of this function (`--function`).
+    pub function: Option<String>,
 }
 
 /// The reproducer of the error at `line` (1-based) of `path`, minimised, naming the file as
@@ -226,17 +241,53 @@ pub fn reproducer_text_with(
 }
 
 pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
-    let analysis = match analyze_one(&file) {
+    let analysis = match analyze_one(&file, options) {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let text = match reproducer_text_with(&analysis, &file, &relative(&file), line, options) {
-        Ok(text) => text,
+    match reproducer_text_with(&analysis, &file, &relative(&file), line, options) {
+        Ok(text) => write_reproducer(&text, output),
         Err(why) => {
             eprintln!("{why}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `tracelens repro FILE --function NAME`: every trace of the function, staged out.
+pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
+    let options = ReproOptions { function: Some(function.to_string()), ..options.clone() };
+    let analysis = match analyze_one(&file, &options) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let shown = relative(&file);
+    if analysis.collected.is_empty() {
+        eprintln!("{shown}: no traced call of {function}");
+        return ExitCode::from(1);
+    }
+    let programs: Vec<(tracer_core::repro::Program, Vec<String>)> = analysis.collected.iter().flatten().cloned().collect();
+    if programs.len() < analysis.collected.len() {
+        eprintln!(
+            "{shown}: {} of {} traces of {function} cannot be staged out standalone yet (they use something a pure-JAX program cannot say)",
+            analysis.collected.len() - programs.len(),
+            analysis.collected.len()
+        );
+        if programs.is_empty() {
             return ExitCode::from(1);
         }
-    };
+    }
+    let mut header = vec![format!("tracelens: every traced call of {function} in {shown} ({} traces), staged out", programs.len())];
+    for (i, (p, outs)) in programs.iter().enumerate() {
+        let args: Vec<String> = p.params.iter().map(|x| x.aval.short()).collect();
+        header.push(format!("out{}: {}({}) -> {}  (call at line {})", i + 1, p.fn_name, args.join(", "), outs.join(", "), p.call_line));
+    }
+    header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
+    let text = tracer_core::repro::render_collection(&programs, &header).text;
+    write_reproducer(&text.replace(&*file.to_string_lossy(), &shown), output)
+}
+
+fn write_reproducer(text: &str, output: Option<PathBuf>) -> ExitCode {
     match output {
         Some(out) => {
             if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -72,6 +72,10 @@ pub struct FileAnalysis {
     pub files: Vec<PathBuf>,
     /// Standalone pure-JAX programs that re-raise the errors raised inside traces.
     pub reproducers: Vec<Reproducer>,
+    /// For each trace of the functions named in `ReproConfig::functions`, the program it
+    /// stages out and the avals of its results; `None` for a trace a standalone program
+    /// cannot say.
+    pub collected: Vec<Option<(crate::repro::Program, Vec<String>)>>,
 }
 
 /// A reproducer for one error: the program as data, and as emitted (unreduced) text with
@@ -175,7 +179,8 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             message: d.message.lines().next().unwrap_or("").to_string(),
             fake_array_threshold: config.reproducers.fake_array_threshold,
         };
-        if let Some(program) = crate::jax::stmt::emit(&interp, site, &what) {
+        let program = crate::jax::stmt::emit(&interp, site, &what).or_else(|| error_of_call(&interp, site, &what));
+        if let Some(program) = program {
             let mut r = Reproducer {
                 path: d.path.clone(),
                 line: program.error_line,
@@ -190,6 +195,22 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
             reproducers.push(r);
         }
     }
+    let mut collected = Vec::new();
+    for name in &config.reproducers.functions {
+        let what = crate::jax::stmt::What {
+            code: String::new(),
+            message: String::new(),
+            fake_array_threshold: config.reproducers.fake_array_threshold,
+        };
+        for (record, rec) in interp.jax.records.iter().enumerate() {
+            if rec.fn_name != *name || rec.def_site.is_none_or(|s| s.file != 0) {
+                continue;
+            }
+            let outputs = rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect::<Vec<_>>());
+            let program = outputs.and_then(|o| crate::jax::stmt::emit_trace(&interp, record, &what, false).map(|p| (p, o)));
+            collected.push(program);
+        }
+    }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
     FileAnalysis {
         diagnostics: located,
@@ -199,7 +220,24 @@ pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: 
         ir_problems,
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
         reproducers,
+        collected,
     }
+}
+
+/// An error raised by a transformation's call itself (`jax.grad(f)(x)` of a non-scalar `f`):
+/// the program that stages out the trace started at that call and calls it the same way,
+/// kept only when tracing it raises the same error in tracelens.
+fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> Option<crate::repro::Program> {
+    let line = interp.line_of(site);
+    let record = interp
+        .jax
+        .records
+        .iter()
+        .rposition(|r| r.call_site.is_some_and(|c| c.file == site.file && interp.line_of(c) == line) && r.kind == TraceKind::Grad)?;
+    let mut program = crate::jax::stmt::emit_trace(interp, record, what, true)?;
+    program.file_label = interp.path(site.file).to_string_lossy().to_string();
+    program.error_line = line;
+    crate::repro::minimise::reproduces(&program).then_some(program)
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

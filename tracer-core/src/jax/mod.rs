@@ -122,7 +122,7 @@ pub struct JaxState {
     /// identity: the reproducer names parameters after it.
     pub input_paths: HashMap<usize, String>,
     /// Input tracers kept alive so their identities stay unique.
-    input_keep: Vec<Rc<Array>>,
+    pub(crate) input_keep: Vec<Rc<Array>>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
     pub current_api: Option<surface::JaxFn>,
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.

@@ -168,16 +168,75 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     let log = &interp.jax.log;
     let failing = log.statements.iter().rposition(|s| s.raised && s.site == error_site)?;
     let record = log.statements[failing].record;
+    let last = &log.statements[failing];
+    let mut roots = Vec::new();
+    collect_arrays(&last.args, &mut roots);
+    for (_, a) in &last.kwargs {
+        collect_arrays(std::slice::from_ref(a), &mut roots);
+    }
+    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what)?;
+    program.file_label = interp.path(error_site.file).to_string_lossy().to_string();
+    program.error_line = interp.line_of(error_site);
+    Some(program)
+}
+
+/// The program a trace stages out, returning what the traced function returned: every
+/// statement its outputs depend on. With `what` for an error raised by the call itself
+/// (`jax.grad` of a non-scalar function), the call is the failing line. `None` when an
+/// output comes from something a standalone program cannot say.
+pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bool) -> Option<Program> {
+    let log = &interp.jax.log;
+    let rec = &interp.jax.records[record];
+    let jaxpr = rec.jaxpr.as_ref()?;
+    let end = log.statements.iter().rposition(|s| s.record == record).map_or(0, |i| i + 1);
+    // The arrays behind the jaxpr's output variables, found by the tracers' variables.
+    let trace_id = interp.jax.inputs.iter().find(|(r, _, _, _)| *r == record).and_then(|(_, ptr, _, _)| {
+        interp.jax.input_keep.iter().find(|a| Rc::as_ptr(a) as usize == *ptr).and_then(|a| a.tracer().map(|t| t.trace))
+    });
+    let arrays = || log.keep.iter().chain(interp.jax.input_keep.iter());
+    let mut outputs = Vec::new();
+    let mut roots = Vec::new();
+    for atom in &jaxpr.outvars {
+        match atom {
+            super::ir::Atom::Var(v) => {
+                let a = arrays().find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id))?;
+                let ptr = Rc::as_ptr(a) as usize;
+                roots.push(ptr);
+                outputs.push(Arg::Array(ptr, a.aval.clone(), true));
+            }
+            super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype)?)),
+        }
+    }
+    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what)?;
+    let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
+    program.returns = Some(returns?);
+    program.consts = names.consts;
+    program.error_at_call = error_at_call;
+    program.file_label = rec.def_site.map(|s| interp.path(s.file).to_string_lossy().to_string()).unwrap_or_default();
+    program.error_line = program.call_line;
+    Some(program)
+}
+
+/// The statements of `record` before `end` that `roots` depend on, then `last`, as a program.
+/// Traced arrays nothing in the slice computes become parameters when `extra_params`
+/// allows it; otherwise the slice fails.
+fn slice<'a>(
+    interp: &'a Interp,
+    record: usize,
+    end: usize,
+    roots: &[usize],
+    last: Option<&Statement>,
+    extra_params: bool,
+    what: &What,
+) -> Option<(Program, Names<'a>)> {
+    let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
     let fn_name = sanitize(&rec.fn_name);
-
-    // Backward slice over the statements of this trace.
-    let candidates: Vec<&Statement> = log.statements[..failing].iter().filter(|s| s.record == record && !s.raised).collect();
-    let mut needed: Vec<usize> = Vec::new();
-    collect_arrays(&log.statements[failing].args, &mut needed);
-    for (_, a) in &log.statements[failing].kwargs {
-        collect_arrays(std::slice::from_ref(a), &mut needed);
+    if last.is_some_and(|l| !renderable(l)) {
+        return None;
     }
+    let candidates: Vec<&Statement> = log.statements[..end].iter().filter(|s| s.record == record && !s.raised).collect();
+    let mut needed: Vec<usize> = roots.to_vec();
     let mut chosen: Vec<&Statement> = Vec::new();
     for s in candidates.iter().rev() {
         let produces = s.outs.iter().any(|o| matches!(o, Arg::Array(p, _, _) if needed.contains(p)));
@@ -191,9 +250,6 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
         chosen.push(s);
     }
     chosen.reverse();
-    if !renderable(&log.statements[failing]) {
-        return None;
-    }
 
     let mut names = Names {
         names: HashMap::new(),
@@ -214,14 +270,26 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     let computed: Vec<usize> =
         chosen.iter().flat_map(|s| s.outs.iter()).filter_map(|o| if let Arg::Array(p, _, _) = o { Some(*p) } else { None }).collect();
     let mut all_args: Vec<&Arg> = chosen.iter().flat_map(|s| s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a))).collect();
-    all_args.extend(log.statements[failing].args.iter());
+    if let Some(l) = last {
+        all_args.extend(l.args.iter().chain(l.kwargs.iter().map(|(_, a)| a)));
+    }
     let mut traced_extra = Vec::new();
     for a in all_args {
         collect_traced(a, &mut traced_extra);
     }
+    for &r in roots {
+        if let Some(a) = log.keep.iter().find(|a| Rc::as_ptr(a) as usize == r) {
+            if a.is_tracer() && !traced_extra.iter().any(|(p, _)| *p == r) {
+                traced_extra.push((r, a.aval.clone()));
+            }
+        }
+    }
     for (ptr, aval) in traced_extra {
         if names.names.contains_key(&ptr) || computed.contains(&ptr) {
             continue;
+        }
+        if !extra_params {
+            return None;
         }
         let name = names.fresh(&format!("t{}", params.len()));
         names.used.push(name.clone());
@@ -230,7 +298,7 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     }
 
     let mut body: Vec<Line> = Vec::new();
-    let statements: Vec<&Statement> = chosen.iter().copied().chain(std::iter::once(&log.statements[failing])).collect();
+    let statements: Vec<&Statement> = chosen.iter().copied().chain(last).collect();
     for (j, s) in statements.iter().enumerate() {
         // `h = jnp.tanh(x @ w)`: the user's name is for the line's last call, not for `x @ w`.
         let last_on_line = statements.get(j + 1).is_none_or(|next| interp.line_of(next.site) != interp.line_of(s.site));
@@ -261,20 +329,23 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
         super::TraceKind::Grad => Wrap::Grad,
         _ => Wrap::Jit,
     };
-    Some(Program {
+    let program = Program {
         code: what.code.clone(),
         class: what.message.split(':').next().unwrap_or("").to_string(),
         message: what.message.clone(),
-        file_label: interp.path(error_site.file).to_string_lossy().to_string(),
-        error_line: interp.line_of(error_site),
+        file_label: String::new(),
+        error_line: 0,
         fn_name,
         def_line: rec.def_site.map(|s| interp.line_of(s)).unwrap_or(0),
-        consts: names.consts,
+        consts: names.consts.clone(),
         params,
         body,
         wrap,
         call_line: rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0),
-    })
+        returns: None,
+        error_at_call: false,
+    };
+    Some((program, names))
 }
 
 /// What the reproducer is for: the diagnostic's code and the first line of its message.

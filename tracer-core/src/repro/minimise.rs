@@ -93,7 +93,7 @@ fn reproduces_with(p: &Program, config: &AnalysisConfig) -> bool {
 
 pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
     let mut oracle = Oracle { runs: 0, max_runs: config.max_runs.max(1), config: oracle_config() };
-    if program.body.is_empty() || !oracle.reproduces(program) {
+    if (program.body.is_empty() && !program.error_at_call) || !oracle.reproduces(program) {
         return Minimised { program: program.clone(), runs: oracle.runs, verified: false };
     }
     let mut best = program.clone();
@@ -108,14 +108,14 @@ pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
 /// the failing one; dropped statements whose results are still read become parameters.
 /// `None` when a dropped result is read but has no single-array aval to stand for it.
 fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
-    let last = p.body.len() - 1;
+    // The failing statement stays, unless the call itself fails.
+    let last = if p.error_at_call { usize::MAX } else { p.body.len() - 1 };
     let mut out = p.clone();
     out.body = p.body.iter().enumerate().filter(|(i, _)| *i == last || keep.contains(i)).map(|(_, l)| l.clone()).collect();
     let mut read = Vec::new();
-    for l in &out.body {
-        for e in l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e)) {
-            e.names(&mut |n| read.push(n.to_string()));
-        }
+    let returned = out.returns.iter().flatten();
+    for e in out.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
+        e.names(&mut |n| read.push(n.to_string()));
     }
     for (i, l) in p.body.iter().enumerate() {
         if i == last || keep.contains(&i) {
@@ -132,10 +132,11 @@ fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
 }
 
 fn reduce_statements(p: &Program, oracle: &mut Oracle) -> Program {
-    if p.body.len() < 2 {
+    let removable = if p.error_at_call { p.body.len() } else { p.body.len().saturating_sub(1) };
+    if removable == 0 {
         return p.clone();
     }
-    let items: Vec<usize> = (0..p.body.len() - 1).collect();
+    let items: Vec<usize> = (0..removable).collect();
     let mut test = |keep: &[usize]| keep_statements(p, keep).is_some_and(|c| oracle.reproduces(&c));
     let kept = ddmin(items, &mut test);
     keep_statements(p, &kept).unwrap_or_else(|| p.clone())

@@ -19,11 +19,13 @@ pub struct ReproConfig {
     /// Concrete arrays with at most this many elements, whose values are known, are written
     /// as literals; larger ones as `np.ones(shape, dtype)` (JAX's tool's flag of that name).
     pub fake_array_threshold: u64,
+    /// Functions whose every trace is staged out (`tracelens repro --function`).
+    pub functions: Vec<String>,
 }
 
 impl Default for ReproConfig {
     fn default() -> Self {
-        ReproConfig { skip: false, fake_array_threshold: 128 }
+        ReproConfig { skip: false, fake_array_threshold: 128, functions: Vec::new() }
     }
 }
 
@@ -108,6 +110,12 @@ pub struct Program {
     pub body: Vec<Line>,
     pub wrap: Wrap,
     pub call_line: u32,
+    /// What the function returns (a staged-out trace, `--function`); `None` when the program
+    /// ends at the failing statement.
+    pub returns: Option<Vec<Expr>>,
+    /// The error is raised by the call itself (`jax.grad` of a function whose output is not
+    /// a scalar): the call is the failing line and every statement may go.
+    pub error_at_call: bool,
 }
 
 /// What the header says about how the program was reduced.
@@ -135,8 +143,9 @@ impl Program {
     fn used_names(&self) -> Vec<String> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for line in &self.body {
-            for e in line.args.iter().chain(line.kwargs.iter().map(|(_, e)| e)) {
+        let returned = self.returns.iter().flatten();
+        for e in self.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
+            {
                 e.names(&mut |n| {
                     if seen.insert(n.to_string()) {
                         out.push(n.to_string());
@@ -165,6 +174,17 @@ impl Program {
         code_lines(&render_body(self, &[]).text)
     }
 
+    /// The call that traces the function: `jax.jit(f)(np.ones((8, 4), np.float32), ...)`.
+    fn call_text(&self, fn_name: &str) -> String {
+        let args: Vec<String> = self.live_params().iter().map(|x| value_of(x)).collect();
+        let call = match self.wrap {
+            Wrap::Jit => format!("jax.jit({fn_name})"),
+            Wrap::Grad => format!("jax.grad({fn_name})"),
+            Wrap::JitGrad => format!("jax.jit(jax.grad({fn_name}))"),
+        };
+        format!("{call}({})", args.join(", "))
+    }
+
     pub fn render(&self, reduction: &Reduction, regenerate: &str) -> Rendered {
         let lines_after = self.code_lines();
         let mut header = vec![
@@ -191,25 +211,98 @@ pub fn code_lines(text: &str) -> usize {
 
 fn render_body(p: &Program, header: &[String]) -> Rendered {
     let mut text = String::new();
-    let mut links = Vec::new();
     for h in header {
         let _ = writeln!(text, "# {h}");
     }
     let imports_at = text.len();
+    let block = render_block(p, &p.fn_name, true, None);
+    let mut links = Vec::new();
+    let offset = text.lines().count();
+    text.push_str(&block.text);
+    links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    finish(text, imports_at, links, block.failing_line + offset)
+}
+
+/// Every trace of one function as one program (`tracelens repro --function`): for each
+/// trace, its constants, its definition (a body identical to an earlier one is not written
+/// again) and its call, bound to `out1`, `out2`, ...
+pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String]) -> Rendered {
+    let mut text = String::new();
+    for h in header {
+        let _ = writeln!(text, "# {h}");
+    }
+    let imports_at = text.len();
+    let mut links = Vec::new();
+    let mut defined: Vec<(String, String)> = Vec::new();
+    for (i, (p, outputs)) in programs.iter().enumerate() {
+        // The definition under a placeholder name, to compare bodies.
+        let probe = render_def(p, "__tracelens_fn__").text;
+        let existing = defined.iter().find(|(_, t)| *t == probe).map(|(n, _)| n.clone());
+        let define = existing.is_none();
+        let name = match existing {
+            Some(n) => n,
+            None => {
+                let base = p.fn_name.clone();
+                let taken = |n: &str| defined.iter().any(|(d, _)| d == n);
+                let n = if taken(&base) { (2..).map(|k| format!("{base}_{k}")).find(|n| !taken(n)).unwrap_or(base) } else { base };
+                defined.push((n.clone(), probe));
+                n
+            }
+        };
+        let block = render_block(p, &name, define, Some((i + 1, outputs)));
+        let offset = text.lines().count();
+        text.push_str(&block.text);
+        links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    }
+    finish(text, imports_at, links, 0)
+}
+
+/// One program's constants, definition (when `define`) and call, as text starting at line 0.
+fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &Vec<String>)>) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
     let used = p.used_names();
     let consts: Vec<&Input> = p.consts.iter().filter(|c| used.contains(&c.name)).collect();
     for c in &consts {
         let _ = writeln!(text, "{} = {}", c.name, value_of(c));
     }
-    if !consts.is_empty() {
-        text.push('\n');
+    let label = &p.file_label;
+    let mut failing_line = 0;
+    if define {
+        let offset = text.lines().count();
+        let def = render_def(p, fn_name);
+        text.push_str(&def.text);
+        links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
+        failing_line = def.failing_line + offset;
     }
+    let call = p.call_text(fn_name);
+    match bind {
+        Some((k, outputs)) => {
+            let _ = writeln!(text, "\nout{k} = {call}  # {label}:{}", p.call_line);
+            links.push((text.lines().count() - 1, p.call_line));
+            let _ = writeln!(text, "# out{k}: {}", outputs.join(", "));
+        }
+        None => {
+            let _ = writeln!(text, "\n{call}  # {label}:{}", p.call_line);
+            links.push((text.lines().count() - 1, p.call_line));
+        }
+    }
+    if p.error_at_call {
+        failing_line = text.lines().count() - 1;
+    }
+    Rendered { text, links, failing_line }
+}
+
+/// The definition of the program's function under `fn_name`, starting with a blank line.
+fn render_def(p: &Program, fn_name: &str) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    let mut failing_line = 0;
     let label = &p.file_label;
     let params = p.live_params();
     let names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
-    let _ = writeln!(text, "\ndef {}({}):  # {label}:{}", p.fn_name, names.join(", "), p.def_line);
+    let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
-    let mut failing_line = 0;
     for line in &p.body {
         let code = render_line(line);
         let mut rows = code.lines();
@@ -221,18 +314,18 @@ fn render_body(p: &Program, header: &[String]) -> Rendered {
             let _ = writeln!(text, "    {row}");
         }
     }
-    if p.body.is_empty() {
+    if p.body.is_empty() && p.returns.is_none() {
         text.push_str("    pass\n");
     }
-    let args: Vec<String> = params.iter().map(|x| value_of(x)).collect();
-    let call = match p.wrap {
-        Wrap::Jit => format!("jax.jit({})", p.fn_name),
-        Wrap::Grad => format!("jax.grad({})", p.fn_name),
-        Wrap::JitGrad => format!("jax.jit(jax.grad({}))", p.fn_name),
-    };
-    let _ = writeln!(text, "\n\n{call}({})  # {label}:{}", args.join(", "), p.call_line);
-    links.push((text.lines().count() - 1, p.call_line));
-    // Only the modules the program names: `jax` always, the others when used.
+    if let Some(returns) = &p.returns {
+        let _ = writeln!(text, "    return {}", returns_text(returns));
+    }
+    text.push('\n');
+    Rendered { text, links, failing_line }
+}
+
+/// Puts the imports the program needs at `imports_at`: `jax` always, the others when used.
+fn finish(mut text: String, imports_at: usize, mut links: Vec<(usize, u32)>, failing_line: usize) -> Rendered {
     let program = &text[imports_at..];
     let mut imports = String::from("import jax\n");
     for (prefix, line) in [("jnp.", "import jax.numpy as jnp\n"), ("np.", "import numpy as np\n"), ("lax.", "from jax import lax\n")] {
@@ -247,6 +340,14 @@ fn render_body(p: &Program, header: &[String]) -> Rendered {
         *line += added;
     }
     Rendered { text, links, failing_line: failing_line + added }
+}
+
+fn returns_text(returns: &[Expr]) -> String {
+    match returns {
+        [] => "()".to_string(),
+        [one] => one.render(),
+        many => many.iter().map(Expr::render).collect::<Vec<_>>().join(", "),
+    }
 }
 
 /// A parameter's or constant's value: its literal, a Python scalar for a weakly typed
