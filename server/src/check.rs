@@ -280,7 +280,7 @@ pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>
     let mut header = vec![format!("tracelens: every traced call of {function} in {shown} ({} traces), staged out", programs.len())];
     for (i, (p, outs)) in programs.iter().enumerate() {
         let args: Vec<String> = p.params.iter().map(|x| x.aval.short()).collect();
-        header.push(format!("out{}: {}({}) -> {}  (call at line {})", i + 1, p.fn_name, args.join(", "), outs.join(", "), p.call_line));
+        header.push(format!("trace {}: {}({}) -> {}  (line {}, bound to out{})", i + 1, p.fn_name, args.join(", "), outs.join(", "), p.call_line, i + 1));
     }
     header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
     let text = tracer_core::repro::render_collection(&programs, &header).text;

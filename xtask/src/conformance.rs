@@ -21,6 +21,8 @@ pub struct Options {
     pub json_out: Option<PathBuf>,
     pub fixtures_dir: Option<PathBuf>,
     pub read_cache: bool,
+    /// Only the reproducer checks (no fixture is compared).
+    pub reproducers_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +105,9 @@ pub fn run(options: Options) -> Result<bool, String> {
         Some(Tracelens { binary: build_tracelens(&root, &target_dir)?, working_dir: root.clone() })
     };
 
+    if options.reproducers_only {
+        fixtures.clear();
+    }
     let started = Instant::now();
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
     let next = AtomicUsize::new(0);
@@ -136,9 +141,17 @@ pub fn run(options: Options) -> Result<bool, String> {
     let mut repro_ok = true;
     if let (Some(t), None) = (&tracelens, &options.filter) {
         let summary =
-            crate::repro::check(&t.binary, &oracle.python, &fixtures_dir.join("errors"), &target_dir.join("conformance-repros"), jobs);
+            crate::repro::check(&t.binary, &oracle.python, &fixtures_dir.join("errors"), &target_dir.join("conformance-repros"), options.jobs.max(1));
         print!("{}", summary.render());
-        repro_ok = summary.wrong.is_empty();
+        let staged = crate::repro::check_functions(
+            &t.binary,
+            &oracle.python,
+            &fixtures_dir.join("clean"),
+            &target_dir.join("conformance-staged"),
+            options.jobs.max(1),
+        );
+        print!("{}", staged.render());
+        repro_ok = summary.wrong.is_empty() && staged.wrong.is_empty();
     }
     print!("{}", report::render(&suite));
     Ok(repro_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))

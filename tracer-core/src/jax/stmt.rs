@@ -72,6 +72,9 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             keep.push(a.clone());
             Arg::Array(Rc::as_ptr(a) as usize, a.aval.clone(), a.is_tracer())
         }
+        // `inf` and `nan` are not Python literals.
+        Value::Float(f) if f.is_nan() => Arg::Lit("float('nan')".into()),
+        Value::Float(f) if f.is_infinite() => Arg::Lit(if *f > 0.0 { "float('inf')" } else { "-float('inf')" }.into()),
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Ellipsis => match interp.repr(v) {
             Ok(s) => Arg::Lit(s),
             Err(_) => Arg::Unknown,
