@@ -228,9 +228,18 @@ pub fn reproducer_text_with(
     options: &ReproOptions,
 ) -> Result<String, String> {
     if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
-        let text =
-            if options.unreduced { r.text.clone() } else { r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()).text };
-        return Ok(text.replace(&*path.to_string_lossy(), shown));
+        // Only a program on which tracelens itself re-raises the error is offered.
+        let text = if options.unreduced {
+            tracer_core::repro::minimise::reproduces(&r.program).then(|| r.text.clone())
+        } else {
+            r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default())
+        };
+        if let Some(text) = text {
+            return Ok(text.replace(&*path.to_string_lossy(), shown));
+        }
+        return Err(format!(
+            "{shown}:{line}: the standalone program tracelens can write for this error does not re-raise it when traced, so none is written"
+        ));
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
@@ -280,7 +289,15 @@ pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>
     let mut header = vec![format!("tracelens: every traced call of {function} in {shown} ({} traces), staged out", programs.len())];
     for (i, (p, outs)) in programs.iter().enumerate() {
         let args: Vec<String> = p.params.iter().map(|x| x.aval.short()).collect();
-        header.push(format!("trace {}: {}({}) -> {}  (line {}, bound to out{})", i + 1, p.fn_name, args.join(", "), outs.join(", "), p.call_line, i + 1));
+        header.push(format!(
+            "trace {}: {}({}) -> {}  (line {}, bound to out{})",
+            i + 1,
+            p.fn_name,
+            args.join(", "),
+            outs.join(", "),
+            p.call_line,
+            i + 1
+        ));
     }
     header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
     let text = tracer_core::repro::render_collection(&programs, &header).text;

@@ -182,3 +182,51 @@ fn a_reproducer_of_a_reproducer_is_the_same_program() {
         assert_eq!(code_only(&first), code_only(&second), "{first}\n----\n{second}");
     }
 }
+
+const STAGED: &str = "import jax\nimport jax.numpy as jnp\n\n\ndef layer(w, b, x):\n    h = jnp.tanh(x @ w)\n    return h + b\n\n\n@jax.jit\ndef model(params, x):\n    h = layer(params[\"w1\"], params[\"b1\"], x)\n    return h.sum(), h\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"b1\": jnp.ones((8,))}\nmodel(params, jnp.ones((2, 4)))\nmodel(params, jnp.ones((3, 4)))\nmodel(params, jnp.ones((3, 4)))\nmodel(params, jnp.ones((5, 4)))\n";
+
+#[test]
+fn repro_function_stages_out_every_trace_with_one_body() {
+    let dir = temp_dir("repro-function");
+    write(&dir, "ok.py", STAGED);
+    let out = tracelens().current_dir(&dir).args(["repro", "ok.py", "--function", "model"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // Three traces (the second call with (3, 4) hits the cache), one body written once.
+    assert!(text.contains("# trace 3: model(f32[8], f32[4,8], f32[5,4]) -> f32[], f32[5,8]  (line 20, bound to out3)\n"), "{text}");
+    assert_eq!(text.matches("\ndef ").count(), 1, "{text}");
+    assert!(text.contains("\ndef model(params_b1, params_w1, x):  # ok.py:10\n    v1 = x @ params_w1  # ok.py:6\n"), "{text}");
+    assert!(text.contains("    return v3, v2\n"), "{text}");
+    assert!(text.contains("\nout2 = jax.jit(model)(np.ones((8,), np.float32), np.ones((4, 8), np.float32), np.ones((3, 4), np.float32))  # ok.py:18\n# out2: f32[], f32[3,8]\n"), "{text}");
+    let none = tracelens().current_dir(&dir).args(["repro", "ok.py", "--function", "layer_typo"]).output().expect("run");
+    assert_eq!(none.status.code(), Some(1));
+    let both = tracelens().current_dir(&dir).args(["repro", "ok.py", "--function", "model", "--line", "3"]).output().expect("run");
+    assert_eq!(both.status.code(), Some(2), "--line and --function exclude each other");
+}
+
+#[test]
+fn small_known_arrays_are_literals_up_to_the_threshold() {
+    let dir = temp_dir("repro-literals");
+    let program = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\nscale = np.array([1.0, 2.0, 3.0], np.float32)\n\n\n@jax.jit\ndef f(x):\n    return x @ scale\n\n\nf(jnp.ones((2, 4)))\n";
+    write(&dir, "lit.py", program);
+    let run = |extra: &[&str]| {
+        let out = tracelens().current_dir(&dir).args(["repro", "lit.py", "--line", "10", "--unreduced"]).args(extra).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(run(&[]).contains("\nc0 = np.array([1.0, 2.0, 3.0], np.float32)\n"), "{}", run(&[]));
+    assert!(run(&["--fake-array-threshold", "2"]).contains("\nc0 = np.ones((3,), np.float32)\n"));
+    write(&dir, "pyproject.toml", "[tool.tracelens]\nreproducer-fake-array-threshold = 2\n");
+    assert!(run(&[]).contains("\nc0 = np.ones((3,), np.float32)\n"), "the project's threshold applies");
+}
+
+#[test]
+fn an_error_raised_by_a_grad_call_stages_out_the_differentiated_function() {
+    let dir = temp_dir("repro-grad");
+    write(&dir, "g.py", "import jax\nimport jax.numpy as jnp\n\n\ndef loss(w, x):\n    return (x @ w) ** 2\n\n\ng = jax.grad(loss)(jnp.ones((3,)), jnp.ones((4, 3)))\n");
+    let out = tracelens().current_dir(&dir).args(["repro", "g.py", "--line", "9", "--unreduced"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("\ndef loss(w, x):  # g.py:5\n    v1 = x @ w  # g.py:6\n    v2 = v1 ** 2  # g.py:6\n    return v2\n"), "{text}");
+    assert!(text.contains("\njax.grad(loss)(np.ones((3,), np.float32), np.ones((4, 3), np.float32))  # g.py:9\n"), "{text}");
+}

@@ -99,15 +99,12 @@ impl Reproducer {
         format!("tracelens repro {} --line {}{flag}", self.program.file_label, self.line)
     }
 
-    /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`).
-    pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> crate::repro::Rendered {
+    /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`);
+    /// `None` when tracing the emitted program does not re-raise the error in the engine.
+    pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> Option<String> {
         let m = crate::repro::minimise::minimise(&self.program, config);
-        let reduction = if m.verified {
-            crate::repro::Reduction::Minimised { lines_before: self.program.code_lines(), runs: m.runs }
-        } else {
-            crate::repro::Reduction::Unverified
-        };
-        m.program.render(&reduction, &self.regenerate_command(false))
+        let reduction = crate::repro::Reduction::Minimised { lines_before: self.program.code_lines(), runs: m.runs };
+        m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
     }
 }
 

@@ -25,6 +25,9 @@ pub enum Arg {
     List(Vec<Arg>),
     Dict(Vec<(String, Arg)>),
     Slice(Box<[Arg; 3]>),
+    /// A user function passed to a JAX API (`lax.scan(step, ...)`), by name: the emitter
+    /// writes the trace the API made of it as a function of its own.
+    Function(String),
     /// Something a standalone program cannot say (a user object, a function, an unknown).
     Unknown,
 }
@@ -96,6 +99,12 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             }
             Arg::Dict(out)
         }
+        Value::Function(f) => Arg::Function(f.def.name.to_string()),
+        // `jax.nn.relu` passed as a function: the reproducer names it as the user did.
+        Value::Builtin(b) => match &**b {
+            crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(&f.qualified_name())),
+            _ => Arg::Unknown,
+        },
         Value::Slice(s) => Arg::Slice(Box::new([to_arg(interp, &s[0], keep), to_arg(interp, &s[1], keep), to_arg(interp, &s[2], keep)])),
         _ => Arg::Unknown,
     }
@@ -242,7 +251,7 @@ fn slice<'a>(
     let mut needed: Vec<usize> = roots.to_vec();
     let mut chosen: Vec<&Statement> = Vec::new();
     for s in candidates.iter().rev() {
-        let produces = s.outs.iter().any(|o| matches!(o, Arg::Array(p, _, _) if needed.contains(p)));
+        let produces = out_arrays(&s.outs).iter().any(|p| needed.contains(p));
         if !produces || !renderable(s) {
             continue;
         }
@@ -260,6 +269,7 @@ fn slice<'a>(
         consts: Vec::new(),
         threshold: what.fake_array_threshold,
         keep: &log.keep,
+        functions: HashMap::new(),
     };
     // Parameters: the trace's inputs, named after the user's parameters.
     let mut params: Vec<Input> = Vec::new();
@@ -270,8 +280,7 @@ fn slice<'a>(
         params.push(Input { name: base, aval, literal: None });
     }
     // Traced arrays the slice needs but does not compute: more parameters.
-    let computed: Vec<usize> =
-        chosen.iter().flat_map(|s| s.outs.iter()).filter_map(|o| if let Arg::Array(p, _, _) = o { Some(*p) } else { None }).collect();
+    let computed: Vec<usize> = chosen.iter().flat_map(|s| out_arrays(&s.outs)).collect();
     let mut all_args: Vec<&Arg> = chosen.iter().flat_map(|s| s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a))).collect();
     if let Some(l) = last {
         all_args.extend(l.args.iter().chain(l.kwargs.iter().map(|(_, a)| a)));
@@ -301,8 +310,19 @@ fn slice<'a>(
     }
 
     let mut body: Vec<Line> = Vec::new();
+    let mut helpers: Vec<Program> = Vec::new();
     let statements: Vec<&Statement> = chosen.iter().copied().chain(last).collect();
     for (j, s) in statements.iter().enumerate() {
+        names.functions.clear();
+        let mut functions = Vec::new();
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_functions(a, &mut functions);
+        }
+        for f in functions {
+            let helper = helper_for(interp, record, s, &f, what, &mut names)?;
+            names.functions.insert(f, helper.fn_name.clone());
+            helpers.push(helper);
+        }
         // `h = jnp.tanh(x @ w)`: the user's name is for the line's last call, not for `x @ w`.
         let last_on_line = statements.get(j + 1).is_none_or(|next| interp.line_of(next.site) != interp.line_of(s.site));
         let args: Option<Vec<Expr>> = s.args.iter().map(|a| names.expr(a)).collect();
@@ -317,6 +337,17 @@ fn slice<'a>(
                 names.used.push(name.clone());
                 names.names.insert(*ptr, name.clone());
                 (Some(name), Some(aval.clone()))
+            }
+            // `a, b = jnp.split(h, 2)`: the tuple gets a name, its arrays are `v1[0]`, `v1[1]`.
+            Some(Arg::Tuple(items) | Arg::List(items)) if !s.raised && items.iter().all(|x| matches!(x, Arg::Array(..))) => {
+                let name = names.fresh("v");
+                names.used.push(name.clone());
+                for (k, x) in items.iter().enumerate() {
+                    if let Arg::Array(ptr, _, _) = x {
+                        names.names.insert(*ptr, format!("{name}[{k}]"));
+                    }
+                }
+                (Some(name), None)
             }
             _ => (None, None),
         };
@@ -347,8 +378,66 @@ fn slice<'a>(
         call_line: rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0),
         returns: None,
         error_at_call: false,
+        helpers,
+        keep_params: false,
     };
     Some((program, names))
+}
+
+/// The arrays a statement made: its result, or the arrays of a tuple or list it returned.
+fn out_arrays(outs: &[Arg]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for o in outs {
+        match o {
+            Arg::Array(p, _, _) => out.push(*p),
+            Arg::Tuple(items) | Arg::List(items) => {
+                out.extend(items.iter().filter_map(|x| if let Arg::Array(p, _, _) = x { Some(*p) } else { None }))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn collect_functions(a: &Arg, out: &mut Vec<String>) {
+    match a {
+        Arg::Function(f) => {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        Arg::Tuple(items) | Arg::List(items) => items.iter().for_each(|x| collect_functions(x, out)),
+        Arg::Dict(items) => items.iter().for_each(|(_, x)| collect_functions(x, out)),
+        _ => {}
+    }
+}
+
+/// The function standing for the user function `name` that statement `s` passed to an API:
+/// the trace the API made of it (a child of `record` started on the statement's line),
+/// staged out, with its constants renamed after it. `None` when there is no such trace or
+/// it reads values it does not take as arguments (a closure over outer tracers).
+fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Option<Program> {
+    let line = interp.line_of(s.site);
+    let child = interp.jax.records.iter().rposition(|r| {
+        r.parent == Some(record) && r.fn_name == name && r.call_site.is_some_and(|c| c.file == s.site.file && interp.line_of(c) == line)
+    })?;
+    // The API calls the helper with one array per parameter, as the user's function was.
+    let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == child).collect();
+    let whole = inputs
+        .iter()
+        .enumerate()
+        .all(|(k, (_, ptr, _, index))| *index == k && interp.jax.input_paths.get(ptr).is_none_or(|p| p.is_empty()));
+    if !whole || inputs.len() != interp.jax.records[child].arg_names.len() {
+        return None;
+    }
+    let mut helper = emit_trace(interp, child, what, false)?;
+    helper.keep_params = true;
+    let fn_name = names.fresh(&sanitize(name));
+    names.used.push(fn_name.clone());
+    let renames: Vec<(String, String)> = helper.consts.iter().map(|c| (c.name.clone(), format!("{fn_name}_{}", c.name))).collect();
+    helper.rename(&renames);
+    helper.fn_name = fn_name;
+    Some(helper)
 }
 
 /// What the reproducer is for: the diagnostic's code and the first line of its message.
@@ -378,6 +467,8 @@ struct Names<'a> {
     consts: Vec<Input>,
     threshold: u64,
     keep: &'a [Rc<Array>],
+    /// The helpers standing for the user functions the current statement passes to an API.
+    functions: HashMap<String, String>,
 }
 
 impl Names<'_> {
@@ -408,21 +499,19 @@ impl Names<'_> {
             Arg::List(items) => Expr::List(items.iter().map(|x| self.expr(x)).collect::<Option<_>>()?),
             Arg::Dict(items) => Expr::Dict(items.iter().map(|(k, x)| Some((k.clone(), self.expr(x)?))).collect::<Option<_>>()?),
             Arg::Slice(s) => Expr::Slice(Box::new([self.expr(&s[0])?, self.expr(&s[1])?, self.expr(&s[2])?])),
+            Arg::Function(f) => Expr::Name(self.functions.get(f)?.clone()),
             Arg::Unknown => return None,
         })
     }
 }
 
 /// A concrete array with at most `threshold` elements and known data, as a NumPy literal.
-fn literal_of(a: &Array, threshold: u64) -> Option<String> {
+fn literal_of(a: &Rc<Array>, threshold: u64) -> Option<String> {
     if a.is_tracer() || a.aval.size() > threshold as u128 {
         return None;
     }
-    let super::array::ArrayKind::Concrete(cell) = &a.kind else { return None };
-    let data = match &*cell.borrow() {
-        super::array::Lazy::Ready(d) => d.clone(),
-        _ => return None,
-    };
+    // Computed now if it is not yet (the analysis is over; nothing else reads it).
+    let data = super::eval::force(a, threshold)?;
     let values: Vec<String> = data.iter().map(|v| python_number(*v, a.aval.dtype)).collect::<Option<_>>()?;
     let flat = format!("[{}]", values.join(", "));
     let shaped = if a.aval.shape.len() == 1 {
@@ -472,7 +561,7 @@ fn collect_arrays(args: &[Arg], out: &mut Vec<usize>) {
                 }
             }
             Arg::Slice(s) => collect_arrays(&s[..], out),
-            Arg::Lit(_) | Arg::Unknown => {}
+            Arg::Lit(_) | Arg::Function(_) | Arg::Unknown => {}
         }
     }
 }
@@ -578,4 +667,22 @@ fn short_api(name: &str) -> String {
         return format!("lax.{rest}");
     }
     name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn names_from_functions_are_python_identifiers() {
+        assert_eq!(sanitize("<lambda>"), "lambda_fn");
+        assert_eq!(sanitize("loss"), "loss");
+        assert_eq!(sanitize("_loss"), "_loss");
+        assert_eq!(sanitize("__call__"), "__call__");
+        assert_eq!(sanitize("3d_conv"), "f_3d_conv");
+        assert_eq!(sanitize("my-step.v2"), "my_step_v2");
+        assert_eq!(sanitize("<genexpr>"), "genexpr");
+        assert_eq!(sanitize("class"), "class_fn");
+        assert_eq!(sanitize(""), "f");
+    }
 }

@@ -31,8 +31,8 @@ pub struct Minimised {
     pub program: Program,
     /// Engine runs spent (the first checks the unreduced program).
     pub runs: usize,
-    /// False when the engine does not re-raise the error on the unreduced program; the
-    /// program is then returned as it was.
+    /// False when the engine does not re-raise the error on the unreduced program (which is
+    /// then returned as it was, and should not be offered).
     pub verified: bool,
 }
 

@@ -116,6 +116,11 @@ pub struct Program {
     /// The error is raised by the call itself (`jax.grad` of a function whose output is not
     /// a scalar): the call is the failing line and every statement may go.
     pub error_at_call: bool,
+    /// Functions the body passes to JAX APIs (`lax.scan`'s body, `lax.cond`'s branches),
+    /// each the trace the API made of the user's function, written before this one.
+    pub helpers: Vec<Program>,
+    /// Take every parameter, used or not (a helper is called by the API with all of them).
+    pub keep_params: bool,
 }
 
 /// What the header says about how the program was reduced.
@@ -125,8 +130,6 @@ pub enum Reduction {
     None,
     /// Minimised: code lines of the unreduced program, and engine runs spent.
     Minimised { lines_before: usize, runs: usize },
-    /// The engine does not re-raise the error on the emitted program, so it was left as is.
-    Unverified,
 }
 
 /// Written text and which emitted line (0-based) stands for which user line (1-based).
@@ -163,7 +166,7 @@ impl Program {
         self.params
             .iter()
             .enumerate()
-            .filter(|(i, p)| used.contains(&p.name) || (*i == 0 && self.wrap != Wrap::Jit))
+            .filter(|(i, p)| self.keep_params || used.contains(&p.name) || (*i == 0 && self.wrap != Wrap::Jit))
             .map(|(_, p)| p)
             .collect()
     }
@@ -172,6 +175,19 @@ impl Program {
     /// suite count.
     pub fn code_lines(&self) -> usize {
         code_lines(&render_body(self, &[]).text)
+    }
+
+    /// Renames names (constants) everywhere they appear.
+    pub fn rename(&mut self, renames: &[(String, String)]) {
+        for c in self.consts.iter_mut() {
+            if let Some((_, to)) = renames.iter().find(|(from, _)| *from == c.name) {
+                c.name = to.clone();
+            }
+        }
+        let exprs = self.body.iter_mut().flat_map(|l| l.args.iter_mut().chain(l.kwargs.iter_mut().map(|(_, e)| e)));
+        for e in exprs.chain(self.returns.iter_mut().flatten()) {
+            e.rename(renames);
+        }
     }
 
     /// The call that traces the function: `jax.jit(f)(np.ones((8, 4), np.float32), ...)`.
@@ -197,8 +213,6 @@ impl Program {
             Reduction::Minimised { lines_before, runs } => {
                 header.push(format!("minimised: {lines_before} → {lines_after} lines ({runs} tracelens runs as the oracle)"))
             }
-            Reduction::Unverified => header
-                .push(format!("not minimised: tracing this program does not re-raise {} in tracelens ({lines_after} lines)", self.code)),
         }
         header.push(format!("regenerate: {regenerate}"));
         render_body(self, &header)
@@ -269,6 +283,12 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
     let label = &p.file_label;
     let mut failing_line = 0;
     if define {
+        for h in &p.helpers {
+            let offset = text.lines().count();
+            let block = render_helper(h);
+            text.push_str(&block.text);
+            links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+        }
         let offset = text.lines().count();
         let def = render_def(p, fn_name);
         text.push_str(&def.text);
@@ -291,6 +311,27 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
         failing_line = text.lines().count() - 1;
     }
     Rendered { text, links, failing_line }
+}
+
+/// A helper's own helpers, constants and definition.
+fn render_helper(h: &Program) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    for inner in &h.helpers {
+        let offset = text.lines().count();
+        let block = render_helper(inner);
+        text.push_str(&block.text);
+        links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    }
+    let used = h.used_names();
+    for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
+        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+    }
+    let offset = text.lines().count();
+    let def = render_def(h, &h.fn_name);
+    text.push_str(&def.text);
+    links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
+    Rendered { text, links, failing_line: 0 }
 }
 
 /// The definition of the program's function under `fn_name`, starting with a blank line.
@@ -389,6 +430,20 @@ impl Expr {
             Expr::Tuple(items) | Expr::List(items) => items.iter().for_each(|x| x.names(f)),
             Expr::Dict(items) => items.iter().for_each(|(_, x)| x.names(f)),
             Expr::Slice(s) => s.iter().for_each(|x| x.names(f)),
+        }
+    }
+
+    fn rename(&mut self, renames: &[(String, String)]) {
+        match self {
+            Expr::Name(n) => {
+                if let Some((_, to)) = renames.iter().find(|(from, _)| from == n) {
+                    *n = to.clone();
+                }
+            }
+            Expr::Lit(_) => {}
+            Expr::Tuple(items) | Expr::List(items) => items.iter_mut().for_each(|x| x.rename(renames)),
+            Expr::Dict(items) => items.iter_mut().for_each(|(_, x)| x.rename(renames)),
+            Expr::Slice(s) => s.iter_mut().for_each(|x| x.rename(renames)),
         }
     }
 
