@@ -140,8 +140,13 @@ pub fn run(options: Options) -> Result<bool, String> {
     // Reproducers of the error fixtures must raise the same exception class under JAX.
     let mut repro_ok = true;
     if let (Some(t), None) = (&tracelens, &options.filter) {
-        let summary =
-            crate::repro::check(&t.binary, &oracle.python, &fixtures_dir.join("errors"), &target_dir.join("conformance-repros"), options.jobs.max(1));
+        let summary = crate::repro::check(
+            &t.binary,
+            &oracle.python,
+            &fixtures_dir.join("errors"),
+            &target_dir.join("conformance-repros"),
+            options.jobs.max(1),
+        );
         print!("{}", summary.render());
         let staged = crate::repro::check_functions(
             &t.binary,

@@ -44,12 +44,18 @@ fn raised_class(stderr: &str) -> Option<String> {
     })
 }
 
-pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(errors_dir)
+/// The `.py` files of `dir`, sorted; makes `out_dir` for what the checks write.
+fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect())
         .unwrap_or_default();
-    fixtures.sort();
+    files.sort();
     let _ = std::fs::create_dir_all(out_dir);
+    files
+}
+
+pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
+    let fixtures = python_files_in(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(String, String, Option<Result<(), String>>, f64)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -156,11 +162,7 @@ while f"out{k}" in g:
 "##;
 
 pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: &Path, jobs: usize) -> FunctionSummary {
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(clean_dir)
-        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect())
-        .unwrap_or_default();
-    fixtures.sort();
-    let _ = std::fs::create_dir_all(out_dir);
+    let fixtures = python_files_in(clean_dir, out_dir);
     let next = AtomicUsize::new(0);
     // (fixture, function, traces staged, traces matching, problem)
     let results: Mutex<Vec<(String, String, usize, usize, Option<String>)>> = Mutex::new(Vec::new());
@@ -234,7 +236,9 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
 
 impl FunctionSummary {
     pub fn render(&self) -> String {
-        let mut out = String::from("\nstaged-out functions (tracelens repro --function on every jitted function of the clean fixtures, run under real JAX):\n");
+        let mut out = String::from(
+            "\nstaged-out functions (tracelens repro --function on every jitted function of the clean fixtures, run under real JAX):\n",
+        );
         for (name, function, why) in &self.wrong {
             out.push_str(&format!("  WRONG  {name}: {function}: {why}\n"));
         }

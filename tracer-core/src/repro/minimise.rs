@@ -203,35 +203,23 @@ fn container_paths(e: &Expr, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>)
 
 /// Removes the element at `path` (non-empty) from the containers of `e`.
 fn remove_at(e: &mut Expr, path: &[usize]) -> bool {
-    let (first, rest) = match path.split_first() {
-        Some(x) => x,
-        None => return false,
-    };
+    let Some((&first, rest)) = path.split_first() else { return false };
     match e {
-        Expr::Tuple(items) | Expr::List(items) => {
-            if rest.is_empty() {
-                if *first < items.len() {
-                    items.remove(*first);
-                    return true;
-                }
-                false
-            } else {
-                items.get_mut(*first).is_some_and(|x| remove_at(x, rest))
-            }
-        }
-        Expr::Dict(items) => {
-            if rest.is_empty() {
-                if *first < items.len() {
-                    items.remove(*first);
-                    return true;
-                }
-                false
-            } else {
-                items.get_mut(*first).is_some_and(|(_, x)| remove_at(x, rest))
-            }
-        }
+        Expr::Tuple(items) | Expr::List(items) => remove_in(items, first, rest, |x| x),
+        Expr::Dict(items) => remove_in(items, first, rest, |(_, x)| x),
         _ => false,
     }
+}
+
+fn remove_in<T>(items: &mut Vec<T>, first: usize, rest: &[usize], child: impl Fn(&mut T) -> &mut Expr) -> bool {
+    if !rest.is_empty() {
+        return items.get_mut(first).is_some_and(|x| remove_at(child(x), rest));
+    }
+    if first >= items.len() {
+        return false;
+    }
+    items.remove(first);
+    true
 }
 
 /// One candidate edit of a call's arguments.
