@@ -282,6 +282,9 @@ fn analyse_blocking(
             if let Some(bytes) = settings.project.large_constant_bytes {
                 config.budgets.large_constant_bytes = bytes;
             }
+            if let Some(n) = settings.project.fake_array_threshold {
+                config.reproducers.fake_array_threshold = n;
+            }
             config.budgets.cancel = Some(cancel);
             std::panic::catch_unwind(AssertUnwindSafe(|| tracer_core::analyze_file(&path, &text, &loader, &config))).ok()
         })
