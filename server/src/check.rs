@@ -41,6 +41,9 @@ pub(crate) fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     if let Some(bytes) = project.large_constant_bytes {
         config.budgets.large_constant_bytes = bytes;
     }
+    if let Some(n) = project.fake_array_threshold {
+        config.reproducers.fake_array_threshold = n;
+    }
     config
 }
 
@@ -50,17 +53,17 @@ pub(crate) fn relative(p: &Path) -> String {
     abs.strip_prefix(&cwd).map(|r| r.to_path_buf()).unwrap_or(abs).to_string_lossy().to_string()
 }
 
-/// Analyses one file; a panic inside the engine becomes an internal-error finding.
-pub fn analyze_path(path: &Path, project: &Config) -> Result<FileAnalysis, String> {
-    analyze_path_with(path, project, false)
-}
-
-/// `analyze_path`, in values mode when `values` (`check --values`).
-pub fn analyze_path_with(path: &Path, project: &Config, values: bool) -> Result<FileAnalysis, String> {
+/// Analyses one file, in values mode when `values` (`check --values`), making reproducers as
+/// `repro` asks; a panic inside the engine becomes an internal-error finding.
+fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproOptions) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
     let loader = FsLoader::default();
     let mut config = config_for(path, project);
     config.values = values;
+    if let Some(n) = repro.fake_array_threshold {
+        config.reproducers.fake_array_threshold = n;
+    }
+    config.reproducers.functions = repro.function.iter().cloned().collect();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
@@ -89,7 +92,7 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
         }
     };
     let results: Vec<(PathBuf, Result<FileAnalysis, String>)> =
-        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values))).collect());
+        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect());
     let mut findings: Vec<Finding> = Vec::new();
     let mut internal = false;
     for (_, result) in &results {
@@ -149,20 +152,20 @@ pub fn findings_of(diagnostics: &[tracer_core::analysis::LocatedDiagnostic], pro
 
 /// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)
 /// when it cannot be analysed.
-fn analyze_one(file: &Path) -> Result<FileAnalysis, ExitCode> {
+fn analyze_one(file: &Path, repro: &ReproOptions) -> Result<FileAnalysis, ExitCode> {
     if !file.is_file() {
         eprintln!("error: {}: no such file", file.display());
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    pool().install(|| analyze_path(file, &project)).map_err(|e| {
+    pool().install(|| analyze_path_with(file, &project, false, repro)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })
 }
 
 pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
-    let analysis = match analyze_one(&file) {
+    let analysis = match analyze_one(&file, &ReproOptions::default()) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -204,12 +207,44 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
     }
 }
 
-/// The reproducer of the error at `line` (1-based) of `path`, naming the file as `shown` in
-/// its header and links; or why there is none, in the words of `tracelens repro`. Shared by
-/// `tracelens repro` and the server's `tracelens.repro`.
+/// How `tracelens repro` and the server's `tracelens.repro` write a reproducer.
+#[derive(Clone, Debug, Default)]
+pub struct ReproOptions {
+    /// Write the emitted program as it is, without delta debugging.
+    pub unreduced: bool,
+    /// Overrides the project's (or the default) `fake_array_threshold`.
+    pub fake_array_threshold: Option<u64>,
+    /// Stage out every trace of this function (`--function`).
+    pub function: Option<String>,
+}
+
+/// The reproducer of the error at `line` (1-based) of `path`, minimised, naming the file as
+/// `shown` in its header and links; or why there is none, in the words of `tracelens repro`.
+/// Shared by `tracelens repro` and the server's `tracelens.repro`.
 pub fn reproducer_text(analysis: &FileAnalysis, path: &Path, shown: &str, line: u32) -> Result<String, String> {
+    reproducer_text_with(analysis, path, shown, line, &ReproOptions::default())
+}
+
+pub fn reproducer_text_with(
+    analysis: &FileAnalysis,
+    path: &Path,
+    shown: &str,
+    line: u32,
+    options: &ReproOptions,
+) -> Result<String, String> {
     if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
-        return Ok(r.text.replace(&*path.to_string_lossy(), shown));
+        // Only a program on which tracelens itself re-raises the error is offered.
+        let text = if options.unreduced {
+            tracer_core::repro::minimise::reproduces(&r.program).then(|| r.text.clone())
+        } else {
+            r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default())
+        };
+        if let Some(text) = text {
+            return Ok(text.replace(&*path.to_string_lossy(), shown));
+        }
+        return Err(format!(
+            "{shown}:{line}: the standalone program tracelens can write for this error does not re-raise it when traced, so none is written"
+        ));
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
@@ -219,18 +254,62 @@ pub fn reproducer_text(analysis: &FileAnalysis, path: &Path, shown: &str, line: 
     })
 }
 
-pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>) -> ExitCode {
-    let analysis = match analyze_one(&file) {
+pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
+    let analysis = match analyze_one(&file, options) {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let text = match reproducer_text(&analysis, &file, &relative(&file), line) {
-        Ok(text) => text,
+    match reproducer_text_with(&analysis, &file, &relative(&file), line, options) {
+        Ok(text) => write_reproducer(&text, output),
         Err(why) => {
             eprintln!("{why}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `tracelens repro FILE --function NAME`: every trace of the function, staged out.
+pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
+    let options = ReproOptions { function: Some(function.to_string()), ..options.clone() };
+    let analysis = match analyze_one(&file, &options) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let shown = relative(&file);
+    if analysis.collected.is_empty() {
+        eprintln!("{shown}: no traced call of {function}");
+        return ExitCode::from(1);
+    }
+    let programs: Vec<(tracer_core::repro::Program, Vec<String>)> = analysis.collected.iter().flatten().cloned().collect();
+    if programs.len() < analysis.collected.len() {
+        eprintln!(
+            "{shown}: {} of {} traces of {function} cannot be staged out standalone yet (they use something a pure-JAX program cannot say)",
+            analysis.collected.len() - programs.len(),
+            analysis.collected.len()
+        );
+        if programs.is_empty() {
             return ExitCode::from(1);
         }
-    };
+    }
+    let mut header = vec![format!("tracelens: every traced call of {function} in {shown} ({} traces), staged out", programs.len())];
+    for (i, (p, outs)) in programs.iter().enumerate() {
+        let args: Vec<String> = p.params.iter().map(|x| x.aval.short()).collect();
+        header.push(format!(
+            "trace {}: {}({}) -> {}  (line {}, bound to out{})",
+            i + 1,
+            p.fn_name,
+            args.join(", "),
+            outs.join(", "),
+            p.call_line,
+            i + 1
+        ));
+    }
+    header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
+    let text = tracer_core::repro::render_collection(&programs, &header).text;
+    write_reproducer(&text.replace(&*file.to_string_lossy(), &shown), output)
+}
+
+fn write_reproducer(text: &str, output: Option<PathBuf>) -> ExitCode {
     match output {
         Some(out) => {
             if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {

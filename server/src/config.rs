@@ -5,6 +5,7 @@
 //! select = ["TL1", "TL201"]        # codes (or prefixes) to report; default: all
 //! ignore = ["TL206"]               # codes (or prefixes) never reported
 //! large-constant-bytes = 1048576   # TL212 threshold
+//! reproducer-fake-array-threshold = 128  # reproducers: larger arrays become np.ones
 //!
 //! [tool.tracelens.severity]
 //! TL201 = "error"                  # "error" | "warning" | "info" | "ignore"
@@ -20,6 +21,7 @@ pub struct Config {
     pub ignore: Vec<String>,
     pub severity: Vec<(String, Option<Severity>)>,
     pub large_constant_bytes: Option<u64>,
+    pub fake_array_threshold: Option<u64>,
     /// The file it came from, for messages.
     pub source: Option<PathBuf>,
 }
@@ -61,6 +63,13 @@ impl Config {
         if let Some(v) = table.get("large-constant-bytes") {
             let n = v.as_integer().filter(|n| *n > 0).ok_or("[tool.tracelens] large-constant-bytes must be a positive integer")?;
             config.large_constant_bytes = Some(n as u64);
+        }
+        if let Some(v) = table.get("reproducer-fake-array-threshold") {
+            let n = v
+                .as_integer()
+                .filter(|n| *n >= 0)
+                .ok_or("[tool.tracelens] reproducer-fake-array-threshold must be a non-negative integer")?;
+            config.fake_array_threshold = Some(n as u64);
         }
         if let Some(sev) = table.get("severity") {
             let sev = sev.as_table().ok_or("[tool.tracelens.severity] must be a table")?;
@@ -105,7 +114,7 @@ mod tests {
 
     #[test]
     fn severities_select_and_ignore() {
-        let text = "[tool.tracelens]\nignore = [\"TL206\"]\nselect = [\"TL1\", \"TL2\"]\nlarge-constant-bytes = 4096\n[tool.tracelens.severity]\nTL201 = \"error\"\nretrace = \"ignore\"\n";
+        let text = "[tool.tracelens]\nignore = [\"TL206\"]\nselect = [\"TL1\", \"TL2\"]\nlarge-constant-bytes = 4096\nreproducer-fake-array-threshold = 16\n[tool.tracelens.severity]\nTL201 = \"error\"\nretrace = \"ignore\"\n";
         let c = Config::parse(text).expect("valid").expect("has a table");
         assert_eq!(c.severity_of(Code::PrintAtTrace, Severity::Warning), Some(Severity::Error));
         assert_eq!(c.severity_of(Code::Retrace, Severity::Warning), None);
@@ -113,6 +122,7 @@ mod tests {
         assert_eq!(c.severity_of(Code::ShapeMismatch, Severity::Error), Some(Severity::Error));
         assert_eq!(c.severity_of(Code::NotAnalysed, Severity::Info), None, "TL9 is not selected");
         assert_eq!(c.large_constant_bytes, Some(4096));
+        assert_eq!(c.fake_array_threshold, Some(16));
     }
 
     #[test]

@@ -58,14 +58,26 @@ enum Command {
         #[arg(long)]
         stdio: bool,
     },
-    /// Write a standalone pure-JAX program that re-raises the error at LINE of FILE.
+    /// Write a standalone pure-JAX program that re-raises the error at LINE of FILE, or
+    /// (with --function) that stages out every traced call of a function.
     Repro {
         file: PathBuf,
-        #[arg(long)]
-        line: u32,
+        #[arg(long, required_unless_present = "function", conflicts_with = "function")]
+        line: Option<u32>,
+        /// Stage out every traced call of this function, even when nothing fails.
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
         /// Where to write it (default: standard output).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Write the program as emitted, without delta debugging it.
+        #[arg(long)]
+        unreduced: bool,
+        /// Arrays with at most this many elements whose values are known are written as
+        /// literals; larger ones as np.ones (default 128, or `reproducer-fake-array-threshold`
+        /// in pyproject.toml).
+        #[arg(long, value_name = "N")]
+        fake_array_threshold: Option<u64>,
     },
     /// Print every traced function: its traces, argument and result avals, retrace causes
     /// and the jaxpr-like body.
@@ -123,7 +135,14 @@ fn main() -> ExitCode {
             run::run_program(file, args, run::RunOptions { max_elements, max_seconds }, color)
         }
         Command::Lsp { .. } => lsp::run(),
-        Command::Repro { file, line, output } => check::run_repro(file, line, output),
+        Command::Repro { file, line, function, output, unreduced, fake_array_threshold } => {
+            let options = check::ReproOptions { unreduced, fake_array_threshold, function: None };
+            match (line, function) {
+                (_, Some(function)) => check::run_repro_function(file, &function, output, &options),
+                (Some(line), None) => check::run_repro(file, line, output, &options),
+                (None, None) => ExitCode::from(2),
+            }
+        }
         Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
     }
 }

@@ -23,6 +23,7 @@ pub struct AnalysisConfig {
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
+    pub reproducers: crate::repro::ReproConfig,
 }
 
 /// A diagnostic with its location and the locations of its related notes.
@@ -80,17 +81,40 @@ pub struct FileAnalysis {
     pub files: Vec<PathBuf>,
     /// Standalone pure-JAX programs that re-raise the errors raised inside traces.
     pub reproducers: Vec<Reproducer>,
+    /// For each trace of the functions named in `ReproConfig::functions`, the program it
+    /// stages out and the avals of its results; `None` for a trace a standalone program
+    /// cannot say.
+    pub collected: Vec<Option<(crate::repro::Program, Vec<String>)>>,
 }
 
-/// A reproducer for one error: the program, and which emitted line stands for which user line.
+/// A reproducer for one error: the program as data, and as emitted (unreduced) text with
+/// which emitted line stands for which user line. `minimised` delta-debugs it.
 #[derive(Clone, Debug)]
 pub struct Reproducer {
     pub path: PathBuf,
     pub line: u32,
     pub code: String,
+    pub program: crate::repro::Program,
+    /// The unreduced program, as `tracelens repro --unreduced` writes it.
     pub text: String,
     /// (0-based line in `text`, 1-based line in the user's file).
     pub links: Vec<(usize, u32)>,
+}
+
+impl Reproducer {
+    /// The command that writes this reproducer again.
+    pub fn regenerate_command(&self, unreduced: bool) -> String {
+        let flag = if unreduced { " --unreduced" } else { "" };
+        format!("tracelens repro {} --line {}{flag}", self.program.file_label, self.line)
+    }
+
+    /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`);
+    /// `None` when tracing the emitted program does not re-raise the error in the engine.
+    pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> Option<String> {
+        let m = crate::repro::minimise::minimise(&self.program, config);
+        let reduction = crate::repro::Reduction::Minimised { lines_before: self.program.code_lines(), runs: m.runs };
+        m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
+    }
 }
 
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
@@ -174,21 +198,46 @@ pub fn analyze_parsed_then(
     }
     let mut reproducers = Vec::new();
     for (d, _, _) in &located {
-        if d.severity != Severity::Error {
+        if d.severity != Severity::Error || config.reproducers.skip {
             continue;
         }
         let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
         let site = Site { file: file_id as crate::interp::FileId, span: d.span };
-        let line = interp.line_of(site);
-        let display = d.path.to_string_lossy();
-        let first = d.message.lines().next().unwrap_or("");
-        let header = vec![
-            format!("tracelens reproducer for {} at {display}:{line}", d.code.as_str()),
-            format!("expected under JAX: {first}"),
-            format!("regenerate: tracelens repro {display} --line {line}"),
-        ];
-        if let Some(e) = crate::jax::stmt::emit(&interp, site, &header) {
-            reproducers.push(Reproducer { path: d.path.clone(), line, code: d.code.as_str().to_string(), text: e.text, links: e.links });
+        let what = crate::jax::stmt::What {
+            code: d.code.as_str().to_string(),
+            message: d.message.lines().next().unwrap_or("").to_string(),
+            fake_array_threshold: config.reproducers.fake_array_threshold,
+        };
+        let program = crate::jax::stmt::emit(&interp, site, &what).or_else(|| error_of_call(&interp, site, &what));
+        if let Some(program) = program {
+            let mut r = Reproducer {
+                path: d.path.clone(),
+                line: program.error_line,
+                code: what.code,
+                program,
+                text: String::new(),
+                links: Vec::new(),
+            };
+            let rendered = r.program.render(&crate::repro::Reduction::None, &r.regenerate_command(true));
+            r.text = rendered.text;
+            r.links = rendered.links;
+            reproducers.push(r);
+        }
+    }
+    let mut collected = Vec::new();
+    for name in &config.reproducers.functions {
+        let what = crate::jax::stmt::What {
+            code: String::new(),
+            message: String::new(),
+            fake_array_threshold: config.reproducers.fake_array_threshold,
+        };
+        for (record, rec) in interp.jax.records.iter().enumerate() {
+            if rec.fn_name != *name || rec.def_site.is_none_or(|s| s.file != 0) {
+                continue;
+            }
+            let outputs = rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect::<Vec<_>>());
+            let program = outputs.and_then(|o| crate::jax::stmt::emit_trace(&interp, record, &what, false).map(|p| (p, o)));
+            collected.push(program);
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
@@ -200,6 +249,7 @@ pub fn analyze_parsed_then(
         ir_problems,
         files: interp.files.iter().map(|f| f.path.clone()).collect(),
         reproducers,
+        collected,
     });
 }
 
@@ -213,6 +263,22 @@ pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) 
             (d, loc, rel)
         })
         .collect()
+}
+
+/// An error raised by a transformation's call itself (`jax.grad(f)(x)` of a non-scalar `f`):
+/// the program that stages out the trace started at that call and calls it the same way,
+/// kept only when tracing it raises the same error in tracelens.
+fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> Option<crate::repro::Program> {
+    let line = interp.line_of(site);
+    let record = interp
+        .jax
+        .records
+        .iter()
+        .rposition(|r| r.call_site.is_some_and(|c| c.file == site.file && interp.line_of(c) == line) && r.kind == TraceKind::Grad)?;
+    let mut program = crate::jax::stmt::emit_trace(interp, record, what, true)?;
+    program.file_label = interp.path(site.file).to_string_lossy().to_string();
+    program.error_line = line;
+    crate::repro::minimise::reproduces(&program).then_some(program)
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

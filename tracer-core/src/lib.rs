@@ -7,6 +7,7 @@ pub mod diagnostics;
 pub mod entry;
 pub mod interp;
 pub mod jax;
+pub mod repro;
 pub mod run;
 pub mod syntax;
 

@@ -21,6 +21,8 @@ pub struct Options {
     pub json_out: Option<PathBuf>,
     pub fixtures_dir: Option<PathBuf>,
     pub read_cache: bool,
+    /// Only the reproducer checks (no fixture is compared).
+    pub reproducers_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +89,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         fixtures.retain(|path| relative_name(&fixtures_dir, path).contains(filter.as_str()));
     }
     // Programs under run/ are compared by their output (`tracelens run` against `python`).
-    let (run_programs, fixtures): (Vec<PathBuf>, Vec<PathBuf>) =
+    let (mut run_programs, mut fixtures): (Vec<PathBuf>, Vec<PathBuf>) =
         fixtures.into_iter().partition(|path| relative_name(&fixtures_dir, path).starts_with("run/"));
     let gaps = load_known_gaps(&conformance_dir.join("known-gaps.txt"))?;
     let stale_gaps: Vec<String> = if options.filter.is_none() && options.fixtures_dir.is_none() {
@@ -106,6 +108,10 @@ pub fn run(options: Options) -> Result<bool, String> {
         Some(Tracelens { binary: build_tracelens(&root, &target_dir)?, working_dir: root.clone() })
     };
 
+    if options.reproducers_only {
+        fixtures.clear();
+        run_programs.clear();
+    }
     let started = Instant::now();
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
     let next = AtomicUsize::new(0);
@@ -138,13 +144,26 @@ pub fn run(options: Options) -> Result<bool, String> {
     // Reproducers of the error fixtures must raise the same exception class under JAX.
     let mut repro_ok = true;
     if let (Some(t), None) = (&tracelens, &options.filter) {
-        let summary =
-            crate::repro::check(&t.binary, &oracle.python, &fixtures_dir.join("errors"), &target_dir.join("conformance-repros"), jobs);
+        let summary = crate::repro::check(
+            &t.binary,
+            &oracle.python,
+            &fixtures_dir.join("errors"),
+            &target_dir.join("conformance-repros"),
+            options.jobs.max(1),
+        );
         print!("{}", summary.render());
-        repro_ok = summary.wrong.is_empty();
+        let staged = crate::repro::check_functions(
+            &t.binary,
+            &oracle.python,
+            &fixtures_dir.join("clean"),
+            &target_dir.join("conformance-staged"),
+            options.jobs.max(1),
+        );
+        print!("{}", staged.render());
+        repro_ok = summary.wrong.is_empty() && staged.wrong.is_empty();
     }
     // The op table's goldens must still be what JAX gives (only on a full run: it takes minutes).
-    let golden_ok = options.filter.is_some() || options.fixtures_dir.is_some() || crate::golden::check(&oracle.python, &conformance_dir);
+    let golden_ok = options.filter.is_some() || options.fixtures_dir.is_some() || options.reproducers_only || crate::golden::check(&oracle.python, &conformance_dir);
     print!("{}", report::render(&suite));
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {

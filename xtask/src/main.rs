@@ -30,6 +30,8 @@ options:
   --json OUT        also write every result, with the raw oracle and tracelens JSON, to OUT
   --fixtures DIR    take fixtures from DIR instead of tests/fixtures/
   --no-cache        rerun the oracle even where target/conformance-cache/ has its result
+  --reproducers-only  only the reproducer checks: every error fixture's reproducer and every
+                    clean fixture's jitted functions staged out (repro --function), under JAX
 
 environment:
   TRACELENS_JAX_PYTHON  a Python interpreter with jax==0.10.2 (default: target/jax-venv,
@@ -77,6 +79,7 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
         json_out: None,
         fixtures_dir: None,
         read_cache: true,
+        reproducers_only: false,
     };
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -95,6 +98,7 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
             "--json" => options.json_out = Some(PathBuf::from(value("--json")?)),
             "--fixtures" => options.fixtures_dir = Some(PathBuf::from(value("--fixtures")?)),
             "--no-cache" => options.read_cache = false,
+            "--reproducers-only" => options.reproducers_only = true,
             other => return Err(format!("unknown option {other:?}")),
         }
     }

@@ -44,12 +44,18 @@ fn raised_class(stderr: &str) -> Option<String> {
     })
 }
 
-pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(errors_dir)
+/// The `.py` files of `dir`, sorted; makes `out_dir` for what the checks write.
+fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect())
         .unwrap_or_default();
-    fixtures.sort();
+    files.sort();
     let _ = std::fs::create_dir_all(out_dir);
+    files
+}
+
+pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
+    let fixtures = python_files_in(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(String, String, Option<Result<(), String>>, f64)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
@@ -125,6 +131,120 @@ impl ReproSummary {
             self.same_class,
             pct(self.same_class, self.emitted),
             self.median_reduction * 100.0
+        ));
+        out
+    }
+}
+
+/// `tracelens repro --function` on every jitted function of every clean fixture: each staged
+/// out trace, run under real JAX, must return the avals tracelens says (`# outK: ...`).
+pub struct FunctionSummary {
+    pub functions: usize,
+    /// Functions with at least one trace staged out.
+    pub staged: usize,
+    pub traces: usize,
+    pub matching: usize,
+    /// (fixture, function, what happened)
+    pub wrong: Vec<(String, String, String)>,
+}
+
+/// Runs a reproducer and prints the short avals of its `out1`, `out2`, ... bindings.
+const AVALS_OF_OUTPUTS: &str = r##"
+import runpy, sys, jax
+g = runpy.run_path(sys.argv[1], run_name="__main__")
+def short(x):
+    a = jax.typeof(x)
+    return ("~" if getattr(a, "weak_type", False) else "") + a.str_short(short_dtypes=True)
+k = 1
+while f"out{k}" in g:
+    print(f"# out{k}: " + ", ".join(short(l) for l in jax.tree_util.tree_leaves(g[f"out{k}"])))
+    k += 1
+"##;
+
+pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: &Path, jobs: usize) -> FunctionSummary {
+    let fixtures = python_files_in(clean_dir, out_dir);
+    let next = AtomicUsize::new(0);
+    // (fixture, function, traces staged, traces matching, problem)
+    let results: Mutex<Vec<(String, String, usize, usize, Option<String>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(path) = fixtures.get(i) else { break };
+                let name = path.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+                let mut trace = Command::new(binary);
+                trace.arg("trace").arg(path).arg("--format").arg("json");
+                let Ok(done) = run_with_limit(trace, Duration::from_secs(60)) else { continue };
+                let Ok(json) = serde_json::from_str::<serde_json::Value>(&done.stdout) else { continue };
+                let mut functions: Vec<String> = json["functions"]
+                    .as_array()
+                    .map(|fs| {
+                        fs.iter()
+                            .filter(|f| f["transform"] == "jit")
+                            .filter_map(|f| f["name"].as_str().map(str::to_string))
+                            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                functions.sort();
+                functions.dedup();
+                for function in functions {
+                    let out = out_dir.join(format!("{name}__{function}.py"));
+                    let _ = std::fs::remove_file(&out);
+                    let mut cmd = Command::new(binary);
+                    cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
+                    let written = matches!(run_with_limit(cmd, Duration::from_secs(60)), Ok(f) if f.status == Some(0));
+                    let text = std::fs::read_to_string(&out).unwrap_or_default();
+                    let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
+                    let outcome = if !written || expected.is_empty() {
+                        (0, 0, None)
+                    } else {
+                        let mut run = Command::new(python);
+                        run.arg("-c").arg(AVALS_OF_OUTPUTS).arg(&out).env("JAX_PLATFORMS", "cpu");
+                        match run_with_limit(run, Duration::from_secs(120)) {
+                            Ok(f) => {
+                                let got: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("# out")).collect();
+                                let matching = expected.iter().filter(|e| got.contains(e)).count();
+                                let problem = (matching < expected.len()).then(|| {
+                                    let last = f.stderr.lines().last().unwrap_or("").to_string();
+                                    format!("expected {expected:?}, JAX gave {got:?} {last}")
+                                });
+                                (expected.len(), matching, problem)
+                            }
+                            Err(e) => (expected.len(), 0, Some(format!("did not run: {e}"))),
+                        }
+                    };
+                    if let Ok(mut r) = results.lock() {
+                        r.push((name.clone(), function, outcome.0, outcome.1, outcome.2));
+                    }
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_default();
+    let mut wrong: Vec<(String, String, String)> =
+        results.iter().filter_map(|(n, f, _, _, p)| p.as_ref().map(|p| (n.clone(), f.clone(), p.clone()))).collect();
+    wrong.sort();
+    FunctionSummary {
+        functions: results.len(),
+        staged: results.iter().filter(|r| r.2 > 0).count(),
+        traces: results.iter().map(|r| r.2).sum(),
+        matching: results.iter().map(|r| r.3).sum(),
+        wrong,
+    }
+}
+
+impl FunctionSummary {
+    pub fn render(&self) -> String {
+        let mut out = String::from(
+            "\nstaged-out functions (tracelens repro --function on every jitted function of the clean fixtures, run under real JAX):\n",
+        );
+        for (name, function, why) in &self.wrong {
+            out.push_str(&format!("  WRONG  {name}: {function}: {why}\n"));
+        }
+        out.push_str(&format!(
+            "  staged out {} of {} functions; {} of {} traces return the avals tracelens gives under JAX\n",
+            self.staged, self.functions, self.matching, self.traces
         ));
         out
     }

@@ -276,6 +276,9 @@ fn analysis_config(path: &Path, roots: Vec<PathBuf>, settings: &Settings, cancel
         config.budgets.large_constant_bytes = bytes;
     }
     config.budgets.cancel = Some(cancel);
+    if let Some(n) = settings.project.fake_array_threshold {
+        config.reproducers.fake_array_threshold = n;
+    }
     // Traced bodies are printed only when `tracelens.trace` asks for them.
     config.skip_jaxpr_text = true;
     config

@@ -1200,13 +1200,15 @@ fn trace_inputs(
     let mut leaves = Vec::new();
     let tree = flatten(interp, arg, "", &mut leaves)?;
     let mut traced = Vec::with_capacity(leaves.len());
-    for (_, leaf) in leaves {
+    for (path, leaf) in leaves {
         traced.push(match &leaf {
             Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
                 Operand::Array(a) => {
                     let known = if primal { Some(a.clone()) } else { None };
                     originals.push((index, a.clone()));
-                    Value::Array(interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site))
+                    let input = interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site);
+                    interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, path);
+                    Value::Array(input)
                 }
                 Operand::Unknown => leaf,
             },

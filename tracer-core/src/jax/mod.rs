@@ -127,8 +127,11 @@ pub struct JaxState {
     pub log: stmt::StatementLog,
     /// Input tracers of every trace: (record, identity, aval, argument index).
     pub inputs: Vec<(usize, usize, Aval, usize)>,
+    /// Where each input tracer sits in its argument's pytree (`['w1']`, `[0]`, `.bias`), by
+    /// identity: the reproducer names parameters after it.
+    pub input_paths: HashMap<usize, String>,
     /// Input tracers kept alive so their identities stay unique.
-    input_keep: Vec<Rc<Array>>,
+    pub(crate) input_keep: Vec<Rc<Array>>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
     pub current_api: Option<surface::JaxFn>,
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.

@@ -5,7 +5,6 @@
 //! pure-JAX program, each line linked to the user's line.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::rc::Rc;
 
 use super::array::Array;
@@ -13,6 +12,7 @@ use super::aval::Aval;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult, Site};
+use crate::repro::{np_dtype, Expr, Input, Line, Op, Program, Wrap};
 
 /// An argument as the reproducer can write it.
 #[derive(Clone, Debug)]
@@ -25,6 +25,9 @@ pub enum Arg {
     List(Vec<Arg>),
     Dict(Vec<(String, Arg)>),
     Slice(Box<[Arg; 3]>),
+    /// A user function passed to a JAX API (`lax.scan(step, ...)`), by name: the emitter
+    /// writes the trace the API made of it as a function of its own.
+    Function(String),
     /// Something a standalone program cannot say (a user object, a function, an unknown).
     Unknown,
 }
@@ -72,6 +75,9 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             keep.push(a.clone());
             Arg::Array(Rc::as_ptr(a) as usize, a.aval.clone(), a.is_tracer())
         }
+        // `inf` and `nan` are not Python literals.
+        Value::Float(f) if f.is_nan() => Arg::Lit("float('nan')".into()),
+        Value::Float(f) if f.is_infinite() => Arg::Lit(if *f > 0.0 { "float('inf')" } else { "-float('inf')" }.into()),
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Ellipsis => match interp.repr(v) {
             Ok(s) => Arg::Lit(s),
             Err(_) => Arg::Unknown,
@@ -93,6 +99,12 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             }
             Arg::Dict(out)
         }
+        Value::Function(f) => Arg::Function(f.def.name.to_string()),
+        // `jax.nn.relu` passed as a function: the reproducer names it as the user did.
+        Value::Builtin(b) => match &**b {
+            crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(&f.qualified_name())),
+            _ => Arg::Unknown,
+        },
         Value::Slice(s) => Arg::Slice(Box::new([to_arg(interp, &s[0], keep), to_arg(interp, &s[1], keep), to_arg(interp, &s[2], keep)])),
         _ => Arg::Unknown,
     }
@@ -160,34 +172,86 @@ pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>)
     });
 }
 
-/// A reproducer for an error raised at `site` inside a traced function.
-pub struct Emitted {
-    pub text: String,
-    /// For each emitted line (0-based), the user's line (1-based) it stands for.
-    pub links: Vec<(usize, u32)>,
-}
-
-/// Emits the program that re-raises the error of the statement raised at `error_site`: the
+/// Builds the program that re-raises the error of the statement raised at `error_site`: the
 /// statements of that trace the failing one depends on (a backward slice), in order. Arrays
 /// the slice needs but cannot compute become parameters (tracers stay tracers, so errors
 /// that need a traced value still happen) or constants (`np.ones`, for concrete arrays).
-pub fn emit(interp: &Interp, error_site: Site, header: &[String]) -> Option<Emitted> {
+pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     let log = &interp.jax.log;
     let failing = log.statements.iter().rposition(|s| s.raised && s.site == error_site)?;
     let record = log.statements[failing].record;
+    let last = &log.statements[failing];
+    let mut roots = Vec::new();
+    collect_arrays(&last.args, &mut roots);
+    for (_, a) in &last.kwargs {
+        collect_arrays(std::slice::from_ref(a), &mut roots);
+    }
+    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what)?;
+    program.file_label = interp.path(error_site.file).to_string_lossy().to_string();
+    program.error_line = interp.line_of(error_site);
+    Some(program)
+}
+
+/// The program a trace stages out, returning what the traced function returned: every
+/// statement its outputs depend on. With `what` for an error raised by the call itself
+/// (`jax.grad` of a non-scalar function), the call is the failing line. `None` when an
+/// output comes from something a standalone program cannot say.
+pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bool) -> Option<Program> {
+    let log = &interp.jax.log;
+    let rec = &interp.jax.records[record];
+    let jaxpr = rec.jaxpr.as_ref()?;
+    let end = log.statements.iter().rposition(|s| s.record == record).map_or(0, |i| i + 1);
+    // The arrays behind the jaxpr's output variables, found by the tracers' variables.
+    let trace_id = interp.jax.inputs.iter().find(|(r, _, _, _)| *r == record).and_then(|(_, ptr, _, _)| {
+        interp.jax.input_keep.iter().find(|a| Rc::as_ptr(a) as usize == *ptr).and_then(|a| a.tracer().map(|t| t.trace))
+    });
+    let arrays = || log.keep.iter().chain(interp.jax.input_keep.iter());
+    let mut outputs = Vec::new();
+    let mut roots = Vec::new();
+    for atom in &jaxpr.outvars {
+        match atom {
+            super::ir::Atom::Var(v) => {
+                let a = arrays().find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id))?;
+                let ptr = Rc::as_ptr(a) as usize;
+                roots.push(ptr);
+                outputs.push(Arg::Array(ptr, a.aval.clone(), true));
+            }
+            super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype)?)),
+        }
+    }
+    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what)?;
+    let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
+    program.returns = Some(returns?);
+    program.consts = names.consts;
+    program.error_at_call = error_at_call;
+    program.file_label = rec.def_site.map(|s| interp.path(s.file).to_string_lossy().to_string()).unwrap_or_default();
+    program.error_line = program.call_line;
+    Some(program)
+}
+
+/// The statements of `record` before `end` that `roots` depend on, then `last`, as a program.
+/// Traced arrays nothing in the slice computes become parameters when `extra_params`
+/// allows it; otherwise the slice fails.
+fn slice<'a>(
+    interp: &'a Interp,
+    record: usize,
+    end: usize,
+    roots: &[usize],
+    last: Option<&Statement>,
+    extra_params: bool,
+    what: &What,
+) -> Option<(Program, Names<'a>)> {
+    let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
     let fn_name = sanitize(&rec.fn_name);
-
-    // Backward slice over the statements of this trace.
-    let candidates: Vec<&Statement> = log.statements[..failing].iter().filter(|s| s.record == record && !s.raised).collect();
-    let mut needed: Vec<usize> = Vec::new();
-    collect_arrays(&log.statements[failing].args, &mut needed);
-    for (_, a) in &log.statements[failing].kwargs {
-        collect_arrays(std::slice::from_ref(a), &mut needed);
+    if last.is_some_and(|l| !renderable(l)) {
+        return None;
     }
+    let candidates: Vec<&Statement> = log.statements[..end].iter().filter(|s| s.record == record && !s.raised).collect();
+    let mut needed: Vec<usize> = roots.to_vec();
     let mut chosen: Vec<&Statement> = Vec::new();
     for s in candidates.iter().rev() {
-        let produces = s.outs.iter().any(|o| matches!(o, Arg::Array(p, _, _) if needed.contains(p)));
+        let produces = out_arrays(&s.outs).iter().any(|p| needed.contains(p));
         if !produces || !renderable(s) {
             continue;
         }
@@ -198,87 +262,292 @@ pub fn emit(interp: &Interp, error_site: Site, header: &[String]) -> Option<Emit
         chosen.push(s);
     }
     chosen.reverse();
-    if !renderable(&log.statements[failing]) {
-        return None;
-    }
 
-    let mut names: HashMap<usize, String> = HashMap::new();
-    let mut used: Vec<String> = Vec::new();
-    let mut consts: Vec<(String, Aval, Option<String>)> = Vec::new();
-    // Parameters: the trace's inputs the slice uses, named after the user's parameters.
-    let mut params: Vec<(String, Aval)> = Vec::new();
+    let mut names = Names {
+        names: HashMap::new(),
+        used: ["jax", "jnp", "np", "lax", fn_name.as_str()].iter().map(|s| s.to_string()).collect(),
+        consts: Vec::new(),
+        threshold: what.fake_array_threshold,
+        keep: &log.keep,
+        functions: HashMap::new(),
+    };
+    // Parameters: the trace's inputs, named after the user's parameters.
+    let mut params: Vec<Input> = Vec::new();
     for (i, (ptr, aval, name)) in input_arrays(interp, record).into_iter().enumerate() {
-        let base = name.filter(|n| !used.contains(n)).unwrap_or_else(|| format!("arg{i}"));
-        used.push(base.clone());
-        names.insert(ptr, base.clone());
-        params.push((base, aval));
+        let base = name.map(|n| sanitize(&n)).filter(|n| !names.used.contains(n)).unwrap_or_else(|| names.fresh(&format!("arg{i}")));
+        names.used.push(base.clone());
+        names.names.insert(ptr, base.clone());
+        params.push(Input { name: base, aval, literal: None });
     }
     // Traced arrays the slice needs but does not compute: more parameters.
-    let computed: Vec<usize> =
-        chosen.iter().flat_map(|s| s.outs.iter()).filter_map(|o| if let Arg::Array(p, _, _) = o { Some(*p) } else { None }).collect();
+    let computed: Vec<usize> = chosen.iter().flat_map(|s| out_arrays(&s.outs)).collect();
     let mut all_args: Vec<&Arg> = chosen.iter().flat_map(|s| s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a))).collect();
-    all_args.extend(log.statements[failing].args.iter());
+    if let Some(l) = last {
+        all_args.extend(l.args.iter().chain(l.kwargs.iter().map(|(_, a)| a)));
+    }
     let mut traced_extra = Vec::new();
     for a in all_args {
         collect_traced(a, &mut traced_extra);
     }
+    for &r in roots {
+        if let Some(a) = log.keep.iter().find(|a| Rc::as_ptr(a) as usize == r) {
+            if a.is_tracer() && !traced_extra.iter().any(|(p, _)| *p == r) {
+                traced_extra.push((r, a.aval.clone()));
+            }
+        }
+    }
     for (ptr, aval) in traced_extra {
-        if names.contains_key(&ptr) || computed.contains(&ptr) {
+        if names.names.contains_key(&ptr) || computed.contains(&ptr) {
             continue;
         }
-        let name = format!("t{}", params.len());
-        used.push(name.clone());
-        names.insert(ptr, name.clone());
-        params.push((name, aval));
+        if !extra_params {
+            return None;
+        }
+        let name = names.fresh(&format!("t{}", params.len()));
+        names.used.push(name.clone());
+        names.names.insert(ptr, name.clone());
+        params.push(Input { name, aval, literal: None });
     }
 
-    let path = interp.path(error_site.file).to_path_buf();
-    let file_label = path.to_string_lossy().to_string();
-    let mut body: Vec<(String, u32)> = Vec::new();
-    let mut counter = 0usize;
-    for s in chosen.iter().copied().chain(std::iter::once(&log.statements[failing])) {
-        let line_no = interp.line_of(s.site);
-        let expr = render_call(s, &mut names, &mut consts, &mut used)?;
-        let line = match s.outs.first() {
-            Some(Arg::Array(ptr, _, _)) if !s.raised => {
-                let name = user_name(interp, s.site).filter(|n| !used.contains(n)).unwrap_or_else(|| {
-                    counter += 1;
-                    format!("v{counter}")
-                });
-                used.push(name.clone());
-                names.insert(*ptr, name.clone());
-                format!("{name} = {expr}")
+    let mut body: Vec<Line> = Vec::new();
+    let mut helpers: Vec<Program> = Vec::new();
+    let statements: Vec<&Statement> = chosen.iter().copied().chain(last).collect();
+    for (j, s) in statements.iter().enumerate() {
+        names.functions.clear();
+        let mut functions = Vec::new();
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_functions(a, &mut functions);
+        }
+        for f in functions {
+            let helper = helper_for(interp, record, s, &f, what, &mut names)?;
+            names.functions.insert(f, helper.fn_name.clone());
+            helpers.push(helper);
+        }
+        // `h = jnp.tanh(x @ w)`: the user's name is for the line's last call, not for `x @ w`.
+        let last_on_line = statements.get(j + 1).is_none_or(|next| interp.line_of(next.site) != interp.line_of(s.site));
+        let args: Option<Vec<Expr>> = s.args.iter().map(|a| names.expr(a)).collect();
+        let kwargs: Option<Vec<(String, Expr)>> = s.kwargs.iter().map(|(k, a)| Some((k.clone(), names.expr(a)?))).collect();
+        let (target, out) = match s.outs.first() {
+            Some(Arg::Array(ptr, aval, _)) if !s.raised => {
+                let name = user_name(interp, s.site)
+                    .filter(|_| last_on_line)
+                    .map(|n| sanitize(&n))
+                    .filter(|n| !names.used.contains(n))
+                    .unwrap_or_else(|| names.fresh("v"));
+                names.used.push(name.clone());
+                names.names.insert(*ptr, name.clone());
+                (Some(name), Some(aval.clone()))
             }
-            _ => expr,
+            // `a, b = jnp.split(h, 2)`: the tuple gets a name, its arrays are `v1[0]`, `v1[1]`.
+            Some(Arg::Tuple(items) | Arg::List(items)) if !s.raised && items.iter().all(|x| matches!(x, Arg::Array(..))) => {
+                let name = names.fresh("v");
+                names.used.push(name.clone());
+                for (k, x) in items.iter().enumerate() {
+                    if let Arg::Array(ptr, _, _) = x {
+                        names.names.insert(*ptr, format!("{name}[{k}]"));
+                    }
+                }
+                (Some(name), None)
+            }
+            _ => (None, None),
         };
-        body.push((line, line_no));
+        body.push(Line { target, op: op_of(&s.call), args: args?, kwargs: kwargs?, out, user_line: interp.line_of(s.site) });
     }
-    let mut text = String::new();
-    let mut links = Vec::new();
-    for h in header {
-        let _ = writeln!(text, "# {h}");
+    let under_jit = std::iter::successors(rec.parent, |p| interp.jax.records[*p].parent)
+        .any(|p| matches!(interp.jax.records[p].kind, super::TraceKind::Jit));
+    // `jax.grad` for a grad trace (wrapped in `jax.jit` when it ran under one, where the
+    // primal values are abstract too), `jax.jit` for everything else (scan/cond/while bodies
+    // and vmapped functions see abstract values under jit just as they did).
+    let wrap = match rec.kind {
+        super::TraceKind::Grad if under_jit => Wrap::JitGrad,
+        super::TraceKind::Grad => Wrap::Grad,
+        _ => Wrap::Jit,
+    };
+    let program = Program {
+        code: what.code.clone(),
+        class: what.message.split(':').next().unwrap_or("").to_string(),
+        message: what.message.clone(),
+        file_label: String::new(),
+        error_line: 0,
+        fn_name,
+        def_line: rec.def_site.map(|s| interp.line_of(s)).unwrap_or(0),
+        consts: names.consts.clone(),
+        params,
+        body,
+        wrap,
+        call_line: rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0),
+        returns: None,
+        error_at_call: false,
+        helpers,
+        keep_params: false,
+    };
+    Some((program, names))
+}
+
+/// The arrays a statement made: its result, or the arrays of a tuple or list it returned.
+fn out_arrays(outs: &[Arg]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for o in outs {
+        match o {
+            Arg::Array(p, _, _) => out.push(*p),
+            Arg::Tuple(items) | Arg::List(items) => {
+                out.extend(items.iter().filter_map(|x| if let Arg::Array(p, _, _) = x { Some(*p) } else { None }))
+            }
+            _ => {}
+        }
     }
-    text.push_str("import jax\nimport jax.numpy as jnp\nimport numpy as np\nfrom jax import lax\n\n");
-    for (name, aval, literal) in &consts {
-        let value = literal.clone().unwrap_or_else(|| np_ones(aval));
-        let _ = writeln!(text, "{name} = {value}");
+    out
+}
+
+fn collect_functions(a: &Arg, out: &mut Vec<String>) {
+    match a {
+        Arg::Function(f) => {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+        Arg::Tuple(items) | Arg::List(items) => items.iter().for_each(|x| collect_functions(x, out)),
+        Arg::Dict(items) => items.iter().for_each(|(_, x)| collect_functions(x, out)),
+        _ => {}
     }
-    if !consts.is_empty() {
-        text.push('\n');
+}
+
+/// The function standing for the user function `name` that statement `s` passed to an API:
+/// the trace the API made of it (a child of `record` started on the statement's line),
+/// staged out, with its constants renamed after it. `None` when there is no such trace or
+/// it reads values it does not take as arguments (a closure over outer tracers).
+fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Option<Program> {
+    let line = interp.line_of(s.site);
+    let child = interp.jax.records.iter().rposition(|r| {
+        r.parent == Some(record) && r.fn_name == name && r.call_site.is_some_and(|c| c.file == s.site.file && interp.line_of(c) == line)
+    })?;
+    // The API calls the helper with one array per parameter, as the user's function was.
+    let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == child).collect();
+    let whole = inputs
+        .iter()
+        .enumerate()
+        .all(|(k, (_, ptr, _, index))| *index == k && interp.jax.input_paths.get(ptr).is_none_or(|p| p.is_empty()));
+    if !whole || inputs.len() != interp.jax.records[child].arg_names.len() {
+        return None;
     }
-    let def_line = rec.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
-    let param_names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
-    let _ = writeln!(text, "\ndef {fn_name}({}):  # {file_label}:{def_line}", param_names.join(", "));
-    links.push((text.lines().count() - 1, def_line));
-    for (line, line_no) in &body {
-        let _ = writeln!(text, "    {line}  # {file_label}:{line_no}");
-        links.push((text.lines().count() - 1, *line_no));
+    let mut helper = emit_trace(interp, child, what, false)?;
+    helper.keep_params = true;
+    let fn_name = names.fresh(&sanitize(name));
+    names.used.push(fn_name.clone());
+    let renames: Vec<(String, String)> = helper.consts.iter().map(|c| (c.name.clone(), format!("{fn_name}_{}", c.name))).collect();
+    helper.rename(&renames);
+    helper.fn_name = fn_name;
+    Some(helper)
+}
+
+/// What the reproducer is for: the diagnostic's code and the first line of its message.
+pub struct What {
+    pub code: String,
+    pub message: String,
+    pub fake_array_threshold: u64,
+}
+
+fn op_of(call: &Call) -> Op {
+    match call {
+        Call::Api(name) => Op::Api(short_api(name)),
+        Call::BinOp(op) => Op::BinOp(op.to_string()),
+        Call::Unary(op) => Op::Unary(op.to_string()),
+        Call::Compare(op) => Op::Compare(op.to_string()),
+        Call::GetItem => Op::GetItem,
+        Call::SetItem => Op::SetItem,
+        Call::Method(m) => Op::Method(m.clone()),
+        Call::Concretize(what) => Op::Concretize(what.to_string()),
     }
-    let args: Vec<String> = params.iter().map(|(_, aval)| np_ones(aval)).collect();
-    let call_line = rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0);
-    let _ = writeln!(text, "\n\n{}({})  # {file_label}:{call_line}", transform_call(interp, record, &fn_name), args.join(", "));
-    links.push((text.lines().count() - 1, call_line));
-    Some(Emitted { text, links })
+}
+
+/// Names given so far: arrays by identity, and every name taken.
+struct Names<'a> {
+    names: HashMap<usize, String>,
+    used: Vec<String>,
+    consts: Vec<Input>,
+    threshold: u64,
+    keep: &'a [Rc<Array>],
+    /// The helpers standing for the user functions the current statement passes to an API.
+    functions: HashMap<String, String>,
+}
+
+impl Names<'_> {
+    /// `base` if it is free, else `base1`, `base2`, ...
+    fn fresh(&self, base: &str) -> String {
+        if base != "v" && !self.used.iter().any(|u| u == base) {
+            return base.to_string();
+        }
+        (1..).map(|i| format!("{base}{i}")).find(|n| !self.used.contains(n)).unwrap_or_else(|| base.to_string())
+    }
+
+    fn expr(&mut self, a: &Arg) -> Option<Expr> {
+        Some(match a {
+            Arg::Array(ptr, aval, _) => match self.names.get(ptr) {
+                Some(n) => Expr::Name(n.clone()),
+                None => {
+                    // An array made outside the recorded statements: a constant of the program.
+                    let name = self.fresh(&format!("c{}", self.consts.len()));
+                    let literal = self.keep.iter().find(|k| Rc::as_ptr(k) as usize == *ptr).and_then(|k| literal_of(k, self.threshold));
+                    self.consts.push(Input { name: name.clone(), aval: aval.clone(), literal });
+                    self.used.push(name.clone());
+                    self.names.insert(*ptr, name.clone());
+                    Expr::Name(name)
+                }
+            },
+            Arg::Lit(s) => Expr::Lit(s.clone()),
+            Arg::Tuple(items) => Expr::Tuple(items.iter().map(|x| self.expr(x)).collect::<Option<_>>()?),
+            Arg::List(items) => Expr::List(items.iter().map(|x| self.expr(x)).collect::<Option<_>>()?),
+            Arg::Dict(items) => Expr::Dict(items.iter().map(|(k, x)| Some((k.clone(), self.expr(x)?))).collect::<Option<_>>()?),
+            Arg::Slice(s) => Expr::Slice(Box::new([self.expr(&s[0])?, self.expr(&s[1])?, self.expr(&s[2])?])),
+            Arg::Function(f) => Expr::Name(self.functions.get(f)?.clone()),
+            Arg::Unknown => return None,
+        })
+    }
+}
+
+/// A concrete array with at most `threshold` elements and known data, as a NumPy literal.
+fn literal_of(a: &Rc<Array>, threshold: u64) -> Option<String> {
+    if a.is_tracer() || a.aval.size() > threshold as u128 {
+        return None;
+    }
+    // Computed now if it is not yet (the analysis is over; nothing else reads it).
+    let data = super::eval::force(a, threshold)?;
+    let values: Vec<String> = data.iter().map(|v| python_number(*v, a.aval.dtype)).collect::<Option<_>>()?;
+    let flat = format!("[{}]", values.join(", "));
+    let shaped = if a.aval.shape.len() == 1 {
+        format!("np.array({flat}, {})", np_dtype(a.aval.dtype))
+    } else {
+        format!("np.array({flat}, {}).reshape({})", np_dtype(a.aval.dtype), a.aval.shape_tuple())
+    };
+    Some(shaped)
+}
+
+fn python_number(v: f64, dtype: super::dtypes::DType) -> Option<String> {
+    use super::dtypes::DType;
+    Some(match dtype {
+        DType::Bool => {
+            if v != 0.0 {
+                "True".into()
+            } else {
+                "False".into()
+            }
+        }
+        DType::C64 | DType::C128 => return None,
+        d if d.is_floating() => {
+            if v.is_nan() {
+                "np.nan".into()
+            } else if v.is_infinite() {
+                if v > 0.0 {
+                    "np.inf".into()
+                } else {
+                    "-np.inf".into()
+                }
+            } else {
+                format!("{v:?}")
+            }
+        }
+        _ => format!("{}", v as i64),
+    })
 }
 
 fn collect_arrays(args: &[Arg], out: &mut Vec<usize>) {
@@ -292,7 +561,7 @@ fn collect_arrays(args: &[Arg], out: &mut Vec<usize>) {
                 }
             }
             Arg::Slice(s) => collect_arrays(&s[..], out),
-            Arg::Lit(_) | Arg::Unknown => {}
+            Arg::Lit(_) | Arg::Function(_) | Arg::Unknown => {}
         }
     }
 }
@@ -326,32 +595,29 @@ fn renderable(s: &Statement) -> bool {
     !s.args.iter().any(has_unknown) && !s.kwargs.iter().any(|(_, a)| has_unknown(a))
 }
 
-/// How to call the emitted function so its arguments are traced as they were: `jax.grad`
-/// for a grad trace (wrapped in `jax.jit` when it ran under one, where the primal values are
-/// abstract too), `jax.jit` for everything else (scan/cond/while bodies and vmapped
-/// functions see abstract values under jit just as they did).
-fn transform_call(interp: &Interp, record: usize, name: &str) -> String {
-    let rec = &interp.jax.records[record];
-    let under_jit = std::iter::successors(rec.parent, |p| interp.jax.records[*p].parent)
-        .any(|p| matches!(interp.jax.records[p].kind, super::TraceKind::Jit));
-    match rec.kind {
-        super::TraceKind::Grad if under_jit => format!("jax.jit(jax.grad({name}))"),
-        super::TraceKind::Grad => format!("jax.grad({name})"),
-        _ => format!("jax.jit({name})"),
-    }
-}
-
-/// The input tracers of a trace record: identity, aval and the user's parameter name.
+/// The input tracers of a trace record: identity, aval and a name made from the user's
+/// parameter name and the leaf's place in its pytree (`params_w1` for `params["w1"]`).
 fn input_arrays(interp: &Interp, record: usize) -> Vec<(usize, Aval, Option<String>)> {
     let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == record).collect();
     let names = &interp.jax.records[record].arg_names;
     inputs
         .iter()
-        .map(|(_, ptr, aval, index)| {
-            // A parameter that is a whole array keeps its name; leaves of a pytree get numbered.
+        .enumerate()
+        .map(|(pos, (_, ptr, aval, index))| {
             let leaves = inputs.iter().filter(|(_, _, _, i)| i == index).count();
-            let k = inputs.iter().filter(|(_, p, _, i)| i == index && p < ptr).count();
-            let name = names.get(*index).map(|n| if leaves == 1 { n.clone() } else { format!("{n}_{k}") });
+            let name = names.get(*index).map(|n| {
+                let path = interp.jax.input_paths.get(ptr).map(String::as_str).unwrap_or("");
+                let parts: Vec<&str> = path.split(|c| "[]'\".".contains(c)).filter(|p| !p.is_empty()).collect();
+                if leaves == 1 && parts.is_empty() {
+                    n.clone()
+                } else if parts.is_empty() {
+                    // No path known: number the leaves in flattening order.
+                    let k = inputs[..pos].iter().filter(|(_, _, _, i)| i == index).count();
+                    format!("{n}_{k}")
+                } else {
+                    sanitize(&format!("{n}_{}", parts.join("_")))
+                }
+            });
             (*ptr, aval.clone(), name)
         })
         .collect()
@@ -366,128 +632,31 @@ fn user_name(interp: &Interp, site: Site) -> Option<String> {
         .map(|v| v.name.clone())
 }
 
-fn np_ones(aval: &Aval) -> String {
-    let shape = aval.shape_tuple();
-    format!("np.ones({shape}, np.{})", aval.dtype.name())
+/// A Python identifier made from a function or variable name: other characters become `_`,
+/// a leading digit gets an `f_` prefix, and a keyword (`<lambda>` becomes `lambda`) a `_fn`
+/// suffix.
+pub fn sanitize(name: &str) -> String {
+    let mapped: String = name.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let s = mapped.trim_matches('_');
+    let s = if s.is_empty() { "f" } else { s };
+    if s.starts_with(|c: char| c.is_ascii_digit()) {
+        return format!("f_{s}");
+    }
+    if PYTHON_KEYWORDS.contains(&s) {
+        return format!("{s}_fn");
+    }
+    // Keep a user's leading underscore (`_loss`) when the name was otherwise fine.
+    if mapped.starts_with('_') && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return mapped;
+    }
+    s.to_string()
 }
 
-fn sanitize(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) || s == "lambda" || s.contains("lambda") {
-        format!("f_{s}").replace("<", "").replace(">", "")
-    } else {
-        s
-    }
-}
-
-fn render_arg(
-    a: &Arg,
-    names: &mut HashMap<usize, String>,
-    consts: &mut Vec<(String, Aval, Option<String>)>,
-    used: &mut Vec<String>,
-) -> Option<String> {
-    Some(match a {
-        Arg::Array(ptr, aval, _) => match names.get(ptr) {
-            Some(n) => n.clone(),
-            None => {
-                // An array made outside the recorded statements: a constant of the program.
-                let name = format!("c{}", consts.len());
-                consts.push((name.clone(), aval.clone(), None));
-                used.push(name.clone());
-                names.insert(*ptr, name.clone());
-                name
-            }
-        },
-        Arg::Lit(s) => s.clone(),
-        Arg::Tuple(items) => {
-            let parts: Option<Vec<String>> = items.iter().map(|x| render_arg(x, names, consts, used)).collect();
-            let parts = parts?;
-            if parts.len() == 1 {
-                format!("({},)", parts[0])
-            } else {
-                format!("({})", parts.join(", "))
-            }
-        }
-        Arg::List(items) => {
-            let parts: Option<Vec<String>> = items.iter().map(|x| render_arg(x, names, consts, used)).collect();
-            format!("[{}]", parts?.join(", "))
-        }
-        Arg::Dict(items) => {
-            let mut parts = Vec::new();
-            for (k, v) in items {
-                parts.push(format!("{k}: {}", render_arg(v, names, consts, used)?));
-            }
-            format!("{{{}}}", parts.join(", "))
-        }
-        Arg::Slice(s) => {
-            let part = |x: &Arg,
-                        names: &mut HashMap<usize, String>,
-                        consts: &mut Vec<(String, Aval, Option<String>)>,
-                        used: &mut Vec<String>| match x {
-                Arg::Lit(l) if l == "None" => Some(String::new()),
-                other => render_arg(other, names, consts, used),
-            };
-            let (a, b, c) = (part(&s[0], names, consts, used)?, part(&s[1], names, consts, used)?, part(&s[2], names, consts, used)?);
-            if c.is_empty() {
-                format!("{a}:{b}")
-            } else {
-                format!("{a}:{b}:{c}")
-            }
-        }
-        Arg::Unknown => return None,
-    })
-}
-
-/// Index syntax: `x[1:3, None, ...]`.
-fn render_index(
-    a: &Arg,
-    names: &mut HashMap<usize, String>,
-    consts: &mut Vec<(String, Aval, Option<String>)>,
-    used: &mut Vec<String>,
-) -> Option<String> {
-    match a {
-        Arg::Tuple(items) if !items.is_empty() => {
-            let parts: Option<Vec<String>> = items.iter().map(|x| render_index(x, names, consts, used)).collect();
-            Some(parts?.join(", "))
-        }
-        Arg::Lit(l) if l == "Ellipsis" => Some("...".into()),
-        other => render_arg(other, names, consts, used),
-    }
-}
-
-fn render_call(
-    s: &Statement,
-    names: &mut HashMap<usize, String>,
-    consts: &mut Vec<(String, Aval, Option<String>)>,
-    used: &mut Vec<String>,
-) -> Option<String> {
-    let mut args = Vec::new();
-    for a in &s.args {
-        args.push(render_arg(a, names, consts, used)?);
-    }
-    let mut kwargs = Vec::new();
-    for (k, v) in &s.kwargs {
-        kwargs.push(format!("{k}={}", render_arg(v, names, consts, used)?));
-    }
-    let all = || args.iter().cloned().chain(kwargs.iter().cloned()).collect::<Vec<_>>().join(", ");
-    Some(match &s.call {
-        Call::Api(name) => format!("{}({})", short_api(name), all()),
-        Call::BinOp(op) => format!("{} {op} {}", args.first()?, args.get(1)?),
-        Call::Compare(op) => format!("{} {op} {}", args.first()?, args.get(1)?),
-        Call::Unary(op) => format!("{op}{}", args.first()?),
-        Call::GetItem => format!("{}[{}]", args.first()?, render_index(s.args.get(1)?, names, consts, used)?),
-        Call::SetItem => format!("{}[{}] = {}", args.first()?, render_index(s.args.get(1)?, names, consts, used)?, args.get(2)?),
-        Call::Method(m) => {
-            format!("{}.{m}({})", args.first()?, args[1..].iter().cloned().chain(kwargs.iter().cloned()).collect::<Vec<_>>().join(", "))
-        }
-        Call::Concretize(what) => match *what {
-            "bool" => format!("if {}:\n        pass", args.first()?),
-            "np.asarray" => format!("np.asarray({})", args.first()?),
-            "operator.index" => format!("[0][{}]", args.first()?),
-            other => format!("{other}({})", args.first()?),
-        },
-    })
-}
+const PYTHON_KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except",
+    "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+    "while", "with", "yield",
+];
 
 /// `jax.numpy.dot` -> `jnp.dot`, `jax.lax.scan` -> `lax.scan`.
 fn short_api(name: &str) -> String {
@@ -498,4 +667,22 @@ fn short_api(name: &str) -> String {
         return format!("lax.{rest}");
     }
     name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn names_from_functions_are_python_identifiers() {
+        assert_eq!(sanitize("<lambda>"), "lambda_fn");
+        assert_eq!(sanitize("loss"), "loss");
+        assert_eq!(sanitize("_loss"), "_loss");
+        assert_eq!(sanitize("__call__"), "__call__");
+        assert_eq!(sanitize("3d_conv"), "f_3d_conv");
+        assert_eq!(sanitize("my-step.v2"), "my_step_v2");
+        assert_eq!(sanitize("<genexpr>"), "genexpr");
+        assert_eq!(sanitize("class"), "class_fn");
+        assert_eq!(sanitize(""), "f");
+    }
 }

@@ -1,0 +1,339 @@
+//! Delta debugging of a reproducer (Zeller's ddmin) with tracelens' own engine as the
+//! oracle: a candidate is kept when tracing it still raises the same diagnostic code and
+//! exception class at its failing line. Reduces, in order: statements (a dropped statement
+//! whose result is still used becomes a parameter of the same aval), call arguments
+//! (keyword arguments, trailing positional arguments, elements of tuples, lists and dicts),
+//! then array shapes (each distinct axis size, everywhere at once, to 1 or to a smaller size
+//! that no other axis has, so equal axes stay equal and different ones different).
+
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::{Expr, Input, Op, Program};
+use crate::analysis::{analyze_file, AnalysisConfig};
+use crate::diagnostics::Severity;
+use crate::interp::SourceLoader;
+
+/// Limits on the search: every step is one run of the engine on a candidate program.
+#[derive(Clone, Debug)]
+pub struct MinimiseConfig {
+    pub max_runs: usize,
+}
+
+impl Default for MinimiseConfig {
+    fn default() -> Self {
+        MinimiseConfig { max_runs: 200 }
+    }
+}
+
+pub struct Minimised {
+    pub program: Program,
+    /// Engine runs spent (the first checks the unreduced program).
+    pub runs: usize,
+    /// False when the engine does not re-raise the error on the unreduced program (which is
+    /// then returned as it was, and should not be offered).
+    pub verified: bool,
+}
+
+/// Reproducers import only `jax` and `numpy`, which the engine models: no file is read.
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+struct Oracle {
+    runs: usize,
+    max_runs: usize,
+    config: AnalysisConfig,
+}
+
+impl Oracle {
+    fn exhausted(&self) -> bool {
+        self.runs >= self.max_runs
+    }
+
+    /// Does tracing `p` raise `p.code` with `p.class` at its failing line?
+    fn reproduces(&mut self, p: &Program) -> bool {
+        if self.exhausted() {
+            return false;
+        }
+        self.runs += 1;
+        reproduces_with(p, &self.config)
+    }
+}
+
+/// One engine run on the program's text: the verdict the minimiser and the tests share.
+pub fn reproduces(p: &Program) -> bool {
+    reproduces_with(p, &oracle_config())
+}
+
+fn oracle_config() -> AnalysisConfig {
+    let mut config = AnalysisConfig::default();
+    config.reproducers.skip = true;
+    config.budgets.max_time = Duration::from_millis(300);
+    config.budgets.max_steps = 200_000;
+    config
+}
+
+fn reproduces_with(p: &Program, config: &AnalysisConfig) -> bool {
+    let rendered = p.render(&super::Reduction::None, "");
+    let failing = rendered.failing_line as u32 + 1;
+    let analysis = analyze_file(Path::new("reproducer.py"), &rendered.text, &NoFiles, config);
+    analysis.diagnostics.iter().any(|(d, loc, _)| {
+        d.severity == Severity::Error
+            && loc.line == failing
+            && d.code.as_str() == p.code
+            && d.message.split(':').next().is_some_and(|c| c == p.class)
+    })
+}
+
+pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
+    let mut oracle = Oracle { runs: 0, max_runs: config.max_runs.max(1), config: oracle_config() };
+    if (program.body.is_empty() && !program.error_at_call) || !oracle.reproduces(program) {
+        return Minimised { program: program.clone(), runs: oracle.runs, verified: false };
+    }
+    let mut best = program.clone();
+    best = reduce_statements(&best, &mut oracle);
+    best = reduce_arguments(&best, &mut oracle);
+    best = reduce_statements(&best, &mut oracle);
+    best = reduce_shapes(&best, &mut oracle);
+    Minimised { program: best, runs: oracle.runs, verified: true }
+}
+
+/// The program keeping only the statements in `keep` (indices into all but the last) and
+/// the failing one; dropped statements whose results are still read become parameters.
+/// `None` when a dropped result is read but has no single-array aval to stand for it.
+fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
+    // The failing statement stays, unless the call itself fails.
+    let last = if p.error_at_call { usize::MAX } else { p.body.len() - 1 };
+    let mut out = p.clone();
+    out.body = p.body.iter().enumerate().filter(|(i, _)| *i == last || keep.contains(i)).map(|(_, l)| l.clone()).collect();
+    let mut read = Vec::new();
+    let returned = out.returns.iter().flatten();
+    for e in out.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
+        e.names(&mut |n| read.push(n.to_string()));
+    }
+    for (i, l) in p.body.iter().enumerate() {
+        if i == last || keep.contains(&i) {
+            continue;
+        }
+        let Some(target) = &l.target else { continue };
+        if !read.contains(target) {
+            continue;
+        }
+        let aval = l.out.clone()?;
+        out.params.push(Input { name: target.clone(), aval, literal: None });
+    }
+    Some(out)
+}
+
+fn reduce_statements(p: &Program, oracle: &mut Oracle) -> Program {
+    let removable = if p.error_at_call { p.body.len() } else { p.body.len().saturating_sub(1) };
+    if removable == 0 {
+        return p.clone();
+    }
+    let items: Vec<usize> = (0..removable).collect();
+    let mut test = |keep: &[usize]| keep_statements(p, keep).is_some_and(|c| oracle.reproduces(&c));
+    let kept = ddmin(items, &mut test);
+    keep_statements(p, &kept).unwrap_or_else(|| p.clone())
+}
+
+/// ddmin: a 1-minimal subset of `items` for which `test` holds (it holds for `items`).
+/// Tries the empty set first: most failing statements need nothing before them once their
+/// inputs are parameters.
+fn ddmin(mut items: Vec<usize>, test: &mut dyn FnMut(&[usize]) -> bool) -> Vec<usize> {
+    if items.is_empty() || test(&[]) {
+        return Vec::new();
+    }
+    let mut n = 2usize;
+    while items.len() >= 2 {
+        let chunk = items.len().div_ceil(n);
+        let chunks: Vec<Vec<usize>> = items.chunks(chunk).map(|c| c.to_vec()).collect();
+        let mut reduced = false;
+        for c in &chunks {
+            if c.len() < items.len() && test(c) {
+                items = c.clone();
+                n = 2;
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced && chunks.len() > 2 {
+            for c in &chunks {
+                let complement: Vec<usize> = items.iter().copied().filter(|i| !c.contains(i)).collect();
+                if test(&complement) {
+                    items = complement;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if n >= items.len() {
+                break;
+            }
+            n = (2 * n).min(items.len());
+        }
+    }
+    if items.len() == 1 && test(&[]) {
+        return Vec::new();
+    }
+    items
+}
+
+/// Paths to the elements of containers inside an expression, deepest last.
+fn container_paths(e: &Expr, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    let children: Vec<&Expr> = match e {
+        Expr::Tuple(items) | Expr::List(items) => items.iter().collect(),
+        Expr::Dict(items) => items.iter().map(|(_, x)| x).collect(),
+        _ => return,
+    };
+    for (i, child) in children.into_iter().enumerate() {
+        prefix.push(i);
+        out.push(prefix.clone());
+        container_paths(child, prefix, out);
+        prefix.pop();
+    }
+}
+
+/// Removes the element at `path` (non-empty) from the containers of `e`.
+fn remove_at(e: &mut Expr, path: &[usize]) -> bool {
+    let Some((&first, rest)) = path.split_first() else { return false };
+    match e {
+        Expr::Tuple(items) | Expr::List(items) => remove_in(items, first, rest, |x| x),
+        Expr::Dict(items) => remove_in(items, first, rest, |(_, x)| x),
+        _ => false,
+    }
+}
+
+fn remove_in<T>(items: &mut Vec<T>, first: usize, rest: &[usize], child: impl Fn(&mut T) -> &mut Expr) -> bool {
+    if !rest.is_empty() {
+        return items.get_mut(first).is_some_and(|x| remove_at(child(x), rest));
+    }
+    if first >= items.len() {
+        return false;
+    }
+    items.remove(first);
+    true
+}
+
+/// One candidate edit of a call's arguments.
+enum ArgEdit {
+    Kwarg(usize),
+    Positional(usize),
+    Element { arg: usize, path: Vec<usize> },
+}
+
+fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
+    let l = &p.body[line];
+    let mut edits: Vec<ArgEdit> = (0..l.kwargs.len()).rev().map(ArgEdit::Kwarg).collect();
+    let first_droppable = match l.op {
+        Op::Api(_) => 1,
+        Op::Method(_) => 1,
+        _ => usize::MAX,
+    };
+    if l.args.len() > first_droppable {
+        edits.extend((first_droppable..l.args.len()).rev().map(ArgEdit::Positional));
+    }
+    for (i, a) in l.args.iter().enumerate() {
+        let mut paths = Vec::new();
+        container_paths(a, &mut Vec::new(), &mut paths);
+        // Deepest and last first, so earlier paths stay valid after a removal.
+        paths.sort_by(|a, b| b.cmp(a));
+        edits.extend(paths.into_iter().map(|path| ArgEdit::Element { arg: i, path }));
+    }
+    edits
+}
+
+fn reduce_arguments(p: &Program, oracle: &mut Oracle) -> Program {
+    let mut best = p.clone();
+    for line in 0..best.body.len() {
+        for edit in edits_of(&best, line) {
+            if oracle.exhausted() {
+                return best;
+            }
+            let mut c = best.clone();
+            let l = &mut c.body[line];
+            let changed = match edit {
+                ArgEdit::Kwarg(k) if k < l.kwargs.len() => {
+                    l.kwargs.remove(k);
+                    true
+                }
+                ArgEdit::Positional(a) if a < l.args.len() => {
+                    l.args.truncate(a);
+                    true
+                }
+                ArgEdit::Element { arg, path } => l.args.get_mut(arg).is_some_and(|x| remove_at(x, &path)),
+                _ => false,
+            };
+            if changed && oracle.reproduces(&c) {
+                best = c;
+            }
+        }
+    }
+    best
+}
+
+/// Every axis size of the inputs the program reads.
+fn sizes(p: &Program) -> Vec<usize> {
+    let used = p.used_names();
+    let mut out: Vec<usize> = p
+        .params
+        .iter()
+        .chain(p.consts.iter())
+        .filter(|i| used.contains(&i.name) && i.literal.is_none())
+        .flat_map(|i| i.aval.shape.iter().copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn with_size(p: &Program, from: usize, to: usize) -> Program {
+    let mut c = p.clone();
+    for i in c.params.iter_mut().chain(c.consts.iter_mut()) {
+        if i.literal.is_none() {
+            for d in i.aval.shape.iter_mut() {
+                if *d == from {
+                    *d = to;
+                }
+            }
+        }
+    }
+    c
+}
+
+fn reduce_shapes(p: &Program, oracle: &mut Oracle) -> Program {
+    let mut best = p.clone();
+    loop {
+        let mut changed = false;
+        let all = sizes(&best);
+        for &d in all.iter().rev() {
+            if d <= 1 {
+                continue;
+            }
+            let others: Vec<usize> = sizes(&best).into_iter().filter(|&s| s != d).collect();
+            // 1 may be shared (an axis of 1 equals every other only by broadcasting, which
+            // the oracle judges); other sizes must be new.
+            for to in (1..d).filter(|&v| v == 1 || !others.contains(&v)).take(2) {
+                if oracle.exhausted() {
+                    return best;
+                }
+                let c = with_size(&best, d, to);
+                if oracle.reproduces(&c) {
+                    best = c;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        if !changed {
+            return best;
+        }
+    }
+}

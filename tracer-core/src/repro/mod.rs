@@ -1,0 +1,522 @@
+//! Reproducers as data: the standalone pure-JAX program that re-raises an error, before it
+//! is written out as Python text. `jax::stmt` builds a `Program` from the statements a trace
+//! recorded; `minimise` shrinks it with the engine as the oracle; `render` writes it, with
+//! each line linked to the user's line.
+
+pub mod minimise;
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use crate::jax::aval::Aval;
+use crate::jax::dtypes::DType;
+
+/// How reproducers are made.
+#[derive(Clone, Debug)]
+pub struct ReproConfig {
+    /// Make none (the minimiser's own engine runs do not need them).
+    pub skip: bool,
+    /// Concrete arrays with at most this many elements, whose values are known, are written
+    /// as literals; larger ones as `np.ones(shape, dtype)` (JAX's tool's flag of that name).
+    pub fake_array_threshold: u64,
+    /// Functions whose every trace is staged out (`tracelens repro --function`).
+    pub functions: Vec<String>,
+}
+
+impl Default for ReproConfig {
+    fn default() -> Self {
+        ReproConfig { skip: false, fake_array_threshold: 128, functions: Vec::new() }
+    }
+}
+
+/// An argument of an emitted call, with arrays already named.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A parameter, a constant or the target of an earlier line.
+    Name(String),
+    /// A Python literal, as Python writes it.
+    Lit(String),
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Dict(Vec<(String, Expr)>),
+    Slice(Box<[Expr; 3]>),
+}
+
+/// What one emitted line does, at the level the user wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// `jnp.dot`, `jax.nn.relu`, `lax.dynamic_slice` (already shortened for the imports).
+    Api(String),
+    BinOp(String),
+    Unary(String),
+    Compare(String),
+    GetItem,
+    SetItem,
+    /// `x.reshape(...)`: `args[0]` is the receiver.
+    Method(String),
+    /// A conversion Python forces on an array: `bool` (an `if`), `int`, `float`,
+    /// `operator.index` (indexing a list), `np.asarray`.
+    Concretize(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The name the result is bound to, when the result is an array a later line uses.
+    pub target: Option<String>,
+    pub op: Op,
+    pub args: Vec<Expr>,
+    pub kwargs: Vec<(String, Expr)>,
+    /// The aval of the result, when it is one array (what a parameter standing for this line
+    /// must look like).
+    pub out: Option<Aval>,
+    /// The user's line (1-based) this line stands for.
+    pub user_line: u32,
+}
+
+/// A parameter of the emitted function or a module-level constant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Input {
+    pub name: String,
+    pub aval: Aval,
+    /// The array's actual values as a Python expression (arrays with at most
+    /// `fake_array_threshold` elements whose data is known); otherwise `np.ones`.
+    pub literal: Option<String>,
+}
+
+/// How the emitted function is called so that its arguments are traced as they were.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wrap {
+    Jit,
+    Grad,
+    JitGrad,
+}
+
+/// A reproducer before it is written out: one traced function, the statements of the
+/// backward slice of the failing one (the failing one last), and the call that traces it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The diagnostic code and the exception class it must re-raise (`TL104`, `TypeError`).
+    pub code: String,
+    pub class: String,
+    /// The first line of the diagnostic's message.
+    pub message: String,
+    /// The user's file as the reproducer names it, and the line of the error.
+    pub file_label: String,
+    pub error_line: u32,
+    pub fn_name: String,
+    pub def_line: u32,
+    pub consts: Vec<Input>,
+    pub params: Vec<Input>,
+    pub body: Vec<Line>,
+    pub wrap: Wrap,
+    pub call_line: u32,
+    /// What the function returns (a staged-out trace, `--function`); `None` when the program
+    /// ends at the failing statement.
+    pub returns: Option<Vec<Expr>>,
+    /// The error is raised by the call itself (`jax.grad` of a function whose output is not
+    /// a scalar): the call is the failing line and every statement may go.
+    pub error_at_call: bool,
+    /// Functions the body passes to JAX APIs (`lax.scan`'s body, `lax.cond`'s branches),
+    /// each the trace the API made of the user's function, written before this one.
+    pub helpers: Vec<Program>,
+    /// Take every parameter, used or not (a helper is called by the API with all of them).
+    pub keep_params: bool,
+}
+
+/// What the header says about how the program was reduced.
+#[derive(Clone, Debug)]
+pub enum Reduction {
+    /// Not delta-debugged (`--unreduced`).
+    None,
+    /// Minimised: code lines of the unreduced program, and engine runs spent.
+    Minimised { lines_before: usize, runs: usize },
+}
+
+/// Written text and which emitted line (0-based) stands for which user line (1-based).
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub text: String,
+    pub links: Vec<(usize, u32)>,
+    /// The 0-based emitted line of the failing statement.
+    pub failing_line: usize,
+}
+
+impl Program {
+    /// The names the body reads, in order of first use.
+    fn used_names(&self) -> Vec<String> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        let returned = self.returns.iter().flatten();
+        for e in self.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
+            {
+                e.names(&mut |n| {
+                    if seen.insert(n.to_string()) {
+                        out.push(n.to_string());
+                    }
+                });
+            }
+        }
+        out
+    }
+
+    /// The parameters the emitted function takes: the ones the body uses (and, under `grad`,
+    /// always the first, which is the one differentiated).
+    fn live_params(&self) -> Vec<&Input> {
+        let used = self.used_names();
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| self.keep_params || used.contains(&p.name) || (*i == 0 && self.wrap != Wrap::Jit))
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// Non-blank lines that are not comments: the size the header and the conformance
+    /// suite count.
+    pub fn code_lines(&self) -> usize {
+        code_lines(&render_body(self, &[]).text)
+    }
+
+    /// Renames names (constants) everywhere they appear.
+    pub fn rename(&mut self, renames: &[(String, String)]) {
+        for c in self.consts.iter_mut() {
+            if let Some((_, to)) = renames.iter().find(|(from, _)| *from == c.name) {
+                c.name = to.clone();
+            }
+        }
+        let exprs = self.body.iter_mut().flat_map(|l| l.args.iter_mut().chain(l.kwargs.iter_mut().map(|(_, e)| e)));
+        for e in exprs.chain(self.returns.iter_mut().flatten()) {
+            e.rename(renames);
+        }
+    }
+
+    /// The call that traces the function: `jax.jit(f)(np.ones((8, 4), np.float32), ...)`.
+    fn call_text(&self, fn_name: &str) -> String {
+        let args: Vec<String> = self.live_params().iter().map(|x| value_of(x)).collect();
+        let call = match self.wrap {
+            Wrap::Jit => format!("jax.jit({fn_name})"),
+            Wrap::Grad => format!("jax.grad({fn_name})"),
+            Wrap::JitGrad => format!("jax.jit(jax.grad({fn_name}))"),
+        };
+        format!("{call}({})", args.join(", "))
+    }
+
+    pub fn render(&self, reduction: &Reduction, regenerate: &str) -> Rendered {
+        let lines_after = self.code_lines();
+        let mut header = vec![
+            format!("tracelens reproducer for {} at {}:{}", self.code, self.file_label, self.error_line),
+            format!("original error: {}", self.message),
+            format!("raises under JAX: {}", self.class),
+        ];
+        match reduction {
+            Reduction::None => header.push(format!("unreduced: {lines_after} lines")),
+            Reduction::Minimised { lines_before, runs } => {
+                header.push(format!("minimised: {lines_before} → {lines_after} lines ({runs} tracelens runs as the oracle)"))
+            }
+        }
+        header.push(format!("regenerate: {regenerate}"));
+        render_body(self, &header)
+    }
+}
+
+pub fn code_lines(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count()
+}
+
+fn render_body(p: &Program, header: &[String]) -> Rendered {
+    let mut text = String::new();
+    for h in header {
+        let _ = writeln!(text, "# {h}");
+    }
+    let imports_at = text.len();
+    let block = render_block(p, &p.fn_name, true, None);
+    let mut links = Vec::new();
+    let offset = text.lines().count();
+    text.push_str(&block.text);
+    links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    finish(text, imports_at, links, block.failing_line + offset)
+}
+
+/// Every trace of one function as one program (`tracelens repro --function`): for each
+/// trace, its constants, its definition (a body identical to an earlier one is not written
+/// again) and its call, bound to `out1`, `out2`, ...
+pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String]) -> Rendered {
+    let mut text = String::new();
+    for h in header {
+        let _ = writeln!(text, "# {h}");
+    }
+    let imports_at = text.len();
+    let mut links = Vec::new();
+    let mut defined: Vec<(String, String)> = Vec::new();
+    for (i, (p, outputs)) in programs.iter().enumerate() {
+        // The definition under a placeholder name, to compare bodies.
+        let probe = render_def(p, "__tracelens_fn__").text;
+        let existing = defined.iter().find(|(_, t)| *t == probe).map(|(n, _)| n.clone());
+        let define = existing.is_none();
+        let name = match existing {
+            Some(n) => n,
+            None => {
+                let base = p.fn_name.clone();
+                let taken = |n: &str| defined.iter().any(|(d, _)| d == n);
+                let n = if taken(&base) { (2..).map(|k| format!("{base}_{k}")).find(|n| !taken(n)).unwrap_or(base) } else { base };
+                defined.push((n.clone(), probe));
+                n
+            }
+        };
+        let block = render_block(p, &name, define, Some((i + 1, outputs)));
+        let offset = text.lines().count();
+        text.push_str(&block.text);
+        links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    }
+    finish(text, imports_at, links, 0)
+}
+
+/// One program's constants, definition (when `define`) and call, as text starting at line 0.
+fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &Vec<String>)>) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    let used = p.used_names();
+    let consts: Vec<&Input> = p.consts.iter().filter(|c| used.contains(&c.name)).collect();
+    for c in &consts {
+        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+    }
+    let label = &p.file_label;
+    let mut failing_line = 0;
+    if define {
+        for h in &p.helpers {
+            let offset = text.lines().count();
+            let block = render_helper(h);
+            text.push_str(&block.text);
+            links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+        }
+        let offset = text.lines().count();
+        let def = render_def(p, fn_name);
+        text.push_str(&def.text);
+        links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
+        failing_line = def.failing_line + offset;
+    }
+    let call = p.call_text(fn_name);
+    match bind {
+        Some((k, outputs)) => {
+            let _ = writeln!(text, "\nout{k} = {call}  # {label}:{}", p.call_line);
+            links.push((text.lines().count() - 1, p.call_line));
+            let _ = writeln!(text, "# out{k}: {}", outputs.join(", "));
+        }
+        None => {
+            let _ = writeln!(text, "\n{call}  # {label}:{}", p.call_line);
+            links.push((text.lines().count() - 1, p.call_line));
+        }
+    }
+    if p.error_at_call {
+        failing_line = text.lines().count() - 1;
+    }
+    Rendered { text, links, failing_line }
+}
+
+/// A helper's own helpers, constants and definition.
+fn render_helper(h: &Program) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    for inner in &h.helpers {
+        let offset = text.lines().count();
+        let block = render_helper(inner);
+        text.push_str(&block.text);
+        links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+    }
+    let used = h.used_names();
+    for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
+        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+    }
+    let offset = text.lines().count();
+    let def = render_def(h, &h.fn_name);
+    text.push_str(&def.text);
+    links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
+    Rendered { text, links, failing_line: 0 }
+}
+
+/// The definition of the program's function under `fn_name`, starting with a blank line.
+fn render_def(p: &Program, fn_name: &str) -> Rendered {
+    let mut text = String::new();
+    let mut links = Vec::new();
+    let mut failing_line = 0;
+    let label = &p.file_label;
+    let params = p.live_params();
+    let names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
+    links.push((text.lines().count() - 1, p.def_line));
+    for line in &p.body {
+        let code = render_line(line);
+        let mut rows = code.lines();
+        let first = rows.next().unwrap_or("");
+        let _ = writeln!(text, "    {first}  # {label}:{}", line.user_line);
+        failing_line = text.lines().count() - 1;
+        links.push((failing_line, line.user_line));
+        for row in rows {
+            let _ = writeln!(text, "    {row}");
+        }
+    }
+    if p.body.is_empty() && p.returns.is_none() {
+        text.push_str("    pass\n");
+    }
+    if let Some(returns) = &p.returns {
+        let _ = writeln!(text, "    return {}", returns_text(returns));
+    }
+    text.push('\n');
+    Rendered { text, links, failing_line }
+}
+
+/// Puts the imports the program needs at `imports_at`: `jax` always, the others when used.
+fn finish(mut text: String, imports_at: usize, mut links: Vec<(usize, u32)>, failing_line: usize) -> Rendered {
+    let program = &text[imports_at..];
+    let mut imports = String::from("import jax\n");
+    for (prefix, line) in [("jnp.", "import jax.numpy as jnp\n"), ("np.", "import numpy as np\n"), ("lax.", "from jax import lax\n")] {
+        if program.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).any(|w| w.starts_with(prefix)) {
+            imports.push_str(line);
+        }
+    }
+    imports.push('\n');
+    let added = imports.lines().count();
+    text.insert_str(imports_at, &imports);
+    for (line, _) in links.iter_mut() {
+        *line += added;
+    }
+    Rendered { text, links, failing_line: failing_line + added }
+}
+
+fn returns_text(returns: &[Expr]) -> String {
+    match returns {
+        [] => "()".to_string(),
+        [one] => one.render(),
+        many => many.iter().map(Expr::render).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// A parameter's or constant's value: its literal, a Python scalar for a weakly typed
+/// scalar (JAX traces it as the same weak aval), or `np.ones`.
+fn value_of(input: &Input) -> String {
+    if let Some(l) = &input.literal {
+        return l.clone();
+    }
+    let a = &input.aval;
+    if a.weak && a.shape.is_empty() {
+        match a.dtype {
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return "1.0".into(),
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => return "1".into(),
+            DType::C64 | DType::C128 => return "1j".into(),
+            _ => {}
+        }
+    }
+    np_ones(a)
+}
+
+pub fn np_ones(aval: &Aval) -> String {
+    format!("np.ones({}, {})", aval.shape_tuple(), np_dtype(aval.dtype))
+}
+
+/// The dtype as the reproducer's imports spell it (NumPy has no bfloat16).
+pub fn np_dtype(dtype: DType) -> String {
+    match dtype {
+        DType::BF16 => "jnp.bfloat16".into(),
+        DType::Bool => "np.bool_".into(),
+        d => format!("np.{}", d.name()),
+    }
+}
+
+impl Expr {
+    fn names(&self, f: &mut dyn FnMut(&str)) {
+        match self {
+            Expr::Name(n) => f(n),
+            Expr::Lit(_) => {}
+            Expr::Tuple(items) | Expr::List(items) => items.iter().for_each(|x| x.names(f)),
+            Expr::Dict(items) => items.iter().for_each(|(_, x)| x.names(f)),
+            Expr::Slice(s) => s.iter().for_each(|x| x.names(f)),
+        }
+    }
+
+    fn rename(&mut self, renames: &[(String, String)]) {
+        match self {
+            Expr::Name(n) => {
+                if let Some((_, to)) = renames.iter().find(|(from, _)| from == n) {
+                    *n = to.clone();
+                }
+            }
+            Expr::Lit(_) => {}
+            Expr::Tuple(items) | Expr::List(items) => items.iter_mut().for_each(|x| x.rename(renames)),
+            Expr::Dict(items) => items.iter_mut().for_each(|(_, x)| x.rename(renames)),
+            Expr::Slice(s) => s.iter_mut().for_each(|x| x.rename(renames)),
+        }
+    }
+
+    fn render(&self) -> String {
+        match self {
+            Expr::Name(n) | Expr::Lit(n) => n.clone(),
+            Expr::Tuple(items) => {
+                let parts: Vec<String> = items.iter().map(Expr::render).collect();
+                if parts.len() == 1 {
+                    format!("({},)", parts[0])
+                } else {
+                    format!("({})", parts.join(", "))
+                }
+            }
+            Expr::List(items) => format!("[{}]", items.iter().map(Expr::render).collect::<Vec<_>>().join(", ")),
+            Expr::Dict(items) => {
+                format!("{{{}}}", items.iter().map(|(k, v)| format!("{k}: {}", v.render())).collect::<Vec<_>>().join(", "))
+            }
+            Expr::Slice(s) => format!("slice({}, {}, {})", s[0].render(), s[1].render(), s[2].render()),
+        }
+    }
+
+    /// Index syntax: `x[1:3, None, ...]`.
+    fn render_index(&self) -> String {
+        match self {
+            Expr::Tuple(items) if !items.is_empty() => {
+                let parts: Vec<String> = items.iter().map(Expr::render_index).collect();
+                if parts.len() == 1 {
+                    format!("{},", parts[0])
+                } else {
+                    parts.join(", ")
+                }
+            }
+            Expr::Lit(l) if l == "Ellipsis" => "...".into(),
+            Expr::Slice(s) => {
+                let part = |x: &Expr| match x {
+                    Expr::Lit(l) if l == "None" => String::new(),
+                    other => other.render(),
+                };
+                let (a, b, c) = (part(&s[0]), part(&s[1]), part(&s[2]));
+                if c.is_empty() {
+                    format!("{a}:{b}")
+                } else {
+                    format!("{a}:{b}:{c}")
+                }
+            }
+            other => other.render(),
+        }
+    }
+}
+
+fn render_line(line: &Line) -> String {
+    let args: Vec<String> = line.args.iter().map(Expr::render).collect();
+    let kwargs: Vec<String> = line.kwargs.iter().map(|(k, v)| format!("{k}={}", v.render())).collect();
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let index = || line.args.get(1).map(Expr::render_index).unwrap_or_default();
+    let expr = match &line.op {
+        Op::Api(name) => format!("{name}({})", args.iter().chain(kwargs.iter()).cloned().collect::<Vec<_>>().join(", ")),
+        Op::BinOp(op) | Op::Compare(op) => format!("{} {op} {}", arg(0), arg(1)),
+        Op::Unary(op) => format!("{op}{}", arg(0)),
+        Op::GetItem => format!("{}[{}]", arg(0), index()),
+        Op::SetItem => format!("{}[{}] = {}", arg(0), index(), arg(2)),
+        Op::Method(m) => {
+            format!("{}.{m}({})", arg(0), args.iter().skip(1).chain(kwargs.iter()).cloned().collect::<Vec<_>>().join(", "))
+        }
+        Op::Concretize(what) => match what.as_str() {
+            "bool" => format!("if {}:\n    pass", arg(0)),
+            "operator.index" => format!("[0][{}]", arg(0)),
+            other => format!("{other}({})", arg(0)),
+        },
+    };
+    match &line.target {
+        Some(t) => format!("{t} = {expr}"),
+        None => expr,
+    }
+}
