@@ -316,6 +316,11 @@ pub fn raise_pending(interp: &mut Interp) -> PyResult<()> {
 /// op by op only when one holds a NaN/Inf, so a NaN that `jnp.where` discarded inside the
 /// function raises nothing.
 pub fn raise_pending_after_jit(interp: &mut Interp, outputs: &[Rc<Array>]) -> PyResult<()> {
+    // Only a values-mode run with a NaN/Inf pending computes the outputs: an ordinary
+    // analysis leaves them lazy.
+    if interp.values.as_ref().is_none_or(|v| v.pending_raise.is_none()) {
+        return Ok(());
+    }
     let max = interp.budgets.max_elements;
     let reaches_output = outputs.iter().any(|o| super::eval::force(o, max).is_some_and(|d| non_finite_counts(&d) != (0, 0)));
     if !reaches_output {
