@@ -91,8 +91,8 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
             return ExitCode::from(2);
         }
     };
-    let results: Vec<(PathBuf, Result<FileAnalysis, String>)> =
-        pool().install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect());
+    let results: Vec<(PathBuf, Result<FileAnalysis, String>)> = pool()
+        .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect());
     let mut findings: Vec<Finding> = Vec::new();
     let mut internal = false;
     for (_, result) in &results {

@@ -254,7 +254,6 @@ print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1
     assert_eq!(out, "<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
 }
 
-
 #[test]
 fn values_the_model_cannot_follow_are_never_taken_for_constants() {
     // Under real JAX these print [2. 0. 6.] and [1.75 1.5 ]; tracelens does not model boolean

@@ -126,7 +126,11 @@ fn check(row: &Row) -> Outcome {
         return if analysis.stdout.contains("<unknown>") || !analysis.stops.is_empty() || lines.len() == 1 {
             Outcome::NotComputed(stops(&analysis))
         } else {
-            Outcome::Mismatch(format!("printed {:?}, diagnostics {:?}", analysis.stdout, analysis.diagnostics.iter().map(|d| &d.0.message).collect::<Vec<_>>()))
+            Outcome::Mismatch(format!(
+                "printed {:?}, diagnostics {:?}",
+                analysis.stdout,
+                analysis.diagnostics.iter().map(|d| &d.0.message).collect::<Vec<_>>()
+            ))
         };
     };
     if *aval != row.aval {
@@ -194,7 +198,11 @@ fn every_op_row_matches_jax() {
         report += &format!("{} rows not computed, missing from data/ops_not_computed.txt:\n{}\n", unlisted.len(), unlisted.join("\n"));
     }
     if !stale.is_empty() {
-        report += &format!("{} rows are now computed and right; remove them from data/ops_not_computed.txt or data/ops_known_wrong.txt:\n{}\n", stale.len(), stale.join("\n"));
+        report += &format!(
+            "{} rows are now computed and right; remove them from data/ops_not_computed.txt or data/ops_known_wrong.txt:\n{}\n",
+            stale.len(),
+            stale.join("\n")
+        );
     }
     assert!(report.is_empty(), "{report}");
 }

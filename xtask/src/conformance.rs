@@ -163,7 +163,10 @@ pub fn run(options: Options) -> Result<bool, String> {
         repro_ok = summary.wrong.is_empty() && staged.wrong.is_empty();
     }
     // The op table's goldens must still be what JAX gives (only on a full run: it takes minutes).
-    let golden_ok = options.filter.is_some() || options.fixtures_dir.is_some() || options.reproducers_only || crate::golden::check(&oracle.python, &conformance_dir);
+    let golden_ok = options.filter.is_some()
+        || options.fixtures_dir.is_some()
+        || options.reproducers_only
+        || crate::golden::check(&oracle.python, &conformance_dir);
     print!("{}", report::render(&suite));
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {

@@ -301,7 +301,15 @@ impl<'l> Interp<'l> {
 
     pub fn raise_class(&self, class: Rc<Class>, code: Code, message: String) -> Flow {
         let value = builtins::make_exception_instance(&class, &message);
-        Flow::Raise(Box::new(PyException { value, class, message, code, site: self.site(), related: Vec::new(), traceback: self.traceback() }))
+        Flow::Raise(Box::new(PyException {
+            value,
+            class,
+            message,
+            code,
+            site: self.site(),
+            related: Vec::new(),
+            traceback: self.traceback(),
+        }))
     }
 
     /// The user frames now running, outermost first, for an exception's traceback.

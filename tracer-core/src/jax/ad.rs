@@ -234,7 +234,12 @@ fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> 
 }
 
 /// `untracked[i]`: binder `i` has an unknown tangent (see `Linearization::untracked`).
-fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<Array>>], untracked: &[bool]) -> AdResult<Vec<Option<Rc<Array>>>> {
+fn forward_tangents(
+    interp: &mut Interp,
+    tape: &Tape,
+    in_tangents: &[Option<Rc<Array>>],
+    untracked: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
     let jaxpr = &tape.jaxpr;
     let mut tan: HashMap<VarId, Rc<Array>> = HashMap::new();
     // Outputs of equations without a JVP rule: an error only if an output of the jaxpr needs
@@ -251,8 +256,7 @@ fn forward_tangents(interp: &mut Interp, tape: &Tape, in_tangents: &[Option<Rc<A
         }
     }
     for (i, eqn) in jaxpr.eqns.iter().enumerate() {
-        let ts: Vec<Option<Rc<Array>>> =
-            eqn.inputs.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect();
+        let ts: Vec<Option<Rc<Array>>> = eqn.inputs.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect();
         let blocked = eqn.inputs.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None });
         if let Some(why) = blocked {
             for (v, _) in &eqn.outputs {
@@ -505,9 +509,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 times(binary(interp, BinaryPrim::Mul, &e, &scalar(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
-            UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => {
-                return Err(AdError::NoRule(u.name().into()))
-            }
+            UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -636,7 +638,13 @@ fn while_loop_error(interp: &Interp) -> AdError {
 }
 
 /// The JVP rule: tangents of the outputs from tangents of the inputs (`None` = zero).
-fn jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], outs: &[Rc<Array>], ts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+fn jvp(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    outs: &[Rc<Array>],
+    ts: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
     let out = match outs {
         [out] => out,
         _ => return Err(no_rule(eqn)),
@@ -772,7 +780,12 @@ fn transpose(
             for (i, &p) in permutation.iter().enumerate() {
                 *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
             }
-            cts[0] = Some(bind(interp, Prim::Transpose { permutation: inverse }, std::slice::from_ref(g), ins[0].aval.with_shape(&in_shape(0)))?);
+            cts[0] = Some(bind(
+                interp,
+                Prim::Transpose { permutation: inverse },
+                std::slice::from_ref(g),
+                ins[0].aval.with_shape(&in_shape(0)),
+            )?);
         }
         Prim::Rev { dimensions } => {
             cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g), g.aval.clone())?);
@@ -944,7 +957,12 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
         if swap_ans { (nb..nb + y_kept.len()).collect() } else { (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect() };
     let dims = DotDims { lc: ans_y, rc: y_kept, lb: ans_batch, rb: d.rb.clone() };
     let shape = dot_shape(&g.aval.shape, &y.aval.shape, &dims);
-    let prim = Prim::DotGeneral { lhs_contract: dims.lc.clone(), rhs_contract: dims.rc.clone(), lhs_batch: dims.lb.clone(), rhs_batch: dims.rb.clone() };
+    let prim = Prim::DotGeneral {
+        lhs_contract: dims.lc.clone(),
+        rhs_contract: dims.rc.clone(),
+        lhs_batch: dims.lb.clone(),
+        rhs_batch: dims.rb.clone(),
+    };
     let prod = bind(interp, prim, &[g.clone(), y.clone()], g.aval.with_shape(&shape))?;
     // x_contract sorted by the order of y_contract.
     let mut order: Vec<usize> = (0..d.rc.len()).collect();
@@ -1275,15 +1293,63 @@ mod tests {
     fn all_prims() -> Vec<Prim> {
         use UnaryPrim as U;
         let unary = [
-            U::Neg, U::Sign, U::Floor, U::Ceil, U::Round, U::IsFinite, U::Exp, U::Exp2, U::Log, U::Log1p, U::Expm1, U::Tanh,
-            U::Logistic, U::Sin, U::Cos, U::Tan, U::Asin, U::Acos, U::Atan, U::Sinh, U::Cosh, U::Asinh, U::Acosh, U::Atanh,
-            U::Sqrt, U::Rsqrt, U::Cbrt, U::Abs, U::Not, U::Erf, U::ErfInv, U::Lgamma, U::Digamma, U::Real, U::Imag, U::Conj,
-            U::Square, U::Copy,
+            U::Neg,
+            U::Sign,
+            U::Floor,
+            U::Ceil,
+            U::Round,
+            U::IsFinite,
+            U::Exp,
+            U::Exp2,
+            U::Log,
+            U::Log1p,
+            U::Expm1,
+            U::Tanh,
+            U::Logistic,
+            U::Sin,
+            U::Cos,
+            U::Tan,
+            U::Asin,
+            U::Acos,
+            U::Atan,
+            U::Sinh,
+            U::Cosh,
+            U::Asinh,
+            U::Acosh,
+            U::Atanh,
+            U::Sqrt,
+            U::Rsqrt,
+            U::Cbrt,
+            U::Abs,
+            U::Not,
+            U::Erf,
+            U::ErfInv,
+            U::Lgamma,
+            U::Digamma,
+            U::Real,
+            U::Imag,
+            U::Conj,
+            U::Square,
+            U::Copy,
         ];
         use BinaryPrim as B;
         let binary = [
-            B::Add, B::Sub, B::Mul, B::Div, B::Rem, B::Pow, B::Max, B::Min, B::Atan2, B::And, B::Or, B::Xor, B::ShiftLeft,
-            B::ShiftRightArithmetic, B::ShiftRightLogical, B::NextAfter,
+            B::Add,
+            B::Sub,
+            B::Mul,
+            B::Div,
+            B::Rem,
+            B::Pow,
+            B::Max,
+            B::Min,
+            B::Atan2,
+            B::And,
+            B::Or,
+            B::Xor,
+            B::ShiftLeft,
+            B::ShiftRightArithmetic,
+            B::ShiftRightLogical,
+            B::NextAfter,
         ];
         let mut prims: Vec<Prim> = unary.into_iter().map(Prim::Unary).chain(binary.into_iter().map(Prim::Binary)).collect();
         let reduce_ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::And, ReduceOp::Or];
@@ -1337,9 +1403,7 @@ mod tests {
     #[test]
     fn rule_coverage_is_what_the_docs_say() {
         let prims = all_prims();
-        let names = |want: Option<bool>| -> Vec<String> {
-            prims.iter().filter(|p| rule_status(p) == want).map(|p| p.name()).collect()
-        };
+        let names = |want: Option<bool>| -> Vec<String> { prims.iter().filter(|p| rule_status(p) == want).map(|p| p.name()).collect() };
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
@@ -1347,9 +1411,31 @@ mod tests {
         assert_eq!(
             without,
             [
-                "erf_inv", "lgamma", "digamma", "imag", "nextafter", "reduce_prod", "cumprod", "cummax", "cummin", "scatter",
-                "scatter-add", "scatter-mul", "scatter-min", "scatter-max", "dynamic_slice", "dynamic_update_slice", "pad",
-                "sort", "gather", "top_k", "scan", "cond", "while", "custom_jvp_call", "custom_vjp_call"
+                "erf_inv",
+                "lgamma",
+                "digamma",
+                "imag",
+                "nextafter",
+                "reduce_prod",
+                "cumprod",
+                "cummax",
+                "cummin",
+                "scatter",
+                "scatter-add",
+                "scatter-mul",
+                "scatter-min",
+                "scatter-max",
+                "dynamic_slice",
+                "dynamic_update_slice",
+                "pad",
+                "sort",
+                "gather",
+                "top_k",
+                "scan",
+                "cond",
+                "while",
+                "custom_jvp_call",
+                "custom_vjp_call"
             ]
         );
         assert_eq!(not_differentiable.len(), 22, "{not_differentiable:?}");

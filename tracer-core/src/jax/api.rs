@@ -574,7 +574,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let fun = arg(0);
             let primals = args[1..].to_vec();
             let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
-            let (out, _, trace) = trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
+            let (out, _, trace) =
+                trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
             let linear = match &trace {
                 Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
                 None => None,
@@ -1857,7 +1858,15 @@ fn vmap_call(
 
 /// Values mode: a `vmap` outside any trace with an integer or `None` axis per argument and a
 /// non-negative integer `out_axes`, computed example by example.
-fn vmap_values(interp: &mut Interp, record: usize, args: &[Value], per_arg: &[Value], n: usize, out_ax: Option<i64>, result: Value) -> PyResult<Value> {
+fn vmap_values(
+    interp: &mut Interp,
+    record: usize,
+    args: &[Value],
+    per_arg: &[Value],
+    n: usize,
+    out_ax: Option<i64>,
+    result: Value,
+) -> PyResult<Value> {
     if interp.values.is_none() || interp.jax.trace_depth() > 0 {
         return Ok(result);
     }
@@ -2478,7 +2487,14 @@ fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
 }
 
 /// Values mode: the outputs of the branch a concrete predicate or index picks, computed.
-fn taken_branch(interp: &mut Interp, pred: &Value, pick: &dyn Fn(f64) -> usize, branches: &[Value], operands: &[Value], result: Value) -> PyResult<Value> {
+fn taken_branch(
+    interp: &mut Interp,
+    pred: &Value,
+    pick: &dyn Fn(f64) -> usize,
+    branches: &[Value],
+    operands: &[Value],
+    result: Value,
+) -> PyResult<Value> {
     if interp.values.is_none() || interp.jax.trace_depth() > 0 {
         return Ok(result);
     }

@@ -224,7 +224,16 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             } else if int_out && matches!(u, UnaryPrim::Square | UnaryPrim::Neg | UnaryPrim::Abs) {
                 a.mapv(|x| {
                     let x = x as i128;
-                    wrap_int(if *u == UnaryPrim::Square { x * x } else if *u == UnaryPrim::Neg { -x } else { x.abs() }, out_dtype)
+                    wrap_int(
+                        if *u == UnaryPrim::Square {
+                            x * x
+                        } else if *u == UnaryPrim::Neg {
+                            -x
+                        } else {
+                            x.abs()
+                        },
+                        out_dtype,
+                    )
                 })
             } else {
                 a.mapv(f)
@@ -503,7 +512,12 @@ pub fn dot_general(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usiz
     out.into_shape_with_order(IxDyn(out_shape)).ok()
 }
 
-fn batched_matmul<T>(l: &ndarray::ArrayViewD<f64>, r: &ndarray::ArrayViewD<f64>, [b, m, k, n]: [usize; 4], cast: fn(f64) -> T) -> Option<ArrayD<T>>
+fn batched_matmul<T>(
+    l: &ndarray::ArrayViewD<f64>,
+    r: &ndarray::ArrayViewD<f64>,
+    [b, m, k, n]: [usize; 4],
+    cast: fn(f64) -> T,
+) -> Option<ArrayD<T>>
 where
     T: ndarray::LinalgScalar,
 {
@@ -513,7 +527,13 @@ where
     let r = ndarray::Array3::from_shape_vec((b, k, n), r.iter().map(|&x| cast(x)).collect()).ok()?;
     let mut out = ndarray::Array3::<T>::zeros((b, m, n));
     for bi in 0..b {
-        ndarray::linalg::general_mat_mul(T::one(), &l.index_axis(Axis(0), bi), &r.index_axis(Axis(0), bi), T::zero(), &mut out.index_axis_mut(Axis(0), bi));
+        ndarray::linalg::general_mat_mul(
+            T::one(),
+            &l.index_axis(Axis(0), bi),
+            &r.index_axis(Axis(0), bi),
+            T::zero(),
+            &mut out.index_axis_mut(Axis(0), bi),
+        );
     }
     Some(out.into_dyn())
 }

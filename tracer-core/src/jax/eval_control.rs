@@ -67,7 +67,14 @@ fn stack(rows: &[Rc<NdData>], axis: usize, item_shape: &[usize]) -> Option<NdDat
 }
 
 /// `lax.scan`: the final carry, then each `y` stacked on a new leading axis.
-pub fn scan(interp: &mut Interp, body: &Body, carry: &[Rc<Array>], xs: &[Rc<Array>], length: usize, out_avals: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub fn scan(
+    interp: &mut Interp,
+    body: &Body,
+    carry: &[Rc<Array>],
+    xs: &[Rc<Array>],
+    length: usize,
+    out_avals: &[Aval],
+) -> PyResult<Option<Vec<Rc<Array>>>> {
     let (Some(mut c), Some(xs)) = (datas(interp, carry), datas(interp, xs)) else { return Ok(None) };
     let num_carry = c.len();
     let mut ys: Vec<Vec<Rc<NdData>>> = vec![Vec::new(); out_avals.len().saturating_sub(num_carry)];
@@ -92,7 +99,14 @@ pub fn scan(interp: &mut Interp, body: &Body, carry: &[Rc<Array>], xs: &[Rc<Arra
 }
 
 /// `lax.fori_loop(lower, upper, body, init)`: the final carry.
-pub fn fori_loop(interp: &mut Interp, body: &Body, lower: i64, upper: i64, carry: &[Rc<Array>], out_avals: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub fn fori_loop(
+    interp: &mut Interp,
+    body: &Body,
+    lower: i64,
+    upper: i64,
+    carry: &[Rc<Array>],
+    out_avals: &[Aval],
+) -> PyResult<Option<Vec<Rc<Array>>>> {
     let Some(mut c) = datas(interp, carry) else { return Ok(None) };
     for i in lower..upper {
         let mut ins = vec![ArrayD::from_elem(IxDyn(&[]), i as f64)];
@@ -107,7 +121,13 @@ pub fn fori_loop(interp: &mut Interp, body: &Body, lower: i64, upper: i64, carry
 }
 
 /// `lax.while_loop(cond_fun, body_fun, init)`: the final carry.
-pub fn while_loop(interp: &mut Interp, cond: &Body, body: &Body, carry: &[Rc<Array>], out_avals: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub fn while_loop(
+    interp: &mut Interp,
+    cond: &Body,
+    body: &Body,
+    carry: &[Rc<Array>],
+    out_avals: &[Aval],
+) -> PyResult<Option<Vec<Rc<Array>>>> {
     let Some(mut c) = datas(interp, carry) else { return Ok(None) };
     loop {
         let Some(p) = run_body(interp, cond, &owned(&c), "while_loop")? else { return Ok(None) };

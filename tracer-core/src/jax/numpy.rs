@@ -2896,4 +2896,3 @@ pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<
     }
     Err(interp.stop_unknown("formatting an array whose value is not computed"))
 }
-
