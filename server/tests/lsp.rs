@@ -130,14 +130,7 @@ impl Client {
     fn stop(mut self) {
         let _ = self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
+        frames::await_exit(&mut self.child);
     }
 }
 

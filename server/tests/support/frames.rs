@@ -1,10 +1,11 @@
 //! The reading half of a minimal LSP client: `Content-Length` frames from a server's stdout,
-//! parsed on a thread of their own. Shared by the LSP tests and the LSP bench.
+//! parsed on a thread of their own, and the end of a server process. Shared by the LSP tests
+//! and the LSP bench.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::ChildStdout;
+use std::process::{Child, ChildStdout};
 use std::sync::mpsc::{channel, Receiver};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -48,4 +49,17 @@ pub fn spawn_reader(stdout: ChildStdout) -> Receiver<Msg> {
         }
     });
     rx
+}
+
+/// Waits up to five seconds for a server told to `exit` to end, then kills it.
+pub fn await_exit(child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
