@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use tracer_core::analysis::FileAnalysis;
 use tracer_core::interp::SourceLoader;
@@ -18,23 +18,24 @@ use tracer_core::AnalysisConfig;
 type Parsers = HashMap<PathBuf, IncrementalParser>;
 type Job = Box<dyn FnOnce(&mut Parsers) + Send>;
 
-fn worker() -> Option<mpsc::Sender<Job>> {
-    static WORKER: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
-    let sender = WORKER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("tracelens-edits".into())
-            .stack_size(super::ANALYSIS_STACK)
-            .spawn(move || {
-                let mut parsers = Parsers::new();
-                while let Ok(job) = rx.recv() {
-                    job(&mut parsers);
-                }
-            })
-            .ok()
-            .map(|_| Mutex::new(tx))
-    });
-    sender.as_ref().map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
+fn worker() -> Option<&'static mpsc::Sender<Job>> {
+    static WORKER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
+    WORKER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            std::thread::Builder::new()
+                .name("tracelens-edits".into())
+                .stack_size(super::ANALYSIS_STACK)
+                .spawn(move || {
+                    let mut parsers = Parsers::new();
+                    while let Ok(job) = rx.recv() {
+                        job(&mut parsers);
+                    }
+                })
+                .ok()
+                .map(|_| tx)
+        })
+        .as_ref()
 }
 
 /// Analyses `text` as the current version of `path` on the edit thread. With `keep`, the
