@@ -34,17 +34,7 @@ pub(crate) fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     if let Some(root) = project.source.as_ref().and_then(|p| p.parent()) {
         roots.push(root.to_path_buf());
     }
-    if let Some(parent) = path.parent() {
-        roots.push(parent.to_path_buf());
-    }
-    let mut config = AnalysisConfig { search_roots: roots, ..Default::default() };
-    if let Some(bytes) = project.large_constant_bytes {
-        config.budgets.large_constant_bytes = bytes;
-    }
-    if let Some(n) = project.fake_array_threshold {
-        config.reproducers.fake_array_threshold = n;
-    }
-    config
+    project.analysis(path, roots)
 }
 
 pub(crate) fn relative(p: &Path) -> String {

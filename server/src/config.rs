@@ -27,6 +27,23 @@ pub struct Config {
 }
 
 impl Config {
+    /// An analysis of a file at `path` under this project: imports resolved from `roots` and
+    /// the file's folder, with the project's thresholds. `check` and the language server both
+    /// start from it, so a new project setting reaches both.
+    pub fn analysis(&self, path: &Path, mut roots: Vec<PathBuf>) -> tracer_core::AnalysisConfig {
+        if let Some(parent) = path.parent() {
+            roots.push(parent.to_path_buf());
+        }
+        let mut config = tracer_core::AnalysisConfig { search_roots: roots, ..Default::default() };
+        if let Some(bytes) = self.large_constant_bytes {
+            config.budgets.large_constant_bytes = bytes;
+        }
+        if let Some(n) = self.fake_array_threshold {
+            config.reproducers.fake_array_threshold = n;
+        }
+        config
+    }
+
     /// The nearest `pyproject.toml` with a `[tool.tracelens]` table, from `start` upwards.
     pub fn discover(start: &Path) -> Result<Config, String> {
         let start = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());

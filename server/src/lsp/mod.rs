@@ -267,18 +267,8 @@ use crate::check::ANALYSIS_STACK;
 /// How the server analyses `path`: imports resolved from the workspace roots and the file's
 /// folder, the project's budgets, and `cancel` to stop it early.
 fn analysis_config(path: &Path, roots: Vec<PathBuf>, settings: &Settings, cancel: Arc<AtomicBool>) -> tracer_core::AnalysisConfig {
-    let mut config = tracer_core::AnalysisConfig::default();
-    config.search_roots = roots;
-    if let Some(parent) = path.parent() {
-        config.search_roots.push(parent.to_path_buf());
-    }
-    if let Some(bytes) = settings.project.large_constant_bytes {
-        config.budgets.large_constant_bytes = bytes;
-    }
+    let mut config = settings.project.analysis(path, roots);
     config.budgets.cancel = Some(cancel);
-    if let Some(n) = settings.project.fake_array_threshold {
-        config.reproducers.fake_array_threshold = n;
-    }
     // Traced bodies are printed only when `tracelens.trace` asks for them.
     config.skip_jaxpr_text = true;
     config
