@@ -650,7 +650,9 @@ impl<'src> Lowerer<'src> {
         let ends_before_error = node.end_byte() as u64 <= u64::from(first_tree_error);
         let text = self.text(node);
         let start = node.start_byte() as u32;
-        if let Some(mut previous) = self.reuse.remove(text).filter(|_| ends_before_error && self.line_indent(node) == Some("")) {
+        // Only a statement that starts its line is kept: its lowering depends on its text alone.
+        let starts_line = self.line_indent(node) == Some("");
+        if let Some(mut previous) = self.reuse.remove(text).filter(|_| ends_before_error && starts_line) {
             // Lowered clean before from the same text: the same statement, moved.
             let delta = i64::from(start) - i64::from(previous.start);
             let (indent_start, indent_end) = previous.last_line_indent;
@@ -674,7 +676,7 @@ impl<'src> Lowerer<'src> {
         if self.errors.len() > errors_before || !ends_before_error {
             return false;
         }
-        if self.line_indent(node) == Some("") {
+        if starts_line {
             let indent = self.last_line_indent;
             let indent_start = (indent.as_ptr() as usize).wrapping_sub(self.source.as_ptr() as usize);
             let last_line_indent = match indent_start.checked_add(indent.len()) {
