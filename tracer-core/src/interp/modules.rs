@@ -207,6 +207,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
     let Some(native) = m.native.clone() else {
         return Ok(None);
     };
+    if let Some(v) = interp.native_functions.get(&Rc::as_ptr(m)).and_then(|functions| functions.get(name)) {
+        return Ok(Some(v.clone()));
+    }
     let sub = format!("{}.{name}", m.name);
     Ok(Some(match native {
         NativeModule::Opaque(_) => Value::opaque(format!("{}.{name}", m.name)),
@@ -216,7 +219,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
             }
             let lookup_module = if module == "jax.config" { "jax.config" } else { module };
             if let Some(f) = JaxFn::lookup(lookup_module, name) {
-                return Ok(Some(jaxfn(f)));
+                let v = jaxfn(f);
+                interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
+                return Ok(Some(v));
             }
             if module == "jax" && name == "config" {
                 return Ok(Some(module_value(interp, "jax.config", NativeModule::Jax("jax.config"))));

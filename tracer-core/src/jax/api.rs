@@ -451,16 +451,23 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
     // The outermost API call names the equations bound under it (`jnp.linalg.norm` binds
     // several primitives; all of them stand for that one user-level call).
     let outer = interp.jax.current_api;
-    let statement_args: Vec<Value> = args.clone();
-    let statement_kwargs = kwargs.clone();
-    let refs: Vec<&Value> = statement_args.iter().collect();
-    super::stmt::recorded(interp, super::stmt::Call::Api(f.qualified_name()), &refs, &statement_kwargs, move |interp| {
+    let run = move |interp: &mut Interp, args, kwargs| {
         if outer.is_none() {
             interp.jax.current_api = Some(f);
         }
         let result = call_jax_fn_inner(interp, f, args, kwargs);
         interp.jax.current_api = outer;
         result
+    };
+    // Outside a recording trace there is no statement to record: no copies of the arguments.
+    if super::stmt::recording(interp).is_none() {
+        return super::stmt::unrecorded(interp, |interp| run(interp, args, kwargs));
+    }
+    let statement_args: Vec<Value> = args.clone();
+    let statement_kwargs = kwargs.clone();
+    let refs: Vec<&Value> = statement_args.iter().collect();
+    super::stmt::recorded(interp, super::stmt::Call::Api(f.qualified_name()), &refs, &statement_kwargs, move |interp| {
+        run(interp, args, kwargs)
     })
 }
 
@@ -1374,7 +1381,8 @@ fn instantiate_outputs(
             super::numerics::evaluated(interp, eqn, out, ins, label);
         })
     } else {
-        super::eval_jaxpr::instantiate(jaxpr, consts, inputs)
+        let avals = bound.iter().map(|b| b.aval.clone()).collect();
+        return Ok(super::array::StagedCall::outputs(jaxpr.clone(), consts.to_vec(), inputs.to_vec(), avals));
     };
     if let Some(outs) = &instantiated {
         super::numerics::raise_pending_after_jit(interp, outs)?;

@@ -1,14 +1,14 @@
 //! Array values: an aval plus either concrete data computed on demand, or a tracer bound to
 //! an IR variable of an active trace (design.md §1–2).
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
 use ndarray::ArrayD;
 
 use super::aval::Aval;
 use super::dtypes::DType;
-use super::ir::{Prim, VarId};
+use super::ir::{Jaxpr, Prim, VarId};
 use crate::interp::Site;
 
 /// Concrete element data. Every numeric dtype is held as f64 and rounded to its dtype after
@@ -42,6 +42,45 @@ pub enum Lazy {
     Pending(Prim, Vec<Rc<Array>>),
     /// Not computed: too large, no kernel yet, or it depends on something unknown.
     Unknown(&'static str),
+    /// Output `usize` of a jitted function called on concrete inputs. Its equations become
+    /// pending arrays only when some output's value is first needed, so a program whose
+    /// values nobody reads pays nothing for them.
+    Call(Rc<StagedCall>, usize),
+}
+
+/// A staged call on concrete inputs, instantiated at most once (`eval_jaxpr::instantiate`).
+pub struct StagedCall {
+    pub jaxpr: Rc<Jaxpr>,
+    pub consts: Vec<Rc<Array>>,
+    pub inputs: Vec<Rc<Array>>,
+    outputs: OnceCell<Option<Vec<Rc<Array>>>>,
+}
+
+impl StagedCall {
+    /// Concrete arrays of `avals` standing for the outputs of `jaxpr` on `consts` and
+    /// `inputs`, whose equations are instantiated when one of their values is first needed.
+    pub fn outputs(jaxpr: Rc<Jaxpr>, consts: Vec<Rc<Array>>, inputs: Vec<Rc<Array>>, avals: Vec<Aval>) -> Vec<Rc<Array>> {
+        let call = Rc::new(StagedCall { jaxpr, consts, inputs, outputs: OnceCell::new() });
+        avals
+            .into_iter()
+            .enumerate()
+            .map(|(i, aval)| {
+                Rc::new(Array {
+                    aval,
+                    kind: ArrayKind::Concrete(RefCell::new(Lazy::Call(call.clone(), i))),
+                    origin: None,
+                    numpy: Cell::new(false),
+                })
+            })
+            .collect()
+    }
+
+    /// The lazily computed array behind output `i` (`None` when the jaxpr cannot be
+    /// instantiated).
+    pub fn output(&self, i: usize) -> Option<Rc<Array>> {
+        let outs = self.outputs.get_or_init(|| super::eval_jaxpr::instantiate(&self.jaxpr, &self.consts, &self.inputs));
+        outs.as_ref()?.get(i).cloned()
+    }
 }
 
 impl std::fmt::Debug for Array {

@@ -1,6 +1,6 @@
 //! Abstract values: the shape, dtype and weak type of an array, printed as JAX prints them.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use smallvec::SmallVec;
 
@@ -53,7 +53,15 @@ impl Aval {
     }
     /// `f32[8,4]`, `~f32[]`: JAX's `str_short(short_dtypes=True)` with the weak marker.
     pub fn short(&self) -> String {
-        format!("{}{}[{}]", if self.weak { "~" } else { "" }, self.dtype.short_name(), join_dims(&self.shape, ","))
+        let mut out = String::with_capacity(8 + 4 * self.shape.len());
+        if self.weak {
+            out.push('~');
+        }
+        out.push_str(self.dtype.short_name());
+        out.push('[');
+        push_dims(&mut out, &self.shape, ",");
+        out.push(']');
+        out
     }
     /// `float32[8,4]`: JAX's `str(aval)` without the weak marker, as used in error messages.
     pub fn long(&self) -> String {
@@ -80,7 +88,19 @@ impl fmt::Display for Aval {
 }
 
 pub fn join_dims(dims: &[usize], sep: &str) -> String {
-    dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(sep)
+    let mut out = String::new();
+    push_dims(&mut out, dims, sep);
+    out
+}
+
+/// Appends `dims` separated by `sep` (`8,4`) without allocating a string per dimension.
+fn push_dims(out: &mut String, dims: &[usize], sep: &str) {
+    for (i, d) in dims.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        let _ = write!(out, "{d}");
+    }
 }
 
 /// A shape as Python prints a tuple: `(3,)`, `(2, 3)`, `()`.

@@ -117,9 +117,20 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
     let pending = match &*cell.borrow() {
         Lazy::Ready(d) => return Some(d.clone()),
         Lazy::Unknown(_) => return None,
-        Lazy::Pending(prim, inputs) => (prim.clone(), inputs.clone()),
+        Lazy::Pending(prim, inputs) => Ok((prim.clone(), inputs.clone())),
+        Lazy::Call(call, i) => Err((call.clone(), *i)),
     };
-    let (prim, inputs) = pending;
+    let (prim, inputs) = match pending {
+        Ok(pending) => pending,
+        Err((call, i)) => {
+            let data = call.output(i).and_then(|out| force_at_depth(&out, max_elements, depth + 1));
+            *cell.borrow_mut() = match &data {
+                Some(d) => Lazy::Ready(d.clone()),
+                None => Lazy::Unknown("it depends on a value that is not computed"),
+            };
+            return data;
+        }
+    };
     let mut datas = Vec::with_capacity(inputs.len());
     for i in &inputs {
         if i.aval.dtype.is_complex() {

@@ -110,6 +110,22 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
     }
 }
 
+/// The record a statement made now would belong to: `None` outside any trace, inside a
+/// modelled library call (its own calls are not user statements), or past the log's cap.
+pub fn recording(interp: &Interp) -> Option<usize> {
+    let top = interp.jax.traces.last().map(|t| t.record);
+    top.filter(|_| interp.jax.log.depth == 0 && interp.jax.current_api.is_none() && interp.jax.log.statements.len() < MAX_STATEMENTS)
+}
+
+/// Runs `f` as a call nested in a statement that is not recorded: calls it makes are not
+/// user statements either.
+pub fn unrecorded(interp: &mut Interp, f: impl FnOnce(&mut Interp) -> PyResult<Value>) -> PyResult<Value> {
+    interp.jax.log.depth += 1;
+    let r = f(interp);
+    interp.jax.log.depth -= 1;
+    r
+}
+
 /// Runs `f` as one statement of user code when a trace is recording: records the call and its
 /// arguments first (so a call that raises is recorded too), then its outputs.
 pub fn recorded(
@@ -119,15 +135,7 @@ pub fn recorded(
     kwargs: &Kwargs,
     f: impl FnOnce(&mut Interp) -> PyResult<Value>,
 ) -> PyResult<Value> {
-    let top = interp.jax.traces.last().map(|t| t.record);
-    let Some(record) =
-        top.filter(|_| interp.jax.log.depth == 0 && interp.jax.current_api.is_none() && interp.jax.log.statements.len() < MAX_STATEMENTS)
-    else {
-        interp.jax.log.depth += 1;
-        let r = f(interp);
-        interp.jax.log.depth -= 1;
-        return r;
-    };
+    let Some(record) = recording(interp) else { return unrecorded(interp, f) };
     let Some(site) = interp.site() else { return f(interp) };
     let mut keep = std::mem::take(&mut interp.jax.log.keep);
     let arg_list: Vec<Arg> = args.iter().map(|v| to_arg(interp, v, &mut keep)).collect();
