@@ -137,7 +137,8 @@ pub fn analyze_parsed(
 }
 
 /// `analyze_parsed`, handing the result to `deliver` before the interpreter's memory is
-/// freed: freeing it is a good part of an analysis, and an editor need not wait for it.
+/// freed: freeing it is a good part of an analysis, and an editor need not wait for it. The
+/// memory is returned: dropping the `Leftovers` frees it, whenever the caller chooses.
 pub fn analyze_parsed_then(
     path: &Path,
     text: &str,
@@ -145,7 +146,7 @@ pub fn analyze_parsed_then(
     loader: &dyn SourceLoader,
     config: &AnalysisConfig,
     deliver: impl FnOnce(FileAnalysis),
-) {
+) -> crate::interp::Leftovers {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
     if config.values {
         interp.values = Some(Default::default());
@@ -251,6 +252,7 @@ pub fn analyze_parsed_then(
         reproducers,
         collected,
     });
+    interp.take_leftovers()
 }
 
 /// Lines and columns for diagnostics and their related notes.

@@ -2,21 +2,29 @@
 //! stack) takes analyses in arrival order and keeps each open document's incremental parser,
 //! so an edit re-parses only around the change and reuses the lowering of every top-level
 //! statement it did not touch (`tracer_core::syntax::IncrementalParser`). The parsers hold
-//! `Rc`s and never leave this thread.
+//! `Rc`s and never leave this thread. Freeing an analysis' memory waits until the thread is
+//! idle, so that the next edit's diagnostics do not wait for it.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tracer_core::analysis::FileAnalysis;
-use tracer_core::interp::SourceLoader;
+use tracer_core::interp::{Leftovers, SourceLoader};
 use tracer_core::syntax::IncrementalParser;
 use tracer_core::AnalysisConfig;
 
 type Parsers = HashMap<PathBuf, IncrementalParser>;
-type Job = Box<dyn FnOnce(&mut Parsers) + Send>;
+type Job = Box<dyn FnOnce(&mut Parsers) -> Option<Leftovers> + Send>;
+
+/// How long the thread must have had nothing to do before it frees what earlier analyses
+/// left: an edit that arrives sooner is analysed first.
+const IDLE: Duration = Duration::from_millis(1);
+/// At most this many analyses' memory waits to be freed; beyond it, the oldest is freed at once.
+const MAX_LEFTOVERS: usize = 4;
 
 fn worker() -> Option<&'static mpsc::Sender<Job>> {
     static WORKER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
@@ -28,8 +36,25 @@ fn worker() -> Option<&'static mpsc::Sender<Job>> {
                 .stack_size(super::ANALYSIS_STACK)
                 .spawn(move || {
                     let mut parsers = Parsers::new();
-                    while let Ok(job) = rx.recv() {
-                        job(&mut parsers);
+                    let mut leftovers: Vec<Leftovers> = Vec::new();
+                    loop {
+                        let job = if leftovers.is_empty() {
+                            rx.recv().ok()
+                        } else {
+                            match rx.recv_timeout(IDLE) {
+                                Ok(job) => Some(job),
+                                Err(mpsc::RecvTimeoutError::Timeout) => {
+                                    leftovers.clear();
+                                    continue;
+                                }
+                                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                            }
+                        };
+                        let Some(job) = job else { break };
+                        leftovers.extend(job(&mut parsers));
+                        if leftovers.len() > MAX_LEFTOVERS {
+                            leftovers.remove(0);
+                        }
                     }
                 })
                 .ok()
@@ -56,11 +81,12 @@ pub async fn analyse(
             let module = parser.parse(&text);
             tracer_core::analysis::analyze_parsed_then(&path, &text, Some(module), &loader, &config, |analysis| {
                 let _ = tx.send(analysis);
-            });
+            })
         }));
         if outcome.is_err() || !keep {
             parsers.remove(&path);
         }
+        outcome.ok()
     });
     worker()?.send(job).ok()?;
     rx.await.ok()

@@ -132,6 +132,9 @@ pub struct Interp<'l> {
     /// Folders searched for project-local imports, in order.
     pub search_roots: Vec<PathBuf>,
     pub modules: HashMap<String, Rc<ModuleObj>>,
+    /// Functions of modelled modules already looked up (`jnp.tanh`), by module and name: a
+    /// program names the same few hundred on every line.
+    pub native_functions: HashMap<*const ModuleObj, HashMap<Box<str>, Value>>,
     pub frames: Vec<Frame>,
     pub diagnostics: Vec<Diagnostic>,
     pub budgets: Budgets,
@@ -157,14 +160,45 @@ pub struct Interp<'l> {
 }
 
 impl Drop for Interp<'_> {
+    fn drop(&mut self) {
+        drop(self.take_leftovers());
+    }
+}
+
+impl Interp<'_> {
+    /// Everything the analysis built, taken out of the interpreter: dropping it frees the
+    /// analysis' memory (most of its cost is freeing), and an editor can do that while idle
+    /// rather than before its next analysis. The interpreter is left empty.
+    pub fn take_leftovers(&mut self) -> Leftovers {
+        Leftovers {
+            modules: std::mem::take(&mut self.modules),
+            _rest: (
+                std::mem::take(&mut self.native_functions),
+                std::mem::take(&mut self.jax),
+                std::mem::take(&mut self.files),
+                std::mem::take(&mut self.diagnostics),
+            ),
+        }
+    }
+}
+
+/// What an analysis leaves behind once its result is out (`Interp::take_leftovers`).
+pub struct Leftovers {
+    modules: HashMap<String, Rc<ModuleObj>>,
+    /// Held only to be freed with the rest.
+    _rest: (HashMap<*const ModuleObj, HashMap<Box<str>, Value>>, JaxState, Vec<SourceFile>, Vec<Diagnostic>),
+}
+
+impl Drop for Leftovers {
     /// Functions keep their module's globals alive and the module's dict holds the functions:
     /// an `Rc` cycle per module. Emptying the dicts breaks them, so that every value of an
     /// analysis is freed with it (the language server analyses on every edit).
     fn drop(&mut self) {
+        let modules = &self.modules;
         // A method names its class (`__tracelens_class__`, for `super()`) and the class holds
         // the method: empty the dicts of the classes the modules define, too.
         let mut classes: Vec<Rc<Class>> = Vec::new();
-        for module in self.modules.values() {
+        for module in modules.values() {
             if let Ok(dict) = module.dict.try_borrow() {
                 classes.extend(dict.values().filter_map(|v| if let Value::Class(c) = v { Some(c.clone()) } else { None }));
             }
@@ -200,7 +234,7 @@ impl Drop for Interp<'_> {
             }
             drop(taken);
         }
-        for module in self.modules.values() {
+        for module in modules.values() {
             if let Ok(mut dict) = module.dict.try_borrow_mut() {
                 // Taken out first: dropping a value must not find the dict borrowed.
                 let taken = std::mem::take(&mut *dict);
@@ -218,6 +252,7 @@ impl<'l> Interp<'l> {
             loader,
             search_roots,
             modules: HashMap::new(),
+            native_functions: HashMap::new(),
             frames: Vec::new(),
             diagnostics: Vec::new(),
             budgets,
