@@ -14,6 +14,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// An analysis is mostly small allocations, freed together when it ends (docs/ARCHITECTURE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "tracelens", version, about = "Traces Python programs the way jax.jit would, without running them")]
 struct Cli {
