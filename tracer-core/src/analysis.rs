@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::diagnostics::{Code, Diagnostic, Severity};
 use crate::interp::value::Value;
@@ -32,7 +33,8 @@ pub type LocatedDiagnostic = (Diagnostic, Location, Vec<Location>);
 /// A position in a file, 1-based line and column (code points), as the CLI contract prints.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Location {
-    pub path: PathBuf,
+    /// Shared: an analysis locates thousands of values in the same few files.
+    pub path: Arc<Path>,
     pub line: u32,
     pub column: u32,
     pub end_line: u32,
@@ -285,19 +287,34 @@ fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> 
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
     match interp.files.iter().find(|f| f.path == path) {
-        Some(f) => {
-            let start = f.line_index.line_col(&f.text, span.start);
-            let end = f.line_index.line_col(&f.text, span.end);
-            Location {
-                path: path.to_path_buf(),
-                line: start.line + 1,
-                column: start.col + 1,
-                end_line: end.line + 1,
-                end_column: end.col + 1,
-                span,
-            }
+        Some(f) => locate_in(f, Arc::from(path), span),
+        None => Location { path: Arc::from(path), line: 1, column: 1, end_line: 1, end_column: 1, span },
+    }
+}
+
+fn locate_in(f: &crate::interp::SourceFile, path: Arc<Path>, span: Span) -> Location {
+    let start = f.line_index.line_col(&f.text, span.start);
+    let end = f.line_index.line_col(&f.text, span.end);
+    Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
+}
+
+/// Locates sites of an analysis' files, sharing one path per file.
+struct Locator<'a> {
+    files: &'a [crate::interp::SourceFile],
+    paths: Vec<Arc<Path>>,
+}
+
+impl<'a> Locator<'a> {
+    fn new(interp: &'a Interp) -> Locator<'a> {
+        Locator { files: &interp.files, paths: interp.files.iter().map(|f| Arc::from(f.path.as_path())).collect() }
+    }
+
+    fn locate(&self, site: Site) -> Location {
+        let i = site.file as usize;
+        match (self.files.get(i), self.paths.get(i)) {
+            (Some(f), Some(path)) => locate_in(f, path.clone(), site.span),
+            _ => Location { path: Arc::from(Path::new("")), line: 1, column: 1, end_line: 1, end_column: 1, span: site.span },
         }
-        None => Location { path: path.to_path_buf(), line: 1, column: 1, end_line: 1, end_column: 1, span },
     }
 }
 
@@ -329,6 +346,7 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
 
 fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
     let mut out: Vec<TracedFunction> = Vec::new();
+    let locator = Locator::new(interp);
     // Each value belongs to its trace and to every trace around it.
     let mut values_by_record: Vec<Vec<usize>> = vec![Vec::new(); interp.jax.records.len()];
     for (i, v) in interp.jax.values.iter().enumerate() {
@@ -346,20 +364,15 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
             continue;
         }
         let Some(def) = rec.def_site else { continue };
-        let location = locate(interp, interp.path(def.file), def.span);
+        let location = locator.locate(def);
         let transform = rec.kind.label().to_string();
         let values = values_by_record[index]
             .iter()
             .map(|&v| &interp.jax.values[v])
-            .map(|v| TracedValue {
-                location: locate(interp, interp.path(v.site.file), v.site.span),
-                name: v.name.clone(),
-                aval: v.aval.short(),
-                assigned: v.assigned,
-            })
+            .map(|v| TracedValue { location: locator.locate(v.site), name: v.name.clone(), aval: v.aval.short(), assigned: v.assigned })
             .collect();
         let trace = Trace {
-            call: rec.call_site.map(|s| locate(interp, interp.path(s.file), s.span)),
+            call: rec.call_site.map(|s| locator.locate(s)),
             args: rec.args.iter().map(|a| a.short()).collect(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),

@@ -623,7 +623,7 @@ fn lsp_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic
             .zip(&d.related)
             .filter_map(|(l, r)| {
                 let uri = convert::uri_of(&l.path)?;
-                let range = if l.path == path {
+                let range = if *l.path == *path {
                     lines.location_range(l, enc)
                 } else {
                     let other = crate::files::read_source(&l.path)?;
@@ -944,7 +944,7 @@ impl LanguageServer for Backend {
             let offset = lines.offset(pos, enc);
             let f = features::definition(&a, &path, offset)?;
             let target_uri = convert::uri_of(&f.location.path)?;
-            let range = if f.location.path == path {
+            let range = if *f.location.path == *path {
                 lines.location_range(&f.location, enc)
             } else {
                 let text = crate::files::read_source(&f.location.path)?;
@@ -1094,8 +1094,11 @@ impl LanguageServer for Backend {
             return Ok(None);
         };
         guarded("tracelens.trace", || {
-            let f =
-                analysis.functions.iter().filter(|f| f.location.path == path && f.location.line <= line).max_by_key(|f| f.location.line)?;
+            let f = analysis
+                .functions
+                .iter()
+                .filter(|f| *f.location.path == *path && f.location.line <= line)
+                .max_by_key(|f| f.location.line)?;
             let mut text = features::function_summary(f);
             for (i, t) in f.traces.iter().enumerate() {
                 text.push_str(&format!("\n\n# trace {}\n{}", i + 1, t.jaxpr));

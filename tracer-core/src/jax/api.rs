@@ -233,12 +233,12 @@ pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(Str
             TreeDef::List(c)
         }
         Value::Dict(d) => {
-            let mut items = d.borrow().entries.iter().map(|(h, (_, v))| (h.clone(), v.clone())).collect::<Vec<_>>();
-            // JAX sorts dict keys.
-            items.sort_by(|a, b| key_text(&a.0).cmp(&key_text(&b.0)));
-            let mut c = Vec::new();
-            for (h, x) in items {
-                let sub = flatten(interp, &x, &format!("{path}[{}]", key_text(&h)), leaves)?;
+            // JAX sorts dict keys (each key's text is made once, for the sort and the path).
+            let mut items = d.borrow().entries.iter().map(|(h, (_, v))| (key_text(h), h.clone(), v.clone())).collect::<Vec<_>>();
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut c = Vec::with_capacity(items.len());
+            for (text, h, x) in items {
+                let sub = flatten(interp, &x, &format!("{path}[{text}]"), leaves)?;
                 c.push((h, sub));
             }
             TreeDef::Dict(c)
