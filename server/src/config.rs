@@ -6,6 +6,7 @@
 //! ignore = ["TL206"]               # codes (or prefixes) never reported
 //! large-constant-bytes = 1048576   # TL212 threshold
 //! reproducer-fake-array-threshold = 128  # reproducers: larger arrays become np.ones
+//! values = true                    # editor: evaluate open files on the CPU for TL301
 //!
 //! [tool.tracelens.severity]
 //! TL201 = "error"                  # "error" | "warning" | "info" | "ignore"
@@ -22,6 +23,8 @@ pub struct Config {
     pub severity: Vec<(String, Option<Severity>)>,
     pub large_constant_bytes: Option<u64>,
     pub fake_array_threshold: Option<u64>,
+    /// The editor's values pass (TL301), unless the client says otherwise.
+    pub values: Option<bool>,
     /// The file it came from, for messages.
     pub source: Option<PathBuf>,
 }
@@ -88,6 +91,9 @@ impl Config {
                 .ok_or("[tool.tracelens] reproducer-fake-array-threshold must be a non-negative integer")?;
             config.fake_array_threshold = Some(n as u64);
         }
+        if let Some(v) = table.get("values") {
+            config.values = Some(v.as_bool().ok_or("[tool.tracelens] values must be true or false")?);
+        }
         if let Some(sev) = table.get("severity") {
             let sev = sev.as_table().ok_or("[tool.tracelens.severity] must be a table")?;
             for (code, level) in sev {
@@ -131,7 +137,7 @@ mod tests {
 
     #[test]
     fn severities_select_and_ignore() {
-        let text = "[tool.tracelens]\nignore = [\"TL206\"]\nselect = [\"TL1\", \"TL2\"]\nlarge-constant-bytes = 4096\nreproducer-fake-array-threshold = 16\n[tool.tracelens.severity]\nTL201 = \"error\"\nretrace = \"ignore\"\n";
+        let text = "[tool.tracelens]\nignore = [\"TL206\"]\nselect = [\"TL1\", \"TL2\"]\nlarge-constant-bytes = 4096\nreproducer-fake-array-threshold = 16\nvalues = false\n[tool.tracelens.severity]\nTL201 = \"error\"\nretrace = \"ignore\"\n";
         let c = Config::parse(text).expect("valid").expect("has a table");
         assert_eq!(c.severity_of(Code::PrintAtTrace, Severity::Warning), Some(Severity::Error));
         assert_eq!(c.severity_of(Code::Retrace, Severity::Warning), None);
@@ -140,12 +146,15 @@ mod tests {
         assert_eq!(c.severity_of(Code::NotAnalysed, Severity::Info), None, "TL9 is not selected");
         assert_eq!(c.large_constant_bytes, Some(4096));
         assert_eq!(c.fake_array_threshold, Some(16));
+        assert_eq!(c.values, Some(false));
     }
 
     #[test]
     fn bad_configuration_is_an_error_with_the_key() {
         let err = Config::parse("[tool.tracelens.severity]\nTL201 = \"loud\"\n").expect_err("invalid");
         assert!(err.contains("TL201"), "{err}");
+        let err = Config::parse("[tool.tracelens]\nvalues = 1\n").expect_err("invalid");
+        assert!(err.contains("values"), "{err}");
         assert!(Config::parse("[project]\nname = 'x'\n").expect("valid").is_none());
     }
 }

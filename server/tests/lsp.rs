@@ -290,6 +290,34 @@ fn an_edit_storm_ends_with_the_diagnostics_of_the_final_text() {
     c.stop();
 }
 
+const NAN_LOSS: &str = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef loss(w, x):\n    return jnp.log(x @ w).sum()\n\n\nw = jnp.array([1.0, -2.0])\nx = jnp.ones((3, 2))\nprint(loss(w, x))\n";
+
+#[test]
+fn the_values_pass_adds_the_first_nan_after_the_shapes() {
+    let root = workspace("values", &[("nan.py", NAN_LOSS)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false, "values": {"delayMs": 0}}), false);
+    let u = open(&mut c, &root.join("nan.py"), NAN_LOSS);
+    // Shapes first: nothing is wrong with them.
+    assert!(c.diagnostics(&u, Some(1)).is_empty());
+    // Then the values pass finds the NaN made by `log` inside the jitted function.
+    let diags = c.diagnostics(&u, Some(1));
+    let codes: Vec<(&str, u64)> =
+        diags.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
+    assert_eq!(codes, vec![("TL301", 6)], "{diags:?}");
+    assert!(diags[0]["message"].as_str().unwrap_or("").contains("invalid value (nan) encountered in log"), "{diags:?}");
+    c.stop();
+
+    // Turned off, the shapes are all there is.
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false, "values": {"enabled": false, "delayMs": 0}}), false);
+    let u = open(&mut c, &root.join("nan.py"), NAN_LOSS);
+    assert!(c.diagnostics(&u, Some(1)).is_empty());
+    std::thread::sleep(Duration::from_millis(1500));
+    let arrived: Vec<Value> = c.seen.drain(..).chain(std::iter::from_fn(|| c.inbox.try_recv().ok().map(|m| m.v))).collect();
+    let more: Vec<&Value> = arrived.iter().filter(|m| m["method"] == "textDocument/publishDiagnostics").collect();
+    assert!(more.is_empty(), "{more:?}");
+    c.stop();
+}
+
 #[test]
 fn bad_input_gets_answers_and_the_server_keeps_serving() {
     let root = workspace("robust", &[("r.py", STEP)]);

@@ -20,7 +20,7 @@ use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Result as RpcResul
 use tower_lsp_server::ls_types::{self as lsp, Uri};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 use tracer_core::analysis::FileAnalysis;
-use tracer_core::diagnostics::Severity;
+use tracer_core::diagnostics::{Code, Severity};
 use tracer_core::interp::SourceLoader;
 
 use crate::config::Config;
@@ -39,6 +39,12 @@ pub struct Settings {
     pub workspace_scan: bool,
     /// Where `tracelens.repro` writes reproducers, relative to the workspace folder.
     pub reproducer_folder: PathBuf,
+    /// The values pass (TL301): after an open document's diagnostics are out and the
+    /// document has been left alone for `values_delay`, it is evaluated on the CPU within
+    /// `values_budget`, and a NaN/Inf found is added to its diagnostics.
+    pub values: bool,
+    pub values_delay: Duration,
+    pub values_budget: Duration,
 }
 
 impl Default for Settings {
@@ -50,6 +56,9 @@ impl Default for Settings {
             inlay_scalars: false,
             workspace_scan: true,
             reproducer_folder: PathBuf::from("repro"),
+            values: true,
+            values_delay: Duration::from_millis(300),
+            values_budget: Duration::from_millis(2000),
         }
     }
 }
@@ -95,6 +104,13 @@ impl Settings {
         }
         if let Some(n) = v.get("largeConstantBytes").and_then(Json::as_u64) {
             self.project.large_constant_bytes = Some(n);
+        }
+        self.values = v.pointer("/values/enabled").and_then(Json::as_bool).or(self.project.values).unwrap_or(true);
+        if let Some(ms) = v.pointer("/values/delayMs").and_then(Json::as_u64) {
+            self.values_delay = Duration::from_millis(ms);
+        }
+        if let Some(ms) = v.pointer("/values/budgetMs").and_then(Json::as_u64) {
+            self.values_budget = Duration::from_millis(ms);
         }
     }
 }
@@ -274,6 +290,71 @@ fn analysis_config(path: &Path, roots: Vec<PathBuf>, settings: &Settings, cancel
     config
 }
 
+/// The values pass of an open document (`Settings::values`): once the document has been left
+/// alone for `values_delay`, evaluates it on the CPU (values mode, on its own thread and within
+/// `values_budget`) and adds the NaN/Inf it finds (TL301) to the diagnostics of that version.
+/// A newer edit cancels it; a pass that runs out of budget adds nothing.
+async fn values_pass(
+    state: Arc<Mutex<State>>,
+    client: Client,
+    path: PathBuf,
+    version: i32,
+    generation: u64,
+    cancel: Arc<AtomicBool>,
+    settings: Settings,
+) {
+    tokio::time::sleep(settings.values_delay).await;
+    let job = {
+        let st = state.lock().unwrap_or_else(|p| p.into_inner());
+        let current = st.scheduled.get(&path).map(|(g, _)| *g) == Some(generation);
+        match st.results.get(&path) {
+            Some(a) if current && a.version == version && !cancel.load(Ordering::Relaxed) => {
+                Some((a.text.clone(), st.docs.snapshot(), st.roots.clone()))
+            }
+            _ => None,
+        }
+    };
+    let Some((text, overlay, roots)) = job else { return };
+    let p2 = path.clone();
+    let c2 = cancel.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        on_engine_stack("tracelens-values", move || {
+            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+            let mut config = analysis_config(&p2, roots, &settings, c2);
+            config.values = true;
+            config.reproducers.skip = true;
+            config.budgets.max_time = settings.values_budget;
+            let analysis = tracer_core::analyze_file(&p2, &text, &loader, &config);
+            analysis.diagnostics.into_iter().filter(|(d, _, _)| d.code == Code::NanInf).collect::<Vec<_>>()
+        })
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(found) = found else { return };
+    if found.is_empty() {
+        return;
+    }
+    let (pull, publish) = {
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(a) = st.results.get(&path).cloned() else { return };
+        if cancel.load(Ordering::Relaxed) || a.version != version {
+            return;
+        }
+        let mut analysis = a.analysis.clone();
+        analysis.diagnostics.extend(found);
+        let analysed = Arc::new(Analysed { version, text: a.text.clone(), analysis });
+        st.results.insert(path.clone(), analysed.clone());
+        let pull = st.pull;
+        (pull, if pull { None } else { publish_params(&st, &path, &analysed) })
+    };
+    if pull {
+        let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
+    } else if let Some((uri, diags, version)) = publish {
+        client.publish_diagnostics(uri, diags, version).await;
+    }
+}
+
 /// Runs engine work (tracing, and the reproducer's minimiser, which traces again) on a thread
 /// of its own with the engine's stack, and waits for it; a panic becomes `None`. Call it from
 /// a blocking thread, never from the runtime's workers.
@@ -366,6 +447,9 @@ impl Backend {
                 let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
             } else if let Some((uri, diags, version)) = publish {
                 client.publish_diagnostics(uri, diags, version).await;
+            }
+            if settings.values && version >= 0 {
+                values_pass(state, client, path, version, generation, cancel, settings).await;
             }
         });
     }

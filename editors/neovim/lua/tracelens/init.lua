@@ -10,7 +10,7 @@ local defaults = {
   -- The server command.
   cmd = { 'tracelens', 'lsp' },
   -- Server settings (README: debounceMs, workspaceScan, inlayHints, severity, ignore,
-  -- largeConstantBytes, reproducerFolder), sent as initializationOptions and as the
+  -- largeConstantBytes, reproducerFolder, values), sent as initializationOptions and as the
   -- `tracelens` section of workspace/configuration.
   settings = {},
   -- The workspace root is the nearest folder above the file that holds one of these.
