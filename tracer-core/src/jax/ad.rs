@@ -1045,6 +1045,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Scan { .. }
         | Prim::Cond { .. }
         | Prim::While
+        | Prim::Vmap { .. }
         | Prim::CustomJvpCall
         | Prim::CustomVjpCall
         | Prim::Opaque(_) => false,
