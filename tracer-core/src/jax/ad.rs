@@ -857,7 +857,7 @@ fn transpose(
                 cts[1] = Some(dot_transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
             }
         }
-        Prim::Opaque("while") => return Err(while_loop_error(interp)),
+        Prim::While | Prim::Opaque("while") => return Err(while_loop_error(interp)),
         _ => return Err(no_rule(eqn)),
     }
     Ok(cts)
@@ -1392,6 +1392,7 @@ mod tests {
             Prim::Scan { length: 1, reverse: false, num_carry: 0 },
             Prim::Cond { branches: 2 },
             Prim::While,
+            Prim::Vmap { axis_size: 1, in_axes: vec![Some(0)], out_axes: 0 },
             Prim::CustomJvpCall,
             Prim::CustomVjpCall,
             Prim::Remat,
@@ -1435,6 +1436,7 @@ mod tests {
                 "scan",
                 "cond",
                 "while",
+                "vmap",
                 "custom_jvp_call",
                 "custom_vjp_call"
             ]

@@ -29,27 +29,50 @@ pub fn datas(interp: &Interp, arrays: &[Rc<Array>]) -> Option<Vec<Rc<NdData>>> {
     arrays.iter().map(|a| super::eval::force(a, interp.budgets.max_elements)).collect()
 }
 
-/// Runs `body` once on `inputs` (data, given the body's input avals); its outputs' data.
-pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[NdData], label: &str) -> PyResult<Option<Vec<Rc<NdData>>>> {
+/// Runs `body` once on `inputs` (concrete arrays, retyped to the body's input avals); its
+/// outputs, all computed, or `None` when one cannot be.
+pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[Rc<Array>], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
     if inputs.len() != body.jaxpr.invars.len() {
         return Ok(None);
     }
-    let ins: Vec<Rc<Array>> = body
-        .jaxpr
-        .invars
-        .iter()
-        .zip(inputs)
-        .map(|((_, aval), d)| {
-            let mut d = d.clone();
-            d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
-            Array::ready(aval.clone(), d)
-        })
-        .collect();
+    let mut ins = Vec::with_capacity(inputs.len());
+    for ((_, aval), a) in body.jaxpr.invars.iter().zip(inputs) {
+        match retype(interp, a, aval) {
+            Some(a) => ins.push(a),
+            None => return Ok(None),
+        }
+    }
     let outs = super::eval_jaxpr::instantiate_with(&body.jaxpr, &body.consts, &ins, &mut ValuesHooks { interp, label })?;
     numerics::raise_pending(interp)?;
     numerics::tick(interp)?;
     let Some(outs) = outs else { return Ok(None) };
-    Ok(datas(interp, &outs))
+    Ok(datas(interp, &outs).map(|_| outs))
+}
+
+/// `a` with the aval `aval` (its data rounded to that dtype), keeping where a NaN/Inf in it
+/// came from; `a` itself when it has that aval already.
+fn retype(interp: &mut Interp, a: &Rc<Array>, aval: &Aval) -> Option<Rc<Array>> {
+    if a.aval == *aval && !a.is_tracer() {
+        return Some(a.clone());
+    }
+    let mut d = (*super::eval::force(a, interp.budgets.max_elements)?).clone();
+    d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
+    Some(derived(interp, aval.clone(), d, std::slice::from_ref(a)))
+}
+
+/// A new concrete array made of the data of `from` (a slice, a stacked row, a carry).
+fn derived(interp: &mut Interp, aval: Aval, data: NdData, from: &[Rc<Array>]) -> Rc<Array> {
+    let out = Array::ready(aval, data);
+    numerics::inherit(interp, &out, from);
+    out
+}
+
+/// `outs` retyped to `out_avals`; `None` when the counts differ.
+fn retype_all(interp: &mut Interp, outs: &[Rc<Array>], out_avals: &[Aval]) -> Option<Vec<Rc<Array>>> {
+    if outs.len() != out_avals.len() {
+        return None;
+    }
+    outs.iter().zip(out_avals).map(|(o, a)| retype(interp, o, a)).collect()
 }
 
 /// Values mode's `instantiate_with` hooks: each equation is computed in program order, at its
@@ -128,18 +151,29 @@ fn in_loop<T>(interp: &mut Interp, site: Option<Site>, f: impl FnOnce(&mut Inter
     result
 }
 
-fn owned(d: &[Rc<NdData>]) -> Vec<NdData> {
-    d.iter().map(|x| (**x).clone()).collect()
+/// Slice `i` of `a` along `axis`, as a concrete array.
+fn slice(interp: &mut Interp, a: &Rc<Array>, d: &NdData, axis: usize, i: usize) -> Option<Rc<Array>> {
+    if axis >= d.ndim() || i >= d.len_of(Axis(axis)) {
+        return None;
+    }
+    let mut shape = a.aval.shape.to_vec();
+    shape.remove(axis);
+    Some(derived(interp, a.aval.with_shape(&shape).weak(a.aval.weak), d.index_axis(Axis(axis), i).to_owned(), std::slice::from_ref(a)))
 }
 
-fn stack(rows: &[Rc<NdData>], axis: usize, item_shape: &[usize]) -> Option<NdData> {
-    if rows.is_empty() {
-        let mut shape = item_shape.to_vec();
-        shape.insert(axis.min(shape.len()), 0);
-        return Some(ArrayD::zeros(IxDyn(&shape)));
+/// `rows` stacked along `axis` into an array of aval `aval`.
+fn stack(interp: &mut Interp, rows: &[Rc<Array>], axis: usize, aval: &Aval) -> Option<Rc<Array>> {
+    let data = datas(interp, rows)?;
+    let stacked = if data.is_empty() {
+        ArrayD::zeros(IxDyn(&aval.shape))
+    } else {
+        let views: Vec<_> = data.iter().map(|r| r.view()).collect();
+        ndarray::stack(Axis(axis), &views).ok()?
+    };
+    if stacked.shape() != aval.shape.as_slice() {
+        return None;
     }
-    let views: Vec<_> = rows.iter().map(|r| r.view()).collect();
-    ndarray::stack(Axis(axis), &views).ok()
+    Some(derived(interp, aval.clone(), stacked, rows))
 }
 
 /// `lax.scan`: the final carry, then each `y` stacked on a new leading axis. With `reverse`
@@ -155,20 +189,26 @@ pub fn scan(
     out_avals: &[Aval],
     at: Loop,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let (Some(mut c), Some(xs)) = (datas(interp, carry), datas(interp, xs)) else { return Ok(None) };
-    if xs.iter().any(|x| x.ndim() == 0 || x.len_of(Axis(0)) < length) {
+    let Some(xs_data) = datas(interp, xs) else { return Ok(None) };
+    let num_carry = carry.len();
+    if out_avals.len() < num_carry {
         return Ok(None);
     }
-    let num_carry = c.len();
-    let mut ys: Vec<Vec<Rc<NdData>>> = vec![Vec::new(); out_avals.len().saturating_sub(num_carry)];
+    let mut c = carry.to_vec();
+    let mut ys: Vec<Vec<Rc<Array>>> = vec![Vec::new(); out_avals.len() - num_carry];
     let done = in_loop(interp, at.site, |interp| {
         for step in 0..length {
             numerics::loop_next(interp);
             let i = if reverse { length - 1 - step } else { step };
-            let mut ins = owned(&c);
-            ins.extend(xs.iter().map(|x| x.index_axis(Axis(0), i).to_owned()));
+            let mut ins = c.clone();
+            for (x, d) in xs.iter().zip(&xs_data) {
+                match slice(interp, x, d, 0, i) {
+                    Some(s) => ins.push(s),
+                    None => return Ok(false),
+                }
+            }
             let Some(outs) = run_body(interp, body, &ins, at.label)? else { return Ok(false) };
-            if outs.len() != out_avals.len() || outs.len() < num_carry {
+            if outs.len() != out_avals.len() {
                 return Ok(false);
             }
             c = outs[..num_carry].to_vec();
@@ -181,13 +221,15 @@ pub fn scan(
     if !done {
         return Ok(None);
     }
-    if reverse {
-        ys.iter_mut().for_each(|y| y.reverse());
-    }
-    let mut result: Vec<Rc<Array>> = c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect();
-    for (y, aval) in ys.iter().zip(&out_avals[num_carry..]) {
-        let Some(d) = stack(y, 0, &aval.shape[1.min(aval.shape.len())..]) else { return Ok(None) };
-        result.push(Array::ready(aval.clone(), d));
+    let Some(mut result) = retype_all(interp, &c, &out_avals[..num_carry]) else { return Ok(None) };
+    for (y, aval) in ys.iter_mut().zip(&out_avals[num_carry..]) {
+        if reverse {
+            y.reverse();
+        }
+        match stack(interp, y, 0, aval) {
+            Some(s) => result.push(s),
+            None => return Ok(None),
+        }
     }
     Ok(Some(result))
 }
@@ -201,12 +243,14 @@ pub fn fori_loop(
     carry: &[Rc<Array>],
     out_avals: &[Aval],
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(mut c) = datas(interp, carry) else { return Ok(None) };
-    let done = in_loop(interp, interp.site(), |interp| {
+    let Some((_, i_aval)) = body.jaxpr.invars.first().cloned() else { return Ok(None) };
+    let mut c = carry.to_vec();
+    let site = interp.site();
+    let done = in_loop(interp, site, |interp| {
         for i in lower..upper {
             numerics::loop_next(interp);
-            let mut ins = vec![ArrayD::from_elem(IxDyn(&[]), i as f64)];
-            ins.extend(owned(&c));
+            let mut ins = vec![Array::scalar(i as f64, i_aval.dtype, i_aval.weak)];
+            ins.extend(c.iter().cloned());
             let Some(outs) = run_body(interp, body, &ins, "fori_loop")? else { return Ok(false) };
             if outs.len() != c.len() {
                 return Ok(false);
@@ -215,10 +259,7 @@ pub fn fori_loop(
         }
         Ok(true)
     })?;
-    if !done {
-        return Ok(None);
-    }
-    Ok(Some(c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+    Ok(if done { retype_all(interp, &c, out_avals) } else { None })
 }
 
 /// `lax.while_loop(cond_fun, body_fun, init)`: the final carry.
@@ -230,42 +271,29 @@ pub fn while_loop(
     out_avals: &[Aval],
     at: Loop,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(mut c) = datas(interp, carry) else { return Ok(None) };
+    let mut c = carry.to_vec();
     // An endless loop ends on the step or time budget (`run_body` ticks), as TL900.
     let done = in_loop(interp, at.site, |interp| loop {
         numerics::loop_next(interp);
-        let Some(p) = run_body(interp, cond, &owned(&c), at.label)? else { return Ok(false) };
-        match p.first().and_then(|p| p.iter().next().copied()) {
+        let Some(p) = run_body(interp, cond, &c, at.label)? else { return Ok(false) };
+        match p.first().and_then(|p| datas(interp, std::slice::from_ref(p))).and_then(|d| d[0].iter().next().copied()) {
             Some(x) if x != 0.0 => {}
             Some(_) => return Ok(true),
             None => return Ok(false),
         }
-        let Some(outs) = run_body(interp, body, &owned(&c), at.label)? else { return Ok(false) };
+        let Some(outs) = run_body(interp, body, &c, at.label)? else { return Ok(false) };
         if outs.len() != c.len() {
             return Ok(false);
         }
         c = outs;
     })?;
-    if !done {
-        return Ok(None);
-    }
-    Ok(Some(c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+    Ok(if done { retype_all(interp, &c, out_avals) } else { None })
 }
 
 /// One branch of `lax.cond`/`switch` run on the operands.
-pub fn branch(
-    interp: &mut Interp,
-    body: &Body,
-    operands: &[Rc<Array>],
-    out_avals: &[Aval],
-    label: &str,
-) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(ops) = datas(interp, operands) else { return Ok(None) };
-    let Some(outs) = run_body(interp, body, &owned(&ops), label)? else { return Ok(None) };
-    if outs.len() != out_avals.len() {
-        return Ok(None);
-    }
-    Ok(Some(outs.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+pub fn branch(interp: &mut Interp, body: &Body, operands: &[Rc<Array>], out_avals: &[Aval], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let Some(outs) = run_body(interp, body, operands, label)? else { return Ok(None) };
+    Ok(retype_all(interp, &outs, out_avals))
 }
 
 /// `vmap` with one integer or `None` axis per input leaf and one output axis: the body run
@@ -281,15 +309,17 @@ pub fn vmap(
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
     let arrays: Vec<Rc<Array>> = inputs.iter().map(|(a, _)| a.clone()).collect();
     let Some(ds) = datas(interp, &arrays) else { return Ok(None) };
-    let mut per_output: Vec<Vec<Rc<NdData>>> = vec![Vec::new(); out_avals.len()];
+    let mut per_output: Vec<Vec<Rc<Array>>> = vec![Vec::new(); out_avals.len()];
     for i in 0..size {
         let mut ins = Vec::with_capacity(ds.len());
-        for (d, (_, axis)) in ds.iter().zip(inputs) {
-            ins.push(match axis {
-                Some(ax) if *ax < d.ndim() && i < d.len_of(Axis(*ax)) => d.index_axis(Axis(*ax), i).to_owned(),
-                Some(_) => return Ok(None),
-                None => (**d).clone(),
-            });
+        for (d, (a, axis)) in ds.iter().zip(inputs) {
+            match axis {
+                Some(ax) => match slice(interp, a, d, *ax, i) {
+                    Some(s) => ins.push(s),
+                    None => return Ok(None),
+                },
+                None => ins.push(a.clone()),
+            }
         }
         let Some(outs) = run_body(interp, body, &ins, label)? else { return Ok(None) };
         if outs.len() != out_avals.len() {
@@ -301,15 +331,10 @@ pub fn vmap(
     }
     let mut result = Vec::with_capacity(out_avals.len());
     for (rows, aval) in per_output.iter().zip(out_avals) {
-        let mut item_shape = aval.shape.to_vec();
-        if out_axis < item_shape.len() {
-            item_shape.remove(out_axis);
+        match stack(interp, rows, out_axis, aval) {
+            Some(s) => result.push(s),
+            None => return Ok(None),
         }
-        let Some(d) = stack(rows, out_axis, &item_shape) else { return Ok(None) };
-        if d.shape() != aval.shape.as_slice() {
-            return Ok(None);
-        }
-        result.push(Array::ready(aval.clone(), d));
     }
     Ok(Some(result))
 }
