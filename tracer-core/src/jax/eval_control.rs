@@ -291,7 +291,13 @@ pub fn while_loop(
 }
 
 /// One branch of `lax.cond`/`switch` run on the operands.
-pub fn branch(interp: &mut Interp, body: &Body, operands: &[Rc<Array>], out_avals: &[Aval], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub fn branch(
+    interp: &mut Interp,
+    body: &Body,
+    operands: &[Rc<Array>],
+    out_avals: &[Aval],
+    label: &str,
+) -> PyResult<Option<Vec<Rc<Array>>>> {
     let Some(outs) = run_body(interp, body, operands, label)? else { return Ok(None) };
     Ok(retype_all(interp, &outs, out_avals))
 }
