@@ -58,38 +58,17 @@ print(jax.jit(lambda p, x: jax.lax.cond(p, lambda x: x + 1, lambda x: x - 1, x))
     assert_eq!(out, "2.0\n3.0\n0.5\n6.0 0.9092974 -0.41614684\n2.0\n");
 }
 
+/// The stdout of a values-mode run of a conformance fixture (`tests/fixtures/...`).
+fn printed_fixture(path: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").join("tests/fixtures");
+    printed(&std::fs::read_to_string(root.join(path)).expect("read fixture"))
+}
+
 #[test]
 fn loops_inside_jit_compute_their_carry() {
-    let out = printed(
-        r#"import jax
-import jax.numpy as jnp
-
-A = jnp.array([[2.0, 1.0], [1.0, 3.0]])
-
-@jax.jit
-def power_iteration(v):
-    def body(i, v):
-        w = A @ v
-        return w / jnp.linalg.norm(w)
-    return jax.lax.fori_loop(0, 50, body, v)
-
-v = power_iteration(jnp.array([1.0, 0.0]))
-print(v, v @ A @ v)
-
-def newton_sqrt(a):
-    def cond(state):
-        x, i = state
-        return (jnp.abs(x * x - a) > 1e-6) & (i < 50)
-    def body(state):
-        x, i = state
-        return 0.5 * (x + a / x), i + 1
-    return jax.lax.while_loop(cond, body, (a, 0))
-
-print(*jax.jit(newton_sqrt)(2.0))
-print(jax.jit(lambda lo, x: jax.lax.fori_loop(lo, 6, lambda i, v: v + i, x))(2, 1.0))
-"#,
-    );
-    assert_eq!(out, "[0.52573115 0.8506508 ] 3.618034\n1.4142135 4\n15.0\n");
+    assert_eq!(printed_fixture("run/fori_loop_power.py"), "[0.52573115 0.8506508 ]\n3.618034\n");
+    assert_eq!(printed_fixture("run/while_loop_newton.py"), "1.4142135 4\n7 0.78125\n");
+    assert_eq!(printed("import jax\nprint(jax.jit(lambda lo, x: jax.lax.fori_loop(lo, 6, lambda i, v: v + i, x))(2, 1.0))\n"), "15.0\n");
 }
 
 #[test]
@@ -160,11 +139,8 @@ f(1.0)
 "#,
         "f",
     );
-    assert!(
-        cond.contains("= cond[\n          branches=(\n            { lambda ; a:~f32[]. let\n                b:~f32[] = neg a"),
-        "{cond}"
-    );
-    assert!(cond.contains("          )\n        ] d a\n"), "{cond}");
+    assert!(cond.contains("= cond[\n      branches=(\n        { lambda ; a:~f32[]. let\n            b:~f32[] = neg a"), "{cond}");
+    assert!(cond.contains("      )\n    ] d a\n"), "{cond}");
     let scan = jaxpr_of(
         r#"import jax
 import jax.numpy as jnp
@@ -177,7 +153,7 @@ f(jnp.ones(3))
 "#,
         "f",
     );
-    for part in ["= scan[\n          jaxpr={ lambda ; a:f32[] b:f32[]. let", "length=3", "num_carry=1", "num_consts=0", "reverse=True"] {
+    for part in ["= scan[\n      jaxpr={ lambda ; a:f32[] b:f32[]. let", "length=3", "num_carry=1", "num_consts=0", "reverse=True"] {
         assert!(scan.contains(part), "{part} missing in {scan}");
     }
     let fori = jaxpr_of(
@@ -240,4 +216,72 @@ print(f(1.0))
     // An ordinary analysis never runs the loop.
     let a = analyze_file(&PathBuf::from("prog.py"), source, &NoFiles, &AnalysisConfig::default());
     assert!(a.diagnostics.iter().all(|(d, _, _)| d.code.as_str() != "TL900"), "{:?}", a.diagnostics);
+}
+
+/// `jax.grad` of `f` (the definition of a function `f(x)` returning a scalar) at `x0`, against
+/// central finite differences in float64 computed by values mode from the same `f`.
+fn check_grad(f: &str, x0: &[f64]) {
+    let x0 = x0.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ");
+    let source = format!(
+        r#"import jax
+import jax.numpy as jnp
+from jax import lax
+jax.config.update("jax_enable_x64", True)
+{f}
+x0 = [{x0}]
+g = jax.grad(f)(jnp.array(x0))
+for i in range(len(x0)):
+    up = list(x0)
+    dn = list(x0)
+    up[i] += 1e-6
+    dn[i] -= 1e-6
+    print(float(g[i]), float((f(jnp.array(up)) - f(jnp.array(dn))) / 2e-6))
+"#
+    );
+    let out = printed(&source);
+    assert!(!out.is_empty(), "{f}");
+    for line in out.lines() {
+        let pair: Vec<f64> = line.split_whitespace().map(|v| v.parse().unwrap_or(f64::NAN)).collect();
+        let [ad, fd] = pair[..] else { panic!("{f}: unexpected line {line:?}") };
+        assert!((ad - fd).abs() <= 1e-5 * (1.0 + fd.abs()), "{f}: {ad} by AD but {fd} by finite differences");
+    }
+}
+
+#[test]
+fn grad_goes_through_the_taken_branch_of_cond() {
+    let f = "def f(x):\n    return lax.cond(jnp.sum(x) > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x).sum()\n";
+    check_grad(f, &[0.5, 1.5, -0.25]);
+    check_grad(f, &[-0.5, 0.3, -0.25]);
+    let switch = "def f(x):\n    return jnp.sum(lax.switch(2, [jnp.exp, jnp.tanh, lambda v: v * jnp.sum(v)], x))\n";
+    check_grad(switch, &[0.5, -1.5]);
+}
+
+#[test]
+fn grad_goes_through_scan_and_static_fori_loop() {
+    check_grad(
+        "def f(x):\n    c, ys = lax.scan(lambda c, xi: (c * xi + jnp.sin(xi), c * xi), 1.0, x)\n    return c + jnp.sum(ys ** 2)\n",
+        &[0.5, 1.5, -0.25, 2.0],
+    );
+    check_grad(
+        "def f(x):\n    w = jnp.sum(x)\n    c, ys = lax.scan(lambda c, xi: (c + w * xi, jnp.exp(c)), 0.0, x, reverse=True)\n    return c * jnp.sum(ys)\n",
+        &[0.1, -0.2, 0.3],
+    );
+    check_grad("def f(x):\n    return lax.fori_loop(0, 4, lambda i, v: v * jnp.cos(v) + i, x).sum()\n", &[0.5, 1.0]);
+    check_grad("@jax.jit\ndef f(x):\n    return lax.scan(lambda c, xi: (c * jnp.tanh(xi), c), 1.0, x)[0]\n", &[0.5, 1.0, -2.0]);
+}
+
+#[test]
+fn reverse_mode_through_a_while_loop_with_a_tuple_carry_is_jaxs_error() {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("repo root")
+            .join("tests/fixtures/errors/tl190_grad_through_while_loop_newton.py"),
+    )
+    .expect("read fixture");
+    let a = analyze_file(&PathBuf::from("prog.py"), &source, &NoFiles, &AnalysisConfig::default());
+    let errors: Vec<_> = a.diagnostics.iter().map(|(d, loc, _)| (d.code.as_str(), loc.line, d.message.clone())).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!((errors[0].0, errors[0].1), ("TL190", 21));
+    assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
 }

@@ -642,6 +642,124 @@ pub fn counting_cond(i_aval: &Aval, carry: &[Aval]) -> Jaxpr {
     }
 }
 
+/// Builds a jaxpr equation by equation, with fresh variables.
+struct Builder {
+    next: VarId,
+    eqns: Vec<Eqn>,
+}
+
+impl Builder {
+    fn fresh(&mut self) -> VarId {
+        self.next += 1;
+        self.next - 1
+    }
+
+    fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
+        let v = self.fresh();
+        self.eqns.push(Eqn { prim, inputs, outputs: vec![(v, aval)], site: None, bodies: Vec::new(), api: None });
+        Atom::Var(v)
+    }
+
+    /// Copies `body`'s equations with its binders bound to `binders`; its outputs.
+    fn inline(&mut self, body: &Jaxpr, binders: &[Atom]) -> Vec<Atom> {
+        let mut map: std::collections::HashMap<VarId, Atom> =
+            body.constvars.iter().chain(&body.invars).map(|(v, _)| *v).zip(binders.iter().cloned()).collect();
+        let atom = |map: &std::collections::HashMap<VarId, Atom>, a: &Atom| match a {
+            Atom::Var(v) => map.get(v).cloned().unwrap_or(Atom::Var(*v)),
+            lit => lit.clone(),
+        };
+        for eqn in &body.eqns {
+            let mut copy = eqn.clone();
+            copy.inputs = eqn.inputs.iter().map(|a| atom(&map, a)).collect();
+            for (v, _) in copy.outputs.iter_mut() {
+                let new = self.fresh();
+                map.insert(*v, Atom::Var(new));
+                *v = new;
+            }
+            self.eqns.push(copy);
+        }
+        body.outvars.iter().map(|a| atom(&map, a)).collect()
+    }
+}
+
+/// What a `cond` or `scan` equation computes, as a jaxpr without that control flow, whose
+/// binders are the equation's inputs (with avals `in_avals`): the branch `index` of a `cond`
+/// inlined, or a `scan` unrolled into `length` copies of its body, each on one `slice` of the
+/// scanned arrays, its `ys` stacked back with `concatenate`. Automatic differentiation goes
+/// through it with the rules of those primitives. `None` for other equations, an empty scan,
+/// or more than `max_eqns` equations.
+pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_eqns: usize) -> Option<Jaxpr> {
+    let counts = body_const_counts(eqn);
+    let mut b = Builder { next: in_avals.len() as VarId, eqns: Vec::new() };
+    let invars: Vec<(VarId, Aval)> = in_avals.iter().cloned().enumerate().map(|(i, a)| (i as VarId, a)).collect();
+    let binder = |i: usize| Atom::Var(i as VarId);
+    let outvars = match &eqn.prim {
+        Prim::Cond { .. } => {
+            let k = index?.min(eqn.bodies.len().checked_sub(1)?);
+            let total: usize = 1 + counts.iter().sum::<usize>();
+            let start = 1 + counts[..k].iter().sum::<usize>();
+            let mut binders: Vec<Atom> = (start..start + counts[k]).map(binder).collect();
+            binders.extend((total..in_avals.len()).map(binder));
+            if eqn.bodies[k].eqns.len() > max_eqns {
+                return None;
+            }
+            b.inline(&eqn.bodies[k], &binders)
+        }
+        Prim::Scan { length, reverse, num_carry } => {
+            let body = eqn.bodies.first()?;
+            let n_consts = counts[0];
+            if *length == 0 || body.eqns.len().saturating_add(4 * in_avals.len()).saturating_mul(*length) > max_eqns {
+                return None;
+            }
+            let consts: Vec<Atom> = (0..n_consts).map(binder).collect();
+            let mut carry: Vec<Atom> = (n_consts..n_consts + num_carry).map(binder).collect();
+            let xs: Vec<usize> = (n_consts + num_carry..in_avals.len()).collect();
+            let n_ys = body.outvars.len().checked_sub(*num_carry)?;
+            let mut ys: Vec<Vec<Atom>> = vec![Vec::new(); n_ys];
+            for step in 0..*length {
+                let t = if *reverse { length - 1 - step } else { step };
+                let mut binders = consts.clone();
+                binders.extend(carry.iter().cloned());
+                for &x in &xs {
+                    let shape = &in_avals[x].shape;
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.to_vec();
+                    start[0] = t;
+                    limit[0] = t + 1;
+                    let row =
+                        in_avals[x].with_shape(&limit.iter().enumerate().map(|(i, &l)| if i == 0 { 1 } else { l }).collect::<Vec<_>>());
+                    let strides = vec![1; shape.len()];
+                    let sliced = b.emit(Prim::Slice { start, limit, strides }, vec![binder(x)], row);
+                    let rest = shape[1..].to_vec();
+                    binders.push(b.emit(Prim::Reshape { new_sizes: rest.clone() }, vec![sliced], in_avals[x].with_shape(&rest)));
+                }
+                let outs = b.inline(body, &binders);
+                carry = outs[..*num_carry].to_vec();
+                for (y, o) in ys.iter_mut().zip(&outs[*num_carry..]) {
+                    y.push(o.clone());
+                }
+            }
+            let mut outvars = carry;
+            for (rows, (_, aval)) in ys.iter_mut().zip(&eqn.outputs[*num_carry..]) {
+                if *reverse {
+                    rows.reverse();
+                }
+                let mut row_shape = aval.shape.to_vec();
+                row_shape[0] = 1;
+                let row_aval = aval.with_shape(&row_shape);
+                let rows: Vec<Atom> = rows
+                    .iter()
+                    .map(|r| b.emit(Prim::Reshape { new_sizes: row_shape.clone() }, vec![r.clone()], row_aval.clone()))
+                    .collect();
+                outvars.push(b.emit(Prim::Concatenate { dimension: 0 }, rows, aval.clone()));
+            }
+            outvars
+        }
+        _ => return None,
+    };
+    Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
+}
+
 /// Variable names as JAX prints them: a..z, ba..bz, ...
 pub fn var_name(v: VarId) -> String {
     let mut n = v as usize;
