@@ -156,10 +156,17 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         }
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
         let is_active = eqn.inputs.iter().any(|a| matches!(a, Atom::Var(v) if tape.active.contains(v)));
-        let outs: Vec<Rc<Array>> = match (&eqn.prim, eqn.bodies.first()) {
-            (Prim::Pjit { .. } | Prim::Remat, Some(body)) if body.constvars.len() + body.invars.len() == ins.len() => {
+        // Calls are differentiated through their bodies; `cond` and `scan` through the branch
+        // taken or the loop unrolled (`ir::resolve_control`).
+        let inlined = match &eqn.prim {
+            Prim::Pjit { .. } | Prim::Remat => eqn.bodies.first().cloned(),
+            Prim::Cond { .. } | Prim::Scan { .. } => resolved_control(eqn, &ins),
+            _ => None,
+        };
+        let outs: Vec<Rc<Array>> = match inlined {
+            Some(body) if body.constvars.len() + body.invars.len() == ins.len() => {
                 let flags: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
-                let sub = forward(interp, body, &ins, &flags)?;
+                let sub = forward(interp, &body, &ins, &flags)?;
                 let outs = body.outvars.iter().map(|a| read(&sub.env, a)).collect::<AdResult<Vec<_>>>()?;
                 for (atom, (v, _)) in body.outvars.iter().zip(&eqn.outputs) {
                     if matches!(atom, Atom::Var(w) if sub.active.contains(w)) {
@@ -187,6 +194,19 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         }
     }
     Ok(tape)
+}
+
+/// The most equations an unrolled `scan` may have for automatic differentiation.
+const MAX_UNROLLED_EQNS: usize = 20_000;
+
+/// A `cond` whose branch index is known, or a `scan`, as a jaxpr without control flow.
+fn resolved_control(eqn: &Eqn, ins: &[Rc<Array>]) -> Option<Rc<Jaxpr>> {
+    let index = match eqn.prim {
+        Prim::Cond { .. } => Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize),
+        _ => None,
+    };
+    let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
+    super::ir::resolve_control(eqn, &avals, index, MAX_UNROLLED_EQNS).map(Rc::new)
 }
 
 fn accumulate(interp: &mut Interp, map: &mut HashMap<VarId, Rc<Array>>, v: VarId, ct: Rc<Array>) -> AdResult<()> {
@@ -749,6 +769,10 @@ fn transpose(
     gs: &[Option<Rc<Array>>],
     active: &[bool],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
+    // JAX refuses reverse mode through a while loop, whatever its carry.
+    if matches!(eqn.prim, Prim::While | Prim::Opaque("while")) {
+        return Err(while_loop_error(interp));
+    }
     let (out, g) = match (outs, gs) {
         ([out], [Some(g)]) => (out, g),
         _ => return Err(no_rule(eqn)),
@@ -857,7 +881,6 @@ fn transpose(
                 cts[1] = Some(dot_transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
             }
         }
-        Prim::Opaque("while") => return Err(while_loop_error(interp)),
         _ => return Err(no_rule(eqn)),
     }
     Ok(cts)
@@ -1045,6 +1068,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Scan { .. }
         | Prim::Cond { .. }
         | Prim::While
+        | Prim::Vmap { .. }
         | Prim::CustomJvpCall
         | Prim::CustomVjpCall
         | Prim::Opaque(_) => false,
@@ -1391,6 +1415,7 @@ mod tests {
             Prim::Scan { length: 1, reverse: false, num_carry: 0 },
             Prim::Cond { branches: 2 },
             Prim::While,
+            Prim::Vmap { axis_size: 1, in_axes: vec![Some(0)], out_axes: 0 },
             Prim::CustomJvpCall,
             Prim::CustomVjpCall,
             Prim::Remat,
@@ -1434,6 +1459,7 @@ mod tests {
                 "scan",
                 "cond",
                 "while",
+                "vmap",
                 "custom_jvp_call",
                 "custom_vjp_call"
             ]

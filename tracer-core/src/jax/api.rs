@@ -8,6 +8,7 @@ use super::ad::{self, AdTrace, VjpValues};
 use super::array::Array;
 use super::aval::{shape_tuple, Aval};
 use super::dtypes::{self, DType};
+use super::eval_control::{Body, Loop};
 use super::ir::{Jaxpr, Prim};
 use super::numpy::{self as jnp, operand, Operand};
 use super::surface::JaxFn;
@@ -1095,12 +1096,10 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
     };
     if let Some(key) = &cache_key {
         if let Some(entry) = interp.jax.body_cache.iter().find(|e| e.key == *key) {
+            // Only the structure and types are used: the caller binds the equation that
+            // stands for the whole construct, with the cached body (`traced_body`).
             let (tree, avals) = (entry.out_tree.clone(), entry.outputs.clone());
-            let deps = array_leaves(interp, &args)?;
-            let mut leaves = Vec::with_capacity(avals.len());
-            for a in avals {
-                leaves.push(Value::Array(abstract_output(interp, a, &deps, "cached_body")?));
-            }
+            let leaves: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, BODY_OUTPUT))).collect();
             return unflatten(interp, &tree, &mut leaves.into_iter());
         }
     }
@@ -1116,14 +1115,75 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
 
 /// Values mode: the traced body of a control-flow function for these (abstract) arguments,
 /// as `trace_call` cached it.
-fn cached_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<super::eval_control::Body>> {
+fn cached_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
     if interp.values.is_none() || interp.jax.trace_depth() > 0 {
         return Ok(None);
     }
+    traced_body(interp, fun, args, label)
+}
+
+/// What a control-flow body's trace returns to its caller: only the structure and types of
+/// its outputs; the caller binds one equation for the whole construct.
+const BODY_OUTPUT: &str = "the output of a traced body";
+
+/// The traced body of a control-flow function for these (abstract) arguments, as `trace_call`
+/// cached it; `None` when it was not cached or closes over a tracer of a trace that ended.
+fn traced_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
     let key = body_cache_key(interp, fun, args, label)?;
     let Some(record) = interp.jax.body_cache.iter().find(|e| e.key == key).map(|e| e.record) else { return Ok(None) };
+    Ok(record_body(interp, record))
+}
+
+/// The jaxpr and consts of a finished trace, if it can still be bound.
+fn record_body(interp: &Interp, record: usize) -> Option<Body> {
     let r = &interp.jax.records[record];
-    Ok(r.jaxpr.clone().map(|jaxpr| super::eval_control::Body { jaxpr, consts: r.consts.clone() }))
+    let stale = r.consts.iter().any(|c| c.tracer().is_some_and(|t| !interp.jax.is_active(t.trace)));
+    let jaxpr = r.jaxpr.clone().filter(|_| !stale)?;
+    Some(Body { jaxpr, consts: r.consts.clone() })
+}
+
+/// The array leaves of `values` as the inputs of a traced body with input types `want`,
+/// converted where weak-type promotion changed them (JAX's `_promote_weak_typed_inputs`);
+/// `None` when a leaf is unknown or does not fit.
+fn conform_operands(interp: &mut Interp, values: &[&Value], want: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let mut leaves = Vec::new();
+    for v in values {
+        match input_leaves(interp, v)? {
+            Some(l) => leaves.extend(l),
+            None => return Ok(None),
+        }
+    }
+    if leaves.len() != want.len() || leaves.iter().zip(want).any(|(l, w)| l.aval.shape != w.shape) {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(leaves.len());
+    for (l, w) in leaves.iter().zip(want) {
+        out.push(jnp::convert(interp, l, w.dtype, w.weak)?);
+    }
+    Ok(Some(out))
+}
+
+/// Inside a trace: binds the one equation that stands for a `scan`/`while`/`cond`/`vmap`, its
+/// inputs laid out as `Prim` says (the index of a cond, each body's consts, the operands).
+/// Outside any trace, values mode runs the bodies directly (`eval_control.rs`) instead.
+fn bind_control(
+    interp: &mut Interp,
+    prim: Prim,
+    index: Option<Rc<Array>>,
+    bodies: &[Body],
+    operands: Vec<Rc<Array>>,
+    out_avals: Vec<Aval>,
+) -> PyResult<Vec<Rc<Array>>> {
+    let mut ins: Vec<Rc<Array>> = index.into_iter().collect();
+    for b in bodies {
+        ins.extend(b.consts.iter().cloned());
+    }
+    ins.extend(operands);
+    bind_with_bodies(interp, prim, &ins, out_avals, bodies.iter().map(|b| b.jaxpr.clone()).collect())
+}
+
+fn invar_avals(body: &Body) -> Vec<Aval> {
+    body.jaxpr.invars.iter().map(|(_, a)| a.clone()).collect()
 }
 
 /// The array leaves of `v` as a traced function's inputs see them (Python numbers become
@@ -1330,7 +1390,10 @@ fn trace_with_record(
     // traces bind one higher-order equation whose outputs are what the caller gets.
     let mut outs = Vec::with_capacity(arrays.len());
     let avals: Vec<Aval> = arrays.iter().map(|a| a.aval.clone()).collect();
-    if staging {
+    if matches!(kind, TraceKind::ControlFlow(_) | TraceKind::Vmap) {
+        // The caller binds one equation for the whole construct (`bind_control`).
+        outs.extend(avals.iter().map(|a| Array::unknown(a.clone(), BODY_OUTPUT)));
+    } else if staging {
         let mut ins: Vec<Rc<Array>> = consts.clone();
         for a in &args {
             let mut l = Vec::new();
@@ -1376,10 +1439,9 @@ fn instantiate_outputs(
         return Ok(bound);
     }
     let instantiated = if interp.values.is_some() {
-        // Values mode: each equation is computed in program order, at its own line.
-        super::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut |eqn, out, ins| {
-            super::numerics::evaluated(interp, eqn, out, ins, label);
-        })
+        // Values mode: each equation is computed in program order, at its own line, and
+        // control flow runs its bodies.
+        super::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut super::eval_control::ValuesHooks { interp, label })?
     } else {
         let avals = bound.iter().map(|b| b.aval.clone()).collect();
         return Ok(super::array::StagedCall::outputs(jaxpr.clone(), consts.to_vec(), inputs.to_vec(), avals));
@@ -1844,59 +1906,99 @@ fn vmap_call(
             }
         }
     }
-    let result = map_abstract(
-        interp,
-        &out,
-        &deps,
-        &|a| {
-            let mut s: Vec<usize> = a.shape.to_vec();
-            let nd = s.len() as i64 + 1;
-            let ax = match out_ax {
-                Some(x) if x < 0 => (x + nd).max(0) as usize,
-                Some(x) => (x as usize).min(s.len()),
-                None => 0,
+    let batched = |a: &Aval| {
+        let mut s: Vec<usize> = a.shape.to_vec();
+        let nd = s.len() as i64 + 1;
+        let ax = match out_ax {
+            Some(x) if x < 0 => (x + nd).max(0) as usize,
+            Some(x) => (x as usize).min(s.len()),
+            None => 0,
+        };
+        s.insert(ax, n);
+        a.with_shape(&s).weak(a.weak)
+    };
+    let template = map_arrays(interp, &out, &|a| Array::unknown(batched(&a.aval), BODY_OUTPUT))?;
+    let batch = VmapBatch { args: &args, per_arg: &per_arg, size: n, out_axis: out_ax };
+    if let Some(staged) = staged_vmap(interp, record, &batch, &template)? {
+        return Ok(staged);
+    }
+    let result = map_abstract(interp, &out, &deps, &batched, "vmap")?;
+    vmap_values(interp, record, &batch, result)
+}
+
+/// A `vmap` call: the arguments, their `in_axes` entries, the batch size and `out_axes`.
+struct VmapBatch<'a> {
+    args: &'a [Value],
+    per_arg: &'a [Value],
+    size: usize,
+    out_axis: Option<i64>,
+}
+
+impl VmapBatch<'_> {
+    /// Each input leaf with its mapped axis, and the output axis; `None` when an axis is not
+    /// a plain integer or `None`.
+    fn leaves(&self, interp: &mut Interp) -> PyResult<Option<(Vec<(Rc<Array>, Option<usize>)>, usize)>> {
+        let Some(out_axis) = self.out_axis.and_then(|x| usize::try_from(x).ok()) else { return Ok(None) };
+        let mut inputs = Vec::new();
+        for (a, ax) in self.args.iter().zip(self.per_arg) {
+            let axis = match ax {
+                Value::None => None,
+                Value::Int(i) => match a.as_array() {
+                    Some(arr) if *i < 0 => Some((*i + arr.aval.ndim() as i64).max(0) as usize),
+                    _ => Some(*i as usize),
+                },
+                _ => return Ok(None),
             };
-            s.insert(ax, n);
-            a.with_shape(&s).weak(a.weak)
-        },
-        "vmap",
-    )?;
-    vmap_values(interp, record, &args, &per_arg, n, out_ax, result)
+            let Some(leaves) = input_leaves(interp, a)? else { return Ok(None) };
+            inputs.extend(leaves.into_iter().map(|l| (l, axis)));
+        }
+        Ok(Some((inputs, out_axis)))
+    }
+}
+
+/// A `vmap` inside another trace (`jit`, or an outer `vmap`): one `vmap` equation over the
+/// traced per-example body, which values mode runs example by example.
+fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Value) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let Some(body) = record_body(interp, record) else { return Ok(None) };
+    let Some((inputs, out_axes)) = batch.leaves(interp)? else { return Ok(None) };
+    let want = invar_avals(&body);
+    if want.len() != inputs.len() {
+        return Ok(None);
+    }
+    let mut operands = Vec::with_capacity(inputs.len());
+    for ((leaf, axis), w) in inputs.iter().zip(&want) {
+        let mut shape = w.shape.to_vec();
+        if let Some(ax) = axis {
+            if *ax > shape.len() {
+                return Ok(None);
+            }
+            shape.insert(*ax, batch.size);
+        }
+        if leaf.aval.shape.as_slice() != shape.as_slice() {
+            return Ok(None);
+        }
+        operands.push(jnp::convert(interp, leaf, w.dtype, w.weak)?);
+    }
+    let in_axes = inputs.iter().map(|(_, ax)| *ax).collect();
+    let out_avals = array_avals(interp, &[template])?;
+    let prim = Prim::Vmap { axis_size: batch.size, in_axes, out_axes };
+    let outs = bind_control(interp, prim, None, &[body], operands, out_avals)?;
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
 }
 
 /// Values mode: a `vmap` outside any trace with an integer or `None` axis per argument and a
 /// non-negative integer `out_axes`, computed example by example.
-fn vmap_values(
-    interp: &mut Interp,
-    record: usize,
-    args: &[Value],
-    per_arg: &[Value],
-    n: usize,
-    out_ax: Option<i64>,
-    result: Value,
-) -> PyResult<Value> {
+fn vmap_values(interp: &mut Interp, record: usize, batch: &VmapBatch, result: Value) -> PyResult<Value> {
     if interp.values.is_none() || interp.jax.trace_depth() > 0 {
         return Ok(result);
     }
-    let Some(out_axis) = out_ax.and_then(|x| usize::try_from(x).ok()) else { return Ok(result) };
-    let r = &interp.jax.records[record];
-    let Some(jaxpr) = r.jaxpr.clone() else { return Ok(result) };
-    let body = super::eval_control::Body { jaxpr, consts: r.consts.clone() };
-    let mut inputs = Vec::new();
-    for (a, ax) in args.iter().zip(per_arg) {
-        let axis = match ax {
-            Value::None => None,
-            Value::Int(i) => match a.as_array() {
-                Some(arr) if *i < 0 => Some((*i + arr.aval.ndim() as i64).max(0) as usize),
-                _ => Some(*i as usize),
-            },
-            _ => return Ok(result),
-        };
-        let Some(leaves) = input_leaves(interp, a)? else { return Ok(result) };
-        inputs.extend(leaves.into_iter().map(|l| (l, axis)));
-    }
+    let Some(body) = record_body(interp, record) else { return Ok(result) };
+    let Some((inputs, out_axis)) = batch.leaves(interp)? else { return Ok(result) };
     let avals = array_avals(interp, &[&result])?;
-    match super::eval_control::vmap(interp, &body, &inputs, n, out_axis, &avals)? {
+    match super::eval_control::vmap(interp, &body, &inputs, batch.size, out_axis, &avals, "vmap")? {
         Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
         None => Ok(result),
     }
@@ -2326,6 +2428,8 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
         (None, Some(l)) => l.max(0) as usize,
         (None, None) => return Err(interp.value_error("scan got no values to scan over and `length` not provided.")),
     };
+    let reverse =
+        kw(kwargs, "reverse").is_some_and(|r| matches!(r, Value::Bool(true)) || crate::interp::ops::as_int(r).is_some_and(|i| i != 0));
     let names: Vec<String> = param_names(&f);
     let mut carry_in = abstract_copy(interp, &init)?;
     for _attempt in 0..2 {
@@ -2344,6 +2448,10 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
                 continue;
             }
             None => {
+                let step = ScanStep { carry_in: &carry_in, init: &init, xs: &xs, length: n, reverse };
+                if let Some(staged) = staged_scan(interp, &f, &step, &parts)? {
+                    return Ok(staged);
+                }
                 let deps = array_leaves(interp, &[init.clone(), xs.clone()])?;
                 let carry = map_abstract(interp, &parts[0], &deps, &|a| a.clone(), "scan")?;
                 let ys = map_abstract(interp, &parts[1], &deps, &|a| a.stacked(n), "scan")?;
@@ -2351,7 +2459,8 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
                 if let Some(body) = cached_body(interp, &f, &[carry_in.clone(), x], "scan")? {
                     if let (Some(c), Some(x)) = (input_leaves(interp, &init)?, input_leaves(interp, &xs)?) {
                         let avals = array_avals(interp, &[&carry, &ys])?;
-                        if let Some(outs) = super::eval_control::scan(interp, &body, &c, &x, n, &avals)? {
+                        let at = Loop { site: interp.site(), label: "scan" };
+                        if let Some(outs) = super::eval_control::scan(interp, &body, &c, &x, n, reverse, &avals, at)? {
                             let mut outs = outs.into_iter();
                             let carry = replace_array_leaves(interp, &carry, &mut outs)?;
                             let ys = replace_array_leaves(interp, &ys, &mut outs)?;
@@ -2364,6 +2473,145 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
         }
     }
     Ok(Value::opaque("scan"))
+}
+
+/// One call of a scan body: the carry it was traced with, the user's arguments, and the loop.
+struct ScanStep<'a> {
+    carry_in: &'a Value,
+    init: &'a Value,
+    xs: &'a Value,
+    length: usize,
+    reverse: bool,
+}
+
+/// `lax.scan` inside a trace: one `scan` equation over the cached body. `body_out` is what the
+/// body returned, `(carry, y)`.
+fn staged_scan(interp: &mut Interp, f: &Value, step: &ScanStep, body_out: &[Value]) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let x = slice_leading(interp, step.xs)?;
+    let Some(body) = traced_body(interp, f, &[step.carry_in.clone(), x], "scan")? else { return Ok(None) };
+    let carry_avals = array_avals(interp, &[&body_out[0]])?;
+    let num_carry = carry_avals.len();
+    let want: Vec<Aval> =
+        invar_avals(&body).iter().enumerate().map(|(i, a)| if i < num_carry { a.clone() } else { a.stacked(step.length) }).collect();
+    let Some(operands) = conform_operands(interp, &[step.init, step.xs], &want)? else { return Ok(None) };
+    let mut out_avals = carry_avals;
+    out_avals.extend(array_avals(interp, &[&body_out[1]])?.iter().map(|a| a.stacked(step.length)));
+    let prim = Prim::Scan { length: step.length, reverse: step.reverse, num_carry };
+    let mut outs = bind_control(interp, prim, None, &[body], operands, out_avals)?.into_iter();
+    let carry = replace_array_leaves(interp, &body_out[0], &mut outs)?;
+    let ys = replace_array_leaves(interp, &body_out[1], &mut outs)?;
+    Ok(Some(Value::tuple(vec![carry, ys])))
+}
+
+/// `lax.cond`/`switch` inside a trace: one `cond` equation. `branches` are in the equation's
+/// order (`false_fun` first for `cond`), `template` is the first branch's output.
+fn staged_cond(
+    interp: &mut Interp,
+    index: &Value,
+    switch: bool,
+    branches: &[Value],
+    operands: &[Value],
+    template: &Value,
+) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
+    let mut bodies = Vec::with_capacity(branches.len());
+    for b in branches {
+        match traced_body(interp, b, &ops, "cond")? {
+            Some(body) => bodies.push(body),
+            None => return Ok(None),
+        }
+    }
+    let Some(first) = bodies.first() else { return Ok(None) };
+    let want = invar_avals(first);
+    let Some(operands) = conform_operands(interp, &operands.iter().collect::<Vec<_>>(), &want)? else { return Ok(None) };
+    let Operand::Array(index) = operand(interp, index)? else { return Ok(None) };
+    // JAX turns the predicate into an int32 branch index; switch clamps it into range.
+    let i32_scalar = |x: f64| Array::scalar(x, DType::I32, false);
+    let index = if switch {
+        let index = jnp::convert(interp, &index, DType::I32, false)?;
+        let last = i32_scalar(bodies.len().saturating_sub(1) as f64);
+        bind1(interp, Prim::Clamp, &[i32_scalar(0.0), index, last], Aval::scalar(DType::I32))?
+    } else {
+        let pred = if index.aval.dtype.is_bool() {
+            index
+        } else {
+            let zero = Array::scalar(0.0, index.aval.dtype, index.aval.weak);
+            bind1(interp, Prim::Compare(super::ir::CmpPrim::Ne), &[index, zero], Aval::scalar(DType::Bool))?
+        };
+        jnp::convert(interp, &pred, DType::I32, false)?
+    };
+    let out_avals = array_avals(interp, &[template])?;
+    let prim = Prim::Cond { branches: bodies.len() };
+    let outs = bind_control(interp, prim, Some(index), &bodies, operands, out_avals)?;
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
+}
+
+/// `lax.while_loop` inside a trace: one `while` equation over the cached cond and body.
+fn staged_while(
+    interp: &mut Interp,
+    cond_fun: &Value,
+    body_fun: &Value,
+    carry: &Value,
+    init: &Value,
+    template: &Value,
+) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let args = std::slice::from_ref(carry);
+    let (Some(cond), Some(body)) = (traced_body(interp, cond_fun, args, "while_loop")?, traced_body(interp, body_fun, args, "while_loop")?)
+    else {
+        return Ok(None);
+    };
+    let Some(operands) = conform_operands(interp, &[init], &invar_avals(&body))? else { return Ok(None) };
+    let out_avals = array_avals(interp, &[template])?;
+    let outs = bind_control(interp, Prim::While, None, &[cond, body], operands, out_avals)?;
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
+}
+
+/// `lax.fori_loop` inside a trace, as JAX stages it: with static bounds a `scan` over
+/// `(i, carry)` of length `upper - lower`, otherwise a `while` over `(i, upper, carry)`.
+fn staged_fori(interp: &mut Interp, args: &[Value], index: &Value, carry: &Value, template: &Value) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let Some(user) = traced_body(interp, &args[2], &[index.clone(), carry.clone()], "fori_loop")? else { return Ok(None) };
+    let Some((_, i_aval)) = user.jaxpr.invars.first().cloned() else { return Ok(None) };
+    let carry_want: Vec<Aval> = invar_avals(&user).into_iter().skip(1).collect();
+    let Some(carry_ops) = conform_operands(interp, &[&args[3]], &carry_want)? else { return Ok(None) };
+    let Some(lower) = conform_operands(interp, &args[0..1].iter().collect::<Vec<_>>(), std::slice::from_ref(&i_aval))? else {
+        return Ok(None);
+    };
+    let carry_avals = array_avals(interp, &[template])?;
+    let mut out_avals = vec![i_aval.clone()];
+    let (prim, bodies, mut operands, skip) = match (&args[0], &args[1]) {
+        (Value::Int(lo), Value::Int(hi)) => {
+            let body = Body { jaxpr: Rc::new(super::ir::counting_body(&user.jaxpr, false)), consts: user.consts.clone() };
+            let length = usize::try_from(hi.saturating_sub(*lo)).unwrap_or(0);
+            (Prim::Scan { length, reverse: false, num_carry: 1 + carry_ops.len() }, vec![body], lower, 1)
+        }
+        _ => {
+            let Some(upper) = conform_operands(interp, &args[1..2].iter().collect::<Vec<_>>(), std::slice::from_ref(&i_aval))? else {
+                return Ok(None);
+            };
+            out_avals.push(i_aval.clone());
+            let body = Body { jaxpr: Rc::new(super::ir::counting_body(&user.jaxpr, true)), consts: user.consts.clone() };
+            let cond = Body { jaxpr: Rc::new(super::ir::counting_cond(&i_aval, &carry_want)), consts: Vec::new() };
+            let mut ops = lower;
+            ops.extend(upper);
+            (Prim::While, vec![cond, body], ops, 2)
+        }
+    };
+    operands.extend(carry_ops);
+    out_avals.extend(carry_avals);
+    let outs = bind_control(interp, prim, None, &bodies, operands, out_avals)?;
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter().skip(skip).collect::<Vec<_>>().into_iter())?))
 }
 
 fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands: &[Value]) -> PyResult<Value> {
@@ -2437,9 +2685,26 @@ fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands:
             }
         }
     }
-    // Weak outputs of different branches join to the strong one.
+    Ok(first)
+}
+
+/// The result of `cond`/`switch` once the branches are checked: one `cond` equation inside a
+/// trace, the taken branch computed in values mode outside.
+fn cond_result(
+    interp: &mut Interp,
+    index: &Value,
+    switch: bool,
+    branches: &[Value],
+    operands: &[Value],
+    template: Value,
+) -> PyResult<Value> {
+    // lax.cond(pred, true_fun, false_fun): index 0 is false_fun.
+    let ordered: Vec<Value> = if switch { branches.to_vec() } else { branches.iter().rev().cloned().collect() };
+    if let Some(staged) = staged_cond(interp, index, switch, &ordered, operands, &template)? {
+        return Ok(staged);
+    }
     let deps = array_leaves(interp, operands)?;
-    map_abstract(interp, &first, &deps, &|a| a.clone(), "cond")
+    map_abstract(interp, &template, &deps, &|a| a.clone(), "cond")
 }
 
 fn tree_desc(t: &TreeDef) -> &'static str {
@@ -2488,7 +2753,8 @@ fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
         return Ok(Value::opaque("lax.cond"));
     }
     check_pred(interp, &args[0], "Pred")?;
-    let result = branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])?;
+    let template = branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])?;
+    let result = cond_result(interp, &args[0], false, &args[1..3], &args[3..], template)?;
     // lax.cond(pred, true_fun, false_fun, *operands): true picks the first function.
     let taken = |p: f64| if p != 0.0 { 1 } else { 2 };
     taken_branch(interp, &args[0], &|p| taken(p), args, &args[3..], result)
@@ -2526,7 +2792,7 @@ fn taken_branch(
         }
     }
     let avals = array_avals(interp, &[&result])?;
-    match super::eval_control::branch(interp, &body, &leaves, &avals)? {
+    match super::eval_control::branch(interp, &body, &leaves, &avals, "cond")? {
         Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
         None => Ok(result),
     }
@@ -2538,7 +2804,8 @@ fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     }
     check_pred(interp, &args[0], "Branch index")?;
     let branches = interp.iterate(&args[1])?;
-    let result = branch_outputs(interp, "switch", &branches, &args[2..])?;
+    let template = branch_outputs(interp, "switch", &branches, &args[2..])?;
+    let result = cond_result(interp, &args[0], true, &branches, &args[2..], template)?;
     let last = branches.len().saturating_sub(1) as f64;
     taken_branch(interp, &args[0], &|i| i.clamp(0.0, last) as usize, &branches, &args[2..], result)
 }
@@ -2567,6 +2834,9 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
         match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
             None => {
+                if let Some(staged) = staged_while(interp, &cond_fun, &body_fun, &carry, &args[2], &out)? {
+                    return Ok(staged);
+                }
                 let deps = array_leaves(interp, &args[2..3])?;
                 let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "while")?;
                 let bodies = (
@@ -2575,7 +2845,8 @@ fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
                 );
                 if let ((Some(c), Some(b)), Some(init)) = (bodies, input_leaves(interp, &args[2])?) {
                     let avals = array_avals(interp, &[&result])?;
-                    if let Some(outs) = super::eval_control::while_loop(interp, &c, &b, &init, &avals)? {
+                    let at = Loop { site: interp.site(), label: "while_loop" };
+                    if let Some(outs) = super::eval_control::while_loop(interp, &c, &b, &init, &avals, at)? {
                         return replace_array_leaves(interp, &result, &mut outs.into_iter());
                     }
                 }
@@ -2604,9 +2875,12 @@ fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<
         match check_carry(interp, &carry_names, &carry, &out)? {
             Some(p) => carry = p,
             None => {
+                let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
+                if let Some(staged) = staged_fori(interp, args, &i, &carry, &out)? {
+                    return Ok(staged);
+                }
                 let deps = array_leaves(interp, args)?;
                 let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "fori_loop")?;
-                let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
                 if let Some(body) = cached_body(interp, &body, &[i, carry.clone()], "fori_loop")? {
                     let bound = |interp: &mut Interp, v: &Value| -> Option<i64> {
                         match v {

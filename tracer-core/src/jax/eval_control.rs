@@ -1,7 +1,8 @@
-//! Values mode: the values of `lax.scan`/`fori_loop`/`while_loop`/`cond` and `vmap` called
-//! on concrete inputs outside any trace, computed by running their traced bodies (jaxprs)
-//! on the CPU kernels — one iteration, branch or example at a time, as JAX's semantics say.
-//! Inside `jit` their results stay unknown (the jaxpr has no control-flow primitives yet).
+//! Values mode: the values of `lax.scan`/`fori_loop`/`while_loop`/`cond` and `vmap`,
+//! computed by running their traced bodies (jaxprs) on the CPU kernels — one iteration,
+//! branch or example at a time, as JAX's semantics say. Called on concrete inputs outside
+//! any trace (`api.rs`), and for the `scan`/`while`/`cond`/`vmap` equations of a traced
+//! function when it runs on concrete inputs (`control_eqn`, through `eval_jaxpr.rs`).
 
 use std::rc::Rc;
 
@@ -9,9 +10,10 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::{Array, NdData};
 use super::aval::Aval;
-use super::ir::Jaxpr;
+use super::eval_jaxpr::EqnHooks;
+use super::ir::{Eqn, Jaxpr, Prim};
 use super::numerics;
-use crate::interp::{Interp, PyResult};
+use crate::interp::{Interp, PyResult, Site};
 
 /// A traced body and the concrete arrays it closed over.
 pub struct Body {
@@ -27,73 +29,207 @@ pub fn datas(interp: &Interp, arrays: &[Rc<Array>]) -> Option<Vec<Rc<NdData>>> {
     arrays.iter().map(|a| super::eval::force(a, interp.budgets.max_elements)).collect()
 }
 
-/// Runs `body` once on `inputs` (data, given the body's input avals); its outputs' data.
-pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[NdData], label: &str) -> PyResult<Option<Vec<Rc<NdData>>>> {
+/// Runs `body` once on `inputs` (concrete arrays, retyped to the body's input avals); its
+/// outputs, all computed, or `None` when one cannot be.
+pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[Rc<Array>], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
     if inputs.len() != body.jaxpr.invars.len() {
         return Ok(None);
     }
-    let ins: Vec<Rc<Array>> = body
-        .jaxpr
-        .invars
-        .iter()
-        .zip(inputs)
-        .map(|((_, aval), d)| {
-            let mut d = d.clone();
-            d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
-            Array::ready(aval.clone(), d)
-        })
-        .collect();
-    let outs = super::eval_jaxpr::instantiate_with(&body.jaxpr, &body.consts, &ins, &mut |eqn, out, eqn_ins| {
-        numerics::evaluated(interp, eqn, out, eqn_ins, label);
-    });
+    let mut ins = Vec::with_capacity(inputs.len());
+    for ((_, aval), a) in body.jaxpr.invars.iter().zip(inputs) {
+        match retype(interp, a, aval) {
+            Some(a) => ins.push(a),
+            None => return Ok(None),
+        }
+    }
+    let outs = super::eval_jaxpr::instantiate_with(&body.jaxpr, &body.consts, &ins, &mut ValuesHooks { interp, label })?;
     numerics::raise_pending(interp)?;
     numerics::tick(interp)?;
     let Some(outs) = outs else { return Ok(None) };
-    Ok(datas(interp, &outs))
+    Ok(datas(interp, &outs).map(|_| outs))
 }
 
-fn owned(d: &[Rc<NdData>]) -> Vec<NdData> {
-    d.iter().map(|x| (**x).clone()).collect()
-}
-
-fn stack(rows: &[Rc<NdData>], axis: usize, item_shape: &[usize]) -> Option<NdData> {
-    if rows.is_empty() {
-        let mut shape = item_shape.to_vec();
-        shape.insert(axis.min(shape.len()), 0);
-        return Some(ArrayD::zeros(IxDyn(&shape)));
+/// `a` with the aval `aval` (its data rounded to that dtype), keeping where a NaN/Inf in it
+/// came from; `a` itself when it has that aval already.
+fn retype(interp: &mut Interp, a: &Rc<Array>, aval: &Aval) -> Option<Rc<Array>> {
+    if a.aval == *aval && !a.is_tracer() {
+        return Some(a.clone());
     }
-    let views: Vec<_> = rows.iter().map(|r| r.view()).collect();
-    ndarray::stack(Axis(axis), &views).ok()
+    let mut d = (*super::eval::force(a, interp.budgets.max_elements)?).clone();
+    d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
+    Some(derived(interp, aval.clone(), d, std::slice::from_ref(a)))
 }
 
-/// `lax.scan`: the final carry, then each `y` stacked on a new leading axis.
+/// A new concrete array made of the data of `from` (a slice, a stacked row, a carry).
+fn derived(interp: &mut Interp, aval: Aval, data: NdData, from: &[Rc<Array>]) -> Rc<Array> {
+    let out = Array::ready(aval, data);
+    numerics::inherit(interp, &out, from);
+    out
+}
+
+/// `outs` retyped to `out_avals`; `None` when the counts differ.
+fn retype_all(interp: &mut Interp, outs: &[Rc<Array>], out_avals: &[Aval]) -> Option<Vec<Rc<Array>>> {
+    if outs.len() != out_avals.len() {
+        return None;
+    }
+    outs.iter().zip(out_avals).map(|(o, a)| retype(interp, o, a)).collect()
+}
+
+/// Values mode's `instantiate_with` hooks: each equation is computed in program order, at its
+/// own line, and control-flow equations are run here. `label` names the traced function the
+/// equations run in (`jit(step)`) for TL301.
+pub struct ValuesHooks<'a, 'i> {
+    pub interp: &'a mut Interp<'i>,
+    pub label: &'a str,
+}
+
+impl EqnHooks for ValuesHooks<'_, '_> {
+    fn evaluated(&mut self, eqn: &Eqn, out: Option<&Rc<Array>>, inputs: &[Rc<Array>]) {
+        numerics::evaluated(self.interp, eqn, out, inputs, self.label);
+    }
+    fn control(&mut self, eqn: &Eqn, inputs: &[Rc<Array>]) -> PyResult<Option<Vec<Rc<Array>>>> {
+        control_eqn(self.interp, eqn, inputs, self.label)
+    }
+}
+
+/// The outputs of a `cond`/`while`/`scan`/`vmap` equation on concrete inputs (see `Prim` for
+/// how its inputs are laid out), or `None` when they cannot be computed.
+pub fn control_eqn(interp: &mut Interp, eqn: &Eqn, inputs: &[Rc<Array>], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let out_avals: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+    let counts = super::ir::body_const_counts(eqn);
+    let index_inputs = usize::from(matches!(eqn.prim, Prim::Cond { .. }));
+    let total: usize = counts.iter().sum::<usize>() + index_inputs;
+    if inputs.len() < total {
+        return Ok(None);
+    }
+    // Each body with its own consts, in order, after the branch index of a cond.
+    let mut bodies = Vec::with_capacity(eqn.bodies.len());
+    let mut at = index_inputs;
+    for (jaxpr, n) in eqn.bodies.iter().zip(&counts) {
+        bodies.push(Body { jaxpr: jaxpr.clone(), consts: inputs[at..at + n].to_vec() });
+        at += n;
+    }
+    let operands = &inputs[total..];
+    let site = eqn.site;
+    match (&eqn.prim, bodies.as_slice()) {
+        (Prim::Cond { .. }, _) => {
+            let Some(index) = datas(interp, &inputs[..1]).and_then(|d| d[0].iter().next().copied()) else { return Ok(None) };
+            let k = (index.max(0.0) as usize).min(bodies.len().saturating_sub(1));
+            match bodies.get(k) {
+                Some(body) => branch(interp, body, operands, &out_avals, label),
+                None => Ok(None),
+            }
+        }
+        (Prim::While, [cond, body]) => while_loop(interp, cond, body, operands, &out_avals, Loop { site, label }),
+        (Prim::Scan { length, reverse, num_carry }, [body]) => {
+            let (carry, xs) = operands.split_at((*num_carry).min(operands.len()));
+            scan(interp, body, carry, xs, *length, *reverse, &out_avals, Loop { site, label })
+        }
+        (Prim::Vmap { axis_size, in_axes, out_axes }, [body]) => {
+            let ins: Vec<(Rc<Array>, Option<usize>)> = operands.iter().cloned().zip(in_axes.iter().copied()).collect();
+            vmap(interp, body, &ins, *axis_size, *out_axes, &out_avals, label)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Where a loop runs, for TL301's "the 3rd iteration of the loop at f.py:12", and the traced
+/// function its body runs in.
+#[derive(Clone, Copy)]
+pub struct Loop<'a> {
+    pub site: Option<Site>,
+    pub label: &'a str,
+}
+
+/// Runs `f` as the iterations of a loop at `site`: values mode's loop stack names the iteration
+/// in which a NaN appears (`f` calls `numerics::loop_next` before each iteration).
+fn in_loop<T>(interp: &mut Interp, site: Option<Site>, f: impl FnOnce(&mut Interp) -> PyResult<T>) -> PyResult<T> {
+    let Some(site) = site else { return f(interp) };
+    numerics::loop_enter(interp, site);
+    let result = f(interp);
+    numerics::loop_exit(interp);
+    result
+}
+
+/// Slice `i` of `a` along `axis`, as a concrete array.
+fn slice(interp: &mut Interp, a: &Rc<Array>, d: &NdData, axis: usize, i: usize) -> Option<Rc<Array>> {
+    if axis >= d.ndim() || i >= d.len_of(Axis(axis)) {
+        return None;
+    }
+    let mut shape = a.aval.shape.to_vec();
+    shape.remove(axis);
+    Some(derived(interp, a.aval.with_shape(&shape).weak(a.aval.weak), d.index_axis(Axis(axis), i).to_owned(), std::slice::from_ref(a)))
+}
+
+/// `rows` stacked along `axis` into an array of aval `aval`.
+fn stack(interp: &mut Interp, rows: &[Rc<Array>], axis: usize, aval: &Aval) -> Option<Rc<Array>> {
+    let data = datas(interp, rows)?;
+    let stacked = if data.is_empty() {
+        ArrayD::zeros(IxDyn(&aval.shape))
+    } else {
+        let views: Vec<_> = data.iter().map(|r| r.view()).collect();
+        ndarray::stack(Axis(axis), &views).ok()?
+    };
+    if stacked.shape() != aval.shape.as_slice() {
+        return None;
+    }
+    Some(derived(interp, aval.clone(), stacked, rows))
+}
+
+/// `lax.scan`: the final carry, then each `y` stacked on a new leading axis. With `reverse`
+/// the body sees `xs` from the last slice to the first, and `ys` are stacked back in order.
+#[allow(clippy::too_many_arguments)]
 pub fn scan(
     interp: &mut Interp,
     body: &Body,
     carry: &[Rc<Array>],
     xs: &[Rc<Array>],
     length: usize,
+    reverse: bool,
     out_avals: &[Aval],
+    at: Loop,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let (Some(mut c), Some(xs)) = (datas(interp, carry), datas(interp, xs)) else { return Ok(None) };
-    let num_carry = c.len();
-    let mut ys: Vec<Vec<Rc<NdData>>> = vec![Vec::new(); out_avals.len().saturating_sub(num_carry)];
-    for i in 0..length {
-        let mut ins = owned(&c);
-        ins.extend(xs.iter().map(|x| x.index_axis(Axis(0), i).to_owned()));
-        let Some(outs) = run_body(interp, body, &ins, "scan")? else { return Ok(None) };
-        if outs.len() != out_avals.len() || outs.len() < num_carry {
-            return Ok(None);
-        }
-        c = outs[..num_carry].to_vec();
-        for (y, o) in ys.iter_mut().zip(&outs[num_carry..]) {
-            y.push(o.clone());
-        }
+    let Some(xs_data) = datas(interp, xs) else { return Ok(None) };
+    let num_carry = carry.len();
+    if out_avals.len() < num_carry {
+        return Ok(None);
     }
-    let mut result: Vec<Rc<Array>> = c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect();
-    for (y, aval) in ys.iter().zip(&out_avals[num_carry..]) {
-        let Some(d) = stack(y, 0, &aval.shape[1.min(aval.shape.len())..]) else { return Ok(None) };
-        result.push(Array::ready(aval.clone(), d));
+    let mut c = carry.to_vec();
+    let mut ys: Vec<Vec<Rc<Array>>> = vec![Vec::new(); out_avals.len() - num_carry];
+    let done = in_loop(interp, at.site, |interp| {
+        for step in 0..length {
+            numerics::loop_next(interp);
+            let i = if reverse { length - 1 - step } else { step };
+            let mut ins = c.clone();
+            for (x, d) in xs.iter().zip(&xs_data) {
+                match slice(interp, x, d, 0, i) {
+                    Some(s) => ins.push(s),
+                    None => return Ok(false),
+                }
+            }
+            let Some(outs) = run_body(interp, body, &ins, at.label)? else { return Ok(false) };
+            if outs.len() != out_avals.len() {
+                return Ok(false);
+            }
+            c = outs[..num_carry].to_vec();
+            for (y, o) in ys.iter_mut().zip(&outs[num_carry..]) {
+                y.push(o.clone());
+            }
+        }
+        Ok(true)
+    })?;
+    if !done {
+        return Ok(None);
+    }
+    let Some(mut result) = retype_all(interp, &c, &out_avals[..num_carry]) else { return Ok(None) };
+    for (y, aval) in ys.iter_mut().zip(&out_avals[num_carry..]) {
+        if reverse {
+            y.reverse();
+        }
+        match stack(interp, y, 0, aval) {
+            Some(s) => result.push(s),
+            None => return Ok(None),
+        }
     }
     Ok(Some(result))
 }
@@ -107,17 +243,23 @@ pub fn fori_loop(
     carry: &[Rc<Array>],
     out_avals: &[Aval],
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(mut c) = datas(interp, carry) else { return Ok(None) };
-    for i in lower..upper {
-        let mut ins = vec![ArrayD::from_elem(IxDyn(&[]), i as f64)];
-        ins.extend(owned(&c));
-        let Some(outs) = run_body(interp, body, &ins, "fori_loop")? else { return Ok(None) };
-        if outs.len() != c.len() {
-            return Ok(None);
+    let Some((_, i_aval)) = body.jaxpr.invars.first().cloned() else { return Ok(None) };
+    let mut c = carry.to_vec();
+    let site = interp.site();
+    let done = in_loop(interp, site, |interp| {
+        for i in lower..upper {
+            numerics::loop_next(interp);
+            let mut ins = vec![Array::scalar(i as f64, i_aval.dtype, i_aval.weak)];
+            ins.extend(c.iter().cloned());
+            let Some(outs) = run_body(interp, body, &ins, "fori_loop")? else { return Ok(false) };
+            if outs.len() != c.len() {
+                return Ok(false);
+            }
+            c = outs;
         }
-        c = outs;
-    }
-    Ok(Some(c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+        Ok(true)
+    })?;
+    Ok(if done { retype_all(interp, &c, out_avals) } else { None })
 }
 
 /// `lax.while_loop(cond_fun, body_fun, init)`: the final carry.
@@ -127,32 +269,37 @@ pub fn while_loop(
     body: &Body,
     carry: &[Rc<Array>],
     out_avals: &[Aval],
+    at: Loop,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(mut c) = datas(interp, carry) else { return Ok(None) };
-    loop {
-        let Some(p) = run_body(interp, cond, &owned(&c), "while_loop")? else { return Ok(None) };
-        match p.first().and_then(|p| p.iter().next().copied()) {
+    let mut c = carry.to_vec();
+    // An endless loop ends on the step or time budget (`run_body` ticks), as TL900.
+    let done = in_loop(interp, at.site, |interp| loop {
+        numerics::loop_next(interp);
+        let Some(p) = run_body(interp, cond, &c, at.label)? else { return Ok(false) };
+        match p.first().and_then(|p| datas(interp, std::slice::from_ref(p))).and_then(|d| d[0].iter().next().copied()) {
             Some(x) if x != 0.0 => {}
-            Some(_) => break,
-            None => return Ok(None),
+            Some(_) => return Ok(true),
+            None => return Ok(false),
         }
-        let Some(outs) = run_body(interp, body, &owned(&c), "while_loop")? else { return Ok(None) };
+        let Some(outs) = run_body(interp, body, &c, at.label)? else { return Ok(false) };
         if outs.len() != c.len() {
-            return Ok(None);
+            return Ok(false);
         }
         c = outs;
-    }
-    Ok(Some(c.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+    })?;
+    Ok(if done { retype_all(interp, &c, out_avals) } else { None })
 }
 
 /// One branch of `lax.cond`/`switch` run on the operands.
-pub fn branch(interp: &mut Interp, body: &Body, operands: &[Rc<Array>], out_avals: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(ops) = datas(interp, operands) else { return Ok(None) };
-    let Some(outs) = run_body(interp, body, &owned(&ops), "cond")? else { return Ok(None) };
-    if outs.len() != out_avals.len() {
-        return Ok(None);
-    }
-    Ok(Some(outs.iter().zip(out_avals).map(|(d, a)| Array::ready(a.clone(), (**d).clone())).collect()))
+pub fn branch(
+    interp: &mut Interp,
+    body: &Body,
+    operands: &[Rc<Array>],
+    out_avals: &[Aval],
+    label: &str,
+) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let Some(outs) = run_body(interp, body, operands, label)? else { return Ok(None) };
+    Ok(retype_all(interp, &outs, out_avals))
 }
 
 /// `vmap` with one integer or `None` axis per input leaf and one output axis: the body run
@@ -164,20 +311,23 @@ pub fn vmap(
     size: usize,
     out_axis: usize,
     out_avals: &[Aval],
+    label: &str,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
     let arrays: Vec<Rc<Array>> = inputs.iter().map(|(a, _)| a.clone()).collect();
     let Some(ds) = datas(interp, &arrays) else { return Ok(None) };
-    let mut per_output: Vec<Vec<Rc<NdData>>> = vec![Vec::new(); out_avals.len()];
+    let mut per_output: Vec<Vec<Rc<Array>>> = vec![Vec::new(); out_avals.len()];
     for i in 0..size {
         let mut ins = Vec::with_capacity(ds.len());
-        for (d, (_, axis)) in ds.iter().zip(inputs) {
-            ins.push(match axis {
-                Some(ax) if *ax < d.ndim() && i < d.len_of(Axis(*ax)) => d.index_axis(Axis(*ax), i).to_owned(),
-                Some(_) => return Ok(None),
-                None => (**d).clone(),
-            });
+        for (d, (a, axis)) in ds.iter().zip(inputs) {
+            match axis {
+                Some(ax) => match slice(interp, a, d, *ax, i) {
+                    Some(s) => ins.push(s),
+                    None => return Ok(None),
+                },
+                None => ins.push(a.clone()),
+            }
         }
-        let Some(outs) = run_body(interp, body, &ins, "vmap")? else { return Ok(None) };
+        let Some(outs) = run_body(interp, body, &ins, label)? else { return Ok(None) };
         if outs.len() != out_avals.len() {
             return Ok(None);
         }
@@ -187,15 +337,10 @@ pub fn vmap(
     }
     let mut result = Vec::with_capacity(out_avals.len());
     for (rows, aval) in per_output.iter().zip(out_avals) {
-        let mut item_shape = aval.shape.to_vec();
-        if out_axis < item_shape.len() {
-            item_shape.remove(out_axis);
+        match stack(interp, rows, out_axis, aval) {
+            Some(s) => result.push(s),
+            None => return Ok(None),
         }
-        let Some(d) = stack(rows, out_axis, &item_shape) else { return Ok(None) };
-        if d.shape() != aval.shape.as_slice() {
-            return Ok(None);
-        }
-        result.push(Array::ready(aval.clone(), d));
     }
     Ok(Some(result))
 }

@@ -6,23 +6,45 @@ use std::rc::Rc;
 
 use super::array::Array;
 use super::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
+use crate::interp::PyResult;
+
+/// What the caller of `instantiate_with` does along the way.
+pub trait EqnHooks {
+    /// Called for each single-output equation in program order, as soon as its output array
+    /// exists (values mode computes it there), and with `None` for each equation without
+    /// outputs (`jax.debug.print`).
+    fn evaluated(&mut self, eqn: &Eqn, out: Option<&Rc<Array>>, inputs: &[Rc<Array>]);
+    /// The outputs of a control-flow equation (`cond`, `while`, `scan`, `vmap`) on these
+    /// inputs, or `None` to leave them unknown.
+    fn control(&mut self, eqn: &Eqn, inputs: &[Rc<Array>]) -> PyResult<Option<Vec<Rc<Array>>>>;
+}
+
+/// Lazy instantiation: nothing is computed now, and control flow stays unknown (its values
+/// are computed in values mode only, where the interpreter can run its bodies).
+struct Lazy;
+
+impl EqnHooks for Lazy {
+    fn evaluated(&mut self, _: &Eqn, _: Option<&Rc<Array>>, _: &[Rc<Array>]) {}
+    fn control(&mut self, _: &Eqn, _: &[Rc<Array>]) -> PyResult<Option<Vec<Rc<Array>>>> {
+        Ok(None)
+    }
+}
 
 /// `None` when the jaxpr uses something that cannot be instantiated (multi-output equations).
 pub fn instantiate(jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<Vec<Rc<Array>>> {
-    instantiate_with(jaxpr, consts, inputs, &mut |_, _, _| {})
+    instantiate_with(jaxpr, consts, inputs, &mut Lazy).ok().flatten()
 }
 
-/// `instantiate`, calling `on_eqn(eqn, output, inputs)` for each single-output equation in
-/// program order, as soon as its output array exists (values mode computes it there), and
-/// `on_eqn(eqn, None, inputs)` for each equation without outputs (`jax.debug.print`).
+/// `instantiate`, with `hooks` told of each equation in program order and asked for the
+/// outputs of control-flow equations.
 pub fn instantiate_with(
     jaxpr: &Jaxpr,
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
-    on_eqn: &mut dyn FnMut(&Eqn, Option<&Rc<Array>>, &[Rc<Array>]),
-) -> Option<Vec<Rc<Array>>> {
+    hooks: &mut dyn EqnHooks,
+) -> PyResult<Option<Vec<Rc<Array>>>> {
     if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() {
-        return None;
+        return Ok(None);
     }
     let mut env: HashMap<VarId, Rc<Array>> = HashMap::new();
     for ((v, _), a) in jaxpr.constvars.iter().zip(consts).chain(jaxpr.invars.iter().zip(inputs)) {
@@ -36,14 +58,24 @@ pub fn instantiate_with(
     };
     for eqn in &jaxpr.eqns {
         let ins: Option<Vec<Rc<Array>>> = eqn.inputs.iter().map(|a| read(&env, a)).collect();
-        let ins = ins?;
+        let Some(ins) = ins else { return Ok(None) };
         match (&eqn.prim, eqn.outputs.as_slice()) {
             (Prim::Pjit { .. } | Prim::Remat, _) => {
-                let body = eqn.bodies.first()?;
-                let n_consts = body.constvars.len();
-                let outs = instantiate_with(body, &ins[..n_consts.min(ins.len())], &ins[n_consts.min(ins.len())..], on_eqn)?;
+                let Some(body) = eqn.bodies.first() else { return Ok(None) };
+                let n_consts = body.constvars.len().min(ins.len());
+                let Some(outs) = instantiate_with(body, &ins[..n_consts], &ins[n_consts..], hooks)? else { return Ok(None) };
                 for ((v, _), o) in eqn.outputs.iter().zip(outs) {
                     env.insert(*v, o);
+                }
+            }
+            (prim, outs) if prim.is_control_flow() => {
+                let computed = hooks.control(eqn, &ins)?.filter(|c| c.len() == outs.len());
+                for (i, (v, aval)) in outs.iter().enumerate() {
+                    let out = match &computed {
+                        Some(c) => c[i].clone(),
+                        None => Array::unknown(aval.clone(), "control flow inside a traced function is computed in values mode only"),
+                    };
+                    env.insert(*v, out);
                 }
             }
             (prim, [(v, aval)]) => {
@@ -51,12 +83,12 @@ pub fn instantiate_with(
                     Prim::Opaque(_) | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
                     _ => Array::pending(aval.clone(), prim.clone(), ins.clone()),
                 };
-                on_eqn(eqn, Some(&out), &ins);
+                hooks.evaluated(eqn, Some(&out), &ins);
                 env.insert(*v, out);
             }
             (_, outs) => {
                 if outs.is_empty() {
-                    on_eqn(eqn, None, &ins);
+                    hooks.evaluated(eqn, None, &ins);
                 }
                 for (v, aval) in outs {
                     env.insert(*v, Array::unknown(aval.clone(), "multi-output primitive"));
@@ -64,5 +96,5 @@ pub fn instantiate_with(
             }
         }
     }
-    jaxpr.outvars.iter().map(|a| read(&env, a)).collect()
+    Ok(jaxpr.outvars.iter().map(|a| read(&env, a)).collect())
 }

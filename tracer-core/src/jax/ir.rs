@@ -154,15 +154,29 @@ pub enum Prim {
     Pjit {
         name: String,
     },
+    /// `lax.scan` (and `fori_loop` with static bounds): inputs are the body's consts, the carry,
+    /// then the scanned arrays; `bodies` is `[jaxpr]`, whose constvars are the consts.
     Scan {
         length: usize,
         reverse: bool,
         num_carry: usize,
     },
+    /// `lax.cond`/`switch`: inputs are the branch index, each branch's consts in branch order,
+    /// then the operands; `bodies` are the branches (index 0 is `false_fun` for `cond`).
     Cond {
         branches: usize,
     },
+    /// `lax.while_loop` (and `fori_loop` with traced bounds): inputs are the cond consts, the
+    /// body consts, then the carry; `bodies` are `[cond_jaxpr, body_jaxpr]`.
     While,
+    /// A `vmap` inside another trace (tracelens' own equation: JAX batches the body instead).
+    /// Inputs are the body's consts, then the arguments' array leaves; `in_axes` has one entry
+    /// per argument leaf, every output is stacked along `out_axes`.
+    Vmap {
+        axis_size: usize,
+        in_axes: Vec<Option<usize>>,
+        out_axes: usize,
+    },
     CustomJvpCall,
     CustomVjpCall,
     Remat,
@@ -311,6 +325,7 @@ impl Prim {
             Prim::Scan { .. } => "scan".into(),
             Prim::Cond { .. } => "cond".into(),
             Prim::While => "while".into(),
+            Prim::Vmap { .. } => "vmap".into(),
             Prim::CustomJvpCall => "custom_jvp_call".into(),
             Prim::CustomVjpCall => "custom_vjp_call".into(),
             Prim::Remat => "checkpoint".into(),
@@ -353,9 +368,145 @@ impl Prim {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
             Prim::TopK { k } => format!("k={k}"),
+            Prim::Vmap { axis_size, in_axes, out_axes } => {
+                let axes: Vec<String> = in_axes.iter().map(|a| a.map_or("None".to_string(), |a| a.to_string())).collect();
+                let axes = format!("({}{})", axes.join(", "), if axes.len() == 1 { "," } else { "" });
+                format!("axis_size={axis_size} in_axes={axes} out_axes={out_axes}")
+            }
             _ => String::new(),
         }
     }
+
+    /// `cond`, `while`, `scan` and `vmap`: equations whose bodies the evaluator runs
+    /// (`eval_control.rs`), printed in JAX's multi-line form.
+    pub fn is_control_flow(&self) -> bool {
+        matches!(self, Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. })
+    }
+}
+
+/// How many of a control-flow equation's inputs are the consts of each of its bodies, in order
+/// (the rest are its operands).
+pub fn body_const_counts(eqn: &Eqn) -> Vec<usize> {
+    eqn.bodies.iter().map(|b| b.constvars.len()).collect()
+}
+
+/// The `name=value` parameters of a control-flow equation in JAX's alphabetical order, bodies
+/// included, each printed for a line indented by `indent`.
+fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
+    let pad = " ".repeat(indent);
+    let bool_text = |b: bool| if b { "True" } else { "False" };
+    let body = |i: usize| eqn.bodies.get(i).map(|b| b.pretty(indent)).unwrap_or_default();
+    let nconsts = |i: usize| eqn.bodies.get(i).map_or(0, |b| b.constvars.len());
+    match &eqn.prim {
+        Prim::Cond { .. } => {
+            let branches: Vec<String> = eqn.bodies.iter().map(|b| format!("{pad}  {}", b.pretty(indent + 2))).collect();
+            vec![format!("branches=(\n{}\n{pad})", branches.join("\n"))]
+        }
+        Prim::While => vec![
+            format!("body_jaxpr={}", body(1)),
+            format!("body_nconsts={}", nconsts(1)),
+            format!("cond_jaxpr={}", body(0)),
+            format!("cond_nconsts={}", nconsts(0)),
+        ],
+        Prim::Scan { length, reverse, num_carry } => vec![
+            format!("jaxpr={}", body(0)),
+            format!("length={length}"),
+            format!("num_carry={num_carry}"),
+            format!("num_consts={}", nconsts(0)),
+            format!("reverse={}", bool_text(*reverse)),
+        ],
+        Prim::Vmap { axis_size, in_axes, out_axes } => {
+            let axes: Vec<String> = in_axes.iter().map(|a| a.map_or("None".to_string(), |a| a.to_string())).collect();
+            vec![
+                format!("axis_size={axis_size}"),
+                format!("in_axes=({}{})", axes.join(", "), if axes.len() == 1 { "," } else { "" }),
+                format!("jaxpr={}", body(0)),
+                format!("out_axes={out_axes}"),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The problems of a control-flow equation's signature: its bodies take and return what its
+/// inputs and outputs say (JAX's `_cond_typecheck`, `_while_loop_abstract_eval`, `_scan_typecheck`).
+fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
+    let same = |a: &[Aval], b: &[Aval]| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.shape == y.shape && x.dtype == y.dtype);
+    let invars = |j: &Jaxpr| j.invars.iter().map(|(_, a)| a.clone()).collect::<Vec<_>>();
+    let outs = |j: &Jaxpr| j.outvars.iter().map(|o| atom_aval(o, j)).collect::<Vec<_>>();
+    let consts: usize = eqn.bodies.iter().map(|b| b.constvars.len()).sum();
+    let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+    let mut problems = Vec::new();
+    let mut expect = |ok: bool, what: &str| {
+        if !ok {
+            problems.push(format!("{} {what}", eqn.prim.name()));
+        }
+    };
+    let operands = in_avals.get(consts + usize::from(matches!(eqn.prim, Prim::Cond { .. }))..).unwrap_or_default();
+    match &eqn.prim {
+        Prim::Cond { branches } => {
+            expect(eqn.bodies.len() == *branches && in_avals.len() > consts, "has a branch index and one body per branch");
+            for b in &eqn.bodies {
+                expect(same(&invars(b), operands), "branch takes other operands than the equation's");
+                expect(same(&outs(b), &declared), "branch returns other outputs than the equation's");
+            }
+        }
+        Prim::While => {
+            let [cond, body] = eqn.bodies.as_slice() else {
+                expect(false, "has a cond and a body");
+                return problems;
+            };
+            expect(same(&invars(cond), operands) && same(&invars(body), operands), "bodies take other types than the carry's");
+            expect(same(&outs(body), operands) && same(&declared, operands), "body returns other types than the carry's");
+            expect(same(&outs(cond), &[Aval::scalar(DType::Bool)]), "cond_jaxpr does not return bool[]");
+        }
+        Prim::Scan { length, num_carry, .. } => {
+            let Some(body) = eqn.bodies.first() else {
+                expect(false, "has a body");
+                return problems;
+            };
+            let unstacked = |a: &Aval| a.with_shape(&a.shape[1.min(a.shape.len())..]);
+            let mut want_in: Vec<Aval> = operands.iter().take(*num_carry).cloned().collect();
+            want_in.extend(operands.iter().skip(*num_carry).map(unstacked));
+            expect(same(&invars(body), &want_in), "body takes other types than the carry and one slice of xs");
+            let mut want_out: Vec<Aval> = declared.iter().take(*num_carry).cloned().collect();
+            want_out.extend(declared.iter().skip(*num_carry).map(unstacked));
+            expect(same(&outs(body), &want_out), "body returns other types than the carry and one slice of ys");
+            let stacked = operands.iter().skip(*num_carry).chain(declared.iter().skip(*num_carry));
+            expect(stacked.clone().all(|a| a.shape.first() == Some(length)), "scans arrays whose leading axis is not its length");
+        }
+        Prim::Vmap { axis_size, in_axes, out_axes } => {
+            let Some(body) = eqn.bodies.first() else {
+                expect(false, "has a body");
+                return problems;
+            };
+            expect(in_axes.len() == operands.len(), "has one in_axes entry per argument");
+            let want_in: Vec<Aval> = operands
+                .iter()
+                .zip(in_axes)
+                .map(|(a, ax)| match ax {
+                    Some(ax) if *ax < a.shape.len() => {
+                        let mut s = a.shape.to_vec();
+                        s.remove(*ax);
+                        a.with_shape(&s)
+                    }
+                    _ => a.clone(),
+                })
+                .collect();
+            expect(same(&invars(body), &want_in), "body takes other types than one example of the arguments");
+            let batched: Vec<Aval> = outs(body)
+                .iter()
+                .map(|a| {
+                    let mut s = a.shape.to_vec();
+                    s.insert((*out_axes).min(s.len()), *axis_size);
+                    a.with_shape(&s)
+                })
+                .collect();
+            expect(same(&batched, &declared), "declares outputs that are not the body's outputs stacked");
+        }
+        _ => {}
+    }
+    problems
 }
 
 /// Checks that a jaxpr is well formed: every variable is bound once before it is used, and
@@ -383,6 +534,17 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
         }
         for body in &eqn.bodies {
             problems.extend(check_ir(body).into_iter().map(|p| format!("in the body of equation {i}: {p}")));
+        }
+        if eqn.prim.is_control_flow() {
+            let in_avals: Vec<Aval> = eqn
+                .inputs
+                .iter()
+                .map(|a| match a {
+                    Atom::Lit(_, aval) => aval.clone(),
+                    Atom::Var(v) => bound.get(v).cloned().unwrap_or_else(|| Aval::scalar(DType::F32)),
+                })
+                .collect();
+            problems.extend(check_control(eqn, &in_avals).into_iter().map(|p| format!("equation {i}: {p}")));
         }
         if let (Prim::Pjit { .. }, Some(body)) = (&eqn.prim, eqn.bodies.first()) {
             let outs: Vec<Aval> = body.outvars.iter().map(|a| atom_aval(a, body)).collect();
@@ -416,6 +578,188 @@ fn atom_aval(atom: &Atom, jaxpr: &Jaxpr) -> Aval {
     }
 }
 
+/// `fori_loop`'s body as JAX stages it: the user's `body(i, carry)` returning `(i + 1, carry')`,
+/// or with `with_upper`, `body(i, upper, carry)` returning `(i + 1, upper, carry')` for a
+/// `while` loop over traced bounds. `user`'s first input is `i`.
+pub fn counting_body(user: &Jaxpr, with_upper: bool) -> Jaxpr {
+    let mut body = user.clone();
+    let Some((i, i_aval)) = user.invars.first().cloned() else { return body };
+    let mut fresh = user
+        .constvars
+        .iter()
+        .chain(&user.invars)
+        .chain(user.eqns.iter().flat_map(|e| e.outputs.iter()))
+        .map(|(v, _)| *v + 1)
+        .max()
+        .unwrap_or(0);
+    let mut new_var = |aval: &Aval, vars: &mut Vec<Aval>| {
+        let v = fresh;
+        fresh += 1;
+        vars.push(aval.clone());
+        v
+    };
+    let next = new_var(&i_aval, &mut body.var_avals);
+    body.eqns.insert(
+        0,
+        Eqn {
+            prim: Prim::Binary(BinaryPrim::Add),
+            inputs: vec![Atom::Var(i), Atom::Lit(1.0, i_aval.clone())],
+            outputs: vec![(next, i_aval.clone())],
+            site: None,
+            bodies: Vec::new(),
+            api: None,
+        },
+    );
+    let mut outvars = vec![Atom::Var(next)];
+    if with_upper {
+        let upper = new_var(&i_aval, &mut body.var_avals);
+        body.invars.insert(1, (upper, i_aval.clone()));
+        outvars.push(Atom::Var(upper));
+    }
+    outvars.extend(user.outvars.iter().cloned());
+    body.outvars = outvars;
+    body
+}
+
+/// The `cond_jaxpr` of a `fori_loop` over traced bounds: `i < upper`, over `(i, upper, carry)`.
+pub fn counting_cond(i_aval: &Aval, carry: &[Aval]) -> Jaxpr {
+    let mut invars = vec![(0, i_aval.clone()), (1, i_aval.clone())];
+    invars.extend(carry.iter().enumerate().map(|(k, a)| (k as VarId + 2, a.clone())));
+    let out = invars.len() as VarId;
+    Jaxpr {
+        constvars: Vec::new(),
+        invars,
+        eqns: vec![Eqn {
+            prim: Prim::Compare(CmpPrim::Lt),
+            inputs: vec![Atom::Var(0), Atom::Var(1)],
+            outputs: vec![(out, Aval::scalar(DType::Bool))],
+            site: None,
+            bodies: Vec::new(),
+            api: None,
+        }],
+        outvars: vec![Atom::Var(out)],
+        var_avals: Vec::new(),
+    }
+}
+
+/// Builds a jaxpr equation by equation, with fresh variables.
+struct Builder {
+    next: VarId,
+    eqns: Vec<Eqn>,
+}
+
+impl Builder {
+    fn fresh(&mut self) -> VarId {
+        self.next += 1;
+        self.next - 1
+    }
+
+    fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
+        let v = self.fresh();
+        self.eqns.push(Eqn { prim, inputs, outputs: vec![(v, aval)], site: None, bodies: Vec::new(), api: None });
+        Atom::Var(v)
+    }
+
+    /// Copies `body`'s equations with its binders bound to `binders`; its outputs.
+    fn inline(&mut self, body: &Jaxpr, binders: &[Atom]) -> Vec<Atom> {
+        let mut map: std::collections::HashMap<VarId, Atom> =
+            body.constvars.iter().chain(&body.invars).map(|(v, _)| *v).zip(binders.iter().cloned()).collect();
+        let atom = |map: &std::collections::HashMap<VarId, Atom>, a: &Atom| match a {
+            Atom::Var(v) => map.get(v).cloned().unwrap_or(Atom::Var(*v)),
+            lit => lit.clone(),
+        };
+        for eqn in &body.eqns {
+            let mut copy = eqn.clone();
+            copy.inputs = eqn.inputs.iter().map(|a| atom(&map, a)).collect();
+            for (v, _) in copy.outputs.iter_mut() {
+                let new = self.fresh();
+                map.insert(*v, Atom::Var(new));
+                *v = new;
+            }
+            self.eqns.push(copy);
+        }
+        body.outvars.iter().map(|a| atom(&map, a)).collect()
+    }
+}
+
+/// What a `cond` or `scan` equation computes, as a jaxpr without that control flow, whose
+/// binders are the equation's inputs (with avals `in_avals`): the branch `index` of a `cond`
+/// inlined, or a `scan` unrolled into `length` copies of its body, each on one `slice` of the
+/// scanned arrays, its `ys` stacked back with `concatenate`. Automatic differentiation goes
+/// through it with the rules of those primitives. `None` for other equations, an empty scan,
+/// or more than `max_eqns` equations.
+pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_eqns: usize) -> Option<Jaxpr> {
+    let counts = body_const_counts(eqn);
+    let mut b = Builder { next: in_avals.len() as VarId, eqns: Vec::new() };
+    let invars: Vec<(VarId, Aval)> = in_avals.iter().cloned().enumerate().map(|(i, a)| (i as VarId, a)).collect();
+    let binder = |i: usize| Atom::Var(i as VarId);
+    let outvars = match &eqn.prim {
+        Prim::Cond { .. } => {
+            let k = index?.min(eqn.bodies.len().checked_sub(1)?);
+            let total: usize = 1 + counts.iter().sum::<usize>();
+            let start = 1 + counts[..k].iter().sum::<usize>();
+            let mut binders: Vec<Atom> = (start..start + counts[k]).map(binder).collect();
+            binders.extend((total..in_avals.len()).map(binder));
+            if eqn.bodies[k].eqns.len() > max_eqns {
+                return None;
+            }
+            b.inline(&eqn.bodies[k], &binders)
+        }
+        Prim::Scan { length, reverse, num_carry } => {
+            let body = eqn.bodies.first()?;
+            let n_consts = counts[0];
+            if *length == 0 || body.eqns.len().saturating_add(4 * in_avals.len()).saturating_mul(*length) > max_eqns {
+                return None;
+            }
+            let consts: Vec<Atom> = (0..n_consts).map(binder).collect();
+            let mut carry: Vec<Atom> = (n_consts..n_consts + num_carry).map(binder).collect();
+            let xs: Vec<usize> = (n_consts + num_carry..in_avals.len()).collect();
+            let n_ys = body.outvars.len().checked_sub(*num_carry)?;
+            let mut ys: Vec<Vec<Atom>> = vec![Vec::new(); n_ys];
+            for step in 0..*length {
+                let t = if *reverse { length - 1 - step } else { step };
+                let mut binders = consts.clone();
+                binders.extend(carry.iter().cloned());
+                for &x in &xs {
+                    let shape = &in_avals[x].shape;
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.to_vec();
+                    start[0] = t;
+                    limit[0] = t + 1;
+                    let row =
+                        in_avals[x].with_shape(&limit.iter().enumerate().map(|(i, &l)| if i == 0 { 1 } else { l }).collect::<Vec<_>>());
+                    let strides = vec![1; shape.len()];
+                    let sliced = b.emit(Prim::Slice { start, limit, strides }, vec![binder(x)], row);
+                    let rest = shape[1..].to_vec();
+                    binders.push(b.emit(Prim::Reshape { new_sizes: rest.clone() }, vec![sliced], in_avals[x].with_shape(&rest)));
+                }
+                let outs = b.inline(body, &binders);
+                carry = outs[..*num_carry].to_vec();
+                for (y, o) in ys.iter_mut().zip(&outs[*num_carry..]) {
+                    y.push(o.clone());
+                }
+            }
+            let mut outvars = carry;
+            for (rows, (_, aval)) in ys.iter_mut().zip(&eqn.outputs[*num_carry..]) {
+                if *reverse {
+                    rows.reverse();
+                }
+                let mut row_shape = aval.shape.to_vec();
+                row_shape[0] = 1;
+                let row_aval = aval.with_shape(&row_shape);
+                let rows: Vec<Atom> = rows
+                    .iter()
+                    .map(|r| b.emit(Prim::Reshape { new_sizes: row_shape.clone() }, vec![r.clone()], row_aval.clone()))
+                    .collect();
+                outvars.push(b.emit(Prim::Concatenate { dimension: 0 }, rows, aval.clone()));
+            }
+            outvars
+        }
+        _ => return None,
+    };
+    Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
+}
+
 /// Variable names as JAX prints them: a..z, ba..bz, ...
 pub fn var_name(v: VarId) -> String {
     let mut n = v as usize;
@@ -444,7 +788,13 @@ impl Jaxpr {
             let ins = eqn.inputs.iter().map(atom_text).collect::<Vec<_>>().join(" ");
             let params = eqn.prim.params();
             let _ = write!(out, "\n{pad}    {outs} = {}", eqn.prim.name());
-            if !params.is_empty() || !eqn.bodies.is_empty() {
+            if eqn.prim.is_control_flow() {
+                out.push('[');
+                for item in control_params(eqn, indent + 6) {
+                    let _ = write!(out, "\n{pad}      {item}");
+                }
+                let _ = write!(out, "\n{pad}    ]");
+            } else if !params.is_empty() || !eqn.bodies.is_empty() {
                 out.push('[');
                 out.push_str(&params);
                 for (i, body) in eqn.bodies.iter().enumerate() {

@@ -201,6 +201,20 @@ fn clone_origin(o: &NonFinite) -> NonFinite {
     }
 }
 
+/// `to` holds data taken from `from` (a slice of it, a stacked row, a loop's carry): a NaN or
+/// Inf in `to` keeps the origin it had in `from`.
+pub fn inherit(interp: &mut Interp, to: &Rc<Array>, from: &[Rc<Array>]) {
+    let Some(values) = interp.values.as_ref() else { return };
+    let Some(origin) = from.iter().filter_map(|f| values.origin_of(f)).min_by_key(|o| o.seq) else { return };
+    let max = interp.budgets.max_elements;
+    if super::eval::force(to, max).is_none_or(|d| non_finite_counts(&d) == (0, 0)) {
+        return;
+    }
+    if let Some(values) = interp.values.as_mut() {
+        values.origins.insert(Rc::as_ptr(to) as usize, (Rc::downgrade(to), origin));
+    }
+}
+
 /// The program looks at `a` (prints it, formats it, converts it to a Python number): if it
 /// holds a NaN or Inf made by an operation, report TL301 at that operation, once per run.
 pub fn observed(interp: &mut Interp, a: &Rc<Array>, how: &str) {

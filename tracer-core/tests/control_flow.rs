@@ -1,0 +1,287 @@
+//! Control flow inside traces: `lax.cond`/`switch`/`while_loop`/`fori_loop`/`scan` and a
+//! nested `vmap` bind one higher-order equation (printed as JAX prints it), and values mode
+//! computes them. Every expected value was printed by JAX 0.10.2 for the same program.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tracer_core::interp::{Budgets, SourceLoader};
+use tracer_core::{analyze_file, run_file, AnalysisConfig, RunOutcome};
+
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+fn run(source: &str) -> tracer_core::RunResult {
+    run_file(&PathBuf::from("prog.py"), source, &NoFiles, &AnalysisConfig::default())
+}
+
+/// The stdout of a values-mode run that completed without notes.
+fn printed(source: &str) -> String {
+    let r = run(source);
+    assert_eq!(r.outcome, RunOutcome::Completed, "{:?}", r.notes);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    r.stdout
+}
+
+/// The jaxpr text of the only trace of `name`.
+fn jaxpr_of(source: &str, name: &str) -> String {
+    let config = AnalysisConfig { check_ir: true, ..Default::default() };
+    let a = analyze_file(&PathBuf::from("prog.py"), source, &NoFiles, &config);
+    assert!(a.ir_problems.is_empty(), "{:?}", a.ir_problems);
+    let f = a.functions.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("no traced function {name}"));
+    f.traces[0].jaxpr.clone()
+}
+
+#[test]
+fn cond_and_switch_inside_jit_compute_the_taken_branch() {
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return jax.lax.cond(x > 0, lambda x: jnp.sqrt(x), lambda x: -x * 2.0, x)
+
+for v in [4.0, -1.5, 0.25]:
+    print(f(jnp.float32(v)))
+g = jax.jit(lambda i, x: jax.lax.switch(i, [jnp.sin, jnp.cos, lambda x: x * 3.0], x))
+print(g(7, 2.0), g(-1, 2.0), g(1, 2.0))
+print(jax.jit(lambda p, x: jax.lax.cond(p, lambda x: x + 1, lambda x: x - 1, x))(3, 1.0))
+"#,
+    );
+    assert_eq!(out, "2.0\n3.0\n0.5\n6.0 0.9092974 -0.41614684\n2.0\n");
+}
+
+/// The stdout of a values-mode run of a conformance fixture (`tests/fixtures/...`).
+fn printed_fixture(path: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").join("tests/fixtures");
+    printed(&std::fs::read_to_string(root.join(path)).expect("read fixture"))
+}
+
+#[test]
+fn loops_inside_jit_compute_their_carry() {
+    assert_eq!(printed_fixture("run/fori_loop_power.py"), "[0.52573115 0.8506508 ]\n3.618034\n");
+    assert_eq!(printed_fixture("run/while_loop_newton.py"), "1.4142135 4\n7 0.78125\n");
+    assert_eq!(printed("import jax\nprint(jax.jit(lambda lo, x: jax.lax.fori_loop(lo, 6, lambda i, v: v + i, x))(2, 1.0))\n"), "15.0\n");
+}
+
+#[test]
+fn scan_inside_jit_honours_reverse_and_nests() {
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+
+def step(c, x):
+    return c * 2.0 + x, c - x
+
+xs = jnp.arange(4.0)
+print(jax.lax.scan(step, 1.0, xs, reverse=True))
+print(jax.jit(lambda c, xs: jax.lax.scan(step, c, xs, reverse=True))(1.0, xs))
+print(jax.jit(lambda c, xs: jax.lax.scan(step, c, xs))(1.0, xs))
+
+@jax.jit
+def nested(x):
+    def outer(c, row):
+        inner = jax.lax.fori_loop(0, 3, lambda i, a: a + row * i, 0.0)
+        return c + inner, jax.lax.cond(inner > 3.0, lambda v: v * 10.0, lambda v: -v, inner)
+    return jax.lax.scan(outer, 0.0, x)
+
+print(nested(jnp.array([1.0, 2.0, 0.5])))
+"#,
+    );
+    assert_eq!(
+        out,
+        "(Array(50., dtype=float32), Array([25., 11.,  3., -2.], dtype=float32))\n\
+         (Array(50., dtype=float32), Array([25., 11.,  3., -2.], dtype=float32))\n\
+         (Array(27., dtype=float32), Array([1., 1., 3., 9.], dtype=float32))\n\
+         (Array(10.5, dtype=float32), Array([-3. , 60. , -1.5], dtype=float32))\n"
+    );
+}
+
+#[test]
+fn vmap_inside_vmap_and_jit_is_computed() {
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+
+def dist(a, b):
+    return jnp.sqrt(jnp.sum((a - b) ** 2))
+
+pts = jnp.array([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
+print(jax.vmap(jax.vmap(dist, in_axes=(None, 0)), in_axes=(0, None))(pts, pts))
+print(jax.jit(jax.vmap(lambda a, b: a * b + 1.0))(jnp.arange(3.0), jnp.ones(3)))
+print(jax.vmap(lambda r: jax.lax.fori_loop(0, 3, lambda i, a: a * r, 1.0))(jnp.array([1.0, 2.0, 3.0])))
+"#,
+    );
+    assert_eq!(
+        out,
+        "[[0.        5.        1.4142135]\n [5.        0.        3.6055512]\n [1.4142135 3.6055512 0.       ]]\n[1. 2. 3.]\n[ 1.  8. 27.]\n"
+    );
+}
+
+#[test]
+fn control_flow_prints_as_higher_order_equations() {
+    let cond = jaxpr_of(
+        r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return jax.lax.cond(x > 0, jnp.sqrt, lambda x: -x, x)
+
+f(1.0)
+"#,
+        "f",
+    );
+    assert!(cond.contains("= cond[\n      branches=(\n        { lambda ; a:~f32[]. let\n            b:~f32[] = neg a"), "{cond}");
+    assert!(cond.contains("      )\n    ] d a\n"), "{cond}");
+    let scan = jaxpr_of(
+        r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(xs):
+    return jax.lax.scan(lambda c, x: (c + x, c * x), 0.0, xs, reverse=True)
+
+f(jnp.ones(3))
+"#,
+        "f",
+    );
+    for part in ["= scan[\n      jaxpr={ lambda ; a:f32[] b:f32[]. let", "length=3", "num_carry=1", "num_consts=0", "reverse=True"] {
+        assert!(scan.contains(part), "{part} missing in {scan}");
+    }
+    let fori = jaxpr_of(
+        r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(n, x):
+    return jax.lax.fori_loop(0, n, lambda i, v: v * 2.0, x)
+
+f(3, 1.0)
+"#,
+        "f",
+    );
+    for part in ["= while[", "body_jaxpr={", "body_nconsts=0", "cond_jaxpr={", "= lt a b", "cond_nconsts=0"] {
+        assert!(fori.contains(part), "{part} missing in {fori}");
+    }
+    assert!(!fori.contains("checkpoint"), "{fori}");
+}
+
+#[test]
+fn a_nan_inside_a_loop_body_is_reported_at_its_line_with_the_iteration() {
+    let r = run(r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    def body(i, x):
+        return jnp.log(x - 1.0)
+    return jax.lax.fori_loop(0, 5, body, x)
+
+print(f(jnp.float32(10.0)))
+"#);
+    assert_eq!(r.stdout, "nan\n");
+    let tl301: Vec<_> = r.diagnostics.iter().filter(|(d, _, _)| d.code.as_str() == "TL301").collect();
+    assert_eq!(tl301.len(), 1, "{:?}", r.diagnostics);
+    let (d, loc, _) = tl301[0];
+    assert_eq!(loc.line, 7);
+    assert!(d.message.contains("encountered in log"), "{}", d.message);
+    assert!(d.message.contains("in jit(f) called at prog.py:10, the 3rd iteration of the loop at prog.py:8"), "{}", d.message);
+}
+
+#[test]
+fn an_endless_while_loop_inside_jit_ends_on_the_budget() {
+    let source = r#"import jax
+
+@jax.jit
+def f(x):
+    return jax.lax.while_loop(lambda x: x > 0, lambda x: x + 1.0, x)
+
+print(f(1.0))
+"#;
+    let budgets = Budgets { max_time: Duration::from_millis(300), ..Default::default() };
+    let config = AnalysisConfig { budgets, ..Default::default() };
+    let start = Instant::now();
+    let r = run_file(&PathBuf::from("prog.py"), source, &NoFiles, &config);
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+    assert!(matches!(r.outcome, RunOutcome::Stopped { .. }), "{:?}", r.outcome);
+    assert_eq!(r.stdout, "");
+    // An ordinary analysis never runs the loop.
+    let a = analyze_file(&PathBuf::from("prog.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert!(a.diagnostics.iter().all(|(d, _, _)| d.code.as_str() != "TL900"), "{:?}", a.diagnostics);
+}
+
+/// `jax.grad` of `f` (the definition of a function `f(x)` returning a scalar) at `x0`, against
+/// central finite differences in float64 computed by values mode from the same `f`.
+fn check_grad(f: &str, x0: &[f64]) {
+    let x0 = x0.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>().join(", ");
+    let source = format!(
+        r#"import jax
+import jax.numpy as jnp
+from jax import lax
+jax.config.update("jax_enable_x64", True)
+{f}
+x0 = [{x0}]
+g = jax.grad(f)(jnp.array(x0))
+for i in range(len(x0)):
+    up = list(x0)
+    dn = list(x0)
+    up[i] += 1e-6
+    dn[i] -= 1e-6
+    print(float(g[i]), float((f(jnp.array(up)) - f(jnp.array(dn))) / 2e-6))
+"#
+    );
+    let out = printed(&source);
+    assert!(!out.is_empty(), "{f}");
+    for line in out.lines() {
+        let pair: Vec<f64> = line.split_whitespace().map(|v| v.parse().unwrap_or(f64::NAN)).collect();
+        let [ad, fd] = pair[..] else { panic!("{f}: unexpected line {line:?}") };
+        assert!((ad - fd).abs() <= 1e-5 * (1.0 + fd.abs()), "{f}: {ad} by AD but {fd} by finite differences");
+    }
+}
+
+#[test]
+fn grad_goes_through_the_taken_branch_of_cond() {
+    let f = "def f(x):\n    return lax.cond(jnp.sum(x) > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x).sum()\n";
+    check_grad(f, &[0.5, 1.5, -0.25]);
+    check_grad(f, &[-0.5, 0.3, -0.25]);
+    let switch = "def f(x):\n    return jnp.sum(lax.switch(2, [jnp.exp, jnp.tanh, lambda v: v * jnp.sum(v)], x))\n";
+    check_grad(switch, &[0.5, -1.5]);
+}
+
+#[test]
+fn grad_goes_through_scan_and_static_fori_loop() {
+    check_grad(
+        "def f(x):\n    c, ys = lax.scan(lambda c, xi: (c * xi + jnp.sin(xi), c * xi), 1.0, x)\n    return c + jnp.sum(ys ** 2)\n",
+        &[0.5, 1.5, -0.25, 2.0],
+    );
+    check_grad(
+        "def f(x):\n    w = jnp.sum(x)\n    c, ys = lax.scan(lambda c, xi: (c + w * xi, jnp.exp(c)), 0.0, x, reverse=True)\n    return c * jnp.sum(ys)\n",
+        &[0.1, -0.2, 0.3],
+    );
+    check_grad("def f(x):\n    return lax.fori_loop(0, 4, lambda i, v: v * jnp.cos(v) + i, x).sum()\n", &[0.5, 1.0]);
+    check_grad("@jax.jit\ndef f(x):\n    return lax.scan(lambda c, xi: (c * jnp.tanh(xi), c), 1.0, x)[0]\n", &[0.5, 1.0, -2.0]);
+}
+
+#[test]
+fn reverse_mode_through_a_while_loop_with_a_tuple_carry_is_jaxs_error() {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("repo root")
+            .join("tests/fixtures/errors/tl190_grad_through_while_loop_newton.py"),
+    )
+    .expect("read fixture");
+    let a = analyze_file(&PathBuf::from("prog.py"), &source, &NoFiles, &AnalysisConfig::default());
+    let errors: Vec<_> = a.diagnostics.iter().map(|(d, loc, _)| (d.code.as_str(), loc.line, d.message.clone())).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!((errors[0].0, errors[0].1), ("TL190", 21));
+    assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
+}
