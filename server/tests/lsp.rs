@@ -401,11 +401,11 @@ fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
 
 #[test]
 fn a_reproducer_is_offered_only_where_one_can_be_written() {
-    // Passing a plain dataclass to a jitted function (TL112) needs the dataclass, and a
-    // reproducer may not import `dataclasses`: no reproducer, so no action. The NameError's reproducer is cut from the source.
-    let no_repro = "import dataclasses\n\nimport jax\nimport jax.numpy as jnp\n\n\n@dataclasses.dataclass\nclass Params:\n    w: jax.Array\n\n\n@jax.jit\ndef loss(p, x):\n    return (x @ p.weight).sum()\n\n\nloss(Params(jnp.ones((3, 2))), jnp.ones((4, 3)))\n";
+    // The NameError's program needs `SCALE`, which needs `math`, and a reproducer may not
+    // import `math`: no reproducer, so no action. In the other file the same error has one.
+    let no_repro = "import math\n\nimport jax\nimport jax.numpy as jnp\n\nSCALE = math.sqrt(2.0)\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ w).sum() * SCALE + bias\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
     let with_repro = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ weight).sum()\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
-    let root = workspace("repro-offered", &[("dc.py", no_repro), ("typo.py", with_repro)]);
+    let root = workspace("repro-offered", &[("scaled.py", no_repro), ("typo.py", with_repro)]);
     let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
     let titles_at_error = |c: &mut Client, name: &str, text: &str, code: &str| {
         let u = open(c, &root.join(name), text);
@@ -420,8 +420,8 @@ fn a_reproducer_is_offered_only_where_one_can_be_written() {
             actions["result"].as_array().into_iter().flatten().filter_map(|a| a["title"].as_str().map(str::to_string)).collect();
         (u, error["range"]["start"]["line"].as_u64().unwrap_or(0), titles)
     };
-    let (u, line, titles) = titles_at_error(&mut c, "dc.py", no_repro, "TL112");
-    assert!(titles.iter().any(|t| t.starts_with("Ignore TL112")), "{titles:?}");
+    let (u, line, titles) = titles_at_error(&mut c, "scaled.py", no_repro, "TL190");
+    assert!(titles.iter().any(|t| t.starts_with("Ignore TL190")), "{titles:?}");
     assert!(!titles.iter().any(|t| t.contains("reproducer")), "{titles:?}");
     // Asked anyway, the command says why and writes nothing.
     let none = c.request("workspace/executeCommand", json!({"command": "tracelens.repro", "arguments": [u, line]}));

@@ -15,6 +15,8 @@ pub struct ReproSummary {
     pub same_class: usize,
     /// (fixture, expected class, what happened)
     pub wrong: Vec<(String, String, String)>,
+    /// (fixture, why `tracelens repro` wrote nothing)
+    pub missing: Vec<(String, String)>,
     /// Median of 1 - (reproducer lines / fixture lines) over the emitted reproducers.
     pub median_reduction: f64,
 }
@@ -74,7 +76,9 @@ fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = python_files_in(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(String, String, Option<Result<(), String>>, f64)>> = Mutex::new(Vec::new());
+    // (fixture, class, outcome under JAX when written, reduction, why nothing was written)
+    type Row = (String, String, Option<Result<(), String>>, f64, String);
+    let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -85,14 +89,30 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                 let Some((line, code, class)) = expected_error(&text) else { continue };
                 let out = out_dir.join(&name);
                 let _ = std::fs::remove_file(&out);
+                let why = Mutex::new(String::new());
                 let repro = |line: usize| {
                     let mut cmd = Command::new(binary);
                     cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
-                    matches!(run_with_limit(cmd, Duration::from_secs(60)), Ok(f) if f.status == Some(0)) && out.is_file()
+                    match run_with_limit(cmd, Duration::from_secs(60)) {
+                        Ok(f) if f.status == Some(0) => out.is_file(),
+                        Ok(f) => {
+                            if let Ok(mut w) = why.lock() {
+                                *w = f.stderr.lines().last().unwrap_or("").to_string();
+                            }
+                            false
+                        }
+                        Err(e) => {
+                            if let Ok(mut w) = why.lock() {
+                                *w = e.to_string();
+                            }
+                            false
+                        }
+                    }
                 };
                 // The annotation is where JAX raises; tracelens may report the error where it
                 // is made (a leaked tracer's use inside the trace): then that line's.
                 let emitted = repro(line) || reported_line(binary, path, &code).is_some_and(|l| l != line && repro(l));
+                let why = why.into_inner().unwrap_or_default();
                 let outcome = if !emitted {
                     None
                 } else {
@@ -113,7 +133,7 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                 let fixture_lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count().max(1);
                 let reduction = 1.0 - repro_lines as f64 / fixture_lines as f64;
                 if let Ok(mut r) = results.lock() {
-                    r.push((name, class, outcome, reduction));
+                    r.push((name, class, outcome, reduction, why));
                 }
             });
         }
@@ -123,17 +143,20 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
     reductions.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let mut wrong: Vec<(String, String, String)> = results
         .iter()
-        .filter_map(|(n, c, o, _)| match o {
+        .filter_map(|(n, c, o, _, _)| match o {
             Some(Err(why)) => Some((n.clone(), c.clone(), why.clone())),
             _ => None,
         })
         .collect();
     wrong.sort();
+    let mut missing: Vec<(String, String)> = results.iter().filter(|r| r.2.is_none()).map(|r| (r.0.clone(), r.4.clone())).collect();
+    missing.sort();
     ReproSummary {
         fixtures: results.len(),
         emitted: results.iter().filter(|r| r.2.is_some()).count(),
         same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(())))).count(),
         wrong,
+        missing,
         median_reduction: reductions.get(reductions.len() / 2).copied().unwrap_or(0.0),
     }
 }
@@ -143,6 +166,9 @@ impl ReproSummary {
         let mut out = String::from("\nreproducers (tracelens repro on every error fixture, run under real JAX):\n");
         for (name, class, why) in &self.wrong {
             out.push_str(&format!("  WRONG  {name}: expected {class}, {why}\n"));
+        }
+        for (name, why) in &self.missing {
+            out.push_str(&format!("  NONE   {name}: {why}\n"));
         }
         let pct = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         out.push_str(&format!(

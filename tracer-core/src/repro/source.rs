@@ -27,6 +27,8 @@ struct SrcLine {
     in_string: bool,
     /// A link comment may follow the line (it ends outside a string, without a backslash).
     linkable: bool,
+    /// Rows the cut writes after this line (a dataclass's methods), each after a newline.
+    after: String,
 }
 
 /// A statement (or statements sharing a line) of a block, with the block of its body the
@@ -78,9 +80,19 @@ impl SourceProgram {
             return None;
         }
         let index = LineIndex::new(text);
-        let lines = scan_lines(text);
+        let mut lines = scan_lines(text);
         let mut nodes = Vec::new();
         let top = block_nodes(&module.body, &index, &lines, &mut nodes);
+        for s in &module.body {
+            if let StmtKind::ClassDef(c) = &s.kind {
+                let first = index.line_of(s.span.start) as usize;
+                if let Some(&n) = top.iter().find(|&&n| nodes[n].first == first) {
+                    if plain_dataclass(text, c, &index, &mut lines, nodes[n].last) {
+                        nodes[n].body.clear();
+                    }
+                }
+            }
+        }
         let removed: Vec<bool> = nodes.iter().map(|n| n.disallowed).collect();
         // Also when the module has `test_*` functions: tracelens runs them as tests, Python
         // does not (nor does the oracle), so an error raised in one is not raised by the cut.
@@ -129,7 +141,7 @@ impl SourceProgram {
                     }
                     if !self.removed[n] {
                         // A top-level definition stands apart, for the reader.
-                        let head = self.lines[node.first].code.as_str();
+                        let head = (node.first..=node.last).map(|l| self.lines[l].code.as_str()).find(|c| !c.is_empty()).unwrap_or("");
                         let apart = self.top.contains(&n) && ["def ", "async def ", "class ", "@"].iter().any(|k| head.starts_with(k));
                         let blank = |out: &mut Rendered, row: &mut usize| {
                             if *row > 0 && !out.text.ends_with("\n\n") {
@@ -166,11 +178,13 @@ impl SourceProgram {
             out.text.push_str(&format!("  # {}:{user_line}", self.file_label));
             out.links.push((*row, user_line));
         }
+        out.text.push_str(&l.after);
         out.text.push('\n');
+        let extra = l.after.matches('\n').count();
         if user_line == self.error_line && out.failing_line.is_none() {
             out.failing_line = Some(*row);
         }
-        *row += 1;
+        *row += 1 + extra;
     }
 
     pub fn code_lines(&self) -> usize {
@@ -306,6 +320,58 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
     (best, runs, true)
 }
 
+/// A class made with `@dataclasses.dataclass` whose body is only fields without defaults is
+/// written without `dataclasses`: an `__init__` taking the fields, and, when it is also
+/// `@jax.tree_util.register_dataclass`, registered with `register_pytree_node_class` with
+/// the fields as children. Rewrites `lines` in place; false (and nothing changed) for any
+/// other class.
+fn plain_dataclass(text: &str, c: &crate::syntax::ast::ClassDef, index: &LineIndex, lines: &mut [SrcLine], last: usize) -> bool {
+    let source = |span: crate::syntax::ast::Span| text.get(span.start as usize..span.end as usize).unwrap_or("").trim().to_string();
+    let decorators: Vec<String> = c.decorators.iter().map(|d| source(d.span)).collect();
+    let is_dataclass = |d: &str| d == "dataclasses.dataclass" || d == "dataclass";
+    let registered = decorators.iter().any(|d| d == "jax.tree_util.register_dataclass");
+    if !decorators.iter().any(|d| is_dataclass(d)) || !decorators.iter().all(|d| is_dataclass(d) || d == "jax.tree_util.register_dataclass")
+    {
+        return false;
+    }
+    let mut fields = Vec::new();
+    for s in &c.body {
+        match &s.kind {
+            StmtKind::AnnAssign { target, value: None, .. } => match &target.kind {
+                crate::syntax::ast::ExprKind::Name(n) => fields.push(n.to_string()),
+                _ => return false,
+            },
+            StmtKind::Expr(e) if matches!(e.kind, crate::syntax::ast::ExprKind::Str(_)) => {}
+            _ => return false,
+        }
+    }
+    let Some(first_field) = c.body.first() else { return false };
+    let indent: String = lines[index.line_of(first_field.span.start) as usize].code.chars().take_while(|c| c.is_whitespace()).collect();
+    let decorator_lines: Vec<usize> = c.decorators.iter().map(|d| index.line_of(d.span.start) as usize).collect();
+    for (k, &l) in decorator_lines.iter().enumerate() {
+        let at: String = lines[l].code.chars().take_while(|c| c.is_whitespace()).collect();
+        lines[l].code = if registered && k == 0 { format!("{at}@jax.tree_util.register_pytree_node_class") } else { String::new() };
+    }
+    let fields_list = fields.join(", ");
+    let mut methods = format!("\n{indent}def __init__(self, {fields_list}):");
+    for f in &fields {
+        methods.push_str(&format!("\n{indent}    self.{f} = {f}"));
+    }
+    if fields.is_empty() {
+        methods.push_str(&format!("\n{indent}    pass"));
+    }
+    if registered {
+        let children: Vec<String> = fields.iter().map(|f| format!("self.{f}")).collect();
+        let tuple = if children.len() == 1 { format!("({},)", children[0]) } else { format!("({})", children.join(", ")) };
+        methods.push_str(&format!("\n{indent}def tree_flatten(self):\n{indent}    return {tuple}, None"));
+        methods.push_str(&format!(
+            "\n{indent}@classmethod\n{indent}def tree_unflatten(cls, aux, children):\n{indent}    return cls(*children)"
+        ));
+    }
+    lines[last].after = methods;
+    true
+}
+
 /// The nodes of one block: statements that share a line are one node.
 fn block_nodes(stmts: &[Stmt], index: &LineIndex, lines: &[SrcLine], nodes: &mut Vec<Node>) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
@@ -421,7 +487,7 @@ fn scan_lines(text: &str) -> Vec<SrcLine> {
             code.truncate(code.trim_end().len());
         }
         let linkable = !ends_in_string && !code.ends_with('\\') && !code.trim().is_empty();
-        out.push(SrcLine { code, in_string: starts_in_string || ends_in_string, linkable });
+        out.push(SrcLine { code, in_string: starts_in_string || ends_in_string, linkable, after: String::new() });
     }
     // The text after the last newline is a line only when it has something.
     if text.ends_with('\n') {
@@ -456,5 +522,37 @@ mod tests {
         assert_eq!(r.text, "import jax  # m.py:2\n\ndef f(x):  # m.py:5\n    pass\n\nf(1)  # m.py:10\n");
         assert_eq!(r.failing_line, Some(5));
         assert_eq!(r.links, [(0, 2), (2, 5), (5, 10)]);
+    }
+
+    #[test]
+    fn a_dataclass_is_written_without_dataclasses() {
+        let text = "import dataclasses\nimport jax\n\n\n@jax.tree_util.register_dataclass\n@dataclasses.dataclass\nclass P:\n    w: jax.Array\n    b: jax.Array\n\n\nP(1, 2).c\n";
+        let p = SourceProgram::new(text, 12, "TL190", "AttributeError: c", "m.py").expect("parses");
+        let r = p.render(&[]);
+        let expected = "import jax  # m.py:2\n\n@jax.tree_util.register_pytree_node_class  # m.py:5\nclass P:  # m.py:7\n    w: jax.Array  # m.py:8\n    b: jax.Array  # m.py:9\n    def __init__(self, w, b):\n        self.w = w\n        self.b = b\n    def tree_flatten(self):\n        return (self.w, self.b), None\n    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(*children)\n\nP(1, 2).c  # m.py:12\n";
+        assert_eq!(r.text, expected);
+        assert_eq!(r.failing_line, Some(15));
+        // Not registered: only the `__init__`; a class with anything but fields is left as it is.
+        let plain = SourceProgram::new(
+            "import dataclasses\n@dataclasses.dataclass\nclass Q:\n    x: int\nQ(1)\n",
+            5,
+            "TL112",
+            "TypeError: x",
+            "m.py",
+        )
+        .expect("parses");
+        assert_eq!(
+            plain.render(&[]).text,
+            "class Q:  # m.py:3\n    x: int  # m.py:4\n    def __init__(self, x):\n        self.x = x\n\nQ(1)  # m.py:5\n"
+        );
+        let other = SourceProgram::new(
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    x: int = 0\n",
+            4,
+            "TL112",
+            "TypeError: x",
+            "m.py",
+        )
+        .expect("parses");
+        assert!(other.render(&[]).text.contains("@dataclasses.dataclass  # m.py:2"));
     }
 }
