@@ -223,12 +223,9 @@ pub fn reproducer_text_with(
     options: &ReproOptions,
 ) -> Result<String, String> {
     if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
-        // Only a program on which tracelens itself re-raises the error is offered.
-        let text = if options.unreduced {
-            tracer_core::repro::minimise::reproduces(&r.program).then(|| r.text.clone())
-        } else {
-            r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default())
-        };
+        // The analysis keeps only programs on which tracelens itself re-raises the error.
+        let text =
+            if options.unreduced { Some(r.text.clone()) } else { r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()) };
         if let Some(text) = text {
             return Ok(text.replace(&*path.to_string_lossy(), shown));
         }
@@ -238,7 +235,7 @@ pub fn reproducer_text_with(
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
-        format!("{shown}:{line}: this error cannot be reproduced standalone yet (it does not come from a statement inside a traced function that a pure-JAX program can say)")
+        format!("{shown}:{line}: this error cannot be reproduced standalone yet (no trace stages it out, and the file cut down to jax, numpy and functools does not raise it: it needs another import, or it is raised in another file or in a test function)")
     } else {
         format!("{shown}:{line}: no error to reproduce at this line")
     })

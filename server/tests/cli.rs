@@ -183,6 +183,33 @@ fn a_reproducer_of_a_reproducer_is_the_same_program() {
     }
 }
 
+const LEAKY: &str = "import math\nimport jax\nimport jax.numpy as jnp\n\nSEEN = []\n\n\ndef unused():\n    return math.pi\n\n\n@jax.jit\ndef f(x):\n    y = jnp.sin(x)  # a comment\n    SEEN.append(y)\n    return y * 2.0\n\n\nout = f(jnp.ones(3))\nprint(out)\ntotal = SEEN[0] + 1.0\n";
+
+#[test]
+fn a_leaked_tracer_gets_a_reproducer_cut_from_the_source() {
+    let dir = temp_dir("repro-source");
+    write(&dir, "leaky.py", LEAKY);
+    let out = tracelens().current_dir(&dir).args(["repro", "leaky.py", "--line", "21", "-o", "first.py"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let first = std::fs::read_to_string(dir.join("first.py")).expect("first");
+    assert!(first.starts_with("# tracelens reproducer for TL103 at leaky.py:21\n"), "{first}");
+    assert!(first.contains("# raises under JAX: UnexpectedTracerError\n"), "{first}");
+    // The statements the leak needs, each linked to its line; the comment, the import of
+    // `math` and what needs neither are gone.
+    let code = code_only(&first);
+    assert!(first.contains("    SEEN.append(y)  # leaky.py:15\n"), "{first}");
+    assert!(first.contains("\ntotal = SEEN[0] + 1.0  # leaky.py:21\n"), "{first}");
+    assert!(!first.contains("math") && !first.contains("print(") && !first.contains("a comment"), "{first}");
+    assert!(code.iter().filter(|l| l.starts_with("import ")).all(|l| l == "import jax" || l == "import jax.numpy as jnp"), "{first}");
+    // Regenerating from the reproducer gives the same program.
+    let line = first.lines().position(|l| l.ends_with("# leaky.py:21")).expect("linked line") + 1;
+    let out =
+        tracelens().current_dir(&dir).args(["repro", "first.py", "--line", &line.to_string(), "-o", "second.py"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let second = std::fs::read_to_string(dir.join("second.py")).expect("second");
+    assert_eq!(code, code_only(&second), "{first}\n----\n{second}");
+}
+
 const STAGED: &str = "import jax\nimport jax.numpy as jnp\n\n\ndef layer(w, b, x):\n    h = jnp.tanh(x @ w)\n    return h + b\n\n\n@jax.jit\ndef model(params, x):\n    h = layer(params[\"w1\"], params[\"b1\"], x)\n    return h.sum(), h\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"b1\": jnp.ones((8,))}\nmodel(params, jnp.ones((2, 4)))\nmodel(params, jnp.ones((3, 4)))\nmodel(params, jnp.ones((3, 4)))\nmodel(params, jnp.ones((5, 4)))\n";
 
 #[test]

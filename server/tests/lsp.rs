@@ -427,6 +427,38 @@ fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
     c.stop();
 }
 
+#[test]
+fn a_reproducer_is_offered_only_where_one_can_be_written() {
+    // The NameError's program needs `SCALE`, which needs `math`, and a reproducer may not
+    // import `math`: no reproducer, so no action. In the other file the same error has one.
+    let no_repro = "import math\n\nimport jax\nimport jax.numpy as jnp\n\nSCALE = math.sqrt(2.0)\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ w).sum() * SCALE + bias\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
+    let with_repro = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ weight).sum()\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
+    let root = workspace("repro-offered", &[("scaled.py", no_repro), ("typo.py", with_repro)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let titles_at_error = |c: &mut Client, name: &str, text: &str, code: &str| {
+        let u = open(c, &root.join(name), text);
+        let diags = c.diagnostics(&u, Some(1));
+        let error = diags.iter().find(|d| d["severity"] == 1).cloned().unwrap_or_else(|| panic!("no error in {diags:?}"));
+        assert_eq!(error["code"], code, "{error}");
+        let actions = c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": u}, "range": error["range"], "context": {"diagnostics": [error]}}),
+        );
+        let titles: Vec<String> =
+            actions["result"].as_array().into_iter().flatten().filter_map(|a| a["title"].as_str().map(str::to_string)).collect();
+        (u, error["range"]["start"]["line"].as_u64().unwrap_or(0), titles)
+    };
+    let (u, line, titles) = titles_at_error(&mut c, "scaled.py", no_repro, "TL190");
+    assert!(titles.iter().any(|t| t.starts_with("Ignore TL190")), "{titles:?}");
+    assert!(!titles.iter().any(|t| t.contains("reproducer")), "{titles:?}");
+    // Asked anyway, the command says why and writes nothing.
+    let none = c.request("workspace/executeCommand", json!({"command": "tracelens.repro", "arguments": [u, line]}));
+    assert!(none["result"]["message"].as_str().is_some_and(|m| m.contains("cannot be reproduced standalone")), "{none}");
+    let (_, _, titles) = titles_at_error(&mut c, "typo.py", with_repro, "TL190");
+    assert!(titles.iter().any(|t| t == "Write a pure-JAX reproducer of TL190"), "{titles:?}");
+    c.stop();
+}
+
 /// The text of `range` (LSP, UTF-16 = bytes here: ASCII) in `text`.
 fn range_text<'a>(text: &'a str, range: &Value) -> &'a str {
     let line = text.lines().nth(range["start"]["line"].as_u64().unwrap_or(0) as usize).unwrap_or("");

@@ -24,6 +24,9 @@ pub struct AnalysisConfig {
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
+    /// Run the module only, not its `test_*` functions (as Python runs a script: the
+    /// oracle of source reproducers).
+    pub skip_tests: bool,
     pub reproducers: crate::repro::ReproConfig,
 }
 
@@ -90,32 +93,58 @@ pub struct FileAnalysis {
 }
 
 /// A reproducer for one error: the program as data, and as emitted (unreduced) text with
-/// which emitted line stands for which user line. `minimised` delta-debugs it.
+/// which emitted line stands for which user line. `minimised` delta-debugs it. Only
+/// programs on which tracing re-raises the error are kept (an editor offers every one).
 #[derive(Clone, Debug)]
 pub struct Reproducer {
     pub path: PathBuf,
     pub line: u32,
     pub code: String,
-    pub program: crate::repro::Program,
+    pub program: ReproProgram,
     /// The unreduced program, as `tracelens repro --unreduced` writes it.
     pub text: String,
     /// (0-based line in `text`, 1-based line in the user's file).
     pub links: Vec<(usize, u32)>,
 }
 
+/// How a reproducer was made.
+#[derive(Clone, Debug)]
+pub enum ReproProgram {
+    /// Staged out of the trace that raised the error (`jax::stmt`).
+    Staged(crate::repro::Program),
+    /// Cut from the user's source (`repro::source`), for errors no trace stages out.
+    Source(crate::repro::source::SourceProgram),
+}
+
 impl Reproducer {
+    fn file_label(&self) -> &str {
+        match &self.program {
+            ReproProgram::Staged(p) => &p.file_label,
+            ReproProgram::Source(p) => &p.file_label,
+        }
+    }
+
     /// The command that writes this reproducer again.
     pub fn regenerate_command(&self, unreduced: bool) -> String {
         let flag = if unreduced { " --unreduced" } else { "" };
-        format!("tracelens repro {} --line {}{flag}", self.program.file_label, self.line)
+        format!("tracelens repro {} --line {}{flag}", self.file_label(), self.line)
     }
 
     /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`);
     /// `None` when tracing the emitted program does not re-raise the error in the engine.
     pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> Option<String> {
-        let m = crate::repro::minimise::minimise(&self.program, config);
-        let reduction = crate::repro::Reduction::Minimised { lines_before: self.program.code_lines(), runs: m.runs };
-        m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
+        match &self.program {
+            ReproProgram::Staged(program) => {
+                let m = crate::repro::minimise::minimise(program, config);
+                let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs: m.runs };
+                m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
+            }
+            ReproProgram::Source(program) => {
+                let (best, runs, verified) = crate::repro::source::minimise(program, config.max_runs);
+                let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs };
+                verified.then(|| best.render(&best.header(&reduction, &self.regenerate_command(false))).text)
+            }
+        }
     }
 }
 
@@ -176,7 +205,7 @@ pub fn analyze_parsed_then(
             _ => None,
         })
         .collect();
-    for (name, f) in tests {
+    for (name, f) in tests.into_iter().filter(|_| !config.skip_tests) {
         interp.restart_clock();
         interp.frames.push(crate::interp::Frame { file, name: Rc::from("<test>"), span: Span::default(), class: None, self_value: None });
         let result = interp.call(&f, Vec::new(), Vec::new());
@@ -199,34 +228,7 @@ pub fn analyze_parsed_then(
             }
         }
     }
-    let mut reproducers = Vec::new();
-    for (d, _, _) in &located {
-        if d.severity != Severity::Error || config.reproducers.skip {
-            continue;
-        }
-        let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
-        let site = Site { file: file_id as crate::interp::FileId, span: d.span };
-        let what = crate::jax::stmt::What {
-            code: d.code.as_str().to_string(),
-            message: d.message.lines().next().unwrap_or("").to_string(),
-            fake_array_threshold: config.reproducers.fake_array_threshold,
-        };
-        let program = crate::jax::stmt::emit(&interp, site, &what).or_else(|| error_of_call(&interp, site, &what));
-        if let Some(program) = program {
-            let mut r = Reproducer {
-                path: d.path.clone(),
-                line: program.error_line,
-                code: what.code,
-                program,
-                text: String::new(),
-                links: Vec::new(),
-            };
-            let rendered = r.program.render(&crate::repro::Reduction::None, &r.regenerate_command(true));
-            r.text = rendered.text;
-            r.links = rendered.links;
-            reproducers.push(r);
-        }
-    }
+    let reproducers = if config.reproducers.skip { Vec::new() } else { make_reproducers(&interp, &located, config) };
     let mut collected = Vec::new();
     for name in &config.reproducers.functions {
         let what = crate::jax::stmt::What {
@@ -255,6 +257,78 @@ pub fn analyze_parsed_then(
         collected,
     });
     interp.take_leftovers()
+}
+
+/// A reproducer for every error that has one: staged out of the trace that raised it when
+/// tracing that program re-raises it, else cut from the source of the analysed file. The
+/// source cut is the file without its comments, which raises what the file raises; when an
+/// import had to go (or a `# tracelens:` comment asked for a trace), one engine run on it
+/// checks which errors it still raises.
+fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &AnalysisConfig) -> Vec<Reproducer> {
+    let mut reproducers = Vec::new();
+    let mut sources = Vec::new();
+    for (d, loc, _) in located {
+        if d.severity != Severity::Error {
+            continue;
+        }
+        let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
+        let site = Site { file: file_id as crate::interp::FileId, span: d.span };
+        let what = crate::jax::stmt::What {
+            code: d.code.as_str().to_string(),
+            message: d.message.lines().next().unwrap_or("").to_string(),
+            fake_array_threshold: config.reproducers.fake_array_threshold,
+        };
+        let staged = crate::jax::stmt::emit(interp, site, &what)
+            .filter(crate::repro::minimise::reproduces)
+            .or_else(|| error_of_call(interp, site, &what));
+        let program = match staged {
+            Some(p) => ReproProgram::Staged(p),
+            None if file_id == 0 => {
+                let label = interp.path(site.file).to_string_lossy().to_string();
+                let text = &interp.files[0].text;
+                match crate::repro::source::SourceProgram::new(text, loc.line, &what.code, &what.message, &label) {
+                    Some(p) => {
+                        sources.push(reproducers.len());
+                        ReproProgram::Source(p)
+                    }
+                    None => continue,
+                }
+            }
+            None => continue,
+        };
+        let mut r = Reproducer { path: d.path.clone(), line: loc.line, code: what.code, program, text: String::new(), links: Vec::new() };
+        let (text, links) = match &r.program {
+            ReproProgram::Staged(p) => {
+                r.line = p.error_line;
+                let rendered = p.render(&crate::repro::Reduction::None, &r.regenerate_command(true));
+                (rendered.text, rendered.links)
+            }
+            ReproProgram::Source(p) => {
+                let rendered = p.render(&p.header(&crate::repro::Reduction::None, &r.regenerate_command(true)));
+                (rendered.text, rendered.links)
+            }
+        };
+        r.text = text;
+        r.links = links;
+        reproducers.push(r);
+    }
+    // The source cuts that are not the file less its comments: kept when they re-raise.
+    let unchecked: Vec<(usize, &crate::repro::source::SourceProgram)> = sources
+        .iter()
+        .filter_map(|&i| match &reproducers[i].program {
+            ReproProgram::Source(p) if p.needs_check => Some((i, p)),
+            _ => None,
+        })
+        .collect();
+    let programs: Vec<&crate::repro::source::SourceProgram> = unchecked.iter().map(|(_, p)| *p).collect();
+    let verdicts = crate::repro::source::reproduces_all(&programs);
+    let drop: Vec<usize> = unchecked.iter().zip(verdicts).filter(|(_, ok)| !ok).map(|((i, _), _)| *i).collect();
+    let mut index = 0;
+    reproducers.retain(|_| {
+        index += 1;
+        !drop.contains(&(index - 1))
+    });
+    reproducers
 }
 
 /// Lines and columns for diagnostics and their related notes.

@@ -15,33 +15,52 @@ pub struct ReproSummary {
     pub same_class: usize,
     /// (fixture, expected class, what happened)
     pub wrong: Vec<(String, String, String)>,
+    /// (fixture, why `tracelens repro` wrote nothing)
+    pub missing: Vec<(String, String)>,
     /// Median of 1 - (reproducer lines / fixture lines) over the emitted reproducers.
     pub median_reduction: f64,
 }
 
-/// The `# error: CODE Class "..."` annotation of a fixture: (line, class).
-fn expected_error(text: &str) -> Option<(usize, String)> {
+/// The `# error: CODE Class "..."` annotation of a fixture: (line, code, class).
+fn expected_error(text: &str) -> Option<(usize, String, String)> {
     for (i, line) in text.lines().enumerate() {
         if let Some(rest) = line.split("# error: ").nth(1) {
-            let class = rest.split_whitespace().nth(1)?.to_string();
+            let mut words = rest.split_whitespace();
+            let code = words.next()?.to_string();
+            let class = words.next()?.to_string();
             // An annotation alone on its line applies to the next line that is not a comment.
             if line.trim_start().starts_with("# error:") {
                 let next = text.lines().enumerate().skip(i + 1).find(|(_, l)| !l.trim_start().starts_with('#'))?.0;
-                return Some((next + 1, class));
+                return Some((next + 1, code, class));
             }
-            return Some((i + 1, class));
+            return Some((i + 1, code, class));
         }
     }
     None
 }
 
-/// The class of the last exception a Python traceback on stderr names.
-fn raised_class(stderr: &str) -> Option<String> {
-    stderr.lines().rev().find_map(|l| {
-        let head = l.split(':').next()?;
-        let name = head.rsplit('.').next()?;
-        (!head.contains(' ') && (name.ends_with("Error") || name.ends_with("Exception"))).then(|| name.to_string())
-    })
+/// Runs a reproducer as `python FILE` would, and prints the class of the exception it raised
+/// on a line of its own (a traceback's last line can be a chained message's).
+const RAISED_CLASS: &str = r##"
+import runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+except BaseException as e:
+    print("tracelens-raised: " + type(e).__name__)
+"##;
+
+/// The class `RAISED_CLASS` printed, if the program raised.
+fn raised_class(stdout: &str) -> Option<String> {
+    stdout.lines().rev().find_map(|l| l.strip_prefix("tracelens-raised: ").map(|c| c.trim().to_string()))
+}
+
+/// The first line where `tracelens check` reports an error with `code` in `path`.
+fn reported_line(binary: &Path, path: &Path, code: &str) -> Option<usize> {
+    let mut cmd = Command::new(binary);
+    cmd.arg("check").arg(path).arg("--format").arg("json");
+    let done = run_with_limit(cmd, Duration::from_secs(60)).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&done.stdout).ok()?;
+    json.as_array()?.iter().filter(|d| d["code"] == code && d["severity"] == "error").find_map(|d| d["line"].as_u64()).map(|l| l as usize)
 }
 
 /// The `.py` files of `dir`, sorted; makes `out_dir` for what the checks write.
@@ -57,7 +76,9 @@ fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = python_files_in(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(String, String, Option<Result<(), String>>, f64)>> = Mutex::new(Vec::new());
+    // (fixture, class, outcome under JAX when written, reduction, why nothing was written)
+    type Row = (String, String, Option<Result<(), String>>, f64, String);
+    let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -65,19 +86,40 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                 let Some(path) = fixtures.get(i) else { break };
                 let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
-                let Some((line, class)) = expected_error(&text) else { continue };
+                let Some((line, code, class)) = expected_error(&text) else { continue };
                 let out = out_dir.join(&name);
                 let _ = std::fs::remove_file(&out);
-                let mut cmd = Command::new(binary);
-                cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
-                let emitted = matches!(run_with_limit(cmd, Duration::from_secs(60)), Ok(f) if f.status == Some(0)) && out.is_file();
+                let why = Mutex::new(String::new());
+                let repro = |line: usize| {
+                    let mut cmd = Command::new(binary);
+                    cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
+                    match run_with_limit(cmd, Duration::from_secs(60)) {
+                        Ok(f) if f.status == Some(0) => out.is_file(),
+                        Ok(f) => {
+                            if let Ok(mut w) = why.lock() {
+                                *w = f.stderr.lines().last().unwrap_or("").to_string();
+                            }
+                            false
+                        }
+                        Err(e) => {
+                            if let Ok(mut w) = why.lock() {
+                                *w = e.to_string();
+                            }
+                            false
+                        }
+                    }
+                };
+                // The annotation is where JAX raises; tracelens may report the error where it
+                // is made (a leaked tracer's use inside the trace): then that line's.
+                let emitted = repro(line) || reported_line(binary, path, &code).is_some_and(|l| l != line && repro(l));
+                let why = why.into_inner().unwrap_or_default();
                 let outcome = if !emitted {
                     None
                 } else {
                     let mut run = Command::new(python);
-                    run.arg(&out).env("JAX_PLATFORMS", "cpu");
+                    run.arg("-c").arg(RAISED_CLASS).arg(&out).env("JAX_PLATFORMS", "cpu");
                     Some(match run_with_limit(run, Duration::from_secs(120)) {
-                        Ok(f) => match raised_class(&f.stderr) {
+                        Ok(f) => match raised_class(&f.stdout) {
                             Some(c) if c == class => Ok(()),
                             Some(c) => Err(format!("raised {c}")),
                             None => Err("raised nothing".to_string()),
@@ -91,7 +133,7 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                 let fixture_lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count().max(1);
                 let reduction = 1.0 - repro_lines as f64 / fixture_lines as f64;
                 if let Ok(mut r) = results.lock() {
-                    r.push((name, class, outcome, reduction));
+                    r.push((name, class, outcome, reduction, why));
                 }
             });
         }
@@ -101,17 +143,20 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
     reductions.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let mut wrong: Vec<(String, String, String)> = results
         .iter()
-        .filter_map(|(n, c, o, _)| match o {
+        .filter_map(|(n, c, o, _, _)| match o {
             Some(Err(why)) => Some((n.clone(), c.clone(), why.clone())),
             _ => None,
         })
         .collect();
     wrong.sort();
+    let mut missing: Vec<(String, String)> = results.iter().filter(|r| r.2.is_none()).map(|r| (r.0.clone(), r.4.clone())).collect();
+    missing.sort();
     ReproSummary {
         fixtures: results.len(),
         emitted: results.iter().filter(|r| r.2.is_some()).count(),
         same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(())))).count(),
         wrong,
+        missing,
         median_reduction: reductions.get(reductions.len() / 2).copied().unwrap_or(0.0),
     }
 }
@@ -121,6 +166,9 @@ impl ReproSummary {
         let mut out = String::from("\nreproducers (tracelens repro on every error fixture, run under real JAX):\n");
         for (name, class, why) in &self.wrong {
             out.push_str(&format!("  WRONG  {name}: expected {class}, {why}\n"));
+        }
+        for (name, why) in &self.missing {
+            out.push_str(&format!("  NONE   {name}: {why}\n"));
         }
         let pct = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         out.push_str(&format!(

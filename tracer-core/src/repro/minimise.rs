@@ -37,7 +37,7 @@ pub struct Minimised {
 }
 
 /// Reproducers import only `jax` and `numpy`, which the engine models: no file is read.
-struct NoFiles;
+pub(super) struct NoFiles;
 
 impl SourceLoader for NoFiles {
     fn read(&self, _: &Path) -> Option<Rc<str>> {
@@ -145,7 +145,7 @@ fn reduce_statements(p: &Program, oracle: &mut Oracle) -> Program {
 /// ddmin: a 1-minimal subset of `items` for which `test` holds (it holds for `items`).
 /// Tries the empty set first: most failing statements need nothing before them once their
 /// inputs are parameters.
-fn ddmin(mut items: Vec<usize>, test: &mut dyn FnMut(&[usize]) -> bool) -> Vec<usize> {
+pub(super) fn ddmin(mut items: Vec<usize>, test: &mut dyn FnMut(&[usize]) -> bool) -> Vec<usize> {
     if items.is_empty() || test(&[]) {
         return Vec::new();
     }

@@ -4,6 +4,7 @@
 //! each line linked to the user's line.
 
 pub mod minimise;
+pub mod source;
 
 use std::collections::HashSet;
 use std::fmt::Write as _;

@@ -1,0 +1,558 @@
+//! Reproducers cut from the user's own source, for errors that are not raised by a call
+//! recorded inside a trace: leaked tracers used after their trace ended (TL103), `vmap` axes
+//! (TL110), static arguments (TL111), invalid pytrees (TL112), plain Python exceptions at
+//! trace time (TL190), and statements `jax::stmt` cannot say (a function passed to `scan`
+//! that closes over a tracer of the enclosing trace). The program is the user's module with
+//! comments and imports of anything but `jax`, `numpy` and `functools` taken out, every line
+//! linked to the user's line, then delta-debugged statement by statement — top level first,
+//! then the bodies of the functions, classes and blocks that are kept — with the engine as
+//! the oracle (the same code and exception class at the same line).
+
+use std::path::Path;
+
+use super::minimise::{ddmin, NoFiles};
+use crate::analysis::{analyze_file, AnalysisConfig};
+use crate::diagnostics::Severity;
+use crate::syntax::ast::{Stmt, StmtKind};
+use crate::syntax::LineIndex;
+
+/// Modules a reproducer may import (with their submodules).
+const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools"];
+
+/// One physical line of the user's file, comment taken out.
+#[derive(Clone, Debug, PartialEq)]
+struct SrcLine {
+    code: String,
+    /// The line starts or ends inside a string (a triple-quoted string's text): kept as it is.
+    in_string: bool,
+    /// A link comment may follow the line (it ends outside a string, without a backslash).
+    linkable: bool,
+    /// Rows the cut writes after this line (a dataclass's methods), each after a newline.
+    after: String,
+}
+
+/// A statement (or statements sharing a line) of a block, with the block of its body the
+/// minimiser may reduce.
+#[derive(Clone, Debug, PartialEq)]
+struct Node {
+    /// 0-based, inclusive.
+    first: usize,
+    last: usize,
+    body: Vec<usize>,
+    /// An import of a module a reproducer may not import.
+    disallowed: bool,
+    /// A `return`: a kept function keeps its outputs (one emptied to `None` fails in JAX in
+    /// ways of its own, which the oracle need not model).
+    pinned: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceProgram {
+    pub code: String,
+    pub class: String,
+    pub message: String,
+    pub file_label: String,
+    /// The user's line of the error (1-based).
+    pub error_line: u32,
+    lines: Vec<SrcLine>,
+    nodes: Vec<Node>,
+    top: Vec<usize>,
+    removed: Vec<bool>,
+    /// The unreduced program differs from the user's by more than comments (an import was
+    /// taken out): tracing it may not raise the error, so it must be checked.
+    pub needs_check: bool,
+}
+
+pub struct Rendered {
+    pub text: String,
+    /// (0-based emitted line, 1-based user line).
+    pub links: Vec<(usize, u32)>,
+    /// The 0-based emitted line of the error, if it is still there.
+    pub failing_line: Option<usize>,
+}
+
+impl SourceProgram {
+    /// The user's module as a reproducer of the error at `error_line`; `None` when it does
+    /// not parse.
+    pub fn new(text: &str, error_line: u32, code: &str, message: &str, file_label: &str) -> Option<SourceProgram> {
+        let module = crate::syntax::parse(text);
+        if !module.errors.is_empty() {
+            return None;
+        }
+        let index = LineIndex::new(text);
+        let mut lines = scan_lines(text);
+        let mut nodes = Vec::new();
+        let top = block_nodes(&module.body, &index, &lines, &mut nodes);
+        for s in &module.body {
+            if let StmtKind::ClassDef(c) = &s.kind {
+                let first = index.line_of(s.span.start) as usize;
+                if let Some(&n) = top.iter().find(|&&n| nodes[n].first == first) {
+                    if plain_dataclass(text, c, &index, &mut lines, nodes[n].last) {
+                        nodes[n].body.clear();
+                    }
+                }
+            }
+        }
+        let removed: Vec<bool> = nodes.iter().map(|n| n.disallowed).collect();
+        // Also when the module has `test_*` functions: tracelens runs them as tests, Python
+        // does not (nor does the oracle), so an error raised in one is not raised by the cut.
+        let has_tests = module.body.iter().any(|s| matches!(&s.kind, StmtKind::FunctionDef(f) if f.name.starts_with("test_")));
+        let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests;
+        Some(SourceProgram {
+            code: code.to_string(),
+            class: message.split(':').next().unwrap_or("").to_string(),
+            message: message.to_string(),
+            file_label: file_label.to_string(),
+            error_line,
+            lines,
+            nodes,
+            top,
+            removed,
+            needs_check,
+        })
+    }
+
+    /// The program as text, with `header` comment lines first.
+    pub fn render(&self, header: &[String]) -> Rendered {
+        let mut out = Rendered { text: String::new(), links: Vec::new(), failing_line: None };
+        for h in header {
+            out.text.push_str(&format!("# {h}\n"));
+        }
+        let mut row = header.len();
+        self.render_block(&self.top, 0, self.lines.len(), &mut out, &mut row);
+        out
+    }
+
+    /// Lines `from..to` holding the statements `block` (and lines between them, such as an
+    /// `else:`), leaving out removed statements; a block left empty gets a `pass`.
+    fn render_block(&self, block: &[usize], from: usize, to: usize, out: &mut Rendered, row: &mut usize) {
+        let mut line = from;
+        let all_removed = !block.is_empty() && block.iter().all(|&n| self.removed[n]);
+        let mut passed = false;
+        while line < to {
+            match block.iter().find(|&&n| self.nodes[n].first <= line && line <= self.nodes[n].last) {
+                Some(&n) => {
+                    let node = &self.nodes[n];
+                    if all_removed && !passed && !self.top.contains(&n) {
+                        let indent: String = self.lines[node.first].code.chars().take_while(|c| c.is_whitespace()).collect();
+                        out.text.push_str(&format!("{indent}pass\n"));
+                        *row += 1;
+                        passed = true;
+                    }
+                    if !self.removed[n] {
+                        // A top-level definition stands apart, for the reader.
+                        let head = (node.first..=node.last).map(|l| self.lines[l].code.as_str()).find(|c| !c.is_empty()).unwrap_or("");
+                        let apart = self.top.contains(&n) && ["def ", "async def ", "class ", "@"].iter().any(|k| head.starts_with(k));
+                        let blank = |out: &mut Rendered, row: &mut usize| {
+                            if *row > 0 && !out.text.ends_with("\n\n") {
+                                out.text.push('\n');
+                                *row += 1;
+                            }
+                        };
+                        if apart {
+                            blank(out, row);
+                        }
+                        self.render_block(&node.body, node.first, node.last + 1, out, row);
+                        if apart {
+                            blank(out, row);
+                        }
+                    }
+                    line = node.last + 1;
+                }
+                None => {
+                    self.emit_line(line, out, row);
+                    line += 1;
+                }
+            }
+        }
+    }
+
+    fn emit_line(&self, line: usize, out: &mut Rendered, row: &mut usize) {
+        let l = &self.lines[line];
+        if !l.in_string && l.code.trim().is_empty() {
+            return;
+        }
+        let user_line = line as u32 + 1;
+        out.text.push_str(&l.code);
+        if l.linkable {
+            out.text.push_str(&format!("  # {}:{user_line}", self.file_label));
+            out.links.push((*row, user_line));
+        }
+        out.text.push_str(&l.after);
+        out.text.push('\n');
+        let extra = l.after.matches('\n').count();
+        if user_line == self.error_line && out.failing_line.is_none() {
+            out.failing_line = Some(*row);
+        }
+        *row += 1 + extra;
+    }
+
+    pub fn code_lines(&self) -> usize {
+        super::code_lines(&self.render(&[]).text)
+    }
+
+    /// The header a written reproducer starts with.
+    pub fn header(&self, reduction: &super::Reduction, regenerate: &str) -> Vec<String> {
+        let mut header = vec![
+            format!("tracelens reproducer for {} at {}:{}", self.code, self.file_label, self.error_line),
+            format!("original error: {}", self.message),
+            format!("raises under JAX: {}", self.class),
+            "cut from the source: the statements of the file the error needs (it is not raised by a call tracelens can stage out of a trace)".to_string(),
+        ];
+        let after = self.code_lines();
+        match reduction {
+            super::Reduction::None => header.push(format!("unreduced: {after} lines")),
+            super::Reduction::Minimised { lines_before, runs } => {
+                header.push(format!("minimised: {lines_before} → {after} lines ({runs} tracelens runs as the oracle)"))
+            }
+        }
+        header.push(format!("regenerate: {regenerate}"));
+        header
+    }
+
+    /// The blocks the minimiser reduces, outermost first: the module, then the body of every
+    /// kept statement that has one.
+    fn blocks(&self) -> Vec<Vec<usize>> {
+        let mut out = vec![self.top.clone()];
+        let mut i = 0;
+        while i < out.len() {
+            let inner: Vec<Vec<usize>> = out[i]
+                .iter()
+                .filter(|&&n| !self.removed[n] && !self.nodes[n].body.is_empty())
+                .map(|&n| self.nodes[n].body.clone())
+                .collect();
+            out.extend(inner);
+            i += 1;
+        }
+        out
+    }
+
+    fn keeping(&self, block: &[usize], keep: &[usize]) -> SourceProgram {
+        let mut c = self.clone();
+        for &n in block {
+            if !keep.contains(&n) {
+                c.removed[n] = true;
+            }
+        }
+        c
+    }
+}
+
+/// Does tracing `p` raise its code and class at its error line?
+pub fn reproduces(p: &SourceProgram) -> bool {
+    reproduces_with(p, &oracle_config())
+}
+
+fn oracle_config() -> AnalysisConfig {
+    let mut config = AnalysisConfig::default();
+    config.reproducers.skip = true;
+    config.skip_tests = true;
+    config.budgets.max_time = std::time::Duration::from_secs(2);
+    config.skip_jaxpr_text = true;
+    config
+}
+
+/// `reproduces` for programs cut from the same file, unreduced (the same text, different
+/// errors): one engine run for all.
+pub fn reproduces_all(programs: &[&SourceProgram]) -> Vec<bool> {
+    let Some(first) = programs.first() else { return Vec::new() };
+    let text = first.render(&[]).text;
+    let analysis = analyze_file(Path::new("reproducer.py"), &text, &NoFiles, &oracle_config());
+    programs.iter().map(|p| raises(p, &p.render(&[]), &analysis)).collect()
+}
+
+fn raises(p: &SourceProgram, rendered: &Rendered, analysis: &crate::analysis::FileAnalysis) -> bool {
+    let Some(failing) = rendered.failing_line else { return false };
+    analysis.diagnostics.iter().any(|(d, loc, _)| {
+        d.severity == Severity::Error
+            && loc.line == failing as u32 + 1
+            && d.code.as_str() == p.code
+            && d.message.split(':').next().is_some_and(|c| c == p.class)
+    })
+}
+
+fn reproduces_with(p: &SourceProgram, config: &AnalysisConfig) -> bool {
+    let rendered = p.render(&[]);
+    if rendered.failing_line.is_none() {
+        return false;
+    }
+    let analysis = analyze_file(Path::new("reproducer.py"), &rendered.text, &NoFiles, config);
+    raises(p, &rendered, &analysis)
+}
+
+/// Delta debugging over statements, block by block, until nothing more goes or `max_runs`
+/// engine runs are spent: (program, runs, verified).
+pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bool) {
+    let config = oracle_config();
+    let mut runs = 1;
+    if !reproduces_with(p, &config) {
+        return (p.clone(), runs, false);
+    }
+    let mut best = p.clone();
+    for _ in 0..3 {
+        let mut changed = false;
+        let mut b = 0;
+        // Blocks are recomputed as statements go: a removed function's body is not reduced.
+        while let Some(block) = best.blocks().get(b).cloned() {
+            b += 1;
+            let items: Vec<usize> = block.iter().copied().filter(|&n| !best.removed[n] && !best.nodes[n].pinned).collect();
+            if items.is_empty() || runs >= max_runs {
+                continue;
+            }
+            let base = best.clone();
+            let mut test = |keep: &[usize]| {
+                if runs >= max_runs {
+                    return false;
+                }
+                runs += 1;
+                reproduces_with(&base.keeping(&items, keep), &config)
+            };
+            let kept = ddmin(items.clone(), &mut test);
+            if kept.len() < items.len() {
+                best = best.keeping(&items, &kept);
+                changed = true;
+            }
+        }
+        if !changed || runs >= max_runs {
+            break;
+        }
+    }
+    (best, runs, true)
+}
+
+/// A class made with `@dataclasses.dataclass` whose body is only fields without defaults is
+/// written without `dataclasses`: an `__init__` taking the fields, and, when it is also
+/// `@jax.tree_util.register_dataclass`, registered with `register_pytree_node_class` with
+/// the fields as children. Rewrites `lines` in place; false (and nothing changed) for any
+/// other class.
+fn plain_dataclass(text: &str, c: &crate::syntax::ast::ClassDef, index: &LineIndex, lines: &mut [SrcLine], last: usize) -> bool {
+    let source = |span: crate::syntax::ast::Span| text.get(span.start as usize..span.end as usize).unwrap_or("").trim().to_string();
+    let decorators: Vec<String> = c.decorators.iter().map(|d| source(d.span)).collect();
+    let is_dataclass = |d: &str| d == "dataclasses.dataclass" || d == "dataclass";
+    let registered = decorators.iter().any(|d| d == "jax.tree_util.register_dataclass");
+    if !decorators.iter().any(|d| is_dataclass(d)) || !decorators.iter().all(|d| is_dataclass(d) || d == "jax.tree_util.register_dataclass")
+    {
+        return false;
+    }
+    let mut fields = Vec::new();
+    for s in &c.body {
+        match &s.kind {
+            StmtKind::AnnAssign { target, value: None, .. } => match &target.kind {
+                crate::syntax::ast::ExprKind::Name(n) => fields.push(n.to_string()),
+                _ => return false,
+            },
+            StmtKind::Expr(e) if matches!(e.kind, crate::syntax::ast::ExprKind::Str(_)) => {}
+            _ => return false,
+        }
+    }
+    let Some(first_field) = c.body.first() else { return false };
+    let indent: String = lines[index.line_of(first_field.span.start) as usize].code.chars().take_while(|c| c.is_whitespace()).collect();
+    let decorator_lines: Vec<usize> = c.decorators.iter().map(|d| index.line_of(d.span.start) as usize).collect();
+    for (k, &l) in decorator_lines.iter().enumerate() {
+        let at: String = lines[l].code.chars().take_while(|c| c.is_whitespace()).collect();
+        lines[l].code = if registered && k == 0 { format!("{at}@jax.tree_util.register_pytree_node_class") } else { String::new() };
+    }
+    let fields_list = fields.join(", ");
+    let mut methods = format!("\n{indent}def __init__(self, {fields_list}):");
+    for f in &fields {
+        methods.push_str(&format!("\n{indent}    self.{f} = {f}"));
+    }
+    if fields.is_empty() {
+        methods.push_str(&format!("\n{indent}    pass"));
+    }
+    if registered {
+        let children: Vec<String> = fields.iter().map(|f| format!("self.{f}")).collect();
+        let tuple = if children.len() == 1 { format!("({},)", children[0]) } else { format!("({})", children.join(", ")) };
+        methods.push_str(&format!("\n{indent}def tree_flatten(self):\n{indent}    return {tuple}, None"));
+        methods.push_str(&format!(
+            "\n{indent}@classmethod\n{indent}def tree_unflatten(cls, aux, children):\n{indent}    return cls(*children)"
+        ));
+    }
+    lines[last].after = methods;
+    true
+}
+
+/// The nodes of one block: statements that share a line are one node.
+fn block_nodes(stmts: &[Stmt], index: &LineIndex, lines: &[SrcLine], nodes: &mut Vec<Node>) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for s in stmts {
+        let first = index.line_of(s.span.start) as usize;
+        let last = index.line_of(s.span.end.saturating_sub(1).max(s.span.start)) as usize;
+        let (first, last) = (first.min(lines.len().saturating_sub(1)), last.min(lines.len().saturating_sub(1)));
+        if let Some(&prev) = out.last() {
+            if nodes[prev].last >= first {
+                let n: &mut Node = &mut nodes[prev];
+                n.last = n.last.max(last);
+                n.body.clear();
+                n.disallowed |= disallowed_import(s);
+                n.pinned |= matches!(s.kind, StmtKind::Return(_));
+                continue;
+            }
+        }
+        let indent = |l: usize| lines.get(l).map_or(0, |x| x.code.len() - x.code.trim_start().len());
+        let inner = body_of(s).filter(|b| {
+            // Not a one-line compound statement (`if x: y`): its body is on the header's line.
+            b.first().is_some_and(|c| {
+                let cl = index.line_of(c.span.start) as usize;
+                cl > first && indent(cl) > indent(first)
+            })
+        });
+        let id = nodes.len();
+        let pinned = matches!(s.kind, StmtKind::Return(_));
+        nodes.push(Node { first, last, body: Vec::new(), disallowed: disallowed_import(s), pinned });
+        if let Some(b) = inner {
+            let body = block_nodes(b, index, lines, nodes);
+            nodes[id].body = body;
+        }
+        out.push(id);
+    }
+    out
+}
+
+/// The block of a compound statement the minimiser reduces (an `if`'s or a loop's first
+/// block, a function's or a class's body).
+fn body_of(s: &Stmt) -> Option<&[Stmt]> {
+    match &s.kind {
+        StmtKind::FunctionDef(f) => Some(&f.body),
+        StmtKind::ClassDef(c) => Some(&c.body),
+        StmtKind::If { body, .. } | StmtKind::While { body, .. } | StmtKind::For { body, .. } | StmtKind::With { body, .. } => Some(body),
+        StmtKind::Try { body, .. } => Some(body),
+        _ => None,
+    }
+}
+
+fn disallowed_import(s: &Stmt) -> bool {
+    let root_ok = |name: &str| ALLOWED_ROOTS.contains(&name.split('.').next().unwrap_or(""));
+    match &s.kind {
+        StmtKind::Import(names) => names.iter().any(|a| !root_ok(&a.name)),
+        StmtKind::ImportFrom { module, level, .. } => *level > 0 || module.as_ref().is_none_or(|m| !root_ok(m)),
+        _ => false,
+    }
+}
+
+/// Physical lines with comments taken out, knowing where strings are.
+fn scan_lines(text: &str) -> Vec<SrcLine> {
+    let mut out = Vec::new();
+    // The open string: its quote and whether it is triple-quoted.
+    let mut open: Option<(char, bool)> = None;
+    for raw in text.split('\n') {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let starts_in_string = open.is_some();
+        let chars: Vec<char> = raw.chars().collect();
+        let mut code_end = chars.len();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            match open {
+                Some((q, triple)) => {
+                    if c == '\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if c == q {
+                        if !triple {
+                            open = None;
+                        } else if chars.get(i + 1) == Some(&q) && chars.get(i + 2) == Some(&q) {
+                            open = None;
+                            i += 3;
+                            continue;
+                        }
+                    }
+                }
+                None => {
+                    if c == '#' {
+                        code_end = i;
+                        break;
+                    }
+                    if c == '"' || c == '\'' {
+                        let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+                        open = Some((c, triple));
+                        i += if triple { 3 } else { 1 };
+                        continue;
+                    }
+                }
+            }
+            i += 1;
+        }
+        // A one-quoted string ends with its line unless a backslash continues it.
+        let backslash = chars[..code_end].last() == Some(&'\\');
+        if let Some((_, false)) = open {
+            if !backslash {
+                open = None;
+            }
+        }
+        let mut code: String = chars[..code_end].iter().collect();
+        let ends_in_string = open.is_some();
+        if !ends_in_string {
+            code.truncate(code.trim_end().len());
+        }
+        let linkable = !ends_in_string && !code.ends_with('\\') && !code.trim().is_empty();
+        out.push(SrcLine { code, in_string: starts_in_string || ends_in_string, linkable, after: String::new() });
+    }
+    // The text after the last newline is a line only when it has something.
+    if text.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_go_and_strings_stay() {
+        let lines = scan_lines("x = '#' + \"a#b\"  # note\ns = \"\"\"doc # kept\n  # kept too\n\"\"\"  # gone\ny = 1 + \\\n    2\n");
+        let codes: Vec<&str> = lines.iter().map(|l| l.code.as_str()).collect();
+        assert_eq!(codes, ["x = '#' + \"a#b\"", "s = \"\"\"doc # kept", "  # kept too", "\"\"\"", "y = 1 + \\", "    2"]);
+        let linkable: Vec<bool> = lines.iter().map(|l| l.linkable).collect();
+        assert_eq!(linkable, [true, false, false, true, false, true]);
+    }
+
+    #[test]
+    fn an_emptied_body_gets_a_pass_and_other_imports_go() {
+        let text = "import math\nimport jax\n\n\ndef f(x):\n    y = x  # a\n    return y\n\n\nf(1)\n";
+        let mut p = SourceProgram::new(text, 10, "TL190", "NameError: x", "m.py").expect("parses");
+        assert!(p.needs_check);
+        let f = p.top[2];
+        for n in p.nodes[f].body.clone() {
+            p.removed[n] = true;
+        }
+        let r = p.render(&[]);
+        assert_eq!(r.text, "import jax  # m.py:2\n\ndef f(x):  # m.py:5\n    pass\n\nf(1)  # m.py:10\n");
+        assert_eq!(r.failing_line, Some(5));
+        assert_eq!(r.links, [(0, 2), (2, 5), (5, 10)]);
+    }
+
+    #[test]
+    fn a_dataclass_is_written_without_dataclasses() {
+        let text = "import dataclasses\nimport jax\n\n\n@jax.tree_util.register_dataclass\n@dataclasses.dataclass\nclass P:\n    w: jax.Array\n    b: jax.Array\n\n\nP(1, 2).c\n";
+        let p = SourceProgram::new(text, 12, "TL190", "AttributeError: c", "m.py").expect("parses");
+        let r = p.render(&[]);
+        let expected = "import jax  # m.py:2\n\n@jax.tree_util.register_pytree_node_class  # m.py:5\nclass P:  # m.py:7\n    w: jax.Array  # m.py:8\n    b: jax.Array  # m.py:9\n    def __init__(self, w, b):\n        self.w = w\n        self.b = b\n    def tree_flatten(self):\n        return (self.w, self.b), None\n    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(*children)\n\nP(1, 2).c  # m.py:12\n";
+        assert_eq!(r.text, expected);
+        assert_eq!(r.failing_line, Some(15));
+        // Not registered: only the `__init__`; a class with anything but fields is left as it is.
+        let plain = SourceProgram::new(
+            "import dataclasses\n@dataclasses.dataclass\nclass Q:\n    x: int\nQ(1)\n",
+            5,
+            "TL112",
+            "TypeError: x",
+            "m.py",
+        )
+        .expect("parses");
+        assert_eq!(
+            plain.render(&[]).text,
+            "class Q:  # m.py:3\n    x: int  # m.py:4\n    def __init__(self, x):\n        self.x = x\n\nQ(1)  # m.py:5\n"
+        );
+        let other = SourceProgram::new(
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    x: int = 0\n",
+            4,
+            "TL112",
+            "TypeError: x",
+            "m.py",
+        )
+        .expect("parses");
+        assert!(other.render(&[]).text.contains("@dataclasses.dataclass  # m.py:2"));
+    }
+}
