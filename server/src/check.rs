@@ -263,20 +263,45 @@ pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>
         Err(code) => return code,
     };
     let shown = relative(&file);
+    match function_reproducer_text(&analysis, &file, &shown, function) {
+        Ok((text, warning)) => {
+            if let Some(w) = warning {
+                eprintln!("{w}");
+            }
+            write_reproducer(&text, output)
+        }
+        Err(why) => {
+            eprintln!("{why}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The program staging out every trace of `function` that `analysis` collected (an analysis
+/// made with `reproducers.functions` naming it), naming the file as `shown`; with a warning when
+/// some traces cannot be staged out. Shared by `tracelens repro --function` and the server's
+/// "Generate reproducer" lens on a traced function without an error.
+pub fn function_reproducer_text(
+    analysis: &FileAnalysis,
+    file: &Path,
+    shown: &str,
+    function: &str,
+) -> Result<(String, Option<String>), String> {
     if analysis.collected.is_empty() {
-        eprintln!("{shown}: no traced call of {function}");
-        return ExitCode::from(1);
+        return Err(format!("{shown}: no traced call of {function}"));
     }
     let programs: Vec<(tracer_core::repro::Program, Vec<String>)> = analysis.collected.iter().flatten().cloned().collect();
+    let mut warning = None;
     if programs.len() < analysis.collected.len() {
-        eprintln!(
+        let why = format!(
             "{shown}: {} of {} traces of {function} cannot be staged out standalone yet (they use something a pure-JAX program cannot say)",
             analysis.collected.len() - programs.len(),
             analysis.collected.len()
         );
         if programs.is_empty() {
-            return ExitCode::from(1);
+            return Err(why);
         }
+        warning = Some(why);
     }
     let mut header = vec![format!("tracelens: every traced call of {function} in {shown} ({} traces), staged out", programs.len())];
     for (i, (p, outs)) in programs.iter().enumerate() {
@@ -293,7 +318,7 @@ pub fn run_repro_function(file: PathBuf, function: &str, output: Option<PathBuf>
     }
     header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
     let text = tracer_core::repro::render_collection(&programs, &header).text;
-    write_reproducer(&text.replace(&*file.to_string_lossy(), &shown), output)
+    Ok((text.replace(&*file.to_string_lossy(), shown), warning))
 }
 
 fn write_reproducer(text: &str, output: Option<PathBuf>) -> ExitCode {

@@ -319,6 +319,29 @@ fn the_values_pass_adds_the_first_nan_after_the_shapes() {
 }
 
 #[test]
+fn the_reproducer_lens_of_a_function_without_an_error_stages_out_its_traces() {
+    let text = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef scale(w, x):\n    return jnp.tanh(x @ w)\n\n\nscale(jnp.ones((4, 8)), jnp.ones((3, 4)))\nscale(jnp.ones((4, 8)), jnp.ones((5, 4)))\n";
+    let root = workspace("lens", &[("clean.py", text)]);
+    let path = root.join("clean.py");
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false, "values": {"enabled": false}}), false);
+    let u = open(&mut c, &path, text);
+    assert!(c.diagnostics(&u, Some(1)).iter().all(|d| d["severity"] != 1));
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let lens = lenses["result"]
+        .as_array()
+        .and_then(|l| l.iter().find(|x| x["command"]["title"] == "Generate reproducer").cloned())
+        .unwrap_or_else(|| panic!("no reproducer lens in {lenses}"));
+    let command = &lens["command"];
+    let done = c.request("workspace/executeCommand", json!({"command": command["command"], "arguments": command["arguments"]}));
+    let written = PathBuf::from(done["result"]["path"].as_str().unwrap_or_else(|| panic!("{done}")));
+    assert_eq!(written, root.join("repro/clean_scale.py"));
+    let repro = std::fs::read_to_string(&written).expect("the reproducer file");
+    assert!(repro.contains("every traced call of scale in clean.py (2 traces)"), "{repro}");
+    assert!(repro.contains("f32[4,8], f32[3,4]") && repro.contains("f32[4,8], f32[5,4]"), "{repro}");
+    c.stop();
+}
+
+#[test]
 fn bad_input_gets_answers_and_the_server_keeps_serving() {
     let root = workspace("robust", &[("r.py", STEP)]);
     let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);

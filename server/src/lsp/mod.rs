@@ -468,6 +468,30 @@ impl Backend {
     /// line to `<workspace folder>/<reproducer folder>/<file>_line<N>.py` and answers
     /// `{uri, path}`; with `show`, also asks the client to open it. `{message}` says why when
     /// there is no reproducer at that line (with `show`, the client is shown it too).
+    /// Every trace of `function` in the document as analysed in `a`, staged out: the text is
+    /// traced again, collecting that function's traces.
+    async fn function_reproducer(&self, path: &Path, a: &Arc<Analysed>, shown: &str, function: &str) -> Result<String, String> {
+        let (overlay, roots, settings) = {
+            let st = self.lock();
+            (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+        };
+        let (p2, text, s2, f2) = (path.to_path_buf(), a.text.clone(), shown.to_string(), function.to_string());
+        tokio::task::spawn_blocking(move || {
+            on_engine_stack("tracelens-reproducer", move || {
+                let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
+                let mut config = analysis_config(&p2, roots, &settings, Arc::new(AtomicBool::new(false)));
+                config.reproducers.skip = true;
+                config.reproducers.functions = vec![f2.clone()];
+                let analysis = tracer_core::analyze_file(&p2, &text, &loader, &config);
+                crate::check::function_reproducer_text(&analysis, &p2, &s2, &f2).map(|(text, _)| text)
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Err(format!("{shown}: internal error while staging out {function}")))
+    }
+
     async fn write_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
         let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
         let (root, folder) = self.reproducer_folder(&path);
@@ -481,6 +505,32 @@ impl Backend {
         .ok()
         .flatten()
         .ok_or_else(|| internal("tracelens.repro"))?;
+        // No error at a traced function's own line (its "Generate reproducer" lens): stage
+        // out every trace of the function instead, as `tracelens repro --function` does.
+        let function = a
+            .analysis
+            .functions
+            .iter()
+            .find(|f| *f.location.path == *path && f.location.line == line)
+            .map(|f| f.name.clone())
+            .filter(|_| made.is_err());
+        let (made, file_name) = match function {
+            Some(name) => {
+                let made = self.function_reproducer(&path, &a, &shown, &name).await;
+                (
+                    made,
+                    format!(
+                        "{}_{}",
+                        path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+                        tracer_core::jax::stmt::sanitize(&name)
+                    ),
+                )
+            }
+            None => (
+                made,
+                format!("{}_line{line}", path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into())),
+            ),
+        };
         let text = match made {
             Ok(text) => text,
             Err(why) => {
@@ -490,8 +540,7 @@ impl Backend {
                 return Ok(Some(serde_json::json!({ "message": why })));
             }
         };
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into());
-        let out = folder.join(format!("{stem}_line{line}.py"));
+        let out = folder.join(format!("{file_name}.py"));
         let target = out.clone();
         // File IO on a blocking thread, not on the runtime's two workers.
         let written = tokio::task::spawn_blocking(move || {
