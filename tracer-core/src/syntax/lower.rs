@@ -652,7 +652,7 @@ impl<'src> Lowerer<'src> {
         let start = node.start_byte() as u32;
         // Only a statement that starts its line is kept: its lowering depends on its text alone.
         let starts_line = self.line_indent(node) == Some("");
-        if let Some(mut previous) = self.reuse.remove(text).filter(|_| ends_before_error && starts_line) {
+        if let Some((key, mut previous)) = self.reuse.remove_entry(text).filter(|_| ends_before_error && starts_line) {
             // Lowered clean before from the same text: the same statement, moved.
             let delta = i64::from(start) - i64::from(previous.start);
             let (indent_start, indent_end) = previous.last_line_indent;
@@ -668,7 +668,7 @@ impl<'src> Lowerer<'src> {
             }
             previous.start = start;
             body.extend(previous.stmt.clone());
-            self.lowered.insert(text.into(), previous);
+            self.lowered.insert(key, previous);
             return true;
         }
         self.check_indentation(node, "");
