@@ -430,16 +430,16 @@ impl Backend {
             let config = analysis_config(&path, roots, &settings, cancel.clone());
             let analysis = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0).await;
             let Some(analysis) = analysis else { return };
-            let (pull, publish) = {
+            let (pull, publish, previous) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
                 if cancel.load(Ordering::Relaxed) || current != version {
                     return;
                 }
                 let analysed = Arc::new(Analysed { version, text, analysis });
-                st.results.insert(path.clone(), analysed.clone());
+                let previous = st.results.insert(path.clone(), analysed.clone());
                 let pull = st.pull && version >= 0;
-                (pull, if pull { None } else { publish_params(&st, &path, &analysed) })
+                (pull, if pull { None } else { publish_params(&st, &path, &analysed) }, previous)
             };
             traced.notify_waiters();
             if pull {
@@ -448,6 +448,8 @@ impl Backend {
             } else if let Some((uri, diags, version)) = publish {
                 client.publish_diagnostics(uri, diags, version).await;
             }
+            // The previous version's analysis is freed once the diagnostics are out.
+            drop(previous);
             if settings.values && version >= 0 {
                 values_pass(state, client, path, version, generation, cancel, settings).await;
             }
