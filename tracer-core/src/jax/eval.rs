@@ -304,7 +304,11 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (BinaryPrim::Xor, _) => |x, y| ((x as i64) ^ (y as i64)) as f64,
                 (BinaryPrim::ShiftLeft, _) => |x, y| ((x as i64).wrapping_shl(y as u32)) as f64,
                 (BinaryPrim::ShiftRightArithmetic, _) => |x, y| ((x as i64).wrapping_shr(y as u32)) as f64,
-                (BinaryPrim::ShiftRightLogical | BinaryPrim::NextAfter, _) => return None,
+                // Bound for unsigned operands only (jnp.right_shift), whose values are >= 0.
+                (BinaryPrim::ShiftRightLogical, _) => {
+                    |x: f64, y: f64| if (0.0..64.0).contains(&y) { ((x as u64) >> (y as u32)) as f64 } else { 0.0 }
+                }
+                (BinaryPrim::NextAfter, _) => return None,
             };
             ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
         }

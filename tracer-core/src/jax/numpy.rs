@@ -2531,6 +2531,39 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     None => return Ok(Value::opaque("nonzero of unknown values")),
                 },
             };
+            // Concrete input: the values themselves (the output's shape depends on them, so
+            // there is nothing to trace). `size=` pads with 0 or truncates, as fill_value=None.
+            let nd = a.aval.ndim();
+            if let (Some(d), true) = (eval::force(&a, interp.budgets.max_elements), nd > 0) {
+                if f == F::Unique && size.is_none() && !d.iter().any(|x| x.is_nan()) {
+                    let mut v: Vec<f64> = d.iter().copied().collect();
+                    v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
+                    v.dedup();
+                    return Ok(Value::Array(Array::ready(
+                        a.aval.with_shape(&[n]).weak(false),
+                        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[n]), v).map_err(|e| interp.value_error(e.to_string()))?,
+                    )));
+                }
+                if f != F::Unique {
+                    let mut coords: Vec<Vec<f64>> = d
+                        .indexed_iter()
+                        .filter(|(_, &x)| x != 0.0)
+                        .map(|(ix, _)| ndarray::Dimension::slice(&ix).iter().map(|&i| i as f64).collect())
+                        .collect();
+                    coords.resize(n, vec![0.0; nd]);
+                    let axis = |k: usize| {
+                        Array::ready(Aval::new(&[n], idx), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| coords[i[0]][k]))
+                    };
+                    return Ok(if f == F::Argwhere {
+                        Value::Array(Array::ready(
+                            Aval::new(&[n, nd], idx),
+                            ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, nd]), |i| coords[i[0]][i[1]]),
+                        ))
+                    } else {
+                        Value::tuple((0..nd).map(|k| Value::Array(axis(k))).collect())
+                    });
+                }
+            }
             Ok(match f {
                 F::Unique => Value::Array(Array::unknown(a.aval.with_shape(&[n]), "unique")),
                 F::Argwhere => Value::Array(Array::unknown(Aval::new(&[n, a.aval.ndim()], idx), "argwhere")),
