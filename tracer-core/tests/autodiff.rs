@@ -152,17 +152,15 @@ fn pairs(body: &str) -> String {
     stdout(body)
 }
 
-#[test]
-fn jacobians_hessian_jvp_and_vjp_match_finite_differences() {
-    let out = pairs(
+/// Python printing `jacfwd`/`jacrev` of `f: R^3 -> R^3` at `x` beside central finite
+/// differences, one line per element; defines `e(i)`, `x` and `h` for what follows.
+fn jacobians_of_f(x: &str) -> String {
+    format!(
         r#"
-def f(v):
-    return jnp.stack([jnp.sin(v[0]) * v[1], v[0] ** 2 + jnp.exp(v[1]), v[0] * v[1] * v[2]])
-
 def e(i):
     return jnp.array([1.0 if j == i else 0.0 for j in range(3)])
 
-x = jnp.array([0.4, -0.3, 1.2])
+x = jnp.array({x})
 h = 1e-6
 jf = jax.jacfwd(f)(x)
 jr = jax.jacrev(f)(x)
@@ -171,7 +169,17 @@ for j in range(3):
     for i in range(3):
         print("jacfwd", i, float(jf[i, j]), float(fd[i]))
         print("jacrev", i, float(jr[i, j]), float(fd[i]))
+"#
+    )
+}
 
+#[test]
+fn jacobians_hessian_jvp_and_vjp_match_finite_differences() {
+    let f = "def f(v):\n    return jnp.stack([jnp.sin(v[0]) * v[1], v[0] ** 2 + jnp.exp(v[1]), v[0] * v[1] * v[2]])";
+    let out = pairs(&format!(
+        "{f}\n{}{}",
+        jacobians_of_f("[0.4, -0.3, 1.2]"),
+        r#"
 def energy(v):
     return jnp.sum(v ** 3) + v[0] * v[1] * v[2] + jnp.sum(jnp.sin(v))
 
@@ -193,8 +201,8 @@ y, pull = jax.vjp(f, x)
 for j in range(3):
     fd = jnp.sum(t * (f(x + h * e(j)) - f(x - h * e(j))) / (2 * h))
     print("vjp", j, float(ct[j]), float(fd))
-"#,
-    );
+"#
+    ));
     assert_eq!(check_pairs("jacobians", &out), 9 * 2 + 9 + 3 + 3, "{out}");
 }
 
@@ -323,27 +331,14 @@ fn indexing_scatter_and_sort_rules_match_finite_differences() {
 
 #[test]
 fn forward_and_reverse_indexing_rules_agree_with_finite_differences() {
-    let out = pairs(
-        r#"
-def g(v):
+    // (Keys 0.4, 0.6, 0.75: no ties for `sort`, where the derivative jumps.)
+    let f = r#"
+def f(v):
     s = jnp.sort(v * jnp.array([1.0, -2.0, 0.5]))
     picked = v[jnp.array([2, 0, 2])]
     added = jnp.zeros(3).at[jnp.array([1, 1, 0])].add(v * v)
     return s + picked + added + v.at[0].set(v[1] * 2.0)
-
-def e(i):
-    return jnp.array([1.0 if j == i else 0.0 for j in range(3)])
-
-x = jnp.array([0.4, -0.3, 1.5])
-h = 1e-6
-jf = jax.jacfwd(g)(x)
-jr = jax.jacrev(g)(x)
-for j in range(3):
-    fd = (g(x + h * e(j)) - g(x - h * e(j))) / (2 * h)
-    for i in range(3):
-        print("jacfwd", i, float(jf[i, j]), float(fd[i]))
-        print("jacrev", i, float(jr[i, j]), float(fd[i]))
-"#,
-    );
+"#;
+    let out = pairs(&format!("{f}{}", jacobians_of_f("[0.4, -0.3, 1.5]")));
     assert_eq!(check_pairs("indexing jacobians", &out), 18, "{out}");
 }
