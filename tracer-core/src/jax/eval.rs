@@ -392,9 +392,9 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
             // The part of the operand that survives negative padding, and where it goes.
             let src: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0))).collect();
+                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
             let dst: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0))).collect();
+                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
             let part = ins[0].slice(src.as_slice());
             let mut place = out.slice_mut(dst.as_slice());
             if place.shape() != part.shape() {
@@ -498,8 +498,10 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
     })
 }
 
-fn slice_elem(start: i64, end: i64) -> ndarray::SliceInfoElem {
-    ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.max(start) as isize), step: 1 }
+/// `start..end` clamped to an axis of length `n` (empty when reversed).
+fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
+    let start = start.clamp(0, n as i64);
+    ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
 }
 
 /// `sinh` as XLA computes it: `exp(x + log(1/2)) - exp(-x + log(1/2))` for |x| >= 1, and

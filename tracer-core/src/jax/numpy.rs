@@ -2355,7 +2355,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 None => Some(0.0),
                 Some(v) => crate::interp::ops::as_f64(v),
             };
-            let (true, Some(fill)) = (constant, fill) else {
+            // (A negative width, which JAX rejects, was read as a huge one above.)
+            let sane = pairs.iter().all(|&(l, r)| i64::try_from(l).is_ok() && i64::try_from(r).is_ok());
+            let (true, true, Some(fill)) = (constant, sane, fill) else {
                 return bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array);
             };
             // lax.pad(array, fill, [(lo, hi, 0), ...]) as jnp.pad's constant mode binds it.
