@@ -152,17 +152,15 @@ fn pairs(body: &str) -> String {
     stdout(body)
 }
 
-#[test]
-fn jacobians_hessian_jvp_and_vjp_match_finite_differences() {
-    let out = pairs(
+/// Python printing `jacfwd`/`jacrev` of `f: R^3 -> R^3` at `x` beside central finite
+/// differences, one line per element; defines `e(i)`, `x` and `h` for what follows.
+fn jacobians_of_f(x: &str) -> String {
+    format!(
         r#"
-def f(v):
-    return jnp.stack([jnp.sin(v[0]) * v[1], v[0] ** 2 + jnp.exp(v[1]), v[0] * v[1] * v[2]])
-
 def e(i):
     return jnp.array([1.0 if j == i else 0.0 for j in range(3)])
 
-x = jnp.array([0.4, -0.3, 1.2])
+x = jnp.array({x})
 h = 1e-6
 jf = jax.jacfwd(f)(x)
 jr = jax.jacrev(f)(x)
@@ -171,7 +169,17 @@ for j in range(3):
     for i in range(3):
         print("jacfwd", i, float(jf[i, j]), float(fd[i]))
         print("jacrev", i, float(jr[i, j]), float(fd[i]))
+"#
+    )
+}
 
+#[test]
+fn jacobians_hessian_jvp_and_vjp_match_finite_differences() {
+    let f = "def f(v):\n    return jnp.stack([jnp.sin(v[0]) * v[1], v[0] ** 2 + jnp.exp(v[1]), v[0] * v[1] * v[2]])";
+    let out = pairs(&format!(
+        "{f}\n{}{}",
+        jacobians_of_f("[0.4, -0.3, 1.2]"),
+        r#"
 def energy(v):
     return jnp.sum(v ** 3) + v[0] * v[1] * v[2] + jnp.sum(jnp.sin(v))
 
@@ -193,8 +201,8 @@ y, pull = jax.vjp(f, x)
 for j in range(3):
     fd = jnp.sum(t * (f(x + h * e(j)) - f(x - h * e(j))) / (2 * h))
     print("vjp", j, float(ct[j]), float(fd))
-"#,
-    );
+"#
+    ));
     assert_eq!(check_pairs("jacobians", &out), 9 * 2 + 9 + 3 + 3, "{out}");
 }
 
@@ -299,4 +307,39 @@ print(jax.grad(doubling)(1.0))
     assert_eq!(errors[0].0, "TL190");
     assert_eq!(errors[0].1, 13);
     assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
+}
+
+#[test]
+fn indexing_scatter_and_sort_rules_match_finite_differences() {
+    let cases = [
+        ("gather", "x[jnp.array([3, 0, 0, 2])] * y"),
+        ("gather 2-d", "x.reshape(2, 2)[jnp.array([1, 0, 1]), jnp.array([0, 1, 1])] * y[:3]"),
+        ("gather int and array", "x.reshape(2, 2)[1, jnp.array([1, 0, 0])] * y[1:]"),
+        ("gather clamps", "x[jnp.array([5, -1, -9, 1])] * y"),
+        ("take", "jnp.take(x, jnp.array([2, 2, 1]), axis=0) * y[1:]"),
+        ("negative step", "x[::-1] * y + jnp.sum(x[2::-2]) * y"),
+        ("scatter-add", "jnp.zeros(3).at[jnp.array([0, 2, 0, 1])].add(x * y) * jnp.array([1.0, 2.0, 3.0])"),
+        ("scatter-add onto x", "x.at[jnp.array([1, 3, 1, -2])].add(y * y) * x"),
+        ("scatter-add drops", "x.at[jnp.array([1, 7, -8])].add(2.0) * y"),
+        ("scatter-add slice", "x.at[1:3].add(y[2:] ** 2) * y"),
+        ("scatter set slice", "x.at[1:3].set(y[:2] * 3.0) * y"),
+        ("scatter set int", "x.at[2].set(y[0] * y[1]) * y"),
+        ("scatter set array", "x.at[jnp.array([0, 2])].set(5.0) * y"),
+        ("sort", "jnp.sort(x * y) * jnp.array([1.0, 2.0, 3.0, 4.0])"),
+    ];
+    check_cases(&cases);
+}
+
+#[test]
+fn forward_and_reverse_indexing_rules_agree_with_finite_differences() {
+    // (Keys 0.4, 0.6, 0.75: no ties for `sort`, where the derivative jumps.)
+    let f = r#"
+def f(v):
+    s = jnp.sort(v * jnp.array([1.0, -2.0, 0.5]))
+    picked = v[jnp.array([2, 0, 2])]
+    added = jnp.zeros(3).at[jnp.array([1, 1, 0])].add(v * v)
+    return s + picked + added + v.at[0].set(v[1] * 2.0)
+"#;
+    let out = pairs(&format!("{f}{}", jacobians_of_f("[0.4, -0.3, 1.5]")));
+    assert_eq!(check_pairs("indexing jacobians", &out), 18, "{out}");
 }

@@ -37,6 +37,7 @@ const JAX_MODULES: &[&str] = &[
     "jax.debug",
     "jax.scipy",
     "jax.scipy.special",
+    "jax.ops",
     "jax.numpy.linalg",
     "jax.scipy.linalg",
     "jax.config",

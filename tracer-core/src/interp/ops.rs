@@ -994,7 +994,9 @@ impl<'l> Interp<'l> {
                         return Err(jnp::numpy_conversion_error(self, v));
                     }
                 }
-                a.forget_values("a NumPy array changed by item assignment");
+                if self.values.is_none() || !jnp::numpy_setitem(self, a, &idx, &value)? {
+                    a.forget_values("a NumPy array changed by item assignment");
+                }
                 Ok(())
             }
             Value::Array(a) => {

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use super::array::Array;
 use super::aval::Aval;
 use super::dtypes::DType;
-use super::ir::{Atom, BinaryPrim, CmpPrim, Eqn, Jaxpr, Prim, ReduceOp, UnaryPrim, VarId};
+use super::ir::{Atom, BinaryPrim, CmpPrim, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
 use super::surface::JaxFn;
 use super::{bind1, bind_with_bodies};
 use crate::diagnostics::Code;
@@ -743,6 +743,34 @@ fn jvp(
             return Ok(vec![total]);
         }
         Prim::Full { .. } | Prim::Iota { .. } => return Ok(vec![None]),
+        // Linear in (operand, padding value) together.
+        Prim::Pad { .. } if ins.len() == 2 => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let operands = [instantiate(interp, 0)?, instantiate(interp, 1)?];
+            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+        }
+        // The tangent goes where its element goes: sorted by the keys of the operand.
+        Prim::Sort { num_keys: 1, .. } if ins.len() == 1 => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            bind(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()], out_aval.clone())?
+        }
+        // Linear in the operand; the index arrays have no tangent.
+        Prim::Gather { .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let operands: Vec<Rc<Array>> = std::iter::once(t.clone()).chain(ins[1..].iter().cloned()).collect();
+            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+        }
+        // `scatter-add` and `scatter` (set) are linear in (operand, updates) together.
+        Prim::Scatter { op: ScatterOp::Add | ScatterOp::Set, index: Some(_), .. } if ins.len() >= 2 => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
+            operands.extend(ins[2..].iter().cloned());
+            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+        }
         _ => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
@@ -879,6 +907,68 @@ fn transpose(
             if active[1] {
                 let swapped = DotDims { lc: dims.rc.clone(), rc: dims.lc.clone(), lb: dims.rb.clone(), rb: dims.lb.clone() };
                 cts[1] = Some(dot_transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
+            }
+        }
+        // The operand's part of the cotangent, cut out again; the padding value's is the rest.
+        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0) => {
+            let start: Vec<usize> = config.iter().map(|c| c.0 as usize).collect();
+            let limit: Vec<usize> = start.iter().zip(&ins[0].aval.shape).map(|(s, n)| s + n).collect();
+            let inner =
+                bind(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), ins[0].aval.clone())?;
+            if active[1] {
+                let all: Vec<usize> = (0..g.aval.ndim()).collect();
+                let total = reduce_sum(interp, g, &all)?;
+                let kept = reduce_sum(interp, &inner, &all)?;
+                cts[1] = Some(binary(interp, BinaryPrim::Sub, &total, &kept)?);
+            }
+            if active[0] {
+                cts[0] = Some(inner);
+            }
+        }
+        // Each cotangent goes back to where its element came from: `perm = argsort(x)`,
+        // `ct[perm] = g` (1-D; other ranks have no rule yet).
+        Prim::Sort { dimension: 0, num_keys: 1 } if ins.len() == 1 && ins[0].aval.ndim() == 1 => {
+            if active[0] {
+                let int = Aval::new(&ins[0].aval.shape, DType::I32);
+                let iota = bind(interp, Prim::Iota { dtype: DType::I32, shape: in_shape(0), dimension: 0 }, &[], int.clone())?;
+                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), iota], int)?;
+                let operands = [zeros(interp, &ins[0].aval)?, g.clone(), perm];
+                let prim = Prim::Scatter { op: ScatterOp::Add, mode: super::ir::IndexMode::Clip, index: Some(vec![IndexItem::Array]) };
+                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
+            }
+        }
+        // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
+        Prim::Gather { mode, index } => {
+            if active[0] {
+                let mut operands = vec![zeros(interp, &ins[0].aval)?, g.clone()];
+                operands.extend(ins[1..].iter().cloned());
+                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()) };
+                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
+            }
+        }
+        Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index) } if ins.len() >= 2 => {
+            if active[0] {
+                cts[0] = Some(if *op == ScatterOp::Add {
+                    g.clone()
+                } else {
+                    // What `set` overwrote does not reach the output.
+                    let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval)?];
+                    operands.extend(ins[2..].iter().cloned());
+                    bind(interp, eqn.prim.clone(), &operands, g.aval.clone())?
+                });
+            }
+            if active[1] {
+                // With an index array, `set` may write one place twice, and only the last
+                // update reaches the output: not modelled.
+                if *op == ScatterOp::Set && index.iter().any(|i| matches!(i, IndexItem::Array)) {
+                    return Err(no_rule(eqn));
+                }
+                let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
+                let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
+                let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
+                let prim = Prim::Gather { mode: *mode, index: index.clone() };
+                let picked = bind(interp, prim, &operands, g.aval.with_shape(&selected))?;
+                cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
         }
         _ => return Err(no_rule(eqn)),
@@ -1039,7 +1129,11 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::StopGradient
         | Prim::Pjit { .. }
         | Prim::Remat
+        | Prim::Gather { .. }
+        | Prim::Sort { .. }
+        | Prim::Pad { .. }
         | Prim::Slice { .. } => true,
+        Prim::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Set),
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
             ReduceOp::Prod => false,
@@ -1060,10 +1154,6 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::DebugCallback => return None,
         Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice
-        | Prim::Pad { .. }
-        | Prim::Sort { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
         | Prim::TopK { .. }
         | Prim::Scan { .. }
         | Prim::Cond { .. }
@@ -1310,7 +1400,7 @@ pub fn vjp_apply(interp: &mut Interp, v: &VjpValues, cts: &[Rc<Array>]) -> crate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jax::ir::{IndexMode, ScatterOp};
+    use crate::jax::ir::{IndexItem, IndexMode, ScatterOp};
 
     /// One of each primitive (each reduction and scatter op separately); the coverage table
     /// of docs/autodiff.md.
@@ -1380,7 +1470,7 @@ mod tests {
         prims.extend(reduce_ops.iter().map(|&op| Prim::Reduce { op, axes: vec![0] }));
         prims.extend(reduce_ops[..4].iter().map(|&op| Prim::Cumulative { op, axis: 0, reverse: false }));
         let scatter_ops = [ScatterOp::Set, ScatterOp::Add, ScatterOp::Mul, ScatterOp::Min, ScatterOp::Max];
-        prims.extend(scatter_ops.iter().map(|&op| Prim::Scatter { op, mode: IndexMode::Clip, axes: vec![0] }));
+        prims.extend(scatter_ops.iter().map(|&op| Prim::Scatter { op, mode: IndexMode::Clip, index: Some(vec![IndexItem::Array]) }));
         prims.extend([
             Prim::Compare(CmpPrim::Lt),
             Prim::Select,
@@ -1402,7 +1492,7 @@ mod tests {
             Prim::ArgReduce { op: crate::jax::ir::ArgOp::Max, axis: 0, index_dtype: DType::I32 },
             Prim::Sort { dimension: 0, num_keys: 1 },
             Prim::DotGeneral { lhs_contract: vec![1], rhs_contract: vec![0], lhs_batch: vec![], rhs_batch: vec![] },
-            Prim::Gather { mode: IndexMode::Clip, axes: vec![0] },
+            Prim::Gather { mode: IndexMode::Clip, index: vec![IndexItem::Array] },
             Prim::TopK { k: 1 },
             Prim::RandomBits { shape: vec![] },
             Prim::RandomSeed,
@@ -1432,7 +1522,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 60, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 65, "{with_rule:?}");
         assert_eq!(
             without,
             [
@@ -1445,16 +1535,11 @@ mod tests {
                 "cumprod",
                 "cummax",
                 "cummin",
-                "scatter",
-                "scatter-add",
                 "scatter-mul",
                 "scatter-min",
                 "scatter-max",
                 "dynamic_slice",
                 "dynamic_update_slice",
-                "pad",
-                "sort",
-                "gather",
                 "top_k",
                 "scan",
                 "cond",

@@ -608,6 +608,19 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         F::Typeof => Ok(Value::opaque("an aval")),
         F::ArrayType => Ok(Value::opaque("jax.Array")),
         F::TreeMap | F::TreeMap2 | F::JaxTreeMap => tree_map(interp, &args, &kwargs),
+        // functools.reduce(function, tree_leaves(tree)[, initializer])
+        F::TreeReduce | F::TreeReduce2 => {
+            let mut leaves = Vec::new();
+            flatten(interp, &arg(1), "", &mut leaves)?;
+            let mut values = leaves.into_iter().map(|(_, v)| v);
+            let Some(mut acc) = args.get(2).cloned().or_else(|| values.next()) else {
+                return Err(interp.type_error("reduce() of empty iterable with no initial value"));
+            };
+            for v in values {
+                acc = interp.call(&arg(0), vec![acc, v], Vec::new())?;
+            }
+            Ok(acc)
+        }
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
             flatten(interp, &arg(0), "", &mut leaves)?;
@@ -1077,13 +1090,58 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
         "max" => super::ir::ScatterOp::Max,
         _ => super::ir::ScatterOp::Set,
     };
-    bind1(
-        interp,
-        Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, axes: Vec::new() },
-        &[array.clone(), u],
-        array.aval.clone(),
-    )
-    .map(Value::Array)
+    let (index, arrays) = scatter_index(interp, array, &items)?;
+    let mut ins = vec![array.clone(), u];
+    ins.extend(arrays);
+    bind1(interp, Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, index }, &ins, array.aval.clone()).map(Value::Array)
+}
+
+/// The indexing expression of `x.at[items]` for `scatter`, with its index arrays; `None`
+/// for an expression the kernel does not model (a boolean mask).
+pub fn scatter_index(
+    interp: &mut Interp,
+    array: &Rc<Array>,
+    items: &[Value],
+) -> PyResult<(Option<Vec<super::ir::IndexItem>>, Vec<Rc<Array>>)> {
+    use super::ir::IndexItem;
+    let nd = array.aval.ndim();
+    let consumed = items.iter().filter(|v| !matches!(v, Value::None | Value::Ellipsis)).count();
+    let mut plan = Vec::new();
+    let mut arrays = Vec::new();
+    let mut dim = 0usize;
+    for it in items {
+        match it {
+            Value::None => plan.push(IndexItem::NewAxis),
+            Value::Ellipsis => {
+                for _ in 0..nd.saturating_sub(consumed) {
+                    let len = array.aval.shape.get(dim).copied().unwrap_or(0);
+                    plan.push(IndexItem::Slice { start: 0, len, step: 1 });
+                    dim += 1;
+                }
+            }
+            Value::Int(_) | Value::Bool(_) => {
+                plan.push(IndexItem::Int(crate::interp::ops::as_int(it).unwrap_or(0)));
+                dim += 1;
+            }
+            Value::Slice(sl) => {
+                let n = array.aval.shape.get(dim).copied().unwrap_or(0) as i64;
+                let (start, stop, step) = interp.slice_indices(sl, n)?;
+                let len = crate::interp::ops::range_len(start, stop, step).max(0) as usize;
+                plan.push(IndexItem::Slice { start, len, step });
+                dim += 1;
+            }
+            Value::List(_) | Value::Array(_) => match operand(interp, it)? {
+                Operand::Array(ix) if ix.aval.dtype.is_integer() => {
+                    plan.push(IndexItem::Array);
+                    arrays.push(ix);
+                    dim += 1;
+                }
+                _ => return Ok((None, Vec::new())),
+            },
+            _ => return Ok((None, Vec::new())),
+        }
+    }
+    Ok((Some(plan), arrays))
 }
 
 /// Traces `fun(*args)` in a new trace whose inputs stand for the array leaves of `args`.

@@ -103,9 +103,25 @@ impl Array {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
         Array::ready(Aval::scalar(dtype).weak(weak), data)
     }
-    /// A new NumPy array standing for this one's value.
+    /// A new NumPy array standing for this one's value: its current value, shared when it is
+    /// computed already, since item assignment on either must not reach the other.
     pub fn as_numpy(self: &Rc<Array>) -> Rc<Array> {
-        let a = Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]);
+        let ready = match &self.kind {
+            ArrayKind::Concrete(cell) => match &*cell.borrow() {
+                Lazy::Ready(d) => Some(d.clone()),
+                _ => None,
+            },
+            ArrayKind::Tracer(_) => None,
+        };
+        let a = match ready {
+            Some(d) => Rc::new(Array {
+                aval: self.aval.clone(),
+                kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(d))),
+                origin: None,
+                numpy: Cell::new(false),
+            }),
+            None => Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]),
+        };
         a.numpy.set(true);
         a
     }

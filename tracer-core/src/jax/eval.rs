@@ -7,7 +7,8 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::{Array, ArrayKind, Lazy, NdData};
 use super::dtypes::DType;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexMode, Prim, ReduceOp, UnaryPrim};
+use super::indexing;
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
 use super::random;
 
 /// Rounds a value to what `dtype` can hold.
@@ -314,7 +315,11 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (BinaryPrim::Xor, _) => |x, y| ((x as i64) ^ (y as i64)) as f64,
                 (BinaryPrim::ShiftLeft, _) => |x, y| ((x as i64).wrapping_shl(y as u32)) as f64,
                 (BinaryPrim::ShiftRightArithmetic, _) => |x, y| ((x as i64).wrapping_shr(y as u32)) as f64,
-                (BinaryPrim::ShiftRightLogical | BinaryPrim::NextAfter, _) => return None,
+                // Bound for unsigned operands only (jnp.right_shift), whose values are >= 0.
+                (BinaryPrim::ShiftRightLogical, _) => {
+                    |x: f64, y: f64| if (0.0..64.0).contains(&y) { ((x as u64) >> (y as u32)) as f64 } else { 0.0 }
+                }
+                (BinaryPrim::NextAfter, _) => return None,
             };
             ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
         }
@@ -392,6 +397,23 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
             ndarray::concatenate(Axis(*dimension), &views).ok()?
         }
+        // lax.pad with edge padding of either sign and no interior padding.
+        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|c| c.2 == 0) => {
+            let fill = ins[1].iter().next().copied()?;
+            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
+            // The part of the operand that survives negative padding, and where it goes.
+            let src: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
+            let dst: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
+            let part = ins[0].slice(src.as_slice());
+            let mut place = out.slice_mut(dst.as_slice());
+            if place.shape() != part.shape() {
+                return None;
+            }
+            place.assign(&part);
+            out
+        }
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
         Prim::Reduce { op, axes } => {
             let mut a = (*ins[0]).clone();
@@ -455,23 +477,42 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
             dot_general(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
         }
-        Prim::Gather { mode, axes } => gather(&ins[0], &ins[1..], axes, *mode, out_shape)?,
-        Prim::Sort { dimension, .. } => {
-            let mut a = (*ins[0]).clone();
-            for mut lane in a.lanes_mut(Axis(*dimension)) {
-                let mut v: Vec<f64> = lane.iter().copied().collect();
-                v.sort_by(|x, y| match (x.is_nan(), y.is_nan()) {
-                    (false, false) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
-                    (nan_x, nan_y) => nan_x.cmp(&nan_y),
+        Prim::Gather { mode, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, out_shape)?,
+        Prim::Scatter { op, mode, index: Some(index) } if ins.len() >= 2 => {
+            indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
+        }
+        // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
+        // the second by the keys of the first and gives that. Stable, NaN last.
+        Prim::Sort { dimension, .. } if ins.len() <= 2 => {
+            let keys = &ins[0];
+            let mut out = (*ins[ins.len() - 1]).clone();
+            if out.shape() != keys.shape() {
+                return None;
+            }
+            for (key_lane, mut lane) in keys.lanes(Axis(*dimension)).into_iter().zip(out.lanes_mut(Axis(*dimension))) {
+                let mut order: Vec<usize> = (0..key_lane.len()).collect();
+                order.sort_by(|&i, &j| {
+                    let (x, y) = (key_lane[i], key_lane[j]);
+                    match (x.is_nan(), y.is_nan()) {
+                        (false, false) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+                        (nan_x, nan_y) => nan_x.cmp(&nan_y),
+                    }
                 });
-                for (dst, src) in lane.iter_mut().zip(v) {
+                let values: Vec<f64> = order.iter().map(|&i| lane[i]).collect();
+                for (dst, src) in lane.iter_mut().zip(values) {
                     *dst = src;
                 }
             }
-            a
+            out
         }
         _ => return None,
     })
+}
+
+/// `start..end` clamped to an axis of length `n` (empty when reversed).
+fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
+    let start = start.clamp(0, n as i64);
+    ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
 }
 
 /// `sinh` as XLA computes it: `exp(x + log(1/2)) - exp(-x + log(1/2))` for |x| >= 1, and
@@ -547,63 +588,4 @@ where
         );
     }
     Some(out.into_dyn())
-}
-
-/// Integer-array indexing (`x[idx]`, `x[:, idx]`, `x[i, j]`, `jnp.take`): `indices[j]`
-/// indexes axis `axes[j]`, the index arrays broadcast together, and their shape replaces the
-/// indexed axes (in place when those are adjacent, in front otherwise, as NumPy orders
-/// advanced indices). Negative indices count from the end; then `Clip` clamps what is still
-/// out of bounds, as JAX's indexing does. `FillOrDrop` would fill with a value the primitive
-/// does not carry, so an out-of-bounds index there leaves the value unknown.
-fn gather(a: &NdData, indices: &[Rc<NdData>], axes: &[usize], mode: IndexMode, out_shape: &[usize]) -> Option<NdData> {
-    if indices.len() != axes.len() || axes.is_empty() || axes.iter().any(|&d| d >= a.ndim()) {
-        return None;
-    }
-    let rank = indices.iter().map(|i| i.ndim()).max().unwrap_or(0);
-    let mut index_shape = vec![1usize; rank];
-    for i in indices {
-        for (slot, &size) in index_shape[rank - i.ndim()..].iter_mut().zip(i.shape()) {
-            if *slot == 1 {
-                *slot = size;
-            } else if size != 1 && size != *slot {
-                return None;
-            }
-        }
-    }
-    let views: Vec<_> = indices.iter().map(|i| i.broadcast(IxDyn(&index_shape))).collect::<Option<_>>()?;
-    let rest: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
-    let adjacent = axes.windows(2).all(|w| w[1] == w[0] + 1);
-    let first = if adjacent { rest.iter().filter(|&&d| d < axes[0]).count() } else { 0 };
-    let mut shape: Vec<usize> = rest[..first].iter().map(|&d| a.shape()[d]).collect();
-    shape.extend(&index_shape);
-    shape.extend(rest[first..].iter().map(|&d| a.shape()[d]));
-    if shape != out_shape {
-        return None;
-    }
-    let mut in_bounds = true;
-    let out = ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
-        let ix = ndarray::Dimension::slice(&ix);
-        let at = IxDyn(&ix[first..first + rank]);
-        let mut src = vec![0usize; a.ndim()];
-        for (k, &d) in rest.iter().enumerate() {
-            src[d] = ix[if k < first { k } else { k + rank }];
-        }
-        for (view, &d) in views.iter().zip(axes) {
-            let n = a.shape()[d] as i64;
-            let mut i = view[&at] as i64;
-            if i < 0 {
-                i += n;
-            }
-            if !(0..n).contains(&i) {
-                if mode == IndexMode::FillOrDrop || n == 0 {
-                    in_bounds = false;
-                    return 0.0;
-                }
-                i = i.clamp(0, n - 1);
-            }
-            src[d] = i as usize;
-        }
-        a[IxDyn(&src)]
-    });
-    in_bounds.then_some(out)
 }

@@ -124,15 +124,19 @@ pub enum Prim {
         lhs_batch: Vec<usize>,
         rhs_batch: Vec<usize>,
     },
-    /// Integer-array indexing along leading axes (a simplified gather).
+    /// NumPy indexing with integer arrays (`x[idx]`, `x[1:, idx]`, `jnp.take`): the inputs
+    /// are the operand and then one integer array per `IndexItem::Array` of `index`.
     Gather {
         mode: IndexMode,
-        axes: Vec<usize>,
+        index: Vec<IndexItem>,
     },
+    /// `x.at[index].set/add/mul/min/max(updates)`: the inputs are the operand, the updates
+    /// and one integer array per `IndexItem::Array`. `index` is `None` where the indexing
+    /// expression is not modelled (a boolean mask): the value is then not computed.
     Scatter {
         op: ScatterOp,
         mode: IndexMode,
-        axes: Vec<usize>,
+        index: Option<Vec<IndexItem>>,
     },
     TopK {
         k: usize,
@@ -191,6 +195,22 @@ pub enum IndexMode {
     Clip,
     FillOrDrop,
     PromiseInBounds,
+}
+
+/// One entry of a NumPy indexing expression with `...` expanded (`x[2, 1:5:2, idx, None]`).
+/// The selection `x[items]` has NumPy's shape: the sliced and new axes in order, and the
+/// broadcast shape of the index arrays in place of the first one when the integer entries
+/// (arrays and, beside them, static integers) are adjacent, in front otherwise.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexItem {
+    /// A static integer, as written (negative counts from the end; may be out of bounds).
+    Int(i64),
+    /// `start + k * step` for `k` in `0..len`: always in bounds.
+    Slice { start: i64, len: usize, step: i64 },
+    /// The next integer index array among the equation's inputs.
+    Array,
+    /// `None`: a new axis of size 1.
+    NewAxis,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub mod errors;
 pub mod eval;
 pub mod eval_control;
 pub mod eval_jaxpr;
+pub mod indexing;
 pub mod ir;
 pub mod numerics;
 pub mod numpy;

@@ -10,7 +10,7 @@ use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -562,6 +562,63 @@ pub fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool>
 }
 
 /// `int(x)` / `float(x)` on an array.
+/// `a` read at `sources[d][i]` along each axis `d`: a gather whose index arrays are
+/// constants (`tile`, `repeat`, `roll`); the output's shape is the lengths of `sources`.
+fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<Vec<usize>>) -> PyResult<Rc<Array>> {
+    let nd = sources.len();
+    let shape: Vec<usize> = sources.iter().map(Vec::len).collect();
+    if nd == 0 || nd != a.aval.ndim() {
+        return bind1(interp, Prim::Opaque("gather"), &[a.clone()], a.aval.with_shape(&shape));
+    }
+    let mut ins = vec![a.clone()];
+    for (d, src) in sources.into_iter().enumerate() {
+        let mut s = vec![1; nd];
+        s[d] = src.len();
+        let data = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&s), src.into_iter().map(|x| x as f64).collect())
+            .map_err(|e| interp.value_error(e.to_string()))?;
+        ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+    }
+    let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: vec![IndexItem::Array; nd] };
+    bind1(interp, prim, &ins, a.aval.with_shape(&shape))
+}
+
+/// `x.tolist()`: nested lists of Python `bool`, `int` or `float` as the dtype is.
+fn nested_list(d: ndarray::ArrayViewD<f64>, dtype: DType) -> Value {
+    if d.ndim() == 0 {
+        let x = d.iter().next().copied().unwrap_or(0.0);
+        return if dtype.is_bool() {
+            Value::Bool(x != 0.0)
+        } else if dtype.is_integer() {
+            Value::Int(x as i64)
+        } else {
+            Value::Float(x)
+        };
+    }
+    Value::list(d.outer_iter().map(|row| nested_list(row, dtype)).collect())
+}
+
+/// `x[idx] = value` on a NumPy array in values mode: the new values, computed now (values
+/// mode has computed every array made from the old ones already). `false` when they cannot
+/// be computed, and the caller forgets them.
+pub fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool> {
+    let items: Vec<Value> = match idx {
+        Value::Tuple(t) => (**t).clone(),
+        other => vec![other.clone()],
+    };
+    let (Some(index), arrays) = super::api::scatter_index(interp, a, &items)? else { return Ok(false) };
+    let Operand::Array(u) = operand(interp, value)? else { return Ok(false) };
+    let max = interp.budgets.max_elements;
+    let (Some(data), Some(updates)) = (eval::force(a, max), eval::force(&u, max)) else { return Ok(false) };
+    let Some(indices) = arrays.iter().map(|i| eval::force(i, max)).collect::<Option<Vec<_>>>() else { return Ok(false) };
+    let dtype = a.aval.dtype;
+    let new =
+        super::indexing::scatter(super::ir::ScatterOp::Set, &data, &updates, &indices, &index, super::ir::IndexMode::FillOrDrop, dtype);
+    let (Some(mut new), super::array::ArrayKind::Concrete(cell)) = (new, &a.kind) else { return Ok(false) };
+    new.mapv_inplace(|x| eval::round_to(x, dtype));
+    *cell.borrow_mut() = super::array::Lazy::Ready(Rc::new(new));
+    Ok(true)
+}
+
 pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
     if a.known().is_none() && a.is_tracer() {
         super::stmt::record_concretize(interp, if func == "int" { "int" } else { "float" }, a);
@@ -1082,13 +1139,18 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
     let mut starts = Vec::new();
     let mut limits = Vec::new();
     let mut strides = Vec::new();
-    let mut squeeze = Vec::new();
+    // The same expression for `gather` (where an index array takes part).
+    let mut plan: Vec<IndexItem> = Vec::new();
     for it in &items {
         match it {
-            Value::None => out_shape.push(1),
+            Value::None => {
+                out_shape.push(1);
+                plan.push(IndexItem::NewAxis);
+            }
             Value::Ellipsis => {
                 let skip = nd.saturating_sub(consumed);
                 for _ in 0..skip {
+                    plan.push(IndexItem::Slice { start: 0, len: a.aval.shape[dim], step: 1 });
                     out_shape.push(a.aval.shape[dim]);
                     starts.push(0);
                     limits.push(a.aval.shape[dim]);
@@ -1123,6 +1185,7 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
                     static_only = false;
                 }
                 out_shape.push(len);
+                plan.push(IndexItem::Slice { start, len, step });
                 starts.push(start.max(0) as usize);
                 limits.push(if step > 0 { stop.max(start) as usize } else { (start + 1).max(0) as usize });
                 strides.push(step.unsigned_abs() as usize);
@@ -1151,10 +1214,10 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
                 } else {
                     i as usize
                 };
+                plan.push(IndexItem::Int(j as i64));
                 starts.push(j);
                 limits.push(j + 1);
                 strides.push(1);
-                squeeze.push(dim);
                 dim += 1;
             }
             Value::Opaque(_) => return Ok(Value::opaque("index by an unknown value")),
@@ -1201,11 +1264,11 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
                     return Err(too_many_indices(interp, nd, consumed));
                 }
                 static_only = false;
+                plan.push(IndexItem::Array);
                 advanced.push(ix);
                 starts.push(0);
                 limits.push(a.aval.shape[dim]);
                 strides.push(1);
-                squeeze.push(dim);
                 out_shape.push(usize::MAX);
                 dim += 1;
             }
@@ -1232,25 +1295,11 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
     }
     if !advanced.is_empty() {
         let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
-        let bshape = broadcast_shapes(&shapes).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
-        let first = out_shape.iter().position(|&d| d == usize::MAX).unwrap_or(0);
-        let contiguous = {
-            let pos: Vec<usize> = out_shape.iter().enumerate().filter(|(_, &d)| d == usize::MAX).map(|(i, _)| i).collect();
-            pos.windows(2).all(|w| w[1] == w[0] + 1)
-        };
-        let rest: Vec<usize> = out_shape.iter().copied().filter(|&d| d != usize::MAX).collect();
-        let mut shape = Vec::new();
-        if contiguous {
-            shape.extend(rest[..first].iter().copied());
-            shape.extend(bshape.iter().copied());
-            shape.extend(rest[first..].iter().copied());
-        } else {
-            shape.extend(bshape.iter().copied());
-            shape.extend(rest.iter().copied());
-        }
+        let shape = super::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
+            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
-        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, axes: squeeze.clone() };
+        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: plan };
         return bind1(interp, prim, &ins, a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
     }
     let full_slice =
@@ -1261,13 +1310,11 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
             starts.iter().zip(&limits).zip(&strides).map(|((&s, &l), &st)| if l > s { (l - s).div_ceil(st.max(1)) } else { 0 }).collect();
         cur = bind1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak))?;
     } else if !static_only {
-        cur = bind1(
-            interp,
-            Prim::Opaque("slice"),
-            &[cur],
-            a.aval.with_shape(&out_shape.iter().map(|&d| if d == usize::MAX { 1 } else { d }).collect::<Vec<_>>()).weak(a.aval.weak),
-        )?;
-        return Ok(Value::Array(cur));
+        // A negative step: the same selection as a gather without index arrays.
+        let shape =
+            super::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: plan };
+        return bind1(interp, prim, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
     }
     let final_shape: Vec<usize> = out_shape;
     reshape_raw(interp, &cur, &final_shape).map(Value::Array)
@@ -1410,13 +1457,25 @@ fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>
                 }
                 return array_to_python(interp, a, f);
             }
-            Ok(Value::opaque("tolist"))
+            match eval::force(a, interp.budgets.max_elements) {
+                Some(d) => {
+                    super::numerics::observed(interp, a, "converted to Python numbers");
+                    Ok(nested_list(d.view(), a.aval.dtype))
+                }
+                None => Ok(Value::opaque("tolist")),
+            }
         }
         "__array__" => {
             if a.is_tracer() && a.known().is_none() {
                 return Err(numpy_conversion_error(interp, a));
             }
             Ok(me)
+        }
+        // A NumPy copy must not change with the original's item assignments.
+        "copy" if a.numpy.get() => {
+            let copy = a.as_numpy();
+            let _ = eval::force(&copy, interp.budgets.max_elements);
+            Ok(Value::Array(copy))
         }
         "block_until_ready" | "copy" | "view" | "__jax_array__" => Ok(me),
         "astype" => {
@@ -1558,8 +1617,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     let fill = p.get(1, "fill_value").cloned().unwrap_or(Value::Int(0));
                     let fa = arr_or_unknown!(interp, &fill);
                     let default = dtypes::canonicalize(fa.aval.dtype, c);
-                    let d = creation_dtype(interp, p.get(2, "dtype"), default)?;
-                    let converted = convert(interp, &fa, d, false)?;
+                    let given = p.get(2, "dtype").filter(|v| !matches!(v, Value::None));
+                    let d = creation_dtype(interp, given, default)?;
+                    // `lax.full` keeps a weakly typed fill value's weak type when no dtype is
+                    // given: `jnp.full((2,), 1.5)` is f32 weak_type=True.
+                    let weak = given.is_none() && fa.aval.weak;
+                    let converted = convert(interp, &fa, d, weak)?;
                     let fb = broadcast_to_shape(interp, &converted, &shape)?;
                     return Ok(Value::Array(fb));
                 }
@@ -1681,7 +1744,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Tril | F::Triu => {
             let a = arr!(0, "m");
-            bind1(interp, Prim::Opaque(if f == F::Tril { "tril" } else { "triu" }), &[a.clone()], a.aval.clone()).map(Value::Array)
+            let nd = a.aval.ndim();
+            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(0);
+            if nd < 2 {
+                return bind1(interp, Prim::Opaque(if f == F::Tril { "tril" } else { "triu" }), &[a.clone()], a.aval.clone())
+                    .map(Value::Array);
+            }
+            // jnp.where(mask, m, 0) with the constant mask `j - i <= k` (tril) or `>= k` (triu).
+            let mask = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&a.aval.shape), |ix| {
+                let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
+                (if f == F::Tril { d <= k } else { d >= k }) as i64 as f64
+            });
+            let mask = Array::ready(a.aval.with_dtype(DType::Bool).weak(false), mask);
+            let shape = a.aval.shape.clone();
+            let zeros = full(interp, &shape, 0.0, a.aval.dtype)?;
+            bind1(interp, Prim::Select, &[mask, zeros, a.clone()], a.aval.clone()).map(Value::Array)
         }
         F::Tri => {
             let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
@@ -1713,6 +1790,52 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Minimum => binary!(BinaryPrim::Min),
         F::Arctan2 => binary!(BinaryPrim::Atan2),
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
+        F::LeftShift => binary!(BinaryPrim::ShiftLeft),
+        F::RightShift => {
+            let a = arr!(0, "x1");
+            let prim = if a.aval.dtype.is_unsigned() { BinaryPrim::ShiftRightLogical } else { BinaryPrim::ShiftRightArithmetic };
+            binary!(prim)
+        }
+        // zeros(length).at[x].add(weights or 1), as jnp.bincount computes it.
+        F::Bincount | F::OpsSegmentSum => {
+            let (x, updates) = if f == F::Bincount {
+                let x = arr!(0, "x");
+                let w = match p.get(1, "weights") {
+                    None | Some(Value::None) => Array::scalar(1.0, dtypes::default_int(c), false),
+                    Some(_) => arr!(1, "weights"),
+                };
+                (x, w)
+            } else {
+                (arr!(1, "segment_ids"), arr!(0, "data"))
+            };
+            if !x.aval.dtype.is_integer() || x.aval.ndim() != 1 {
+                return Ok(Value::opaque("bincount"));
+            }
+            let length_arg = if f == F::Bincount { p.get(usize::MAX, "length") } else { p.get(2, "num_segments") };
+            let length = match length_arg.filter(|v| !matches!(v, Value::None)) {
+                Some(v) => interp.index_of(v)?,
+                // Without a length: max(x) + 1 (at least `minlength`), which needs x's values.
+                None => match eval::force(&x, interp.budgets.max_elements) {
+                    Some(d) => {
+                        let min = p.get(2, "minlength").and_then(crate::interp::ops::as_int).unwrap_or(0);
+                        Some(d.iter().fold(min.max(0), |m, &v| m.max(v as i64 + 1)))
+                    }
+                    None => None,
+                },
+            };
+            let Some(length) = length else { return Ok(Value::opaque("bincount of unknown length")) };
+            let mut shape = vec![length.max(0) as usize];
+            if f == F::OpsSegmentSum {
+                shape.extend(updates.aval.shape.iter().skip(1).copied());
+            }
+            let zeros = full(interp, &shape, 0.0, updates.aval.dtype)?;
+            let prim = Prim::Scatter {
+                op: super::ir::ScatterOp::Add,
+                mode: super::ir::IndexMode::FillOrDrop,
+                index: Some(vec![IndexItem::Array]),
+            };
+            bind1(interp, prim, &[zeros.clone(), updates, x], zeros.aval.clone()).map(Value::Array)
+        }
         F::BitwiseOr | F::LogicalOr => binary!(BinaryPrim::Or),
         F::BitwiseXor | F::LogicalXor => binary!(BinaryPrim::Xor),
         F::Hypot | F::Logaddexp => {
@@ -1829,17 +1952,40 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let a = if f == F::LogicalNot { convert(interp, &a, DType::Bool, false)? } else { a };
             bind1(interp, Prim::Unary(UnaryPrim::Not), &[a.clone()], a.aval.clone()).map(Value::Array)
         }
-        F::Allclose | F::ArrayEqual => {
+        F::Allclose | F::ArrayEqual | F::Isclose => {
             let a = arr!(0, "a");
             let b = arr!(1, "b");
-            let _ = promote_broadcast(interp, &[a.clone(), b.clone()])?;
-            bind1(interp, Prim::Opaque("allclose"), &[a, b], Aval::scalar(DType::Bool)).map(Value::Array)
-        }
-        F::Isclose => {
-            let a = arr!(0, "a");
-            let b = arr!(1, "b");
-            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
-            bind1(interp, Prim::Opaque("isclose"), &ops, Aval { shape, dtype: DType::Bool, weak: false }).map(Value::Array)
+            if f == F::ArrayEqual && a.aval.shape != b.aval.shape {
+                return Ok(Value::Array(Array::scalar(0.0, DType::Bool, false)));
+            }
+            let (ops, dt, _) = promote_broadcast(interp, &[a, b])?;
+            let eq = compare_arrays(interp, CmpPrim::Eq, &ops[0], &ops[1])?;
+            let out = if f == F::ArrayEqual {
+                eq
+            } else {
+                // jnp.isclose: |a - b| <= atol + rtol * |b| where both are finite, and
+                // equal infinities; NaN is never close (equal_nan=False).
+                let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
+                let x = convert(interp, &ops[0], float, dt.weak)?;
+                let y = convert(interp, &ops[1], float, dt.weak)?;
+                let tol_arg = |i: usize, name: &str, default: f64| p.get(i, name).and_then(crate::interp::ops::as_f64).unwrap_or(default);
+                let (rtol, atol) = (tol_arg(2, "rtol", 1e-5), tol_arg(3, "atol", 1e-8));
+                let diff = binary_prim(interp, BinaryPrim::Sub, &x, &y)?;
+                let dist = unary_prim(interp, UnaryPrim::Abs, &diff)?;
+                let size = unary_prim(interp, UnaryPrim::Abs, &y)?;
+                let scaled = binary_prim(interp, BinaryPrim::Mul, &size, &Array::scalar(rtol, float, true))?;
+                let tol = binary_prim(interp, BinaryPrim::Add, &scaled, &Array::scalar(atol, float, true))?;
+                let within = compare_arrays(interp, CmpPrim::Le, &dist, &tol)?;
+                let fx = unary_prim(interp, UnaryPrim::IsFinite, &x)?;
+                let fy = unary_prim(interp, UnaryPrim::IsFinite, &y)?;
+                let finite = binary_prim(interp, BinaryPrim::And, &fx, &fy)?;
+                let near = binary_prim(interp, BinaryPrim::And, &within, &finite)?;
+                binary_prim(interp, BinaryPrim::Or, &eq, &near)?
+            };
+            if f == F::Isclose {
+                return Ok(Value::Array(out));
+            }
+            reduce(interp, &out, ReduceOp::And, None, false, None).map(Value::Array)
         }
         F::Where => {
             if p.get(1, "x").is_none() && p.get(2, "y").is_none() {
@@ -2090,7 +2236,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             for w in bounds.windows(2) {
                 let mut s = a.aval.shape.to_vec();
                 s[ax] = w[1].saturating_sub(w[0]);
-                parts.push(Value::Array(bind1(interp, Prim::Opaque("split"), &[a.clone()], a.aval.with_shape(&s))?));
+                let mut start = vec![0; s.len()];
+                start[ax] = w[0].min(w[1]);
+                let limit: Vec<usize> = start.iter().zip(&s).map(|(b, n)| b + n).collect();
+                let slice = Prim::Slice { start, limit, strides: vec![1; s.len()] };
+                parts.push(Value::Array(bind1(interp, slice, &[a.clone()], a.aval.with_shape(&s))?));
             }
             Ok(interp.new_list(parts))
         }
@@ -2099,7 +2249,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let reps = p.get(1, "reps").or_else(|| p.get(1, "repeats")).cloned().unwrap_or(Value::Int(1));
             let shape: Vec<usize> = if f == F::Tile {
                 let r: Vec<usize> = interp
-                    .iterate(&match reps {
+                    .iterate(&match reps.clone() {
                         Value::Int(_) => Value::tuple(vec![reps.clone()]),
                         r => r,
                     })?
@@ -2123,8 +2273,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     None => vec![a.aval.size() as usize * k],
                 }
             };
-            bind1(interp, Prim::Opaque(if f == F::Tile { "tile" } else { "repeat" }), &[a.clone()], a.aval.with_shape(&shape))
-                .map(Value::Array)
+            // Each output element reads one input element: a gather with constant indices.
+            if f == F::Tile {
+                let mut s = vec![1; shape.len() - a.aval.ndim()];
+                s.extend(a.aval.shape.iter().copied());
+                let a = reshape_raw(interp, &a, &s)?;
+                let sources = shape.iter().zip(&s).map(|(&out, &n)| (0..out).map(|i| i % n.max(1)).collect()).collect();
+                return gather_per_axis(interp, &a, sources).map(Value::Array);
+            }
+            let k = crate::interp::ops::as_int(&reps).unwrap_or(1).max(1) as usize;
+            let (a, ax) = match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
+                Some(ax) => (a, ax[0]),
+                None => (reshape_raw(interp, &a, &[a.aval.size() as usize])?, 0),
+            };
+            let sources = (0..shape.len()).map(|d| (0..shape[d]).map(|i| if d == ax { i / k } else { i }).collect()).collect();
+            gather_per_axis(interp, &a, sources).map(Value::Array)
         }
         F::Flip => {
             let a = arr!(0, "m");
@@ -2133,7 +2296,27 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Roll => {
             let a = arr!(0, "a");
-            bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array)
+            let shift = p.get(1, "shift").and_then(crate::interp::ops::as_int);
+            let axis = p.get(2, "axis").filter(|v| !matches!(v, Value::None));
+            let (Some(shift), None | Some(Value::Int(_))) = (shift, axis) else {
+                return bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array);
+            };
+            // out[i] = a[(i - shift) mod n] along the axis (of the flattened array without one).
+            let flat = axis.is_none();
+            let x = if flat { reshape_raw(interp, &a, &[a.aval.size() as usize])? } else { a.clone() };
+            let ax = match axis {
+                Some(v) => normalize_axis(interp, crate::interp::ops::as_int(v).unwrap_or(0), x.aval.ndim())?,
+                None => 0,
+            };
+            let sources = (0..x.aval.ndim())
+                .map(|d| {
+                    let n = x.aval.shape[d] as i64;
+                    (0..n).map(|i| if d == ax && n > 0 { (i - shift).rem_euclid(n) as usize } else { i as usize }).collect()
+                })
+                .collect();
+            let rolled = gather_per_axis(interp, &x, sources)?;
+            let shape = a.aval.shape.clone();
+            if flat { reshape_raw(interp, &rolled, &shape) } else { Ok(rolled) }.map(Value::Array)
         }
         F::Pad => {
             let a = arr!(0, "array");
@@ -2166,7 +2349,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 return Ok(Value::opaque("pad"));
             }
             let shape: Vec<usize> = a.aval.shape.iter().zip(&pairs).map(|(d, (l, r))| d + l + r).collect();
-            bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+            let constant = matches!(p.get(2, "mode"), None | Some(Value::Str(_)))
+                && p.get(2, "mode").is_none_or(|m| matches!(m, Value::Str(s) if &**s == "constant"));
+            let fill = match p.get(3, "constant_values") {
+                None => Some(0.0),
+                Some(v) => crate::interp::ops::as_f64(v),
+            };
+            // (A negative width, which JAX rejects, was read as a huge one above.)
+            let sane = pairs.iter().all(|&(l, r)| i64::try_from(l).is_ok() && i64::try_from(r).is_ok());
+            let (true, true, Some(fill)) = (constant, sane, fill) else {
+                return bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array);
+            };
+            // lax.pad(array, fill, [(lo, hi, 0), ...]) as jnp.pad's constant mode binds it.
+            let config = pairs.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect();
+            let fill = Array::scalar(fill, a.aval.dtype, false);
+            bind1(interp, Prim::Pad { config }, &[a.clone(), fill], a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::AtLeast1d | F::AtLeast2d => {
             let a = arr!(0, "x");
@@ -2288,7 +2485,17 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Argsort => {
             let a = arr!(0, "a");
-            bind1(interp, Prim::Opaque("argsort"), &[a.clone()], a.aval.with_dtype(dtypes::default_int(c))).map(Value::Array)
+            let int = a.aval.with_dtype(dtypes::default_int(c)).weak(false);
+            let descending = p.get(usize::MAX, "descending").is_some_and(|v| !matches!(v, Value::Bool(false) | Value::None));
+            if descending || a.aval.ndim() == 0 {
+                return bind1(interp, Prim::Opaque("argsort"), &[a.clone()], int).map(Value::Array);
+            }
+            // As `jnp.argsort` does: a stable sort of (a, iota) on the keys of `a`, whose
+            // second operand is the permutation.
+            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.map(|v| v[0]).unwrap_or(0);
+            let iota = Prim::Iota { dtype: int.dtype, shape: a.aval.shape.to_vec(), dimension: ax };
+            let positions = bind1(interp, iota, &[], int.clone())?;
+            bind1(interp, Prim::Sort { dimension: ax, num_keys: 1 }, &[a.clone(), positions], int).map(Value::Array)
         }
         F::Nonzero | F::Argwhere | F::Unique => {
             let a = arr!(0, "a");
@@ -2326,6 +2533,39 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     None => return Ok(Value::opaque("nonzero of unknown values")),
                 },
             };
+            // Concrete input: the values themselves (the output's shape depends on them, so
+            // there is nothing to trace). `size=` pads with 0 or truncates, as fill_value=None.
+            let nd = a.aval.ndim();
+            if let (Some(d), true) = (eval::force(&a, interp.budgets.max_elements), nd > 0) {
+                if f == F::Unique && size.is_none() && !d.iter().any(|x| x.is_nan()) {
+                    let mut v: Vec<f64> = d.iter().copied().collect();
+                    v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
+                    v.dedup();
+                    return Ok(Value::Array(Array::ready(
+                        a.aval.with_shape(&[n]).weak(false),
+                        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[n]), v).map_err(|e| interp.value_error(e.to_string()))?,
+                    )));
+                }
+                if f != F::Unique {
+                    let mut coords: Vec<Vec<f64>> = d
+                        .indexed_iter()
+                        .filter(|(_, &x)| x != 0.0)
+                        .map(|(ix, _)| ndarray::Dimension::slice(&ix).iter().map(|&i| i as f64).collect())
+                        .collect();
+                    coords.resize(n, vec![0.0; nd]);
+                    let axis = |k: usize| {
+                        Array::ready(Aval::new(&[n], idx), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| coords[i[0]][k]))
+                    };
+                    return Ok(if f == F::Argwhere {
+                        Value::Array(Array::ready(
+                            Aval::new(&[n, nd], idx),
+                            ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, nd]), |i| coords[i[0]][i[1]]),
+                        ))
+                    } else {
+                        Value::tuple((0..nd).map(|k| Value::Array(axis(k))).collect())
+                    });
+                }
+            }
             Ok(match f {
                 F::Unique => Value::Array(Array::unknown(a.aval.with_shape(&[n]), "unique")),
                 F::Argwhere => Value::Array(Array::unknown(Aval::new(&[n, a.aval.ndim()], idx), "argwhere")),
@@ -2342,9 +2582,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     let mut shape: Vec<usize> = a.aval.shape[..ax[0]].to_vec();
                     shape.extend(ix.aval.shape.iter().copied());
                     shape.extend(a.aval.shape[ax[0] + 1..].iter().copied());
+                    let mut index: Vec<IndexItem> =
+                        a.aval.shape[..ax[0]].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
+                    index.push(IndexItem::Array);
                     bind1(
                         interp,
-                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, axes: ax },
+                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index },
                         &[a.clone(), ix],
                         a.aval.with_shape(&shape),
                     )
@@ -2356,12 +2599,56 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::TakeAlongAxis => {
             let a = arr!(0, "arr");
             let ix = arr!(1, "indices");
-            bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array)
+            let nd = a.aval.ndim();
+            let axis = match p.get(2, "axis") {
+                Some(Value::Int(k)) => Some(normalize_axis(interp, *k, nd)?),
+                _ => None,
+            };
+            let fits = ix.aval.ndim() == nd
+                && ix.aval.dtype.is_integer()
+                && (0..nd).all(|d| Some(d) == axis || ix.aval.shape[d] == a.aval.shape[d] || ix.aval.shape[d] == 1);
+            let (Some(axis), true) = (axis, fits) else {
+                return bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape))
+                    .map(Value::Array);
+            };
+            // A gather with `ix` along `axis` and the position itself along every other axis.
+            let shape: Vec<usize> = (0..nd).map(|d| if d == axis { ix.aval.shape[d] } else { a.aval.shape[d] }).collect();
+            let mut ins = vec![a.clone()];
+            for d in 0..nd {
+                if d == axis {
+                    ins.push(ix.clone());
+                    continue;
+                }
+                let mut s = vec![1; nd];
+                s[d] = shape[d];
+                let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
+                ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+            }
+            let prim = Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index: vec![IndexItem::Array; nd] };
+            bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::Searchsorted => {
             let a = arr!(0, "a");
             let v = arr!(1, "v");
-            bind1(interp, Prim::Opaque("searchsorted"), &[a, v.clone()], v.aval.with_dtype(dtypes::default_int(c))).map(Value::Array)
+            let side = match p.get(2, "side") {
+                None => Some(CmpPrim::Lt),
+                Some(Value::Str(s)) if &**s == "left" => Some(CmpPrim::Lt),
+                Some(Value::Str(s)) if &**s == "right" => Some(CmpPrim::Le),
+                _ => None,
+            };
+            let (1, Some(cmp), None) = (a.aval.ndim(), side, p.get(usize::MAX, "sorter")) else {
+                return bind1(interp, Prim::Opaque("searchsorted"), &[a, v.clone()], v.aval.with_dtype(dtypes::default_int(c)))
+                    .map(Value::Array);
+            };
+            // The insertion point in sorted `a`: how many elements lie before `v`
+            // (`a < v` for side="left", `a <= v` for "right").
+            let mut s = v.aval.shape.to_vec();
+            s.push(1);
+            let column = reshape_raw(interp, &v, &s)?;
+            let before = compare_arrays(interp, cmp, &a, &column)?;
+            let last = before.aval.ndim() - 1;
+            let count = reduce(interp, &before, ReduceOp::Sum, Some(vec![last]), false, None)?;
+            convert(interp, &count, dtypes::default_int(c), false).map(Value::Array)
         }
         F::Astype => {
             let a = arr!(0, "x");
@@ -2454,8 +2741,24 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let a = arr!(0, "a");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
             let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
-            let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
-            bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array)
+            if p.get(usize::MAX, "b").is_some() || p.get(usize::MAX, "return_sign").is_some() {
+                let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+                return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
+            }
+            // As jax.nn.logsumexp computes it: the finite maximum, held constant for AD, is
+            // taken out before the exponentials and added back after the log.
+            let amax = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
+            let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
+            let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
+            let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
+            let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
+            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &amax)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+            let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
+            let log = unary_prim(interp, UnaryPrim::Log, &total)?;
+            let shape = log.aval.shape.clone();
+            let amax = reshape_raw(interp, &amax, &shape)?;
+            binary_prim(interp, BinaryPrim::Add, &log, &amax).map(Value::Array)
         }
         F::NnOneHot => {
             let a = arr!(0, "x");
@@ -2705,12 +3008,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let a = arr!(0, "v");
             match a.aval.ndim() {
                 1 => {
+                    // jnp.where(eye, v[None, :], 0)
                     let n = a.aval.shape[0];
-                    bind1(interp, Prim::Opaque("diag"), &[a.clone()], a.aval.with_shape(&[n, n])).map(Value::Array)
+                    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[0] == ix[1]) as i64 as f64);
+                    let eye = Array::ready(Aval::new(&[n, n], DType::Bool), eye);
+                    let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![1] };
+                    let rows = bind1(interp, prim, &[a.clone()], a.aval.with_shape(&[n, n]))?;
+                    let zeros = full(interp, &[n, n], 0.0, a.aval.dtype)?;
+                    bind1(interp, Prim::Select, &[eye, zeros, rows], a.aval.with_shape(&[n, n])).map(Value::Array)
                 }
                 2 => {
                     let n = a.aval.shape[0].min(a.aval.shape[1]);
-                    bind1(interp, Prim::Opaque("diagonal"), &[a.clone()], a.aval.with_shape(&[n])).map(Value::Array)
+                    let ix =
+                        Array::ready(Aval::new(&[n], DType::I32), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
+                    let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: vec![IndexItem::Array, IndexItem::Array] };
+                    bind1(interp, prim, &[a.clone(), ix.clone(), ix], a.aval.with_shape(&[n])).map(Value::Array)
                 }
                 _ => Err(interp.value_error("diag input must be 1d or 2d")),
             }

@@ -144,6 +144,8 @@ surface! {
     BitwiseOr = "jax.numpy"."bitwise_or",
     BitwiseXor = "jax.numpy"."bitwise_xor",
     BitwiseNot = "jax.numpy"."bitwise_not",
+    LeftShift = "jax.numpy"."left_shift",
+    RightShift = "jax.numpy"."right_shift",
     Invert = "jax.numpy"."invert",
     Allclose = "jax.numpy"."allclose",
     Isclose = "jax.numpy"."isclose",
@@ -233,6 +235,7 @@ surface! {
     Unique = "jax.numpy"."unique",
     Take = "jax.numpy"."take",
     TakeAlongAxis = "jax.numpy"."take_along_axis",
+    Bincount = "jax.numpy"."bincount",
     Searchsorted = "jax.numpy"."searchsorted",
     // jax.numpy: dtypes and misc
     Astype = "jax.numpy"."astype",
@@ -306,6 +309,8 @@ surface! {
     NnElu = "jax.nn"."elu",
     NnLeakyRelu = "jax.nn"."leaky_relu",
     ScipyLogsumexp = "jax.scipy.special"."logsumexp",
+    // jax.ops
+    OpsSegmentSum = "jax.ops"."segment_sum",
     // jax.tree_util and jax.tree
     TreeMap = "jax.tree_util"."tree_map",
     TreeLeaves = "jax.tree_util"."tree_leaves",
@@ -320,6 +325,8 @@ surface! {
     TreeFlatten2 = "jax.tree"."flatten",
     TreeUnflatten2 = "jax.tree"."unflatten",
     TreeStructure2 = "jax.tree"."structure",
+    TreeReduce = "jax.tree_util"."tree_reduce",
+    TreeReduce2 = "jax.tree"."reduce",
     // jax.debug and config
     DebugPrint = "jax.debug"."print",
     ConfigUpdate = "jax.config"."update",
