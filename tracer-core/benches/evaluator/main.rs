@@ -12,6 +12,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayD, IxDyn};
+
+mod mlp;
 use tracer_core::jax::dtypes::DType;
 use tracer_core::jax::eval::{dot_general, DotDims};
 
@@ -30,6 +32,7 @@ fn main() {
         Some(numpy) => println!("NumPy/OpenBLAS sgemm, one thread, same shapes: {numpy:.1} GFLOP/s ({:.0}% of peak)", 100.0 * numpy / peak),
         None => println!("NumPy reference skipped (set TRACELENS_JAX_PYTHON to a Python with NumPy)"),
     }
+    mlp::run();
 }
 
 /// Best of `REPEATS` products: the machine is shared, so the fastest run is the least
