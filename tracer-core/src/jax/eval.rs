@@ -112,6 +112,26 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
     }
 }
 
+/// Asks glibc's malloc, once, to keep freed memory for reuse: by default it hands every
+/// freed block of more than 128 KiB (and the top of an arena past twice that) back to the OS,
+/// so each evaluation of a step allocated its arrays in fresh pages, and page faults took
+/// a quarter of an MLP step's time (docs/evaluator.md). Blocks up to 32 MiB now come from the
+/// arenas, and up to 64 MiB of free memory stays there.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only sets allocator parameters; glibc serialises it with
+            // allocation.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+            }
+        });
+    }
+}
+
 /// An array's data as it is stored: float32 and bool values computed by the float32 path
 /// stay in f32 until something outside the kernels asks for them.
 enum Stored {
@@ -134,12 +154,12 @@ fn held_in_f32(dtype: DType) -> bool {
 pub fn non_finite_counts(array: &Rc<Array>, max_elements: u64) -> Option<(usize, usize, usize)> {
     /// A first pass that only asks whether anything is not finite (it vectorises), then
     /// the counts when something is.
-    fn counts<T: Copy + Into<f64>>(values: &ndarray::ArrayRef<T, IxDyn>, is_finite: fn(T) -> bool) -> (usize, usize) {
-        let not_finite: usize = match values.as_slice_memory_order() {
-            Some(s) => s.iter().map(|&x| usize::from(!is_finite(x))).sum(),
-            None => values.iter().map(|&x| usize::from(!is_finite(x))).sum(),
+    fn counts<T: Copy + Into<f64>>(values: &ndarray::ArrayRef<T, IxDyn>, is_finite: impl Fn(T) -> bool) -> (usize, usize) {
+        let any_not_finite = match values.as_slice_memory_order() {
+            Some(s) => s.iter().fold(false, |any, &x| any | !is_finite(x)),
+            None => values.iter().any(|&x| !is_finite(x)),
         };
-        if not_finite == 0 {
+        if !any_not_finite {
             (0, 0)
         } else {
             count_non_finite(values.iter().map(|&x| x.into()))
@@ -147,11 +167,11 @@ pub fn non_finite_counts(array: &Rc<Array>, max_elements: u64) -> Option<(usize,
     }
     let (nan, inf, size) = match force_stored(array, max_elements, 0)? {
         Stored::F64(d) if d.shape() == array.aval.shape.as_slice() => {
-            let (nan, inf) = counts(&d, f64::is_finite);
+            let (nan, inf) = counts(&d, |x: f64| x.is_finite());
             (nan, inf, d.len())
         }
         Stored::F32(d) if d.shape() == array.aval.shape.as_slice() => {
-            let (nan, inf) = counts(&d, f32::is_finite);
+            let (nan, inf) = counts(&d, |x: f32| x.is_finite());
             (nan, inf, d.len())
         }
         _ => return None,
@@ -165,6 +185,7 @@ pub fn count_non_finite(values: impl Iterator<Item = f64>) -> (usize, usize) {
 }
 
 fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Stored> {
+    keep_freed_memory();
     let known = array.known()?;
     let ArrayKind::Concrete(cell) = &known.kind else {
         return None;
@@ -195,10 +216,23 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             return Some(Stored::F32(data));
         }
     }
-    let mut datas = Vec::with_capacity(inputs.len());
+    let mut stored = Vec::with_capacity(inputs.len());
     for i in &inputs {
-        datas.push(force_at_depth(i, max_elements, depth + 1)?);
+        stored.push(force_stored(i, max_elements, depth + 1)?);
     }
+    // A jitted call's value comes from its instantiated body (eval_jaxpr.rs), never from a
+    // kernel: its inputs (a model's parameters) are not widened for nothing.
+    if matches!(prim, Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_)) {
+        *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
+        return None;
+    }
+    let datas: Vec<Rc<NdData>> = stored
+        .into_iter()
+        .map(|d| match d {
+            Stored::F64(d) => d,
+            Stored::F32(d) => Rc::new(widen(&d)),
+        })
+        .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
     let result = if random::is_random(&prim) {
         random::kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
@@ -726,9 +760,9 @@ pub struct DotDims<'a> {
 }
 
 /// `lax.dot_general`: both operands permuted to (batch, free, contracting) and reshaped to
-/// 3-D, then one matrix product per batch element with ndarray's `general_mat_mul` (a BLAS
-/// or `matrixmultiply` GEMM, docs/evaluator.md), which takes the permuted operands as
-/// strided views: a transposed operand is not copied. float32 (and narrower) operands
+/// 3-D, then one matrix product per batch element with the `gemm` crate's GEMM
+/// (docs/evaluator.md), which takes the permuted operands as strided views: a transposed
+/// operand is not copied. float32 (and narrower) operands
 /// multiply in float32, as XLA's CPU dot does: sgemm is twice as fast as dgemm and
 /// accumulates as JAX does.
 pub fn dot_general(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
@@ -742,7 +776,7 @@ pub fn dot_general(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usiz
 }
 
 /// `dot_general` of float32 data held in f32 (the float32 path): no conversion at all.
-fn dot_general_f32(lhs: &NdDataF32, rhs: &NdDataF32, dims: &DotDims, out_shape: &[usize]) -> Option<ArrayD<f32>> {
+pub fn dot_general_f32(lhs: &NdDataF32, rhs: &NdDataF32, dims: &DotDims, out_shape: &[usize]) -> Option<ArrayD<f32>> {
     let (l, r, sizes) = dot_operands(lhs.view(), rhs.view(), dims)?;
     batched_matmul(l, r, sizes)?.into_shape_with_order(IxDyn(out_shape)).ok()
 }
@@ -781,13 +815,39 @@ where
     let r = r.to_shape((b, k, n)).ok()?;
     let mut out = ndarray::Array3::<T>::zeros((b, m, n));
     for bi in 0..b {
-        ndarray::linalg::general_mat_mul(
-            T::one(),
-            &l.index_axis(Axis(0), bi),
-            &r.index_axis(Axis(0), bi),
-            T::zero(),
-            &mut out.index_axis_mut(Axis(0), bi),
-        );
+        let (lhs, rhs) = (l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
+        let mut dst = out.index_axis_mut(Axis(0), bi);
+        let is_float = [std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()].contains(&std::any::TypeId::of::<T>());
+        if is_float && k > 0 {
+            // SAFETY: each pointer and its strides describe a live view of the given shape
+            // (m×k, k×n, m×n, the last one writable and not aliased), and T is f32 or f64,
+            // the types `gemm` multiplies. With `read_dst` false, dst = 1·lhs·rhs.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    dst.as_mut_ptr(),
+                    dst.strides()[1],
+                    dst.strides()[0],
+                    false,
+                    lhs.as_ptr(),
+                    lhs.strides()[1],
+                    lhs.strides()[0],
+                    rhs.as_ptr(),
+                    rhs.strides()[1],
+                    rhs.strides()[0],
+                    T::zero(),
+                    T::one(),
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        } else {
+            ndarray::linalg::general_mat_mul(T::one(), &lhs, &rhs, T::zero(), &mut dst);
+        }
     }
     Some(out.into_dyn())
 }
