@@ -4,7 +4,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
-use ndarray::ArrayD;
+use ndarray::{ArcArray, ArrayD, IxDyn};
 
 use super::aval::Aval;
 use super::dtypes::DType;
@@ -14,6 +14,11 @@ use crate::interp::Site;
 /// Concrete element data. Every numeric dtype is held as f64 and rounded to its dtype after
 /// each operation (exact for integers below 2^53; float32 rounding is applied per op).
 pub type NdData = ArrayD<f64>;
+
+/// float32 and bool data as the evaluator's float32 path keeps it: in f32 (exact for both),
+/// shared, in any memory layout (a transpose is a view). `eval::force` widens it to `NdData`
+/// for everything outside the kernels (docs/evaluator.md).
+pub type NdDataF32 = ArcArray<f32, IxDyn>;
 
 pub struct Array {
     pub aval: Aval,
@@ -38,6 +43,8 @@ pub struct Tracer {
 
 pub enum Lazy {
     Ready(Rc<NdData>),
+    /// The value of a float32 or bool array, held in f32.
+    ReadyF32(NdDataF32),
     /// `prim` applied to `inputs`, computed when first needed.
     Pending(Prim, Vec<Rc<Array>>),
     /// Not computed: too large, no kernel yet, or it depends on something unknown.

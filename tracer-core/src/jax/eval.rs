@@ -3,9 +3,9 @@
 
 use std::rc::Rc;
 
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
-use super::array::{Array, ArrayKind, Lazy, NdData};
+use super::array::{Array, ArrayKind, Lazy, NdData, NdDataF32};
 use super::dtypes::DType;
 use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
@@ -107,6 +107,86 @@ pub fn is_typed_key(array: &Rc<Array>, max_elements: u64) -> Option<bool> {
 const MAX_FORCE_DEPTH: usize = 512;
 
 fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Rc<NdData>> {
+    match force_stored(array, max_elements, depth)? {
+        Stored::F64(d) => Some(d),
+        Stored::F32(d) => Some(Rc::new(widen(&d))),
+    }
+}
+
+/// Asks glibc's malloc, once, to keep freed memory for reuse: by default it hands every
+/// freed block of more than 128 KiB (and the top of an arena past twice that) back to the OS,
+/// so each evaluation of a step allocated its arrays in fresh pages, and page faults took
+/// a quarter of an MLP step's time (docs/evaluator.md). Blocks up to 32 MiB now come from the
+/// arenas, and up to 64 MiB of free memory stays there.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only sets allocator parameters; glibc serialises it with
+            // allocation.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+            }
+        });
+    }
+}
+
+/// An array's data as it is stored: float32 and bool values computed by the float32 path
+/// stay in f32 until something outside the kernels asks for them.
+enum Stored {
+    F64(Rc<NdData>),
+    F32(NdDataF32),
+}
+
+/// f32 data as `NdData`, in standard layout.
+fn widen(d: &NdDataF32) -> NdData {
+    d.mapv(f64::from).as_standard_layout().into_owned()
+}
+
+/// The dtypes whose values the float32 path holds in f32: every value of them is exact there.
+fn held_in_f32(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::Bool)
+}
+
+/// NaN and Inf counts of an array's value, and its size, computing it if needed and without
+/// widening f32 data. `None` when the value is not computed (see `force`).
+pub fn non_finite_counts(array: &Rc<Array>, max_elements: u64) -> Option<(usize, usize, usize)> {
+    /// A first pass that only asks whether anything is not finite (it vectorises), then
+    /// the counts when something is.
+    fn counts<T: Copy + Into<f64>>(values: &ndarray::ArrayRef<T, IxDyn>, is_finite: impl Fn(T) -> bool) -> (usize, usize) {
+        let any_not_finite = match values.as_slice_memory_order() {
+            Some(s) => s.iter().fold(false, |any, &x| any | !is_finite(x)),
+            None => values.iter().any(|&x| !is_finite(x)),
+        };
+        if !any_not_finite {
+            (0, 0)
+        } else {
+            count_non_finite(values.iter().map(|&x| x.into()))
+        }
+    }
+    let (nan, inf, size) = match force_stored(array, max_elements, 0)? {
+        Stored::F64(d) if d.shape() == array.aval.shape.as_slice() => {
+            let (nan, inf) = counts(&d, |x: f64| x.is_finite());
+            (nan, inf, d.len())
+        }
+        Stored::F32(d) if d.shape() == array.aval.shape.as_slice() => {
+            let (nan, inf) = counts(&d, |x: f32| x.is_finite());
+            (nan, inf, d.len())
+        }
+        _ => return None,
+    };
+    Some((nan, inf, size))
+}
+
+/// Counts of NaN and Inf values.
+pub fn count_non_finite(values: impl Iterator<Item = f64>) -> (usize, usize) {
+    values.fold((0, 0), |(n, i), x| (n + usize::from(x.is_nan()), i + usize::from(x.is_infinite())))
+}
+
+fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Stored> {
+    keep_freed_memory();
     let known = array.known()?;
     let ArrayKind::Concrete(cell) = &known.kind else {
         return None;
@@ -116,7 +196,8 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
         return None;
     }
     let pending = match &*cell.borrow() {
-        Lazy::Ready(d) => return Some(d.clone()),
+        Lazy::Ready(d) => return Some(Stored::F64(d.clone())),
+        Lazy::ReadyF32(d) => return Some(Stored::F32(d.clone())),
         Lazy::Unknown(_) => return None,
         Lazy::Pending(prim, inputs) => Ok((prim.clone(), inputs.clone())),
         Lazy::Call(call, i) => Err((call.clone(), *i)),
@@ -124,28 +205,54 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
     let (prim, inputs) = match pending {
         Ok(pending) => pending,
         Err((call, i)) => {
-            let data = call.output(i).and_then(|out| force_at_depth(&out, max_elements, depth + 1));
+            let data = call.output(i).and_then(|out| force_stored(&out, max_elements, depth + 1));
             *cell.borrow_mut() = match &data {
-                Some(d) => Lazy::Ready(d.clone()),
+                Some(Stored::F64(d)) => Lazy::Ready(d.clone()),
+                Some(Stored::F32(d)) => Lazy::ReadyF32(d.clone()),
                 None => Lazy::Unknown("it depends on a value that is not computed"),
             };
             return data;
         }
     };
-    let mut datas = Vec::with_capacity(inputs.len());
-    for i in &inputs {
-        if i.aval.dtype.is_complex() {
-            return None;
-        }
-        datas.push(force_at_depth(i, max_elements, depth + 1)?);
+    if inputs.iter().any(|i| i.aval.dtype.is_complex()) {
+        return None;
     }
+    let in_dtypes: Vec<DType> = inputs.iter().map(|i| i.aval.dtype).collect();
+    if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && has_f32_kernel(&prim) {
+        let mut datas = Vec::with_capacity(inputs.len());
+        for i in &inputs {
+            datas.push(force_f32(i, max_elements, depth + 1)?);
+        }
+        if let Some(data) = kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
+            let data = data.into_shared();
+            *cell.borrow_mut() = Lazy::ReadyF32(data.clone());
+            return Some(Stored::F32(data));
+        }
+    }
+    let mut stored = Vec::with_capacity(inputs.len());
+    for i in &inputs {
+        stored.push(force_stored(i, max_elements, depth + 1)?);
+    }
+    // A jitted call's value comes from its instantiated body (eval_jaxpr.rs), never from a
+    // kernel: its inputs (a model's parameters) are not widened for nothing.
+    if matches!(prim, Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_)) {
+        *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
+        return None;
+    }
+    let datas: Vec<Rc<NdData>> = stored
+        .into_iter()
+        .map(|d| match d {
+            Stored::F64(d) => d,
+            Stored::F32(d) => Rc::new(widen(&d)),
+        })
+        .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
     let result = if random::is_random(&prim) {
         random::kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
     } else if inputs.iter().zip(&datas).any(|(i, d)| d.shape() != i.aval.shape.as_slice()) {
         random::key_layout_kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
     } else {
-        kernel(&prim, &datas, &inputs.iter().map(|i| i.aval.dtype).collect::<Vec<_>>(), &known.aval.shape, known.aval.dtype)
+        kernel(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype)
     };
     let mut slot = cell.borrow_mut();
     match result {
@@ -156,11 +263,34 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
             }
             let data = Rc::new(data);
             *slot = Lazy::Ready(data.clone());
-            Some(data)
+            Some(Stored::F64(data))
         }
         None => {
             *slot = Lazy::Unknown("no CPU kernel for this operation yet");
             None
+        }
+    }
+}
+
+/// The value of a float32 or bool array in f32, for the float32 path. Data held as f64 (an
+/// array made from Python numbers, a random draw) is narrowed once, exactly, and kept so.
+fn force_f32(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<NdDataF32> {
+    match force_stored(array, max_elements, depth)? {
+        Stored::F32(d) => Some(d),
+        Stored::F64(d) => {
+            if d.shape() != array.aval.shape.as_slice() {
+                return None;
+            }
+            let narrowed = d.mapv(|x| x as f32).into_shared();
+            if let Some(known) = array.known() {
+                if let ArrayKind::Concrete(cell) = &known.kind {
+                    let mut slot = cell.borrow_mut();
+                    if matches!(&*slot, Lazy::Ready(_)) {
+                        *slot = Lazy::ReadyF32(narrowed.clone());
+                    }
+                }
+            }
+            Some(narrowed)
         }
     }
 }
@@ -174,63 +304,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
     Some(match prim {
         Prim::Unary(u) => {
             let a = &ins[0];
-            let f: fn(f64) -> f64 = match u {
-                UnaryPrim::Neg => |x| -x,
-                UnaryPrim::Sign => |x: f64| {
-                    if x > 0.0 {
-                        1.0
-                    } else if x < 0.0 {
-                        -1.0
-                    } else {
-                        x
-                    }
-                },
-                UnaryPrim::Floor => f64::floor,
-                UnaryPrim::Ceil => f64::ceil,
-                UnaryPrim::Round => |x: f64| {
-                    let r = x.round();
-                    if (x - x.trunc()).abs() == 0.5 {
-                        2.0 * (x / 2.0).round()
-                    } else {
-                        r
-                    }
-                },
-                UnaryPrim::IsFinite => |x: f64| x.is_finite() as i64 as f64,
-                UnaryPrim::Exp => f64::exp,
-                // XLA: exp(log(2) * x), each step in the dtype.
-                UnaryPrim::Exp2 => return Some(a.mapv(|x| in_precision(x * ln2(out_dtype), out_dtype).exp())),
-                UnaryPrim::Log => f64::ln,
-                UnaryPrim::Log1p => f64::ln_1p,
-                UnaryPrim::Expm1 => f64::exp_m1,
-                UnaryPrim::Tanh => f64::tanh,
-                UnaryPrim::Logistic => |x: f64| 1.0 / (1.0 + (-x).exp()),
-                UnaryPrim::Sin => f64::sin,
-                UnaryPrim::Cos => f64::cos,
-                UnaryPrim::Tan => f64::tan,
-                UnaryPrim::Asin => f64::asin,
-                UnaryPrim::Acos => f64::acos,
-                UnaryPrim::Atan => f64::atan,
-                UnaryPrim::Sinh => return Some(a.mapv(|x| sinh(x, out_dtype))),
-                // XLA: exp(x + log(1/2)) + exp(-x + log(1/2)), each step in the dtype.
-                UnaryPrim::Cosh => {
-                    return Some(a.mapv(|x| {
-                        let h = -ln2(out_dtype);
-                        in_precision(x + h, out_dtype).exp() + in_precision(-x + h, out_dtype).exp()
-                    }))
-                }
-                UnaryPrim::Asinh => f64::asinh,
-                UnaryPrim::Acosh => f64::acosh,
-                UnaryPrim::Atanh => f64::atanh,
-                UnaryPrim::Sqrt => f64::sqrt,
-                UnaryPrim::Rsqrt => |x: f64| 1.0 / x.sqrt(),
-                UnaryPrim::Cbrt => f64::cbrt,
-                UnaryPrim::Abs => f64::abs,
-                UnaryPrim::Not => |x: f64| if x == 0.0 { 1.0 } else { 0.0 },
-                UnaryPrim::Square => |x| x * x,
-                UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => |x| x,
-                UnaryPrim::Imag => |_| 0.0,
-                UnaryPrim::Erf | UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
-            };
+            let f = unary_fn(*u, out_dtype)?;
             if *u == UnaryPrim::Not && int_out {
                 a.mapv(|x| !(x as i64) as f64)
             } else if int_out && matches!(u, UnaryPrim::Square | UnaryPrim::Neg | UnaryPrim::Abs) {
@@ -248,7 +322,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                     )
                 })
             } else {
-                a.mapv(f)
+                a.mapv(|x| f(x))
             }
         }
         Prim::Binary(b) => {
@@ -264,63 +338,15 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 };
                 return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| wrap_int(f(x as i128, y as i128), out_dtype)));
             }
-            let f: fn(f64, f64) -> f64 = match (b, int) {
-                (BinaryPrim::Add, _) => |x, y| x + y,
-                (BinaryPrim::Sub, _) => |x, y| x - y,
-                (BinaryPrim::Mul, _) => |x, y| x * y,
-                (BinaryPrim::Div, false) => |x, y| x / y,
-                // lax.div on integers rounds toward zero.
-                (BinaryPrim::Div, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() },
-                (BinaryPrim::Rem, false) => |x: f64, y: f64| x % y,
-                (BinaryPrim::Rem, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y },
-                // `x ** 2` on integers is `integer_pow` in JAX: exact, wrapping.
-                (BinaryPrim::Pow, true) if int_out => {
-                    return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| match u32::try_from(y as i64) {
-                        Ok(y) => wrap_int((x as i128).wrapping_pow(y), out_dtype),
-                        Err(_) => f64::NAN,
-                    }))
-                    .filter(|d| !d.iter().any(|v| v.is_nan()));
-                }
-                (BinaryPrim::Pow, _) => f64::powf,
-                // NaN propagates, and -0.0 orders below 0.0.
-                (BinaryPrim::Max, _) => |x: f64, y: f64| {
-                    if x.is_nan() || y.is_nan() {
-                        f64::NAN
-                    } else if x == y {
-                        if x.is_sign_positive() {
-                            x
-                        } else {
-                            y
-                        }
-                    } else {
-                        x.max(y)
-                    }
-                },
-                (BinaryPrim::Min, _) => |x: f64, y: f64| {
-                    if x.is_nan() || y.is_nan() {
-                        f64::NAN
-                    } else if x == y {
-                        if x.is_sign_negative() {
-                            x
-                        } else {
-                            y
-                        }
-                    } else {
-                        x.min(y)
-                    }
-                },
-                (BinaryPrim::Atan2, _) => f64::atan2,
-                (BinaryPrim::And, _) => |x, y| ((x as i64) & (y as i64)) as f64,
-                (BinaryPrim::Or, _) => |x, y| ((x as i64) | (y as i64)) as f64,
-                (BinaryPrim::Xor, _) => |x, y| ((x as i64) ^ (y as i64)) as f64,
-                (BinaryPrim::ShiftLeft, _) => |x, y| ((x as i64).wrapping_shl(y as u32)) as f64,
-                (BinaryPrim::ShiftRightArithmetic, _) => |x, y| ((x as i64).wrapping_shr(y as u32)) as f64,
-                // Bound for unsigned operands only (jnp.right_shift), whose values are >= 0.
-                (BinaryPrim::ShiftRightLogical, _) => {
-                    |x: f64, y: f64| if (0.0..64.0).contains(&y) { ((x as u64) >> (y as u32)) as f64 } else { 0.0 }
-                }
-                (BinaryPrim::NextAfter, _) => return None,
-            };
+            // `x ** 2` on integers is `integer_pow` in JAX: exact, wrapping.
+            if int && int_out && *b == BinaryPrim::Pow {
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| match u32::try_from(y as i64) {
+                    Ok(y) => wrap_int((x as i128).wrapping_pow(y), out_dtype),
+                    Err(_) => f64::NAN,
+                }))
+                .filter(|d| !d.iter().any(|v| v.is_nan()));
+            }
+            let f = binary_fn(*b, int)?;
             ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
         }
         Prim::Compare(c) => {
@@ -415,26 +441,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             out
         }
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
-        Prim::Reduce { op, axes } => {
-            let mut a = (*ins[0]).clone();
-            let mut axes = axes.clone();
-            axes.sort_unstable();
-            for &ax in axes.iter().rev() {
-                a = match op {
-                    ReduceOp::Sum => a.sum_axis(Axis(ax)),
-                    ReduceOp::Prod => a.map_axis(Axis(ax), |l| l.iter().product()),
-                    ReduceOp::Max => a.map_axis(Axis(ax), |l| {
-                        l.iter().fold(f64::NEG_INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x) })
-                    }),
-                    ReduceOp::Min => a.map_axis(Axis(ax), |l| {
-                        l.iter().fold(f64::INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.min(x) })
-                    }),
-                    ReduceOp::And => a.map_axis(Axis(ax), |l| l.iter().all(|&x| x != 0.0) as i64 as f64),
-                    ReduceOp::Or => a.map_axis(Axis(ax), |l| l.iter().any(|&x| x != 0.0) as i64 as f64),
-                };
-            }
-            a
-        }
+        Prim::Reduce { op, axes } => reduce((*ins[0]).clone(), op, axes),
         Prim::ArgReduce { op, axis, .. } => ins[0].map_axis(Axis(*axis), |l| {
             let mut best = 0usize;
             for (i, &x) in l.iter().enumerate() {
@@ -515,6 +522,276 @@ fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
     ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
 }
 
+/// Whether the float32 path has kernels for `prim` (on float32 and bool data).
+fn has_f32_kernel(prim: &Prim) -> bool {
+    matches!(
+        prim,
+        Prim::Unary(_)
+            | Prim::Binary(_)
+            | Prim::Compare(_)
+            | Prim::Select
+            | Prim::Clamp
+            | Prim::IntegerPow(_)
+            | Prim::ConvertElementType { .. }
+            | Prim::StopGradient
+            | Prim::BroadcastInDim { .. }
+            | Prim::Reshape { .. }
+            | Prim::Squeeze { .. }
+            | Prim::Transpose { .. }
+            | Prim::Reduce { .. }
+            | Prim::DotGeneral { .. }
+    )
+}
+
+/// The float32 path: kernels on f32 data for operations whose inputs and output are float32
+/// or bool. Each gives exactly what `kernel` followed by `round_to` gives (arithmetic in
+/// f32 rounds as the f64 result rounded to f32 does, since f64 holds more than twice f32's
+/// precision; everything else computes in f64 per element and rounds). Layout changes
+/// (transpose, reshape, a conversion to the same dtype) share the data instead of copying.
+/// `None` leaves the operation to `kernel`.
+fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdDataF32> {
+    let store = move |y: f64| round_to(y, out_dtype) as f32;
+    let shape = IxDyn(out_shape);
+    Some(match prim {
+        Prim::Unary(UnaryPrim::Neg) => ins[0].mapv(|x| -x).into_shared(),
+        Prim::Unary(UnaryPrim::Abs) => ins[0].mapv(f32::abs).into_shared(),
+        Prim::Unary(UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj) | Prim::StopGradient => ins[0].clone(),
+        Prim::Unary(u) => {
+            let f = unary_fn(*u, out_dtype)?;
+            ins[0].mapv(|x| store(f(f64::from(x)))).into_shared()
+        }
+        Prim::Binary(b) => {
+            let (x, y) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape)?);
+            let int = in_dtypes.first().is_some_and(|d| d.is_bool());
+            match (b, int) {
+                (BinaryPrim::Add, false) => zip_f32(&x, &y, |p, q| flush_f32(p + q)),
+                (BinaryPrim::Sub, false) => zip_f32(&x, &y, |p, q| flush_f32(p - q)),
+                (BinaryPrim::Mul, false) => zip_f32(&x, &y, |p, q| flush_f32(p * q)),
+                (BinaryPrim::Div, false) => zip_f32(&x, &y, |p, q| flush_f32(p / q)),
+                (BinaryPrim::Max, _) => zip_f32(&x, &y, |p, q| max_f64(p.into(), q.into()) as f32),
+                (BinaryPrim::Min, _) => zip_f32(&x, &y, |p, q| min_f64(p.into(), q.into()) as f32),
+                _ => {
+                    let f = binary_fn(*b, int)?;
+                    zip_f32(&x, &y, |p, q| store(f(p.into(), q.into())))
+                }
+            }
+        }
+        Prim::Compare(c) => {
+            let (x, y) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape)?);
+            let truth = |t: bool| f32::from(u8::from(t));
+            match c {
+                CmpPrim::Eq => zip_f32(&x, &y, |p, q| truth(p == q)),
+                CmpPrim::Ne => zip_f32(&x, &y, |p, q| truth(p != q)),
+                CmpPrim::Lt => zip_f32(&x, &y, |p, q| truth(p < q)),
+                CmpPrim::Le => zip_f32(&x, &y, |p, q| truth(p <= q)),
+                CmpPrim::Gt => zip_f32(&x, &y, |p, q| truth(p > q)),
+                CmpPrim::Ge => zip_f32(&x, &y, |p, q| truth(p >= q)),
+            }
+        }
+        Prim::Select => {
+            let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+            ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
+        }
+        Prim::Clamp => {
+            let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+            ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
+        }
+        Prim::IntegerPow(y) => ins[0].mapv(|x| store(f64::from(x).powi(*y))).into_shared(),
+        // float32 to float32, or bool to float32: the values are already exact.
+        Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
+        Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
+        Prim::BroadcastInDim { shape: target, broadcast_dimensions } => {
+            let a = &ins[0];
+            let mut expanded = vec![1usize; target.len()];
+            for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                *expanded.get_mut(d)? = *a.shape().get(i)?;
+            }
+            let r = a.to_shape(IxDyn(&expanded)).ok()?;
+            r.broadcast(IxDyn(target))?.to_owned().into_shared()
+        }
+        Prim::Reshape { new_sizes } => reshape_f32(&ins[0], new_sizes)?,
+        Prim::Squeeze { .. } => reshape_f32(&ins[0], out_shape)?,
+        Prim::Transpose { permutation } => {
+            let valid = permutation.len() == ins[0].ndim() && (0..permutation.len()).all(|d| permutation.contains(&d));
+            if !valid {
+                return None;
+            }
+            ins[0].clone().permuted_axes(IxDyn(permutation))
+        }
+        Prim::Reduce { op, axes } => reduce(ins[0].mapv(f64::from), op, axes).mapv(store).into_shared(),
+        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } if out_dtype == DType::F32 => {
+            let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+            let mut out = dot_general_f32(&ins[0], &ins[1], &dims, out_shape)?;
+            out.mapv_inplace(flush_f32);
+            out.into_shared()
+        }
+        _ => return None,
+    })
+}
+
+/// float32 subnormals flushed to zero, as XLA on CPU does (`round_to`).
+fn flush_f32(x: f32) -> f32 {
+    if x.abs() < f32::MIN_POSITIVE {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+fn zip_f32(x: &ndarray::ArrayViewD<f32>, y: &ndarray::ArrayViewD<f32>, f: impl Fn(f32, f32) -> f32) -> NdDataF32 {
+    ndarray::Zip::from(x).and(y).map_collect(|&p, &q| f(p, q)).into_shared()
+}
+
+/// f32 data in a new shape, in row-major order: shared when it is in standard layout.
+fn reshape_f32(a: &NdDataF32, shape: &[usize]) -> Option<NdDataF32> {
+    let standard = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
+    standard.into_shape_with_order(IxDyn(shape)).ok()
+}
+
+/// `reduce_*` over `axes`, in f64: sums and products accumulate there and are rounded to the
+/// dtype once, at the end.
+fn reduce(mut a: NdData, op: &ReduceOp, axes: &[usize]) -> NdData {
+    let mut axes = axes.to_vec();
+    axes.sort_unstable();
+    for &ax in axes.iter().rev() {
+        a = match op {
+            ReduceOp::Sum => a.sum_axis(Axis(ax)),
+            ReduceOp::Prod => a.map_axis(Axis(ax), |l| l.iter().product()),
+            ReduceOp::Max => a.map_axis(Axis(ax), |l| {
+                l.iter().fold(f64::NEG_INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x) })
+            }),
+            ReduceOp::Min => {
+                a.map_axis(Axis(ax), |l| l.iter().fold(f64::INFINITY, |m, &x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.min(x) }))
+            }
+            ReduceOp::And => a.map_axis(Axis(ax), |l| l.iter().all(|&x| x != 0.0) as i64 as f64),
+            ReduceOp::Or => a.map_axis(Axis(ax), |l| l.iter().any(|&x| x != 0.0) as i64 as f64),
+        };
+    }
+    a
+}
+
+/// The elementwise function of a binary primitive, in f64 (the caller rounds the result to
+/// the dtype); `int` when the operands are integers or bools. `None` without a kernel.
+fn binary_fn(b: BinaryPrim, int: bool) -> Option<fn(f64, f64) -> f64> {
+    Some(match (b, int) {
+        (BinaryPrim::Add, _) => |x, y| x + y,
+        (BinaryPrim::Sub, _) => |x, y| x - y,
+        (BinaryPrim::Mul, _) => |x, y| x * y,
+        (BinaryPrim::Div, false) => |x, y| x / y,
+        // lax.div on integers rounds toward zero.
+        (BinaryPrim::Div, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() },
+        (BinaryPrim::Rem, false) => |x: f64, y: f64| x % y,
+        (BinaryPrim::Rem, true) => |x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y },
+        (BinaryPrim::Pow, _) => f64::powf,
+        (BinaryPrim::Max, _) => max_f64,
+        (BinaryPrim::Min, _) => min_f64,
+        (BinaryPrim::Atan2, _) => f64::atan2,
+        (BinaryPrim::And, _) => |x, y| ((x as i64) & (y as i64)) as f64,
+        (BinaryPrim::Or, _) => |x, y| ((x as i64) | (y as i64)) as f64,
+        (BinaryPrim::Xor, _) => |x, y| ((x as i64) ^ (y as i64)) as f64,
+        (BinaryPrim::ShiftLeft, _) => |x, y| ((x as i64).wrapping_shl(y as u32)) as f64,
+        (BinaryPrim::ShiftRightArithmetic, _) => |x, y| ((x as i64).wrapping_shr(y as u32)) as f64,
+        // Bound for unsigned operands only (jnp.right_shift), whose values are >= 0.
+        (BinaryPrim::ShiftRightLogical, _) => {
+            |x: f64, y: f64| if (0.0..64.0).contains(&y) { ((x as u64) >> (y as u32)) as f64 } else { 0.0 }
+        }
+        (BinaryPrim::NextAfter, _) => return None,
+    })
+}
+
+/// `lax.max`: NaN propagates, and -0.0 orders below 0.0.
+fn max_f64(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x == y {
+        if x.is_sign_positive() {
+            x
+        } else {
+            y
+        }
+    } else {
+        x.max(y)
+    }
+}
+
+/// `lax.min`: NaN propagates, and -0.0 orders below 0.0.
+fn min_f64(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x == y {
+        if x.is_sign_negative() {
+            x
+        } else {
+            y
+        }
+    } else {
+        x.min(y)
+    }
+}
+
+/// The elementwise function of a unary primitive on floats, in f64 (the caller rounds the
+/// result to `dtype`); `None` for the primitives without a kernel.
+fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
+    let f: fn(f64) -> f64 = match u {
+        UnaryPrim::Neg => |x| -x,
+        UnaryPrim::Sign => |x: f64| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x
+            }
+        },
+        UnaryPrim::Floor => f64::floor,
+        UnaryPrim::Ceil => f64::ceil,
+        UnaryPrim::Round => |x: f64| {
+            let r = x.round();
+            if (x - x.trunc()).abs() == 0.5 {
+                2.0 * (x / 2.0).round()
+            } else {
+                r
+            }
+        },
+        UnaryPrim::IsFinite => |x: f64| x.is_finite() as i64 as f64,
+        UnaryPrim::Exp => f64::exp,
+        // XLA: exp(log(2) * x), each step in the dtype.
+        UnaryPrim::Exp2 => return Some(Box::new(move |x| in_precision(x * ln2(dtype), dtype).exp())),
+        UnaryPrim::Log => f64::ln,
+        UnaryPrim::Log1p => f64::ln_1p,
+        UnaryPrim::Expm1 => f64::exp_m1,
+        UnaryPrim::Tanh => f64::tanh,
+        UnaryPrim::Logistic => |x: f64| 1.0 / (1.0 + (-x).exp()),
+        UnaryPrim::Sin => f64::sin,
+        UnaryPrim::Cos => f64::cos,
+        UnaryPrim::Tan => f64::tan,
+        UnaryPrim::Asin => f64::asin,
+        UnaryPrim::Acos => f64::acos,
+        UnaryPrim::Atan => f64::atan,
+        UnaryPrim::Sinh => return Some(Box::new(move |x| sinh(x, dtype))),
+        // XLA: exp(x + log(1/2)) + exp(-x + log(1/2)), each step in the dtype.
+        UnaryPrim::Cosh => {
+            return Some(Box::new(move |x| {
+                let h = -ln2(dtype);
+                in_precision(x + h, dtype).exp() + in_precision(-x + h, dtype).exp()
+            }))
+        }
+        UnaryPrim::Asinh => f64::asinh,
+        UnaryPrim::Acosh => f64::acosh,
+        UnaryPrim::Atanh => f64::atanh,
+        UnaryPrim::Sqrt => f64::sqrt,
+        UnaryPrim::Rsqrt => |x: f64| 1.0 / x.sqrt(),
+        UnaryPrim::Cbrt => f64::cbrt,
+        UnaryPrim::Abs => f64::abs,
+        UnaryPrim::Not => |x: f64| if x == 0.0 { 1.0 } else { 0.0 },
+        UnaryPrim::Square => |x| x * x,
+        UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => |x| x,
+        UnaryPrim::Imag => |_| 0.0,
+        UnaryPrim::Erf | UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
+    };
+    Some(Box::new(f))
+}
+
 /// `sinh` as XLA computes it: `exp(x + log(1/2)) - exp(-x + log(1/2))` for |x| >= 1, and
 /// from `expm1` below, each step in the dtype.
 fn sinh(x: f64, dtype: DType) -> f64 {
@@ -536,56 +813,94 @@ pub struct DotDims<'a> {
 }
 
 /// `lax.dot_general`: both operands permuted to (batch, free, contracting) and reshaped to
-/// 3-D, then one matrix product per batch element with `matrixmultiply`'s blocked GEMM
-/// (through ndarray's `dot`). float32 (and narrower) operands multiply in float32, as XLA's
-/// CPU dot does: sgemm is twice as fast as dgemm and accumulates as JAX does
-/// (docs/evaluator.md).
+/// 3-D, then one matrix product per batch element with the `gemm` crate's GEMM
+/// (docs/evaluator.md), which takes the permuted operands as strided views: a transposed
+/// operand is not copied. float32 (and narrower) operands
+/// multiply in float32, as XLA's CPU dot does: sgemm is twice as fast as dgemm and
+/// accumulates as JAX does.
 pub fn dot_general(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let (l, r, sizes) = dot_operands(lhs.view(), rhs.view(), dims)?;
+    let out = if out_dtype == DType::F64 || out_dtype.is_integer() {
+        batched_matmul(l, r, sizes)?
+    } else {
+        batched_matmul(l.mapv(|x| x as f32).view(), r.mapv(|x| x as f32).view(), sizes)?.mapv(f64::from)
+    };
+    out.into_shape_with_order(IxDyn(out_shape)).ok()
+}
+
+/// `dot_general` of float32 data held in f32 (the float32 path): no conversion at all.
+pub fn dot_general_f32(lhs: &NdDataF32, rhs: &NdDataF32, dims: &DotDims, out_shape: &[usize]) -> Option<ArrayD<f32>> {
+    let (l, r, sizes) = dot_operands(lhs.view(), rhs.view(), dims)?;
+    batched_matmul(l, r, sizes)?.into_shape_with_order(IxDyn(out_shape)).ok()
+}
+
+/// The operands of a `dot_general` as views permuted to (batch, free, contracting) and
+/// (batch, contracting, free), with the sizes `[batch, m, k, n]` of the products.
+fn dot_operands<'a, T>(
+    lhs: ArrayViewD<'a, T>,
+    rhs: ArrayViewD<'a, T>,
+    dims: &DotDims,
+) -> Option<(ArrayViewD<'a, T>, ArrayViewD<'a, T>, [usize; 4])> {
     let (lc, rc, lb, rb) = (dims.lhs_contract, dims.rhs_contract, dims.lhs_batch, dims.rhs_batch);
     let lfree: Vec<usize> = (0..lhs.ndim()).filter(|d| !lc.contains(d) && !lb.contains(d)).collect();
     let rfree: Vec<usize> = (0..rhs.ndim()).filter(|d| !rc.contains(d) && !rb.contains(d)).collect();
     let lperm: Vec<usize> = lb.iter().chain(&lfree).chain(lc).copied().collect();
     let rperm: Vec<usize> = rb.iter().chain(rc).chain(&rfree).copied().collect();
-    if lperm.len() != lhs.ndim() || rperm.len() != rhs.ndim() {
+    let valid = |perm: &[usize], ndim: usize| perm.len() == ndim && (0..ndim).all(|d| perm.contains(&d));
+    if !valid(&lperm, lhs.ndim()) || !valid(&rperm, rhs.ndim()) {
         return None;
     }
-    let size = |a: &NdData, dims: &[usize]| dims.iter().map(|&d| a.shape()[d]).product::<usize>();
-    let (b, m, k, n) = (size(lhs, lb), size(lhs, &lfree), size(lhs, lc), size(rhs, &rfree));
-    if size(rhs, rb) != b || size(rhs, rc) != k {
+    let size = |shape: &[usize], dims: &[usize]| dims.iter().map(|&d| shape[d]).product::<usize>();
+    let (b, m, k, n) = (size(lhs.shape(), lb), size(lhs.shape(), &lfree), size(lhs.shape(), lc), size(rhs.shape(), &rfree));
+    if size(rhs.shape(), rb) != b || size(rhs.shape(), rc) != k {
         return None;
     }
-    let l = lhs.view().permuted_axes(IxDyn(&lperm));
-    let r = rhs.view().permuted_axes(IxDyn(&rperm));
-    let out = if out_dtype == DType::F64 || out_dtype.is_integer() {
-        batched_matmul(&l, &r, [b, m, k, n], |x| x)?
-    } else {
-        batched_matmul(&l, &r, [b, m, k, n], |x| x as f32)?.mapv(f64::from)
-    };
-    out.into_shape_with_order(IxDyn(out_shape)).ok()
+    Some((lhs.permuted_axes(IxDyn(&lperm)), rhs.permuted_axes(IxDyn(&rperm)), [b, m, k, n]))
 }
 
-fn batched_matmul<T>(
-    l: &ndarray::ArrayViewD<f64>,
-    r: &ndarray::ArrayViewD<f64>,
-    [b, m, k, n]: [usize; 4],
-    cast: fn(f64) -> T,
-) -> Option<ArrayD<T>>
+fn batched_matmul<T>(l: ArrayViewD<T>, r: ArrayViewD<T>, [b, m, k, n]: [usize; 4]) -> Option<ArrayD<T>>
 where
     T: ndarray::LinalgScalar,
 {
-    // In logical order: `mapv` keeps a permuted view's memory order, which a row-major
-    // reshape would refuse.
-    let l = ndarray::Array3::from_shape_vec((b, m, k), l.iter().map(|&x| cast(x)).collect()).ok()?;
-    let r = ndarray::Array3::from_shape_vec((b, k, n), r.iter().map(|&x| cast(x)).collect()).ok()?;
+    // Views when the permuted axes merge into 3-D as they are (always for 2-D operands, so a
+    // transposed matrix reaches the GEMM as strides), copies in logical order otherwise.
+    let l = l.to_shape((b, m, k)).ok()?;
+    let r = r.to_shape((b, k, n)).ok()?;
     let mut out = ndarray::Array3::<T>::zeros((b, m, n));
     for bi in 0..b {
-        ndarray::linalg::general_mat_mul(
-            T::one(),
-            &l.index_axis(Axis(0), bi),
-            &r.index_axis(Axis(0), bi),
-            T::zero(),
-            &mut out.index_axis_mut(Axis(0), bi),
-        );
+        let (lhs, rhs) = (l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
+        let mut dst = out.index_axis_mut(Axis(0), bi);
+        let is_float = [std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()].contains(&std::any::TypeId::of::<T>());
+        if is_float && k > 0 {
+            // SAFETY: each pointer and its strides describe a live view of the given shape
+            // (m×k, k×n, m×n, the last one writable and not aliased), and T is f32 or f64,
+            // the types `gemm` multiplies. With `read_dst` false, dst = 1·lhs·rhs.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    dst.as_mut_ptr(),
+                    dst.strides()[1],
+                    dst.strides()[0],
+                    false,
+                    lhs.as_ptr(),
+                    lhs.strides()[1],
+                    lhs.strides()[0],
+                    rhs.as_ptr(),
+                    rhs.strides()[1],
+                    rhs.strides()[0],
+                    T::zero(),
+                    T::one(),
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+        } else {
+            ndarray::linalg::general_mat_mul(T::one(), &lhs, &rhs, T::zero(), &mut dst);
+        }
     }
     Some(out.into_dyn())
 }

@@ -70,7 +70,7 @@ impl ValuesState {
 
 /// Counts of NaN and Inf elements.
 fn non_finite_counts(d: &NdData) -> (usize, usize) {
-    d.iter().fold((0, 0), |(n, i), x| (n + usize::from(x.is_nan()), i + usize::from(x.is_infinite())))
+    super::eval::count_non_finite(d.iter().copied())
 }
 
 /// `f32[3] min 0.1353 max inf, 0 NaN, 1 Inf` for one input of an operation.
@@ -126,8 +126,7 @@ pub fn computed(interp: &mut Interp, out: &Rc<Array>, inputs: &[Rc<Array>], op: 
         return;
     }
     let max = interp.budgets.max_elements;
-    let Some(data) = super::eval::force(out, max) else { return };
-    let (nan, inf) = non_finite_counts(&data);
+    let Some((nan, inf, size)) = super::eval::non_finite_counts(out, max) else { return };
     if nan + inf == 0 {
         return;
     }
@@ -174,7 +173,7 @@ pub fn computed(interp: &mut Interp, out: &Rc<Array>, inputs: &[Rc<Array>], op: 
                 site,
                 op: op.to_string(),
                 what: if nan > 0 { "nan" } else { "inf" },
-                counts: (nan, inf, data.len()),
+                counts: (nan, inf, size),
                 output: out.aval.short(),
                 inputs: described,
                 context: context(interp, staged),

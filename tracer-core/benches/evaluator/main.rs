@@ -2,7 +2,9 @@
 //! matmul through the CPU evaluator's `dot_general` kernel, in GFLOP/s, against this
 //! machine's single-core float32 peak measured in the same run by a tight FMA loop (and,
 //! when `TRACELENS_JAX_PYTHON` names a Python with NumPy, NumPy's OpenBLAS sgemm on one
-//! thread, for reference). Prints figures; asserts nothing (no timed tests).
+//! thread, for reference); then the MLP forward+backward step of `mlp.rs` in tracelens,
+//! NumPy and `jax.jit`. Prints figures; asserts no timing, only that the three MLP answers
+//! agree.
 //!
 //! Times are the thread's CPU time (`/proc/thread-self/schedstat` on Linux, wall time
 //! elsewhere), best of several runs: on a shared machine, time spent descheduled would
@@ -12,24 +14,44 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use ndarray::{ArrayD, IxDyn};
+
+mod mlp;
 use tracer_core::jax::dtypes::DType;
-use tracer_core::jax::eval::{dot_general, DotDims};
+use tracer_core::jax::eval::{dot_general, dot_general_f32, DotDims};
 
 const N: usize = 1024;
 const REPEATS: usize = 5;
 
 fn main() {
     let peak = peak_gflops();
-    let matmul = evaluator_matmul_gflops(DType::F32);
+    let matmul = evaluator_matmul_f32_gflops();
+    let matmul_widened = evaluator_matmul_gflops(DType::F32);
     let matmul_f64 = evaluator_matmul_gflops(DType::F64);
     println!("float32 peak, one core ({}): {peak:.1} GFLOP/s", peak_method());
-    println!("evaluator dot_general, f32[{N},{N}] @ f32[{N},{N}], one core: {matmul:.1} GFLOP/s");
+    println!("evaluator dot_general, f32[{N},{N}] @ f32[{N},{N}] (f32 data, sgemm), one core: {matmul:.1} GFLOP/s");
     println!("ratio to peak: {:.0}% (target >= 50%)", 100.0 * matmul / peak);
+    println!("the same from f64-held data (converted to f32 and back), one core: {matmul_widened:.1} GFLOP/s");
     println!("evaluator dot_general, f64[{N},{N}] @ f64[{N},{N}] (dgemm), one core: {matmul_f64:.1} GFLOP/s");
     match numpy_sgemm_gflops() {
         Some(numpy) => println!("NumPy/OpenBLAS sgemm, one thread, same shapes: {numpy:.1} GFLOP/s ({:.0}% of peak)", 100.0 * numpy / peak),
         None => println!("NumPy reference skipped (set TRACELENS_JAX_PYTHON to a Python with NumPy)"),
     }
+    mlp::run();
+}
+
+/// Best of `REPEATS` float32 products on f32 data, as the evaluator's float32 path holds it.
+fn evaluator_matmul_f32_gflops() -> f64 {
+    let a = ArrayD::from_shape_fn(IxDyn(&[N, N]), |ix| ((ix[0] * 7 + ix[1] * 3) % 17) as f32 * 0.125 - 1.0).into_shared();
+    let b = ArrayD::from_shape_fn(IxDyn(&[N, N]), |ix| ((ix[0] * 5 + ix[1] * 11) % 13) as f32 * 0.25 - 1.5).into_shared();
+    let dims = DotDims { lhs_contract: &[1], rhs_contract: &[0], lhs_batch: &[], rhs_batch: &[] };
+    let mut best = f64::INFINITY;
+    for _ in 0..REPEATS {
+        let start = Clock::start();
+        let out = dot_general_f32(black_box(&a), black_box(&b), &dims, &[N, N]);
+        best = best.min(start.seconds());
+        assert!(out.is_some_and(|o| o.shape() == [N, N]));
+    }
+    2.0 * (N * N * N) as f64 / best / 1e9
 }
 
 /// Best of `REPEATS` products: the machine is shared, so the fastest run is the least
