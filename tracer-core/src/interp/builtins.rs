@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use indexmap::IndexMap;
+use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
 use crate::jax::api::JaxObject;
@@ -198,7 +198,7 @@ fn new_class(name: &str, bases: Vec<Rc<Class>>, builtin: Option<BuiltinClass>) -
         name: Rc::from(name),
         qualname: name.to_string(),
         bases,
-        dict: RefCell::new(IndexMap::new()),
+        dict: RefCell::new(IndexMap::default()),
         builtin,
         is_dataclass: Default::default(),
         frozen: Default::default(),
@@ -210,7 +210,7 @@ fn new_class(name: &str, bases: Vec<Rc<Class>>, builtin: Option<BuiltinClass>) -
 }
 
 pub fn make_exception_instance(class: &Rc<Class>, message: &str) -> Value {
-    let mut attrs = IndexMap::new();
+    let mut attrs = IndexMap::default();
     attrs.insert(Rc::from("args"), Value::tuple(vec![Value::str(message)]));
     Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(attrs), tuple: None }))
 }
@@ -924,7 +924,7 @@ impl<'l> Interp<'l> {
                     }
                     Ok(Value::Instance(Rc::new(Instance {
                         class: inst.class.clone(),
-                        attrs: RefCell::new(IndexMap::new()),
+                        attrs: RefCell::new(IndexMap::default()),
                         tuple: Some(items),
                     })))
                 }

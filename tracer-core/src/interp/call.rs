@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use indexmap::IndexMap;
+use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
 use crate::syntax::ast::{self, Expr, ExprKind};
@@ -92,7 +92,7 @@ impl<'l> Interp<'l> {
     pub(crate) fn bind_arguments(&mut self, f: &Function, scope: &Rc<Scope>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
         let params = &f.def.params;
         let positional: Vec<&ast::Param> = params.posonly.iter().chain(&params.args).collect();
-        let mut bound: IndexMap<Rc<str>, Value> = IndexMap::new();
+        let mut bound: IndexMap<Rc<str>, Value> = IndexMap::default();
         let fname = f.def.name.as_ref();
         let n_pos = positional.len();
         let mut extra = Vec::new();
@@ -317,12 +317,16 @@ impl<'l> Interp<'l> {
                     }
                 }
             }
-            return Ok(Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::new()), tuple: Some(out) })));
+            return Ok(Value::Instance(Rc::new(Instance {
+                class: class.clone(),
+                attrs: RefCell::new(IndexMap::default()),
+                tuple: Some(out),
+            })));
         }
         if class.lookup("__tracelens_opaque_base__").is_some() {
             return Ok(Value::opaque(format!("an instance of {}", class.name)));
         }
-        let inst = Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::new()), tuple: None }));
+        let inst = Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::default()), tuple: None }));
         self.jax.note_born(&inst);
         if class.derives_builtin(BuiltinClass::Exception) {
             if let Value::Instance(i) = &inst {

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use indexmap::IndexMap;
+use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
 use crate::syntax::ast::{self, Expr, ExprKind, Stmt, StmtKind};
@@ -14,7 +14,7 @@ use super::{Ctx, FileId, Flow, Frame, Interp, PyResult, Site};
 impl<'l> Interp<'l> {
     /// Runs a file as a module named `name`; returns the module and the flow that ended it early.
     pub fn run_module(&mut self, file: FileId, name: &str) -> (Rc<ModuleObj>, Option<Flow>) {
-        let module = Rc::new(ModuleObj { name: name.to_string(), file: Some(file), dict: RefCell::new(IndexMap::new()), native: None });
+        let module = Rc::new(ModuleObj { name: name.to_string(), file: Some(file), dict: RefCell::new(IndexMap::default()), native: None });
         module.dict.borrow_mut().insert(Rc::from("__name__"), Value::str(name));
         let path = self.path(file).to_string_lossy().to_string();
         module.dict.borrow_mut().insert(Rc::from("__file__"), Value::str(&path));
@@ -801,7 +801,7 @@ impl<'l> Interp<'l> {
             defaults,
             kw_defaults,
             closure,
-            attrs: RefCell::new(IndexMap::new()),
+            attrs: RefCell::new(IndexMap::default()),
             is_lambda,
         })))
     }

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use indexmap::IndexMap;
+use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
 use crate::jax::dtypes::DType;
@@ -80,7 +80,7 @@ fn module_value(interp: &mut Interp, name: &str, native: NativeModule) -> Value 
     if let Some(m) = interp.modules.get(name) {
         return Value::Module(m.clone());
     }
-    let m = Rc::new(ModuleObj { name: name.to_string(), file: None, dict: RefCell::new(IndexMap::new()), native: Some(native) });
+    let m = Rc::new(ModuleObj { name: name.to_string(), file: None, dict: RefCell::new(IndexMap::default()), native: Some(native) });
     interp.modules.insert(name.to_string(), m.clone());
     Value::Module(m)
 }
@@ -625,7 +625,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             }
             "field" => {
                 let class = interp.classes.get("Field");
-                let mut attrs = IndexMap::new();
+                let mut attrs = IndexMap::default();
                 attrs.insert(Rc::from("default"), kw("default").unwrap_or(Value::None));
                 attrs.insert(Rc::from("default_factory"), kw("default_factory").unwrap_or(Value::None));
                 attrs.insert(Rc::from("metadata"), kw("metadata").unwrap_or(Value::None));
@@ -679,7 +679,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                     name: cname.clone(),
                     qualname: cname.to_string(),
                     bases: vec![base],
-                    dict: RefCell::new(IndexMap::new()),
+                    dict: RefCell::new(IndexMap::default()),
                     builtin: None,
                     is_dataclass: Default::default(),
                     frozen: Default::default(),

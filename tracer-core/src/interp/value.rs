@@ -5,7 +5,10 @@ use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use indexmap::IndexMap;
+/// The interpreter's ordered maps (scopes, dicts, attributes): names are looked up on every
+/// line, and foldhash hashes a short key in a few instructions where SipHash takes dozens.
+/// Deterministic; hash flooding is no concern for a program's own names.
+pub type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::FixedState>;
 
 use crate::jax::array::Array;
 use crate::jax::dtypes::DType;
