@@ -74,6 +74,9 @@ pub(crate) struct ParseState {
 
 /// One clean top-level statement as lowered at `start`.
 struct LoweredStatement {
+    /// tree-sitter's kind of the node: the same text can parse as another kind in another
+    /// context (`print(x)` is a `print_statement` when `y = 1` follows on its line).
+    kind: u16,
     start: u32,
     stmt: Option<Stmt>,
     /// The indentation the lowering saw last inside it, as a byte range of the source.
@@ -142,7 +145,14 @@ pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) ->
         tree.edit(&input_edit(&old, parsed));
         tree
     });
-    let Some(tree) = state.parser.parse(parsed, old_tree.as_ref()) else {
+    let mut tree = state.parser.parse(parsed, old_tree.as_ref());
+    // tree-sitter recovers from a syntax error differently when it reuses old subtrees than
+    // when it parses afresh; the errors reported must be a fresh parse's, so a text with an
+    // error is parsed again from scratch (the lowering of clean statements is still reused).
+    if old_tree.is_some() && tree.as_ref().is_some_and(|t| t.root_node().has_error()) {
+        tree = state.parser.parse(parsed, None);
+    }
+    let Some(tree) = tree else {
         state.statements.clear();
         return error_module(Span::new(0, 0), "internal error: tree-sitter returned no tree");
     };
@@ -652,7 +662,9 @@ impl<'src> Lowerer<'src> {
         let start = node.start_byte() as u32;
         // Only a statement that starts its line is kept: its lowering depends on its text alone.
         let starts_line = self.line_indent(node) == Some("");
-        if let Some((key, mut previous)) = self.reuse.remove_entry(text).filter(|_| ends_before_error && starts_line) {
+        let kind = node.kind_id();
+        if let Some((key, mut previous)) = self.reuse.remove_entry(text).filter(|(_, p)| ends_before_error && starts_line && p.kind == kind)
+        {
             // Lowered clean before from the same text: the same statement, moved.
             let delta = i64::from(start) - i64::from(previous.start);
             let (indent_start, indent_end) = previous.last_line_indent;
@@ -683,7 +695,7 @@ impl<'src> Lowerer<'src> {
                 Some(end) if !indent.is_empty() && end <= self.source.len() => (indent_start as u32, end as u32),
                 _ => (0, 0),
             };
-            self.lowered.insert(text.into(), LoweredStatement { start, stmt: lowered.clone(), last_line_indent });
+            self.lowered.insert(text.into(), LoweredStatement { kind, start, stmt: lowered.clone(), last_line_indent });
         }
         body.extend(lowered);
         true
