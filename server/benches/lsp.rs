@@ -61,6 +61,9 @@ struct Lsp {
     /// publishDiagnostics for an older version than the one waited for.
     stale: usize,
     progress_ended: bool,
+    /// What `workspace/configuration` answers: the settings given at initialize, as an editor
+    /// would send the same settings both ways.
+    settings: Value,
 }
 
 impl Lsp {
@@ -69,7 +72,7 @@ impl Lsp {
         let stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let rx = frames::spawn_reader(stdout);
-        Ok(Lsp { child, stdin, inbox: rx, next_id: 1, publishes: HashMap::new(), stale: 0, progress_ended: false })
+        Ok(Lsp { child, stdin, inbox: rx, next_id: 1, publishes: HashMap::new(), stale: 0, progress_ended: false, settings: json!({}) })
     }
 
     fn pid(&self) -> u32 {
@@ -111,10 +114,10 @@ impl Lsp {
             };
             if let (Some(id), Some(method)) = (m.v.get("id"), m.v.get("method").and_then(Value::as_str)) {
                 let result = match method {
-                    // One answer per item asked: defaults, with the section tracelens reads.
+                    // One answer per item asked: the settings given at initialize.
                     "workspace/configuration" => {
                         let n = m.v["params"]["items"].as_array().map_or(1, Vec::len);
-                        Value::Array(vec![json!({}); n])
+                        Value::Array(vec![self.settings.clone(); n])
                     }
                     _ => Value::Null,
                 };
@@ -160,6 +163,9 @@ impl Lsp {
     }
 
     fn initialize(&mut self, root: &Path, init_options: Value) -> Option<Value> {
+        if init_options.is_object() {
+            self.settings = init_options.clone();
+        }
         let u = uri(root);
         let (init, _) = self.request(
             "initialize",
@@ -710,7 +716,9 @@ fn main() {
     // any edit is timed).
     let bin = tracelens_bin();
     let mut ours =
-        start_tracelens(&bin, &root, json!({"debounceMs": 0, "workspaceScan": false})).map(|l| Session::new("tracelens", l, &file));
+        // The values pass (TL301) is off: it runs after the shapes' diagnostics, on its own
+        // thread, and would take CPU while pyright is timed.
+        start_tracelens(&bin, &root, json!({"debounceMs": 0, "workspaceScan": false, "values": {"enabled": false}})).map(|l| Session::new("tracelens", l, &file));
     if let Some(s) = ours.as_mut() {
         if !s.open(&module, Duration::from_secs(60)) {
             println!("tracelens: no diagnostics for the opened module within 60 s");
