@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 use ndarray::{ArrayD, IxDyn};
 
+/// The allocator the `tracelens` binary uses, so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod mlp;
 use tracer_core::jax::dtypes::DType;
 use tracer_core::jax::eval::{dot_general, dot_general_f32, DotDims};

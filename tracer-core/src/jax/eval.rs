@@ -113,26 +113,6 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
     }
 }
 
-/// Asks glibc's malloc, once, to keep freed memory for reuse: by default it hands every
-/// freed block of more than 128 KiB (and the top of an arena past twice that) back to the OS,
-/// so each evaluation of a step allocated its arrays in fresh pages, and page faults took
-/// a quarter of an MLP step's time (docs/evaluator.md). Blocks up to 32 MiB now come from the
-/// arenas, and up to 64 MiB of free memory stays there.
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            // SAFETY: mallopt only sets allocator parameters; glibc serialises it with
-            // allocation.
-            unsafe {
-                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
-            }
-        });
-    }
-}
-
 /// An array's data as it is stored: float32 and bool values computed by the float32 path
 /// stay in f32 until something outside the kernels asks for them.
 enum Stored {
@@ -186,7 +166,6 @@ pub fn count_non_finite(values: impl Iterator<Item = f64>) -> (usize, usize) {
 }
 
 fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Stored> {
-    keep_freed_memory();
     let known = array.known()?;
     let ArrayKind::Concrete(cell) = &known.kind else {
         return None;
