@@ -315,27 +315,20 @@ async fn values_pass(
         }
     };
     let Some((text, overlay, roots)) = job else { return };
-    let p2 = path.clone();
-    let c2 = cancel.clone();
-    let found = tokio::task::spawn_blocking(move || {
-        on_engine_stack("tracelens-values", move || {
-            let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
-            let mut config = analysis_config(&p2, roots, &settings, c2);
-            config.values = true;
-            config.reproducers.skip = true;
-            config.budgets.max_time = settings.values_budget;
-            let analysis = tracer_core::analyze_file(&p2, &text, &loader, &config);
-            analysis.diagnostics.into_iter().filter(|(d, _, _)| d.code == Code::NanInf).collect::<Vec<_>>()
-        })
-    })
-    .await
-    .ok()
-    .flatten();
-    let Some(found) = found else { return };
+    let (p2, c2, budget) = (path.clone(), cancel.clone(), settings.values_budget);
+    let values = move |config: &mut tracer_core::AnalysisConfig| {
+        config.values = true;
+        config.reproducers.skip = true;
+        config.budgets.max_time = budget;
+    };
+    let analysis =
+        tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, c2, values)).await.ok().flatten();
+    let Some(analysis) = analysis else { return };
+    let found: Vec<_> = analysis.diagnostics.into_iter().filter(|(d, _, _)| d.code == Code::NanInf).collect();
     if found.is_empty() {
         return;
     }
-    let (pull, publish) = {
+    let notice = {
         let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
         let Some(a) = st.results.get(&path).cloned() else { return };
         if cancel.load(Ordering::Relaxed) || a.version != version {
@@ -343,16 +336,37 @@ async fn values_pass(
         }
         let mut analysis = a.analysis.clone();
         analysis.diagnostics.extend(found);
-        let analysed = Arc::new(Analysed { version, text: a.text.clone(), analysis });
-        st.results.insert(path.clone(), analysed.clone());
-        let pull = st.pull;
-        (pull, if pull { None } else { publish_params(&st, &path, &analysed) })
+        store_result(&mut st, &path, Analysed { version, text: a.text.clone(), analysis }).0
     };
-    if pull {
-        let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
-    } else if let Some((uri, diags, version)) = publish {
-        client.publish_diagnostics(uri, diags, version).await;
+    notice.send(&client).await;
+}
+
+/// What the client is told once a file's result changed.
+enum Notice {
+    /// It pulls open documents' diagnostics itself: ask it to pull again.
+    Refresh,
+    Publish(Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)>),
+}
+
+impl Notice {
+    async fn send(self, client: &Client) {
+        match self {
+            Notice::Refresh => {
+                let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
+            }
+            Notice::Publish(Some((uri, diags, version))) => client.publish_diagnostics(uri, diags, version).await,
+            Notice::Publish(None) => {}
+        }
     }
+}
+
+/// Makes `analysed` the latest result for `path`: what to tell the client, and the result it
+/// replaces (to be freed after telling, not before).
+fn store_result(st: &mut State, path: &Path, analysed: Analysed) -> (Notice, Option<Arc<Analysed>>) {
+    let analysed = Arc::new(analysed);
+    let previous = st.results.insert(path.to_path_buf(), analysed.clone());
+    let notice = if st.pull && analysed.version >= 0 { Notice::Refresh } else { Notice::Publish(publish_params(st, path, &analysed)) };
+    (notice, previous)
 }
 
 /// Runs engine work (tracing, and the reproducer's minimiser, which traces again) on a thread
@@ -368,6 +382,8 @@ fn on_engine_stack<T: Send + 'static>(name: &str, work: impl FnOnce() -> T + Sen
 }
 
 /// Analyses one file on a thread with the engine's stack; a panic becomes `None`.
+/// `adjust` changes the analysis config on top of the settings (printed bodies, values mode,
+/// functions to stage out).
 fn analyse_blocking(
     path: PathBuf,
     text: String,
@@ -375,12 +391,12 @@ fn analyse_blocking(
     roots: Vec<PathBuf>,
     settings: Settings,
     cancel: Arc<AtomicBool>,
-    jaxpr_text: bool,
+    adjust: impl FnOnce(&mut tracer_core::AnalysisConfig) + Send + 'static,
 ) -> Option<FileAnalysis> {
     on_engine_stack("tracelens-analysis", move || {
         let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
         let mut config = analysis_config(&path, roots, &settings, cancel);
-        config.skip_jaxpr_text = !jaxpr_text;
+        adjust(&mut config);
         tracer_core::analyze_file(&path, &text, &loader, &config)
     })
 }
@@ -430,24 +446,16 @@ impl Backend {
             let config = analysis_config(&path, roots, &settings, cancel.clone());
             let analysis = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0).await;
             let Some(analysis) = analysis else { return };
-            let (pull, publish, previous) = {
+            let (notice, previous) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
                 if cancel.load(Ordering::Relaxed) || current != version {
                     return;
                 }
-                let analysed = Arc::new(Analysed { version, text, analysis });
-                let previous = st.results.insert(path.clone(), analysed.clone());
-                let pull = st.pull && version >= 0;
-                (pull, if pull { None } else { publish_params(&st, &path, &analysed) }, previous)
+                store_result(&mut st, &path, Analysed { version, text, analysis })
             };
             traced.notify_waiters();
-            if pull {
-                // The client asks for open documents' diagnostics itself; tell it they changed.
-                let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
-            } else if let Some((uri, diags, version)) = publish {
-                client.publish_diagnostics(uri, diags, version).await;
-            }
+            notice.send(&client).await;
             // The previous version's analysis is freed once the diagnostics are out.
             drop(previous);
             if settings.values && version >= 0 {
@@ -477,21 +485,18 @@ impl Backend {
             let st = self.lock();
             (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
         };
-        let (p2, text, s2, f2) = (path.to_path_buf(), a.text.clone(), shown.to_string(), function.to_string());
-        tokio::task::spawn_blocking(move || {
-            on_engine_stack("tracelens-reproducer", move || {
-                let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
-                let mut config = analysis_config(&p2, roots, &settings, Arc::new(AtomicBool::new(false)));
-                config.reproducers.skip = true;
-                config.reproducers.functions = vec![f2.clone()];
-                let analysis = tracer_core::analyze_file(&p2, &text, &loader, &config);
-                crate::check::function_reproducer_text(&analysis, &p2, &s2, &f2).map(|(text, _)| text)
-            })
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Err(format!("{shown}: internal error while staging out {function}")))
+        let (p2, text, f2) = (path.to_path_buf(), a.text.clone(), function.to_string());
+        let collect = move |config: &mut tracer_core::AnalysisConfig| {
+            config.reproducers.skip = true;
+            config.reproducers.functions = vec![f2];
+        };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let analysis =
+            tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, cancel, collect)).await.ok().flatten();
+        match analysis {
+            Some(analysis) => crate::check::function_reproducer_text(&analysis, path, shown, function).map(|(text, _)| text),
+            None => Err(format!("{shown}: internal error while staging out {function}")),
+        }
     }
 
     async fn write_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
@@ -516,22 +521,12 @@ impl Backend {
             .find(|f| *f.location.path == *path && f.location.line == line)
             .map(|f| f.name.clone())
             .filter(|_| made.is_err());
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into());
         let (made, file_name) = match function {
             Some(name) => {
-                let made = self.function_reproducer(&path, &a, &shown, &name).await;
-                (
-                    made,
-                    format!(
-                        "{}_{}",
-                        path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
-                        tracer_core::jax::stmt::sanitize(&name)
-                    ),
-                )
+                (self.function_reproducer(&path, &a, &shown, &name).await, format!("{stem}_{}", tracer_core::jax::stmt::sanitize(&name)))
             }
-            None => (
-                made,
-                format!("{}_line{line}", path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "repro".into())),
-            ),
+            None => (made, format!("{stem}_line{line}")),
         };
         let text = match made {
             Ok(text) => text,
@@ -716,7 +711,7 @@ impl Backend {
                 };
                 let (p2, t2) = (path.clone(), text.clone());
                 let cancel = Arc::new(AtomicBool::new(false));
-                let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, cancel, false))
+                let analysis = tokio::task::spawn_blocking(move || analyse_blocking(p2, t2, overlay, roots, settings, cancel, |_| {}))
                     .await
                     .ok()
                     .flatten();
@@ -1223,9 +1218,12 @@ impl LanguageServer for Backend {
         };
         let (p2, text) = (path.clone(), a.text.clone());
         let cancel = Arc::new(AtomicBool::new(false));
-        let Some(analysis) =
-            tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, cancel, true)).await.ok().flatten()
-        else {
+        let Some(analysis) = tokio::task::spawn_blocking(move || {
+            analyse_blocking(p2, text, overlay, roots, settings, cancel, |config| config.skip_jaxpr_text = false)
+        })
+        .await
+        .ok()
+        .flatten() else {
             return Ok(None);
         };
         guarded("tracelens.trace", || {
