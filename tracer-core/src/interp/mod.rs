@@ -131,10 +131,10 @@ pub struct Interp<'l> {
     pub loader: &'l dyn SourceLoader,
     /// Folders searched for project-local imports, in order.
     pub search_roots: Vec<PathBuf>,
-    pub modules: HashMap<String, Rc<ModuleObj>>,
+    pub modules: value::HashMap<String, Rc<ModuleObj>>,
     /// Functions of modelled modules already looked up (`jnp.tanh`), by module and name: a
     /// program names the same few hundred on every line.
-    pub native_functions: HashMap<*const ModuleObj, HashMap<Box<str>, Value>>,
+    pub native_functions: value::HashMap<*const ModuleObj, value::HashMap<Box<str>, Value>>,
     pub frames: Vec<Frame>,
     pub diagnostics: Vec<Diagnostic>,
     pub budgets: Budgets,
@@ -184,9 +184,9 @@ impl Interp<'_> {
 
 /// What an analysis leaves behind once its result is out (`Interp::take_leftovers`).
 pub struct Leftovers {
-    modules: HashMap<String, Rc<ModuleObj>>,
+    modules: value::HashMap<String, Rc<ModuleObj>>,
     /// Held only to be freed with the rest.
-    _rest: (HashMap<*const ModuleObj, HashMap<Box<str>, Value>>, JaxState, Vec<SourceFile>, Vec<Diagnostic>),
+    _rest: (value::HashMap<*const ModuleObj, value::HashMap<Box<str>, Value>>, JaxState, Vec<SourceFile>, Vec<Diagnostic>),
 }
 
 impl Drop for Leftovers {
@@ -251,8 +251,8 @@ impl<'l> Interp<'l> {
             files: Vec::new(),
             loader,
             search_roots,
-            modules: HashMap::new(),
-            native_functions: HashMap::new(),
+            modules: Default::default(),
+            native_functions: Default::default(),
             frames: Vec::new(),
             diagnostics: Vec::new(),
             budgets,

@@ -216,7 +216,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
         NativeModule::Opaque(_) => Value::opaque(format!("{}.{name}", m.name)),
         NativeModule::Jax(module) => {
             if let Some(n) = native_module(&sub) {
-                return Ok(Some(module_value(interp, &sub, n)));
+                let v = module_value(interp, &sub, n);
+                interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
+                return Ok(Some(v));
             }
             let lookup_module = if module == "jax.config" { "jax.config" } else { module };
             if let Some(f) = JaxFn::lookup(lookup_module, name) {
@@ -249,7 +251,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
         }
         NativeModule::Numpy(module) => {
             if let Some(n) = native_module(&sub) {
-                return Ok(Some(module_value(interp, &sub, n)));
+                let v = module_value(interp, &sub, n);
+                interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
+                return Ok(Some(v));
             }
             if let Some(d) = dtype_attr(name) {
                 return Ok(Some(Value::DType(d)));

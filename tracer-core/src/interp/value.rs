@@ -9,6 +9,8 @@ use std::rc::Rc;
 /// line, and foldhash hashes a short key in a few instructions where SipHash takes dozens.
 /// Deterministic; hash flooding is no concern for a program's own names.
 pub type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::FixedState>;
+/// The interpreter's unordered maps (modules, native attributes), hashed like `IndexMap`.
+pub type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
 use crate::jax::array::Array;
 use crate::jax::dtypes::DType;

@@ -216,30 +216,49 @@ fn key_text(k: &HashKey) -> String {
 
 /// Flattens a pytree into leaves (with their key paths) and its structure.
 pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
+    let mut buf = String::with_capacity(path.len() + 16);
+    buf.push_str(path);
+    flatten_into(interp, v, &mut buf, leaves)
+}
+
+/// `flatten` with one growing path buffer: each level appends its key and truncates it back.
+fn flatten_into(interp: &mut Interp, v: &Value, path: &mut String, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
+    use std::fmt::Write;
+    let base = path.len();
+    let mut child = |interp: &mut Interp, path: &mut String, x: &Value, key: std::fmt::Arguments| {
+        let _ = path.write_fmt(key);
+        let t = flatten_into(interp, x, path, leaves);
+        path.truncate(base);
+        t
+    };
     Ok(match v {
         Value::None => TreeDef::None,
         Value::Tuple(items) => {
-            let mut c = Vec::new();
+            let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+                c.push(child(interp, path, x, format_args!("[{i}]"))?);
             }
             TreeDef::Tuple(c)
         }
         Value::List(items) => {
             let items = items.borrow().clone();
-            let mut c = Vec::new();
+            let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+                c.push(child(interp, path, x, format_args!("[{i}]"))?);
             }
             TreeDef::List(c)
         }
         Value::Dict(d) => {
-            // JAX sorts dict keys (each key's text is made once, for the sort and the path).
-            let mut items = d.borrow().entries.iter().map(|(h, (_, v))| (key_text(h), h.clone(), v.clone())).collect::<Vec<_>>();
-            items.sort_by(|a, b| a.0.cmp(&b.0));
+            // JAX sorts dict keys by value.
+            let mut items = d.borrow().entries.iter().map(|(h, (_, v))| (h.clone(), v.clone())).collect::<Vec<_>>();
+            items.sort_by(|a, b| dict_key_order(&a.0, &b.0));
             let mut c = Vec::with_capacity(items.len());
-            for (text, h, x) in items {
-                let sub = flatten(interp, &x, &format!("{path}[{text}]"), leaves)?;
+            for (h, x) in items {
+                let sub = match &h {
+                    HashKey::Str(s) => child(interp, path, &x, format_args!("['{s}']"))?,
+                    HashKey::Int(i) => child(interp, path, &x, format_args!("[{i}]"))?,
+                    other => child(interp, path, &x, format_args!("[{other:?}]"))?,
+                };
                 c.push((h, sub));
             }
             TreeDef::Dict(c)
@@ -247,20 +266,22 @@ pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(Str
         Value::Instance(inst) => {
             if let Some(items) = &inst.tuple {
                 let names: Vec<String> = inst.class.fields.borrow().iter().map(|f| f.to_string()).collect();
-                let mut c = Vec::new();
+                let mut c = Vec::with_capacity(items.len());
                 for (i, x) in items.iter().enumerate() {
-                    let n = names.get(i).cloned().unwrap_or_else(|| i.to_string());
-                    c.push(flatten(interp, x, &format!("{path}.{n}"), leaves)?);
+                    c.push(match names.get(i) {
+                        Some(n) => child(interp, path, x, format_args!(".{n}"))?,
+                        None => child(interp, path, x, format_args!(".{i}"))?,
+                    });
                 }
                 return Ok(TreeDef::Node { class: ClassRef(inst.class.clone()), meta: Vec::new(), children: c, names });
             }
             let reg = registration(&inst.class);
             match reg {
                 Some(PytreeRegistration::Fields { data, meta }) => {
-                    let mut c = Vec::new();
+                    let mut c = Vec::with_capacity(data.len());
                     for f in &data {
                         let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
-                        c.push(flatten(interp, &x, &format!("{path}.{f}"), leaves)?);
+                        c.push(child(interp, path, &x, format_args!(".{f}"))?);
                     }
                     let mut m = Vec::new();
                     for f in &meta {
@@ -282,23 +303,43 @@ pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(Str
                     let aux = parts.get(1).cloned().unwrap_or(Value::None);
                     let mut c = Vec::new();
                     for (i, x) in interp.iterate(&children_v)?.iter().enumerate() {
-                        c.push(flatten(interp, x, &format!("{path}[{i}]"), leaves)?);
+                        c.push(child(interp, path, x, format_args!("[{i}]"))?);
                     }
                     let key = interp.hash_key(&aux).unwrap_or(HashKey::Identity(aux.identity().unwrap_or(0)));
                     let meta = vec![Meta { name: Rc::from(""), key, value: aux }];
                     TreeDef::Node { class: ClassRef(inst.class.clone()), meta, children: c, names: Vec::new() }
                 }
                 None => {
-                    leaves.push((path.to_string(), v.clone()));
+                    leaves.push((path.clone(), v.clone()));
                     TreeDef::Leaf
                 }
             }
         }
         _ => {
-            leaves.push((path.to_string(), v.clone()));
+            leaves.push((path.clone(), v.clone()));
             TreeDef::Leaf
         }
     })
+}
+
+/// The order JAX gives dict keys: `sorted(keys)`, so numbers by value and strings by text
+/// (keys Python cannot compare, which JAX rejects, fall back to their text).
+fn dict_key_order(a: &HashKey, b: &HashKey) -> std::cmp::Ordering {
+    fn number(k: &HashKey) -> Option<f64> {
+        match k {
+            HashKey::Int(i) => Some(*i as f64),
+            HashKey::Float(bits) => Some(f64::from_bits(*bits)),
+            _ => None,
+        }
+    }
+    match (a, b) {
+        (HashKey::Str(x), HashKey::Str(y)) => x.cmp(y),
+        (HashKey::Int(x), HashKey::Int(y)) => x.cmp(y),
+        _ => match (number(a), number(b)) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => key_text(a).cmp(&key_text(b)),
+        },
+    }
 }
 
 fn registration(class: &Rc<Class>) -> Option<PytreeRegistration> {
