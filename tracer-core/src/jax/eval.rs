@@ -659,12 +659,16 @@ fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[
 /// A read-only pass looks for both first: a product rarely holds a subnormal, and reading
 /// the values is cheaper than writing them all back.
 fn flush_all(values: &mut [f32]) -> bool {
-    let (mut subnormal, mut finite) = (false, true);
-    for chunk in values.chunks(512) {
-        let (s, f) = chunk.iter().fold((false, true), |(s, f), &x| (s | (x != 0.0 && x.abs() < f32::MIN_POSITIVE), f & x.is_finite()));
-        subnormal |= s;
-        finite &= f;
-    }
+    // On the magnitude's bits: 1..=0x7fffff are the subnormals, 0x7f800000 and up Inf and
+    // NaN. Integer compares and ORs, so that the loop vectorises.
+    const SUBNORMAL: u32 = 1;
+    const NOT_FINITE: u32 = 2;
+    let class = |x: f32| {
+        let magnitude = x.to_bits() & 0x7fff_ffff;
+        (u32::from(magnitude.wrapping_sub(1) < 0x007f_ffff) * SUBNORMAL) | (u32::from(magnitude >= 0x7f80_0000) * NOT_FINITE)
+    };
+    let seen = values.chunks(1024).fold(0u32, |seen, chunk| seen | chunk.iter().fold(0u32, |c, &x| c | class(x)));
+    let (subnormal, finite) = (seen & SUBNORMAL != 0, seen & NOT_FINITE == 0);
     if subnormal {
         values.iter_mut().for_each(|x| *x = flush_f32(*x));
     }
