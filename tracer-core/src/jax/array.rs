@@ -43,8 +43,9 @@ pub struct Tracer {
 
 pub enum Lazy {
     Ready(Rc<NdData>),
-    /// The value of a float32 or bool array, held in f32.
-    ReadyF32(NdDataF32),
+    /// The value of a float32 or bool array, held in f32, and whether the kernel that made it
+    /// saw that every element is finite (`false` when it did not look: values mode then scans).
+    ReadyF32(NdDataF32, bool),
     /// `prim` applied to `inputs`, computed when first needed.
     Pending(Prim, Vec<Rc<Array>>),
     /// Not computed: too large, no kernel yet, or it depends on something unknown.

@@ -109,7 +109,7 @@ const MAX_FORCE_DEPTH: usize = 512;
 fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<Rc<NdData>> {
     match force_stored(array, max_elements, depth)? {
         Stored::F64(d) => Some(d),
-        Stored::F32(d) => Some(Rc::new(widen(&d))),
+        Stored::F32(d, _) => Some(Rc::new(widen(&d))),
     }
 }
 
@@ -117,7 +117,8 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
 /// stay in f32 until something outside the kernels asks for them.
 enum Stored {
     F64(Rc<NdData>),
-    F32(NdDataF32),
+    /// With whether every element is known to be finite (`Lazy::ReadyF32`).
+    F32(NdDataF32, bool),
 }
 
 /// f32 data as `NdData`, in standard layout.
@@ -151,7 +152,8 @@ pub fn non_finite_counts(array: &Rc<Array>, max_elements: u64) -> Option<(usize,
             let (nan, inf) = counts(&d, |x: f64| x.is_finite());
             (nan, inf, d.len())
         }
-        Stored::F32(d) if d.shape() == array.aval.shape.as_slice() => {
+        Stored::F32(d, true) if d.shape() == array.aval.shape.as_slice() => (0, 0, d.len()),
+        Stored::F32(d, false) if d.shape() == array.aval.shape.as_slice() => {
             let (nan, inf) = counts(&d, |x: f32| x.is_finite());
             (nan, inf, d.len())
         }
@@ -176,7 +178,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     }
     let pending = match &*cell.borrow() {
         Lazy::Ready(d) => return Some(Stored::F64(d.clone())),
-        Lazy::ReadyF32(d) => return Some(Stored::F32(d.clone())),
+        Lazy::ReadyF32(d, finite) => return Some(Stored::F32(d.clone(), *finite)),
         Lazy::Unknown(_) => return None,
         Lazy::Pending(prim, inputs) => Ok((prim.clone(), inputs.clone())),
         Lazy::Call(call, i) => Err((call.clone(), *i)),
@@ -187,7 +189,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             let data = call.output(i).and_then(|out| force_stored(&out, max_elements, depth + 1));
             *cell.borrow_mut() = match &data {
                 Some(Stored::F64(d)) => Lazy::Ready(d.clone()),
-                Some(Stored::F32(d)) => Lazy::ReadyF32(d.clone()),
+                Some(Stored::F32(d, finite)) => Lazy::ReadyF32(d.clone(), *finite),
                 None => Lazy::Unknown("it depends on a value that is not computed"),
             };
             return data;
@@ -199,13 +201,16 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     let in_dtypes: Vec<DType> = inputs.iter().map(|i| i.aval.dtype).collect();
     if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && has_f32_kernel(&prim) {
         let mut datas = Vec::with_capacity(inputs.len());
+        let mut inputs_finite = true;
         for i in &inputs {
-            datas.push(force_f32(i, max_elements, depth + 1)?);
+            let (data, finite) = force_f32(i, max_elements, depth + 1)?;
+            datas.push(data);
+            inputs_finite &= finite;
         }
-        if let Some(data) = kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
-            let data = data.into_shared();
-            *cell.borrow_mut() = Lazy::ReadyF32(data.clone());
-            return Some(Stored::F32(data));
+        if let Some((data, finite)) = kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
+            let finite = finite || (inputs_finite && keeps_finite(&prim));
+            *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
+            return Some(Stored::F32(data, finite));
         }
     }
     let mut stored = Vec::with_capacity(inputs.len());
@@ -222,7 +227,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         .into_iter()
         .map(|d| match d {
             Stored::F64(d) => d,
-            Stored::F32(d) => Rc::new(widen(&d)),
+            Stored::F32(d, _) => Rc::new(widen(&d)),
         })
         .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
@@ -251,11 +256,12 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     }
 }
 
-/// The value of a float32 or bool array in f32, for the float32 path. Data held as f64 (an
-/// array made from Python numbers, a random draw) is narrowed once, exactly, and kept so.
-fn force_f32(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<NdDataF32> {
+/// The value of a float32 or bool array in f32, for the float32 path, and whether every
+/// element is known to be finite. Data held as f64 (an array made from Python numbers, a
+/// random draw) is narrowed once, exactly, and kept so.
+fn force_f32(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<(NdDataF32, bool)> {
     match force_stored(array, max_elements, depth)? {
-        Stored::F32(d) => Some(d),
+        Stored::F32(d, finite) => Some((d, finite)),
         Stored::F64(d) => {
             if d.shape() != array.aval.shape.as_slice() {
                 return None;
@@ -265,13 +271,33 @@ fn force_f32(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<NdDat
                 if let ArrayKind::Concrete(cell) = &known.kind {
                     let mut slot = cell.borrow_mut();
                     if matches!(&*slot, Lazy::Ready(_)) {
-                        *slot = Lazy::ReadyF32(narrowed.clone());
+                        *slot = Lazy::ReadyF32(narrowed.clone(), false);
                     }
                 }
             }
-            Some(narrowed)
+            Some((narrowed, false))
         }
     }
+}
+
+/// Whether the float32 path's kernel for `prim` gives finite values from finite inputs: the
+/// operations that only move, pick or compare values (and negate them), so that values mode
+/// need not look for a NaN or Inf in their output when it knows their inputs have none.
+fn keeps_finite(prim: &Prim) -> bool {
+    matches!(
+        prim,
+        Prim::Unary(UnaryPrim::Neg | UnaryPrim::Abs | UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj)
+            | Prim::StopGradient
+            | Prim::Compare(_)
+            | Prim::Select
+            | Prim::Clamp
+            | Prim::ConvertElementType { .. }
+            | Prim::BroadcastInDim { .. }
+            | Prim::Reshape { .. }
+            | Prim::Squeeze { .. }
+            | Prim::Transpose { .. }
+            | Prim::Binary(BinaryPrim::Max | BinaryPrim::Min)
+    )
 }
 
 fn broadcast_to(a: &NdData, shape: &[usize]) -> Option<NdData> {
@@ -527,85 +553,126 @@ fn has_f32_kernel(prim: &Prim) -> bool {
 /// f32 rounds as the f64 result rounded to f32 does, since f64 holds more than twice f32's
 /// precision; everything else computes in f64 per element and rounds). Layout changes
 /// (transpose, reshape, a conversion to the same dtype) share the data instead of copying.
-/// `None` leaves the operation to `kernel`.
-fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdDataF32> {
+/// `None` leaves the operation to `kernel`. With the result, whether every element of it is
+/// known to be finite (the kernels that check it as they write say so; the others say `false`).
+fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<(NdDataF32, bool)> {
     let store = move |y: f64| round_to(y, out_dtype) as f32;
     let shape = IxDyn(out_shape);
-    Some(match prim {
-        Prim::Unary(UnaryPrim::Neg) => ins[0].mapv(|x| -x).into_shared(),
-        Prim::Unary(UnaryPrim::Abs) => ins[0].mapv(f32::abs).into_shared(),
-        Prim::Unary(UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj) | Prim::StopGradient => ins[0].clone(),
-        Prim::Unary(u) => {
-            let f = unary_fn(*u, out_dtype)?;
-            ins[0].mapv(|x| store(f(f64::from(x)))).into_shared()
-        }
-        Prim::Binary(b) => {
-            let (x, y) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape)?);
-            let int = in_dtypes.first().is_some_and(|d| d.is_bool());
-            match (b, int) {
-                (BinaryPrim::Add, false) => zip_f32(&x, &y, |p, q| flush_f32(p + q)),
-                (BinaryPrim::Sub, false) => zip_f32(&x, &y, |p, q| flush_f32(p - q)),
-                (BinaryPrim::Mul, false) => zip_f32(&x, &y, |p, q| flush_f32(p * q)),
-                (BinaryPrim::Div, false) => zip_f32(&x, &y, |p, q| flush_f32(p / q)),
-                (BinaryPrim::Max, _) => zip_f32(&x, &y, |p, q| max_f64(p.into(), q.into()) as f32),
-                (BinaryPrim::Min, _) => zip_f32(&x, &y, |p, q| min_f64(p.into(), q.into()) as f32),
-                _ => {
-                    let f = binary_fn(*b, int)?;
-                    zip_f32(&x, &y, |p, q| store(f(p.into(), q.into())))
+    Some((
+        match prim {
+            Prim::Unary(UnaryPrim::Neg) => ins[0].mapv(|x| -x).into_shared(),
+            Prim::Unary(UnaryPrim::Abs) => ins[0].mapv(f32::abs).into_shared(),
+            Prim::Unary(UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj) | Prim::StopGradient => ins[0].clone(),
+            Prim::Unary(u) => {
+                let f = unary_fn(*u, out_dtype)?;
+                ins[0].mapv(|x| store(f(f64::from(x)))).into_shared()
+            }
+            Prim::Binary(b) => {
+                let (x, y) = (&ins[0], &ins[1]);
+                let int = in_dtypes.first().is_some_and(|d| d.is_bool());
+                return match (b, int) {
+                    (BinaryPrim::Add, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p + q)),
+                    (BinaryPrim::Sub, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p - q)),
+                    (BinaryPrim::Mul, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p * q)),
+                    (BinaryPrim::Div, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p / q)),
+                    (BinaryPrim::Max, _) => zip_f32(x, y, out_shape, max_f32),
+                    (BinaryPrim::Min, _) => zip_f32(x, y, out_shape, min_f32),
+                    _ => {
+                        let f = binary_fn(*b, int)?;
+                        zip_f32(x, y, out_shape, |p, q| store(f(p.into(), q.into())))
+                    }
+                };
+            }
+            Prim::Compare(c) => {
+                let (x, y) = (&ins[0], &ins[1]);
+                let truth = |t: bool| f32::from(u8::from(t));
+                return match c {
+                    CmpPrim::Eq => zip_f32(x, y, out_shape, |p, q| truth(p == q)),
+                    CmpPrim::Ne => zip_f32(x, y, out_shape, |p, q| truth(p != q)),
+                    CmpPrim::Lt => zip_f32(x, y, out_shape, |p, q| truth(p < q)),
+                    CmpPrim::Le => zip_f32(x, y, out_shape, |p, q| truth(p <= q)),
+                    CmpPrim::Gt => zip_f32(x, y, out_shape, |p, q| truth(p > q)),
+                    CmpPrim::Ge => zip_f32(x, y, out_shape, |p, q| truth(p >= q)),
+                };
+            }
+            Prim::Select => {
+                let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+                ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
+            }
+            Prim::Clamp => {
+                let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+                ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
+            }
+            Prim::IntegerPow(y) => ins[0].mapv(|x| store(f64::from(x).powi(*y))).into_shared(),
+            // float32 to float32, or bool to float32: the values are already exact.
+            Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
+            Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
+            Prim::BroadcastInDim { shape: target, broadcast_dimensions } => {
+                let a = &ins[0];
+                let mut expanded = vec![1usize; target.len()];
+                for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                    *expanded.get_mut(d)? = *a.shape().get(i)?;
                 }
+                if let Some(rows) = a.as_slice().and_then(|s| Rows::of(s, &expanded, target)) {
+                    return Some(collect_rows(target, |r, cols, dst| match rows.row(r, cols) {
+                        Row::Values(v) => fill(dst, v, |x| x),
+                        Row::Same(x) => dst.fill(std::mem::MaybeUninit::new(x)),
+                    }));
+                }
+                let r = a.to_shape(IxDyn(&expanded)).ok()?;
+                r.broadcast(IxDyn(target))?.to_owned().into_shared()
             }
-        }
-        Prim::Compare(c) => {
-            let (x, y) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape)?);
-            let truth = |t: bool| f32::from(u8::from(t));
-            match c {
-                CmpPrim::Eq => zip_f32(&x, &y, |p, q| truth(p == q)),
-                CmpPrim::Ne => zip_f32(&x, &y, |p, q| truth(p != q)),
-                CmpPrim::Lt => zip_f32(&x, &y, |p, q| truth(p < q)),
-                CmpPrim::Le => zip_f32(&x, &y, |p, q| truth(p <= q)),
-                CmpPrim::Gt => zip_f32(&x, &y, |p, q| truth(p > q)),
-                CmpPrim::Ge => zip_f32(&x, &y, |p, q| truth(p >= q)),
+            Prim::Reshape { new_sizes } => reshape_f32(&ins[0], new_sizes)?,
+            Prim::Squeeze { .. } => reshape_f32(&ins[0], out_shape)?,
+            Prim::Transpose { permutation } => {
+                let valid = permutation.len() == ins[0].ndim() && (0..permutation.len()).all(|d| permutation.contains(&d));
+                if !valid {
+                    return None;
+                }
+                ins[0].clone().permuted_axes(IxDyn(permutation))
             }
-        }
-        Prim::Select => {
-            let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
-            ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
-        }
-        Prim::Clamp => {
-            let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
-            ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
-        }
-        Prim::IntegerPow(y) => ins[0].mapv(|x| store(f64::from(x).powi(*y))).into_shared(),
-        // float32 to float32, or bool to float32: the values are already exact.
-        Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
-        Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
-        Prim::BroadcastInDim { shape: target, broadcast_dimensions } => {
-            let a = &ins[0];
-            let mut expanded = vec![1usize; target.len()];
-            for (i, &d) in broadcast_dimensions.iter().enumerate() {
-                *expanded.get_mut(d)? = *a.shape().get(i)?;
+            Prim::Reduce { op, axes } => match reduce_f32(&ins[0], op, axes, out_shape) {
+                Some(out) => out,
+                None => reduce(ins[0].mapv(f64::from), op, axes).mapv(store).into_shared(),
+            },
+            Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } if out_dtype == DType::F32 => {
+                let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+                let mut out = dot_general_f32(&ins[0], &ins[1], &dims, out_shape)?;
+                // One pass flushes subnormals and sees whether everything is finite, so that
+                // values mode does not read the product again.
+                let finite = match out.as_slice_mut() {
+                    Some(s) => flush_all(s),
+                    None => {
+                        out.mapv_inplace(flush_f32);
+                        false
+                    }
+                };
+                return Some((out.into_shared(), finite));
             }
-            let r = a.to_shape(IxDyn(&expanded)).ok()?;
-            r.broadcast(IxDyn(target))?.to_owned().into_shared()
-        }
-        Prim::Reshape { new_sizes } => reshape_f32(&ins[0], new_sizes)?,
-        Prim::Squeeze { .. } => reshape_f32(&ins[0], out_shape)?,
-        Prim::Transpose { permutation } => {
-            let valid = permutation.len() == ins[0].ndim() && (0..permutation.len()).all(|d| permutation.contains(&d));
-            if !valid {
-                return None;
-            }
-            ins[0].clone().permuted_axes(IxDyn(permutation))
-        }
-        Prim::Reduce { op, axes } => reduce(ins[0].mapv(f64::from), op, axes).mapv(store).into_shared(),
-        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } if out_dtype == DType::F32 => {
-            let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
-            let mut out = dot_general_f32(&ins[0], &ins[1], &dims, out_shape)?;
-            out.mapv_inplace(flush_f32);
-            out.into_shared()
-        }
-        _ => return None,
-    })
+            _ => return None,
+        },
+        false,
+    ))
+}
+
+/// Flushes float32 subnormals to zero in place (`flush_f32`); whether every value is finite.
+/// A read-only pass looks for both first: a product rarely holds a subnormal, and reading
+/// the values is cheaper than writing them all back.
+fn flush_all(values: &mut [f32]) -> bool {
+    // On the magnitude's bits: 1..=0x7fffff are the subnormals, 0x7f800000 and up Inf and
+    // NaN. Integer compares and ORs, so that the loop vectorises.
+    const SUBNORMAL: u32 = 1;
+    const NOT_FINITE: u32 = 2;
+    let class = |x: f32| {
+        let magnitude = x.to_bits() & 0x7fff_ffff;
+        (u32::from(magnitude.wrapping_sub(1) < 0x007f_ffff) * SUBNORMAL) | (u32::from(magnitude >= 0x7f80_0000) * NOT_FINITE)
+    };
+    let seen = values.chunks(1024).fold(0u32, |seen, chunk| seen | chunk.iter().fold(0u32, |c, &x| c | class(x)));
+    let (subnormal, finite) = (seen & SUBNORMAL != 0, seen & NOT_FINITE == 0);
+    if subnormal {
+        values.iter_mut().for_each(|x| *x = flush_f32(*x));
+    }
+    finite
 }
 
 /// float32 subnormals flushed to zero, as XLA on CPU does (`round_to`).
@@ -617,8 +684,196 @@ fn flush_f32(x: f32) -> f32 {
     }
 }
 
-fn zip_f32(x: &ndarray::ArrayViewD<f32>, y: &ndarray::ArrayViewD<f32>, f: impl Fn(f32, f32) -> f32) -> NdDataF32 {
-    ndarray::Zip::from(x).and(y).map_collect(|&p, &q| f(p, q)).into_shared()
+/// `lax.max` in f32, as `max_f64` gives it (NaN propagates, -0.0 orders below 0.0), written
+/// with selects only, so that a loop of it vectorises.
+fn max_f32(x: f32, y: f32) -> f32 {
+    let larger = if x > y { x } else { y };
+    // Equal values have equal bits except for 0.0 and -0.0, whose AND is 0.0.
+    let m = if x == y { f32::from_bits(x.to_bits() & y.to_bits()) } else { larger };
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else {
+        m
+    }
+}
+
+/// `lax.min` in f32, as `min_f64` gives it.
+fn min_f32(x: f32, y: f32) -> f32 {
+    let smaller = if x < y { x } else { y };
+    // Equal values have equal bits except for 0.0 and -0.0, whose OR is -0.0.
+    let m = if x == y { f32::from_bits(x.to_bits() | y.to_bits()) } else { smaller };
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else {
+        m
+    }
+}
+
+/// An elementwise operation on two operands broadcast to `out_shape`. Operands in standard
+/// layout that are the output's shape, a scalar, a row repeated over the rows or one value
+/// per row (a bias, a per-example normaliser) take a loop over contiguous rows that
+/// vectorises; other layouts go through ndarray's broadcasting `Zip`.
+fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f32) -> f32) -> Option<(NdDataF32, bool)> {
+    fn rows<'a>(a: &'a NdDataF32, out_shape: &[usize]) -> Option<Rows<'a>> {
+        a.as_slice().and_then(|s| Rows::of(s, a.shape(), out_shape))
+    }
+    if let (Some(a), Some(b)) = (rows(x, out_shape), rows(y, out_shape)) {
+        return Some(collect_rows(out_shape, |r, _, dst| match (a.row(r, dst.len()), b.row(r, dst.len())) {
+            (Row::Values(p), Row::Values(q)) => {
+                assert!(p.len() == dst.len() && q.len() == dst.len(), "an elementwise row has the output's length");
+                for ((d, &p), &q) in dst.iter_mut().zip(p).zip(q) {
+                    d.write(f(p, q));
+                }
+            }
+            (Row::Values(p), Row::Same(q)) => fill(dst, p, |p| f(p, q)),
+            (Row::Same(p), Row::Values(q)) => fill(dst, q, |q| f(p, q)),
+            (Row::Same(p), Row::Same(q)) => dst.fill(std::mem::MaybeUninit::new(f(p, q))),
+        }));
+    }
+    let shape = IxDyn(out_shape);
+    let (x, y) = (x.broadcast(shape.clone())?, y.broadcast(shape)?);
+    Some((ndarray::Zip::from(&x).and(&y).map_collect(|&p, &q| f(p, q)).into_shared(), false))
+}
+
+/// How a row-major operand meets a row-major output seen as rows of its last axis.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// One value for every element (a scalar, or any shape of one element).
+    Scalar(f32),
+    /// The output's own shape.
+    Full(&'a [f32]),
+    /// One row repeated over every row (`[1, n]` against `[m, n]`).
+    Repeated(&'a [f32]),
+    /// One value per row (`[m, 1]` against `[m, n]`).
+    PerRow(&'a [f32]),
+}
+
+/// One row of an operand: its values, or one value for the whole row.
+enum Row<'a> {
+    Values(&'a [f32]),
+    Same(f32),
+}
+
+impl<'a> Rows<'a> {
+    /// `data` (row-major, of `shape`) as it broadcasts to `out_shape`, when it is one of the
+    /// cases above.
+    fn of(data: &'a [f32], shape: &[usize], out_shape: &[usize]) -> Option<Rows<'a>> {
+        if data.len() == 1 {
+            return Some(Rows::Scalar(data[0]));
+        }
+        if shape == out_shape {
+            return Some(Rows::Full(data));
+        }
+        let ((&cols, lead), (&last, own_lead)) = (out_shape.split_last()?, shape.split_last()?);
+        if lead.len() != own_lead.len() {
+            None
+        } else if last == cols && own_lead.iter().all(|&d| d == 1) {
+            Some(Rows::Repeated(data))
+        } else if last == 1 && own_lead == lead {
+            Some(Rows::PerRow(data))
+        } else {
+            None
+        }
+    }
+
+    fn row(self, r: usize, cols: usize) -> Row<'a> {
+        match self {
+            Rows::Scalar(x) => Row::Same(x),
+            Rows::Full(s) => Row::Values(&s[r * cols..(r + 1) * cols]),
+            Rows::Repeated(s) => Row::Values(s),
+            Rows::PerRow(s) => Row::Same(s[r]),
+        }
+    }
+}
+
+/// A new row-major f32 array of `shape`, written one row (of its last axis) at a time by
+/// `row(index, columns, destination)`, which must write the whole destination; and whether
+/// every element is finite, seen row by row while the row is still in cache.
+fn collect_rows(shape: &[usize], mut row: impl FnMut(usize, usize, &mut [std::mem::MaybeUninit<f32>])) -> (NdDataF32, bool) {
+    let total: usize = shape.iter().product();
+    let cols = shape.last().copied().unwrap_or(1);
+    let mut data: Vec<f32> = Vec::with_capacity(total);
+    let mut finite = true;
+    if cols > 0 {
+        for (r, dst) in data.spare_capacity_mut()[..total].chunks_exact_mut(cols).enumerate() {
+            row(r, cols, dst);
+            // SAFETY: `row` wrote every element of `dst`.
+            let written = unsafe { &*(dst as *const [std::mem::MaybeUninit<f32>] as *const [f32]) };
+            finite &= written.iter().fold(true, |all, x| all & x.is_finite());
+        }
+    }
+    // SAFETY: the chunks cover all `total` elements (`cols` divides `total`, and `total` is
+    // 0 when `cols` is) and `row` wrote each of them.
+    unsafe { data.set_len(total) };
+    match ArrayD::from_shape_vec(IxDyn(shape), data) {
+        Ok(a) => (a.into_shared(), finite),
+        Err(_) => (ArrayD::zeros(IxDyn(shape)).into_shared(), true),
+    }
+}
+
+/// Writes `f` of each of `values` into `dst`, which has their length.
+fn fill(dst: &mut [std::mem::MaybeUninit<f32>], values: &[f32], f: impl Fn(f32) -> f32) {
+    assert!(values.len() == dst.len(), "an elementwise row has the output's length");
+    for (d, &v) in dst.iter_mut().zip(values) {
+        d.write(f(v));
+    }
+}
+
+/// `reduce_sum`/`max`/`min` of row-major float32 data over one axis, accumulating in f64
+/// exactly as `reduce` does (in the same order: lane sums for the innermost axis, row after
+/// row otherwise), without first widening the whole operand. `None` for the other cases.
+fn reduce_f32(a: &NdDataF32, op: &ReduceOp, axes: &[usize], out_shape: &[usize]) -> Option<NdDataF32> {
+    let (&[axis], Some(data)) = (axes, a.as_slice()) else { return None };
+    let shape = a.shape();
+    let len = *shape.get(axis)?;
+    let inner: usize = shape[axis + 1..].iter().product();
+    let outer: usize = shape[..axis].iter().product();
+    if len == 0 || inner == 0 || outer * inner != out_shape.iter().product::<usize>() {
+        return None;
+    }
+    let out = match op {
+        ReduceOp::Sum if inner > 1 => reduce_rows(data, len, inner, 0.0, |acc, x| acc + x),
+        ReduceOp::Sum => sum_lanes(data, len),
+        ReduceOp::Max => {
+            reduce_rows(data, len, inner, f64::NEG_INFINITY, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.max(x) })
+        }
+        ReduceOp::Min => reduce_rows(data, len, inner, f64::INFINITY, |m, x| if x.is_nan() || m.is_nan() { f64::NAN } else { m.min(x) }),
+        _ => return None,
+    };
+    ArrayD::from_shape_vec(IxDyn(out_shape), out).ok().map(|a| a.into_shared())
+}
+
+/// Sums of each contiguous lane of `len` values, in f64 and rounded to float32 once.
+fn sum_lanes(data: &[f32], len: usize) -> Vec<f32> {
+    // ndarray sums a contiguous lane with several partial sums: the same, on a copy of the
+    // lane in f64.
+    let mut lane = vec![0.0f64; len];
+    let mut out = Vec::with_capacity(data.len() / len);
+    for chunk in data.chunks_exact(len) {
+        for (l, &x) in lane.iter_mut().zip(chunk) {
+            *l = f64::from(x);
+        }
+        out.push(round_to(ndarray::aview1(&lane).sum(), DType::F32) as f32);
+    }
+    out
+}
+
+/// `fold` from `start` over the `len` rows of `inner` values of each block of `data`, row
+/// after row, in f64, each result rounded to float32 once.
+#[inline(always)]
+fn reduce_rows(data: &[f32], len: usize, inner: usize, start: f64, fold: impl Fn(f64, f64) -> f64) -> Vec<f32> {
+    let mut out = Vec::with_capacity(data.len() / len);
+    let mut acc = vec![start; inner];
+    for block in data.chunks_exact(len * inner) {
+        acc.fill(start);
+        for row in block.chunks_exact(inner) {
+            for (a, &x) in acc.iter_mut().zip(row) {
+                *a = fold(*a, f64::from(x));
+            }
+        }
+        out.extend(acc.iter().map(|&x| round_to(x, DType::F32) as f32));
+    }
+    out
 }
 
 /// f32 data in a new shape, in row-major order: shared when it is in standard layout.
@@ -845,41 +1100,48 @@ where
     // transposed matrix reaches the GEMM as strides), copies in logical order otherwise.
     let l = l.to_shape((b, m, k)).ok()?;
     let r = r.to_shape((b, k, n)).ok()?;
-    let mut out = ndarray::Array3::<T>::zeros((b, m, n));
+    let is_float = [std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()].contains(&std::any::TypeId::of::<T>());
+    if !is_float || k == 0 {
+        let mut out = ndarray::Array3::<T>::zeros((b, m, n));
+        for bi in 0..b {
+            let mut dst = out.index_axis_mut(Axis(0), bi);
+            ndarray::linalg::general_mat_mul(T::one(), &l.index_axis(Axis(0), bi), &r.index_axis(Axis(0), bi), T::zero(), &mut dst);
+        }
+        return Some(out.into_dyn());
+    }
+    // The GEMM overwrites its destination without reading it: no zeroing first.
+    let mut out = ndarray::Array3::<T>::uninit((b, m, n));
     for bi in 0..b {
         let (lhs, rhs) = (l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
         let mut dst = out.index_axis_mut(Axis(0), bi);
-        let is_float = [std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()].contains(&std::any::TypeId::of::<T>());
-        if is_float && k > 0 {
-            // SAFETY: each pointer and its strides describe a live view of the given shape
-            // (m×k, k×n, m×n, the last one writable and not aliased), and T is f32 or f64,
-            // the types `gemm` multiplies. With `read_dst` false, dst = 1·lhs·rhs.
-            unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    dst.as_mut_ptr(),
-                    dst.strides()[1],
-                    dst.strides()[0],
-                    false,
-                    lhs.as_ptr(),
-                    lhs.strides()[1],
-                    lhs.strides()[0],
-                    rhs.as_ptr(),
-                    rhs.strides()[1],
-                    rhs.strides()[0],
-                    T::zero(),
-                    T::one(),
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::None,
-                );
-            }
-        } else {
-            ndarray::linalg::general_mat_mul(T::one(), &lhs, &rhs, T::zero(), &mut dst);
+        // SAFETY: each pointer and its strides describe a live view of the given shape
+        // (m×k, k×n, m×n, the last one writable and not aliased), and T is f32 or f64,
+        // the types `gemm` multiplies (MaybeUninit<T> has T's layout). With `read_dst`
+        // false, dst = 1·lhs·rhs: every element is written and none is read.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr().cast::<T>(),
+                dst.strides()[1],
+                dst.strides()[0],
+                false,
+                lhs.as_ptr(),
+                lhs.strides()[1],
+                lhs.strides()[0],
+                rhs.as_ptr(),
+                rhs.strides()[1],
+                rhs.strides()[0],
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
         }
     }
-    Some(out.into_dyn())
+    // SAFETY: k > 0, so the GEMM wrote every element of every batch (above).
+    Some(unsafe { out.assume_init() }.into_dyn())
 }

@@ -56,7 +56,23 @@ pub fn instantiate_with(
             Atom::Lit(x, aval) => Some(Array::scalar(*x, aval.dtype, aval.weak)),
         }
     };
-    for eqn in &jaxpr.eqns {
+    // Each variable is dropped after the last equation that reads it (outputs are kept), so
+    // an intermediate's data is freed as soon as nothing needs it: the allocator hands the
+    // same memory to the next result of that size instead of fresh pages.
+    let mut last_use: HashMap<VarId, usize> = HashMap::new();
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        for a in &eqn.inputs {
+            if let Atom::Var(v) = a {
+                last_use.insert(*v, i);
+            }
+        }
+    }
+    for a in &jaxpr.outvars {
+        if let Atom::Var(v) = a {
+            last_use.insert(*v, usize::MAX);
+        }
+    }
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
         let ins: Option<Vec<Rc<Array>>> = eqn.inputs.iter().map(|a| read(&env, a)).collect();
         let Some(ins) = ins else { return Ok(None) };
         match (&eqn.prim, eqn.outputs.as_slice()) {
@@ -92,6 +108,13 @@ pub fn instantiate_with(
                 }
                 for (v, aval) in outs {
                     env.insert(*v, Array::unknown(aval.clone(), "multi-output primitive"));
+                }
+            }
+        }
+        for a in &eqn.inputs {
+            if let Atom::Var(v) = a {
+                if last_use.get(v) == Some(&i) {
+                    env.remove(v);
                 }
             }
         }
