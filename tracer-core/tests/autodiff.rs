@@ -142,6 +142,9 @@ fn structural_rules_match_finite_differences() {
         ("jit inside grad", "jax.jit(lambda a, b: jnp.sin(a) * b)(x, y)"),
         ("checkpoint", "jax.checkpoint(lambda a, b: jnp.exp(a) * b)(x, y)"),
         ("sum of squares", "jnp.sum(x ** 2) * jnp.linalg.norm(y)"),
+        ("dynamic_slice", "lax.dynamic_slice(x * y, (1,), (2,)) * y[:2]"),
+        ("dynamic_slice clamped", "lax.dynamic_slice_in_dim(x, 3, 2) * jnp.exp(y[2:])"),
+        ("dynamic_update_slice", "lax.dynamic_update_slice(x, y[1:3] ** 2, (3,)) * y"),
     ];
     check_cases(&cases);
 }

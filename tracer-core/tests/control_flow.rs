@@ -285,3 +285,106 @@ fn reverse_mode_through_a_while_loop_with_a_tuple_carry_is_jaxs_error() {
     assert_eq!((errors[0].0, errors[0].1), ("TL190", 21));
     assert!(errors[0].2.starts_with("ValueError: Reverse-mode differentiation does not work for lax.while_loop"), "{errors:?}");
 }
+
+#[test]
+fn grad_goes_through_vmap_one_body_per_example_and_vmap_of_grad_runs_per_example() {
+    // A vmapped per-example loss, differentiated as a whole (`in_axes` with None and 0).
+    check_grad(
+        "X = jnp.array([[1.0, 2.0], [-1.0, 0.5], [0.5, -2.0]])\ndef f(w):\n    return jnp.mean(jax.vmap(lambda w, x: jnp.tanh(jnp.dot(w, x)) ** 2, in_axes=(None, 0))(w, X))\n",
+        &[0.3, 0.4],
+    );
+    // Mapped over axis 1 and out_axes=1, inside jit.
+    check_grad(
+        "@jax.jit\ndef f(x):\n    m = x.reshape(2, 2)\n    return jnp.sum(jax.vmap(lambda c: jnp.sin(c) * c[0], in_axes=1, out_axes=1)(m) ** 2)\n",
+        &[0.5, -1.0, 1.5, 0.25],
+    );
+    // jvp and vjp through vmap agree with grad.
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+X = jnp.array([[1.0, 2.0], [-1.0, 0.5], [0.5, -2.0]])
+w = jnp.array([0.3, 0.4])
+f = lambda w: jax.vmap(lambda x: jnp.dot(w, x) ** 2)(X)
+print(jax.grad(lambda w: jnp.sum(f(w)))(w))
+print(jax.jvp(f, (w,), (jnp.array([1.0, 0.0]),)))
+y, pull = jax.vjp(f, w)
+print(y, pull(jnp.ones(3)))
+# vmap of grad: per-example gradients.
+loss = lambda w, x: 0.5 * (jnp.dot(x, w) - 1.0) ** 2
+print(jax.vmap(jax.grad(loss), in_axes=(None, 0))(w, X))
+"#,
+    );
+    // As JAX 0.10.2 prints it.
+    assert_eq!(out, "[1.7500001 6.9      ]\n(Array([1.21      , 0.01      , 0.42249995], dtype=float32), Array([ 2.2       ,  0.20000002, -0.65      ], dtype=float32))\n[1.21       0.01       0.42249995] (Array([1.7500001, 6.9      ], dtype=float32),)\n[[ 0.10000002  0.20000005]\n [ 1.1        -0.55      ]\n [-0.825       3.3       ]]\n");
+}
+
+#[test]
+fn dynamic_slice_clamps_its_start_indices_as_jax_does() {
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+from jax import lax
+x = jnp.arange(10.0)
+print(lax.dynamic_slice(x, (3,), (4,)))
+print(lax.dynamic_slice(x, (8,), (4,)))
+print(lax.dynamic_slice(x, (-2,), (3,)))
+print(lax.dynamic_slice_in_dim(x.reshape(2, 5), 3, 2, axis=1))
+m = jnp.arange(12.0).reshape(3, 4)
+print(lax.dynamic_slice(m, jnp.array([1, 2]), (2, 2)))
+print(lax.dynamic_update_slice(m, jnp.ones((2, 2)), (2, 3)))
+f = lambda x, i: jnp.sum(lax.dynamic_slice(x, (i,), (3,)) ** 2)
+print(jax.grad(f)(x, 2), jax.grad(f)(x, 9))
+print(jax.jit(jax.grad(f))(x, 4))
+"#,
+    );
+    // Printed by JAX 0.10.2 for the same program.
+    assert_eq!(
+        out,
+        "[3. 4. 5. 6.]\n[6. 7. 8. 9.]\n[7. 8. 9.]\n[[3. 4.]\n [8. 9.]]\n[[ 6.  7.]\n [10. 11.]]\n[[0. 1. 2. 3.]\n [4. 5. 1. 1.]\n [8. 9. 1. 1.]]\n[0. 0. 4. 6. 8. 0. 0. 0. 0. 0.] [ 0.  0.  0.  0.  0.  0.  0. 14. 16. 18.]\n[ 0.  0.  0.  0.  8. 10. 12.  0.  0.  0.]\n"
+    );
+}
+
+#[test]
+fn grad_goes_through_dynamic_slice_in_a_scan() {
+    // A sliding window read at a traced offset, written back with dynamic_update_slice.
+    check_grad(
+        "def f(x):\n    def step(acc, t):\n        win = lax.dynamic_slice(x, (t,), (3,))\n        return lax.dynamic_update_slice(acc, jnp.sin(win[:1]) * win[2], (t,)), jnp.sum(win ** 2)\n    acc, ys = lax.scan(step, jnp.zeros(4), jnp.arange(4))\n    return jnp.sum(acc * x[:4]) + jnp.sum(ys)\n",
+        &[0.5, -1.0, 1.5, 0.25, 2.0, -0.75],
+    );
+    // Clamped windows: a start past the end reads (and differentiates) the last window.
+    check_grad("def f(x):\n    return jnp.sum(lax.dynamic_slice_in_dim(x, 7, 2) * jnp.array([1.0, 3.0]))\n", &[0.5, -1.0, 1.5]);
+    check_grad("def f(x):\n    return jnp.sum(jnp.tanh(lax.dynamic_update_slice(x, x[:2] * x[2], (5,))))\n", &[0.5, -1.0, 1.5, 0.3]);
+}
+
+#[test]
+fn gradients_have_the_weak_type_jax_gives_them() {
+    // `w` is weakly typed (made from a Python float): its gradient through a dot with a
+    // strongly typed operand, `x[0]` or `sqrt` is strongly typed, through `tanh` or a mean it
+    // stays weak; a strongly typed parameter's gradient is strongly typed. As JAX 0.10.2 says.
+    let out = printed(
+        r#"import jax
+import jax.numpy as jnp
+w = jnp.full((3, 2), 0.1)
+x = jnp.ones((4, 3))
+cases = [
+    lambda w: jnp.sum(x @ w),
+    lambda w: jnp.sum(w.T @ w),
+    lambda w: jnp.sum(jnp.tanh(w)),
+    lambda w: jnp.mean(w),
+    lambda w: jnp.max(w),
+    lambda w: jnp.sum(w[0]),
+    lambda w: jnp.sum(jnp.sqrt(w)),
+    lambda w: jnp.sum(w ** 2),
+    lambda w: jnp.sum(jnp.maximum(w, 0.0)),
+    lambda w: jnp.sum(jnp.pad(w, 1)),
+]
+weak = lambda a: repr(a).endswith("weak_type=True)")
+print([weak(jax.grad(f)(w)) for f in cases])
+print([weak(jax.jit(jax.grad(f))(w)) for f in cases])
+print([weak(jax.grad(f)(w.astype(jnp.float32))) for f in cases])
+print(weak(jax.grad(lambda s: s ** 2)(2.0)), weak(jax.grad(lambda s: jnp.sqrt(s))(jnp.float32(2.0))))
+"#,
+    );
+    let weak = "[False, True, True, True, True, False, False, False, True, False]";
+    assert_eq!(out, format!("{weak}\n{weak}\n[False, False, False, False, False, False, False, False, False, False]\nTrue False\n"));
+}

@@ -156,11 +156,11 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         }
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
         let is_active = eqn.inputs.iter().any(|a| matches!(a, Atom::Var(v) if tape.active.contains(v)));
-        // Calls are differentiated through their bodies; `cond` and `scan` through the branch
-        // taken or the loop unrolled (`ir::resolve_control`).
+        // Calls are differentiated through their bodies; `cond`, `scan` and `vmap` through the
+        // branch taken, the loop unrolled or one body per example (`ir::resolve_control`).
         let inlined = match &eqn.prim {
             Prim::Pjit { .. } | Prim::Remat => eqn.bodies.first().cloned(),
-            Prim::Cond { .. } | Prim::Scan { .. } => resolved_control(eqn, &ins),
+            Prim::Cond { .. } | Prim::Scan { .. } | Prim::Vmap { .. } => resolved_control(eqn, &ins),
             _ => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
@@ -196,10 +196,10 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
     Ok(tape)
 }
 
-/// The most equations an unrolled `scan` may have for automatic differentiation.
+/// The most equations an unrolled `scan` or `vmap` may have for automatic differentiation.
 const MAX_UNROLLED_EQNS: usize = 20_000;
 
-/// A `cond` whose branch index is known, or a `scan`, as a jaxpr without control flow.
+/// A `cond` whose branch index is known, a `scan` or a `vmap`, as a jaxpr without control flow.
 fn resolved_control(eqn: &Eqn, ins: &[Rc<Array>]) -> Option<Rc<Jaxpr>> {
     let index = match eqn.prim {
         Prim::Cond { .. } => Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize),
@@ -355,9 +355,18 @@ fn unary(interp: &mut Interp, op: UnaryPrim, a: &Rc<Array>) -> AdResult<Rc<Array
     bind(interp, Prim::Unary(op), std::slice::from_ref(a), a.aval.clone())
 }
 
-/// A weakly typed scalar of `like`'s dtype.
+/// A weakly typed scalar of `like`'s dtype (JAX's `_one(x)`/`full_like(x, v, shape=())` in a
+/// rule, for a weakly typed `like`).
 fn scalar(value: f64, like: &Aval) -> Rc<Array> {
     Array::scalar(value, like.dtype, true)
+}
+
+/// JAX's `_const(x, v)` in a rule: a scalar of `x`'s dtype, weakly typed only when `x` is a
+/// weakly typed scalar (otherwise a NumPy array, strongly typed). It decides the weak type of
+/// the derivative: `jax.grad(lambda w: jnp.sum(jnp.sqrt(w)))` of a weakly typed array is
+/// strongly typed, of a weakly typed scalar weakly typed.
+fn konst(value: f64, like: &Aval) -> Rc<Array> {
+    Array::scalar(value, like.dtype, like.weak && like.ndim() == 0)
 }
 
 fn compare(interp: &mut Interp, op: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
@@ -366,9 +375,11 @@ fn compare(interp: &mut Interp, op: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> Ad
 }
 
 /// A boolean mask as 0/1 values of `dtype`.
-fn mask_as(interp: &mut Interp, mask: &Rc<Array>, dtype: DType) -> AdResult<Rc<Array>> {
-    let aval = mask.aval.with_dtype(dtype);
-    bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: false }, std::slice::from_ref(mask), aval)
+/// Weakly typed when `weak`: JAX's rules build such masks with `_ones(z)`/`full_like`, which
+/// keep `z`'s weak type (`maximum`, `relu`, `clamp`), or convert them (`reduce_max`: strong).
+fn mask_as(interp: &mut Interp, mask: &Rc<Array>, dtype: DType, weak: bool) -> AdResult<Rc<Array>> {
+    let aval = mask.aval.with_dtype(dtype).weak(weak);
+    bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(mask), aval)
 }
 
 fn reshape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
@@ -443,13 +454,14 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
         None => return Ok(None),
     };
     let one = scalar(1.0, &x.aval);
+    let const_one = konst(1.0, &x.aval);
     Ok(Some(match &eqn.prim {
         Prim::Unary(u) => vec![match u {
             UnaryPrim::Neg => MinusOne,
             UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => One,
             UnaryPrim::Sign | UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round => Zero,
             UnaryPrim::Exp => times(out.clone()),
-            UnaryPrim::Exp2 => times(binary(interp, BinaryPrim::Mul, out, &scalar(std::f64::consts::LN_2, &x.aval))?),
+            UnaryPrim::Exp2 => times(binary(interp, BinaryPrim::Mul, out, &konst(std::f64::consts::LN_2, &x.aval))?),
             UnaryPrim::Log => times(binary(interp, BinaryPrim::Div, &one, &x)?),
             UnaryPrim::Log1p => {
                 let xp1 = binary(interp, BinaryPrim::Add, &x, &one)?;
@@ -473,13 +485,13 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             }
             UnaryPrim::Tan => {
                 let sq = binary(interp, BinaryPrim::Mul, out, out)?;
-                times(binary(interp, BinaryPrim::Add, &one, &sq)?)
+                times(binary(interp, BinaryPrim::Add, &const_one, &sq)?)
             }
             UnaryPrim::Sinh => times(unary(interp, UnaryPrim::Cosh, &x)?),
             UnaryPrim::Cosh => times(unary(interp, UnaryPrim::Sinh, &x)?),
             UnaryPrim::Asin | UnaryPrim::Acos => {
                 let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
-                let diff = binary(interp, BinaryPrim::Sub, &one, &sq)?;
+                let diff = binary(interp, BinaryPrim::Sub, &const_one, &sq)?;
                 let d = unary(interp, UnaryPrim::Rsqrt, &diff)?;
                 if *u == UnaryPrim::Asin {
                     times(d)
@@ -489,7 +501,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             }
             UnaryPrim::Atan => {
                 let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
-                let den = binary(interp, BinaryPrim::Add, &one, &sq)?;
+                let den = binary(interp, BinaryPrim::Add, &const_one, &sq)?;
                 times(binary(interp, BinaryPrim::Div, &one, &den)?)
             }
             UnaryPrim::Asinh => {
@@ -509,24 +521,24 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 times(binary(interp, BinaryPrim::Div, &one, &den)?)
             }
             // JAX: g * (0.5 / ans)
-            UnaryPrim::Sqrt => times(binary(interp, BinaryPrim::Div, &scalar(0.5, &x.aval), out)?),
+            UnaryPrim::Sqrt => times(binary(interp, BinaryPrim::Div, &konst(0.5, &x.aval), out)?),
             // JAX: g * (-0.5 * (ans / x))
             UnaryPrim::Rsqrt => {
                 let r = binary(interp, BinaryPrim::Div, out, &x)?;
-                times(binary(interp, BinaryPrim::Mul, &r, &scalar(-0.5, &x.aval))?)
+                times(binary(interp, BinaryPrim::Mul, &r, &konst(-0.5, &x.aval))?)
             }
             // JAX: g * (1/3 * ans ** -2)
             UnaryPrim::Cbrt => {
                 let p = bind(interp, Prim::IntegerPow(-2), std::slice::from_ref(out), out.aval.clone())?;
-                times(binary(interp, BinaryPrim::Mul, &p, &scalar(1.0 / 3.0, &x.aval))?)
+                times(binary(interp, BinaryPrim::Mul, &p, &konst(1.0 / 3.0, &x.aval))?)
             }
             UnaryPrim::Abs => times(unary(interp, UnaryPrim::Sign, &x)?),
-            UnaryPrim::Square => times(binary(interp, BinaryPrim::Mul, &x, &scalar(2.0, &x.aval))?),
+            UnaryPrim::Square => times(binary(interp, BinaryPrim::Mul, &x, &konst(2.0, &x.aval))?),
             UnaryPrim::Erf => {
                 let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;
                 let neg = unary(interp, UnaryPrim::Neg, &sq)?;
                 let e = unary(interp, UnaryPrim::Exp, &neg)?;
-                times(binary(interp, BinaryPrim::Mul, &e, &scalar(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
+                times(binary(interp, BinaryPrim::Mul, &e, &konst(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
             UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
@@ -536,7 +548,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             1 => One,
             _ => {
                 let p = bind(interp, Prim::IntegerPow(n - 1), std::slice::from_ref(&x), x.aval.clone())?;
-                times(binary(interp, BinaryPrim::Mul, &p, &scalar(*n as f64, &x.aval))?)
+                times(binary(interp, BinaryPrim::Mul, &p, &konst(*n as f64, &x.aval))?)
             }
         }],
         Prim::Binary(b) => {
@@ -574,7 +586,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     match eqn.api {
                         Some(JaxFn::NnRelu) if *b == BinaryPrim::Max => {
                             let pos = compare(interp, CmpPrim::Gt, &x, &y)?;
-                            vec![times(mask_as(interp, &pos, out.aval.dtype)?), Zero]
+                            vec![times(mask_as(interp, &pos, out.aval.dtype, out.aval.weak)?), Zero]
                         }
                         Some(JaxFn::TreeMap | JaxFn::TreeMap2 | JaxFn::JaxTreeMap) => {
                             return Err(AdError::NoRule(format!("{} under tree_map (relu or maximum?)", b.name())))
@@ -583,9 +595,9 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                             // ∂x = 1 where only x is the result, 0.5 where both are, 0 elsewhere.
                             let dt = out.aval.dtype;
                             let ex = compare(interp, CmpPrim::Eq, &x, out)?;
-                            let fx = mask_as(interp, &ex, dt)?;
+                            let fx = mask_as(interp, &ex, dt, out.aval.weak)?;
                             let ey = compare(interp, CmpPrim::Eq, &y, out)?;
-                            let fy = mask_as(interp, &ey, dt)?;
+                            let fy = mask_as(interp, &ey, dt, out.aval.weak)?;
                             let half = scalar(0.5, &out.aval);
                             let oneo = scalar(1.0, &out.aval);
                             let hx = binary(interp, BinaryPrim::Mul, &fx, &half)?;
@@ -628,7 +640,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             let dt = out.aval.dtype;
             let m = |interp: &mut Interp, a: &Rc<Array>, c: CmpPrim, b: &Rc<Array>| -> AdResult<Rc<Array>> {
                 let mask = compare(interp, c, a, b)?;
-                mask_as(interp, &mask, dt)
+                mask_as(interp, &mask, dt, out.aval.weak)
             };
             let (a, b) = (m(interp, lo, CmpPrim::Gt, op)?, m(interp, lo, CmpPrim::Lt, hi)?);
             let dlo = binary(interp, BinaryPrim::Mul, &a, &b)?;
@@ -756,14 +768,26 @@ fn jvp(
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
             bind(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()], out_aval.clone())?
         }
-        // Linear in the operand; the index arrays have no tangent.
-        Prim::Gather { .. } => {
+        // Linear in the operand; the index arrays (and start indices) have no tangent.
+        Prim::Gather { .. } | Prim::DynamicSlice { .. } => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            if matches!(eqn.prim, Prim::DynamicSlice { .. }) && ins.len() != 1 + ins[0].aval.ndim() {
+                return Err(no_rule(eqn));
+            }
             let operands: Vec<Rc<Array>> = std::iter::once(t.clone()).chain(ins[1..].iter().cloned()).collect();
             bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
-        // `scatter-add` and `scatter` (set) are linear in (operand, updates) together.
+        // `scatter-add`, `scatter` (set) and `dynamic_update_slice` are linear in (operand,
+        // updates) together.
         Prim::Scatter { op: ScatterOp::Add | ScatterOp::Set, index: Some(_), .. } if ins.len() >= 2 => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
+            operands.extend(ins[2..].iter().cloned());
+            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+        }
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
             if ts[0].is_none() && ts[1].is_none() {
                 return Ok(vec![None]);
             }
@@ -782,7 +806,7 @@ fn chooser_locations(interp: &mut Interp, x: &Rc<Array>, out: &Rc<Array>, axes: 
     let kept: Vec<usize> = (0..x.aval.ndim()).filter(|d| !axes.contains(d)).collect();
     let ob = broadcast_in_dim(interp, out, &x.aval.shape, &kept)?;
     let eq = compare(interp, CmpPrim::Eq, x, &ob)?;
-    let loc = mask_as(interp, &eq, x.aval.dtype)?;
+    let loc = mask_as(interp, &eq, x.aval.dtype, false)?;
     let counts = reduce_sum(interp, &loc, axes)?;
     Ok((loc, counts))
 }
@@ -913,8 +937,9 @@ fn transpose(
         Prim::Pad { config } if ins.len() == 2 && config.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0) => {
             let start: Vec<usize> = config.iter().map(|c| c.0 as usize).collect();
             let limit: Vec<usize> = start.iter().zip(&ins[0].aval.shape).map(|(s, n)| s + n).collect();
-            let inner =
-                bind(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), ins[0].aval.clone())?;
+            // JAX cuts it out with a `pad` by a strongly typed zero: strongly typed.
+            let aval = ins[0].aval.clone().weak(false);
+            let inner = bind(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), aval)?;
             if active[1] {
                 let all: Vec<usize> = (0..g.aval.ndim()).collect();
                 let total = reduce_sum(interp, g, &all)?;
@@ -940,10 +965,35 @@ fn transpose(
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
         Prim::Gather { mode, index } => {
             if active[0] {
-                let mut operands = vec![zeros(interp, &ins[0].aval)?, g.clone()];
+                // Into strongly typed zeros, as JAX's `_gather_transpose_rule`.
+                let mut operands = vec![zeros(interp, &ins[0].aval.clone().weak(false))?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
                 let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()) };
-                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
+                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone().weak(false))?);
+            }
+        }
+        // JAX's `_dynamic_slice_transpose_rule`: the cotangent written into (strongly typed)
+        // zeros at the same, equally clamped, place.
+        Prim::DynamicSlice { .. } if ins.len() == 1 + ins[0].aval.ndim() => {
+            if active[0] {
+                let aval = ins[0].aval.clone().weak(false);
+                let mut operands = vec![zeros(interp, &aval)?, g.clone()];
+                operands.extend(ins[1..].iter().cloned());
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands, aval)?);
+            }
+        }
+        // JAX's `_dynamic_update_slice_transpose_rule`: the operand gets the cotangent with the
+        // window zeroed, the update the window.
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
+            if active[0] {
+                let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval.clone().weak(g.aval.weak))?];
+                operands.extend(ins[2..].iter().cloned());
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands, g.aval.clone())?);
+            }
+            if active[1] {
+                let sizes = ins[1].aval.shape.to_vec();
+                let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
+                cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands, g.aval.with_shape(&sizes))?);
             }
         }
         Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index) } if ins.len() >= 2 => {
@@ -994,10 +1044,10 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             let col = reshape(interp, &cur, &s1)?;
             let mut sz = s1.clone();
             sz[axis + 1] = stride - 1;
-            let z = zeros(interp, &cur.aval.with_shape(&sz))?;
+            let z = zeros(interp, &cur.aval.with_shape(&sz).weak(false))?;
             let mut s2 = s1.clone();
             s2[axis + 1] = stride;
-            let spread = bind(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2))?;
+            let spread = bind(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2).weak(false))?;
             let mut s3 = cur.aval.shape.to_vec();
             s3[axis] = k * stride;
             cur = reshape(interp, &spread, &s3)?;
@@ -1021,7 +1071,8 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             }
             let mut s = cur.aval.shape.to_vec();
             s[axis] = size;
-            let z = zeros(interp, &cur.aval.with_shape(&s))?;
+            // JAX pads with `_const(t, 0)`: strongly typed, and so is the result.
+            let z = zeros(interp, &cur.aval.with_shape(&s).weak(false))?;
             if is_before {
                 ops.push(z);
                 ops.push(cur.clone());
@@ -1034,7 +1085,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
         }
         let mut total = cur.aval.shape.to_vec();
         total[axis] = shape[axis];
-        cur = bind(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total))?;
+        cur = bind(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total).weak(false))?;
     }
     Ok(cur)
 }
@@ -1076,7 +1127,8 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
         lhs_batch: dims.lb.clone(),
         rhs_batch: dims.rb.clone(),
     };
-    let prod = bind(interp, prim, &[g.clone(), y.clone()], g.aval.with_shape(&shape))?;
+    // Weakly typed only if both operands are, as every `dot_general`.
+    let prod = bind(interp, prim, &[g.clone(), y.clone()], g.aval.with_shape(&shape).weak(g.aval.weak && y.aval.weak))?;
     // x_contract sorted by the order of y_contract.
     let mut order: Vec<usize> = (0..d.rc.len()).collect();
     order.sort_by_key(|&i| d.rc[i]);
@@ -1132,7 +1184,9 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Gather { .. }
         | Prim::Sort { .. }
         | Prim::Pad { .. }
-        | Prim::Slice { .. } => true,
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice => true,
         Prim::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Set),
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
@@ -1152,9 +1206,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomWrap
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::TopK { .. }
+        Prim::TopK { .. }
         | Prim::Scan { .. }
         | Prim::Cond { .. }
         | Prim::While
@@ -1221,11 +1273,22 @@ impl AdTrace {
 
     /// The cotangent of input `j`, zeros when none reached it, with the input's aval.
     fn input_ct(&self, interp: &mut Interp, cts: &[Option<Rc<Array>>], j: usize) -> AdResult<Rc<Array>> {
-        let aval = self.input_aval(j)?;
-        match cts.get(j).cloned().flatten() {
-            Some(c) => with_aval(interp, c, &aval),
-            None => zeros(interp, &aval),
+        input_cotangent(interp, cts.get(j).cloned().flatten(), &self.input_aval(j)?)
+    }
+}
+
+/// The cotangent of an input of aval `aval` (`None` is a zero), in the input's dtype. Its weak
+/// type is the one the transpose rules gave it, as in JAX: the gradient of a weakly typed
+/// parameter is weakly typed only when every operation on the way back kept it so (a
+/// `dot_general` with a strongly typed operand, `x[0]` or `sqrt` make it strong); a strongly
+/// typed input's is always strongly typed.
+fn input_cotangent(interp: &mut Interp, ct: Option<Rc<Array>>, aval: &Aval) -> AdResult<Rc<Array>> {
+    match ct {
+        Some(c) => {
+            let weak = aval.weak && c.aval.weak;
+            with_aval(interp, c, &aval.clone().weak(weak))
         }
+        None => zeros(interp, aval),
     }
 }
 
@@ -1338,14 +1401,14 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
     Ok(jacobians)
 }
 
-/// The output tangents of `jax.jvp` for the given input tangents (one per input, `None` for
-/// zero), with the avals `expected`.
+/// The replayed outputs of `jax.jvp`'s function and its output tangents for the given input
+/// tangents (one per input, `None` for zero), with the avals `expected`.
 pub fn jvp_values(
     interp: &mut Interp,
     ad: &AdTrace,
     tangents: &[Option<Rc<Array>>],
     expected: &[Aval],
-) -> crate::interp::PyResult<Option<Vec<Rc<Array>>>> {
+) -> crate::interp::PyResult<Option<(Vec<Rc<Array>>, Vec<Rc<Array>>)>> {
     finish((|| {
         let lin = ad.linearize(interp, &|_| true)?;
         let outs = pushforward(interp, &lin, tangents)?;
@@ -1356,7 +1419,7 @@ pub fn jvp_values(
                 None => zeros(interp, want)?,
             });
         }
-        Ok(result)
+        Ok((lin.outputs, result))
     })())
 }
 
@@ -1366,6 +1429,13 @@ pub struct VjpValues {
     lin: Linearization,
     /// For each input: the argument it came from and the aval it was traced with.
     inputs: Vec<(usize, Aval)>,
+}
+
+impl VjpValues {
+    /// The replayed outputs of the function.
+    pub fn outputs(&self) -> &[Rc<Array>] {
+        &self.lin.outputs
+    }
 }
 
 pub fn vjp_linearize(interp: &mut Interp, ad: &AdTrace) -> crate::interp::PyResult<Option<VjpValues>> {
@@ -1387,11 +1457,7 @@ pub fn vjp_apply(interp: &mut Interp, v: &VjpValues, cts: &[Rc<Array>]) -> crate
         let n_args = v.inputs.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
         let mut per_arg: Vec<Vec<Rc<Array>>> = vec![Vec::new(); n_args];
         for (j, (arg, aval)) in v.inputs.iter().enumerate() {
-            let c = match in_cts.get(j).cloned().flatten() {
-                Some(c) => with_aval(interp, c, aval)?,
-                None => zeros(interp, aval)?,
-            };
-            per_arg[*arg].push(c);
+            per_arg[*arg].push(input_cotangent(interp, in_cts.get(j).cloned().flatten(), aval)?);
         }
         Ok(per_arg)
     })())
@@ -1522,7 +1588,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 65, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 67, "{with_rule:?}");
         assert_eq!(
             without,
             [
@@ -1538,8 +1604,6 @@ mod tests {
                 "scatter-mul",
                 "scatter-min",
                 "scatter-max",
-                "dynamic_slice",
-                "dynamic_update_slice",
                 "top_k",
                 "scan",
                 "cond",

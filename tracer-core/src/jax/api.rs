@@ -613,9 +613,12 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let (Some(expected), true) = (expected.into_iter().collect::<Option<Vec<Aval>>>(), ts.iter().all(Option::is_some)) else {
                 return Ok(Value::tuple(vec![out, tangent]));
             };
-            let tangent = match ad::jvp_values(interp, &trace, &ts, &expected)? {
-                Some(values) => unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?,
-                None => tangent,
+            let (out, tangent) = match ad::jvp_values(interp, &trace, &ts, &expected)? {
+                Some((outputs, values)) => (
+                    with_replayed_outputs(interp, out, &outputs)?,
+                    unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?,
+                ),
+                None => (out, tangent),
             };
             Ok(Value::tuple(vec![out, tangent]))
         }
@@ -628,6 +631,10 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let linear = match &trace {
                 Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
                 None => None,
+            };
+            let out = match &linear {
+                Some(l) => with_replayed_outputs(interp, out, l.lin.outputs())?,
+                None => out,
             };
             Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs, linear })]))
         }
@@ -2103,6 +2110,20 @@ fn vmap_values(interp: &mut Interp, record: usize, batch: &VmapBatch, result: Va
     }
 }
 
+/// The outputs of a differentiated function as its replay (`ad::linearize`) computed them,
+/// in place of the traced ones, when their leaves match: inside a staging trace the traced
+/// ones would be opaque, and outside one they have no values where the function went through
+/// control flow the trace only recorded (a `vmap` inside `grad`), whereas the replay resolved it.
+fn with_replayed_outputs(interp: &mut Interp, out: Value, outputs: &[Rc<Array>]) -> PyResult<Value> {
+    let (tree, leaves) = leaf_avals(interp, &out)?;
+    let same = leaves.len() == outputs.len()
+        && leaves.iter().zip(outputs).all(|(l, o)| l.as_ref().is_some_and(|a| a.shape == o.aval.shape && a.dtype == o.aval.dtype));
+    if !same {
+        return Ok(out);
+    }
+    unflatten(interp, &tree, &mut outputs.iter().cloned().map(Value::Array).collect::<Vec<_>>().into_iter())
+}
+
 /// Removes the mapped axis from the array leaves of one argument.
 fn unbatch(interp: &mut Interp, a: &Value, ax: &Value, argname: &str, sizes: &mut Vec<(usize, String)>) -> PyResult<Value> {
     if ax.is_none() {
@@ -2193,13 +2214,8 @@ fn grad_call(
         Some(trace) if !matches!(out, Value::Opaque(_)) => ad::grad_values(interp, trace, &nums)?,
         _ => None,
     };
-    // Inside a staging trace the replayed outputs are equations of that trace, where the
-    // traced ones would be opaque.
-    if let (Some(v), Some(_)) = (&values, interp.jax.innermost_staging()) {
-        let (tree, leaves) = leaf_avals(interp, &out)?;
-        if leaves.len() == v.outputs.len() {
-            out = unflatten(interp, &tree, &mut v.outputs.iter().cloned().map(Value::Array).collect::<Vec<_>>().into_iter())?;
-        }
+    if let Some(v) = &values {
+        out = with_replayed_outputs(interp, out, &v.outputs)?;
     }
     let (primal_out, aux) = if has_aux {
         let parts = interp.iterate(&out)?;
@@ -2274,7 +2290,8 @@ fn grad_call(
                 Operand::Array(a) => {
                     let aval = canonical_aval(interp, &a.aval);
                     match computed.next() {
-                        Some(g) if g.aval == aval => Value::Array(g),
+                        // Its weak type is the one the backward pass gave it (`ad::input_cotangent`).
+                        Some(g) if g.aval.shape == aval.shape && g.aval.dtype == aval.dtype => Value::Array(g),
                         _ => Value::Array(abstract_output(interp, aval, &deps, "grad")?),
                     }
                 }

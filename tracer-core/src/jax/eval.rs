@@ -424,6 +424,19 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 .collect();
             a.slice(info.as_slice()).to_owned()
         }
+        // `lax.dynamic_slice(x, starts, sizes)`: inputs are the operand, then one scalar start
+        // index per axis; each is clamped so the slice fits (`dynamic_window`).
+        Prim::DynamicSlice { sizes } if ins.len() == 1 + sizes.len() => {
+            let window = dynamic_window(ins[0].shape(), sizes, &ins[1..])?;
+            ins[0].slice(window.as_slice()).to_owned()
+        }
+        // `lax.dynamic_update_slice(x, update, starts)`: the update written over the window.
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].ndim() && ins[1].ndim() == ins[0].ndim() => {
+            let window = dynamic_window(ins[0].shape(), ins[1].shape(), &ins[2..])?;
+            let mut out = (*ins[0]).clone();
+            out.slice_mut(window.as_slice()).assign(&*ins[1]);
+            out
+        }
         Prim::Concatenate { dimension } => {
             let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
             ndarray::concatenate(Axis(*dimension), &views).ok()?
@@ -519,6 +532,24 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         }
         _ => return None,
     })
+}
+
+/// The window of a `dynamic_slice`/`dynamic_update_slice` of `sizes` in an operand of
+/// `shape`, at the scalar `starts`: as `lax.dynamic_slice` says, a negative start counts from
+/// the end, and then each start is clamped to `0..=n - size` so the window fits (XLA never
+/// reads or writes out of bounds). `None` when a size exceeds its axis.
+fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[Rc<NdData>]) -> Option<Vec<ndarray::SliceInfoElem>> {
+    if sizes.len() != shape.len() || starts.len() != shape.len() {
+        return None;
+    }
+    let mut window = Vec::with_capacity(shape.len());
+    for ((&n, &size), start) in shape.iter().zip(sizes).zip(starts) {
+        let room = n.checked_sub(size)? as i64;
+        let raw = *start.iter().next()? as i64;
+        let from = if raw < 0 { raw + n as i64 } else { raw }.clamp(0, room) as isize;
+        window.push(ndarray::SliceInfoElem::Slice { start: from, end: Some(from + size as isize), step: 1 });
+    }
+    Some(window)
 }
 
 /// `start..end` clamped to an axis of length `n` (empty when reversed).

@@ -680,6 +680,25 @@ impl Builder {
         Atom::Var(v)
     }
 
+    /// Row `index` of `x` (aval `aval`) along `axis`, that axis removed: a `slice` and a
+    /// `reshape`. `None` when `axis` is not an axis of `x`.
+    fn take_row(&mut self, x: Atom, aval: &Aval, axis: usize, index: usize) -> Option<Atom> {
+        let shape = &aval.shape;
+        if axis >= shape.len() || index >= shape[axis] {
+            return None;
+        }
+        let mut start = vec![0; shape.len()];
+        let mut limit = shape.to_vec();
+        start[axis] = index;
+        limit[axis] = index + 1;
+        let mut row = shape.to_vec();
+        row[axis] = 1;
+        let sliced = self.emit(Prim::Slice { start, limit, strides: vec![1; shape.len()] }, vec![x], aval.with_shape(&row));
+        let mut rest = shape.to_vec();
+        rest.remove(axis);
+        Some(self.emit(Prim::Reshape { new_sizes: rest.clone() }, vec![sliced], aval.with_shape(&rest)))
+    }
+
     /// Copies `body`'s equations with its binders bound to `binders`; its outputs.
     fn inline(&mut self, body: &Jaxpr, binders: &[Atom]) -> Vec<Atom> {
         let mut map: std::collections::HashMap<VarId, Atom> =
@@ -702,10 +721,12 @@ impl Builder {
     }
 }
 
-/// What a `cond` or `scan` equation computes, as a jaxpr without that control flow, whose
-/// binders are the equation's inputs (with avals `in_avals`): the branch `index` of a `cond`
-/// inlined, or a `scan` unrolled into `length` copies of its body, each on one `slice` of the
-/// scanned arrays, its `ys` stacked back with `concatenate`. Automatic differentiation goes
+/// What a `cond`, `scan` or `vmap` equation computes, as a jaxpr without that control flow,
+/// whose binders are the equation's inputs (with avals `in_avals`): the branch `index` of a
+/// `cond` inlined, a `scan` unrolled into `length` copies of its body, each on one `slice` of
+/// the scanned arrays, its `ys` stacked back with `concatenate`, or a `vmap` unrolled into
+/// one copy of its body per example, on that example's rows of the mapped arguments, its
+/// outputs stacked along `out_axes` (JAX batches the body instead: same values). Automatic differentiation goes
 /// through it with the rules of those primitives. `None` for other equations, an empty scan,
 /// or more than `max_eqns` equations.
 pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_eqns: usize) -> Option<Jaxpr> {
@@ -741,17 +762,7 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
                 let mut binders = consts.clone();
                 binders.extend(carry.iter().cloned());
                 for &x in &xs {
-                    let shape = &in_avals[x].shape;
-                    let mut start = vec![0; shape.len()];
-                    let mut limit = shape.to_vec();
-                    start[0] = t;
-                    limit[0] = t + 1;
-                    let row =
-                        in_avals[x].with_shape(&limit.iter().enumerate().map(|(i, &l)| if i == 0 { 1 } else { l }).collect::<Vec<_>>());
-                    let strides = vec![1; shape.len()];
-                    let sliced = b.emit(Prim::Slice { start, limit, strides }, vec![binder(x)], row);
-                    let rest = shape[1..].to_vec();
-                    binders.push(b.emit(Prim::Reshape { new_sizes: rest.clone() }, vec![sliced], in_avals[x].with_shape(&rest)));
+                    binders.push(b.take_row(binder(x), &in_avals[x], 0, t)?);
                 }
                 let outs = b.inline(body, &binders);
                 carry = outs[..*num_carry].to_vec();
@@ -772,6 +783,44 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
                     .map(|r| b.emit(Prim::Reshape { new_sizes: row_shape.clone() }, vec![r.clone()], row_aval.clone()))
                     .collect();
                 outvars.push(b.emit(Prim::Concatenate { dimension: 0 }, rows, aval.clone()));
+            }
+            outvars
+        }
+        Prim::Vmap { axis_size, in_axes, out_axes } => {
+            let body = eqn.bodies.first()?;
+            let n_consts = counts[0];
+            let operands: Vec<usize> = (n_consts..in_avals.len()).collect();
+            if *axis_size == 0
+                || operands.len() != in_axes.len()
+                || body.eqns.len().saturating_add(2 * in_avals.len()).saturating_mul(*axis_size) > max_eqns
+            {
+                return None;
+            }
+            let consts: Vec<Atom> = (0..n_consts).map(binder).collect();
+            let mut rows: Vec<Vec<Atom>> = vec![Vec::new(); body.outvars.len()];
+            for example in 0..*axis_size {
+                let mut binders = consts.clone();
+                for (&x, axis) in operands.iter().zip(in_axes) {
+                    binders.push(match axis {
+                        Some(axis) => b.take_row(binder(x), &in_avals[x], *axis, example)?,
+                        None => binder(x),
+                    });
+                }
+                for (row, out) in rows.iter_mut().zip(b.inline(body, &binders)) {
+                    row.push(out);
+                }
+            }
+            let mut outvars = Vec::with_capacity(rows.len());
+            for (rows, (_, aval)) in rows.iter().zip(&eqn.outputs) {
+                let axis = (*out_axes).min(aval.ndim().checked_sub(1)?);
+                let mut row_shape = aval.shape.to_vec();
+                row_shape[axis] = 1;
+                let row_aval = aval.with_shape(&row_shape);
+                let rows: Vec<Atom> = rows
+                    .iter()
+                    .map(|r| b.emit(Prim::Reshape { new_sizes: row_shape.clone() }, vec![r.clone()], row_aval.clone()))
+                    .collect();
+                outvars.push(b.emit(Prim::Concatenate { dimension: axis }, rows, aval.clone()));
             }
             outvars
         }

@@ -199,6 +199,52 @@ fn binary_prim(interp: &mut Interp, prim: BinaryPrim, l: &Rc<Array>, r: &Rc<Arra
     bind1(interp, Prim::Binary(prim), &[a, b], aval)
 }
 
+/// The start indices of `lax.dynamic_slice`/`dynamic_update_slice`: a sequence of integer
+/// scalars (Python ints or arrays, traced or not) or a 1-D integer array, one per axis of an
+/// operand of rank `ndim`, as scalar arrays; `None` when they are not that (the value of the
+/// operation is then not computed).
+fn start_indices(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let items: Vec<Value> = match v {
+        Some(Value::Tuple(t)) => t.to_vec(),
+        Some(Value::List(l)) => l.borrow().clone(),
+        Some(v @ Value::Array(_)) => vec![v.clone()],
+        _ => return Ok(None),
+    };
+    let mut out = Vec::with_capacity(ndim);
+    for item in &items {
+        let Operand::Array(i) = operand(interp, item)? else { return Ok(None) };
+        if !i.aval.dtype.is_integer() {
+            return Ok(None);
+        }
+        match i.aval.ndim() {
+            0 => out.push(i),
+            // One array of all the starts: element k is the start on axis k.
+            1 if items.len() == 1 => {
+                for k in 0..i.aval.shape[0] {
+                    let prim = Prim::Slice { start: vec![k], limit: vec![k + 1], strides: vec![1] };
+                    let one = bind1(interp, prim, std::slice::from_ref(&i), i.aval.with_shape(&[1]))?;
+                    out.push(reshape_raw(interp, &one, &[])?);
+                }
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok((out.len() == ndim).then_some(out))
+}
+
+/// `jnp.power`: a floating base to a concrete integer scalar power is `lax.integer_pow`
+/// (JAX: `x ** 2` is exact, keeps the base's type and differentiates as `2 * x`); everything
+/// else is `pow` after promotion.
+fn power(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc<Array>> {
+    if l.aval.dtype.is_floating() && r.aval.dtype.is_integer() && r.aval.ndim() == 0 && !r.is_tracer() {
+        let exponent = super::eval::force(r, 1).and_then(|d| d.iter().next().copied());
+        if let Some(y) = exponent.filter(|y| y.fract() == 0.0 && y.abs() <= f64::from(i32::MAX)) {
+            return bind1(interp, Prim::IntegerPow(y as i32), std::slice::from_ref(l), l.aval.clone());
+        }
+    }
+    binary_prim(interp, BinaryPrim::Pow, l, r)
+}
+
 /// Rank-promotes by prepending unit dimensions (jnp keeps size-1 broadcasting implicit).
 fn broadcast_rank(interp: &mut Interp, a: &Rc<Array>, ndim: usize) -> PyResult<Rc<Array>> {
     if a.aval.ndim() == ndim {
@@ -281,8 +327,11 @@ fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &str) -> PyRe
     if rs.len() >= 2 {
         out.push(rs[rs.len() - 1]);
     }
-    let a = convert(interp, l, dt.dtype, dt.weak)?;
-    let b = convert(interp, r, dt.dtype, dt.weak)?;
+    // JAX's `dot_general` takes a weakly typed operand as it is (no `convert_element_type`
+    // that only drops the weak type): it matters for the weak type of its cotangent.
+    let mut same_dtype = |x: &Rc<Array>| if x.aval.dtype == dt.dtype { Ok(x.clone()) } else { convert(interp, x, dt.dtype, dt.weak) };
+    let a = same_dtype(l)?;
+    let b = same_dtype(r)?;
     let aval = Aval { shape: Shape::from_slice(&out), dtype: dt.dtype, weak: dt.weak };
     if ls.len() <= 2 && rs.len() <= 2 {
         let prim = Prim::DotGeneral {
@@ -340,7 +389,7 @@ fn binary_arrays(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -
         BinOp::Mul => binary_prim(interp, BinaryPrim::Mul, a, b),
         BinOp::Div => true_divide(interp, a, b),
         BinOp::FloorDiv | BinOp::Mod => floor_divide_or_remainder(interp, op, a, b),
-        BinOp::Pow => binary_prim(interp, BinaryPrim::Pow, a, b),
+        BinOp::Pow => power(interp, a, b),
         BinOp::MatMul => matmul(interp, a, b, "matmul"),
         BinOp::BitAnd => binary_prim(interp, BinaryPrim::And, a, b),
         BinOp::BitOr => binary_prim(interp, BinaryPrim::Or, a, b),
@@ -786,11 +835,13 @@ fn reduce(
         (ReduceOp::And | ReduceOp::Or, _) => DType::Bool,
         _ => a.aval.dtype,
     };
-    if out_dtype != a.aval.dtype {
+    // JAX's `_reduction` converts with `lax.convert_element_type`, which drops a weak type:
+    // `jnp.sum` of a weakly typed array is strongly typed (and so is its gradient's seed).
+    if out_dtype != a.aval.dtype || a.aval.weak {
         input = convert(interp, &input, out_dtype, false)?;
     }
     let out_shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: a.aval.weak && out_dtype == a.aval.dtype };
+    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
     let r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input], aval)?;
     if keepdims {
         let kept: Vec<usize> = a.aval.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
@@ -1785,7 +1836,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let b = arr!(1, "x2");
             binary_arrays(interp, BinOp::Mod, &a, &b).map(Value::Array)
         }
-        F::Power => binary!(BinaryPrim::Pow),
+        F::Power => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            power(interp, &a, &b).map(Value::Array)
+        }
         F::Maximum => binary!(BinaryPrim::Max),
         F::Minimum => binary!(BinaryPrim::Min),
         F::Arctan2 => binary!(BinaryPrim::Atan2),
@@ -2827,7 +2882,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 }
                 s
             };
-            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+            let starts = if f == F::LaxDynamicSlice {
+                start_indices(interp, p.get(1, "start_indices"), a.aval.ndim())?
+            } else {
+                let axis = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
+                match p.get(1, "start_index").map(|v| operand(interp, v)).transpose()? {
+                    Some(Operand::Array(i)) if i.aval.ndim() == 0 && i.aval.dtype.is_integer() && axis < a.aval.ndim() => {
+                        let zero = Array::scalar(0.0, i.aval.dtype, i.aval.weak);
+                        Some((0..a.aval.ndim()).map(|d| if d == axis { i.clone() } else { zero.clone() }).collect())
+                    }
+                    _ => None,
+                }
+            };
+            let mut inputs = vec![a.clone()];
+            inputs.extend(starts.unwrap_or_default());
+            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs, a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::LaxDynamicUpdateSlice => {
             let a = arr!(0, "operand");
@@ -2843,7 +2912,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     ),
                 ));
             }
-            bind1(interp, Prim::DynamicUpdateSlice, &[a.clone(), u], a.aval.clone()).map(Value::Array)
+            let mut inputs = vec![a.clone(), u];
+            inputs.extend(start_indices(interp, p.get(2, "start_indices"), a.aval.ndim())?.unwrap_or_default());
+            bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
         }
         F::LaxIota => {
             let d = dtype_arg(interp, p.get(0, "dtype"))?.unwrap_or(DType::I32);
