@@ -80,6 +80,22 @@ BINARY_INT = [
 COMPARE = ["jnp.equal", "jnp.not_equal", "jnp.less", "jnp.less_equal", "jnp.greater", "jnp.greater_equal"]
 
 
+def float_elementwise(dt):
+    """The unary, binary and comparison rows of one float dtype."""
+    out = []
+    ordinary, edges = float_inputs(dt)
+    for f in UNARY_FLOAT:
+        out += [("unary", f"{f}({ordinary})"), ("unary", f"{f}({edges})")]
+    for f in UNARY_UNIT:
+        out.append(("unary", f"{f}({unit_inputs(dt)})"))
+    for f in BINARY_FLOAT:
+        out.append(("binary", f"{f}({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
+        out.append(("binary", f"{f}({edges}, {arr(['1.0', NAN, '2.0', '0.0', '-0.0', '-0.5', '0.5', '3.0', '-1.0', '2.0', '-2.0', INF], dt)})"))
+    for f in COMPARE:
+        out.append(("compare", f"{f}({edges}, {arr([NAN, INF, '0.0', '0.0', '-0.0', '88.5', '-1.0', '-104.0', INF, '1e-30', '3e38', '2.0'], dt)})"))
+    return out
+
+
 def rows(x64):
     """(group, expr) pairs for one x64 setting."""
     out = []
@@ -87,15 +103,7 @@ def rows(x64):
     ints = ["int32", "uint8", "uint32"] + (["int64"] if x64 else [])
     for dt in floats:
         ordinary, edges = float_inputs(dt)
-        for f in UNARY_FLOAT:
-            out += [("unary", f"{f}({ordinary})"), ("unary", f"{f}({edges})")]
-        for f in UNARY_UNIT:
-            out.append(("unary", f"{f}({unit_inputs(dt)})"))
-        for f in BINARY_FLOAT:
-            out.append(("binary", f"{f}({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
-            out.append(("binary", f"{f}({edges}, {arr(['1.0', NAN, '2.0', '0.0', '-0.0', '-0.5', '0.5', '3.0', '-1.0', '2.0', '-2.0', INF], dt)})"))
-        for f in COMPARE:
-            out.append(("compare", f"{f}({edges}, {arr([NAN, INF, '0.0', '0.0', '-0.0', '88.5', '-1.0', '-104.0', INF, '1e-30', '3e38', '2.0'], dt)})"))
+        out += float_elementwise(dt)
         out.append(("select", f"jnp.where({edges} > 0, {edges}, -{edges})"))
         out.append(("clamp", f"jnp.clip({edges}, -1.0, 100.0)"))
         out.append(("clamp", f"lax.clamp(jnp.{dt}(-1.0), {ordinary}, jnp.{dt}(2.0))"))
@@ -148,6 +156,11 @@ def rows(x64):
         out.append(("overflow", f"{arr(['9223372036854775807', '-9223372036854775808'], 'int64')} + {arr(['1', '-1'], 'int64')}"))
         out.append(("overflow", f"{arr(['4294967296', '3037000500'], 'int64')} * {arr(['4294967296', '3037000500'], 'int64')}"))
         out.append(("binary", f"{arr(['9007199254740993', '-9007199254740993'], 'int64')} + {arr(['2', '2'], 'int64')}"))
+        # Exact below 2**53; from 2**53 on the float64-held data would lose low bits.
+        out.append(("overflow", "jnp.arange(2**40, 2**40 + 5, dtype=jnp.int64) * 3 + 1"))
+        out.append(("overflow", "jnp.sum(jnp.arange(2**40, 2**40 + 5, dtype=jnp.int64))"))
+        out.append(("overflow", f"{arr(['4503599627370496'], 'int64')} * 4 + 1"))
+        out.append(("overflow", f"{arr(['4294967295', '4294967295'], 'uint32')} + {arr(['1', '4294967295'], 'uint32')}"))
 
     # Reductions, with axes, NaN and empty inputs.
     for dt in floats + ["int32"]:
@@ -258,15 +271,7 @@ def rows(x64):
     if not x64:
         for dt in ["bfloat16", "float16"]:
             ordinary, edges = float_inputs(dt)
-            for f in UNARY_FLOAT:
-                out += [("half", f"{f}({ordinary})"), ("half", f"{f}({edges})")]
-            for f in UNARY_UNIT:
-                out.append(("half", f"{f}({unit_inputs(dt)})"))
-            for f in BINARY_FLOAT:
-                out.append(("half", f"{f}({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
-                out.append(("half", f"{f}({edges}, {arr(['1.0', NAN, '2.0', '0.0', '-0.0', '-0.5', '0.5', '3.0', '-1.0', '2.0', '-2.0', INF], dt)})"))
-            for f in COMPARE:
-                out.append(("half", f"{f}({edges}, {arr([NAN, INF, '0.0', '0.0', '-0.0', '88.5', '-1.0', '-104.0', INF, '1e-30', '3e38', '2.0'], dt)})"))
+            out += [("half", expr) for _, expr in float_elementwise(dt)]
             r = f"jnp.arange(1, 41, dtype=jnp.{dt})"
             out.append(("half", f"{r} / 7"))
             out.append(("half", f"{r} / jnp.full(40, 7, dtype=jnp.{dt})"))

@@ -98,6 +98,9 @@ impl std::fmt::Debug for Array {
 
 impl Array {
     pub fn ready(aval: Aval, data: NdData) -> Rc<Array> {
+        if !super::eval::exact_in_f64(&data, aval.dtype) {
+            return Array::unknown(aval, super::eval::INT64_PAST_2_53);
+        }
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None, numpy: Cell::new(false) })
     }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {

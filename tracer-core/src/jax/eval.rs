@@ -37,6 +37,17 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
     }
 }
 
+/// Why an int64/uint64 value from 2**53 on is not computed.
+pub const INT64_PAST_2_53: &str = "int64 values from 2**53 on are not held exactly (the evaluator holds elements as float64)";
+
+/// Whether `data` stands for values of `dtype` exactly. The data is f64, so an int64 or
+/// uint64 value from 2**53 on may have lost its low bits (`2**53 + 1` reads as `2**53`):
+/// such values are not computed rather than printed wrong.
+pub fn exact_in_f64(data: &NdData, dtype: DType) -> bool {
+    const LIMIT: f64 = 9_007_199_254_740_992.0;
+    !matches!(dtype, DType::I64 | DType::U64) || data.iter().all(|x| x.abs() < LIMIT)
+}
+
 /// An integer result wrapped to `dtype` as two's complement, as XLA's integer arithmetic
 /// does (`int32(2**31 - 1) + 1 == -2**31`, `uint8(0) - 1 == 255`).
 pub fn wrap_int(v: i128, dtype: DType) -> f64 {
@@ -240,6 +251,10 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             let dtype = known.aval.dtype;
             if !dtype.is_floating() || dtype != DType::F64 {
                 data.mapv_inplace(|x| round_to(x, dtype));
+            }
+            if !exact_in_f64(&data, dtype) {
+                *slot = Lazy::Unknown(INT64_PAST_2_53);
+                return None;
             }
             let data = Rc::new(data);
             *slot = Lazy::Ready(data.clone());

@@ -615,6 +615,9 @@ pub fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Va
         super::indexing::scatter(super::ir::ScatterOp::Set, &data, &updates, &indices, &index, super::ir::IndexMode::FillOrDrop, dtype);
     let (Some(mut new), super::array::ArrayKind::Concrete(cell)) = (new, &a.kind) else { return Ok(false) };
     new.mapv_inplace(|x| eval::round_to(x, dtype));
+    if !eval::exact_in_f64(&new, dtype) {
+        return Ok(false);
+    }
     *cell.borrow_mut() = super::array::Lazy::Ready(Rc::new(new));
     Ok(true)
 }
