@@ -113,6 +113,17 @@ impl Array {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
         Array::ready(Aval::scalar(dtype).weak(weak), data)
     }
+    /// A scalar whose value the caller knows `value` holds exactly (a Python int it checked,
+    /// such as a PRNG seed of exactly -2**53), so it skips `ready`'s int64 range check.
+    pub fn exact_scalar(value: f64, dtype: DType) -> Rc<Array> {
+        let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
+        Rc::new(Array {
+            aval: Aval::scalar(dtype),
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))),
+            origin: None,
+            numpy: Cell::new(false),
+        })
+    }
     /// A new NumPy array standing for this one's value: its current value, shared when it is
     /// computed already, since item assignment on either must not reach the other.
     pub fn as_numpy(self: &Rc<Array>) -> Rc<Array> {
