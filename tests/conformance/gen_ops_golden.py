@@ -24,7 +24,7 @@ TSV columns (tab separated, one header line, `#` lines are comments):
   bool): exact, so a float32 prints the float64 it widens to.
 
 The values are those of JAX 0.10.2 on an x86-64 CPU (XLA flushes float32 denormals to zero
-there).
+there). bfloat16 and float16 rows (group `half`) are recorded with x64 off only.
 """
 
 import os
@@ -80,6 +80,22 @@ BINARY_INT = [
 COMPARE = ["jnp.equal", "jnp.not_equal", "jnp.less", "jnp.less_equal", "jnp.greater", "jnp.greater_equal"]
 
 
+def float_elementwise(dt):
+    """The unary, binary and comparison rows of one float dtype."""
+    out = []
+    ordinary, edges = float_inputs(dt)
+    for f in UNARY_FLOAT:
+        out += [("unary", f"{f}({ordinary})"), ("unary", f"{f}({edges})")]
+    for f in UNARY_UNIT:
+        out.append(("unary", f"{f}({unit_inputs(dt)})"))
+    for f in BINARY_FLOAT:
+        out.append(("binary", f"{f}({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
+        out.append(("binary", f"{f}({edges}, {arr(['1.0', NAN, '2.0', '0.0', '-0.0', '-0.5', '0.5', '3.0', '-1.0', '2.0', '-2.0', INF], dt)})"))
+    for f in COMPARE:
+        out.append(("compare", f"{f}({edges}, {arr([NAN, INF, '0.0', '0.0', '-0.0', '88.5', '-1.0', '-104.0', INF, '1e-30', '3e38', '2.0'], dt)})"))
+    return out
+
+
 def rows(x64):
     """(group, expr) pairs for one x64 setting."""
     out = []
@@ -87,15 +103,7 @@ def rows(x64):
     ints = ["int32", "uint8", "uint32"] + (["int64"] if x64 else [])
     for dt in floats:
         ordinary, edges = float_inputs(dt)
-        for f in UNARY_FLOAT:
-            out += [("unary", f"{f}({ordinary})"), ("unary", f"{f}({edges})")]
-        for f in UNARY_UNIT:
-            out.append(("unary", f"{f}({unit_inputs(dt)})"))
-        for f in BINARY_FLOAT:
-            out.append(("binary", f"{f}({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
-            out.append(("binary", f"{f}({edges}, {arr(['1.0', NAN, '2.0', '0.0', '-0.0', '-0.5', '0.5', '3.0', '-1.0', '2.0', '-2.0', INF], dt)})"))
-        for f in COMPARE:
-            out.append(("compare", f"{f}({edges}, {arr([NAN, INF, '0.0', '0.0', '-0.0', '88.5', '-1.0', '-104.0', INF, '1e-30', '3e38', '2.0'], dt)})"))
+        out += float_elementwise(dt)
         out.append(("select", f"jnp.where({edges} > 0, {edges}, -{edges})"))
         out.append(("clamp", f"jnp.clip({edges}, -1.0, 100.0)"))
         out.append(("clamp", f"lax.clamp(jnp.{dt}(-1.0), {ordinary}, jnp.{dt}(2.0))"))
@@ -148,6 +156,11 @@ def rows(x64):
         out.append(("overflow", f"{arr(['9223372036854775807', '-9223372036854775808'], 'int64')} + {arr(['1', '-1'], 'int64')}"))
         out.append(("overflow", f"{arr(['4294967296', '3037000500'], 'int64')} * {arr(['4294967296', '3037000500'], 'int64')}"))
         out.append(("binary", f"{arr(['9007199254740993', '-9007199254740993'], 'int64')} + {arr(['2', '2'], 'int64')}"))
+        # Exact below 2**53; from 2**53 on the float64-held data would lose low bits.
+        out.append(("overflow", "jnp.arange(2**40, 2**40 + 5, dtype=jnp.int64) * 3 + 1"))
+        out.append(("overflow", "jnp.sum(jnp.arange(2**40, 2**40 + 5, dtype=jnp.int64))"))
+        out.append(("overflow", f"{arr(['4503599627370496'], 'int64')} * 4 + 1"))
+        out.append(("overflow", f"{arr(['4294967295', '4294967295'], 'uint32')} + {arr(['1', '4294967295'], 'uint32')}"))
 
     # Reductions, with axes, NaN and empty inputs.
     for dt in floats + ["int32"]:
@@ -226,6 +239,73 @@ def rows(x64):
     out.append(("dot", f"jnp.dot({arr(['65536', '2'], 'int32')}, {arr(['65536', '3'], 'int32')})"))
     out.append(("dot", f"jnp.dot({arr(['True', 'False', 'True'], 'bool_')}, {arr(['True', 'True', 'True'], 'bool_')})"))
 
+    # Dense linear algebra (LAPACK on CPU in JAX): solve with b a vector or a stack of
+    # matrices broadcast against a's batch, inv, det, slogdet, cholesky, and singular inputs.
+    for dt in floats:
+        a = f"(jnp.sin(jnp.arange(16, dtype=jnp.{dt}).reshape(4, 4) * 1.3) + 3 * jnp.eye(4, dtype=jnp.{dt}))"
+        batch = f"(jnp.cos(jnp.arange(18, dtype=jnp.{dt}).reshape(2, 3, 3) * 0.7) + 2 * jnp.eye(3, dtype=jnp.{dt}))"
+        b = f"jnp.arange(4, dtype=jnp.{dt}) - 1.5"
+        singular = arr(["1.0", "2.0", "2.0", "4.0"], dt) + ".reshape(2, 2)"
+        spd = f"({a} @ {a}.T)"
+        out.append(("linalg", f"jnp.linalg.solve({a}, {b})"))
+        out.append(("linalg", f"jnp.linalg.solve({a}, jnp.arange(8, dtype=jnp.{dt}).reshape(4, 2))"))
+        out.append(("linalg", f"jnp.linalg.solve({batch}, jnp.arange(3, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.solve({batch}, jnp.arange(6, dtype=jnp.{dt}).reshape(1, 3, 2))"))
+        out.append(("linalg", f"jnp.linalg.solve(jnp.array([[0.0, 1.0], [1.0, 0.0]], dtype=jnp.{dt}), jnp.array([2.0, 3.0], dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.solve(jnp.zeros((2, 2), dtype=jnp.{dt}), jnp.ones(2, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.inv({a})"))
+        out.append(("linalg", f"jnp.linalg.inv({batch})"))
+        out.append(("linalg", f"jnp.linalg.inv({singular})"))
+        out.append(("linalg", f"jnp.linalg.det({a})"))
+        out.append(("linalg", f"jnp.linalg.det({batch})"))
+        out.append(("linalg", f"jnp.linalg.det({singular})"))
+        out.append(("linalg", f"jnp.linalg.slogdet({batch} - 2.5 * jnp.eye(3, dtype=jnp.{dt}))[0]"))
+        out.append(("linalg", f"jnp.linalg.slogdet({batch} - 2.5 * jnp.eye(3, dtype=jnp.{dt}))[1]"))
+        out.append(("linalg", f"jnp.linalg.cholesky({spd})"))
+        out.append(("linalg", f"jnp.linalg.cholesky({singular} - jnp.eye(2, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jax.scipy.linalg.cholesky({spd})"))
+    out.append(("linalg", "jnp.linalg.solve(jnp.array([[2, 1], [1, 3]]), jnp.array([1, 2]))"))
+
+    # bfloat16 and float16: XLA computes in float32 and rounds every result to the narrow
+    # type; sums and means accumulate in float32; conversions round to nearest even.
+    if not x64:
+        for dt in ["bfloat16", "float16"]:
+            ordinary, edges = float_inputs(dt)
+            out += [("half", expr) for _, expr in float_elementwise(dt)]
+            r = f"jnp.arange(1, 41, dtype=jnp.{dt})"
+            out.append(("half", f"{r} / 7"))
+            out.append(("half", f"{r} / jnp.full(40, 7, dtype=jnp.{dt})"))
+            out.append(("half", f"1 / {r}"))
+            out.append(("half", f"{r} * 0.1 + 1000"))
+            out.append(("half", f"jnp.ones(3, dtype=jnp.{dt}) / 3"))
+            out.append(("half", f"jnp.array([0.1, 1/3, 2/3, 1e-3, 65504.0, 65520.0, 1.00390625, 1.01171875, 3.140625], dtype=jnp.float32).astype(jnp.{dt})"))
+            out.append(("half", f"jnp.array([1.00390625, 1.01171875, 2049.0, 2051.0, -7.5], dtype=jnp.float64).astype(jnp.{dt})"))
+            out.append(("half", f"{ordinary}.astype(jnp.int32)"))
+            out.append(("half", f"{ordinary}.astype(jnp.float32) * 3"))
+            out.append(("half", f"{ordinary} + jnp.float32(0.1)"))
+            out.append(("half", f"{ordinary} ** 3"))
+            out.append(("half", f"jnp.where({edges} > 0, {edges}, -{edges})"))
+            out.append(("half", f"jnp.clip({edges}, -1.0, 100.0)"))
+            m = f"(jnp.arange(24, dtype=jnp.{dt}).reshape(2, 3, 4) * 0.37 - 2.0)"
+            for f in ["jnp.sum", "jnp.prod", "jnp.max", "jnp.min", "jnp.argmax", "jnp.mean"]:
+                for axis in ["None", "0", "2", "(0, 2)"]:
+                    if f == "jnp.argmax" and axis.startswith("("):
+                        continue
+                    out.append(("half", f"{f}({m}, axis={axis})"))
+            out.append(("half", f"jnp.sum(jnp.ones(1000, dtype=jnp.{dt}) * 0.1)"))
+            out.append(("half", f"jnp.mean(jnp.arange(300, dtype=jnp.{dt}))"))
+            out.append(("half", f"jnp.cumsum(jnp.ones(300, dtype=jnp.{dt}))[-6:]"))
+            out.append(("half", f"jnp.var({m}, axis=0)"))
+            out.append(("half", f"jax.nn.softmax({m}, axis=-1)"))
+            out.append(("half", f"jax.nn.relu({m})"))
+            out.append(("half", f"jnp.sort({edges})"))
+            x = f"(jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4) * 0.3 - 1.0)"
+            y = f"(jnp.arange(8, dtype=jnp.{dt}).reshape(4, 2) * -0.7 + 2.0)"
+            out.append(("half", f"jnp.dot({x}, {y})"))
+            out.append(("half", f"jnp.ones((2, 300), dtype=jnp.{dt}) * 0.1 @ jnp.ones((300, 2), dtype=jnp.{dt})"))
+            out.append(("half", f"({x})[jnp.array([2, 0, 5])]"))
+            out.append(("half", f"({x}).at[jnp.array([1, 1])].add(0.3)"))
+
     # Gather (jnp indexing clamps out-of-bounds indices) and scatter (.at[] drops them).
     for dt in floats + ["int32"]:
         v = f"jnp.arange(10, dtype=jnp.{dt}) * 3 - 4"
@@ -255,6 +335,7 @@ def record(x64):
     import jax.numpy as jnp  # noqa: F401  (used by the expressions)
     from jax import lax  # noqa: F401
     import jax.scipy.special  # noqa: F401
+    import jax.scipy.linalg  # noqa: F401
 
     assert jax.__version__ == "0.10.2", jax.__version__
     lines = []

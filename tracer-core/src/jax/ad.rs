@@ -1213,6 +1213,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Vmap { .. }
         | Prim::CustomJvpCall
         | Prim::CustomVjpCall
+        | Prim::Linalg(_)
         | Prim::Opaque(_) => false,
     })
 }

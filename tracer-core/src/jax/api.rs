@@ -3228,7 +3228,7 @@ fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
         return Array::scalar(f64::from(n as i32), DType::I32, false);
     }
     if n.unsigned_abs() <= 1 << 53 {
-        Array::scalar(n as f64, DType::I64, false)
+        Array::exact_scalar(n as f64, DType::I64)
     } else {
         Array::unknown(Aval::scalar(DType::I64), "a seed beyond 2**53")
     }

@@ -99,6 +99,9 @@ impl std::fmt::Debug for Array {
 
 impl Array {
     pub fn ready(aval: Aval, data: NdData) -> Rc<Array> {
+        if !super::eval::exact_in_f64(&data, aval.dtype) {
+            return Array::unknown(aval, super::eval::INT64_PAST_2_53);
+        }
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None, numpy: Cell::new(false) })
     }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
@@ -110,6 +113,17 @@ impl Array {
     pub fn scalar(value: f64, dtype: DType, weak: bool) -> Rc<Array> {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
         Array::ready(Aval::scalar(dtype).weak(weak), data)
+    }
+    /// A scalar whose value the caller knows `value` holds exactly (a Python int it checked,
+    /// such as a PRNG seed of exactly -2**53), so it skips `ready`'s int64 range check.
+    pub fn exact_scalar(value: f64, dtype: DType) -> Rc<Array> {
+        let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
+        Rc::new(Array {
+            aval: Aval::scalar(dtype),
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))),
+            origin: None,
+            numpy: Cell::new(false),
+        })
     }
     /// A new NumPy array standing for this one's value: its current value, shared when it is
     /// computed already, since item assignment on either must not reach the other.

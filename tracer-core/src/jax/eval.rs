@@ -9,6 +9,7 @@ use super::array::{Array, ArrayKind, Lazy, NdData, NdDataF32};
 use super::dtypes::DType;
 use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::linalg;
 use super::random;
 
 /// Rounds a value to what `dtype` can hold.
@@ -16,14 +17,14 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
     match dtype {
         DType::Bool => (x != 0.0) as i64 as f64,
         // XLA on CPU flushes float32 subnormals to zero: exp(-101.0) is 0.0, not 1.4e-44.
-        DType::F32 | DType::F16 | DType::BF16 | DType::C64 => {
-            let y = x as f32;
-            if y != 0.0 && y.abs() < f32::MIN_POSITIVE {
-                0.0f32.copysign(y) as f64
-            } else {
-                y as f64
-            }
-        }
+        DType::F32 | DType::C64 => flush_f32(x as f32) as f64,
+        // XLA on CPU computes bfloat16 and float16 operations in float32 and rounds each
+        // result to the narrow type (round to nearest, ties to even): `1/3` in bfloat16 is
+        // 0.333984375. bfloat16 has float32's exponent range, so its subnormals are float32
+        // subnormals, flushed like them (`jnp.array([1e-40], jnp.bfloat16) * 1` is `[0]`);
+        // float16 subnormals are normal float32 numbers and survive (`1e-07`).
+        DType::BF16 => half::bf16::from_f32(flush_f32(x as f32)).to_f64(),
+        DType::F16 => half::f16::from_f32(x as f32).to_f64(),
         DType::F64 | DType::C128 => x,
         DType::I8 => (x as i64 as i8) as f64,
         DType::I16 => (x as i64 as i16) as f64,
@@ -34,6 +35,17 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
         DType::U32 => (x as i64 as u32) as f64,
         DType::U64 => x as u64 as f64,
     }
+}
+
+/// Why an int64/uint64 value from 2**53 on is not computed.
+pub const INT64_PAST_2_53: &str = "int64 values from 2**53 on are not held exactly (the evaluator holds elements as float64)";
+
+/// Whether `data` stands for values of `dtype` exactly. The data is f64, so an int64 or
+/// uint64 value from 2**53 on may have lost its low bits (`2**53 + 1` reads as `2**53`):
+/// such values are not computed rather than printed wrong.
+pub fn exact_in_f64(data: &NdData, dtype: DType) -> bool {
+    const LIMIT: f64 = 9_007_199_254_740_992.0;
+    !matches!(dtype, DType::I64 | DType::U64) || data.iter().all(|x| x.abs() < LIMIT)
 }
 
 /// An integer result wrapped to `dtype` as two's complement, as XLA's integer arithmetic
@@ -245,6 +257,10 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             if !dtype.is_floating() || dtype != DType::F64 {
                 data.mapv_inplace(|x| round_to(x, dtype));
             }
+            if !exact_in_f64(&data, dtype) {
+                *slot = Lazy::Unknown(INT64_PAST_2_53);
+                return None;
+            }
             let data = Rc::new(data);
             *slot = Lazy::Ready(data.clone());
             Some(Stored::F64(data))
@@ -350,6 +366,20 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                     Err(_) => f64::NAN,
                 }))
                 .filter(|d| !d.iter().any(|v| v.is_nan()));
+            }
+            // The next float32/float64 after x toward y; subnormal results flush as XLA's do.
+            if *b == BinaryPrim::NextAfter {
+                return match out_dtype {
+                    DType::F32 => {
+                        Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f64::from(libm::nextafterf(x as f32, y as f32))))
+                    }
+                    DType::F64 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| libm::nextafter(x, y))),
+                    _ => None,
+                };
+            }
+            if *b == BinaryPrim::Div && !int && divides_by_reciprocal(ins[1].shape(), out_shape) {
+                let r = ins[1].iter().next().map(|&y| reciprocal(y, out_dtype))?;
+                return Some(a.mapv(|x| x * r));
             }
             let f = binary_fn(*b, int)?;
             ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
@@ -459,6 +489,9 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             out
         }
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
+        Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
+            reduce_sum_narrow(&ins[0], axes, out_dtype)?
+        }
         Prim::Reduce { op, axes } => reduce((*ins[0]).clone(), op, axes),
         Prim::ArgReduce { op, axis, .. } => ins[0].map_axis(Axis(*axis), |l| {
             let mut best = 0usize;
@@ -486,8 +519,9 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                         (None, _) => *x,
                         (Some(p), ReduceOp::Sum) => p + *x,
                         (Some(p), ReduceOp::Prod) => p * *x,
-                        (Some(p), ReduceOp::Max) => p.max(*x),
-                        (Some(p), _) => p.min(*x),
+                        // NaN propagates, as in `lax.max`/`lax.min`.
+                        (Some(p), ReduceOp::Max) => max_f64(p, *x),
+                        (Some(p), _) => min_f64(p, *x),
                     };
                     *x = v;
                     acc = Some(v);
@@ -502,6 +536,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
             dot_general(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
         }
+        Prim::Linalg(op) => linalg::kernel(*op, ins, out_shape)?,
         Prim::Gather { mode, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, out_shape)?,
         Prim::Scatter { op, mode, index: Some(index) } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
@@ -605,6 +640,10 @@ fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[
                     (BinaryPrim::Add, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p + q)),
                     (BinaryPrim::Sub, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p - q)),
                     (BinaryPrim::Mul, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p * q)),
+                    (BinaryPrim::Div, false) if divides_by_reciprocal(y.shape(), out_shape) => {
+                        let r = y.iter().next().map(|&q| reciprocal(q.into(), out_dtype) as f32)?;
+                        zip_f32(x, y, out_shape, move |p, _| flush_f32(p * r))
+                    }
                     (BinaryPrim::Div, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p / q)),
                     (BinaryPrim::Max, _) => zip_f32(x, y, out_shape, max_f32),
                     (BinaryPrim::Min, _) => zip_f32(x, y, out_shape, min_f32),
@@ -935,6 +974,36 @@ fn reduce(mut a: NdData, op: &ReduceOp, axes: &[usize]) -> NdData {
     a
 }
 
+/// `reduce_sum` bound on bfloat16 or float16 data (the transpose of a broadcast, `lax`
+/// calls; `jnp.sum` widens to float32 first): XLA on CPU adds in the narrow type, rounding
+/// after every addition, in order along the reduced elements (row-major over `axes`), and
+/// splits more than 32 of them into ceil(n / 32) equal runs whose sums it adds the same
+/// way (its tree-reduction rewrite). Checked against JAX for up to 37 elements; longer
+/// reductions are within a few ulp of it.
+fn reduce_sum_narrow(a: &NdData, axes: &[usize], dtype: DType) -> Option<NdData> {
+    fn run(values: &[f64], dtype: DType) -> f64 {
+        const WINDOW: usize = 32;
+        if values.len() <= WINDOW {
+            return values.iter().fold(0.0, |acc, &x| round_to(acc + x, dtype));
+        }
+        let runs = values.len().div_ceil(WINDOW);
+        let width = values.len().div_ceil(runs);
+        let partial: Vec<f64> = values.chunks(width).map(|c| run(c, dtype)).collect();
+        run(&partial, dtype)
+    }
+    let kept: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
+    let mut sorted = axes.to_vec();
+    sorted.sort_unstable();
+    let perm: Vec<usize> = kept.iter().chain(&sorted).copied().collect();
+    let out_shape: Vec<usize> = kept.iter().map(|&d| a.shape()[d]).collect();
+    let n: usize = sorted.iter().map(|&d| a.shape()[d]).product();
+    let m: usize = out_shape.iter().product();
+    let moved = a.view().permuted_axes(IxDyn(&perm));
+    let flat: Vec<f64> = moved.iter().copied().collect();
+    let sums: Vec<f64> = if n == 0 { vec![0.0; m] } else { flat.chunks(n).map(|lane| run(lane, dtype)).collect() };
+    ArrayD::from_shape_vec(IxDyn(&out_shape), sums).ok()
+}
+
 /// The elementwise function of a binary primitive, in f64 (the caller rounds the result to
 /// the dtype); `int` when the operands are integers or bools. `None` without a kernel.
 fn binary_fn(b: BinaryPrim, int: bool) -> Option<fn(f64, f64) -> f64> {
@@ -962,6 +1031,24 @@ fn binary_fn(b: BinaryPrim, int: bool) -> Option<fn(f64, f64) -> f64> {
         }
         (BinaryPrim::NextAfter, _) => return None,
     })
+}
+
+/// Whether XLA computes a division whose divisor has `divisor_shape` as a multiplication by
+/// its reciprocal: its algebraic simplifier rewrites `x / broadcast(s)` to
+/// `x * broadcast(1 / s)` for a scalar `s` broadcast to the output's shape (jnp's `x / 7`,
+/// and `mean`'s division of a sum by the count). A divisor of the output's shape divides.
+fn divides_by_reciprocal(divisor_shape: &[usize], out_shape: &[usize]) -> bool {
+    divisor_shape != out_shape && divisor_shape.iter().all(|&d| d == 1)
+}
+
+/// `1 / y` as XLA computes it for that rewrite: in float16 for float16 (so
+/// `jnp.arange(10, dtype=jnp.float16) / 7` holds 0.714 where 5/7 rounds to 0.7144), in
+/// float32 for bfloat16 (which XLA widens first) and float32, in float64 for float64.
+fn reciprocal(y: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 | DType::F16 => round_to(1.0 / y, dtype),
+        _ => round_to(1.0 / y, DType::F32),
+    }
 }
 
 /// `lax.max`: NaN propagates, and -0.0 orders below 0.0.
@@ -1020,8 +1107,9 @@ fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
         },
         UnaryPrim::IsFinite => |x: f64| x.is_finite() as i64 as f64,
         UnaryPrim::Exp => f64::exp,
-        // XLA: exp(log(2) * x), each step in the dtype.
-        UnaryPrim::Exp2 => return Some(Box::new(move |x| in_precision(x * ln2(dtype), dtype).exp())),
+        // JAX lowers exp2 to exp(log(2) * x), the constant and the product in the dtype
+        // itself (bfloat16 too: `jnp.exp2(jnp.bfloat16(88.5))` is 3.99e26, not 2**88.5).
+        UnaryPrim::Exp2 => return Some(Box::new(move |x| round_to(x * round_to(std::f64::consts::LN_2, dtype), dtype).exp())),
         UnaryPrim::Log => f64::ln,
         UnaryPrim::Log1p => f64::ln_1p,
         UnaryPrim::Expm1 => f64::exp_m1,
@@ -1052,7 +1140,10 @@ fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
         UnaryPrim::Square => |x| x * x,
         UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => |x| x,
         UnaryPrim::Imag => |_| 0.0,
-        UnaryPrim::Erf | UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
+        UnaryPrim::Erf => libm::erf,
+        // XLA's lgamma (a Lanczos approximation) is tens of ulp from the correctly rounded
+        // value that libm gives, so it stays not computed until its formula is followed.
+        UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
     };
     Some(Box::new(f))
 }

@@ -188,6 +188,24 @@ pub enum Prim {
     StopGradient,
     /// A jnp-level operation without a primitive-level model yet (name kept for the IR).
     Opaque(&'static str),
+    /// A dense linear-algebra operation on the last two axes, batched over the leading ones
+    /// (`jnp.linalg.solve`, `inv`, `cholesky`, `det`, `slogdet`); kernels in `eval.rs`.
+    Linalg(LinalgOp),
+}
+
+/// The operations of [`Prim::Linalg`]. JAX composes them from `lu`, `triangular_solve`
+/// and `cholesky`; here each is one equation named after the `jnp.linalg` function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinalgOp {
+    /// `solve(a, b)`: inputs `a[..., m, m]` and `b[..., m, n]` with the same batch shape.
+    Solve,
+    Inv,
+    Cholesky,
+    Det,
+    /// `slogdet(a).sign`.
+    SlogdetSign,
+    /// `slogdet(a).logabsdet`.
+    SlogdetLogAbs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,6 +370,15 @@ impl Prim {
             Prim::DebugCallback => "debug_callback".into(),
             Prim::StopGradient => "stop_gradient".into(),
             Prim::Opaque(n) => (*n).into(),
+            Prim::Linalg(op) => match op {
+                LinalgOp::Solve => "solve",
+                LinalgOp::Inv => "inv",
+                LinalgOp::Cholesky => "cholesky",
+                LinalgOp::Det => "det",
+                LinalgOp::SlogdetSign => "slogdet_sign",
+                LinalgOp::SlogdetLogAbs => "slogdet_logabsdet",
+            }
+            .into(),
         }
     }
 

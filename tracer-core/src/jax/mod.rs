@@ -13,6 +13,7 @@ pub mod eval_control;
 pub mod eval_jaxpr;
 pub mod indexing;
 pub mod ir;
+pub mod linalg;
 pub mod numerics;
 pub mod numpy;
 pub mod print;

@@ -10,7 +10,7 @@ use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -664,6 +664,9 @@ pub fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Va
         super::indexing::scatter(super::ir::ScatterOp::Set, &data, &updates, &indices, &index, super::ir::IndexMode::FillOrDrop, dtype);
     let (Some(mut new), super::array::ArrayKind::Concrete(cell)) = (new, &a.kind) else { return Ok(false) };
     new.mapv_inplace(|x| eval::round_to(x, dtype));
+    if !eval::exact_in_f64(&new, dtype) {
+        return Ok(false);
+    }
     *cell.borrow_mut() = super::array::Lazy::Ready(Rc::new(new));
     Ok(true)
 }
@@ -835,6 +838,14 @@ fn reduce(
         (ReduceOp::And | ReduceOp::Or, _) => DType::Bool,
         _ => a.aval.dtype,
     };
+    // jnp.sum and jnp.prod accumulate bfloat16 and float16 in float32 and round the result
+    // once (`upcast_f16_for_computation` in jax/_src/numpy/reductions.py), as the jaxpr shows:
+    // convert_element_type to f32, reduce_sum, convert_element_type back.
+    if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && matches!(out_dtype, DType::BF16 | DType::F16) {
+        let wide = convert(interp, &input, DType::F32, false)?;
+        let r = reduce(interp, &wide, op, Some(axes), keepdims, None)?;
+        return convert(interp, &r, out_dtype, false);
+    }
     // JAX's `_reduction` converts with `lax.convert_element_type`, which drops a weak type:
     // `jnp.sum` of a weakly typed array is strongly typed (and so is its gradient's seed).
     if out_dtype != a.aval.dtype || a.aval.weak {
@@ -853,6 +864,12 @@ fn reduce(
 fn mean(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
     let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
     let n: usize = axes_v.iter().map(|&i| a.aval.shape[i]).product();
+    // bfloat16 and float16: the sum and the division in float32, rounded once (as JAX does).
+    if matches!(a.aval.dtype, DType::BF16 | DType::F16) {
+        let wide = convert(interp, a, DType::F32, false)?;
+        let m = mean(interp, &wide, axes, keepdims)?;
+        return convert(interp, &m, a.aval.dtype, a.aval.weak);
+    }
     let x = if a.aval.dtype.is_inexact() { a.clone() } else { convert(interp, a, dtypes::default_float(cfg(interp)), false)? };
     let s = reduce(interp, &x, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
     let count = Array::scalar(n as f64, s.aval.dtype, true);
@@ -1844,6 +1861,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Maximum => binary!(BinaryPrim::Max),
         F::Minimum => binary!(BinaryPrim::Min),
         F::Arctan2 => binary!(BinaryPrim::Atan2),
+        // jnp.fmod is lax.rem (C's fmod: the sign of the dividend) after promotion; an integer
+        // divisor of 0 becomes 1 first, which the integer `rem` kernel's 0 already gives.
+        F::Fmod => binary!(BinaryPrim::Rem),
+        F::Nextafter => binary!(BinaryPrim::NextAfter),
+        F::ScipyErf => unary!(UnaryPrim::Erf),
+        F::ScipyGammaln => unary!(UnaryPrim::Lgamma),
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
         F::RightShift => {
@@ -2145,6 +2168,42 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let a = convert(interp, &a, out_dt, a.aval.weak)?;
             let op = if f == F::Cumsum { ReduceOp::Sum } else { ReduceOp::Prod };
             bind1(interp, Prim::Cumulative { op, axis, reverse: false }, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        // lax.cumsum(operand, axis=0, reverse=False) and friends: no promotion, one axis.
+        F::LaxCumsum | F::LaxCumprod | F::LaxCummax | F::LaxCummin => {
+            let a = arr!(0, "operand");
+            let axis = interp.index_of(p.get(1, "axis").unwrap_or(&Value::Int(0)))?.unwrap_or(0);
+            let axis = normalize_axis(interp, axis, a.aval.ndim())?;
+            let reverse = matches!(p.get(2, "reverse"), Some(Value::Bool(true)));
+            let op = match f {
+                F::LaxCumsum => ReduceOp::Sum,
+                F::LaxCumprod => ReduceOp::Prod,
+                F::LaxCummax => ReduceOp::Max,
+                _ => ReduceOp::Min,
+            };
+            bind1(interp, Prim::Cumulative { op, axis, reverse }, &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::LaxIntegerPow => {
+            let a = arr!(0, "x");
+            let Some(y) = interp.index_of(p.get(1, "y").unwrap_or(&Value::None))?.and_then(|y| i32::try_from(y).ok()) else {
+                return Ok(Value::opaque("lax.integer_pow with an unknown exponent"));
+            };
+            bind1(interp, Prim::IntegerPow(y), &[a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        // lax.clamp(min, x, max): the bounds are scalars or of x's shape; weakly typed
+        // Python numbers take x's dtype.
+        F::LaxClamp => {
+            let (lo, x, hi) = (arr!(0, "min"), arr!(1, "x"), arr!(2, "max"));
+            let mut bounds = Vec::with_capacity(2);
+            for bound in [lo, hi] {
+                let bound = if bound.aval.weak { convert(interp, &bound, x.aval.dtype, false)? } else { bound };
+                if bound.aval.dtype != x.aval.dtype || !(bound.aval.ndim() == 0 || bound.aval.shape == x.aval.shape) {
+                    return Ok(Value::opaque("lax.clamp with bounds of another dtype or shape"));
+                }
+                bounds.push(bound);
+            }
+            let inputs = [bounds[0].clone(), x.clone(), bounds[1].clone()];
+            bind1(interp, Prim::Clamp, &inputs, x.aval.clone()).map(Value::Array)
         }
         F::Reshape => {
             let a = arr!(0, "a");
@@ -2837,7 +2896,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
         }
-        F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => lax_binary(interp, f, &args),
+        F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxRem | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => {
+            lax_binary(interp, f, &args)
+        }
         F::LaxConvertElementType => {
             let a = arr!(0, "operand");
             match dtype_arg(interp, p.get(1, "new_dtype"))? {
@@ -2934,7 +2995,41 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let b = arr!(1, "rhs");
             bind1(interp, Prim::Opaque("dot_general"), &[a, b], Aval::scalar(DType::F32)).map(|_| Value::opaque("dot_general"))
         }
-        F::LinalgSolve | F::ScipyChoSolve | F::ScipySolveTriangular => {
+        F::LinalgSolve => {
+            let (a, b) = (arr!(0, "a"), arr!(1, "b"));
+            let dt = float_of(interp, &[a.clone(), b.clone()]);
+            if a.aval.ndim() < 2 {
+                return Err(
+                    interp.value_error(format!("left hand array must be at least two dimensional; got a.shape={}", a.aval.shape_tuple()))
+                );
+            }
+            // JAX >= 0.5: `b` is a vector only when it is 1-D (`(m,m),(m)->(m)`), otherwise a
+            // stack of matrices (`(m,m),(m,n)->(m,n)`) whose batch axes broadcast with `a`'s.
+            let nd = a.aval.ndim();
+            let (m, rows) = (a.aval.shape[nd - 1], a.aval.shape[nd - 2]);
+            let vector = b.aval.ndim() == 1;
+            let signature = if vector { "(m,m),(m)->(m)" } else { "(m,m),(m,n)->(m,n)" };
+            let bm = if vector { b.aval.shape.first().copied() } else { b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied() };
+            for other in [Some(rows), bm] {
+                if let Some(k) = other.filter(|&k| k != m) {
+                    return Err(interp.value_error(format!(
+                        "inconsistent size for core dimension 'm': {k} vs {m} on vectorized function with excluded=frozenset() and signature='{signature}'"
+                    )));
+                }
+            }
+            let b_batch: &[usize] = if vector { &[] } else { &b.aval.shape[..b.aval.ndim().saturating_sub(2)] };
+            let batch = broadcast_shapes(&[&a.aval.shape[..nd - 2], b_batch]).map_err(|msg| interp.value_error(msg))?;
+            let (a2, b2) = (convert(interp, &a, dt, false)?, convert(interp, &b, dt, false)?);
+            let b2 = if vector { reshape_raw(interp, &b2, &[m, 1])? } else { b2 };
+            let n = b2.aval.shape.last().copied().unwrap_or(1);
+            let out: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
+            let x = bind1(interp, Prim::Linalg(LinalgOp::Solve), &[a2, b2], Aval::new(&out, dt))?;
+            if vector {
+                return reshape_raw(interp, &x, &out[..out.len() - 1]).map(Value::Array);
+            }
+            Ok(Value::Array(x))
+        }
+        F::ScipyChoSolve | F::ScipySolveTriangular => {
             let (a, b) = if f == F::ScipyChoSolve {
                 let factor = p.get(0, "c_and_lower").cloned().unwrap_or(Value::None);
                 let parts = interp.iterate(&factor)?;
@@ -2970,10 +3065,29 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LinalgInv | F::LinalgCholesky | F::ScipyCholesky | F::ScipyChoFactor => {
             let a = arr!(0, "a");
             let dt = float_of(interp, &[a.clone()]);
+            let nd = a.aval.ndim();
+            if f == F::LinalgInv && (nd < 2 || a.aval.shape[nd - 1] != a.aval.shape[nd - 2]) {
+                return Err(interp.value_error(format!("Argument to inv must have shape [..., n, n], got {}.", a.aval.shape_tuple())));
+            }
             let a2 = convert(interp, &a, dt, false)?;
-            let out = bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?;
+            let lower = p.get(1, "lower").cloned().unwrap_or(Value::Bool(false));
+            // jax.scipy.linalg's factor is upper triangular unless `lower=True`.
+            let upper = matches!(f, F::ScipyCholesky | F::ScipyChoFactor) && !matches!(lower, Value::Bool(true));
+            let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
+            let out = if !square {
+                bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?
+            } else {
+                let op = if f == F::LinalgInv { LinalgOp::Inv } else { LinalgOp::Cholesky };
+                let out = bind1(interp, Prim::Linalg(op), &[a2], a.aval.with_dtype(dt))?;
+                if upper {
+                    let mut perm: Vec<usize> = (0..nd).collect();
+                    perm.swap(nd - 1, nd - 2);
+                    bind1(interp, Prim::Transpose { permutation: perm }, &[out.clone()], out.aval.clone())?
+                } else {
+                    out
+                }
+            };
             if f == F::ScipyChoFactor {
-                let lower = p.get(1, "lower").cloned().unwrap_or(Value::Bool(false));
                 return Ok(Value::tuple(vec![Value::Array(out), lower]));
             }
             Ok(Value::Array(out))
@@ -2991,10 +3105,17 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LinalgDet | F::LinalgSlogdet => {
             let a = arr!(0, "a");
             let dt = float_of(interp, &[a.clone()]);
-            let batch: Vec<usize> = a.aval.shape[..a.aval.ndim().saturating_sub(2)].to_vec();
-            let d = bind1(interp, Prim::Opaque("det"), &[a.clone()], Aval::new(&batch, dt))?;
+            let nd = a.aval.ndim();
+            if nd < 2 || a.aval.shape[nd - 1] != a.aval.shape[nd - 2] {
+                let name = if f == F::LinalgDet { "_det()" } else { "slogdet" };
+                return Err(interp.value_error(format!("Argument to {name} must have shape [..., n, n], got {}", a.aval.shape_tuple())));
+            }
+            let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
+            let a = convert(interp, &a, dt, false)?;
+            let op = if f == F::LinalgDet { LinalgOp::Det } else { LinalgOp::SlogdetLogAbs };
+            let d = bind1(interp, Prim::Linalg(op), &[a.clone()], Aval::new(&batch, dt))?;
             if f == F::LinalgSlogdet {
-                let sign = bind1(interp, Prim::Opaque("sign"), &[a], Aval::new(&batch, dt))?;
+                let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a], Aval::new(&batch, dt))?;
                 return Ok(Value::tuple(vec![Value::Array(sign), Value::Array(d)]));
             }
             Ok(Value::Array(d))
@@ -3162,6 +3283,7 @@ fn lax_binary(interp: &mut Interp, f: JaxFn, args: &[Value]) -> PyResult<Value> 
         JaxFn::LaxSub => ("sub", BinaryPrim::Sub),
         JaxFn::LaxMul => ("mul", BinaryPrim::Mul),
         JaxFn::LaxDiv => ("div", BinaryPrim::Div),
+        JaxFn::LaxRem => ("rem", BinaryPrim::Rem),
         JaxFn::LaxMax => ("max", BinaryPrim::Max),
         JaxFn::LaxMin => ("min", BinaryPrim::Min),
         _ => ("and", BinaryPrim::And),

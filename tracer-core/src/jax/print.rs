@@ -44,7 +44,7 @@ pub fn scalar_text(x: f64, dtype: DType) -> String {
 
 /// The text of `d` for an array whose text starts after `prefix` (`"Array("` for repr):
 /// the elements formatted as a group and padded to one width, rows wrapped at 75 columns.
-/// `str` of a 0-d array is NumPy's scalar `str`. (float16/bfloat16 are formatted as float32.)
+/// `str` of a 0-d array is NumPy's scalar `str`.
 fn format_data(d: &NdData, dtype: DType, sep: &str, prefix: &str) -> String {
     if d.ndim() == 0 && prefix.is_empty() {
         return d.iter().next().map(|&x| scalar_str(x, dtype)).unwrap_or_default();
@@ -157,7 +157,9 @@ fn element_format(values: &[f64], dtype: DType, zero_d: bool) -> Box<dyn Fn(f64)
         let width = values.iter().map(|&x| text(x).len()).max().unwrap_or(0);
         return Box::new(move |x| format!("{:>width$}", text(x)));
     }
-    let single = dtype != DType::F64;
+    if dtype == DType::BF16 {
+        return Box::new(bfloat16_text);
+    }
     let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     let nonzero: Vec<f64> = finite.iter().map(|x| x.abs()).filter(|&x| x != 0.0).collect();
     let cutoff = match dtype {
@@ -191,7 +193,7 @@ fn element_format(values: &[f64], dtype: DType, zero_d: bool) -> Box<dyn Fn(f64)
         format!("{s:>total$}")
     };
     if exp_format {
-        let parts: Vec<(String, String, i32)> = finite.iter().map(|&x| scientific(x, single, 8)).collect();
+        let parts: Vec<(String, String, i32)> = finite.iter().map(|&x| scientific(x, dtype, 8)).collect();
         let precision = parts.iter().map(|p| p.1.len()).max().unwrap_or(0);
         let exp_size = parts.iter().map(|p| p.2.unsigned_abs().to_string().len().max(2)).max().unwrap_or(2);
         let pad_left = parts.iter().map(|p| p.0.len()).max().unwrap_or(0);
@@ -206,14 +208,14 @@ fn element_format(values: &[f64], dtype: DType, zero_d: bool) -> Box<dyn Fn(f64)
             format!("{int:>pad_left$}.{frac}e{sign}{:0>exp_size$}", e.unsigned_abs())
         })
     } else {
-        let parts: Vec<(String, String)> = finite.iter().map(|&x| positional(x, single, 8)).collect();
+        let parts: Vec<(String, String)> = finite.iter().map(|&x| positional(x, dtype, 8)).collect();
         let pad_right = parts.iter().map(|p| p.1.len()).max().unwrap_or(0);
         let pad_left = pad_non_finite(parts.iter().map(|p| p.0.len()).max().unwrap_or(0), pad_right);
         Box::new(move |x| {
             if !x.is_finite() {
                 return special(x, pad_left + pad_right + 1);
             }
-            let (int, frac) = positional(x, single, 8);
+            let (int, frac) = positional(x, dtype, 8);
             format!("{int:>pad_left$}.{frac:<pad_right$}")
         })
     }
@@ -238,31 +240,88 @@ fn scalar_str(x: f64, dtype: DType) -> String {
         }
         .into();
     }
-    let single = dtype != DType::F64;
-    let cutoff = if single { 1e6 } else { 1e16 };
+    if dtype == DType::BF16 {
+        return bfloat16_text(x);
+    }
+    // NumPy's scalar repr switches to scientific notation from 1e16 (float64), 1e6
+    // (float32) and 1e3 (float16): `np.float16(1000)` is `1e+03`.
+    let cutoff = match dtype {
+        DType::F64 => 1e16,
+        DType::F16 => 1e3,
+        _ => 1e6,
+    };
     if x == 0.0 || (x.abs() >= 1e-4 && x.abs() < cutoff) {
-        let (int, frac) = positional(x, single, usize::MAX);
+        let (int, frac) = positional(x, dtype, usize::MAX);
         return format!("{int}.{}", if frac.is_empty() { "0" } else { &frac });
     }
-    let (int, frac, e) = scientific(x, single, usize::MAX);
+    let (int, frac, e) = scientific(x, dtype, usize::MAX);
     let point = if frac.is_empty() { String::new() } else { format!(".{frac}") };
     format!("{int}{point}e{}{:02}", if e < 0 { '-' } else { '+' }, e.unsigned_abs())
 }
 
-/// The shortest digits that read back as `x` (as an f32 when `single`), and the decimal
-/// exponent of the first digit: `-0.43359444` is `("43359444", -1)`.
-fn shortest_digits(x: f64, single: bool) -> (String, i32) {
-    let s = if single { format!("{:e}", (x as f32).abs()) } else { format!("{:e}", x.abs()) };
+/// The shortest digits that read back as `x` in `dtype` (float64, float16, or float32 for
+/// the rest), and the decimal exponent of the first digit: `-0.43359444` is `("43359444", -1)`.
+fn shortest_digits(x: f64, dtype: DType) -> (String, i32) {
+    let s = match dtype {
+        DType::F64 | DType::C128 => format!("{:e}", x.abs()),
+        DType::F16 => float16_shortest(x.abs()),
+        _ => format!("{:e}", (x as f32).abs()),
+    };
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
     (mantissa.replace('.', ""), exp.parse().unwrap_or(0))
+}
+
+/// The shortest decimal (as `{:e}` writes it) that reads back as the float16 `x`, the
+/// closest one when several have as few digits: what NumPy's Dragon4 prints for float16
+/// (`0.1428` for 1/7, where float32's shortest is `0.14282227`).
+fn float16_shortest(x: f64) -> String {
+    let target = half::f16::from_f64(x);
+    for digits in 0..5 {
+        let s = format!("{x:.digits$e}");
+        if s.parse::<f64>().is_ok_and(|y| half::f16::from_f64(y) == target) {
+            return s;
+        }
+    }
+    format!("{x:e}")
+}
+
+/// How ml_dtypes writes a bfloat16 (its `repr` and `str`, which NumPy's array printing
+/// uses for it, element by element without padding): C++'s `ostream << float`, that is
+/// printf's `%g` with 6 significant digits (`0.333984`, `200`, `1.00136e-05`, `-0`).
+fn bfloat16_text(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let sci = format!("{x:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        let frac = (5 - exp) as usize;
+        trim(&format!("{x:.frac$}"))
+    } else {
+        format!("{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
+    }
 }
 
 /// `x` in positional notation as (signed integer part, fractional digits without trailing
 /// zeros): its shortest digits, or, past `max_frac` fractional digits, its exact value
 /// rounded to `max_frac` of them.
-fn positional(x: f64, single: bool, max_frac: usize) -> (String, String) {
+fn positional(x: f64, dtype: DType, max_frac: usize) -> (String, String) {
     let sign = if x.is_sign_negative() { "-" } else { "" };
-    let (digits, e) = shortest_digits(x, single);
+    let (digits, e) = shortest_digits(x, dtype);
     let frac_len = (digits.len() as i64 - 1 - i64::from(e)).max(0) as usize;
     let (int, frac) = if frac_len > max_frac {
         let s = format!("{:.max_frac$}", x.abs());
@@ -283,8 +342,8 @@ fn positional(x: f64, single: bool, max_frac: usize) -> (String, String) {
 
 /// `x` in scientific notation as (signed leading digit, fractional digits without trailing
 /// zeros, exponent): its shortest digits, or its exact value rounded to `max_frac` digits.
-fn scientific(x: f64, single: bool, max_frac: usize) -> (String, String, i32) {
-    let (digits, e) = shortest_digits(x, single);
+fn scientific(x: f64, dtype: DType, max_frac: usize) -> (String, String, i32) {
+    let (digits, e) = shortest_digits(x, dtype);
     if digits.len() - 1 > max_frac {
         let (int, frac, e) = exact_scientific(x, max_frac);
         return (int, frac.trim_end_matches('0').to_string(), e);
@@ -321,6 +380,28 @@ mod tests {
             "[[   0    1    2 ...   47   48   49]\n [  50   51   52 ...   97   98   99]\n [ 100  101  102 ...  147  148  149]\n ...\n [1850 1851 1852 ... 1897 1898 1899]\n [1900 1901 1902 ... 1947 1948 1949]\n [1950 1951 1952 ... 1997 1998 1999]]"
         );
         assert_eq!(array_str(&arange(1000, &[1000]), DType::I32).matches("...").count(), 0, "1000 elements are printed in full");
+    }
+
+    fn narrow(values: &[f64], dtype: DType) -> NdData {
+        ArrayD::from_shape_vec(IxDyn(&[values.len()]), values.iter().map(|&x| crate::jax::eval::round_to(x, dtype)).collect())
+            .expect("shape")
+    }
+
+    // What JAX 0.10.2 prints (ml_dtypes writes bfloat16 elements with `%g`, NumPy float16 with
+    // its shortest float16 digits).
+    #[test]
+    fn bfloat16_and_float16_print_as_jax_prints_them() {
+        let third = narrow(&[1.0 / 3.0; 3], DType::BF16);
+        assert_eq!(array_str(&third, DType::BF16), "[0.333984 0.333984 0.333984]");
+        assert_eq!(array_repr(&third, DType::BF16, false), "Array([0.333984, 0.333984, 0.333984], dtype=bfloat16)");
+        let edges = narrow(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, 1.0, 200.0, 1e-5, 12345678.0], DType::BF16);
+        assert_eq!(array_str(&edges, DType::BF16), "[nan inf -inf -0 0 1 200 1.00136e-05 1.23208e+07]");
+        assert_eq!(scalar_text(crate::jax::eval::round_to(2.203125, DType::BF16), DType::BF16), "2.20312");
+        let sevenths = narrow(&(0..10).map(|i| f64::from(i) / 7.0).collect::<Vec<_>>(), DType::F16);
+        assert_eq!(array_str(&sevenths, DType::F16), "[0.     0.1428 0.2856 0.4285 0.5713 0.7144 0.857  1.     1.143  1.286 ]");
+        assert_eq!(scalar_text(1000.0, DType::F16), "1e+03");
+        assert_eq!(scalar_text(crate::jax::eval::round_to(1.0 / 3.0, DType::F16), DType::F16), "0.3333");
+        assert_eq!(array_str(&narrow(&[1e-3, 1.0, 1000.0, 1e4], DType::F16), DType::F16), "[1.e-03 1.e+00 1.e+03 1.e+04]");
     }
 
     #[test]
