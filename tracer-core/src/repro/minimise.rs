@@ -231,6 +231,10 @@ enum ArgEdit {
 
 fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
     let l = &p.body[line];
+    // A transformed function takes its arguments whole, as the pytrees its helper reads.
+    if matches!(l.op, Op::Transform(_)) {
+        return Vec::new();
+    }
     let mut edits: Vec<ArgEdit> = (0..l.kwargs.len()).rev().map(ArgEdit::Kwarg).collect();
     let first_droppable = match l.op {
         Op::Api(_) => 1,

@@ -58,6 +58,9 @@ pub enum Op {
     /// A conversion Python forces on an array: `bool` (an `if`), `int`, `float`,
     /// `operator.index` (indexing a list), `np.asarray`.
     Concretize(String),
+    /// `jax.vmap(f, in_axes=1)(x, y)`: `args[0]` is the function, the keyword arguments are
+    /// the transformation's and the other arguments the call's.
+    Transform(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -122,6 +125,10 @@ pub struct Program {
     pub helpers: Vec<Program>,
     /// Take every parameter, used or not (a helper is called by the API with all of them).
     pub keep_params: bool,
+    /// A helper's parameters as the user's function takes them, each with the leaves read
+    /// from it and their index paths (`params` -> `params_w = params['w']`); `None` when the
+    /// parameters are `params` themselves.
+    pub signature: Option<Vec<(String, Vec<(String, String)>)>>,
 }
 
 /// What the header says about how the program was reduced.
@@ -230,7 +237,7 @@ fn render_body(p: &Program, header: &[String]) -> Rendered {
         let _ = writeln!(text, "# {h}");
     }
     let imports_at = text.len();
-    let block = render_block(p, &p.fn_name, true, None);
+    let block = render_block(p, &p.fn_name, true, None, &mut Vec::new());
     let mut links = Vec::new();
     let offset = text.lines().count();
     text.push_str(&block.text);
@@ -249,6 +256,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
     let imports_at = text.len();
     let mut links = Vec::new();
     let mut defined: Vec<(String, String)> = Vec::new();
+    let mut helpers_written = Vec::new();
     for (i, (p, outputs)) in programs.iter().enumerate() {
         // The definition under a placeholder name, to compare bodies.
         let probe = render_def(p, "__tracelens_fn__").text;
@@ -264,7 +272,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
                 n
             }
         };
-        let block = render_block(p, &name, define, Some((i + 1, outputs)));
+        let block = render_block(p, &name, define, Some((i + 1, outputs)), &mut helpers_written);
         let offset = text.lines().count();
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
@@ -273,7 +281,14 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
 }
 
 /// One program's constants, definition (when `define`) and call, as text starting at line 0.
-fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &Vec<String>)>) -> Rendered {
+/// A helper whose text is in `helpers_written` is not written again.
+fn render_block(
+    p: &Program,
+    fn_name: &str,
+    define: bool,
+    bind: Option<(usize, &Vec<String>)>,
+    helpers_written: &mut Vec<String>,
+) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let used = p.used_names();
@@ -286,7 +301,7 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
     if define {
         for h in &p.helpers {
             let offset = text.lines().count();
-            let block = render_helper(h);
+            let block = render_helper(h, helpers_written);
             text.push_str(&block.text);
             links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
         }
@@ -314,23 +329,30 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
     Rendered { text, links, failing_line }
 }
 
-/// A helper's own helpers, constants and definition.
-fn render_helper(h: &Program) -> Rendered {
+/// A helper's own helpers, constants and definition; nothing when the same text was written
+/// before (identical bodies are written once).
+fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     for inner in &h.helpers {
         let offset = text.lines().count();
-        let block = render_helper(inner);
+        let block = render_helper(inner, helpers_written);
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
+    let mut own = String::new();
     let used = h.used_names();
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
-        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+        let _ = writeln!(own, "{} = {}", c.name, value_of(c));
     }
-    let offset = text.lines().count();
     let def = render_def(h, &h.fn_name);
-    text.push_str(&def.text);
+    own.push_str(&def.text);
+    if helpers_written.contains(&own) {
+        return Rendered { text, links, failing_line: 0 };
+    }
+    helpers_written.push(own.clone());
+    let offset = text.lines().count() + own.lines().count() - def.text.lines().count();
+    text.push_str(&own);
     links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
     Rendered { text, links, failing_line: 0 }
 }
@@ -342,9 +364,18 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
     let mut failing_line = 0;
     let label = &p.file_label;
     let params = p.live_params();
-    let names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    let mut names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    if let Some(signature) = &p.signature {
+        names = signature.iter().map(|(n, _)| n.as_str()).collect();
+    }
     let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
+    let used = p.used_names();
+    for (arg, leaves) in p.signature.iter().flatten() {
+        for (leaf, path) in leaves.iter().filter(|(leaf, path)| used.contains(leaf) && (leaf != arg || !path.is_empty())) {
+            let _ = writeln!(text, "    {leaf} = {arg}{path}");
+        }
+    }
     for line in &p.body {
         let code = render_line(line);
         let mut rows = code.lines();
@@ -399,6 +430,11 @@ fn value_of(input: &Input) -> String {
         return l.clone();
     }
     let a = &input.aval;
+    // A `u32[]` argument is a typed PRNG key (`jax.random.key`, whose aval tracelens writes
+    // as `u32[]`): JAX rejects raw `uint32` data of rank 0 as a key. A legacy key is `u32[2]`.
+    if a.dtype == DType::U32 && a.shape.is_empty() && !a.weak {
+        return "jax.random.key(0)".into();
+    }
     if a.weak && a.shape.is_empty() {
         match a.dtype {
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return "1.0".into(),
@@ -509,6 +545,10 @@ fn render_line(line: &Line) -> String {
         Op::SetItem => format!("{}[{}] = {}", arg(0), index(), arg(2)),
         Op::Method(m) => {
             format!("{}.{m}({})", arg(0), args.iter().skip(1).chain(kwargs.iter()).cloned().collect::<Vec<_>>().join(", "))
+        }
+        Op::Transform(api) => {
+            let options: Vec<String> = args.iter().take(1).chain(kwargs.iter()).cloned().collect();
+            format!("{api}({})({})", options.join(", "), args.iter().skip(1).cloned().collect::<Vec<_>>().join(", "))
         }
         Op::Concretize(what) => match what.as_str() {
             "bool" => format!("if {}:\n    pass", arg(0)),
