@@ -1035,7 +1035,16 @@ fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, k
         }
         JaxObject::At { .. } => Err(interp.type_error("'_IndexUpdateHelper' object is not callable")),
         JaxObject::AtIndex { .. } => Err(interp.type_error("'_IndexUpdateRef' object is not callable")),
-        JaxObject::AtUpdate { array, index, op } => at_update(interp, array, index, op, args, kwargs),
+        JaxObject::AtUpdate { array, index, op } => {
+            // `x.at[i].set(v)` is one statement of the user's code for the reproducer.
+            let mut refs: Vec<Value> = vec![Value::Array(array.clone()), index.clone()];
+            refs.extend(args.iter().cloned());
+            let refs: Vec<&Value> = refs.iter().collect();
+            let statement_kwargs = kwargs.clone();
+            super::stmt::recorded(interp, super::stmt::Call::AtUpdate(op), &refs, &statement_kwargs, |interp| {
+                at_update(interp, array, index, op, args, kwargs)
+            })
+        }
         JaxObject::TreeDef(_) => Err(interp.type_error("'PyTreeDef' object is not callable")),
         JaxObject::VjpFn { inputs, linear } => {
             if let Some(v) = linear {
@@ -1431,6 +1440,9 @@ fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: &Value) -> 
             return Err(e);
         }
     };
+    if let Some(record) = interp.jax.traces.last().map(|t| t.record) {
+        interp.jax.records[record].out_tree = Some(Rc::new(tree.clone()));
+    }
     let mut arrays = Vec::with_capacity(leaves.len());
     for (path, leaf) in &leaves {
         let invalid = match operand(interp, leaf) {

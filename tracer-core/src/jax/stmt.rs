@@ -53,6 +53,10 @@ pub enum Call {
         options: Vec<(String, Arg)>,
         child: Option<usize>,
     },
+    /// `x.T`, `x.mT`.
+    Attr(&'static str),
+    /// `x.at[i].set(v)`: the arguments are the array, the index and the update's.
+    AtUpdate(&'static str),
 }
 
 #[derive(Clone, Debug)]
@@ -239,7 +243,7 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     for (_, a) in &last.kwargs {
         collect_arrays(std::slice::from_ref(a), &mut roots);
     }
-    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what).ok()?;
+    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what, None).ok()?;
     program.file_label = interp.path(error_site.file).to_string_lossy().to_string();
     program.error_line = interp.line_of(error_site);
     Some(program)
@@ -250,6 +254,12 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
 /// (`jax.grad` of a non-scalar function), the call is the failing line. `None` when an
 /// output comes from something a standalone program cannot say, with what it is.
 pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bool) -> Result<Program, String> {
+    emit_trace_in(interp, record, what, error_at_call, None)
+}
+
+/// `emit_trace` of a function defined inside the one `outer` names: it may read the arrays
+/// `outer` names (its free variables), and is then written inside it (`Program::free`).
+fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: bool, outer: Option<&Names<'_>>) -> Result<Program, String> {
     let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
     let jaxpr = rec.jaxpr.as_ref().ok_or("the trace raised")?;
@@ -274,9 +284,18 @@ pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bo
             super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype).ok_or("a result is a complex literal")?)),
         }
     }
-    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what)?;
+    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what, outer)?;
     let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
-    program.returns = Some(returns.ok_or("a result cannot be written")?);
+    let returns = returns.ok_or("a result cannot be written")?;
+    // The results in the structure the user's function returned them in.
+    // (Flat when it holds a class: the function's results are the same leaves.)
+    let structured = rec.out_tree.as_deref().and_then(|tree| tree_expr(interp, tree, &mut returns.clone().into_iter()));
+    let returns = match structured {
+        Some(Expr::Tuple(items)) if items.len() >= 2 => items,
+        Some(one) => vec![one],
+        None => returns,
+    };
+    program.returns = Some(returns);
     program.consts = names.consts;
     program.error_at_call = error_at_call;
     program.file_label = rec.def_site.map(|s| interp.path(s.file).to_string_lossy().to_string()).unwrap_or_default();
@@ -295,6 +314,7 @@ fn slice<'a>(
     last: Option<&Statement>,
     extra_params: bool,
     what: &What,
+    outer: Option<&Names<'_>>,
 ) -> Result<(Program, Names<'a>), String> {
     let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
@@ -314,6 +334,18 @@ fn slice<'a>(
         // Made here: a call around this one that returns the same arrays (`tree_map` of a
         // lambda whose statements are recorded) is not needed for them.
         needed.retain(|p| !made.contains(p));
+        // The functions it passes to an API may read arrays of this trace (closures).
+        let mut functions = Vec::new();
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_functions(a, &mut functions);
+        }
+        let mut children: Vec<usize> = functions.iter().filter_map(|f| child_of(interp, record, s, f)).collect();
+        if let Call::Transform { child: Some(c), .. } = &s.call {
+            children.push(*c);
+        }
+        for c in children {
+            needed.extend(free_reads(interp, c));
+        }
         collect_arrays(&s.args, &mut needed);
         for (_, a) in &s.kwargs {
             collect_arrays(std::slice::from_ref(a), &mut needed);
@@ -323,8 +355,13 @@ fn slice<'a>(
     chosen.reverse();
 
     let mut names = Names {
-        names: HashMap::new(),
-        used: ["jax", "jnp", "np", "lax", fn_name.as_str()].iter().map(|s| s.to_string()).collect(),
+        // A function written inside another sees the other's names.
+        names: outer.map(|o| o.names.clone()).unwrap_or_default(),
+        used: ["jax", "jnp", "np", "lax", fn_name.as_str()]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(outer.iter().flat_map(|o| o.used.iter().cloned()))
+            .collect(),
         consts: Vec::new(),
         threshold: what.fake_array_threshold,
         keep: &log.keep,
@@ -468,8 +505,35 @@ fn slice<'a>(
         helpers,
         keep_params: false,
         signature: None,
+        free: Vec::new(),
     };
     Ok((program, names))
+}
+
+/// The pytree `tree` with its leaves taken from `leaves`, as a Python expression: `None` for
+/// a registered class or a dataclass.
+fn tree_expr(interp: &Interp, tree: &super::api::TreeDef, leaves: &mut dyn Iterator<Item = Expr>) -> Option<Expr> {
+    use super::api::TreeDef;
+    Some(match tree {
+        TreeDef::Leaf => leaves.next()?,
+        TreeDef::None => Expr::Lit("None".into()),
+        TreeDef::Tuple(items) => Expr::Tuple(items.iter().map(|t| tree_expr(interp, t, leaves)).collect::<Option<_>>()?),
+        TreeDef::List(items) => Expr::List(items.iter().map(|t| tree_expr(interp, t, leaves)).collect::<Option<_>>()?),
+        TreeDef::Dict(items) => {
+            Expr::Dict(items.iter().map(|(k, t)| Some((key_literal(k)?, tree_expr(interp, t, leaves)?))).collect::<Option<_>>()?)
+        }
+        TreeDef::Node { .. } => return None,
+    })
+}
+
+fn key_literal(k: &crate::interp::value::HashKey) -> Option<String> {
+    use crate::interp::value::HashKey;
+    Some(match k {
+        HashKey::Int(i) => i.to_string(),
+        HashKey::Str(s) => format!("{s:?}"),
+        HashKey::None => "None".into(),
+        _ => return None,
+    })
 }
 
 /// The arrays a statement made: its result, or the arrays of the pytree (tuples, lists and
@@ -524,15 +588,46 @@ fn collect_functions(a: &Arg, out: &mut Vec<String>) {
 /// it reads values it does not take as arguments (a closure over outer tracers).
 fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Result<Program, String> {
     let line = interp.line_of(s.site);
-    let child = interp
-        .jax
-        .records
-        .iter()
-        .rposition(|r| {
-            r.parent == Some(record) && r.fn_name == name && r.call_site.is_some_and(|c| c.file == s.site.file && interp.line_of(c) == line)
-        })
-        .ok_or("no trace of it")?;
+    let _ = line;
+    let child = child_of(interp, record, s, name).ok_or("no trace of it")?;
     stage_helper(interp, child, what, names)
+}
+
+/// The trace an API made of the user function `name` that statement `s` of `record` passed
+/// to it: a child of `record` started on the statement's line.
+fn child_of(interp: &Interp, record: usize, s: &Statement, name: &str) -> Option<usize> {
+    let line = interp.line_of(s.site);
+    interp.jax.records.iter().rposition(|r| {
+        r.parent == Some(record) && r.fn_name == name && r.call_site.is_some_and(|c| c.file == s.site.file && interp.line_of(c) == line)
+    })
+}
+
+/// The traced arrays that the statements of `child` and the traces inside it read but
+/// neither make nor take as inputs: what the user's function closed over.
+fn free_reads(interp: &Interp, child: usize) -> Vec<usize> {
+    let records = &interp.jax.records;
+    let inside = |mut r: usize| {
+        for _ in 0..=records.len() {
+            if r == child {
+                return true;
+            }
+            match records.get(r).and_then(|x| x.parent) {
+                Some(p) => r = p,
+                None => return false,
+            }
+        }
+        false
+    };
+    let statements: Vec<&Statement> = interp.jax.log.statements.iter().filter(|s| inside(s.record)).collect();
+    let made: Vec<usize> = statements.iter().flat_map(|s| out_arrays(&s.outs)).collect();
+    let inputs: Vec<usize> = interp.jax.inputs.iter().filter(|(r, _, _, _)| inside(*r)).map(|(_, p, _, _)| *p).collect();
+    let mut read = Vec::new();
+    for s in &statements {
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_traced(a, &mut read);
+        }
+    }
+    read.into_iter().map(|(p, _)| p).filter(|p| !made.contains(p) && !inputs.contains(p)).collect()
 }
 
 /// The trace `child` staged out as a function the API calls with the user function's
@@ -541,7 +636,17 @@ fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &
 fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_>) -> Result<Program, String> {
     let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == child).collect();
     let arg_names = &interp.jax.records[child].arg_names;
-    let mut helper = emit_trace(interp, child, what, false)?;
+    // At the top level when it reads nothing of the function that passes it; else written
+    // inside that function, reading its names.
+    let mut helper = match emit_trace(interp, child, what, false) {
+        Ok(h) => h,
+        Err(_) => {
+            let mut h = emit_trace_in(interp, child, what, false, Some(names))?;
+            let inherited: Vec<&String> = names.names.values().collect();
+            h.free = h.used_names().into_iter().filter(|n| inherited.contains(&n)).collect();
+            h
+        }
+    };
     if inputs.len() != helper.params.len() || inputs.iter().any(|(_, _, _, index)| *index >= arg_names.len()) {
         return Err("its arguments are not all parameters it names".into());
     }
@@ -592,6 +697,8 @@ fn op_of(call: &Call) -> Op {
         Call::Method(m) => Op::Method(m.clone()),
         Call::Concretize(what) => Op::Concretize(what.to_string()),
         Call::Transform { api, .. } => Op::Transform(api.to_string()),
+        Call::Attr(name) => Op::Attr(name.to_string()),
+        Call::AtUpdate(op) => Op::AtUpdate(op.to_string()),
     }
 }
 

@@ -117,6 +117,8 @@ fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
     for e in out.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
         e.names(&mut |n| read.push(n.to_string()));
     }
+    // What the closures written inside read.
+    read.extend(out.helpers.iter().flat_map(|h| h.free.iter().cloned()));
     for (i, l) in p.body.iter().enumerate() {
         if i == last || keep.contains(&i) {
             continue;
@@ -232,7 +234,7 @@ enum ArgEdit {
 fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
     let l = &p.body[line];
     // A transformed function takes its arguments whole, as the pytrees its helper reads.
-    if matches!(l.op, Op::Transform(_)) {
+    if matches!(l.op, Op::Transform(_) | Op::Attr(_) | Op::AtUpdate(_)) {
         return Vec::new();
     }
     let mut edits: Vec<ArgEdit> = (0..l.kwargs.len()).rev().map(ArgEdit::Kwarg).collect();

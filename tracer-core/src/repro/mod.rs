@@ -61,6 +61,10 @@ pub enum Op {
     /// `jax.vmap(f, in_axes=1)(x, y)`: `args[0]` is the function, the keyword arguments are
     /// the transformation's and the other arguments the call's.
     Transform(String),
+    /// `x.T`: `args[0]` is the receiver.
+    Attr(String),
+    /// `x.at[i].set(v)`: `args` are the array, the index, then the update's arguments.
+    AtUpdate(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +133,10 @@ pub struct Program {
     /// from it and their index paths (`params` -> `params_w = params['w']`); `None` when the
     /// parameters are `params` themselves.
     pub signature: Option<Vec<(String, Vec<(String, String)>)>>,
+    /// The names a helper reads from the function that passes it (a closure, the seed's
+    /// `g7`): it is written inside that function, right before the line that passes it.
+    /// Empty for a helper written at the top level.
+    pub free: Vec<String>,
 }
 
 /// What the header says about how the program was reduced.
@@ -151,7 +159,7 @@ pub struct Rendered {
 
 impl Program {
     /// The names the body reads, in order of first use.
-    fn used_names(&self) -> Vec<String> {
+    pub fn used_names(&self) -> Vec<String> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let returned = self.returns.iter().flatten();
@@ -162,6 +170,11 @@ impl Program {
                         out.push(n.to_string());
                     }
                 });
+            }
+        }
+        for n in self.helpers.iter().flat_map(|h| h.free.iter()) {
+            if seen.insert(n.clone()) {
+                out.push(n.clone());
             }
         }
         out
@@ -299,7 +312,7 @@ fn render_block(
     let label = &p.file_label;
     let mut failing_line = 0;
     if define {
-        for h in &p.helpers {
+        for h in p.helpers.iter().filter(|h| h.free.is_empty()) {
             let offset = text.lines().count();
             let block = render_helper(h, helpers_written);
             text.push_str(&block.text);
@@ -334,7 +347,7 @@ fn render_block(
 fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
-    for inner in &h.helpers {
+    for inner in h.helpers.iter().filter(|h| h.free.is_empty()) {
         let offset = text.lines().count();
         let block = render_helper(inner, helpers_written);
         text.push_str(&block.text);
@@ -364,9 +377,13 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
     let mut failing_line = 0;
     let label = &p.file_label;
     let params = p.live_params();
-    let mut names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    let names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     if let Some(signature) = &p.signature {
-        names = signature.iter().map(|(n, _)| n.as_str()).collect();
+        // Trailing parameters with no array in them may have been left to their defaults
+        // (which the body has inlined): they default to `None`.
+        let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
+        names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
     }
     let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
@@ -376,7 +393,25 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
             let _ = writeln!(text, "    {leaf} = {arg}{path}");
         }
     }
+    let mut nested_written: Vec<&str> = Vec::new();
     for line in &p.body {
+        // A closure is written inside, right before the line that passes it.
+        for h in p.helpers.iter().filter(|h| !h.free.is_empty()) {
+            if nested_written.contains(&h.fn_name.as_str()) || !line.args.iter().any(|a| matches!(a, Expr::Name(n) if *n == h.fn_name)) {
+                continue;
+            }
+            nested_written.push(&h.fn_name);
+            let block = render_helper(h, &mut Vec::new());
+            let offset = text.lines().count();
+            for row in block.text.lines() {
+                if row.is_empty() {
+                    text.push('\n');
+                } else {
+                    let _ = writeln!(text, "    {row}");
+                }
+            }
+            links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+        }
         let code = render_line(line);
         let mut rows = code.lines();
         let first = rows.next().unwrap_or("");
@@ -545,6 +580,11 @@ fn render_line(line: &Line) -> String {
         Op::SetItem => format!("{}[{}] = {}", arg(0), index(), arg(2)),
         Op::Method(m) => {
             format!("{}.{m}({})", arg(0), args.iter().skip(1).chain(kwargs.iter()).cloned().collect::<Vec<_>>().join(", "))
+        }
+        Op::Attr(name) => format!("{}.{name}", arg(0)),
+        Op::AtUpdate(op) => {
+            let rest: Vec<String> = args.iter().skip(2).chain(kwargs.iter()).cloned().collect();
+            format!("{}.at[{}].{op}({})", arg(0), index(), rest.join(", "))
         }
         Op::Transform(api) => {
             let options: Vec<String> = args.iter().take(1).chain(kwargs.iter()).cloned().collect();
