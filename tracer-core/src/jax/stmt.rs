@@ -238,6 +238,11 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     let failing = log.statements.iter().rposition(|s| s.raised && s.site == error_site)?;
     let record = log.statements[failing].record;
     let last = &log.statements[failing];
+    // An error raised by a transformation's call itself is staged out of the trace it made
+    // of the user's function (`analysis::error_of_call`), which the minimiser shrinks.
+    if matches!(last.call, Call::Transform { .. }) {
+        return None;
+    }
     let mut roots = Vec::new();
     collect_arrays(&last.args, &mut roots);
     for (_, a) in &last.kwargs {
@@ -442,6 +447,7 @@ fn slice<'a>(
             _ => &s.kwargs,
         };
         let kwargs: Option<Vec<(String, Expr)>> = kwargs_of.iter().map(|(k, a)| Some((k.clone(), names.expr(a)?))).collect();
+        let mut out_leaves = Vec::new();
         let (target, out) = match s.outs.first() {
             Some(Arg::Array(ptr, aval, _)) if !s.raised => {
                 let name = user_name(interp, s.site)
@@ -460,8 +466,14 @@ fn slice<'a>(
                 names.used.push(name.clone());
                 let mut leaves = Vec::new();
                 leaf_paths(o, &mut String::new(), &mut leaves);
+                let mut avals = Vec::new();
+                collect_traced(o, &mut avals);
                 for (ptr, path) in leaves {
-                    names.names.insert(ptr, format!("{name}{path}"));
+                    let leaf = format!("{name}{path}");
+                    if let Some((_, aval)) = avals.iter().find(|(p, _)| *p == ptr) {
+                        out_leaves.push((leaf.clone(), aval.clone()));
+                    }
+                    names.names.insert(ptr, leaf);
                 }
                 (Some(name), None)
             }
@@ -474,6 +486,7 @@ fn slice<'a>(
             args: args.ok_or_else(unsaid)?,
             kwargs: kwargs.ok_or_else(unsaid)?,
             out,
+            out_leaves,
             user_line: interp.line_of(s.site),
         });
     }

@@ -119,17 +119,28 @@ fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
     }
     // What the closures written inside read.
     read.extend(out.helpers.iter().flat_map(|h| h.free.iter().cloned()));
+    let mut renames = Vec::new();
     for (i, l) in p.body.iter().enumerate() {
         if i == last || keep.contains(&i) {
             continue;
         }
         let Some(target) = &l.target else { continue };
+        // The arrays of a pytree result that are read (`v1[0]`) become parameters `v1_0`.
+        for (leaf, aval) in l.out_leaves.iter().filter(|(leaf, _)| read.contains(leaf)) {
+            let name: String = leaf.chars().filter(|c| !"'\"]".contains(*c)).map(|c| if c == '[' { '_' } else { c }).collect();
+            if !name.chars().all(|c| c.is_alphanumeric() || c == '_') || read.contains(&name) {
+                return None;
+            }
+            out.params.push(Input { name: name.clone(), aval: aval.clone(), literal: None });
+            renames.push((leaf.clone(), name));
+        }
         if !read.contains(target) {
             continue;
         }
         let aval = l.out.clone()?;
         out.params.push(Input { name: target.clone(), aval, literal: None });
     }
+    out.rename(&renames);
     Some(out)
 }
 

@@ -77,6 +77,9 @@ pub struct Line {
     /// The aval of the result, when it is one array (what a parameter standing for this line
     /// must look like).
     pub out: Option<Aval>,
+    /// For a result that is a pytree of arrays: each array as the program names it
+    /// (`v1[1]['w']`) and its aval.
+    pub out_leaves: Vec<(String, Aval)>,
     /// The user's line (1-based) this line stands for.
     pub user_line: u32,
 }
@@ -312,7 +315,8 @@ fn render_block(
     let label = &p.file_label;
     let mut failing_line = 0;
     if define {
-        for h in p.helpers.iter().filter(|h| h.free.is_empty()) {
+        // (A helper the minimiser left unused is not written.)
+        for h in p.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
             let offset = text.lines().count();
             let block = render_helper(h, helpers_written);
             text.push_str(&block.text);
@@ -347,14 +351,14 @@ fn render_block(
 fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
-    for inner in h.helpers.iter().filter(|h| h.free.is_empty()) {
+    let used = h.used_names();
+    for inner in h.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
         let offset = text.lines().count();
         let block = render_helper(inner, helpers_written);
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
     let mut own = String::new();
-    let used = h.used_names();
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
         let _ = writeln!(own, "{} = {}", c.name, value_of(c));
     }
