@@ -672,7 +672,7 @@ fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_
                 continue;
             }
             let path = interp.jax.input_paths.get(ptr).cloned().unwrap_or_default();
-            if !(path.is_empty() || path.starts_with('[')) || (path.is_empty() && param.name != arg) {
+            if !(path.is_empty() || path.starts_with('[')) {
                 return Err(format!("its argument {arg} is not a pytree of dicts, tuples and lists"));
             }
             leaves.push((param.name.clone(), path));
@@ -680,6 +680,12 @@ fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_
         if leaves.iter().filter(|(_, p)| p.is_empty()).count() > usize::from(leaves.len() == 1) {
             return Err(format!("the leaves of its argument {arg} have no path"));
         }
+        // An array argument renamed because a closure's enclosing function has the name
+        // (`lambda w: ...` inside `step(w, ...)`) is taken under its new name.
+        let arg = match leaves.as_slice() {
+            [(leaf, path)] if path.is_empty() => leaf.clone(),
+            _ => arg,
+        };
         signature.push((arg, leaves));
     }
     helper.signature = Some(signature);
