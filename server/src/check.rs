@@ -293,10 +293,12 @@ pub fn function_reproducer_text(
     let programs: Vec<(tracer_core::repro::Program, Vec<String>)> = analysis.collected.iter().flatten().cloned().collect();
     let mut warning = None;
     if programs.len() < analysis.collected.len() {
+        let reasons: Vec<&str> = analysis.collected.iter().filter_map(|c| c.as_ref().err()).map(String::as_str).collect();
         let why = format!(
-            "{shown}: {} of {} traces of {function} cannot be staged out standalone yet (they use something a pure-JAX program cannot say)",
+            "{shown}: {} of {} traces of {function} cannot be staged out standalone yet: {}",
             analysis.collected.len() - programs.len(),
-            analysis.collected.len()
+            analysis.collected.len(),
+            reasons.join("; ")
         );
         if programs.is_empty() {
             return Err(why);

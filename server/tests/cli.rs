@@ -231,6 +231,35 @@ fn repro_function_stages_out_every_trace_with_one_body() {
     assert_eq!(both.status.code(), Some(2), "--line and --function exclude each other");
 }
 
+const NESTED: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\ndef loss(params, x):\n    return jnp.mean((x @ params[\"w\"] + params[\"b\"]) ** 2)\n\n\ndef shift(y):\n    return jnp.sin(y)\n\n\n@jax.jit\ndef train(params, x, xs):\n    value, grads = jax.value_and_grad(loss)(params, x)\n    h = x.sum() * 2.0\n\n    def body(c, y):\n        return c + h * shift(y), c\n\n    carry, ys = lax.scan(body, jnp.zeros(()), xs)\n    return value, grads[\"w\"], carry, ys\n\n\nparams = {\"w\": jnp.ones((4, 3)), \"b\": jnp.ones((3,))}\ntrain(params, jnp.ones((2, 4)), jnp.ones((5,)))\ntrain(params, jnp.ones((6, 4)), jnp.ones((5,)))\n";
+
+#[test]
+fn repro_function_uncurries_transformations_and_writes_closures_inside() {
+    let dir = temp_dir("repro-nested");
+    write(&dir, "nested.py", NESTED);
+    let out = tracelens().current_dir(&dir).args(["repro", "nested.py", "--function", "train"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // `loss` reads nothing of `train`: written at the top level, taking the dict whole.
+    assert!(
+        text.contains("\ndef loss(params, x):  # nested.py:6\n    params_b = params['b']\n    params_w = params['w']\n    v1 = x @ params_w  # nested.py:7\n"),
+        "{text}"
+    );
+    // The transformation is called as the user called it, uncurried.
+    assert!(text.contains("    v1 = jax.value_and_grad(loss)({'b': params_b, 'w': params_w}, x)  # nested.py:16\n"), "{text}");
+    // `body` reads `h` of `train`: written inside it, right before the scan, returning the
+    // user's `(carry, y)`.
+    assert!(
+        text.contains("    v3 = jnp.zeros(())  # nested.py:22\n\n    def body(c, y):  # nested.py:19\n        v4 = jnp.sin(y)  # nested.py:11\n        v5 = h * v4  # nested.py:20\n        v6 = c + v5  # nested.py:20\n        return v6, c\n\n    v4 = lax.scan(body, v3, xs)  # nested.py:22\n"),
+        "{text}"
+    );
+    assert!(text.contains("    return v1[0], v1[1]['w'], v4[0], v4[1]\n"), "{text}");
+    // Two traces (a new shape retraces), each body written once.
+    assert_eq!(text.matches("\ndef loss(").count(), 1, "{text}");
+    assert_eq!(text.matches("\ndef train").count(), 1, "{text}");
+    assert!(text.contains("\nout2 = jax.jit(train)("), "{text}");
+}
+
 #[test]
 fn small_known_arrays_are_literals_up_to_the_threshold() {
     let dir = temp_dir("repro-literals");

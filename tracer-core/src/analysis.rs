@@ -89,7 +89,7 @@ pub struct FileAnalysis {
     /// For each trace of the functions named in `ReproConfig::functions`, the program it
     /// stages out and the avals of its results; `None` for a trace a standalone program
     /// cannot say.
-    pub collected: Vec<Option<(crate::repro::Program, Vec<String>)>>,
+    pub collected: Vec<Result<(crate::repro::Program, Vec<String>), String>>,
 }
 
 /// A reproducer for one error: the program as data, and as emitted (unreduced) text with
@@ -240,8 +240,17 @@ pub fn analyze_parsed_then(
             if rec.fn_name != *name || rec.def_site.is_none_or(|s| s.file != 0) {
                 continue;
             }
-            let outputs = rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect::<Vec<_>>());
-            let program = outputs.and_then(|o| crate::jax::stmt::emit_trace(&interp, record, &what, false).map(|p| (p, o)));
+            // `jax.jit(jax.grad(f))` traces `f` twice, the inner trace inside the outer one:
+            // the outer trace's program already calls the transformation.
+            if rec.parent.is_some_and(|p| interp.jax.records[p].fn_name == *name && interp.jax.records[p].def_site == rec.def_site) {
+                continue;
+            }
+            let line = rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0);
+            let program = match &rec.outputs {
+                None => Err("the trace raised".to_string()),
+                Some(o) => crate::jax::stmt::emit_trace(&interp, record, &what, false).map(|p| (p, o.iter().map(|a| a.short()).collect())),
+            }
+            .map_err(|why| format!("the trace called at line {line}: {why}"));
             collected.push(program);
         }
     }
@@ -353,7 +362,7 @@ fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> 
         .records
         .iter()
         .rposition(|r| r.call_site.is_some_and(|c| c.file == site.file && interp.line_of(c) == line) && r.kind == TraceKind::Grad)?;
-    let mut program = crate::jax::stmt::emit_trace(interp, record, what, true)?;
+    let mut program = crate::jax::stmt::emit_trace(interp, record, what, true).ok()?;
     program.file_label = interp.path(site.file).to_string_lossy().to_string();
     program.error_line = line;
     crate::repro::minimise::reproduces(&program).then_some(program)

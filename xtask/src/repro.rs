@@ -194,6 +194,8 @@ pub struct FunctionSummary {
     pub matching: usize,
     /// (fixture, function, what happened)
     pub wrong: Vec<(String, String, String)>,
+    /// (fixture, function, why some or all of its traces were not staged out)
+    pub missing: Vec<(String, String, String)>,
 }
 
 /// Runs a reproducer and prints the short avals of its `out1`, `out2`, ... bindings.
@@ -212,8 +214,9 @@ while f"out{k}" in g:
 pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: &Path, jobs: usize) -> FunctionSummary {
     let fixtures = python_files_in(clean_dir, out_dir);
     let next = AtomicUsize::new(0);
-    // (fixture, function, traces staged, traces matching, problem)
-    let results: Mutex<Vec<(String, String, usize, usize, Option<String>)>> = Mutex::new(Vec::new());
+    // (fixture, function, traces staged, traces matching, problem, why traces were left out)
+    type Outcome = (String, String, usize, usize, Option<String>, Option<String>);
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
@@ -241,7 +244,14 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
                     let _ = std::fs::remove_file(&out);
                     let mut cmd = Command::new(binary);
                     cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
-                    let written = matches!(run_with_limit(cmd, Duration::from_secs(60)), Ok(f) if f.status == Some(0));
+                    let done = run_with_limit(cmd, Duration::from_secs(60));
+                    let written = matches!(&done, Ok(f) if f.status == Some(0));
+                    // `repro --function` says on its last line of standard error why traces
+                    // were left out (after "wrote FILE" when it wrote some).
+                    let left_out = match &done {
+                        Ok(f) => f.stderr.lines().find(|l| !l.starts_with("wrote ")).map(str::to_string),
+                        Err(e) => Some(e.to_string()),
+                    };
                     let text = std::fs::read_to_string(&out).unwrap_or_default();
                     let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
                     let outcome = if !written || expected.is_empty() {
@@ -263,7 +273,7 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
                         }
                     };
                     if let Ok(mut r) = results.lock() {
-                        r.push((name.clone(), function, outcome.0, outcome.1, outcome.2));
+                        r.push((name.clone(), function, outcome.0, outcome.1, outcome.2, left_out));
                     }
                 }
             });
@@ -271,14 +281,18 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
     });
     let results = results.into_inner().unwrap_or_default();
     let mut wrong: Vec<(String, String, String)> =
-        results.iter().filter_map(|(n, f, _, _, p)| p.as_ref().map(|p| (n.clone(), f.clone(), p.clone()))).collect();
+        results.iter().filter_map(|(n, f, _, _, p, _)| p.as_ref().map(|p| (n.clone(), f.clone(), p.clone()))).collect();
     wrong.sort();
+    let mut missing: Vec<(String, String, String)> =
+        results.iter().filter_map(|(n, f, _, _, _, why)| why.as_ref().map(|w| (n.clone(), f.clone(), w.clone()))).collect();
+    missing.sort();
     FunctionSummary {
         functions: results.len(),
         staged: results.iter().filter(|r| r.2 > 0).count(),
         traces: results.iter().map(|r| r.2).sum(),
         matching: results.iter().map(|r| r.3).sum(),
         wrong,
+        missing,
     }
 }
 
@@ -289,6 +303,9 @@ impl FunctionSummary {
         );
         for (name, function, why) in &self.wrong {
             out.push_str(&format!("  WRONG  {name}: {function}: {why}\n"));
+        }
+        for (name, function, why) in &self.missing {
+            out.push_str(&format!("  NONE   {name}: {function}: {why}\n"));
         }
         out.push_str(&format!(
             "  staged out {} of {} functions; {} of {} traces return the avals tracelens gives under JAX\n",

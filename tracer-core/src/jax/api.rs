@@ -477,7 +477,13 @@ fn param_names(v: &Value) -> Vec<String> {
         Value::BoundMethod(bm) => param_names(&bm.1).into_iter().skip(1).collect(),
         Value::Builtin(b) => match &**b {
             Builtin::Partial { func, args, .. } => param_names(func).into_iter().skip(args.len()).collect(),
-            Builtin::Object(JaxObject::Wrapped { fun, .. } | JaxObject::CustomDerivative { fun, .. }) => param_names(fun),
+            Builtin::Object(
+                JaxObject::Wrapped { fun, .. }
+                | JaxObject::CustomDerivative { fun, .. }
+                | JaxObject::Grad { fun, .. }
+                | JaxObject::Vmapped { fun, .. }
+                | JaxObject::Jacobian { fun, .. },
+            ) => param_names(fun),
             _ => Vec::new(),
         },
         _ => Vec::new(),
@@ -957,6 +963,68 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
 }
 
 pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    // A transformation called inside a trace is one statement of the user's code for the
+    // reproducer, uncurried as JAX's tool does: `jax.value_and_grad(loss_fn)(params, x)`.
+    if super::stmt::recording(interp).is_some() {
+        if let Some((api, fun, options)) = transform_call(o) {
+            let def_site = fun_def_site(fun);
+            return super::stmt::recorded_transform(interp, api, def_site, options, args, kwargs, |interp, args, kwargs| {
+                call_jax_object_inner(interp, o, args, kwargs)
+            });
+        }
+    }
+    call_jax_object_inner(interp, o, args, kwargs)
+}
+
+/// For a function transformation: the API the reproducer calls, the user function and the
+/// options that differ from the API's defaults. `jax.hessian` is traced as `jacfwd` of
+/// `jacrev`; its trace of the user function is the inner one.
+fn transform_call(o: &JaxObject) -> Option<(&'static str, &Value, Vec<(&'static str, Value)>)> {
+    let not = |v: &Value, default: i64| !matches!(v, Value::Int(i) if *i == default);
+    Some(match o {
+        JaxObject::Grad { fun, argnums, has_aux, with_value } => {
+            let mut options = Vec::new();
+            if not(argnums, 0) {
+                options.push(("argnums", argnums.clone()));
+            }
+            if *has_aux {
+                options.push(("has_aux", Value::Bool(true)));
+            }
+            (if *with_value { "jax.value_and_grad" } else { "jax.grad" }, fun, options)
+        }
+        JaxObject::Vmapped { fun, in_axes, out_axes, axis_size } => {
+            let mut options = Vec::new();
+            if not(in_axes, 0) {
+                options.push(("in_axes", in_axes.clone()));
+            }
+            if not(out_axes, 0) {
+                options.push(("out_axes", out_axes.clone()));
+            }
+            if let Some(n) = axis_size {
+                options.push(("axis_size", Value::Int(*n as i64)));
+            }
+            ("jax.vmap", fun, options)
+        }
+        JaxObject::Jacobian { fun, argnums, has_aux, kind } => {
+            let mut options = Vec::new();
+            if not(argnums, 0) {
+                options.push(("argnums", argnums.clone()));
+            }
+            if *has_aux {
+                options.push(("has_aux", Value::Bool(true)));
+            }
+            let api = match *kind {
+                "jacfwd" => "jax.jacfwd",
+                "jacrev" => "jax.jacrev",
+                _ => "jax.hessian",
+            };
+            (api, fun, options)
+        }
+        _ => return None,
+    })
+}
+
+fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match o {
         JaxObject::Jitted(j) => call_jitted(interp, j, args, kwargs),
         JaxObject::PendingJit(kw0) => {
@@ -1015,7 +1083,16 @@ pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwa
         }
         JaxObject::At { .. } => Err(interp.type_error("'_IndexUpdateHelper' object is not callable")),
         JaxObject::AtIndex { .. } => Err(interp.type_error("'_IndexUpdateRef' object is not callable")),
-        JaxObject::AtUpdate { array, index, op } => at_update(interp, array, index, op, args, kwargs),
+        JaxObject::AtUpdate { array, index, op } => {
+            // `x.at[i].set(v)` is one statement of the user's code for the reproducer.
+            let mut refs: Vec<Value> = vec![Value::Array(array.clone()), index.clone()];
+            refs.extend(args.iter().cloned());
+            let refs: Vec<&Value> = refs.iter().collect();
+            let statement_kwargs = kwargs.clone();
+            super::stmt::recorded(interp, super::stmt::Call::AtUpdate(op), &refs, &statement_kwargs, |interp| {
+                at_update(interp, array, index, op, args, kwargs)
+            })
+        }
         JaxObject::TreeDef(_) => Err(interp.type_error("'PyTreeDef' object is not callable")),
         JaxObject::VjpFn { inputs, linear } => {
             if let Some(v) = linear {
@@ -1411,6 +1488,9 @@ fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: &Value) -> 
             return Err(e);
         }
     };
+    if let Some(record) = interp.jax.traces.last().map(|t| t.record) {
+        interp.jax.records[record].out_tree = Some(Rc::new(tree.clone()));
+    }
     let mut arrays = Vec::with_capacity(leaves.len());
     for (path, leaf) in &leaves {
         let invalid = match operand(interp, leaf) {

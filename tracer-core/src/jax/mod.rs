@@ -105,6 +105,9 @@ pub struct TraceRecord {
     pub arg_names: Vec<String>,
     /// The concrete arrays the trace closed over (its jaxpr's constvars), for values mode.
     pub consts: Vec<Rc<Array>>,
+    /// The structure of what the traced function returned (the reproducer writes a
+    /// function passed to `lax.scan` returning `(carry, y)` as the user did).
+    pub out_tree: Option<Rc<api::TreeDef>>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -250,6 +253,7 @@ impl JaxState {
             parent,
             arg_names: Vec::new(),
             consts: Vec::new(),
+            out_tree: None,
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

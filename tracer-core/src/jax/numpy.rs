@@ -1431,14 +1431,21 @@ pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult
         "size" => Value::Int(a.aval.size().min(i64::MAX as u128) as i64),
         "itemsize" => Value::Int(a.aval.dtype.itemsize() as i64),
         "nbytes" => Value::Int((a.aval.size() * a.aval.dtype.itemsize() as u128).min(i64::MAX as u128) as i64),
-        "T" => Value::Array(transpose(interp, a, None)?),
-        "mT" => {
-            let nd = a.aval.ndim();
-            let mut p: Vec<usize> = (0..nd).collect();
-            if nd >= 2 {
-                p.swap(nd - 1, nd - 2);
-            }
-            Value::Array(transpose(interp, a, Some(p))?)
+        // Attributes that compute are statements of the user's code for the reproducer.
+        "T" | "mT" => {
+            let attr = if name == "T" { "T" } else { "mT" };
+            let receiver = Value::Array(a.clone());
+            return super::stmt::recorded(interp, super::stmt::Call::Attr(attr), &[&receiver], &Vec::new(), |interp| {
+                let nd = a.aval.ndim();
+                let mut p: Vec<usize> = (0..nd).collect();
+                if attr == "T" {
+                    p.reverse();
+                } else if nd >= 2 {
+                    p.swap(nd - 1, nd - 2);
+                }
+                Ok(Value::Array(transpose(interp, a, Some(p))?))
+            })
+            .map(Some);
         }
         "real" => Value::Array(a.clone()),
         "imag" => Value::Array(full(interp, &a.aval.shape.clone(), 0.0, a.aval.dtype)?),

@@ -45,6 +45,18 @@ pub enum Call {
     /// A conversion Python forced on an array: `bool`, `int`, `float`, `operator.index`,
     /// `np.asarray`.
     Concretize(&'static str),
+    /// A function transformation applied and called at once, uncurried as JAX's tool does
+    /// (`jax.value_and_grad(loss_fn, has_aux=True)(params, x)`): the API, its options, and
+    /// the trace record it made of the user's function.
+    Transform {
+        api: &'static str,
+        options: Vec<(String, Arg)>,
+        child: Option<usize>,
+    },
+    /// `x.T`, `x.mT`.
+    Attr(&'static str),
+    /// `x.at[i].set(v)`: the arguments are the array, the index and the update's.
+    AtUpdate(&'static str),
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +95,10 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             Err(_) => Arg::Unknown,
         },
         Value::DType(d) => Arg::Lit(format!("jnp.{}", d.name())),
+        // `dtype=bool`, `astype(int)`: Python's own types.
+        Value::Builtin(b) if matches!(&**b, crate::interp::builtins::Builtin::Fn("bool" | "int" | "float" | "complex")) => {
+            Arg::Lit(b.name())
+        }
         Value::Tuple(items) => Arg::Tuple(items.iter().map(|x| to_arg(interp, x, keep)).collect()),
         Value::List(items) => {
             let items = items.borrow().clone();
@@ -159,6 +175,39 @@ pub fn recorded(
     result
 }
 
+/// `recorded` for a transformation's call (`Call::Transform`): also notes its options and
+/// the trace record it makes of the user's function (the one defined at `def_site`).
+pub fn recorded_transform(
+    interp: &mut Interp,
+    api: &'static str,
+    def_site: Option<Site>,
+    options: Vec<(&'static str, Value)>,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+    f: impl FnOnce(&mut Interp, Vec<Value>, Kwargs) -> PyResult<Value>,
+) -> PyResult<Value> {
+    let record = recording(interp);
+    let index = interp.jax.log.statements.len();
+    let first_record = interp.jax.records.len();
+    let statement_args = args.clone();
+    let statement_kwargs = kwargs.clone();
+    let refs: Vec<&Value> = statement_args.iter().collect();
+    let call = Call::Transform { api, options: Vec::new(), child: None };
+    let result = recorded(interp, call, &refs, &statement_kwargs, move |interp| f(interp, args, kwargs));
+    let ours = interp.jax.log.statements.get(index).is_some_and(|s| Some(s.record) == record && matches!(s.call, Call::Transform { .. }));
+    if ours {
+        let child = (first_record..interp.jax.records.len()).find(|&r| def_site.is_some() && interp.jax.records[r].def_site == def_site);
+        let mut keep = std::mem::take(&mut interp.jax.log.keep);
+        let converted: Vec<(String, Arg)> = options.iter().map(|(k, v)| (k.to_string(), to_arg(interp, v, &mut keep))).collect();
+        interp.jax.log.keep = keep;
+        if let Call::Transform { options, child: c, .. } = &mut interp.jax.log.statements[index].call {
+            *options = converted;
+            *c = child;
+        }
+    }
+    result
+}
+
 /// Records a conversion Python forces on a tracer, which is about to raise
 /// (`if x > 0:`, `int(n)`, `np.asarray(x)`).
 pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>) {
@@ -189,12 +238,17 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     let failing = log.statements.iter().rposition(|s| s.raised && s.site == error_site)?;
     let record = log.statements[failing].record;
     let last = &log.statements[failing];
+    // An error raised by a transformation's call itself is staged out of the trace it made
+    // of the user's function (`analysis::error_of_call`), which the minimiser shrinks.
+    if matches!(last.call, Call::Transform { .. }) {
+        return None;
+    }
     let mut roots = Vec::new();
     collect_arrays(&last.args, &mut roots);
     for (_, a) in &last.kwargs {
         collect_arrays(std::slice::from_ref(a), &mut roots);
     }
-    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what)?;
+    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what, None).ok()?;
     program.file_label = interp.path(error_site.file).to_string_lossy().to_string();
     program.error_line = interp.line_of(error_site);
     Some(program)
@@ -203,11 +257,17 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
 /// The program a trace stages out, returning what the traced function returned: every
 /// statement its outputs depend on. With `what` for an error raised by the call itself
 /// (`jax.grad` of a non-scalar function), the call is the failing line. `None` when an
-/// output comes from something a standalone program cannot say.
-pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bool) -> Option<Program> {
+/// output comes from something a standalone program cannot say, with what it is.
+pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bool) -> Result<Program, String> {
+    emit_trace_in(interp, record, what, error_at_call, None)
+}
+
+/// `emit_trace` of a function defined inside the one `outer` names: it may read the arrays
+/// `outer` names (its free variables), and is then written inside it (`Program::free`).
+fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: bool, outer: Option<&Names<'_>>) -> Result<Program, String> {
     let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
-    let jaxpr = rec.jaxpr.as_ref()?;
+    let jaxpr = rec.jaxpr.as_ref().ok_or("the trace raised")?;
     let end = log.statements.iter().rposition(|s| s.record == record).map_or(0, |i| i + 1);
     // The arrays behind the jaxpr's output variables, found by the tracers' variables.
     let trace_id = interp.jax.inputs.iter().find(|(r, _, _, _)| *r == record).and_then(|(_, ptr, _, _)| {
@@ -219,22 +279,33 @@ pub fn emit_trace(interp: &Interp, record: usize, what: &What, error_at_call: bo
     for atom in &jaxpr.outvars {
         match atom {
             super::ir::Atom::Var(v) => {
-                let a = arrays().find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id))?;
+                let a = arrays()
+                    .find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id))
+                    .ok_or("a result is not an array a recorded statement made")?;
                 let ptr = Rc::as_ptr(a) as usize;
                 roots.push(ptr);
                 outputs.push(Arg::Array(ptr, a.aval.clone(), true));
             }
-            super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype)?)),
+            super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype).ok_or("a result is a complex literal")?)),
         }
     }
-    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what)?;
+    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what, outer)?;
     let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
-    program.returns = Some(returns?);
+    let returns = returns.ok_or("a result cannot be written")?;
+    // The results in the structure the user's function returned them in.
+    // (Flat when it holds a class: the function's results are the same leaves.)
+    let structured = rec.out_tree.as_deref().and_then(|tree| tree_expr(interp, tree, &mut returns.clone().into_iter()));
+    let returns = match structured {
+        Some(Expr::Tuple(items)) if items.len() >= 2 => items,
+        Some(one) => vec![one],
+        None => returns,
+    };
+    program.returns = Some(returns);
     program.consts = names.consts;
     program.error_at_call = error_at_call;
     program.file_label = rec.def_site.map(|s| interp.path(s.file).to_string_lossy().to_string()).unwrap_or_default();
     program.error_line = program.call_line;
-    Some(program)
+    Ok(program)
 }
 
 /// The statements of `record` before `end` that `roots` depend on, then `last`, as a program.
@@ -248,20 +319,37 @@ fn slice<'a>(
     last: Option<&Statement>,
     extra_params: bool,
     what: &What,
-) -> Option<(Program, Names<'a>)> {
+    outer: Option<&Names<'_>>,
+) -> Result<(Program, Names<'a>), String> {
     let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
     let fn_name = sanitize(&rec.fn_name);
     if last.is_some_and(|l| !renderable(l)) {
-        return None;
+        return Err("the failing statement has an argument a standalone program cannot say".into());
     }
     let candidates: Vec<&Statement> = log.statements[..end].iter().filter(|s| s.record == record && !s.raised).collect();
     let mut needed: Vec<usize> = roots.to_vec();
     let mut chosen: Vec<&Statement> = Vec::new();
     for s in candidates.iter().rev() {
-        let produces = out_arrays(&s.outs).iter().any(|p| needed.contains(p));
+        let made = out_arrays(&s.outs);
+        let produces = made.iter().any(|p| needed.contains(p));
         if !produces || !renderable(s) {
             continue;
+        }
+        // Made here: a call around this one that returns the same arrays (`tree_map` of a
+        // lambda whose statements are recorded) is not needed for them.
+        needed.retain(|p| !made.contains(p));
+        // The functions it passes to an API may read arrays of this trace (closures).
+        let mut functions = Vec::new();
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_functions(a, &mut functions);
+        }
+        let mut children: Vec<usize> = functions.iter().filter_map(|f| child_of(interp, record, s, f)).collect();
+        if let Call::Transform { child: Some(c), .. } = &s.call {
+            children.push(*c);
+        }
+        for c in children {
+            needed.extend(free_reads(interp, c));
         }
         collect_arrays(&s.args, &mut needed);
         for (_, a) in &s.kwargs {
@@ -272,8 +360,13 @@ fn slice<'a>(
     chosen.reverse();
 
     let mut names = Names {
-        names: HashMap::new(),
-        used: ["jax", "jnp", "np", "lax", fn_name.as_str()].iter().map(|s| s.to_string()).collect(),
+        // A function written inside another sees the other's names.
+        names: outer.map(|o| o.names.clone()).unwrap_or_default(),
+        used: ["jax", "jnp", "np", "lax", fn_name.as_str()]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(outer.iter().flat_map(|o| o.used.iter().cloned()))
+            .collect(),
         consts: Vec::new(),
         threshold: what.fake_array_threshold,
         keep: &log.keep,
@@ -309,7 +402,12 @@ fn slice<'a>(
             continue;
         }
         if !extra_params {
-            return None;
+            // Say which statement made it, when one did but cannot be written.
+            let maker = candidates.iter().find(|s| out_arrays(&s.outs).contains(&ptr));
+            return Err(match maker {
+                Some(s) => format!("line {}: {:?} has an argument a standalone program cannot say", interp.line_of(s.site), s.call),
+                None => format!("it reads a traced {} that no statement of its own computes", aval.short()),
+            });
         }
         let name = names.fresh(&format!("t{}", params.len()));
         names.used.push(name.clone());
@@ -327,14 +425,29 @@ fn slice<'a>(
             collect_functions(a, &mut functions);
         }
         for f in functions {
-            let helper = helper_for(interp, record, s, &f, what, &mut names)?;
+            let helper = helper_for(interp, record, s, &f, what, &mut names)
+                .map_err(|why| format!("the function {f} passed at line {}: {why}", interp.line_of(s.site)))?;
             names.functions.insert(f, helper.fn_name.clone());
+            helpers.push(helper);
+        }
+        let mut transformed = None;
+        if let Call::Transform { api, child, .. } = &s.call {
+            let why = |w: String| format!("the function {api} transforms at line {}: {w}", interp.line_of(s.site));
+            let child = child.ok_or_else(|| why("no trace of it".into()))?;
+            let helper = stage_helper(interp, child, what, &mut names).map_err(why)?;
+            transformed = Some(Expr::Name(helper.fn_name.clone()));
             helpers.push(helper);
         }
         // `h = jnp.tanh(x @ w)`: the user's name is for the line's last call, not for `x @ w`.
         let last_on_line = statements.get(j + 1).is_none_or(|next| interp.line_of(next.site) != interp.line_of(s.site));
-        let args: Option<Vec<Expr>> = s.args.iter().map(|a| names.expr(a)).collect();
-        let kwargs: Option<Vec<(String, Expr)>> = s.kwargs.iter().map(|(k, a)| Some((k.clone(), names.expr(a)?))).collect();
+        let args: Option<Vec<Expr>> = transformed.into_iter().map(Some).chain(s.args.iter().map(|a| names.expr(a))).collect();
+        // A transformation's options are written as the keyword arguments of the API call.
+        let kwargs_of = match &s.call {
+            Call::Transform { options, .. } => options,
+            _ => &s.kwargs,
+        };
+        let kwargs: Option<Vec<(String, Expr)>> = kwargs_of.iter().map(|(k, a)| Some((k.clone(), names.expr(a)?))).collect();
+        let mut out_leaves = Vec::new();
         let (target, out) = match s.outs.first() {
             Some(Arg::Array(ptr, aval, _)) if !s.raised => {
                 let name = user_name(interp, s.site)
@@ -346,20 +459,36 @@ fn slice<'a>(
                 names.names.insert(*ptr, name.clone());
                 (Some(name), Some(aval.clone()))
             }
-            // `a, b = jnp.split(h, 2)`: the tuple gets a name, its arrays are `v1[0]`, `v1[1]`.
-            Some(Arg::Tuple(items) | Arg::List(items)) if !s.raised && items.iter().all(|x| matches!(x, Arg::Array(..))) => {
+            // `a, b = jnp.split(h, 2)`: the tuple gets a name, its arrays are `v1[0]`, `v1[1]`
+            // (and `v1[1]['w']` in a pytree of them).
+            Some(o @ (Arg::Tuple(_) | Arg::List(_) | Arg::Dict(_))) if !s.raised && !out_arrays(s.outs.as_slice()).is_empty() => {
                 let name = names.fresh("v");
                 names.used.push(name.clone());
-                for (k, x) in items.iter().enumerate() {
-                    if let Arg::Array(ptr, _, _) = x {
-                        names.names.insert(*ptr, format!("{name}[{k}]"));
+                let mut leaves = Vec::new();
+                leaf_paths(o, &mut String::new(), &mut leaves);
+                let mut avals = Vec::new();
+                collect_traced(o, &mut avals);
+                for (ptr, path) in leaves {
+                    let leaf = format!("{name}{path}");
+                    if let Some((_, aval)) = avals.iter().find(|(p, _)| *p == ptr) {
+                        out_leaves.push((leaf.clone(), aval.clone()));
                     }
+                    names.names.insert(ptr, leaf);
                 }
                 (Some(name), None)
             }
             _ => (None, None),
         };
-        body.push(Line { target, op: op_of(&s.call), args: args?, kwargs: kwargs?, out, user_line: interp.line_of(s.site) });
+        let unsaid = || format!("line {}: an argument cannot be written", interp.line_of(s.site));
+        body.push(Line {
+            target,
+            op: op_of(&s.call),
+            args: args.ok_or_else(unsaid)?,
+            kwargs: kwargs.ok_or_else(unsaid)?,
+            out,
+            out_leaves,
+            user_line: interp.line_of(s.site),
+        });
     }
     let under_jit = std::iter::successors(rec.parent, |p| interp.jax.records[*p].parent)
         .any(|p| matches!(interp.jax.records[p].kind, super::TraceKind::Jit));
@@ -388,23 +517,69 @@ fn slice<'a>(
         error_at_call: false,
         helpers,
         keep_params: false,
+        signature: None,
+        free: Vec::new(),
     };
-    Some((program, names))
+    Ok((program, names))
 }
 
-/// The arrays a statement made: its result, or the arrays of a tuple or list it returned.
-fn out_arrays(outs: &[Arg]) -> Vec<usize> {
-    let mut out = Vec::new();
-    for o in outs {
-        match o {
-            Arg::Array(p, _, _) => out.push(*p),
-            Arg::Tuple(items) | Arg::List(items) => {
-                out.extend(items.iter().filter_map(|x| if let Arg::Array(p, _, _) = x { Some(*p) } else { None }))
-            }
-            _ => {}
+/// The pytree `tree` with its leaves taken from `leaves`, as a Python expression: `None` for
+/// a registered class or a dataclass.
+fn tree_expr(interp: &Interp, tree: &super::api::TreeDef, leaves: &mut dyn Iterator<Item = Expr>) -> Option<Expr> {
+    use super::api::TreeDef;
+    Some(match tree {
+        TreeDef::Leaf => leaves.next()?,
+        TreeDef::None => Expr::Lit("None".into()),
+        TreeDef::Tuple(items) => Expr::Tuple(items.iter().map(|t| tree_expr(interp, t, leaves)).collect::<Option<_>>()?),
+        TreeDef::List(items) => Expr::List(items.iter().map(|t| tree_expr(interp, t, leaves)).collect::<Option<_>>()?),
+        TreeDef::Dict(items) => {
+            Expr::Dict(items.iter().map(|(k, t)| Some((key_literal(k)?, tree_expr(interp, t, leaves)?))).collect::<Option<_>>()?)
         }
+        TreeDef::Node { .. } => return None,
+    })
+}
+
+fn key_literal(k: &crate::interp::value::HashKey) -> Option<String> {
+    use crate::interp::value::HashKey;
+    Some(match k {
+        HashKey::Int(i) => i.to_string(),
+        HashKey::Str(s) => format!("{s:?}"),
+        HashKey::None => "None".into(),
+        _ => return None,
+    })
+}
+
+/// The arrays a statement made: its result, or the arrays of the pytree (tuples, lists and
+/// dicts) it returned.
+fn out_arrays(outs: &[Arg]) -> Vec<usize> {
+    let mut leaves = Vec::new();
+    for o in outs {
+        leaf_paths(o, &mut String::new(), &mut leaves);
     }
-    out
+    leaves.into_iter().map(|(p, _)| p).collect()
+}
+
+/// The arrays of a pytree of tuples, lists and dicts, each with its index path (`[1]['w']`).
+fn leaf_paths(a: &Arg, prefix: &mut String, out: &mut Vec<(usize, String)>) {
+    let len = prefix.len();
+    match a {
+        Arg::Array(p, _, _) => out.push((*p, prefix.clone())),
+        Arg::Tuple(items) | Arg::List(items) => {
+            for (k, x) in items.iter().enumerate() {
+                prefix.push_str(&format!("[{k}]"));
+                leaf_paths(x, prefix, out);
+                prefix.truncate(len);
+            }
+        }
+        Arg::Dict(items) => {
+            for (k, x) in items {
+                prefix.push_str(&format!("[{k}]"));
+                leaf_paths(x, prefix, out);
+                prefix.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn collect_functions(a: &Arg, out: &mut Vec<String>) {
@@ -424,28 +599,103 @@ fn collect_functions(a: &Arg, out: &mut Vec<String>) {
 /// the trace the API made of it (a child of `record` started on the statement's line),
 /// staged out, with its constants renamed after it. `None` when there is no such trace or
 /// it reads values it does not take as arguments (a closure over outer tracers).
-fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Option<Program> {
+fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Result<Program, String> {
     let line = interp.line_of(s.site);
-    let child = interp.jax.records.iter().rposition(|r| {
+    let _ = line;
+    let child = child_of(interp, record, s, name).ok_or("no trace of it")?;
+    stage_helper(interp, child, what, names)
+}
+
+/// The trace an API made of the user function `name` that statement `s` of `record` passed
+/// to it: a child of `record` started on the statement's line.
+fn child_of(interp: &Interp, record: usize, s: &Statement, name: &str) -> Option<usize> {
+    let line = interp.line_of(s.site);
+    interp.jax.records.iter().rposition(|r| {
         r.parent == Some(record) && r.fn_name == name && r.call_site.is_some_and(|c| c.file == s.site.file && interp.line_of(c) == line)
-    })?;
-    // The API calls the helper with one array per parameter, as the user's function was.
-    let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == child).collect();
-    let whole = inputs
-        .iter()
-        .enumerate()
-        .all(|(k, (_, ptr, _, index))| *index == k && interp.jax.input_paths.get(ptr).is_none_or(|p| p.is_empty()));
-    if !whole || inputs.len() != interp.jax.records[child].arg_names.len() {
-        return None;
+    })
+}
+
+/// The traced arrays that the statements of `child` and the traces inside it read but
+/// neither make nor take as inputs: what the user's function closed over.
+fn free_reads(interp: &Interp, child: usize) -> Vec<usize> {
+    let records = &interp.jax.records;
+    let inside = |mut r: usize| {
+        for _ in 0..=records.len() {
+            if r == child {
+                return true;
+            }
+            match records.get(r).and_then(|x| x.parent) {
+                Some(p) => r = p,
+                None => return false,
+            }
+        }
+        false
+    };
+    let statements: Vec<&Statement> = interp.jax.log.statements.iter().filter(|s| inside(s.record)).collect();
+    let made: Vec<usize> = statements.iter().flat_map(|s| out_arrays(&s.outs)).collect();
+    let inputs: Vec<usize> = interp.jax.inputs.iter().filter(|(r, _, _, _)| inside(*r)).map(|(_, p, _, _)| *p).collect();
+    let mut read = Vec::new();
+    for s in &statements {
+        for a in s.args.iter().chain(s.kwargs.iter().map(|(_, a)| a)) {
+            collect_traced(a, &mut read);
+        }
     }
-    let mut helper = emit_trace(interp, child, what, false)?;
+    read.into_iter().map(|(p, _)| p).filter(|p| !made.contains(p) && !inputs.contains(p)).collect()
+}
+
+/// The trace `child` staged out as a function the API calls with the user function's
+/// arguments: a pytree argument is taken whole and its leaves are read from it
+/// (`params_w = params['w']`).
+fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_>) -> Result<Program, String> {
+    let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == child).collect();
+    let arg_names = &interp.jax.records[child].arg_names;
+    // At the top level when it reads nothing of the function that passes it; else written
+    // inside that function, reading its names.
+    let mut helper = match emit_trace(interp, child, what, false) {
+        Ok(h) => h,
+        Err(_) => {
+            let mut h = emit_trace_in(interp, child, what, false, Some(names))?;
+            let inherited: Vec<&String> = names.names.values().collect();
+            h.free = h.used_names().into_iter().filter(|n| inherited.contains(&n)).collect();
+            h
+        }
+    };
+    if inputs.len() != helper.params.len() || inputs.iter().any(|(_, _, _, index)| *index >= arg_names.len()) {
+        return Err("its arguments are not all parameters it names".into());
+    }
+    let mut signature: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for (index, arg) in arg_names.iter().enumerate() {
+        let arg = sanitize(arg);
+        let mut leaves = Vec::new();
+        for ((_, ptr, _, i), param) in inputs.iter().zip(&helper.params) {
+            if *i != index {
+                continue;
+            }
+            let path = interp.jax.input_paths.get(ptr).cloned().unwrap_or_default();
+            if !(path.is_empty() || path.starts_with('[')) {
+                return Err(format!("its argument {arg} is not a pytree of dicts, tuples and lists"));
+            }
+            leaves.push((param.name.clone(), path));
+        }
+        if leaves.iter().filter(|(_, p)| p.is_empty()).count() > usize::from(leaves.len() == 1) {
+            return Err(format!("the leaves of its argument {arg} have no path"));
+        }
+        // An array argument renamed because a closure's enclosing function has the name
+        // (`lambda w: ...` inside `step(w, ...)`) is taken under its new name.
+        let arg = match leaves.as_slice() {
+            [(leaf, path)] if path.is_empty() => leaf.clone(),
+            _ => arg,
+        };
+        signature.push((arg, leaves));
+    }
+    helper.signature = Some(signature);
     helper.keep_params = true;
-    let fn_name = names.fresh(&sanitize(name));
+    let fn_name = names.fresh(&sanitize(&interp.jax.records[child].fn_name));
     names.used.push(fn_name.clone());
     let renames: Vec<(String, String)> = helper.consts.iter().map(|c| (c.name.clone(), format!("{fn_name}_{}", c.name))).collect();
     helper.rename(&renames);
     helper.fn_name = fn_name;
-    Some(helper)
+    Ok(helper)
 }
 
 /// What the reproducer is for: the diagnostic's code and the first line of its message.
@@ -465,6 +715,9 @@ fn op_of(call: &Call) -> Op {
         Call::SetItem => Op::SetItem,
         Call::Method(m) => Op::Method(m.clone()),
         Call::Concretize(what) => Op::Concretize(what.to_string()),
+        Call::Transform { api, .. } => Op::Transform(api.to_string()),
+        Call::Attr(name) => Op::Attr(name.to_string()),
+        Call::AtUpdate(op) => Op::AtUpdate(op.to_string()),
     }
 }
 
@@ -600,7 +853,12 @@ fn has_unknown(a: &Arg) -> bool {
 
 /// A statement a standalone program can say: every argument is an array or a literal.
 fn renderable(s: &Statement) -> bool {
-    !s.args.iter().any(has_unknown) && !s.kwargs.iter().any(|(_, a)| has_unknown(a))
+    let options_known = match &s.call {
+        // Keyword arguments to a transformed function are not traced inputs.
+        Call::Transform { options, .. } => s.kwargs.is_empty() && !options.iter().any(|(_, a)| has_unknown(a)),
+        _ => true,
+    };
+    options_known && !s.args.iter().any(has_unknown) && !s.kwargs.iter().any(|(_, a)| has_unknown(a))
 }
 
 /// The input tracers of a trace record: identity, aval and a name made from the user's

@@ -117,17 +117,30 @@ fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
     for e in out.body.iter().flat_map(|l| l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e))).chain(returned) {
         e.names(&mut |n| read.push(n.to_string()));
     }
+    // What the closures written inside read.
+    read.extend(out.helpers.iter().flat_map(|h| h.free.iter().cloned()));
+    let mut renames = Vec::new();
     for (i, l) in p.body.iter().enumerate() {
         if i == last || keep.contains(&i) {
             continue;
         }
         let Some(target) = &l.target else { continue };
+        // The arrays of a pytree result that are read (`v1[0]`) become parameters `v1_0`.
+        for (leaf, aval) in l.out_leaves.iter().filter(|(leaf, _)| read.contains(leaf)) {
+            let name: String = leaf.chars().filter(|c| !"'\"]".contains(*c)).map(|c| if c == '[' { '_' } else { c }).collect();
+            if !name.chars().all(|c| c.is_alphanumeric() || c == '_') || read.contains(&name) {
+                return None;
+            }
+            out.params.push(Input { name: name.clone(), aval: aval.clone(), literal: None });
+            renames.push((leaf.clone(), name));
+        }
         if !read.contains(target) {
             continue;
         }
         let aval = l.out.clone()?;
         out.params.push(Input { name: target.clone(), aval, literal: None });
     }
+    out.rename(&renames);
     Some(out)
 }
 
@@ -231,6 +244,10 @@ enum ArgEdit {
 
 fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
     let l = &p.body[line];
+    // A transformed function takes its arguments whole, as the pytrees its helper reads.
+    if matches!(l.op, Op::Transform(_) | Op::Attr(_) | Op::AtUpdate(_)) {
+        return Vec::new();
+    }
     let mut edits: Vec<ArgEdit> = (0..l.kwargs.len()).rev().map(ArgEdit::Kwarg).collect();
     let first_droppable = match l.op {
         Op::Api(_) => 1,

@@ -58,6 +58,13 @@ pub enum Op {
     /// A conversion Python forces on an array: `bool` (an `if`), `int`, `float`,
     /// `operator.index` (indexing a list), `np.asarray`.
     Concretize(String),
+    /// `jax.vmap(f, in_axes=1)(x, y)`: `args[0]` is the function, the keyword arguments are
+    /// the transformation's and the other arguments the call's.
+    Transform(String),
+    /// `x.T`: `args[0]` is the receiver.
+    Attr(String),
+    /// `x.at[i].set(v)`: `args` are the array, the index, then the update's arguments.
+    AtUpdate(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +77,9 @@ pub struct Line {
     /// The aval of the result, when it is one array (what a parameter standing for this line
     /// must look like).
     pub out: Option<Aval>,
+    /// For a result that is a pytree of arrays: each array as the program names it
+    /// (`v1[1]['w']`) and its aval.
+    pub out_leaves: Vec<(String, Aval)>,
     /// The user's line (1-based) this line stands for.
     pub user_line: u32,
 }
@@ -122,6 +132,14 @@ pub struct Program {
     pub helpers: Vec<Program>,
     /// Take every parameter, used or not (a helper is called by the API with all of them).
     pub keep_params: bool,
+    /// A helper's parameters as the user's function takes them, each with the leaves read
+    /// from it and their index paths (`params` -> `params_w = params['w']`); `None` when the
+    /// parameters are `params` themselves.
+    pub signature: Option<Vec<(String, Vec<(String, String)>)>>,
+    /// The names a helper reads from the function that passes it (a closure, the seed's
+    /// `g7`): it is written inside that function, right before the line that passes it.
+    /// Empty for a helper written at the top level.
+    pub free: Vec<String>,
 }
 
 /// What the header says about how the program was reduced.
@@ -144,7 +162,7 @@ pub struct Rendered {
 
 impl Program {
     /// The names the body reads, in order of first use.
-    fn used_names(&self) -> Vec<String> {
+    pub fn used_names(&self) -> Vec<String> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let returned = self.returns.iter().flatten();
@@ -155,6 +173,11 @@ impl Program {
                         out.push(n.to_string());
                     }
                 });
+            }
+        }
+        for n in self.helpers.iter().flat_map(|h| h.free.iter()) {
+            if seen.insert(n.clone()) {
+                out.push(n.clone());
             }
         }
         out
@@ -230,7 +253,7 @@ fn render_body(p: &Program, header: &[String]) -> Rendered {
         let _ = writeln!(text, "# {h}");
     }
     let imports_at = text.len();
-    let block = render_block(p, &p.fn_name, true, None);
+    let block = render_block(p, &p.fn_name, true, None, &mut Vec::new());
     let mut links = Vec::new();
     let offset = text.lines().count();
     text.push_str(&block.text);
@@ -249,6 +272,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
     let imports_at = text.len();
     let mut links = Vec::new();
     let mut defined: Vec<(String, String)> = Vec::new();
+    let mut helpers_written = Vec::new();
     for (i, (p, outputs)) in programs.iter().enumerate() {
         // The definition under a placeholder name, to compare bodies.
         let probe = render_def(p, "__tracelens_fn__").text;
@@ -264,7 +288,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
                 n
             }
         };
-        let block = render_block(p, &name, define, Some((i + 1, outputs)));
+        let block = render_block(p, &name, define, Some((i + 1, outputs)), &mut helpers_written);
         let offset = text.lines().count();
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
@@ -273,7 +297,14 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
 }
 
 /// One program's constants, definition (when `define`) and call, as text starting at line 0.
-fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &Vec<String>)>) -> Rendered {
+/// A helper whose text is in `helpers_written` is not written again.
+fn render_block(
+    p: &Program,
+    fn_name: &str,
+    define: bool,
+    bind: Option<(usize, &Vec<String>)>,
+    helpers_written: &mut Vec<String>,
+) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let used = p.used_names();
@@ -284,9 +315,10 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
     let label = &p.file_label;
     let mut failing_line = 0;
     if define {
-        for h in &p.helpers {
+        // (A helper the minimiser left unused is not written.)
+        for h in p.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
             let offset = text.lines().count();
-            let block = render_helper(h);
+            let block = render_helper(h, helpers_written);
             text.push_str(&block.text);
             links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
         }
@@ -314,23 +346,30 @@ fn render_block(p: &Program, fn_name: &str, define: bool, bind: Option<(usize, &
     Rendered { text, links, failing_line }
 }
 
-/// A helper's own helpers, constants and definition.
-fn render_helper(h: &Program) -> Rendered {
+/// A helper's own helpers, constants and definition; nothing when the same text was written
+/// before (identical bodies are written once).
+fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
-    for inner in &h.helpers {
+    let used = h.used_names();
+    for inner in h.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
         let offset = text.lines().count();
-        let block = render_helper(inner);
+        let block = render_helper(inner, helpers_written);
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
-    let used = h.used_names();
+    let mut own = String::new();
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
-        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+        let _ = writeln!(own, "{} = {}", c.name, value_of(c));
     }
-    let offset = text.lines().count();
     let def = render_def(h, &h.fn_name);
-    text.push_str(&def.text);
+    own.push_str(&def.text);
+    if helpers_written.contains(&own) {
+        return Rendered { text, links, failing_line: 0 };
+    }
+    helpers_written.push(own.clone());
+    let offset = text.lines().count() + own.lines().count() - def.text.lines().count();
+    text.push_str(&own);
     links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
     Rendered { text, links, failing_line: 0 }
 }
@@ -343,9 +382,40 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
     let label = &p.file_label;
     let params = p.live_params();
     let names: Vec<&str> = params.iter().map(|x| x.name.as_str()).collect();
+    let mut names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    if let Some(signature) = &p.signature {
+        // Trailing parameters with no array in them may have been left to their defaults
+        // (which the body has inlined): they default to `None`.
+        let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
+        names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
+    }
     let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
+    let used = p.used_names();
+    for (arg, leaves) in p.signature.iter().flatten() {
+        for (leaf, path) in leaves.iter().filter(|(leaf, path)| used.contains(leaf) && (leaf != arg || !path.is_empty())) {
+            let _ = writeln!(text, "    {leaf} = {arg}{path}");
+        }
+    }
+    let mut nested_written: Vec<&str> = Vec::new();
     for line in &p.body {
+        // A closure is written inside, right before the line that passes it.
+        for h in p.helpers.iter().filter(|h| !h.free.is_empty()) {
+            if nested_written.contains(&h.fn_name.as_str()) || !line.args.iter().any(|a| matches!(a, Expr::Name(n) if *n == h.fn_name)) {
+                continue;
+            }
+            nested_written.push(&h.fn_name);
+            let block = render_helper(h, &mut Vec::new());
+            let offset = text.lines().count();
+            for row in block.text.lines() {
+                if row.is_empty() {
+                    text.push('\n');
+                } else {
+                    let _ = writeln!(text, "    {row}");
+                }
+            }
+            links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
+        }
         let code = render_line(line);
         let mut rows = code.lines();
         let first = rows.next().unwrap_or("");
@@ -399,6 +469,11 @@ fn value_of(input: &Input) -> String {
         return l.clone();
     }
     let a = &input.aval;
+    // A `u32[]` argument is a typed PRNG key (`jax.random.key`, whose aval tracelens writes
+    // as `u32[]`): JAX rejects raw `uint32` data of rank 0 as a key. A legacy key is `u32[2]`.
+    if a.dtype == DType::U32 && a.shape.is_empty() && !a.weak {
+        return "jax.random.key(0)".into();
+    }
     if a.weak && a.shape.is_empty() {
         match a.dtype {
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => return "1.0".into(),
@@ -509,6 +584,15 @@ fn render_line(line: &Line) -> String {
         Op::SetItem => format!("{}[{}] = {}", arg(0), index(), arg(2)),
         Op::Method(m) => {
             format!("{}.{m}({})", arg(0), args.iter().skip(1).chain(kwargs.iter()).cloned().collect::<Vec<_>>().join(", "))
+        }
+        Op::Attr(name) => format!("{}.{name}", arg(0)),
+        Op::AtUpdate(op) => {
+            let rest: Vec<String> = args.iter().skip(2).chain(kwargs.iter()).cloned().collect();
+            format!("{}.at[{}].{op}({})", arg(0), index(), rest.join(", "))
+        }
+        Op::Transform(api) => {
+            let options: Vec<String> = args.iter().take(1).chain(kwargs.iter()).cloned().collect();
+            format!("{api}({})({})", options.join(", "), args.iter().skip(1).cloned().collect::<Vec<_>>().join(", "))
         }
         Op::Concretize(what) => match what.as_str() {
             "bool" => format!("if {}:\n    pass", arg(0)),
