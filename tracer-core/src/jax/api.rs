@@ -429,19 +429,26 @@ fn kw<'a>(kwargs: &'a Kwargs, name: &str) -> Option<&'a Value> {
     kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v)
 }
 
+/// The function a transformation object stands for: `f` of `jax.grad(f)`, `jax.vmap(f)`,
+/// `jax.jacfwd(f)`, a `functools.wraps` wrapper or a `custom_jvp`.
+fn transformed_fun(o: &JaxObject) -> Option<&Value> {
+    match o {
+        JaxObject::Wrapped { fun, .. }
+        | JaxObject::Grad { fun, .. }
+        | JaxObject::Jacobian { fun, .. }
+        | JaxObject::Vmapped { fun, .. }
+        | JaxObject::CustomDerivative { fun, .. } => Some(fun),
+        _ => None,
+    }
+}
+
 fn fun_name(v: &Value) -> String {
     match v {
         Value::Function(f) => f.def.name.to_string(),
         Value::Builtin(b) => match &**b {
             Builtin::Partial { func, .. } => fun_name(func),
             Builtin::Object(JaxObject::Jitted(j)) => j.name.clone(),
-            Builtin::Object(
-                JaxObject::Wrapped { fun, .. }
-                | JaxObject::Grad { fun, .. }
-                | JaxObject::Jacobian { fun, .. }
-                | JaxObject::Vmapped { fun, .. }
-                | JaxObject::CustomDerivative { fun, .. },
-            ) => fun_name(fun),
+            Builtin::Object(o) if let Some(fun) = transformed_fun(o) => fun_name(fun),
             other => other.name(),
         },
         Value::BoundMethod(bm) => fun_name(&bm.1),
@@ -458,12 +465,9 @@ fn fun_def_site(v: &Value) -> Option<Site> {
         }
         Value::Builtin(b) => match &**b {
             Builtin::Partial { func, .. } => fun_def_site(func),
-            Builtin::Object(
-                JaxObject::Wrapped { fun, .. }
-                | JaxObject::Grad { fun, .. }
-                | JaxObject::Vmapped { fun, .. }
-                | JaxObject::CustomDerivative { fun, .. },
-            ) => fun_def_site(fun),
+            // A Jacobian's traces are not reported under the function's definition.
+            Builtin::Object(JaxObject::Jacobian { .. }) => None,
+            Builtin::Object(o) => transformed_fun(o).and_then(fun_def_site),
             _ => None,
         },
         Value::BoundMethod(bm) => fun_def_site(&bm.1),
@@ -477,13 +481,7 @@ fn param_names(v: &Value) -> Vec<String> {
         Value::BoundMethod(bm) => param_names(&bm.1).into_iter().skip(1).collect(),
         Value::Builtin(b) => match &**b {
             Builtin::Partial { func, args, .. } => param_names(func).into_iter().skip(args.len()).collect(),
-            Builtin::Object(
-                JaxObject::Wrapped { fun, .. }
-                | JaxObject::CustomDerivative { fun, .. }
-                | JaxObject::Grad { fun, .. }
-                | JaxObject::Vmapped { fun, .. }
-                | JaxObject::Jacobian { fun, .. },
-            ) => param_names(fun),
+            Builtin::Object(o) => transformed_fun(o).map(param_names).unwrap_or_default(),
             _ => Vec::new(),
         },
         _ => Vec::new(),
@@ -1471,7 +1469,7 @@ fn trace_inputs(
 
 /// What a traced function's output is to its transformation.
 enum TracedOutput {
-    Arrays(TreeDef, Vec<Rc<Array>>),
+    Arrays(Rc<TreeDef>, Vec<Rc<Array>>),
     /// A leaf the interpreter cannot know: the transformation's result is unknown.
     Unknown(String),
 }
@@ -1482,14 +1480,14 @@ enum TracedOutput {
 fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: &Value) -> PyResult<TracedOutput> {
     let mut leaves = Vec::new();
     let tree = match flatten(interp, out, "", &mut leaves) {
-        Ok(t) => t,
+        Ok(t) => Rc::new(t),
         Err(e) => {
             interp.jax.abort_trace();
             return Err(e);
         }
     };
     if let Some(record) = interp.jax.traces.last().map(|t| t.record) {
-        interp.jax.records[record].out_tree = Some(Rc::new(tree.clone()));
+        interp.jax.records[record].out_tree = Some(tree.clone());
     }
     let mut arrays = Vec::with_capacity(leaves.len());
     for (path, leaf) in &leaves {
@@ -1882,7 +1880,7 @@ fn trace_jit_body(
     interp.jax.records[record].consts = consts.clone();
     let jaxpr = interp.jax.pop_trace(&arrays);
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
-    Ok((out, record, Some(jaxpr), consts, Rc::new(out_tree), outputs))
+    Ok((out, record, Some(jaxpr), consts, out_tree, outputs))
 }
 
 /// JAX's error for a static argument that cannot be hashed.
