@@ -38,7 +38,7 @@ impl Builtin {
         match self {
             Builtin::Fn(n) => n.to_string(),
             Builtin::Method { name, .. } => name.to_string(),
-            Builtin::Jax(f) => f.qualified_name(),
+            Builtin::Jax(f) => f.qualified_name().to_string(),
             Builtin::Object(o) => o.describe(),
             Builtin::Partial { .. } => "functools.partial".into(),
             Builtin::Super { .. } => "super".into(),

@@ -11,10 +11,10 @@ pub mod modules;
 pub mod ops;
 pub mod value;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use value::HashMap;
 
 use crate::diagnostics::{Code, Diagnostic, Related, Severity};
 use crate::jax::JaxState;
@@ -152,7 +152,7 @@ pub struct Interp<'l> {
     pub stops: Vec<(Option<Site>, String)>,
     /// Function definitions that ran at least once (by AST node), to find library functions
     /// that only annotations or `# tracelens: trace` comments can reach.
-    pub called: std::collections::HashSet<usize>,
+    pub called: std::collections::HashSet<usize, foldhash::fast::FixedState>,
     repr_depth: usize,
     /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
     /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
@@ -260,7 +260,7 @@ impl<'l> Interp<'l> {
             started: Instant::now(),
             jax: JaxState::default(),
             classes: builtins::BuiltinClasses::new(),
-            warned: HashMap::new(),
+            warned: HashMap::default(),
             generators: Vec::new(),
             stdout: String::new(),
             stops: Vec::new(),

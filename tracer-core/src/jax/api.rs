@@ -97,6 +97,8 @@ pub struct Jitted {
     pub donate: bool,
     /// Index into `JaxState::jitted`.
     pub info: usize,
+    /// The wrapped function's positional parameters, read on every call.
+    pub params: Vec<String>,
 }
 
 /// Per jitted function: its cache entries and call counts (what `tracelens trace` prints).
@@ -957,7 +959,7 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
             interp.jax.jitted.len() - 1
         }
     };
-    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info }))))
+    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params }))))
 }
 
 pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
@@ -1691,11 +1693,24 @@ fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array
     unflatten(interp, &tree, &mut mapped.into_iter())
 }
 
+/// `f(*args)` with `n_args` positional arguments binds without error: every parameter is a
+/// plain positional one and the count is within what the defaults allow.
+fn binds_trivially(f: &crate::interp::value::Function, n_args: usize, no_kwargs: bool) -> bool {
+    let p = &f.def.params;
+    let positional = p.posonly.len() + p.args.len();
+    let required = positional - f.defaults.len().min(positional);
+    no_kwargs && p.vararg.is_none() && p.kwarg.is_none() && p.kwonly.is_empty() && (required..=positional).contains(&n_args)
+}
+
 fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     // Arguments that do not fit the signature fail before any cache lookup (no retrace).
     // JAX still counts it as a trace (a cache miss whose tracing raised), but it is no retrace
     // worth explaining.
-    if let Value::Function(f) = &j.fun {
+    let bind_check = match &j.fun {
+        Value::Function(f) if !binds_trivially(f, args.len(), kwargs.is_empty()) => Some(f),
+        _ => None,
+    };
+    if let Some(f) = bind_check {
         let scratch = Rc::new(crate::interp::value::Scope::default());
         if let Err(e) = interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone()) {
             let site = interp.site();
@@ -1711,7 +1726,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
             return Err(e);
         }
     }
-    let params = param_names(&j.fun);
+    let params = &j.params;
     let nargs = args.len() as i64;
     // Split static from dynamic arguments.
     let mut statics = Vec::new();
@@ -1763,17 +1778,19 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     for (k, v) in &dyn_kwargs {
         trees.push(flatten(interp, v, k, &mut leaves)?);
     }
-    let mut leaf_avals = Vec::new();
-    for (path, leaf) in &leaves {
-        match leaf {
+    let mut leaf_avals = Vec::with_capacity(leaves.len());
+    for (path, leaf) in leaves.iter_mut() {
+        // The key keeps the path; the leaves are read for their values only from here on.
+        let path = std::mem::take(path);
+        match &*leaf {
             Value::Opaque(_) => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
             Value::Array(a) => {
                 let d = dtypes::canonicalize(a.aval.dtype, interp.jax.config);
-                leaf_avals.push((path.clone(), Aval { shape: a.aval.shape.clone(), dtype: d, weak: a.aval.weak }));
+                leaf_avals.push((path, Aval { shape: a.aval.shape.clone(), dtype: d, weak: a.aval.weak }));
             }
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
                 if let Operand::Array(a) = operand(interp, leaf)? {
-                    leaf_avals.push((path.clone(), a.aval.clone()));
+                    leaf_avals.push((path, a.aval.clone()));
                 }
             }
             other => {
@@ -1817,21 +1834,25 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
             interp.jax.jitted[j.info].entries.len() - 1
         }
     };
-    let entry = interp.jax.jitted[j.info].entries[entry_index].clone();
+    let entry = &interp.jax.jitted[j.info].entries[entry_index];
+    let (mut ins, jaxpr, outputs, out_tree) = (entry.consts.clone(), entry.jaxpr.clone(), entry.outputs.clone(), entry.out_tree.clone());
+    let n_consts = ins.len();
     // The call: a pjit equation in an enclosing trace, or concrete outputs evaluated lazily.
-    let mut ins: Vec<Rc<Array>> = entry.consts.clone();
     for (_, leaf) in &leaves {
         if let Operand::Array(a) = operand(interp, leaf)? {
             ins.push(a);
         }
     }
-    let bodies: Vec<Rc<Jaxpr>> = entry.jaxpr.iter().cloned().collect();
-    let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, entry.outputs.clone(), bodies)?;
-    let outs = match &entry.jaxpr {
-        Some(jx) => instantiate_outputs(interp, jx, &entry.consts, &ins[entry.consts.len()..], bound, &format!("jit({})", j.name))?,
+    let bodies: Vec<Rc<Jaxpr>> = jaxpr.iter().cloned().collect();
+    let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, outputs, bodies)?;
+    let outs = match &jaxpr {
+        Some(jx) => {
+            let (consts, args) = ins.split_at(n_consts);
+            instantiate_outputs(interp, jx, consts, args, bound, &format!("jit({})", j.name))?
+        }
         None => bound,
     };
-    unflatten(interp, &entry.out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())
+    unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())
 }
 
 type JitBody = (Value, usize, Option<Rc<Jaxpr>>, Vec<Rc<Array>>, Rc<TreeDef>, Vec<Aval>);
@@ -1847,8 +1868,8 @@ fn trace_jit_body(
     let call_site = interp.site();
     let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
     let record = interp.jax.traces[pos].record;
-    interp.jax.traces[pos].arg_names = param_names(&j.fun);
-    interp.jax.records[record].arg_names = param_names(&j.fun);
+    interp.jax.traces[pos].arg_names = j.params.clone();
+    interp.jax.records[record].arg_names = j.params.clone();
     let mut call_args = Vec::with_capacity(args.len());
     for (i, a) in args.iter().enumerate() {
         call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site, &mut Vec::new())? } else { a.clone() });

@@ -1,6 +1,6 @@
 //! Abstract values: the shape, dtype and weak type of an array, printed as JAX prints them.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use smallvec::SmallVec;
 
@@ -99,7 +99,7 @@ fn push_dims(out: &mut String, dims: &[usize], sep: &str) {
         if i > 0 {
             out.push_str(sep);
         }
-        let _ = write!(out, "{d}");
+        out.push_str(itoa::Buffer::new().format(*d));
     }
 }
 

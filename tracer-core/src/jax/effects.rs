@@ -16,7 +16,7 @@ pub struct EffectState {
     /// Keys consumed so far, kept alive so their identity stays unique: (key, first use site, api).
     pub consumed_keys: Vec<(Rc<Array>, Option<Site>, &'static str)>,
     /// Traces whose tracers were stored outside them (for leak diagnostics).
-    pub stored_tracers: std::collections::HashSet<u32>,
+    pub stored_tracers: std::collections::HashSet<u32, foldhash::fast::FixedState>,
     /// Mutations of outer state that stored a tracer: (site, trace id).
     pub tracer_stores: Vec<(Site, u32)>,
     /// Globals read inside caching traces (TL204 when reassigned later).
@@ -24,7 +24,7 @@ pub struct EffectState {
     /// Large constants already reported, per trace record (TL212).
     pub captured_constants: Vec<(Rc<Array>, usize)>,
     /// Traces whose leaked tracers raised UnexpectedTracerError.
-    pub leaked_traces: std::collections::HashSet<u32>,
+    pub leaked_traces: std::collections::HashSet<u32, foldhash::fast::FixedState>,
 }
 
 /// A global read inside a caching trace: module identity, name, where, inside what.

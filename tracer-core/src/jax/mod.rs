@@ -21,16 +21,17 @@ pub mod random;
 pub mod stmt;
 pub mod surface;
 
-use std::collections::HashMap;
+use crate::interp::value::HashMap;
 use std::rc::Rc;
 
 use crate::diagnostics::Code;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult, Site};
-use array::{Array, ArrayKind, Tracer};
+use array::{Array, ArrayKind, Lazy, Tracer};
 use aval::Aval;
 use dtypes::DTypeConfig;
 use ir::{Atom, Eqn, Jaxpr, Prim, VarId};
+use std::cell::RefCell;
 
 /// What kind of transformation a trace belongs to.
 #[derive(Clone, Debug, PartialEq)]
@@ -383,21 +384,22 @@ pub fn bind_with_bodies(
         (a, b) => a.or(b),
     };
     let Some(pos) = target else {
-        let name = prim.name();
+        let values_mode = interp.values.is_some();
+        let name = if values_mode { prim.name() } else { String::new() };
+        let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
         let outs: Vec<Rc<Array>> = out_avals
             .into_iter()
-            .enumerate()
-            .map(|(i, aval)| {
-                let out = if i == 0 && !matches!(prim, Prim::Opaque(_)) {
-                    Array::pending(aval, prim.clone(), inputs.to_vec())
-                } else {
-                    Array::unknown(aval, "not computed")
+            .map(|aval| {
+                // The first output is computed from the inputs on demand; others are not.
+                let lazy = match prim.take() {
+                    Some(p) => Lazy::Pending(p, inputs.to_vec()),
+                    None => Lazy::Unknown("not computed"),
                 };
-                with_origin(out, site)
+                Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(lazy)), origin: site, numpy: Default::default() })
             })
             .collect();
         // Values mode computes each value as it is made, in program order.
-        if interp.values.is_some() {
+        if values_mode {
             for o in &outs {
                 numerics::computed(interp, o, inputs, &name, site, None);
             }
@@ -433,16 +435,6 @@ pub fn bind_with_bodies(
     let frame = &mut state.traces[pos];
     frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies, api });
     Ok(outs)
-}
-
-fn with_origin(a: Rc<Array>, site: Option<Site>) -> Rc<Array> {
-    match Rc::try_unwrap(a) {
-        Ok(mut arr) => {
-            arr.origin = site;
-            Rc::new(arr)
-        }
-        Err(rc) => rc,
-    }
 }
 
 /// Raises `class` with `code` at the current user line.

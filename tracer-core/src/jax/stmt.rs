@@ -35,7 +35,7 @@ pub enum Arg {
 #[derive(Clone, Debug)]
 pub enum Call {
     /// `jnp.dot`, `jax.nn.relu`, `lax.dynamic_slice`: the qualified name.
-    Api(String),
+    Api(&'static str),
     BinOp(&'static str),
     Unary(&'static str),
     Compare(&'static str),
@@ -118,7 +118,7 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
         Value::Function(f) => Arg::Function(f.def.name.to_string()),
         // `jax.nn.relu` passed as a function: the reproducer names it as the user did.
         Value::Builtin(b) => match &**b {
-            crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(&f.qualified_name())),
+            crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(f.qualified_name())),
             _ => Arg::Unknown,
         },
         Value::Slice(s) => Arg::Slice(Box::new([to_arg(interp, &s[0], keep), to_arg(interp, &s[1], keep), to_arg(interp, &s[2], keep)])),

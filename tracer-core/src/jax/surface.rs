@@ -13,7 +13,7 @@ macro_rules! surface {
             pub const ALL: &'static [JaxFn] = &[$(JaxFn::$variant),*];
             pub fn module(self) -> &'static str { match self { $(JaxFn::$variant => $module),* } }
             pub fn name(self) -> &'static str { match self { $(JaxFn::$variant => $name),* } }
-            pub fn qualified_name(self) -> String { format!("{}.{}", self.module(), self.name()) }
+            pub fn qualified_name(self) -> &'static str { match self { $(JaxFn::$variant => concat!($module, ".", $name)),* } }
             pub fn lookup(module: &str, name: &str) -> Option<JaxFn> {
                 match (module, name) { $(($module, $name) => Some(JaxFn::$variant),)* _ => None }
             }
