@@ -178,11 +178,30 @@ pub fn analyze_parsed_then(
     config: &AnalysisConfig,
     deliver: impl FnOnce(FileAnalysis),
 ) -> crate::interp::Leftovers {
+    analyze_remembering(path, text, module, loader, config, None, deliver)
+}
+
+/// `analyze_parsed_then` for successive versions of one document: `memo` keeps the jit
+/// traces of this analysis for the next one, which replays those whose code the edits in
+/// between did not touch (`jax::memo`). Call `memo.edit(previous_text, text)` first.
+pub fn analyze_remembering(
+    path: &Path,
+    text: &str,
+    module: Option<crate::syntax::ast::Module>,
+    loader: &dyn SourceLoader,
+    config: &AnalysisConfig,
+    mut memo: Option<&mut crate::jax::memo::TraceMemo>,
+    deliver: impl FnOnce(FileAnalysis),
+) -> crate::interp::Leftovers {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
     if config.values {
         interp.values = Some(Default::default());
     }
     let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
+    if let Some(memo) = memo.as_deref_mut() {
+        memo.begin(file);
+        interp.memo = Some(std::mem::take(memo));
+    }
     let module_ast = interp.files[file as usize].module.clone();
     for err in &module_ast.errors {
         let site = Site { file, span: err.span };
@@ -255,6 +274,10 @@ pub fn analyze_parsed_then(
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
+    if let (Some(memo), Some(mut kept)) = (memo, interp.memo.take()) {
+        kept.end();
+        *memo = kept;
+    }
     deliver(FileAnalysis {
         diagnostics: located,
         functions: collect_functions(&interp, !config.skip_jaxpr_text),

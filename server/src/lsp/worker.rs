@@ -1,8 +1,9 @@
 //! The analysis thread for documents being edited. One long-lived thread (with the engine's
-//! stack) takes analyses in arrival order and keeps each open document's incremental parser,
-//! so an edit re-parses only around the change and reuses the lowering of every top-level
-//! statement it did not touch (`tracer_core::syntax::IncrementalParser`). The parsers hold
-//! `Rc`s and never leave this thread. Freeing an analysis' memory waits until the thread is
+//! stack) takes analyses in arrival order and keeps, per open document, its incremental
+//! parser, so an edit re-parses only around the change and reuses the lowering of every
+//! top-level statement it did not touch (`tracer_core::syntax::IncrementalParser`), and its
+//! remembered jit traces, so the next analysis replays the traces of functions the edit did
+//! not touch (`tracer_core::jax::memo`). Both hold `Rc`s and never leave this thread. Freeing an analysis' memory waits until the thread is
 //! idle, so that the next edit's diagnostics do not wait for it.
 
 use std::collections::HashMap;
@@ -14,10 +15,20 @@ use std::time::Duration;
 
 use tracer_core::analysis::FileAnalysis;
 use tracer_core::interp::{Leftovers, SourceLoader};
+use tracer_core::jax::memo::TraceMemo;
 use tracer_core::syntax::IncrementalParser;
 use tracer_core::AnalysisConfig;
 
-type Parsers = HashMap<PathBuf, IncrementalParser>;
+/// What the thread keeps of an open document between its analyses.
+#[derive(Default)]
+struct Document {
+    parser: IncrementalParser,
+    memo: TraceMemo,
+    /// The text last analysed: the memo follows the edit from it to the next.
+    text: String,
+}
+
+type Parsers = HashMap<PathBuf, Document>;
 type Job = Box<dyn FnOnce(&mut Parsers) -> Option<Leftovers> + Send>;
 
 /// How long the thread must have had nothing to do before it frees what earlier analyses
@@ -77,9 +88,12 @@ pub async fn analyse(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move |parsers: &mut Parsers| {
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let parser = parsers.entry(path.clone()).or_default();
-            let module = parser.parse(&text);
-            tracer_core::analysis::analyze_parsed_then(&path, &text, Some(module), &loader, &config, |analysis| {
+            let doc = parsers.entry(path.clone()).or_default();
+            let module = doc.parser.parse(&text);
+            doc.memo.edit(&doc.text, &text);
+            doc.text.clone_from(&text);
+            let memo = Some(&mut doc.memo).filter(|_| !config.values);
+            tracer_core::analysis::analyze_remembering(&path, &text, Some(module), &loader, &config, memo, |analysis| {
                 let _ = tx.send(analysis);
             })
         }));

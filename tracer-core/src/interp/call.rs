@@ -81,6 +81,9 @@ impl<'l> Interp<'l> {
 
     pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         self.called.insert(Rc::as_ptr(&f.def) as usize);
+        if self.memo_recording.is_some() {
+            crate::jax::memo::note_call(self, f);
+        }
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
         self.bind_arguments(f, &scope, args, kwargs)?;
         if f.def.is_generator {

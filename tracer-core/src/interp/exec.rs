@@ -728,9 +728,15 @@ impl<'l> Interp<'l> {
         if let Some(v) = ctx.globals.dict.borrow().get(name) {
             let v = v.clone();
             self.note_global_read(ctx, name, &v, expr);
+            if self.memo_recording.is_some() {
+                crate::jax::memo::note_read(self, &ctx.globals, ctx.file, name);
+            }
             return Ok(v);
         }
         if let Some(v) = self.builtin_value(name) {
+            if self.memo_recording.is_some() {
+                crate::jax::memo::note_read(self, &ctx.globals, ctx.file, name);
+            }
             return Ok(v);
         }
         self.set_span(expr.span);

@@ -157,6 +157,10 @@ pub struct Interp<'l> {
     /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
     /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
     pub values: Option<crate::jax::numerics::ValuesState>,
+    /// The open document's remembered jit traces (the editor's analyses only).
+    pub memo: Option<crate::jax::memo::TraceMemo>,
+    /// The jit trace being recorded for `memo`.
+    pub memo_recording: Option<crate::jax::memo::Recording>,
 }
 
 impl Drop for Interp<'_> {
@@ -267,6 +271,8 @@ impl<'l> Interp<'l> {
             called: Default::default(),
             repr_depth: 0,
             values: None,
+            memo: None,
+            memo_recording: None,
         }
     }
 

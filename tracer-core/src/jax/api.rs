@@ -1828,8 +1828,20 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                     call_args.push(a.clone());
                 }
             }
-            let (_, record, jaxpr, consts, out_tree, outputs) = trace_jit_body(interp, j, &args, &dyn_positions, kwargs.clone(), &cause)?;
             let _ = call_args;
+            let (record, jaxpr, consts, out_tree, outputs) = match super::memo::replay(interp, j, &key, call_site, &cause) {
+                Some((record, jaxpr, out_tree, outputs)) => (record, Some(jaxpr), Vec::new(), out_tree, outputs),
+                None => {
+                    super::memo::start(interp, j);
+                    let traced = trace_jit_body(interp, j, &args, &dyn_positions, kwargs.clone(), &cause);
+                    let Ok((_, record, jaxpr, consts, out_tree, outputs)) = traced else {
+                        super::memo::abandon(interp);
+                        return traced.map(|t| t.0);
+                    };
+                    super::memo::finish(interp, j, &key, record);
+                    (record, jaxpr, consts, out_tree, outputs)
+                }
+            };
             interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site });
             interp.jax.jitted[j.info].entries.len() - 1
         }

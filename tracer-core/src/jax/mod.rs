@@ -14,6 +14,7 @@ pub mod eval_jaxpr;
 pub mod indexing;
 pub mod ir;
 pub mod linalg;
+pub mod memo;
 pub mod numerics;
 pub mod numpy;
 pub mod print;
@@ -214,6 +215,11 @@ impl JaxState {
         if let Some(top) = self.traces.last() {
             self.values.push(ValueRecord { site, name: name.to_string(), aval, record: top.record, assigned });
         }
+    }
+
+    /// Uses up a trace id without tracing (a remembered trace replayed in its place).
+    pub fn skip_trace_id(&mut self) {
+        self.next_trace_id += 1;
     }
 
     pub fn is_active(&self, trace: u32) -> bool {
