@@ -18,12 +18,16 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// How long the language server lets mimalloc keep freed memory before returning it to the
-/// OS. mimalloc's default (1 s) returns an analysis' pages between two keystrokes a second
-/// apart, and the next analysis faults every one of them back in: about 370 page faults and
-/// 3 ms of kernel time per edit of the 2,000-line benchmark module. Ten seconds covers the
-/// pauses of someone typing; after that, an idle server's memory goes back as before.
-fn keep_freed_memory_while_typing() {
+/// How long the language server and `run` let mimalloc keep freed memory before returning
+/// it to the OS. mimalloc's default (1 s) returns an analysis' pages between two keystrokes
+/// a second apart, and the next analysis faults every one of them back in: about 370 page
+/// faults and 3 ms of kernel time per edit of the 2,000-line benchmark module. Ten seconds
+/// covers the pauses of someone typing; after that, an idle server's memory goes back as
+/// before. `run` evaluates a training loop whose steps free and reallocate the same large
+/// arrays (a weight gradient is 1.6 MB): with the default, some of them are returned between
+/// steps and each comes back as a freshly zeroed huge page, about 4 page faults and 2% of
+/// each step of the evaluator benchmark's MLP (docs/evaluator.md).
+fn keep_freed_memory() {
     // mimalloc.h, `mi_option_e`: `mi_option_purge_delay` is the 16th option (milliseconds).
     const PURGE_DELAY: std::ffi::c_int = 15;
     const DEFAULT_PURGE_DELAY_MS: std::ffi::c_long = 1000;
@@ -159,10 +163,11 @@ fn main() -> ExitCode {
                 Color::Never => false,
                 Color::Auto => std::io::stderr().is_terminal(),
             };
+            keep_freed_memory();
             run::run_program(file, args, run::RunOptions { max_elements, max_seconds }, color)
         }
         Command::Lsp { .. } => {
-            keep_freed_memory_while_typing();
+            keep_freed_memory();
             lsp::run()
         }
         Command::Repro { file, line, function, output, unreduced, fake_array_threshold } => {

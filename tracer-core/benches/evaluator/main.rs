@@ -19,6 +19,24 @@ use ndarray::{ArrayD, IxDyn};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The allocator option `tracelens run` sets (`keep_freed_memory` in `server/src/main.rs`):
+/// mimalloc keeps freed memory 10 s instead of 1 s before returning it to the OS.
+fn keep_freed_memory_as_tracelens_run_does() {
+    // mimalloc.h, `mi_option_e`: `mi_option_purge_delay` is the 16th option (milliseconds).
+    const PURGE_DELAY: std::ffi::c_int = 15;
+    extern "C" {
+        fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    // SAFETY: plain setter and getter of the option table of the mimalloc linked in above;
+    // only its documented default is replaced, as the binary does.
+    unsafe {
+        if mi_option_get(PURGE_DELAY) == 1000 {
+            mi_option_set(PURGE_DELAY, 10_000);
+        }
+    }
+}
+
 mod mlp;
 use tracer_core::jax::dtypes::DType;
 use tracer_core::jax::eval::{dot_general, dot_general_f32, DotDims};
@@ -27,6 +45,7 @@ const N: usize = 1024;
 const REPEATS: usize = 5;
 
 fn main() {
+    keep_freed_memory_as_tracelens_run_does();
     let peak = peak_gflops();
     let matmul = evaluator_matmul_f32_gflops();
     let matmul_widened = evaluator_matmul_gflops(DType::F32);
