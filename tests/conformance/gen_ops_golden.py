@@ -66,6 +66,7 @@ UNARY_FLOAT = [
     "jnp.log", "jnp.log1p", "jnp.expm1", "jnp.tanh", "jax.nn.sigmoid", "jnp.sin", "jnp.cos", "jnp.tan",
     "jnp.arctan", "jnp.sinh", "jnp.cosh", "jnp.arcsinh", "jnp.sqrt", "lax.rsqrt", "jnp.cbrt", "jnp.abs",
     "jnp.square", "jnp.logical_not", "jax.scipy.special.erf", "jax.scipy.special.gammaln",
+    "jax.scipy.special.digamma",
 ]
 UNARY_UNIT = ["jnp.arcsin", "jnp.arccos", "jnp.arctanh", "jnp.arccosh"]
 UNARY_INT = ["jnp.negative", "jnp.abs", "jnp.sign", "jnp.square", "jnp.invert", "jnp.logical_not"]
@@ -347,6 +348,12 @@ def rows(x64):
         out.append(("scatter", f"{m}.at[1, jnp.array([0, 3, 4])].add(7)"))
         out.append(("scatter", f"({v}).at[3].set(-1)"))
         out.append(("scatter", f"({v}).at[2:5].add(1)"))
+    # XLA's Lanczos lgamma/digamma away from the table's edge values, and lgamma's derivative.
+    for dt in floats:
+        g = f"jnp.array([0.1, 1.0, 1.5, 2.0, 4.5, 10.25, 33.0, -0.75, -4.2, -10.5], dtype=jnp.{dt})"
+        out.append(("unary", f"lax.lgamma({g})"))
+        out.append(("unary", f"lax.digamma({g})"))
+        out.append(("unary", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.gammaln(x)))({g})"))
     # Derivatives of scatter-mul/min/max: JAX's `_scatter_extremal_jvp` (ties share evenly
     # between the operand and the updates that reach the result) and `_scatter_mul_*` rules.
     for dt in floats:

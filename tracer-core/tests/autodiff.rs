@@ -385,3 +385,9 @@ print(jax.grad(lambda u: jnp.sum(x.at[idx].multiply(u) ** 2))(u))
     );
     assert_eq!(out, "[2450.    4.    6.    8.]\n<unknown>\n");
 }
+
+#[test]
+fn lgamma_derivative_is_digamma_and_matches_finite_differences() {
+    let cases = [("gammaln", "jax.scipy.special.gammaln(x * x + 0.5) * y + lax.lgamma(y + 2.0)")];
+    check_cases(&cases);
+}

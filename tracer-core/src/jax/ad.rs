@@ -541,7 +541,9 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 times(binary(interp, BinaryPrim::Mul, &e, &konst(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
-            UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
+            // JAX: g * digamma(x). (digamma's derivative, polygamma(1, x), has no model.)
+            UnaryPrim::Lgamma => times(unary(interp, UnaryPrim::Digamma, &x)?),
+            UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -1001,6 +1003,19 @@ fn spread_over_matrices(interp: &mut Interp, g: &Rc<Array>, like: &Aval) -> AdRe
     broadcast_in_dim(interp, g, &like.shape, &dims)
 }
 
+/// The matrix operand of a linear-algebra equation (the kernels need at least two axes).
+fn square_operand(op: super::ir::LinalgOp, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    match ins.first() {
+        Some(a) if a.aval.ndim() >= 2 => Ok(a.clone()),
+        _ => Err(AdError::NoRule(format!("{} of a vector", Prim::Linalg(op).name()))),
+    }
+}
+
+/// The batch axes of a stack of matrices `[..., r, c]`.
+fn batch_axes(x: &Rc<Array>) -> Vec<usize> {
+    x.aval.shape[..x.aval.ndim().saturating_sub(2)].to_vec()
+}
+
 /// `(x + x.mT) / 2`
 fn symmetric_part(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
     let xt = mat_t(interp, x)?;
@@ -1022,15 +1037,11 @@ fn linalg_jvp(
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
     use super::ir::LinalgOp as L;
-    let a = &ins[0];
-    if a.aval.ndim() < 2 {
-        return Err(AdError::NoRule(format!("{} of a vector", Prim::Linalg(op).name())));
-    }
+    let a = &square_operand(op, ins)?;
     let t = match op {
         // d(a⁻¹b) = a⁻¹(db - da·x)
         L::Solve => {
-            let nd = out.aval.ndim();
-            let batch = out.aval.shape[..nd - 2].to_vec();
+            let batch = batch_axes(out);
             let mut rhs = match ts.get(1).cloned().flatten() {
                 Some(tb) => Some(broadcast_to(interp, &tb, &out.aval.shape)?),
                 None => None,
@@ -1098,16 +1109,12 @@ fn linalg_transpose(
     active: &[bool],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
     use super::ir::LinalgOp as L;
-    let a = &ins[0];
+    let a = &square_operand(op, ins)?;
     let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
-    if a.aval.ndim() < 2 {
-        return Err(AdError::NoRule(format!("{} of a vector", Prim::Linalg(op).name())));
-    }
     let ct_a = match op {
         // ct_b = a⁻ᵀ g, ct_a = -ct_b · xᵀ (summed over broadcast batch axes).
         L::Solve => {
-            let nd = out.aval.ndim();
-            let batch = out.aval.shape[..nd - 2].to_vec();
+            let batch = batch_axes(out);
             let ab = with_batch(interp, a, &batch)?;
             let at = mat_t(interp, &ab)?;
             let ct_b = linalg(interp, L::Solve, &[at, g.clone()], out.aval.clone())?;
@@ -1550,7 +1557,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
 pub fn rule_status(prim: &Prim) -> Option<bool> {
     Some(match prim {
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag),
+        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag),
         Prim::Binary(b) => match b {
             BinaryPrim::Add
             | BinaryPrim::Sub
@@ -1990,12 +1997,11 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 76, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 77, "{with_rule:?}");
         assert_eq!(
             without,
             [
                 "erf_inv",
-                "lgamma",
                 "digamma",
                 "imag",
                 "nextafter",

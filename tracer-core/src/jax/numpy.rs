@@ -1873,7 +1873,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Fmod => binary!(BinaryPrim::Rem),
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
-        F::ScipyGammaln => unary!(UnaryPrim::Lgamma),
+        F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
+        F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
         F::RightShift => {
