@@ -66,6 +66,7 @@ UNARY_FLOAT = [
     "jnp.log", "jnp.log1p", "jnp.expm1", "jnp.tanh", "jax.nn.sigmoid", "jnp.sin", "jnp.cos", "jnp.tan",
     "jnp.arctan", "jnp.sinh", "jnp.cosh", "jnp.arcsinh", "jnp.sqrt", "lax.rsqrt", "jnp.cbrt", "jnp.abs",
     "jnp.square", "jnp.logical_not", "jax.scipy.special.erf", "jax.scipy.special.gammaln",
+    "jax.scipy.special.digamma",
 ]
 UNARY_UNIT = ["jnp.arcsin", "jnp.arccos", "jnp.arctanh", "jnp.arccosh"]
 UNARY_INT = ["jnp.negative", "jnp.abs", "jnp.sign", "jnp.square", "jnp.invert", "jnp.logical_not"]
@@ -264,6 +265,26 @@ def rows(x64):
         out.append(("linalg", f"jnp.linalg.cholesky({spd})"))
         out.append(("linalg", f"jnp.linalg.cholesky({singular} - jnp.eye(2, dtype=jnp.{dt}))"))
         out.append(("linalg", f"jax.scipy.linalg.cholesky({spd})"))
+        # Derivatives (JAX's rules: solve, inv, det through the cofactors, slogdet through
+        # solve, cholesky's L·phi(L⁻¹ σ L⁻ᵀ)), forward and reverse.
+        bm = f"jnp.arange(8, dtype=jnp.{dt}).reshape(4, 2) * 0.5 - 1.0"
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.solve(a, {b}) ** 2))({a})"))
+        out.append(("linalg", f"jax.grad(lambda b: jnp.sum(jnp.sin(jnp.linalg.solve({a}, b))))({bm})"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.solve(a, jnp.arange(6, dtype=jnp.{dt}).reshape(1, 3, 2)) ** 2))({batch})"))
+        out.append(("linalg", f"jax.jvp(lambda a, b: jnp.linalg.solve(a, b), ({a}, {bm}), (jnp.eye(4, dtype=jnp.{dt}), {bm}))[1]"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.inv(a) ** 2))({a})"))
+        out.append(("linalg", f"jax.jacfwd(jnp.linalg.inv)({batch}[0])"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)({a})"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.det(a)))({batch})"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)({singular})"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)(jnp.outer(jnp.arange(4, dtype=jnp.{dt}), jnp.ones(4, dtype=jnp.{dt})) + jnp.eye(4, dtype=jnp.{dt}).at[0, 0].set(0))"))
+        out.append(("linalg", f"jax.jvp(jnp.linalg.det, ({a},), ({batch}[0, 0, 0] * jnp.ones((4, 4), dtype=jnp.{dt}),))[1]"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.slogdet(a)[1]))({batch} - 2.5 * jnp.eye(3, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jax.hessian(lambda a: jnp.linalg.slogdet(a)[1])({batch}[1])"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.cholesky(a) * jnp.arange(16, dtype=jnp.{dt}).reshape(4, 4)))({spd})"))
+        out.append(("linalg", f"jax.jvp(jnp.linalg.cholesky, ({spd},), ({a},))[1]"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a) ** 2))({spd})"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a, lower=True) * {a}))({spd})"))
     out.append(("linalg", "jnp.linalg.solve(jnp.array([[2, 1], [1, 3]]), jnp.array([1, 2]))"))
 
     # bfloat16 and float16: XLA computes in float32 and rounds every result to the narrow
@@ -327,6 +348,28 @@ def rows(x64):
         out.append(("scatter", f"{m}.at[1, jnp.array([0, 3, 4])].add(7)"))
         out.append(("scatter", f"({v}).at[3].set(-1)"))
         out.append(("scatter", f"({v}).at[2:5].add(1)"))
+    # XLA's Lanczos lgamma/digamma away from the table's edge values, and lgamma's derivative.
+    for dt in floats:
+        g = f"jnp.array([0.1, 1.0, 1.5, 2.0, 4.5, 10.25, 33.0, -0.75, -4.2, -10.5], dtype=jnp.{dt})"
+        out.append(("unary", f"lax.lgamma({g})"))
+        out.append(("unary", f"lax.digamma({g})"))
+        out.append(("unary", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.gammaln(x)))({g})"))
+    # Derivatives of scatter-mul/min/max: JAX's `_scatter_extremal_jvp` (ties share evenly
+    # between the operand and the updates that reach the result) and `_scatter_mul_*` rules.
+    for dt in floats:
+        x = f"jnp.array([3.0, 1.0, 2.0, -4.0, 0.5], dtype=jnp.{dt})"
+        u = f"jnp.array([3.0, 3.0, 0.5, -1.0], dtype=jnp.{dt})"
+        w = f"jnp.arange(1, 6, dtype=jnp.{dt})"
+        idx = "jnp.array([0, 0, 2, 3])"
+        for op in ["min", "max"]:
+            for argnum in [0, 1]:
+                out.append(("scatter", f"jax.grad(lambda x, u: jnp.sum(x.at[{idx}].{op}(u) * {w}), argnums={argnum})({x}, {u})"))
+            out.append(("scatter", f"jax.jvp(lambda x, u: x.at[{idx}].{op}(u) ** 2, ({x}, {u}), ({w}, {u} * 2))[1]"))
+            out.append(("scatter", f"jax.grad(lambda x: jnp.sum(x.at[1:4].{op}(1.0) ** 2))({x})"))
+        out.append(("scatter", f"jax.grad(lambda x: jnp.sum(x.at[{idx}].multiply({u}) ** 2))({x})"))
+        for argnum in [0, 1]:
+            out.append(("scatter", f"jax.grad(lambda x, u: jnp.sum(x.at[1:3].multiply(u) ** 2), argnums={argnum})({x}, {u}[:2])"))
+        out.append(("scatter", f"jax.jvp(lambda x, u: x.at[2].multiply(u) * {w}, ({x}, {u}[0]), ({w}, {u}[1]))[1]"))
     return out
 
 
@@ -340,7 +383,8 @@ def record(x64):
     assert jax.__version__ == "0.10.2", jax.__version__
     lines = []
     for group, expr in rows(x64):
-        x = eval(expr)
+        # One namespace for the expression and the lambdas in it (which do not see locals).
+        x = eval(expr, {"jax": jax, "jnp": jnp, "lax": lax})
         dt = str(x.dtype)
         conv = float if dt.startswith(("float", "bfloat")) else bool if dt == "bool" else int
         values = repr([conv(v) for v in x.ravel().tolist()])

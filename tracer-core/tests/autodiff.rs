@@ -346,3 +346,48 @@ def f(v):
     let out = pairs(&format!("{f}{}", jacobians_of_f("[0.4, -0.3, 1.5]")));
     assert_eq!(check_pairs("indexing jacobians", &out), 18, "{out}");
 }
+
+#[test]
+fn linear_algebra_rules_match_finite_differences() {
+    let cases = [
+        ("solve", "jnp.linalg.solve(x.reshape(2, 2) + 3.0 * jnp.eye(2), y[:2]) * y[2:]"),
+        ("solve matrix", "jnp.linalg.solve(jnp.outer(x, y) + 2.0 * jnp.eye(4), jnp.stack([x, y], axis=1)) ** 2"),
+        ("inv", "jnp.linalg.inv(x.reshape(2, 2) + 3.0 * jnp.eye(2)) * y.reshape(2, 2)"),
+        ("det", "jnp.linalg.det(jnp.outer(x, y) + 2.0 * jnp.eye(4) + x.reshape(4, 1) * 0.5)"),
+        ("slogdet", "jnp.linalg.slogdet(jnp.outer(x, y) - 2.0 * jnp.eye(4))[1]"),
+        ("cholesky", "jnp.linalg.cholesky(jnp.outer(x, x) + jnp.outer(y, y) + jnp.eye(4)) * jnp.arange(16.0).reshape(4, 4)"),
+        ("scipy cholesky", "jax.scipy.linalg.cholesky(jnp.outer(x, x) + jnp.outer(y, y) + jnp.eye(4)) * jnp.arange(16.0).reshape(4, 4)"),
+    ];
+    check_cases(&cases);
+}
+
+#[test]
+fn scatter_mul_min_max_rules_match_finite_differences() {
+    // No ties at these points (the derivative jumps there; ties are checked against JAX's
+    // values in the op table).
+    let cases = [
+        ("scatter-max", "x.at[jnp.array([0, 2, 0])].max(y[:3]) * y"),
+        ("scatter-min", "x.at[jnp.array([1, 3, 1])].min(y[1:] * 2.0) * y"),
+        ("scatter-mul slice", "x.at[1:3].multiply(y[:2]) * y"),
+        ("scatter-mul int", "x.at[3].multiply(y[0] * y[1]) * x"),
+    ];
+    check_cases(&cases);
+    // With an index array JAX differentiates scatter-mul with respect to the operand only
+    // (the updates' derivative raises NotImplementedError without unique_indices=True).
+    let out = stdout(
+        r#"
+x = jnp.array([1.0, 2.0, 3.0, 4.0])
+u = jnp.array([5.0, -1.0, 7.0])
+idx = jnp.array([0, 2, 0])
+print(jax.grad(lambda x: jnp.sum(x.at[idx].multiply(u) ** 2))(x))
+print(jax.grad(lambda u: jnp.sum(x.at[idx].multiply(u) ** 2))(u))
+"#,
+    );
+    assert_eq!(out, "[2450.    4.    6.    8.]\n<unknown>\n");
+}
+
+#[test]
+fn lgamma_derivative_is_digamma_and_matches_finite_differences() {
+    let cases = [("gammaln", "jax.scipy.special.gammaln(x * x + 0.5) * y + lax.lgamma(y + 2.0)")];
+    check_cases(&cases);
+}

@@ -541,7 +541,9 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 times(binary(interp, BinaryPrim::Mul, &e, &konst(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
-            UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
+            // JAX: g * digamma(x). (digamma's derivative, polygamma(1, x), has no model.)
+            UnaryPrim::Lgamma => times(unary(interp, UnaryPrim::Digamma, &x)?),
+            UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -795,9 +797,378 @@ fn jvp(
             operands.extend(ins[2..].iter().cloned());
             bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
+        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index) } if ins.len() >= 2 => {
+            let mut total: Option<Rc<Array>> = None;
+            // Linear in the operand: its tangent is scaled at the same places.
+            if let Some(tx) = &ts[0] {
+                let operands: Vec<Rc<Array>> = [tx.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
+                total = Some(bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?);
+            }
+            // JAX's `_scatter_mul_jvp_rhs`: `x * scatter_add(zeros, idx, tu)`, for unique indices.
+            if let Some(tu) = &ts[1] {
+                unique_scatter_indices(eqn, index)?;
+                let operands: Vec<Rc<Array>> =
+                    [zeros(interp, &ins[0].aval)?, tu.clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
+                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()) };
+                let spread = bind(interp, prim, &operands, ins[0].aval.clone())?;
+                let term = binary(interp, BinaryPrim::Mul, &ins[0], &spread)?;
+                total = Some(match total {
+                    Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
+                    None => term,
+                });
+            }
+            return Ok(vec![total]);
+        }
+        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index) } if ins.len() >= 2 => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let sc = ExtremalScatter::new(interp, eqn, *mode, index, ins, out)?;
+            let (tx, tu) = (instantiate(interp, 0)?, instantiate(interp, 1)?);
+            let picked = sc.gather(interp, &tx)?;
+            let from_x = binary(interp, BinaryPrim::Mul, &picked, &sc.operand_coef)?;
+            let tu = broadcast_to(interp, &tu, &sc.selected)?;
+            let from_u = binary(interp, BinaryPrim::Mul, &tu, &sc.update_coef)?;
+            let moved = binary(interp, BinaryPrim::Add, &from_x, &from_u)?;
+            sc.scatter_add(interp, &tx, &moved)?
+        }
+        Prim::Linalg(op) => return linalg_jvp(interp, *op, symmetrised(eqn), ins, out, ts),
         _ => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
+}
+
+/// JAX differentiates `scatter-mul` with respect to its updates only when the indices are
+/// unique (`unique_indices=True`, which `.at[i]` with static integers and slices sets), and
+/// raises `NotImplementedError` otherwise. With an index array, `.at[idx].multiply(u,
+/// unique_indices=True)` would be differentiable, and the flag is not carried by the
+/// equation: the derivative stays unknown rather than raise an error JAX might not raise.
+fn unique_scatter_indices(eqn: &Eqn, index: &[IndexItem]) -> AdResult<()> {
+    if index.iter().any(|i| matches!(i, IndexItem::Array)) {
+        return Err(AdError::NoRule(format!("{} with respect to updates at an index array", eqn.prim.name())));
+    }
+    Ok(())
+}
+
+/// `scatter-min`/`scatter-max` (`x.at[idx].min(u)`): JAX's `_scatter_extremal_jvp`. At each
+/// written place the operand and the updates that tie for the result share its tangent
+/// evenly; the others get none. Both the JVP and the transpose are linear maps built from
+/// these coefficients, which have the shape of the selection `x[idx]`.
+struct ExtremalScatter {
+    mode: super::ir::IndexMode,
+    index: Vec<IndexItem>,
+    indices: Vec<Rc<Array>>,
+    selected: Vec<usize>,
+    operand_coef: Rc<Array>,
+    update_coef: Rc<Array>,
+}
+
+impl ExtremalScatter {
+    fn new(
+        interp: &mut Interp,
+        eqn: &Eqn,
+        mode: super::ir::IndexMode,
+        index: &[IndexItem],
+        ins: &[Rc<Array>],
+        out: &Rc<Array>,
+    ) -> AdResult<ExtremalScatter> {
+        let (x, u) = (&ins[0], &ins[1]);
+        let indices: Vec<Rc<Array>> = ins[2..].to_vec();
+        let shapes: Vec<&[usize]> = indices.iter().map(|a| a.aval.shape.as_slice()).collect();
+        let selected = super::indexing::selection_shape(&x.aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
+        let mut sc = ExtremalScatter {
+            mode,
+            index: index.to_vec(),
+            indices,
+            selected: selected.clone(),
+            operand_coef: x.clone(),
+            update_coef: x.clone(),
+        };
+        let dt = x.aval.dtype;
+        let sel = Aval::new(&selected, dt);
+        let ub = broadcast_to(interp, u, &selected)?;
+        let initial = sc.gather(interp, x)?;
+        let target = sc.gather(interp, out)?;
+        let successful = compare(interp, CmpPrim::Eq, &ub, &target)?;
+        let retained = compare(interp, CmpPrim::Eq, &initial, &target)?;
+        let zero_x = zeros(interp, &x.aval.clone().weak(false))?;
+        let zero_sel = zeros(interp, &sel)?;
+        let one_sel = bind(interp, Prim::Full { value: 1.0 }, &[], sel.clone())?;
+        let wins = mask_as(interp, &successful, dt, false)?;
+        let wins_at = sc.scatter_add(interp, &zero_x, &wins)?;
+        let num_updates = sc.gather(interp, &wins_at)?;
+        let refs_at = sc.scatter_add(interp, &zero_x, &one_sel)?;
+        let num_refs = sc.gather(interp, &refs_at)?;
+        // JAX divides by counts that are 0 where the result is selected away (or, for
+        // dropped out-of-bounds updates, scattered nowhere); dividing by at least 1 gives the
+        // same values without the intermediate infinities that TL301 would report.
+        let one = konst(1.0, &sel);
+        let safe_updates = binary(interp, BinaryPrim::Max, &num_updates, &one)?;
+        let safe_refs = binary(interp, BinaryPrim::Max, &num_refs, &one)?;
+        let plus_one = binary(interp, BinaryPrim::Add, &num_updates, &one)?;
+        let share_with_operand = binary(interp, BinaryPrim::Div, &one, &plus_one)?;
+        let share_among_updates = binary(interp, BinaryPrim::Div, &one, &safe_updates)?;
+        let update_share = bind(interp, Prim::Select, &[retained.clone(), share_among_updates, share_with_operand.clone()], sel.clone())?;
+        sc.update_coef = bind(interp, Prim::Select, &[successful, zero_sel.clone(), update_share], sel.clone())?;
+        let operand_share = bind(interp, Prim::Select, &[retained, zero_sel, share_with_operand], sel.clone())?;
+        let lost = binary(interp, BinaryPrim::Sub, &operand_share, &one)?;
+        sc.operand_coef = binary(interp, BinaryPrim::Div, &lost, &safe_refs)?;
+        Ok(sc)
+    }
+
+    fn gather(&self, interp: &mut Interp, a: &Rc<Array>) -> AdResult<Rc<Array>> {
+        let operands: Vec<Rc<Array>> = std::iter::once(a.clone()).chain(self.indices.iter().cloned()).collect();
+        let prim = Prim::Gather { mode: self.mode, index: self.index.clone() };
+        bind(interp, prim, &operands, a.aval.with_shape(&self.selected))
+    }
+
+    fn scatter_add(&self, interp: &mut Interp, base: &Rc<Array>, updates: &Rc<Array>) -> AdResult<Rc<Array>> {
+        let operands: Vec<Rc<Array>> = [base.clone(), updates.clone()].into_iter().chain(self.indices.iter().cloned()).collect();
+        let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()) };
+        bind(interp, prim, &operands, base.aval.clone())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Linear algebra (`Prim::Linalg`): the rules of jax/_src/numpy/linalg.py and
+// jax/_src/lax/linalg.py, written with the same primitives (so they are differentiable in
+// turn, except through `cofactor`). The operands are stacks of matrices `[..., m, m]`.
+
+/// Whether a `cholesky` equation symmetrises its input: `jnp.linalg.cholesky` does (its
+/// derivative sees `(da + daᵀ) / 2`), `jax.scipy.linalg.cholesky` and `cho_factor` do not
+/// (`symmetrize_input=False`), and their derivatives see the tangent as it is.
+fn symmetrised(eqn: &Eqn) -> bool {
+    !matches!(eqn.api, Some(JaxFn::ScipyCholesky | JaxFn::ScipyChoFactor))
+}
+
+fn linalg(interp: &mut Interp, op: super::ir::LinalgOp, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
+    bind(interp, Prim::Linalg(op), ins, aval)
+}
+
+/// `x` with its last two axes swapped (`x.mT`).
+fn mat_t(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    if nd < 2 {
+        return Err(AdError::NoRule("a matrix of rank below 2".into()));
+    }
+    let mut perm: Vec<usize> = (0..nd).collect();
+    perm.swap(nd - 1, nd - 2);
+    let shape: Vec<usize> = perm.iter().map(|&p| x.aval.shape[p]).collect();
+    bind(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+}
+
+/// The product of `x[..., m, k]` and `y[..., k, n]` with the same batch axes.
+fn matmul(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    if nd < 2 || y.aval.ndim() != nd || x.aval.shape[..nd - 2] != y.aval.shape[..nd - 2] {
+        return Err(AdError::NoRule("a product of matrices with different batch axes".into()));
+    }
+    let batch: Vec<usize> = (0..nd - 2).collect();
+    let prim = Prim::DotGeneral { lhs_contract: vec![nd - 1], rhs_contract: vec![nd - 2], lhs_batch: batch.clone(), rhs_batch: batch };
+    let shape: Vec<usize> = x.aval.shape[..nd - 1].iter().copied().chain([y.aval.shape[nd - 1]]).collect();
+    bind(interp, prim, &[x.clone(), y.clone()], x.aval.with_shape(&shape).weak(x.aval.weak && y.aval.weak))
+}
+
+/// `x[..., r, c]` broadcast to the batch axes `batch`.
+fn with_batch(interp: &mut Interp, x: &Rc<Array>, batch: &[usize]) -> AdResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    let shape: Vec<usize> = batch.iter().chain(&x.aval.shape[nd - 2..]).copied().collect();
+    broadcast_to(interp, x, &shape)
+}
+
+/// `[m, m]` of `dtype` broadcast to `like`'s shape: 1 below the diagonal when `lower`, and
+/// `diagonal` on it (JAX's `eye` for a trace, and `phi`'s mask in the Cholesky rule).
+fn diagonal_mask(interp: &mut Interp, like: &Aval, lower: bool, diagonal: f64) -> AdResult<Rc<Array>> {
+    let nd = like.ndim();
+    let m = like.shape[nd - 1];
+    let int = Aval::new(&[m, m], DType::I32);
+    let rows = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], int.clone())?;
+    let cols = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 1 }, &[], int)?;
+    let on = compare(interp, CmpPrim::Eq, &rows, &cols)?;
+    let mut mask = mask_as(interp, &on, like.dtype, false)?;
+    if diagonal != 1.0 {
+        mask = binary(interp, BinaryPrim::Mul, &mask, &konst(diagonal, &mask.aval))?;
+    }
+    if lower {
+        let below = compare(interp, CmpPrim::Gt, &rows, &cols)?;
+        let below = mask_as(interp, &below, like.dtype, false)?;
+        mask = binary(interp, BinaryPrim::Add, &mask, &below)?;
+    }
+    broadcast_to(interp, &mask, &like.shape)
+}
+
+/// `g[...]` broadcast over the last two axes of `like` (a cotangent of `det`/`slogdet`).
+fn spread_over_matrices(interp: &mut Interp, g: &Rc<Array>, like: &Aval) -> AdResult<Rc<Array>> {
+    let dims: Vec<usize> = (0..g.aval.ndim()).collect();
+    broadcast_in_dim(interp, g, &like.shape, &dims)
+}
+
+/// The matrix operand of a linear-algebra equation (the kernels need at least two axes).
+fn square_operand(op: super::ir::LinalgOp, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    match ins.first() {
+        Some(a) if a.aval.ndim() >= 2 => Ok(a.clone()),
+        _ => Err(AdError::NoRule(format!("{} of a vector", Prim::Linalg(op).name()))),
+    }
+}
+
+/// The batch axes of a stack of matrices `[..., r, c]`.
+fn batch_axes(x: &Rc<Array>) -> Vec<usize> {
+    x.aval.shape[..x.aval.ndim().saturating_sub(2)].to_vec()
+}
+
+/// `(x + x.mT) / 2`
+fn symmetric_part(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let xt = mat_t(interp, x)?;
+    let sum = binary(interp, BinaryPrim::Add, x, &xt)?;
+    binary(interp, BinaryPrim::Mul, &sum, &konst(0.5, &sum.aval))
+}
+
+fn sum_matrices(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    reduce_sum(interp, x, &[nd - 2, nd - 1])
+}
+
+fn linalg_jvp(
+    interp: &mut Interp,
+    op: super::ir::LinalgOp,
+    symmetrise: bool,
+    ins: &[Rc<Array>],
+    out: &Rc<Array>,
+    ts: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    use super::ir::LinalgOp as L;
+    let a = &square_operand(op, ins)?;
+    let t = match op {
+        // d(a⁻¹b) = a⁻¹(db - da·x)
+        L::Solve => {
+            let batch = batch_axes(out);
+            let mut rhs = match ts.get(1).cloned().flatten() {
+                Some(tb) => Some(broadcast_to(interp, &tb, &out.aval.shape)?),
+                None => None,
+            };
+            if let Some(ta) = &ts[0] {
+                let ta = with_batch(interp, ta, &batch)?;
+                let p = matmul(interp, &ta, out)?;
+                rhs = Some(match rhs {
+                    Some(r) => binary(interp, BinaryPrim::Sub, &r, &p)?,
+                    None => unary(interp, UnaryPrim::Neg, &p)?,
+                });
+            }
+            let Some(rhs) = rhs else { return Ok(vec![None]) };
+            linalg(interp, L::Solve, &[a.clone(), rhs], out.aval.clone())?
+        }
+        L::SlogdetSign => return Ok(vec![None]),
+        _ => {
+            let Some(ta) = &ts[0] else { return Ok(vec![None]) };
+            match op {
+                // -a⁻¹ · da · a⁻¹
+                L::Inv => {
+                    let p = matmul(interp, out, ta)?;
+                    let p = matmul(interp, &p, out)?;
+                    unary(interp, UnaryPrim::Neg, &p)?
+                }
+                // JAX's `_det_jvp`: trace(adj(a) · da), the cofactors times the tangent.
+                L::Det => {
+                    let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
+                    let p = binary(interp, BinaryPrim::Mul, &cof, ta)?;
+                    sum_matrices(interp, &p)?
+                }
+                // JAX's `_slogdet_jvp`: trace(solve(a, da)).
+                L::SlogdetLogAbs => {
+                    let s = linalg(interp, L::Solve, &[a.clone(), ta.clone()], a.aval.clone())?;
+                    let eye = diagonal_mask(interp, &a.aval, false, 1.0)?;
+                    let p = binary(interp, BinaryPrim::Mul, &s, &eye)?;
+                    sum_matrices(interp, &p)?
+                }
+                // JAX's `_cholesky_jvp_rule` on the symmetrised tangent: L · phi(L⁻¹ σ L⁻ᵀ),
+                // `phi` keeping the lower triangle with the diagonal halved.
+                L::Cholesky => {
+                    let sym = if symmetrise { symmetric_part(interp, ta)? } else { ta.clone() };
+                    let y = linalg(interp, L::Solve, &[out.clone(), sym], out.aval.clone())?;
+                    let yt = mat_t(interp, &y)?;
+                    let x = linalg(interp, L::Solve, &[out.clone(), yt], out.aval.clone())?;
+                    let phi = diagonal_mask(interp, &out.aval, true, 0.5)?;
+                    let p = binary(interp, BinaryPrim::Mul, &x, &phi)?;
+                    matmul(interp, out, &p)?
+                }
+                L::Solve | L::SlogdetSign | L::Cofactor => return Err(AdError::NoRule(Prim::Linalg(op).name())),
+            }
+        }
+    };
+    Ok(vec![Some(t)])
+}
+
+/// The transposes of the linearised rules above (JAX derives them by transposing the JVP).
+fn linalg_transpose(
+    interp: &mut Interp,
+    op: super::ir::LinalgOp,
+    symmetrise: bool,
+    ins: &[Rc<Array>],
+    out: &Rc<Array>,
+    g: &Rc<Array>,
+    active: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    use super::ir::LinalgOp as L;
+    let a = &square_operand(op, ins)?;
+    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+    let ct_a = match op {
+        // ct_b = a⁻ᵀ g, ct_a = -ct_b · xᵀ (summed over broadcast batch axes).
+        L::Solve => {
+            let batch = batch_axes(out);
+            let ab = with_batch(interp, a, &batch)?;
+            let at = mat_t(interp, &ab)?;
+            let ct_b = linalg(interp, L::Solve, &[at, g.clone()], out.aval.clone())?;
+            if active.get(1).copied().unwrap_or(false) {
+                cts[1] = Some(sum_to_shape(interp, &ct_b, &ins[1].aval.shape)?);
+            }
+            if !active[0] {
+                return Ok(cts);
+            }
+            let xt = mat_t(interp, out)?;
+            let p = matmul(interp, &ct_b, &xt)?;
+            let p = unary(interp, UnaryPrim::Neg, &p)?;
+            sum_to_shape(interp, &p, &a.aval.shape)?
+        }
+        L::SlogdetSign => return Ok(cts),
+        L::Inv => {
+            let ot = mat_t(interp, out)?;
+            let p = matmul(interp, &ot, g)?;
+            let p = matmul(interp, &p, &ot)?;
+            unary(interp, UnaryPrim::Neg, &p)?
+        }
+        L::Det => {
+            let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
+            let gs = spread_over_matrices(interp, g, &a.aval)?;
+            binary(interp, BinaryPrim::Mul, &gs, &cof)?
+        }
+        L::SlogdetLogAbs => {
+            let inv = linalg(interp, L::Inv, std::slice::from_ref(a), a.aval.clone())?;
+            let inv_t = mat_t(interp, &inv)?;
+            let gs = spread_over_matrices(interp, g, &a.aval)?;
+            binary(interp, BinaryPrim::Mul, &gs, &inv_t)?
+        }
+        // sym(L⁻ᵀ · phi(Lᵀ g) · L⁻¹)
+        L::Cholesky => {
+            let lt = mat_t(interp, out)?;
+            let p = matmul(interp, &lt, g)?;
+            let phi = diagonal_mask(interp, &out.aval, true, 0.5)?;
+            let q = binary(interp, BinaryPrim::Mul, &p, &phi)?;
+            let qt = mat_t(interp, &q)?;
+            let w = linalg(interp, L::Solve, &[lt.clone(), qt], out.aval.clone())?;
+            let wt = mat_t(interp, &w)?;
+            let z = linalg(interp, L::Solve, &[lt, wt], out.aval.clone())?;
+            if symmetrise {
+                symmetric_part(interp, &z)?
+            } else {
+                z
+            }
+        }
+        L::Cofactor => return Err(AdError::NoRule(Prim::Linalg(op).name())),
+    };
+    if active[0] {
+        cts[0] = Some(ct_a);
+    }
+    Ok(cts)
 }
 
 /// `reduce_max`/`reduce_min`: 0/1 locations of the chosen elements (ties share) and their
@@ -1021,6 +1392,40 @@ fn transpose(
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
         }
+        // JAX's `_scatter_mul_transpose_rule`: the operand's cotangent is scaled by the same
+        // updates; the updates' is `(g · x)[idx]`, for unique indices only.
+        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index) } if ins.len() >= 2 => {
+            if active[1] {
+                unique_scatter_indices(eqn, index)?;
+                let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
+                let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
+                let gx = binary(interp, BinaryPrim::Mul, g, &ins[0])?;
+                let operands: Vec<Rc<Array>> = std::iter::once(gx.clone()).chain(ins[2..].iter().cloned()).collect();
+                let prim = Prim::Gather { mode: *mode, index: index.clone() };
+                let picked = bind(interp, prim, &operands, gx.aval.with_shape(&selected))?;
+                cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
+            }
+            if active[0] {
+                let operands: Vec<Rc<Array>> = [g.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
+                cts[0] = Some(bind(interp, eqn.prim.clone(), &operands, g.aval.clone())?);
+            }
+        }
+        // The transpose of `_scatter_extremal_jvp`'s linear map.
+        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index) } if ins.len() >= 2 => {
+            let sc = ExtremalScatter::new(interp, eqn, *mode, index, ins, out)?;
+            let picked = sc.gather(interp, g)?;
+            if active[0] {
+                let back = binary(interp, BinaryPrim::Mul, &picked, &sc.operand_coef)?;
+                let zero = zeros(interp, &g.aval)?;
+                let spread = sc.scatter_add(interp, &zero, &back)?;
+                cts[0] = Some(binary(interp, BinaryPrim::Add, g, &spread)?);
+            }
+            if active[1] {
+                let to_u = binary(interp, BinaryPrim::Mul, &picked, &sc.update_coef)?;
+                cts[1] = Some(sum_to_shape(interp, &to_u, &ins[1].aval.shape)?);
+            }
+        }
+        Prim::Linalg(op) => return linalg_transpose(interp, *op, symmetrised(eqn), ins, out, g, active),
         _ => return Err(no_rule(eqn)),
     }
     Ok(cts)
@@ -1152,7 +1557,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
 pub fn rule_status(prim: &Prim) -> Option<bool> {
     Some(match prim {
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma | UnaryPrim::Imag),
+        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag),
         Prim::Binary(b) => match b {
             BinaryPrim::Add
             | BinaryPrim::Sub
@@ -1187,7 +1592,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Slice { .. }
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice => true,
-        Prim::Scatter { op, .. } => matches!(op, ScatterOp::Add | ScatterOp::Set),
+        Prim::Scatter { .. } => true,
+        Prim::Linalg(op) => *op != super::ir::LinalgOp::Cofactor,
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
             ReduceOp::Prod => false,
@@ -1213,7 +1619,6 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Vmap { .. }
         | Prim::CustomJvpCall
         | Prim::CustomVjpCall
-        | Prim::Linalg(_)
         | Prim::Opaque(_) => false,
     })
 }
@@ -1579,6 +1984,9 @@ mod tests {
             Prim::DebugCallback,
             Prim::StopGradient,
         ]);
+        use crate::jax::ir::LinalgOp as L;
+        let linalg = [L::Solve, L::Inv, L::Cholesky, L::Det, L::SlogdetSign, L::SlogdetLogAbs, L::Cofactor];
+        prims.extend(linalg.into_iter().map(Prim::Linalg));
         prims
     }
 
@@ -1589,12 +1997,11 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 67, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 77, "{with_rule:?}");
         assert_eq!(
             without,
             [
                 "erf_inv",
-                "lgamma",
                 "digamma",
                 "imag",
                 "nextafter",
@@ -1602,16 +2009,14 @@ mod tests {
                 "cumprod",
                 "cummax",
                 "cummin",
-                "scatter-mul",
-                "scatter-min",
-                "scatter-max",
                 "top_k",
                 "scan",
                 "cond",
                 "while",
                 "vmap",
                 "custom_jvp_call",
-                "custom_vjp_call"
+                "custom_vjp_call",
+                "cofactor"
             ]
         );
         assert_eq!(not_differentiable.len(), 22, "{not_differentiable:?}");

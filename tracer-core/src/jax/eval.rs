@@ -377,6 +377,12 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                         Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f64::from(libm::nextafterf(x as f32, y as f32))))
                     }
                     DType::F64 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| libm::nextafter(x, y))),
+                    DType::BF16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
+                        next_after_16(x, y, |v| half::bf16::from_f64(v).to_bits(), |b| half::bf16::from_bits(b).to_f64())
+                    })),
+                    DType::F16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
+                        next_after_16(x, y, |v| half::f16::from_f64(v).to_bits(), |b| half::f16::from_bits(b).to_f64())
+                    })),
                     _ => None,
                 };
             }
@@ -1093,6 +1099,26 @@ fn binary_fn(b: BinaryPrim, int: bool) -> Option<fn(f64, f64) -> f64> {
     })
 }
 
+/// `nextafter` on a 16-bit float held in `f64` (every such value is exact there), stepping
+/// its bit pattern as XLA's `NextAfter` does: NaN if either is NaN, `y` when they are equal,
+/// the smallest subnormal signed like `y` from zero; the caller rounds (and flushes) to the
+/// dtype.
+fn next_after_16(x: f64, y: f64, to_bits: impl Fn(f64) -> u16, from_bits: impl Fn(u16) -> f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        return f64::NAN;
+    }
+    if x == y {
+        return y;
+    }
+    if x == 0.0 {
+        return from_bits(1).copysign(y);
+    }
+    // Sign and magnitude: a larger magnitude is a larger pattern of the same sign.
+    let bits = to_bits(x);
+    let away_from_zero = (x < y) == (x > 0.0);
+    from_bits(if away_from_zero { bits + 1 } else { bits - 1 })
+}
+
 /// Whether XLA computes a division whose divisor has `divisor_shape` as a multiplication by
 /// its reciprocal: its algebraic simplifier rewrites `x / broadcast(s)` to
 /// `x * broadcast(1 / s)` for a scalar `s` broadcast to the output's shape (jnp's `x / 7`,
@@ -1201,9 +1227,10 @@ fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
         UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj => |x| x,
         UnaryPrim::Imag => |_| 0.0,
         UnaryPrim::Erf => libm::erf,
-        // XLA's lgamma (a Lanczos approximation) is tens of ulp from the correctly rounded
-        // value that libm gives, so it stays not computed until its formula is followed.
-        UnaryPrim::ErfInv | UnaryPrim::Lgamma | UnaryPrim::Digamma => return None,
+        // XLA's Lanczos approximations, step by step (special.rs).
+        UnaryPrim::Lgamma => return Some(Box::new(move |x| super::special::lgamma(x, dtype))),
+        UnaryPrim::Digamma => return Some(Box::new(move |x| super::special::digamma(x, dtype))),
+        UnaryPrim::ErfInv => return None,
     };
     Some(Box::new(f))
 }

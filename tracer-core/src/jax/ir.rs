@@ -206,6 +206,9 @@ pub enum LinalgOp {
     SlogdetSign,
     /// `slogdet(a).logabsdet`.
     SlogdetLogAbs,
+    /// The cofactor matrix (the transposed adjugate, `det(a) · inv(a)ᵀ` when `a` is
+    /// invertible): the derivative of `det`, bound only by its JVP and transpose rules.
+    Cofactor,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -377,6 +380,7 @@ impl Prim {
                 LinalgOp::Det => "det",
                 LinalgOp::SlogdetSign => "slogdet_sign",
                 LinalgOp::SlogdetLogAbs => "slogdet_logabsdet",
+                LinalgOp::Cofactor => "cofactor",
             }
             .into(),
         }

@@ -49,6 +49,7 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             })
             .collect(),
         LinalgOp::Cholesky => a.view().matrices().flat_map(|a| cholesky(&a, m)).collect(),
+        LinalgOp::Cofactor => a.view().matrices().flat_map(|a| cofactors(&a, m)).collect(),
         LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs => a
             .view()
             .matrices()
@@ -165,6 +166,38 @@ fn determinant(op: LinalgOp, lu: &[f64], pivots: &[usize], m: usize) -> f64 {
     }
 }
 
+/// The cofactor matrix of `a` (`m`×`m`, row-major): `C[i][j] = (-1)^(i+j) · det(a without
+/// row i and column j)`, the derivative of `det(a)` with respect to `a[i][j]`. It is
+/// `det(a) · inv(a)ᵀ` when `a` is invertible, computed so; a singular `a` takes each minor's
+/// determinant instead, so a matrix of rank `m - 1` gets its nonzero cofactors and one of
+/// lower rank zeros, as JAX's `_cofactor_solve` gives them (no NaN from `0 · inf`).
+fn cofactors(a: &[f64], m: usize) -> Vec<f64> {
+    if m == 1 {
+        return vec![1.0];
+    }
+    let mut lu = a.to_vec();
+    let pivots = lu_factor(&mut lu, m);
+    let det = determinant(LinalgOp::Det, &lu, &pivots, m);
+    if det != 0.0 && det.is_finite() {
+        let mut inv: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
+        lu_solve(&lu, &pivots, &mut inv, m, m);
+        return (0..m * m).map(|k| det * inv[(k % m) * m + k / m]).collect();
+    }
+    let n = m - 1;
+    let mut out = Vec::with_capacity(m * m);
+    for i in 0..m {
+        for j in 0..m {
+            let mut minor: Vec<f64> =
+                (0..m).filter(|&r| r != i).flat_map(|r| (0..m).filter(move |&c| c != j).map(move |c| a[r * m + c])).collect();
+            let pivots = lu_factor(&mut minor, n);
+            let sign = if (i + j) % 2 == 0 { 1.0 } else { -1.0 };
+            // `+ 0.0`: a zero cofactor is +0, as JAX gives it.
+            out.push(sign * determinant(LinalgOp::Det, &minor, &pivots, n) + 0.0);
+        }
+    }
+    out
+}
+
 /// The lower Cholesky factor of the symmetrised `a` (`(a + aᵀ) / 2`, as `jnp.linalg.cholesky`
 /// symmetrises its input), by LAPACK's `potrf` recurrence. A matrix that is not positive
 /// definite gives NaN in the whole lower triangle and zeros above it, as JAX does.
@@ -218,5 +251,19 @@ mod tests {
         let chol = kernel(LinalgOp::Cholesky, &[matrix(&[2, 2], &[1.0, 2.0, 2.0, 1.0])], &[2, 2]).expect("cholesky");
         let c: Vec<f64> = chol.iter().copied().collect();
         assert!(c[0].is_nan() && c[1] == 0.0 && c[2].is_nan() && c[3].is_nan(), "{c:?}");
+    }
+
+    // JAX 0.10.2: `jax.grad(jnp.linalg.det)` of these (float64).
+    #[test]
+    fn cofactors_of_singular_matrices_are_finite() {
+        let cof = |values: &[f64], m: usize| -> Vec<f64> {
+            kernel(LinalgOp::Cofactor, &[matrix(&[m, m], values)], &[m, m]).expect("cofactor").iter().copied().collect()
+        };
+        assert_eq!(cof(&[2.0, 1.0, 0.0, 3.0], 2), [3.0, 0.0, -1.0, 2.0]);
+        let rank3 = [1.0, 2.0, 3.0, 4.0, 2.0, 4.0, 6.0, 8.0, 0.0, 1.0, 1.0, 2.0, 1.0, 0.0, 0.0, 1.0];
+        let expected = [-2.0, -6.0, 2.0, 2.0, 1.0, 3.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let got = cof(&rank3, 4);
+        assert!(got.iter().zip(expected).all(|(g, e)| (g - e).abs() < 1e-12), "{got:?}");
+        assert_eq!(cof(&[0.0; 16], 4), [0.0; 16]);
     }
 }

@@ -19,6 +19,7 @@ pub mod numerics;
 pub mod numpy;
 pub mod print;
 pub mod random;
+pub mod special;
 pub mod stmt;
 pub mod surface;
 

@@ -1873,7 +1873,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Fmod => binary!(BinaryPrim::Rem),
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
-        F::ScipyGammaln => unary!(UnaryPrim::Lgamma),
+        F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
+        F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
         F::RightShift => {
@@ -3085,10 +3086,14 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?
             } else {
                 let op = if f == F::LinalgInv { LinalgOp::Inv } else { LinalgOp::Cholesky };
+                let mut perm: Vec<usize> = (0..nd).collect();
+                perm.swap(nd - 1, nd - 2);
+                // `cholesky(a.mT).mT`, as jax.scipy.linalg factors the upper triangle (the
+                // kernel symmetrises either way; the derivative sees the transposed tangent).
+                let a2 =
+                    if upper { bind1(interp, Prim::Transpose { permutation: perm.clone() }, &[a2.clone()], a2.aval.clone())? } else { a2 };
                 let out = bind1(interp, Prim::Linalg(op), &[a2], a.aval.with_dtype(dt))?;
                 if upper {
-                    let mut perm: Vec<usize> = (0..nd).collect();
-                    perm.swap(nd - 1, nd - 2);
                     bind1(interp, Prim::Transpose { permutation: perm }, &[out.clone()], out.aval.clone())?
                 } else {
                     out

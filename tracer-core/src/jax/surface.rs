@@ -320,6 +320,9 @@ surface! {
     ScipyLogsumexp = "jax.scipy.special"."logsumexp",
     ScipyErf = "jax.scipy.special"."erf",
     ScipyGammaln = "jax.scipy.special"."gammaln",
+    ScipyDigamma = "jax.scipy.special"."digamma",
+    LaxLgamma = "jax.lax"."lgamma",
+    LaxDigamma = "jax.lax"."digamma",
     // jax.ops
     OpsSegmentSum = "jax.ops"."segment_sum",
     // jax.tree_util and jax.tree
