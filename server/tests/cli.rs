@@ -286,3 +286,33 @@ fn an_error_raised_by_a_grad_call_stages_out_the_differentiated_function() {
     assert!(text.contains("\ndef loss(w, x):  # g.py:5\n    v1 = x @ w  # g.py:6\n    v2 = v1 ** 2  # g.py:6\n    return v2\n"), "{text}");
     assert!(text.contains("\njax.grad(loss)(np.ones((3,), np.float32), np.ones((4, 3), np.float32))  # g.py:9\n"), "{text}");
 }
+
+const LIB_LAYERS: &str = "import jax.numpy as jnp\n\n\ndef dense(x, w):\n    return jnp.dot(x, w)\n\n\ndef model(params, x):\n    h = dense(x, params[\"w1\"])\n    h = jnp.tanh(h)\n    return dense(h, params[\"w2\"])\n";
+const LIB_MAIN: &str = "import jax\nimport jax.numpy as jnp\nfrom lib.model import model\n\n\n@jax.jit\ndef loss(params, x):\n    y = model(params, x)\n    return jnp.mean(y ** 2)\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"w2\": jnp.ones((6, 2))}\nprint(loss(params, jnp.ones((3, 4))))\n";
+
+#[test]
+fn an_error_in_an_imported_module_is_reproduced_from_the_line_that_calls_it() {
+    let dir = temp_dir("repro-module");
+    std::fs::create_dir_all(dir.join("lib")).expect("lib");
+    write(&dir, "lib/__init__.py", "");
+    write(&dir, "lib/model.py", LIB_LAYERS);
+    write(&dir, "main.py", LIB_MAIN);
+    // The call inside the jitted function, and the module's call of it, both lead to the error.
+    for line in ["8", "13"] {
+        let out = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", line, "--unreduced"]).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(text.starts_with("# tracelens reproducer for TL104 at lib/model.py:5\n"), "{text}");
+        assert!(text.contains(&format!("# regenerate: tracelens repro main.py --line 8 --unreduced\n")), "{text}");
+        // The module's functions are inlined, each line linked to the module's line.
+        assert!(
+            text.contains("\ndef loss(params_w1, params_w2, x):  # main.py:6\n    v1 = jnp.dot(x, params_w1)  # lib/model.py:5\n    h = jnp.tanh(v1)  # lib/model.py:10\n    jnp.dot(h, params_w2)  # lib/model.py:5\n"),
+            "{text}"
+        );
+        assert!(text.contains("np.ones((3, 4), np.float32))  # main.py:13\n"), "{text}");
+        assert!(!text.contains("lib.model") && !text.contains("from lib"), "{text}");
+    }
+    // A line with no call leading to an error has none.
+    let none = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", "9"]).output().expect("run");
+    assert_eq!(none.status.code(), Some(1));
+}

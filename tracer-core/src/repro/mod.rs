@@ -80,8 +80,10 @@ pub struct Line {
     /// For a result that is a pytree of arrays: each array as the program names it
     /// (`v1[1]['w']`) and its aval.
     pub out_leaves: Vec<(String, Aval)>,
-    /// The user's line (1-based) this line stands for.
+    /// The user's line (1-based) this line stands for, and its file as the reproducer names
+    /// it (a helper module's lines are inlined with links to that module).
     pub user_line: u32,
+    pub file: String,
 }
 
 /// A parameter of the emitted function or a module-level constant.
@@ -115,12 +117,15 @@ pub struct Program {
     pub file_label: String,
     pub error_line: u32,
     pub fn_name: String,
+    /// The function's definition and the call that traced it, each with its file.
     pub def_line: u32,
+    pub def_file: String,
     pub consts: Vec<Input>,
     pub params: Vec<Input>,
     pub body: Vec<Line>,
     pub wrap: Wrap,
     pub call_line: u32,
+    pub call_file: String,
     /// What the function returns (a staged-out trace, `--function`); `None` when the program
     /// ends at the failing statement.
     pub returns: Option<Vec<Expr>>,
@@ -243,6 +248,15 @@ impl Program {
     }
 }
 
+/// A line's own file, or the program's when it has none recorded.
+fn or_label<'a>(file: &'a str, program: &'a str) -> &'a str {
+    if file.is_empty() {
+        program
+    } else {
+        file
+    }
+}
+
 pub fn code_lines(text: &str) -> usize {
     text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count()
 }
@@ -329,6 +343,7 @@ fn render_block(
         failing_line = def.failing_line + offset;
     }
     let call = p.call_text(fn_name);
+    let label = or_label(&p.call_file, label);
     match bind {
         Some((k, outputs)) => {
             let _ = writeln!(text, "\nout{k} = {call}  # {label}:{}", p.call_line);
@@ -389,7 +404,7 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
         let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
         names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
     }
-    let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
+    let _ = writeln!(text, "\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();
     for (arg, leaves) in p.signature.iter().flatten() {
@@ -419,7 +434,7 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
         let code = render_line(line);
         let mut rows = code.lines();
         let first = rows.next().unwrap_or("");
-        let _ = writeln!(text, "    {first}  # {label}:{}", line.user_line);
+        let _ = writeln!(text, "    {first}  # {}:{}", or_label(&line.file, label), line.user_line);
         failing_line = text.lines().count() - 1;
         links.push((failing_line, line.user_line));
         for row in rows {
