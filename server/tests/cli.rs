@@ -316,3 +316,21 @@ fn an_error_in_an_imported_module_is_reproduced_from_the_line_that_calls_it() {
     let none = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", "9"]).output().expect("run");
     assert_eq!(none.status.code(), Some(1));
 }
+
+const TWO_DOWN: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef encode(params, xs):\n    def body(c, x):\n        def squash(y):\n            return jnp.tanh(y) + 1.0\n\n        z = jax.vmap(squash)(x)\n        return c + z @ params[\"w\"], c\n\n    return lax.scan(body, jnp.zeros((3,)), xs)\n\n\nencode({\"w\": jnp.ones((4, 3))}, jnp.ones((5, 4)))\n";
+
+#[test]
+fn a_function_nested_two_levels_down_that_reads_nothing_around_it_is_written_at_the_top() {
+    let dir = temp_dir("repro-hoist");
+    write(&dir, "two_down.py", TWO_DOWN);
+    let out = tracelens().current_dir(&dir).args(["repro", "two_down.py", "--function", "encode"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // `squash` reads only its argument: top level, before the function that uses it.
+    let squash = text.find("\ndef squash(y):  # two_down.py:9\n").expect("squash at the top level");
+    let encode = text.find("\ndef encode(params_w, xs):  # two_down.py:6\n").expect("encode");
+    assert!(squash < encode, "{text}");
+    // `body` reads `params_w` of `encode`: inside it, and it calls the top-level `squash`.
+    assert!(text.contains("\n    def body(c, x):  # two_down.py:8\n        z = jax.vmap(squash)(x)  # two_down.py:12\n"), "{text}");
+    assert_eq!(text.matches("def squash").count(), 1, "{text}");
+}
