@@ -334,3 +334,25 @@ fn a_function_nested_two_levels_down_that_reads_nothing_around_it_is_written_at_
     assert!(text.contains("\n    def body(c, x):  # two_down.py:8\n        z = jax.vmap(squash)(x)  # two_down.py:12\n"), "{text}");
     assert_eq!(text.matches("def squash").count(), 1, "{text}");
 }
+
+const BRANCHES: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\ndef train_branch(h):\n    keep = (jnp.arange(h.shape[-1]) % 2 == 0).astype(h.dtype)\n    return (h * keep * 2.0)[:, :-1]\n\n\ndef eval_branch(h):\n    return h\n\n\n@jax.jit\ndef head(w, x, is_training):\n    h = jax.nn.relu(x @ w)\n    h = lax.cond(is_training, train_branch, eval_branch, h)\n    return h.mean(-1)\n\n\nhead(jnp.ones((3, 6)), jnp.ones((4, 3)), True)\n";
+
+#[test]
+fn the_minimiser_shrinks_the_functions_passed_to_lax_cond() {
+    let dir = temp_dir("repro-branches");
+    write(&dir, "branches.py", BRANCHES);
+    let out = tracelens().current_dir(&dir).args(["repro", "branches.py", "--line", "18", "--unreduced"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let unreduced = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(unreduced.contains("    keep = v3.astype(jnp.float32)  # branches.py:7\n"), "{unreduced}");
+    let out = tracelens().current_dir(&dir).args(["repro", "branches.py", "--line", "18"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // The branch's statements are gone: what it returns is a constant of the same aval, and
+    // the branch that returns its argument is kept as it is.
+    let branch = text.split("def train_branch(h):  # branches.py:6\n").nth(1).expect("the branch").lines().next().unwrap_or("");
+    assert!(branch.starts_with("    return train_branch_"), "{text}");
+    assert!(!text.contains("astype") && !text.contains("arange"), "{text}");
+    assert!(text.contains("def eval_branch(h):  # branches.py:11\n    return h\n"), "{text}");
+    assert!(text.contains("    lax.cond(is_training, train_branch, eval_branch, h)  # branches.py:18\n"), "{text}");
+}
