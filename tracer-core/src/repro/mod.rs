@@ -382,6 +382,7 @@ fn hoisted(p: &Program) -> Vec<&Program> {
     walk(p, &mut all);
     // `p`'s own helpers first: they have nowhere else to be written.
     let direct = |h: &Program| p.helpers.iter().any(|x| std::ptr::eq(x, h));
+    let order = all.clone();
     let mut out: Vec<&Program> = all.iter().copied().filter(|h| direct(h)).collect();
     for h in all.into_iter().filter(|h| !direct(h)) {
         // The same function again is taken (its text is written once); another function
@@ -391,11 +392,6 @@ fn hoisted(p: &Program) -> Vec<&Program> {
         }
     }
     // In the order they were found: what a helper uses before it.
-    let order: Vec<&Program> = {
-        let mut all = Vec::new();
-        walk(p, &mut all);
-        all
-    };
     out.sort_by_key(|h| order.iter().position(|o| std::ptr::eq(*o, *h)));
     out
 }
