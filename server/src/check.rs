@@ -222,12 +222,19 @@ pub fn reproducer_text_with(
     line: u32,
     options: &ReproOptions,
 ) -> Result<String, String> {
-    if let Some(r) = analysis.reproducers.iter().find(|r| r.path == path && r.line == line) {
+    // An error at that line, else one raised in a module the file imports, under a call made
+    // at that line (the innermost such call first).
+    let found = analysis.reproducers.iter().find(|r| r.path == path && r.line == line).or_else(|| {
+        let mut under: Vec<&tracer_core::analysis::Reproducer> = analysis.reproducers.iter().filter(|r| r.via.contains(&line)).collect();
+        under.sort_by_key(|r| r.via.iter().rev().position(|l| *l == line));
+        under.first().copied()
+    });
+    if let Some(r) = found {
         // The analysis keeps only programs on which tracelens itself re-raises the error.
         let text =
             if options.unreduced { Some(r.text.clone()) } else { r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()) };
         if let Some(text) = text {
-            return Ok(text.replace(&*path.to_string_lossy(), shown));
+            return Ok(with_labels(&text, analysis, path, shown));
         }
         return Err(format!(
             "{shown}:{line}: the standalone program tracelens can write for this error does not re-raise it when traced, so none is written"
@@ -235,10 +242,37 @@ pub fn reproducer_text_with(
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
-        format!("{shown}:{line}: this error cannot be reproduced standalone yet (no trace stages it out, and the file cut down to jax, numpy and functools does not raise it: it needs another import, or it is raised in another file or in a test function)")
+        format!("{shown}:{line}: this error cannot be reproduced standalone yet (no trace stages it out, and the file cut down to jax, numpy and functools does not raise it: it needs another import, or it is raised in another file with no trace to stage it out of, or in a test function)")
     } else {
         format!("{shown}:{line}: no error to reproduce at this line")
     })
+}
+
+/// `text` with every file of the analysis named as the reproducer's links name it: the
+/// analysed file as `shown`, a module it imports relative to the same folder (`lib/model.py`
+/// next to `main.py`), others as they are.
+fn with_labels(text: &str, analysis: &FileAnalysis, path: &Path, shown: &str) -> String {
+    let shown_dir = Path::new(shown).parent().unwrap_or(Path::new(""));
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut renames: Vec<(String, String)> = vec![(path.to_string_lossy().into_owned(), shown.to_string())];
+    for f in analysis.files.iter().filter(|f| f.as_path() != path) {
+        if let Ok(rest) = f.strip_prefix(dir).map(|rest| shown_dir.join(rest)) {
+            renames.push((f.to_string_lossy().into_owned(), rest.to_string_lossy().into_owned()));
+        }
+    }
+    // Longest first: a path that ends another is not renamed inside it.
+    renames.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut line = line.to_string();
+        for (from, to) in renames.iter().filter(|(from, _)| !from.is_empty()) {
+            for (before, after) in [(format!(" {from}:"), format!(" {to}:")), (format!(" {from} "), format!(" {to} "))] {
+                line = line.replace(&before, &after);
+            }
+        }
+        out.push_str(&line);
+    }
+    out
 }
 
 pub fn run_repro(file: PathBuf, line: u32, output: Option<PathBuf>, options: &ReproOptions) -> ExitCode {
@@ -320,7 +354,7 @@ pub fn function_reproducer_text(
     }
     header.push(format!("regenerate: tracelens repro {shown} --function {function}"));
     let text = tracer_core::repro::render_collection(&programs, &header).text;
-    Ok((text.replace(&*file.to_string_lossy(), shown), warning))
+    Ok((with_labels(&text, analysis, file, shown), warning))
 }
 
 fn write_reproducer(text: &str, output: Option<PathBuf>) -> ExitCode {

@@ -286,3 +286,73 @@ fn an_error_raised_by_a_grad_call_stages_out_the_differentiated_function() {
     assert!(text.contains("\ndef loss(w, x):  # g.py:5\n    v1 = x @ w  # g.py:6\n    v2 = v1 ** 2  # g.py:6\n    return v2\n"), "{text}");
     assert!(text.contains("\njax.grad(loss)(np.ones((3,), np.float32), np.ones((4, 3), np.float32))  # g.py:9\n"), "{text}");
 }
+
+const LIB_LAYERS: &str = "import jax.numpy as jnp\n\n\ndef dense(x, w):\n    return jnp.dot(x, w)\n\n\ndef model(params, x):\n    h = dense(x, params[\"w1\"])\n    h = jnp.tanh(h)\n    return dense(h, params[\"w2\"])\n";
+const LIB_MAIN: &str = "import jax\nimport jax.numpy as jnp\nfrom lib.model import model\n\n\n@jax.jit\ndef loss(params, x):\n    y = model(params, x)\n    return jnp.mean(y ** 2)\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"w2\": jnp.ones((6, 2))}\nprint(loss(params, jnp.ones((3, 4))))\n";
+
+#[test]
+fn an_error_in_an_imported_module_is_reproduced_from_the_line_that_calls_it() {
+    let dir = temp_dir("repro-module");
+    std::fs::create_dir_all(dir.join("lib")).expect("lib");
+    write(&dir, "lib/__init__.py", "");
+    write(&dir, "lib/model.py", LIB_LAYERS);
+    write(&dir, "main.py", LIB_MAIN);
+    // The call inside the jitted function, and the module's call of it, both lead to the error.
+    for line in ["8", "13"] {
+        let out = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", line, "--unreduced"]).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(text.starts_with("# tracelens reproducer for TL104 at lib/model.py:5\n"), "{text}");
+        assert!(text.contains(&format!("# regenerate: tracelens repro main.py --line 8 --unreduced\n")), "{text}");
+        // The module's functions are inlined, each line linked to the module's line.
+        assert!(
+            text.contains("\ndef loss(params_w1, params_w2, x):  # main.py:6\n    v1 = jnp.dot(x, params_w1)  # lib/model.py:5\n    h = jnp.tanh(v1)  # lib/model.py:10\n    jnp.dot(h, params_w2)  # lib/model.py:5\n"),
+            "{text}"
+        );
+        assert!(text.contains("np.ones((3, 4), np.float32))  # main.py:13\n"), "{text}");
+        assert!(!text.contains("lib.model") && !text.contains("from lib"), "{text}");
+    }
+    // A line with no call leading to an error has none.
+    let none = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", "9"]).output().expect("run");
+    assert_eq!(none.status.code(), Some(1));
+}
+
+const TWO_DOWN: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef encode(params, xs):\n    def body(c, x):\n        def squash(y):\n            return jnp.tanh(y) + 1.0\n\n        z = jax.vmap(squash)(x)\n        return c + z @ params[\"w\"], c\n\n    return lax.scan(body, jnp.zeros((3,)), xs)\n\n\nencode({\"w\": jnp.ones((4, 3))}, jnp.ones((5, 4)))\n";
+
+#[test]
+fn a_function_nested_two_levels_down_that_reads_nothing_around_it_is_written_at_the_top() {
+    let dir = temp_dir("repro-hoist");
+    write(&dir, "two_down.py", TWO_DOWN);
+    let out = tracelens().current_dir(&dir).args(["repro", "two_down.py", "--function", "encode"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // `squash` reads only its argument: top level, before the function that uses it.
+    let squash = text.find("\ndef squash(y):  # two_down.py:9\n").expect("squash at the top level");
+    let encode = text.find("\ndef encode(params_w, xs):  # two_down.py:6\n").expect("encode");
+    assert!(squash < encode, "{text}");
+    // `body` reads `params_w` of `encode`: inside it, and it calls the top-level `squash`.
+    assert!(text.contains("\n    def body(c, x):  # two_down.py:8\n        z = jax.vmap(squash)(x)  # two_down.py:12\n"), "{text}");
+    assert_eq!(text.matches("def squash").count(), 1, "{text}");
+}
+
+const BRANCHES: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\ndef train_branch(h):\n    keep = (jnp.arange(h.shape[-1]) % 2 == 0).astype(h.dtype)\n    return (h * keep * 2.0)[:, :-1]\n\n\ndef eval_branch(h):\n    return h\n\n\n@jax.jit\ndef head(w, x, is_training):\n    h = jax.nn.relu(x @ w)\n    h = lax.cond(is_training, train_branch, eval_branch, h)\n    return h.mean(-1)\n\n\nhead(jnp.ones((3, 6)), jnp.ones((4, 3)), True)\n";
+
+#[test]
+fn the_minimiser_shrinks_the_functions_passed_to_lax_cond() {
+    let dir = temp_dir("repro-branches");
+    write(&dir, "branches.py", BRANCHES);
+    let out = tracelens().current_dir(&dir).args(["repro", "branches.py", "--line", "18", "--unreduced"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let unreduced = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(unreduced.contains("    keep = v3.astype(jnp.float32)  # branches.py:7\n"), "{unreduced}");
+    let out = tracelens().current_dir(&dir).args(["repro", "branches.py", "--line", "18"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // The branch's statements are gone: what it returns is a constant of the same aval, and
+    // the branch that returns its argument is kept as it is.
+    let branch = text.split("def train_branch(h):  # branches.py:6\n").nth(1).expect("the branch").lines().next().unwrap_or("");
+    assert!(branch.starts_with("    return train_branch_"), "{text}");
+    assert!(!text.contains("astype") && !text.contains("arange"), "{text}");
+    assert!(text.contains("def eval_branch(h):  # branches.py:11\n    return h\n"), "{text}");
+    assert!(text.contains("    lax.cond(is_training, train_branch, eval_branch, h)  # branches.py:18\n"), "{text}");
+}

@@ -105,6 +105,12 @@ pub struct Reproducer {
     pub text: String,
     /// (0-based line in `text`, 1-based line in the user's file).
     pub links: Vec<(usize, u32)>,
+    /// For an error raised in another file than the analysed one (a helper module it
+    /// imports): the lines of the analysed file whose calls led to it, outermost first.
+    /// `tracelens repro FILE --line N` with any of them writes this reproducer.
+    pub via: Vec<u32>,
+    /// The analysed file, as the regenerate command names it.
+    pub analysed: String,
 }
 
 /// How a reproducer was made.
@@ -124,10 +130,14 @@ impl Reproducer {
         }
     }
 
-    /// The command that writes this reproducer again.
+    /// The command that writes this reproducer again: for an error in another file, from
+    /// the analysed file's line that leads to it (the innermost).
     pub fn regenerate_command(&self, unreduced: bool) -> String {
         let flag = if unreduced { " --unreduced" } else { "" };
-        format!("tracelens repro {} --line {}{flag}", self.file_label(), self.line)
+        match self.via.last() {
+            Some(line) => format!("tracelens repro {} --line {line}{flag}", self.analysed),
+            None => format!("tracelens repro {} --line {}{flag}", self.file_label(), self.line),
+        }
     }
 
     /// The reproducer delta-debugged with the engine as the oracle (see `repro::minimise`);
@@ -328,7 +338,22 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
             }
             None => continue,
         };
-        let mut r = Reproducer { path: d.path.clone(), line: loc.line, code: what.code, program, text: String::new(), links: Vec::new() };
+        // An error in a module the analysed file imports: the analysed file's lines that led to it.
+        let via = if file_id == 0 {
+            Vec::new()
+        } else {
+            crate::jax::stmt::error_frames(interp, site).iter().filter(|s| s.file == 0).map(|s| interp.line_of(*s)).collect()
+        };
+        let mut r = Reproducer {
+            path: d.path.clone(),
+            line: loc.line,
+            code: what.code,
+            program,
+            text: String::new(),
+            links: Vec::new(),
+            via,
+            analysed: interp.path(0).to_string_lossy().to_string(),
+        };
         let (text, links) = match &r.program {
             ReproProgram::Staged(p) => {
                 r.line = p.error_line;

@@ -73,8 +73,108 @@ fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// One error fixture to write a reproducer for: a file, or a project of several files
+/// (`errors/_projects/NAME/`: `main.py` importing the modules next to it, the `# error:`
+/// annotation in the module that raises, and `# repro: under this call` on the lines of
+/// `main.py` whose calls lead to it).
+struct Case {
+    name: String,
+    /// The file `tracelens repro` is given, and the folder it runs in (a project's, so the
+    /// links name its modules relative to it).
+    entry: PathBuf,
+    cwd: Option<PathBuf>,
+    /// The error as annotated: its line (in `error_file`), code and class.
+    line: usize,
+    code: String,
+    class: String,
+    /// For a project: the module the error is raised in, relative to the project, and the
+    /// lines of `main.py` to ask for.
+    error_file: Option<String>,
+    via: Vec<usize>,
+    /// Non-blank, non-comment lines of every file of the fixture.
+    fixture_lines: usize,
+}
+
+fn code_lines(text: &str) -> usize {
+    text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count()
+}
+
+const VIA_MARK: &str = "# repro: under this call";
+
+fn cases(errors_dir: &Path, out_dir: &Path) -> Vec<Case> {
+    let mut out = Vec::new();
+    for path in python_files_in(errors_dir, out_dir) {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Some((line, code, class)) = expected_error(&text) else { continue };
+        out.push(Case {
+            name,
+            entry: path,
+            cwd: None,
+            line,
+            code,
+            class,
+            error_file: None,
+            via: Vec::new(),
+            fixture_lines: code_lines(&text),
+        });
+    }
+    let mut projects: Vec<PathBuf> = std::fs::read_dir(errors_dir.join("_projects"))
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.join("main.py").is_file()).collect())
+        .unwrap_or_default();
+    projects.sort();
+    for dir in projects {
+        let mut files = Vec::new();
+        let mut pending = vec![dir.clone()];
+        while let Some(d) = pending.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    pending.push(p);
+                } else if p.extension().is_some_and(|x| x == "py") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        let texts: Vec<(PathBuf, String)> = files.iter().filter_map(|f| Some((f.clone(), std::fs::read_to_string(f).ok()?))).collect();
+        let Some((error_path, (line, code, class))) = texts.iter().find_map(|(f, t)| Some((f, expected_error(t)?))) else { continue };
+        let main = texts.iter().find(|(f, _)| f.file_name().is_some_and(|n| n == "main.py")).map(|(_, t)| t.as_str()).unwrap_or("");
+        let via: Vec<usize> = main.lines().enumerate().filter(|(_, l)| l.contains(VIA_MARK)).map(|(i, _)| i + 1).collect();
+        let name = format!("_projects/{}", dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default());
+        let relative = error_path.strip_prefix(&dir).unwrap_or(error_path).to_string_lossy().replace('\\', "/");
+        out.push(Case {
+            name,
+            entry: PathBuf::from("main.py"),
+            cwd: Some(dir.clone()),
+            line,
+            code,
+            class,
+            error_file: Some(relative),
+            via,
+            fixture_lines: texts.iter().map(|(_, t)| code_lines(t)).sum(),
+        });
+    }
+    out
+}
+
+/// Runs `program` under `python` in `cwd` (standalone reproducers: the output folder, where
+/// no module of the fixture is) and compares the class it raises with `class`.
+fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> Result<(), String> {
+    let mut run = Command::new(python);
+    run.arg("-c").arg(RAISED_CLASS).arg(program).current_dir(cwd).env("JAX_PLATFORMS", "cpu");
+    match run_with_limit(run, Duration::from_secs(120)) {
+        Ok(f) => match raised_class(&f.stdout) {
+            Some(c) if c == class => Ok(()),
+            Some(c) => Err(format!("raised {c}")),
+            None => Err("raised nothing".to_string()),
+        },
+        Err(e) => Err(format!("did not run: {e}")),
+    }
+}
+
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
-    let fixtures = python_files_in(errors_dir, out_dir);
+    let fixtures = cases(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
     // (fixture, class, outcome under JAX when written, reduction, why nothing was written)
     type Row = (String, String, Option<Result<(), String>>, f64, String);
@@ -83,16 +183,17 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = fixtures.get(i) else { break };
-                let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-                let Ok(text) = std::fs::read_to_string(path) else { continue };
-                let Some((line, code, class)) = expected_error(&text) else { continue };
-                let out = out_dir.join(&name);
+                let Some(case) = fixtures.get(i) else { break };
+                let (name, path, class, code) = (&case.name, &case.entry, &case.class, &case.code);
+                let out = out_dir.join(name.replace('/', "__") + if case.cwd.is_some() { ".py" } else { "" });
                 let _ = std::fs::remove_file(&out);
                 let why = Mutex::new(String::new());
                 let repro = |line: usize| {
                     let mut cmd = Command::new(binary);
                     cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
+                    if let Some(dir) = &case.cwd {
+                        cmd.current_dir(dir);
+                    }
                     match run_with_limit(cmd, Duration::from_secs(60)) {
                         Ok(f) if f.status == Some(0) => out.is_file(),
                         Ok(f) => {
@@ -109,31 +210,30 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                         }
                     }
                 };
-                // The annotation is where JAX raises; tracelens may report the error where it
-                // is made (a leaked tracer's use inside the trace): then that line's.
-                let emitted = repro(line) || reported_line(binary, path, &code).is_some_and(|l| l != line && repro(l));
+                let emitted = match &case.error_file {
+                    // A project: every line of `main.py` under which the error is raised must
+                    // give the reproducer (the last one asked is the one run).
+                    Some(_) => !case.via.is_empty() && case.via.iter().all(|&l| repro(l)),
+                    // The annotation is where JAX raises; tracelens may report the error where
+                    // it is made (a leaked tracer's use inside the trace): then that line's.
+                    None => repro(case.line) || reported_line(binary, path, code).is_some_and(|l| l != case.line && repro(l)),
+                };
                 let why = why.into_inner().unwrap_or_default();
+                let text = std::fs::read_to_string(&out).unwrap_or_default();
                 let outcome = if !emitted {
                     None
                 } else {
-                    let mut run = Command::new(python);
-                    run.arg("-c").arg(RAISED_CLASS).arg(&out).env("JAX_PLATFORMS", "cpu");
-                    Some(match run_with_limit(run, Duration::from_secs(120)) {
-                        Ok(f) => match raised_class(&f.stdout) {
-                            Some(c) if c == class => Ok(()),
-                            Some(c) => Err(format!("raised {c}")),
-                            None => Err("raised nothing".to_string()),
-                        },
-                        Err(e) => Err(format!("did not run: {e}")),
+                    let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
+                    let fixture = case.cwd.as_ref().map(|dir| raises_under_jax(python, &dir.join("main.py"), dir, class));
+                    Some(match (link, fixture) {
+                        (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
+                        (_, Some(Err(why))) => Err(format!("the fixture itself, under JAX: {why}")),
+                        _ => raises_under_jax(python, &out, out_dir, class),
                     })
                 };
-                let repro_lines = std::fs::read_to_string(&out)
-                    .map(|t| t.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count())
-                    .unwrap_or(0);
-                let fixture_lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count().max(1);
-                let reduction = 1.0 - repro_lines as f64 / fixture_lines as f64;
+                let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
                 if let Ok(mut r) = results.lock() {
-                    r.push((name, class, outcome, reduction, why));
+                    r.push((name.clone(), class.clone(), outcome, reduction, why));
                 }
             });
         }

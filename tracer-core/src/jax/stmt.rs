@@ -68,6 +68,10 @@ pub struct Statement {
     pub kwargs: Vec<(String, Arg)>,
     pub outs: Vec<Arg>,
     pub raised: bool,
+    /// For a statement that raised: where each user frame was, outermost first (the last is
+    /// `site`), so an error raised in another file is found from the line of the analysed
+    /// file that led to it.
+    pub frames: Vec<Site>,
 }
 
 /// Statements recorded so far, and the arrays they name (kept alive so identities stay unique).
@@ -158,7 +162,16 @@ pub fn recorded(
     let kw_list: Vec<(String, Arg)> = kwargs.iter().map(|(k, v)| (k.to_string(), to_arg(interp, v, &mut keep))).collect();
     interp.jax.log.keep = keep;
     let index = interp.jax.log.statements.len();
-    interp.jax.log.statements.push(Statement { record, site, call, args: arg_list, kwargs: kw_list, outs: Vec::new(), raised: false });
+    interp.jax.log.statements.push(Statement {
+        record,
+        site,
+        call,
+        args: arg_list,
+        kwargs: kw_list,
+        outs: Vec::new(),
+        raised: false,
+        frames: Vec::new(),
+    });
     interp.jax.log.depth += 1;
     let result = f(interp);
     interp.jax.log.depth -= 1;
@@ -169,7 +182,12 @@ pub fn recorded(
             interp.jax.log.keep = keep;
             interp.jax.log.statements[index].outs = vec![out];
         }
-        Err(crate::interp::Flow::Raise(_)) => interp.jax.log.statements[index].raised = true,
+        Err(crate::interp::Flow::Raise(_)) => {
+            let frames = user_frames(interp);
+            let s = &mut interp.jax.log.statements[index];
+            s.raised = true;
+            s.frames = frames;
+        }
         Err(_) => {}
     }
     result
@@ -218,6 +236,7 @@ pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>)
     let Some(site) = interp.site() else { return };
     interp.jax.log.keep.push(a.clone());
     let arg = Arg::Array(Rc::as_ptr(a) as usize, a.aval.clone(), a.is_tracer());
+    let frames = user_frames(interp);
     interp.jax.log.statements.push(Statement {
         record,
         site,
@@ -226,7 +245,20 @@ pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>)
         kwargs: Vec::new(),
         outs: Vec::new(),
         raised: true,
+        frames,
     });
+}
+
+/// Where every frame running now is, outermost first.
+fn user_frames(interp: &Interp) -> Vec<Site> {
+    interp.frames.iter().map(|f| Site { file: f.file, span: f.span }).collect()
+}
+
+/// The lines, outermost first, of every frame that was running when the statement raised at
+/// `error_site` (the failing line itself last): what leads to an error raised in another file.
+pub fn error_frames(interp: &Interp, error_site: Site) -> Vec<Site> {
+    let log = &interp.jax.log;
+    log.statements.iter().rev().find(|s| s.raised && s.site == error_site).map(|s| s.frames.clone()).unwrap_or_default()
 }
 
 /// Builds the program that re-raises the error of the statement raised at `error_site`: the
@@ -488,8 +520,10 @@ fn slice<'a>(
             out,
             out_leaves,
             user_line: interp.line_of(s.site),
+            file: interp.path(s.site.file).to_string_lossy().to_string(),
         });
     }
+    let label_of = |site: Option<Site>| site.map(|s| interp.path(s.file).to_string_lossy().to_string()).unwrap_or_default();
     let under_jit = std::iter::successors(rec.parent, |p| interp.jax.records[*p].parent)
         .any(|p| matches!(interp.jax.records[p].kind, super::TraceKind::Jit));
     // `jax.grad` for a grad trace (wrapped in `jax.jit` when it ran under one, where the
@@ -508,11 +542,13 @@ fn slice<'a>(
         error_line: 0,
         fn_name,
         def_line: rec.def_site.map(|s| interp.line_of(s)).unwrap_or(0),
+        def_file: label_of(rec.def_site),
         consts: names.consts.clone(),
         params,
         body,
         wrap,
         call_line: rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0),
+        call_file: label_of(rec.call_site),
         returns: None,
         error_at_call: false,
         helpers,

@@ -14,6 +14,7 @@ use super::{Expr, Input, Op, Program};
 use crate::analysis::{analyze_file, AnalysisConfig};
 use crate::diagnostics::Severity;
 use crate::interp::SourceLoader;
+use crate::jax::aval::Aval;
 
 /// Limits on the search: every step is one run of the engine on a candidate program.
 #[derive(Clone, Debug)]
@@ -100,6 +101,7 @@ pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
     best = reduce_statements(&best, &mut oracle);
     best = reduce_arguments(&best, &mut oracle);
     best = reduce_statements(&best, &mut oracle);
+    best = reduce_helpers(&best, &mut oracle);
     best = reduce_shapes(&best, &mut oracle);
     Minimised { program: best, runs: oracle.runs, verified: true }
 }
@@ -110,6 +112,14 @@ pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
 fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
     // The failing statement stays, unless the call itself fails.
     let last = if p.error_at_call { usize::MAX } else { p.body.len() - 1 };
+    drop_statements(p, keep, last, false)
+}
+
+/// The program keeping the statements in `keep` and the one at `last`; dropped statements
+/// whose results are still read become parameters, or, for a helper (`as_constants`: JAX
+/// calls it with the arguments it takes, so it can take no more), constants of the same
+/// aval named after the helper (`body_fun_lo`).
+fn drop_statements(p: &Program, keep: &[usize], last: usize, as_constants: bool) -> Option<Program> {
     let mut out = p.clone();
     out.body = p.body.iter().enumerate().filter(|(i, _)| *i == last || keep.contains(i)).map(|(_, l)| l.clone()).collect();
     let mut read = Vec::new();
@@ -126,19 +136,35 @@ fn keep_statements(p: &Program, keep: &[usize]) -> Option<Program> {
         }
         let Some(target) = &l.target else { continue };
         // The arrays of a pytree result that are read (`v1[0]`) become parameters `v1_0`.
+        let mut stand_in = |name: String, aval: Aval, from: &String| -> Option<()> {
+            if as_constants {
+                // A closure written inside reads the name itself: it stays.
+                if out.helpers.iter().any(|h| h.free.contains(from)) {
+                    return None;
+                }
+                let name = format!("{}_{name}", p.fn_name);
+                out.consts.push(Input { name: name.clone(), aval, literal: None });
+                renames.push((from.clone(), name));
+            } else {
+                out.params.push(Input { name: name.clone(), aval, literal: None });
+                if name != *from {
+                    renames.push((from.clone(), name));
+                }
+            }
+            Some(())
+        };
         for (leaf, aval) in l.out_leaves.iter().filter(|(leaf, _)| read.contains(leaf)) {
             let name: String = leaf.chars().filter(|c| !"'\"]".contains(*c)).map(|c| if c == '[' { '_' } else { c }).collect();
             if !name.chars().all(|c| c.is_alphanumeric() || c == '_') || read.contains(&name) {
                 return None;
             }
-            out.params.push(Input { name: name.clone(), aval: aval.clone(), literal: None });
-            renames.push((leaf.clone(), name));
+            stand_in(name, aval.clone(), leaf)?;
         }
         if !read.contains(target) {
             continue;
         }
         let aval = l.out.clone()?;
-        out.params.push(Input { name: target.clone(), aval, literal: None });
+        stand_in(target.clone(), aval, target)?;
     }
     out.rename(&renames);
     Some(out)
@@ -153,6 +179,74 @@ fn reduce_statements(p: &Program, oracle: &mut Oracle) -> Program {
     let mut test = |keep: &[usize]| keep_statements(p, keep).is_some_and(|c| oracle.reproduces(&c));
     let kept = ddmin(items, &mut test);
     keep_statements(p, &kept).unwrap_or_else(|| p.clone())
+}
+
+/// The helper at `path` (indices into `helpers`, outermost first).
+fn helper_at<'a>(p: &'a mut Program, path: &[usize]) -> Option<&'a mut Program> {
+    match path.split_first() {
+        None => Some(p),
+        Some((&i, rest)) => helper_at(p.helpers.get_mut(i)?, rest),
+    }
+}
+
+/// The paths of every helper the program writes, outermost first.
+fn helper_paths(p: &Program, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    let used = p.used_names();
+    for (i, h) in p.helpers.iter().enumerate() {
+        if !used.contains(&h.fn_name) {
+            continue;
+        }
+        prefix.push(i);
+        out.push(prefix.clone());
+        helper_paths(h, prefix, out);
+        prefix.pop();
+    }
+}
+
+/// Statements inside the functions passed to `lax.cond`, `lax.scan`, a transformation: a
+/// dropped statement whose result is still read (or returned) becomes a constant of its aval.
+/// Not under differentiation: JAX drops what a constant cuts from a derivative (a loop whose
+/// carry no longer depends on its input is not differentiated at all), which the oracle does
+/// not model.
+fn reduce_helpers(p: &Program, oracle: &mut Oracle) -> Program {
+    if differentiates(p) {
+        return p.clone();
+    }
+    let mut best = p.clone();
+    let mut paths = Vec::new();
+    helper_paths(p, &mut Vec::new(), &mut paths);
+    for path in paths {
+        if oracle.exhausted() {
+            break;
+        }
+        let Some(helper) = helper_at(&mut best.clone(), &path).map(|h| h.clone()) else { continue };
+        let items: Vec<usize> = (0..helper.body.len()).collect();
+        if items.is_empty() {
+            continue;
+        }
+        let candidate = |keep: &[usize]| {
+            let reduced = drop_statements(&helper, keep, usize::MAX, true)?;
+            let mut c = best.clone();
+            *helper_at(&mut c, &path)? = reduced;
+            Some(c)
+        };
+        let mut test = |keep: &[usize]| candidate(keep).is_some_and(|c| oracle.reproduces(&c));
+        let kept = ddmin(items.clone(), &mut test);
+        if kept.len() < items.len() {
+            if let Some(c) = candidate(&kept) {
+                best = c;
+            }
+        }
+    }
+    best
+}
+
+/// Does the program take a derivative anywhere (its call, or a transformation inside)?
+fn differentiates(p: &Program) -> bool {
+    const DIFFERENTIATING: &[&str] = &["grad", "jac", "hessian", "vjp", "jvp", "linearize"];
+    p.wrap != super::Wrap::Jit
+        || p.body.iter().any(|l| matches!(&l.op, Op::Transform(api) if DIFFERENTIATING.iter().any(|d| api.contains(d))))
+        || p.helpers.iter().any(differentiates)
 }
 
 /// ddmin: a 1-minimal subset of `items` for which `test` holds (it holds for `items`).
@@ -306,20 +400,40 @@ fn sizes(p: &Program) -> Vec<usize> {
         .filter(|i| used.contains(&i.name) && i.literal.is_none())
         .flat_map(|i| i.aval.shape.iter().copied())
         .collect();
+    // The constants standing for statements dropped from helpers.
+    let mut paths = Vec::new();
+    helper_paths(p, &mut Vec::new(), &mut paths);
+    let mut c = p.clone();
+    for path in &paths {
+        if let Some(h) = helper_at(&mut c, path) {
+            let used = h.used_names();
+            out.extend(
+                h.consts.iter().filter(|i| used.contains(&i.name) && i.literal.is_none()).flat_map(|i| i.aval.shape.iter().copied()),
+            );
+        }
+    }
     out.sort_unstable();
     out.dedup();
     out
 }
 
 fn with_size(p: &Program, from: usize, to: usize) -> Program {
-    let mut c = p.clone();
-    for i in c.params.iter_mut().chain(c.consts.iter_mut()) {
+    fn resize(i: &mut Input, from: usize, to: usize) {
         if i.literal.is_none() {
             for d in i.aval.shape.iter_mut() {
                 if *d == from {
                     *d = to;
                 }
             }
+        }
+    }
+    let mut c = p.clone();
+    c.params.iter_mut().chain(c.consts.iter_mut()).for_each(|i| resize(i, from, to));
+    let mut paths = Vec::new();
+    helper_paths(p, &mut Vec::new(), &mut paths);
+    for path in &paths {
+        if let Some(h) = helper_at(&mut c, path) {
+            h.consts.iter_mut().for_each(|i| resize(i, from, to));
         }
     }
     c

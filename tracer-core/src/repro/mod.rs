@@ -80,8 +80,10 @@ pub struct Line {
     /// For a result that is a pytree of arrays: each array as the program names it
     /// (`v1[1]['w']`) and its aval.
     pub out_leaves: Vec<(String, Aval)>,
-    /// The user's line (1-based) this line stands for.
+    /// The user's line (1-based) this line stands for, and its file as the reproducer names
+    /// it (a helper module's lines are inlined with links to that module).
     pub user_line: u32,
+    pub file: String,
 }
 
 /// A parameter of the emitted function or a module-level constant.
@@ -115,12 +117,15 @@ pub struct Program {
     pub file_label: String,
     pub error_line: u32,
     pub fn_name: String,
+    /// The function's definition and the call that traced it, each with its file.
     pub def_line: u32,
+    pub def_file: String,
     pub consts: Vec<Input>,
     pub params: Vec<Input>,
     pub body: Vec<Line>,
     pub wrap: Wrap,
     pub call_line: u32,
+    pub call_file: String,
     /// What the function returns (a staged-out trace, `--function`); `None` when the program
     /// ends at the failing statement.
     pub returns: Option<Vec<Expr>>,
@@ -243,6 +248,15 @@ impl Program {
     }
 }
 
+/// A line's own file, or the program's when it has none recorded.
+fn or_label<'a>(file: &'a str, program: &'a str) -> &'a str {
+    if file.is_empty() {
+        program
+    } else {
+        file
+    }
+}
+
 pub fn code_lines(text: &str) -> usize {
     text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count()
 }
@@ -275,7 +289,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
     let mut helpers_written = Vec::new();
     for (i, (p, outputs)) in programs.iter().enumerate() {
         // The definition under a placeholder name, to compare bodies.
-        let probe = render_def(p, "__tracelens_fn__").text;
+        let probe = render_def(p, "__tracelens_fn__", &hoisted(p)).text;
         let existing = defined.iter().find(|(_, t)| *t == probe).map(|(n, _)| n.clone());
         let define = existing.is_none();
         let name = match existing {
@@ -315,20 +329,24 @@ fn render_block(
     let label = &p.file_label;
     let mut failing_line = 0;
     if define {
-        // (A helper the minimiser left unused is not written.)
-        for h in p.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
+        // Every helper that reads nothing of a function around it, however deep it was
+        // passed, is written at the top level (the seed's "as high as its free variables
+        // allow"); a helper the minimiser left unused is not written.
+        let hoisted = hoisted(p);
+        for h in &hoisted {
             let offset = text.lines().count();
-            let block = render_helper(h, helpers_written);
+            let block = render_helper(h, helpers_written, &hoisted);
             text.push_str(&block.text);
             links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
         }
         let offset = text.lines().count();
-        let def = render_def(p, fn_name);
+        let def = render_def(p, fn_name, &hoisted);
         text.push_str(&def.text);
         links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
         failing_line = def.failing_line + offset;
     }
     let call = p.call_text(fn_name);
+    let label = or_label(&p.call_file, label);
     match bind {
         Some((k, outputs)) => {
             let _ = writeln!(text, "\nout{k} = {call}  # {label}:{}", p.call_line);
@@ -346,15 +364,48 @@ fn render_block(
     Rendered { text, links, failing_line }
 }
 
-/// A helper's own helpers, constants and definition; nothing when the same text was written
-/// before (identical bodies are written once).
-fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
+/// The helpers written at the top level: every helper reachable from `p` through the
+/// helpers that use it, that reads nothing of a function around it (`free` is empty), the
+/// ones it uses first. One whose name another of them has with a different text stays where
+/// it is used (names are unique along one chain of functions, not across chains).
+fn hoisted(p: &Program) -> Vec<&Program> {
+    fn walk<'a>(p: &'a Program, out: &mut Vec<&'a Program>) {
+        let used = p.used_names();
+        for h in p.helpers.iter().filter(|h| used.contains(&h.fn_name)) {
+            walk(h, out);
+            if h.free.is_empty() {
+                out.push(h);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    walk(p, &mut all);
+    // `p`'s own helpers first: they have nowhere else to be written.
+    let direct = |h: &Program| p.helpers.iter().any(|x| std::ptr::eq(x, h));
+    let order = all.clone();
+    let mut out: Vec<&Program> = all.iter().copied().filter(|h| direct(h)).collect();
+    for h in all.into_iter().filter(|h| !direct(h)) {
+        // The same function again is taken (its text is written once); another function
+        // of the same name is not.
+        if out.iter().all(|o| o.fn_name != h.fn_name || *o == h) {
+            out.push(h);
+        }
+    }
+    // In the order they were found: what a helper uses before it.
+    out.sort_by_key(|h| order.iter().position(|o| std::ptr::eq(*o, *h)));
+    out
+}
+
+/// A helper's own helpers that are not hoisted, constants and definition; nothing when the
+/// same text was written before (identical bodies are written once).
+fn render_helper(h: &Program, helpers_written: &mut Vec<String>, hoisted: &[&Program]) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let used = h.used_names();
-    for inner in h.helpers.iter().filter(|h| h.free.is_empty() && used.contains(&h.fn_name)) {
+    let in_place = |x: &&Program| x.free.is_empty() && used.contains(&x.fn_name) && !hoisted.iter().any(|o| std::ptr::eq(*o, *x));
+    for inner in h.helpers.iter().filter(in_place) {
         let offset = text.lines().count();
-        let block = render_helper(inner, helpers_written);
+        let block = render_helper(inner, helpers_written, hoisted);
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
@@ -362,7 +413,7 @@ fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
         let _ = writeln!(own, "{} = {}", c.name, value_of(c));
     }
-    let def = render_def(h, &h.fn_name);
+    let def = render_def(h, &h.fn_name, hoisted);
     own.push_str(&def.text);
     if helpers_written.contains(&own) {
         return Rendered { text, links, failing_line: 0 };
@@ -375,7 +426,7 @@ fn render_helper(h: &Program, helpers_written: &mut Vec<String>) -> Rendered {
 }
 
 /// The definition of the program's function under `fn_name`, starting with a blank line.
-fn render_def(p: &Program, fn_name: &str) -> Rendered {
+fn render_def(p: &Program, fn_name: &str, hoisted: &[&Program]) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let mut failing_line = 0;
@@ -389,7 +440,7 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
         let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
         names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
     }
-    let _ = writeln!(text, "\ndef {fn_name}({}):  # {label}:{}", names.join(", "), p.def_line);
+    let _ = writeln!(text, "\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();
     for (arg, leaves) in p.signature.iter().flatten() {
@@ -405,7 +456,7 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
                 continue;
             }
             nested_written.push(&h.fn_name);
-            let block = render_helper(h, &mut Vec::new());
+            let block = render_helper(h, &mut Vec::new(), hoisted);
             let offset = text.lines().count();
             for row in block.text.lines() {
                 if row.is_empty() {
@@ -419,7 +470,7 @@ fn render_def(p: &Program, fn_name: &str) -> Rendered {
         let code = render_line(line);
         let mut rows = code.lines();
         let first = rows.next().unwrap_or("");
-        let _ = writeln!(text, "    {first}  # {label}:{}", line.user_line);
+        let _ = writeln!(text, "    {first}  # {}:{}", or_label(&line.file, label), line.user_line);
         failing_line = text.lines().count() - 1;
         links.push((failing_line, line.user_line));
         for row in rows {
