@@ -190,7 +190,19 @@ fn promote_broadcast(interp: &mut Interp, arrays: &[Rc<Array>]) -> PyResult<(Vec
     Ok((out, dt, shape))
 }
 
+/// jax.numpy broadcasts operands of different ranks itself (a ValueError when it cannot), but
+/// hands operands of equal rank to the lax primitive, whose error is a TypeError naming it.
+fn check_equal_rank_shapes(interp: &mut Interp, prim: &Prim, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<()> {
+    let (sl, sr) = (l.aval.shape.as_slice(), r.aval.shape.as_slice());
+    if sl.len() == sr.len() && broadcast_shapes(&[sl, sr]).is_err() {
+        let message = format!("{} got incompatible shapes for broadcasting: {}, {}.", prim.name(), shape_tuple(sl), shape_tuple(sr));
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+    }
+    Ok(())
+}
+
 fn binary_prim(interp: &mut Interp, prim: BinaryPrim, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc<Array>> {
+    check_equal_rank_shapes(interp, &Prim::Binary(prim), l, r)?;
     let (ops, dt, shape) = promote_broadcast(interp, &[l.clone(), r.clone()])?;
     check_binary_dtype(interp, prim, dt.dtype)?;
     let a = broadcast_rank(interp, &ops[0], shape.len())?;
@@ -484,6 +496,7 @@ fn compare_values(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyRes
 }
 
 fn compare_arrays(interp: &mut Interp, c: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
+    check_equal_rank_shapes(interp, &Prim::Compare(c), a, b)?;
     let (ops, _, shape) = promote_broadcast(interp, &[a.clone(), b.clone()])?;
     let x = broadcast_rank(interp, &ops[0], shape.len())?;
     let y = broadcast_rank(interp, &ops[1], shape.len())?;
