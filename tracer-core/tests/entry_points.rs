@@ -64,3 +64,14 @@ fn test_functions_run_as_tests() {
     let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
     assert_eq!(errors, vec![(Code::Concretization, 6)]);
 }
+
+/// A method Python's builtin types have but the interpreter does not model is unknown (no
+/// finding follows from it); a method they do not have is Python's AttributeError.
+#[test]
+fn unmodelled_methods_of_builtin_types_are_unknown_not_missing() {
+    let a = analyse("text = 'a\\nb'\nfirst = text.splitlines()[0]\nn = (3).bit_count()\nparts = text.partition('\\n')\n");
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    let a = analyse("text = 'a'\ntext.shout()\n");
+    let messages: Vec<&str> = a.diagnostics.iter().map(|(d, _, _)| d.message.as_str()).collect();
+    assert_eq!(messages, vec!["AttributeError: 'str' object has no attribute 'shout'"]);
+}

@@ -906,12 +906,12 @@ impl<'l> Interp<'l> {
                         let items = list.borrow().clone();
                         self.seq_index_count(name, &items, &arg(0))?
                     }
-                    _ => return Err(self.no_attr(recv, name)),
+                    _ => return self.unmodelled_method(recv, name),
                 })
             }
             Value::Tuple(t) => match name {
                 "index" | "count" => self.seq_index_count(name, t, &arg(0)),
-                _ => Err(self.no_attr(recv, name)),
+                _ => self.unmodelled_method(recv, name),
             },
             Value::Instance(inst) if inst.tuple.is_some() => match name {
                 "_replace" => {
@@ -937,7 +937,7 @@ impl<'l> Interp<'l> {
                     Ok(self.new_dict(d))
                 }
                 "index" | "count" => self.seq_index_count(name, &inst.tuple.clone().unwrap_or_default(), &arg(0)),
-                _ => Err(self.no_attr(recv, name)),
+                _ => self.unmodelled_method(recv, name),
             },
             Value::Dict(d) => {
                 if matches!(name, "update" | "pop" | "setdefault" | "clear" | "popitem") {
@@ -991,7 +991,7 @@ impl<'l> Interp<'l> {
                         d.borrow_mut().entries.clear();
                         Value::None
                     }
-                    _ => return Err(self.no_attr(recv, name)),
+                    _ => return self.unmodelled_method(recv, name),
                 })
             }
             Value::Set(d) => Ok(match name {
@@ -1024,18 +1024,18 @@ impl<'l> Interp<'l> {
                     self.binary_op(op, recv.clone(), other)?
                 }
                 "copy" => Value::Set(Rc::new(RefCell::new(d.borrow().clone()))),
-                _ => return Err(self.no_attr(recv, name)),
+                _ => return self.unmodelled_method(recv, name),
             }),
             Value::Str(s) => self.str_method(s, name, &args, &kwargs),
             Value::Float(f) => match name {
                 "is_integer" => Ok(Value::Bool(f.fract() == 0.0)),
                 "conjugate" => Ok(Value::Float(*f)),
-                _ => Err(self.no_attr(recv, name)),
+                _ => self.unmodelled_method(recv, name),
             },
             Value::Int(i) => match name {
                 "bit_length" => Ok(Value::Int(64 - i.unsigned_abs().leading_zeros() as i64)),
                 "conjugate" => Ok(Value::Int(*i)),
-                _ => Err(self.no_attr(recv, name)),
+                _ => self.unmodelled_method(recv, name),
             },
             Value::Array(a) => {
                 let mut all = vec![recv.clone()];
@@ -1049,10 +1049,10 @@ impl<'l> Interp<'l> {
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
-                _ => Err(self.no_attr(recv, name)),
+                _ => self.unmodelled_method(recv, name),
             },
             Value::Iterator(_) if name == "__next__" => self.next_item(recv).map(|v| v.unwrap_or(Value::None)),
-            _ => Err(self.no_attr(recv, name)),
+            _ => self.unmodelled_method(recv, name),
         }
     }
 
@@ -1072,8 +1072,13 @@ impl<'l> Interp<'l> {
         Ok(Value::Int(count))
     }
 
-    fn no_attr(&self, recv: &Value, name: &str) -> super::Flow {
-        self.raise("AttributeError", Code::PythonException, format!("'{}' object has no attribute '{name}'", recv.type_name()))
+    /// A method call the model has no arm for: unknown if Python's type has the method,
+    /// else Python's AttributeError.
+    fn unmodelled_method(&self, recv: &Value, name: &str) -> PyResult<Value> {
+        if super::ops::python_has_attribute(recv, name) {
+            return Ok(Value::opaque(format!("{}.{name}(...)", recv.type_name())));
+        }
+        Err(self.raise("AttributeError", Code::PythonException, format!("'{}' object has no attribute '{name}'", recv.type_name())))
     }
 
     fn str_method(&mut self, s: &Rc<str>, name: &str, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
@@ -1177,7 +1182,7 @@ impl<'l> Interp<'l> {
                 Value::str(&self.format_value(&Value::Str(s.clone()), &format!("{align}{w}"))?)
             }
             "encode" => Value::opaque("bytes"),
-            _ => return Err(self.no_attr(&Value::Str(s.clone()), name)),
+            _ => return self.unmodelled_method(&Value::Str(s.clone()), name),
         })
     }
 }

@@ -1042,6 +1042,8 @@ impl<'l> Interp<'l> {
     pub fn getattr(&mut self, obj: &Value, name: &str) -> PyResult<Value> {
         match self.getattr_opt(obj, name)? {
             Some(v) => Ok(v),
+            // A real attribute of a builtin type that is not modelled is unknown, not missing.
+            None if python_has_attribute(obj, name) => Ok(Value::opaque(format!("{}.{name}", obj.type_name()))),
             None => {
                 let tn = match obj {
                     Value::Class(c) => format!("type object '{}'", c.name),
@@ -1283,6 +1285,99 @@ impl<'l> Interp<'l> {
             self.warn(Code::FrozenValue, Some(r.site), msg, related);
         }
     }
+}
+
+/// Whether Python's own builtin type of `obj` has the attribute `name` (Python 3.11's
+/// `dir(str)` and the like, without dunders).
+pub(super) fn python_has_attribute(obj: &Value, name: &str) -> bool {
+    let names: &[&str] = match obj {
+        Value::Str(_) => &[
+            "capitalize",
+            "casefold",
+            "center",
+            "count",
+            "encode",
+            "endswith",
+            "expandtabs",
+            "find",
+            "format",
+            "format_map",
+            "index",
+            "isalnum",
+            "isalpha",
+            "isascii",
+            "isdecimal",
+            "isdigit",
+            "isidentifier",
+            "islower",
+            "isnumeric",
+            "isprintable",
+            "isspace",
+            "istitle",
+            "isupper",
+            "join",
+            "ljust",
+            "lower",
+            "lstrip",
+            "maketrans",
+            "partition",
+            "removeprefix",
+            "removesuffix",
+            "replace",
+            "rfind",
+            "rindex",
+            "rjust",
+            "rpartition",
+            "rsplit",
+            "rstrip",
+            "split",
+            "splitlines",
+            "startswith",
+            "strip",
+            "swapcase",
+            "title",
+            "translate",
+            "upper",
+            "zfill",
+        ],
+        Value::List(_) => &["append", "clear", "copy", "count", "extend", "index", "insert", "pop", "remove", "reverse", "sort"],
+        Value::Tuple(_) => &["count", "index"],
+        Value::Dict(_) => &["clear", "copy", "fromkeys", "get", "items", "keys", "pop", "popitem", "setdefault", "update", "values"],
+        Value::Set(_) => &[
+            "add",
+            "clear",
+            "copy",
+            "difference",
+            "difference_update",
+            "discard",
+            "intersection",
+            "intersection_update",
+            "isdisjoint",
+            "issubset",
+            "issuperset",
+            "pop",
+            "remove",
+            "symmetric_difference",
+            "symmetric_difference_update",
+            "union",
+            "update",
+        ],
+        Value::Int(_) | Value::Bool(_) => &[
+            "as_integer_ratio",
+            "bit_count",
+            "bit_length",
+            "conjugate",
+            "denominator",
+            "from_bytes",
+            "imag",
+            "numerator",
+            "real",
+            "to_bytes",
+        ],
+        Value::Float(_) => &["as_integer_ratio", "conjugate", "fromhex", "hex", "imag", "is_integer", "real"],
+        _ => &[],
+    };
+    names.contains(&name)
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.
