@@ -3,42 +3,12 @@
 //! newlines, indentation and whole lines, many of them breaking the syntax and mending it
 //! again), is compared, spans and errors included, after every edit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tracer_core::syntax::{parse, IncrementalParser};
 
-fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            python_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "py") {
-            out.push(path);
-        }
-    }
-}
-
-/// A small deterministic generator (xorshift), so a failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-fn boundary(text: &str, mut at: usize) -> usize {
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
+mod common;
+use common::{boundary, python_files, Rng};
 
 fn edit(text: &mut String, rng: &mut Rng) {
     const INSERTS: [&str; 9] = ["x", "\n", "    ", "(", ")", ":", "# note ", "y = 1\n", "\"\"\""];
