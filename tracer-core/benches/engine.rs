@@ -166,30 +166,35 @@ fn main() {
     let mut edited = module.clone();
     edited.remove(at);
     let config = AnalysisConfig { skip_jaxpr_text: true, ..Default::default() };
-    let after_edits = |remember: bool| {
-        let mut parser = tracer_core::syntax::IncrementalParser::default();
-        let mut memo = tracer_core::jax::memo::TraceMemo::default();
-        let mut previous = module.clone();
-        let first = parser.parse(&module);
-        drop(tracer_core::analysis::analyze_remembering(&path, &module, Some(first), &Disk, &config, Some(&mut memo), drop));
-        let (mut parses, mut analyses) = (Vec::new(), Vec::new());
-        for i in 0..21 {
-            let text = if i % 2 == 0 { &edited } else { &module };
-            let start = Instant::now();
-            let parsed = parser.parse(text);
-            parses.push(start.elapsed());
-            memo.edit(&previous, text);
-            previous.clone_from(text);
-            let memo = Some(&mut memo).filter(|_| remember);
-            tracer_core::analysis::analyze_remembering(&path, text, Some(parsed), &Disk, &config, memo, |analysis| {
-                analyses.push(start.elapsed());
-                std::hint::black_box(analysis);
-            });
-        }
-        (median(analyses).as_secs_f64() * 1e3, median(parses).as_secs_f64() * 1e3)
-    };
-    let (retraced, _) = after_edits(false);
-    let (remembered, parsing) = after_edits(true);
+    // The editor's way: an `OpenDocument` (incremental parse and trace memo).
+    let mut document = tracer_core::analysis::OpenDocument::default();
+    drop(document.analyse_then(&path, &module, &Disk, &config, drop));
+    let mut remembered = Vec::new();
+    for i in 0..21 {
+        let text = if i % 2 == 0 { &edited } else { &module };
+        let start = Instant::now();
+        document.analyse_then(&path, text, &Disk, &config, |analysis| {
+            remembered.push(start.elapsed());
+            std::hint::black_box(analysis);
+        });
+    }
+    // For reference, the same edits with every function traced again; the parse is timed
+    // here, where it is a step of its own (it is the same work in both loops).
+    let mut parser = tracer_core::syntax::IncrementalParser::default();
+    parser.parse(&module);
+    let (mut parses, mut retraced) = (Vec::new(), Vec::new());
+    for i in 0..21 {
+        let text = if i % 2 == 0 { &edited } else { &module };
+        let start = Instant::now();
+        let parsed = parser.parse(text);
+        parses.push(start.elapsed());
+        tracer_core::analysis::analyze_parsed_then(&path, text, Some(parsed), &Disk, &config, |analysis| {
+            retraced.push(start.elapsed());
+            std::hint::black_box(analysis);
+        });
+    }
+    let ms = |d: Vec<Duration>| median(d).as_secs_f64() * 1e3;
+    let (remembered, parsing, retraced) = (ms(remembered), ms(parses), ms(retraced));
     println!(
         "2,000-line module after a one-character edit, as the editor analyses it (incremental parse, traces of untouched functions replayed): median {remembered:.2} ms, of which parsing {parsing:.2} ms (target: <= 5 ms)"
     );

@@ -191,10 +191,41 @@ pub fn analyze_parsed_then(
     analyze_remembering(path, text, module, loader, config, None, deliver)
 }
 
-/// `analyze_parsed_then` for successive versions of one document: `memo` keeps the jit
-/// traces of this analysis for the next one, which replays those whose code the edits in
-/// between did not touch (`jax::memo`). Call `memo.edit(previous_text, text)` first.
-pub fn analyze_remembering(
+/// One file as an editor analyses it, version after version: each version is parsed from
+/// the last one (`syntax::IncrementalParser`), and the jit traces of the functions the edit
+/// did not touch are replayed rather than traced again (`jax::memo`).
+#[derive(Default)]
+pub struct OpenDocument {
+    parser: crate::syntax::IncrementalParser,
+    memo: crate::jax::memo::TraceMemo,
+}
+
+impl OpenDocument {
+    /// `analyze_parsed_then` for the next version of the document. Values mode traces
+    /// everything (the memo only follows the edit).
+    pub fn analyse_then(
+        &mut self,
+        path: &Path,
+        text: &str,
+        loader: &dyn SourceLoader,
+        config: &AnalysisConfig,
+        deliver: impl FnOnce(FileAnalysis),
+    ) -> crate::interp::Leftovers {
+        let module = self.parser.parse(text);
+        self.memo.edit(self.parser.last_edit());
+        let memo = Some(&mut self.memo).filter(|_| !config.values);
+        analyze_remembering(path, text, Some(module), loader, config, memo, deliver)
+    }
+
+    /// The document's remembered traces.
+    pub fn memo(&self) -> &crate::jax::memo::TraceMemo {
+        &self.memo
+    }
+}
+
+/// `analyze_parsed_then` that replays the traces `memo` remembers and remembers this
+/// analysis' traces for the next one; the memo has followed the edit since its last analysis.
+fn analyze_remembering(
     path: &Path,
     text: &str,
     module: Option<crate::syntax::ast::Module>,

@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use tracer_core::analysis::{analyze_parsed_then, analyze_remembering, FileAnalysis};
+use tracer_core::analysis::{analyze_parsed_then, FileAnalysis, OpenDocument};
 use tracer_core::interp::SourceLoader;
-use tracer_core::jax::memo::TraceMemo;
 use tracer_core::syntax::parse;
 use tracer_core::AnalysisConfig;
 
@@ -49,33 +48,31 @@ fn seen(a: &FileAnalysis) -> String {
     format!("{:#?}\n{:#?}\n{}\n{:?}", a.diagnostics, a.functions, a.stdout, a.stops)
 }
 
-fn analyse(path: &Path, text: &str, memo: Option<&mut TraceMemo>) -> FileAnalysis {
+/// A fresh analysis of `text`, or with `document`, the editor's analysis of its next version.
+fn analyse(path: &Path, text: &str, document: Option<&mut OpenDocument>) -> FileAnalysis {
     let config = AnalysisConfig::default();
     let mut out = None;
-    let module = Some(parse(text));
-    let _ = match memo {
-        Some(memo) => analyze_remembering(path, text, module, &Disk, &config, Some(memo), |a| out = Some(a)),
-        None => analyze_parsed_then(path, text, module, &Disk, &config, |a| out = Some(a)),
+    let _ = match document {
+        Some(document) => document.analyse_then(path, text, &Disk, &config, |a| out = Some(a)),
+        None => analyze_parsed_then(path, text, Some(parse(text)), &Disk, &config, |a| out = Some(a)),
     };
     out.expect("an analysis")
 }
 
 /// Runs `edits` random edits on `text`, analysing each version with the memo and afresh.
 fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, usize) {
-    let mut memo = TraceMemo::default();
+    let mut document = OpenDocument::default();
     let mut current = text.to_string();
-    analyse(path, &current, Some(&mut memo));
+    analyse(path, &current, Some(&mut document));
     let mut traces = 0;
     for step in 0..edits {
-        let before = current.clone();
         // Every other step undoes the previous edit, as an editor's undo does.
         if step % 2 == 0 {
             edit(&mut current, rng);
         } else {
             current = text.to_string();
         }
-        memo.edit(&before, &current);
-        let remembered = analyse(path, &current, Some(&mut memo));
+        let remembered = analyse(path, &current, Some(&mut document));
         let fresh = analyse(path, &current, None);
         let (r, f) = (seen(&remembered), seen(&fresh));
         if r != f {
@@ -90,7 +87,7 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
         }
         traces += fresh.functions.iter().map(|f| f.traces.len()).sum::<usize>();
     }
-    (memo.replayed(), traces)
+    (document.memo().replayed(), traces)
 }
 
 #[test]
@@ -128,17 +125,16 @@ fn an_edit_in_one_function_retraces_only_that_function() {
         ));
     }
     let path = PathBuf::from("layers.py");
-    let mut memo = TraceMemo::default();
-    analyse(&path, &src, Some(&mut memo));
-    assert_eq!(memo.len(), 20);
+    let mut document = OpenDocument::default();
+    analyse(&path, &src, Some(&mut document));
+    assert_eq!(document.memo().len(), 20);
     let at = src.find("def layer_7").unwrap() + src[src.find("def layer_7").unwrap()..].find("tanh").unwrap();
     let mut edited = src.clone();
     edited.replace_range(at..at + 4, "tan");
-    for (before, after) in [(&src, &edited), (&edited, &src)] {
-        let replayed = memo.replayed();
-        memo.edit(before, after);
-        let remembered = analyse(&path, after, Some(&mut memo));
-        assert_eq!(seen(&remembered), seen(&analyse(&path, after, None)));
-        assert_eq!(memo.replayed() - replayed, 19, "every layer but the edited one is replayed");
+    for text in [&edited, &src] {
+        let replayed = document.memo().replayed();
+        let remembered = analyse(&path, text, Some(&mut document));
+        assert_eq!(seen(&remembered), seen(&analyse(&path, text, None)));
+        assert_eq!(document.memo().replayed() - replayed, 19, "every layer but the edited one is replayed");
     }
 }

@@ -39,6 +39,7 @@ use crate::interp::builtins::Builtin;
 use crate::interp::value::{Function, HashKey, ModuleObj, Value};
 use crate::interp::{FileId, Interp, Site};
 use crate::syntax::ast::{Span, StmtKind};
+use crate::syntax::TextEdit;
 
 /// How many analyses an unused trace is kept for (a cancelled analysis uses few).
 const KEEP_UNUSED: u64 = 8;
@@ -144,16 +145,15 @@ fn snapshot(interp: &Interp) -> Snapshot {
 }
 
 impl TraceMemo {
-    /// Follows an edit from `old` to `new` (one contiguous change, found as the longest
-    /// common prefix and suffix): forgets the traces whose code it touches, and moves the
-    /// spans after it.
-    pub fn edit(&mut self, old: &str, new: &str) {
-        let (old, new) = (old.as_bytes(), new.as_bytes());
-        let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-        let room = old.len().min(new.len()) - prefix;
-        let suffix = old.iter().rev().zip(new.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
-        let (start, old_end) = (prefix as u32, (old.len() - suffix) as u32);
-        let delta = new.len() as i64 - old.len() as i64;
+    /// Follows the edit between the text of the last analysis and the next one (as the
+    /// incremental parser found it): forgets the traces whose code it touches, and moves
+    /// the spans after it. `None` (no edit known) forgets every trace.
+    pub fn edit(&mut self, edit: Option<TextEdit>) {
+        let Some(TextEdit { start, old_end, new_end }) = edit else {
+            self.entries.clear();
+            return;
+        };
+        let delta = i64::from(new_end) - i64::from(old_end);
         if start == old_end && delta == 0 {
             return;
         }

@@ -71,6 +71,8 @@ pub(crate) struct ParseState {
     parser: tree_sitter::Parser,
     previous: Option<(String, tree_sitter::Tree)>,
     statements: HashMap<Box<str>, LoweredStatement>,
+    /// The edit from the previous text to the last one parsed.
+    pub(super) last_edit: Option<super::TextEdit>,
 }
 
 /// One clean top-level statement as lowered at `start`.
@@ -88,29 +90,26 @@ impl ParseState {
     pub(crate) fn new() -> Option<ParseState> {
         let mut parser = tree_sitter::Parser::new();
         parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
-        Some(ParseState { parser, previous: None, statements: HashMap::default() })
+        Some(ParseState { parser, previous: None, statements: HashMap::default(), last_edit: None })
     }
 }
 
-/// The single edit that turns `old` into `new`: their common prefix and suffix are kept.
-fn input_edit(old: &str, new: &str) -> tree_sitter::InputEdit {
-    let (old_b, new_b) = (old.as_bytes(), new.as_bytes());
-    let prefix = old_b.iter().zip(new_b).take_while(|(a, b)| a == b).count();
-    let room = old_b.len().min(new_b.len()) - prefix;
-    let suffix = old_b.iter().rev().zip(new_b.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+/// tree-sitter's form of the edit from `old` to `new`.
+fn input_edit(old: &str, new: &str, edit: super::TextEdit) -> tree_sitter::InputEdit {
     let point = |text: &[u8], at: usize| {
         let before = &text[..at];
         let row = before.iter().filter(|&&b| b == b'\n').count();
         let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1);
         tree_sitter::Point { row, column }
     };
+    let (start, old_end, new_end) = (edit.start as usize, edit.old_end as usize, edit.new_end as usize);
     tree_sitter::InputEdit {
-        start_byte: prefix,
-        old_end_byte: old_b.len() - suffix,
-        new_end_byte: new_b.len() - suffix,
-        start_position: point(old_b, prefix),
-        old_end_position: point(old_b, old_b.len() - suffix),
-        new_end_position: point(new_b, new_b.len() - suffix),
+        start_byte: start,
+        old_end_byte: old_end,
+        new_end_byte: new_end,
+        start_position: point(old.as_bytes(), start),
+        old_end_position: point(old.as_bytes(), old_end),
+        new_end_position: point(new.as_bytes(), new_end),
     }
 }
 
@@ -142,8 +141,11 @@ pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) ->
             }
         }
     };
+    state.last_edit = None;
     let old_tree = state.previous.take().map(|(old, mut tree)| {
-        tree.edit(&input_edit(&old, parsed));
+        let edit = super::text_edit(&old, parsed);
+        tree.edit(&input_edit(&old, parsed, edit));
+        state.last_edit = Some(edit);
         tree
     });
     let mut tree = state.parser.parse(parsed, old_tree.as_ref());
