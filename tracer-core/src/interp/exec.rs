@@ -729,13 +729,13 @@ impl<'l> Interp<'l> {
             let v = v.clone();
             self.note_global_read(ctx, name, &v, expr);
             if self.memo_recording.is_some() {
-                crate::jax::memo::note_read(self, &ctx.globals, ctx.file, name);
+                crate::jax::memo::note_read(self, ctx.file, name, Some(&v));
             }
             return Ok(v);
         }
         if let Some(v) = self.builtin_value(name) {
             if self.memo_recording.is_some() {
-                crate::jax::memo::note_read(self, &ctx.globals, ctx.file, name);
+                crate::jax::memo::note_read(self, ctx.file, name, None);
             }
             return Ok(v);
         }

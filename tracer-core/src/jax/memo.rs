@@ -229,7 +229,8 @@ fn is_top_level(f: &Function) -> bool {
     f.closure.parent.is_none() && f.closure.vars.borrow().is_empty() && f.attrs.borrow().is_empty()
 }
 
-/// What `name`, looked up from a function of `globals`, resolves to, if it can be compared.
+/// What `name`, looked up from a function of `globals`, resolves to, if it can be compared
+/// (as `note_read` saw it when the trace was recorded).
 fn resolve(interp: &Interp, globals: &ModuleObj, file: FileId, name: &str) -> Option<Print> {
     match globals.dict.borrow().get(name) {
         Some(v) => print_of(v, file),
@@ -276,14 +277,15 @@ fn plain_tree(t: &TreeDef) -> bool {
     }
 }
 
-/// Notes a name the trace being recorded looked up from a function of `globals`.
-pub fn note_read(interp: &mut Interp, globals: &ModuleObj, file: FileId, name: &str) {
-    let Some(rec) = &interp.memo_recording else { return };
-    if rec.spoiled {
-        return;
-    }
-    let print = if file == rec.file { resolve(interp, globals, file, name) } else { None };
-    let Some(rec) = interp.memo_recording.as_mut() else { return };
+/// Notes a name the trace being recorded looked up by a function of `file`: `found` in the
+/// module's globals, or (`None`) among the builtins.
+pub fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
+    let Some(rec) = interp.memo_recording.as_mut().filter(|r| !r.spoiled) else { return };
+    let print = match found {
+        _ if file != rec.file => None,
+        Some(v) => print_of(v, file),
+        None => Some(Print::Builtin(name.to_string())),
+    };
     match print {
         Some(p) => {
             if let Print::Function { def, .. } = &p {
