@@ -3,12 +3,10 @@
 //! newlines, indentation and whole lines, many of them breaking the syntax and mending it
 //! again), is compared, spans and errors included, after every edit.
 
-use std::path::Path;
-
 use tracer_core::syntax::{parse, IncrementalParser};
 
 mod common;
-use common::{boundary, python_files, Rng};
+use common::{boundary, fixture_and_example_files, Rng};
 
 fn edit(text: &mut String, rng: &mut Rng) {
     const INSERTS: [&str; 9] = ["x", "\n", "    ", "(", ")", ":", "# note ", "y = 1\n", "\"\"\""];
@@ -33,12 +31,7 @@ fn edit(text: &mut String, rng: &mut Rng) {
 
 #[test]
 fn incremental_parses_equal_fresh_parses_edit_after_edit() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    python_files(&root.join("tests/fixtures"), &mut files);
-    python_files(&root.join("examples"), &mut files);
-    files.sort();
-    assert!(files.len() > 100, "fixtures not found under {}", root.display());
+    let files = fixture_and_example_files();
     let mut compared = 0;
     // Three random streams: each found a case the others did not.
     for seed in [0x9e37_79b9_7f4a_7c15, 0x8c1d_2e75_c0ef_7e31, 0x3b5f_0a2c_9d4e_6f17] {

@@ -13,7 +13,7 @@ use tracer_core::syntax::parse;
 use tracer_core::AnalysisConfig;
 
 mod common;
-use common::{boundary, python_files, Rng};
+use common::{boundary, fixture_and_example_files, Rng};
 
 struct Disk;
 impl SourceLoader for Disk {
@@ -92,12 +92,7 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
 
 #[test]
 fn replayed_traces_match_fresh_analyses_on_every_fixture() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    python_files(&root.join("tests/fixtures"), &mut files);
-    python_files(&root.join("examples"), &mut files);
-    files.sort();
-    assert!(files.len() > 100, "fixtures not found under {}", root.display());
+    let files = fixture_and_example_files();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut replayed, mut traces) = (0, 0);
     for path in &files {

@@ -2,7 +2,18 @@
 
 use std::path::{Path, PathBuf};
 
-pub fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every fixture and example of the repository, sorted.
+pub fn fixture_and_example_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    python_files(&root.join("tests/fixtures"), &mut files);
+    python_files(&root.join("examples"), &mut files);
+    files.sort();
+    assert!(files.len() > 100, "fixtures not found under {}", root.display());
+    files
+}
+
+fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
