@@ -163,8 +163,10 @@ await step('the workbench loads, the server starts and the status bar shows the 
   await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
   await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
   await statusItem.waitFor({ state: 'visible', timeout: 30_000 });
+  // The item says "ready" once the server has started and again, with the count, when the
+  // workspace scan ends; wait for the second (waiting for the first raced the scan's start).
   await page.waitForFunction(
-    () => /^tracelens: ready/.test(document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label') ?? ''),
+    () => /^tracelens: ready, \d+ files traced/.test(document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label') ?? ''),
     null,
     { timeout: 30_000 },
   );
