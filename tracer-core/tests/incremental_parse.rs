@@ -75,3 +75,34 @@ fn a_statement_whose_kind_changes_with_what_follows_is_lowered_again() {
     assert_eq!(format!("{module:?}"), format!("{:?}", parse(after)));
     assert!(module.errors.iter().any(|e| e.message.starts_with("Missing parentheses in call to 'print'")), "{:?}", module.errors);
 }
+
+#[test]
+fn the_edit_between_two_texts_is_their_longest_common_prefix_and_suffix() {
+    use tracer_core::syntax::{text_edit, TextEdit};
+    // Byte by byte, as the definition reads.
+    fn expected(old: &str, new: &str) -> TextEdit {
+        let (a, b) = (old.as_bytes(), new.as_bytes());
+        let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let room = a.len().min(b.len()) - prefix;
+        let suffix = a.iter().rev().zip(b.iter().rev()).take(room).take_while(|(x, y)| x == y).count();
+        TextEdit { start: prefix as u32, old_end: (a.len() - suffix) as u32, new_end: (b.len() - suffix) as u32 }
+    }
+    let mut rng = Rng(0x51d3_77a0_c2b9_4e61);
+    let mut checked = 0;
+    // Lengths around the block the comparison works in, and edits at and across its ends;
+    // repeated text makes the prefix and suffix compete for the same bytes.
+    for len in [0usize, 1, 5, 127, 128, 129, 255, 256, 257, 1000, 4099] {
+        for _ in 0..60 {
+            let old: String = (0..len).map(|i| if rng.below(3) == 0 { 'a' } else { (b'a' + (i % 7) as u8) as char }).collect();
+            let mut new = old.clone();
+            let at = rng.below(len + 1);
+            let end = (at + rng.below(300)).min(len);
+            let inserted: String = (0..rng.below(200)).map(|_| if rng.below(2) == 0 { 'a' } else { 'b' }).collect();
+            new.replace_range(at..end, &inserted);
+            assert_eq!(text_edit(&old, &new), expected(&old, &new), "len {len}, at {at}..{end}, inserted {}", inserted.len());
+            assert_eq!(text_edit(&new, &old), expected(&new, &old));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 660);
+}

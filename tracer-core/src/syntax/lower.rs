@@ -96,20 +96,19 @@ impl ParseState {
 
 /// tree-sitter's form of the edit from `old` to `new`.
 fn input_edit(old: &str, new: &str, edit: super::TextEdit) -> tree_sitter::InputEdit {
-    let point = |text: &[u8], at: usize| {
-        let before = &text[..at];
-        let row = before.iter().filter(|&&b| b == b'\n').count();
-        let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1);
-        tree_sitter::Point { row, column }
-    };
+    let (old, new) = (old.as_bytes(), new.as_bytes());
     let (start, old_end, new_end) = (edit.start as usize, edit.old_end as usize, edit.new_end as usize);
+    let newlines = |text: &[u8]| memchr::memchr_iter(b'\n', text).count();
+    let column = |text: &[u8], at: usize| at - memchr::memrchr(b'\n', &text[..at]).map_or(0, |newline| newline + 1);
+    // Both texts are the same before `start`: its row is counted once.
+    let row = newlines(&old[..start]);
     tree_sitter::InputEdit {
         start_byte: start,
         old_end_byte: old_end,
         new_end_byte: new_end,
-        start_position: point(old.as_bytes(), start),
-        old_end_position: point(old.as_bytes(), old_end),
-        new_end_position: point(new.as_bytes(), new_end),
+        start_position: tree_sitter::Point { row, column: column(old, start) },
+        old_end_position: tree_sitter::Point { row: row + newlines(&old[start..old_end]), column: column(old, old_end) },
+        new_end_position: tree_sitter::Point { row: row + newlines(&new[start..new_end]), column: column(new, new_end) },
     }
 }
 

@@ -21,10 +21,33 @@ pub struct TextEdit {
 /// The edit from `old` to `new`, found as their longest common prefix and suffix.
 pub fn text_edit(old: &str, new: &str) -> TextEdit {
     let (old, new) = (old.as_bytes(), new.as_bytes());
-    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let prefix = common_prefix(old, new);
     let room = old.len().min(new.len()) - prefix;
-    let suffix = old.iter().rev().zip(new.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+    let suffix = common_suffix(&old[old.len() - room..], &new[new.len() - room..]);
     TextEdit { start: prefix as u32, old_end: (old.len() - suffix) as u32, new_end: (new.len() - suffix) as u32 }
+}
+
+/// Texts are compared a block at a time (a `memcmp`) until the block that differs: an
+/// editor compares two versions of a whole file on every keystroke.
+const COMPARED_BLOCK: usize = 128;
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + COMPARED_BLOCK <= n && a[i..i + COMPARED_BLOCK] == b[i..i + COMPARED_BLOCK] {
+        i += COMPARED_BLOCK;
+    }
+    i + a[i..n].iter().zip(&b[i..n]).take_while(|(x, y)| x == y).count()
+}
+
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut i = 0;
+    while i + COMPARED_BLOCK <= n && a[n - i - COMPARED_BLOCK..n - i] == b[n - i - COMPARED_BLOCK..n - i] {
+        i += COMPARED_BLOCK;
+    }
+    i + a[..n - i].iter().rev().zip(b[..n - i].iter().rev()).take_while(|(x, y)| x == y).count()
 }
 
 /// Parses Python source. Never fails: syntax errors are returned inside the module.
