@@ -227,6 +227,33 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
 }
 
 #[test]
+fn requests_sent_on_an_edits_diagnostics_see_that_edit() {
+    // Diagnostics are published before the traced values behind hover, inlay hints, code
+    // lenses and code actions are gathered; a client asks for those as soon as it sees the
+    // diagnostics, and must get the new version's answers, not nothing.
+    let root = workspace("early", &[("step.py", STEP)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("step.py"), STEP);
+    c.diagnostics(&u, Some(1));
+    for version in 2..=21 {
+        // A comment line above everything: `h` moves down a line with each edit.
+        c.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "# note\n"}]}),
+        );
+        c.diagnostics(&u, Some(version));
+        let line = 7 + version - 1;
+        let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": line, "character": 15}}));
+        let text = hover["result"]["contents"]["value"].as_str().unwrap_or("");
+        assert!(text.contains("h: f32[3,8] | f32[5,8]"), "version {version}: {hover}");
+        let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+        assert_eq!(lenses["result"][0]["command"]["title"], "jit: traced 2× · 1 retrace", "version {version}");
+        assert_eq!(lenses["result"][0]["range"]["start"]["line"], line - 3, "version {version}: {lenses}");
+    }
+    c.stop();
+}
+
+#[test]
 fn quick_fixes_rewrite_immutable_updates_and_prints() {
     let src = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    print(\"x is\", x)\n    x[0] += 1\n    return x\n\n\nf(jnp.zeros(3))\n";
     let root = workspace("fixes", &[("fix.py", src)]);

@@ -158,6 +158,21 @@ impl Reproducer {
     }
 }
 
+/// Where an analysis hands out its results, each as soon as it is ready: the diagnostics
+/// first (an editor shows them while the rest, the traced values behind hover and inlay
+/// hints, is gathered), then the whole analysis. A closure taking the `FileAnalysis` is one.
+pub trait Deliver {
+    /// The diagnostics the analysis will deliver, located; before `analysis`.
+    fn diagnostics(&mut self, _diagnostics: &[LocatedDiagnostic]) {}
+    fn analysis(self, analysis: FileAnalysis);
+}
+
+impl<F: FnOnce(FileAnalysis)> Deliver for F {
+    fn analysis(self, analysis: FileAnalysis) {
+        self(analysis)
+    }
+}
+
 /// Analyses `path`. Never panics on any input and always returns within the budgets.
 pub fn analyze_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> FileAnalysis {
     analyze_parsed(path, text, None, loader, config)
@@ -186,7 +201,7 @@ pub fn analyze_parsed_then(
     module: Option<crate::syntax::ast::Module>,
     loader: &dyn SourceLoader,
     config: &AnalysisConfig,
-    deliver: impl FnOnce(FileAnalysis),
+    deliver: impl Deliver,
 ) -> crate::interp::Leftovers {
     analyze_remembering(path, text, module, loader, config, None, deliver)
 }
@@ -209,7 +224,7 @@ impl OpenDocument {
         text: &str,
         loader: &dyn SourceLoader,
         config: &AnalysisConfig,
-        deliver: impl FnOnce(FileAnalysis),
+        deliver: impl Deliver,
     ) -> crate::interp::Leftovers {
         let module = self.parser.parse(text);
         self.memo.edit(self.parser.last_edit());
@@ -232,7 +247,7 @@ fn analyze_remembering(
     loader: &dyn SourceLoader,
     config: &AnalysisConfig,
     mut memo: Option<&mut crate::jax::memo::TraceMemo>,
-    deliver: impl FnOnce(FileAnalysis),
+    mut deliver: impl Deliver,
 ) -> crate::interp::Leftovers {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
     if config.values {
@@ -280,6 +295,7 @@ fn analyze_remembering(
     crate::jax::effects::prune(&interp, &mut diagnostics);
     apply_ignore_comments(&interp, &mut diagnostics);
     let located = locate_diagnostics(&interp, diagnostics);
+    deliver.diagnostics(&located);
     let mut ir_problems = Vec::new();
     if config.check_ir {
         for rec in &interp.jax.records {
@@ -319,7 +335,7 @@ fn analyze_remembering(
         kept.end();
         *memo = kept;
     }
-    deliver(FileAnalysis {
+    deliver.analysis(FileAnalysis {
         diagnostics: located,
         functions: collect_functions(&interp, !config.skip_jaxpr_text),
         stdout: interp.stdout.clone(),

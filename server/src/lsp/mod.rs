@@ -19,7 +19,7 @@ use serde_json::Value as Json;
 use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Result as RpcResult};
 use tower_lsp_server::ls_types::{self as lsp, Uri};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
-use tracer_core::analysis::FileAnalysis;
+use tracer_core::analysis::{FileAnalysis, LocatedDiagnostic};
 use tracer_core::diagnostics::{Code, Severity};
 use tracer_core::interp::SourceLoader;
 
@@ -134,6 +134,9 @@ struct State {
     results: HashMap<PathBuf, Arc<Analysed>>,
     /// Per file: the generation of the newest scheduled analysis and its cancel flag.
     scheduled: HashMap<PathBuf, (u64, Arc<AtomicBool>)>,
+    /// Per file: the version whose diagnostics were published ahead of the rest of its
+    /// analysis, until that analysis is stored.
+    early: HashMap<PathBuf, i32>,
 }
 
 #[derive(Clone)]
@@ -166,6 +169,7 @@ pub fn run() -> std::process::ExitCode {
         settings: Settings::default(),
         results: HashMap::new(),
         scheduled: HashMap::new(),
+        early: HashMap::new(),
     }));
     let shared = state.clone();
     runtime.block_on(async {
@@ -439,20 +443,49 @@ impl Backend {
                         None => return,
                     },
                 };
-                (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+                (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone(), st.pull)
             };
-            let (text, version, overlay, roots, settings) = job;
+            let (text, version, overlay, roots, settings, pull) = job;
             let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
             let config = analysis_config(&path, roots, &settings, cancel.clone());
-            let analysis = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0).await;
-            let Some(analysis) = analysis else { return };
+            // Pushed diagnostics go out as soon as the analysis has them; what hover, inlay
+            // hints and code lenses read is gathered after (`tracer_core::analysis::Deliver`).
+            let (early_tx, early_rx) = tokio::sync::oneshot::channel();
+            let push_early = !pull || version < 0;
+            let whole = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0, push_early.then_some(early_tx));
+            if let Ok(diagnostics) = early_rx.await {
+                let publish = {
+                    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                    let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
+                    if cancel.load(Ordering::Relaxed) || current != version {
+                        None
+                    } else {
+                        st.early.insert(path.clone(), version);
+                        convert::uri_of(&path)
+                            .map(|uri| (uri, lsp_diagnostics(&st, &path, &text, &diagnostics), (version >= 0).then_some(version)))
+                    }
+                };
+                if let Some((uri, diagnostics, version)) = publish {
+                    client.publish_diagnostics(uri, diagnostics, version).await;
+                }
+            }
+            let analysis = whole.await;
             let (notice, previous) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-                let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
-                if cancel.load(Ordering::Relaxed) || current != version {
-                    return;
+                let published = st.early.get(&path) == Some(&version);
+                if published {
+                    st.early.remove(&path);
                 }
-                store_result(&mut st, &path, Analysed { version, text, analysis })
+                let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
+                let Some(analysis) = analysis.filter(|_| !cancel.load(Ordering::Relaxed) && current == version) else {
+                    drop(st);
+                    // Requests waiting for this version's analysis stop waiting.
+                    traced.notify_waiters();
+                    return;
+                };
+                let (notice, previous) = store_result(&mut st, &path, Analysed { version, text, analysis });
+                // The same diagnostics as published early: published once.
+                (if published { Notice::Publish(None) } else { notice }, previous)
             };
             traced.notify_waiters();
             notice.send(&client).await;
@@ -500,7 +533,12 @@ impl Backend {
     }
 
     async fn write_reproducer(&self, uri: Option<Uri>, line: u32, show: bool) -> RpcResult<Option<Json>> {
-        let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
+        let Some((path, a, _)) = (match uri.as_ref() {
+            Some(u) => self.analysed_current(u).await,
+            None => None,
+        }) else {
+            return Ok(None);
+        };
         let (root, folder) = self.reproducer_folder(&path);
         // The reproducer's header and links name the user's file relative to the workspace.
         let shown = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().into_owned();
@@ -596,11 +634,11 @@ impl Backend {
         let Some(path) = uri.as_ref().and_then(convert::path_of) else { return Ok(None) };
         let lines = self.reproducer_lines(&path).await;
         // Within the traced function around the line, when the file is analysed.
-        let within = uri
-            .as_ref()
-            .and_then(|u| self.analysed(u))
-            .and_then(|(p, a, _)| features::function_lines(&a, &p, line))
-            .unwrap_or((line, line));
+        let analysed = match uri.as_ref() {
+            Some(u) => self.analysed_current(u).await,
+            None => None,
+        };
+        let within = analysed.and_then(|(p, a, _)| features::function_lines(&a, &p, line)).unwrap_or((line, line));
         let Some(found) = reproducer_links::best_for_line(&lines, line, within).cloned() else {
             let (_, folder) = self.reproducer_folder(&path);
             let why = format!("no reproducer in {} stands for line {line}", folder.display());
@@ -678,6 +716,25 @@ impl Backend {
         (a.version == version).then_some((path, a, st.encoding))
     }
 
+    /// `analysed`, for a request that comes right after the diagnostics of the current
+    /// version: they are published before the rest of its analysis (what hovers, inlay
+    /// hints, code lenses and code actions read) is stored, so wait for that, bounded.
+    async fn analysed_current(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            // Registered before looking, so that an analysis stored in between still wakes us.
+            let stored = self.traced.notified();
+            let pending = convert::path_of(uri).is_some_and(|path| {
+                let st = self.lock();
+                let version = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
+                st.early.get(&path) == Some(&version)
+            });
+            if !pending || tokio::time::timeout_at(deadline, stored).await.is_err() {
+                return self.analysed(uri);
+            }
+        }
+    }
+
     async fn scan_workspace(&self) {
         let (roots, scan) = {
             let st = self.lock();
@@ -739,11 +796,11 @@ impl Backend {
 }
 
 /// Diagnostics of `path` from its analysis, as LSP data, with severities from the settings.
-fn lsp_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
-    let lines = LineText::new(&a.text);
+fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: &[LocatedDiagnostic]) -> Vec<lsp::Diagnostic> {
+    let lines = LineText::new(text);
     let enc = st.encoding;
     let mut out = Vec::new();
-    for (d, loc, related) in &a.analysis.diagnostics {
+    for (d, loc, related) in diagnostics {
         if d.path != path {
             continue;
         }
@@ -780,7 +837,7 @@ fn lsp_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic
 fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
     let uri = convert::uri_of(path)?;
     let version = if a.version >= 0 { Some(a.version) } else { None };
-    Some((uri, lsp_diagnostics(st, path, a), version))
+    Some((uri, lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics), version))
 }
 
 fn internal(what: &str) -> RpcError {
@@ -963,7 +1020,9 @@ impl LanguageServer for Backend {
     }
 
     async fn hover(&self, params: lsp::HoverParams) -> RpcResult<Option<lsp::Hover>> {
-        let Some((path, a, enc)) = self.analysed(&params.text_document_position_params.text_document.uri) else { return Ok(None) };
+        let Some((path, a, enc)) = self.analysed_current(&params.text_document_position_params.text_document.uri).await else {
+            return Ok(None);
+        };
         let pos = params.text_document_position_params.position;
         guarded("hover", || {
             let lines = LineText::new(&a.text);
@@ -983,7 +1042,7 @@ impl LanguageServer for Backend {
         if !enabled {
             return Ok(None);
         }
-        let Some((path, a, enc)) = self.analysed(&params.text_document.uri) else { return Ok(None) };
+        let Some((path, a, enc)) = self.analysed_current(&params.text_document.uri).await else { return Ok(None) };
         guarded("inlay hints", || {
             let lines = LineText::new(&a.text);
             let range = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
@@ -1007,7 +1066,7 @@ impl LanguageServer for Backend {
 
     async fn code_lens(&self, params: lsp::CodeLensParams) -> RpcResult<Option<Vec<lsp::CodeLens>>> {
         let uri = params.text_document.uri;
-        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        let Some((path, a, enc)) = self.analysed_current(&uri).await else { return Ok(None) };
         // Only read the reproducer folder when the file has traced functions.
         let reproducer_lines = if a.analysis.functions.is_empty() { Vec::new() } else { self.reproducer_lines(&path).await };
         guarded("code lens", || {
@@ -1068,7 +1127,7 @@ impl LanguageServer for Backend {
         if let Some(location) = self.reproducer_definition(&uri, pos.line).await {
             return Ok(Some(lsp::GotoDefinitionResponse::Scalar(location)));
         }
-        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        let Some((path, a, enc)) = self.analysed_current(&uri).await else { return Ok(None) };
         guarded("go to definition", || {
             let lines = LineText::new(&a.text);
             let offset = lines.offset(pos, enc);
@@ -1086,11 +1145,11 @@ impl LanguageServer for Backend {
 
     async fn code_action(&self, params: lsp::CodeActionParams) -> RpcResult<Option<lsp::CodeActionResponse>> {
         let uri = params.text_document.uri.clone();
-        let Some((path, a, enc)) = self.analysed(&uri) else { return Ok(None) };
+        let Some((path, a, enc)) = self.analysed_current(&uri).await else { return Ok(None) };
         guarded("code actions", || {
             let lines = LineText::new(&a.text);
             let (rs, re) = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
-            let shown = lsp_diagnostics(&self.lock(), &path, &a);
+            let shown = lsp_diagnostics(&self.lock(), &path, &a.text, &a.analysis.diagnostics);
             let mut actions = Vec::new();
             for (d, loc, _) in &a.analysis.diagnostics {
                 if d.path != path || loc.span.end < rs || loc.span.start > re {
@@ -1173,7 +1232,7 @@ impl LanguageServer for Backend {
             }
         };
         let (items, result_id) = match current {
-            Some((path, a, _)) => (lsp_diagnostics(&self.lock(), &path, &a), Some(a.version.to_string())),
+            Some((path, a, _)) => (lsp_diagnostics(&self.lock(), &path, &a.text, &a.analysis.diagnostics), Some(a.version.to_string())),
             None => match params.previous_result_id {
                 // Not traced in time: keep what the client shows; the refresh after the trace
                 // brings the new report.
@@ -1210,7 +1269,12 @@ impl LanguageServer for Backend {
         if params.command != "tracelens.trace" {
             return Err(RpcError::method_not_found());
         }
-        let Some((path, a, _)) = uri.as_ref().and_then(|u| self.analysed(u)) else { return Ok(None) };
+        let Some((path, a, _)) = (match uri.as_ref() {
+            Some(u) => self.analysed_current(u).await,
+            None => None,
+        }) else {
+            return Ok(None);
+        };
         // Analyses for diagnostics leave the traced bodies unprinted: trace this text again.
         let (overlay, roots, settings) = {
             let st = self.lock();

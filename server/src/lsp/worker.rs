@@ -11,7 +11,8 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use tracer_core::analysis::{FileAnalysis, OpenDocument};
+use tokio::sync::oneshot;
+use tracer_core::analysis::{Deliver, FileAnalysis, LocatedDiagnostic, OpenDocument};
 use tracer_core::interp::{Leftovers, SourceLoader};
 use tracer_core::AnalysisConfig;
 
@@ -62,28 +63,52 @@ fn worker() -> Option<&'static mpsc::Sender<Job>> {
 }
 
 /// Analyses `text` as the current version of `path` on the edit thread. With `keep`, the
-/// `OpenDocument` is kept for the next version; otherwise it is dropped. The result is
-/// handed back before the analysis' memory is freed. `None` if the engine panicked (the
-/// document is then dropped too: it starts afresh).
-pub async fn analyse(
+/// `OpenDocument` is kept for the next version; otherwise it is dropped. The job is queued at
+/// once; the located diagnostics are sent to `early` (when given) as soon as the analysis has
+/// them, and the whole analysis is what the returned future gives, before the analysis'
+/// memory is freed. `None` if the engine panicked (the document is then dropped too: it
+/// starts afresh).
+pub fn analyse(
     path: PathBuf,
     text: String,
     loader: impl SourceLoader + Send + 'static,
     config: AnalysisConfig,
     keep: bool,
-) -> Option<FileAnalysis> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    early: Option<oneshot::Sender<Vec<LocatedDiagnostic>>>,
+) -> impl std::future::Future<Output = Option<FileAnalysis>> {
+    let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |documents: &mut Documents| {
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            documents.entry(path.clone()).or_default().analyse_then(&path, &text, &loader, &config, |analysis| {
-                let _ = tx.send(analysis);
-            })
+            let deliver = Delivery { early, whole: tx };
+            documents.entry(path.clone()).or_default().analyse_then(&path, &text, &loader, &config, deliver)
         }));
         if outcome.is_err() || !keep {
             documents.remove(&path);
         }
         outcome.ok()
     });
-    worker()?.send(job).ok()?;
-    rx.await.ok()
+    let queued = worker().is_some_and(|w| w.send(job).is_ok());
+    async move {
+        if !queued {
+            return None;
+        }
+        rx.await.ok()
+    }
+}
+
+struct Delivery {
+    early: Option<oneshot::Sender<Vec<LocatedDiagnostic>>>,
+    whole: oneshot::Sender<FileAnalysis>,
+}
+
+impl Deliver for Delivery {
+    fn diagnostics(&mut self, diagnostics: &[LocatedDiagnostic]) {
+        if let Some(early) = self.early.take() {
+            let _ = early.send(diagnostics.to_vec());
+        }
+    }
+
+    fn analysis(self, analysis: FileAnalysis) {
+        let _ = self.whole.send(analysis);
+    }
 }
