@@ -368,7 +368,35 @@ fn collect_tree_errors(root: Node, source: &str) -> Vec<SyntaxError> {
             }
         }
     }
+    if errors.is_empty() {
+        errors.push(hidden_error(root, source));
+    }
     errors
+}
+
+/// The error in a tree whose ERROR and MISSING nodes are all hidden (a missing line break,
+/// `return (a, b) c`, is a hidden token): Python's "invalid syntax" at the first of two
+/// neighbours that no line break or `;` separates, inside the innermost node holding the
+/// error, or at that node.
+fn hidden_error(root: Node, source: &str) -> SyntaxError {
+    let mut node = root;
+    while let Some(inner) = {
+        let mut cursor = node.walk();
+        let inner = node.children(&mut cursor).find(|child| child.has_error());
+        inner
+    } {
+        node = inner;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node> = node.children(&mut cursor).filter(|child| !child.is_extra()).collect();
+    let unseparated = children.windows(2).find(|pair| {
+        let between = source.get(pair[0].end_byte()..pair[1].start_byte()).unwrap_or("\n");
+        pair[0].is_named() && pair[1].is_named() && !between.contains(['\n', ';'])
+    });
+    let at = unseparated.map_or(node, |pair| pair[1]);
+    let start = at.start_byte();
+    let end = at.end_byte().min(line_end(source, start)).max(start);
+    SyntaxError { span: Span::new(start, end), message: "invalid syntax".to_string() }
 }
 
 fn describe_missing_node(node: Node) -> SyntaxError {

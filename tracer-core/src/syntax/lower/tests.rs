@@ -606,6 +606,14 @@ fn syntax_errors_keep_statements_before_the_first() {
 }
 
 #[test]
+fn a_missing_line_break_tree_sitter_hides_is_still_an_error() {
+    // tree-sitter marks the line break missing between `return (a, b)` and `c` with a
+    // hidden node; the statements after were silently dropped. Python 3.11:
+    // `SyntaxError: invalid syntax`, at the second `nxt`.
+    check_errors("x = 1\ndef f(nxt, key):\n    return (nxt, key) nxt\n\ny = 2\n", "(= x 1)", "45..48 invalid syntax");
+}
+
+#[test]
 fn good_statements_inside_an_error_node_are_kept() {
     // tree-sitter's recovery wraps this whole file in one (extra) ERROR node; the imports
     // before the error are still whole statements.
