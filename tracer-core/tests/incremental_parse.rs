@@ -32,7 +32,7 @@ fn edit(text: &mut String, rng: &mut Rng) {
 #[test]
 fn incremental_parses_equal_fresh_parses_edit_after_edit() {
     let files = fixture_and_example_files();
-    let mut compared = 0;
+    let (mut compared, mut one_statement) = (0, 0);
     // Three random streams: each found a case the others did not.
     for seed in [0x9e37_79b9_7f4a_7c15, 0x8c1d_2e75_c0ef_7e31, 0x3b5f_0a2c_9d4e_6f17] {
         let mut rng = Rng(seed);
@@ -44,11 +44,58 @@ fn incremental_parses_equal_fresh_parses_edit_after_edit() {
                 let fresh = format!("{:?}", parse(&text));
                 assert!(incremental == fresh, "{}: after edit {step} the incremental parse differs; text:\n{text}", path.display());
                 compared += 1;
+                one_statement += usize::from(parser.reparsed_one_statement());
                 edit(&mut text, &mut rng);
             }
         }
     }
+    // Both ways of parsing an edit were compared: the whole text, and the statement alone.
+    eprintln!("{compared} parses compared, {one_statement} of them re-parsing one statement");
     assert!(compared > 3000);
+    assert!(one_statement > 300, "{one_statement}");
+}
+
+/// A keystroke as typing makes them: a character into a word, a word's character deleted,
+/// a comment at the end of a line, a blank line. Most keep the module valid.
+fn keystroke(text: &mut String, rng: &mut Rng) {
+    let at = boundary(text, rng.below(text.len() + 1));
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let bytes = text.as_bytes();
+    match rng.below(4) {
+        0 if at > 0 && word(bytes[at - 1]) => text.insert(at, ['x', '1', '_'][rng.below(3)]),
+        1 if at > 0 && at < text.len() && word(bytes[at - 1]) && word(bytes[at]) => {
+            text.remove(at);
+        }
+        2 => {
+            let end = text[at..].find('\n').map_or(text.len(), |n| at + n);
+            text.insert_str(end, "  # typed");
+        }
+        _ => {
+            let start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+            text.insert(start, '\n');
+        }
+    }
+}
+
+#[test]
+fn keystrokes_inside_a_statement_reparse_it_alone_and_equal_fresh_parses() {
+    let files = fixture_and_example_files();
+    let (mut compared, mut one_statement) = (0, 0);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for path in &files {
+        let Ok(mut text) = std::fs::read_to_string(path) else { continue };
+        let mut parser = IncrementalParser::default();
+        for step in 0..16 {
+            let incremental = format!("{:?}", parser.parse(&text));
+            let fresh = format!("{:?}", parse(&text));
+            assert!(incremental == fresh, "{}: after keystroke {step} the incremental parse differs; text:\n{text}", path.display());
+            compared += 1;
+            one_statement += usize::from(parser.reparsed_one_statement());
+            keystroke(&mut text, &mut rng);
+        }
+    }
+    eprintln!("{compared} parses compared, {one_statement} of them re-parsing one statement");
+    assert!(one_statement * 3 > compared, "{one_statement} of {compared}");
 }
 
 #[test]

@@ -73,6 +73,18 @@ pub(crate) struct ParseState {
     statements: HashMap<Box<str>, LoweredStatement>,
     /// The edit from the previous text to the last one parsed.
     pub(super) last_edit: Option<super::TextEdit>,
+    /// The last text parsed, when it parsed without an error: what an edit inside one
+    /// top-level statement needs to re-parse that statement alone.
+    clean: Option<CleanModule>,
+    /// The last parse re-parsed only the statement the edit was in.
+    pub(super) one_statement: bool,
+}
+
+/// A module that parsed without an error, as `ParseState` keeps it.
+struct CleanModule {
+    /// Each top-level statement's byte range; every one starts its line.
+    tops: Vec<(u32, u32)>,
+    body: Vec<Stmt>,
 }
 
 /// One clean top-level statement as lowered at `start`.
@@ -90,7 +102,7 @@ impl ParseState {
     pub(crate) fn new() -> Option<ParseState> {
         let mut parser = tree_sitter::Parser::new();
         parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
-        Some(ParseState { parser, previous: None, statements: HashMap::default(), last_edit: None })
+        Some(ParseState { parser, previous: None, statements: HashMap::default(), last_edit: None, clean: None, one_statement: false })
     }
 }
 
@@ -114,7 +126,7 @@ fn input_edit(old: &str, new: &str, edit: super::TextEdit) -> tree_sitter::Input
 
 /// Parses `source`; with a `state`, re-parses incrementally from the last parse and reuses
 /// the lowering of unchanged top-level statements. The result is the same either way.
-pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) -> ast::Module {
+pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>) -> ast::Module {
     if u32::try_from(source.len()).is_err() {
         return error_module(Span::new(0, 0), "file too large to parse (more than 4 GiB)");
     }
@@ -129,6 +141,13 @@ pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) ->
         }
         None => (source, None),
     };
+    if let (Some(state), None) = (state.as_deref_mut(), &null_byte_error) {
+        if let Some(module) = reparse_one_statement(state, parsed) {
+            state.one_statement = true;
+            return module;
+        }
+        state.one_statement = false;
+    }
     let mut own_state;
     let state = match state {
         Some(state) => state,
@@ -175,8 +194,113 @@ pub(crate) fn parse_module_with(source: &str, state: Option<&mut ParseState>) ->
     errors.extend(null_byte_error);
     errors.sort_by_key(|error| (error.span.start, error.span.end));
     errors.truncate(MAX_ERRORS);
+    state.clean = None;
+    if errors.is_empty() && !root.has_error() {
+        let tops: Vec<(u32, u32)> = named_children(root).iter().map(|node| (node.start_byte() as u32, node.end_byte() as u32)).collect();
+        if tops.iter().all(|&(start, _)| starts_line(parsed, start)) {
+            state.clean = Some(CleanModule { tops, body: body.clone() });
+        }
+    }
     state.previous = Some((parsed.to_string(), tree));
     ast::Module { body, errors }
+}
+
+fn starts_line(source: &str, at: u32) -> bool {
+    at == 0 || source.as_bytes().get(at as usize - 1) == Some(&b'\n')
+}
+
+/// The usual keystroke edits one top-level statement of a clean module; the statements
+/// around it cannot change, so only that statement's text is re-parsed (tree-sitter's
+/// included ranges: its nodes keep their offsets in the whole text) and lowered. `None`
+/// when this cannot be shown to give what parsing the whole text gives: the edit touches
+/// the start of a statement or the line break before the next one, or the statement's new
+/// text does not parse cleanly into statements that each start their line. Top level,
+/// at the start of a line, the tokenizer carries nothing from one statement to the next
+/// (no open bracket, no indentation), so a clean parse of the range is the whole parse's.
+fn reparse_one_statement(state: &mut ParseState, source: &str) -> Option<ast::Module> {
+    let clean = state.clean.as_ref()?;
+    let (old, _) = state.previous.as_ref()?;
+    let edit = super::text_edit(old, source);
+    let (start, old_end) = (edit.start, edit.old_end);
+    let delta = i64::from(edit.new_end) - i64::from(old_end);
+    // The range of the statement holding the edit: from its start to the next one's.
+    let k = clean.tops.partition_point(|&(top, _)| top < start).checked_sub(1)?;
+    let range_start = clean.tops[k].0;
+    let range_end = clean.tops.get(k + 1).map_or(old.len() as u32, |&(next, _)| next);
+    if old_end >= range_end || (k + 1 < clean.tops.len() && old.as_bytes().get(range_end as usize - 1) != Some(&b'\n')) {
+        return None;
+    }
+    let new_range_end = u32::try_from(i64::from(range_end) + delta).ok()?;
+    let point = |at: u32| tree_sitter::Point {
+        row: memchr::memchr_iter(b'\n', &source.as_bytes()[..at as usize]).count(),
+        column: at as usize - memchr::memrchr(b'\n', &source.as_bytes()[..at as usize]).map_or(0, |newline| newline + 1),
+    };
+    let range = tree_sitter::Range {
+        start_byte: range_start as usize,
+        end_byte: new_range_end as usize,
+        start_point: point(range_start),
+        end_point: point(new_range_end),
+    };
+    state.parser.set_included_ranges(&[range]).ok()?;
+    let tree = state.parser.parse(source, None);
+    // Back to whole texts for the next parse.
+    state.parser.set_included_ranges(&[]).ok()?;
+    let tree = tree?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return None;
+    }
+    let nodes = named_children(root);
+    if !nodes.iter().all(|node| starts_line(source, node.start_byte() as u32) && node.end_byte() <= new_range_end as usize) {
+        return None;
+    }
+    let mut lowerer = Lowerer::new(source);
+    let mut lowered = Vec::with_capacity(nodes.len());
+    for &node in &nodes {
+        if !lowerer.lower_top_level(node, u32::MAX, &mut lowered) {
+            return None;
+        }
+    }
+    if !lowerer.errors.is_empty() {
+        return None;
+    }
+
+    // The whole parse, with the statements around the edit as they were (those after it
+    // moved by the edit's length).
+    let mut clean = state.clean.take()?;
+    let (old, mut old_tree) = state.previous.take()?;
+    for &(top_start, top_end) in &clean.tops[k..k + 1] {
+        // The replaced statement's lowering, unless another statement has its text.
+        let text = old.get(top_start as usize..top_end as usize).unwrap_or("");
+        if state.statements.get(text).is_some_and(|previous| previous.start == top_start) {
+            state.statements.remove(text);
+        }
+    }
+    state.statements.extend(lowerer.lowered);
+    let mut body = std::mem::take(&mut clean.body);
+    let after = body.partition_point(|stmt| stmt.span.start < range_end);
+    let before = body.partition_point(|stmt| stmt.span.start < range_start);
+    let mut moved = body.split_off(after);
+    if delta != 0 {
+        for stmt in &mut moved {
+            super::shift::shift_stmt(stmt, delta);
+        }
+    }
+    body.truncate(before);
+    body.extend(lowered);
+    body.append(&mut moved);
+    let shift = |offset: u32| (i64::from(offset) + delta) as u32;
+    let mut tops = Vec::with_capacity(clean.tops.len() + nodes.len());
+    tops.extend_from_slice(&clean.tops[..k]);
+    tops.extend(nodes.iter().map(|node| (node.start_byte() as u32, node.end_byte() as u32)));
+    tops.extend(clean.tops[k + 1..].iter().map(|&(s, e)| (shift(s), shift(e))));
+    // The whole text's tree is not re-parsed; it takes the edit, so that the next parse of
+    // the whole text still reuses what did not change.
+    old_tree.edit(&input_edit(&old, source, edit));
+    state.previous = Some((source.to_string(), old_tree));
+    state.last_edit = Some(edit);
+    state.clean = Some(CleanModule { tops, body: body.clone() });
+    Some(ast::Module { body, errors: Vec::new() })
 }
 
 fn error_module(span: Span, message: &str) -> ast::Module {

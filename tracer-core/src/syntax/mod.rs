@@ -82,4 +82,10 @@ impl IncrementalParser {
     pub fn last_edit(&self) -> Option<TextEdit> {
         self.state.as_ref().and_then(|s| s.last_edit)
     }
+
+    /// Whether the last parse re-parsed only the top-level statement its edit was in (the
+    /// usual keystroke), rather than the whole text.
+    pub fn reparsed_one_statement(&self) -> bool {
+        self.state.as_ref().is_some_and(|s| s.one_statement)
+    }
 }
