@@ -13,6 +13,8 @@ use super::dtypes::DType;
 const THRESHOLD: usize = 1000;
 /// NumPy's `edgeitems`: items shown at each end of a summarised axis.
 const EDGE_ITEMS: usize = 3;
+/// NumPy's `linewidth`.
+const LINE_WIDTH: usize = 75;
 
 /// `str(x)` of a concrete array.
 pub fn array_str(d: &NdData, dtype: DType) -> String {
@@ -23,18 +25,25 @@ pub fn array_str(d: &NdData, dtype: DType) -> String {
 /// `weak_type=True` for weakly typed values, as JAX writes it.
 pub fn array_repr(d: &NdData, dtype: DType, weak: bool) -> String {
     let weak = if weak { ", weak_type=True" } else { "" };
+    let mut s = format_data(d, dtype, ", ", "Array(");
     // NumPy names the shape of an empty array that `[]` does not describe.
-    let shape = if d.is_empty() && d.shape() != [0] {
+    if d.is_empty() && d.shape() != [0] {
         let dims: Vec<String> = d.shape().iter().map(|n| n.to_string()).collect();
         if dims.len() == 1 {
-            format!("shape=({},), ", dims[0])
+            s.push_str(&format!(", shape=({},)", dims[0]));
         } else {
-            format!("shape=({}), ", dims.join(", "))
+            s.push_str(&format!(", shape=({})", dims.join(", ")));
         }
-    } else {
-        String::new()
+    }
+    let dtype_str = format!("dtype={}{weak}", dtype.name());
+    // JAX's rule (`ArrayImpl.__repr__`): when `dtype=...` would take the last line past
+    // NumPy's line width, the separator is the prefix's width in spaces (not a line break).
+    let last_line_len = match s.rfind('\n') {
+        Some(newline) => s[newline..].chars().count() + 1,
+        None => s.chars().count() + 2,
     };
-    format!("Array({}, {shape}dtype={}{weak})", format_data(d, dtype, ", ", "Array("), dtype.name())
+    let sep = if last_line_len + dtype_str.len() + 2 > LINE_WIDTH { "      " } else { " " };
+    format!("Array({s},{sep}{dtype_str})")
 }
 
 /// NumPy's `str` of one element of `dtype` (`0.1353`, `inf`, `3`, `True`).
@@ -60,7 +69,7 @@ fn format_data(d: &NdData, dtype: DType, sep: &str, prefix: &str) -> String {
     if d.ndim() == 0 {
         return fmt(values[0]);
     }
-    let (width, hanging) = if prefix.is_empty() { (75, " ".to_string()) } else { (74, " ".repeat(prefix.len() + 1)) };
+    let (width, hanging) = if prefix.is_empty() { (LINE_WIDTH, " ".to_string()) } else { (LINE_WIDTH - 1, " ".repeat(prefix.len() + 1)) };
     format_rows(d.view(), &*fmt, sep, &hanging, width, summarise)
 }
 
