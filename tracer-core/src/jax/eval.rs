@@ -217,6 +217,10 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && has_f32_kernel(&prim) {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;
+        if let Some((data, finite)) = masked_product(&prim, &inputs, &known.aval, max_elements, depth) {
+            *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
+            return Some(Stored::F32(data, finite));
+        }
         for i in &inputs {
             let (data, finite) = force_f32(i, max_elements, depth + 1)?;
             datas.push(data);
@@ -273,6 +277,93 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             None
         }
     }
+}
+
+/// A pending operation's primitive and inputs, when `array` is still to be computed.
+fn pending(array: &Rc<Array>) -> Option<(Prim, Vec<Rc<Array>>)> {
+    let known = array.known()?;
+    let ArrayKind::Concrete(cell) = &known.kind else { return None };
+    let pending = match &*cell.borrow() {
+        Lazy::Pending(prim, inputs) => Some((prim.clone(), inputs.clone())),
+        _ => None,
+    };
+    pending
+}
+
+/// `x * convert(a <cmp> b)` in float32, the mask of a `relu`'s or `where`'s derivative, in
+/// one pass over `x`, `a` and `b` when the comparison and the conversion are still pending
+/// (values mode leaves them to their one reader, `eval_jaxpr::instantiate_with`): neither
+/// the comparison's nor the conversion's array is materialised. Each element is what the
+/// three kernels give one after the other. `None` when the operation is not of this form or
+/// an operand is not in a layout `Rows` takes.
+fn masked_product(
+    prim: &Prim,
+    inputs: &[Rc<Array>],
+    aval: &super::aval::Aval,
+    max_elements: u64,
+    depth: usize,
+) -> Option<(NdDataF32, bool)> {
+    if !matches!(prim, Prim::Binary(BinaryPrim::Mul)) || aval.dtype != DType::F32 || inputs.len() != 2 {
+        return None;
+    }
+    let mask_at =
+        inputs.iter().position(|i| i.aval.dtype == DType::F32 && matches!(pending(i), Some((Prim::ConvertElementType { .. }, _))))?;
+    let (_, converted) = pending(&inputs[mask_at])?;
+    let [truth] = converted.as_slice() else { return None };
+    let (Prim::Compare(cmp), compared) = pending(truth)? else { return None };
+    let [a, b] = compared.as_slice() else { return None };
+    if truth.aval.dtype != DType::Bool || a.aval.dtype != DType::F32 || b.aval.dtype != DType::F32 {
+        return None;
+    }
+    let x = force_f32(&inputs[1 - mask_at], max_elements, depth + 1)?.0;
+    let (a, b) = (force_f32(a, max_elements, depth + 1)?.0, force_f32(b, max_elements, depth + 1)?.0);
+    let shape = aval.shape.as_slice();
+    fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
+        d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
+    }
+    let (x, a, b) = (rows(&x, shape)?, rows(&a, shape)?, rows(&b, shape)?);
+    // `mul`'s operands in their order: the mask is 0.0 or 1.0, never NaN, so the product's
+    // bits do not depend on the order anyway.
+    Some(match cmp {
+        CmpPrim::Eq => mask_rows(x, a, b, shape, |p, q| p == q),
+        CmpPrim::Ne => mask_rows(x, a, b, shape, |p, q| p != q),
+        CmpPrim::Lt => mask_rows(x, a, b, shape, |p, q| p < q),
+        CmpPrim::Le => mask_rows(x, a, b, shape, |p, q| p <= q),
+        CmpPrim::Gt => mask_rows(x, a, b, shape, |p, q| p > q),
+        CmpPrim::Ge => mask_rows(x, a, b, shape, |p, q| p >= q),
+    })
+}
+
+/// `x * (cmp(a, b) as f32)`, row by row (`masked_product`).
+#[inline(always)]
+fn mask_rows(x: Rows, a: Rows, b: Rows, shape: &[usize], cmp: impl Fn(f32, f32) -> bool) -> (NdDataF32, bool) {
+    let masked = |x: f32, p: f32, q: f32| flush_f32(x * f32::from(u8::from(cmp(p, q))));
+    vectorised(
+        #[inline(always)]
+        || {
+            collect_rows(
+                shape,
+                #[inline(always)]
+                |r, cols, dst| match (x.row(r, cols), a.row(r, cols), b.row(r, cols)) {
+                    (Row::Values(x), Row::Values(a), Row::Same(q)) => {
+                        assert!(x.len() == dst.len() && a.len() == dst.len(), "an elementwise row has the output's length");
+                        for ((d, &x), &p) in dst.iter_mut().zip(x).zip(a) {
+                            d.write(masked(x, p, q));
+                        }
+                    }
+                    (x, a, b) => {
+                        let at = |row: &Row, j: usize| match row {
+                            Row::Values(v) => v[j],
+                            Row::Same(v) => *v,
+                        };
+                        for (j, d) in dst.iter_mut().enumerate() {
+                            d.write(masked(at(&x, j), at(&a, j), at(&b, j)));
+                        }
+                    }
+                },
+            )
+        },
+    )
 }
 
 /// The value of a float32 or bool array in f32, for the float32 path, and whether every
@@ -747,25 +838,25 @@ fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[
 /// A read-only pass looks for both first: a product rarely holds a subnormal, and reading
 /// the values is cheaper than writing them all back.
 fn flush_all(values: &mut [f32]) -> bool {
-    // On the magnitude's bits, as a non-negative i32: 1..=0x7fffff are the subnormals,
-    // 0x7f800000 and up Inf and NaN. Signed compares and ORs, so that the loop vectorises
-    // without emulating unsigned compares.
-    let (subnormal, finite) = vectorised(
+    // On the magnitude's bits: 1..=0x7fffff are the subnormals, 0x7f800000 and up Inf and
+    // NaN. The smallest `magnitude - 1` (0 wraps to the largest u32, so zeros never count)
+    // and the largest magnitude decide both, with two unsigned min/max per vector.
+    let (smallest, largest) = vectorised(
         #[inline(always)]
         || {
-            let (mut subnormal, mut not_finite) = (false, false);
+            let (mut smallest, mut largest) = (u32::MAX, 0u32);
             for &x in values.iter() {
-                let magnitude = (x.to_bits() & 0x7fff_ffff) as i32;
-                subnormal |= (magnitude > 0) & (magnitude < 0x0080_0000);
-                not_finite |= magnitude > 0x7f7f_ffff;
+                let magnitude = x.to_bits() & 0x7fff_ffff;
+                smallest = smallest.min(magnitude.wrapping_sub(1));
+                largest = largest.max(magnitude);
             }
-            (subnormal, !not_finite)
+            (smallest, largest)
         },
     );
-    if subnormal {
+    if smallest < 0x007f_ffff {
         values.iter_mut().for_each(|x| *x = flush_f32(*x));
     }
-    finite
+    largest < 0x7f80_0000
 }
 
 /// Runs `f` compiled for AVX2 when the CPU has it (checked once, then cached by the standard

@@ -60,16 +60,20 @@ pub fn instantiate_with(
     // an intermediate's data is freed as soon as nothing needs it: the allocator hands the
     // same memory to the next result of that size instead of fresh pages.
     let mut last_use: HashMap<VarId, usize> = HashMap::new();
+    // How many equations read each variable (the jaxpr's outputs count as readers too).
+    let mut uses: HashMap<VarId, usize> = HashMap::new();
     for (i, eqn) in jaxpr.eqns.iter().enumerate() {
         for a in &eqn.inputs {
             if let Atom::Var(v) = a {
                 last_use.insert(*v, i);
+                *uses.entry(*v).or_default() += 1;
             }
         }
     }
     for a in &jaxpr.outvars {
         if let Atom::Var(v) = a {
             last_use.insert(*v, usize::MAX);
+            *uses.entry(*v).or_default() += 2;
         }
     }
     for (i, eqn) in jaxpr.eqns.iter().enumerate() {
@@ -99,7 +103,19 @@ pub fn instantiate_with(
                     Prim::Opaque(_) | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
                     _ => Array::pending(aval.clone(), prim.clone(), ins.clone()),
                 };
-                hooks.evaluated(eqn, Some(&out), &ins);
+                // A comparison, or a conversion from bool, never makes a NaN or Inf: when one
+                // later equation reads its result, it is left to that reader to compute
+                // (values mode watches the reader as before), which can fuse it
+                // (`eval::masked_product`: the mask of a relu's derivative is never stored).
+                let lazy = uses.get(v) == Some(&1)
+                    && match prim {
+                        Prim::Compare(_) => true,
+                        Prim::ConvertElementType { .. } => ins.iter().all(|i| i.aval.dtype == super::dtypes::DType::Bool),
+                        _ => false,
+                    };
+                if !lazy {
+                    hooks.evaluated(eqn, Some(&out), &ins);
+                }
                 env.insert(*v, out);
             }
             (_, outs) => {
