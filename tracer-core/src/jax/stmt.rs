@@ -131,6 +131,23 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
         // `jax.nn.relu` passed as a function: the reproducer names it as the user did.
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(f.qualified_name())),
+            // `functools.partial(jnp.multiply, lr)` of a JAX function and Python literals.
+            crate::interp::builtins::Builtin::Partial { func, args, kwargs } => {
+                let mut parts = Vec::new();
+                for x in std::iter::once(func).chain(args) {
+                    match to_arg(interp, x, keep) {
+                        Arg::Lit(l) => parts.push(l),
+                        _ => return Arg::Unknown,
+                    }
+                }
+                for (k, x) in kwargs {
+                    match to_arg(interp, x, keep) {
+                        Arg::Lit(l) => parts.push(format!("{k}={l}")),
+                        _ => return Arg::Unknown,
+                    }
+                }
+                Arg::Lit(format!("functools.partial({})", parts.join(", ")))
+            }
             _ => Arg::Unknown,
         },
         Value::Slice(s) => Arg::Slice(Box::new([to_arg(interp, &s[0], keep), to_arg(interp, &s[1], keep), to_arg(interp, &s[2], keep)])),
