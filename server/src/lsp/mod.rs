@@ -819,6 +819,25 @@ fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp
     Some((uri, lsp_diagnostics(st, path, a), version))
 }
 
+/// The code action "Write a pure-JAX reproducer of CODE": `tracelens.repro` on `line` (1-based).
+fn reproducer_action(uri: &Uri, line: u32, code: &str, diagnostic: Option<lsp::Diagnostic>) -> lsp::CodeActionOrCommand {
+    lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+        title: format!("Write a pure-JAX reproducer of {code}"),
+        kind: Some(lsp::CodeActionKind::EMPTY),
+        diagnostics: diagnostic.map(|x| vec![x]),
+        command: Some(lsp::Command {
+            title: "Write a reproducer".into(),
+            command: "tracelens.repro".into(),
+            arguments: Some(vec![
+                Json::String(uri.as_str().to_string()),
+                Json::from(line.saturating_sub(1)),
+                serde_json::json!({"show": true}),
+            ]),
+        }),
+        ..Default::default()
+    })
+}
+
 fn internal(what: &str) -> RpcError {
     let mut e = RpcError::internal_error();
     e.message = format!("tracelens: internal error in {what}").into();
@@ -1174,22 +1193,7 @@ impl LanguageServer for Backend {
                     }));
                 }
                 if a.analysis.reproducers.iter().any(|r| r.path == path && r.line == loc.line) {
-                    let line0 = loc.line.saturating_sub(1);
-                    actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                        title: format!("Write a pure-JAX reproducer of {}", d.code.as_str()),
-                        kind: Some(lsp::CodeActionKind::EMPTY),
-                        diagnostics: lsp_diag.clone().map(|x| vec![x]),
-                        command: Some(lsp::Command {
-                            title: "Write a reproducer".into(),
-                            command: "tracelens.repro".into(),
-                            arguments: Some(vec![
-                                Json::String(uri.as_str().to_string()),
-                                Json::from(line0),
-                                serde_json::json!({"show": true}),
-                            ]),
-                        }),
-                        ..Default::default()
-                    }));
+                    actions.push(reproducer_action(&uri, loc.line, d.code.as_str(), lsp_diag.clone()));
                 }
             }
             // An error raised in a module under a call of this file: its reproducer, written
@@ -1201,21 +1205,7 @@ impl LanguageServer for Backend {
                 let code = a.analysis.diagnostics[e.diagnostic].0.code.as_str();
                 let range = lines.range(e.span.0, e.span.1, enc);
                 let lsp_diag = shown.iter().find(|x| x.range == range && x.code == Some(lsp::NumberOrString::String(code.into()))).cloned();
-                actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                    title: format!("Write a pure-JAX reproducer of {code}"),
-                    kind: Some(lsp::CodeActionKind::EMPTY),
-                    diagnostics: lsp_diag.map(|x| vec![x]),
-                    command: Some(lsp::Command {
-                        title: "Write a reproducer".into(),
-                        command: "tracelens.repro".into(),
-                        arguments: Some(vec![
-                            Json::String(uri.as_str().to_string()),
-                            Json::from(e.line.saturating_sub(1)),
-                            serde_json::json!({"show": true}),
-                        ]),
-                    }),
-                    ..Default::default()
-                }));
+                actions.push(reproducer_action(&uri, e.line, code, lsp_diag));
             }
             Some(actions)
         })
