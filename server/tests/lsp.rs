@@ -412,10 +412,56 @@ fn editing_a_module_retraces_its_importers_and_the_workspace_is_scanned() {
         "textDocument/didChange",
         json!({"textDocument": {"uri": lib_uri, "version": 2}, "contentChanges": [{"range": {"start": {"line": 4, "character": 11}, "end": {"line": 4, "character": 16}}, "text": "w @ x"}]}),
     );
+    // The error is raised in lib.py, under the call main.py makes at line 8: shown there.
     let diags = c.diagnostics(&main_uri, Some(1));
-    assert!(diags.is_empty(), "the error is in lib.py, reported there");
-    let lib_diags = c.diagnostics(&lib_uri, Some(2));
-    let _ = lib_diags;
+    let codes: Vec<(&str, u64)> =
+        diags.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
+    assert_eq!(codes, vec![("TL104", 7)], "{diags:?}");
+    assert!(c.diagnostics(&lib_uri, Some(2)).is_empty(), "lib.py alone calls nothing");
+    c.stop();
+}
+
+#[test]
+fn an_error_raised_in_an_imported_module_is_shown_at_the_call_with_its_reproducer() {
+    let lib = "import jax.numpy as jnp\n\n\ndef project(x, w):\n    return x @ w\n";
+    let main = "import jax\nimport jax.numpy as jnp\nfrom lib import project\n\n\n@jax.jit\ndef run(x):\n    return project(x, jnp.ones((3, 2)))\n\n\nrun(jnp.ones((3, 4)))\n";
+    let root = workspace("raised-elsewhere", &[("lib.py", lib), ("main.py", main)]);
+    let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("main.py"), main);
+    // Shown on the line of main.py whose call leads to it, pointing at where it is raised.
+    let diags = c.diagnostics(&u, Some(1));
+    let [error] = diags.as_slice() else { panic!("one diagnostic expected: {diags:?}") };
+    assert_eq!(error["code"], "TL104", "{error}");
+    assert_eq!(range_text(main, &error["range"]), "return project(x, jnp.ones((3, 2)))", "{error}");
+    let message = error["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("TypeError: dot_general") && message.contains("(raised in lib.py:5 under the call on this line)"),
+        "{message}"
+    );
+    let related = &error["relatedInformation"][0];
+    assert_eq!(related["location"]["uri"], uri(&root.join("lib.py")), "{error}");
+    assert_eq!(related["location"]["range"]["start"]["line"], 4, "{error}");
+    // The code action writes the reproducer from that line ...
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": u}, "range": error["range"], "context": {"diagnostics": [error]}}),
+    );
+    let titles: Vec<&str> = actions["result"].as_array().into_iter().flatten().filter_map(|a| a["title"].as_str()).collect();
+    assert_eq!(titles, vec!["Write a pure-JAX reproducer of TL104"], "{actions}");
+    let command = &actions["result"][0]["command"];
+    let done = c.request("workspace/executeCommand", json!({"command": command["command"], "arguments": command["arguments"]}));
+    let written = PathBuf::from(done["result"]["path"].as_str().unwrap_or_else(|| panic!("{done}")));
+    assert_eq!(written, root.join("repro/main_line8.py"));
+    let repro = std::fs::read_to_string(&written).expect("the reproducer file");
+    assert!(repro.contains("tracelens reproducer for TL104 at lib.py:5"), "{repro}");
+    assert!(repro.lines().any(|l| l.contains(" @ ") && l.ends_with("# lib.py:5")), "{repro}");
+    // ... and so does "Generate reproducer" on the traced function that makes the call.
+    let lenses = c.request("textDocument/codeLens", json!({"textDocument": {"uri": u}}));
+    let generate = lenses["result"]
+        .as_array()
+        .and_then(|l| l.iter().find(|x| x["command"]["title"] == "Generate reproducer").cloned())
+        .unwrap_or_else(|| panic!("no reproducer lens in {lenses}"));
+    assert_eq!(generate["command"]["arguments"][1], 7, "{generate}");
     c.stop();
 }
 

@@ -324,7 +324,8 @@ fn analyze_remembering(
             let line = rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let program = match &rec.outputs {
                 None => Err("the trace raised".to_string()),
-                Some(o) => crate::jax::stmt::emit_trace(&interp, record, &what, false).map(|p| (p, o.iter().map(|a| a.short()).collect())),
+                Some(o) => crate::jax::stmt::emit_trace(&interp, record, &what, false)
+                    .map(|p| (p, o.iter().map(crate::repro::result_aval).collect())),
             }
             .map_err(|why| format!("the trace called at line {line}: {why}"));
             collected.push(program);

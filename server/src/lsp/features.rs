@@ -194,6 +194,45 @@ pub struct ReproducerLens {
     pub repro_line: u32,
 }
 
+/// An error raised in a module `path` imports, under a call `path` makes: the editor shows it
+/// in `path` at the innermost line of `path` that leads to it, where `tracelens.repro` writes
+/// its reproducer (the module's own analysis does not raise it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RaisedElsewhere {
+    /// Index into the analysis' diagnostics.
+    pub diagnostic: usize,
+    /// The line of `path` (1-based) and its text's byte span (without indentation).
+    pub line: u32,
+    pub span: (u32, u32),
+}
+
+/// Every error of another file that has a reproducer reached from a line of `path`, once.
+pub fn raised_elsewhere(a: &Analysed, path: &Path) -> Vec<RaisedElsewhere> {
+    let mut out: Vec<RaisedElsewhere> = Vec::new();
+    for (i, (d, loc, _)) in a.analysis.diagnostics.iter().enumerate() {
+        if same_file(&d.path, path) {
+            continue;
+        }
+        let found = a.analysis.reproducers.iter().find(|r| same_file(&r.path, &d.path) && r.line == loc.line && r.code == d.code.as_str());
+        let Some(&line) = found.and_then(|r| r.via.last()) else { continue };
+        let Some(span) = line_span(&a.text, line) else { continue };
+        if !out.iter().any(|o| o.line == line && a.analysis.diagnostics[o.diagnostic].0.code == d.code) {
+            out.push(RaisedElsewhere { diagnostic: i, line, span });
+        }
+    }
+    out
+}
+
+/// The bytes of line `line` (1-based) of `text` from its first non-blank character to its
+/// end; `None` past the end or for a blank line.
+fn line_span(text: &str, line: u32) -> Option<(u32, u32)> {
+    let start = if line <= 1 { 0 } else { text.match_indices('\n').nth(line as usize - 2)?.0 + 1 };
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let content = text[start..end].trim_end();
+    let indent = content.len() - content.trim_start().len();
+    (indent < content.len()).then(|| ((start + indent) as u32, (start + content.len()) as u32))
+}
+
 /// One "Generate reproducer" lens per traced function of `path` (each trace once).
 pub fn reproducer_lenses(a: &Analysed, path: &Path) -> Vec<ReproducerLens> {
     let mut out: Vec<ReproducerLens> = Vec::new();
@@ -202,12 +241,13 @@ pub fn reproducer_lenses(a: &Analysed, path: &Path) -> Vec<ReproducerLens> {
         if out.iter().any(|l| l.span == span) {
             continue;
         }
+        // An error of the file, or one raised in a module under a call the function makes.
         let error = a
             .analysis
             .reproducers
             .iter()
-            .filter(|r| same_file(&r.path, path) && lines.0 <= r.line && r.line <= lines.1)
-            .map(|r| r.line)
+            .flat_map(|r| if same_file(&r.path, path) { vec![r.line] } else { r.via.clone() })
+            .filter(|l| lines.0 <= *l && *l <= lines.1)
             .min();
         out.push(ReproducerLens { span, lines, repro_line: error.unwrap_or(f.location.line) });
     }

@@ -831,13 +831,68 @@ fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: &[LocatedDi
             data: Some(serde_json::json!({ "name": d.code.name(), "start": loc.span.start, "end": loc.span.end })),
         });
     }
+    // An error raised in a module this file imports, at the line of this file that leads to it.
+    for e in features::raised_elsewhere(a, path) {
+        let located = &a.analysis.diagnostics[e.diagnostic];
+        let Some(severity) = st.settings.project.severity_of(located.0.code, located.0.severity) else { continue };
+        out.push(raised_elsewhere_diagnostic(path, &e, located, severity, &lines, enc));
+    }
     out
+}
+
+/// The diagnostic standing in `path` for an error raised in another file (`RaisedElsewhere`):
+/// its message, where it is raised, and that place as related information.
+fn raised_elsewhere_diagnostic(
+    path: &Path,
+    e: &features::RaisedElsewhere,
+    (d, loc, _): &tracer_core::analysis::LocatedDiagnostic,
+    severity: Severity,
+    lines: &LineText,
+    enc: PositionEncoding,
+) -> lsp::Diagnostic {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let shown = d.path.strip_prefix(dir).unwrap_or(&d.path).to_string_lossy().into_owned();
+    let related = convert::uri_of(&d.path).and_then(|uri| {
+        let other = crate::files::read_source(&d.path)?;
+        let range = LineText::new(&other).location_range(loc, enc);
+        Some(vec![lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message: "raised here".into() }])
+    });
+    lsp::Diagnostic {
+        range: lines.range(e.span.0, e.span.1, enc),
+        severity: Some(convert::severity(severity)),
+        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+        code_description: None,
+        source: Some("tracelens".into()),
+        message: format!("{}\n(raised in {shown}:{} under the call on this line)", d.message, loc.line),
+        related_information: related,
+        tags: None,
+        data: Some(serde_json::json!({ "name": d.code.name(), "raisedIn": shown, "raisedAt": loc.line })),
+    }
 }
 
 fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
     let uri = convert::uri_of(path)?;
     let version = if a.version >= 0 { Some(a.version) } else { None };
     Some((uri, lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics), version))
+}
+
+/// The code action "Write a pure-JAX reproducer of CODE": `tracelens.repro` on `line` (1-based).
+fn reproducer_action(uri: &Uri, line: u32, code: &str, diagnostic: Option<lsp::Diagnostic>) -> lsp::CodeActionOrCommand {
+    lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+        title: format!("Write a pure-JAX reproducer of {code}"),
+        kind: Some(lsp::CodeActionKind::EMPTY),
+        diagnostics: diagnostic.map(|x| vec![x]),
+        command: Some(lsp::Command {
+            title: "Write a reproducer".into(),
+            command: "tracelens.repro".into(),
+            arguments: Some(vec![
+                Json::String(uri.as_str().to_string()),
+                Json::from(line.saturating_sub(1)),
+                serde_json::json!({"show": true}),
+            ]),
+        }),
+        ..Default::default()
+    })
 }
 
 fn internal(what: &str) -> RpcError {
@@ -1197,23 +1252,19 @@ impl LanguageServer for Backend {
                     }));
                 }
                 if a.analysis.reproducers.iter().any(|r| r.path == path && r.line == loc.line) {
-                    let line0 = loc.line.saturating_sub(1);
-                    actions.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-                        title: format!("Write a pure-JAX reproducer of {}", d.code.as_str()),
-                        kind: Some(lsp::CodeActionKind::EMPTY),
-                        diagnostics: lsp_diag.clone().map(|x| vec![x]),
-                        command: Some(lsp::Command {
-                            title: "Write a reproducer".into(),
-                            command: "tracelens.repro".into(),
-                            arguments: Some(vec![
-                                Json::String(uri.as_str().to_string()),
-                                Json::from(line0),
-                                serde_json::json!({"show": true}),
-                            ]),
-                        }),
-                        ..Default::default()
-                    }));
+                    actions.push(reproducer_action(&uri, loc.line, d.code.as_str(), lsp_diag.clone()));
                 }
+            }
+            // An error raised in a module under a call of this file: its reproducer, written
+            // from the line that leads to it.
+            for e in features::raised_elsewhere(&a, &path) {
+                if e.span.1 < rs || e.span.0 > re {
+                    continue;
+                }
+                let code = a.analysis.diagnostics[e.diagnostic].0.code.as_str();
+                let range = lines.range(e.span.0, e.span.1, enc);
+                let lsp_diag = shown.iter().find(|x| x.range == range && x.code == Some(lsp::NumberOrString::String(code.into()))).cloned();
+                actions.push(reproducer_action(&uri, e.line, code, lsp_diag));
             }
             Some(actions)
         })

@@ -72,7 +72,19 @@ impl<'l> Interp<'l> {
                 }
                 None => Err(self.type_error(format!("'{}' object is not callable", inst.class.name))),
             },
-            Value::DType(d) => crate::jax::numpy::dtype_call(self, *d, args, kwargs),
+            Value::DType(d) => {
+                let d = *d;
+                if crate::jax::stmt::recording(self).is_none() {
+                    return crate::jax::numpy::dtype_call(self, d, args, kwargs);
+                }
+                // `jnp.float32(0.0)` inside a trace is a statement of the user's (the reproducer
+                // writes it).
+                let statement_args = args.clone();
+                let refs: Vec<&Value> = statement_args.iter().collect();
+                crate::jax::stmt::recorded(self, crate::jax::stmt::Call::DType(d), &refs, &kwargs.clone(), |this| {
+                    crate::jax::numpy::dtype_call(this, d, args, kwargs)
+                })
+            }
             Value::StaticMethod(f) => self.call(f, args, kwargs),
             Value::Opaque(o) => Ok(Value::opaque(format!("{}(...)", o.what))),
             other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),

@@ -976,6 +976,11 @@ pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwa
     call_jax_object_inner(interp, o, args, kwargs)
 }
 
+/// A function transformation's result (`jax.grad(f)`), which another one may trace.
+fn is_transformation(v: &Value) -> bool {
+    matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Object(o) if transform_call(o).is_some()))
+}
+
 /// For a function transformation: the API the reproducer calls, the user function and the
 /// options that differ from the API's defaults. `jax.hessian` is traced as `jacfwd` of
 /// `jacrev`; its trace of the user function is the inner one.
@@ -1450,8 +1455,12 @@ fn trace_inputs(
 ) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, arg, "", &mut leaves)?;
+    let mut index_paths = Vec::with_capacity(leaves.len());
+    tuple_paths(&tree, &mut String::new(), &mut index_paths);
+    let mut index_paths = index_paths.into_iter();
     let mut traced = Vec::with_capacity(leaves.len());
     for (path, leaf) in leaves {
+        let index_path = index_paths.next();
         traced.push(match &leaf {
             Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
                 Operand::Array(a) => {
@@ -1459,6 +1468,9 @@ fn trace_inputs(
                     originals.push((index, a.clone()));
                     let input = interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site);
                     interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, path);
+                    if let Some(p) = index_path {
+                        interp.jax.input_index_paths.insert(Rc::as_ptr(&input) as usize, p);
+                    }
                     Value::Array(input)
                 }
                 Operand::Unknown => leaf,
@@ -1467,6 +1479,51 @@ fn trace_inputs(
         });
     }
     unflatten(interp, &tree, &mut traced.into_iter())
+}
+
+/// The index path of every leaf of `tree`, in flattening order, with a user class's children
+/// indexed as a tuple's (`[0]`): where the leaf is in the value a reproducer passes.
+fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<String>) {
+    let len = prefix.len();
+    let mut child = |key: String, t: &TreeDef, out: &mut Vec<String>| {
+        prefix.push_str(&key);
+        tuple_paths(t, prefix, out);
+        prefix.truncate(len);
+    };
+    match tree {
+        TreeDef::Leaf => out.push(prefix.clone()),
+        TreeDef::None => {}
+        TreeDef::Tuple(c) | TreeDef::List(c) | TreeDef::Node { children: c, .. } => {
+            for (i, t) in c.iter().enumerate() {
+                child(format!("[{i}]"), t, out);
+            }
+        }
+        TreeDef::Dict(c) => {
+            for (h, t) in c {
+                let key = match h {
+                    HashKey::Str(s) => format!("['{s}']"),
+                    HashKey::Int(i) => format!("[{i}]"),
+                    other => format!("[{other:?}]"),
+                };
+                child(key, t, out);
+            }
+        }
+    }
+}
+
+/// The children of a user pytree class's instance (a NamedTuple, a registered dataclass), in
+/// flattening order, without running user code; `None` for anything else.
+pub fn class_children(v: &Value) -> Option<Vec<Value>> {
+    let Value::Instance(inst) = v else { return None };
+    if let Some(items) = &inst.tuple {
+        return Some(items.clone());
+    }
+    match registration(&inst.class)? {
+        PytreeRegistration::Fields { data, .. } => {
+            Some(data.iter().map(|f| inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None)).collect())
+        }
+        PytreeRegistration::Custom { .. } => None,
+    }
 }
 
 /// What a traced function's output is to its transformation.
@@ -1554,7 +1611,18 @@ fn trace_with_record(
     for (i, a) in args.iter().enumerate() {
         traced_args.push(trace_inputs(interp, a, i, !staging, call_site, &mut originals)?);
     }
-    let result = interp.call(fun, traced_args, kwargs);
+    let result = if is_transformation(fun) {
+        // `jax.vmap(jax.grad(loss))`: the transformation traced here is called by user code
+        // as far as the reproducer is concerned (the statement the trace records).
+        let api = interp.jax.current_api.take();
+        let depth = std::mem::take(&mut interp.jax.log.depth);
+        let r = interp.call(fun, traced_args, kwargs);
+        interp.jax.current_api = api;
+        interp.jax.log.depth = depth;
+        r
+    } else {
+        interp.call(fun, traced_args, kwargs)
+    };
     let out = match result {
         Ok(v) => v,
         Err(e) => {

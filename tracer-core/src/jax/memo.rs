@@ -351,7 +351,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
     }
     let nested = interp.jax.records[record + 1..records]
         .iter()
-        .map(|n| TraceRecord { parent: n.parent.map(|p| p - record), consts: Vec::new(), ..n.clone() })
+        .map(|n| TraceRecord { parent: n.parent.map(|p| p - record), consts: Vec::new(), output_arrays: Vec::new(), ..n.clone() })
         .collect();
     let made = Made {
         args: r.args.clone(),
@@ -424,6 +424,7 @@ pub fn replay(
         arg_names: j.params.clone(),
         consts: Vec::new(),
         out_tree: Some(out_tree.clone()),
+        output_arrays: Vec::new(),
     });
     state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
     state.values.extend(values.into_iter().map(|(span, name, aval, assigned, offset)| ValueRecord {

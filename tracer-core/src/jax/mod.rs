@@ -111,6 +111,9 @@ pub struct TraceRecord {
     /// The structure of what the traced function returned (the reproducer writes a
     /// function passed to `lax.scan` returning `(carry, y)` as the user did).
     pub out_tree: Option<Rc<api::TreeDef>>,
+    /// The arrays the traced function returned (the reproducer finds a result the trace
+    /// closed over, such as a `jnp.nonzero` result it did not stage, by them).
+    pub output_arrays: Vec<Rc<Array>>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -138,6 +141,9 @@ pub struct JaxState {
     /// Where each input tracer sits in its argument's pytree (`['w1']`, `[0]`, `.bias`), by
     /// identity: the reproducer names parameters after it.
     pub input_paths: HashMap<usize, String>,
+    /// The same place with a user class flattened one level into a tuple (`.bias` of a
+    /// NamedTuple is `[1]`): how a reproducer, which passes such a value as a tuple, reads it.
+    pub input_index_paths: HashMap<usize, String>,
     /// Input tracers kept alive so their identities stay unique.
     pub(crate) input_keep: Vec<Rc<Array>>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
@@ -262,6 +268,7 @@ impl JaxState {
             arg_names: Vec::new(),
             consts: Vec::new(),
             out_tree: None,
+            output_arrays: Vec::new(),
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {
@@ -316,6 +323,7 @@ impl JaxState {
         let rec = &mut self.records[frame.record];
         rec.outputs = Some(outputs.iter().map(|o| o.aval.clone()).collect());
         rec.jaxpr = Some(jaxpr.clone());
+        rec.output_arrays = outputs.to_vec();
         jaxpr
     }
 

@@ -1430,8 +1430,15 @@ pub fn iterate_array(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>>
         return Err(interp.stop_unknown("iteration over a very long array"));
     }
     let mut out = Vec::with_capacity(n);
+    let receiver = Value::Array(a.clone());
     for i in 0..n {
-        out.push(getitem(interp, a, &Value::Int(i as i64))?);
+        // `key, sub = jax.random.split(key)` indexes the array: each item is a statement of
+        // the user's (the reproducer writes `v1[0]`, `v1[1]`).
+        let index = Value::Int(i as i64);
+        let item = super::stmt::recorded(interp, super::stmt::Call::GetItem, &[&receiver, &index], &Vec::new(), |interp| {
+            getitem(interp, a, &index)
+        })?;
+        out.push(item);
     }
     Ok(out)
 }

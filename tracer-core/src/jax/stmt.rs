@@ -57,6 +57,8 @@ pub enum Call {
     Attr(&'static str),
     /// `x.at[i].set(v)`: the arguments are the array, the index and the update's.
     AtUpdate(&'static str),
+    /// `jnp.float32(x)`: a dtype called as a function.
+    DType(super::dtypes::DType),
 }
 
 #[derive(Clone, Debug)]
@@ -120,9 +122,32 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             Arg::Dict(out)
         }
         Value::Function(f) => Arg::Function(f.def.name.to_string()),
+        // A NamedTuple or registered dataclass, flattened one level into a tuple (the seed's
+        // normalisation of user pytrees).
+        Value::Instance(_) => match super::api::class_children(v) {
+            Some(items) => Arg::Tuple(items.iter().map(|x| to_arg(interp, x, keep)).collect()),
+            None => Arg::Unknown,
+        },
         // `jax.nn.relu` passed as a function: the reproducer names it as the user did.
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(f.qualified_name())),
+            // `functools.partial(jnp.multiply, lr)` of a JAX function and Python literals.
+            crate::interp::builtins::Builtin::Partial { func, args, kwargs } => {
+                let mut parts = Vec::new();
+                for x in std::iter::once(func).chain(args) {
+                    match to_arg(interp, x, keep) {
+                        Arg::Lit(l) => parts.push(l),
+                        _ => return Arg::Unknown,
+                    }
+                }
+                for (k, x) in kwargs {
+                    match to_arg(interp, x, keep) {
+                        Arg::Lit(l) => parts.push(format!("{k}={l}")),
+                        _ => return Arg::Unknown,
+                    }
+                }
+                Arg::Lit(format!("functools.partial({})", parts.join(", ")))
+            }
             _ => Arg::Unknown,
         },
         Value::Slice(s) => Arg::Slice(Box::new([to_arg(interp, &s[0], keep), to_arg(interp, &s[1], keep), to_arg(interp, &s[2], keep)])),
@@ -308,15 +333,19 @@ fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: boo
     let arrays = || log.keep.iter().chain(interp.jax.input_keep.iter());
     let mut outputs = Vec::new();
     let mut roots = Vec::new();
-    for atom in &jaxpr.outvars {
+    for (i, atom) in jaxpr.outvars.iter().enumerate() {
         match atom {
             super::ir::Atom::Var(v) => {
-                let a = arrays()
-                    .find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id))
+                // A result the trace closed over (a concrete array, such as what
+                // `jnp.nonzero(..., size=n)` makes) is the array the function returned.
+                let closed = jaxpr.constvars.iter().any(|(c, _)| c == v);
+                let returned = rec.output_arrays.get(i).filter(|a| closed && !a.is_tracer());
+                let a = returned
+                    .or_else(|| arrays().find(|a| a.tracer().is_some_and(|t| t.var == *v && Some(t.trace) == trace_id)))
                     .ok_or("a result is not an array a recorded statement made")?;
                 let ptr = Rc::as_ptr(a) as usize;
                 roots.push(ptr);
-                outputs.push(Arg::Array(ptr, a.aval.clone(), true));
+                outputs.push(Arg::Array(ptr, a.aval.clone(), a.is_tracer()));
             }
             super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype).ok_or("a result is a complex literal")?)),
         }
@@ -325,7 +354,7 @@ fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: boo
     let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
     let returns = returns.ok_or("a result cannot be written")?;
     // The results in the structure the user's function returned them in.
-    // (Flat when it holds a class: the function's results are the same leaves.)
+    // (Flat when it cannot be written: the function's results are the same leaves.)
     let structured = rec.out_tree.as_deref().and_then(|tree| tree_expr(interp, tree, &mut returns.clone().into_iter()));
     let returns = match structured {
         Some(Expr::Tuple(items)) if items.len() >= 2 => items,
@@ -355,7 +384,7 @@ fn slice<'a>(
 ) -> Result<(Program, Names<'a>), String> {
     let log = &interp.jax.log;
     let rec = &interp.jax.records[record];
-    let fn_name = sanitize(&rec.fn_name);
+    let fn_name = record_name(interp, record);
     if last.is_some_and(|l| !renderable(l)) {
         return Err("the failing statement has an argument a standalone program cannot say".into());
     }
@@ -482,7 +511,7 @@ fn slice<'a>(
         let mut out_leaves = Vec::new();
         let (target, out) = match s.outs.first() {
             Some(Arg::Array(ptr, aval, _)) if !s.raised => {
-                let name = user_name(interp, s.site)
+                let name = user_name(interp, s.site, aval)
                     .filter(|_| last_on_line)
                     .map(|n| sanitize(&n))
                     .filter(|n| !names.used.contains(n))
@@ -559,8 +588,8 @@ fn slice<'a>(
     Ok((program, names))
 }
 
-/// The pytree `tree` with its leaves taken from `leaves`, as a Python expression: `None` for
-/// a registered class or a dataclass.
+/// The pytree `tree` with its leaves taken from `leaves`, as a Python expression (a user
+/// class as the tuple of its children); `None` for a key Python cannot write.
 fn tree_expr(interp: &Interp, tree: &super::api::TreeDef, leaves: &mut dyn Iterator<Item = Expr>) -> Option<Expr> {
     use super::api::TreeDef;
     Some(match tree {
@@ -571,7 +600,8 @@ fn tree_expr(interp: &Interp, tree: &super::api::TreeDef, leaves: &mut dyn Itera
         TreeDef::Dict(items) => {
             Expr::Dict(items.iter().map(|(k, t)| Some((key_literal(k)?, tree_expr(interp, t, leaves)?))).collect::<Option<_>>()?)
         }
-        TreeDef::Node { .. } => return None,
+        // A user class, flattened one level into a tuple as its arguments are.
+        TreeDef::Node { children, .. } => Expr::Tuple(children.iter().map(|t| tree_expr(interp, t, leaves)).collect::<Option<_>>()?),
     })
 }
 
@@ -707,7 +737,7 @@ fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_
             if *i != index {
                 continue;
             }
-            let path = interp.jax.input_paths.get(ptr).cloned().unwrap_or_default();
+            let path = interp.jax.input_index_paths.get(ptr).or_else(|| interp.jax.input_paths.get(ptr)).cloned().unwrap_or_default();
             if !(path.is_empty() || path.starts_with('[')) {
                 return Err(format!("its argument {arg} is not a pytree of dicts, tuples and lists"));
             }
@@ -726,7 +756,7 @@ fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_
     }
     helper.signature = Some(signature);
     helper.keep_params = true;
-    let fn_name = names.fresh(&sanitize(&interp.jax.records[child].fn_name));
+    let fn_name = names.fresh(&record_name(interp, child));
     names.used.push(fn_name.clone());
     let renames: Vec<(String, String)> = helper.consts.iter().map(|c| (c.name.clone(), format!("{fn_name}_{}", c.name))).collect();
     helper.rename(&renames);
@@ -754,6 +784,7 @@ fn op_of(call: &Call) -> Op {
         Call::Transform { api, .. } => Op::Transform(api.to_string()),
         Call::Attr(name) => Op::Attr(name.to_string()),
         Call::AtUpdate(op) => Op::AtUpdate(op.to_string()),
+        Call::DType(d) => Op::Api(format!("jnp.{}", d.name())),
     }
 }
 
@@ -925,12 +956,25 @@ fn input_arrays(interp: &Interp, record: usize) -> Vec<(usize, Aval, Option<Stri
         .collect()
 }
 
-fn user_name(interp: &Interp, site: Site) -> Option<String> {
+/// The name of the function standing for a trace: the user's function's, or for the trace
+/// of a transformation's result (`jax.vmap(jax.grad(loss))`) the transformation's and the
+/// function's (`grad_loss`, which calls `jax.grad(loss)`).
+fn record_name(interp: &Interp, record: usize) -> String {
+    let base = sanitize(&interp.jax.records[record].fn_name);
+    let mut own = interp.jax.log.statements.iter().filter(|s| s.record == record);
+    match (own.next().map(|s| &s.call), own.next()) {
+        (Some(Call::Transform { api, .. }), None) => format!("{}_{base}", api.rsplit('.').next().unwrap_or("f")),
+        _ => base,
+    }
+}
+
+/// The name the user gave, on the statement's line, to a value of the statement's aval.
+fn user_name(interp: &Interp, site: Site, aval: &Aval) -> Option<String> {
     interp
         .jax
         .values
         .iter()
-        .find(|v| v.assigned && v.site.file == site.file && interp.line_of(v.site) == interp.line_of(site))
+        .find(|v| v.assigned && v.aval == *aval && v.site.file == site.file && interp.line_of(v.site) == interp.line_of(site))
         .map(|v| v.name.clone())
 }
 

@@ -491,7 +491,12 @@ fn render_def(p: &Program, fn_name: &str, hoisted: &[&Program]) -> Rendered {
 fn finish(mut text: String, imports_at: usize, mut links: Vec<(usize, u32)>, failing_line: usize) -> Rendered {
     let program = &text[imports_at..];
     let mut imports = String::from("import jax\n");
-    for (prefix, line) in [("jnp.", "import jax.numpy as jnp\n"), ("np.", "import numpy as np\n"), ("lax.", "from jax import lax\n")] {
+    for (prefix, line) in [
+        ("functools.", "import functools\n"),
+        ("jnp.", "import jax.numpy as jnp\n"),
+        ("np.", "import numpy as np\n"),
+        ("lax.", "from jax import lax\n"),
+    ] {
         if program.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).any(|w| w.starts_with(prefix)) {
             imports.push_str(line);
         }
@@ -534,6 +539,16 @@ fn value_of(input: &Input) -> String {
         }
     }
     np_ones(a)
+}
+
+/// A result's aval as JAX prints it: tracelens writes a typed PRNG key's aval as `u32[]` (the
+/// emitter passes a `u32[]` argument as `jax.random.key(0)` for the same reason), which JAX
+/// calls `key<fry>[]`.
+pub fn result_aval(aval: &Aval) -> String {
+    if aval.dtype == DType::U32 && aval.shape.is_empty() && !aval.weak {
+        return "key<fry>[]".into();
+    }
+    aval.short()
 }
 
 pub fn np_ones(aval: &Aval) -> String {
