@@ -453,7 +453,9 @@ impl Backend {
             let (early_tx, early_rx) = tokio::sync::oneshot::channel();
             let push_early = !pull || version < 0;
             let whole = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0, push_early.then_some(early_tx));
-            if let Ok(diagnostics) = early_rx.await {
+            // Errors raised in other files are shown once their reproducers are known.
+            let early = early_rx.await.ok().filter(|d: &Vec<LocatedDiagnostic>| d.iter().all(|(d, _, _)| d.path == path));
+            if let Some(diagnostics) = early {
                 let publish = {
                     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                     let current = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
@@ -831,7 +833,15 @@ fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: &[LocatedDi
             data: Some(serde_json::json!({ "name": d.code.name(), "start": loc.span.start, "end": loc.span.end })),
         });
     }
-    // An error raised in a module this file imports, at the line of this file that leads to it.
+    out
+}
+
+/// `lsp_diagnostics` of a whole analysis: with each error raised in a module this file
+/// imports shown at the line of this file that leads to it (which needs its reproducers).
+fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let lines = LineText::new(&a.text);
+    let enc = st.encoding;
+    let mut out = lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics);
     for e in features::raised_elsewhere(a, path) {
         let located = &a.analysis.diagnostics[e.diagnostic];
         let Some(severity) = st.settings.project.severity_of(located.0.code, located.0.severity) else { continue };
@@ -873,7 +883,7 @@ fn raised_elsewhere_diagnostic(
 fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
     let uri = convert::uri_of(path)?;
     let version = if a.version >= 0 { Some(a.version) } else { None };
-    Some((uri, lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics), version))
+    Some((uri, analysis_diagnostics(st, path, a), version))
 }
 
 /// The code action "Write a pure-JAX reproducer of CODE": `tracelens.repro` on `line` (1-based).
@@ -1204,7 +1214,7 @@ impl LanguageServer for Backend {
         guarded("code actions", || {
             let lines = LineText::new(&a.text);
             let (rs, re) = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
-            let shown = lsp_diagnostics(&self.lock(), &path, &a.text, &a.analysis.diagnostics);
+            let shown = analysis_diagnostics(&self.lock(), &path, &a);
             let mut actions = Vec::new();
             for (d, loc, _) in &a.analysis.diagnostics {
                 if d.path != path || loc.span.end < rs || loc.span.start > re {
@@ -1283,7 +1293,7 @@ impl LanguageServer for Backend {
             }
         };
         let (items, result_id) = match current {
-            Some((path, a, _)) => (lsp_diagnostics(&self.lock(), &path, &a.text, &a.analysis.diagnostics), Some(a.version.to_string())),
+            Some((path, a, _)) => (analysis_diagnostics(&self.lock(), &path, &a), Some(a.version.to_string())),
             None => match params.previous_result_id {
                 // Not traced in time: keep what the client shows; the refresh after the trace
                 // brings the new report.
