@@ -1042,8 +1042,18 @@ fn linalg_jvp(
         L::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             return triangular_solve_jvp(interp, Triangle { lower, transpose_a, unit_diagonal }, a, out, ts);
         }
-        L::EighValues | L::EighVectors | L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } | L::QrQ { .. } | L::QrR { .. } => {
+        L::EighValues
+        | L::EighVectors
+        | L::SvdValues
+        | L::SvdU { .. }
+        | L::SvdVh { .. }
+        | L::QrQ { .. }
+        | L::QrR { .. }
+        | L::Pinv { .. } => {
             let Some(ta) = ts.first().cloned().flatten() else { return Ok(vec![None]) };
+            if let L::Pinv { .. } = op {
+                return pinv_jvp(interp, a, out, &ta).map(|t| vec![Some(t)]);
+            }
             return decomposition_jvp(interp, op, a, &ta).map(|t| vec![Some(t)]);
         }
         _ => {}
@@ -1124,6 +1134,12 @@ fn linalg_transpose(
     match op {
         L::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             return triangular_solve_transpose(interp, Triangle { lower, transpose_a, unit_diagonal }, a, out, g, active);
+        }
+        L::Pinv { .. } => {
+            if active[0] {
+                cts[0] = Some(pinv_transpose(interp, a, out, g)?);
+            }
+            return Ok(cts);
         }
         L::EighValues | L::EighVectors | L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } | L::QrQ { .. } | L::QrR { .. } => {
             if active[0] {
@@ -1360,6 +1376,52 @@ fn singular_gaps(interp: &mut Interp, s: &Rc<Array>, like: &Aval) -> AdResult<Rc
     let d = binary(interp, BinaryPrim::Add, &d, &eye)?;
     let f = binary(interp, BinaryPrim::Div, &konst(1.0, &d.aval), &d)?;
     binary(interp, BinaryPrim::Sub, &f, &eye)
+}
+
+/// JAX's `_pinv_jvp` (Golub and Pereyra): with `P = pinv(a)`,
+/// `dP = -P·da·P + P·Pᵀ·daᵀ·(I - a·P) + (I - P·a)·daᵀ·Pᵀ·P`.
+fn pinv_jvp(interp: &mut Interp, a: &Rc<Array>, p: &Rc<Array>, ta: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let (complement_left, complement_right) = pinv_complements(interp, a, p)?;
+    let pt = mat_t(interp, p)?;
+    let tat = mat_t(interp, ta)?;
+    let x = matmul(interp, p, ta)?;
+    let first = matmul(interp, &x, p)?;
+    let ppt = matmul(interp, p, &pt)?;
+    let x = matmul(interp, &ppt, &tat)?;
+    let second = matmul(interp, &x, &complement_left)?;
+    let ptp = matmul(interp, &pt, p)?;
+    let x = matmul(interp, &complement_right, &tat)?;
+    let third = matmul(interp, &x, &ptp)?;
+    let sum = binary(interp, BinaryPrim::Add, &second, &third)?;
+    binary(interp, BinaryPrim::Sub, &sum, &first)
+}
+
+/// `I - a·P` (`m`×`m`) and `I - P·a` (`n`×`n`).
+fn pinv_complements(interp: &mut Interp, a: &Rc<Array>, p: &Rc<Array>) -> AdResult<(Rc<Array>, Rc<Array>)> {
+    let ap = matmul(interp, a, p)?;
+    let eye = diagonal_mask(interp, &ap.aval, false, 1.0)?;
+    let left = binary(interp, BinaryPrim::Sub, &eye, &ap)?;
+    let pa = matmul(interp, p, a)?;
+    let eye = diagonal_mask(interp, &pa.aval, false, 1.0)?;
+    let right = binary(interp, BinaryPrim::Sub, &eye, &pa)?;
+    Ok((left, right))
+}
+
+/// The transpose of `pinv_jvp`'s map: `-Pᵀ·g·Pᵀ + (I - a·P)·gᵀ·P·Pᵀ + Pᵀ·P·gᵀ·(I - P·a)`.
+fn pinv_transpose(interp: &mut Interp, a: &Rc<Array>, p: &Rc<Array>, g: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let (complement_left, complement_right) = pinv_complements(interp, a, p)?;
+    let pt = mat_t(interp, p)?;
+    let gt = mat_t(interp, g)?;
+    let x = matmul(interp, &pt, g)?;
+    let first = matmul(interp, &x, &pt)?;
+    let ppt = matmul(interp, p, &pt)?;
+    let x = matmul(interp, &complement_left, &gt)?;
+    let second = matmul(interp, &x, &ppt)?;
+    let ptp = matmul(interp, &pt, p)?;
+    let x = matmul(interp, &ptp, &gt)?;
+    let third = matmul(interp, &x, &complement_right)?;
+    let sum = binary(interp, BinaryPrim::Add, &second, &third)?;
+    binary(interp, BinaryPrim::Sub, &sum, &first)
 }
 
 /// JAX's rules for the decompositions (jax/_src/lax/linalg.py): `eigh_jvp_rule` on the
@@ -2385,6 +2447,7 @@ mod tests {
             L::SvdVh { full: false },
             L::QrQ { full: false },
             L::QrR { full: false },
+            L::Pinv { double: false },
         ];
         prims.extend(linalg.into_iter().map(Prim::Linalg));
         prims
@@ -2397,7 +2460,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 85, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 86, "{with_rule:?}");
         assert_eq!(
             without,
             [

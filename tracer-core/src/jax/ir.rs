@@ -240,6 +240,11 @@ pub enum LinalgOp {
     QrR {
         full: bool,
     },
+    /// `jnp.linalg.pinv(a)` with its default cutoff, `10 · max(m, n) · eps` times the largest
+    /// singular value, `eps` being float64's when `double`, else float32's.
+    Pinv {
+        double: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -420,6 +425,7 @@ impl Prim {
                 LinalgOp::SvdVh { .. } => "svd_vh",
                 LinalgOp::QrQ { .. } => "qr_q",
                 LinalgOp::QrR { .. } => "qr_r",
+                LinalgOp::Pinv { .. } => "pinv",
             }
             .into(),
         }

@@ -22,7 +22,13 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
         return None;
     }
     let (rows, cols) = (a.shape()[nd - 2], a.shape()[nd - 1]);
-    if let LinalgOp::SvdValues | LinalgOp::SvdU { .. } | LinalgOp::SvdVh { .. } | LinalgOp::QrQ { .. } | LinalgOp::QrR { .. } = op {
+    if let LinalgOp::SvdValues
+    | LinalgOp::SvdU { .. }
+    | LinalgOp::SvdVh { .. }
+    | LinalgOp::QrQ { .. }
+    | LinalgOp::QrR { .. }
+    | LinalgOp::Pinv { .. } = op
+    {
         let k = rows.min(cols);
         if (rows * cols) as f64 * k as f64 > MAX_DECOMPOSITION_WORK {
             return None;
@@ -32,6 +38,7 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             let out = match op {
                 LinalgOp::QrQ { full } => qr(&matrix, rows, cols, full).0,
                 LinalgOp::QrR { full } => qr(&matrix, rows, cols, full).1,
+                LinalgOp::Pinv { double } => pinv(&matrix, rows, cols, double)?,
                 _ => {
                     let (u, s, vh) = svd(&matrix, rows, cols)?;
                     match op {
@@ -108,9 +115,12 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             }
             values
         }
-        LinalgOp::SvdValues | LinalgOp::SvdU { .. } | LinalgOp::SvdVh { .. } | LinalgOp::QrQ { .. } | LinalgOp::QrR { .. } => {
-            return None;
-        }
+        LinalgOp::SvdValues
+        | LinalgOp::SvdU { .. }
+        | LinalgOp::SvdVh { .. }
+        | LinalgOp::QrQ { .. }
+        | LinalgOp::QrR { .. }
+        | LinalgOp::Pinv { .. } => return None,
         LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs => a
             .view()
             .matrices()
@@ -505,6 +515,28 @@ fn svd(a: &[f64], rows: usize, cols: usize) -> Option<(Vec<f64>, Vec<f64>, Vec<f
         }
     }
     Some((u, s, vh))
+}
+
+/// The pseudo-inverse (`cols`×`rows`) of `a` (`rows`×`cols`) as `jnp.linalg.pinv` computes
+/// it: `V · diag(1/s) · Uᵀ` from the thin SVD, with the singular values not above
+/// `10 · max(rows, cols) · eps · s_max` dropped (JAX's default `rtol`; `eps` of float64 when
+/// `double`, else of float32). `None` where the SVD is (non-finite input).
+fn pinv(a: &[f64], rows: usize, cols: usize, double: bool) -> Option<Vec<f64>> {
+    if rows == 0 || cols == 0 {
+        return Some(Vec::new());
+    }
+    let (u, s, vh) = svd(a, rows, cols)?;
+    let eps = if double { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let cutoff = 10.0 * rows.max(cols) as f64 * eps * s[0];
+    let inverse: Vec<f64> = s.iter().map(|&v| if v > cutoff { 1.0 / v } else { 0.0 }).collect();
+    Some(
+        (0..cols * rows)
+            .map(|idx| {
+                let (j, i) = (idx / rows, idx % rows);
+                inverse.iter().enumerate().map(|(l, inv)| vh[l * cols + j] * inv * u[i * rows + l]).sum()
+            })
+            .collect(),
+    )
 }
 
 /// Fills the missing vectors of a partial orthonormal basis of length-`m` vectors with unit

@@ -3167,7 +3167,20 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             if nd >= 2 {
                 s.swap(nd - 1, nd - 2);
             }
-            bind1(interp, Prim::Opaque("pinv"), &[a.clone()], Aval::new(&s, dt)).map(Value::Array)
+            // JAX's default cutoff depends on the dtype's eps; a given `rtol`/`rcond`,
+            // `hermitian=True` (an `eigh`) and 16-bit floats are not modelled.
+            let defaults = p.get(1, "rtol").is_none() && p.get(usize::MAX, "rcond").is_none();
+            let hermitian = match p.get(2, "hermitian") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            };
+            let a2 = convert(interp, &a, dt, false)?;
+            let prim = if nd >= 2 && defaults && !hermitian && matches!(dt, DType::F32 | DType::F64) {
+                Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 })
+            } else {
+                Prim::Opaque("pinv")
+            };
+            bind1(interp, prim, &[a2], Aval::new(&s, dt)).map(Value::Array)
         }
         F::LinalgDet | F::LinalgSlogdet => {
             let a = arr!(0, "a");
