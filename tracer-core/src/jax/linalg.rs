@@ -539,6 +539,23 @@ fn pinv(a: &[f64], rows: usize, cols: usize, double: bool) -> Option<Vec<f64>> {
     )
 }
 
+/// Applies the reflector `H = I - tau·v·vᵀ`, `v = [1, x[j+1.., j]]` (stored below the
+/// diagonal of column `j`), to the columns right of `j` of `x` (`m`×`width`, row-major), as
+/// LAPACK's `larf` (`w = Cᵀv`, then `C += v·(-tau·w)ᵀ`).
+fn reflect_right_of(x: &mut [f64], width: usize, m: usize, j: usize, tau: f64) {
+    for c in j + 1..width {
+        let mut dot = x[j * width + c];
+        for i in j + 1..m {
+            dot += x[i * width + j] * x[i * width + c];
+        }
+        let t = -tau * dot;
+        x[j * width + c] += t;
+        for i in j + 1..m {
+            x[i * width + c] += x[i * width + j] * t;
+        }
+    }
+}
+
 /// Fills the missing vectors of a partial orthonormal basis of length-`m` vectors with unit
 /// vectors orthogonal to the rest: for each, the standard basis vector whose part
 /// orthogonal to the vectors so far is largest, orthogonalised twice (Gram–Schmidt).
@@ -594,18 +611,7 @@ fn qr(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
         for i in j + 1..m {
             r[i * n + j] *= scale;
         }
-        // Apply H = I - tau·v·vᵀ (v = [1, r[j+1.., j]]) to the columns right of `j`.
-        for c in j + 1..n {
-            let mut dot = r[j * n + c];
-            for i in j + 1..m {
-                dot += r[i * n + j] * r[i * n + c];
-            }
-            let t = -tau * dot;
-            r[j * n + c] += t;
-            for i in j + 1..m {
-                r[i * n + c] += r[i * n + j] * t;
-            }
-        }
+        reflect_right_of(&mut r, n, m, j, tau);
         r[j * n + j] = beta;
         taus.push(tau);
     }
@@ -624,18 +630,8 @@ fn qr(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
     }
     for j in (0..k).rev() {
         let tau = taus[j];
-        if j + 1 < qcols && tau != 0.0 {
-            for c in j + 1..qcols {
-                let mut dot = q[j * qcols + c];
-                for i in j + 1..m {
-                    dot += q[i * qcols + j] * q[i * qcols + c];
-                }
-                let t = -tau * dot;
-                q[j * qcols + c] += t;
-                for i in j + 1..m {
-                    q[i * qcols + c] += q[i * qcols + j] * t;
-                }
-            }
+        if tau != 0.0 {
+            reflect_right_of(&mut q, qcols, m, j, tau);
         }
         for i in j + 1..m {
             q[i * qcols + j] *= -tau;
