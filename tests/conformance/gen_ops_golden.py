@@ -285,6 +285,74 @@ def rows(x64):
         out.append(("linalg", f"jax.jvp(jnp.linalg.cholesky, ({spd},), ({a},))[1]"))
         out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a) ** 2))({spd})"))
         out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a, lower=True) * {a}))({spd})"))
+    # Decompositions and triangular solves. Eigenvectors and singular vectors are defined up
+    # to sign (and LAPACK's signs follow no rule), so their rows print what does not depend
+    # on it: abs() of the vectors, reconstructions, projections, and derivatives of
+    # sign-invariant functions. QR's factors are unique with LAPACK's sign rule and are
+    # compared as they are. Group `decomposition`: JAX computes float32 factors in float32, and
+    # vectors carry errors of order eps / (gap between eigenvalues), hence a wider tolerance.
+    for dt in floats:
+        spd = f"(lambda m: m @ m.T + jnp.eye(3, dtype=jnp.{dt}))(jnp.sin(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 1.7))"
+        sym4 = f"(lambda m: m + m.T)(jnp.cos(jnp.arange(16, dtype=jnp.{dt}).reshape(4, 4) * 0.9))"
+        bsym = f"(lambda m: m + jnp.swapaxes(m, -1, -2))(jnp.sin(jnp.arange(18, dtype=jnp.{dt}).reshape(2, 3, 3) * 1.1))"
+        tall = f"(jnp.cos(jnp.arange(12, dtype=jnp.{dt}).reshape(4, 3) * 0.8) + jnp.eye(4, 3, dtype=jnp.{dt}))"
+        btall = f"jnp.sin(jnp.arange(24, dtype=jnp.{dt}).reshape(2, 4, 3) ** 2 * 0.37)"
+        low = f"(jnp.tril(jnp.sin(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 1.3)) + 2 * jnp.eye(3, dtype=jnp.{dt}))"
+        rhs = f"jnp.arange(6, dtype=jnp.{dt}).reshape(3, 2) - 2.5"
+        vec = f"jnp.array([1.0, -2.0, 0.5], dtype=jnp.{dt})"
+        out.append(("decomposition", f"jnp.linalg.eigh({spd})[0]"))
+        out.append(("decomposition", f"jnp.abs(jnp.linalg.eigh({spd})[1])"))
+        out.append(("decomposition", f"jnp.linalg.eigvalsh({sym4})"))
+        out.append(("decomposition", f"jnp.abs(jnp.linalg.eigh({sym4})[1])"))
+        out.append(("decomposition", f"jnp.linalg.eigvalsh({bsym})"))
+        out.append(("decomposition", f"(lambda w, v: (v * w[..., None, :]) @ jnp.swapaxes(v, -1, -2))(*jnp.linalg.eigh({bsym}[1]))"))
+        out.append(("decomposition", f"jnp.linalg.eigh(jnp.array([[2.0, 1.0], [3.0, 2.0]], dtype=jnp.{dt}))[0]"))
+        out.append(("decomposition", f"jnp.linalg.svd({tall}, compute_uv=False)"))
+        out.append(("decomposition", f"jnp.linalg.svd({tall}.T, compute_uv=False)"))
+        out.append(("decomposition", f"jnp.linalg.svd({btall}, compute_uv=False)"))
+        out.append(("decomposition", f"jnp.abs(jnp.linalg.svd({tall}, full_matrices=False)[0])"))
+        out.append(("decomposition", f"jnp.abs(jnp.linalg.svd({tall}.T)[2][:3])"))
+        out.append(("decomposition", f"(lambda u, s, vh: (u * s[..., None, :]) @ vh)(*jnp.linalg.svd({btall}[1], full_matrices=False))"))
+        out.append(("decomposition", f"(lambda u: u @ u.T)(jnp.linalg.svd({tall})[0])"))
+        out.append(("decomposition", f"jnp.linalg.svd(jnp.zeros((3, 2), dtype=jnp.{dt}), compute_uv=False)"))
+        out.append(("decomposition", f"jnp.linalg.qr({tall})[0]"))
+        out.append(("decomposition", f"jnp.linalg.qr({tall})[1]"))
+        out.append(("decomposition", f"jnp.linalg.qr({tall}, mode='complete')[0]"))
+        out.append(("decomposition", f"jnp.linalg.qr({tall}, mode='complete')[1]"))
+        out.append(("decomposition", f"jnp.linalg.qr({tall}.T, mode='r')"))
+        out.append(("decomposition", f"jnp.linalg.qr({btall})[0]"))
+        out.append(("decomposition", f"jnp.linalg.qr(jnp.zeros((3, 2), dtype=jnp.{dt}), mode='complete')[0]"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({low}, {rhs}, lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({low}, {vec}, lower=True, trans=1)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({low}.T, {vec}, unit_diagonal=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular(jnp.stack([{low}, 2 * {low}]), jnp.stack([{vec}, {vec}]), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular(jnp.array([[0.0, 0.0], [1.0, 1.0]], dtype=jnp.{dt}), jnp.array([0.0, 1.0], dtype=jnp.{dt}), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(({low}, True), {rhs})"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor({spd}), {vec})"))
+        out.append(("decomposition", f"jnp.linalg.pinv({tall})"))
+        out.append(("decomposition", f"jnp.linalg.pinv({tall}.T)"))
+        out.append(("decomposition", f"jnp.linalg.pinv({btall})"))
+        out.append(("decomposition", f"jnp.linalg.pinv(jnp.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]], dtype=jnp.{dt}))"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.pinv(a) ** 2))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.sin(jnp.linalg.pinv(a))))({tall}.T)"))
+        out.append(("decomposition", f"jax.jvp(jnp.linalg.pinv, (jnp.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]], dtype=jnp.{dt}),), (jnp.ones((3, 2), dtype=jnp.{dt}),))[1]"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.eigvalsh(a) * jnp.array([1.0, 2.0, 3.0], dtype=jnp.{dt})))({spd})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.eigh(a)[1][0] ** 2 * jnp.array([1.0, 2.0, 3.0], dtype=jnp.{dt})))({spd})"))
+        out.append(("decomposition", f"jax.jvp(lambda a: jnp.linalg.eigh(a)[0], ({sym4},), (jnp.ones((4, 4), dtype=jnp.{dt}),))[1]"))
+        out.append(("decomposition", f"jax.jvp(lambda a: jnp.abs(jnp.linalg.eigh(a)[1]), ({spd},), ({low},))[1]"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False) ** 3))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False)))({btall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, full_matrices=False)[0] ** 2 * jnp.arange(12, dtype=jnp.{dt}).reshape(4, 3)))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a, full_matrices=False)[2] ** 2 * jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4)))({tall}.T)"))
+        out.append(("decomposition", f"jax.jvp(lambda a: jnp.abs(jnp.linalg.svd(a, full_matrices=False)[0]), ({tall},), (jnp.cos({tall}),))[1]"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.qr(a)[0] * jnp.arange(12, dtype=jnp.{dt}).reshape(4, 3)))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.qr(a)[1] ** 2 * jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3)))({tall})"))
+        out.append(("decomposition", f"jax.jvp(lambda a: jnp.linalg.qr(a)[1], ({tall},), (jnp.ones((4, 3), dtype=jnp.{dt}),))[1]"))
+        out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l, {rhs}, lower=True) ** 2))({low})"))
+        out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l, {vec}, lower=True, trans=1) ** 2))({low})"))
+        out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l.T, {vec}, unit_diagonal=True) ** 2))({low})"))
+        out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.sin(jax.scipy.linalg.cho_solve(({low}, True), b))))({rhs})"))
+        out.append(("decomposition", f"jax.jvp(lambda l, b: jax.scipy.linalg.solve_triangular(l, b, lower=True), ({low}, {rhs}), ({low}.T, {rhs}))[1]"))
     out.append(("linalg", "jnp.linalg.solve(jnp.array([[2, 1], [1, 3]]), jnp.array([1, 2]))"))
 
     # bfloat16 and float16: XLA computes in float32 and rounds every result to the narrow

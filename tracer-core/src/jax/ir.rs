@@ -189,7 +189,8 @@ pub enum Prim {
     /// A jnp-level operation without a primitive-level model yet (name kept for the IR).
     Opaque(&'static str),
     /// A dense linear-algebra operation on the last two axes, batched over the leading ones
-    /// (`jnp.linalg.solve`, `inv`, `cholesky`, `det`, `slogdet`); kernels in `eval.rs`.
+    /// (`jnp.linalg.solve`, `inv`, `cholesky`, `det`, `slogdet`, `eigh`, `svd`, `qr`,
+    /// `jax.scipy.linalg.solve_triangular`); kernels in `linalg.rs`.
     Linalg(LinalgOp),
 }
 
@@ -209,6 +210,41 @@ pub enum LinalgOp {
     /// The cofactor matrix (the transposed adjugate, `det(a) · inv(a)ᵀ` when `a` is
     /// invertible): the derivative of `det`, bound only by its JVP and transpose rules.
     Cofactor,
+    /// `lax.linalg.triangular_solve(a, b, left_side=True)`: `op(a) x = b` for `a[..., m, m]`
+    /// (only its `lower` triangle is read, its diagonal taken as ones when
+    /// `unit_diagonal`), `op(a)` being `aᵀ` when `transpose_a`, and `b[..., m, n]`.
+    TriangularSolve {
+        lower: bool,
+        transpose_a: bool,
+        unit_diagonal: bool,
+    },
+    /// `eigh(a).eigenvalues` of the symmetrised `a` (`(a + aᵀ) / 2`), ascending.
+    EighValues,
+    /// `eigh(a).eigenvectors`, as columns in the order of the eigenvalues.
+    EighVectors,
+    /// `svd(a).S` for `a[..., m, n]`: the `min(m, n)` singular values, descending.
+    SvdValues,
+    /// `svd(a).U`: `[..., m, m]` when `full`, else `[..., m, min(m, n)]`.
+    SvdU {
+        full: bool,
+    },
+    /// `svd(a).Vh`: `[..., n, n]` when `full`, else `[..., min(m, n), n]`.
+    SvdVh {
+        full: bool,
+    },
+    /// `qr(a).Q`: `[..., m, m]` when `full` (`mode="complete"`), else `[..., m, min(m, n)]`.
+    QrQ {
+        full: bool,
+    },
+    /// `qr(a).R`: `[..., m, n]` when `full`, else `[..., min(m, n), n]`.
+    QrR {
+        full: bool,
+    },
+    /// `jnp.linalg.pinv(a)` with its default cutoff, `10 · max(m, n) · eps` times the largest
+    /// singular value, `eps` being float64's when `double`, else float32's.
+    Pinv {
+        double: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,6 +417,15 @@ impl Prim {
                 LinalgOp::SlogdetSign => "slogdet_sign",
                 LinalgOp::SlogdetLogAbs => "slogdet_logabsdet",
                 LinalgOp::Cofactor => "cofactor",
+                LinalgOp::TriangularSolve { .. } => "triangular_solve",
+                LinalgOp::EighValues => "eigh_eigenvalues",
+                LinalgOp::EighVectors => "eigh_eigenvectors",
+                LinalgOp::SvdValues => "svd_s",
+                LinalgOp::SvdU { .. } => "svd_u",
+                LinalgOp::SvdVh { .. } => "svd_vh",
+                LinalgOp::QrQ { .. } => "qr_q",
+                LinalgOp::QrR { .. } => "qr_r",
+                LinalgOp::Pinv { .. } => "pinv",
             }
             .into(),
         }
@@ -419,6 +464,13 @@ impl Prim {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
             Prim::TopK { k } => format!("k={k}"),
+            Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
+                let py = |b: bool| if b { "True" } else { "False" };
+                format!("lower={} transpose_a={} unit_diagonal={}", py(*lower), py(*transpose_a), py(*unit_diagonal))
+            }
+            Prim::Linalg(LinalgOp::SvdU { full } | LinalgOp::SvdVh { full } | LinalgOp::QrQ { full } | LinalgOp::QrR { full }) => {
+                format!("full_matrices={}", if *full { "True" } else { "False" })
+            }
             Prim::Vmap { axis_size, in_axes, out_axes } => {
                 let axes: Vec<String> = in_axes.iter().map(|a| a.map_or("None".to_string(), |a| a.to_string())).collect();
                 let axes = format!("({}{})", axes.join(", "), if axes.len() == 1 { "," } else { "" });

@@ -1,5 +1,6 @@
 //! CPU kernels of the dense linear-algebra primitives (`Prim::Linalg`: `jnp.linalg.solve`,
-//! `inv`, `cholesky`, `det`, `slogdet`), batched over the leading axes. They follow the
+//! `inv`, `cholesky`, `det`, `slogdet`, `eigh`, `svd`, `qr`, and `triangular_solve`), batched
+//! over the leading axes. They follow the
 //! LAPACK routines JAX calls on CPU (`getrf` with partial pivoting, `getrs`'s triangular
 //! solves, `potrf`) step for step where that decides a value, so singular and indefinite
 //! inputs give JAX's infinities and NaNs rather than an error (docs/evaluator.md).
@@ -11,14 +12,51 @@ use super::ir::LinalgOp;
 
 /// The value of `op` on `ins` (already converted to the float dtype), in f64; the caller
 /// rounds it to the output dtype. `None` when the shapes do not fit, which the jax.numpy
-/// layer has ruled out.
+/// layer has ruled out, when a decomposition would exceed [`MAX_DECOMPOSITION_WORK`], and
+/// for `eigh`/`svd` of a matrix holding NaN or ±Inf (LAPACK's output there depends on the
+/// order of its sweeps: JAX can give finite vectors of a block the NaN does not touch).
 pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) -> Option<NdData> {
     let a = ins.first()?;
     let nd = a.ndim();
-    if nd < 2 || a.shape()[nd - 1] != a.shape()[nd - 2] {
+    if nd < 2 {
         return None;
     }
-    let m = a.shape()[nd - 1];
+    let (rows, cols) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    if let LinalgOp::SvdValues
+    | LinalgOp::SvdU { .. }
+    | LinalgOp::SvdVh { .. }
+    | LinalgOp::QrQ { .. }
+    | LinalgOp::QrR { .. }
+    | LinalgOp::Pinv { .. } = op
+    {
+        let k = rows.min(cols);
+        if (rows * cols) as f64 * k as f64 > MAX_DECOMPOSITION_WORK {
+            return None;
+        }
+        let mut values = Vec::new();
+        for matrix in a.view().matrices() {
+            let out = match op {
+                LinalgOp::QrQ { full } => qr(&matrix, rows, cols, full).0,
+                LinalgOp::QrR { full } => qr(&matrix, rows, cols, full).1,
+                LinalgOp::Pinv { double } => pinv(&matrix, rows, cols, double)?,
+                _ => {
+                    let (u, s, vh) = svd(&matrix, rows, cols)?;
+                    match op {
+                        LinalgOp::SvdValues => s,
+                        LinalgOp::SvdU { full } => take_columns(&u, rows, if full { rows } else { k }),
+                        _ if matches!(op, LinalgOp::SvdVh { full: true }) => vh,
+                        _ => vh[..k * cols].to_vec(),
+                    }
+                }
+            };
+            values.extend(out);
+        }
+        return ArrayD::from_shape_vec(IxDyn(out_shape), values).ok();
+    }
+    if rows != cols {
+        return None;
+    }
+    let m = cols;
     let values: Vec<f64> = match op {
         LinalgOp::Solve => {
             let b = ins.get(1)?;
@@ -50,6 +88,39 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             .collect(),
         LinalgOp::Cholesky => a.view().matrices().flat_map(|a| cholesky(&a, m)).collect(),
         LinalgOp::Cofactor => a.view().matrices().flat_map(|a| cofactors(&a, m)).collect(),
+        LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal } => {
+            let b = ins.get(1)?;
+            if out_shape.len() < 2 || b.shape() != out_shape || out_shape[..out_shape.len() - 2] != a.shape()[..nd - 2] {
+                return None;
+            }
+            let n = out_shape[out_shape.len() - 1];
+            let triangle = Triangle { lower, transpose_a, unit_diagonal };
+            a.view()
+                .matrices()
+                .zip(b.view().matrices())
+                .flat_map(|(a, mut x)| {
+                    triangular_solve(&a, &mut x, m, n, triangle);
+                    x
+                })
+                .collect()
+        }
+        LinalgOp::EighValues | LinalgOp::EighVectors => {
+            if (m * m * m) as f64 > MAX_DECOMPOSITION_WORK {
+                return None;
+            }
+            let mut values = Vec::new();
+            for matrix in a.view().matrices() {
+                let (w, v) = eigh(&matrix, m)?;
+                values.extend(if op == LinalgOp::EighValues { w } else { v });
+            }
+            values
+        }
+        LinalgOp::SvdValues
+        | LinalgOp::SvdU { .. }
+        | LinalgOp::SvdVh { .. }
+        | LinalgOp::QrQ { .. }
+        | LinalgOp::QrR { .. }
+        | LinalgOp::Pinv { .. } => return None,
         LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs => a
             .view()
             .matrices()
@@ -229,6 +300,352 @@ fn cholesky(a: &[f64], m: usize) -> Vec<f64> {
     l
 }
 
+/// The largest `rows · cols · min(rows, cols)` (or `m³` for `eigh`) of one matrix that
+/// `eigh`, `svd` and `qr` decompose: each sweep of their loops costs about that many
+/// multiplications, and a larger matrix is left not computed rather than stall the
+/// evaluator (a 400×400 matrix is within it).
+pub const MAX_DECOMPOSITION_WORK: f64 = 6.4e7;
+
+/// Sweeps after which the Jacobi iterations of `eigh` and `svd` stop; they converge
+/// quadratically, in well under 20 sweeps for the matrices within the work budget.
+const MAX_SWEEPS: usize = 60;
+
+/// Which triangle of `a` a triangular solve reads and how (`TriangularSolve`'s parameters).
+#[derive(Clone, Copy)]
+struct Triangle {
+    lower: bool,
+    transpose_a: bool,
+    unit_diagonal: bool,
+}
+
+/// Solves `op(a) x = b` in place for `b` (`m`×`n`, row-major), reading only `a`'s triangle,
+/// by substitution column by column. Each step multiplies by the reciprocal of the pivot
+/// and skips no zero, as the `trsm` JAX calls on CPU does: a zero pivot gives `inf` where
+/// the right-hand side is nonzero and NaN where it is zero
+/// (`solve_triangular([[0, 0], [1, 1]], [0, 1], lower=True)` is `[nan nan]` in JAX).
+fn triangular_solve(a: &[f64], b: &mut [f64], m: usize, n: usize, triangle: Triangle) {
+    let at = |i: usize, k: usize| if triangle.transpose_a { a[k * m + i] } else { a[i * m + k] };
+    let forward = triangle.lower != triangle.transpose_a;
+    for c in 0..n {
+        let order: Vec<usize> = if forward { (0..m).collect() } else { (0..m).rev().collect() };
+        for k in order {
+            if !triangle.unit_diagonal {
+                b[k * n + c] *= 1.0 / at(k, k);
+            }
+            let bk = b[k * n + c];
+            let rest = if forward { k + 1..m } else { 0..k };
+            for i in rest {
+                b[i * n + c] -= bk * at(i, k);
+            }
+        }
+    }
+}
+
+/// The eigenvalues (ascending) and eigenvectors (the columns of an `m`×`m` row-major
+/// matrix, in the same order) of the symmetrised `a`, `(a + aᵀ) / 2` as `jnp.linalg.eigh`
+/// symmetrises it, by cyclic Jacobi rotations in f64. Eigenvectors are defined up to sign
+/// (and within a repeated eigenvalue, up to a rotation): each is signed so that its
+/// component of largest magnitude (the first of equal ones) is positive. JAX's LAPACK
+/// `syevd` follows no such rule, so a vector may be the negative of JAX's
+/// (docs/evaluator.md). `None` for a matrix with NaN or ±Inf.
+fn eigh(a: &[f64], m: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    if a.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut s: Vec<f64> = (0..m * m).map(|k| 0.5 * (a[k] + a[(k % m) * m + k / m])).collect();
+    let mut v = identity(m);
+    let tiny = f64::EPSILON * 1e-3 * s.iter().map(|x| x * x).sum::<f64>().sqrt();
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..m {
+            for q in p + 1..m {
+                let apq = s[p * m + q];
+                if apq.abs() <= tiny {
+                    continue;
+                }
+                rotated = true;
+                let (c, sn) = jacobi_rotation(s[p * m + p], s[q * m + q], apq);
+                rotate_columns(&mut s, m, m, p, q, c, sn);
+                for k in 0..m {
+                    let (apk, aqk) = (s[p * m + k], s[q * m + k]);
+                    s[p * m + k] = c * apk - sn * aqk;
+                    s[q * m + k] = sn * apk + c * aqk;
+                }
+                s[p * m + q] = 0.0;
+                s[q * m + p] = 0.0;
+                rotate_columns(&mut v, m, m, p, q, c, sn);
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| s[i * m + i].total_cmp(&s[j * m + j]));
+    let w: Vec<f64> = order.iter().map(|&i| s[i * m + i]).collect();
+    let mut vectors = vec![0.0; m * m];
+    for (col, &i) in order.iter().enumerate() {
+        let sign = largest_sign(&(0..m).map(|r| v[r * m + i]).collect::<Vec<_>>());
+        for r in 0..m {
+            vectors[r * m + col] = sign * v[r * m + i];
+        }
+    }
+    Some((w, vectors))
+}
+
+/// The cosine and sine of the Jacobi rotation that zeroes the off-diagonal `apq` of the
+/// symmetric 2×2 block `[[app, apq], [apq, aqq]]` (the smaller of the two angles).
+fn jacobi_rotation(app: f64, aqq: f64, apq: f64) -> (f64, f64) {
+    let theta = (aqq - app) / (2.0 * apq);
+    let t = if theta.abs() > 1e150 {
+        0.5 / theta
+    } else {
+        let t = 1.0 / (theta.abs() + (theta * theta + 1.0).sqrt());
+        if theta < 0.0 {
+            -t
+        } else {
+            t
+        }
+    };
+    let c = 1.0 / (t * t + 1.0).sqrt();
+    (c, t * c)
+}
+
+/// Replaces columns `p` and `q` of `x` (`rows`×`cols`, row-major) by `c·x_p - s·x_q` and
+/// `s·x_p + c·x_q`.
+#[allow(clippy::too_many_arguments)]
+fn rotate_columns(x: &mut [f64], rows: usize, cols: usize, p: usize, q: usize, c: f64, s: f64) {
+    for k in 0..rows {
+        let (xp, xq) = (x[k * cols + p], x[k * cols + q]);
+        x[k * cols + p] = c * xp - s * xq;
+        x[k * cols + q] = s * xp + c * xq;
+    }
+}
+
+/// `1.0`, or `-1.0` when the component of `x` of largest magnitude (the first of those equal
+/// to it within a relative 1e-9) is negative: the sign that makes it positive.
+fn largest_sign(x: &[f64]) -> f64 {
+    let max = x.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    match x.iter().find(|v| v.abs() >= max * (1.0 - 1e-9)) {
+        Some(v) if *v < 0.0 => -1.0,
+        _ => 1.0,
+    }
+}
+
+fn identity(m: usize) -> Vec<f64> {
+    (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect()
+}
+
+/// The first `cols` columns of the `rows`×`rows` row-major `x`.
+fn take_columns(x: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    (0..rows).flat_map(|r| x[r * rows..r * rows + cols].iter().copied()).collect()
+}
+
+/// The full singular value decomposition of `a` (`rows`×`cols`, row-major): `U`
+/// (`rows`×`rows`), the `min(rows, cols)` singular values (descending) and `Vh`
+/// (`cols`×`cols`), by one-sided (Hestenes) Jacobi in f64, which is accurate to a few ulp
+/// for the matrices programs decompose. The pairs of singular vectors are defined up to a
+/// common sign: each is signed so that the component of largest magnitude of its left
+/// vector (`U`'s column) is positive, which JAX's LAPACK `gesdd` does not promise. Left
+/// vectors of zero singular values, and the extra ones of a full `U`, complete an
+/// orthonormal basis (any basis is a valid one; JAX's may differ). `None` for a matrix
+/// with NaN or ±Inf.
+fn svd(a: &[f64], rows: usize, cols: usize) -> Option<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+    if a.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    if rows < cols {
+        // aᵀ = U' S V'ᵀ, so a = V' S U'ᵀ: U = V' and Vh = U'ᵀ.
+        let at: Vec<f64> = (0..rows * cols).map(|k| a[(k % rows) * cols + k / rows]).collect();
+        let (u, s, vh) = svd(&at, cols, rows)?;
+        let v: Vec<f64> = (0..rows * rows).map(|k| vh[(k % rows) * rows + k / rows]).collect();
+        let uh: Vec<f64> = (0..cols * cols).map(|k| u[(k % cols) * cols + k / cols]).collect();
+        return Some((v, s, uh));
+    }
+    // rows >= cols: rotate the columns of `w` (a copy of `a`) until they are orthogonal;
+    // then `a · V = w` and `w`'s columns are the left vectors times the singular values.
+    let (m, n) = (rows, cols);
+    let mut w = a.to_vec();
+    let mut v = identity(n);
+    for _ in 0..MAX_SWEEPS {
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (mut alpha, mut beta, mut gamma) = (0.0, 0.0, 0.0);
+                for k in 0..m {
+                    let (xp, xq) = (w[k * n + p], w[k * n + q]);
+                    alpha += xp * xp;
+                    beta += xq * xq;
+                    gamma += xp * xq;
+                }
+                if gamma == 0.0 || gamma.abs() <= f64::EPSILON * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                let (c, sn) = jacobi_rotation(alpha, beta, gamma);
+                rotate_columns(&mut w, m, n, p, q, c, sn);
+                rotate_columns(&mut v, n, n, p, q, c, sn);
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    let norms: Vec<f64> = (0..n).map(|j| (0..m).map(|k| w[k * n + j] * w[k * n + j]).sum::<f64>().sqrt()).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| norms[j].total_cmp(&norms[i]));
+    let s: Vec<f64> = order.iter().map(|&j| norms[j]).collect();
+    let negligible = s.first().copied().unwrap_or(0.0) * m as f64 * f64::EPSILON;
+    // The left vectors as columns, `None` where the singular value is negligible.
+    let mut basis: Vec<Option<Vec<f64>>> =
+        order.iter().map(|&j| (norms[j] > negligible).then(|| (0..m).map(|k| w[k * n + j] / norms[j]).collect())).collect();
+    basis.resize(m, None);
+    let basis = complete_basis(basis, m);
+    let mut u = vec![0.0; m * m];
+    let mut vh = vec![0.0; n * n];
+    for (col, column) in basis.iter().enumerate() {
+        let sign = if col < n { largest_sign(column) } else { 1.0 };
+        for k in 0..m {
+            u[k * m + col] = sign * column[k];
+        }
+        if let Some(&j) = order.get(col) {
+            for k in 0..n {
+                vh[col * n + k] = sign * v[k * n + j];
+            }
+        }
+    }
+    Some((u, s, vh))
+}
+
+/// The pseudo-inverse (`cols`×`rows`) of `a` (`rows`×`cols`) as `jnp.linalg.pinv` computes
+/// it: `V · diag(1/s) · Uᵀ` from the thin SVD, with the singular values not above
+/// `10 · max(rows, cols) · eps · s_max` dropped (JAX's default `rtol`; `eps` of float64 when
+/// `double`, else of float32). `None` where the SVD is (non-finite input).
+fn pinv(a: &[f64], rows: usize, cols: usize, double: bool) -> Option<Vec<f64>> {
+    if rows == 0 || cols == 0 {
+        return Some(Vec::new());
+    }
+    let (u, s, vh) = svd(a, rows, cols)?;
+    let eps = if double { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let cutoff = 10.0 * rows.max(cols) as f64 * eps * s[0];
+    let inverse: Vec<f64> = s.iter().map(|&v| if v > cutoff { 1.0 / v } else { 0.0 }).collect();
+    Some(
+        (0..cols * rows)
+            .map(|idx| {
+                let (j, i) = (idx / rows, idx % rows);
+                inverse.iter().enumerate().map(|(l, inv)| vh[l * cols + j] * inv * u[i * rows + l]).sum()
+            })
+            .collect(),
+    )
+}
+
+/// Applies the reflector `H = I - tau·v·vᵀ`, `v = [1, x[j+1.., j]]` (stored below the
+/// diagonal of column `j`), to the columns right of `j` of `x` (`m`×`width`, row-major), as
+/// LAPACK's `larf` (`w = Cᵀv`, then `C += v·(-tau·w)ᵀ`).
+fn reflect_right_of(x: &mut [f64], width: usize, m: usize, j: usize, tau: f64) {
+    for c in j + 1..width {
+        let mut dot = x[j * width + c];
+        for i in j + 1..m {
+            dot += x[i * width + j] * x[i * width + c];
+        }
+        let t = -tau * dot;
+        x[j * width + c] += t;
+        for i in j + 1..m {
+            x[i * width + c] += x[i * width + j] * t;
+        }
+    }
+}
+
+/// Fills the missing vectors of a partial orthonormal basis of length-`m` vectors with unit
+/// vectors orthogonal to the rest: for each, the standard basis vector whose part
+/// orthogonal to the vectors so far is largest, orthogonalised twice (Gram–Schmidt).
+fn complete_basis(mut basis: Vec<Option<Vec<f64>>>, m: usize) -> Vec<Vec<f64>> {
+    for slot in 0..basis.len() {
+        if basis[slot].is_some() {
+            continue;
+        }
+        let known: Vec<Vec<f64>> = basis.iter().flatten().cloned().collect();
+        let orthogonal_part = |e: usize| -> Vec<f64> {
+            let mut x: Vec<f64> = (0..m).map(|k| f64::from(u8::from(k == e))).collect();
+            for _ in 0..2 {
+                for b in &known {
+                    let d: f64 = b.iter().zip(&x).map(|(p, q)| p * q).sum();
+                    x.iter_mut().zip(b).for_each(|(xi, bi)| *xi -= d * bi);
+                }
+            }
+            x
+        };
+        let norm = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let best = (0..m).map(orthogonal_part).max_by(|x, y| norm(x).total_cmp(&norm(y)));
+        basis[slot] = best.map(|x| {
+            let n = norm(&x);
+            x.iter().map(|v| v / n).collect()
+        });
+    }
+    basis.into_iter().map(|b| b.unwrap_or_else(|| vec![0.0; m])).collect()
+}
+
+/// `Q` (`m`×`m` when `full`, else `m`×`min(m, n)`) and `R` (`m`×`n` when `full`, else
+/// `min(m, n)`×`n`) of `a` (`m`×`n`, row-major) by Householder reflections, as LAPACK's
+/// `geqr2` and `org2r` compute them (JAX's `geqrf` and `orgqr`): the reflector of column
+/// `j` maps it to `beta · e_j` with `beta = -sign(a_jj) · ‖a_j‖`, so `R`'s diagonal has
+/// LAPACK's signs and the factors are JAX's, not merely a valid pair; a column already
+/// zero below its diagonal (and the last one of a square matrix) is left as it is
+/// (`tau = 0`), its diagonal keeping its sign.
+fn qr(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let mut r = a.to_vec();
+    let mut taus = Vec::with_capacity(k);
+    for j in 0..k {
+        let alpha = r[j * n + j];
+        let xnorm = (j + 1..m).map(|i| r[i * n + j] * r[i * n + j]).sum::<f64>().sqrt();
+        if m - j <= 1 || xnorm == 0.0 {
+            taus.push(0.0);
+            continue;
+        }
+        let norm = alpha.hypot(xnorm);
+        // Fortran's `-sign(norm, alpha)`: -0.0 counts as negative.
+        let beta = if alpha.is_sign_negative() { norm } else { -norm };
+        let tau = (beta - alpha) / beta;
+        let scale = 1.0 / (alpha - beta);
+        for i in j + 1..m {
+            r[i * n + j] *= scale;
+        }
+        reflect_right_of(&mut r, n, m, j, tau);
+        r[j * n + j] = beta;
+        taus.push(tau);
+    }
+    // `org2r`: Q's columns from the reflectors stored below R's diagonal, last first.
+    let qcols = if full { m } else { k };
+    let mut q = vec![0.0; m * qcols];
+    for i in 0..m {
+        for c in 0..qcols.min(n) {
+            if i > c && c < k {
+                q[i * qcols + c] = r[i * n + c];
+            }
+        }
+    }
+    for c in k..qcols {
+        q[c * qcols + c] = 1.0;
+    }
+    for j in (0..k).rev() {
+        let tau = taus[j];
+        if tau != 0.0 {
+            reflect_right_of(&mut q, qcols, m, j, tau);
+        }
+        for i in j + 1..m {
+            q[i * qcols + j] *= -tau;
+        }
+        q[j * qcols + j] = 1.0 - tau;
+        for i in 0..j {
+            q[i * qcols + j] = 0.0;
+        }
+    }
+    let rrows = if full { m } else { k };
+    let r_out = (0..rrows * n).map(|idx| if idx / n > idx % n { 0.0 } else { r[idx] }).collect();
+    (q, r_out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,5 +682,88 @@ mod tests {
         let got = cof(&rank3, 4);
         assert!(got.iter().zip(expected).all(|(g, e)| (g - e).abs() < 1e-12), "{got:?}");
         assert_eq!(cof(&[0.0; 16], 4), [0.0; 16]);
+    }
+    fn values(op: LinalgOp, a: Rc<NdData>, out_shape: &[usize]) -> Vec<f64> {
+        kernel(op, &[a], out_shape).expect("computed").iter().copied().collect()
+    }
+
+    /// `x` (`r`×`k`) times `y` (`k`×`c`), row-major.
+    fn product(x: &[f64], y: &[f64], r: usize, k: usize, c: usize) -> Vec<f64> {
+        (0..r * c).map(|i| (0..k).map(|j| x[(i / c) * k + j] * y[j * c + i % c]).sum()).collect()
+    }
+
+    fn close(x: &[f64], y: &[f64]) -> bool {
+        x.len() == y.len() && x.iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-12)
+    }
+
+    // JAX 0.10.2: `jnp.linalg.eigh(a)[0]` is ascending and `v @ diag(w) @ v.T` gives back
+    // the symmetrised `a`; the kernel signs each vector by its largest component.
+    #[test]
+    fn eigh_is_ascending_and_reconstructs_the_symmetric_part() {
+        let a = [4.0, 1.0, 0.5, 1.0, 3.0, -0.2, 0.5, -0.2, 2.0];
+        let w = values(LinalgOp::EighValues, matrix(&[3, 3], &a), &[3]);
+        let v = values(LinalgOp::EighVectors, matrix(&[3, 3], &a), &[3, 3]);
+        assert!(w.windows(2).all(|p| p[0] < p[1]), "{w:?}");
+        let vw: Vec<f64> = (0..9).map(|i| v[i] * w[i % 3]).collect();
+        let vt: Vec<f64> = (0..9).map(|i| v[(i % 3) * 3 + i / 3]).collect();
+        assert!(close(&product(&vw, &vt, 3, 3, 3), &a));
+        for col in 0..3 {
+            let column: Vec<f64> = (0..3).map(|r| v[r * 3 + col]).collect();
+            assert_eq!(largest_sign(&column), 1.0, "{column:?}");
+        }
+        // Only the symmetric part counts: `[[2, 1], [3, 2]]` has eigenvalues 0 and 4 in JAX.
+        assert!(close(&values(LinalgOp::EighValues, matrix(&[2, 2], &[2.0, 1.0, 3.0, 2.0]), &[2]), &[0.0, 4.0]));
+        assert!(kernel(LinalgOp::EighValues, &[matrix(&[2, 2], &[1.0, f64::NAN, f64::NAN, 2.0])], &[2]).is_none());
+    }
+
+    #[test]
+    fn svd_is_descending_and_reconstructs() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.5];
+        for (rows, cols) in [(3, 2), (2, 3)] {
+            let s = values(LinalgOp::SvdValues, matrix(&[rows, cols], &a), &[2]);
+            let u = values(LinalgOp::SvdU { full: false }, matrix(&[rows, cols], &a), &[rows, 2]);
+            let vh = values(LinalgOp::SvdVh { full: false }, matrix(&[rows, cols], &a), &[2, cols]);
+            assert!(s[0] > s[1], "{s:?}");
+            let us: Vec<f64> = (0..rows * 2).map(|i| u[i] * s[i % 2]).collect();
+            assert!(close(&product(&us, &vh, rows, 2, cols), &a));
+        }
+        // A full U completes an orthonormal basis, also for the zero matrix (JAX: s = 0).
+        let u = values(LinalgOp::SvdU { full: true }, matrix(&[3, 2], &[1.0, 2.0, 2.0, 4.0, 3.0, 6.0]), &[3, 3]);
+        let ut: Vec<f64> = (0..9).map(|i| u[(i % 3) * 3 + i / 3]).collect();
+        assert!(close(&product(&ut, &u, 3, 3, 3), &identity(3)));
+        assert_eq!(values(LinalgOp::SvdValues, matrix(&[3, 2], &[0.0; 6]), &[2]), [0.0, 0.0]);
+    }
+
+    // JAX 0.10.2 (float64): `jnp.linalg.qr(jnp.array([[1., 2.], [3., 4.], [5., 6.5]]))`, and
+    // the complete Q of a zero matrix, whose zeros below the diagonal are -0.0 as LAPACK's.
+    #[test]
+    fn qr_has_lapacks_signs() {
+        let a = matrix(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.5]);
+        let r = values(LinalgOp::QrR { full: false }, a.clone(), &[2, 2]);
+        let q = values(LinalgOp::QrQ { full: false }, a, &[3, 2]);
+        let expected_r = [-5.916079783099616, -7.859934568975204, 0.0, 0.6866065623255952];
+        let expected_q =
+            [-0.16903085094570325, 0.977894194827363, -0.50709255283711, 0.02080625946441167, -0.8451542547285166, -0.20806259464411958];
+        assert!(r.iter().zip(expected_r).all(|(g, e)| (g - e).abs() < 1e-12), "{r:?}");
+        assert!(q.iter().zip(expected_q).all(|(g, e)| (g - e).abs() < 1e-12), "{q:?}");
+        let q = values(LinalgOp::QrQ { full: true }, matrix(&[3, 2], &[0.0; 6]), &[3, 3]);
+        let signs: Vec<bool> = q.iter().map(|x| x.is_sign_negative()).collect();
+        assert_eq!(q.iter().map(|x| x.abs()).collect::<Vec<_>>(), identity(3));
+        assert_eq!(signs, [false, false, false, true, false, false, true, true, false]);
+    }
+
+    // JAX 0.10.2: `solve_triangular([[0, 0], [1, 1]], b, lower=True)` is `[inf -inf]` for
+    // `b = [1, 1]` and `[nan nan]` for `b = [0, 1]`; the upper triangle is never read.
+    #[test]
+    fn triangular_solve_reads_one_triangle_and_divides_by_zero_as_trsm() {
+        let op = LinalgOp::TriangularSolve { lower: true, transpose_a: false, unit_diagonal: false };
+        let a = matrix(&[2, 2], &[0.0, 0.0, 1.0, 1.0]);
+        let x = kernel(op, &[a.clone(), matrix(&[2, 1], &[1.0, 1.0])], &[2, 1]).expect("solve");
+        assert_eq!(x.iter().copied().collect::<Vec<_>>(), [f64::INFINITY, f64::NEG_INFINITY]);
+        let x = kernel(op, &[a, matrix(&[2, 1], &[0.0, 1.0])], &[2, 1]).expect("solve");
+        assert!(x.iter().all(|v| v.is_nan()));
+        let transposed = LinalgOp::TriangularSolve { lower: true, transpose_a: true, unit_diagonal: false };
+        let x = kernel(transposed, &[matrix(&[2, 2], &[2.0, 5.0, 1.0, 1.0]), matrix(&[2, 1], &[1.0, 1.0])], &[2, 1]).expect("solve");
+        assert_eq!(x.iter().copied().collect::<Vec<_>>(), [0.0, 1.0]);
     }
 }

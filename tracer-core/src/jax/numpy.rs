@@ -3088,7 +3088,49 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 ));
             }
             let (a2, b2) = (convert(interp, &a, dt, false)?, convert(interp, &b, dt, false)?);
-            bind1(interp, Prim::Opaque("solve"), &[a2, b2], b.aval.with_dtype(dt)).map(Value::Array)
+            // The triangular solves JAX binds: `solve_triangular`'s one, and `cho_solve`'s two
+            // (`c x = b` through `cᵀ`: lower `L y = b, Lᵀ x = y`; upper `Uᵀ y = b, U x = y`).
+            let solves: Vec<(bool, bool)> = if f == F::ScipyChoSolve {
+                let factor = p.get(0, "c_and_lower").cloned().unwrap_or(Value::None);
+                let parts = interp.iterate(&factor)?;
+                let lower = match parts.get(1) {
+                    Some(v) => interp.truthy(v)?,
+                    None => false,
+                };
+                vec![(lower, !lower), (lower, lower)]
+            } else {
+                let lower = match p.get(3, "lower") {
+                    Some(v) => interp.truthy(v)?,
+                    None => false,
+                };
+                let trans = match p.get(2, "trans") {
+                    Some(Value::Str(t)) => &**t != "N",
+                    Some(v) => crate::interp::ops::as_int(v).unwrap_or(0) != 0,
+                    None => false,
+                };
+                vec![(lower, trans)]
+            };
+            let unit_diagonal = match p.get(4, "unit_diagonal") {
+                Some(v) if f == F::ScipySolveTriangular => interp.truthy(v)?,
+                _ => false,
+            };
+            // `b` of one axis fewer than `a` is a (stack of) vector(s): `b[..., None]`.
+            let vector = b.aval.ndim() + 1 == a.aval.ndim() || b.aval.ndim() == 1;
+            let b3 = if vector { reshape_raw(interp, &b2, &[b2.aval.shape.as_slice(), &[1]].concat())? } else { b2.clone() };
+            if b3.aval.shape[..b3.aval.ndim() - 2] != a2.aval.shape[..a2.aval.ndim() - 2] {
+                // Batch axes that broadcast: not modelled as a primitive yet.
+                return bind1(interp, Prim::Opaque("solve"), &[a2, b2], b.aval.with_dtype(dt)).map(Value::Array);
+            }
+            let mut x = b3;
+            for (lower, transpose_a) in solves {
+                let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal };
+                let aval = x.aval.clone();
+                x = bind1(interp, Prim::Linalg(op), &[a2.clone(), x], aval)?;
+            }
+            if vector {
+                x = reshape_raw(interp, &x, &b.aval.shape)?;
+            }
+            Ok(Value::Array(x))
         }
         F::LinalgInv | F::LinalgCholesky | F::ScipyCholesky | F::ScipyChoFactor => {
             let a = arr!(0, "a");
@@ -3132,7 +3174,20 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             if nd >= 2 {
                 s.swap(nd - 1, nd - 2);
             }
-            bind1(interp, Prim::Opaque("pinv"), &[a.clone()], Aval::new(&s, dt)).map(Value::Array)
+            // JAX's default cutoff depends on the dtype's eps; a given `rtol`/`rcond`,
+            // `hermitian=True` (an `eigh`) and 16-bit floats are not modelled.
+            let defaults = p.get(1, "rtol").is_none() && p.get(usize::MAX, "rcond").is_none();
+            let hermitian = match p.get(2, "hermitian") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            };
+            let a2 = convert(interp, &a, dt, false)?;
+            let prim = if nd >= 2 && defaults && !hermitian && matches!(dt, DType::F32 | DType::F64) {
+                Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 })
+            } else {
+                Prim::Opaque("pinv")
+            };
+            bind1(interp, prim, &[a2], Aval::new(&s, dt)).map(Value::Array)
         }
         F::LinalgDet | F::LinalgSlogdet => {
             let a = arr!(0, "a");
@@ -3152,12 +3207,31 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             Ok(Value::Array(d))
         }
-        F::LinalgEigh => {
+        F::LinalgEigh | F::LinalgEigvalsh => {
             let a = arr!(0, "a");
             let dt = float_of(interp, &[a.clone()]);
-            let w: Vec<usize> = a.aval.shape[..a.aval.ndim().saturating_sub(1)].to_vec();
-            let wv = bind1(interp, Prim::Opaque("eigh"), &[a.clone()], Aval::new(&w, dt))?;
-            let v = bind1(interp, Prim::Opaque("eigh"), &[a.clone()], a.aval.with_dtype(dt))?;
+            let nd = a.aval.ndim();
+            let w: Vec<usize> = a.aval.shape[..nd.saturating_sub(1)].to_vec();
+            let symmetrize = match p.get(2, "symmetrize_input") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
+            let a2 = convert(interp, &a, dt, false)?;
+            // The kernel symmetrises, as `jnp.linalg.eigh` does by default; with
+            // `symmetrize_input=False` LAPACK reads one triangle only, not modelled.
+            let (wv, v) = if square && symmetrize {
+                let wv = bind1(interp, Prim::Linalg(LinalgOp::EighValues), &[a2.clone()], Aval::new(&w, dt))?;
+                let v = bind1(interp, Prim::Linalg(LinalgOp::EighVectors), &[a2], a.aval.with_dtype(dt))?;
+                (wv, v)
+            } else {
+                let wv = bind1(interp, Prim::Opaque("eigh"), &[a2.clone()], Aval::new(&w, dt))?;
+                let v = bind1(interp, Prim::Opaque("eigh"), &[a2], a.aval.with_dtype(dt))?;
+                (wv, v)
+            };
+            if f == F::LinalgEigvalsh {
+                return Ok(Value::Array(wv));
+            }
             Ok(Value::tuple(vec![Value::Array(wv), Value::Array(v)]))
         }
         F::LinalgSvd | F::LinalgQr => {
@@ -3171,9 +3245,25 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let k = m.min(n);
             let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
             let with = |extra: &[usize]| -> Vec<usize> { batch.iter().copied().chain(extra.iter().copied()).collect() };
+            let a2 = convert(interp, &a, dt, false)?;
             if f == F::LinalgQr {
-                let q = bind1(interp, Prim::Opaque("qr"), &[a.clone()], Aval::new(&with(&[m, k]), dt))?;
-                let r = bind1(interp, Prim::Opaque("qr"), &[a.clone()], Aval::new(&with(&[k, n]), dt))?;
+                let mode = match p.get(1, "mode") {
+                    Some(Value::Str(mode)) => mode.to_string(),
+                    _ => "reduced".to_string(),
+                };
+                let full = mode == "complete";
+                let (q_shape, r_shape) = if full { (with(&[m, m]), with(&[m, n])) } else { (with(&[m, k]), with(&[k, n])) };
+                let known = matches!(mode.as_str(), "reduced" | "complete" | "r");
+                let (q_prim, r_prim) = if known {
+                    (Prim::Linalg(LinalgOp::QrQ { full }), Prim::Linalg(LinalgOp::QrR { full }))
+                } else {
+                    (Prim::Opaque("qr"), Prim::Opaque("qr"))
+                };
+                let r = bind1(interp, r_prim, &[a2.clone()], Aval::new(&r_shape, dt))?;
+                if mode == "r" {
+                    return Ok(Value::Array(r));
+                }
+                let q = bind1(interp, q_prim, &[a2], Aval::new(&q_shape, dt))?;
                 return Ok(Value::tuple(vec![Value::Array(q), Value::Array(r)]));
             }
             let full = match p.get(1, "full_matrices") {
@@ -3184,13 +3274,19 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) => interp.truthy(v)?,
                 None => true,
             };
-            let s = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&with(&[k]), dt))?;
+            // `hermitian=True` goes through `eigh` in JAX (other signs and order of work).
+            let hermitian = match p.get(3, "hermitian") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            };
+            let prim = |op: LinalgOp| if hermitian { Prim::Opaque("svd") } else { Prim::Linalg(op) };
+            let s = bind1(interp, prim(LinalgOp::SvdValues), &[a2.clone()], Aval::new(&with(&[k]), dt))?;
             if !compute_uv {
                 return Ok(Value::Array(s));
             }
             let (u, vh) = if full { (with(&[m, m]), with(&[n, n])) } else { (with(&[m, k]), with(&[k, n])) };
-            let u = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&u, dt))?;
-            let vh = bind1(interp, Prim::Opaque("svd"), &[a.clone()], Aval::new(&vh, dt))?;
+            let u = bind1(interp, prim(LinalgOp::SvdU { full }), &[a2.clone()], Aval::new(&u, dt))?;
+            let vh = bind1(interp, prim(LinalgOp::SvdVh { full }), &[a2], Aval::new(&vh, dt))?;
             Ok(Value::tuple(vec![Value::Array(u), Value::Array(s), Value::Array(vh)]))
         }
         F::LaxTopK => {

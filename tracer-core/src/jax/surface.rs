@@ -220,6 +220,7 @@ surface! {
     LinalgDet = "jax.numpy.linalg"."det",
     LinalgSlogdet = "jax.numpy.linalg"."slogdet",
     LinalgEigh = "jax.numpy.linalg"."eigh",
+    LinalgEigvalsh = "jax.numpy.linalg"."eigvalsh",
     LinalgSvd = "jax.numpy.linalg"."svd",
     LinalgQr = "jax.numpy.linalg"."qr",
     ScipyChoFactor = "jax.scipy.linalg"."cho_factor",
