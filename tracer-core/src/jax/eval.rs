@@ -292,6 +292,21 @@ fn pending(array: &Rc<Array>) -> Option<(Prim, Vec<Rc<Array>>)> {
     pending
 }
 
+/// `$row_loop(args..., cmp)` with the comparison `$cmp` as a closure on two f32s, one
+/// monomorphised loop per comparison (the fused loops of `masked_product`, `masked_select`).
+macro_rules! by_comparison {
+    ($cmp:expr, $row_loop:ident($($arg:expr),*)) => {
+        match $cmp {
+            CmpPrim::Eq => $row_loop($($arg,)* |p: f32, q: f32| p == q),
+            CmpPrim::Ne => $row_loop($($arg,)* |p: f32, q: f32| p != q),
+            CmpPrim::Lt => $row_loop($($arg,)* |p: f32, q: f32| p < q),
+            CmpPrim::Le => $row_loop($($arg,)* |p: f32, q: f32| p <= q),
+            CmpPrim::Gt => $row_loop($($arg,)* |p: f32, q: f32| p > q),
+            CmpPrim::Ge => $row_loop($($arg,)* |p: f32, q: f32| p >= q),
+        }
+    };
+}
+
 /// `x * convert(a <cmp> b)` in float32, the mask of a `relu`'s or `where`'s derivative, in
 /// one pass over `x`, `a` and `b` when the comparison and the conversion are still pending
 /// (values mode leaves them to their one reader, `eval_jaxpr::instantiate_with`): neither
@@ -320,20 +335,10 @@ fn masked_product(
     let x = force_f32(&inputs[1 - mask_at], max_elements, depth + 1)?.0;
     let (a, b) = (force_f32(a, max_elements, depth + 1)?.0, force_f32(b, max_elements, depth + 1)?.0);
     let shape = aval.shape.as_slice();
-    fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
-        d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
-    }
     let (x, a, b) = (rows(&x, shape)?, rows(&a, shape)?, rows(&b, shape)?);
     // `mul`'s operands in their order: the mask is 0.0 or 1.0, never NaN, so the product's
     // bits do not depend on the order anyway.
-    Some(match cmp {
-        CmpPrim::Eq => mask_rows(x, a, b, shape, |p, q| p == q),
-        CmpPrim::Ne => mask_rows(x, a, b, shape, |p, q| p != q),
-        CmpPrim::Lt => mask_rows(x, a, b, shape, |p, q| p < q),
-        CmpPrim::Le => mask_rows(x, a, b, shape, |p, q| p <= q),
-        CmpPrim::Gt => mask_rows(x, a, b, shape, |p, q| p > q),
-        CmpPrim::Ge => mask_rows(x, a, b, shape, |p, q| p >= q),
-    })
+    Some(by_comparison!(cmp, mask_rows(x, a, b, shape)))
 }
 
 /// `select_n(a <cmp> b, f, t)` in float32, the derivative of a `relu` (its `custom_jvp` rule
@@ -372,9 +377,6 @@ fn masked_select(
     };
     let (fd, td) = (force(on_false, f_fill)?, force(on_true, t_fill)?);
     let (ad, bd) = (force_f32(a, max_elements, depth + 1)?.0, force_f32(b, max_elements, depth + 1)?.0);
-    fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
-        d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
-    }
     fn operand<'a>(d: &'a Option<NdDataF32>, fill: Option<f32>, shape: &[usize]) -> Option<Rows<'a>> {
         match (d, fill) {
             (Some(d), _) => rows(d, shape),
@@ -383,14 +385,7 @@ fn masked_select(
     }
     let (f, t) = (operand(&fd, f_fill, shape)?, operand(&td, t_fill, shape)?);
     let (a, b) = (rows(&ad, shape)?, rows(&bd, shape)?);
-    Some(match cmp {
-        CmpPrim::Eq => select_rows(a, b, f, t, shape, |p, q| p == q),
-        CmpPrim::Ne => select_rows(a, b, f, t, shape, |p, q| p != q),
-        CmpPrim::Lt => select_rows(a, b, f, t, shape, |p, q| p < q),
-        CmpPrim::Le => select_rows(a, b, f, t, shape, |p, q| p <= q),
-        CmpPrim::Gt => select_rows(a, b, f, t, shape, |p, q| p > q),
-        CmpPrim::Ge => select_rows(a, b, f, t, shape, |p, q| p >= q),
-    })
+    Some(by_comparison!(cmp, select_rows(a, b, f, t, shape)))
 }
 
 /// `if cmp(a, b) { t } else { f }`, row by row (`masked_select`).
@@ -412,12 +407,8 @@ fn select_rows(a: Rows, b: Rows, f: Rows, t: Rows, shape: &[usize], cmp: impl Fn
                         }
                     }
                     (a, b, f, t) => {
-                        let at = |row: &Row, j: usize| match row {
-                            Row::Values(v) => v[j],
-                            Row::Same(v) => *v,
-                        };
                         for (j, d) in dst.iter_mut().enumerate() {
-                            d.write(pick(at(&a, j), at(&b, j), at(&f, j), at(&t, j)));
+                            d.write(pick(a.at(j), b.at(j), f.at(j), t.at(j)));
                         }
                     }
                 },
@@ -444,12 +435,8 @@ fn mask_rows(x: Rows, a: Rows, b: Rows, shape: &[usize], cmp: impl Fn(f32, f32) 
                         }
                     }
                     (x, a, b) => {
-                        let at = |row: &Row, j: usize| match row {
-                            Row::Values(v) => v[j],
-                            Row::Same(v) => *v,
-                        };
                         for (j, d) in dst.iter_mut().enumerate() {
-                            d.write(masked(at(&x, j), at(&a, j), at(&b, j)));
+                            d.write(masked(x.at(j), a.at(j), b.at(j)));
                         }
                     }
                 },
@@ -1015,9 +1002,6 @@ fn min_f32(x: f32, y: f32) -> f32 {
 /// per row (a bias, a per-example normaliser) take a loop over contiguous rows that
 /// vectorises; other layouts go through ndarray's broadcasting `Zip`.
 fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f32) -> f32) -> Option<(NdDataF32, bool)> {
-    fn rows<'a>(a: &'a NdDataF32, out_shape: &[usize]) -> Option<Rows<'a>> {
-        a.as_slice().and_then(|s| Rows::of(s, a.shape(), out_shape))
-    }
     if let (Some(a), Some(b)) = (rows(x, out_shape), rows(y, out_shape)) {
         return Some(vectorised(
             #[inline(always)]
@@ -1062,6 +1046,22 @@ enum Rows<'a> {
 enum Row<'a> {
     Values(&'a [f32]),
     Same(f32),
+}
+
+impl Row<'_> {
+    /// The element in column `j`.
+    #[inline(always)]
+    fn at(&self, j: usize) -> f32 {
+        match self {
+            Row::Values(v) => v[j],
+            Row::Same(v) => *v,
+        }
+    }
+}
+
+/// A row-major f32 array as it broadcasts to `shape`, when `Rows` takes its layout.
+fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
+    d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
 }
 
 impl<'a> Rows<'a> {
