@@ -433,6 +433,10 @@ enum Partial {
     One,
     MinusOne,
     Times(Rc<Array>),
+    /// The tangent where the boolean mask is true, 0 elsewhere: `select_n(mask, 0, t)`, as a
+    /// `custom_jvp` rule writes it (`jax.nn.relu`). Unlike a product with a 0/1 mask, a
+    /// negative or NaN tangent gives `0.`, not `-0.` or `nan`, where the mask is false.
+    Where(Rc<Array>),
 }
 
 fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial) -> AdResult<Option<Rc<Array>>> {
@@ -441,6 +445,11 @@ fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial) -> AdResult<Option<Rc<
         Partial::One => Some(t.clone()),
         Partial::MinusOne => Some(unary(interp, UnaryPrim::Neg, t)?),
         Partial::Times(f) => Some(binary(interp, BinaryPrim::Mul, t, f)?),
+        Partial::Where(mask) => {
+            let t = broadcast_to(interp, t, &mask.aval.shape)?;
+            let z = zeros(interp, &t.aval)?;
+            Some(bind(interp, Prim::Select, &[mask.clone(), z, t.clone()], t.aval.clone())?)
+        }
     })
 }
 
@@ -583,13 +592,11 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     vec![times(dx), times(dy)]
                 }
                 BinaryPrim::Max | BinaryPrim::Min => {
-                    // jax.nn.relu is a custom_jvp whose derivative at 0 is 0; jnp.maximum
-                    // splits a tie evenly (JAX's `_balanced_eq`).
+                    // jax.nn.relu is a custom_jvp whose rule is `select(x > 0, g, zeros)`:
+                    // its derivative at 0 is 0, and a negative or NaN tangent gives 0. where
+                    // x <= 0. jnp.maximum splits a tie evenly (JAX's `_balanced_eq`).
                     match eqn.api {
-                        Some(JaxFn::NnRelu) if *b == BinaryPrim::Max => {
-                            let pos = compare(interp, CmpPrim::Gt, &x, &y)?;
-                            vec![times(mask_as(interp, &pos, out.aval.dtype, out.aval.weak)?), Zero]
-                        }
+                        Some(JaxFn::NnRelu) if *b == BinaryPrim::Max => vec![Where(compare(interp, CmpPrim::Gt, &x, &y)?), Zero],
                         Some(JaxFn::TreeMap | JaxFn::TreeMap2 | JaxFn::JaxTreeMap) => {
                             return Err(AdError::NoRule(format!("{} under tree_map (relu or maximum?)", b.name())))
                         }

@@ -217,7 +217,9 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && has_f32_kernel(&prim) {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;
-        if let Some((data, finite)) = masked_product(&prim, &inputs, &known.aval, max_elements, depth) {
+        let fused = masked_product(&prim, &inputs, &known.aval, max_elements, depth)
+            .or_else(|| masked_select(&prim, &inputs, &known.aval, max_elements, depth));
+        if let Some((data, finite)) = fused {
             *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
             return Some(Stored::F32(data, finite));
         }
@@ -290,6 +292,21 @@ fn pending(array: &Rc<Array>) -> Option<(Prim, Vec<Rc<Array>>)> {
     pending
 }
 
+/// `$row_loop(args..., cmp)` with the comparison `$cmp` as a closure on two f32s, one
+/// monomorphised loop per comparison (the fused loops of `masked_product`, `masked_select`).
+macro_rules! by_comparison {
+    ($cmp:expr, $row_loop:ident($($arg:expr),*)) => {
+        match $cmp {
+            CmpPrim::Eq => $row_loop($($arg,)* |p: f32, q: f32| p == q),
+            CmpPrim::Ne => $row_loop($($arg,)* |p: f32, q: f32| p != q),
+            CmpPrim::Lt => $row_loop($($arg,)* |p: f32, q: f32| p < q),
+            CmpPrim::Le => $row_loop($($arg,)* |p: f32, q: f32| p <= q),
+            CmpPrim::Gt => $row_loop($($arg,)* |p: f32, q: f32| p > q),
+            CmpPrim::Ge => $row_loop($($arg,)* |p: f32, q: f32| p >= q),
+        }
+    };
+}
+
 /// `x * convert(a <cmp> b)` in float32, the mask of a `relu`'s or `where`'s derivative, in
 /// one pass over `x`, `a` and `b` when the comparison and the conversion are still pending
 /// (values mode leaves them to their one reader, `eval_jaxpr::instantiate_with`): neither
@@ -318,20 +335,86 @@ fn masked_product(
     let x = force_f32(&inputs[1 - mask_at], max_elements, depth + 1)?.0;
     let (a, b) = (force_f32(a, max_elements, depth + 1)?.0, force_f32(b, max_elements, depth + 1)?.0);
     let shape = aval.shape.as_slice();
-    fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
-        d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
-    }
     let (x, a, b) = (rows(&x, shape)?, rows(&a, shape)?, rows(&b, shape)?);
     // `mul`'s operands in their order: the mask is 0.0 or 1.0, never NaN, so the product's
     // bits do not depend on the order anyway.
-    Some(match cmp {
-        CmpPrim::Eq => mask_rows(x, a, b, shape, |p, q| p == q),
-        CmpPrim::Ne => mask_rows(x, a, b, shape, |p, q| p != q),
-        CmpPrim::Lt => mask_rows(x, a, b, shape, |p, q| p < q),
-        CmpPrim::Le => mask_rows(x, a, b, shape, |p, q| p <= q),
-        CmpPrim::Gt => mask_rows(x, a, b, shape, |p, q| p > q),
-        CmpPrim::Ge => mask_rows(x, a, b, shape, |p, q| p >= q),
-    })
+    Some(by_comparison!(cmp, mask_rows(x, a, b, shape)))
+}
+
+/// `select_n(a <cmp> b, f, t)` in float32, the derivative of a `relu` (its `custom_jvp` rule
+/// selects the tangent where `x > 0`, zeros elsewhere) or a `jnp.where` on a comparison, in
+/// one pass when the comparison is still pending (values mode leaves it to its one reader):
+/// the predicate is never stored, and an operand still pending as a `full` (the zeros) is
+/// read as its one value instead of being filled in. Each element is `t` where the comparison
+/// holds and `f` elsewhere, as the two kernels give one after the other. `None` when the
+/// operation is not of this form or an operand is not in a layout `Rows` takes.
+fn masked_select(
+    prim: &Prim,
+    inputs: &[Rc<Array>],
+    aval: &super::aval::Aval,
+    max_elements: u64,
+    depth: usize,
+) -> Option<(NdDataF32, bool)> {
+    let [truth, on_false, on_true] = inputs else { return None };
+    if !matches!(prim, Prim::Select) || aval.dtype != DType::F32 || truth.aval.dtype != DType::Bool {
+        return None;
+    }
+    let (Prim::Compare(cmp), compared) = pending(truth)? else { return None };
+    let [a, b] = compared.as_slice() else { return None };
+    if [a, b, on_false, on_true].iter().any(|i| i.aval.dtype != DType::F32) {
+        return None;
+    }
+    let shape = aval.shape.as_slice();
+    // An operand pending as `full`: its one value, exact in f32 (or `None`: computed).
+    let filled = |x: &Rc<Array>| match pending(x) {
+        Some((Prim::Full { value }, _)) if f64::from(value as f32) == value || value.is_nan() => Some(value as f32),
+        _ => None,
+    };
+    let (f_fill, t_fill) = (filled(on_false), filled(on_true));
+    let force = |x: &Rc<Array>, fill: Option<f32>| match fill {
+        Some(_) => Some(None),
+        None => force_f32(x, max_elements, depth + 1).map(|d| Some(d.0)),
+    };
+    let (fd, td) = (force(on_false, f_fill)?, force(on_true, t_fill)?);
+    let (ad, bd) = (force_f32(a, max_elements, depth + 1)?.0, force_f32(b, max_elements, depth + 1)?.0);
+    fn operand<'a>(d: &'a Option<NdDataF32>, fill: Option<f32>, shape: &[usize]) -> Option<Rows<'a>> {
+        match (d, fill) {
+            (Some(d), _) => rows(d, shape),
+            (None, fill) => fill.map(Rows::Scalar),
+        }
+    }
+    let (f, t) = (operand(&fd, f_fill, shape)?, operand(&td, t_fill, shape)?);
+    let (a, b) = (rows(&ad, shape)?, rows(&bd, shape)?);
+    Some(by_comparison!(cmp, select_rows(a, b, f, t, shape)))
+}
+
+/// `if cmp(a, b) { t } else { f }`, row by row (`masked_select`).
+#[inline(always)]
+fn select_rows(a: Rows, b: Rows, f: Rows, t: Rows, shape: &[usize], cmp: impl Fn(f32, f32) -> bool) -> (NdDataF32, bool) {
+    let pick = |p: f32, q: f32, f: f32, t: f32| if cmp(p, q) { t } else { f };
+    vectorised(
+        #[inline(always)]
+        || {
+            collect_rows(
+                shape,
+                #[inline(always)]
+                |r, cols, dst| match (a.row(r, cols), b.row(r, cols), f.row(r, cols), t.row(r, cols)) {
+                    // A relu's derivative: `x > 0` picks the cotangent, zeros elsewhere.
+                    (Row::Values(a), Row::Same(q), Row::Same(f), Row::Values(t)) => {
+                        assert!(a.len() == dst.len() && t.len() == dst.len(), "an elementwise row has the output's length");
+                        for ((d, &p), &t) in dst.iter_mut().zip(a).zip(t) {
+                            d.write(pick(p, q, f, t));
+                        }
+                    }
+                    (a, b, f, t) => {
+                        for (j, d) in dst.iter_mut().enumerate() {
+                            d.write(pick(a.at(j), b.at(j), f.at(j), t.at(j)));
+                        }
+                    }
+                },
+            )
+        },
+    )
 }
 
 /// `x * (cmp(a, b) as f32)`, row by row (`masked_product`).
@@ -352,12 +435,8 @@ fn mask_rows(x: Rows, a: Rows, b: Rows, shape: &[usize], cmp: impl Fn(f32, f32) 
                         }
                     }
                     (x, a, b) => {
-                        let at = |row: &Row, j: usize| match row {
-                            Row::Values(v) => v[j],
-                            Row::Same(v) => *v,
-                        };
                         for (j, d) in dst.iter_mut().enumerate() {
-                            d.write(masked(at(&x, j), at(&a, j), at(&b, j)));
+                            d.write(masked(x.at(j), a.at(j), b.at(j)));
                         }
                     }
                 },
@@ -923,9 +1002,6 @@ fn min_f32(x: f32, y: f32) -> f32 {
 /// per row (a bias, a per-example normaliser) take a loop over contiguous rows that
 /// vectorises; other layouts go through ndarray's broadcasting `Zip`.
 fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f32) -> f32) -> Option<(NdDataF32, bool)> {
-    fn rows<'a>(a: &'a NdDataF32, out_shape: &[usize]) -> Option<Rows<'a>> {
-        a.as_slice().and_then(|s| Rows::of(s, a.shape(), out_shape))
-    }
     if let (Some(a), Some(b)) = (rows(x, out_shape), rows(y, out_shape)) {
         return Some(vectorised(
             #[inline(always)]
@@ -970,6 +1046,22 @@ enum Rows<'a> {
 enum Row<'a> {
     Values(&'a [f32]),
     Same(f32),
+}
+
+impl Row<'_> {
+    /// The element in column `j`.
+    #[inline(always)]
+    fn at(&self, j: usize) -> f32 {
+        match self {
+            Row::Values(v) => v[j],
+            Row::Same(v) => *v,
+        }
+    }
+}
+
+/// A row-major f32 array as it broadcasts to `shape`, when `Rows` takes its layout.
+fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
+    d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
 }
 
 impl<'a> Rows<'a> {

@@ -103,13 +103,15 @@ pub fn instantiate_with(
                     Prim::Opaque(_) | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
                     _ => Array::pending(aval.clone(), prim.clone(), ins.clone()),
                 };
-                // A comparison, or a conversion from bool, never makes a NaN or Inf: when one
-                // later equation reads its result, it is left to that reader to compute
-                // (values mode watches the reader as before), which can fuse it
-                // (`eval::masked_product`: the mask of a relu's derivative is never stored).
+                // A comparison, a conversion from bool or a fill with a finite value never
+                // makes a NaN or Inf: when one later equation reads its result, it is left to
+                // that reader to compute (values mode watches the reader as before), which can
+                // fuse it (`eval::masked_product`, `eval::masked_select`: neither the mask nor
+                // the zeros of a relu's derivative are stored).
                 let lazy = uses.get(v) == Some(&1)
                     && match prim {
                         Prim::Compare(_) => true,
+                        Prim::Full { value } => value.is_finite(),
                         Prim::ConvertElementType { .. } => ins.iter().all(|i| i.aval.dtype == super::dtypes::DType::Bool),
                         _ => false,
                     };
