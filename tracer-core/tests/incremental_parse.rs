@@ -29,28 +29,37 @@ fn edit(text: &mut String, rng: &mut Rng) {
     }
 }
 
+/// Puts every fixture and example through `steps` edits made by `edit`, comparing the
+/// incremental parse with a fresh one after each: (parses compared, of which re-parsed one
+/// statement alone).
+fn compare_edit_after_edit(rng: &mut Rng, steps: usize, edit: fn(&mut String, &mut Rng)) -> (usize, usize) {
+    let (mut compared, mut one_statement) = (0, 0);
+    for path in &fixture_and_example_files() {
+        let Ok(mut text) = std::fs::read_to_string(path) else { continue };
+        let mut parser = IncrementalParser::default();
+        for step in 0..steps {
+            let incremental = format!("{:?}", parser.parse(&text));
+            let fresh = format!("{:?}", parse(&text));
+            assert!(incremental == fresh, "{}: after edit {step} the incremental parse differs; text:\n{text}", path.display());
+            compared += 1;
+            one_statement += usize::from(parser.reparsed_one_statement());
+            edit(&mut text, rng);
+        }
+    }
+    eprintln!("{compared} parses compared, {one_statement} of them re-parsing one statement");
+    (compared, one_statement)
+}
+
 #[test]
 fn incremental_parses_equal_fresh_parses_edit_after_edit() {
-    let files = fixture_and_example_files();
     let (mut compared, mut one_statement) = (0, 0);
     // Three random streams: each found a case the others did not.
     for seed in [0x9e37_79b9_7f4a_7c15, 0x8c1d_2e75_c0ef_7e31, 0x3b5f_0a2c_9d4e_6f17] {
-        let mut rng = Rng(seed);
-        for path in &files {
-            let Ok(mut text) = std::fs::read_to_string(path) else { continue };
-            let mut parser = IncrementalParser::default();
-            for step in 0..12 {
-                let incremental = format!("{:?}", parser.parse(&text));
-                let fresh = format!("{:?}", parse(&text));
-                assert!(incremental == fresh, "{}: after edit {step} the incremental parse differs; text:\n{text}", path.display());
-                compared += 1;
-                one_statement += usize::from(parser.reparsed_one_statement());
-                edit(&mut text, &mut rng);
-            }
-        }
+        let (c, o) = compare_edit_after_edit(&mut Rng(seed), 12, edit);
+        compared += c;
+        one_statement += o;
     }
     // Both ways of parsing an edit were compared: the whole text, and the statement alone.
-    eprintln!("{compared} parses compared, {one_statement} of them re-parsing one statement");
     assert!(compared > 3000);
     assert!(one_statement > 300, "{one_statement}");
 }
@@ -79,22 +88,7 @@ fn keystroke(text: &mut String, rng: &mut Rng) {
 
 #[test]
 fn keystrokes_inside_a_statement_reparse_it_alone_and_equal_fresh_parses() {
-    let files = fixture_and_example_files();
-    let (mut compared, mut one_statement) = (0, 0);
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    for path in &files {
-        let Ok(mut text) = std::fs::read_to_string(path) else { continue };
-        let mut parser = IncrementalParser::default();
-        for step in 0..16 {
-            let incremental = format!("{:?}", parser.parse(&text));
-            let fresh = format!("{:?}", parse(&text));
-            assert!(incremental == fresh, "{}: after keystroke {step} the incremental parse differs; text:\n{text}", path.display());
-            compared += 1;
-            one_statement += usize::from(parser.reparsed_one_statement());
-            keystroke(&mut text, &mut rng);
-        }
-    }
-    eprintln!("{compared} parses compared, {one_statement} of them re-parsing one statement");
+    let (compared, one_statement) = compare_edit_after_edit(&mut Rng(0x2545_f491_4f6c_dd1d), 16, keystroke);
     assert!(one_statement * 3 > compared, "{one_statement} of {compared}");
 }
 
