@@ -110,17 +110,24 @@ impl ParseState {
 fn input_edit(old: &str, new: &str, edit: super::TextEdit) -> tree_sitter::InputEdit {
     let (old, new) = (old.as_bytes(), new.as_bytes());
     let (start, old_end, new_end) = (edit.start as usize, edit.old_end as usize, edit.new_end as usize);
-    let newlines = |text: &[u8]| memchr::memchr_iter(b'\n', text).count();
-    let column = |text: &[u8], at: usize| at - memchr::memrchr(b'\n', &text[..at]).map_or(0, |newline| newline + 1);
     // Both texts are the same before `start`: its row is counted once.
-    let row = newlines(&old[..start]);
+    let start_position = point_after(old, (0, 0), start);
     tree_sitter::InputEdit {
         start_byte: start,
         old_end_byte: old_end,
         new_end_byte: new_end,
-        start_position: tree_sitter::Point { row, column: column(old, start) },
-        old_end_position: tree_sitter::Point { row: row + newlines(&old[start..old_end]), column: column(old, old_end) },
-        new_end_position: tree_sitter::Point { row: row + newlines(&new[start..new_end]), column: column(new, new_end) },
+        start_position,
+        old_end_position: point_after(old, (start, start_position.row), old_end),
+        new_end_position: point_after(new, (start, start_position.row), new_end),
+    }
+}
+
+/// tree-sitter's row and column of byte `at` of `text`, counting rows from `from`, a byte
+/// before it whose row is known.
+fn point_after(text: &[u8], (from, row): (usize, usize), at: usize) -> tree_sitter::Point {
+    tree_sitter::Point {
+        row: row + memchr::memchr_iter(b'\n', &text[from..at]).count(),
+        column: at - memchr::memrchr(b'\n', &text[..at]).map_or(0, |newline| newline + 1),
     }
 }
 
@@ -141,12 +148,17 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
         }
         None => (source, None),
     };
-    if let (Some(state), None) = (state.as_deref_mut(), &null_byte_error) {
-        if let Some(module) = reparse_one_statement(state, parsed) {
-            state.one_statement = true;
-            return module;
-        }
+    // The edit from the last text, found once for both ways of re-parsing.
+    let mut edit = None;
+    if let Some(state) = state.as_deref_mut() {
+        edit = state.previous.as_ref().map(|(old, _)| super::text_edit(old, parsed));
         state.one_statement = false;
+        if let (Some(edit), None) = (edit, &null_byte_error) {
+            if let Some(module) = reparse_one_statement(state, parsed, edit) {
+                state.one_statement = true;
+                return module;
+            }
+        }
     }
     let mut own_state;
     let state = match state {
@@ -161,7 +173,7 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
     };
     state.last_edit = None;
     let old_tree = state.previous.take().map(|(old, mut tree)| {
-        let edit = super::text_edit(&old, parsed);
+        let edit = edit.unwrap_or_else(|| super::text_edit(&old, parsed));
         tree.edit(&input_edit(&old, parsed, edit));
         state.last_edit = Some(edit);
         tree
@@ -217,10 +229,9 @@ fn starts_line(source: &str, at: u32) -> bool {
 /// text does not parse cleanly into statements that each start their line. Top level,
 /// at the start of a line, the tokenizer carries nothing from one statement to the next
 /// (no open bracket, no indentation), so a clean parse of the range is the whole parse's.
-fn reparse_one_statement(state: &mut ParseState, source: &str) -> Option<ast::Module> {
+fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::TextEdit) -> Option<ast::Module> {
     let clean = state.clean.as_ref()?;
     let (old, _) = state.previous.as_ref()?;
-    let edit = super::text_edit(old, source);
     let (start, old_end) = (edit.start, edit.old_end);
     let delta = i64::from(edit.new_end) - i64::from(old_end);
     // The range of the statement holding the edit: from its start to the next one's.
@@ -231,15 +242,12 @@ fn reparse_one_statement(state: &mut ParseState, source: &str) -> Option<ast::Mo
         return None;
     }
     let new_range_end = u32::try_from(i64::from(range_end) + delta).ok()?;
-    let point = |at: u32| tree_sitter::Point {
-        row: memchr::memchr_iter(b'\n', &source.as_bytes()[..at as usize]).count(),
-        column: at as usize - memchr::memrchr(b'\n', &source.as_bytes()[..at as usize]).map_or(0, |newline| newline + 1),
-    };
+    let start_point = point_after(source.as_bytes(), (0, 0), range_start as usize);
     let range = tree_sitter::Range {
         start_byte: range_start as usize,
         end_byte: new_range_end as usize,
-        start_point: point(range_start),
-        end_point: point(new_range_end),
+        start_point,
+        end_point: point_after(source.as_bytes(), (range_start as usize, start_point.row), new_range_end as usize),
     };
     state.parser.set_included_ranges(&[range]).ok()?;
     let tree = state.parser.parse(source, None);
@@ -269,12 +277,11 @@ fn reparse_one_statement(state: &mut ParseState, source: &str) -> Option<ast::Mo
     // moved by the edit's length).
     let mut clean = state.clean.take()?;
     let (old, mut old_tree) = state.previous.take()?;
-    for &(top_start, top_end) in &clean.tops[k..k + 1] {
-        // The replaced statement's lowering, unless another statement has its text.
-        let text = old.get(top_start as usize..top_end as usize).unwrap_or("");
-        if state.statements.get(text).is_some_and(|previous| previous.start == top_start) {
-            state.statements.remove(text);
-        }
+    // Forget the replaced statement's lowering, unless another statement has its text.
+    let (top_start, top_end) = clean.tops[k];
+    let text = old.get(top_start as usize..top_end as usize).unwrap_or("");
+    if state.statements.get(text).is_some_and(|previous| previous.start == top_start) {
+        state.statements.remove(text);
     }
     state.statements.extend(lowerer.lowered);
     let mut body = std::mem::take(&mut clean.body);
