@@ -364,12 +364,18 @@ impl Notice {
     }
 }
 
+/// Whether a result of `version` is published to the client, rather than pulled by it: a
+/// client that pulls does so for its open documents only.
+fn pushed(pull: bool, version: i32) -> bool {
+    !pull || version < 0
+}
+
 /// Makes `analysed` the latest result for `path`: what to tell the client, and the result it
 /// replaces (to be freed after telling, not before).
 fn store_result(st: &mut State, path: &Path, analysed: Analysed) -> (Notice, Option<Arc<Analysed>>) {
     let analysed = Arc::new(analysed);
     let previous = st.results.insert(path.to_path_buf(), analysed.clone());
-    let notice = if st.pull && analysed.version >= 0 { Notice::Refresh } else { Notice::Publish(publish_params(st, path, &analysed)) };
+    let notice = if pushed(st.pull, analysed.version) { Notice::Publish(publish_params(st, path, &analysed)) } else { Notice::Refresh };
     (notice, previous)
 }
 
@@ -451,8 +457,8 @@ impl Backend {
             // Pushed diagnostics go out as soon as the analysis has them; what hover, inlay
             // hints and code lenses read is gathered after (`tracer_core::analysis::Deliver`).
             let (early_tx, early_rx) = tokio::sync::oneshot::channel();
-            let push_early = !pull || version < 0;
-            let whole = worker::analyse(path.clone(), text.clone(), loader, config, version >= 0, push_early.then_some(early_tx));
+            let whole =
+                worker::analyse(path.clone(), text.clone(), loader, config, version >= 0, pushed(pull, version).then_some(early_tx));
             // Errors raised in other files are shown once their reproducers are known.
             let early = early_rx.await.ok().filter(|d: &Vec<LocatedDiagnostic>| d.iter().all(|(d, _, _)| d.path == path));
             if let Some(diagnostics) = early {
