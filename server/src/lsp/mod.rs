@@ -728,17 +728,27 @@ impl Backend {
     /// version: they are published before the rest of its analysis (what hovers, inlay
     /// hints, code lenses and code actions read) is stored, so wait for that, bounded.
     async fn analysed_current(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
+        let path = convert::path_of(uri);
+        self.wait_until(|| {
+            path.as_ref().is_none_or(|path| {
+                let st = self.lock();
+                let version = st.docs.get(path).map(|d| d.version).unwrap_or(-1);
+                st.early.get(path) != Some(&version)
+            })
+        })
+        .await;
+        self.analysed(uri)
+    }
+
+    /// Waits until `ready` holds, checking it again each time an analysis is stored, for at
+    /// most two seconds.
+    async fn wait_until(&self, ready: impl Fn() -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
         loop {
             // Registered before looking, so that an analysis stored in between still wakes us.
             let stored = self.traced.notified();
-            let pending = convert::path_of(uri).is_some_and(|path| {
-                let st = self.lock();
-                let version = st.docs.get(&path).map(|d| d.version).unwrap_or(-1);
-                st.early.get(&path) == Some(&version)
-            });
-            if !pending || tokio::time::timeout_at(deadline, stored).await.is_err() {
-                return self.analysed(uri);
+            if ready() || tokio::time::timeout_at(deadline, stored).await.is_err() {
+                return;
             }
         }
     }
@@ -1289,15 +1299,9 @@ impl LanguageServer for Backend {
     async fn diagnostic(&self, params: lsp::DocumentDiagnosticParams) -> RpcResult<lsp::DocumentDiagnosticReportResult> {
         // While the current version is being traced, wait for it (bounded) rather than answer
         // with nothing, which would clear the client's diagnostics on every keystroke.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        let current = loop {
-            // Registered before looking, so that an analysis stored in between still wakes us.
-            let stored = self.traced.notified();
-            let current = self.analysed(&params.text_document.uri);
-            if current.is_some() || tokio::time::timeout_at(deadline, stored).await.is_err() {
-                break current;
-            }
-        };
+        let uri = &params.text_document.uri;
+        self.wait_until(|| self.analysed(uri).is_some()).await;
+        let current = self.analysed(uri);
         let (items, result_id) = match current {
             Some((path, a, _)) => (analysis_diagnostics(&self.lock(), &path, &a), Some(a.version.to_string())),
             None => match params.previous_result_id {
