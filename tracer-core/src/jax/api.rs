@@ -1603,7 +1603,17 @@ fn trace_with_record(
     let name = fun_name(fun);
     let staging = kind.is_staging();
     let pos = interp.jax.push_trace(kind.clone(), name.clone(), fun_def_site(fun), call_site, cause, jitted);
+    interp.jax.traces[pos].forward = label == "jacfwd";
     let record = interp.jax.traces[pos].record;
+    // `lax.map` and `while_loop` trace functions of JAX's own or two functions under one label.
+    if matches!(kind, TraceKind::ControlFlow(_)) {
+        interp.jax.records[record].traced_for = match label {
+            "scan" => Some("scan"),
+            "cond" => Some("cond"),
+            "fori_loop" => Some("fori_loop"),
+            _ => None,
+        };
+    }
     interp.jax.traces[pos].arg_names = param_names(fun);
     interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
@@ -1973,6 +1983,7 @@ fn trace_jit_body(
             return Err(e);
         }
     };
+    let leaked = interp.jax.traces[pos].leaked.take();
     let (out_tree, arrays) = match traced_output(interp, &j.fun, "jit", &out)? {
         TracedOutput::Arrays(tree, arrays) => (tree, arrays),
         TracedOutput::Unknown(what) => return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})"))),
@@ -1980,6 +1991,11 @@ fn trace_jit_body(
     let consts = interp.jax.captured_consts();
     interp.jax.records[record].consts = consts.clone();
     let jaxpr = interp.jax.pop_trace(&arrays);
+    // JAX lets a leaked tracer into a jitted function as a constant, finishes the trace, and
+    // raises when the jitted call compiles, at the call.
+    if let Some(leaked) = leaked {
+        return Err(super::errors::leaked_tracer(interp, &leaked));
+    }
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
     Ok((out, record, Some(jaxpr), consts, out_tree, outputs))
 }

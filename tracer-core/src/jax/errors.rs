@@ -88,14 +88,30 @@ pub fn depends_on(jaxpr: &Jaxpr, var: VarId) -> Vec<VarId> {
 }
 
 pub fn leaked_tracer(interp: &Interp, a: &Array) -> Flow {
-    let created = a.origin.map(|s| interp.describe_site(s)).unwrap_or_default();
-    let msg = format!(
+    // JAX names the tracer after the transformation that made it, and says where a staged
+    // value was created; a tracer of `grad`, `jvp` or `vmap` carries no such record.
+    let ended = a.tracer().and_then(|t| interp.jax.ended(t.trace));
+    let tracer = ended.map_or("DynamicJaxprTracer", |(class, _)| class);
+    let staged = tracer == "DynamicJaxprTracer";
+    let mut msg = format!(
         "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a reference to an \
-         intermediate value with type {} wrapped in a DynamicJaxprTracer to escape the scope of the transformation.\n\
-         JAX transformations require that functions explicitly return their outputs, and disallow saving intermediate values to global state.\n\
-         The leaked intermediate value was created on line {created}.",
+         intermediate value with type {} wrapped in a {tracer} to escape the scope of the transformation.\n\
+         JAX transformations require that functions explicitly return their outputs, and disallow saving intermediate values to global state.",
         a.aval.long()
     );
+    if let Some((_, record)) = ended {
+        if let (Some(label), Some(def)) = (record.traced_for, record.def_site) {
+            msg.push_str(&format!(
+                "\nThe function being traced when the value leaked was {} at {} traced for {label}.",
+                record.fn_name,
+                interp.describe_site(def)
+            ));
+        }
+    }
+    if staged {
+        let created = a.origin.map(|s| interp.describe_site(s)).unwrap_or_default();
+        msg.push_str(&format!("\nThe leaked intermediate value was created on line {created}."));
+    }
     let mut flow = interp.raise("UnexpectedTracerError", Code::LeakedTracer, msg);
     if let (Flow::Raise(exc), Some(origin)) = (&mut flow, a.origin) {
         exc.related.push((origin, "the leaked value was created here, inside a transformation".into()));

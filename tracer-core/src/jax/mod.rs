@@ -86,6 +86,25 @@ pub struct TraceFrame {
     /// A `custom_jvp`/`custom_vjp` function ran inside this (grad/jvp) trace: its derivative
     /// is the custom rule's, which is not modelled.
     pub custom_rule: bool,
+    /// A `grad`-kind trace that differentiates forward (`jacfwd`): JAX's tracers there are
+    /// `JVPTracer`s.
+    pub forward: bool,
+    /// A tracer of an ended trace that this (outermost `jit`) trace took in as a constant,
+    /// as JAX does: the jitted call raises once its tracing ends.
+    pub leaked: Option<Rc<Array>>,
+}
+
+impl TraceFrame {
+    /// The class of JAX's tracers in this trace, as its messages name them.
+    fn tracer_class(&self) -> &'static str {
+        match self.kind {
+            TraceKind::Grad if self.forward => "JVPTracer",
+            TraceKind::Grad => "LinearizeTracer",
+            TraceKind::Jvp => "JVPTracer",
+            TraceKind::Vmap => "BatchTracer",
+            _ => "DynamicJaxprTracer",
+        }
+    }
 }
 
 /// A finished (or aborted) trace, for `tracelens trace`, hover and the reproducer.
@@ -114,6 +133,9 @@ pub struct TraceRecord {
     /// The arrays the traced function returned (the reproducer finds a result the trace
     /// closed over, such as a `jnp.nonzero` result it did not stage, by them).
     pub output_arrays: Vec<Rc<Array>>,
+    /// What JAX's messages say the function was traced for (`jit`, `scan`, `cond`,
+    /// `fori_loop`), where tracelens knows it.
+    pub traced_for: Option<&'static str>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -156,6 +178,9 @@ pub struct JaxState {
     /// Containers and iterators created inside staging traces: identity -> staging depth.
     born: HashMap<usize, (usize, Value)>,
     pub effects: effects::EffectState,
+    /// JAX's class of the tracers of each trace that has ended, and its record, by id: a
+    /// tracer that leaks out of one is named after it (`LinearizeTracer` for `grad`).
+    ended: HashMap<u32, (&'static str, usize)>,
 }
 
 impl JaxState {
@@ -229,6 +254,12 @@ impl JaxState {
         self.next_trace_id += 1;
     }
 
+    /// JAX's class of the tracers of a trace that has ended, and its record.
+    pub fn ended(&self, trace: u32) -> Option<(&'static str, &TraceRecord)> {
+        let (tracer, record) = self.ended.get(&trace)?;
+        Some((tracer, self.records.get(*record)?))
+    }
+
     pub fn is_active(&self, trace: u32) -> bool {
         self.traces.iter().any(|t| t.id == trace)
     }
@@ -269,6 +300,10 @@ impl JaxState {
             consts: Vec::new(),
             out_tree: None,
             output_arrays: Vec::new(),
+            traced_for: match &kind {
+                TraceKind::Jit => Some("jit"),
+                _ => None,
+            },
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {
@@ -283,6 +318,8 @@ impl JaxState {
             invar_args: Vec::new(),
             record,
             custom_rule: false,
+            forward: false,
+            leaked: None,
         });
         self.traces.len() - 1
     }
@@ -318,6 +355,7 @@ impl JaxState {
         let Some(mut frame) = self.traces.pop() else {
             return Rc::new(Jaxpr::default());
         };
+        self.ended.insert(frame.id, (frame.tracer_class(), frame.record));
         frame.jaxpr.outvars = atoms;
         let jaxpr = Rc::new(frame.jaxpr);
         let rec = &mut self.records[frame.record];
@@ -329,7 +367,9 @@ impl JaxState {
 
     /// Abandons the top trace (its function raised).
     pub fn abort_trace(&mut self) {
-        self.traces.pop();
+        if let Some(frame) = self.traces.pop() {
+            self.ended.insert(frame.id, (frame.tracer_class(), frame.record));
+        }
     }
 
     /// The atom standing for `a` inside the trace at stack position `pos`.
@@ -382,12 +422,21 @@ pub fn bind_with_bodies(
     bodies: Vec<Rc<Jaxpr>>,
 ) -> PyResult<Vec<Rc<Array>>> {
     let site = interp.site();
-    // A tracer whose trace has ended escaped it (UnexpectedTracerError).
+    // A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
+    // takes it in as a constant and raises at the jitted call (the outermost one, which
+    // compiles); a `vmap` tracer it rejects at once.
     for i in inputs {
         if let Some(t) = i.tracer() {
             if !interp.jax.is_active(t.trace) {
                 interp.jax.effects.leaked_traces.insert(t.trace);
-                return Err(errors::leaked_tracer(interp, i));
+                let batched = interp.jax.ended(t.trace).is_some_and(|(class, _)| class == "BatchTracer");
+                let outer_jit = interp.jax.traces.iter_mut().find(|f| f.kind == TraceKind::Jit);
+                match outer_jit {
+                    Some(jit) if !batched => {
+                        jit.leaked.get_or_insert_with(|| i.clone());
+                    }
+                    _ => return Err(errors::leaked_tracer(interp, i)),
+                }
             }
         }
     }
