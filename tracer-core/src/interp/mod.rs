@@ -9,6 +9,7 @@ pub mod call;
 mod exec;
 pub mod modules;
 pub mod ops;
+pub mod pyrandom;
 pub mod value;
 
 use std::path::{Path, PathBuf};
@@ -161,6 +162,10 @@ pub struct Interp<'l> {
     pub memo: Option<crate::jax::memo::TraceMemo>,
     /// The jit trace being recorded for `memo`.
     pub memo_recording: Option<crate::jax::memo::Recording>,
+    /// Python's `random` module state after `random.seed(n)`; `None` while it is unknown.
+    pub py_random: Option<pyrandom::PyRandom>,
+    /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).
+    pub py_random_draws: u64,
 }
 
 impl Drop for Interp<'_> {
@@ -273,6 +278,8 @@ impl<'l> Interp<'l> {
             values: None,
             memo: None,
             memo_recording: None,
+            py_random: None,
+            py_random_draws: 0,
         }
     }
 

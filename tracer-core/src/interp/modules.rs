@@ -586,11 +586,25 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             }
         }
         "random" => {
-            if matches!(func, "seed" | "shuffle") {
-                return Ok(Value::None);
+            if func != "seed" {
+                crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+                interp.py_random_draws += 1;
             }
-            crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+            let drawn = match func {
+                "shuffle" | "choice" => super::pyrandom::shuffle_or_choice(interp, func, &arg(0)),
+                _ => super::pyrandom::call(interp, func, &args, &kwargs),
+            };
+            if let Some(result) = drawn {
+                return result;
+            }
+            // Unseeded, or a call tracelens cannot follow: from here on the state is unknown.
+            interp.py_random = None;
             Ok(match func {
+                "seed" => Value::None,
+                "shuffle" => {
+                    shuffled_unknown(&arg(0));
+                    Value::None
+                }
                 "random" | "uniform" | "gauss" | "normalvariate" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Float),
                 "randint" | "randrange" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Int),
                 _ => Value::opaque(format!("random.{func}()")),
@@ -729,6 +743,29 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
 
 /// A Python number whose value is not known (a random draw, a clock reading): modelled as a
 /// Python number of unknown value, which JAX sees as a weakly typed scalar, so traces keep going.
+/// `random.shuffle` of a list whose new order is unknown: its elements become unknown too,
+/// unless they are all the same value.
+fn shuffled_unknown(list: &Value) {
+    let Value::List(items) = list else { return };
+    let mut items = items.borrow_mut();
+    let numbers = items.iter().all(|v| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_)));
+    let same = items.windows(2).all(|w| match (&w[0], &w[1]) {
+        (Value::Int(a), Value::Int(b)) => a == b,
+        (Value::Str(a), Value::Str(b)) => a == b,
+        _ => false,
+    });
+    if same {
+        return;
+    }
+    for v in items.iter_mut() {
+        *v = if numbers {
+            Value::UnknownNumber(matches!(v, Value::Float(_) | Value::UnknownNumber(true)))
+        } else {
+            Value::opaque("an element of a list shuffled in an unknown order")
+        };
+    }
+}
+
 fn unknown_python_number(_interp: &Interp, kind: crate::jax::dtypes::PyScalarKind) -> Value {
     Value::UnknownNumber(matches!(kind, crate::jax::dtypes::PyScalarKind::Float))
 }

@@ -120,6 +120,8 @@ struct Snapshot {
     /// Per-analysis caches keyed by function identity, which a replay cannot refill.
     caches: usize,
     effects: [usize; 6],
+    /// Draws from Python's `random`, whose state a replay would not advance.
+    random_draws: u64,
 }
 
 fn snapshot(interp: &Interp) -> Snapshot {
@@ -133,6 +135,7 @@ fn snapshot(interp: &Interp) -> Snapshot {
         values: interp.jax.values.len(),
         global_reads: e.global_reads.len(),
         caches: interp.jax.body_cache.len() + interp.jax.jitted.iter().map(|j| j.entries.len()).sum::<usize>(),
+        random_draws: interp.py_random_draws,
         effects: [
             e.prints.iter().map(|p| p.runs).sum(),
             e.consumed_keys.len(),

@@ -2735,7 +2735,18 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     )
                     .map(Value::Array)
                 }
-                None => bind1(interp, Prim::Opaque("take"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
+                None => {
+                    // `axis=None` takes from the flattened array.
+                    let flat = reshape_raw(interp, &a, &[a.aval.shape.iter().product()])?;
+                    let index = vec![IndexItem::Array];
+                    bind1(
+                        interp,
+                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index },
+                        &[flat, ix.clone()],
+                        a.aval.with_shape(&ix.aval.shape),
+                    )
+                    .map(Value::Array)
+                }
             }
         }
         F::TakeAlongAxis => {
