@@ -335,6 +335,31 @@ fn a_function_nested_two_levels_down_that_reads_nothing_around_it_is_written_at_
     assert_eq!(text.matches("def squash").count(), 1, "{text}");
 }
 
+const GRANDPARENT: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef encode(params, xs):\n    w = params[\"w\"] * 2.0\n\n    def body(c, x):\n        def squash(y):\n            return jnp.tanh(y @ w)\n\n        def mix(y):\n            return y @ w + c.sum()\n\n        z = jax.vmap(squash)(x) + jax.vmap(mix)(x)\n        return c + z.sum(0), c\n\n    return lax.scan(body, jnp.zeros((3,)), xs)\n\n\nencode({\"w\": jnp.ones((4, 3))}, jnp.ones((5, 2, 4)))\n";
+
+#[test]
+fn a_closure_is_written_in_the_outermost_function_whose_names_it_reads() {
+    let dir = temp_dir("repro-lift");
+    write(&dir, "lift.py", GRANDPARENT);
+    let out = tracelens().current_dir(&dir).args(["repro", "lift.py", "--function", "encode"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // `squash` reads only `w` of `encode`: written in `encode`, right before `body`, which
+    // passes it; `mix` also reads `c` of `body`, so it stays inside `body`.
+    assert!(
+        text.contains("    w = params_w * 2.0  # lift.py:8\n    v1 = jnp.zeros((3,))  # lift.py:20\n\n    def squash(y):  # lift.py:11\n        v2 = y @ w  # lift.py:12\n        v3 = jnp.tanh(v2)  # lift.py:12\n        return v3\n\n    def body(c, x):  # lift.py:10\n        v2 = jax.vmap(squash)(x)  # lift.py:17\n\n        def mix(y):  # lift.py:14\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("def squash").count(), 1, "{text}");
+    // A reproducer of the reproducer is the same program.
+    write(&dir, "again.py", &text);
+    let again = tracelens().current_dir(&dir).args(["repro", "again.py", "--function", "encode"]).output().expect("run");
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let body =
+        |t: &str| t.lines().filter(|l| !l.starts_with('#')).map(|l| l.split("  # ").next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    assert_eq!(body(&String::from_utf8_lossy(&again.stdout)), body(&text));
+}
+
 const BRANCHES: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\ndef train_branch(h):\n    keep = (jnp.arange(h.shape[-1]) % 2 == 0).astype(h.dtype)\n    return (h * keep * 2.0)[:, :-1]\n\n\ndef eval_branch(h):\n    return h\n\n\n@jax.jit\ndef head(w, x, is_training):\n    h = jax.nn.relu(x @ w)\n    h = lax.cond(is_training, train_branch, eval_branch, h)\n    return h.mean(-1)\n\n\nhead(jnp.ones((3, 6)), jnp.ones((4, 3)), True)\n";
 
 #[test]

@@ -19,6 +19,16 @@ pub struct ReproSummary {
     pub missing: Vec<(String, String)>,
     /// Median of 1 - (reproducer lines / fixture lines) over the emitted reproducers.
     pub median_reduction: f64,
+    /// The same over the reproducers staged out of a trace, and over those cut from the
+    /// source, with their counts.
+    pub staged: (usize, f64),
+    pub source_cut: (usize, f64),
+}
+
+/// The median of `values` (sorted here), 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The `# error: CODE Class "..."` annotation of a fixture: (line, code, class).
@@ -176,8 +186,9 @@ fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> R
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = cases(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
-    // (fixture, class, outcome under JAX when written, reduction, why nothing was written)
-    type Row = (String, String, Option<Result<(), String>>, f64, String);
+    // (fixture, class, outcome under JAX when written, reduction, why nothing was written,
+    // cut from the source)
+    type Row = (String, String, Option<Result<(), String>>, f64, String, bool);
     let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
@@ -233,17 +244,18 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                 };
                 let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
                 if let Ok(mut r) = results.lock() {
-                    r.push((name.clone(), class.clone(), outcome, reduction, why));
+                    r.push((name.clone(), class.clone(), outcome, reduction, why, text.contains("\n# cut from the source")));
                 }
             });
         }
     });
     let results = results.into_inner().unwrap_or_default();
-    let mut reductions: Vec<f64> = results.iter().filter(|r| r.2.is_some()).map(|r| r.3).collect();
-    reductions.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let reductions =
+        |cut: Option<bool>| -> Vec<f64> { results.iter().filter(|r| r.2.is_some() && cut.is_none_or(|c| c == r.5)).map(|r| r.3).collect() };
+    let (staged, source_cut) = (reductions(Some(false)), reductions(Some(true)));
     let mut wrong: Vec<(String, String, String)> = results
         .iter()
-        .filter_map(|(n, c, o, _, _)| match o {
+        .filter_map(|(n, c, o, _, _, _)| match o {
             Some(Err(why)) => Some((n.clone(), c.clone(), why.clone())),
             _ => None,
         })
@@ -257,7 +269,9 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
         same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(())))).count(),
         wrong,
         missing,
-        median_reduction: reductions.get(reductions.len() / 2).copied().unwrap_or(0.0),
+        median_reduction: median(reductions(None)),
+        staged: (staged.len(), median(staged)),
+        source_cut: (source_cut.len(), median(source_cut)),
     }
 }
 
@@ -279,6 +293,13 @@ impl ReproSummary {
             self.same_class,
             pct(self.same_class, self.emitted),
             self.median_reduction * 100.0
+        ));
+        out.push_str(&format!(
+            "  median size reduction of the {} staged out of a trace {:.0}%, of the {} cut from the source {:.0}%\n",
+            self.staged.0,
+            self.staged.1 * 100.0,
+            self.source_cut.0,
+            self.source_cut.1 * 100.0
         ));
         out
     }

@@ -756,6 +756,17 @@ fn stage_helper(interp: &Interp, child: usize, what: &What, names: &mut Names<'_
     }
     helper.signature = Some(signature);
     helper.keep_params = true;
+    // The closures inside may be written in a function further out (as high as what they
+    // read allows): their names are taken there too.
+    fn inner_names(h: &Program, out: &mut Vec<String>) {
+        for x in &h.helpers {
+            if !out.contains(&x.fn_name) {
+                out.push(x.fn_name.clone());
+            }
+            inner_names(x, out);
+        }
+    }
+    inner_names(&helper, &mut names.used);
     let fn_name = names.fresh(&record_name(interp, child));
     names.used.push(fn_name.clone());
     let renames: Vec<(String, String)> = helper.consts.iter().map(|c| (c.name.clone(), format!("{fn_name}_{}", c.name))).collect();

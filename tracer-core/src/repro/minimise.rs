@@ -203,15 +203,14 @@ fn helper_paths(p: &Program, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>)
     }
 }
 
-/// Statements inside the functions passed to `lax.cond`, `lax.scan`, a transformation: a
-/// dropped statement whose result is still read (or returned) becomes a constant of its aval.
-/// Not under differentiation: JAX drops what a constant cuts from a derivative (a loop whose
-/// carry no longer depends on its input is not differentiated at all), which the oracle does
-/// not model.
+/// Inside the functions passed to `lax.cond`, `lax.scan`, a transformation: statements (a
+/// dropped statement whose result is still read or returned becomes a constant of its
+/// aval), then call arguments. Under differentiation only the statements that do not depend
+/// on the function's inputs go: JAX drops what a constant cuts from a derivative (a loop
+/// whose carry no longer depends on its input is not differentiated at all), which the
+/// oracle does not model; a statement that is already a constant of the inputs cuts nothing.
 fn reduce_helpers(p: &Program, oracle: &mut Oracle) -> Program {
-    if differentiates(p) {
-        return p.clone();
-    }
+    let under_derivative = differentiates(p);
     let mut best = p.clone();
     let mut paths = Vec::new();
     helper_paths(p, &mut Vec::new(), &mut paths);
@@ -220,25 +219,52 @@ fn reduce_helpers(p: &Program, oracle: &mut Oracle) -> Program {
             break;
         }
         let Some(helper) = helper_at(&mut best.clone(), &path).map(|h| h.clone()) else { continue };
-        let items: Vec<usize> = (0..helper.body.len()).collect();
-        if items.is_empty() {
-            continue;
-        }
-        let candidate = |keep: &[usize]| {
-            let reduced = drop_statements(&helper, keep, usize::MAX, true)?;
-            let mut c = best.clone();
-            *helper_at(&mut c, &path)? = reduced;
-            Some(c)
-        };
-        let mut test = |keep: &[usize]| candidate(keep).is_some_and(|c| oracle.reproduces(&c));
-        let kept = ddmin(items.clone(), &mut test);
-        if kept.len() < items.len() {
-            if let Some(c) = candidate(&kept) {
-                best = c;
+        let all: Vec<usize> = (0..helper.body.len()).collect();
+        let items: Vec<usize> = if under_derivative { constant_statements(&helper) } else { all.clone() };
+        if !items.is_empty() {
+            let candidate = |keep: &[usize]| {
+                let keep: Vec<usize> = all.iter().copied().filter(|i| !items.contains(i) || keep.contains(i)).collect();
+                let reduced = drop_statements(&helper, &keep, usize::MAX, true)?;
+                let mut c = best.clone();
+                *helper_at(&mut c, &path)? = reduced;
+                Some(c)
+            };
+            let mut test = |keep: &[usize]| candidate(keep).is_some_and(|c| oracle.reproduces(&c));
+            let kept = ddmin(items.clone(), &mut test);
+            if kept.len() < items.len() {
+                if let Some(c) = candidate(&kept) {
+                    best = c;
+                }
             }
         }
+        best = reduce_arguments_at(&best, &path, oracle);
     }
     best
+}
+
+/// The statements of a helper that depend neither on its parameters nor on what it reads
+/// of the functions around it, nor pass a function on.
+fn constant_statements(h: &Program) -> Vec<usize> {
+    let base = |n: &str| n.split('[').next().unwrap_or(n).to_string();
+    let mut inputs: Vec<String> = h.params.iter().map(|x| x.name.clone()).chain(h.free.iter().map(|n| base(n))).collect();
+    for (arg, leaves) in h.signature.iter().flatten() {
+        inputs.push(arg.clone());
+        inputs.extend(leaves.iter().map(|(leaf, _)| leaf.clone()));
+    }
+    let helpers: Vec<&str> = h.helpers.iter().map(|x| x.fn_name.as_str()).collect();
+    let mut out = Vec::new();
+    for (i, l) in h.body.iter().enumerate() {
+        let mut depends = matches!(l.op, Op::Transform(_));
+        for e in l.args.iter().chain(l.kwargs.iter().map(|(_, e)| e)) {
+            e.names(&mut |n| depends |= inputs.contains(&base(n)) || helpers.contains(&n));
+        }
+        match (&l.target, depends) {
+            (Some(t), true) => inputs.push(t.clone()),
+            (_, false) => out.push(i),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Does the program take a derivative anywhere (its call, or a transformation inside)?
@@ -362,14 +388,21 @@ fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
 }
 
 fn reduce_arguments(p: &Program, oracle: &mut Oracle) -> Program {
+    reduce_arguments_at(p, &[], oracle)
+}
+
+/// The call arguments of the function at `path` (the program's own for an empty path).
+fn reduce_arguments_at(p: &Program, path: &[usize], oracle: &mut Oracle) -> Program {
     let mut best = p.clone();
-    for line in 0..best.body.len() {
-        for edit in edits_of(&best, line) {
+    let lines = helper_at(&mut best.clone(), path).map_or(0, |h| h.body.len());
+    for line in 0..lines {
+        let Some(edits) = helper_at(&mut best.clone(), path).map(|h| edits_of(h, line)) else { return best };
+        for edit in edits {
             if oracle.exhausted() {
                 return best;
             }
             let mut c = best.clone();
-            let l = &mut c.body[line];
+            let Some(l) = helper_at(&mut c, path).and_then(|h| h.body.get_mut(line)) else { return best };
             let changed = match edit {
                 ArgEdit::Kwarg(k) if k < l.kwargs.len() => {
                     l.kwargs.remove(k);

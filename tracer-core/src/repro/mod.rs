@@ -289,7 +289,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
     let mut helpers_written = Vec::new();
     for (i, (p, outputs)) in programs.iter().enumerate() {
         // The definition under a placeholder name, to compare bodies.
-        let probe = render_def(p, "__tracelens_fn__", &hoisted(p)).text;
+        let probe = render_def(p, "__tracelens_fn__", &Layout::of(p)).text;
         let existing = defined.iter().find(|(_, t)| *t == probe).map(|(n, _)| n.clone());
         let define = existing.is_none();
         let name = match existing {
@@ -332,15 +332,15 @@ fn render_block(
         // Every helper that reads nothing of a function around it, however deep it was
         // passed, is written at the top level (the seed's "as high as its free variables
         // allow"); a helper the minimiser left unused is not written.
-        let hoisted = hoisted(p);
-        for h in &hoisted {
+        let layout = Layout::of(p);
+        for h in &layout.hoisted {
             let offset = text.lines().count();
-            let block = render_helper(h, helpers_written, &hoisted);
+            let block = render_helper(h, helpers_written, &layout);
             text.push_str(&block.text);
             links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
         }
         let offset = text.lines().count();
-        let def = render_def(p, fn_name, &hoisted);
+        let def = render_def(p, fn_name, &layout);
         text.push_str(&def.text);
         links.extend(def.links.iter().map(|(l, u)| (l + offset, *u)));
         failing_line = def.failing_line + offset;
@@ -396,16 +396,67 @@ fn hoisted(p: &Program) -> Vec<&Program> {
     out
 }
 
+/// Where the helpers of one program are written.
+struct Layout<'a> {
+    /// At the top level (`hoisted`).
+    hoisted: Vec<&'a Program>,
+    /// Every closure (a helper that reads names of a function around it), the function it is
+    /// written in, and the closure of that function it is written right before (itself when
+    /// it is written in the function that passes it). A closure is written in the innermost
+    /// function around it that binds a name it reads (the seed's `g7`): as high as its free
+    /// variables allow.
+    lifted: Vec<(&'a Program, &'a Program, &'a Program)>,
+}
+
+impl<'a> Layout<'a> {
+    fn of(p: &'a Program) -> Self {
+        fn place<'a>(p: &'a Program, chain: &mut Vec<&'a Program>, out: &mut Vec<(&'a Program, &'a Program, &'a Program)>) {
+            let used = p.used_names();
+            for h in p.helpers.iter().filter(|h| used.contains(&h.fn_name)) {
+                if h.free.is_empty() {
+                    // Reads nothing around it: its closures read at most its own names.
+                    place(h, &mut vec![h], out);
+                    continue;
+                }
+                chain.push(h);
+                // `chain` ends with `p`, then `h`: the innermost function before `h` that
+                // binds one of its names.
+                let level = (0..chain.len() - 1).rev().find(|&i| h.free.iter().any(|n| binds(chain[i], n))).unwrap_or(chain.len() - 2);
+                out.push((h, chain[level], chain[level + 1]));
+                place(h, chain, out);
+                chain.pop();
+            }
+        }
+        let mut lifted = Vec::new();
+        place(p, &mut vec![p], &mut lifted);
+        Layout { hoisted: hoisted(p), lifted }
+    }
+
+    /// The function a closure is written in.
+    fn host(&self, h: &Program) -> Option<&'a Program> {
+        self.lifted.iter().find(|(d, _, _)| std::ptr::eq(*d, h)).map(|(_, host, _)| *host)
+    }
+}
+
+/// Does `p` bind the name `n` (`v1` for `v1[0]['w']`): a parameter, a leaf its signature
+/// reads, a line's target.
+fn binds(p: &Program, n: &str) -> bool {
+    let base = n.split('[').next().unwrap_or(n);
+    p.params.iter().any(|x| x.name == base)
+        || p.signature.iter().flatten().any(|(arg, leaves)| arg == base || leaves.iter().any(|(leaf, _)| leaf == base))
+        || p.body.iter().any(|l| l.target.as_deref() == Some(base))
+}
+
 /// A helper's own helpers that are not hoisted, constants and definition; nothing when the
 /// same text was written before (identical bodies are written once).
-fn render_helper(h: &Program, helpers_written: &mut Vec<String>, hoisted: &[&Program]) -> Rendered {
+fn render_helper(h: &Program, helpers_written: &mut Vec<String>, layout: &Layout<'_>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let used = h.used_names();
-    let in_place = |x: &&Program| x.free.is_empty() && used.contains(&x.fn_name) && !hoisted.iter().any(|o| std::ptr::eq(*o, *x));
+    let in_place = |x: &&Program| x.free.is_empty() && used.contains(&x.fn_name) && !layout.hoisted.iter().any(|o| std::ptr::eq(*o, *x));
     for inner in h.helpers.iter().filter(in_place) {
         let offset = text.lines().count();
-        let block = render_helper(inner, helpers_written, hoisted);
+        let block = render_helper(inner, helpers_written, layout);
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
@@ -413,7 +464,7 @@ fn render_helper(h: &Program, helpers_written: &mut Vec<String>, hoisted: &[&Pro
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
         let _ = writeln!(own, "{} = {}", c.name, value_of(c));
     }
-    let def = render_def(h, &h.fn_name, hoisted);
+    let def = render_def(h, &h.fn_name, layout);
     own.push_str(&def.text);
     if helpers_written.contains(&own) {
         return Rendered { text, links, failing_line: 0 };
@@ -426,7 +477,7 @@ fn render_helper(h: &Program, helpers_written: &mut Vec<String>, hoisted: &[&Pro
 }
 
 /// The definition of the program's function under `fn_name`, starting with a blank line.
-fn render_def(p: &Program, fn_name: &str, hoisted: &[&Program]) -> Rendered {
+fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
     let mut text = String::new();
     let mut links = Vec::new();
     let mut failing_line = 0;
@@ -450,22 +501,29 @@ fn render_def(p: &Program, fn_name: &str, hoisted: &[&Program]) -> Rendered {
     }
     let mut nested_written: Vec<&str> = Vec::new();
     for line in &p.body {
-        // A closure is written inside, right before the line that passes it.
-        for h in p.helpers.iter().filter(|h| !h.free.is_empty()) {
+        // A closure is written inside, right before the line that passes it, after the
+        // closures further in that read only names of this function (lifted here).
+        for h in p.helpers.iter().filter(|h| !h.free.is_empty() && layout.host(h).is_some_and(|host| std::ptr::eq(host, p))) {
             if nested_written.contains(&h.fn_name.as_str()) || !line.args.iter().any(|a| matches!(a, Expr::Name(n) if *n == h.fn_name)) {
                 continue;
             }
             nested_written.push(&h.fn_name);
-            let block = render_helper(h, &mut Vec::new(), hoisted);
-            let offset = text.lines().count();
-            for row in block.text.lines() {
-                if row.is_empty() {
-                    text.push('\n');
-                } else {
-                    let _ = writeln!(text, "    {row}");
+            let lifted =
+                layout.lifted.iter().filter(|(d, host, before)| std::ptr::eq(*host, p) && std::ptr::eq(*before, h) && !std::ptr::eq(*d, h));
+            for d in lifted.map(|(d, _, _)| *d).chain([h]) {
+                let block = render_helper(d, &mut Vec::new(), layout);
+                // One blank line between two functions written one after the other.
+                let skip_first = block.text.starts_with('\n') && text.ends_with("\n\n");
+                let offset = text.lines().count() - usize::from(skip_first);
+                for row in block.text.lines().skip(usize::from(skip_first)) {
+                    if row.is_empty() {
+                        text.push('\n');
+                    } else {
+                        let _ = writeln!(text, "    {row}");
+                    }
                 }
+                links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
             }
-            links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
         }
         let code = render_line(line);
         let mut rows = code.lines();

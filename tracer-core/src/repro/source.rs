@@ -61,6 +61,39 @@ pub struct SourceProgram {
     /// The unreduced program differs from the user's by more than comments (an import was
     /// taken out): tracing it may not raise the error, so it must be checked.
     pub needs_check: bool,
+    /// Integer literals that are array sizes (`(8, 4)`, `jnp.ones(5)`, `x.reshape(2, 3)`).
+    sizes: Vec<SizeLit>,
+    /// Sizes the minimiser shrank: every literal of the first value is written as the second.
+    resized: Vec<(u64, u64)>,
+    /// No size is shrunk below this: one more than the largest integer written in an index
+    /// (`x[:, 1]` needs an axis of 2; the engine does not raise NumPy's `IndexError`).
+    min_size: u64,
+    /// Functions defined inside a function that read nothing of it (nor of a function
+    /// around it): each can be written at the top level, before the top-level statement
+    /// holding it.
+    liftable: Vec<Lift>,
+    /// Write them there (the minimiser keeps it when the engine agrees).
+    lift: bool,
+}
+
+/// An integer literal standing for an array size: its line (0-based), bytes within the line,
+/// and value.
+#[derive(Clone, Debug, PartialEq)]
+struct SizeLit {
+    line: usize,
+    start: usize,
+    end: usize,
+    value: u64,
+}
+
+/// A nested function that can be written at the top level.
+#[derive(Clone, Debug, PartialEq)]
+struct Lift {
+    /// Its node, and the top-level node it is written before.
+    node: usize,
+    top: usize,
+    /// The indentation its lines lose (bytes).
+    indent: usize,
 }
 
 pub struct Rendered {
@@ -98,6 +131,10 @@ impl SourceProgram {
         // does not (nor does the oracle), so an error raised in one is not raised by the cut.
         let has_tests = module.body.iter().any(|s| matches!(&s.kind, StmtKind::FunctionDef(f) if f.name.starts_with("test_")));
         let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests;
+        let tree = parse_tree(text);
+        let sizes = tree.as_ref().map(|t| size_literals(t, text)).unwrap_or_default();
+        let min_size = tree.as_ref().map_or(u64::MAX, |t| max_index_literal(t, text) + 1);
+        let liftable = tree.as_ref().map(|t| liftable_functions(t, text, &nodes, &top, &lines)).unwrap_or_default();
         Some(SourceProgram {
             code: code.to_string(),
             class: message.split(':').next().unwrap_or("").to_string(),
@@ -109,6 +146,11 @@ impl SourceProgram {
             top,
             removed,
             needs_check,
+            sizes,
+            resized: Vec::new(),
+            min_size,
+            liftable,
+            lift: false,
         })
     }
 
@@ -126,33 +168,53 @@ impl SourceProgram {
     /// Lines `from..to` holding the statements `block` (and lines between them, such as an
     /// `else:`), leaving out removed statements; a block left empty gets a `pass`.
     fn render_block(&self, block: &[usize], from: usize, to: usize, out: &mut Rendered, row: &mut usize) {
+        self.render_block_at(block, from, to, 0, out, row)
+    }
+
+    /// Is node `n` written at the top level instead of where it is?
+    fn lifted(&self, n: usize) -> bool {
+        self.lift && self.liftable.iter().any(|l| l.node == n)
+    }
+
+    /// `render_block` with `dedent` bytes taken off every line (a lifted function's).
+    fn render_block_at(&self, block: &[usize], from: usize, to: usize, dedent: usize, out: &mut Rendered, row: &mut usize) {
         let mut line = from;
-        let all_removed = !block.is_empty() && block.iter().all(|&n| self.removed[n]);
+        let gone = |n: usize| self.removed[n] || (dedent == 0 && self.lifted(n));
+        let all_removed = !block.is_empty() && block.iter().all(|&n| gone(n));
         let mut passed = false;
+        let blank = |out: &mut Rendered, row: &mut usize| {
+            if *row > 0 && !out.text.ends_with("\n\n") {
+                out.text.push('\n');
+                *row += 1;
+            }
+        };
         while line < to {
             match block.iter().find(|&&n| self.nodes[n].first <= line && line <= self.nodes[n].last) {
                 Some(&n) => {
                     let node = &self.nodes[n];
                     if all_removed && !passed && !self.top.contains(&n) {
                         let indent: String = self.lines[node.first].code.chars().take_while(|c| c.is_whitespace()).collect();
-                        out.text.push_str(&format!("{indent}pass\n"));
+                        out.text.push_str(&format!("{}pass\n", indent.get(dedent..).unwrap_or("")));
                         *row += 1;
                         passed = true;
                     }
-                    if !self.removed[n] {
+                    if !gone(n) {
+                        // Nested functions lifted out of it come first, at the top level.
+                        if self.top.contains(&n) && self.lift {
+                            for l in self.liftable.iter().filter(|l| l.top == n && !self.removed[l.node]) {
+                                let inner = &self.nodes[l.node];
+                                blank(out, row);
+                                self.render_block_at(&inner.body, inner.first, inner.last + 1, l.indent, out, row);
+                                blank(out, row);
+                            }
+                        }
                         // A top-level definition stands apart, for the reader.
                         let head = (node.first..=node.last).map(|l| self.lines[l].code.as_str()).find(|c| !c.is_empty()).unwrap_or("");
                         let apart = self.top.contains(&n) && ["def ", "async def ", "class ", "@"].iter().any(|k| head.starts_with(k));
-                        let blank = |out: &mut Rendered, row: &mut usize| {
-                            if *row > 0 && !out.text.ends_with("\n\n") {
-                                out.text.push('\n');
-                                *row += 1;
-                            }
-                        };
                         if apart {
                             blank(out, row);
                         }
-                        self.render_block(&node.body, node.first, node.last + 1, out, row);
+                        self.render_block_at(&node.body, node.first, node.last + 1, dedent, out, row);
                         if apart {
                             blank(out, row);
                         }
@@ -160,20 +222,29 @@ impl SourceProgram {
                     line = node.last + 1;
                 }
                 None => {
-                    self.emit_line(line, out, row);
+                    self.emit_line(line, dedent, out, row);
                     line += 1;
                 }
             }
         }
     }
 
-    fn emit_line(&self, line: usize, out: &mut Rendered, row: &mut usize) {
+    fn emit_line(&self, line: usize, dedent: usize, out: &mut Rendered, row: &mut usize) {
         let l = &self.lines[line];
         if !l.in_string && l.code.trim().is_empty() {
             return;
         }
         let user_line = line as u32 + 1;
-        out.text.push_str(&l.code);
+        let mut code = l.code.clone();
+        // Shrunk sizes, right to left so earlier bytes stay where they are.
+        for size in self.sizes.iter().rev().filter(|z| z.line == line) {
+            if let Some((_, to)) = self.resized.iter().find(|(from, _)| *from == size.value) {
+                if code.is_char_boundary(size.start) && code.is_char_boundary(size.end) && size.end <= code.len() {
+                    code.replace_range(size.start..size.end, &to.to_string());
+                }
+            }
+        }
+        out.text.push_str(code.get(dedent..).unwrap_or(&code));
         if l.linkable {
             out.text.push_str(&format!("  # {}:{user_line}", self.file_label));
             out.links.push((*row, user_line));
@@ -317,7 +388,316 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
             break;
         }
     }
+    // Nested functions that read nothing around them, at the top level.
+    if best.liftable.iter().any(|l| !best.removed[l.node]) && runs < max_runs {
+        let mut c = best.clone();
+        c.lift = true;
+        runs += 1;
+        if reproduces_with(&c, &config) {
+            best = c;
+        }
+    }
+    // Array sizes: each distinct one everywhere at once, to 1 or to a smaller size no other
+    // has (as the staged-out minimiser does).
+    loop {
+        let mut changed = false;
+        for d in best.written_sizes().into_iter().rev() {
+            if d <= 1 {
+                continue;
+            }
+            let others: Vec<u64> = best.written_sizes().into_iter().filter(|&x| x != d).collect();
+            for to in (best.min_size.max(1)..d).filter(|&v| v == 1 || !others.contains(&v)).take(2) {
+                if runs >= max_runs {
+                    return (best, runs, true);
+                }
+                let mut c = best.clone();
+                c.resize(d, to);
+                runs += 1;
+                if reproduces_with(&c, &config) {
+                    best = c;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     (best, runs, true)
+}
+
+impl SourceProgram {
+    /// The distinct sizes the program writes (after any shrinking), ascending.
+    fn written_sizes(&self) -> Vec<u64> {
+        let written = self.written_lines();
+        let mut out: Vec<u64> = self.sizes.iter().filter(|z| written.contains(&z.line)).map(|z| self.size_now(z.value)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn size_now(&self, value: u64) -> u64 {
+        self.resized.iter().find(|(from, _)| *from == value).map_or(value, |(_, to)| *to)
+    }
+
+    /// Writes every literal now written `from` as `to`.
+    fn resize(&mut self, from: u64, to: u64) {
+        let originals: Vec<u64> = self.sizes.iter().map(|z| z.value).filter(|&v| self.size_now(v) == from).collect();
+        for v in originals {
+            match self.resized.iter_mut().find(|(f, _)| *f == v) {
+                Some(r) => r.1 = to,
+                None => self.resized.push((v, to)),
+            }
+        }
+    }
+
+    /// The user's lines (0-based) the program writes.
+    fn written_lines(&self) -> Vec<usize> {
+        self.render(&[]).links.iter().map(|(_, user)| *user as usize - 1).collect()
+    }
+}
+
+fn parse_tree(text: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
+    parser.parse(text, None)
+}
+
+/// Every node of `tree`, in order.
+fn all_nodes(tree: &tree_sitter::Tree) -> Vec<tree_sitter::Node<'_>> {
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    'walk: loop {
+        out.push(cursor.node());
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    out
+}
+
+/// Integer literals (2 or more) that are array sizes: the elements of a tuple or list of
+/// integers only (`(8, 4)`, not an index nor the value of a keyword other than `shape`,
+/// `size`, `newshape`), the arguments of `.reshape(...)`, the first of `ones`, `zeros`,
+/// `empty`, `arange`, `eye`, `identity`, the third of `linspace`, and `shape=`, `size=`,
+/// `num=` keywords.
+fn size_literals(tree: &tree_sitter::Tree, text: &str) -> Vec<SizeLit> {
+    const SIZE_KEYWORDS: &[&str] = &["shape", "size", "newshape", "num"];
+    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("");
+    let keyword_ok = |kw: tree_sitter::Node| kw.child_by_field_name("name").is_some_and(|n| SIZE_KEYWORDS.contains(&src(n)));
+    let mut out = Vec::new();
+    for node in all_nodes(tree) {
+        if node.kind() != "integer" {
+            continue;
+        }
+        let Ok(value) = src(node).parse::<u64>() else { continue };
+        if !(2..=1 << 24).contains(&value) {
+            continue;
+        }
+        let Some(parent) = node.parent() else { continue };
+        let is_size = match parent.kind() {
+            "tuple" | "list" => {
+                let mut cursor = parent.walk();
+                let all_ints = parent.named_children(&mut cursor).all(|c| c.kind() == "integer");
+                all_ints
+                    && parent.parent().is_none_or(|g| match g.kind() {
+                        "subscript" => false,
+                        "keyword_argument" => keyword_ok(g),
+                        _ => true,
+                    })
+            }
+            "keyword_argument" => keyword_ok(parent),
+            "argument_list" => {
+                let mut cursor = parent.walk();
+                let position = parent.named_children(&mut cursor).position(|c| c.id() == node.id());
+                let function = parent.parent().and_then(|call| call.child_by_field_name("function")).map(src).unwrap_or("");
+                let last = function.rsplit('.').next().unwrap_or("");
+                match last {
+                    "reshape" => true,
+                    "ones" | "zeros" | "empty" | "arange" | "eye" | "identity" => position == Some(0),
+                    "linspace" => position == Some(2),
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        if is_size {
+            let line = node.start_position().row;
+            let start = node.start_position().column;
+            out.push(SizeLit { line, start, end: start + node.byte_range().len(), value });
+        }
+    }
+    out
+}
+
+/// The largest integer literal inside a subscript's index (0 for none).
+fn max_index_literal(tree: &tree_sitter::Tree, text: &str) -> u64 {
+    all_nodes(tree)
+        .into_iter()
+        .filter(|n| n.kind() == "integer")
+        .filter(|n| {
+            let mut up = n.parent();
+            while let Some(p) = up {
+                if p.kind() == "subscript" {
+                    return true;
+                }
+                up = p.parent();
+            }
+            false
+        })
+        .filter_map(|n| text.get(n.byte_range()).and_then(|t| t.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Functions defined directly in the body of a function (not under an `if` or a loop) that
+/// read no name the functions around them bind, nor say `global` or `nonlocal`, whose name
+/// the module does not bind, and whose lines all keep their indentation (no text of a
+/// multi-line string).
+fn liftable_functions(tree: &tree_sitter::Tree, text: &str, nodes: &[Node], top: &[usize], lines: &[SrcLine]) -> Vec<Lift> {
+    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("");
+    let root = tree.root_node();
+    let module_bound = bound_names(root, text, false);
+    let mut out = Vec::new();
+    for node in all_nodes(tree) {
+        if node.kind() != "function_definition" {
+            continue;
+        }
+        let def = match node.parent() {
+            Some(p) if p.kind() == "decorated_definition" => p,
+            _ => node,
+        };
+        // Directly in a function's body.
+        let Some(block) = def.parent().filter(|b| b.kind() == "block") else { continue };
+        let Some(enclosing) = block.parent().filter(|f| f.kind() == "function_definition") else { continue };
+        let Some(name) = node.child_by_field_name("name").map(src) else { continue };
+        if module_bound.iter().any(|n| n == name) {
+            continue;
+        }
+        // Every function around it, and what they bind.
+        let mut around = Vec::new();
+        let mut up = Some(enclosing);
+        while let Some(f) = up {
+            if f.kind() == "function_definition" {
+                around.extend(bound_names(f, text, true));
+            }
+            up = f.parent();
+        }
+        // What it reads of the scopes around it: not its own parameters and locals.
+        let own = bound_names(node, text, true);
+        let read: Vec<String> = read_names(def, text).into_iter().filter(|r| !own.contains(r) && r != name).collect();
+        if read.iter().any(|r| r == "global" || r == "nonlocal" || around.contains(r)) {
+            continue;
+        }
+        let (first, last) = (def.start_position().row, def.end_position().row);
+        let Some(n) = nodes.iter().position(|x| x.first == first && x.last == last) else { continue };
+        let indent = def.start_position().column;
+        let fits = (first..=last).all(|l| {
+            lines
+                .get(l)
+                .is_some_and(|x| !x.in_string && (x.code.trim().is_empty() || x.code.bytes().take(indent).all(|b| b == b' ' || b == b'\t')))
+        });
+        // The top-level statement holding it.
+        let Some(&t) = top.iter().find(|&&t| nodes[t].first <= first && last <= nodes[t].last) else { continue };
+        if fits && t != n {
+            out.push((name.to_string(), Lift { node: n, top: t, indent }));
+        }
+    }
+    // Two functions of one name would be one at the top level: neither moves.
+    let names: Vec<String> = out.iter().map(|(n, _)| n.clone()).collect();
+    out.into_iter().filter(|(n, _)| names.iter().filter(|m| *m == n).count() == 1).map(|(_, l)| l).collect()
+}
+
+/// The names a function binds (with `params`: its parameters too) or the module binds:
+/// assignment and loop targets, `with ... as`, imports, definitions, parameters; not
+/// looking into nested functions or classes.
+fn bound_names(scope: tree_sitter::Node, text: &str, params: bool) -> Vec<String> {
+    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
+    let mut out = Vec::new();
+    let identifiers = |n: tree_sitter::Node, out: &mut Vec<String>| {
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            if x.kind() == "identifier" {
+                out.push(src(x));
+            }
+            // `a.b = ...` and `a[i] = ...` bind nothing new.
+            if matches!(x.kind(), "attribute" | "subscript") {
+                continue;
+            }
+            let mut cursor = x.walk();
+            stack.extend(x.named_children(&mut cursor));
+        }
+    };
+    if params {
+        if let Some(p) = scope.child_by_field_name("parameters") {
+            identifiers(p, &mut out);
+        }
+    }
+    let body = if scope.kind() == "module" { Some(scope) } else { scope.child_by_field_name("body") };
+    let mut stack: Vec<tree_sitter::Node> = body.into_iter().collect();
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            "function_definition" | "class_definition" => {
+                if let Some(n) = x.child_by_field_name("name") {
+                    out.push(src(n));
+                }
+                continue;
+            }
+            "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
+                if let Some(l) = x.child_by_field_name("left") {
+                    identifiers(l, &mut out);
+                }
+            }
+            "as_pattern" | "named_expression" => {
+                if let Some(l) = x.child_by_field_name("alias").or_else(|| x.child_by_field_name("name")) {
+                    identifiers(l, &mut out);
+                }
+            }
+            "import_statement" | "import_from_statement" => identifiers(x, &mut out),
+            "lambda" => continue,
+            _ => {}
+        }
+        let mut cursor = x.walk();
+        stack.extend(x.named_children(&mut cursor));
+    }
+    out
+}
+
+/// Every identifier a definition reads or writes (not attribute names nor keyword-argument
+/// names), and `global`/`nonlocal` when it has such a statement.
+fn read_names(def: tree_sitter::Node, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![def];
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            "identifier" => {
+                let is_attr = x
+                    .parent()
+                    .is_some_and(|p| p.kind() == "attribute" && p.child_by_field_name("attribute").is_some_and(|a| a.id() == x.id()));
+                let is_kw = x
+                    .parent()
+                    .is_some_and(|p| p.kind() == "keyword_argument" && p.child_by_field_name("name").is_some_and(|a| a.id() == x.id()));
+                if !is_attr && !is_kw {
+                    out.push(text.get(x.byte_range()).unwrap_or("").to_string());
+                }
+            }
+            "global_statement" => out.push("global".into()),
+            "nonlocal_statement" => out.push("nonlocal".into()),
+            _ => {}
+        }
+        let mut cursor = x.walk();
+        stack.extend(x.named_children(&mut cursor));
+    }
+    out
 }
 
 /// A class made with `@dataclasses.dataclass` whose body is only fields without defaults is
@@ -499,6 +879,20 @@ fn scan_lines(text: &str) -> Vec<SrcLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nested_function_that_reads_nothing_around_it_is_written_at_the_top_level() {
+        let text = "import jax\n\n\n@jax.jit\ndef f(x):\n    k = 2\n\n    def helper(y):\n        return y * 2.0\n\n    def scaled(y):\n        return y * k\n\n    return helper(x) + scaled(x)\n\n\nf(jax.numpy.ones((8, 4)))\n";
+        let mut p = SourceProgram::new(text, 17, "TL190", "NameError: x", "m.py").expect("parses");
+        // `scaled` reads `k` of `f`: it stays.
+        assert_eq!(p.liftable.len(), 1, "{:?}", p.liftable);
+        p.lift = true;
+        p.resized = vec![(8, 1)];
+        let r = p.render(&[]);
+        let expected = "import jax  # m.py:1\n\ndef helper(y):  # m.py:8\n    return y * 2.0  # m.py:9\n\n@jax.jit  # m.py:4\ndef f(x):  # m.py:5\n    k = 2  # m.py:6\n    def scaled(y):  # m.py:11\n        return y * k  # m.py:12\n    return helper(x) + scaled(x)  # m.py:14\n\nf(jax.numpy.ones((1, 4)))  # m.py:17\n";
+        assert_eq!(r.text, expected);
+        assert_eq!(r.failing_line, Some(12));
+    }
 
     #[test]
     fn comments_go_and_strings_stay() {
