@@ -41,7 +41,6 @@ trait Real:
     fn cos(self) -> Self;
     fn floor(self) -> Self;
     fn abs(self) -> Self;
-    fn exp(self) -> Self;
     fn powf(self, y: Self) -> Self;
     fn rem(self, y: Self) -> Self;
     fn is_finite(self) -> bool;
@@ -72,9 +71,6 @@ macro_rules! real {
             }
             fn abs(self) -> Self {
                 <$t>::abs(self)
-            }
-            fn exp(self) -> Self {
-                <$t>::exp(self)
             }
             fn powf(self, y: Self) -> Self {
                 <$t>::powf(self, y)
