@@ -237,6 +237,24 @@ def rows(x64):
         n = f"jnp.sin(jnp.arange(4096, dtype=jnp.{dt}).reshape(64, 64))"
         out.append(("dot", f"{n} @ {n}.T"))
         out.append(("dot", f"jnp.dot({arr([NAN, '1.0', INF], dt)}, {arr(['1.0', '0.0', '0.0'], dt)})"))
+    # The sign of a zero sum, which XLA's order of accumulation decides: one product when the
+    # contraction has length 1 (`-0.` kept), a sum from `+0.` otherwise (`-0. + -0.` is `0.`),
+    # except in the columns past the last full tile (8 float32, 4 float64 lanes) of a
+    # vector-matrix product, summed from the first product.
+    for dt in floats:
+        z = arr(["0.0", "-0.0", "1.0", "0.0"], dt) + ".reshape(2, 2)"
+        w = arr(["-1.0", "1.0", "0.0", "-2.0"], dt) + ".reshape(2, 2)"
+        out.append(("dot", f"{z} @ {w}"))
+        out.append(("dot", f"{z}.T @ {w}"))
+        out.append(("dot", f"jnp.dot({z}, {w}.T)"))
+        out.append(("dot", f"{z}.T @ {w}.T"))
+        out.append(("dot", f"{z}[:, :1] @ {w}[:1]"))
+        out.append(("dot", f"{z}[:, :1].T @ {w}[:, :1]"))
+        out.append(("dot", f"-jnp.zeros((3, 5), dtype=jnp.{dt}).T @ jnp.ones((3, 4), dtype=jnp.{dt})"))
+        out.append(("dot", f"-jnp.zeros((1, 3), dtype=jnp.{dt}) @ jnp.ones((3, 13), dtype=jnp.{dt})"))
+        out.append(("dot", f"jnp.dot(-jnp.zeros(2, dtype=jnp.{dt}), jnp.ones((2, 6), dtype=jnp.{dt}))"))
+        out.append(("dot", f"jnp.dot(-jnp.zeros(2, dtype=jnp.{dt}), jnp.ones(2, dtype=jnp.{dt}))"))
+        out.append(("dot", f"jnp.dot(-jnp.zeros((4, 2), dtype=jnp.{dt}), jnp.ones(2, dtype=jnp.{dt}))"))
     out.append(("dot", f"jnp.dot({arr(['65536', '2'], 'int32')}, {arr(['65536', '3'], 'int32')})"))
     out.append(("dot", f"jnp.dot({arr(['True', 'False', 'True'], 'bool_')}, {arr(['True', 'True', 'True'], 'bool_')})"))
 
@@ -392,6 +410,8 @@ def rows(x64):
             y = f"(jnp.arange(8, dtype=jnp.{dt}).reshape(4, 2) * -0.7 + 2.0)"
             out.append(("half", f"jnp.dot({x}, {y})"))
             out.append(("half", f"jnp.ones((2, 300), dtype=jnp.{dt}) * 0.1 @ jnp.ones((300, 2), dtype=jnp.{dt})"))
+            out.append(("half", f"-jnp.zeros((1, 2), dtype=jnp.{dt}) @ jnp.ones((2, 10), dtype=jnp.{dt})"))
+            out.append(("half", f"-jnp.zeros((2, 3), dtype=jnp.{dt}) @ jnp.ones((3, 2), dtype=jnp.{dt})"))
             out.append(("half", f"({x})[jnp.array([2, 0, 5])]"))
             out.append(("half", f"({x}).at[jnp.array([1, 1])].add(0.3)"))
 
@@ -422,6 +442,34 @@ def rows(x64):
         out.append(("unary", f"lax.lgamma({g})"))
         out.append(("unary", f"lax.digamma({g})"))
         out.append(("unary", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.gammaln(x)))({g})"))
+    # polygamma (XLA's Hurwitz zeta: ten terms and an Euler-Maclaurin correction, far from
+    # the function's value for negative x, as JAX's is), and digamma's derivative, which is
+    # polygamma(1, x).
+    for dt in floats:
+        g = f"jnp.array([0.1, 1.0, 1.5, 2.0, 4.5, 10.25, 33.0, -0.75, -4.2, -10.5], dtype=jnp.{dt})"
+        edges = arr(["0.0", "-0.0", "-1.0", "-2.0", "1e-30", "1e6", INF, f"-{INF}", NAN], dt)
+        out.append(("unary", f"jax.scipy.special.polygamma(1, {g})"))
+        out.append(("unary", f"jax.scipy.special.polygamma(1, {edges})"))
+        out.append(("unary", f"jax.scipy.special.polygamma(2, {g})"))
+        out.append(("unary", f"jax.scipy.special.polygamma(jnp.array([0, 1, 2, 3, -1]), jnp.{dt}(2.5))"))
+        out.append(("unary", f"lax.polygamma(jnp.array([0.0, 1.0, 2.0, 3.0, 1.5, -1.0], dtype=jnp.{dt}), jnp.full(6, 2.5, dtype=jnp.{dt}))"))
+        out.append(("unary", f"lax.polygamma(jnp.full(3, 1.0, dtype=jnp.{dt}), jnp.array([0.5, 3.0, 100.0], dtype=jnp.{dt}))"))
+        out.append(("unary", f"jax.grad(lambda x: jnp.sum(lax.digamma(x)))({g})"))
+        out.append(("unary", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.polygamma(1, x)))({g})"))
+        out.append(("unary", f"jax.hessian(lambda x: jnp.sum(jax.scipy.special.gammaln(x)))(jnp.array([0.5, 3.0, 7.25], dtype=jnp.{dt}))"))
+    # The custom_jvp rules of jax.nn.relu and relu6: the incoming tangent where 0 < x (< 6),
+    # 0. elsewhere (at the kinks too), whether the function is called or passed directly.
+    for dt in floats:
+        x = arr(["-1.0", "-0.0", "0.0", "2.0", "6.0", "7.0", NAN, "5.5"], dt)
+        t = arr(["1.0", "-1.0", "-2.0", "3.0", "-1.5", "2.0", "1.0", NAN], dt)
+        for f in ["jax.nn.relu", "jax.nn.relu6"]:
+            out.append(("activation", f"{f}({x})"))
+            out.append(("activation", f"jax.jvp({f}, ({x},), ({t},))[1]"))
+            out.append(("activation", f"jax.grad(lambda x: jnp.sum({f}(x) * {t}))({x})"))
+            out.append(("activation", f"jax.jacfwd({f})({x}[:4])"))
+            out.append(("activation", f"jax.grad({f})(jnp.{dt}(0.0))"))
+        out.append(("activation", f"jax.grad(jax.nn.relu6)(jnp.{dt}(6.0))"))
+        out.append(("activation", f"jax.vjp(jax.nn.relu6, {x})[1]({t})[0]"))
     # Derivatives of scatter-mul/min/max: JAX's `_scatter_extremal_jvp` (ties share evenly
     # between the operand and the updates that reach the result) and `_scatter_mul_*` rules.
     for dt in floats:
@@ -438,6 +486,12 @@ def rows(x64):
         for argnum in [0, 1]:
             out.append(("scatter", f"jax.grad(lambda x, u: jnp.sum(x.at[1:3].multiply(u) ** 2), argnums={argnum})({x}, {u}[:2])"))
         out.append(("scatter", f"jax.jvp(lambda x, u: x.at[2].multiply(u) * {w}, ({x}, {u}[0]), ({w}, {u}[1]))[1]"))
+        # With index arrays JAX differentiates with respect to the updates only under
+        # `unique_indices=True`, with the rule for unique indices whatever they are.
+        for ix in [idx, "jnp.array([3, 1, 4, 0])", "jnp.array([0, 7, 2, 3])"]:
+            out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{ix}].multiply(u, unique_indices=True) ** 2))({u})"))
+            out.append(("scatter", f"jax.jvp(lambda x, u: x.at[{ix}].multiply(u, unique_indices=True), ({x}, {u}), ({w}, {u} * 2))[1]"))
+        out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[jnp.array(2)].multiply(u) ** 2))({u}[0])"))
     return out
 
 

@@ -380,10 +380,37 @@ x = jnp.array([1.0, 2.0, 3.0, 4.0])
 u = jnp.array([5.0, -1.0, 7.0])
 idx = jnp.array([0, 2, 0])
 print(jax.grad(lambda x: jnp.sum(x.at[idx].multiply(u) ** 2))(x))
-print(jax.grad(lambda u: jnp.sum(x.at[idx].multiply(u) ** 2))(u))
+print(jax.grad(lambda u: jnp.sum(x.at[idx].multiply(u, unique_indices=True) ** 2))(u))
+print(jax.jvp(lambda u: x.at[idx].multiply(u, unique_indices=True), (u,), (u * 2,))[1])
+try:
+    jax.grad(lambda u: jnp.sum(x.at[idx].multiply(u) ** 2))(u)
+except NotImplementedError as e:
+    print(e)
 "#,
     );
-    assert_eq!(out, "[2450.    4.    6.    8.]\n<unknown>\n");
+    // JAX 0.10.2's values, and its error without unique_indices=True.
+    assert_eq!(
+        out,
+        "[2450.    4.    6.    8.]\n[ 70. -18.  70.]\n[24.  0. -6.  0.]\nscatter_mul gradients are only implemented if `unique_indices=True`\n"
+    );
+}
+
+#[test]
+fn relu_and_relu6_passed_directly_use_their_custom_jvp_rules() {
+    // jax.nn.relu and relu6 are custom_jvp functions whose derivative is 0 at the kinks;
+    // passed to jvp/grad/jacfwd as the function itself, not called in a lambda (JAX 0.10.2's
+    // values).
+    let out = stdout(
+        r#"
+x = jnp.array([-1.0, -0.0, 0.0, 2.0, 6.0, 7.0, jnp.nan])
+t = jnp.array([1.0, -1.0, -2.0, 3.0, -1.5, 2.0, 1.0])
+print(jax.jvp(jax.nn.relu, (x,), (t,))[1])
+print(jax.jvp(jax.nn.relu6, (x,), (t,))[1])
+print(jax.grad(jax.nn.relu)(0.0), jax.grad(jax.nn.relu6)(0.0), jax.grad(jax.nn.relu6)(6.0))
+print(jax.jacfwd(jax.nn.relu6)(x[:5]))
+"#,
+    );
+    assert_eq!(out, "[ 0.   0.   0.   3.  -1.5  2.   0. ]\n[0. 0. 0. 3. 0. 0. 0.]\n0.0 0.0 0.0\n[[0. 0. 0. 0. 0.]\n [0. 0. 0. 0. 0.]\n [0. 0. 0. 0. 0.]\n [0. 0. 0. 1. 0.]\n [0. 0. 0. 0. 0.]]\n");
 }
 
 #[test]

@@ -550,9 +550,10 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 times(binary(interp, BinaryPrim::Mul, &e, &konst(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
-            // JAX: g * digamma(x). (digamma's derivative, polygamma(1, x), has no model.)
+            // JAX: g * digamma(x), and digamma's: g * polygamma(1, x).
             UnaryPrim::Lgamma => times(unary(interp, UnaryPrim::Digamma, &x)?),
-            UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
+            UnaryPrim::Digamma => times(binary(interp, BinaryPrim::Polygamma, &konst(1.0, &x.aval), &x)?),
+            UnaryPrim::ErfInv | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -597,6 +598,11 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     // x <= 0. jnp.maximum splits a tie evenly (JAX's `_balanced_eq`).
                     match eqn.api {
                         Some(JaxFn::NnRelu) if *b == BinaryPrim::Max => vec![Where(compare(interp, CmpPrim::Gt, &x, &y)?), Zero],
+                        // relu6's rule, `select((x > 0) & (x < 6), g, 0)`, as its two
+                        // equations' selections: `x > 0` for the `max`, `max(x, 0) < 6` for
+                        // the `min` (the same values, NaN included).
+                        Some(JaxFn::NnRelu6) if *b == BinaryPrim::Max => vec![Where(compare(interp, CmpPrim::Gt, &x, &y)?), Zero],
+                        Some(JaxFn::NnRelu6) => vec![Where(compare(interp, CmpPrim::Lt, &x, &y)?), Zero],
                         Some(JaxFn::TreeMap | JaxFn::TreeMap2 | JaxFn::JaxTreeMap) => {
                             return Err(AdError::NoRule(format!("{} under tree_map (relu or maximum?)", b.name())))
                         }
@@ -618,6 +624,18 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                             vec![times(dx), times(dy)]
                         }
                     }
+                }
+                // JAX: ∂x = polygamma(n + 1, x); the order has none (a ValueError in JAX).
+                BinaryPrim::Polygamma => {
+                    if need.first().copied().unwrap_or(true) {
+                        return Err(AdError::Raise(interp.raise(
+                            "ValueError",
+                            Code::PythonException,
+                            "polygamma gradient with respect to m is not supported",
+                        )));
+                    }
+                    let n1 = binary(interp, BinaryPrim::Add, &x, &konst(1.0, &x.aval))?;
+                    vec![Zero, times(binary(interp, BinaryPrim::Polygamma, &n1, &y)?)]
                 }
                 BinaryPrim::Atan2 => {
                     let xx = binary(interp, BinaryPrim::Mul, &x, &x)?;
@@ -804,7 +822,7 @@ fn jvp(
             operands.extend(ins[2..].iter().cloned());
             bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
-        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index), unique_indices } if ins.len() >= 2 => {
             let mut total: Option<Rc<Array>> = None;
             // Linear in the operand: its tangent is scaled at the same places.
             if let Some(tx) = &ts[0] {
@@ -813,10 +831,10 @@ fn jvp(
             }
             // JAX's `_scatter_mul_jvp_rhs`: `x * scatter_add(zeros, idx, tu)`, for unique indices.
             if let Some(tu) = &ts[1] {
-                unique_scatter_indices(eqn, index)?;
+                unique_scatter_indices(interp, *unique_indices)?;
                 let operands: Vec<Rc<Array>> =
                     [zeros(interp, &ins[0].aval)?, tu.clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
-                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()) };
+                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
                 let spread = bind(interp, prim, &operands, ins[0].aval.clone())?;
                 let term = binary(interp, BinaryPrim::Mul, &ins[0], &spread)?;
                 total = Some(match total {
@@ -826,7 +844,7 @@ fn jvp(
             }
             return Ok(vec![total]);
         }
-        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index), .. } if ins.len() >= 2 => {
             if ts[0].is_none() && ts[1].is_none() {
                 return Ok(vec![None]);
             }
@@ -845,16 +863,19 @@ fn jvp(
     Ok(vec![Some(t)])
 }
 
-/// JAX differentiates `scatter-mul` with respect to its updates only when the indices are
-/// unique (`unique_indices=True`, which `.at[i]` with static integers and slices sets), and
-/// raises `NotImplementedError` otherwise. With an index array, `.at[idx].multiply(u,
-/// unique_indices=True)` would be differentiable, and the flag is not carried by the
-/// equation: the derivative stays unknown rather than raise an error JAX might not raise.
-fn unique_scatter_indices(eqn: &Eqn, index: &[IndexItem]) -> AdResult<()> {
-    if index.iter().any(|i| matches!(i, IndexItem::Array)) {
-        return Err(AdError::NoRule(format!("{} with respect to updates at an index array", eqn.prim.name())));
+/// JAX differentiates `scatter-mul` with respect to its updates only when the equation says
+/// its indices are unique (`unique_indices=True`: passed by the caller, or set by JAX when no
+/// index array has an axis), and raises `NotImplementedError` otherwise. With the flag it
+/// applies the rule for unique indices whatever the indices are, duplicates included.
+fn unique_scatter_indices(interp: &Interp, unique_indices: bool) -> AdResult<()> {
+    if unique_indices {
+        return Ok(());
     }
-    Ok(())
+    Err(AdError::Raise(interp.raise(
+        "NotImplementedError",
+        Code::PythonException,
+        "scatter_mul gradients are only implemented if `unique_indices=True`",
+    )))
 }
 
 /// `scatter-min`/`scatter-max` (`x.at[idx].min(u)`): JAX's `_scatter_extremal_jvp`. At each
@@ -931,7 +952,7 @@ impl ExtremalScatter {
 
     fn scatter_add(&self, interp: &mut Interp, base: &Rc<Array>, updates: &Rc<Array>) -> AdResult<Rc<Array>> {
         let operands: Vec<Rc<Array>> = [base.clone(), updates.clone()].into_iter().chain(self.indices.iter().cloned()).collect();
-        let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()) };
+        let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()), unique_indices: false };
         bind(interp, prim, &operands, base.aval.clone())
     }
 }
@@ -1782,7 +1803,12 @@ fn transpose(
                 let iota = bind(interp, Prim::Iota { dtype: DType::I32, shape: in_shape(0), dimension: 0 }, &[], int.clone())?;
                 let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), iota], int)?;
                 let operands = [zeros(interp, &ins[0].aval)?, g.clone(), perm];
-                let prim = Prim::Scatter { op: ScatterOp::Add, mode: super::ir::IndexMode::Clip, index: Some(vec![IndexItem::Array]) };
+                let prim = Prim::Scatter {
+                    op: ScatterOp::Add,
+                    mode: super::ir::IndexMode::Clip,
+                    index: Some(vec![IndexItem::Array]),
+                    unique_indices: false,
+                };
                 cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
             }
         }
@@ -1792,7 +1818,7 @@ fn transpose(
                 // Into strongly typed zeros, as JAX's `_gather_transpose_rule`.
                 let mut operands = vec![zeros(interp, &ins[0].aval.clone().weak(false))?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
-                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()) };
+                let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
                 cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone().weak(false))?);
             }
         }
@@ -1820,7 +1846,7 @@ fn transpose(
                 cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands, g.aval.with_shape(&sizes))?);
             }
         }
-        Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index), .. } if ins.len() >= 2 => {
             if active[0] {
                 cts[0] = Some(if *op == ScatterOp::Add {
                     g.clone()
@@ -1847,9 +1873,9 @@ fn transpose(
         }
         // JAX's `_scatter_mul_transpose_rule`: the operand's cotangent is scaled by the same
         // updates; the updates' is `(g · x)[idx]`, for unique indices only.
-        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index), unique_indices } if ins.len() >= 2 => {
             if active[1] {
-                unique_scatter_indices(eqn, index)?;
+                unique_scatter_indices(interp, *unique_indices)?;
                 let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
                 let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let gx = binary(interp, BinaryPrim::Mul, g, &ins[0])?;
@@ -1864,7 +1890,7 @@ fn transpose(
             }
         }
         // The transpose of `_scatter_extremal_jvp`'s linear map.
-        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op: ScatterOp::Min | ScatterOp::Max, mode, index: Some(index), .. } if ins.len() >= 2 => {
             let sc = ExtremalScatter::new(interp, eqn, *mode, index, ins, out)?;
             let picked = sc.gather(interp, g)?;
             if active[0] {
@@ -2010,7 +2036,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
 pub fn rule_status(prim: &Prim) -> Option<bool> {
     Some(match prim {
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Digamma | UnaryPrim::Imag),
+        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Imag),
         Prim::Binary(b) => match b {
             BinaryPrim::Add
             | BinaryPrim::Sub
@@ -2020,7 +2046,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
             | BinaryPrim::Max
             | BinaryPrim::Min
             | BinaryPrim::Atan2
-            | BinaryPrim::Rem => true,
+            | BinaryPrim::Rem
+            | BinaryPrim::Polygamma => true,
             BinaryPrim::NextAfter => false,
             // Bitwise and shift operations act on integers: nothing to differentiate.
             _ => return None,
@@ -2389,13 +2416,19 @@ mod tests {
             B::ShiftRightArithmetic,
             B::ShiftRightLogical,
             B::NextAfter,
+            B::Polygamma,
         ];
         let mut prims: Vec<Prim> = unary.into_iter().map(Prim::Unary).chain(binary.into_iter().map(Prim::Binary)).collect();
         let reduce_ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::And, ReduceOp::Or];
         prims.extend(reduce_ops.iter().map(|&op| Prim::Reduce { op, axes: vec![0] }));
         prims.extend(reduce_ops[..4].iter().map(|&op| Prim::Cumulative { op, axis: 0, reverse: false }));
         let scatter_ops = [ScatterOp::Set, ScatterOp::Add, ScatterOp::Mul, ScatterOp::Min, ScatterOp::Max];
-        prims.extend(scatter_ops.iter().map(|&op| Prim::Scatter { op, mode: IndexMode::Clip, index: Some(vec![IndexItem::Array]) }));
+        prims.extend(scatter_ops.iter().map(|&op| Prim::Scatter {
+            op,
+            mode: IndexMode::Clip,
+            index: Some(vec![IndexItem::Array]),
+            unique_indices: false,
+        }));
         prims.extend([
             Prim::Compare(CmpPrim::Lt),
             Prim::Select,
@@ -2467,12 +2500,11 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 86, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 88, "{with_rule:?}");
         assert_eq!(
             without,
             [
                 "erf_inv",
-                "digamma",
                 "imag",
                 "nextafter",
                 "reduce_prod",

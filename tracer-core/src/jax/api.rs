@@ -1174,7 +1174,7 @@ pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
     obj(JaxObject::AtIndex { array: array.clone(), index })
 }
 
-fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
+fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     // TL206: a static out-of-bounds index is dropped silently by scatter (checked before the
     // gather below, whose own TL206 would otherwise speak of clamping).
     let items: Vec<Value> = match index {
@@ -1221,9 +1221,14 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
         _ => super::ir::ScatterOp::Set,
     };
     let (index, arrays) = scatter_index(interp, array, &items)?;
+    // JAX's indexer marks the indices unique when no index array has an axis; the caller
+    // can promise it (`unique_indices=True`).
+    let promised = kwargs.iter().any(|(k, v)| &**k == "unique_indices" && matches!(v, Value::Bool(true)));
+    let unique_indices = promised || arrays.iter().all(|a| a.aval.ndim() == 0);
     let mut ins = vec![array.clone(), u];
     ins.extend(arrays);
-    bind1(interp, Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, index }, &ins, array.aval.clone()).map(Value::Array)
+    let prim = Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, index, unique_indices };
+    bind1(interp, prim, &ins, array.aval.clone()).map(Value::Array)
 }
 
 /// The indexing expression of `x.at[items]` for `scatter`, with its index arrays; `None`
@@ -1631,7 +1636,12 @@ fn trace_with_record(
         interp.jax.log.depth = depth;
         r
     } else {
-        interp.call(fun, traced_args, kwargs)
+        // A library function traced directly (`jax.jvp(jax.nn.relu, ...)`) binds its equations
+        // as itself, not as the API that traces it: `relu`'s derivative rule keys on that.
+        let api = interp.jax.current_api.take();
+        let r = interp.call(fun, traced_args, kwargs);
+        interp.jax.current_api = api;
+        r
     };
     let out = match result {
         Ok(v) => v,

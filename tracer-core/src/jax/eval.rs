@@ -540,6 +540,10 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 }))
                 .filter(|d| !d.iter().any(|v| v.is_nan()));
             }
+            // XLA's polygamma, in float32 for float32 and narrower (special.rs).
+            if *b == BinaryPrim::Polygamma {
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&n, &x| super::special::polygamma(n, x, out_dtype)));
+            }
             // The next float32/float64 after x toward y; subnormal results flush as XLA's do.
             if *b == BinaryPrim::NextAfter {
                 return match out_dtype {
@@ -717,7 +721,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         }
         Prim::Linalg(op) => linalg::kernel(*op, ins, out_shape)?,
         Prim::Gather { mode, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, out_shape)?,
-        Prim::Scatter { op, mode, index: Some(index) } if ins.len() >= 2 => {
+        Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
         }
         // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
@@ -1278,7 +1282,7 @@ fn binary_fn(b: BinaryPrim, int: bool) -> Option<fn(f64, f64) -> f64> {
         (BinaryPrim::ShiftRightLogical, _) => {
             |x: f64, y: f64| if (0.0..64.0).contains(&y) { ((x as u64) >> (y as u32)) as f64 } else { 0.0 }
         }
-        (BinaryPrim::NextAfter, _) => return None,
+        (BinaryPrim::NextAfter | BinaryPrim::Polygamma, _) => return None,
     })
 }
 
@@ -1486,20 +1490,14 @@ fn dot_operands<'a, T>(
 
 fn batched_matmul<T>(l: ArrayViewD<T>, r: ArrayViewD<T>, [b, m, k, n]: [usize; 4]) -> Option<ArrayD<T>>
 where
-    T: ndarray::LinalgScalar,
+    T: ZeroSign,
 {
     // Views when the permuted axes merge into 3-D as they are (always for 2-D operands, so a
     // transposed matrix reaches the GEMM as strides), copies in logical order otherwise.
     let l = l.to_shape((b, m, k)).ok()?;
     let r = r.to_shape((b, k, n)).ok()?;
-    let is_float = [std::any::TypeId::of::<f32>(), std::any::TypeId::of::<f64>()].contains(&std::any::TypeId::of::<T>());
-    if !is_float || k == 0 {
-        let mut out = ndarray::Array3::<T>::zeros((b, m, n));
-        for bi in 0..b {
-            let mut dst = out.index_axis_mut(Axis(0), bi);
-            ndarray::linalg::general_mat_mul(T::one(), &l.index_axis(Axis(0), bi), &r.index_axis(Axis(0), bi), T::zero(), &mut dst);
-        }
-        return Some(out.into_dyn());
+    if k == 0 {
+        return Some(ndarray::Array3::<T>::zeros((b, m, n)).into_dyn());
     }
     // The GEMM overwrites its destination without reading it: no zeroing first.
     let mut out = ndarray::Array3::<T>::uninit((b, m, n));
@@ -1535,5 +1533,55 @@ where
         }
     }
     // SAFETY: k > 0, so the GEMM wrote every element of every batch (above).
-    Some(unsafe { out.assume_init() }.into_dyn())
+    let mut out = unsafe { out.assume_init() };
+    for bi in 0..b {
+        xla_zero_signs(out.index_axis_mut(Axis(0), bi), l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
+    }
+    Some(out.into_dyn())
+}
+
+/// The element types of the GEMM, and what `xla_zero_signs` needs of them.
+trait ZeroSign: ndarray::LinalgScalar + PartialEq {
+    /// The columns of one tile of XLA's vector-matrix product.
+    const TILE: usize;
+    const NEG_ZERO: Self;
+    fn is_neg_zero(self) -> bool;
+}
+
+impl ZeroSign for f32 {
+    const TILE: usize = 8;
+    const NEG_ZERO: f32 = -0.0;
+    fn is_neg_zero(self) -> bool {
+        self.to_bits() == 0x8000_0000
+    }
+}
+
+impl ZeroSign for f64 {
+    const TILE: usize = 4;
+    const NEG_ZERO: f64 = -0.0;
+    fn is_neg_zero(self) -> bool {
+        self.to_bits() == 0x8000_0000_0000_0000
+    }
+}
+
+/// Gives a product's zeros the sign XLA's order of accumulation gives them (JAX 0.10.2 on
+/// CPU, measured; docs/evaluator.md). XLA multiplies once when `k == 1` (`-0. · 1.` is
+/// `-0.`) and otherwise sums from `+0.` (a sum of `-0.` products is `0.`), except in the last
+/// `n % TILE` columns of a vector-matrix product (`m == 1 < n`), which it sums from the
+/// first product (`-0.` when every product is). `gemm` sums from `+0.` except for `k <= 2`,
+/// which it sums from the first product: only those and the vector-matrix tail are visited.
+fn xla_zero_signs<T: ZeroSign>(mut dst: ndarray::ArrayViewMut2<T>, lhs: ndarray::ArrayView2<T>, rhs: ndarray::ArrayView2<T>) {
+    let (m, k, n) = (lhs.nrows(), lhs.ncols(), rhs.ncols());
+    let tail = if m == 1 && n >= 2 { n / T::TILE * T::TILE } else { n };
+    if k > 2 && tail == n {
+        return;
+    }
+    for ((i, j), d) in dst.indexed_iter_mut() {
+        if *d != T::zero() {
+            continue;
+        }
+        let from_first_product = k == 1 || j >= tail;
+        let negative = from_first_product && (0..k).all(|p| (lhs[[i, p]] * rhs[[p, j]]).is_neg_zero());
+        *d = if negative { T::NEG_ZERO } else { T::zero() };
+    }
 }

@@ -137,6 +137,10 @@ pub enum Prim {
         op: ScatterOp,
         mode: IndexMode,
         index: Option<Vec<IndexItem>>,
+        /// JAX's `unique_indices`: passed as `.at[idx].mul(u, unique_indices=True)`, or set
+        /// by JAX itself when no index array has an axis (`x.at[2]`, `x.at[1:3]`). Only
+        /// `scatter-mul`'s derivative with respect to its updates depends on it.
+        unique_indices: bool,
     },
     TopK {
         k: usize,
@@ -327,7 +331,7 @@ prim_names!(UnaryPrim {
 prim_names!(BinaryPrim {
     Add = "add", Sub = "sub", Mul = "mul", Div = "div", Rem = "rem", Pow = "pow", Max = "max", Min = "min",
     Atan2 = "atan2", And = "and", Or = "or", Xor = "xor", ShiftLeft = "shift_left", ShiftRightArithmetic = "shift_right_arithmetic",
-    ShiftRightLogical = "shift_right_logical", NextAfter = "nextafter",
+    ShiftRightLogical = "shift_right_logical", NextAfter = "nextafter", Polygamma = "polygamma",
 });
 
 impl Prim {

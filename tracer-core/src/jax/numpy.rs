@@ -1895,6 +1895,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::ScipyErf => unary!(UnaryPrim::Erf),
         F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
         F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
+        // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
+        // name takes an integer order only.
+        F::ScipyPolygamma | F::LaxPolygamma => {
+            let n = arr!(0, "n");
+            let x = arr!(1, "x");
+            if f == F::ScipyPolygamma && !n.aval.dtype.is_integer() {
+                let message = format!("Argument `n` to polygamma must be of integer type. Got dtype {}.", n.aval.dtype.name());
+                return Err(interp.raise("ValueError", Code::DtypeMismatch, message));
+            }
+            let (ops, dt, _) = promote_broadcast(interp, &[n, x])?;
+            let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
+            let n = convert(interp, &ops[0], float, dt.weak)?;
+            let x = convert(interp, &ops[1], float, dt.weak)?;
+            binary_prim(interp, BinaryPrim::Polygamma, &n, &x).map(Value::Array)
+        }
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
         F::RightShift => {
@@ -1939,6 +1954,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 op: super::ir::ScatterOp::Add,
                 mode: super::ir::IndexMode::FillOrDrop,
                 index: Some(vec![IndexItem::Array]),
+                unique_indices: false,
             };
             bind1(interp, prim, &[zeros.clone(), updates, x], zeros.aval.clone()).map(Value::Array)
         }
@@ -2812,6 +2828,16 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let zero = Array::scalar(0.0, a.aval.dtype, true);
             binary_prim(interp, BinaryPrim::Max, &a, &zero).map(Value::Array)
         }
+        // `jnp.minimum(jnp.maximum(x, 0), 6.)`, as JAX writes it; its derivative is its
+        // `custom_jvp` rule's (`ad::partials`, keyed on the equations' API).
+        F::NnRelu6 => {
+            let a = arr!(0, "x");
+            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let zero = Array::scalar(0.0, a.aval.dtype, true);
+            let six = Array::scalar(6.0, a.aval.dtype, true);
+            let r = binary_prim(interp, BinaryPrim::Max, &a, &zero)?;
+            binary_prim(interp, BinaryPrim::Min, &r, &six).map(Value::Array)
+        }
         F::NnSigmoid => unary!(UnaryPrim::Logistic),
         F::NnGelu
         | F::NnSilu
@@ -2822,7 +2848,6 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         | F::NnLogSigmoid
         | F::NnSoftSign
         | F::NnHardTanh
-        | F::NnRelu6
         | F::NnCelu
         | F::NnSelu => {
             let a = arr!(0, "x");
@@ -2837,7 +2862,6 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     F::NnLogSigmoid => "log_sigmoid",
                     F::NnSoftSign => "soft_sign",
                     F::NnHardTanh => "hard_tanh",
-                    F::NnRelu6 => "relu6",
                     F::NnCelu => "celu",
                     F::NnSelu => "selu",
                     _ => "silu",

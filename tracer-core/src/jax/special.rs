@@ -1,8 +1,11 @@
-//! `lgamma` (`jax.scipy.special.gammaln`, `lax.lgamma`) and `digamma` as XLA computes them:
+//! `lgamma` (`jax.scipy.special.gammaln`, `lax.lgamma`), `digamma` and `polygamma` as XLA
+//! computes them:
 //! Lanczos' approximation (g = 7, 8 coefficients) with Euler's reflection below 0.5, every
 //! step in the dtype (float32 for float32, bfloat16 and float16, which XLA upcasts; float64
 //! for float64), in the order of operations of the decomposition XLA compiles (StableHLO's
-//! `materializeLgamma` and `materializeDigamma` for `chlo.lgamma`/`chlo.digamma`). The result differs from the correctly rounded value by tens of ulp in places,
+//! `materializeLgamma` and `materializeDigamma` for `chlo.lgamma`/`chlo.digamma`;
+//! `materializePolygamma` and `materializeZeta`: the Hurwitz zeta function by ten terms of its
+//! series and a 12-term Euler-Maclaurin correction). The result differs from the correctly rounded value by tens of ulp in places,
 //! as JAX's does; what remains between the two is the last bits of `log`, `log1p` and `sin`,
 //! which XLA evaluates with its own approximations (docs/evaluator.md).
 
@@ -38,6 +41,8 @@ trait Real:
     fn cos(self) -> Self;
     fn floor(self) -> Self;
     fn abs(self) -> Self;
+    fn powf(self, y: Self) -> Self;
+    fn rem(self, y: Self) -> Self;
     fn is_finite(self) -> bool;
     fn is_infinite(self) -> bool;
     fn wide(self) -> f64;
@@ -66,6 +71,12 @@ macro_rules! real {
             }
             fn abs(self) -> Self {
                 <$t>::abs(self)
+            }
+            fn powf(self, y: Self) -> Self {
+                <$t>::powf(self, y)
+            }
+            fn rem(self, y: Self) -> Self {
+                self % y
             }
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
@@ -153,5 +164,118 @@ pub fn digamma(x: f64, dtype: DType) -> f64 {
     match dtype {
         DType::F64 => digamma_in(x),
         _ => digamma_in(x as f32).wide(),
+    }
+}
+
+/// The coefficients of XLA's Euler-Maclaurin correction, innermost first: `B_2k / (2k)!`
+/// for k = 12 down to 1 (`1/12` last), as the compiled `zeta` holds them.
+const ZETA_COEFFS: [f64; 12] = [
+    -1.395_446_468_581_252_2e-19,
+    5.509_002_828_360_229_5e-18,
+    -2.174_868_698_558_061_7e-16,
+    8.586_062_056_277_845_2e-15,
+    -3.389_680_296_322_583_2e-13,
+    1.338_253_653_068_467_9e-11,
+    -5.284_190_138_687_493_2e-10,
+    2.087_675_698_786_81e-8,
+    -8.267_195_767_195_767_5e-7,
+    3.306_878_306_878_307_1e-5,
+    -0.001_388_888_888_888_888_9,
+    0.083_333_333_333_333_329,
+];
+
+/// The Hurwitz zeta function `sum_k (q + k)^-x` as XLA compiles `chlo.zeta` (JAX 0.10.2's
+/// HLO, step by step): ten terms of the series, then the Euler-Maclaurin correction at
+/// `a = q + 10` by Horner's rule. For `q < 0` (not an integer) the correction is evaluated
+/// where it does not converge and the result is far from the function's value, as JAX's is.
+fn zeta_in<T: Real>(x: T, q: T) -> T {
+    let (zero, one, two) = (T::c(0.0), T::c(1.0), T::c(2.0));
+    let neg_x = -x;
+    let a = q + T::c(10.0);
+    let mut initial_sum = q.powf(neg_x);
+    for k in 1..10 {
+        initial_sum = initial_sum + (q + T::c(f64::from(k))).powf(neg_x);
+    }
+    let neg_power = a.powf(neg_x);
+    let s = initial_sum + neg_power * a / (x + T::c(-1.0));
+    let a_inverse_square = one / (a * a);
+    let mut horner = zero;
+    for (i, &c) in ZETA_COEFFS.iter().enumerate() {
+        if i == 0 {
+            horner = T::c(c);
+            continue;
+        }
+        let k = f64::from(2 * (12 - i as u32));
+        let factor = (x + T::c(k)) * (x + T::c(k - 1.0));
+        horner = factor * (a_inverse_square * horner) + T::c(c);
+    }
+    let correction = neg_power * (x / a * horner + T::c(0.5));
+    let mut out = s + correction;
+    // The series alone when the correction is below its resolution.
+    let smallest = T::c(if std::mem::size_of::<T>() == 4 { f64::from(f32::from_bits(1)) } else { f64::from_bits(1) });
+    if neg_power.abs() < initial_sum.abs() * smallest {
+        out = initial_sum;
+    }
+    let nan = T::c(f64::NAN);
+    if x < one {
+        out = nan;
+    }
+    let q_le_zero = q <= zero;
+    let x_is_int = x == x.floor();
+    if q_le_zero && !x_is_int {
+        out = nan;
+    }
+    // A pole at the integers q <= 0: +inf for an even x, NaN otherwise.
+    if q_le_zero && q == q.floor() {
+        out = if x_is_int && x.rem(two) == zero { T::c(f64::INFINITY) } else { nan };
+    }
+    if x == one {
+        out = T::c(f64::INFINITY);
+    }
+    out
+}
+
+/// `polygamma(n, x)`, XLA's `chlo.polygamma`: `(-1)^(n+1) n! zeta(n + 1, x)` (with `n!` as
+/// `exp(lgamma(n + 1))`), `digamma(x)` for `n = 0`, NaN unless `n` is a natural number.
+fn polygamma_in<T: Real>(n: T, x: T) -> T {
+    let (zero, one, two) = (T::c(0.0), T::c(1.0), T::c(2.0));
+    let sign = two * n.rem(two) - one;
+    let n_plus_one = n + one;
+    // `n!` from float64 (exact for the orders that matter): XLA's float32 `exp(lgamma(n + 1))`
+    // is within an ulp of it, where the float32 Lanczos sum is several ulp off.
+    let factorial = T::c(lgamma_in(n_plus_one.wide()).exp());
+    let result = sign * factorial * zeta_in(n_plus_one, x);
+    let result = if n == zero { digamma_in(x) } else { result };
+    if n != n.floor() || n < zero {
+        T::c(f64::NAN)
+    } else {
+        result
+    }
+}
+
+/// `polygamma(n, x)` for elements of `dtype` held in `f64`; the caller rounds to the dtype.
+pub fn polygamma(n: f64, x: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => polygamma_in(n, x),
+        _ => polygamma_in(n as f32, x as f32).wide(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polygamma_is_what_jax_computes() {
+        // JAX 0.10.2 on CPU (float64): polygamma(1, x), including the diverged value at a
+        // negative x.
+        for (x, want) in [(2.5, 0.4903577561002349), (0.5, 4.93480220054468), (3.0, 0.39493406684822646), (-10.5, 2854289648047.3677)] {
+            let got = polygamma(1.0, x, DType::F64);
+            assert!((got - want).abs() <= 8.0 * f64::EPSILON * want.abs(), "polygamma(1, {x}) = {got}, JAX {want}");
+        }
+        for (x, want) in [(2.5f32, 0.49035775661468506f32), (0.5, 4.934802055358887), (100.0, 0.01005016639828682)] {
+            let got = polygamma(1.0, f64::from(x), DType::F32) as f32;
+            assert!((got - want).abs() <= 2.0 * f32::EPSILON * want.abs(), "polygamma(1, {x}) = {got}, JAX {want}");
+        }
     }
 }

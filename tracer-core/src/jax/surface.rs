@@ -322,8 +322,10 @@ surface! {
     ScipyErf = "jax.scipy.special"."erf",
     ScipyGammaln = "jax.scipy.special"."gammaln",
     ScipyDigamma = "jax.scipy.special"."digamma",
+    ScipyPolygamma = "jax.scipy.special"."polygamma",
     LaxLgamma = "jax.lax"."lgamma",
     LaxDigamma = "jax.lax"."digamma",
+    LaxPolygamma = "jax.lax"."polygamma",
     // jax.ops
     OpsSegmentSum = "jax.ops"."segment_sum",
     // jax.tree_util and jax.tree
