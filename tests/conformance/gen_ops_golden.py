@@ -353,6 +353,15 @@ def rows(x64):
         out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l.T, {vec}, unit_diagonal=True) ** 2))({low})"))
         out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.sin(jax.scipy.linalg.cho_solve(({low}, True), b))))({rhs})"))
         out.append(("decomposition", f"jax.jvp(lambda l, b: jax.scipy.linalg.solve_triangular(l, b, lower=True), ({low}, {rhs}), ({low}.T, {rhs}))[1]"))
+        # Batch axes of a and b that broadcast (jnp.vectorize's signatures in JAX).
+        blow = f"jnp.stack([{low}, 2 * {low}])"
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({low}, jnp.stack([{rhs}, -{rhs}]), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({blow}, {rhs}, lower=True, trans=1)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({blow}[:, None], jnp.stack([{vec}, {vec} * 3, -{vec}]), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(({blow}, True), {vec})"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(({low}, True), jnp.stack([{rhs}, {rhs} + 1]))"))
+        out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l, jnp.stack([{rhs}, -{rhs}]), lower=True) ** 2))({low})"))
+        out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.sin(jax.scipy.linalg.cho_solve(({blow}, True), b))))({rhs})"))
     # The functions JAX composes from the SVD, inv and products: lstsq, pinv's cutoffs and
     # hermitian=True, svd(hermitian=True), matrix_rank, matrix_power, cond, norm's orders,
     # and jax.scipy.linalg's inv and det; their derivatives through those primitives' rules.

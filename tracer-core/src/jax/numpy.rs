@@ -3070,18 +3070,22 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     format!("The last two dimensions of a must be square; got a.shape={}", a.aval.shape_tuple()),
                 ));
             }
-            let bn = if b.aval.ndim() == 1 || b.aval.ndim() + 1 == a.aval.ndim() {
-                b.aval.shape.last().copied()
-            } else {
-                b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied()
-            };
-            if bn != Some(n) {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::ShapeMismatch,
-                    format!("Incompatible shapes for solve: a.shape={} b.shape={}", a.aval.shape_tuple(), b.aval.shape_tuple()),
-                ));
+            // JAX's `jnp.vectorize` signatures: `b` is a (stack of) vector(s) when it is 1-D, or
+            // has one axis fewer than `a` and ends in `n`; otherwise a stack of `(n, k)`
+            // matrices. The batch axes of `a` and `b` broadcast.
+            let (a_nd, b_nd) = (a.aval.ndim(), b.aval.ndim());
+            let vector = b_nd == 1 || (a_nd == b_nd + 1 && b.aval.shape.last() == Some(&n));
+            let (signature, core) = if vector { ("(n,n),(n)->(n)", 1) } else { ("(n,n),(n,k)->(n,k)", 2) };
+            if b_nd < core {
+                return Ok(Value::opaque("solve of a scalar"));
             }
+            let bn = b.aval.shape[b_nd - core];
+            if bn != n {
+                return Err(interp.value_error(format!(
+                    "inconsistent size for core dimension 'n': {bn} vs {n} on vectorized function with excluded=frozenset() and signature='{signature}'"
+                )));
+            }
+            let batch = broadcast_shapes(&[&a.aval.shape[..a_nd - 2], &b.aval.shape[..b_nd - core]]).map_err(|m| interp.value_error(m))?;
             let (a2, b2) = (convert(interp, &a, dt, false)?, convert(interp, &b, dt, false)?);
             // The triangular solves JAX binds: `solve_triangular`'s one, and `cho_solve`'s two
             // (`c x = b` through `cᵀ`: lower `L y = b, Lᵀ x = y`; upper `Uᵀ y = b, U x = y`).
@@ -3109,13 +3113,14 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) if f == F::ScipySolveTriangular => interp.truthy(v)?,
                 _ => false,
             };
-            // `b` of one axis fewer than `a` is a (stack of) vector(s): `b[..., None]`.
-            let vector = b.aval.ndim() + 1 == a.aval.ndim() || b.aval.ndim() == 1;
-            let b3 = if vector { reshape_raw(interp, &b2, &[b2.aval.shape.as_slice(), &[1]].concat())? } else { b2.clone() };
-            if b3.aval.shape[..b3.aval.ndim() - 2] != a2.aval.shape[..a2.aval.ndim() - 2] {
-                // Batch axes that broadcast: not modelled as a primitive yet.
-                return bind1(interp, Prim::Opaque("solve"), &[a2, b2], b.aval.with_dtype(dt)).map(Value::Array);
-            }
+            // Both broadcast to the batch axes, a vector `b` as `b[..., None]`.
+            let a_shape: Vec<usize> = batch.iter().copied().chain([n, n]).collect();
+            let a2 = broadcast_to_shape(interp, &a2, &a_shape)?;
+            let b_core = &b2.aval.shape[b_nd - core..];
+            let b_shape: Vec<usize> = batch.iter().chain(b_core).copied().collect();
+            let b2 = broadcast_to_shape(interp, &b2, &b_shape)?;
+            let out_shape = b_shape.clone();
+            let b3 = if vector { reshape_raw(interp, &b2, &[b_shape.as_slice(), &[1]].concat())? } else { b2 };
             let mut x = b3;
             for (lower, transpose_a) in solves {
                 let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal };
@@ -3123,7 +3128,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 x = bind1(interp, Prim::Linalg(op), &[a2.clone(), x], aval)?;
             }
             if vector {
-                x = reshape_raw(interp, &x, &b.aval.shape)?;
+                x = reshape_raw(interp, &x, &out_shape)?;
             }
             Ok(Value::Array(x))
         }

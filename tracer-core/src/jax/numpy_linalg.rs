@@ -241,6 +241,9 @@ fn matrix_rank(interp: &mut Interp, m: Rc<Array>, p: &Args) -> PyResult<Value> {
             convert(interp, &r, dt, false)?
         }
         None => {
+            if s.aval.shape[nd - 2] == 0 {
+                return Err(interp.value_error("zero-size array to reduction operation max which has no identity"));
+            }
             let largest = reduce(interp, &s, ReduceOp::Max, Some(vec![nd - 2]), false, None)?;
             let size = full(interp, &[], m.aval.shape[nd - 1].max(m.aval.shape[nd - 2]) as f64, dt)?;
             let scaled = binary_prim(interp, BinaryPrim::Mul, &largest, &size)?;
@@ -402,14 +405,16 @@ fn norm(interp: &mut Interp, x: Rc<Array>, ord: Option<&Value>, axis: Option<&Va
         }
         [row, col] => {
             let (row, col) = (*row, *col);
+            let duplicate = row == col;
             match kind {
+                // JAX: ±1 and ±inf reduce one axis and then the other; every other matrix
+                // order fails on a repeated axis (a reduction's or a transpose's error).
+                Order::Number(o) if duplicate && !(o.abs() == 1.0 || o.is_infinite()) => Ok(Value::opaque("norm over a repeated axis")),
+                Order::Name(_) if duplicate => Ok(Value::opaque("norm over a repeated axis")),
                 Order::Name(n) if n == "fro" || n == "f" => {
                     sum_of_squares_root(interp, &x, Some(vec![row, col]), keepdims).map(Value::Array)
                 }
-                Order::Number(o) if ord.is_none() => {
-                    let _ = o;
-                    sum_of_squares_root(interp, &x, Some(vec![row, col]), keepdims).map(Value::Array)
-                }
+                Order::Number(_) if ord.is_none() => sum_of_squares_root(interp, &x, Some(vec![row, col]), keepdims).map(Value::Array),
                 Order::Number(o) if o.abs() == 1.0 || o.is_infinite() => {
                     // The largest (smallest) absolute column sum for ±1, row sum for ±inf.
                     let (summed, mut other) = if o.abs() == 1.0 { (row, col) } else { (col, row) };
@@ -472,6 +477,9 @@ fn singular_value_norm(
     perm.extend([row, col]);
     let moved = transpose(interp, x, Some(perm))?;
     let s = svd_values(interp, &moved)?;
+    if largest == Some(false) && s.aval.shape[nd - 2] == 0 {
+        return Err(interp.value_error("zero-size array to reduction operation min which has no identity"));
+    }
     let last = Some(vec![nd - 2]);
     let y = match largest {
         Some(true) => {
