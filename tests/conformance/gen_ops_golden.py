@@ -371,6 +371,76 @@ def rows(x64):
         out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l.T, {vec}, unit_diagonal=True) ** 2))({low})"))
         out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.sin(jax.scipy.linalg.cho_solve(({low}, True), b))))({rhs})"))
         out.append(("decomposition", f"jax.jvp(lambda l, b: jax.scipy.linalg.solve_triangular(l, b, lower=True), ({low}, {rhs}), ({low}.T, {rhs}))[1]"))
+        # Batch axes of a and b that broadcast (jnp.vectorize's signatures in JAX).
+        blow = f"jnp.stack([{low}, 2 * {low}])"
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({low}, jnp.stack([{rhs}, -{rhs}]), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({blow}, {rhs}, lower=True, trans=1)"))
+        out.append(("decomposition", f"jax.scipy.linalg.solve_triangular({blow}[:, None], jnp.stack([{vec}, {vec} * 3, -{vec}]), lower=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(({blow}, True), {vec})"))
+        out.append(("decomposition", f"jax.scipy.linalg.cho_solve(({low}, True), jnp.stack([{rhs}, {rhs} + 1]))"))
+        out.append(("decomposition", f"jax.grad(lambda l: jnp.sum(jax.scipy.linalg.solve_triangular(l, jnp.stack([{rhs}, -{rhs}]), lower=True) ** 2))({low})"))
+        out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.sin(jax.scipy.linalg.cho_solve(({blow}, True), b))))({rhs})"))
+    # The functions JAX composes from the SVD, inv and products: lstsq, pinv's cutoffs and
+    # hermitian=True, svd(hermitian=True), matrix_rank, matrix_power, cond, norm's orders,
+    # and jax.scipy.linalg's inv and det; their derivatives through those primitives' rules.
+    for dt in floats:
+        tall = f"(jnp.cos(jnp.arange(12, dtype=jnp.{dt}).reshape(4, 3) * 0.8) + jnp.eye(4, 3, dtype=jnp.{dt}))"
+        btall = f"jnp.sin(jnp.arange(24, dtype=jnp.{dt}).reshape(2, 4, 3) ** 2 * 0.37)"
+        sq = f"(jnp.sin(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 1.3) + 2 * jnp.eye(3, dtype=jnp.{dt}))"
+        bsq = f"(jnp.cos(jnp.arange(18, dtype=jnp.{dt}).reshape(2, 3, 3) * 0.7) + 2 * jnp.eye(3, dtype=jnp.{dt}))"
+        b4 = f"jnp.array([1.0, -2.0, 0.5, 3.0], dtype=jnp.{dt})"
+        b42 = f"jnp.arange(8, dtype=jnp.{dt}).reshape(4, 2) * 0.5 - 1.0"
+        vec = f"jnp.array([1.0, -2.0, 0.0, 3.5, -0.25], dtype=jnp.{dt})"
+        deficient = f"jnp.array([[1.0, 2.0], [2.0, 4.0], [0.0, 0.0]], dtype=jnp.{dt})"
+        for i in range(4):
+            out.append(("decomposition", f"jnp.linalg.lstsq({tall}, {b4})[{i}]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq({tall}, {b42}, rcond=0.3)[0]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq({tall}, {b42}, rcond=0.3)[2]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq({tall}.T, {b4}[:3])[0]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq({deficient}, jnp.array([1.0, 2.0, 5.0], dtype=jnp.{dt}))[0]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq({deficient}, jnp.array([1.0, 2.0, 5.0], dtype=jnp.{dt}))[2]"))
+        out.append(("decomposition", f"jnp.linalg.lstsq(jnp.zeros((0, 2), dtype=jnp.{dt}), jnp.zeros(0, dtype=jnp.{dt}))[0]"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.lstsq(a, {b4})[0] ** 2))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda b: jnp.sum(jnp.linalg.lstsq({tall}, b)[1]))({b42})"))
+        out.append(("decomposition", f"jnp.linalg.pinv({tall}, rtol=0.3)"))
+        out.append(("decomposition", f"jnp.linalg.pinv({tall}, rcond=0.3)"))
+        out.append(("decomposition", f"jnp.linalg.pinv({btall}, rtol=jnp.array([0.5, 1e-3], dtype=jnp.{dt}))"))
+        out.append(("decomposition", f"jnp.linalg.pinv({sq}, hermitian=True)"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.pinv(a, hermitian=True) ** 2))({sq})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jnp.linalg.pinv(a, rtol=0.3) ** 2))({tall})"))
+        out.append(("decomposition", f"jnp.linalg.svd({sq}, hermitian=True, compute_uv=False)"))
+        out.append(("decomposition", f"(lambda u, s, vh: (u * s[..., None, :]) @ vh)(*jnp.linalg.svd({sq}, hermitian=True))"))
+        out.append(("decomposition", f"jnp.linalg.svdvals({btall})"))
+        out.append(("decomposition", f"jnp.linalg.matrix_rank({tall})"))
+        out.append(("decomposition", f"jnp.linalg.matrix_rank({deficient})"))
+        out.append(("decomposition", f"jnp.linalg.matrix_rank({btall}, rtol=1.2)"))
+        out.append(("decomposition", f"jnp.linalg.matrix_rank({sq}, hermitian=True)"))
+        out.append(("decomposition", f"jnp.linalg.matrix_rank({vec})"))
+        out.append(("linalg", f"jnp.linalg.matrix_power({sq}, 5)"))
+        out.append(("linalg", f"jnp.linalg.matrix_power({sq}, -3)"))
+        out.append(("linalg", f"jnp.linalg.matrix_power({bsq}, 0)"))
+        out.append(("linalg", f"jnp.linalg.matrix_power({bsq}, 4)"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.matrix_power(a, 6)))({sq} * 0.5)"))
+        out.append(("decomposition", f"jnp.linalg.cond({sq})"))
+        out.append(("decomposition", f"jnp.linalg.cond({tall})"))
+        out.append(("decomposition", f"jnp.linalg.cond({bsq}, -2)"))
+        for p in ["1", "-1", "jnp.inf", "-jnp.inf", "'fro'"]:
+            out.append(("linalg", f"jnp.linalg.cond({bsq}, {p})"))
+        out.append(("linalg", f"jnp.linalg.cond({deficient}[:2], 'fro')"))
+        for o in ["2", "-2", "'nuc'"]:
+            out.append(("decomposition", f"jnp.linalg.norm({tall}, {o})"))
+            out.append(("decomposition", f"jnp.linalg.norm({btall}, {o}, axis=(2, 1), keepdims=True)"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.linalg.norm(a, 2))({tall})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.linalg.norm(a, 'nuc'))({tall})"))
+        for o in ["1", "-1", "jnp.inf", "-jnp.inf", "'fro'"]:
+            out.append(("reduce", f"jnp.linalg.norm({tall}, {o})"))
+            out.append(("reduce", f"jnp.linalg.norm({btall}, {o}, axis=(0, 2))"))
+        for o in ["0", "1", "3", "-1.5", "jnp.inf", "-jnp.inf"]:
+            out.append(("reduce", f"jnp.linalg.norm({vec}, {o})"))
+            out.append(("reduce", f"jnp.linalg.norm({btall}, {o}, axis=1, keepdims=True)"))
+        out.append(("reduce", f"jax.grad(lambda v: jnp.linalg.norm(v, 3))({vec} + 0.5)"))
+        out.append(("linalg", f"jax.scipy.linalg.inv({sq})"))
+        out.append(("linalg", f"jax.scipy.linalg.det({bsq})"))
     out.append(("linalg", "jnp.linalg.solve(jnp.array([[2, 1], [1, 3]]), jnp.array([1, 2]))"))
 
     # bfloat16 and float16: XLA computes in float32 and rounds every result to the narrow

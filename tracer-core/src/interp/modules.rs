@@ -905,7 +905,8 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
         return Err(crate::jax::numpy::numpy_conversion_error(interp, &t));
     }
     let f = match func.strip_prefix("linalg.") {
-        Some(name) => JaxFn::lookup("jax.numpy.linalg", name),
+        // NumPy's `lstsq` returns empty residuals for a rank-deficient matrix, JAX's do not.
+        Some(name) => JaxFn::lookup("jax.numpy.linalg", name).filter(|f| *f != JaxFn::LinalgLstsq),
         None => JaxFn::lookup("jax.numpy", func),
     };
     let Some(f) = f else {

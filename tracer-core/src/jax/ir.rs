@@ -244,8 +244,10 @@ pub enum LinalgOp {
     QrR {
         full: bool,
     },
-    /// `jnp.linalg.pinv(a)` with its default cutoff, `10 · max(m, n) · eps` times the largest
-    /// singular value, `eps` being float64's when `double`, else float32's.
+    /// `jnp.linalg.pinv(a)`: singular values not above `rtol` times the largest dropped.
+    /// With one operand `rtol` is JAX's default, `10 · max(m, n) · eps`, `eps` being
+    /// float64's when `double`, else float32's; a second operand (of `a`'s batch shape)
+    /// gives it per matrix.
     Pinv {
         double: bool,
     },

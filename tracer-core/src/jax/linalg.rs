@@ -34,11 +34,20 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             return None;
         }
         let mut values = Vec::new();
-        for matrix in a.view().matrices() {
+        // `pinv`'s given cutoffs, one per matrix (broadcast to the batch axes by the caller).
+        let rtols: Option<Vec<f64>> = ins.get(1).map(|r| r.iter().copied().collect());
+        for (index, matrix) in a.view().matrices().enumerate() {
             let out = match op {
                 LinalgOp::QrQ { full } => qr(&matrix, rows, cols, full).0,
                 LinalgOp::QrR { full } => qr(&matrix, rows, cols, full).1,
-                LinalgOp::Pinv { double } => pinv(&matrix, rows, cols, double)?,
+                LinalgOp::Pinv { double } => {
+                    let default = 10.0 * rows.max(cols) as f64 * if double { f64::EPSILON } else { f64::from(f32::EPSILON) };
+                    let rtol = match &rtols {
+                        Some(r) => *r.get(index)?,
+                        None => default,
+                    };
+                    pinv(&matrix, rows, cols, rtol)?
+                }
                 _ => {
                     let (u, s, vh) = svd(&matrix, rows, cols)?;
                     match op {
@@ -519,15 +528,14 @@ fn svd(a: &[f64], rows: usize, cols: usize) -> Option<(Vec<f64>, Vec<f64>, Vec<f
 
 /// The pseudo-inverse (`cols`×`rows`) of `a` (`rows`×`cols`) as `jnp.linalg.pinv` computes
 /// it: `V · diag(1/s) · Uᵀ` from the thin SVD, with the singular values not above
-/// `10 · max(rows, cols) · eps · s_max` dropped (JAX's default `rtol`; `eps` of float64 when
-/// `double`, else of float32). `None` where the SVD is (non-finite input).
-fn pinv(a: &[f64], rows: usize, cols: usize, double: bool) -> Option<Vec<f64>> {
+/// `rtol · s_max` dropped (JAX's default `rtol` is `10 · max(rows, cols) · eps`). `None`
+/// where the SVD is (non-finite input).
+fn pinv(a: &[f64], rows: usize, cols: usize, rtol: f64) -> Option<Vec<f64>> {
     if rows == 0 || cols == 0 {
         return Some(Vec::new());
     }
     let (u, s, vh) = svd(a, rows, cols)?;
-    let eps = if double { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let cutoff = 10.0 * rows.max(cols) as f64 * eps * s[0];
+    let cutoff = rtol * s[0];
     let inverse: Vec<f64> = s.iter().map(|&v| if v > cutoff { 1.0 / v } else { 0.0 }).collect();
     Some(
         (0..cols * rows)

@@ -2628,13 +2628,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let shape: Vec<usize> = a.aval.shape.iter().skip(2).copied().collect();
             bind1(interp, Prim::Opaque("trace"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
         }
-        F::LinalgNorm => {
-            let a = arr!(0, "x");
-            let axes = axes_arg(interp, p.get(2, "axis"), a.aval.ndim())?;
-            let x = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), false)? };
-            let sq = binary_prim(interp, BinaryPrim::Mul, &x, &x)?;
-            let s = reduce(interp, &sq, ReduceOp::Sum, axes, keepdims, None)?;
-            unary_prim(interp, UnaryPrim::Sqrt, &s).map(Value::Array)
+        F::LinalgNorm | F::LinalgLstsq | F::LinalgMatrixRank | F::LinalgMatrixPower | F::LinalgCond | F::LinalgSvdvals => {
+            linalg_api::call(interp, f, &p)
         }
         F::Sort => {
             let a = arr!(0, "a");
@@ -3110,18 +3105,22 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     format!("The last two dimensions of a must be square; got a.shape={}", a.aval.shape_tuple()),
                 ));
             }
-            let bn = if b.aval.ndim() == 1 || b.aval.ndim() + 1 == a.aval.ndim() {
-                b.aval.shape.last().copied()
-            } else {
-                b.aval.shape.get(b.aval.ndim().wrapping_sub(2)).copied()
-            };
-            if bn != Some(n) {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::ShapeMismatch,
-                    format!("Incompatible shapes for solve: a.shape={} b.shape={}", a.aval.shape_tuple(), b.aval.shape_tuple()),
-                ));
+            // JAX's `jnp.vectorize` signatures: `b` is a (stack of) vector(s) when it is 1-D, or
+            // has one axis fewer than `a` and ends in `n`; otherwise a stack of `(n, k)`
+            // matrices. The batch axes of `a` and `b` broadcast.
+            let (a_nd, b_nd) = (a.aval.ndim(), b.aval.ndim());
+            let vector = b_nd == 1 || (a_nd == b_nd + 1 && b.aval.shape.last() == Some(&n));
+            let (signature, core) = if vector { ("(n,n),(n)->(n)", 1) } else { ("(n,n),(n,k)->(n,k)", 2) };
+            if b_nd < core {
+                return Ok(Value::opaque("solve of a scalar"));
             }
+            let bn = b.aval.shape[b_nd - core];
+            if bn != n {
+                return Err(interp.value_error(format!(
+                    "inconsistent size for core dimension 'n': {bn} vs {n} on vectorized function with excluded=frozenset() and signature='{signature}'"
+                )));
+            }
+            let batch = broadcast_shapes(&[&a.aval.shape[..a_nd - 2], &b.aval.shape[..b_nd - core]]).map_err(|m| interp.value_error(m))?;
             let (a2, b2) = (convert(interp, &a, dt, false)?, convert(interp, &b, dt, false)?);
             // The triangular solves JAX binds: `solve_triangular`'s one, and `cho_solve`'s two
             // (`c x = b` through `cᵀ`: lower `L y = b, Lᵀ x = y`; upper `Uᵀ y = b, U x = y`).
@@ -3149,13 +3148,14 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) if f == F::ScipySolveTriangular => interp.truthy(v)?,
                 _ => false,
             };
-            // `b` of one axis fewer than `a` is a (stack of) vector(s): `b[..., None]`.
-            let vector = b.aval.ndim() + 1 == a.aval.ndim() || b.aval.ndim() == 1;
-            let b3 = if vector { reshape_raw(interp, &b2, &[b2.aval.shape.as_slice(), &[1]].concat())? } else { b2.clone() };
-            if b3.aval.shape[..b3.aval.ndim() - 2] != a2.aval.shape[..a2.aval.ndim() - 2] {
-                // Batch axes that broadcast: not modelled as a primitive yet.
-                return bind1(interp, Prim::Opaque("solve"), &[a2, b2], b.aval.with_dtype(dt)).map(Value::Array);
-            }
+            // Both broadcast to the batch axes, a vector `b` as `b[..., None]`.
+            let a_shape: Vec<usize> = batch.iter().copied().chain([n, n]).collect();
+            let a2 = broadcast_to_shape(interp, &a2, &a_shape)?;
+            let b_core = &b2.aval.shape[b_nd - core..];
+            let b_shape: Vec<usize> = batch.iter().chain(b_core).copied().collect();
+            let b2 = broadcast_to_shape(interp, &b2, &b_shape)?;
+            let out_shape = b_shape.clone();
+            let b3 = if vector { reshape_raw(interp, &b2, &[b_shape.as_slice(), &[1]].concat())? } else { b2 };
             let mut x = b3;
             for (lower, transpose_a) in solves {
                 let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal };
@@ -3163,11 +3163,13 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 x = bind1(interp, Prim::Linalg(op), &[a2.clone(), x], aval)?;
             }
             if vector {
-                x = reshape_raw(interp, &x, &b.aval.shape)?;
+                x = reshape_raw(interp, &x, &out_shape)?;
             }
             Ok(Value::Array(x))
         }
-        F::LinalgInv | F::LinalgCholesky | F::ScipyCholesky | F::ScipyChoFactor => {
+        F::LinalgInv | F::ScipyInv | F::LinalgCholesky | F::ScipyCholesky | F::ScipyChoFactor => {
+            // `jax.scipy.linalg.inv` is `jnp.linalg.inv`.
+            let f = if f == F::ScipyInv { F::LinalgInv } else { f };
             let a = arr!(0, "a");
             let dt = float_of(interp, &[a.clone()]);
             let nd = a.aval.ndim();
@@ -3209,22 +3211,43 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             if nd >= 2 {
                 s.swap(nd - 1, nd - 2);
             }
-            // JAX's default cutoff depends on the dtype's eps; a given `rtol`/`rcond`,
-            // `hermitian=True` (an `eigh`) and 16-bit floats are not modelled.
-            let defaults = p.get(1, "rtol").is_none() && p.get(usize::MAX, "rcond").is_none();
+            let (rtol, rcond) = (p.get(1, "rtol"), p.get(usize::MAX, "rcond"));
+            if rtol.is_some() && rcond.is_some() {
+                return Err(interp.value_error("pinv: only one of rtol and rcond may be specified."));
+            }
             let hermitian = match p.get(2, "hermitian") {
                 Some(v) => interp.truthy(v)?,
                 None => false,
             };
-            let a2 = convert(interp, &a, dt, false)?;
-            let prim = if nd >= 2 && defaults && !hermitian && matches!(dt, DType::F32 | DType::F64) {
-                Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 })
-            } else {
-                Prim::Opaque("pinv")
-            };
-            bind1(interp, prim, &[a2], Aval::new(&s, dt)).map(Value::Array)
+            let mut a2 = convert(interp, &a, dt, false)?;
+            let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
+            // JAX's cutoff is `rtol · s_max`, `rtol` defaulting to `10 · max(m, n) · eps`;
+            // a given one (broadcast over the batch axes) is the kernel's second operand.
+            // `hermitian=True` decomposes the symmetrised matrix (`svd` through `eigh`), and
+            // so does its derivative. 16-bit floats are not modelled.
+            let mut inputs = Vec::new();
+            if let Some(r) = rtol.or(rcond) {
+                let r = arr_or_unknown!(interp, r);
+                let batch = &a.aval.shape[..nd.saturating_sub(2)];
+                if broadcast_shapes(&[r.aval.shape.as_slice(), batch]).ok().as_deref() == Some(batch) {
+                    let r = convert(interp, &r, dt, false)?;
+                    inputs.push(broadcast_to_shape(interp, &r, batch)?);
+                }
+            }
+            let computed = nd >= 2
+                && matches!(dt, DType::F32 | DType::F64)
+                && (!hermitian || square)
+                && inputs.len() == usize::from(rtol.or(rcond).is_some());
+            if hermitian && square {
+                a2 = linalg_api::symmetrize(interp, &a2)?;
+            }
+            inputs.insert(0, a2);
+            let prim = if computed { Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 }) } else { Prim::Opaque("pinv") };
+            bind1(interp, prim, &inputs, Aval::new(&s, dt)).map(Value::Array)
         }
-        F::LinalgDet | F::LinalgSlogdet => {
+        F::LinalgDet | F::ScipyDet | F::LinalgSlogdet => {
+            // `jax.scipy.linalg.det` is `jnp.linalg.det`.
+            let f = if f == F::ScipyDet { F::LinalgDet } else { f };
             let a = arr!(0, "a");
             let dt = float_of(interp, &[a.clone()]);
             let nd = a.aval.ndim();
@@ -3309,12 +3332,15 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) => interp.truthy(v)?,
                 None => true,
             };
-            // `hermitian=True` goes through `eigh` in JAX (other signs and order of work).
+            // `hermitian=True` goes through `eigh` of the symmetrised matrix in JAX: the SVD
+            // of that matrix, whose singular values are the eigenvalues' magnitudes; its
+            // vectors, defined up to sign, may differ from JAX's in sign (as `svd`'s do).
             let hermitian = match p.get(3, "hermitian") {
                 Some(v) => interp.truthy(v)?,
                 None => false,
             };
-            let prim = |op: LinalgOp| if hermitian { Prim::Opaque("svd") } else { Prim::Linalg(op) };
+            let a2 = if hermitian && m == n { linalg_api::symmetrize(interp, &a2)? } else { a2 };
+            let prim = |op: LinalgOp| if hermitian && m != n { Prim::Opaque("svd") } else { Prim::Linalg(op) };
             let s = bind1(interp, prim(LinalgOp::SvdValues), &[a2.clone()], Aval::new(&with(&[k]), dt))?;
             if !compute_uv {
                 return Ok(Value::Array(s));
@@ -3425,6 +3451,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         _ => Ok(Value::opaque(format!("result of {}", f.qualified_name()))),
     }
 }
+
+#[path = "numpy_linalg.rs"]
+mod linalg_api;
 
 /// The floating dtype a linear-algebra routine computes in.
 fn float_of(interp: &Interp, arrays: &[Rc<Array>]) -> DType {
