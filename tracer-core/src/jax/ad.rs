@@ -2063,6 +2063,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomFoldIn
         | Prim::RandomUnwrap
         | Prim::RandomWrap
+        | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
         Prim::TopK { .. }
@@ -2425,6 +2426,7 @@ mod tests {
             Prim::RandomFoldIn,
             Prim::RandomUnwrap,
             Prim::RandomWrap,
+            Prim::RandomClone,
             Prim::Random { dist: "normal" },
             Prim::Pjit { name: "f".into() },
             Prim::Scan { length: 1, reverse: false, num_carry: 0 },
