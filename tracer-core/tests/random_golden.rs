@@ -211,7 +211,7 @@ fn traces_show_key_avals() {
     assert_eq!(traces.len(), 2, "{:?}", a.functions);
     assert_eq!(traces[0].args, ["key<fry>[]", "~i32[]"]);
     assert_eq!(traces[0].outputs.as_deref(), Some(&["key<fry>[3]".to_string(), "key<fry>[]".to_string(), "u32[2]".to_string()][..]));
-    assert!(traces[0].jaxpr.contains("b:key<fry>[3] = random_split[shape=(3,)] a"), "{}", traces[0].jaxpr);
+    assert!(traces[0].jaxpr.contains("c:key<fry>[3] = random_split[shape=(3,)] a"), "{}", traces[0].jaxpr);
     // A legacy key stays its raw data.
     assert_eq!(traces[1].args[0], "u32[2]");
     assert_eq!(traces[1].outputs.as_deref().map(|o| o[0].as_str()), Some("u32[3,2]"));

@@ -2491,7 +2491,7 @@ mod tests {
                 "cofactor"
             ]
         );
-        assert_eq!(not_differentiable.len(), 22, "{not_differentiable:?}");
+        assert_eq!(not_differentiable.len(), 23, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }
 }
