@@ -181,3 +181,60 @@ fn exhaustive_samples_match_jax() {
     check("gumbel f32, every mantissa", gumbel, f32s("gumbel_f32_all_mantissas.bin"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn typed_keys_have_their_own_dtype_and_print_as_jax_does() {
+    let a = run(
+        false,
+        "k = jax.random.key(0)\nprint(k.dtype, k.shape)\nprint(k)\nprint(repr(jax.random.split(k)))\n\
+         print(jax.random.split(k, (2, 3)).shape, jax.random.split(k, (2, 3)).dtype)\n\
+         print(jax.random.key_data(jax.random.split(k, 4)).shape)\n\
+         p = jax.random.PRNGKey(0)\nprint(p, p.dtype, jax.random.key_data(p).shape)\n\
+         print(jax.random.wrap_key_data(jnp.zeros((3, 2), jnp.uint32)).shape)\n",
+    );
+    // What JAX 0.10.2 prints for this program.
+    let want = "key<fry> ()\n\
+                Array((), dtype=key<fry>) overlaying:\n[0 0]\n\
+                Array((2,), dtype=key<fry>) overlaying:\n[[1797259609 2579123966]\n [ 928981903 3453687069]]\n\
+                (2, 3) key<fry>\n(4, 2)\n[0 0] uint32 (2,)\n(3,)\n";
+    assert_eq!(a.stdout, want, "stops: {:?}", a.stops);
+}
+
+#[test]
+fn traces_show_key_avals() {
+    let a = run(
+        false,
+        "@jax.jit\ndef f(key, n):\n    keys = jax.random.split(key, 3)\n    return keys, jax.random.fold_in(key, n), jax.random.key_data(key)\n\n\
+         f(jax.random.key(0), 1)\nf(jax.random.PRNGKey(0), 1)\n",
+    );
+    let traces: Vec<_> = a.functions.iter().flat_map(|f| &f.traces).collect();
+    assert_eq!(traces.len(), 2, "{:?}", a.functions);
+    assert_eq!(traces[0].args, ["key<fry>[]", "~i32[]"]);
+    assert_eq!(traces[0].outputs.as_deref(), Some(&["key<fry>[3]".to_string(), "key<fry>[]".to_string(), "u32[2]".to_string()][..]));
+    assert!(traces[0].jaxpr.contains("c:key<fry>[3] = random_split[shape=(3,)] a"), "{}", traces[0].jaxpr);
+    // A legacy key stays its raw data.
+    assert_eq!(traces[1].args[0], "u32[2]");
+    assert_eq!(traces[1].outputs.as_deref().map(|o| o[0].as_str()), Some("u32[3,2]"));
+}
+
+#[test]
+fn operations_jax_refuses_on_keys_report_its_error_or_nothing() {
+    // Real JAX 0.10.2: `k + 1` raises `TypeError: add does not accept dtypes key<fry>, int32.`
+    let a = run(false, "k = jax.random.key(0)\ny = k + 1\n");
+    let messages: Vec<&str> = a.diagnostics.iter().map(|(d, _, _)| d.message.as_str()).collect();
+    assert_eq!(messages, ["TypeError: add does not accept dtypes key<fry>, int32."]);
+    // JAX refuses these too, with messages tracelens does not model: no diagnostic at all.
+    for body in
+        ["y = jnp.sum(jax.random.split(jax.random.key(0)))", "y = jnp.exp(jax.random.key(0))", "y = jax.random.key(0) + jax.random.key(1)"]
+    {
+        let a = run(false, &format!("{body}\n"));
+        assert!(a.diagnostics.is_empty(), "{body}: {:?}", a.diagnostics);
+    }
+    // A batch of keys given to a sampler is JAX's ValueError.
+    let a = run(false, "y = jax.random.normal(jax.random.split(jax.random.key(0), 4), (2,))\n");
+    let messages: Vec<&str> = a.diagnostics.iter().map(|(d, _, _)| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        ["ValueError: normal accepts a single key, but was given a key array of shape (4,) != (). Use jax.vmap for batching."]
+    );
+}

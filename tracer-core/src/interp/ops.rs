@@ -1119,6 +1119,8 @@ impl<'l> Interp<'l> {
                 "itemsize" => Some(Value::Int(d.itemsize() as i64)),
                 "dtype" => Some(obj.clone()),
                 "type" => Some(obj.clone()),
+                // A key dtype (`KeyTy`) has no numpy kind.
+                "kind" if d.is_key() => None,
                 "kind" => Some(Value::str(if d.is_bool() {
                     "b"
                 } else if d.is_unsigned() {

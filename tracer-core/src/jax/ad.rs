@@ -2090,6 +2090,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomFoldIn
         | Prim::RandomUnwrap
         | Prim::RandomWrap
+        | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
         Prim::TopK { .. }
@@ -2458,6 +2459,7 @@ mod tests {
             Prim::RandomFoldIn,
             Prim::RandomUnwrap,
             Prim::RandomWrap,
+            Prim::RandomClone,
             Prim::Random { dist: "normal" },
             Prim::Pjit { name: "f".into() },
             Prim::Scan { length: 1, reverse: false, num_carry: 0 },
@@ -2521,7 +2523,7 @@ mod tests {
                 "cofactor"
             ]
         );
-        assert_eq!(not_differentiable.len(), 22, "{not_differentiable:?}");
+        assert_eq!(not_differentiable.len(), 23, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }
 }

@@ -648,7 +648,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let fun = arg(0);
             let rest = args[1..].to_vec();
             let out = trace_call(interp, &fun, rest, kwargs, TraceKind::Staging("eval_shape"), "eval_shape")?;
-            map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone(), "eval_shape"))
+            map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone(), jnp::EVAL_SHAPE_RESULT))
         }
         F::MakeJaxpr => Ok(Value::opaque("make_jaxpr")),
         F::DevicePut | F::BlockUntilReady => Ok(arg(0)),
@@ -657,7 +657,12 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 return Ok(Value::opaque("ShapeDtypeStruct"));
             };
             let d = jnp::dtype_arg(interp, args.get(1).or_else(|| kw(&kwargs, "dtype")))?.unwrap_or(DType::F32);
-            Ok(Value::Array(Array::unknown(Aval::new(&shape, d), "a ShapeDtypeStruct has no values")))
+            let weak = match kw(&kwargs, "weak_type") {
+                None | Some(Value::Bool(false)) => false,
+                Some(Value::Bool(true)) => true,
+                Some(_) => return Ok(Value::opaque("ShapeDtypeStruct")),
+            };
+            Ok(Value::Array(Array::unknown(Aval::new(&shape, d).weak(weak), jnp::SHAPE_DTYPE_STRUCT)))
         }
         F::Typeof => Ok(Value::opaque("an aval")),
         F::ArrayType => Ok(Value::opaque("jax.Array")),
@@ -830,7 +835,14 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                     return Err(interp.type_error(format!("PRNG key seed must be an integer; got {}", a.aval.long())));
                 }
             }
-            let shape: &[usize] = if f == F::RandomPRNGKey { &[2] } else { &[] };
+            if let Value::Array(a) = &seed {
+                if a.aval.dtype.is_key() {
+                    let name = if f == F::RandomPRNGKey { "PRNGKey" } else { "key" };
+                    return Err(interp.type_error(format!("{name} accepts a scalar seed, but was given a PRNG key.")));
+                }
+            }
+            // `key(seed)` is one typed key, `key<fry>[]`; `PRNGKey(seed)` its raw data, `u32[2]`.
+            let aval = if f == F::RandomPRNGKey { Aval::new(&[2], DType::U32) } else { Aval::scalar(DType::Key) };
             let seed = match &seed {
                 Value::Int(n) => python_seed(interp, *n),
                 Value::Bool(b) => python_seed(interp, i64::from(*b)),
@@ -839,7 +851,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                     Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
                 },
             };
-            Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], Aval::new(shape, DType::U32))?))
+            Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], aval)?))
         }
         F::RandomSplit
         | F::RandomFoldIn
@@ -851,7 +863,9 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         | F::RandomPermutation
         | F::RandomChoice
         | F::RandomTruncatedNormal
-        | F::RandomKeyData => random(interp, f, &args, &kwargs),
+        | F::RandomKeyData
+        | F::RandomClone => random(interp, f, &args, &kwargs),
+        F::RandomWrapKeyData => wrap_key_data(interp, &args, &kwargs),
         _ => jnp::call(interp, f, args, kwargs),
     }
 }
@@ -3233,16 +3247,20 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
         Value::Array(k) => k.clone(),
         _ => return Ok(Value::opaque("a random value")),
     };
-    // A `u32[..., 2]` key is legacy unless its value shows typed keys (`split(key(0))`).
-    let legacy = key.aval.shape.last() == Some(&2)
-        && key.aval.dtype == DType::U32
-        && super::eval::is_typed_key(&key, interp.budgets.max_elements) != Some(true);
+    // A raw `u32[..., 2]` array is a legacy key (`PRNGKey`); a typed key has dtype `key<fry>`.
+    let legacy = !key.aval.dtype.is_key() && key.aval.shape.last() == Some(&2) && key.aval.dtype == DType::U32;
+    if !legacy && !key.aval.dtype.is_key() {
+        // Not a key JAX accepts; its error is not modelled.
+        return Ok(Value::opaque("a random value"));
+    }
     let key_batch: Vec<usize> = if legacy { key.aval.shape[..key.aval.ndim() - 1].to_vec() } else { key.aval.shape.to_vec() };
-    if !matches!(f, F::RandomKeyData) {
+    // `key_data` and `clone` take key arrays of any shape and do not consume the key.
+    let any_shape = matches!(f, F::RandomKeyData | F::RandomClone);
+    if !any_shape {
         super::effects::on_key_use(interp, &key, f.name());
     }
-    if !key_batch.is_empty() && !matches!(f, F::RandomKeyData) {
-        return Err(interp.type_error(format!(
+    if !key_batch.is_empty() && !any_shape {
+        return Err(interp.value_error(format!(
             "{} accepts a single key, but was given a key array of shape {} != (). Use jax.vmap for batching.",
             f.name(),
             shape_tuple(&key_batch)
@@ -3298,6 +3316,8 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
             };
             bind1(interp, Prim::RandomFoldIn, &[key.clone(), data], key.aval.clone()).map(Value::Array)
         }
+        // A copy of the key that key-reuse checking (JAX's `jax_debug_key_reuse`) counts apart.
+        F::RandomClone => bind1(interp, Prim::RandomClone, std::slice::from_ref(&key), key.aval.clone()).map(Value::Array),
         F::RandomKeyData => {
             let mut s = key.aval.shape.to_vec();
             if !legacy {
@@ -3423,6 +3443,28 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
         }
         _ => Ok(Value::opaque("random")),
     }
+}
+
+/// `jax.random.wrap_key_data(key_data)`: `uint32` data of shape `(..., 2)` as typed keys of
+/// shape `(...)`, with JAX's `TypeError` for data of another dtype or shape.
+fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let data = args.first().or_else(|| kw(kwargs, "key_data")).cloned().unwrap_or(Value::None);
+    let data = match &data {
+        Value::Array(a) if !a.aval.dtype.is_key() => a.clone(),
+        _ => return Ok(Value::opaque("wrap_key_data")),
+    };
+    let invalid = "JAX encountered invalid PRNG key data:";
+    if data.aval.dtype != DType::U32 {
+        return Err(interp.type_error(format!("{invalid} expected key_data.dtype = uint32; got dtype={}", data.aval.dtype.name())));
+    }
+    if data.aval.ndim() == 0 {
+        return Err(interp.type_error(format!("{invalid} expected key_data.ndim >= 1; got ndim=0")));
+    }
+    let Some((&2, batch)) = data.aval.shape.split_last() else {
+        // JAX's message names the implementation object's repr; it is not reproduced.
+        return Ok(Value::opaque("wrap_key_data of data not ending in 2"));
+    };
+    bind1(interp, Prim::RandomWrap, std::slice::from_ref(&data), Aval::new(batch, DType::Key)).map(Value::Array)
 }
 
 /// A Python int seed as `random_seed` takes it: through an int64 NumPy scalar, which is

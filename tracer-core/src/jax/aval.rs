@@ -78,7 +78,7 @@ impl Aval {
 }
 
 fn dtype_never_weak(dtype: DType) -> bool {
-    dtype == DType::Bool
+    dtype == DType::Bool || dtype == DType::Key
 }
 
 impl fmt::Display for Aval {

@@ -37,6 +37,10 @@ pub enum DType {
     F64,
     C64,
     C128,
+    /// The dtype of a typed PRNG key array (`jax.random.key(0).dtype`), `key<fry>` for the
+    /// default Threefry implementation: an extended dtype, not a numeric one. Each element is
+    /// one key; its two `uint32` words are data the aval does not show (`random.rs`).
+    Key,
 }
 
 /// The category of a dtype, as `np.dtype(d).kind` has it (`'b'`, `'i'`, `'u'`, `'f'`, `'c'`),
@@ -48,6 +52,8 @@ pub enum DTypeKind {
     UnsignedInteger,
     Floating,
     Complex,
+    /// An extended dtype (`jax.dtypes.extended`): only [`DType::Key`].
+    Key,
 }
 
 /// The JAX configuration the dtype rules depend on.
@@ -108,6 +114,10 @@ impl fmt::Display for DTypeError {
 
 impl std::error::Error for DTypeError {}
 
+/// The name JAX prints for [`DType::Key`], in avals and as `str(key.dtype)`.
+const KEY_NAME: &str = "key<fry>";
+
+/// The numeric dtypes (every [`DType`] but [`DType::Key`]).
 const ALL_DTYPES: [DType; 15] = [
     DType::Bool,
     DType::I8,
@@ -127,7 +137,7 @@ const ALL_DTYPES: [DType; 15] = [
 ];
 
 impl DType {
-    /// Every dtype, in declaration order.
+    /// Every numeric dtype, in declaration order ([`DType::Key`] is not one).
     pub fn all() -> &'static [DType] {
         &ALL_DTYPES
     }
@@ -150,6 +160,7 @@ impl DType {
             DType::F64 => "float64",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::Key => KEY_NAME,
         }
     }
 
@@ -173,6 +184,7 @@ impl DType {
             DType::F64 => "f64",
             DType::C64 => "c64",
             DType::C128 => "c128",
+            DType::Key => KEY_NAME,
         }
     }
 
@@ -180,7 +192,15 @@ impl DType {
     /// Python types and aliases (`int`, `float`, `bool_`, `double`) are not dtype names here:
     /// see [`python_scalar_dtype`].
     pub fn from_name(s: &str) -> Option<DType> {
+        if s == KEY_NAME {
+            return Some(DType::Key);
+        }
         ALL_DTYPES.iter().copied().find(|d| d.name() == s || d.short_name() == s)
+    }
+
+    /// A typed PRNG key dtype (`jnp.issubdtype(d, jax.dtypes.prng_key)`).
+    pub fn is_key(self) -> bool {
+        self == DType::Key
     }
 
     /// Bytes per element (`np.dtype(d).itemsize`).
@@ -189,7 +209,8 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 | DType::BF16 | DType::F16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            // A Threefry key is two uint32 words (`key.dtype.itemsize == 8`).
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 | DType::Key => 8,
             DType::C128 => 16,
         }
     }
@@ -201,6 +222,7 @@ impl DType {
             DType::U8 | DType::U16 | DType::U32 | DType::U64 => DTypeKind::UnsignedInteger,
             DType::BF16 | DType::F16 | DType::F32 | DType::F64 => DTypeKind::Floating,
             DType::C64 | DType::C128 => DTypeKind::Complex,
+            DType::Key => DTypeKind::Key,
         }
     }
 
@@ -246,7 +268,7 @@ impl DType {
         match self {
             DType::Bool | DType::I8 | DType::I16 | DType::I32 | DType::U8 | DType::U16 | DType::U32 => DType::F32,
             DType::I64 | DType::U64 => DType::F64,
-            DType::BF16 | DType::F16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 => self,
+            DType::BF16 | DType::F16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 | DType::Key => self,
         }
     }
 
@@ -326,6 +348,7 @@ impl WeakDType {
             DTypeKind::SignedInteger | DTypeKind::UnsignedInteger => JaxType::PyInt,
             DTypeKind::Floating => JaxType::PyFloat,
             DTypeKind::Complex => JaxType::PyComplex,
+            DTypeKind::Key => JaxType::DType(self.dtype),
         }
     }
 }
@@ -424,6 +447,7 @@ pub fn default_dtype_of_kind(kind: DTypeKind, cfg: DTypeConfig) -> DType {
         DTypeKind::UnsignedInteger => default_uint(cfg),
         DTypeKind::Floating => default_float(cfg),
         DTypeKind::Complex => default_complex(cfg),
+        DTypeKind::Key => DType::Key,
     }
 }
 
@@ -622,11 +646,14 @@ mod lattice {
     const PY_INT: usize = 15;
     const PY_FLOAT: usize = 16;
     const PY_COMPLEX: usize = 17;
-    const NODE_COUNT: usize = 18;
+    /// [`DType::Key`]: a node with no edges, so keys promote only with keys.
+    const KEY: usize = 18;
+    const NODE_COUNT: usize = 19;
     pub(super) const ALL_NODES: u32 = (1 << NODE_COUNT) - 1;
 
     pub(super) const fn index(node: JaxType) -> usize {
         match node {
+            JaxType::DType(DType::Key) => KEY,
             JaxType::DType(d) => d as usize,
             JaxType::PyInt => PY_INT,
             JaxType::PyFloat => PY_FLOAT,
@@ -643,6 +670,7 @@ mod lattice {
             PY_INT => Some(JaxType::PyInt),
             PY_FLOAT => Some(JaxType::PyFloat),
             PY_COMPLEX => Some(JaxType::PyComplex),
+            KEY => Some(JaxType::DType(DType::Key)),
             _ => ALL_DTYPES.get(index).copied().map(JaxType::DType),
         }
     }

@@ -32,7 +32,8 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
         DType::I64 => wrap_int(x as i128, DType::I64),
         DType::U8 => (x as i64 as u8) as f64,
         DType::U16 => (x as i64 as u16) as f64,
-        DType::U32 => (x as i64 as u32) as f64,
+        // A key's data is its uint32 words.
+        DType::U32 | DType::Key => (x as i64 as u32) as f64,
         DType::U64 => x as u64 as f64,
     }
 }
@@ -107,11 +108,33 @@ pub fn force(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
     force_at_depth(array, max_elements, 0).filter(|d| d.shape() == array.aval.shape.as_slice())
 }
 
-/// Whether `array` holds typed PRNG keys (its data has the key-words axis its aval does not
-/// show), when its value can be computed: the aval alone cannot tell typed keys of shape
-/// `(2,)` from one legacy key.
-pub fn is_typed_key(array: &Rc<Array>, max_elements: u64) -> Option<bool> {
-    force_at_depth(array, max_elements, 0).map(|d| d.ndim() == array.aval.ndim() + 1)
+/// The data of a typed PRNG key array (dtype `key<fry>`): its `uint32` words, with the
+/// trailing axis of 2 its aval does not show. `None` for other arrays and when unknown.
+pub fn force_key_data(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+    if !array.aval.dtype.is_key() {
+        return None;
+    }
+    force_at_depth(array, max_elements, 0).filter(|d| d.shape() == held_shape(&array.aval).as_slice())
+}
+
+/// The data of any concrete array as it is held: [`force`], or for typed PRNG keys
+/// [`force_key_data`] (with the words axis). For code that moves elements without reading them
+/// (the control-flow evaluator's slices and stacks).
+pub fn force_held(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+    if array.aval.dtype.is_key() {
+        force_key_data(array, max_elements)
+    } else {
+        force(array, max_elements)
+    }
+}
+
+/// The shape of the data [`force_held`] gives for `aval`: a key's words axis is appended.
+pub fn held_shape(aval: &super::aval::Aval) -> Vec<usize> {
+    let mut shape = aval.shape.to_vec();
+    if aval.dtype.is_key() {
+        shape.push(2);
+    }
+    shape
 }
 
 /// Longest chain of pending operations computed in one go (deeper chains stay unknown, so

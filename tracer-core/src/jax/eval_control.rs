@@ -26,7 +26,7 @@ pub fn datas(interp: &Interp, arrays: &[Rc<Array>]) -> Option<Vec<Rc<NdData>>> {
     if interp.values.is_none() || arrays.iter().any(|a| a.is_tracer()) {
         return None;
     }
-    arrays.iter().map(|a| super::eval::force(a, interp.budgets.max_elements)).collect()
+    arrays.iter().map(|a| super::eval::force_held(a, interp.budgets.max_elements)).collect()
 }
 
 /// Runs `body` once on `inputs` (concrete arrays, retyped to the body's input avals); its
@@ -55,7 +55,10 @@ fn retype(interp: &mut Interp, a: &Rc<Array>, aval: &Aval) -> Option<Rc<Array>> 
     if a.aval == *aval && !a.is_tracer() {
         return Some(a.clone());
     }
-    let mut d = (*super::eval::force(a, interp.budgets.max_elements)?).clone();
+    if a.aval.dtype.is_key() != aval.dtype.is_key() {
+        return None;
+    }
+    let mut d = (*super::eval::force_held(a, interp.budgets.max_elements)?).clone();
     d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
     Some(derived(interp, aval.clone(), d, std::slice::from_ref(a)))
 }
@@ -165,12 +168,12 @@ fn slice(interp: &mut Interp, a: &Rc<Array>, d: &NdData, axis: usize, i: usize) 
 fn stack(interp: &mut Interp, rows: &[Rc<Array>], axis: usize, aval: &Aval) -> Option<Rc<Array>> {
     let data = datas(interp, rows)?;
     let stacked = if data.is_empty() {
-        ArrayD::zeros(IxDyn(&aval.shape))
+        ArrayD::zeros(IxDyn(&super::eval::held_shape(aval)))
     } else {
         let views: Vec<_> = data.iter().map(|r| r.view()).collect();
         ndarray::stack(Axis(axis), &views).ok()?
     };
-    if stacked.shape() != aval.shape.as_slice() {
+    if stacked.shape() != super::eval::held_shape(aval).as_slice() {
         return None;
     }
     Some(derived(interp, aval.clone(), stacked, rows))

@@ -155,6 +155,7 @@ pub enum Prim {
     RandomFoldIn,
     RandomUnwrap,
     RandomWrap,
+    RandomClone,
     /// A stand-in for a random draw: `random_<dist>` (its values are not computed yet).
     Random {
         dist: &'static str,
@@ -403,6 +404,7 @@ impl Prim {
             Prim::RandomFoldIn => "random_fold_in".into(),
             Prim::RandomUnwrap => "random_unwrap".into(),
             Prim::RandomWrap => "random_wrap".into(),
+            Prim::RandomClone => "random_clone".into(),
             Prim::Random { dist } => format!("random_{dist}"),
             Prim::Pjit { .. } => "pjit".into(),
             Prim::Scan { .. } => "scan".into(),
@@ -470,6 +472,8 @@ impl Prim {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
             Prim::TopK { k } => format!("k={k}"),
+            Prim::RandomSeed | Prim::RandomWrap => "impl=fry".into(),
+            Prim::RandomSplit { shape } => format!("shape={}", list(shape)),
             Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
                 let py = |b: bool| if b { "True" } else { "False" };
                 format!("lower={} transpose_a={} unit_diagonal={}", py(*lower), py(*transpose_a), py(*unit_diagonal))

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::array::Array;
+use super::array::{Array, ArrayKind, Lazy};
 use super::aval::{shape_tuple, Aval, Shape};
 use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
@@ -360,7 +360,32 @@ fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &str) -> PyRe
 pub fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
     let a = arr_or_unknown!(interp, l);
     let b = arr_or_unknown!(interp, r);
+    if a.aval.dtype.is_key() || b.aval.dtype.is_key() {
+        return key_arithmetic(interp, op, &a, &b);
+    }
     in_numpy_mode(interp, &[l, r], |interp| binary_arrays(interp, op, &a, &b).map(Value::Array))
+}
+
+/// Arithmetic with a typed PRNG key, which JAX refuses. Its `TypeError` is raised where
+/// JAX's wording is known: `jnp`'s check that a key and a non-key array do not promote
+/// (`add does not accept dtypes key<fry>, int32.`). Elsewhere (two keys, other operators,
+/// NumPy operands) the result is unknown, without a diagnostic.
+fn key_arithmetic(interp: &mut Interp, op: BinOp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Value> {
+    let name = match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "subtract",
+        BinOp::Mul => "multiply",
+        BinOp::Div => "true_divide",
+        _ => return Ok(Value::opaque("arithmetic on PRNG keys")),
+    };
+    if a.aval.dtype.is_key() == b.aval.dtype.is_key() || a.numpy.get() || b.numpy.get() {
+        return Ok(Value::opaque("arithmetic on PRNG keys"));
+    }
+    Err(interp.raise(
+        "TypeError",
+        Code::DtypeMismatch,
+        format!("{name} does not accept dtypes {}, {}.", a.aval.dtype.name(), b.aval.dtype.name()),
+    ))
 }
 
 /// Operations whose array operands are all NumPy arrays compute as NumPy does: 64-bit, and
@@ -483,6 +508,11 @@ pub fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyRes
 fn compare_values(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
     let a = arr_or_unknown!(interp, l);
     let b = arr_or_unknown!(interp, r);
+    // Keys compare for equality with keys only; the other cases are not modelled.
+    let keys = (a.aval.dtype.is_key(), b.aval.dtype.is_key());
+    if keys != (false, false) && (keys != (true, true) || !matches!(op, CmpOp::Eq | CmpOp::NotEq)) {
+        return Ok(Value::opaque("a comparison of PRNG keys"));
+    }
     let c = match op {
         CmpOp::Eq => CmpPrim::Eq,
         CmpOp::NotEq => CmpPrim::Ne,
@@ -546,6 +576,17 @@ fn unary_prim(interp: &mut Interp, u: UnaryPrim, a: &Rc<Array>) -> PyResult<Rc<A
 }
 
 pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+    if a.aval.dtype.is_key() {
+        return match op {
+            UnaryOp::Neg => Err(interp.raise(
+                "TypeError",
+                Code::DtypeMismatch,
+                "neg does not accept dtype key<fry>. Accepted dtypes are subtypes of integer, floating, complexfloating.",
+            )),
+            UnaryOp::Pos => Ok(Value::Array(a.clone())),
+            UnaryOp::Invert | UnaryOp::Not => Ok(Value::opaque("an operation on PRNG keys")),
+        };
+    }
     Ok(Value::Array(match op {
         UnaryOp::Neg => unary_prim(interp, UnaryPrim::Neg, a)?,
         UnaryOp::Pos => a.clone(),
@@ -3534,8 +3575,28 @@ fn lax_binary(interp: &mut Interp, f: JaxFn, args: &[Value]) -> PyResult<Value> 
     bind1(interp, Prim::Binary(prim), &[a.clone(), b], Aval { shape, dtype: a.aval.dtype, weak }).map(Value::Array)
 }
 
+/// Why the value of a `jax.ShapeDtypeStruct(shape, dtype)` is not computed: it has none.
+pub const SHAPE_DTYPE_STRUCT: &str = "a ShapeDtypeStruct has no values";
+/// Why the value of a `jax.eval_shape` result (a `ShapeDtypeStruct` in JAX) is not computed.
+pub const EVAL_SHAPE_RESULT: &str = "eval_shape";
+
+/// `ShapeDtypeStruct(shape=(2, 3), dtype=float32)` when `a` stands for a `ShapeDtypeStruct`
+/// (made by `jax.ShapeDtypeStruct` or returned by `jax.eval_shape`), as JAX prints one:
+/// `str` and `repr` alike, with `, weak_type=True` for a weakly typed one.
+fn shape_dtype_struct_text(a: &Rc<Array>) -> Option<String> {
+    let ArrayKind::Concrete(cell) = &a.kind else { return None };
+    let is_struct = matches!(&*cell.borrow(), Lazy::Unknown(why) if *why == SHAPE_DTYPE_STRUCT || *why == EVAL_SHAPE_RESULT);
+    is_struct.then(|| {
+        let weak = if a.aval.weak { ", weak_type=True" } else { "" };
+        format!("ShapeDtypeStruct(shape={}, dtype={}{weak})", a.aval.shape_tuple(), a.aval.dtype.name())
+    })
+}
+
 /// `repr(x)` as JAX prints arrays and tracers.
 pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if let Some(text) = shape_dtype_struct_text(a) {
+        return Ok(text);
+    }
     if let Some(t) = a.tracer() {
         let kind = interp.jax.traces.iter().find(|f| f.id == t.trace).map(|f| f.kind.clone());
         return Ok(match kind {
@@ -3546,11 +3607,28 @@ pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
             _ => format!("JitTracer({})", a.aval.long_weak()),
         });
     }
+    if a.aval.dtype.is_key() {
+        return key_array_text(interp, a);
+    }
     match eval::force(a, interp.budgets.max_elements) {
         Some(d) => {
             super::numerics::observed(interp, a, "printed");
             Ok(super::print::array_repr(&d, a.aval.dtype, a.aval.weak))
         }
+        None => not_computed_text(interp, a),
+    }
+}
+
+/// `str` and `repr` of a typed key array, which JAX prints alike: its shape and dtype, then
+/// its `uint32` words as `str(jax.random.key_data(keys))`.
+fn key_array_text(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    match eval::force_key_data(a, interp.budgets.max_elements.saturating_mul(2)) {
+        Some(d) => Ok(format!(
+            "Array({}, dtype={}) overlaying:\n{}",
+            a.aval.shape_tuple(),
+            a.aval.dtype.name(),
+            super::print::array_str(&d, DType::U32)
+        )),
         None => not_computed_text(interp, a),
     }
 }
@@ -3565,8 +3643,11 @@ fn not_computed_text(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
 }
 
 pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
-    if a.is_tracer() {
+    if a.is_tracer() || a.aval.dtype.is_key() {
         return array_repr(interp, a);
+    }
+    if let Some(text) = shape_dtype_struct_text(a) {
+        return Ok(text);
     }
     match eval::force(a, interp.budgets.max_elements) {
         Some(d) => {
@@ -3580,6 +3661,9 @@ pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
 pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
     if a.is_tracer() && a.known().is_none() {
         return Err(interp.raise("TypeError", Code::PythonException, "unsupported format string passed to DynamicJaxprTracer.__format__"));
+    }
+    if a.aval.dtype.is_key() && spec.is_empty() {
+        return array_str(interp, a);
     }
     if a.aval.ndim() == 0 {
         if let Some(x) = eval::force(a, 1).and_then(|d| d.iter().next().copied()) {

@@ -668,6 +668,8 @@ pub fn is_random(prim: &Prim) -> bool {
             | Prim::RandomSplit { .. }
             | Prim::RandomFoldIn
             | Prim::RandomUnwrap
+            | Prim::RandomWrap
+            | Prim::RandomClone
             | Prim::RandomBits { .. }
             | Prim::Random { .. }
     )
@@ -708,8 +710,17 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let v = if data.aval.dtype == DType::U64 { v as u64 as u32 } else { v as i64 as u32 };
             keys_data(&[], &[fold_in(key, v)])
         }
-        Prim::RandomUnwrap => {
+        Prim::RandomUnwrap | Prim::RandomClone => {
             let (keys, batch) = keys_of(ins.first()?)?;
+            keys_data(&batch, &keys)
+        }
+        // `uint32[..., 2]` data becomes the words of keys `[...]`: the same data.
+        Prim::RandomWrap => {
+            let data = ins.first()?;
+            if data.aval.dtype != DType::U32 {
+                return None;
+            }
+            let (keys, batch) = keys_of(data)?;
             keys_data(&batch, &keys)
         }
         Prim::RandomBits { shape } => {
@@ -875,13 +886,44 @@ fn choice(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
 /// A structural primitive applied to typed keys, whose data has the words axis last: the
 /// same operation on the data with that axis carried along. `None` for anything else.
 pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
-    let typed = |i: &Input| i.data.ndim() == i.aval.ndim() + 1 && i.data.shape().last() == Some(&2);
+    let typed = |i: &Input| i.aval.dtype.is_key() && i.data.ndim() == i.aval.ndim() + 1 && i.data.shape().last() == Some(&2);
+    let out_shape = super::eval::held_shape(out);
+    match prim {
+        // `select_n(which, *cases)` of keys: the predicate has no words axis.
+        Prim::Select => {
+            let (which, cases) = ins.split_first()?;
+            if which.aval.dtype.is_key() || !cases.iter().all(typed) {
+                return None;
+            }
+            let which: Vec<f64> = which.data.broadcast(IxDyn(&out.shape))?.iter().copied().collect();
+            let cases: Vec<Vec<f64>> =
+                cases.iter().map(|c| Some(c.data.broadcast(IxDyn(&out_shape))?.iter().copied().collect())).collect::<Option<_>>()?;
+            let mut words = Vec::with_capacity(2 * which.len());
+            for (i, &w) in which.iter().enumerate() {
+                words.extend_from_slice(cases.get(w as usize)?.get(2 * i..2 * i + 2)?);
+            }
+            return ArrayD::from_shape_vec(IxDyn(&out_shape), words).ok();
+        }
+        // Keys are equal when both their words are.
+        Prim::Compare(c @ (super::ir::CmpPrim::Eq | super::ir::CmpPrim::Ne)) => {
+            let (a, b) = (ins.first()?, ins.get(1)?);
+            if !typed(a) || !typed(b) {
+                return None;
+            }
+            let eq = *c == super::ir::CmpPrim::Eq;
+            let key_shape = super::eval::held_shape(&out.with_dtype(DType::Key));
+            let (a, b) = (a.data.broadcast(IxDyn(&key_shape))?, b.data.broadcast(IxDyn(&key_shape))?);
+            let same = ndarray::Zip::from(a.lanes(Axis(out.ndim())))
+                .and(b.lanes(Axis(out.ndim())))
+                .map_collect(|x, y| f64::from(u8::from((x == y) == eq)));
+            return Some(same.into_dyn()).filter(|d| d.shape() == out.shape.as_slice());
+        }
+        _ => {}
+    }
     if !ins.iter().all(typed) {
         return None;
     }
     let a = ins.first()?.data;
-    let mut out_shape = out.shape.to_vec();
-    out_shape.push(2);
     Some(match prim {
         Prim::Slice { start, limit, strides } => {
             let mut info: Vec<ndarray::SliceInfoElem> = start

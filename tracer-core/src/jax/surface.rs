@@ -307,6 +307,8 @@ surface! {
     RandomChoice = "jax.random"."choice",
     RandomTruncatedNormal = "jax.random"."truncated_normal",
     RandomKeyData = "jax.random"."key_data",
+    RandomWrapKeyData = "jax.random"."wrap_key_data",
+    RandomClone = "jax.random"."clone",
     // jax.nn
     NnRelu = "jax.nn"."relu",
     NnGelu = "jax.nn"."gelu",

@@ -583,10 +583,14 @@ fn value_of(input: &Input) -> String {
         return l.clone();
     }
     let a = &input.aval;
-    // A `u32[]` argument is a typed PRNG key (`jax.random.key`, whose aval tracelens writes
-    // as `u32[]`): JAX rejects raw `uint32` data of rank 0 as a key. A legacy key is `u32[2]`.
-    if a.dtype == DType::U32 && a.shape.is_empty() && !a.weak {
-        return "jax.random.key(0)".into();
+    // A typed PRNG key array: keys made by JAX (raw `uint32` data is a legacy key, which a
+    // function taking typed keys does not accept the same way).
+    if a.dtype.is_key() {
+        return match a.shape.as_slice() {
+            [] => "jax.random.key(0)".into(),
+            [n] => format!("jax.random.split(jax.random.key(0), {n})"),
+            _ => format!("jax.random.split(jax.random.key(0), {})", a.shape_tuple()),
+        };
     }
     if a.weak && a.shape.is_empty() {
         match a.dtype {
@@ -599,13 +603,8 @@ fn value_of(input: &Input) -> String {
     np_ones(a)
 }
 
-/// A result's aval as JAX prints it: tracelens writes a typed PRNG key's aval as `u32[]` (the
-/// emitter passes a `u32[]` argument as `jax.random.key(0)` for the same reason), which JAX
-/// calls `key<fry>[]`.
+/// A result's aval as JAX prints it (`f32[3]`, `key<fry>[]`).
 pub fn result_aval(aval: &Aval) -> String {
-    if aval.dtype == DType::U32 && aval.shape.is_empty() && !aval.weak {
-        return "key<fry>[]".into();
-    }
     aval.short()
 }
 
@@ -727,5 +726,25 @@ fn render_line(line: &Line) -> String {
     match &line.target {
         Some(t) => format!("{t} = {expr}"),
         None => expr,
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    fn input(aval: Aval) -> Input {
+        Input { name: "x".into(), aval, literal: None }
+    }
+
+    #[test]
+    fn keys_are_passed_as_keys_and_uint32_as_uint32() {
+        assert_eq!(value_of(&input(Aval::scalar(DType::Key))), "jax.random.key(0)");
+        assert_eq!(value_of(&input(Aval::new(&[4], DType::Key))), "jax.random.split(jax.random.key(0), 4)");
+        assert_eq!(value_of(&input(Aval::new(&[2, 3], DType::Key))), "jax.random.split(jax.random.key(0), (2, 3))");
+        assert_eq!(value_of(&input(Aval::scalar(DType::U32))), "np.ones((), np.uint32)");
+        assert_eq!(value_of(&input(Aval::new(&[2], DType::U32))), "np.ones((2,), np.uint32)");
+        assert_eq!(result_aval(&Aval::scalar(DType::Key)), "key<fry>[]");
+        assert_eq!(result_aval(&Aval::scalar(DType::U32)), "u32[]");
     }
 }
