@@ -1000,7 +1000,7 @@ fn flush_f32(x: f32) -> f32 {
 /// `lax.max` in f32, as `max_f64` gives it (NaN propagates, -0.0 orders below 0.0), written
 /// with selects only, so that a loop of it vectorises.
 #[inline(always)]
-fn max_f32(x: f32, y: f32) -> f32 {
+pub(crate) fn max_f32(x: f32, y: f32) -> f32 {
     let larger = if x > y { x } else { y };
     // Equal values have equal bits except for 0.0 and -0.0, whose AND is 0.0.
     let m = if x == y { f32::from_bits(x.to_bits() & y.to_bits()) } else { larger };
@@ -1013,7 +1013,7 @@ fn max_f32(x: f32, y: f32) -> f32 {
 
 /// `lax.min` in f32, as `min_f64` gives it.
 #[inline(always)]
-fn min_f32(x: f32, y: f32) -> f32 {
+pub(crate) fn min_f32(x: f32, y: f32) -> f32 {
     let smaller = if x < y { x } else { y };
     // Equal values have equal bits except for 0.0 and -0.0, whose OR is -0.0.
     let m = if x == y { f32::from_bits(x.to_bits() | y.to_bits()) } else { smaller };
@@ -1348,7 +1348,7 @@ fn reciprocal(y: f64, dtype: DType) -> f64 {
 }
 
 /// `lax.max`: NaN propagates, and -0.0 orders below 0.0.
-fn max_f64(x: f64, y: f64) -> f64 {
+pub(crate) fn max_f64(x: f64, y: f64) -> f64 {
     if x.is_nan() || y.is_nan() {
         f64::NAN
     } else if x == y {

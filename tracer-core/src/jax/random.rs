@@ -24,6 +24,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::array::NdData;
 use super::aval::Aval;
 use super::dtypes::DType;
+use super::eval::{max_f32, max_f64, min_f32};
 use super::ir::Prim;
 
 /// A Threefry-2x32 key: the two words of a PRNG key.
@@ -94,29 +95,6 @@ pub fn bits(key: Key, width: u32, n: usize) -> Vec<u64> {
 
 // ---------------------------------------------------------------------------------------
 // XLA CPU's float functions.
-
-/// `lax.max`/`lax.min` propagate NaN, unlike `f32::max`.
-fn max_f32(a: f32, b: f32) -> f32 {
-    if a.is_nan() || b.is_nan() {
-        f32::NAN
-    } else {
-        a.max(b)
-    }
-}
-fn min_f32(a: f32, b: f32) -> f32 {
-    if a.is_nan() || b.is_nan() {
-        f32::NAN
-    } else {
-        a.min(b)
-    }
-}
-fn max_f64(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
-}
 
 fn f(bits: u32) -> f32 {
     f32::from_bits(bits)
