@@ -196,13 +196,13 @@ pub fn call(interp: &mut Interp, func: &str, args: &[Value], kwargs: &[(std::rc:
                         let n = match step {
                             0 => return Some(Err("zero step for randrange()")),
                             1 => width,
-                            s if s > 0 => (width + s - 1).div_euclid(s),
-                            s => (width + s + 1).div_euclid(s),
+                            s if s > 0 => width.checked_add(s - 1)?.div_euclid(s),
+                            s => width.checked_add(s + 1)?.div_euclid(s),
                         };
                         if n <= 0 {
                             return Some(Err("empty range for randrange()"));
                         }
-                        Value::Int(start + step * r.below(n as u64) as i64)
+                        Value::Int(start.checked_add(step.checked_mul(r.below(n as u64) as i64)?)?)
                     }
                 }
             }
