@@ -115,9 +115,11 @@ async function runCommand(title) {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 10_000 });
   await input.fill(`>${title}`);
+  // Click the command's own row: Enter runs whichever row is active, and while the list is
+  // still filtering (or a recently used command sits on top) that need not be this one.
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 10_000 });
-  await input.press('Enter');
+  await row.click();
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
 }
 
@@ -371,14 +373,20 @@ await step('"tracelens: Restart server" brings the server back', async () => {
   // The status bar's states are recorded since the page loaded (see the first step).
   const before = await page.evaluate(() => window.__tracelensStates.length);
   await runCommand('tracelens: Restart server');
-  await page.waitForFunction(
-    (from) => {
-      const after = window.__tracelensStates.slice(from);
-      return after.some((l) => l === 'tracelens: starting') && /^tracelens: ready, \d+ files traced/.test(after[after.length - 1] ?? '');
-    },
-    before,
-    { timeout: 20_000 },
-  );
+  try {
+    await page.waitForFunction(
+      (from) => {
+        const after = window.__tracelensStates.slice(from);
+        return after.some((l) => l === 'tracelens: starting') && /^tracelens: ready, \d+ files traced/.test(after[after.length - 1] ?? '');
+      },
+      before,
+      { timeout: 20_000 },
+    );
+  } catch (e) {
+    // Say what the status bar went through, so that a failure here can be told apart.
+    const seen = await page.evaluate((from) => window.__tracelensStates.slice(from), before);
+    throw new Error(`${String(e?.message ?? e).split('\n')[0]}; status bar since the command: ${condense(seen) || '(no change)'}`);
+  }
   const states = await page.evaluate((from) => window.__tracelensStates.slice(from), before);
   console.log(`     status bar during the restart: ${condense(states)}`);
   await page.waitForFunction(
