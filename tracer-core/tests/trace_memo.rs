@@ -66,6 +66,7 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
     analyse(path, &current, Some(&mut document));
     let mut traces = 0;
     for step in 0..edits {
+        let previous = current.clone();
         // Every other step undoes the previous edit, as an editor's undo does.
         if step % 2 == 0 {
             edit(&mut current, rng);
@@ -78,7 +79,7 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
         if r != f {
             let diff = r.lines().zip(f.lines()).enumerate().find(|(_, (a, b))| a != b);
             panic!(
-                "{}: after edit {step}, replaying remembered traces differs from a fresh analysis\nfirst difference (line {:?}):\n  replayed: {:?}\n  fresh:    {:?}\ntext:\n{current}",
+                "{}: after edit {step}, replaying remembered traces differs from a fresh analysis\nfirst difference (line {:?}):\n  replayed: {:?}\n  fresh:    {:?}\ntext:\n{current}\nthe text before it:\n{previous}",
                 path.display(),
                 diff.map(|d| d.0),
                 diff.map(|d| d.1 .0),

@@ -369,6 +369,14 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),
     };
     let mut regions = rec.regions;
+    // A definition's code reaches to the end of its last line: an edit to a comment after its
+    // last statement can turn the comment into code (deleting `# ` in `return x  # * 2`).
+    if let Some(text) = interp.files.get(rec.file as usize).map(|f| f.text.clone()) {
+        for r in &mut regions {
+            let end = (r.end as usize).min(text.len());
+            r.end = text[end..].find('\n').map_or(text.len(), |n| end + n) as u32;
+        }
+    }
     regions.sort_by_key(|s| (s.start, s.end));
     regions.dedup();
     let Some(memo) = interp.memo.as_mut() else { return };
@@ -450,7 +458,7 @@ pub fn replay(
     if let Some(source) = interp.files.get(file as usize) {
         for stmt in &source.module.body {
             if let StmtKind::FunctionDef(def) = &stmt.kind {
-                if regions.binary_search_by_key(&(def.span.start, def.span.end), |s| (s.start, s.end)).is_ok() {
+                if regions.binary_search_by_key(&def.span.start, |s| s.start).is_ok() {
                     interp.called.insert(Rc::as_ptr(def) as usize);
                 }
             }
