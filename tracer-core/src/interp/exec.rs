@@ -421,6 +421,12 @@ impl<'l> Interp<'l> {
                 self.binary_op(*op, l, r)
             }
             ExprKind::UnaryOp { op, operand } => {
+                // `-9223372036854775808` is int64's minimum, which the literal alone exceeds.
+                if let (ast::UnaryOp::Neg, ExprKind::BigInt(digits)) = (op, &operand.kind) {
+                    if &**digits == "9223372036854775808" {
+                        return Ok(Value::Int(i64::MIN));
+                    }
+                }
                 let v = self.eval(ctx, operand)?;
                 self.set_span(expr.span);
                 self.unary_op(*op, v, operand)

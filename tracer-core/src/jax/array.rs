@@ -12,7 +12,8 @@ use super::ir::{Jaxpr, Prim, VarId};
 use crate::interp::Site;
 
 /// Concrete element data. Every numeric dtype is held as f64 and rounded to its dtype after
-/// each operation (exact for integers below 2^53; float32 rounding is applied per op).
+/// each operation (exact for integers below 2^53, beyond which int64 data is held in i128,
+/// `Lazy::ReadyInts`; float32 rounding is applied per op).
 pub type NdData = ArrayD<f64>;
 
 /// float32 and bool data as the evaluator's float32 path keeps it: in f32 (exact for both),
@@ -46,6 +47,9 @@ pub enum Lazy {
     /// The value of a float32 or bool array, held in f32, and whether the kernel that made it
     /// saw that every element is finite (`false` when it did not look: values mode then scans).
     ReadyF32(NdDataF32, bool),
+    /// The value of an int64 or uint64 array holding an integer from 2**53 on, which f64
+    /// cannot hold: exact, in i128 (`eval_ints`).
+    ReadyInts(Rc<super::eval_ints::NdInts>),
     /// `prim` applied to `inputs`, computed when first needed.
     Pending(Prim, Vec<Rc<Array>>),
     /// Not computed: too large, no kernel yet, or it depends on something unknown.
@@ -104,6 +108,18 @@ impl Array {
         }
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None, numpy: Cell::new(false) })
     }
+    /// Integer data held exactly: as f64 when every value fits it, else in i128.
+    pub fn ready_ints(aval: Aval, data: super::eval_ints::NdInts) -> Rc<Array> {
+        if super::eval_ints::fits_f64(&data) {
+            return Array::ready(aval, super::eval_ints::to_f64(&data));
+        }
+        Rc::new(Array {
+            aval,
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::ReadyInts(Rc::new(data)))),
+            origin: None,
+            numpy: Cell::new(false),
+        })
+    }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None, numpy: Cell::new(false) })
     }
@@ -113,6 +129,14 @@ impl Array {
     pub fn scalar(value: f64, dtype: DType, weak: bool) -> Rc<Array> {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
         Array::ready(Aval::scalar(dtype).weak(weak), data)
+    }
+    /// A Python int as a scalar of `dtype` (weak): exactly, an int64 past 2**53 too.
+    pub fn python_int(value: i64, dtype: DType) -> Rc<Array> {
+        let aval = Aval::scalar(dtype).weak(true);
+        if matches!(dtype, DType::I64 | DType::U64) {
+            return Array::ready_ints(aval, ArrayD::from_elem(ndarray::IxDyn(&[]), i128::from(value)));
+        }
+        Array::ready(aval, ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value as f64, dtype)))
     }
     /// A scalar whose value the caller knows `value` holds exactly (a Python int it checked,
     /// such as a PRNG seed of exactly -2**53), so it skips `ready`'s int64 range check.

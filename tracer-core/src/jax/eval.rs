@@ -1,12 +1,14 @@
 //! CPU kernels: concrete values for primitives, computed on demand with ndarray. A primitive
 //! without a kernel yet gives `None`, and its value stays unknown (never guessed).
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 use super::array::{Array, ArrayKind, Lazy, NdData, NdDataF32};
 use super::dtypes::DType;
+use super::eval_ints::{self, NdInts};
 use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
 use super::linalg;
@@ -39,7 +41,8 @@ pub fn round_to(x: f64, dtype: DType) -> f64 {
 }
 
 /// Why an int64/uint64 value from 2**53 on is not computed.
-pub const INT64_PAST_2_53: &str = "int64 values from 2**53 on are not held exactly (the evaluator holds elements as float64)";
+pub const INT64_PAST_2_53: &str =
+    "int64 values from 2**53 on are held exactly only by the integer kernels, and this operation has none yet";
 
 /// Whether `data` stands for values of `dtype` exactly. The data is f64, so an int64 or
 /// uint64 value from 2**53 on may have lost its low bits (`2**53 + 1` reads as `2**53`):
@@ -52,18 +55,7 @@ pub fn exact_in_f64(data: &NdData, dtype: DType) -> bool {
 /// An integer result wrapped to `dtype` as two's complement, as XLA's integer arithmetic
 /// does (`int32(2**31 - 1) + 1 == -2**31`, `uint8(0) - 1 == 255`).
 pub fn wrap_int(v: i128, dtype: DType) -> f64 {
-    match dtype {
-        DType::I8 => v as i8 as f64,
-        DType::I16 => v as i16 as f64,
-        DType::I32 => v as i32 as f64,
-        DType::I64 => v as i64 as f64,
-        DType::U8 => v as u8 as f64,
-        DType::U16 => v as u16 as f64,
-        DType::U32 => v as u32 as f64,
-        DType::U64 => v as u64 as f64,
-        DType::Bool => (v != 0) as i64 as f64,
-        _ => v as f64,
-    }
+    eval_ints::wrap(v, dtype) as f64
 }
 
 /// A float converted to an integer dtype as XLA converts: toward zero, NaN to 0, and values
@@ -145,6 +137,20 @@ fn force_at_depth(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<
     match force_stored(array, max_elements, depth)? {
         Stored::F64(d) => Some(d),
         Stored::F32(d, _) => Some(Rc::new(widen(&d))),
+        // Past 2**53: f64 would not hold them (`force_ints` does).
+        Stored::Ints(_) => None,
+    }
+}
+
+/// The value of an integer or bool array, exactly: an int64 value from 2**53 on too.
+pub fn force_ints(array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdInts>> {
+    if !(array.aval.dtype.is_integer() || array.aval.dtype.is_bool()) {
+        return None;
+    }
+    match force_stored(array, max_elements, 0)? {
+        Stored::Ints(d) => Some(d),
+        Stored::F64(d) => Some(Rc::new(eval_ints::from_f64(&d))),
+        Stored::F32(d, _) => Some(Rc::new(eval_ints::from_f64(&widen(&d)))),
     }
 }
 
@@ -154,6 +160,8 @@ enum Stored {
     F64(Rc<NdData>),
     /// With whether every element is known to be finite (`Lazy::ReadyF32`).
     F32(NdDataF32, bool),
+    /// int64/uint64 data holding a value from 2**53 on (`Lazy::ReadyInts`).
+    Ints(Rc<NdInts>),
 }
 
 /// f32 data as `NdData`, in standard layout.
@@ -195,6 +203,7 @@ pub fn non_finite_counts(array: &Rc<Array>, max_elements: u64) -> Option<(usize,
             let (nan, inf) = counts(&d, |x: f32| x.is_finite());
             (nan, inf, d.len())
         }
+        Stored::Ints(d) => (0, 0, d.len()),
         _ => return None,
     };
     Some((nan, inf, size))
@@ -217,6 +226,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     let pending = match &*cell.borrow() {
         Lazy::Ready(d) => return Some(Stored::F64(d.clone())),
         Lazy::ReadyF32(d, finite) => return Some(Stored::F32(d.clone(), *finite)),
+        Lazy::ReadyInts(d) => return Some(Stored::Ints(d.clone())),
         Lazy::Unknown(_) => return None,
         Lazy::Pending(prim, inputs) => Ok((prim.clone(), inputs.clone())),
         Lazy::Call(call, i) => Err((call.clone(), *i)),
@@ -228,6 +238,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             *cell.borrow_mut() = match &data {
                 Some(Stored::F64(d)) => Lazy::Ready(d.clone()),
                 Some(Stored::F32(d, finite)) => Lazy::ReadyF32(d.clone(), *finite),
+                Some(Stored::Ints(d)) => Lazy::ReadyInts(d.clone()),
                 None => Lazy::Unknown("it depends on a value that is not computed"),
             };
             return data;
@@ -267,11 +278,15 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
         return None;
     }
+    if stored.iter().any(|d| matches!(d, Stored::Ints(_))) {
+        return exact_ints(cell, &prim, &stored, &in_dtypes, &known.aval.shape, known.aval.dtype);
+    }
     let datas: Vec<Rc<NdData>> = stored
-        .into_iter()
+        .iter()
         .map(|d| match d {
-            Stored::F64(d) => d,
-            Stored::F32(d, _) => Rc::new(widen(&d)),
+            Stored::F64(d) => d.clone(),
+            Stored::F32(d, _) => Rc::new(widen(d)),
+            Stored::Ints(_) => unreachable!("exact integers are computed by `exact_ints` above"),
         })
         .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
@@ -290,8 +305,9 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
                 data.mapv_inplace(|x| round_to(x, dtype));
             }
             if !exact_in_f64(&data, dtype) {
-                *slot = Lazy::Unknown(INT64_PAST_2_53);
-                return None;
+                // Past 2**53 in f64: computed again, exactly.
+                drop(slot);
+                return exact_ints(cell, &prim, &stored, &in_dtypes, &known.aval.shape, dtype);
             }
             let data = Rc::new(data);
             *slot = Lazy::Ready(data.clone());
@@ -302,6 +318,50 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             None
         }
     }
+}
+
+/// `prim` on integer inputs of which one holds a value from 2**53 on, or whose f64 result
+/// would (`eval_ints`): computed exactly, stored as f64 again when every value fits it.
+fn exact_ints(
+    cell: &RefCell<Lazy>,
+    prim: &Prim,
+    inputs: &[Stored],
+    in_dtypes: &[DType],
+    out_shape: &[usize],
+    out_dtype: DType,
+) -> Option<Stored> {
+    let ints: Option<Vec<Rc<NdInts>>> = inputs
+        .iter()
+        .zip(in_dtypes)
+        .map(|(d, dtype)| match d {
+            Stored::Ints(d) => Some(d.clone()),
+            Stored::F64(d) if dtype.is_integer() || dtype.is_bool() => Some(Rc::new(eval_ints::from_f64(d))),
+            // A predicate, held in f32 as bools are.
+            Stored::F32(d, _) if dtype.is_bool() => Some(Rc::new(eval_ints::from_f64(&widen(d)))),
+            _ => None,
+        })
+        .collect();
+    let computed = ints.and_then(|ints| eval_ints::kernel(prim, &ints, in_dtypes, out_shape, out_dtype));
+    let (lazy, stored) = match computed {
+        Some(eval_ints::Computed::Ints(d)) if !eval_ints::fits_f64(&d) => {
+            let d = Rc::new(d);
+            (Lazy::ReadyInts(d.clone()), Stored::Ints(d))
+        }
+        Some(eval_ints::Computed::Ints(d)) => {
+            let d = Rc::new(eval_ints::to_f64(&d));
+            (Lazy::Ready(d.clone()), Stored::F64(d))
+        }
+        Some(eval_ints::Computed::Floats(d)) => {
+            let d = Rc::new(d);
+            (Lazy::Ready(d.clone()), Stored::F64(d))
+        }
+        None => {
+            *cell.borrow_mut() = Lazy::Unknown(INT64_PAST_2_53);
+            return None;
+        }
+    };
+    *cell.borrow_mut() = lazy;
+    Some(stored)
 }
 
 /// A pending operation's primitive and inputs, when `array` is still to be computed.
@@ -489,6 +549,8 @@ fn force_f32(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<(NdDa
             }
             Some((narrowed, false))
         }
+        // Only float32 and bool arrays are asked for here.
+        Stored::Ints(_) => None,
     }
 }
 
@@ -517,6 +579,9 @@ fn broadcast_to(a: &NdData, shape: &[usize]) -> Option<NdData> {
 }
 
 fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    if let Some(moved) = rearrange(prim, ins, out_shape, |&x| x as i64) {
+        return Some(moved);
+    }
     let int_out = out_dtype.is_integer();
     Some(match prim {
         Prim::Unary(u) => {
@@ -624,76 +689,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             ins[0].mapv(|x| float_to_int(x, out_dtype))
         }
         Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
-        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
-            let a = &ins[0];
-            let mut expanded = vec![1usize; shape.len()];
-            for (i, &d) in broadcast_dimensions.iter().enumerate() {
-                expanded[d] = a.shape()[i];
-            }
-            let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
-            broadcast_to(&r, shape)?
-        }
         Prim::Full { value } => ArrayD::from_elem(IxDyn(out_shape), *value),
-        Prim::Reshape { new_sizes } => {
-            let std = ins[0].as_standard_layout().to_owned();
-            std.into_shape_with_order(IxDyn(new_sizes)).ok()?
-        }
-        Prim::Squeeze { .. } => {
-            let std = ins[0].as_standard_layout().to_owned();
-            std.into_shape_with_order(IxDyn(out_shape)).ok()?
-        }
-        Prim::Transpose { permutation } => (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned(),
-        Prim::Rev { dimensions } => {
-            let mut a = (*ins[0]).clone();
-            for &d in dimensions {
-                a.invert_axis(Axis(d));
-            }
-            a.as_standard_layout().to_owned()
-        }
-        Prim::Slice { start, limit, strides } => {
-            let a = &ins[0];
-            let info: Vec<ndarray::SliceInfoElem> = start
-                .iter()
-                .zip(limit)
-                .zip(strides)
-                .map(|((&s, &l), &st)| ndarray::SliceInfoElem::Slice { start: s as isize, end: Some(l as isize), step: st.max(1) as isize })
-                .collect();
-            a.slice(info.as_slice()).to_owned()
-        }
-        // `lax.dynamic_slice(x, starts, sizes)`: inputs are the operand, then one scalar start
-        // index per axis; each is clamped so the slice fits (`dynamic_window`).
-        Prim::DynamicSlice { sizes } if ins.len() == 1 + sizes.len() => {
-            let window = dynamic_window(ins[0].shape(), sizes, &ins[1..])?;
-            ins[0].slice(window.as_slice()).to_owned()
-        }
-        // `lax.dynamic_update_slice(x, update, starts)`: the update written over the window.
-        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].ndim() && ins[1].ndim() == ins[0].ndim() => {
-            let window = dynamic_window(ins[0].shape(), ins[1].shape(), &ins[2..])?;
-            let mut out = (*ins[0]).clone();
-            out.slice_mut(window.as_slice()).assign(&*ins[1]);
-            out
-        }
-        Prim::Concatenate { dimension } => {
-            let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
-            ndarray::concatenate(Axis(*dimension), &views).ok()?
-        }
-        // lax.pad with edge padding of either sign and no interior padding.
-        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|c| c.2 == 0) => {
-            let fill = ins[1].iter().next().copied()?;
-            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
-            // The part of the operand that survives negative padding, and where it goes.
-            let src: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
-            let dst: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
-            let part = ins[0].slice(src.as_slice());
-            let mut place = out.slice_mut(dst.as_slice());
-            if place.shape() != part.shape() {
-                return None;
-            }
-            place.assign(&part);
-            out
-        }
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
         Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
             reduce_sum_narrow(&ins[0], axes, out_dtype)?
@@ -775,18 +771,98 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
     })
 }
 
+/// The operations that only move elements (broadcast, reshape, transpose, slices, concatenation,
+/// padding), for any element type: the f64-held kernels and the exact integers of
+/// `eval_ints` share them. `None` when `prim` is not one of them or its inputs do not fit
+/// it; `index` reads a scalar start of a dynamic slice.
+pub(super) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape: &[usize], index: impl Fn(&T) -> i64) -> Option<ArrayD<T>> {
+    let starts = |arrays: &[Rc<ArrayD<T>>]| arrays.iter().map(|a| a.iter().next().map(&index)).collect::<Option<Vec<i64>>>();
+    Some(match prim {
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let a = &ins[0];
+            let mut expanded = vec![1usize; shape.len()];
+            for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                expanded[d] = a.shape()[i];
+            }
+            let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
+            r.broadcast(IxDyn(shape))?.to_owned()
+        }
+        Prim::Reshape { new_sizes } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(new_sizes)).ok()?
+        }
+        Prim::Squeeze { .. } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(out_shape)).ok()?
+        }
+        Prim::Transpose { permutation } => (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned(),
+        Prim::Rev { dimensions } => {
+            let mut a = (*ins[0]).clone();
+            for &d in dimensions {
+                a.invert_axis(Axis(d));
+            }
+            a.as_standard_layout().to_owned()
+        }
+        Prim::Slice { start, limit, strides } => {
+            let a = &ins[0];
+            let info: Vec<ndarray::SliceInfoElem> = start
+                .iter()
+                .zip(limit)
+                .zip(strides)
+                .map(|((&s, &l), &st)| ndarray::SliceInfoElem::Slice { start: s as isize, end: Some(l as isize), step: st.max(1) as isize })
+                .collect();
+            a.slice(info.as_slice()).to_owned()
+        }
+        // `lax.dynamic_slice(x, starts, sizes)`: inputs are the operand, then one scalar start
+        // index per axis; each is clamped so the slice fits (`dynamic_window`).
+        Prim::DynamicSlice { sizes } if ins.len() == 1 + sizes.len() => {
+            let window = dynamic_window(ins[0].shape(), sizes, &starts(&ins[1..])?)?;
+            ins[0].slice(window.as_slice()).to_owned()
+        }
+        // `lax.dynamic_update_slice(x, update, starts)`: the update written over the window.
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].ndim() && ins[1].ndim() == ins[0].ndim() => {
+            let window = dynamic_window(ins[0].shape(), ins[1].shape(), &starts(&ins[2..])?)?;
+            let mut out = (*ins[0]).clone();
+            out.slice_mut(window.as_slice()).assign(&*ins[1]);
+            out
+        }
+        Prim::Concatenate { dimension } => {
+            let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
+            ndarray::concatenate(Axis(*dimension), &views).ok()?
+        }
+        // lax.pad with edge padding of either sign and no interior padding.
+        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|c| c.2 == 0) => {
+            let fill = ins[1].iter().next().cloned()?;
+            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
+            // The part of the operand that survives negative padding, and where it goes.
+            let src: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
+            let dst: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
+            let part = ins[0].slice(src.as_slice());
+            let mut place = out.slice_mut(dst.as_slice());
+            if place.shape() != part.shape() {
+                return None;
+            }
+            place.assign(&part);
+            out
+        }
+        _ => return None,
+    })
+}
+
 /// The window of a `dynamic_slice`/`dynamic_update_slice` of `sizes` in an operand of
 /// `shape`, at the scalar `starts`: as `lax.dynamic_slice` says, a negative start counts from
 /// the end, and then each start is clamped to `0..=n - size` so the window fits (XLA never
 /// reads or writes out of bounds). `None` when a size exceeds its axis.
-fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[Rc<NdData>]) -> Option<Vec<ndarray::SliceInfoElem>> {
+fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[i64]) -> Option<Vec<ndarray::SliceInfoElem>> {
     if sizes.len() != shape.len() || starts.len() != shape.len() {
         return None;
     }
     let mut window = Vec::with_capacity(shape.len());
     for ((&n, &size), start) in shape.iter().zip(sizes).zip(starts) {
         let room = n.checked_sub(size)? as i64;
-        let raw = *start.iter().next()? as i64;
+        let raw = *start;
         let from = if raw < 0 { raw + n as i64 } else { raw }.clamp(0, room) as isize;
         window.push(ndarray::SliceInfoElem::Slice { start: from, end: Some(from + size as isize), step: 1 });
     }

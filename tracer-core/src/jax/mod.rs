@@ -10,6 +10,7 @@ pub mod effects;
 pub mod errors;
 pub mod eval;
 pub mod eval_control;
+pub mod eval_ints;
 pub mod eval_jaxpr;
 pub mod indexing;
 pub mod ir;

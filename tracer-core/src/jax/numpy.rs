@@ -44,7 +44,7 @@ pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
         Value::Bool(b) => Array::scalar(*b as i64 as f64, DType::Bool, false),
         Value::Int(i) => {
             let wd = dtypes::python_scalar_dtype(PyScalarKind::Int, c);
-            Array::scalar(*i as f64, wd.dtype, true)
+            Array::python_int(*i, wd.dtype)
         }
         Value::Float(f) => {
             let wd = dtypes::python_scalar_dtype(PyScalarKind::Float, c);
@@ -737,6 +737,15 @@ pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResu
     }
     if a.aval.size() != 1 {
         return Err(interp.type_error("only length-1 arrays can be converted to Python scalars"));
+    }
+    // An integer exactly (an int64 past 2**53 too), when Python's int fits it.
+    if func == "int" {
+        if let Some(v) = eval::force_ints(a, interp.budgets.max_elements).and_then(|d| d.iter().next().copied()) {
+            if let Ok(v) = i64::try_from(v) {
+                super::numerics::observed(interp, a, "converted to a Python number");
+                return Ok(Value::Int(v));
+            }
+        }
     }
     match eval::force(a, interp.budgets.max_elements).and_then(|d| d.iter().next().copied()) {
         Some(x) => {
@@ -3615,7 +3624,10 @@ pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
             super::numerics::observed(interp, a, "printed");
             Ok(super::print::array_repr(&d, a.aval.dtype, a.aval.weak))
         }
-        None => not_computed_text(interp, a),
+        None => match past_f64(interp, a) {
+            Some(d) => Ok(super::print::ints_repr(&d, a.aval.dtype, a.aval.weak)),
+            None => not_computed_text(interp, a),
+        },
     }
 }
 
@@ -3654,8 +3666,18 @@ pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
             super::numerics::observed(interp, a, "printed");
             Ok(super::print::array_str(&d, a.aval.dtype))
         }
-        None => not_computed_text(interp, a),
+        None => match past_f64(interp, a) {
+            Some(d) => Ok(super::print::ints_str(&d)),
+            None => not_computed_text(interp, a),
+        },
     }
+}
+
+/// The value of an int64/uint64 array that f64 does not hold (one value from 2**53 on), exactly.
+fn past_f64(interp: &mut Interp, a: &Rc<Array>) -> Option<Rc<super::eval_ints::NdInts>> {
+    let d = eval::force_ints(a, interp.budgets.max_elements)?;
+    super::numerics::observed(interp, a, "printed");
+    Some(d)
 }
 
 pub fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {

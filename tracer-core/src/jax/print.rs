@@ -8,6 +8,7 @@ use ndarray::{ArrayViewD, Axis, Slice};
 
 use super::array::NdData;
 use super::dtypes::DType;
+use super::eval_ints::NdInts;
 
 /// NumPy's `threshold`: arrays with more elements are summarised.
 const THRESHOLD: usize = 1000;
@@ -24,11 +25,25 @@ pub fn array_str(d: &NdData, dtype: DType) -> String {
 /// `repr(x)` of a concrete JAX array: `Array([1., 2.], dtype=float32)`, with
 /// `weak_type=True` for weakly typed values, as JAX writes it.
 pub fn array_repr(d: &NdData, dtype: DType, weak: bool) -> String {
+    repr_of(format_data(d, dtype, ", ", "Array("), d.shape(), dtype, weak)
+}
+
+/// `str(x)` of integer data held exactly (an int64 array holding a value past 2**53).
+pub fn ints_str(d: &NdInts) -> String {
+    format_ints(d, " ", "")
+}
+
+/// `repr(x)` of integer data held exactly.
+pub fn ints_repr(d: &NdInts, dtype: DType, weak: bool) -> String {
+    repr_of(format_ints(d, ", ", "Array("), d.shape(), dtype, weak)
+}
+
+/// `Array(<text>, dtype=...)` around the text of an array's elements.
+fn repr_of(mut s: String, shape: &[usize], dtype: DType, weak: bool) -> String {
     let weak = if weak { ", weak_type=True" } else { "" };
-    let mut s = format_data(d, dtype, ", ", "Array(");
     // NumPy names the shape of an empty array that `[]` does not describe.
-    if d.is_empty() && d.shape() != [0] {
-        let dims: Vec<String> = d.shape().iter().map(|n| n.to_string()).collect();
+    if shape.contains(&0) && shape != [0] {
+        let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
         if dims.len() == 1 {
             s.push_str(&format!(", shape=({},)", dims[0]));
         } else {
@@ -71,6 +86,26 @@ fn format_data(d: &NdData, dtype: DType, sep: &str, prefix: &str) -> String {
     }
     let (width, hanging) = if prefix.is_empty() { (LINE_WIDTH, " ".to_string()) } else { (LINE_WIDTH - 1, " ".repeat(prefix.len() + 1)) };
     format_rows(d.view(), &*fmt, sep, &hanging, width, summarise)
+}
+
+/// `format_data` for integers held exactly: NumPy's integer format, each element right-aligned
+/// to the widest one shown. The layout is `format_rows`', on an array of the elements' flat
+/// indices (exact in f64) whose formatter prints the element each index names.
+fn format_ints(d: &NdInts, sep: &str, prefix: &str) -> String {
+    let values: Vec<i128> = d.iter().copied().collect();
+    if d.ndim() == 0 {
+        return values.first().map(i128::to_string).unwrap_or_default();
+    }
+    if d.is_empty() {
+        return "[]".into();
+    }
+    let index = NdData::from_shape_vec(d.raw_dim(), (0..values.len()).map(|i| i as f64).collect()).expect("one index per element");
+    let summarise = d.len() > THRESHOLD;
+    let shown = if summarise { leading_trailing(index.view()) } else { index.clone() };
+    let width = shown.iter().map(|&i| values[i as usize].to_string().len()).max().unwrap_or(0);
+    let fmt = move |i: f64| format!("{:>width$}", values[i as usize]);
+    let (width, hanging) = if prefix.is_empty() { (LINE_WIDTH, " ".to_string()) } else { (LINE_WIDTH - 1, " ".repeat(prefix.len() + 1)) };
+    format_rows(index.view(), &fmt, sep, &hanging, width, summarise)
 }
 
 /// The first and last `EDGE_ITEMS` along every axis longer than twice that (NumPy's
