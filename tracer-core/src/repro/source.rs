@@ -630,6 +630,8 @@ fn liftable_functions(
     let root = tree.root_node();
     let module_bound = bound_names(root, text, false);
     let module_imports = imported_names(root, text);
+    // What each function binds, by node id, worked out once.
+    let mut scope_bound: std::collections::HashMap<usize, Vec<String>> = std::collections::HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     for node in all_nodes(tree) {
         if node.kind() != "function_definition" {
@@ -665,11 +667,13 @@ fn liftable_functions(
         if direct && depth == 0 {
             continue;
         }
-        let bound_in = |d: usize| -> Vec<String> {
-            if d == 0 {
-                module_bound.clone()
-            } else {
-                bound_names(scopes[depth - d], text, true)
+        for f in &scopes {
+            scope_bound.entry(f.id()).or_insert_with(|| bound_names(*f, text, true));
+        }
+        let bound_in = |d: usize| -> &Vec<String> {
+            match d {
+                0 => &module_bound,
+                _ => scope_bound.get(&scopes[depth - d].id()).unwrap_or(&module_bound),
             }
         };
         // Bound once where it is (by this `def`); the lowest depth it may go to.
@@ -718,6 +722,23 @@ fn liftable_functions(
         }
         candidates.push(Candidate { def, name, depth, direct, scopes, floor, reads });
     }
+    // Each read as the depth of the scope binding it and, when that binding is a function
+    // that may move too, that function.
+    let reads: Vec<Vec<(usize, Option<usize>)>> = candidates
+        .iter()
+        .map(|c| {
+            c.reads
+                .iter()
+                .map(|(at, function)| {
+                    let scope = c.scopes.get(c.depth - at).map(|s| s.id());
+                    let sibling = function.as_ref().and_then(|f| {
+                        candidates.iter().position(|o| o.name == *f && o.depth == *at && o.scopes.first().map(|s| s.id()) == scope)
+                    });
+                    (*at, sibling)
+                })
+                .collect()
+        })
+        .collect();
     // The depth each goes to, by fixed point: a function that reads a sibling goes no higher
     // than the sibling does. `fixed` holds those that cannot be placed (they stay).
     let mut fixed = vec![false; candidates.len()];
@@ -730,14 +751,9 @@ fn liftable_functions(
                     continue;
                 }
                 let mut d = c.floor;
-                for (at, function) in &c.reads {
-                    let sibling = function.as_ref().and_then(|f| {
-                        candidates.iter().position(|o| {
-                            o.name == *f && o.depth == *at && o.scopes.first().map(|s| s.id()) == c.scopes.get(c.depth - at).map(|s| s.id())
-                        })
-                    });
+                for (at, sibling) in &reads[i] {
                     d = d.max(match sibling {
-                        Some(j) => depth[j],
+                        Some(j) => depth[*j],
                         None => *at,
                     });
                 }
