@@ -260,6 +260,35 @@ fn repro_function_uncurries_transformations_and_writes_closures_inside() {
     assert!(text.contains("\nout2 = jax.jit(train)("), "{text}");
 }
 
+const CUSTOM_NODE: &str = "import jax\nimport jax.numpy as jnp\n\n\nclass Linear:\n    def __init__(self, w, b, act):\n        self.w = w\n        self.b = b\n        self.act = act\n\n    def __call__(self, x):\n        z = x @ self.w + self.b\n        return jnp.tanh(z) if self.act == \"tanh\" else z\n\n\njax.tree_util.register_pytree_node(Linear, lambda m: ((m.w, m.b), m.act), lambda act, c: Linear(c[0], c[1], act))\n\n\n@jax.jit\ndef step(model, x):\n    def loss(m):\n        return jnp.sum(m(x))\n\n    value, grads = jax.value_and_grad(loss)(model)\n    return Linear(model.w - 0.1 * grads.w, model.b, model.act), value\n\n\n@jax.jit\ndef rescaled(model, x):\n    model.w = model.w * 2.0\n    return jax.grad(lambda m: jnp.sum(m(x)))(model)\n\n\nm = Linear(jnp.ones((4, 3)), jnp.ones((3,)), \"tanh\")\nstep(m, jnp.ones((2, 4)))\nrescaled(m, jnp.ones((2, 4)))\n";
+
+#[test]
+fn repro_function_passes_a_register_pytree_node_class_as_the_tuple_of_its_children() {
+    let dir = temp_dir("repro-custom-node");
+    write(&dir, "node.py", CUSTOM_NODE);
+    let out = tracelens().current_dir(&dir).args(["repro", "node.py", "--function", "step"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // The method call is written as the calls it made, the aux data (`act`) as the branch
+    // it chose; the instance is passed as its children, and read from them.
+    assert!(
+        text.contains("\n    def loss(m):  # node.py:21\n        m_0 = m[0]\n        m_1 = m[1]\n        v1 = x @ m_0  # node.py:12\n"),
+        "{text}"
+    );
+    assert!(text.contains("jnp.tanh(z)  # node.py:13\n"), "{text}");
+    assert!(text.contains("    v1 = jax.value_and_grad(loss)((model_0, model_1))  # node.py:24\n"), "{text}");
+    assert!(text.contains("    v2 = 0.1 * v1[1][0]  # node.py:25\n"), "{text}");
+    // The class it returns is the tuple of its children too.
+    assert!(text.contains("    return (v3, model_1), v1[0]\n"), "{text}");
+    // An attribute assigned inside the trace: the instance passed is the one with the new
+    // array, not the one the trace's input flattened to.
+    let out = tracelens().current_dir(&dir).args(["repro", "node.py", "--function", "rescaled"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("    v1 = model_0 * 2.0  # node.py:30\n"), "{text}");
+    assert!(text.contains("    v2 = jax.grad(lambda_fn)((v1, model_1))  # node.py:31\n"), "{text}");
+}
+
 #[test]
 fn small_known_arrays_are_literals_up_to_the_threshold() {
     let dir = temp_dir("repro-literals");

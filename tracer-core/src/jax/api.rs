@@ -303,8 +303,10 @@ fn flatten_into(interp: &mut Interp, v: &Value, path: &mut String, leaves: &mut 
                     let parts = interp.iterate(&out)?;
                     let children_v = parts.first().cloned().unwrap_or(Value::None);
                     let aux = parts.get(1).cloned().unwrap_or(Value::None);
+                    let children = interp.iterate(&children_v)?;
+                    note_custom_children(interp, inst, &children);
                     let mut c = Vec::new();
-                    for (i, x) in interp.iterate(&children_v)?.iter().enumerate() {
+                    for (i, x) in children.iter().enumerate() {
                         c.push(child(interp, path, x, format_args!("[{i}]"))?);
                     }
                     let key = interp.hash_key(&aux).unwrap_or(HashKey::Identity(aux.identity().unwrap_or(0)));
@@ -392,7 +394,11 @@ pub fn unflatten(interp: &mut Interp, tree: &TreeDef, leaves: &mut std::vec::Int
             match registration(&class) {
                 Some(PytreeRegistration::Custom { unflatten: uf, .. }) => {
                     let aux = meta.first().map(|m| m.value.clone()).unwrap_or(Value::None);
-                    interp.call(&uf, vec![aux, Value::tuple(items)], Vec::new())?
+                    let made = interp.call(&uf, vec![aux, Value::tuple(items.clone())], Vec::new())?;
+                    if let Value::Instance(inst) = &made {
+                        note_custom_children(interp, inst, &items);
+                    }
+                    made
                 }
                 _ => {
                     let inst = Instance { class: class.clone(), attrs: RefCell::new(Default::default()), tuple: None };
@@ -1530,9 +1536,10 @@ fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<String>) {
     }
 }
 
-/// The children of a user pytree class's instance (a NamedTuple, a registered dataclass), in
-/// flattening order, without running user code; `None` for anything else.
-pub fn class_children(v: &Value) -> Option<Vec<Value>> {
+/// The children of a user pytree class's instance (a NamedTuple, a registered dataclass, a
+/// class registered with `register_pytree_node` that was flattened or unflattened before),
+/// in flattening order, without running user code; `None` for anything else.
+pub fn class_children(interp: &Interp, v: &Value) -> Option<Vec<Value>> {
     let Value::Instance(inst) = v else { return None };
     if let Some(items) = &inst.tuple {
         return Some(items.clone());
@@ -1541,7 +1548,36 @@ pub fn class_children(v: &Value) -> Option<Vec<Value>> {
         PytreeRegistration::Fields { data, .. } => {
             Some(data.iter().map(|f| inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None)).collect())
         }
-        PytreeRegistration::Custom { .. } => None,
+        PytreeRegistration::Custom { .. } => {
+            let (_, children) = interp.jax.custom_children.get(&(Rc::as_ptr(inst) as usize))?;
+            // Children noted before an attribute was assigned again are not the instance's
+            // any more: each child with an identity must still be one of its attributes (or
+            // an item of a tuple or list attribute).
+            let attrs = inst.attrs.borrow();
+            let held = |id: usize| {
+                attrs.values().any(|a| {
+                    a.identity() == Some(id)
+                        || match a {
+                            Value::Tuple(items) => items.iter().any(|x| x.identity() == Some(id)),
+                            Value::List(items) => items.borrow().iter().any(|x| x.identity() == Some(id)),
+                            _ => false,
+                        }
+                })
+            };
+            children.iter().all(|c| c.identity().is_none_or(held)).then(|| children.clone())
+        }
+    }
+}
+
+/// At most this many instances of `register_pytree_node` classes have their children noted.
+const MAX_CUSTOM_CHILDREN: usize = 50_000;
+
+/// Notes the children of an instance of a `register_pytree_node` class (`class_children`).
+fn note_custom_children(interp: &mut Interp, inst: &Rc<Instance>, children: &[Value]) {
+    let noted = &mut interp.jax.custom_children;
+    let id = Rc::as_ptr(inst) as usize;
+    if noted.len() < MAX_CUSTOM_CHILDREN || noted.contains_key(&id) {
+        noted.insert(id, (inst.clone(), children.to_vec()));
     }
 }
 

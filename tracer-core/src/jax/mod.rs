@@ -169,6 +169,11 @@ pub struct JaxState {
     pub input_index_paths: HashMap<usize, String>,
     /// Input tracers kept alive so their identities stay unique.
     pub(crate) input_keep: Vec<Rc<Array>>,
+    /// The children the user's flatten function gave (or the user's unflatten function was
+    /// given) for an instance of a class registered with `register_pytree_node`, by the
+    /// instance's identity (kept alive): the reproducer passes such an instance as the tuple
+    /// of its children without running user code again.
+    pub(crate) custom_children: HashMap<usize, (Rc<crate::interp::value::Instance>, Vec<Value>)>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
     pub current_api: Option<surface::JaxFn>,
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.

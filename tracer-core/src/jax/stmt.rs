@@ -122,9 +122,9 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             Arg::Dict(out)
         }
         Value::Function(f) => Arg::Function(f.def.name.to_string()),
-        // A NamedTuple or registered dataclass, flattened one level into a tuple (the seed's
-        // normalisation of user pytrees).
-        Value::Instance(_) => match super::api::class_children(v) {
+        // A NamedTuple, registered dataclass or `register_pytree_node` class, flattened one
+        // level into a tuple (the seed's normalisation of user pytrees).
+        Value::Instance(_) => match super::api::class_children(interp, v) {
             Some(items) => Arg::Tuple(items.iter().map(|x| to_arg(interp, x, keep)).collect()),
             None => Arg::Unknown,
         },
@@ -200,6 +200,18 @@ pub fn recorded(
     interp.jax.log.depth += 1;
     let result = f(interp);
     interp.jax.log.depth -= 1;
+    // An instance of a `register_pytree_node` class made inside the trace has its children
+    // known once the call has flattened it (`jax.grad(loss)(Model(w, b))`).
+    let statement = &interp.jax.log.statements[index];
+    if statement.args.iter().chain(statement.kwargs.iter().map(|(_, a)| a)).any(has_unknown) {
+        let mut keep = std::mem::take(&mut interp.jax.log.keep);
+        let arg_list: Vec<Arg> = args.iter().map(|v| to_arg(interp, v, &mut keep)).collect();
+        let kw_list: Vec<(String, Arg)> = kwargs.iter().map(|(k, v)| (k.to_string(), to_arg(interp, v, &mut keep))).collect();
+        interp.jax.log.keep = keep;
+        let statement = &mut interp.jax.log.statements[index];
+        statement.args = arg_list;
+        statement.kwargs = kw_list;
+    }
     match &result {
         Ok(v) => {
             let mut keep = std::mem::take(&mut interp.jax.log.keep);

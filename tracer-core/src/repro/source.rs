@@ -68,12 +68,14 @@ pub struct SourceProgram {
     /// No size is shrunk below this: one more than the largest integer written in an index
     /// (`x[:, 1]` needs an axis of 2; the engine does not raise NumPy's `IndexError`).
     min_size: u64,
-    /// Functions defined inside a function that read nothing of it (nor of a function
-    /// around it): each can be written at the top level, before the top-level statement
-    /// holding it.
+    /// Nested functions (and functions under an `if`, a loop, a `with` or a `try`) that can
+    /// be written higher up: in the outermost function (or the module) whose names they do
+    /// not read, before the statement of its body that holds them.
     liftable: Vec<Lift>,
     /// Write them there (the minimiser keeps it when the engine agrees).
     lift: bool,
+    /// The node whose body holds each node (`None` for the module's statements).
+    parents: Vec<Option<usize>>,
 }
 
 /// An integer literal standing for an array size: its line (0-based), bytes within the line,
@@ -86,12 +88,13 @@ struct SizeLit {
     value: u64,
 }
 
-/// A nested function that can be written at the top level.
+/// A function that can be written higher up than it is defined.
 #[derive(Clone, Debug, PartialEq)]
 struct Lift {
-    /// Its node, and the top-level node it is written before.
+    /// Its node, and the node it is written before (a statement of the block it goes to:
+    /// the module's, or the body of a function around it).
     node: usize,
-    top: usize,
+    before: usize,
     /// The indentation its lines lose (bytes).
     indent: usize,
 }
@@ -134,7 +137,13 @@ impl SourceProgram {
         let tree = parse_tree(text);
         let sizes = tree.as_ref().map(|t| size_literals(t, text)).unwrap_or_default();
         let min_size = tree.as_ref().map_or(u64::MAX, |t| max_index_literal(t, text) + 1);
-        let liftable = tree.as_ref().map(|t| liftable_functions(t, text, &nodes, &top, &lines)).unwrap_or_default();
+        let mut parents = vec![None; nodes.len()];
+        for (n, node) in nodes.iter().enumerate() {
+            for &c in &node.body {
+                parents[c] = Some(n);
+            }
+        }
+        let liftable = tree.as_ref().map(|t| liftable_functions(t, text, &nodes, &top, &parents, &lines)).unwrap_or_default();
         Some(SourceProgram {
             code: code.to_string(),
             class: message.split(':').next().unwrap_or("").to_string(),
@@ -151,6 +160,7 @@ impl SourceProgram {
             min_size,
             liftable,
             lift: false,
+            parents,
         })
     }
 
@@ -171,15 +181,30 @@ impl SourceProgram {
         self.render_block_at(block, from, to, 0, out, row)
     }
 
-    /// Is node `n` written at the top level instead of where it is?
+    /// Is node `n` written higher up instead of where it is?
     fn lifted(&self, n: usize) -> bool {
         self.lift && self.liftable.iter().any(|l| l.node == n)
+    }
+
+    /// Is the lifted function `l` still in the program: neither it nor a statement holding
+    /// it (below the one it is written before) removed?
+    fn lift_kept(&self, l: &Lift) -> bool {
+        let mut n = Some(l.node);
+        for _ in 0..=self.nodes.len() {
+            match n {
+                Some(x) if x == l.before => return true,
+                Some(x) if self.removed[x] => return false,
+                Some(x) => n = self.parents[x],
+                None => return false,
+            }
+        }
+        false
     }
 
     /// `render_block` with `dedent` bytes taken off every line (a lifted function's).
     fn render_block_at(&self, block: &[usize], from: usize, to: usize, dedent: usize, out: &mut Rendered, row: &mut usize) {
         let mut line = from;
-        let gone = |n: usize| self.removed[n] || (dedent == 0 && self.lifted(n));
+        let gone = |n: usize| self.removed[n] || self.lifted(n);
         let all_removed = !block.is_empty() && block.iter().all(|&n| gone(n));
         let mut passed = false;
         let blank = |out: &mut Rendered, row: &mut usize| {
@@ -199,13 +224,19 @@ impl SourceProgram {
                         passed = true;
                     }
                     if !gone(n) {
-                        // Nested functions lifted out of it come first, at the top level.
-                        if self.top.contains(&n) && self.lift {
-                            for l in self.liftable.iter().filter(|l| l.top == n && !self.removed[l.node]) {
+                        // Functions lifted out of it come first, in the block it is in (set
+                        // apart by blank lines at the top level).
+                        let at_top = self.top.contains(&n);
+                        if self.lift {
+                            for l in self.liftable.iter().filter(|l| l.before == n && self.lift_kept(l)) {
                                 let inner = &self.nodes[l.node];
-                                blank(out, row);
-                                self.render_block_at(&inner.body, inner.first, inner.last + 1, l.indent, out, row);
-                                blank(out, row);
+                                if at_top {
+                                    blank(out, row);
+                                }
+                                self.render_block_at(&inner.body, inner.first, inner.last + 1, dedent + l.indent, out, row);
+                                if at_top {
+                                    blank(out, row);
+                                }
                             }
                         }
                         // A top-level definition stands apart, for the reader.
@@ -388,8 +419,8 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
             break;
         }
     }
-    // Nested functions that read nothing around them, at the top level.
-    if best.liftable.iter().any(|l| !best.removed[l.node]) && runs < max_runs {
+    // Functions as high as what they read allows.
+    if best.liftable.iter().any(|l| best.lift_kept(l)) && runs < max_runs {
         let mut c = best.clone();
         c.lift = true;
         runs += 1;
@@ -559,15 +590,49 @@ fn max_index_literal(tree: &tree_sitter::Tree, text: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Functions defined directly in the body of a function (not under an `if` or a loop) that
-/// read no name the functions around them bind, nor say `global` or `nonlocal`, whose name
-/// the module does not bind, and whose lines all keep their indentation (no text of a
-/// multi-line string).
-fn liftable_functions(tree: &tree_sitter::Tree, text: &str, nodes: &[Node], top: &[usize], lines: &[SrcLine]) -> Vec<Lift> {
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("");
+/// A function definition that may be written higher up, as `liftable_functions` finds it.
+struct Candidate<'t> {
+    /// The definition (with its decorators).
+    def: tree_sitter::Node<'t>,
+    name: String,
+    /// How many functions are around it (0 at the module's level).
+    depth: usize,
+    /// Directly in the body of the function (or module) around it, not under an `if`, a
+    /// loop, a `with` or a `try`.
+    direct: bool,
+    /// The functions around it, innermost first (`scopes[i]` is at depth `depth - i`).
+    scopes: Vec<tree_sitter::Node<'t>>,
+    /// The lowest depth its name allows: no function between there and its own binds it.
+    floor: usize,
+    /// What it reads of the scopes around it: the depth of the scope binding each name, and
+    /// the function definition that binding is, when it is one (`(depth, Some(name))`).
+    reads: Vec<(usize, Option<String>)>,
+}
+
+/// Functions that can be written higher up than they are defined, as high as their free
+/// variables allow (the seed's `f1`/`g7`): in the outermost function around them (or the
+/// module) none of whose names they read (a sibling function they call counts where it is
+/// written), before the statement of its body that holds them; and a function under an
+/// `if`, a loop, a `with` or a `try` before that statement of its own function's body. Only
+/// functions whose name is bound once in their scope and nowhere between there and where
+/// they go, that say neither `global` nor `nonlocal`, whose decorators, defaults and
+/// annotations read only imported modules and builtins (they run when the `def` does), and
+/// whose lines all keep their indentation (no text of a multi-line string). Methods stay.
+fn liftable_functions(
+    tree: &tree_sitter::Tree,
+    text: &str,
+    nodes: &[Node],
+    top: &[usize],
+    parents: &[Option<usize>],
+    lines: &[SrcLine],
+) -> Vec<Lift> {
+    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
     let root = tree.root_node();
     let module_bound = bound_names(root, text, false);
-    let mut out = Vec::new();
+    let module_imports = imported_names(root, text);
+    // What each function binds, by node id, worked out once.
+    let mut scope_bound: std::collections::HashMap<usize, Vec<String>> = std::collections::HashMap::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     for node in all_nodes(tree) {
         if node.kind() != "function_definition" {
             continue;
@@ -576,45 +641,228 @@ fn liftable_functions(tree: &tree_sitter::Tree, text: &str, nodes: &[Node], top:
             Some(p) if p.kind() == "decorated_definition" => p,
             _ => node,
         };
-        // Directly in a function's body.
-        let Some(block) = def.parent().filter(|b| b.kind() == "block") else { continue };
-        let Some(enclosing) = block.parent().filter(|f| f.kind() == "function_definition") else { continue };
         let Some(name) = node.child_by_field_name("name").map(src) else { continue };
-        if module_bound.iter().any(|n| n == name) {
+        // The scopes around it: functions (a class's body is no scope of the functions in it).
+        let mut scopes = Vec::new();
+        let mut innermost = None;
+        let mut up = def.parent();
+        while let Some(x) = up {
+            if matches!(x.kind(), "function_definition" | "class_definition" | "lambda") {
+                innermost.get_or_insert(x.kind());
+                if x.kind() == "function_definition" {
+                    scopes.push(x);
+                }
+            }
+            up = x.parent();
+        }
+        // A method stays in its class.
+        if innermost.is_some_and(|k| k != "function_definition") {
             continue;
         }
-        // Every function around it, and what they bind.
-        let mut around = Vec::new();
-        let mut up = Some(enclosing);
-        while let Some(f) = up {
-            if f.kind() == "function_definition" {
-                around.extend(bound_names(f, text, true));
+        let depth = scopes.len();
+        let direct = def.parent().is_some_and(|b| match scopes.first() {
+            Some(f) => b.kind() == "block" && b.parent().is_some_and(|p| p.id() == f.id()),
+            None => b.kind() == "module",
+        });
+        if direct && depth == 0 {
+            continue;
+        }
+        for f in &scopes {
+            scope_bound.entry(f.id()).or_insert_with(|| bound_names(*f, text, true));
+        }
+        let bound_in = |d: usize| -> &Vec<String> {
+            match d {
+                0 => &module_bound,
+                _ => scope_bound.get(&scopes[depth - d].id()).unwrap_or(&module_bound),
             }
-            up = f.parent();
+        };
+        // Bound once where it is (by this `def`); the lowest depth it may go to.
+        if bound_in(depth).iter().filter(|n| **n == name).count() != 1 {
+            continue;
+        }
+        let floor = (0..depth).rev().find(|&d| bound_in(d).contains(&name)).map_or(0, |d| d + 1);
+        // What runs with the `def`: decorators, defaults, annotations.
+        let mut def_time = Vec::new();
+        let mut cursor = def.walk();
+        for d in def.named_children(&mut cursor).filter(|c| c.kind() == "decorator") {
+            def_time.extend(read_names(d, text));
+        }
+        if let Some(r) = node.child_by_field_name("return_type") {
+            def_time.extend(read_names(r, text));
+        }
+        if let Some(ps) = node.child_by_field_name("parameters") {
+            let mut cursor = ps.walk();
+            for p in ps.named_children(&mut cursor) {
+                for field in ["type", "value"] {
+                    if let Some(x) = p.child_by_field_name(field) {
+                        def_time.extend(read_names(x, text));
+                    }
+                }
+            }
+        }
+        let enclosing_bound = |r: &String| (1..=depth).any(|d| bound_in(d).contains(r));
+        if def_time.iter().any(|r| !module_imports.contains(r) && (module_bound.contains(r) || enclosing_bound(r))) {
+            continue;
         }
         // What it reads of the scopes around it: not its own parameters and locals.
         let own = bound_names(node, text, true);
-        let read: Vec<String> = read_names(def, text).into_iter().filter(|r| !own.contains(r) && r != name).collect();
-        if read.iter().any(|r| r == "global" || r == "nonlocal" || around.contains(r)) {
+        let read: Vec<String> = read_names(def, text).into_iter().filter(|r| !own.contains(r) && *r != name).collect();
+        if read.iter().any(|r| r == "global" || r == "nonlocal") {
             continue;
         }
-        let (first, last) = (def.start_position().row, def.end_position().row);
-        let Some(n) = nodes.iter().position(|x| x.first == first && x.last == last) else { continue };
-        let indent = def.start_position().column;
-        let fits = (first..=last).all(|l| {
-            lines
-                .get(l)
-                .is_some_and(|x| !x.in_string && (x.code.trim().is_empty() || x.code.bytes().take(indent).all(|b| b == b' ' || b == b'\t')))
-        });
-        // The top-level statement holding it.
-        let Some(&t) = top.iter().find(|&&t| nodes[t].first <= first && last <= nodes[t].last) else { continue };
-        if fits && t != n {
-            out.push((name.to_string(), Lift { node: n, top: t, indent }));
+        let mut reads = Vec::new();
+        for r in read {
+            let Some(d) = (1..=depth).rev().find(|&d| bound_in(d).contains(&r)) else { continue };
+            // A function of that scope, defined there once: it may move too.
+            let once = bound_in(d).iter().filter(|n| **n == r).count() == 1;
+            let entry = (d, once.then_some(r));
+            if !reads.contains(&entry) {
+                reads.push(entry);
+            }
+        }
+        candidates.push(Candidate { def, name, depth, direct, scopes, floor, reads });
+    }
+    // Each read as the depth of the scope binding it and, when that binding is a function
+    // that may move too, that function.
+    let reads: Vec<Vec<(usize, Option<usize>)>> = candidates
+        .iter()
+        .map(|c| {
+            c.reads
+                .iter()
+                .map(|(at, function)| {
+                    let scope = c.scopes.get(c.depth - at).map(|s| s.id());
+                    let sibling = function.as_ref().and_then(|f| {
+                        candidates.iter().position(|o| o.name == *f && o.depth == *at && o.scopes.first().map(|s| s.id()) == scope)
+                    });
+                    (*at, sibling)
+                })
+                .collect()
+        })
+        .collect();
+    // The depth each goes to, by fixed point: a function that reads a sibling goes no higher
+    // than the sibling does. `fixed` holds those that cannot be placed (they stay).
+    let mut fixed = vec![false; candidates.len()];
+    for _ in 0..=candidates.len() {
+        let mut depth: Vec<usize> = candidates.iter().map(|c| c.depth).collect();
+        for _ in 0..=candidates.len() {
+            let mut changed = false;
+            for (i, c) in candidates.iter().enumerate() {
+                if fixed[i] {
+                    continue;
+                }
+                let mut d = c.floor;
+                for (at, sibling) in &reads[i] {
+                    d = d.max(match sibling {
+                        Some(j) => depth[*j],
+                        None => *at,
+                    });
+                }
+                if d < depth[i] {
+                    depth[i] = d;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Where each one moving goes; one that cannot be placed stays, and all are placed again.
+        let mut placed: Vec<(usize, Lift)> = Vec::new();
+        let mut stay = Vec::new();
+        for (i, c) in candidates.iter().enumerate() {
+            if fixed[i] || (depth[i] == c.depth && c.direct) {
+                continue;
+            }
+            match place(c, depth[i], nodes, top, parents, lines) {
+                Some(l) => placed.push((i, l)),
+                None => stay.push(i),
+            }
+        }
+        // Two functions of one name that move would be one; and a function goes before a
+        // statement that stays where it is.
+        for (i, l) in &placed {
+            let twin = placed.iter().any(|(j, _)| j != i && candidates[*j].name == candidates[*i].name);
+            if twin || placed.iter().any(|(_, m)| m.node == l.before) {
+                stay.push(*i);
+            }
+        }
+        if stay.is_empty() {
+            return placed.into_iter().map(|(_, l)| l).collect();
+        }
+        for i in stay {
+            fixed[i] = true;
         }
     }
-    // Two functions of one name would be one at the top level: neither moves.
-    let names: Vec<String> = out.iter().map(|(n, _)| n.clone()).collect();
-    out.into_iter().filter(|(n, _)| names.iter().filter(|m| *m == n).count() == 1).map(|(_, l)| l).collect()
+    Vec::new()
+}
+
+/// Where candidate `c` goes when it moves to `depth`: before the statement of that scope's
+/// body that holds it. `None` when the statements involved are not nodes of their own
+/// (statements sharing a line, an `else:` block) or its lines would not keep their
+/// indentation.
+fn place(c: &Candidate, depth: usize, nodes: &[Node], top: &[usize], parents: &[Option<usize>], lines: &[SrcLine]) -> Option<Lift> {
+    let (first, last) = (c.def.start_position().row, c.def.end_position().row);
+    let node = nodes.iter().position(|x| x.first == first && x.last == last)?;
+    let block: &[usize] = if depth == 0 {
+        top
+    } else {
+        let scope = c.scopes[c.depth - depth];
+        let scope = match scope.parent() {
+            Some(p) if p.kind() == "decorated_definition" => p,
+            _ => scope,
+        };
+        let (sf, sl) = (scope.start_position().row, scope.end_position().row);
+        &nodes[nodes.iter().position(|x| x.first == sf && x.last == sl)?].body
+    };
+    let before = *block.iter().find(|&&b| nodes[b].first <= first && last <= nodes[b].last)?;
+    if before == node {
+        return None;
+    }
+    // It is reached from there through nodes of their own.
+    let mut n = node;
+    for _ in 0..=nodes.len() {
+        match parents[n] {
+            Some(p) if p == before => break,
+            Some(p) => n = p,
+            None => return None,
+        }
+    }
+    let column = c.def.start_position().column;
+    let target = lines.get(nodes[before].first).map(|l| l.code.len() - l.code.trim_start().len())?;
+    let fits = (first..=last).all(|l| {
+        lines
+            .get(l)
+            .is_some_and(|x| !x.in_string && (x.code.trim().is_empty() || x.code.bytes().take(column).all(|b| b == b' ' || b == b'\t')))
+    });
+    (fits && column >= target).then_some(Lift { node, before, indent: column - target })
+}
+
+/// The names the module's import statements bind.
+fn imported_names(root: tree_sitter::Node, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cursor = root.walk();
+    for s in root.named_children(&mut cursor) {
+        if matches!(s.kind(), "import_statement" | "import_from_statement") {
+            out.extend(bound_names_of_import(s, text));
+        }
+    }
+    out
+}
+
+/// The names one import statement binds: `import a.b` binds `a`, `import a as b` and
+/// `from m import a as b` bind `b`.
+fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<String> {
+    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
+    let mut out = Vec::new();
+    let mut cursor = s.walk();
+    for x in s.children_by_field_name("name", &mut cursor) {
+        let bound = match x.kind() {
+            "aliased_import" => x.child_by_field_name("alias").map(src),
+            _ => Some(src(x).split('.').next().unwrap_or("").to_string()),
+        };
+        out.extend(bound.filter(|b| !b.is_empty()));
+    }
+    out
 }
 
 /// The names a function binds (with `params`: its parameters too) or the module binds:
@@ -892,6 +1140,32 @@ mod tests {
         let expected = "import jax  # m.py:1\n\ndef helper(y):  # m.py:8\n    return y * 2.0  # m.py:9\n\n@jax.jit  # m.py:4\ndef f(x):  # m.py:5\n    k = 2  # m.py:6\n    def scaled(y):  # m.py:11\n        return y * k  # m.py:12\n    return helper(x) + scaled(x)  # m.py:14\n\nf(jax.numpy.ones((1, 4)))  # m.py:17\n";
         assert_eq!(r.text, expected);
         assert_eq!(r.failing_line, Some(12));
+    }
+
+    #[test]
+    fn a_nested_function_goes_as_high_as_what_it_reads_allows() {
+        let text = "import jax\n\n\ndef build(scale):\n    bias = scale * 2.0\n\n    def run(xs):\n        def shift(y):\n            return y + 1.0\n\n        def body(c, x):\n            def add_bias(h):\n                return h + bias\n\n            return add_bias(c + shift(x))\n\n        for i in range(2):\n            def twice(v):\n                return v * i\n\n            xs = twice(xs)\n        return body(xs, xs)\n\n    return run\n\n\nbuild(1.0)(2.0)\n";
+        let mut p = SourceProgram::new(text, 27, "TL190", "NameError: x", "m.py").expect("parses");
+        // `shift` reads nothing: the module. `add_bias` reads `bias` of `build`, and `body`
+        // reads `add_bias` (which goes to `build`) and `shift`: both in `build`, before `run`.
+        // `twice`, under a loop, reads `i` of `run`: in `run`, before the loop.
+        assert_eq!(p.liftable.len(), 4, "{:?}", p.liftable);
+        p.lift = true;
+        let r = p.render(&[]);
+        let expected = "import jax  # m.py:1\n\ndef shift(y):  # m.py:8\n    return y + 1.0  # m.py:9\n\ndef build(scale):  # m.py:4\n    bias = scale * 2.0  # m.py:5\n    def body(c, x):  # m.py:11\n        return add_bias(c + shift(x))  # m.py:15\n    def add_bias(h):  # m.py:12\n        return h + bias  # m.py:13\n    def run(xs):  # m.py:7\n        def twice(v):  # m.py:18\n            return v * i  # m.py:19\n        for i in range(2):  # m.py:17\n            xs = twice(xs)  # m.py:21\n        return body(xs, xs)  # m.py:22\n    return run  # m.py:24\n\nbuild(1.0)(2.0)  # m.py:27\n";
+        assert_eq!(r.text, expected);
+        // A statement removed around a lifted function takes it along.
+        let run = p.nodes.iter().position(|n| n.first == 6).expect("run");
+        let for_loop = p.nodes[run].body.iter().copied().find(|&n| p.nodes[n].first == 16).expect("for");
+        p.removed[for_loop] = true;
+        assert!(!p.render(&[]).text.contains("twice"));
+    }
+
+    #[test]
+    fn what_runs_with_the_def_methods_and_names_bound_twice_keep_a_function_where_it_is() {
+        let text = "import jax\n\n\ndef f(x, k):\n    def scaled(y, k=k):\n        return y * k\n\n    class Layer:\n        def apply(self, y):\n            return y\n\n    if k > 0:\n        def pick(y):\n            return y\n    else:\n        def pick(y):\n            return -y\n    return scaled(x) + Layer().apply(x) + pick(x)\n\n\nf(1.0, 2)\n";
+        let p = SourceProgram::new(text, 21, "TL190", "NameError: x", "m.py").expect("parses");
+        assert!(p.liftable.is_empty(), "{:?}", p.liftable);
     }
 
     #[test]
