@@ -39,6 +39,13 @@ fn bind_dot(interp: &mut Interp, lhs: &Rc<Array>, rhs: &Rc<Array>, d: DotNumbers
     bind1(interp, prim, &[a, b], aval)
 }
 
+/// `dot_general`'s TypeError for dimensions of different sizes (`what`: "contracting
+/// dimensions", or the batch dimensions).
+fn shape_mismatch(interp: &mut Interp, what: &str, l: &[usize], r: &[usize]) -> Flow {
+    let message = format!("dot_general requires {what} to have the same shape, got {} and {}.", shape_tuple(l), shape_tuple(r));
+    interp.raise("TypeError", Code::ShapeMismatch, message)
+}
+
 /// `lax.squeeze(x, dims)`; nothing is bound when `dims` is empty.
 fn squeeze(interp: &mut Interp, x: &Rc<Array>, dims: &[usize]) -> PyResult<Rc<Array>> {
     if dims.is_empty() {
@@ -125,12 +132,7 @@ pub(super) fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &s
     let lk = ls[ls.len() - 1];
     let rk = if b_is_mat { rs[rs.len() - 2] } else { rs[0] };
     if lk != rk {
-        let message = format!(
-            "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
-            shape_tuple(&[lk]),
-            shape_tuple(&[rk])
-        );
-        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+        return Err(shape_mismatch(interp, "contracting dimensions", &[lk], &[rk]));
     }
     if a_is_mat {
         idx_a_other.push(num_batch);
@@ -176,12 +178,7 @@ pub(super) fn contract(interp: &mut Interp, a: &Rc<Array>, b: &Rc<Array>, la: Ve
     let ga: Vec<usize> = la.iter().filter_map(|&i| a.aval.shape.get(i).copied()).collect();
     let gb: Vec<usize> = lb.iter().filter_map(|&j| b.aval.shape.get(j).copied()).collect();
     if ga != gb || ga.len() != la.len() || gb.len() != lb.len() {
-        let message = format!(
-            "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
-            shape_tuple(&ga),
-            shape_tuple(&gb)
-        );
-        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+        return Err(shape_mismatch(interp, "contracting dimensions", &ga, &gb));
     }
     let dt = promote(&[a.aval.weak_dtype(), b.aval.weak_dtype()], cfg(interp));
     let numbers = DotNumbers { lhs_contract: la, rhs_contract: lb, lhs_batch: vec![], rhs_batch: vec![] };
@@ -240,25 +237,10 @@ pub(super) fn lax_dot_general(
         }
     }
     let sizes = |x: &Rc<Array>, d: &[i64]| -> Vec<usize> { d.iter().map(|&i| x.aval.shape[i as usize]).collect() };
-    if sizes(a, &lb) != sizes(b, &rb) {
-        return type_error(
-            interp,
-            format!(
-                "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same shape, got {} and {}.",
-                shape_tuple(&sizes(a, &lb)),
-                shape_tuple(&sizes(b, &rb))
-            ),
-        );
-    }
-    if sizes(a, &lc) != sizes(b, &rc) {
-        return type_error(
-            interp,
-            format!(
-                "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
-                shape_tuple(&sizes(a, &lc)),
-                shape_tuple(&sizes(b, &rc))
-            ),
-        );
+    for (what, l, r) in [("lhs batch dimensions and rhs batch dimensions", &lb, &rb), ("contracting dimensions", &lc, &rc)] {
+        if sizes(a, l) != sizes(b, r) {
+            return Err(shape_mismatch(interp, what, &sizes(a, l), &sizes(b, r)));
+        }
     }
     let Some(dtype) = dot_result_dtype(a.aval.dtype, b.aval.dtype) else {
         let message = format!("lax.dot_general argument type error: {}, {}", a.aval.dtype.name(), b.aval.dtype.name());
@@ -361,14 +343,17 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
             }
         }
     }
+    // The ellipsis' axes summed away: opt_einsum's letters for them would decide the order
+    // of the contraction, which is not modelled.
+    let mut modelled = true;
     let result: Vec<char> = match rhs {
         Some(r) => {
             let r = match r.split_once("...") {
                 Some((before, after)) => format!("{before}{}{after}", ellipsis.iter().collect::<String>()),
-                None if ellipsis.is_empty() => r,
-                // The ellipsis' axes summed away: opt_einsum's letters for them would decide
-                // the order of the contraction, not modelled.
-                None => return Ok(Value::opaque("einsum summing an ellipsis")),
+                None => {
+                    modelled &= ellipsis.is_empty();
+                    r
+                }
             };
             let r: Vec<char> = r.chars().collect();
             for (i, c) in r.iter().enumerate() {
@@ -395,6 +380,7 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
     };
     let labelled = |k: usize| Labelled { array: ops[k].clone(), names: terms[k].clone() };
     let out = match ops.len() {
+        _ if !modelled => None,
         1 => {
             let contracted: Vec<char> = sorted_unique(terms[0].iter().filter(|c| !result.contains(c)));
             one_operand(interp, labelled(0), &contracted, &result, dt.dtype)?
@@ -403,12 +389,17 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
             let contracted: Vec<char> = sorted_unique(terms.concat().iter().filter(|c| !result.contains(c)));
             two_operands(interp, labelled(1), labelled(0), &contracted, &result, dt.dtype)?
         }
-        _ => return Ok(Value::opaque("einsum of three or more operands")),
+        // Three or more operands: their order of contraction is opt_einsum's search.
+        _ => None,
     };
-    let Some(out) = out else {
-        return Ok(Value::opaque("einsum"));
-    };
-    to_result_type(interp, out, dt).map(Value::Array)
+    match out {
+        Some(out) => to_result_type(interp, out, dt).map(Value::Array),
+        None => {
+            // An opaque equation with JAX's output aval, so shapes are still followed.
+            let shape: Vec<usize> = result.iter().map(|c| sizes.iter().find(|(k, _)| k == c).map_or(1, |e| e.1)).collect();
+            bind1(interp, Prim::Opaque("einsum"), ops, Aval::new(&shape, dt.dtype).weak(dt.weak)).map(Value::Array)
+        }
+    }
 }
 
 fn sorted_unique<'a>(chars: impl Iterator<Item = &'a char>) -> Vec<char> {
