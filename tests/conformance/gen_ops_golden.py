@@ -237,6 +237,43 @@ def rows(x64):
         n = f"jnp.sin(jnp.arange(4096, dtype=jnp.{dt}).reshape(64, 64))"
         out.append(("dot", f"{n} @ {n}.T"))
         out.append(("dot", f"jnp.dot({arr([NAN, '1.0', INF], dt)}, {arr(['1.0', '0.0', '0.0'], dt)})"))
+    # Batched products as attention layers write them (group `batched`): einsum with batch
+    # labels leading or not, matmul broadcasting a 2-D or size-1 batch operand against a 3-D
+    # one, dot_general with batch dimensions not leading, and their derivatives.
+    for dt in floats + ["int32"]:
+        def t(n, shape, dt=dt):
+            base = f"jnp.arange({n}, dtype=jnp.{dt}).reshape{shape} % 7"
+            return f"({base} - 3)" if dt == "int32" else f"({base} * 0.37 - 1.1)"
+        q, k, v = t(48, (2, 2, 3, 4)), t(48, (2, 2, 3, 4)) + "[::-1]", t(48, (2, 2, 3, 4)) + " * 0.5"
+        p = t(36, (2, 2, 3, 3))
+        a2, b3 = t(12, (3, 4)), t(40, (2, 4, 5))
+        a3, b2 = t(24, (2, 3, 4)), t(20, (4, 5))
+        out.append(("batched", f"jnp.einsum('bhqd,bhkd->bhqk', {q}, {k})"))
+        out.append(("batched", f"jnp.einsum('bhqk,bhkd->bhqd', {p}, {v})"))
+        out.append(("batched", f"jnp.einsum('bqhd,bkhd->bhqk', {q}, {k})"))
+        out.append(("batched", f"jnp.einsum('...qd,...kd->...qk', {q}, {k}[0])"))
+        out.append(("batched", f"jnp.einsum('ijj->ij', {p}[0])"))
+        out.append(("batched", f"{a2} @ {b3}"))
+        out.append(("batched", f"jnp.matmul({a3}, {b2})"))
+        out.append(("batched", f"{a3}[:1] @ {b3}"))
+        out.append(("batched", f"{a3}.reshape(2, 1, 3, 4) @ {b3}.reshape(1, 2, 4, 5)"))
+        out.append(("batched", f"lax.dot_general({a3}.transpose(2, 1, 0), {b3}, (((0,), (1,)), ((2,), (0,))))"))
+        out.append(("batched", f"jnp.tensordot({a3}, {b3}, axes=([0, 2], [0, 1]))"))
+        if dt == "int32":
+            continue
+        scores = f"jax.nn.softmax(jnp.einsum('bhqd,bhkd->bhqk', q, k) / 2.0, axis=-1)"
+        attention = f"jnp.sum(jnp.einsum('bhqk,bhkd->bhqd', {scores}, v) ** 2)"
+        out.append(("batched", f"jax.grad(lambda q: (lambda k, v: {attention})({k}, {v}))({q})"))
+        out.append(("batched", f"jax.grad(lambda k: (lambda q, v: {attention})({q}, {v}))({k})"))
+        out.append(("batched", f"jax.grad(lambda v: (lambda q, k: {attention})({q}, {k}))({v})"))
+        out.append(("batched", f"jax.grad(lambda a: jnp.sum(jnp.tanh(a @ {b3})))({a2})"))
+        out.append(("batched", f"jax.grad(lambda b: jnp.sum(jnp.tanh({a2} @ b)))({b3})"))
+        out.append(("batched", f"jax.grad(lambda a: jnp.sum(jnp.sin(a @ {b3})))({a3}[:1])"))
+        out.append(("batched", f"jax.grad(lambda a: jnp.sum(lax.dot_general(a, {b3}, (((0,), (1,)), ((2,), (0,)))) ** 2))({a3}.transpose(2, 1, 0))"))
+        out.append(("batched", f"jax.grad(lambda b: jnp.sum(jnp.einsum('bqhd,bkhd->bhqk', {q}, b) ** 2))({k})"))
+        out.append(("batched", f"jax.grad(lambda x: jnp.sum(jnp.einsum('ijj->ij', x) ** 3))({p}[0])"))
+        out.append(("batched", f"jax.jvp(lambda a, b: jnp.einsum('bij,bjk->bik', a, b), ({a3}, {b3}), ({a3} * 0.5, {b3} - 1.0))[1]"))
+
     # The sign of a zero sum, which XLA's order of accumulation decides: one product when the
     # contraction has length 1 (`-0.` kept), a sum from `+0.` otherwise (`-0. + -0.` is `0.`),
     # except in the columns past the last full tile (8 float32, 4 float64 lanes) of a
@@ -482,6 +519,9 @@ def rows(x64):
             out.append(("half", f"jnp.ones((2, 300), dtype=jnp.{dt}) * 0.1 @ jnp.ones((300, 2), dtype=jnp.{dt})"))
             out.append(("half", f"-jnp.zeros((1, 2), dtype=jnp.{dt}) @ jnp.ones((2, 10), dtype=jnp.{dt})"))
             out.append(("half", f"-jnp.zeros((2, 3), dtype=jnp.{dt}) @ jnp.ones((3, 2), dtype=jnp.{dt})"))
+            b3 = f"(jnp.arange(40, dtype=jnp.{dt}).reshape(2, 4, 5) % 7 * 0.37 - 1.1)"
+            out.append(("half", f"({x}).reshape(1, 3, 4) @ {b3}"))
+            out.append(("half", f"jnp.einsum('bqd,bkd->bqk', {b3}, {b3} * 0.5)"))
             out.append(("half", f"({x})[jnp.array([2, 0, 5])]"))
             out.append(("half", f"({x}).at[jnp.array([1, 1])].add(0.3)"))
 

@@ -361,6 +361,41 @@ fn linear_algebra_rules_match_finite_differences() {
     check_cases(&cases);
 }
 
+/// 24 points for the batched products below (`(2, 3, 4)`, `(2, 4, 3)`, `(1, 2, 3, 4)`).
+fn points(seed: f64) -> Vec<f64> {
+    (0..24).map(|i| ((i as f64 + seed) * 0.7).sin() * 0.9).collect()
+}
+
+#[test]
+fn batched_products_match_finite_differences() {
+    // Each case: both gradients of `sum(expr)` for x and y of 24 elements.
+    let cases = [
+        ("matmul 3-D", "jnp.sin(x.reshape(2, 3, 4) @ y.reshape(2, 4, 3))"),
+        ("matmul 2-D with 3-D", "(x.reshape(6, 4)[:3] @ y.reshape(2, 4, 3)) ** 2"),
+        ("matmul broadcast size 1", "jnp.tanh(x.reshape(2, 3, 4)[:1] @ y.reshape(2, 4, 3))"),
+        ("matmul 3-D with vector", "(x.reshape(2, 3, 4) @ y[:4]) ** 2"),
+        ("einsum batch", "jnp.einsum('bij,bjk->bik', x.reshape(2, 3, 4), y.reshape(2, 4, 3)) ** 2"),
+        ("einsum outer batch", "jnp.cos(jnp.einsum('bij,cjk->bcik', x.reshape(2, 3, 4), y.reshape(2, 4, 3)))"),
+        ("einsum scores", "jnp.einsum('bhqd,bhkd->bhqk', x.reshape(1, 2, 3, 4), y.reshape(1, 2, 3, 4)) ** 2"),
+        (
+            "einsum attention",
+            "jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(jnp.einsum('bhqd,bhkd->bhqk', x.reshape(1, 2, 3, 4), y.reshape(1, 2, 3, 4)) / 2.0, axis=-1), x.reshape(1, 2, 3, 4) * y.reshape(1, 2, 3, 4)) ** 2",
+        ),
+        ("einsum heads in the middle", "jnp.einsum('bqhd,bkhd->bhqk', x.reshape(1, 3, 2, 4), y.reshape(1, 3, 2, 4)) ** 2"),
+        ("einsum ellipsis", "jnp.sin(jnp.einsum('...qd,...kd->...qk', x.reshape(2, 3, 4), y.reshape(2, 3, 4)))"),
+        ("einsum batch only", "jnp.einsum('ij,ij->j', x.reshape(6, 4), y.reshape(6, 4)) ** 2"),
+        ("einsum diagonal", "jnp.einsum('iij->ij', x.reshape(2, 3, 4)[:, :2, :2] * y.reshape(2, 2, 6)[:, :, :2]) ** 3"),
+        ("einsum sums a label", "jnp.einsum('ij,jk->k', x.reshape(6, 4), y.reshape(4, 6)) ** 2"),
+        ("tensordot", "jnp.tensordot(x.reshape(2, 3, 4), y.reshape(2, 4, 3), axes=([2, 0], [1, 0])) ** 2"),
+        ("dot_general batch not leading", "jnp.sin(lax.dot_general(x.reshape(4, 3, 2), y.reshape(2, 4, 3), (((0,), (1,)), ((2,), (0,)))))"),
+    ];
+    let (x, y) = (points(0.0), points(0.5));
+    for (name, expr) in cases {
+        let out = stdout(&program(expr, &x, &y));
+        assert_eq!(check_pairs(name, &out), 48, "{name}: {out}");
+    }
+}
+
 #[test]
 fn scatter_mul_min_max_rules_match_finite_differences() {
     // No ties at these points (the derivative jumps there; ties are checked against JAX's

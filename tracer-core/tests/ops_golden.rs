@@ -168,7 +168,7 @@ fn check(row: &Row) -> Outcome {
     // scales with the largest finite magnitude JAX printed in the row.
     let scale = want.iter().filter(|w| w.is_finite()).fold(0.0f64, |m, w| m.max(w.abs()));
     let atol = match row.group.as_str() {
-        "reduce" | "dot" | "cumulative" | "linalg" => rtol * scale,
+        "reduce" | "dot" | "batched" | "cumulative" | "linalg" => rtol * scale,
         // eigh, svd and qr: JAX computes float32 factors in float32, and a vector's error
         // grows as eps over the gap between eigenvalues; tracelens computes in f64 and rounds
         // once. 32 times the accumulation rule (128 ulp of the row's largest magnitude).

@@ -299,64 +299,6 @@ fn true_divide(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc
     bind1(interp, Prim::Binary(BinaryPrim::Div), &[a, b], Aval { shape, dtype: dt.dtype, weak: dt.weak })
 }
 
-fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &str) -> PyResult<Rc<Array>> {
-    let (ls, rs) = (l.aval.shape.clone(), r.aval.shape.clone());
-    for (i, s) in [&ls, &rs].iter().enumerate() {
-        if s.is_empty() {
-            return Err(interp.raise(
-                "ValueError",
-                Code::ShapeMismatch,
-                format!("{name} input operand {i} must have ndim at least 1, but it has ndim 0"),
-            ));
-        }
-    }
-    let wds = [l.aval.weak_dtype(), r.aval.weak_dtype()];
-    let dt = promote(&wds, cfg(interp));
-    let lk = ls[ls.len() - 1];
-    let rk = if rs.len() == 1 { rs[0] } else { rs[rs.len() - 2] };
-    if lk != rk {
-        return Err(interp.raise(
-            "TypeError",
-            Code::ShapeMismatch,
-            format!(
-                "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
-                shape_tuple(&[lk]),
-                shape_tuple(&[rk])
-            ),
-        ));
-    }
-    let lbatch = if ls.len() > 2 { &ls[..ls.len() - 2] } else { &[][..] };
-    let rbatch = if rs.len() > 2 { &rs[..rs.len() - 2] } else { &[][..] };
-    let batch = broadcast_shapes(&[lbatch, rbatch]).map_err(|_| {
-        let la = Aval { shape: ls.clone(), dtype: l.aval.dtype, weak: false };
-        let ra = Aval { shape: rs.clone(), dtype: r.aval.dtype, weak: false };
-        interp.raise("ValueError", Code::ShapeMismatch, format!("Incompatible types for matmul arguments: {} and {}", la.long(), ra.long()))
-    })?;
-    let mut out: Vec<usize> = batch.to_vec();
-    if ls.len() >= 2 {
-        out.push(ls[ls.len() - 2]);
-    }
-    if rs.len() >= 2 {
-        out.push(rs[rs.len() - 1]);
-    }
-    // JAX's `dot_general` takes a weakly typed operand as it is (no `convert_element_type`
-    // that only drops the weak type): it matters for the weak type of its cotangent.
-    let mut same_dtype = |x: &Rc<Array>| if x.aval.dtype == dt.dtype { Ok(x.clone()) } else { convert(interp, x, dt.dtype, dt.weak) };
-    let a = same_dtype(l)?;
-    let b = same_dtype(r)?;
-    let aval = Aval { shape: Shape::from_slice(&out), dtype: dt.dtype, weak: dt.weak };
-    if ls.len() <= 2 && rs.len() <= 2 {
-        let prim = Prim::DotGeneral {
-            lhs_contract: vec![ls.len() - 1],
-            rhs_contract: vec![if rs.len() == 1 { 0 } else { 0 }],
-            lhs_batch: vec![],
-            rhs_batch: vec![],
-        };
-        return bind1(interp, prim, &[a, b], aval);
-    }
-    bind1(interp, Prim::Opaque("matmul"), &[a, b], aval)
-}
-
 pub fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
     let a = arr_or_unknown!(interp, l);
     let b = arr_or_unknown!(interp, r);
@@ -1189,66 +1131,6 @@ fn transpose(interp: &mut Interp, a: &Rc<Array>, perm: Option<Vec<usize>>) -> Py
     bind1(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(a), a.aval.with_shape(&shape))
 }
 
-fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>]) -> PyResult<Value> {
-    let spec: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
-    let (lhs, rhs) = match spec.split_once("->") {
-        Some((l, r)) => (l.to_string(), Some(r.to_string())),
-        None => (spec.clone(), None),
-    };
-    if lhs.contains("...") {
-        return Ok(Value::opaque("einsum with ellipsis"));
-    }
-    let terms: Vec<&str> = lhs.split(',').collect();
-    if terms.len() != ops.len() {
-        return Ok(Value::opaque("einsum"));
-    }
-    let mut sizes: Vec<(char, usize)> = Vec::new();
-    for (t, a) in terms.iter().zip(ops) {
-        if t.chars().count() != a.aval.ndim() {
-            return Err(interp.value_error(format!(
-                "Einstein sum subscript '{t}' does not contain the correct number of indices for operand {}.",
-                terms.iter().position(|x| x == t).unwrap_or(0)
-            )));
-        }
-        for (c, &d) in t.chars().zip(a.aval.shape.iter()) {
-            match sizes.iter().find(|(k, _)| *k == c) {
-                Some(&(_, prev)) if prev != d && prev != 1 && d != 1 => {
-                    return Err(interp.raise(
-                        "ValueError",
-                        Code::ShapeMismatch,
-                        format!(
-                            // JAX 0.10.2 prints the two sizes this way round.
-                            "Size of label '{c}' for operand {} ({prev}) does not match previous terms ({d}).",
-                            terms.iter().position(|x| x == t).unwrap_or(0)
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => sizes.push((c, d)),
-            }
-        }
-    }
-    let out_labels: String = match rhs {
-        Some(r) => r,
-        None => {
-            let mut counts: Vec<(char, usize)> = Vec::new();
-            for c in terms.concat().chars() {
-                match counts.iter_mut().find(|(k, _)| *k == c) {
-                    Some(e) => e.1 += 1,
-                    None => counts.push((c, 1)),
-                }
-            }
-            let mut once: Vec<char> = counts.into_iter().filter(|(_, n)| *n == 1).map(|(c, _)| c).collect();
-            once.sort_unstable();
-            once.into_iter().collect()
-        }
-    };
-    let shape: Vec<usize> = out_labels.chars().map(|c| sizes.iter().find(|(k, _)| *k == c).map(|(_, d)| *d).unwrap_or(1)).collect();
-    let wds: Vec<WeakDType> = ops.iter().map(|a| a.aval.weak_dtype()).collect();
-    let dt = promote(&wds, cfg(interp));
-    bind1(interp, Prim::Opaque("einsum"), ops, Aval { shape: Shape::from_slice(&shape), dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
-}
-
 /// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
 /// indexing, and boolean masks (which need concrete values, TL108).
 pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
@@ -1652,7 +1534,10 @@ fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>
         }
         "dot" => {
             let b = arr_or_unknown!(interp, &args.first().cloned().unwrap_or(Value::None));
-            matmul(interp, a, &b, "dot").map(Value::Array)
+            if a.aval.ndim() == 0 || b.aval.ndim() == 0 {
+                return binary_prim(interp, BinaryPrim::Mul, a, &b).map(Value::Array);
+            }
+            products::dot(interp, a, &b).map(Value::Array)
         }
         _ => {
             let f = match name {
@@ -2598,18 +2483,20 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 }
                 return binary_prim(interp, BinaryPrim::Mul, &a, &b).map(Value::Array);
             }
-            let (a, b) = if f == F::Vdot {
-                let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
-                (reshape_raw(interp, &a, &[n])?, reshape_raw(interp, &b, &[m])?)
-            } else {
-                (a, b)
-            };
-            if f == F::Dot && a.aval.ndim() > 2 {
-                return bind1(interp, Prim::Opaque("dot"), &[a.clone(), b.clone()], a.aval.clone())
-                    .map(|_| Value::opaque("dot of a >2-d array"));
+            match f {
+                F::Matmul => matmul(interp, &a, &b, "matmul"),
+                F::Vdot => {
+                    let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
+                    let (a, b) = (reshape_raw(interp, &a, &[n])?, reshape_raw(interp, &b, &[m])?);
+                    products::dot(interp, &a, &b)
+                }
+                F::Inner => {
+                    let (la, lb) = (a.aval.ndim() - 1, b.aval.ndim() - 1);
+                    products::contract(interp, &a, &b, vec![la], vec![lb])
+                }
+                _ => products::dot(interp, &a, &b),
             }
-            let name = if f == F::Matmul { "matmul" } else { "dot" };
-            matmul(interp, &a, &b, name).map(Value::Array)
+            .map(Value::Array)
         }
         F::Outer => {
             let a = arr!(0, "a");
@@ -2627,51 +2514,52 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             for v in &args[1..] {
                 ops.push(arr_or_unknown!(interp, v));
             }
-            einsum(interp, &spec, &ops)
+            let preferred = dtype_arg(interp, p.get(usize::MAX, "preferred_element_type"))?;
+            products::einsum(interp, &spec, &ops, preferred)
         }
         F::Tensordot => {
             let a = arr!(0, "a");
             let b = arr!(1, "b");
             let axes = p.get(2, "axes").cloned().unwrap_or(Value::Int(2));
+            let (na, nb) = (a.aval.ndim(), b.aval.ndim());
             let (la, lb): (Vec<usize>, Vec<usize>) = match &axes {
                 Value::Int(k) => {
+                    if *k < 0 || *k as usize > na.min(nb) {
+                        let message = format!(
+                            "Number of tensordot axes (axes {k}) exceeds input ranks ({} and {})",
+                            shape_tuple(&a.aval.shape),
+                            shape_tuple(&b.aval.shape)
+                        );
+                        return Err(interp.type_error(message));
+                    }
                     let k = *k as usize;
-                    ((a.aval.ndim() - k..a.aval.ndim()).collect(), (0..k).collect())
+                    ((na - k..na).collect(), (0..k).collect())
                 }
                 other => {
                     let pair = interp.iterate(other)?;
-                    let conv = |interp: &mut Interp, v: &Value, nd: usize| -> PyResult<Vec<usize>> {
-                        Ok(match v {
-                            Value::Int(i) => vec![normalize_axis(interp, *i, nd)?],
-                            other => interp.iterate(other)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect(),
-                        })
+                    let conv = |interp: &mut Interp, v: &Value, nd: usize| -> PyResult<Option<Vec<usize>>> {
+                        if let Value::Int(i) = v {
+                            return Ok(Some(vec![normalize_axis(interp, *i, nd)?]));
+                        }
+                        let mut axes = Vec::new();
+                        for x in interp.iterate(v)? {
+                            let Some(i) = crate::interp::ops::as_int(&x) else { return Ok(None) };
+                            axes.push(normalize_axis(interp, i, nd)?);
+                        }
+                        Ok(Some(axes))
                     };
-                    let x = conv(interp, &pair[0], a.aval.ndim())?;
-                    let y = conv(interp, &pair.get(1).cloned().unwrap_or(Value::Int(0)), b.aval.ndim())?;
+                    let (Some(x), Some(y)) = (pair.first(), pair.get(1)) else {
+                        return Err(
+                            interp.type_error("tensordot axes argument must be an int, a pair of ints, or a pair of lists/tuples of ints.")
+                        );
+                    };
+                    let (Some(x), Some(y)) = (conv(interp, x, na)?, conv(interp, y, nb)?) else {
+                        return Ok(Value::opaque("tensordot with axes not known"));
+                    };
                     (x, y)
                 }
             };
-            for (&i, &j) in la.iter().zip(&lb) {
-                if a.aval.shape.get(i) != b.aval.shape.get(j) {
-                    let ga: Vec<usize> = la.iter().filter_map(|&i| a.aval.shape.get(i).copied()).collect();
-                    let gb: Vec<usize> = lb.iter().filter_map(|&j| b.aval.shape.get(j).copied()).collect();
-                    return Err(interp.raise(
-                        "TypeError",
-                        Code::ShapeMismatch,
-                        format!(
-                            "dot_general requires contracting dimensions to have the same shape, got {} and {}.",
-                            shape_tuple(&ga),
-                            shape_tuple(&gb)
-                        ),
-                    ));
-                }
-            }
-            let mut shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !la.contains(i)).map(|(_, &d)| d).collect();
-            shape.extend(b.aval.shape.iter().enumerate().filter(|(i, _)| !lb.contains(i)).map(|(_, &d)| d));
-            let dt = promote(&[a.aval.weak_dtype(), b.aval.weak_dtype()], c);
-            let prim = Prim::DotGeneral { lhs_contract: la, rhs_contract: lb, lhs_batch: vec![], rhs_batch: vec![] };
-            let (a, b) = (convert(interp, &a, dt.dtype, dt.weak)?, convert(interp, &b, dt.dtype, dt.weak)?);
-            bind1(interp, prim, &[a, b], Aval { shape: Shape::from_slice(&shape), dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+            products::contract(interp, &a, &b, la, lb).map(Value::Array)
         }
         F::Trace => {
             let a = arr!(0, "a");
@@ -3101,7 +2989,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LaxDotGeneral => {
             let a = arr!(0, "lhs");
             let b = arr!(1, "rhs");
-            bind1(interp, Prim::Opaque("dot_general"), &[a, b], Aval::scalar(DType::F32)).map(|_| Value::opaque("dot_general"))
+            let Some(numbers) = p.get(2, "dimension_numbers") else {
+                return Err(interp.type_error("dot_general() missing 1 required positional argument: 'dimension_numbers'"));
+            };
+            let preferred = dtype_arg(interp, p.get(4, "preferred_element_type"))?.map(|d| dtypes::canonicalize(d, c));
+            products::lax_dot_general(interp, &a, &b, numbers, preferred)
         }
         F::LinalgSolve => {
             let (a, b) = (arr!(0, "a"), arr!(1, "b"));
@@ -3504,6 +3396,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
 
 #[path = "numpy_linalg.rs"]
 mod linalg_api;
+
+#[path = "numpy_products.rs"]
+mod products;
+use products::matmul;
 
 /// The floating dtype a linear-algebra routine computes in.
 fn float_of(interp: &Interp, arrays: &[Rc<Array>]) -> DType {
