@@ -580,6 +580,82 @@ def rows(x64):
             out.append(("activation", f"jax.grad({f})(jnp.{dt}(0.0))"))
         out.append(("activation", f"jax.grad(jax.nn.relu6)(jnp.{dt}(6.0))"))
         out.append(("activation", f"jax.vjp(jax.nn.relu6, {x})[1]({t})[0]"))
+    # The other jax.nn activations, written as JAX writes them (custom_jvp rules included:
+    # softplus, log_sigmoid and mish through jnp.logaddexp, hard_sigmoid and hard_silu
+    # through relu6), and their derivatives at and between the kinks.
+    acts = [
+        "jax.nn.softplus", "jax.nn.silu", "jax.nn.swish", "jax.nn.sigmoid", "jax.nn.gelu",
+        "(lambda v: jax.nn.gelu(v, approximate=False))", "jax.nn.celu", "(lambda v: jax.nn.celu(v, alpha=2.0))",
+        "jax.nn.elu", "(lambda v: jax.nn.elu(v, 0.5))", "jax.nn.selu", "jax.nn.leaky_relu",
+        "(lambda v: jax.nn.leaky_relu(v, 0.2))", "jax.nn.log_sigmoid", "jax.nn.soft_sign", "jax.nn.hard_tanh",
+        "jax.nn.hard_sigmoid", "jax.nn.hard_silu", "jax.nn.hard_swish", "jax.nn.mish", "jax.nn.sparse_plus",
+        "jax.nn.sparse_sigmoid", "jax.nn.squareplus", "(lambda v: jax.nn.squareplus(v, b=1))",
+        "jax.nn.standardize", "(lambda v: jax.nn.standardize(v, algorithm='stable'))", "jax.nn.log_softmax",
+        "jax.nn.softmax", "jax.nn.identity",
+        "(lambda v: jnp.concatenate([jax.nn.glu(v), jax.nn.glu(v.reshape(2, 5), axis=0)[0]]))",
+    ]
+    for dt in floats:
+        x = arr(["-3.0", "-1.0", "-0.5", "0.0", "0.5", "1.0", "2.0", "3.0", "6.5", "-7.0"], dt)
+        t = arr(["1.0", "-2.0", "0.5", "3.0", "-1.0", "2.0", "1.5", "-0.5", "1.0", "2.0"], dt)
+        for f in acts:
+            out.append(("activation", f"{f}({x})"))
+            out.append(("activation", f"jax.grad(lambda x: jnp.sum({f}(x) * {t}))({x})"))
+        out.append(("activation", f"jax.nn.logsumexp({x})"))
+        out.append(("activation", f"jax.grad(jax.nn.logsumexp)({x})"))
+        e1 = arr([INF, f"-{INF}", INF, NAN, "1e30", "-1e30", "0.0", "-20.0"], dt)
+        e2 = arr([INF, f"-{INF}", f"-{INF}", "1.0", "-1e30", "-1e30", "0.0", "20.0"], dt)
+        out.append(("activation", f"jnp.logaddexp({e1}, {e2})"))
+        for argnum in [0, 1]:
+            out.append(("activation", f"jax.grad(lambda a, b: jnp.sum(jnp.logaddexp(a, b)), argnums={argnum})({e1}, {e2})"))
+        out.append(("activation", f"jax.nn.softplus({e1})"))
+        out.append(("activation", f"jax.scipy.special.erfc({x})"))
+        out.append(("activation", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.erfc(x)))({x})"))
+        out.append(("unary", f"jnp.tanh(jnp.linspace(-9.0, 9.0, 37, dtype=jnp.{dt}))"))
+    # Activations and divisions of integers: the result dtype follows JAX's promotion (float32
+    # for int32 even with x64 on, except where a weakly typed float joins in).
+    i = arr(["-2", "0", "3"], "int32")
+    for f in ["jax.nn.gelu", "jax.nn.softplus", "jax.nn.elu", "jax.nn.hard_tanh", "jax.nn.soft_sign",
+              "jax.nn.squareplus", "jax.nn.sparse_plus", "jax.nn.hard_sigmoid", "jax.nn.mish", "jax.nn.celu",
+              "jax.nn.log_softmax", "jnp.exp", "(lambda v: v / 2)", "(lambda v: jnp.var(v))"]:
+        out.append(("activation", f"{f}({i})"))
+    # Reductions with `initial=` and `where=`, the NaN-ignoring reductions, weighted averages,
+    # and sorts with `descending=` and `stable=`.
+    for dt in floats + ["int32"]:
+        m = f"(jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4) * 3 % 7 - 2)"
+        mask = "jnp.array([[True, False, True, False], [False, False, False, False], [True, True, True, True]])"
+        out.append(("reduce", f"jnp.max({m}, axis=1, where={mask}, initial=-1)"))
+        out.append(("reduce", f"jnp.min({m}, axis=0, where={mask}, initial=3)"))
+        out.append(("reduce", f"jnp.max({m}, initial=4)"))
+        out.append(("reduce", f"jnp.min({m}, axis=1, initial=0, keepdims=True)"))
+        out.append(("reduce", f"jnp.sum({m}, axis=1, where={mask})"))
+        out.append(("reduce", f"jnp.sum({m}, initial=10)"))
+        out.append(("reduce", f"jnp.prod({m}, axis=0, where={mask})"))
+        out.append(("reduce", f"jnp.mean({m}, axis=1, where={mask})"))
+        out.append(("reduce", f"jnp.mean({m}, where={mask})"))
+        out.append(("reduce", f"jnp.average({m}, axis=1, weights=jnp.array([1, 2, 0, 3]))"))
+        out.append(("reduce", f"jnp.average({m}, weights={m} + 3)"))
+        out.append(("reduce", f"jnp.average({m}, axis=0, returned=True)[1]"))
+        out.append(("reduce", f"jnp.var({m}, axis=1, ddof=1)"))
+        out.append(("reduce", f"jnp.var({m}, axis=0, ddof=3)"))
+        out.append(("reduce", f"jnp.std({m}, axis=0)"))
+        out.append(("sort", f"jnp.sort({m}, axis=None)"))
+        out.append(("sort", f"jnp.sort({m}, axis=0, descending=True)"))
+        out.append(("sort", f"jnp.argsort({m}, axis=1, descending=True)"))
+        out.append(("sort", f"jnp.argsort({m}, axis=None, descending=True)"))
+        out.append(("sort", f"jnp.argsort({m}, axis=1, stable=False)"))
+        out.append(("sort", f"jnp.argsort({m}, axis=1, descending=True, stable=False)"))
+    for dt in floats:
+        n = arr(["1.0", NAN, "-3.0", NAN, NAN, NAN, "2.0", f"-{INF}", "0.5"], dt) + ".reshape(3, 3)"
+        for f in ["jnp.nansum", "jnp.nanmax", "jnp.nanmin", "jnp.nanmean"]:
+            out.append(("reduce", f"{f}({n}, axis=1)"))
+        out.append(("reduce", f"jnp.nanmax({n})"))
+        out.append(("sort", f"jnp.argsort({n}.ravel(), descending=True)"))
+        x = arr(["1.0", "4.0", "4.0", "-2.0"], dt)
+        out.append(("reduce", f"jax.grad(lambda x: jnp.max(x, initial=4.0))({x})"))
+        out.append(("reduce", f"jax.grad(lambda x: jnp.max(x, where=x < 3, initial=0.0))({x})"))
+        out.append(("reduce", f"jax.grad(lambda x: jnp.sum(x * x, where=x > 0))({x})"))
+        out.append(("reduce", f"jax.grad(lambda x: jnp.mean(x ** 3, where=x != 4.0))({x})"))
+        out.append(("sort", f"jax.grad(lambda x: jnp.sum(jnp.sort(x, descending=True) * jnp.arange(4.0)))({x})"))
     # Derivatives of scatter-mul/min/max: JAX's `_scatter_extremal_jvp` (ties share evenly
     # between the operand and the updates that reach the result) and `_scatter_mul_*` rules.
     for dt in floats:

@@ -437,10 +437,26 @@ enum Partial {
     /// `custom_jvp` rule writes it (`jax.nn.relu`). Unlike a product with a 0/1 mask, a
     /// negative or NaN tangent gives `0.`, not `-0.` or `nan`, where the mask is false.
     Where(Rc<Array>),
+    /// `tanh`'s rule as JAX writes it, `(t + t · ans) · (1 - ans)`, whose rounding differs
+    /// from `t · (1 - ans²)` where `ans` is near ±1 (`gelu`'s derivative); transposed,
+    /// `u + u · ans` with `u = t · (1 - ans)`.
+    Tanh(Rc<Array>),
 }
 
-fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial) -> AdResult<Option<Rc<Array>>> {
+fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial, transposed: bool) -> AdResult<Option<Rc<Array>>> {
     Ok(match d {
+        Partial::Tanh(ans) => {
+            let one_minus = binary(interp, BinaryPrim::Sub, &scalar(1.0, &ans.aval), ans)?;
+            Some(if transposed {
+                let u = binary(interp, BinaryPrim::Mul, t, &one_minus)?;
+                let v = binary(interp, BinaryPrim::Mul, &u, ans)?;
+                binary(interp, BinaryPrim::Add, &u, &v)?
+            } else {
+                let v = binary(interp, BinaryPrim::Mul, t, ans)?;
+                let s = binary(interp, BinaryPrim::Add, t, &v)?;
+                binary(interp, BinaryPrim::Mul, &s, &one_minus)?
+            })
+        }
         Partial::Zero => None,
         Partial::One => Some(t.clone()),
         Partial::MinusOne => Some(unary(interp, UnaryPrim::Neg, t)?),
@@ -478,11 +494,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             }
             UnaryPrim::Expm1 => times(binary(interp, BinaryPrim::Add, out, &one)?),
             // JAX: g * (1 + ans) * (1 - ans)
-            UnaryPrim::Tanh => {
-                let p = binary(interp, BinaryPrim::Add, &one, out)?;
-                let m = binary(interp, BinaryPrim::Sub, &one, out)?;
-                times(binary(interp, BinaryPrim::Mul, &p, &m)?)
-            }
+            UnaryPrim::Tanh => Tanh(out.clone()),
             UnaryPrim::Logistic => {
                 let m = binary(interp, BinaryPrim::Sub, &one, out)?;
                 times(binary(interp, BinaryPrim::Mul, out, &m)?)
@@ -548,6 +560,13 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 let neg = unary(interp, UnaryPrim::Neg, &sq)?;
                 let e = unary(interp, UnaryPrim::Exp, &neg)?;
                 times(binary(interp, BinaryPrim::Mul, &e, &konst(std::f64::consts::FRAC_2_SQRT_PI, &x.aval))?)
+            }
+            // JAX: g * (-2 / sqrt(pi)) * exp(-x²).
+            UnaryPrim::Erfc => {
+                let sq = unary(interp, UnaryPrim::Square, &x)?;
+                let neg = unary(interp, UnaryPrim::Neg, &sq)?;
+                let e = unary(interp, UnaryPrim::Exp, &neg)?;
+                times(binary(interp, BinaryPrim::Mul, &konst(-std::f64::consts::FRAC_2_SQRT_PI, &x.aval), &e)?)
             }
             UnaryPrim::IsFinite | UnaryPrim::Not => Zero,
             // JAX: g * digamma(x), and digamma's: g * polygamma(1, x).
@@ -624,6 +643,21 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                             vec![times(dx), times(dy)]
                         }
                     }
+                }
+                // `jnp.logaddexp`'s custom_jvp: ∂x = exp(x - out), ∂y = exp(y - out), with
+                // infinities replaced by 0 first (`_replace_inf`).
+                BinaryPrim::Logaddexp => {
+                    let finite_or_zero = |interp: &mut Interp, v: &Rc<Array>| -> AdResult<Rc<Array>> {
+                        let magnitude = unary(interp, UnaryPrim::Abs, v)?;
+                        let inf = compare(interp, CmpPrim::Eq, &magnitude, &scalar(f64::INFINITY, &v.aval))?;
+                        let zeros = broadcast_to(interp, &konst(0.0, &v.aval), &v.aval.shape)?;
+                        bind(interp, Prim::Select, &[inf, v.clone(), zeros], v.aval.clone())
+                    };
+                    let o = finite_or_zero(interp, out)?;
+                    let (fx, fy) = (finite_or_zero(interp, &x)?, finite_or_zero(interp, &y)?);
+                    let dx = binary(interp, BinaryPrim::Sub, &fx, &o)?;
+                    let dy = binary(interp, BinaryPrim::Sub, &fy, &o)?;
+                    vec![times(unary(interp, UnaryPrim::Exp, &dx)?), times(unary(interp, UnaryPrim::Exp, &dy)?)]
                 }
                 // JAX: ∂x = polygamma(n + 1, x); the order has none (a ValueError in JAX).
                 BinaryPrim::Polygamma => {
@@ -717,7 +751,7 @@ fn jvp(
         let mut total: Option<Rc<Array>> = None;
         for (t, d) in ts.iter().zip(&ds) {
             let Some(t) = t else { continue };
-            let Some(term) = apply(interp, t, d)? else { continue };
+            let Some(term) = apply(interp, t, d, false)? else { continue };
             let term = broadcast_to(interp, &term, &out_aval.shape)?;
             total = Some(match total {
                 Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
@@ -1681,7 +1715,7 @@ fn transpose(
             if !active.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            if let Some(c) = apply(interp, g, d)? {
+            if let Some(c) = apply(interp, g, d, true)? {
                 cts[i] = Some(sum_to_shape(interp, &c, &ins[i].aval.shape)?);
             }
         }
@@ -2047,7 +2081,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
             | BinaryPrim::Min
             | BinaryPrim::Atan2
             | BinaryPrim::Rem
-            | BinaryPrim::Polygamma => true,
+            | BinaryPrim::Polygamma
+            | BinaryPrim::Logaddexp => true,
             BinaryPrim::NextAfter => false,
             // Bitwise and shift operations act on integers: nothing to differentiate.
             _ => return None,
@@ -2390,6 +2425,7 @@ mod tests {
             U::Abs,
             U::Not,
             U::Erf,
+            U::Erfc,
             U::ErfInv,
             U::Lgamma,
             U::Digamma,
@@ -2418,6 +2454,7 @@ mod tests {
             B::ShiftRightLogical,
             B::NextAfter,
             B::Polygamma,
+            B::Logaddexp,
         ];
         let mut prims: Vec<Prim> = unary.into_iter().map(Prim::Unary).chain(binary.into_iter().map(Prim::Binary)).collect();
         let reduce_ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::And, ReduceOp::Or];
@@ -2502,7 +2539,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 88, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 90, "{with_rule:?}");
         assert_eq!(
             without,
             [

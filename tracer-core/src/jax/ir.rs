@@ -327,7 +327,7 @@ prim_names!(UnaryPrim {
     Exp = "exp", Exp2 = "exp2", Log = "log", Log1p = "log1p", Expm1 = "expm1", Tanh = "tanh", Logistic = "logistic",
     Sin = "sin", Cos = "cos", Tan = "tan", Asin = "asin", Acos = "acos", Atan = "atan", Sinh = "sinh", Cosh = "cosh",
     Asinh = "asinh", Acosh = "acosh", Atanh = "atanh", Sqrt = "sqrt", Rsqrt = "rsqrt", Cbrt = "cbrt", Abs = "abs",
-    Not = "not", Erf = "erf", ErfInv = "erf_inv", Lgamma = "lgamma", Digamma = "digamma", Real = "real", Imag = "imag",
+    Not = "not", Erf = "erf", Erfc = "erfc", ErfInv = "erf_inv", Lgamma = "lgamma", Digamma = "digamma", Real = "real", Imag = "imag",
     Conj = "conj", Square = "square", Copy = "copy",
 });
 
@@ -335,6 +335,7 @@ prim_names!(BinaryPrim {
     Add = "add", Sub = "sub", Mul = "mul", Div = "div", Rem = "rem", Pow = "pow", Max = "max", Min = "min",
     Atan2 = "atan2", And = "and", Or = "or", Xor = "xor", ShiftLeft = "shift_left", ShiftRightArithmetic = "shift_right_arithmetic",
     ShiftRightLogical = "shift_right_logical", NextAfter = "nextafter", Polygamma = "polygamma",
+    Logaddexp = "logaddexp",
 });
 
 impl Prim {

@@ -290,7 +290,8 @@ fn check_binary_dtype(interp: &mut Interp, prim: BinaryPrim, dtype: DType) -> Py
 fn true_divide(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<Rc<Array>> {
     let (mut ops, mut dt, shape) = promote_broadcast(interp, &[l.clone(), r.clone()])?;
     if !dt.dtype.is_inexact() {
-        let f = dtypes::default_float(cfg(interp));
+        // `promote_args_inexact`: int32 / int32 is float32 even with x64 on.
+        let f = dtypes::canonicalize(dt.dtype.to_inexact(), cfg(interp));
         dt = WeakDType { dtype: f, weak: dt.weak };
         ops = ops.iter().map(|o| convert(interp, o, f, dt.weak)).collect::<PyResult<_>>()?;
     }
@@ -475,6 +476,17 @@ fn compare_arrays(interp: &mut Interp, c: CmpPrim, a: &Rc<Array>, b: &Rc<Array>)
     bind1(interp, Prim::Compare(c), &[x, y], Aval { shape, dtype: DType::Bool, weak: false })
 }
 
+/// `promote_args_inexact` of one operand: bool and integers become `dtypes.to_inexact_dtype`
+/// of their dtype (float32 up to 32 bits, float64 for 64-bit integers, which is the default
+/// float for a Python number), keeping a weak type.
+fn inexact(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
+    if a.aval.dtype.is_inexact() {
+        return Ok(a.clone());
+    }
+    let float = dtypes::canonicalize(a.aval.dtype.to_inexact(), cfg(interp));
+    convert(interp, a, float, a.aval.weak)
+}
+
 fn unary_prim(interp: &mut Interp, u: UnaryPrim, a: &Rc<Array>) -> PyResult<Rc<Array>> {
     let needs_float = matches!(
         u,
@@ -500,16 +512,12 @@ fn unary_prim(interp: &mut Interp, u: UnaryPrim, a: &Rc<Array>) -> PyResult<Rc<A
             | UnaryPrim::Rsqrt
             | UnaryPrim::Cbrt
             | UnaryPrim::Erf
+            | UnaryPrim::Erfc
             | UnaryPrim::ErfInv
             | UnaryPrim::Lgamma
             | UnaryPrim::Digamma
     );
-    let a = if needs_float && !a.aval.dtype.is_inexact() {
-        let f = dtypes::default_float(cfg(interp));
-        convert(interp, a, f, a.aval.weak)?
-    } else {
-        a.clone()
-    };
+    let a = if needs_float { inexact(interp, a)? } else { a.clone() };
     if matches!(u, UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round) && !a.aval.dtype.is_inexact() {
         return Ok(a);
     }
@@ -826,6 +834,44 @@ fn reduce(
     keepdims: bool,
     dtype: Option<DType>,
 ) -> PyResult<Rc<Array>> {
+    reduce_masked(interp, a, op, axes, keepdims, dtype, None, None)
+}
+
+/// The identity JAX's `_reduction_init_val` gives `op` in `dtype`: `-inf`/`inf` for a float
+/// `max`/`min`, the dtype's bounds for an integer one, `False`/`True` for bool.
+fn reduce_identity(op: ReduceOp, dtype: DType) -> f64 {
+    let extreme = |x: f64| {
+        if dtype.is_bool() {
+            f64::from(u8::from(x > 0.0))
+        } else if dtype.is_inexact() {
+            x
+        } else {
+            eval::float_to_int(x, dtype)
+        }
+    };
+    match op {
+        ReduceOp::Sum | ReduceOp::Or => 0.0,
+        ReduceOp::Prod | ReduceOp::And => 1.0,
+        ReduceOp::Max => extreme(f64::NEG_INFINITY),
+        ReduceOp::Min => extreme(f64::INFINITY),
+    }
+}
+
+/// JAX's `_reduction` with `initial=` and `where=`: masked-out elements become the
+/// reduction's identity (`_where(where, a, init_val)`) before the reduction, and `initial`
+/// (converted to the computation dtype) is combined with the result after it, by the same
+/// operation (`max(initial, reduce_max(a))`), before `keepdims` and the final conversion.
+#[allow(clippy::too_many_arguments)]
+fn reduce_masked(
+    interp: &mut Interp,
+    a: &Rc<Array>,
+    op: ReduceOp,
+    axes: Option<Vec<usize>>,
+    keepdims: bool,
+    dtype: Option<DType>,
+    initial: Option<&Rc<Array>>,
+    where_: Option<&Rc<Array>>,
+) -> PyResult<Rc<Array>> {
     let axes = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect());
     let mut input = a.clone();
     let c = cfg(interp);
@@ -848,7 +894,7 @@ fn reduce(
     // convert_element_type to f32, reduce_sum, convert_element_type back.
     if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && matches!(out_dtype, DType::BF16 | DType::F16) {
         let wide = convert(interp, &input, DType::F32, false)?;
-        let r = reduce(interp, &wide, op, Some(axes), keepdims, None)?;
+        let r = reduce_masked(interp, &wide, op, Some(axes), keepdims, None, initial, where_)?;
         return convert(interp, &r, out_dtype, false);
     }
     // JAX's `_reduction` converts with `lax.convert_element_type`, which drops a weak type:
@@ -858,7 +904,37 @@ fn reduce(
     }
     let out_shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
     let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
-    let r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input], aval)?;
+    if let Some(w) = where_ {
+        let shape =
+            broadcast_shapes(&[&w.aval.shape, &input.aval.shape]).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+        if shape != input.aval.shape {
+            // A mask that broadcasts the operand to a larger shape: not modelled.
+            return bind1(interp, Prim::Opaque("reduction with a broadcasting where="), &[input, w.clone()], aval);
+        }
+        let mask = convert(interp, w, DType::Bool, false)?;
+        let mask = broadcast_to_shape(interp, &mask, &shape)?;
+        let fill = full(interp, &shape, reduce_identity(op, out_dtype), out_dtype)?;
+        input = bind1(interp, Prim::Select, &[mask, fill, input.clone()], input.aval.clone())?;
+    }
+    let mut r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input], aval)?;
+    if let Some(init) = initial {
+        if init.aval.ndim() != 0 {
+            let message = format!("initial value must be a scalar. Got array of shape {}", shape_tuple(&init.aval.shape));
+            return Err(interp.value_error(message));
+        }
+        let init = convert(interp, init, out_dtype, false)?;
+        let combine = match op {
+            ReduceOp::Sum => BinaryPrim::Add,
+            ReduceOp::Prod => BinaryPrim::Mul,
+            ReduceOp::Max if out_dtype.is_bool() => BinaryPrim::Or,
+            ReduceOp::Min if out_dtype.is_bool() => BinaryPrim::And,
+            ReduceOp::Max => BinaryPrim::Max,
+            ReduceOp::Min => BinaryPrim::Min,
+            ReduceOp::And => BinaryPrim::And,
+            ReduceOp::Or => BinaryPrim::Or,
+        };
+        r = binary_prim(interp, combine, &init, &r)?;
+    }
     if keepdims {
         let kept: Vec<usize> = a.aval.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
         return reshape_raw(interp, &r, &kept);
@@ -866,31 +942,63 @@ fn reduce(
     Ok(r)
 }
 
+/// `jnp.mean(a, axis, dtype, keepdims, where)`: the sum in the computation dtype (the
+/// result dtype, float32 for bfloat16 and float16) divided by the count of elements (of
+/// the mask's true elements with `where=`), converted to the result dtype, which is
+/// `dtypes.to_inexact_dtype` of `a`'s when no `dtype=` is given: float32 for bool and
+/// integers up to 32 bits, float64 for 64-bit ones, whatever x64 says (JAX 0.10.2).
 fn mean(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
-    let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
-    let n: usize = axes_v.iter().map(|&i| a.aval.shape[i]).product();
-    // bfloat16 and float16: the sum and the division in float32, rounded once (as JAX does).
-    if matches!(a.aval.dtype, DType::BF16 | DType::F16) {
-        let wide = convert(interp, a, DType::F32, false)?;
-        let m = mean(interp, &wide, axes, keepdims)?;
-        return convert(interp, &m, a.aval.dtype, a.aval.weak);
-    }
-    let x = if a.aval.dtype.is_inexact() { a.clone() } else { convert(interp, a, dtypes::default_float(cfg(interp)), false)? };
-    let s = reduce(interp, &x, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
-    let count = Array::scalar(n as f64, s.aval.dtype, true);
-    true_divide(interp, &s, &count)
+    mean_masked(interp, a, axes, keepdims, None, None)
 }
 
+fn mean_masked(
+    interp: &mut Interp,
+    a: &Rc<Array>,
+    axes: Option<Vec<usize>>,
+    keepdims: bool,
+    dtype: Option<DType>,
+    where_: Option<&Rc<Array>>,
+) -> PyResult<Rc<Array>> {
+    let c = cfg(interp);
+    let result = match dtype {
+        Some(d) => dtypes::canonicalize(d, c),
+        None => a.aval.dtype.to_inexact(),
+    };
+    let compute = if matches!(result, DType::BF16 | DType::F16) { DType::F32 } else { result };
+    let axes_v = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect());
+    let s = reduce_masked(interp, a, ReduceOp::Sum, Some(axes_v.clone()), keepdims, Some(compute), None, where_)?;
+    let m = match where_ {
+        None => {
+            let n: usize = axes_v.iter().map(|&i| a.aval.shape[i]).product();
+            let count = Array::scalar(n as f64, compute, true);
+            true_divide(interp, &s, &count)?
+        }
+        Some(w) => {
+            // `_count`: the mask broadcast to `a`'s shape, summed in the computation dtype.
+            let mask = broadcast_to_shape(interp, w, &a.aval.shape)?;
+            let count = reduce(interp, &mask, ReduceOp::Sum, Some(axes_v), keepdims, Some(compute))?;
+            binary_prim(interp, BinaryPrim::Div, &s, &count)?
+        }
+    };
+    convert(interp, &m, result, false)
+}
+
+/// `jnp.var(a, axis, ddof)`: `_var` in the computation dtype (`_var_promote_types`: bool
+/// and integers through `to_inexact_dtype`, bfloat16 and float16 in float32), NaN where
+/// the count minus `ddof` is not positive.
 fn var(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool, ddof: i64) -> PyResult<Rc<Array>> {
-    let m = mean(interp, a, axes.clone(), true)?;
-    let x = if a.aval.dtype.is_inexact() { a.clone() } else { convert(interp, a, dtypes::default_float(cfg(interp)), false)? };
+    let result = if a.aval.dtype.is_inexact() { a.aval.dtype.real_dtype() } else { a.aval.dtype.to_inexact() };
+    let compute = if matches!(result, DType::BF16 | DType::F16) { DType::F32 } else { result };
+    let x = convert(interp, a, compute, false)?;
+    let m = mean_masked(interp, &x, axes.clone(), true, Some(compute), None)?;
     let d = binary_prim(interp, BinaryPrim::Sub, &x, &m)?;
-    let sq = binary_prim(interp, BinaryPrim::Mul, &d, &d)?;
+    let sq = unary_prim(interp, UnaryPrim::Square, &d)?;
     let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
     let n: i64 = axes_v.iter().map(|&i| a.aval.shape[i] as i64).product::<i64>() - ddof;
     let s = reduce(interp, &sq, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
-    let count = Array::scalar(n.max(0) as f64, s.aval.dtype, true);
-    true_divide(interp, &s, &count)
+    let count = Array::scalar(if n > 0 { n as f64 } else { f64::NAN }, s.aval.dtype, true);
+    let v = true_divide(interp, &s, &count)?;
+    convert(interp, &v, result, false)
 }
 
 fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
@@ -1579,6 +1687,223 @@ fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>
 }
 
 /// Calls a jax.numpy / jax.nn / jax.lax function that maps arrays to arrays.
+/// A number or array operand of an activation's formula, weakly typed when it is a Python
+/// number (`alpha`, constants).
+fn num(interp: &mut Interp, v: &Value) -> PyResult<Option<Rc<Array>>> {
+    Ok(match operand(interp, v)? {
+        Operand::Array(a) => Some(a),
+        Operand::Unknown => None,
+    })
+}
+
+/// `jnp.where(c, x, y)` of arrays, through `jnp.where` itself (promotion, broadcasting).
+fn where3(interp: &mut Interp, c: &Rc<Array>, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Rc<Array>> {
+    match call(interp, JaxFn::Where, vec![Value::Array(c.clone()), Value::Array(x.clone()), Value::Array(y.clone())], Vec::new())? {
+        Value::Array(r) => Ok(r),
+        _ => Err(interp.value_error("jnp.where of unknown operands")),
+    }
+}
+
+fn a_is_inexact(args: &[Value]) -> bool {
+    matches!(args.first(), Some(Value::Array(a)) if a.aval.dtype.is_inexact())
+}
+
+fn weak(v: f64) -> Rc<Array> {
+    Array::scalar(v, DType::F64, true)
+}
+
+/// The `jax.nn` activations, written with the operations `jax/_src/nn/functions.py` uses, in
+/// its order, so that values, dtypes and derivatives (kinks included) are JAX's; `softplus`,
+/// `log_sigmoid` and `mish` go through `jnp.logaddexp`, whose derivative is its `custom_jvp`
+/// rule (`BinaryPrim::Logaddexp`), and `hard_sigmoid`/`hard_silu` through `relu6`, whose
+/// equations carry relu6's rule.
+fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Option<&Value>) -> PyResult<Value> {
+    use JaxFn as F;
+    let c = |v: f64| weak(v);
+    let b = |interp: &mut Interp, op: BinaryPrim, l: &Rc<Array>, r: &Rc<Array>| binary_prim(interp, op, l, r);
+    let softplus = |interp: &mut Interp, x: &Rc<Array>| -> PyResult<Rc<Array>> {
+        // `jnp.logaddexp(x, 0)`.
+        let x = inexact(interp, x)?;
+        let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
+        let zeros = convert(interp, &zeros, x.aval.dtype, x.aval.weak)?;
+        bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x.clone(), zeros], x.aval.clone())
+    };
+    let extra_arr = |interp: &mut Interp| -> PyResult<Option<Rc<Array>>> {
+        match extra {
+            Some(v) => num(interp, v),
+            None => Ok(None),
+        }
+    };
+    macro_rules! known {
+        ($e:expr) => {
+            match $e {
+                Some(a) => a,
+                None => return Ok(Value::opaque("an activation's parameter")),
+            }
+        };
+    }
+    let out = match f {
+        F::NnSilu | F::NnSwish => {
+            let s = unary_prim(interp, UnaryPrim::Logistic, x)?;
+            b(interp, BinaryPrim::Mul, x, &s)?
+        }
+        F::NnGelu => {
+            let approximate = match extra {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            let x = inexact(interp, x)?;
+            let dt = x.aval.dtype;
+            if approximate {
+                // x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))), the constant
+                // a NumPy scalar of x's dtype.
+                let k = Array::scalar(eval::round_to((2.0 / std::f64::consts::PI).sqrt(), dt), dt, false);
+                let cube = bind1(interp, Prim::IntegerPow(3), std::slice::from_ref(&x), x.aval.clone())?;
+                let t = b(interp, BinaryPrim::Mul, &c(0.044715), &cube)?;
+                let t = b(interp, BinaryPrim::Add, &x, &t)?;
+                let t = b(interp, BinaryPrim::Mul, &k, &t)?;
+                let t = unary_prim(interp, UnaryPrim::Tanh, &t)?;
+                let t = b(interp, BinaryPrim::Add, &c(1.0), &t)?;
+                let cdf = b(interp, BinaryPrim::Mul, &c(0.5), &t)?;
+                b(interp, BinaryPrim::Mul, &x, &cdf)?
+            } else {
+                // 0.5 * x * erfc(-x * sqrt(1/2)).
+                let k = Array::scalar(eval::round_to(0.5f64.sqrt(), dt), dt, false);
+                let neg = unary_prim(interp, UnaryPrim::Neg, &x)?;
+                let t = b(interp, BinaryPrim::Mul, &neg, &k)?;
+                let e = unary_prim(interp, UnaryPrim::Erfc, &t)?;
+                let h = b(interp, BinaryPrim::Mul, &c(0.5), &x)?;
+                let r = b(interp, BinaryPrim::Mul, &h, &e)?;
+                convert(interp, &r, dt, false)?
+            }
+        }
+        F::NnSoftplus => softplus(interp, x)?,
+        F::NnLogSigmoid => {
+            let n = unary_prim(interp, UnaryPrim::Neg, x)?;
+            let s = softplus(interp, &n)?;
+            unary_prim(interp, UnaryPrim::Neg, &s)?
+        }
+        F::NnMish => {
+            let s = softplus(interp, x)?;
+            let t = unary_prim(interp, UnaryPrim::Tanh, &s)?;
+            b(interp, BinaryPrim::Mul, x, &t)?
+        }
+        F::NnSoftSign => {
+            let m = unary_prim(interp, UnaryPrim::Abs, x)?;
+            let d = b(interp, BinaryPrim::Add, &m, &Array::scalar(1.0, DType::I64, true))?;
+            true_divide(interp, x, &d)?
+        }
+        F::NnElu | F::NnSelu => {
+            // where(x > 0, x, alpha * expm1(where(x > 0, 0., x))); selu scales it.
+            let alpha = if f == F::NnSelu { c(1.6732632423543772848170429916717) } else { known!(extra_arr(interp)?) };
+            let pos = compare_arrays(interp, CmpPrim::Gt, x, &Array::scalar(0.0, DType::I64, true))?;
+            let safe = where3(interp, &pos, &c(0.0), x)?;
+            let e = unary_prim(interp, UnaryPrim::Expm1, &safe)?;
+            let neg = b(interp, BinaryPrim::Mul, &alpha, &e)?;
+            let r = where3(interp, &pos, x, &neg)?;
+            if f == F::NnSelu {
+                b(interp, BinaryPrim::Mul, &c(1.0507009873554804934193349852946), &r)?
+            } else {
+                r
+            }
+        }
+        F::NnLeakyRelu => {
+            let slope = known!(extra_arr(interp)?);
+            let pos = compare_arrays(interp, CmpPrim::Ge, x, &Array::scalar(0.0, DType::I64, true))?;
+            let neg = b(interp, BinaryPrim::Mul, &slope, x)?;
+            where3(interp, &pos, x, &neg)?
+        }
+        F::NnHardTanh => {
+            let one = Array::scalar(1.0, DType::I64, true);
+            let minus_one = Array::scalar(-1.0, DType::I64, true);
+            let low = compare_arrays(interp, CmpPrim::Lt, x, &minus_one)?;
+            let inner = where3(interp, &low, &minus_one, x)?;
+            let high = compare_arrays(interp, CmpPrim::Gt, x, &one)?;
+            where3(interp, &high, &one, &inner)?
+        }
+        F::NnCelu => {
+            // maximum(x, 0.0) + alpha * expm1(minimum(x, 0.0) / alpha).
+            let alpha = known!(extra_arr(interp)?);
+            let hi = b(interp, BinaryPrim::Max, x, &c(0.0))?;
+            let lo = b(interp, BinaryPrim::Min, x, &c(0.0))?;
+            let q = true_divide(interp, &lo, &alpha)?;
+            let e = unary_prim(interp, UnaryPrim::Expm1, &q)?;
+            let t = b(interp, BinaryPrim::Mul, &alpha, &e)?;
+            b(interp, BinaryPrim::Add, &hi, &t)?
+        }
+        F::NnSquareplus => {
+            // (x + sqrt(square(x) + b)) / 2.
+            let bb = known!(extra_arr(interp)?);
+            let (ops, _, _) = promote_broadcast(interp, &[x.clone(), bb])?;
+            let sq = unary_prim(interp, UnaryPrim::Square, &ops[0])?;
+            let s = b(interp, BinaryPrim::Add, &sq, &ops[1])?;
+            let r = unary_prim(interp, UnaryPrim::Sqrt, &s)?;
+            let y = b(interp, BinaryPrim::Add, &ops[0], &r)?;
+            true_divide(interp, &y, &Array::scalar(2.0, DType::I64, true))?
+        }
+        F::NnSparsePlus => {
+            // where(x <= -1, 0, where(x >= 1, x, (x + 1)**2 / 4)).
+            let x1 = b(interp, BinaryPrim::Add, x, &c(1.0))?;
+            let sq = bind1(interp, Prim::IntegerPow(2), std::slice::from_ref(&x1), x1.aval.clone())?;
+            let quarter = true_divide(interp, &sq, &Array::scalar(4.0, DType::I64, true))?;
+            let high = compare_arrays(interp, CmpPrim::Ge, x, &c(1.0))?;
+            let inner = where3(interp, &high, x, &quarter)?;
+            let low = compare_arrays(interp, CmpPrim::Le, x, &c(-1.0))?;
+            where3(interp, &low, &c(0.0), &inner)?
+        }
+        F::NnSparseSigmoid => {
+            // 0.5 * clip(x + 1.0, 0.0, 2.0).
+            let x1 = b(interp, BinaryPrim::Add, x, &c(1.0))?;
+            let lo = b(interp, BinaryPrim::Max, &c(0.0), &x1)?;
+            let hi = b(interp, BinaryPrim::Min, &c(2.0), &lo)?;
+            b(interp, BinaryPrim::Mul, &c(0.5), &hi)?
+        }
+        F::NnHardSigmoid | F::NnHardSilu | F::NnHardSwish => {
+            // relu6(x + 3.) / 6., times x for hard_silu; relu6's equations carry its rule.
+            let x3 = b(interp, BinaryPrim::Add, x, &c(3.0))?;
+            let outer = interp.jax.current_api;
+            interp.jax.current_api = Some(F::NnRelu6);
+            let r6 = (|| {
+                let zero = Array::scalar(0.0, DType::I64, true);
+                let r = b(interp, BinaryPrim::Max, &x3, &zero)?;
+                b(interp, BinaryPrim::Min, &r, &c(6.0))
+            })();
+            interp.jax.current_api = outer;
+            let hs = true_divide(interp, &r6?, &c(6.0))?;
+            if f == F::NnHardSigmoid {
+                hs
+            } else {
+                b(interp, BinaryPrim::Mul, x, &hs)?
+            }
+        }
+        F::NnGlu => {
+            let axis = match extra {
+                Some(v) => interp.index_of(v)?.unwrap_or(-1),
+                None => -1,
+            };
+            let ax = normalize_axis(interp, axis, x.aval.ndim())?;
+            if x.aval.shape[ax] % 2 != 0 {
+                return Err(interp.raise("AssertionError", Code::ShapeMismatch, "axis size must be divisible by 2"));
+            }
+            let half = x.aval.shape[ax] / 2;
+            let mut parts = Vec::new();
+            for k in 0..2 {
+                let mut shape = x.aval.shape.to_vec();
+                shape[ax] = half;
+                let mut start = vec![0; shape.len()];
+                start[ax] = k * half;
+                let limit: Vec<usize> = start.iter().zip(&shape).map(|(s, n)| s + n).collect();
+                let slice = Prim::Slice { start, limit, strides: vec![1; shape.len()] };
+                parts.push(bind1(interp, slice, std::slice::from_ref(x), x.aval.with_shape(&shape))?);
+            }
+            let s = unary_prim(interp, UnaryPrim::Logistic, &parts[1])?;
+            b(interp, BinaryPrim::Mul, &parts[0], &s)?
+        }
+        _ => return Ok(Value::opaque("jax.nn activation")),
+    };
+    Ok(Value::Array(out))
+}
+
 pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let c = cfg(interp);
@@ -1828,6 +2153,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Fmod => binary!(BinaryPrim::Rem),
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
+        F::ScipyErfc => unary!(UnaryPrim::Erfc),
         F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
         F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
         // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
@@ -1895,7 +2221,16 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::BitwiseOr | F::LogicalOr => binary!(BinaryPrim::Or),
         F::BitwiseXor | F::LogicalXor => binary!(BinaryPrim::Xor),
-        F::Hypot | F::Logaddexp => {
+        F::Logaddexp => {
+            let a = arr!(0, "x1");
+            let b = arr!(1, "x2");
+            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
+            let (x, y) = (inexact(interp, &ops[0])?, inexact(interp, &ops[1])?);
+            let (x, y) = (broadcast_to_shape(interp, &x, &shape)?, broadcast_to_shape(interp, &y, &shape)?);
+            let aval = x.aval.clone();
+            bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x, y], aval).map(Value::Array)
+        }
+        F::Hypot => {
             let a = arr!(0, "x1");
             let b = arr!(1, "x2");
             let (ops, dt, shape) = promote_broadcast(interp, &[a, b])?;
@@ -2084,23 +2419,116 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 F::All => ReduceOp::And,
                 _ => ReduceOp::Or,
             };
-            if matches!(op, ReduceOp::Max | ReduceOp::Min) && p.get(usize::MAX, "initial").is_none() {
+            let initial = match p.get(usize::MAX, "initial") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            let where_ = match p.get(usize::MAX, "where") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            let name = if op == ReduceOp::Max { "max" } else { "min" };
+            if matches!(op, ReduceOp::Max | ReduceOp::Min) && initial.is_none() {
+                if where_.is_some() {
+                    return Err(interp.value_error(format!(
+                        "reduction operation {name} does not have an identity, so to use a where mask one has to specify 'initial'"
+                    )));
+                }
                 let ax = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
                 if ax.iter().any(|&i| a.aval.shape[i] == 0) {
-                    return Err(interp.value_error(format!(
-                        "zero-size array to reduction operation {} which has no identity",
-                        if op == ReduceOp::Max { "max" } else { "min" }
-                    )));
+                    return Err(interp.value_error(format!("zero-size array to reduction operation {name} which has no identity")));
                 }
             }
             let dt = dtype_arg(interp, p.get(usize::MAX, "dtype"))?;
             let input = if matches!(op, ReduceOp::And | ReduceOp::Or) { convert(interp, &a, DType::Bool, false)? } else { a };
-            reduce(interp, &input, op, axes, keepdims, dt).map(Value::Array)
+            let nan_reduction = matches!(f, F::Nansum | F::Nanmax | F::Nanmin) && input.aval.dtype.is_inexact();
+            if !nan_reduction {
+                return reduce_masked(interp, &input, op, axes, keepdims, dt, initial.as_ref(), where_.as_ref()).map(Value::Array);
+            }
+            // `_nan_reduction`: NaNs become the reduction's identity; nanmax and nanmin give
+            // NaN where every element is NaN.
+            let nan = compare_arrays(interp, CmpPrim::Ne, &input, &input)?;
+            let fill = full(interp, &input.aval.shape, reduce_identity(op, input.aval.dtype), input.aval.dtype)?;
+            let cleaned = bind1(interp, Prim::Select, &[nan.clone(), input.clone(), fill], input.aval.clone())?;
+            let out = reduce_masked(interp, &cleaned, op, axes.clone(), keepdims, dt, initial.as_ref(), where_.as_ref())?;
+            if matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+                return Ok(Value::Array(out));
+            }
+            let all_nan = reduce(interp, &nan, ReduceOp::And, axes, keepdims, None)?;
+            let nans = full(interp, &out.aval.shape, f64::NAN, out.aval.dtype)?;
+            bind1(interp, Prim::Select, &[all_nan, out.clone(), nans], out.aval.clone()).map(Value::Array)
         }
-        F::Mean | F::Nanmean | F::Average => {
+        F::Mean | F::Nanmean => {
             let a = arr!(0, "a");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            mean(interp, &a, axes, keepdims).map(Value::Array)
+            let dt = dtype_arg(interp, p.get(2, "dtype"))?;
+            let where_ = match p.get(usize::MAX, "where") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            if f == F::Nanmean && a.aval.dtype.is_inexact() {
+                // `jnp.nanmean`: the sum of the non-NaN elements over their count.
+                let finite_or_inf = compare_arrays(interp, CmpPrim::Eq, &a, &a)?;
+                let keep = match &where_ {
+                    Some(w) => binary_prim(interp, BinaryPrim::And, &finite_or_inf, w)?,
+                    None => finite_or_inf,
+                };
+                return mean_masked(interp, &a, axes, keepdims, dt, Some(&keep)).map(Value::Array);
+            }
+            mean_masked(interp, &a, axes, keepdims, dt, where_.as_ref()).map(Value::Array)
+        }
+        F::Average => {
+            let a = arr!(0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let returned = match p.get(3, "returned") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            };
+            let (avg, weights_sum) = match p.get(2, "weights") {
+                None => {
+                    let float = if a.aval.dtype.is_inexact() { a.aval.dtype } else { a.aval.dtype.to_inexact() };
+                    let a = convert(interp, &a, float, a.aval.weak)?;
+                    let avg = mean(interp, &a, axes.clone(), keepdims)?;
+                    let n: usize = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect()).iter().map(|&i| a.aval.shape[i]).product();
+                    let total = full(interp, &[], n as f64, avg.aval.dtype)?;
+                    (avg, total)
+                }
+                Some(w) => {
+                    let w = arr_or_unknown!(interp, w);
+                    let (ops, dt, _) = promote_broadcast(interp, &[a.clone(), w.clone()])?;
+                    let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
+                    let (a, mut w) = (convert(interp, &ops[0], float, dt.weak)?, convert(interp, &ops[1], float, dt.weak)?);
+                    if a.aval.shape != w.aval.shape {
+                        let Some(ax) = axes.clone() else {
+                            return Err(interp.value_error("Axis must be specified when shapes of a and weights differ."));
+                        };
+                        let along: Vec<usize> = ax.iter().map(|&i| a.aval.shape[i]).collect();
+                        if w.aval.shape.as_slice() != along.as_slice() {
+                            return Err(interp.value_error("Shape of weights must be consistent with shape of a along specified axis."));
+                        }
+                        // `lax.reshape(weights, new_shape, dimensions=argsort(axis))`.
+                        let mut order: Vec<usize> = (0..ax.len()).collect();
+                        order.sort_by_key(|&k| ax[k]);
+                        if order.iter().enumerate().any(|(k, &o)| k != o) {
+                            w = transpose(interp, &w, Some(order))?;
+                        }
+                        let new_shape: Vec<usize> =
+                            a.aval.shape.iter().enumerate().map(|(i, &d)| if ax.contains(&i) { d } else { 1 }).collect();
+                        w = reshape_raw(interp, &w, &new_shape)?;
+                        w = broadcast_to_shape(interp, &w, &a.aval.shape)?;
+                    }
+                    let total = reduce(interp, &w, ReduceOp::Sum, axes.clone(), keepdims, None)?;
+                    let weighted = binary_prim(interp, BinaryPrim::Mul, &a, &w)?;
+                    let s = reduce(interp, &weighted, ReduceOp::Sum, axes, keepdims, None)?;
+                    (true_divide(interp, &s, &total)?, total)
+                }
+            };
+            if !returned {
+                return Ok(Value::Array(avg));
+            }
+            let shape = avg.aval.shape.clone();
+            let weights_sum = broadcast_to_shape(interp, &weights_sum, &shape)?;
+            Ok(Value::tuple(vec![Value::Array(avg), Value::Array(weights_sum)]))
         }
         F::Median => {
             let a = arr!(0, "a");
@@ -2113,6 +2541,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
             let ddof = p.get(usize::MAX, "ddof").and_then(crate::interp::ops::as_int).unwrap_or(0);
             let v = var(interp, &a, axes, keepdims, ddof)?;
+            if p.get(usize::MAX, "where").is_some() || p.get(usize::MAX, "correction").is_some() {
+                // A mask or a `correction=`: not modelled; the shape and dtype are var's.
+                return bind1(interp, Prim::Opaque("var"), &[a], v.aval.clone()).map(Value::Array);
+            }
             if f == F::Std {
                 return unary_prim(interp, UnaryPrim::Sqrt, &v).map(Value::Array);
             }
@@ -2569,24 +3001,58 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LinalgNorm | F::LinalgLstsq | F::LinalgMatrixRank | F::LinalgMatrixPower | F::LinalgCond | F::LinalgSvdvals => {
             linalg_api::call(interp, f, &p)
         }
-        F::Sort => {
+        F::Sort | F::Argsort => {
             let a = arr!(0, "a");
-            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?.map(|v| v[0]).unwrap_or(0);
-            bind1(interp, Prim::Sort { dimension: ax, num_keys: 1 }, &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        F::Argsort => {
-            let a = arr!(0, "a");
-            let int = a.aval.with_dtype(dtypes::default_int(c)).weak(false);
-            let descending = p.get(usize::MAX, "descending").is_some_and(|v| !matches!(v, Value::Bool(false) | Value::None));
-            if descending || a.aval.ndim() == 0 {
-                return bind1(interp, Prim::Opaque("argsort"), &[a.clone()], int).map(Value::Array);
+            let int = dtypes::default_int(c);
+            // `axis=None` sorts the flattened array.
+            let axis_none = matches!(args.get(1), Some(Value::None)) || kwargs.iter().any(|(k, v)| k.as_ref() == "axis" && v.is_none());
+            let a = if axis_none {
+                let n = a.aval.size() as usize;
+                reshape_raw(interp, &a, &[n])?
+            } else {
+                a
+            };
+            let flag = |interp: &mut Interp, name: &str, default: bool| -> PyResult<bool> {
+                match p.get(usize::MAX, name) {
+                    Some(v) => interp.truthy(v),
+                    None => Ok(default),
+                }
+            };
+            let descending = flag(interp, "descending", false)?;
+            let stable = flag(interp, "stable", true)?;
+            if a.aval.ndim() == 0 {
+                let aval = if f == F::Sort { a.aval.clone() } else { a.aval.with_dtype(int).weak(false) };
+                let name = if f == F::Sort { "sort" } else { "argsort" };
+                return bind1(interp, Prim::Opaque(name), &[a.clone()], aval).map(Value::Array);
             }
-            // As `jnp.argsort` does: a stable sort of (a, iota) on the keys of `a`, whose
-            // second operand is the permutation.
             let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.map(|v| v[0]).unwrap_or(0);
-            let iota = Prim::Iota { dtype: int.dtype, shape: a.aval.shape.to_vec(), dimension: ax };
-            let positions = bind1(interp, iota, &[], int.clone())?;
-            bind1(interp, Prim::Sort { dimension: ax, num_keys: 1 }, &[a.clone(), positions], int).map(Value::Array)
+            let sort = Prim::Sort { dimension: ax, num_keys: 1 };
+            let rev = |interp: &mut Interp, x: &Rc<Array>| {
+                bind1(interp, Prim::Rev { dimensions: vec![ax] }, std::slice::from_ref(x), x.aval.clone())
+            };
+            if f == F::Sort {
+                // The sorted values do not depend on stability; `descending` reverses them.
+                let sorted = bind1(interp, sort, &[a.clone()], a.aval.clone())?;
+                return if descending { rev(interp, &sorted) } else { Ok(sorted) }.map(Value::Array);
+            }
+            // As `jnp.argsort` does: a sort of (a, iota) on the keys of `a`, whose second
+            // operand is the permutation; a stable descending sort reverses both operands
+            // first, so that ties keep their order once the result is reversed.
+            let int_aval = a.aval.with_dtype(int).weak(false);
+            if !stable && a.aval.shape[ax] > 16 {
+                // XLA's unstable sort orders ties as its algorithm happens to (it is stable
+                // on short runs only): the permutation is not known.
+                return bind1(interp, Prim::Opaque("argsort"), &[a.clone()], int_aval).map(Value::Array);
+            }
+            let iota = Prim::Iota { dtype: int, shape: a.aval.shape.to_vec(), dimension: ax };
+            let mut positions = bind1(interp, iota, &[], int_aval.clone())?;
+            let mut keys = a.clone();
+            if descending && stable {
+                keys = rev(interp, &keys)?;
+                positions = rev(interp, &positions)?;
+            }
+            let order = bind1(interp, sort, &[keys, positions], int_aval)?;
+            if descending { rev(interp, &order) } else { Ok(order) }.map(Value::Array)
         }
         F::Nonzero | F::Argwhere | F::Unique => {
             let a = arr!(0, "a");
@@ -2765,13 +3231,14 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         // `custom_jvp` rule's (`ad::partials`, keyed on the equations' API).
         F::NnRelu6 => {
             let a = arr!(0, "x");
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let a = inexact(interp, &a)?;
             let zero = Array::scalar(0.0, a.aval.dtype, true);
             let six = Array::scalar(6.0, a.aval.dtype, true);
             let r = binary_prim(interp, BinaryPrim::Max, &a, &zero)?;
             binary_prim(interp, BinaryPrim::Min, &r, &six).map(Value::Array)
         }
         F::NnSigmoid => unary!(UnaryPrim::Logistic),
+        F::NnIdentity => Ok(Value::Array(arr!(0, "x"))),
         F::NnGelu
         | F::NnSilu
         | F::NnSwish
@@ -2782,44 +3249,31 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         | F::NnSoftSign
         | F::NnHardTanh
         | F::NnCelu
-        | F::NnSelu => {
+        | F::NnSelu
+        | F::NnMish
+        | F::NnSquareplus
+        | F::NnSparsePlus
+        | F::NnSparseSigmoid
+        | F::NnHardSigmoid
+        | F::NnHardSilu
+        | F::NnHardSwish
+        | F::NnGlu => {
             let a = arr!(0, "x");
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
-            bind1(
-                interp,
-                Prim::Opaque(match f {
-                    F::NnGelu => "gelu",
-                    F::NnSoftplus => "softplus",
-                    F::NnElu => "elu",
-                    F::NnLeakyRelu => "leaky_relu",
-                    F::NnLogSigmoid => "log_sigmoid",
-                    F::NnSoftSign => "soft_sign",
-                    F::NnHardTanh => "hard_tanh",
-                    F::NnCelu => "celu",
-                    F::NnSelu => "selu",
-                    _ => "silu",
-                }),
-                &[a.clone()],
-                a.aval.clone(),
-            )
-            .map(Value::Array)
-        }
-        F::NnGlu => {
-            let a = arr!(0, "x");
-            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?.map(|v| v[0]).unwrap_or(0);
-            let mut s = a.aval.shape.to_vec();
-            if s.get(ax).is_some_and(|d| d % 2 != 0) {
-                return Err(interp.value_error("axis size must be divisible by 2"));
-            }
-            if let Some(d) = s.get_mut(ax) {
-                *d /= 2;
-            }
-            bind1(interp, Prim::Opaque("glu"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
+            let param = |i: usize, name: &str, default: f64| p.get(i, name).cloned().unwrap_or(Value::Float(default));
+            let extra = match f {
+                F::NnElu | F::NnCelu => Some(param(1, "alpha", 1.0)),
+                F::NnLeakyRelu => Some(param(1, "negative_slope", 1e-2)),
+                F::NnSquareplus => Some(p.get(1, "b").cloned().unwrap_or(Value::Int(4))),
+                F::NnGlu => Some(p.get(1, "axis").cloned().unwrap_or(Value::Int(-1))),
+                F::NnGelu => Some(p.get(1, "approximate").cloned().unwrap_or(Value::Bool(true))),
+                _ => None,
+            };
+            activation(interp, f, &a, extra.as_ref())
         }
         F::NnSoftmax | F::NnLogSoftmax if p.get(usize::MAX, "where").is_none() && p.get(usize::MAX, "initial").is_none() => {
             let a = arr!(0, "x");
             let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let a = inexact(interp, &a)?;
             // jax.nn.softmax / log_softmax: shift by the maximum so that exp cannot overflow.
             let x_max = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
             let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &x_max)?;
@@ -2831,10 +3285,56 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let log_total = unary_prim(interp, UnaryPrim::Log, &total)?;
             binary_prim(interp, BinaryPrim::Sub, &shifted, &log_total).map(Value::Array)
         }
+        F::NnStandardize if a_is_inexact(&args) => {
+            // mean(x, axis, keepdims=True, where); variance: "fast" (the default)
+            // mean(square(x)) - square(mean), clipped at 0, or "stable" mean(square(x - mean));
+            // then (x - mean) * rsqrt(variance + epsilon).
+            let x = arr!(0, "x");
+            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), x.aval.ndim())?;
+            let where_ = match p.get(5, "where") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            let mean = match p.get(2, "mean") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => mean_masked(interp, &x, axes.clone(), true, None, where_.as_ref())?,
+            };
+            let variance = match p.get(3, "variance") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => {
+                    let algorithm = match p.get(usize::MAX, "algorithm") {
+                        Some(Value::Str(s)) => s.to_string(),
+                        Some(_) => return Ok(Value::opaque("standardize with an unknown algorithm")),
+                        None => "fast".to_string(),
+                    };
+                    if algorithm == "stable" {
+                        let d = binary_prim(interp, BinaryPrim::Sub, &x, &mean)?;
+                        let sq = unary_prim(interp, UnaryPrim::Square, &d)?;
+                        mean_masked(interp, &sq, axes, true, None, where_.as_ref())?
+                    } else if algorithm == "fast" {
+                        let sq = unary_prim(interp, UnaryPrim::Square, &x)?;
+                        let m2 = mean_masked(interp, &sq, axes, true, None, where_.as_ref())?;
+                        let msq = unary_prim(interp, UnaryPrim::Square, &mean)?;
+                        let v = binary_prim(interp, BinaryPrim::Sub, &m2, &msq)?;
+                        binary_prim(interp, BinaryPrim::Max, &v, &Array::scalar(0.0, DType::I64, true))?
+                    } else {
+                        return Err(interp.value_error(format!("Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")));
+                    }
+                }
+            };
+            let eps = match p.get(4, "epsilon") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => Array::scalar(1e-5, DType::F64, true),
+            };
+            let d = binary_prim(interp, BinaryPrim::Sub, &x, &mean)?;
+            let ve = binary_prim(interp, BinaryPrim::Add, &variance, &eps)?;
+            let r = unary_prim(interp, UnaryPrim::Rsqrt, &ve)?;
+            binary_prim(interp, BinaryPrim::Mul, &d, &r).map(Value::Array)
+        }
         F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
             let a = arr!(0, "x");
             let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let a = inexact(interp, &a)?;
             bind1(
                 interp,
                 Prim::Opaque(match f {
@@ -2850,7 +3350,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::NnLogsumexp | F::ScipyLogsumexp => {
             let a = arr!(0, "a");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
+            let a = inexact(interp, &a)?;
             if p.get(usize::MAX, "b").is_some() || p.get(usize::MAX, "return_sign").is_some() {
                 let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
                 return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
