@@ -2672,6 +2672,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LinalgNorm | F::LinalgLstsq | F::LinalgMatrixRank | F::LinalgMatrixPower | F::LinalgCond | F::LinalgSvdvals => {
             linalg_api::call(interp, f, &p)
         }
+        F::ScipyExpm => linalg_api::expm(interp, &p),
+        F::ScipyLu | F::ScipyLuFactor | F::ScipyLuSolve | F::LaxLinalgLu | F::LaxLinalgLuPivotsToPermutation => {
+            linalg_api::call_lu(interp, f, &p)
+        }
         F::Sort => {
             let a = arr!(0, "a");
             let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?.map(|v| v[0]).unwrap_or(0);
