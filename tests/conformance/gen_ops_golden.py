@@ -656,6 +656,57 @@ def rows(x64):
         out.append(("reduce", f"jax.grad(lambda x: jnp.sum(x * x, where=x > 0))({x})"))
         out.append(("reduce", f"jax.grad(lambda x: jnp.mean(x ** 3, where=x != 4.0))({x})"))
         out.append(("sort", f"jax.grad(lambda x: jnp.sum(jnp.sort(x, descending=True) * jnp.arange(4.0)))({x})"))
+    # LU (JAX's `lu` primitive: LAPACK's getrf with partial pivoting, the first row of
+    # largest magnitude on ties) and what jax.scipy.linalg builds on it; the pivots and
+    # permutations exactly, the factors and solves with the linear-algebra tolerance.
+    for dt in floats:
+        sq = f"(jnp.sin(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 1.3) + 2 * jnp.eye(3, dtype=jnp.{dt}))"
+        ties = f"jnp.array([[1.0, 2.0, 3.0], [-2.0, 0.0, 1.0], [2.0, 1.0, -1.0]], dtype=jnp.{dt})"
+        bsq = f"(jnp.cos(jnp.arange(18, dtype=jnp.{dt}).reshape(2, 3, 3) * 0.7) + jnp.eye(3, dtype=jnp.{dt}))"
+        tall = f"(jnp.cos(jnp.arange(12, dtype=jnp.{dt}).reshape(4, 3) * 0.8) + jnp.eye(4, 3, dtype=jnp.{dt}))"
+        vec = f"jnp.array([1.0, -2.0, 0.5], dtype=jnp.{dt})"
+        rhs = f"jnp.arange(6, dtype=jnp.{dt}).reshape(3, 2) - 2.5"
+        for i in range(3):
+            out.append(("linalg", f"jax.scipy.linalg.lu({sq})[{i}]"))
+            out.append(("linalg", f"jax.scipy.linalg.lu({ties})[{i}]"))
+            out.append(("linalg", f"jax.scipy.linalg.lu({tall})[{i}]"))
+            out.append(("linalg", f"jax.scipy.linalg.lu({tall}.T)[{i}]"))
+            out.append(("linalg", f"jax.lax.linalg.lu({bsq})[{i}]"))
+        out.append(("linalg", f"jax.scipy.linalg.lu({tall}, permute_l=True)[0]"))
+        out.append(("linalg", f"jax.scipy.linalg.lu(jnp.zeros((2, 3), dtype=jnp.{dt}))[1]"))
+        for i in range(2):
+            out.append(("linalg", f"jax.scipy.linalg.lu_factor({bsq})[{i}]"))
+            out.append(("linalg", f"jax.scipy.linalg.lu_factor(jnp.array([[0.0, 1.0], [0.0, 2.0]], dtype=jnp.{dt}))[{i}]"))
+        out.append(("linalg", f"jax.lax.linalg.lu_pivots_to_permutation(jnp.array([2, 2, 3, 3], dtype=jnp.int32), 5)"))
+        for trans in [0, 1, 2]:
+            out.append(("linalg", f"jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor({sq}), {vec}, trans={trans})"))
+        out.append(("linalg", f"jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor({ties}), {rhs})"))
+        out.append(("linalg", f"jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor({bsq}), {rhs}, trans=1)"))
+        out.append(("linalg", f"jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor({bsq}), {vec})"))
+        out.append(("linalg", f"jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(jnp.zeros((2, 2), dtype=jnp.{dt})), jnp.ones(2, dtype=jnp.{dt}))"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.lu_factor(a)[0] * jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3)))({sq})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.lu(a)[1] ** 2 + jax.scipy.linalg.lu(a)[2]))({ties})"))
+        out.append(("decomposition", f"jax.jvp(lambda a: jax.scipy.linalg.lu_factor(a)[0], ({bsq},), (jnp.sin({bsq}),))[1]"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), {vec}) ** 2))({sq})"))
+        out.append(("decomposition", f"jax.grad(lambda a, b: jnp.sum(jnp.sin(jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), b, trans=1))), argnums=(0, 1))({ties}, {rhs})[1]"))
+        out.append(("decomposition", f"jax.jacfwd(lambda a: jax.scipy.linalg.lu_factor(a)[0])({ties})"))
+    # expm (JAX's Padé approximation with scaling and squaring; the degree and the number of
+    # squarings depend on the 1-norm) and its derivatives (through that approximation in JAX,
+    # by the Fréchet derivative here).
+    for dt in floats:
+        small = f"(jnp.sin(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 1.3) * 0.1)"
+        mid = f"(jnp.cos(jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3) * 0.7) - jnp.eye(3, dtype=jnp.{dt}))"
+        big = f"(jnp.sin(jnp.arange(16, dtype=jnp.{dt}).reshape(4, 4) * 1.1) * 6.0)"
+        out.append(("decomposition", f"jax.scipy.linalg.expm({small})"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm({mid})"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm({big})"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm(jnp.stack([{mid}, -{mid}]))"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm(jnp.triu({mid}), upper_triangular=True)"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm(jnp.zeros((2, 2), dtype=jnp.{dt}))"))
+        out.append(("decomposition", f"jax.scipy.linalg.expm({big} * 1e4, max_squarings=4)"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.expm(a) * jnp.arange(9, dtype=jnp.{dt}).reshape(3, 3)))({mid})"))
+        out.append(("decomposition", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.expm(a) ** 2))({small})"))
+        out.append(("decomposition", f"jax.jvp(jax.scipy.linalg.expm, ({mid},), ({small},))[1]"))
     # Derivatives of scatter-mul/min/max: JAX's `_scatter_extremal_jvp` (ties share evenly
     # between the operand and the updates that reach the result) and `_scatter_mul_*` rules.
     for dt in floats:

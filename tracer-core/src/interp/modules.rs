@@ -40,6 +40,7 @@ const JAX_MODULES: &[&str] = &[
     "jax.ops",
     "jax.numpy.linalg",
     "jax.scipy.linalg",
+    "jax.lax.linalg",
     "jax.config",
     "jax.typing",
     "jax.dtypes",

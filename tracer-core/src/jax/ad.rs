@@ -1104,6 +1104,16 @@ fn linalg_jvp(
         L::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             return triangular_solve_jvp(interp, Triangle { lower, transpose_a, unit_diagonal }, a, out, ts);
         }
+        L::Lu => {
+            let Some(ta) = ts.first().cloned().flatten() else { return Ok(vec![None]) };
+            let lu = LuFactors::new(interp, a, out)?;
+            return lu.jvp(interp, &ta).map(|t| vec![Some(t)]);
+        }
+        L::LuPivots | L::LuPermutation | L::PivotsToPermutation { .. } => return Ok(vec![None]),
+        L::Expm { double, .. } => {
+            let Some(ta) = ts.first().cloned().flatten() else { return Ok(vec![None]) };
+            return expm_frechet(interp, double, a, &ta).map(|t| vec![Some(t)]);
+        }
         L::EighValues
         | L::EighVectors
         | L::SvdValues
@@ -1197,6 +1207,21 @@ fn linalg_transpose(
         L::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             return triangular_solve_transpose(interp, Triangle { lower, transpose_a, unit_diagonal }, a, out, g, active);
         }
+        L::Lu => {
+            if active[0] {
+                let lu = LuFactors::new(interp, a, out)?;
+                cts[0] = Some(lu.transpose(interp, g)?);
+            }
+            return Ok(cts);
+        }
+        L::LuPivots | L::LuPermutation | L::PivotsToPermutation { .. } => return Ok(cts),
+        L::Expm { double, .. } => {
+            if active[0] {
+                let at = mat_t(interp, a)?;
+                cts[0] = Some(expm_frechet(interp, double, &at, g)?);
+            }
+            return Ok(cts);
+        }
         L::Pinv { .. } => {
             if active[0] {
                 cts[0] = Some(pinv_transpose(interp, a, out, g)?);
@@ -1269,6 +1294,108 @@ fn linalg_transpose(
         cts[0] = Some(ct_a);
     }
     Ok(cts)
+}
+
+/// What the rules of `lu` (JAX's `_lu_jvp_rule`, for square matrices) need: the packed
+/// factors `lu`, the masks of their triangles, and the row permutation as a matrix `P`
+/// (`P a = L U`).
+struct LuFactors {
+    lu: Rc<Array>,
+    /// 1 strictly below the diagonal.
+    strictly_lower: Rc<Array>,
+    /// 1 on and above the diagonal.
+    upper: Rc<Array>,
+    l: Rc<Array>,
+    u: Rc<Array>,
+    permutation: Rc<Array>,
+}
+
+impl LuFactors {
+    fn new(interp: &mut Interp, a: &Rc<Array>, lu: &Rc<Array>) -> AdResult<LuFactors> {
+        let nd = a.aval.ndim();
+        let m = a.aval.shape[nd - 1];
+        if a.aval.shape[nd - 2] != m {
+            return Err(AdError::NoRule("lu of a matrix that is not square".into()));
+        }
+        let strictly_lower = diagonal_mask(interp, &lu.aval, true, 0.0)?;
+        let with_diagonal = diagonal_mask(interp, &lu.aval, true, 1.0)?;
+        let upper = mat_t(interp, &with_diagonal)?;
+        let below = keep_where(interp, lu, &strictly_lower)?;
+        let eye = diagonal_mask(interp, &lu.aval, false, 1.0)?;
+        let l = binary(interp, BinaryPrim::Add, &below, &eye)?;
+        let u = keep_where(interp, lu, &upper)?;
+        // P[..., i, j] = (permutation[..., i] == j)
+        let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
+        let rows: Vec<usize> = batch.iter().copied().chain([m]).collect();
+        let order = linalg(interp, super::ir::LinalgOp::LuPermutation, std::slice::from_ref(a), Aval::new(&rows, DType::I32))?;
+        let spread = spread_vector(interp, &order, &a.aval.shape, false)?;
+        let columns = Prim::Iota { dtype: DType::I32, shape: a.aval.shape.to_vec(), dimension: nd - 1 };
+        let columns = bind(interp, columns, &[], spread.aval.clone())?;
+        let same = compare(interp, CmpPrim::Eq, &spread, &columns)?;
+        let permutation = mask_as(interp, &same, a.aval.dtype, false)?;
+        Ok(LuFactors { lu: lu.clone(), strictly_lower, upper, l, u, permutation })
+    }
+
+    /// `L · tril(M, -1) + triu(M) · U` with `M = L⁻¹ P da U⁻¹`.
+    fn jvp(&self, interp: &mut Interp, ta: &Rc<Array>) -> AdResult<Rc<Array>> {
+        let x = matmul(interp, &self.permutation, ta)?;
+        let la = Triangle { lower: true, transpose_a: false, unit_diagonal: true }.solve(interp, &self.lu, &x)?;
+        // la · U⁻¹ = (U⁻ᵀ · laᵀ)ᵀ
+        let la_t = mat_t(interp, &la)?;
+        let m_t = Triangle { lower: false, transpose_a: true, unit_diagonal: false }.solve(interp, &self.lu, &la_t)?;
+        let middle = mat_t(interp, &m_t)?;
+        let below = keep_where(interp, &middle, &self.strictly_lower)?;
+        let above = keep_where(interp, &middle, &self.upper)?;
+        let l_dot = matmul(interp, &self.l, &below)?;
+        let u_dot = matmul(interp, &above, &self.u)?;
+        binary(interp, BinaryPrim::Add, &l_dot, &u_dot)
+    }
+
+    /// The transpose of `jvp`: `Pᵀ L⁻ᵀ (tril(Lᵀ g, -1) + triu(g Uᵀ)) U⁻ᵀ`.
+    fn transpose(&self, interp: &mut Interp, g: &Rc<Array>) -> AdResult<Rc<Array>> {
+        let l_t = mat_t(interp, &self.l)?;
+        let from_l = matmul(interp, &l_t, g)?;
+        let from_l = keep_where(interp, &from_l, &self.strictly_lower)?;
+        let u_t = mat_t(interp, &self.u)?;
+        let from_u = matmul(interp, g, &u_t)?;
+        let from_u = keep_where(interp, &from_u, &self.upper)?;
+        let middle = binary(interp, BinaryPrim::Add, &from_l, &from_u)?;
+        // middle · U⁻ᵀ = (U⁻¹ · middleᵀ)ᵀ
+        let middle_t = mat_t(interp, &middle)?;
+        let solved_t = Triangle { lower: false, transpose_a: false, unit_diagonal: false }.solve(interp, &self.lu, &middle_t)?;
+        let solved = mat_t(interp, &solved_t)?;
+        let x = Triangle { lower: true, transpose_a: true, unit_diagonal: true }.solve(interp, &self.lu, &solved)?;
+        let p_t = mat_t(interp, &self.permutation)?;
+        matmul(interp, &p_t, &x)
+    }
+}
+
+/// The Fréchet derivative of `expm` at `a` in the direction `e`: the upper right block of
+/// `expm([[a, e], [0, a]])` (Van Loan's identity, which `jax.scipy.linalg.expm_frechet`'s
+/// block method also uses). JAX differentiates its Padé approximation instead; the two agree
+/// to the approximation's accuracy, a few ulp. Its transpose is the same at `aᵀ`. The block
+/// is not capped at `max_squarings`, and is not upper triangular.
+fn expm_frechet(interp: &mut Interp, double: bool, a: &Rc<Array>, e: &Rc<Array>) -> AdResult<Rc<Array>> {
+    let nd = a.aval.ndim();
+    let n = a.aval.shape[nd - 1];
+    let e = broadcast_to(interp, e, &a.aval.shape)?;
+    let mut wide = a.aval.shape.to_vec();
+    wide[nd - 1] = 2 * n;
+    let wide = a.aval.with_shape(&wide).weak(false);
+    let top = bind(interp, Prim::Concatenate { dimension: nd - 1 }, &[a.clone(), e], wide.clone())?;
+    let zero = zeros(interp, &a.aval)?;
+    let bottom = bind(interp, Prim::Concatenate { dimension: nd - 1 }, &[zero, a.clone()], wide.clone())?;
+    let mut square = wide.shape.to_vec();
+    square[nd - 2] = 2 * n;
+    let square = wide.with_shape(&square);
+    let block = bind(interp, Prim::Concatenate { dimension: nd - 2 }, &[top, bottom], square.clone())?;
+    let op = super::ir::LinalgOp::Expm { double, upper_triangular: false, max_squarings: u32::MAX };
+    let exp = linalg(interp, op, &[block], square)?;
+    let mut start = vec![0; nd];
+    start[nd - 1] = n;
+    let mut limit = exp.aval.shape.to_vec();
+    limit[nd - 2] = n;
+    bind(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, &[exp], a.aval.clone().weak(false))
 }
 
 /// The parameters of a `triangular_solve` equation.
@@ -2108,6 +2235,9 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice => true,
         Prim::Scatter { .. } => true,
+        Prim::Linalg(
+            super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
+        ) => return None,
         Prim::Linalg(op) => *op != super::ir::LinalgOp::Cofactor,
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
@@ -2527,6 +2657,11 @@ mod tests {
             L::QrQ { full: false },
             L::QrR { full: false },
             L::Pinv { double: false },
+            L::Lu,
+            L::LuPivots,
+            L::LuPermutation,
+            L::PivotsToPermutation { size: 1 },
+            L::Expm { double: false, upper_triangular: false, max_squarings: 16 },
         ];
         prims.extend(linalg.into_iter().map(Prim::Linalg));
         prims
@@ -2560,7 +2695,7 @@ mod tests {
                 "cofactor"
             ]
         );
-        assert_eq!(not_differentiable.len(), 23, "{not_differentiable:?}");
+        assert_eq!(not_differentiable.len(), 26, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }
 }

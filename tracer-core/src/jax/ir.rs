@@ -252,6 +252,28 @@ pub enum LinalgOp {
     Pinv {
         double: bool,
     },
+    /// `lax.linalg.lu(a)[0]` for `a[..., m, n]`: the packed factors of LAPACK's `getrf`
+    /// (partial pivoting), `L` strictly below the diagonal (its unit diagonal implied) and
+    /// `U` on and above it, `[..., m, n]`.
+    Lu,
+    /// `lax.linalg.lu(a)[1]`: the row swapped with each row, `int32[..., min(m, n)]`.
+    LuPivots,
+    /// `lax.linalg.lu(a)[2]`: the permutation `p` with `a[..., p, :] = L U`, `int32[..., m]`.
+    LuPermutation,
+    /// `lax.linalg.lu_pivots_to_permutation(pivots, size)`: the permutation of `0..size`
+    /// that the swaps `pivots[..., k]` make, applied in order.
+    PivotsToPermutation {
+        size: usize,
+    },
+    /// `jax.scipy.linalg.expm(a)` of `a[..., m, m]` by JAX's Padé approximation with scaling
+    /// and squaring: the degree and the scaling chosen from `a`'s 1-norm with float64's
+    /// thresholds when `double`, else float32's; NaN when more than `max_squarings`
+    /// squarings would be needed; `upper_triangular` solves with `Q`'s upper triangle only.
+    Expm {
+        double: bool,
+        upper_triangular: bool,
+        max_squarings: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,6 +457,11 @@ impl Prim {
                 LinalgOp::QrQ { .. } => "qr_q",
                 LinalgOp::QrR { .. } => "qr_r",
                 LinalgOp::Pinv { .. } => "pinv",
+                LinalgOp::Lu => "lu",
+                LinalgOp::LuPivots => "lu_pivots",
+                LinalgOp::LuPermutation => "lu_permutation",
+                LinalgOp::PivotsToPermutation { .. } => "lu_pivots_to_permutation",
+                LinalgOp::Expm { .. } => "expm",
             }
             .into(),
         }
@@ -481,6 +508,10 @@ impl Prim {
             }
             Prim::Linalg(LinalgOp::SvdU { full } | LinalgOp::SvdVh { full } | LinalgOp::QrQ { full } | LinalgOp::QrR { full }) => {
                 format!("full_matrices={}", if *full { "True" } else { "False" })
+            }
+            Prim::Linalg(LinalgOp::PivotsToPermutation { size }) => format!("permutation_size={size}"),
+            Prim::Linalg(LinalgOp::Expm { upper_triangular, max_squarings, .. }) => {
+                format!("max_squarings={max_squarings} upper_triangular={}", if *upper_triangular { "True" } else { "False" })
             }
             Prim::Vmap { axis_size, in_axes, out_axes } => {
                 let axes: Vec<String> = in_axes.iter().map(|a| a.map_or("None".to_string(), |a| a.to_string())).collect();

@@ -18,10 +18,33 @@ use super::ir::LinalgOp;
 pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) -> Option<NdData> {
     let a = ins.first()?;
     let nd = a.ndim();
+    if let LinalgOp::PivotsToPermutation { size } = op {
+        let k = *a.shape().last()?;
+        if k > size {
+            return None;
+        }
+        let mut values = Vec::with_capacity(a.len() / k.max(1) * size);
+        for swaps in a.to_shape(IxDyn(&[a.len() / k.max(1), k])).ok()?.outer_iter() {
+            values.extend(pivots_to_permutation(swaps.iter().copied(), size)?);
+        }
+        return ArrayD::from_shape_vec(IxDyn(out_shape), values).ok();
+    }
     if nd < 2 {
         return None;
     }
     let (rows, cols) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    if let LinalgOp::Lu | LinalgOp::LuPivots | LinalgOp::LuPermutation = op {
+        let mut values = Vec::new();
+        for mut lu in a.view().matrices() {
+            let pivots = lu_factor(&mut lu, rows, cols);
+            match op {
+                LinalgOp::Lu => values.extend(lu),
+                LinalgOp::LuPivots => values.extend(pivots.iter().map(|&p| p as f64)),
+                _ => values.extend(pivots_to_permutation(pivots.iter().map(|&p| p as f64), rows)?),
+            }
+        }
+        return ArrayD::from_shape_vec(IxDyn(out_shape), values).ok();
+    }
     if let LinalgOp::SvdValues
     | LinalgOp::SvdU { .. }
     | LinalgOp::SvdVh { .. }
@@ -79,7 +102,7 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             a.matrices()
                 .zip(b.matrices())
                 .flat_map(|(mut lu, mut x)| {
-                    let pivots = lu_factor(&mut lu, m);
+                    let pivots = lu_factor(&mut lu, m, m);
                     lu_solve(&lu, &pivots, &mut x, m, n);
                     x
                 })
@@ -89,13 +112,19 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             .view()
             .matrices()
             .flat_map(|mut lu| {
-                let pivots = lu_factor(&mut lu, m);
+                let pivots = lu_factor(&mut lu, m, m);
                 let mut x: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
                 lu_solve(&lu, &pivots, &mut x, m, m);
                 x
             })
             .collect(),
         LinalgOp::Cholesky => a.view().matrices().flat_map(|a| cholesky(&a, m)).collect(),
+        LinalgOp::Expm { double, upper_triangular, max_squarings } => {
+            if (m * m * m) as f64 > MAX_DECOMPOSITION_WORK {
+                return None;
+            }
+            a.view().matrices().flat_map(|a| expm(&a, m, double, upper_triangular, max_squarings)).collect()
+        }
         LinalgOp::Cofactor => a.view().matrices().flat_map(|a| cofactors(&a, m)).collect(),
         LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             let b = ins.get(1)?;
@@ -129,12 +158,16 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
         | LinalgOp::SvdVh { .. }
         | LinalgOp::QrQ { .. }
         | LinalgOp::QrR { .. }
-        | LinalgOp::Pinv { .. } => return None,
+        | LinalgOp::Pinv { .. }
+        | LinalgOp::Lu
+        | LinalgOp::LuPivots
+        | LinalgOp::LuPermutation
+        | LinalgOp::PivotsToPermutation { .. } => return None,
         LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs => a
             .view()
             .matrices()
             .map(|mut lu| {
-                let pivots = lu_factor(&mut lu, m);
+                let pivots = lu_factor(&mut lu, m, m);
                 determinant(op, &lu, &pivots, m)
             })
             .collect(),
@@ -160,39 +193,53 @@ impl Matrices for ndarray::ArrayViewD<'_, f64> {
     }
 }
 
-/// LU factorisation with partial pivoting in place (`m`×`m`, row-major), as LAPACK's
-/// `getrf`: in each column the first row of largest magnitude becomes the pivot; a zero
-/// pivot leaves its column unscaled (no error, as JAX gives none). Returns the row swapped
-/// with each row, in order.
-fn lu_factor(a: &mut [f64], m: usize) -> Vec<usize> {
-    let mut pivots = Vec::with_capacity(m);
-    for j in 0..m {
+/// LU factorisation with partial pivoting in place (`rows`×`cols`, row-major), as LAPACK's
+/// `getrf`: in each of the first `min(rows, cols)` columns the first row of largest
+/// magnitude becomes the pivot; a zero pivot leaves its column unscaled (no error, as JAX
+/// gives none). Returns the row swapped with each row, in order.
+fn lu_factor(a: &mut [f64], rows: usize, cols: usize) -> Vec<usize> {
+    let n = cols;
+    let mut pivots = Vec::with_capacity(rows.min(cols));
+    for j in 0..rows.min(cols) {
         let mut p = j;
-        for i in j + 1..m {
-            if a[i * m + j].abs() > a[p * m + j].abs() {
+        for i in j + 1..rows {
+            if a[i * n + j].abs() > a[p * n + j].abs() {
                 p = i;
             }
         }
         pivots.push(p);
         if p != j {
-            for k in 0..m {
-                a.swap(p * m + k, j * m + k);
+            for k in 0..n {
+                a.swap(p * n + k, j * n + k);
             }
         }
-        let pivot = a[j * m + j];
+        let pivot = a[j * n + j];
         if pivot != 0.0 {
-            for i in j + 1..m {
-                a[i * m + j] /= pivot;
+            for i in j + 1..rows {
+                a[i * n + j] /= pivot;
             }
         }
-        for i in j + 1..m {
-            let l = a[i * m + j];
-            for k in j + 1..m {
-                a[i * m + k] -= l * a[j * m + k];
+        for i in j + 1..rows {
+            let l = a[i * n + j];
+            for k in j + 1..n {
+                a[i * n + k] -= l * a[j * n + k];
             }
         }
     }
     pivots
+}
+
+/// The permutation of `0..size` made by swapping row `k` with row `swaps[k]` for each `k`
+/// in order (`lu_pivots_to_permutation`); `None` for a swap outside `0..size`.
+fn pivots_to_permutation(swaps: impl Iterator<Item = f64>, size: usize) -> Option<Vec<f64>> {
+    let mut permutation: Vec<f64> = (0..size).map(|i| i as f64).collect();
+    for (k, swap) in swaps.enumerate() {
+        if !(swap >= 0.0 && (swap as usize) < size) {
+            return None;
+        }
+        permutation.swap(k, swap as usize);
+    }
+    Some(permutation)
 }
 
 /// Solves `A X = B` in place for `B` (`m`×`n`, row-major) from `A`'s LU factors, as LAPACK's
@@ -256,7 +303,7 @@ fn cofactors(a: &[f64], m: usize) -> Vec<f64> {
         return vec![1.0];
     }
     let mut lu = a.to_vec();
-    let pivots = lu_factor(&mut lu, m);
+    let pivots = lu_factor(&mut lu, m, m);
     let det = determinant(LinalgOp::Det, &lu, &pivots, m);
     if det != 0.0 && det.is_finite() {
         let mut inv: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
@@ -269,13 +316,122 @@ fn cofactors(a: &[f64], m: usize) -> Vec<f64> {
         for j in 0..m {
             let mut minor: Vec<f64> =
                 (0..m).filter(|&r| r != i).flat_map(|r| (0..m).filter(move |&c| c != j).map(move |c| a[r * m + c])).collect();
-            let pivots = lu_factor(&mut minor, n);
+            let pivots = lu_factor(&mut minor, n, n);
             let sign = if (i + j) % 2 == 0 { 1.0 } else { -1.0 };
             // `+ 0.0`: a zero cofactor is +0, as JAX gives it.
             out.push(sign * determinant(LinalgOp::Det, &minor, &pivots, n) + 0.0);
         }
     }
     out
+}
+
+/// `x · y` of `m`×`m` row-major matrices.
+fn square_product(x: &[f64], y: &[f64], m: usize) -> Vec<f64> {
+    let mut out = vec![0.0; m * m];
+    for i in 0..m {
+        for k in 0..m {
+            let xik = x[i * m + k];
+            for j in 0..m {
+                out[i * m + j] += xik * y[k * m + j];
+            }
+        }
+    }
+    out
+}
+
+/// `Σ c_i · x_i` of `m`×`m` matrices, plus `identity` times the identity.
+fn combination(terms: &[(f64, &[f64])], identity: f64, m: usize) -> Vec<f64> {
+    (0..m * m)
+        .map(|idx| {
+            let diagonal = if idx / m == idx % m { identity } else { 0.0 };
+            terms.iter().map(|(c, x)| c * x[idx]).sum::<f64>() + diagonal
+        })
+        .collect()
+}
+
+/// The Padé numerator's odd part `U` and even part `V` of JAX's `_pade3` ... `_pade13`
+/// (the coefficients `b`, highest first unused) for the scaled matrix `a`.
+fn pade(a: &[f64], m: usize, degree: usize) -> (Vec<f64>, Vec<f64>) {
+    let b: &[f64] = match degree {
+        3 => &[120., 60., 12., 1.],
+        5 => &[30240., 15120., 3360., 420., 30., 1.],
+        7 => &[17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.],
+        9 => &[17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880., 3960., 90., 1.],
+        _ => &[
+            64764752532480000.,
+            32382376266240000.,
+            7771770303897600.,
+            1187353796428800.,
+            129060195264000.,
+            10559470521600.,
+            670442572800.,
+            33522128640.,
+            1323241920.,
+            40840800.,
+            960960.,
+            16380.,
+            182.,
+            1.,
+        ],
+    };
+    let a2 = square_product(a, a, m);
+    if degree == 13 {
+        let a4 = square_product(&a2, &a2, m);
+        let a6 = square_product(&a4, &a2, m);
+        let inner_u = square_product(&a6, &combination(&[(b[13], &a6), (b[11], &a4), (b[9], &a2)], 0.0, m), m);
+        let outer_u = combination(&[(1.0, &inner_u), (b[7], &a6), (b[5], &a4), (b[3], &a2)], b[1], m);
+        let u = square_product(a, &outer_u, m);
+        let inner_v = square_product(&a6, &combination(&[(b[12], &a6), (b[10], &a4), (b[8], &a2)], 0.0, m), m);
+        let v = combination(&[(1.0, &inner_v), (b[6], &a6), (b[4], &a4), (b[2], &a2)], b[0], m);
+        return (u, v);
+    }
+    // Powers a², a⁴, a⁶, a⁸ as the degree needs them.
+    let mut powers = vec![a2];
+    while powers.len() < (degree - 1) / 2 {
+        let next = square_product(powers.last().map_or(&[][..], |p| p.as_slice()), &powers[0], m);
+        powers.push(next);
+    }
+    let odd: Vec<(f64, &[f64])> = powers.iter().enumerate().map(|(i, p)| (b[2 * i + 3], p.as_slice())).collect();
+    let even: Vec<(f64, &[f64])> = powers.iter().enumerate().map(|(i, p)| (b[2 * i + 2], p.as_slice())).collect();
+    let u = square_product(a, &combination(&odd, b[1], m), m);
+    (u, combination(&even, b[0], m))
+}
+
+/// `expm(a)` of one `m`×`m` matrix as `jax.scipy.linalg.expm` computes it: `s =
+/// max(0, floor(log2(‖a‖₁ / maxnorm)))` squarings, the Padé degree chosen by where `‖a‖₁`
+/// falls among JAX's thresholds (3, 5, 7 for float32; 3 to 13 for float64), `R = Q⁻¹ P` for
+/// `P = U + V`, `Q = V - U` of `a / 2ˢ` (LU with partial pivoting, or `Q`'s upper triangle
+/// when `upper_triangular`), then `R` squared `s` times. NaN when `s > max_squarings` or
+/// `a` holds NaN or ±Inf (whose norm makes `s` infinite or NaN in JAX too).
+fn expm(a: &[f64], m: usize, double: bool, upper_triangular: bool, max_squarings: u32) -> Vec<f64> {
+    let norm = (0..m).map(|j| (0..m).map(|i| a[i * m + j].abs()).sum::<f64>()).fold(0.0, f64::max);
+    let (maxnorm, conds, degrees): (f64, &[f64], &[usize]) = if double {
+        (5.371920351148152, &[1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1, 2.097847961257068], &[3, 5, 7, 9, 13])
+    } else {
+        (3.925724783138660, &[4.258730016922831e-1, 1.880152677804762], &[3, 5, 7])
+    };
+    let squarings = (norm / maxnorm).log2().floor().max(0.0);
+    if !a.iter().all(|x| x.is_finite()) || squarings > f64::from(max_squarings) {
+        return vec![f64::NAN; m * m];
+    }
+    let scale = 2f64.powf(squarings);
+    let scaled: Vec<f64> = a.iter().map(|x| x / scale).collect();
+    let degree = degrees[conds.iter().filter(|&&c| c <= norm).count()];
+    let (u, v) = pade(&scaled, m, degree);
+    let p: Vec<f64> = u.iter().zip(&v).map(|(u, v)| u + v).collect();
+    let q: Vec<f64> = u.iter().zip(&v).map(|(u, v)| v - u).collect();
+    let mut r = p;
+    if upper_triangular {
+        triangular_solve(&q, &mut r, m, m, Triangle { lower: false, transpose_a: false, unit_diagonal: false });
+    } else {
+        let mut lu = q;
+        let pivots = lu_factor(&mut lu, m, m);
+        lu_solve(&lu, &pivots, &mut r, m, m);
+    }
+    for _ in 0..squarings as u32 {
+        r = square_product(&r, &r, m);
+    }
+    r
 }
 
 /// The lower Cholesky factor of the symmetrised `a` (`(a + aᵀ) / 2`, as `jnp.linalg.cholesky`

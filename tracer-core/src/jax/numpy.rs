@@ -3001,6 +3001,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::LinalgNorm | F::LinalgLstsq | F::LinalgMatrixRank | F::LinalgMatrixPower | F::LinalgCond | F::LinalgSvdvals => {
             linalg_api::call(interp, f, &p)
         }
+        F::ScipyExpm => linalg_api::expm(interp, &p),
+        F::ScipyLu | F::ScipyLuFactor | F::ScipyLuSolve | F::LaxLinalgLu | F::LaxLinalgLuPivotsToPermutation => {
+            linalg_api::call_lu(interp, f, &p)
+        }
         F::Sort | F::Argsort => {
             let a = arr!(0, "a");
             let int = dtypes::default_int(c);

@@ -552,3 +552,276 @@ fn cond(interp: &mut Interp, x: Rc<Array>, p: Option<&Value>) -> PyResult<Value>
     let inf = full(interp, &[], f64::INFINITY, r.aval.dtype)?;
     select(interp, &singular, &inf, &r).map(Value::Array)
 }
+
+/// `jax.scipy.linalg.lu`, `lu_factor` and `lu_solve`, built on JAX's `lu` primitive as
+/// jax/_src/scipy/linalg.py builds them (docs/evaluator.md).
+pub(super) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
+    if f == JaxFn::ScipyLuSolve {
+        return lu_solve(interp, p);
+    }
+    if f == JaxFn::LaxLinalgLuPivotsToPermutation {
+        let (Some(pivots), Some(size)) = (p.get(0, "pivots"), p.get(1, "permutation_size")) else {
+            return Err(interp.type_error("lu_pivots_to_permutation() missing required arguments: 'pivots' and 'permutation_size'"));
+        };
+        let pivots = arr_or_unknown!(interp, pivots);
+        let size = crate::interp::ops::as_int(size).and_then(|s| usize::try_from(s).ok());
+        let k = pivots.aval.shape.last().copied();
+        let (Some(size), Some(k), DType::I32) = (size, k, pivots.aval.dtype) else {
+            return Ok(Value::opaque("lu_pivots_to_permutation of these arguments"));
+        };
+        if k > size {
+            return Ok(Value::opaque("lu_pivots_to_permutation with more pivots than the size"));
+        }
+        let shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([size]).collect();
+        let op = LinalgOp::PivotsToPermutation { size };
+        return bind1(interp, Prim::Linalg(op), &[pivots], Aval::new(&shape, DType::I32)).map(Value::Array);
+    }
+    let name = if f == JaxFn::LaxLinalgLu { "x" } else { "a" };
+    let Some(a) = p.get(0, name) else {
+        return Err(interp.type_error(format!("{}() missing 1 required positional argument: '{name}'", f.name())));
+    };
+    let a = arr_or_unknown!(interp, a);
+    if f == JaxFn::LaxLinalgLu && !a.aval.dtype.is_inexact() {
+        return Ok(Value::opaque("lax.linalg.lu of integers"));
+    }
+    let a = as_inexact(interp, &a)?;
+    let a = convert(interp, &a, a.aval.dtype, false)?;
+    let nd = a.aval.ndim();
+    if nd < 2 {
+        return Ok(Value::opaque("lu of a vector"));
+    }
+    let (lu, pivots, permutation) = lu_outputs(interp, &a)?;
+    if f == JaxFn::LaxLinalgLu {
+        return Ok(Value::tuple(vec![Value::Array(lu), Value::Array(pivots), Value::Array(permutation)]));
+    }
+    if f == JaxFn::ScipyLuFactor {
+        return Ok(Value::tuple(vec![Value::Array(lu), Value::Array(pivots)]));
+    }
+    // `lu` unpacks `m, n = np.shape(a)`: a single matrix only.
+    if nd != 2 {
+        return Ok(Value::opaque("lu of a stack of matrices"));
+    }
+    let permute_l = match p.get(1, "permute_l") {
+        Some(v) => interp.truthy(v)?,
+        None => false,
+    };
+    let (m, n) = (a.aval.shape[0], a.aval.shape[1]);
+    let k = m.min(n);
+    let dt = a.aval.dtype;
+    // p = (permutation[None, :] == arange(m)[:, None]).astype(dtype)
+    let columns = bind1(
+        interp,
+        Prim::BroadcastInDim { shape: vec![m, m], broadcast_dimensions: vec![1] },
+        &[permutation],
+        Aval::new(&[m, m], DType::I32),
+    )?;
+    let rows = bind1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], Aval::new(&[m, m], DType::I32))?;
+    let same = compare_arrays(interp, CmpPrim::Eq, &columns, &rows)?;
+    let permutation_matrix = convert(interp, &same, dt, false)?;
+    // l = tril(lu, -1)[:, :k] + eye(m, k); u = triu(lu)[:k, :]
+    let below = triangle(interp, &lu, true, -1)?;
+    let below = leading_block(interp, &below, m, k)?;
+    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, k]), |ix| f64::from(u8::from(ix[0] == ix[1])));
+    let eye = Array::ready(Aval::new(&[m, k], dt), eye);
+    let l = binary_prim(interp, BinaryPrim::Add, &below, &eye)?;
+    let upper = triangle(interp, &lu, false, 0)?;
+    let u = leading_block(interp, &upper, k, n)?;
+    if permute_l {
+        let pl = matmul(interp, &permutation_matrix, &l, "matmul")?;
+        return Ok(Value::tuple(vec![Value::Array(pl), Value::Array(u)]));
+    }
+    Ok(Value::tuple(vec![Value::Array(permutation_matrix), Value::Array(l), Value::Array(u)]))
+}
+
+/// The three outputs of JAX's `lu` primitive on `a[..., m, n]`: the packed factors, the
+/// pivots (`int32[..., min(m, n)]`) and the permutation (`int32[..., m]`).
+fn lu_outputs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>, Rc<Array>, Rc<Array>)> {
+    let nd = a.aval.ndim();
+    let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
+    let with = |last: usize| -> Vec<usize> { a.aval.shape[..nd - 2].iter().copied().chain([last]).collect() };
+    let lu = bind1(interp, Prim::Linalg(LinalgOp::Lu), std::slice::from_ref(a), a.aval.clone())?;
+    let pivots = bind1(interp, Prim::Linalg(LinalgOp::LuPivots), std::slice::from_ref(a), Aval::new(&with(m.min(n)), DType::I32))?;
+    let permutation = bind1(interp, Prim::Linalg(LinalgOp::LuPermutation), std::slice::from_ref(a), Aval::new(&with(m), DType::I32))?;
+    Ok((lu, pivots, permutation))
+}
+
+/// `jnp.tril(x, k)` (`lower`) or `jnp.triu(x, k)` of a stack of matrices: a select against
+/// the constant mask, as JAX's `_tril`/`_triu` are.
+fn triangle(interp: &mut Interp, x: &Rc<Array>, lower: bool, k: i64) -> PyResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    let mask = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&x.aval.shape), |ix| {
+        let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
+        f64::from(u8::from(if lower { d <= k } else { d >= k }))
+    });
+    let mask = Array::ready(x.aval.with_dtype(DType::Bool).weak(false), mask);
+    let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
+    bind1(interp, Prim::Select, &[mask, zeros, x.clone()], x.aval.clone())
+}
+
+/// `x[..., :rows, :cols]`.
+fn leading_block(interp: &mut Interp, x: &Rc<Array>, rows: usize, cols: usize) -> PyResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    if x.aval.shape[nd - 2] == rows && x.aval.shape[nd - 1] == cols {
+        return Ok(x.clone());
+    }
+    let mut limit = x.aval.shape.to_vec();
+    limit[nd - 2] = rows;
+    limit[nd - 1] = cols;
+    let prim = Prim::Slice { start: vec![0; nd], limit: limit.clone(), strides: vec![1; nd] };
+    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&limit))
+}
+
+/// `x[..., rows[..., i], :]`: the rows of each matrix of `x[..., n, c]` in the order
+/// `rows[..., n]` gives (a gather, as JAX's `x[permutation, :]`).
+fn take_rows(interp: &mut Interp, x: &Rc<Array>, rows: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    let shape = x.aval.shape.to_vec();
+    let mut ins = vec![x.clone()];
+    for d in 0..nd {
+        if d == nd - 2 {
+            let column: Vec<usize> = rows.aval.shape.iter().copied().chain([1]).collect();
+            ins.push(reshape_raw(interp, rows, &column)?);
+            continue;
+        }
+        let mut s = vec![1; nd];
+        s[d] = shape[d];
+        let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
+        ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+    }
+    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, index: vec![IndexItem::Array; nd] };
+    bind1(interp, prim, &ins, x.aval.clone())
+}
+
+/// `jax.scipy.linalg.lu_solve((lu, piv), b, trans=0)`: the pivots made a permutation, then
+/// per matrix (JAX's `_lu_solve_core`) `b`'s rows permuted and the two triangular solves,
+/// or for `trans` 1 and 2 the transposed solves and the inverse permutation.
+fn lu_solve(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    let Some(factors) = p.get(0, "lu_and_piv").cloned() else {
+        return Err(interp.type_error("lu_solve() missing 2 required positional arguments: 'lu_and_piv' and 'b'"));
+    };
+    let Some(b) = p.get(1, "b") else {
+        return Err(interp.type_error("lu_solve() missing 1 required positional argument: 'b'"));
+    };
+    let parts = interp.iterate(&factors)?;
+    let [lu, pivots] = parts.as_slice() else {
+        return Ok(Value::opaque("lu_solve of a pair that is not (lu, piv)"));
+    };
+    let (lu, pivots, b) = (arr_or_unknown!(interp, lu), arr_or_unknown!(interp, pivots), arr_or_unknown!(interp, b));
+    let trans = match p.get(2, "trans") {
+        None => 0,
+        Some(v) => match crate::interp::ops::as_int(v) {
+            Some(t) => t,
+            None => return Ok(Value::opaque("lu_solve with this trans")),
+        },
+    };
+    if !(0..=2).contains(&trans) {
+        return Err(interp.value_error(format!("'trans' value must be 0, 1, or 2, got {trans}")));
+    }
+    let dt = float_of(interp, &[lu.clone(), b.clone()]);
+    let (lu, b) = (convert(interp, &lu, dt, false)?, convert(interp, &b, dt, false)?);
+    let (lu_nd, b_nd) = (lu.aval.ndim(), b.aval.ndim());
+    if lu_nd < 2 || pivots.aval.ndim() < 1 || b_nd < 1 || !pivots.aval.dtype.is_integer() {
+        return Ok(Value::opaque("lu_solve of these shapes"));
+    }
+    let m = lu.aval.shape[lu_nd - 2];
+    let k = pivots.aval.shape[pivots.aval.ndim() - 1];
+    if k > m {
+        return Ok(Value::opaque("lu_solve with more pivots than rows"));
+    }
+    let permutation_shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([m]).collect();
+    let pivots = convert(interp, &pivots, DType::I32, false)?;
+    let permutation =
+        bind1(interp, Prim::Linalg(LinalgOp::PivotsToPermutation { size: m }), &[pivots], Aval::new(&permutation_shape, DType::I32))?;
+    // `jnp.vectorize` over `(n,n),(n),(n)->(n)` when `b` is a (stack of) vector(s), else
+    // `(n,n),(n),(n,k)->(n,k)`.
+    let vector = b_nd == 1 || (lu_nd == b_nd + 1 && lu.aval.shape[lu_nd - 1] == b.aval.shape[b_nd - 1]);
+    let (signature, core) = if vector { ("(n,n),(n),(n)->(n)", 1) } else { ("(n,n),(n),(n,k)->(n,k)", 2) };
+    if b_nd < core {
+        return Ok(Value::opaque("lu_solve of a scalar"));
+    }
+    let n = lu.aval.shape[lu_nd - 1];
+    for size in [m, permutation.aval.shape[permutation.aval.ndim() - 1], b.aval.shape[b_nd - core]] {
+        if size != n {
+            return Err(interp.value_error(format!(
+                "inconsistent size for core dimension 'n': {size} vs {n} on vectorized function with excluded=frozenset() and signature='{signature}'"
+            )));
+        }
+    }
+    let batch = broadcast_shapes(&[
+        &lu.aval.shape[..lu_nd - 2],
+        &permutation.aval.shape[..permutation.aval.ndim() - 1],
+        &b.aval.shape[..b_nd - core],
+    ])
+    .map_err(|message| interp.value_error(message))?;
+    let lu = broadcast_to_shape(interp, &lu, &[batch.as_slice(), &[n, n]].concat())?;
+    let permutation = broadcast_to_shape(interp, &permutation, &[batch.as_slice(), &[n]].concat())?;
+    let b_shape: Vec<usize> = batch.iter().chain(&b.aval.shape[b_nd - core..]).copied().collect();
+    let b = broadcast_to_shape(interp, &b, &b_shape)?;
+    let mut x = if vector { reshape_raw(interp, &b, &[b_shape.as_slice(), &[1]].concat())? } else { b };
+    let solve = |interp: &mut Interp, x: &Rc<Array>, lower: bool, transpose_a: bool| {
+        let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal: lower };
+        bind1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()], x.aval.clone())
+    };
+    if trans == 0 {
+        x = take_rows(interp, &x, &permutation)?;
+        x = solve(interp, &x, true, false)?;
+        x = solve(interp, &x, false, false)?;
+    } else {
+        x = solve(interp, &x, false, true)?;
+        x = solve(interp, &x, true, true)?;
+        // The inverse permutation: `sort_key_val(permutation, iota)`'s values.
+        let last = permutation.aval.ndim() - 1;
+        let iota = bind1(
+            interp,
+            Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last },
+            &[],
+            permutation.aval.clone(),
+        )?;
+        let inverse = bind1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota], permutation.aval.clone())?;
+        x = take_rows(interp, &x, &inverse)?;
+    }
+    if vector {
+        x = reshape_raw(interp, &x, &b_shape)?;
+    }
+    Ok(Value::Array(x))
+}
+
+/// `jax.scipy.linalg.expm(A, *, upper_triangular=False, max_squarings=16)`: one `expm`
+/// equation per call, batched over the leading axes as JAX's `jnp.vectorize` batches it,
+/// whose kernel follows JAX's Padé approximation with scaling and squaring step by step
+/// (JAX writes it with `lax.switch` on the degree and a `scan` of conditional squarings,
+/// control flow whose branch depends on the values; docs/evaluator.md).
+pub(super) fn expm(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    let Some(a) = p.get(0, "A") else {
+        return Err(interp.type_error("expm() missing 1 required positional argument: 'A'"));
+    };
+    let a = arr_or_unknown!(interp, a);
+    let upper_triangular = match p.get(usize::MAX, "upper_triangular") {
+        Some(v) => interp.truthy(v)?,
+        None => false,
+    };
+    let max_squarings = match p.get(usize::MAX, "max_squarings") {
+        None => 16,
+        Some(v) => match crate::interp::ops::as_int(v).and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => n,
+            None => return Ok(Value::opaque("expm with this max_squarings")),
+        },
+    };
+    let nd = a.aval.ndim();
+    if nd < 2 || a.aval.shape[nd - 1] != a.aval.shape[nd - 2] {
+        if nd > 2 {
+            let n = a.aval.shape[nd - 1];
+            let other = a.aval.shape[nd - 2];
+            return Err(interp.value_error(format!(
+                "inconsistent size for core dimension 'n': {other} vs {n} on vectorized function with excluded=frozenset() and signature='(n,n)->(n,n)'"
+            )));
+        }
+        return Err(interp.value_error("expected A to be a square matrix"));
+    }
+    let dt = a.aval.dtype;
+    if !matches!(dt, DType::F32 | DType::F64) {
+        return Err(interp.type_error(format!("A.dtype={} is not supported.", dt.name())));
+    }
+    let op = LinalgOp::Expm { double: dt == DType::F64, upper_triangular, max_squarings };
+    bind1(interp, Prim::Linalg(op), &[a.clone()], a.aval.clone().weak(false)).map(Value::Array)
+}
