@@ -2674,7 +2674,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 90, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 92, "{with_rule:?}");
         assert_eq!(
             without,
             [
