@@ -133,7 +133,7 @@ impl Array {
     /// A Python int as a scalar of `dtype` (weak): exactly, an int64 past 2**53 too.
     pub fn python_int(value: i64, dtype: DType) -> Rc<Array> {
         let aval = Aval::scalar(dtype).weak(true);
-        if matches!(dtype, DType::I64 | DType::U64) {
+        if matches!(dtype, DType::I64 | DType::U64) && value.unsigned_abs() >= 1 << 53 {
             return Array::ready_ints(aval, ArrayD::from_elem(ndarray::IxDyn(&[]), i128::from(value)));
         }
         Array::ready(aval, ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value as f64, dtype)))

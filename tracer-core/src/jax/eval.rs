@@ -760,29 +760,34 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
         // the second by the keys of the first and gives that. Stable, NaN last.
         Prim::Sort { dimension, .. } if ins.len() <= 2 => {
-            let keys = &ins[0];
-            let mut out = (*ins[ins.len() - 1]).clone();
-            if out.shape() != keys.shape() {
-                return None;
-            }
-            for (key_lane, mut lane) in keys.lanes(Axis(*dimension)).into_iter().zip(out.lanes_mut(Axis(*dimension))) {
-                let mut order: Vec<usize> = (0..key_lane.len()).collect();
-                order.sort_by(|&i, &j| {
-                    let (x, y) = (key_lane[i], key_lane[j]);
-                    match (x.is_nan(), y.is_nan()) {
-                        (false, false) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
-                        (nan_x, nan_y) => nan_x.cmp(&nan_y),
-                    }
-                });
-                let values: Vec<f64> = order.iter().map(|&i| lane[i]).collect();
-                for (dst, src) in lane.iter_mut().zip(values) {
-                    *dst = src;
-                }
-            }
-            out
+            sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, |x: &f64, y: &f64| match (x.is_nan(), y.is_nan()) {
+                (false, false) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+                (nan_x, nan_y) => nan_x.cmp(&nan_y),
+            })?
         }
         _ => return None,
     })
+}
+
+/// `values` ordered along `dimension` as a stable sort orders `keys` by `cmp`: `sort` of one
+/// operand (`values` is `keys`), or `argsort`'s second operand. `None` when the shapes differ.
+pub(super) fn sort_by_keys<T: Copy>(
+    keys: &ArrayD<T>,
+    values: &ArrayD<T>,
+    dimension: usize,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> Option<ArrayD<T>> {
+    let mut out = values.clone();
+    if out.shape() != keys.shape() {
+        return None;
+    }
+    for (key_lane, mut lane) in keys.lanes(Axis(dimension)).into_iter().zip(out.lanes_mut(Axis(dimension))) {
+        let mut order: Vec<usize> = (0..key_lane.len()).collect();
+        order.sort_by(|&i, &j| cmp(&key_lane[i], &key_lane[j]));
+        let sorted: Vec<T> = order.iter().map(|&i| lane[i]).collect();
+        lane.iter_mut().zip(sorted).for_each(|(dst, src)| *dst = src);
+    }
+    Some(out)
 }
 
 /// The operations that only move elements (broadcast, reshape, transpose, slices, concatenation,

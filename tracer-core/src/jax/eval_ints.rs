@@ -208,20 +208,7 @@ pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &
             best as i128
         })),
         // `sort` of one operand sorts it; of two (`argsort`), orders the second by the first.
-        Prim::Sort { dimension, .. } if ins.len() <= 2 => {
-            let keys = &ins[0];
-            let mut out = (*ins[ins.len() - 1]).clone();
-            if out.shape() != keys.shape() {
-                return None;
-            }
-            for (key_lane, mut lane) in keys.lanes(Axis(*dimension)).into_iter().zip(out.lanes_mut(Axis(*dimension))) {
-                let mut order: Vec<usize> = (0..key_lane.len()).collect();
-                order.sort_by_key(|&i| key_lane[i]);
-                let values: Vec<i128> = order.iter().map(|&i| lane[i]).collect();
-                lane.iter_mut().zip(values).for_each(|(dst, src)| *dst = src);
-            }
-            ints(out)
-        }
+        Prim::Sort { dimension, .. } if ins.len() <= 2 => ints(eval::sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, i128::cmp)?),
         Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             // An integer product through f64 is exact only below 2**53: computed there when
             // every partial sum provably stays below it, else not computed.
