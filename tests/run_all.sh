@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Every test tracelens has, in the order CI runs them (README's second command; .ci/run calls
+# it after the formatting check). Each step installs what it needs the first time:
+#   1. cargo test --workspace --release: unit and integration tests, no Python needed;
+#   2. cargo xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/);
+#   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
+#   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
+# Stops at the first step that fails, and says which.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() {
+    echo "== $1"
+    shift
+    "$@" || { echo "tests/run_all.sh: failed: $*" >&2; exit 1; }
+}
+
+step "unit and integration tests" cargo test --workspace --release
+step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" cargo xtask conformance
+step "editor tests: tracelens lsp over stdio (pytest-lsp) and in headless Neovim" bash tests/run_editor_tests.sh
+step "VS Code extension in the real workbench (code-server + Chromium; installs them, packages tracelens.vsix)" \
+    bash tests/editors/vscode/run.sh
+echo "== all tests passed"
