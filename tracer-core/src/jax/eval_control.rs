@@ -10,6 +10,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::{Array, NdData};
 use super::aval::Aval;
+use super::eval_ints::NdInts;
 use super::eval_jaxpr::EqnHooks;
 use super::ir::{Eqn, Jaxpr, Prim};
 use super::numerics;
@@ -29,6 +30,29 @@ pub fn datas(interp: &Interp, arrays: &[Rc<Array>]) -> Option<Vec<Rc<NdData>>> {
     arrays.iter().map(|a| super::eval::force_held(a, interp.budgets.max_elements)).collect()
 }
 
+/// The data of a concrete array as the loops move it: held as f64, or exactly, for an
+/// integer array holding a value from 2**53 on (`Lazy::ReadyInts`).
+enum Held {
+    F64(Rc<NdData>),
+    Ints(Rc<NdInts>),
+}
+
+fn held(interp: &Interp, a: &Rc<Array>) -> Option<Held> {
+    if interp.values.is_none() || a.is_tracer() {
+        return None;
+    }
+    let max = interp.budgets.max_elements;
+    match super::eval::force_held(a, max) {
+        Some(d) => Some(Held::F64(d)),
+        None if a.aval.dtype.is_integer() => super::eval::force_ints(a, max).map(Held::Ints),
+        None => None,
+    }
+}
+
+fn helds(interp: &Interp, arrays: &[Rc<Array>]) -> Option<Vec<Held>> {
+    arrays.iter().map(|a| held(interp, a)).collect()
+}
+
 /// Runs `body` once on `inputs` (concrete arrays, retyped to the body's input avals); its
 /// outputs, all computed, or `None` when one cannot be.
 pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[Rc<Array>], label: &str) -> PyResult<Option<Vec<Rc<Array>>>> {
@@ -46,7 +70,7 @@ pub fn run_body(interp: &mut Interp, body: &Body, inputs: &[Rc<Array>], label: &
     numerics::raise_pending(interp)?;
     numerics::tick(interp)?;
     let Some(outs) = outs else { return Ok(None) };
-    Ok(datas(interp, &outs).map(|_| outs))
+    Ok(helds(interp, &outs).map(|_| outs))
 }
 
 /// `a` with the aval `aval` (its data rounded to that dtype), keeping where a NaN/Inf in it
@@ -58,14 +82,30 @@ fn retype(interp: &mut Interp, a: &Rc<Array>, aval: &Aval) -> Option<Rc<Array>> 
     if a.aval.dtype.is_key() != aval.dtype.is_key() {
         return None;
     }
-    let mut d = (*super::eval::force_held(a, interp.budgets.max_elements)?).clone();
-    d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
-    Some(derived(interp, aval.clone(), d, std::slice::from_ref(a)))
+    match held(interp, a)? {
+        Held::F64(d) => {
+            let mut d = (*d).clone();
+            d.mapv_inplace(|x| super::eval::round_to(x, aval.dtype));
+            Some(derived(interp, aval.clone(), d, std::slice::from_ref(a)))
+        }
+        Held::Ints(d) if aval.dtype.is_integer() => {
+            let d = d.mapv(|v| super::eval_ints::wrap(v, aval.dtype));
+            Some(derived_ints(interp, aval.clone(), d, std::slice::from_ref(a)))
+        }
+        Held::Ints(_) => None,
+    }
 }
 
 /// A new concrete array made of the data of `from` (a slice, a stacked row, a carry).
 fn derived(interp: &mut Interp, aval: Aval, data: NdData, from: &[Rc<Array>]) -> Rc<Array> {
     let out = Array::ready(aval, data);
+    numerics::inherit(interp, &out, from);
+    out
+}
+
+/// [`derived`] for exactly held integers.
+fn derived_ints(interp: &mut Interp, aval: Aval, data: NdInts, from: &[Rc<Array>]) -> Rc<Array> {
+    let out = Array::ready_ints(aval, data);
     numerics::inherit(interp, &out, from);
     out
 }
@@ -155,18 +195,43 @@ fn in_loop<T>(interp: &mut Interp, site: Option<Site>, f: impl FnOnce(&mut Inter
 }
 
 /// Slice `i` of `a` along `axis`, as a concrete array.
-fn slice(interp: &mut Interp, a: &Rc<Array>, d: &NdData, axis: usize, i: usize) -> Option<Rc<Array>> {
-    if axis >= d.ndim() || i >= d.len_of(Axis(axis)) {
+fn slice(interp: &mut Interp, a: &Rc<Array>, d: &Held, axis: usize, i: usize) -> Option<Rc<Array>> {
+    let ndim = match d {
+        Held::F64(d) => d.ndim(),
+        Held::Ints(d) => d.ndim(),
+    };
+    if axis >= ndim || i >= a.aval.shape.get(axis).copied().unwrap_or(0) {
         return None;
     }
     let mut shape = a.aval.shape.to_vec();
     shape.remove(axis);
-    Some(derived(interp, a.aval.with_shape(&shape).weak(a.aval.weak), d.index_axis(Axis(axis), i).to_owned(), std::slice::from_ref(a)))
+    let aval = a.aval.with_shape(&shape).weak(a.aval.weak);
+    Some(match d {
+        Held::F64(d) => derived(interp, aval, d.index_axis(Axis(axis), i).to_owned(), std::slice::from_ref(a)),
+        Held::Ints(d) => derived_ints(interp, aval, d.index_axis(Axis(axis), i).to_owned(), std::slice::from_ref(a)),
+    })
 }
 
 /// `rows` stacked along `axis` into an array of aval `aval`.
 fn stack(interp: &mut Interp, rows: &[Rc<Array>], axis: usize, aval: &Aval) -> Option<Rc<Array>> {
-    let data = datas(interp, rows)?;
+    let f64_rows: Option<Vec<Rc<NdData>>> = helds(interp, rows)?
+        .into_iter()
+        .map(|h| match h {
+            Held::F64(d) => Some(d),
+            Held::Ints(_) => None,
+        })
+        .collect();
+    let Some(data) = f64_rows else {
+        // A row past 2**53: the whole stack is held exactly.
+        let max = interp.budgets.max_elements;
+        let data = rows.iter().map(|r| super::eval::force_ints(r, max)).collect::<Option<Vec<_>>>()?;
+        let views: Vec<_> = data.iter().map(|r| r.view()).collect();
+        let stacked = ndarray::stack(Axis(axis), &views).ok()?;
+        if stacked.shape() != aval.shape.as_slice() {
+            return None;
+        }
+        return Some(derived_ints(interp, aval.clone(), stacked, rows));
+    };
     let stacked = if data.is_empty() {
         ArrayD::zeros(IxDyn(&super::eval::held_shape(aval)))
     } else {
@@ -192,7 +257,7 @@ pub fn scan(
     out_avals: &[Aval],
     at: Loop,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
-    let Some(xs_data) = datas(interp, xs) else { return Ok(None) };
+    let Some(xs_data) = helds(interp, xs) else { return Ok(None) };
     let num_carry = carry.len();
     if out_avals.len() < num_carry {
         return Ok(None);
@@ -317,7 +382,7 @@ pub fn vmap(
     label: &str,
 ) -> PyResult<Option<Vec<Rc<Array>>>> {
     let arrays: Vec<Rc<Array>> = inputs.iter().map(|(a, _)| a.clone()).collect();
-    let Some(ds) = datas(interp, &arrays) else { return Ok(None) };
+    let Some(ds) = helds(interp, &arrays) else { return Ok(None) };
     let mut per_output: Vec<Vec<Rc<Array>>> = vec![Vec::new(); out_avals.len()];
     for i in 0..size {
         let mut ins = Vec::with_capacity(ds.len());
