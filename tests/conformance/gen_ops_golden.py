@@ -66,13 +66,13 @@ UNARY_FLOAT = [
     "jnp.log", "jnp.log1p", "jnp.expm1", "jnp.tanh", "jax.nn.sigmoid", "jnp.sin", "jnp.cos", "jnp.tan",
     "jnp.arctan", "jnp.sinh", "jnp.cosh", "jnp.arcsinh", "jnp.sqrt", "lax.rsqrt", "jnp.cbrt", "jnp.abs",
     "jnp.square", "jnp.logical_not", "jax.scipy.special.erf", "jax.scipy.special.gammaln",
-    "jax.scipy.special.digamma",
+    "jax.scipy.special.digamma", "jnp.isinf", "jnp.isnan", "jnp.trunc",
 ]
 UNARY_UNIT = ["jnp.arcsin", "jnp.arccos", "jnp.arctanh", "jnp.arccosh"]
-UNARY_INT = ["jnp.negative", "jnp.abs", "jnp.sign", "jnp.square", "jnp.invert", "jnp.logical_not"]
+UNARY_INT = ["jnp.negative", "jnp.abs", "jnp.sign", "jnp.square", "jnp.invert", "jnp.logical_not", "jnp.isinf", "jnp.trunc"]
 BINARY_FLOAT = [
     "jnp.add", "jnp.subtract", "jnp.multiply", "jnp.divide", "jnp.floor_divide", "jnp.remainder", "jnp.fmod",
-    "jnp.power", "jnp.maximum", "jnp.minimum", "jnp.arctan2", "lax.rem", "jnp.nextafter",
+    "jnp.power", "jnp.maximum", "jnp.minimum", "jnp.arctan2", "lax.rem", "jnp.nextafter", "jnp.hypot",
 ]
 BINARY_INT = [
     "jnp.add", "jnp.subtract", "jnp.multiply", "jnp.floor_divide", "jnp.remainder", "jnp.fmod", "lax.div",
@@ -116,6 +116,20 @@ def rows(x64):
         for target in ["int32", "uint8", "bool"] + (["int64"] if x64 else []):
             out.append(("convert", f"{ordinary}.astype(jnp.{target})"))
         out.append(("convert", f"{edges}.astype(jnp.bool_)"))
+        # jnp.trace: the diagonal's sum, off-diagonal offsets, axes moved last, and its gradient.
+        m = f"(jnp.arange(24, dtype=jnp.{dt}).reshape(2, 3, 4) * 0.5 - 3)"
+        out.append(("trace", f"jnp.trace({m}[0])"))
+        out.append(("trace", f"jnp.trace({m}[1], offset=1)"))
+        out.append(("trace", f"jnp.trace({m}[1], offset=-2)"))
+        out.append(("trace", f"jnp.trace({m}, axis1=1, axis2=2)"))
+        out.append(("trace", f"jnp.trace({m}, offset=1, axis1=0, axis2=2)"))
+        out.append(("trace", f"jnp.trace({m}, axis1=-1, axis2=0)"))
+        out.append(("trace", f"jax.grad(lambda a: jnp.trace(a, offset=1) ** 2)({m}[0])"))
+        # jnp.hypot's and jnp.trunc's derivatives (zero where hypot's operands are both zero).
+        for argnum in (0, 1):
+            out.append(("hypot", f"jax.grad(lambda x, y: jnp.sum(jnp.hypot(x, y)), argnums={argnum})({ordinary}, {arr(['2.0', '-0.5', '-2.0', '0.0', '3.0', '-1.5', '0.75', '-4.0'], dt)})"))
+        out.append(("hypot", f"jax.grad(lambda x: jnp.sum(jnp.hypot(x, jnp.zeros_like(x))))({arr(['0.0', '-0.0', '1.0', '-2.0'], dt)})"))
+        out.append(("trunc", f"jax.grad(lambda x: jnp.sum(jnp.trunc(x) * x))({ordinary})"))
     for dt in ints:
         a, b = int_inputs(dt)
         for f in UNARY_INT:
@@ -128,6 +142,8 @@ def rows(x64):
         out.append(("binary", f"jnp.right_shift({a}, {arr(['1', '2', '3', '0', '4', '1', '5', '1'] + (['2', '1'] if not dt.startswith('u') else []), dt)})"))
         out.append(("integer_pow", f"{a} ** 2"))
         out.append(("integer_pow", f"lax.integer_pow({a}, 3)"))
+        out.append(("trace", f"jnp.trace(jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4), offset=1)"))
+        out.append(("hypot", f"jnp.hypot({a}, {b})"))
         out.append(("select", f"jnp.where({a} > {b}, {a}, {b})"))
         out.append(("clamp", f"jnp.clip({a}, 1, 100)"))
         out.append(("convert", f"{a}.astype(jnp.float32)"))

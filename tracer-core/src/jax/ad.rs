@@ -441,6 +441,9 @@ enum Partial {
     /// from `t · (1 - ans²)` where `ans` is near ±1 (`gelu`'s derivative); transposed,
     /// `u + u · ans` with `u = t · (1 - ans)`.
     Tanh(Rc<Array>),
+    /// `abs`'s rule as JAX writes it, `select(x >= 0, t, -t)`: `t` itself at ±0 (where
+    /// `sign(x) · t` would give 0) and `-t` at NaN. The mask is `x >= 0`.
+    Signed(Rc<Array>),
 }
 
 fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial, transposed: bool) -> AdResult<Option<Rc<Array>>> {
@@ -456,6 +459,11 @@ fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial, transposed: bool) -> A
                 let s = binary(interp, BinaryPrim::Add, t, &v)?;
                 binary(interp, BinaryPrim::Mul, &s, &one_minus)?
             })
+        }
+        Partial::Signed(nonnegative) => {
+            let t = broadcast_to(interp, t, &nonnegative.aval.shape)?;
+            let negated = unary(interp, UnaryPrim::Neg, &t)?;
+            Some(bind(interp, Prim::Select, &[nonnegative.clone(), negated, t.clone()], t.aval.clone())?)
         }
         Partial::Zero => None,
         Partial::One => Some(t.clone()),
@@ -553,7 +561,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                 let p = bind(interp, Prim::IntegerPow(-2), std::slice::from_ref(out), out.aval.clone())?;
                 times(binary(interp, BinaryPrim::Mul, &p, &konst(1.0 / 3.0, &x.aval))?)
             }
-            UnaryPrim::Abs => times(unary(interp, UnaryPrim::Sign, &x)?),
+            UnaryPrim::Abs => Signed(compare(interp, CmpPrim::Ge, &x, &scalar(0.0, &x.aval))?),
             UnaryPrim::Square => times(binary(interp, BinaryPrim::Mul, &x, &konst(2.0, &x.aval))?),
             UnaryPrim::Erf => {
                 let sq = binary(interp, BinaryPrim::Mul, &x, &x)?;

@@ -1704,6 +1704,56 @@ fn where3(interp: &mut Interp, c: &Rc<Array>, x: &Rc<Array>, y: &Rc<Array>) -> P
     }
 }
 
+/// `jnp.hypot` of operands already promoted to one inexact dtype and shape, with JAX's
+/// scaling (`max * sqrt(1 + (min/max)**2)`), its `0` where both are zero and its `inf` where
+/// either is infinite (even against a NaN), in JAX's order of equations.
+fn hypot(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (x, y) = (unary_prim(interp, UnaryPrim::Abs, x)?, unary_prim(interp, UnaryPrim::Abs, y)?);
+    let inf = weak(f64::INFINITY);
+    let x_inf = compare_arrays(interp, CmpPrim::Eq, &x, &inf)?;
+    let y_inf = compare_arrays(interp, CmpPrim::Eq, &y, &inf)?;
+    let either_inf = binary_prim(interp, BinaryPrim::Or, &x_inf, &y_inf)?;
+    let big = binary_prim(interp, BinaryPrim::Max, &x, &y)?;
+    let small = binary_prim(interp, BinaryPrim::Min, &x, &y)?;
+    let zero = compare_arrays(interp, CmpPrim::Eq, &big, &weak(0.0))?;
+    let ones = full(interp, &big.aval.shape, 1.0, big.aval.dtype)?;
+    let safe_big = where3(interp, &zero, &ones, &big)?;
+    let ratio = true_divide(interp, &small, &safe_big)?;
+    let squared = unary_prim(interp, UnaryPrim::Square, &ratio)?;
+    let sum = binary_prim(interp, BinaryPrim::Add, &weak(1.0), &squared)?;
+    let root = unary_prim(interp, UnaryPrim::Sqrt, &sum)?;
+    let scaled = binary_prim(interp, BinaryPrim::Mul, &big, &root)?;
+    let finite = where3(interp, &zero, &big, &scaled)?;
+    let infs = full(interp, &finite.aval.shape, f64::INFINITY, finite.aval.dtype)?;
+    where3(interp, &either_inf, &infs, &finite)
+}
+
+/// `jnp.trace`: `axis1` and `axis2` moved last (a transpose only when they are not), the
+/// elements off the `offset` diagonal replaced by zeros, then a sum over the last two axes
+/// with `jnp.sum`'s dtype rules.
+fn trace(interp: &mut Interp, a: &Rc<Array>, offset: i64, axis1: usize, axis2: usize, dtype: Option<DType>) -> PyResult<Rc<Array>> {
+    let nd = a.aval.ndim();
+    let a = if (axis1, axis2) == (nd - 2, nd - 1) {
+        a.clone()
+    } else {
+        let mut perm: Vec<usize> = (0..nd).filter(|&d| d != axis1 && d != axis2).collect();
+        perm.extend([axis1, axis2]);
+        transpose(interp, a, Some(perm))?
+    };
+    let plane = [a.aval.shape[nd - 2], a.aval.shape[nd - 1]];
+    let iota = |interp: &mut Interp, dimension: usize| {
+        let prim = Prim::Iota { dtype: DType::I32, shape: plane.to_vec(), dimension };
+        bind1(interp, prim, &[], Aval::new(&plane, DType::I32))
+    };
+    let rows = iota(interp, 0)?;
+    let cols = iota(interp, 1)?;
+    let shifted = binary_prim(interp, BinaryPrim::Add, &rows, &Array::scalar(offset as f64, DType::I32, false))?;
+    let on_diagonal = compare_arrays(interp, CmpPrim::Eq, &shifted, &cols)?;
+    let zeros = full(interp, &a.aval.shape, 0.0, a.aval.dtype)?;
+    let kept = where3(interp, &on_diagonal, &a, &zeros)?;
+    reduce(interp, &kept, ReduceOp::Sum, Some(vec![nd - 2, nd - 1]), false, dtype)
+}
+
 fn a_is_inexact(args: &[Value]) -> bool {
     matches!(args.first(), Some(Value::Array(a)) if a.aval.dtype.is_inexact())
 }
@@ -2233,15 +2283,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Hypot => {
             let a = arr!(0, "x1");
             let b = arr!(1, "x2");
-            let (ops, dt, shape) = promote_broadcast(interp, &[a, b])?;
-            let dt = if dt.dtype.is_inexact() { dt } else { WeakDType { dtype: dtypes::default_float(c), weak: dt.weak } };
-            bind1(
-                interp,
-                Prim::Opaque(if f == F::Hypot { "hypot" } else { "logaddexp" }),
-                &ops,
-                Aval { shape, dtype: dt.dtype, weak: dt.weak },
-            )
-            .map(Value::Array)
+            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
+            let (x, y) = (inexact(interp, &ops[0])?, inexact(interp, &ops[1])?);
+            let (x, y) = (broadcast_to_shape(interp, &x, &shape)?, broadcast_to_shape(interp, &y, &shape)?);
+            hypot(interp, &x, &y).map(Value::Array)
         }
         F::Negative => unary!(UnaryPrim::Neg),
         F::Positive => Ok(Value::Array(arr!(0, "x"))),
@@ -2268,10 +2313,16 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let rounded = unary_prim(interp, UnaryPrim::Round, &scaled)?;
             binary_prim(interp, BinaryPrim::Mul, &rounded, &reciprocal).map(Value::Array)
         }
-        // Rounding toward zero has no kernel yet: unknown rather than rounded to nearest.
         F::Trunc => {
+            // `where(x < 0, ceil(x), floor(x))`; integers are returned as they are.
             let a = arr!(0, "x");
-            bind1(interp, Prim::Opaque("trunc"), &[a.clone()], a.aval.clone()).map(Value::Array)
+            if !a.aval.dtype.is_inexact() {
+                return Ok(Value::Array(a));
+            }
+            let negative = compare_arrays(interp, CmpPrim::Lt, &a, &weak(0.0))?;
+            let up = unary_prim(interp, UnaryPrim::Ceil, &a)?;
+            let down = unary_prim(interp, UnaryPrim::Floor, &a)?;
+            where3(interp, &negative, &up, &down).map(Value::Array)
         }
         F::Exp => unary!(UnaryPrim::Exp),
         F::Exp2 => unary!(UnaryPrim::Exp2),
@@ -2319,9 +2370,13 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false)).map(Value::Array)
         }
         F::Isinf => {
+            // `abs(x) == inf`; an integer or bool array holds no infinity.
             let a = arr!(0, "x");
-            bind1(interp, Prim::Opaque(if f == F::Isnan { "isnan" } else { "isinf" }), &[a.clone()], a.aval.with_dtype(DType::Bool))
-                .map(Value::Array)
+            if !a.aval.dtype.is_inexact() {
+                return full(interp, &a.aval.shape, 0.0, DType::Bool).map(Value::Array);
+            }
+            let magnitude = unary_prim(interp, UnaryPrim::Abs, &a)?;
+            compare_arrays(interp, CmpPrim::Eq, &magnitude, &weak(f64::INFINITY)).map(Value::Array)
         }
         F::Isfinite => unary!(UnaryPrim::IsFinite),
         F::NanToNum | F::Real | F::Conj => Ok(Value::Array(arr!(0, "x"))),
@@ -2995,8 +3050,22 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Trace => {
             let a = arr!(0, "a");
-            let shape: Vec<usize> = a.aval.shape.iter().skip(2).copied().collect();
-            bind1(interp, Prim::Opaque("trace"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+            let nd = a.aval.ndim();
+            let int_arg = |i: usize, name: &str, default: i64| match p.get(i, name) {
+                None => Some(default),
+                Some(v) => crate::interp::ops::as_int(v),
+            };
+            let (Some(offset), Some(axis1), Some(axis2)) = (int_arg(1, "offset", 0), int_arg(2, "axis1", 0), int_arg(3, "axis2", 1)) else {
+                // An offset or axis that is not a Python int: not modelled.
+                let shape = a.aval.shape.iter().skip(2).copied().collect::<Vec<_>>();
+                return bind1(interp, Prim::Opaque("trace"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array);
+            };
+            let (ax1, ax2) = (normalize_axis(interp, axis1, nd)?, normalize_axis(interp, axis2, nd)?);
+            if ax1 == ax2 {
+                return Err(interp.value_error(format!("axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")));
+            }
+            let dt = dtype_arg(interp, p.get(4, "dtype"))?;
+            trace(interp, &a, offset, ax1, ax2, dt).map(Value::Array)
         }
         F::LinalgNorm | F::LinalgLstsq | F::LinalgMatrixRank | F::LinalgMatrixPower | F::LinalgCond | F::LinalgSvdvals => {
             linalg_api::call(interp, f, &p)
