@@ -2496,7 +2496,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(w) => {
                     let w = arr_or_unknown!(interp, w);
                     let (ops, dt, _) = promote_broadcast(interp, &[a.clone(), w.clone()])?;
-                    let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
+                    // `promote_dtypes_inexact`: int32 and narrower become float32 even with x64.
+                    let float = dt.dtype.to_inexact();
                     let (a, mut w) = (convert(interp, &ops[0], float, dt.weak)?, convert(interp, &ops[1], float, dt.weak)?);
                     if a.aval.shape != w.aval.shape {
                         let Some(ax) = axes.clone() else {
