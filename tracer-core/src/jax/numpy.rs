@@ -1704,6 +1704,23 @@ fn where3(interp: &mut Interp, c: &Rc<Array>, x: &Rc<Array>, y: &Rc<Array>) -> P
     }
 }
 
+/// `jax.nn.logsumexp` as JAX computes it: the finite maximum, held constant for AD, is taken
+/// out before the exponentials and added back after the log.
+fn logsumexp(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
+    let amax = reduce(interp, a, ReduceOp::Max, axes.clone(), true, None)?;
+    let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
+    let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
+    let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
+    let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
+    let shifted = binary_prim(interp, BinaryPrim::Sub, a, &amax)?;
+    let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+    let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
+    let log = unary_prim(interp, UnaryPrim::Log, &total)?;
+    let shape = log.aval.shape.clone();
+    let amax = reshape_raw(interp, &amax, &shape)?;
+    binary_prim(interp, BinaryPrim::Add, &log, &amax)
+}
+
 fn a_is_inexact(args: &[Value]) -> bool {
     matches!(args.first(), Some(Value::Array(a)) if a.aval.dtype.is_inexact())
 }
@@ -3360,20 +3377,29 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
                 return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
             }
-            // As jax.nn.logsumexp computes it: the finite maximum, held constant for AD, is
-            // taken out before the exponentials and added back after the log.
-            let amax = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
-            let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
-            let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
-            let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
-            let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
-            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &amax)?;
-            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
-            let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
-            let log = unary_prim(interp, UnaryPrim::Log, &total)?;
-            let shape = log.aval.shape.clone();
-            let amax = reshape_raw(interp, &amax, &shape)?;
-            binary_prim(interp, BinaryPrim::Add, &log, &amax).map(Value::Array)
+            logsumexp(interp, &a, axes, keepdims).map(Value::Array)
+        }
+        // `lse - log(count)`, the count converted to the result's dtype (a constant, so its
+        // log is what XLA's `log` gives for it).
+        F::NnLogmeanexp if p.get(usize::MAX, "where").is_none() => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let n: usize = match &axes {
+                Some(ax) => ax.iter().map(|&i| a.aval.shape[i]).product(),
+                None => a.aval.shape.iter().product(),
+            };
+            let lse = logsumexp(interp, &a, axes, keepdims)?;
+            let count = full(interp, &[], n as f64, lse.aval.dtype)?;
+            let log_count = unary_prim(interp, UnaryPrim::Log, &count)?;
+            binary_prim(interp, BinaryPrim::Sub, &lse, &log_count).map(Value::Array)
+        }
+        F::NnLogmeanexp => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+            bind1(interp, Prim::Opaque("logmeanexp"), &[a], r.aval.clone()).map(Value::Array)
         }
         F::NnOneHot => {
             let a = arr!(0, "x");
