@@ -3394,6 +3394,28 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let log_count = unary_prim(interp, UnaryPrim::Log, &count)?;
             binary_prim(interp, BinaryPrim::Sub, &lse, &log_count).map(Value::Array)
         }
+        // `where(x < log(2), log(-expm1(-x)), log1p(-exp(-x)))`, with `log(2.0)` a float32 (or
+        // float64) constant as JAX binds it. Its derivative is its `custom_jvp` rule
+        // (`g / expm1(x)`), not that of these equations: derivatives through it stay unknown.
+        F::NnLog1mexp => {
+            let x = arr!(0, "x");
+            let x = inexact(interp, &x)?;
+            for t in interp.jax.traces.iter_mut().filter(|t| !t.kind.is_staging()) {
+                t.custom_rule = true;
+            }
+            let two = Array::scalar(2.0, x.aval.dtype, false);
+            let c = unary_prim(interp, UnaryPrim::Log, &two)?;
+            let small = compare_arrays(interp, CmpPrim::Lt, &x, &c)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Expm1, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let near = unary_prim(interp, UnaryPrim::Log, &e)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let far = unary_prim(interp, UnaryPrim::Log1p, &e)?;
+            where3(interp, &small, &near, &far).map(Value::Array)
+        }
         F::NnLogmeanexp => {
             let a = arr!(0, "x");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
