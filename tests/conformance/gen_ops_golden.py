@@ -618,6 +618,13 @@ def rows(x64):
             out.append(("activation", f"jax.grad(lambda x: jnp.sum({f}(x) * {t}))({x})"))
         out.append(("activation", f"jax.nn.logsumexp({x})"))
         out.append(("activation", f"jax.grad(jax.nn.logsumexp)({x})"))
+        out.append(("activation", f"jax.nn.logmeanexp({x})"))
+        lx = arr(["0.0", "1e-6", "1e-3", "0.5", "0.6931472", "0.7", "1.0", "5.0", "20.0", "100.0", INF, "-1.0", NAN], dt)
+        out.append(("activation", f"jax.nn.log1mexp({lx})"))
+        out.append(("activation", f"jax.grad(lambda v: jnp.sum(jax.nn.log1mexp(v)))({lx})"))
+        out.append(("activation", f"jax.grad(jax.nn.logmeanexp)({x})"))
+        out.append(("activation", f"jax.nn.logmeanexp({x}.reshape(2, 5), axis=1, keepdims=True)"))
+        out.append(("activation", f"jax.grad(lambda v: jnp.sum(jax.nn.logmeanexp(v.reshape(2, 5), axis=0) * {t}[:5]))({x})"))
         e1 = arr([INF, f"-{INF}", INF, NAN, "1e30", "-1e30", "0.0", "-20.0"], dt)
         e2 = arr([INF, f"-{INF}", f"-{INF}", "1.0", "-1e30", "-1e30", "0.0", "20.0"], dt)
         out.append(("activation", f"jnp.logaddexp({e1}, {e2})"))
@@ -627,6 +634,14 @@ def rows(x64):
         out.append(("activation", f"jax.scipy.special.erfc({x})"))
         out.append(("activation", f"jax.grad(lambda x: jnp.sum(jax.scipy.special.erfc(x)))({x})"))
         out.append(("unary", f"jnp.tanh(jnp.linspace(-9.0, 9.0, 37, dtype=jnp.{dt}))"))
+        # XLA's own CPU approximations (exp, logistic and erfc in float32, tanh in float64),
+        # over their whole range, subnormal flushing and the clamps included; the inputs are
+        # exact (integers over a power of two), so the rows test the kernels alone.
+        out.append(("unary", f"jnp.tanh(jnp.arange(-42, 43, dtype=jnp.{dt}) / 2)"))
+        out.append(("unary", f"jnp.exp(jnp.arange(-90, 90, dtype=jnp.{dt}))"))
+        out.append(("unary", f"jnp.exp(jnp.arange(-32, 33, dtype=jnp.{dt}) / 32)"))
+        out.append(("unary", f"jax.nn.sigmoid(jnp.arange(-80, 81, dtype=jnp.{dt}) / 4)"))
+        out.append(("unary", f"jax.scipy.special.erfc(jnp.arange(-80, 81, dtype=jnp.{dt}) / 8)"))
     # Activations and divisions of integers: the result dtype follows JAX's promotion (float32
     # for int32 even with x64 on, except where a weakly typed float joins in).
     i = arr(["-2", "0", "3"], "int32")

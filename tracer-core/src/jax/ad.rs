@@ -653,11 +653,11 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     }
                 }
                 // `jnp.logaddexp`'s custom_jvp: ∂x = exp(x - out), ∂y = exp(y - out), with
-                // infinities replaced by 0 first (`_replace_inf`).
+                // +inf (only +inf: `_replace_inf` compares with `inf`) replaced by 0 first, so
+                // (-inf, -inf) gives exp(-inf - -inf) = NaN as in JAX.
                 BinaryPrim::Logaddexp => {
                     let finite_or_zero = |interp: &mut Interp, v: &Rc<Array>| -> AdResult<Rc<Array>> {
-                        let magnitude = unary(interp, UnaryPrim::Abs, v)?;
-                        let inf = compare(interp, CmpPrim::Eq, &magnitude, &scalar(f64::INFINITY, &v.aval))?;
+                        let inf = compare(interp, CmpPrim::Eq, v, &scalar(f64::INFINITY, &v.aval))?;
                         let zeros = broadcast_to(interp, &konst(0.0, &v.aval), &v.aval.shape)?;
                         bind(interp, Prim::Select, &[inf, v.clone(), zeros], v.aval.clone())
                     };

@@ -1754,6 +1754,23 @@ fn trace(interp: &mut Interp, a: &Rc<Array>, offset: i64, axis1: usize, axis2: u
     reduce(interp, &kept, ReduceOp::Sum, Some(vec![nd - 2, nd - 1]), false, dtype)
 }
 
+/// `jax.nn.logsumexp` as JAX computes it: the finite maximum, held constant for AD, is taken
+/// out before the exponentials and added back after the log.
+fn logsumexp(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
+    let amax = reduce(interp, a, ReduceOp::Max, axes.clone(), true, None)?;
+    let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
+    let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
+    let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
+    let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
+    let shifted = binary_prim(interp, BinaryPrim::Sub, a, &amax)?;
+    let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+    let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
+    let log = unary_prim(interp, UnaryPrim::Log, &total)?;
+    let shape = log.aval.shape.clone();
+    let amax = reshape_raw(interp, &amax, &shape)?;
+    binary_prim(interp, BinaryPrim::Add, &log, &amax)
+}
+
 fn a_is_inexact(args: &[Value]) -> bool {
     matches!(args.first(), Some(Value::Array(a)) if a.aval.dtype.is_inexact())
 }
@@ -2551,7 +2568,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(w) => {
                     let w = arr_or_unknown!(interp, w);
                     let (ops, dt, _) = promote_broadcast(interp, &[a.clone(), w.clone()])?;
-                    let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
+                    // `promote_dtypes_inexact`: int32 and narrower become float32 even with x64.
+                    let float = dt.dtype.to_inexact();
                     let (a, mut w) = (convert(interp, &ops[0], float, dt.weak)?, convert(interp, &ops[1], float, dt.weak)?);
                     if a.aval.shape != w.aval.shape {
                         let Some(ax) = axes.clone() else {
@@ -3428,20 +3446,51 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
                 return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
             }
-            // As jax.nn.logsumexp computes it: the finite maximum, held constant for AD, is
-            // taken out before the exponentials and added back after the log.
-            let amax = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
-            let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
-            let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
-            let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
-            let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
-            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &amax)?;
-            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
-            let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
-            let log = unary_prim(interp, UnaryPrim::Log, &total)?;
-            let shape = log.aval.shape.clone();
-            let amax = reshape_raw(interp, &amax, &shape)?;
-            binary_prim(interp, BinaryPrim::Add, &log, &amax).map(Value::Array)
+            logsumexp(interp, &a, axes, keepdims).map(Value::Array)
+        }
+        // `lse - log(count)`, the count converted to the result's dtype (a constant, so its
+        // log is what XLA's `log` gives for it).
+        F::NnLogmeanexp if p.get(usize::MAX, "where").is_none() => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let n: usize = match &axes {
+                Some(ax) => ax.iter().map(|&i| a.aval.shape[i]).product(),
+                None => a.aval.shape.iter().product(),
+            };
+            let lse = logsumexp(interp, &a, axes, keepdims)?;
+            let count = full(interp, &[], n as f64, lse.aval.dtype)?;
+            let log_count = unary_prim(interp, UnaryPrim::Log, &count)?;
+            binary_prim(interp, BinaryPrim::Sub, &lse, &log_count).map(Value::Array)
+        }
+        // `where(x < log(2), log(-expm1(-x)), log1p(-exp(-x)))`, with `log(2.0)` a float32 (or
+        // float64) constant as JAX binds it. Its derivative is its `custom_jvp` rule
+        // (`g / expm1(x)`), not that of these equations: derivatives through it stay unknown.
+        F::NnLog1mexp => {
+            let x = arr!(0, "x");
+            let x = inexact(interp, &x)?;
+            for t in interp.jax.traces.iter_mut().filter(|t| !t.kind.is_staging()) {
+                t.custom_rule = true;
+            }
+            let two = Array::scalar(2.0, x.aval.dtype, false);
+            let c = unary_prim(interp, UnaryPrim::Log, &two)?;
+            let small = compare_arrays(interp, CmpPrim::Lt, &x, &c)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Expm1, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let near = unary_prim(interp, UnaryPrim::Log, &e)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let far = unary_prim(interp, UnaryPrim::Log1p, &e)?;
+            where3(interp, &small, &near, &far).map(Value::Array)
+        }
+        F::NnLogmeanexp => {
+            let a = arr!(0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+            bind1(interp, Prim::Opaque("logmeanexp"), &[a], r.aval.clone()).map(Value::Array)
         }
         F::NnOneHot => {
             let a = arr!(0, "x");

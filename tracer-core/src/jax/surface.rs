@@ -322,6 +322,8 @@ surface! {
     NnSoftmax = "jax.nn"."softmax",
     NnLogSoftmax = "jax.nn"."log_softmax",
     NnLogsumexp = "jax.nn"."logsumexp",
+    NnLogmeanexp = "jax.nn"."logmeanexp",
+    NnLog1mexp = "jax.nn"."log1mexp",
     NnOneHot = "jax.nn"."one_hot",
     NnStandardize = "jax.nn"."standardize",
     NnTanh = "jax.nn"."tanh",
