@@ -216,6 +216,8 @@ pub fn gather(
     for p in places {
         values.push(match p {
             Some(p) => data[p],
+            // Nothing to clamp to on an empty axis: not computed.
+            None if mode != IndexMode::FillOrDrop => return None,
             None => *fill_v.get_or_insert(fill_element(fill, dtype)?),
         });
     }
