@@ -562,6 +562,40 @@ def rows(x64):
         out.append(("scatter", f"{m}.at[1, jnp.array([0, 3, 4])].add(7)"))
         out.append(("scatter", f"({v}).at[3].set(-1)"))
         out.append(("scatter", f"({v}).at[2:5].add(1)"))
+        # `mode=` and `fill_value=`: `jnp.take` fills by default (NaN, the integer minimum),
+        # clamps the indices as given under "clip" and wraps them under "wrap"; `.at[].get`
+        # and `take_along_axis` read JAX's `GatherScatterMode`; `.at[]` updates clamp or drop.
+        oob = "jnp.array([1, 12, -1, -11])"
+        out.append(("gather", f"({v}).take({oob})"))
+        out.append(("gather", f"({v}).take({oob}, mode='clip')"))
+        out.append(("gather", f"({v}).take({oob}, mode='wrap')"))
+        out.append(("gather", f"jnp.take({v}, {oob}, fill_value=7)"))
+        out.append(("gather", f"{m}.take(jnp.array([0, 4, -5, 2]), axis=1, mode='fill', fill_value=-7)"))
+        out.append(("gather", f"{m}.take(jnp.array([[0, 13], [-1, 5]]))"))
+        for mode in ["'fill', fill_value=5", "'drop'", "'clip'", "'promise_in_bounds'"]:
+            out.append(("gather", f"({v}).at[{oob}].get(mode={mode})"))
+        out.append(("gather", f"{m}.at[jnp.array([1, 9]), 1:3].get(mode='fill', fill_value=-3)"))
+        out.append(("gather", f"{m}.at[jnp.array([0, 2]), jnp.array([1, -9])].get(mode='fill', fill_value=-3)"))
+        out.append(("gather", f"{m}.at[7].get(mode='fill', fill_value=-3)"))
+        out.append(("gather", f"{m}.at[1, 6].get(mode='clip')"))
+        ix2 = "jnp.array([[0, 5], [-1, 2], [-5, 3]])"
+        out.append(("gather", f"jnp.take_along_axis({m}, {ix2}, axis=1)"))
+        out.append(("gather", f"jnp.take_along_axis({m}, {ix2}, axis=1, mode='clip')"))
+        out.append(("gather", f"jnp.take_along_axis({m}, {ix2}, axis=1, mode='fill', fill_value=-1)"))
+        for mode in ["'clip'", "'drop'", "'promise_in_bounds'"]:
+            out.append(("scatter", f"({v}).at[{oob}].set(100, mode={mode})"))
+            out.append(("scatter", f"({v}).at[{oob}].add(1000, mode={mode})"))
+            out.append(("scatter", f"({v}).at[{oob}].mul(2, mode={mode})"))
+        out.append(("scatter", f"{m}.at[1, 7].add(100, mode='clip')"))
+        out.append(("scatter", f"({v}).at[jnp.array([1, 2, 2, 14])].divide(2)"))
+        out.append(("scatter", f"({v}).at[jnp.array([1, 2, 2, 14])].power(2)"))
+    # The default fill of the unsigned and bool dtypes, and a fill converted to the dtype.
+    for dt in ["uint8", "uint32", "bool"] + (["int64"] if x64 else []):
+        v = f"(jnp.arange(10, dtype=jnp.{dt}) * 3)" if dt != "bool" else "(jnp.arange(10) % 3 == 0)"
+        out.append(("gather", f"{v}.take(jnp.array([1, 12, -1, -11]))"))
+        out.append(("gather", f"{v}.take(jnp.array([1, 12, -1, -11]), mode='fill', fill_value=-99)"))
+        out.append(("gather", f"{v}.take(jnp.array([1, 12]), mode='fill', fill_value=2.7)"))
+        out.append(("gather", f"{v}.at[jnp.array([1, 12])].get(mode='drop')"))
     # XLA's Lanczos lgamma/digamma away from the table's edge values, and lgamma's derivative.
     for dt in floats:
         g = f"jnp.array([0.1, 1.0, 1.5, 2.0, 4.5, 10.25, 33.0, -0.75, -4.2, -10.5], dtype=jnp.{dt})"
@@ -760,6 +794,21 @@ def rows(x64):
             out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{ix}].multiply(u, unique_indices=True) ** 2))({u})"))
             out.append(("scatter", f"jax.jvp(lambda x, u: x.at[{ix}].multiply(u, unique_indices=True), ({x}, {u}), ({w}, {u} * 2))[1]"))
         out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[jnp.array(2)].multiply(u) ** 2))({u}[0])"))
+    # Derivatives through `mode=`: JAX's gather transposes to a scatter-add in the same mode,
+    # which drops out-of-bounds indices under PROMISE_IN_BOUNDS (`x[idx]`, whose forward pass
+    # clamps them) and FILL_OR_DROP; tangents and cotangents are gathered with a fill of 0.
+    for dt in floats:
+        x = f"jnp.array([3.0, 1.0, 2.0, -4.0, 0.5], dtype=jnp.{dt})"
+        w = f"jnp.arange(1, 5, dtype=jnp.{dt})"
+        oob = "jnp.array([1, 7, -1, -6])"
+        for get in [f"x[{oob}]", f"jnp.take(x, {oob})", f"jnp.take(x, {oob}, mode='clip')", f"jnp.take(x, {oob}, mode='wrap')",
+                    f"jnp.take(x, {oob}, mode='fill', fill_value=2.0)", f"x.at[{oob}].get(mode='clip')", f"x.at[{oob}].get(mode='fill', fill_value=-1.0)"]:
+            out.append(("gather", f"jax.grad(lambda x: jnp.sum({get} * {w}))({x})"))
+            out.append(("gather", f"jax.jvp(lambda x: {get} * {w}, ({x},), ({x} + 1,))[1]"))
+        for mode in ["None", "'clip'", "'drop'", "'promise_in_bounds'"]:
+            out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{oob}].add(u, mode={mode}) * jnp.arange(5, dtype=jnp.{dt})))({w})"))
+            out.append(("scatter", f"jax.grad(lambda x: jnp.sum(x.at[{oob}].add({w}, mode={mode}) ** 2))({x})"))
+        out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{oob}].multiply(u, unique_indices=True, mode='clip') ** 2))({w})"))
     return out
 
 

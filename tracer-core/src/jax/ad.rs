@@ -844,7 +844,12 @@ fn jvp(
                 return Err(no_rule(eqn));
             }
             let operands: Vec<Rc<Array>> = std::iter::once(t.clone()).chain(ins[1..].iter().cloned()).collect();
-            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            // JAX's `_gather_jvp_rule` gathers the tangent with a fill of 0.
+            let prim = match &eqn.prim {
+                Prim::Gather { mode, index, .. } => zero_fill_gather(*mode, index),
+                other => other.clone(),
+            };
+            bind(interp, prim, &operands, out_aval.clone())?
         }
         // `scatter-add`, `scatter` (set) and `dynamic_update_slice` are linear in (operand,
         // updates) together.
@@ -903,6 +908,13 @@ fn jvp(
         _ => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
+}
+
+/// The gather JAX's rules bind on tangents and cotangents (`_gather_jvp_rule`, the
+/// transposes of `scatter-add` and `scatter-mul`): the equation's mode with `fill_value=0`,
+/// so what `FILL_OR_DROP` fills or drops gets a zero derivative.
+fn zero_fill_gather(mode: super::ir::IndexMode, index: &[IndexItem]) -> Prim {
+    Prim::Gather { mode, fill_value: Some(super::ir::FillValue::Int(0)), index: index.to_vec() }
 }
 
 /// JAX differentiates `scatter-mul` with respect to its updates only when the equation says
@@ -988,7 +1000,9 @@ impl ExtremalScatter {
 
     fn gather(&self, interp: &mut Interp, a: &Rc<Array>) -> AdResult<Rc<Array>> {
         let operands: Vec<Rc<Array>> = std::iter::once(a.clone()).chain(self.indices.iter().cloned()).collect();
-        let prim = Prim::Gather { mode: self.mode, index: self.index.clone() };
+        // `lax.gather`'s defaults, as `_scatter_extremal_jvp` calls it: `FILL_OR_DROP` with
+        // the dtype's fill (NaN for floats).
+        let prim = Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, fill_value: None, index: self.index.clone() };
         bind(interp, prim, &operands, a.aval.with_shape(&self.selected))
     }
 
@@ -1982,7 +1996,7 @@ fn transpose(
             }
         }
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
-        Prim::Gather { mode, index } => {
+        Prim::Gather { mode, index, .. } => {
             if active[0] {
                 // Into strongly typed zeros, as JAX's `_gather_transpose_rule`.
                 let mut operands = vec![zeros(interp, &ins[0].aval.clone().weak(false))?, g.clone()];
@@ -2035,7 +2049,7 @@ fn transpose(
                 let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
                 let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
-                let prim = Prim::Gather { mode: *mode, index: index.clone() };
+                let prim = zero_fill_gather(*mode, index);
                 let picked = bind(interp, prim, &operands, g.aval.with_shape(&selected))?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
@@ -2049,7 +2063,7 @@ fn transpose(
                 let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let gx = binary(interp, BinaryPrim::Mul, g, &ins[0])?;
                 let operands: Vec<Rc<Array>> = std::iter::once(gx.clone()).chain(ins[2..].iter().cloned()).collect();
-                let prim = Prim::Gather { mode: *mode, index: index.clone() };
+                let prim = zero_fill_gather(*mode, index);
                 let picked = bind(interp, prim, &operands, gx.aval.with_shape(&selected))?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
@@ -2626,7 +2640,7 @@ mod tests {
             Prim::ArgReduce { op: crate::jax::ir::ArgOp::Max, axis: 0, index_dtype: DType::I32 },
             Prim::Sort { dimension: 0, num_keys: 1 },
             Prim::DotGeneral { lhs_contract: vec![1], rhs_contract: vec![0], lhs_batch: vec![], rhs_batch: vec![] },
-            Prim::Gather { mode: IndexMode::Clip, index: vec![IndexItem::Array] },
+            Prim::Gather { mode: IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array] },
             Prim::TopK { k: 1 },
             Prim::RandomBits { shape: vec![] },
             Prim::RandomSeed,

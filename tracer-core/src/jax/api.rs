@@ -9,7 +9,7 @@ use super::array::Array;
 use super::aval::{shape_tuple, Aval};
 use super::dtypes::{self, DType};
 use super::eval_control::{Body, Loop};
-use super::ir::{Jaxpr, Prim};
+use super::ir::{IndexMode, Jaxpr, Prim};
 use super::numpy::{self as jnp, operand, Operand};
 use super::surface::JaxFn;
 use super::{bind1, bind_with_bodies, TraceKind};
@@ -1195,13 +1195,24 @@ pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
 }
 
 fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    if op == "divide" || op == "power" {
+        // JAX: `x / ones_like(x).at[idx].multiply(u)` and `x ** ones_like(x).at[idx].multiply(u)`.
+        let ones = jnp::call(interp, super::surface::JaxFn::OnesLike, vec![Value::Array(array.clone())], Vec::new())?;
+        let Value::Array(ones) = ones else { return Ok(ones) };
+        let factor = at_update(interp, &ones, index, "mul", args, kwargs)?;
+        let bin = if op == "divide" { crate::syntax::ast::BinOp::Div } else { crate::syntax::ast::BinOp::Pow };
+        return jnp::binary_op(interp, bin, &Value::Array(array.clone()), &factor);
+    }
+    let kwarg = |name: &str| kwargs.iter().find(|(k, _)| &**k == name).map(|(_, v)| v.clone()).filter(|v| !v.is_none());
+    let (mode_arg, fill_arg) = (kwarg("mode"), kwarg("fill_value"));
     // TL206: a static out-of-bounds index is dropped silently by scatter (checked before the
-    // gather below, whose own TL206 would otherwise speak of clamping).
+    // gather below, whose own TL206 would otherwise speak of clamping); `mode='clip'` clamps it.
+    let clips = matches!(&mode_arg, Some(Value::Str(m)) if &**m == "clip");
     let items: Vec<Value> = match index {
         Value::Tuple(t) => (**t).clone(),
         other => vec![other.clone()],
     };
-    for (dim, it) in items.iter().enumerate().filter(|_| op != "get") {
+    for (dim, it) in items.iter().enumerate().filter(|_| op != "get" && !clips) {
         if let Value::Int(i) = it {
             if let Some(&n) = array.aval.shape.get(dim) {
                 if *i >= n as i64 || *i < -(n as i64) {
@@ -1214,10 +1225,39 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
             }
         }
     }
-    let selected = jnp::getitem(interp, array, index)?;
     if op == "get" {
-        return Ok(selected);
+        // Without `mode=`, `.at[idx].get()` is `x[idx]` (`PROMISE_IN_BOUNDS`, which clamps).
+        if mode_arg.is_none() {
+            return jnp::getitem(interp, array, index);
+        }
+        let Some((mode, fill_value)) =
+            jnp::gather_mode(interp, mode_arg.as_ref(), fill_arg.as_ref(), array.aval.dtype, IndexMode::FillOrDrop)?
+        else {
+            return Ok(Value::opaque("`.at[].get` with an unknown mode or fill_value"));
+        };
+        // A static index out of bounds, or an index array: a gather in the mode asked for.
+        let static_out_of_bounds = items.iter().enumerate().any(|(d, it)| match (it, array.aval.shape.get(d)) {
+            (Value::Int(i), Some(&n)) => *i >= n as i64 || *i < -(n as i64),
+            _ => false,
+        });
+        let (plan, arrays) = scatter_index(interp, array, &items)?;
+        let plan = match plan {
+            Some(plan) if !arrays.is_empty() || static_out_of_bounds => plan,
+            _ => return jnp::getitem(interp, array, index),
+        };
+        let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
+        let shape = super::indexing::selection_shape(&array.aval.shape, &plan, &shapes)
+            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        let mut ins = vec![array.clone()];
+        ins.extend(arrays);
+        let prim = Prim::Gather { mode, fill_value, index: plan };
+        return bind1(interp, prim, &ins, array.aval.with_shape(&shape)).map(Value::Array);
     }
+    let mode = match jnp::gather_mode(interp, mode_arg.as_ref(), None, array.aval.dtype, IndexMode::FillOrDrop)? {
+        Some((mode, _)) => mode,
+        None => return Ok(Value::opaque("`.at[]` update with an unknown mode")),
+    };
+    let selected = jnp::getitem(interp, array, index)?;
     let upd = args.into_iter().next().unwrap_or(Value::None);
     let u = match operand(interp, &upd)? {
         Operand::Array(u) => u,
@@ -1247,7 +1287,7 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
     let unique_indices = promised || arrays.iter().all(|a| a.aval.ndim() == 0);
     let mut ins = vec![array.clone(), u];
     ins.extend(arrays);
-    let prim = Prim::Scatter { op: sop, mode: super::ir::IndexMode::FillOrDrop, index, unique_indices };
+    let prim = Prim::Scatter { op: sop, mode, index, unique_indices };
     bind1(interp, prim, &ins, array.aval.clone()).map(Value::Array)
 }
 

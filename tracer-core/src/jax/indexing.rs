@@ -3,10 +3,14 @@
 //! (`x[idx]` reads those places, `x.at[idx].add(u)` writes them).
 //!
 //! JAX's semantics, checked by rows of tests/conformance/gen_ops_golden.py:
-//! - negative indices count from the end (`-1` is the last element);
-//! - `gather` (`x[idx]`) clamps an index still out of bounds to the nearest end;
-//! - `scatter` (`x.at[idx].op(u)`) drops an update whose index is out of bounds
-//!   (`FillOrDrop`, the default of `.at[]`), and clamps it under `Clip`;
+//! - negative indices count from the end (`-1` is the last element), except in an
+//!   `IndexItem::RawArray` (`jnp.take(mode='clip')`), where they are out of bounds;
+//! - `gather` (`x[idx]`) clamps an index still out of bounds to the nearest end under `Clip`
+//!   and `PromiseInBounds` (`x[idx]`), and reads the fill value under `FillOrDrop`
+//!   (`jnp.take`'s default);
+//! - `scatter` (`x.at[idx].op(u)`) drops an update whose index is out of bounds under
+//!   `FillOrDrop` (the default of `.at[]`) and `PromiseInBounds` (as XLA on CPU does), and
+//!   clamps it under `Clip`;
 //! - updates apply in the row-major order of the selection: duplicate indices accumulate for
 //!   `add`/`mul`/`min`/`max`, and the last one wins for `set`.
 
@@ -17,7 +21,7 @@ use ndarray::{ArrayD, IxDyn};
 use super::array::NdData;
 use super::dtypes::DType;
 use super::eval::wrap_int;
-use super::ir::{IndexItem, IndexMode, ScatterOp};
+use super::ir::{FillValue, IndexItem, IndexMode, ScatterOp};
 
 /// What one axis of a selection ranges over.
 #[derive(Clone, Copy)]
@@ -48,7 +52,7 @@ fn selection(shape: &[usize], items: &[IndexItem], index_shapes: &[&[usize]]) ->
     if used > shape.len() {
         return Err(format!("Too many indices: {}-dimensional array indexed with {used} regular indices.", shape.len()));
     }
-    if items.iter().filter(|i| matches!(i, IndexItem::Array)).count() != index_shapes.len() {
+    if items.iter().filter(|i| i.is_array()).count() != index_shapes.len() {
         return Err("index arrays do not match the indexing expression".into());
     }
     let mut items = items.to_vec();
@@ -66,12 +70,8 @@ fn selection(shape: &[usize], items: &[IndexItem], index_shapes: &[&[usize]]) ->
     let broadcast = super::numpy::broadcast_shapes(index_shapes)?.to_vec();
     let any_array = !index_shapes.is_empty();
     // With an index array present, static integers are advanced indices too (NumPy).
-    let advanced: Vec<usize> = items
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| matches!(i, IndexItem::Array) || (any_array && matches!(i, IndexItem::Int(_))))
-        .map(|(p, _)| p)
-        .collect();
+    let advanced: Vec<usize> =
+        items.iter().enumerate().filter(|(_, i)| i.is_array() || (any_array && matches!(i, IndexItem::Int(_)))).map(|(p, _)| p).collect();
     let adjacent = advanced.windows(2).all(|w| w[1] == w[0] + 1);
     let advanced_axes = (0..broadcast.len()).map(SelectionAxis::Advanced);
     let mut axes = Vec::new();
@@ -99,9 +99,9 @@ fn selection(shape: &[usize], items: &[IndexItem], index_shapes: &[&[usize]]) ->
 }
 
 /// For each element of `x[items]` in row-major order, its flat (row-major) offset in `x`;
-/// `None` where an index is out of bounds and `mode` drops it. `None` overall when the
+/// `None` where an index is out of bounds and not `clamp`ed. `None` overall when the
 /// indexing does not fit the operand.
-fn positions(shape: &[usize], items: &[IndexItem], indices: &[Rc<NdData>], mode: IndexMode) -> Option<(Vec<usize>, Vec<Option<usize>>)> {
+fn positions(shape: &[usize], items: &[IndexItem], indices: &[Rc<NdData>], clamp: bool) -> Option<(Vec<usize>, Vec<Option<usize>>)> {
     let index_shapes: Vec<&[usize]> = indices.iter().map(|i| i.shape()).collect();
     let sel = selection(shape, items, &index_shapes).ok()?;
     let views: Vec<_> = indices.iter().map(|i| i.broadcast(IxDyn(&sel.broadcast))).collect::<Option<_>>()?;
@@ -118,12 +118,12 @@ fn positions(shape: &[usize], items: &[IndexItem], indices: &[Rc<NdData>], mode:
             SelectionAxis::Advanced(_) => advanced_axes.push(a),
         }
     }
-    let resolve = |i: i64, n: usize| -> Option<usize> {
+    let resolve = |i: i64, n: usize, from_end: bool| -> Option<usize> {
         let n = n as i64;
-        let i = if i < 0 { i + n } else { i };
+        let i = if i < 0 && from_end { i + n } else { i };
         if (0..n).contains(&i) {
             Some(i as usize)
-        } else if mode == IndexMode::FillOrDrop || n == 0 {
+        } else if !clamp || n == 0 {
             None
         } else {
             Some(i.clamp(0, n - 1) as usize)
@@ -139,12 +139,12 @@ fn positions(shape: &[usize], items: &[IndexItem], indices: &[Rc<NdData>], mode:
         for (p, item) in sel.items.iter().enumerate() {
             let Some(d) = sel.dims[p] else { continue };
             let i = match *item {
-                IndexItem::Int(i) => resolve(i, shape[d]),
+                IndexItem::Int(i) => resolve(i, shape[d], true),
                 IndexItem::Slice { start, step, .. } => usize::try_from(start + at[axis_of_item[p]] as i64 * step).ok(),
-                IndexItem::Array => {
+                IndexItem::Array | IndexItem::RawArray => {
                     let v = views[next_array][IxDyn(&advanced_ix)];
                     next_array += 1;
-                    resolve(v as i64, shape[d])
+                    resolve(v as i64, shape[d], *item == IndexItem::Array)
                 }
                 IndexItem::NewAxis => Some(0),
             };
@@ -173,24 +173,60 @@ fn flat(a: &NdData) -> Vec<f64> {
     a.as_standard_layout().iter().copied().collect()
 }
 
-/// `x[items]` (the `gather` kernel). An index out of bounds under `FillOrDrop` would read a
-/// fill value the primitive does not carry, so the value is then not computed.
-pub fn gather(a: &NdData, indices: &[Rc<NdData>], items: &[IndexItem], mode: IndexMode, out_shape: &[usize]) -> Option<NdData> {
+/// The value a `FillOrDrop` gather of `dtype` reads out of bounds, converted to the dtype
+/// as `lax.full_like` converts it (`-99` is 157 in uint8, `2.7` is 2 in int32); JAX's
+/// default when `fill` is `None`. `None` where the value does not fit the `f64` data (the
+/// int64 minimum, the uint64 maximum).
+pub fn fill_element(fill: Option<FillValue>, dtype: DType) -> Option<f64> {
+    use super::eval::{float_to_int, round_to};
+    let v = match (fill, dtype) {
+        (None, DType::Bool) => 1.0,
+        (None, _) if dtype.is_signed_integer() => float_to_int(f64::NEG_INFINITY, dtype),
+        (None, _) if dtype.is_integer() => float_to_int(f64::INFINITY, dtype),
+        (None, _) => f64::NAN,
+        (Some(FillValue::Int(i)), _) if dtype.is_integer() => wrap_int(i, dtype),
+        (Some(FillValue::Float(f)), _) if dtype.is_integer() => float_to_int(f, dtype),
+        (Some(f), _) => round_to(f.as_f64(), dtype),
+    };
+    // The f64 data holds int64 values exactly below 2**53 only (`eval::exact_in_f64`).
+    (!dtype.is_integer() || v.abs() < 2f64.powi(53)).then_some(v)
+}
+
+/// `x[items]` (the `gather` kernel): an out-of-bounds index reads `fill` under
+/// `FillOrDrop` (see `fill_element`) and the nearest element otherwise.
+pub fn gather(
+    a: &NdData,
+    indices: &[Rc<NdData>],
+    items: &[IndexItem],
+    mode: IndexMode,
+    fill: Option<FillValue>,
+    dtype: DType,
+    out_shape: &[usize],
+) -> Option<NdData> {
     if indices.iter().map(|i| i.len()).any(|n| n > MAX_SELECTION) {
         return None;
     }
-    let (shape, places) = positions(a.shape(), items, indices, mode)?;
+    let (shape, places) = positions(a.shape(), items, indices, mode != IndexMode::FillOrDrop)?;
     if shape != out_shape || places.len() > MAX_SELECTION {
         return None;
     }
     let data = flat(a);
-    let values = places.into_iter().map(|p| p.map(|p| data[p])).collect::<Option<Vec<f64>>>()?;
+    let mut fill_v = None;
+    let mut values = Vec::with_capacity(places.len());
+    for p in places {
+        values.push(match p {
+            Some(p) => data[p],
+            // Nothing to clamp to on an empty axis: not computed.
+            None if mode != IndexMode::FillOrDrop => return None,
+            None => *fill_v.get_or_insert(fill_element(fill, dtype)?),
+        });
+    }
     ArrayD::from_shape_vec(IxDyn(&shape), values).ok()
 }
 
 /// `x.at[items].op(updates)` (the `scatter` kernels): `updates` broadcast to the selection's
-/// shape and applied in its row-major order; out-of-bounds updates dropped under
-/// `FillOrDrop`. Integer `add`/`mul` wrap as XLA's do.
+/// shape and applied in its row-major order; out-of-bounds updates dropped, except under
+/// `Clip`. Integer `add`/`mul` wrap as XLA's do.
 pub fn scatter(
     op: ScatterOp,
     a: &NdData,
@@ -200,7 +236,7 @@ pub fn scatter(
     mode: IndexMode,
     dtype: DType,
 ) -> Option<NdData> {
-    let (shape, places) = positions(a.shape(), items, indices, mode)?;
+    let (shape, places) = positions(a.shape(), items, indices, mode == IndexMode::Clip)?;
     if places.len() > MAX_SELECTION {
         return None;
     }

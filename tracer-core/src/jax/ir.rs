@@ -126,8 +126,13 @@ pub enum Prim {
     },
     /// NumPy indexing with integer arrays (`x[idx]`, `x[1:, idx]`, `jnp.take`): the inputs
     /// are the operand and then one integer array per `IndexItem::Array` of `index`.
+    /// An out-of-bounds index reads the nearest element under `Clip` and `PromiseInBounds`
+    /// (what XLA does for both) and `fill_value` under `FillOrDrop` (`None`: JAX's default
+    /// for the dtype, NaN for floats, the minimum of a signed and the maximum of an unsigned
+    /// integer dtype, `True`).
     Gather {
         mode: IndexMode,
+        fill_value: Option<FillValue>,
         index: Vec<IndexItem>,
     },
     /// `x.at[index].set/add/mul/min/max(updates)`: the inputs are the operand, the updates
@@ -295,8 +300,56 @@ pub enum IndexItem {
     Slice { start: i64, len: usize, step: i64 },
     /// The next integer index array among the equation's inputs.
     Array,
+    /// The next index array, whose negative entries do not count from the end: they are out
+    /// of bounds (`jnp.take(x, idx, mode='clip')` clamps them to 0, as JAX does).
+    RawArray,
     /// `None`: a new axis of size 1.
     NewAxis,
+}
+
+impl IndexItem {
+    /// Whether the item takes the next index array among the equation's inputs.
+    pub fn is_array(&self) -> bool {
+        matches!(self, IndexItem::Array | IndexItem::RawArray)
+    }
+}
+
+/// The `fill_value` of a `gather` as JAX prints it (the Python value given, or the default
+/// `jnp` resolves for the dtype).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FillValue {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+}
+
+impl FillValue {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            FillValue::Int(i) => i as f64,
+            FillValue::Float(f) => f,
+            FillValue::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            FillValue::Int(i) => i.to_string(),
+            FillValue::Float(f) => crate::interp::value::repr_float(f),
+            FillValue::Bool(b) => if b { "True" } else { "False" }.into(),
+        }
+    }
+}
+
+impl IndexMode {
+    /// `GatherScatterMode.CLIP`, as JAX prints the parameter.
+    pub fn text(self) -> &'static str {
+        match self {
+            IndexMode::Clip => "GatherScatterMode.CLIP",
+            IndexMode::FillOrDrop => "GatherScatterMode.FILL_OR_DROP",
+            IndexMode::PromiseInBounds => "GatherScatterMode.PROMISE_IN_BOUNDS",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -494,6 +547,12 @@ impl Prim {
             Prim::Cumulative { axis, reverse, .. } => format!("axis={axis} reverse={}", if *reverse { "True" } else { "False" }),
             Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
                 format!("dimension_numbers=(({}, {}), ({}, {}))", list(lhs_contract), list(rhs_contract), list(lhs_batch), list(rhs_batch))
+            }
+            Prim::Gather { mode, fill_value, .. } => {
+                format!("fill_value={} mode={}", fill_value.map_or("None".to_string(), FillValue::text), mode.text())
+            }
+            Prim::Scatter { mode, unique_indices, .. } => {
+                format!("mode={} unique_indices={}", mode.text(), if *unique_indices { "True" } else { "False" })
             }
             Prim::Pjit { name } => format!("name={name}"),
             Prim::Scan { length, reverse, num_carry } => {

@@ -10,7 +10,7 @@ use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, LinalgOp, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -615,6 +615,66 @@ pub fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool>
 }
 
 /// `int(x)` / `float(x)` on an array.
+/// `fill_value=` of a gather: `None` when not given, `Some(None)` when given but not a
+/// Python scalar tracelens knows.
+fn fill_arg(v: Option<&Value>) -> Option<Option<FillValue>> {
+    Some(match v? {
+        Value::Bool(b) => Some(FillValue::Bool(*b)),
+        Value::Int(i) => Some(FillValue::Int(i128::from(*i))),
+        Value::Float(f) => Some(FillValue::Float(*f)),
+        _ => None,
+    })
+}
+
+/// The fill JAX's `jnp` functions resolve for `fill_value=None` in "fill" mode (`_gather`
+/// and `jnp.take`): NaN for inexact dtypes, the minimum of a signed and the maximum of an
+/// unsigned integer dtype, `True`.
+pub fn default_fill(dtype: DType) -> FillValue {
+    if dtype.is_bool() {
+        FillValue::Bool(true)
+    } else if dtype.is_integer() {
+        let bound = if dtype.is_signed_integer() { f64::NEG_INFINITY } else { f64::INFINITY };
+        match dtype {
+            DType::I64 => FillValue::Int(i128::from(i64::MIN)),
+            DType::U64 => FillValue::Int(i128::from(u64::MAX)),
+            _ => FillValue::Int(super::eval::float_to_int(bound, dtype) as i128),
+        }
+    } else {
+        FillValue::Float(f64::NAN)
+    }
+}
+
+/// `mode=` and `fill_value=` of `.at[idx].get/set/...` and `take_along_axis`, as
+/// `GatherScatterMode.from_any` reads the mode (`default` when it is `None`), with JAX's
+/// `ValueError` for an unknown one. The fill only counts under `FillOrDrop`, where `None`
+/// is JAX's default for the dtype. `None` overall for a mode or fill tracelens cannot read.
+pub fn gather_mode(
+    interp: &mut Interp,
+    mode: Option<&Value>,
+    fill: Option<&Value>,
+    dtype: DType,
+    default: IndexMode,
+) -> PyResult<Option<(IndexMode, Option<FillValue>)>> {
+    let mode = match mode {
+        None => default,
+        Some(Value::Str(m)) => match &**m {
+            "clip" => IndexMode::Clip,
+            "fill" | "drop" => IndexMode::FillOrDrop,
+            "promise_in_bounds" => IndexMode::PromiseInBounds,
+            other => return Err(interp.value_error(format!("Unknown gather mode \"{other}\""))),
+        },
+        Some(_) => return Ok(None),
+    };
+    if mode != IndexMode::FillOrDrop {
+        return Ok(Some((mode, None)));
+    }
+    Ok(match fill_arg(fill) {
+        None => Some((mode, Some(default_fill(dtype)))),
+        Some(Some(f)) => Some((mode, Some(f))),
+        Some(None) => None,
+    })
+}
+
 /// `a` read at `sources[d][i]` along each axis `d`: a gather whose index arrays are
 /// constants (`tile`, `repeat`, `roll`); the output's shape is the lengths of `sources`.
 fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<Vec<usize>>) -> PyResult<Rc<Array>> {
@@ -631,7 +691,7 @@ fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<Vec<usize>>)
             .map_err(|e| interp.value_error(e.to_string()))?;
         ins.push(Array::ready(Aval::new(&s, DType::I32), data));
     }
-    let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: vec![IndexItem::Array; nd] };
+    let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array; nd] };
     bind1(interp, prim, &ins, a.aval.with_shape(&shape))
 }
 
@@ -1420,7 +1480,7 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
-        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: plan };
+        let prim = Prim::Gather { mode: super::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
         return bind1(interp, prim, &ins, a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
     }
     let full_slice =
@@ -1434,7 +1494,7 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
         // A negative step: the same selection as a gather without index arrays.
         let shape =
             super::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
-        let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: plan };
+        let prim = Prim::Gather { mode: super::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
         return bind1(interp, prim, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
     }
     let final_shape: Vec<usize> = out_shape;
@@ -3224,35 +3284,58 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Take => {
             let a = arr!(0, "a");
-            let ix = arr!(1, "indices");
-            match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
-                Some(ax) => {
-                    let mut shape: Vec<usize> = a.aval.shape[..ax[0]].to_vec();
-                    shape.extend(ix.aval.shape.iter().copied());
-                    shape.extend(a.aval.shape[ax[0] + 1..].iter().copied());
-                    let mut index: Vec<IndexItem> =
-                        a.aval.shape[..ax[0]].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
-                    index.push(IndexItem::Array);
-                    bind1(
-                        interp,
-                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index },
-                        &[a.clone(), ix],
-                        a.aval.with_shape(&shape),
-                    )
-                    .map(Value::Array)
-                }
+            let mut ix = arr!(1, "indices");
+            let axis = axes_arg(interp, p.get(2, "axis"), a.aval.ndim())?.map(|ax| ax[0]);
+            let (src, n) = match axis {
+                Some(ax) => (a.clone(), a.aval.shape[ax]),
+                // `axis=None` takes from the flattened array.
                 None => {
-                    // `axis=None` takes from the flattened array.
-                    let flat = reshape_raw(interp, &a, &[a.aval.shape.iter().product()])?;
-                    let index = vec![IndexItem::Array];
-                    bind1(
-                        interp,
-                        Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index },
-                        &[flat, ix.clone()],
-                        a.aval.with_shape(&ix.aval.shape),
-                    )
-                    .map(Value::Array)
+                    let n = a.aval.shape.iter().product();
+                    (reshape_raw(interp, &a, &[n])?, n)
                 }
+            };
+            // `jnp.take`'s modes: "fill" (the default) counts negative indices from the end
+            // and fills what is still out of bounds; "clip" clamps the indices as given; "wrap"
+            // takes them modulo the axis' length.
+            let (mode, fill_value, item) = match p.get(4, "mode") {
+                None => (IndexMode::FillOrDrop, Some(FillValue::Float(f64::NAN)), IndexItem::Array),
+                Some(Value::Str(m)) => match &**m {
+                    "fill" => (IndexMode::FillOrDrop, Some(FillValue::Float(f64::NAN)), IndexItem::Array),
+                    "clip" => (IndexMode::Clip, None, IndexItem::RawArray),
+                    "wrap" => {
+                        let len = Array::scalar(n as f64, ix.aval.dtype, true);
+                        ix = floor_divide_or_remainder(interp, BinOp::Mod, &ix, &len)?;
+                        (IndexMode::PromiseInBounds, None, IndexItem::Array)
+                    }
+                    "raise" => {
+                        return Err(interp.raise(
+                            "NotImplementedError",
+                            Code::PythonException,
+                            "The 'raise' mode to jnp.take is not supported.",
+                        ))
+                    }
+                    other => return Err(interp.value_error(format!("Invalid mode '{other}' for np.take"))),
+                },
+                Some(_) => return Ok(Value::opaque("jnp.take with a mode object")),
+            };
+            let fill_value = match (fill_value, fill_arg(p.get(7, "fill_value"))) {
+                (None, _) => None,
+                (Some(_), Some(Some(f))) => Some(f),
+                (Some(_), Some(None)) => return Ok(Value::opaque("jnp.take with an unknown fill_value")),
+                (Some(_), None) => Some(default_fill(a.aval.dtype)),
+            };
+            let prim = |index| Prim::Gather { mode, fill_value, index };
+            match axis {
+                Some(ax) => {
+                    let mut shape: Vec<usize> = a.aval.shape[..ax].to_vec();
+                    shape.extend(ix.aval.shape.iter().copied());
+                    shape.extend(a.aval.shape[ax + 1..].iter().copied());
+                    let mut index: Vec<IndexItem> =
+                        a.aval.shape[..ax].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
+                    index.push(item);
+                    bind1(interp, prim(index), &[src, ix], a.aval.with_shape(&shape)).map(Value::Array)
+                }
+                None => bind1(interp, prim(vec![item]), &[src, ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
             }
         }
         F::TakeAlongAxis => {
@@ -3270,6 +3353,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 return bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape))
                     .map(Value::Array);
             };
+            // `mode=None` is "fill" with JAX's default fill for the dtype.
+            let Some((mode, fill_value)) =
+                gather_mode(interp, p.get(3, "mode"), p.get(4, "fill_value"), a.aval.dtype, IndexMode::FillOrDrop)?
+            else {
+                return Ok(Value::opaque("take_along_axis with an unknown mode or fill_value"));
+            };
             // A gather with `ix` along `axis` and the position itself along every other axis.
             let shape: Vec<usize> = (0..nd).map(|d| if d == axis { ix.aval.shape[d] } else { a.aval.shape[d] }).collect();
             let mut ins = vec![a.clone()];
@@ -3283,7 +3372,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
                 ins.push(Array::ready(Aval::new(&s, DType::I32), data));
             }
-            let prim = Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, index: vec![IndexItem::Array; nd] };
+            let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
             bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::Searchsorted => {
@@ -3966,7 +4055,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     let n = a.aval.shape[0].min(a.aval.shape[1]);
                     let ix =
                         Array::ready(Aval::new(&[n], DType::I32), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
-                    let prim = Prim::Gather { mode: super::ir::IndexMode::Clip, index: vec![IndexItem::Array, IndexItem::Array] };
+                    let prim = Prim::Gather {
+                        mode: super::ir::IndexMode::Clip,
+                        fill_value: None,
+                        index: vec![IndexItem::Array, IndexItem::Array],
+                    };
                     bind1(interp, prim, &[a.clone(), ix.clone(), ix], a.aval.with_shape(&[n])).map(Value::Array)
                 }
                 _ => Err(interp.value_error("diag input must be 1d or 2d")),

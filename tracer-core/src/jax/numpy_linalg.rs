@@ -688,7 +688,7 @@ fn take_rows(interp: &mut Interp, x: &Rc<Array>, rows: &Rc<Array>) -> PyResult<R
         let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
         ins.push(Array::ready(Aval::new(&s, DType::I32), data));
     }
-    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, index: vec![IndexItem::Array; nd] };
+    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
     bind1(interp, prim, &ins, x.aval.clone())
 }
 
