@@ -356,6 +356,48 @@ def rows(x64):
         out.append(("linalg", f"jax.jvp(jnp.linalg.cholesky, ({spd},), ({a},))[1]"))
         out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a) ** 2))({spd})"))
         out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.scipy.linalg.cholesky(a, lower=True) * {a}))({spd})"))
+        # What JAX's own compositions decide: det of 2×2 and 3×3 matrices by their formulas
+        # (a rounding JAX's LU would not give), of 1×1 and from 4×4 as sign · exp(logdet)
+        # from `lu`, slogdet of 1×1 and 2×2 by the formula, solve and inv through `lu` and
+        # `custom_linear_solve`; and second derivatives through them (hessian of det).
+        tenths = f"jnp.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.7, 0.8, 0.9]], dtype=jnp.{dt})"
+        five = f"(jnp.cos(jnp.arange(25, dtype=jnp.{dt}).reshape(5, 5) * 0.9) + 2 * jnp.eye(5, dtype=jnp.{dt}))"
+        out.append(("linalg", f"jnp.linalg.det({tenths})"))
+        out.append(("linalg", f"jnp.linalg.det({tenths} + jnp.eye(3, dtype=jnp.{dt}) / 3)"))
+        out.append(("linalg", f"jnp.linalg.det({tenths}[:2, 1:] * 7)"))
+        mixed = f"jnp.array([-0.705, -1.397, 0.604, -1.71, 0.144, -0.537, -1.768, 0.03, -1.85, -0.265, -1.721, -1.637, -0.302, 1.307, -1.505, -1.107, 0.51, 1.791, 0.308, -0.413, 1.905, -1.814, 1.434, -0.842, -1.423, -1.529, -0.766, 1.265, -1.277, 0.326, 0.556, -0.51, 0.191, -1.749, -1.762, -1.176], dtype=jnp.{dt}).reshape(4, 3, 3)"
+        out.append(("linalg", f"jnp.linalg.det({mixed})"))
+        out.append(("linalg", f"jnp.linalg.det({mixed}[:, 1:, :2])"))
+        out.append(("linalg", f"jnp.linalg.det(jnp.array([[3.0]], dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.det(jnp.array([[[-0.7]], [[0.0]]], dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.det(2 * jnp.eye(4, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jnp.linalg.det({five})"))
+        out.append(("linalg", f"jnp.linalg.det(jnp.stack([{five}, -{five}, {five} * 0]))"))
+        out.append(("linalg", f"jnp.linalg.slogdet({tenths}[1:, :2] * 3)[0]"))
+        out.append(("linalg", f"jnp.linalg.slogdet({tenths}[1:, :2] * 3)[1]"))
+        out.append(("linalg", f"jnp.linalg.slogdet(jnp.array([[-0.5]], dtype=jnp.{dt}))[1]"))
+        out.append(("linalg", f"jnp.linalg.slogdet({five})[1]"))
+        out.append(("linalg", f"jnp.linalg.slogdet({tenths})[0]"))
+        out.append(("linalg", f"jnp.linalg.solve({five}, jnp.arange(5, dtype=jnp.{dt}) / 3)"))
+        out.append(("linalg", f"jnp.linalg.inv({five})"))
+        out.append(("linalg", f"jnp.linalg.inv({tenths} + jnp.eye(3, dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)({tenths})"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)({five})"))
+        out.append(("linalg", f"jax.grad(jnp.linalg.det)(jnp.array([[3.0]], dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jax.hessian(jnp.linalg.det)({tenths}[:2, :2])"))
+        out.append(("linalg", f"jax.hessian(jnp.linalg.det)({batch}[0])"))
+        out.append(("linalg", f"jax.hessian(jnp.linalg.det)({a})"))
+        out.append(("linalg", f"jax.hessian(jnp.linalg.det)(jnp.array([[3.0]], dtype=jnp.{dt}))"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jax.grad(jnp.linalg.det)(a) ** 2))({a})"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.linalg.slogdet(a)[1])({tenths}[1:, :2] * 3)"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.linalg.slogdet(a)[1])({five})"))
+        out.append(("linalg", f"jax.grad(lambda a: jnp.sum(jnp.linalg.slogdet(a)[1]))(jnp.stack([{five}, -{five}]))"))
+        out.append(("linalg", f"jax.jvp(lambda a: jnp.linalg.slogdet(a)[1], ({batch},), ({batch} * 0.5,))[1]"))
+        out.append(("linalg", f"jax.hessian(lambda a: jnp.linalg.slogdet(a)[1])({tenths}[1:, :2] * 3)"))
+        out.append(("linalg", f"jax.hessian(lambda a: jnp.sum(jnp.linalg.solve(a, {b}) ** 2))({a})"))
+        out.append(("linalg", f"jax.jacrev(lambda a: jnp.linalg.inv(a)[0])({batch}[1])"))
+        out.append(("linalg", f"jax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 3), argnums=(0, 1))({batch}, jnp.ones((2, 3), dtype=jnp.{dt}).T)[0]"))
+        out.append(("linalg", f"jax.grad(lambda a, b: jnp.sum(jnp.linalg.solve(a, b) ** 3), argnums=(0, 1))({five}, jnp.arange(5, dtype=jnp.{dt}))[1]"))
     # Decompositions and triangular solves. Eigenvectors and singular vectors are defined up
     # to sign (and LAPACK's signs follow no rule), so their rows print what does not depend
     # on it: abs() of the vectors, reconstructions, projections, and derivatives of

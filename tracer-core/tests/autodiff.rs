@@ -453,3 +453,31 @@ fn lgamma_derivative_is_digamma_and_matches_finite_differences() {
     let cases = [("gammaln", "jax.scipy.special.gammaln(x * x + 0.5) * y + lax.lgamma(y + 2.0)")];
     check_cases(&cases);
 }
+
+// JAX 0.10.2: `qr(mode="raw")` returns `geqrf`'s factors transposed, `(3, 4)` and `(3,)` here,
+// and has no derivative (NotImplementedError); LAPACK has no float16 routines, so `inv` of a
+// float16 matrix raises at lowering.
+#[test]
+fn qr_raw_has_no_derivative_and_16_bit_lapack_raises() {
+    let source = r#"import jax
+import jax.numpy as jnp
+
+a = jnp.cos(jnp.arange(12.0).reshape(4, 3) * 0.8) + jnp.eye(4, 3)
+h, tau = jnp.linalg.qr(a, mode="raw")
+print(h.shape, tau.shape)
+print(jax.grad(lambda a: jnp.sum(jnp.linalg.qr(a, mode="raw")[1]))(a))
+"#;
+    let a = analyze_file(&PathBuf::from("raw.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout, "(3, 4) (3,)\n");
+    let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| d.message.clone()).collect();
+    assert!(messages.iter().any(|m| m.contains("NotImplementedError: Differentiation rule for 'geqrf' not implemented")), "{messages:?}");
+    let source = r#"import jax.numpy as jnp
+
+print(jnp.linalg.inv(jnp.eye(3, dtype=jnp.float16)))
+"#;
+    let a = analyze_file(&PathBuf::from("half.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout, "");
+    let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| d.message.clone()).collect();
+    let expected = "NotImplementedError: (KeyError(<class 'numpy.float16'>), 'Unsupported dtype float16.')";
+    assert!(messages.iter().any(|m| m.contains(expected)), "{messages:?}");
+}

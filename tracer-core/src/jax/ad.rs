@@ -21,6 +21,7 @@ use super::array::Array;
 use super::aval::Aval;
 use super::dtypes::DType;
 use super::ir::{Atom, BinaryPrim, CmpPrim, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
+use super::numpy::linalg_api;
 use super::surface::JaxFn;
 use super::{bind1, bind_with_bodies};
 use crate::diagnostics::Code;
@@ -1029,6 +1030,12 @@ fn linalg(interp: &mut Interp, op: super::ir::LinalgOp, ins: &[Rc<Array>], aval:
     bind(interp, Prim::Linalg(op), ins, aval)
 }
 
+/// `l⁻¹ b`, or `l⁻ᵀ b` when `transpose`, for a lower-triangular `l` (a `triangular_solve`).
+fn lower_solve(interp: &mut Interp, l: &Rc<Array>, b: &Rc<Array>, transpose: bool) -> AdResult<Rc<Array>> {
+    let op = super::ir::LinalgOp::TriangularSolve { lower: true, transpose_a: transpose, unit_diagonal: false };
+    linalg(interp, op, &[l.clone(), b.clone()], b.aval.clone())
+}
+
 /// `x` with its last two axes swapped (`x.mT`).
 fn mat_t(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
     let nd = x.aval.ndim();
@@ -1051,13 +1058,6 @@ fn matmul(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> AdResult<Rc<Arra
     let prim = Prim::DotGeneral { lhs_contract: vec![nd - 1], rhs_contract: vec![nd - 2], lhs_batch: batch.clone(), rhs_batch: batch };
     let shape: Vec<usize> = x.aval.shape[..nd - 1].iter().copied().chain([y.aval.shape[nd - 1]]).collect();
     bind(interp, prim, &[x.clone(), y.clone()], x.aval.with_shape(&shape).weak(x.aval.weak && y.aval.weak))
-}
-
-/// `x[..., r, c]` broadcast to the batch axes `batch`.
-fn with_batch(interp: &mut Interp, x: &Rc<Array>, batch: &[usize]) -> AdResult<Rc<Array>> {
-    let nd = x.aval.ndim();
-    let shape: Vec<usize> = batch.iter().chain(&x.aval.shape[nd - 2..]).copied().collect();
-    broadcast_to(interp, x, &shape)
 }
 
 /// `[m, m]` of `dtype` broadcast to `like`'s shape: 1 below the diagonal when `lower`, and
@@ -1095,11 +1095,6 @@ fn square_operand(op: super::ir::LinalgOp, ins: &[Rc<Array>]) -> AdResult<Rc<Arr
     }
 }
 
-/// The batch axes of a stack of matrices `[..., r, c]`.
-fn batch_axes(x: &Rc<Array>) -> Vec<usize> {
-    x.aval.shape[..x.aval.ndim().saturating_sub(2)].to_vec()
-}
-
 /// `(x + x.mT) / 2`
 fn symmetric_part(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
     let xt = mat_t(interp, x)?;
@@ -1112,6 +1107,15 @@ fn sum_matrices(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
     reduce_sum(interp, x, &[nd - 2, nd - 1])
 }
 
+/// JAX has no derivative for `geqrf` (`jnp.linalg.qr(a, mode="raw")`) and raises.
+fn no_geqrf_rule(interp: &Interp, op: super::ir::LinalgOp) -> AdResult<()> {
+    if let super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus = op {
+        let message = "Differentiation rule for 'geqrf' not implemented";
+        return Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)));
+    }
+    Ok(())
+}
+
 fn linalg_jvp(
     interp: &mut Interp,
     op: super::ir::LinalgOp,
@@ -1121,6 +1125,7 @@ fn linalg_jvp(
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
     use super::ir::LinalgOp as L;
+    no_geqrf_rule(interp, op)?;
     let a = &square_operand(op, ins)?;
     match op {
         L::TriangularSolve { lower, transpose_a, unit_diagonal } => {
@@ -1153,15 +1158,16 @@ fn linalg_jvp(
         _ => {}
     }
     let t = match op {
-        // d(a⁻¹b) = a⁻¹(db - da·x)
-        L::Solve => {
-            let batch = batch_axes(out);
-            let mut rhs = match ts.get(1).cloned().flatten() {
-                Some(tb) => Some(broadcast_to(interp, &tb, &out.aval.shape)?),
-                None => None,
+        // JAX's `custom_linear_solve` rule: dx = solve(db - op(da) · x), op(da) being daᵀ
+        // for the transposed solve, with the same factors (a `custom_linear_solve` again, so
+        // its own derivative in `a` follows).
+        L::LinearSolve { transpose } => {
+            let (Some(lu), Some(permutation)) = (ins.get(1), ins.get(2)) else {
+                return Err(AdError::NoRule("custom_linear_solve without its factors".into()));
             };
+            let mut rhs = ts.get(3).cloned().flatten();
             if let Some(ta) = &ts[0] {
-                let ta = with_batch(interp, ta, &batch)?;
+                let ta = if transpose { mat_t(interp, ta)? } else { ta.clone() };
                 let p = matmul(interp, &ta, out)?;
                 rhs = Some(match rhs {
                     Some(r) => binary(interp, BinaryPrim::Sub, &r, &p)?,
@@ -1169,18 +1175,23 @@ fn linalg_jvp(
                 });
             }
             let Some(rhs) = rhs else { return Ok(vec![None]) };
-            linalg(interp, L::Solve, &[a.clone(), rhs], out.aval.clone())?
+            linalg_api::solve_with_factors(interp, a, lu, permutation, &rhs, transpose)?
+        }
+        // The formula's derivative, bound before it, is its own.
+        L::DetFused { .. } => return Ok(vec![ts.get(1).cloned().flatten()]),
+        L::CofactorJvp => {
+            if ts[0].is_some() {
+                return Err(AdError::NoRule("cofactor_jvp with respect to the matrix".into()));
+            }
+            let Some(t) = ts.get(1).cloned().flatten() else { return Ok(vec![None]) };
+            linalg(interp, L::CofactorJvp, &[a.clone(), t], a.aval.clone())?
         }
         L::SlogdetSign => return Ok(vec![None]),
         _ => {
             let Some(ta) = &ts[0] else { return Ok(vec![None]) };
             match op {
-                // -a⁻¹ · da · a⁻¹
-                L::Inv => {
-                    let p = matmul(interp, out, ta)?;
-                    let p = matmul(interp, &p, out)?;
-                    unary(interp, UnaryPrim::Neg, &p)?
-                }
+                // The cofactors' derivative (the Hessian of `det` applied to `da`).
+                L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), ta.clone()], a.aval.clone())?,
                 // JAX's `_det_jvp`: trace(adj(a) · da), the cofactors times the tangent.
                 L::Det => {
                     let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
@@ -1189,7 +1200,7 @@ fn linalg_jvp(
                 }
                 // JAX's `_slogdet_jvp`: trace(solve(a, da)).
                 L::SlogdetLogAbs => {
-                    let s = linalg(interp, L::Solve, &[a.clone(), ta.clone()], a.aval.clone())?;
+                    let s = linalg_api::solve_system(interp, a, ta)?;
                     let eye = diagonal_mask(interp, &a.aval, false, 1.0)?;
                     let p = binary(interp, BinaryPrim::Mul, &s, &eye)?;
                     sum_matrices(interp, &p)?
@@ -1198,9 +1209,9 @@ fn linalg_jvp(
                 // `phi` keeping the lower triangle with the diagonal halved.
                 L::Cholesky => {
                     let sym = if symmetrise { symmetric_part(interp, ta)? } else { ta.clone() };
-                    let y = linalg(interp, L::Solve, &[out.clone(), sym], out.aval.clone())?;
+                    let y = lower_solve(interp, out, &sym, false)?;
                     let yt = mat_t(interp, &y)?;
-                    let x = linalg(interp, L::Solve, &[out.clone(), yt], out.aval.clone())?;
+                    let x = lower_solve(interp, out, &yt, false)?;
                     let phi = diagonal_mask(interp, &out.aval, true, 0.5)?;
                     let p = binary(interp, BinaryPrim::Mul, &x, &phi)?;
                     matmul(interp, out, &p)?
@@ -1223,6 +1234,7 @@ fn linalg_transpose(
     active: &[bool],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
     use super::ir::LinalgOp as L;
+    no_geqrf_rule(interp, op)?;
     let a = &square_operand(op, ins)?;
     let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
     match op {
@@ -1259,37 +1271,52 @@ fn linalg_transpose(
         _ => {}
     }
     let ct_a = match op {
-        // ct_b = a⁻ᵀ g, ct_a = -ct_b · xᵀ (summed over broadcast batch axes).
-        L::Solve => {
-            let batch = batch_axes(out);
-            let ab = with_batch(interp, a, &batch)?;
-            let at = mat_t(interp, &ab)?;
-            let ct_b = linalg(interp, L::Solve, &[at, g.clone()], out.aval.clone())?;
-            if active.get(1).copied().unwrap_or(false) {
-                cts[1] = Some(sum_to_shape(interp, &ct_b, &ins[1].aval.shape)?);
+        // ct_b = op(a)⁻ᵀ g (the other solve with the same factors); ct_a = -ct_b · xᵀ, or
+        // -x · ct_bᵀ for the transposed solve.
+        L::LinearSolve { transpose } => {
+            let (Some(lu), Some(permutation)) = (ins.get(1), ins.get(2)) else {
+                return Err(AdError::NoRule("custom_linear_solve without its factors".into()));
+            };
+            let ct_b = linalg_api::solve_with_factors(interp, a, lu, permutation, g, !transpose)?;
+            if active.get(3).copied().unwrap_or(false) {
+                cts[3] = Some(ct_b.clone());
             }
             if !active[0] {
                 return Ok(cts);
             }
-            let xt = mat_t(interp, out)?;
-            let p = matmul(interp, &ct_b, &xt)?;
-            let p = unary(interp, UnaryPrim::Neg, &p)?;
-            sum_to_shape(interp, &p, &a.aval.shape)?
-        }
-        L::SlogdetSign => return Ok(cts),
-        L::Inv => {
-            let ot = mat_t(interp, out)?;
-            let p = matmul(interp, &ot, g)?;
-            let p = matmul(interp, &p, &ot)?;
+            let p = if transpose {
+                let ct_bt = mat_t(interp, &ct_b)?;
+                matmul(interp, out, &ct_bt)?
+            } else {
+                let xt = mat_t(interp, out)?;
+                matmul(interp, &ct_b, &xt)?
+            };
             unary(interp, UnaryPrim::Neg, &p)?
         }
+        L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()], a.aval.clone())?,
+        L::DetFused { .. } => {
+            if active.get(1).copied().unwrap_or(false) {
+                cts[1] = Some(g.clone());
+            }
+            return Ok(cts);
+        }
+        L::CofactorJvp => {
+            if active[0] {
+                return Err(AdError::NoRule("cofactor_jvp with respect to the matrix".into()));
+            }
+            if active.get(1).copied().unwrap_or(false) {
+                cts[1] = Some(linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()], a.aval.clone())?);
+            }
+            return Ok(cts);
+        }
+        L::SlogdetSign => return Ok(cts),
         L::Det => {
             let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
             let gs = spread_over_matrices(interp, g, &a.aval)?;
             binary(interp, BinaryPrim::Mul, &gs, &cof)?
         }
         L::SlogdetLogAbs => {
-            let inv = linalg(interp, L::Inv, std::slice::from_ref(a), a.aval.clone())?;
+            let inv = linalg_api::inv(interp, a)?;
             let inv_t = mat_t(interp, &inv)?;
             let gs = spread_over_matrices(interp, g, &a.aval)?;
             binary(interp, BinaryPrim::Mul, &gs, &inv_t)?
@@ -1301,9 +1328,9 @@ fn linalg_transpose(
             let phi = diagonal_mask(interp, &out.aval, true, 0.5)?;
             let q = binary(interp, BinaryPrim::Mul, &p, &phi)?;
             let qt = mat_t(interp, &q)?;
-            let w = linalg(interp, L::Solve, &[lt.clone(), qt], out.aval.clone())?;
+            let w = lower_solve(interp, out, &qt, true)?;
             let wt = mat_t(interp, &w)?;
-            let z = linalg(interp, L::Solve, &[lt, wt], out.aval.clone())?;
+            let z = lower_solve(interp, out, &wt, true)?;
             if symmetrise {
                 symmetric_part(interp, &z)?
             } else {
@@ -2260,7 +2287,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         Prim::Linalg(
             super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
         ) => return None,
-        Prim::Linalg(op) => *op != super::ir::LinalgOp::Cofactor,
+        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => false,
+        Prim::Linalg(_) => true,
         Prim::Reduce { op, .. } => match op {
             ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
             ReduceOp::Prod => false,
@@ -2663,13 +2691,14 @@ mod tests {
         ]);
         use crate::jax::ir::LinalgOp as L;
         let linalg = [
-            L::Solve,
-            L::Inv,
+            L::LinearSolve { transpose: false },
             L::Cholesky,
             L::Det,
             L::SlogdetSign,
             L::SlogdetLogAbs,
             L::Cofactor,
+            L::CofactorJvp,
+            L::DetFused { double: false },
             L::TriangularSolve { lower: true, transpose_a: false, unit_diagonal: false },
             L::EighValues,
             L::EighVectors,
@@ -2678,6 +2707,8 @@ mod tests {
             L::SvdVh { full: false },
             L::QrQ { full: false },
             L::QrR { full: false },
+            L::Geqrf,
+            L::GeqrfTaus,
             L::Pinv { double: false },
             L::Lu,
             L::LuPivots,
@@ -2696,7 +2727,7 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 92, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 94, "{with_rule:?}");
         assert_eq!(
             without,
             [
@@ -2714,7 +2745,8 @@ mod tests {
                 "vmap",
                 "custom_jvp_call",
                 "custom_vjp_call",
-                "cofactor"
+                "geqrf",
+                "geqrf_taus"
             ]
         );
         assert_eq!(not_differentiable.len(), 26, "{not_differentiable:?}");

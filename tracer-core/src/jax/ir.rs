@@ -204,22 +204,64 @@ pub enum Prim {
     Linalg(LinalgOp),
 }
 
+impl LinalgOp {
+    /// Whether JAX lowers it to a LAPACK routine on CPU (`getrf`, `potrf`, `syevd`, `gesdd`,
+    /// `geqrf`), which exists for 32- and 64-bit floats only.
+    pub fn calls_lapack(self) -> bool {
+        use LinalgOp as L;
+        matches!(
+            self,
+            L::Lu
+                | L::LuPivots
+                | L::LuPermutation
+                | L::Cholesky
+                | L::EighValues
+                | L::EighVectors
+                | L::SvdValues
+                | L::SvdU { .. }
+                | L::SvdVh { .. }
+                | L::QrQ { .. }
+                | L::QrR { .. }
+                | L::Geqrf
+                | L::GeqrfTaus
+                | L::Pinv { .. }
+        )
+    }
+}
+
 /// The operations of [`Prim::Linalg`]. JAX composes them from `lu`, `triangular_solve`
 /// and `cholesky`; here each is one equation named after the `jnp.linalg` function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinalgOp {
-    /// `solve(a, b)`: inputs `a[..., m, m]` and `b[..., m, n]` with the same batch shape.
-    Solve,
-    Inv,
+    /// JAX's `custom_linear_solve` in `jnp.linalg.solve`: inputs `a[..., m, m]`, its `lu`
+    /// factors and permutation (of `stop_gradient(a)`), `b[..., m, n]` and the `lu_solve` of
+    /// `b` with those factors, all with the same batch axes; its value is that last input,
+    /// its derivatives JAX's rules (`transpose`: the solve with `aᵀ`, `trans=1`).
+    LinearSolve {
+        transpose: bool,
+    },
     Cholesky,
+    /// JAX's `custom_jvp` `_det` (`n` of 1 or from 4): inputs `a` and the value
+    /// `sign · exp(logabsdet)` computed on `stop_gradient(a)`, which it passes on; its
+    /// derivative is JAX's `_det_jvp`.
     Det,
-    /// `slogdet(a).sign`.
+    /// `det(a)` of a 2×2 or 3×3 `a` as XLA computes JAX's formula (`_det_2x2`, `_det_3x3`)
+    /// inside `jit`: each `x · y + z` of the formula contracted into one fused multiply-add.
+    /// Inputs `a` and the formula's value bound as primitives, whose derivative it passes on.
+    DetFused {
+        double: bool,
+    },
+    /// `slogdet(a).sign` of JAX's `custom_jvp` `_slogdet_lu`: inputs `a` and the value.
     SlogdetSign,
-    /// `slogdet(a).logabsdet`.
+    /// `slogdet(a).logabsdet`, likewise.
     SlogdetLogAbs,
     /// The cofactor matrix (the transposed adjugate, `det(a) · inv(a)ᵀ` when `a` is
     /// invertible): the derivative of `det`, bound only by its JVP and transpose rules.
     Cofactor,
+    /// The derivative of the cofactor matrix at `a` along the second input `t` (`a`'s
+    /// Hessian of `det` applied to `t`, a self-adjoint linear map of `t`): bound only by
+    /// the rules of `cofactor`, so `hessian(det)` follows. Not computed for a singular `a`.
+    CofactorJvp,
     /// `lax.linalg.triangular_solve(a, b, left_side=True)`: `op(a) x = b` for `a[..., m, m]`
     /// (only its `lower` triangle is read, its diagonal taken as ones when
     /// `unit_diagonal`), `op(a)` being `aᵀ` when `transpose_a`, and `b[..., m, n]`.
@@ -250,6 +292,12 @@ pub enum LinalgOp {
     QrR {
         full: bool,
     },
+    /// `lax.linalg.geqrf(a)[0]`, `a[..., m, n]`: LAPACK's packed QR, `R` on and above the
+    /// diagonal and the Householder vectors (their leading 1 implied) below it
+    /// (`jnp.linalg.qr(a, mode="raw")` returns it transposed).
+    Geqrf,
+    /// `lax.linalg.geqrf(a)[1]`: the reflectors' scale factors, `[..., min(m, n)]`.
+    GeqrfTaus,
     /// `jnp.linalg.pinv(a)`: singular values not above `rtol` times the largest dropped.
     /// With one operand `rtol` is JAX's default, `10 · max(m, n) · eps`, `eps` being
     /// float64's when `double`, else float32's; a second operand (of `a`'s batch shape)
@@ -494,13 +542,14 @@ impl Prim {
             Prim::StopGradient => "stop_gradient".into(),
             Prim::Opaque(n) => (*n).into(),
             Prim::Linalg(op) => match op {
-                LinalgOp::Solve => "solve",
-                LinalgOp::Inv => "inv",
+                LinalgOp::LinearSolve { .. } => "custom_linear_solve",
                 LinalgOp::Cholesky => "cholesky",
                 LinalgOp::Det => "det",
+                LinalgOp::DetFused { .. } => "det_fused",
                 LinalgOp::SlogdetSign => "slogdet_sign",
                 LinalgOp::SlogdetLogAbs => "slogdet_logabsdet",
                 LinalgOp::Cofactor => "cofactor",
+                LinalgOp::CofactorJvp => "cofactor_jvp",
                 LinalgOp::TriangularSolve { .. } => "triangular_solve",
                 LinalgOp::EighValues => "eigh_eigenvalues",
                 LinalgOp::EighVectors => "eigh_eigenvectors",
@@ -509,6 +558,8 @@ impl Prim {
                 LinalgOp::SvdVh { .. } => "svd_vh",
                 LinalgOp::QrQ { .. } => "qr_q",
                 LinalgOp::QrR { .. } => "qr_r",
+                LinalgOp::Geqrf => "geqrf",
+                LinalgOp::GeqrfTaus => "geqrf_taus",
                 LinalgOp::Pinv { .. } => "pinv",
                 LinalgOp::Lu => "lu",
                 LinalgOp::LuPivots => "lu_pivots",
@@ -569,6 +620,7 @@ impl Prim {
                 format!("full_matrices={}", if *full { "True" } else { "False" })
             }
             Prim::Linalg(LinalgOp::PivotsToPermutation { size }) => format!("permutation_size={size}"),
+            Prim::Linalg(LinalgOp::LinearSolve { transpose }) => format!("transpose={}", if *transpose { "True" } else { "False" }),
             Prim::Linalg(LinalgOp::Expm { upper_triangular, max_squarings, .. }) => {
                 format!("max_squarings={max_squarings} upper_triangular={}", if *upper_triangular { "True" } else { "False" })
             }

@@ -1,5 +1,5 @@
-//! CPU kernels of the dense linear-algebra primitives (`Prim::Linalg`: `jnp.linalg.solve`,
-//! `inv`, `cholesky`, `det`, `slogdet`, `eigh`, `svd`, `qr`, and `triangular_solve`), batched
+//! CPU kernels of the dense linear-algebra primitives (`Prim::Linalg`: `lu`, `cholesky`,
+//! `eigh`, `svd`, `qr`, `geqrf`, `triangular_solve`, `expm`, `det`'s cofactors), batched
 //! over the leading axes. They follow the
 //! LAPACK routines JAX calls on CPU (`getrf` with partial pivoting, `getrs`'s triangular
 //! solves, `potrf`) step for step where that decides a value, so singular and indefinite
@@ -29,10 +29,20 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
         }
         return ArrayD::from_shape_vec(IxDyn(out_shape), values).ok();
     }
+    // The equations standing for JAX's `custom_linear_solve` and `custom_jvp` calls pass on
+    // the value computed before them.
+    if let LinalgOp::LinearSolve { .. } | LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs = op {
+        let value = ins.last()?;
+        return (value.shape() == out_shape).then(|| (**value).clone());
+    }
     if nd < 2 {
         return None;
     }
     let (rows, cols) = (a.shape()[nd - 2], a.shape()[nd - 1]);
+    if let LinalgOp::DetFused { double } = op {
+        let values: Option<Vec<f64>> = a.view().matrices().map(|a| fused_det(&a, rows, double)).collect();
+        return ArrayD::from_shape_vec(IxDyn(out_shape), values?).ok();
+    }
     if let LinalgOp::Lu | LinalgOp::LuPivots | LinalgOp::LuPermutation = op {
         let mut values = Vec::new();
         for mut lu in a.view().matrices() {
@@ -50,6 +60,8 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
     | LinalgOp::SvdVh { .. }
     | LinalgOp::QrQ { .. }
     | LinalgOp::QrR { .. }
+    | LinalgOp::Geqrf
+    | LinalgOp::GeqrfTaus
     | LinalgOp::Pinv { .. } = op
     {
         let k = rows.min(cols);
@@ -63,6 +75,8 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             let out = match op {
                 LinalgOp::QrQ { full } => qr(&matrix, rows, cols, full).0,
                 LinalgOp::QrR { full } => qr(&matrix, rows, cols, full).1,
+                LinalgOp::Geqrf => geqrf(&matrix, rows, cols).0,
+                LinalgOp::GeqrfTaus => geqrf(&matrix, rows, cols).1,
                 LinalgOp::Pinv { double } => {
                     let default = 10.0 * rows.max(cols) as f64 * if double { f64::EPSILON } else { f64::from(f32::EPSILON) };
                     let rtol = match &rtols {
@@ -90,34 +104,6 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
     }
     let m = cols;
     let values: Vec<f64> = match op {
-        LinalgOp::Solve => {
-            let b = ins.get(1)?;
-            if out_shape.len() < 2 || b.ndim() < 2 {
-                return None;
-            }
-            let n = out_shape[out_shape.len() - 1];
-            let batch = &out_shape[..out_shape.len() - 2];
-            let a = a.broadcast(IxDyn(&[batch, &[m, m]].concat()))?;
-            let b = b.broadcast(IxDyn(&[batch, &[m, n]].concat()))?;
-            a.matrices()
-                .zip(b.matrices())
-                .flat_map(|(mut lu, mut x)| {
-                    let pivots = lu_factor(&mut lu, m, m);
-                    lu_solve(&lu, &pivots, &mut x, m, n);
-                    x
-                })
-                .collect()
-        }
-        LinalgOp::Inv => a
-            .view()
-            .matrices()
-            .flat_map(|mut lu| {
-                let pivots = lu_factor(&mut lu, m, m);
-                let mut x: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
-                lu_solve(&lu, &pivots, &mut x, m, m);
-                x
-            })
-            .collect(),
         LinalgOp::Cholesky => a.view().matrices().flat_map(|a| cholesky(&a, m)).collect(),
         LinalgOp::Expm { double, upper_triangular, max_squarings } => {
             if (m * m * m) as f64 > MAX_DECOMPOSITION_WORK {
@@ -126,6 +112,17 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
             a.view().matrices().flat_map(|a| expm(&a, m, double, upper_triangular, max_squarings)).collect()
         }
         LinalgOp::Cofactor => a.view().matrices().flat_map(|a| cofactors(&a, m)).collect(),
+        LinalgOp::CofactorJvp => {
+            let t = ins.get(1)?;
+            if t.shape() != a.shape() {
+                return None;
+            }
+            let mut values = Vec::with_capacity(a.len());
+            for (a, t) in a.view().matrices().zip(t.view().matrices()) {
+                values.extend(cofactor_jvp(&a, &t, m)?);
+            }
+            values
+        }
         LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal } => {
             let b = ins.get(1)?;
             if out_shape.len() < 2 || b.shape() != out_shape || out_shape[..out_shape.len() - 2] != a.shape()[..nd - 2] {
@@ -158,19 +155,18 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
         | LinalgOp::SvdVh { .. }
         | LinalgOp::QrQ { .. }
         | LinalgOp::QrR { .. }
+        | LinalgOp::Geqrf
+        | LinalgOp::GeqrfTaus
         | LinalgOp::Pinv { .. }
         | LinalgOp::Lu
         | LinalgOp::LuPivots
         | LinalgOp::LuPermutation
-        | LinalgOp::PivotsToPermutation { .. } => return None,
-        LinalgOp::Det | LinalgOp::SlogdetSign | LinalgOp::SlogdetLogAbs => a
-            .view()
-            .matrices()
-            .map(|mut lu| {
-                let pivots = lu_factor(&mut lu, m, m);
-                determinant(op, &lu, &pivots, m)
-            })
-            .collect(),
+        | LinalgOp::PivotsToPermutation { .. }
+        | LinalgOp::LinearSolve { .. }
+        | LinalgOp::Det
+        | LinalgOp::DetFused { .. }
+        | LinalgOp::SlogdetSign
+        | LinalgOp::SlogdetLogAbs => return None,
     };
     ArrayD::from_shape_vec(IxDyn(out_shape), values).ok()
 }
@@ -275,22 +271,68 @@ fn lu_solve(lu: &[f64], pivots: &[usize], b: &mut [f64], m: usize, n: usize) {
     }
 }
 
-/// `det`, or one half of `slogdet`, from the LU factors: the product of the pivots with the
-/// sign of the row permutation, as `jnp.linalg.det` computes it; a zero pivot gives a
-/// determinant of 0 (sign 0, log of the magnitude -inf).
-fn determinant(op: LinalgOp, lu: &[f64], pivots: &[usize], m: usize) -> f64 {
-    let swaps = pivots.iter().enumerate().filter(|(j, &p)| *j != p).count();
-    let diagonal = (0..m).map(|j| lu[j * m + j]);
-    let parity = if swaps % 2 == 0 { 1.0 } else { -1.0 };
-    let singular = (0..m).any(|j| lu[j * m + j] == 0.0);
-    match op {
-        LinalgOp::Det if singular => 0.0,
-        LinalgOp::Det => parity * diagonal.product::<f64>(),
-        LinalgOp::SlogdetSign if singular => 0.0,
-        LinalgOp::SlogdetSign => parity * diagonal.map(f64::signum).product::<f64>(),
-        LinalgOp::SlogdetLogAbs if singular => f64::NEG_INFINITY,
-        _ => diagonal.map(|d| d.abs().ln()).sum(),
+/// JAX's `_det_2x2` or `_det_3x3` of `a` (row-major) as XLA's CPU code evaluates it: each
+/// sum or difference with a product contracted into a fused multiply-add (LLVM fuses the
+/// left product of `p + q`, and `s ± p` into `fma(±x·y, z, s)`), rounding to float32 after
+/// each operation unless `double`. Measured: equal to JAX's value on 2,000 random matrices of
+/// each size in both dtypes.
+fn fused_det(a: &[f64], m: usize, double: bool) -> Option<f64> {
+    let round = |x: f64| if double { x } else { f64::from(x as f32) };
+    let fma = |x: f64, y: f64, z: f64| round(x.mul_add(y, z));
+    let at = |i: usize, j: usize| a[i * m + j];
+    match m {
+        2 => Some(fma(at(0, 0), at(1, 1), -round(at(0, 1) * at(1, 0)))),
+        3 => {
+            // a[0][j0] · a[1][j1]
+            let p = |j0: usize, j1: usize| round(at(0, j0) * at(1, j1));
+            let second = round(p(1, 2) * at(2, 0));
+            let mut s = fma(p(0, 1), at(2, 2), second);
+            s = fma(p(2, 0), at(2, 1), s);
+            s = fma(-p(2, 1), at(2, 0), s);
+            s = fma(-p(0, 2), at(2, 1), s);
+            Some(fma(-p(1, 0), at(2, 2), s))
+        }
+        _ => None,
     }
+}
+
+/// `det` from the LU factors: the product of the pivots with the sign of the row
+/// permutation; a zero pivot gives 0.
+fn determinant(lu: &[f64], pivots: &[usize], m: usize) -> f64 {
+    let swaps = pivots.iter().enumerate().filter(|(j, &p)| *j != p).count();
+    let parity = if swaps % 2 == 0 { 1.0 } else { -1.0 };
+    if (0..m).any(|j| lu[j * m + j] == 0.0) {
+        return 0.0;
+    }
+    parity * (0..m).map(|j| lu[j * m + j]).product::<f64>()
+}
+
+/// `det(a) · inv(a)` of an invertible `a` (`m`×`m`, row-major), `None` for a singular one.
+fn det_and_inverse(a: &[f64], m: usize) -> Option<(f64, Vec<f64>)> {
+    let mut lu = a.to_vec();
+    let pivots = lu_factor(&mut lu, m, m);
+    let det = determinant(&lu, &pivots, m);
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    let mut inv: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
+    lu_solve(&lu, &pivots, &mut inv, m, m);
+    Some((det, inv))
+}
+
+/// The derivative of the cofactor matrix `C(a) = det(a) · a⁻ᵀ` along `t`:
+/// `det · (tr(a⁻¹ t) · a⁻ᵀ - a⁻ᵀ tᵀ a⁻ᵀ)`, a symmetric (self-adjoint) map of `t`. `None`
+/// for a singular `a`, where JAX differentiates its own rank-revealing algorithm.
+fn cofactor_jvp(a: &[f64], t: &[f64], m: usize) -> Option<Vec<f64>> {
+    if m == 1 {
+        return Some(vec![0.0]);
+    }
+    let (det, inv) = det_and_inverse(a, m)?;
+    let inv_t: Vec<f64> = (0..m * m).map(|k| inv[(k % m) * m + k / m]).collect();
+    let t_t: Vec<f64> = (0..m * m).map(|k| t[(k % m) * m + k / m]).collect();
+    let trace: f64 = (0..m).map(|i| (0..m).map(|k| inv[i * m + k] * t[k * m + i]).sum::<f64>()).sum();
+    let p = square_product(&square_product(&inv_t, &t_t, m), &inv_t, m);
+    Some((0..m * m).map(|k| det * (trace * inv_t[k] - p[k])).collect())
 }
 
 /// The cofactor matrix of `a` (`m`×`m`, row-major): `C[i][j] = (-1)^(i+j) · det(a without
@@ -302,12 +344,7 @@ fn cofactors(a: &[f64], m: usize) -> Vec<f64> {
     if m == 1 {
         return vec![1.0];
     }
-    let mut lu = a.to_vec();
-    let pivots = lu_factor(&mut lu, m, m);
-    let det = determinant(LinalgOp::Det, &lu, &pivots, m);
-    if det != 0.0 && det.is_finite() {
-        let mut inv: Vec<f64> = (0..m * m).map(|i| f64::from(u8::from(i / m == i % m))).collect();
-        lu_solve(&lu, &pivots, &mut inv, m, m);
+    if let Some((det, inv)) = det_and_inverse(a, m) {
         return (0..m * m).map(|k| det * inv[(k % m) * m + k / m]).collect();
     }
     let n = m - 1;
@@ -319,7 +356,7 @@ fn cofactors(a: &[f64], m: usize) -> Vec<f64> {
             let pivots = lu_factor(&mut minor, n, n);
             let sign = if (i + j) % 2 == 0 { 1.0 } else { -1.0 };
             // `+ 0.0`: a zero cofactor is +0, as JAX gives it.
-            out.push(sign * determinant(LinalgOp::Det, &minor, &pivots, n) + 0.0);
+            out.push(sign * determinant(&minor, &pivots, n) + 0.0);
         }
     }
     out
@@ -758,27 +795,7 @@ fn complete_basis(mut basis: Vec<Option<Vec<f64>>>, m: usize) -> Vec<Vec<f64>> {
 /// (`tau = 0`), its diagonal keeping its sign.
 fn qr(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
     let k = m.min(n);
-    let mut r = a.to_vec();
-    let mut taus = Vec::with_capacity(k);
-    for j in 0..k {
-        let alpha = r[j * n + j];
-        let xnorm = (j + 1..m).map(|i| r[i * n + j] * r[i * n + j]).sum::<f64>().sqrt();
-        if m - j <= 1 || xnorm == 0.0 {
-            taus.push(0.0);
-            continue;
-        }
-        let norm = alpha.hypot(xnorm);
-        // Fortran's `-sign(norm, alpha)`: -0.0 counts as negative.
-        let beta = if alpha.is_sign_negative() { norm } else { -norm };
-        let tau = (beta - alpha) / beta;
-        let scale = 1.0 / (alpha - beta);
-        for i in j + 1..m {
-            r[i * n + j] *= scale;
-        }
-        reflect_right_of(&mut r, n, m, j, tau);
-        r[j * n + j] = beta;
-        taus.push(tau);
-    }
+    let (r, taus) = geqrf(a, m, n);
     // `org2r`: Q's columns from the reflectors stored below R's diagonal, last first.
     let qcols = if full { m } else { k };
     let mut q = vec![0.0; m * qcols];
@@ -810,6 +827,36 @@ fn qr(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
     (q, r_out)
 }
 
+/// LAPACK's `geqr2` on `a` (`m`×`n`, row-major): the packed factors (`R` on and above the
+/// diagonal, each reflector's vector below it) and the reflectors' `tau`s. The reflector of
+/// column `j` maps it to `-sign(a_jj) · ‖a_j‖`; a column already zero below the diagonal
+/// (or the last row) gets `tau = 0`.
+fn geqrf(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let mut r = a.to_vec();
+    let mut taus = Vec::with_capacity(k);
+    for j in 0..k {
+        let alpha = r[j * n + j];
+        let xnorm = (j + 1..m).map(|i| r[i * n + j] * r[i * n + j]).sum::<f64>().sqrt();
+        if m - j <= 1 || xnorm == 0.0 {
+            taus.push(0.0);
+            continue;
+        }
+        let norm = alpha.hypot(xnorm);
+        // Fortran's `-sign(norm, alpha)`: -0.0 counts as negative.
+        let beta = if alpha.is_sign_negative() { norm } else { -norm };
+        let tau = (beta - alpha) / beta;
+        let scale = 1.0 / (alpha - beta);
+        for i in j + 1..m {
+            r[i * n + j] *= scale;
+        }
+        reflect_right_of(&mut r, n, m, j, tau);
+        r[j * n + j] = beta;
+        taus.push(tau);
+    }
+    (r, taus)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -822,13 +869,17 @@ mod tests {
     // Expected values are what JAX 0.10.2 prints for the same inputs (float64).
     #[test]
     fn singular_inputs_give_jaxs_infinities() {
-        let zero = matrix(&[2, 2], &[0.0; 4]);
-        let solved = kernel(LinalgOp::Solve, &[zero, matrix(&[2, 1], &[1.0, 1.0])], &[2, 1]).expect("solve");
-        assert!(solved[[0, 0]].is_nan() && solved[[1, 0]] == f64::INFINITY, "{solved}");
-        let inv = kernel(LinalgOp::Inv, &[matrix(&[2, 2], &[1.0, 2.0, 2.0, 4.0])], &[2, 2]).expect("inv");
-        assert_eq!(inv.iter().copied().collect::<Vec<_>>(), [f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY]);
-        let det = kernel(LinalgOp::Det, &[matrix(&[2, 2], &[1.0, 2.0, 2.0, 4.0])], &[]).expect("det");
-        assert_eq!(det.iter().copied().collect::<Vec<_>>(), [0.0]);
+        let mut zero = [0.0; 4];
+        let pivots = lu_factor(&mut zero, 2, 2);
+        let mut solved = [1.0, 1.0];
+        lu_solve(&zero, &pivots, &mut solved, 2, 1);
+        assert!(solved[0].is_nan() && solved[1] == f64::INFINITY, "{solved:?}");
+        let mut singular = [1.0, 2.0, 2.0, 4.0];
+        let pivots = lu_factor(&mut singular, 2, 2);
+        let mut inv = [1.0, 0.0, 0.0, 1.0];
+        lu_solve(&singular, &pivots, &mut inv, 2, 2);
+        assert_eq!(inv, [f64::NEG_INFINITY, f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY]);
+        assert_eq!(determinant(&singular, &pivots, 2), 0.0);
         let chol = kernel(LinalgOp::Cholesky, &[matrix(&[2, 2], &[1.0, 2.0, 2.0, 1.0])], &[2, 2]).expect("cholesky");
         let c: Vec<f64> = chol.iter().copied().collect();
         assert!(c[0].is_nan() && c[1] == 0.0 && c[2].is_nan() && c[3].is_nan(), "{c:?}");
@@ -846,6 +897,50 @@ mod tests {
         let got = cof(&rank3, 4);
         assert!(got.iter().zip(expected).all(|(g, e)| (g - e).abs() < 1e-12), "{got:?}");
         assert_eq!(cof(&[0.0; 16], 4), [0.0; 16]);
+    }
+
+    // JAX 0.10.2 (float32): `jnp.linalg.qr(a, mode="raw")` of
+    // `a = cos(arange(12).reshape(4, 3) * 0.8) + eye(4, 3)` is `(h, tau)` with `h` the
+    // packed `geqrf` factors transposed.
+    #[test]
+    fn geqrf_gives_lapacks_packed_factors() {
+        let a: Vec<f64> = (0..12).map(|k| (k as f64 * 0.8).cos() + f64::from(u8::from(k / 3 == k % 3))).collect();
+        let a = matrix(&[4, 3], &a);
+        let packed = values(LinalgOp::Geqrf, a.clone(), &[4, 3]);
+        let h = [
+            [-2.2184446, -0.17480229, 0.02074204, 0.14421217],
+            [-0.61822706, -0.85198075, 0.69059914, -0.30929148],
+            [-0.04713495, -1.8935428, -1.2128625, -0.18286169],
+        ];
+        for (c, row) in h.iter().enumerate() {
+            for (r, &expected) in row.iter().enumerate() {
+                let got = packed[r * 3 + c];
+                assert!((got - expected).abs() < 1e-5 * (1.0 + expected.abs()), "({r}, {c}): {got} vs {expected}");
+            }
+        }
+        let taus = values(LinalgOp::GeqrfTaus, a, &[3]);
+        assert!(taus.iter().zip([1.9015326, 1.2717886, 1.9352871]).all(|(g, e)| (g - e).abs() < 1e-5), "{taus:?}");
+    }
+
+    // The cofactors' derivative against central differences of the cofactors, and `None`
+    // at a singular matrix.
+    #[test]
+    fn cofactor_jvp_is_the_derivative_of_the_cofactors() {
+        let a = [2.0, 1.0, 0.5, -1.0, 0.3, 3.0, 1.0, 0.2, -0.7, 0.4, 2.5, 1.0, 0.1, -0.2, 0.6, 1.8];
+        let t = [0.5, -1.0, 0.25, 2.0, 1.0, 0.0, -0.5, 0.75, 0.3, 0.2, -0.1, 1.5, -2.0, 0.6, 0.4, -0.3];
+        let jvp = kernel(LinalgOp::CofactorJvp, &[matrix(&[4, 4], &a), matrix(&[4, 4], &t)], &[4, 4]).expect("computed");
+        let h = 1e-5;
+        let shifted = |s: f64| -> Vec<f64> {
+            let x: Vec<f64> = a.iter().zip(&t).map(|(a, t)| a + s * t).collect();
+            cofactors(&x, 4)
+        };
+        let (plus, minus) = (shifted(h), shifted(-h));
+        for (k, got) in jvp.iter().enumerate() {
+            let expected = (plus[k] - minus[k]) / (2.0 * h);
+            assert!((got - expected).abs() < 1e-6 * (1.0 + expected.abs()), "{k}: {got} vs {expected}");
+        }
+        let singular = [1.0, 2.0, 2.0, 4.0];
+        assert!(kernel(LinalgOp::CofactorJvp, &[matrix(&[2, 2], &singular), matrix(&[2, 2], &t[..4])], &[2, 2]).is_none());
     }
     fn values(op: LinalgOp, a: Rc<NdData>, out_shape: &[usize]) -> Vec<f64> {
         kernel(op, &[a], out_shape).expect("computed").iter().copied().collect()

@@ -472,6 +472,19 @@ pub fn bind_with_bodies(
         // primitive; not modelled, so the analysis stops here without a diagnostic.
         return Err(interp.stop_unknown(format!("{} applied to PRNG keys", prim.name())));
     }
+    if let (Prim::Linalg(op), Some(first)) = (&prim, inputs.first()) {
+        // LAPACK has no 16-bit routines: JAX's lowering of these primitives raises.
+        let class = match first.aval.dtype {
+            dtypes::DType::F16 => Some("numpy.float16"),
+            dtypes::DType::BF16 => Some("ml_dtypes.bfloat16"),
+            _ => None,
+        };
+        if let (Some(class), true) = (class, op.calls_lapack()) {
+            let name = first.aval.dtype.name();
+            let message = format!("(KeyError(<class '{class}'>), 'Unsupported dtype {name}.')");
+            return Err(interp.raise("NotImplementedError", Code::PythonException, message));
+        }
+    }
     let site = interp.site();
     // A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
     // takes it in as a constant and raises at the jitted call (the outermost one, which

@@ -3734,7 +3734,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let b2 = if vector { reshape_raw(interp, &b2, &[m, 1])? } else { b2 };
             let n = b2.aval.shape.last().copied().unwrap_or(1);
             let out: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
-            let x = bind1(interp, Prim::Linalg(LinalgOp::Solve), &[a2, b2], Aval::new(&out, dt))?;
+            // jnp.vectorize broadcasts both operands to the batch axes.
+            let a2 = broadcast_to_shape(interp, &a2, &[batch.as_slice(), &[m, m]].concat())?;
+            let b2 = broadcast_to_shape(interp, &b2, &out)?;
+            let x = linalg_api::solve_system(interp, &a2, &b2)?;
             if vector {
                 return reshape_raw(interp, &x, &out[..out.len() - 1]).map(Value::Array);
             }
@@ -3837,7 +3840,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let out = if !square {
                 bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?
             } else {
-                let op = if f == F::LinalgInv { LinalgOp::Inv } else { LinalgOp::Cholesky };
+                if f == F::LinalgInv {
+                    return linalg_api::inv(interp, &a2).map(Value::Array);
+                }
+                let op = LinalgOp::Cholesky;
                 let mut perm: Vec<usize> = (0..nd).collect();
                 perm.swap(nd - 1, nd - 2);
                 // `cholesky(a.mT).mT`, as jax.scipy.linalg factors the upper triangle (the
@@ -3877,7 +3883,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             // JAX's cutoff is `rtol · s_max`, `rtol` defaulting to `10 · max(m, n) · eps`;
             // a given one (broadcast over the batch axes) is the kernel's second operand.
             // `hermitian=True` decomposes the symmetrised matrix (`svd` through `eigh`), and
-            // so does its derivative. 16-bit floats are not modelled.
+            // so does its derivative. 16-bit floats raise JAX's error when it is bound.
             let mut inputs = Vec::new();
             if let Some(r) = rtol.or(rcond) {
                 let r = arr_or_unknown!(interp, r);
@@ -3887,10 +3893,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     inputs.push(broadcast_to_shape(interp, &r, batch)?);
                 }
             }
-            let computed = nd >= 2
-                && matches!(dt, DType::F32 | DType::F64)
-                && (!hermitian || square)
-                && inputs.len() == usize::from(rtol.or(rcond).is_some());
+            let computed = nd >= 2 && (!hermitian || square) && inputs.len() == usize::from(rtol.or(rcond).is_some());
             if hermitian && square {
                 a2 = linalg_api::symmetrize(interp, &a2)?;
             }
@@ -3908,15 +3911,12 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 let name = if f == F::LinalgDet { "_det()" } else { "slogdet" };
                 return Err(interp.value_error(format!("Argument to {name} must have shape [..., n, n], got {}", a.aval.shape_tuple())));
             }
-            let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
             let a = convert(interp, &a, dt, false)?;
-            let op = if f == F::LinalgDet { LinalgOp::Det } else { LinalgOp::SlogdetLogAbs };
-            let d = bind1(interp, Prim::Linalg(op), &[a.clone()], Aval::new(&batch, dt))?;
             if f == F::LinalgSlogdet {
-                let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a], Aval::new(&batch, dt))?;
-                return Ok(Value::tuple(vec![Value::Array(sign), Value::Array(d)]));
+                let (sign, log) = linalg_api::slogdet(interp, &a)?;
+                return Ok(Value::tuple(vec![Value::Array(sign), Value::Array(log)]));
             }
-            Ok(Value::Array(d))
+            linalg_api::det(interp, &a).map(Value::Array)
         }
         F::LinalgEigh | F::LinalgEigvalsh => {
             let a = arr!(0, "a");
@@ -3962,14 +3962,19 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                     Some(Value::Str(mode)) => mode.to_string(),
                     _ => "reduced".to_string(),
                 };
+                if !matches!(mode.as_str(), "reduced" | "complete" | "r" | "raw") {
+                    return Err(interp.value_error(format!("Unsupported QR decomposition mode '{mode}'")));
+                }
+                if mode == "raw" {
+                    // `geqrf`'s packed factors, transposed, and the reflectors' scale factors.
+                    let packed = bind1(interp, Prim::Linalg(LinalgOp::Geqrf), &[a2.clone()], a2.aval.clone())?;
+                    let taus = bind1(interp, Prim::Linalg(LinalgOp::GeqrfTaus), &[a2], Aval::new(&with(&[k]), dt))?;
+                    let h = linalg_api::swap_last_axes(interp, &packed)?;
+                    return Ok(Value::tuple(vec![Value::Array(h), Value::Array(taus)]));
+                }
                 let full = mode == "complete";
                 let (q_shape, r_shape) = if full { (with(&[m, m]), with(&[m, n])) } else { (with(&[m, k]), with(&[k, n])) };
-                let known = matches!(mode.as_str(), "reduced" | "complete" | "r");
-                let (q_prim, r_prim) = if known {
-                    (Prim::Linalg(LinalgOp::QrQ { full }), Prim::Linalg(LinalgOp::QrR { full }))
-                } else {
-                    (Prim::Opaque("qr"), Prim::Opaque("qr"))
-                };
+                let (q_prim, r_prim) = (Prim::Linalg(LinalgOp::QrQ { full }), Prim::Linalg(LinalgOp::QrR { full }));
                 let r = bind1(interp, r_prim, &[a2.clone()], Aval::new(&r_shape, dt))?;
                 if mode == "r" {
                     return Ok(Value::Array(r));
@@ -4110,7 +4115,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
 }
 
 #[path = "numpy_linalg.rs"]
-mod linalg_api;
+pub(super) mod linalg_api;
 
 #[path = "numpy_products.rs"]
 mod products;

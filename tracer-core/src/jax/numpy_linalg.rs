@@ -288,7 +288,7 @@ fn matrix_power(interp: &mut Interp, a: Rc<Array>, n: Option<&Value>) -> PyResul
     if n < 0 {
         let dt = float_of(interp, &[a.clone()]);
         let a2 = convert(interp, &a, dt, false)?;
-        base = bind1(interp, Prim::Linalg(LinalgOp::Inv), &[a2], a.aval.with_dtype(dt))?;
+        base = inv(interp, &a2)?;
     }
     let mut n = n.unsigned_abs();
     match n {
@@ -532,7 +532,7 @@ fn cond(interp: &mut Interp, x: Rc<Array>, p: Option<&Value>) -> PyResult<Value>
                 let shown = interp.repr(p.unwrap_or(&Value::None))?;
                 return Err(interp.value_error(format!("jnp.linalg.cond: for p={shown}, array must be square; got arr.shape={shape}")));
             }
-            let inverse = bind1(interp, Prim::Linalg(LinalgOp::Inv), std::slice::from_ref(&x), x.aval.clone())?;
+            let inverse = inv(interp, &x)?;
             let axes = Value::tuple(vec![Value::Int(-2), Value::Int(-1)]);
             let Value::Array(norm_x) = norm(interp, x.clone(), p, Some(&axes), false)? else {
                 return Ok(Value::opaque("cond"));
@@ -757,33 +757,254 @@ fn lu_solve(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let permutation = broadcast_to_shape(interp, &permutation, &[batch.as_slice(), &[n]].concat())?;
     let b_shape: Vec<usize> = batch.iter().chain(&b.aval.shape[b_nd - core..]).copied().collect();
     let b = broadcast_to_shape(interp, &b, &b_shape)?;
-    let mut x = if vector { reshape_raw(interp, &b, &[b_shape.as_slice(), &[1]].concat())? } else { b };
-    let solve = |interp: &mut Interp, x: &Rc<Array>, lower: bool, transpose_a: bool| {
-        let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal: lower };
-        bind1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()], x.aval.clone())
-    };
-    if trans == 0 {
-        x = take_rows(interp, &x, &permutation)?;
-        x = solve(interp, &x, true, false)?;
-        x = solve(interp, &x, false, false)?;
-    } else {
-        x = solve(interp, &x, false, true)?;
-        x = solve(interp, &x, true, true)?;
-        // The inverse permutation: `sort_key_val(permutation, iota)`'s values.
-        let last = permutation.aval.ndim() - 1;
-        let iota = bind1(
-            interp,
-            Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last },
-            &[],
-            permutation.aval.clone(),
-        )?;
-        let inverse = bind1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota], permutation.aval.clone())?;
-        x = take_rows(interp, &x, &inverse)?;
-    }
+    let x = if vector { reshape_raw(interp, &b, &[b_shape.as_slice(), &[1]].concat())? } else { b };
+    let mut x = lu_solve_core(interp, &lu, &permutation, &x, trans != 0)?;
     if vector {
         x = reshape_raw(interp, &x, &b_shape)?;
     }
     Ok(Value::Array(x))
+}
+
+/// JAX's `_lu_solve_core` on stacks: `x[..., m, n]` solved with the packed factors
+/// `lu[..., m, m]` and the row permutation `permutation[..., m]` (all with the same batch
+/// axes): `b`'s rows permuted and the unit-lower and upper triangular solves, or for
+/// `transpose` (`trans` 1) the transposed solves and then the inverse permutation.
+pub(crate) fn lu_solve_core(
+    interp: &mut Interp,
+    lu: &Rc<Array>,
+    permutation: &Rc<Array>,
+    b: &Rc<Array>,
+    transpose: bool,
+) -> PyResult<Rc<Array>> {
+    let solve = |interp: &mut Interp, x: &Rc<Array>, lower: bool, transpose_a: bool| {
+        let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal: lower };
+        bind1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()], x.aval.clone())
+    };
+    if !transpose {
+        let x = take_rows(interp, b, permutation)?;
+        let x = solve(interp, &x, true, false)?;
+        return solve(interp, &x, false, false);
+    }
+    let x = solve(interp, b, false, true)?;
+    let x = solve(interp, &x, true, true)?;
+    // The inverse permutation: `sort_key_val(permutation, iota)`'s values.
+    let last = permutation.aval.ndim() - 1;
+    let iota = bind1(
+        interp,
+        Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last },
+        &[],
+        permutation.aval.clone(),
+    )?;
+    let inverse = bind1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota], permutation.aval.clone())?;
+    take_rows(interp, &x, &inverse)
+}
+
+/// `jnp.linalg.solve(a, b)` of `a[..., m, m]` and `b[..., m, n]` with the same batch axes and
+/// float dtype, as JAX's `lax.linalg._solve` binds it: `lu` of `stop_gradient(a)`, and a
+/// `custom_linear_solve` whose solve is `lu_solve` with those factors. The last equation
+/// stands for JAX's `custom_linear_solve`: its value is the `lu_solve` bound before it, and
+/// its derivatives are JAX's rules for it (the tangent `solve(db - da · x)`, the transpose
+/// the solve with `aᵀ`), which reach `a` through the product as JAX's `matvec` does.
+pub(crate) fn solve_system(interp: &mut Interp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+    let (lu, _, permutation) = lu_outputs(interp, &frozen)?;
+    solve_with_factors(interp, a, &lu, &permutation, b, false)
+}
+
+/// The `custom_linear_solve` of [`solve_system`] with the factors of `a` already computed:
+/// `a x = b`, or `aᵀ x = b` when `transpose` (its transpose, which JAX binds with
+/// `transpose_solve`, `lu_solve(..., trans=1)`).
+pub(crate) fn solve_with_factors(
+    interp: &mut Interp,
+    a: &Rc<Array>,
+    lu: &Rc<Array>,
+    permutation: &Rc<Array>,
+    b: &Rc<Array>,
+    transpose: bool,
+) -> PyResult<Rc<Array>> {
+    let x = lu_solve_core(interp, lu, permutation, b, transpose)?;
+    let ins = [a.clone(), lu.clone(), permutation.clone(), b.clone(), x];
+    bind1(interp, Prim::Linalg(LinalgOp::LinearSolve { transpose }), &ins, b.aval.clone().weak(false))
+}
+
+/// `jnp.linalg.inv(a)` of a float `a[..., m, m]`: `solve(a, eye(m))` with the identity
+/// broadcast to `a`'s batch axes, as JAX writes it.
+pub(crate) fn inv(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let m = a.aval.shape[a.aval.ndim() - 1];
+    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, m]), |ix| f64::from(u8::from(ix[0] == ix[1])));
+    let eye = Array::ready(Aval::new(&[m, m], a.aval.dtype), eye);
+    let eye = broadcast_to_shape(interp, &eye, &a.aval.shape)?;
+    solve_system(interp, a, &eye)
+}
+
+/// `a[..., i, j]` (a `slice` and a `squeeze`, as JAX binds a static index).
+fn entry(interp: &mut Interp, a: &Rc<Array>, i: usize, j: usize) -> PyResult<Rc<Array>> {
+    let nd = a.aval.ndim();
+    let mut start = vec![0; nd];
+    let mut limit = a.aval.shape.to_vec();
+    (start[nd - 2], start[nd - 1], limit[nd - 2], limit[nd - 1]) = (i, j, i + 1, j + 1);
+    let mut shape = limit.clone();
+    (shape[nd - 2], shape[nd - 1]) = (1, 1);
+    let one = bind1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a), a.aval.with_shape(&shape))?;
+    let batch = &a.aval.shape[..nd - 2];
+    bind1(interp, Prim::Squeeze { dimensions: vec![nd - 2, nd - 1] }, &[one], a.aval.with_shape(batch))
+}
+
+/// The product of `a`'s entries at `(row, col)` pairs, left to right.
+fn entry_product(interp: &mut Interp, a: &Rc<Array>, at: &[(usize, usize)]) -> PyResult<Rc<Array>> {
+    let mut p = entry(interp, a, at[0].0, at[0].1)?;
+    for &(i, j) in &at[1..] {
+        let e = entry(interp, a, i, j)?;
+        p = binary_prim(interp, BinaryPrim::Mul, &p, &e)?;
+    }
+    Ok(p)
+}
+
+/// JAX's `_det_2x2` (`a00 a11 - a01 a10`) and, for `n = 3`, `_det_3x3` (the six products
+/// of Sarrus' rule summed in JAX's order), which `jnp.linalg.det` uses for those sizes.
+fn det_formula(interp: &mut Interp, a: &Rc<Array>, n: usize) -> PyResult<Rc<Array>> {
+    if n == 2 {
+        let p = entry_product(interp, a, &[(0, 0), (1, 1)])?;
+        let q = entry_product(interp, a, &[(0, 1), (1, 0)])?;
+        return binary_prim(interp, BinaryPrim::Sub, &p, &q);
+    }
+    let terms: [(BinaryPrim, [(usize, usize); 3]); 6] = [
+        (BinaryPrim::Add, [(0, 0), (1, 1), (2, 2)]),
+        (BinaryPrim::Add, [(0, 1), (1, 2), (2, 0)]),
+        (BinaryPrim::Add, [(0, 2), (1, 0), (2, 1)]),
+        (BinaryPrim::Sub, [(0, 2), (1, 1), (2, 0)]),
+        (BinaryPrim::Sub, [(0, 0), (1, 2), (2, 1)]),
+        (BinaryPrim::Sub, [(0, 1), (1, 0), (2, 2)]),
+    ];
+    let mut sum = entry_product(interp, a, &terms[0].1)?;
+    for (op, at) in &terms[1..] {
+        let p = entry_product(interp, a, at)?;
+        sum = binary_prim(interp, *op, &sum, &p)?;
+    }
+    Ok(sum)
+}
+
+/// `x[..., i, i]` of a stack of square matrices (`jnp.diagonal`, a gather on CPU).
+fn diagonal(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let nd = x.aval.ndim();
+    let n = x.aval.shape[nd - 1];
+    let batch = &x.aval.shape[..nd - 2];
+    let mut ins = vec![x.clone()];
+    for (d, &size) in batch.iter().enumerate() {
+        let mut s = vec![1; nd - 1];
+        s[d] = size;
+        let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
+        ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+    }
+    let iota = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
+    let iota = Array::ready(Aval::new(&[n], DType::I32), iota);
+    ins.extend([iota.clone(), iota]);
+    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, index: vec![IndexItem::Array; nd] };
+    let shape: Vec<usize> = batch.iter().copied().chain([n]).collect();
+    bind1(interp, prim, &ins, x.aval.with_shape(&shape))
+}
+
+/// `count_nonzero(mask, axis=-1)` as int32.
+fn count_true(interp: &mut Interp, mask: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let ints = convert(interp, mask, DType::I32, false)?;
+    let last = ints.aval.ndim() - 1;
+    reduce(interp, &ints, ReduceOp::Sum, Some(vec![last]), false, None)
+}
+
+/// The sign and log-magnitude of `det(a)` as JAX's `_slogdet_small` (`n` of 1 or 2: the
+/// determinant's formula, then `sign` and `log(abs(...))`) or `_slogdet_lu` (`lu`, its
+/// diagonal, the parity of the pivots and of the negative diagonal entries, `where(is_zero,
+/// 0, ±1)` and `where(is_zero, -inf, sum(log(abs(diag))))`) computes them.
+fn slogdet_values(interp: &mut Interp, a: &Rc<Array>, n: usize) -> PyResult<(Rc<Array>, Rc<Array>)> {
+    let dt = a.aval.dtype;
+    if n <= 2 {
+        let d = if n == 1 { entry(interp, a, 0, 0)? } else { det_formula(interp, a, 2)? };
+        let magnitude = unary_prim(interp, UnaryPrim::Abs, &d)?;
+        let sign = unary_prim(interp, UnaryPrim::Sign, &d)?;
+        let log = unary_prim(interp, UnaryPrim::Log, &magnitude)?;
+        return Ok((sign, log));
+    }
+    let (lu, pivots, _) = lu_outputs(interp, a)?;
+    let diag = diagonal(interp, &lu)?;
+    let last = diag.aval.ndim() - 1;
+    let zero = full(interp, &[], 0.0, dt)?;
+    let zeros = compare_arrays(interp, CmpPrim::Eq, &diag, &zero)?;
+    let is_zero = reduce(interp, &zeros, ReduceOp::Or, Some(vec![last]), false, None)?;
+    let iota = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
+    let iota = Array::ready(Aval::new(&[n], DType::I32), iota);
+    let swapped = compare_arrays(interp, CmpPrim::Ne, &pivots, &iota)?;
+    let swaps = count_true(interp, &swapped)?;
+    let negative = compare_arrays(interp, CmpPrim::Lt, &diag, &zero)?;
+    let negatives = count_true(interp, &negative)?;
+    let parity = binary_prim(interp, BinaryPrim::Add, &swaps, &negatives)?;
+    let two = full(interp, &[], 2.0, DType::I32)?;
+    let odd = binary_prim(interp, BinaryPrim::Rem, &parity, &two)?;
+    let minus_two = full(interp, &[], -2.0, DType::I32)?;
+    let one = full(interp, &[], 1.0, DType::I32)?;
+    let flip = binary_prim(interp, BinaryPrim::Mul, &minus_two, &odd)?;
+    let flip = binary_prim(interp, BinaryPrim::Add, &flip, &one)?;
+    let flip = convert(interp, &flip, dt, false)?;
+    let sign = select(interp, &is_zero, &zero, &flip)?;
+    let magnitude = unary_prim(interp, UnaryPrim::Abs, &diag)?;
+    let logs = unary_prim(interp, UnaryPrim::Log, &magnitude)?;
+    let sum = reduce(interp, &logs, ReduceOp::Sum, Some(vec![last]), false, None)?;
+    let minus_inf = full(interp, &[], f64::NEG_INFINITY, dt)?;
+    let logdet = select(interp, &is_zero, &minus_inf, &sum)?;
+    Ok((sign, logdet))
+}
+
+/// `jnp.linalg.slogdet(a)` of a float `a[..., n, n]`. For `n` of 3 or more JAX's
+/// `_slogdet_lu` is a `custom_jvp`: its value is computed on `stop_gradient(a)` and the two
+/// last equations, `slogdet_sign` and `slogdet_logabsdet`, stand for the `custom_jvp_call`
+/// (their value is the one before them, their derivative JAX's `_slogdet_jvp`). For 1 and 2
+/// JAX's `_slogdet_small` rule is the derivative of its formula, which is bound as it is.
+pub(crate) fn slogdet(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>, Rc<Array>)> {
+    let nd = a.aval.ndim();
+    let n = a.aval.shape[nd - 1];
+    let batch = a.aval.with_shape(&a.aval.shape[..nd - 2]);
+    if n == 0 {
+        let sign = bind1(interp, Prim::Opaque("slogdet"), std::slice::from_ref(a), batch.clone())?;
+        let log = bind1(interp, Prim::Opaque("slogdet"), std::slice::from_ref(a), batch)?;
+        return Ok((sign, log));
+    }
+    if n <= 2 {
+        return slogdet_values(interp, a, n);
+    }
+    let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+    let (sign, log) = slogdet_values(interp, &frozen, n)?;
+    let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign], batch.clone())?;
+    let log = bind1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log], batch)?;
+    Ok((sign, log))
+}
+
+/// `jnp.linalg.det(a)` of a float `a[..., n, n]`: JAX's formulas for `n` of 2 and 3;
+/// otherwise its `custom_jvp` `_det`, `sign · exp(logabsdet)` from `slogdet`'s values on
+/// `stop_gradient(a)`, then the `det` equation standing for the `custom_jvp_call` (its
+/// value is the one before it, its derivative JAX's `_det_jvp`: the cofactors times the
+/// tangent).
+pub(crate) fn det(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let nd = a.aval.ndim();
+    let n = a.aval.shape[nd - 1];
+    let batch = a.aval.with_shape(&a.aval.shape[..nd - 2]);
+    match n {
+        0 => bind1(interp, Prim::Opaque("det"), std::slice::from_ref(a), batch),
+        2 | 3 => {
+            let value = det_formula(interp, a, n)?;
+            if !matches!(a.aval.dtype, DType::F32 | DType::F64) {
+                return Ok(value);
+            }
+            // The value XLA's fused multiply-adds give; the derivative is the formula's.
+            let op = LinalgOp::DetFused { double: a.aval.dtype == DType::F64 };
+            bind1(interp, Prim::Linalg(op), &[a.clone(), value], batch)
+        }
+        _ => {
+            let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+            let (sign, log) = slogdet_values(interp, &frozen, n)?;
+            let magnitude = unary_prim(interp, UnaryPrim::Exp, &log)?;
+            let value = binary_prim(interp, BinaryPrim::Mul, &sign, &magnitude)?;
+            bind1(interp, Prim::Linalg(LinalgOp::Det), &[a.clone(), value], batch)
+        }
+    }
 }
 
 /// `jax.scipy.linalg.expm(A, *, upper_triangular=False, max_squarings=16)`: one `expm`
