@@ -377,6 +377,11 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
             Some(p) => ReproProgram::Staged(p),
             None => {
                 // The analysed file with the user's modules it imports written into it.
+                // Not when a file does not parse (the cut would not, and tree-sitter's recovery
+                // on such text can be slow).
+                if interp.files.iter().any(|f| !f.module.errors.is_empty()) {
+                    continue;
+                }
                 let combined = combined.get_or_insert_with(|| {
                     let files: Vec<crate::repro::inline::ProjectFile> = interp
                         .files
