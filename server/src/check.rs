@@ -242,7 +242,7 @@ pub fn reproducer_text_with(
     }
     let has_error = analysis.diagnostics.iter().any(|(d, l, _)| d.path == path && l.line == line && d.severity == Severity::Error);
     Err(if has_error {
-        format!("{shown}:{line}: this error cannot be reproduced standalone yet (no trace stages it out, and the file cut down to jax, numpy and functools does not raise it: it needs another import, or it is raised in another file with no trace to stage it out of, or in a test function)")
+        format!("{shown}:{line}: this error cannot be reproduced standalone yet (no trace stages it out, and the program cut down to jax, numpy and functools, with the modules of yours it imports written into it, does not raise it: it needs another import, two of your files bind one name, or it is raised in a test function)")
     } else {
         format!("{shown}:{line}: no error to reproduce at this line")
     })

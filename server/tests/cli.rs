@@ -346,6 +346,43 @@ fn an_error_in_an_imported_module_is_reproduced_from_the_line_that_calls_it() {
     assert_eq!(none.status.code(), Some(1));
 }
 
+const LIB_KEYS: &str = "import math\n\nimport jax.numpy as jnp\n\n\ndef init(n):\n    return {\"w\": jnp.ones((n, 2)) / math.sqrt(n)}\n\n\ndef forward(params, x):\n    return x @ params[\"w_2\"]\n\n\nif __name__ == \"__main__\":\n    print(init(3))\n";
+const KEYS_MAIN: &str = "import jax\nimport jax.numpy as jnp\n\nfrom lib import model\n\n\n@jax.jit\ndef loss(params, x):\n    return jnp.sum(model.forward(params, x))\n\n\nparams = model.init(3)\nprint(loss(params, jnp.ones((4, 3))))\n";
+
+#[test]
+fn a_python_exception_in_an_imported_module_gets_a_cut_with_the_module_written_in() {
+    let dir = temp_dir("repro-module-cut");
+    std::fs::create_dir_all(dir.join("lib")).expect("lib");
+    write(&dir, "lib/__init__.py", "");
+    write(&dir, "lib/model.py", LIB_KEYS);
+    write(&dir, "main.py", KEYS_MAIN);
+    // The call inside the jitted function, and the module's call of it, both lead to the error.
+    for line in ["9", "13"] {
+        let out = tracelens().current_dir(&dir).args(["repro", "main.py", "--line", line]).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(text.starts_with("# tracelens reproducer for TL190 at lib/model.py:11\n"), "{text}");
+        assert!(text.contains("# regenerate: tracelens repro main.py --line 9\n"), "{text}");
+        // The module's definitions, read by their names, each line linked to the module.
+        assert!(
+            text.contains("\ndef forward(params, x):  # lib/model.py:10\n    return x @ params[\"w_2\"]  # lib/model.py:11\n"),
+            "{text}"
+        );
+        assert!(text.contains("    return jnp.sum(forward(params, x))  # main.py:9\n"), "{text}");
+        // `math.sqrt` is NumPy's; no import of the user's modules, nor their `__main__` block.
+        assert!(text.contains(" / float(np.sqrt(n))}  # lib/model.py:7\n"), "{text}");
+        assert!(text.contains("\nimport numpy as np  # lib/model.py:1\n"), "{text}");
+        assert!(!text.contains("math") && !text.contains("lib import") && !text.contains("__main__"), "{text}");
+        let code = code_only(&text);
+        assert!(
+            code.iter()
+                .filter(|l| l.starts_with("import ") || l.starts_with("from "))
+                .all(|l| l.starts_with("import jax") || l == "import numpy as np"),
+            "{text}"
+        );
+    }
+}
+
 const TWO_DOWN: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef encode(params, xs):\n    def body(c, x):\n        def squash(y):\n            return jnp.tanh(y) + 1.0\n\n        z = jax.vmap(squash)(x)\n        return c + z @ params[\"w\"], c\n\n    return lax.scan(body, jnp.zeros((3,)), xs)\n\n\nencode({\"w\": jnp.ones((4, 3))}, jnp.ones((5, 4)))\n";
 
 #[test]

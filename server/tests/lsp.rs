@@ -525,9 +525,10 @@ fn a_reproducer_is_offered_on_an_error_and_written_by_the_server() {
 
 #[test]
 fn a_reproducer_is_offered_only_where_one_can_be_written() {
-    // The NameError's program needs `SCALE`, which needs `math`, and a reproducer may not
-    // import `math`: no reproducer, so no action. In the other file the same error has one.
-    let no_repro = "import math\n\nimport jax\nimport jax.numpy as jnp\n\nSCALE = math.sqrt(2.0)\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ w).sum() * SCALE + bias\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
+    // The NameError's program needs `SCALE`, which needs `math.log` (NumPy's `log` need not
+    // give the same value, so `math` stays), and a reproducer may not import `math`: no
+    // reproducer, so no action. In the other file the same error has one.
+    let no_repro = "import math\n\nimport jax\nimport jax.numpy as jnp\n\nSCALE = math.log(2.0)\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ w).sum() * SCALE + bias\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
     let with_repro = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef loss(w, x):\n    return (x @ weight).sum()\n\n\nloss(jnp.ones((3, 2)), jnp.ones((4, 3)))\n";
     let root = workspace("repro-offered", &[("scaled.py", no_repro), ("typo.py", with_repro)]);
     let mut c = Client::start(&root, json!({"debounceMs": 0, "workspaceScan": false}), false);

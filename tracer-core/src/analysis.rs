@@ -357,6 +357,7 @@ fn analyze_remembering(
 fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &AnalysisConfig) -> Vec<Reproducer> {
     let mut reproducers = Vec::new();
     let mut sources = Vec::new();
+    let mut combined: Option<Option<crate::repro::inline::Combined>> = None;
     for (d, loc, _) in located {
         if d.severity != Severity::Error {
             continue;
@@ -371,12 +372,30 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
         let staged = crate::jax::stmt::emit(interp, site, &what)
             .filter(crate::repro::minimise::reproduces)
             .or_else(|| error_of_call(interp, site, &what));
+        let staged_out = staged.is_some();
         let program = match staged {
             Some(p) => ReproProgram::Staged(p),
-            None if file_id == 0 => {
-                let label = interp.path(site.file).to_string_lossy().to_string();
-                let text = &interp.files[0].text;
-                match crate::repro::source::SourceProgram::new(text, loc.line, &what.code, &what.message, &label) {
+            None => {
+                // The analysed file with the user's modules it imports written into it.
+                // Not when a file does not parse (the cut would not, and tree-sitter's recovery
+                // on such text can be slow).
+                if interp.files.iter().any(|f| !f.module.errors.is_empty()) {
+                    continue;
+                }
+                let combined = combined.get_or_insert_with(|| {
+                    let files: Vec<crate::repro::inline::ProjectFile> = interp
+                        .files
+                        .iter()
+                        .map(|f| crate::repro::inline::ProjectFile {
+                            path: &f.path,
+                            label: f.path.to_string_lossy().to_string(),
+                            text: &f.text,
+                        })
+                        .collect();
+                    crate::repro::inline::combine(&files, &config.search_roots)
+                });
+                let Some(combined) = combined.as_ref() else { continue };
+                match crate::repro::source::SourceProgram::cut(combined, (file_id, loc.line), &what.code, &what.message) {
                     Some(p) => {
                         sources.push(reproducers.len());
                         ReproProgram::Source(p)
@@ -384,13 +403,19 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
                     None => continue,
                 }
             }
-            None => continue,
         };
-        // An error in a module the analysed file imports: the analysed file's lines that led to it.
+        // An error in a module the analysed file imports: the analysed file's lines that led
+        // to it (the trace's frames, or the traceback of an exception no trace stages out).
         let via = if file_id == 0 {
             Vec::new()
         } else {
-            crate::jax::stmt::error_frames(interp, site).iter().filter(|s| s.file == 0).map(|s| interp.line_of(*s)).collect()
+            let mut frames = crate::jax::stmt::error_frames(interp, site);
+            if !staged_out || frames.is_empty() {
+                frames = interp.uncaught.iter().rev().find(|(s, _)| *s == site).map(|(_, f)| f.clone()).unwrap_or_default();
+            }
+            let mut lines: Vec<u32> = frames.iter().filter(|s| s.file == 0).map(|s| interp.line_of(*s)).collect();
+            lines.dedup();
+            lines
         };
         let mut r = Reproducer {
             path: d.path.clone(),

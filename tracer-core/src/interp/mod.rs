@@ -151,6 +151,10 @@ pub struct Interp<'l> {
     pub stdout: String,
     /// Where an entry point stopped because a value could not be known (silent, not a finding).
     pub stops: Vec<(Option<Site>, String)>,
+    /// Every exception reported uncaught: its site and the user frames it passed through,
+    /// outermost first (a reproducer of an error raised in an imported module is asked for
+    /// from the analysed file's lines among them).
+    pub uncaught: Vec<(Site, Vec<Site>)>,
     /// Function definitions that ran at least once (by AST node), to find library functions
     /// that only annotations or `# tracelens: trace` comments can reach.
     pub called: std::collections::HashSet<usize, foldhash::fast::FixedState>,
@@ -273,6 +277,7 @@ impl<'l> Interp<'l> {
             generators: Vec::new(),
             stdout: String::new(),
             stops: Vec::new(),
+            uncaught: Vec::new(),
             called: Default::default(),
             repr_depth: 0,
             values: None,
@@ -420,6 +425,7 @@ impl<'l> Interp<'l> {
                 let related = exc.related.clone();
                 let mut diag = self.diagnostic(exc.code, site, message, related);
                 diag.severity = Severity::Error;
+                self.uncaught.push((site, exc.traceback.iter().map(|(_, s)| *s).collect()));
                 if !self.diagnostics.contains(&diag) {
                     self.diagnostics.push(diag);
                 }

@@ -3,6 +3,7 @@
 //! recorded; `minimise` shrinks it with the engine as the oracle; `render` writes it, with
 //! each line linked to the user's line.
 
+pub mod inline;
 pub mod minimise;
 pub mod source;
 

@@ -17,7 +17,7 @@ use crate::syntax::ast::{Stmt, StmtKind};
 use crate::syntax::LineIndex;
 
 /// Modules a reproducer may import (with their submodules).
-const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools"];
+pub(super) const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools"];
 
 /// One physical line of the user's file, comment taken out.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,14 +31,20 @@ struct SrcLine {
     after: String,
 }
 
-/// A statement (or statements sharing a line) of a block, with the block of its body the
-/// minimiser may reduce.
+/// A statement (or statements sharing a line) of a block, with the blocks of its body the
+/// minimiser may reduce (an `if`'s, its `elif`'s and `else`'s, a `try`'s and its handlers').
 #[derive(Clone, Debug, PartialEq)]
 struct Node {
     /// 0-based, inclusive.
     first: usize,
     last: usize,
+    /// The statements of every block of its body, in order (each knows its `clause`).
     body: Vec<usize>,
+    /// Which block of the statement around it this one is in (0 for the first).
+    clause: usize,
+    /// An `elif` (the `if` in an `else` block alone): removed, it takes its clause along, so
+    /// the clause needs no `pass`.
+    elif: bool,
     /// An import of a module a reproducer may not import.
     disallowed: bool,
     /// A `return`: a kept function keeps its outputs (one emptied to `None` fails in JAX in
@@ -52,8 +58,15 @@ pub struct SourceProgram {
     pub class: String,
     pub message: String,
     pub file_label: String,
-    /// The user's line of the error (1-based).
+    /// The user's line of the error (1-based), in `file_label`.
     pub error_line: u32,
+    /// The line of the program (0-based) that is the error's.
+    error_row: usize,
+    /// The files the program's lines come from, and each line's file (by index) and line
+    /// there (1-based): one file, or the analysed file with the user's modules it imports
+    /// written into it (`repro::inline`).
+    labels: Vec<String>,
+    origins: Vec<(usize, u32)>,
     lines: Vec<SrcLine>,
     nodes: Vec<Node>,
     top: Vec<usize>,
@@ -105,12 +118,25 @@ pub struct Rendered {
     pub links: Vec<(usize, u32)>,
     /// The 0-based emitted line of the error, if it is still there.
     pub failing_line: Option<usize>,
+    /// The program's lines (0-based) written, one per link.
+    written: Vec<usize>,
 }
 
 impl SourceProgram {
     /// The user's module as a reproducer of the error at `error_line`; `None` when it does
     /// not parse.
     pub fn new(text: &str, error_line: u32, code: &str, message: &str, file_label: &str) -> Option<SourceProgram> {
+        let origins = (1..=text.split('\n').count() as u32).map(|l| (0, l)).collect();
+        let combined = super::inline::Combined { text: text.to_string(), origins, labels: vec![file_label.to_string()], rewritten: false };
+        SourceProgram::cut(&combined, (0, error_line), code, message)
+    }
+
+    /// The program `combined` (the analysed file and the user's modules it imports) as a
+    /// reproducer of the error at `error` (a file's index in `combined.labels`, its 1-based
+    /// line); `None` when it does not parse or has no such line.
+    pub fn cut(combined: &super::inline::Combined, error: (usize, u32), code: &str, message: &str) -> Option<SourceProgram> {
+        let text = combined.text.as_str();
+        let error_row = combined.origins.iter().position(|o| *o == error)?;
         let module = crate::syntax::parse(text);
         if !module.errors.is_empty() {
             return None;
@@ -133,7 +159,7 @@ impl SourceProgram {
         // Also when the module has `test_*` functions: tracelens runs them as tests, Python
         // does not (nor does the oracle), so an error raised in one is not raised by the cut.
         let has_tests = module.body.iter().any(|s| matches!(&s.kind, StmtKind::FunctionDef(f) if f.name.starts_with("test_")));
-        let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests;
+        let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests || combined.rewritten;
         let tree = parse_tree(text);
         let sizes = tree.as_ref().map(|t| size_literals(t, text)).unwrap_or_default();
         let min_size = tree.as_ref().map_or(u64::MAX, |t| max_index_literal(t, text) + 1);
@@ -148,8 +174,11 @@ impl SourceProgram {
             code: code.to_string(),
             class: message.split(':').next().unwrap_or("").to_string(),
             message: message.to_string(),
-            file_label: file_label.to_string(),
-            error_line,
+            file_label: combined.labels.get(error.0)?.clone(),
+            error_line: error.1,
+            error_row,
+            labels: combined.labels.clone(),
+            origins: combined.origins.clone(),
             lines,
             nodes,
             top,
@@ -166,7 +195,7 @@ impl SourceProgram {
 
     /// The program as text, with `header` comment lines first.
     pub fn render(&self, header: &[String]) -> Rendered {
-        let mut out = Rendered { text: String::new(), links: Vec::new(), failing_line: None };
+        let mut out = Rendered { text: String::new(), links: Vec::new(), failing_line: None, written: Vec::new() };
         for h in header {
             out.text.push_str(&format!("# {h}\n"));
         }
@@ -205,8 +234,13 @@ impl SourceProgram {
     fn render_block_at(&self, block: &[usize], from: usize, to: usize, dedent: usize, out: &mut Rendered, row: &mut usize) {
         let mut line = from;
         let gone = |n: usize| self.removed[n] || self.lifted(n);
-        let all_removed = !block.is_empty() && block.iter().all(|&n| gone(n));
-        let mut passed = false;
+        // A block left empty gets a `pass` (each block of an `if`, `try`, ... on its own),
+        // unless it was an `elif`, which goes with it.
+        let all_removed = |clause: usize| {
+            let nodes: Vec<usize> = block.iter().copied().filter(|&n| self.nodes[n].clause == clause).collect();
+            !nodes.is_empty() && nodes.iter().all(|&n| gone(n)) && !nodes.iter().any(|&n| self.nodes[n].elif)
+        };
+        let mut passed: Vec<usize> = Vec::new();
         let blank = |out: &mut Rendered, row: &mut usize| {
             if *row > 0 && !out.text.ends_with("\n\n") {
                 out.text.push('\n');
@@ -217,11 +251,12 @@ impl SourceProgram {
             match block.iter().find(|&&n| self.nodes[n].first <= line && line <= self.nodes[n].last) {
                 Some(&n) => {
                     let node = &self.nodes[n];
-                    if all_removed && !passed && !self.top.contains(&n) {
+                    let clause = node.clause;
+                    if !passed.contains(&clause) && !self.top.contains(&n) && all_removed(clause) {
                         let indent: String = self.lines[node.first].code.chars().take_while(|c| c.is_whitespace()).collect();
                         out.text.push_str(&format!("{}pass\n", indent.get(dedent..).unwrap_or("")));
                         *row += 1;
-                        passed = true;
+                        passed.push(clause);
                     }
                     if !gone(n) {
                         // Functions lifted out of it come first, in the block it is in (set
@@ -265,7 +300,8 @@ impl SourceProgram {
         if !l.in_string && l.code.trim().is_empty() {
             return;
         }
-        let user_line = line as u32 + 1;
+        let (file, user_line) = self.origins.get(line).copied().unwrap_or((0, line as u32 + 1));
+        let label = self.labels.get(file).map_or("", String::as_str);
         let mut code = l.code.clone();
         // Shrunk sizes, right to left so earlier bytes stay where they are.
         for size in self.sizes.iter().rev().filter(|z| z.line == line) {
@@ -277,13 +313,14 @@ impl SourceProgram {
         }
         out.text.push_str(code.get(dedent..).unwrap_or(&code));
         if l.linkable {
-            out.text.push_str(&format!("  # {}:{user_line}", self.file_label));
+            out.text.push_str(&format!("  # {label}:{user_line}"));
             out.links.push((*row, user_line));
+            out.written.push(line);
         }
         out.text.push_str(&l.after);
         out.text.push('\n');
         let extra = l.after.matches('\n').count();
-        if user_line == self.error_line && out.failing_line.is_none() {
+        if line == self.error_row && out.failing_line.is_none() {
             out.failing_line = Some(*row);
         }
         *row += 1 + extra;
@@ -485,18 +522,18 @@ impl SourceProgram {
 
     /// The user's lines (0-based) the program writes.
     fn written_lines(&self) -> Vec<usize> {
-        self.render(&[]).links.iter().map(|(_, user)| *user as usize - 1).collect()
+        self.render(&[]).written
     }
 }
 
-fn parse_tree(text: &str) -> Option<tree_sitter::Tree> {
+pub(super) fn parse_tree(text: &str) -> Option<tree_sitter::Tree> {
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
     parser.parse(text, None)
 }
 
 /// Every node of `tree`, in order.
-fn all_nodes(tree: &tree_sitter::Tree) -> Vec<tree_sitter::Node<'_>> {
+pub(super) fn all_nodes(tree: &tree_sitter::Tree) -> Vec<tree_sitter::Node<'_>> {
     let mut out = Vec::new();
     let mut cursor = tree.walk();
     'walk: loop {
@@ -851,7 +888,7 @@ fn imported_names(root: tree_sitter::Node, text: &str) -> Vec<String> {
 
 /// The names one import statement binds: `import a.b` binds `a`, `import a as b` and
 /// `from m import a as b` bind `b`.
-fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<String> {
+pub(super) fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<String> {
     let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
     let mut out = Vec::new();
     let mut cursor = s.walk();
@@ -868,7 +905,7 @@ fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<String> {
 /// The names a function binds (with `params`: its parameters too) or the module binds:
 /// assignment and loop targets, `with ... as`, imports, definitions, parameters; not
 /// looking into nested functions or classes.
-fn bound_names(scope: tree_sitter::Node, text: &str, params: bool) -> Vec<String> {
+pub(super) fn bound_names(scope: tree_sitter::Node, text: &str, params: bool) -> Vec<String> {
     let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
     let mut out = Vec::new();
     let identifiers = |n: tree_sitter::Node, out: &mut Vec<String>| {
@@ -1018,34 +1055,55 @@ fn block_nodes(stmts: &[Stmt], index: &LineIndex, lines: &[SrcLine], nodes: &mut
             }
         }
         let indent = |l: usize| lines.get(l).map_or(0, |x| x.code.len() - x.code.trim_start().len());
-        let inner = body_of(s).filter(|b| {
-            // Not a one-line compound statement (`if x: y`): its body is on the header's line.
-            b.first().is_some_and(|c| {
+        // The blocks of its body on lines of their own, not a one-line block (`if x: y`,
+        // `else: y`), which stays part of the statement's lines.
+        let blocks: Vec<(usize, &[Stmt], bool)> = bodies_of(s)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, b)| {
+                let c = b.first()?;
                 let cl = index.line_of(c.span.start) as usize;
-                cl > first && indent(cl) > indent(first)
+                let elif = k > 0
+                    && b.len() == 1
+                    && matches!(c.kind, StmtKind::If { .. })
+                    && lines.get(cl).is_some_and(|l| l.code.trim_start().starts_with("elif "));
+                (cl > first && (indent(cl) > indent(first) || elif)).then_some((k, b, elif))
             })
-        });
+            .collect();
         let id = nodes.len();
         let pinned = matches!(s.kind, StmtKind::Return(_));
-        nodes.push(Node { first, last, body: Vec::new(), disallowed: disallowed_import(s), pinned });
-        if let Some(b) = inner {
-            let body = block_nodes(b, index, lines, nodes);
-            nodes[id].body = body;
+        nodes.push(Node { first, last, body: Vec::new(), clause: 0, elif: false, disallowed: disallowed_import(s), pinned });
+        let mut body = Vec::new();
+        for (k, b, elif) in blocks {
+            for n in block_nodes(b, index, lines, nodes) {
+                nodes[n].clause = k;
+                nodes[n].elif = elif;
+                body.push(n);
+            }
         }
+        nodes[id].body = body;
         out.push(id);
     }
     out
 }
 
-/// The block of a compound statement the minimiser reduces (an `if`'s or a loop's first
-/// block, a function's or a class's body).
-fn body_of(s: &Stmt) -> Option<&[Stmt]> {
+/// The blocks of a compound statement the minimiser reduces: an `if`'s or a loop's body and
+/// `else` block (an `elif` is an `if` alone in it), a `try`'s body, handlers, `else` and
+/// `finally` blocks, a `with`'s, a function's or a class's body.
+fn bodies_of(s: &Stmt) -> Vec<&[Stmt]> {
     match &s.kind {
-        StmtKind::FunctionDef(f) => Some(&f.body),
-        StmtKind::ClassDef(c) => Some(&c.body),
-        StmtKind::If { body, .. } | StmtKind::While { body, .. } | StmtKind::For { body, .. } | StmtKind::With { body, .. } => Some(body),
-        StmtKind::Try { body, .. } => Some(body),
-        _ => None,
+        StmtKind::FunctionDef(f) => vec![&f.body],
+        StmtKind::ClassDef(c) => vec![&c.body],
+        StmtKind::With { body, .. } => vec![body],
+        StmtKind::If { body, orelse, .. } | StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => vec![body, orelse],
+        StmtKind::Try { body, handlers, orelse, finalbody } => {
+            let mut out: Vec<&[Stmt]> = vec![body];
+            out.extend(handlers.iter().map(|h| h.body.as_slice()));
+            out.push(orelse);
+            out.push(finalbody);
+            out
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -1166,6 +1224,64 @@ mod tests {
         let text = "import jax\n\n\ndef f(x, k):\n    def scaled(y, k=k):\n        return y * k\n\n    class Layer:\n        def apply(self, y):\n            return y\n\n    if k > 0:\n        def pick(y):\n            return y\n    else:\n        def pick(y):\n            return -y\n    return scaled(x) + Layer().apply(x) + pick(x)\n\n\nf(1.0, 2)\n";
         let p = SourceProgram::new(text, 21, "TL190", "NameError: x", "m.py").expect("parses");
         assert!(p.liftable.is_empty(), "{:?}", p.liftable);
+    }
+
+    #[test]
+    fn functions_in_elif_else_except_and_finally_blocks_are_lifted_and_emptied_blocks_get_a_pass() {
+        let text = "def f(x, mode):\n    seen = []\n    if mode == 0:\n        y = x\n    elif mode == 1:\n        def a(v):\n            seen.append(v)\n        a(x)\n    else:\n        def b(v):\n            return v\n        b(x)\n    try:\n        z = x\n    except KeyError:\n        def c(v):\n            return v + 1\n        c(x)\n    finally:\n        def d(v):\n            return seen\n        d(x)\n    return seen\n\n\nf(1.0, 1)\n";
+        let mut p = SourceProgram::new(text, 26, "TL190", "NameError: x", "m.py").expect("parses");
+        // `a` and `d` read `seen` of `f`: before the `if` and the `try`; `b` and `c` read
+        // nothing: the module.
+        assert_eq!(p.liftable.len(), 4, "{:?}", p.liftable);
+        p.lift = true;
+        // The first block of the `if` and the `try` emptied: each gets its `pass`.
+        let f = p.top[0];
+        for n in p.nodes[f].body.clone() {
+            for m in p.nodes[n].body.clone() {
+                if [3, 13].contains(&p.nodes[m].first) {
+                    p.removed[m] = true;
+                }
+            }
+        }
+        let r = p.render(&[]);
+        let code: Vec<&str> = r.text.lines().map(|l| l.split("  #").next().unwrap_or("")).collect();
+        let expected = [
+            "def b(v):",
+            "    return v",
+            "",
+            "def c(v):",
+            "    return v + 1",
+            "",
+            "def f(x, mode):",
+            "    seen = []",
+            "    def a(v):",
+            "        seen.append(v)",
+            "    if mode == 0:",
+            "        pass",
+            "    elif mode == 1:",
+            "        a(x)",
+            "    else:",
+            "        b(x)",
+            "    def d(v):",
+            "        return seen",
+            "    try:",
+            "        pass",
+            "    except KeyError:",
+            "        c(x)",
+            "    finally:",
+            "        d(x)",
+            "    return seen",
+            "",
+            "f(1.0, 1)",
+        ];
+        assert_eq!(code, expected, "{}", r.text);
+        // An `elif` removed takes its block along, with no `pass` for it.
+        let top_if = p.nodes[f].body[1];
+        let elif = p.nodes[top_if].body.iter().copied().find(|&n| p.nodes[n].elif).expect("elif");
+        p.removed[elif] = true;
+        let text = p.render(&[]).text;
+        assert!(text.contains("    if mode == 0:  # m.py:3\n        pass\n    def d"), "{text}");
+        assert!(!text.contains("elif") && !text.contains("else:") && !text.contains("def a"), "{text}");
     }
 
     #[test]
