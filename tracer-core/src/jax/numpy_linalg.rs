@@ -899,7 +899,7 @@ fn diagonal(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>> {
     let iota = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
     let iota = Array::ready(Aval::new(&[n], DType::I32), iota);
     ins.extend([iota.clone(), iota]);
-    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, index: vec![IndexItem::Array; nd] };
+    let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
     let shape: Vec<usize> = batch.iter().copied().chain([n]).collect();
     bind1(interp, prim, &ins, x.aval.with_shape(&shape))
 }
