@@ -214,24 +214,30 @@ fn slice(interp: &mut Interp, a: &Rc<Array>, d: &Held, axis: usize, i: usize) ->
 
 /// `rows` stacked along `axis` into an array of aval `aval`.
 fn stack(interp: &mut Interp, rows: &[Rc<Array>], axis: usize, aval: &Aval) -> Option<Rc<Array>> {
-    let f64_rows: Option<Vec<Rc<NdData>>> = helds(interp, rows)?
-        .into_iter()
-        .map(|h| match h {
-            Held::F64(d) => Some(d),
-            Held::Ints(_) => None,
-        })
-        .collect();
-    let Some(data) = f64_rows else {
+    let held = helds(interp, rows)?;
+    if held.iter().any(|h| matches!(h, Held::Ints(_))) {
         // A row past 2**53: the whole stack is held exactly.
-        let max = interp.budgets.max_elements;
-        let data = rows.iter().map(|r| super::eval::force_ints(r, max)).collect::<Option<Vec<_>>>()?;
+        let data: Vec<NdInts> = held
+            .iter()
+            .map(|h| match h {
+                Held::F64(d) => super::eval_ints::from_f64(d),
+                Held::Ints(d) => (**d).clone(),
+            })
+            .collect();
         let views: Vec<_> = data.iter().map(|r| r.view()).collect();
         let stacked = ndarray::stack(Axis(axis), &views).ok()?;
         if stacked.shape() != aval.shape.as_slice() {
             return None;
         }
         return Some(derived_ints(interp, aval.clone(), stacked, rows));
-    };
+    }
+    let data: Vec<Rc<NdData>> = held
+        .into_iter()
+        .filter_map(|h| match h {
+            Held::F64(d) => Some(d),
+            Held::Ints(_) => None,
+        })
+        .collect();
     let stacked = if data.is_empty() {
         ArrayD::zeros(IxDyn(&super::eval::held_shape(aval)))
     } else {
