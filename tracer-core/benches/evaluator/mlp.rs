@@ -17,7 +17,7 @@ use std::path::Path;
 use tracer_core::interp::SourceLoader;
 use tracer_core::{run_file, AnalysisConfig, RunOutcome};
 
-use super::{Clock, REPEATS};
+use super::{openblas_kernels, Clock, OpenBlasKernels, REPEATS};
 
 const MODEL: &str = include_str!("mlp_model.py");
 const REFERENCE: &str = include_str!("mlp_reference.py");
@@ -54,15 +54,25 @@ pub fn run() {
     let print = |m: &Measured, what: &str| println!("{what:<40} {:>10.2} {:>20} {:>20}", m.seconds * 1e3, m.loss, m.grad_norm);
     print(&tracelens, "tracelens evaluator (values mode, 1 core)");
     println!("tracelens, the whole one-step program (parse, init, trace, step, print): {:.1} ms", whole_program * 1e3);
-    let Some(references) = python_references() else {
+    let Some(mut references) = python_references(OpenBlasKernels::Default) else {
         println!("NumPy and jax.jit skipped (set TRACELENS_JAX_PYTHON to a Python with NumPy and JAX)");
         return;
     };
-    for r in &references {
-        print(r, if r.name == "numpy" { "NumPy by hand (OpenBLAS, 1 thread)" } else { "jax.jit (XLA CPU, 1 thread)" });
+    if openblas_kernels().contains(&OpenBlasKernels::Avx512) {
+        // Only NumPy's figure changes with OpenBLAS's kernels.
+        let forced = python_references(OpenBlasKernels::Avx512).unwrap_or_default();
+        references.extend(forced.into_iter().filter(|r| r.name == "numpy").map(|r| Measured { name: "numpy (AVX-512)", ..r }));
     }
     for r in &references {
-        let target = if r.name == "numpy" { 1.0 } else { 0.5 };
+        let what = match r.name {
+            "numpy" => "NumPy by hand (OpenBLAS, 1 thread)",
+            "numpy (AVX-512)" => "NumPy, OpenBLAS's AVX-512 kernels",
+            _ => "jax.jit (XLA CPU, 1 thread)",
+        };
+        print(r, what);
+    }
+    for r in &references {
+        let target = if r.name.starts_with("numpy") { 1.0 } else { 0.5 };
         println!("tracelens vs {}: {:.2}x (target >= {target}x)", r.name, r.seconds / tracelens.seconds);
     }
     let mut wrong = Vec::new();
@@ -110,16 +120,17 @@ fn best_run(steps: usize) -> (f64, (f64, f64)) {
 }
 
 /// NumPy and `jax.jit` on this machine, from the Python at `TRACELENS_JAX_PYTHON`.
-fn python_references() -> Option<Vec<Measured>> {
+fn python_references(kernels: OpenBlasKernels) -> Option<Vec<Measured>> {
     let python = std::env::var_os("TRACELENS_JAX_PYTHON")?;
-    let output = std::process::Command::new(python)
+    let mut command = std::process::Command::new(python);
+    command
         .args(["-c", &format!("{MODEL}\n{REFERENCE}"), &(4 * REPEATS).to_string()])
         .env("OPENBLAS_NUM_THREADS", "1")
         .env("OMP_NUM_THREADS", "1")
         .env("JAX_PLATFORMS", "cpu")
-        .env("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-        .output()
-        .ok()?;
+        .env("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1");
+    kernels.apply(&mut command);
+    let output = command.output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
     let measured: Vec<Measured> = text
         .lines()
