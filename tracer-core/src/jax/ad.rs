@@ -162,6 +162,13 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         let inlined = match &eqn.prim {
             Prim::Pjit { .. } | Prim::Remat => eqn.bodies.first().cloned(),
             Prim::Cond { .. } | Prim::Scan { .. } | Prim::Vmap { .. } => resolved_control(eqn, &ins),
+            // JAX differentiates these through a composition (`ad_compositions.rs`).
+            Prim::Reduce { op: ReduceOp::Prod, .. } | Prim::Cumulative { op: ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min, .. }
+                if is_active =>
+            {
+                let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
+                super::ad_compositions::composition(eqn, &avals).map(Rc::new)
+            }
             _ => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
@@ -178,6 +185,9 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
                 outs
             }
             _ => {
+                if is_active {
+                    no_rule_in_jax(interp, &eqn.prim)?;
+                }
                 let avals = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
                 let outs = bind_with_bodies(interp, eqn.prim.clone(), &ins, avals, eqn.bodies.clone())?;
                 if is_active && !matches!(eqn.prim, Prim::StopGradient) {
@@ -581,7 +591,13 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             // JAX: g * digamma(x), and digamma's: g * polygamma(1, x).
             UnaryPrim::Lgamma => times(unary(interp, UnaryPrim::Digamma, &x)?),
             UnaryPrim::Digamma => times(binary(interp, BinaryPrim::Polygamma, &konst(1.0, &x.aval), &x)?),
-            UnaryPrim::ErfInv | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
+            // JAX: sqrt(pi)/2 * (g * exp(square(ans))).
+            UnaryPrim::ErfInv => {
+                let sq = unary(interp, UnaryPrim::Square, out)?;
+                let e = unary(interp, UnaryPrim::Exp, &sq)?;
+                times(binary(interp, BinaryPrim::Mul, &konst(std::f64::consts::PI.sqrt() / 2.0, &x.aval), &e)?)
+            }
+            UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -697,6 +713,10 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     let floor = unary(interp, UnaryPrim::Floor, &abs)?;
                     let t = binary(interp, BinaryPrim::Mul, &sign, &floor)?;
                     vec![One, times(unary(interp, UnaryPrim::Neg, &t)?)]
+                }
+                BinaryPrim::NextAfter => {
+                    no_rule_in_jax(interp, &eqn.prim)?;
+                    return Err(AdError::NoRule(b.name().into()));
                 }
                 _ => return Err(AdError::NoRule(b.name().into())),
             }
@@ -1110,10 +1130,21 @@ fn sum_matrices(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
 /// JAX has no derivative for `geqrf` (`jnp.linalg.qr(a, mode="raw")`) and raises.
 fn no_geqrf_rule(interp: &Interp, op: super::ir::LinalgOp) -> AdResult<()> {
     if let super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus = op {
-        let message = "Differentiation rule for 'geqrf' not implemented";
-        return Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)));
+        return no_rule_in_jax(interp, &Prim::Linalg(op));
     }
     Ok(())
+}
+
+/// JAX's error for a primitive it has no JVP rule for (`geqrf`, `nextafter`), raised when a
+/// tangent reaches it: while JAX linearizes, so also where its result is not used.
+fn no_rule_in_jax(interp: &Interp, prim: &Prim) -> AdResult<()> {
+    let name = match prim {
+        Prim::Binary(BinaryPrim::NextAfter) => "nextafter",
+        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => "geqrf",
+        _ => return Ok(()),
+    };
+    let message = format!("Differentiation rule for '{name}' not implemented");
+    Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)))
 }
 
 fn linalg_jvp(
@@ -2246,7 +2277,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
 pub fn rule_status(prim: &Prim) -> Option<bool> {
     Some(match prim {
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Imag),
+        Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
         Prim::Binary(b) => match b {
             BinaryPrim::Add
             | BinaryPrim::Sub
@@ -2290,11 +2321,10 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => false,
         Prim::Linalg(_) => true,
         Prim::Reduce { op, .. } => match op {
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
-            ReduceOp::Prod => false,
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => true,
             ReduceOp::And | ReduceOp::Or => return None,
         },
-        Prim::Cumulative { op, .. } => *op == ReduceOp::Sum,
+        Prim::Cumulative { op, .. } => !matches!(op, ReduceOp::And | ReduceOp::Or),
         Prim::Compare(_)
         | Prim::Iota { .. }
         | Prim::Full { .. }
@@ -2727,27 +2757,10 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 94, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 99, "{with_rule:?}");
         assert_eq!(
             without,
-            [
-                "erf_inv",
-                "imag",
-                "nextafter",
-                "reduce_prod",
-                "cumprod",
-                "cummax",
-                "cummin",
-                "top_k",
-                "scan",
-                "cond",
-                "while",
-                "vmap",
-                "custom_jvp_call",
-                "custom_vjp_call",
-                "geqrf",
-                "geqrf_taus"
-            ]
+            ["imag", "nextafter", "top_k", "scan", "cond", "while", "vmap", "custom_jvp_call", "custom_vjp_call", "geqrf", "geqrf_taus"]
         );
         assert_eq!(not_differentiable.len(), 26, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));

@@ -1693,7 +1693,9 @@ fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
         // XLA's Lanczos approximations, step by step (special.rs).
         UnaryPrim::Lgamma => return Some(Box::new(move |x| super::special::lgamma(x, dtype))),
         UnaryPrim::Digamma => return Some(Box::new(move |x| super::special::digamma(x, dtype))),
-        UnaryPrim::ErfInv => return None,
+        // XLA's own approximations (CHLO's decomposition), as `jax.random.normal` uses them.
+        UnaryPrim::ErfInv if dtype != DType::F64 => |x: f64| f64::from(super::random::erf_inv_f32(x as f32)),
+        UnaryPrim::ErfInv => super::random::erf_inv_f64,
     };
     Some(Box::new(f))
 }

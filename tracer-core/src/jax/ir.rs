@@ -899,18 +899,28 @@ pub fn counting_cond(i_aval: &Aval, carry: &[Aval]) -> Jaxpr {
 }
 
 /// Builds a jaxpr equation by equation, with fresh variables.
-struct Builder {
+pub(super) struct Builder {
     next: VarId,
     eqns: Vec<Eqn>,
 }
 
 impl Builder {
+    /// A builder for a jaxpr whose binders are variables `0..n_binders`.
+    pub(super) fn new(n_binders: usize) -> Builder {
+        Builder { next: n_binders as VarId, eqns: Vec::new() }
+    }
+
+    /// The jaxpr built, with binders `invars` and outputs `outvars`.
+    pub(super) fn finish(self, invars: Vec<(VarId, Aval)>, outvars: Vec<Atom>) -> Jaxpr {
+        Jaxpr { constvars: Vec::new(), invars, eqns: self.eqns, outvars, var_avals: Vec::new() }
+    }
+
     fn fresh(&mut self) -> VarId {
         self.next += 1;
         self.next - 1
     }
 
-    fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
+    pub(super) fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
         let v = self.fresh();
         self.eqns.push(Eqn { prim, inputs, outputs: vec![(v, aval)], site: None, bodies: Vec::new(), api: None });
         Atom::Var(v)

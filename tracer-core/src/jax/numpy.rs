@@ -2281,6 +2281,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
         F::ScipyErfc => unary!(UnaryPrim::Erfc),
+        F::ScipyErfinv | F::LaxErfInv => unary!(UnaryPrim::ErfInv),
         F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
         F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
         // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
