@@ -147,6 +147,18 @@ def composed_derivative_rows(dt):
     out.append(("unary", f"jax.grad(lambda v: jnp.sum(jax.scipy.special.erfinv(v)))({unit})"))
     out.append(("unary", f"jax.jvp(jax.scipy.special.erfinv, ({unit},), ({unit} + 2.0,))[1]"))
     out.append(("unary", f"jax.grad(lambda v: jnp.sum(jax.grad(lambda u: jnp.sum(lax.erf_inv(u)))(v)))({ordinary} * 0.25)"))
+    # `top_k`: XLA's total order (NaN first, `0.` before `-0.`, equal values in index order),
+    # and JAX's rule, the tangent gathered at the indices.
+    for x in ties + [a(["-0.0", "0.0", "-0.0", "1.0", f"-{NAN}", NAN, "-1.0"])]:
+        for i in [0, 1]:
+            out.append(("sort", f"lax.top_k({x}, 5)[{i}]"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(lax.top_k(v, 4)[0] * jnp.arange(1, 5, dtype=jnp.{dt})))({x})"))
+        out.append(("sort", f"jax.jvp(lambda v: lax.top_k(v, 3)[0], ({x},), ({w7},))[1]"))
+    for i in [0, 1]:
+        out.append(("sort", f"lax.top_k({c}, 2)[{i}]"))
+    out.append(("sort", f"jax.grad(lambda v: jnp.sum(lax.top_k(v, 3)[0] ** 2))({c})"))
+    out.append(("sort", f"jax.jvp(lambda v: lax.top_k(v, 2)[0], ({m},), (jnp.cos({m}),))[1]"))
+    out.append(("sort", f"jax.hessian(lambda v: jnp.sum(lax.top_k(v, 2)[0] ** 3))({a(['0.5', '-1.5', '2.0', '2.0', '1.0'])})"))
     return out
 
 
@@ -906,6 +918,9 @@ def rows(x64):
         out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{oob}].multiply(u, unique_indices=True, mode='clip') ** 2))({w})"))
     for dt in floats:
         out += composed_derivative_rows(dt)
+    for dt in ints:
+        out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[0]"))
+        out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[1]"))
     return out
 
 

@@ -496,6 +496,7 @@ fn product_and_cumulative_rules_match_finite_differences() {
         ("cummax", "lax.cummax(x * y) * jnp.array([1.0, 2.0, 3.0, 4.0])"),
         ("cummin reverse", "lax.cummin(x - y, reverse=True) * x"),
         ("erf_inv", "jax.scipy.special.erfinv(x * 0.5) * y + lax.erf_inv(y * 0.25)"),
+        ("top_k", "jnp.sum(lax.top_k(x * y, 3)[0] * jnp.array([1.0, -2.0, 3.0])) + lax.top_k((x - y).reshape(2, 2), 1)[0][:, 0]"),
     ];
     check_cases(&cases);
 }
@@ -520,5 +521,8 @@ print(jax.grad(unused)(x))
     let a = analyze_file(&PathBuf::from("nextafter.py"), source, &NoFiles, &AnalysisConfig::default());
     assert_eq!(a.stdout, "[1. 1. 1.]\n");
     let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| d.message.clone()).collect();
-    assert!(messages.iter().any(|m| m.contains("NotImplementedError: Differentiation rule for 'nextafter' not implemented")), "{messages:?}");
+    assert!(
+        messages.iter().any(|m| m.contains("NotImplementedError: Differentiation rule for 'nextafter' not implemented")),
+        "{messages:?}"
+    );
 }

@@ -926,9 +926,40 @@ fn jvp(
             sc.scatter_add(interp, &tx, &moved)?
         }
         Prim::Linalg(op) => return linalg_jvp(interp, *op, symmetrised(eqn), ins, out, ts),
+        Prim::TopK { k } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let places = TopKPlaces::new(interp, &ins[0], *k, out_aval)?;
+            let mut operands = vec![t.clone()];
+            operands.extend(places.arrays.iter().cloned());
+            bind(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
+        }
         _ => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
+}
+
+/// Where `lax.top_k` found its values, as the index arrays of a gather: the position itself
+/// along every axis but the last, `top_k`'s indices along it. JAX's `_top_k_jvp` gathers the
+/// tangent there; its transpose adds the cotangent back into zeros at the same places.
+struct TopKPlaces {
+    index: Vec<IndexItem>,
+    arrays: Vec<Rc<Array>>,
+}
+
+impl TopKPlaces {
+    fn new(interp: &mut Interp, x: &Rc<Array>, k: usize, out: &Aval) -> AdResult<TopKPlaces> {
+        let nd = out.ndim();
+        let last = nd.checked_sub(1).ok_or_else(|| AdError::NoRule("top_k of a scalar".into()))?;
+        let mut arrays = Vec::with_capacity(nd);
+        for d in 0..last {
+            let mut shape = vec![1; nd];
+            shape[d] = out.shape[d];
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64);
+            arrays.push(Array::ready(Aval::new(&shape, DType::I32), data));
+        }
+        arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
+        Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
+    }
 }
 
 /// The gather JAX's rules bind on tangents and cotangents (`_gather_jvp_rule`, the
@@ -2146,6 +2177,21 @@ fn transpose(
             }
         }
         Prim::Linalg(op) => return linalg_transpose(interp, *op, symmetrised(eqn), ins, out, g, active),
+        Prim::TopK { k } => {
+            if active[0] {
+                let places = TopKPlaces::new(interp, &ins[0], *k, &out.aval)?;
+                let aval = ins[0].aval.clone().weak(false);
+                let mut operands = vec![zeros(interp, &aval)?, g.clone()];
+                operands.extend(places.arrays);
+                let prim = Prim::Scatter {
+                    op: ScatterOp::Add,
+                    mode: super::ir::IndexMode::PromiseInBounds,
+                    index: Some(places.index),
+                    unique_indices: false,
+                };
+                cts[0] = Some(bind(interp, prim, &operands, aval)?);
+            }
+        }
         _ => return Err(no_rule(eqn)),
     }
     Ok(cts)
@@ -2313,7 +2359,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Pad { .. }
         | Prim::Slice { .. }
         | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice => true,
+        | Prim::DynamicUpdateSlice
+        | Prim::TopK { .. } => true,
         Prim::Scatter { .. } => true,
         Prim::Linalg(
             super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
@@ -2329,6 +2376,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Iota { .. }
         | Prim::Full { .. }
         | Prim::ArgReduce { .. }
+        | Prim::TopKIndices { .. }
         | Prim::RandomBits { .. }
         | Prim::RandomSeed
         | Prim::RandomSplit { .. }
@@ -2338,8 +2386,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::TopK { .. }
-        | Prim::Scan { .. }
+        Prim::Scan { .. }
         | Prim::Cond { .. }
         | Prim::While
         | Prim::Vmap { .. }
@@ -2700,6 +2747,7 @@ mod tests {
             Prim::DotGeneral { lhs_contract: vec![1], rhs_contract: vec![0], lhs_batch: vec![], rhs_batch: vec![] },
             Prim::Gather { mode: IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array] },
             Prim::TopK { k: 1 },
+            Prim::TopKIndices { k: 1 },
             Prim::RandomBits { shape: vec![] },
             Prim::RandomSeed,
             Prim::RandomSplit { shape: vec![] },
@@ -2757,12 +2805,12 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 99, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 100, "{with_rule:?}");
         assert_eq!(
             without,
-            ["imag", "nextafter", "top_k", "scan", "cond", "while", "vmap", "custom_jvp_call", "custom_vjp_call", "geqrf", "geqrf_taus"]
+            ["imag", "nextafter", "scan", "cond", "while", "vmap", "custom_jvp_call", "custom_vjp_call", "geqrf", "geqrf_taus"]
         );
-        assert_eq!(not_differentiable.len(), 26, "{not_differentiable:?}");
+        assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }
 }

@@ -147,7 +147,13 @@ pub enum Prim {
         /// `scatter-mul`'s derivative with respect to its updates depends on it.
         unique_indices: bool,
     },
+    /// `lax.top_k`'s values along the last axis: the `k` largest in XLA's total order
+    /// (`nan` first, `0.` before `-0.`), equal ones in index order.
     TopK {
+        k: usize,
+    },
+    /// `lax.top_k`'s indices (its second output, an equation of its own here).
+    TopKIndices {
         k: usize,
     },
     RandomBits {
@@ -522,6 +528,7 @@ impl Prim {
             }
             .into(),
             Prim::TopK { .. } => "top_k".into(),
+            Prim::TopKIndices { .. } => "top_k_indices".into(),
             Prim::RandomBits { .. } => "random_bits".into(),
             Prim::RandomSeed => "random_seed".into(),
             Prim::RandomSplit { .. } => "random_split".into(),
@@ -609,7 +616,7 @@ impl Prim {
             Prim::Scan { length, reverse, num_carry } => {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
-            Prim::TopK { k } => format!("k={k}"),
+            Prim::TopK { k } | Prim::TopKIndices { k } => format!("k={k}"),
             Prim::RandomSeed | Prim::RandomWrap => "impl=fry".into(),
             Prim::RandomSplit { shape } => format!("shape={}", list(shape)),
             Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
