@@ -99,6 +99,71 @@ def float_elementwise(dt):
     return out
 
 
+def composed_derivative_rows(dt):
+    """Derivatives JAX takes through a composition or a rule of its own: `reduce_prod` (a tree
+    of products), `cumprod`/`cummax`/`cummin` (`associative_scan`, whose `max`/`min` share a
+    tangent between tied operands and whose interleaving adds zeros, so `-0.` becomes `0.`
+    in the primal value under `jvp`), and `erf_inv` (`sqrt(pi)/2 * exp(ans**2)`). Zeros,
+    ties, NaN and infinities are where a formula such as `prod(x) / x` differs from JAX."""
+    out = []
+    a = lambda values: arr(values, dt)
+    ordinary = a(["-2.5", "-1.0", "-0.5", "0.25", "0.5", "1.5", "2.5", "3.75"])
+    zeros = [a(["2.0", "0.0", "3.0", "5.0"]), a(["2.0", "0.0", "3.0", "0.0", "5.0", "-1.5", "4.0"]),
+             a(["-0.0", "1.0", "2.0"]), a(["2.0", NAN, "3.0", "0.0", "1.5"]), a([INF, "0.0", "2.0", "-1.0", "0.5"]),
+             a(["1.5"]), a(["0.5", "-2.0"])]
+    m = f"(jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4) * 0.5 - 2.0)"
+    c = f"(jnp.cos(jnp.arange(24, dtype=jnp.{dt})).reshape(2, 3, 4) * 1.5)"
+    w7 = f"jnp.arange(1, 8, dtype=jnp.{dt})"
+    for x in [ordinary] + zeros:
+        n = x.count(",")  # the values' commas and the one before `dtype=`
+        w = f"jnp.arange(1, {n + 1}, dtype=jnp.{dt})"
+        out.append(("reduce", f"jax.grad(jnp.prod)({x})"))
+        out.append(("reduce", f"jax.jvp(jnp.prod, ({x},), ({w},))[1]"))
+        out.append(("cumulative", f"jax.grad(lambda v: jnp.sum(jnp.cumprod(v) * {w}))({x})"))
+        out.append(("cumulative", f"jax.jvp(jnp.cumprod, ({x},), ({w} - 3.0,))[0]"))
+        out.append(("cumulative", f"jax.jvp(jnp.cumprod, ({x},), ({w} - 3.0,))[1]"))
+    for axis in ["0", "1", "(0, 1)"]:
+        out.append(("reduce", f"jax.grad(lambda v: jnp.sum(jnp.prod(v, axis={axis}) ** 2))({m})"))
+    out.append(("reduce", f"jax.grad(lambda v: jnp.sum(jnp.prod(v, axis=(0, 2)) * jnp.arange(3, dtype=jnp.{dt})))({c})"))
+    out.append(("reduce", f"jax.jvp(lambda v: jnp.prod(v, axis=1), ({c},), (jnp.sin({c}),))[1]"))
+    out.append(("reduce", f"jax.hessian(jnp.prod)({a(['1.5', '-2.0', '0.5'])})"))
+    out.append(("reduce", f"jax.hessian(jnp.prod)({a(['1.5', '0.0', '0.5', '2.0'])})"))
+    out.append(("reduce", f"jax.value_and_grad(jnp.prod)({a(['-0.0', '2.0'])})[0]"))
+    ties = [a(["1.0", "3.0", "3.0", "2.0", "3.0", "5.0", "1.0"]), a(["1.0", "3.0", NAN, "2.0", "5.0", "0.5", "7.0"]),
+            a(["0.0", "-0.0", "0.0", "-1.0", "0.0", "2.0", "2.0"]), a([f"-{INF}", "1.0", INF, "1.0", INF, "-2.0", "0.5"])]
+    for x in ties:
+        for op in ["cummax", "cummin"]:
+            for rev in ["False", "True"]:
+                out.append(("cumulative", f"jax.grad(lambda v: jnp.sum(lax.{op}(v, reverse={rev}) * {w7}))({x})"))
+            out.append(("cumulative", f"jax.jvp(lambda v: lax.{op}(v), ({x},), ({w7},))[1]"))
+        out.append(("cumulative", f"jax.grad(lambda v: jnp.sum(lax.cumprod(v, reverse=True) * {w7}))({x})"))
+    for op in ["cumprod", "cummax", "cummin"]:
+        out.append(("cumulative", f"jax.grad(lambda v: jnp.sum(lax.{op}(v, axis=1) * jnp.sin({m})))({m})"))
+        out.append(("cumulative", f"jax.grad(lambda v: jnp.sum(lax.{op}(v, axis=0, reverse=True) ** 2))({c})"))
+        out.append(("cumulative", f"jax.jvp(lambda v: lax.{op}(v, axis=2), ({c},), (jnp.cos({c}),))[1]"))
+        out.append(("cumulative", f"jax.hessian(lambda v: jnp.sum(lax.{op}(v) ** 2))({a(['0.5', '-1.5', '2.0', '2.0', '1.0'])})"))
+    out.append(("cumulative", f"jax.jvp(lambda v: lax.cummax(v), ({a(['-0.0', '-1.0', '-0.0'])},), ({a(['1.0', '2.0', '3.0'])},))[0]"))
+    unit = unit_inputs(dt)
+    out.append(("unary", f"jax.scipy.special.erfinv({unit})"))
+    out.append(("unary", f"lax.erf_inv({ordinary} * 0.25)"))
+    out.append(("unary", f"jax.grad(lambda v: jnp.sum(jax.scipy.special.erfinv(v)))({unit})"))
+    out.append(("unary", f"jax.jvp(jax.scipy.special.erfinv, ({unit},), ({unit} + 2.0,))[1]"))
+    out.append(("unary", f"jax.grad(lambda v: jnp.sum(jax.grad(lambda u: jnp.sum(lax.erf_inv(u)))(v)))({ordinary} * 0.25)"))
+    # `top_k`: XLA's total order (NaN first, `0.` before `-0.`, equal values in index order),
+    # and JAX's rule, the tangent gathered at the indices.
+    for x in ties + [a(["-0.0", "0.0", "-0.0", "1.0", f"-{NAN}", NAN, "-1.0"])]:
+        for i in [0, 1]:
+            out.append(("sort", f"lax.top_k({x}, 5)[{i}]"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(lax.top_k(v, 4)[0] * jnp.arange(1, 5, dtype=jnp.{dt})))({x})"))
+        out.append(("sort", f"jax.jvp(lambda v: lax.top_k(v, 3)[0], ({x},), ({w7},))[1]"))
+    for i in [0, 1]:
+        out.append(("sort", f"lax.top_k({c}, 2)[{i}]"))
+    out.append(("sort", f"jax.grad(lambda v: jnp.sum(lax.top_k(v, 3)[0] ** 2))({c})"))
+    out.append(("sort", f"jax.jvp(lambda v: lax.top_k(v, 2)[0], ({m},), (jnp.cos({m}),))[1]"))
+    out.append(("sort", f"jax.hessian(lambda v: jnp.sum(lax.top_k(v, 2)[0] ** 3))({a(['0.5', '-1.5', '2.0', '2.0', '1.0'])})"))
+    return out
+
+
 def rows(x64):
     """(group, expr) pairs for one x64 setting."""
     out = []
@@ -853,6 +918,11 @@ def rows(x64):
             out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{oob}].add(u, mode={mode}) * jnp.arange(5, dtype=jnp.{dt})))({w})"))
             out.append(("scatter", f"jax.grad(lambda x: jnp.sum(x.at[{oob}].add({w}, mode={mode}) ** 2))({x})"))
         out.append(("scatter", f"jax.grad(lambda u: jnp.sum(({x}).at[{oob}].multiply(u, unique_indices=True, mode='clip') ** 2))({w})"))
+    for dt in floats:
+        out += composed_derivative_rows(dt)
+    for dt in ints:
+        out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[0]"))
+        out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[1]"))
     return out
 
 

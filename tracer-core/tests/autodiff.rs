@@ -481,3 +481,48 @@ print(jnp.linalg.inv(jnp.eye(3, dtype=jnp.float16)))
     let expected = "NotImplementedError: (KeyError(<class 'numpy.float16'>), 'Unsupported dtype float16.')";
     assert!(messages.iter().any(|m| m.contains(expected)), "{messages:?}");
 }
+
+// `reduce_prod`, `cumprod`, `cummax` and `cummin` are differentiated through the compositions
+// JAX's rules differentiate (`ad_compositions.rs`); away from zeros and ties these are the
+// derivatives of the functions themselves. (X, Y have no ties and no zeros.)
+#[test]
+fn product_and_cumulative_rules_match_finite_differences() {
+    let cases = [
+        ("prod", "jnp.prod(x * y) + jnp.prod(x[:3]) * y"),
+        ("prod axis", "jnp.prod((x + y).reshape(2, 2), axis=0) * jnp.prod((x * y).reshape(2, 2), axis=1)"),
+        ("cumprod", "jnp.cumprod(x + y) * jnp.array([1.0, -2.0, 0.5, 3.0])"),
+        ("cumprod reverse", "lax.cumprod(x * y, reverse=True) * x"),
+        ("cumprod 2-d", "lax.cumprod((x - y).reshape(2, 2), axis=1) * y.reshape(2, 2)"),
+        ("cummax", "lax.cummax(x * y) * jnp.array([1.0, 2.0, 3.0, 4.0])"),
+        ("cummin reverse", "lax.cummin(x - y, reverse=True) * x"),
+        ("erf_inv", "jax.scipy.special.erfinv(x * 0.5) * y + lax.erf_inv(y * 0.25)"),
+        ("top_k", "jnp.sum(lax.top_k(x * y, 3)[0] * jnp.array([1.0, -2.0, 3.0])) + lax.top_k((x - y).reshape(2, 2), 1)[0][:, 0]"),
+    ];
+    check_cases(&cases);
+}
+
+// JAX 0.10.2 has no derivative for `nextafter` and raises when it linearizes, so also where
+// the result does not reach the output; a `stop_gradient` input has no tangent and is fine.
+#[test]
+fn nextafter_has_no_derivative_as_in_jax() {
+    let source = r#"import jax
+import jax.numpy as jnp
+from jax import lax
+
+x = jnp.array([1.0, 2.0, 3.0])
+print(jax.grad(lambda v: jnp.sum(jnp.nextafter(lax.stop_gradient(v), 5.0)) + jnp.sum(v))(x))
+
+def unused(v):
+    w = jnp.nextafter(v, 5.0)
+    return jnp.sum(v)
+
+print(jax.grad(unused)(x))
+"#;
+    let a = analyze_file(&PathBuf::from("nextafter.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout, "[1. 1. 1.]\n");
+    let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| d.message.clone()).collect();
+    assert!(
+        messages.iter().any(|m| m.contains("NotImplementedError: Differentiation rule for 'nextafter' not implemented")),
+        "{messages:?}"
+    );
+}

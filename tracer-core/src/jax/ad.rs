@@ -162,6 +162,13 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         let inlined = match &eqn.prim {
             Prim::Pjit { .. } | Prim::Remat => eqn.bodies.first().cloned(),
             Prim::Cond { .. } | Prim::Scan { .. } | Prim::Vmap { .. } => resolved_control(eqn, &ins),
+            // JAX differentiates these through a composition (`ad_compositions.rs`).
+            Prim::Reduce { op: ReduceOp::Prod, .. } | Prim::Cumulative { op: ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min, .. }
+                if is_active =>
+            {
+                let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
+                super::ad_compositions::composition(eqn, &avals).map(Rc::new)
+            }
             _ => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
@@ -178,6 +185,9 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
                 outs
             }
             _ => {
+                if is_active {
+                    no_rule_in_jax(interp, &eqn.prim)?;
+                }
                 let avals = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
                 let outs = bind_with_bodies(interp, eqn.prim.clone(), &ins, avals, eqn.bodies.clone())?;
                 if is_active && !matches!(eqn.prim, Prim::StopGradient) {
@@ -581,7 +591,13 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             // JAX: g * digamma(x), and digamma's: g * polygamma(1, x).
             UnaryPrim::Lgamma => times(unary(interp, UnaryPrim::Digamma, &x)?),
             UnaryPrim::Digamma => times(binary(interp, BinaryPrim::Polygamma, &konst(1.0, &x.aval), &x)?),
-            UnaryPrim::ErfInv | UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
+            // JAX: sqrt(pi)/2 * (g * exp(square(ans))).
+            UnaryPrim::ErfInv => {
+                let sq = unary(interp, UnaryPrim::Square, out)?;
+                let e = unary(interp, UnaryPrim::Exp, &sq)?;
+                times(binary(interp, BinaryPrim::Mul, &konst(std::f64::consts::PI.sqrt() / 2.0, &x.aval), &e)?)
+            }
+            UnaryPrim::Imag => return Err(AdError::NoRule(u.name().into())),
         }],
         Prim::IntegerPow(n) => vec![match n {
             0 => Zero,
@@ -697,6 +713,10 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     let floor = unary(interp, UnaryPrim::Floor, &abs)?;
                     let t = binary(interp, BinaryPrim::Mul, &sign, &floor)?;
                     vec![One, times(unary(interp, UnaryPrim::Neg, &t)?)]
+                }
+                BinaryPrim::NextAfter => {
+                    no_rule_in_jax(interp, &eqn.prim)?;
+                    return Err(AdError::NoRule(b.name().into()));
                 }
                 _ => return Err(AdError::NoRule(b.name().into())),
             }
@@ -906,9 +926,40 @@ fn jvp(
             sc.scatter_add(interp, &tx, &moved)?
         }
         Prim::Linalg(op) => return linalg_jvp(interp, *op, symmetrised(eqn), ins, out, ts),
+        Prim::TopK { k } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let places = TopKPlaces::new(interp, &ins[0], *k, out_aval)?;
+            let mut operands = vec![t.clone()];
+            operands.extend(places.arrays.iter().cloned());
+            bind(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
+        }
         _ => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
+}
+
+/// Where `lax.top_k` found its values, as the index arrays of a gather: the position itself
+/// along every axis but the last, `top_k`'s indices along it. JAX's `_top_k_jvp` gathers the
+/// tangent there; its transpose adds the cotangent back into zeros at the same places.
+struct TopKPlaces {
+    index: Vec<IndexItem>,
+    arrays: Vec<Rc<Array>>,
+}
+
+impl TopKPlaces {
+    fn new(interp: &mut Interp, x: &Rc<Array>, k: usize, out: &Aval) -> AdResult<TopKPlaces> {
+        let nd = out.ndim();
+        let last = nd.checked_sub(1).ok_or_else(|| AdError::NoRule("top_k of a scalar".into()))?;
+        let mut arrays = Vec::with_capacity(nd);
+        for d in 0..last {
+            let mut shape = vec![1; nd];
+            shape[d] = out.shape[d];
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64);
+            arrays.push(Array::ready(Aval::new(&shape, DType::I32), data));
+        }
+        arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
+        Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
+    }
 }
 
 /// The gather JAX's rules bind on tangents and cotangents (`_gather_jvp_rule`, the
@@ -1110,10 +1161,21 @@ fn sum_matrices(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
 /// JAX has no derivative for `geqrf` (`jnp.linalg.qr(a, mode="raw")`) and raises.
 fn no_geqrf_rule(interp: &Interp, op: super::ir::LinalgOp) -> AdResult<()> {
     if let super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus = op {
-        let message = "Differentiation rule for 'geqrf' not implemented";
-        return Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)));
+        return no_rule_in_jax(interp, &Prim::Linalg(op));
     }
     Ok(())
+}
+
+/// JAX's error for a primitive it has no JVP rule for (`geqrf`, `nextafter`), raised when a
+/// tangent reaches it: while JAX linearizes, so also where its result is not used.
+fn no_rule_in_jax(interp: &Interp, prim: &Prim) -> AdResult<()> {
+    let name = match prim {
+        Prim::Binary(BinaryPrim::NextAfter) => "nextafter",
+        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => "geqrf",
+        _ => return Ok(()),
+    };
+    let message = format!("Differentiation rule for '{name}' not implemented");
+    Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)))
 }
 
 fn linalg_jvp(
@@ -2115,6 +2177,21 @@ fn transpose(
             }
         }
         Prim::Linalg(op) => return linalg_transpose(interp, *op, symmetrised(eqn), ins, out, g, active),
+        Prim::TopK { k } => {
+            if active[0] {
+                let places = TopKPlaces::new(interp, &ins[0], *k, &out.aval)?;
+                let aval = ins[0].aval.clone().weak(false);
+                let mut operands = vec![zeros(interp, &aval)?, g.clone()];
+                operands.extend(places.arrays);
+                let prim = Prim::Scatter {
+                    op: ScatterOp::Add,
+                    mode: super::ir::IndexMode::PromiseInBounds,
+                    index: Some(places.index),
+                    unique_indices: false,
+                };
+                cts[0] = Some(bind(interp, prim, &operands, aval)?);
+            }
+        }
         _ => return Err(no_rule(eqn)),
     }
     Ok(cts)
@@ -2246,7 +2323,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
 pub fn rule_status(prim: &Prim) -> Option<bool> {
     Some(match prim {
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::ErfInv | UnaryPrim::Imag),
+        Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
         Prim::Binary(b) => match b {
             BinaryPrim::Add
             | BinaryPrim::Sub
@@ -2282,7 +2359,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::Pad { .. }
         | Prim::Slice { .. }
         | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice => true,
+        | Prim::DynamicUpdateSlice
+        | Prim::TopK { .. } => true,
         Prim::Scatter { .. } => true,
         Prim::Linalg(
             super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
@@ -2290,15 +2368,15 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => false,
         Prim::Linalg(_) => true,
         Prim::Reduce { op, .. } => match op {
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => true,
-            ReduceOp::Prod => false,
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => true,
             ReduceOp::And | ReduceOp::Or => return None,
         },
-        Prim::Cumulative { op, .. } => *op == ReduceOp::Sum,
+        Prim::Cumulative { op, .. } => !matches!(op, ReduceOp::And | ReduceOp::Or),
         Prim::Compare(_)
         | Prim::Iota { .. }
         | Prim::Full { .. }
         | Prim::ArgReduce { .. }
+        | Prim::TopKIndices { .. }
         | Prim::RandomBits { .. }
         | Prim::RandomSeed
         | Prim::RandomSplit { .. }
@@ -2308,8 +2386,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::TopK { .. }
-        | Prim::Scan { .. }
+        Prim::Scan { .. }
         | Prim::Cond { .. }
         | Prim::While
         | Prim::Vmap { .. }
@@ -2670,6 +2747,7 @@ mod tests {
             Prim::DotGeneral { lhs_contract: vec![1], rhs_contract: vec![0], lhs_batch: vec![], rhs_batch: vec![] },
             Prim::Gather { mode: IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array] },
             Prim::TopK { k: 1 },
+            Prim::TopKIndices { k: 1 },
             Prim::RandomBits { shape: vec![] },
             Prim::RandomSeed,
             Prim::RandomSplit { shape: vec![] },
@@ -2727,29 +2805,12 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 94, "{with_rule:?}");
+        assert_eq!(with_rule.len(), 100, "{with_rule:?}");
         assert_eq!(
             without,
-            [
-                "erf_inv",
-                "imag",
-                "nextafter",
-                "reduce_prod",
-                "cumprod",
-                "cummax",
-                "cummin",
-                "top_k",
-                "scan",
-                "cond",
-                "while",
-                "vmap",
-                "custom_jvp_call",
-                "custom_vjp_call",
-                "geqrf",
-                "geqrf_taus"
-            ]
+            ["imag", "nextafter", "scan", "cond", "while", "vmap", "custom_jvp_call", "custom_vjp_call", "geqrf", "geqrf_taus"]
         );
-        assert_eq!(not_differentiable.len(), 26, "{not_differentiable:?}");
+        assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }
 }

@@ -757,6 +757,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
         }
+        Prim::TopK { k } | Prim::TopKIndices { k } => top_k(&ins[0], *k, matches!(prim, Prim::TopKIndices { .. }), out_shape)?,
         // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
         // the second by the keys of the first and gives that. Stable, NaN last.
         Prim::Sort { dimension, .. } if ins.len() <= 2 => {
@@ -767,6 +768,26 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         }
         _ => return None,
     })
+}
+
+/// `lax.top_k` along the last axis: the `k` largest elements of each row in XLA's total order
+/// (`nan` above `inf`, `0.` above `-0.`, `-nan` below `-inf`), equal ones in index order; their
+/// values, or their `indices`.
+fn top_k(x: &NdData, k: usize, indices: bool, out_shape: &[usize]) -> Option<NdData> {
+    let last = x.ndim().checked_sub(1)?;
+    let mut out = ArrayD::zeros(IxDyn(out_shape));
+    if out.ndim() != x.ndim() || out_shape[last] != k || k > x.shape()[last] {
+        return None;
+    }
+    for (row, mut dst) in x.lanes(Axis(last)).into_iter().zip(out.lanes_mut(Axis(last))) {
+        let mut order: Vec<usize> = (0..row.len()).collect();
+        // Stable: equal elements keep their index order.
+        order.sort_by(|&i, &j| row[j].total_cmp(&row[i]));
+        for (d, &i) in dst.iter_mut().zip(&order) {
+            *d = if indices { i as f64 } else { row[i] };
+        }
+    }
+    Some(out)
 }
 
 /// `values` ordered along `dimension` as a stable sort orders `keys` by `cmp`: `sort` of one
@@ -1693,7 +1714,9 @@ fn unary_fn(u: UnaryPrim, dtype: DType) -> Option<Box<dyn Fn(f64) -> f64>> {
         // XLA's Lanczos approximations, step by step (special.rs).
         UnaryPrim::Lgamma => return Some(Box::new(move |x| super::special::lgamma(x, dtype))),
         UnaryPrim::Digamma => return Some(Box::new(move |x| super::special::digamma(x, dtype))),
-        UnaryPrim::ErfInv => return None,
+        // XLA's own approximations (CHLO's decomposition), as `jax.random.normal` uses them.
+        UnaryPrim::ErfInv if dtype != DType::F64 => |x: f64| f64::from(super::random::erf_inv_f32(x as f32)),
+        UnaryPrim::ErfInv => super::random::erf_inv_f64,
     };
     Some(Box::new(f))
 }

@@ -15,6 +15,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::array::NdData;
 use super::dtypes::DType;
 use super::eval::{self, DotDims};
+use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
 
 /// Integer elements held exactly: every int64 and uint64 value fits an i128, and so does
@@ -67,6 +68,13 @@ pub enum Computed {
 pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<Computed> {
     if let Some(moved) = eval::rearrange(prim, ins, out_shape, |&v| i64::try_from(v).unwrap_or(i64::MAX)) {
         return Some(Computed::Ints(moved));
+    }
+    // `x[idx]`, `jnp.take`, `.at[].get`: an index past 2**53 is out of bounds whatever its
+    // rounding, so the indices go to f64; JAX's default fill of int64 is -2**63.
+    if let Prim::Gather { mode, fill_value, index } = prim {
+        let indices: Vec<Rc<NdData>> = ins.get(1..)?.iter().map(|d| Rc::new(to_f64(d))).collect();
+        let fill = || indexing::fill_integer(*fill_value, out_dtype);
+        return indexing::gather_elements(ins.first()?, &indices, index, *mode, out_shape, fill).map(Computed::Ints);
     }
     let in_dtype = *in_dtypes.first()?;
     if !(in_dtype.is_integer() || in_dtype.is_bool()) {

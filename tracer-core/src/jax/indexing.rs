@@ -192,8 +192,23 @@ pub fn fill_element(fill: Option<FillValue>, dtype: DType) -> Option<f64> {
     (!dtype.is_integer() || v.abs() < 2f64.powi(53)).then_some(v)
 }
 
+/// `fill_element` for an integer dtype, exactly: JAX's default (the minimum of a signed,
+/// the maximum of an unsigned dtype, `-2**63` for int64) and integer fills wrapped to the
+/// dtype; a float fill only where `fill_element` holds it.
+pub fn fill_integer(fill: Option<FillValue>, dtype: DType) -> Option<i128> {
+    let bits = dtype.bits();
+    match fill {
+        None if dtype.is_signed_integer() => Some(-(1i128 << (bits - 1))),
+        None if dtype.is_integer() => Some((1i128 << bits) - 1),
+        Some(FillValue::Int(i)) if dtype.is_integer() => Some(super::eval_ints::wrap(i, dtype)),
+        _ => fill_element(fill, dtype).map(|v| v as i128),
+    }
+}
+
 /// `x[items]` (the `gather` kernel): an out-of-bounds index reads `fill` under
-/// `FillOrDrop` (see `fill_element`) and the nearest element otherwise.
+/// `FillOrDrop` (see `fill_element`) and the nearest element otherwise. An integer fill past
+/// 2**53 (the int64 minimum, JAX's default) is rounded here, and the caller computes the
+/// result again exactly (`eval_ints`), as for any int64 result past 2**53.
 pub fn gather(
     a: &NdData,
     indices: &[Rc<NdData>],
@@ -203,6 +218,20 @@ pub fn gather(
     dtype: DType,
     out_shape: &[usize],
 ) -> Option<NdData> {
+    let fill = || if dtype.is_integer() { fill_integer(fill, dtype).map(|v| v as f64) } else { fill_element(fill, dtype) };
+    gather_elements(a, indices, items, mode, out_shape, fill)
+}
+
+/// The gather kernel for elements of any type (f64 data, or `eval_ints`' exact integers);
+/// `fill` gives the element an out-of-bounds index reads under `FillOrDrop`.
+pub fn gather_elements<T: Copy>(
+    a: &ArrayD<T>,
+    indices: &[Rc<NdData>],
+    items: &[IndexItem],
+    mode: IndexMode,
+    out_shape: &[usize],
+    fill: impl Fn() -> Option<T>,
+) -> Option<ArrayD<T>> {
     if indices.iter().map(|i| i.len()).any(|n| n > MAX_SELECTION) {
         return None;
     }
@@ -210,7 +239,7 @@ pub fn gather(
     if shape != out_shape || places.len() > MAX_SELECTION {
         return None;
     }
-    let data = flat(a);
+    let data: Vec<T> = a.as_standard_layout().iter().copied().collect();
     let mut fill_v = None;
     let mut values = Vec::with_capacity(places.len());
     for p in places {
@@ -218,7 +247,10 @@ pub fn gather(
             Some(p) => data[p],
             // Nothing to clamp to on an empty axis: not computed.
             None if mode != IndexMode::FillOrDrop => return None,
-            None => *fill_v.get_or_insert(fill_element(fill, dtype)?),
+            None => match fill_v {
+                Some(v) => v,
+                None => *fill_v.insert(fill()?),
+            },
         });
     }
     ArrayD::from_shape_vec(IxDyn(&shape), values).ok()

@@ -147,7 +147,13 @@ pub enum Prim {
         /// `scatter-mul`'s derivative with respect to its updates depends on it.
         unique_indices: bool,
     },
+    /// `lax.top_k`'s values along the last axis: the `k` largest in XLA's total order
+    /// (`nan` first, `0.` before `-0.`), equal ones in index order.
     TopK {
+        k: usize,
+    },
+    /// `lax.top_k`'s indices (its second output, an equation of its own here).
+    TopKIndices {
         k: usize,
     },
     RandomBits {
@@ -522,6 +528,7 @@ impl Prim {
             }
             .into(),
             Prim::TopK { .. } => "top_k".into(),
+            Prim::TopKIndices { .. } => "top_k_indices".into(),
             Prim::RandomBits { .. } => "random_bits".into(),
             Prim::RandomSeed => "random_seed".into(),
             Prim::RandomSplit { .. } => "random_split".into(),
@@ -609,7 +616,7 @@ impl Prim {
             Prim::Scan { length, reverse, num_carry } => {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
-            Prim::TopK { k } => format!("k={k}"),
+            Prim::TopK { k } | Prim::TopKIndices { k } => format!("k={k}"),
             Prim::RandomSeed | Prim::RandomWrap => "impl=fry".into(),
             Prim::RandomSplit { shape } => format!("shape={}", list(shape)),
             Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
@@ -899,18 +906,28 @@ pub fn counting_cond(i_aval: &Aval, carry: &[Aval]) -> Jaxpr {
 }
 
 /// Builds a jaxpr equation by equation, with fresh variables.
-struct Builder {
+pub(super) struct Builder {
     next: VarId,
     eqns: Vec<Eqn>,
 }
 
 impl Builder {
+    /// A builder for a jaxpr whose binders are variables `0..n_binders`.
+    pub(super) fn new(n_binders: usize) -> Builder {
+        Builder { next: n_binders as VarId, eqns: Vec::new() }
+    }
+
+    /// The jaxpr built, with binders `invars` and outputs `outvars`.
+    pub(super) fn finish(self, invars: Vec<(VarId, Aval)>, outvars: Vec<Atom>) -> Jaxpr {
+        Jaxpr { constvars: Vec::new(), invars, eqns: self.eqns, outvars, var_avals: Vec::new() }
+    }
+
     fn fresh(&mut self) -> VarId {
         self.next += 1;
         self.next - 1
     }
 
-    fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
+    pub(super) fn emit(&mut self, prim: Prim, inputs: Vec<Atom>, aval: Aval) -> Atom {
         let v = self.fresh();
         self.eqns.push(Eqn { prim, inputs, outputs: vec![(v, aval)], site: None, bodies: Vec::new(), api: None });
         Atom::Var(v)

@@ -2,6 +2,7 @@
 //! transformations as higher-order APIs, and jax.numpy on top (design.md §1–4).
 
 pub mod ad;
+pub mod ad_compositions;
 pub mod api;
 pub mod array;
 pub mod aval;

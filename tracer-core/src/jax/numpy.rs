@@ -2281,6 +2281,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
         F::ScipyErfc => unary!(UnaryPrim::Erfc),
+        F::ScipyErfinv | F::LaxErfInv => unary!(UnaryPrim::ErfInv),
         F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
         F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
         // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
@@ -4020,11 +4021,26 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 ));
             }
             let mut s = a.aval.shape.to_vec();
+            // `axis=` other than the last: the shapes, not the values.
+            let last_axis = a.aval.ndim() - 1;
+            let axis = match p.get(usize::MAX, "axis") {
+                Some(v) => {
+                    let axis = interp.index_of(v)?.unwrap_or(-1);
+                    normalize_axis(interp, axis, a.aval.ndim())?
+                }
+                None => last_axis,
+            };
+            if axis != last_axis {
+                s[axis] = k;
+                let v = bind1(interp, Prim::Opaque("top_k"), &[a.clone()], a.aval.with_shape(&s))?;
+                let i = bind1(interp, Prim::Opaque("top_k_indices"), &[a.clone()], Aval::new(&s, DType::I32))?;
+                return Ok(Value::tuple(vec![Value::Array(v), Value::Array(i)]));
+            }
             if let Some(l) = s.last_mut() {
                 *l = k;
             }
             let v = bind1(interp, Prim::TopK { k }, &[a.clone()], a.aval.with_shape(&s))?;
-            let i = bind1(interp, Prim::Opaque("top_k_indices"), &[a.clone()], Aval::new(&s, DType::I32))?;
+            let i = bind1(interp, Prim::TopKIndices { k }, &[a.clone()], Aval::new(&s, DType::I32))?;
             Ok(Value::tuple(vec![Value::Array(v), Value::Array(i)]))
         }
         F::Append => {

@@ -347,6 +347,8 @@ surface! {
     ScipyLogsumexp = "jax.scipy.special"."logsumexp",
     ScipyErf = "jax.scipy.special"."erf",
     ScipyErfc = "jax.scipy.special"."erfc",
+    ScipyErfinv = "jax.scipy.special"."erfinv",
+    LaxErfInv = "jax.lax"."erf_inv",
     ScipyGammaln = "jax.scipy.special"."gammaln",
     ScipyDigamma = "jax.scipy.special"."digamma",
     ScipyPolygamma = "jax.scipy.special"."polygamma",
