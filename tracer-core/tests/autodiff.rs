@@ -242,8 +242,9 @@ print("layers", 0, float(grads["layers"][0][0]), float(fd))
 
 #[test]
 fn derivatives_through_unmodelled_code_stay_unknown() {
-    // custom_vjp defines its own derivative (here: clipping), which is not modelled, so the
-    // value must stay unknown rather than be the derivative of the primal code.
+    // A custom_vjp defines its own derivative (here: clipping): the rule's value, never the
+    // derivative of the primal code. A custom function whose code reads a differentiated
+    // value it is not given (JAX raises UnexpectedTracerError) has no derivative to guess.
     let out = stdout(
         r#"
 @jax.custom_vjp
@@ -258,11 +259,20 @@ def bwd(_, g):
 
 clip_gradient.defvjp(fwd, bwd)
 print(jax.grad(lambda x: jnp.sum(clip_gradient(x) * 3.0))(jnp.array([1.0, 2.0])))
+
+def closes_over(w, x):
+    @jax.custom_jvp
+    def f(y):
+        return y * w
+    f.defjvp(lambda p, t: (f(p[0]), t[0] * 100.0))
+    return f(x)
+
+print(jax.grad(closes_over)(2.0, 3.0))
 print(jax.grad(lambda x: jnp.sum(lax.stop_gradient(x) * x * 3.0))(jnp.array([1.0, 2.0])))
 print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1.0, 2.0]))))
 "#,
     );
-    assert_eq!(out, "<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
+    assert_eq!(out, "[0.1 0.1]\n<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
 }
 
 #[test]
