@@ -276,6 +276,42 @@ print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1
 }
 
 #[test]
+fn custom_jvp_rules_that_cannot_be_transposed_still_push_tangents_forward() {
+    // A rule whose tangent output is not linear in the tangents: JAX's jvp applies it (as
+    // here), its grad fails to transpose it (NotImplementedError), so reverse mode stays
+    // unknown. A custom function without a rule raises JAX's AttributeError when called.
+    let out = stdout(
+        r#"
+@jax.custom_jvp
+def sq(x):
+    return x ** 2
+
+@sq.defjvp
+def sq_jvp(p, t):
+    return sq(p[0]), jnp.sin(t[0]) * p[0]
+
+x = jnp.array([1.0, 2.0])
+print(jax.jvp(sq, (x,), (x,))[1])
+print(jax.grad(lambda x: jnp.sum(sq(x)))(x))
+print(jax.jit(sq)(x), sq(x))
+
+@jax.custom_jvp
+def norule(x):
+    return x
+
+try:
+    norule(x)
+except AttributeError as e:
+    print("AttributeError:", e)
+"#,
+    );
+    assert_eq!(
+        out,
+        "[0.84147098 1.81859485]\n<unknown>\n[1. 4.] [1. 4.]\nAttributeError: No JVP defined for custom_jvp function norule using defjvp.\n"
+    );
+}
+
+#[test]
 fn values_the_model_cannot_follow_are_never_taken_for_constants() {
     // Under real JAX the first prints [2. 0. 6.]; tracelens does not model boolean masks, so it
     // must not differentiate as if they were constants. The scan is differentiated through

@@ -291,11 +291,12 @@ fn var(a: &Atom) -> Option<VarId> {
 /// What a pass needs from the replay of one active marker.
 pub enum Linearized {
     /// A `custom_jvp` rule's tangent map: its jaxpr (tangents in, primal outputs then tangent
-    /// outputs out), the values it closed over, and its linearization at zero tangents.
+    /// outputs out), the values it closed over, and its linearization at zero tangents (`Err`:
+    /// why it cannot be transposed; forward mode applies it all the same, as JAX does).
     Jvp {
         jaxpr: Rc<Jaxpr>,
         consts: Vec<Rc<Array>>,
-        lin: Linearization,
+        lin: Result<Linearization, String>,
         /// For each tangent input of the jaxpr: the marker input it is the tangent of.
         slots: Vec<usize>,
         avals: Vec<Aval>,
@@ -510,9 +511,6 @@ fn trace_jvp_rule(
     if tangent_leaves.iter().zip(out_avals).any(|(t, a)| t.aval.shape != a.shape) {
         return Ok(Err("a custom_jvp rule whose tangent output does not match the function's output".into()));
     }
-    if let Some(why) = nonlinear(&jaxpr) {
-        return Ok(Err(why));
-    }
     let Some(outs) = primal_outputs(interp, &Value::tuple(primal_leaves.into_iter().map(Value::Array).collect()), out_avals)? else {
         return Ok(Err("a custom_jvp rule whose primal output does not match the function's".into()));
     };
@@ -520,7 +518,10 @@ fn trace_jvp_rule(
     for a in &avals {
         zero_tangents.push(ad::zeros(interp, a)?);
     }
-    let lin = ad::linearize_rule(interp, &jaxpr, &consts, &zero_tangents)?;
+    let lin = match nonlinear(&jaxpr) {
+        Some(why) => Err(why),
+        None => Ok(ad::linearize_rule(interp, &jaxpr, &consts, &zero_tangents)?),
+    };
     Ok(Ok((outs, Linearized::Jvp { jaxpr, consts, lin, slots, avals, n_out: out_avals.len() })))
 }
 
@@ -656,6 +657,7 @@ pub(super) fn transpose(
     match lin {
         Linearized::Unknown(why) => return Err(AdError::NoRule(why.clone())),
         Linearized::Jvp { lin, slots, n_out, .. } => {
+            let lin = lin.as_ref().map_err(|why| AdError::NoRule(why.clone()))?;
             let mut out_cts: Vec<Option<Rc<Array>>> = vec![None; *n_out];
             out_cts.extend(gs.iter().cloned());
             let in_cts = ad::pullback(interp, lin, &out_cts)?;
