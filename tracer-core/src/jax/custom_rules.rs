@@ -25,7 +25,7 @@
 //! through the call unknown.
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::ad::{self, AdError, AdResult, Linearization};
@@ -247,19 +247,22 @@ fn reads_other_tracers(interp: &Interp, call: &Rc<CustomCall>, eqn_counts: &[usi
             }
         }
     }
-    let made_here = |q: usize, v: VarId| -> Option<&super::ir::Eqn> {
-        let frame = &traces[q];
+    // The equations each trace recorded during the call, by output.
+    let mut made_here: HashMap<(usize, VarId), &super::ir::Eqn> = HashMap::new();
+    for (q, frame) in traces.iter().enumerate() {
         let end = if q == pos { frame.jaxpr.eqns.len() - 1 } else { frame.jaxpr.eqns.len() };
         let start = eqn_counts.get(q).copied().unwrap_or(end).min(end);
-        frame.jaxpr.eqns[start..end].iter().find(|e| e.outputs.iter().any(|(w, _)| *w == v))
-    };
+        for e in &frame.jaxpr.eqns[start..end] {
+            made_here.extend(e.outputs.iter().map(|(w, _)| ((q, *w), e)));
+        }
+    }
     let mut stack: Vec<(usize, VarId)> = marker.inputs[n_in..].iter().filter_map(var).map(|v| (pos, v)).collect();
     let mut seen = HashSet::new();
     while let Some((q, v)) = stack.pop() {
         if args.contains(&(q, v)) || !seen.insert((q, v)) {
             continue;
         }
-        if let Some(eqn) = made_here(q, v) {
+        if let Some(eqn) = made_here.get(&(q, v)) {
             stack.extend(eqn.inputs.iter().filter_map(var).map(|w| (q, w)));
             continue;
         }
