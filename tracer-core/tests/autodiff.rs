@@ -242,8 +242,9 @@ print("layers", 0, float(grads["layers"][0][0]), float(fd))
 
 #[test]
 fn derivatives_through_unmodelled_code_stay_unknown() {
-    // custom_vjp defines its own derivative (here: clipping), which is not modelled, so the
-    // value must stay unknown rather than be the derivative of the primal code.
+    // A custom_vjp defines its own derivative (here: clipping): the rule's value, never the
+    // derivative of the primal code. A custom function whose code reads a differentiated
+    // value it is not given (JAX raises UnexpectedTracerError) has no derivative to guess.
     let out = stdout(
         r#"
 @jax.custom_vjp
@@ -258,11 +259,56 @@ def bwd(_, g):
 
 clip_gradient.defvjp(fwd, bwd)
 print(jax.grad(lambda x: jnp.sum(clip_gradient(x) * 3.0))(jnp.array([1.0, 2.0])))
+
+def closes_over(w, x):
+    @jax.custom_jvp
+    def f(y):
+        return y * w
+    f.defjvp(lambda p, t: (f(p[0]), t[0] * 100.0))
+    return f(x)
+
+print(jax.grad(closes_over)(2.0, 3.0))
 print(jax.grad(lambda x: jnp.sum(lax.stop_gradient(x) * x * 3.0))(jnp.array([1.0, 2.0])))
 print(repr(jax.grad(lambda x: jnp.sum(x.astype(jnp.float32) * 2.0))(jnp.array([1.0, 2.0]))))
 "#,
     );
-    assert_eq!(out, "<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
+    assert_eq!(out, "[0.1 0.1]\n<unknown>\n[3. 6.]\nArray([2., 2.], dtype=float64)\n");
+}
+
+#[test]
+fn custom_jvp_rules_that_cannot_be_transposed_still_push_tangents_forward() {
+    // A rule whose tangent output is not linear in the tangents: JAX's jvp applies it (as
+    // here), its grad fails to transpose it (NotImplementedError), so reverse mode stays
+    // unknown. A custom function without a rule raises JAX's AttributeError when called.
+    let out = stdout(
+        r#"
+@jax.custom_jvp
+def sq(x):
+    return x ** 2
+
+@sq.defjvp
+def sq_jvp(p, t):
+    return sq(p[0]), jnp.sin(t[0]) * p[0]
+
+x = jnp.array([1.0, 2.0])
+print(jax.jvp(sq, (x,), (x,))[1])
+print(jax.grad(lambda x: jnp.sum(sq(x)))(x))
+print(jax.jit(sq)(x), sq(x))
+
+@jax.custom_jvp
+def norule(x):
+    return x
+
+try:
+    norule(x)
+except AttributeError as e:
+    print("AttributeError:", e)
+"#,
+    );
+    assert_eq!(
+        out,
+        "[0.84147098 1.81859485]\n<unknown>\n[1. 4.] [1. 4.]\nAttributeError: No JVP defined for custom_jvp function norule using defjvp.\n"
+    );
 }
 
 #[test]

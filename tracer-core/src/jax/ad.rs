@@ -64,6 +64,8 @@ struct Tape {
     active: HashSet<VarId>,
     /// Tapes of the bodies of `pjit`/`checkpoint` equations, by equation index.
     bodies: HashMap<usize, Tape>,
+    /// What the user's rule gave at each active `custom_jvp_call`/`custom_vjp_call`.
+    custom: HashMap<usize, super::custom_rules::Linearized>,
 }
 
 /// Replays `jaxpr` on `consts` and `inputs`; `active[i]` says whether input `i` is
@@ -143,7 +145,8 @@ fn read(env: &HashMap<VarId, Rc<Array>>, atom: &Atom) -> AdResult<Rc<Array>> {
 }
 
 fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
-    let mut tape = Tape { jaxpr: jaxpr.clone(), env: HashMap::new(), active: HashSet::new(), bodies: HashMap::new() };
+    let mut tape =
+        Tape { jaxpr: jaxpr.clone(), env: HashMap::new(), active: HashSet::new(), bodies: HashMap::new(), custom: HashMap::new() };
     for (((v, _), a), &act) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(args).zip(active_args) {
         tape.env.insert(*v, a.clone());
         if act && differentiable(a.aval.dtype) {
@@ -157,6 +160,13 @@ fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_ar
         }
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
         let is_active = eqn.inputs.iter().any(|a| matches!(a, Atom::Var(v) if tape.active.contains(v)));
+        if let (Some(call), true) = (eqn.prim.custom_call(), is_active) {
+            let outs = forward_custom(interp, &mut tape, i, eqn, call, &ins)?;
+            for ((v, _), o) in eqn.outputs.iter().zip(outs) {
+                tape.env.insert(*v, o);
+            }
+            continue;
+        }
         // Calls are differentiated through their bodies; `cond`, `scan` and `vmap` through the
         // branch taken, the loop unrolled or one body per example (`ir::resolve_control`).
         let inlined = match &eqn.prim {
@@ -247,6 +257,7 @@ fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> 
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
         let in_cts = match tape.bodies.get(&i) {
             Some(sub) => backward(interp, sub, &gs)?,
+            None if let Some(custom) = tape.custom.get(&i) => super::custom_rules::transpose(interp, custom, &ins, &gs)?,
             None => {
                 let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
                 let active: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
@@ -286,9 +297,14 @@ fn forward_tangents(
             }
         }
     }
+    let live = live_through_custom_calls(jaxpr);
     for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        if !live[i] {
+            continue;
+        }
         let ts: Vec<Option<Rc<Array>>> = eqn.inputs.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect();
-        let blocked = eqn.inputs.iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None });
+        let blocked =
+            eqn.inputs[..custom_arguments(eqn)].iter().find_map(|a| if let Atom::Var(v) = a { no_tangent.get(v).cloned() } else { None });
         if let Some(why) = blocked {
             for (v, _) in &eqn.outputs {
                 no_tangent.insert(*v, why.clone());
@@ -301,6 +317,7 @@ fn forward_tangents(
         let ins = eqn.inputs.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
         let result = match tape.bodies.get(&i) {
             Some(sub) => forward_tangents(interp, sub, &ts, &[]),
+            None if let Some(custom) = tape.custom.get(&i) => super::custom_rules::jvp(interp, custom, &ins, &ts),
             None => {
                 let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
                 jvp(interp, eqn, &ins, &outs, &ts)
@@ -328,6 +345,92 @@ fn forward_tangents(
         return Err(AdError::NoRule(why));
     }
     Ok(jaxpr.outvars.iter().map(|a| if let Atom::Var(v) = a { tan.get(v).cloned() } else { None }).collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// `custom_jvp`/`custom_vjp` calls: their markers are differentiated by the user's rules
+// (custom_rules.rs), never through the function's own equations before them.
+
+/// The replay of an active marker: the call's outputs under differentiation, with what the
+/// passes need kept on the tape.
+fn forward_custom(
+    interp: &mut Interp,
+    tape: &mut Tape,
+    i: usize,
+    eqn: &Eqn,
+    call: &Rc<super::custom_rules::CustomCall>,
+    ins: &[Rc<Array>],
+) -> AdResult<Vec<Rc<Array>>> {
+    let flags: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
+    let avals: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+    let vjp = matches!(eqn.prim, Prim::CustomVjpCall { .. });
+    let (outs, lin) = super::custom_rules::linearize(interp, call, vjp, ins, &flags, &avals)?;
+    for (v, a) in &eqn.outputs {
+        if differentiable(a.dtype) {
+            tape.active.insert(*v);
+        }
+    }
+    tape.custom.insert(i, lin);
+    Ok(outs)
+}
+
+/// How many of an equation's inputs carry derivatives into it: a marker's first inputs (the
+/// arguments' leaves; the function's own outputs after them do not), every input otherwise.
+fn custom_arguments(eqn: &Eqn) -> usize {
+    match eqn.prim.custom_call() {
+        Some(_) => eqn.inputs.len().saturating_sub(eqn.outputs.len()),
+        None => eqn.inputs.len(),
+    }
+}
+
+/// Which equations forward mode visits: in a jaxpr with markers, those the outputs need
+/// (the equations of a custom function's own code are not differentiated: JAX applies the
+/// rule instead); every equation otherwise.
+fn live_through_custom_calls(jaxpr: &Jaxpr) -> Vec<bool> {
+    if !jaxpr.eqns.iter().any(|e| e.prim.custom_call().is_some()) {
+        return vec![true; jaxpr.eqns.len()];
+    }
+    let mut needed: HashSet<VarId> = jaxpr.outvars.iter().filter_map(|a| if let Atom::Var(v) = a { Some(*v) } else { None }).collect();
+    let mut live = vec![false; jaxpr.eqns.len()];
+    for (i, eqn) in jaxpr.eqns.iter().enumerate().rev() {
+        if eqn.outputs.iter().any(|(v, _)| needed.contains(v)) {
+            live[i] = true;
+            for a in &eqn.inputs[..custom_arguments(eqn)] {
+                if let Atom::Var(v) = a {
+                    needed.insert(*v);
+                }
+            }
+        }
+    }
+    live
+}
+
+/// `linearize` of a custom_jvp rule's tangent map: its consts are primal values (known, never
+/// differentiated), every input a tangent.
+pub(super) fn linearize_rule(
+    interp: &mut Interp,
+    jaxpr: &Rc<Jaxpr>,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+) -> AdResult<Linearization> {
+    if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() {
+        return Err(AdError::NoRule("a custom_jvp rule whose inputs do not match its jaxpr".into()));
+    }
+    let args: Vec<Rc<Array>> = consts.iter().chain(inputs).cloned().collect();
+    let flags: Vec<bool> = consts.iter().map(|_| false).chain(inputs.iter().map(|_| true)).collect();
+    let tape = forward(interp, jaxpr, &args, &flags)?;
+    let outputs = jaxpr.outvars.iter().map(|a| read(&tape.env, a)).collect::<AdResult<Vec<_>>>()?;
+    Ok(Linearization { tape, outputs, n_consts: consts.len(), untracked: vec![false; consts.len()] })
+}
+
+/// The outputs of `jaxpr` on `consts` and `inputs`, each equation bound (nothing differentiated).
+pub(super) fn replay(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> AdResult<Vec<Rc<Array>>> {
+    if consts.len() != jaxpr.constvars.len() || inputs.len() != jaxpr.invars.len() {
+        return Err(AdError::NoRule("a custom_jvp rule whose inputs do not match its jaxpr".into()));
+    }
+    let args: Vec<Rc<Array>> = consts.iter().chain(inputs).cloned().collect();
+    let tape = forward(interp, jaxpr, &args, &vec![false; args.len()])?;
+    jaxpr.outvars.iter().map(|a| read(&tape.env, a)).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2362,6 +2465,8 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::DynamicUpdateSlice
         | Prim::TopK { .. } => true,
         Prim::Scatter { .. } => true,
+        // The user's rules (custom_rules.rs).
+        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
         Prim::Linalg(
             super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
         ) => return None,
@@ -2386,13 +2491,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall
-        | Prim::CustomVjpCall
-        | Prim::Opaque(_) => false,
+        Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. } | Prim::Opaque(_) => false,
     })
 }
 
@@ -2761,8 +2860,8 @@ mod tests {
             Prim::Cond { branches: 2 },
             Prim::While,
             Prim::Vmap { axis_size: 1, in_axes: vec![Some(0)], out_axes: 0 },
-            Prim::CustomJvpCall,
-            Prim::CustomVjpCall,
+            Prim::CustomJvpCall { call: crate::jax::custom_rules::CustomCall::for_tests() },
+            Prim::CustomVjpCall { call: crate::jax::custom_rules::CustomCall::for_tests() },
             Prim::Remat,
             Prim::DebugCallback,
             Prim::StopGradient,
@@ -2805,11 +2904,8 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 100, "{with_rule:?}");
-        assert_eq!(
-            without,
-            ["imag", "nextafter", "scan", "cond", "while", "vmap", "custom_jvp_call", "custom_vjp_call", "geqrf", "geqrf_taus"]
-        );
+        assert_eq!(with_rule.len(), 102, "{with_rule:?}");
+        assert_eq!(without, ["imag", "nextafter", "scan", "cond", "while", "vmap", "geqrf", "geqrf_taus"]);
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }

@@ -49,7 +49,7 @@ pub enum JaxObject {
     CustomDerivative {
         fun: Value,
         kind: &'static str,
-        rules: RefCell<Vec<Value>>,
+        rules: RefCell<super::custom_rules::Rules>,
         nondiff_argnums: Vec<usize>,
     },
     /// `x.at`, `x.at[idx]`, `x.at[idx].set`.
@@ -450,7 +450,7 @@ fn transformed_fun(o: &JaxObject) -> Option<&Value> {
     }
 }
 
-fn fun_name(v: &Value) -> String {
+pub(super) fn fun_name(v: &Value) -> String {
     match v {
         Value::Function(f) => f.def.name.to_string(),
         Value::Builtin(b) => match &**b {
@@ -588,7 +588,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             Ok(obj(JaxObject::CustomDerivative {
                 fun: arg(0),
                 kind: if f == F::CustomJvp { "custom_jvp" } else { "custom_vjp" },
-                rules: RefCell::new(Vec::new()),
+                rules: RefCell::new(super::custom_rules::Rules::Missing),
                 nondiff_argnums: nondiff,
             }))
         }
@@ -1098,13 +1098,16 @@ fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, k
             }
         }
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
-        JaxObject::CustomDerivative { fun, .. } => {
-            // Its custom rule, not the primal code, defines the derivative, and the rules are
-            // not modelled: derivatives through it stay unknown.
-            for t in interp.jax.traces.iter_mut().filter(|t| !t.kind.is_staging()) {
-                t.custom_rule = true;
-            }
-            interp.call(fun, args, kwargs)
+        JaxObject::CustomDerivative { fun, kind, rules, nondiff_argnums } => {
+            // Its rule, not its code, defines its derivative (`custom_rules.rs`).
+            let rules = rules.borrow().clone();
+            let this = obj(JaxObject::CustomDerivative {
+                fun: fun.clone(),
+                kind,
+                rules: RefCell::new(rules.clone()),
+                nondiff_argnums: nondiff_argnums.clone(),
+            });
+            super::custom_rules::call(interp, this, fun, kind, &rules, nondiff_argnums, args, kwargs)
         }
         JaxObject::At { .. } => Err(interp.type_error("'_IndexUpdateHelper' object is not callable")),
         JaxObject::AtIndex { .. } => Err(interp.type_error("'_IndexUpdateRef' object is not callable")),
@@ -1173,13 +1176,20 @@ pub fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name:
     })
 }
 
-pub fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, _kwargs: Kwargs) -> PyResult<Value> {
+pub fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match (o, name) {
-        (JaxObject::CustomDerivative { rules, fun, .. }, _) => {
-            rules.borrow_mut().extend(args.iter().cloned());
+        (JaxObject::CustomDerivative { rules, .. }, _) => {
+            use super::custom_rules::Rules;
+            let symbolic_zeros = kw(&kwargs, "symbolic_zeros").is_some_and(|v| !matches!(v, Value::Bool(false) | Value::None));
+            let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+            *rules.borrow_mut() = match name {
+                _ if symbolic_zeros => Rules::Unmodelled("a custom rule with symbolic_zeros=True"),
+                "defjvp" => Rules::Jvp(arg(0)),
+                "defjvps" => Rules::Jvps(args.clone()),
+                _ => Rules::Vjp { fwd: arg(0), bwd: arg(1) },
+            };
             // `f.defjvp` is used as a decorator: it returns the rule.
-            let _ = fun;
-            Ok(args.into_iter().next().unwrap_or(Value::None))
+            Ok(if name == "defjvp" { arg(0) } else { Value::None })
         }
         (JaxObject::TreeDef(t), "unflatten") => {
             let leaves = interp.iterate(&args.first().cloned().unwrap_or(Value::None))?;
@@ -1457,7 +1467,7 @@ fn input_leaves(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>
 }
 
 /// `v` with its array leaves replaced, in order, by `arrays`.
-fn replace_array_leaves(interp: &mut Interp, v: &Value, arrays: &mut std::vec::IntoIter<Rc<Array>>) -> PyResult<Value> {
+pub(super) fn replace_array_leaves(interp: &mut Interp, v: &Value, arrays: &mut std::vec::IntoIter<Rc<Array>>) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
     let mapped: Vec<Value> = leaves
@@ -1748,7 +1758,6 @@ fn trace_with_record(
     };
     let consts = interp.jax.captured_consts();
     interp.jax.records[record].consts = consts.clone();
-    let custom_rule = interp.jax.traces.last().is_some_and(|t| t.custom_rule);
     let jaxpr = interp.jax.pop_trace(&arrays);
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
     // traces bind one higher-order equation whose outputs are what the caller gets.
@@ -1785,7 +1794,7 @@ fn trace_with_record(
         }
     }
     let value = unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?;
-    let ad = (!staging && !custom_rule).then(|| AdTrace { jaxpr, consts, inputs: originals });
+    let ad = (!staging).then(|| AdTrace { jaxpr, consts, inputs: originals });
     Ok((value, record, ad))
 }
 

@@ -274,7 +274,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     }
     // A jitted call's value comes from its instantiated body (eval_jaxpr.rs), never from a
     // kernel: its inputs (a model's parameters) are not widened for nothing.
-    if matches!(prim, Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_)) {
+    if matches!(prim, Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_) | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. }) {
         *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
         return None;
     }

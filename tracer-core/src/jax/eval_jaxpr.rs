@@ -88,6 +88,13 @@ pub fn instantiate_with(
                     env.insert(*v, o);
                 }
             }
+            // A custom_jvp/custom_vjp marker passes on the function's outputs, its last inputs.
+            (prim, outs) if prim.custom_call().is_some() => {
+                let first = ins.len().saturating_sub(outs.len());
+                for ((v, _), o) in outs.iter().zip(&ins[first..]) {
+                    env.insert(*v, o.clone());
+                }
+            }
             (prim, outs) if prim.is_control_flow() => {
                 let computed = hooks.control(eqn, &ins)?.filter(|c| c.len() == outs.len());
                 for (i, (v, aval)) in outs.iter().enumerate() {

@@ -197,8 +197,16 @@ pub enum Prim {
         in_axes: Vec<Option<usize>>,
         out_axes: usize,
     },
-    CustomJvpCall,
-    CustomVjpCall,
+    /// A call of a `jax.custom_jvp`/`custom_vjp` function inside a trace, as a marker after the
+    /// equations of the function's own body: inputs are the array leaves of its arguments, then
+    /// those of its outputs; outputs are the latter, unchanged. Its derivative is the user's
+    /// rule (`custom_rules.rs`), never that of the body.
+    CustomJvpCall {
+        call: Rc<super::custom_rules::CustomCall>,
+    },
+    CustomVjpCall {
+        call: Rc<super::custom_rules::CustomCall>,
+    },
     Remat,
     DebugCallback,
     StopGradient,
@@ -542,8 +550,8 @@ impl Prim {
             Prim::Cond { .. } => "cond".into(),
             Prim::While => "while".into(),
             Prim::Vmap { .. } => "vmap".into(),
-            Prim::CustomJvpCall => "custom_jvp_call".into(),
-            Prim::CustomVjpCall => "custom_vjp_call".into(),
+            Prim::CustomJvpCall { .. } => "custom_jvp_call".into(),
+            Prim::CustomVjpCall { .. } => "custom_vjp_call".into(),
             Prim::Remat => "checkpoint".into(),
             Prim::DebugCallback => "debug_callback".into(),
             Prim::StopGradient => "stop_gradient".into(),
@@ -613,6 +621,7 @@ impl Prim {
                 format!("mode={} unique_indices={}", mode.text(), if *unique_indices { "True" } else { "False" })
             }
             Prim::Pjit { name } => format!("name={name}"),
+            Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => format!("name={}", call.name),
             Prim::Scan { length, reverse, num_carry } => {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
@@ -637,6 +646,14 @@ impl Prim {
                 format!("axis_size={axis_size} in_axes={axes} out_axes={out_axes}")
             }
             _ => String::new(),
+        }
+    }
+
+    /// The call behind a `custom_jvp_call`/`custom_vjp_call` marker.
+    pub fn custom_call(&self) -> Option<&Rc<super::custom_rules::CustomCall>> {
+        match self {
+            Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => Some(call),
+            _ => None,
         }
     }
 

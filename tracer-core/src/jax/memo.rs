@@ -300,6 +300,14 @@ pub fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&V
     }
 }
 
+/// The trace being recorded made something a replay cannot make again (a `custom_jvp` call,
+/// whose marker holds the rules of this analysis): it is not remembered.
+pub fn spoil(interp: &mut Interp) {
+    if let Some(rec) = interp.memo_recording.as_mut() {
+        rec.spoiled = true;
+    }
+}
+
 /// Notes a function the trace being recorded ran.
 pub fn note_call(interp: &mut Interp, f: &Function) {
     if let Some(rec) = interp.memo_recording.as_mut() {

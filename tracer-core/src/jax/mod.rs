@@ -6,6 +6,7 @@ pub mod ad_compositions;
 pub mod api;
 pub mod array;
 pub mod aval;
+pub mod custom_rules;
 pub mod dtypes;
 pub mod effects;
 pub mod errors;
@@ -85,9 +86,6 @@ pub struct TraceFrame {
     pub invar_args: Vec<(VarId, usize)>,
     /// Index into `JaxState::records` of the trace record being filled.
     pub record: usize,
-    /// A `custom_jvp`/`custom_vjp` function ran inside this (grad/jvp) trace: its derivative
-    /// is the custom rule's, which is not modelled.
-    pub custom_rule: bool,
     /// A `grad`-kind trace that differentiates forward (`jacfwd`): JAX's tracers there are
     /// `JVPTracer`s.
     pub forward: bool,
@@ -324,7 +322,6 @@ impl JaxState {
             consts: Vec::new(),
             invar_args: Vec::new(),
             record,
-            custom_rule: false,
             forward: false,
             leaked: None,
         });
@@ -372,6 +369,17 @@ impl JaxState {
         jaxpr
     }
 
+    /// `pop_trace`, also returning the values the trace closed over (its constvars' values,
+    /// including outputs that are not its own tracers, which become constvars here).
+    pub fn pop_trace_with_consts(&mut self, outputs: &[Rc<Array>]) -> (Rc<Jaxpr>, Vec<Rc<Array>>) {
+        let pos = self.traces.len() - 1;
+        for o in outputs {
+            self.atom_in(pos, o);
+        }
+        let consts = self.captured_consts();
+        (self.pop_trace(outputs), consts)
+    }
+
     /// Abandons the top trace (its function raised).
     pub fn abort_trace(&mut self) {
         if let Some(frame) = self.traces.pop() {
@@ -402,6 +410,11 @@ impl JaxState {
         frame.jaxpr.constvars.push((var, a.aval.clone()));
         frame.consts.push((key, var, a.clone()));
         Atom::Var(var)
+    }
+
+    /// The value a constvar of the trace at stack position `pos` stands for.
+    pub fn const_value(&self, pos: usize, var: VarId) -> Option<&Rc<Array>> {
+        self.traces.get(pos)?.consts.iter().find(|(_, v, _)| *v == var).map(|(_, _, a)| a)
     }
 
     /// Concrete arrays closed over by the top trace so far.
@@ -451,8 +464,8 @@ fn takes_keys(prim: &Prim) -> bool {
                         | Prim::Cond { .. }
                         | Prim::While
                         | Prim::Vmap { .. }
-                        | Prim::CustomJvpCall
-                        | Prim::CustomVjpCall
+                        | Prim::CustomJvpCall { .. }
+                        | Prim::CustomVjpCall { .. }
                         | Prim::Remat
                         | Prim::DebugCallback
                         | Prim::Opaque(_)
@@ -512,6 +525,13 @@ pub fn bind_with_bodies(
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
     };
+    // A custom_jvp/custom_vjp marker's outputs are its last inputs (the function's own
+    // outputs): outside any trace there is nothing to mark.
+    let aliased = prim.custom_call().is_some();
+    let first_alias = inputs.len().saturating_sub(out_avals.len());
+    if target.is_none() && aliased {
+        return Ok(inputs[first_alias..].to_vec());
+    }
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
         let name = if values_mode { prim.name() } else { String::new() };
@@ -541,6 +561,7 @@ pub fn bind_with_bodies(
     // Known values flow through non-staging traces (grad/jvp): Python can still see them.
     let primal_inputs: Option<Vec<Rc<Array>>> =
         if state.traces[pos].kind.is_staging() { None } else { inputs.iter().map(|i| i.known()).collect() };
+    let staging_frame = state.traces[pos].kind.is_staging();
     let frame = &mut state.traces[pos];
     let mut outs = Vec::with_capacity(out_avals.len());
     let mut out_vars = Vec::with_capacity(out_avals.len());
@@ -549,6 +570,7 @@ pub fn bind_with_bodies(
         frame.next_var += 1;
         out_vars.push((var, aval.clone()));
         let primal = match (&primal_inputs, i) {
+            _ if aliased && !staging_frame => inputs.get(first_alias + i).and_then(|o| o.known()),
             (Some(ins), 0) if !matches!(prim, Prim::Opaque(_)) => Some(Array::pending(aval.clone(), prim.clone(), ins.clone())),
             (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
             (None, _) => None,

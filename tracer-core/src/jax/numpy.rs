@@ -3555,13 +3555,11 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         // `where(x < log(2), log(-expm1(-x)), log1p(-exp(-x)))`, with `log(2.0)` a float32 (or
         // float64) constant as JAX binds it. Its derivative is its `custom_jvp` rule
-        // (`g / expm1(x)`), not that of these equations: derivatives through it stay unknown.
+        // (`g / expm1(x)`), not that of these equations (`custom_rules::library`).
         F::NnLog1mexp => {
             let x = arr!(0, "x");
             let x = inexact(interp, &x)?;
-            for t in interp.jax.traces.iter_mut().filter(|t| !t.kind.is_staging()) {
-                t.custom_rule = true;
-            }
+            let eqn_counts = super::custom_rules::eqn_counts(interp);
             let two = Array::scalar(2.0, x.aval.dtype, false);
             let c = unary_prim(interp, UnaryPrim::Log, &two)?;
             let small = compare_arrays(interp, CmpPrim::Lt, &x, &c)?;
@@ -3573,7 +3571,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let e = unary_prim(interp, UnaryPrim::Exp, &n)?;
             let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
             let far = unary_prim(interp, UnaryPrim::Log1p, &e)?;
-            where3(interp, &small, &near, &far).map(Value::Array)
+            let out = where3(interp, &small, &near, &far)?;
+            let rule = super::custom_rules::LibraryRule::Log1mexp;
+            super::custom_rules::library(interp, "log1mexp", rule, vec![Value::Array(x)], Value::Array(out), &eqn_counts)
         }
         F::NnLogmeanexp => {
             let a = arr!(0, "x");
