@@ -820,20 +820,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         F::LaxSwitch => switch(interp, &args),
         F::LaxWhileLoop => while_loop(interp, &args),
         F::LaxForiLoop => fori_loop(interp, &args, &kwargs),
-        F::LaxMap => {
-            let f2 = arg(0);
-            let xs = arg(1);
-            let mut leaves = Vec::new();
-            flatten(interp, &xs, "", &mut leaves)?;
-            let Some(first) = leaves.first().and_then(|(_, v)| v.as_array().cloned()) else {
-                return Ok(Value::opaque("lax.map"));
-            };
-            let n = first.aval.shape.first().copied().unwrap_or(0);
-            let x0 = slice_leading(interp, &xs)?;
-            let out = trace_call(interp, &f2, vec![x0], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
-            let deps = array_leaves(interp, &[xs])?;
-            map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")
-        }
+        F::LaxMap => lax_map(interp, &arg(0), &arg(1), &kwargs),
         F::RandomKey | F::RandomPRNGKey => {
             let seed = arg(0);
             if let Value::Array(a) = &seed {
@@ -2893,6 +2880,40 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
         }
     }
     Ok(Value::opaque("scan"))
+}
+
+/// `lax.map(f, xs)`: JAX binds it as a `scan` with no carry whose body is `f` on one slice of
+/// `xs`, so inside a trace it is that one equation, and in values mode the same loop runs.
+/// `batch_size=` (a `vmap` over chunks in JAX) keeps its shapes only.
+fn lax_map(interp: &mut Interp, f: &Value, xs: &Value, kwargs: &Kwargs) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    flatten(interp, xs, "", &mut leaves)?;
+    let Some(first) = leaves.first().and_then(|(_, v)| v.as_array().cloned()) else {
+        return Ok(Value::opaque("lax.map"));
+    };
+    let n = first.aval.shape.first().copied().unwrap_or(0);
+    let x0 = slice_leading(interp, xs)?;
+    let out = trace_call(interp, f, vec![x0.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
+    let deps = array_leaves(interp, &[xs.clone()])?;
+    let ys = map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")?;
+    if kw(kwargs, "batch_size").is_some_and(|b| !matches!(b, Value::None)) {
+        return Ok(ys);
+    }
+    let y_avals = array_avals(interp, &[&out])?.iter().map(|a| a.stacked(n)).collect::<Vec<_>>();
+    if interp.jax.trace_depth() > 0 {
+        let Some(body) = traced_body(interp, f, &[x0], "map")? else { return Ok(ys) };
+        let want: Vec<Aval> = invar_avals(&body).iter().map(|a| a.stacked(n)).collect();
+        let Some(operands) = conform_operands(interp, &[xs], &want)? else { return Ok(ys) };
+        let prim = Prim::Scan { length: n, reverse: false, num_carry: 0 };
+        let outs = bind_control(interp, prim, None, &[body], operands, y_avals)?;
+        return replace_array_leaves(interp, &out, &mut outs.into_iter());
+    }
+    let (Some(body), Some(x)) = (cached_body(interp, f, &[x0], "map")?, input_leaves(interp, xs)?) else { return Ok(ys) };
+    let at = Loop { site: interp.site(), label: "map" };
+    match super::eval_control::scan(interp, &body, &[], &x, n, false, &y_avals, at)? {
+        Some(outs) => replace_array_leaves(interp, &ys, &mut outs.into_iter()),
+        None => Ok(ys),
+    }
 }
 
 /// One call of a scan body: the carry it was traced with, the user's arguments, and the loop.
