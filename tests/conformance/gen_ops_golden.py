@@ -32,6 +32,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tracer-core", "tests", "data", "ops.tsv")
 
@@ -923,6 +924,60 @@ def rows(x64):
     for dt in ints:
         out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[0]"))
         out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[1]"))
+    out += quantile_rows(x64)
+    return out
+
+
+def quantile_rows(x64):
+    """Group `quantile`: jnp.quantile, percentile, median and their nan forms, as JAX's
+    `_quantile` binds them (sort, floor/ceil, clamp, two gathers, the method's combination)."""
+    out = []
+    floats = ["float32"] + (["float64"] if x64 else ["bfloat16"])
+    for dt in floats:
+        x = f"jnp.array([[3.0, 1.0, 4.0, 1.0], [5.0, 9.0, 2.0, 6.0], [5.0, 3.0, 5.0, 8.0]], dtype=jnp.{dt})"
+        y = f"jnp.array([[3.0, jnp.nan, 4.0, 1.0], [jnp.nan, jnp.nan, jnp.nan, jnp.nan], [-0.5, 3.0, 2.5, jnp.nan]], dtype=jnp.{dt})"
+        z = f"(jnp.arange(24, dtype=jnp.{dt}).reshape(2, 3, 4) % 7 - 2.5)"
+        qs = "jnp.array([0.0, 0.1, 0.35, 0.5, 0.9, 1.0])"
+        out.append(("quantile", f"jnp.median({x})"))
+        out.append(("quantile", f"jnp.median({x}, axis=0)"))
+        out.append(("quantile", f"jnp.median({x}, axis=-1, keepdims=True)"))
+        out.append(("quantile", f"jnp.median({z}, axis=(0, 2))"))
+        out.append(("quantile", f"jnp.median({z}, axis=(2, 0), keepdims=True)"))
+        out.append(("quantile", f"jnp.quantile({x}, 0.3)"))
+        out.append(("quantile", f"jnp.quantile({x}, {qs}, axis=1)"))
+        out.append(("quantile", f"jnp.quantile({z}, {qs}, axis=(0, 1), keepdims=True)"))
+        out.append(("quantile", f"jnp.quantile({z}, {qs}, axis=None, keepdims=True)"))
+        for method in ["lower", "higher", "midpoint", "nearest"]:
+            out.append(("quantile", f"jnp.quantile({x}, {qs}, axis=1, method='{method}')"))
+            out.append(("quantile", f"jnp.nanquantile({y}, {qs}, axis=1, method='{method}')"))
+        out.append(("quantile", f"jnp.quantile({y}, 0.5, axis=1)"))
+        out.append(("quantile", f"jnp.median({y}, axis=0)"))
+        out.append(("quantile", f"jnp.nanmedian({y}, axis=1)"))
+        out.append(("quantile", f"jnp.nanmedian({y})"))
+        out.append(("quantile", f"jnp.nanquantile({y}, {qs}, axis=0, keepdims=True)"))
+        out.append(("quantile", f"jnp.percentile({x}, 33)"))
+        out.append(("quantile", f"jnp.percentile({x}, jnp.array([5, 25, 50, 75, 95]), axis=0)"))
+        out.append(("quantile", f"jnp.nanpercentile({y}, 90.0, axis=1)"))
+        out.append(("quantile", f"jnp.nanpercentile({y}, jnp.array([10.0, 50.0]), axis=(0, 1))"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.median(v))({x}[1])"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.quantile(v, 0.3) * 2)({x}[0])"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.nanquantile(v, 0.6))({y}[0])"))
+        out.append(("quantile", f"jax.jvp(lambda v: jnp.median(v, axis=1), ({x},), ({z}[0, :3],))[1]"))
+        if dt != ("float64" if x64 else "float32"):
+            continue  # `inverted_cdf` multiplies `q` (of the default float) by the weights with lax.mul: a TypeError
+        w = f"jnp.array([1.0, 2.0, 0.5, 3.0], dtype=jnp.{dt})"
+        out.append(("quantile", f"jnp.quantile({x}, {qs}, axis=1, method='inverted_cdf')"))
+        out.append(("quantile", f"jnp.quantile({x}, {qs}, axis=1, method='inverted_cdf', weights={w}, keepdims=True)"))
+        out.append(("quantile", f"jnp.quantile({x}, 0.4, axis=0, method='inverted_cdf', weights={x} - 2)"))
+        out.append(("quantile", f"jnp.nanquantile({y}, {qs}, axis=1, method='inverted_cdf', weights={w})"))
+        out.append(("quantile", f"jnp.nanpercentile({y}, 60, axis=(0, 1), method='inverted_cdf')"))
+    ints = ["int32"] + (["int64"] if x64 else [])
+    for dt in ints:
+        k = f"jnp.array([7, -2, 9, 4, 4, 11, 0], dtype=jnp.{dt})"
+        out.append(("quantile", f"jnp.median({k})"))
+        out.append(("quantile", f"jnp.quantile({k}, jnp.array([0.2, 0.75]))"))
+        out.append(("quantile", f"jnp.percentile({k}, 40)"))
+    out.append(("quantile", "jnp.quantile(jnp.array([1.0, 2.0, 4.0]), jnp.float32(0.25))"))
     return out
 
 
@@ -946,17 +1001,23 @@ def record(x64):
 
 
 def table():
-    # The two halves run at once, one process each (a few GB each, one core each).
+    # The two halves run at once, one process each (a few GB each, one core each), each
+    # writing to files so that neither waits on a full pipe; JAX's warnings are shown only
+    # when a half fails.
     procs = []
     for x64 in (0, 1):
         env = dict(os.environ, JAX_ENABLE_X64=str(x64), JAX_PLATFORMS="cpu")
-        procs.append(subprocess.Popen([sys.executable, __file__, str(x64)], env=env, stdout=subprocess.PIPE, text=True))
+        out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        procs.append((subprocess.Popen([sys.executable, __file__, str(x64)], env=env, stdout=out, stderr=err, text=True), out, err))
     rows_out = []
-    for proc in procs:
-        stdout, _ = proc.communicate()
+    for proc, out, err in procs:
+        proc.wait()
+        out.seek(0)
+        err.seek(0)
         if proc.returncode != 0:
+            sys.stderr.write(err.read())
             raise subprocess.CalledProcessError(proc.returncode, proc.args)
-        rows_out.extend(stdout.splitlines())
+        rows_out.extend(out.read().splitlines())
     header = "# Recorded from JAX 0.10.2 by tests/conformance/gen_ops_golden.py; do not edit.\nx64\tgroup\texpr\taval\tvalues\n"
     return header + "".join(r + "\n" for r in rows_out), len(rows_out)
 

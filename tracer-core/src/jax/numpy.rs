@@ -2664,11 +2664,8 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let weights_sum = broadcast_to_shape(interp, &weights_sum, &shape)?;
             Ok(Value::tuple(vec![Value::Array(avg), Value::Array(weights_sum)]))
         }
-        F::Median => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let x = mean(interp, &a, axes, keepdims)?;
-            bind1(interp, Prim::Opaque("median"), &[a], x.aval.clone()).map(Value::Array)
+        F::Median | F::Nanmedian | F::Quantile | F::Nanquantile | F::Percentile | F::Nanpercentile => {
+            quantile::call_quantile(interp, f, &p)
         }
         F::Var | F::Std => {
             let a = arr!(0, "a");
@@ -4135,6 +4132,9 @@ pub(super) mod linalg_api;
 
 #[path = "numpy_products.rs"]
 mod products;
+
+#[path = "numpy_quantile.rs"]
+mod quantile;
 use products::matmul;
 
 /// The floating dtype a linear-algebra routine computes in.

@@ -176,6 +176,11 @@ surface! {
     Nanmax = "jax.numpy"."nanmax",
     Nanmin = "jax.numpy"."nanmin",
     Median = "jax.numpy"."median",
+    Nanmedian = "jax.numpy"."nanmedian",
+    Quantile = "jax.numpy"."quantile",
+    Nanquantile = "jax.numpy"."nanquantile",
+    Percentile = "jax.numpy"."percentile",
+    Nanpercentile = "jax.numpy"."nanpercentile",
     CountNonzero = "jax.numpy"."count_nonzero",
     Average = "jax.numpy"."average",
     // jax.numpy: shape manipulation
