@@ -172,6 +172,23 @@ f(3, 1.0)
         assert!(fori.contains(part), "{part} missing in {fori}");
     }
     assert!(!fori.contains("checkpoint"), "{fori}");
+    // `lax.map` is a scan with no carry, and nothing else (JAX's jaxpr of the same program).
+    let map = jaxpr_of(
+        r#"import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(a):
+    return jax.lax.map(jnp.sin, a)
+
+f(jnp.ones((4, 3)))
+"#,
+        "f",
+    );
+    assert!(map.starts_with("{ lambda ; a:f32[4,3]. let\n    b:f32[4,3] = scan[\n      jaxpr={ lambda ; a:f32[3]. let"), "{map}");
+    for part in ["length=4", "num_carry=0", "reverse=False", "] a\n  in (b,) }"] {
+        assert!(map.contains(part), "{part} missing in {map}");
+    }
 }
 
 #[test]

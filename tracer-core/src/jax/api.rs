@@ -2894,26 +2894,38 @@ fn lax_map(interp: &mut Interp, f: &Value, xs: &Value, kwargs: &Kwargs) -> PyRes
     let n = first.aval.shape.first().copied().unwrap_or(0);
     let x0 = slice_leading(interp, xs)?;
     let out = trace_call(interp, f, vec![x0.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
+    if !kw(kwargs, "batch_size").is_some_and(|b| !matches!(b, Value::None)) {
+        if let Some(ys) = mapped_values(interp, f, xs, &x0, &out, n)? {
+            return Ok(ys);
+        }
+    }
+    // Shapes only: inside a trace this binds an opaque equation, so only after the scan
+    // could not be bound.
     let deps = array_leaves(interp, &[xs.clone()])?;
-    let ys = map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")?;
-    if kw(kwargs, "batch_size").is_some_and(|b| !matches!(b, Value::None)) {
-        return Ok(ys);
-    }
-    let y_avals = array_avals(interp, &[&out])?.iter().map(|a| a.stacked(n)).collect::<Vec<_>>();
-    if interp.jax.trace_depth() > 0 {
-        let Some(body) = traced_body(interp, f, &[x0], "map")? else { return Ok(ys) };
+    map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")
+}
+
+/// `lax.map`'s results as a `scan` with no carry: one equation inside a trace, the loop run
+/// in values mode outside one. `out` is the body's output for one slice `x0` of `xs`.
+fn mapped_values(interp: &mut Interp, f: &Value, xs: &Value, x0: &Value, out: &Value, n: usize) -> PyResult<Option<Value>> {
+    let y_avals = array_avals(interp, &[out])?.iter().map(|a| a.stacked(n)).collect::<Vec<_>>();
+    let outs = if interp.jax.trace_depth() > 0 {
+        let Some(body) = traced_body(interp, f, std::slice::from_ref(x0), "map")? else { return Ok(None) };
         let want: Vec<Aval> = invar_avals(&body).iter().map(|a| a.stacked(n)).collect();
-        let Some(operands) = conform_operands(interp, &[xs], &want)? else { return Ok(ys) };
+        let Some(operands) = conform_operands(interp, &[xs], &want)? else { return Ok(None) };
         let prim = Prim::Scan { length: n, reverse: false, num_carry: 0 };
-        let outs = bind_control(interp, prim, None, &[body], operands, y_avals)?;
-        return replace_array_leaves(interp, &out, &mut outs.into_iter());
-    }
-    let (Some(body), Some(x)) = (cached_body(interp, f, &[x0], "map")?, input_leaves(interp, xs)?) else { return Ok(ys) };
-    let at = Loop { site: interp.site(), label: "map" };
-    match super::eval_control::scan(interp, &body, &[], &x, n, false, &y_avals, at)? {
-        Some(outs) => replace_array_leaves(interp, &ys, &mut outs.into_iter()),
-        None => Ok(ys),
-    }
+        bind_control(interp, prim, None, &[body], operands, y_avals)?
+    } else {
+        let (Some(body), Some(x)) = (cached_body(interp, f, std::slice::from_ref(x0), "map")?, input_leaves(interp, xs)?) else {
+            return Ok(None);
+        };
+        let at = Loop { site: interp.site(), label: "map" };
+        match super::eval_control::scan(interp, &body, &[], &x, n, false, &y_avals, at)? {
+            Some(outs) => outs,
+            None => return Ok(None),
+        }
+    };
+    replace_array_leaves(interp, out, &mut outs.into_iter()).map(Some)
 }
 
 /// One call of a scan body: the carry it was traced with, the user's arguments, and the loop.
