@@ -1842,22 +1842,24 @@ where
 
 /// `gemm` copies ("packs") an operand into its microkernel's layout when the product is
 /// large enough for the copy to pay; its thresholds were tuned for AVX2. With its AVX-512
-/// kernels (docs/evaluator.md, "On an AVX-512 machine"), products whose operands hold up to
-/// a million elements in all (4 MB of float32, the MLP step's largest is 2 MB) are about 5%
-/// faster without packing either operand (`tracelens run` of the bench's step, 300 steps
-/// against 1, five runs each: 2.29 against 2.41–2.44 ms a step), while a 1024³ product, 2
-/// million elements, loses a third (179 against 268 GFLOP/s) and keeps `gemm`'s own
-/// thresholds. Packing copies values and never changes the order of a sum, so results are
-/// the same either way. The thresholds are process-wide: two threads multiplying at once
-/// may see each other's, which changes their speed, never a value.
+/// kernels (docs/evaluator.md, "On an AVX-512 machine") the copying was 15% of the MLP
+/// step, and products whose operands hold up to a million elements in all (4 MB of
+/// float32; the MLP step's largest is 2 MB) are a little faster without it: `tracelens run`
+/// of the bench's step, 300 steps against 1, best of five, 2.29 against 2.41–2.44 ms a step
+/// in one session, then 2.45–2.74 against 2.57–2.75 ms over four more pairs (the unpacked
+/// one faster in six of eight comparisons, by up to 7%). A 1024³ product, 2 million
+/// elements, loses a third without packing (179 against 268 GFLOP/s) and keeps `gemm`'s
+/// own thresholds. Packing copies values and never changes the order of a sum, so results
+/// are the same either way. The thresholds are process-wide: two threads multiplying at
+/// once may see each other's, which changes their speed, never a value.
 fn configure_gemm(operand_elements: usize) {
     const UNPACKED_UP_TO: usize = 1 << 20;
-    // Large enough that no product reaches it, small enough that `gemm`, which multiplies
-    // it by its tile size, cannot overflow.
-    const NEVER: usize = 1 << 24;
+    // `gemm` caps its thresholds at 256 (tiles): at the cap it packs only an operand of
+    // more than 256 tiles' rows or columns, which a product of this size rarely has.
+    const CAP: usize = 256;
     static DEFAULTS: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
     let (lhs, rhs) = *DEFAULTS.get_or_init(|| (gemm::get_lhs_packing_threshold_single_thread(), gemm::get_rhs_packing_threshold()));
-    let (lhs, rhs) = if operand_elements <= UNPACKED_UP_TO { (NEVER, NEVER) } else { (lhs, rhs) };
+    let (lhs, rhs) = if operand_elements <= UNPACKED_UP_TO { (CAP, CAP) } else { (lhs, rhs) };
     gemm::set_lhs_packing_threshold_single_thread(lhs);
     gemm::set_rhs_packing_threshold(rhs);
 }
