@@ -1,12 +1,14 @@
 # Appended to mlp_model.py and run by real Python: the same step by hand in NumPy and under
 # jax.jit, each timed best-of-N by the process's CPU time (and wall time, for reference).
-# Prints `name loss grad_norm cpu_seconds wall_seconds` lines.
+# Prints `name loss grad_norm cpu_seconds wall_seconds` lines; with a second argument
+# `numpy-only`, only NumPy's (XLA does not use OpenBLAS, so its figure would not change).
 import sys
 import time
 
 import numpy as np
 
 REPEATS = int(sys.argv[1])
+NUMPY_ONLY = sys.argv[2:] == ["numpy-only"]
 
 
 def numpy_step(p, x, y):
@@ -46,6 +48,8 @@ norm = np.sqrt(sum((g * g).sum() for g in grads.values()))
 cpu, wall = best(lambda: numpy_step(np_params, np_x, np_y))
 print("numpy", repr(float(value)), repr(float(norm)), cpu, wall)
 
+if NUMPY_ONLY:
+    sys.exit(0)
 value, grads = step(params, x, y)
 for _ in range(5):
     jax.block_until_ready(step(params, x, y))
