@@ -137,6 +137,11 @@ struct State {
     /// Per file: the version whose diagnostics were published ahead of the rest of its
     /// analysis, until that analysis is stored.
     early: HashMap<PathBuf, i32>,
+    /// Per file: the generation at which its text last changed (opened, edited, saved,
+    /// closed). An analysis that started before a file it read changed is traced again once
+    /// stored: `dependents` only sees analyses already stored, so an edit that lands while
+    /// an importer's analysis is still running would otherwise leave that importer stale.
+    edited: HashMap<PathBuf, u64>,
 }
 
 #[derive(Clone)]
@@ -170,6 +175,7 @@ pub fn run() -> std::process::ExitCode {
         results: HashMap::new(),
         scheduled: HashMap::new(),
         early: HashMap::new(),
+        edited: HashMap::new(),
     }));
     let shared = state.clone();
     runtime.block_on(async {
@@ -431,6 +437,7 @@ impl Backend {
         let state = self.state.clone();
         let client = self.client.clone();
         let traced = self.traced.clone();
+        let this = self.clone();
         tokio::spawn(async move {
             if !debounce.is_zero() {
                 tokio::time::sleep(debounce).await;
@@ -449,9 +456,10 @@ impl Backend {
                         None => return,
                     },
                 };
-                (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone(), st.pull)
+                let started = this.generation.load(Ordering::SeqCst);
+                (text, version, st.docs.snapshot(), st.roots.clone(), st.settings.clone(), st.pull, started)
             };
-            let (text, version, overlay, roots, settings, pull) = job;
+            let (text, version, overlay, roots, settings, pull, started) = job;
             let loader = OverlayLoader { overlay, disk: crate::files::FsLoader::default() };
             let config = analysis_config(&path, roots, &settings, cancel.clone());
             // Pushed diagnostics go out as soon as the analysis has them; what hover, inlay
@@ -478,7 +486,7 @@ impl Backend {
                 }
             }
             let analysis = whole.await;
-            let (notice, previous) = {
+            let (notice, previous, stale) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let published = st.early.get(&path) == Some(&version);
                 if published {
@@ -491,18 +499,32 @@ impl Backend {
                     traced.notify_waiters();
                     return;
                 };
+                // A file this analysis read changed after it started.
+                let stale = analysis.files.iter().any(|f| f != &path && st.edited.get(f).is_some_and(|&at| at > started));
                 let (notice, previous) = store_result(&mut st, &path, Analysed { version, text, analysis });
                 // The same diagnostics as published early: published once.
-                (if published { Notice::Publish(None) } else { notice }, previous)
+                (if published { Notice::Publish(None) } else { notice }, previous, stale)
             };
             traced.notify_waiters();
             notice.send(&client).await;
             // The previous version's analysis is freed once the diagnostics are out.
             drop(previous);
+            if stale {
+                this.schedule(path);
+                return;
+            }
             if settings.values && version >= 0 {
                 values_pass(state, client, path, version, generation, cancel, settings).await;
             }
         });
+    }
+
+    /// Stamps a change of `path`'s text with a new generation (see `State::edited`). Called
+    /// under the same lock as the change, so an analysis that snapshots the text after it
+    /// reads a generation at least as new.
+    fn edited(&self, st: &mut State, path: &Path) {
+        let at = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        st.edited.insert(path.to_path_buf(), at);
     }
 
     /// Files whose last analysis read `changed` (they import it), other than itself.
@@ -1042,6 +1064,7 @@ impl LanguageServer for Backend {
         let pull = {
             let mut st = self.lock();
             st.docs.open(path.clone(), &params.text_document.text, params.text_document.version);
+            self.edited(&mut st, &path);
             st.pull
         };
         if pull {
@@ -1063,6 +1086,7 @@ impl LanguageServer for Backend {
             let mut st = self.lock();
             let enc = st.encoding;
             st.docs.change(&path, params.text_document.version, edits, enc);
+            self.edited(&mut st, &path);
         }
         self.schedule(path.clone());
         for dependent in self.dependents(&path) {
@@ -1072,6 +1096,7 @@ impl LanguageServer for Backend {
 
     async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
         let Some(path) = convert::path_of(&params.text_document.uri) else { return };
+        self.edited(&mut self.lock(), &path);
         for dependent in self.dependents(&path) {
             self.schedule(dependent);
         }
@@ -1081,6 +1106,7 @@ impl LanguageServer for Backend {
         let Some(path) = convert::path_of(&params.text_document.uri) else { return };
         let mut st = self.lock();
         st.docs.close(&path);
+        self.edited(&mut st, &path);
         // The file is still part of the workspace: keep its diagnostics, from the disk text.
         st.results.remove(&path);
         drop(st);
