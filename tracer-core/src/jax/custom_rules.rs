@@ -133,6 +133,12 @@ pub fn call(
         let message = format!("No {what} defined for {kind} function {name} using {how}.");
         return Err(interp.raise("AttributeError", Code::PythonException, message));
     }
+    // JAX binds keyword arguments to positions first, defaults included, and the rules see
+    // them so.
+    let (args, kwargs) = match positional_arguments(interp, fun, kind, &name, args, kwargs)? {
+        Ok(args) => (args, Vec::new()),
+        Err(unresolved) => unresolved,
+    };
     if interp.jax.traces.is_empty() {
         return interp.call(fun, args, kwargs);
     }
@@ -145,6 +151,69 @@ pub fn call(
         Prim::CustomVjpCall { call: Rc::new(CustomCall::placeholder()) }
     };
     mark(interp, Marked { name, this, rules, nondiff: nondiff.to_vec(), args, out, prim }, &eqn_counts)
+}
+
+/// Arguments left as given: without keywords they are positions already (a `*args`
+/// function's extra ones included).
+#[allow(clippy::type_complexity)]
+fn unplaced(args: Vec<Value>, kwargs: Kwargs) -> Result<Vec<Value>, (Vec<Value>, Kwargs)> {
+    if kwargs.is_empty() {
+        Ok(args)
+    } else {
+        Err((args, kwargs))
+    }
+}
+
+/// JAX's `resolve_kwargs`: a custom function's arguments as positions, keyword arguments
+/// placed by the signature and defaults filled in (`Ok(Ok(args))`), and JAX's `TypeError`
+/// for a keyword that has no position (keyword-only, or collected by `**kwargs`). What this
+/// cannot place (not a plain function, an unknown keyword, a missing argument, which the
+/// call itself then reports) is given back unchanged (`Ok(Err(..))`).
+#[allow(clippy::type_complexity)]
+fn positional_arguments(
+    interp: &mut Interp,
+    fun: &Value,
+    kind: &str,
+    name: &str,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+) -> PyResult<Result<Vec<Value>, (Vec<Value>, Kwargs)>> {
+    let Value::Function(f) = fun else {
+        return Ok(unplaced(args, kwargs));
+    };
+    let params = &f.def.params;
+    let positional: Vec<&Rc<str>> = params.posonly.iter().chain(&params.args).map(|p| &p.name).collect();
+    let unplaceable: Vec<&str> = kwargs
+        .iter()
+        .filter(|(k, _)| !params.args.iter().any(|p| p.name == *k))
+        .filter(|(k, _)| params.kwonly.iter().any(|p| p.name == *k) || params.kwarg.is_some())
+        .map(|(k, _)| k.as_ref())
+        .collect();
+    if !unplaceable.is_empty() {
+        let message = format!(
+            "The input arguments to the {kind}-decorated function {name} could not be resolved to positional-only arguments. Binding failed with the error:\nThe following keyword arguments could not be resolved to positions: {}",
+            unplaceable.join(", ")
+        );
+        return Err(interp.raise("TypeError", Code::PythonException, message));
+    }
+    let first_default = positional.len() - f.defaults.len().min(positional.len());
+    let by_keyword = |name: &Rc<str>| kwargs.iter().find(|(k, _)| k == name && params.args.iter().any(|p| &p.name == name));
+    let mut placed = Vec::with_capacity(positional.len());
+    for (i, param) in positional.iter().enumerate() {
+        let value = match (args.get(i), by_keyword(param)) {
+            (Some(v), None) => v.clone(),
+            (None, Some((_, v))) => v.clone(),
+            (None, None) if i >= first_default => f.defaults[i - first_default].clone(),
+            // Given twice, or missing: the call itself raises Python's error.
+            _ => return Ok(unplaced(args, kwargs)),
+        };
+        placed.push(value);
+    }
+    let every_keyword_placed = kwargs.iter().all(|(k, _)| by_keyword(k).is_some());
+    if args.len() > positional.len() || !every_keyword_placed {
+        return Ok(unplaced(args, kwargs));
+    }
+    Ok(Ok(placed))
 }
 
 /// A library function whose derivative is a `custom_jvp` rule (`jax.nn.log1mexp`): its
