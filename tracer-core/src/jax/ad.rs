@@ -58,7 +58,7 @@ pub struct Linearization {
     untracked: Vec<bool>,
 }
 
-struct Tape {
+pub(super) struct Tape {
     jaxpr: Rc<Jaxpr>,
     env: HashMap<VarId, Rc<Array>>,
     active: HashSet<VarId>,
@@ -91,6 +91,13 @@ pub fn linearize(
 /// A concrete array whose data is known to be unknown (not merely not computed yet).
 fn is_unknown(a: &Rc<Array>) -> bool {
     matches!(&a.kind, super::array::ArrayKind::Concrete(cell) if matches!(&*cell.borrow(), super::array::Lazy::Unknown(_)))
+}
+
+impl Tape {
+    /// The replayed value of `atom`.
+    pub(super) fn read(&self, atom: &Atom) -> AdResult<Rc<Array>> {
+        read(&self.env, atom)
+    }
 }
 
 impl Linearization {
@@ -144,7 +151,7 @@ fn read(env: &HashMap<VarId, Rc<Array>>, atom: &Atom) -> AdResult<Rc<Array>> {
     }
 }
 
-fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
+pub(super) fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
     let mut tape =
         Tape { jaxpr: jaxpr.clone(), env: HashMap::new(), active: HashSet::new(), bodies: HashMap::new(), custom: HashMap::new() };
     for (((v, _), a), &act) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(args).zip(active_args) {
@@ -239,7 +246,7 @@ fn accumulate(interp: &mut Interp, map: &mut HashMap<VarId, Rc<Array>>, v: VarId
     Ok(())
 }
 
-fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(super) fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
     let jaxpr = &tape.jaxpr;
     let mut cts: HashMap<VarId, Rc<Array>> = HashMap::new();
     for (atom, ct) in jaxpr.outvars.iter().zip(out_cts) {
@@ -276,7 +283,7 @@ fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> 
 }
 
 /// `untracked[i]`: binder `i` has an unknown tangent (see `Linearization::untracked`).
-fn forward_tangents(
+pub(super) fn forward_tangents(
     interp: &mut Interp,
     tape: &Tape,
     in_tangents: &[Option<Rc<Array>>],
@@ -870,6 +877,11 @@ fn jvp(
     outs: &[Rc<Array>],
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
+    match eqn.prim {
+        Prim::Cond { .. } => return super::ad_control::cond_jvp(interp, eqn, ins, ts),
+        Prim::While => return super::ad_control::while_jvp(interp, eqn, ins, ts),
+        _ => {}
+    }
     let out = match outs {
         [out] => out,
         _ => return Err(no_rule(eqn)),
@@ -2044,6 +2056,10 @@ fn transpose(
     // JAX refuses reverse mode through a while loop, whatever its carry.
     if matches!(eqn.prim, Prim::While | Prim::Opaque("while")) {
         return Err(while_loop_error(interp));
+    }
+    // A `cond` the replay could not resolve (its index is traced): a `cond` of transposes.
+    if matches!(eqn.prim, Prim::Cond { .. }) {
+        return super::ad_control::cond_transpose(interp, eqn, ins, gs, active);
     }
     let (out, g) = match (outs, gs) {
         ([out], [Some(g)]) => (out, g),
