@@ -2188,19 +2188,47 @@ fn transpose(
         }
         // Each cotangent goes back to where its element came from: `perm = argsort(x)`,
         // `ct[perm] = g` (1-D; other ranks have no rule yet).
-        Prim::Sort { dimension: 0, num_keys: 1 } if ins.len() == 1 && ins[0].aval.ndim() == 1 => {
+        // JAX's sort JVP gathers the tangent where an iota sorted along with the keys says each
+        // element came from; the transpose adds the cotangent back at those places. For any rank
+        // and axis the places are flat indices into the operand: the sorted iota on the sorted
+        // axis, each other axis' own iota, times the strides.
+        Prim::Sort { dimension, num_keys: 1 } if ins.len() == 1 && *dimension < ins[0].aval.ndim() => {
             if active[0] {
-                let int = Aval::new(&ins[0].aval.shape, DType::I32);
-                let iota = bind(interp, Prim::Iota { dtype: DType::I32, shape: in_shape(0), dimension: 0 }, &[], int.clone())?;
-                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), iota], int)?;
-                let operands = [zeros(interp, &ins[0].aval)?, g.clone(), perm];
+                let shape = in_shape(0);
+                let int = Aval::new(&shape, DType::I32);
+                let iota = |interp: &mut Interp, dimension: usize| {
+                    bind(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[], int.clone())
+                };
+                let sorted_iota = iota(interp, *dimension)?;
+                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota], int.clone())?;
+                let mut flat: Option<Rc<Array>> = None;
+                let mut stride = 1usize;
+                for axis in (0..shape.len()).rev() {
+                    let coord = if axis == *dimension { perm.clone() } else { iota(interp, axis)? };
+                    let term = match stride {
+                        1 => coord,
+                        _ => binary(interp, BinaryPrim::Mul, &coord, &scalar(stride as f64, &Aval::scalar(DType::I32)))?,
+                    };
+                    flat = Some(match flat {
+                        Some(sum) => binary(interp, BinaryPrim::Add, &sum, &term)?,
+                        None => term,
+                    });
+                    stride *= shape[axis];
+                }
+                let places = match flat {
+                    Some(f) => reshape(interp, &f, &[stride])?,
+                    None => return Err(no_rule(eqn)),
+                };
+                let flat_aval = Aval::new(&[stride], ins[0].aval.dtype).weak(ins[0].aval.weak);
+                let operands = [zeros(interp, &flat_aval)?, reshape(interp, g, &[stride])?, places];
                 let prim = Prim::Scatter {
                     op: ScatterOp::Add,
                     mode: super::ir::IndexMode::Clip,
                     index: Some(vec![IndexItem::Array]),
                     unique_indices: false,
                 };
-                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
+                let summed = bind(interp, prim, &operands, flat_aval)?;
+                cts[0] = Some(reshape(interp, &summed, &shape)?);
             }
         }
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
@@ -2507,7 +2535,11 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. } | Prim::Opaque(_) => false,
+        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
+        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
+        Prim::Cond { .. } | Prim::While => true,
+        // Resolved by the replay instead: unrolled, one body per example.
+        Prim::Scan { .. } | Prim::Vmap { .. } | Prim::Opaque(_) => false,
     })
 }
 
@@ -2920,8 +2952,8 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 102, "{with_rule:?}");
-        assert_eq!(without, ["imag", "nextafter", "scan", "cond", "while", "vmap", "geqrf", "geqrf_taus"]);
+        assert_eq!(with_rule.len(), 104, "{with_rule:?}");
+        assert_eq!(without, ["imag", "nextafter", "scan", "vmap", "geqrf", "geqrf_taus"]);
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }

@@ -63,6 +63,14 @@ fn bind_traced(
     Ok(bind_with_bodies(interp, prim, &ins, out_avals, jaxprs)?)
 }
 
+/// `x` with exactly the aval `aval`, or zeros of it for a zero (co)tangent.
+fn or_zeros(interp: &mut Interp, x: Option<Rc<Array>>, aval: &Aval) -> AdResult<Rc<Array>> {
+    match x {
+        Some(x) => ad::with_aval(interp, x, aval),
+        None => ad::zeros(interp, aval),
+    }
+}
+
 /// The inputs of `cond` branch `k` among the equation's inputs (index first, then each
 /// branch's consts, then the operands): their positions, in the branch's binder order.
 fn branch_inputs(eqn: &Eqn, k: usize) -> AdResult<Vec<usize>> {
@@ -96,10 +104,7 @@ pub(super) fn cond_jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], ts: &[
             let out_ts = ad::forward_tangents(interp, &tape, &branch_ts, &[])?;
             let mut outs = Vec::with_capacity(differentiable.len());
             for &j in &differentiable {
-                outs.push(match out_ts.get(j).cloned().flatten() {
-                    Some(t) => ad::with_aval(interp, t, &out_avals[j])?,
-                    None => ad::zeros(interp, &out_avals[j])?,
-                });
+                outs.push(or_zeros(interp, out_ts.get(j).cloned().flatten(), &out_avals[j])?);
             }
             Ok(outs)
         })?;
@@ -145,10 +150,7 @@ pub(super) fn cond_transpose(
             }
             let mut outs = Vec::with_capacity(targets.len());
             for &j in &targets {
-                outs.push(match by_input[j].take() {
-                    Some(ct) => ad::with_aval(interp, ct, &ins[j].aval)?,
-                    None => ad::zeros(interp, &ins[j].aval)?,
-                });
+                outs.push(or_zeros(interp, by_input[j].take(), &ins[j].aval)?);
             }
             Ok(outs)
         })?;
@@ -220,19 +222,13 @@ pub(super) fn while_jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], ts: &
         let mut outs = body.outvars.iter().map(|a| tape.read(a)).collect::<AdResult<Vec<_>>>()?;
         let out_ts = ad::forward_tangents(interp, &tape, &arg_ts, &[])?;
         for &j in &tangent_slots {
-            outs.push(match out_ts.get(j).cloned().flatten() {
-                Some(t) => ad::with_aval(interp, t, &carry_avals[j])?,
-                None => ad::zeros(interp, &carry_avals[j])?,
-            });
+            outs.push(or_zeros(interp, out_ts.get(j).cloned().flatten(), &carry_avals[j])?);
         }
         Ok(outs)
     })?;
     let mut operands: Vec<Rc<Array>> = init.to_vec();
     for &j in &tangent_slots {
-        operands.push(match init_ts[j].clone() {
-            Some(t) => ad::with_aval(interp, t, &carry_avals[j])?,
-            None => ad::zeros(interp, &carry_avals[j])?,
-        });
+        operands.push(or_zeros(interp, init_ts[j].clone(), &carry_avals[j])?);
     }
     let outs = bind_traced(interp, Prim::While, &[], vec![cond_traced, body_traced], &operands, loop_avals)?;
     let mut result = vec![None; n_carry];
