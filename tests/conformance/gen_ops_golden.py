@@ -963,6 +963,15 @@ def quantile_rows(x64):
         out.append(("quantile", f"jax.grad(lambda v: jnp.quantile(v, 0.3) * 2)({x}[0])"))
         out.append(("quantile", f"jax.grad(lambda v: jnp.nanquantile(v, 0.6))({y}[0])"))
         out.append(("quantile", f"jax.jvp(lambda v: jnp.median(v, axis=1), ({x},), ({z}[0, :3],))[1]"))
+        # Reverse mode through `sort` of a 2-D or 3-D operand on any axis (ties included).
+        out.append(("quantile", f"jax.grad(lambda v: jnp.sum(jnp.median(v, axis=0) * jnp.arange(1, 5, dtype=jnp.{dt})))({x})"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.sum(jnp.median(v, axis=1) ** 2))({x})"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.sum(jnp.median(v, axis=(0, 2))))({z})"))
+        out.append(("quantile", f"jax.grad(lambda v: jnp.sum(jnp.quantile(v, 0.3, axis=0) ** 2))({x})"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(jnp.sort(v, axis=1) * jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4)))({x})"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(jnp.sort(v, axis=0) * jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4)))({x})"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(jnp.sort(v, axis=1, descending=True) * jnp.cos({z})))({z})"))
+        out.append(("sort", f"jax.vjp(lambda v: jnp.sort(v, axis=0), {z})[1](jnp.sin({z}))[0]"))
         if dt != ("float64" if x64 else "float32"):
             continue  # `inverted_cdf` multiplies `q` (of the default float) by the weights with lax.mul: a TypeError
         w = f"jnp.array([1.0, 2.0, 0.5, 3.0], dtype=jnp.{dt})"

@@ -405,3 +405,77 @@ print(weak(jax.grad(lambda s: s ** 2)(2.0)), weak(jax.grad(lambda s: jnp.sqrt(s)
     let weak = "[False, True, True, True, True, False, False, False, True, False]";
     assert_eq!(out, format!("{weak}\n{weak}\n[False, False, False, False, False, False, False, False, False, False]\nTrue False\n"));
 }
+
+#[test]
+fn grad_under_jit_of_a_cond_on_a_traced_index_is_a_cond_of_transposed_branches() {
+    let source = r#"import jax
+import jax.numpy as jnp
+from jax import lax
+
+def loss(x):
+    return lax.cond(x.sum() > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x).sum()
+
+@jax.jit
+def step(x):
+    return jax.grad(loss)(x)
+
+x = jnp.array([0.5, 1.5, -0.25])
+print(step(x), step(-x))
+print(jax.jit(jax.hessian(loss))(x))
+print(jax.jit(jax.jacrev(lambda x: lax.switch(jnp.argmax(x), [jnp.sin, jnp.cos, jnp.tanh], x)))(x))
+print(jax.jit(jax.vmap(jax.grad(loss)))(jnp.stack([x, -x])))
+"#;
+    // The primal cond, then the cond of the transposed branches, both on the traced index:
+    // neither branch is inlined (the IR checker also checks the branches' signatures).
+    let jaxpr = jaxpr_of(source, "step");
+    assert_eq!(jaxpr.matches("cond[").count(), 2, "{jaxpr}");
+    assert!(!jaxpr.contains("sin") || jaxpr.matches("branches=(").count() == 2, "{jaxpr}");
+    // JAX 0.10.2 prints:
+    assert_eq!(
+        printed(source),
+        "[ 0.9182168   1.1036007  -0.48963207] [0.75   6.75   0.1875]\n\
+         [[ 1.5154524  0.         0.       ]\n [ 0.        -1.354768   0.       ]\n [ 0.         0.         1.8759739]]\n\
+         [[-0.47942555 -0.          0.        ]\n [-0.         -0.997495    0.        ]\n [-0.         -0.          0.24740396]]\n\
+         [[ 0.9182168   1.1036007  -0.48963207]\n [ 0.75        6.75        0.1875    ]]\n"
+    );
+}
+
+#[test]
+fn jvp_and_jacfwd_go_through_while_loops_with_traced_bounds() {
+    let source = r#"import jax
+import jax.numpy as jnp
+from jax import lax
+
+def damped_sqrt(a):
+    def keep_going(s):
+        y, i = s
+        return (jnp.max(jnp.abs(y * y - a)) > 1e-3) & (i < 40)
+
+    def step(s):
+        y, i = s
+        return y - (y * y - a) * 0.2, i + 1
+
+    return lax.while_loop(keep_going, step, (jnp.ones_like(a), 0))[0]
+
+def power(x, n):
+    return lax.fori_loop(0, n, lambda i, c: c * x + i, jnp.ones_like(x))
+
+a = jnp.array([2.0, 0.5])
+print(jax.jacfwd(damped_sqrt)(a), jax.jit(jax.jacfwd(damped_sqrt))(a))
+xv = jnp.array([1.5, 2.0, -0.5])
+print(jax.jit(jax.jacfwd(power))(xv, 4))
+print(jax.jvp(lambda x: power(x, 4), (xv,), (jnp.ones(3),))[1])
+"#;
+    // JAX 0.10.2 prints:
+    assert_eq!(
+        printed(source),
+        "[[0.35355422 0.        ]\n [0.         0.70212215]] [[0.35355422 0.        ]\n [0.         0.70212215]]\n\
+         [[18.5  0.   0. ]\n [ 0.  38.   0. ]\n [ 0.   0.   0.5]]\n[18.5 38.   0.5]\n"
+    );
+    // Reverse mode through the same loops stays JAX's ValueError.
+    let reverse =
+        "import jax\nfrom jax import lax\nprint(jax.jit(jax.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, x)))(1.5, 3))\n";
+    let a = analyze_file(&PathBuf::from("prog.py"), reverse, &NoFiles, &AnalysisConfig::default());
+    let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| format!("{} {}", d.code.as_str(), d.message)).collect();
+    assert!(messages.iter().any(|m| m.starts_with("TL190 ValueError: Reverse-mode differentiation")), "{messages:?}");
+}

@@ -58,7 +58,7 @@ pub struct Linearization {
     untracked: Vec<bool>,
 }
 
-struct Tape {
+pub(super) struct Tape {
     jaxpr: Rc<Jaxpr>,
     env: HashMap<VarId, Rc<Array>>,
     active: HashSet<VarId>,
@@ -91,6 +91,13 @@ pub fn linearize(
 /// A concrete array whose data is known to be unknown (not merely not computed yet).
 fn is_unknown(a: &Rc<Array>) -> bool {
     matches!(&a.kind, super::array::ArrayKind::Concrete(cell) if matches!(&*cell.borrow(), super::array::Lazy::Unknown(_)))
+}
+
+impl Tape {
+    /// The replayed value of `atom`.
+    pub(super) fn read(&self, atom: &Atom) -> AdResult<Rc<Array>> {
+        read(&self.env, atom)
+    }
 }
 
 impl Linearization {
@@ -144,7 +151,7 @@ fn read(env: &HashMap<VarId, Rc<Array>>, atom: &Atom) -> AdResult<Rc<Array>> {
     }
 }
 
-fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
+pub(super) fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>], active_args: &[bool]) -> AdResult<Tape> {
     let mut tape =
         Tape { jaxpr: jaxpr.clone(), env: HashMap::new(), active: HashSet::new(), bodies: HashMap::new(), custom: HashMap::new() };
     for (((v, _), a), &act) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(args).zip(active_args) {
@@ -239,7 +246,7 @@ fn accumulate(interp: &mut Interp, map: &mut HashMap<VarId, Rc<Array>>, v: VarId
     Ok(())
 }
 
-fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(super) fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
     let jaxpr = &tape.jaxpr;
     let mut cts: HashMap<VarId, Rc<Array>> = HashMap::new();
     for (atom, ct) in jaxpr.outvars.iter().zip(out_cts) {
@@ -276,7 +283,7 @@ fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Array>>]) -> 
 }
 
 /// `untracked[i]`: binder `i` has an unknown tangent (see `Linearization::untracked`).
-fn forward_tangents(
+pub(super) fn forward_tangents(
     interp: &mut Interp,
     tape: &Tape,
     in_tangents: &[Option<Rc<Array>>],
@@ -870,6 +877,11 @@ fn jvp(
     outs: &[Rc<Array>],
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
+    match eqn.prim {
+        Prim::Cond { .. } => return super::ad_control::cond_jvp(interp, eqn, ins, ts),
+        Prim::While => return super::ad_control::while_jvp(interp, eqn, ins, ts),
+        _ => {}
+    }
     let out = match outs {
         [out] => out,
         _ => return Err(no_rule(eqn)),
@@ -2045,6 +2057,10 @@ fn transpose(
     if matches!(eqn.prim, Prim::While | Prim::Opaque("while")) {
         return Err(while_loop_error(interp));
     }
+    // A `cond` the replay could not resolve (its index is traced): a `cond` of transposes.
+    if matches!(eqn.prim, Prim::Cond { .. }) {
+        return super::ad_control::cond_transpose(interp, eqn, ins, gs, active);
+    }
     let (out, g) = match (outs, gs) {
         ([out], [Some(g)]) => (out, g),
         _ => return Err(no_rule(eqn)),
@@ -2172,19 +2188,47 @@ fn transpose(
         }
         // Each cotangent goes back to where its element came from: `perm = argsort(x)`,
         // `ct[perm] = g` (1-D; other ranks have no rule yet).
-        Prim::Sort { dimension: 0, num_keys: 1 } if ins.len() == 1 && ins[0].aval.ndim() == 1 => {
+        // JAX's sort JVP gathers the tangent where an iota sorted along with the keys says each
+        // element came from; the transpose adds the cotangent back at those places. For any rank
+        // and axis the places are flat indices into the operand: the sorted iota on the sorted
+        // axis, each other axis' own iota, times the strides.
+        Prim::Sort { dimension, num_keys: 1 } if ins.len() == 1 && *dimension < ins[0].aval.ndim() => {
             if active[0] {
-                let int = Aval::new(&ins[0].aval.shape, DType::I32);
-                let iota = bind(interp, Prim::Iota { dtype: DType::I32, shape: in_shape(0), dimension: 0 }, &[], int.clone())?;
-                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), iota], int)?;
-                let operands = [zeros(interp, &ins[0].aval)?, g.clone(), perm];
+                let shape = in_shape(0);
+                let int = Aval::new(&shape, DType::I32);
+                let iota = |interp: &mut Interp, dimension: usize| {
+                    bind(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[], int.clone())
+                };
+                let sorted_iota = iota(interp, *dimension)?;
+                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota], int.clone())?;
+                let mut flat: Option<Rc<Array>> = None;
+                let mut stride = 1usize;
+                for axis in (0..shape.len()).rev() {
+                    let coord = if axis == *dimension { perm.clone() } else { iota(interp, axis)? };
+                    let term = match stride {
+                        1 => coord,
+                        _ => binary(interp, BinaryPrim::Mul, &coord, &scalar(stride as f64, &Aval::scalar(DType::I32)))?,
+                    };
+                    flat = Some(match flat {
+                        Some(sum) => binary(interp, BinaryPrim::Add, &sum, &term)?,
+                        None => term,
+                    });
+                    stride *= shape[axis];
+                }
+                let places = match flat {
+                    Some(f) => reshape(interp, &f, &[stride])?,
+                    None => return Err(no_rule(eqn)),
+                };
+                let flat_aval = Aval::new(&[stride], ins[0].aval.dtype).weak(ins[0].aval.weak);
+                let operands = [zeros(interp, &flat_aval)?, reshape(interp, g, &[stride])?, places];
                 let prim = Prim::Scatter {
                     op: ScatterOp::Add,
                     mode: super::ir::IndexMode::Clip,
                     index: Some(vec![IndexItem::Array]),
                     unique_indices: false,
                 };
-                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone())?);
+                let summed = bind(interp, prim, &operands, flat_aval)?;
+                cts[0] = Some(reshape(interp, &summed, &shape)?);
             }
         }
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
@@ -2491,7 +2535,11 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
         | Prim::RandomClone
         | Prim::Random { .. }
         | Prim::DebugCallback => return None,
-        Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. } | Prim::Opaque(_) => false,
+        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
+        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
+        Prim::Cond { .. } | Prim::While => true,
+        // Resolved by the replay instead: unrolled, one body per example.
+        Prim::Scan { .. } | Prim::Vmap { .. } | Prim::Opaque(_) => false,
     })
 }
 
@@ -2904,8 +2952,8 @@ mod tests {
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
-        assert_eq!(with_rule.len(), 102, "{with_rule:?}");
-        assert_eq!(without, ["imag", "nextafter", "scan", "cond", "while", "vmap", "geqrf", "geqrf_taus"]);
+        assert_eq!(with_rule.len(), 104, "{with_rule:?}");
+        assert_eq!(without, ["imag", "nextafter", "scan", "vmap", "geqrf", "geqrf_taus"]);
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
     }

@@ -3,6 +3,7 @@
 
 pub mod ad;
 pub mod ad_compositions;
+pub mod ad_control;
 pub mod api;
 pub mod array;
 pub mod aval;
@@ -535,18 +536,22 @@ pub fn bind_with_bodies(
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
         let name = if values_mode { prim.name() } else { String::new() };
-        let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
-        let outs: Vec<Rc<Array>> = out_avals
-            .into_iter()
-            .map(|aval| {
-                // The first output is computed from the inputs on demand; others are not.
-                let lazy = match prim.take() {
-                    Some(p) => Lazy::Pending(p, inputs.to_vec()),
-                    None => Lazy::Unknown("not computed"),
-                };
-                Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(lazy)), origin: site, numpy: Default::default() })
-            })
-            .collect();
+        let outs: Vec<Rc<Array>> = if bodies.is_empty() {
+            let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
+            out_avals
+                .into_iter()
+                .map(|aval| {
+                    // The first output is computed from the inputs on demand; others are not.
+                    let lazy = match prim.take() {
+                        Some(p) => Lazy::Pending(p, inputs.to_vec()),
+                        None => Lazy::Unknown("not computed"),
+                    };
+                    Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(lazy)), origin: site, numpy: Default::default() })
+                })
+                .collect()
+        } else {
+            staged_equation(interp, prim, inputs, out_avals, bodies)?
+        };
         // Values mode computes each value as it is made, in program order.
         if values_mode {
             for o in &outs {
@@ -562,6 +567,12 @@ pub fn bind_with_bodies(
     let primal_inputs: Option<Vec<Rc<Array>>> =
         if state.traces[pos].kind.is_staging() { None } else { inputs.iter().map(|i| i.known()).collect() };
     let staging_frame = state.traces[pos].kind.is_staging();
+    // A control-flow equation's primal values (a `while` under `jax.jvp`) are its bodies run.
+    let staged_primals = match &primal_inputs {
+        Some(ins) if !bodies.is_empty() => Some(staged_equation(interp, prim.clone(), ins, out_avals.clone(), bodies.clone())?),
+        _ => None,
+    };
+    let state = &mut interp.jax;
     let frame = &mut state.traces[pos];
     let mut outs = Vec::with_capacity(out_avals.len());
     let mut out_vars = Vec::with_capacity(out_avals.len());
@@ -571,6 +582,7 @@ pub fn bind_with_bodies(
         out_vars.push((var, aval.clone()));
         let primal = match (&primal_inputs, i) {
             _ if aliased && !staging_frame => inputs.get(first_alias + i).and_then(|o| o.known()),
+            (Some(_), _) if let Some(known) = &staged_primals => known.get(i).cloned(),
             (Some(ins), 0) if !matches!(prim, Prim::Opaque(_)) => Some(Array::pending(aval.clone(), prim.clone(), ins.clone())),
             (Some(_), _) => Some(Array::unknown(aval.clone(), "not computed")),
             (None, _) => None,
@@ -586,6 +598,37 @@ pub fn bind_with_bodies(
     let frame = &mut state.traces[pos];
     frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies, api });
     Ok(outs)
+}
+
+/// Concrete arrays standing for the outputs of one equation with bodies (`cond`, `while`,
+/// `scan`, `vmap`) on concrete inputs (a pending array holds no bodies): computed now in
+/// values mode, as a jitted call's control flow is; a one-equation staged call otherwise,
+/// which leaves them not computed.
+fn staged_equation(
+    interp: &mut Interp,
+    prim: Prim,
+    inputs: &[Rc<Array>],
+    out_avals: Vec<Aval>,
+    bodies: Vec<Rc<Jaxpr>>,
+) -> PyResult<Vec<Rc<Array>>> {
+    let invars: Vec<(VarId, Aval)> = inputs.iter().enumerate().map(|(i, a)| (i as VarId, a.aval.clone())).collect();
+    let outputs: Vec<(VarId, Aval)> = out_avals.iter().enumerate().map(|(i, a)| ((inputs.len() + i) as VarId, a.clone())).collect();
+    let eqn = Eqn {
+        prim,
+        inputs: invars.iter().map(|(v, _)| Atom::Var(*v)).collect(),
+        outputs: outputs.clone(),
+        site: interp.site(),
+        bodies,
+        api: None,
+    };
+    if interp.values.is_some() {
+        let label = eqn.prim.name();
+        if let Some(outs) = eval_control::control_eqn(interp, &eqn, inputs, &label)?.filter(|o| o.len() == out_avals.len()) {
+            return Ok(outs);
+        }
+    }
+    let jaxpr = Jaxpr { invars, eqns: vec![eqn], outvars: outputs.iter().map(|(v, _)| Atom::Var(*v)).collect(), ..Jaxpr::default() };
+    Ok(array::StagedCall::outputs(Rc::new(jaxpr), Vec::new(), inputs.to_vec(), out_avals))
 }
 
 /// Raises `class` with `code` at the current user line.
