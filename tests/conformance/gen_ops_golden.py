@@ -84,6 +84,12 @@ BINARY_INT = [
 COMPARE = ["jnp.equal", "jnp.not_equal", "jnp.less", "jnp.less_equal", "jnp.greater", "jnp.greater_equal"]
 
 
+def ramp(n, shape, dt, scale="0.37"):
+    """`arange(n).reshape(shape) % 7`, shifted to -3..3 for int32, scaled to about -1..1 otherwise."""
+    base = f"jnp.arange({n}, dtype=jnp.{dt}).reshape{shape} % 7"
+    return f"({base} - 3)" if dt == "int32" else f"({base} * {scale} - 1.1)"
+
+
 def float_elementwise(dt):
     """The unary, binary and comparison rows of one float dtype."""
     out = []
@@ -326,8 +332,7 @@ def rows(x64):
     # one, dot_general with batch dimensions not leading, and their derivatives.
     for dt in floats + ["int32"]:
         def t(n, shape, dt=dt):
-            base = f"jnp.arange({n}, dtype=jnp.{dt}).reshape{shape} % 7"
-            return f"({base} - 3)" if dt == "int32" else f"({base} * 0.37 - 1.1)"
+            return ramp(n, shape, dt)
         q, k, v = t(48, (2, 2, 3, 4)), t(48, (2, 2, 3, 4)) + "[::-1]", t(48, (2, 2, 3, 4)) + " * 0.5"
         p = t(36, (2, 2, 3, 3))
         a2, b3 = t(12, (3, 4)), t(40, (2, 4, 5))
@@ -925,6 +930,60 @@ def rows(x64):
         out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[0]"))
         out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[1]"))
     out += quantile_rows(x64)
+    out += composite_layout_rows(x64)
+    return out
+
+
+def composite_layout_rows(x64):
+    """Groups `einsum_path`, `pad`, `roll`, `map`: functions JAX builds from other primitives —
+    einsum of three or more operands contracted pairwise along opt_einsum's path, jnp.pad's
+    non-constant modes (slices, `rev`, concatenations), jnp.roll over several axes, and
+    lax.map with `batch_size=` (a scan over a vmapped body plus a remainder)."""
+    out = []
+    floats = ["float32"] + (["float64"] if x64 else [])
+    for dt in floats + ["int32"]:
+        def t(n, shape, scale="0.37", dt=dt):
+            return ramp(n, shape, dt, scale)
+        a, b, c, d = t(6, (2, 3)), t(12, (3, 4)), t(20, (4, 5), "-0.21"), t(15, (5, 3))
+        x, m, v = t(6, (2, 3), "0.5"), t(9, (3, 3), "-0.3"), t(4, (4,), "0.9")
+        out.append(("einsum_path", f"jnp.einsum('ij,jk,kl->il', {a}, {b}, {c})"))
+        out.append(("einsum_path", f"jnp.einsum('ij,jk,kl,lm->im', {a}, {b}, {c}, {d})"))
+        out.append(("einsum_path", f"jnp.einsum('bi,ij,bj->b', {x}, {m}, {x} * 2)"))
+        out.append(("einsum_path", f"jnp.einsum('i,i,i->', {v}, {v} + 1, {v})"))
+        out.append(("einsum_path", f"jnp.einsum('ij,jk,kl', {c}.T, {b}.T, {a}.T)"))
+        out.append(("einsum_path", f"jnp.einsum('ijk,jl,kl->il', {b}.reshape(3, 2, 2), {m}[:2, :2], {a}[:, :2])"))
+        out.append(("einsum_path", f"jnp.einsum('ii,ij,j->i', {m}, {m}.T, {m}[0])"))
+        out.append(("pad", f"jnp.pad({a}, ((1, 2), (2, 0)), mode='edge')"))
+        out.append(("pad", f"jnp.pad({a}, ((1, 2), (2, 0)), mode='reflect')"))
+        out.append(("pad", f"jnp.pad({a}, ((1, 2), (2, 0)), mode='symmetric')"))
+        out.append(("pad", f"jnp.pad({a}, ((1, 2), (2, 0)), mode='wrap')"))
+        out.append(("pad", f"jnp.pad({a}[0], 7, mode='reflect')"))
+        out.append(("pad", f"jnp.pad({a}[0], (5, 8), mode='symmetric')"))
+        out.append(("pad", f"jnp.pad({a}[0], (4, 7), mode='wrap')"))
+        out.append(("pad", f"jnp.pad({a}[:1], 2, mode='reflect')"))
+        out.append(("pad", f"jnp.pad({a}, ((2, 3),), mode='reflect', reflect_type='odd')"))
+        out.append(("pad", f"jnp.pad({a}, 2, mode='maximum')"))
+        out.append(("pad", f"jnp.pad({a}, ((1, 0), (0, 2)), mode='minimum')"))
+        out.append(("pad", f"jnp.pad({a}, 1, mode='mean')"))
+        out.append(("roll", f"jnp.roll({b}, (1, -2), (0, 1))"))
+        out.append(("roll", f"jnp.roll({b}, 2, (0, 1))"))
+        out.append(("roll", f"jnp.roll({b}, (1, 2), 0)"))
+        out.append(("roll", f"jnp.roll({b}, (1, 5))"))
+        out.append(("roll", f"jnp.roll({b}, (-1, 3), (-1, -1))"))
+        xs = t(14, (7, 2))
+        out.append(("map", f"lax.map(lambda r: r * 2 + r[::-1], {xs}, batch_size=3)"))
+        out.append(("map", f"lax.map(lambda r: jnp.sum(r) * r, {xs}[:6], batch_size=2)"))
+        out.append(("map", f"lax.map(lambda r: r[0] - r[1], {xs}, batch_size=10)"))
+        out.append(("map", f"lax.map(lambda r: r * r, {xs}, batch_size=0)"))
+        if dt == "int32":
+            continue
+        out.append(("einsum_path", f"jax.grad(lambda u: jnp.sum(jnp.einsum('ij,jk,kl->il', {a}, u, {c}) ** 2))({b})"))
+        out.append(("einsum_path", f"jax.grad(lambda u: jnp.einsum('bi,ij,bj->', u, {m}, u))({x})"))
+        out.append(("pad", f"jax.grad(lambda u: jnp.sum(jnp.pad(u, ((1, 2), (2, 0)), mode='reflect') ** 2))({a})"))
+        out.append(("pad", f"jax.grad(lambda u: jnp.sum(jnp.sin(jnp.pad(u, (4, 7), mode='wrap'))))({a}[0])"))
+        out.append(("pad", f"jax.grad(lambda u: jnp.sum(jnp.pad(u, 2, mode='edge') * jnp.arange(7.0)))({a}[0])"))
+        out.append(("roll", f"jax.grad(lambda u: jnp.sum(jnp.roll(u, (1, -2), (0, 1)) * {b}))({b} ** 2)"))
+        out.append(("map", f"jax.grad(lambda u: jnp.sum(lax.map(lambda r: jnp.tanh(r) * r[::-1], u, batch_size=3)))({xs})"))
     return out
 
 

@@ -2952,74 +2952,39 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Roll => {
             let a = arr!(0, "a");
-            let shift = p.get(1, "shift").and_then(crate::interp::ops::as_int);
-            let axis = p.get(2, "axis").filter(|v| !matches!(v, Value::None));
-            let (Some(shift), None | Some(Value::Int(_))) = (shift, axis) else {
-                return bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array);
-            };
-            // out[i] = a[(i - shift) mod n] along the axis (of the flattened array without one).
-            let flat = axis.is_none();
-            let x = if flat { reshape_raw(interp, &a, &[a.aval.size() as usize])? } else { a.clone() };
-            let ax = match axis {
-                Some(v) => normalize_axis(interp, crate::interp::ops::as_int(v).unwrap_or(0), x.aval.ndim())?,
-                None => 0,
-            };
-            let sources = (0..x.aval.ndim())
-                .map(|d| {
-                    let n = x.aval.shape[d] as i64;
-                    (0..n).map(|i| if d == ax && n > 0 { (i - shift).rem_euclid(n) as usize } else { i as usize }).collect()
-                })
-                .collect();
-            let rolled = gather_per_axis(interp, &x, sources)?;
-            let shape = a.aval.shape.clone();
-            if flat { reshape_raw(interp, &rolled, &shape) } else { Ok(rolled) }.map(Value::Array)
+            let shift = p.get(1, "shift").cloned().unwrap_or(Value::Int(0));
+            match pad::roll(interp, &a, &shift, p.get(2, "axis"))? {
+                Some(rolled) => Ok(Value::Array(rolled)),
+                // A shift given as an array (JAX's `dynamic_slice` form): shapes only.
+                None => bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array),
+            }
         }
         F::Pad => {
             let a = arr!(0, "array");
-            let pw = p.get(1, "pad_width").cloned().unwrap_or(Value::Int(0));
-            let nd = a.aval.ndim();
-            let pairs: Vec<(usize, usize)> = match &pw {
-                Value::Int(k) => vec![(*k as usize, *k as usize); nd],
-                other => {
-                    let items = interp.iterate(other)?;
-                    if items.iter().all(|x| matches!(x, Value::Int(_))) {
-                        let v: Vec<usize> = items.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect();
-                        let pair = (v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(v.first().copied().unwrap_or(0)));
-                        vec![pair; nd]
-                    } else {
-                        let mut out = Vec::new();
-                        for it in items {
-                            let v: Vec<usize> =
-                                interp.iterate(&it)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect();
-                            out.push((v.first().copied().unwrap_or(0), v.get(1).copied().unwrap_or(0)));
-                        }
-                        if out.len() == 1 {
-                            vec![out[0]; nd]
-                        } else {
-                            out
-                        }
-                    }
-                }
+            let pad_width = p.get(1, "pad_width").cloned().unwrap_or(Value::Int(0));
+            let mode = match p.get(2, "mode") {
+                None => "constant".to_string(),
+                Some(Value::Str(m)) => m.to_string(),
+                Some(_) => return Ok(Value::opaque("pad with a callable mode")),
             };
-            if pairs.len() != nd {
+            let Some(widths) = pad::pairs(interp, &pad_width, a.aval.ndim(), "pad_width")? else {
                 return Ok(Value::opaque("pad"));
+            };
+            let options: Kwargs = kwargs.iter().filter(|(k, _)| !matches!(k.as_ref(), "array" | "pad_width" | "mode")).cloned().collect();
+            match pad::pad(interp, &a, &widths, &mode, &options)? {
+                Some(padded) => Ok(Value::Array(padded)),
+                None => {
+                    // Shapes only (linear_ramp, or an argument not known).
+                    let shape: Vec<usize> = a
+                        .aval
+                        .shape
+                        .iter()
+                        .zip(&widths)
+                        .map(|(&d, &(l, r))| d.saturating_add(l.max(0) as usize).saturating_add(r.max(0) as usize))
+                        .collect();
+                    bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+                }
             }
-            let shape: Vec<usize> = a.aval.shape.iter().zip(&pairs).map(|(d, (l, r))| d + l + r).collect();
-            let constant = matches!(p.get(2, "mode"), None | Some(Value::Str(_)))
-                && p.get(2, "mode").is_none_or(|m| matches!(m, Value::Str(s) if &**s == "constant"));
-            let fill = match p.get(3, "constant_values") {
-                None => Some(0.0),
-                Some(v) => crate::interp::ops::as_f64(v),
-            };
-            // (A negative width, which JAX rejects, was read as a huge one above.)
-            let sane = pairs.iter().all(|&(l, r)| i64::try_from(l).is_ok() && i64::try_from(r).is_ok());
-            let (true, true, Some(fill)) = (constant, sane, fill) else {
-                return bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array);
-            };
-            // lax.pad(array, fill, [(lo, hi, 0), ...]) as jnp.pad's constant mode binds it.
-            let config = pairs.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect();
-            let fill = Array::scalar(fill, a.aval.dtype, false);
-            bind1(interp, Prim::Pad { config }, &[a.clone(), fill], a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::AtLeast1d | F::AtLeast2d => {
             let a = arr!(0, "x");
@@ -4135,6 +4100,9 @@ mod products;
 
 #[path = "numpy_quantile.rs"]
 mod quantile;
+
+#[path = "numpy_pad.rs"]
+mod pad;
 use products::matmul;
 
 /// The floating dtype a linear-algebra routine computes in.

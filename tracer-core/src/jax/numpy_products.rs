@@ -303,11 +303,10 @@ struct Labelled {
     names: Vec<char>,
 }
 
-/// `jnp.einsum(spec, *operands, preferred_element_type=None)` with one or two operands, as
-/// jax/_src/numpy/einsum.py contracts them along opt_einsum's path (for two operands always
-/// one step, the second operand on the left: `'ij,jk->ik'` is contracted as `'jk,ij->ik'`).
-/// Three or more operands are left opaque: their order of contraction is opt_einsum's
-/// search, not modelled.
+/// `jnp.einsum(spec, *operands, preferred_element_type=None)` as jax/_src/numpy/einsum.py
+/// contracts it: one operand in one step, more pairwise along opt_einsum's path
+/// ([`contraction_path`]), each pair's later operand on the left (`'ij,jk->ik'` is contracted
+/// as `'jk,ij->ik'`) and each step's result appended to the operands left.
 pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferred: Option<DType>) -> PyResult<Value> {
     let spec: String = spec.chars().filter(|c| !c.is_whitespace()).collect();
     let (lhs, rhs) = match spec.split_once("->") {
@@ -315,8 +314,20 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
         None => (spec.clone(), None),
     };
     let raw_terms: Vec<&str> = lhs.split(',').collect();
-    if raw_terms.len() != ops.len() || ops.is_empty() {
+    if ops.is_empty() {
         return Ok(Value::opaque("einsum"));
+    }
+    if raw_terms.len() != ops.len() {
+        // opt_einsum's parser checks the output's letters first.
+        if let Some(r) = &rhs {
+            let r: Vec<char> = r.chars().filter(|&c| c != '.').collect();
+            check_output_labels(interp, &r, &lhs.chars().collect::<Vec<_>>())?;
+        }
+        return Err(interp.value_error(format!(
+            "Number of einsum subscripts, {}, must be equal to the number of operands, {}.",
+            raw_terms.len(),
+            ops.len()
+        )));
     }
     let Some((terms, ellipsis)) = expand_ellipses(&raw_terms, ops, &spec) else {
         return Ok(Value::opaque("einsum with an ellipsis"));
@@ -356,14 +367,7 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
                 }
             };
             let r: Vec<char> = r.chars().collect();
-            for (i, c) in r.iter().enumerate() {
-                if !terms.iter().any(|t| t.contains(c)) {
-                    return Err(interp.value_error(format!("Output character '{c}' did not appear in the input")));
-                }
-                if r[..i].contains(c) {
-                    return Err(interp.value_error(format!("Output character '{c}' appeared more than once in the output.")));
-                }
-            }
+            check_output_labels(interp, &r, &terms.concat())?;
             r
         }
         None => {
@@ -385,12 +389,13 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
             let contracted: Vec<char> = sorted_unique(terms[0].iter().filter(|c| !result.contains(c)));
             one_operand(interp, labelled(0), &contracted, &result, dt.dtype)?
         }
-        2 => {
-            let contracted: Vec<char> = sorted_unique(terms.concat().iter().filter(|c| !result.contains(c)));
-            two_operands(interp, labelled(1), labelled(0), &contracted, &result, dt.dtype)?
+        n => {
+            let size = |c: char| sizes.iter().find(|(k, _)| *k == c).map_or(1, |e| e.1);
+            match contraction_path(&terms, &result, &size) {
+                Some(path) => contract_pairwise(interp, (0..n).map(labelled).collect(), &path, &result, dt.dtype)?,
+                None => None,
+            }
         }
-        // Three or more operands: their order of contraction is opt_einsum's search.
-        _ => None,
     };
     match out {
         Some(out) => to_result_type(interp, out, dt).map(Value::Array),
@@ -400,6 +405,152 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
             bind1(interp, Prim::Opaque("einsum"), ops, Aval::new(&shape, dt.dtype).weak(dt.weak)).map(Value::Array)
         }
     }
+}
+
+/// The pairs of operands `optimize='auto'` contracts, as `contract_path` hands them to JAX:
+/// positions in the list of operands left (the higher first), each step's result appended
+/// at its end. For up to four operands this is opt_einsum 3.4's `optimal` search, JAX's
+/// choice: a depth-first walk over the pairs in ascending order that keeps the first path
+/// of least flops (a pair costs the product of its labels' sizes, doubled when it sums a
+/// label away), its pair results cached by the two operands' label sets alone as
+/// opt_einsum caches them. opt_einsum picks `branch_all`/`branch_2` for five to eight
+/// operands, not modelled: the same search stands in for it (the order only changes the
+/// rounding). `None` beyond eight operands, where the search grows too long.
+fn contraction_path(terms: &[Vec<char>], result: &[char], size: &dyn Fn(char) -> usize) -> Option<Vec<(usize, usize)>> {
+    if terms.len() > 8 {
+        return None;
+    }
+    let labels: Vec<char> = sorted_unique(terms.iter().flatten());
+    if labels.len() > 64 {
+        return None;
+    }
+    let mask = |names: &[char]| names.iter().filter_map(|c| labels.iter().position(|l| l == c)).fold(0u64, |m, i| m | 1 << i);
+    let mut search = PathSearch {
+        label_sizes: labels.iter().map(|&c| size(c) as u128).collect(),
+        output: mask(result),
+        best_flops: u128::MAX,
+        best: Vec::new(),
+        cache: Vec::new(),
+    };
+    let mut inputs: Vec<u64> = terms.iter().map(|t| mask(t)).collect();
+    let remaining: Vec<usize> = (0..terms.len()).collect();
+    search.iterate(&mut Vec::new(), &mut inputs, &remaining, 0);
+    // opt_einsum's `ssa_to_linear`: single-assignment ids to positions in the list left.
+    let mut ids: Vec<usize> = (0..terms.len()).collect();
+    let mut linear = Vec::with_capacity(search.best.len());
+    for (step, &(i, j)) in search.best.iter().enumerate() {
+        let (pi, pj) = (ids.iter().position(|&x| x == i)?, ids.iter().position(|&x| x == j)?);
+        let (low, high) = (pi.min(pj), pi.max(pj));
+        ids.remove(high);
+        ids.remove(low);
+        ids.push(terms.len() + step);
+        linear.push((high, low));
+    }
+    Some(linear)
+}
+
+/// The state of opt_einsum's `optimal` search over label sets held as bit masks.
+struct PathSearch {
+    label_sizes: Vec<u128>,
+    output: u64,
+    best_flops: u128,
+    /// The best path found so far, in single-assignment ids (a step's result gets the next id).
+    best: Vec<(usize, usize)>,
+    /// `result_cache`: a pair's labels and flops keyed by the two operands' labels.
+    cache: Vec<((u64, u64), (u64, u128))>,
+}
+
+impl PathSearch {
+    fn size(&self, labels: u64) -> u128 {
+        (0..self.label_sizes.len()).filter(|i| labels >> i & 1 == 1).fold(1u128, |p, i| p.saturating_mul(self.label_sizes[i]))
+    }
+
+    fn iterate(&mut self, path: &mut Vec<(usize, usize)>, inputs: &mut Vec<u64>, remaining: &[usize], flops: u128) {
+        if remaining.len() == 1 {
+            self.best_flops = flops;
+            self.best = path.clone();
+            return;
+        }
+        for a in 0..remaining.len() {
+            for b in a + 1..remaining.len() {
+                let (i, j) = (remaining[a], remaining[b]);
+                let key = (inputs[i], inputs[j]);
+                let (k12, pair_flops) = match self.cache.iter().find(|(k, _)| *k == key) {
+                    Some(&(_, found)) => found,
+                    None => {
+                        let keep = remaining.iter().filter(|&&r| r != i && r != j).fold(self.output, |m, &r| m | inputs[r]);
+                        let (either, shared) = (key.0 | key.1, key.0 & key.1);
+                        let inner = u128::from(shared & !keep != 0);
+                        let found = (either & keep, self.size(either).saturating_mul(1 + inner));
+                        self.cache.push((key, found));
+                        found
+                    }
+                };
+                let new_flops = flops.saturating_add(pair_flops);
+                if new_flops >= self.best_flops {
+                    continue;
+                }
+                let mut next: Vec<usize> = remaining.iter().copied().filter(|&r| r != i && r != j).collect();
+                next.push(inputs.len());
+                path.push((i, j));
+                inputs.push(k12);
+                self.iterate(path, inputs, &next, new_flops);
+                inputs.pop();
+                path.pop();
+            }
+        }
+    }
+}
+
+/// `_einsum`'s loop over a path of pairs: each step pops its two operands (the higher
+/// position first, which is the left one), contracts them to the labels the rest still
+/// needs (the final result at the last step; otherwise in the order they first appear in
+/// the two operands' labels, as `contract_path` orders them) and appends the result.
+fn contract_pairwise(
+    interp: &mut Interp,
+    mut operands: Vec<Labelled>,
+    path: &[(usize, usize)],
+    result: &[char],
+    dtype: DType,
+) -> PyResult<Option<Rc<Array>>> {
+    for (step, &(high, low)) in path.iter().enumerate() {
+        if high >= operands.len() || low >= high {
+            return Ok(None);
+        }
+        let lhs = operands.remove(high);
+        let rhs = operands.remove(low);
+        let step_result: Vec<char> = if step + 1 == path.len() {
+            result.to_vec()
+        } else {
+            let needed = |c: &char| result.contains(c) || operands.iter().any(|o| o.names.contains(c));
+            let mut names: Vec<char> = Vec::new();
+            for &c in lhs.names.iter().chain(&rhs.names) {
+                if needed(&c) && !names.contains(&c) {
+                    names.push(c);
+                }
+            }
+            names
+        };
+        let contracted = sorted_unique(lhs.names.iter().chain(&rhs.names).filter(|c| !step_result.contains(c)));
+        let Some(array) = two_operands(interp, lhs, rhs, &contracted, &step_result, dtype)? else {
+            return Ok(None);
+        };
+        operands.push(Labelled { array, names: step_result });
+    }
+    Ok(operands.pop().filter(|_| operands.is_empty()).map(|x| x.array))
+}
+
+/// opt_einsum's check of the output's labels, in its order: each appears once, and in an input.
+fn check_output_labels(interp: &mut Interp, output: &[char], inputs: &[char]) -> PyResult<()> {
+    for c in output {
+        if output.iter().filter(|x| *x == c).count() != 1 {
+            return Err(interp.value_error(format!("Output character '{c}' appeared more than once in the output.")));
+        }
+        if !inputs.contains(c) {
+            return Err(interp.value_error(format!("Output character '{c}' did not appear in the input")));
+        }
+    }
+    Ok(())
 }
 
 fn sorted_unique<'a>(chars: impl Iterator<Item = &'a char>) -> Vec<char> {
