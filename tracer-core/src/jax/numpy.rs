@@ -10,7 +10,7 @@ use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, EighInput, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -4039,11 +4039,35 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             };
             let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
             let a2 = convert(interp, &a, dt, false)?;
-            // The kernel symmetrises, as `jnp.linalg.eigh` does by default; with
-            // `symmetrize_input=False` LAPACK reads one triangle only, not modelled.
-            let (wv, v) = if square && symmetrize {
-                let wv = bind1(interp, Prim::Linalg(LinalgOp::EighValues), &[a2.clone()], Aval::new(&w, dt))?;
-                let v = bind1(interp, Prim::Linalg(LinalgOp::EighVectors), &[a2], a.aval.with_dtype(dt))?;
+            // `UPLO=None` is `lower=True`; with `symmetrize_input=False` LAPACK reads that
+            // triangle only.
+            let triangle = match p.get(1, "UPLO") {
+                None => EighInput::Lower,
+                Some(Value::Str(s)) if &**s == "L" => EighInput::Lower,
+                Some(Value::Str(s)) if &**s == "U" => EighInput::Upper,
+                Some(other) => {
+                    let shown = match other {
+                        Value::Str(s) => s.to_string(),
+                        other => interp.repr(other)?,
+                    };
+                    return Err(interp.value_error(format!("UPLO must be one of None, 'L', or 'U', got {shown}")));
+                }
+            };
+            // JAX's `eigh_jvp_rule` decomposes `symmetrize(a)`: a differentiated `eigh` of one
+            // triangle gives the eigenpairs of `(a + aᵀ) / 2` as its primal outputs, not those
+            // of the triangle. Whether JAX differentiates it depends on whether `a` depends on
+            // the differentiated inputs, which is not known here: under `grad`/`jvp` a traced
+            // operand's values are not computed.
+            let differentiated = matches!(a.kind, ArrayKind::Tracer(_))
+                && interp.jax.traces.iter().any(|t| matches!(t.kind, super::TraceKind::Grad | super::TraceKind::Jvp));
+            let input = match (symmetrize, differentiated) {
+                (true, _) => Some(EighInput::Symmetrized),
+                (false, false) => Some(triangle),
+                (false, true) => None,
+            };
+            let (wv, v) = if let (true, Some(input)) = (square, input) {
+                let wv = bind1(interp, Prim::Linalg(LinalgOp::EighValues { input }), &[a2.clone()], Aval::new(&w, dt))?;
+                let v = bind1(interp, Prim::Linalg(LinalgOp::EighVectors { input }), &[a2], a.aval.with_dtype(dt))?;
                 (wv, v)
             } else {
                 let wv = bind1(interp, Prim::Opaque("eigh"), &[a2.clone()], Aval::new(&w, dt))?;
