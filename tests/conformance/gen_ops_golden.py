@@ -493,6 +493,12 @@ def rows(x64):
         out.append(("decomposition", f"jnp.linalg.eigvalsh({bsym})"))
         out.append(("decomposition", f"(lambda w, v: (v * w[..., None, :]) @ jnp.swapaxes(v, -1, -2))(*jnp.linalg.eigh({bsym}[1]))"))
         out.append(("decomposition", f"jnp.linalg.eigh(jnp.array([[2.0, 1.0], [3.0, 2.0]], dtype=jnp.{dt}))[0]"))
+        # `symmetrize_input=False`: LAPACK reads the lower triangle, or the upper with UPLO='U'.
+        skew = f"jnp.array([[4.0, 1.0, -2.0], [0.5, 3.0, 0.25], [7.0, -1.0, 2.0]], dtype=jnp.{dt})"
+        out.append(("decomposition", f"jnp.linalg.eigh({skew}, symmetrize_input=False)[0]"))
+        out.append(("decomposition", f"jnp.abs(jnp.linalg.eigh({skew}, symmetrize_input=False)[1])"))
+        out.append(("decomposition", f"jnp.linalg.eigh({skew}, UPLO='U', symmetrize_input=False)[0]"))
+        out.append(("decomposition", f"jnp.linalg.eigvalsh({skew}, UPLO='U', symmetrize_input=False)"))
         out.append(("decomposition", f"jnp.linalg.svd({tall}, compute_uv=False)"))
         out.append(("decomposition", f"jnp.linalg.svd({tall}.T, compute_uv=False)"))
         out.append(("decomposition", f"jnp.linalg.svd({btall}, compute_uv=False)"))
@@ -818,6 +824,26 @@ def rows(x64):
         out.append(("reduce", f"jnp.var({m}, axis=1, ddof=1)"))
         out.append(("reduce", f"jnp.var({m}, axis=0, ddof=3)"))
         out.append(("reduce", f"jnp.std({m}, axis=0)"))
+        # var/std with `correction=`, `where=` and `mean=`, and masks that broadcast.
+        row_mask, col_mask = "jnp.array([True, False, True, True])", "jnp.array([[True], [False], [True]])"
+        out.append(("reduce", f"jnp.var({m}, axis=1, correction=1)"))
+        out.append(("reduce", f"jnp.std({m}, axis=0, correction=1.5)"))
+        out.append(("reduce", f"jnp.var({m}, axis=1, ddof=1, where={mask})"))
+        out.append(("reduce", f"jnp.std({m}, axis=0, keepdims=True, where={col_mask})"))
+        out.append(("reduce", f"jnp.var({m}, correction=2, where={row_mask})"))
+        out.append(("reduce", f"jnp.var({m}, axis=1, mean=jnp.ones((3, 1)))"))
+        out.append(("reduce", f"jnp.mean({m}, axis=1, where={row_mask})"))
+        out.append(("reduce", f"jnp.sum({m}, axis=0, where={col_mask})"))
+        out.append(("reduce", f"jnp.max({m}, axis=1, where={row_mask}, initial=-5)"))
+        out.append(("reduce", f"jnp.min({m}, where={col_mask}, initial=9, keepdims=True)"))
+        out.append(("reduce", f"jnp.prod({m}, axis=1, where={row_mask})"))
+        out.append(("reduce", f"jnp.any({m} > 2, axis=0, where={col_mask})"))
+        out.append(("reduce", f"jnp.all({m} > -2, axis=1, where={row_mask})"))
+        out.append(("reduce", f"jnp.nansum({m}, axis=1, where={row_mask})"))
+        out.append(("reduce", f"jnp.sum({m}[0], where=jnp.ones((3, 4), dtype=bool))"))
+        out.append(("sort", f"lax.top_k({m}, 2, axis=0)[0]"))
+        out.append(("sort", f"lax.top_k({m}, 2, axis=0)[1]"))
+        out.append(("sort", f"lax.top_k({m}.reshape(3, 2, 2), 1, axis=-2)[1]"))
         out.append(("sort", f"jnp.sort({m}, axis=None)"))
         out.append(("sort", f"jnp.sort({m}, axis=0, descending=True)"))
         out.append(("sort", f"jnp.argsort({m}, axis=1, descending=True)"))
@@ -835,6 +861,13 @@ def rows(x64):
         out.append(("reduce", f"jax.grad(lambda x: jnp.max(x, where=x < 3, initial=0.0))({x})"))
         out.append(("reduce", f"jax.grad(lambda x: jnp.sum(x * x, where=x > 0))({x})"))
         out.append(("reduce", f"jax.grad(lambda x: jnp.mean(x ** 3, where=x != 4.0))({x})"))
+        g = f"(jnp.arange(12, dtype=jnp.{dt}).reshape(3, 4) * 3 % 7 - 2)"
+        out.append(("reduce", f"jax.grad(lambda v: jnp.sum(jnp.std(v, axis=1, correction=1, where=jnp.array([True, False, True, True]))))({g})"))
+        out.append(("reduce", f"jax.grad(lambda v: jnp.var(v, ddof=1))({g})"))
+        out.append(("reduce", f"jax.grad(lambda v: jnp.sum(jnp.mean(v ** 2, axis=0, where=jnp.array([[True], [False], [True]]))))({g})"))
+        out.append(("reduce", f"jax.grad(lambda v: jnp.sum(jnp.max(v, axis=1, where=jnp.array([True, False, True, True]), initial=0.0)))({g})"))
+        out.append(("sort", f"jax.grad(lambda v: jnp.sum(lax.top_k(v, 2, axis=0)[0] * jnp.arange(8, dtype=jnp.{dt}).reshape(2, 4)))({g})"))
+        out.append(("sort", f"jax.jvp(lambda v: lax.top_k(v, 1, axis=0)[0], ({g},), (jnp.cos({g}),))[1]"))
         out.append(("sort", f"jax.grad(lambda x: jnp.sum(jnp.sort(x, descending=True) * jnp.arange(4.0)))({x})"))
     # LU (JAX's `lu` primitive: LAPACK's getrf with partial pivoting, the first row of
     # largest magnitude on ties) and what jax.scipy.linalg builds on it; the pivots and

@@ -20,7 +20,7 @@ use std::rc::Rc;
 use super::array::Array;
 use super::aval::Aval;
 use super::dtypes::DType;
-use super::ir::{Atom, BinaryPrim, CmpPrim, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
+use super::ir::{Atom, BinaryPrim, CmpPrim, EighInput, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
 use super::numpy::linalg_api;
 use super::surface::JaxFn;
 use super::{bind1, bind_with_bodies};
@@ -1318,8 +1318,8 @@ fn linalg_jvp(
             let Some(ta) = ts.first().cloned().flatten() else { return Ok(vec![None]) };
             return expm_frechet(interp, double, a, &ta).map(|t| vec![Some(t)]);
         }
-        L::EighValues
-        | L::EighVectors
+        L::EighValues { .. }
+        | L::EighVectors { .. }
         | L::SvdValues
         | L::SvdU { .. }
         | L::SvdVh { .. }
@@ -1439,7 +1439,7 @@ fn linalg_transpose(
             }
             return Ok(cts);
         }
-        L::EighValues | L::EighVectors | L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } | L::QrQ { .. } | L::QrR { .. } => {
+        L::EighValues { .. } | L::EighVectors { .. } | L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } | L::QrQ { .. } | L::QrR { .. } => {
             if active[0] {
                 cts[0] = Some(decomposition_transpose(interp, op, a, g)?);
             }
@@ -1747,9 +1747,12 @@ fn factors(interp: &mut Interp, op: super::ir::LinalgOp, a: &Rc<Array>) -> AdRes
     let batch = &a.aval.shape[..nd - 2];
     let shaped = |extra: &[usize]| a.aval.with_shape(&batch.iter().chain(extra).copied().collect::<Vec<_>>());
     match op {
-        L::EighValues | L::EighVectors => {
-            let v = linalg(interp, L::EighVectors, std::slice::from_ref(a), a.aval.clone())?;
-            let w = linalg(interp, L::EighValues, std::slice::from_ref(a), shaped(&[m]))?;
+        L::EighValues { .. } | L::EighVectors { .. } => {
+            // JAX's `eigh_jvp_rule` decomposes `symmetrize(a)`, whichever triangle the
+            // primitive reads (its tangent is then `a_dot` as it is).
+            let input = EighInput::Symmetrized;
+            let v = linalg(interp, L::EighVectors { input }, std::slice::from_ref(a), a.aval.clone())?;
+            let w = linalg(interp, L::EighValues { input }, std::slice::from_ref(a), shaped(&[m]))?;
             Ok(Factors { left: v.clone(), middle: w, right: v })
         }
         L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } => {
@@ -1850,13 +1853,13 @@ fn decomposition_jvp(interp: &mut Interp, op: super::ir::LinalgOp, a: &Rc<Array>
     let nd = a.aval.ndim();
     let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
     match op {
-        L::EighValues | L::EighVectors => {
+        L::EighValues { input } | L::EighVectors { input } => {
             let f = factors(interp, op, a)?;
-            let sym = symmetric_part(interp, ta)?;
+            let sym = if input == EighInput::Symmetrized { symmetric_part(interp, ta)? } else { ta.clone() };
             let vt = mat_t(interp, &f.left)?;
             let p = matmul(interp, &vt, &sym)?;
             let s = matmul(interp, &p, &f.left)?;
-            if op == L::EighValues {
+            if matches!(op, L::EighValues { .. }) {
                 return matrix_diagonal(interp, &s);
             }
             let gaps = eigen_gaps(interp, &f.middle, &s.aval)?;
@@ -1937,11 +1940,11 @@ fn decomposition_transpose(interp: &mut Interp, op: super::ir::LinalgOp, a: &Rc<
     let nd = a.aval.ndim();
     let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
     match op {
-        // sym(V · (F ∘ Vᵀg) · Vᵀ), sym(V · diag(g) · Vᵀ)
-        L::EighValues | L::EighVectors => {
+        // sym(V · (F ∘ Vᵀg) · Vᵀ), sym(V · diag(g) · Vᵀ); without the sym for a triangle.
+        L::EighValues { input } | L::EighVectors { input } => {
             let f = factors(interp, op, a)?;
             let vt = mat_t(interp, &f.left)?;
-            let inner = if op == L::EighValues {
+            let inner = if matches!(op, L::EighValues { .. }) {
                 let gs = spread_vector(interp, g, &a.aval.shape, true)?;
                 let eye = diagonal_mask(interp, &a.aval, false, 1.0)?;
                 binary(interp, BinaryPrim::Mul, &gs, &eye)?
@@ -1952,7 +1955,10 @@ fn decomposition_transpose(interp: &mut Interp, op: super::ir::LinalgOp, a: &Rc<
             };
             let p = matmul(interp, &f.left, &inner)?;
             let p = matmul(interp, &p, &vt)?;
-            symmetric_part(interp, &p)
+            if input == EighInput::Symmetrized {
+                return symmetric_part(interp, &p);
+            }
+            Ok(p)
         }
         // U · diag(g) · Vᵀ
         L::SvdValues => {
@@ -2925,8 +2931,8 @@ mod tests {
             L::CofactorJvp,
             L::DetFused { double: false },
             L::TriangularSolve { lower: true, transpose_a: false, unit_diagonal: false },
-            L::EighValues,
-            L::EighVectors,
+            L::EighValues { input: EighInput::Symmetrized },
+            L::EighVectors { input: EighInput::Lower },
             L::SvdValues,
             L::SvdU { full: false },
             L::SvdVh { full: false },

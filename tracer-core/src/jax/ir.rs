@@ -229,8 +229,8 @@ impl LinalgOp {
                 | L::LuPivots
                 | L::LuPermutation
                 | L::Cholesky
-                | L::EighValues
-                | L::EighVectors
+                | L::EighValues { .. }
+                | L::EighVectors { .. }
                 | L::SvdValues
                 | L::SvdU { .. }
                 | L::SvdVh { .. }
@@ -241,6 +241,17 @@ impl LinalgOp {
                 | L::Pinv { .. }
         )
     }
+}
+
+/// The symmetric matrix `eigh` decomposes: `jnp.linalg.eigh`'s default symmetrises its
+/// operand, `(a + aᵀ) / 2`, and the derivative sees the symmetrised tangent; with
+/// `symmetrize_input=False` LAPACK reads one triangle (`lower=True` by default, `UPLO='U'`
+/// for the upper one) and JAX's `eigh_jvp_rule` takes the tangent as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EighInput {
+    Symmetrized,
+    Lower,
+    Upper,
 }
 
 /// The operations of [`Prim::Linalg`]. JAX composes them from `lu`, `triangular_solve`
@@ -284,10 +295,14 @@ pub enum LinalgOp {
         transpose_a: bool,
         unit_diagonal: bool,
     },
-    /// `eigh(a).eigenvalues` of the symmetrised `a` (`(a + aᵀ) / 2`), ascending.
-    EighValues,
+    /// `eigh(a).eigenvalues` of the matrix `input` makes of `a`, ascending.
+    EighValues {
+        input: EighInput,
+    },
     /// `eigh(a).eigenvectors`, as columns in the order of the eigenvalues.
-    EighVectors,
+    EighVectors {
+        input: EighInput,
+    },
     /// `svd(a).S` for `a[..., m, n]`: the `min(m, n)` singular values, descending.
     SvdValues,
     /// `svd(a).U`: `[..., m, m]` when `full`, else `[..., m, min(m, n)]`.
@@ -566,8 +581,8 @@ impl Prim {
                 LinalgOp::Cofactor => "cofactor",
                 LinalgOp::CofactorJvp => "cofactor_jvp",
                 LinalgOp::TriangularSolve { .. } => "triangular_solve",
-                LinalgOp::EighValues => "eigh_eigenvalues",
-                LinalgOp::EighVectors => "eigh_eigenvectors",
+                LinalgOp::EighValues { .. } => "eigh_eigenvalues",
+                LinalgOp::EighVectors { .. } => "eigh_eigenvectors",
                 LinalgOp::SvdValues => "svd_s",
                 LinalgOp::SvdU { .. } => "svd_u",
                 LinalgOp::SvdVh { .. } => "svd_vh",

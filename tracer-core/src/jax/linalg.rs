@@ -8,7 +8,7 @@
 use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::NdData;
-use super::ir::LinalgOp;
+use super::ir::{EighInput, LinalgOp};
 
 /// The value of `op` on `ins` (already converted to the float dtype), in f64; the caller
 /// rounds it to the output dtype. `None` when the shapes do not fit, which the jax.numpy
@@ -139,14 +139,14 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
                 })
                 .collect()
         }
-        LinalgOp::EighValues | LinalgOp::EighVectors => {
+        LinalgOp::EighValues { input } | LinalgOp::EighVectors { input } => {
             if (m * m * m) as f64 > MAX_DECOMPOSITION_WORK {
                 return None;
             }
             let mut values = Vec::new();
             for matrix in a.view().matrices() {
-                let (w, v) = eigh(&matrix, m)?;
-                values.extend(if op == LinalgOp::EighValues { w } else { v });
+                let (w, v) = eigh(&matrix, m, input)?;
+                values.extend(if matches!(op, LinalgOp::EighValues { .. }) { w } else { v });
             }
             values
         }
@@ -550,11 +550,22 @@ fn triangular_solve(a: &[f64], b: &mut [f64], m: usize, n: usize, triangle: Tria
 /// component of largest magnitude (the first of equal ones) is positive. JAX's LAPACK
 /// `syevd` follows no such rule, so a vector may be the negative of JAX's
 /// (docs/evaluator.md). `None` for a matrix with NaN or ±Inf.
-fn eigh(a: &[f64], m: usize) -> Option<(Vec<f64>, Vec<f64>)> {
-    if a.iter().any(|x| !x.is_finite()) {
+fn eigh(a: &[f64], m: usize, input: EighInput) -> Option<(Vec<f64>, Vec<f64>)> {
+    let mut s: Vec<f64> = (0..m * m)
+        .map(|k| {
+            let (row, column, mirrored) = (k / m, k % m, a[(k % m) * m + k / m]);
+            match input {
+                EighInput::Symmetrized => 0.5 * (a[k] + mirrored),
+                EighInput::Lower if row < column => mirrored,
+                EighInput::Upper if row > column => mirrored,
+                EighInput::Lower | EighInput::Upper => a[k],
+            }
+        })
+        .collect();
+    // LAPACK's output on a NaN or infinity (in the triangle it reads) is its own.
+    if s.iter().any(|x| !x.is_finite()) {
         return None;
     }
-    let mut s: Vec<f64> = (0..m * m).map(|k| 0.5 * (a[k] + a[(k % m) * m + k / m])).collect();
     let mut v = identity(m);
     let tiny = f64::EPSILON * 1e-3 * s.iter().map(|x| x * x).sum::<f64>().sqrt();
     for _ in 0..MAX_SWEEPS {
@@ -960,8 +971,8 @@ mod tests {
     #[test]
     fn eigh_is_ascending_and_reconstructs_the_symmetric_part() {
         let a = [4.0, 1.0, 0.5, 1.0, 3.0, -0.2, 0.5, -0.2, 2.0];
-        let w = values(LinalgOp::EighValues, matrix(&[3, 3], &a), &[3]);
-        let v = values(LinalgOp::EighVectors, matrix(&[3, 3], &a), &[3, 3]);
+        let w = values(LinalgOp::EighValues { input: EighInput::Symmetrized }, matrix(&[3, 3], &a), &[3]);
+        let v = values(LinalgOp::EighVectors { input: EighInput::Symmetrized }, matrix(&[3, 3], &a), &[3, 3]);
         assert!(w.windows(2).all(|p| p[0] < p[1]), "{w:?}");
         let vw: Vec<f64> = (0..9).map(|i| v[i] * w[i % 3]).collect();
         let vt: Vec<f64> = (0..9).map(|i| v[(i % 3) * 3 + i / 3]).collect();
@@ -971,8 +982,12 @@ mod tests {
             assert_eq!(largest_sign(&column), 1.0, "{column:?}");
         }
         // Only the symmetric part counts: `[[2, 1], [3, 2]]` has eigenvalues 0 and 4 in JAX.
-        assert!(close(&values(LinalgOp::EighValues, matrix(&[2, 2], &[2.0, 1.0, 3.0, 2.0]), &[2]), &[0.0, 4.0]));
-        assert!(kernel(LinalgOp::EighValues, &[matrix(&[2, 2], &[1.0, f64::NAN, f64::NAN, 2.0])], &[2]).is_none());
+        assert!(close(
+            &values(LinalgOp::EighValues { input: EighInput::Symmetrized }, matrix(&[2, 2], &[2.0, 1.0, 3.0, 2.0]), &[2]),
+            &[0.0, 4.0]
+        ));
+        assert!(kernel(LinalgOp::EighValues { input: EighInput::Symmetrized }, &[matrix(&[2, 2], &[1.0, f64::NAN, f64::NAN, 2.0])], &[2])
+            .is_none());
     }
 
     #[test]

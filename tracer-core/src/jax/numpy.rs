@@ -5,12 +5,12 @@
 use std::rc::Rc;
 
 use super::array::{Array, ArrayKind, Lazy};
-use super::aval::{shape_tuple, Aval, Shape};
+use super::aval::{join_dims, shape_tuple, Aval, Shape};
 use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
+use super::ir::{ArgOp, BinaryPrim, CmpPrim, EighInput, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -962,21 +962,21 @@ fn reduce_masked(
     if out_dtype != a.aval.dtype || a.aval.weak {
         input = convert(interp, &input, out_dtype, false)?;
     }
-    let out_shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
     if let Some(w) = where_ {
+        // `_where(where, a, init_val)` broadcasts the mask, the operand and the scalar
+        // identity together; a mask of higher rank broadcasts the operand too, and the
+        // reduced axes (numbered by the operand's rank) then count from the front of the
+        // broadcast shape: `jnp.sum(x of (4,), where=mask of (3, 4))` is of shape (4,).
         let shape =
-            broadcast_shapes(&[&w.aval.shape, &input.aval.shape]).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
-        if shape != input.aval.shape {
-            // A mask that broadcasts the operand to a larger shape: not modelled.
-            return bind1(interp, Prim::Opaque("reduction with a broadcasting where="), &[input, w.clone()], aval);
-        }
-        let mask = convert(interp, w, DType::Bool, false)?;
-        let mask = broadcast_to_shape(interp, &mask, &shape)?;
+            broadcast_shapes(&[&w.aval.shape, &input.aval.shape, &[]]).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+        let mask = broadcast_to_shape(interp, w, &shape)?;
+        let operand = broadcast_to_shape(interp, &input, &shape)?;
         let fill = full(interp, &shape, reduce_identity(op, out_dtype), out_dtype)?;
-        input = bind1(interp, Prim::Select, &[mask, fill, input.clone()], input.aval.clone())?;
+        input = bind1(interp, Prim::Select, &[mask, fill, operand.clone()], operand.aval.clone())?;
     }
-    let mut r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input], aval)?;
+    let out_shape: Vec<usize> = input.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
+    let mut r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input.clone()], aval)?;
     if let Some(init) = initial {
         if init.aval.ndim() != 0 {
             let message = format!("initial value must be a scalar. Got array of shape {}", shape_tuple(&init.aval.shape));
@@ -996,10 +996,39 @@ fn reduce_masked(
         r = binary_prim(interp, combine, &init, &r)?;
     }
     if keepdims {
-        let kept: Vec<usize> = a.aval.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        let kept: Vec<usize> = input.aval.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
         return reshape_raw(interp, &r, &kept);
     }
     Ok(r)
+}
+
+/// JAX's `check_where(name, where)`: a reduction's mask must be boolean.
+fn check_where(interp: &mut Interp, name: &str, where_: Option<&Rc<Array>>) -> PyResult<()> {
+    match where_ {
+        Some(w) if !w.aval.dtype.is_bool() => Err(interp
+            .value_error(format!("jnp.{name}: where must be None or a boolean array; got where.dtype=dtype('{}').", w.aval.dtype.name()))),
+        _ => Ok(()),
+    }
+}
+
+/// `lax.broadcast_to(a, shape)` with its errors, as `_count` broadcasts a reduction's mask
+/// to the operand's shape.
+fn broadcast_to_checked(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
+    if a.aval.ndim() > shape.len() {
+        let message =
+            format!("Cannot broadcast to shape with fewer dimensions: arr_shape={} shape={}", a.aval.shape_tuple(), shape_tuple(shape));
+        return Err(interp.value_error(message));
+    }
+    let offset = shape.len() - a.aval.ndim();
+    if a.aval.shape.iter().zip(&shape[offset..]).any(|(&d, &s)| d != 1 && d != s) {
+        let message = format!(
+            "Incompatible types for broadcasting: input type={} and requested type={}",
+            a.aval.short(),
+            a.aval.with_shape(shape).short()
+        );
+        return Err(interp.value_error(message));
+    }
+    broadcast_to_shape(interp, a, shape)
 }
 
 /// `jnp.mean(a, axis, dtype, keepdims, where)`: the sum in the computation dtype (the
@@ -1025,40 +1054,86 @@ fn mean_masked(
         None => a.aval.dtype.to_inexact(),
     };
     let compute = if matches!(result, DType::BF16 | DType::F16) { DType::F32 } else { result };
+    check_where(interp, "mean", where_)?;
     let axes_v = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect());
-    let s = reduce_masked(interp, a, ReduceOp::Sum, Some(axes_v.clone()), keepdims, Some(compute), None, where_)?;
+    let count = count(interp, a, &axes_v, keepdims, where_, compute)?;
+    let s = reduce_masked(interp, a, ReduceOp::Sum, Some(axes_v), keepdims, Some(compute), None, where_)?;
     let m = match where_ {
-        None => {
-            let n: usize = axes_v.iter().map(|&i| a.aval.shape[i]).product();
-            let count = Array::scalar(n as f64, compute, true);
-            true_divide(interp, &s, &count)?
-        }
-        Some(w) => {
-            // `_count`: the mask broadcast to `a`'s shape, summed in the computation dtype.
-            let mask = broadcast_to_shape(interp, w, &a.aval.shape)?;
-            let count = reduce(interp, &mask, ReduceOp::Sum, Some(axes_v), keepdims, Some(compute))?;
-            binary_prim(interp, BinaryPrim::Div, &s, &count)?
-        }
+        None => true_divide(interp, &s, &count)?,
+        Some(_) => binary_prim(interp, BinaryPrim::Div, &s, &count)?,
     };
     convert(interp, &m, result, false)
 }
 
-/// `jnp.var(a, axis, ddof)`: `_var` in the computation dtype (`_var_promote_types`: bool
-/// and integers through `to_inexact_dtype`, bfloat16 and float16 in float32), NaN where
-/// the count minus `ddof` is not positive.
-fn var(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool, ddof: i64) -> PyResult<Rc<Array>> {
-    let result = if a.aval.dtype.is_inexact() { a.aval.dtype.real_dtype() } else { a.aval.dtype.to_inexact() };
+/// JAX's `_count(a, axis, keepdims, where, dtype)`: the number of elements reduced, a
+/// weakly typed scalar without a mask, else the mask broadcast to `a`'s shape (with
+/// `lax.broadcast_to`'s errors) and summed in `dtype`.
+fn count(
+    interp: &mut Interp,
+    a: &Rc<Array>,
+    axes: &[usize],
+    keepdims: bool,
+    where_: Option<&Rc<Array>>,
+    dtype: DType,
+) -> PyResult<Rc<Array>> {
+    match where_ {
+        None => {
+            let n: usize = axes.iter().map(|&i| a.aval.shape[i]).product();
+            Ok(Array::scalar(n as f64, dtype, true))
+        }
+        Some(w) => {
+            let mask = broadcast_to_checked(interp, w, &a.aval.shape)?;
+            reduce(interp, &mask, ReduceOp::Sum, Some(axes.to_vec()), keepdims, Some(dtype))
+        }
+    }
+}
+
+/// What `jnp.var`/`jnp.std` take besides `a`, `axis` and `keepdims`.
+struct VarOptions {
+    /// `correction=` (or `ddof=`), converted to the computation dtype; a scalar.
+    correction: Rc<Array>,
+    dtype: Option<DType>,
+    where_: Option<Rc<Array>>,
+    /// `mean=`: the mean to centre on instead of computing it.
+    mean: Option<Rc<Array>>,
+}
+
+/// `jnp.var` as JAX's `_var` binds it: `a` in the computation dtype (`_var_promote_types`:
+/// bool and integers through `to_inexact_dtype`, bfloat16 and float16 in float32), centred
+/// on the (masked) mean, squared, summed over the mask and divided by `_count - correction`,
+/// converted to the result dtype, and NaN where that normalizer is not positive.
+fn var(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool, options: &VarOptions) -> PyResult<Rc<Array>> {
+    let result = match options.dtype {
+        Some(d) => dtypes::canonicalize(d, cfg(interp)),
+        None if a.aval.dtype.is_inexact() => a.aval.dtype.real_dtype(),
+        None => a.aval.dtype.to_inexact(),
+    };
     let compute = if matches!(result, DType::BF16 | DType::F16) { DType::F32 } else { result };
     let x = convert(interp, a, compute, false)?;
-    let m = mean_masked(interp, &x, axes.clone(), true, Some(compute), None)?;
+    let where_ = options.where_.as_ref();
+    let m = match &options.mean {
+        Some(m) => convert(interp, m, compute, false)?,
+        None => mean_masked(interp, &x, axes.clone(), true, Some(compute), where_)?,
+    };
     let d = binary_prim(interp, BinaryPrim::Sub, &x, &m)?;
     let sq = unary_prim(interp, UnaryPrim::Square, &d)?;
-    let axes_v = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
-    let n: i64 = axes_v.iter().map(|&i| a.aval.shape[i] as i64).product::<i64>() - ddof;
-    let s = reduce(interp, &sq, ReduceOp::Sum, Some(axes_v), keepdims, None)?;
-    let count = Array::scalar(if n > 0 { n as f64 } else { f64::NAN }, s.aval.dtype, true);
-    let v = true_divide(interp, &s, &count)?;
-    convert(interp, &v, result, false)
+    let axes_v = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect());
+    let n = count(interp, &x, &axes_v, keepdims, where_, compute)?;
+    let n = convert(interp, &n, compute, false)?;
+    let correction = convert(interp, &options.correction, compute, false)?;
+    let normalizer = binary_prim(interp, BinaryPrim::Sub, &n, &correction)?;
+    let s = reduce_masked(interp, &sq, ReduceOp::Sum, Some(axes_v), keepdims, Some(compute), None, where_)?;
+    // The normalizer is computed at run time (the correction is an argument of JAX's
+    // jitted `_var`), so XLA divides by it rather than multiplying by its reciprocal as it
+    // does for a constant divisor: broadcast, it divides element by element here too.
+    let normalizer_wide = broadcast_to_shape(interp, &normalizer, &s.aval.shape)?;
+    let v = binary_prim(interp, BinaryPrim::Div, &s, &normalizer_wide)?;
+    let v = convert(interp, &v, result, false)?;
+    // `_where(normalizer > 0, result, nan)`
+    let positive = compare_arrays(interp, CmpPrim::Gt, &normalizer, &Array::scalar(0.0, compute, true))?;
+    let positive = broadcast_to_shape(interp, &positive, &v.aval.shape)?;
+    let nan = full(interp, &v.aval.shape, f64::NAN, result)?;
+    bind1(interp, Prim::Select, &[positive, nan, v.clone()], v.aval.clone())
 }
 
 fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
@@ -2560,6 +2635,18 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) => Some(arr_or_unknown!(interp, v)),
                 None => None,
             };
+            let jnp_name = match f {
+                F::Sum => "sum",
+                F::Prod => "prod",
+                F::Max | F::Amax => "max",
+                F::Min | F::Amin => "min",
+                F::All => "all",
+                F::Any => "any",
+                F::Nansum => "nansum",
+                F::Nanmax => "nanmax",
+                _ => "nanmin",
+            };
+            check_where(interp, jnp_name, where_.as_ref())?;
             let name = if op == ReduceOp::Max { "max" } else { "min" };
             if matches!(op, ReduceOp::Max | ReduceOp::Min) && initial.is_none() {
                 if where_.is_some() {
@@ -2599,6 +2686,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 Some(v) => Some(arr_or_unknown!(interp, v)),
                 None => None,
             };
+            check_where(interp, if f == F::Nanmean { "nanmean" } else { "mean" }, where_.as_ref())?;
             if f == F::Nanmean && a.aval.dtype.is_inexact() {
                 // `jnp.nanmean`: the sum of the non-NaN elements over their count.
                 let finite_or_inf = compare_arrays(interp, CmpPrim::Eq, &a, &a)?;
@@ -2670,12 +2758,36 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Var | F::Std => {
             let a = arr!(0, "a");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let ddof = p.get(usize::MAX, "ddof").and_then(crate::interp::ops::as_int).unwrap_or(0);
-            let v = var(interp, &a, axes, keepdims, ddof)?;
-            if p.get(usize::MAX, "where").is_some() || p.get(usize::MAX, "correction").is_some() {
-                // A mask or a `correction=`: not modelled; the shape and dtype are var's.
-                return bind1(interp, Prim::Opaque("var"), &[a], v.aval.clone()).map(Value::Array);
+            let name = if f == F::Std { "std" } else { "var" };
+            // `var(a, axis, dtype, out, ddof, keepdims, *, where, mean, correction)`
+            let ddof = p.get(4, "ddof");
+            let correction = match (p.get(usize::MAX, "correction"), ddof) {
+                (None, ddof) => ddof.cloned().unwrap_or(Value::Int(0)),
+                (Some(c), None | Some(Value::Int(0))) => c.clone(),
+                (Some(_), Some(_)) => return Err(interp.value_error("ddof and correction can't be provided simultaneously.")),
+            };
+            let correction = arr_or_unknown!(interp, &correction);
+            let where_ = match p.get(usize::MAX, "where") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            check_where(interp, name, where_.as_ref())?;
+            let dtype = dtype_arg(interp, p.get(2, "dtype"))?;
+            if f == F::Std {
+                if let Some(d) = dtype.filter(|d| !d.is_inexact()) {
+                    return Err(interp.value_error(format!("dtype argument to jnp.std must be inexact; got {}", d.name())));
+                }
             }
+            let mean = match p.get(usize::MAX, "mean") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            if correction.aval.ndim() != 0 || dtype.is_some_and(|d| !d.is_inexact()) {
+                // An array of corrections (which broadcasts the result) or an integer
+                // computation dtype: not modelled.
+                return Ok(Value::opaque("jnp.var with an array correction or an integer dtype"));
+            }
+            let v = var(interp, &a, axes, keepdims, &VarOptions { correction, dtype, where_, mean })?;
             if f == F::Std {
                 return unary_prim(interp, UnaryPrim::Sqrt, &v).map(Value::Array);
             }
@@ -3892,11 +4004,35 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             };
             let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
             let a2 = convert(interp, &a, dt, false)?;
-            // The kernel symmetrises, as `jnp.linalg.eigh` does by default; with
-            // `symmetrize_input=False` LAPACK reads one triangle only, not modelled.
-            let (wv, v) = if square && symmetrize {
-                let wv = bind1(interp, Prim::Linalg(LinalgOp::EighValues), &[a2.clone()], Aval::new(&w, dt))?;
-                let v = bind1(interp, Prim::Linalg(LinalgOp::EighVectors), &[a2], a.aval.with_dtype(dt))?;
+            // `UPLO=None` is `lower=True`; with `symmetrize_input=False` LAPACK reads that
+            // triangle only.
+            let triangle = match p.get(1, "UPLO") {
+                None => EighInput::Lower,
+                Some(Value::Str(s)) if &**s == "L" => EighInput::Lower,
+                Some(Value::Str(s)) if &**s == "U" => EighInput::Upper,
+                Some(other) => {
+                    let shown = match other {
+                        Value::Str(s) => s.to_string(),
+                        other => interp.repr(other)?,
+                    };
+                    return Err(interp.value_error(format!("UPLO must be one of None, 'L', or 'U', got {shown}")));
+                }
+            };
+            // JAX's `eigh_jvp_rule` decomposes `symmetrize(a)`: a differentiated `eigh` of one
+            // triangle gives the eigenpairs of `(a + aᵀ) / 2` as its primal outputs, not those
+            // of the triangle. Whether JAX differentiates it depends on whether `a` depends on
+            // the differentiated inputs, which is not known here: under `grad`/`jvp` a traced
+            // operand's values are not computed.
+            let differentiated = matches!(a.kind, ArrayKind::Tracer(_))
+                && interp.jax.traces.iter().any(|t| matches!(t.kind, super::TraceKind::Grad | super::TraceKind::Jvp));
+            let input = match (symmetrize, differentiated) {
+                (true, _) => Some(EighInput::Symmetrized),
+                (false, false) => Some(triangle),
+                (false, true) => None,
+            };
+            let (wv, v) = if let (true, Some(input)) = (square, input) {
+                let wv = bind1(interp, Prim::Linalg(LinalgOp::EighValues { input }), &[a2.clone()], Aval::new(&w, dt))?;
+                let v = bind1(interp, Prim::Linalg(LinalgOp::EighVectors { input }), &[a2], a.aval.with_dtype(dt))?;
                 (wv, v)
             } else {
                 let wv = bind1(interp, Prim::Opaque("eigh"), &[a2.clone()], Aval::new(&w, dt))?;
@@ -3973,37 +4109,43 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::LaxTopK => {
             let a = arr!(0, "operand");
-            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(1).max(0) as usize;
-            let last = a.aval.shape.last().copied().unwrap_or(0);
-            if a.aval.ndim() == 0 || k > last {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::ShapeMismatch,
-                    format!("k argument to top_k must be no larger than minor dimension; {k} vs {}", a.aval.shape_tuple()),
-                ));
+            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(1);
+            if k < 0 {
+                return Err(interp.value_error(format!("k argument to top_k must be nonnegative, got {k}")));
             }
-            let mut s = a.aval.shape.to_vec();
-            // `axis=` other than the last: the shapes, not the values.
-            let last_axis = a.aval.ndim() - 1;
+            let k = k as usize;
             let axis = match p.get(usize::MAX, "axis") {
-                Some(v) => {
-                    let axis = interp.index_of(v)?.unwrap_or(-1);
-                    normalize_axis(interp, axis, a.aval.ndim())?
-                }
-                None => last_axis,
+                Some(v) => interp.index_of(v)?.unwrap_or(-1),
+                None => -1,
             };
-            if axis != last_axis {
-                s[axis] = k;
-                let v = bind1(interp, Prim::Opaque("top_k"), &[a.clone()], a.aval.with_shape(&s))?;
-                let i = bind1(interp, Prim::Opaque("top_k_indices"), &[a.clone()], Aval::new(&s, DType::I32))?;
-                return Ok(Value::tuple(vec![Value::Array(v), Value::Array(i)]));
+            let axis = normalize_axis(interp, axis, a.aval.ndim())?;
+            if k > a.aval.shape[axis] {
+                let shape = join_dims(&a.aval.shape, ", ");
+                let message =
+                    format!("k argument to top_k must be no larger than size along axis; got k={k} with shape=[{shape}] and axis={axis}");
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
             }
-            if let Some(l) = s.last_mut() {
-                *l = k;
+            // `lax.top_k` returns a list (the primitive's outputs), not a tuple.
+            // `top_k[axis]` on another axis than the last is the same selection along that
+            // axis: move it last, select, and move it back.
+            let last_axis = a.aval.ndim() - 1;
+            let mut order: Vec<usize> = (0..a.aval.ndim()).filter(|&i| i != axis).collect();
+            order.push(axis);
+            let moved = if axis == last_axis { a.clone() } else { transpose(interp, &a, Some(order.clone()))? };
+            let mut s = moved.aval.shape.to_vec();
+            s[last_axis] = k;
+            let v = bind1(interp, Prim::TopK { k }, &[moved.clone()], moved.aval.with_shape(&s))?;
+            let i = bind1(interp, Prim::TopKIndices { k }, &[moved], Aval::new(&s, DType::I32))?;
+            if axis == last_axis {
+                return Ok(Value::list(vec![Value::Array(v), Value::Array(i)]));
             }
-            let v = bind1(interp, Prim::TopK { k }, &[a.clone()], a.aval.with_shape(&s))?;
-            let i = bind1(interp, Prim::TopKIndices { k }, &[a.clone()], Aval::new(&s, DType::I32))?;
-            Ok(Value::tuple(vec![Value::Array(v), Value::Array(i)]))
+            let mut back = vec![0; order.len()];
+            for (position, &original) in order.iter().enumerate() {
+                back[original] = position;
+            }
+            let v = transpose(interp, &v, Some(back.clone()))?;
+            let i = transpose(interp, &i, Some(back))?;
+            Ok(Value::list(vec![Value::Array(v), Value::Array(i)]))
         }
         F::Append => {
             let a = arr!(0, "arr");
