@@ -536,7 +536,9 @@ pub fn bind_with_bodies(
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
         let name = if values_mode { prim.name() } else { String::new() };
-        let outs: Vec<Rc<Array>> = if bodies.is_empty() {
+        // A jitted call (`pjit`) keeps its pending evaluation, which runs its body equation by
+        // equation, so `jax_debug_nans` names the operation inside it, as JAX's re-run does.
+        let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
             let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
             out_avals
                 .into_iter()
@@ -569,7 +571,9 @@ pub fn bind_with_bodies(
     let staging_frame = state.traces[pos].kind.is_staging();
     // A control-flow equation's primal values (a `while` under `jax.jvp`) are its bodies run.
     let staged_primals = match &primal_inputs {
-        Some(ins) if !bodies.is_empty() => Some(staged_equation(interp, prim.clone(), ins, out_avals.clone(), bodies.clone())?),
+        Some(ins) if !bodies.is_empty() && !matches!(prim, Prim::Pjit { .. }) => {
+            Some(staged_equation(interp, prim.clone(), ins, out_avals.clone(), bodies.clone())?)
+        }
         _ => None,
     };
     let state = &mut interp.jax;
