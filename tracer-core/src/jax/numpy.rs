@@ -3073,7 +3073,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Pad => {
             let a = arr!(0, "array");
-            let pad_width = p.get(1, "pad_width").cloned().unwrap_or(Value::Int(0));
+            let Some(pad_width) = p.get(1, "pad_width").cloned() else {
+                return Err(interp.type_error("pad() missing 1 required positional argument: 'pad_width'"));
+            };
             let mode = match p.get(2, "mode") {
                 None => "constant".to_string(),
                 Some(Value::Str(m)) => m.to_string(),
