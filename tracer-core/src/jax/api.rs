@@ -820,7 +820,14 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         F::LaxSwitch => switch(interp, &args),
         F::LaxWhileLoop => while_loop(interp, &args),
         F::LaxForiLoop => fori_loop(interp, &args, &kwargs),
-        F::LaxMap => lax_map(interp, &arg(0), &arg(1), &kwargs),
+        F::LaxMap => {
+            for (i, name) in ["f", "xs"].into_iter().enumerate() {
+                if args.len() <= i && !kwargs.iter().any(|(k, _)| k.as_ref() == name) {
+                    return Err(interp.type_error(format!("map() missing 1 required positional argument: '{name}'")));
+                }
+            }
+            lax_map(interp, &arg(0), &arg(1), &kwargs)
+        }
         F::RandomKey | F::RandomPRNGKey => {
             let seed = arg(0);
             if let Value::Array(a) = &seed {
@@ -2603,7 +2610,7 @@ fn grad_call(
 fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     let f = args.first().cloned().unwrap_or(Value::None);
     let Some(tree0) = args.get(1) else {
-        return Err(interp.type_error("tree_map() missing required argument 'tree'"));
+        return Err(interp.type_error("tree_map() missing 1 required positional argument: 'tree'"));
     };
     let is_leaf = kw(kwargs, "is_leaf").cloned();
     let _ = is_leaf;

@@ -2106,6 +2106,39 @@ fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Option<&Value
     Ok(Value::Array(out))
 }
 
+/// The parameter names of a two-argument jnp function, as its `TypeError` for a missing
+/// argument names them: JAX 0.10.2's ufuncs take `(x, y)`, the other binary functions
+/// `(x1, x2)` (listed from the installed JAX by calling each with one argument).
+fn binary_parameter_names(name: &str) -> (&'static str, &'static str) {
+    const X_Y: [&str; 20] = [
+        "add",
+        "subtract",
+        "multiply",
+        "maximum",
+        "minimum",
+        "greater",
+        "less",
+        "equal",
+        "not_equal",
+        "bitwise_and",
+        "logical_and",
+        "nextafter",
+        "float_power",
+        "left_shift",
+        "greater_equal",
+        "less_equal",
+        "logical_or",
+        "logical_xor",
+        "bitwise_or",
+        "bitwise_xor",
+    ];
+    if X_Y.contains(&name) {
+        ("x", "y")
+    } else {
+        ("x1", "x2")
+    }
+}
+
 pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let c = cfg(interp);
@@ -2115,7 +2148,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         ($i:expr, $name:expr) => {
             match p.get($i, $name) {
                 Some(v) => arr_or_unknown!(interp, v),
-                None => return Err(interp.type_error(format!("{}() missing required argument '{}'", f.name(), $name))),
+                None => return Err(interp.type_error(format!("{}() missing 1 required positional argument: '{}'", f.name(), $name))),
             }
         };
     }
@@ -2127,8 +2160,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
     }
     macro_rules! binary {
         ($b:expr) => {{
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
+            let (first, second) = binary_parameter_names(f.name());
+            let a = arr!(0, first);
+            let b = arr!(1, second);
             return binary_prim(interp, $b, &a, &b).map(Value::Array);
         }};
     }
@@ -3064,7 +3098,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::Roll => {
             let a = arr!(0, "a");
-            let shift = p.get(1, "shift").cloned().unwrap_or(Value::Int(0));
+            let Some(shift) = p.get(1, "shift").cloned() else {
+                return Err(interp.type_error("roll() missing 1 required positional argument: 'shift'"));
+            };
             match pad::roll(interp, &a, &shift, p.get(2, "axis"))? {
                 Some(rolled) => Ok(Value::Array(rolled)),
                 // A shift given as an array (JAX's `dynamic_slice` form): shapes only.
@@ -3149,6 +3185,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             binary_prim(interp, BinaryPrim::Mul, &a2, &b2).map(Value::Array)
         }
         F::Einsum => {
+            if args.is_empty() && !kwargs.iter().any(|(k, _)| k.as_ref() == "subscripts") {
+                return Err(interp.type_error("einsum() missing 1 required positional argument: 'subscripts'"));
+            }
             let Value::Str(spec) = first() else {
                 return Ok(Value::opaque("einsum"));
             };
@@ -4111,7 +4150,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::LaxTopK => {
             let a = arr!(0, "operand");
-            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(1);
+            let Some(k) = p.get(1, "k") else {
+                return Err(interp.type_error("top_k() missing 1 required positional argument: 'k'"));
+            };
+            let Some(k) = crate::interp::ops::as_int(k) else { return Ok(Value::opaque("top_k")) };
             if k < 0 {
                 return Err(interp.value_error(format!("k argument to top_k must be nonnegative, got {k}")));
             }

@@ -38,14 +38,14 @@ pub(super) fn call_quantile(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult
     };
     let is_median = matches!(f, F::Median | F::Nanmedian);
     let Some(a_value) = p.get(0, "a") else {
-        return Err(interp.type_error(format!("{}() missing required argument 'a'", f.name())));
+        return Err(interp.type_error(format!("{}() missing 1 required positional argument: 'a'", f.name())));
     };
     let a = arr_or_unknown!(interp, a_value);
     let q = if is_median {
         Array::scalar(0.5, dtypes::default_float(cfg(interp)), true)
     } else {
         let Some(q_value) = p.get(1, "q") else {
-            return Err(interp.type_error(format!("{}() missing required argument 'q'", f.name())));
+            return Err(interp.type_error(format!("{}() missing 1 required positional argument: 'q'", f.name())));
         };
         arr_or_unknown!(interp, q_value)
     };
