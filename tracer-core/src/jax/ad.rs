@@ -2182,6 +2182,15 @@ fn transpose(
             // JAX cuts it out with a `pad` by a strongly typed zero: strongly typed.
             let aval = ins[0].aval.clone().weak(false);
             let inner = bind(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), aval)?;
+            if active[1] && !active[0] {
+                // JAX 0.10.2's `_pad_transpose` sums the operand's cotangent to get the padding
+                // value's, and has none when the operand is not differentiated.
+                return Err(AdError::Raise(interp.raise(
+                    "TypeError",
+                    Code::PythonException,
+                    "Error interpreting argument to reduce_sum as a JAX value. The problematic value is of type <class 'NoneType'> and was passed to reduce_sum at position 0.\n",
+                )));
+            }
             if active[1] {
                 let all: Vec<usize> = (0..g.aval.ndim()).collect();
                 let total = reduce_sum(interp, g, &all)?;

@@ -1268,12 +1268,9 @@ fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, ar
         Operand::Unknown => return Ok(Value::opaque("scatter with an unknown update")),
     };
     if let Value::Array(sel) = &selected {
-        if jnp::broadcast_shapes(&[&u.aval.shape, &sel.aval.shape]).map(|s| s.as_slice() != sel.aval.shape.as_slice()).unwrap_or(true) {
-            return Err(interp.raise(
-                "ValueError",
-                Code::ShapeMismatch,
-                format!("Incompatible shapes for broadcasting: {} and requested shape {}", u.aval.shape_tuple(), sel.aval.shape_tuple()),
-            ));
+        // `_scatter_impl` broadcasts the update to the slice with `jnp.broadcast_to`.
+        if let Some(message) = jnp::broadcast_to_error(&u.aval, &sel.aval.shape) {
+            return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
         }
     }
     let u = jnp::convert(interp, &u, array.aval.dtype, array.aval.weak)?;

@@ -1011,22 +1011,32 @@ fn check_where(interp: &mut Interp, name: &str, where_: Option<&Rc<Array>>) -> P
     }
 }
 
-/// `lax.broadcast_to(a, shape)` with its errors, as `_count` broadcasts a reduction's mask
-/// to the operand's shape.
-fn broadcast_to_checked(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
-    if a.aval.ndim() > shape.len() {
-        let message =
-            format!("Cannot broadcast to shape with fewer dimensions: arr_shape={} shape={}", a.aval.shape_tuple(), shape_tuple(shape));
-        return Err(interp.value_error(message));
+/// Why `lax.broadcast_to` refuses `aval` for `shape`, in JAX's words; `None` when it can.
+/// `jnp.broadcast_to` and `.at[]` updates go through it too.
+pub fn broadcast_to_error(aval: &Aval, shape: &[usize]) -> Option<String> {
+    if aval.ndim() > shape.len() {
+        return Some(format!(
+            "Cannot broadcast to shape with fewer dimensions: arr_shape={} shape={}",
+            aval.shape_tuple(),
+            shape_tuple(shape)
+        ));
     }
-    let offset = shape.len() - a.aval.ndim();
-    if a.aval.shape.iter().zip(&shape[offset..]).any(|(&d, &s)| d != 1 && d != s) {
-        let message = format!(
+    let offset = shape.len() - aval.ndim();
+    if aval.shape.iter().zip(&shape[offset..]).any(|(&d, &s)| d != 1 && d != s) {
+        let requested = Aval { shape: shape.into(), dtype: aval.dtype, weak: false };
+        return Some(format!(
             "Incompatible types for broadcasting: input type={} and requested type={}",
-            a.aval.short(),
-            a.aval.with_shape(shape).short()
-        );
-        return Err(interp.value_error(message));
+            aval.long_weak(),
+            requested.long()
+        ));
+    }
+    None
+}
+
+/// `lax.broadcast_to(a, shape)` with its errors.
+fn broadcast_to_checked(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
+    if let Some(message) = broadcast_to_error(&a.aval, shape) {
+        return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
     }
     broadcast_to_shape(interp, a, shape)
 }
@@ -2956,15 +2966,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let Some(shape) = shape_arg(interp, p.get(1, "shape").unwrap_or(&Value::None))? else {
                 return Ok(Value::opaque("broadcast_to"));
             };
-            let ok = broadcast_shapes(&[&a.aval.shape, &shape]).map(|s| s.as_slice() == shape.as_slice()).unwrap_or(false);
-            if !ok {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::ShapeMismatch,
-                    format!("Incompatible shapes for broadcasting: {} and requested shape {}", a.aval.shape_tuple(), shape_tuple(&shape)),
-                ));
-            }
-            broadcast_to_shape(interp, &a, &shape).map(Value::Array)
+            broadcast_to_checked(interp, &a, &shape).map(Value::Array)
         }
         F::Concatenate | F::Hstack | F::Vstack => {
             let Some(arrays) = array_list(interp, &first())? else {
@@ -4289,7 +4291,7 @@ mod quantile;
 
 #[path = "numpy_pad.rs"]
 mod pad;
-use products::matmul;
+use products::{matmul, squeeze};
 
 /// The floating dtype a linear-algebra routine computes in.
 fn float_of(interp: &Interp, arrays: &[Rc<Array>]) -> DType {

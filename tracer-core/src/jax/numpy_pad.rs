@@ -50,7 +50,7 @@ pub(super) fn roll(interp: &mut Interp, a: &Rc<Array>, shift: &Value, axis: Opti
 
 /// `jnp.pad(array, pad_width, mode=..., **kwargs)` for a mode given by name, `widths` being
 /// `pad_width` as [`pairs`] reads it: JAX's checks of the keyword arguments and widths, then
-/// `_pad`'s mode. `None` (shapes only) for `linear_ramp`, per-axis `constant_values`, and a
+/// `_pad`'s mode. `None` (shapes only) for `linear_ramp`, `constant_values` not known, and a
 /// `stat_length` or statistic not known.
 pub(super) fn pad(interp: &mut Interp, a: &Rc<Array>, widths: &[(i64, i64)], mode: &str, kwargs: &Kwargs) -> PyResult<Option<Rc<Array>>> {
     let allowed: &[&str] = match mode {
@@ -89,19 +89,7 @@ pub(super) fn pad(interp: &mut Interp, a: &Rc<Array>, widths: &[(i64, i64)], mod
     }
     let kwarg = |name: &str| kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v.clone());
     match mode {
-        "constant" => {
-            let fill = match kwarg("constant_values") {
-                None => Some(0.0),
-                Some(v) => crate::interp::ops::as_f64(&v),
-            };
-            // Per-axis constants (an array of them) are not modelled.
-            let Some(fill) = fill else { return Ok(None) };
-            // lax.pad(array, fill, [(lo, hi, 0), ...]).
-            let config = widths.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect();
-            let shape: Vec<usize> = a.aval.shape.iter().zip(&widths).map(|(d, (l, r))| d + l + r).collect();
-            let fill = Array::scalar(fill, a.aval.dtype, false);
-            bind1(interp, Prim::Pad { config }, &[a.clone(), fill], a.aval.with_shape(&shape)).map(Some)
-        }
+        "constant" => pad_constant(interp, a, &widths, kwarg("constant_values").as_ref()),
         "wrap" => pad_wrap(interp, a, &widths).map(Some),
         "edge" => pad_edge(interp, a, &widths).map(Some),
         "empty" => pad_empty(interp, a, &widths).map(Some),
@@ -134,6 +122,59 @@ pub(super) fn pad(interp: &mut Interp, a: &Rc<Array>, widths: &[(i64, i64)], mod
         // "linear_ramp": not modelled (shapes only).
         _ => Ok(None),
     }
+}
+
+/// `_pad_constant`: `constant_values` converted to the array's dtype; a scalar (or a single
+/// value) pads every side with `lax.pad`, otherwise the values are broadcast to one
+/// `(before, after)` pair per axis and each nonzero side is padded on its own.
+fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], values: Option<&Value>) -> PyResult<Option<Rc<Array>>> {
+    let (dtype, weak) = (a.aval.dtype, a.aval.weak);
+    let values = match values {
+        None => Array::scalar(0.0, dtype, weak),
+        // A Python number is converted directly, as `np.asarray(x, dtype)` does.
+        Some(v @ (Value::Int(_) | Value::Float(_) | Value::Bool(_))) => match crate::interp::ops::as_f64(v) {
+            Some(x) => Array::scalar(x, dtype, weak),
+            None => return Ok(None),
+        },
+        Some(v) => match operand(interp, v)? {
+            Operand::Array(c) => convert(interp, &c, dtype, weak)?,
+            Operand::Unknown => return Ok(None),
+        },
+    };
+    let lax_pad = |interp: &mut Interp, x: &Rc<Array>, fill: &Rc<Array>, config: Vec<(i64, i64, i64)>| {
+        let shape: Vec<usize> = x.aval.shape.iter().zip(&config).map(|(&d, &(l, h, _))| d + l as usize + h as usize).collect();
+        bind1(interp, Prim::Pad { config }, &[x.clone(), fill.clone()], x.aval.with_shape(&shape))
+    };
+    let every_side = || widths.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect::<Vec<_>>();
+    let nd = a.aval.ndim();
+    let values = match values.aval.shape.as_slice() {
+        [] => return lax_pad(interp, a, &values, every_side()).map(Some),
+        [1] => {
+            let fill = squeeze(interp, &values, &[0])?;
+            return lax_pad(interp, a, &fill, every_side()).map(Some);
+        }
+        [2] => broadcast_to_checked(interp, &values, &[nd, 2])?,
+        [k] => return Err(interp.value_error(format!(
+            "jnp.pad: constant_values has unsupported shape ({k},). If the shape is 1D or 2D, the last dimension must be of size 1 or 2."
+        ))),
+        _ => broadcast_to_checked(interp, &values, &[nd, 2])?,
+    };
+    let mut array = a.clone();
+    for (i, &(before, after)) in widths.iter().enumerate() {
+        for (side, width) in [(0, before), (1, after)] {
+            if width == 0 {
+                continue;
+            }
+            // constant_values[i, side]
+            let prim = Prim::Slice { start: vec![i, side], limit: vec![i + 1, side + 1], strides: vec![1, 1] };
+            let one = bind1(interp, prim, std::slice::from_ref(&values), values.aval.with_shape(&[1, 1]))?;
+            let fill = squeeze(interp, &one, &[0, 1])?;
+            let mut config = vec![(0, 0, 0); nd];
+            config[i] = if side == 0 { (width as i64, 0, 0) } else { (0, width as i64, 0) };
+            array = lax_pad(interp, &array, &fill, config)?;
+        }
+    }
+    Ok(Some(array))
 }
 
 /// `_broadcast_to_pairs(nvals, nd, name)`: an int, `(pad,)`, `(before, after)`,

@@ -47,7 +47,7 @@ fn shape_mismatch(interp: &mut Interp, what: &str, l: &[usize], r: &[usize]) -> 
 }
 
 /// `lax.squeeze(x, dims)`; nothing is bound when `dims` is empty.
-fn squeeze(interp: &mut Interp, x: &Rc<Array>, dims: &[usize]) -> PyResult<Rc<Array>> {
+pub(super) fn squeeze(interp: &mut Interp, x: &Rc<Array>, dims: &[usize]) -> PyResult<Rc<Array>> {
     if dims.is_empty() {
         return Ok(x.clone());
     }
