@@ -594,26 +594,14 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         }
         F::Jvp => {
             let fun = arg(0);
-            let primals = interp.iterate(&arg(1))?;
-            let tangents = interp.iterate(&arg(2))?;
-            for (p, t) in primals.iter().zip(&tangents) {
-                if let (Value::Array(pa), Value::Array(ta)) = (p, t) {
-                    if pa.aval.shape != ta.aval.shape {
-                        return Err(interp.raise(
-                            "ValueError",
-                            Code::ShapeMismatch,
-                            format!(
-                                "jvp called with different primal and tangent shapes;Got primal shape {} and tangent shape as {}",
-                                pa.aval.shape_tuple(),
-                                ta.aval.shape_tuple()
-                            ),
-                        ));
-                    }
-                }
-            }
+            // Python numbers are weakly typed scalars to jvp, as to jit: traced, with a tangent.
+            let primals = interp.iterate(&arg(1))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
+            let tangents = interp.iterate(&arg(2))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
+            check_jvp_tangents(interp, &primals, &tangents)?;
             let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
             let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
-            let tangent = map_abstract(interp, &out, &deps, &|a| a.clone().weak(false), "jvp_tangent")?;
+            // A tangent has its primal's type, weak type included.
+            let tangent = map_abstract(interp, &out, &deps, &|a| a.clone(), "jvp_tangent")?;
             let Some(trace) = trace else { return Ok(Value::tuple(vec![out, tangent])) };
             // The tangent leaves, matched to the input tracers argument by argument.
             let mut by_arg: Vec<std::vec::IntoIter<Rc<Array>>> = Vec::new();
@@ -1822,6 +1810,63 @@ fn instantiate_outputs(
 /// The results of a transformation whose values are not computed: tracers of the enclosing
 /// staging trace when there is one (so Python cannot see them, exactly as in JAX), concrete
 /// arrays of unknown value otherwise. `inputs` are what the results depend on.
+/// A pytree with its Python numbers (leaves that are `int`, `float` or `bool`) made arrays, as
+/// JAX's transformations see them.
+fn numbers_as_arrays(interp: &mut Interp, v: &Value) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, v, "", &mut leaves)?;
+    if !leaves.iter().any(|(_, l)| matches!(l, Value::Int(_) | Value::Float(_) | Value::Bool(_))) {
+        return Ok(v.clone());
+    }
+    let mut mapped = Vec::with_capacity(leaves.len());
+    for (_, l) in leaves {
+        mapped.push(match l {
+            l @ (Value::Int(_) | Value::Float(_) | Value::Bool(_)) => match jnp::operand(interp, &l)? {
+                jnp::Operand::Array(a) => Value::Array(a),
+                jnp::Operand::Unknown => l,
+            },
+            l => l,
+        });
+    }
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
+/// `jax.jvp`'s checks of each primal against its tangent: the tangent dtype of the primal's
+/// (`float0` for integers and booleans), and the same shape.
+fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]) -> PyResult<()> {
+    let (ps, ts) = (array_leaves(interp, primals)?, array_leaves(interp, tangents)?);
+    if ps.len() != ts.len() {
+        return Ok(()); // a structure JAX would refuse, or leaves not modelled: not checked
+    }
+    for (p, t) in ps.iter().zip(&ts) {
+        let (pd, td) = (p.aval.dtype, t.aval.dtype);
+        let expected = if pd.is_integer() || pd == DType::Bool { None } else { Some(pd) };
+        if expected != Some(td) {
+            let expected = match expected {
+                Some(d) => d.name().to_string(),
+                None => "[('float0', 'V')]".to_string(),
+            };
+            return Err(interp.type_error(format!(
+                "primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in case of int/bool primal dtype the tangent dtype must be float0.Got primal dtype {} and so expected tangent dtype {expected}, but got tangent dtype {} instead.",
+                pd.name(),
+                td.name()
+            )));
+        }
+        if p.aval.shape != t.aval.shape {
+            return Err(interp.raise(
+                "ValueError",
+                Code::ShapeMismatch,
+                format!(
+                    "jvp called with different primal and tangent shapes;Got primal shape {} and tangent shape as {}",
+                    p.aval.shape_tuple(),
+                    t.aval.shape_tuple()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn map_abstract(interp: &mut Interp, v: &Value, inputs: &[Rc<Array>], f: &dyn Fn(&Aval) -> Aval, why: &'static str) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
