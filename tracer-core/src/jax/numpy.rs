@@ -2576,7 +2576,49 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             compare_arrays(interp, CmpPrim::Eq, &magnitude, &weak(f64::INFINITY)).map(Value::Array)
         }
         F::Isfinite => unary!(UnaryPrim::IsFinite),
-        F::NanToNum | F::Real | F::Conj => Ok(Value::Array(arr!(0, "x"))),
+        F::NanToNum => {
+            // `where(isnan(x), nan, x)`, then +inf and -inf replaced the same way, with the
+            // replacements `asarray(v, dtype=x.dtype)` (finfo's max and min by default).
+            let a = arr!(0, "x");
+            let dt = a.aval.dtype;
+            if !dt.is_inexact() {
+                return Ok(Value::Array(a));
+            }
+            if dt.is_complex() {
+                return bind1(interp, Prim::Opaque("nan_to_num of a complex array"), &[a.clone()], a.aval.clone()).map(Value::Array);
+            }
+            let largest = match dt {
+                DType::F16 => 65504.0,
+                DType::BF16 => 3.3895313892515355e38,
+                DType::F32 => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            let replacement = |interp: &mut Interp, i: usize, name: &str, default: f64| -> PyResult<Option<Rc<Array>>> {
+                match p.get(i, name) {
+                    None | Some(Value::None) => Ok(Some(Array::scalar(default, dt, false))),
+                    Some(v) => match operand(interp, v)? {
+                        Operand::Array(r) => convert(interp, &r, dt, false).map(Some),
+                        Operand::Unknown => Ok(None),
+                    },
+                }
+            };
+            let (Some(nan), Some(posinf), Some(neginf)) = (
+                replacement(interp, 2, "nan", 0.0)?,
+                replacement(interp, 3, "posinf", largest)?,
+                replacement(interp, 4, "neginf", -largest)?,
+            ) else {
+                return bind1(interp, Prim::Opaque("nan_to_num"), &[a.clone()], a.aval.clone()).map(Value::Array);
+            };
+            let is_nan = bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false))?;
+            let out = call(interp, F::Where, vec![Value::Array(is_nan), Value::Array(nan), Value::Array(a)], Vec::new())?;
+            let Value::Array(out) = out else { return Ok(out) };
+            let is_posinf = compare_arrays(interp, CmpPrim::Eq, &out, &weak(f64::INFINITY))?;
+            let out = call(interp, F::Where, vec![Value::Array(is_posinf), Value::Array(posinf), Value::Array(out)], Vec::new())?;
+            let Value::Array(out) = out else { return Ok(out) };
+            let is_neginf = compare_arrays(interp, CmpPrim::Eq, &out, &weak(f64::NEG_INFINITY))?;
+            call(interp, F::Where, vec![Value::Array(is_neginf), Value::Array(neginf), Value::Array(out)], Vec::new())
+        }
+        F::Real | F::Conj => Ok(Value::Array(arr!(0, "x"))),
         F::Imag => {
             let a = arr!(0, "x");
             let shape = a.aval.shape.clone();
@@ -3021,11 +3063,21 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let sections = p.get(1, "indices_or_sections").cloned().unwrap_or(Value::Int(1));
             let bounds: Vec<usize> = match &sections {
                 Value::Int(k) => {
-                    let k = (*k).max(1) as usize;
-                    if f == F::Split && n % k != 0 {
-                        return Err(interp.raise("ValueError", Code::ShapeMismatch, "array split does not result in an equal division"));
+                    // `divmod(size, sections)`: `split` needs no rest; `array_split` makes the
+                    // first `rest` parts one longer.
+                    if *k == 0 {
+                        return Err(interp.raise("ZeroDivisionError", Code::PythonException, "integer division or modulo by zero"));
                     }
-                    (0..=k).map(|i| i * n / k).collect()
+                    if *k < 0 {
+                        return Ok(Value::opaque("array_split into a negative number of sections"));
+                    }
+                    let k = *k as usize;
+                    let (part, rest) = (n / k, n % k);
+                    if f == F::Split && rest != 0 {
+                        let message = format!("array split does not result in an equal division: rest is {rest}");
+                        return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
+                    }
+                    (0..=k).map(|i| i * part + i.min(rest)).collect()
                 }
                 other => {
                     let mut b = vec![0];
