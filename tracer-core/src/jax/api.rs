@@ -851,6 +851,12 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         | F::RandomPermutation
         | F::RandomChoice
         | F::RandomTruncatedNormal
+        | F::RandomExponential
+        | F::RandomGumbel
+        | F::RandomLaplace
+        | F::RandomLogistic
+        | F::RandomCauchy
+        | F::RandomRademacher
         | F::RandomKeyData
         | F::RandomClone => random(interp, f, &args, &kwargs),
         F::RandomWrapKeyData => wrap_key_data(interp, &args, &kwargs),
@@ -3622,6 +3628,102 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
             let lo = random_param(interp, &param("minval", 3).unwrap_or(Value::Float(0.0)))?;
             let hi = random_param(interp, &param("maxval", 4).unwrap_or(Value::Float(1.0)))?;
             draw(interp, "uniform", &key_in(vec![lo, hi]), Aval::new(&s, d))
+        }
+        // Transforms of a uniform draw, as `jax/_src/random/core.py` writes them; the lax
+        // operations are jnp's on arrays of one float dtype.
+        F::RandomExponential | F::RandomGumbel | F::RandomLaplace | F::RandomLogistic | F::RandomCauchy => {
+            let Some(s) = shape_kw(interp, 1)? else {
+                return Ok(Value::opaque(f.name()));
+            };
+            let d = dtype(interp, 2, dtypes::default_float(c))?;
+            if !d.is_floating() {
+                return Err(interp.value_error(format!("dtype argument to `{}` must be a float dtype, got {}", f.name(), d.name())));
+            }
+            // gumbel's `high` and `highest` modes draw other bits: not modelled.
+            let low = match param("mode", 3) {
+                None => true,
+                Some(Value::Str(m)) => &*m == "low",
+                Some(_) => false,
+            };
+            if f == F::RandomGumbel && !low {
+                return Ok(Value::opaque("gumbel in a mode other than 'low'"));
+            }
+            let (tiny, eps) = (d.smallest_normal(), d.epsilon());
+            let (lo, hi) = match f {
+                F::RandomExponential => (0.0, 1.0),
+                F::RandomGumbel | F::RandomLogistic => (tiny, 1.0),
+                F::RandomLaplace => (-1.0 + eps / 2.0, 1.0), // finfo.epsneg
+                _ => (eps, 1.0),
+            };
+            let bounds = vec![Array::scalar(lo, d, true), Array::scalar(hi, d, true)];
+            let Value::Array(u) = draw(interp, "uniform", &key_in(bounds), Aval::new(&s, d))? else { unreachable!() };
+            let un = |interp: &mut Interp, g: JaxFn, x: &Rc<Array>| -> PyResult<Rc<Array>> {
+                match jnp::call(interp, g, vec![Value::Array(x.clone())], Vec::new())? {
+                    Value::Array(a) => Ok(a),
+                    _ => Ok(Array::unknown(x.aval.clone(), "a sampler's transform")),
+                }
+            };
+            let bin = |interp: &mut Interp, g: JaxFn, x: &Rc<Array>, y: Value| -> PyResult<Rc<Array>> {
+                match jnp::call(interp, g, vec![Value::Array(x.clone()), y], Vec::new())? {
+                    Value::Array(a) => Ok(a),
+                    _ => Ok(Array::unknown(x.aval.clone(), "a sampler's transform")),
+                }
+            };
+            let out = match f {
+                // -log1p(-u)
+                F::RandomExponential => {
+                    let t = un(interp, F::Negative, &u)?;
+                    let t = un(interp, F::Log1p, &t)?;
+                    un(interp, F::Negative, &t)?
+                }
+                // -log(-log(u))
+                F::RandomGumbel => {
+                    let t = un(interp, F::Log, &u)?;
+                    let t = un(interp, F::Negative, &t)?;
+                    let t = un(interp, F::Log, &t)?;
+                    un(interp, F::Negative, &t)?
+                }
+                // sign(u) * log1p(-abs(u))
+                F::RandomLaplace => {
+                    let sign = un(interp, F::Sign, &u)?;
+                    let t = un(interp, F::Abs, &u)?;
+                    let t = un(interp, F::Negative, &t)?;
+                    let t = un(interp, F::Log1p, &t)?;
+                    bin(interp, F::Multiply, &sign, Value::Array(t))?
+                }
+                // log(u) - log1p(-u)
+                F::RandomLogistic => {
+                    let l = un(interp, F::Log, &u)?;
+                    let t = un(interp, F::Negative, &u)?;
+                    let t = un(interp, F::Log1p, &t)?;
+                    bin(interp, F::Subtract, &l, Value::Array(t))?
+                }
+                // tan(pi * (u - 0.5))
+                _ => {
+                    let t = bin(interp, F::Subtract, &u, Value::Float(0.5))?;
+                    let t = bin(interp, F::Multiply, &t, Value::Float(std::f64::consts::PI))?;
+                    un(interp, F::Tan, &t)?
+                }
+            };
+            Ok(Value::Array(out))
+        }
+        // `(2 * bernoulli(key, 0.5, shape).astype(dtype) - 1).astype(dtype)`
+        F::RandomRademacher => {
+            let Some(s) = shape_kw(interp, 1)? else {
+                return Ok(Value::opaque("rademacher"));
+            };
+            let d = dtype(interp, 2, dtypes::default_int(c))?;
+            let half = Array::scalar(0.5, dtypes::default_float(c), true);
+            let Value::Array(b) = draw(interp, "bernoulli", &key_in(vec![half]), Aval::new(&s, DType::Bool))? else { unreachable!() };
+            let b = jnp::convert(interp, &b, d, false)?;
+            let Value::Array(t) = jnp::call(interp, F::Multiply, vec![Value::Int(2), Value::Array(b)], Vec::new())? else {
+                return Ok(Value::opaque("rademacher"));
+            };
+            let out = jnp::call(interp, F::Subtract, vec![Value::Array(t), Value::Int(1)], Vec::new())?;
+            match out {
+                Value::Array(o) => jnp::convert(interp, &o, d, false).map(Value::Array),
+                other => Ok(other),
+            }
         }
         F::RandomBernoulli => {
             let p = random_param(interp, &param("p", 1).unwrap_or(Value::Float(0.5)))?;

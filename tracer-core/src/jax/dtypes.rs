@@ -137,6 +137,25 @@ const ALL_DTYPES: [DType; 15] = [
 ];
 
 impl DType {
+    /// `finfo(dtype).eps` of a floating dtype (float32's for any other).
+    pub fn epsilon(self) -> f64 {
+        match self {
+            DType::F64 => f64::EPSILON,
+            DType::F16 => 2f64.powi(-10),
+            DType::BF16 => 2f64.powi(-7),
+            _ => f64::from(f32::EPSILON),
+        }
+    }
+
+    /// `finfo(dtype).tiny`: the smallest positive normal number of a floating dtype.
+    pub fn smallest_normal(self) -> f64 {
+        match self {
+            DType::F64 => f64::MIN_POSITIVE,
+            DType::F16 => 2f64.powi(-14),
+            _ => f64::from(f32::MIN_POSITIVE), // float32 and bfloat16
+        }
+    }
+
     /// Every numeric dtype, in declaration order ([`DType::Key`] is not one).
     pub fn all() -> &'static [DType] {
         &ALL_DTYPES

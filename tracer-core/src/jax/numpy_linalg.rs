@@ -6,14 +6,8 @@
 
 use super::*;
 
-/// `jnp.finfo(dtype).eps` of a floating dtype.
 fn eps(dtype: DType) -> f64 {
-    match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F16 => 2f64.powi(-10),
-        DType::BF16 => 2f64.powi(-7),
-        _ => f64::from(f32::EPSILON),
-    }
+    dtype.epsilon()
 }
 
 pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
