@@ -1255,6 +1255,104 @@ fn creation_dtype(interp: &mut Interp, v: Option<&Value>, default: DType) -> PyR
     })
 }
 
+/// `jnp.linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0)` as
+/// JAX's `_linspace` binds it: the bounds broadcast and converted to the inexact dtype,
+/// `start * (1 - step) + stop * step` with `step = iota(div) / div` (`div` being `num - 1`
+/// with the endpoint, `num` without), the endpoint `stop` itself, `floor` for an integer
+/// dtype. Each operation rounds in the dtype, as XLA's do, so the values are JAX's
+/// (`linspace(-4, -1, 4)[1]` is -2.9999998 in float32).
+fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    use JaxFn as F;
+    let c = cfg(interp);
+    let num = match p.get(2, "num") {
+        None => 50,
+        Some(v) => match interp.index_of(v)? {
+            Some(n) => n,
+            None => return Ok(Value::opaque("linspace with a num that is not an int")),
+        },
+    };
+    if num < 0 {
+        return Err(interp.value_error(format!("Number of samples, {num}, must be non-negative.")));
+    }
+    let num = num as usize;
+    let flag = |i: usize, name: &str, default: bool| match p.get(i, name) {
+        None => Some(default),
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::Int(k)) => Some(*k != 0),
+        Some(_) => None,
+    };
+    let (Some(endpoint), Some(retstep)) = (flag(3, "endpoint", true), flag(4, "retstep", false)) else {
+        return Ok(Value::opaque("linspace"));
+    };
+    let (Some(start), Some(stop)) = (p.get(0, "start"), p.get(1, "stop")) else {
+        return Err(interp.type_error("linspace() missing 1 required positional argument: 'stop'"));
+    };
+    let (Operand::Array(start), Operand::Array(stop)) = (operand(interp, start)?, operand(interp, stop)?) else {
+        return Ok(Value::opaque("linspace of unknown bounds"));
+    };
+    let natural = dtypes::canonicalize(promote(&[start.aval.weak_dtype(), stop.aval.weak_dtype()], c).dtype.to_inexact(), c);
+    let dtype = creation_dtype(interp, p.get(5, "dtype"), natural)?;
+    let comp = dtypes::canonicalize(dtype.to_inexact(), c);
+    let (start, stop) = (convert(interp, &start, comp, false)?, convert(interp, &stop, comp, false)?);
+    let bounds =
+        broadcast_shapes(&[&start.aval.shape, &stop.aval.shape]).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+    let (start, stop) = (broadcast_to_shape(interp, &start, &bounds)?, broadcast_to_shape(interp, &stop, &bounds)?);
+    let axis = match p.get(6, "axis") {
+        None => 0,
+        Some(v) => interp.index_of(v)?.unwrap_or(0),
+    };
+    let rank = bounds.len() as i64 + 1;
+    if axis < -rank || axis >= rank {
+        return Ok(Value::opaque("linspace with an axis out of range"));
+    }
+    let axis = if axis < 0 { (rank + axis) as usize } else { axis as usize };
+    let mut with_one: Vec<usize> = bounds.to_vec();
+    with_one.insert(axis, 1);
+    let as_array = |v: Value| match v {
+        Value::Array(a) => Some(a),
+        _ => None,
+    };
+    let scalar = |x: f64| Value::Array(Array::scalar(x, comp, false));
+    let div = if endpoint { num.saturating_sub(1) } else { num };
+    let (out, delta) = if num > 1 {
+        let span = call(interp, F::Subtract, vec![Value::Array(stop.clone()), Value::Array(start.clone())], Vec::new())?;
+        let delta = call(interp, F::Divide, vec![span, scalar(div as f64)], Vec::new())?;
+        let mut iota_shape = vec![1; with_one.len()];
+        iota_shape[axis] = div;
+        let iota =
+            Array::ready(Aval::new(&iota_shape, comp), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&iota_shape), |k| k[axis] as f64));
+        let step = call(interp, F::Divide, vec![Value::Array(iota), scalar(div as f64)], Vec::new())?;
+        let rest = call(interp, F::Subtract, vec![Value::Int(1), step.clone()], Vec::new())?;
+        let s = reshape_raw(interp, &start, &with_one)?;
+        let e = reshape_raw(interp, &stop, &with_one)?;
+        let left = call(interp, F::Multiply, vec![Value::Array(s), rest], Vec::new())?;
+        let right = call(interp, F::Multiply, vec![Value::Array(e.clone()), step], Vec::new())?;
+        let Some(mut out) = as_array(call(interp, F::Add, vec![left, right], Vec::new())?) else {
+            return Ok(Value::opaque("linspace"));
+        };
+        if endpoint {
+            let mut shape = out.aval.shape.to_vec();
+            shape[axis] += 1;
+            out = bind1(interp, Prim::Concatenate { dimension: axis }, &[out.clone(), e], out.aval.with_shape(&shape))?;
+        }
+        (out, delta)
+    } else if num == 1 {
+        let delta = if endpoint {
+            scalar(f64::NAN)
+        } else {
+            call(interp, F::Subtract, vec![Value::Array(stop.clone()), Value::Array(start.clone())], Vec::new())?
+        };
+        (reshape_raw(interp, &start, &with_one)?, delta)
+    } else {
+        let mut shape = bounds.to_vec();
+        shape.insert(axis, 0);
+        (full(interp, &shape, 0.0, comp)?, scalar(f64::NAN))
+    };
+    let out = if dtype.is_integer() { unary_prim(interp, UnaryPrim::Floor, &out)? } else { out };
+    let result = Value::Array(convert(interp, &out, dtype, false)?);
+    Ok(if retstep { Value::tuple(vec![result, delta]) } else { result })
+}
+
 fn full(interp: &mut Interp, shape: &[usize], value: f64, dtype: DType) -> PyResult<Rc<Array>> {
     let aval = Aval::new(shape, dtype);
     bind1(interp, Prim::Full { value: eval::round_to(value, dtype) }, &[], aval)
@@ -2285,30 +2383,33 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(start + step * i[0] as f64, d));
             Ok(Value::Array(Array::ready(Aval::new(&[n], d), data)))
         }
-        F::Linspace => {
-            let n = match p.get(2, "num") {
-                Some(v) => interp.index_of(v)?.unwrap_or(50),
-                None => 50,
-            };
-            let d = creation_dtype(interp, p.get(5, "dtype"), dtypes::default_float(c))?;
-            let (a, b) = (p.get(0, "start").and_then(crate::interp::ops::as_f64), p.get(1, "stop").and_then(crate::interp::ops::as_f64));
-            let n = n.max(0) as usize;
-            match (a, b) {
-                (Some(a), Some(b)) => {
-                    let step = if n > 1 { (b - a) / (n - 1) as f64 } else { 0.0 };
-                    let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(a + step * i[0] as f64, d));
-                    Ok(Value::Array(Array::ready(Aval::new(&[n], d), data)))
-                }
-                _ => Ok(Value::Array(Array::unknown(Aval::new(&[n], d), "linspace of traced bounds"))),
-            }
-        }
+        F::Linspace => linspace(interp, &p),
         F::Logspace => {
-            let n = match p.get(2, "num") {
-                Some(v) => interp.index_of(v)?.unwrap_or(50),
-                None => 50,
+            // `power(base, linspace(start, stop, num, endpoint, axis=axis))` in the inexact
+            // dtype, converted to `dtype`.
+            let (Some(start), Some(stop)) = (p.get(0, "start").cloned(), p.get(1, "stop").cloned()) else {
+                return Ok(Value::opaque("logspace"));
             };
-            let d = creation_dtype(interp, p.get(5, "dtype"), dtypes::default_float(c))?;
-            Ok(Value::Array(Array::unknown(Aval::new(&[n.max(0) as usize], d), "logspace values are not computed")))
+            let (Operand::Array(a0), Operand::Array(a1)) = (operand(interp, &start)?, operand(interp, &stop)?) else {
+                return Ok(Value::opaque("logspace"));
+            };
+            let natural = dtypes::canonicalize(promote(&[a0.aval.weak_dtype(), a1.aval.weak_dtype()], c).dtype.to_inexact(), c);
+            let d = creation_dtype(interp, p.get(5, "dtype"), natural)?;
+            let computation = dtypes::canonicalize(d.to_inexact(), c);
+            // linspace converts its bounds to `dtype` itself, and computes only Python numbers.
+            let mut lin_kwargs: Kwargs = vec![("dtype".into(), Value::Str(computation.name().into()))];
+            for (i, name) in [(2, "num"), (3, "endpoint"), (6, "axis")] {
+                if let Some(v) = p.get(i, name) {
+                    lin_kwargs.push((name.into(), v.clone()));
+                }
+            }
+            let lin = call(interp, F::Linspace, vec![start, stop], lin_kwargs)?;
+            let base = p.get(4, "base").cloned().unwrap_or(Value::Float(10.0));
+            let powered = call(interp, F::Power, vec![base, lin], Vec::new())?;
+            match powered {
+                Value::Array(x) => convert(interp, &x, d, false).map(Value::Array),
+                other => Ok(other),
+            }
         }
         F::ResultType | F::PromoteTypes => {
             let mut wds = Vec::new();
@@ -4289,44 +4390,123 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
         }
         F::Diagonal => {
+            // `_default_diag` (JAX's path on CPU): the two axes moved last, then
+            // `a[..., i, j]` with `i = arange(size)`, `j = arange(|offset|, |offset| + size)`
+            // (swapped for a negative offset).
             let a = arr!(0, "a");
             let nd = a.aval.ndim();
             if nd < 2 {
                 return Err(interp.value_error("diagonal requires an array of at least two dimensions."));
             }
-            let mut s: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
-            s.push(a.aval.shape[nd - 2].min(a.aval.shape[nd - 1]));
-            bind1(interp, Prim::Opaque("diagonal"), &[a.clone()], a.aval.with_shape(&s)).map(Value::Array)
+            let offset = match p.get(1, "offset") {
+                None => 0,
+                Some(v) => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::opaque("diagonal with an offset that is not an int")),
+                },
+            };
+            let axis = |interp: &mut Interp, i: usize, name: &str, default: i64| -> PyResult<usize> {
+                let k = match p.get(i, name) {
+                    None => default,
+                    Some(v) => interp.index_of(v)?.unwrap_or(default),
+                };
+                normalize_axis(interp, k, nd)
+            };
+            let (ax1, ax2) = (axis(interp, 2, "axis1", 0)?, axis(interp, 3, "axis2", 1)?);
+            if ax1 == ax2 {
+                return Ok(Value::opaque("diagonal of one axis twice"));
+            }
+            let (n1, n2) = (a.aval.shape[ax1] as i64, a.aval.shape[ax2] as i64);
+            let size = (n1 + offset.min(0)).min(n2 - offset.max(0)).max(0) as usize;
+            let mut perm: Vec<usize> = (0..nd).filter(|&d| d != ax1 && d != ax2).collect();
+            perm.extend([ax1, ax2]);
+            let moved = if perm.iter().enumerate().all(|(i, &d)| i == d) {
+                a.clone()
+            } else {
+                let shape: Vec<usize> = perm.iter().map(|&d| a.aval.shape[d]).collect();
+                bind1(interp, Prim::Transpose { permutation: perm }, &[a.clone()], a.aval.with_shape(&shape))?
+            };
+            let index_dtype = dtypes::default_int(c);
+            let iota = |from: usize| {
+                Array::ready(
+                    Aval::new(&[size], index_dtype),
+                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64),
+                )
+            };
+            let (i, j) = (iota(0), iota(offset.unsigned_abs() as usize));
+            let (rows, cols) = if offset >= 0 { (i, j) } else { (j, i) };
+            getitem(interp, &moved, &Value::tuple(vec![Value::Ellipsis, Value::Array(rows), Value::Array(cols)]))
         }
         F::Meshgrid => {
+            // One `broadcast_in_dim` per argument, the first two swapped for `indexing='xy'`.
             let mut arrays = Vec::new();
             for v in &args {
                 arrays.push(arr_or_unknown!(interp, v));
             }
-            let ij = matches!(p.get(usize::MAX, "indexing"), Some(Value::Str(s)) if s.as_ref() == "ij");
-            let mut shape: Vec<usize> = arrays.iter().map(|a| a.aval.size() as usize).collect();
-            if !ij && shape.len() >= 2 {
-                shape.swap(0, 1);
+            let indexing = match p.get(usize::MAX, "indexing") {
+                None => "xy".to_string(),
+                Some(Value::Str(s)) => s.to_string(),
+                Some(_) => return Ok(Value::opaque("meshgrid")),
+            };
+            if indexing != "xy" && indexing != "ij" {
+                return Err(interp.value_error(format!("Valid values for indexing are 'xy' and 'ij', got {indexing}")));
             }
-            let mut outs = Vec::new();
-            for a in &arrays {
-                outs.push(Value::Array(bind1(interp, Prim::Opaque("meshgrid"), &[a.clone()], a.aval.with_shape(&shape))?));
+            if arrays.iter().any(|a| a.aval.ndim() != 1) {
+                let shapes: Vec<String> = arrays.iter().map(|a| a.aval.shape_tuple()).collect();
+                return Err(interp.value_error(format!("Arguments to jax.numpy.meshgrid must be 1D, got shapes [{}]", shapes.join(", "))));
+            }
+            let sparse = matches!(p.get(usize::MAX, "sparse"), Some(Value::Bool(true)));
+            let xy = indexing == "xy" && arrays.len() >= 2;
+            if xy {
+                arrays.swap(0, 1);
+            }
+            let full_shape: Vec<usize> = arrays.iter().map(|a| if sparse { 1 } else { a.aval.shape[0] }).collect();
+            let mut outs = Vec::with_capacity(arrays.len());
+            for (i, a) in arrays.iter().enumerate() {
+                let mut shape = full_shape.clone();
+                shape[i] = a.aval.shape[0];
+                let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: vec![i] };
+                outs.push(Value::Array(bind1(interp, prim, std::slice::from_ref(a), a.aval.with_shape(&shape))?));
+            }
+            if xy {
+                outs.swap(0, 1);
             }
             Ok(interp.new_list(outs))
         }
         F::Select => {
+            // The first choice whose condition holds, else the default (JAX: an argmax over
+            // the stacked conditions and `select_n`, which picks the same elements).
             let conds = interp.iterate(&first())?;
             let choices = interp.iterate(p.get(1, "choicelist").unwrap_or(&Value::None))?;
+            if conds.len() != choices.len() {
+                return Err(interp.value_error(format!(
+                    "condlist must have length equal to choicelist ({} vs {})",
+                    conds.len(),
+                    choices.len()
+                )));
+            }
+            if conds.is_empty() {
+                return Err(interp.value_error("condlist must be non-empty"));
+            }
             let default = p.get(2, "default").cloned().unwrap_or(Value::Int(0));
             let mut arrays = Vec::new();
             for v in conds.iter().chain(&choices).chain(std::iter::once(&default)) {
                 arrays.push(arr_or_unknown!(interp, v));
             }
             let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
-            let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
+            broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
             let vals: Vec<WeakDType> = arrays[conds.len()..].iter().map(|a| a.aval.weak_dtype()).collect();
             let dt = promote(&vals, c);
-            bind1(interp, Prim::Opaque("select"), &arrays, Aval { shape, dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+            let n = conds.len();
+            let mut out = convert(interp, &arrays[2 * n], dt.dtype, dt.weak)?;
+            for k in (0..n).rev() {
+                let cond = convert(interp, &arrays[k], DType::Bool, false)?;
+                let choice = convert(interp, &arrays[n + k], dt.dtype, dt.weak)?;
+                let picked = call(interp, F::Where, vec![Value::Array(cond), Value::Array(choice), Value::Array(out)], Vec::new())?;
+                let Value::Array(picked) = picked else { return Ok(picked) };
+                out = picked;
+            }
+            Ok(Value::Array(out))
         }
         _ => Ok(Value::opaque(format!("result of {}", f.qualified_name()))),
     }
