@@ -1353,6 +1353,79 @@ fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     Ok(if retstep { Value::tuple(vec![result, delta]) } else { result })
 }
 
+/// `jnp.diff(a, n=1, axis=-1, prepend=None, append=None)` as JAX writes it: `prepend` and
+/// `append` (a scalar broadcast to one slice) concatenated along the axis, then `n` times
+/// `a[1:] - a[:-1]` (`!=` for booleans).
+fn diff(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    use JaxFn as F;
+    let Some(a) = p.get(0, "a") else {
+        return Err(interp.type_error("diff() missing 1 required positional argument: 'a'"));
+    };
+    let Operand::Array(mut a) = operand(interp, a)? else {
+        return Ok(Value::opaque("diff of an unknown value"));
+    };
+    let index = |interp: &mut Interp, i: usize, name: &str, default: i64| -> PyResult<Option<i64>> {
+        match p.get(i, name) {
+            None => Ok(Some(default)),
+            Some(v) => interp.index_of(v),
+        }
+    };
+    let (Some(n), Some(axis)) = (index(interp, 1, "n", 1)?, index(interp, 2, "axis", -1)?) else {
+        return Ok(Value::opaque("diff"));
+    };
+    if n == 0 {
+        return Ok(Value::Array(a));
+    }
+    if n < 0 {
+        return Err(interp.value_error(format!("order must be non-negative but got {n}")));
+    }
+    let nd = a.aval.ndim();
+    if nd == 0 {
+        let message = format!("diff requires input that is at least one dimensional; got JitTracer({})", a.aval.long_weak());
+        return Err(interp.value_error(message));
+    }
+    let ax = normalize_axis(interp, axis, nd)?;
+    let mut parts = Vec::new();
+    for (i, name) in [(3, "prepend"), (usize::MAX, "a"), (4, "append")] {
+        if name == "a" {
+            parts.push(Value::Array(a.clone()));
+            continue;
+        }
+        let Some(v) = p.get(i, name).filter(|v| !v.is_none()) else { continue };
+        let Operand::Array(x) = operand(interp, v)? else {
+            return Ok(Value::opaque("diff with an unknown prepend or append"));
+        };
+        let x = if x.aval.ndim() == 0 {
+            let mut shape = a.aval.shape.to_vec();
+            shape[ax] = 1;
+            broadcast_to_checked(interp, &x, &shape)?
+        } else {
+            x
+        };
+        parts.push(Value::Array(x));
+    }
+    if parts.len() > 1 {
+        let list = interp.new_list(parts);
+        let joined = call(interp, F::Concatenate, vec![list], vec![("axis".into(), Value::Int(ax as i64))])?;
+        let Value::Array(joined) = joined else { return Ok(joined) };
+        a = joined;
+    }
+    let op = if a.aval.dtype == DType::Bool { F::NotEqual } else { F::Subtract };
+    for _ in 0..n {
+        let len = a.aval.shape[ax];
+        if len == 0 {
+            break; // NumPy's slices of an empty axis stay empty
+        }
+        let hi = pad::slice_in_dim(interp, &a, ax, 1, len)?;
+        let lo = pad::slice_in_dim(interp, &a, ax, 0, len - 1)?;
+        let Value::Array(d) = call(interp, op, vec![Value::Array(hi), Value::Array(lo)], Vec::new())? else {
+            return Ok(Value::opaque("diff"));
+        };
+        a = d;
+    }
+    Ok(Value::Array(a))
+}
+
 fn full(interp: &mut Interp, shape: &[usize], value: f64, dtype: DType) -> PyResult<Rc<Array>> {
     let aval = Aval::new(shape, dtype);
     bind1(interp, Prim::Full { value: eval::round_to(value, dtype) }, &[], aval)
@@ -3251,6 +3324,25 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?.unwrap_or_else(|| (0..a.aval.ndim()).collect());
             bind1(interp, Prim::Rev { dimensions: axes }, &[a.clone()], a.aval.clone()).map(Value::Array)
         }
+        F::Fliplr | F::Flipud => {
+            let a = Value::Array(arr!(0, "m"));
+            let axis = Value::Int(if f == F::Fliplr { 1 } else { 0 });
+            call(interp, F::Flip, vec![a, axis], Vec::new())
+        }
+        // `amax(a, axis, keepdims) - amin(a, axis, keepdims)`.
+        F::Ptp => {
+            let a = Value::Array(arr!(0, "a"));
+            let mut options: Kwargs = Vec::new();
+            for (i, name) in [(1, "axis"), (3, "keepdims")] {
+                if let Some(v) = p.get(i, name) {
+                    options.push((name.into(), v.clone()));
+                }
+            }
+            let hi = call(interp, F::Amax, vec![a.clone()], options.clone())?;
+            let lo = call(interp, F::Amin, vec![a], options)?;
+            call(interp, F::Subtract, vec![hi, lo], Vec::new())
+        }
+        F::Diff => diff(interp, &p),
         F::Roll => {
             let a = arr!(0, "a");
             let Some(shift) = p.get(1, "shift").cloned() else {

@@ -402,7 +402,7 @@ fn pad_stats(
 }
 
 /// `lax.slice_in_dim(x, start, limit, axis=axis)`.
-fn slice_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, start: usize, limit: usize) -> PyResult<Rc<Array>> {
+pub(super) fn slice_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, start: usize, limit: usize) -> PyResult<Rc<Array>> {
     let nd = x.aval.ndim();
     let mut starts = vec![0; nd];
     let mut limits = x.aval.shape.to_vec();
