@@ -37,6 +37,8 @@ const JAX_MODULES: &[&str] = &[
     "jax.debug",
     "jax.scipy",
     "jax.scipy.special",
+    "jax.scipy.stats",
+    "jax.scipy.stats.norm",
     "jax.ops",
     "jax.numpy.linalg",
     "jax.scipy.linalg",

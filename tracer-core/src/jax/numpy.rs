@@ -3343,6 +3343,39 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             call(interp, F::Subtract, vec![hi, lo], Vec::new())
         }
         F::Diff => diff(interp, &p),
+        // `jax/_src/scipy/stats/norm.py`: `(log(2π · scale²) + (x - loc)² / scale²) / -2` in the
+        // promoted inexact dtype; `pdf` is its `exp`.
+        F::ScipyNormLogpdf | F::ScipyNormPdf => {
+            let mut args3 = Vec::with_capacity(3);
+            for (i, name, default) in [(0, "x", None), (1, "loc", Some(0)), (2, "scale", Some(1))] {
+                let v = match (p.get(i, name), default) {
+                    (Some(v), _) => v.clone(),
+                    (None, Some(d)) => Value::Int(d),
+                    (None, None) => return Err(interp.type_error(format!("{}() missing 1 required positional argument: 'x'", f.name()))),
+                };
+                args3.push(arr_or_unknown!(interp, &v));
+            }
+            let wd = promote(&args3.iter().map(|a| a.aval.weak_dtype()).collect::<Vec<_>>(), c);
+            let dt = dtypes::canonicalize(wd.dtype.to_inexact(), c);
+            let mut v = Vec::with_capacity(3);
+            for a in &args3 {
+                v.push(Value::Array(convert(interp, a, dt, wd.weak)?));
+            }
+            let constant = |x: f64| Value::Array(Array::scalar(x, dt, wd.weak));
+            let scale_sq = call(interp, F::Square, vec![v[2].clone()], Vec::new())?;
+            let scaled = call(interp, F::Multiply, vec![constant(2.0 * std::f64::consts::PI), scale_sq.clone()], Vec::new())?;
+            let log_normalizer = call(interp, F::Log, vec![scaled], Vec::new())?;
+            let centered = call(interp, F::Subtract, vec![v[0].clone(), v[1].clone()], Vec::new())?;
+            let centered_sq = call(interp, F::Square, vec![centered], Vec::new())?;
+            let quadratic = call(interp, F::Divide, vec![centered_sq, scale_sq], Vec::new())?;
+            let total = call(interp, F::Add, vec![log_normalizer, quadratic], Vec::new())?;
+            let logpdf = call(interp, F::Divide, vec![total, constant(-2.0)], Vec::new())?;
+            if f == F::ScipyNormPdf {
+                call(interp, F::Exp, vec![logpdf], Vec::new())
+            } else {
+                Ok(logpdf)
+            }
+        }
         F::Roll => {
             let a = arr!(0, "a");
             let Some(shift) = p.get(1, "shift").cloned() else {

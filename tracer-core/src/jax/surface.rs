@@ -360,6 +360,8 @@ surface! {
     NnHardSwish = "jax.nn"."hard_swish",
     NnIdentity = "jax.nn"."identity",
     ScipyLogsumexp = "jax.scipy.special"."logsumexp",
+    ScipyNormLogpdf = "jax.scipy.stats.norm"."logpdf",
+    ScipyNormPdf = "jax.scipy.stats.norm"."pdf",
     ScipyErf = "jax.scipy.special"."erf",
     ScipyErfc = "jax.scipy.special"."erfc",
     ScipyErfinv = "jax.scipy.special"."erfinv",
