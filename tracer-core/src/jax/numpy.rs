@@ -3329,6 +3329,58 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             let axis = Value::Int(if f == F::Fliplr { 1 } else { 0 });
             call(interp, F::Flip, vec![a, axis], Vec::new())
         }
+        // `flip`s and a `transpose` of the two axes, by `k % 4`.
+        F::Rot90 => {
+            let m = arr!(0, "m");
+            let nd = m.aval.ndim();
+            if nd < 2 {
+                return Err(interp.value_error(format!(
+                    "rot90 requires its first argument to have ndim at least two, but got first argument of shape {}, which has ndim {nd}",
+                    m.aval.shape_tuple()
+                )));
+            }
+            let k = match p.get(1, "k") {
+                None => 1,
+                Some(v) => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::opaque("rot90 with k not an int")),
+                },
+            };
+            let axes = match p.get(2, "axes") {
+                None => vec![0, 1],
+                Some(v) => {
+                    let items = interp.iterate(v)?;
+                    let axes: Option<Vec<i64>> = items.iter().map(crate::interp::ops::as_int).collect();
+                    match axes {
+                        Some(a) if a.len() == 2 => a,
+                        _ => return Ok(Value::opaque("rot90 with axes not a pair of ints")),
+                    }
+                }
+            };
+            let (ax1, ax2) = (normalize_axis(interp, axes[0], nd)?, normalize_axis(interp, axes[1], nd)?);
+            if ax1 == ax2 {
+                return Err(interp.value_error("Axes must be different"));
+            }
+            let flip = |interp: &mut Interp, x: Value, ax: usize| call(interp, F::Flip, vec![x, Value::Int(ax as i64)], Vec::new());
+            let mut perm: Vec<Value> = (0..nd as i64).map(Value::Int).collect();
+            perm.swap(ax1, ax2);
+            let perm = Value::tuple(perm);
+            match k.rem_euclid(4) {
+                0 => Ok(Value::Array(m)),
+                2 => {
+                    let once = flip(interp, Value::Array(m), ax1)?;
+                    flip(interp, once, ax2)
+                }
+                1 => {
+                    let flipped = flip(interp, Value::Array(m), ax2)?;
+                    call(interp, F::Transpose, vec![flipped, perm], Vec::new())
+                }
+                _ => {
+                    let turned = call(interp, F::Transpose, vec![Value::Array(m), perm], Vec::new())?;
+                    flip(interp, turned, ax2)
+                }
+            }
+        }
         // `amax(a, axis, keepdims) - amin(a, axis, keepdims)`.
         F::Ptp => {
             let a = Value::Array(arr!(0, "a"));

@@ -202,6 +202,7 @@ surface! {
     Repeat = "jax.numpy"."repeat",
     Flip = "jax.numpy"."flip",
     Fliplr = "jax.numpy"."fliplr",
+    Rot90 = "jax.numpy"."rot90",
     Flipud = "jax.numpy"."flipud",
     Diff = "jax.numpy"."diff",
     Ptp = "jax.numpy"."ptp",
