@@ -190,6 +190,7 @@ pub(super) fn handles(f: JaxFn) -> bool {
                 | F::LaxSlice
                 | F::LaxSliceInDim
                 | F::LaxIndexInDim
+                | F::LaxDynamicIndexInDim
                 | F::LaxConcatenate
                 | F::LaxReshape
                 | F::LaxTranspose
@@ -347,6 +348,26 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             limit[ax] = hi;
             strides[ax] = stride;
             slice(interp, f, &x, &start, &limit, &strides)
+        }
+        F::LaxDynamicIndexInDim => {
+            // `dynamic_slice_in_dim(operand, index, 1, axis)`, squeezed unless `keepdims`.
+            let (Some(x), Some(index)) = (p.get(0, "operand"), p.get(1, "index")) else { return Ok(unknown(f)) };
+            let axis = p.get(2, "axis").cloned().unwrap_or(Value::Int(0));
+            let in_range = |a: &Rc<Array>| crate::interp::ops::as_int(&axis).is_some_and(|ax| ax >= 0 && (ax as usize) < a.aval.ndim());
+            if !matches!(operand(interp, x)?, Operand::Array(a) if in_range(&a)) {
+                return Ok(unknown(f));
+            }
+            let args = [x.clone(), index.clone(), Value::Int(1), axis.clone()];
+            let kwargs = Kwargs::new();
+            let slice = super::call(interp, F::LaxDynamicSliceInDim, args.to_vec(), kwargs)?;
+            let keepdims = match p.get(3, "keepdims") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            match (slice, crate::interp::ops::as_int(&axis)) {
+                (Value::Array(a), Some(ax)) if !keepdims => squeeze(interp, &a, &[ax as usize]).map(Value::Array),
+                (other, _) => Ok(other),
+            }
         }
         F::LaxConcatenate => {
             let Some(list) = p.get(0, "operands") else { return Ok(unknown(f)) };

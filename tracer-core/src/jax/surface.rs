@@ -347,6 +347,7 @@ surface! {
     LaxSlice = "jax.lax"."slice",
     LaxSliceInDim = "jax.lax"."slice_in_dim",
     LaxIndexInDim = "jax.lax"."index_in_dim",
+    LaxDynamicIndexInDim = "jax.lax"."dynamic_index_in_dim",
     LaxConcatenate = "jax.lax"."concatenate",
     LaxReshape = "jax.lax"."reshape",
     LaxTranspose = "jax.lax"."transpose",
