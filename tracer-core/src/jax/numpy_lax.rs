@@ -370,7 +370,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             }
         }
         F::LaxConcatenate => {
-            let Some(list) = p.get(0, "operands") else { return Ok(unknown(f)) };
+            let Some(list @ (Value::Tuple(_) | Value::List(_) | Value::Array(_))) = p.get(0, "operands") else { return Ok(unknown(f)) };
             let Some(arrays) = array_list(interp, list)? else { return Ok(unknown(f)) };
             let Some(dimension) = int_arg(p, 1, "dimension") else { return Ok(unknown(f)) };
             lax_concatenate(interp, &arrays, dimension)
@@ -383,7 +383,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
             }
             let sizes: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
-            if sizes.iter().map(|&s| s as u128).product::<u128>() != x.aval.size() {
+            if sizes.iter().fold(1u128, |n, &s| n.saturating_mul(s as u128)) != x.aval.size() {
                 // JAX's error here comes from XLA's verifier, with source locations.
                 return Ok(unknown(f));
             }
@@ -499,7 +499,8 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
         }
         F::LaxFull | F::LaxFullLike => {
             let (shape, dtype, weak_default) = if f == F::LaxFull {
-                let Some(shape) = shape_arg(interp, p.get(0, "shape").unwrap_or(&Value::None))? else { return Ok(unknown(f)) };
+                let Some(v @ (Value::Tuple(_) | Value::List(_) | Value::Int(_))) = p.get(0, "shape") else { return Ok(unknown(f)) };
+                let Some(shape) = shape_arg(interp, v)? else { return Ok(unknown(f)) };
                 (shape, None, None)
             } else {
                 let x = arr!(0, "x");
@@ -599,11 +600,18 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 Some(v) => interp.truthy(v)?,
                 None => true,
             };
-            if operands.is_empty() || num_keys != 1 {
-                return Ok(unknown(f));
+            if operands.is_empty() {
+                return Err(interp.type_error("Sort requires at least one operand"));
+            }
+            if !sequence && num_keys != 1 {
+                return Err(interp.value_error(format!("num_keys={num_keys} must equal 1 for a single operand.")));
+            }
+            if num_keys < 1 || num_keys as usize > operands.len() {
+                let message = format!("num_keys={num_keys} must be between 1 and len(operand)={}", operands.len());
+                return Err(interp.value_error(message));
             }
             let dimension = int_arg(p, 1, "dimension").unwrap_or(-1);
-            let sorted = sort(interp, f, &operands, dimension, stable)?;
+            let sorted = sort(interp, f, &operands, num_keys as usize, dimension, stable)?;
             Ok(if sequence { Value::tuple(sorted) } else { sorted.into_iter().next().unwrap_or(Value::None) })
         }
         F::LaxSortKeyVal => {
@@ -614,7 +622,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 None => true,
             };
             let dimension = int_arg(p, 2, "dimension").unwrap_or(-1);
-            Ok(Value::tuple(sort(interp, f, &[keys, values], dimension, stable)?))
+            Ok(Value::tuple(sort(interp, f, &[keys, values], 1, dimension, stable)?))
         }
         _ => Ok(unknown(f)),
     }
@@ -818,7 +826,7 @@ fn select_n(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     }
     let Some((which, cases)) = arrays.split_first() else { return Ok(unknown(f)) };
     if cases.is_empty() {
-        return Err(interp.raise("TypeError", Code::ShapeMismatch, "select must have at least one case"));
+        return Err(interp.value_error("select_n() must have at least one case"));
     }
     let case_shape = cases[0].aval.shape.clone();
     if cases.iter().any(|c| c.aval.shape != case_shape) {
@@ -873,7 +881,7 @@ fn slice(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, start: &[i64], limit: &[i
         if s < 0 || l < s || l > x.aval.shape[d] as i64 || k < 1 {
             return Ok(unknown(f));
         }
-        shape.push(((l - s + k - 1) / k) as usize);
+        shape.push(((l - s) / k + i64::from((l - s) % k != 0)) as usize);
     }
     let prim = Prim::Slice {
         start: start.iter().map(|&s| s as usize).collect(),
@@ -921,7 +929,7 @@ fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     let (Some(x), Some(value)) = (array_arg(interp, f, p, 0, "operand")?, array_arg(interp, f, p, 1, "padding_value")?) else {
         return Ok(unknown(f));
     };
-    let Some(config_value) = p.get(2, "padding_config") else { return Ok(unknown(f)) };
+    let Some(config_value @ (Value::Tuple(_) | Value::List(_))) = p.get(2, "padding_config") else { return Ok(unknown(f)) };
     let mut config = Vec::new();
     for entry in interp.iterate(config_value)? {
         let Some(triple) = (match &entry {
@@ -933,6 +941,10 @@ fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             return Ok(unknown(f));
         };
         let [lo, hi, interior] = triple[..] else { return Ok(unknown(f)) };
+        // Widths past any real shape are not modelled (and would overflow the arithmetic).
+        if [lo, hi, interior].iter().any(|w| w.unsigned_abs() > 1 << 40) {
+            return Ok(unknown(f));
+        }
         config.push((lo, hi, interior));
     }
     let config_text = {
@@ -996,17 +1008,19 @@ fn lax_reduce(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, axes: &[i64]) -> PyR
         let message = format!("logical reduction requires operand dtype bool or int, got {}.", dtype.name());
         return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
     }
-    if matches!(op, ReduceOp::And | ReduceOp::Or) && dtype.is_integer() {
-        // Bitwise reductions of integers: not modelled by the Reduce kernel.
-        return Ok(unknown(f));
-    }
     let mut unique = axes.to_vec();
     unique.sort_unstable();
     unique.dedup();
+    let nd = x.aval.ndim() as i64;
+    let logical = matches!(op, ReduceOp::And | ReduceOp::Or);
+    if logical && (unique.len() != axes.len() || axes.iter().any(|&a| a < 0 || a >= nd)) {
+        // The logical reductions' shape rule is `np.delete(shape, axes)`: its IndexError, or
+        // no error and one from XLA's verifier later; neither is modelled.
+        return Ok(unknown(f));
+    }
     if unique.len() != axes.len() {
         return Err(interp.value_error(format!("duplicate value in 'axes' of reduction: {}", int_tuple_text(axes))));
     }
-    let nd = x.aval.ndim() as i64;
     if axes.iter().any(|&a| a < 0 || a >= nd) {
         let message = format!("reduction axes {} contains out-of-bounds indices for {}.", int_tuple_text(axes), x.aval.long());
         return Err(interp.value_error(message));
@@ -1017,29 +1031,44 @@ fn lax_reduce(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, axes: &[i64]) -> PyR
     }
     let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
     let out: Vec<usize> = (0..x.aval.ndim()).filter(|d| !axes.contains(d)).map(|d| x.aval.shape[d]).collect();
+    if matches!(op, ReduceOp::And | ReduceOp::Or) && dtype.is_integer() {
+        // Bitwise reductions of integers: the Reduce kernel's `and`/`or` are logical.
+        return not_computed(interp, f, std::slice::from_ref(x), x.aval.with_shape(&out));
+    }
     bind1(interp, Prim::Reduce { op, axes }, std::slice::from_ref(x), x.aval.with_shape(&out)).map(Value::Array)
 }
 
-/// `lax.sort` of one operand or of a sequence with `num_keys=1`, and `lax.sort_key_val`:
-/// the first operand sorted, and each other one in the order of its keys. Ties order the
-/// others as the stable sort does; an unstable sort of more than 16 elements orders them as
-/// XLA's algorithm happens to, so those are not computed.
-fn sort(interp: &mut Interp, f: JaxFn, operands: &[Rc<Array>], dimension: i64, stable: bool) -> PyResult<Vec<Value>> {
-    let keys = &operands[0];
-    let ax = normalize_axis(interp, dimension, keys.aval.ndim())?;
-    if operands.iter().any(|o| o.aval.shape != keys.aval.shape) {
+/// `lax.sort` of one operand or of a sequence, and `lax.sort_key_val`: the operands in the
+/// lexicographic order of the first `num_keys` of them. The sort primitive here orders its
+/// second operand by the first stably, so the order of several keys is that of successive
+/// stable sorts, by the last key first. An unstable sort of more than 16 elements orders the
+/// ties of the keys as XLA's algorithm happens to: the other operands are then not computed.
+fn sort(interp: &mut Interp, f: JaxFn, operands: &[Rc<Array>], num_keys: usize, dimension: i64, stable: bool) -> PyResult<Vec<Value>> {
+    let first = &operands[0];
+    let ax = normalize_axis(interp, dimension, first.aval.ndim())?;
+    if operands.iter().any(|o| o.aval.shape != first.aval.shape) {
         let shapes = operands.iter().map(|o| o.aval.shape_tuple()).collect::<Vec<_>>().join(" ");
         return Err(interp.raise("TypeError", Code::ShapeMismatch, format!("Arguments to sort must have equal shapes, got: {shapes}")));
     }
     let prim = Prim::Sort { dimension: ax, num_keys: 1 };
-    let mut out = vec![Value::Array(bind1(interp, prim.clone(), std::slice::from_ref(keys), keys.aval.clone())?)];
-    for other in &operands[1..] {
-        let sorted = if !stable && keys.aval.shape[ax] > 16 {
-            bind1(interp, Prim::Opaque(f.name()), &[keys.clone(), other.clone()], other.aval.clone())?
-        } else {
-            bind1(interp, prim.clone(), &[keys.clone(), other.clone()], other.aval.clone())?
-        };
-        out.push(Value::Array(sorted));
+    let mut current: Vec<Rc<Array>> = operands.to_vec();
+    for k in (0..num_keys).rev() {
+        let key = current[k].clone();
+        current = current
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let inputs = if i == k { vec![key.clone()] } else { vec![key.clone(), o.clone()] };
+                bind1(interp, prim.clone(), &inputs, o.aval.clone())
+            })
+            .collect::<PyResult<_>>()?;
     }
-    Ok(out)
+    if !stable && first.aval.shape[ax] > 16 {
+        for (o, original) in current.iter_mut().zip(operands).skip(num_keys) {
+            let mut inputs = operands[..num_keys].to_vec();
+            inputs.push(original.clone());
+            *o = bind1(interp, Prim::Opaque(f.name()), &inputs, original.aval.clone())?;
+        }
+    }
+    Ok(current.into_iter().map(Value::Array).collect())
 }
