@@ -3752,6 +3752,17 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
             let a = arr!(0, "operand");
+            // `dynamic_slice_in_dim` counts a negative axis from the end; past the rank it is
+            // JAX's IndexError, not modelled.
+            let nd = a.aval.ndim() as i64;
+            let axis = match p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) {
+                ax if ax < 0 => ax + nd,
+                ax => ax,
+            };
+            if f == F::LaxDynamicSliceInDim && !(0..nd).contains(&axis) {
+                return Ok(Value::opaque("dynamic_slice_in_dim"));
+            }
+            let axis = axis as usize;
             let shape: Vec<usize> = if f == F::LaxDynamicSlice {
                 match shape_arg(interp, p.get(2, "slice_sizes").unwrap_or(&Value::None))? {
                     Some(s) => s,
@@ -3759,17 +3770,13 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 }
             } else {
                 let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1) as usize;
-                let ax = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
                 let mut s = a.aval.shape.to_vec();
-                if ax < s.len() {
-                    s[ax] = size;
-                }
+                s[axis] = size;
                 s
             };
             let starts = if f == F::LaxDynamicSlice {
                 start_indices(interp, p.get(1, "start_indices"), a.aval.ndim())?
             } else {
-                let axis = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
                 match p.get(1, "start_index").map(|v| operand(interp, v)).transpose()? {
                     Some(Operand::Array(i)) if i.aval.ndim() == 0 && i.aval.dtype.is_integer() && axis < a.aval.ndim() => {
                         let zero = Array::scalar(0.0, i.aval.dtype, i.aval.weak);
