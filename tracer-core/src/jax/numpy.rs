@@ -2354,6 +2354,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             return compare_arrays(interp, $c, &a, &b).map(Value::Array);
         }};
     }
+    if lax_fns::handles(f) {
+        return lax_fns::call(interp, f, &p);
+    }
     let keepdims = match p.get(usize::MAX, "keepdims") {
         Some(v) => interp.truthy(v)?,
         None => false,
@@ -2574,9 +2577,9 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Nextafter => binary!(BinaryPrim::NextAfter),
         F::ScipyErf => unary!(UnaryPrim::Erf),
         F::ScipyErfc => unary!(UnaryPrim::Erfc),
-        F::ScipyErfinv | F::LaxErfInv => unary!(UnaryPrim::ErfInv),
-        F::ScipyGammaln | F::LaxLgamma => unary!(UnaryPrim::Lgamma),
-        F::ScipyDigamma | F::LaxDigamma => unary!(UnaryPrim::Digamma),
+        F::ScipyErfinv => unary!(UnaryPrim::ErfInv),
+        F::ScipyGammaln => unary!(UnaryPrim::Lgamma),
+        F::ScipyDigamma => unary!(UnaryPrim::Digamma),
         // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
         // name takes an integer order only.
         F::ScipyPolygamma | F::LaxPolygamma => {
@@ -2698,7 +2701,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Exp => unary!(UnaryPrim::Exp),
         F::Exp2 => unary!(UnaryPrim::Exp2),
         F::Expm1 => unary!(UnaryPrim::Expm1),
-        F::Log | F::LaxLog => unary!(UnaryPrim::Log),
+        F::Log => unary!(UnaryPrim::Log),
         F::Log2 | F::Log10 => {
             let a = arr!(0, "x");
             let l = unary_prim(interp, UnaryPrim::Log, &a)?;
@@ -2706,8 +2709,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             true_divide(interp, &l, &k).map(Value::Array)
         }
         F::Log1p => unary!(UnaryPrim::Log1p),
-        F::Sqrt | F::LaxRsqrtAlias => unary!(UnaryPrim::Sqrt),
-        F::LaxRsqrt => unary!(UnaryPrim::Rsqrt),
+        F::Sqrt => unary!(UnaryPrim::Sqrt),
         F::Cbrt => unary!(UnaryPrim::Cbrt),
         F::Square => unary!(UnaryPrim::Square),
         F::Reciprocal => {
@@ -2723,11 +2725,10 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         F::Arctan => unary!(UnaryPrim::Atan),
         F::Sinh => unary!(UnaryPrim::Sinh),
         F::Cosh => unary!(UnaryPrim::Cosh),
-        F::Tanh | F::LaxTanh | F::NnTanh => unary!(UnaryPrim::Tanh),
+        F::Tanh | F::NnTanh => unary!(UnaryPrim::Tanh),
         F::Arcsinh => unary!(UnaryPrim::Asinh),
         F::Arccosh => unary!(UnaryPrim::Acosh),
         F::Arctanh => unary!(UnaryPrim::Atanh),
-        F::LaxExp => unary!(UnaryPrim::Exp),
         F::Deg2rad | F::Rad2deg => {
             let a = arr!(0, "x");
             let k = if f == F::Deg2rad { std::f64::consts::PI / 180.0 } else { 180.0 / std::f64::consts::PI };
@@ -4051,9 +4052,6 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             }
             bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
         }
-        F::LaxAdd | F::LaxSub | F::LaxMul | F::LaxDiv | F::LaxRem | F::LaxMax | F::LaxMin | F::LaxBitwiseAnd => {
-            lax_binary(interp, f, &args)
-        }
         F::LaxConvertElementType => {
             let a = arr!(0, "operand");
             match dtype_arg(interp, p.get(1, "new_dtype"))? {
@@ -4084,6 +4082,17 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
             let a = arr!(0, "operand");
+            // `dynamic_slice_in_dim` counts a negative axis from the end; past the rank it is
+            // JAX's IndexError, not modelled.
+            let nd = a.aval.ndim() as i64;
+            let axis = match p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) {
+                ax if ax < 0 => ax + nd,
+                ax => ax,
+            };
+            if f == F::LaxDynamicSliceInDim && !(0..nd).contains(&axis) {
+                return Ok(Value::opaque("dynamic_slice_in_dim"));
+            }
+            let axis = axis as usize;
             let shape: Vec<usize> = if f == F::LaxDynamicSlice {
                 match shape_arg(interp, p.get(2, "slice_sizes").unwrap_or(&Value::None))? {
                     Some(s) => s,
@@ -4091,17 +4100,13 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
                 }
             } else {
                 let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1) as usize;
-                let ax = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
                 let mut s = a.aval.shape.to_vec();
-                if ax < s.len() {
-                    s[ax] = size;
-                }
+                s[axis] = size;
                 s
             };
             let starts = if f == F::LaxDynamicSlice {
                 start_indices(interp, p.get(1, "start_indices"), a.aval.ndim())?
             } else {
-                let axis = p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) as usize;
                 match p.get(1, "start_index").map(|v| operand(interp, v)).transpose()? {
                     Some(Operand::Array(i)) if i.aval.ndim() == 0 && i.aval.dtype.is_integer() && axis < a.aval.ndim() => {
                         let zero = Array::scalar(0.0, i.aval.dtype, i.aval.weak);
@@ -4700,6 +4705,9 @@ mod quantile;
 
 #[path = "numpy_pad.rs"]
 mod pad;
+
+#[path = "numpy_lax.rs"]
+mod lax_fns;
 use products::{matmul, squeeze};
 
 /// The floating dtype a linear-algebra routine computes in.
@@ -4711,74 +4719,6 @@ fn float_of(interp: &Interp, arrays: &[Rc<Array>]) -> DType {
     } else {
         dtypes::default_float(cfg(interp))
     }
-}
-
-/// `lax.add` and friends: no implicit promotion or rank broadcasting, with lax's messages.
-fn lax_binary(interp: &mut Interp, f: JaxFn, args: &[Value]) -> PyResult<Value> {
-    let a = arr_or_unknown!(interp, &args.first().cloned().unwrap_or(Value::None));
-    let b = arr_or_unknown!(interp, &args.get(1).cloned().unwrap_or(Value::None));
-    let (name, prim) = match f {
-        JaxFn::LaxAdd => ("add", BinaryPrim::Add),
-        JaxFn::LaxSub => ("sub", BinaryPrim::Sub),
-        JaxFn::LaxMul => ("mul", BinaryPrim::Mul),
-        JaxFn::LaxDiv => ("div", BinaryPrim::Div),
-        JaxFn::LaxRem => ("rem", BinaryPrim::Rem),
-        JaxFn::LaxMax => ("max", BinaryPrim::Max),
-        JaxFn::LaxMin => ("min", BinaryPrim::Min),
-        _ => ("and", BinaryPrim::And),
-    };
-    let c = cfg(interp);
-    // Weak Python scalars adopt the other operand's dtype; strong dtypes must match.
-    let (da, db) = (a.aval.weak_dtype(), b.aval.weak_dtype());
-    let (a, b) = if da.weak && !db.weak {
-        (convert(interp, &a, db.dtype, false)?, b)
-    } else if db.weak && !da.weak {
-        let b2 = convert(interp, &b, da.dtype, false)?;
-        (a, b2)
-    } else {
-        (a, b)
-    };
-    if a.aval.dtype != b.aval.dtype {
-        return Err(interp.raise(
-            "TypeError",
-            Code::DtypeMismatch,
-            format!(
-                "lax.{name} requires arguments to have the same dtypes, got {}, {}. (Tip: jnp.{} is a similar function that does automatic type promotion on inputs).",
-                a.aval.dtype.name(),
-                b.aval.dtype.name(),
-                match name { "sub" => "subtract", "mul" => "multiply", "div" => "divide", "max" => "maximum", "min" => "minimum", other => other }
-            ),
-        ));
-    }
-    let (sa, sb) = (a.aval.shape.clone(), b.aval.shape.clone());
-    let shape = if sa.is_empty() {
-        sb.clone()
-    } else if sb.is_empty() {
-        sa.clone()
-    } else {
-        if sa.len() != sb.len() {
-            return Err(interp.raise(
-                "TypeError",
-                Code::ShapeMismatch,
-                format!(
-                    "{name}: arrays must have the same number of dimensions, got {{{}, {}}}",
-                    sa.len().min(sb.len()),
-                    sa.len().max(sb.len())
-                ),
-            ));
-        }
-        if sa != sb {
-            return Err(interp.raise(
-                "TypeError",
-                Code::ShapeMismatch,
-                format!("{name} got incompatible shapes for broadcasting: {}, {}.", shape_tuple(&sa), shape_tuple(&sb)),
-            ));
-        }
-        sa.clone()
-    };
-    let _ = c;
-    let weak = a.aval.weak && b.aval.weak;
-    bind1(interp, Prim::Binary(prim), &[a.clone(), b], Aval { shape, dtype: a.aval.dtype, weak }).map(Value::Array)
 }
 
 /// Why the value of a `jax.ShapeDtypeStruct(shape, dtype)` is not computed: it has none.

@@ -56,7 +56,7 @@ pub(super) fn squeeze(interp: &mut Interp, x: &Rc<Array>, dims: &[usize]) -> PyR
 }
 
 /// `lax.transpose(x, perm)`; nothing is bound for the identity, as in JAX's jaxprs.
-fn permute(interp: &mut Interp, x: &Rc<Array>, perm: Vec<usize>) -> PyResult<Rc<Array>> {
+pub(super) fn permute(interp: &mut Interp, x: &Rc<Array>, perm: Vec<usize>) -> PyResult<Rc<Array>> {
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return Ok(x.clone());
     }

@@ -1,0 +1,1074 @@
+//! `jax.lax` functions bound as JAX 0.10.2's wrappers bind them (jax/_src/lax/lax.py,
+//! slicing.py): no dtype promotion (a Python scalar is its own weak dtype, which must match
+//! the other operands'), no rank broadcasting, and each shape or dtype error raised with
+//! the class and the message of JAX's shape and dtype rules, the shape rule first. A case
+//! whose outcome JAX leaves to XLA (a `slice` past the end, `select_n` with an integer
+//! `which`, interior padding) has the right shape or is unknown, never a guessed value.
+
+use super::*;
+
+/// The dtypes a primitive accepts, as its dtype rule names them in its message.
+#[derive(Clone, Copy)]
+enum Accepts {
+    /// `_float | _complex`.
+    Inexact,
+    /// `_float`.
+    Floating,
+    /// `_num`: `_int | _float | _complex`.
+    Number,
+    /// `abs`: `_signedint | _float | _complex`.
+    SignedOrInexact,
+    /// `_bool_or_int`.
+    IntOrBool,
+    /// `_int`.
+    Integer,
+    /// `_ordered`: `_int | _float | _bool`.
+    Ordered,
+    /// `_any`.
+    Any,
+}
+
+impl Accepts {
+    fn admits(self, d: DType) -> bool {
+        match self {
+            Accepts::Inexact => d.is_inexact(),
+            Accepts::Floating => d.is_floating(),
+            Accepts::Number => d.is_integer() || d.is_inexact(),
+            Accepts::SignedOrInexact => d.is_signed_integer() || d.is_inexact(),
+            Accepts::IntOrBool => d.is_integer() || d.is_bool(),
+            Accepts::Integer => d.is_integer(),
+            Accepts::Ordered => d.is_integer() || d.is_floating() || d.is_bool(),
+            Accepts::Any => !d.is_key(),
+        }
+    }
+
+    /// The type names as JAX 0.10.2 prints the set (checked against its messages).
+    fn names(self) -> &'static str {
+        match self {
+            Accepts::Inexact => "floating, complexfloating",
+            Accepts::Floating => "floating",
+            Accepts::Number => "integer, floating, complexfloating",
+            Accepts::SignedOrInexact => "floating, complexfloating, signedinteger",
+            Accepts::IntOrBool => "integer, bool",
+            Accepts::Integer => "integer",
+            Accepts::Ordered => "integer, floating, bool",
+            Accepts::Any => "integer, floating, complexfloating, bool",
+        }
+    }
+}
+
+/// The `jnp` function JAX's `check_same_dtypes` suggests for a primitive, if any.
+fn jnp_equivalent(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "add" => "add",
+        "sub" => "subtract",
+        "mul" => "multiply",
+        "div" => "divide",
+        "max" => "maximum",
+        "min" => "minimum",
+        "eq" => "equal",
+        "ne" => "not_equal",
+        "atan2" => "arctan2",
+        "nextafter" => "nextafter",
+        "shift_left" => "left_shift",
+        "shift_right_logical" | "shift_right_arithmetic" => "right_shift",
+        "concatenate" => "concatenate",
+        "select" => "where",
+        _ => return None,
+    })
+}
+
+/// JAX's `check_same_dtypes(name, *avals)`.
+fn check_same_dtypes(interp: &mut Interp, name: &str, arrays: &[&Rc<Array>]) -> PyResult<()> {
+    let Some(first) = arrays.first() else { return Ok(()) };
+    if arrays.iter().all(|a| a.aval.dtype == first.aval.dtype) {
+        return Ok(());
+    }
+    let listed = arrays.iter().map(|a| a.aval.dtype.name()).collect::<Vec<_>>().join(", ");
+    let tip = jnp_equivalent(name)
+        .map(|j| format!(" (Tip: jnp.{j} is a similar function that does automatic type promotion on inputs)."))
+        .unwrap_or_default();
+    Err(interp.raise(
+        "TypeError",
+        Code::DtypeMismatch,
+        format!("lax.{name} requires arguments to have the same dtypes, got {listed}.{tip}"),
+    ))
+}
+
+/// The unary primitive of a `lax` function, and the dtypes it accepts.
+fn unary_of(f: JaxFn) -> Option<(UnaryPrim, Accepts)> {
+    use Accepts as A;
+    use JaxFn as F;
+    use UnaryPrim as U;
+    Some(match f {
+        F::LaxNeg => (U::Neg, A::Number),
+        F::LaxSign => (U::Sign, A::Number),
+        F::LaxFloor => (U::Floor, A::Floating),
+        F::LaxCeil => (U::Ceil, A::Floating),
+        F::LaxRound => (U::Round, A::Floating),
+        F::LaxIsFinite => (U::IsFinite, A::Floating),
+        F::LaxAbs => (U::Abs, A::SignedOrInexact),
+        F::LaxExp => (U::Exp, A::Inexact),
+        F::LaxExp2 => (U::Exp2, A::Inexact),
+        F::LaxExpm1 => (U::Expm1, A::Inexact),
+        F::LaxLog => (U::Log, A::Inexact),
+        F::LaxLog1p => (U::Log1p, A::Inexact),
+        F::LaxTanh => (U::Tanh, A::Inexact),
+        F::LaxLogistic => (U::Logistic, A::Inexact),
+        F::LaxSin => (U::Sin, A::Inexact),
+        F::LaxCos => (U::Cos, A::Inexact),
+        F::LaxTan => (U::Tan, A::Inexact),
+        F::LaxAsin => (U::Asin, A::Inexact),
+        F::LaxAcos => (U::Acos, A::Inexact),
+        F::LaxAtan => (U::Atan, A::Inexact),
+        F::LaxSinh => (U::Sinh, A::Inexact),
+        F::LaxCosh => (U::Cosh, A::Inexact),
+        F::LaxAsinh => (U::Asinh, A::Inexact),
+        F::LaxAcosh => (U::Acosh, A::Inexact),
+        F::LaxAtanh => (U::Atanh, A::Inexact),
+        F::LaxRsqrtAlias => (U::Sqrt, A::Inexact),
+        F::LaxRsqrt => (U::Rsqrt, A::Inexact),
+        F::LaxCbrt => (U::Cbrt, A::Floating),
+        F::LaxSquare => (U::Square, A::Number),
+        F::LaxErf => (U::Erf, A::Floating),
+        F::LaxErfc => (U::Erfc, A::Floating),
+        F::LaxErfInv => (U::ErfInv, A::Floating),
+        F::LaxLgamma => (U::Lgamma, A::Floating),
+        F::LaxDigamma => (U::Digamma, A::Floating),
+        F::LaxBitwiseNot => (U::Not, A::IntOrBool),
+        _ => return None,
+    })
+}
+
+/// The binary primitive of a `lax` function and the dtypes it accepts at each position.
+enum BinaryKind {
+    Arith(BinaryPrim, Accepts, Accepts),
+    Compare(CmpPrim, &'static str, Accepts),
+}
+
+fn binary_of(f: JaxFn) -> Option<BinaryKind> {
+    use Accepts as A;
+    use BinaryKind::{Arith, Compare};
+    use BinaryPrim as B;
+    use JaxFn as F;
+    Some(match f {
+        F::LaxAdd => Arith(B::Add, A::Number, A::Number),
+        F::LaxSub => Arith(B::Sub, A::Number, A::Number),
+        F::LaxMul => Arith(B::Mul, A::Number, A::Number),
+        F::LaxDiv => Arith(B::Div, A::Number, A::Number),
+        F::LaxRem => Arith(B::Rem, A::Number, A::Number),
+        F::LaxMax => Arith(B::Max, A::Any, A::Any),
+        F::LaxMin => Arith(B::Min, A::Any, A::Any),
+        F::LaxPow => Arith(B::Pow, A::Inexact, A::Number),
+        F::LaxAtan2 => Arith(B::Atan2, A::Inexact, A::Inexact),
+        F::LaxNextafter => Arith(B::NextAfter, A::Floating, A::Floating),
+        F::LaxBitwiseAnd => Arith(B::And, A::IntOrBool, A::IntOrBool),
+        F::LaxBitwiseOr => Arith(B::Or, A::IntOrBool, A::IntOrBool),
+        F::LaxBitwiseXor => Arith(B::Xor, A::IntOrBool, A::IntOrBool),
+        F::LaxShiftLeft => Arith(B::ShiftLeft, A::Integer, A::Integer),
+        F::LaxShiftRightArithmetic => Arith(B::ShiftRightArithmetic, A::Integer, A::Integer),
+        F::LaxShiftRightLogical => Arith(B::ShiftRightLogical, A::Integer, A::Integer),
+        F::LaxEq => Compare(CmpPrim::Eq, "eq", A::Any),
+        F::LaxNe => Compare(CmpPrim::Ne, "ne", A::Any),
+        F::LaxLt => Compare(CmpPrim::Lt, "lt", A::Ordered),
+        F::LaxLe => Compare(CmpPrim::Le, "le", A::Ordered),
+        F::LaxGt => Compare(CmpPrim::Gt, "gt", A::Ordered),
+        F::LaxGe => Compare(CmpPrim::Ge, "ge", A::Ordered),
+        _ => return None,
+    })
+}
+
+/// Whether `f` is a `jax.lax` function this module binds.
+pub(super) fn handles(f: JaxFn) -> bool {
+    use JaxFn as F;
+    unary_of(f).is_some()
+        || binary_of(f).is_some()
+        || matches!(
+            f,
+            F::LaxReciprocal
+                | F::LaxSelectN
+                | F::LaxSlice
+                | F::LaxSliceInDim
+                | F::LaxIndexInDim
+                | F::LaxDynamicIndexInDim
+                | F::LaxConcatenate
+                | F::LaxReshape
+                | F::LaxTranspose
+                | F::LaxRev
+                | F::LaxSqueeze
+                | F::LaxExpandDims
+                | F::LaxBroadcast
+                | F::LaxBroadcastToRank
+                | F::LaxFull
+                | F::LaxFullLike
+                | F::LaxCollapse
+                | F::LaxPad
+                | F::LaxReduceSum
+                | F::LaxReduceMax
+                | F::LaxReduceMin
+                | F::LaxReduceProd
+                | F::LaxReduceAnd
+                | F::LaxReduceOr
+                | F::LaxArgmax
+                | F::LaxArgmin
+                | F::LaxSort
+                | F::LaxSortKeyVal
+        )
+}
+
+/// An array argument, or `None` (the result is then unknown) for a value that is not one.
+fn array_arg(interp: &mut Interp, f: JaxFn, p: &Args, i: usize, name: &str) -> PyResult<Option<Rc<Array>>> {
+    let Some(v) = p.get(i, name) else {
+        return Err(interp.type_error(format!("{}() missing 1 required positional argument: '{name}'", f.name())));
+    };
+    Ok(match operand(interp, v)? {
+        Operand::Array(a) if !a.aval.dtype.is_key() => Some(a),
+        _ => None,
+    })
+}
+
+/// A static integer argument (`None` when it is something else).
+fn int_arg(p: &Args, i: usize, name: &str) -> Option<i64> {
+    p.get(i, name).and_then(crate::interp::ops::as_int)
+}
+
+/// A sequence of static integers (`None` when it is something else).
+fn ints_arg(interp: &mut Interp, p: &Args, i: usize, name: &str) -> PyResult<Option<Vec<i64>>> {
+    match p.get(i, name) {
+        Some(v @ (Value::Tuple(_) | Value::List(_))) => Ok(interp.iterate(v)?.iter().map(crate::interp::ops::as_int).collect()),
+        _ => Ok(None),
+    }
+}
+
+/// A Python tuple of integers as `str` prints it.
+fn int_tuple_text(items: &[i64]) -> String {
+    match items {
+        [one] => format!("({one},)"),
+        _ => format!("({})", items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn unknown(f: JaxFn) -> Value {
+    Value::opaque(format!("lax.{}", f.name()))
+}
+
+/// Binds `prim` with a result whose values are not computed (a case JAX leaves to XLA).
+fn not_computed(interp: &mut Interp, f: JaxFn, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
+    bind1(interp, Prim::Opaque(f.name()), inputs, aval).map(Value::Array)
+}
+
+pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
+    use JaxFn as F;
+    macro_rules! arr {
+        ($i:expr, $name:expr) => {
+            match array_arg(interp, f, p, $i, $name)? {
+                Some(a) => a,
+                None => return Ok(unknown(f)),
+            }
+        };
+    }
+    if let Some((prim, accepts)) = unary_of(f) {
+        let x = arr!(0, "x");
+        return unary(interp, f, prim, accepts, &x, p);
+    }
+    if let Some(kind) = binary_of(f) {
+        let x = arr!(0, "x");
+        let y = arr!(1, "y");
+        return binary(interp, kind, &x, &y).map(Value::Array);
+    }
+    match f {
+        F::LaxReciprocal => {
+            // `integer_pow(x, -1)`.
+            let x = arr!(0, "x");
+            if !x.aval.dtype.is_inexact() {
+                let message = format!("Integers cannot be raised to negative powers, got integer_pow({}, -1)", x.aval.long());
+                return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+            }
+            bind1(interp, Prim::IntegerPow(-1), std::slice::from_ref(&x), x.aval.clone()).map(Value::Array)
+        }
+        F::LaxSelectN => select_n(interp, f, p),
+        F::LaxSlice => {
+            let x = arr!(0, "operand");
+            let (Some(start), Some(limit)) = (ints_arg(interp, p, 1, "start_indices")?, ints_arg(interp, p, 2, "limit_indices")?) else {
+                return Ok(unknown(f));
+            };
+            let strides = match p.get(3, "strides") {
+                None => Some(vec![1; start.len()]),
+                Some(_) => ints_arg(interp, p, 3, "strides")?,
+            };
+            let Some(strides) = strides else { return Ok(unknown(f)) };
+            slice(interp, f, &x, &start, &limit, &strides)
+        }
+        F::LaxSliceInDim | F::LaxIndexInDim => {
+            let x = arr!(0, "operand");
+            let nd = x.aval.ndim() as i64;
+            let axis = int_arg(p, if f == F::LaxSliceInDim { 4 } else { 2 }, "axis").unwrap_or(0);
+            if axis < -nd || axis >= nd {
+                return Ok(unknown(f));
+            }
+            let ax = if axis < 0 { axis + nd } else { axis } as usize;
+            let n = x.aval.shape[ax] as i64;
+            let wrap = |i: i64| if i < 0 { i + n } else { i };
+            let mut start = vec![0; x.aval.ndim()];
+            let mut limit: Vec<i64> = x.aval.shape.iter().map(|&d| d as i64).collect();
+            let mut strides = vec![1; x.aval.ndim()];
+            if f == F::LaxIndexInDim {
+                let Some(index) = int_arg(p, 1, "index") else { return Ok(unknown(f)) };
+                let i = wrap(index);
+                if !(0..n).contains(&i) {
+                    let message = format!("index {index} is out of bounds for axis {axis} with size {n}");
+                    return Err(interp.raise("IndexError", Code::ShapeMismatch, message));
+                }
+                start[ax] = i;
+                limit[ax] = i + 1;
+                let one = slice(interp, f, &x, &start, &limit, &strides)?;
+                let keepdims = match p.get(3, "keepdims") {
+                    Some(v) => interp.truthy(v)?,
+                    None => true,
+                };
+                return match one {
+                    Value::Array(a) if !keepdims => squeeze(interp, &a, &[ax]).map(Value::Array),
+                    other => Ok(other),
+                };
+            }
+            let bound = |v: Option<&Value>, default: i64| match v {
+                None => Some(default),
+                Some(v) => crate::interp::ops::as_int(v).map(wrap),
+            };
+            let (Some(lo), Some(hi)) = (bound(p.get(1, "start_index"), 0), bound(p.get(2, "limit_index"), n)) else {
+                return Ok(unknown(f));
+            };
+            let Some(stride) = (match p.get(3, "stride") {
+                None => Some(1),
+                Some(v) => crate::interp::ops::as_int(v),
+            }) else {
+                return Ok(unknown(f));
+            };
+            start[ax] = lo;
+            limit[ax] = hi;
+            strides[ax] = stride;
+            slice(interp, f, &x, &start, &limit, &strides)
+        }
+        F::LaxDynamicIndexInDim => {
+            // `dynamic_slice_in_dim(operand, index, 1, axis)`, squeezed unless `keepdims`.
+            let (Some(x), Some(index)) = (p.get(0, "operand"), p.get(1, "index")) else { return Ok(unknown(f)) };
+            let axis = p.get(2, "axis").cloned().unwrap_or(Value::Int(0));
+            let in_range = |a: &Rc<Array>| crate::interp::ops::as_int(&axis).is_some_and(|ax| ax >= 0 && (ax as usize) < a.aval.ndim());
+            if !matches!(operand(interp, x)?, Operand::Array(a) if in_range(&a)) {
+                return Ok(unknown(f));
+            }
+            let args = [x.clone(), index.clone(), Value::Int(1), axis.clone()];
+            let kwargs = Kwargs::new();
+            let slice = super::call(interp, F::LaxDynamicSliceInDim, args.to_vec(), kwargs)?;
+            let keepdims = match p.get(3, "keepdims") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            match (slice, crate::interp::ops::as_int(&axis)) {
+                (Value::Array(a), Some(ax)) if !keepdims => squeeze(interp, &a, &[ax as usize]).map(Value::Array),
+                (other, _) => Ok(other),
+            }
+        }
+        F::LaxConcatenate => {
+            let Some(list @ (Value::Tuple(_) | Value::List(_) | Value::Array(_))) = p.get(0, "operands") else { return Ok(unknown(f)) };
+            let Some(arrays) = array_list(interp, list)? else { return Ok(unknown(f)) };
+            let Some(dimension) = int_arg(p, 1, "dimension") else { return Ok(unknown(f)) };
+            lax_concatenate(interp, &arrays, dimension)
+        }
+        F::LaxReshape => {
+            let x = arr!(0, "operand");
+            let Some(sizes) = ints_arg(interp, p, 1, "new_sizes")? else { return Ok(unknown(f)) };
+            if sizes.iter().any(|&s| s < 0) {
+                let message = format!("reshape new_sizes must all be positive, got {}.", int_tuple_text(&sizes));
+                return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+            }
+            let sizes: Vec<usize> = sizes.iter().map(|&s| s as usize).collect();
+            if sizes.iter().fold(1u128, |n, &s| n.saturating_mul(s as u128)) != x.aval.size() {
+                // JAX's error here comes from XLA's verifier, with source locations.
+                return Ok(unknown(f));
+            }
+            let x = match p.get(2, "dimensions") {
+                None => x,
+                Some(_) => {
+                    let Some(perm) = permutation(interp, p, 2, "dimensions", x.aval.ndim())? else { return Ok(unknown(f)) };
+                    products::permute(interp, &x, perm)?
+                }
+            };
+            reshape_raw(interp, &x, &sizes).map(Value::Array)
+        }
+        F::LaxTranspose => {
+            let x = arr!(0, "operand");
+            let Some(perm) = ints_arg(interp, p, 1, "permutation")? else { return Ok(unknown(f)) };
+            let nd = x.aval.ndim();
+            if perm.iter().any(|&d| d < 0) {
+                return Ok(unknown(f));
+            }
+            let mut sorted = perm.clone();
+            sorted.sort_unstable();
+            if sorted != (0..nd as i64).collect::<Vec<_>>() {
+                let message = format!(
+                    "transpose permutation isn't a permutation of operand dimensions, got permutation {} for operand shape {}.",
+                    int_tuple_text(&perm),
+                    x.aval.shape_tuple()
+                );
+                return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+            }
+            products::permute(interp, &x, perm.iter().map(|&d| d as usize).collect()).map(Value::Array)
+        }
+        F::LaxRev => {
+            let x = arr!(0, "operand");
+            let Some(dims) = ints_arg(interp, p, 1, "dimensions")? else { return Ok(unknown(f)) };
+            let nd = x.aval.ndim() as i64;
+            let mut unique = dims.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            if unique.len() != dims.len() {
+                let message = format!("rev dimensions must be unique, got {}.", int_tuple_text(&dims));
+                return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+            }
+            if dims.iter().any(|&d| d < 0) {
+                return Ok(unknown(f));
+            }
+            if dims.iter().any(|&d| d >= nd) {
+                let message = format!(
+                    "rev dimensions must all be less than operand ndim, got dimensions {} for operand ndim {nd}.",
+                    int_tuple_text(&dims)
+                );
+                return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+            }
+            let dimensions: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+            bind1(interp, Prim::Rev { dimensions }, std::slice::from_ref(&x), x.aval.clone()).map(Value::Array)
+        }
+        F::LaxSqueeze => {
+            let x = arr!(0, "array");
+            let Some(dims) = ints_arg(interp, p, 1, "dimensions")? else { return Ok(unknown(f)) };
+            let mut axes = Vec::with_capacity(dims.len());
+            for d in dims {
+                axes.push(normalize_axis(interp, d, x.aval.ndim())?);
+            }
+            axes.sort_unstable();
+            let text = int_tuple_text(&axes.iter().map(|&a| a as i64).collect::<Vec<_>>());
+            if axes.windows(2).any(|w| w[0] == w[1]) {
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("dimensions are not unique: {text}")));
+            }
+            if axes.iter().any(|&a| x.aval.shape[a] != 1) {
+                let message = format!(
+                    "cannot select an axis to squeeze out which has size not equal to one, got shape={} and dimensions={text}",
+                    x.aval.shape_tuple()
+                );
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
+            }
+            squeeze(interp, &x, &axes).map(Value::Array)
+        }
+        F::LaxExpandDims => {
+            let x = arr!(0, "array");
+            let Some(dims) = ints_arg(interp, p, 1, "dimensions")? else { return Ok(unknown(f)) };
+            let out_nd = x.aval.ndim() + dims.len();
+            let mut axes = Vec::with_capacity(dims.len());
+            for d in dims {
+                axes.push(normalize_axis(interp, d, out_nd)?);
+            }
+            let mut unique = axes.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            if unique.len() != axes.len() {
+                let text = int_tuple_text(&axes.iter().map(|&a| a as i64).collect::<Vec<_>>());
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("repeated axis in lax.expand_dims: {text}")));
+            }
+            let mut shape = x.aval.shape.to_vec();
+            for &a in &unique {
+                shape.insert(a, 1);
+            }
+            let kept: Vec<usize> = (0..out_nd).filter(|d| !unique.contains(d)).collect();
+            let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: kept };
+            bind1(interp, prim, std::slice::from_ref(&x), x.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LaxBroadcast | F::LaxBroadcastToRank => {
+            let x = arr!(0, if f == F::LaxBroadcast { "operand" } else { "x" });
+            let sizes = if f == F::LaxBroadcast {
+                match ints_arg(interp, p, 1, "sizes")? {
+                    Some(s) if s.iter().all(|&d| d >= 0) => s.iter().map(|&d| d as usize).collect(),
+                    _ => return Ok(unknown(f)),
+                }
+            } else {
+                let Some(rank) = int_arg(p, 1, "rank") else { return Ok(unknown(f)) };
+                vec![1; (rank - x.aval.ndim() as i64).max(0) as usize]
+            };
+            let shape: Vec<usize> = sizes.iter().chain(x.aval.shape.iter()).copied().collect();
+            broadcast_to_shape(interp, &x, &shape).map(Value::Array)
+        }
+        F::LaxFull | F::LaxFullLike => {
+            let (shape, dtype, weak_default) = if f == F::LaxFull {
+                let Some(v @ (Value::Tuple(_) | Value::List(_) | Value::Int(_))) = p.get(0, "shape") else { return Ok(unknown(f)) };
+                let Some(shape) = shape_arg(interp, v)? else { return Ok(unknown(f)) };
+                (shape, None, None)
+            } else {
+                let x = arr!(0, "x");
+                let shape = match p.get(3, "shape") {
+                    None => x.aval.shape.to_vec(),
+                    Some(v) => match shape_arg(interp, v)? {
+                        Some(s) => s,
+                        None => return Ok(unknown(f)),
+                    },
+                };
+                (shape, Some(x.aval.dtype), Some(x.aval.weak))
+            };
+            let fill = arr!(1, "fill_value");
+            if fill.aval.ndim() != 0 {
+                let message =
+                    format!("{} must be called with scalar fill_value, got fill_value.shape {}.", f.name(), fill.aval.shape_tuple());
+                return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+            }
+            let requested = dtype_arg(interp, p.get(2, "dtype"))?.map(|d| dtypes::canonicalize(d, cfg(interp)));
+            // `full`: the fill value's own dtype and weak type unless a dtype is given;
+            // `full_like`: `x`'s dtype, weak when `x` is and no dtype is given.
+            let (dtype, weak) = match (requested, dtype, weak_default) {
+                (Some(d), _, _) => (d, false),
+                (None, Some(d), Some(w)) => (d, w),
+                _ => (fill.aval.dtype, fill.aval.weak),
+            };
+            let fill = convert(interp, &fill, dtype, weak)?;
+            broadcast_to_shape(interp, &fill, &shape).map(Value::Array)
+        }
+        F::LaxCollapse => {
+            let x = arr!(0, "operand");
+            let nd = x.aval.ndim() as i64;
+            let Some(start) = int_arg(p, 1, "start_dimension") else { return Ok(unknown(f)) };
+            let stop = match p.get(2, "stop_dimension") {
+                None => Some(nd),
+                Some(v) => crate::interp::ops::as_int(v),
+            };
+            let Some(stop) = stop else { return Ok(unknown(f)) };
+            let (start, stop) = (if start < 0 { start + nd } else { start }, if stop < 0 { stop + nd } else { stop });
+            if !(0 <= start && start <= stop && stop <= nd) {
+                return Ok(unknown(f));
+            }
+            let (start, stop) = (start as usize, stop as usize);
+            let s = &x.aval.shape;
+            let mut shape: Vec<usize> = s[..start].to_vec();
+            shape.push(s[start..stop].iter().product());
+            shape.extend_from_slice(&s[stop..]);
+            reshape_raw(interp, &x, &shape).map(Value::Array)
+        }
+        F::LaxPad => pad(interp, f, p),
+        F::LaxReduceSum | F::LaxReduceMax | F::LaxReduceMin | F::LaxReduceProd | F::LaxReduceAnd | F::LaxReduceOr => {
+            let x = arr!(0, "operand");
+            let Some(axes) = ints_arg(interp, p, 1, "axes")? else { return Ok(unknown(f)) };
+            lax_reduce(interp, f, &x, &axes)
+        }
+        F::LaxArgmax | F::LaxArgmin => {
+            let x = arr!(0, "operand");
+            let Some(axis) = int_arg(p, 1, "axis") else { return Ok(unknown(f)) };
+            let Some(index_dtype) = dtype_arg(interp, p.get(2, "index_dtype"))? else { return Ok(unknown(f)) };
+            let nd = x.aval.ndim();
+            if axis < 0 || axis >= nd as i64 {
+                let message = format!("Invalid axis {axis} for operand shape {}", x.aval.shape_tuple());
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
+            }
+            let ax = axis as usize;
+            if x.aval.shape[ax] == 0 {
+                let message =
+                    format!("argmin and argmax require non-empty reduced dimension. operand.shape={} axis={ax}", x.aval.shape_tuple());
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, message));
+            }
+            if !index_dtype.is_integer() {
+                let message = format!("index_dtype must be an integer type, but got {}", index_dtype.name());
+                return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+            }
+            let index_dtype = dtypes::canonicalize(index_dtype, cfg(interp));
+            let op = if f == F::LaxArgmax { ArgOp::Max } else { ArgOp::Min };
+            let out: Vec<usize> = (0..nd).filter(|&d| d != ax).map(|d| x.aval.shape[d]).collect();
+            bind1(interp, Prim::ArgReduce { op, axis: ax, index_dtype }, std::slice::from_ref(&x), Aval::new(&out, index_dtype))
+                .map(Value::Array)
+        }
+        F::LaxSort => {
+            let Some(v) = p.get(0, "operand") else { return Ok(unknown(f)) };
+            let sequence = matches!(v, Value::Tuple(_) | Value::List(_));
+            let operands = if sequence {
+                match array_list(interp, v)? {
+                    Some(a) => a,
+                    None => return Ok(unknown(f)),
+                }
+            } else {
+                match v {
+                    Value::Array(a) => vec![a.clone()],
+                    _ => return Ok(unknown(f)),
+                }
+            };
+            let num_keys = int_arg(p, 3, "num_keys").unwrap_or(1);
+            let stable = match p.get(2, "is_stable") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            if operands.is_empty() {
+                return Err(interp.type_error("Sort requires at least one operand"));
+            }
+            if !sequence && num_keys != 1 {
+                return Err(interp.value_error(format!("num_keys={num_keys} must equal 1 for a single operand.")));
+            }
+            if num_keys < 1 || num_keys as usize > operands.len() {
+                let message = format!("num_keys={num_keys} must be between 1 and len(operand)={}", operands.len());
+                return Err(interp.value_error(message));
+            }
+            let dimension = int_arg(p, 1, "dimension").unwrap_or(-1);
+            let sorted = sort(interp, f, &operands, num_keys as usize, dimension, stable)?;
+            Ok(if sequence { Value::tuple(sorted) } else { sorted.into_iter().next().unwrap_or(Value::None) })
+        }
+        F::LaxSortKeyVal => {
+            let keys = arr!(0, "keys");
+            let values = arr!(1, "values");
+            let stable = match p.get(3, "is_stable") {
+                Some(v) => interp.truthy(v)?,
+                None => true,
+            };
+            let dimension = int_arg(p, 2, "dimension").unwrap_or(-1);
+            Ok(Value::tuple(sort(interp, f, &[keys, values], 1, dimension, stable)?))
+        }
+        _ => Ok(unknown(f)),
+    }
+}
+
+/// A permutation of `0..nd` given as static ints (`None` when it is not one).
+fn permutation(interp: &mut Interp, p: &Args, i: usize, name: &str, nd: usize) -> PyResult<Option<Vec<usize>>> {
+    let Some(perm) = ints_arg(interp, p, i, name)? else { return Ok(None) };
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    Ok((sorted == (0..nd as i64).collect::<Vec<_>>()).then(|| perm.iter().map(|&d| d as usize).collect()))
+}
+
+fn unary(interp: &mut Interp, f: JaxFn, prim: UnaryPrim, accepts: Accepts, x: &Rc<Array>, p: &Args) -> PyResult<Value> {
+    if !accepts.admits(x.aval.dtype) {
+        let message =
+            format!("{} does not accept dtype {}. Accepted dtypes are subtypes of {}.", prim.name(), x.aval.dtype.name(), accepts.names());
+        return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+    }
+    let aval = if prim == UnaryPrim::IsFinite { x.aval.with_dtype(DType::Bool).weak(false) } else { x.aval.clone() };
+    if prim == UnaryPrim::Round {
+        // `rounding_method`: 0 (AWAY_FROM_ZERO, the default) or 1 (TO_NEAREST_EVEN), as an
+        // int or a `lax.RoundingMethod`; the round primitive here rounds half to even.
+        let method = match p.get(1, "rounding_method") {
+            None => Some(0),
+            Some(v) => crate::interp::ops::as_int(v).or_else(|| rounding_method_member(v)),
+        };
+        match method {
+            Some(1) => {}
+            Some(0) => return round_away_from_zero(interp, x).map(Value::Array),
+            _ => return not_computed(interp, f, std::slice::from_ref(x), aval),
+        }
+    }
+    bind1(interp, Prim::Unary(prim), std::slice::from_ref(x), aval).map(Value::Array)
+}
+
+/// `lax.RoundingMethod.AWAY_FROM_ZERO` (0) or `TO_NEAREST_EVEN` (1) when `v` is printed as one.
+fn rounding_method_member(v: &Value) -> Option<i64> {
+    let text = format!("{v:?}");
+    if text.contains("TO_NEAREST_EVEN") {
+        Some(1)
+    } else if text.contains("AWAY_FROM_ZERO") {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+/// Rounding half away from zero from the half-to-even `round`: `r = round(x)` moved one
+/// further from zero (`r + sign(x)`) where `x` is a half and `r` rounded it toward zero.
+/// Every step is exact, and the derivative is zero everywhere, as JAX's.
+fn round_away_from_zero(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let r = bind1(interp, Prim::Unary(UnaryPrim::Round), std::slice::from_ref(x), x.aval.clone())?;
+    let half = Array::scalar(0.5, x.aval.dtype, x.aval.weak);
+    let gap = lax_binary_prim(interp, BinaryPrim::Sub, &r, x)?;
+    let gap = bind1(interp, Prim::Unary(UnaryPrim::Abs), &[gap], x.aval.clone())?;
+    let is_half = lax_compare(interp, CmpPrim::Eq, &gap, &half)?;
+    let abs_r = bind1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(&r), x.aval.clone())?;
+    let abs_x = bind1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(x), x.aval.clone())?;
+    let toward_zero = lax_compare(interp, CmpPrim::Lt, &abs_r, &abs_x)?;
+    let fix = lax_binary_prim(interp, BinaryPrim::And, &is_half, &toward_zero)?;
+    let sign = bind1(interp, Prim::Unary(UnaryPrim::Sign), std::slice::from_ref(x), x.aval.clone())?;
+    let moved = lax_binary_prim(interp, BinaryPrim::Add, &r, &sign)?;
+    bind1(interp, Prim::Select, &[fix, r, moved.clone()], moved.aval.clone())
+}
+
+/// The broadcast shape of two operands of a lax binary primitive: equal ranks (a scalar
+/// goes with anything), each axis equal or 1; JAX's `_try_broadcast_shapes` messages.
+fn lax_shape(interp: &mut Interp, name: &str, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Shape> {
+    let (sa, sb) = (&x.aval.shape, &y.aval.shape);
+    if sa.is_empty() {
+        return Ok(sb.clone());
+    }
+    if sb.is_empty() {
+        return Ok(sa.clone());
+    }
+    if sa.len() != sb.len() {
+        let (lo, hi) = (sa.len().min(sb.len()), sa.len().max(sb.len()));
+        return Err(interp.raise(
+            "TypeError",
+            Code::ShapeMismatch,
+            format!("{name}: arrays must have the same number of dimensions, got {{{lo}, {hi}}}"),
+        ));
+    }
+    let mut out = Shape::with_capacity(sa.len());
+    for (&a, &b) in sa.iter().zip(sb.iter()) {
+        if a == b || b == 1 {
+            out.push(a);
+        } else if a == 1 {
+            out.push(b);
+        } else {
+            let message = format!("{name} got incompatible shapes for broadcasting: {}, {}.", shape_tuple(sa), shape_tuple(sb));
+            return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+        }
+    }
+    Ok(out)
+}
+
+/// Broadcasts an operand of a lax binary primitive to the result's shape (a scalar, or
+/// axes of size 1).
+fn to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
+    if a.aval.shape.as_slice() == shape || a.aval.ndim() == 0 {
+        return Ok(a.clone());
+    }
+    let squeezed: Vec<usize> = (0..shape.len()).filter(|&d| a.aval.shape[d] != 1 || shape[d] == 1).collect();
+    let inner: Vec<usize> = squeezed.iter().map(|&d| a.aval.shape[d]).collect();
+    let a = reshape_raw(interp, a, &inner)?;
+    let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: squeezed };
+    bind1(interp, prim, std::slice::from_ref(&a), a.aval.with_shape(shape))
+}
+
+fn accepts_or_raise(interp: &mut Interp, name: &str, accepts: Accepts, position: usize, a: &Rc<Array>) -> PyResult<()> {
+    if accepts.admits(a.aval.dtype) {
+        return Ok(());
+    }
+    let message = format!(
+        "{name} does not accept dtype {} at position {position}. Accepted dtypes at position {position} are subtypes of {}.",
+        a.aval.dtype.name(),
+        accepts.names()
+    );
+    Err(interp.raise("TypeError", Code::DtypeMismatch, message))
+}
+
+/// `lax.add(x, y)` and the other binary functions: shape rule, then dtype rule, then bind.
+fn binary(interp: &mut Interp, kind: BinaryKind, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Rc<Array>> {
+    let (name, first, second) = match &kind {
+        BinaryKind::Arith(prim, a, b) => (prim.name(), *a, *b),
+        BinaryKind::Compare(_, name, a) => (*name, *a, *a),
+    };
+    let shape = lax_shape(interp, name, x, y)?;
+    accepts_or_raise(interp, name, first, 0, x)?;
+    accepts_or_raise(interp, name, second, 1, y)?;
+    let weak = x.aval.weak && y.aval.weak;
+    match kind {
+        BinaryKind::Arith(BinaryPrim::Pow, ..) => {
+            // `_pow_dtype_rule`: an inexact base to an integer power, or equal dtypes; the
+            // lowering converts an integer exponent to the base's dtype.
+            if !(y.aval.dtype.is_integer() || x.aval.dtype == y.aval.dtype) {
+                let message = format!(
+                    "the first argument to pow must have an inexact dtype (float or complex), and the second argument must have an inexact or integer dtype, and two inexact dtypes must match, but got {} and {} respectively.",
+                    x.aval.dtype.name(),
+                    y.aval.dtype.name()
+                );
+                return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+            }
+            let y = convert(interp, y, x.aval.dtype, y.aval.weak)?;
+            let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, &y, &shape)?);
+            bind1(interp, Prim::Binary(BinaryPrim::Pow), &[a, b], Aval { shape, dtype: x.aval.dtype, weak })
+        }
+        BinaryKind::Arith(prim, ..) => {
+            check_same_dtypes(interp, name, &[x, y])?;
+            let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, y, &shape)?);
+            let aval = Aval { shape, dtype: x.aval.dtype, weak };
+            if !shift_is_computed(prim, x, y) {
+                return bind1(interp, Prim::Opaque(prim.name()), &[a, b], aval);
+            }
+            bind1(interp, Prim::Binary(prim), &[a, b], aval)
+        }
+        BinaryKind::Compare(c, ..) => {
+            check_same_dtypes(interp, name, &[x, y])?;
+            let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, y, &shape)?);
+            bind1(interp, Prim::Compare(c), &[a, b], Aval { shape, dtype: DType::Bool, weak: false })
+        }
+    }
+}
+
+fn lax_binary_prim(interp: &mut Interp, prim: BinaryPrim, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Rc<Array>> {
+    binary(interp, BinaryKind::Arith(prim, Accepts::Any, Accepts::Any), x, y)
+}
+
+fn lax_compare(interp: &mut Interp, c: CmpPrim, x: &Rc<Array>, y: &Rc<Array>) -> PyResult<Rc<Array>> {
+    binary(interp, BinaryKind::Compare(c, "compare", Accepts::Any), x, y)
+}
+
+/// Whether the shift kernels compute `x << y` (`>>`) as XLA does: for shift amounts known to
+/// be in `0..bits` and, for a logical right shift, unsigned operands. Other shift amounts
+/// (XLA gives 0 or the sign) and the logical shift of signed integers are not computed.
+fn shift_is_computed(prim: BinaryPrim, x: &Rc<Array>, y: &Rc<Array>) -> bool {
+    use BinaryPrim as B;
+    if !matches!(prim, B::ShiftLeft | B::ShiftRightArithmetic | B::ShiftRightLogical) {
+        return true;
+    }
+    if prim == B::ShiftRightLogical && !x.aval.dtype.is_unsigned() {
+        return false;
+    }
+    let bits = (8 * x.aval.dtype.itemsize()) as f64;
+    match eval::force(y, 1 << 16) {
+        Some(amounts) => !y.is_tracer() && amounts.iter().all(|&k| (0.0..bits).contains(&k)),
+        None => false,
+    }
+}
+
+/// `lax.select_n(which, *cases)`.
+fn select_n(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
+    let mut arrays = Vec::with_capacity(p.args.len());
+    for v in p.args {
+        match operand(interp, v)? {
+            Operand::Array(a) if !a.aval.dtype.is_key() => arrays.push(a),
+            _ => return Ok(unknown(f)),
+        }
+    }
+    let Some((which, cases)) = arrays.split_first() else { return Ok(unknown(f)) };
+    if cases.is_empty() {
+        return Err(interp.value_error("select_n() must have at least one case"));
+    }
+    let case_shape = cases[0].aval.shape.clone();
+    if cases.iter().any(|c| c.aval.shape != case_shape) {
+        let shapes = cases.iter().map(|c| c.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, format!("select cases must have the same shapes, got [{shapes}].")));
+    }
+    if which.aval.ndim() != 0 && which.aval.shape != case_shape {
+        let message = format!(
+            "select `which` must be scalar or have the same shape as cases, got `which` shape {} but case shape {}.",
+            which.aval.shape_tuple(),
+            shape_tuple(&case_shape)
+        );
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+    }
+    let case_refs: Vec<&Rc<Array>> = cases.iter().collect();
+    check_same_dtypes(interp, "select", &case_refs)?;
+    let wd = which.aval.dtype;
+    if !(wd.is_bool() || wd.is_integer()) {
+        return Err(interp.raise(
+            "TypeError",
+            Code::DtypeMismatch,
+            format!("select `which` must be boolean or integer type, got {}.", wd.name()),
+        ));
+    }
+    if wd.is_bool() && cases.len() > 2 {
+        return Err(interp.raise("TypeError", Code::DtypeMismatch, "select with boolean `which` cannot have > 2 cases."));
+    }
+    let weak = cases.iter().all(|c| c.aval.weak);
+    let aval = cases[0].aval.clone().weak(weak);
+    if let [only] = cases {
+        return Ok(Value::Array(only.clone()));
+    }
+    if !wd.is_bool() {
+        // An integer `which` out of range is left to XLA.
+        let inputs: Vec<Rc<Array>> = arrays.clone();
+        return not_computed(interp, f, &inputs, aval);
+    }
+    let which = broadcast_to_shape(interp, which, &case_shape)?;
+    bind1(interp, Prim::Select, &[which, cases[0].clone(), cases[1].clone()], aval).map(Value::Array)
+}
+
+/// `lax.slice`: in-bounds, increasing ranges with positive strides are computed; the rest
+/// (which XLA clamps or JAX rejects with NumPy's reprs in its message) are unknown.
+fn slice(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, start: &[i64], limit: &[i64], strides: &[i64]) -> PyResult<Value> {
+    let nd = x.aval.ndim();
+    if start.len() != nd || limit.len() != nd || strides.len() != nd {
+        return Ok(unknown(f));
+    }
+    let mut shape = Vec::with_capacity(nd);
+    for d in 0..nd {
+        let (s, l, k) = (start[d], limit[d], strides[d]);
+        if s < 0 || l < s || l > x.aval.shape[d] as i64 || k < 1 {
+            return Ok(unknown(f));
+        }
+        shape.push(((l - s) / k + i64::from((l - s) % k != 0)) as usize);
+    }
+    let prim = Prim::Slice {
+        start: start.iter().map(|&s| s as usize).collect(),
+        limit: limit.iter().map(|&l| l as usize).collect(),
+        strides: strides.iter().map(|&k| k as usize).collect(),
+    };
+    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&shape)).map(Value::Array)
+}
+
+/// `lax.concatenate(operands, dimension)`: no promotion, JAX's shape messages.
+fn lax_concatenate(interp: &mut Interp, arrays: &[Rc<Array>], dimension: i64) -> PyResult<Value> {
+    let Some(first) = arrays.first() else {
+        return Err(interp.value_error("concatenate requires a non-empty sequences of arrays"));
+    };
+    if arrays.len() == 1 {
+        return Ok(Value::Array(first.clone()));
+    }
+    let shapes = arrays.iter().map(|a| a.aval.shape_tuple()).collect::<Vec<_>>().join(", ");
+    let nd = first.aval.ndim();
+    if arrays.iter().any(|a| a.aval.ndim() != nd) {
+        let message = format!("Cannot concatenate arrays with different numbers of dimensions: got {shapes}.");
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+    }
+    if dimension < 0 || dimension >= nd as i64 {
+        let message = format!("concatenate dimension out of bounds: dimension {dimension} for shapes {shapes}.");
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+    }
+    let ax = dimension as usize;
+    let others = |a: &Rc<Array>| a.aval.shape.iter().enumerate().filter(|&(d, _)| d != ax).map(|(_, &n)| n).collect::<Vec<_>>();
+    if arrays.iter().any(|a| others(a) != others(first)) {
+        let message = format!("Cannot concatenate arrays with shapes that differ in dimensions other than the one being concatenated: concatenating along dimension {ax} for shapes {shapes}.");
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+    }
+    let refs: Vec<&Rc<Array>> = arrays.iter().collect();
+    check_same_dtypes(interp, "concatenate", &refs)?;
+    let mut shape = first.aval.shape.to_vec();
+    shape[ax] = arrays.iter().map(|a| a.aval.shape[ax]).sum();
+    let weak = arrays.iter().all(|a| a.aval.weak);
+    bind1(interp, Prim::Concatenate { dimension: ax }, arrays, first.aval.with_shape(&shape).weak(weak)).map(Value::Array)
+}
+
+/// `lax.pad(operand, padding_value, padding_config)`: computed for non-negative edge padding
+/// without interior padding; other valid configurations have the right shape.
+fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
+    let (Some(x), Some(value)) = (array_arg(interp, f, p, 0, "operand")?, array_arg(interp, f, p, 1, "padding_value")?) else {
+        return Ok(unknown(f));
+    };
+    let Some(config_value @ (Value::Tuple(_) | Value::List(_))) = p.get(2, "padding_config") else { return Ok(unknown(f)) };
+    let mut config = Vec::new();
+    for entry in interp.iterate(config_value)? {
+        let Some(triple) = (match &entry {
+            Value::Tuple(_) | Value::List(_) => {
+                interp.iterate(&entry)?.iter().map(crate::interp::ops::as_int).collect::<Option<Vec<i64>>>()
+            }
+            _ => None,
+        }) else {
+            return Ok(unknown(f));
+        };
+        let [lo, hi, interior] = triple[..] else { return Ok(unknown(f)) };
+        // Widths past any real shape are not modelled (and would overflow the arithmetic).
+        if [lo, hi, interior].iter().any(|w| w.unsigned_abs() > 1 << 40) {
+            return Ok(unknown(f));
+        }
+        config.push((lo, hi, interior));
+    }
+    let config_text = {
+        let parts: Vec<String> = config.iter().map(|(l, h, i)| format!("({l}, {h}, {i})")).collect();
+        if parts.len() == 1 {
+            format!("({},)", parts[0])
+        } else {
+            format!("({})", parts.join(", "))
+        }
+    };
+    if value.aval.ndim() != 0 {
+        return Err(interp.value_error(format!("padding_value must be a scalar; got np.shape(padding_value)={}", value.aval.shape_tuple())));
+    }
+    if config.len() != x.aval.ndim() {
+        return Err(interp.value_error(format!(
+            "length of padding_config must equal the number of axes of operand, got padding_config {config_text} for operand shape {}",
+            x.aval.shape_tuple()
+        )));
+    }
+    if config.iter().any(|c| c.2 < 0) {
+        return Err(interp.value_error(format!("interior padding in padding_config must be nonnegative, got padding_config {config_text}")));
+    }
+    let shape: Vec<i64> = config
+        .iter()
+        .zip(x.aval.shape.iter())
+        .map(|(&(lo, hi, interior), &n)| lo + hi + if n == 0 { 0 } else { (n as i64 - 1) * (interior + 1) + 1 })
+        .collect();
+    if shape.iter().any(|&d| d < 0) {
+        return Err(interp.value_error(format!(
+            "Dimension size after padding is not at least 0, got result shape {}, for padding_config {config_text} and operand shape {}",
+            int_tuple_text(&shape),
+            x.aval.shape_tuple()
+        )));
+    }
+    if x.aval.dtype != value.aval.dtype {
+        let message =
+            format!("pad operand and padding_value must be same dtype: got {} and {}.", x.aval.dtype.name(), value.aval.dtype.name());
+        return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+    }
+    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    let aval = x.aval.with_shape(&shape).weak(x.aval.weak && value.aval.weak);
+    if config.iter().any(|&(lo, hi, interior)| lo < 0 || hi < 0 || interior != 0) {
+        return not_computed(interp, f, &[x, value], aval);
+    }
+    bind1(interp, Prim::Pad { config }, &[x, value], aval).map(Value::Array)
+}
+
+/// `lax.reduce_sum(operand, axes)` and the other monoid reductions.
+fn lax_reduce(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, axes: &[i64]) -> PyResult<Value> {
+    use JaxFn as F;
+    let (op, name) = match f {
+        F::LaxReduceSum => (ReduceOp::Sum, "reduce_sum"),
+        F::LaxReduceProd => (ReduceOp::Prod, "reduce_prod"),
+        F::LaxReduceMax => (ReduceOp::Max, "reduce_max"),
+        F::LaxReduceMin => (ReduceOp::Min, "reduce_min"),
+        F::LaxReduceAnd => (ReduceOp::And, "reduce_and"),
+        _ => (ReduceOp::Or, "reduce_or"),
+    };
+    let dtype = x.aval.dtype;
+    if matches!(op, ReduceOp::And | ReduceOp::Or) && !(dtype.is_bool() || dtype.is_integer()) {
+        let message = format!("logical reduction requires operand dtype bool or int, got {}.", dtype.name());
+        return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+    }
+    let mut unique = axes.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let nd = x.aval.ndim() as i64;
+    let logical = matches!(op, ReduceOp::And | ReduceOp::Or);
+    if logical && (unique.len() != axes.len() || axes.iter().any(|&a| a < 0 || a >= nd)) {
+        // The logical reductions' shape rule is `np.delete(shape, axes)`: its IndexError, or
+        // no error and one from XLA's verifier later; neither is modelled.
+        return Ok(unknown(f));
+    }
+    if unique.len() != axes.len() {
+        return Err(interp.value_error(format!("duplicate value in 'axes' of reduction: {}", int_tuple_text(axes))));
+    }
+    if axes.iter().any(|&a| a < 0 || a >= nd) {
+        let message = format!("reduction axes {} contains out-of-bounds indices for {}.", int_tuple_text(axes), x.aval.long());
+        return Err(interp.value_error(message));
+    }
+    if matches!(op, ReduceOp::Sum | ReduceOp::Prod) && !(dtype.is_integer() || dtype.is_inexact()) {
+        let message = format!("{name} does not accept dtype {}. Accepted dtypes are subtypes of number.", dtype.name());
+        return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
+    }
+    let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
+    let out: Vec<usize> = (0..x.aval.ndim()).filter(|d| !axes.contains(d)).map(|d| x.aval.shape[d]).collect();
+    if matches!(op, ReduceOp::And | ReduceOp::Or) && dtype.is_integer() {
+        // Bitwise reductions of integers: the Reduce kernel's `and`/`or` are logical.
+        return not_computed(interp, f, std::slice::from_ref(x), x.aval.with_shape(&out));
+    }
+    bind1(interp, Prim::Reduce { op, axes }, std::slice::from_ref(x), x.aval.with_shape(&out)).map(Value::Array)
+}
+
+/// `lax.sort` of one operand or of a sequence, and `lax.sort_key_val`: the operands in the
+/// lexicographic order of the first `num_keys` of them. The sort primitive here orders its
+/// second operand by the first stably, so the order of several keys is that of successive
+/// stable sorts, by the last key first. An unstable sort of more than 16 elements orders the
+/// ties of the keys as XLA's algorithm happens to: the other operands are then not computed.
+fn sort(interp: &mut Interp, f: JaxFn, operands: &[Rc<Array>], num_keys: usize, dimension: i64, stable: bool) -> PyResult<Vec<Value>> {
+    let first = &operands[0];
+    let ax = normalize_axis(interp, dimension, first.aval.ndim())?;
+    if operands.iter().any(|o| o.aval.shape != first.aval.shape) {
+        let shapes = operands.iter().map(|o| o.aval.shape_tuple()).collect::<Vec<_>>().join(" ");
+        return Err(interp.raise("TypeError", Code::ShapeMismatch, format!("Arguments to sort must have equal shapes, got: {shapes}")));
+    }
+    let prim = Prim::Sort { dimension: ax, num_keys: 1 };
+    let mut current: Vec<Rc<Array>> = operands.to_vec();
+    for k in (0..num_keys).rev() {
+        let key = current[k].clone();
+        current = current
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let inputs = if i == k { vec![key.clone()] } else { vec![key.clone(), o.clone()] };
+                bind1(interp, prim.clone(), &inputs, o.aval.clone())
+            })
+            .collect::<PyResult<_>>()?;
+    }
+    if !stable && first.aval.shape[ax] > 16 {
+        for (o, original) in current.iter_mut().zip(operands).skip(num_keys) {
+            let mut inputs = operands[..num_keys].to_vec();
+            inputs.push(original.clone());
+            *o = bind1(interp, Prim::Opaque(f.name()), &inputs, original.aval.clone())?;
+        }
+    }
+    Ok(current.into_iter().map(Value::Array).collect())
+}
