@@ -3656,56 +3656,45 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
                 _ => (eps, 1.0),
             };
             let bounds = vec![Array::scalar(lo, d, true), Array::scalar(hi, d, true)];
-            let Value::Array(u) = draw(interp, "uniform", &key_in(bounds), Aval::new(&s, d))? else { unreachable!() };
-            let un = |interp: &mut Interp, g: JaxFn, x: &Rc<Array>| -> PyResult<Rc<Array>> {
-                match jnp::call(interp, g, vec![Value::Array(x.clone())], Vec::new())? {
-                    Value::Array(a) => Ok(a),
-                    _ => Ok(Array::unknown(x.aval.clone(), "a sampler's transform")),
-                }
+            let u = draw(interp, "uniform", &key_in(bounds), Aval::new(&s, d))?;
+            let op = |interp: &mut Interp, g: JaxFn, args: Vec<Value>| jnp::call(interp, g, args, Vec::new());
+            let neg_log1p_neg = |interp: &mut Interp, x: Value| -> PyResult<Value> {
+                let t = op(interp, F::Negative, vec![x])?;
+                op(interp, F::Log1p, vec![t])
             };
-            let bin = |interp: &mut Interp, g: JaxFn, x: &Rc<Array>, y: Value| -> PyResult<Rc<Array>> {
-                match jnp::call(interp, g, vec![Value::Array(x.clone()), y], Vec::new())? {
-                    Value::Array(a) => Ok(a),
-                    _ => Ok(Array::unknown(x.aval.clone(), "a sampler's transform")),
-                }
-            };
-            let out = match f {
+            match f {
                 // -log1p(-u)
                 F::RandomExponential => {
-                    let t = un(interp, F::Negative, &u)?;
-                    let t = un(interp, F::Log1p, &t)?;
-                    un(interp, F::Negative, &t)?
+                    let t = neg_log1p_neg(interp, u)?;
+                    op(interp, F::Negative, vec![t])
                 }
                 // -log(-log(u))
                 F::RandomGumbel => {
-                    let t = un(interp, F::Log, &u)?;
-                    let t = un(interp, F::Negative, &t)?;
-                    let t = un(interp, F::Log, &t)?;
-                    un(interp, F::Negative, &t)?
+                    let t = op(interp, F::Log, vec![u])?;
+                    let t = op(interp, F::Negative, vec![t])?;
+                    let t = op(interp, F::Log, vec![t])?;
+                    op(interp, F::Negative, vec![t])
                 }
                 // sign(u) * log1p(-abs(u))
                 F::RandomLaplace => {
-                    let sign = un(interp, F::Sign, &u)?;
-                    let t = un(interp, F::Abs, &u)?;
-                    let t = un(interp, F::Negative, &t)?;
-                    let t = un(interp, F::Log1p, &t)?;
-                    bin(interp, F::Multiply, &sign, Value::Array(t))?
+                    let sign = op(interp, F::Sign, vec![u.clone()])?;
+                    let t = op(interp, F::Abs, vec![u])?;
+                    let t = neg_log1p_neg(interp, t)?;
+                    op(interp, F::Multiply, vec![sign, t])
                 }
                 // log(u) - log1p(-u)
                 F::RandomLogistic => {
-                    let l = un(interp, F::Log, &u)?;
-                    let t = un(interp, F::Negative, &u)?;
-                    let t = un(interp, F::Log1p, &t)?;
-                    bin(interp, F::Subtract, &l, Value::Array(t))?
+                    let l = op(interp, F::Log, vec![u.clone()])?;
+                    let t = neg_log1p_neg(interp, u)?;
+                    op(interp, F::Subtract, vec![l, t])
                 }
                 // tan(pi * (u - 0.5))
                 _ => {
-                    let t = bin(interp, F::Subtract, &u, Value::Float(0.5))?;
-                    let t = bin(interp, F::Multiply, &t, Value::Float(std::f64::consts::PI))?;
-                    un(interp, F::Tan, &t)?
+                    let t = op(interp, F::Subtract, vec![u, Value::Float(0.5)])?;
+                    let t = op(interp, F::Multiply, vec![t, Value::Float(std::f64::consts::PI)])?;
+                    op(interp, F::Tan, vec![t])
                 }
-            };
-            Ok(Value::Array(out))
+            }
         }
         // `(2 * bernoulli(key, 0.5, shape).astype(dtype) - 1).astype(dtype)`
         F::RandomRademacher => {
@@ -3714,13 +3703,10 @@ fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyR
             };
             let d = dtype(interp, 2, dtypes::default_int(c))?;
             let half = Array::scalar(0.5, dtypes::default_float(c), true);
-            let Value::Array(b) = draw(interp, "bernoulli", &key_in(vec![half]), Aval::new(&s, DType::Bool))? else { unreachable!() };
+            let b = bind1(interp, Prim::Random { dist: "bernoulli" }, &key_in(vec![half]), Aval::new(&s, DType::Bool))?;
             let b = jnp::convert(interp, &b, d, false)?;
-            let Value::Array(t) = jnp::call(interp, F::Multiply, vec![Value::Int(2), Value::Array(b)], Vec::new())? else {
-                return Ok(Value::opaque("rademacher"));
-            };
-            let out = jnp::call(interp, F::Subtract, vec![Value::Array(t), Value::Int(1)], Vec::new())?;
-            match out {
+            let t = jnp::call(interp, F::Multiply, vec![Value::Int(2), Value::Array(b)], Vec::new())?;
+            match jnp::call(interp, F::Subtract, vec![t, Value::Int(1)], Vec::new())? {
                 Value::Array(o) => jnp::convert(interp, &o, d, false).map(Value::Array),
                 other => Ok(other),
             }

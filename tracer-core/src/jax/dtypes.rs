@@ -147,6 +147,17 @@ impl DType {
         }
     }
 
+    /// `finfo(dtype).max`: the largest finite number of a floating dtype (float64's for any
+    /// other).
+    pub fn largest_finite(self) -> f64 {
+        match self {
+            DType::F16 => half::f16::MAX.to_f64(),
+            DType::BF16 => half::bf16::MAX.to_f64(),
+            DType::F32 | DType::C64 => f64::from(f32::MAX),
+            _ => f64::MAX,
+        }
+    }
+
     /// `finfo(dtype).tiny`: the smallest positive normal number of a floating dtype.
     pub fn smallest_normal(self) -> f64 {
         match self {

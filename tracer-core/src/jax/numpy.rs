@@ -1385,25 +1385,23 @@ fn diff(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         return Err(interp.value_error(message));
     }
     let ax = normalize_axis(interp, axis, nd)?;
-    let mut parts = Vec::new();
-    for (i, name) in [(3, "prepend"), (usize::MAX, "a"), (4, "append")] {
-        if name == "a" {
-            parts.push(Value::Array(a.clone()));
-            continue;
-        }
+    // `prepend` and `append`, a scalar broadcast to one slice along the axis.
+    let mut edges = [None, None];
+    for (edge, (i, name)) in edges.iter_mut().zip([(3, "prepend"), (4, "append")]) {
         let Some(v) = p.get(i, name).filter(|v| !v.is_none()) else { continue };
         let Operand::Array(x) = operand(interp, v)? else {
             return Ok(Value::opaque("diff with an unknown prepend or append"));
         };
-        let x = if x.aval.ndim() == 0 {
+        *edge = Some(if x.aval.ndim() == 0 {
             let mut shape = a.aval.shape.to_vec();
             shape[ax] = 1;
             broadcast_to_checked(interp, &x, &shape)?
         } else {
             x
-        };
-        parts.push(Value::Array(x));
+        });
     }
+    let [before, after] = edges;
+    let parts: Vec<Value> = before.into_iter().chain(Some(a.clone())).chain(after).map(Value::Array).collect();
     if parts.len() > 1 {
         let list = interp.new_list(parts);
         let joined = call(interp, F::Concatenate, vec![list], vec![("axis".into(), Value::Int(ax as i64))])?;
@@ -2762,12 +2760,7 @@ pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> 
             if dt.is_complex() {
                 return bind1(interp, Prim::Opaque("nan_to_num of a complex array"), &[a.clone()], a.aval.clone()).map(Value::Array);
             }
-            let largest = match dt {
-                DType::F16 => 65504.0,
-                DType::BF16 => 3.3895313892515355e38,
-                DType::F32 => f32::MAX as f64,
-                _ => f64::MAX,
-            };
+            let largest = dt.largest_finite();
             let replacement = |interp: &mut Interp, i: usize, name: &str, default: f64| -> PyResult<Option<Rc<Array>>> {
                 match p.get(i, name) {
                     None | Some(Value::None) => Ok(Some(Array::scalar(default, dt, false))),

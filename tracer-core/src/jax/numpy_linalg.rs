@@ -6,10 +6,6 @@
 
 use super::*;
 
-fn eps(dtype: DType) -> f64 {
-    dtype.epsilon()
-}
-
 pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     use JaxFn as F;
     let Some(first) = p.get(
@@ -153,13 +149,13 @@ fn lstsq(interp: &mut Interp, a: Rc<Array>, p: &Args) -> PyResult<Value> {
         (full(interp, &[n, columns], 0.0, dt)?, full(interp, &[], 0.0, int)?, full(interp, &[0], 0.0, dt)?)
     } else {
         let rcond = match p.get(2, "rcond") {
-            None => full(interp, &[], eps(dt) * m.max(n) as f64, dt)?,
+            None => full(interp, &[], dt.epsilon() * m.max(n) as f64, dt)?,
             Some(v) => {
                 let r = arr_or_unknown!(interp, v);
                 let r = convert(interp, &r, dt, false)?;
                 let zero = full(interp, &[], 0.0, dt)?;
                 let negative = compare_arrays(interp, CmpPrim::Lt, &r, &zero)?;
-                let eps = full(interp, &[], eps(dt), dt)?;
+                let eps = full(interp, &[], dt.epsilon(), dt)?;
                 select(interp, &negative, &eps, &r)?
             }
         };
@@ -241,7 +237,7 @@ fn matrix_rank(interp: &mut Interp, m: Rc<Array>, p: &Args) -> PyResult<Value> {
             let largest = reduce(interp, &s, ReduceOp::Max, Some(vec![nd - 2]), false, None)?;
             let size = full(interp, &[], m.aval.shape[nd - 1].max(m.aval.shape[nd - 2]) as f64, dt)?;
             let scaled = binary_prim(interp, BinaryPrim::Mul, &largest, &size)?;
-            let eps = full(interp, &[], eps(dt), dt)?;
+            let eps = full(interp, &[], dt.epsilon(), dt)?;
             binary_prim(interp, BinaryPrim::Mul, &scaled, &eps)?
         }
     };

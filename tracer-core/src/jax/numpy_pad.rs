@@ -153,8 +153,7 @@ fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], v
             let fill = squeeze(interp, &values, &[0])?;
             return lax_pad(interp, a, &fill, every_side()).map(Some);
         }
-        [2] => broadcast_to_checked(interp, &values, &[nd, 2])?,
-        [k] => {
+        &[k] if k != 2 => {
             return Err(interp.value_error(format!(
             "jnp.pad: constant_values has unsupported shape ({k},). If the shape is 1D or 2D, the last dimension must be of size 1 or 2."
         )))
