@@ -174,6 +174,7 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
                         "args": t.args,
                         "outputs": t.outputs,
                         "cause": t.cause,
+                        "route": t.route,
                         "jaxpr": t.jaxpr,
                         "values": t.values.iter().filter(|v| v.assigned).map(|v| json!({
                             "line": v.location.line,

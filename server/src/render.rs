@@ -124,7 +124,8 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
                 Some(o) => format!("({})", o.join(", ")),
                 None => "raised".to_string(),
             };
-            let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]", i + 1, t.args.join(", "), t.cause);
+            let route = if t.route == "called" { String::new() } else { format!("  (route: {})", t.route) };
+            let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]{route}", i + 1, t.args.join(", "), t.cause);
             for line in t.jaxpr.lines() {
                 let _ = writeln!(out, "    {line}");
             }

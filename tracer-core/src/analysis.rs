@@ -61,6 +61,8 @@ pub struct Trace {
     /// `None` for a trace that raised.
     pub outputs: Option<Vec<String>>,
     pub cause: String,
+    /// How the analysis reached this trace (`called`, `annotations`, `unknown arguments`).
+    pub route: &'static str,
     pub jaxpr: String,
     pub values: Vec<TracedValue>,
 }
@@ -580,6 +582,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
             args: rec.args.iter().map(|a| a.short()).collect(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),
+            route: rec.route.label(),
             jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),
             values,
         };

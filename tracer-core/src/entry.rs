@@ -90,7 +90,9 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
         interp.restart_clock();
         interp.frames.push(Frame { file, name: Rc::from("<tracelens: trace>"), span, class: None, self_value: None });
         let args: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, "an argument described by its aval"))).collect();
+        let route = std::mem::replace(&mut interp.jax.route, crate::jax::Route::Annotations);
         let result = trace_as_jit(interp, fun, args);
+        interp.jax.route = route;
         interp.frames.pop();
         if let Err(flow) = result {
             interp.report_uncaught(flow, &format!("the trace of {name}"));

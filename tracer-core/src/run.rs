@@ -57,6 +57,7 @@ const JAX_ERROR_CLASSES: &[&str] = &[
 pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> RunResult {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
     interp.values = Some(Default::default());
+    interp.abstract_unknowns = false;
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));
     let module_ast = interp.files[file as usize].module.clone();
     let syntax_error = module_ast.errors.first().map(|e| (Site { file, span: e.span }, e.message.clone()));
@@ -85,6 +86,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
             let why = match reason {
                 StopReason::Budget(why) => why,
                 StopReason::Unknown(why) => format!("{why} is needed here and tracelens cannot compute it"),
+                StopReason::End(why) => why,
             };
             RunOutcome::Stopped { at: site.map(|s| interp.describe_site(s)), why }
         }

@@ -174,6 +174,9 @@ pub struct TracelensTrace {
     pub outputs: Option<Vec<String>>,
     #[serde(default)]
     pub cause: Option<String>,
+    /// How tracelens reached the trace: `called`, `annotations`, `unknown arguments`.
+    #[serde(default)]
+    pub route: Option<String>,
     #[serde(default)]
     pub values: Vec<TracedValue>,
 }

@@ -100,6 +100,9 @@ pub fn function_summary(f: &TracedFunction) -> String {
         if i > 0 {
             text.push_str(&format!(" — retraced because {}", t.cause));
         }
+        if t.route != "called" {
+            text.push_str(&format!(" — traced from {}", t.route));
+        }
     }
     text
 }

@@ -734,7 +734,7 @@ impl<'l> Interp<'l> {
             "classmethod" => Value::ClassMethod(Rc::new(arg(0))),
             "super" => self.make_super(args)?,
             "open" | "input" | "vars" | "globals" | "locals" => Value::opaque(format!("result of {name}()")),
-            "exit" | "quit" => return Err(self.stop_unknown("the program exits")),
+            "exit" | "quit" => return Err(self.stop_end("the program exits")),
             "NotImplemented" => Value::None,
             _ => return Ok(None),
         }))

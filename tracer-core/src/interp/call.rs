@@ -86,6 +86,7 @@ impl<'l> Interp<'l> {
                 })
             }
             Value::StaticMethod(f) => self.call(f, args, kwargs),
+            Value::Opaque(o) if o.tracer => Ok(Value::opaque_tracer(format!("{}(...)", o.what))),
             Value::Opaque(o) => Ok(Value::opaque(format!("{}(...)", o.what))),
             other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),
         }
@@ -198,7 +199,7 @@ impl<'l> Interp<'l> {
         let end = match result {
             Ok(_) => GeneratorEnd::Returned,
             Err(Flow::Raise(exc)) => GeneratorEnd::Raised(exc),
-            Err(Flow::Stop(super::StopReason::Unknown(why), _)) => GeneratorEnd::Truncated(why),
+            Err(Flow::Stop(super::StopReason::Unknown(why) | super::StopReason::End(why), _)) => GeneratorEnd::Truncated(why),
             Err(other) => return Err(other),
         };
         Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator {
@@ -211,7 +212,7 @@ impl<'l> Interp<'l> {
 
     pub(super) fn yield_value(&mut self, v: Value) -> PyResult<()> {
         match self.generators.last_mut() {
-            Some(items) if items.len() >= 10_000 => Err(self.stop_unknown(GENERATOR_CAP)),
+            Some(items) if items.len() >= 10_000 => Err(self.stop_end(GENERATOR_CAP)),
             Some(items) => {
                 items.push(v);
                 Ok(())

@@ -8,6 +8,7 @@ use crate::interp::value::IndexMap;
 use crate::diagnostics::Code;
 use crate::syntax::ast::{self, Expr, ExprKind, Stmt, StmtKind};
 
+use super::fork::Slot;
 use super::value::{Dict, Function, ModuleObj, PyIter, Scope, Value};
 use super::{Ctx, FileId, Flow, Frame, Interp, PyResult, Site};
 
@@ -29,7 +30,11 @@ impl<'l> Interp<'l> {
 
     pub fn exec_block(&mut self, ctx: &Ctx, body: &[Stmt]) -> PyResult<()> {
         for stmt in body {
-            self.exec_stmt(ctx, stmt)?;
+            match self.exec_stmt(ctx, stmt) {
+                Ok(()) => {}
+                Err(flow) if self.is_unknown_stop(&flow) => self.skip_statement(ctx, stmt, flow)?,
+                Err(flow) => return Err(flow),
+            }
         }
         Ok(())
     }
@@ -79,33 +84,54 @@ impl<'l> Interp<'l> {
                 };
                 return Err(Flow::Return(v));
             }
-            StmtKind::If { test, body, orelse } => {
-                let t = self.eval(ctx, test)?;
-                self.set_span(test.span);
-                if self.truthy_at(&t, "if", test)? {
-                    self.exec_block(ctx, body)?;
-                } else {
-                    self.exec_block(ctx, orelse)?;
+            StmtKind::If { test, body, orelse } => match self.test(ctx, test, "if") {
+                Ok(true) => self.exec_block(ctx, body)?,
+                Ok(false) => self.exec_block(ctx, orelse)?,
+                Err(flow) if self.is_unknown_stop(&flow) => {
+                    self.note_went_past(&flow, "both branches of the `if` analysed");
+                    self.fork(|i| i.exec_block(ctx, body), |i| i.exec_block(ctx, orelse))?;
                 }
-            }
+                Err(flow) => return Err(flow),
+            },
             StmtKind::While { test, body, orelse } => loop {
                 self.tick()?;
-                let t = self.eval(ctx, test)?;
-                self.set_span(test.span);
-                if !self.truthy_at(&t, "while", test)? {
-                    self.exec_block(ctx, orelse)?;
-                    break;
+                match self.test(ctx, test, "while") {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.exec_block(ctx, orelse)?;
+                        break;
+                    }
+                    Err(flow) if self.is_unknown_stop(&flow) => {
+                        self.note_went_past(&flow, "the `while` body analysed once more");
+                        self.loop_over_unknown(ctx, None, body)?;
+                        break;
+                    }
+                    Err(flow) => return Err(flow),
                 }
+                let exits = self.dropped_exits;
                 match self.exec_block(ctx, body) {
                     Ok(()) | Err(Flow::Continue) => {}
                     Err(Flow::Break) => break,
                     Err(other) => return Err(other),
                 }
+                if self.dropped_exits != exits {
+                    // An unknown chose between going on and leaving the loop: this pass
+                    // stands for the passes after it.
+                    break;
+                }
             },
             StmtKind::For { target, iter, body, orelse } => {
-                let iterable = self.eval(ctx, iter)?;
-                self.set_span(iter.span);
-                let it = self.get_iter(&iterable)?;
+                let it = match self.eval(ctx, iter).and_then(|v| {
+                    self.set_span(iter.span);
+                    self.get_iter(&v)
+                }) {
+                    Ok(it) => it,
+                    Err(flow) if self.is_unknown_stop(&flow) => {
+                        self.note_went_past(&flow, "the `for` body analysed once with an unknown element");
+                        return self.loop_over_unknown(ctx, Some(target), body);
+                    }
+                    Err(flow) => return Err(flow),
+                };
                 let site = self.site();
                 if let Some(site) = site {
                     crate::jax::numerics::loop_enter(self, site);
@@ -239,6 +265,7 @@ impl<'l> Interp<'l> {
                     site: self.site(),
                     related: Vec::new(),
                     traceback: self.traceback(),
+                    conditional: self.in_conditional_path(),
                 })))
             }
             Value::Opaque(_) => Ok(self.stop_unknown("raise of an unknown exception")),
@@ -251,17 +278,38 @@ impl<'l> Interp<'l> {
         loop {
             self.tick()?;
             self.set_span(iter_span);
-            let Some(item) = self.next_item(it)? else {
-                return Ok(false);
+            let item = match self.next_item(it) {
+                Ok(Some(item)) => item,
+                Ok(None) => return Ok(false),
+                Err(flow) if self.is_unknown_stop(&flow) => {
+                    // The rest of the items are unknown: one more pass stands for them all.
+                    self.note_went_past(&flow, "the `for` body analysed once more with an unknown element");
+                    self.loop_over_unknown(ctx, Some(target), body)?;
+                    return Ok(true);
+                }
+                Err(flow) => return Err(flow),
             };
             crate::jax::numerics::loop_next(self);
             self.assign(ctx, target, item)?;
+            let exits = self.dropped_exits;
             match self.exec_block(ctx, body) {
                 Ok(()) | Err(Flow::Continue) => {}
                 Err(Flow::Break) => return Ok(true),
                 Err(other) => return Err(other),
             }
+            if self.dropped_exits != exits {
+                // An unknown chose between going on and leaving the loop: this pass stands
+                // for the passes after it.
+                return Ok(true);
+            }
         }
+    }
+
+    /// The test of an `if` or `while`, as a Python bool.
+    fn test(&mut self, ctx: &Ctx, test: &Expr, what: &str) -> PyResult<bool> {
+        let t = self.eval(ctx, test)?;
+        self.set_span(test.span);
+        self.truthy_at(&t, what, test)
     }
 
     fn exec_try(&mut self, ctx: &Ctx, body: &[Stmt], handlers: &[ast::ExceptHandler], orelse: &[Stmt]) -> PyResult<()> {
@@ -337,7 +385,18 @@ impl<'l> Interp<'l> {
                 Err(other) => Err(other),
             }
         };
+        // A call whose analysis needed an unknown returns an unknown; its caller goes on.
+        let result = match result {
+            Err(flow) if self.is_unknown_stop(&flow) => {
+                self.note_went_past(&flow, "the call returns an unknown");
+                Ok(Value::opaque("the result of a call the interpreter could not follow"))
+            }
+            other => other,
+        };
         self.frames.pop();
+        if self.conditional_from.is_some_and(|depth| depth > self.frames.len()) {
+            self.conditional_from = None;
+        }
         self.jax.current_api = api;
         self.jax.log.depth = depth;
         result
@@ -620,6 +679,24 @@ impl<'l> Interp<'l> {
                 self.record_value(ctx.file, target.span, name, &value, true);
                 self.store_name(ctx, name, value, Some(target.span))
             }
+            ExprKind::Tuple(items) | ExprKind::List(items) if self.abstract_unknowns && value.is_opaque() => {
+                // Unpacking an unknown: each part is unknown (and a tracer if it is one).
+                let part = |v: &Value| {
+                    if v.is_certain_tracer() {
+                        Value::opaque_tracer("a part of a tracer")
+                    } else {
+                        Value::opaque("a part of an unknown value")
+                    }
+                };
+                for item in items {
+                    let inner = match &item.kind {
+                        ExprKind::Starred(inner) => inner,
+                        _ => item,
+                    };
+                    self.assign(ctx, inner, part(&value))?;
+                }
+                Ok(())
+            }
             ExprKind::Tuple(items) | ExprKind::List(items) => {
                 self.set_span(target.span);
                 let values = self.iterate(&value)?;
@@ -751,19 +828,29 @@ impl<'l> Interp<'l> {
 
     pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, span: Option<ast::Span>) -> PyResult<()> {
         let name: Rc<str> = Rc::from(name);
+        let logging = !self.fork_logs.is_empty();
         match &ctx.scope {
             None => {
+                if logging {
+                    self.note_write(Slot::Global(ctx.globals.clone(), name.clone()));
+                }
                 ctx.globals.dict.borrow_mut().insert(name.clone(), value);
                 self.note_global_rebind(ctx, &name);
             }
             Some(scope) => {
                 if scope.globals.borrow().contains(&name) {
                     self.note_outer_rebind(&name, "global", span, ctx);
+                    if logging {
+                        self.note_write(Slot::Global(ctx.globals.clone(), name.clone()));
+                    }
                     ctx.globals.dict.borrow_mut().insert(name, value);
                 } else if scope.nonlocals.borrow().contains(&name) {
                     match scope.parent.as_ref().and_then(|p| lookup_cell_skipping_classes(p, &name)) {
                         Some(cell) => {
                             self.note_outer_rebind(&name, "nonlocal", span, ctx);
+                            if logging {
+                                self.note_write(Slot::Cell(cell.clone()));
+                            }
                             *cell.borrow_mut() = value;
                         }
                         None => {
@@ -771,6 +858,9 @@ impl<'l> Interp<'l> {
                         }
                     }
                 } else {
+                    if logging {
+                        self.note_write(Slot::Local(scope.clone(), name.clone()));
+                    }
                     let existing = scope.vars.borrow().get(&name).cloned();
                     match existing {
                         Some(cell) => *cell.borrow_mut() = value,

@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod call;
 mod exec;
+pub mod fork;
 pub mod modules;
 pub mod ops;
 pub mod pyrandom;
@@ -89,6 +90,9 @@ pub struct PyException {
     /// The user frames the exception passed through, outermost first (function name and the
     /// line it was at), as Python's traceback lists them; the last is `site`.
     pub traceback: Vec<(Rc<str>, Site)>,
+    /// Raised on a path the analysis took past an unknown (`fork.rs`): a plain Python
+    /// exception here may be one the program never raises, so it is never a finding.
+    pub conditional: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -96,6 +100,9 @@ pub enum StopReason {
     Budget(String),
     /// Python control flow on a value the interpreter cannot know.
     Unknown(String),
+    /// The interpreter stops following on purpose (the program exits, a generator yields
+    /// past what it follows): unlike an unknown, nothing goes on past it.
+    End(String),
 }
 
 pub enum Flow {
@@ -170,6 +177,19 @@ pub struct Interp<'l> {
     pub py_random: Option<pyrandom::PyRandom>,
     /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).
     pub py_random_draws: u64,
+    /// Go past unknowns as an abstract interpreter does (design.md §6, `fork.rs`): both
+    /// branches of an unknown test, a loop over an unknown once, a statement that needs an
+    /// unknown skipped with its targets unknown. Off for `tracelens run`, which computes one
+    /// execution and stops where it cannot.
+    pub abstract_unknowns: bool,
+    /// The write logs of the fork paths being run, innermost last.
+    pub fork_logs: Vec<fork::WriteLog>,
+    /// How many times a fork went on along one path while the other left a loop or a
+    /// function (`break`, `return`, an exception): a loop pass that raised it is the last.
+    pub dropped_exits: u64,
+    /// The depth of the outermost user frame that went on past an unknown along one path
+    /// (`fork.rs`): it and the frames it calls run conditionally.
+    pub conditional_from: Option<usize>,
 }
 
 impl Drop for Interp<'_> {
@@ -285,6 +305,10 @@ impl<'l> Interp<'l> {
             memo_recording: None,
             py_random: None,
             py_random_draws: 0,
+            abstract_unknowns: true,
+            fork_logs: Vec::new(),
+            dropped_exits: 0,
+            conditional_from: None,
         }
     }
 
@@ -346,6 +370,10 @@ impl<'l> Interp<'l> {
         Flow::Stop(StopReason::Unknown(why.into()), self.site())
     }
 
+    pub fn stop_end(&self, why: impl Into<String>) -> Flow {
+        Flow::Stop(StopReason::End(why.into()), self.site())
+    }
+
     /// Raises an exception of the named builtin class at the current user site.
     pub fn raise(&self, class: &str, code: Code, message: impl Into<String>) -> Flow {
         let class = self.classes.get(class);
@@ -362,6 +390,7 @@ impl<'l> Interp<'l> {
             site: self.site(),
             related: Vec::new(),
             traceback: self.traceback(),
+            conditional: self.in_conditional_path(),
         }))
     }
 
@@ -418,6 +447,9 @@ impl<'l> Interp<'l> {
     /// Turns a flow that escaped an entry point into a diagnostic.
     pub fn report_uncaught(&mut self, flow: Flow, entry: &str) {
         match flow {
+            Flow::Raise(exc) if self.abstract_unknowns && exc.conditional && exc.code == Code::PythonException => {
+                self.stops.push((exc.site, format!("{entry}: {} on a path taken past an unknown, not reported", exc.class.name)));
+            }
             Flow::Raise(exc) => {
                 let Some(site) = exc.site else { return };
                 let message =
@@ -433,7 +465,7 @@ impl<'l> Interp<'l> {
             Flow::Stop(reason, site) => {
                 let (why, severity) = match reason {
                     StopReason::Budget(why) => (why, Severity::Info),
-                    StopReason::Unknown(why) => {
+                    StopReason::Unknown(why) | StopReason::End(why) => {
                         self.stops.push((site, format!("{entry} not analysed past this point: {why}")));
                         return;
                     }

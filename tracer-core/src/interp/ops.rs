@@ -10,6 +10,7 @@ use crate::jax::stmt;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
+use super::fork::Slot;
 use super::value::{repr_float, BuiltinClass, Dict, HashKey, PyIter, Value};
 use super::{Ctx, Interp, PyResult};
 
@@ -18,6 +19,7 @@ impl<'l> Interp<'l> {
     pub fn truthy_at(&mut self, v: &Value, what: &str, expr: &Expr) -> PyResult<bool> {
         match v {
             Value::Array(a) => jnp::array_bool(self, a, what, Some(expr)),
+            Value::Opaque(o) if o.tracer => Err(jnp::unknown_tracer_bool(self, what, Some(expr))),
             _ => self.truthy(v),
         }
     }
@@ -49,6 +51,7 @@ impl<'l> Interp<'l> {
                 }
                 true
             }
+            Value::Opaque(o) if o.tracer => return Err(jnp::unknown_tracer_bool(self, "bool", None)),
             Value::Opaque(o) => return Err(self.stop_unknown(format!("the truth of an unknown value ({})", o.what))),
             Value::UnknownNumber(_) => return Err(self.stop_unknown("the truth of a Python number whose value is not known")),
             Value::Iterator(_) => true,
@@ -72,12 +75,10 @@ impl<'l> Interp<'l> {
     }
 
     pub fn binary_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
-        // An unknown operand makes an unknown result; it keeps the operand's origin.
-        if l.is_opaque() {
-            return Ok(l);
-        }
-        if r.is_opaque() {
-            return Ok(r);
+        // An unknown operand makes an unknown result; it keeps the operand's origin. With a
+        // tracer on either side it is a tracer: arithmetic on a tracer gives one or raises.
+        if l.is_opaque() || r.is_opaque() {
+            return Ok(unknown_result(l, r));
         }
         if let Some(v) = unknown_number_op(op, &l, &r) {
             return Ok(v);
@@ -227,11 +228,8 @@ impl<'l> Interp<'l> {
             }
             _ => {}
         }
-        if l.is_opaque() {
-            return Ok(l.clone());
-        }
-        if r.is_opaque() {
-            return Ok(r.clone());
+        if l.is_opaque() || r.is_opaque() {
+            return Ok(unknown_result(l.clone(), r.clone()));
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
@@ -984,6 +982,9 @@ impl<'l> Interp<'l> {
                 let site = self.site();
                 self.jax.check_tracer_store(obj, &value, site);
                 let h = self.hash_key(&idx)?;
+                if !self.fork_logs.is_empty() {
+                    self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
+                }
                 d.borrow_mut().insert(h, idx, value);
                 Ok(())
             }
@@ -1028,6 +1029,9 @@ impl<'l> Interp<'l> {
             }
             Value::Dict(d) => {
                 let h = self.hash_key(&idx)?;
+                if !self.fork_logs.is_empty() {
+                    self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
+                }
                 if d.borrow_mut().entries.shift_remove(&h).is_none() {
                     let r = self.repr(&idx)?;
                     return Err(self.raise("KeyError", Code::PythonException, r));
@@ -1057,6 +1061,10 @@ impl<'l> Interp<'l> {
 
     pub fn getattr_opt(&mut self, obj: &Value, name: &str) -> PyResult<Option<Value>> {
         Ok(match obj {
+            // A tracer's methods and array attributes give tracers (`h.mean()`, `h.T`).
+            Value::Opaque(o) if o.tracer && !ARRAY_NON_ARRAY_ATTRIBUTES.contains(&name) => {
+                Some(Value::opaque_tracer(format!("{}.{name}", o.what)))
+            }
             Value::Opaque(o) => Some(Value::opaque(format!("{}.{name}", o.what))),
             Value::Instance(inst) => {
                 if let Some(v) = inst.attrs.borrow().get(name) {
@@ -1182,6 +1190,9 @@ impl<'l> Interp<'l> {
                 self.note_mutation(obj, "attribute assignment")?;
                 let site = self.site();
                 self.jax.check_tracer_store(obj, &value, site);
+                if !self.fork_logs.is_empty() {
+                    self.note_write(Slot::Attr(inst.clone(), Rc::from(name)));
+                }
                 inst.attrs.borrow_mut().insert(Rc::from(name), value);
                 Ok(())
             }
@@ -1194,6 +1205,9 @@ impl<'l> Interp<'l> {
                 Ok(())
             }
             Value::Module(m) => {
+                if !self.fork_logs.is_empty() {
+                    self.note_write(Slot::Global(m.clone(), Rc::from(name)));
+                }
                 m.dict.borrow_mut().insert(Rc::from(name), value);
                 Ok(())
             }
@@ -1734,3 +1748,39 @@ fn pad_spec(body: &str, spec: &str) -> Option<String> {
         _ => format!("{}{body}", f(pad)),
     })
 }
+
+/// The result of an operation with an unknown operand: an unknown, and certainly a tracer
+/// when either operand is one.
+fn unknown_result(l: Value, r: Value) -> Value {
+    if l.is_certain_tracer() || r.is_certain_tracer() {
+        let what = match (&l, &r) {
+            (Value::Opaque(o), _) | (_, Value::Opaque(o)) => o.what.clone(),
+            _ => String::new(),
+        };
+        return Value::opaque_tracer(what);
+    }
+    if l.is_opaque() {
+        l
+    } else {
+        r
+    }
+}
+
+/// Attributes of an array that are not arrays: of a tracer of unknown aval, they are
+/// unknown but no tracers.
+const ARRAY_NON_ARRAY_ATTRIBUTES: &[&str] = &[
+    "shape",
+    "ndim",
+    "size",
+    "dtype",
+    "itemsize",
+    "nbytes",
+    "weak_type",
+    "aval",
+    "sharding",
+    "device",
+    "devices",
+    "item",
+    "tolist",
+    "__class__",
+];

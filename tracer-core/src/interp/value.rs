@@ -58,6 +58,11 @@ pub enum Value {
 #[derive(Debug)]
 pub struct Opaque {
     pub what: String,
+    /// Certainly a tracer, of an aval the interpreter does not know (design.md §6): the
+    /// result of a `jnp`/`lax` op or of arithmetic on a tracer, inside a trace. Python
+    /// control flow on it is JAX's error whatever its aval; a value that is only maybe a
+    /// tracer (an argument the interpreter does not know) is never this.
+    pub tracer: bool,
 }
 
 impl Value {
@@ -71,7 +76,19 @@ impl Value {
         Value::List(Rc::new(RefCell::new(items)))
     }
     pub fn opaque(what: impl Into<String>) -> Value {
-        Value::Opaque(Rc::new(Opaque { what: what.into() }))
+        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: false }))
+    }
+    /// An unknown that is certainly a tracer (`Opaque::tracer`).
+    pub fn opaque_tracer(what: impl Into<String>) -> Value {
+        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: true }))
+    }
+    /// A tracer, known or of unknown aval.
+    pub fn is_certain_tracer(&self) -> bool {
+        match self {
+            Value::Array(a) => a.is_tracer(),
+            Value::Opaque(o) => o.tracer,
+            _ => false,
+        }
     }
     pub fn is_none(&self) -> bool {
         matches!(self, Value::None)

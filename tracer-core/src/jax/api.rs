@@ -2008,10 +2008,12 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
         trees.push(flatten(interp, v, k, &mut leaves)?);
     }
     let mut leaf_avals = Vec::with_capacity(leaves.len());
+    let mut unknown_leaves = false;
     for (path, leaf) in leaves.iter_mut() {
         // The key keeps the path; the leaves are read for their values only from here on.
         let path = std::mem::take(path);
         match &*leaf {
+            Value::Opaque(_) if interp.abstract_unknowns => unknown_leaves = true,
             Value::Opaque(_) => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
             Value::Array(a) => {
                 let d = dtypes::canonicalize(a.aval.dtype, interp.jax.config);
@@ -2038,6 +2040,9 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                 ));
             }
         }
+    }
+    if unknown_leaves {
+        return trace_with_unknown_arguments(interp, j, &args, &dyn_positions, kwargs);
     }
     let key = CacheKey { statics, tree: Rc::new(TreeDef::Tuple(trees)), leaves: leaf_avals, x64: interp.jax.config.enable_x64 };
     interp.jax.jitted[j.info].calls += 1;
@@ -2098,6 +2103,37 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
 
 type JitBody = (Value, usize, Option<Rc<Jaxpr>>, Vec<Rc<Array>>, Rc<TreeDef>, Vec<Aval>);
 
+/// A jitted call with leaves the interpreter does not know (a batch from an unmodelled data
+/// loader, a model from an unmodelled library). JAX traces it with avals tracelens cannot
+/// give, so the body is traced with those leaves unknown — once per function and call site —
+/// and what does not depend on them is checked: a Python `if` on the result of a `jnp` op,
+/// a trace-time `print`, a leaked tracer. The call returns an unknown, and no cache entry:
+/// retracing is only ever reported between known keys.
+fn trace_with_unknown_arguments(
+    interp: &mut Interp,
+    j: &Rc<Jitted>,
+    args: &[Value],
+    dyn_positions: &[usize],
+    kwargs: Kwargs,
+) -> PyResult<Value> {
+    let unknown = || Value::opaque("the result of a jitted call on unknown arguments");
+    let site = interp.site();
+    if !interp.jax.traced_with_unknowns.insert((j.info, site)) {
+        return Ok(unknown());
+    }
+    let route = std::mem::replace(&mut interp.jax.route, super::Route::UnknownArguments);
+    let traced = trace_jit_body(interp, j, args, dyn_positions, kwargs, "traced with arguments the interpreter does not know");
+    interp.jax.route = route;
+    match traced {
+        Ok(_) => Ok(unknown()),
+        // A plain Python exception here may come from what is not known: never a finding.
+        Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
+            Err(interp.stop_unknown(format!("{} raised while traced with unknown arguments", exc.class.name)))
+        }
+        Err(flow) => Err(flow),
+    }
+}
+
 fn trace_jit_body(
     interp: &mut Interp,
     j: &Rc<Jitted>,
@@ -2111,30 +2147,39 @@ fn trace_jit_body(
     let record = interp.jax.traces[pos].record;
     interp.jax.traces[pos].arg_names = j.params.clone();
     interp.jax.records[record].arg_names = j.params.clone();
-    let mut call_args = Vec::with_capacity(args.len());
-    for (i, a) in args.iter().enumerate() {
-        call_args.push(if dyn_positions.contains(&i) { trace_inputs(interp, a, i, false, call_site, &mut Vec::new())? } else { a.clone() });
-    }
-    let mut call_kwargs = Vec::new();
-    let nparams = interp.jax.traces[pos].arg_names.len();
-    for (k, v) in kwargs {
-        if j.static_argnames.iter().any(|n| n == k.as_ref()) {
-            call_kwargs.push((k, v));
-            continue;
+    let run = || -> PyResult<Value> {
+        let mut call_args = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            call_args.push(if dyn_positions.contains(&i) {
+                trace_inputs(interp, a, i, false, call_site, &mut Vec::new())?
+            } else {
+                a.clone()
+            });
         }
-        let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
-        let traced = trace_inputs(interp, &v, idx, false, call_site, &mut Vec::new())?;
-        call_kwargs.push((k, traced));
-    }
-    let result = interp.call(&j.fun, call_args, call_kwargs);
-    let out = match result {
-        Ok(v) => v,
+        let mut call_kwargs = Vec::new();
+        let nparams = interp.jax.traces[pos].arg_names.len();
+        for (k, v) in kwargs {
+            if j.static_argnames.iter().any(|n| n == k.as_ref()) {
+                call_kwargs.push((k, v));
+                continue;
+            }
+            let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
+            let traced = trace_inputs(interp, &v, idx, false, call_site, &mut Vec::new())?;
+            call_kwargs.push((k, traced));
+        }
+        interp.call(&j.fun, call_args, call_kwargs)
+    };
+    // The trace ends here whatever happens inside: an analysis that goes on past an unknown
+    // must not go on inside a trace that is over.
+    let out = match run() {
+        Ok(out) => out,
         Err(e) => {
             interp.jax.abort_trace();
             return Err(e);
         }
     };
     let leaked = interp.jax.traces[pos].leaked.take();
+    // `traced_output` ends the trace itself on every path but success.
     let (out_tree, arrays) = match traced_output(interp, &j.fun, "jit", &out)? {
         TracedOutput::Arrays(tree, arrays) => (tree, arrays),
         TracedOutput::Unknown(what) => return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})"))),
@@ -2668,6 +2713,10 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
     for (i, other) in args[2..].iter().enumerate() {
         let mut l = Vec::new();
         let t = flatten(interp, other, "", &mut l)?;
+        if t != t0 && l0.iter().chain(&l).any(|(_, leaf)| leaf.is_opaque()) {
+            // An unknown leaf may stand for a whole subtree: the structures may agree.
+            return Ok(Value::opaque("tree_map over a tree with unknown parts"));
+        }
         if t != t0 {
             let msg = prefix_mismatch(&t0, &t, "tree_map tree")
                 .unwrap_or_else(|| format!("pytree structure error: tree {} differs from tree 0", i + 1));

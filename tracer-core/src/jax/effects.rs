@@ -42,6 +42,8 @@ pub struct PrintSite {
     /// The outermost jitted function whose trace ran the print.
     pub jitted: Option<usize>,
     pub inside: String,
+    /// Some run of it was in a trace with unknown arguments, whose count is not known.
+    pub uncounted: bool,
 }
 
 /// `print(...)` inside a caching trace (TL201): counted now, reported at the end with the
@@ -55,9 +57,13 @@ pub fn on_print(interp: &mut Interp, _args: &[Value]) -> PyResult<()> {
     };
     let jitted =
         interp.jax.traces.iter().find(|t| matches!(t.kind, super::TraceKind::Jit)).and_then(|t| interp.jax.records[t.record].jitted);
+    let uncounted = interp.jax.route == super::Route::UnknownArguments;
     match interp.jax.effects.prints.iter_mut().find(|p| p.site == site) {
-        Some(p) => p.runs += 1,
-        None => interp.jax.effects.prints.push(PrintSite { site, runs: 1, jitted, inside }),
+        Some(p) => {
+            p.runs += 1;
+            p.uncounted |= uncounted;
+        }
+        None => interp.jax.effects.prints.push(PrintSite { site, runs: 1, jitted, inside, uncounted }),
     }
     Ok(())
 }
@@ -131,7 +137,12 @@ pub fn finish(interp: &Interp) -> Vec<Diagnostic> {
         }
         let calls = p.jitted.map(|j| interp.jax.jitted[j].calls).unwrap_or(0);
         let times = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
-        let msg = if calls > 0 {
+        let msg = if p.uncounted {
+            format!(
+                "print at trace time: this print inside {} runs only while the function is traced (how many times is not known: it was traced with arguments tracelens does not know), prints tracers rather than values, and is silent on cached calls; use jax.debug.print to print runtime values",
+                p.inside
+            )
+        } else if calls > 0 {
             format!(
                 "print at trace time: this print inside {} ran {} over {}: it runs only while the function is traced, prints tracers rather than values, and is silent on cached calls; use jax.debug.print to print runtime values",
                 p.inside,

@@ -445,6 +445,7 @@ pub fn replay(
         out_tree: Some(out_tree.clone()),
         output_arrays: Vec::new(),
         traced_for: Some("jit"),
+        route: state.route,
     });
     state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
     state.values.extend(values.into_iter().map(|(span, name, aval, assigned, offset)| ValueRecord {

@@ -39,6 +39,30 @@ use dtypes::DTypeConfig;
 use ir::{Atom, Eqn, Jaxpr, Prim, VarId};
 use std::cell::RefCell;
 
+/// How the analysis reached a trace (design.md §9): the routes, best first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Route {
+    /// The program called the function: a module run as a script, a test, an entry point.
+    #[default]
+    Called,
+    /// A `# tracelens: trace` comment or jaxtyping annotations gave the arguments' avals.
+    Annotations,
+    /// Called with arguments the interpreter does not know (values of an unmodelled
+    /// library, a data loader, a config): unknown leaves stay unknown in the trace, and
+    /// only what does not depend on them is reported.
+    UnknownArguments,
+}
+
+impl Route {
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Called => "called",
+            Route::Annotations => "annotations",
+            Route::UnknownArguments => "unknown arguments",
+        }
+    }
+}
+
 /// What kind of transformation a trace belongs to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceKind {
@@ -137,6 +161,8 @@ pub struct TraceRecord {
     /// What JAX's messages say the function was traced for (`jit`, `scan`, `cond`,
     /// `fori_loop`), where tracelens knows it.
     pub traced_for: Option<&'static str>,
+    /// How the analysis reached this trace.
+    pub route: Route,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -152,6 +178,10 @@ pub struct ValueRecord {
 
 #[derive(Default)]
 pub struct JaxState {
+    /// The route of the traces started now (`Route::Called` unless an entry point says).
+    pub route: Route,
+    /// The (jitted function, call site) pairs traced with unknown arguments.
+    pub traced_with_unknowns: std::collections::HashSet<(usize, Option<Site>)>,
     pub traces: Vec<TraceFrame>,
     next_trace_id: u32,
     pub records: Vec<TraceRecord>,
@@ -310,6 +340,7 @@ impl JaxState {
                 TraceKind::Jit => Some("jit"),
                 _ => None,
             },
+            route: self.route,
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

@@ -606,6 +606,34 @@ fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Opt
     interp.raise("TracerBoolConversionError", Code::Concretization, msg)
 }
 
+/// JAX's error for Python control flow on a tracer whose aval the interpreter does not
+/// know: the error does not depend on it.
+pub fn unknown_tracer_bool(interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow {
+    let shown = expr
+        .and_then(|e| interp.site().map(|s| (s.file, e.span)))
+        .map(|(f, sp)| interp.files[f as usize].text.get(sp.start as usize..sp.end as usize).unwrap_or("").to_string())
+        .unwrap_or_default();
+    let inside = interp
+        .jax
+        .traces
+        .iter()
+        .rev()
+        .find(|t| t.kind.is_staging())
+        .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
+        .unwrap_or_default();
+    let construct = match what {
+        "if" | "while" | "assert" | "and" | "or" | "not" => format!("Python `{what}`"),
+        other => format!("`{other}()`"),
+    };
+    let mut msg = "Attempted boolean conversion of traced array.".to_string();
+    if !shown.is_empty() {
+        msg.push_str(&format!(
+            "\n{construct} on traced value `{shown}` inside {inside}: its value is not known while tracing (it is computed by JAX from the traced arguments). Use jnp.where or lax.cond, or mark the argument static."
+        ));
+    }
+    interp.raise("TracerBoolConversionError", Code::Concretization, msg)
+}
+
 /// `bool(x)`, `any(...)` and friends on arbitrary values.
 pub fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool> {
     match v {
@@ -2318,7 +2346,44 @@ fn binary_parameter_names(name: &str) -> (&'static str, &'static str) {
     }
 }
 
+/// Functions of the `jax.numpy` layer whose result is not an array.
+const NON_ARRAY_RESULTS: &[&str] = &[
+    "shape",
+    "ndim",
+    "size",
+    "result_type",
+    "promote_types",
+    "issubdtype",
+    "isdtype",
+    "finfo",
+    "iinfo",
+    "dtype",
+    "can_cast",
+    "iscomplexobj",
+    "isrealobj",
+    "isscalar",
+    "tree_structure",
+    "tree_leaves",
+    "tree_flatten",
+];
+
 pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    // An op on a tracer gives a tracer, whatever else is unknown (design.md §6).
+    let on_tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| match v {
+        Value::List(l) => l.borrow().iter().any(Value::is_certain_tracer),
+        Value::Tuple(t) => t.iter().any(Value::is_certain_tracer),
+        v => v.is_certain_tracer(),
+    });
+    let result = call_surface(interp, f, args, kwargs);
+    match result {
+        Ok(Value::Opaque(o)) if on_tracer && !o.tracer && !NON_ARRAY_RESULTS.contains(&f.name()) => {
+            Ok(Value::opaque_tracer(o.what.clone()))
+        }
+        other => other,
+    }
+}
+
+fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let c = cfg(interp);
     let p = Args { args: &args, kwargs: &kwargs };

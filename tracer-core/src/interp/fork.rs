@@ -1,0 +1,441 @@
+//! Abstract control flow (design.md §6): when Python control flow needs a value the
+//! interpreter cannot know, the analysis goes on as an abstract interpreter does instead of
+//! stopping. Both branches of an `if` on an unknown run, each from the state before it, and
+//! what they bind is joined; a loop over an unknown runs its body once with an unknown
+//! element, joined with not running it at all.
+//!
+//! A path is run under a write log: every store to a name, an instance or module attribute
+//! or a dict entry records the slot's value before the path began. After the first path
+//! the log restores that state, so the second path starts where the first did; after the
+//! second, each written slot gets the join of what the two paths left there.
+//!
+//! A path that ends early (a `return`, `break`, `continue` or an exception) is left out of
+//! the join: the program goes on along the other one. An exception raised on a path that
+//! an unknown chose is a finding only when it is one of JAX's (a tracer converted to a
+//! Python bool, a shape error between known avals): those hold whenever the path runs. A
+//! plain Python exception there (`raise ValueError("bad config")` under `if cfg.x:`) is
+//! never reported: the path is taken to be one the program does not take.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::value::{Dict, HashKey, Instance, ModuleObj, Scope, Value};
+use super::{Ctx, Flow, Interp, PyResult, StopReason};
+use crate::diagnostics::Code;
+use crate::jax::array::Array;
+use crate::syntax::ast::Name;
+use crate::syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
+
+/// A place a path can write to, and read back.
+#[derive(Clone)]
+pub enum Slot {
+    /// A name in a function's scope (its cell may not exist yet).
+    Local(Rc<Scope>, Name),
+    /// A closure cell (`nonlocal`).
+    Cell(Rc<RefCell<Value>>),
+    /// A module global, or a module attribute.
+    Global(Rc<ModuleObj>, Name),
+    Attr(Rc<Instance>, Name),
+    Item(Rc<RefCell<Dict>>, HashKey, Value),
+}
+
+impl Slot {
+    fn key(&self) -> (usize, Option<&HashKey>, Option<&str>) {
+        match self {
+            Slot::Local(s, n) => (Rc::as_ptr(s) as usize, None, Some(n)),
+            Slot::Cell(c) => (Rc::as_ptr(c) as usize, None, None),
+            Slot::Global(m, n) => (Rc::as_ptr(m) as usize, None, Some(n)),
+            Slot::Attr(i, n) => (Rc::as_ptr(i) as usize, None, Some(n)),
+            Slot::Item(d, k, _) => (Rc::as_ptr(d) as usize, Some(k), None),
+        }
+    }
+
+    fn same(&self, other: &Slot) -> bool {
+        self.key() == other.key()
+    }
+
+    fn read(&self) -> Option<Value> {
+        match self {
+            Slot::Local(s, n) => s.vars.borrow().get(n).map(|c| c.borrow().clone()),
+            Slot::Cell(c) => Some(c.borrow().clone()),
+            Slot::Global(m, n) => m.dict.borrow().get(n).cloned(),
+            Slot::Attr(i, n) => i.attrs.borrow().get(n).cloned(),
+            Slot::Item(d, k, _) => d.borrow().get(k).cloned(),
+        }
+    }
+
+    fn write(&self, value: Option<Value>) {
+        match (self, value) {
+            (Slot::Local(s, n), Some(v)) => {
+                let cell = s.vars.borrow().get(n).cloned();
+                match cell {
+                    Some(cell) => *cell.borrow_mut() = v,
+                    None => {
+                        s.vars.borrow_mut().insert(n.clone(), Rc::new(RefCell::new(v)));
+                    }
+                }
+            }
+            (Slot::Local(s, n), None) => {
+                s.vars.borrow_mut().shift_remove(n);
+            }
+            (Slot::Cell(c), Some(v)) => *c.borrow_mut() = v,
+            (Slot::Cell(_), None) => {}
+            (Slot::Global(m, n), Some(v)) => {
+                m.dict.borrow_mut().insert(n.clone(), v);
+            }
+            (Slot::Global(m, n), None) => {
+                m.dict.borrow_mut().shift_remove(n);
+            }
+            (Slot::Attr(i, n), Some(v)) => {
+                i.attrs.borrow_mut().insert(n.clone(), v);
+            }
+            (Slot::Attr(i, n), None) => {
+                i.attrs.borrow_mut().shift_remove(n);
+            }
+            (Slot::Item(d, k, key), Some(v)) => d.borrow_mut().insert(k.clone(), key.clone(), v),
+            (Slot::Item(d, k, _), None) => {
+                d.borrow_mut().entries.shift_remove(k);
+            }
+        }
+    }
+}
+
+/// The slots one path wrote, each with its value before the path began.
+#[derive(Default)]
+pub struct WriteLog {
+    writes: Vec<(Slot, Option<Value>)>,
+}
+
+impl WriteLog {
+    fn note(&mut self, slot: &Slot) {
+        if !self.writes.iter().any(|(s, _)| s.same(slot)) {
+            self.writes.push((slot.clone(), slot.read()));
+        }
+    }
+
+    /// Puts every written slot back as it was before the path.
+    fn undo(&self) {
+        for (slot, before) in self.writes.iter().rev() {
+            slot.write(before.clone());
+        }
+    }
+}
+
+/// How a path ended.
+enum PathEnd {
+    /// It ran to its end: its state joins the other path's.
+    Completed,
+    /// It left by `return`, `break`, `continue` or an exception: the other path goes on.
+    Left(Flow),
+}
+
+impl<'l> Interp<'l> {
+    /// Notes that `slot` is about to be written, for the paths being run.
+    pub fn note_write(&mut self, slot: Slot) {
+        if let Some(log) = self.fork_logs.last_mut() {
+            log.note(&slot);
+        }
+    }
+
+    /// Whether `flow` is the stop for an unknown that abstract interpretation goes past, or
+    /// a plain Python exception raised on a path taken past one.
+    pub fn is_unknown_stop(&self, flow: &Flow) -> bool {
+        self.abstract_unknowns
+            && match flow {
+                Flow::Stop(StopReason::Unknown(_), _) => true,
+                Flow::Raise(exc) => exc.conditional && exc.code == Code::PythonException,
+                _ => false,
+            }
+    }
+
+    /// Whether the code running now runs only on a path taken past an unknown.
+    pub fn in_conditional_path(&self) -> bool {
+        self.abstract_unknowns && (!self.fork_logs.is_empty() || self.conditional_from.is_some_and(|d| d <= self.frames.len()))
+    }
+
+    /// From here on, this frame runs on a path taken past an unknown.
+    fn mark_conditional(&mut self) {
+        let depth = self.frames.len();
+        if self.conditional_from.is_none_or(|d| d > depth) {
+            self.conditional_from = Some(depth);
+        }
+    }
+
+    /// Runs `first` and `second` as the two paths an unknown chooses between, each from the
+    /// state before this call, and leaves the join of what they bound.
+    pub fn fork(&mut self, first: impl FnOnce(&mut Self) -> PyResult<()>, second: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<()> {
+        self.fork_logs.push(WriteLog::default());
+        let end1 = self.run_path(first);
+        let log1 = self.fork_logs.pop().unwrap_or_default();
+        let after1: Vec<Option<Value>> = log1.writes.iter().map(|(slot, _)| slot.read()).collect();
+        log1.undo();
+        let end1 = end1?;
+
+        self.fork_logs.push(WriteLog::default());
+        let end2 = self.run_path(second);
+        let log2 = self.fork_logs.pop().unwrap_or_default();
+        let end2 = match end2 {
+            Ok(end) => end,
+            Err(flow) => {
+                log2.undo();
+                return Err(flow);
+            }
+        };
+
+        // Every slot either path wrote, with its value before the fork.
+        let mut slots: Vec<(Slot, Option<Value>, Option<Value>)> = Vec::new();
+        for ((slot, before), after) in log1.writes.into_iter().zip(after1) {
+            slots.push((slot, before, after));
+        }
+        for (slot, before) in log2.writes {
+            if !slots.iter().any(|(s, _, _)| s.same(&slot)) {
+                let after1 = before.clone();
+                slots.push((slot, before, after1));
+            }
+        }
+        for (slot, before, after1) in slots {
+            let after2 = slot.read();
+            let joined = match (&end1, &end2) {
+                (PathEnd::Completed, PathEnd::Completed) => join_optional(after1, after2),
+                (PathEnd::Completed, PathEnd::Left(_)) => after1,
+                (PathEnd::Left(_), PathEnd::Completed) => after2,
+                (PathEnd::Left(_), PathEnd::Left(_)) => before.clone(),
+            };
+            slot.write(joined);
+            if let Some(outer) = self.fork_logs.last_mut() {
+                if !outer.writes.iter().any(|(s, _)| s.same(&slot)) {
+                    outer.writes.push((slot, before));
+                }
+            }
+        }
+
+        match (end1, end2) {
+            (PathEnd::Completed, PathEnd::Completed) => Ok(()),
+            (PathEnd::Completed, PathEnd::Left(flow)) | (PathEnd::Left(flow), PathEnd::Completed) => {
+                if !matches!(flow, Flow::Continue) {
+                    self.dropped_exits += 1;
+                }
+                self.mark_conditional();
+                self.report_path_error(&flow);
+                Ok(())
+            }
+            (PathEnd::Left(a), PathEnd::Left(b)) => Err(self.join_flows(a, b)),
+        }
+    }
+
+    /// Runs one path. A budget stop ends the analysis as everywhere; a JAX error on a path
+    /// that also holds a way on is reported and the path left.
+    fn run_path(&mut self, path: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<PathEnd> {
+        match path(self) {
+            Ok(()) => Ok(PathEnd::Completed),
+            Err(flow @ Flow::Stop(StopReason::Budget(_), _)) => Err(flow),
+            Err(flow) => Ok(PathEnd::Left(flow)),
+        }
+    }
+
+    /// The flow out of a fork whose paths both left: the same `return`, `break` or
+    /// `continue` goes on; a JAX error is reported; anything else ends what contains the
+    /// fork as an unknown does.
+    fn join_flows(&mut self, a: Flow, b: Flow) -> Flow {
+        match (a, b) {
+            (Flow::Return(x), Flow::Return(y)) => Flow::Return(join_values(&x, &y)),
+            (Flow::Break, Flow::Break) => Flow::Break,
+            (Flow::Continue, Flow::Continue) => Flow::Continue,
+            (Flow::Raise(exc), _) | (_, Flow::Raise(exc)) if exc.code != Code::PythonException => Flow::Raise(exc),
+            _ => self.stop_unknown("every path an unknown chooses between leaves here"),
+        }
+    }
+
+    /// A path left with a JAX error while the other goes on: the error holds whenever the
+    /// path runs, so it is reported here; a plain Python exception is not.
+    fn report_path_error(&mut self, flow: &Flow) {
+        if let Flow::Raise(exc) = flow {
+            if exc.code != Code::PythonException {
+                self.report_uncaught(Flow::Raise(exc.clone()), "a path an unknown chose");
+            }
+        }
+    }
+}
+
+/// What a slot holds after two paths: the value both left, or what is known of either.
+fn join_optional(a: Option<Value>, b: Option<Value>) -> Option<Value> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(join_values(&a, &b)),
+        // Bound on one path only: using it after the other would be a NameError, so a
+        // program that runs has the one value there is.
+        (Some(v), None) | (None, Some(v)) => Some(v),
+        (None, None) => None,
+    }
+}
+
+/// The join of two values two paths left in the same place: the value itself where they
+/// agree, what they share where they do not (an aval, a Python number's type, a container's
+/// shape), and an unknown otherwise.
+pub fn join_values(a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::None, Value::None) => Value::None,
+        (Value::Bool(x), Value::Bool(y)) if x == y => a.clone(),
+        (Value::Int(x), Value::Int(y)) if x == y => a.clone(),
+        (Value::Float(x), Value::Float(y)) if x.to_bits() == y.to_bits() => a.clone(),
+        (Value::Str(x), Value::Str(y)) if x == y => a.clone(),
+        (Value::Bool(_) | Value::Int(_), Value::Bool(_) | Value::Int(_)) => Value::UnknownNumber(false),
+        (
+            Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::UnknownNumber(_),
+            Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::UnknownNumber(_),
+        ) => Value::UnknownNumber(
+            matches!(a, Value::Float(_) | Value::UnknownNumber(true)) || matches!(b, Value::Float(_) | Value::UnknownNumber(true)),
+        ),
+        (Value::Array(x), Value::Array(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return a.clone();
+            }
+            if x.aval != y.aval {
+                if x.is_tracer() && y.is_tracer() {
+                    return Value::opaque_tracer("a tracer whose shape or dtype depends on an unknown");
+                }
+                return Value::opaque("an array whose shape or dtype depends on an unknown");
+            }
+            match (x.is_tracer(), y.is_tracer()) {
+                // Both are the trace's: either stands for the value, aval and all.
+                (true, true) => b.clone(),
+                (false, false) => Value::Array(Array::unknown(x.aval.clone(), "a value chosen by an unknown")),
+                _ => Value::opaque("a value that is a tracer on one path only"),
+            }
+        }
+        (Value::Tuple(x), Value::Tuple(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return a.clone();
+            }
+            if x.len() != y.len() {
+                return Value::opaque("a tuple whose length depends on an unknown");
+            }
+            Value::tuple(x.iter().zip(y.iter()).map(|(p, q)| join_values(p, q)).collect())
+        }
+        _ if a.is_certain_tracer() && b.is_certain_tracer() => Value::opaque_tracer("a tracer chosen by an unknown"),
+        _ => match (a.identity(), b.identity()) {
+            (Some(p), Some(q)) if p == q => a.clone(),
+            _ => Value::opaque("a value chosen by an unknown"),
+        },
+    }
+}
+
+/// Going on past a statement or a loop that needs an unknown.
+impl<'l> Interp<'l> {
+    /// A loop over what the interpreter cannot follow (an unknown iterable, an unknown
+    /// `while` test): one pass of its body, with `target` bound to an unknown element, stands
+    /// for all of them. `break` and `continue` end the pass. A plain Python exception in it
+    /// may come from the unknown element: the loop is then skipped as a statement is.
+    pub(super) fn loop_over_unknown(&mut self, ctx: &Ctx, target: Option<&Expr>, body: &[Stmt]) -> PyResult<()> {
+        if let Some(target) = target {
+            self.assign_unknown(ctx, target, "an element of an iteration the interpreter cannot follow");
+        }
+        match self.exec_block(ctx, body) {
+            Ok(()) | Err(Flow::Continue) | Err(Flow::Break) => Ok(()),
+            Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
+                Err(self.stop_unknown(format!("{} in a loop over an unknown", exc.class.name)))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Goes on after a statement that needed an unknown: every name it would have bound,
+    /// in its nested blocks too, is unknown from here on. A `return` returns an unknown; a
+    /// `raise` still leaves.
+    pub(super) fn skip_statement(&mut self, ctx: &Ctx, stmt: &Stmt, flow: Flow) -> PyResult<()> {
+        self.note_went_past(&flow, "the statement skipped, what it binds unknown");
+        match &stmt.kind {
+            StmtKind::Return(_) => Err(Flow::Return(Value::opaque(UNKNOWN))),
+            StmtKind::Raise { .. } => Err(flow),
+            _ => {
+                self.forget_bindings(ctx, stmt);
+                Ok(())
+            }
+        }
+    }
+
+    fn forget_bindings(&mut self, ctx: &Ctx, stmt: &Stmt) {
+        let block = |i: &mut Self, body: &[Stmt]| body.iter().for_each(|s| i.forget_bindings(ctx, s));
+        match &stmt.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| self.assign_unknown(ctx, t, UNKNOWN)),
+            StmtKind::AnnAssign { target, value: Some(_), .. } | StmtKind::AugAssign { target, .. } => {
+                self.assign_unknown(ctx, target, UNKNOWN)
+            }
+            StmtKind::For { target, body, orelse, .. } => {
+                self.assign_unknown(ctx, target, UNKNOWN);
+                block(self, body);
+                block(self, orelse);
+            }
+            StmtKind::While { body, orelse, .. } | StmtKind::If { body, orelse, .. } => {
+                block(self, body);
+                block(self, orelse);
+            }
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                block(self, body);
+                for h in handlers {
+                    block(self, &h.body);
+                }
+                block(self, orelse);
+                block(self, finalbody);
+            }
+            StmtKind::With { items, body } => {
+                for item in items {
+                    if let Some(t) = &item.target {
+                        self.assign_unknown(ctx, t, UNKNOWN);
+                    }
+                }
+                block(self, body);
+            }
+            StmtKind::FunctionDef(def) => self.bind_unknown(ctx, &def.name),
+            StmtKind::ClassDef(def) => self.bind_unknown(ctx, &def.name),
+            StmtKind::Import(aliases) => {
+                for a in aliases {
+                    self.bind_unknown(ctx, a.asname.as_deref().unwrap_or_else(|| a.name.split('.').next().unwrap_or(&a.name)));
+                }
+            }
+            StmtKind::ImportFrom { names, .. } => {
+                for a in names.iter().filter(|a| a.name.as_ref() != "*") {
+                    self.bind_unknown(ctx, a.asname.as_deref().unwrap_or(&a.name));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bind_unknown(&mut self, ctx: &Ctx, name: &str) {
+        let _ = self.store_name(ctx, name, Value::opaque(UNKNOWN), None);
+    }
+
+    /// Binds `target` to an unknown, as far as that can be done without running anything
+    /// the program did not: names, the parts of a tuple target, and attributes of a name.
+    pub(super) fn assign_unknown(&mut self, ctx: &Ctx, target: &Expr, what: &str) {
+        match &target.kind {
+            ExprKind::Name(name) => {
+                let _ = self.store_name(ctx, name, Value::opaque(what), Some(target.span));
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                for item in items {
+                    self.assign_unknown(ctx, item, what);
+                }
+            }
+            ExprKind::Starred(inner) => self.assign_unknown(ctx, inner, what),
+            ExprKind::Attribute { value, attr, .. } if matches!(value.kind, ExprKind::Name(_)) => {
+                if let Ok(obj) = self.eval(ctx, value) {
+                    let _ = self.setattr(&obj, attr, Value::opaque(what));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records, for `TRACELENS_DEBUG`, where the analysis went past an unknown and how.
+    pub fn note_went_past(&mut self, flow: &Flow, how: &str) {
+        self.mark_conditional();
+        match flow {
+            Flow::Stop(StopReason::Unknown(why), site) => self.stops.push((*site, format!("{why}: {how}"))),
+            Flow::Raise(exc) => self.stops.push((exc.site, format!("{}: {}: {how}", exc.class.name, exc.message))),
+            _ => {}
+        }
+    }
+}
+
+const UNKNOWN: &str = "a value computed from an unknown";
