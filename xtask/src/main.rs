@@ -65,7 +65,7 @@ reached: distinct lines where a trace bound or read an array (trace JSON `values
 
 options:
   --json OUT        also write every finding (repo, file, line, code, message; a notebook's
-                    cell and line in cell) and every site, with the table, to OUT
+                    cell and line in cell; TL900s too) and every site, with the table, to OUT
   --timeout SECS    wall-clock limit per tracelens process (default 60)
   --jobs N          files analysed in parallel (default: number of cores)
 ";

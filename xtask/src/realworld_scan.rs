@@ -351,11 +351,12 @@ pub fn code_lines(source: &str) -> usize {
 /// and shell escapes (`%`, `!` at the start of a line) become `pass` with the original as a
 /// comment, so an indented `!pip install` keeps its block valid; a cell whose first line is a
 /// cell magic that is not Python (`%%bash`, `%%writefile`, ...) becomes comments entirely.
+/// A first line imports `get_ipython`, which IPython defines in every notebook's namespace.
 pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), String> {
     let notebook: Value = serde_json::from_str(json).map_err(|e| format!("not a notebook: {e}"))?;
     let cells = notebook.get("cells").and_then(Value::as_array).ok_or("not a notebook: no cells")?;
-    let mut text = String::new();
-    let mut origin = Vec::new();
+    let mut text = String::from("from IPython import get_ipython  # what IPython defines in a notebook\n");
+    let mut origin = vec![(0, 0)];
     let mut number = 0;
     for cell in cells {
         if cell.get("cell_type").and_then(Value::as_str) != Some("code") {
@@ -519,13 +520,14 @@ def jit(f):
         let (text, origin) = notebook_to_python(notebook).unwrap_or_default();
         assert_eq!(
             text,
-            "# %% code cell 1\npass  # %matplotlib inline\nimport jax\nif COLAB:\n    pass  # !pip install equinox\n\n\
+            "from IPython import get_ipython  # what IPython defines in a notebook\n\
+             # %% code cell 1\npass  # %matplotlib inline\nimport jax\nif COLAB:\n    pass  # !pip install equinox\n\n\
              # %% code cell 2\n# %%bash\n# ls -l\n\n\
              # %% code cell 3\npass  # %%time\nx = jax.numpy.ones(3)\nx != 1\n\n"
         );
         assert_eq!(text.lines().count(), origin.len());
-        assert_eq!(origin[4], (1, 4));
-        assert_eq!(origin[12], (3, 2));
+        assert_eq!(origin[5], (1, 4));
+        assert_eq!(origin[13], (3, 2));
         assert!(notebook_to_python("[1, 2]").is_err());
     }
 }
