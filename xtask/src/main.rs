@@ -48,8 +48,9 @@ on every .py file under each DIR, and on every .ipynb turned into Python (code c
 joined; lines starting with % or ! become `pass  # ...`; written to target/realworld/
 PROJECT/PATH.ipynb.py, where a finding's line can be read), and prints a Markdown table per
 project and in total (tests/realworld/README.md): files; crashes (exit 2, a signal, a
-panic, output that is not JSON); timeouts; budget stops (files with a TL900); staging-
-transform sites traced; lines reached under a transformation; findings by code (TL900
+panic, output that is not JSON); timeouts; budget stops (files with a TL900); silent
+stops (files whose analysis ended without a finding, as TRACELENS_DEBUG=1 prints; their
+reasons are counted below the table); staging-transform sites traced; lines reached under a transformation; findings by code (TL900
 left out); milliseconds of `check` per file (mean). Exit 1 when anything crashed or hung.
 
 A site is a decorator or call of a staging transform: jax.jit / jit, jax.pmap / pmap,

@@ -60,6 +60,8 @@ struct TracedFunction {
 #[derive(Default)]
 struct FileRun {
     crash: Option<String>,
+    /// Where and why the analysis stopped silently (`TRACELENS_DEBUG=1`): (place, reason).
+    stops: Vec<(String, String)>,
     timeout: Option<String>,
     check_seconds: f64,
     findings: Vec<Finding>,
@@ -72,6 +74,9 @@ struct Row {
     crashes: usize,
     timeouts: usize,
     budget_stops: usize,
+    /// Files whose analysis stopped silently somewhere, and the stops by reason.
+    stopped: usize,
+    stop_reasons: BTreeMap<String, usize>,
     sites: usize,
     traced: usize,
     library_sites: usize,
@@ -114,10 +119,15 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
     let mut rows = Vec::new();
     let mut all_findings = Vec::new();
     let mut all_sites = Vec::new();
+    let mut all_stops = Vec::new();
     let mut problems = Vec::new();
     for (p, project) in projects.iter().enumerate() {
         let runs: Vec<FileRun> = (0..project.sources.len()).map(|s| results.remove(&(p, s)).unwrap_or_default()).collect();
         let (row, findings, site_rows) = measure(project, &runs);
+        for (source, run) in project.sources.iter().zip(&runs) {
+            all_stops
+                .extend(run.stops.iter().map(|(at, why)| json!({"repo": project.name, "file": source.display, "at": at, "reason": why})));
+        }
         for (source, run) in project.sources.iter().zip(&runs) {
             for problem in run.crash.iter().chain(&run.timeout) {
                 problems.push(format!("{}/{}: {problem}", project.name, source.display));
@@ -133,6 +143,10 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
     });
     let _ = writeln!(out, "tracelens {tracelens_commit}, per-process limit {} s\n", options.timeout.as_secs());
     out.push_str(&table(&rows, &total));
+    let mut reasons: Vec<(&String, &usize)> = total.stop_reasons.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let reasons: Vec<String> = reasons.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
+    let _ = writeln!(out, "\nsilent stops (TRACELENS_DEBUG=1) by reason: {}", reasons.join("; "));
     if !problems.is_empty() {
         let _ = writeln!(out, "\ncrashes and timeouts");
         for problem in &problems {
@@ -147,6 +161,7 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
             "total": row_json("total", &total),
             "findings": all_findings,
             "sites": all_sites,
+            "stops": all_stops,
             "problems": problems,
         });
         let text = serde_json::to_string_pretty(&dump).map_err(|e| e.to_string())? + "\n";
@@ -214,6 +229,9 @@ fn run_file(binary: &Path, project: &Project, source: &Source, limit: Duration) 
     let mut invoke = |command: &str| -> Option<Finished> {
         let mut process = Command::new(binary);
         process.arg(command).arg(&source.run_path).args(["--format", "json"]).current_dir(&project.root);
+        if command == "check" {
+            process.env("TRACELENS_DEBUG", "1");
+        }
         match run_with_limit(process, limit) {
             Ok(finished) => {
                 if finished.timed_out {
@@ -236,6 +254,7 @@ fn run_file(binary: &Path, project: &Project, source: &Source, limit: Duration) 
     let trace = invoke("trace");
     if let Some(check) = check {
         run.check_seconds = check.seconds;
+        run.stops = silent_stops(&check.stderr);
         match serde_json::from_str::<Value>(&check.stdout) {
             Ok(Value::Array(items)) => run.findings = items.iter().map(finding).collect(),
             _ => run.crash = Some(format!("`tracelens check` printed no JSON array: {}", tail(&check.stdout, 3))),
@@ -248,6 +267,26 @@ fn run_file(binary: &Path, project: &Project, source: &Source, limit: Duration) 
         }
     }
     run
+}
+
+/// The lines `tracelens: PATH:LINE: WHY` that `TRACELENS_DEBUG=1` prints where an entry
+/// point's analysis ended without a finding.
+fn silent_stops(stderr: &str) -> Vec<(String, String)> {
+    stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("tracelens: "))
+        .map(|rest| match rest.split_once(": ") {
+            Some((at, why)) => (at.to_string(), why.to_string()),
+            None => (String::new(), rest.to_string()),
+        })
+        .collect()
+}
+
+/// A stop's reason without its particulars: `the truth of an unknown value (os.path.exists(...))`
+/// is `the truth of an unknown value`.
+fn stop_reason(why: &str) -> String {
+    let reason = why.split_once("past this point: ").map_or(why, |(_, r)| r);
+    reason.split(" (").next().unwrap_or(reason).trim().to_string()
 }
 
 fn text_field(item: &Value, key: &str) -> String {
@@ -311,6 +350,10 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
         row.timeouts += usize::from(run.timeout.is_some());
         row.seconds += run.check_seconds;
         row.budget_stops += usize::from(run.findings.iter().any(|f| f.code == "TL900"));
+        row.stopped += usize::from(!run.stops.is_empty());
+        for (_, why) in &run.stops {
+            *row.stop_reasons.entry(stop_reason(why)).or_default() += 1;
+        }
         for f in &run.findings {
             let Some(&index) = display_of.get(&f.file) else { continue };
             if !seen.insert((index, f.line, f.column, f.code.clone(), f.message.clone())) {
@@ -393,6 +436,10 @@ fn add(sum: &mut Row, row: &Row) {
     sum.crashes += row.crashes;
     sum.timeouts += row.timeouts;
     sum.budget_stops += row.budget_stops;
+    sum.stopped += row.stopped;
+    for (reason, n) in &row.stop_reasons {
+        *sum.stop_reasons.entry(reason.clone()).or_default() += n;
+    }
     sum.sites += row.sites;
     sum.traced += row.traced;
     sum.library_sites += row.library_sites;
@@ -427,18 +474,19 @@ fn counts(map: &BTreeMap<String, usize>) -> String {
 /// A Markdown table, one row per project and a total.
 fn table(rows: &[(String, Row)], total: &Row) -> String {
     let mut out = String::from(
-        "| project | files | crashes | timeouts | budget stops | sites traced | library sites traced | unresolved sites | routes | lines reached | findings | by code | ms/file |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |\n",
+        "| project | files | crashes | timeouts | budget stops | silent stops | sites traced | library sites traced | unresolved sites | routes | lines reached | findings | by code | ms/file |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |\n",
     );
     let all = rows.iter().map(|(name, row)| (name.as_str(), row)).chain(std::iter::once(("**total**", total)));
     for (name, row) in all {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {} | {} | {:.0} |",
+            "| {name} | {} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {} | {} | {:.0} |",
             row.files,
             row.crashes,
             row.timeouts,
             row.budget_stops,
+            row.stopped,
             row.traced,
             row.sites,
             percent(row.traced, row.sites),
@@ -460,9 +508,26 @@ fn table(rows: &[(String, Row)], total: &Row) -> String {
 fn row_json(name: &str, row: &Row) -> Value {
     json!({
         "project": name, "files": row.files, "crashes": row.crashes, "timeouts": row.timeouts,
-        "budget_stops": row.budget_stops, "sites": row.sites, "traced": row.traced,
+        "budget_stops": row.budget_stops, "silent_stops": row.stopped, "stop_reasons": row.stop_reasons, "sites": row.sites, "traced": row.traced,
         "library_sites": row.library_sites, "library_traced": row.library_traced, "unresolved_sites": row.unresolved,
         "routes": row.routes, "code_lines": row.code_lines, "lines_reached": row.lines_reached,
         "findings": row.findings, "seconds_per_file": if row.files == 0 { 0.0 } else { row.seconds / row.files as f64 },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{silent_stops, stop_reason};
+
+    #[test]
+    fn silent_stops_are_read_from_the_debug_lines() {
+        let stderr = "printed by the program\n\
+                      tracelens: examples/datasets.py:33: the module not analysed past this point: the truth of an unknown value (os.path.exists(...))\n\
+                      tracelens: : test test_gpt2 not analysed past this point: iteration over an unknown value\n";
+        let stops = silent_stops(stderr);
+        assert_eq!(stops.len(), 2);
+        assert_eq!(stops[0].0, "examples/datasets.py:33");
+        assert_eq!(stop_reason(&stops[0].1), "the truth of an unknown value");
+        assert_eq!((stops[1].0.as_str(), stop_reason(&stops[1].1).as_str()), ("", "iteration over an unknown value"));
+    }
 }
