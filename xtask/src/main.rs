@@ -46,7 +46,8 @@ usage: cargo xtask realworld [OPTIONS] DIR...
 Runs `tracelens check` and `tracelens trace` (--format json, from DIR as the current folder)
 on every .py file under each DIR, and on every .ipynb turned into Python (code cells
 joined; lines starting with % or ! become `pass  # ...`; written to target/realworld/
-PROJECT/PATH.ipynb.py, where a finding's line can be read), and prints a Markdown table per
+PROJECT/PATH.ipynb.py, where a finding's line can be read; a notebook that %runs another
+is skipped, as the names it uses come from elsewhere), and prints a Markdown table per
 project and in total (tests/realworld/README.md): files; crashes (exit 2, a signal, a
 panic, output that is not JSON); timeouts; budget stops (files with a TL900); silent
 stops (files whose analysis ended without a finding, as TRACELENS_DEBUG=1 prints; their

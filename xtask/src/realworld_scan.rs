@@ -352,6 +352,7 @@ pub fn code_lines(source: &str) -> usize {
 /// comment, so an indented `!pip install` keeps its block valid; a cell whose first line is a
 /// cell magic that is not Python (`%%bash`, `%%writefile`, ...) becomes comments entirely.
 /// A first line imports `get_ipython`, which IPython defines in every notebook's namespace.
+/// A notebook that `%run`s another is refused: the names it defines come from elsewhere.
 pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), String> {
     let notebook: Value = serde_json::from_str(json).map_err(|e| format!("not a notebook: {e}"))?;
     let cells = notebook.get("cells").and_then(Value::as_array).ok_or("not a notebook: no cells")?;
@@ -368,6 +369,9 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
             Some(Value::Array(parts)) => parts.iter().filter_map(Value::as_str).collect(),
             _ => String::new(),
         };
+        if source.lines().any(|line| line.trim_start().starts_with("%run ")) {
+            return Err("`%run` runs another notebook into this one's namespace, which a conversion cannot follow".to_string());
+        }
         let first = source.lines().next().unwrap_or("").trim_start();
         let python_cell_magic = ["%%time", "%%timeit", "%%capture"].iter().any(|m| first.split_whitespace().next() == Some(*m));
         let comment_all = first.starts_with("%%") && !python_cell_magic;
@@ -529,5 +533,6 @@ def jit(f):
         assert_eq!(origin[5], (1, 4));
         assert_eq!(origin[13], (3, 2));
         assert!(notebook_to_python("[1, 2]").is_err());
+        assert!(notebook_to_python(r#"{"cells": [{"cell_type": "code", "source": "def f():\n    %run other.ipynb\n"}]}"#).is_err());
     }
 }
