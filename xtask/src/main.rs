@@ -52,7 +52,7 @@ project and in total (tests/realworld/README.md): files; crashes (exit 2, a sign
 panic, output that is not JSON); timeouts; budget stops (files with a TL900); silent
 stops (files whose analysis ended without a finding, as TRACELENS_DEBUG=1 prints; their
 reasons are counted below the table); staging-transform sites traced; lines reached under a transformation; findings by code (TL900
-left out); milliseconds of `check` per file (mean). Exit 1 when anything crashed or hung.
+left out); milliseconds of `check` per file (mean), wall clock and CPU (user + system). Exit 1 when anything crashed or hung.
 
 A site is a decorator or call of a staging transform: jax.jit / jit, jax.pmap / pmap,
 pjit, and the library wrappers nnx.jit, eqx.filter_jit, eqx.filter_pmap (the library

@@ -64,6 +64,7 @@ struct FileRun {
     stops: Vec<(String, String)>,
     timeout: Option<String>,
     check_seconds: f64,
+    check_cpu_seconds: Option<f64>,
     findings: Vec<Finding>,
     functions: Vec<TracedFunction>,
 }
@@ -87,6 +88,9 @@ struct Row {
     lines_reached: usize,
     findings: BTreeMap<String, usize>,
     seconds: f64,
+    /// CPU seconds of `check`, over the files where the system told them.
+    cpu_seconds: f64,
+    cpu_files: usize,
 }
 
 /// Runs the measurement; notebooks converted to Python are written under `scratch` (and kept,
@@ -254,6 +258,7 @@ fn run_file(binary: &Path, project: &Project, source: &Source, limit: Duration) 
     let trace = invoke("trace");
     if let Some(check) = check {
         run.check_seconds = check.seconds;
+        run.check_cpu_seconds = check.cpu_seconds;
         run.stops = silent_stops(&check.stderr);
         match serde_json::from_str::<Value>(&check.stdout) {
             Ok(Value::Array(items)) => run.findings = items.iter().map(finding).collect(),
@@ -349,6 +354,10 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
         row.crashes += usize::from(run.crash.is_some());
         row.timeouts += usize::from(run.timeout.is_some());
         row.seconds += run.check_seconds;
+        if let Some(cpu) = run.check_cpu_seconds {
+            row.cpu_seconds += cpu;
+            row.cpu_files += 1;
+        }
         row.budget_stops += usize::from(run.findings.iter().any(|f| f.code == "TL900"));
         row.stopped += usize::from(!run.stops.is_empty());
         for (_, why) in &run.stops {
@@ -448,6 +457,8 @@ fn add(sum: &mut Row, row: &Row) {
     sum.code_lines += row.code_lines;
     sum.lines_reached += row.lines_reached;
     sum.seconds += row.seconds;
+    sum.cpu_seconds += row.cpu_seconds;
+    sum.cpu_files += row.cpu_files;
     for (route, n) in &row.routes {
         *sum.routes.entry(route.clone()).or_default() += n;
     }
@@ -474,14 +485,14 @@ fn counts(map: &BTreeMap<String, usize>) -> String {
 /// A Markdown table, one row per project and a total.
 fn table(rows: &[(String, Row)], total: &Row) -> String {
     let mut out = String::from(
-        "| project | files | crashes | timeouts | budget stops | silent stops | sites traced | library sites traced | unresolved sites | routes | lines reached | findings | by code | ms/file |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: |\n",
+        "| project | files | crashes | timeouts | budget stops | silent stops | sites traced | library sites traced | unresolved sites | routes | lines reached | findings | by code | ms/file | CPU ms/file |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |\n",
     );
     let all = rows.iter().map(|(name, row)| (name.as_str(), row)).chain(std::iter::once(("**total**", total)));
     for (name, row) in all {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {} | {} | {:.0} |",
+            "| {name} | {} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {} | {} | {:.0} | {} |",
             row.files,
             row.crashes,
             row.timeouts,
@@ -500,6 +511,7 @@ fn table(rows: &[(String, Row)], total: &Row) -> String {
             row.findings.values().sum::<usize>(),
             counts(&row.findings),
             if row.files == 0 { 0.0 } else { 1000.0 * row.seconds / row.files as f64 },
+            if row.cpu_files == 0 { "-".to_string() } else { format!("{:.0}", 1000.0 * row.cpu_seconds / row.cpu_files as f64) },
         );
     }
     out
@@ -512,6 +524,7 @@ fn row_json(name: &str, row: &Row) -> Value {
         "library_sites": row.library_sites, "library_traced": row.library_traced, "unresolved_sites": row.unresolved,
         "routes": row.routes, "code_lines": row.code_lines, "lines_reached": row.lines_reached,
         "findings": row.findings, "seconds_per_file": if row.files == 0 { 0.0 } else { row.seconds / row.files as f64 },
+        "cpu_seconds_per_file": if row.cpu_files == 0 { None } else { Some(row.cpu_seconds / row.cpu_files as f64) },
     })
 }
 
