@@ -427,11 +427,10 @@ type Functions = BTreeMap<(usize, String, u64), (usize, Vec<String>, BTreeSet<u6
 fn match_site<'a>(site: &Site, file: usize, functions: &'a Functions) -> Option<&'a Vec<String>> {
     let mut traced = functions.iter().filter(|(_, (traces, _, _))| *traces > 0);
     let found = match &site.target {
-        // A decorated def is reported at its first decorator's line, at most a few lines up.
-        Target::Def { name, line: Some(def_line) } if site.decorator => traced
+        // A def is reported at its first decorator's line, if it has any: a few lines up.
+        Target::Def { name, line: Some(def_line) } => traced
             .filter(|((f, n, l), _)| *f == file && n == name && *l <= *def_line as u64 && *def_line as u64 - *l < 30)
             .max_by_key(|((_, _, l), _)| *l),
-        Target::Def { name, line: Some(_) } => traced.find(|((f, n, _), _)| *f == file && n == name),
         Target::Def { name, line: None } => traced.find(|((_, n, _), _)| n == name),
         Target::Lambda { line } => traced.find(|((f, n, l), _)| *f == file && n == "<lambda>" && *l == *line as u64),
         Target::Factory { start, end, .. } => traced.find(|((f, _, l), _)| *f == file && (*start as u64..=*end as u64).contains(l)),

@@ -245,7 +245,6 @@ fn defs(tokens: &[Token]) -> Vec<(String, usize, usize)> {
 pub fn sites(source: &str) -> Vec<Site> {
     let tokens = tokens(&mask(source));
     let defs = defs(&tokens);
-    let def_line = |name: &str| defs.iter().find(|(n, _, _)| n == name).map(|(_, line, _)| *line);
     let mut out = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
@@ -277,7 +276,7 @@ pub fn sites(source: &str) -> Vec<Site> {
             let target = decorated(&tokens, end);
             out.push(Site { line, transform, library, decorator: true, target });
         } else if punct(&tokens, end, '(') {
-            let target = argument(&tokens, end + 1, &defs, &def_line);
+            let target = argument(&tokens, end + 1, &defs, line);
             out.push(Site { line, transform, library, decorator: false, target });
         }
         i = after;
@@ -315,8 +314,10 @@ fn decorated(tokens: &[Token], from: usize) -> Target {
     Target::Unknown("decorator without a def".to_string())
 }
 
-/// The function given as the first argument starting at token `at`.
-fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], def_line: &dyn Fn(&str) -> Option<usize>) -> Target {
+/// The function given as the first argument starting at token `at`, in a call on line
+/// `site`; a name defined several times in the file is the last `def` above the call (the
+/// one bound there when the call runs at module level), or else the first.
+fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], site: usize) -> Target {
     if ident(tokens, at) == Some("lambda") {
         return Target::Lambda { line: tokens[at].line };
     }
@@ -326,7 +327,7 @@ fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], def_li
     let last = last_part(&name).to_string();
     if punct(tokens, after, '(') {
         if WRAPPERS.contains(&last.as_str()) {
-            return argument(tokens, after + 1, defs, def_line);
+            return argument(tokens, after + 1, defs, site);
         }
         if let Some((_, start, end)) = defs.iter().find(|(n, _, _)| *n == last) {
             return Target::Factory { name: last, start: *start, end: *end };
@@ -336,7 +337,8 @@ fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], def_li
     if punct(tokens, after, '[') {
         return Target::Unknown(format!("{name}[...]"));
     }
-    let line = def_line(&last);
+    let named = || defs.iter().filter(|(n, _, _)| *n == last);
+    let line = named().rfind(|(_, line, _)| *line < site).or_else(|| named().next()).map(|(_, line, _)| *line);
     Target::Def { name: last, line }
 }
 
@@ -469,6 +471,10 @@ lam = jax.pmap(lambda x: x, axis_name='i')
 meth = jax.jit(self.update, static_argnums=0)
 part = partial(jax.jit, static_argnums=1)(loss)
 lib = jax.jit(model.apply)
+
+def loss(p, x):
+    return x
+again = jax.jit(loss)
 ";
         assert_eq!(
             summary(source),
@@ -479,6 +485,7 @@ lib = jax.jit(model.apply)
                 (12, "jax.jit".to_string(), false, Target::Def { name: "update".to_string(), line: None }),
                 (13, "jax.jit".to_string(), false, def("loss", 1)),
                 (14, "jax.jit".to_string(), false, Target::Def { name: "apply".to_string(), line: None }),
+                (18, "jax.jit".to_string(), false, def("loss", 16)),
             ]
         );
     }
