@@ -252,7 +252,7 @@ fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>)
     Ok((copy, bytes))
 }
 
-fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf, String> {
+pub(crate) fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf, String> {
     if let Some(binary) = std::env::var_os("TRACELENS_BIN") {
         return Ok(PathBuf::from(binary));
     }
@@ -322,12 +322,12 @@ fn relative_name(base: &Path, path: &Path) -> String {
     relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().map(Path::to_path_buf).unwrap_or(manifest_dir)
 }
 
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => root.join(dir),
         None => root.join("target"),

@@ -1,4 +1,5 @@
-//! Repository tasks (`cargo xtask ...`): the conformance suite against real JAX.
+//! Repository tasks (`cargo xtask ...`): the conformance suite against real JAX, and the
+//! measurement over checkouts of public JAX projects.
 
 mod compare;
 mod conformance;
@@ -6,6 +7,8 @@ mod golden;
 mod model;
 mod process;
 mod python_env;
+mod realworld;
+mod realworld_scan;
 mod report;
 mod repro;
 mod run_suite;
@@ -37,6 +40,36 @@ environment:
   TRACELENS_JAX_PYTHON  a Python interpreter with jax==0.10.2 (default: target/jax-venv,
                         created on first use with python3 -m venv and pip)
   TRACELENS_BIN         a tracelens binary to use instead of building one
+
+usage: cargo xtask realworld [OPTIONS] DIR...
+
+Runs `tracelens check` and `tracelens trace` (--format json, from DIR as the current folder)
+on every .py file under each DIR, and on every .ipynb turned into Python (code cells
+joined; lines starting with % or ! become `pass  # ...`; written to target/realworld/
+PROJECT/PATH.ipynb.py, where a finding's line can be read; a notebook that %runs another
+is skipped, as the names it uses come from elsewhere), and prints a Markdown table per
+project and in total (tests/realworld/README.md): files; crashes (exit 2, a signal, a
+panic, output that is not JSON); timeouts; budget stops (files with a TL900); silent
+stops (files whose analysis ended without a finding, as TRACELENS_DEBUG=1 prints; their
+reasons are counted below the table); staging-transform sites traced; lines reached under a transformation; findings by code (TL900
+left out); milliseconds of `check` per file (mean), wall clock and CPU (user + system). Exit 1 when anything crashed or hung.
+
+A site is a decorator or call of a staging transform: jax.jit / jit, jax.pmap / pmap,
+pjit, and the library wrappers nnx.jit, eqx.filter_jit, eqx.filter_pmap (the library
+sites). Only these stage a function out with abstract values, where JAX's trace-time
+errors happen; vmap and grad alone run eagerly and are not counted. Each site is tied to
+the function it transforms (the decorated def; the argument of the call, through partial,
+grad, vmap and the like; a lambda; a function returned by a factory defined in the same
+file) and counts as traced when `trace` lists that function with a trace; its route is
+the trace's `route` field (unknown while the JSON has none). Sites whose function the
+text does not tell (`jit(model.apply)` of a library class) are unresolved. Lines
+reached: distinct lines where a trace bound or read an array (trace JSON `values`).
+
+options:
+  --json OUT        also write every finding (repo, file, line, code, message; a notebook's
+                    cell and line in cell; TL900s too) and every site, with the table, to OUT
+  --timeout SECS    wall-clock limit per tracelens process (default 60)
+  --jobs N          files analysed in parallel (default: number of cores)
 ";
 
 fn main() -> ExitCode {
@@ -52,6 +85,24 @@ fn main() -> ExitCode {
                 Ok(false) => ExitCode::from(1),
                 Err(why) => {
                     eprintln!("conformance: {why}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(why) => {
+                eprintln!("{why}\n\n{USAGE}");
+                ExitCode::from(2)
+            }
+        },
+        Some("realworld") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("realworld") => match parse_realworld(&args[1..]) {
+            Ok(options) => match run_realworld(options) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(why) => {
+                    eprintln!("realworld: {why}");
                     ExitCode::from(2)
                 }
             },
@@ -81,19 +132,10 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
         read_cache: true,
         reproducers_only: false,
     };
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let (flag, inline_value) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |name: &str| inline_value.clone().or_else(|| rest.next().cloned()).ok_or_else(|| format!("{name} needs a value"));
+    each_flag(args, |flag, value| {
         match flag {
             "--filter" => options.filter = Some(value("--filter")?),
-            "--jobs" | "-j" => {
-                let text = value("--jobs")?;
-                options.jobs = text.parse().map_err(|_| format!("--jobs takes a number, got {text:?}"))?;
-            }
+            "--jobs" | "-j" => options.jobs = number("--jobs", &value("--jobs")?)?,
             "--oracle-only" => options.oracle_only = true,
             "--json" => options.json_out = Some(PathBuf::from(value("--json")?)),
             "--fixtures" => options.fixtures_dir = Some(PathBuf::from(value("--fixtures")?)),
@@ -101,6 +143,66 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
             "--reproducers-only" => options.reproducers_only = true,
             other => return Err(format!("unknown option {other:?}")),
         }
+        Ok(())
+    })?;
+    Ok(options)
+}
+
+fn run_realworld(options: realworld::Options) -> Result<bool, String> {
+    let root = conformance::workspace_root();
+    let target_dir = conformance::target_dir(&root);
+    let binary = conformance::build_tracelens(&root, &target_dir)?;
+    let commit = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%h %s"])
+        .current_dir(&root)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    realworld::run(options, &binary, &commit, &target_dir.join("realworld"))
+}
+
+fn parse_realworld(args: &[String]) -> Result<realworld::Options, String> {
+    let mut options = realworld::Options {
+        dirs: Vec::new(),
+        json_out: None,
+        timeout: std::time::Duration::from_secs(60),
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    each_flag(args, |flag, value| {
+        match flag {
+            "--json" => options.json_out = Some(PathBuf::from(value("--json")?)),
+            "--timeout" => options.timeout = std::time::Duration::from_secs(number::<u64>("--timeout", &value("--timeout")?)?.max(1)),
+            "--jobs" | "-j" => options.jobs = number("--jobs", &value("--jobs")?)?,
+            other if other.starts_with('-') => return Err(format!("unknown option {other:?}")),
+            dir => options.dirs.push(PathBuf::from(dir)),
+        }
+        Ok(())
+    })?;
+    if options.dirs.is_empty() {
+        return Err("realworld needs at least one DIR".to_string());
     }
     Ok(options)
+}
+
+/// The value of a flag that takes a number.
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
+    text.parse().map_err(|_| format!("{flag} takes a whole number, got {text:?}"))
+}
+
+/// Walks the arguments, calling `handle(flag, value)` for each; `value(name)` takes the
+/// flag's value, written `--flag=value` or as the next argument.
+fn each_flag(
+    args: &[String],
+    mut handle: impl FnMut(&str, &mut dyn FnMut(&str) -> Result<String, String>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let (flag, inline_value) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |name: &str| inline_value.clone().or_else(|| rest.next().cloned()).ok_or_else(|| format!("{name} needs a value"));
+        handle(flag, &mut value)?;
+    }
+    Ok(())
 }

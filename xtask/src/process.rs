@@ -12,6 +12,9 @@ pub struct Finished {
     pub stdout: String,
     pub stderr: String,
     pub seconds: f64,
+    /// CPU time (user + system, all threads) where the system tells it (Linux: read from
+    /// `/proc` while the exited process waits to be reaped).
+    pub cpu_seconds: Option<f64>,
 }
 
 impl Finished {
@@ -41,9 +44,19 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<
     let stderr_reader = child.stderr.take().map(spawn_reader);
 
     let mut timed_out = false;
+    let mut cpu_seconds = None;
     let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+        match exited_cpu_seconds(child.id()) {
+            Some(Some(cpu)) => {
+                cpu_seconds = Some(cpu);
+                break child.wait()?;
+            }
+            Some(None) => {}
+            None => {
+                if let Some(status) = child.try_wait()? {
+                    break status;
+                }
+            }
         }
         if start.elapsed() > limit {
             timed_out = true;
@@ -62,7 +75,22 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<
         stdout: collect(stdout_reader),
         stderr: collect(stderr_reader),
         seconds,
+        cpu_seconds,
     })
+}
+
+/// From `/proc/PID/stat`: `Some(Some(cpu seconds))` once the process has exited and is not
+/// yet reaped, `Some(None)` while it runs, `None` where there is no such file.
+fn exited_cpu_seconds(pid: u32) -> Option<Option<f64>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.first() != Some(&"Z") {
+        return Some(None);
+    }
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime, in clock ticks of 1/100 s (USER_HZ on Linux).
+    Some(Some((ticks(11)? + ticks(12)?) / 100.0))
 }
 
 fn spawn_reader<R: Read + Send + 'static>(mut source: R) -> thread::JoinHandle<Vec<u8>> {
