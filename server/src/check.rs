@@ -47,6 +47,11 @@ pub(crate) fn relative(p: &Path) -> String {
 /// `repro` asks; a panic inside the engine becomes an internal-error finding.
 fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproOptions) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
+    analyze_source(path, &text, project, values, repro)
+}
+
+/// `analyze_path_with` on a source already read (`check --stdin-filename`).
+fn analyze_source(path: &Path, text: &str, project: &Config, values: bool, repro: &ReproOptions) -> Result<FileAnalysis, String> {
     let loader = FsLoader::default();
     let mut config = config_for(path, project);
     config.values = values;
@@ -54,7 +59,7 @@ fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproO
         config.reproducers.fake_array_threshold = n;
     }
     config.reproducers.functions = repro.function.iter().cloned().collect();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, &text, &loader, &config)))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
 
@@ -65,24 +70,73 @@ pub(crate) fn pool() -> rayon::ThreadPool {
     }
 }
 
-pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool) -> ExitCode {
+/// `tracelens check`'s flags besides the paths.
+pub struct CheckOptions {
+    pub format: Format,
+    pub color: bool,
+    pub values: bool,
+    /// `--select`: replaces the project's `select`.
+    pub select: Option<Vec<String>>,
+    /// `--ignore`: added to the project's `ignore`.
+    pub ignore: Vec<String>,
+    /// `--stdin-filename`: the one source is standard input, reported as this path.
+    pub stdin_filename: Option<PathBuf>,
+    /// `--exit-zero`: findings never make the status 1.
+    pub exit_zero: bool,
+}
+
+/// Whether `--select`/`--ignore` name a code (`TL104`), a prefix of codes (`TL1`) or a name
+/// (`shape-mismatch`), as pyproject.toml's lists do.
+fn known_selector(s: &str) -> bool {
+    !s.is_empty() && tracer_core::diagnostics::Code::ALL.iter().any(|c| c.as_str().starts_with(s) || c.name() == s)
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
+    if let Some(bad) = opts.select.iter().flatten().chain(&opts.ignore).find(|s| !known_selector(s)) {
+        return usage_error(&format!("--select/--ignore: {bad:?} is no tracelens code, prefix of codes or name (see docs/diagnostics/)"));
+    }
+    let stdin_named = opts.stdin_filename.as_ref().map(|name| (std::env::current_dir().unwrap_or_default().join(name), name.clone()));
+    if stdin_named.is_some() && !(paths.is_empty() || paths == [PathBuf::from("-")]) {
+        return usage_error("--stdin-filename checks the source read from standard input: give no paths (or `-`)");
+    }
     let paths = if paths.is_empty() { vec![PathBuf::from(".")] } else { paths };
-    let files = match python_files(&paths) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let files = match &stdin_named {
+        Some((path, _)) => vec![path.clone()],
+        None => match python_files(&paths) {
+            Ok(f) => f,
+            Err(e) => return usage_error(&e.to_string()),
+        },
     };
-    let project = match Config::discover(&paths[0]) {
+    let discover_from = stdin_named.as_ref().map_or(&paths[0], |(path, _)| path);
+    let mut project = match Config::discover(discover_from) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(&e),
     };
-    let results: Vec<(PathBuf, Result<FileAnalysis, String>)> = pool()
-        .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect());
+    if opts.select.is_some() {
+        project.select = opts.select.clone();
+    }
+    project.ignore.extend(opts.ignore.iter().cloned());
+    let (format, color, values) = (opts.format, opts.color, opts.values);
+    let mut stdin_text = String::new();
+    let results: Vec<(PathBuf, Result<FileAnalysis, String>)> = match &stdin_named {
+        Some((path, _)) => {
+            let mut bytes = Vec::new();
+            if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+                return usage_error(&format!("cannot read standard input: {e}"));
+            }
+            let Ok(text) = String::from_utf8(bytes) else { return usage_error("standard input is not UTF-8 text") };
+            stdin_text = text;
+            let analysis = pool().install(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default()));
+            vec![(path.clone(), analysis)]
+        }
+        None => pool()
+            .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect()),
+    };
     let mut findings: Vec<Finding> = Vec::new();
     let mut internal = false;
     for (_, result) in &results {
@@ -103,19 +157,30 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
             }
         }
     }
+    // The source from standard input is reported under the name given.
+    if let Some((path, name)) = &stdin_named {
+        let shown = relative(path);
+        for f in findings.iter_mut().filter(|f| f.path == shown) {
+            f.path = name.to_string_lossy().into_owned();
+        }
+    }
     findings
         .sort_by(|a, b| (&a.path, a.location.line, a.location.column, a.code).cmp(&(&b.path, b.location.line, b.location.column, b.code)));
     findings.dedup_by(|a, b| a.path == b.path && a.location == b.location && a.code == b.code && a.message == b.message);
     let out = match format {
         Format::Json => serde_json::to_string_pretty(&render::findings_json(&findings)).unwrap_or_default() + "\n",
         Format::Sarif => serde_json::to_string_pretty(&render::findings_sarif(&findings)).unwrap_or_default() + "\n",
-        Format::Text => render::findings_text(&findings, color, files.len()),
+        Format::Github => render::findings_github(&findings),
+        Format::Text => {
+            let shown = stdin_named.as_ref().map(|(_, name)| name.to_string_lossy().into_owned());
+            render::findings_text(&findings, color, files.len(), shown.as_deref().map(|s| (s, stdin_text.as_str())))
+        }
     };
     let _ = std::io::stdout().write_all(out.as_bytes());
     if internal {
         return ExitCode::from(2);
     }
-    if findings.iter().any(|f| f.severity == Severity::Error) {
+    if !opts.exit_zero && findings.iter().any(|f| f.severity == Severity::Error) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -58,7 +58,9 @@ enum Command {
     Check {
         /// Files or folders (default: the current folder).
         paths: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        /// text, json, sarif, or github (workflow annotations); `--output-format` is the same
+        /// flag, as ruff spells it.
+        #[arg(long, visible_alias = "output-format", value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Colour: auto (only on a terminal), always, never.
         #[arg(long, value_enum, default_value_t = Color::Auto)]
@@ -66,6 +68,20 @@ enum Command {
         /// Also evaluate each program on the CPU and report the first NaN/Inf (TL301).
         #[arg(long)]
         values: bool,
+        /// Report only these codes or prefixes (comma separated: TL1,TL201); replaces
+        /// `select` of pyproject.toml.
+        #[arg(long, value_delimiter = ',', value_name = "CODES")]
+        select: Option<Vec<String>>,
+        /// Never report these codes or prefixes; added to `ignore` of pyproject.toml.
+        #[arg(long, value_delimiter = ',', value_name = "CODES")]
+        ignore: Vec<String>,
+        /// Read the source from standard input and report it as PATH (imports resolve from
+        /// PATH's folder, pyproject.toml is found from there).
+        #[arg(long, value_name = "PATH")]
+        stdin_filename: Option<PathBuf>,
+        /// Exit 0 even when errors are found (2 still means bad usage or an internal failure).
+        #[arg(long)]
+        exit_zero: bool,
     },
     /// Run FILE as `python FILE` would, on tracelens' interpreter and CPU kernels.
     Run {
@@ -124,6 +140,8 @@ pub enum Format {
     Text,
     Json,
     Sarif,
+    /// GitHub Actions workflow commands (`::error file=...,line=...::message`).
+    Github,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -149,13 +167,13 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Check { paths, format, color, values } => {
+        Command::Check { paths, format, color, values, select, ignore, stdin_filename, exit_zero } => {
             let color = match color {
                 Color::Always => true,
                 Color::Never => false,
                 Color::Auto => std::io::stdout().is_terminal(),
             };
-            check::run_check(paths, format, color, values)
+            check::run_check(paths, check::CheckOptions { format, color, values, select, ignore, stdin_filename, exit_zero })
         }
         Command::Run { file, max_elements, max_seconds, color, args } => {
             let color = match color {

@@ -57,8 +57,10 @@ pub fn findings_sarif(findings: &[Finding]) -> Value {
     })
 }
 
-pub fn findings_text(findings: &[Finding], color: bool, files: usize) -> String {
-    let mut out = findings_frames(findings, color);
+/// `stdin`: the path shown and the text of a source read from standard input, whose code
+/// frames come from that text rather than the disk.
+pub fn findings_text(findings: &[Finding], color: bool, files: usize, stdin: Option<(&str, &str)>) -> String {
+    let mut out = findings_frames_with(findings, color, stdin);
     let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
     let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let _ = writeln!(
@@ -73,10 +75,17 @@ pub fn findings_text(findings: &[Finding], color: bool, files: usize) -> String 
 
 /// Each finding with its code frame (ruff-like), without the summary line.
 pub fn findings_frames(findings: &[Finding], color: bool) -> String {
+    findings_frames_with(findings, color, None)
+}
+
+fn findings_frames_with(findings: &[Finding], color: bool, stdin: Option<(&str, &str)>) -> String {
     let renderer = if color { Renderer::styled() } else { Renderer::plain() };
     let mut out = String::new();
     for f in findings {
-        let source = read_source(std::path::Path::new(&f.path)).or_else(|| read_source(&f.location.path)).unwrap_or_default();
+        let source = match stdin {
+            Some((shown, text)) if shown == f.path => text.to_string(),
+            _ => read_source(std::path::Path::new(&f.path)).or_else(|| read_source(&f.location.path)).unwrap_or_default(),
+        };
         let (first_line, last_line) = (f.location.line.saturating_sub(1) as usize, f.location.end_line.saturating_sub(1) as usize);
         let lines: Vec<&str> = source.split_inclusive('\n').collect();
         let excerpt: String = lines.get(first_line..=last_line.min(lines.len().saturating_sub(1))).map(|l| l.concat()).unwrap_or_default();
@@ -107,6 +116,35 @@ pub fn findings_frames(findings: &[Finding], color: bool) -> String {
             group = group.element(Level::NOTE.message(r.as_str()));
         }
         let _ = writeln!(out, "{}\n", renderer.render(&[group]));
+    }
+    out
+}
+
+/// GitHub Actions workflow commands, one a finding: `::error file=F,line=L,col=C,endLine=..,
+/// endColumn=..,title=TL104::message` (`::warning` for warnings, `::notice` for infos), escaped
+/// as the Actions toolkit escapes them, so that each shows at its line in a pull request.
+pub fn findings_github(findings: &[Finding]) -> String {
+    let data = |s: &str| s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    let property = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+    let mut out = String::new();
+    for f in findings {
+        let command = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let l = &f.location;
+        let _ = writeln!(
+            out,
+            "::{command} file={},line={},col={},endLine={},endColumn={},title={}::{}",
+            property(&f.path),
+            l.line,
+            l.column,
+            l.end_line,
+            l.end_column,
+            property(f.code),
+            data(&f.message)
+        );
     }
     out
 }

@@ -447,3 +447,124 @@ fn the_minimiser_shrinks_the_functions_passed_to_lax_cond() {
     assert!(text.contains("def eval_branch(h):  # branches.py:11\n    return h\n"), "{text}");
     assert!(text.contains("    lax.cond(is_training, train_branch, eval_branch, h)  # branches.py:18\n"), "{text}");
 }
+
+/// A TL201 warning (print at trace time) and a TL104 error.
+const TWO_CODES: &str = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    print('x', x)\n    return x.sum()\n\n\n@jax.jit\ndef step(w, x):\n    return (x @ w).sum()\n\n\nf(jnp.ones(3))\nstep(jnp.ones((4, 8)), jnp.ones((3, 5)))\n";
+
+fn codes_of(out: &std::process::Output) -> Vec<String> {
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+    json.as_array().expect("array").iter().map(|d| d["code"].as_str().unwrap_or("").to_string()).collect()
+}
+
+#[test]
+fn select_and_ignore_on_the_command_line_take_codes_prefixes_and_names() {
+    let dir = temp_dir("select");
+    write(&dir, "two.py", TWO_CODES);
+    let run =
+        |extra: &[&str]| tracelens().current_dir(&dir).args(["check", "--format", "json", "two.py"]).args(extra).output().expect("run");
+    let all = run(&[]);
+    assert_eq!(codes_of(&all), ["TL201", "TL104"], "{}", String::from_utf8_lossy(&all.stdout));
+    let errors_only = run(&["--select", "TL1"]);
+    assert_eq!((codes_of(&errors_only), errors_only.status.code()), (vec!["TL104".to_string()], Some(1)));
+    let warnings_only = run(&["--ignore", "TL104"]);
+    assert_eq!((codes_of(&warnings_only), warnings_only.status.code()), (vec!["TL201".to_string()], Some(0)));
+    let by_name = run(&["--select=shape-mismatch,TL2", "--ignore", "TL201"]);
+    assert_eq!(codes_of(&by_name), ["TL104"]);
+    // The command line's select replaces pyproject.toml's; its ignore adds to it.
+    write(&dir, "pyproject.toml", "[tool.tracelens]\nselect = [\"TL104\"]\nignore = [\"TL1\"]\n");
+    assert!(codes_of(&run(&[])).is_empty());
+    assert_eq!(codes_of(&run(&["--select", "TL2"])), ["TL201"]);
+    std::fs::remove_file(dir.join("pyproject.toml")).expect("remove");
+    let unknown = run(&["--select", "TL999"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("\"TL999\""), "{}", String::from_utf8_lossy(&unknown.stderr));
+}
+
+#[test]
+fn github_output_format_writes_workflow_annotations() {
+    let dir = temp_dir("github");
+    write(&dir, "two.py", TWO_CODES);
+    for flag in ["--output-format", "--format"] {
+        let out = tracelens().current_dir(&dir).args(["check", flag, "github", "two.py"]).output().expect("run");
+        assert_eq!(out.status.code(), Some(1));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("::warning file=two.py,line=7,col=5,endLine=7,endColumn="), "{text}");
+        assert!(
+            lines[1].starts_with(
+                "::error file=two.py,line=13,col=13,endLine=13,endColumn=18,title=TL104::TypeError: dot_general requires contracting dimensions"
+            ),
+            "{text}"
+        );
+    }
+    // The other formats answer to --output-format too.
+    let json = tracelens().current_dir(&dir).args(["check", "--output-format", "json", "two.py"]).output().expect("run");
+    assert_eq!(codes_of(&json), ["TL201", "TL104"]);
+}
+
+#[test]
+fn stdin_filename_checks_standard_input_as_that_file_with_its_imports() {
+    use std::io::Write as _;
+    let dir = temp_dir("stdin");
+    std::fs::create_dir_all(dir.join("pkg")).expect("pkg");
+    write(&dir.join("pkg"), "shapes.py", "import jax.numpy as jnp\n\n\ndef batch():\n    return jnp.ones((3, 5))\n");
+    // pkg/main.py does not exist on disk: the text comes from standard input.
+    let source = "import jax\nimport jax.numpy as jnp\nfrom shapes import batch\n\n\n@jax.jit\ndef step(w, x):\n    return (x @ w).sum()\n\n\nstep(jnp.ones((4, 8)), batch())\n";
+    let run = |args: &[&str]| {
+        let mut child = tracelens()
+            .current_dir(&dir)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run");
+        child.stdin.take().expect("stdin").write_all(source.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("output")
+    };
+    let out = run(&["check", "--format", "json", "--stdin-filename", "pkg/main.py"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json[0]["path"], "pkg/main.py", "{json:#}");
+    assert_eq!((json[0]["code"].as_str(), json[0]["line"].as_u64()), (Some("TL104"), Some(8)));
+    assert!(json[0]["message"].as_str().unwrap_or("").contains("got (5,) and (4,)"), "{json:#}");
+    // Text output shows the line from standard input.
+    let text = run(&["check", "--stdin-filename", "pkg/main.py", "-"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("pkg/main.py:8:13") && text.contains("return (x @ w).sum()"), "{text}");
+    let both = run(&["check", "--stdin-filename", "pkg/main.py", "pkg"]);
+    assert_eq!(both.status.code(), Some(2));
+}
+
+#[test]
+fn exit_zero_reports_errors_and_exits_0() {
+    let dir = temp_dir("exitzero");
+    write(&dir, "buggy.py", BUGGY);
+    let out = tracelens().current_dir(&dir).args(["check", "--exit-zero", "buggy.py"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("TL104"));
+    assert_eq!(tracelens().current_dir(&dir).args(["check", "--exit-zero", "nope.py"]).output().expect("run").status.code(), Some(2));
+}
+
+#[test]
+fn the_pre_commit_hook_runs_check_on_the_files_it_is_given() {
+    let hooks = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../.pre-commit-hooks.yaml")).expect(".pre-commit-hooks.yaml");
+    let field = |key: &str| {
+        hooks.lines().find_map(|l| l.trim().trim_start_matches("- ").strip_prefix(&format!("{key}: "))).map(|v| v.trim().to_string())
+    };
+    assert_eq!(field("id").as_deref(), Some("tracelens"));
+    let entry = field("entry").expect("entry");
+    let mut words = entry.split_whitespace();
+    assert_eq!(words.next(), Some("tracelens"));
+    let args: Vec<&str> = words.collect();
+    // pre-commit appends the staged Python files to the entry.
+    let dir = temp_dir("precommit");
+    write(&dir, "buggy.py", BUGGY);
+    write(&dir, "clean.py", CLEAN);
+    let bad = tracelens().current_dir(&dir).args(&args).args(["clean.py", "buggy.py"]).output().expect("run");
+    assert_eq!(bad.status.code(), Some(1), "{}", String::from_utf8_lossy(&bad.stdout));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("buggy.py:6:9"));
+    let good = tracelens().current_dir(&dir).args(&args).args(["clean.py"]).output().expect("run");
+    assert_eq!(good.status.code(), Some(0));
+}

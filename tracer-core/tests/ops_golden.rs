@@ -1,7 +1,7 @@
 //! The differential op table: every row of `data/ops.tsv` (recorded from real JAX 0.10.2 by
 //! `tests/conformance/gen_ops_golden.py`) is run as a small program through `analyze_file`,
 //! and the elements it prints must be JAX's: the same dtype and shape, integers and bools
-//! exactly, floats within a per-dtype tolerance (docs/evaluator.md). Rows whose value
+//! exactly, floats within the tolerance of their op family (`data/ops_tolerances.tsv`, which says why). Rows whose value
 //! tracelens does not compute are listed in `data/ops_not_computed.txt`, and rows it gets
 //! wrong for a reason outside the kernels in `data/ops_known_wrong.txt`, each with why; an
 //! unlisted row that is not computed or wrong fails, and so does a listed one that passes.
@@ -73,29 +73,98 @@ fn int_texts(text: &str) -> Vec<String> {
     text.trim().trim_start_matches('[').trim_end_matches(']').split(", ").map(str::to_string).collect()
 }
 
-/// Relative tolerance of a float dtype: XLA's float32 transcendental functions are within a
-/// few ulp of the correctly rounded result, and tracelens accumulates in float64.
-fn tolerance(dtype: &str) -> Option<f64> {
+/// One ulp of 1.0 in a float dtype; None for integers and bools, compared exactly.
+fn eps(dtype: &str) -> Option<f64> {
     match dtype {
-        "float32" => Some(4.0 * f64::from(f32::EPSILON)),
-        "float64" => Some(16.0 * f64::EPSILON),
-        // One ulp: XLA computes these in float32 and rounds each result once, as tracelens
-        // does, so a value differs only where float32's own error tips a rounding.
+        "float32" => Some(f64::from(f32::EPSILON)),
+        "float64" => Some(f64::EPSILON),
         "bfloat16" => Some(2f64.powi(-7)),
         "float16" => Some(2f64.powi(-10)),
         _ => None,
     }
 }
 
-/// The absolute tolerance of a bfloat16/float16 row: one ulp of the row's largest magnitude
-/// for its accumulations (reductions, products, softmax), none for elementwise rows.
-fn half_atol(expr: &str, scaled: f64) -> f64 {
-    let accumulates = ["jnp.sum", "jnp.prod", "jnp.mean", "jnp.var", "jnp.cumsum", "jnp.dot", "@", "softmax"];
-    if accumulates.iter().any(|f| expr.starts_with(f) || expr.contains(&format!(" {f} "))) {
-        scaled
-    } else {
-        0.0
+/// A family of `data/ops_tolerances.tsv` (its header says what each term means and why).
+struct Family {
+    name: String,
+    groups: Option<Vec<String>>,
+    exprs: Option<Vec<String>>,
+    kernel: String,
+}
+
+fn families() -> Vec<Family> {
+    let lines: Vec<&str> =
+        include_str!("data/ops_tolerances.tsv").lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).collect();
+    let header: Vec<&str> = lines[0].split('\t').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("ops_tolerances.tsv: no column {name}"));
+    let list = |text: &str| (text != "*").then(|| text.split(',').map(str::to_string).collect());
+    lines[1..]
+        .iter()
+        .map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            Family {
+                name: cols[col("family")].into(),
+                groups: list(cols[col("groups")]),
+                exprs: list(cols[col("exprs")]),
+                kernel: cols[col("kernel")].into(),
+            }
+        })
+        .collect()
+}
+
+fn family_of<'a>(families: &'a [Family], row: &Row) -> &'a Family {
+    let matches = |p: &String| p.strip_prefix('^').map_or_else(|| row.expr.contains(p.as_str()), |prefix| row.expr.starts_with(prefix));
+    families
+        .iter()
+        .find(|f| f.groups.as_ref().is_none_or(|g| g.contains(&row.group)) && f.exprs.as_ref().is_none_or(|e| e.iter().any(matches)))
+        .unwrap_or_else(|| panic!("no tolerance family for [{}] {}", row.group, row.expr))
+}
+
+/// The terms of a rule (`rel=1/4/16 max=8`) for a dtype, in ulps: (rel, max, one, cond).
+fn rule(text: &str, dtype: &str) -> [f64; 4] {
+    let mut terms = [0.0; 4];
+    for term in text.split_whitespace().filter(|t| *t != "exact") {
+        let (key, value) = term.split_once('=').unwrap_or_else(|| panic!("bad term {term}"));
+        let values: Vec<f64> = value.split('/').map(|v| v.parse().unwrap_or_else(|_| panic!("bad term {term}"))).collect();
+        let v = match (values.as_slice(), dtype) {
+            ([v], _) => *v,
+            ([half, _, _], "float16" | "bfloat16") => *half,
+            ([_, f32, _], "float32") => *f32,
+            ([_, _, f64], _) => *f64,
+            _ => panic!("bad term {term}"),
+        };
+        let i = ["rel", "max", "one", "cond"].iter().position(|k| *k == key).unwrap_or_else(|| panic!("unknown term {term}"));
+        terms[i] = v;
     }
+    terms
+}
+
+/// kappa of each float row with a twin in the other float width (`data/ops_tolerances.tsv`):
+/// how many ulp of its largest magnitude the float32 row is from the float64 one.
+fn conditioning(rows: &[Row]) -> std::collections::HashMap<(bool, String), f64> {
+    let by_key: std::collections::HashMap<(bool, &str), &Row> = rows.iter().map(|r| ((r.x64, r.expr.as_str()), r)).collect();
+    let mut kappa = std::collections::HashMap::new();
+    for row in rows {
+        let dtype = row.aval.split(' ').next().unwrap_or("");
+        let twin_expr = match dtype {
+            "float32" => row.expr.replace("float32", "float64"),
+            "float64" => row.expr.replace("float64", "float32"),
+            _ => continue,
+        };
+        let Some(twin) = by_key.get(&(true, twin_expr.as_str())) else { continue };
+        if twin.aval.split(' ').next() == Some(dtype) {
+            continue;
+        }
+        let (f32_row, f64_row) = if dtype == "float32" { (row, *twin) } else { (*twin, row) };
+        let (Some(a), Some(b)) = (parse_values(&f32_row.values), parse_values(&f64_row.values)) else { continue };
+        let scale = a.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs()));
+        if a.len() != b.len() || scale == 0.0 {
+            continue;
+        }
+        let diff = a.iter().zip(&b).filter(|(x, y)| x.is_finite() && y.is_finite()).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        kappa.insert((row.x64, row.expr.clone()), (diff / (f64::from(f32::EPSILON) * scale)).min(64.0));
+    }
+    kappa
 }
 
 fn close(got: f64, want: f64, rtol: f64, atol: f64) -> bool {
@@ -121,7 +190,7 @@ enum Outcome {
     Mismatch(String),
 }
 
-fn check(row: &Row) -> Outcome {
+fn check(row: &Row, families: &[Family], kappa: &std::collections::HashMap<(bool, String), f64>) -> Outcome {
     let dtype = row.aval.split(' ').next().unwrap_or("");
     let conv = if dtype.starts_with("float") || dtype == "bfloat16" {
         "float"
@@ -154,7 +223,7 @@ fn check(row: &Row) -> Outcome {
     if values.contains("<unknown>") {
         return Outcome::NotComputed(stops(&analysis));
     }
-    let Some(rtol) = tolerance(dtype) else {
+    let Some(eps) = eps(dtype) else {
         return if int_texts(values) == int_texts(&row.values) {
             Outcome::Pass
         } else {
@@ -164,23 +233,13 @@ fn check(row: &Row) -> Outcome {
     let (Some(got), Some(want)) = (parse_values(values), parse_values(&row.values)) else {
         return Outcome::Mismatch(format!("unparsable: {values}"));
     };
-    // Reductions and products add rounding errors of their terms: the absolute tolerance
-    // scales with the largest finite magnitude JAX printed in the row.
+    // The row's family says how close (data/ops_tolerances.tsv, column `kernel`): ulps of each
+    // element, of the row's largest magnitude, of 1.0, and of the largest magnitude times the
+    // problem's conditioning.
     let scale = want.iter().filter(|w| w.is_finite()).fold(0.0f64, |m, w| m.max(w.abs()));
-    let atol = match row.group.as_str() {
-        "reduce" | "dot" | "batched" | "cumulative" | "linalg" => rtol * scale,
-        // eigh, svd and qr: JAX computes float32 factors in float32, and a vector's error
-        // grows as eps over the gap between eigenvalues; tracelens computes in f64 and rounds
-        // once. 32 times the accumulation rule (128 ulp of the row's largest magnitude).
-        "decomposition" => 32.0 * rtol * scale,
-        // XLA's lgamma adds terms of magnitude up to a few units (log(2π)/2, the Lanczos
-        // term, log a(z)) and its float32 `log`/`log1p` are XLA's own approximations, whose
-        // last bits differ from libm's: near the zeros of lgamma (1 and 2) and where the
-        // reflection cancels, the error is absolute, a few ulp of 1 (docs/evaluator.md).
-        _ if ["jax.scipy.special.gammaln(", "lax.lgamma("].iter().any(|f| row.expr.starts_with(f)) => 2.0 * rtol,
-        "half" => half_atol(&row.expr, rtol * scale),
-        _ => 0.0,
-    };
+    let [rel, max, one, cond] = rule(&family_of(families, row).kernel, dtype);
+    let rtol = rel * eps;
+    let atol = eps * (max * scale + one + cond * kappa.get(&(row.x64, row.expr.clone())).copied().unwrap_or(0.0) * scale);
     if got.len() == want.len() && got.iter().zip(&want).all(|(&g, &w)| close(g, w, rtol, atol)) {
         Outcome::Pass
     } else {
@@ -192,6 +251,7 @@ fn check(row: &Row) -> Outcome {
 fn every_op_row_matches_jax() {
     let rows = rows();
     assert!(rows.len() > 1000, "{} rows", rows.len());
+    let (families, kappa) = (families(), conditioning(&rows));
     let not_computed_list = listed(include_str!("data/ops_not_computed.txt"));
     let known_wrong_list = listed(include_str!("data/ops_known_wrong.txt"));
     let is_in = |list: &[(bool, String)], row: &Row| list.iter().any(|(x64, expr)| *x64 == row.x64 && *expr == row.expr);
@@ -199,7 +259,7 @@ fn every_op_row_matches_jax() {
     let (mut passed, mut not_computed, mut known_wrong) = (0, 0, 0);
     for row in &rows {
         let line = format!("{}\t{}", row.x64 as u8, row.expr);
-        let outcome = check(row);
+        let outcome = check(row, &families, &kappa);
         match (&outcome, is_in(&not_computed_list, row), is_in(&known_wrong_list, row)) {
             (Outcome::Pass, false, false) => passed += 1,
             (Outcome::Pass, _, _) => stale.push(line),

@@ -5,6 +5,7 @@
 mod convert;
 mod documents;
 mod features;
+mod framing;
 mod reproducer_links;
 mod worker;
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 use serde_json::Value as Json;
 use tower_lsp_server::jsonrpc::{Error as RpcError, ErrorCode, Result as RpcResult};
 use tower_lsp_server::ls_types::{self as lsp, Uri};
-use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+use tower_lsp_server::{Client, LanguageServer, LspService};
 use tracer_core::analysis::{FileAnalysis, LocatedDiagnostic};
 use tracer_core::diagnostics::{Code, Severity};
 use tracer_core::interp::SourceLoader;
@@ -185,7 +186,7 @@ pub fn run() -> std::process::ExitCode {
             generation: Arc::new(AtomicU64::new(0)),
             traced: Arc::new(tokio::sync::Notify::new()),
         });
-        serve_filtered(service, socket).await;
+        framing::serve_filtered(service, socket).await;
     });
     // The stdin reader may still be blocked in a read: do not wait for it.
     runtime.shutdown_background();
@@ -195,82 +196,6 @@ pub fn run() -> std::process::ExitCode {
     } else {
         std::process::ExitCode::from(1)
     }
-}
-
-/// tower-lsp ends the whole server on a message that is not JSON. Frames from the client are
-/// checked here first: bad JSON gets a JSON-RPC parse error and the server keeps serving.
-async fn serve_filtered(service: LspService<Backend>, socket: tower_lsp_server::ClientSocket) {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-
-    let (mut to_server, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, from_server) = tokio::io::duplex(1 << 20);
-    let (frames_tx, mut frames_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-
-    // Reads one `Content-Length` frame; `None` at the end of the stream.
-    async fn read_frame<R: tokio::io::AsyncBufRead + Unpin>(reader: &mut R) -> Option<Vec<u8>> {
-        let mut len: Option<usize> = None;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).await.ok()? == 0 {
-                return None;
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                if len.is_some() {
-                    break;
-                }
-                continue;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length:") {
-                len = v.trim().parse().ok();
-            }
-        }
-        let mut body = vec![0u8; len?];
-        reader.read_exact(&mut body).await.ok()?;
-        Some(body)
-    }
-    fn frame(body: &[u8]) -> Vec<u8> {
-        let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        out.extend_from_slice(body);
-        out
-    }
-
-    let errors = frames_tx.clone();
-    tokio::spawn(async move {
-        let mut stdin = BufReader::new(tokio::io::stdin());
-        while let Some(body) = read_frame(&mut stdin).await {
-            if serde_json::from_slice::<Json>(&body).is_ok() {
-                if to_server.write_all(&frame(&body)).await.is_err() {
-                    break;
-                }
-            } else {
-                let reply = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: the message is not JSON"}});
-                let _ = errors.send(frame(reply.to_string().as_bytes()));
-            }
-        }
-    });
-    let forward = tokio::spawn(async move {
-        let mut out = BufReader::new(from_server);
-        while let Some(body) = read_frame(&mut out).await {
-            if frames_tx.send(frame(&body)).is_err() {
-                break;
-            }
-        }
-        // An empty frame tells the writer that the server has finished.
-        let _ = frames_tx.send(Vec::new());
-    });
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(bytes) = frames_rx.recv().await {
-            if bytes.is_empty() || stdout.write_all(&bytes).await.is_err() {
-                break;
-            }
-            let _ = stdout.flush().await;
-        }
-    });
-    Server::new(server_in, server_out, socket).serve(service).await;
-    let _ = forward.await;
-    let _ = writer.await;
 }
 
 /// Imports read open documents first, then the disk.

@@ -36,7 +36,8 @@ pub fn links(text: &str) -> Vec<Link> {
 }
 
 fn link_in(content: &str, line_start: usize, line: u32) -> Option<Link> {
-    let word_start = content.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    // After the last whitespace character, which may be wider than a byte (U+2028, NEL).
+    let word_start = content.char_indices().rev().find(|(_, c)| c.is_whitespace()).map_or(0, |(i, c)| i + c.len_utf8());
     let word = &content[word_start..];
     // Only inside a comment: `x = a  # f.py:3`, not `x = "f.py:3"`.
     if !content[..word_start].contains('#') {
@@ -156,6 +157,15 @@ mod tests {
         );
         assert!(is_reproducer(text));
         assert!(!is_reproducer("import jax  # a.py:1\n"));
+    }
+
+    #[test]
+    fn whitespace_wider_than_a_byte_ends_a_word() {
+        // U+2028, NEL and U+3000 are whitespace of 3, 2 and 3 bytes (and no line break here).
+        let text = "x = 1  #\u{2028}a.py:3\ny = 2  #\u{85}b.py:4\u{3000}\u{c}\nz  #\u{3000}c.py:5\n";
+        let found: Vec<(u32, &str, u32)> =
+            links(text).iter().map(|l| (l.line, &text[l.start as usize..l.end as usize], l.target_line)).collect();
+        assert_eq!(found, vec![(0, "a.py:3", 3), (1, "b.py:4", 4), (2, "c.py:5", 5)]);
     }
 
     #[test]

@@ -16,9 +16,12 @@ pub struct LineIndex {
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
+        // Lines end as in Python and LSP: at `\n`, `\r\n` or a lone `\r` (never at U+2028,
+        // NEL or form feed).
+        let bytes = text.as_bytes();
         let mut line_starts = vec![0];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' || b == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
                 line_starts.push(i as u32 + 1);
             }
         }
@@ -63,6 +66,7 @@ impl LineIndex {
         let start = self.line_start(line) as usize;
         let line_end = self.line_starts.get(line as usize + 1).map(|&s| s as usize - 1).unwrap_or(text.len());
         let line_text = &text[start..line_end.max(start)];
+        let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
         let mut counted = 0u32;
         for (byte, ch) in line_text.char_indices() {
             if counted >= col {
@@ -120,5 +124,17 @@ mod tests {
         assert_eq!(idx.offset(text, 1, 12, ColumnUnit::Utf16), x);
         assert_eq!(idx.offset(text, 1, 999, ColumnUnit::CodePoint), text.len() as u32 - 1);
         assert_eq!(idx.offset(text, 99, 0, ColumnUnit::CodePoint), text.len() as u32);
+    }
+
+    #[test]
+    fn lines_break_at_lf_crlf_and_lone_cr_only() {
+        let text = "a\rb\r\nc\u{2028}d\u{85}e\u{c}f\ng";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.line_count(), 4);
+        let f = text.find('f').unwrap() as u32;
+        assert_eq!(idx.line_col(text, f), LineCol { line: 2, col: 6 });
+        assert_eq!(idx.line_col(text, text.find('b').unwrap() as u32), LineCol { line: 1, col: 0 });
+        // The end of a `\r\n` line is before its `\r`.
+        assert_eq!(idx.offset(text, 1, 99, ColumnUnit::Utf16), text.find("\r\n").unwrap() as u32);
     }
 }
