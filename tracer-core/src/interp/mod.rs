@@ -50,6 +50,9 @@ pub struct Budgets {
     pub max_bytes: u64,
     /// What happens over the memory budget: an unknown value (analysis) or `MemoryError` (run).
     pub over_memory: memory::OverMemory,
+    /// A file with more punctuation marks and line breaks than this (about its tokens) is
+    /// not parsed by `analyze_file`: a TL900 says so.
+    pub max_source_marks: u64,
     /// Set by the caller to abandon the analysis (a newer edit arrived).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -66,6 +69,9 @@ impl Default for Budgets {
             // Peak RSS stays under 1 GiB: the budget, plus what the interpreter itself holds.
             max_bytes: 512 << 20,
             over_memory: memory::OverMemory::NotComputed,
+            // About 0.7 s of parsing and lowering on a busy core; a million-element list literal
+            // has a million, 100,000 short lines of code 300,000 to 700,000.
+            max_source_marks: 500_000,
             cancel: None,
         }
     }
