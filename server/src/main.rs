@@ -15,8 +15,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// An analysis is mostly small allocations, freed together when it ends (docs/ARCHITECTURE.md).
+/// Counted per thread for the memory budget (`tracer_core::interp::memory`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<mimalloc::MiMalloc> =
+    tracer_core::interp::memory::CountingAllocator(mimalloc::MiMalloc);
 
 /// How long the language server and `run` let mimalloc keep freed memory before returning
 /// it to the OS. mimalloc's default (1 s) returns an analysis' pages between two keystrokes
@@ -158,6 +160,7 @@ enum Color {
 }
 
 fn main() -> ExitCode {
+    tracer_core::interp::memory::set_memory_probe(tracer_core::interp::memory::counted_thread_bytes);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

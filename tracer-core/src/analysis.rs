@@ -255,7 +255,22 @@ fn analyze_remembering(
     if config.values {
         interp.values = Some(Default::default());
     }
+    // Parsing costs about a microsecond a token whatever comes after: a file past the token
+    // budget (a million-element literal) is not parsed at all, and says so.
+    let marks = punctuation_marks(text);
+    let too_large = module.is_none() && marks > config.budgets.max_source_marks;
+    let module = if too_large { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
     let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
+    if too_large {
+        let first_line = text.find('\n').unwrap_or(text.len()).min(u32::MAX as usize);
+        let site = Site { file, span: Span::new(0, first_line) };
+        let message = format!(
+            "not analysed: the file has {marks} punctuation marks and line breaks, over the parse budget ({})",
+            config.budgets.max_source_marks
+        );
+        let diag = interp.diagnostic(Code::NotAnalysed, site, message, Vec::new());
+        interp.diagnostics.push(diag);
+    }
     if let Some(memo) = memo.as_deref_mut() {
         memo.begin(file);
         interp.memo = Some(std::mem::take(memo));
@@ -594,4 +609,9 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         }
     }
     out
+}
+
+/// Punctuation marks and line breaks in `text`: a cheap bound on its tokens, for the parse budget.
+fn punctuation_marks(text: &str) -> u64 {
+    text.bytes().filter(|b| b.is_ascii_punctuation() || *b == b'\n').count() as u64
 }

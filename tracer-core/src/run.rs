@@ -55,7 +55,10 @@ const JAX_ERROR_CLASSES: &[&str] = &[
 
 /// Runs `path` as `__main__` in values mode. Never panics; returns within the budgets.
 pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> RunResult {
-    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    let mut budgets = config.budgets.clone();
+    // CPython raises MemoryError when an allocation fails.
+    budgets.over_memory = crate::interp::memory::OverMemory::MemoryError;
+    let mut interp = Interp::new(loader, config.search_roots.clone(), budgets);
     interp.values = Some(Default::default());
     interp.abstract_unknowns = false;
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));

@@ -153,3 +153,47 @@ fn generators_raise_only_where_the_consumer_gets_to() {
     let lines: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
     assert_eq!(lines, vec![(Code::PythonException, 3)]);
 }
+
+/// Large inputs: each is analysed or stopped by the parse budget with a TL900, never slow and
+/// silent. The times are printed for the record (`--nocapture`), not asserted: a busy machine
+/// stretches them.
+#[test]
+fn a_million_element_list_literal_is_stopped_by_the_parse_budget() {
+    let src = format!("import jax.numpy as jnp\nx = [{}]\nprint(jnp.asarray(x).shape)\n", "0, ".repeat(1_000_000));
+    let (a, took) = analyse(&src);
+    eprintln!("1,000,000-element list literal: {took:?}");
+    let found: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(found, vec![(Code::NotAnalysed, 1)], "{:?}", a.diagnostics);
+    assert!(a.diagnostics[0].0.message.contains("parse budget"), "{}", a.diagnostics[0].0.message);
+}
+
+#[test]
+fn a_hundred_thousand_line_file_is_analysed_or_stopped_by_a_budget() {
+    let mut src = String::from("import jax.numpy as jnp\n");
+    for i in 0..100_000 {
+        src.push_str(&format!("x{} = {i} + 1\n", i % 100));
+    }
+    src.push_str("y = jnp.ones(3) @ jnp.ones(4)\n");
+    let (a, took) = analyse(&src);
+    eprintln!("100,000-line file: {took:?}");
+    assert_analysed_or_stopped(&a, 100_002);
+}
+
+#[test]
+fn a_ten_megabyte_file_is_analysed_or_stopped_by_a_budget() {
+    let line = format!("y = \"{}\"\n", "a".repeat(1000));
+    let src = format!("import jax.numpy as jnp\n{}z = jnp.ones(3) @ jnp.ones(4)\n", line.repeat(10_000));
+    assert!(src.len() > 10_000_000);
+    let (a, took) = analyse(&src);
+    eprintln!("10 MB file: {took:?}");
+    assert_analysed_or_stopped(&a, 10_002);
+}
+
+/// Either the shape error on the file's last line (`last`) is found, or a budget stopped the
+/// analysis and a TL900 says where: which one depends on how busy the machine is (the time
+/// budget counts parsing), never on luck in what is reported.
+fn assert_analysed_or_stopped(a: &FileAnalysis, last: u32) {
+    let found: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    let stopped = !found.is_empty() && found.iter().all(|(code, _)| *code == Code::NotAnalysed);
+    assert!(found == vec![(Code::ShapeMismatch, last)] || stopped, "{:?}", a.diagnostics);
+}

@@ -1,8 +1,9 @@
-//! Repository tasks (`cargo xtask ...`): the conformance suite against real JAX, and the
-//! measurement over checkouts of public JAX projects.
+//! Repository tasks (`cargo xtask ...`): the conformance suite against real JAX, the
+//! measurement over checkouts of public JAX projects, and the fuzzer.
 
 mod compare;
 mod conformance;
+mod fuzz;
 mod golden;
 mod model;
 mod process;
@@ -72,9 +73,56 @@ options:
   --jobs N          files analysed in parallel (default: number of cores)
 ";
 
+/// The engine's memory budget counts what each thread holds, as in the `tracelens` binary.
+#[global_allocator]
+static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<std::alloc::System> =
+    tracer_core::interp::memory::CountingAllocator(std::alloc::System);
+
+const FUZZ_USAGE: &str = "\
+usage: cargo xtask fuzz [--minutes N] [--seed S] [--batch N] [--no-write]
+
+Mutates tests/fixtures/**/*.py and examples/*.py (API swaps, extreme numbers and shapes,
+deleted and duplicated lines and tokens, spliced programs, huge literals, deep nesting, odd
+bytes and line breaks) and runs each mutant through check, trace, repro and run in a child
+process. Every panic, abort, run over 5 s or over 1 GiB of memory that happens again alone is
+minimised and written to tests/fuzz/crashes/NNN.py (tracer-core/tests/fuzz_regressions.rs).
+Exit status 1 when a crash was found. The same seed gives the same mutants.
+
+options:
+  --minutes N   how long to fuzz (default 1)
+  --seed S      the mutation seed (default 1)
+  --batch N     mutants per child process (default 40)
+  --no-write    report crashes without writing fixtures
+";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("fuzz-child") => {
+            tracer_core::interp::memory::set_memory_probe(tracer_core::interp::memory::counted_thread_bytes);
+            match args.get(1) {
+                Some(dir) => fuzz::child::main(std::path::Path::new(dir)),
+                None => ExitCode::from(2),
+            }
+        }
+        Some("fuzz") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+            print!("{FUZZ_USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("fuzz") => match parse_fuzz(&args[1..]) {
+            Ok(options) => match fuzz::run(&conformance::workspace_root(), &options) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(why) => {
+                    eprintln!("fuzz: {why}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(why) => {
+                eprintln!("{why}\n\n{FUZZ_USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("conformance") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -205,4 +253,20 @@ fn each_flag(
         handle(flag, &mut value)?;
     }
     Ok(())
+}
+
+fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
+    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, write: true };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--minutes" => options.minutes = value("--minutes")?.parse().map_err(|_| "--minutes takes a number")?,
+            "--seed" => options.seed = value("--seed")?.parse().map_err(|_| "--seed takes an integer")?,
+            "--batch" => options.batch = value("--batch")?.parse().map_err(|_| "--batch takes an integer")?,
+            "--no-write" => options.write = false,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(options)
 }

@@ -148,6 +148,7 @@ impl BuiltinClasses {
             ("AssertionError", "Exception"),
             ("RuntimeError", "Exception"),
             ("RecursionError", "RuntimeError"),
+            ("MemoryError", "Exception"),
             ("NotImplementedError", "RuntimeError"),
             ("StopIteration", "Exception"),
             ("ImportError", "Exception"),
@@ -1147,6 +1148,10 @@ impl<'l> Interp<'l> {
                         }
                     }
                 }
+                let bytes = parts.iter().map(|p| p.len() as u128).sum::<u128>() + parts.len() as u128 * s.len() as u128;
+                if !self.afford(bytes, "the joined string")? {
+                    return Ok(Value::opaque("the joined string"));
+                }
                 Value::str(&parts.join(s))
             }
             "split" => {
@@ -1165,7 +1170,13 @@ impl<'l> Interp<'l> {
             "startswith" => Value::Bool(sarg(0).map(|p| s.starts_with(p.as_str())).unwrap_or(false)),
             "endswith" => Value::Bool(sarg(0).map(|p| s.ends_with(p.as_str())).unwrap_or(false)),
             "replace" => match (sarg(0), sarg(1)) {
-                (Some(a), Some(b)) => Value::str(&s.replace(a.as_str(), b.as_str())),
+                (Some(a), Some(b)) => {
+                    let matches = if a.is_empty() { s.len() + 1 } else { s.len() / a.len() };
+                    if !self.afford(s.len() as u128 + matches as u128 * b.len() as u128, "the replaced string")? {
+                        return Ok(Value::opaque("the replaced string"));
+                    }
+                    Value::str(&s.replace(a.as_str(), b.as_str()))
+                }
                 _ => Value::Str(s.clone()),
             },
             "find" => Value::Int(sarg(0).and_then(|p| s.find(p.as_str())).map(|i| s[..i].chars().count() as i64).unwrap_or(-1)),

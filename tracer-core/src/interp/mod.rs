@@ -8,6 +8,7 @@ pub mod builtins;
 pub mod call;
 mod exec;
 pub mod fork;
+pub mod memory;
 pub mod modules;
 pub mod ops;
 pub mod pyrandom;
@@ -44,6 +45,15 @@ pub struct Budgets {
     pub max_elements: u64,
     /// A concrete array larger than this many bytes captured in a trace is TL212.
     pub large_constant_bytes: u64,
+    /// The memory budget: no allocation the program sizes (a string, a list, an array's
+    /// data, a trace's equations) may take more, nor may the analysis hold more in all when
+    /// the embedding program counts it (`memory::set_memory_probe`).
+    pub max_bytes: u64,
+    /// What happens over the memory budget: an unknown value (analysis) or `MemoryError` (run).
+    pub over_memory: memory::OverMemory,
+    /// A file with more punctuation marks and line breaks than this (about its tokens) is
+    /// not parsed by `analyze_file`: a TL900 says so.
+    pub max_source_marks: u64,
     /// Set by the caller to abandon the analysis (a newer edit arrived).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -57,6 +67,12 @@ impl Default for Budgets {
             max_recursion: 1000,
             max_elements: 4_000_000,
             large_constant_bytes: 1 << 20,
+            // Peak RSS stays under 1 GiB: the budget, plus what the interpreter itself holds.
+            max_bytes: 512 << 20,
+            over_memory: memory::OverMemory::NotComputed,
+            // About 0.7 s of parsing and lowering on a busy core; a million-element list literal
+            // has a million, 100,000 short lines of code 300,000 to 700,000.
+            max_source_marks: 500_000,
             cancel: None,
         }
     }
@@ -148,6 +164,8 @@ pub struct Interp<'l> {
     pub budgets: Budgets,
     steps: u64,
     started: Instant,
+    /// What the thread held when the interpreter was made (`memory::thread_bytes`).
+    bytes_at_start: usize,
     pub jax: JaxState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
@@ -291,6 +309,7 @@ impl<'l> Interp<'l> {
             budgets,
             steps: 0,
             started: Instant::now(),
+            bytes_at_start: memory::thread_bytes().unwrap_or(0),
             jax: JaxState::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),
@@ -353,6 +372,9 @@ impl<'l> Interp<'l> {
         }
         if self.steps % 2048 == 0 && self.started.elapsed() > self.budgets.max_time {
             return Err(self.stop_budget(format!("the time budget ({} ms) ran out", self.budgets.max_time.as_millis())));
+        }
+        if self.steps % 256 == 0 {
+            self.check_memory()?;
         }
         Ok(())
     }

@@ -95,8 +95,17 @@ impl<'l> Interp<'l> {
             return v.map_err(|(class, msg)| self.raise(class, Code::PythonException, msg));
         }
         match (op, &l, &r) {
-            (BinOp::Add, Value::Str(a), Value::Str(b)) => return Ok(Value::str(&format!("{a}{b}"))),
+            (BinOp::Add, Value::Str(a), Value::Str(b)) => {
+                if !self.afford(a.len() as u128 + b.len() as u128, "the concatenated string")? {
+                    return Ok(Value::opaque("the concatenated string"));
+                }
+                return Ok(Value::str(&format!("{a}{b}")));
+            }
             (BinOp::Add, Value::List(a), Value::List(b)) => {
+                let bytes = (a.borrow().len() + b.borrow().len()) as u128 * super::memory::VALUE_BYTES;
+                if !self.afford(bytes, "the concatenated list")? {
+                    return Ok(Value::opaque("the concatenated list"));
+                }
                 let mut items = a.borrow().clone();
                 items.extend(b.borrow().iter().cloned());
                 return Ok(self.new_list(items));
@@ -165,6 +174,15 @@ impl<'l> Interp<'l> {
     }
 
     fn repeat_seq(&mut self, seq: &Value, n: usize) -> PyResult<Value> {
+        let (len, item_bytes, what) = match seq {
+            Value::Str(s) => (s.len(), 1, "a repeated string"),
+            Value::List(l) => (l.borrow().len(), super::memory::VALUE_BYTES, "a repeated list"),
+            Value::Tuple(t) => (t.len(), super::memory::VALUE_BYTES, "a repeated tuple"),
+            _ => (0, 0, ""),
+        };
+        if !self.afford(len as u128 * n as u128 * item_bytes, what)? {
+            return Ok(Value::opaque(what));
+        }
         Ok(match seq {
             Value::Str(s) => Value::str(&s.repeat(n)),
             Value::List(l) => {
@@ -614,6 +632,7 @@ impl<'l> Interp<'l> {
         if spec.is_empty() {
             return self.to_str(v);
         }
+        self.afford_or_stop(format_spec_bytes(spec), "formatted text")?;
         match v {
             Value::Array(a) => jnp::array_format(self, a, spec),
             Value::Opaque(_) => Err(self.stop_unknown("formatting an unknown value")),
@@ -1590,13 +1609,18 @@ fn int_binop(op: BinOp, a: i64, b: i64) -> Result<Value, OpError> {
             if b == 0 {
                 return Err(("ZeroDivisionError", "integer division or modulo by zero".into()));
             }
-            Value::Int(a.div_euclid(b) - if b < 0 && a.rem_euclid(b) != 0 { 1 } else { 0 })
+            // Python floors; only `-2**63 // -1` leaves i64 (2**63).
+            match (a.checked_div(b), a.checked_rem(b)) {
+                (Some(q), Some(m)) => Value::Int(if m != 0 && (m < 0) != (b < 0) { q - 1 } else { q }),
+                _ => big(),
+            }
         }
         BinOp::Mod => {
             if b == 0 {
                 return Err(("ZeroDivisionError", "integer modulo by zero".into()));
             }
-            let m = a % b;
+            // `-2**63 % -1` is 0 in Python; Rust's `%` overflows on it.
+            let m = a.checked_rem(b).unwrap_or(0);
             Value::Int(if m != 0 && (m < 0) != (b < 0) { m + b } else { m })
         }
         BinOp::Pow => {
@@ -1606,6 +1630,7 @@ fn int_binop(op: BinOp, a: i64, b: i64) -> Result<Value, OpError> {
                 u32::try_from(b).ok().and_then(|e| a.checked_pow(e)).map(Value::Int).unwrap_or_else(big)
             }
         }
+        BinOp::LShift | BinOp::RShift if b < 0 => return Err(("ValueError", "negative shift count".into())),
         BinOp::LShift => {
             u32::try_from(b).ok().and_then(|s| if s < 63 { a.checked_mul(1i64 << s) } else { None }).map(Value::Int).unwrap_or_else(big)
         }
@@ -1623,6 +1648,46 @@ fn int_binop(op: BinOp, a: i64, b: i64) -> Result<Value, OpError> {
         BinOp::BitXor => Value::Int(a ^ b),
         BinOp::MatMul => return Err(("TypeError", "unsupported operand type(s) for @: 'int' and 'int'".into())),
     })
+}
+
+/// An upper bound on the bytes `format(x, spec)` writes for a number or a string of up to
+/// 400 bytes: the widest width or precision the spec names, in fill characters of up to 4 bytes.
+pub fn format_spec_bytes(spec: &str) -> u128 {
+    let mut widest: u128 = 0;
+    let mut run: u128 = 0;
+    for c in spec.chars() {
+        match c.to_digit(10) {
+            Some(d) => run = run.saturating_mul(10).saturating_add(d as u128),
+            None => run = 0,
+        }
+        widest = widest.max(run);
+    }
+    widest.saturating_mul(4).saturating_add(400)
+}
+
+/// The longest fraction Rust's formatter is asked for: an f64's exact decimal expansion has
+/// at most 1074 digits after the point, so Python's longer ones end in zeros.
+const EXACT_DIGITS: usize = 1100;
+
+/// `format!("{:.p$}", x)` for any `p` (Rust's formatter takes at most 65535).
+fn fixed_digits(x: f64, p: usize) -> String {
+    let mut s = format!("{:.*}", p.min(EXACT_DIGITS), x);
+    if p > EXACT_DIGITS && x.is_finite() {
+        s.extend(std::iter::repeat_n('0', p - EXACT_DIGITS));
+    }
+    s
+}
+
+/// `format!("{:.p$e}", x)` for any `p`.
+fn exp_digits(x: f64, p: usize) -> String {
+    let s = format!("{:.*e}", p.min(EXACT_DIGITS), x);
+    if p <= EXACT_DIGITS || !x.is_finite() {
+        return s;
+    }
+    match s.split_once('e') {
+        Some((m, e)) => format!("{m}{}e{e}", "0".repeat(p - EXACT_DIGITS)),
+        None => s,
+    }
 }
 
 /// Python's format mini-language for numbers: `[[fill]align][sign][,][0][width][.precision][type]`.
@@ -1644,17 +1709,18 @@ pub fn format_number(v: &Value, spec: &str) -> Option<String> {
     let body = match (ty, v) {
         (Some('d'), Value::Int(i)) => i.to_string(),
         (Some('d'), Value::Bool(b)) => (*b as i64).to_string(),
-        (Some('f') | Some('F'), _) => format!("{:.*}", precision.unwrap_or(6), as_f64(v)?),
+        (Some('f') | Some('F'), _) => fixed_digits(as_f64(v)?, precision.unwrap_or(6)),
         (Some('e'), _) => {
-            let s = format!("{:.*e}", precision.unwrap_or(6), as_f64(v)?);
+            let s = exp_digits(as_f64(v)?, precision.unwrap_or(6));
             let (m, e) = s.split_once('e')?;
             let (sign, d) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
             format!("{m}e{sign}{d:0>2}")
         }
         (Some('g'), _) => {
             let f = as_f64(v)?;
-            let p = precision.unwrap_or(6).max(1);
-            let exp = if f == 0.0 { 0 } else { f.abs().log10().floor() as i32 };
+            // Trailing zeros are stripped: past the exact digits a longer precision adds nothing.
+            let p = precision.unwrap_or(6).clamp(1, EXACT_DIGITS);
+            let exp = if f == 0.0 || !f.is_finite() { 0 } else { f.abs().log10().floor() as i32 };
             if exp < -4 || exp >= p as i32 {
                 let s = format!("{:.*e}", p - 1, f);
                 let (m, e) = s.split_once('e')?;
@@ -1670,7 +1736,7 @@ pub fn format_number(v: &Value, spec: &str) -> Option<String> {
                 }
             }
         }
-        (Some('%'), _) => format!("{:.*}%", precision.unwrap_or(6), as_f64(v)? * 100.0),
+        (Some('%'), _) => format!("{}%", fixed_digits(as_f64(v)? * 100.0, precision.unwrap_or(6))),
         (None, Value::Float(f)) => match precision {
             Some(p) => {
                 let s = format_number(v, &format!(".{p}g"))?;

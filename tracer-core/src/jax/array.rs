@@ -16,6 +16,9 @@ use crate::interp::Site;
 /// `Lazy::ReadyInts`; float32 rounding is applied per op).
 pub type NdData = ArrayD<f64>;
 
+/// Why the value of an array over the element budget is not computed.
+pub const TOO_LARGE: &str = "too large to compute (over the element budget)";
+
 /// float32 and bool data as the evaluator's float32 path keeps it: in f32 (exact for both),
 /// shared, in any memory layout (a transpose is a view). `eval::force` widens it to `NdData`
 /// for everything outside the kernels (docs/evaluator.md).
@@ -122,6 +125,14 @@ impl Array {
     }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None, numpy: Cell::new(false) })
+    }
+    /// An array of `aval` whose data `make` computes now, unless it has more than
+    /// `max_elements` elements: then it is never allocated and its value stays unknown.
+    pub fn ready_if_small(aval: Aval, max_elements: u64, make: impl FnOnce() -> NdData) -> Rc<Array> {
+        if aval.size() > max_elements as u128 {
+            return Array::unknown(aval, TOO_LARGE);
+        }
+        Array::ready(aval, make())
     }
     pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {
         Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))), origin: None, numpy: Cell::new(false) })

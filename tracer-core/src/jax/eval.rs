@@ -835,7 +835,15 @@ pub(super) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             let std = ins[0].as_standard_layout().to_owned();
             std.into_shape_with_order(IxDyn(out_shape)).ok()?
         }
-        Prim::Transpose { permutation } => (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned(),
+        Prim::Transpose { permutation } => {
+            // `permuted_axes` panics on anything but a permutation of the axes.
+            let mut sorted = permutation.clone();
+            sorted.sort_unstable();
+            if sorted.iter().enumerate().any(|(i, &p)| i != p) || sorted.len() != ins[0].ndim() {
+                return None;
+            }
+            (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned()
+        }
         Prim::Rev { dimensions } => {
             let mut a = (*ins[0]).clone();
             for &d in dimensions {

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::array::{Array, ArrayKind, Lazy};
+use super::array::{self, Array, ArrayKind, Lazy};
 use super::aval::{join_dims, shape_tuple, Aval, Shape};
 use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
@@ -1347,8 +1347,8 @@ fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         let delta = call(interp, F::Divide, vec![span, scalar(div as f64)], Vec::new())?;
         let mut iota_shape = vec![1; with_one.len()];
         iota_shape[axis] = div;
-        let iota =
-            Array::ready(Aval::new(&iota_shape, comp), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&iota_shape), |k| k[axis] as f64));
+        let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&iota_shape), |k| k[axis] as f64);
+        let iota = Array::ready_if_small(Aval::new(&iota_shape, comp), interp.budgets.max_elements, make);
         let step = call(interp, F::Divide, vec![Value::Array(iota), scalar(div as f64)], Vec::new())?;
         let rest = call(interp, F::Subtract, vec![Value::Int(1), step.clone()], Vec::new())?;
         let s = reshape_raw(interp, &start, &with_one)?;
@@ -1574,8 +1574,18 @@ fn reshape(interp: &mut Interp, a: &Rc<Array>, shape_v: &Value) -> PyResult<Valu
 fn transpose(interp: &mut Interp, a: &Rc<Array>, perm: Option<Vec<usize>>) -> PyResult<Rc<Array>> {
     let nd = a.aval.ndim();
     let perm = perm.unwrap_or_else(|| (0..nd).rev().collect());
-    if perm.len() != nd {
-        return Err(interp.value_error(format!("axes don't match array")));
+    let mut seen = vec![false; nd];
+    let is_permutation = perm.len() == nd && perm.iter().all(|&p| p < nd && !std::mem::replace(&mut seen[p], true));
+    if !is_permutation {
+        return Err(interp.raise(
+            "TypeError",
+            Code::ShapeMismatch,
+            format!(
+                "transpose permutation isn't a permutation of operand dimensions, got permutation {} for operand shape {}.",
+                shape_tuple(&perm),
+                a.aval.shape_tuple()
+            ),
+        ));
     }
     let shape: Vec<usize> = perm.iter().map(|&p| a.aval.shape[p]).collect();
     bind1(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(a), a.aval.with_shape(&shape))
@@ -1597,6 +1607,9 @@ fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Va
     let mut dim = 0usize;
     let nd = a.aval.ndim();
     let consumed = items.iter().filter(|v| !matches!(v, Value::None | Value::Ellipsis)).count();
+    if items.iter().filter(|v| matches!(v, Value::Ellipsis)).count() > 1 {
+        return Err(interp.raise("IndexError", Code::ShapeMismatch, "an index can only have a single ellipsis ('...')"));
+    }
     let mut advanced: Vec<Rc<Array>> = Vec::new();
     let mut static_only = true;
     let mut starts = Vec::new();
@@ -2518,9 +2531,14 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             let any_float = nums.iter().any(|v| matches!(v, Value::Float(_)) || matches!(v, Value::Array(a) if a.aval.dtype.is_inexact()));
             let default = if any_float { dtypes::default_float(c) } else { dtypes::default_int(c) };
             let d = creation_dtype(interp, p.get(3, "dtype"), default)?;
-            let n = if step == 0.0 { 0 } else { ((stop - start) / step).ceil().max(0.0) as usize };
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(start + step * i[0] as f64, d));
-            Ok(Value::Array(Array::ready(Aval::new(&[n], d), data)))
+            let n = if step == 0.0 { 0.0 } else { ((stop - start) / step).ceil().max(0.0) };
+            if n.is_nan() || n >= usize::MAX as f64 {
+                return Ok(Value::opaque("arange of more elements than a shape holds"));
+            }
+            let n = n as usize;
+            let max = interp.budgets.max_elements;
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(start + step * i[0] as f64, d));
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n], d), max, make)))
         }
         F::Linspace => linspace(interp, &p),
         F::Logspace => {
@@ -2576,12 +2594,12 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::Eye | F::Identity => {
             let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
             let m = match p.get(1, "M") {
-                Some(v) if f == F::Eye => interp.index_of(v)?.unwrap_or(n as i64) as usize,
+                Some(v) if f == F::Eye => interp.index_of(v)?.unwrap_or(n as i64).max(0) as usize,
                 _ => n,
             };
             let d = creation_dtype(interp, p.get(if f == F::Eye { 3 } else { 1 }, "dtype"), dtypes::default_float(c))?;
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[0] == i[1]) as i64 as f64);
-            Ok(Value::Array(Array::ready(Aval::new(&[n, m], d), data)))
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[0] == i[1]) as i64 as f64);
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n, m], d), interp.budgets.max_elements, make)))
         }
         F::Tril | F::Triu => {
             let a = arr!(0, "m");
@@ -2592,21 +2610,23 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
                     .map(Value::Array);
             }
             // jnp.where(mask, m, 0) with the constant mask `j - i <= k` (tril) or `>= k` (triu).
-            let mask = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&a.aval.shape), |ix| {
-                let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
-                (if f == F::Tril { d <= k } else { d >= k }) as i64 as f64
-            });
-            let mask = Array::ready(a.aval.with_dtype(DType::Bool).weak(false), mask);
+            let make = || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&a.aval.shape), |ix| {
+                    let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
+                    (if f == F::Tril { d <= k } else { d >= k }) as i64 as f64
+                })
+            };
+            let mask = Array::ready_if_small(a.aval.with_dtype(DType::Bool).weak(false), interp.budgets.max_elements, make);
             let shape = a.aval.shape.clone();
             let zeros = full(interp, &shape, 0.0, a.aval.dtype)?;
             bind1(interp, Prim::Select, &[mask, zeros, a.clone()], a.aval.clone()).map(Value::Array)
         }
         F::Tri => {
             let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
-            let m = p.get(1, "M").and_then(crate::interp::ops::as_int).map(|m| m as usize).unwrap_or(n);
+            let m = p.get(1, "M").and_then(crate::interp::ops::as_int).map(|m| m.max(0) as usize).unwrap_or(n);
             let d = creation_dtype(interp, p.get(3, "dtype"), dtypes::default_float(c))?;
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] <= i[0]) as i64 as f64);
-            Ok(Value::Array(Array::ready(Aval::new(&[n, m], d), data)))
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] <= i[0]) as i64 as f64);
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n, m], d), interp.budgets.max_elements, make)))
         }
         F::Add => binary!(BinaryPrim::Add),
         F::Subtract => binary!(BinaryPrim::Sub),
@@ -3191,8 +3211,15 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::Transpose => {
             let a = arr!(0, "a");
             let perm = match p.get(1, "axes") {
-                Some(v) => Some(interp.iterate(v)?.iter().map(|x| crate::interp::ops::as_int(x).unwrap_or(0) as usize).collect()),
-                None => None,
+                Some(Value::None) | None => None,
+                Some(v) => {
+                    let mut perm = Vec::new();
+                    for x in interp.iterate(v)? {
+                        let Some(i) = interp.index_of(&x)? else { return Ok(Value::opaque("transpose by unknown axes")) };
+                        perm.push(normalize_axis(interp, i, a.aval.ndim())?);
+                    }
+                    Some(perm)
+                }
             };
             transpose(interp, &a, perm).map(Value::Array)
         }
@@ -3350,18 +3377,37 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
                 s.extend(a.aval.shape.iter().copied());
                 let mut rr = vec![1; nd - r.len()];
                 rr.extend(r);
-                s.iter().zip(&rr).map(|(x, y)| x * y).collect()
+                match s.iter().zip(&rr).map(|(x, y)| x.checked_mul(*y)).collect::<Option<Vec<usize>>>() {
+                    Some(shape) => shape,
+                    None => return Ok(Value::opaque("tile of more elements than a shape holds")),
+                }
             } else {
                 let k = crate::interp::ops::as_int(&reps).unwrap_or(1).max(0) as usize;
                 match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
                     Some(ax) => {
                         let mut s = a.aval.shape.to_vec();
-                        s[ax[0]] *= k;
+                        match s[ax[0]].checked_mul(k) {
+                            Some(n) => s[ax[0]] = n,
+                            None => return Ok(Value::opaque("repeat of more elements than a shape holds")),
+                        }
                         s
                     }
-                    None => vec![a.aval.size() as usize * k],
+                    None => match usize::try_from(a.aval.size()).ok().and_then(|n| n.checked_mul(k)) {
+                        Some(n) => vec![n],
+                        None => return Ok(Value::opaque("repeat of more elements than a shape holds")),
+                    },
                 }
             };
+            // One index per output element: never made for an output over the element budget.
+            let out_size = shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128));
+            if out_size > interp.budgets.max_elements as u128 {
+                let aval = a.aval.with_shape(&shape);
+                return Ok(if a.is_tracer() {
+                    Value::opaque("a tiled array too large to index")
+                } else {
+                    Value::Array(Array::unknown(aval, array::TOO_LARGE))
+                });
+            }
             // Each output element reads one input element: a gather with constant indices.
             if f == F::Tile {
                 let mut s = vec![1; shape.len() - a.aval.ndim()];
@@ -4814,6 +4860,7 @@ pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     if a.aval.dtype.is_key() {
         return key_array_text(interp, a);
     }
+    check_numpy_rank(interp, a)?;
     match eval::force(a, interp.budgets.max_elements) {
         Some(d) => {
             super::numerics::observed(interp, a, "printed");
@@ -4824,6 +4871,14 @@ pub fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
             None => not_computed_text(interp, a),
         },
     }
+}
+
+/// Printing goes through a NumPy array, which has at most 64 dimensions (JAX's arrays have any).
+fn check_numpy_rank(interp: &mut Interp, a: &Rc<Array>) -> PyResult<()> {
+    if a.aval.ndim() > 64 {
+        return Err(interp.value_error("number of dimensions must be within [0, 64]"));
+    }
+    Ok(())
 }
 
 /// `str` and `repr` of a typed key array, which JAX prints alike: its shape and dtype, then
@@ -4856,6 +4911,7 @@ pub fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     if let Some(text) = shape_dtype_struct_text(a) {
         return Ok(text);
     }
+    check_numpy_rank(interp, a)?;
     match eval::force(a, interp.budgets.max_elements) {
         Some(d) => {
             super::numerics::observed(interp, a, "printed");

@@ -834,6 +834,11 @@ fn choice(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
             let values = randint(key, index_dtype, &vec![0; draws], index_dtype, &vec![n; draws], index_dtype)?;
             return int_data(shape, values);
         }
+        // Drawing without replacement shuffles the whole population: not computed past the
+        // element budget's default, whatever the sample's size.
+        if n > 4_000_000 {
+            return None;
+        }
         let perm = shuffle(key, &ArrayD::from_shape_fn(IxDyn(&[n.max(0) as usize]), |i| i[0] as f64), 0)?;
         return shaped(shape, perm.iter().take(draws).copied().collect());
     }

@@ -160,6 +160,8 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
             }
         }
     }
+    // The clean module is kept for the next version's parse only when there is one.
+    let incremental = state.is_some();
     let mut own_state;
     let state = match state {
         Some(state) => state,
@@ -207,7 +209,7 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
     errors.sort_by_key(|error| (error.span.start, error.span.end));
     errors.truncate(MAX_ERRORS);
     state.clean = None;
-    if errors.is_empty() && !root.has_error() {
+    if incremental && errors.is_empty() && !root.has_error() {
         let tops: Vec<(u32, u32)> = named_children(root).iter().map(|node| (node.start_byte() as u32, node.end_byte() as u32)).collect();
         if tops.iter().all(|&(start, _)| starts_line(parsed, start)) {
             state.clean = Some(CleanModule { tops, body: body.clone() });
