@@ -56,6 +56,7 @@ const JAX_ERROR_CLASSES: &[&str] = &[
 /// Runs `path` as `__main__` in values mode. Never panics; returns within the budgets.
 pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &AnalysisConfig) -> RunResult {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    interp.shim_roots = config.shim_roots.clone();
     interp.values = Some(Default::default());
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));
     let module_ast = interp.files[file as usize].module.clone();
