@@ -18,11 +18,25 @@ pub struct OracleEnv {
     pub missing: Vec<&'static str>,
 }
 
-/// What oracle results depend on besides the fixture and the oracle script: the pinned versions.
+/// Everything the suite installs, as pip arguments: `jax==0.10.2 optax==0.2.8`.
 pub fn versions_key() -> String {
     let mut key = format!("jax=={JAX_VERSION}");
     for (name, version) in LIBRARIES {
         key.push_str(&format!(" {name}=={version}"));
+    }
+    key
+}
+
+/// What a fixture's oracle result depends on besides its text and the oracle script: jax's
+/// version and those of the pinned libraries it imports (so adding a library keeps the cached
+/// results of the fixtures that do not import it).
+pub fn cache_key(source: &[u8]) -> String {
+    let text = String::from_utf8_lossy(source);
+    let mut key = JAX_VERSION.to_string();
+    for (name, version) in LIBRARIES {
+        if text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")) {
+            key.push_str(&format!(" {name}=={version}"));
+        }
     }
     key
 }
