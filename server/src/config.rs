@@ -162,6 +162,16 @@ mod tests {
     }
 
     #[test]
+    fn shim_folders_are_relative_to_the_pyproject() {
+        let c = Config::parse("[tool.tracelens]\nshims = [\"tools/shims\", \"/opt/shims\"]\n").expect("valid").expect("has a table");
+        let c = Config { source: Some(PathBuf::from("/work/project/pyproject.toml")), ..c };
+        let analysis = c.analysis(Path::new("/work/project/train.py"), Vec::new());
+        assert_eq!(analysis.shim_roots, vec![PathBuf::from("/work/project/tools/shims"), PathBuf::from("/opt/shims")]);
+        let err = Config::parse("[tool.tracelens]\nshims = \"tools\"\n").expect_err("invalid");
+        assert!(err.contains("shims"), "{err}");
+    }
+
+    #[test]
     fn bad_configuration_is_an_error_with_the_key() {
         let err = Config::parse("[tool.tracelens.severity]\nTL201 = \"loud\"\n").expect_err("invalid");
         assert!(err.contains("TL201"), "{err}");
