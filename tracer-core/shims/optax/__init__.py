@@ -25,6 +25,7 @@ from optax._transforms import (
     AddDecayedWeightsState,
     ClipByGlobalNormState,
     ClipState,
+    MaskedState,
     ScaleByAdamState,
     ScaleByRmsState,
     ScaleByRStdDevState,

@@ -65,6 +65,10 @@ class ClipState(NamedTuple):
     pass
 
 
+class MaskedState(NamedTuple):
+    inner_state: object
+
+
 class ClipByGlobalNormState(NamedTuple):
     pass
 
@@ -209,10 +213,22 @@ def add_decayed_weights(weight_decay=0.0, mask=None):
             if isinstance(weight_decay, (int, float)) and weight_decay == 0.0:
                 return updates, new_state
             s = weight_decay
-        updates = jax.tree.map(lambda g, p: g + s * p, updates, params)
-        return updates, new_state
+        return jax.tree.map(lambda g, p: g + s * p, updates, params), new_state
 
-    return GradientTransformation(init_fn, update_fn)
+    if mask is None:
+        return GradientTransformation(init_fn, update_fn)
+
+    # optax.masked: the mask (a tree of Python bools, or a function of the parameters that
+    # returns one) is a prefix of the parameter tree; unmasked subtrees pass unchanged.
+    def masked_update(updates, state, params=None):
+        if params is None:
+            raise ValueError(NO_PARAMS_MSG)
+        mask_tree = mask(params) if callable(mask) else mask
+        decayed, inner_state = update_fn(updates, state.inner_state, params)
+        chosen = jax.tree.map(lambda m, d, g: d if m else g, mask_tree, decayed, updates)
+        return chosen, MaskedState(inner_state=inner_state)
+
+    return GradientTransformation(lambda params: MaskedState(inner_state=init_fn(params)), masked_update)
 
 
 def scale_by_trust_ratio(min_norm=0.0, trust_coefficient=1.0, eps=0.0):
