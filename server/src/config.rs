@@ -7,6 +7,7 @@
 //! large-constant-bytes = 1048576   # TL212 threshold
 //! reproducer-fake-array-threshold = 128  # reproducers: larger arrays become np.ones
 //! values = true                    # editor: evaluate open files on the CPU for TL301
+//! shims = ["tools/shims"]          # folders of Python shims of in-house libraries
 //!
 //! [tool.tracelens.severity]
 //! TL201 = "error"                  # "error" | "warning" | "info" | "ignore"
@@ -25,6 +26,9 @@ pub struct Config {
     pub fake_array_threshold: Option<u64>,
     /// The editor's values pass (TL301), unless the client says otherwise.
     pub values: Option<bool>,
+    /// Folders of the user's library shims (docs/ARCHITECTURE.md, "Library shims"), relative
+    /// to the pyproject.toml's folder; searched before the bundled shims.
+    pub shims: Vec<PathBuf>,
     /// The file it came from, for messages.
     pub source: Option<PathBuf>,
 }
@@ -38,6 +42,8 @@ impl Config {
             roots.push(parent.to_path_buf());
         }
         let mut config = tracer_core::AnalysisConfig { search_roots: roots, ..Default::default() };
+        let base = self.source.as_ref().and_then(|p| p.parent());
+        config.shim_roots = self.shims.iter().map(|d| base.map(|b| b.join(d)).unwrap_or_else(|| d.clone())).collect();
         if let Some(bytes) = self.large_constant_bytes {
             config.budgets.large_constant_bytes = bytes;
         }
@@ -90,6 +96,12 @@ impl Config {
                 .filter(|n| *n >= 0)
                 .ok_or("[tool.tracelens] reproducer-fake-array-threshold must be a non-negative integer")?;
             config.fake_array_threshold = Some(n as u64);
+        }
+        if let Some(v) = table.get("shims") {
+            let items = v.as_array().ok_or("[tool.tracelens] shims must be a list of folders")?;
+            for item in items {
+                config.shims.push(PathBuf::from(item.as_str().ok_or("[tool.tracelens] shims must be a list of folders")?));
+            }
         }
         if let Some(v) = table.get("values") {
             config.values = Some(v.as_bool().ok_or("[tool.tracelens] values must be true or false")?);
@@ -147,6 +159,16 @@ mod tests {
         assert_eq!(c.large_constant_bytes, Some(4096));
         assert_eq!(c.fake_array_threshold, Some(16));
         assert_eq!(c.values, Some(false));
+    }
+
+    #[test]
+    fn shim_folders_are_relative_to_the_pyproject() {
+        let c = Config::parse("[tool.tracelens]\nshims = [\"tools/shims\", \"/opt/shims\"]\n").expect("valid").expect("has a table");
+        let c = Config { source: Some(PathBuf::from("/work/project/pyproject.toml")), ..c };
+        let analysis = c.analysis(Path::new("/work/project/train.py"), Vec::new());
+        assert_eq!(analysis.shim_roots, vec![PathBuf::from("/work/project/tools/shims"), PathBuf::from("/opt/shims")]);
+        let err = Config::parse("[tool.tracelens]\nshims = \"tools\"\n").expect_err("invalid");
+        assert!(err.contains("shims"), "{err}");
     }
 
     #[test]

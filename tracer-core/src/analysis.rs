@@ -16,6 +16,9 @@ pub struct AnalysisConfig {
     pub budgets: Budgets,
     /// Folders searched for project-local imports (the workspace root first).
     pub search_roots: Vec<PathBuf>,
+    /// The user's shim folders (`[tool.tracelens] shims`): Python models of libraries the
+    /// project imports, searched before the bundled shims (`interp/shims.rs`).
+    pub shim_roots: Vec<PathBuf>,
     /// Validate every traced jaxpr with `check_ir` (tests turn this on).
     pub check_ir: bool,
     /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
@@ -252,6 +255,7 @@ fn analyze_remembering(
     mut deliver: impl Deliver,
 ) -> crate::interp::Leftovers {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    interp.shim_roots = config.shim_roots.clone();
     if config.values {
         interp.values = Some(Default::default());
     }
@@ -359,7 +363,8 @@ fn analyze_remembering(
         stdout: interp.stdout.clone(),
         stops,
         ir_problems,
-        files: interp.files.iter().map(|f| f.path.clone()).collect(),
+        // Bundled shims are not files anyone can edit or watch.
+        files: interp.files.iter().filter(|f| !f.path.starts_with(crate::interp::shims::BUNDLED_ROOT)).map(|f| f.path.clone()).collect(),
         reproducers,
         collected,
     });

@@ -59,6 +59,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
     // CPython raises MemoryError when an allocation fails.
     budgets.over_memory = crate::interp::memory::OverMemory::MemoryError;
     let mut interp = Interp::new(loader, config.search_roots.clone(), budgets);
+    interp.shim_roots = config.shim_roots.clone();
     interp.values = Some(Default::default());
     interp.abstract_unknowns = false;
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));

@@ -98,7 +98,18 @@ pub fn run(options: Options) -> Result<bool, String> {
         Vec::new()
     };
 
-    let python = python_env::resolve(&target_dir)?;
+    let python_env::OracleEnv { python, missing } = python_env::resolve(&target_dir)?;
+    // An interpreter without a pinned library cannot run the fixtures that import it.
+    let runnable = |path: &PathBuf| {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        !missing.iter().any(|name| text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")))
+    };
+    let before = fixtures.len() + run_programs.len();
+    fixtures.retain(runnable);
+    run_programs.retain(runnable);
+    if fixtures.len() + run_programs.len() < before {
+        println!("skipped {} fixtures that import {}", before - fixtures.len() - run_programs.len(), missing.join(", "));
+    }
     let cache_dir = target_dir.join("conformance-cache");
     let (script, script_bytes) = snapshot_oracle(&conformance_dir.join("oracle.py"), &cache_dir)?;
     let oracle = Oracle { script_bytes, script, python, cache_dir, read_cache: options.read_cache };
@@ -143,7 +154,10 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     // Reproducers of the error fixtures must raise the same exception class under JAX.
     let mut repro_ok = true;
-    if let (Some(t), None) = (&tracelens, &options.filter) {
+    if !missing.is_empty() && options.filter.is_none() {
+        println!("reproducer checks skipped: the interpreter lacks {}", missing.join(", "));
+    }
+    if let (Some(t), None, true) = (&tracelens, &options.filter, missing.is_empty()) {
         let summary = crate::repro::check(
             &t.binary,
             &oracle.python,

@@ -6,7 +6,7 @@
 
 use crate::conformance::Verdict;
 use crate::process::{run_with_limit, tail};
-use crate::python_env::JAX_VERSION;
+use crate::python_env::cache_key;
 use crate::sha256::sha256_hex;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -91,7 +91,7 @@ fn run_python(program: &Path, python: &Path, cache_dir: &Path) -> Result<Outcome
     let source = fs::read(program).map_err(|e| format!("cannot read {}: {e}", program.display()))?;
     let mut key = b"run\0".to_vec();
     key.extend_from_slice(&source);
-    key.extend_from_slice(JAX_VERSION.as_bytes());
+    key.extend_from_slice(cache_key(&source).as_bytes());
     let cache = cache_dir.join(format!("run-{}.json", sha256_hex(&key)));
     if let Some(v) = fs::read(&cache).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()) {
         if let (Some(stdout), Some(status)) = (v["stdout"].as_str(), v["status"].as_i64()) {

@@ -2,7 +2,7 @@
 
 use crate::model::{Diagnostic, OracleReport, TraceReport, TracelensReport};
 use crate::process::{run_with_limit, tail};
-use crate::python_env::JAX_VERSION;
+use crate::python_env::cache_key;
 use crate::sha256::sha256_hex;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -38,11 +38,12 @@ struct CacheEntry {
 impl Oracle {
     pub fn run(&self, fixture: &Path) -> Result<OracleRun, String> {
         let source = fs::read(fixture).map_err(|e| format!("cannot read fixture: {e}"))?;
+        let versions = cache_key(&source);
         let mut key_input = source;
         key_input.push(0);
         key_input.extend_from_slice(&self.script_bytes);
         key_input.push(0);
-        key_input.extend_from_slice(JAX_VERSION.as_bytes());
+        key_input.extend_from_slice(versions.as_bytes());
         let cache_file = self.cache_dir.join(format!("{}.json", sha256_hex(&key_input)));
         if self.read_cache {
             if let Some(entry) = fs::read(&cache_file).ok().and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok()) {

@@ -103,6 +103,13 @@ impl Settings {
         {
             self.reproducer_folder = dir.to_path_buf();
         }
+        // Shim folders from the client come before the project's (absolute, or relative to the
+        // pyproject.toml's folder like the project's own).
+        if let Some(list) = v.get("shims").and_then(Json::as_array) {
+            let mut shims: Vec<PathBuf> = list.iter().filter_map(|x| x.as_str().map(PathBuf::from)).collect();
+            shims.append(&mut self.project.shims);
+            self.project.shims = shims;
+        }
         if let Some(n) = v.get("largeConstantBytes").and_then(Json::as_u64) {
             self.project.large_constant_bytes = Some(n);
         }

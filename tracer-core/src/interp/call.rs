@@ -239,6 +239,8 @@ impl<'l> Interp<'l> {
     pub(super) fn make_class(&mut self, ctx: &Ctx, def: &ast::ClassDef) -> PyResult<Value> {
         let mut bases = Vec::new();
         let mut namedtuple = false;
+        // A subclass of a named tuple class is a named tuple with its base's fields.
+        let mut inherited_fields: Option<Vec<Rc<str>>> = None;
         let mut opaque_base = false;
         for b in &def.bases {
             let v = self.eval(ctx, b)?;
@@ -246,6 +248,8 @@ impl<'l> Interp<'l> {
                 Value::Class(c) => {
                     if c.name.as_ref() == "NamedTuple" && c.builtin == Some(BuiltinClass::Tuple) {
                         namedtuple = true;
+                    } else if c.is_namedtuple.get() && inherited_fields.is_none() {
+                        inherited_fields = Some(c.fields.borrow().clone());
                     }
                     bases.push(c);
                 }
@@ -295,6 +299,9 @@ impl<'l> Interp<'l> {
         if namedtuple {
             class.is_namedtuple.set(true);
             *class.fields.borrow_mut() = annotation_names(&class);
+        } else if let Some(fields) = inherited_fields {
+            class.is_namedtuple.set(true);
+            *class.fields.borrow_mut() = fields;
         }
         let mut value = Value::Class(class);
         for d in def.decorators.iter().rev() {

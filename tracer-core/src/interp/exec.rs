@@ -955,7 +955,7 @@ impl<'l> Interp<'l> {
 
     /// Records the aval of an assignment target inside a traced function (hover, `revealed`).
     fn record_value(&mut self, file: FileId, span: ast::Span, name: &str, value: &Value, assigned: bool) {
-        if self.jax.trace_depth() == 0 {
+        if self.jax.trace_depth() == 0 || self.is_library(file) {
             return;
         }
         if let Value::Array(a) = value {

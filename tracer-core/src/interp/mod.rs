@@ -12,6 +12,7 @@ pub mod memory;
 pub mod modules;
 pub mod ops;
 pub mod pyrandom;
+pub mod shims;
 pub mod value;
 
 use std::path::{Path, PathBuf};
@@ -83,6 +84,8 @@ pub struct SourceFile {
     pub text: Rc<str>,
     pub line_index: LineIndex,
     pub module: Rc<ast::Module>,
+    /// Library code (a shim, `shims.rs`): never the user's site.
+    pub library: bool,
 }
 
 /// Where in the user's code something happened.
@@ -155,6 +158,8 @@ pub struct Interp<'l> {
     pub loader: &'l dyn SourceLoader,
     /// Folders searched for project-local imports, in order.
     pub search_roots: Vec<PathBuf>,
+    /// The user's shim folders (`[tool.tracelens] shims`), searched before the bundled shims.
+    pub shim_roots: Vec<PathBuf>,
     pub modules: value::HashMap<String, Rc<ModuleObj>>,
     /// Functions of modelled modules already looked up (`jnp.tanh`), by module and name: a
     /// program names the same few hundred on every line.
@@ -302,6 +307,7 @@ impl<'l> Interp<'l> {
             files: Vec::new(),
             loader,
             search_roots,
+            shim_roots: Vec::new(),
             modules: Default::default(),
             native_functions: Default::default(),
             frames: Vec::new(),
@@ -342,7 +348,7 @@ impl<'l> Interp<'l> {
         }
         let module = Rc::new(module.unwrap_or_else(|| crate::syntax::parse(&text)));
         let line_index = LineIndex::new(&text);
-        self.files.push(SourceFile { path, text, line_index, module });
+        self.files.push(SourceFile { path, text, line_index, module, library: false });
         (self.files.len() - 1) as FileId
     }
 
@@ -350,9 +356,10 @@ impl<'l> Interp<'l> {
         &self.files[file as usize].path
     }
 
-    /// The innermost user site: where a modelled library call was made from.
+    /// The innermost user site: where a modelled library call was made from. Frames of shims
+    /// are skipped: what a shim does happens at the user's line that called it.
     pub fn site(&self) -> Option<Site> {
-        self.frames.last().map(|f| Site { file: f.file, span: f.span })
+        self.user_frames().next_back().map(|f| Site { file: f.file, span: f.span })
     }
 
     pub fn set_span(&mut self, span: Span) {
@@ -418,7 +425,7 @@ impl<'l> Interp<'l> {
 
     /// The user frames now running, outermost first, for an exception's traceback.
     pub fn traceback(&self) -> Vec<(Rc<str>, Site)> {
-        self.frames.iter().map(|f| (f.name.clone(), Site { file: f.file, span: f.span })).collect()
+        self.user_frames().map(|f| (f.name.clone(), Site { file: f.file, span: f.span })).collect()
     }
 
     pub fn type_error(&self, message: impl Into<String>) -> Flow {

@@ -117,6 +117,8 @@ impl<'l> Interp<'l> {
                     roots.push(d.to_path_buf());
                 }
                 roots.extend(self.search_roots.iter().cloned());
+                // Not in the project: a shim of the library, the user's before the bundled ones.
+                roots.extend(self.shim_search_roots());
             }
         }
         for root in roots {
@@ -128,8 +130,9 @@ impl<'l> Interp<'l> {
                 if let Some(m) = self.modules.get(&key) {
                     return Ok(Value::Module(m.clone()));
                 }
-                if let Some(text) = self.loader.read(&candidate) {
+                if let Some(text) = self.read_source(&candidate) {
                     let file = self.add_file(candidate.clone(), text);
+                    self.mark_library_if_shim(file, &root, level > 0 && self.is_library(ctx.file));
                     let name = if dotted.is_empty() { key.clone() } else { dotted.to_string() };
                     let (module, flow) = self.run_module(file, &name);
                     self.modules.insert(key, module.clone());
@@ -153,13 +156,21 @@ impl<'l> Interp<'l> {
     }
 
     pub(super) fn import_from(&mut self, ctx: &Ctx, m: &Value, modname: &str, level: u32, name: &str) -> PyResult<Value> {
-        if let Some(v) = self.getattr_opt(m, name)? {
-            return Ok(v);
+        // A shim's missing names are opaque (`module_getattr`), but a submodule comes first.
+        let shim_submodule =
+            matches!(m, Value::Module(mo) if mo.file.is_some_and(|f| self.is_library(f)) && !mo.dict.borrow().contains_key(name));
+        if !shim_submodule {
+            if let Some(v) = self.getattr_opt(m, name)? {
+                return Ok(v);
+            }
         }
         let sub = if modname.is_empty() { name.to_string() } else { format!("{modname}.{name}") };
         let v = self.import_module(ctx, &sub, level)?;
         if let Value::Module(mo) = &v {
             if matches!(mo.native, Some(NativeModule::Opaque(_))) {
+                if shim_submodule {
+                    return Ok(Value::opaque(format!("{sub}")));
+                }
                 if let Value::Module(parent) = m {
                     if parent.native.is_none() {
                         return Err(self.raise(
@@ -209,6 +220,10 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
         return Ok(Some(v.clone()));
     }
     let Some(native) = m.native.clone() else {
+        // A shim models part of a library's surface: the rest of it is unknown, not missing.
+        if m.file.is_some_and(|f| interp.is_library(f)) {
+            return Ok(Some(Value::opaque(format!("{}.{name}", m.name))));
+        }
         return Ok(None);
     };
     if let Some(v) = interp.native_functions.get(&Rc::as_ptr(m)).and_then(|functions| functions.get(name)) {

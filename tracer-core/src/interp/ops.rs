@@ -1263,6 +1263,9 @@ impl<'l> Interp<'l> {
 
     /// TL202: a traced function mutates a container or object that lives outside it.
     pub fn note_mutation(&mut self, obj: &Value, what: &str) -> PyResult<()> {
+        if self.in_library() {
+            return Ok(());
+        }
         if let Some(info) = self.jax.outer_mutation(obj) {
             let site = self.site();
             let msg = format!(
@@ -1276,6 +1279,9 @@ impl<'l> Interp<'l> {
     }
 
     pub(super) fn note_outer_rebind(&mut self, name: &str, kind: &str, _span: Option<crate::syntax::ast::Span>, _ctx: &Ctx) {
+        if self.in_library() {
+            return;
+        }
         if let Some(info) = self.jax.staging_description() {
             let site = self.site();
             let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");
@@ -1284,6 +1290,9 @@ impl<'l> Interp<'l> {
     }
 
     pub(super) fn note_global_read(&mut self, ctx: &Ctx, name: &str, value: &Value, expr: &Expr) {
+        if self.is_library(ctx.file) {
+            return;
+        }
         if let Value::Array(a) = value {
             crate::jax::numpy::note_captured_constant(self, a);
         }

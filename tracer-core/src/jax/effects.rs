@@ -49,6 +49,10 @@ pub struct PrintSite {
 /// `print(...)` inside a caching trace (TL201): counted now, reported at the end with the
 /// number of calls the jitted function received.
 pub fn on_print(interp: &mut Interp, _args: &[Value]) -> PyResult<()> {
+    // Trace-time effects of library code (shims) are the library's, not the user's.
+    if interp.in_library() {
+        return Ok(());
+    }
     let Some(inside) = interp.jax.staging_description() else {
         return Ok(());
     };
@@ -70,7 +74,7 @@ pub fn on_print(interp: &mut Interp, _args: &[Value]) -> PyResult<()> {
 
 /// `next(it)` inside a caching trace on an iterator made outside it (TL203).
 pub fn on_next(interp: &mut Interp, it: &Value) -> PyResult<()> {
-    if !matches!(it, Value::Iterator(_)) {
+    if !matches!(it, Value::Iterator(_)) || interp.in_library() {
         return Ok(());
     }
     if let Some(inside) = interp.jax.outer_mutation(it) {
@@ -85,6 +89,9 @@ pub fn on_next(interp: &mut Interp, it: &Value) -> PyResult<()> {
 
 /// Python-level randomness or time read inside a caching trace (TL204).
 pub fn on_impure_call(interp: &mut Interp, what: &str) {
+    if interp.in_library() {
+        return;
+    }
     if let Some(inside) = interp.jax.staging_description() {
         let site = interp.site();
         let msg = format!("frozen value: `{what}` runs once, while {inside} is traced; its result is baked into the trace as a constant and every later call sees the same value");

@@ -288,7 +288,7 @@ pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>)
 
 /// Where every frame running now is, outermost first.
 fn user_frames(interp: &Interp) -> Vec<Site> {
-    interp.frames.iter().map(|f| Site { file: f.file, span: f.span }).collect()
+    interp.user_frames().map(|f| Site { file: f.file, span: f.span }).collect()
 }
 
 /// The lines, outermost first, of every frame that was running when the statement raised at
