@@ -170,6 +170,8 @@ pub struct Interp<'l> {
     pub py_random: Option<pyrandom::PyRandom>,
     /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).
     pub py_random_draws: u64,
+    /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
+    pub entry_state: crate::entry_hooks::EntryState,
 }
 
 impl Drop for Interp<'_> {
@@ -285,6 +287,7 @@ impl<'l> Interp<'l> {
             memo_recording: None,
             py_random: None,
             py_random_draws: 0,
+            entry_state: Default::default(),
         }
     }
 
