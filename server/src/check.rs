@@ -83,9 +83,12 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
     };
     let results: Vec<(PathBuf, Result<FileAnalysis, String>)> = pool()
         .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect());
-    let mut findings: Vec<Finding> = Vec::new();
+    // A module that several analysed files import is analysed from each of them: its
+    // findings are reported once, from its own analysis when it has one, else from the
+    // first importer's (files are in path order).
+    let mut found: Vec<(bool, usize, Finding)> = Vec::new();
     let mut internal = false;
-    for (_, result) in &results {
+    for (index, (file, result)) in results.iter().enumerate() {
         match result {
             Ok(a) => {
                 if std::env::var_os("TRACELENS_DEBUG").is_some() {
@@ -95,7 +98,8 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
                         eprintln!("tracelens: {at}: {why}");
                     }
                 }
-                findings.extend(findings_of(&a.diagnostics, &project));
+                let analysed = relative(file);
+                found.extend(findings_of(&a.diagnostics, &project).into_iter().map(|f| (f.path != analysed, index, f)));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -103,9 +107,27 @@ pub fn run_check(paths: Vec<PathBuf>, format: Format, color: bool, values: bool)
             }
         }
     }
-    findings
-        .sort_by(|a, b| (&a.path, a.location.line, a.location.column, a.code).cmp(&(&b.path, b.location.line, b.location.column, b.code)));
-    findings.dedup_by(|a, b| a.path == b.path && a.location == b.location && a.code == b.code && a.message == b.message);
+    // Stable: among equal places, the file's own analysis first, then analysis order.
+    found.sort_by(|(a_other, a_index, a), (b_other, b_index, b)| {
+        (&a.path, a.location.line, a.location.column, a.code, a_other, a_index).cmp(&(
+            &b.path,
+            b.location.line,
+            b.location.column,
+            b.code,
+            b_other,
+            b_index,
+        ))
+    });
+    // Within one analysis two messages at one place are two findings; across analyses the
+    // same code at the same span is one finding, whatever its message counts (TL201's "ran
+    // N times" depends on the entry point).
+    found.dedup_by(|(_, later_index, later), (_, kept_index, kept)| {
+        later.path == kept.path
+            && later.location == kept.location
+            && later.code == kept.code
+            && (later.message == kept.message || later_index != kept_index)
+    });
+    let findings: Vec<Finding> = found.into_iter().map(|(_, _, f)| f).collect();
     let out = match format {
         Format::Json => serde_json::to_string_pretty(&render::findings_json(&findings)).unwrap_or_default() + "\n",
         Format::Sarif => serde_json::to_string_pretty(&render::findings_sarif(&findings)).unwrap_or_default() + "\n",

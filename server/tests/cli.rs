@@ -447,3 +447,29 @@ fn the_minimiser_shrinks_the_functions_passed_to_lax_cond() {
     assert!(text.contains("def eval_branch(h):  # branches.py:11\n    return h\n"), "{text}");
     assert!(text.contains("    lax.cond(is_training, train_branch, eval_branch, h)  # branches.py:18\n"), "{text}");
 }
+
+#[test]
+fn a_finding_in_a_module_several_files_import_is_reported_once() {
+    let dir = temp_dir("dedup");
+    write(
+        &dir,
+        "lib.py",
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef step(x):\n    print('tracing', x)\n    return x @ jnp.ones((5, 2))\n",
+    );
+    write(&dir, "main_a.py", "import jax.numpy as jnp\nfrom lib import step\n\nstep(jnp.ones((3, 4)))\n");
+    write(&dir, "main_b.py", "import jax.numpy as jnp\nfrom lib import step\n\nstep(jnp.ones((2, 5)))\nstep(jnp.ones((6, 4)))\n");
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "."]).output().expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+    let found: Vec<(String, String, u64)> = json
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|d| {
+            (d["path"].as_str().unwrap_or("").to_string(), d["code"].as_str().unwrap_or("").to_string(), d["line"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    // Both mains reach the print (TL201) and the shape error (TL104) in lib.py: once each.
+    let expected: Vec<(String, String, u64)> =
+        vec![("lib.py".into(), "TL201".into(), 6), ("lib.py".into(), "TL104".into(), 7), ("main_b.py".into(), "TL210".into(), 5)];
+    assert_eq!(found, expected, "{json:#}");
+}
