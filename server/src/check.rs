@@ -137,9 +137,12 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
         None => pool()
             .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect()),
     };
-    let mut findings: Vec<Finding> = Vec::new();
+    // A module that several analysed files import is analysed from each of them: its
+    // findings are reported once, from its own analysis when it has one, else from the
+    // first importer's (files are in path order).
+    let mut found: Vec<(bool, usize, Finding)> = Vec::new();
     let mut internal = false;
-    for (_, result) in &results {
+    for (index, (file, result)) in results.iter().enumerate() {
         match result {
             Ok(a) => {
                 if std::env::var_os("TRACELENS_DEBUG").is_some() {
@@ -149,7 +152,8 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
                         eprintln!("tracelens: {at}: {why}");
                     }
                 }
-                findings.extend(findings_of(&a.diagnostics, &project));
+                let analysed = relative(file);
+                found.extend(findings_of(&a.diagnostics, &project).into_iter().map(|f| (f.path != analysed, index, f)));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -160,13 +164,31 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
     // The source from standard input is reported under the name given.
     if let Some((path, name)) = &stdin_named {
         let shown = relative(path);
-        for f in findings.iter_mut().filter(|f| f.path == shown) {
+        for (_, _, f) in found.iter_mut().filter(|(_, _, f)| f.path == shown) {
             f.path = name.to_string_lossy().into_owned();
         }
     }
-    findings
-        .sort_by(|a, b| (&a.path, a.location.line, a.location.column, a.code).cmp(&(&b.path, b.location.line, b.location.column, b.code)));
-    findings.dedup_by(|a, b| a.path == b.path && a.location == b.location && a.code == b.code && a.message == b.message);
+    // Stable: among equal places, the file's own analysis first, then analysis order.
+    found.sort_by(|(a_other, a_index, a), (b_other, b_index, b)| {
+        (&a.path, a.location.line, a.location.column, a.code, a_other, a_index).cmp(&(
+            &b.path,
+            b.location.line,
+            b.location.column,
+            b.code,
+            b_other,
+            b_index,
+        ))
+    });
+    // Within one analysis two messages at one place are two findings; across analyses the
+    // same code at the same span is one finding, whatever its message counts (TL201's "ran
+    // N times" depends on the entry point).
+    found.dedup_by(|(_, later_index, later), (_, kept_index, kept)| {
+        later.path == kept.path
+            && later.location == kept.location
+            && later.code == kept.code
+            && (later.message == kept.message || later_index != kept_index)
+    });
+    let findings: Vec<Finding> = found.into_iter().map(|(_, _, f)| f).collect();
     let out = match format {
         Format::Json => serde_json::to_string_pretty(&render::findings_json(&findings)).unwrap_or_default() + "\n",
         Format::Sarif => serde_json::to_string_pretty(&render::findings_sarif(&findings)).unwrap_or_default() + "\n",

@@ -567,4 +567,72 @@ fn the_pre_commit_hook_runs_check_on_the_files_it_is_given() {
     assert!(String::from_utf8_lossy(&bad.stdout).contains("buggy.py:6:9"));
     let good = tracelens().current_dir(&dir).args(&args).args(["clean.py"]).output().expect("run");
     assert_eq!(good.status.code(), Some(0));
+#[test]
+fn a_finding_in_a_module_several_files_import_is_reported_once() {
+    let dir = temp_dir("dedup");
+    write(
+        &dir,
+        "lib.py",
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef step(x):\n    print('tracing', x)\n    return x @ jnp.ones((5, 2))\n",
+    );
+    write(&dir, "main_a.py", "import jax.numpy as jnp\nfrom lib import step\n\nstep(jnp.ones((3, 4)))\n");
+    write(&dir, "main_b.py", "import jax.numpy as jnp\nfrom lib import step\n\nstep(jnp.ones((2, 5)))\nstep(jnp.ones((6, 4)))\n");
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "."]).output().expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+    let found: Vec<(String, String, u64)> = json
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|d| {
+            (d["path"].as_str().unwrap_or("").to_string(), d["code"].as_str().unwrap_or("").to_string(), d["line"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    // Both mains reach the print (TL201) and the shape error (TL104) in lib.py: once each.
+    let expected: Vec<(String, String, u64)> =
+        vec![("lib.py".into(), "TL201".into(), 6), ("lib.py".into(), "TL104".into(), 7), ("main_b.py".into(), "TL210".into(), 5)];
+    assert_eq!(found, expected, "{json:#}");
+}
+
+/// `tests/fixtures/_projects/*`: programs of several files run through their real entry
+/// points (an absl main, a TestCase, pytest with a conftest fixture). Each error annotated
+/// `# error: CODE` is the one real JAX raises there (checked by running the project under
+/// absl, unittest and pytest: tests/fixtures/README.md), and `check` reports exactly those.
+#[test]
+fn project_fixtures_report_the_errors_their_entry_points_reach() {
+    let projects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/_projects");
+    let mut folders: Vec<_> = std::fs::read_dir(&projects).expect("_projects").flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    folders.sort();
+    assert!(folders.len() >= 3, "{folders:?}");
+    for folder in folders {
+        let mut expected: Vec<(String, u64, String)> = Vec::new();
+        for entry in std::fs::read_dir(&folder).expect("folder").flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for (i, line) in text.lines().enumerate() {
+                if let Some((_, annotation)) = line.split_once("# error: ") {
+                    let code = annotation.split_whitespace().next().unwrap_or("").to_string();
+                    expected.push((name.clone(), i as u64 + 1, code));
+                }
+            }
+        }
+        let out = tracelens().current_dir(&folder).args(["check", "--format", "json", "."]).output().expect("run");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+        let mut found: Vec<(String, u64, String)> = json
+            .as_array()
+            .expect("array")
+            .iter()
+            .filter(|d| d["severity"] == "error")
+            .map(|d| {
+                (
+                    d["path"].as_str().unwrap_or("").to_string(),
+                    d["line"].as_u64().unwrap_or(0),
+                    d["code"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        found.dedup();
+        expected.sort();
+        found.sort();
+        assert_eq!(found, expected, "{}: {json:#}", folder.display());
+    }
 }

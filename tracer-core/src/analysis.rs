@@ -1,4 +1,4 @@
-//! One file's analysis: run it as a script and its `test_*` functions as tests, then collect
+//! One file's analysis: run it as a script and its tests as tests (`test_runner`), then collect
 //! diagnostics, traces and per-value avals as plain data (design.md §9, §11).
 
 use std::path::{Path, PathBuf};
@@ -6,10 +6,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::diagnostics::{Code, Diagnostic, Severity};
-use crate::interp::value::Value;
 use crate::interp::{Budgets, Interp, Site, SourceLoader};
 use crate::jax::TraceKind;
-use crate::syntax::ast::{Span, StmtKind};
+use crate::syntax::ast::Span;
 
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisConfig {
@@ -27,7 +26,7 @@ pub struct AnalysisConfig {
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
-    /// Run the module only, not its `test_*` functions (as Python runs a script: the
+    /// Run the module only, not its tests (as Python runs a script: the
     /// oracle of source reproducers).
     pub skip_tests: bool,
     pub reproducers: crate::repro::ReproConfig,
@@ -290,25 +289,9 @@ fn analyze_remembering(
     if let Some(flow) = flow {
         interp.report_uncaught(flow, "the module");
     }
-    // Test functions run as tests, each on a fresh budget.
-    let tests: Vec<(String, Value)> = module_ast
-        .body
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::FunctionDef(def) if def.name.starts_with("test_") => {
-                module.dict.borrow().get(def.name.as_ref()).map(|v| (def.name.to_string(), v.clone()))
-            }
-            _ => None,
-        })
-        .collect();
-    for (name, f) in tests.into_iter().filter(|_| !config.skip_tests) {
-        interp.restart_clock();
-        interp.frames.push(crate::interp::Frame { file, name: Rc::from("<test>"), span: Span::default(), class: None, self_value: None });
-        let result = interp.call(&f, Vec::new(), Vec::new());
-        interp.frames.pop();
-        if let Err(flow) = result {
-            interp.report_uncaught(flow, &format!("test {name}"));
-        }
+    // Tests run as their runners run them (unittest, pytest), each on a fresh budget.
+    if !config.skip_tests {
+        crate::test_runner::run_tests(&mut interp, file, &module);
     }
     crate::entry::trace_uncalled(&mut interp, file, &module);
     let mut diagnostics = interp.diagnostics.clone();

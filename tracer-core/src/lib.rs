@@ -5,11 +5,13 @@
 pub mod analysis;
 pub mod diagnostics;
 pub mod entry;
+pub mod entry_hooks;
 pub mod interp;
 pub mod jax;
 pub mod repro;
 pub mod run;
 pub mod syntax;
+pub mod test_runner;
 
 pub use analysis::{analyze_file, analyze_parsed, AnalysisConfig, FileAnalysis};
 pub use run::{run_file, RunOutcome, RunResult};

@@ -1,5 +1,6 @@
 //! Functions nothing calls are traced from `# tracelens: trace` comments and jaxtyping
-//! annotations; `test_*` functions run as tests.
+//! annotations. Real entry points (absl's `app.run`, TestCase methods, pytest functions with
+//! their fixtures) are in `entry_tests.rs`.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -54,15 +55,6 @@ fn functions_the_script_calls_are_not_traced_again_from_annotations() {
         "import jax.numpy as jnp\nfrom jaxtyping import Array, Float\n\ndef f(x: Float[Array, \"n\"]):\n    return x * 2\n\nf(jnp.ones(4))\n",
     );
     assert!(traces_of(&a, "f").is_empty(), "called eagerly, so no jit trace: {:?}", a.functions);
-}
-
-#[test]
-fn test_functions_run_as_tests() {
-    let a = analyse(
-        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\ndef test_f():\n    f(jnp.ones(3))\n",
-    );
-    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
-    assert_eq!(errors, vec![(Code::Concretization, 6)]);
 }
 
 /// A method Python's builtin types have but the interpreter does not model is unknown (no

@@ -87,7 +87,10 @@ impl<'l> Interp<'l> {
             }
             Value::StaticMethod(f) => self.call(f, args, kwargs),
             Value::Opaque(o) if o.tracer => Ok(Value::opaque_tracer(format!("{}(...)", o.what))),
-            Value::Opaque(o) => Ok(Value::opaque(format!("{}(...)", o.what))),
+            Value::Opaque(o) => match crate::entry_hooks::call_opaque(self, o, &args, &kwargs) {
+                Some(result) => result,
+                None => Ok(Value::opaque(format!("{}(...)", o.what))),
+            },
             other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),
         }
     }
@@ -242,6 +245,7 @@ impl<'l> Interp<'l> {
         // A subclass of a named tuple class is a named tuple with its base's fields.
         let mut inherited_fields: Option<Vec<Rc<str>>> = None;
         let mut opaque_base = false;
+        let mut testcase = false;
         for b in &def.bases {
             let v = self.eval(ctx, b)?;
             match v {
@@ -253,7 +257,11 @@ impl<'l> Interp<'l> {
                     }
                     bases.push(c);
                 }
-                Value::Opaque(_) => opaque_base = true,
+                Value::Opaque(ref o) => {
+                    opaque_base = true;
+                    // unittest's, absltest's, parameterized's, JAX's own `JaxTestCase`.
+                    testcase |= o.what.ends_with("TestCase");
+                }
                 Value::Builtin(ref b) if matches!(**b, Builtin::Fn("typing.Generic")) => {}
                 _ => opaque_base = true,
             }
@@ -295,6 +303,9 @@ impl<'l> Interp<'l> {
         if opaque_base {
             // A base we do not model (e.g. flax.nnx.Module) may define anything: stay silent.
             class.dict.borrow_mut().insert(Rc::from("__tracelens_opaque_base__"), Value::Bool(true));
+        }
+        if testcase {
+            class.dict.borrow_mut().insert(Rc::from("__tracelens_testcase__"), Value::Bool(true));
         }
         if namedtuple {
             class.is_namedtuple.set(true);

@@ -213,6 +213,8 @@ pub struct Interp<'l> {
     /// The depth of the outermost user frame that went on past an unknown along one path
     /// (`fork.rs`): it and the frames it calls run conditionally.
     pub conditional_from: Option<usize>,
+    /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
+    pub entry_state: crate::entry_hooks::EntryState,
 }
 
 impl Drop for Interp<'_> {
@@ -334,6 +336,7 @@ impl<'l> Interp<'l> {
             fork_logs: Vec::new(),
             dropped_exits: 0,
             conditional_from: None,
+            entry_state: Default::default(),
         }
     }
 

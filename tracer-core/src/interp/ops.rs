@@ -1084,7 +1084,9 @@ impl<'l> Interp<'l> {
             Value::Opaque(o) if o.tracer && !ARRAY_NON_ARRAY_ATTRIBUTES.contains(&name) => {
                 Some(Value::opaque_tracer(format!("{}.{name}", o.what)))
             }
-            Value::Opaque(o) => Some(Value::opaque(format!("{}.{name}", o.what))),
+            Value::Opaque(o) => {
+                Some(crate::entry_hooks::getattr_opaque(self, o, name).unwrap_or_else(|| Value::opaque(format!("{}.{name}", o.what))))
+            }
             Value::Instance(inst) => {
                 if let Some(v) = inst.attrs.borrow().get(name) {
                     return Ok(Some(v.clone()));
@@ -1114,6 +1116,10 @@ impl<'l> Interp<'l> {
                         if let Some(g) = inst.class.lookup("__getattr__") {
                             let bound = self.bind_method(obj, g);
                             return Ok(Some(self.call(&bound, vec![Value::str(name)], Vec::new())?));
+                        }
+                        // A base class we do not model (a TestCase's) may define anything.
+                        if inst.class.lookup("__tracelens_opaque_base__").is_some() {
+                            return Ok(Some(Value::opaque(format!("{}.{name}", inst.class.name))));
                         }
                         None
                     }

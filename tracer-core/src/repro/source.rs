@@ -156,9 +156,16 @@ impl SourceProgram {
             }
         }
         let removed: Vec<bool> = nodes.iter().map(|n| n.disallowed).collect();
-        // Also when the module has `test_*` functions: tracelens runs them as tests, Python
-        // does not (nor does the oracle), so an error raised in one is not raised by the cut.
-        let has_tests = module.body.iter().any(|s| matches!(&s.kind, StmtKind::FunctionDef(f) if f.name.starts_with("test_")));
+        // Also when the module has tests (`test*` functions, TestCase classes): tracelens
+        // runs them, Python does not (nor does the oracle), so an error raised in one is not
+        // raised by the cut.
+        let has_tests = module.body.iter().any(|s| match &s.kind {
+            StmtKind::FunctionDef(f) => f.name.starts_with("test"),
+            StmtKind::ClassDef(c) => {
+                c.bases.iter().any(|b| text.get(b.span.start as usize..b.span.end as usize).is_some_and(|t| t.contains("TestCase")))
+            }
+            _ => false,
+        });
         let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests || combined.rewritten;
         let tree = parse_tree(text);
         let sizes = tree.as_ref().map(|t| size_literals(t, text)).unwrap_or_default();

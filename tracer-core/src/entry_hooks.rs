@@ -1,0 +1,313 @@
+//! What the entry points of real projects need from libraries the interpreter does not
+//! otherwise model (design.md §9): `absl.app.run(main)` calls `main([argv0])`; absl flags
+//! read as their defaults once the flags are parsed; `pytest.fixture`, `pytest.mark.*`,
+//! `pytest.param`, absl's `parameterized.*` and `unittest.skip*` decorate a test without
+//! hiding it, and remember what the test runner (`test_runner`) needs.
+//!
+//! Each library stays an unknown module; only these calls and attributes are answered.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use crate::interp::call::Kwargs;
+use crate::interp::value::{Opaque, Value};
+use crate::interp::{Interp, PyResult};
+
+/// One set of arguments for a test: positional, then keyword.
+#[derive(Clone, Debug, Default)]
+pub struct Case {
+    pub args: Vec<Value>,
+    pub kwargs: Kwargs,
+}
+
+/// A `@pytest.fixture` function, as its decorator described it.
+#[derive(Clone, Debug, Default)]
+pub struct FixtureInfo {
+    /// `name=` of the decorator, else the function's own name.
+    pub name: Option<String>,
+    /// Built once for the file (`scope="module"`, `"session"`, ...), not once per test.
+    pub shared: bool,
+    pub autouse: bool,
+}
+
+/// What a test runner will not run (`pytest.mark.skip`, `xfail`, `unittest.skip`,
+/// `expectedFailure`): an error there is expected or never seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    NotRun,
+}
+
+/// A decorator made by a call (`pytest.mark.parametrize(...)`), waiting for its function.
+#[derive(Clone, Debug)]
+enum Pending {
+    Cases(Option<Vec<Case>>),
+    Fixture(FixtureInfo),
+    Mark(Mark),
+}
+
+/// The state these libraries keep across the program.
+#[derive(Debug, Default)]
+pub struct EntryState {
+    /// absl flags by name, at their defaults.
+    pub flags: HashMap<String, Value>,
+    /// Set by `app.run` and by the test runner: before, reading a flag raises in absl
+    /// (`UnparsedFlagAccessError`), so it stays unknown here.
+    pub flags_parsed: bool,
+    /// The `FlagHolder`s `DEFINE_*` returned (by identity), with their flag's name.
+    holders: HashMap<usize, String>,
+    pending: HashMap<usize, Pending>,
+    /// `pytest.param(...)` results (by identity): one case's values, not one value.
+    pytest_params: HashSet<usize>,
+    /// Parametrisations of a test function or class (by identity), one list per decorator;
+    /// `None` for a decorator whose cases are unknown.
+    pub cases: HashMap<usize, Vec<Option<Vec<Case>>>>,
+    pub fixtures: HashMap<usize, FixtureInfo>,
+    pub marks: HashMap<usize, Mark>,
+}
+
+/// A call of an unknown value that one of these libraries defines; `None` for any other.
+pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwargs: &Kwargs) -> Option<PyResult<Value>> {
+    let callee_id = Rc::as_ptr(callee) as *const u8 as usize;
+    if let Some(pending) = interp.entry_state.pending.get(&callee_id).cloned() {
+        let [target] = args else { return None };
+        let id = target.identity()?;
+        let state = &mut interp.entry_state;
+        match pending {
+            Pending::Cases(cases) => state.cases.entry(id).or_default().push(cases),
+            Pending::Fixture(info) => {
+                state.fixtures.insert(id, info);
+            }
+            Pending::Mark(mark) => {
+                state.marks.insert(id, mark);
+            }
+        }
+        return Some(Ok(target.clone()));
+    }
+    let what = callee.what.as_str();
+    let name = what.rsplit('.').next().unwrap_or(what);
+    if what == "absl.app.run" {
+        return Some(absl_run(interp, args, kwargs));
+    }
+    if (what.starts_with("absl.flags.DEFINE") || what.starts_with("ml_collections.config_flags.DEFINE")) && name.starts_with("DEFINE") {
+        return Some(Ok(define_flag(interp, name, args, kwargs)));
+    }
+    // A decorator applied straight to its function: `@pytest.fixture`, `@pytest.mark.slow`.
+    let decorating = matches!(args, [Value::Function(_) | Value::Class(_)]) && kwargs.is_empty();
+    if what == "pytest.fixture" {
+        if decorating {
+            if let Some(id) = args[0].identity() {
+                interp.entry_state.fixtures.insert(id, FixtureInfo::default());
+            }
+            return Some(Ok(args[0].clone()));
+        }
+        return Some(Ok(pending(interp, what, Pending::Fixture(fixture_info(kwargs)))));
+    }
+    if what == "pytest.param" {
+        let v = Value::tuple(args.to_vec());
+        if let Some(id) = v.identity() {
+            interp.entry_state.pytest_params.insert(id);
+        }
+        return Some(Ok(v));
+    }
+    if what == "pytest.mark.parametrize" {
+        let cases = pytest_cases(interp, args, kwargs);
+        return Some(Ok(pending(interp, what, Pending::Cases(cases))));
+    }
+    if let Some(kind) = what.strip_prefix("absl.testing.parameterized.") {
+        let cases = match kind {
+            "parameters" => absl_cases(args, false),
+            "named_parameters" => absl_cases(args, true),
+            "product" => absl_product(kwargs),
+            _ => return None,
+        };
+        return Some(Ok(pending(interp, what, Pending::Cases(cases))));
+    }
+    let not_run = matches!(
+        what,
+        "pytest.mark.skip" | "pytest.mark.xfail" | "unittest.skip" | "unittest.expectedFailure" | "absl.testing.absltest.skip"
+    );
+    let test_decorator =
+        what.starts_with("pytest.mark.") || what.starts_with("unittest.skip") || what.starts_with("absl.testing.absltest.skip");
+    if not_run || test_decorator {
+        if decorating {
+            if not_run {
+                if let Some(id) = args[0].identity() {
+                    interp.entry_state.marks.insert(id, Mark::NotRun);
+                }
+            }
+            return Some(Ok(args[0].clone()));
+        }
+        let mark = if not_run { Pending::Mark(Mark::NotRun) } else { Pending::Cases(Some(vec![Case::default()])) };
+        return Some(Ok(pending(interp, what, mark)));
+    }
+    None
+}
+
+/// An attribute of an unknown value these libraries define: a parsed flag's default.
+pub fn getattr_opaque(interp: &Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+    let state = &interp.entry_state;
+    if !state.flags_parsed {
+        return None;
+    }
+    if obj.what == "absl.flags.FLAGS" {
+        return state.flags.get(name).cloned();
+    }
+    if name == "value" {
+        let flag = state.holders.get(&(Rc::as_ptr(obj) as *const u8 as usize))?;
+        return state.flags.get(flag).cloned();
+    }
+    None
+}
+
+/// An unknown value standing for a decorator that is waiting for its function.
+fn pending(interp: &mut Interp, what: &str, p: Pending) -> Value {
+    let v = Value::opaque(format!("{what}(...)"));
+    if let Some(id) = v.identity() {
+        interp.entry_state.pending.insert(id, p);
+    }
+    v
+}
+
+/// `app.run(main)`: absl parses the flags, then `sys.exit(main([sys.argv[0]]))`.
+fn absl_run(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let main = match (args.first(), kwargs.iter().find(|(k, _)| k.as_ref() == "main")) {
+        (Some(m), _) | (None, Some((_, m))) => m.clone(),
+        _ => return Ok(Value::opaque("absl.app.run(...)")),
+    };
+    interp.entry_state.flags_parsed = true;
+    let argv0 = interp.files.first().map(|f| f.path.to_string_lossy().to_string()).unwrap_or_default();
+    interp.call(&main, vec![Value::list(vec![Value::str(&argv0)])], Vec::new())?;
+    // `sys.exit` follows: nothing after `app.run` runs.
+    Err(interp.stop_unknown("absl.app.run exits the program"))
+}
+
+fn argument<'a>(args: &'a [Value], kwargs: &'a Kwargs, index: usize, name: &str) -> Option<&'a Value> {
+    args.get(index).or_else(|| kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v))
+}
+
+/// `flags.DEFINE_integer("n", 3, "help")`: the flag, at its default as absl parses it.
+fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs) -> Value {
+    let holder = Value::opaque(format!("absl.flags.{kind}(...)"));
+    let Some(Value::Str(name)) = argument(args, kwargs, 0, "name").cloned() else { return holder };
+    let default = argument(args, kwargs, 1, if kind == "DEFINE_config_dict" { "config" } else { "default" }).cloned();
+    let value = match (kind, default) {
+        // A config file is read at run time: its contents are unknown.
+        ("DEFINE_config_file", _) | (_, None) => Value::opaque(format!("the flag {name}")),
+        (_, Some(Value::None)) => Value::None,
+        ("DEFINE_float", Some(Value::Int(i))) => Value::Float(i as f64),
+        ("DEFINE_list", Some(Value::Str(s))) => {
+            Value::list(s.split(',').filter(|p| !p.trim().is_empty()).map(|p| Value::str(p.trim())).collect())
+        }
+        ("DEFINE_integer" | "DEFINE_float" | "DEFINE_bool" | "DEFINE_boolean" | "DEFINE_enum", Some(Value::Str(_))) => {
+            // absl parses a string default; not modelled.
+            Value::opaque(format!("the flag {name}"))
+        }
+        (_, Some(v)) => v,
+    };
+    if let Some(id) = holder.identity() {
+        interp.entry_state.holders.insert(id, name.to_string());
+    }
+    interp.entry_state.flags.insert(name.to_string(), value);
+    holder
+}
+
+fn fixture_info(kwargs: &Kwargs) -> FixtureInfo {
+    let mut info = FixtureInfo::default();
+    for (k, v) in kwargs {
+        match (k.as_ref(), v) {
+            ("name", Value::Str(s)) => info.name = Some(s.to_string()),
+            ("scope", Value::Str(s)) => info.shared = s.as_ref() != "function",
+            ("autouse", Value::Bool(b)) => info.autouse = *b,
+            _ => {}
+        }
+    }
+    info
+}
+
+/// The items of a list or tuple; `None` for anything else.
+fn items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::List(l) => Some(l.borrow().clone()),
+        Value::Tuple(t) => Some(t.to_vec()),
+        _ => None,
+    }
+}
+
+/// `pytest.mark.parametrize("a,b", [(1, 2), pytest.param(3, 4)])`: each case binds the names.
+fn pytest_cases(interp: &Interp, args: &[Value], kwargs: &Kwargs) -> Option<Vec<Case>> {
+    let names: Vec<Rc<str>> = match argument(args, kwargs, 0, "argnames")? {
+        Value::Str(s) => s.split(',').map(|n| Rc::from(n.trim())).filter(|n: &Rc<str>| !n.is_empty()).collect(),
+        other => items(other)?.iter().map(|n| if let Value::Str(s) = n { Some(s.clone()) } else { None }).collect::<Option<_>>()?,
+    };
+    let values = items(argument(args, kwargs, 1, "argvalues")?)?;
+    let mut cases = Vec::new();
+    for v in values {
+        let is_param = v.identity().is_some_and(|id| interp.entry_state.pytest_params.contains(&id));
+        let row = match (names.len(), is_param) {
+            (1, false) => vec![v],
+            _ => items(&v)?,
+        };
+        if row.len() != names.len() {
+            return None;
+        }
+        cases.push(Case { args: Vec::new(), kwargs: names.iter().cloned().zip(row).collect() });
+    }
+    Some(cases)
+}
+
+/// absl's `parameters(*cases)` / `named_parameters(*cases)`: a tuple is positional
+/// arguments, a dict keyword arguments, anything else the one argument; a single argument
+/// that is neither tuple nor dict is the iterable of cases.
+fn absl_cases(args: &[Value], named: bool) -> Option<Vec<Case>> {
+    let cases: Vec<Value> = match args {
+        [single] if !matches!(single, Value::Tuple(_) | Value::Dict(_)) => items(single)?,
+        _ => args.to_vec(),
+    };
+    cases
+        .into_iter()
+        .map(|c| match c {
+            Value::Tuple(t) => Some(Case { args: t.iter().skip(usize::from(named)).cloned().collect(), kwargs: Vec::new() }),
+            Value::Dict(d) => {
+                let mut kwargs = Vec::new();
+                for (k, v) in d.borrow().items() {
+                    let Value::Str(k) = k else { return None };
+                    if !(named && k.as_ref() == "testcase_name") {
+                        kwargs.push((k, v));
+                    }
+                }
+                Some(Case { args: Vec::new(), kwargs })
+            }
+            _ if named => None,
+            other => Some(Case { args: vec![other], kwargs: Vec::new() }),
+        })
+        .collect()
+}
+
+/// absl's `product(a=[1, 2], b=[3])`: every combination, as keyword arguments.
+fn absl_product(kwargs: &Kwargs) -> Option<Vec<Case>> {
+    let mut cases = vec![Case::default()];
+    for (name, values) in kwargs {
+        let values = items(values)?;
+        cases = cases
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.kwargs.push((name.clone(), v.clone()));
+                    c
+                })
+            })
+            .collect();
+    }
+    Some(cases)
+}
+
+/// A context manager that expects its body to raise (`self.assertRaises(E)`,
+/// `self.assertRaisesRegex(E, ...)`, `pytest.raises(E)`, `np.testing.assert_raises`): the
+/// exception is the test passing, not a finding.
+pub fn expects_exception(manager: &Value) -> bool {
+    let Value::Opaque(o) = manager else { return false };
+    let callee = o.what.strip_suffix("(...)").unwrap_or(&o.what);
+    let name = callee.rsplit('.').next().unwrap_or(callee);
+    name.starts_with("assertRaises") || name == "raises" || name == "assert_raises" || name == "assert_raises_regex"
+}

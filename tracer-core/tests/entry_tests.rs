@@ -1,0 +1,244 @@
+//! Real entry points: `absl.app.run(main)` with flags at their defaults, unittest/absltest
+//! TestCase methods between `setUp` and `tearDown`, pytest functions with fixtures from
+//! `conftest.py`, parametrised cases; `test_*` helpers of a non-test module are not tests.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use tracer_core::diagnostics::{Code, Severity};
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
+
+struct Files(HashMap<PathBuf, &'static str>);
+
+impl SourceLoader for Files {
+    fn read(&self, path: &Path) -> Option<Rc<str>> {
+        self.0.get(path).map(|t| Rc::from(*t))
+    }
+}
+
+/// Analyses `path` (one of `files`) with `/ws` as the workspace root.
+fn analyse_in(files: &[(&str, &'static str)], path: &str) -> FileAnalysis {
+    let files = Files(files.iter().map(|(p, t)| (PathBuf::from(p), *t)).collect());
+    let text = files.0[Path::new(path)];
+    let config = AnalysisConfig { search_roots: vec![PathBuf::from("/ws")], ..Default::default() };
+    analyze_file(Path::new(path), text, &files, &config)
+}
+
+fn analyse(path: &str, source: &'static str) -> FileAnalysis {
+    analyse_in(&[(path, source)], path)
+}
+
+/// The errors (not the warnings) with their lines.
+fn errors(a: &FileAnalysis) -> Vec<(Code, u32)> {
+    a.diagnostics.iter().filter(|(d, _, _)| d.severity == Severity::Error).map(|(d, l, _)| (d.code, l.line)).collect()
+}
+
+/// The argument avals of each trace of `name`, in order.
+fn trace_args(a: &FileAnalysis, name: &str) -> Vec<Vec<String>> {
+    a.functions.iter().filter(|f| f.name == name).flat_map(|f| f.traces.iter()).map(|t| t.args.clone()).collect()
+}
+
+const ABSL_MAIN: &str = r#"import jax
+import jax.numpy as jnp
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch_size", 8, "Batch size.")
+flags.DEFINE_float("learning_rate", 1, "Learning rate.")
+flags.DEFINE_list("layers", "16,4", "Layer sizes.")
+
+
+@jax.jit
+def step(x, lr):
+    return x * lr
+
+
+def main(argv):
+    print(argv)
+    x = jnp.ones((FLAGS.batch_size, len(FLAGS.layers)))
+    step(x, FLAGS.learning_rate)
+
+
+if __name__ == "__main__":
+    app.run(main)
+"#;
+
+#[test]
+fn absl_app_run_calls_main_with_argv_and_flags_at_their_defaults() {
+    let a = analyse("/ws/train.py", ABSL_MAIN);
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(a.stdout, "['/ws/train.py']\n");
+    assert_eq!(trace_args(&a, "step"), vec![vec!["f32[8,2]".to_string(), "~f32[]".to_string()]]);
+}
+
+#[test]
+fn a_flag_read_before_app_run_parses_the_flags_is_unknown_not_an_error() {
+    let a = analyse(
+        "/ws/train.py",
+        "from absl import flags\nFLAGS = flags.FLAGS\nflags.DEFINE_integer('n', 3, '')\nsteps = FLAGS.n + 1\nprint(steps)\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert!(!a.stdout.contains('4'), "absl raises UnparsedFlagAccessError there; the value is unknown: {}", a.stdout);
+}
+
+#[test]
+fn a_config_file_flag_is_an_unknown_config() {
+    let a = analyse(
+        "/ws/main.py",
+        "from absl import app\nfrom ml_collections import config_flags\n_CONFIG = config_flags.DEFINE_config_file('config')\n\ndef main(argv):\n    config = _CONFIG.value\n    if config.batch_size > 8:\n        print('big')\n    print('done')\n\napp.run(main)\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
+
+const TESTCASE: &str = r#"import jax
+import jax.numpy as jnp
+from absl.testing import absltest
+from absl.testing import parameterized
+
+
+@jax.jit
+def gram(x):
+    return x @ x
+
+
+class GramTest(parameterized.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.x = jnp.ones((3, 4))
+
+    def test_shape(self):
+        self.assertEqual(gram(self.x).shape, (3, 3))
+
+    @parameterized.parameters((2,), (5,))
+    def test_square(self, n):
+        y = gram(jnp.ones((n, n)))
+        self.assertAllClose(y, n * jnp.ones((n, n)))
+
+    @parameterized.named_parameters(("small", 1), dict(testcase_name="large", n=6))
+    def test_named(self, n):
+        gram(jnp.ones((n, n)))
+
+    def test_raises(self):
+        with self.assertRaises(TypeError):
+            gram(self.x)
+
+
+if __name__ == "__main__":
+    absltest.main()
+"#;
+
+#[test]
+fn testcase_methods_run_on_a_fresh_instance_after_set_up_once_per_case() {
+    let a = analyse("/ws/gram_test.py", TESTCASE);
+    assert_eq!(errors(&a), vec![(Code::ShapeMismatch, 9)], "{:?}", a.diagnostics);
+    let mut shapes: Vec<String> = trace_args(&a, "gram").into_iter().flatten().collect();
+    shapes.sort();
+    shapes.dedup();
+    assert_eq!(shapes, vec!["f32[1,1]", "f32[2,2]", "f32[3,4]", "f32[5,5]", "f32[6,6]"]);
+}
+
+#[test]
+fn an_error_the_test_expects_with_assert_raises_is_not_a_finding() {
+    let a = analyse(
+        "/ws/gram_test.py",
+        "import jax\nimport jax.numpy as jnp\nimport unittest\n\n@jax.jit\ndef gram(x):\n    return x @ x\n\nclass T(unittest.TestCase):\n    def test_raises(self):\n        with self.assertRaisesRegex(TypeError, 'dot_general'):\n            gram(jnp.ones((3, 4)))\n        self.assertTrue(True)\n\nunittest.main()\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(trace_args(&a, "gram").len(), 1);
+}
+
+const CONFTEST: &str = r#"import jax.numpy as jnp
+import pytest
+
+
+@pytest.fixture
+def batch():
+    return jnp.ones((4, 3))
+
+
+@pytest.fixture(scope="module")
+def params(batch):
+    yield {"w": jnp.ones((batch.shape[1], 2))}
+"#;
+
+const PYTEST_FILE: &str = r#"import jax
+import jax.numpy as jnp
+import pytest
+
+
+@jax.jit
+def apply(params, x):
+    return x @ params["w"]
+
+
+def test_apply(params, batch):
+    out = apply(params, batch)
+    assert out.shape == (4, 2)
+
+
+@pytest.mark.parametrize("n", [1, pytest.param(5, id="five")])
+def test_widths(n, tmp_path):
+    apply({"w": jnp.ones((3, n))}, jnp.ones((4, 3)))
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 3), (2, 4)])
+def test_mismatch(rows, cols):
+    apply({"w": jnp.ones((3, 1))}, jnp.ones((rows, cols)))
+"#;
+
+#[test]
+fn pytest_functions_get_fixtures_from_conftest_and_run_each_case() {
+    let a = analyse_in(&[("/ws/conftest.py", CONFTEST), ("/ws/tests/test_model.py", PYTEST_FILE)], "/ws/tests/test_model.py");
+    // (2, 4) against w of 3 rows: the second case of test_mismatch.
+    assert_eq!(errors(&a), vec![(Code::ShapeMismatch, 8)], "{:?}", a.diagnostics);
+    let traces = trace_args(&a, "apply");
+    assert_eq!(
+        traces,
+        vec![
+            vec!["f32[3,2]".to_string(), "f32[4,3]".to_string()],
+            vec!["f32[3,1]".to_string(), "f32[4,3]".to_string()],
+            vec!["f32[3,5]".to_string(), "f32[4,3]".to_string()],
+            vec!["f32[3,1]".to_string(), "f32[2,3]".to_string()],
+            vec!["f32[3,1]".to_string(), "f32[2,4]".to_string()],
+        ]
+    );
+}
+
+#[test]
+fn a_test_whose_fixture_is_unknown_runs_with_an_unknown_argument() {
+    let a = analyse(
+        "/ws/test_io.py",
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return x + 1\n\ndef test_f(some_plugin_fixture):\n    f(jnp.ones(3))\n    some_plugin_fixture.check()\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(trace_args(&a, "f"), vec![vec!["f32[3]".to_string()]]);
+}
+
+#[test]
+fn test_helpers_of_a_module_that_is_not_a_test_module_are_not_tests() {
+    const SOURCE: &str = "def test_ratio():\n    return 1 / 0\n";
+    assert!(analyse("/ws/helpers.py", SOURCE).diagnostics.is_empty());
+    assert_eq!(errors(&analyse("/ws/test_helpers.py", SOURCE)), vec![(Code::PythonException, 2)]);
+    assert_eq!(errors(&analyse("/ws/helpers_test.py", SOURCE)), vec![(Code::PythonException, 2)]);
+}
+
+#[test]
+fn a_skipped_test_does_not_run() {
+    let a = analyse(
+        "/ws/test_skip.py",
+        "import pytest\nimport unittest\n\n@pytest.mark.skip(reason='broken')\ndef test_a():\n    return 1 / 0\n\nclass T(unittest.TestCase):\n    @unittest.skip('later')\n    def test_b(self):\n        return 1 / 0\n\n    @unittest.expectedFailure\n    def test_c(self):\n        return 1 / 0\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
+
+#[test]
+fn a_main_called_under_dunder_main_runs() {
+    let a = analyse(
+        "/ws/run.py",
+        "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return x.sum()\n\ndef main():\n    f(jnp.ones((2, 3)))\n\nif __name__ == '__main__':\n    main()\n",
+    );
+    assert_eq!(trace_args(&a, "f"), vec![vec!["f32[2,3]".to_string()]]);
+}
