@@ -31,6 +31,7 @@
 
 mod expressions;
 mod literals;
+mod match_statement;
 #[cfg(test)]
 mod tests;
 
@@ -972,11 +973,7 @@ impl<'src> Lowerer<'src> {
             }
             "global_statement" | "nonlocal_statement" => self.lower_global(node),
             "delete_statement" => self.lower_delete(node),
-            // Valid Python that `ast` has no form for (see the module docs): skipped.
-            "match_statement" => {
-                self.note_skipped_yields(node);
-                return None;
-            }
+            "match_statement" => self.lower_match(node),
             "type_alias_statement" => return self.lower_type_alias(node),
             "print_statement" | "exec_statement" => self.python2_statement(node)?,
             // An ERROR node among statements was reported by `collect_tree_errors`.
