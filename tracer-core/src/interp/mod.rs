@@ -10,6 +10,7 @@ mod exec;
 pub mod modules;
 pub mod ops;
 pub mod pyrandom;
+pub mod stdlib;
 pub mod value;
 
 use std::path::{Path, PathBuf};

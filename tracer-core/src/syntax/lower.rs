@@ -21,8 +21,9 @@
 //! Checked against CPython's `ast`, spans included, on the standard library.
 //!
 //! Python that `ast` cannot represent, or that is not modelled:
-//! - `match` and `type X = ...` statements are skipped without an error: they are valid
-//!   Python that tracelens does not model, and the statements around them still run.
+//! - `type X = ...` statements are skipped without an error: they are valid Python that
+//!   tracelens does not model, and the statements around them still run. `match`
+//!   statements lower to branches on unknown conditions (`lower/match_statement.rs`).
 //! - `async for`, `async with`, async comprehensions and `except*` lower as their
 //!   synchronous or plain forms; PEP 695 type parameters (`def f[T]`) are dropped;
 //!   t-strings (PEP 750) lower as f-strings.
