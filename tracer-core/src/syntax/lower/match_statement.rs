@@ -1,7 +1,8 @@
 //! `match` statements, lowered to what the interpreter needs of them without modelling
 //! patterns: the subject is evaluated, then each case is a branch taken on an unknown
 //! condition, with the names its pattern binds unknown. A trailing irrefutable case
-//! (`case _:`, `case x:`) is the `else`.
+//! (`case _:`, `case x:`) is the `else`, and a case of literals on a name subject
+//! (`case "sgd" | "adam":`) is a comparison, so a known subject takes its own branch.
 //!
 //! ```text
 //! match command:              command
@@ -13,7 +14,7 @@
 use tree_sitter::Node;
 
 use super::{field, named_children, span_of, statement_span, Field, Lowerer};
-use crate::syntax::ast::{Expr, ExprKind, Name, Stmt, StmtKind};
+use crate::syntax::ast::{BoolOp, CmpOp, Expr, ExprKind, Name, Stmt, StmtKind};
 
 impl<'src> Lowerer<'src> {
     /// The statements run in an `if True:` block, since one statement stands for the match.
@@ -46,6 +47,13 @@ impl<'src> Lowerer<'src> {
             let irrefutable = !guarded && patterns.len() == 1 && self.is_irrefutable(patterns[0]);
             let case_span = span_of(*case);
             let unknown = Expr { kind: ExprKind::Await(Box::new(Expr { kind: ExprKind::Ellipsis, span: case_span })), span: case_span };
+            // `case 1:`, `case "sgd" | "adam":` on a name: a comparison, so a known subject
+            // takes its own branch.
+            let literal_test = match (&single_subject, guarded) {
+                (Some(subject), false) => self.literal_test(subject, &patterns),
+                _ => None,
+            };
+            let test = literal_test.unwrap_or_else(|| unknown.clone());
             let mut body: Vec<Stmt> = names
                 .into_iter()
                 .map(|name| {
@@ -61,11 +69,45 @@ impl<'src> Lowerer<'src> {
             chain = if irrefutable && chain.is_empty() {
                 body
             } else {
-                vec![Stmt { kind: StmtKind::If { test: unknown, body, orelse: chain }, span: case_span }]
+                vec![Stmt { kind: StmtKind::If { test, body, orelse: chain }, span: case_span }]
             };
         }
         out.extend(chain);
         StmtKind::If { test: Expr { kind: ExprKind::Bool(true), span }, body: out, orelse: Vec::new() }
+    }
+
+    /// `subject == a or subject == b` for a case whose patterns are all literals (strings,
+    /// numbers, `True`, `False`, `None`); `None` for any other pattern.
+    fn literal_test(&mut self, subject: &Expr, patterns: &[Node]) -> Option<Expr> {
+        let mut literals = Vec::new();
+        for p in patterns {
+            let mut stack = named_children(*p);
+            while let Some(node) = stack.pop() {
+                match node.kind() {
+                    "union_pattern" | "case_pattern" => stack.extend(named_children(node)),
+                    "string" | "concatenated_string" | "integer" | "float" | "true" | "false" | "none" => literals.push(node),
+                    _ => return None,
+                }
+            }
+        }
+        if literals.is_empty() {
+            return None;
+        }
+        literals.sort_by_key(|n| n.start_byte());
+        let comparisons: Vec<Expr> = literals
+            .into_iter()
+            .map(|lit| {
+                let value = self.lower_expr(lit);
+                let span = value.span;
+                let kind = ExprKind::Compare { left: Box::new(subject.clone()), ops: vec![CmpOp::Eq], comparators: vec![value] };
+                Expr { kind, span }
+            })
+            .collect();
+        let span = comparisons[0].span;
+        Some(match <[Expr; 1]>::try_from(comparisons) {
+            Ok([only]) => only,
+            Err(values) => Expr { kind: ExprKind::BoolOp { op: BoolOp::Or, values }, span },
+        })
     }
 
     /// `_` or a bare capture name: matches anything.

@@ -595,7 +595,12 @@ fn unsupported_statements_are_skipped() {
 fn match_statements_are_branches_on_unknown_conditions() {
     // The subject is evaluated; each case is taken on an unknown condition with the names
     // its pattern binds unknown; a last irrefutable case is the `else`.
-    check("a = 1\nmatch a:\n    case 1:\n        pass\nb = 2\n", "(= a 1)\n(if True {a; (if (await ...) {pass})})\n(= b 2)");
+    check("a = 1\nmatch a:\n    case 1:\n        pass\nb = 2\n", "(= a 1)\n(if True {a; (if (cmp a == 1) {pass})})\n(= b 2)");
+    check("match f():\n    case 1:\n        pass\n", "(if True {(call f); (if (await ...) {pass})})");
+    check(
+        "match a:\n    case 'x' | 'y':\n        pass\n    case _:\n        pass\n",
+        "(if True {a; (if (or (cmp a == \"x\") (cmp a == \"y\")) {pass} else {pass})})",
+    );
     check(
         "match p:\n    case Point(x=0, y=y0) as q:\n        f(y0)\n    case [first, *rest] | {'k': first, **rest}:\n        g(first)\n    case Color.RED:\n        pass\n    case other:\n        h(other)\n",
         "(if True {p; (if (await ...) {(= y0 (await ...)); (= q (await ...)); (call f y0)} else {(if (await ...) {(= first (await ...)); (= rest (await ...)); (call g first)} else {(if (await ...) {pass} else {(= other p); (call h other)})})})})",
@@ -603,7 +608,7 @@ fn match_statements_are_branches_on_unknown_conditions() {
     // A yield inside a `match` makes the function a generator.
     check(
         "def f(x):\n    match x:\n        case 1:\n            yield x\n",
-        "(def f (x) generator {(if True {x; (if (await ...) {(yield x)})})})",
+        "(def f (x) generator {(if True {x; (if (cmp x == 1) {(yield x)})})})",
     );
 }
 
