@@ -567,6 +567,8 @@ fn the_pre_commit_hook_runs_check_on_the_files_it_is_given() {
     assert!(String::from_utf8_lossy(&bad.stdout).contains("buggy.py:6:9"));
     let good = tracelens().current_dir(&dir).args(&args).args(["clean.py"]).output().expect("run");
     assert_eq!(good.status.code(), Some(0));
+}
+
 #[test]
 fn a_finding_in_a_module_several_files_import_is_reported_once() {
     let dir = temp_dir("dedup");

@@ -532,7 +532,9 @@ def statement_ranges(tree):
         for field in ("body", "handlers", "orelse", "finalbody", "cases"):
             children = getattr(node, field, None)
             if children:
-                return max(node.lineno, children[0].lineno - 1)
+                # A `match_case` has no line of its own: its pattern has.
+                first = children[0].pattern if isinstance(children[0], ast.match_case) else children[0]
+                return max(node.lineno, first.lineno - 1)
         return node.end_lineno
 
     def visit(node):

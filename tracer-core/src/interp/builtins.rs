@@ -127,36 +127,15 @@ impl BuiltinClasses {
         let mut classes: HashMap<&'static str, Rc<Class>> = HashMap::new();
         let object = new_class("object", Vec::new(), Some(BuiltinClass::Object));
         classes.insert("object", object.clone());
-        let hierarchy: &[(&'static str, &'static str)] = &[
-            ("BaseException", "object"),
-            ("Exception", "BaseException"),
-            ("KeyboardInterrupt", "BaseException"),
-            ("SystemExit", "BaseException"),
-            ("ArithmeticError", "Exception"),
-            ("ZeroDivisionError", "ArithmeticError"),
-            ("OverflowError", "ArithmeticError"),
-            ("FloatingPointError", "ArithmeticError"),
-            ("LookupError", "Exception"),
-            ("IndexError", "LookupError"),
-            ("KeyError", "LookupError"),
-            ("TypeError", "Exception"),
-            ("ValueError", "Exception"),
-            ("NameError", "Exception"),
-            ("UnboundLocalError", "NameError"),
-            ("AttributeError", "Exception"),
+        // CPython's exception and warning classes in their real hierarchy, then JAX's and
+        // the standard library's that programs catch.
+        for (name, base) in super::stdlib::exception_classes() {
+            if let Some(base) = classes.get(base).cloned() {
+                classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
+            }
+        }
+        let library: &[(&'static str, &'static str)] = &[
             ("FrozenInstanceError", "AttributeError"),
-            ("AssertionError", "Exception"),
-            ("RuntimeError", "Exception"),
-            ("RecursionError", "RuntimeError"),
-            ("MemoryError", "Exception"),
-            ("NotImplementedError", "RuntimeError"),
-            ("StopIteration", "Exception"),
-            ("ImportError", "Exception"),
-            ("ModuleNotFoundError", "ImportError"),
-            ("SyntaxError", "Exception"),
-            ("OSError", "Exception"),
-            ("FileNotFoundError", "OSError"),
-            ("UserWarning", "Exception"),
             ("JAXTypeError", "TypeError"),
             ("JAXIndexError", "IndexError"),
             ("ConcretizationTypeError", "JAXTypeError"),
@@ -167,12 +146,19 @@ impl BuiltinClasses {
             ("KeyReuseError", "JAXTypeError"),
             ("NonConcreteBooleanIndexError", "JAXIndexError"),
         ];
-        for (name, base) in hierarchy {
-            let base = classes[base].clone();
-            classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
+        for (name, base) in library {
+            if let Some(base) = classes.get(base).cloned() {
+                classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
+            }
         }
         classes.insert("NamedTuple", new_class("NamedTuple", vec![object.clone()], Some(BuiltinClass::Tuple)));
-        classes.insert("Field", new_class("Field", vec![object], None));
+        classes.insert("Field", new_class("Field", vec![object.clone()], None));
+        // `enum.Enum` and its kin: their metaclass turns class attributes into members, which
+        // the interpreter does not follow, so members and instances are unknown.
+        let enum_class = new_class("Enum", vec![object], None);
+        enum_class.dict.borrow_mut().insert(Rc::from("__tracelens_opaque_base__"), Value::Bool(true));
+        enum_class.dict.borrow_mut().insert(Rc::from("__tracelens_enum__"), Value::Bool(true));
+        classes.insert("Enum", enum_class);
         BuiltinClasses { classes }
     }
 
@@ -233,6 +219,7 @@ impl<'l> Interp<'l> {
     pub fn builtin_value(&self, name: &str) -> Option<Value> {
         if let Some(c) = self.classes.lookup(name) {
             if name != "Field"
+                && name != "Enum"
                 && name != "NamedTuple"
                 && name != "FrozenInstanceError"
                 && !name.starts_with("JAX")
@@ -250,7 +237,16 @@ impl<'l> Interp<'l> {
             "False" => Some(Value::Bool(false)),
             "__name__" => Some(Value::str("__main__")),
             "Ellipsis" => Some(Value::Ellipsis),
-            _ => BUILTIN_FNS.iter().find(|n| **n == name).map(|n| Value::Builtin(Rc::new(Builtin::Fn(n)))),
+            "__debug__" => Some(Value::Bool(true)),
+            _ => match BUILTIN_FNS.iter().find(|n| **n == name) {
+                Some(n) => Some(Value::Builtin(Rc::new(Builtin::Fn(n)))),
+                // A builtin CPython has and the interpreter does not model (`bytearray`,
+                // `exec`, `memoryview`): callable, and what it returns is unknown.
+                None => match super::stdlib::builtin(name)? {
+                    (_, super::stdlib::BuiltinKind::Alias { of }) => self.builtin_value(of),
+                    (n, _) => Some(Value::Builtin(Rc::new(Builtin::Fn(n)))),
+                },
+            },
         }
     }
 
@@ -653,6 +649,12 @@ impl<'l> Interp<'l> {
             "iter" => self.get_iter(&arg(0))?,
             "next" => {
                 let it = arg(0);
+                if let Value::Instance(_) = it {
+                    // A user iterator: `next(it)` is `it.__next__()`.
+                    if let Some(v) = self.call_dunder(&it, "__next__", Vec::new())? {
+                        return Ok(Some(v));
+                    }
+                }
                 crate::jax::effects::on_next(self, &it)?;
                 match self.next_item(&it)? {
                     Some(v) => v,
@@ -695,6 +697,7 @@ impl<'l> Interp<'l> {
                 Value::None
             }
             "delattr" => Value::None,
+            "type" if args.len() == 3 => self.make_type(args)?,
             "type" => match &arg(0) {
                 Value::Instance(i) => Value::Class(i.class.clone()),
                 Value::Opaque(_) => Value::opaque("type of an unknown value"),
@@ -739,6 +742,64 @@ impl<'l> Interp<'l> {
             "NotImplemented" => Value::None,
             _ => return Ok(None),
         }))
+    }
+
+    /// `type(name, bases, namespace)`: a new class, as a `class` statement would make. A base
+    /// the interpreter does not model makes its instances unknown, as in `make_class`.
+    fn make_type(&mut self, args: &[Value]) -> PyResult<Value> {
+        let (Value::Str(name), Value::Tuple(base_values), Value::Dict(namespace)) = (&args[0], &args[1], &args[2]) else {
+            return Ok(Value::opaque("a class made by type()"));
+        };
+        let mut bases = Vec::new();
+        let mut opaque_base = false;
+        for b in base_values.iter() {
+            match b {
+                Value::Class(c) => bases.push(c.clone()),
+                _ => opaque_base = true,
+            }
+        }
+        if bases.is_empty() {
+            bases.push(self.classes.get("object"));
+        }
+        let class = new_class(name, bases, None);
+        for (k, v) in namespace.borrow().items() {
+            if let Value::Str(k) = k {
+                class.dict.borrow_mut().insert(k, v);
+            }
+        }
+        if opaque_base {
+            class.dict.borrow_mut().insert(Rc::from("__tracelens_opaque_base__"), Value::Bool(true));
+        }
+        Ok(Value::Class(class))
+    }
+
+    /// What a `for` loop sees of an object whose `__iter__` returned `it`, a user object with
+    /// `__next__`: the items `__next__` returns until it raises `StopIteration`, collected
+    /// as a generator's are (another exception is replayed where the consumer reaches it; an
+    /// iterator that does not end is followed for `MAX_USER_ITEMS` items, then unknown).
+    pub fn drain_user_iterator(&mut self, it: &Value) -> PyResult<Value> {
+        const MAX_USER_ITEMS: usize = 10_000;
+        let Value::Instance(inst) = it else { return self.get_iter(it) };
+        if inst.class.lookup("__next__").is_none() {
+            return Err(self.type_error(format!("iter() returned non-iterator of type '{}'", inst.class.name)));
+        }
+        let mut items = Vec::new();
+        let end = loop {
+            if items.len() >= MAX_USER_ITEMS {
+                break super::value::GeneratorEnd::Truncated(format!("a {} iterator that did not end", inst.class.name));
+            }
+            match self.call_dunder(it, "__next__", Vec::new()) {
+                Ok(Some(v)) => items.push(v),
+                Ok(None) => break super::value::GeneratorEnd::Returned,
+                Err(super::Flow::Raise(exc)) if exc.class.is_subclass_of(&self.classes.get("StopIteration")) => {
+                    break super::value::GeneratorEnd::Returned
+                }
+                Err(super::Flow::Raise(exc)) => break super::value::GeneratorEnd::Raised(exc),
+                Err(other) => return Err(other),
+            }
+        };
+        let name: Rc<str> = inst.class.name.clone();
+        Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator { items: Rc::new(items), pos: 0, name, end: Rc::new(end) }))))
     }
 
     fn make_super(&mut self, args: &[Value]) -> PyResult<Value> {
@@ -1050,9 +1111,16 @@ impl<'l> Interp<'l> {
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
+                Builtin::Fn("logging.Logger") => super::modules::logger_call(self, name, &args),
                 _ => self.unmodelled_method(recv, name),
             },
             Value::Iterator(_) if name == "__next__" => self.next_item(recv).map(|v| v.unwrap_or(Value::None)),
+            // `@x.setter` makes a new property with the setter; `@x.getter` one with the getter.
+            Value::Property(p) => Ok(match name {
+                "setter" => Value::Property(Rc::new(Property { fget: p.fget.clone(), fset: Some(arg(0)) })),
+                "getter" => Value::Property(Rc::new(Property { fget: arg(0), fset: p.fset.clone() })),
+                _ => recv.clone(),
+            }),
             _ => self.unmodelled_method(recv, name),
         }
     }
@@ -1267,6 +1335,7 @@ pub fn builtin_method(recv: &Value, name: &str) -> Option<Value> {
         Value::Int(_) => &["bit_length", "conjugate"],
         Value::Instance(i) if i.tuple.is_some() => &["_replace", "_asdict", "index", "count"],
         Value::Iterator(_) => &["__next__"],
+        Value::Property(_) => &["setter", "getter", "deleter"],
         _ => &[],
     };
     known.contains(&name).then(|| Value::Builtin(Rc::new(Builtin::Method { recv: recv.clone(), name: Rc::from(name) })))
@@ -1310,7 +1379,10 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             Ok(None)
         }
         Builtin::Fn(n) => Ok(match (*n, name) {
-            ("numpy.random.Generator", _) => {
+            ("logging.Logger", "name" | "level" | "handlers" | "parent" | "propagate" | "disabled" | "filters" | "manager" | "root") => {
+                Some(Value::opaque(format!("Logger.{name}")))
+            }
+            ("numpy.random.Generator" | "logging.Logger", _) => {
                 Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
             }
             (_, "__name__") => Some(Value::str(n.rsplit('.').next().unwrap_or(n))),

@@ -213,13 +213,7 @@ impl<'l> Interp<'l> {
                 let modname = module.as_deref().unwrap_or("");
                 let m = self.import_module(ctx, modname, *level)?;
                 if names.is_empty() {
-                    if let Value::Module(mo) = &m {
-                        let items: Vec<(Rc<str>, Value)> =
-                            mo.dict.borrow().iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect();
-                        for (k, v) in items {
-                            self.store_name(ctx, &k, v, None)?;
-                        }
-                    }
+                    self.import_star(ctx, &m)?;
                 }
                 for alias in names {
                     self.set_span(alias.span);
@@ -824,6 +818,9 @@ impl<'l> Interp<'l> {
             if self.memo_recording.is_some() {
                 crate::jax::memo::note_read(self, ctx.file, name, None);
             }
+            return Ok(v);
+        }
+        if let Some(v) = self.star_imported_name(ctx, name)? {
             return Ok(v);
         }
         self.set_span(expr.span);

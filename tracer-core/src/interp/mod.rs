@@ -13,6 +13,7 @@ pub mod modules;
 pub mod ops;
 pub mod pyrandom;
 pub mod shims;
+pub mod stdlib;
 pub mod value;
 
 use std::path::{Path, PathBuf};

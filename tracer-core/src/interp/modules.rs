@@ -64,6 +64,10 @@ const STD_MODULES: &[&str] = &[
     "enum",
     "warnings",
     "logging",
+    "sys",
+    "os",
+    "os.path",
+    "types",
 ];
 
 fn native_module(name: &str) -> Option<NativeModule> {
@@ -90,65 +94,146 @@ fn module_value(interp: &mut Interp, name: &str, native: NativeModule) -> Value 
 
 impl<'l> Interp<'l> {
     /// `import a.b.c` (level 0) or `from ..a import b` (level 2): the module `a.b.c`.
+    ///
+    /// As CPython 3: absolute imports search `sys_path` only (never the importing file's
+    /// folder), a dotted name imports its parents first and becomes an attribute of its
+    /// parent, folders without `__init__.py` are namespace packages, and a module being
+    /// initialised (a circular import) is returned as it stands.
     pub(super) fn import_module(&mut self, ctx: &Ctx, dotted: &str, level: u32) -> PyResult<Value> {
-        if level == 0 {
-            if let Some(m) = self.modules.get(dotted) {
-                return Ok(Value::Module(m.clone()));
-            }
-            if let Some(n) = native_module(dotted) {
-                return Ok(module_value(self, dotted, n));
-            }
+        if level > 0 {
+            return self.import_relative(ctx, dotted, level);
         }
-        let base_dir: Option<PathBuf> = if level > 0 {
-            let mut dir = self.path(ctx.file).parent().map(Path::to_path_buf);
-            for _ in 1..level {
-                dir = dir.and_then(|d| d.parent().map(Path::to_path_buf));
-            }
-            dir
-        } else {
-            None
-        };
-        let rel: PathBuf = dotted.split('.').filter(|s| !s.is_empty()).collect();
-        let mut roots: Vec<PathBuf> = Vec::new();
-        match &base_dir {
-            Some(b) => roots.push(b.clone()),
-            None => {
-                if let Some(d) = self.path(ctx.file).parent() {
-                    roots.push(d.to_path_buf());
-                }
-                roots.extend(self.search_roots.iter().cloned());
-                // Not in the project: a shim of the library, the user's before the bundled ones.
-                roots.extend(self.shim_search_roots());
-            }
+        if let Some(m) = self.modules.get(dotted) {
+            return Ok(Value::Module(m.clone()));
         }
-        for root in roots {
-            for candidate in [root.join(&rel).with_extension("py"), root.join(&rel).join("__init__.py")] {
-                if dotted.is_empty() && candidate.extension().is_some() && !candidate.ends_with("__init__.py") {
-                    continue;
-                }
-                let key = candidate.to_string_lossy().to_string();
-                if let Some(m) = self.modules.get(&key) {
-                    return Ok(Value::Module(m.clone()));
-                }
-                if let Some(text) = self.read_source(&candidate) {
-                    let file = self.add_file(candidate.clone(), text);
-                    self.mark_library_if_shim(file, &root, level > 0 && self.is_library(ctx.file));
-                    let name = if dotted.is_empty() { key.clone() } else { dotted.to_string() };
-                    let (module, flow) = self.run_module(file, &name);
-                    self.modules.insert(key, module.clone());
-                    if let Some(flow) = flow {
-                        // The imported module raised: in Python the import fails with it.
-                        return Err(flow);
-                    }
-                    return Ok(Value::Module(module));
-                }
-            }
+        if let Some(n) = native_module(dotted) {
+            return Ok(module_value(self, dotted, n));
         }
-        let first = dotted.split('.').next().unwrap_or(dotted);
-        if first == "jax" || first == "numpy" {
-            return Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())));
+        if let Some((parent, _)) = dotted.rsplit_once('.') {
+            // `import a.b` runs `a/__init__.py` first.
+            self.import_module(ctx, parent, 0)?;
+        }
+        if let Some(found) = self.import_from_path(dotted) {
+            return found;
         }
         Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())))
+    }
+
+    /// The module `dotted` from a file under one of the `sys_path` folders, if there is one.
+    fn import_from_path(&mut self, dotted: &str) -> Option<PyResult<Value>> {
+        let rel: PathBuf = dotted.split('.').filter(|s| !s.is_empty()).collect();
+        // Not in the project: a shim of the library, the user's before the bundled ones.
+        let roots: Vec<PathBuf> = self.sys_path().into_iter().chain(self.shim_search_roots()).collect();
+        for root in roots {
+            for candidate in [root.join(&rel).with_extension("py"), root.join(&rel).join("__init__.py")] {
+                if let Some(found) = self.load_module_file(&candidate, dotted, Some(&root), false) {
+                    if let (Ok(Value::Module(child)), Some((parent, leaf))) = (&found, dotted.rsplit_once('.')) {
+                        // CPython binds a submodule as an attribute of its package.
+                        if let Some(p) = self.modules.get(parent) {
+                            p.dict.borrow_mut().insert(Rc::from(leaf), Value::Module(child.clone()));
+                        }
+                    }
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// Python's `sys.path` for this analysis: the entry script's folder (or, when that folder
+    /// is itself a package, the folder its top package is in), then the configured search
+    /// roots likewise, each followed by its `src/` folder (the src layout).
+    fn sys_path(&self) -> Vec<PathBuf> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(entry) = self.files.first().and_then(|f| f.path.parent()) {
+            candidates.push(entry.to_path_buf());
+        }
+        candidates.extend(self.search_roots.iter().cloned());
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for dir in candidates {
+            let root = self.package_root(dir);
+            for r in [root.join("src"), root] {
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+        }
+        // `src/` goes after its folder.
+        roots.sort_by_key(|r| r.ends_with("src"));
+        roots
+    }
+
+    /// The folder above the outermost package that holds `dir` (`dir` itself when it is not
+    /// a package).
+    fn package_root(&self, mut dir: PathBuf) -> PathBuf {
+        for _ in 0..64 {
+            if self.loader.read(&dir.join("__init__.py")).is_none() {
+                break;
+            }
+            match dir.parent() {
+                Some(parent) => dir = parent.to_path_buf(),
+                None => break,
+            }
+        }
+        dir
+    }
+
+    /// Runs the file at `path` as the module `name`, once; `None` if there is no such file.
+    /// A module already loaded (or being initialised, in a circular import) is returned as is.
+    /// `root` is the `sys.path` folder it was found under; a file found under a shim folder,
+    /// or relative to a shim (`relative_to_library`), is library code.
+    fn load_module_file(&mut self, path: &Path, name: &str, root: Option<&Path>, relative_to_library: bool) -> Option<PyResult<Value>> {
+        let key = path.to_string_lossy().to_string();
+        if let Some(m) = self.modules.get(&key) {
+            return Some(Ok(Value::Module(m.clone())));
+        }
+        if let Some(id) = self.files.iter().position(|f| f.path == path) {
+            let loaded = self.modules.values().find(|m| m.file == Some(id as super::FileId)).cloned();
+            if let Some(m) = loaded {
+                return Some(Ok(Value::Module(m)));
+            }
+        }
+        let text = self.read_source(path)?;
+        let file = self.add_file(path.to_path_buf(), text);
+        self.mark_library_if_shim(file, root.unwrap_or(Path::new("")), relative_to_library);
+        let (module, flow) = self.run_module(file, name);
+        self.modules.insert(key, module.clone());
+        Some(match flow {
+            // The imported module raised: in Python the import fails with it.
+            Some(flow) => Err(flow),
+            None => Ok(Value::Module(module)),
+        })
+    }
+
+    /// `from . import a`, `from ..b import c`: relative to the importing file's package.
+    fn import_relative(&mut self, ctx: &Ctx, dotted: &str, level: u32) -> PyResult<Value> {
+        let mut dir = self.path(ctx.file).parent().map(Path::to_path_buf);
+        for _ in 1..level {
+            dir = dir.and_then(|d| d.parent().map(Path::to_path_buf));
+        }
+        let Some(base) = dir else {
+            return Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())));
+        };
+        let rel: PathBuf = dotted.split('.').filter(|s| !s.is_empty()).collect();
+        for candidate in [base.join(&rel).with_extension("py"), base.join(&rel).join("__init__.py")] {
+            if dotted.is_empty() && !candidate.ends_with("__init__.py") {
+                continue;
+            }
+            let name = if dotted.is_empty() { candidate.to_string_lossy().to_string() } else { dotted.to_string() };
+            let relative_to_library = self.is_library(ctx.file);
+            if let Some(found) = self.load_module_file(&candidate, &name, None, relative_to_library) {
+                return found;
+            }
+        }
+        // A namespace package (no `__init__.py`): a module whose attributes are its files.
+        let key = base.join(&rel).to_string_lossy().to_string();
+        if let Some(m) = self.modules.get(&key) {
+            return Ok(Value::Module(m.clone()));
+        }
+        let m = Rc::new(ModuleObj { name: key.clone(), file: None, dict: RefCell::new(IndexMap::default()), native: None });
+        m.dict.borrow_mut().insert(Rc::from("__path__"), Value::str(&key));
+        self.modules.insert(key, m.clone());
+        Ok(Value::Module(m))
     }
 
     pub(super) fn resolve_submodule(&mut self, m: &Value, _dotted: &str) -> Value {
@@ -156,6 +241,15 @@ impl<'l> Interp<'l> {
     }
 
     pub(super) fn import_from(&mut self, ctx: &Ctx, m: &Value, modname: &str, level: u32, name: &str) -> PyResult<Value> {
+        // A name of a module found on the path is looked up before the module's attributes
+        // when the module is a namespace package or not modelled (it has no attribute list).
+        let not_modelled = matches!(m, Value::Module(mo) if mo.native.as_ref().is_some_and(|n| matches!(n, NativeModule::Opaque(_))));
+        if not_modelled && level == 0 {
+            let sub = if modname.is_empty() { name.to_string() } else { format!("{modname}.{name}") };
+            if let Some(found) = self.import_from_path(&sub) {
+                return found;
+            }
+        }
         // A shim's missing names are opaque (`module_getattr`), but a submodule comes first.
         let shim_submodule =
             matches!(m, Value::Module(mo) if mo.file.is_some_and(|f| self.is_library(f)) && !mo.dict.borrow().contains_key(name));
@@ -172,7 +266,8 @@ impl<'l> Interp<'l> {
                     return Ok(Value::opaque(format!("{sub}")));
                 }
                 if let Value::Module(parent) = m {
-                    if parent.native.is_none() {
+                    if parent.native.is_none() && !parent.dict.borrow().contains_key("__path__") {
+                        // CPython: the name is not (yet, in a circular import) bound in the module.
                         return Err(self.raise(
                             "ImportError",
                             Code::PythonException,
@@ -184,7 +279,63 @@ impl<'l> Interp<'l> {
         }
         Ok(v)
     }
+
+    /// `from m import *`: the names in `m.__all__`, or else every public name (no leading
+    /// underscore). A module whose names are not known (not modelled) is remembered, and a
+    /// name the program does not define is then looked up in it (`star_imported_name`).
+    pub(super) fn import_star(&mut self, ctx: &Ctx, m: &Value) -> PyResult<()> {
+        let Value::Module(mo) = m else { return Ok(()) };
+        let all = mo.dict.borrow().get("__all__").cloned();
+        let names: Vec<Rc<str>> = match (&all, &mo.native) {
+            (Some(all @ (Value::List(_) | Value::Tuple(_))), _) => {
+                let mut names = Vec::new();
+                for n in self.iterate(all)? {
+                    if let Value::Str(n) = n {
+                        names.push(n);
+                    }
+                }
+                names
+            }
+            (_, Some(NativeModule::Std(module))) if super::stdlib::public_names(module).is_some() => {
+                super::stdlib::public_names(module).unwrap_or_default().into_iter().map(Rc::from).collect()
+            }
+            (_, Some(_)) => {
+                let mut star = ctx
+                    .globals
+                    .dict
+                    .borrow()
+                    .get(STAR_MODULES)
+                    .cloned()
+                    .map(|v| if let Value::Tuple(t) = v { (*t).clone() } else { Vec::new() })
+                    .unwrap_or_default();
+                star.push(m.clone());
+                ctx.globals.dict.borrow_mut().insert(Rc::from(STAR_MODULES), Value::tuple(star));
+                Vec::new()
+            }
+            _ => mo.dict.borrow().keys().filter(|k| !k.starts_with('_')).cloned().collect(),
+        };
+        for name in names {
+            let v = self.getattr(m, &name)?;
+            self.store_name(ctx, &name, v, None)?;
+        }
+        Ok(())
+    }
+
+    /// A global the program does not define, found in a module it star-imported whose names
+    /// tracelens does not list (`from jax.numpy import *`, `from somelib import *`).
+    pub(super) fn star_imported_name(&mut self, ctx: &Ctx, name: &str) -> PyResult<Option<Value>> {
+        let Some(Value::Tuple(modules)) = ctx.globals.dict.borrow().get(STAR_MODULES).cloned() else { return Ok(None) };
+        for m in modules.iter() {
+            if let Some(v) = self.getattr_opt(m, name)? {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
+    }
 }
+
+/// The global holding the modules `from m import *` took names from that are not listed.
+const STAR_MODULES: &str = "__tracelens_star_modules__";
 
 fn b(name: &'static str) -> Value {
     Value::Builtin(Rc::new(Builtin::Fn(name)))
@@ -292,7 +443,19 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 _ => Value::opaque(format!("{}.{name}", m.name)),
             }
         }
-        NativeModule::Std(module) => std_attr(interp, module, name),
+        NativeModule::Std(module) => {
+            if let Some(loaded) = interp.modules.get(&sub) {
+                return Ok(Some(Value::Module(loaded.clone())));
+            }
+            if let Some(n) = native_module(&sub) {
+                return Ok(Some(module_value(interp, &sub, n)));
+            }
+            // A name CPython's module does not have is Python's AttributeError.
+            if !name.starts_with("__") && super::stdlib::module_has(module, name) == Some(false) {
+                return Ok(None);
+            }
+            std_attr(interp, module, name)
+        }
     }))
 }
 
@@ -360,7 +523,7 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         "operator" => &["add", "mul", "sub", "truediv", "getitem", "itemgetter", "attrgetter", "neg", "matmul"],
         "abc" => &["ABC", "abstractmethod", "ABCMeta"],
         "warnings" => &["warn", "filterwarnings", "simplefilter", "catch_warnings"],
-        "logging" => &["info", "warning", "debug", "error", "getLogger", "basicConfig"],
+        "logging" => &["info", "warning", "warn", "debug", "error", "exception", "critical", "fatal", "log", "getLogger", "basicConfig"],
         _ => &[],
     };
     match (module, name) {
@@ -371,6 +534,22 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         ("math", "tau") => return Value::Float(std::f64::consts::TAU),
         ("typing" | "typing_extensions", "NamedTuple") => return Value::Class(interp.classes.get("NamedTuple")),
         ("abc", "ABC") => return Value::Class(interp.classes.get("object")),
+        ("typing" | "typing_extensions", "TYPE_CHECKING") => return Value::Bool(false),
+        ("enum", "Enum" | "IntEnum" | "StrEnum" | "Flag" | "IntFlag" | "ReprEnum") => return Value::Class(interp.classes.get("Enum")),
+        // tracelens models CPython 3.11 on Linux.
+        ("sys", "version_info") => return version_info(interp),
+        ("sys", "platform") => return Value::str("linux"),
+        ("sys", "maxsize") => return Value::Int(i64::MAX),
+        ("sys", "byteorder") => return Value::str("little"),
+        ("sys", "exit") => return b("exit"),
+        ("os", "name") => return Value::str("posix"),
+        ("os" | "os.path", "sep") => return Value::str("/"),
+        ("os", "linesep") => return Value::str("\n"),
+        ("logging", level) => {
+            if let Some(n) = logging_level(level) {
+                return Value::Int(n);
+            }
+        }
         _ => {}
     }
     match known.iter().find(|n| **n == name) {
@@ -710,22 +889,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                         interp.iterate(&other)?.into_iter().filter_map(|v| if let Value::Str(s) = v { Some(s) } else { None }).collect()
                     }
                 };
-                let base = interp.classes.get("NamedTuple");
-                let class = Rc::new(Class {
-                    name: cname.clone(),
-                    qualname: cname.to_string(),
-                    bases: vec![base],
-                    dict: RefCell::new(IndexMap::default()),
-                    builtin: None,
-                    is_dataclass: Default::default(),
-                    frozen: Default::default(),
-                    fields: RefCell::new(fields),
-                    is_namedtuple: Default::default(),
-                    pytree: RefCell::new(None),
-                    def_span: None,
-                });
-                class.is_namedtuple.set(true);
-                Ok(Value::Class(class))
+                Ok(Value::Class(namedtuple_class(interp, cname, fields)))
             }
             "OrderedDict" => {
                 let f = Value::Builtin(Rc::new(Builtin::Fn("dict")));
@@ -747,16 +911,67 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             interp.binary_op(op, arg(0), arg(1))
         }
         "abc" => Ok(arg(0)),
-        "warnings" | "logging" => {
-            if module == "logging" && matches!(func, "info" | "warning" | "debug" | "error") {
-                crate::jax::effects::on_print(interp, &args)?;
-            }
-            Ok(Value::None)
-        }
+        "logging" if func == "getLogger" => Ok(b("logging.Logger")),
+        "logging" => logger_call(interp, func, &args),
+        "warnings" => Ok(Value::None),
         "object" => Ok(Value::None),
         "tracelens" => Ok(Value::opaque(name.to_string())),
         _ => Ok(Value::opaque(format!("result of {name}()"))),
     }
+}
+
+/// `logging.info(...)` or `logger.info(...)`: output at trace time, which runs once per
+/// trace as `print` does (TL201 inside a trace); any other method of a logger does nothing
+/// the interpreter needs to follow.
+pub fn logger_call(interp: &mut Interp, method: &str, args: &[Value]) -> PyResult<Value> {
+    if matches!(method, "debug" | "info" | "warning" | "warn" | "error" | "exception" | "critical" | "fatal" | "log") {
+        crate::jax::effects::on_print(interp, args)?;
+        return Ok(Value::None);
+    }
+    Ok(match method {
+        "getChild" => b("logging.Logger"),
+        "isEnabledFor" | "getEffectiveLevel" | "hasHandlers" => Value::opaque(format!("Logger.{method}()")),
+        _ => Value::None,
+    })
+}
+
+fn logging_level(name: &str) -> Option<i64> {
+    Some(match name {
+        "NOTSET" => 0,
+        "DEBUG" => 10,
+        "INFO" => 20,
+        "WARNING" | "WARN" => 30,
+        "ERROR" => 40,
+        "CRITICAL" | "FATAL" => 50,
+        _ => return None,
+    })
+}
+
+/// `sys.version_info` of CPython 3.11: a named tuple, so `>= (3, 8)` and `.major` both work.
+fn version_info(interp: &Interp) -> Value {
+    let fields = ["major", "minor", "micro", "releaselevel", "serial"].into_iter().map(Rc::from).collect();
+    let class = namedtuple_class(interp, Rc::from("version_info"), fields);
+    let items = vec![Value::Int(3), Value::Int(11), Value::Int(7), Value::str("final"), Value::Int(0)];
+    Value::Instance(Rc::new(super::value::Instance { class, attrs: RefCell::new(IndexMap::default()), tuple: Some(items) }))
+}
+
+/// A class made by `collections.namedtuple(name, fields)`.
+fn namedtuple_class(interp: &Interp, name: Rc<str>, fields: Vec<Rc<str>>) -> Rc<Class> {
+    let class = Rc::new(Class {
+        qualname: name.to_string(),
+        name,
+        bases: vec![interp.classes.get("NamedTuple")],
+        dict: RefCell::new(IndexMap::default()),
+        builtin: None,
+        is_dataclass: Default::default(),
+        frozen: Default::default(),
+        fields: RefCell::new(fields),
+        is_namedtuple: Default::default(),
+        pytree: RefCell::new(None),
+        def_span: None,
+    });
+    class.is_namedtuple.set(true);
+    class
 }
 
 /// A Python number whose value is not known (a random draw, a clock reading): modelled as a

@@ -156,6 +156,9 @@ impl<'l> Interp<'l> {
         if let Some(v) = self.call_dunder(&r, reflected_dunder(op), vec![l.clone()])? {
             return Ok(v);
         }
+        if op == BinOp::BitOr && super::stdlib::is_union_operand(&l, &r) {
+            return Ok(Value::opaque("a union of types (PEP 604)"));
+        }
         Err(self.type_error(format!("unsupported operand type(s) for {}: '{}' and '{}'", op.symbol(), l.type_name(), r.type_name())))
     }
 
@@ -382,6 +385,15 @@ impl<'l> Interp<'l> {
         }
         if let (Some(a), Some(b)) = (as_f64(l), as_f64(r)) {
             return Ok(a.partial_cmp(&b).or(Some(std::cmp::Ordering::Equal)));
+        }
+        // A named tuple (`sys.version_info`) orders as its items.
+        let named = |v: &Value| match v {
+            Value::Instance(i) => i.tuple.as_ref().map(|t| Value::tuple(t.clone())),
+            _ => None,
+        };
+        if let (Some(t), _) | (_, Some(t)) = (named(l), named(r)) {
+            let (a, b) = if named(l).is_some() { (t, r.clone()) } else { (l.clone(), t) };
+            return self.py_cmp(&a, &b);
         }
         match (l, r) {
             (Value::Str(a), Value::Str(b)) => Ok(Some(a.cmp(b))),
@@ -727,12 +739,18 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "dict_keyiterator" },
             Value::Set(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "set_iterator" },
             Value::Range(a, b, s) => PyIter::Range { next: *a, stop: *b, step: *s },
+            Value::Class(c) if super::stdlib::is_enum(c) => {
+                PyIter::Seq { items: Rc::new(super::stdlib::enum_members(c)), pos: 0, kind: "iterator" }
+            }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
             Value::Instance(inst) => {
                 if let Some(items) = &inst.tuple {
                     PyIter::Seq { items: Rc::new(items.clone()), pos: 0, kind: "tuple_iterator" }
                 } else if let Some(r) = self.call_dunder(v, "__iter__", Vec::new())? {
-                    return self.get_iter(&r);
+                    return match r {
+                        Value::Instance(_) => self.drain_user_iterator(&r),
+                        _ => self.get_iter(&r),
+                    };
                 } else if inst.class.lookup("__getitem__").is_some() && inst.class.lookup("__len__").is_some() {
                     let n = self.call_dunder(v, "__len__", Vec::new())?.and_then(|n| as_int(&n)).unwrap_or(0);
                     let mut items = Vec::new();
@@ -1125,6 +1143,7 @@ impl<'l> Interp<'l> {
                     }
                 }
             }
+            Value::Class(c) if super::stdlib::enum_member(c, name).is_some() => super::stdlib::enum_member(c, name),
             Value::Class(c) => match c.lookup(name) {
                 Some(Value::ClassMethod(f)) => Some(Value::BoundMethod(Rc::new((obj.clone(), (*f).clone())))),
                 Some(Value::StaticMethod(f)) => Some((*f).clone()),
@@ -1427,7 +1446,7 @@ pub(super) fn python_has_attribute(obj: &Value, name: &str) -> bool {
         Value::Float(_) => &["as_integer_ratio", "conjugate", "fromhex", "hex", "imag", "is_integer", "real"],
         _ => &[],
     };
-    names.contains(&name)
+    names.contains(&name) || super::stdlib::value_has_attribute(obj, name)
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.

@@ -21,8 +21,9 @@
 //! Checked against CPython's `ast`, spans included, on the standard library.
 //!
 //! Python that `ast` cannot represent, or that is not modelled:
-//! - `match` and `type X = ...` statements are skipped without an error: they are valid
-//!   Python that tracelens does not model, and the statements around them still run.
+//! - `type X = ...` statements are skipped without an error: they are valid Python that
+//!   tracelens does not model, and the statements around them still run. `match`
+//!   statements lower to branches on unknown conditions (`lower/match_statement.rs`).
 //! - `async for`, `async with`, async comprehensions and `except*` lower as their
 //!   synchronous or plain forms; PEP 695 type parameters (`def f[T]`) are dropped;
 //!   t-strings (PEP 750) lower as f-strings.
@@ -31,6 +32,7 @@
 
 mod expressions;
 mod literals;
+mod match_statement;
 #[cfg(test)]
 mod tests;
 
@@ -974,11 +976,7 @@ impl<'src> Lowerer<'src> {
             }
             "global_statement" | "nonlocal_statement" => self.lower_global(node),
             "delete_statement" => self.lower_delete(node),
-            // Valid Python that `ast` has no form for (see the module docs): skipped.
-            "match_statement" => {
-                self.note_skipped_yields(node);
-                return None;
-            }
+            "match_statement" => self.lower_match(node),
             "type_alias_statement" => return self.lower_type_alias(node),
             "print_statement" | "exec_statement" => self.python2_statement(node)?,
             // An ERROR node among statements was reported by `collect_tree_errors`.

@@ -587,12 +587,29 @@ fn tree_sitter_quirks() {
 
 #[test]
 fn unsupported_statements_are_skipped() {
-    // `match` and `type` aliases are valid Python that `ast` cannot hold: skipped, no error.
-    check("a = 1\nmatch a:\n    case 1:\n        pass\nb = 2\n", "(= a 1)\n(= b 2)");
+    // `type` aliases are valid Python that `ast` cannot hold: skipped, no error.
     check("type X = int\ntype Y[T] = list[T]\nc = 3\n", "(= c 3)");
-    // A yield inside a skipped `match` still makes the function a generator.
-    check("def f(x):\n    match x:\n        case 1:\n            yield x\n", "(def f (x) generator {})");
-    check("def f(x):\n    match x:\n        case 1:\n            def g(): yield\n", "(def f (x) {})");
+}
+
+#[test]
+fn match_statements_are_branches_on_unknown_conditions() {
+    // The subject is evaluated; each case is taken on an unknown condition with the names
+    // its pattern binds unknown; a last irrefutable case is the `else`.
+    check("a = 1\nmatch a:\n    case 1:\n        pass\nb = 2\n", "(= a 1)\n(if True {a; (if (cmp a == 1) {pass})})\n(= b 2)");
+    check("match f():\n    case 1:\n        pass\n", "(if True {(call f); (if (await ...) {pass})})");
+    check(
+        "match a:\n    case 'x' | 'y':\n        pass\n    case _:\n        pass\n",
+        "(if True {a; (if (or (cmp a == \"x\") (cmp a == \"y\")) {pass} else {pass})})",
+    );
+    check(
+        "match p:\n    case Point(x=0, y=y0) as q:\n        f(y0)\n    case [first, *rest] | {'k': first, **rest}:\n        g(first)\n    case Color.RED:\n        pass\n    case other:\n        h(other)\n",
+        "(if True {p; (if (await ...) {(= y0 (await ...)); (= q (await ...)); (call f y0)} else {(if (await ...) {(= first (await ...)); (= rest (await ...)); (call g first)} else {(if (await ...) {pass} else {(= other p); (call h other)})})})})",
+    );
+    // A yield inside a `match` makes the function a generator.
+    check(
+        "def f(x):\n    match x:\n        case 1:\n            yield x\n",
+        "(def f (x) generator {(if True {x; (if (cmp x == 1) {(yield x)})})})",
+    );
 }
 
 #[test]
