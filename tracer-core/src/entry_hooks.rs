@@ -63,6 +63,17 @@ pub struct EntryState {
     pub cases: HashMap<usize, Vec<Option<Vec<Case>>>>,
     pub fixtures: HashMap<usize, FixtureInfo>,
     pub marks: HashMap<usize, Mark>,
+    /// The values keyed above by address, kept alive so no other value takes the address.
+    alive: Vec<Value>,
+}
+
+/// The key of a decorated test, fixture or parametrised function: its `def` (a method is
+/// stored again when its class is made, as another function object), else its identity.
+pub fn decorated_key(v: &Value) -> Option<usize> {
+    match v {
+        Value::Function(f) => Some(Rc::as_ptr(&f.def) as *const u8 as usize),
+        other => other.identity(),
+    }
 }
 
 /// A call of an unknown value that one of these libraries defines; `None` for any other.
@@ -70,7 +81,7 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     let callee_id = Rc::as_ptr(callee) as *const u8 as usize;
     if let Some(pending) = interp.entry_state.pending.get(&callee_id).cloned() {
         let [target] = args else { return None };
-        let id = target.identity()?;
+        let id = decorated_key(target)?;
         let state = &mut interp.entry_state;
         match pending {
             Pending::Cases(cases) => state.cases.entry(id).or_default().push(cases),
@@ -95,7 +106,7 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     let decorating = matches!(args, [Value::Function(_) | Value::Class(_)]) && kwargs.is_empty();
     if what == "pytest.fixture" {
         if decorating {
-            if let Some(id) = args[0].identity() {
+            if let Some(id) = decorated_key(&args[0]) {
                 interp.entry_state.fixtures.insert(id, FixtureInfo::default());
             }
             return Some(Ok(args[0].clone()));
@@ -131,7 +142,7 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     if not_run || test_decorator {
         if decorating {
             if not_run {
-                if let Some(id) = args[0].identity() {
+                if let Some(id) = decorated_key(&args[0]) {
                     interp.entry_state.marks.insert(id, Mark::NotRun);
                 }
             }
@@ -165,6 +176,8 @@ fn pending(interp: &mut Interp, what: &str, p: Pending) -> Value {
     if let Some(id) = v.identity() {
         interp.entry_state.pending.insert(id, p);
     }
+    // Kept alive: a later unknown at the same address must not look pending.
+    interp.entry_state.alive.push(v.clone());
     v
 }
 

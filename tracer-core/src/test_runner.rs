@@ -98,7 +98,7 @@ impl Runner {
 
     fn add_fixtures(&mut self, interp: &Interp, module: &Rc<ModuleObj>) {
         for (name, v) in module.dict.borrow().iter() {
-            let Some(info) = v.identity().and_then(|id| interp.entry_state.fixtures.get(&id)) else { continue };
+            let Some(info) = crate::entry_hooks::decorated_key(v).and_then(|id| interp.entry_state.fixtures.get(&id)) else { continue };
             let name = info.name.clone().unwrap_or_else(|| name.to_string());
             self.fixtures.insert(name, (v.clone(), info.clone()));
         }
@@ -147,7 +147,7 @@ impl Runner {
         class: Option<&Rc<Class>>,
         extra: &[Option<Vec<Case>>],
     ) {
-        let Some(id) = test.identity() else { return };
+        let Some(id) = crate::entry_hooks::decorated_key(test) else { return };
         if interp.entry_state.marks.get(&id) == Some(&Mark::NotRun) {
             return;
         }

@@ -108,13 +108,15 @@ impl<'l> Interp<'l> {
                     }
                     Err(flow) => return Err(flow),
                 }
-                let exits = self.dropped_exits;
+                let (exits, went_past) = (self.dropped_exits, self.went_past);
                 match self.exec_block(ctx, body) {
                     Ok(()) | Err(Flow::Continue) => {}
                     Err(Flow::Break) => break,
                     Err(other) => return Err(other),
                 }
-                if self.dropped_exits != exits {
+                // A `while` whose pass went past an unknown may end on it: `while True:`
+                // over a data iterator would otherwise run to the budget.
+                if self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past) {
                     // An unknown chose between going on and leaving the loop: this pass
                     // stands for the passes after it.
                     break;

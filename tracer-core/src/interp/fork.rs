@@ -250,7 +250,10 @@ impl<'l> Interp<'l> {
     /// path runs, so it is reported here; a plain Python exception is not.
     fn report_path_error(&mut self, flow: &Flow) {
         if let Flow::Raise(exc) = flow {
-            if exc.code != Code::PythonException {
+            // In a trace with unknown arguments only shape-independent errors are findings.
+            let unknown_arguments = self.jax.route == crate::jax::Route::UnknownArguments
+                && !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer);
+            if exc.code != Code::PythonException && !unknown_arguments {
                 self.report_uncaught(Flow::Raise(exc.clone()), "a path an unknown chose");
             }
         }
@@ -430,6 +433,11 @@ impl<'l> Interp<'l> {
     /// Records, for `TRACELENS_DEBUG`, where the analysis went past an unknown and how.
     pub fn note_went_past(&mut self, flow: &Flow, how: &str) {
         self.mark_conditional();
+        self.went_past += 1;
+        // The first places are enough to debug with; a loop can go past millions.
+        if self.stops.len() >= MAX_STOPS_KEPT {
+            return;
+        }
         match flow {
             Flow::Stop(StopReason::Unknown(why), site) => self.stops.push((*site, format!("{why}: {how}"))),
             Flow::Raise(exc) => self.stops.push((exc.site, format!("{}: {}: {how}", exc.class.name, exc.message))),
@@ -439,3 +447,4 @@ impl<'l> Interp<'l> {
 }
 
 const UNKNOWN: &str = "a value computed from an unknown";
+const MAX_STOPS_KEPT: usize = 1000;

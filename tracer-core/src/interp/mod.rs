@@ -214,6 +214,8 @@ pub struct Interp<'l> {
     /// The depth of the outermost user frame that went on past an unknown along one path
     /// (`fork.rs`): it and the frames it calls run conditionally.
     pub conditional_from: Option<usize>,
+    /// How many times the analysis went past an unknown (`fork.rs`).
+    pub went_past: u64,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: crate::entry_hooks::EntryState,
 }
@@ -337,6 +339,7 @@ impl<'l> Interp<'l> {
             fork_logs: Vec::new(),
             dropped_exits: 0,
             conditional_from: None,
+            went_past: 0,
             entry_state: Default::default(),
         }
     }

@@ -266,6 +266,11 @@ impl<'l> Interp<'l> {
                     return Ok(Value::opaque(format!("{sub}")));
                 }
                 if let Value::Module(parent) = m {
+                    // A package's folder may hold a compiled submodule tracelens cannot read.
+                    let package = parent.file.is_some_and(|f| self.path(f).ends_with("__init__.py"));
+                    if package {
+                        return Ok(Value::opaque(format!("{sub}")));
+                    }
                     if parent.native.is_none() && !parent.dict.borrow().contains_key("__path__") {
                         // CPython: the name is not (yet, in a circular import) bound in the module.
                         return Err(self.raise(

@@ -1084,7 +1084,15 @@ impl<'l> Interp<'l> {
         match self.getattr_opt(obj, name)? {
             Some(v) => Ok(v),
             // A real attribute of a builtin type that is not modelled is unknown, not missing.
-            None if python_has_attribute(obj, name) => Ok(Value::opaque(format!("{}.{name}", obj.type_name()))),
+            // (`unittest.skip` keeps its module's name: entry points recognise it by it.)
+            None if python_has_attribute(obj, name) => Ok(Value::opaque(match obj {
+                Value::Module(m) => format!("{}.{name}", m.name),
+                _ => format!("{}.{name}", obj.type_name()),
+            })),
+            // A class with a base tracelens does not model inherits what it does not know.
+            None if matches!(obj, Value::Class(c) if c.lookup("__tracelens_opaque_base__").is_some()) => {
+                Ok(Value::opaque(format!("{}.{name}", obj.type_name())))
+            }
             None => {
                 let tn = match obj {
                     Value::Class(c) => format!("type object '{}'", c.name),

@@ -82,6 +82,20 @@ impl Value {
     pub fn opaque_tracer(what: impl Into<String>) -> Value {
         Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: true }))
     }
+    /// Whether the value is, or holds somewhere in its containers, something unknown: its
+    /// pytree structure and avals are then not all known.
+    pub fn holds_unknown(&self) -> bool {
+        match self {
+            Value::Opaque(_) => true,
+            Value::Tuple(t) => t.iter().any(Value::holds_unknown),
+            Value::List(l) => l.borrow().iter().any(Value::holds_unknown),
+            Value::Dict(d) => d.borrow().entries.values().any(|(_, v)| v.holds_unknown()),
+            Value::Instance(i) => {
+                i.attrs.borrow().values().any(Value::holds_unknown) || i.tuple.as_ref().is_some_and(|t| t.iter().any(Value::holds_unknown))
+            }
+            _ => false,
+        }
+    }
     /// A tracer, known or of unknown aval.
     pub fn is_certain_tracer(&self) -> bool {
         match self {

@@ -685,6 +685,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
             Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
         }
+        // An unknown part may stand for any subtree: the structure is not known.
+        F::TreeStructure | F::TreeStructure2 if arg(0).holds_unknown() => Ok(Value::opaque("the structure of a tree with unknown parts")),
         F::TreeStructure | F::TreeStructure2 => {
             let mut leaves = Vec::new();
             let tree = flatten(interp, &arg(0), "", &mut leaves)?;
@@ -2126,8 +2128,10 @@ fn trace_with_unknown_arguments(
     interp.jax.route = route;
     match traced {
         Ok(_) => Ok(unknown()),
-        // A plain Python exception here may come from what is not known: never a finding.
-        Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
+        // Only what does not depend on the unknown arguments is a finding: Python control
+        // flow and conversions on tracers, and leaked tracers. A shape, dtype or structure
+        // error, or a plain Python exception, may come from what is not known.
+        Err(Flow::Raise(exc)) if !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer) => {
             Err(interp.stop_unknown(format!("{} raised while traced with unknown arguments", exc.class.name)))
         }
         Err(flow) => Err(flow),
@@ -2363,6 +2367,12 @@ fn vmap_call(
     let n = match (sizes.first(), axis_size) {
         (Some((n, _)), _) => *n,
         (None, Some(n)) => n,
+        // An unknown argument may hold the mapped axis.
+        // An unknown argument may hold the mapped axis; keyword arguments are mapped over
+        // their leading axis, which tracelens does not batch yet.
+        (None, None) if args.iter().any(Value::holds_unknown) || !kwargs.is_empty() => {
+            return Ok(Value::opaque("vmap of an unknown value"))
+        }
         (None, None) => {
             return Err(interp.raise("ValueError", Code::VmapAxes, "vmap must have at least one non-None value in in_axes"));
         }
@@ -2829,6 +2839,10 @@ struct CarryNames<'a> {
 /// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
 fn check_carry(interp: &mut Interp, names: &CarryNames, init: &Value, out: &Value) -> PyResult<Option<Value>> {
     let what = names.what;
+    if init.holds_unknown() || out.holds_unknown() {
+        // An unknown part may stand for any subtree: the structures may well agree.
+        return Err(interp.stop_unknown(format!("the {what} carry holds unknown values")));
+    }
     let (ti, ai) = leaf_avals(interp, init)?;
     let (to, ao) = leaf_avals(interp, out)?;
     if ti != to {
@@ -2937,6 +2951,10 @@ fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value>
     let n = match (lens.first(), length) {
         (Some(&n), _) => n,
         (None, Some(l)) => l.max(0) as usize,
+        // Unknown values to scan over, or a `length` tracelens does not know.
+        (None, None) if xs.holds_unknown() || args.len() > 3 || kw(kwargs, "length").is_some() => {
+            return Ok(Value::opaque("scan over unknown values"))
+        }
         (None, None) => return Err(interp.value_error("scan got no values to scan over and `length` not provided.")),
     };
     let reverse =
