@@ -573,9 +573,9 @@ pub fn array_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&
     }
 }
 
-fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> Flow {
-    super::stmt::record_concretize(interp, "bool", a);
-    let origin = errors::origin(interp, a);
+/// The text of the expression Python converts (`x.sum() > 0`) and the staging trace it is
+/// converted in (`jit(step)`), for TL101's explanation.
+fn converted_expression(interp: &Interp, expr: Option<&Expr>) -> (String, String) {
     let shown = expr
         .and_then(|e| interp.site().map(|s| (s.file, e.span)))
         .map(|(f, sp)| interp.files[f as usize].text.get(sp.start as usize..sp.end as usize).unwrap_or("").to_string())
@@ -588,6 +588,13 @@ fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Opt
         .find(|t| t.kind.is_staging())
         .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
         .unwrap_or_default();
+    (shown, inside)
+}
+
+fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> Flow {
+    super::stmt::record_concretize(interp, "bool", a);
+    let origin = errors::origin(interp, a);
+    let (shown, inside) = converted_expression(interp, expr);
     let mut msg = format!("Attempted boolean conversion of {}.", errors::traced_array(a));
     if !origin.is_empty() {
         msg.push('\n');
@@ -609,18 +616,7 @@ fn concretization_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Opt
 /// JAX's error for Python control flow on a tracer whose aval the interpreter does not
 /// know: the error does not depend on it.
 pub fn unknown_tracer_bool(interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow {
-    let shown = expr
-        .and_then(|e| interp.site().map(|s| (s.file, e.span)))
-        .map(|(f, sp)| interp.files[f as usize].text.get(sp.start as usize..sp.end as usize).unwrap_or("").to_string())
-        .unwrap_or_default();
-    let inside = interp
-        .jax
-        .traces
-        .iter()
-        .rev()
-        .find(|t| t.kind.is_staging())
-        .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
-        .unwrap_or_default();
+    let (shown, inside) = converted_expression(interp, expr);
     let construct = match what {
         "if" | "while" | "assert" | "and" | "or" | "not" => format!("Python `{what}`"),
         other => format!("`{other}()`"),
