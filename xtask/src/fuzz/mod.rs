@@ -243,39 +243,40 @@ fn minimise(text: &str, crashes: &dyn Fn(&str) -> bool) -> String {
         trials += 1;
         trials <= 120 && start.elapsed() < Duration::from_secs(90)
     };
-    let mut current = text.to_string();
-    // Lines.
-    let mut chunk = current.lines().count().div_ceil(2).max(1);
+    let current = drop_pieces(text.to_string(), line_ranges, 2, crashes, &mut budget_left);
+    drop_pieces(current, mutate::tokens, 4, crashes, &mut budget_left)
+}
+
+/// The byte ranges of `text`'s lines, each with its line break.
+fn line_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut start = 0;
+    text.split_inclusive('\n')
+        .map(|line| {
+            start += line.len();
+            (start - line.len(), start)
+        })
+        .collect()
+}
+
+/// One pass of delta debugging over the pieces `pieces` finds (lines or tokens): drop runs
+/// of `chunk` pieces while the crash stays, starting at a `1/first_split` of them and
+/// halving the runs until single pieces no longer go.
+fn drop_pieces(
+    mut current: String,
+    pieces: fn(&str) -> Vec<(usize, usize)>,
+    first_split: usize,
+    crashes: &dyn Fn(&str) -> bool,
+    budget_left: &mut dyn FnMut() -> bool,
+) -> String {
+    let mut chunk = pieces(&current).len().div_ceil(first_split).max(1);
     loop {
-        let lines: Vec<&str> = current.split_inclusive('\n').collect();
+        let ranges = pieces(&current);
         let mut reduced = false;
         let mut i = 0;
-        while i < lines.len() && budget_left() {
-            let candidate: String = lines[..i].concat() + &lines[(i + chunk).min(lines.len())..].concat();
-            if candidate.len() < current.len() && crashes(&candidate) {
-                current = candidate;
-                reduced = true;
-                break;
-            }
-            i += chunk;
-        }
-        if !reduced {
-            if chunk == 1 || !budget_left() {
-                break;
-            }
-            chunk = chunk.div_ceil(2);
-        }
-    }
-    // Tokens.
-    let mut chunk = mutate::tokens(&current).len().div_ceil(4).max(1);
-    loop {
-        let tokens = mutate::tokens(&current);
-        let mut reduced = false;
-        let mut i = 0;
-        while i < tokens.len() && budget_left() {
-            let (a, b) = (tokens[i].0, tokens[(i + chunk).min(tokens.len()) - 1].1);
+        while i < ranges.len() && budget_left() {
+            let (a, b) = (ranges[i].0, ranges[(i + chunk).min(ranges.len()) - 1].1);
             let candidate = format!("{}{}", &current[..a], &current[b..]);
-            if crashes(&candidate) {
+            if candidate.len() < current.len() && crashes(&candidate) {
                 current = candidate;
                 reduced = true;
                 break;
