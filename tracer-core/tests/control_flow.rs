@@ -235,6 +235,26 @@ print(f(1.0))
     assert!(a.diagnostics.iter().all(|(d, _, _)| d.code.as_str() != "TL900"), "{:?}", a.diagnostics);
 }
 
+/// A program of few but heavy steps (each a whole-array kernel): the time budget is read often
+/// enough that it stops such a program too, not only one of many cheap steps. With a zero
+/// budget it must stop within its first hundred steps; the loop below takes about 400.
+#[test]
+fn a_short_program_of_heavy_steps_still_stops_on_the_time_budget() {
+    let source = r#"import jax.numpy as jnp
+x = jnp.zeros(8)
+for i in range(100):
+    x = x + 1.0
+print(x[0])
+"#;
+    let budgets = Budgets { max_time: Duration::ZERO, max_steps: u64::MAX, ..Default::default() };
+    let r = run_file(&PathBuf::from("prog.py"), source, &NoFiles, &AnalysisConfig { budgets, ..Default::default() });
+    match &r.outcome {
+        RunOutcome::Stopped { why, .. } => assert!(why.contains("time budget"), "{why}"),
+        other => panic!("ran to the end: {other:?}, printed {:?}", r.stdout),
+    }
+    assert_eq!(r.stdout, "");
+}
+
 /// `jax.grad` of `f` (the definition of a function `f(x)` returning a scalar) at `x0`, against
 /// central finite differences in float64 computed by values mode from the same `f`.
 fn check_grad(f: &str, x0: &[f64]) {
