@@ -9,7 +9,7 @@ pub const JAX_VERSION: &str = "0.10.2";
 pub const INTERPRETER_ENV: &str = "TRACELENS_JAX_PYTHON";
 /// The libraries fixtures import besides jax, each pinned to a version that works with
 /// `JAX_VERSION` (tracelens models them with the shims of `tracer-core/shims/`).
-pub const LIBRARIES: &[(&str, &str)] = &[("optax", "0.2.8")];
+pub const LIBRARIES: &[(&str, &str)] = &[("optax", "0.2.8"), ("flax", "0.12.8"), ("equinox", "0.13.8")];
 
 /// The oracle's interpreter, and the pinned libraries it lacks (only possible for an
 /// interpreter given by `TRACELENS_JAX_PYTHON`: fixtures importing them are skipped).
@@ -18,7 +18,7 @@ pub struct OracleEnv {
     pub missing: Vec<&'static str>,
 }
 
-/// Everything the suite installs, as pip arguments: `jax==0.10.2 optax==0.2.8`.
+/// Everything the suite installs, as pip arguments: `jax==0.10.2 optax==0.2.8 flax==0.12.8 equinox==0.13.8`.
 pub fn versions_key() -> String {
     let mut key = format!("jax=={JAX_VERSION}");
     for (name, version) in LIBRARIES {
