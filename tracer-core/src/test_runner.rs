@@ -155,6 +155,7 @@ impl Runner {
         decorators.extend(extra.iter().cloned());
         for case in product(decorators) {
             interp.restart_clock();
+            interp.jax.entry_run += 1;
             let mut built: HashMap<String, Value> = HashMap::new();
             let receiver = match class {
                 Some(c) => {

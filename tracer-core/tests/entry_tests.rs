@@ -242,3 +242,37 @@ fn a_main_called_under_dunder_main_runs() {
     );
     assert_eq!(trace_args(&a, "f"), vec![vec!["f32[2,3]".to_string()]]);
 }
+
+/// Two tests calling one jitted function with different shapes: JAX's cache holds both traces
+/// (two traces), but no retrace is reported; the same two calls inside one test are TL210.
+#[test]
+fn shapes_that_differ_between_tests_are_no_retrace_but_within_one_test_they_are() {
+    let a = analyse(
+        "/ws/gae_test.py",
+        r#"import unittest
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def advantages(rewards, values):
+    return rewards + 0.99 * values[1:] - values[:-1]
+
+
+class GaeTest(unittest.TestCase):
+    def test_random_shapes(self):
+        self.assertEqual(advantages(jnp.ones((100, 10)), jnp.ones((101, 10))).shape, (100, 10))
+
+    def test_hand_computed(self):
+        advantages(jnp.ones((3, 2)), jnp.ones((4, 2)))
+
+    def test_two_sizes(self):
+        advantages(jnp.ones((5, 2)), jnp.ones((6, 2)))
+        advantages(jnp.ones((7, 2)), jnp.ones((8, 2)))
+"#,
+    );
+    assert_eq!(trace_args(&a, "advantages").len(), 4, "{:?}", a.functions);
+    let retraces: Vec<u32> = a.diagnostics.iter().filter(|(d, _, _)| d.code == Code::Retrace).map(|(_, l, _)| l.line).collect();
+    assert_eq!(retraces, vec![20], "{:?}", a.diagnostics);
+    assert!(a.diagnostics[0].0.message.contains("f32[5,2] -> f32[7,2]"), "{}", a.diagnostics[0].0.message);
+}

@@ -875,6 +875,11 @@ impl<'l> Interp<'l> {
                 match ord {
                     Some(std::cmp::Ordering::Less) => pos -= 1,
                     Some(_) => break,
+                    // Numbers (or tuples of them) whose values are not known: their order is
+                    // not known either, which is no error of the program's.
+                    None if unknown_order(&k) || unknown_order(&sorted[pos - 1].0) => {
+                        return Err(self.stop_unknown("sorting values whose order is not known"))
+                    }
                     None => return Err(self.type_error("'<' not supported between instances")),
                 }
             }
@@ -1398,3 +1403,14 @@ pub fn enter_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) -> PyResult
 }
 
 pub fn exit_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) {}
+
+/// Whether comparing `v` can need a value the interpreter does not know: an unknown, a number of
+/// unknown value, or a tuple or list holding one.
+pub(crate) fn unknown_order(v: &Value) -> bool {
+    match v {
+        Value::Opaque(_) | Value::UnknownNumber(_) => true,
+        Value::Tuple(t) => t.iter().any(unknown_order),
+        Value::List(l) => l.borrow().iter().any(unknown_order),
+        _ => false,
+    }
+}

@@ -1085,7 +1085,23 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
             Some(Value::Array(a)) => (Some(a.aval.shape.to_vec()), a.aval.dtype),
             _ => (None, DType::I64),
         },
-        "choice" => (shape_from(interp, kw("size").or_else(|| args.get(1).cloned()))?, DType::I64),
+        // Draws from `a`: `range(a)` for an int, else the elements of `a` with its dtype.
+        "choice" => {
+            let population = args.first().cloned().or_else(|| kw("a"));
+            let dtype = match &population {
+                Some(Value::Int(_)) => Some(DType::I64),
+                Some(Value::Array(a)) => Some(a.aval.dtype),
+                Some(v @ (Value::List(_) | Value::Tuple(_))) => match call_numpy(interp, "asarray", vec![v.clone()], Vec::new()) {
+                    Ok(Value::Array(a)) => Some(a.aval.dtype),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match dtype {
+                Some(d) => (shape_from(interp, kw("size").or_else(|| args.get(1).cloned()))?, d),
+                None => (None, DType::I64),
+            }
+        }
         // Any other distribution: `size=` gives the shape, else the broadcast of array parameters.
         _ => match kw("size") {
             Some(size) => (shape_from(interp, Some(size))?, DType::F64),

@@ -270,6 +270,9 @@ impl<'l> Interp<'l> {
             if let Some(v) = self.call_dunder(l, cmp_dunder(op), vec![r.clone()])? {
                 return Ok(v);
             }
+            if super::builtins::unknown_order(l) || super::builtins::unknown_order(r) {
+                return Ok(Value::opaque("a comparison of values that are not known"));
+            }
             return Err(self.type_error(format!(
                 "'{}' not supported between instances of '{}' and '{}'",
                 op.symbol(),

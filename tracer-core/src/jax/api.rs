@@ -123,6 +123,8 @@ pub struct CacheEntry {
     pub consts: Vec<Rc<Array>>,
     pub record: usize,
     pub call_site: Option<Site>,
+    /// `JaxState::entry_run` when it was traced.
+    pub entry_run: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -527,6 +529,7 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
 
 fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
+    let (args, kwargs) = super::signatures::bind_required(f, args, kwargs);
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
     match f {
         F::Jit => {
@@ -1134,8 +1137,12 @@ pub fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name:
             let _ = array;
             None
         }
-        (JaxObject::AtIndex { array, index }, "set" | "add" | "mul" | "multiply" | "min" | "max" | "get" | "divide" | "power") => {
+        (
+            JaxObject::AtIndex { array, index },
+            "set" | "add" | "mul" | "multiply" | "min" | "max" | "get" | "divide" | "power" | "apply",
+        ) => {
             let op: &'static str = match name {
+                "apply" => "apply",
                 "set" => "set",
                 "add" => "add",
                 "mul" | "multiply" => "mul",
@@ -1195,6 +1202,24 @@ pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
 }
 
 fn at_update(interp: &mut Interp, array: &Rc<Array>, index: &Value, op: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    if op == "apply" {
+        // `x.at[idx].apply(f)`: `f` applied to the selected elements. Each element selected once
+        // (integers and slices) is `x.at[idx].set(f(x[idx]))` exactly; an index array may select
+        // one twice, and then JAX applies `f` twice: the shape and dtype still hold, the values
+        // are not computed.
+        let func = args.first().cloned().unwrap_or(Value::None);
+        let selected = jnp::getitem(interp, array, index)?;
+        let applied = interp.call(&func, vec![selected], Vec::new())?;
+        let result = at_update(interp, array, index, "set", vec![applied], kwargs)?;
+        let selects_by_array = match index {
+            Value::Tuple(t) => t.iter().any(|v| !matches!(v, Value::Int(_) | Value::Slice(_) | Value::None | Value::Ellipsis)),
+            v => !matches!(v, Value::Int(_) | Value::Slice(_) | Value::None | Value::Ellipsis),
+        };
+        if let (true, Value::Array(a)) = (selects_by_array, &result) {
+            a.forget_values("`.at[].apply` with an index array, which may select an element twice");
+        }
+        return Ok(result);
+    }
     if op == "divide" || op == "power" {
         // JAX: `x / ones_like(x).at[idx].multiply(u)` and `x ** ones_like(x).at[idx].multiply(u)`.
         let ones = jnp::call(interp, super::surface::JaxFn::OnesLike, vec![Value::Array(array.clone())], Vec::new())?;
@@ -2078,7 +2103,8 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                     (record, jaxpr, consts, out_tree, outputs)
                 }
             };
-            interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site });
+            let entry_run = interp.jax.entry_run;
+            interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site, entry_run });
             interp.jax.jitted[j.info].entries.len() - 1
         }
     };
@@ -2246,8 +2272,13 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
             },
             _ => false,
         };
-        let same_line =
-            interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
+        let run = interp.jax.entry_run;
+        let same_line = interp
+            .jax
+            .jitted
+            .iter()
+            .enumerate()
+            .any(|(i, o)| i != j.info && o.entries.iter().any(|e| e.entry_run == run) && same_source(&o.fun, &info.fun));
         if same_line {
             let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let msg = format!(
@@ -2260,9 +2291,11 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
         }
         return "first call".into();
     }
-    // The closest previous key: fewest differing leaves.
+    // The closest previous key of this run (`entry_run`), else of any: fewest differing leaves.
+    let run = interp.jax.entry_run;
+    let this_run = info.entries.iter().any(|e| e.entry_run == run);
     let mut best: Option<(usize, Vec<String>)> = None;
-    for e in &info.entries {
+    for e in info.entries.iter().filter(|e| !this_run || e.entry_run == run) {
         let diffs = key_diff(&e.key, key);
         if best.as_ref().map(|(n, _)| diffs.len() < *n).unwrap_or(true) {
             best = Some((diffs.len(), diffs));
@@ -2279,6 +2312,9 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
         related.push((d, format!("{} is defined here", j.name)));
     }
     let traces = info.entries.len() + 1;
+    if !this_run {
+        return reason;
+    }
     let many_here = interp.jax.jitted[j.info].entries.iter().filter(|e| e.call_site == call_site).count() >= 2;
     if many_here {
         let msg =

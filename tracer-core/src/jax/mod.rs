@@ -23,6 +23,7 @@ pub mod numerics;
 pub mod numpy;
 pub mod print;
 pub mod random;
+pub mod signatures;
 pub mod special;
 pub mod stmt;
 pub mod surface;
@@ -180,6 +181,11 @@ pub struct ValueRecord {
 pub struct JaxState {
     /// The route of the traces started now (`Route::Called` unless an entry point says).
     pub route: Route,
+    /// Which run of an entry point is going on: each test case is one (its own process's worth
+    /// of calls). A jit cache entry made in another run still counts for JAX's cache, but a
+    /// retrace is reported only against entries of the same run: two tests calling a function
+    /// with different shapes is no retrace anyone would fix.
+    pub entry_run: u32,
     /// The (jitted function, call site) pairs traced with unknown arguments.
     pub traced_with_unknowns: std::collections::HashSet<(usize, Option<Site>)>,
     pub traces: Vec<TraceFrame>,

@@ -2397,6 +2397,8 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
     let c = cfg(interp);
     let p = Args { args: &args, kwargs: &kwargs };
     let first = || args.first().cloned().unwrap_or(Value::None);
+    // The first parameter, given by position or by its name (`np.ones(shape=(2, 3))`).
+    let named = |i: usize, name: &str| p.get(i, name).cloned().unwrap_or(Value::None);
     macro_rules! arr {
         ($i:expr, $name:expr) => {
             match p.get($i, $name) {
@@ -2456,7 +2458,7 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             }
         }
         F::Zeros | F::Ones | F::Empty | F::Full => {
-            let Some(shape) = shape_arg(interp, &first())? else {
+            let Some(shape) = shape_arg(interp, &named(0, "shape"))? else {
                 return Ok(Value::opaque("array of unknown shape"));
             };
             let (value, dt_index) = match f {
@@ -2588,13 +2590,24 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             }
         }
         F::Eye | F::Identity => {
-            let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
+            let Some(n) = interp.index_of(&named(0, if f == F::Eye { "N" } else { "n" }))? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let n = n.max(0) as usize;
             let m = match p.get(1, "M") {
                 Some(v) if f == F::Eye => interp.index_of(v)?.unwrap_or(n as i64).max(0) as usize,
                 _ => n,
             };
             let d = creation_dtype(interp, p.get(if f == F::Eye { 3 } else { 1 }, "dtype"), dtypes::default_float(c))?;
-            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[0] == i[1]) as i64 as f64);
+            // The diagonal `k` (above the main one when positive).
+            let k = match p.get(2, "k") {
+                Some(v) if f == F::Eye => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::Array(Array::unknown(Aval::new(&[n, m], d), "eye with a diagonal not known"))),
+                },
+                _ => 0,
+            };
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] as i64 - i[0] as i64 == k) as i64 as f64);
             Ok(Value::Array(Array::ready_if_small(Aval::new(&[n, m], d), interp.budgets.max_elements, make)))
         }
         F::Tril | F::Triu => {
@@ -2618,7 +2631,10 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             bind1(interp, Prim::Select, &[mask, zeros, a.clone()], a.aval.clone()).map(Value::Array)
         }
         F::Tri => {
-            let n = interp.index_of(&first())?.unwrap_or(0).max(0) as usize;
+            let Some(n) = interp.index_of(&named(0, "N"))? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let n = n.max(0) as usize;
             let m = p.get(1, "M").and_then(crate::interp::ops::as_int).map(|m| m.max(0) as usize).unwrap_or(n);
             let d = creation_dtype(interp, p.get(3, "dtype"), dtypes::default_float(c))?;
             let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] <= i[0]) as i64 as f64);
@@ -3267,7 +3283,7 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             broadcast_to_checked(interp, &a, &shape).map(Value::Array)
         }
         F::Concatenate | F::Hstack | F::Vstack => {
-            let Some(arrays) = array_list(interp, &first())? else {
+            let Some(arrays) = array_list(interp, &named(0, if f == F::Concatenate { "arrays" } else { "tup" }))? else {
                 return Ok(Value::opaque("concatenate"));
             };
             let axis = match f {
@@ -3292,7 +3308,7 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             concatenate(interp, &arrays, axis).map(Value::Array)
         }
         F::Stack => {
-            let Some(arrays) = array_list(interp, &first())? else {
+            let Some(arrays) = array_list(interp, &named(0, "arrays"))? else {
                 return Ok(Value::opaque("stack"));
             };
             if arrays.is_empty() {
