@@ -147,3 +147,20 @@ fn the_edit_between_two_texts_is_their_longest_common_prefix_and_suffix() {
     }
     assert_eq!(checked, 660);
 }
+
+/// A line break typed into a top-level statement, leaving its tail on an indented line
+/// (`out,` then ` idx, n = f(x)`): re-parsing that statement alone took the two lines for one
+/// assignment where the whole parse says "unexpected indent" (found by the random edits above,
+/// with a seed past the three they use; the text is a fixture after five of them).
+#[test]
+fn a_line_break_that_leaves_an_indented_tail_parses_as_the_whole_text_does() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/incremental/line_break_leaves_indented_tail.py");
+    let text = std::fs::read_to_string(path).expect("test data");
+    let mut parser = IncrementalParser::default();
+    let _ = parser.parse(&text);
+    let edited = text.replacen("out, idx", "out,\n idx", 1);
+    assert_ne!(edited, text);
+    let module = parser.parse(&edited);
+    assert_eq!(format!("{module:?}"), format!("{:?}", parse(&edited)));
+    assert!(module.errors.iter().any(|e| e.message == "unexpected indent"), "{:?}", module.errors);
+}

@@ -238,6 +238,15 @@ fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::Text
     let (old, _) = state.previous.as_ref()?;
     let (start, old_end) = (edit.start, edit.old_end);
     let delta = i64::from(edit.new_end) - i64::from(old_end);
+    // An edit that adds or removes a line break (or a backslash that joins lines) changes the
+    // statement's lines, and tree-sitter's indentation scanner, starting inside an included
+    // range, can take an indented line for a continuation of the one before (`out,` then
+    // ` idx, n = f(x)` parsed as one assignment where Python says "unexpected indent").
+    let touched =
+        |text: &str, end: u32| text.as_bytes().get(start as usize..end as usize).is_none_or(|b| b.contains(&b'\n') || b.contains(&b'\\'));
+    if touched(old, old_end) || touched(source, edit.new_end) {
+        return None;
+    }
     // The range of the statement holding the edit: from its start to the next one's.
     let k = clean.tops.partition_point(|&(top, _)| top < start).checked_sub(1)?;
     let range_start = clean.tops[k].0;
