@@ -1,5 +1,6 @@
 //! The layering invariants of docs/ARCHITECTURE.md that the source text alone can show:
-//! only `syntax/` knows tree-sitter.
+//! only `syntax/` knows tree-sitter, and `repro/` takes the analysis as a parameter rather
+//! than calling it (no circle between `analysis.rs` and `repro/`).
 
 use std::path::{Path, PathBuf};
 
@@ -81,4 +82,25 @@ fn only_syntax_knows_tree_sitter() {
         }
     }
     assert!(offenders.is_empty(), "outside tracer-core/src/syntax/ (use syntax::SyntaxTree and NodeKind):\n{}", offenders.join("\n"));
+}
+
+/// `analysis.rs` runs the pipeline and makes reproducers with `repro/`; `repro/` asks the
+/// engine through the `repro::Oracle` the analysis hands in (`analysis::Engine`), and never
+/// names the analysis itself: the two do not call each other in a circle.
+#[test]
+fn repro_takes_the_analysis_as_a_parameter() {
+    let repro = crate_dir().join("src/repro");
+    let files = rust_files(&repro);
+    assert!(files.len() >= 4, "repro/ was not found: {}", repro.display());
+    let mut offenders = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::analysis") || code.contains("analyze_file") || code.contains("AnalysisConfig") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "repro/ calls the analysis (take a `repro::Oracle` instead):\n{}", offenders.join("\n"));
 }

@@ -8,11 +8,10 @@
 //! then the bodies of the functions, classes and blocks that are kept — with the engine as
 //! the oracle (the same code and exception class at the same line).
 
-use std::path::Path;
+use std::time::Duration;
 
-use super::minimise::{ddmin, NoFiles};
-use crate::analysis::{analyze_file, AnalysisConfig};
-use crate::diagnostics::Severity;
+use super::minimise::ddmin;
+use super::{Oracle, OracleLimits, RaisedError};
 use crate::syntax::ast::{Stmt, StmtKind};
 use crate::syntax::{Field, LineIndex, NodeKind, SyntaxNode, SyntaxTree};
 
@@ -384,54 +383,36 @@ impl SourceProgram {
     }
 }
 
-/// Does tracing `p` raise its code and class at its error line?
-pub fn reproduces(p: &SourceProgram) -> bool {
-    reproduces_with(p, &oracle_config())
-}
-
-fn oracle_config() -> AnalysisConfig {
-    let mut config = AnalysisConfig::default();
-    config.reproducers.skip = true;
-    config.skip_tests = true;
-    config.budgets.max_time = std::time::Duration::from_secs(2);
-    config.skip_jaxpr_text = true;
-    config
-}
+const LIMITS: OracleLimits = OracleLimits { max_time: Duration::from_secs(2), max_steps: None, module_only: true };
 
 /// `reproduces` for programs cut from the same file, unreduced (the same text, different
 /// errors): one engine run for all.
-pub fn reproduces_all(programs: &[&SourceProgram]) -> Vec<bool> {
+pub fn reproduces_all(programs: &[&SourceProgram], oracle: &dyn Oracle) -> Vec<bool> {
     let Some(first) = programs.first() else { return Vec::new() };
     let text = first.render(&[]).text;
-    let analysis = analyze_file(Path::new("reproducer.py"), &text, &NoFiles, &oracle_config());
-    programs.iter().map(|p| raises(p, &p.render(&[]), &analysis)).collect()
+    let errors = oracle.errors(&text, &LIMITS);
+    programs.iter().map(|p| raises(p, &p.render(&[]), &errors)).collect()
 }
 
-fn raises(p: &SourceProgram, rendered: &Rendered, analysis: &crate::analysis::FileAnalysis) -> bool {
+fn raises(p: &SourceProgram, rendered: &Rendered, errors: &[RaisedError]) -> bool {
     let Some(failing) = rendered.failing_line else { return false };
-    analysis.diagnostics.iter().any(|(d, loc, _)| {
-        d.severity == Severity::Error
-            && loc.line == failing as u32 + 1
-            && d.code.as_str() == p.code
-            && d.message.split(':').next().is_some_and(|c| c == p.class)
-    })
+    errors.iter().any(|e| e.is(failing as u32 + 1, &p.code, &p.class))
 }
 
-fn reproduces_with(p: &SourceProgram, config: &AnalysisConfig) -> bool {
+/// Does tracing `p` raise its code and class at its error line?
+pub fn reproduces(p: &SourceProgram, oracle: &dyn Oracle) -> bool {
     let rendered = p.render(&[]);
     if rendered.failing_line.is_none() {
         return false;
     }
-    let analysis = analyze_file(Path::new("reproducer.py"), &rendered.text, &NoFiles, config);
-    raises(p, &rendered, &analysis)
+    raises(p, &rendered, &oracle.errors(&rendered.text, &LIMITS))
 }
 
 /// Delta debugging over statements, block by block, until nothing more goes or `max_runs`
 /// engine runs are spent: (program, runs, verified).
-pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bool) {
-    let config = oracle_config();
+pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (SourceProgram, usize, bool) {
     let mut runs = 1;
-    if !reproduces_with(p, &config) {
+    if !reproduces(p, oracle) {
         return (p.clone(), runs, false);
     }
     let mut best = p.clone();
@@ -451,7 +432,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
                     return false;
                 }
                 runs += 1;
-                reproduces_with(&base.keeping(&items, keep), &config)
+                reproduces(&base.keeping(&items, keep), oracle)
             };
             let kept = ddmin(items.clone(), &mut test);
             if kept.len() < items.len() {
@@ -468,7 +449,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
         let mut c = best.clone();
         c.lift = true;
         runs += 1;
-        if reproduces_with(&c, &config) {
+        if reproduces(&c, oracle) {
             best = c;
         }
     }
@@ -488,7 +469,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
                 let mut c = best.clone();
                 c.resize(d, to);
                 runs += 1;
-                if reproduces_with(&c, &config) {
+                if reproduces(&c, oracle) {
                     best = c;
                     changed = true;
                     break;
