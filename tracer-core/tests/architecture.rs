@@ -1,6 +1,7 @@
 //! The layering invariants of docs/ARCHITECTURE.md that the source text alone can show:
-//! only `syntax/` knows tree-sitter, and `repro/` takes the analysis as a parameter rather
-//! than calling it (no circle between `analysis.rs` and `repro/`).
+//! only `syntax/` knows tree-sitter, `repro/` takes the analysis as a parameter rather
+//! than calling it (no circle between `analysis.rs` and `repro/`), and LSP columns are
+//! counted in one module of the server.
 
 use std::path::{Path, PathBuf};
 
@@ -103,4 +104,26 @@ fn repro_takes_the_analysis_as_a_parameter() {
         }
     }
     assert!(offenders.is_empty(), "repro/ calls the analysis (take a `repro::Oracle` instead):\n{}", offenders.join("\n"));
+}
+
+/// LSP columns (UTF-16 code units, or UTF-8 bytes) are counted in `server/src/lsp/convert.rs`
+/// alone: the engine counts code points (the CLI's columns) and knows nothing of LSP, and
+/// the server's open documents count their edits through `convert::chars_before`.
+#[test]
+fn lsp_columns_are_counted_in_one_module() {
+    let convert = crate_dir().join("../server/src/lsp/convert.rs");
+    let mut files = rust_files(&crate_dir().join("src"));
+    files.extend(rust_files(&crate_dir().join("../server/src")));
+    assert!(files.contains(&convert), "{} was not found", convert.display());
+    let mut offenders = Vec::new();
+    for f in files.iter().filter(|f| **f != convert) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("len_utf16") || code.contains("encode_utf16") || code.contains("Utf16 =>") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "LSP columns counted outside server/src/lsp/convert.rs:\n{}", offenders.join("\n"));
 }

@@ -10,7 +10,7 @@ mod lower;
 mod shift;
 
 pub use cst::{Field, NodeKind, SyntaxNode, SyntaxTree};
-pub use line_index::{ColumnUnit, LineCol, LineIndex};
+pub use line_index::{LineCol, LineIndex};
 
 /// The single edit that turns one text into another: the bytes `start..old_end` of the old
 /// text became `start..new_end` of the new one; their common prefix and suffix are kept.
