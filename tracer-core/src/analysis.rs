@@ -10,6 +10,9 @@ use crate::interp::{Budgets, Interp, Site, SourceLoader};
 use crate::jax::TraceKind;
 use crate::syntax::ast::Span;
 
+mod oracle;
+pub use oracle::Engine;
+
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisConfig {
     pub budgets: Budgets,
@@ -149,12 +152,12 @@ impl Reproducer {
     pub fn minimised(&self, config: &crate::repro::minimise::MinimiseConfig) -> Option<String> {
         match &self.program {
             ReproProgram::Staged(program) => {
-                let m = crate::repro::minimise::minimise(program, config);
+                let m = crate::repro::minimise::minimise(program, config, &Engine);
                 let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs: m.runs };
                 m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
             }
             ReproProgram::Source(program) => {
-                let (best, runs, verified) = crate::repro::source::minimise(program, config.max_runs);
+                let (best, runs, verified) = crate::repro::source::minimise(program, config.max_runs, &Engine);
                 let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs };
                 verified.then(|| best.render(&best.header(&reduction, &self.regenerate_command(false))).text)
             }
@@ -375,7 +378,7 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
             fake_array_threshold: config.reproducers.fake_array_threshold,
         };
         let staged = crate::jax::stmt::emit(interp, site, &what)
-            .filter(crate::repro::minimise::reproduces)
+            .filter(|p| crate::repro::minimise::reproduces(p, &Engine))
             .or_else(|| error_of_call(interp, site, &what));
         let staged_out = staged.is_some();
         let program = match staged {
@@ -456,7 +459,7 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
         })
         .collect();
     let programs: Vec<&crate::repro::source::SourceProgram> = unchecked.iter().map(|(_, p)| *p).collect();
-    let verdicts = crate::repro::source::reproduces_all(&programs);
+    let verdicts = crate::repro::source::reproduces_all(&programs, &Engine);
     let drop: Vec<usize> = unchecked.iter().zip(verdicts).filter(|(_, ok)| !ok).map(|((i, _), _)| *i).collect();
     let mut index = 0;
     reproducers.retain(|_| {
@@ -491,7 +494,7 @@ fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> 
     let mut program = crate::jax::stmt::emit_trace(interp, record, what, true).ok()?;
     program.file_label = interp.path(site.file).to_string_lossy().to_string();
     program.error_line = line;
-    crate::repro::minimise::reproduces(&program).then_some(program)
+    crate::repro::minimise::reproduces(&program, &Engine).then_some(program)
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {

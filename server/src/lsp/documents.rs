@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ropey::Rope;
 
-use super::convert::PositionEncoding;
+use super::convert::{chars_before, PositionEncoding};
 
 /// One edit as the client sent it: a range in the client's position encoding, or the whole text.
 #[derive(Clone, Debug)]
@@ -105,8 +105,8 @@ fn apply(rope: &mut Rope, edit: &Edit, encoding: PositionEncoding) {
     }
 }
 
-/// The char index of a (line, column) position; positions past a line's end or the file's
-/// end clamp to them.
+/// The char index of a (line, column) position, counted as `convert` counts; positions past
+/// a line's end or the file's end clamp to them.
 pub fn char_index(rope: &Rope, (line, col): (u32, u32), encoding: PositionEncoding) -> usize {
     let line = line as usize;
     if line >= rope.len_lines() {
@@ -119,17 +119,7 @@ pub fn char_index(rope: &Rope, (line, col): (u32, u32), encoding: PositionEncodi
     while line_len > 0 && matches!(slice.char(line_len - 1), '\n' | '\r') {
         line_len -= 1;
     }
-    let mut units = 0u32;
-    for (i, ch) in slice.chars().take(line_len).enumerate() {
-        if units >= col {
-            return start + i;
-        }
-        units += match encoding {
-            PositionEncoding::Utf8 => ch.len_utf8() as u32,
-            PositionEncoding::Utf16 => ch.len_utf16() as u32,
-        };
-    }
-    start + line_len
+    start + chars_before(slice.chars().take(line_len), col, encoding)
 }
 
 #[cfg(test)]

@@ -660,7 +660,7 @@ impl Backend {
             let lines = LineText::new(&source_text);
             let row = link.target_line.saturating_sub(1);
             // The first non-blank character of the line.
-            let start = source_text.split_inclusive('\n').take(row as usize).map(str::len).sum::<usize>();
+            let start = lines.line_start(row) as usize;
             let indent = source_text[start..].len() - source_text[start..].trim_start_matches([' ', '\t']).len();
             let at = lines.position((start + indent) as u32, enc);
             Some(lsp::Location { uri: convert::uri_of(&source)?, range: lsp::Range { start: at, end: at } })

@@ -15,7 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::source::{all_nodes, bound_names, parse_tree, ALLOWED_ROOTS};
+use super::source::{bound_names, ALLOWED_ROOTS};
+use crate::syntax::{Field, NodeKind, SyntaxNode, SyntaxTree};
 
 /// One file of the program: its path (as the interpreter loaded it), the label its links
 /// name it by, and its text.
@@ -63,17 +64,18 @@ pub fn combine(files: &[ProjectFile], search_roots: &[PathBuf]) -> Option<Combin
     let mut seen: Vec<(String, String, usize)> = Vec::new();
     for &i in &order {
         let text = edited[i].as_deref()?;
-        let tree = parse_tree(text)?;
-        let root = tree.root_node();
+        let tree = SyntaxTree::parse(text)?;
+        let root = tree.root();
         let imports = import_bindings(root, text);
         // `bound_names` counts every identifier of an import (`numpy` of `import jax.numpy as jnp`).
-        let in_imports: Vec<String> = all_nodes(&tree)
+        let in_imports: Vec<String> = tree
+            .preorder()
             .into_iter()
             .filter(|n| {
                 let mut up = n.parent();
                 while let Some(p) = up {
-                    if p.kind().starts_with("import") {
-                        return n.kind() == "identifier";
+                    if matches!(p.kind(), NodeKind::ImportStatement | NodeKind::ImportFromStatement | NodeKind::ImportPrefix) {
+                        return n.kind() == NodeKind::Identifier;
                     }
                     up = p.parent();
                 }
@@ -139,21 +141,20 @@ pub fn combine(files: &[ProjectFile], search_roots: &[PathBuf]) -> Option<Combin
 /// The module-level imports of JAX, NumPy and functools alone on their line (0-based), each
 /// as its text.
 fn plain_imports(text: &str) -> Vec<(usize, String)> {
-    let Some(tree) = parse_tree(text) else { return Vec::new() };
-    let root = tree.root_node();
+    let Some(tree) = SyntaxTree::parse(text) else { return Vec::new() };
+    let root = tree.root();
     let mut out = Vec::new();
-    let mut cursor = root.walk();
-    for s in root.named_children(&mut cursor) {
-        if !matches!(s.kind(), "import_statement" | "import_from_statement") || s.start_position().row != s.end_position().row {
+    for s in root.named_children() {
+        if !matches!(s.kind(), NodeKind::ImportStatement | NodeKind::ImportFromStatement) || s.start_row() != s.end_row() {
             continue;
         }
         let stmt = text.get(s.byte_range()).unwrap_or("");
         let words: Vec<&str> = stmt.split_whitespace().collect();
         let module = words.get(1).copied().unwrap_or("");
-        let line = text.lines().nth(s.start_position().row).unwrap_or("");
+        let line = text.lines().nth(s.start_row()).unwrap_or("");
         let alone = line.split('#').next().unwrap_or("").trim() == stmt.trim();
         if alone && ALLOWED_ROOTS.contains(&module.split('.').next().unwrap_or("")) {
-            out.push((s.start_position().row, words.join(" ")));
+            out.push((s.start_row(), words.join(" ")));
         }
     }
     out
@@ -186,23 +187,21 @@ fn visit(
 /// it imports.
 fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(String, Vec<usize>)> {
     let text = files[i].text;
-    let tree = parse_tree(text)?;
-    let root = tree.root_node();
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
+    let tree = SyntaxTree::parse(text)?;
+    let root = tree.root();
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("").to_string();
     let dir = files[i].path.parent().unwrap_or(Path::new(""));
     let mut edits: Vec<Edit> = Vec::new();
     let mut deps = Vec::new();
     // Namespaces: the dotted name a module is read through, and its file.
     let mut namespaces: Vec<String> = Vec::new();
-    let mut cursor = root.walk();
-    for s in root.named_children(&mut cursor) {
+    for s in root.named_children() {
         match s.kind() {
-            "import_statement" => {
-                let mut c = s.walk();
+            NodeKind::ImportStatement => {
                 let mut found = Vec::new();
-                for x in s.children_by_field_name("name", &mut c) {
+                for x in s.fields(Field::Name) {
                     let (dotted, alias) = match x.kind() {
-                        "aliased_import" => (x.child_by_field_name("name").map(src)?, x.child_by_field_name("alias").map(src)),
+                        NodeKind::AliasedImport => (x.field(Field::Name).map(src)?, x.field(Field::Alias).map(src)),
                         _ => (src(x), None),
                     };
                     found.push(resolve(&dotted, 0, dir, roots, files).map(|f| (f, alias.unwrap_or(dotted))));
@@ -217,14 +216,13 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
                     return None;
                 }
             }
-            "import_from_statement" => {
-                let module = s.child_by_field_name("module_name")?;
+            NodeKind::ImportFromStatement => {
+                let module = s.field(Field::ModuleName)?;
                 let (level, dotted) = match module.kind() {
-                    "relative_import" => {
+                    NodeKind::RelativeImport => {
                         let prefix = src(module.child(0)?);
                         let level = prefix.chars().filter(|c| *c == '.').count();
-                        let mut c = module.walk();
-                        let name = module.named_children(&mut c).find(|n| n.kind() == "dotted_name").map(src).unwrap_or_default();
+                        let name = module.named_children().find(|n| n.kind() == NodeKind::DottedName).map(src).unwrap_or_default();
                         (level, name)
                     }
                     _ => (0, src(module)),
@@ -233,11 +231,9 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
                     continue;
                 }
                 let of_module = resolve(&dotted, level, dir, roots, files);
-                let mut c = s.walk();
-                let names: Vec<tree_sitter::Node> = s.children_by_field_name("name", &mut c).collect();
+                let names: Vec<SyntaxNode> = s.fields(Field::Name).collect();
                 let wildcard = {
-                    let mut c = s.walk();
-                    let has = s.named_children(&mut c).any(|n| n.kind() == "wildcard_import");
+                    let has = s.named_children().any(|n| n.kind() == NodeKind::WildcardImport);
                     has
                 };
                 let mut assigns = Vec::new();
@@ -246,7 +242,7 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
                 let mut ok = of_module.is_some() || !names.is_empty();
                 for x in &names {
                     let (name, alias) = match x.kind() {
-                        "aliased_import" => (x.child_by_field_name("name").map(src)?, x.child_by_field_name("alias").map(src)),
+                        NodeKind::AliasedImport => (x.field(Field::Name).map(src)?, x.field(Field::Alias).map(src)),
                         _ => (src(*x), None),
                     };
                     let sub = if dotted.is_empty() { name.clone() } else { format!("{dotted}.{name}") };
@@ -275,8 +271,8 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
                 e.2.insert_str(0, &assigns.join("; "));
                 edits.push(e);
             }
-            "if_statement" if i != 0 => {
-                let main_guard = s.child_by_field_name("condition").map(src).is_some_and(|c| {
+            NodeKind::IfStatement if i != 0 => {
+                let main_guard = s.field(Field::Condition).map(src).is_some_and(|c| {
                     let c: String = c.chars().filter(|c| !c.is_whitespace()).collect();
                     ["__name__==\"__main__\"", "__name__=='__main__'", "\"__main__\"==__name__", "'__main__'==__name__"]
                         .contains(&c.as_str())
@@ -291,14 +287,14 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
     // Reads through a namespace: `model.forward` → `forward` (the outermost match only).
     if !namespaces.is_empty() {
         let mut skip_below: Option<(usize, usize)> = None;
-        for n in all_nodes(&tree) {
+        for n in tree.preorder() {
             if skip_below.is_some_and(|(a, b)| a <= n.start_byte() && n.end_byte() <= b) {
                 continue;
             }
-            if n.kind() != "attribute" {
+            if n.kind() != NodeKind::Attribute {
                 continue;
             }
-            let (Some(object), Some(attr)) = (n.child_by_field_name("object"), n.child_by_field_name("attribute")) else { continue };
+            let (Some(object), Some(attr)) = (n.field(Field::Object), n.field(Field::Attribute)) else { continue };
             let dotted: String = src(object).chars().filter(|c| !c.is_whitespace()).collect();
             if namespaces.contains(&dotted) {
                 edits.push((n.start_byte(), n.end_byte(), src(attr)));
@@ -322,18 +318,17 @@ fn edit_file(i: usize, files: &[ProjectFile], roots: &[PathBuf]) -> Option<(Stri
 }
 
 /// A statement taken out, its newlines kept (so lines stay where they are).
-fn blank(s: tree_sitter::Node, text: &str) -> Edit {
+fn blank(s: SyntaxNode, text: &str) -> Edit {
     let newlines = text.get(s.byte_range()).unwrap_or("").matches('\n').count();
     (s.start_byte(), s.end_byte(), "\n".repeat(newlines))
 }
 
 /// The names the module's import statements bind, each with the statement's text (two
 /// files may both import `jax.numpy as jnp`).
-fn import_bindings(root: tree_sitter::Node, text: &str) -> Vec<(String, String)> {
+fn import_bindings(root: SyntaxNode, text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut cursor = root.walk();
-    for s in root.named_children(&mut cursor) {
-        if matches!(s.kind(), "import_statement" | "import_from_statement") {
+    for s in root.named_children() {
+        if matches!(s.kind(), NodeKind::ImportStatement | NodeKind::ImportFromStatement) {
             let stmt: String = text.get(s.byte_range()).unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ");
             for name in super::source::bound_names_of_import(s, text) {
                 out.push((name, stmt.clone()));
@@ -375,40 +370,39 @@ fn resolve(dotted: &str, level: usize, dir: &Path, roots: &[PathBuf], files: &[P
 
 /// `import math` written with NumPy when every use of `math` has an exact equivalent and
 /// `np` is NumPy or free: nothing otherwise.
-fn math_edits(tree: &tree_sitter::Tree, text: &str) -> Vec<Edit> {
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("");
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    let statements: Vec<tree_sitter::Node> = root.named_children(&mut cursor).collect();
-    let Some(import) =
-        statements.iter().find(|s| s.kind() == "import_statement" && src(**s).split_whitespace().collect::<Vec<_>>() == ["import", "math"])
+fn math_edits(tree: &SyntaxTree, text: &str) -> Vec<Edit> {
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("");
+    let root = tree.root();
+    let statements: Vec<SyntaxNode> = root.named_children().collect();
+    let Some(import) = statements
+        .iter()
+        .find(|s| s.kind() == NodeKind::ImportStatement && src(**s).split_whitespace().collect::<Vec<_>>() == ["import", "math"])
     else {
         return Vec::new();
     };
-    let numpy_as_np = statements
-        .iter()
-        .any(|s| s.kind() == "import_statement" && src(*s).split_whitespace().collect::<Vec<_>>() == ["import", "numpy", "as", "np"]);
-    let nodes = all_nodes(tree);
-    let np_used = nodes.iter().any(|n| n.kind() == "identifier" && src(*n) == "np");
+    let numpy_as_np = statements.iter().any(|s| {
+        s.kind() == NodeKind::ImportStatement && src(*s).split_whitespace().collect::<Vec<_>>() == ["import", "numpy", "as", "np"]
+    });
+    let nodes = tree.preorder();
+    let np_used = nodes.iter().any(|n| n.kind() == NodeKind::Identifier && src(*n) == "np");
     if np_used && !numpy_as_np {
         return Vec::new();
     }
     let mut edits: Vec<Edit> = Vec::new();
-    for n in nodes.iter().filter(|n| n.kind() == "identifier" && src(**n) == "math") {
+    for n in nodes.iter().filter(|n| n.kind() == NodeKind::Identifier && src(**n) == "math") {
         if n.parent().is_some_and(|p| p.id() == import.id() || p.parent().is_some_and(|g| g.id() == import.id())) {
             continue;
         }
-        let Some(attr) =
-            n.parent().filter(|p| p.kind() == "attribute" && p.child_by_field_name("object").is_some_and(|o| o.id() == n.id()))
+        let Some(attr) = n.parent().filter(|p| p.kind() == NodeKind::Attribute && p.field(Field::Object).is_some_and(|o| o.id() == n.id()))
         else {
             return Vec::new();
         };
-        let name = attr.child_by_field_name("attribute").map(src).unwrap_or("");
+        let name = attr.field(Field::Attribute).map(src).unwrap_or("");
         if let Some((_, with)) = MATH_CONSTANTS.iter().find(|(c, _)| *c == name) {
             edits.push((attr.start_byte(), attr.end_byte(), with.to_string()));
             continue;
         }
-        let call = attr.parent().filter(|c| c.kind() == "call" && c.child_by_field_name("function").is_some_and(|f| f.id() == attr.id()));
+        let call = attr.parent().filter(|c| c.kind() == NodeKind::Call && c.field(Field::Function).is_some_and(|f| f.id() == attr.id()));
         match (call, MATH_FUNCTIONS.iter().find(|(f, _, _)| *f == name)) {
             (Some(call), Some((_, with, back))) => {
                 edits.push((call.start_byte(), call.start_byte(), format!("{back}(")));

@@ -6,14 +6,9 @@
 //! then array shapes (each distinct axis size, everywhere at once, to 1 or to a smaller size
 //! that no other axis has, so equal axes stay equal and different ones different).
 
-use std::path::Path;
-use std::rc::Rc;
 use std::time::Duration;
 
-use super::{Expr, Input, Op, Program};
-use crate::analysis::{analyze_file, AnalysisConfig};
-use crate::diagnostics::Severity;
-use crate::interp::SourceLoader;
+use super::{Expr, Input, Op, Oracle, OracleLimits, Program};
 use crate::jax::aval::Aval;
 
 /// Limits on the search: every step is one run of the engine on a candidate program.
@@ -37,22 +32,14 @@ pub struct Minimised {
     pub verified: bool,
 }
 
-/// Reproducers import only `jax` and `numpy`, which the engine models: no file is read.
-pub(super) struct NoFiles;
-
-impl SourceLoader for NoFiles {
-    fn read(&self, _: &Path) -> Option<Rc<str>> {
-        None
-    }
-}
-
-struct Oracle {
+/// The oracle with the runs it was asked for counted.
+struct Counted<'o> {
     runs: usize,
     max_runs: usize,
-    config: AnalysisConfig,
+    oracle: &'o dyn Oracle,
 }
 
-impl Oracle {
+impl Counted<'_> {
     fn exhausted(&self) -> bool {
         self.runs >= self.max_runs
     }
@@ -63,37 +50,25 @@ impl Oracle {
             return false;
         }
         self.runs += 1;
-        reproduces_with(p, &self.config)
+        reproduces_with(p, self.oracle)
     }
 }
 
 /// One engine run on the program's text: the verdict the minimiser and the tests share.
-pub fn reproduces(p: &Program) -> bool {
-    reproduces_with(p, &oracle_config())
+pub fn reproduces(p: &Program, oracle: &dyn Oracle) -> bool {
+    reproduces_with(p, oracle)
 }
 
-fn oracle_config() -> AnalysisConfig {
-    let mut config = AnalysisConfig::default();
-    config.reproducers.skip = true;
-    config.budgets.max_time = Duration::from_millis(300);
-    config.budgets.max_steps = 200_000;
-    config
-}
+const LIMITS: OracleLimits = OracleLimits { max_time: Duration::from_millis(300), max_steps: Some(200_000), module_only: false };
 
-fn reproduces_with(p: &Program, config: &AnalysisConfig) -> bool {
+fn reproduces_with(p: &Program, oracle: &dyn Oracle) -> bool {
     let rendered = p.render(&super::Reduction::None, "");
     let failing = rendered.failing_line as u32 + 1;
-    let analysis = analyze_file(Path::new("reproducer.py"), &rendered.text, &NoFiles, config);
-    analysis.diagnostics.iter().any(|(d, loc, _)| {
-        d.severity == Severity::Error
-            && loc.line == failing
-            && d.code.as_str() == p.code
-            && d.message.split(':').next().is_some_and(|c| c == p.class)
-    })
+    oracle.errors(&rendered.text, &LIMITS).iter().any(|e| e.is(failing, &p.code, &p.class))
 }
 
-pub fn minimise(program: &Program, config: &MinimiseConfig) -> Minimised {
-    let mut oracle = Oracle { runs: 0, max_runs: config.max_runs.max(1), config: oracle_config() };
+pub fn minimise(program: &Program, config: &MinimiseConfig, oracle: &dyn Oracle) -> Minimised {
+    let mut oracle = Counted { runs: 0, max_runs: config.max_runs.max(1), oracle };
     if (program.body.is_empty() && !program.error_at_call) || !oracle.reproduces(program) {
         return Minimised { program: program.clone(), runs: oracle.runs, verified: false };
     }
@@ -170,7 +145,7 @@ fn drop_statements(p: &Program, keep: &[usize], last: usize, as_constants: bool)
     Some(out)
 }
 
-fn reduce_statements(p: &Program, oracle: &mut Oracle) -> Program {
+fn reduce_statements(p: &Program, oracle: &mut Counted) -> Program {
     let removable = if p.error_at_call { p.body.len() } else { p.body.len().saturating_sub(1) };
     if removable == 0 {
         return p.clone();
@@ -209,7 +184,7 @@ fn helper_paths(p: &Program, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>)
 /// on the function's inputs go: JAX drops what a constant cuts from a derivative (a loop
 /// whose carry no longer depends on its input is not differentiated at all), which the
 /// oracle does not model; a statement that is already a constant of the inputs cuts nothing.
-fn reduce_helpers(p: &Program, oracle: &mut Oracle) -> Program {
+fn reduce_helpers(p: &Program, oracle: &mut Counted) -> Program {
     let under_derivative = differentiates(p);
     let mut best = p.clone();
     let mut paths = Vec::new();
@@ -387,12 +362,12 @@ fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
     edits
 }
 
-fn reduce_arguments(p: &Program, oracle: &mut Oracle) -> Program {
+fn reduce_arguments(p: &Program, oracle: &mut Counted) -> Program {
     reduce_arguments_at(p, &[], oracle)
 }
 
 /// The call arguments of the function at `path` (the program's own for an empty path).
-fn reduce_arguments_at(p: &Program, path: &[usize], oracle: &mut Oracle) -> Program {
+fn reduce_arguments_at(p: &Program, path: &[usize], oracle: &mut Counted) -> Program {
     let mut best = p.clone();
     let lines = helper_at(&mut best.clone(), path).map_or(0, |h| h.body.len());
     for line in 0..lines {
@@ -472,7 +447,7 @@ fn with_size(p: &Program, from: usize, to: usize) -> Program {
     c
 }
 
-fn reduce_shapes(p: &Program, oracle: &mut Oracle) -> Program {
+fn reduce_shapes(p: &Program, oracle: &mut Counted) -> Program {
     let mut best = p.clone();
     loop {
         let mut changed = false;

@@ -1,11 +1,15 @@
 //! Reproducers as data: the standalone pure-JAX program that re-raises an error, before it
 //! is written out as Python text. `jax::stmt` builds a `Program` from the statements a trace
-//! recorded; `minimise` shrinks it with the engine as the oracle; `render` writes it, with
-//! each line linked to the user's line.
+//! recorded; `minimise` shrinks it with the engine as the oracle (an `Oracle` the analysis
+//! hands in: `repro/` does not call the pipeline); `render` writes it, with each line
+//! linked to the user's line.
 
 pub mod inline;
 pub mod minimise;
+mod oracle;
 pub mod source;
+
+pub use oracle::{Oracle, OracleLimits, RaisedError};
 
 use std::collections::HashSet;
 use std::fmt::Write as _;

@@ -8,13 +8,12 @@
 //! then the bodies of the functions, classes and blocks that are kept — with the engine as
 //! the oracle (the same code and exception class at the same line).
 
-use std::path::Path;
+use std::time::Duration;
 
-use super::minimise::{ddmin, NoFiles};
-use crate::analysis::{analyze_file, AnalysisConfig};
-use crate::diagnostics::Severity;
+use super::minimise::ddmin;
+use super::{Oracle, OracleLimits, RaisedError};
 use crate::syntax::ast::{Stmt, StmtKind};
-use crate::syntax::LineIndex;
+use crate::syntax::{Field, LineIndex, NodeKind, SyntaxNode, SyntaxTree};
 
 /// Modules a reproducer may import (with their submodules).
 pub(super) const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools"];
@@ -167,7 +166,7 @@ impl SourceProgram {
             _ => false,
         });
         let needs_check = removed.iter().any(|r| *r) || text.contains("# tracelens:") || has_tests || combined.rewritten;
-        let tree = parse_tree(text);
+        let tree = SyntaxTree::parse(text);
         let sizes = tree.as_ref().map(|t| size_literals(t, text)).unwrap_or_default();
         let min_size = tree.as_ref().map_or(u64::MAX, |t| max_index_literal(t, text) + 1);
         let mut parents = vec![None; nodes.len()];
@@ -384,54 +383,36 @@ impl SourceProgram {
     }
 }
 
-/// Does tracing `p` raise its code and class at its error line?
-pub fn reproduces(p: &SourceProgram) -> bool {
-    reproduces_with(p, &oracle_config())
-}
-
-fn oracle_config() -> AnalysisConfig {
-    let mut config = AnalysisConfig::default();
-    config.reproducers.skip = true;
-    config.skip_tests = true;
-    config.budgets.max_time = std::time::Duration::from_secs(2);
-    config.skip_jaxpr_text = true;
-    config
-}
+const LIMITS: OracleLimits = OracleLimits { max_time: Duration::from_secs(2), max_steps: None, module_only: true };
 
 /// `reproduces` for programs cut from the same file, unreduced (the same text, different
 /// errors): one engine run for all.
-pub fn reproduces_all(programs: &[&SourceProgram]) -> Vec<bool> {
+pub fn reproduces_all(programs: &[&SourceProgram], oracle: &dyn Oracle) -> Vec<bool> {
     let Some(first) = programs.first() else { return Vec::new() };
     let text = first.render(&[]).text;
-    let analysis = analyze_file(Path::new("reproducer.py"), &text, &NoFiles, &oracle_config());
-    programs.iter().map(|p| raises(p, &p.render(&[]), &analysis)).collect()
+    let errors = oracle.errors(&text, &LIMITS);
+    programs.iter().map(|p| raises(p, &p.render(&[]), &errors)).collect()
 }
 
-fn raises(p: &SourceProgram, rendered: &Rendered, analysis: &crate::analysis::FileAnalysis) -> bool {
+fn raises(p: &SourceProgram, rendered: &Rendered, errors: &[RaisedError]) -> bool {
     let Some(failing) = rendered.failing_line else { return false };
-    analysis.diagnostics.iter().any(|(d, loc, _)| {
-        d.severity == Severity::Error
-            && loc.line == failing as u32 + 1
-            && d.code.as_str() == p.code
-            && d.message.split(':').next().is_some_and(|c| c == p.class)
-    })
+    errors.iter().any(|e| e.is(failing as u32 + 1, &p.code, &p.class))
 }
 
-fn reproduces_with(p: &SourceProgram, config: &AnalysisConfig) -> bool {
+/// Does tracing `p` raise its code and class at its error line?
+pub fn reproduces(p: &SourceProgram, oracle: &dyn Oracle) -> bool {
     let rendered = p.render(&[]);
     if rendered.failing_line.is_none() {
         return false;
     }
-    let analysis = analyze_file(Path::new("reproducer.py"), &rendered.text, &NoFiles, config);
-    raises(p, &rendered, &analysis)
+    raises(p, &rendered, &oracle.errors(&rendered.text, &LIMITS))
 }
 
 /// Delta debugging over statements, block by block, until nothing more goes or `max_runs`
 /// engine runs are spent: (program, runs, verified).
-pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bool) {
-    let config = oracle_config();
+pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (SourceProgram, usize, bool) {
     let mut runs = 1;
-    if !reproduces_with(p, &config) {
+    if !reproduces(p, oracle) {
         return (p.clone(), runs, false);
     }
     let mut best = p.clone();
@@ -451,7 +432,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
                     return false;
                 }
                 runs += 1;
-                reproduces_with(&base.keeping(&items, keep), &config)
+                reproduces(&base.keeping(&items, keep), oracle)
             };
             let kept = ddmin(items.clone(), &mut test);
             if kept.len() < items.len() {
@@ -468,7 +449,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
         let mut c = best.clone();
         c.lift = true;
         runs += 1;
-        if reproduces_with(&c, &config) {
+        if reproduces(&c, oracle) {
             best = c;
         }
     }
@@ -488,7 +469,7 @@ pub fn minimise(p: &SourceProgram, max_runs: usize) -> (SourceProgram, usize, bo
                 let mut c = best.clone();
                 c.resize(d, to);
                 runs += 1;
-                if reproduces_with(&c, &config) {
+                if reproduces(&c, oracle) {
                     best = c;
                     changed = true;
                     break;
@@ -533,45 +514,18 @@ impl SourceProgram {
     }
 }
 
-pub(super) fn parse_tree(text: &str) -> Option<tree_sitter::Tree> {
-    let mut parser = tree_sitter::Parser::new();
-    parser.set_language(&tree_sitter_python::LANGUAGE.into()).ok()?;
-    parser.parse(text, None)
-}
-
-/// Every node of `tree`, in order.
-pub(super) fn all_nodes(tree: &tree_sitter::Tree) -> Vec<tree_sitter::Node<'_>> {
-    let mut out = Vec::new();
-    let mut cursor = tree.walk();
-    'walk: loop {
-        out.push(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                continue 'walk;
-            }
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
-    out
-}
-
 /// Integer literals (2 or more) that are array sizes: the elements of a tuple or list of
 /// integers only (`(8, 4)`, not an index nor the value of a keyword other than `shape`,
 /// `size`, `newshape`), the arguments of `.reshape(...)`, the first of `ones`, `zeros`,
 /// `empty`, `arange`, `eye`, `identity`, the third of `linspace`, and `shape=`, `size=`,
 /// `num=` keywords.
-fn size_literals(tree: &tree_sitter::Tree, text: &str) -> Vec<SizeLit> {
+fn size_literals(tree: &SyntaxTree, text: &str) -> Vec<SizeLit> {
     const SIZE_KEYWORDS: &[&str] = &["shape", "size", "newshape", "num"];
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("");
-    let keyword_ok = |kw: tree_sitter::Node| kw.child_by_field_name("name").is_some_and(|n| SIZE_KEYWORDS.contains(&src(n)));
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("");
+    let keyword_ok = |kw: SyntaxNode| kw.field(Field::Name).is_some_and(|n| SIZE_KEYWORDS.contains(&src(n)));
     let mut out = Vec::new();
-    for node in all_nodes(tree) {
-        if node.kind() != "integer" {
+    for node in tree.preorder() {
+        if node.kind() != NodeKind::Integer {
             continue;
         }
         let Ok(value) = src(node).parse::<u64>() else { continue };
@@ -580,21 +534,19 @@ fn size_literals(tree: &tree_sitter::Tree, text: &str) -> Vec<SizeLit> {
         }
         let Some(parent) = node.parent() else { continue };
         let is_size = match parent.kind() {
-            "tuple" | "list" => {
-                let mut cursor = parent.walk();
-                let all_ints = parent.named_children(&mut cursor).all(|c| c.kind() == "integer");
+            NodeKind::Tuple | NodeKind::List => {
+                let all_ints = parent.named_children().all(|c| c.kind() == NodeKind::Integer);
                 all_ints
                     && parent.parent().is_none_or(|g| match g.kind() {
-                        "subscript" => false,
-                        "keyword_argument" => keyword_ok(g),
+                        NodeKind::Subscript => false,
+                        NodeKind::KeywordArgument => keyword_ok(g),
                         _ => true,
                     })
             }
-            "keyword_argument" => keyword_ok(parent),
-            "argument_list" => {
-                let mut cursor = parent.walk();
-                let position = parent.named_children(&mut cursor).position(|c| c.id() == node.id());
-                let function = parent.parent().and_then(|call| call.child_by_field_name("function")).map(src).unwrap_or("");
+            NodeKind::KeywordArgument => keyword_ok(parent),
+            NodeKind::ArgumentList => {
+                let position = parent.named_children().position(|c| c.id() == node.id());
+                let function = parent.parent().and_then(|call| call.field(Field::Function)).map(src).unwrap_or("");
                 let last = function.rsplit('.').next().unwrap_or("");
                 match last {
                     "reshape" => true,
@@ -606,8 +558,8 @@ fn size_literals(tree: &tree_sitter::Tree, text: &str) -> Vec<SizeLit> {
             _ => false,
         };
         if is_size {
-            let line = node.start_position().row;
-            let start = node.start_position().column;
+            let line = node.start_row();
+            let start = node.start_column();
             out.push(SizeLit { line, start, end: start + node.byte_range().len(), value });
         }
     }
@@ -615,14 +567,14 @@ fn size_literals(tree: &tree_sitter::Tree, text: &str) -> Vec<SizeLit> {
 }
 
 /// The largest integer literal inside a subscript's index (0 for none).
-fn max_index_literal(tree: &tree_sitter::Tree, text: &str) -> u64 {
-    all_nodes(tree)
+fn max_index_literal(tree: &SyntaxTree, text: &str) -> u64 {
+    tree.preorder()
         .into_iter()
-        .filter(|n| n.kind() == "integer")
+        .filter(|n| n.kind() == NodeKind::Integer)
         .filter(|n| {
             let mut up = n.parent();
             while let Some(p) = up {
-                if p.kind() == "subscript" {
+                if p.kind() == NodeKind::Subscript {
                     return true;
                 }
                 up = p.parent();
@@ -637,7 +589,7 @@ fn max_index_literal(tree: &tree_sitter::Tree, text: &str) -> u64 {
 /// A function definition that may be written higher up, as `liftable_functions` finds it.
 struct Candidate<'t> {
     /// The definition (with its decorators).
-    def: tree_sitter::Node<'t>,
+    def: SyntaxNode<'t>,
     name: String,
     /// How many functions are around it (0 at the module's level).
     depth: usize,
@@ -645,7 +597,7 @@ struct Candidate<'t> {
     /// loop, a `with` or a `try`.
     direct: bool,
     /// The functions around it, innermost first (`scopes[i]` is at depth `depth - i`).
-    scopes: Vec<tree_sitter::Node<'t>>,
+    scopes: Vec<SyntaxNode<'t>>,
     /// The lowest depth its name allows: no function between there and its own binds it.
     floor: usize,
     /// What it reads of the scopes around it: the depth of the scope binding each name, and
@@ -663,50 +615,50 @@ struct Candidate<'t> {
 /// annotations read only imported modules and builtins (they run when the `def` does), and
 /// whose lines all keep their indentation (no text of a multi-line string). Methods stay.
 fn liftable_functions(
-    tree: &tree_sitter::Tree,
+    tree: &SyntaxTree,
     text: &str,
     nodes: &[Node],
     top: &[usize],
     parents: &[Option<usize>],
     lines: &[SrcLine],
 ) -> Vec<Lift> {
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
-    let root = tree.root_node();
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("").to_string();
+    let root = tree.root();
     let module_bound = bound_names(root, text, false);
     let module_imports = imported_names(root, text);
     // What each function binds, by node id, worked out once.
     let mut scope_bound: std::collections::HashMap<usize, Vec<String>> = std::collections::HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
-    for node in all_nodes(tree) {
-        if node.kind() != "function_definition" {
+    for node in tree.preorder() {
+        if node.kind() != NodeKind::FunctionDefinition {
             continue;
         }
         let def = match node.parent() {
-            Some(p) if p.kind() == "decorated_definition" => p,
+            Some(p) if p.kind() == NodeKind::DecoratedDefinition => p,
             _ => node,
         };
-        let Some(name) = node.child_by_field_name("name").map(src) else { continue };
+        let Some(name) = node.field(Field::Name).map(src) else { continue };
         // The scopes around it: functions (a class's body is no scope of the functions in it).
         let mut scopes = Vec::new();
         let mut innermost = None;
         let mut up = def.parent();
         while let Some(x) = up {
-            if matches!(x.kind(), "function_definition" | "class_definition" | "lambda") {
+            if matches!(x.kind(), NodeKind::FunctionDefinition | NodeKind::ClassDefinition | NodeKind::Lambda) {
                 innermost.get_or_insert(x.kind());
-                if x.kind() == "function_definition" {
+                if x.kind() == NodeKind::FunctionDefinition {
                     scopes.push(x);
                 }
             }
             up = x.parent();
         }
         // A method stays in its class.
-        if innermost.is_some_and(|k| k != "function_definition") {
+        if innermost.is_some_and(|k| k != NodeKind::FunctionDefinition) {
             continue;
         }
         let depth = scopes.len();
         let direct = def.parent().is_some_and(|b| match scopes.first() {
-            Some(f) => b.kind() == "block" && b.parent().is_some_and(|p| p.id() == f.id()),
-            None => b.kind() == "module",
+            Some(f) => b.kind() == NodeKind::Block && b.parent().is_some_and(|p| p.id() == f.id()),
+            None => b.kind() == NodeKind::Module,
         });
         if direct && depth == 0 {
             continue;
@@ -727,18 +679,16 @@ fn liftable_functions(
         let floor = (0..depth).rev().find(|&d| bound_in(d).contains(&name)).map_or(0, |d| d + 1);
         // What runs with the `def`: decorators, defaults, annotations.
         let mut def_time = Vec::new();
-        let mut cursor = def.walk();
-        for d in def.named_children(&mut cursor).filter(|c| c.kind() == "decorator") {
+        for d in def.named_children().filter(|c| c.kind() == NodeKind::Decorator) {
             def_time.extend(read_names(d, text));
         }
-        if let Some(r) = node.child_by_field_name("return_type") {
+        if let Some(r) = node.field(Field::ReturnType) {
             def_time.extend(read_names(r, text));
         }
-        if let Some(ps) = node.child_by_field_name("parameters") {
-            let mut cursor = ps.walk();
-            for p in ps.named_children(&mut cursor) {
-                for field in ["type", "value"] {
-                    if let Some(x) = p.child_by_field_name(field) {
+        if let Some(ps) = node.field(Field::Parameters) {
+            for p in ps.named_children() {
+                for field in [Field::Type, Field::Value] {
+                    if let Some(x) = p.field(field) {
                         def_time.extend(read_names(x, text));
                     }
                 }
@@ -845,17 +795,17 @@ fn liftable_functions(
 /// (statements sharing a line, an `else:` block) or its lines would not keep their
 /// indentation.
 fn place(c: &Candidate, depth: usize, nodes: &[Node], top: &[usize], parents: &[Option<usize>], lines: &[SrcLine]) -> Option<Lift> {
-    let (first, last) = (c.def.start_position().row, c.def.end_position().row);
+    let (first, last) = (c.def.start_row(), c.def.end_row());
     let node = nodes.iter().position(|x| x.first == first && x.last == last)?;
     let block: &[usize] = if depth == 0 {
         top
     } else {
         let scope = c.scopes[c.depth - depth];
         let scope = match scope.parent() {
-            Some(p) if p.kind() == "decorated_definition" => p,
+            Some(p) if p.kind() == NodeKind::DecoratedDefinition => p,
             _ => scope,
         };
-        let (sf, sl) = (scope.start_position().row, scope.end_position().row);
+        let (sf, sl) = (scope.start_row(), scope.end_row());
         &nodes[nodes.iter().position(|x| x.first == sf && x.last == sl)?].body
     };
     let before = *block.iter().find(|&&b| nodes[b].first <= first && last <= nodes[b].last)?;
@@ -871,7 +821,7 @@ fn place(c: &Candidate, depth: usize, nodes: &[Node], top: &[usize], parents: &[
             None => return None,
         }
     }
-    let column = c.def.start_position().column;
+    let column = c.def.start_column();
     let target = lines.get(nodes[before].first).map(|l| l.code.len() - l.code.trim_start().len())?;
     let fits = (first..=last).all(|l| {
         lines
@@ -882,11 +832,10 @@ fn place(c: &Candidate, depth: usize, nodes: &[Node], top: &[usize], parents: &[
 }
 
 /// The names the module's import statements bind.
-fn imported_names(root: tree_sitter::Node, text: &str) -> Vec<String> {
+fn imported_names(root: SyntaxNode, text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut cursor = root.walk();
-    for s in root.named_children(&mut cursor) {
-        if matches!(s.kind(), "import_statement" | "import_from_statement") {
+    for s in root.named_children() {
+        if matches!(s.kind(), NodeKind::ImportStatement | NodeKind::ImportFromStatement) {
             out.extend(bound_names_of_import(s, text));
         }
     }
@@ -895,13 +844,12 @@ fn imported_names(root: tree_sitter::Node, text: &str) -> Vec<String> {
 
 /// The names one import statement binds: `import a.b` binds `a`, `import a as b` and
 /// `from m import a as b` bind `b`.
-pub(super) fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<String> {
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
+pub(super) fn bound_names_of_import(s: SyntaxNode, text: &str) -> Vec<String> {
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("").to_string();
     let mut out = Vec::new();
-    let mut cursor = s.walk();
-    for x in s.children_by_field_name("name", &mut cursor) {
+    for x in s.fields(Field::Name) {
         let bound = match x.kind() {
-            "aliased_import" => x.child_by_field_name("alias").map(src),
+            NodeKind::AliasedImport => x.field(Field::Alias).map(src),
             _ => Some(src(x).split('.').next().unwrap_or("").to_string()),
         };
         out.extend(bound.filter(|b| !b.is_empty()));
@@ -912,82 +860,79 @@ pub(super) fn bound_names_of_import(s: tree_sitter::Node, text: &str) -> Vec<Str
 /// The names a function binds (with `params`: its parameters too) or the module binds:
 /// assignment and loop targets, `with ... as`, imports, definitions, parameters; not
 /// looking into nested functions or classes.
-pub(super) fn bound_names(scope: tree_sitter::Node, text: &str, params: bool) -> Vec<String> {
-    let src = |n: tree_sitter::Node| text.get(n.byte_range()).unwrap_or("").to_string();
+pub(super) fn bound_names(scope: SyntaxNode, text: &str, params: bool) -> Vec<String> {
+    let src = |n: SyntaxNode| text.get(n.byte_range()).unwrap_or("").to_string();
     let mut out = Vec::new();
-    let identifiers = |n: tree_sitter::Node, out: &mut Vec<String>| {
+    let identifiers = |n: SyntaxNode, out: &mut Vec<String>| {
         let mut stack = vec![n];
         while let Some(x) = stack.pop() {
-            if x.kind() == "identifier" {
+            if x.kind() == NodeKind::Identifier {
                 out.push(src(x));
             }
             // `a.b = ...` and `a[i] = ...` bind nothing new.
-            if matches!(x.kind(), "attribute" | "subscript") {
+            if matches!(x.kind(), NodeKind::Attribute | NodeKind::Subscript) {
                 continue;
             }
-            let mut cursor = x.walk();
-            stack.extend(x.named_children(&mut cursor));
+            stack.extend(x.named_children());
         }
     };
     if params {
-        if let Some(p) = scope.child_by_field_name("parameters") {
+        if let Some(p) = scope.field(Field::Parameters) {
             identifiers(p, &mut out);
         }
     }
-    let body = if scope.kind() == "module" { Some(scope) } else { scope.child_by_field_name("body") };
-    let mut stack: Vec<tree_sitter::Node> = body.into_iter().collect();
+    let body = if scope.kind() == NodeKind::Module { Some(scope) } else { scope.field(Field::Body) };
+    let mut stack: Vec<SyntaxNode> = body.into_iter().collect();
     while let Some(x) = stack.pop() {
         match x.kind() {
-            "function_definition" | "class_definition" => {
-                if let Some(n) = x.child_by_field_name("name") {
+            NodeKind::FunctionDefinition | NodeKind::ClassDefinition => {
+                if let Some(n) = x.field(Field::Name) {
                     out.push(src(n));
                 }
                 continue;
             }
-            "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
-                if let Some(l) = x.child_by_field_name("left") {
+            NodeKind::Assignment | NodeKind::AugmentedAssignment | NodeKind::ForStatement | NodeKind::ForInClause => {
+                if let Some(l) = x.field(Field::Left) {
                     identifiers(l, &mut out);
                 }
             }
-            "as_pattern" | "named_expression" => {
-                if let Some(l) = x.child_by_field_name("alias").or_else(|| x.child_by_field_name("name")) {
+            NodeKind::AsPattern | NodeKind::NamedExpression => {
+                if let Some(l) = x.field(Field::Alias).or_else(|| x.field(Field::Name)) {
                     identifiers(l, &mut out);
                 }
             }
-            "import_statement" | "import_from_statement" => identifiers(x, &mut out),
-            "lambda" => continue,
+            NodeKind::ImportStatement | NodeKind::ImportFromStatement => identifiers(x, &mut out),
+            NodeKind::Lambda => continue,
             _ => {}
         }
-        let mut cursor = x.walk();
-        stack.extend(x.named_children(&mut cursor));
+        stack.extend(x.named_children());
     }
     out
 }
 
 /// Every identifier a definition reads or writes (not attribute names nor keyword-argument
 /// names), and `global`/`nonlocal` when it has such a statement.
-fn read_names(def: tree_sitter::Node, text: &str) -> Vec<String> {
+fn read_names(def: SyntaxNode, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![def];
     while let Some(x) = stack.pop() {
         match x.kind() {
-            "identifier" => {
+            NodeKind::Identifier => {
                 let is_attr = x
                     .parent()
-                    .is_some_and(|p| p.kind() == "attribute" && p.child_by_field_name("attribute").is_some_and(|a| a.id() == x.id()));
+                    .is_some_and(|p| p.kind() == NodeKind::Attribute && p.field(Field::Attribute).is_some_and(|a| a.id() == x.id()));
                 let is_kw = x
                     .parent()
-                    .is_some_and(|p| p.kind() == "keyword_argument" && p.child_by_field_name("name").is_some_and(|a| a.id() == x.id()));
+                    .is_some_and(|p| p.kind() == NodeKind::KeywordArgument && p.field(Field::Name).is_some_and(|a| a.id() == x.id()));
                 if !is_attr && !is_kw {
                     out.push(text.get(x.byte_range()).unwrap_or("").to_string());
                 }
             }
-            "global_statement" => out.push("global".into()),
-            "nonlocal_statement" => out.push("nonlocal".into()),
+            NodeKind::GlobalStatement => out.push("global".into()),
+            NodeKind::NonlocalStatement => out.push("nonlocal".into()),
             _ => {}
         }
-        let mut cursor = x.walk();
-        stack.extend(x.named_children(&mut cursor));
+        stack.extend(x.named_children());
     }
     out
 }

@@ -1,5 +1,6 @@
 //! Byte offset <-> (line, column) conversion. Lines and columns are 0-based here;
-//! columns count Unicode code points (the CLI contract), with UTF-16 and UTF-8 helpers for LSP.
+//! columns count Unicode code points (the CLI contract). LSP columns (UTF-16 or UTF-8 units)
+//! are the server's: `server/src/lsp/convert.rs` counts them from `line_start`/`line_span`.
 
 /// A 0-based line and a 0-based column in Unicode code points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,55 +59,20 @@ impl LineIndex {
         LineCol { line, col }
     }
 
-    /// Byte offset of a 0-based line and a column counted in `unit`s; clamps to the line end.
-    pub fn offset(&self, text: &str, line: u32, col: u32, unit: ColumnUnit) -> u32 {
-        if line as usize >= self.line_starts.len() {
-            return text.len() as u32;
+    /// The bytes of 0-based line `line`, its break (`\n`, `\r\n`, `\r`) left out; `None` past
+    /// the last line.
+    pub fn line_span(&self, text: &str, line: u32) -> Option<(u32, u32)> {
+        let start = *self.line_starts.get(line as usize)?;
+        let mut end = self.line_starts.get(line as usize + 1).map_or(text.len(), |&s| s as usize);
+        let bytes = text.as_bytes();
+        if end > start as usize && bytes.get(end - 1) == Some(&b'\n') {
+            end -= 1;
         }
-        let start = self.line_start(line) as usize;
-        let line_end = self.line_starts.get(line as usize + 1).map(|&s| s as usize - 1).unwrap_or(text.len());
-        let line_text = &text[start..line_end.max(start)];
-        let line_text = line_text.strip_suffix('\r').unwrap_or(line_text);
-        let mut counted = 0u32;
-        for (byte, ch) in line_text.char_indices() {
-            if counted >= col {
-                return (start + byte) as u32;
-            }
-            counted += match unit {
-                ColumnUnit::CodePoint => 1,
-                ColumnUnit::Utf16 => ch.len_utf16() as u32,
-                ColumnUnit::Utf8 => ch.len_utf8() as u32,
-            };
+        if end > start as usize && bytes.get(end - 1) == Some(&b'\r') {
+            end -= 1;
         }
-        (start + line_text.len()) as u32
+        Some((start, end as u32))
     }
-
-    /// The column of `offset` on its line, counted in `unit`s.
-    pub fn column_in(&self, text: &str, offset: u32, unit: ColumnUnit) -> u32 {
-        let lc = self.line_col(text, offset);
-        let start = self.line_start(lc.line) as usize;
-        let prefix: &str = &text[start..start + self.byte_col(text, offset)];
-        match unit {
-            ColumnUnit::CodePoint => lc.col,
-            ColumnUnit::Utf16 => prefix.encode_utf16().count() as u32,
-            ColumnUnit::Utf8 => prefix.len() as u32,
-        }
-    }
-
-    fn byte_col(&self, text: &str, offset: u32) -> usize {
-        let mut offset = (offset as usize).min(text.len());
-        while !text.is_char_boundary(offset) {
-            offset -= 1;
-        }
-        offset - self.line_start(self.line_of(offset as u32)) as usize
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnUnit {
-    CodePoint,
-    Utf16,
-    Utf8,
 }
 
 #[cfg(test)]
@@ -114,16 +80,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn columns_count_code_points_and_utf16_units() {
+    fn columns_count_code_points() {
         let text = "a = 1\nb = 'é𝄞' + x\n";
         let idx = LineIndex::new(text);
         let x = text.find('x').unwrap() as u32;
         assert_eq!(idx.line_col(text, x), LineCol { line: 1, col: 11 });
-        assert_eq!(idx.column_in(text, x, ColumnUnit::Utf16), 12);
-        assert_eq!(idx.column_in(text, x, ColumnUnit::Utf8), 15);
-        assert_eq!(idx.offset(text, 1, 12, ColumnUnit::Utf16), x);
-        assert_eq!(idx.offset(text, 1, 999, ColumnUnit::CodePoint), text.len() as u32 - 1);
-        assert_eq!(idx.offset(text, 99, 0, ColumnUnit::CodePoint), text.len() as u32);
+        assert_eq!(idx.line_span(text, 1), Some((6, text.len() as u32 - 1)));
+        assert_eq!(idx.line_span(text, 3), None);
     }
 
     #[test]
@@ -134,7 +97,8 @@ mod tests {
         let f = text.find('f').unwrap() as u32;
         assert_eq!(idx.line_col(text, f), LineCol { line: 2, col: 6 });
         assert_eq!(idx.line_col(text, text.find('b').unwrap() as u32), LineCol { line: 1, col: 0 });
-        // The end of a `\r\n` line is before its `\r`.
-        assert_eq!(idx.offset(text, 1, 99, ColumnUnit::Utf16), text.find("\r\n").unwrap() as u32);
+        // A line's span leaves out its break, `\r\n` or a lone `\r`.
+        assert_eq!(idx.line_span(text, 1), Some((2, text.find("\r\n").unwrap() as u32)));
+        assert_eq!(idx.line_span(text, 0), Some((0, 1)));
     }
 }

@@ -1,13 +1,16 @@
 //! Python source to tracelens' AST: tree-sitter parses, `lower` converts, `LineIndex` maps
-//! byte offsets to lines and columns. `IncrementalParser` re-parses an edited text from the
+//! byte offsets to lines and columns, `SyntaxTree` shows the text as written with typed
+//! node kinds (only this module knows tree-sitter). `IncrementalParser` re-parses an edited text from the
 //! last parse, as an editor needs on every keystroke.
 
 pub mod ast;
+mod cst;
 mod line_index;
 mod lower;
 mod shift;
 
-pub use line_index::{ColumnUnit, LineCol, LineIndex};
+pub use cst::{Field, NodeKind, SyntaxNode, SyntaxTree};
+pub use line_index::{LineCol, LineIndex};
 
 /// The single edit that turns one text into another: the bytes `start..old_end` of the old
 /// text became `start..new_end` of the new one; their common prefix and suffix are kept.

@@ -1,0 +1,129 @@
+//! The layering invariants of docs/ARCHITECTURE.md that the source text alone can show:
+//! only `syntax/` knows tree-sitter, `repro/` takes the analysis as a parameter rather
+//! than calling it (no circle between `analysis.rs` and `repro/`), and LSP columns are
+//! counted in one module of the server.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Lines (1-based) that read a node's kind as a string: `n.kind() == "integer"`,
+/// `matches!(n.kind(), "tuple" | "list")`, `n.kind().starts_with("import")`, or a
+/// `match n.kind() {` whose first arm is a string.
+fn kind_string_uses(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut rest = *line;
+        while let Some(at) = rest.find(".kind()") {
+            let after = rest[at + ".kind()".len()..].trim_start();
+            let compared = ["==", "!="].iter().any(|op| after.strip_prefix(op).is_some_and(|a| a.trim_start().starts_with('"')));
+            let string_method = after.starts_with(".starts_with(") || after.starts_with(".ends_with(") || after.starts_with(".contains(");
+            let in_matches = after.strip_prefix(',').is_some_and(|a| a.trim_start().starts_with('"'));
+            let match_arm = after.starts_with('{')
+                && lines[i + 1..].iter().map(|l| l.trim()).find(|l| !l.is_empty()).is_some_and(|l| l.starts_with('"'));
+            if compared || string_method || in_matches || match_arm {
+                out.push(i + 1);
+                break;
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    out
+}
+
+#[test]
+fn the_kind_string_check_finds_every_form() {
+    let text = "if n.kind() == \"integer\" {}\nmatches!(p.kind(), \"tuple\" | \"list\")\nx.kind().starts_with(\"import\")\nmatch s.kind() {\n    \"call\" => 1,\n}\nd.kind() == DTypeKind::Bool\nmatch k.kind() {\n    NodeKind::Call => 1,\n}\n";
+    assert_eq!(kind_string_uses(text), [1, 2, 3, 4]);
+}
+
+/// Only `syntax/` parses Python: the rest of the engine reads the lowered AST or the typed
+/// `syntax::SyntaxTree`, so a change of parser or grammar stays in one module.
+#[test]
+fn only_syntax_knows_tree_sitter() {
+    let src = crate_dir().join("src");
+    let syntax = src.join("syntax");
+    // The server reads files through tracer-core. Its LSP bench (server/benches/) may name
+    // tree-sitter: it times the parser alone, to split the engine's parse from the rest.
+    let server = crate_dir().join("../server/src");
+    let mut files = rust_files(&src);
+    files.extend(rust_files(&server));
+    assert!(files.len() > 50, "the sources were not found: {}", src.display());
+    let mut offenders = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(&syntax)) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("tree_sitter") {
+                offenders.push(format!("{}:{}: names tree_sitter", f.display(), i + 1));
+            }
+        }
+        for line in kind_string_uses(&text) {
+            offenders.push(format!("{}:{line}: reads a node kind as a string", f.display()));
+        }
+    }
+    assert!(offenders.is_empty(), "outside tracer-core/src/syntax/ (use syntax::SyntaxTree and NodeKind):\n{}", offenders.join("\n"));
+}
+
+/// `analysis.rs` runs the pipeline and makes reproducers with `repro/`; `repro/` asks the
+/// engine through the `repro::Oracle` the analysis hands in (`analysis::Engine`), and never
+/// names the analysis itself: the two do not call each other in a circle.
+#[test]
+fn repro_takes_the_analysis_as_a_parameter() {
+    let repro = crate_dir().join("src/repro");
+    let files = rust_files(&repro);
+    assert!(files.len() >= 4, "repro/ was not found: {}", repro.display());
+    let mut offenders = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::analysis") || code.contains("analyze_file") || code.contains("AnalysisConfig") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "repro/ calls the analysis (take a `repro::Oracle` instead):\n{}", offenders.join("\n"));
+}
+
+/// LSP columns (UTF-16 code units, or UTF-8 bytes) are counted in `server/src/lsp/convert.rs`
+/// alone: the engine counts code points (the CLI's columns) and knows nothing of LSP, and
+/// the server's open documents count their edits through `convert::chars_before`.
+#[test]
+fn lsp_columns_are_counted_in_one_module() {
+    let convert = crate_dir().join("../server/src/lsp/convert.rs");
+    let mut files = rust_files(&crate_dir().join("src"));
+    files.extend(rust_files(&crate_dir().join("../server/src")));
+    assert!(files.contains(&convert), "{} was not found", convert.display());
+    let mut offenders = Vec::new();
+    for f in files.iter().filter(|f| **f != convert) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("len_utf16") || code.contains("encode_utf16") || code.contains("Utf16 =>") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "LSP columns counted outside server/src/lsp/convert.rs:\n{}", offenders.join("\n"));
+}
