@@ -122,6 +122,7 @@ class Oracle:
         self.functions = {}
         self.open_traces = {}
         self.pending_causes = {}
+        self.equinox_pending = []
 
     def run(self):
         import jax
@@ -205,6 +206,16 @@ class Oracle:
         fun = frame.f_locals.get("fun")
         if debug_info is None or debug_info.traced_for != "jit":
             return
+        if is_equinox_jit(debug_info.func_filename):
+            # equinox's filter_jit traces its own wrapper around the fixture's function: the
+            # trace is the function's, named when the wrapper calls it (`global_trace`).
+            in_avals = frame.f_locals.get("in_avals")
+            record = {"call_line": self.innermost_fixture_line(frame), "args": [], "outputs": None, "cause": None, "equinox": True}
+            self.equinox_pending.append(record)
+            self.open_traces[id(frame)] = record
+            frame.f_trace_lines = False
+            frame.f_trace = self.trace_to_jaxpr_return
+            return
         if not self.is_fixture_path(debug_info.func_filename):
             return
         if is_jitted_object(fun):
@@ -228,6 +239,9 @@ class Oracle:
             if record is not None and arg is not None:
                 try:
                     _, out_avals = arg
+                    if record.pop("equinox", False):
+                        # filter_jit's marker output comes first; static outputs are not avals.
+                        out_avals = list(out_avals)[1:]
                     record["outputs"] = [aval_str(aval) for aval in out_avals]
                 except Exception as e:
                     record["outputs_error"] = repr(e)
@@ -312,6 +326,11 @@ class Oracle:
     def global_trace(self, frame, event, arg):
         if frame.f_code.co_filename != self.fixture:
             return None
+        caller = frame.f_back
+        if self.equinox_pending and caller is not None and is_equinox_jit(caller.f_code.co_filename):
+            record = self.equinox_pending.pop()
+            code = frame.f_code
+            self.function_entry(code.co_name, code.co_firstlineno)["per_trace"].append(record)
         return self.local_trace
 
     def local_trace(self, frame, event, arg):
@@ -413,6 +432,10 @@ class JitRecorder:
 
 
 # --- helpers --------------------------------------------------------------------------
+
+
+def is_equinox_jit(path):
+    return path is not None and path.replace(os.sep, "/").endswith("equinox/_jit.py")
 
 
 def is_jitted_object(fun):

@@ -170,3 +170,27 @@ print('done')
     assert_eq!(findings(&analysis), Vec::<String>::new());
     assert_eq!(analysis.stdout, "done\n");
 }
+
+#[test]
+fn a_users_own_init_subclass_hook_is_not_run_and_reports_nothing() {
+    // Only a shim's hook runs (equinox's Module makes its subclasses pytrees there); a user's
+    // hook calls `super().__init_subclass__()`, which reaches `object`, not modelled.
+    let source = "\
+class Registry:
+    registry = []
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        Registry.registry.append(cls.__name__)
+
+
+class A(Registry):
+    pass
+
+
+print('done')
+";
+    let analysis = analyze(source, &[], &[]);
+    assert_eq!(findings(&analysis), Vec::<String>::new());
+    assert_eq!(analysis.stdout, "done\n");
+}

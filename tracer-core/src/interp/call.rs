@@ -314,6 +314,20 @@ impl<'l> Interp<'l> {
             class.is_namedtuple.set(true);
             *class.fields.borrow_mut() = fields;
         }
+        // A shim base's `__init_subclass__` (implicitly a class method) runs as the class is
+        // made, before its decorators: equinox's modules make their subclasses pytrees here.
+        // A user's own hook does not run yet (`super().__init_subclass__()` reaches `object`,
+        // which is not modelled), as before.
+        let hook = class.mro().iter().skip(1).find_map(|c| c.dict.borrow().get("__init_subclass__").cloned());
+        let hook = match hook {
+            Some(Value::ClassMethod(f)) => Some((*f).clone()),
+            other => other,
+        };
+        if let Some(f @ Value::Function(func)) = &hook {
+            if self.is_library(func.file) {
+                self.call(f, vec![Value::Class(class.clone())], Vec::new())?;
+            }
+        }
         let mut value = Value::Class(class);
         for d in def.decorators.iter().rev() {
             let dec = self.eval(ctx, d)?;

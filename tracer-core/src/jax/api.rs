@@ -99,6 +99,10 @@ pub struct Jitted {
     pub info: usize,
     /// The wrapped function's positional parameters, read on every call.
     pub params: Vec<String>,
+    /// equinox's `filter_jit` (a shim passes `_tracelens_filter=True`): every array leaf of
+    /// the arguments is traced and every other leaf is static, part of the cache key by its
+    /// path; outputs that are not arrays come back as the trace left them.
+    pub filter: bool,
 }
 
 /// Per jitted function: its cache entries and call counts (what `tracelens trace` prints).
@@ -125,14 +129,25 @@ pub struct CacheEntry {
     pub call_site: Option<Site>,
     /// `JaxState::entry_run` when it was traced.
     pub entry_run: u32,
+    /// filter_jit: the output leaves that are not arrays (`None` for an array); empty for jit.
+    pub static_out: Vec<Option<Value>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CacheKey {
     pub statics: Vec<(String, HashKey, String)>,
     pub tree: Rc<TreeDef>,
     pub leaves: Vec<(String, Aval)>,
     pub x64: bool,
+}
+
+/// Static values compare as Python does, by hash key, never by how they print: `2` and `2.0`
+/// are one cache entry to JAX (and to equinox's filter_jit).
+impl PartialEq for CacheKey {
+    fn eq(&self, other: &Self) -> bool {
+        let statics = |k: &CacheKey| k.statics.iter().map(|(n, h, _)| (n.clone(), h.clone())).collect::<Vec<_>>();
+        statics(self) == statics(other) && self.tree == other.tree && self.leaves == other.leaves && self.x64 == other.x64
+    }
 }
 
 /// A pytree's structure: JAX's PyTreeDef.
@@ -222,16 +237,40 @@ fn key_text(k: &HashKey) -> String {
 pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
     let mut buf = String::with_capacity(path.len() + 16);
     buf.push_str(path);
-    flatten_into(interp, v, &mut buf, leaves)
+    flatten_into(interp, v, &mut buf, leaves, None)
+}
+
+/// `flatten` with JAX's `is_leaf`: a subtree for which it returns true is one leaf.
+pub fn flatten_with_is_leaf(
+    interp: &mut Interp,
+    v: &Value,
+    is_leaf: Option<&Value>,
+    leaves: &mut Vec<(String, Value)>,
+) -> PyResult<TreeDef> {
+    let is_leaf = is_leaf.filter(|f| !f.is_none());
+    flatten_into(interp, v, &mut String::new(), leaves, is_leaf)
 }
 
 /// `flatten` with one growing path buffer: each level appends its key and truncates it back.
-fn flatten_into(interp: &mut Interp, v: &Value, path: &mut String, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
+fn flatten_into(
+    interp: &mut Interp,
+    v: &Value,
+    path: &mut String,
+    leaves: &mut Vec<(String, Value)>,
+    is_leaf: Option<&Value>,
+) -> PyResult<TreeDef> {
     use std::fmt::Write;
+    if let Some(f) = is_leaf {
+        let answer = interp.call(f, vec![v.clone()], Vec::new())?;
+        if interp.truthy(&answer)? {
+            leaves.push((path.clone(), v.clone()));
+            return Ok(TreeDef::Leaf);
+        }
+    }
     let base = path.len();
     let mut child = |interp: &mut Interp, path: &mut String, x: &Value, key: std::fmt::Arguments| {
         let _ = path.write_fmt(key);
-        let t = flatten_into(interp, x, path, leaves);
+        let t = flatten_into(interp, x, path, leaves, is_leaf);
         path.truncate(base);
         t
     };
@@ -679,12 +718,12 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         }
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
-            flatten(interp, &arg(0), "", &mut leaves)?;
+            flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
             Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
         }
         F::TreeFlatten | F::TreeFlatten2 => {
             let mut leaves = Vec::new();
-            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
+            let tree = flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
             let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
             Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
         }
@@ -972,7 +1011,8 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
             interp.jax.jitted.len() - 1
         }
     };
-    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params }))))
+    let filter = kw(kwargs, "_tracelens_filter").is_some_and(|v| matches!(v, Value::Bool(true)));
+    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params, filter }))))
 }
 
 pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
@@ -1532,11 +1572,13 @@ fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str)
 #[allow(clippy::too_many_arguments)]
 /// Replaces the array leaves of one argument with input tracers of the top trace.
 /// Under grad/jvp (`primal`), the tracers keep the concrete value behind them.
+#[allow(clippy::too_many_arguments)]
 fn trace_inputs(
     interp: &mut Interp,
     arg: &Value,
     index: usize,
     primal: bool,
+    arrays_only: bool,
     call_site: Option<Site>,
     originals: &mut Vec<(usize, Rc<Array>)>,
 ) -> PyResult<Value> {
@@ -1549,6 +1591,7 @@ fn trace_inputs(
     for (path, leaf) in leaves {
         let index_path = index_paths.next();
         traced.push(match &leaf {
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) if arrays_only => leaf,
             Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
                 Operand::Array(a) => {
                     let known = if primal { Some(a.clone()) } else { None };
@@ -1736,7 +1779,7 @@ fn trace_with_record(
     let mut traced_args = Vec::with_capacity(args.len());
     let mut originals = Vec::new();
     for (i, a) in args.iter().enumerate() {
-        traced_args.push(trace_inputs(interp, a, i, !staging, call_site, &mut originals)?);
+        traced_args.push(trace_inputs(interp, a, i, !staging, false, call_site, &mut originals)?);
     }
     let result = if is_transformation(fun) {
         // `jax.vmap(jax.grad(loss))`: the transformation traced here is called by user code
@@ -2040,12 +2083,23 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
         // The key keeps the path; the leaves are read for their values only from here on.
         let path = std::mem::take(path);
         match &*leaf {
+            Value::Opaque(_) | Value::UnknownNumber(_) if j.filter && interp.abstract_unknowns => unknown_leaves = true,
             Value::Opaque(_) if interp.abstract_unknowns => unknown_leaves = true,
             Value::Opaque(_) => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
+            Value::UnknownNumber(_) if j.filter => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
             Value::Array(a) => {
                 let d = dtypes::canonicalize(a.aval.dtype, interp.jax.config);
                 leaf_avals.push((path, Aval { shape: a.aval.shape.clone(), dtype: d, weak: a.aval.weak }));
             }
+            // filter_jit: what is not an array is static, hashed as equinox hashes it.
+            other if j.filter => match interp.hash_key(other) {
+                Ok(h) => {
+                    let shown = interp.repr(other).unwrap_or_default();
+                    statics.push((path, h, shown));
+                }
+                Err(Flow::Raise(_)) => return Ok(Value::opaque("result of a filtered jitted call on an unhashable leaf")),
+                Err(e) => return Err(e),
+            },
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
                 if let Operand::Array(a) = operand(interp, leaf)? {
                     leaf_avals.push((path, a.aval.clone()));
@@ -2090,29 +2144,51 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
                 }
             }
             let _ = call_args;
-            let (record, jaxpr, consts, out_tree, outputs) = match super::memo::replay(interp, j, &key, call_site, &cause) {
-                Some((record, jaxpr, out_tree, outputs)) => (record, Some(jaxpr), Vec::new(), out_tree, outputs),
+            // A filtered trace's static outputs are Python values the memo does not keep.
+            let replayed = if j.filter { None } else { super::memo::replay(interp, j, &key, call_site, &cause) };
+            let (record, jaxpr, consts, out_tree, outputs, static_out) = match replayed {
+                Some((record, jaxpr, out_tree, outputs)) => (record, Some(jaxpr), Vec::new(), out_tree, outputs, Vec::new()),
                 None => {
-                    super::memo::start(interp, j);
+                    if !j.filter {
+                        super::memo::start(interp, j);
+                    }
                     let traced = trace_jit_body(interp, j, &args, &dyn_positions, kwargs.clone(), &cause);
-                    let Ok((_, record, jaxpr, consts, out_tree, outputs)) = traced else {
-                        super::memo::abandon(interp);
+                    let Ok((_, record, jaxpr, consts, out_tree, outputs, static_out)) = traced else {
+                        if !j.filter {
+                            super::memo::abandon(interp);
+                        }
                         return traced.map(|t| t.0);
                     };
-                    super::memo::finish(interp, j, &key, record);
-                    (record, jaxpr, consts, out_tree, outputs)
+                    if !j.filter {
+                        super::memo::finish(interp, j, &key, record);
+                    }
+                    (record, jaxpr, consts, out_tree, outputs, static_out)
                 }
             };
             let entry_run = interp.jax.entry_run;
-            interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site, entry_run });
+            interp.jax.jitted[j.info].entries.push(CacheEntry {
+                key,
+                outputs,
+                out_tree,
+                jaxpr,
+                consts,
+                record,
+                call_site,
+                entry_run,
+                static_out,
+            });
             interp.jax.jitted[j.info].entries.len() - 1
         }
     };
     let entry = &interp.jax.jitted[j.info].entries[entry_index];
     let (mut ins, jaxpr, outputs, out_tree) = (entry.consts.clone(), entry.jaxpr.clone(), entry.outputs.clone(), entry.out_tree.clone());
+    let static_out = entry.static_out.clone();
     let n_consts = ins.len();
     // The call: a pjit equation in an enclosing trace, or concrete outputs evaluated lazily.
     for (_, leaf) in &leaves {
+        if j.filter && !matches!(leaf, Value::Array(_)) {
+            continue;
+        }
         if let Operand::Array(a) = operand(interp, leaf)? {
             ins.push(a);
         }
@@ -2126,10 +2202,18 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
         }
         None => bound,
     };
-    unflatten(interp, &out_tree, &mut outs.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())
+    let mut arrays = outs.into_iter().map(Value::Array);
+    let out_leaves: Vec<Value> = if static_out.is_empty() {
+        arrays.collect()
+    } else {
+        static_out.into_iter().map(|s| s.or_else(|| arrays.next()).unwrap_or(Value::None)).collect()
+    };
+    unflatten(interp, &out_tree, &mut out_leaves.into_iter())
 }
 
-type JitBody = (Value, usize, Option<Rc<Jaxpr>>, Vec<Rc<Array>>, Rc<TreeDef>, Vec<Aval>);
+/// The traced output, the trace record, the jaxpr and its constants, the output tree, the
+/// output avals, and (filter_jit) the output leaves that are not arrays, `None` for an array.
+type JitBody = (Value, usize, Option<Rc<Jaxpr>>, Vec<Rc<Array>>, Rc<TreeDef>, Vec<Aval>, Vec<Option<Value>>);
 
 /// A jitted call with leaves the interpreter does not know (a batch from an unmodelled data
 /// loader, a model from an unmodelled library). JAX traces it with avals tracelens cannot
@@ -2181,7 +2265,7 @@ fn trace_jit_body(
         let mut call_args = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             call_args.push(if dyn_positions.contains(&i) {
-                trace_inputs(interp, a, i, false, call_site, &mut Vec::new())?
+                trace_inputs(interp, a, i, false, j.filter, call_site, &mut Vec::new())?
             } else {
                 a.clone()
             });
@@ -2194,7 +2278,7 @@ fn trace_jit_body(
                 continue;
             }
             let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
-            let traced = trace_inputs(interp, &v, idx, false, call_site, &mut Vec::new())?;
+            let traced = trace_inputs(interp, &v, idx, false, j.filter, call_site, &mut Vec::new())?;
             call_kwargs.push((k, traced));
         }
         interp.call(&j.fun, call_args, call_kwargs)
@@ -2209,9 +2293,26 @@ fn trace_jit_body(
         }
     };
     let leaked = interp.jax.traces[pos].leaked.take();
+    // filter_jit: the leaves that are not arrays come back as they are (equinox's `Static`).
+    let (dynamic, static_out, full_tree) = if j.filter {
+        let mut leaves = Vec::new();
+        let tree = match flatten(interp, &out, "", &mut leaves) {
+            Ok(t) => t,
+            Err(e) => {
+                interp.jax.abort_trace();
+                return Err(e);
+            }
+        };
+        let is_dynamic = |v: &Value| matches!(v, Value::Array(_) | Value::Opaque(_));
+        let dynamic = leaves.iter().filter(|(_, v)| is_dynamic(v)).map(|(_, v)| v.clone()).collect();
+        let static_out = leaves.into_iter().map(|(_, v)| if is_dynamic(&v) { None } else { Some(v) }).collect();
+        (Value::tuple(dynamic), static_out, Some(Rc::new(tree)))
+    } else {
+        (out.clone(), Vec::new(), None)
+    };
     // `traced_output` ends the trace itself on every path but success.
-    let (out_tree, arrays) = match traced_output(interp, &j.fun, "jit", &out)? {
-        TracedOutput::Arrays(tree, arrays) => (tree, arrays),
+    let (out_tree, arrays) = match traced_output(interp, &j.fun, "jit", &dynamic)? {
+        TracedOutput::Arrays(tree, arrays) => (full_tree.unwrap_or(tree), arrays),
         TracedOutput::Unknown(what) => return Err(interp.stop_unknown(format!("a jitted function returned an unknown value ({what})"))),
     };
     let consts = interp.jax.captured_consts();
@@ -2223,7 +2324,7 @@ fn trace_jit_body(
         return Err(super::errors::leaked_tracer(interp, &leaked));
     }
     let outputs = arrays.iter().map(|a| a.aval.clone()).collect();
-    Ok((out, record, Some(jaxpr), consts, out_tree, outputs))
+    Ok((out, record, Some(jaxpr), consts, out_tree, outputs, static_out))
 }
 
 /// JAX's error for a static argument that cannot be hashed.
@@ -2296,7 +2397,7 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
     let this_run = info.entries.iter().any(|e| e.entry_run == run);
     let mut best: Option<(usize, Vec<String>)> = None;
     for e in info.entries.iter().filter(|e| !this_run || e.entry_run == run) {
-        let diffs = key_diff(&e.key, key);
+        let diffs = key_diff(&e.key, key, &j.params);
         if best.as_ref().map(|(n, _)| diffs.len() < *n).unwrap_or(true) {
             best = Some((diffs.len(), diffs));
         }
@@ -2327,7 +2428,7 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
     reason
 }
 
-fn key_diff(old: &CacheKey, new: &CacheKey) -> Vec<String> {
+fn key_diff(old: &CacheKey, new: &CacheKey, params: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     if old.x64 != new.x64 {
         out.push("jax_enable_x64 changed".into());
@@ -2340,7 +2441,13 @@ fn key_diff(old: &CacheKey, new: &CacheKey) -> Vec<String> {
         }
     }
     if old.tree != new.tree {
-        out.push(format!("the pytree structure of the arguments changed: {} -> {}", old.tree.describe(), new.tree.describe()));
+        // A static field of a pytree node (an equinox Module's `field(static=True)`, a
+        // `register_dataclass` meta field) is part of the structure: name it.
+        let mut path = String::new();
+        match static_field_diff(&old.tree, &new.tree, params, &mut path) {
+            Some(diff) => out.push(diff),
+            None => out.push(format!("the pytree structure of the arguments changed: {} -> {}", old.tree.describe(), new.tree.describe())),
+        }
         return out;
     }
     for ((path, a), (_, b)) in old.leaves.iter().zip(&new.leaves) {
@@ -2357,6 +2464,59 @@ fn key_diff(old: &CacheKey, new: &CacheKey) -> Vec<String> {
         out.push(format!("argument {path} changed {what}: {} -> {}", a.short(), b.short()));
     }
     out
+}
+
+/// The first static field whose value differs between two argument trees of the same shape,
+/// worded like a static argument's change (`static field model.act changed value: ...`).
+fn static_field_diff(old: &TreeDef, new: &TreeDef, params: &[String], path: &mut String) -> Option<String> {
+    let shown = |k: &HashKey| match k {
+        HashKey::Int(i) => i.to_string(),
+        HashKey::Str(s) => format!("'{s}'"),
+        HashKey::None => "None".into(),
+        HashKey::Float(bits) => f64::from_bits(*bits).to_string(),
+        _ => "another value".into(),
+    };
+    let base = path.len();
+    let top = path.is_empty();
+    let result = match (old, new) {
+        (TreeDef::Tuple(a), TreeDef::Tuple(b)) | (TreeDef::List(a), TreeDef::List(b)) if a.len() == b.len() => {
+            a.iter().zip(b).enumerate().find_map(|(i, (x, y))| {
+                path.truncate(base);
+                match params.get(i).filter(|_| top) {
+                    Some(name) => path.push_str(name),
+                    None => path.push_str(&format!("[{i}]")),
+                }
+                static_field_diff(x, y, &[], path)
+            })
+        }
+        (TreeDef::Dict(a), TreeDef::Dict(b)) if a.len() == b.len() => a.iter().zip(b).find_map(|((ka, x), (kb, y))| {
+            path.truncate(base);
+            path.push_str(&format!("[{}]", key_text(ka)));
+            if ka != kb {
+                return None;
+            }
+            static_field_diff(x, y, &[], path)
+        }),
+        (TreeDef::Node { class: ca, meta: ma, children: a, names }, TreeDef::Node { class: cb, meta: mb, children: b, .. })
+            if ca == cb && a.len() == b.len() && ma.len() == mb.len() =>
+        {
+            let changed = ma.iter().zip(mb).find(|(x, y)| x != y && x.name == y.name && !x.name.is_empty());
+            match changed {
+                Some((x, y)) => Some(format!("static field {path}.{} changed value: {} -> {}", x.name, shown(&x.key), shown(&y.key))),
+                None => a.iter().zip(b).enumerate().find_map(|(i, (x, y))| {
+                    path.truncate(base);
+                    match names.get(i) {
+                        Some(n) => path.push_str(&format!(".{n}")),
+                        None => path.push_str(&format!("[{i}]")),
+                    }
+                    static_field_diff(x, y, &[], path)
+                }),
+            }
+        }
+        _ => None,
+    };
+    path.truncate(base);
+    result
 }
 
 fn vmap_call(
@@ -2752,13 +2912,12 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         return Err(interp.type_error("tree_map() missing 1 required positional argument: 'tree'"));
     };
     let is_leaf = kw(kwargs, "is_leaf").cloned();
-    let _ = is_leaf;
     let mut l0 = Vec::new();
-    let t0 = flatten(interp, tree0, "", &mut l0)?;
+    let t0 = flatten_with_is_leaf(interp, tree0, is_leaf.as_ref(), &mut l0)?;
     let mut rest = Vec::new();
     for (i, other) in args[2..].iter().enumerate() {
         let mut l = Vec::new();
-        let t = flatten(interp, other, "", &mut l)?;
+        let t = flatten_with_is_leaf(interp, other, is_leaf.as_ref(), &mut l)?;
         if t != t0 && l0.iter().chain(&l).any(|(_, leaf)| leaf.is_opaque()) {
             // An unknown leaf may stand for a whole subtree: the structures may agree.
             return Ok(Value::opaque("tree_map over a tree with unknown parts"));

@@ -1,0 +1,123 @@
+"""equinox's filtered transformations: jit, grad and vmap that treat arrays as JAX values and
+everything else as static Python.
+
+A shim of equinox 0.13.8 (equinox/_jit.py, _ad.py, _vmap_pmap.py) for tracelens, not
+equinox's code. `filter_jit` is the interpreter's own jit in filtered mode
+(`_tracelens_filter=True`): the user's function is the one traced and cached, array leaves
+are traced, every other leaf is static and part of the cache key by its path, and outputs
+that are not arrays come back as the trace made them.
+"""
+
+import jax
+
+from equinox._filters import is_array, is_inexact_array
+
+
+def _fill(leaves, chosen, values):
+    """`leaves`, with each leaf for which `chosen` is true replaced by the next of `values`."""
+    out = []
+    i = 0
+    for leaf, c in zip(leaves, chosen):
+        if c:
+            out.append(values[i])
+            i = i + 1
+        else:
+            out.append(leaf)
+    return out
+
+
+def filter_jit(fun=None, *, donate="none"):
+    if fun is None:
+
+        def decorator(f):
+            return filter_jit(f, donate=donate)
+
+        return decorator
+    return jax.jit(fun, _tracelens_filter=True)
+
+
+def filter_value_and_grad(fun=None, *, has_aux=False):
+    if fun is None:
+
+        def decorator(f):
+            return filter_value_and_grad(f, has_aux=has_aux)
+
+        return decorator
+
+    def wrapper(x, *args, **kwargs):
+        leaves, treedef = jax.tree_util.tree_flatten(x)
+        mask = [is_inexact_array(leaf) for leaf in leaves]
+        diff = [leaf for leaf, m in zip(leaves, mask) if m]
+
+        def differentiable(diff_leaves):
+            return fun(jax.tree_util.tree_unflatten(treedef, _fill(leaves, mask, diff_leaves)), *args, **kwargs)
+
+        value, grads = jax.value_and_grad(differentiable, has_aux=has_aux)(diff)
+        return value, jax.tree_util.tree_unflatten(treedef, _fill([None for _ in leaves], mask, grads))
+
+    return wrapper
+
+
+def filter_grad(fun=None, *, has_aux=False):
+    if fun is None:
+
+        def decorator(f):
+            return filter_grad(f, has_aux=has_aux)
+
+        return decorator
+    value_and_grad = filter_value_and_grad(fun, has_aux=has_aux)
+
+    def wrapper(x, *args, **kwargs):
+        value, grads = value_and_grad(x, *args, **kwargs)
+        if has_aux:
+            return grads, value[1]
+        return grads
+
+    return wrapper
+
+
+def _axis_of(spec):
+    if spec is None or isinstance(spec, int):
+        return spec
+    return _UNKNOWN_SPEC
+
+
+_UNKNOWN_SPEC = "unknown"
+
+
+def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+    if fun is None:
+
+        def decorator(f):
+            return filter_vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size)
+
+        return decorator
+
+    def wrapper(*args, **kwargs):
+        if isinstance(in_axes, (tuple, list)):
+            axes = [_axis_of(a) for a in in_axes]
+        else:
+            axes = [_axis_of(in_axes) for _ in args]
+        if _UNKNOWN_SPEC in axes or len(axes) != len(args) or _axis_of(out_axes) != 0 or kwargs:
+            return _unknown.filter_vmap(fun)(*args, **kwargs)
+        flat = [jax.tree_util.tree_flatten(a) for a in args]
+        dynamic = [[leaf for leaf in leaves if is_array(leaf)] for leaves, _ in flat]
+        statics = []
+
+        def inner(*dynamic_args):
+            rebuilt = []
+            for (leaves, treedef), dyn in zip(flat, dynamic_args):
+                rebuilt.append(jax.tree_util.tree_unflatten(treedef, _fill(leaves, [is_array(x) for x in leaves], dyn)))
+            out = fun(*rebuilt)
+            out_leaves, out_treedef = jax.tree_util.tree_flatten(out)
+            statics.append((out_leaves, out_treedef))
+            return [leaf for leaf in out_leaves if is_array(leaf)]
+
+        mapped = jax.vmap(inner, in_axes=tuple(axes), axis_name=axis_name, axis_size=axis_size)(*dynamic)
+        out_leaves, out_treedef = statics[-1]
+        return jax.tree_util.tree_unflatten(out_treedef, _fill(out_leaves, [is_array(x) for x in out_leaves], mapped))
+
+    return wrapper
+
+
+import equinox._unknown as _unknown  # noqa: E402  (no such shim: an unknown module, on purpose)
