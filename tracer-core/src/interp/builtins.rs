@@ -875,6 +875,10 @@ impl<'l> Interp<'l> {
                 match ord {
                     Some(std::cmp::Ordering::Less) => pos -= 1,
                     Some(_) => break,
+                    // An unknown number or value has no known order: the sort is unknown, not an error.
+                    None if [&k, &sorted[pos - 1].0].iter().any(|v| matches!(v, Value::UnknownNumber(_) | Value::Opaque(_))) => {
+                        return Err(self.stop_unknown("the order of unknown values"))
+                    }
                     None => return Err(self.type_error("'<' not supported between instances")),
                 }
             }
@@ -1375,6 +1379,10 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             }
             if name == "__init__" {
                 return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init__")))));
+            }
+            // `super().__init_subclass__(**kwargs)` at the top of a hierarchy: object's, which does nothing.
+            if name == "__init_subclass__" {
+                return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init_subclass__")))));
             }
             Ok(None)
         }

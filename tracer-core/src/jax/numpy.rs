@@ -340,9 +340,12 @@ pub fn in_numpy_mode(interp: &mut Interp, operands: &[&Value], f: impl FnOnce(&m
         return f(interp);
     }
     let saved = interp.jax.config;
+    let saved_eager = interp.jax.numpy_eager;
     interp.jax.config.enable_x64 = true;
+    interp.jax.numpy_eager = true;
     let result = f(interp);
     interp.jax.config = saved;
+    interp.jax.numpy_eager = saved_eager;
     Ok(mark_numpy(result?))
 }
 
@@ -2456,7 +2459,9 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             }
         }
         F::Zeros | F::Ones | F::Empty | F::Full => {
-            let Some(shape) = shape_arg(interp, &first())? else {
+            // `np.ones(shape=(steps, envs))`: the shape may be given by keyword.
+            let shape_value = p.get(0, "shape").cloned().unwrap_or_else(first);
+            let Some(shape) = shape_arg(interp, &shape_value)? else {
                 return Ok(Value::opaque("array of unknown shape"));
             };
             let (value, dt_index) = match f {
