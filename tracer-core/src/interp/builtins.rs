@@ -1381,6 +1381,10 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             if name == "__init__" {
                 return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init__")))));
             }
+            // `super().__init_subclass__(**kwargs)` at the top of a hierarchy: object's, which does nothing.
+            if name == "__init_subclass__" {
+                return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init_subclass__")))));
+            }
             Ok(None)
         }
         Builtin::Fn(n) => Ok(match (*n, name) {

@@ -314,19 +314,15 @@ impl<'l> Interp<'l> {
             class.is_namedtuple.set(true);
             *class.fields.borrow_mut() = fields;
         }
-        // A shim base's `__init_subclass__` (implicitly a class method) runs as the class is
-        // made, before its decorators: equinox's modules make their subclasses pytrees here.
-        // A user's own hook does not run yet (`super().__init_subclass__()` reaches `object`,
-        // which is not modelled), as before.
+        // `type.__new__` calls the nearest base's `__init_subclass__` (an implicit classmethod)
+        // before the decorators run: flax.linen's Module makes every subclass a dataclass there.
         let hook = class.mro().iter().skip(1).find_map(|c| c.dict.borrow().get("__init_subclass__").cloned());
-        let hook = match hook {
-            Some(Value::ClassMethod(f)) => Some((*f).clone()),
-            other => other,
-        };
-        if let Some(f @ Value::Function(func)) = &hook {
-            if self.is_library(func.file) {
-                self.call(f, vec![Value::Class(class.clone())], Vec::new())?;
-            }
+        if let Some(Value::Function(_) | Value::ClassMethod(_)) = hook {
+            let hook = match hook {
+                Some(Value::ClassMethod(inner)) => (*inner).clone(),
+                other => other.unwrap_or(Value::None),
+            };
+            self.call(&hook, vec![Value::Class(class.clone())], Vec::new())?;
         }
         let mut value = Value::Class(class);
         for d in def.decorators.iter().rev() {
@@ -449,11 +445,9 @@ impl<'l> Interp<'l> {
             if fi.class.name.as_ref() == "Field" {
                 let factory = fi.attrs.borrow().get("default_factory").cloned();
                 if let Some(f) = factory {
-                    if !f.is_none() {
-                        return Ok(Some(self.call(&f, Vec::new(), Vec::new())?));
-                    }
+                    return Ok(Some(self.call(&f, Vec::new(), Vec::new())?));
                 }
-                return Ok(fi.attrs.borrow().get("default").cloned().filter(|v| !v.is_none()));
+                return Ok(fi.attrs.borrow().get("default").cloned());
             }
         }
         Ok(Some(d))

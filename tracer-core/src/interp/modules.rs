@@ -845,11 +845,46 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             }
             "field" => {
                 let class = interp.classes.get("Field");
+                // Only what was given: `field(default=None)` has a default, `field()` has none.
                 let mut attrs = IndexMap::default();
-                attrs.insert(Rc::from("default"), kw("default").unwrap_or(Value::None));
-                attrs.insert(Rc::from("default_factory"), kw("default_factory").unwrap_or(Value::None));
-                attrs.insert(Rc::from("metadata"), kw("metadata").unwrap_or(Value::None));
+                for key in ["default", "default_factory", "metadata"] {
+                    if let Some(v) = kw(key) {
+                        attrs.insert(Rc::from(key), v);
+                    }
+                }
                 Ok(Value::Instance(Rc::new(super::value::Instance { class, attrs: RefCell::new(attrs), tuple: None })))
+            }
+            "fields" => {
+                let class = match arg(0) {
+                    Value::Class(c) if c.is_dataclass.get() => c,
+                    Value::Instance(i) if i.class.is_dataclass.get() => i.class.clone(),
+                    _ => return Ok(Value::opaque("dataclasses.fields")),
+                };
+                // One `Field` per field, in order, with its `name`; `default` only when it has one.
+                let field_class = interp.classes.get("Field");
+                let mut out = Vec::new();
+                for name in class.fields.borrow().iter() {
+                    let mut attrs = IndexMap::default();
+                    attrs.insert(Rc::from("name"), Value::Str(name.clone()));
+                    match class.lookup(name) {
+                        Some(Value::Instance(fi)) if fi.class.name.as_ref() == "Field" => {
+                            attrs.extend(fi.attrs.borrow().iter().map(|(k, v)| (k.clone(), v.clone())))
+                        }
+                        Some(v) => {
+                            attrs.insert(Rc::from("default"), v);
+                        }
+                        None => {}
+                    }
+                    if !attrs.contains_key("metadata") {
+                        attrs.insert(Rc::from("metadata"), interp.new_dict(Dict::default()));
+                    }
+                    out.push(Value::Instance(Rc::new(super::value::Instance {
+                        class: field_class.clone(),
+                        attrs: RefCell::new(attrs),
+                        tuple: None,
+                    })));
+                }
+                Ok(Value::tuple(out))
             }
             "replace" => {
                 let Value::Instance(inst) = arg(0) else {
@@ -1166,9 +1201,13 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
     let Some(f) = f else {
         return Ok(Value::opaque(format!("np.{func}")));
     };
+    // No operand is a tracer: NumPy computes at once, inside a `jit` too.
     let saved = interp.jax.config;
+    let saved_eager = interp.jax.numpy_eager;
     interp.jax.config.enable_x64 = true;
+    interp.jax.numpy_eager = true;
     let result = crate::jax::numpy::call(interp, f, args, kwargs);
     interp.jax.config = saved;
+    interp.jax.numpy_eager = saved_eager;
     Ok(crate::jax::numpy::mark_numpy(result?))
 }

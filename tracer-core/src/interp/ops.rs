@@ -210,7 +210,9 @@ impl<'l> Interp<'l> {
                     UnaryOp::Invert => "~",
                     UnaryOp::Not => "not ",
                 };
-                stmt::recorded(self, stmt::Call::Unary(sym), &[&v], &Vec::new(), |this| jnp::unary_op(this, op, a))
+                stmt::recorded(self, stmt::Call::Unary(sym), &[&v], &Vec::new(), |this| {
+                    jnp::in_numpy_mode(this, &[&v], |this| jnp::unary_op(this, op, a))
+                })
             }
             (UnaryOp::Neg | UnaryOp::Pos, Value::UnknownNumber(_)) => Ok(v.clone()),
             (UnaryOp::Neg, Value::Int(i)) => Ok(i.checked_neg().map(Value::Int).unwrap_or_else(|| Value::opaque("big int"))),

@@ -101,6 +101,11 @@ pub fn on_impure_call(interp: &mut Interp, what: &str) {
 
 /// A PRNG key passed to a consuming `jax.random` function (TL205 on the second use).
 pub fn on_key_use(interp: &mut Interp, key: &Rc<Array>, api: &'static str) {
+    // A shim's own key handling (flax derives a key per parameter with `fold_in`) is the
+    // library's business: neither a use nor a reuse of the user's.
+    if interp.in_library() {
+        return;
+    }
     let site = interp.site();
     let previous = interp.jax.effects.consumed_keys.iter().find(|(k, _, _)| Rc::ptr_eq(k, key)).map(|(_, s, a)| (*s, *a));
     match previous {

@@ -10,6 +10,13 @@ use crate::interp::value::Class;
 use crate::interp::{Flow, Interp};
 
 pub fn code_for_exception_class(class: &Rc<Class>) -> Option<Code> {
+    // A shim's exception class names its code (`__tracelens_code__ = "TL104"`, flax's
+    // `ScopeParamShapeError`), so a library's errors are classified in its own Python.
+    if let Some(crate::interp::value::Value::Str(code)) = class.lookup("__tracelens_code__") {
+        if let Some(code) = Code::from_str(&code) {
+            return Some(code);
+        }
+    }
     for c in class.mro() {
         let code = match c.name.as_ref() {
             "TracerBoolConversionError" | "ConcretizationTypeError" | "TracerIntegerConversionError" => Code::Concretization,

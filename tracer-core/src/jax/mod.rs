@@ -215,6 +215,9 @@ pub struct JaxState {
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.
     pub body_cache: Vec<api::BodyCacheEntry>,
     pub config: DTypeConfig,
+    /// An operation on NumPy arrays only is running: NumPy computes it at once, also inside
+    /// a `jit` (a sinusoidal table built with `np` in a flax initializer is a constant).
+    pub numpy_eager: bool,
     /// (file, call expression span, callee span) of the calls being evaluated, innermost last.
     pub call_spans: Vec<(crate::interp::FileId, crate::syntax::ast::Span, crate::syntax::ast::Span)>,
     /// Containers and iterators created inside staging traces: identity -> staging depth.
@@ -558,7 +561,7 @@ pub fn bind_with_bodies(
     }
     let state = &mut interp.jax;
     let top_input = inputs.iter().filter_map(|i| i.tracer()).filter_map(|t| state.position(t.trace)).max();
-    let staging = state.innermost_staging();
+    let staging = if state.numpy_eager { None } else { state.innermost_staging() };
     let target = match (top_input, staging) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

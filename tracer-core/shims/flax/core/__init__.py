@@ -1,0 +1,7 @@
+"""flax.core: the frozen variable dicts of linen (flax/core/frozen_dict.py).
+
+A tracelens shim of flax 0.12.8. linen's `init` returns plain dicts (flax's default since
+0.7); `FrozenDict`, `freeze` and `unfreeze` are here for programs that still use them.
+"""
+
+from flax.core.frozen_dict import FrozenDict, copy, freeze, pop, unfreeze
