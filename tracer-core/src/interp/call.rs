@@ -314,6 +314,18 @@ impl<'l> Interp<'l> {
             class.is_namedtuple.set(true);
             *class.fields.borrow_mut() = fields;
         }
+        // Python calls the nearest base's `__init_subclass__` (implicitly a classmethod) with
+        // the new class: how a library registers its subclasses (flax's Pytree as pytrees).
+        let hook = class.mro().into_iter().skip(1).find_map(|c| c.dict.borrow().get("__init_subclass__").cloned());
+        if let Some(hook) = hook {
+            let hook = match hook {
+                Value::ClassMethod(inner) => (*inner).clone(),
+                other => other,
+            };
+            if matches!(hook, Value::Function(_)) {
+                self.call(&hook, vec![Value::Class(class.clone())], Vec::new())?;
+            }
+        }
         let mut value = Value::Class(class);
         for d in def.decorators.iter().rev() {
             let dec = self.eval(ctx, d)?;

@@ -233,6 +233,15 @@ fn flatten_into(interp: &mut Interp, v: &Value, path: &mut String, leaves: &mut 
         path.truncate(base);
         t
     };
+    if let Some(pred) = interp.jax.is_leaf.clone() {
+        interp.jax.is_leaf = None;
+        let answer = interp.call(&pred, vec![v.clone()], Vec::new()).and_then(|r| interp.truthy(&r));
+        interp.jax.is_leaf = Some(pred);
+        if answer? {
+            leaves.push((path.clone(), v.clone()));
+            return Ok(TreeDef::Leaf);
+        }
+    }
     Ok(match v {
         Value::None => TreeDef::None,
         Value::Tuple(items) => {
@@ -450,7 +459,20 @@ fn transformed_fun(o: &JaxObject) -> Option<&Value> {
     }
 }
 
+/// The function a wrapper stands for, as `functools.wraps` and JAX's `inspect.unwrap` see it:
+/// a library shim's wrapper (`nnx.jit`) sets `__wrapped__` to the user's function, whose name
+/// and definition its traces are reported under.
+fn unwrapped(v: &Value) -> Option<Value> {
+    match v {
+        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| matches!(w, Value::Function(_))).cloned(),
+        _ => None,
+    }
+}
+
 pub(super) fn fun_name(v: &Value) -> String {
+    if let Some(inner) = unwrapped(v) {
+        return fun_name(&inner);
+    }
     match v {
         Value::Function(f) => f.def.name.to_string(),
         Value::Builtin(b) => match &**b {
@@ -466,6 +488,9 @@ pub(super) fn fun_name(v: &Value) -> String {
 }
 
 fn fun_def_site(v: &Value) -> Option<Site> {
+    if let Some(inner) = unwrapped(v) {
+        return fun_def_site(&inner);
+    }
     match v {
         // JAX names `co_firstlineno`: the first decorator line of a decorated function.
         Value::Function(f) => {
@@ -2238,14 +2263,16 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
         // object per loop iteration.
         // JAX: "seen another function defined on the same line": the same `def`/`lambda`
         // evaluated again, i.e. a new function object for the same source.
-        let same_source = |a: &Value, b: &Value| match (a, b) {
-            (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
-            (Value::BoundMethod(x), Value::BoundMethod(y)) => match (&x.1, &y.1) {
-                (Value::Function(f), Value::Function(g)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&f.def, &g.def),
+        // Wrappers (a shim's `nnx.jit`) count as the function they wrap, as JAX's source info does.
+        let same_source =
+            |a: &Value, b: &Value| match (&unwrapped(a).unwrap_or_else(|| a.clone()), &unwrapped(b).unwrap_or_else(|| b.clone())) {
+                (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
+                (Value::BoundMethod(x), Value::BoundMethod(y)) => match (&x.1, &y.1) {
+                    (Value::Function(f), Value::Function(g)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&f.def, &g.def),
+                    _ => false,
+                },
                 _ => false,
-            },
-            _ => false,
-        };
+            };
         let same_line =
             interp.jax.jitted.iter().enumerate().any(|(i, o)| i != j.info && !o.entries.is_empty() && same_source(&o.fun, &info.fun));
         if same_line {
@@ -2715,14 +2742,20 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
     let Some(tree0) = args.get(1) else {
         return Err(interp.type_error("tree_map() missing 1 required positional argument: 'tree'"));
     };
-    let is_leaf = kw(kwargs, "is_leaf").cloned();
-    let _ = is_leaf;
+    let is_leaf = kw(kwargs, "is_leaf").filter(|p| !matches!(p, Value::None)).cloned();
+    // `is_leaf` is asked of every node while these trees are flattened, not while `f` runs.
+    let flatten_tree = |interp: &mut Interp, tree: &Value, leaves: &mut Vec<(String, Value)>| {
+        interp.jax.is_leaf = is_leaf.clone();
+        let t = flatten(interp, tree, "", leaves);
+        interp.jax.is_leaf = None;
+        t
+    };
     let mut l0 = Vec::new();
-    let t0 = flatten(interp, tree0, "", &mut l0)?;
+    let t0 = flatten_tree(interp, tree0, &mut l0)?;
     let mut rest = Vec::new();
     for (i, other) in args[2..].iter().enumerate() {
         let mut l = Vec::new();
-        let t = flatten(interp, other, "", &mut l)?;
+        let t = flatten_tree(interp, other, &mut l)?;
         if t != t0 && l0.iter().chain(&l).any(|(_, leaf)| leaf.is_opaque()) {
             // An unknown leaf may stand for a whole subtree: the structures may agree.
             return Ok(Value::opaque("tree_map over a tree with unknown parts"));

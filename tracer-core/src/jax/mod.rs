@@ -180,6 +180,8 @@ pub struct ValueRecord {
 pub struct JaxState {
     /// The route of the traces started now (`Route::Called` unless an entry point says).
     pub route: Route,
+    /// `tree_map`'s `is_leaf`, asked of each node while its trees are flattened.
+    pub is_leaf: Option<Value>,
     /// The (jitted function, call site) pairs traced with unknown arguments.
     pub traced_with_unknowns: std::collections::HashSet<(usize, Option<Site>)>,
     pub traces: Vec<TraceFrame>,
