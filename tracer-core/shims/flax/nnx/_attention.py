@@ -58,7 +58,7 @@ class LinearGeneral(Module):
         else:
             self.bias = None
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, out_sharding=None):
         ndim = inputs.ndim
         axis = tuple(sorted([ax if ax >= 0 else ndim + ax for ax in self.axis]))
         expanded_batch_shape = tuple([1 for ax in range(ndim) if ax not in axis])

@@ -91,6 +91,8 @@ def _items(node):
         return [(k, attrs[k]) for k in sorted(attrs.keys())]
     if isinstance(node, dict):
         return [(k, node[k]) for k in sorted(node.keys())]
+    if isinstance(node, State):
+        return [(k, node._mapping[k]) for k in sorted(node._mapping.keys())]
     if isinstance(node, (list, tuple)):
         return [(i, node[i]) for i in range(len(node))]
     return []
@@ -126,7 +128,7 @@ def _walk(node, path, seen, out_vars, out_nodes):
                 out_vars.append((path + (key,), value))
         elif isinstance(value, jax.Array) and not isinstance(node, tuple):
             out_vars.append((path + (key,), _ArraySlot(node, key)))
-        elif isinstance(value, (Pytree, list, tuple, dict)):
+        elif isinstance(value, (Pytree, list, tuple, dict, State)):
             if isinstance(value, Pytree):
                 if id(value) in seen:
                     continue
@@ -323,9 +325,11 @@ def _filter_state(state, filter):
 
 
 def _copy_variable(v):
+    """What a State holds of a leaf: the Variable itself (flax's State refers to the model's
+    Variables, so writing through it updates the model), or an array held directly."""
     if isinstance(v, _ArraySlot):
         return v.raw_value
-    return dataclasses.replace(v)
+    return v
 
 
 def state(node, *filters):
@@ -376,6 +380,11 @@ def _clone(value, memo):
         if isinstance(value, Pytree):
             for key, child in _items(value):
                 setattr(new, key, _clone(child, memo))
+        return new
+    if isinstance(value, State):
+        new = State()
+        for k in value._mapping:
+            new._mapping[k] = _clone(value._mapping[k], memo)
         return new
     if isinstance(value, list):
         return [_clone(v, memo) for v in value]

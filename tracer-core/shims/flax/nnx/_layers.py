@@ -61,7 +61,7 @@ class Linear(Module):
         self.param_dtype = param_dtype
         self.precision = precision
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, out_sharding=None):
         kernel = self.kernel[...]
         bias = self.bias[...] if self.bias is not None else None
         inputs, kernel, bias = promote_dtype((inputs, kernel, bias), dtype=self.dtype)
@@ -79,7 +79,7 @@ class Embed(Module):
         self.dtype = dtype or self.embedding.dtype
         self.param_dtype = param_dtype
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, out_sharding=None):
         if _kind(inputs.dtype) not in "iu":
             raise ValueError("Input type must be an integer or unsigned integer.")
         (embedding,) = promote_dtype((self.embedding[...],), dtype=self.dtype, inexact=False)
@@ -87,7 +87,7 @@ class Embed(Module):
             return jnp.broadcast_to(embedding, inputs.shape + (self.features,))
         return jnp.take(embedding, inputs, axis=0)
 
-    def attend(self, query):
+    def attend(self, query, out_sharding=None):
         query, embedding = promote_dtype((query, self.embedding[...]), dtype=self.dtype)
         return jnp.dot(query, embedding.T)
 
@@ -312,7 +312,7 @@ class Conv(Module):
         self.param_dtype = param_dtype
         self.precision = precision
 
-    def __call__(self, inputs):
+    def __call__(self, inputs, out_sharding=None):
         kernel_size = self.kernel_size
 
         def maybe_broadcast(x):

@@ -38,6 +38,10 @@ class Variable:
     def __init__(self, value, **metadata):
         _register(type(self))
         self.raw_value = value
+        self.metadata = metadata
+
+    def get_metadata(self):
+        return dict(self.metadata)
 
     @property
     def value(self):
@@ -167,6 +171,7 @@ class RngKey(RngState):
     def __init__(self, value, tag=None):
         _register(type(self))
         self.raw_value = value
+        self.metadata = {"tag": tag}
         self.tag = tag
 
 
@@ -174,6 +179,7 @@ class RngCount(RngState):
     def __init__(self, value, tag=None):
         _register(type(self))
         self.raw_value = value
+        self.metadata = {"tag": tag}
         self.tag = tag
 
 
