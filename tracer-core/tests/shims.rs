@@ -172,9 +172,9 @@ print('done')
 }
 
 #[test]
-fn a_users_own_init_subclass_hook_is_not_run_and_reports_nothing() {
-    // Only a shim's hook runs (equinox's Module makes its subclasses pytrees there); a user's
-    // hook calls `super().__init_subclass__()`, which reaches `object`, not modelled.
+fn a_users_own_init_subclass_hook_runs_and_reports_nothing() {
+    // A base's hook runs as the class is made, as in CPython (equinox's Module makes its
+    // subclasses pytrees there); `super().__init_subclass__()` reaches `object`'s, a no-op.
     let source = "\
 class Registry:
     registry = []
@@ -188,9 +188,82 @@ class A(Registry):
     pass
 
 
+print(Registry.registry)
 print('done')
 ";
     let analysis = analyze(source, &[], &[]);
     assert_eq!(findings(&analysis), Vec::<String>::new());
-    assert_eq!(analysis.stdout, "done\n");
+    assert_eq!(analysis.stdout, "['A']\ndone\n");
+}
+
+#[test]
+fn a_shims_wrapper_that_names_the_users_function_in___wrapped___is_traced_as_that_function() {
+    let shim = "\
+import jax
+
+
+def jit(fun):
+    def wrapper(*args):
+        return fun(*args)
+
+    wrapper.__wrapped__ = fun
+    return jax.jit(wrapper)
+";
+    let source = "\
+import jax.numpy as jnp
+import mylib
+
+
+@mylib.jit
+def step(x):
+    print('tracing')
+    return x * 2
+
+
+for _ in range(3):
+    y = step(jnp.ones(4))
+";
+    let analysis = analyze(source, &[("/shims/mylib.py", shim)], &["/shims"]);
+    let traced: Vec<String> = analysis
+        .functions
+        .iter()
+        .map(|f| format!("{}:{} {} {}", f.location.path.display(), f.location.line, f.name, f.traces.len()))
+        .collect();
+    assert_eq!(traced, vec!["/project/main.py:5 step 1"]);
+    let found = findings(&analysis);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("/project/main.py:7 TL201") && found[0].contains("ran 1 time over 3 calls"), "{found:?}");
+}
+
+#[test]
+fn a_bases___init_subclass___registers_subclasses_and_tree_map_honours_is_leaf() {
+    let shim = "\
+import jax
+
+
+class Box:
+    def __init_subclass__(cls, **kwargs):
+        jax.tree_util.register_pytree_node(cls, lambda b: ((b.value,), None), lambda aux, c: cls(c[0]))
+
+    def __init__(self, value):
+        self.value = value
+";
+    let source = "\
+import jax
+import jax.numpy as jnp
+from boxes import Box
+
+
+class Weight(Box):
+    pass
+
+
+tree = {'a': Weight(jnp.ones(2)), 'b': Weight(jnp.ones(3))}
+print(len(jax.tree.leaves(tree)))
+names = jax.tree.map(lambda b: type(b).__name__, tree, is_leaf=lambda x: isinstance(x, Box))
+print(names['a'])
+";
+    let analysis = analyze(source, &[("/shims/boxes.py", shim)], &["/shims"]);
+    assert_eq!(findings(&analysis), Vec::<String>::new());
+    assert_eq!(analysis.stdout, "2\nWeight\n");
 }

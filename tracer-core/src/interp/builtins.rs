@@ -737,6 +737,15 @@ impl<'l> Interp<'l> {
             "staticmethod" => Value::StaticMethod(Rc::new(arg(0))),
             "classmethod" => Value::ClassMethod(Rc::new(arg(0))),
             "super" => self.make_super(args)?,
+            // An instance's attributes, as a new dict (a snapshot: writes to it do not reach the object).
+            "vars" if matches!(arg(0), Value::Instance(_)) => {
+                let Value::Instance(i) = arg(0) else { return Ok(Some(Value::opaque("result of vars()"))) };
+                let mut d = Dict::default();
+                for (k, v) in i.attrs.borrow().iter() {
+                    d.insert(HashKey::Str(k.clone()), Value::Str(k.clone()), v.clone());
+                }
+                Value::Dict(Rc::new(RefCell::new(d)))
+            }
             "open" | "input" | "vars" | "globals" | "locals" => Value::opaque(format!("result of {name}()")),
             "exit" | "quit" => return Err(self.stop_end("the program exits")),
             "NotImplemented" => Value::None,

@@ -895,7 +895,10 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                 for (k, v) in kwargs {
                     new.attrs.borrow_mut().insert(k, v);
                 }
-                Ok(Value::Instance(Rc::new(new)))
+                // A new object, as CPython's `replace` builds one: made inside a trace, it is that trace's.
+                let new = Value::Instance(Rc::new(new));
+                interp.jax.note_born(&new);
+                Ok(new)
             }
             "asdict" => {
                 let Value::Instance(inst) = arg(0) else {

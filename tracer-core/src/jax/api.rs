@@ -491,7 +491,20 @@ fn transformed_fun(o: &JaxObject) -> Option<&Value> {
     }
 }
 
+/// The function a wrapper stands for, as `functools.wraps` and JAX's `inspect.unwrap` see it:
+/// a library shim's wrapper (`nnx.jit`) sets `__wrapped__` to the user's function, whose name
+/// and definition its traces are reported under.
+fn unwrapped(v: &Value) -> Option<Value> {
+    match v {
+        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| matches!(w, Value::Function(_))).cloned(),
+        _ => None,
+    }
+}
+
 pub(super) fn fun_name(v: &Value) -> String {
+    if let Some(inner) = unwrapped(v) {
+        return fun_name(&inner);
+    }
     match v {
         Value::Function(f) => f.def.name.to_string(),
         Value::Builtin(b) => match &**b {
@@ -507,6 +520,9 @@ pub(super) fn fun_name(v: &Value) -> String {
 }
 
 fn fun_def_site(v: &Value) -> Option<Site> {
+    if let Some(inner) = unwrapped(v) {
+        return fun_def_site(&inner);
+    }
     match v {
         // JAX names `co_firstlineno`: the first decorator line of a decorated function.
         Value::Function(f) => {
@@ -2365,14 +2381,16 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
         // object per loop iteration.
         // JAX: "seen another function defined on the same line": the same `def`/`lambda`
         // evaluated again, i.e. a new function object for the same source.
-        let same_source = |a: &Value, b: &Value| match (a, b) {
-            (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
-            (Value::BoundMethod(x), Value::BoundMethod(y)) => match (&x.1, &y.1) {
-                (Value::Function(f), Value::Function(g)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&f.def, &g.def),
+        // Wrappers (a shim's `nnx.jit`) count as the function they wrap, as JAX's source info does.
+        let same_source =
+            |a: &Value, b: &Value| match (&unwrapped(a).unwrap_or_else(|| a.clone()), &unwrapped(b).unwrap_or_else(|| b.clone())) {
+                (Value::Function(x), Value::Function(y)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&x.def, &y.def),
+                (Value::BoundMethod(x), Value::BoundMethod(y)) => match (&x.1, &y.1) {
+                    (Value::Function(f), Value::Function(g)) => !Rc::ptr_eq(x, y) && Rc::ptr_eq(&f.def, &g.def),
+                    _ => false,
+                },
                 _ => false,
-            },
-            _ => false,
-        };
+            };
         let run = interp.jax.entry_run;
         let same_line = interp
             .jax

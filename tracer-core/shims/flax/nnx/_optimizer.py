@@ -1,0 +1,79 @@
+"""flax.nnx.Optimizer as tracelens models it (flax 0.12.8): `Optimizer(model, tx, wrt=...)`
+keeps the optax state of the model's `wrt` Variables (array leaves as OptArray Variables) and a
+uint32 `step`; `update(model, grads)` runs `tx.update`, applies the updates to the model and
+counts the step."""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from flax.nnx._graph import Pytree, State, _filter_state, state, update
+from flax.nnx._variables import OptArray, OptState, Variable
+
+
+def _map(f, tree):
+    """`tree` rebuilt with `f` applied to each leaf (a Variable is a leaf), NamedTuples kept."""
+    if isinstance(tree, Variable):
+        return f(tree)
+    if isinstance(tree, dict):
+        return {k: _map(f, tree[k]) for k in tree}
+    if isinstance(tree, list):
+        return [_map(f, x) for x in tree]
+    if isinstance(tree, tuple):
+        items = [_map(f, x) for x in tree]
+        if type(tree).__name__ == "tuple":
+            return tuple(items)
+        return type(tree)(*items)
+    return f(tree)
+
+
+def _to_opt_state(tree):
+    return _map(lambda x: OptArray(x) if isinstance(x, jax.Array) else x, tree)
+
+
+def _from_opt_state(tree):
+    return _map(lambda x: x.raw_value if isinstance(x, Variable) else x, tree)
+
+
+def _write_opt_state(old, new):
+    if isinstance(old, Variable):
+        old.raw_value = new
+    elif isinstance(old, dict):
+        for k in old:
+            _write_opt_state(old[k], new[k])
+    elif isinstance(old, (list, tuple)):
+        for i in range(len(old)):
+            _write_opt_state(old[i], new[i])
+
+
+def _as_dicts(s):
+    if isinstance(s, State):
+        return {k: _as_dicts(s[k]) for k in s}
+    if isinstance(s, Variable):
+        return s.raw_value
+    return s
+
+
+class Optimizer(Pytree):
+    def __init__(self, model, tx, *, wrt=None, graph=None):
+        if wrt is None:
+            raise TypeError(
+                "Missing required argument `wrt`. As of Flax 0.11.0 the `wrt` argument is required, if you want to keep "
+                "the previous use nnx.ModelAndOptimizer instead of nnx.Optimizer."
+            )
+        self.graph = graph
+        self.step = OptState(jnp.array(0, dtype=jnp.uint32))
+        self.tx = tx
+        self.opt_state = _to_opt_state(tx.init(_as_dicts(state(model, wrt))))
+        self.wrt = wrt
+
+    def update(self, model, grads, **kwargs):
+        param_arrays = _as_dicts(state(model, self.wrt))
+        grad_arrays = _as_dicts(_filter_state(grads, self.wrt))
+        opt_state_arrays = _from_opt_state(self.opt_state)
+        updates, new_opt_state = self.tx.update(grad_arrays, opt_state_arrays, param_arrays, **kwargs)
+        new_params = optax.apply_updates(param_arrays, updates)
+        update(model, new_params)
+        _write_opt_state(self.opt_state, new_opt_state)
+        self.step[...] = self.step[...] + 1
+        return updates

@@ -1,0 +1,309 @@
+"""flax.nnx's transformations as tracelens models them (flax 0.12.8), on top of jax's.
+
+`nnx.jit(f)` is `jax.jit` of a wrapper that takes the Variables' values of every graph node
+among the arguments as one list, puts them into the nodes for the call of `f` (tracers while
+tracing), reads them back afterwards and returns them with `f`'s output; the call then writes
+the returned values into the nodes, so mutations made inside propagate out, as in flax. The
+nodes' structure (classes, paths, plain static attributes) is a static argument, so a
+different structure traces again and the same one hits the cache. The wrapper's
+`__wrapped__` is `f`, so its traces are `f`'s (as JAX's `inspect.unwrap` names them).
+
+`nnx.grad(f)` differentiates with respect to the Params of the graph nodes at `argnums`
+(`wrt` filters otherwise) and returns a State of them; updates `f` makes to other Variables
+(batch statistics, rng counts) come out of the transformation as auxiliary values."""
+
+import jax
+
+from flax.nnx._graph import Pytree, _clone, _matches, _nest, _structure, _variables, _walk
+from flax.nnx._variables import Param, Variable
+
+
+def _is_node(value):
+    return isinstance(value, Pytree) or isinstance(value, Variable)
+
+
+def _graph_args(args):
+    """The graph nodes among `args` (top level and inside lists, tuples and dicts)."""
+    nodes = []
+    for a in args:
+        if _is_node(a):
+            nodes.append(a)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if _is_node(x):
+                    nodes.append(x)
+        elif isinstance(a, dict):
+            for k in a:
+                if _is_node(a[k]):
+                    nodes.append(a[k])
+    return nodes
+
+
+def _mask(value):
+    """`value` with graph nodes replaced by None: what jax.jit sees of a non-node argument."""
+    if _is_node(value):
+        return None
+    if isinstance(value, list):
+        return [_mask(x) for x in value]
+    if isinstance(value, tuple) and type(value).__name__ == "tuple":
+        return tuple([_mask(x) for x in value])
+    if isinstance(value, dict):
+        return {k: _mask(value[k]) for k in value}
+    return value
+
+
+def _unmask(masked, original):
+    if _is_node(original):
+        return original
+    if isinstance(original, list):
+        return [_unmask(masked[i], original[i]) for i in range(len(original))]
+    if isinstance(original, tuple) and type(original).__name__ == "tuple":
+        return tuple([_unmask(masked[i], original[i]) for i in range(len(original))])
+    if isinstance(original, dict):
+        return {k: _unmask(masked[k], original[k]) for k in original}
+    return masked
+
+
+def _slots(nodes):
+    """The state leaves of `nodes` (Variables and arrays held directly), each once, as
+    ((node index, path), slot), in flax's order."""
+    seen = {}
+    out = []
+    for i in range(len(nodes)):
+        node = nodes[i]
+        if isinstance(node, Variable):
+            if id(node) not in seen:
+                seen[id(node)] = True
+                out.append(((i, ()), node))
+            continue
+        seen[id(node)] = True
+        found = []
+        _walk(node, (), seen, found, [])
+        for path, slot in found:
+            out.append(((i, path), slot))
+    return out
+
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None, **kwargs):
+    if fun is None:
+
+        def decorator(f):
+            return jit(f, static_argnums=static_argnums, static_argnames=static_argnames)
+
+        return decorator
+    if static_argnums is None:
+        static_argnums = ()
+    elif isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    current = []
+    templates = {}
+
+    def jit_wrapper(structure, leaves, statics, *args, **kw):
+        originals = current[-1]
+        memo = {}
+        args = list(args)
+        for i, value in statics:
+            args[i] = value
+        full = [_unmask(args[i], _clone(originals[i], memo)) for i in range(len(args))]
+        nodes = _graph_args(full)
+        slots = _slots(nodes)
+        for i in range(len(slots)):
+            slots[i][1].raw_value = leaves[i]
+        out = fun(*full, **kw)
+        after = {}
+        for key, slot in _slots(nodes):
+            after[key] = slot.raw_value
+        new_leaves = []
+        for i in range(len(slots)):
+            key = slots[i][0]
+            new_leaves.append(after[key] if key in after else leaves[i])
+        out_nodes = _graph_args([out]) if not _is_node(out) else [out]
+        if len(out_nodes) > 0:
+            templates[structure] = (_clone(out, {}), [s for k, s in _slots(out_nodes)])
+            out_leaves = [slot.raw_value for k, slot in _slots(out_nodes)]
+            return new_leaves, _mask(out), out_leaves
+        return new_leaves, out, []
+
+    jit_wrapper.__wrapped__ = fun
+    jitted = jax.jit(jit_wrapper, static_argnums=(0, 2), static_argnames=static_argnames)
+
+    def static_positions(args):
+        """The positional arguments passed as static values: those of `static_argnums`, and
+        with `static_argnames` (whose positions the shim cannot read off `fun`) every Python
+        bool, int, str or None, the kinds a static flag or size has."""
+        positions = [i if i >= 0 else len(args) + i for i in static_argnums]
+        if static_argnames:
+            for i in range(len(args)):
+                a = args[i]
+                if a is None or (isinstance(a, (bool, int, str)) and not isinstance(a, float)):
+                    positions.append(i)
+        return positions
+
+    def call(*args, **kw):
+        nodes = _graph_args(args)
+        slots = _slots(nodes)
+        leaves = [slot.raw_value for key, slot in slots]
+        masked = [_mask(a) for a in args]
+        positions = static_positions(args)
+        statics = tuple([(i, args[i]) for i in range(len(args)) if i in positions])
+        for i in positions:
+            if 0 <= i < len(masked):
+                masked[i] = None
+        structure = _structure(*nodes)
+        current.append(args)
+        try:
+            new_leaves, out, out_leaves = jitted(structure, leaves, statics, *masked, **kw)
+        finally:
+            current.pop()
+        for i in range(len(slots)):
+            slots[i][1].raw_value = new_leaves[i]
+        if len(out_leaves) > 0 and structure in templates:
+            template = _clone(templates[structure][0], {})
+            template_nodes = _graph_args([template]) if not _is_node(template) else [template]
+            new_slots = _slots(template_nodes)
+            for i in range(len(new_slots)):
+                new_slots[i][1].raw_value = out_leaves[i]
+            out = _unmask(out, template)
+        return out
+
+    call.__wrapped__ = fun
+    return call
+
+
+class DiffState:
+    def __init__(self, argnum, filter):
+        self.argnum = argnum
+        self.filter = filter
+
+
+def _wrt_variables(node, wrt):
+    return [(p, v) for p, v in _variables(node) if _matches(wrt, p, v)]
+
+
+def _grad(f, argnums, has_aux, wrt, with_value):
+    single = isinstance(argnums, (int, DiffState))
+    if single:
+        argnums = (argnums,)
+    wrts = [a.filter if isinstance(a, DiffState) else wrt for a in argnums]
+    argnums = tuple([a.argnum if isinstance(a, DiffState) else a for a in argnums])
+
+    def wrapped(*args):
+        diff = []
+        for j in range(len(argnums)):
+            a = args[argnums[j]]
+            if _is_node(a):
+                diff.append(("node", _wrt_variables(a, wrts[j])))
+            else:
+                diff.append(("value", a))
+        nodes = _graph_args(args)
+        diff_vars = []
+        for kind, d in diff:
+            if kind == "node":
+                for p, v in d:
+                    diff_vars.append(v)
+        other_vars = [v for p, v in _variables(*nodes) if not _in(v, diff_vars)]
+
+        def inner(diff_values):
+            saved = [v.raw_value for v in diff_vars]
+            saved_other = [v.raw_value for v in other_vars]
+            call_args = list(args)
+            for j in range(len(argnums)):
+                kind, d = diff[j]
+                if kind == "node":
+                    for i in range(len(d)):
+                        d[i][1].raw_value = diff_values[j][i]
+                else:
+                    call_args[argnums[j]] = diff_values[j]
+            try:
+                out = f(*call_args)
+                new_other = [v.raw_value for v in other_vars]
+            finally:
+                for i in range(len(diff_vars)):
+                    diff_vars[i].raw_value = saved[i]
+                for i in range(len(other_vars)):
+                    other_vars[i].raw_value = saved_other[i]
+            if has_aux:
+                return out[0], (out[1], new_other)
+            return out, (None, new_other)
+
+        primals = []
+        for kind, d in diff:
+            if kind == "node":
+                primals.append([v.raw_value for p, v in d])
+            else:
+                primals.append(d)
+        if with_value:
+            (value, (aux, new_other)), grads = jax.value_and_grad(inner, has_aux=True)(primals)
+        else:
+            grads, (aux, new_other) = jax.grad(inner, has_aux=True)(primals)
+            value = None
+        for i in range(len(other_vars)):
+            other_vars[i].raw_value = new_other[i]
+        results = []
+        for j in range(len(argnums)):
+            kind, d = diff[j]
+            if kind == "node":
+                results.append(_nest([(d[i][0], _like(d[i][1], grads[j][i])) for i in range(len(d))]))
+            else:
+                results.append(grads[j])
+        g = results[0] if single else tuple(results)
+        if with_value:
+            if has_aux:
+                return (value, aux), g
+            return value, g
+        if has_aux:
+            return g, aux
+        return g
+
+    wrapped.__wrapped__ = f
+    return wrapped
+
+
+def _like(slot, value):
+    """A gradient as its State holds it: in a Variable of the parameter's class, or bare for an array."""
+    if isinstance(slot, Variable):
+        return type(slot)(value)
+    return value
+
+
+def _ident(v):
+    if isinstance(v, Variable):
+        return id(v)
+    return (id(v.container), v.key)
+
+
+def _in(v, vs):
+    for x in vs:
+        if _ident(x) == _ident(v):
+            return True
+    return False
+
+
+def grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param):
+    if f is None:
+        return lambda g: grad(g, argnums, has_aux=has_aux, wrt=wrt)
+    return _grad(f, argnums, has_aux, wrt, False)
+
+
+def value_and_grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param):
+    if f is None:
+        return lambda g: value_and_grad(g, argnums, has_aux=has_aux, wrt=wrt)
+    return _grad(f, argnums, has_aux, wrt, True)
+
+
+def cached_partial(f, *cached_args):
+    """`nnx.cached_partial(f, *args)`: `f` with its first arguments bound (flax caches their
+    graph traversal, which changes no result)."""
+
+    def partial_call(*args, **kwargs):
+        return f(*(cached_args + args), **kwargs)
+
+    return partial_call
+
+
+def remat(f=None, *, prevent_cse=True, static_argnums=(), policy=None):
+    """`nnx.remat(f)`: recomputation changes no shape, dtype or Python-visible value, so `f`
+    runs as written (what `jax.checkpoint` would reject on its own is not reported)."""
+    if f is None:
+        return lambda g: g
+    return f
