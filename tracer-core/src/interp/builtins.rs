@@ -335,6 +335,7 @@ impl<'l> Interp<'l> {
                 Value::None
             }
             "len" => match &arg(0) {
+                v if self.is_unsized(v) => Value::UnknownNumber(false),
                 Value::Str(s) => Value::Int(s.chars().count() as i64),
                 Value::List(l) => Value::Int(l.borrow().len() as i64),
                 Value::Tuple(t) => Value::Int(t.len() as i64),

@@ -109,14 +109,17 @@ impl<'l> Interp<'l> {
                     Err(flow) => return Err(flow),
                 }
                 let (exits, went_past) = (self.dropped_exits, self.went_past);
-                match self.exec_block(ctx, body) {
+                let (mark, ran) = self.loop_pass(ctx, body);
+                // A `while` whose pass went past an unknown may end on it: `while True:`
+                // over a data iterator would otherwise run to the budget.
+                let cut_short = self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past);
+                self.end_loop_pass(mark, cut_short && matches!(ran, Ok(()) | Err(Flow::Continue)));
+                match ran {
                     Ok(()) | Err(Flow::Continue) => {}
                     Err(Flow::Break) => break,
                     Err(other) => return Err(other),
                 }
-                // A `while` whose pass went past an unknown may end on it: `while True:`
-                // over a data iterator would otherwise run to the budget.
-                if self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past) {
+                if cut_short {
                     // An unknown chose between going on and leaving the loop: this pass
                     // stands for the passes after it.
                     break;
@@ -297,12 +300,15 @@ impl<'l> Interp<'l> {
             crate::jax::numerics::loop_next(self);
             self.assign(ctx, target, item)?;
             let exits = self.dropped_exits;
-            match self.exec_block(ctx, body) {
+            let (mark, ran) = self.loop_pass(ctx, body);
+            let cut_short = self.dropped_exits != exits;
+            self.end_loop_pass(mark, cut_short && matches!(ran, Ok(()) | Err(Flow::Continue)));
+            match ran {
                 Ok(()) | Err(Flow::Continue) => {}
                 Err(Flow::Break) => return Ok(true),
                 Err(other) => return Err(other),
             }
-            if self.dropped_exits != exits {
+            if cut_short {
                 // An unknown chose between going on and leaving the loop: this pass stands
                 // for the passes after it.
                 return Ok(true);
@@ -708,6 +714,9 @@ impl<'l> Interp<'l> {
                 let star = items.iter().position(|e| matches!(e.kind, ExprKind::Starred(_)));
                 match star {
                     None => {
+                        if values.len() != items.len() && self.is_unsized(&value) {
+                            return Err(self.stop_unknown("unpacking a list whose length is not known"));
+                        }
                         if values.len() != items.len() {
                             let msg = if values.len() > items.len() {
                                 format!("too many values to unpack (expected {})", items.len())
@@ -722,6 +731,9 @@ impl<'l> Interp<'l> {
                     }
                     Some(s) => {
                         let after = items.len() - s - 1;
+                        if values.len() < items.len() - 1 && self.is_unsized(&value) {
+                            return Err(self.stop_unknown("unpacking a list whose length is not known"));
+                        }
                         if values.len() < items.len() - 1 {
                             return Err(self.value_error(format!(
                                 "not enough values to unpack (expected at least {}, got {})",

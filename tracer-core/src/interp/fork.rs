@@ -328,11 +328,36 @@ impl<'l> Interp<'l> {
     /// `while` test): one pass of its body, with `target` bound to an unknown element, stands
     /// for all of them. `break` and `continue` end the pass. A plain Python exception in it
     /// may come from the unknown element: the loop is then skipped as a statement is.
+    /// Runs one pass of a loop body, logging the containers it changes (`loop_mutations`).
+    pub(super) fn loop_pass(&mut self, ctx: &Ctx, body: &[Stmt]) -> (usize, PyResult<()>) {
+        let mark = self.loop_mutations.len();
+        self.loop_depth += 1;
+        let ran = self.exec_block(ctx, body);
+        self.loop_depth -= 1;
+        (mark, ran)
+    }
+
+    /// After a loop pass: when an unknown cut the loop short there (the pass stands for the
+    /// ones after it), what it changed has an unknown length; the log of the outermost loop's
+    /// pass is dropped either way.
+    pub(super) fn end_loop_pass(&mut self, mark: usize, cut_short: bool) {
+        if cut_short {
+            let changed: Vec<usize> = self.loop_mutations[mark.min(self.loop_mutations.len())..].to_vec();
+            self.unsized_containers.extend(changed);
+        }
+        if self.loop_depth == 0 {
+            self.loop_mutations.truncate(mark);
+        }
+    }
+
     pub(super) fn loop_over_unknown(&mut self, ctx: &Ctx, target: Option<&Expr>, body: &[Stmt]) -> PyResult<()> {
         if let Some(target) = target {
             self.assign_unknown(ctx, target, "an element of an iteration the interpreter cannot follow");
         }
-        match self.exec_block(ctx, body) {
+        self.unknown_loops += 1;
+        let ran = self.exec_block(ctx, body);
+        self.unknown_loops -= 1;
+        match ran {
             Ok(()) | Err(Flow::Continue) | Err(Flow::Break) => Ok(()),
             Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
                 Err(self.stop_unknown(format!("{} in a loop over an unknown", exc.class.name)))

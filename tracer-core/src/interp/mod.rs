@@ -169,6 +169,16 @@ pub struct Interp<'l> {
     pub diagnostics: Vec<Diagnostic>,
     pub budgets: Budgets,
     steps: u64,
+    /// Loops over an unknown being run (once, for an unknown number of iterations).
+    pub unknown_loops: u32,
+    /// Lists and dicts changed inside such a loop (by address): their length is not known, so
+    /// unpacking, indexing or measuring them needs an unknown, never raises.
+    pub unsized_containers: std::collections::HashSet<usize>,
+    /// Loop bodies being run, and the containers they changed (by address) since the
+    /// outermost one's pass began: a pass an unknown cut short (it stands for the passes
+    /// after it) leaves them unsized too.
+    pub loop_depth: u32,
+    pub loop_mutations: Vec<usize>,
     started: Instant,
     /// What the thread held when the interpreter was made (`memory::thread_bytes`).
     bytes_at_start: usize,
@@ -319,6 +329,10 @@ impl<'l> Interp<'l> {
             diagnostics: Vec::new(),
             budgets,
             steps: 0,
+            unknown_loops: 0,
+            unsized_containers: Default::default(),
+            loop_depth: 0,
+            loop_mutations: Vec::new(),
             started: Instant::now(),
             bytes_at_start: memory::thread_bytes().unwrap_or(0),
             jax: JaxState::default(),
@@ -406,6 +420,15 @@ impl<'l> Interp<'l> {
 
     fn stop_budget(&self, why: String) -> Flow {
         Flow::Stop(StopReason::Budget(why), self.site())
+    }
+
+    /// Whether `v` is a list or dict changed inside a loop over an unknown (`unsized`).
+    pub fn is_unsized(&self, v: &Value) -> bool {
+        match v {
+            Value::List(l) => self.unsized_containers.contains(&(Rc::as_ptr(l) as *const () as usize)),
+            Value::Dict(d) => self.unsized_containers.contains(&(Rc::as_ptr(d) as *const () as usize)),
+            _ => false,
+        }
     }
 
     pub fn stop_unknown(&self, why: impl Into<String>) -> Flow {

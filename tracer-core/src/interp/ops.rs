@@ -866,6 +866,8 @@ impl<'l> Interp<'l> {
                 let v = d.borrow().get(&h).cloned();
                 match v {
                     Some(v) => Ok(v),
+                    // A dict filled in a loop over an unknown may hold keys the one run did not add.
+                    None if self.is_unsized(obj) => Err(self.stop_unknown("a key of a dict whose keys are not all known")),
                     None => {
                         let r = self.repr(&idx)?;
                         Err(self.raise("KeyError", Code::PythonException, r))
@@ -935,6 +937,9 @@ impl<'l> Interp<'l> {
                     )));
                 };
                 let j = if i < 0 { i + n } else { i };
+                if (j < 0 || j >= n) && self.is_unsized(obj) {
+                    return Err(self.stop_unknown("an index into a list whose length is not known"));
+                }
                 if j < 0 || j >= n {
                     let what = match obj {
                         Value::Str(_) => "string",
@@ -1303,6 +1308,20 @@ impl<'l> Interp<'l> {
 
     /// TL202: a traced function mutates a container or object that lives outside it.
     pub fn note_mutation(&mut self, obj: &Value, what: &str) -> PyResult<()> {
+        if self.unknown_loops > 0 || self.loop_depth > 0 {
+            let address = match obj {
+                Value::List(l) => Some(Rc::as_ptr(l) as *const () as usize),
+                Value::Dict(d) => Some(Rc::as_ptr(d) as *const () as usize),
+                _ => None,
+            };
+            if let Some(address) = address {
+                if self.unknown_loops > 0 {
+                    self.unsized_containers.insert(address);
+                } else {
+                    self.loop_mutations.push(address);
+                }
+            }
+        }
         if self.in_library() {
             return Ok(());
         }
