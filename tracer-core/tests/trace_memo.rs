@@ -91,8 +91,18 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
     (document.memo().replayed(), traces)
 }
 
+/// On a thread with the stack the `tracelens` binary gives its analyses (256 MiB): a random
+/// edit can make a function recurse until the interpreter's recursion limit, deeper than a
+/// test thread's default stack holds.
 #[test]
 fn replayed_traces_match_fresh_analyses_on_every_fixture() {
+    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(replayed_traces_match_fresh_analyses);
+    if let Err(panic) = worker.expect("spawn the analysis thread").join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn replayed_traces_match_fresh_analyses() {
     let files = fixture_and_example_files();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut replayed, mut traces) = (0, 0);

@@ -1241,6 +1241,8 @@ pub fn dtype_arg(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DTyp
     let c = cfg(interp);
     Ok(match v {
         None | Some(Value::None) => None,
+        // An unknown dtype is not the default one: what is made of it is unknown too.
+        Some(Value::Opaque(_)) => return Err(interp.stop_unknown("a dtype that is not known")),
         Some(Value::DType(d)) => Some(*d),
         Some(Value::Str(s)) => DType::from_name(s),
         Some(Value::Builtin(b)) => match b.name().as_str() {
