@@ -248,6 +248,10 @@ impl<'l> Interp<'l> {
             CmpOp::Is => return Ok(Value::Bool(self.is_same(l, r))),
             CmpOp::IsNot => return Ok(Value::Bool(!self.is_same(l, r))),
             CmpOp::In | CmpOp::NotIn => {
+                // Whether an unknown is in something, or something in an unknown, is unknown.
+                if l.is_opaque() || r.is_opaque() {
+                    return Ok(Value::opaque("a membership test with a value that is not known"));
+                }
                 let found = self.contains(r, l)?;
                 return Ok(Value::Bool(if op == CmpOp::In { found } else { !found }));
             }
