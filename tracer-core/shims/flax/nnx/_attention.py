@@ -167,7 +167,26 @@ class MultiHeadAttention(Module):
         self.cached_value = None
         self.cache_index = None
 
-    def __call__(self, inputs_q, inputs_k=None, inputs_v=None, *, mask=None, deterministic=None, rngs=None):
+    def __call__(
+        self,
+        inputs_q,
+        inputs_k=None,
+        inputs_v=None,
+        *,
+        mask=None,
+        deterministic=None,
+        rngs=None,
+        sow_weights=False,
+        decode=None,
+        is_causal=False,
+        out_sharding=None,
+        qkv_sharding=None,
+    ):
+        # The decoding cache and causal masking are not modelled: their result is unknown.
+        if decode or is_causal:
+            from flax import _unknown
+
+            return _unknown.result(inputs_q)
         if inputs_k is None:
             if inputs_v is not None:
                 raise ValueError(

@@ -69,6 +69,10 @@ class Optimizer(Pytree):
 
     def update(self, model, grads, **kwargs):
         param_arrays = _as_dicts(state(model, self.wrt))
+        # Gradients taken by `jax.grad` of the module itself come back as a module (nnx modules
+        # are pytrees): flax reads its state.
+        if isinstance(grads, Pytree):
+            grads = state(grads)
         grad_arrays = _as_dicts(_filter_state(grads, self.wrt))
         opt_state_arrays = _from_opt_state(self.opt_state)
         updates, new_opt_state = self.tx.update(grad_arrays, opt_state_arrays, param_arrays, **kwargs)
