@@ -153,12 +153,13 @@ impl Reproducer {
         match &self.program {
             ReproProgram::Staged(program) => {
                 let m = crate::repro::minimise::minimise(program, config, &Engine);
-                let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs: m.runs };
+                let reduction =
+                    crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs: m.runs, cut_short: m.cut_short };
                 m.verified.then(|| m.program.render(&reduction, &self.regenerate_command(false)).text)
             }
             ReproProgram::Source(program) => {
-                let (best, runs, verified) = crate::repro::source::minimise(program, config.max_runs, &Engine);
-                let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs };
+                let (best, runs, verified, cut_short) = crate::repro::source::minimise(program, config, &Engine);
+                let reduction = crate::repro::Reduction::Minimised { lines_before: program.code_lines(), runs, cut_short };
                 verified.then(|| best.render(&best.header(&reduction, &self.regenerate_command(false))).text)
             }
         }

@@ -197,3 +197,23 @@ fn assert_analysed_or_stopped(a: &FileAnalysis, last: u32) {
     let stopped = !found.is_empty() && found.iter().all(|(code, _)| *code == Code::NotAnalysed);
     assert!(found == vec![(Code::ShapeMismatch, last)] || stopped, "{:?}", a.diagnostics);
 }
+
+/// Fuzz crash (seed 1, batch 30s): a reproducer of a file with a 100,000-element list took
+/// its minimiser 10 s, 168 engine runs of a few hundred ms each. The search has a time
+/// budget: when it is spent the smallest program found so far is written, and its header
+/// says so. (A budget of zero stops it after the run that checks the unreduced program, so
+/// the test does not depend on the machine's speed.)
+#[test]
+fn a_reproducer_search_stops_on_its_time_budget_and_says_so() {
+    let src = format!(
+        "import jax\nimport functools\n\n@functools.partial(jax.jit, static_argnums=1)\ndef step(w, config):\n    h = [{}]\n    return w\n\nconfig = {{\"lr\": 0.1}}\nfor i in range(3):\n    w = step(1.0, config)\n",
+        "0, ".repeat(100_000)
+    );
+    let (a, _) = analyse(&src);
+    let reproducer = a.reproducers.iter().find(|r| r.line == 11).expect("a reproducer of the unhashable static argument");
+    let config = tracer_core::repro::minimise::MinimiseConfig { max_time: Duration::ZERO, ..Default::default() };
+    let text = reproducer.minimised(&config).expect("the unreduced program reproduces");
+    let header = text.lines().find(|l| l.starts_with("# minimised:")).expect("a minimised header");
+    assert!(header.contains("stopped at its budget"), "{header}");
+    assert!(header.contains("(1 tracelens runs"), "only the check of the unreduced program ran: {header}");
+}

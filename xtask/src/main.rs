@@ -79,7 +79,7 @@ static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<std::alloc::Sys
     tracer_core::interp::memory::CountingAllocator(std::alloc::System);
 
 const FUZZ_USAGE: &str = "\
-usage: cargo xtask fuzz [--minutes N] [--seed S] [--batch N] [--no-write]
+usage: cargo xtask fuzz [--minutes N] [--seed S] [--batch N] [--first-batch K] [--no-write]
 
 Mutates tests/fixtures/**/*.py and examples/*.py (API swaps, extreme numbers and shapes,
 deleted and duplicated lines and tokens, spliced programs, huge literals, deep nesting, odd
@@ -92,6 +92,8 @@ options:
   --minutes N   how long to fuzz (default 1)
   --seed S      the mutation seed (default 1)
   --batch N     mutants per child process (default 40)
+  --first-batch K
+                start at batch K (to replay what a faster machine reached)
   --no-write    report crashes without writing fixtures
 ";
 
@@ -256,7 +258,7 @@ fn each_flag(
 }
 
 fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
-    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, write: true };
+    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, first_batch: 0, write: true };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
@@ -264,6 +266,7 @@ fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
             "--minutes" => options.minutes = value("--minutes")?.parse().map_err(|_| "--minutes takes a number")?,
             "--seed" => options.seed = value("--seed")?.parse().map_err(|_| "--seed takes an integer")?,
             "--batch" => options.batch = value("--batch")?.parse().map_err(|_| "--batch takes an integer")?,
+            "--first-batch" => options.first_batch = value("--first-batch")?.parse().map_err(|_| "--first-batch takes an integer")?,
             "--no-write" => options.write = false,
             other => return Err(format!("unknown option {other}")),
         }

@@ -6,7 +6,7 @@
 //! then array shapes (each distinct axis size, everywhere at once, to 1 or to a smaller size
 //! that no other axis has, so equal axes stay equal and different ones different).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Expr, Input, Op, Oracle, OracleLimits, Program};
 use crate::jax::aval::Aval;
@@ -15,11 +15,14 @@ use crate::jax::aval::Aval;
 #[derive(Clone, Debug)]
 pub struct MinimiseConfig {
     pub max_runs: usize,
+    /// Wall-clock time for the whole search, after the run that checks the unreduced
+    /// program; when it is spent the smallest program found so far is the result.
+    pub max_time: Duration,
 }
 
 impl Default for MinimiseConfig {
     fn default() -> Self {
-        MinimiseConfig { max_runs: 200 }
+        MinimiseConfig { max_runs: 200, max_time: Duration::from_secs(5) }
     }
 }
 
@@ -30,47 +33,96 @@ pub struct Minimised {
     /// False when the engine does not re-raise the error on the unreduced program (which is
     /// then returned as it was, and should not be offered).
     pub verified: bool,
+    /// The search stopped on its budget (runs or time), not because nothing more goes.
+    pub cut_short: bool,
+}
+
+/// What a search may still spend, shared by both minimisers (this one and
+/// `source::minimise`): engine runs, and time. Each run gets its own limits cut to the time
+/// left, so no single candidate outlasts the search.
+pub struct Budget {
+    pub runs: usize,
+    max_runs: usize,
+    max_time: Duration,
+    /// Set by the first run (the unreduced program's check, which has its full limits).
+    deadline: Option<Instant>,
+    pub cut_short: bool,
+}
+
+impl Budget {
+    pub fn new(config: &MinimiseConfig) -> Budget {
+        Budget { runs: 0, max_runs: config.max_runs.max(1), max_time: config.max_time, deadline: None, cut_short: false }
+    }
+
+    pub fn exhausted(&mut self) -> bool {
+        let out_of_time = self.deadline.is_some_and(|d| Instant::now() >= d);
+        if self.runs >= self.max_runs || out_of_time {
+            self.cut_short = true;
+        }
+        self.cut_short
+    }
+
+    /// Takes one run: its limits (`limits` cut to the time left), or `None` when spent.
+    pub fn take(&mut self, limits: &OracleLimits) -> Option<OracleLimits> {
+        if self.exhausted() {
+            return None;
+        }
+        self.runs += 1;
+        let mut limits = limits.clone();
+        match self.deadline {
+            None => self.deadline = Some(Instant::now() + self.max_time),
+            Some(d) => limits.max_time = limits.max_time.min(d.saturating_duration_since(Instant::now())),
+        }
+        Some(limits)
+    }
+
+    /// The words a reproducer's header adds when the search was cut short.
+    pub fn note(runs: usize, cut_short: bool) -> String {
+        if cut_short {
+            format!("{runs} tracelens runs as the oracle; stopped at its budget, smaller may exist")
+        } else {
+            format!("{runs} tracelens runs as the oracle")
+        }
+    }
 }
 
 /// The oracle with the runs it was asked for counted.
 struct Counted<'o> {
-    runs: usize,
-    max_runs: usize,
+    budget: Budget,
     oracle: &'o dyn Oracle,
 }
 
 impl Counted<'_> {
-    fn exhausted(&self) -> bool {
-        self.runs >= self.max_runs
+    fn exhausted(&mut self) -> bool {
+        self.budget.exhausted()
     }
 
     /// Does tracing `p` raise `p.code` with `p.class` at its failing line?
     fn reproduces(&mut self, p: &Program) -> bool {
-        if self.exhausted() {
-            return false;
+        match self.budget.take(&LIMITS) {
+            Some(limits) => reproduces_with(p, self.oracle, &limits),
+            None => false,
         }
-        self.runs += 1;
-        reproduces_with(p, self.oracle)
     }
 }
 
 /// One engine run on the program's text: the verdict the minimiser and the tests share.
 pub fn reproduces(p: &Program, oracle: &dyn Oracle) -> bool {
-    reproduces_with(p, oracle)
+    reproduces_with(p, oracle, &LIMITS)
 }
 
 const LIMITS: OracleLimits = OracleLimits { max_time: Duration::from_millis(300), max_steps: Some(200_000), module_only: false };
 
-fn reproduces_with(p: &Program, oracle: &dyn Oracle) -> bool {
+fn reproduces_with(p: &Program, oracle: &dyn Oracle, limits: &OracleLimits) -> bool {
     let rendered = p.render(&super::Reduction::None, "");
     let failing = rendered.failing_line as u32 + 1;
-    oracle.errors(&rendered.text, &LIMITS).iter().any(|e| e.is(failing, &p.code, &p.class))
+    oracle.errors(&rendered.text, limits).iter().any(|e| e.is(failing, &p.code, &p.class))
 }
 
 pub fn minimise(program: &Program, config: &MinimiseConfig, oracle: &dyn Oracle) -> Minimised {
-    let mut oracle = Counted { runs: 0, max_runs: config.max_runs.max(1), oracle };
+    let mut oracle = Counted { budget: Budget::new(config), oracle };
     if (program.body.is_empty() && !program.error_at_call) || !oracle.reproduces(program) {
-        return Minimised { program: program.clone(), runs: oracle.runs, verified: false };
+        return Minimised { program: program.clone(), runs: oracle.budget.runs, verified: false, cut_short: false };
     }
     let mut best = program.clone();
     best = reduce_statements(&best, &mut oracle);
@@ -78,7 +130,7 @@ pub fn minimise(program: &Program, config: &MinimiseConfig, oracle: &dyn Oracle)
     best = reduce_statements(&best, &mut oracle);
     best = reduce_helpers(&best, &mut oracle);
     best = reduce_shapes(&best, &mut oracle);
-    Minimised { program: best, runs: oracle.runs, verified: true }
+    Minimised { program: best, runs: oracle.budget.runs, verified: true, cut_short: oracle.budget.cut_short }
 }
 
 /// The program keeping only the statements in `keep` (indices into all but the last) and

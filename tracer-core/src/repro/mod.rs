@@ -157,8 +157,9 @@ pub struct Program {
 pub enum Reduction {
     /// Not delta-debugged (`--unreduced`).
     None,
-    /// Minimised: code lines of the unreduced program, and engine runs spent.
-    Minimised { lines_before: usize, runs: usize },
+    /// Minimised: code lines of the unreduced program, engine runs spent, and whether the
+    /// search stopped on its budget.
+    Minimised { lines_before: usize, runs: usize, cut_short: bool },
 }
 
 /// Written text and which emitted line (0-based) stands for which user line (1-based).
@@ -244,8 +245,8 @@ impl Program {
         ];
         match reduction {
             Reduction::None => header.push(format!("unreduced: {lines_after} lines")),
-            Reduction::Minimised { lines_before, runs } => {
-                header.push(format!("minimised: {lines_before} → {lines_after} lines ({runs} tracelens runs as the oracle)"))
+            Reduction::Minimised { lines_before, runs, cut_short } => {
+                header.push(format!("minimised: {lines_before} → {lines_after} lines ({})", minimise::Budget::note(*runs, *cut_short)))
             }
         }
         header.push(format!("regenerate: {regenerate}"));

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use super::minimise::ddmin;
+use super::minimise::{Budget, MinimiseConfig};
 use super::{Oracle, OracleLimits, RaisedError};
 use crate::syntax::ast::{Stmt, StmtKind};
 use crate::syntax::{Field, LineIndex, NodeKind, SyntaxNode, SyntaxTree};
@@ -347,8 +348,8 @@ impl SourceProgram {
         let after = self.code_lines();
         match reduction {
             super::Reduction::None => header.push(format!("unreduced: {after} lines")),
-            super::Reduction::Minimised { lines_before, runs } => {
-                header.push(format!("minimised: {lines_before} → {after} lines ({runs} tracelens runs as the oracle)"))
+            super::Reduction::Minimised { lines_before, runs, cut_short } => {
+                header.push(format!("minimised: {lines_before} → {after} lines ({})", Budget::note(*runs, *cut_short)))
             }
         }
         header.push(format!("regenerate: {regenerate}"));
@@ -401,19 +402,24 @@ fn raises(p: &SourceProgram, rendered: &Rendered, errors: &[RaisedError]) -> boo
 
 /// Does tracing `p` raise its code and class at its error line?
 pub fn reproduces(p: &SourceProgram, oracle: &dyn Oracle) -> bool {
+    reproduces_within(p, oracle, &LIMITS)
+}
+
+fn reproduces_within(p: &SourceProgram, oracle: &dyn Oracle, limits: &OracleLimits) -> bool {
     let rendered = p.render(&[]);
     if rendered.failing_line.is_none() {
         return false;
     }
-    raises(p, &rendered, &oracle.errors(&rendered.text, &LIMITS))
+    raises(p, &rendered, &oracle.errors(&rendered.text, limits))
 }
 
-/// Delta debugging over statements, block by block, until nothing more goes or `max_runs`
-/// engine runs are spent: (program, runs, verified).
-pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (SourceProgram, usize, bool) {
-    let mut runs = 1;
-    if !reproduces(p, oracle) {
-        return (p.clone(), runs, false);
+/// Delta debugging over statements, block by block, until nothing more goes or the
+/// budget is spent: (program, runs, verified, cut short).
+pub fn minimise(p: &SourceProgram, config: &MinimiseConfig, oracle: &dyn Oracle) -> (SourceProgram, usize, bool, bool) {
+    let mut budget = Budget::new(config);
+    let run = |budget: &mut Budget, c: &SourceProgram| budget.take(&LIMITS).is_some_and(|limits| reproduces_within(c, oracle, &limits));
+    if !run(&mut budget, p) {
+        return (p.clone(), budget.runs, false, false);
     }
     let mut best = p.clone();
     for _ in 0..3 {
@@ -423,33 +429,26 @@ pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (Sou
         while let Some(block) = best.blocks().get(b).cloned() {
             b += 1;
             let items: Vec<usize> = block.iter().copied().filter(|&n| !best.removed[n] && !best.nodes[n].pinned).collect();
-            if items.is_empty() || runs >= max_runs {
+            if items.is_empty() || budget.exhausted() {
                 continue;
             }
             let base = best.clone();
-            let mut test = |keep: &[usize]| {
-                if runs >= max_runs {
-                    return false;
-                }
-                runs += 1;
-                reproduces(&base.keeping(&items, keep), oracle)
-            };
+            let mut test = |keep: &[usize]| run(&mut budget, &base.keeping(&items, keep));
             let kept = ddmin(items.clone(), &mut test);
             if kept.len() < items.len() {
                 best = best.keeping(&items, &kept);
                 changed = true;
             }
         }
-        if !changed || runs >= max_runs {
+        if !changed || budget.exhausted() {
             break;
         }
     }
     // Functions as high as what they read allows.
-    if best.liftable.iter().any(|l| best.lift_kept(l)) && runs < max_runs {
+    if best.liftable.iter().any(|l| best.lift_kept(l)) && !budget.exhausted() {
         let mut c = best.clone();
         c.lift = true;
-        runs += 1;
-        if reproduces(&c, oracle) {
+        if run(&mut budget, &c) {
             best = c;
         }
     }
@@ -463,13 +462,12 @@ pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (Sou
             }
             let others: Vec<u64> = best.written_sizes().into_iter().filter(|&x| x != d).collect();
             for to in (best.min_size.max(1)..d).filter(|&v| v == 1 || !others.contains(&v)).take(2) {
-                if runs >= max_runs {
-                    return (best, runs, true);
+                if budget.exhausted() {
+                    return (best, budget.runs, true, true);
                 }
                 let mut c = best.clone();
                 c.resize(d, to);
-                runs += 1;
-                if reproduces(&c, oracle) {
+                if run(&mut budget, &c) {
                     best = c;
                     changed = true;
                     break;
@@ -480,7 +478,8 @@ pub fn minimise(p: &SourceProgram, max_runs: usize, oracle: &dyn Oracle) -> (Sou
             break;
         }
     }
-    (best, runs, true)
+    let cut_short = budget.cut_short;
+    (best, budget.runs, true, cut_short)
 }
 
 impl SourceProgram {

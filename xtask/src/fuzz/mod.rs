@@ -21,6 +21,8 @@ pub struct Options {
     pub seed: u64,
     /// Mutants per child process.
     pub batch: usize,
+    /// The first batch to run: a slower machine replays what a faster one reached.
+    pub first_batch: u64,
     /// Write minimised crashes to tests/fuzz/crashes/ (else only report them).
     pub write: bool,
 }
@@ -59,7 +61,7 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let mut found: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut inputs_run = 0usize;
-    let mut batch_index = 0u64;
+    let mut batch_index = options.first_batch;
     while Instant::now() < deadline {
         let mut rng = Rng::new(options.seed.wrapping_mul(1_000_003).wrapping_add(batch_index));
         let batch: Vec<String> = (0..options.batch)
@@ -85,7 +87,7 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
         let _ = std::fs::remove_dir_all(&dir);
         batch_index += 1;
     }
-    println!("fuzz: seed {}, {} batches, {inputs_run} inputs", options.seed, batch_index);
+    println!("fuzz: seed {}, {} batches, {inputs_run} inputs", options.seed, batch_index - options.first_batch);
     for (command, n) in &per_command {
         println!("  {command}: {n} runs");
     }
