@@ -2047,11 +2047,18 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     let mut statics = Vec::new();
     let mut dyn_args = Vec::new();
     let mut dyn_positions = Vec::new();
+    // A static argument whose hash is not known (a config from an unknown loader): the body
+    // is traced with it as it is, on the unknown-arguments route.
+    let mut unknown_static = false;
     for (i, a) in args.iter().enumerate() {
         let is_static = j.static_argnums.iter().any(|&s| s == i as i64 || (s < 0 && s + nargs == i as i64));
         if is_static {
             let h = match interp.hash_key(a) {
                 Ok(h) => h,
+                Err(Flow::Stop(crate::interp::StopReason::Unknown(_), _)) if interp.abstract_unknowns => {
+                    unknown_static = true;
+                    continue;
+                }
                 Err(Flow::Raise(_)) => {
                     let r = interp.repr(a).unwrap_or_else(|_| "...".into());
                     return Err(unhashable_static(interp, a, &r));
@@ -2071,6 +2078,10 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
         if j.static_argnames.iter().any(|n| n == k.as_ref()) {
             let h = match interp.hash_key(v) {
                 Ok(h) => h,
+                Err(Flow::Stop(crate::interp::StopReason::Unknown(_), _)) if interp.abstract_unknowns => {
+                    unknown_static = true;
+                    continue;
+                }
                 Err(Flow::Raise(_)) => {
                     let r = interp.repr(v).unwrap_or_default();
                     return Err(unhashable_static(interp, v, &r));
@@ -2138,7 +2149,7 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
             }
         }
     }
-    if unknown_leaves {
+    if unknown_leaves || unknown_static {
         return trace_with_unknown_arguments(interp, j, &args, &dyn_positions, kwargs);
     }
     let key = CacheKey { statics, tree: Rc::new(TreeDef::Tuple(trees)), leaves: leaf_avals, x64: interp.jax.config.enable_x64 };
