@@ -155,11 +155,21 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
         let _ = writeln!(out, "{path}: no traced functions");
     }
     for f in &a.functions {
-        let _ = writeln!(out, "{}({}) at {}:{}  traced {}×", f.transform, f.name, path, f.location.line, f.traces.len());
+        // A function of another module (traced from this file's entry points) is shown where it is.
+        let here = std::path::Path::new(path);
+        let shown = if *f.location.path == *here || here.ends_with(&*f.location.path) {
+            path.to_string()
+        } else {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            f.location.path.strip_prefix(&cwd).unwrap_or(&f.location.path).display().to_string()
+        };
+        let _ = writeln!(out, "{}({}) at {}:{}  traced {}×", f.transform, f.name, shown, f.location.line, f.traces.len());
         for (i, t) in f.traces.iter().enumerate() {
             let call = t.call.as_ref().map(|c| format!("line {}", c.line)).unwrap_or_else(|| "?".into());
             let outputs = match &t.outputs {
                 Some(o) => format!("({})", o.join(", ")),
+                // Traced with unknown arguments, a trace ends where an unknown stops it.
+                None if t.route != "called" && t.route != "annotations" => "not known".to_string(),
                 None => "raised".to_string(),
             };
             let route = if t.route == "called" { String::new() } else { format!("  (route: {})", t.route) };

@@ -298,6 +298,7 @@ fn analyze_remembering(
         crate::test_runner::run_tests(&mut interp, file, &module);
     }
     crate::entry::trace_uncalled(&mut interp, file, &module);
+    crate::entry_staged::trace_unreached(&mut interp, file, &module);
     let mut diagnostics = interp.diagnostics.clone();
     diagnostics.extend(crate::jax::effects::finish(&interp));
     crate::jax::effects::prune(&interp, &mut diagnostics);
@@ -578,7 +579,11 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         }
         let Some(def) = rec.def_site else { continue };
         let location = locator.locate(def);
-        let transform = rec.kind.label().to_string();
+        let transform = match (&rec.kind, rec.traced_for) {
+            (TraceKind::Jit, Some("pmap")) => "pmap",
+            (kind, _) => kind.label(),
+        }
+        .to_string();
         let values = values_by_record[index]
             .iter()
             .map(|&v| &interp.jax.values[v])

@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod diagnostics;
 pub mod entry;
 pub mod entry_hooks;
+pub mod entry_staged;
 pub mod interp;
 pub mod jax;
 pub mod repro;

@@ -251,8 +251,8 @@ impl<'l> Interp<'l> {
     fn report_path_error(&mut self, flow: &Flow) {
         if let Flow::Raise(exc) = flow {
             // In a trace with unknown arguments only shape-independent errors are findings.
-            let unknown_arguments = self.jax.route == crate::jax::Route::UnknownArguments
-                && !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer);
+            let unknown_arguments =
+                self.jax.route.arguments_unknown() && !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer);
             if exc.code != Code::PythonException && !unknown_arguments {
                 self.report_uncaught(Flow::Raise(exc.clone()), "a path an unknown chose");
             }
@@ -332,7 +332,10 @@ impl<'l> Interp<'l> {
     pub(super) fn loop_pass(&mut self, ctx: &Ctx, body: &[Stmt]) -> (usize, PyResult<()>) {
         let mark = self.loop_mutations.len();
         self.loop_depth += 1;
+        self.loop_pass_count += 1;
+        self.loop_passes.push((body.as_ptr() as usize, self.loop_pass_count));
         let ran = self.exec_block(ctx, body);
+        self.loop_passes.pop();
         self.loop_depth -= 1;
         (mark, ran)
     }

@@ -178,6 +178,11 @@ pub struct Interp<'l> {
     /// outermost one's pass began: a pass an unknown cut short (it stands for the passes
     /// after it) leaves them unsized too.
     pub loop_depth: u32,
+    /// The loop passes running, innermost last: (the loop body's address, a number no other
+    /// pass has). What a pass creates is told from what an earlier pass of the loop did.
+    pub loop_passes: Vec<(usize, u64)>,
+    /// Loop passes started so far (the next pass's number).
+    pub loop_pass_count: u64,
     pub loop_mutations: Vec<usize>,
     started: Instant,
     /// What the thread held when the interpreter was made (`memory::thread_bytes`).
@@ -332,6 +337,8 @@ impl<'l> Interp<'l> {
             unknown_loops: 0,
             unsized_containers: Default::default(),
             loop_depth: 0,
+            loop_passes: Vec::new(),
+            loop_pass_count: 0,
             loop_mutations: Vec::new(),
             started: Instant::now(),
             bytes_at_start: memory::thread_bytes().unwrap_or(0),

@@ -79,6 +79,7 @@ pub enum JaxObject {
 impl JaxObject {
     pub fn describe(&self) -> String {
         match self {
+            JaxObject::Jitted(j) if j.pmap => format!("pmap({})", j.name),
             JaxObject::Jitted(j) => format!("jit({})", j.name),
             JaxObject::Vmapped { .. } => "vmap".into(),
             JaxObject::Grad { .. } => "grad".into(),
@@ -103,6 +104,10 @@ pub struct Jitted {
     /// the arguments is traced and every other leaf is static, part of the cache key by its
     /// path; outputs that are not arrays come back as the trace left them.
     pub filter: bool,
+    /// `jax.pmap`: tracelens does not model its per-device mapping, so every call traces the
+    /// body with its dynamic arguments unknown (what does not depend on them is still checked)
+    /// and returns an unknown.
+    pub pmap: bool,
 }
 
 /// Per jitted function: its cache entries and call counts (what `tracelens trace` prints).
@@ -116,6 +121,8 @@ pub struct JitInfo {
     pub fun_identity: usize,
     pub entries: Vec<CacheEntry>,
     pub calls: usize,
+    /// The loop passes running when the function was jitted (`Interp::loop_passes`).
+    pub created_in: Vec<(usize, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -593,6 +600,23 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             }
             make_jit(interp, arg(0), &kwargs)
         }
+        F::Pmap => {
+            // pmap's static arguments are its `static_broadcasted_argnums`; its other options
+            // (axis_name, in_axes, devices, donation) only matter per device.
+            let mut kwargs: Kwargs = kwargs
+                .into_iter()
+                .filter_map(|(k, v)| match k.as_ref() {
+                    "static_broadcasted_argnums" => Some((Rc::from("static_argnums"), v)),
+                    "static_argnums" | "static_argnames" => None,
+                    _ => Some((k, v)),
+                })
+                .collect();
+            kwargs.push((Rc::from(PMAP_MARK), Value::Bool(true)));
+            if args.is_empty() {
+                return Ok(obj(JaxObject::PendingJit(kwargs)));
+            }
+            make_jit(interp, arg(0), &kwargs)
+        }
         F::Vmap => Ok(obj(JaxObject::Vmapped {
             fun: arg(0),
             in_axes: kw(&kwargs, "in_axes").cloned().or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0)),
@@ -933,6 +957,9 @@ fn shape_of(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<usize>>> {
     Ok(items.iter().map(crate::interp::ops::as_int).map(|i| i.map(|i| i.max(0) as usize)).collect())
 }
 
+/// The keyword `jax.pmap` hands `make_jit` (it makes a `Jitted` with `pmap` set).
+const PMAP_MARK: &str = "_tracelens_pmap";
+
 fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value> {
     let mut static_argnums = Vec::new();
     let mut static_argnames = Vec::new();
@@ -1023,12 +1050,14 @@ fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value>
                 fun_identity: identity,
                 entries: Vec::new(),
                 calls: 0,
+                created_in: interp.loop_passes.clone(),
             });
             interp.jax.jitted.len() - 1
         }
     };
     let filter = kw(kwargs, "_tracelens_filter").is_some_and(|v| matches!(v, Value::Bool(true)));
-    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params, filter }))))
+    let pmap = kw(kwargs, PMAP_MARK).is_some();
+    Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params, filter, pmap }))))
 }
 
 pub fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
@@ -2043,6 +2072,8 @@ fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kw
     }
     let params = &j.params;
     let nargs = args.len() as i64;
+    // pmap: the body sees one device's slice of each argument, which is not modelled.
+    let (args, kwargs) = if j.pmap { unknown_dynamic_arguments(j, args, kwargs) } else { (args, kwargs) };
     // Split static from dynamic arguments.
     let mut statics = Vec::new();
     let mut dyn_args = Vec::new();
@@ -2260,7 +2291,9 @@ fn trace_with_unknown_arguments(
     if !interp.jax.traced_with_unknowns.insert((j.info, site)) {
         return Ok(unknown());
     }
-    let route = std::mem::replace(&mut interp.jax.route, super::Route::UnknownArguments);
+    // Traced from the route that calls what nothing called, it keeps that route's name.
+    let unknown_route = if interp.jax.route == super::Route::Uncalled { super::Route::Uncalled } else { super::Route::UnknownArguments };
+    let route = std::mem::replace(&mut interp.jax.route, unknown_route);
     let traced = trace_jit_body(interp, j, args, dyn_positions, kwargs, "traced with arguments the interpreter does not know");
     interp.jax.route = route;
     match traced {
@@ -2286,6 +2319,9 @@ fn trace_jit_body(
     let call_site = interp.site();
     let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
     let record = interp.jax.traces[pos].record;
+    if j.pmap {
+        interp.jax.records[record].traced_for = Some("pmap");
+    }
     interp.jax.traces[pos].arg_names = j.params.clone();
     interp.jax.records[record].arg_names = j.params.clone();
     let run = || -> PyResult<Value> {
@@ -2354,6 +2390,20 @@ fn trace_jit_body(
     Ok((out, record, Some(jaxpr), consts, out_tree, outputs, static_out))
 }
 
+/// The arguments of a pmapped call with every dynamic one unknown.
+fn unknown_dynamic_arguments(j: &Jitted, args: Vec<Value>, kwargs: Kwargs) -> (Vec<Value>, Kwargs) {
+    let nargs = args.len() as i64;
+    let unknown = || Value::opaque("a per-device slice of a pmapped argument (pmap's mapping is not modelled)");
+    let args = args
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| if j.static_argnums.iter().any(|&s| s == i as i64 || (s < 0 && s + nargs == i as i64)) { a } else { unknown() })
+        .collect();
+    let kwargs =
+        kwargs.into_iter().map(|(k, v)| if j.static_argnames.iter().any(|n| n == k.as_ref()) { (k, v) } else { (k, unknown()) }).collect();
+    (args, kwargs)
+}
+
 /// JAX's error for a static argument that cannot be hashed.
 fn unhashable_static(interp: &Interp, v: &Value, shown: &str) -> Flow {
     let tn = match v {
@@ -2402,13 +2452,20 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
                 },
                 _ => false,
             };
+        // Only when this one was made in the pass of a loop that is running, the other in an
+        // earlier pass of that loop, and the same line called it: a factory (`make_step(opt)`)
+        // called twice, or once per call of a function that loops, makes functions of one
+        // source that each have their own cache and first call.
         let run = interp.jax.entry_run;
-        let same_line = interp
-            .jax
-            .jitted
-            .iter()
-            .enumerate()
-            .any(|(i, o)| i != j.info && o.entries.iter().any(|e| e.entry_run == run) && same_source(&o.fun, &info.fun));
+        let this_pass = info.created_in.iter().find(|p| interp.loop_passes.contains(p)).copied();
+        let same_line = this_pass.is_some_and(|(body, pass)| {
+            interp.jax.jitted.iter().enumerate().any(|(i, o)| {
+                i != j.info
+                    && o.created_in.iter().any(|&(b, p)| b == body && p != pass)
+                    && o.entries.iter().any(|e| e.entry_run == run && e.call_site == call_site)
+                    && same_source(&o.fun, &info.fun)
+            })
+        });
         if same_line {
             let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let msg = format!(

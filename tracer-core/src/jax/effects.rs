@@ -61,7 +61,7 @@ pub fn on_print(interp: &mut Interp, _args: &[Value]) -> PyResult<()> {
     };
     let jitted =
         interp.jax.traces.iter().find(|t| matches!(t.kind, super::TraceKind::Jit)).and_then(|t| interp.jax.records[t.record].jitted);
-    let uncounted = interp.jax.route == super::Route::UnknownArguments;
+    let uncounted = interp.jax.route.arguments_unknown();
     match interp.jax.effects.prints.iter_mut().find(|p| p.site == site) {
         Some(p) => {
             p.runs += 1;

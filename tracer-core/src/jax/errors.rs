@@ -48,7 +48,9 @@ pub fn origin(interp: &Interp, a: &Array) -> String {
         return String::new();
     }
     let at = frame.def_site.map(|s| interp.describe_site(s)).unwrap_or_default();
-    let mut head = format!("The error occurred while tracing the function {} at {} for {}.", frame.fn_name, at, frame.kind.label());
+    // JAX names pmap's own wrapper there (`_fun ... for shard_map`); the user's function is the useful name.
+    let purpose = interp.jax.records.get(frame.record).and_then(|r| r.traced_for.filter(|t| *t == "pmap")).unwrap_or(frame.kind.label());
+    let mut head = format!("The error occurred while tracing the function {} at {} for {purpose}.", frame.fn_name, at);
     let deps = depends_on(&frame.jaxpr, t.var);
     let mut names: Vec<String> = Vec::new();
     for (var, arg) in &frame.invar_args {

@@ -52,6 +52,10 @@ pub enum Route {
     /// library, a data loader, a config): unknown leaves stay unknown in the trace, and
     /// only what does not depend on them is reported.
     UnknownArguments,
+    /// Nothing the analysis ran called it: a function a staging transform is applied to
+    /// (decorated, or handed to `jax.jit(...)` in code that never ran) is traced with every
+    /// argument unknown, as `UnknownArguments` is.
+    Uncalled,
 }
 
 impl Route {
@@ -60,7 +64,13 @@ impl Route {
             Route::Called => "called",
             Route::Annotations => "annotations",
             Route::UnknownArguments => "unknown arguments",
+            Route::Uncalled => "not called (unknown arguments)",
         }
+    }
+
+    /// The trace's arguments are not known: only what does not depend on them is a finding.
+    pub fn arguments_unknown(self) -> bool {
+        matches!(self, Route::UnknownArguments | Route::Uncalled)
     }
 }
 

@@ -47,7 +47,7 @@ surface! {
     JaxTreeMap = "jax"."tree_map",
     JaxTreeLeaves = "jax"."tree_leaves",
     StopGradient = "jax.lax"."stop_gradient",
-    // pmap = "jax"."pmap",
+    Pmap = "jax"."pmap",
     // shard_map = "jax"."shard_map",
     // linearize = "jax"."linearize",
 

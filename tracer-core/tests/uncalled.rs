@@ -1,0 +1,78 @@
+//! The route of last resort (`entry_staged.rs`): a function a staging transform is applied to,
+//! that nothing the analysis ran called, is traced with every argument unknown. What does not
+//! depend on the arguments is reported; what might is not.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use tracer_core::diagnostics::Code;
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
+
+struct NoFiles;
+
+impl SourceLoader for NoFiles {
+    fn read(&self, _path: &Path) -> Option<Rc<str>> {
+        None
+    }
+}
+
+fn analyse(source: &str) -> FileAnalysis {
+    analyze_file(&PathBuf::from("train.py"), source, &NoFiles, &AnalysisConfig::default())
+}
+
+fn routes_of(a: &FileAnalysis, name: &str) -> Vec<(String, &'static str)> {
+    a.functions.iter().filter(|f| f.name == name).flat_map(|f| f.traces.iter().map(|t| (f.transform.clone(), t.route))).collect()
+}
+
+fn findings(a: &FileAnalysis) -> Vec<(Code, u32)> {
+    a.diagnostics.iter().filter(|(d, _, _)| d.code != Code::NotAnalysed).map(|(d, l, _)| (d.code, l.line)).collect()
+}
+
+const UNCALLED: &str = "not called (unknown arguments)";
+
+#[test]
+fn a_step_jitted_inside_a_function_nothing_calls_is_traced_and_its_tracer_errors_reported() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\ndef train_step(state, batch, config):\n    loss = jnp.mean(jnp.ones(3))\n    if loss > 0:\n        return state\n    return batch\n\ndef train_and_evaluate(config, workdir):\n    step = jax.jit(train_step, static_argnums=(2,), donate_argnums=0)\n    for batch in config.data:\n        state = step(None, batch, config)\n",
+    );
+    assert_eq!(routes_of(&a, "train_step"), vec![("jit".to_string(), UNCALLED)]);
+    // `loss` is a tracer whatever the arguments are: JAX raises at the `if` for any call.
+    assert_eq!(findings(&a), vec![(Code::Concretization, 6)]);
+}
+
+#[test]
+fn decorated_functions_methods_and_nested_closures_are_reached() {
+    let a = analyse(
+        "import functools\nimport jax\nimport jax.numpy as jnp\n\n@functools.partial(jax.jit, static_argnames=\"n\")\ndef f(x, n):\n    print(\"tracing f\")\n    return x\n\nclass Env:\n    @functools.partial(jax.jit, static_argnums=0)\n    def step(self, key, state):\n        return jnp.zeros(2)\n\ndef make_train(config):\n    def train(rng):\n        return jnp.ones(2) * 2\n    return train\n\ndef main(config):\n    train_jit = jax.jit(make_train(config))\n",
+    );
+    assert_eq!(routes_of(&a, "f"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(routes_of(&a, "step"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(routes_of(&a, "train"), vec![("jit".to_string(), UNCALLED)]);
+    // The print runs at trace time, whatever the arguments.
+    assert_eq!(findings(&a), vec![(Code::PrintAtTrace, 7)]);
+}
+
+#[test]
+fn what_may_depend_on_the_arguments_is_never_a_finding() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n@jax.jit\ndef f(x, n, cfg):\n    if x.shape[0] > 2:\n        x = x[:2]\n    for i in range(int(n)):\n        x = x + i\n    if cfg.use_bias:\n        x = x + np.asarray(cfg.bias)\n    y = jnp.sin(x)\n    if n > 3:\n        y = y * 2\n    return y, bool(cfg.flag)\n",
+    );
+    assert_eq!(routes_of(&a, "f"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(findings(&a), vec![]);
+}
+
+#[test]
+fn a_function_the_program_calls_is_not_traced_again() {
+    let a = analyse("import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return x * 2\n\nf(jnp.ones(3))\n");
+    assert_eq!(routes_of(&a, "f"), vec![("jit".to_string(), "called")]);
+}
+
+#[test]
+fn pmap_traces_its_body_with_unknown_per_device_arguments() {
+    let a = analyse(
+        "from functools import partial\nimport jax\nimport jax.numpy as jnp\n\n@partial(jax.pmap, axis_name=\"batch\")\ndef train_step(state, tokens):\n    grads = jax.lax.pmean(tokens, axis_name=\"batch\")\n    n = jnp.sum(jnp.ones(4))\n    return int(n)\n\ntrain_step(jnp.ones((1, 3)), jnp.ones((1, 3)))\n",
+    );
+    assert_eq!(routes_of(&a, "train_step"), vec![("pmap".to_string(), "unknown arguments")]);
+    assert_eq!(findings(&a), vec![(Code::Concretization, 9)]);
+}
