@@ -101,3 +101,64 @@ if loss > 1:
     assert_eq!(traced(&analysis), vec!["train_step:16 1"]);
     assert_eq!(findings(&analysis), Vec::<String>::new());
 }
+
+#[test]
+fn eqx_filter_pmap_of_a_partial_is_traced_as_the_users_function() {
+    let source = "\
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import optax
+
+
+def make_step(model, x, y, opt_state, tx):
+    loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model)
+    grads = jax.lax.pmean(grads, axis_name='devices')
+    print('loss', loss)
+    updates, opt_state = tx.update(grads, opt_state)
+    return loss, eqx.apply_updates(model, updates), opt_state
+
+
+model = eqx.nn.Linear(3, 1, key=jr.PRNGKey(0))
+tx = optax.sgd(0.1)
+opt_state = tx.init(eqx.filter(model, eqx.is_array))
+p_make_step = eqx.filter_pmap(functools.partial(make_step, tx=tx), axis_name='devices')
+stack = lambda tree: jax.tree_util.tree_map(lambda a: a[None], tree)
+loss, model, opt_state = p_make_step(stack(model), jnp.ones((1, 4, 3)), jnp.zeros((1, 4, 1)), stack(opt_state))
+";
+    let analysis = analyze(source);
+    assert_eq!(traced(&analysis), vec!["make_step:10 1"]);
+    assert_eq!(findings(&analysis), vec!["13 TL201"]);
+}
+
+#[test]
+fn a_partial_binding_an_unknown_model_is_still_called_under_vmap() {
+    // functools.partial only holds its arguments: one of them unknown does not make the
+    // partial unknown, so the filtered jit inside the vmap is traced (equinox's diffusion
+    // example samples with `jax.vmap(partial(sample_fn, model, ...))(keys)`).
+    let source = "\
+import functools
+
+import equinox as eqx
+import jax
+import jax.random as jr
+import checkpoints
+
+
+@eqx.filter_jit
+def sample(model, shape, key):
+    print('tracing')
+    return model(jr.normal(key, shape))
+
+
+model = checkpoints.load()
+keys = jr.split(jr.PRNGKey(0), 4)
+samples = jax.vmap(functools.partial(sample, model, (3,)))(keys)
+";
+    let analysis = analyze(source);
+    assert_eq!(traced(&analysis), vec!["sample:9 1"]);
+    assert_eq!(findings(&analysis), vec!["11 TL201"]);
+}

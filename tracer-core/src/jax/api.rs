@@ -493,10 +493,16 @@ fn transformed_fun(o: &JaxObject) -> Option<&Value> {
 
 /// The function a wrapper stands for, as `functools.wraps` and JAX's `inspect.unwrap` see it:
 /// a library shim's wrapper (`nnx.jit`) sets `__wrapped__` to the user's function, whose name
-/// and definition its traces are reported under.
+/// and definition its traces are reported under (or a `functools.partial` of it: equinox's
+/// `filter_pmap(partial(make_step, tx=tx))`).
 fn unwrapped(v: &Value) -> Option<Value> {
+    let is_fun = |w: &Value| match w {
+        Value::Function(_) => true,
+        Value::Builtin(b) => matches!(&**b, Builtin::Partial { .. }),
+        _ => false,
+    };
     match v {
-        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| matches!(w, Value::Function(_))).cloned(),
+        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| is_fun(w)).cloned(),
         _ => None,
     }
 }
