@@ -1800,8 +1800,11 @@ fn trace_with_record(
     interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
     let mut originals = Vec::new();
+    // vmap passes what it does not map through unchanged, as JAX does: a Python number is
+    // never mapped (it has no axis), so `if not flag:` on `in_axes=None`'s `True` is plain Python.
+    let arrays_only = matches!(kind, TraceKind::Vmap);
     for (i, a) in args.iter().enumerate() {
-        traced_args.push(trace_inputs(interp, a, i, !staging, false, call_site, &mut originals)?);
+        traced_args.push(trace_inputs(interp, a, i, !staging, arrays_only, call_site, &mut originals)?);
     }
     let result = if is_transformation(fun) {
         // `jax.vmap(jax.grad(loss))`: the transformation traced here is called by user code
