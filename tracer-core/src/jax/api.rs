@@ -2411,13 +2411,12 @@ fn retrace_cause(interp: &mut Interp, j: &Rc<Jitted>, key: &CacheKey, call_site:
                 },
                 _ => false,
             };
+        // At the same call: a factory's functions (`sam_step = make_step(sam_opt)`, six of
+        // them, each called at its own line) are distinct functions, each traced once by JAX.
         let run = interp.jax.entry_run;
-        let same_line = interp
-            .jax
-            .jitted
-            .iter()
-            .enumerate()
-            .any(|(i, o)| i != j.info && o.entries.iter().any(|e| e.entry_run == run) && same_source(&o.fun, &info.fun));
+        let same_line = interp.jax.jitted.iter().enumerate().any(|(i, o)| {
+            i != j.info && o.entries.iter().any(|e| e.entry_run == run && e.call_site == call_site) && same_source(&o.fun, &info.fun)
+        });
         if same_line {
             let line = info.def_site.map(|s| interp.line_of(s)).unwrap_or(0);
             let msg = format!(
