@@ -120,4 +120,22 @@ def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=No
     return wrapper
 
 
+def filter_pmap(fun=None, *, in_axes=None, out_axes=None, axis_name=None, axis_size=None, donate="none"):
+    """`eqx.filter_pmap`: as tracelens models it, `filter_jit` of `filter_vmap` (each device's
+    slice of the array leaves, mapped along their first axis with `axis_name`, traced once per
+    signature as pmap compiles once per signature; non-array leaves static). The number of
+    devices is not checked. Other `in_axes`/`out_axes` than equinox's defaults are not modelled."""
+    if fun is None:
+
+        def decorator(f):
+            return filter_pmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size, donate=donate)
+
+        return decorator
+    if in_axes is not None or out_axes is not None:
+        return _unknown.filter_pmap(fun)
+    mapped = filter_vmap(fun, axis_name=axis_name, axis_size=axis_size)
+    mapped.__wrapped__ = fun
+    return filter_jit(mapped)
+
+
 import equinox._unknown as _unknown  # noqa: E402  (no such shim: an unknown module, on purpose)

@@ -301,6 +301,8 @@ impl<'l> Interp<'l> {
                     | "id"
                     | "repr"
                     | "str"
+                    // A partial only holds its arguments: calling it passes the unknown on.
+                    | "functools.partial"
             )
         {
             return Ok(Some(Value::opaque(format!("result of {name}() on an unknown value"))));

@@ -590,7 +590,16 @@ impl<'l> Interp<'l> {
             }
             ExprKind::Yield(value) => {
                 let v = match value {
-                    Some(e) => self.eval(ctx, e)?,
+                    // A value computed from an unknown (`yield tuple(a[i] for a in arrays)`)
+                    // is still yielded, unknown: skipping the statement would yield nothing.
+                    Some(e) => match self.eval(ctx, e) {
+                        Ok(v) => v,
+                        Err(flow) if self.is_unknown_stop(&flow) => {
+                            self.note_went_past(&flow, "the generator yields an unknown value");
+                            Value::opaque("a value a generator yields, computed from an unknown")
+                        }
+                        Err(flow) => return Err(flow),
+                    },
                     None => Value::None,
                 };
                 self.yield_value(v)?;
@@ -598,8 +607,17 @@ impl<'l> Interp<'l> {
             }
             ExprKind::YieldFrom(e) => {
                 let v = self.eval(ctx, e)?;
-                let it = self.get_iter(&v)?;
-                while let Some(item) = self.next_item(&it)? {
+                // `yield from` an iterable the interpreter cannot follow (a data loader it does
+                // not model) ends what is known of the generator here, as the item cap does:
+                // skipping the statement would make `while True: yield from loader` yield nothing.
+                let truncate = |s: &mut Self, flow: Flow| match &flow {
+                    Flow::Stop(crate::interp::StopReason::Unknown(why), _) if s.is_unknown_stop(&flow) => {
+                        s.stop_end(format!("`yield from` over an unknown value ({why})"))
+                    }
+                    _ => flow,
+                };
+                let it = self.get_iter(&v).map_err(|f| truncate(self, f))?;
+                while let Some(item) = self.next_item(&it).map_err(|f| truncate(self, f))? {
                     self.yield_value(item)?;
                 }
                 Ok(Value::None)

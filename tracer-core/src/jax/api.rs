@@ -500,10 +500,16 @@ fn transformed_fun(o: &JaxObject) -> Option<&Value> {
 
 /// The function a wrapper stands for, as `functools.wraps` and JAX's `inspect.unwrap` see it:
 /// a library shim's wrapper (`nnx.jit`) sets `__wrapped__` to the user's function, whose name
-/// and definition its traces are reported under.
+/// and definition its traces are reported under (or a `functools.partial` of it: equinox's
+/// `filter_pmap(partial(make_step, tx=tx))`).
 fn unwrapped(v: &Value) -> Option<Value> {
+    let is_fun = |w: &Value| match w {
+        Value::Function(_) => true,
+        Value::Builtin(b) => matches!(&**b, Builtin::Partial { .. }),
+        _ => false,
+    };
     match v {
-        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| matches!(w, Value::Function(_))).cloned(),
+        Value::Function(f) => f.attrs.borrow().get("__wrapped__").filter(|w| is_fun(w)).cloned(),
         _ => None,
     }
 }
@@ -1823,8 +1829,11 @@ fn trace_with_record(
     interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
     let mut originals = Vec::new();
+    // vmap passes what it does not map through unchanged, as JAX does: a Python number is
+    // never mapped (it has no axis), so `if not flag:` on `in_axes=None`'s `True` is plain Python.
+    let arrays_only = matches!(kind, TraceKind::Vmap);
     for (i, a) in args.iter().enumerate() {
-        traced_args.push(trace_inputs(interp, a, i, !staging, false, call_site, &mut originals)?);
+        traced_args.push(trace_inputs(interp, a, i, !staging, arrays_only, call_site, &mut originals)?);
     }
     let result = if is_transformation(fun) {
         // `jax.vmap(jax.grad(loss))`: the transformation traced here is called by user code

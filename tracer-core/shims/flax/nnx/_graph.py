@@ -16,6 +16,18 @@ from flax.nnx._variables import Variable
 _templates = {}
 
 
+class _Probe:
+    pass
+
+
+def _is_unknown(value):
+    """Whether tracelens does not know `value` (a model from an unmodelled loader, a batch of an
+    unknown dataset): `isinstance` of an unknown value against any class is itself unknown, and
+    of a known one is True or False. The graph walks stop at an unknown: what it holds is not
+    known, and walking it would follow every branch of every test on it."""
+    return isinstance(value, _Probe) is not False
+
+
 def _is_data(value):
     """Whether an attribute is data (a pytree child) rather than static, as flax 0.12 decides:
     Variables, arrays, Pytree objects, and containers holding any of them."""
@@ -86,6 +98,8 @@ class Module(Pytree):
 
 def _items(node):
     """The children of a graph node or container, in flax's order."""
+    if _is_unknown(node):
+        return []
     if isinstance(node, Pytree):
         attrs = vars(node)
         return [(k, attrs[k]) for k in sorted(attrs.keys())]
@@ -122,6 +136,8 @@ class _ArraySlot:
 
 def _walk(node, path, seen, out_vars, out_nodes):
     for key, value in _items(node):
+        if _is_unknown(value):
+            continue
         if isinstance(value, Variable):
             if id(value) not in seen:
                 seen[id(value)] = True
@@ -296,7 +312,9 @@ jax.tree_util.register_pytree_node(State, _state_flatten, _state_unflatten)
 
 def _flat(tree, path):
     out = []
-    if isinstance(tree, State):
+    if _is_unknown(tree):
+        out.append((path, tree))
+    elif isinstance(tree, State):
         for k in sorted(tree._mapping.keys()):
             out.extend(_flat(tree._mapping[k], path + (k,)))
     elif isinstance(tree, dict):
@@ -372,6 +390,8 @@ jax.tree_util.register_pytree_node(GraphDef, _graphdef_flatten, lambda aux, chil
 
 def _clone(value, memo):
     """A copy of a graph: new objects, containers and Variables, sharing as the original does."""
+    if _is_unknown(value):
+        return value
     if isinstance(value, Variable) or isinstance(value, Pytree):
         if id(value) in memo:
             return memo[id(value)]

@@ -7,12 +7,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from flax.nnx._graph import Pytree, State, _filter_state, state, update
+from flax import _unknown
+from flax.nnx._graph import Pytree, State, _filter_state, _is_unknown, state, update
 from flax.nnx._variables import OptArray, OptState, Variable
 
 
 def _map(f, tree):
     """`tree` rebuilt with `f` applied to each leaf (a Variable is a leaf), NamedTuples kept."""
+    if _is_unknown(tree):
+        return tree
     if isinstance(tree, Variable):
         return f(tree)
     if isinstance(tree, dict):
@@ -36,6 +39,8 @@ def _from_opt_state(tree):
 
 
 def _write_opt_state(old, new):
+    if _is_unknown(new):
+        return
     if isinstance(old, Variable):
         old.raw_value = new
     elif isinstance(old, dict):
@@ -68,6 +73,10 @@ class Optimizer(Pytree):
         self.wrt = wrt
 
     def update(self, model, grads, **kwargs):
+        if _is_unknown(grads):
+            # Gradients tracelens does not know (of a loss on an unknown batch): the parameters
+            # and the optimizer state keep their shapes and dtypes, the updates are unknown.
+            return _unknown.result(grads)
         param_arrays = _as_dicts(state(model, self.wrt))
         # Gradients taken by `jax.grad` of the module itself come back as a module (nnx modules
         # are pytrees): flax reads its state.

@@ -14,7 +14,7 @@ different structure traces again and the same one hits the cache. The wrapper's
 
 import jax
 
-from flax.nnx._graph import Pytree, _clone, _matches, _nest, _structure, _variables, _walk
+from flax.nnx._graph import Pytree, State, _ArraySlot, _clone, _is_unknown, _items, _matches, _nest, _variables
 from flax.nnx._variables import Param, Variable
 
 
@@ -64,24 +64,81 @@ def _unmask(masked, original):
     return masked
 
 
+def _has_unknown(value):
+    """Whether `value` is unknown or a list, tuple or dict holding an unknown (graph nodes are
+    not searched: an unknown inside a known model is one of its leaves, which jit traces)."""
+    if _is_unknown(value):
+        return True
+    if isinstance(value, (list, tuple)):
+        for x in value:
+            if _has_unknown(x):
+                return True
+    elif isinstance(value, dict):
+        for k in value:
+            if _has_unknown(value[k]):
+                return True
+    return False
+
+
 def _slots(nodes):
     """The state leaves of `nodes` (Variables and arrays held directly), each once, as
     ((node index, path), slot), in flax's order."""
+    return _scan(nodes)[0]
+
+
+def _scan(nodes):
+    """The state leaves of `nodes` as `_slots` gives them, and their structure as a jit cache
+    key (what flax's GraphDef says: classes, paths, plain static attributes of each object),
+    in one walk: `nnx.jit` needs both on every call, and a training loop calls it thousands of
+    times."""
     seen = {}
-    out = []
+    slots = []
+    shape = []
     for i in range(len(nodes)):
         node = nodes[i]
         if isinstance(node, Variable):
             if id(node) not in seen:
                 seen[id(node)] = True
-                out.append(((i, ()), node))
+                slots.append(((i, ()), node))
+            shape.append((i, type(node).__name__))
             continue
         seen[id(node)] = True
-        found = []
-        _walk(node, (), seen, found, [])
-        for path, slot in found:
-            out.append(((i, path), slot))
-    return out
+        shape.append((i, type(node).__name__))
+        _scan_walk(i, node, (), seen, slots, shape)
+    return slots, tuple(shape)
+
+
+def _scan_walk(i, node, path, seen, slots, shape):
+    in_object = isinstance(node, Pytree)
+    for key, value in _items(node):
+        is_variable = isinstance(value, Variable)
+        if is_variable is not True and is_variable is not False:
+            continue  # an unknown value: what it holds is not known
+        at = path + (key,)
+        if is_variable:
+            if id(value) not in seen:
+                seen[id(value)] = True
+                slots.append(((i, at), value))
+                shape.append((at, type(value).__name__))
+            else:
+                shape.append((at, "shared"))
+        elif isinstance(value, jax.Array):
+            if not isinstance(node, tuple):
+                slots.append(((i, at), _ArraySlot(node, key)))
+                shape.append((at, "array"))
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            if in_object:
+                shape.append((at, value))
+        elif isinstance(value, Pytree):
+            if id(value) in seen:
+                shape.append((at, "shared"))
+            else:
+                seen[id(value)] = True
+                shape.append((at, type(value).__name__))
+                _scan_walk(i, value, at, seen, slots, shape)
+        elif isinstance(value, (list, tuple, dict, State)):
+            shape.append((at, type(value).__name__))
+            _scan_walk(i, value, at, seen, slots, shape)
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None, **kwargs):
@@ -126,6 +183,10 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
 
     jit_wrapper.__wrapped__ = fun
     jitted = jax.jit(jit_wrapper, static_argnums=(0, 2), static_argnames=static_argnames)
+    # Arguments tracelens does not know cannot be split into graph nodes and state: `fun` is
+    # traced directly with them unknown (known modules among them are pytrees, traced as such),
+    # and its result is unknown.
+    direct = jax.jit(fun, static_argnums=static_argnums, static_argnames=static_argnames)
 
     def static_positions(args):
         """The positional arguments passed as static values: those of `static_argnums`, and
@@ -140,8 +201,10 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         return positions
 
     def call(*args, **kw):
+        if _has_unknown(args) or _has_unknown(kw):
+            return direct(*args, **kw)
         nodes = _graph_args(args)
-        slots = _slots(nodes)
+        slots, structure = _scan(nodes)
         leaves = [slot.raw_value for key, slot in slots]
         masked = [_mask(a) for a in args]
         positions = static_positions(args)
@@ -149,7 +212,6 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         for i in positions:
             if 0 <= i < len(masked):
                 masked[i] = None
-        structure = _structure(*nodes)
         current.append(args)
         try:
             new_leaves, out, out_leaves = jitted(structure, leaves, statics, *masked, **kw)
