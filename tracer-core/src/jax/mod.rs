@@ -27,6 +27,7 @@ pub mod signatures;
 pub mod special;
 pub mod stmt;
 pub mod surface;
+pub mod transforms;
 
 use crate::interp::value::HashMap;
 use std::rc::Rc;
