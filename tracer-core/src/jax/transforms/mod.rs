@@ -4,4 +4,5 @@
 //! The primitives they bind, and how they are evaluated and differentiated, live beside
 //! this module in `jax/` (`ir.rs`, `eval*.rs`, `ad*.rs`, `random.rs`).
 
+pub mod at;
 pub mod pytrees;
