@@ -6,3 +6,4 @@
 
 pub mod at;
 pub mod pytrees;
+pub mod random;
