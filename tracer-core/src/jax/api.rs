@@ -6,17 +6,19 @@ use super::ad::{self, AdTrace, VjpValues};
 use super::array::Array;
 use super::aval::Aval;
 use super::dtypes::{self, DType};
-use super::eval_control::{Body, Loop};
+use super::eval_control::Body;
 use super::ir::{Jaxpr, Prim};
 use super::numpy::{self as jnp, operand, Operand};
 use super::surface::JaxFn;
 pub use super::transforms::at::at_getitem;
 use super::transforms::at::at_update;
 pub use super::transforms::at::scatter_index;
+use super::transforms::control_flow::{cond, fori_loop, scan, switch, while_loop};
+use super::transforms::map::lax_map;
 pub use super::transforms::pytrees::class_children;
 pub use super::transforms::pytrees::flatten;
 pub use super::transforms::pytrees::TreeDef;
-use super::transforms::pytrees::{flatten_with_is_leaf, key_text, leaf_avals, tree_desc, tree_kind, tree_map, tuple_paths, unflatten};
+use super::transforms::pytrees::{flatten_with_is_leaf, key_text, leaf_avals, tree_map, tuple_paths, unflatten};
 use super::transforms::random::{python_seed, random, wrap_key_data};
 use super::{bind1, bind_with_bodies, TraceKind};
 use crate::diagnostics::Code;
@@ -221,7 +223,7 @@ pub(super) fn fun_name(v: &Value) -> String {
     }
 }
 
-fn fun_def_site(v: &Value) -> Option<Site> {
+pub(super) fn fun_def_site(v: &Value) -> Option<Site> {
     if let Some(inner) = unwrapped(v) {
         return fun_def_site(&inner);
     }
@@ -242,7 +244,7 @@ fn fun_def_site(v: &Value) -> Option<Site> {
     }
 }
 
-fn param_names(v: &Value) -> Vec<String> {
+pub(super) fn param_names(v: &Value) -> Vec<String> {
     match v {
         Value::Function(f) => f.def.params.posonly.iter().chain(&f.def.params.args).map(|p| p.name.to_string()).collect(),
         Value::BoundMethod(bm) => param_names(&bm.1).into_iter().skip(1).collect(),
@@ -983,7 +985,7 @@ pub fn trace_call(interp: &mut Interp, fun: &Value, args: Vec<Value>, kwargs: Kw
 
 /// Values mode: the traced body of a control-flow function for these (abstract) arguments,
 /// as `trace_call` cached it.
-fn cached_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
+pub(super) fn cached_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
     if interp.values.is_none() || interp.jax.trace_depth() > 0 {
         return Ok(None);
     }
@@ -996,7 +998,7 @@ const BODY_OUTPUT: &str = "the output of a traced body";
 
 /// The traced body of a control-flow function for these (abstract) arguments, as `trace_call`
 /// cached it; `None` when it was not cached or closes over a tracer of a trace that ended.
-fn traced_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
+pub(super) fn traced_body(interp: &mut Interp, fun: &Value, args: &[Value], label: &str) -> PyResult<Option<Body>> {
     let key = body_cache_key(interp, fun, args, label)?;
     let Some(record) = interp.jax.body_cache.iter().find(|e| e.key == key).map(|e| e.record) else { return Ok(None) };
     Ok(record_body(interp, record))
@@ -1013,7 +1015,7 @@ fn record_body(interp: &Interp, record: usize) -> Option<Body> {
 /// The array leaves of `values` as the inputs of a traced body with input types `want`,
 /// converted where weak-type promotion changed them (JAX's `_promote_weak_typed_inputs`);
 /// `None` when a leaf is unknown or does not fit.
-fn conform_operands(interp: &mut Interp, values: &[&Value], want: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub(super) fn conform_operands(interp: &mut Interp, values: &[&Value], want: &[Aval]) -> PyResult<Option<Vec<Rc<Array>>>> {
     let mut leaves = Vec::new();
     for v in values {
         match input_leaves(interp, v)? {
@@ -1034,7 +1036,7 @@ fn conform_operands(interp: &mut Interp, values: &[&Value], want: &[Aval]) -> Py
 /// Inside a trace: binds the one equation that stands for a `scan`/`while`/`cond`/`vmap`, its
 /// inputs laid out as `Prim` says (the index of a cond, each body's consts, the operands).
 /// Outside any trace, values mode runs the bodies directly (`eval_control.rs`) instead.
-fn bind_control(
+pub(super) fn bind_control(
     interp: &mut Interp,
     prim: Prim,
     index: Option<Rc<Array>>,
@@ -1050,13 +1052,13 @@ fn bind_control(
     bind_with_bodies(interp, prim, &ins, out_avals, bodies.iter().map(|b| b.jaxpr.clone()).collect())
 }
 
-fn invar_avals(body: &Body) -> Vec<Aval> {
+pub(super) fn invar_avals(body: &Body) -> Vec<Aval> {
     body.jaxpr.invars.iter().map(|(_, a)| a.clone()).collect()
 }
 
 /// The array leaves of `v` as a traced function's inputs see them (Python numbers become
 /// arrays); `None` when a leaf is unknown.
-fn input_leaves(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub(super) fn input_leaves(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>>>> {
     let mut leaves = Vec::new();
     flatten(interp, v, "", &mut leaves)?;
     let mut out = Vec::new();
@@ -1086,7 +1088,7 @@ pub(super) fn replace_array_leaves(interp: &mut Interp, v: &Value, arrays: &mut 
 }
 
 /// The avals of the array leaves of some values.
-fn array_avals(interp: &mut Interp, values: &[&Value]) -> PyResult<Vec<Aval>> {
+pub(super) fn array_avals(interp: &mut Interp, values: &[&Value]) -> PyResult<Vec<Aval>> {
     let mut out = Vec::new();
     for v in values {
         let mut leaves = Vec::new();
@@ -1421,7 +1423,13 @@ fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]
     Ok(())
 }
 
-fn map_abstract(interp: &mut Interp, v: &Value, inputs: &[Rc<Array>], f: &dyn Fn(&Aval) -> Aval, why: &'static str) -> PyResult<Value> {
+pub(super) fn map_abstract(
+    interp: &mut Interp,
+    v: &Value,
+    inputs: &[Rc<Array>],
+    f: &dyn Fn(&Aval) -> Aval,
+    why: &'static str,
+) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
     let mut mapped = Vec::with_capacity(leaves.len());
@@ -1447,7 +1455,7 @@ pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], wh
 }
 
 /// The array leaves of some values (what a transformation's results depend on).
-fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>>> {
+pub(super) fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>>> {
     let mut out = Vec::new();
     for v in values {
         let mut leaves = Vec::new();
@@ -1457,7 +1465,7 @@ fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>
     Ok(out)
 }
 
-fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
+pub(super) fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
     let mapped: Vec<Value> = leaves
@@ -2395,746 +2403,6 @@ fn grad_call(
         (true, None) => Value::tuple(vec![primal_out, g]),
         (true, Some(aux)) => Value::tuple(vec![Value::tuple(vec![primal_out, aux]), g]),
     })
-}
-
-fn slice_leading(interp: &mut Interp, xs: &Value) -> PyResult<Value> {
-    map_arrays(interp, xs, &|a| {
-        let s: Vec<usize> = a.aval.shape.iter().skip(1).copied().collect();
-        Array::unknown(a.aval.with_shape(&s).weak(a.aval.weak), "one step of a scan")
-    })
-}
-
-/// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
-/// Where a carry is checked: the message's subject and how its leaves are named.
-struct CarryNames<'a> {
-    what: &'a str,
-    /// The carry's name in the body signature (`c`), or JAX's internal path (`loop_carry[1]`).
-    base: String,
-    /// fori_loop names even a single leaf a "component".
-    always_component: bool,
-}
-
-/// JAX's carry check for scan/while/fori: equal structure and types, weak inputs promoted.
-fn check_carry(interp: &mut Interp, names: &CarryNames, init: &Value, out: &Value) -> PyResult<Option<Value>> {
-    let what = names.what;
-    if init.holds_unknown() || out.holds_unknown() {
-        // An unknown part may stand for any subtree: the structures may well agree.
-        return Err(interp.stop_unknown(format!("the {what} carry holds unknown values")));
-    }
-    let (ti, ai) = leaf_avals(interp, init)?;
-    let (to, ao) = leaf_avals(interp, out)?;
-    if ti != to {
-        let msg = format!(
-            "{what} function carry input and carry output must have the same pytree structure, but they differ:\n\nThe input carry {} is a {} but the corresponding component of the carry output is a {}, so their Python types differ.\n\nRevise the function so that the carry output has the same pytree structure as the carry input.",
-            names.base,
-            tree_kind(&ti),
-            tree_kind(&to)
-        );
-        return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-    }
-    let mut promoted = false;
-    let mut new_leaves = Vec::new();
-    let mut leaves = Vec::new();
-    flatten(interp, init, "", &mut leaves)?;
-    for (i, (a, b)) in ai.iter().zip(&ao).enumerate() {
-        let (Some(a), Some(b)) = (a, b) else {
-            new_leaves.push(leaves[i].1.clone());
-            continue;
-        };
-        let path = &leaves[i].0;
-        let label = if path.is_empty() && !names.always_component { names.base.clone() } else { format!("component {}{path}", names.base) };
-        if a.shape != b.shape {
-            let msg = format!(
-                "{what} function carry input and carry output must have equal types, but they differ:\n\nThe input carry {label} has type {} but the corresponding output carry component has type {}, so the shapes do not match.\n\nRevise the function so that all output types match the corresponding input types.",
-                a.long(),
-                b.long()
-            );
-            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-        }
-        if a.dtype != b.dtype {
-            if a.weak {
-                // A weak init is promoted to the body's dtype, strongly typed (as JAX does).
-                promoted = true;
-                new_leaves.push(Value::Array(Array::unknown(b.clone().weak(false), "promoted carry")));
-                continue;
-            }
-            let msg = format!(
-                "{what} function carry input and carry output must have equal types, but they differ:\n\nThe input carry {label} has type {} but the corresponding output carry component has type {}, so the dtypes do not match.\n\nRevise the function so that all output types match the corresponding input types.",
-                a.long(),
-                b.long()
-            );
-            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-        }
-        if a.weak != b.weak && a.weak {
-            promoted = true;
-            new_leaves.push(Value::Array(Array::unknown(b.clone().weak(false), "promoted carry")));
-            continue;
-        }
-        new_leaves.push(leaves[i].1.clone());
-    }
-    if promoted {
-        return Ok(Some(unflatten(interp, &ti, &mut new_leaves.into_iter())?));
-    }
-    Ok(None)
-}
-
-fn abstract_copy(interp: &mut Interp, v: &Value) -> PyResult<Value> {
-    map_arrays(interp, v, &|a| Array::unknown(a.aval.clone(), "loop carry"))
-}
-
-fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
-    let f = args.first().cloned().unwrap_or(Value::None);
-    let init = args.get(1).cloned().or_else(|| kw(kwargs, "init").cloned()).unwrap_or(Value::None);
-    let xs = args.get(2).cloned().or_else(|| kw(kwargs, "xs").cloned()).unwrap_or(Value::None);
-    let length = kw(kwargs, "length").and_then(crate::interp::ops::as_int).or_else(|| args.get(3).and_then(crate::interp::ops::as_int));
-    let mut xl = Vec::new();
-    flatten(interp, &xs, "", &mut xl)?;
-    let mut lens = Vec::new();
-    for (_, l) in &xl {
-        if let Operand::Array(a) = operand(interp, l)? {
-            match a.aval.shape.first() {
-                Some(&n) => lens.push(n),
-                None => {
-                    return Err(interp.raise(
-                        "ValueError",
-                        Code::ControlFlowSignature,
-                        "scan got value with no leading axis to scan over: ".to_string() + &a.aval.short(),
-                    ))
-                }
-            }
-        }
-    }
-    if let Some(first) = lens.first() {
-        if lens.iter().any(|n| n != first) {
-            let all = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
-            // The spec files mismatched `xs` leaves under pytrees that must match (TL112).
-            return Err(interp.raise(
-                "ValueError",
-                Code::InvalidPytree,
-                format!("scan got values with different leading axis sizes: {all}."),
-            ));
-        }
-    }
-    let n = match (lens.first(), length) {
-        (Some(&n), _) => n,
-        (None, Some(l)) => l.max(0) as usize,
-        // Unknown values to scan over, or a `length` tracelens does not know.
-        (None, None) if xs.holds_unknown() || args.len() > 3 || kw(kwargs, "length").is_some() => {
-            return Ok(Value::opaque("scan over unknown values"))
-        }
-        (None, None) => return Err(interp.value_error("scan got no values to scan over and `length` not provided.")),
-    };
-    let reverse =
-        kw(kwargs, "reverse").is_some_and(|r| matches!(r, Value::Bool(true)) || crate::interp::ops::as_int(r).is_some_and(|i| i != 0));
-    let names: Vec<String> = param_names(&f);
-    let mut carry_in = abstract_copy(interp, &init)?;
-    for _attempt in 0..2 {
-        let x = slice_leading(interp, &xs)?;
-        let out = trace_call(interp, &f, vec![carry_in.clone(), x], Vec::new(), TraceKind::ControlFlow("scan"), "scan")?;
-        let parts = match &out {
-            Value::Tuple(t) if t.len() == 2 => (**t).clone(),
-            Value::Opaque(_) => return Ok(Value::opaque("scan with unknown outputs")),
-            _ => return Err(interp.type_error("scan body output must be a pair, returning a tuple with exactly two elements")),
-        };
-        let carry_names =
-            CarryNames { what: "scan body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
-        match check_carry(interp, &carry_names, &carry_in, &parts[0])? {
-            Some(promoted) => {
-                carry_in = promoted;
-                continue;
-            }
-            None => {
-                let step = ScanStep { carry_in: &carry_in, init: &init, xs: &xs, length: n, reverse };
-                if let Some(staged) = staged_scan(interp, &f, &step, &parts)? {
-                    return Ok(staged);
-                }
-                let deps = array_leaves(interp, &[init.clone(), xs.clone()])?;
-                let carry = map_abstract(interp, &parts[0], &deps, &|a| a.clone(), "scan")?;
-                let ys = map_abstract(interp, &parts[1], &deps, &|a| a.stacked(n), "scan")?;
-                let x = slice_leading(interp, &xs)?;
-                if let Some(body) = cached_body(interp, &f, &[carry_in.clone(), x], "scan")? {
-                    if let (Some(c), Some(x)) = (input_leaves(interp, &init)?, input_leaves(interp, &xs)?) {
-                        let avals = array_avals(interp, &[&carry, &ys])?;
-                        let at = Loop { site: interp.site(), label: "scan" };
-                        if let Some(outs) = super::eval_control::scan(interp, &body, &c, &x, n, reverse, &avals, at)? {
-                            let mut outs = outs.into_iter();
-                            let carry = replace_array_leaves(interp, &carry, &mut outs)?;
-                            let ys = replace_array_leaves(interp, &ys, &mut outs)?;
-                            return Ok(Value::tuple(vec![carry, ys]));
-                        }
-                    }
-                }
-                return Ok(Value::tuple(vec![carry, ys]));
-            }
-        }
-    }
-    Ok(Value::opaque("scan"))
-}
-
-/// `lax.map(f, xs)`: JAX binds it as a `scan` with no carry whose body is `f` on one slice of
-/// `xs`, so inside a trace it is that one equation, and in values mode the same loop runs.
-/// With `batch_size=` it is [`batched_map`].
-fn lax_map(interp: &mut Interp, f: &Value, xs: &Value, kwargs: &Kwargs) -> PyResult<Value> {
-    if let Some(batch_size) = kw(kwargs, "batch_size").filter(|b| !matches!(b, Value::None)) {
-        if let Some(ys) = batched_map(interp, f, xs, batch_size)? {
-            return Ok(ys);
-        }
-    }
-    let mut leaves = Vec::new();
-    flatten(interp, xs, "", &mut leaves)?;
-    let Some(first) = leaves.first().and_then(|(_, v)| v.as_array().cloned()) else {
-        return Ok(Value::opaque("lax.map"));
-    };
-    let n = first.aval.shape.first().copied().unwrap_or(0);
-    let x0 = slice_leading(interp, xs)?;
-    let out = trace_call(interp, f, vec![x0.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "map")?;
-    if !kw(kwargs, "batch_size").is_some_and(|b| !matches!(b, Value::None)) {
-        if let Some(ys) = mapped_values(interp, f, xs, &x0, &out, n)? {
-            return Ok(ys);
-        }
-    }
-    // Shapes only: inside a trace this binds an opaque equation, so only after the scan
-    // could not be bound.
-    let deps = array_leaves(interp, &[xs.clone()])?;
-    map_abstract(interp, &out, &deps, &|a| a.stacked(n), "map")
-}
-
-/// `lax.map(f, xs, batch_size=b)` as JAX binds it (`_batch_and_remainder`): the first
-/// `b * (n // b)` rows of each leaf reshaped to `(n // b, b, ...)` and mapped by a scan
-/// whose body is `vmap(f)`, the remaining rows by `vmap(f)` directly, the two joined back
-/// along the leading axis (`b = 0`: one `vmap` over everything). `None` when `xs` has no
-/// array leaf or `f`'s results are not arrays (shapes only then).
-fn batched_map(interp: &mut Interp, f: &Value, xs: &Value, batch_size: &Value) -> PyResult<Option<Value>> {
-    let b = match batch_size {
-        Value::Int(b) => *b,
-        Value::Bool(b) => i64::from(*b),
-        Value::Float(_) => return Err(interp.type_error("'float' object cannot be interpreted as an integer")),
-        _ => return Ok(None),
-    };
-    let leaves = array_leaves(interp, std::slice::from_ref(xs))?;
-    let Some(&n) = leaves.first().and_then(|l| l.aval.shape.first()) else { return Ok(None) };
-    let n = n as i64;
-    if b < 0 && n > 0 {
-        // Python's divmod floors: a negative count of batches reaches `reshape`.
-        let batches = -((n - b - 1) / -b);
-        let rest: Vec<String> = leaves[0].aval.shape.iter().skip(1).map(|d| d.to_string()).collect();
-        let sizes = [batches.to_string(), b.to_string()].into_iter().chain(rest).collect::<Vec<_>>().join(", ");
-        return Err(interp.type_error(format!("reshape new_sizes must all be positive, got ({sizes}).")));
-    }
-    let (batches, remainder) = if b <= 0 { (0, n as usize) } else { ((n / b) as usize, (n % b) as usize) };
-    let batch_elems = batches * b.max(0) as usize;
-    let vmapped = obj(JaxObject::Vmapped { fun: f.clone(), in_axes: Value::Int(0), out_axes: Value::Int(0), axis_size: None });
-    let rows = |interp: &mut Interp, leaf: &Rc<Array>, start: usize, stop: usize| -> PyResult<Rc<Array>> {
-        if start == 0 && stop == leaf.aval.shape[0] {
-            return Ok(leaf.clone());
-        }
-        let mut shape = leaf.aval.shape.to_vec();
-        let (mut starts, mut limits) = (vec![0; shape.len()], shape.clone());
-        (starts[0], limits[0], shape[0]) = (start, stop, stop - start);
-        let prim = Prim::Slice { start: starts, limit: limits, strides: vec![1; shape.len()] };
-        bind1(interp, prim, std::slice::from_ref(leaf), leaf.aval.with_shape(&shape))
-    };
-    let reshape = |interp: &mut Interp, leaf: &Rc<Array>, shape: Vec<usize>| -> PyResult<Rc<Array>> {
-        bind1(interp, Prim::Reshape { new_sizes: shape.clone() }, std::slice::from_ref(leaf), leaf.aval.with_shape(&shape))
-    };
-    let mut scan_leaves = Vec::new();
-    let mut remainder_leaves = Vec::new();
-    for leaf in &leaves {
-        if leaf.aval.shape.first().copied() != Some(n as usize) {
-            return Ok(None);
-        }
-        if batches > 0 {
-            let head = rows(interp, leaf, 0, batch_elems)?;
-            let shape: Vec<usize> = [batches, b as usize].into_iter().chain(leaf.aval.shape.iter().skip(1).copied()).collect();
-            scan_leaves.push(reshape(interp, &head, shape)?);
-        }
-        if batches == 0 || remainder > 0 {
-            remainder_leaves.push(rows(interp, leaf, batch_elems, n as usize)?);
-        }
-    }
-    let remainder_xs =
-        (!remainder_leaves.is_empty()).then(|| replace_array_leaves(interp, xs, &mut remainder_leaves.into_iter())).transpose()?;
-    let scan_ys = match batches {
-        0 => None,
-        _ => {
-            let scan_xs = replace_array_leaves(interp, xs, &mut scan_leaves.into_iter())?;
-            Some(lax_map(interp, &vmapped, &scan_xs, &Kwargs::new())?)
-        }
-    };
-    let remainder_ys = match remainder_xs {
-        Some(r) => Some(interp.call(&vmapped, vec![r], Kwargs::new())?),
-        None => None,
-    };
-    let Some(scan_ys) = scan_ys else { return Ok(remainder_ys) };
-    let mut joined = Vec::new();
-    let scanned = array_leaves(interp, std::slice::from_ref(&scan_ys))?;
-    let tails = match &remainder_ys {
-        Some(r) => array_leaves(interp, std::slice::from_ref(r))?,
-        None => Vec::new(),
-    };
-    if remainder_ys.is_some() && tails.len() != scanned.len() {
-        return Ok(None);
-    }
-    for (k, y) in scanned.iter().enumerate() {
-        // `x.reshape(-1, *x.shape[2:])`, then `lax.concatenate([x, tail], 0)`.
-        let Some(rows_per_batch) = y.aval.shape.get(1) else { return Ok(None) };
-        let shape: Vec<usize> = [y.aval.shape[0] * rows_per_batch].into_iter().chain(y.aval.shape.iter().skip(2).copied()).collect();
-        let flat = reshape(interp, y, shape)?;
-        joined.push(match tails.get(k) {
-            Some(tail) if tail.aval.ndim() == flat.aval.ndim() => {
-                let mut shape = flat.aval.shape.to_vec();
-                shape[0] += tail.aval.shape[0];
-                let aval = flat.aval.with_shape(&shape);
-                bind1(interp, Prim::Concatenate { dimension: 0 }, &[flat, tail.clone()], aval)?
-            }
-            Some(_) => return Ok(None),
-            None => flat,
-        });
-    }
-    replace_array_leaves(interp, &scan_ys, &mut joined.into_iter()).map(Some)
-}
-
-/// `lax.map`'s results as a `scan` with no carry: one equation inside a trace, the loop run
-/// in values mode outside one. `out` is the body's output for one slice `x0` of `xs`.
-fn mapped_values(interp: &mut Interp, f: &Value, xs: &Value, x0: &Value, out: &Value, n: usize) -> PyResult<Option<Value>> {
-    let y_avals = array_avals(interp, &[out])?.iter().map(|a| a.stacked(n)).collect::<Vec<_>>();
-    let outs = if interp.jax.trace_depth() > 0 {
-        let Some(body) = traced_body(interp, f, std::slice::from_ref(x0), "map")? else { return Ok(None) };
-        let want: Vec<Aval> = invar_avals(&body).iter().map(|a| a.stacked(n)).collect();
-        let Some(operands) = conform_operands(interp, &[xs], &want)? else { return Ok(None) };
-        let prim = Prim::Scan { length: n, reverse: false, num_carry: 0 };
-        bind_control(interp, prim, None, &[body], operands, y_avals)?
-    } else {
-        let (Some(body), Some(x)) = (cached_body(interp, f, std::slice::from_ref(x0), "map")?, input_leaves(interp, xs)?) else {
-            return Ok(None);
-        };
-        let at = Loop { site: interp.site(), label: "map" };
-        match super::eval_control::scan(interp, &body, &[], &x, n, false, &y_avals, at)? {
-            Some(outs) => outs,
-            None => return Ok(None),
-        }
-    };
-    replace_array_leaves(interp, out, &mut outs.into_iter()).map(Some)
-}
-
-/// One call of a scan body: the carry it was traced with, the user's arguments, and the loop.
-struct ScanStep<'a> {
-    carry_in: &'a Value,
-    init: &'a Value,
-    xs: &'a Value,
-    length: usize,
-    reverse: bool,
-}
-
-/// `lax.scan` inside a trace: one `scan` equation over the cached body. `body_out` is what the
-/// body returned, `(carry, y)`.
-fn staged_scan(interp: &mut Interp, f: &Value, step: &ScanStep, body_out: &[Value]) -> PyResult<Option<Value>> {
-    if interp.jax.trace_depth() == 0 {
-        return Ok(None);
-    }
-    let x = slice_leading(interp, step.xs)?;
-    let Some(body) = traced_body(interp, f, &[step.carry_in.clone(), x], "scan")? else { return Ok(None) };
-    let carry_avals = array_avals(interp, &[&body_out[0]])?;
-    let num_carry = carry_avals.len();
-    let want: Vec<Aval> =
-        invar_avals(&body).iter().enumerate().map(|(i, a)| if i < num_carry { a.clone() } else { a.stacked(step.length) }).collect();
-    let Some(operands) = conform_operands(interp, &[step.init, step.xs], &want)? else { return Ok(None) };
-    let mut out_avals = carry_avals;
-    out_avals.extend(array_avals(interp, &[&body_out[1]])?.iter().map(|a| a.stacked(step.length)));
-    let prim = Prim::Scan { length: step.length, reverse: step.reverse, num_carry };
-    let mut outs = bind_control(interp, prim, None, &[body], operands, out_avals)?.into_iter();
-    let carry = replace_array_leaves(interp, &body_out[0], &mut outs)?;
-    let ys = replace_array_leaves(interp, &body_out[1], &mut outs)?;
-    Ok(Some(Value::tuple(vec![carry, ys])))
-}
-
-/// `lax.cond`/`switch` inside a trace: one `cond` equation. `branches` are in the equation's
-/// order (`false_fun` first for `cond`), `template` is the first branch's output.
-fn staged_cond(
-    interp: &mut Interp,
-    index: &Value,
-    switch: bool,
-    branches: &[Value],
-    operands: &[Value],
-    template: &Value,
-) -> PyResult<Option<Value>> {
-    if interp.jax.trace_depth() == 0 {
-        return Ok(None);
-    }
-    let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
-    let mut bodies = Vec::with_capacity(branches.len());
-    for b in branches {
-        match traced_body(interp, b, &ops, "cond")? {
-            Some(body) => bodies.push(body),
-            None => return Ok(None),
-        }
-    }
-    let Some(first) = bodies.first() else { return Ok(None) };
-    let want = invar_avals(first);
-    let Some(operands) = conform_operands(interp, &operands.iter().collect::<Vec<_>>(), &want)? else { return Ok(None) };
-    let Operand::Array(index) = operand(interp, index)? else { return Ok(None) };
-    // JAX turns the predicate into an int32 branch index; switch clamps it into range.
-    let i32_scalar = |x: f64| Array::scalar(x, DType::I32, false);
-    let index = if switch {
-        let index = jnp::convert(interp, &index, DType::I32, false)?;
-        let last = i32_scalar(bodies.len().saturating_sub(1) as f64);
-        bind1(interp, Prim::Clamp, &[i32_scalar(0.0), index, last], Aval::scalar(DType::I32))?
-    } else {
-        let pred = if index.aval.dtype.is_bool() {
-            index
-        } else {
-            let zero = Array::scalar(0.0, index.aval.dtype, index.aval.weak);
-            bind1(interp, Prim::Compare(super::ir::CmpPrim::Ne), &[index, zero], Aval::scalar(DType::Bool))?
-        };
-        jnp::convert(interp, &pred, DType::I32, false)?
-    };
-    let out_avals = array_avals(interp, &[template])?;
-    let prim = Prim::Cond { branches: bodies.len() };
-    let outs = bind_control(interp, prim, Some(index), &bodies, operands, out_avals)?;
-    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
-}
-
-/// `lax.while_loop` inside a trace: one `while` equation over the cached cond and body.
-fn staged_while(
-    interp: &mut Interp,
-    cond_fun: &Value,
-    body_fun: &Value,
-    carry: &Value,
-    init: &Value,
-    template: &Value,
-) -> PyResult<Option<Value>> {
-    if interp.jax.trace_depth() == 0 {
-        return Ok(None);
-    }
-    let args = std::slice::from_ref(carry);
-    let (Some(cond), Some(body)) = (traced_body(interp, cond_fun, args, "while_loop")?, traced_body(interp, body_fun, args, "while_loop")?)
-    else {
-        return Ok(None);
-    };
-    let Some(operands) = conform_operands(interp, &[init], &invar_avals(&body))? else { return Ok(None) };
-    let out_avals = array_avals(interp, &[template])?;
-    let outs = bind_control(interp, Prim::While, None, &[cond, body], operands, out_avals)?;
-    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
-}
-
-/// `lax.fori_loop` inside a trace, as JAX stages it: with static bounds a `scan` over
-/// `(i, carry)` of length `upper - lower`, otherwise a `while` over `(i, upper, carry)`.
-fn staged_fori(interp: &mut Interp, args: &[Value], index: &Value, carry: &Value, template: &Value) -> PyResult<Option<Value>> {
-    if interp.jax.trace_depth() == 0 {
-        return Ok(None);
-    }
-    let Some(user) = traced_body(interp, &args[2], &[index.clone(), carry.clone()], "fori_loop")? else { return Ok(None) };
-    let Some((_, i_aval)) = user.jaxpr.invars.first().cloned() else { return Ok(None) };
-    let carry_want: Vec<Aval> = invar_avals(&user).into_iter().skip(1).collect();
-    let Some(carry_ops) = conform_operands(interp, &[&args[3]], &carry_want)? else { return Ok(None) };
-    let Some(lower) = conform_operands(interp, &args[0..1].iter().collect::<Vec<_>>(), std::slice::from_ref(&i_aval))? else {
-        return Ok(None);
-    };
-    let carry_avals = array_avals(interp, &[template])?;
-    let mut out_avals = vec![i_aval.clone()];
-    let (prim, bodies, mut operands, skip) = match (&args[0], &args[1]) {
-        (Value::Int(lo), Value::Int(hi)) => {
-            let body = Body { jaxpr: Rc::new(super::ir::counting_body(&user.jaxpr, false)), consts: user.consts.clone() };
-            let length = usize::try_from(hi.saturating_sub(*lo)).unwrap_or(0);
-            (Prim::Scan { length, reverse: false, num_carry: 1 + carry_ops.len() }, vec![body], lower, 1)
-        }
-        _ => {
-            let Some(upper) = conform_operands(interp, &args[1..2].iter().collect::<Vec<_>>(), std::slice::from_ref(&i_aval))? else {
-                return Ok(None);
-            };
-            out_avals.push(i_aval.clone());
-            let body = Body { jaxpr: Rc::new(super::ir::counting_body(&user.jaxpr, true)), consts: user.consts.clone() };
-            let cond = Body { jaxpr: Rc::new(super::ir::counting_cond(&i_aval, &carry_want)), consts: Vec::new() };
-            let mut ops = lower;
-            ops.extend(upper);
-            (Prim::While, vec![cond, body], ops, 2)
-        }
-    };
-    operands.extend(carry_ops);
-    out_avals.extend(carry_avals);
-    let outs = bind_control(interp, prim, None, &bodies, operands, out_avals)?;
-    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter().skip(skip).collect::<Vec<_>>().into_iter())?))
-}
-
-fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands: &[Value]) -> PyResult<Value> {
-    let mut outs = Vec::new();
-    for b in branches {
-        let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
-        outs.push(trace_call(interp, b, ops, Vec::new(), TraceKind::ControlFlow("cond"), "cond")?);
-    }
-    let Some(first) = outs.first().cloned() else {
-        return Ok(Value::None);
-    };
-    let (t0, a0) = leaf_avals(interp, &first)?;
-    let label = |i: usize| -> String {
-        if kind == "cond" {
-            if i == 0 {
-                "true_fun".into()
-            } else {
-                "false_fun".into()
-            }
-        } else {
-            format!("branch {i}")
-        }
-    };
-    let where_ = |interp: &Interp, b: &Value| fun_def_site(b).map(|s| interp.describe_site(s)).unwrap_or_default();
-    // JAX compares in branch order; for cond the branches are (false_fun, true_fun) internally
-    // but the message names true_fun first.
-    for (i, o) in outs.iter().enumerate().skip(1) {
-        let (ti, ai) = leaf_avals(interp, o)?;
-        let (l0, li) = (label(0), label(i));
-        let head = if kind == "cond" {
-            format!(
-                "true_fun is {} at {}\nfalse_fun is {} at {}",
-                fun_name(&branches[0]),
-                where_(interp, &branches[0]),
-                fun_name(&branches[i]),
-                where_(interp, &branches[i])
-            )
-        } else {
-            format!(
-                "branch 0 is {} at {}\nbranch{i} is {} at {}",
-                fun_name(&branches[0]),
-                where_(interp, &branches[0]),
-                fun_name(&branches[i]),
-                where_(interp, &branches[i])
-            )
-        };
-        if ti != t0 {
-            let msg = format!(
-                "{kind} branch outputs must have the same pytree structure, but they differ:\n\n{head}\n\n{l0} output is a {} but {li} output is a {}, so their Python types differ.\n\nRevise {l0} and/or {li} so that they have the same pytree structure.",
-                tree_desc(&t0),
-                tree_desc(&ti)
-            );
-            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-        }
-        for (a, b) in a0.iter().zip(&ai) {
-            if let (Some(a), Some(b)) = (a, b) {
-                let what = if a.shape != b.shape {
-                    "shapes"
-                } else if a.dtype != b.dtype {
-                    "dtypes"
-                } else {
-                    continue;
-                };
-                let li2 = if kind == "switch" { format!("branch{i}") } else { li.clone() };
-                let msg = format!(
-                    "{kind} branches must have equal output types but they differ.\n\n{head}\n\nThe output of {l0} has type {} but the corresponding output of {li2} has type {}, so the {what} do not match.\n\nRevise {l0} and/or {li2} so that all output types match.",
-                    a.long(),
-                    b.long()
-                );
-                return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-            }
-        }
-    }
-    Ok(first)
-}
-
-/// The result of `cond`/`switch` once the branches are checked: one `cond` equation inside a
-/// trace, the taken branch computed in values mode outside.
-fn cond_result(
-    interp: &mut Interp,
-    index: &Value,
-    switch: bool,
-    branches: &[Value],
-    operands: &[Value],
-    template: Value,
-) -> PyResult<Value> {
-    // lax.cond(pred, true_fun, false_fun): index 0 is false_fun.
-    let ordered: Vec<Value> = if switch { branches.to_vec() } else { branches.iter().rev().cloned().collect() };
-    if let Some(staged) = staged_cond(interp, index, switch, &ordered, operands, &template)? {
-        return Ok(staged);
-    }
-    let deps = array_leaves(interp, operands)?;
-    map_abstract(interp, &template, &deps, &|a| a.clone(), "cond")
-}
-
-fn check_pred(interp: &mut Interp, pred: &Value, what: &str) -> PyResult<()> {
-    if let Value::Array(p) = pred {
-        if p.aval.ndim() != 0 {
-            let shown = match super::eval::force(p, 64) {
-                Some(d) => format!(
-                    "[{}]",
-                    d.iter()
-                        .map(|&x| if p.aval.dtype.is_bool() {
-                            if x != 0.0 {
-                                " True".to_string()
-                            } else {
-                                "False".to_string()
-                            }
-                        } else {
-                            format!("{x}")
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-                None => format!("JitTracer({})", p.aval.long_weak()),
-            };
-            return Err(interp.raise(
-                "TypeError",
-                Code::ControlFlowSignature,
-                format!("{what} must be a scalar, got {shown} of shape {}.", p.aval.shape_tuple()),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
-    if args.len() < 3 {
-        return Ok(Value::opaque("lax.cond"));
-    }
-    check_pred(interp, &args[0], "Pred")?;
-    let template = branch_outputs(interp, "cond", &[args[1].clone(), args[2].clone()], &args[3..])?;
-    let result = cond_result(interp, &args[0], false, &args[1..3], &args[3..], template)?;
-    // lax.cond(pred, true_fun, false_fun, *operands): true picks the first function.
-    let taken = |p: f64| if p != 0.0 { 1 } else { 2 };
-    taken_branch(interp, &args[0], &|p| taken(p), args, &args[3..], result)
-}
-
-/// Values mode: the outputs of the branch a concrete predicate or index picks, computed.
-fn taken_branch(
-    interp: &mut Interp,
-    pred: &Value,
-    pick: &dyn Fn(f64) -> usize,
-    branches: &[Value],
-    operands: &[Value],
-    result: Value,
-) -> PyResult<Value> {
-    if interp.values.is_none() || interp.jax.trace_depth() > 0 {
-        return Ok(result);
-    }
-    let p = match pred {
-        Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Int(i) => *i as f64,
-        Value::Array(a) => match super::eval::force(a, 1).and_then(|d| d.iter().next().copied()) {
-            Some(x) => x,
-            None => return Ok(result),
-        },
-        _ => return Ok(result),
-    };
-    let Some(branch) = branches.get(pick(p)).cloned() else { return Ok(result) };
-    let ops: Vec<Value> = operands.iter().map(|o| abstract_copy(interp, o)).collect::<PyResult<_>>()?;
-    let Some(body) = cached_body(interp, &branch, &ops, "cond")? else { return Ok(result) };
-    let mut leaves = Vec::new();
-    for o in operands {
-        match input_leaves(interp, o)? {
-            Some(l) => leaves.extend(l),
-            None => return Ok(result),
-        }
-    }
-    let avals = array_avals(interp, &[&result])?;
-    match super::eval_control::branch(interp, &body, &leaves, &avals, "cond")? {
-        Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
-        None => Ok(result),
-    }
-}
-
-fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
-    if args.len() < 2 {
-        return Ok(Value::opaque("lax.switch"));
-    }
-    check_pred(interp, &args[0], "Branch index")?;
-    let branches = interp.iterate(&args[1])?;
-    let template = branch_outputs(interp, "switch", &branches, &args[2..])?;
-    let result = cond_result(interp, &args[0], true, &branches, &args[2..], template)?;
-    let last = branches.len().saturating_sub(1) as f64;
-    taken_branch(interp, &args[0], &|i| i.clamp(0.0, last) as usize, &branches, &args[2..], result)
-}
-
-fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
-    if args.len() < 3 {
-        return Ok(Value::opaque("lax.while_loop"));
-    }
-    let (cond_fun, body_fun) = (args[0].clone(), args[1].clone());
-    let mut carry = abstract_copy(interp, &args[2])?;
-    let names = param_names(&body_fun);
-    for _ in 0..2 {
-        let c = trace_call(interp, &cond_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
-        if let Value::Array(p) = &c {
-            if p.aval.ndim() != 0 || !p.aval.dtype.is_bool() {
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::ControlFlowSignature,
-                    format!("cond_fun must return a boolean scalar, but got output type(s) [ShapedArray({})].", p.aval.long()),
-                ));
-            }
-        }
-        let out = trace_call(interp, &body_fun, vec![carry.clone()], Vec::new(), TraceKind::ControlFlow("while"), "while_loop")?;
-        let carry_names =
-            CarryNames { what: "while_loop body", base: names.first().cloned().unwrap_or_else(|| "carry".into()), always_component: false };
-        match check_carry(interp, &carry_names, &carry, &out)? {
-            Some(p) => carry = p,
-            None => {
-                if let Some(staged) = staged_while(interp, &cond_fun, &body_fun, &carry, &args[2], &out)? {
-                    return Ok(staged);
-                }
-                let deps = array_leaves(interp, &args[2..3])?;
-                let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "while")?;
-                let bodies = (
-                    cached_body(interp, &cond_fun, std::slice::from_ref(&carry), "while_loop")?,
-                    cached_body(interp, &body_fun, std::slice::from_ref(&carry), "while_loop")?,
-                );
-                if let ((Some(c), Some(b)), Some(init)) = (bodies, input_leaves(interp, &args[2])?) {
-                    let avals = array_avals(interp, &[&result])?;
-                    let at = Loop { site: interp.site(), label: "while_loop" };
-                    if let Some(outs) = super::eval_control::while_loop(interp, &c, &b, &init, &avals, at)? {
-                        return replace_array_leaves(interp, &result, &mut outs.into_iter());
-                    }
-                }
-                return Ok(result);
-            }
-        }
-    }
-    Ok(carry)
-}
-
-fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<Value> {
-    if args.len() < 4 {
-        return Ok(Value::opaque("lax.fori_loop"));
-    }
-    let body = args[2].clone();
-    let mut carry = abstract_copy(interp, &args[3])?;
-    let idx_dtype = dtypes::default_int(interp.jax.config);
-    let static_bounds = !matches!(args[0], Value::Array(_)) && !matches!(args[1], Value::Array(_));
-    for _ in 0..2 {
-        let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
-        let out = trace_call(interp, &body, vec![i, carry.clone()], Vec::new(), TraceKind::ControlFlow("scan"), "fori_loop")?;
-        // fori_loop runs as a scan (static bounds) or a while_loop over (i, carry): JAX names
-        // the user's carry `loop_carry[1]`.
-        let what = if static_bounds { "scan body" } else { "while_loop body" };
-        let carry_names = CarryNames { what, base: "loop_carry[1]".into(), always_component: true };
-        match check_carry(interp, &carry_names, &carry, &out)? {
-            Some(p) => carry = p,
-            None => {
-                let i = Value::Array(Array::unknown(Aval::scalar(idx_dtype).weak(!static_bounds), "loop index"));
-                if let Some(staged) = staged_fori(interp, args, &i, &carry, &out)? {
-                    return Ok(staged);
-                }
-                let deps = array_leaves(interp, args)?;
-                let result = map_abstract(interp, &out, &deps, &|a| a.clone(), "fori_loop")?;
-                if let Some(body) = cached_body(interp, &body, &[i, carry.clone()], "fori_loop")? {
-                    let bound = |interp: &mut Interp, v: &Value| -> Option<i64> {
-                        match v {
-                            Value::Int(i) => Some(*i),
-                            Value::Array(a) => super::eval::force(a, 1).and_then(|d| d.iter().next().map(|x| *x as i64)),
-                            _ => None,
-                        }
-                        .filter(|_| interp.values.is_some())
-                    };
-                    let (lower, upper) = (bound(interp, &args[0]), bound(interp, &args[1]));
-                    if let (Some(lower), Some(upper), Some(c)) = (lower, upper, input_leaves(interp, &args[3])?) {
-                        let avals = array_avals(interp, &[&result])?;
-                        if let Some(outs) = super::eval_control::fori_loop(interp, &body, lower, upper, &c, &avals)? {
-                            return replace_array_leaves(interp, &result, &mut outs.into_iter());
-                        }
-                    }
-                }
-                return Ok(result);
-            }
-        }
-    }
-    Ok(carry)
 }
 
 /// `jax.vjp`'s function with values: the linearization and the primals it was taken at.

@@ -504,7 +504,7 @@ pub(in crate::jax) fn leaf_avals(interp: &mut Interp, v: &Value) -> PyResult<(Tr
     Ok((t, out))
 }
 
-pub(in crate::jax) fn tree_kind(t: &TreeDef) -> &'static str {
+pub(super) fn tree_kind(t: &TreeDef) -> &'static str {
     match t {
         TreeDef::Leaf => "<class 'jax._src.core.ShapedArray'>",
         TreeDef::Tuple(_) => "<class 'tuple'>",
@@ -515,7 +515,7 @@ pub(in crate::jax) fn tree_kind(t: &TreeDef) -> &'static str {
     }
 }
 
-pub(in crate::jax) fn tree_desc(t: &TreeDef) -> &'static str {
+pub(super) fn tree_desc(t: &TreeDef) -> &'static str {
     match t {
         TreeDef::Leaf => "pytree leaf",
         TreeDef::Tuple(_) => "<class 'tuple'>",
