@@ -9,3 +9,4 @@ pub mod control_flow;
 pub mod map;
 pub mod pytrees;
 pub mod random;
+pub mod vmap;
