@@ -5,6 +5,7 @@
 //! this module in `jax/` (`ir.rs`, `eval*.rs`, `ad*.rs`, `random.rs`).
 
 pub mod at;
+pub mod autodiff;
 pub mod control_flow;
 pub mod map;
 pub mod pytrees;
