@@ -2,13 +2,14 @@
 //! `jax.vjp`'s function with values, and the replayed outputs that replace traced ones.
 //! The differentiation itself (linearize, JVP and transpose rules) lives in `jax/ad*.rs`.
 
+use super::jit::canonical_aval;
 use super::pytrees::{flatten, leaf_avals, unflatten};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::ad::{self, VjpValues};
-use crate::jax::api::{abstract_output, array_leaves, canonical_aval, trace_with_record};
+use crate::jax::api::{abstract_output, array_leaves, trace_with_record};
 use crate::jax::array::Array;
 use crate::jax::dtypes::DType;
 use crate::jax::numpy::{operand, Operand};

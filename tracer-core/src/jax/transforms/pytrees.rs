@@ -74,7 +74,7 @@ impl TreeDef {
             TreeDef::Node { children, .. } => children.iter().map(|t| t.num_leaves()).sum(),
         }
     }
-    pub(in crate::jax) fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             TreeDef::Leaf => "*".into(),
             TreeDef::None => "None".into(),
@@ -90,7 +90,7 @@ impl TreeDef {
     }
 }
 
-pub(in crate::jax) fn key_text(k: &HashKey) -> String {
+pub(super) fn key_text(k: &HashKey) -> String {
     match k {
         HashKey::Str(s) => format!("'{s}'"),
         HashKey::Int(i) => i.to_string(),
