@@ -4,12 +4,12 @@
 
 use super::jit::canonical_aval;
 use super::pytrees::{flatten, leaf_avals, unflatten};
+use super::trace::{abstract_output, array_leaves, trace_with_record};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::ad::{self, VjpValues};
-use crate::jax::api::{abstract_output, array_leaves, trace_with_record};
 use crate::jax::array::Array;
 use crate::jax::dtypes::DType;
 use crate::jax::numpy::{operand, Operand};

@@ -3,14 +3,15 @@
 //! the taken branch or the loop run directly in values mode outside one.
 
 use super::pytrees::{flatten, leaf_avals, tree_desc, tree_kind, unflatten};
+use super::trace::{
+    array_avals, array_leaves, bind_control, cached_body, conform_operands, fun_def_site, fun_name, input_leaves, invar_avals,
+    map_abstract, map_arrays, param_names, replace_array_leaves, trace_call, traced_body,
+};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{
-    array_avals, array_leaves, bind_control, cached_body, conform_operands, fun_def_site, fun_name, input_leaves, invar_avals, kw,
-    map_abstract, map_arrays, param_names, replace_array_leaves, trace_call, traced_body,
-};
+use crate::jax::api::kw;
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::{self, DType};

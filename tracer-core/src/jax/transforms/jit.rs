@@ -4,14 +4,14 @@
 //! TL211), worded like JAX's `explain_cache_misses`.
 
 use super::pytrees::{flatten, key_text, unflatten, TreeDef};
+use super::trace::{
+    fun_def_site, fun_identity, fun_name, instantiate_outputs, param_names, trace_inputs, traced_output, unwrapped, TracedOutput,
+};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{HashKey, Value};
 use crate::interp::{Flow, Interp, PyResult, Site};
-use crate::jax::api::{
-    fun_def_site, fun_identity, fun_name, instantiate_outputs, kw, obj, param_names, trace_inputs, traced_output, unwrapped, JaxObject,
-    TracedOutput,
-};
+use crate::jax::api::{kw, obj, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes;
@@ -545,7 +545,7 @@ fn unhashable_static(interp: &Interp, v: &Value, shown: &str) -> Flow {
 }
 
 /// The aval a transformation sees for an argument: NumPy's 64-bit dtypes are canonicalized.
-pub(in crate::jax) fn canonical_aval(interp: &Interp, aval: &Aval) -> Aval {
+pub(super) fn canonical_aval(interp: &Interp, aval: &Aval) -> Aval {
     Aval { shape: aval.shape.clone(), dtype: dtypes::canonicalize(aval.dtype, interp.jax.config), weak: aval.weak }
 }
 

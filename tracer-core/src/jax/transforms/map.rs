@@ -3,13 +3,14 @@
 
 use super::control_flow::slice_leading;
 use super::pytrees::flatten;
+use super::trace::{
+    array_avals, array_leaves, bind_control, cached_body, conform_operands, input_leaves, invar_avals, map_abstract, replace_array_leaves,
+    trace_call, traced_body,
+};
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{
-    array_avals, array_leaves, bind_control, cached_body, conform_operands, input_leaves, invar_avals, kw, map_abstract, obj,
-    replace_array_leaves, trace_call, traced_body, JaxObject,
-};
+use crate::jax::api::{kw, obj, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::eval_control::Loop;

@@ -11,4 +11,5 @@ pub mod jit;
 pub mod map;
 pub mod pytrees;
 pub mod random;
+pub mod trace;
 pub mod vmap;

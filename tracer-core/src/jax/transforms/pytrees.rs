@@ -323,7 +323,7 @@ pub fn unflatten(interp: &mut Interp, tree: &TreeDef, leaves: &mut std::vec::Int
 
 /// The index path of every leaf of `tree`, in flattening order, with a user class's children
 /// indexed as a tuple's (`[0]`): where the leaf is in the value a reproducer passes.
-pub(in crate::jax) fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<String>) {
+pub(super) fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<String>) {
     let len = prefix.len();
     let mut child = |key: String, t: &TreeDef, out: &mut Vec<String>| {
         prefix.push_str(&key);

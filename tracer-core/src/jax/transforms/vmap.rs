@@ -3,14 +3,14 @@
 //! computed one by one (values mode).
 
 use super::pytrees::{flatten, leaf_avals, unflatten};
+use super::trace::{
+    array_avals, array_leaves, bind_control, input_leaves, invar_avals, map_abstract, map_arrays, param_names, record_body,
+    replace_array_leaves, trace_with_record, BODY_OUTPUT,
+};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{
-    array_avals, array_leaves, bind_control, input_leaves, invar_avals, map_abstract, map_arrays, param_names, record_body,
-    replace_array_leaves, trace_with_record, BODY_OUTPUT,
-};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::ir::Prim;
