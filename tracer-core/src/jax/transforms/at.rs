@@ -1,11 +1,11 @@
 //! `x.at[idx].set(v)` and its siblings: the `.at` helper objects' indexing and the update
 //! they bind (`scatter`, or a gather for `.get`), with JAX's index normalisation.
 
+use super::dispatch::{obj, JaxObject};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{obj, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::bind1;
 use crate::jax::ir::{IndexMode, Prim};
@@ -17,7 +17,7 @@ pub fn at_getitem(array: &Rc<Array>, index: Value) -> Value {
     obj(JaxObject::AtIndex { array: array.clone(), index })
 }
 
-pub(in crate::jax) fn at_update(
+pub(super) fn at_update(
     interp: &mut Interp,
     array: &Rc<Array>,
     index: &Value,

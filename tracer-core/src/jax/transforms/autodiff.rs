@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 /// `jax.jvp`'s checks of each primal against its tangent: the tangent dtype of the primal's
 /// (`float0` for integers and booleans), and the same shape.
-pub(in crate::jax) fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]) -> PyResult<()> {
+pub(super) fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]) -> PyResult<()> {
     let (ps, ts) = (array_leaves(interp, primals)?, array_leaves(interp, tangents)?);
     if ps.len() != ts.len() {
         return Ok(()); // a structure JAX would refuse, or leaves not modelled: not checked
@@ -56,7 +56,7 @@ pub(in crate::jax) fn check_jvp_tangents(interp: &mut Interp, primals: &[Value],
 /// in place of the traced ones, when their leaves match: inside a staging trace the traced
 /// ones would be opaque, and outside one they have no values where the function went through
 /// control flow the trace only recorded (a `vmap` inside `grad`), whereas the replay resolved it.
-pub(in crate::jax) fn with_replayed_outputs(interp: &mut Interp, out: Value, outputs: &[Rc<Array>]) -> PyResult<Value> {
+pub(super) fn with_replayed_outputs(interp: &mut Interp, out: Value, outputs: &[Rc<Array>]) -> PyResult<Value> {
     let (tree, leaves) = leaf_avals(interp, &out)?;
     let same = leaves.len() == outputs.len()
         && leaves.iter().zip(outputs).all(|(l, o)| l.as_ref().is_some_and(|a| a.shape == o.aval.shape && a.dtype == o.aval.dtype));
@@ -66,7 +66,7 @@ pub(in crate::jax) fn with_replayed_outputs(interp: &mut Interp, out: Value, out
     unflatten(interp, &tree, &mut outputs.iter().cloned().map(Value::Array).collect::<Vec<_>>().into_iter())
 }
 
-pub(in crate::jax) fn grad_call(
+pub(super) fn grad_call(
     interp: &mut Interp,
     fun: &Value,
     argnums: &Value,
@@ -202,13 +202,13 @@ pub(in crate::jax) fn grad_call(
 /// `jax.vjp`'s function with values: the linearization and the primals it was taken at.
 #[derive(Debug)]
 pub struct VjpValuesOf {
-    pub(in crate::jax) lin: VjpValues,
-    pub(in crate::jax) primals: Vec<Value>,
+    pub(super) lin: VjpValues,
+    pub(super) primals: Vec<Value>,
 }
 
 /// Calls a `vjp` function on output cotangents: one cotangent per primal, shaped like it.
 /// `None` when the values cannot be computed.
-pub(in crate::jax) fn vjp_values(interp: &mut Interp, v: &VjpValuesOf, args: &[Value]) -> PyResult<Option<Value>> {
+pub(super) fn vjp_values(interp: &mut Interp, v: &VjpValuesOf, args: &[Value]) -> PyResult<Option<Value>> {
     let cts = array_leaves(interp, args)?;
     let Some(per_arg) = ad::vjp_apply(interp, &v.lin, &cts)? else { return Ok(None) };
     let mut result = Vec::with_capacity(v.primals.len());

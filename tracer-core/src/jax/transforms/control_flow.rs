@@ -2,6 +2,7 @@
 //! of their arguments and carries, one equation over the traced bodies inside a trace, and
 //! the taken branch or the loop run directly in values mode outside one.
 
+use super::dispatch::kw;
 use super::pytrees::{flatten, leaf_avals, tree_desc, tree_kind, unflatten};
 use super::trace::{
     array_avals, array_leaves, bind_control, cached_body, conform_operands, fun_def_site, fun_name, input_leaves, invar_avals,
@@ -11,7 +12,6 @@ use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::kw;
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::{self, DType};
@@ -106,7 +106,7 @@ fn abstract_copy(interp: &mut Interp, v: &Value) -> PyResult<Value> {
     map_arrays(interp, v, &|a| Array::unknown(a.aval.clone(), "loop carry"))
 }
 
-pub(in crate::jax) fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     let f = args.first().cloned().unwrap_or(Value::None);
     let init = args.get(1).cloned().or_else(|| kw(kwargs, "init").cloned()).unwrap_or(Value::None);
     let xs = args.get(2).cloned().or_else(|| kw(kwargs, "xs").cloned()).unwrap_or(Value::None);
@@ -458,7 +458,7 @@ fn check_pred(interp: &mut Interp, pred: &Value, what: &str) -> PyResult<()> {
     Ok(())
 }
 
-pub(in crate::jax) fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+pub(super) fn cond(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     if args.len() < 3 {
         return Ok(Value::opaque("lax.cond"));
     }
@@ -508,7 +508,7 @@ fn taken_branch(
     }
 }
 
-pub(in crate::jax) fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+pub(super) fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     if args.len() < 2 {
         return Ok(Value::opaque("lax.switch"));
     }
@@ -520,7 +520,7 @@ pub(in crate::jax) fn switch(interp: &mut Interp, args: &[Value]) -> PyResult<Va
     taken_branch(interp, &args[0], &|i| i.clamp(0.0, last) as usize, &branches, &args[2..], result)
 }
 
-pub(in crate::jax) fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+pub(super) fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     if args.len() < 3 {
         return Ok(Value::opaque("lax.while_loop"));
     }
@@ -567,7 +567,7 @@ pub(in crate::jax) fn while_loop(interp: &mut Interp, args: &[Value]) -> PyResul
     Ok(carry)
 }
 
-pub(in crate::jax) fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn fori_loop(interp: &mut Interp, args: &[Value], _kwargs: &Kwargs) -> PyResult<Value> {
     if args.len() < 4 {
         return Ok(Value::opaque("lax.fori_loop"));
     }

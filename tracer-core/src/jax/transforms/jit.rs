@@ -3,6 +3,7 @@
 //! leaf is unknown), calls that hit the cache, and why a function is traced again (TL210,
 //! TL211), worded like JAX's `explain_cache_misses`.
 
+use super::dispatch::{kw, obj, JaxObject};
 use super::pytrees::{flatten, key_text, unflatten, TreeDef};
 use super::trace::{
     fun_def_site, fun_identity, fun_name, instantiate_outputs, param_names, trace_inputs, traced_output, unwrapped, TracedOutput,
@@ -11,7 +12,6 @@ use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{HashKey, Value};
 use crate::interp::{Flow, Interp, PyResult, Site};
-use crate::jax::api::{kw, obj, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes;
@@ -83,7 +83,7 @@ impl PartialEq for CacheKey {
     }
 }
 
-pub(in crate::jax) fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyResult<Value> {
     let mut static_argnums = Vec::new();
     let mut static_argnames = Vec::new();
     if let Some(v) = kw(kwargs, "static_argnums") {
@@ -190,7 +190,7 @@ fn binds_trivially(f: &crate::interp::value::Function, n_args: usize, no_kwargs:
     no_kwargs && p.vararg.is_none() && p.kwarg.is_none() && p.kwonly.is_empty() && (required..=positional).contains(&n_args)
 }
 
-pub(in crate::jax) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     // Arguments that do not fit the signature fail before any cache lookup (no retrace).
     // JAX still counts it as a trace (a cache miss whose tracing raised), but it is no retrace
     // worth explaining.

@@ -2,6 +2,7 @@
 //! carry (over `vmap(f)` for batches) inside a trace, the same loop run in values mode.
 
 use super::control_flow::slice_leading;
+use super::dispatch::{kw, obj, JaxObject};
 use super::pytrees::flatten;
 use super::trace::{
     array_avals, array_leaves, bind_control, cached_body, conform_operands, input_leaves, invar_avals, map_abstract, replace_array_leaves,
@@ -10,7 +11,6 @@ use super::trace::{
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{kw, obj, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::eval_control::Loop;
@@ -21,7 +21,7 @@ use std::rc::Rc;
 /// `lax.map(f, xs)`: JAX binds it as a `scan` with no carry whose body is `f` on one slice of
 /// `xs`, so inside a trace it is that one equation, and in values mode the same loop runs.
 /// With `batch_size=` it is [`batched_map`].
-pub(in crate::jax) fn lax_map(interp: &mut Interp, f: &Value, xs: &Value, kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn lax_map(interp: &mut Interp, f: &Value, xs: &Value, kwargs: &Kwargs) -> PyResult<Value> {
     if let Some(batch_size) = kw(kwargs, "batch_size").filter(|b| !matches!(b, Value::None)) {
         if let Some(ys) = batched_map(interp, f, xs, batch_size)? {
             return Ok(ys);

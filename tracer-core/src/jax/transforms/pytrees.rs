@@ -3,11 +3,11 @@
 //! NamedTuples), `jax.tree.map` with its prefix check, and the leaf types the other
 //! transformations compare.
 
+use super::dispatch::kw;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{Class, Dict, HashKey, Instance, PytreeRegistration, Value};
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::kw;
 use crate::jax::aval::Aval;
 use crate::jax::numpy::{operand, Operand};
 use std::cell::RefCell;
@@ -396,7 +396,7 @@ fn note_custom_children(interp: &mut Interp, inst: &Rc<Instance>, children: &[Va
     }
 }
 
-pub(in crate::jax) fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     let f = args.first().cloned().unwrap_or(Value::None);
     let Some(tree0) = args.get(1) else {
         return Err(interp.type_error("tree_map() missing 1 required positional argument: 'tree'"));
@@ -491,7 +491,7 @@ fn key_plain(k: &HashKey) -> String {
     }
 }
 
-pub(in crate::jax) fn leaf_avals(interp: &mut Interp, v: &Value) -> PyResult<(TreeDef, Vec<Option<Aval>>)> {
+pub(super) fn leaf_avals(interp: &mut Interp, v: &Value) -> PyResult<(TreeDef, Vec<Option<Aval>>)> {
     let mut leaves = Vec::new();
     let t = flatten(interp, v, "", &mut leaves)?;
     let mut out = Vec::new();

@@ -2,10 +2,10 @@
 //! checks, output avals and the `random_<dist>` draw it binds. The draws' kernels (threefry
 //! and each distribution's sampling) live in `jax/random.rs`.
 
+use super::dispatch::{kw, shape_of};
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::api::{kw, shape_of};
 use crate::jax::array::Array;
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::bind1;
@@ -15,7 +15,7 @@ use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::surface::JaxFn;
 use std::rc::Rc;
 
-pub(in crate::jax) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let key = args.first().cloned().or_else(|| kw(kwargs, "key").cloned()).unwrap_or(Value::None);
     let key = match &key {
@@ -304,7 +304,7 @@ pub(in crate::jax) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwar
 
 /// `jax.random.wrap_key_data(key_data)`: `uint32` data of shape `(..., 2)` as typed keys of
 /// shape `(...)`, with JAX's `TypeError` for data of another dtype or shape.
-pub(in crate::jax) fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+pub(super) fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     let data = args.first().or_else(|| kw(kwargs, "key_data")).cloned().unwrap_or(Value::None);
     let data = match &data {
         Value::Array(a) if !a.aval.dtype.is_key() => a.clone(),
@@ -327,7 +327,7 @@ pub(in crate::jax) fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs:
 /// A Python int seed as `random_seed` takes it: through an int64 NumPy scalar, which is
 /// int32 with x64 off (the seed mod 2**32, never an OverflowError). A seed an f64 cannot
 /// hold exactly gives an unknown key.
-pub(in crate::jax) fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
+pub(super) fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
     if !interp.jax.config.enable_x64 {
         return Array::scalar(f64::from(n as i32), DType::I32, false);
     }

@@ -3,6 +3,7 @@
 //! function is reported under, and the cache of traced control-flow bodies that the
 //! `scan`/`while`/`cond`/`vmap` equations bind.
 
+use super::dispatch::{is_transformation, JaxObject};
 use super::jit::canonical_aval;
 use super::pytrees::{flatten, leaf_avals, tuple_paths, unflatten, TreeDef};
 use crate::diagnostics::Code;
@@ -11,7 +12,6 @@ use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Flow, Interp, PyResult, Site};
 use crate::jax::ad::AdTrace;
-use crate::jax::api::{is_transformation, JaxObject};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::eval_control::Body;
@@ -61,7 +61,7 @@ pub(in crate::jax) fn fun_name(v: &Value) -> String {
     }
 }
 
-pub(in crate::jax) fn fun_def_site(v: &Value) -> Option<Site> {
+pub(super) fn fun_def_site(v: &Value) -> Option<Site> {
     if let Some(inner) = unwrapped(v) {
         return fun_def_site(&inner);
     }
@@ -373,7 +373,7 @@ pub(super) fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: 
     Ok(TracedOutput::Arrays(tree, arrays))
 }
 
-pub(in crate::jax) fn trace_with_record(
+pub(super) fn trace_with_record(
     interp: &mut Interp,
     fun: &Value,
     args: Vec<Value>,
@@ -512,7 +512,7 @@ pub(super) fn instantiate_outputs(
 /// arrays of unknown value otherwise. `inputs` are what the results depend on.
 /// A pytree with its Python numbers (leaves that are `int`, `float` or `bool`) made arrays, as
 /// JAX's transformations see them.
-pub(in crate::jax) fn numbers_as_arrays(interp: &mut Interp, v: &Value) -> PyResult<Value> {
+pub(super) fn numbers_as_arrays(interp: &mut Interp, v: &Value) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
     if !leaves.iter().any(|(_, l)| matches!(l, Value::Int(_) | Value::Float(_) | Value::Bool(_))) {
@@ -531,7 +531,7 @@ pub(in crate::jax) fn numbers_as_arrays(interp: &mut Interp, v: &Value) -> PyRes
     unflatten(interp, &tree, &mut mapped.into_iter())
 }
 
-pub(in crate::jax) fn map_abstract(
+pub(super) fn map_abstract(
     interp: &mut Interp,
     v: &Value,
     inputs: &[Rc<Array>],
@@ -563,7 +563,7 @@ pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], wh
 }
 
 /// The array leaves of some values (what a transformation's results depend on).
-pub(in crate::jax) fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>>> {
+pub(super) fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Vec<Rc<Array>>> {
     let mut out = Vec::new();
     for v in values {
         let mut leaves = Vec::new();
@@ -573,7 +573,7 @@ pub(in crate::jax) fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyR
     Ok(out)
 }
 
-pub(in crate::jax) fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
+pub(super) fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
     let mapped: Vec<Value> = leaves

@@ -18,7 +18,7 @@ use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::TraceKind;
 use std::rc::Rc;
 
-pub(in crate::jax) fn vmap_call(
+pub(super) fn vmap_call(
     interp: &mut Interp,
     fun: &Value,
     in_axes: &Value,
