@@ -2,15 +2,17 @@
 //! `jax.vjp`'s function with values, and the replayed outputs that replace traced ones.
 //! The differentiation itself (linearize, JVP and transpose rules) lives in `jax/ad*.rs`.
 
+use super::dispatch::{obj, JaxObject};
 use super::jit::canonical_aval;
 use super::pytrees::{flatten, leaf_avals, unflatten};
-use super::trace::{abstract_output, array_leaves, trace_with_record};
+use super::trace::{abstract_output, array_leaves, map_abstract, numbers_as_arrays, trace_with_record};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::ad::{self, VjpValues};
 use crate::jax::array::Array;
+use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::numpy::{operand, Operand};
 use crate::jax::TraceKind;
@@ -18,7 +20,7 @@ use std::rc::Rc;
 
 /// `jax.jvp`'s checks of each primal against its tangent: the tangent dtype of the primal's
 /// (`float0` for integers and booleans), and the same shape.
-pub(super) fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]) -> PyResult<()> {
+fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangents: &[Value]) -> PyResult<()> {
     let (ps, ts) = (array_leaves(interp, primals)?, array_leaves(interp, tangents)?);
     if ps.len() != ts.len() {
         return Ok(()); // a structure JAX would refuse, or leaves not modelled: not checked
@@ -56,7 +58,7 @@ pub(super) fn check_jvp_tangents(interp: &mut Interp, primals: &[Value], tangent
 /// in place of the traced ones, when their leaves match: inside a staging trace the traced
 /// ones would be opaque, and outside one they have no values where the function went through
 /// control flow the trace only recorded (a `vmap` inside `grad`), whereas the replay resolved it.
-pub(super) fn with_replayed_outputs(interp: &mut Interp, out: Value, outputs: &[Rc<Array>]) -> PyResult<Value> {
+fn with_replayed_outputs(interp: &mut Interp, out: Value, outputs: &[Rc<Array>]) -> PyResult<Value> {
     let (tree, leaves) = leaf_avals(interp, &out)?;
     let same = leaves.len() == outputs.len()
         && leaves.iter().zip(outputs).all(|(l, o)| l.as_ref().is_some_and(|a| a.shape == o.aval.shape && a.dtype == o.aval.dtype));
@@ -202,8 +204,8 @@ pub(super) fn grad_call(
 /// `jax.vjp`'s function with values: the linearization and the primals it was taken at.
 #[derive(Debug)]
 pub struct VjpValuesOf {
-    pub(super) lin: VjpValues,
-    pub(super) primals: Vec<Value>,
+    lin: VjpValues,
+    primals: Vec<Value>,
 }
 
 /// Calls a `vjp` function on output cotangents: one cotangent per primal, shaped like it.
@@ -222,4 +224,105 @@ pub(super) fn vjp_values(interp: &mut Interp, v: &VjpValuesOf, args: &[Value]) -
         result.push(unflatten(interp, &tree, &mut cts.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?);
     }
     Ok(Some(Value::tuple(result)))
+}
+
+/// `jax.jvp(fun, primals, tangents)`: the outputs and their tangents, computed when the
+/// replay can (`ad::jvp_values`), abstract otherwise.
+pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    let fun = arg(0);
+    // Python numbers are weakly typed scalars to jvp, as to jit: traced, with a tangent.
+    let primals = interp.iterate(&arg(1))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
+    let tangents = interp.iterate(&arg(2))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
+    check_jvp_tangents(interp, &primals, &tangents)?;
+    let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
+    let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
+    // A tangent has its primal's type, weak type included.
+    let tangent = map_abstract(interp, &out, &deps, &|a| a.clone(), "jvp_tangent")?;
+    let Some(trace) = trace else { return Ok(Value::tuple(vec![out, tangent])) };
+    // The tangent leaves, matched to the input tracers argument by argument.
+    let mut by_arg: Vec<std::vec::IntoIter<Rc<Array>>> = Vec::new();
+    for t in &tangents {
+        by_arg.push(array_leaves(interp, std::slice::from_ref(t))?.into_iter());
+    }
+    let ts: Vec<Option<Rc<Array>>> = trace.inputs.iter().map(|(i, _)| by_arg.get_mut(*i).and_then(Iterator::next)).collect();
+    let (tree, expected) = leaf_avals(interp, &tangent)?;
+    let (Some(expected), true) = (expected.into_iter().collect::<Option<Vec<Aval>>>(), ts.iter().all(Option::is_some)) else {
+        return Ok(Value::tuple(vec![out, tangent]));
+    };
+    let (out, tangent) = match ad::jvp_values(interp, &trace, &ts, &expected)? {
+        Some((outputs, values)) => (
+            with_replayed_outputs(interp, out, &outputs)?,
+            unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?,
+        ),
+        None => (out, tangent),
+    };
+    Ok(Value::tuple(vec![out, tangent]))
+}
+
+/// `jax.vjp(fun, *primals)`: the outputs and the `vjp` function, with values when the
+/// linearization can be computed.
+pub(super) fn vjp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    let fun = arg(0);
+    let primals = args[1..].to_vec();
+    let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
+    let (out, _, trace) = trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
+    let linear = match &trace {
+        Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
+        None => None,
+    };
+    let out = match &linear {
+        Some(l) => with_replayed_outputs(interp, out, l.lin.outputs())?,
+        None => out,
+    };
+    Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs, linear })]))
+}
+
+/// A call of `jax.jacfwd(f)`, `jax.jacrev(f)` or `jax.hessian(f)`.
+pub(super) fn jacobian_call(
+    interp: &mut Interp,
+    fun: &Value,
+    argnums: &Value,
+    has_aux: bool,
+    kind: &'static str,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+) -> PyResult<Value> {
+    let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
+    let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
+    let deps = array_leaves(interp, &args)?;
+    // hessian is jacfwd(jacrev(f)): the inner Jacobian's passes are recorded in the
+    // outer trace, which differentiates them again.
+    let inner;
+    let (traced_fun, forward) = match kind {
+        "hessian" => {
+            inner = obj(JaxObject::Jacobian { fun: fun.clone(), argnums: argnums.clone(), has_aux, kind: "jacrev" });
+            (&inner, true)
+        }
+        k => (fun, k == "jacfwd"),
+    };
+    let (out, _, trace) = trace_with_record(interp, traced_fun, args, kwargs, TraceKind::Grad, kind, None, String::new())?;
+    let Some(x) = x_aval else {
+        return Ok(Value::opaque("jacobian"));
+    };
+    let jac = map_abstract(
+        interp,
+        &out,
+        &deps,
+        &|a| {
+            // (For hessian, `a` is already the inner Jacobian's: out.shape + x.shape.)
+            let mut s: Vec<usize> = a.shape.to_vec();
+            s.extend(x.shape.iter().copied());
+            a.with_shape(&s)
+        },
+        kind,
+    )?;
+    let (Some(trace), false) = (trace, has_aux) else { return Ok(jac) };
+    let (tree, expected) = leaf_avals(interp, &jac)?;
+    let Some(expected) = expected.into_iter().collect::<Option<Vec<Aval>>>() else { return Ok(jac) };
+    match ad::jacobian_values(interp, &trace, argnum, forward, &expected)? {
+        Some(values) => unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter()),
+        None => Ok(jac),
+    }
 }

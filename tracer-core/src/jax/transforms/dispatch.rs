@@ -3,29 +3,26 @@
 //! attributes and methods of those objects.
 
 use super::at::at_update;
-use super::autodiff::{check_jvp_tangents, grad_call, vjp_values, with_replayed_outputs, VjpValuesOf};
+use super::autodiff::{grad_call, vjp_values, VjpValuesOf};
 use super::control_flow::{cond, fori_loop, scan, switch, while_loop};
 use super::jit::{call_jitted, make_jit, Jitted};
 use super::map::lax_map;
-use super::pytrees::{flatten, flatten_with_is_leaf, leaf_avals, tree_map, unflatten, TreeDef};
-use super::random::{python_seed, random, wrap_key_data};
-use super::trace::{
-    abstract_output, array_leaves, fun_def_site, map_abstract, map_arrays, numbers_as_arrays, trace_call, trace_with_record,
-};
+use super::pytrees::{unflatten, TreeDef};
+use super::trace::{abstract_output, array_leaves, fun_def_site, map_arrays, trace_call};
 use super::vmap::vmap_call;
+use super::{autodiff, pytrees, random};
 use crate::diagnostics::Code;
 use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
-use crate::interp::value::{HashKey, PytreeRegistration, Value};
+use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::ad;
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
-use crate::jax::numpy::{self as jnp, operand, Operand};
+use crate::jax::numpy as jnp;
 use crate::jax::surface::JaxFn;
-use crate::jax::{bind1, bind_with_bodies, TraceKind};
+use crate::jax::{bind_with_bodies, TraceKind};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -211,52 +208,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 nondiff_argnums: nondiff,
             }))
         }
-        F::Jvp => {
-            let fun = arg(0);
-            // Python numbers are weakly typed scalars to jvp, as to jit: traced, with a tangent.
-            let primals = interp.iterate(&arg(1))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
-            let tangents = interp.iterate(&arg(2))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
-            check_jvp_tangents(interp, &primals, &tangents)?;
-            let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
-            let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
-            // A tangent has its primal's type, weak type included.
-            let tangent = map_abstract(interp, &out, &deps, &|a| a.clone(), "jvp_tangent")?;
-            let Some(trace) = trace else { return Ok(Value::tuple(vec![out, tangent])) };
-            // The tangent leaves, matched to the input tracers argument by argument.
-            let mut by_arg: Vec<std::vec::IntoIter<Rc<Array>>> = Vec::new();
-            for t in &tangents {
-                by_arg.push(array_leaves(interp, std::slice::from_ref(t))?.into_iter());
-            }
-            let ts: Vec<Option<Rc<Array>>> = trace.inputs.iter().map(|(i, _)| by_arg.get_mut(*i).and_then(Iterator::next)).collect();
-            let (tree, expected) = leaf_avals(interp, &tangent)?;
-            let (Some(expected), true) = (expected.into_iter().collect::<Option<Vec<Aval>>>(), ts.iter().all(Option::is_some)) else {
-                return Ok(Value::tuple(vec![out, tangent]));
-            };
-            let (out, tangent) = match ad::jvp_values(interp, &trace, &ts, &expected)? {
-                Some((outputs, values)) => (
-                    with_replayed_outputs(interp, out, &outputs)?,
-                    unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter())?,
-                ),
-                None => (out, tangent),
-            };
-            Ok(Value::tuple(vec![out, tangent]))
-        }
-        F::Vjp => {
-            let fun = arg(0);
-            let primals = args[1..].to_vec();
-            let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
-            let (out, _, trace) =
-                trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
-            let linear = match &trace {
-                Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
-                None => None,
-            };
-            let out = match &linear {
-                Some(l) => with_replayed_outputs(interp, out, l.lin.outputs())?,
-                None => out,
-            };
-            Ok(Value::tuple(vec![out, obj(JaxObject::VjpFn { inputs, linear })]))
-        }
+        F::Jvp => autodiff::jvp_call(interp, &args),
+        F::Vjp => autodiff::vjp_call(interp, &args),
         F::EvalShape => {
             let fun = arg(0);
             let rest = args[1..].to_vec();
@@ -279,112 +232,23 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         }
         F::Typeof => Ok(Value::opaque("an aval")),
         F::ArrayType => Ok(Value::opaque("jax.Array")),
-        F::TreeMap | F::TreeMap2 | F::JaxTreeMap => tree_map(interp, &args, &kwargs),
-        // functools.reduce(function, tree_leaves(tree)[, initializer])
-        F::TreeReduce | F::TreeReduce2 => {
-            let mut leaves = Vec::new();
-            flatten(interp, &arg(1), "", &mut leaves)?;
-            let mut values = leaves.into_iter().map(|(_, v)| v);
-            let Some(mut acc) = args.get(2).cloned().or_else(|| values.next()) else {
-                return Err(interp.type_error("reduce() of empty iterable with no initial value"));
-            };
-            for v in values {
-                acc = interp.call(&arg(0), vec![acc, v], Vec::new())?;
-            }
-            Ok(acc)
-        }
-        F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
-            let mut leaves = Vec::new();
-            flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
-            Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
-        }
-        F::TreeFlatten | F::TreeFlatten2 => {
-            let mut leaves = Vec::new();
-            let tree = flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
-            let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
-            Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
-        }
-        // An unknown part may stand for any subtree: the structure is not known.
-        F::TreeStructure | F::TreeStructure2 if arg(0).holds_unknown() => Ok(Value::opaque("the structure of a tree with unknown parts")),
-        F::TreeStructure | F::TreeStructure2 => {
-            let mut leaves = Vec::new();
-            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
-            Ok(obj(JaxObject::TreeDef(Rc::new(tree))))
-        }
-        F::TreeUnflatten | F::TreeUnflatten2 => {
-            let Value::Builtin(b) = arg(0) else {
-                return Ok(Value::opaque("tree_unflatten"));
-            };
-            let Builtin::Object(JaxObject::TreeDef(t)) = &*b else {
-                return Ok(Value::opaque("tree_unflatten"));
-            };
-            let leaves = interp.iterate(&arg(1))?;
-            if leaves.len() != t.num_leaves() {
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::InvalidPytree,
-                    format!(
-                        "Too {} leaves for PyTreeDef; expected {}, got {}.",
-                        if leaves.len() > t.num_leaves() { "many" } else { "few" },
-                        t.num_leaves(),
-                        leaves.len()
-                    ),
-                ));
-            }
-            unflatten(interp, t, &mut leaves.into_iter())
-        }
-        F::RegisterPytreeNode => {
-            if let Value::Class(c) = arg(0) {
-                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: arg(1), unflatten: arg(2) });
-            }
-            Ok(Value::None)
-        }
-        F::RegisterPytreeNodeClass => {
-            if let Value::Class(c) = &arg(0) {
-                let fl = c.lookup("tree_flatten").unwrap_or(Value::None);
-                let uf = c.lookup("tree_unflatten").map(|u| match u {
-                    Value::ClassMethod(f) => Value::BoundMethod(Rc::new((arg(0), (*f).clone()))),
-                    other => other,
-                });
-                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: fl, unflatten: uf.unwrap_or(Value::None) });
-            }
-            Ok(arg(0))
-        }
-        F::RegisterDataclass => {
-            if let Value::Class(c) = &arg(0) {
-                let names = |interp: &mut Interp, v: Option<&Value>| -> PyResult<Option<Vec<Rc<str>>>> {
-                    Ok(match v {
-                        Some(v) => Some(
-                            interp.iterate(v)?.into_iter().filter_map(|x| if let Value::Str(s) = x { Some(s) } else { None }).collect(),
-                        ),
-                        None => None,
-                    })
-                };
-                let data = names(interp, kw(&kwargs, "data_fields").or(args.get(1)))?;
-                let meta = names(interp, kw(&kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
-                // Without explicit field lists, fields marked `field(metadata=dict(static=True))` are meta.
-                let mut meta = meta;
-                if data.is_none() {
-                    for f in c.fields.borrow().iter() {
-                        if let Some(Value::Instance(field)) = c.lookup(f) {
-                            if let Some(Value::Dict(md)) = field.attrs.borrow().get("metadata") {
-                                let is_static = md
-                                    .borrow()
-                                    .get(&HashKey::Str(Rc::from("static")))
-                                    .map(|v| matches!(v, Value::Bool(true)))
-                                    .unwrap_or(false);
-                                if is_static && !meta.contains(f) {
-                                    meta.push(f.clone());
-                                }
-                            }
-                        }
-                    }
-                }
-                let data = data.unwrap_or_else(|| c.fields.borrow().iter().filter(|f| !meta.contains(f)).cloned().collect());
-                *c.pytree.borrow_mut() = Some(PytreeRegistration::Fields { data, meta });
-            }
-            Ok(arg(0))
-        }
+        F::TreeMap
+        | F::TreeMap2
+        | F::JaxTreeMap
+        | F::TreeReduce
+        | F::TreeReduce2
+        | F::TreeLeaves
+        | F::TreeLeaves2
+        | F::JaxTreeLeaves
+        | F::TreeFlatten
+        | F::TreeFlatten2
+        | F::TreeStructure
+        | F::TreeStructure2
+        | F::TreeUnflatten
+        | F::TreeUnflatten2
+        | F::RegisterPytreeNode
+        | F::RegisterPytreeNodeClass
+        | F::RegisterDataclass => pytrees::call_tree_fn(interp, f, &args, &kwargs),
         F::DebugPrint => {
             if interp.jax.trace_depth() > 0 {
                 let leaves: Vec<Rc<Array>> =
@@ -437,31 +301,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             }
             lax_map(interp, &arg(0), &arg(1), &kwargs)
         }
-        F::RandomKey | F::RandomPRNGKey => {
-            let seed = arg(0);
-            if let Value::Array(a) = &seed {
-                if a.aval.dtype.is_inexact() {
-                    return Err(interp.type_error(format!("PRNG key seed must be an integer; got {}", a.aval.long())));
-                }
-            }
-            if let Value::Array(a) = &seed {
-                if a.aval.dtype.is_key() {
-                    let name = if f == F::RandomPRNGKey { "PRNGKey" } else { "key" };
-                    return Err(interp.type_error(format!("{name} accepts a scalar seed, but was given a PRNG key.")));
-                }
-            }
-            // `key(seed)` is one typed key, `key<fry>[]`; `PRNGKey(seed)` its raw data, `u32[2]`.
-            let aval = if f == F::RandomPRNGKey { Aval::new(&[2], DType::U32) } else { Aval::scalar(DType::Key) };
-            let seed = match &seed {
-                Value::Int(n) => python_seed(interp, *n),
-                Value::Bool(b) => python_seed(interp, i64::from(*b)),
-                other => match operand(interp, other)? {
-                    Operand::Array(s) => s,
-                    Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
-                },
-            };
-            Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], aval)?))
-        }
+        F::RandomKey | F::RandomPRNGKey => random::key_from_seed(interp, f, &args),
         F::RandomSplit
         | F::RandomFoldIn
         | F::RandomNormal
@@ -479,8 +319,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         | F::RandomCauchy
         | F::RandomRademacher
         | F::RandomKeyData
-        | F::RandomClone => random(interp, f, &args, &kwargs),
-        F::RandomWrapKeyData => wrap_key_data(interp, &args, &kwargs),
+        | F::RandomClone => random::random(interp, f, &args, &kwargs),
+        F::RandomWrapKeyData => random::wrap_key_data(interp, &args, &kwargs),
         _ => jnp::call(interp, f, args, kwargs),
     }
 }
@@ -571,44 +411,7 @@ fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, k
         }
         JaxObject::Vmapped { fun, in_axes, out_axes, axis_size } => vmap_call(interp, fun, in_axes, out_axes, *axis_size, args, kwargs),
         JaxObject::Grad { fun, argnums, has_aux, with_value } => grad_call(interp, fun, argnums, *has_aux, *with_value, args, kwargs),
-        JaxObject::Jacobian { fun, argnums, has_aux, kind } => {
-            let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
-            let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
-            let deps = array_leaves(interp, &args)?;
-            // hessian is jacfwd(jacrev(f)): the inner Jacobian's passes are recorded in the
-            // outer trace, which differentiates them again.
-            let inner;
-            let (traced_fun, forward) = match *kind {
-                "hessian" => {
-                    inner = obj(JaxObject::Jacobian { fun: fun.clone(), argnums: argnums.clone(), has_aux: *has_aux, kind: "jacrev" });
-                    (&inner, true)
-                }
-                k => (fun, k == "jacfwd"),
-            };
-            let (out, _, trace) = trace_with_record(interp, traced_fun, args, kwargs, TraceKind::Grad, kind, None, String::new())?;
-            let Some(x) = x_aval else {
-                return Ok(Value::opaque("jacobian"));
-            };
-            let jac = map_abstract(
-                interp,
-                &out,
-                &deps,
-                &|a| {
-                    // (For hessian, `a` is already the inner Jacobian's: out.shape + x.shape.)
-                    let mut s: Vec<usize> = a.shape.to_vec();
-                    s.extend(x.shape.iter().copied());
-                    a.with_shape(&s)
-                },
-                kind,
-            )?;
-            let (Some(trace), false) = (trace, *has_aux) else { return Ok(jac) };
-            let (tree, expected) = leaf_avals(interp, &jac)?;
-            let Some(expected) = expected.into_iter().collect::<Option<Vec<Aval>>>() else { return Ok(jac) };
-            match ad::jacobian_values(interp, &trace, argnum, forward, &expected)? {
-                Some(values) => unflatten(interp, &tree, &mut values.into_iter().map(Value::Array).collect::<Vec<_>>().into_iter()),
-                None => Ok(jac),
-            }
-        }
+        JaxObject::Jacobian { fun, argnums, has_aux, kind } => autodiff::jacobian_call(interp, fun, argnums, *has_aux, *kind, args, kwargs),
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
         JaxObject::CustomDerivative { fun, kind, rules, nondiff_argnums } => {
             // Its rule, not its code, defines its derivative (`custom_rules.rs`).

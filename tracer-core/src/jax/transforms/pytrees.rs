@@ -3,13 +3,15 @@
 //! NamedTuples), `jax.tree.map` with its prefix check, and the leaf types the other
 //! transformations compare.
 
-use super::dispatch::kw;
+use super::dispatch::{kw, obj, JaxObject};
 use crate::diagnostics::Code;
+use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{Class, Dict, HashKey, Instance, PytreeRegistration, Value};
 use crate::interp::{Interp, PyResult};
 use crate::jax::aval::Aval;
 use crate::jax::numpy::{operand, Operand};
+use crate::jax::surface::JaxFn;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -396,7 +398,7 @@ fn note_custom_children(interp: &mut Interp, inst: &Rc<Instance>, children: &[Va
     }
 }
 
-pub(super) fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     let f = args.first().cloned().unwrap_or(Value::None);
     let Some(tree0) = args.get(1) else {
         return Err(interp.type_error("tree_map() missing 1 required positional argument: 'tree'"));
@@ -522,5 +524,120 @@ pub(super) fn tree_desc(t: &TreeDef) -> &'static str {
         TreeDef::List(_) => "<class 'list'>",
         TreeDef::Dict(_) => "<class 'dict'>",
         _ => "<class 'object'>",
+    }
+}
+
+/// `jax.tree.*` / `jax.tree_util.*` and the pytree registrations, as the dispatch hands them on.
+pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    use JaxFn as F;
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    match f {
+        F::TreeMap | F::TreeMap2 | F::JaxTreeMap => tree_map(interp, args, kwargs),
+        // functools.reduce(function, tree_leaves(tree)[, initializer])
+        F::TreeReduce | F::TreeReduce2 => {
+            let mut leaves = Vec::new();
+            flatten(interp, &arg(1), "", &mut leaves)?;
+            let mut values = leaves.into_iter().map(|(_, v)| v);
+            let Some(mut acc) = args.get(2).cloned().or_else(|| values.next()) else {
+                return Err(interp.type_error("reduce() of empty iterable with no initial value"));
+            };
+            for v in values {
+                acc = interp.call(&arg(0), vec![acc, v], Vec::new())?;
+            }
+            Ok(acc)
+        }
+        F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
+            let mut leaves = Vec::new();
+            flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
+        }
+        F::TreeFlatten | F::TreeFlatten2 => {
+            let mut leaves = Vec::new();
+            let tree = flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
+            Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
+        }
+        // An unknown part may stand for any subtree: the structure is not known.
+        F::TreeStructure | F::TreeStructure2 if arg(0).holds_unknown() => Ok(Value::opaque("the structure of a tree with unknown parts")),
+        F::TreeStructure | F::TreeStructure2 => {
+            let mut leaves = Vec::new();
+            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
+            Ok(obj(JaxObject::TreeDef(Rc::new(tree))))
+        }
+        F::TreeUnflatten | F::TreeUnflatten2 => {
+            let Value::Builtin(b) = arg(0) else {
+                return Ok(Value::opaque("tree_unflatten"));
+            };
+            let Builtin::Object(JaxObject::TreeDef(t)) = &*b else {
+                return Ok(Value::opaque("tree_unflatten"));
+            };
+            let leaves = interp.iterate(&arg(1))?;
+            if leaves.len() != t.num_leaves() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::InvalidPytree,
+                    format!(
+                        "Too {} leaves for PyTreeDef; expected {}, got {}.",
+                        if leaves.len() > t.num_leaves() { "many" } else { "few" },
+                        t.num_leaves(),
+                        leaves.len()
+                    ),
+                ));
+            }
+            unflatten(interp, t, &mut leaves.into_iter())
+        }
+        F::RegisterPytreeNode => {
+            if let Value::Class(c) = arg(0) {
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: arg(1), unflatten: arg(2) });
+            }
+            Ok(Value::None)
+        }
+        F::RegisterPytreeNodeClass => {
+            if let Value::Class(c) = &arg(0) {
+                let fl = c.lookup("tree_flatten").unwrap_or(Value::None);
+                let uf = c.lookup("tree_unflatten").map(|u| match u {
+                    Value::ClassMethod(f) => Value::BoundMethod(Rc::new((arg(0), (*f).clone()))),
+                    other => other,
+                });
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: fl, unflatten: uf.unwrap_or(Value::None) });
+            }
+            Ok(arg(0))
+        }
+        F::RegisterDataclass => {
+            if let Value::Class(c) = &arg(0) {
+                let names = |interp: &mut Interp, v: Option<&Value>| -> PyResult<Option<Vec<Rc<str>>>> {
+                    Ok(match v {
+                        Some(v) => Some(
+                            interp.iterate(v)?.into_iter().filter_map(|x| if let Value::Str(s) = x { Some(s) } else { None }).collect(),
+                        ),
+                        None => None,
+                    })
+                };
+                let data = names(interp, kw(&kwargs, "data_fields").or(args.get(1)))?;
+                let meta = names(interp, kw(&kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
+                // Without explicit field lists, fields marked `field(metadata=dict(static=True))` are meta.
+                let mut meta = meta;
+                if data.is_none() {
+                    for f in c.fields.borrow().iter() {
+                        if let Some(Value::Instance(field)) = c.lookup(f) {
+                            if let Some(Value::Dict(md)) = field.attrs.borrow().get("metadata") {
+                                let is_static = md
+                                    .borrow()
+                                    .get(&HashKey::Str(Rc::from("static")))
+                                    .map(|v| matches!(v, Value::Bool(true)))
+                                    .unwrap_or(false);
+                                if is_static && !meta.contains(f) {
+                                    meta.push(f.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                let data = data.unwrap_or_else(|| c.fields.borrow().iter().filter(|f| !meta.contains(f)).cloned().collect());
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Fields { data, meta });
+            }
+            Ok(arg(0))
+        }
+        _ => crate::jax::numpy::call(interp, f, args.to_vec(), kwargs.clone()),
     }
 }

@@ -327,7 +327,7 @@ pub(super) fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs: &Kwargs
 /// A Python int seed as `random_seed` takes it: through an int64 NumPy scalar, which is
 /// int32 with x64 off (the seed mod 2**32, never an OverflowError). A seed an f64 cannot
 /// hold exactly gives an unknown key.
-pub(super) fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
+fn python_seed(interp: &Interp, n: i64) -> Rc<Array> {
     if !interp.jax.config.enable_x64 {
         return Array::scalar(f64::from(n as i32), DType::I32, false);
     }
@@ -351,4 +351,33 @@ fn random_param(interp: &mut Interp, v: &Value) -> PyResult<Rc<Array>> {
 /// unknown, so such a draw is made pending here instead, and computed when Python needs it.
 fn draw(interp: &mut Interp, dist: &'static str, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
     bind1(interp, Prim::Random { dist }, inputs, aval).map(Value::Array)
+}
+
+/// `jax.random.key(seed)` (one typed key) and `jax.random.PRNGKey(seed)` (its raw `u32[2]` data).
+pub(super) fn key_from_seed(interp: &mut Interp, f: JaxFn, args: &[Value]) -> PyResult<Value> {
+    use JaxFn as F;
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+    let seed = arg(0);
+    if let Value::Array(a) = &seed {
+        if a.aval.dtype.is_inexact() {
+            return Err(interp.type_error(format!("PRNG key seed must be an integer; got {}", a.aval.long())));
+        }
+    }
+    if let Value::Array(a) = &seed {
+        if a.aval.dtype.is_key() {
+            let name = if f == F::RandomPRNGKey { "PRNGKey" } else { "key" };
+            return Err(interp.type_error(format!("{name} accepts a scalar seed, but was given a PRNG key.")));
+        }
+    }
+    // `key(seed)` is one typed key, `key<fry>[]`; `PRNGKey(seed)` its raw data, `u32[2]`.
+    let aval = if f == F::RandomPRNGKey { Aval::new(&[2], DType::U32) } else { Aval::scalar(DType::Key) };
+    let seed = match &seed {
+        Value::Int(n) => python_seed(interp, *n),
+        Value::Bool(b) => python_seed(interp, i64::from(*b)),
+        other => match operand(interp, other)? {
+            Operand::Array(s) => s,
+            Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
+        },
+    };
+    Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], aval)?))
 }
