@@ -68,7 +68,7 @@ impl Route {
 /// What kind of transformation a trace belongs to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceKind {
-    /// `jax.jit`: abstract values, cached by `api::JitCache`.
+    /// `jax.jit`: abstract values, cached by the jit cache (`transforms/jit.rs`).
     Jit,
     Vmap,
     Grad,

@@ -266,9 +266,6 @@ fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str)
     Ok(BodyKey { fun: fun_identity(fun), label: label.to_string(), tree, avals })
 }
 
-/// The worker behind every transformation: returns the outputs (tracers of the outer trace,
-/// or concrete arrays) and the index of the trace record.
-#[allow(clippy::too_many_arguments)]
 /// Replaces the array leaves of one argument with input tracers of the top trace.
 /// Under grad/jvp (`primal`), the tracers keep the concrete value behind them.
 #[allow(clippy::too_many_arguments)]
@@ -373,6 +370,9 @@ pub(super) fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: 
     Ok(TracedOutput::Arrays(tree, arrays))
 }
 
+/// The worker behind every transformation: returns the outputs (tracers of the outer trace,
+/// or concrete arrays) and the index of the trace record.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn trace_with_record(
     interp: &mut Interp,
     fun: &Value,
@@ -507,9 +507,6 @@ pub(super) fn instantiate_outputs(
     })
 }
 
-/// The results of a transformation whose values are not computed: tracers of the enclosing
-/// staging trace when there is one (so Python cannot see them, exactly as in JAX), concrete
-/// arrays of unknown value otherwise. `inputs` are what the results depend on.
 /// A pytree with its Python numbers (leaves that are `int`, `float` or `bool`) made arrays, as
 /// JAX's transformations see them.
 pub(super) fn numbers_as_arrays(interp: &mut Interp, v: &Value) -> PyResult<Value> {
@@ -550,6 +547,9 @@ pub(super) fn map_abstract(
     unflatten(interp, &tree, &mut mapped.into_iter())
 }
 
+/// The results of a transformation whose values are not computed: tracers of the enclosing
+/// staging trace when there is one (so Python cannot see them, exactly as in JAX), concrete
+/// arrays of unknown value otherwise. `inputs` are what the results depend on.
 pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], why: &'static str) -> PyResult<Rc<Array>> {
     // Under grad/jvp the result must stay connected to its inputs, or differentiation would
     // take it for a constant: it is an opaque equation of that trace.
