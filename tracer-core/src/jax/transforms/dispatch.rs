@@ -411,7 +411,7 @@ fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, k
         }
         JaxObject::Vmapped { fun, in_axes, out_axes, axis_size } => vmap_call(interp, fun, in_axes, out_axes, *axis_size, args, kwargs),
         JaxObject::Grad { fun, argnums, has_aux, with_value } => grad_call(interp, fun, argnums, *has_aux, *with_value, args, kwargs),
-        JaxObject::Jacobian { fun, argnums, has_aux, kind } => autodiff::jacobian_call(interp, fun, argnums, *has_aux, *kind, args, kwargs),
+        JaxObject::Jacobian { fun, argnums, has_aux, kind } => autodiff::jacobian_call(interp, fun, argnums, *has_aux, kind, args, kwargs),
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
         JaxObject::CustomDerivative { fun, kind, rules, nondiff_argnums } => {
             // Its rule, not its code, defines its derivative (`custom_rules.rs`).

@@ -548,12 +548,12 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
         }
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
-            flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
             Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
         }
         F::TreeFlatten | F::TreeFlatten2 => {
             let mut leaves = Vec::new();
-            let tree = flatten_with_is_leaf(interp, &arg(0), kw(&kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            let tree = flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
             let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
             Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
         }
@@ -613,8 +613,8 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
                         None => None,
                     })
                 };
-                let data = names(interp, kw(&kwargs, "data_fields").or(args.get(1)))?;
-                let meta = names(interp, kw(&kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
+                let data = names(interp, kw(kwargs, "data_fields").or(args.get(1)))?;
+                let meta = names(interp, kw(kwargs, "meta_fields").or(args.get(2)))?.unwrap_or_default();
                 // Without explicit field lists, fields marked `field(metadata=dict(static=True))` are meta.
                 let mut meta = meta;
                 if data.is_none() {
