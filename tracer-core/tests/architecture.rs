@@ -1,7 +1,8 @@
 //! The layering invariants of docs/ARCHITECTURE.md that the source text alone can show:
 //! only `syntax/` knows tree-sitter, `repro/` takes the analysis as a parameter rather
-//! than calling it (no circle between `analysis.rs` and `repro/`), and LSP columns are
-//! counted in one module of the server.
+//! than calling it (no circle between `analysis.rs` and `repro/`), LSP columns are
+//! counted in one module of the server, and the transformations (`jax/transforms/`) stay
+//! one concern a file, small or saying why not.
 
 use std::path::{Path, PathBuf};
 
@@ -126,4 +127,61 @@ fn lsp_columns_are_counted_in_one_module() {
         }
     }
     assert!(offenders.is_empty(), "LSP columns counted outside server/src/lsp/convert.rs:\n{}", offenders.join("\n"));
+}
+
+/// A file of `jax/transforms/` longer than this must say why in a `//! Size:` line.
+const TRANSFORMS_MAX_LINES: usize = 800;
+
+/// What is wrong with one file of `jax/transforms/`, if anything: it does not open with a
+/// `//!` doc saying what it owns, or it is longer than `TRANSFORMS_MAX_LINES` without a
+/// `//! Size:` line in that doc saying why.
+fn transforms_file_problem(text: &str) -> Option<String> {
+    let doc: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
+    if doc.is_empty() {
+        return Some("does not open with a `//!` doc saying what it owns".into());
+    }
+    let lines = text.lines().count();
+    let says_why = doc.iter().any(|l| l.trim_start_matches("//!").trim_start().starts_with("Size:"));
+    (lines > TRANSFORMS_MAX_LINES && !says_why)
+        .then(|| format!("has {lines} lines (over {TRANSFORMS_MAX_LINES}) and no `//! Size:` line saying why"))
+}
+
+#[test]
+fn the_transforms_file_check_finds_each_problem() {
+    let long = |doc: &str| format!("{doc}\n{}", "fn f() {}\n".repeat(TRANSFORMS_MAX_LINES));
+    assert!(transforms_file_problem(&long("//! jit and its cache.")).is_some_and(|p| p.contains("no `//! Size:`")));
+    assert_eq!(transforms_file_problem(&long("//! jit and its cache.\n//! Size: one match over every primitive.")), None);
+    assert_eq!(transforms_file_problem("//! vmap.\nfn f() {}\n"), None);
+    assert!(transforms_file_problem("use std::rc::Rc;\n").is_some_and(|p| p.contains("`//!` doc")));
+}
+
+/// `jax/transforms/` holds JAX's transformations one concern a file (jit and its cache,
+/// vmap, autodiff, control flow, pytrees, random, `.at[]`, the dispatch): each file opens
+/// with a `//!` doc saying what it owns, and none grows past ~800 lines without saying why.
+#[test]
+fn transforms_files_are_one_concern_each_and_small_or_say_why() {
+    let dir = crate_dir().join("src/jax/transforms");
+    let files = rust_files(&dir);
+    assert!(files.len() >= 8, "jax/transforms/ was not found: {}", dir.display());
+    let offenders: Vec<String> = files
+        .iter()
+        .filter_map(|f| transforms_file_problem(&std::fs::read_to_string(f).unwrap_or_default()).map(|p| format!("{}: {p}", f.display())))
+        .collect();
+    assert!(offenders.is_empty(), "jax/transforms/ files:\n{}", offenders.join("\n"));
+}
+
+/// `jax/api.rs` only re-exports the paths other files name (`jax::api::JaxObject`, ...):
+/// the code lives in `jax/transforms/`, so new code goes there and api.rs cannot regrow.
+#[test]
+fn jax_api_only_reexports_transforms() {
+    let api = crate_dir().join("src/jax/api.rs");
+    let text = std::fs::read_to_string(&api).unwrap_or_default();
+    assert!(text.contains("pub use super::transforms::"), "{} was not found or re-exports nothing", api.display());
+    let code: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .filter(|l| !(l.starts_with("pub use super::transforms::") || l.starts_with("pub(super) use super::transforms::")))
+        .collect();
+    assert!(code.is_empty(), "jax/api.rs holds more than re-exports of jax/transforms/ (move it there):\n{}", code.join("\n"));
 }

@@ -2559,7 +2559,7 @@ pub fn rule_status(prim: &Prim) -> Option<bool> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Entry points for the transformations in api.rs.
+// Entry points for the transformations in transforms/ (autodiff.rs, dispatch.rs).
 
 /// What AD needs from a grad/jvp trace: its jaxpr, the values it closed over, and the value
 /// behind each input tracer with the index of the argument it came from.

@@ -1,7 +1,7 @@
 //! Values mode: the values of `lax.scan`/`fori_loop`/`while_loop`/`cond` and `vmap`,
 //! computed by running their traced bodies (jaxprs) on the CPU kernels — one iteration,
 //! branch or example at a time, as JAX's semantics say. Called on concrete inputs outside
-//! any trace (`api.rs`), and for the `scan`/`while`/`cond`/`vmap` equations of a traced
+//! any trace (`transforms/`), and for the `scan`/`while`/`cond`/`vmap` equations of a traced
 //! function when it runs on concrete inputs (`control_eqn`, through `eval_jaxpr.rs`).
 
 use std::rc::Rc;

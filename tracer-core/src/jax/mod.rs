@@ -27,6 +27,7 @@ pub mod signatures;
 pub mod special;
 pub mod stmt;
 pub mod surface;
+pub mod transforms;
 
 use crate::interp::value::HashMap;
 use std::rc::Rc;
@@ -77,7 +78,7 @@ impl Route {
 /// What kind of transformation a trace belongs to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceKind {
-    /// `jax.jit`: abstract values, cached by `api::JitCache`.
+    /// `jax.jit`: abstract values, cached by the jit cache (`transforms/jit.rs`).
     Jit,
     Vmap,
     Grad,

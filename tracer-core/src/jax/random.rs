@@ -715,7 +715,7 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
     }
 }
 
-/// The draw `random_<dist>`. Its inputs after the key, as `api.rs` binds them:
+/// The draw `random_<dist>`. Its inputs after the key, as `transforms/random.rs` binds them:
 ///
 /// | dist | params |
 /// | --- | --- |

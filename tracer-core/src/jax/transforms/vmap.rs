@@ -1,0 +1,259 @@
+//! `jax.vmap`: `in_axes`/`out_axes` and the batch size checked as JAX checks them, the
+//! function traced on one example, and one `vmap` equation (inside a trace) or the examples
+//! computed one by one (values mode).
+
+use super::pytrees::{flatten, leaf_avals, unflatten};
+use super::trace::{
+    array_avals, array_leaves, bind_control, input_leaves, invar_avals, map_abstract, map_arrays, param_names, record_body,
+    replace_array_leaves, trace_with_record, BODY_OUTPUT,
+};
+use crate::diagnostics::Code;
+use crate::interp::call::Kwargs;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+use crate::jax::array::Array;
+use crate::jax::aval::Aval;
+use crate::jax::ir::Prim;
+use crate::jax::numpy::{self as jnp, operand, Operand};
+use crate::jax::TraceKind;
+use std::rc::Rc;
+
+pub(super) fn vmap_call(
+    interp: &mut Interp,
+    fun: &Value,
+    in_axes: &Value,
+    out_axes: &Value,
+    axis_size: Option<usize>,
+    args: Vec<Value>,
+    kwargs: Kwargs,
+) -> PyResult<Value> {
+    let names = param_names(fun);
+    // in_axes: an int/None for all arguments, or a tuple/list with one entry per argument.
+    let per_arg: Vec<Value> = match in_axes {
+        Value::Tuple(t) => {
+            if t.len() != args.len() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::VmapAxes,
+                    format!("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)={}, len(args)={}", t.len(), args.len()),
+                ));
+            }
+            (**t).clone()
+        }
+        Value::List(l) => {
+            let l = l.borrow().clone();
+            if l.len() != args.len() {
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::VmapAxes,
+                    format!("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)={}, len(args)={}", l.len(), args.len()),
+                ));
+            }
+            l
+        }
+        other => vec![other.clone(); args.len()],
+    };
+    let mut sizes: Vec<(usize, String)> = Vec::new();
+    let mut new_args = Vec::new();
+    for (i, (a, ax)) in args.iter().zip(&per_arg).enumerate() {
+        let argname = names.get(i).cloned().unwrap_or_else(|| format!("args[{i}]"));
+        new_args.push(unbatch(interp, a, ax, &argname, &mut sizes)?);
+    }
+    let n = match (sizes.first(), axis_size) {
+        (Some((n, _)), _) => *n,
+        (None, Some(n)) => n,
+        // An unknown argument may hold the mapped axis.
+        // An unknown argument may hold the mapped axis; keyword arguments are mapped over
+        // their leading axis, which tracelens does not batch yet.
+        (None, None) if args.iter().any(Value::holds_unknown) || !kwargs.is_empty() => {
+            return Ok(Value::opaque("vmap of an unknown value"))
+        }
+        (None, None) => {
+            return Err(interp.raise("ValueError", Code::VmapAxes, "vmap must have at least one non-None value in in_axes"));
+        }
+    };
+    if sizes.iter().any(|(m, _)| *m != n) {
+        let mut lines = vec!["vmap got inconsistent sizes for array axes to be mapped:".to_string()];
+        let mut seen: Vec<usize> = Vec::new();
+        for (m, d) in &sizes {
+            if !seen.contains(m) {
+                seen.push(*m);
+                let count = sizes.iter().filter(|(x, _)| x == m).count();
+                if count == 1 {
+                    lines.push(format!("  * one axis had size {m}: {d}"));
+                } else {
+                    lines.push(format!("  * {count} axes had size {m}"));
+                }
+            }
+        }
+        let msg = lines.join("\n").replace(";\n  *", ";\n  *");
+        let msg = msg
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i > 0 && i + 1 < lines.len() { format!("{l};") } else { l.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(interp.raise("ValueError", Code::VmapAxes, msg));
+    }
+    let deps = array_leaves(interp, &args)?;
+    let (out, record, _) = trace_with_record(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap", None, String::new())?;
+    let out_ax = crate::interp::ops::as_int(out_axes);
+    // out_axes must name an axis of each batched output (rank + 1 dimensions).
+    let (_, out_avals) = leaf_avals(interp, &out)?;
+    if let Some(x) = out_ax {
+        for a in out_avals.iter().flatten() {
+            let nd = a.ndim() as i64 + 1;
+            if x >= nd || x < -nd {
+                return Err(interp.raise("ValueError", Code::VmapAxes, format!("axis {x} is out of bounds for array of dimension {nd}")));
+            }
+        }
+    }
+    let batched = |a: &Aval| {
+        let mut s: Vec<usize> = a.shape.to_vec();
+        let nd = s.len() as i64 + 1;
+        let ax = match out_ax {
+            Some(x) if x < 0 => (x + nd).max(0) as usize,
+            Some(x) => (x as usize).min(s.len()),
+            None => 0,
+        };
+        s.insert(ax, n);
+        a.with_shape(&s).weak(a.weak)
+    };
+    let template = map_arrays(interp, &out, &|a| Array::unknown(batched(&a.aval), BODY_OUTPUT))?;
+    let batch = VmapBatch { args: &args, per_arg: &per_arg, size: n, out_axis: out_ax };
+    if let Some(staged) = staged_vmap(interp, record, &batch, &template)? {
+        return Ok(staged);
+    }
+    let result = map_abstract(interp, &out, &deps, &batched, "vmap")?;
+    vmap_values(interp, record, &batch, result)
+}
+
+/// A `vmap` call: the arguments, their `in_axes` entries, the batch size and `out_axes`.
+struct VmapBatch<'a> {
+    args: &'a [Value],
+    per_arg: &'a [Value],
+    size: usize,
+    out_axis: Option<i64>,
+}
+
+impl VmapBatch<'_> {
+    /// Each input leaf with its mapped axis, and the output axis; `None` when an axis is not
+    /// a plain integer or `None`.
+    fn leaves(&self, interp: &mut Interp) -> PyResult<Option<(Vec<(Rc<Array>, Option<usize>)>, usize)>> {
+        let Some(out_axis) = self.out_axis.and_then(|x| usize::try_from(x).ok()) else { return Ok(None) };
+        let mut inputs = Vec::new();
+        for (a, ax) in self.args.iter().zip(self.per_arg) {
+            let axis = match ax {
+                Value::None => None,
+                Value::Int(i) => match a.as_array() {
+                    Some(arr) if *i < 0 => Some((*i + arr.aval.ndim() as i64).max(0) as usize),
+                    _ => Some(*i as usize),
+                },
+                _ => return Ok(None),
+            };
+            let Some(leaves) = input_leaves(interp, a)? else { return Ok(None) };
+            inputs.extend(leaves.into_iter().map(|l| (l, axis)));
+        }
+        Ok(Some((inputs, out_axis)))
+    }
+}
+
+/// A `vmap` inside another trace (`jit`, or an outer `vmap`): one `vmap` equation over the
+/// traced per-example body, which values mode runs example by example.
+fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Value) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let Some(body) = record_body(interp, record) else { return Ok(None) };
+    let Some((inputs, out_axes)) = batch.leaves(interp)? else { return Ok(None) };
+    let want = invar_avals(&body);
+    if want.len() != inputs.len() {
+        return Ok(None);
+    }
+    let mut operands = Vec::with_capacity(inputs.len());
+    for ((leaf, axis), w) in inputs.iter().zip(&want) {
+        let mut shape = w.shape.to_vec();
+        if let Some(ax) = axis {
+            if *ax > shape.len() {
+                return Ok(None);
+            }
+            shape.insert(*ax, batch.size);
+        }
+        if leaf.aval.shape.as_slice() != shape.as_slice() {
+            return Ok(None);
+        }
+        operands.push(jnp::convert(interp, leaf, w.dtype, w.weak)?);
+    }
+    let in_axes = inputs.iter().map(|(_, ax)| *ax).collect();
+    let out_avals = array_avals(interp, &[template])?;
+    let prim = Prim::Vmap { axis_size: batch.size, in_axes, out_axes };
+    let outs = bind_control(interp, prim, None, &[body], operands, out_avals)?;
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
+}
+
+/// Values mode: a `vmap` outside any trace with an integer or `None` axis per argument and a
+/// non-negative integer `out_axes`, computed example by example.
+fn vmap_values(interp: &mut Interp, record: usize, batch: &VmapBatch, result: Value) -> PyResult<Value> {
+    if interp.values.is_none() || interp.jax.trace_depth() > 0 {
+        return Ok(result);
+    }
+    let Some(body) = record_body(interp, record) else { return Ok(result) };
+    let Some((inputs, out_axis)) = batch.leaves(interp)? else { return Ok(result) };
+    let avals = array_avals(interp, &[&result])?;
+    match crate::jax::eval_control::vmap(interp, &body, &inputs, batch.size, out_axis, &avals, "vmap")? {
+        Some(outs) => replace_array_leaves(interp, &result, &mut outs.into_iter()),
+        None => Ok(result),
+    }
+}
+
+/// Removes the mapped axis from the array leaves of one argument.
+fn unbatch(interp: &mut Interp, a: &Value, ax: &Value, argname: &str, sizes: &mut Vec<(usize, String)>) -> PyResult<Value> {
+    if ax.is_none() {
+        return Ok(a.clone());
+    }
+    if let (Value::Dict(_) | Value::Tuple(_) | Value::List(_), Value::Dict(_) | Value::Tuple(_) | Value::List(_)) = (a, ax) {
+        let mut leaves = Vec::new();
+        let tree = flatten(interp, a, argname, &mut leaves)?;
+        let mut axes = Vec::new();
+        flatten(interp, ax, "", &mut axes)?;
+        if axes.len() != leaves.len() {
+            return Ok(Value::opaque("vmap with in_axes pytree prefixes"));
+        }
+        let mut out = Vec::new();
+        for ((path, leaf), (_, axv)) in leaves.iter().zip(&axes) {
+            out.push(unbatch(interp, leaf, axv, path, sizes)?);
+        }
+        return unflatten(interp, &tree, &mut out.into_iter());
+    }
+    let Some(axis) = crate::interp::ops::as_int(ax) else {
+        return Ok(a.clone());
+    };
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, a, argname, &mut leaves)?;
+    let mut out = Vec::new();
+    for (path, leaf) in leaves {
+        let arr = match operand(interp, &leaf)? {
+            Operand::Array(x) => x,
+            Operand::Unknown => return Ok(Value::opaque("vmap of an unknown value")),
+        };
+        let nd = arr.aval.ndim() as i64;
+        let real = if axis < 0 { axis + nd } else { axis };
+        if real < 0 || real >= nd {
+            let msg = format!(
+                "vmap was requested to map its argument along axis {axis}, which implies that its rank should be at least {}, but is only {} (its shape is {})",
+                if axis < 0 { -axis } else { axis + 1 },
+                nd,
+                arr.aval.shape_tuple()
+            );
+            return Err(interp.raise("ValueError", Code::VmapAxes, msg));
+        }
+        let r = real as usize;
+        let n = arr.aval.shape[r];
+        let path = if path.is_empty() { argname.to_string() } else { path };
+        sizes.push((n, format!("axis {r} of argument {path} of type {}", arr.aval.long())));
+        let mut s = arr.aval.shape.to_vec();
+        s.remove(r);
+        out.push(Value::Array(Array::unknown(arr.aval.with_shape(&s).weak(arr.aval.weak), "one example of a vmapped batch")));
+    }
+    unflatten(interp, &tree, &mut out.into_iter())
+}
