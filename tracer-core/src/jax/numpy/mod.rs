@@ -2433,8 +2433,8 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             return compare_arrays(interp, $c, &a, &b).map(Value::Array);
         }};
     }
-    if lax_fns::handles(f) {
-        return lax_fns::call(interp, f, &p);
+    if lax::handles(f) {
+        return lax::call(interp, f, &p);
     }
     let keepdims = match p.get(usize::MAX, "keepdims") {
         Some(v) => interp.truthy(v)?,
@@ -4815,20 +4815,15 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
     }
 }
 
-#[path = "numpy_linalg.rs"]
 pub(super) mod linalg_api;
 
-#[path = "numpy_products.rs"]
 mod products;
 
-#[path = "numpy_quantile.rs"]
 mod quantile;
 
-#[path = "numpy_pad.rs"]
 mod pad;
 
-#[path = "numpy_lax.rs"]
-mod lax_fns;
+mod lax;
 use products::{matmul, squeeze};
 
 /// The floating dtype a linear-algebra routine computes in.
