@@ -4,6 +4,305 @@
 
 use super::*;
 
+/// The creation functions of the surface dispatch (`dispatch::family` routes them here).
+pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
+    use JaxFn as F;
+    let Call { f, args, p, c, .. } = *cx;
+    match f {
+        F::Array | F::Asarray => {
+            let v = cx.first();
+            let a = arr_or_unknown!(interp, &v);
+            // jnp.asarray keeps a jax array as it is (weak type included), canonicalizes a NumPy
+            // array, keeps a Python scalar weakly typed (`jnp.array(0)` is ~i32[]) and makes a
+            // nested list strongly typed.
+            let weak = match &v {
+                Value::Array(orig) => orig.aval.weak && !orig.numpy.get(),
+                Value::Int(_) | Value::Float(_) | Value::Complex(..) | Value::UnknownNumber(_) => true,
+                _ => false,
+            };
+            let d = dtypes::canonicalize(a.aval.dtype, c);
+            let a = convert(interp, &a, d, weak)?;
+            match dtype_arg(interp, p.get(1, "dtype"))? {
+                Some(d) => {
+                    note_x64(interp, d);
+                    convert(interp, &a, dtypes::canonicalize(d, c), false).map(Value::Array)
+                }
+                None => Ok(Value::Array(a)),
+            }
+        }
+        F::Zeros | F::Ones | F::Empty | F::Full => {
+            let Some(shape) = shape_arg(interp, &cx.named(0, "shape"))? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let (value, dt_index) = match f {
+                F::Full => {
+                    let fill = p.get(1, "fill_value").cloned().unwrap_or(Value::Int(0));
+                    let fa = arr_or_unknown!(interp, &fill);
+                    let default = dtypes::canonicalize(fa.aval.dtype, c);
+                    let given = p.get(2, "dtype").filter(|v| !matches!(v, Value::None));
+                    let d = creation_dtype(interp, given, default)?;
+                    // `lax.full` keeps a weakly typed fill value's weak type when no dtype is
+                    // given: `jnp.full((2,), 1.5)` is f32 weak_type=True.
+                    let weak = given.is_none() && fa.aval.weak;
+                    let converted = convert(interp, &fa, d, weak)?;
+                    let fb = broadcast_to_shape(interp, &converted, &shape)?;
+                    return Ok(Value::Array(fb));
+                }
+                F::Ones => (1.0, 1),
+                _ => (0.0, 1),
+            };
+            let d = creation_dtype(interp, p.get(dt_index, "dtype"), dtypes::default_float(c))?;
+            full(interp, &shape, value, d).map(Value::Array)
+        }
+        F::ZerosLike | F::OnesLike | F::EmptyLike | F::FullLike => {
+            let a = arr!(interp, cx, 0, "a");
+            let (value, di) = match f {
+                F::OnesLike => (1.0, 1),
+                F::FullLike => (p.get(1, "fill_value").and_then(crate::interp::ops::as_f64).unwrap_or(0.0), 2),
+                _ => (0.0, 1),
+            };
+            let d = creation_dtype(interp, p.get(di, "dtype"), a.aval.dtype)?;
+            let shape = a.aval.shape.clone();
+            full(interp, &shape, value, d).map(Value::Array)
+        }
+        F::Arange => {
+            let mut nums = Vec::new();
+            for (i, name) in ["start", "stop", "step"].iter().enumerate() {
+                if let Some(v) = p.get(i, name) {
+                    if let Value::Array(t) = v {
+                        if t.is_tracer() && t.known().is_none() {
+                            let origin = errors::origin(interp, t);
+                            let arg = if args.len() == 1 { "stop" } else { name };
+                            return Err(interp.raise(
+                                "ConcretizationTypeError",
+                                Code::DynamicShape,
+                                format!("Abstract tracer value encountered where concrete value is expected: {}\nIt arose in the jnp.arange argument '{arg}'\n{origin}", errors::traced_array(t)),
+                            ));
+                        }
+                    }
+                    nums.push(v.clone());
+                }
+            }
+            let fl: Vec<f64> = nums
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Array(a) => eval::force(a, 16).and_then(|d| d.iter().next().copied()),
+                    other => crate::interp::ops::as_f64(other),
+                })
+                .collect();
+            if fl.len() != nums.len() {
+                return Ok(Value::opaque("arange"));
+            }
+            let (start, stop, step) = match fl.as_slice() {
+                [b] => (0.0, *b, 1.0),
+                [a, b] => (*a, *b, 1.0),
+                [a, b, s] => (*a, *b, *s),
+                _ => return Ok(Value::opaque("arange")),
+            };
+            let any_float = nums.iter().any(|v| matches!(v, Value::Float(_)) || matches!(v, Value::Array(a) if a.aval.dtype.is_inexact()));
+            let default = if any_float { dtypes::default_float(c) } else { dtypes::default_int(c) };
+            let d = creation_dtype(interp, p.get(3, "dtype"), default)?;
+            let n = if step == 0.0 { 0.0 } else { ((stop - start) / step).ceil().max(0.0) };
+            if n.is_nan() || n >= usize::MAX as f64 {
+                return Ok(Value::opaque("arange of more elements than a shape holds"));
+            }
+            let n = n as usize;
+            let max = interp.budgets.max_elements;
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| eval::round_to(start + step * i[0] as f64, d));
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n], d), max, make)))
+        }
+        F::Linspace => linspace(interp, &p),
+        F::Logspace => {
+            // `power(base, linspace(start, stop, num, endpoint, axis=axis))` in the inexact
+            // dtype, converted to `dtype`.
+            let (Some(start), Some(stop)) = (p.get(0, "start").cloned(), p.get(1, "stop").cloned()) else {
+                return Ok(Value::opaque("logspace"));
+            };
+            let (Operand::Array(a0), Operand::Array(a1)) = (operand(interp, &start)?, operand(interp, &stop)?) else {
+                return Ok(Value::opaque("logspace"));
+            };
+            let natural = dtypes::canonicalize(promote(&[a0.aval.weak_dtype(), a1.aval.weak_dtype()], c).dtype.to_inexact(), c);
+            let d = creation_dtype(interp, p.get(5, "dtype"), natural)?;
+            let computation = dtypes::canonicalize(d.to_inexact(), c);
+            // linspace converts its bounds to `dtype` itself, and computes only Python numbers.
+            let mut lin_kwargs: Kwargs = vec![("dtype".into(), Value::Str(computation.name().into()))];
+            for (i, name) in [(2, "num"), (3, "endpoint"), (6, "axis")] {
+                if let Some(v) = p.get(i, name) {
+                    lin_kwargs.push((name.into(), v.clone()));
+                }
+            }
+            let lin = call(interp, F::Linspace, vec![start, stop], lin_kwargs)?;
+            let base = p.get(4, "base").cloned().unwrap_or(Value::Float(10.0));
+            let powered = call(interp, F::Power, vec![base, lin], Vec::new())?;
+            match powered {
+                Value::Array(x) => convert(interp, &x, d, false).map(Value::Array),
+                other => Ok(other),
+            }
+        }
+        F::ResultType | F::PromoteTypes => {
+            let mut wds = Vec::new();
+            for v in args {
+                match (dtype_arg(interp, Some(v))?, v) {
+                    (Some(d), Value::DType(_) | Value::Str(_)) => wds.push(WeakDType { dtype: d, weak: false }),
+                    (Some(_), Value::Array(a)) => wds.push(a.aval.weak_dtype()),
+                    _ => match operand(interp, v)? {
+                        Operand::Array(a) => wds.push(a.aval.weak_dtype()),
+                        Operand::Unknown => return Ok(Value::opaque("result_type of an unknown value")),
+                    },
+                }
+            }
+            if wds.is_empty() {
+                return Err(interp.value_error("at least one array or dtype is required"));
+            }
+            if f == F::PromoteTypes && wds.len() == 2 {
+                return Ok(Value::DType(dtypes::promote_types(wds[0].dtype, wds[1].dtype, c)));
+            }
+            match dtypes::result_type(&wds, c) {
+                Ok(w) => Ok(Value::DType(w.dtype)),
+                Err(_) => Err(interp.value_error("at least one array or dtype is required")),
+            }
+        }
+        F::Eye | F::Identity => {
+            let Some(n) = interp.index_of(&cx.named(0, if f == F::Eye { "N" } else { "n" }))? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let n = n.max(0) as usize;
+            let m = match p.get(1, "M") {
+                Some(v) if f == F::Eye => interp.index_of(v)?.unwrap_or(n as i64).max(0) as usize,
+                _ => n,
+            };
+            let d = creation_dtype(interp, p.get(if f == F::Eye { 3 } else { 1 }, "dtype"), dtypes::default_float(c))?;
+            // The diagonal `k` (above the main one when positive).
+            let k = match p.get(2, "k") {
+                Some(v) if f == F::Eye => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::Array(Array::unknown(Aval::new(&[n, m], d), "eye with a diagonal not known"))),
+                },
+                _ => 0,
+            };
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] as i64 - i[0] as i64 == k) as i64 as f64);
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n, m], d), interp.budgets.max_elements, make)))
+        }
+        F::Tril | F::Triu => {
+            let a = arr!(interp, cx, 0, "m");
+            let nd = a.aval.ndim();
+            let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(0);
+            if nd < 2 {
+                return bind1(interp, Prim::Opaque(if f == F::Tril { "tril" } else { "triu" }), &[a.clone()], a.aval.clone())
+                    .map(Value::Array);
+            }
+            // jnp.where(mask, m, 0) with the constant mask `j - i <= k` (tril) or `>= k` (triu).
+            let make = || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&a.aval.shape), |ix| {
+                    let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
+                    (if f == F::Tril { d <= k } else { d >= k }) as i64 as f64
+                })
+            };
+            let mask = Array::ready_if_small(a.aval.with_dtype(DType::Bool).weak(false), interp.budgets.max_elements, make);
+            let shape = a.aval.shape.clone();
+            let zeros = full(interp, &shape, 0.0, a.aval.dtype)?;
+            bind1(interp, Prim::Select, &[mask, zeros, a.clone()], a.aval.clone()).map(Value::Array)
+        }
+        F::Tri => {
+            let Some(n) = interp.index_of(&cx.named(0, "N"))? else {
+                return Ok(Value::opaque("array of unknown shape"));
+            };
+            let n = n.max(0) as usize;
+            let m = p.get(1, "M").and_then(crate::interp::ops::as_int).map(|m| m.max(0) as usize).unwrap_or(n);
+            let d = creation_dtype(interp, p.get(3, "dtype"), dtypes::default_float(c))?;
+            let make = || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, m]), |i| (i[1] <= i[0]) as i64 as f64);
+            Ok(Value::Array(Array::ready_if_small(Aval::new(&[n, m], d), interp.budgets.max_elements, make)))
+        }
+        F::LaxIota => {
+            let d = dtype_arg(interp, p.get(0, "dtype"))?.unwrap_or(DType::I32);
+            let n = p.get(1, "size").and_then(crate::interp::ops::as_int).unwrap_or(0).max(0) as usize;
+            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
+            Ok(Value::Array(Array::ready(Aval::new(&[n], dtypes::canonicalize(d, c)), data)))
+        }
+        F::Append => {
+            let a = arr!(interp, cx, 0, "arr");
+            let b = arr!(interp, cx, 1, "values");
+            match p.get(2, "axis") {
+                Some(ax) => {
+                    let ax = interp.index_of(ax)?.unwrap_or(0);
+                    concatenate(interp, &[a, b], ax).map(Value::Array)
+                }
+                None => {
+                    let (n, m) = (a.aval.size() as usize, b.aval.size() as usize);
+                    let a1 = reshape_raw(interp, &a, &[n])?;
+                    let b1 = reshape_raw(interp, &b, &[m])?;
+                    concatenate(interp, &[a1, b1], 0).map(Value::Array)
+                }
+            }
+        }
+        F::Diag => {
+            let a = arr!(interp, cx, 0, "v");
+            match a.aval.ndim() {
+                1 => {
+                    // jnp.where(eye, v[None, :], 0)
+                    let n = a.aval.shape[0];
+                    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[0] == ix[1]) as i64 as f64);
+                    let eye = Array::ready(Aval::new(&[n, n], DType::Bool), eye);
+                    let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![1] };
+                    let rows = bind1(interp, prim, &[a.clone()], a.aval.with_shape(&[n, n]))?;
+                    let zeros = full(interp, &[n, n], 0.0, a.aval.dtype)?;
+                    bind1(interp, Prim::Select, &[eye, zeros, rows], a.aval.with_shape(&[n, n])).map(Value::Array)
+                }
+                2 => {
+                    let n = a.aval.shape[0].min(a.aval.shape[1]);
+                    let ix =
+                        Array::ready(Aval::new(&[n], DType::I32), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
+                    let prim = Prim::Gather {
+                        mode: crate::jax::ir::IndexMode::Clip,
+                        fill_value: None,
+                        index: vec![IndexItem::Array, IndexItem::Array],
+                    };
+                    bind1(interp, prim, &[a.clone(), ix.clone(), ix], a.aval.with_shape(&[n])).map(Value::Array)
+                }
+                _ => Err(interp.value_error("diag input must be 1d or 2d")),
+            }
+        }
+        F::Meshgrid => {
+            // One `broadcast_in_dim` per argument, the first two swapped for `indexing='xy'`.
+            let mut arrays = Vec::new();
+            for v in args {
+                arrays.push(arr_or_unknown!(interp, v));
+            }
+            let indexing = match p.get(usize::MAX, "indexing") {
+                None => "xy".to_string(),
+                Some(Value::Str(s)) => s.to_string(),
+                Some(_) => return Ok(Value::opaque("meshgrid")),
+            };
+            if indexing != "xy" && indexing != "ij" {
+                return Err(interp.value_error(format!("Valid values for indexing are 'xy' and 'ij', got {indexing}")));
+            }
+            if arrays.iter().any(|a| a.aval.ndim() != 1) {
+                let shapes: Vec<String> = arrays.iter().map(|a| a.aval.shape_tuple()).collect();
+                return Err(interp.value_error(format!("Arguments to jax.numpy.meshgrid must be 1D, got shapes [{}]", shapes.join(", "))));
+            }
+            let sparse = matches!(p.get(usize::MAX, "sparse"), Some(Value::Bool(true)));
+            let xy = indexing == "xy" && arrays.len() >= 2;
+            if xy {
+                arrays.swap(0, 1);
+            }
+            let full_shape: Vec<usize> = arrays.iter().map(|a| if sparse { 1 } else { a.aval.shape[0] }).collect();
+            let mut outs = Vec::with_capacity(arrays.len());
+            for (i, a) in arrays.iter().enumerate() {
+                let mut shape = full_shape.clone();
+                shape[i] = a.aval.shape[0];
+                let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: vec![i] };
+                outs.push(Value::Array(bind1(interp, prim, std::slice::from_ref(a), a.aval.with_shape(&shape))?));
+            }
+            if xy {
+                outs.swap(0, 1);
+            }
+            Ok(interp.new_list(outs))
+        }
+        // `dispatch::family` sends only the functions above here.
+        _ => Ok(cx.unrouted()),
+    }
+}
+
 pub(super) fn shape_arg(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<usize>>> {
     let items = match v {
         Value::Tuple(_) | Value::List(_) => interp.iterate(v)?,
