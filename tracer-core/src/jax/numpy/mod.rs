@@ -205,6 +205,48 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
     };
     let cx = Call { f, args: &args, kwargs: &kwargs, p, c, keepdims };
     match f {
+        F::Divide
+        | F::TrueDivide
+        | F::FloorDivide
+        | F::Mod
+        | F::Remainder
+        | F::Power
+        | F::ScipyPolygamma
+        | F::LaxPolygamma
+        | F::RightShift
+        | F::Logaddexp
+        | F::Hypot
+        | F::Positive
+        | F::Round
+        | F::Trunc
+        | F::Log2
+        | F::Log10
+        | F::Reciprocal
+        | F::Deg2rad
+        | F::Rad2deg
+        | F::Isnan
+        | F::Isinf
+        | F::NanToNum
+        | F::Real
+        | F::Conj
+        | F::Imag
+        | F::LogicalNot
+        | F::BitwiseNot
+        | F::Invert
+        | F::Allclose
+        | F::ArrayEqual
+        | F::Isclose
+        | F::Where
+        | F::Clip
+        | F::LaxIntegerPow
+        | F::LaxClamp
+        | F::ScipyNormLogpdf
+        | F::ScipyNormPdf
+        | F::Astype
+        | F::LaxConvertElementType
+        | F::StopGradient
+        | F::LaxSelect
+        | F::Select => elementwise::serve(interp, &cx),
         F::Array
         | F::Asarray
         | F::Zeros
@@ -232,26 +274,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::Add => binary!(BinaryPrim::Add),
         F::Subtract => binary!(BinaryPrim::Sub),
         F::Multiply => binary!(BinaryPrim::Mul),
-        F::Divide | F::TrueDivide => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            true_divide(interp, &a, &b).map(Value::Array)
-        }
-        F::FloorDivide => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            binary_arrays(interp, BinOp::FloorDiv, &a, &b).map(Value::Array)
-        }
-        F::Mod | F::Remainder => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            binary_arrays(interp, BinOp::Mod, &a, &b).map(Value::Array)
-        }
-        F::Power => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            power(interp, &a, &b).map(Value::Array)
-        }
         F::Maximum => binary!(BinaryPrim::Max),
         F::Minimum => binary!(BinaryPrim::Min),
         F::Arctan2 => binary!(BinaryPrim::Atan2),
@@ -264,28 +286,8 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::ScipyErfinv => unary!(UnaryPrim::ErfInv),
         F::ScipyGammaln => unary!(UnaryPrim::Lgamma),
         F::ScipyDigamma => unary!(UnaryPrim::Digamma),
-        // Both operands promoted to a common inexact dtype (`promote_args_inexact`); SciPy's
-        // name takes an integer order only.
-        F::ScipyPolygamma | F::LaxPolygamma => {
-            let n = arr!(0, "n");
-            let x = arr!(1, "x");
-            if f == F::ScipyPolygamma && !n.aval.dtype.is_integer() {
-                let message = format!("Argument `n` to polygamma must be of integer type. Got dtype {}.", n.aval.dtype.name());
-                return Err(interp.raise("ValueError", Code::DtypeMismatch, message));
-            }
-            let (ops, dt, _) = promote_broadcast(interp, &[n, x])?;
-            let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
-            let n = convert(interp, &ops[0], float, dt.weak)?;
-            let x = convert(interp, &ops[1], float, dt.weak)?;
-            binary_prim(interp, BinaryPrim::Polygamma, &n, &x).map(Value::Array)
-        }
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
-        F::RightShift => {
-            let a = arr!(0, "x1");
-            let prim = if a.aval.dtype.is_unsigned() { BinaryPrim::ShiftRightLogical } else { BinaryPrim::ShiftRightArithmetic };
-            binary!(prim)
-        }
         // zeros(length).at[x].add(weights or 1), as jnp.bincount computes it.
         F::Bincount | F::OpsSegmentSum => {
             let (x, updates) = if f == F::Bincount {
@@ -329,78 +331,20 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         }
         F::BitwiseOr | F::LogicalOr => binary!(BinaryPrim::Or),
         F::BitwiseXor | F::LogicalXor => binary!(BinaryPrim::Xor),
-        F::Logaddexp => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
-            let (x, y) = (inexact(interp, &ops[0])?, inexact(interp, &ops[1])?);
-            let (x, y) = (broadcast_to_shape(interp, &x, &shape)?, broadcast_to_shape(interp, &y, &shape)?);
-            let aval = x.aval.clone();
-            bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x, y], aval).map(Value::Array)
-        }
-        F::Hypot => {
-            let a = arr!(0, "x1");
-            let b = arr!(1, "x2");
-            let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
-            let (x, y) = (inexact(interp, &ops[0])?, inexact(interp, &ops[1])?);
-            let (x, y) = (broadcast_to_shape(interp, &x, &shape)?, broadcast_to_shape(interp, &y, &shape)?);
-            hypot(interp, &x, &y).map(Value::Array)
-        }
         F::Negative => unary!(UnaryPrim::Neg),
-        F::Positive => Ok(Value::Array(arr!(0, "x"))),
         F::Abs | F::Absolute => unary!(UnaryPrim::Abs),
         F::Sign => unary!(UnaryPrim::Sign),
         F::Floor => unary!(UnaryPrim::Floor),
         F::Ceil => unary!(UnaryPrim::Ceil),
         F::Rint => unary!(UnaryPrim::Round),
-        F::Round => {
-            let a = arr!(0, "a");
-            let decimals = p.get(1, "decimals").and_then(crate::interp::ops::as_int).unwrap_or(0);
-            if decimals == 0 {
-                return unary_prim(interp, UnaryPrim::Round, &a).map(Value::Array);
-            }
-            if !a.aval.dtype.is_floating() {
-                return bind1(interp, Prim::Opaque("round"), &[a.clone()], a.aval.clone()).map(Value::Array);
-            }
-            // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype; XLA
-            // on CPU divides by the constant as a multiplication by its reciprocal, so
-            // `jnp.round(0.4, 2)` is 0.39999998 in float32.
-            let factor = Array::scalar(10f64.powi(decimals as i32), a.aval.dtype, true);
-            let reciprocal = Array::scalar(10f64.powi(-decimals as i32), a.aval.dtype, true);
-            let scaled = binary_prim(interp, BinaryPrim::Mul, &a, &factor)?;
-            let rounded = unary_prim(interp, UnaryPrim::Round, &scaled)?;
-            binary_prim(interp, BinaryPrim::Mul, &rounded, &reciprocal).map(Value::Array)
-        }
-        F::Trunc => {
-            // `where(x < 0, ceil(x), floor(x))`; integers are returned as they are.
-            let a = arr!(0, "x");
-            if !a.aval.dtype.is_inexact() {
-                return Ok(Value::Array(a));
-            }
-            let negative = compare_arrays(interp, CmpPrim::Lt, &a, &weak(0.0))?;
-            let up = unary_prim(interp, UnaryPrim::Ceil, &a)?;
-            let down = unary_prim(interp, UnaryPrim::Floor, &a)?;
-            where3(interp, &negative, &up, &down).map(Value::Array)
-        }
         F::Exp => unary!(UnaryPrim::Exp),
         F::Exp2 => unary!(UnaryPrim::Exp2),
         F::Expm1 => unary!(UnaryPrim::Expm1),
         F::Log => unary!(UnaryPrim::Log),
-        F::Log2 | F::Log10 => {
-            let a = arr!(0, "x");
-            let l = unary_prim(interp, UnaryPrim::Log, &a)?;
-            let k = Array::scalar(if f == F::Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 }, l.aval.dtype, true);
-            true_divide(interp, &l, &k).map(Value::Array)
-        }
         F::Log1p => unary!(UnaryPrim::Log1p),
         F::Sqrt => unary!(UnaryPrim::Sqrt),
         F::Cbrt => unary!(UnaryPrim::Cbrt),
         F::Square => unary!(UnaryPrim::Square),
-        F::Reciprocal => {
-            let a = arr!(0, "x");
-            let one = Array::scalar(1.0, a.aval.dtype, true);
-            true_divide(interp, &one, &a).map(Value::Array)
-        }
         F::Sin => unary!(UnaryPrim::Sin),
         F::Cos => unary!(UnaryPrim::Cos),
         F::Tan => unary!(UnaryPrim::Tan),
@@ -413,149 +357,13 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::Arcsinh => unary!(UnaryPrim::Asinh),
         F::Arccosh => unary!(UnaryPrim::Acosh),
         F::Arctanh => unary!(UnaryPrim::Atanh),
-        F::Deg2rad | F::Rad2deg => {
-            let a = arr!(0, "x");
-            let k = if f == F::Deg2rad { std::f64::consts::PI / 180.0 } else { 180.0 / std::f64::consts::PI };
-            let a = if a.aval.dtype.is_inexact() { a } else { convert(interp, &a, dtypes::default_float(c), a.aval.weak)? };
-            let kk = Array::scalar(k, a.aval.dtype, true);
-            binary_prim(interp, BinaryPrim::Mul, &a, &kk).map(Value::Array)
-        }
-        F::Isnan => {
-            // jnp.isnan is `lax.ne(x, x)`.
-            let a = arr!(0, "x");
-            bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false)).map(Value::Array)
-        }
-        F::Isinf => {
-            // `abs(x) == inf`; an integer or bool array holds no infinity.
-            let a = arr!(0, "x");
-            if !a.aval.dtype.is_inexact() {
-                return full(interp, &a.aval.shape, 0.0, DType::Bool).map(Value::Array);
-            }
-            let magnitude = unary_prim(interp, UnaryPrim::Abs, &a)?;
-            compare_arrays(interp, CmpPrim::Eq, &magnitude, &weak(f64::INFINITY)).map(Value::Array)
-        }
         F::Isfinite => unary!(UnaryPrim::IsFinite),
-        F::NanToNum => {
-            // `where(isnan(x), nan, x)`, then +inf and -inf replaced the same way, with the
-            // replacements `asarray(v, dtype=x.dtype)` (finfo's max and min by default).
-            let a = arr!(0, "x");
-            let dt = a.aval.dtype;
-            if !dt.is_inexact() {
-                return Ok(Value::Array(a));
-            }
-            if dt.is_complex() {
-                return bind1(interp, Prim::Opaque("nan_to_num of a complex array"), &[a.clone()], a.aval.clone()).map(Value::Array);
-            }
-            let largest = dt.largest_finite();
-            let replacement = |interp: &mut Interp, i: usize, name: &str, default: f64| -> PyResult<Option<Rc<Array>>> {
-                match p.get(i, name) {
-                    None | Some(Value::None) => Ok(Some(Array::scalar(default, dt, false))),
-                    Some(v) => match operand(interp, v)? {
-                        Operand::Array(r) => convert(interp, &r, dt, false).map(Some),
-                        Operand::Unknown => Ok(None),
-                    },
-                }
-            };
-            let (Some(nan), Some(posinf), Some(neginf)) = (
-                replacement(interp, 2, "nan", 0.0)?,
-                replacement(interp, 3, "posinf", largest)?,
-                replacement(interp, 4, "neginf", -largest)?,
-            ) else {
-                return bind1(interp, Prim::Opaque("nan_to_num"), &[a.clone()], a.aval.clone()).map(Value::Array);
-            };
-            let is_nan = bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false))?;
-            let out = call(interp, F::Where, vec![Value::Array(is_nan), Value::Array(nan), Value::Array(a)], Vec::new())?;
-            let Value::Array(out) = out else { return Ok(out) };
-            let is_posinf = compare_arrays(interp, CmpPrim::Eq, &out, &weak(f64::INFINITY))?;
-            let out = call(interp, F::Where, vec![Value::Array(is_posinf), Value::Array(posinf), Value::Array(out)], Vec::new())?;
-            let Value::Array(out) = out else { return Ok(out) };
-            let is_neginf = compare_arrays(interp, CmpPrim::Eq, &out, &weak(f64::NEG_INFINITY))?;
-            call(interp, F::Where, vec![Value::Array(is_neginf), Value::Array(neginf), Value::Array(out)], Vec::new())
-        }
-        F::Real | F::Conj => Ok(Value::Array(arr!(0, "x"))),
-        F::Imag => {
-            let a = arr!(0, "x");
-            let shape = a.aval.shape.clone();
-            full(interp, &shape, 0.0, a.aval.dtype).map(Value::Array)
-        }
         F::Equal => compare!(CmpPrim::Eq),
         F::NotEqual => compare!(CmpPrim::Ne),
         F::Less => compare!(CmpPrim::Lt),
         F::LessEqual => compare!(CmpPrim::Le),
         F::Greater => compare!(CmpPrim::Gt),
         F::GreaterEqual => compare!(CmpPrim::Ge),
-        F::LogicalNot | F::BitwiseNot | F::Invert => {
-            let a = arr!(0, "x");
-            if f != F::LogicalNot && a.aval.dtype.is_inexact() {
-                return unary_op(interp, UnaryOp::Invert, &a);
-            }
-            let a = if f == F::LogicalNot { convert(interp, &a, DType::Bool, false)? } else { a };
-            bind1(interp, Prim::Unary(UnaryPrim::Not), &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        F::Allclose | F::ArrayEqual | F::Isclose => {
-            let a = arr!(0, "a");
-            let b = arr!(1, "b");
-            if f == F::ArrayEqual && a.aval.shape != b.aval.shape {
-                return Ok(Value::Array(Array::scalar(0.0, DType::Bool, false)));
-            }
-            let (ops, dt, _) = promote_broadcast(interp, &[a, b])?;
-            let eq = compare_arrays(interp, CmpPrim::Eq, &ops[0], &ops[1])?;
-            let out = if f == F::ArrayEqual {
-                eq
-            } else {
-                // jnp.isclose: |a - b| <= atol + rtol * |b| where both are finite, and
-                // equal infinities; NaN is never close (equal_nan=False).
-                let float = if dt.dtype.is_inexact() { dt.dtype } else { dtypes::default_float(c) };
-                let x = convert(interp, &ops[0], float, dt.weak)?;
-                let y = convert(interp, &ops[1], float, dt.weak)?;
-                let tol_arg = |i: usize, name: &str, default: f64| p.get(i, name).and_then(crate::interp::ops::as_f64).unwrap_or(default);
-                let (rtol, atol) = (tol_arg(2, "rtol", 1e-5), tol_arg(3, "atol", 1e-8));
-                let diff = binary_prim(interp, BinaryPrim::Sub, &x, &y)?;
-                let dist = unary_prim(interp, UnaryPrim::Abs, &diff)?;
-                let size = unary_prim(interp, UnaryPrim::Abs, &y)?;
-                let scaled = binary_prim(interp, BinaryPrim::Mul, &size, &Array::scalar(rtol, float, true))?;
-                let tol = binary_prim(interp, BinaryPrim::Add, &scaled, &Array::scalar(atol, float, true))?;
-                let within = compare_arrays(interp, CmpPrim::Le, &dist, &tol)?;
-                let fx = unary_prim(interp, UnaryPrim::IsFinite, &x)?;
-                let fy = unary_prim(interp, UnaryPrim::IsFinite, &y)?;
-                let finite = binary_prim(interp, BinaryPrim::And, &fx, &fy)?;
-                let near = binary_prim(interp, BinaryPrim::And, &within, &finite)?;
-                binary_prim(interp, BinaryPrim::Or, &eq, &near)?
-            };
-            if f == F::Isclose {
-                return Ok(Value::Array(out));
-            }
-            reduce(interp, &out, ReduceOp::And, None, false, None).map(Value::Array)
-        }
-        F::Where => {
-            if p.get(1, "x").is_none() && p.get(2, "y").is_none() {
-                return call(interp, F::Nonzero, args, kwargs);
-            }
-            let cond = arr!(0, "condition");
-            let x = arr!(1, "x");
-            let y = arr!(2, "y");
-            let shapes: Vec<&[usize]> = vec![&cond.aval.shape, &x.aval.shape, &y.aval.shape];
-            let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
-            let (ops, dt, _) = promote_broadcast(interp, &[x, y])?;
-            let cb = convert(interp, &cond, DType::Bool, false)?;
-            let cb = broadcast_to_shape(interp, &cb, &shape)?;
-            let xb = broadcast_to_shape(interp, &ops[0], &shape)?;
-            let yb = broadcast_to_shape(interp, &ops[1], &shape)?;
-            bind1(interp, Prim::Select, &[cb, yb, xb], Aval { shape, dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
-        }
-        F::Clip => {
-            let a = arr!(0, "x");
-            let mut cur = a;
-            if let Some(lo) = p.get(1, "min").or_else(|| p.get(usize::MAX, "a_min")) {
-                let lo = arr_or_unknown!(interp, lo);
-                cur = binary_prim(interp, BinaryPrim::Max, &cur, &lo)?;
-            }
-            if let Some(hi) = p.get(2, "max").or_else(|| p.get(usize::MAX, "a_max")) {
-                let hi = arr_or_unknown!(interp, hi);
-                cur = binary_prim(interp, BinaryPrim::Min, &cur, &hi)?;
-            }
-            Ok(Value::Array(cur))
-        }
         F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
             let a = arr!(0, "a");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
@@ -776,28 +584,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
                 _ => ReduceOp::Min,
             };
             bind1(interp, Prim::Cumulative { op, axis, reverse }, &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        F::LaxIntegerPow => {
-            let a = arr!(0, "x");
-            let Some(y) = interp.index_of(p.get(1, "y").unwrap_or(&Value::None))?.and_then(|y| i32::try_from(y).ok()) else {
-                return Ok(Value::opaque("lax.integer_pow with an unknown exponent"));
-            };
-            bind1(interp, Prim::IntegerPow(y), &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        // lax.clamp(min, x, max): the bounds are scalars or of x's shape; weakly typed
-        // Python numbers take x's dtype.
-        F::LaxClamp => {
-            let (lo, x, hi) = (arr!(0, "min"), arr!(1, "x"), arr!(2, "max"));
-            let mut bounds = Vec::with_capacity(2);
-            for bound in [lo, hi] {
-                let bound = if bound.aval.weak { convert(interp, &bound, x.aval.dtype, false)? } else { bound };
-                if bound.aval.dtype != x.aval.dtype || !(bound.aval.ndim() == 0 || bound.aval.shape == x.aval.shape) {
-                    return Ok(Value::opaque("lax.clamp with bounds of another dtype or shape"));
-                }
-                bounds.push(bound);
-            }
-            let inputs = [bounds[0].clone(), x.clone(), bounds[1].clone()];
-            bind1(interp, Prim::Clamp, &inputs, x.aval.clone()).map(Value::Array)
         }
         F::Reshape => {
             let a = arr!(0, "a");
@@ -1101,39 +887,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             call(interp, F::Subtract, vec![hi, lo], Vec::new())
         }
         F::Diff => diff(interp, &p),
-        // `jax/_src/scipy/stats/norm.py`: `(log(2π · scale²) + (x - loc)² / scale²) / -2` in the
-        // promoted inexact dtype; `pdf` is its `exp`.
-        F::ScipyNormLogpdf | F::ScipyNormPdf => {
-            let mut args3 = Vec::with_capacity(3);
-            for (i, name, default) in [(0, "x", None), (1, "loc", Some(0)), (2, "scale", Some(1))] {
-                let v = match (p.get(i, name), default) {
-                    (Some(v), _) => v.clone(),
-                    (None, Some(d)) => Value::Int(d),
-                    (None, None) => return Err(interp.type_error(format!("{}() missing 1 required positional argument: 'x'", f.name()))),
-                };
-                args3.push(arr_or_unknown!(interp, &v));
-            }
-            let wd = promote(&args3.iter().map(|a| a.aval.weak_dtype()).collect::<Vec<_>>(), c);
-            let dt = dtypes::canonicalize(wd.dtype.to_inexact(), c);
-            let mut v = Vec::with_capacity(3);
-            for a in &args3 {
-                v.push(Value::Array(convert(interp, a, dt, wd.weak)?));
-            }
-            let constant = |x: f64| Value::Array(Array::scalar(x, dt, wd.weak));
-            let scale_sq = call(interp, F::Square, vec![v[2].clone()], Vec::new())?;
-            let scaled = call(interp, F::Multiply, vec![constant(2.0 * std::f64::consts::PI), scale_sq.clone()], Vec::new())?;
-            let log_normalizer = call(interp, F::Log, vec![scaled], Vec::new())?;
-            let centered = call(interp, F::Subtract, vec![v[0].clone(), v[1].clone()], Vec::new())?;
-            let centered_sq = call(interp, F::Square, vec![centered], Vec::new())?;
-            let quadratic = call(interp, F::Divide, vec![centered_sq, scale_sq], Vec::new())?;
-            let total = call(interp, F::Add, vec![log_normalizer, quadratic], Vec::new())?;
-            let logpdf = call(interp, F::Divide, vec![total, constant(-2.0)], Vec::new())?;
-            if f == F::ScipyNormPdf {
-                call(interp, F::Exp, vec![logpdf], Vec::new())
-            } else {
-                Ok(logpdf)
-            }
-        }
         F::Roll => {
             let a = arr!(0, "a");
             let Some(shift) = p.get(1, "shift").cloned() else {
@@ -1552,10 +1305,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             let count = reduce(interp, &before, ReduceOp::Sum, Some(vec![last]), false, None)?;
             convert(interp, &count, dtypes::default_int(c), false).map(Value::Array)
         }
-        F::Astype => {
-            let a = arr!(0, "x");
-            call_array_method(interp, &a, "astype", args[1..].to_vec(), kwargs)
-        }
         F::NnRelu => {
             let a = arr!(0, "x");
             let zero = Array::scalar(0.0, a.aval.dtype, true);
@@ -1756,34 +1505,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
                 return convert(interp, &hits, d, false).map(Value::Array);
             }
             bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
-        }
-        F::LaxConvertElementType => {
-            let a = arr!(0, "operand");
-            match dtype_arg(interp, p.get(1, "new_dtype"))? {
-                Some(d) => convert(interp, &a, dtypes::canonicalize(d, c), false).map(Value::Array),
-                None => Ok(Value::opaque("convert_element_type")),
-            }
-        }
-        F::StopGradient => {
-            let a = arr!(0, "x");
-            bind1(interp, Prim::StopGradient, &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        F::LaxSelect => {
-            let pred = arr!(0, "pred");
-            let t = arr!(1, "on_true");
-            let fl = arr!(2, "on_false");
-            if t.aval.dtype != fl.aval.dtype {
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::DtypeMismatch,
-                    format!(
-                        "lax.select requires arguments to have the same dtypes, got {}, {}.",
-                        fl.aval.dtype.name(),
-                        t.aval.dtype.name()
-                    ),
-                ));
-            }
-            bind1(interp, Prim::Select, &[pred, fl, t.clone()], t.aval.clone()).map(Value::Array)
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
             let a = arr!(0, "operand");
@@ -2274,41 +1995,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
             let (i, j) = (iota(0), iota(offset.unsigned_abs() as usize));
             let (rows, cols) = if offset >= 0 { (i, j) } else { (j, i) };
             getitem(interp, &moved, &Value::tuple(vec![Value::Ellipsis, Value::Array(rows), Value::Array(cols)]))
-        }
-        F::Select => {
-            // The first choice whose condition holds, else the default (JAX: an argmax over
-            // the stacked conditions and `select_n`, which picks the same elements).
-            let conds = interp.iterate(&first())?;
-            let choices = interp.iterate(p.get(1, "choicelist").unwrap_or(&Value::None))?;
-            if conds.len() != choices.len() {
-                return Err(interp.value_error(format!(
-                    "condlist must have length equal to choicelist ({} vs {})",
-                    conds.len(),
-                    choices.len()
-                )));
-            }
-            if conds.is_empty() {
-                return Err(interp.value_error("condlist must be non-empty"));
-            }
-            let default = p.get(2, "default").cloned().unwrap_or(Value::Int(0));
-            let mut arrays = Vec::new();
-            for v in conds.iter().chain(&choices).chain(std::iter::once(&default)) {
-                arrays.push(arr_or_unknown!(interp, v));
-            }
-            let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
-            broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
-            let vals: Vec<WeakDType> = arrays[conds.len()..].iter().map(|a| a.aval.weak_dtype()).collect();
-            let dt = promote(&vals, c);
-            let n = conds.len();
-            let mut out = convert(interp, &arrays[2 * n], dt.dtype, dt.weak)?;
-            for k in (0..n).rev() {
-                let cond = convert(interp, &arrays[k], DType::Bool, false)?;
-                let choice = convert(interp, &arrays[n + k], dt.dtype, dt.weak)?;
-                let picked = call(interp, F::Where, vec![Value::Array(cond), Value::Array(choice), Value::Array(out)], Vec::new())?;
-                let Value::Array(picked) = picked else { return Ok(picked) };
-                out = picked;
-            }
-            Ok(Value::Array(out))
         }
         _ => Ok(Value::opaque(format!("result of {}", f.qualified_name()))),
     }
