@@ -205,6 +205,40 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
     };
     let cx = Call { f, args: &args, kwargs: &kwargs, p, c, keepdims };
     match f {
+        F::Bincount
+        | F::OpsSegmentSum
+        | F::Sum
+        | F::Prod
+        | F::Max
+        | F::Min
+        | F::Amax
+        | F::Amin
+        | F::All
+        | F::Any
+        | F::Nansum
+        | F::Nanmax
+        | F::Nanmin
+        | F::Mean
+        | F::Nanmean
+        | F::Average
+        | F::Median
+        | F::Nanmedian
+        | F::Quantile
+        | F::Nanquantile
+        | F::Percentile
+        | F::Nanpercentile
+        | F::Var
+        | F::Std
+        | F::CountNonzero
+        | F::Argmax
+        | F::Argmin
+        | F::Cumsum
+        | F::Cumprod
+        | F::LaxCumsum
+        | F::LaxCumprod
+        | F::LaxCummax
+        | F::LaxCummin
+        | F::Ptp => reductions::serve(interp, &cx),
         F::Divide
         | F::TrueDivide
         | F::FloorDivide
@@ -288,47 +322,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::ScipyDigamma => unary!(UnaryPrim::Digamma),
         F::BitwiseAnd | F::LogicalAnd => binary!(BinaryPrim::And),
         F::LeftShift => binary!(BinaryPrim::ShiftLeft),
-        // zeros(length).at[x].add(weights or 1), as jnp.bincount computes it.
-        F::Bincount | F::OpsSegmentSum => {
-            let (x, updates) = if f == F::Bincount {
-                let x = arr!(0, "x");
-                let w = match p.get(1, "weights") {
-                    None | Some(Value::None) => Array::scalar(1.0, dtypes::default_int(c), false),
-                    Some(_) => arr!(1, "weights"),
-                };
-                (x, w)
-            } else {
-                (arr!(1, "segment_ids"), arr!(0, "data"))
-            };
-            if !x.aval.dtype.is_integer() || x.aval.ndim() != 1 {
-                return Ok(Value::opaque("bincount"));
-            }
-            let length_arg = if f == F::Bincount { p.get(usize::MAX, "length") } else { p.get(2, "num_segments") };
-            let length = match length_arg.filter(|v| !matches!(v, Value::None)) {
-                Some(v) => interp.index_of(v)?,
-                // Without a length: max(x) + 1 (at least `minlength`), which needs x's values.
-                None => match eval::force(&x, interp.budgets.max_elements) {
-                    Some(d) => {
-                        let min = p.get(2, "minlength").and_then(crate::interp::ops::as_int).unwrap_or(0);
-                        Some(d.iter().fold(min.max(0), |m, &v| m.max(v as i64 + 1)))
-                    }
-                    None => None,
-                },
-            };
-            let Some(length) = length else { return Ok(Value::opaque("bincount of unknown length")) };
-            let mut shape = vec![length.max(0) as usize];
-            if f == F::OpsSegmentSum {
-                shape.extend(updates.aval.shape.iter().skip(1).copied());
-            }
-            let zeros = full(interp, &shape, 0.0, updates.aval.dtype)?;
-            let prim = Prim::Scatter {
-                op: super::ir::ScatterOp::Add,
-                mode: super::ir::IndexMode::FillOrDrop,
-                index: Some(vec![IndexItem::Array]),
-                unique_indices: false,
-            };
-            bind1(interp, prim, &[zeros.clone(), updates, x], zeros.aval.clone()).map(Value::Array)
-        }
         F::BitwiseOr | F::LogicalOr => binary!(BinaryPrim::Or),
         F::BitwiseXor | F::LogicalXor => binary!(BinaryPrim::Xor),
         F::Negative => unary!(UnaryPrim::Neg),
@@ -364,227 +357,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
         F::LessEqual => compare!(CmpPrim::Le),
         F::Greater => compare!(CmpPrim::Gt),
         F::GreaterEqual => compare!(CmpPrim::Ge),
-        F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let op = match f {
-                F::Sum | F::Nansum => ReduceOp::Sum,
-                F::Prod => ReduceOp::Prod,
-                F::Max | F::Amax | F::Nanmax => ReduceOp::Max,
-                F::Min | F::Amin | F::Nanmin => ReduceOp::Min,
-                F::All => ReduceOp::And,
-                _ => ReduceOp::Or,
-            };
-            let initial = match p.get(usize::MAX, "initial") {
-                Some(v) => Some(arr_or_unknown!(interp, v)),
-                None => None,
-            };
-            let where_ = match p.get(usize::MAX, "where") {
-                Some(v) => Some(arr_or_unknown!(interp, v)),
-                None => None,
-            };
-            let jnp_name = match f {
-                F::Sum => "sum",
-                F::Prod => "prod",
-                F::Max | F::Amax => "max",
-                F::Min | F::Amin => "min",
-                F::All => "all",
-                F::Any => "any",
-                F::Nansum => "nansum",
-                F::Nanmax => "nanmax",
-                _ => "nanmin",
-            };
-            check_where(interp, jnp_name, where_.as_ref())?;
-            let name = if op == ReduceOp::Max { "max" } else { "min" };
-            if matches!(op, ReduceOp::Max | ReduceOp::Min) && initial.is_none() {
-                if where_.is_some() {
-                    return Err(interp.value_error(format!(
-                        "reduction operation {name} does not have an identity, so to use a where mask one has to specify 'initial'"
-                    )));
-                }
-                let ax = axes.clone().unwrap_or_else(|| (0..a.aval.ndim()).collect());
-                if ax.iter().any(|&i| a.aval.shape[i] == 0) {
-                    return Err(interp.value_error(format!("zero-size array to reduction operation {name} which has no identity")));
-                }
-            }
-            let dt = dtype_arg(interp, p.get(usize::MAX, "dtype"))?;
-            let input = if matches!(op, ReduceOp::And | ReduceOp::Or) { convert(interp, &a, DType::Bool, false)? } else { a };
-            let nan_reduction = matches!(f, F::Nansum | F::Nanmax | F::Nanmin) && input.aval.dtype.is_inexact();
-            if !nan_reduction {
-                return reduce_masked(interp, &input, op, axes, keepdims, dt, initial.as_ref(), where_.as_ref()).map(Value::Array);
-            }
-            // `_nan_reduction`: NaNs become the reduction's identity; nanmax and nanmin give
-            // NaN where every element is NaN.
-            let nan = compare_arrays(interp, CmpPrim::Ne, &input, &input)?;
-            let fill = full(interp, &input.aval.shape, reduce_identity(op, input.aval.dtype), input.aval.dtype)?;
-            let cleaned = bind1(interp, Prim::Select, &[nan.clone(), input.clone(), fill], input.aval.clone())?;
-            let out = reduce_masked(interp, &cleaned, op, axes.clone(), keepdims, dt, initial.as_ref(), where_.as_ref())?;
-            if matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
-                return Ok(Value::Array(out));
-            }
-            let all_nan = reduce(interp, &nan, ReduceOp::And, axes, keepdims, None)?;
-            let nans = full(interp, &out.aval.shape, f64::NAN, out.aval.dtype)?;
-            bind1(interp, Prim::Select, &[all_nan, out.clone(), nans], out.aval.clone()).map(Value::Array)
-        }
-        F::Mean | F::Nanmean => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let dt = dtype_arg(interp, p.get(2, "dtype"))?;
-            let where_ = match p.get(usize::MAX, "where") {
-                Some(v) => Some(arr_or_unknown!(interp, v)),
-                None => None,
-            };
-            check_where(interp, if f == F::Nanmean { "nanmean" } else { "mean" }, where_.as_ref())?;
-            if f == F::Nanmean && a.aval.dtype.is_inexact() {
-                // `jnp.nanmean`: the sum of the non-NaN elements over their count.
-                let finite_or_inf = compare_arrays(interp, CmpPrim::Eq, &a, &a)?;
-                let keep = match &where_ {
-                    Some(w) => binary_prim(interp, BinaryPrim::And, &finite_or_inf, w)?,
-                    None => finite_or_inf,
-                };
-                return mean_masked(interp, &a, axes, keepdims, dt, Some(&keep)).map(Value::Array);
-            }
-            mean_masked(interp, &a, axes, keepdims, dt, where_.as_ref()).map(Value::Array)
-        }
-        F::Average => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let returned = match p.get(3, "returned") {
-                Some(v) => interp.truthy(v)?,
-                None => false,
-            };
-            let (avg, weights_sum) = match p.get(2, "weights") {
-                None => {
-                    let float = if a.aval.dtype.is_inexact() { a.aval.dtype } else { a.aval.dtype.to_inexact() };
-                    let a = convert(interp, &a, float, a.aval.weak)?;
-                    let avg = mean(interp, &a, axes.clone(), keepdims)?;
-                    let n: usize = axes.unwrap_or_else(|| (0..a.aval.ndim()).collect()).iter().map(|&i| a.aval.shape[i]).product();
-                    let total = full(interp, &[], n as f64, avg.aval.dtype)?;
-                    (avg, total)
-                }
-                Some(w) => {
-                    let w = arr_or_unknown!(interp, w);
-                    let (ops, dt, _) = promote_broadcast(interp, &[a.clone(), w.clone()])?;
-                    // `promote_dtypes_inexact`: int32 and narrower become float32 even with x64.
-                    let float = dt.dtype.to_inexact();
-                    let (a, mut w) = (convert(interp, &ops[0], float, dt.weak)?, convert(interp, &ops[1], float, dt.weak)?);
-                    if a.aval.shape != w.aval.shape {
-                        let Some(ax) = axes.clone() else {
-                            return Err(interp.value_error("Axis must be specified when shapes of a and weights differ."));
-                        };
-                        let along: Vec<usize> = ax.iter().map(|&i| a.aval.shape[i]).collect();
-                        if w.aval.shape.as_slice() != along.as_slice() {
-                            return Err(interp.value_error("Shape of weights must be consistent with shape of a along specified axis."));
-                        }
-                        // `lax.reshape(weights, new_shape, dimensions=argsort(axis))`.
-                        let mut order: Vec<usize> = (0..ax.len()).collect();
-                        order.sort_by_key(|&k| ax[k]);
-                        if order.iter().enumerate().any(|(k, &o)| k != o) {
-                            w = transpose(interp, &w, Some(order))?;
-                        }
-                        let new_shape: Vec<usize> =
-                            a.aval.shape.iter().enumerate().map(|(i, &d)| if ax.contains(&i) { d } else { 1 }).collect();
-                        w = reshape_raw(interp, &w, &new_shape)?;
-                        w = broadcast_to_shape(interp, &w, &a.aval.shape)?;
-                    }
-                    let total = reduce(interp, &w, ReduceOp::Sum, axes.clone(), keepdims, None)?;
-                    let weighted = binary_prim(interp, BinaryPrim::Mul, &a, &w)?;
-                    let s = reduce(interp, &weighted, ReduceOp::Sum, axes, keepdims, None)?;
-                    (true_divide(interp, &s, &total)?, total)
-                }
-            };
-            if !returned {
-                return Ok(Value::Array(avg));
-            }
-            let shape = avg.aval.shape.clone();
-            let weights_sum = broadcast_to_shape(interp, &weights_sum, &shape)?;
-            Ok(Value::tuple(vec![Value::Array(avg), Value::Array(weights_sum)]))
-        }
-        F::Median | F::Nanmedian | F::Quantile | F::Nanquantile | F::Percentile | F::Nanpercentile => {
-            quantile::call_quantile(interp, f, &p)
-        }
-        F::Var | F::Std => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let name = if f == F::Std { "std" } else { "var" };
-            // `var(a, axis, dtype, out, ddof, keepdims, *, where, mean, correction)`
-            let ddof = p.get(4, "ddof");
-            let correction = match (p.get(usize::MAX, "correction"), ddof) {
-                (None, ddof) => ddof.cloned().unwrap_or(Value::Int(0)),
-                (Some(c), None | Some(Value::Int(0))) => c.clone(),
-                (Some(_), Some(_)) => return Err(interp.value_error("ddof and correction can't be provided simultaneously.")),
-            };
-            let correction = arr_or_unknown!(interp, &correction);
-            let where_ = match p.get(usize::MAX, "where") {
-                Some(v) => Some(arr_or_unknown!(interp, v)),
-                None => None,
-            };
-            check_where(interp, name, where_.as_ref())?;
-            let dtype = dtype_arg(interp, p.get(2, "dtype"))?;
-            if f == F::Std {
-                if let Some(d) = dtype.filter(|d| !d.is_inexact()) {
-                    return Err(interp.value_error(format!("dtype argument to jnp.std must be inexact; got {}", d.name())));
-                }
-            }
-            let mean = match p.get(usize::MAX, "mean") {
-                Some(v) => Some(arr_or_unknown!(interp, v)),
-                None => None,
-            };
-            if correction.aval.ndim() != 0 || dtype.is_some_and(|d| !d.is_inexact()) {
-                // An array of corrections (which broadcasts the result) or an integer
-                // computation dtype: not modelled.
-                return Ok(Value::opaque("jnp.var with an array correction or an integer dtype"));
-            }
-            let v = var(interp, &a, axes, keepdims, &VarOptions { correction, dtype, where_, mean })?;
-            if f == F::Std {
-                return unary_prim(interp, UnaryPrim::Sqrt, &v).map(Value::Array);
-            }
-            Ok(Value::Array(v))
-        }
-        F::CountNonzero => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            let zero = Array::scalar(0.0, a.aval.dtype, true);
-            let ne = compare_arrays(interp, CmpPrim::Ne, &a, &zero)?;
-            reduce(interp, &ne, ReduceOp::Sum, axes, keepdims, None).map(Value::Array)
-        }
-        F::Argmax | F::Argmin => {
-            let a = arr!(0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
-            arg_reduce(interp, &a, if f == F::Argmax { ArgOp::Max } else { ArgOp::Min }, axes, keepdims).map(Value::Array)
-        }
-        F::Cumsum | F::Cumprod => {
-            let a = arr!(0, "a");
-            let (a, axis) = match axes_arg(interp, p.get(1, "axis"), a.aval.ndim())? {
-                Some(ax) => (a, ax[0]),
-                None => {
-                    let n = a.aval.size() as usize;
-                    (reshape_raw(interp, &a, &[n])?, 0)
-                }
-            };
-            let out_dt = if a.aval.dtype.is_bool() || (a.aval.dtype.is_integer() && a.aval.dtype.itemsize() < 4) {
-                dtypes::default_int(c)
-            } else {
-                a.aval.dtype
-            };
-            let a = convert(interp, &a, out_dt, a.aval.weak)?;
-            let op = if f == F::Cumsum { ReduceOp::Sum } else { ReduceOp::Prod };
-            bind1(interp, Prim::Cumulative { op, axis, reverse: false }, &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
-        // lax.cumsum(operand, axis=0, reverse=False) and friends: no promotion, one axis.
-        F::LaxCumsum | F::LaxCumprod | F::LaxCummax | F::LaxCummin => {
-            let a = arr!(0, "operand");
-            let axis = interp.index_of(p.get(1, "axis").unwrap_or(&Value::Int(0)))?.unwrap_or(0);
-            let axis = normalize_axis(interp, axis, a.aval.ndim())?;
-            let reverse = matches!(p.get(2, "reverse"), Some(Value::Bool(true)));
-            let op = match f {
-                F::LaxCumsum => ReduceOp::Sum,
-                F::LaxCumprod => ReduceOp::Prod,
-                F::LaxCummax => ReduceOp::Max,
-                _ => ReduceOp::Min,
-            };
-            bind1(interp, Prim::Cumulative { op, axis, reverse }, &[a.clone()], a.aval.clone()).map(Value::Array)
-        }
         F::Reshape => {
             let a = arr!(0, "a");
             let shape = p.get(1, "shape").cloned().unwrap_or(Value::None);
@@ -872,19 +644,6 @@ fn call_surface(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs)
                     flip(interp, turned, ax2)
                 }
             }
-        }
-        // `amax(a, axis, keepdims) - amin(a, axis, keepdims)`.
-        F::Ptp => {
-            let a = Value::Array(arr!(0, "a"));
-            let mut options: Kwargs = Vec::new();
-            for (i, name) in [(1, "axis"), (3, "keepdims")] {
-                if let Some(v) = p.get(i, name) {
-                    options.push((name.into(), v.clone()));
-                }
-            }
-            let hi = call(interp, F::Amax, vec![a.clone()], options.clone())?;
-            let lo = call(interp, F::Amin, vec![a], options)?;
-            call(interp, F::Subtract, vec![hi, lo], Vec::new())
         }
         F::Diff => diff(interp, &p),
         F::Roll => {
