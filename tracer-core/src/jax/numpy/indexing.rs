@@ -4,6 +4,214 @@
 
 use super::*;
 
+/// The indexing functions of the surface dispatch (`dispatch::family` routes them here).
+pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
+    use JaxFn as F;
+    let Call { f, p, c, .. } = *cx;
+    match f {
+        F::Take => {
+            let a = arr!(interp, cx, 0, "a");
+            let mut ix = arr!(interp, cx, 1, "indices");
+            let axis = axes_arg(interp, p.get(2, "axis"), a.aval.ndim())?.map(|ax| ax[0]);
+            let (src, n) = match axis {
+                Some(ax) => (a.clone(), a.aval.shape[ax]),
+                // `axis=None` takes from the flattened array.
+                None => {
+                    let n = a.aval.shape.iter().product();
+                    (reshape_raw(interp, &a, &[n])?, n)
+                }
+            };
+            // `jnp.take`'s modes: "fill" (the default) counts negative indices from the end
+            // and fills what is still out of bounds; "clip" clamps the indices as given; "wrap"
+            // takes them modulo the axis' length.
+            let (mode, fill_value, item) = match p.get(4, "mode") {
+                None => (IndexMode::FillOrDrop, Some(FillValue::Float(f64::NAN)), IndexItem::Array),
+                Some(Value::Str(m)) => match &**m {
+                    "fill" => (IndexMode::FillOrDrop, Some(FillValue::Float(f64::NAN)), IndexItem::Array),
+                    "clip" => (IndexMode::Clip, None, IndexItem::RawArray),
+                    "wrap" => {
+                        let len = Array::scalar(n as f64, ix.aval.dtype, true);
+                        ix = floor_divide_or_remainder(interp, BinOp::Mod, &ix, &len)?;
+                        (IndexMode::PromiseInBounds, None, IndexItem::Array)
+                    }
+                    "raise" => {
+                        return Err(interp.raise(
+                            "NotImplementedError",
+                            Code::PythonException,
+                            "The 'raise' mode to jnp.take is not supported.",
+                        ))
+                    }
+                    other => return Err(interp.value_error(format!("Invalid mode '{other}' for np.take"))),
+                },
+                Some(_) => return Ok(Value::opaque("jnp.take with a mode object")),
+            };
+            let fill_value = match (fill_value, fill_arg(p.get(7, "fill_value"))) {
+                (None, _) => None,
+                (Some(_), Some(Some(f))) => Some(f),
+                (Some(_), Some(None)) => return Ok(Value::opaque("jnp.take with an unknown fill_value")),
+                (Some(_), None) => Some(default_fill(a.aval.dtype)),
+            };
+            let prim = |index| Prim::Gather { mode, fill_value, index };
+            match axis {
+                Some(ax) => {
+                    let mut shape: Vec<usize> = a.aval.shape[..ax].to_vec();
+                    shape.extend(ix.aval.shape.iter().copied());
+                    shape.extend(a.aval.shape[ax + 1..].iter().copied());
+                    let mut index: Vec<IndexItem> =
+                        a.aval.shape[..ax].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
+                    index.push(item);
+                    bind1(interp, prim(index), &[src, ix], a.aval.with_shape(&shape)).map(Value::Array)
+                }
+                None => bind1(interp, prim(vec![item]), &[src, ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
+            }
+        }
+        F::TakeAlongAxis => {
+            let a = arr!(interp, cx, 0, "arr");
+            let ix = arr!(interp, cx, 1, "indices");
+            let nd = a.aval.ndim();
+            let axis = match p.get(2, "axis") {
+                Some(Value::Int(k)) => Some(normalize_axis(interp, *k, nd)?),
+                _ => None,
+            };
+            let fits = ix.aval.ndim() == nd
+                && ix.aval.dtype.is_integer()
+                && (0..nd).all(|d| Some(d) == axis || ix.aval.shape[d] == a.aval.shape[d] || ix.aval.shape[d] == 1);
+            let (Some(axis), true) = (axis, fits) else {
+                return bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape))
+                    .map(Value::Array);
+            };
+            // `mode=None` is "fill" with JAX's default fill for the dtype.
+            let Some((mode, fill_value)) =
+                gather_mode(interp, p.get(3, "mode"), p.get(4, "fill_value"), a.aval.dtype, IndexMode::FillOrDrop)?
+            else {
+                return Ok(Value::opaque("take_along_axis with an unknown mode or fill_value"));
+            };
+            // A gather with `ix` along `axis` and the position itself along every other axis.
+            let shape: Vec<usize> = (0..nd).map(|d| if d == axis { ix.aval.shape[d] } else { a.aval.shape[d] }).collect();
+            let mut ins = vec![a.clone()];
+            for d in 0..nd {
+                if d == axis {
+                    ins.push(ix.clone());
+                    continue;
+                }
+                let mut s = vec![1; nd];
+                s[d] = shape[d];
+                let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
+                ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+            }
+            let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
+            bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
+            let a = arr!(interp, cx, 0, "operand");
+            // `dynamic_slice_in_dim` counts a negative axis from the end; past the rank it is
+            // JAX's IndexError, not modelled.
+            let nd = a.aval.ndim() as i64;
+            let axis = match p.get(3, "axis").and_then(crate::interp::ops::as_int).unwrap_or(0) {
+                ax if ax < 0 => ax + nd,
+                ax => ax,
+            };
+            if f == F::LaxDynamicSliceInDim && !(0..nd).contains(&axis) {
+                return Ok(Value::opaque("dynamic_slice_in_dim"));
+            }
+            let axis = axis as usize;
+            let shape: Vec<usize> = if f == F::LaxDynamicSlice {
+                match shape_arg(interp, p.get(2, "slice_sizes").unwrap_or(&Value::None))? {
+                    Some(s) => s,
+                    None => return Ok(Value::opaque("dynamic_slice")),
+                }
+            } else {
+                let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1) as usize;
+                let mut s = a.aval.shape.to_vec();
+                s[axis] = size;
+                s
+            };
+            let starts = if f == F::LaxDynamicSlice {
+                start_indices(interp, p.get(1, "start_indices"), a.aval.ndim())?
+            } else {
+                match p.get(1, "start_index").map(|v| operand(interp, v)).transpose()? {
+                    Some(Operand::Array(i)) if i.aval.ndim() == 0 && i.aval.dtype.is_integer() && axis < a.aval.ndim() => {
+                        let zero = Array::scalar(0.0, i.aval.dtype, i.aval.weak);
+                        Some((0..a.aval.ndim()).map(|d| if d == axis { i.clone() } else { zero.clone() }).collect())
+                    }
+                    _ => None,
+                }
+            };
+            let mut inputs = vec![a.clone()];
+            inputs.extend(starts.unwrap_or_default());
+            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs, a.aval.with_shape(&shape)).map(Value::Array)
+        }
+        F::LaxDynamicUpdateSlice => {
+            let a = arr!(interp, cx, 0, "operand");
+            let u = arr!(interp, cx, 1, "update");
+            if u.aval.ndim() != a.aval.ndim() || u.aval.shape.iter().zip(a.aval.shape.iter()).any(|(x, y)| x > y) {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::ShapeMismatch,
+                    format!(
+                        "dynamic_update_slice update shape must be smaller than operand shape, got update shape {} for operand shape {}.",
+                        u.aval.shape_tuple(),
+                        a.aval.shape_tuple()
+                    ),
+                ));
+            }
+            let mut inputs = vec![a.clone(), u];
+            inputs.extend(start_indices(interp, p.get(2, "start_indices"), a.aval.ndim())?.unwrap_or_default());
+            bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
+        }
+        F::Diagonal => {
+            // `_default_diag` (JAX's path on CPU): the two axes moved last, then
+            // `a[..., i, j]` with `i = arange(size)`, `j = arange(|offset|, |offset| + size)`
+            // (swapped for a negative offset).
+            let a = arr!(interp, cx, 0, "a");
+            let nd = a.aval.ndim();
+            if nd < 2 {
+                return Err(interp.value_error("diagonal requires an array of at least two dimensions."));
+            }
+            let offset = match p.get(1, "offset") {
+                None => 0,
+                Some(v) => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::opaque("diagonal with an offset that is not an int")),
+                },
+            };
+            let axis = |interp: &mut Interp, i: usize, name: &str, default: i64| -> PyResult<usize> {
+                let k = match p.get(i, name) {
+                    None => default,
+                    Some(v) => interp.index_of(v)?.unwrap_or(default),
+                };
+                normalize_axis(interp, k, nd)
+            };
+            let (ax1, ax2) = (axis(interp, 2, "axis1", 0)?, axis(interp, 3, "axis2", 1)?);
+            if ax1 == ax2 {
+                return Ok(Value::opaque("diagonal of one axis twice"));
+            }
+            let (n1, n2) = (a.aval.shape[ax1] as i64, a.aval.shape[ax2] as i64);
+            let size = (n1 + offset.min(0)).min(n2 - offset.max(0)).max(0) as usize;
+            let mut perm: Vec<usize> = (0..nd).filter(|&d| d != ax1 && d != ax2).collect();
+            perm.extend([ax1, ax2]);
+            let moved = if perm.iter().enumerate().all(|(i, &d)| i == d) {
+                a.clone()
+            } else {
+                let shape: Vec<usize> = perm.iter().map(|&d| a.aval.shape[d]).collect();
+                bind1(interp, Prim::Transpose { permutation: perm }, &[a.clone()], a.aval.with_shape(&shape))?
+            };
+            let index_dtype = dtypes::default_int(c);
+            let iota = |from: usize| {
+                Array::ready(
+                    Aval::new(&[size], index_dtype),
+                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64),
+                )
+            };
+            let (i, j) = (iota(0), iota(offset.unsigned_abs() as usize));
+            let (rows, cols) = if offset >= 0 { (i, j) } else { (j, i) };
+            getitem(interp, &moved, &Value::tuple(vec![Value::Ellipsis, Value::Array(rows), Value::Array(cols)]))
+        }
+        // `dispatch::family` sends only the functions above here.
+        _ => Ok(cx.unrouted()),
+    }
+}
+
 /// `int(x)` / `float(x)` on an array.
 /// `fill_value=` of a gather: `None` when not given, `Some(None)` when given but not a
 /// Python scalar tracelens knows.
