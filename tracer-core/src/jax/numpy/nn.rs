@@ -3,6 +3,216 @@
 
 use super::*;
 
+/// The nn functions of the surface dispatch (`dispatch::family` routes them here).
+pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
+    use JaxFn as F;
+    let Call { f, args, p, c, keepdims, .. } = *cx;
+    match f {
+        F::NnRelu => {
+            let a = arr!(interp, cx, 0, "x");
+            let zero = Array::scalar(0.0, a.aval.dtype, true);
+            binary_prim(interp, BinaryPrim::Max, &a, &zero).map(Value::Array)
+        }
+        // `jnp.minimum(jnp.maximum(x, 0), 6.)`, as JAX writes it; its derivative is its
+        // `custom_jvp` rule's (`ad::partials`, keyed on the equations' API).
+        F::NnRelu6 => {
+            let a = arr!(interp, cx, 0, "x");
+            let a = inexact(interp, &a)?;
+            let zero = Array::scalar(0.0, a.aval.dtype, true);
+            let six = Array::scalar(6.0, a.aval.dtype, true);
+            let r = binary_prim(interp, BinaryPrim::Max, &a, &zero)?;
+            binary_prim(interp, BinaryPrim::Min, &r, &six).map(Value::Array)
+        }
+        F::NnIdentity => Ok(Value::Array(arr!(interp, cx, 0, "x"))),
+        F::NnGelu
+        | F::NnSilu
+        | F::NnSwish
+        | F::NnSoftplus
+        | F::NnElu
+        | F::NnLeakyRelu
+        | F::NnLogSigmoid
+        | F::NnSoftSign
+        | F::NnHardTanh
+        | F::NnCelu
+        | F::NnSelu
+        | F::NnMish
+        | F::NnSquareplus
+        | F::NnSparsePlus
+        | F::NnSparseSigmoid
+        | F::NnHardSigmoid
+        | F::NnHardSilu
+        | F::NnHardSwish
+        | F::NnGlu => {
+            let a = arr!(interp, cx, 0, "x");
+            let param = |i: usize, name: &str, default: f64| p.get(i, name).cloned().unwrap_or(Value::Float(default));
+            let extra = match f {
+                F::NnElu | F::NnCelu => Some(param(1, "alpha", 1.0)),
+                F::NnLeakyRelu => Some(param(1, "negative_slope", 1e-2)),
+                F::NnSquareplus => Some(p.get(1, "b").cloned().unwrap_or(Value::Int(4))),
+                F::NnGlu => Some(p.get(1, "axis").cloned().unwrap_or(Value::Int(-1))),
+                F::NnGelu => Some(p.get(1, "approximate").cloned().unwrap_or(Value::Bool(true))),
+                _ => None,
+            };
+            activation(interp, f, &a, extra.as_ref())
+        }
+        F::NnSoftmax | F::NnLogSoftmax if p.get(usize::MAX, "where").is_none() && p.get(usize::MAX, "initial").is_none() => {
+            let a = arr!(interp, cx, 0, "x");
+            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let a = inexact(interp, &a)?;
+            // jax.nn.softmax / log_softmax: shift by the maximum so that exp cannot overflow.
+            let x_max = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
+            let shifted = binary_prim(interp, BinaryPrim::Sub, &a, &x_max)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
+            let total = reduce(interp, &e, ReduceOp::Sum, axes, true, None)?;
+            if f == F::NnSoftmax {
+                return binary_prim(interp, BinaryPrim::Div, &e, &total).map(Value::Array);
+            }
+            let log_total = unary_prim(interp, UnaryPrim::Log, &total)?;
+            binary_prim(interp, BinaryPrim::Sub, &shifted, &log_total).map(Value::Array)
+        }
+        F::NnStandardize if a_is_inexact(&args) => {
+            // mean(x, axis, keepdims=True, where); variance: "fast" (the default)
+            // mean(square(x)) - square(mean), clipped at 0, or "stable" mean(square(x - mean));
+            // then (x - mean) * rsqrt(variance + epsilon).
+            let x = arr!(interp, cx, 0, "x");
+            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), x.aval.ndim())?;
+            let where_ = match p.get(5, "where") {
+                Some(v) => Some(arr_or_unknown!(interp, v)),
+                None => None,
+            };
+            let mean = match p.get(2, "mean") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => mean_masked(interp, &x, axes.clone(), true, None, where_.as_ref())?,
+            };
+            let variance = match p.get(3, "variance") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => {
+                    let algorithm = match p.get(usize::MAX, "algorithm") {
+                        Some(Value::Str(s)) => s.to_string(),
+                        Some(_) => return Ok(Value::opaque("standardize with an unknown algorithm")),
+                        None => "fast".to_string(),
+                    };
+                    if algorithm == "stable" {
+                        let d = binary_prim(interp, BinaryPrim::Sub, &x, &mean)?;
+                        let sq = unary_prim(interp, UnaryPrim::Square, &d)?;
+                        mean_masked(interp, &sq, axes, true, None, where_.as_ref())?
+                    } else if algorithm == "fast" {
+                        let sq = unary_prim(interp, UnaryPrim::Square, &x)?;
+                        let m2 = mean_masked(interp, &sq, axes, true, None, where_.as_ref())?;
+                        let msq = unary_prim(interp, UnaryPrim::Square, &mean)?;
+                        let v = binary_prim(interp, BinaryPrim::Sub, &m2, &msq)?;
+                        binary_prim(interp, BinaryPrim::Max, &v, &Array::scalar(0.0, DType::I64, true))?
+                    } else {
+                        return Err(interp.value_error(format!("Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")));
+                    }
+                }
+            };
+            let eps = match p.get(4, "epsilon") {
+                Some(v) => arr_or_unknown!(interp, v),
+                None => Array::scalar(1e-5, DType::F64, true),
+            };
+            let d = binary_prim(interp, BinaryPrim::Sub, &x, &mean)?;
+            let ve = binary_prim(interp, BinaryPrim::Add, &variance, &eps)?;
+            let r = unary_prim(interp, UnaryPrim::Rsqrt, &ve)?;
+            binary_prim(interp, BinaryPrim::Mul, &d, &r).map(Value::Array)
+        }
+        F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
+            let a = arr!(interp, cx, 0, "x");
+            let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let a = inexact(interp, &a)?;
+            bind1(
+                interp,
+                Prim::Opaque(match f {
+                    F::NnSoftmax => "softmax",
+                    F::NnLogSoftmax => "log_softmax",
+                    _ => "standardize",
+                }),
+                &[a.clone()],
+                a.aval.clone(),
+            )
+            .map(Value::Array)
+        }
+        F::NnLogsumexp | F::ScipyLogsumexp => {
+            let a = arr!(interp, cx, 0, "a");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            if p.get(usize::MAX, "b").is_some() || p.get(usize::MAX, "return_sign").is_some() {
+                let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+                return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
+            }
+            logsumexp(interp, &a, axes, keepdims).map(Value::Array)
+        }
+        // `lse - log(count)`, the count converted to the result's dtype (a constant, so its
+        // log is what XLA's `log` gives for it).
+        F::NnLogmeanexp if p.get(usize::MAX, "where").is_none() => {
+            let a = arr!(interp, cx, 0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let n: usize = match &axes {
+                Some(ax) => ax.iter().map(|&i| a.aval.shape[i]).product(),
+                None => a.aval.shape.iter().product(),
+            };
+            let lse = logsumexp(interp, &a, axes, keepdims)?;
+            let count = full(interp, &[], n as f64, lse.aval.dtype)?;
+            let log_count = unary_prim(interp, UnaryPrim::Log, &count)?;
+            binary_prim(interp, BinaryPrim::Sub, &lse, &log_count).map(Value::Array)
+        }
+        // `where(x < log(2), log(-expm1(-x)), log1p(-exp(-x)))`, with `log(2.0)` a float32 (or
+        // float64) constant as JAX binds it. Its derivative is its `custom_jvp` rule
+        // (`g / expm1(x)`), not that of these equations (`custom_rules::library`).
+        F::NnLog1mexp => {
+            let x = arr!(interp, cx, 0, "x");
+            let x = inexact(interp, &x)?;
+            let eqn_counts = crate::jax::custom_rules::eqn_counts(interp);
+            let two = Array::scalar(2.0, x.aval.dtype, false);
+            let c = unary_prim(interp, UnaryPrim::Log, &two)?;
+            let small = compare_arrays(interp, CmpPrim::Lt, &x, &c)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Expm1, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let near = unary_prim(interp, UnaryPrim::Log, &e)?;
+            let n = unary_prim(interp, UnaryPrim::Neg, &x)?;
+            let e = unary_prim(interp, UnaryPrim::Exp, &n)?;
+            let e = unary_prim(interp, UnaryPrim::Neg, &e)?;
+            let far = unary_prim(interp, UnaryPrim::Log1p, &e)?;
+            let out = where3(interp, &small, &near, &far)?;
+            let rule = crate::jax::custom_rules::LibraryRule::Log1mexp;
+            crate::jax::custom_rules::library(interp, "log1mexp", rule, vec![Value::Array(x)], Value::Array(out), &eqn_counts)
+        }
+        F::NnLogmeanexp => {
+            let a = arr!(interp, cx, 0, "x");
+            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let a = inexact(interp, &a)?;
+            let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
+            bind1(interp, Prim::Opaque("logmeanexp"), &[a], r.aval.clone()).map(Value::Array)
+        }
+        F::NnOneHot => {
+            let a = arr!(interp, cx, 0, "x");
+            let Some(n) = p.get(1, "num_classes").map(|v| interp.index_of(v)).transpose()?.flatten() else {
+                return Ok(Value::opaque("one_hot"));
+            };
+            let d = creation_dtype(interp, p.get(usize::MAX, "dtype"), dtypes::default_float(c))?;
+            let mut shape = a.aval.shape.to_vec();
+            shape.push(n as usize);
+            if a.aval.dtype.is_integer() && !d.is_complex() {
+                // jax.nn.one_hot: `x[..., None] == arange(num_classes)`, as `dtype`.
+                let column = reshape_raw(interp, &a, &shape[..shape.len() - 1].iter().copied().chain([1]).collect::<Vec<_>>())?;
+                let classes = bind1(
+                    interp,
+                    Prim::Iota { dtype: a.aval.dtype, shape: vec![n as usize], dimension: 0 },
+                    &[],
+                    Aval::new(&[n as usize], a.aval.dtype),
+                )?;
+                let hits = compare_arrays(interp, CmpPrim::Eq, &column, &classes)?;
+                return convert(interp, &hits, d, false).map(Value::Array);
+            }
+            bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
+        }
+        // `dispatch::family` sends only the functions above here.
+        _ => Ok(cx.unrouted()),
+    }
+}
+
 /// `jax.nn.logsumexp` as JAX computes it: the finite maximum, held constant for AD, is taken
 /// out before the exponentials and added back after the log.
 pub(super) fn logsumexp(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
