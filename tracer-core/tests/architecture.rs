@@ -1,8 +1,9 @@
 //! The layering invariants of docs/ARCHITECTURE.md that the source text alone can show:
 //! only `syntax/` knows tree-sitter, `repro/` takes the analysis as a parameter rather
 //! than calling it (no circle between `analysis.rs` and `repro/`), LSP columns are
-//! counted in one module of the server, and the transformations (`jax/transforms/`) stay
-//! one concern a file, small or saying why not.
+//! counted in one module of the server, the transformations (`jax/transforms/`) stay one
+//! concern a file, small or saying why not, and `jax/numpy/` keeps one family a file behind
+//! an exhaustive routing table.
 
 use std::path::{Path, PathBuf};
 
@@ -184,4 +185,38 @@ fn jax_api_only_reexports_transforms() {
         .filter(|l| !(l.starts_with("pub use super::transforms::") || l.starts_with("pub(super) use super::transforms::")))
         .collect();
     assert!(code.is_empty(), "jax/api.rs holds more than re-exports of jax/transforms/ (move it there):\n{}", code.join("\n"));
+}
+
+/// `jax/numpy/` holds the `jax.numpy` / `lax` / `nn` surface one family a file: each file
+/// opens with a `//!` line saying what it owns and stays under 800 lines unless its doc
+/// gives a `//! Size:` reason, none is pulled in from elsewhere with `#[path]`, and the
+/// routing table (`dispatch.rs`) is one exhaustive match over `JaxFn`, with no `_ =>` arm
+/// that would let a new function through without a family.
+#[test]
+fn the_numpy_folder_keeps_small_documented_files_and_an_exhaustive_dispatch() {
+    let numpy = crate_dir().join("src/jax/numpy");
+    let files = rust_files(&numpy);
+    assert!(files.len() >= 10, "jax/numpy/ was not found: {}", numpy.display());
+    let mut offenders = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        if !text.starts_with("//!") {
+            offenders.push(format!("{}: does not open with a `//!` line saying what it owns", f.display()));
+        }
+        let lines = text.lines().count();
+        if lines > 800 && !text.lines().any(|l| l.starts_with("//! Size:")) {
+            offenders.push(format!("{}: {lines} lines, over 800 without a `//! Size:` reason", f.display()));
+        }
+        if text.contains("#[path") {
+            offenders.push(format!("{}: pulls a module in with #[path]", f.display()));
+        }
+    }
+    let dispatch = std::fs::read_to_string(numpy.join("dispatch.rs")).unwrap_or_default();
+    assert!(dispatch.contains("pub(super) fn family(f: JaxFn) -> Family"), "dispatch.rs lost its routing table");
+    for (i, line) in dispatch.lines().enumerate() {
+        if line.trim_start().starts_with("_ =>") {
+            offenders.push(format!("dispatch.rs:{}: a catch-all arm hides new functions from the routing table", i + 1));
+        }
+    }
+    assert!(offenders.is_empty(), "jax/numpy/ breaks its layout:\n{}", offenders.join("\n"));
 }
