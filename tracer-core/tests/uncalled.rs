@@ -76,3 +76,16 @@ fn pmap_traces_its_body_with_unknown_per_device_arguments() {
     assert_eq!(routes_of(&a, "train_step"), vec![("pmap".to_string(), "unknown arguments")]);
     assert_eq!(findings(&a), vec![(Code::Concretization, 9)]);
 }
+
+/// optax's microbatching notebook: `update_fn` is only lowered (`update_fn.lower(...)`), so it
+/// is traced with unknown arguments, and `nnx.merge(graphdef, params)` of the unknown
+/// `params` hands back the model the shim knows, with concrete weights. They stand for the
+/// traced arguments JAX would see: no TL212 "large constant" there.
+#[test]
+fn a_model_standing_in_for_unknown_arguments_is_not_a_large_constant() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\nmodel = nnx.Linear(1024, 2048, rngs=nnx.Rngs(0))\ngraphdef, params = nnx.split(model, nnx.Variable)\n\ndef loss_fn(params, x):\n    m = nnx.merge(graphdef, params)\n    return m(x).sum()\n\n@jax.jit\ndef update_fn(params, x):\n    return jax.grad(loss_fn)(params, x)\n\nupdate_fn.lower(params, jnp.ones((2, 1024))).compile()\n",
+    );
+    assert_eq!(routes_of(&a, "update_fn"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(findings(&a), vec![]);
+}

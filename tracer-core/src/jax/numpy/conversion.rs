@@ -202,7 +202,9 @@ pub fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
 
 /// TL212: a large concrete array read inside a trace becomes a constant of the trace.
 pub fn note_captured_constant(interp: &mut Interp, a: &Rc<Array>) {
-    if a.is_tracer() || interp.jax.staging_depth() == 0 {
+    // With arguments unknown, a concrete array may stand for what an argument would hold (a
+    // library's `merge` of an unknown state hands back the model it knows): not a finding.
+    if a.is_tracer() || interp.jax.staging_depth() == 0 || interp.jax.route.arguments_unknown() {
         return;
     }
     let bytes = a.aval.size().saturating_mul(a.aval.dtype.itemsize() as u128);
