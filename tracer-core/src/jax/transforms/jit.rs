@@ -202,6 +202,11 @@ fn binds_trivially(f: &crate::interp::value::Function, n_args: usize, no_kwargs:
 }
 
 pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    // The program called it, even if the call raises before any trace (an unhashable static
+    // argument): the route for what nothing called (`entry_staged.rs`) must not trace it.
+    if let Value::Function(f) = super::trace::unwrapped(&j.fun).unwrap_or_else(|| j.fun.clone()) {
+        interp.called.insert(Rc::as_ptr(&f.def) as usize);
+    }
     // Arguments that do not fit the signature fail before any cache lookup (no retrace).
     // JAX still counts it as a trace (a cache miss whose tracing raised), but it is no retrace
     // worth explaining.
