@@ -315,6 +315,9 @@ fn analyze_remembering(
     }
     let reproducers = if config.reproducers.skip { Vec::new() } else { make_reproducers(&interp, &located, config) };
     let mut collected = Vec::new();
+    // Staging every trace out is bounded as the analysis is: a loop of 65,536 traced steps
+    // (a fuzzed input) otherwise spends seconds here after the interpreter's budget held.
+    let collect_deadline = std::time::Instant::now() + config.budgets.max_time;
     for name in &config.reproducers.functions {
         let what = crate::jax::stmt::What {
             code: String::new(),
@@ -331,6 +334,10 @@ fn analyze_remembering(
                 continue;
             }
             let line = rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0);
+            if std::time::Instant::now() > collect_deadline {
+                collected.push(Err(format!("the trace called at line {line}: not staged out, the time budget ran out")));
+                continue;
+            }
             let program = match &rec.outputs {
                 None => Err("the trace raised".to_string()),
                 Some(o) => crate::jax::stmt::emit_trace(&interp, record, &what, false)

@@ -70,7 +70,12 @@ impl Budget {
         self.runs += 1;
         let mut limits = limits.clone();
         match self.deadline {
-            None => self.deadline = Some(Instant::now() + self.max_time),
+            // The check of the unreduced program has its full limits, unless the whole search
+            // was given less time than that.
+            None => {
+                limits.max_time = limits.max_time.min(self.max_time.max(Duration::from_millis(100)));
+                self.deadline = Some(Instant::now() + self.max_time);
+            }
             Some(d) => limits.max_time = limits.max_time.min(d.saturating_duration_since(Instant::now())),
         }
         Some(limits)
