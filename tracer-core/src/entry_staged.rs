@@ -306,7 +306,7 @@ fn is_staging_callee(func: &Expr) -> bool {
 /// `@jax.jit`, `@partial(jax.jit, static_argnums=0)`, `@nnx.jit(donate_argnums=0)`.
 fn is_staging_decorator(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Call { func, .. } => is_staging_callee(e) || is_staging_name(func) || is_staging_callee(func),
+        ExprKind::Call { func, .. } => is_staging_callee(e) || is_staging_callee(func),
         _ => is_staging_name(e),
     }
 }
