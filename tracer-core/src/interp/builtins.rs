@@ -285,6 +285,15 @@ impl<'l> Interp<'l> {
                 _ => *is_float,
             })));
         }
+        // Python's conversions of a tracer, whatever its aval: JAX's errors.
+        if let (Some(v), "int" | "float" | "complex" | "bool") = (args.first(), name) {
+            if matches!(v, Value::Opaque(o) if o.tracer) && !self.in_library() {
+                return Err(match name {
+                    "bool" => crate::jax::numpy::unknown_tracer_bool(self, "bool", None),
+                    _ => crate::jax::numpy::unknown_tracer_to_python(self, name),
+                });
+            }
+        }
         if args.iter().any(|a| a.is_opaque())
             && !matches!(
                 name,

@@ -163,6 +163,15 @@ pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResu
     }
 }
 
+/// `int(x)`, `float(x)`, `complex(x)` of a tracer whose aval the interpreter does not know.
+pub fn unknown_tracer_to_python(interp: &mut Interp, func: &str) -> Flow {
+    let inside = interp.jax.staging_description().map(|d| format!(" inside {d}")).unwrap_or_default();
+    let msg = format!(
+        "Abstract tracer value encountered where concrete value is expected: a traced array{inside}\nThe problem arose with the `{func}` function. If trying to convert the data type of a value, try using `x.astype({func})` or `jnp.array(x, {func})` instead."
+    );
+    interp.raise("ConcretizationTypeError", Code::Concretization, msg)
+}
+
 /// `operator.index(x)`: list indexing, `range(x)`.
 pub fn array_index(interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
     if a.known().is_none() && a.is_tracer() {

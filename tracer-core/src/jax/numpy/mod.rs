@@ -144,14 +144,40 @@ const NON_ARRAY_RESULTS: &[&str] = &[
     "tree_flatten",
 ];
 
+/// Functions of the surface whose result is a tuple or list of arrays (for some arguments):
+/// an unknown result of theirs is a container, not a tracer.
+const SEVERAL_RESULTS: &[&str] = &[
+    "split",
+    "array_split",
+    "atleast_1d",
+    "atleast_2d",
+    "eig",
+    "eigh",
+    "lstsq",
+    "lu",
+    "meshgrid",
+    "nonzero",
+    "qr",
+    "slogdet",
+    "sort",
+    "sort_key_val",
+    "svd",
+    "top_k",
+    "unique",
+    "where",
+];
+
 /// Calls a jax.numpy / jax.nn / jax.lax function that maps arrays to arrays.
 pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-    // An op on a tracer gives a tracer, whatever else is unknown (design.md §6).
-    let on_tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| match v {
-        Value::List(l) => l.borrow().iter().any(Value::is_certain_tracer),
-        Value::Tuple(t) => t.iter().any(Value::is_certain_tracer),
-        v => v.is_certain_tracer(),
-    });
+    // An op on a tracer gives a tracer, whatever else is unknown (design.md §6); so does
+    // any op that binds a primitive inside a staging trace (`jit`, a `scan` body), whatever
+    // its operands are: JAX stages every such op out, constants included.
+    let on_tracer =
+        args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| match v {
+            Value::List(l) => l.borrow().iter().any(Value::is_certain_tracer),
+            Value::Tuple(t) => t.iter().any(Value::is_certain_tracer),
+            v => v.is_certain_tracer(),
+        }) || (interp.jax.staging_depth() > 0 && dispatch::family(f) != Family::Elsewhere && !SEVERAL_RESULTS.contains(&f.name()));
     let result = call_surface(interp, f, args, kwargs);
     match result {
         Ok(Value::Opaque(o)) if on_tracer && !o.tracer && !NON_ARRAY_RESULTS.contains(&f.name()) => {

@@ -109,7 +109,12 @@ pub(super) fn grad_call(
     if let Some(v) = &values {
         out = with_replayed_outputs(interp, out, &v.outputs)?;
     }
-    let (primal_out, aux) = if has_aux {
+    // Inside a jit every output of grad is a tracer, even of a function whose output the
+    // interpreter does not know (an unknown argument): its value is certainly a tracer.
+    let staged = interp.jax.staging_depth() > 0;
+    let (primal_out, aux) = if has_aux && matches!(out, Value::Opaque(_)) {
+        (out.clone(), Some(Value::opaque("the auxiliary output of a function with unknown output")))
+    } else if has_aux {
         let parts = interp.iterate(&out)?;
         if parts.len() != 2 {
             return Err(
@@ -120,6 +125,7 @@ pub(super) fn grad_call(
     } else {
         (out, None)
     };
+    let unknown_output = matches!(primal_out, Value::Opaque(_));
     match &primal_out {
         Value::Array(a) => {
             if a.aval.ndim() != 0 {
@@ -147,7 +153,8 @@ pub(super) fn grad_call(
                 ));
             }
         }
-        Value::Opaque(_) => return Ok(Value::opaque("grad of a function with unknown output")),
+        Value::Opaque(_) if !staged => return Ok(Value::opaque("grad of a function with unknown output")),
+        Value::Opaque(_) => {}
         other => {
             let shown = match other {
                 Value::Tuple(items) => {
@@ -179,6 +186,9 @@ pub(super) fn grad_call(
         let mut computed = values.as_ref().and_then(|v| v.grads.get(k)).cloned().unwrap_or_default().into_iter();
         for (_, leaf) in leaves {
             g_leaves.push(match operand(interp, &leaf)? {
+                // Of a function whose output is unknown: a tracer whose weak type (which the
+                // backward pass decides) is not known either.
+                Operand::Array(_) if unknown_output => Value::opaque_tracer("the gradient of a function with unknown output"),
                 Operand::Array(a) => {
                     let aval = canonical_aval(interp, &a.aval);
                     match computed.next() {
@@ -187,11 +197,17 @@ pub(super) fn grad_call(
                         _ => Value::Array(abstract_output(interp, aval, &deps, "grad")?),
                     }
                 }
+                // Its gradient has the unknown's structure, not known either.
+                Operand::Unknown if staged => Value::opaque("the gradient with respect to an unknown value"),
                 Operand::Unknown => return Ok(Value::opaque("grad with respect to an unknown value")),
             });
         }
         grads.push(unflatten(interp, &tree, &mut g_leaves.into_iter())?);
     }
+    let primal_out = match primal_out {
+        Value::Opaque(o) if !o.tracer => Value::opaque_tracer(o.what.clone()),
+        other => other,
+    };
     let g = if matches!(argnums, Value::Tuple(_)) { Value::tuple(grads) } else { grads.into_iter().next().unwrap_or(Value::None) };
     Ok(match (with_value, aux) {
         (false, None) => g,
