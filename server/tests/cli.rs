@@ -520,7 +520,9 @@ fn stdin_filename_checks_standard_input_as_that_file_with_its_imports() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("run");
-        child.stdin.take().expect("stdin").write_all(source.as_bytes()).expect("write stdin");
+        // A usage error exits before reading standard input: the write may then find the
+        // pipe closed, which is not what the test is about.
+        let _ = child.stdin.take().expect("stdin").write_all(source.as_bytes());
         child.wait_with_output().expect("output")
     };
     let out = run(&["check", "--format", "json", "--stdin-filename", "pkg/main.py"]);
@@ -593,48 +595,4 @@ fn a_finding_in_a_module_several_files_import_is_reported_once() {
     let expected: Vec<(String, String, u64)> =
         vec![("lib.py".into(), "TL201".into(), 6), ("lib.py".into(), "TL104".into(), 7), ("main_b.py".into(), "TL210".into(), 5)];
     assert_eq!(found, expected, "{json:#}");
-}
-
-/// `tests/fixtures/_projects/*`: programs of several files run through their real entry
-/// points (an absl main, a TestCase, pytest with a conftest fixture). Each error annotated
-/// `# error: CODE` is the one real JAX raises there (checked by running the project under
-/// absl, unittest and pytest: tests/fixtures/README.md), and `check` reports exactly those.
-#[test]
-fn project_fixtures_report_the_errors_their_entry_points_reach() {
-    let projects = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/_projects");
-    let mut folders: Vec<_> = std::fs::read_dir(&projects).expect("_projects").flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-    folders.sort();
-    assert!(folders.len() >= 3, "{folders:?}");
-    for folder in folders {
-        let mut expected: Vec<(String, u64, String)> = Vec::new();
-        for entry in std::fs::read_dir(&folder).expect("folder").flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            for (i, line) in text.lines().enumerate() {
-                if let Some((_, annotation)) = line.split_once("# error: ") {
-                    let code = annotation.split_whitespace().next().unwrap_or("").to_string();
-                    expected.push((name.clone(), i as u64 + 1, code));
-                }
-            }
-        }
-        let out = tracelens().current_dir(&folder).args(["check", "--format", "json", "."]).output().expect("run");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
-        let mut found: Vec<(String, u64, String)> = json
-            .as_array()
-            .expect("array")
-            .iter()
-            .filter(|d| d["severity"] == "error")
-            .map(|d| {
-                (
-                    d["path"].as_str().unwrap_or("").to_string(),
-                    d["line"].as_u64().unwrap_or(0),
-                    d["code"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect();
-        found.dedup();
-        expected.sort();
-        found.sort();
-        assert_eq!(found, expected, "{}: {json:#}", folder.display());
-    }
 }

@@ -176,6 +176,15 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", staged.render());
         repro_ok = summary.wrong.is_empty() && staged.wrong.is_empty();
     }
+    // The project fixtures, run under their real runners (absl, unittest, pytest).
+    let mut projects_ok = true;
+    let wants_projects = options.filter.as_deref().is_none_or(|f| "_projects/".contains(f) || f.starts_with("_projects"));
+    if let (Some(t), true, true, None) = (&tracelens, wants_projects, missing.is_empty(), &options.fixtures_dir) {
+        let summary =
+            crate::projects::check(&t.binary, &oracle.python, &fixtures_dir.join("_projects"), &conformance_dir.join("project_oracle.py"));
+        print!("{}", summary.render());
+        projects_ok = summary.wrong.is_empty();
+    }
     // The op table's goldens must still be what JAX gives (only on a full run: it takes minutes).
     let golden_ok = options.filter.is_some()
         || options.fixtures_dir.is_some()
@@ -188,7 +197,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", run.render());
         run_ok = !run.failed();
     }
-    Ok(repro_ok && golden_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+    Ok(repro_ok && projects_ok && golden_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {

@@ -7,6 +7,7 @@ mod fuzz;
 mod golden;
 mod model;
 mod process;
+mod projects;
 mod python_env;
 mod realworld;
 mod realworld_scan;

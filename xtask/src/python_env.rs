@@ -9,7 +9,10 @@ pub const JAX_VERSION: &str = "0.10.2";
 pub const INTERPRETER_ENV: &str = "TRACELENS_JAX_PYTHON";
 /// The libraries fixtures import besides jax, each pinned to a version that works with
 /// `JAX_VERSION` (tracelens models them with the shims of `tracer-core/shims/`).
-pub const LIBRARIES: &[(&str, &str)] = &[("optax", "0.2.8"), ("flax", "0.12.8"), ("equinox", "0.13.8")];
+///
+/// absl-py and pytest are the runners of the project fixtures (`tests/fixtures/_projects/`).
+pub const LIBRARIES: &[(&str, &str)] =
+    &[("optax", "0.2.8"), ("flax", "0.12.8"), ("equinox", "0.13.8"), ("absl-py", "2.5.1"), ("pytest", "9.0.1")];
 
 /// The oracle's interpreter, and the pinned libraries it lacks (only possible for an
 /// interpreter given by `TRACELENS_JAX_PYTHON`: fixtures importing them are skipped).
