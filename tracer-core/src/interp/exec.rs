@@ -864,7 +864,7 @@ impl<'l> Interp<'l> {
         Err(self.raise("NameError", Code::PythonException, format!("name '{name}' is not defined")))
     }
 
-    pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, span: Option<ast::Span>) -> PyResult<()> {
+    pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, _span: Option<ast::Span>) -> PyResult<()> {
         let name: Rc<str> = Rc::from(name);
         let logging = !self.fork_logs.is_empty();
         match &ctx.scope {
@@ -877,7 +877,7 @@ impl<'l> Interp<'l> {
             }
             Some(scope) => {
                 if scope.globals.borrow().contains(&name) {
-                    self.note_outer_rebind(&name, "global", span, ctx);
+                    self.note_outer_rebind(&name, "global", &value);
                     if logging {
                         self.note_write(Slot::Global(ctx.globals.clone(), name.clone()));
                     }
@@ -885,7 +885,7 @@ impl<'l> Interp<'l> {
                 } else if scope.nonlocals.borrow().contains(&name) {
                     match scope.parent.as_ref().and_then(|p| lookup_cell_skipping_classes(p, &name)) {
                         Some(cell) => {
-                            self.note_outer_rebind(&name, "nonlocal", span, ctx);
+                            self.note_outer_rebind(&name, "nonlocal", &value);
                             if logging {
                                 self.note_write(Slot::Cell(cell.clone()));
                             }

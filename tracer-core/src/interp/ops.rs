@@ -1341,10 +1341,12 @@ impl<'l> Interp<'l> {
         Ok(())
     }
 
-    pub(super) fn note_outer_rebind(&mut self, name: &str, kind: &str, _span: Option<crate::syntax::ast::Span>, _ctx: &Ctx) {
+    pub(super) fn note_outer_rebind(&mut self, name: &str, kind: &str, value: &Value) {
         if self.in_library() {
             return;
         }
+        let site = self.site();
+        self.jax.check_tracer_store(&Value::None, value, site);
         if let Some(info) = self.jax.staging_description() {
             let site = self.site();
             let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");

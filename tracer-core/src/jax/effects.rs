@@ -17,8 +17,9 @@ pub struct EffectState {
     pub consumed_keys: Vec<(Rc<Array>, Option<Site>, &'static str)>,
     /// Traces whose tracers were stored outside them (for leak diagnostics).
     pub stored_tracers: std::collections::HashSet<u32, foldhash::fast::FixedState>,
-    /// Mutations of outer state that stored a tracer: (site, trace id).
-    pub tracer_stores: Vec<(Site, u32)>,
+    /// Mutations of outer state that stored a tracer: (site, trace id, the tracer's address,
+    /// kept alive by where it was stored).
+    pub tracer_stores: Vec<(Site, u32, usize)>,
     /// Globals read inside caching traces (TL204 when reassigned later).
     pub global_reads: Vec<GlobalRead>,
     /// Large constants already reported, per trace record (TL212).
@@ -130,8 +131,14 @@ pub fn on_key_use(interp: &mut Interp, key: &Rc<Array>, api: &'static str) {
 pub fn prune(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     let retrace_in_loop: Vec<(std::path::PathBuf, crate::syntax::ast::Span)> =
         diagnostics.iter().filter(|d| d.code == Code::RetraceInLoop).map(|d| (d.path.clone(), d.span)).collect();
-    let leak_sites: Vec<Site> =
-        interp.jax.effects.tracer_stores.iter().filter(|(_, t)| interp.jax.effects.leaked_traces.contains(t)).map(|(s, _)| *s).collect();
+    let leak_sites: Vec<Site> = interp
+        .jax
+        .effects
+        .tracer_stores
+        .iter()
+        .filter(|(_, t, _)| interp.jax.effects.leaked_traces.contains(t))
+        .map(|(s, _, _)| *s)
+        .collect();
     diagnostics.retain(|d| match d.code {
         Code::Retrace => !retrace_in_loop.contains(&(d.path.clone(), d.span)),
         Code::OuterMutation => !leak_sites.iter().any(|s| interp.path(s.file) == d.path && s.span == d.span),

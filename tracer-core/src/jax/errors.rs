@@ -121,9 +121,17 @@ pub fn leaked_tracer(interp: &Interp, a: &Array) -> Flow {
         let created = a.origin.map(|s| interp.describe_site(s)).unwrap_or_default();
         msg.push_str(&format!("\nThe leaked intermediate value was created on line {created}."));
     }
+    // Where it escaped: the first store of this very tracer somewhere that outlives its trace.
+    let address = a as *const Array as usize;
+    let escaped = interp.jax.effects.tracer_stores.iter().find(|(_, _, p)| *p == address).map(|(s, _, _)| *s);
     let mut flow = interp.raise("UnexpectedTracerError", Code::LeakedTracer, msg);
-    if let (Flow::Raise(exc), Some(origin)) = (&mut flow, a.origin) {
-        exc.related.push((origin, "the leaked value was created here, inside a transformation".into()));
+    if let Flow::Raise(exc) = &mut flow {
+        if let Some(site) = escaped {
+            exc.related.push((site, "the tracer escaped here: stored where it outlives its transformation".into()));
+        }
+        if let Some(origin) = a.origin {
+            exc.related.push((origin, "the leaked value was created here, inside a transformation".into()));
+        }
     }
     flow
 }

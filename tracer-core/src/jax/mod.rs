@@ -292,7 +292,7 @@ impl JaxState {
                 if self.born_depth(container) < self.staging_depth() || self.traces.iter().any(|f| f.id == t.trace) {
                     self.effects.stored_tracers.insert(t.trace);
                     if let Some(site) = site {
-                        self.effects.tracer_stores.push((site, t.trace));
+                        self.effects.tracer_stores.push((site, t.trace, Rc::as_ptr(a) as usize));
                     }
                 }
             }
