@@ -36,6 +36,7 @@ impl LanguageServer for Backend {
             st.pull = pulls && refresh;
             st.configuration = params.capabilities.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false);
             st.show_document = params.capabilities.window.as_ref().and_then(|w| w.show_document.as_ref()).is_some_and(|s| s.support);
+            st.work_done_progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
             st.roots = roots;
             st.pull
         };

@@ -16,6 +16,7 @@ mod reproducer_links;
 mod scan;
 mod schedule;
 mod settings;
+mod status;
 mod worker;
 
 use std::collections::HashMap;
@@ -41,6 +42,7 @@ use engine::*;
 use features::Analysed;
 use publish::*;
 pub use settings::Settings;
+use status::status_of;
 
 struct State {
     docs: Documents,
@@ -71,6 +73,10 @@ struct State {
     edited: HashMap<PathBuf, u64>,
     /// Per file: how long its recent analyses took, and whether one is under way.
     pacing: HashMap<PathBuf, pacing::Pacing>,
+    /// The workspace scan is under way.
+    scanning: bool,
+    /// The client shows `$/progress` (`window.workDoneProgress`).
+    work_done_progress: bool,
 }
 
 #[derive(Clone)]
@@ -106,15 +112,19 @@ pub fn run() -> std::process::ExitCode {
         early: HashMap::new(),
         edited: HashMap::new(),
         pacing: HashMap::new(),
+        scanning: false,
+        work_done_progress: false,
     }));
     let shared = state.clone();
     runtime.block_on(async {
-        let (service, socket) = LspService::new(move |client| Backend {
+        let (service, socket) = LspService::build(move |client| Backend {
             client,
             state: shared,
             generation: Arc::new(AtomicU64::new(0)),
             traced: Arc::new(tokio::sync::Notify::new()),
-        });
+        })
+        .custom_method("tracelens/status", Backend::status)
+        .finish();
         framing::serve_filtered(service, socket).await;
     });
     // The stdin reader may still be blocked in a read: do not wait for it.

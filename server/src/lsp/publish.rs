@@ -13,7 +13,7 @@ pub(super) fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: 
         if d.path != path {
             continue;
         }
-        let Some(severity) = st.settings.project.severity_of(d.code, d.severity) else { continue };
+        let Some(severity) = lsp_severity(&st.settings.project, d.code, d.severity) else { continue };
         let related_info: Vec<lsp::DiagnosticRelatedInformation> = related
             .iter()
             .zip(&d.related)
@@ -30,7 +30,7 @@ pub(super) fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: 
             .collect();
         out.push(lsp::Diagnostic {
             range: lines.location_range(loc, enc),
-            severity: Some(convert::severity(severity)),
+            severity: Some(severity),
             code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
             code_description: None,
             source: Some("tracelens".into()),
@@ -51,19 +51,70 @@ pub(super) fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec
     let mut out = lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics);
     for e in features::raised_elsewhere(a, path) {
         let located = &a.analysis.diagnostics[e.diagnostic];
-        let Some(severity) = st.settings.project.severity_of(located.0.code, located.0.severity) else { continue };
+        let Some(severity) = lsp_severity(&st.settings.project, located.0.code, located.0.severity) else { continue };
         out.push(raised_elsewhere_diagnostic(path, &e, located, severity, &lines, enc));
     }
+    out.extend(stop_hints(st, path, a));
     out
 }
 
+/// The LSP severity of a finding: as configured, except that TL900 (a budget stopped the
+/// analysis) is a hint, which editors show faintly, unless the user chose its severity. It
+/// says what was not checked, not what is wrong.
+pub(super) fn lsp_severity(project: &Config, code: Code, default: Severity) -> Option<lsp::DiagnosticSeverity> {
+    let severity = project.severity_of(code, default)?;
+    let chosen = project.severity.iter().any(|(c, _)| c == code.as_str() || c == code.name());
+    Some(if code == Code::NotAnalysed && !chosen { lsp::DiagnosticSeverity::HINT } else { convert::severity(severity) })
+}
+
+/// Where an unknown value ended an entry point or a trace early (`FileAnalysis::stops` that
+/// end one, in `path`), once per line: (location, message).
+pub(super) fn ended_early<'a>(path: &'a Path, a: &'a Analysed) -> impl Iterator<Item = (&'a tracer_core::analysis::Location, String)> + 'a {
+    const ENDED: &str = " not analysed past this point: ";
+    let mut lines = std::collections::HashSet::new();
+    a.analysis.stops.iter().filter_map(move |(loc, why)| {
+        let loc = loc.as_ref().filter(|l| *l.path == *path)?;
+        let (entry, why) = why.split_once(ENDED)?;
+        lines.insert(loc.line).then(|| (loc, format!("not analysed past this point in {entry}: {why}")))
+    })
+}
+
+/// TL900 hints at the lines where an unknown value ended an entry point or a trace early
+/// (`ended_early`): the checks after them did not run.
+fn stop_hints(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let Some(severity) = lsp_severity(&st.settings.project, Code::NotAnalysed, Severity::Info) else { return Vec::new() };
+    let lines = LineText::new(&a.text);
+    ended_early(path, a)
+        .filter(|(loc, _)| !ignored_on_line(&a.text, loc.line, Code::NotAnalysed))
+        .map(|(loc, message)| lsp::Diagnostic {
+            range: lines.location_range(loc, st.encoding),
+            severity: Some(severity),
+            code: Some(lsp::NumberOrString::String(Code::NotAnalysed.as_str().to_string())),
+            source: Some("tracelens".into()),
+            message,
+            data: Some(serde_json::json!({ "name": Code::NotAnalysed.name(), "start": loc.span.start, "end": loc.span.end })),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Whether line `line` (1-based) of `text` silences `code` (`# tracelens: ignore[TL900]`, or
+/// `# tracelens: ignore` alone), as the engine reads the comment for its own findings.
+fn ignored_on_line(text: &str, line: u32, code: Code) -> bool {
+    let Some(l) = text.lines().nth(line.saturating_sub(1) as usize) else { return false };
+    let Some((_, rest)) = l.split_once("# tracelens: ignore") else { return false };
+    match rest.strip_prefix('[') {
+        Some(codes) => codes.split(']').next().unwrap_or("").split(',').any(|c| c.trim() == code.as_str() || c.trim() == code.name()),
+        None => true,
+    }
+}
 /// The diagnostic standing in `path` for an error raised in another file (`RaisedElsewhere`):
 /// its message, where it is raised, and that place as related information.
 pub(super) fn raised_elsewhere_diagnostic(
     path: &Path,
     e: &features::RaisedElsewhere,
     (d, loc, _): &tracer_core::analysis::LocatedDiagnostic,
-    severity: Severity,
+    severity: lsp::DiagnosticSeverity,
     lines: &LineText,
     enc: PositionEncoding,
 ) -> lsp::Diagnostic {
@@ -76,7 +127,7 @@ pub(super) fn raised_elsewhere_diagnostic(
     });
     lsp::Diagnostic {
         range: lines.range(e.span.0, e.span.1, enc),
-        severity: Some(convert::severity(severity)),
+        severity: Some(severity),
         code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
         code_description: None,
         source: Some("tracelens".into()),

@@ -17,14 +17,23 @@ impl Backend {
         if files.is_empty() {
             return;
         }
+        // `$/progress` only to a client that shows it, on a token it agreed to.
         let token = lsp::NumberOrString::String("tracelens/scan".into());
-        let created = self
-            .client
-            .send_request::<lsp::request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams { token: token.clone() })
-            .await
-            .is_ok();
-        let progress = if created { Some(self.client.progress(token, "tracelens").with_percentage(0).begin().await) } else { None };
+        let created = self.lock().work_done_progress
+            && self
+                .client
+                .send_request::<lsp::request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams { token: token.clone() })
+                .await
+                .is_ok();
         let total = files.len();
+        let progress = if created {
+            let begin = self.client.progress(token, "tracelens: tracing the workspace").with_percentage(0);
+            Some(begin.with_message(format!("0/{total} files traced")).begin().await)
+        } else {
+            None
+        };
+        self.lock().scanning = true;
+        self.send_status().await;
         for (done, path) in files.into_iter().enumerate() {
             if self.lock().shutting_down {
                 return;
@@ -56,11 +65,25 @@ impl Backend {
             }
             if let Some(p) = &progress {
                 let pct = ((done + 1) * 100 / total) as u32;
-                p.report_with_message(format!("{}/{} files traced", done + 1, total), pct).await;
+                let counts = counts_line(&status_of(&self.lock()));
+                p.report_with_message(format!("{}/{total} files traced, {counts}", done + 1), pct).await;
+            }
+            if (done + 1) % 20 == 0 {
+                self.send_status().await;
             }
         }
+        self.lock().scanning = false;
+        let counts = counts_line(&status_of(&self.lock()));
         if let Some(p) = progress {
-            p.finish_with_message(format!("{total} files traced")).await;
+            p.finish_with_message(format!("{total} files traced, {counts}")).await;
         }
+        self.send_status().await;
     }
+}
+
+/// "N functions, N findings" from a `status_of`.
+fn counts_line(status: &Json) -> String {
+    let n = |k: &str| status[k].as_u64().unwrap_or(0);
+    let findings = n("errors") + n("warnings") + n("infos");
+    format!("{} functions, {findings} findings", n("functions"))
 }

@@ -179,12 +179,16 @@ impl Backend {
                 st.pacing.entry(path.clone()).or_default().record(began.elapsed());
                 // A file this analysis read changed after it started.
                 let stale = analysis.files.iter().any(|f| f != &path && st.edited.get(f).is_some_and(|&at| at > started));
-                let (notice, previous) = store_result(&mut st, &path, Analysed { version, text, analysis });
+                let analysed = Analysed { version, text, analysis };
+                // Where an unknown ended the analysis early is known only now: published again.
+                let late_hints = published && ended_early(&path, &analysed).next().is_some();
+                let (notice, previous) = store_result(&mut st, &path, analysed);
                 // The same diagnostics as published early: published once.
-                (if published { Notice::Publish(None) } else { notice }, previous, stale)
+                (if published && !late_hints { Notice::Publish(None) } else { notice }, previous, stale)
             };
             traced.notify_waiters();
             notice.send(&client).await;
+            this.send_status().await;
             // The previous version's analysis is freed once the diagnostics are out.
             drop(previous);
             if stale {
