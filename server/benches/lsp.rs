@@ -26,7 +26,8 @@
 //! `target/jax-venv` (or `TRACELENS_JAX_PYTHON`) when there is one, as on a JAX user's machine.
 //! Environment: `TRACELENS_BIN` (the server; default: the one cargo built for this bench),
 //! `TRACELENS_BENCH_PYRIGHT` (a `pyright-langserver` or its `langserver.index.js`),
-//! `TRACELENS_BENCH_EDITS` (default 200).
+//! `TRACELENS_BENCH_EDITS` (default 200), `TRACELENS_BENCH_SETTINGS` (tracelens' settings for
+//! the 2,000-line module as JSON, to compare with the defaults; default `{}`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -811,8 +812,11 @@ fn main() {
     // 1. Both servers up, the module open in each (pyright's first analysis is done before
     // any edit is timed).
     let bin = tracelens_bin();
-    // The server's defaults, as shipped: no settings at all.
-    let mut ours = start_tracelens(&bin, &root, json!({})).map(|l| Session::new("tracelens", l, &file));
+    // The server's defaults, as shipped: no settings at all (unless TRACELENS_BENCH_SETTINGS
+    // gives some, to compare).
+    let settings = std::env::var("TRACELENS_BENCH_SETTINGS").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(json!({}));
+    println!("tracelens settings: {settings}");
+    let mut ours = start_tracelens(&bin, &root, settings).map(|l| Session::new("tracelens", l, &file));
     if let Some(s) = ours.as_mut() {
         if !s.open(&module, Duration::from_secs(60)) {
             println!("tracelens: no diagnostics for the opened module within 60 s");
