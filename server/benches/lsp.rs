@@ -14,6 +14,10 @@
 //!   and its importer `train.py` open; `config.WIDTH` edited back and forth, timed from
 //!   `didChange` of `config.py` to the `publishDiagnostics` of `train.py` that shows (or
 //!   withdraws) the shape error the new width makes there.
+//! - Pacing of a slow file: a module whose analysis takes tens of milliseconds (a Python loop
+//!   at module level), typed into in bursts of 8 keystrokes 40 ms apart, at the defaults and
+//!   with `debounceMs` 0 (the values pass off in both): the time from a burst's last keystroke
+//!   to its diagnostics, and the server's CPU time per burst.
 //! - 200 hovers on values in traced functions, timed request to response.
 //! - Server RSS every 50 edits and after them, and with a 300-file workspace scanned.
 //! - For reading the figures: one analysis of the module in process (and its parse, and
@@ -432,6 +436,69 @@ fn cross_file_edits(mut lsp: Lsp, root: &Path, n: usize) -> Option<CrossFile> {
         }
     }
     lsp.stop();
+    Some(out)
+}
+
+struct SlowTyping {
+    /// Median time from `didChange` to diagnostics of single edits made after a pause.
+    analysis: Duration,
+    /// Per burst: from its last keystroke to that version's diagnostics.
+    latency: Vec<Duration>,
+    /// Server CPU time over all bursts.
+    cpu: Duration,
+}
+
+/// A module that takes tens of milliseconds to analyse (a Python loop at module level), typed
+/// into in `bursts` bursts of 8 keystrokes 40 ms apart (a comment grows a letter at a time).
+fn slow_typing(bin: &Path, settings: Value, bursts: usize) -> Option<SlowTyping> {
+    let root = temp_dir("slow");
+    let text = "import jax\nimport jax.numpy as jnp\n\ntotal = 0\nfor i in range(150000):\n    total += i % 7\n\n\n\
+                @jax.jit\ndef f(x):\n    # note\n    return jnp.tanh(x)\n\n\nf(jnp.ones(3))\n";
+    let file = root.join("slow.py");
+    std::fs::write(&file, text).ok()?;
+    // The values pass off in both runs: it would evaluate the loop once more after each burst.
+    let mut settings = settings;
+    settings["values"] = json!({"enabled": false});
+    let mut lsp = start_tracelens(bin, &root, settings)?;
+    let u = uri(&file);
+    lsp.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+    lsp.diagnostics(&u, 1, Duration::from_secs(60))?;
+    let (mut version, mut column) = (1i64, 10u32);
+    let mut keystroke = |lsp: &mut Lsp| {
+        version += 1;
+        let change = json!({"range": {"start": {"line": 10, "character": column}, "end": {"line": 10, "character": column}}, "text": "x"});
+        column += 1;
+        (lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]})), version)
+    };
+    // Single edits after a pause: what one analysis takes (and the server's pacing history).
+    let mut singles = Vec::new();
+    for _ in 0..5 {
+        settle(lsp.pid());
+        let (sent, v) = keystroke(&mut lsp);
+        singles.push(lsp.diagnostics(&uri(&file), v, Duration::from_secs(30))?.at.duration_since(sent));
+    }
+    let mut out = SlowTyping { analysis: median(singles), latency: Vec::new(), cpu: Duration::ZERO };
+    for _ in 0..bursts {
+        settle(lsp.pid());
+        let before = cpu_time(lsp.pid());
+        let mut last = None;
+        for k in 0..8 {
+            if k > 0 {
+                std::thread::sleep(Duration::from_millis(40));
+            }
+            last = Some(keystroke(&mut lsp));
+        }
+        let (sent, v) = last?;
+        if let Some(m) = lsp.diagnostics(&uri(&file), v, Duration::from_secs(30)) {
+            out.latency.push(m.at.duration_since(sent));
+        }
+        settle(lsp.pid());
+        if let (Some(a), Some(b)) = (before, cpu_time(lsp.pid())) {
+            out.cpu += b.saturating_sub(a);
+        }
+    }
+    lsp.stop();
+    let _ = std::fs::remove_dir_all(&root);
     Some(out)
 }
 
@@ -877,7 +944,13 @@ fn main() {
     let xroot = temp_dir("crossfile");
     let cross_file = start_tracelens(&bin, &xroot, json!({})).and_then(|lsp| cross_file_edits(lsp, &xroot, n_edits.min(100)));
 
-    // 4. tracelens RSS with a 300-file workspace scanned.
+    // 4. A slow file typed into in bursts: the defaults' pacing against no delay at all.
+    let slow: Vec<(&str, Option<SlowTyping>)> = [("defaults", json!({})), ("debounceMs 0", json!({"debounceMs": 0}))]
+        .into_iter()
+        .map(|(name, settings)| (name, slow_typing(&bin, settings, 10)))
+        .collect();
+
+    // 5. tracelens RSS with a 300-file workspace scanned.
     let wroot = temp_dir("workspace");
     let n_files = workspace_300(&wroot, 300);
     let mut scan = None;
@@ -929,6 +1002,16 @@ fn main() {
         println!("  edit of config.py -> train.py's diagnostics: {}", show(&stats(&c.times)));
         if c.missing > 0 || c.wrong > 0 {
             println!("  NO publish within 30 s for {} edits; {} publishes with the wrong diagnostics", c.missing, c.wrong);
+        }
+    }
+    for (name, s) in &slow {
+        if let Some(s) = s {
+            println!(
+                "tracelens, slow file ({:.0} ms per analysis, median), bursts of 8 keystrokes 40 ms apart, {name}: last keystroke -> diagnostics {}; server CPU {:.0} ms per burst",
+                s.analysis.as_secs_f64() * 1e3,
+                show(&stats(&s.latency)),
+                s.cpu.as_secs_f64() * 1e3 / s.latency.len().max(1) as f64
+            );
         }
     }
     println!();

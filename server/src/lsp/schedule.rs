@@ -104,6 +104,9 @@ impl Backend {
             }
             let (fixed, open) = (st.settings.debounce, st.docs.get(&path).is_some());
             let pacing = st.pacing.entry(path.clone()).or_default();
+            if open {
+                pacing.edited(Instant::now());
+            }
             let delay = pacing.delay(fixed, open);
             pacing.in_flight = Some(generation);
             delay
