@@ -7,7 +7,17 @@
 //!   text: a letter typed into a comment in a traced function body, and `jnp.tanh` <-> `jnp.tan`
 //!   (an identifier in a traced function body; both versions trace). Each is timed from
 //!   writing `didChange` to reading the `publishDiagnostics` for that version (tracelens with
-//!   debounce 0; pyright has a fixed 250 ms delay of its own, reported with and without it).
+//!   the server's default settings, as shipped; pyright has a fixed 250 ms delay of its own,
+//!   reported with and without it).
+//! - Cross-file: a generated 20-module project (a `config.py` every other module imports, 18
+//!   modules of jitted layers in an import chain, a `train.py` that uses them all), `config.py`
+//!   and its importer `train.py` open; `config.WIDTH` edited back and forth, timed from
+//!   `didChange` of `config.py` to the `publishDiagnostics` of `train.py` that shows (or
+//!   withdraws) the shape error the new width makes there.
+//! - Pacing of a slow file: a module whose analysis takes tens of milliseconds (a Python loop
+//!   at module level), typed into in bursts of 8 keystrokes 40 ms apart, at the defaults and
+//!   with `debounceMs` 0 (the values pass off in both): the time from a burst's last keystroke
+//!   to its diagnostics, and the server's CPU time per burst.
 //! - 200 hovers on values in traced functions, timed request to response.
 //! - Server RSS every 50 edits and after them, and with a 300-file workspace scanned.
 //! - For reading the figures: one analysis of the module in process (and its parse, and
@@ -20,7 +30,8 @@
 //! `target/jax-venv` (or `TRACELENS_JAX_PYTHON`) when there is one, as on a JAX user's machine.
 //! Environment: `TRACELENS_BIN` (the server; default: the one cargo built for this bench),
 //! `TRACELENS_BENCH_PYRIGHT` (a `pyright-langserver` or its `langserver.index.js`),
-//! `TRACELENS_BENCH_EDITS` (default 200).
+//! `TRACELENS_BENCH_EDITS` (default 200), `TRACELENS_BENCH_SETTINGS` (tracelens' settings for
+//! the 2,000-line module as JSON, to compare with the defaults; default `{}`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -336,6 +347,159 @@ fn workspace_300(root: &Path, n: usize) -> usize {
         copy += 1;
     }
     written
+}
+
+/// A 20-module project: `config.py` (the width every layer uses), `layers_01.py` ..
+/// `layers_18.py` (each imports `config` and the one before it), and `train.py`, which imports
+/// them all and feeds the last layer inputs of width 32, so a `WIDTH` other than 32 is a
+/// shape error in `train.py`. Returns the texts of `config.py` and `train.py`.
+fn project_20(root: &Path) -> (String, String) {
+    let config = "\"\"\"Model sizes.\"\"\"\nWIDTH = 32\nDEPTH = 18\n".to_string();
+    let mut files = vec![("config.py".to_string(), config.clone())];
+    for k in 1..=18 {
+        let prev = if k == 1 { String::new() } else { format!("import layers_{:02}\n", k - 1) };
+        let text = format!(
+            "import jax\nimport jax.numpy as jnp\n\nimport config\n{prev}\n\n\
+             def init_{k:02}():\n    return {{'w': jnp.ones((config.WIDTH, config.WIDTH)), 'b': jnp.zeros(config.WIDTH)}}\n\n\n\
+             @jax.jit\n\
+             def layer_{k:02}(params, x):\n    h = jnp.tanh(x @ params['w'] + params['b'])\n    return h / (1.0 + jnp.abs(h))\n"
+        );
+        files.push((format!("layers_{k:02}.py"), text));
+    }
+    let mut train = String::from("import jax\nimport jax.numpy as jnp\n\nimport config\n");
+    for k in 1..=18 {
+        train.push_str(&format!("import layers_{k:02}\n"));
+    }
+    train.push_str("\nx = jnp.ones((8, 32))\n");
+    for k in 1..=18 {
+        train.push_str(&format!("x = layers_{k:02}.layer_{k:02}(layers_{k:02}.init_{k:02}(), x)\n"));
+    }
+    train.push_str("loss = jnp.mean(x ** 2)\n");
+    files.push(("train.py".to_string(), train.clone()));
+    for (name, text) in &files {
+        std::fs::write(root.join(name), text).expect("write project file");
+    }
+    (config, train)
+}
+
+struct CrossFile {
+    modules: usize,
+    times: Vec<Duration>,
+    missing: usize,
+    wrong: usize,
+}
+
+/// Opens `config.py` and `train.py` of `project_20`, waits for the workspace scan, then edits
+/// `WIDTH = 32` <-> `WIDTH = 33` in `config.py` `n` times, each timed to the publish for
+/// `train.py` with the diagnostics that width makes (one error at 33, none at 32).
+fn cross_file_edits(mut lsp: Lsp, root: &Path, n: usize) -> Option<CrossFile> {
+    let (config, train) = project_20(root);
+    let (cfg_uri, train_uri) = (uri(&root.join("config.py")), uri(&root.join("train.py")));
+    let _ = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(120));
+    for (u, text) in [(&cfg_uri, &config), (&train_uri, &train)] {
+        lsp.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+        lsp.diagnostics(u, 1, Duration::from_secs(60))?;
+    }
+    let _ = lsp.wait(|_| false, Duration::from_millis(500));
+    let mut out = CrossFile { modules: 20, times: Vec::new(), missing: 0, wrong: 0 };
+    let line = config.lines().position(|l| l.starts_with("WIDTH = "))? as u32;
+    for i in 0..n {
+        settle(lsp.pid());
+        let width = if i % 2 == 0 { 33 } else { 32 };
+        let change =
+            json!({"range": {"start": {"line": line, "character": 8}, "end": {"line": line, "character": 10}}, "text": width.to_string()});
+        let sent =
+            lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": cfg_uri, "version": i + 2}, "contentChanges": [change]}));
+        let want = usize::from(width != 32);
+        let tu = train_uri.clone();
+        // A publish for train.py with another width's diagnostics: an older analysis published
+        // after the edit.
+        let wrong = std::cell::Cell::new(0usize);
+        let got = lsp.wait(
+            |m| {
+                if m["method"] != "textDocument/publishDiagnostics" || m["params"]["uri"] != tu {
+                    return false;
+                }
+                let errors = m["params"]["diagnostics"].as_array().map(|d| d.iter().filter(|x| x["severity"] == 1).count());
+                let right = errors == Some(want);
+                if !right {
+                    wrong.set(wrong.get() + 1);
+                }
+                right
+            },
+            Duration::from_secs(30),
+        );
+        out.wrong += wrong.get();
+        match got {
+            Some(m) => out.times.push(m.at.duration_since(sent)),
+            None => out.missing += 1,
+        }
+    }
+    lsp.stop();
+    Some(out)
+}
+
+struct SlowTyping {
+    /// Median time from `didChange` to diagnostics of single edits made after a pause.
+    analysis: Duration,
+    /// Per burst: from its last keystroke to that version's diagnostics.
+    latency: Vec<Duration>,
+    /// Server CPU time over all bursts.
+    cpu: Duration,
+}
+
+/// A module that takes tens of milliseconds to analyse (a Python loop at module level), typed
+/// into in `bursts` bursts of 8 keystrokes 40 ms apart (a comment grows a letter at a time).
+fn slow_typing(bin: &Path, settings: Value, bursts: usize) -> Option<SlowTyping> {
+    let root = temp_dir("slow");
+    let text = "import jax\nimport jax.numpy as jnp\n\ntotal = 0\nfor i in range(150000):\n    total += i % 7\n\n\n\
+                @jax.jit\ndef f(x):\n    # note\n    return jnp.tanh(x)\n\n\nf(jnp.ones(3))\n";
+    let file = root.join("slow.py");
+    std::fs::write(&file, text).ok()?;
+    // The values pass off in both runs: it would evaluate the loop once more after each burst.
+    let mut settings = settings;
+    settings["values"] = json!({"enabled": false});
+    let mut lsp = start_tracelens(bin, &root, settings)?;
+    let u = uri(&file);
+    lsp.notify("textDocument/didOpen", json!({"textDocument": {"uri": u, "languageId": "python", "version": 1, "text": text}}));
+    lsp.diagnostics(&u, 1, Duration::from_secs(60))?;
+    let (mut version, mut column) = (1i64, 10u32);
+    let mut keystroke = |lsp: &mut Lsp| {
+        version += 1;
+        let change = json!({"range": {"start": {"line": 10, "character": column}, "end": {"line": 10, "character": column}}, "text": "x"});
+        column += 1;
+        (lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]})), version)
+    };
+    // Single edits after a pause: what one analysis takes (and the server's pacing history).
+    let mut singles = Vec::new();
+    for _ in 0..5 {
+        settle(lsp.pid());
+        let (sent, v) = keystroke(&mut lsp);
+        singles.push(lsp.diagnostics(&uri(&file), v, Duration::from_secs(30))?.at.duration_since(sent));
+    }
+    let mut out = SlowTyping { analysis: median(singles), latency: Vec::new(), cpu: Duration::ZERO };
+    for _ in 0..bursts {
+        settle(lsp.pid());
+        let before = cpu_time(lsp.pid());
+        let mut last = None;
+        for k in 0..8 {
+            if k > 0 {
+                std::thread::sleep(Duration::from_millis(40));
+            }
+            last = Some(keystroke(&mut lsp));
+        }
+        let (sent, v) = last?;
+        if let Some(m) = lsp.diagnostics(&uri(&file), v, Duration::from_secs(30)) {
+            out.latency.push(m.at.duration_since(sent));
+        }
+        settle(lsp.pid());
+        if let (Some(a), Some(b)) = (before, cpu_time(lsp.pid())) {
+            out.cpu += b.saturating_sub(a);
+        }
+    }
+    lsp.stop();
+    let _ = std::fs::remove_dir_all(&root);
+    Some(out)
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -715,10 +879,11 @@ fn main() {
     // 1. Both servers up, the module open in each (pyright's first analysis is done before
     // any edit is timed).
     let bin = tracelens_bin();
-    let mut ours =
-        // The values pass (TL301) is off: it runs after the shapes' diagnostics, on its own
-        // thread, and would take CPU while pyright is timed.
-        start_tracelens(&bin, &root, json!({"debounceMs": 0, "workspaceScan": false, "values": {"enabled": false}})).map(|l| Session::new("tracelens", l, &file));
+    // The server's defaults, as shipped: no settings at all (unless TRACELENS_BENCH_SETTINGS
+    // gives some, to compare).
+    let settings = std::env::var("TRACELENS_BENCH_SETTINGS").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(json!({}));
+    println!("tracelens settings: {settings}");
+    let mut ours = start_tracelens(&bin, &root, settings).map(|l| Session::new("tracelens", l, &file));
     if let Some(s) = ours.as_mut() {
         if !s.open(&module, Duration::from_secs(60)) {
             println!("tracelens: no diagnostics for the opened module within 60 s");
@@ -775,7 +940,17 @@ fn main() {
         s.rss_end = rss_mb(s.lsp.pid());
     }
 
-    // 3. tracelens RSS with a 300-file workspace scanned.
+    // 3. Cross-file: an edit in a module re-analyses the open files that import it.
+    let xroot = temp_dir("crossfile");
+    let cross_file = start_tracelens(&bin, &xroot, json!({})).and_then(|lsp| cross_file_edits(lsp, &xroot, n_edits.min(100)));
+
+    // 4. A slow file typed into in bursts: the defaults' pacing against no delay at all.
+    let slow: Vec<(&str, Option<SlowTyping>)> = [("defaults", json!({})), ("debounceMs 0", json!({"debounceMs": 0}))]
+        .into_iter()
+        .map(|(name, settings)| (name, slow_typing(&bin, settings, 10)))
+        .collect();
+
+    // 5. tracelens RSS with a 300-file workspace scanned.
     let wroot = temp_dir("workspace");
     let n_files = workspace_300(&wroot, 300);
     let mut scan = None;
@@ -820,6 +995,23 @@ fn main() {
         );
         if let Some((rss, hwm)) = rss {
             println!("  RSS after the scan: {rss:.1} MB (peak {hwm:.1} MB) (target: <= 150 MB)");
+        }
+    }
+    if let Some(c) = &cross_file {
+        println!("tracelens, cross-file ({} modules, workspaceScan on, defaults):", c.modules);
+        println!("  edit of config.py -> train.py's diagnostics: {}", show(&stats(&c.times)));
+        if c.missing > 0 || c.wrong > 0 {
+            println!("  NO publish within 30 s for {} edits; {} publishes with the wrong diagnostics", c.missing, c.wrong);
+        }
+    }
+    for (name, s) in &slow {
+        if let Some(s) = s {
+            println!(
+                "tracelens, slow file ({:.0} ms per analysis, median), bursts of 8 keystrokes 40 ms apart, {name}: last keystroke -> diagnostics {}; server CPU {:.0} ms per burst",
+                s.analysis.as_secs_f64() * 1e3,
+                show(&stats(&s.latency)),
+                s.cpu.as_secs_f64() * 1e3 / s.latency.len().max(1) as f64
+            );
         }
     }
     println!();
@@ -867,10 +1059,14 @@ fn main() {
         (Some(_), None) => println!("pyright: no figures, no ratio"),
         _ => {}
     }
+    if let Some(s) = cross_file.as_ref().and_then(|c| stats(&c.times)) {
+        println!("tracelens cross-file edit->importer's diagnostics: p50 {:.2} ms, p95 {:.2} ms (target: <= 50 ms)", s.p50, s.p95);
+    }
     for s in [ours, theirs].into_iter().flatten() {
         s.lsp.stop();
     }
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&wroot);
+    let _ = std::fs::remove_dir_all(&xroot);
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tracelens-bench-lsp-pyright-{}", std::process::id())));
 }

@@ -27,7 +27,8 @@ if not os.path.isabs(TRACELENS_BIN):
 # must fail the test, not CI's time limit).
 TIMEOUT = 20.0
 
-INIT_OPTIONS = {"debounceMs": 0, "workspaceScan": False}
+# The server's own scheduling (no `debounceMs`): what a user gets.
+INIT_OPTIONS = {"workspaceScan": False}
 
 
 def _record_diagnostics(client: LanguageClient, params: types.PublishDiagnosticsParams):
@@ -45,20 +46,29 @@ async def _configuration(client: LanguageClient, params: types.ConfigurationPara
     return [client.get_configuration(section=item.section, scope_uri=item.scope_uri) for item in params.items]
 
 
+def _record_status(client: LanguageClient, params):
+    client.statuses.append(params)
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_diagnostics
     features[types.WORKSPACE_CONFIGURATION] = _configuration
     register_lsp_features(client, features)
+    client.feature("tracelens/status")(lambda params: _record_status(client, params))
     client.published = []
+    client.statuses = []
     client.config_delay = 0.0
     return client
 
 
-def capabilities(encodings: list[str] | None) -> types.ClientCapabilities:
-    """What an editor like VS Code declares, with the given position encodings offered."""
+def capabilities(encodings: list[str] | None, progress: bool = True) -> types.ClientCapabilities:
+    """What an editor like VS Code declares, with the given position encodings offered, and
+    without `window.workDoneProgress` unless `progress`."""
     caps = pytest_lsp.client_capabilities("visual-studio-code")
+    if not progress and caps.window is not None:
+        caps.window.work_done_progress = False
     if encodings is not None:
         caps.general = caps.general or types.GeneralClientCapabilities()
         caps.general.position_encodings = [types.PositionEncodingKind(e) for e in encodings]
@@ -72,16 +82,20 @@ def capabilities(encodings: list[str] | None) -> types.ClientCapabilities:
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, tmp_path: pathlib.Path):
     """A server initialised on a tmp workspace. Parametrise it indirectly with a dict:
     `encodings`, the position encodings the client offers (default: none, so UTF-16);
-    `config_delay`, seconds the client takes to answer `workspace/configuration`."""
+    `config_delay`, seconds the client takes to answer `workspace/configuration`;
+    `progress`, whether it shows `$/progress`; `init_options`, settings on top of INIT_OPTIONS; `files`, {name: text} written into the
+    workspace before the server starts."""
     options = getattr(request, "param", None) or {}
     root = tmp_path.resolve()
+    for name, text in options.get("files", {}).items():
+        (root / name).write_text(text, encoding="utf-8")
     lsp_client.root = root
     lsp_client.config_delay = options.get("config_delay", 0.0)
     params = types.InitializeParams(
-        capabilities=capabilities(options.get("encodings")),
+        capabilities=capabilities(options.get("encodings"), progress=options.get("progress", True)),
         root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
-        initialization_options=INIT_OPTIONS,
+        initialization_options={**INIT_OPTIONS, **options.get("init_options", {})},
     )
     server = lsp_client._server
     try:

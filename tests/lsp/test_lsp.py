@@ -274,3 +274,169 @@ async def test_closing_the_editor_right_after_startup_ends_the_server(client: La
             server.kill()
             await server.wait()
     assert status == 0
+
+
+# -- scheduling, progress and status ----------------------------------------------------------
+
+# A traced function without findings, and one with a shape error (one error), for the scan.
+CLEAN = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def scale(x):
+    return x * 2.0
+
+
+scale(jnp.ones(3))
+"""
+
+
+async def wait_for(condition, what: str):
+    """Waits until `condition()` holds, failing after TIMEOUT."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [{"init_options": {"workspaceScan": True}, "files": {"clean.py": CLEAN, "shapes.py": SHAPES}}],
+    indirect=True,
+    ids=["scanned-workspace"],
+)
+async def test_the_workspace_scan_reports_progress_and_the_status_counts(client: LanguageClient):
+    token = "tracelens/scan"
+    await wait_for(lambda: any(r.kind == "end" for r in client.progress_reports.get(token, [])), "the scan's progress to end")
+    reports = client.progress_reports[token]
+    assert reports[0].kind == "begin" and "tracelens" in reports[0].title
+    assert [r.message for r in reports if r.kind == "report"] == [
+        "1/2 files traced, 1 functions, 0 findings",
+        "2/2 files traced, 2 functions, 1 findings",
+    ]
+    assert reports[-1].message == "2 files traced, 2 functions, 1 findings"
+    # The status a status bar shows, as a notification and on request.
+    await wait_for(lambda: any(not s.scanning for s in client.statuses), "a status after the scan")
+    last = [s for s in client.statuses if not s.scanning][-1]
+    assert (last.files, last.functions, last.errors, last.warnings) == (2, 2, 1, 0)
+    asked = await ask(client.protocol.send_request_async("tracelens/status", None))
+    assert (asked.files, asked.functions, asked.traces, asked.errors, asked.notAnalysed) == (2, 2, 2, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [{"init_options": {"workspaceScan": True}, "progress": False, "files": {"clean.py": CLEAN}}],
+    indirect=True,
+    ids=["no-progress-support"],
+)
+async def test_no_progress_is_sent_to_a_client_that_does_not_show_it(client: LanguageClient):
+    # The scan still runs and ends (its status says so), without `$/progress`.
+    await wait_for(lambda: any(not s.scanning and s.functions == 1 for s in client.statuses), "the scan's last status")
+    assert client.progress_reports == {}
+    # The status follows the open document's analysis too.
+    uri = open_file(client, "shapes.py", SHAPES)
+    await diagnostics_for(client, uri, 1)
+    await wait_for(lambda: any(s.errors == 1 for s in client.statuses), "a status counting the error")
+
+
+# An unknown exception raised at module level ends the module's analysis: what follows is not
+# checked (here, a shape error tracelens would otherwise report).
+UNKNOWN_END = """\
+import jax.numpy as jnp
+import somelib_not_installed as lib
+
+raise lib.Failure()
+y = jnp.ones((3, 4)) @ jnp.ones((3, 4))
+"""
+
+# A loop that never ends: the time budget stops the analysis there (TL900).
+BUDGET_END = """\
+import jax.numpy as jnp
+
+total = 0
+while True:
+    total += 1
+y = jnp.ones(3)
+"""
+
+
+async def test_where_an_analysis_ended_early_is_a_faint_hint_at_the_line(client: LanguageClient):
+    uri = open_file(client, "unknown_end.py", UNKNOWN_END)
+    await wait_for(lambda: any(p.uri == uri and p.diagnostics for p in client.published), "the hint")
+    hints = [d for p in client.published if p.uri == uri for d in p.diagnostics]
+    assert [(str(d.code), d.range.start.line, d.severity) for d in hints] == [("TL900", 3, types.DiagnosticSeverity.Hint)]
+    assert hints[0].message == "not analysed past this point in the module: raise of an unknown exception"
+
+    uri = open_file(client, "budget_end.py", BUDGET_END)
+    diags = await diagnostics_for(client, uri, 1)
+    assert [(str(d.code), d.severity) for d in diags] == [("TL900", types.DiagnosticSeverity.Hint)]
+    assert diags[0].range.start.line in (3, 4) and "budget" in diags[0].message
+
+
+def change(client: LanguageClient, uri: str, version: int, line: int, start: int, end: int, text: str):
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=pos(line, start), end=pos(line, end)),
+                    text=text,
+                )
+            ],
+        )
+    )
+
+
+async def test_a_newer_edit_supersedes_an_older_analysis(client: LanguageClient):
+    # `jnp.ones((3, 5))` on line 10: typing 5 -> 4 -> 5 ... ; odd versions have the error.
+    uri = open_file(client, "shapes.py", SHAPES)
+    assert codes_and_lines(await diagnostics_for(client, uri, 1)) == [("TL104", 6)]
+    column = SHAPES.splitlines()[10].index("(3, 5)") + 4
+    for version in range(2, 22):
+        change(client, uri, version, 10, column, column + 1, "4" if version % 2 == 0 else "5")
+    # The last version's diagnostics arrive, and nothing older is published after them.
+    last = await diagnostics_for(client, uri, 21)
+    assert codes_and_lines(last) == [("TL104", 6)]
+    await asyncio.sleep(0.5)
+    versions = [p.version for p in client.published if p.uri == uri]
+    assert versions == sorted(versions), versions
+    assert versions[-1] == 21
+    # Every version published has the diagnostics of its own text.
+    for p in client.published:
+        if p.uri == uri:
+            assert codes_and_lines(p.diagnostics) == ([("TL104", 6)] if p.version % 2 == 1 else []), p.version
+
+
+CONFIG = "WIDTH = 32\n"
+
+TRAIN = """\
+import jax.numpy as jnp
+
+import config
+
+x = jnp.ones((8, 32))
+w = jnp.ones((config.WIDTH, 4))
+y = x @ w
+"""
+
+
+async def test_an_edit_in_a_module_reanalyses_the_open_files_that_import_it(client: LanguageClient):
+    config = open_file(client, "config.py", CONFIG)
+    train = open_file(client, "train.py", TRAIN)
+    await diagnostics_for(client, config, 1)
+    assert await diagnostics_for(client, train, 1) == []
+    before = len(client.published)
+    change(client, config, 2, 0, 8, 10, "33")
+
+    def train_errors():
+        return [codes_and_lines(p.diagnostics) for p in client.published[before:] if p.uri == train]
+
+    await wait_for(lambda: [("TL104", 6)] in train_errors(), "train.py's shape error after config.py changed")
+    # Back to 32: the error goes away, without touching train.py.
+    before = len(client.published)
+    change(client, config, 3, 0, 8, 10, "32")
+    await wait_for(lambda: [] in train_errors(), "train.py's diagnostics cleared")

@@ -38,6 +38,17 @@ let server: FoundServer | undefined;
 let output: vscode.OutputChannel;
 let statusItem: vscode.StatusBarItem;
 let status: Status = { kind: 'stopped' };
+/** The server's last `tracelens/status`: what it traced and found. */
+interface Counts {
+  files: number;
+  functions: number;
+  traces: number;
+  errors: number;
+  warnings: number;
+  infos: number;
+  notAnalysed: number;
+}
+let counts: Counts | undefined;
 let traces: TraceDocuments;
 let extensionPath = '';
 /** A settings change has asked for a restart that has not happened yet. */
@@ -106,7 +117,6 @@ function log(line: string): void {
 function serverSettings(): Record<string, unknown> {
   const c = vscode.workspace.getConfiguration('tracelens');
   const s: Record<string, unknown> = {
-    debounceMs: c.get<number>('debounceMs', 150),
     workspaceScan: c.get<boolean>('workspaceScan', true),
     inlayHints: {
       enabled: c.get<boolean>('inlayHints.enabled', true),
@@ -115,6 +125,11 @@ function serverSettings(): Record<string, unknown> {
     severity: c.get<Record<string, string>>('severity', {}),
     ignore: c.get<string[]>('ignore', []),
   };
+  // No `debounceMs` unless the user set one: the server paces its own traces.
+  const debounce = c.get<number | null>('debounceMs', null);
+  if (typeof debounce === 'number') {
+    s.debounceMs = debounce;
+  }
   const large = c.get<number | null>('largeConstantBytes', null);
   if (typeof large === 'number') {
     s.largeConstantBytes = large;
@@ -209,6 +224,13 @@ async function start(): Promise<void> {
       setStatus({ kind: 'stopped' });
     }
   });
+  counts = undefined;
+  c.onNotification('tracelens/status', (s: Counts) => {
+    if (client === c) {
+      counts = s;
+      setStatus(status);
+    }
+  });
   try {
     await c.start();
     const info = c.initializeResult?.serverInfo;
@@ -289,12 +311,12 @@ function setStatus(s: Status): void {
       tip.appendMarkdown(`tracelens: starting the server${where}`);
       break;
     case 'ready':
-      statusItem.text = '$(check) tracelens';
-      tip.appendMarkdown(`tracelens: ready${s.detail ? ` — ${s.detail}` : ''}${where}`);
+      statusItem.text = `$(check) tracelens${counts ? `: ${countsText(counts)}` : ''}`;
+      tip.appendMarkdown(`tracelens: ready${s.detail ? ` — ${s.detail}` : ''}${countsTip()}${where}`);
       break;
     case 'scanning':
-      // `3/10 files traced` from the server: `tracelens 3/10` in the status bar.
-      statusItem.text = `$(sync~spin) tracelens${s.message ? ` ${s.message.replace(/ files? traced$/, '')}` : ''}`;
+      // `3/10 files traced, ...` from the server: `tracelens 3/10` in the status bar.
+      statusItem.text = `$(sync~spin) tracelens${s.message ? ` ${s.message.replace(/ files? traced.*$/, '')}` : ''}`;
       tip.appendMarkdown(`tracelens: tracing the workspace${s.message ? ` — ${s.message}` : ''}${s.percentage !== undefined ? ` (${s.percentage}%)` : ''}${where}`);
       break;
     case 'stopped':
@@ -311,6 +333,22 @@ function setStatus(s: Status): void {
   tip.appendMarkdown('\n\nClick to show the output.');
   statusItem.tooltip = tip;
   statusItem.accessibilityInformation = { label: statusLabel(s), role: 'button' };
+}
+
+/** `12 traced, 3 findings`: traced functions and findings, for the status bar. */
+function countsText(n: Counts): string {
+  const findings = n.errors + n.warnings + n.infos;
+  return `${n.functions} traced, ${findings} finding${findings === 1 ? '' : 's'}`;
+}
+
+/** The counts in full, for the status bar's tooltip. */
+function countsTip(): string {
+  if (counts === undefined) {
+    return '';
+  }
+  const n = counts;
+  const early = n.notAnalysed ? `; ${n.notAnalysed} place${n.notAnalysed === 1 ? '' : 's'} where an analysis ended early (TL900 hints)` : '';
+  return `\n\n${n.functions} traced functions (${n.traces} traces) in ${n.files} files: ${n.errors} errors, ${n.warnings} warnings, ${n.infos} infos${early}`;
 }
 
 /** The state in words, for screen readers (and the editor tests). */

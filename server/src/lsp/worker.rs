@@ -78,6 +78,11 @@ pub fn analyse(
 ) -> impl std::future::Future<Output = Option<FileAnalysis>> {
     let (tx, rx) = oneshot::channel();
     let job: Job = Box::new(move |documents: &mut Documents| {
+        // Superseded while it waited in the queue: not started (the document keeps the
+        // version it last analysed).
+        if config.budgets.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return None;
+        }
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let deliver = Delivery { early, whole: tx };
             documents.entry(path.clone()).or_default().analyse_then(&path, &text, &loader, &config, deliver)

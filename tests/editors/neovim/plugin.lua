@@ -1,5 +1,5 @@
 -- Headless Neovim with the plugin in editors/neovim, set up as its README says: open a file,
--- see diagnostics, :TracelensRepro on the error line, :TracelensTrace, :checkhealth tracelens.
+-- see diagnostics, the statusline and :TracelensStatus, :TracelensRepro on the error line, :TracelensTrace, :checkhealth tracelens.
 -- Results go to a JSON file that test_neovim.py checks.
 --
 -- Environment: TRACELENS_BIN, TRACELENS_FIXTURE, TRACELENS_OUT, TRACELENS_PLUGIN (editors/neovim).
@@ -17,7 +17,7 @@ local function main()
   vim.cmd('filetype on')
   require('tracelens').setup({
     cmd = { os.getenv('TRACELENS_BIN') or error('TRACELENS_BIN not set'), 'lsp' },
-    settings = { debounceMs = 0, workspaceScan = false },
+    settings = { workspaceScan = false },
   })
   local fixture = os.getenv('TRACELENS_FIXTURE') or error('TRACELENS_FIXTURE not set')
   vim.cmd('edit ' .. vim.fn.fnameescape(fixture))
@@ -36,6 +36,22 @@ local function main()
     return false
   end)
   table.insert(result.steps, 'diagnostics')
+
+  -- The statusline function and :TracelensStatus: what the server traced and found.
+  wait_for(10000, 'a statusline', function()
+    return require('tracelens').statusline() ~= ''
+  end)
+  result.statusline = require('tracelens').statusline()
+  local notify = vim.notify
+  vim.notify = function(message)
+    result.status_message = message
+  end
+  vim.cmd('TracelensStatus')
+  wait_for(10000, ':TracelensStatus to answer', function()
+    return result.status_message ~= nil
+  end)
+  vim.notify = notify
+  table.insert(result.steps, 'status')
 
   vim.api.nvim_win_set_cursor(0, { error_line + 1, 4 })
   vim.cmd('TracelensRepro')

@@ -153,6 +153,14 @@ def test_plugin_reproducer_lines_lead_to_the_source_and_back(plugin_session: dic
     assert not plugin_session["opened_line"].startswith("#")
 
 
+def test_plugin_statusline_and_status_command_count_functions_and_findings(plugin_session: dict):
+    # fixture.py: two jitted functions, a TL107 error and a TL201 warning.
+    assert plugin_session["statusline"] == "tracelens: 2 traced, 2 findings", plugin_session["statusline"]
+    assert plugin_session["status_message"] == (
+        "tracelens: 2 traced, 2 findings; 2 functions (2 traces) in 1 files: 1 errors, 1 warnings, 0 infos"
+    ), plugin_session["status_message"]
+
+
 def test_plugin_trace_shows_the_jaxpr(plugin_session: dict):
     assert "{ lambda" in plugin_session["trace_text"], plugin_session["trace_text"]
 

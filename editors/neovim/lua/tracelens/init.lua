@@ -1,8 +1,9 @@
 -- tracelens for Neovim: starts `tracelens lsp` on Python buffers through the built-in client
 -- (vim.lsp.start where it exists, 0.8+ and so 0.10/0.11; start_client + buf_attach_client on
 -- Debian's 0.7) and adds the commands
--- :TracelensRepro, :TracelensTrace and :TracelensRestart. `:checkhealth tracelens` says
--- whether the server can be found.
+-- :TracelensRepro, :TracelensTrace, :TracelensStatus and :TracelensRestart, and
+-- `require('tracelens').statusline()` for a statusline. `:checkhealth tracelens` says whether
+-- the server can be found.
 
 local M = {}
 
@@ -37,6 +38,9 @@ local function root_of(bufnr)
   return dir
 end
 
+-- The last `tracelens/status` of each client: what the server traced and found.
+local statuses = {}
+
 local function client_config(root)
   return {
     name = 'tracelens',
@@ -44,7 +48,23 @@ local function client_config(root)
     root_dir = root,
     init_options = M.config.settings,
     settings = { tracelens = M.config.settings },
+    handlers = {
+      ['tracelens/status'] = function(_, result, ctx)
+        statuses[ctx.client_id] = result
+        vim.cmd('redrawstatus')
+      end,
+    },
   }
+end
+
+-- `12 traced, 3 findings` (and `, scanning` while the workspace scan runs).
+local function counts_text(s)
+  local findings = (s.errors or 0) + (s.warnings or 0) + (s.infos or 0)
+  local text = string.format('%d traced, %d finding%s', s.functions or 0, findings, findings == 1 and '' or 's')
+  if s.scanning then
+    text = text .. ', scanning'
+  end
+  return text
 end
 
 --- Starts (or reuses) the server for `bufnr` and attaches it.
@@ -102,12 +122,21 @@ local function request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
--- Runs the server command `command` on the cursor's line; `done(result)` gets its answer.
-local function on_cursor_line(command, extra, done)
+-- The current buffer and its tracelens client; the client is nil (and the user told) when
+-- none is attached.
+local function attached()
   local bufnr = vim.api.nvim_get_current_buf()
   local client = M.client(bufnr)
   if client == nil then
     vim.notify('tracelens: no tracelens server is attached to this buffer', vim.log.levels.WARN)
+  end
+  return bufnr, client
+end
+
+-- Runs the server command `command` on the cursor's line; `done(result)` gets its answer.
+local function on_cursor_line(command, extra, done)
+  local bufnr, client = attached()
+  if client == nil then
     return
   end
   local line = vim.api.nvim_win_get_cursor(0)[1] - 1
@@ -169,6 +198,40 @@ function M.trace()
   end)
 end
 
+--- For a statusline: `tracelens: 12 traced, 3 findings` for the current buffer's server, or ''
+--- (e.g. `set statusline+=%{v:lua.require'tracelens'.statusline()}`).
+function M.statusline()
+  local client = M.client()
+  local s = client and statuses[client.id]
+  if s == nil then
+    return ''
+  end
+  return 'tracelens: ' .. counts_text(s)
+end
+
+--- :TracelensStatus — what the server traced and found, in full, asked of the server.
+function M.status()
+  local bufnr, client = attached()
+  if client == nil then
+    return
+  end
+  request(client, 'tracelens/status', vim.NIL, function(err, s)
+    if err or type(s) ~= 'table' then
+      vim.notify('tracelens: no status: ' .. (err and err.message or 'no answer'), vim.log.levels.WARN)
+      return
+    end
+    statuses[client.id] = s
+    local early = ''
+    if (s.notAnalysed or 0) > 0 then
+      early = string.format('; %d place(s) where an analysis ended early (TL900 hints)', s.notAnalysed)
+    end
+    vim.notify(string.format(
+      'tracelens: %s; %d functions (%d traces) in %d files: %d errors, %d warnings, %d infos%s',
+      counts_text(s), s.functions, s.traces, s.files, s.errors, s.warnings, s.infos, early
+    ), vim.log.levels.INFO)
+  end, bufnr)
+end
+
 --- :TracelensRestart — stops every tracelens client and starts them again on Python buffers.
 function M.restart()
   local ids = {}
@@ -212,6 +275,7 @@ function M.setup(opts)
     desc = 'tracelens: open the reproducer line that stands for this line',
   })
   vim.api.nvim_create_user_command('TracelensTrace', M.trace, { desc = 'tracelens: show the traces of the function under the cursor' })
+  vim.api.nvim_create_user_command('TracelensStatus', M.status, { desc = 'tracelens: what the server traced and found' })
   vim.api.nvim_create_user_command('TracelensRestart', M.restart, { desc = 'tracelens: restart the language server' })
   -- Buffers already open when setup runs.
   attach_all()

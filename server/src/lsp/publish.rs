@@ -1,0 +1,145 @@
+//! What the client is shown of an analysis: diagnostics as LSP data, with severities from
+//! the settings, errors raised in imported modules shown at the importing line.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Diagnostics of `path` from its analysis, as LSP data, with severities from the settings.
+pub(super) fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: &[LocatedDiagnostic]) -> Vec<lsp::Diagnostic> {
+    let lines = LineText::new(text);
+    let enc = st.encoding;
+    let mut out = Vec::new();
+    for (d, loc, related) in diagnostics {
+        if d.path != path {
+            continue;
+        }
+        let Some(severity) = lsp_severity(&st.settings.project, d.code, d.severity) else { continue };
+        let related_info: Vec<lsp::DiagnosticRelatedInformation> = related
+            .iter()
+            .zip(&d.related)
+            .filter_map(|(l, r)| {
+                let uri = convert::uri_of(&l.path)?;
+                let range = if *l.path == *path {
+                    lines.location_range(l, enc)
+                } else {
+                    let other = crate::files::read_source(&l.path)?;
+                    LineText::new(&other).location_range(l, enc)
+                };
+                Some(lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message: r.message.clone() })
+            })
+            .collect();
+        out.push(lsp::Diagnostic {
+            range: lines.location_range(loc, enc),
+            severity: Some(severity),
+            code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+            code_description: None,
+            source: Some("tracelens".into()),
+            message: d.message.clone(),
+            related_information: if related_info.is_empty() { None } else { Some(related_info) },
+            tags: None,
+            data: Some(serde_json::json!({ "name": d.code.name(), "start": loc.span.start, "end": loc.span.end })),
+        });
+    }
+    out
+}
+
+/// `lsp_diagnostics` of a whole analysis: with each error raised in a module this file
+/// imports shown at the line of this file that leads to it (which needs its reproducers).
+pub(super) fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let lines = LineText::new(&a.text);
+    let enc = st.encoding;
+    let mut out = lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics);
+    for e in features::raised_elsewhere(a, path) {
+        let located = &a.analysis.diagnostics[e.diagnostic];
+        let Some(severity) = lsp_severity(&st.settings.project, located.0.code, located.0.severity) else { continue };
+        out.push(raised_elsewhere_diagnostic(path, &e, located, severity, &lines, enc));
+    }
+    out.extend(stop_hints(st, path, a));
+    out
+}
+
+/// The LSP severity of a finding: as configured, except that TL900 (a budget stopped the
+/// analysis) is a hint, which editors show faintly, unless the user chose its severity. It
+/// says what was not checked, not what is wrong.
+pub(super) fn lsp_severity(project: &Config, code: Code, default: Severity) -> Option<lsp::DiagnosticSeverity> {
+    let severity = project.severity_of(code, default)?;
+    let chosen = project.severity.iter().any(|(c, _)| c == code.as_str() || c == code.name());
+    Some(if code == Code::NotAnalysed && !chosen { lsp::DiagnosticSeverity::HINT } else { convert::severity(severity) })
+}
+
+/// Where an unknown value ended an entry point or a trace early (`FileAnalysis::stops` that
+/// end one, in `path`), once per line: (location, message).
+pub(super) fn ended_early<'a>(path: &'a Path, a: &'a Analysed) -> impl Iterator<Item = (&'a tracer_core::analysis::Location, String)> + 'a {
+    const ENDED: &str = " not analysed past this point: ";
+    let mut lines = std::collections::HashSet::new();
+    a.analysis.stops.iter().filter_map(move |(loc, why)| {
+        let loc = loc.as_ref().filter(|l| *l.path == *path)?;
+        let (entry, why) = why.split_once(ENDED)?;
+        lines.insert(loc.line).then(|| (loc, format!("not analysed past this point in {entry}: {why}")))
+    })
+}
+
+/// TL900 hints at the lines where an unknown value ended an entry point or a trace early
+/// (`ended_early`): the checks after them did not run.
+fn stop_hints(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let Some(severity) = lsp_severity(&st.settings.project, Code::NotAnalysed, Severity::Info) else { return Vec::new() };
+    let lines = LineText::new(&a.text);
+    ended_early(path, a)
+        .filter(|(loc, _)| !ignored_on_line(&a.text, loc.line, Code::NotAnalysed))
+        .map(|(loc, message)| lsp::Diagnostic {
+            range: lines.location_range(loc, st.encoding),
+            severity: Some(severity),
+            code: Some(lsp::NumberOrString::String(Code::NotAnalysed.as_str().to_string())),
+            source: Some("tracelens".into()),
+            message,
+            data: Some(serde_json::json!({ "name": Code::NotAnalysed.name(), "start": loc.span.start, "end": loc.span.end })),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Whether line `line` (1-based) of `text` silences `code` (`# tracelens: ignore[TL900]`, or
+/// `# tracelens: ignore` alone), as the engine reads the comment for its own findings.
+fn ignored_on_line(text: &str, line: u32, code: Code) -> bool {
+    let Some(l) = text.lines().nth(line.saturating_sub(1) as usize) else { return false };
+    let Some((_, rest)) = l.split_once("# tracelens: ignore") else { return false };
+    match rest.strip_prefix('[') {
+        Some(codes) => codes.split(']').next().unwrap_or("").split(',').any(|c| c.trim() == code.as_str() || c.trim() == code.name()),
+        None => true,
+    }
+}
+/// The diagnostic standing in `path` for an error raised in another file (`RaisedElsewhere`):
+/// its message, where it is raised, and that place as related information.
+pub(super) fn raised_elsewhere_diagnostic(
+    path: &Path,
+    e: &features::RaisedElsewhere,
+    (d, loc, _): &tracer_core::analysis::LocatedDiagnostic,
+    severity: lsp::DiagnosticSeverity,
+    lines: &LineText,
+    enc: PositionEncoding,
+) -> lsp::Diagnostic {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let shown = d.path.strip_prefix(dir).unwrap_or(&d.path).to_string_lossy().into_owned();
+    let related = convert::uri_of(&d.path).and_then(|uri| {
+        let other = crate::files::read_source(&d.path)?;
+        let range = LineText::new(&other).location_range(loc, enc);
+        Some(vec![lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message: "raised here".into() }])
+    });
+    lsp::Diagnostic {
+        range: lines.range(e.span.0, e.span.1, enc),
+        severity: Some(severity),
+        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+        code_description: None,
+        source: Some("tracelens".into()),
+        message: format!("{}\n(raised in {shown}:{} under the call on this line)", d.message, loc.line),
+        related_information: related,
+        tags: None,
+        data: Some(serde_json::json!({ "name": d.code.name(), "raisedIn": shown, "raisedAt": loc.line })),
+    }
+}
+
+pub(super) fn publish_params(st: &State, path: &Path, a: &Analysed) -> Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
+    let uri = convert::uri_of(path)?;
+    let version = if a.version >= 0 { Some(a.version) } else { None };
+    Some((uri, analysis_diagnostics(st, path, a), version))
+}
