@@ -2479,85 +2479,6 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
     bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod), prod.aval.with_shape(&shape))
 }
 
-/// Whether a primitive has AD rules here (for docs and the coverage test): `Some(true)` when
-/// it is differentiable with a rule, `Some(false)` when it has none, `None` when it has no
-/// derivative to take (integer/boolean results, randomness, constants).
-pub fn rule_status(prim: &Prim) -> Option<bool> {
-    Some(match prim {
-        Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
-        Prim::Binary(b) => match b {
-            BinaryPrim::Add
-            | BinaryPrim::Sub
-            | BinaryPrim::Mul
-            | BinaryPrim::Div
-            | BinaryPrim::Pow
-            | BinaryPrim::Max
-            | BinaryPrim::Min
-            | BinaryPrim::Atan2
-            | BinaryPrim::Rem
-            | BinaryPrim::Polygamma
-            | BinaryPrim::Logaddexp => true,
-            BinaryPrim::NextAfter => false,
-            // Bitwise and shift operations act on integers: nothing to differentiate.
-            _ => return None,
-        },
-        Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Concatenate { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::StopGradient
-        | Prim::Pjit { .. }
-        | Prim::Remat
-        | Prim::Gather { .. }
-        | Prim::Sort { .. }
-        | Prim::Pad { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::TopK { .. } => true,
-        Prim::Scatter { .. } => true,
-        // The user's rules (custom_rules.rs).
-        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
-        Prim::Linalg(
-            super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
-        ) => return None,
-        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => false,
-        Prim::Linalg(_) => true,
-        Prim::Reduce { op, .. } => match op {
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => true,
-            ReduceOp::And | ReduceOp::Or => return None,
-        },
-        Prim::Cumulative { op, .. } => !matches!(op, ReduceOp::And | ReduceOp::Or),
-        Prim::Compare(_)
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::DebugCallback => return None,
-        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
-        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
-        Prim::Cond { .. } | Prim::While => true,
-        // Resolved by the replay instead: unrolled, one body per example.
-        Prim::Scan { .. } | Prim::Vmap { .. } | Prim::Opaque(_) => false,
-    })
-}
-
 // ---------------------------------------------------------------------------------------
 // Entry points for the transformations in transforms/ (autodiff.rs, dispatch.rs).
 
@@ -2963,13 +2884,15 @@ mod tests {
     #[test]
     fn rule_coverage_is_what_the_docs_say() {
         let prims = all_prims();
-        let names = |want: Option<bool>| -> Vec<String> { prims.iter().filter(|p| rule_status(p) == want).map(|p| p.name()).collect() };
+        let names = |want: Option<bool>| -> Vec<String> {
+            prims.iter().filter(|p| crate::jax::prims::properties::ad_rule(p) == want).map(|p| p.name()).collect()
+        };
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
         assert_eq!(with_rule.len(), 104, "{with_rule:?}");
         assert_eq!(without, ["imag", "nextafter", "scan", "vmap", "geqrf", "geqrf_taus"]);
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
-        assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
+        assert_eq!(crate::jax::prims::properties::ad_rule(&Prim::Opaque("softmax")), Some(false));
     }
 }
