@@ -481,8 +481,37 @@ impl JaxState {
     }
 }
 
-/// Applies a primitive to arrays whose output avals the caller has computed (JAX's `bind`).
-/// Outputs are tracers of the innermost relevant trace, or concrete arrays computed lazily.
+/// JAX's `bind`: applies `prim` to `inputs`, its output avals given by the primitive's rule
+/// (`prims/`). Where the rule rejects the avals it raises JAX's exception; a primitive
+/// without a rule (`RuleError::Declared`: `Opaque`, `Full`, a draw) needs [`bind`].
+pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
+    let outs = rule_avals(interp, &prim, inputs, &bodies)?;
+    bind_with_bodies(interp, prim, inputs, outs, bodies)
+}
+
+pub fn apply(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Vec<Rc<Array>>> {
+    apply_with_bodies(interp, prim, inputs, Vec::new())
+}
+
+pub fn apply1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Rc<Array>> {
+    let outs = apply_with_bodies(interp, prim, inputs, Vec::new())?;
+    outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
+}
+
+/// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
+pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
+    let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();
+    match prims::abstract_eval(prim, &in_avals, bodies) {
+        Ok(outs) => Ok(outs),
+        Err(prims::RuleError::Invalid { class, message }) => Err(interp.raise(class, Code::PythonException, message)),
+        Err(prims::RuleError::Declared(why)) => Err(interp.stop_unknown(format!("{} bound without its avals: {why}", prim.name()))),
+    }
+}
+
+/// Applies a primitive to arrays whose output avals the caller declares: the escape hatch
+/// of [`apply`] for the primitives whose outputs are not a function of their inputs and
+/// parameters (`RuleError::Declared`), and for the binders not converted yet. Outputs are
+/// tracers of the innermost relevant trace, or concrete arrays computed lazily.
 pub fn bind(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_avals: Vec<Aval>) -> PyResult<Vec<Rc<Array>>> {
     bind_with_bodies(interp, prim, inputs, out_avals, Vec::new())
 }

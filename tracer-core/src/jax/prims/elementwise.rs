@@ -23,14 +23,11 @@ pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Vec<usize>, c
     let mut shape = first.shape.to_vec();
     for a in &ranked[1..] {
         for (out, &n) in shape.iter_mut().zip(&a.shape) {
-            match (*out, n) {
-                (x, y) if x == y => {}
-                (1, y) => *out = y,
-                (_, 1) => {}
-                _ => {
-                    let shapes: Vec<String> = ranked.iter().map(|a| a.shape_tuple()).collect();
-                    return Err(type_error(format!("{} got incompatible shapes for broadcasting: {}.", prim.name(), shapes.join(", "))));
-                }
+            if *out == 1 {
+                *out = n;
+            } else if n != 1 && n != *out {
+                let shapes: Vec<String> = ranked.iter().map(|a| a.shape_tuple()).collect();
+                return Err(type_error(format!("{} got incompatible shapes for broadcasting: {}.", prim.name(), shapes.join(", "))));
             }
         }
     }
@@ -50,12 +47,13 @@ fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::
 
 pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
-    Ok(vec![match u {
-        UnaryPrim::IsFinite => x.with_dtype(DType::Bool),
-        UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag if x.dtype.is_complex() => {
-            Aval::new(&x.shape, x.dtype.real_dtype()).weak(x.weak)
-        }
-        _ => x.clone(),
+    let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
+    Ok(vec![if u == UnaryPrim::IsFinite {
+        x.with_dtype(DType::Bool)
+    } else if to_real {
+        Aval::new(&x.shape, x.dtype.real_dtype()).weak(x.weak)
+    } else {
+        x.clone()
     }])
 }
 

@@ -14,10 +14,8 @@ pub fn bits(shape: &[usize]) -> RuleResult {
 /// `uint32` key data, its last axis of two words).
 pub fn split(prim: &Prim, ins: &[Aval], shape: &[usize]) -> RuleResult {
     let key = arg(prim, ins, 0)?;
-    let (batch, words) = match key.shape.split_last() {
-        Some((&n, batch)) if !key.dtype.is_key() => (batch, Some(n)),
-        _ => (&key.shape[..], None),
-    };
+    let raw = key.shape.split_last().filter(|_| !key.dtype.is_key());
+    let (batch, words) = raw.map_or((&key.shape[..], None), |(&n, batch)| (batch, Some(n)));
     let mut out = batch.to_vec();
     out.extend_from_slice(shape);
     out.extend(words);
@@ -38,8 +36,8 @@ pub fn unwrap(prim: &Prim, ins: &[Aval]) -> RuleResult {
 /// `random_wrap`: the raw data's last axis of two words, one key each.
 pub fn wrap(prim: &Prim, ins: &[Aval]) -> RuleResult {
     let data = arg(prim, ins, 0)?;
-    match data.shape.split_last() {
-        Some((2, batch)) if data.dtype == DType::U32 => Ok(vec![Aval::new(batch, DType::Key)]),
-        _ => Err(type_error(format!("random_wrap takes uint32 key data of shape (..., 2), got {}", data.long()))),
+    if let Some((2, batch)) = data.shape.split_last().filter(|_| data.dtype == DType::U32) {
+        return Ok(vec![Aval::new(batch, DType::Key)]);
     }
+    Err(type_error(format!("random_wrap takes uint32 key data of shape (..., 2), got {}", data.long())))
 }
