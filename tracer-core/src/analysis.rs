@@ -259,6 +259,7 @@ fn analyze_remembering(
 ) -> crate::interp::Leftovers {
     let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
     interp.shim_roots = config.shim_roots.clone();
+    interp.jax.check_rules = config.check_ir;
     if config.values {
         interp.values = Some(Default::default());
     }
@@ -305,7 +306,7 @@ fn analyze_remembering(
     apply_ignore_comments(&interp, &mut diagnostics);
     let located = locate_diagnostics(&interp, diagnostics);
     deliver.diagnostics(&located);
-    let mut ir_problems = Vec::new();
+    let mut ir_problems = std::mem::take(&mut interp.jax.rule_problems);
     if config.check_ir {
         for rec in &interp.jax.records {
             if let Some(jaxpr) = &rec.jaxpr {

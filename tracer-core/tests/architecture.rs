@@ -220,3 +220,40 @@ fn the_numpy_folder_keeps_small_documented_files_and_an_exhaustive_dispatch() {
     }
     assert!(offenders.is_empty(), "jax/numpy/ breaks its layout:\n{}", offenders.join("\n"));
 }
+
+/// Why a file of `jax/prims/` breaks the registry's invariant: a wildcard arm (`_ =>`),
+/// which would let a new `Prim` variant compile without its rule or property decided, no
+/// `//!` line, or more than 800 lines.
+fn prims_file_problem(text: &str) -> Option<String> {
+    if !text.starts_with("//!") {
+        return Some("does not open with a `//!` line".into());
+    }
+    if let Some(n) = text.lines().position(|l| l.trim_start().starts_with("_ =>") || l.contains(" _ =>")) {
+        return Some(format!("has a wildcard arm at line {}", n + 1));
+    }
+    let lines = text.lines().count();
+    (lines > 800).then(|| format!("has {lines} lines"))
+}
+
+#[test]
+fn the_prims_file_check_finds_each_problem() {
+    assert_eq!(prims_file_problem("//! x\nfn f() {}\n"), None);
+    assert!(prims_file_problem("fn f() {}\n").is_some());
+    assert!(prims_file_problem("//! x\nmatch p {\n    Prim::Select => 1,\n    _ => 0,\n}\n").is_some());
+    assert!(prims_file_problem(&format!("//! x\n{}", "\n".repeat(801))).is_some());
+}
+
+#[test]
+fn the_primitive_registry_decides_every_variant() {
+    let dir = crate_dir().join("src/jax/prims");
+    let files = rust_files(&dir);
+    assert!(files.len() >= 9, "{files:?}");
+    let problems: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            prims_file_problem(&text).map(|p| format!("{}: {p}", f.display()))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

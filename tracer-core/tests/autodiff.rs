@@ -19,7 +19,11 @@ impl SourceLoader for NoFiles {
 
 fn stdout(body: &str) -> String {
     let source = format!("import jax\nimport jax.numpy as jnp\nfrom jax import lax\njax.config.update(\"jax_enable_x64\", True)\n{body}");
-    analyze_file(&PathBuf::from("ad.py"), &source, &NoFiles, &AnalysisConfig::default()).stdout
+    // Every primitive bound, derivatives included, is checked against its rule (`jax/prims/`).
+    let config = AnalysisConfig { check_ir: true, ..AnalysisConfig::default() };
+    let a = analyze_file(&PathBuf::from("ad.py"), &source, &NoFiles, &config);
+    assert!(a.ir_problems.is_empty(), "{body}\n{}", a.ir_problems.join("\n"));
+    a.stdout
 }
 
 /// Prints `grad g_i` and `fd g_i` lines for `f(x, y) = sum(expr)` with respect to both

@@ -204,7 +204,12 @@ fn check(row: &Row, families: &[Family], kappa: &std::collections::HashMap<(bool
         "import jax\nimport jax.numpy as jnp\nimport jax.scipy.special\nimport jax.scipy.linalg\nfrom jax import lax\n{config}x = {}\nprint(x.dtype, x.shape)\nprint([{conv}(v) for v in x.ravel()])\n",
         row.expr
     );
-    let analysis = analyze_file(&PathBuf::from("op.py"), &source, &NoFiles, &AnalysisConfig::default());
+    // Every primitive bound is checked against its rule (`jax/prims/`).
+    let config = AnalysisConfig { check_ir: true, ..AnalysisConfig::default() };
+    let analysis = analyze_file(&PathBuf::from("op.py"), &source, &NoFiles, &config);
+    if let Some(problem) = analysis.ir_problems.first() {
+        return Outcome::Mismatch(format!("primitive rule: {problem}"));
+    }
     let lines: Vec<&str> = analysis.stdout.lines().collect();
     let (Some(aval), Some(values)) = (lines.first(), lines.get(1)) else {
         return if analysis.stdout.contains("<unknown>") || !analysis.stops.is_empty() || lines.len() == 1 {

@@ -443,37 +443,33 @@ pub(super) fn replay(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, consts: &[Rc<Array>
 // ---------------------------------------------------------------------------------------
 // Small builders: each binds one primitive with the output aval it has.
 
-fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
+/// Binds `prim` with the output aval its rule (`prims/`) gives. Operands a rule rejects are
+/// a derivative rule's mistake, not the user's: the derivative is then unknown.
+fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    let in_avals: Vec<Aval> = ins.iter().map(|i| i.aval.clone()).collect();
+    match super::prims::abstract_eval(&prim, &in_avals, &[]) {
+        Ok(outs) if outs.len() == 1 => bind_declared(interp, prim, ins, outs.into_iter().next().unwrap_or_else(|| unreachable!())),
+        Ok(_) => Err(AdError::NoRule(format!("{} with other than one output", prim.name()))),
+        Err(e) => Err(AdError::NoRule(format!("{} on {}: {e:?}", prim.name(), aval_list(&in_avals)))),
+    }
+}
+
+fn aval_list(avals: &[Aval]) -> String {
+    avals.iter().map(Aval::short).collect::<Vec<_>>().join(", ")
+}
+
+/// Binds `prim` with an output aval the caller computed (where the rule needs what the
+/// operands do not say, or the site is not converted yet).
+fn bind_declared(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
     Ok(bind1(interp, prim, ins, aval)?)
 }
 
-/// The broadcast shape of two operands, numpy-style (trailing dimensions aligned).
-fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let n = a.len().max(b.len());
-    (0..n)
-        .map(|i| {
-            let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-            let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
-            if da == 1 {
-                db
-            } else {
-                da
-            }
-        })
-        .collect()
-}
-
 fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
-    let shape = broadcast_shape(&a.aval.shape, &b.aval.shape);
-    let (dtype, weak) = match (a.aval.weak, b.aval.weak) {
-        (true, false) => (b.aval.dtype, false),
-        (_, weak) => (a.aval.dtype, a.aval.weak && weak),
-    };
-    bind(interp, Prim::Binary(op), &[a.clone(), b.clone()], Aval::new(&shape, dtype).weak(weak))
+    bind(interp, Prim::Binary(op), &[a.clone(), b.clone()])
 }
 
 fn unary(interp: &mut Interp, op: UnaryPrim, a: &Rc<Array>) -> AdResult<Rc<Array>> {
-    bind(interp, Prim::Unary(op), std::slice::from_ref(a), a.aval.clone())
+    bind(interp, Prim::Unary(op), std::slice::from_ref(a))
 }
 
 /// A weakly typed scalar of `like`'s dtype (JAX's `_one(x)`/`full_like(x, v, shape=())` in a
@@ -491,31 +487,28 @@ fn konst(value: f64, like: &Aval) -> Rc<Array> {
 }
 
 fn compare(interp: &mut Interp, op: CmpPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
-    let shape = broadcast_shape(&a.aval.shape, &b.aval.shape);
-    bind(interp, Prim::Compare(op), &[a.clone(), b.clone()], Aval::new(&shape, DType::Bool))
+    bind(interp, Prim::Compare(op), &[a.clone(), b.clone()])
 }
 
 /// A boolean mask as 0/1 values of `dtype`.
 /// Weakly typed when `weak`: JAX's rules build such masks with `_ones(z)`/`full_like`, which
 /// keep `z`'s weak type (`maximum`, `relu`, `clamp`), or convert them (`reduce_max`: strong).
 fn mask_as(interp: &mut Interp, mask: &Rc<Array>, dtype: DType, weak: bool) -> AdResult<Rc<Array>> {
-    let aval = mask.aval.with_dtype(dtype).weak(weak);
-    bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(mask), aval)
+    bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(mask))
 }
 
 fn reshape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
     if a.aval.shape.as_slice() == shape {
         return Ok(a.clone());
     }
-    bind(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(shape))
+    bind(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a))
 }
 
 fn reduce_sum(interp: &mut Interp, a: &Rc<Array>, axes: &[usize]) -> AdResult<Rc<Array>> {
     if axes.is_empty() {
         return Ok(a.clone());
     }
-    let shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    bind(interp, Prim::Reduce { op: ReduceOp::Sum, axes: axes.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(&shape))
+    bind(interp, Prim::Reduce { op: ReduceOp::Sum, axes: axes.to_vec() }, std::slice::from_ref(a))
 }
 
 /// Broadcasts `a` to `shape`, numpy-style.
@@ -530,7 +523,7 @@ fn broadcast_to(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult
 
 fn broadcast_in_dim(interp: &mut Interp, a: &Rc<Array>, shape: &[usize], dims: &[usize]) -> AdResult<Rc<Array>> {
     let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims.to_vec() };
-    bind(interp, prim, std::slice::from_ref(a), a.aval.with_shape(shape))
+    bind(interp, prim, std::slice::from_ref(a))
 }
 
 /// The transpose of numpy-style broadcasting: sums `g` down to `target`'s shape.
@@ -584,7 +577,7 @@ fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial, transposed: bool) -> A
         Partial::Signed(nonnegative) => {
             let t = broadcast_to(interp, t, &nonnegative.aval.shape)?;
             let negated = unary(interp, UnaryPrim::Neg, &t)?;
-            Some(bind(interp, Prim::Select, &[nonnegative.clone(), negated, t.clone()], t.aval.clone())?)
+            Some(bind(interp, Prim::Select, &[nonnegative.clone(), negated, t.clone()])?)
         }
         Partial::Zero => None,
         Partial::One => Some(t.clone()),
@@ -593,7 +586,7 @@ fn apply(interp: &mut Interp, t: &Rc<Array>, d: &Partial, transposed: bool) -> A
         Partial::Where(mask) => {
             let t = broadcast_to(interp, t, &mask.aval.shape)?;
             let z = zeros(interp, &t.aval)?;
-            Some(bind(interp, Prim::Select, &[mask.clone(), z, t.clone()], t.aval.clone())?)
+            Some(bind(interp, Prim::Select, &[mask.clone(), z, t.clone()])?)
         }
     })
 }
@@ -679,7 +672,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             }
             // JAX: g * (1/3 * ans ** -2)
             UnaryPrim::Cbrt => {
-                let p = bind(interp, Prim::IntegerPow(-2), std::slice::from_ref(out), out.aval.clone())?;
+                let p = bind(interp, Prim::IntegerPow(-2), std::slice::from_ref(out))?;
                 times(binary(interp, BinaryPrim::Mul, &p, &konst(1.0 / 3.0, &x.aval))?)
             }
             UnaryPrim::Abs => Signed(compare(interp, CmpPrim::Ge, &x, &scalar(0.0, &x.aval))?),
@@ -713,7 +706,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             0 => Zero,
             1 => One,
             _ => {
-                let p = bind(interp, Prim::IntegerPow(n - 1), std::slice::from_ref(&x), x.aval.clone())?;
+                let p = bind(interp, Prim::IntegerPow(n - 1), std::slice::from_ref(&x))?;
                 times(binary(interp, BinaryPrim::Mul, &p, &konst(*n as f64, &x.aval))?)
             }
         }],
@@ -741,7 +734,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     let dx = binary(interp, BinaryPrim::Mul, &y, &p)?;
                     let is_zero = compare(interp, CmpPrim::Eq, &x, &scalar(0.0, &x.aval))?;
                     let ones = broadcast_to(interp, &one, &x.aval.shape)?;
-                    let safe = bind(interp, Prim::Select, &[is_zero, x.clone(), ones], x.aval.clone())?;
+                    let safe = bind(interp, Prim::Select, &[is_zero, x.clone(), ones])?;
                     let log = unary(interp, UnaryPrim::Log, &safe)?;
                     let dy = binary(interp, BinaryPrim::Mul, &log, out)?;
                     vec![times(dx), times(dy)]
@@ -786,7 +779,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
                     let finite_or_zero = |interp: &mut Interp, v: &Rc<Array>| -> AdResult<Rc<Array>> {
                         let inf = compare(interp, CmpPrim::Eq, v, &scalar(f64::INFINITY, &v.aval))?;
                         let zeros = broadcast_to(interp, &konst(0.0, &v.aval), &v.aval.shape)?;
-                        bind(interp, Prim::Select, &[inf, v.clone(), zeros], v.aval.clone())
+                        bind(interp, Prim::Select, &[inf, v.clone(), zeros])
                     };
                     let o = finite_or_zero(interp, out)?;
                     let (fx, fy) = (finite_or_zero(interp, &x)?, finite_or_zero(interp, &y)?);
@@ -927,17 +920,17 @@ fn jvp(
         | Prim::Reduce { op: ReduceOp::Sum, .. }
         | Prim::Cumulative { op: ReduceOp::Sum, .. } => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
-            bind(interp, eqn.prim.clone(), std::slice::from_ref(t), out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), std::slice::from_ref(t), out_aval.clone())?
         }
         Prim::Concatenate { .. } => {
             let parts = (0..ins.len()).map(|i| instantiate(interp, i)).collect::<AdResult<Vec<_>>>()?;
-            bind(interp, eqn.prim.clone(), &parts, out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), &parts, out_aval.clone())?
         }
         // select_n(pred, on_false, on_true): the predicate has no tangent.
         Prim::Select => {
             let f = instantiate(interp, 1)?;
             let t = instantiate(interp, 2)?;
-            bind(interp, Prim::Select, &[ins[0].clone(), f, t], out_aval.clone())?
+            bind_declared(interp, Prim::Select, &[ins[0].clone(), f, t], out_aval.clone())?
         }
         Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
@@ -951,7 +944,7 @@ fn jvp(
             for (i, t) in ts.iter().enumerate().take(2) {
                 let Some(t) = t else { continue };
                 let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
-                let term = bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?;
+                let term = bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?;
                 total = Some(match total {
                     Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
                     None => term,
@@ -966,12 +959,12 @@ fn jvp(
                 return Ok(vec![None]);
             }
             let operands = [instantiate(interp, 0)?, instantiate(interp, 1)?];
-            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
         // The tangent goes where its element goes: sorted by the keys of the operand.
         Prim::Sort { num_keys: 1, .. } if ins.len() == 1 => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
-            bind(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()], out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()], out_aval.clone())?
         }
         // Linear in the operand; the index arrays (and start indices) have no tangent.
         Prim::Gather { .. } | Prim::DynamicSlice { .. } => {
@@ -985,7 +978,7 @@ fn jvp(
                 Prim::Gather { mode, index, .. } => zero_fill_gather(*mode, index),
                 other => other.clone(),
             };
-            bind(interp, prim, &operands, out_aval.clone())?
+            bind_declared(interp, prim, &operands, out_aval.clone())?
         }
         // `scatter-add`, `scatter` (set) and `dynamic_update_slice` are linear in (operand,
         // updates) together.
@@ -995,7 +988,7 @@ fn jvp(
             }
             let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
             operands.extend(ins[2..].iter().cloned());
-            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
         Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
             if ts[0].is_none() && ts[1].is_none() {
@@ -1003,14 +996,14 @@ fn jvp(
             }
             let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
             operands.extend(ins[2..].iter().cloned());
-            bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
         }
         Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index), unique_indices } if ins.len() >= 2 => {
             let mut total: Option<Rc<Array>> = None;
             // Linear in the operand: its tangent is scaled at the same places.
             if let Some(tx) = &ts[0] {
                 let operands: Vec<Rc<Array>> = [tx.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
-                total = Some(bind(interp, eqn.prim.clone(), &operands, out_aval.clone())?);
+                total = Some(bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?);
             }
             // JAX's `_scatter_mul_jvp_rhs`: `x * scatter_add(zeros, idx, tu)`, for unique indices.
             if let Some(tu) = &ts[1] {
@@ -1018,7 +1011,7 @@ fn jvp(
                 let operands: Vec<Rc<Array>> =
                     [zeros(interp, &ins[0].aval)?, tu.clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
                 let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
-                let spread = bind(interp, prim, &operands, ins[0].aval.clone())?;
+                let spread = bind_declared(interp, prim, &operands, ins[0].aval.clone())?;
                 let term = binary(interp, BinaryPrim::Mul, &ins[0], &spread)?;
                 total = Some(match total {
                     Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
@@ -1046,7 +1039,7 @@ fn jvp(
             let places = TopKPlaces::new(interp, &ins[0], *k, out_aval)?;
             let mut operands = vec![t.clone()];
             operands.extend(places.arrays.iter().cloned());
-            bind(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
+            bind_declared(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
         }
         _ => return Err(no_rule(eqn)),
     };
@@ -1072,7 +1065,7 @@ impl TopKPlaces {
             let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64);
             arrays.push(Array::ready(Aval::new(&shape, DType::I32), data));
         }
-        arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
+        arrays.push(bind_declared(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
         Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
     }
 }
@@ -1142,7 +1135,7 @@ impl ExtremalScatter {
         let retained = compare(interp, CmpPrim::Eq, &initial, &target)?;
         let zero_x = zeros(interp, &x.aval.clone().weak(false))?;
         let zero_sel = zeros(interp, &sel)?;
-        let one_sel = bind(interp, Prim::Full { value: 1.0 }, &[], sel.clone())?;
+        let one_sel = bind_declared(interp, Prim::Full { value: 1.0 }, &[], sel.clone())?;
         let wins = mask_as(interp, &successful, dt, false)?;
         let wins_at = sc.scatter_add(interp, &zero_x, &wins)?;
         let num_updates = sc.gather(interp, &wins_at)?;
@@ -1157,9 +1150,10 @@ impl ExtremalScatter {
         let plus_one = binary(interp, BinaryPrim::Add, &num_updates, &one)?;
         let share_with_operand = binary(interp, BinaryPrim::Div, &one, &plus_one)?;
         let share_among_updates = binary(interp, BinaryPrim::Div, &one, &safe_updates)?;
-        let update_share = bind(interp, Prim::Select, &[retained.clone(), share_among_updates, share_with_operand.clone()], sel.clone())?;
-        sc.update_coef = bind(interp, Prim::Select, &[successful, zero_sel.clone(), update_share], sel.clone())?;
-        let operand_share = bind(interp, Prim::Select, &[retained, zero_sel, share_with_operand], sel.clone())?;
+        let update_share =
+            bind_declared(interp, Prim::Select, &[retained.clone(), share_among_updates, share_with_operand.clone()], sel.clone())?;
+        sc.update_coef = bind_declared(interp, Prim::Select, &[successful, zero_sel.clone(), update_share], sel.clone())?;
+        let operand_share = bind_declared(interp, Prim::Select, &[retained, zero_sel, share_with_operand], sel.clone())?;
         let lost = binary(interp, BinaryPrim::Sub, &operand_share, &one)?;
         sc.operand_coef = binary(interp, BinaryPrim::Div, &lost, &safe_refs)?;
         Ok(sc)
@@ -1170,13 +1164,13 @@ impl ExtremalScatter {
         // `lax.gather`'s defaults, as `_scatter_extremal_jvp` calls it: `FILL_OR_DROP` with
         // the dtype's fill (NaN for floats).
         let prim = Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, fill_value: None, index: self.index.clone() };
-        bind(interp, prim, &operands, a.aval.with_shape(&self.selected))
+        bind_declared(interp, prim, &operands, a.aval.with_shape(&self.selected))
     }
 
     fn scatter_add(&self, interp: &mut Interp, base: &Rc<Array>, updates: &Rc<Array>) -> AdResult<Rc<Array>> {
         let operands: Vec<Rc<Array>> = [base.clone(), updates.clone()].into_iter().chain(self.indices.iter().cloned()).collect();
         let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()), unique_indices: false };
-        bind(interp, prim, &operands, base.aval.clone())
+        bind_declared(interp, prim, &operands, base.aval.clone())
     }
 }
 
@@ -1193,7 +1187,7 @@ fn symmetrised(eqn: &Eqn) -> bool {
 }
 
 fn linalg(interp: &mut Interp, op: super::ir::LinalgOp, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
-    bind(interp, Prim::Linalg(op), ins, aval)
+    bind_declared(interp, Prim::Linalg(op), ins, aval)
 }
 
 /// `l⁻¹ b`, or `l⁻ᵀ b` when `transpose`, for a lower-triangular `l` (a `triangular_solve`).
@@ -1210,8 +1204,7 @@ fn mat_t(interp: &mut Interp, x: &Rc<Array>) -> AdResult<Rc<Array>> {
     }
     let mut perm: Vec<usize> = (0..nd).collect();
     perm.swap(nd - 1, nd - 2);
-    let shape: Vec<usize> = perm.iter().map(|&p| x.aval.shape[p]).collect();
-    bind(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+    bind(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(x))
 }
 
 /// The product of `x[..., m, k]` and `y[..., k, n]` with the same batch axes.
@@ -1222,8 +1215,7 @@ fn matmul(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> AdResult<Rc<Arra
     }
     let batch: Vec<usize> = (0..nd - 2).collect();
     let prim = Prim::DotGeneral { lhs_contract: vec![nd - 1], rhs_contract: vec![nd - 2], lhs_batch: batch.clone(), rhs_batch: batch };
-    let shape: Vec<usize> = x.aval.shape[..nd - 1].iter().copied().chain([y.aval.shape[nd - 1]]).collect();
-    bind(interp, prim, &[x.clone(), y.clone()], x.aval.with_shape(&shape).weak(x.aval.weak && y.aval.weak))
+    bind(interp, prim, &[x.clone(), y.clone()])
 }
 
 /// `[m, m]` of `dtype` broadcast to `like`'s shape: 1 below the diagonal when `lower`, and
@@ -1232,8 +1224,8 @@ fn diagonal_mask(interp: &mut Interp, like: &Aval, lower: bool, diagonal: f64) -
     let nd = like.ndim();
     let m = like.shape[nd - 1];
     let int = Aval::new(&[m, m], DType::I32);
-    let rows = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], int.clone())?;
-    let cols = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 1 }, &[], int)?;
+    let rows = bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], int.clone())?;
+    let cols = bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 1 }, &[], int)?;
     let on = compare(interp, CmpPrim::Eq, &rows, &cols)?;
     let mut mask = mask_as(interp, &on, like.dtype, false)?;
     if diagonal != 1.0 {
@@ -1556,7 +1548,7 @@ impl LuFactors {
         let order = linalg(interp, super::ir::LinalgOp::LuPermutation, std::slice::from_ref(a), Aval::new(&rows, DType::I32))?;
         let spread = spread_vector(interp, &order, &a.aval.shape, false)?;
         let columns = Prim::Iota { dtype: DType::I32, shape: a.aval.shape.to_vec(), dimension: nd - 1 };
-        let columns = bind(interp, columns, &[], spread.aval.clone())?;
+        let columns = bind_declared(interp, columns, &[], spread.aval.clone())?;
         let same = compare(interp, CmpPrim::Eq, &spread, &columns)?;
         let permutation = mask_as(interp, &same, a.aval.dtype, false)?;
         Ok(LuFactors { lu: lu.clone(), strictly_lower, upper, l, u, permutation })
@@ -1608,20 +1600,20 @@ fn expm_frechet(interp: &mut Interp, double: bool, a: &Rc<Array>, e: &Rc<Array>)
     let mut wide = a.aval.shape.to_vec();
     wide[nd - 1] = 2 * n;
     let wide = a.aval.with_shape(&wide).weak(false);
-    let top = bind(interp, Prim::Concatenate { dimension: nd - 1 }, &[a.clone(), e], wide.clone())?;
+    let top = bind_declared(interp, Prim::Concatenate { dimension: nd - 1 }, &[a.clone(), e], wide.clone())?;
     let zero = zeros(interp, &a.aval)?;
-    let bottom = bind(interp, Prim::Concatenate { dimension: nd - 1 }, &[zero, a.clone()], wide.clone())?;
+    let bottom = bind_declared(interp, Prim::Concatenate { dimension: nd - 1 }, &[zero, a.clone()], wide.clone())?;
     let mut square = wide.shape.to_vec();
     square[nd - 2] = 2 * n;
     let square = wide.with_shape(&square);
-    let block = bind(interp, Prim::Concatenate { dimension: nd - 2 }, &[top, bottom], square.clone())?;
+    let block = bind_declared(interp, Prim::Concatenate { dimension: nd - 2 }, &[top, bottom], square.clone())?;
     let op = super::ir::LinalgOp::Expm { double, upper_triangular: false, max_squarings: u32::MAX };
     let exp = linalg(interp, op, &[block], square)?;
     let mut start = vec![0; nd];
     start[nd - 1] = n;
     let mut limit = exp.aval.shape.to_vec();
     limit[nd - 2] = n;
-    bind(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, &[exp], a.aval.clone().weak(false))
+    bind_declared(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, &[exp], a.aval.clone().weak(false))
 }
 
 /// The parameters of a `triangular_solve` equation.
@@ -1711,7 +1703,7 @@ fn triangular_solve_transpose(
 fn keep_where(interp: &mut Interp, x: &Rc<Array>, mask: &Rc<Array>) -> AdResult<Rc<Array>> {
     let pred = compare(interp, CmpPrim::Ne, mask, &konst(0.0, &mask.aval))?;
     let zero = zeros(interp, &x.aval)?;
-    bind(interp, Prim::Select, &[pred, zero, x.clone()], x.aval.clone())
+    bind(interp, Prim::Select, &[pred, zero, x.clone()])
 }
 
 /// `v[..., k]` as the rows (`along_rows`: `v[..., None, :]`) or the columns
@@ -2098,7 +2090,7 @@ fn transpose(
             for (i, &p) in permutation.iter().enumerate() {
                 *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
             }
-            cts[0] = Some(bind(
+            cts[0] = Some(bind_declared(
                 interp,
                 Prim::Transpose { permutation: inverse },
                 std::slice::from_ref(g),
@@ -2106,7 +2098,7 @@ fn transpose(
             )?);
         }
         Prim::Rev { dimensions } => {
-            cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g), g.aval.clone())?);
+            cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g))?);
         }
         Prim::BroadcastInDim { shape, broadcast_dimensions } => {
             let src = in_shape(0);
@@ -2135,7 +2127,7 @@ fn transpose(
         }
         Prim::Cumulative { op: ReduceOp::Sum, axis, reverse } => {
             let prim = Prim::Cumulative { op: ReduceOp::Sum, axis: *axis, reverse: !reverse };
-            cts[0] = Some(bind(interp, prim, std::slice::from_ref(g), g.aval.clone())?);
+            cts[0] = Some(bind_declared(interp, prim, std::slice::from_ref(g), g.aval.clone())?);
         }
         Prim::Slice { start, strides, .. } => cts[0] = Some(unslice(interp, g, start, strides, &in_shape(0))?),
         Prim::Concatenate { dimension } if ins.iter().all(|x| *dimension < x.aval.ndim()) => {
@@ -2148,7 +2140,7 @@ fn transpose(
                     start[*dimension] = offset;
                     limit[*dimension] = offset + size;
                     let prim = Prim::Slice { start, limit, strides: vec![1; x.aval.ndim()] };
-                    cts[i] = Some(bind(interp, prim, std::slice::from_ref(g), g.aval.with_shape(&x.aval.shape))?);
+                    cts[i] = Some(bind_declared(interp, prim, std::slice::from_ref(g), g.aval.with_shape(&x.aval.shape))?);
                 }
                 offset += size;
             }
@@ -2157,11 +2149,11 @@ fn transpose(
             let z = zeros(interp, &g.aval)?;
             let pred = ins[0].clone();
             if active[1] {
-                let c = bind(interp, Prim::Select, &[pred.clone(), g.clone(), z.clone()], g.aval.clone())?;
+                let c = bind(interp, Prim::Select, &[pred.clone(), g.clone(), z.clone()])?;
                 cts[1] = Some(sum_to_shape(interp, &c, &in_shape(1))?);
             }
             if active[2] {
-                let c = bind(interp, Prim::Select, &[pred, z, g.clone()], g.aval.clone())?;
+                let c = bind(interp, Prim::Select, &[pred, z, g.clone()])?;
                 cts[2] = Some(sum_to_shape(interp, &c, &in_shape(2))?);
             }
         }
@@ -2181,7 +2173,7 @@ fn transpose(
             let limit: Vec<usize> = start.iter().zip(&ins[0].aval.shape).map(|(s, n)| s + n).collect();
             // JAX cuts it out with a `pad` by a strongly typed zero: strongly typed.
             let aval = ins[0].aval.clone().weak(false);
-            let inner = bind(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), aval)?;
+            let inner = bind_declared(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), aval)?;
             if active[1] && !active[0] {
                 // JAX 0.10.2's `_pad_transpose` sums the operand's cotangent to get the padding
                 // value's, and has none when the operand is not differentiated.
@@ -2212,10 +2204,10 @@ fn transpose(
                 let shape = in_shape(0);
                 let int = Aval::new(&shape, DType::I32);
                 let iota = |interp: &mut Interp, dimension: usize| {
-                    bind(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[], int.clone())
+                    bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[], int.clone())
                 };
                 let sorted_iota = iota(interp, *dimension)?;
-                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota], int.clone())?;
+                let perm = bind_declared(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota], int.clone())?;
                 let mut flat: Option<Rc<Array>> = None;
                 let mut stride = 1usize;
                 for axis in (0..shape.len()).rev() {
@@ -2242,7 +2234,7 @@ fn transpose(
                     index: Some(vec![IndexItem::Array]),
                     unique_indices: false,
                 };
-                let summed = bind(interp, prim, &operands, flat_aval)?;
+                let summed = bind_declared(interp, prim, &operands, flat_aval)?;
                 cts[0] = Some(reshape(interp, &summed, &shape)?);
             }
         }
@@ -2253,7 +2245,7 @@ fn transpose(
                 let mut operands = vec![zeros(interp, &ins[0].aval.clone().weak(false))?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
                 let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
-                cts[0] = Some(bind(interp, prim, &operands, ins[0].aval.clone().weak(false))?);
+                cts[0] = Some(bind_declared(interp, prim, &operands, ins[0].aval.clone().weak(false))?);
             }
         }
         // JAX's `_dynamic_slice_transpose_rule`: the cotangent written into (strongly typed)
@@ -2263,7 +2255,7 @@ fn transpose(
                 let aval = ins[0].aval.clone().weak(false);
                 let mut operands = vec![zeros(interp, &aval)?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
-                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands, aval)?);
+                cts[0] = Some(bind_declared(interp, Prim::DynamicUpdateSlice, &operands, aval)?);
             }
         }
         // JAX's `_dynamic_update_slice_transpose_rule`: the operand gets the cotangent with the
@@ -2272,12 +2264,12 @@ fn transpose(
             if active[0] {
                 let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval.clone().weak(g.aval.weak))?];
                 operands.extend(ins[2..].iter().cloned());
-                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands, g.aval.clone())?);
+                cts[0] = Some(bind_declared(interp, Prim::DynamicUpdateSlice, &operands, g.aval.clone())?);
             }
             if active[1] {
                 let sizes = ins[1].aval.shape.to_vec();
                 let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
-                cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands, g.aval.with_shape(&sizes))?);
+                cts[1] = Some(bind_declared(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands, g.aval.with_shape(&sizes))?);
             }
         }
         Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index), .. } if ins.len() >= 2 => {
@@ -2288,7 +2280,7 @@ fn transpose(
                     // What `set` overwrote does not reach the output.
                     let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval)?];
                     operands.extend(ins[2..].iter().cloned());
-                    bind(interp, eqn.prim.clone(), &operands, g.aval.clone())?
+                    bind_declared(interp, eqn.prim.clone(), &operands, g.aval.clone())?
                 });
             }
             if active[1] {
@@ -2301,7 +2293,7 @@ fn transpose(
                 let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
                 let prim = zero_fill_gather(*mode, index);
-                let picked = bind(interp, prim, &operands, g.aval.with_shape(&selected))?;
+                let picked = bind_declared(interp, prim, &operands, g.aval.with_shape(&selected))?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
         }
@@ -2315,12 +2307,12 @@ fn transpose(
                 let gx = binary(interp, BinaryPrim::Mul, g, &ins[0])?;
                 let operands: Vec<Rc<Array>> = std::iter::once(gx.clone()).chain(ins[2..].iter().cloned()).collect();
                 let prim = zero_fill_gather(*mode, index);
-                let picked = bind(interp, prim, &operands, gx.aval.with_shape(&selected))?;
+                let picked = bind_declared(interp, prim, &operands, gx.aval.with_shape(&selected))?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
             if active[0] {
                 let operands: Vec<Rc<Array>> = [g.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
-                cts[0] = Some(bind(interp, eqn.prim.clone(), &operands, g.aval.clone())?);
+                cts[0] = Some(bind_declared(interp, eqn.prim.clone(), &operands, g.aval.clone())?);
             }
         }
         // The transpose of `_scatter_extremal_jvp`'s linear map.
@@ -2351,7 +2343,7 @@ fn transpose(
                     index: Some(places.index),
                     unique_indices: false,
                 };
-                cts[0] = Some(bind(interp, prim, &operands, aval)?);
+                cts[0] = Some(bind_declared(interp, prim, &operands, aval)?);
             }
         }
         _ => return Err(no_rule(eqn)),
@@ -2380,7 +2372,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             let z = zeros(interp, &cur.aval.with_shape(&sz).weak(false))?;
             let mut s2 = s1.clone();
             s2[axis + 1] = stride;
-            let spread = bind(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2).weak(false))?;
+            let spread = bind_declared(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2).weak(false))?;
             let mut s3 = cur.aval.shape.to_vec();
             s3[axis] = k * stride;
             cur = reshape(interp, &spread, &s3)?;
@@ -2391,7 +2383,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             let mut limit = cur.aval.shape.to_vec();
             limit[axis] = extent;
             let prim = Prim::Slice { start: vec![0; shape.len()], limit: limit.clone(), strides: vec![1; shape.len()] };
-            cur = bind(interp, prim, std::slice::from_ref(&cur), cur.aval.with_shape(&limit))?;
+            cur = bind_declared(interp, prim, std::slice::from_ref(&cur), cur.aval.with_shape(&limit))?;
         }
         let (before, after) = (start[axis], extent.saturating_sub(cur.aval.shape[axis]));
         if before == 0 && after == 0 {
@@ -2418,7 +2410,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
         }
         let mut total = cur.aval.shape.to_vec();
         total[axis] = shape[axis];
-        cur = bind(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total).weak(false))?;
+        cur = bind_declared(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total).weak(false))?;
     }
     Ok(cur)
 }
@@ -2428,14 +2420,6 @@ struct DotDims {
     rc: Vec<usize>,
     lb: Vec<usize>,
     rb: Vec<usize>,
-}
-
-/// The output shape of `dot_general`: batch, then lhs free, then rhs free dimensions.
-fn dot_shape(l: &[usize], r: &[usize], d: &DotDims) -> Vec<usize> {
-    let mut s: Vec<usize> = d.lb.iter().map(|&i| l[i]).collect();
-    s.extend((0..l.len()).filter(|i| !d.lc.contains(i) && !d.lb.contains(i)).map(|i| l[i]));
-    s.extend((0..r.len()).filter(|i| !d.rc.contains(i) && !d.rb.contains(i)).map(|i| r[i]));
-    s
 }
 
 /// JAX's `_dot_general_transpose_lhs`: the cotangent of the left operand `x` of
@@ -2453,7 +2437,6 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
     let ans_y: Vec<usize> =
         if swap_ans { (nb..nb + y_kept.len()).collect() } else { (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect() };
     let dims = DotDims { lc: ans_y, rc: y_kept, lb: ans_batch, rb: d.rb.clone() };
-    let shape = dot_shape(&g.aval.shape, &y.aval.shape, &dims);
     let prim = Prim::DotGeneral {
         lhs_contract: dims.lc.clone(),
         rhs_contract: dims.rc.clone(),
@@ -2461,7 +2444,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
         rhs_batch: dims.rb.clone(),
     };
     // Weakly typed only if both operands are, as every `dot_general`.
-    let prod = bind(interp, prim, &[g.clone(), y.clone()], g.aval.with_shape(&shape).weak(g.aval.weak && y.aval.weak))?;
+    let prod = bind(interp, prim, &[g.clone(), y.clone()])?;
     // x_contract sorted by the order of y_contract.
     let mut order: Vec<usize> = (0..d.rc.len()).collect();
     order.sort_by_key(|&i| d.rc[i]);
@@ -2475,87 +2458,7 @@ fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>
     if out_axes.iter().enumerate().all(|(i, &a)| i == a) {
         return reshape(interp, &prod, &x.shape);
     }
-    let shape: Vec<usize> = out_axes.iter().map(|&a| prod.aval.shape[a]).collect();
-    bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod), prod.aval.with_shape(&shape))
-}
-
-/// Whether a primitive has AD rules here (for docs and the coverage test): `Some(true)` when
-/// it is differentiable with a rule, `Some(false)` when it has none, `None` when it has no
-/// derivative to take (integer/boolean results, randomness, constants).
-pub fn rule_status(prim: &Prim) -> Option<bool> {
-    Some(match prim {
-        Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
-        Prim::Binary(b) => match b {
-            BinaryPrim::Add
-            | BinaryPrim::Sub
-            | BinaryPrim::Mul
-            | BinaryPrim::Div
-            | BinaryPrim::Pow
-            | BinaryPrim::Max
-            | BinaryPrim::Min
-            | BinaryPrim::Atan2
-            | BinaryPrim::Rem
-            | BinaryPrim::Polygamma
-            | BinaryPrim::Logaddexp => true,
-            BinaryPrim::NextAfter => false,
-            // Bitwise and shift operations act on integers: nothing to differentiate.
-            _ => return None,
-        },
-        Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Concatenate { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::StopGradient
-        | Prim::Pjit { .. }
-        | Prim::Remat
-        | Prim::Gather { .. }
-        | Prim::Sort { .. }
-        | Prim::Pad { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::TopK { .. } => true,
-        Prim::Scatter { .. } => true,
-        // The user's rules (custom_rules.rs).
-        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
-        Prim::Linalg(
-            super::ir::LinalgOp::LuPivots | super::ir::LinalgOp::LuPermutation | super::ir::LinalgOp::PivotsToPermutation { .. },
-        ) => return None,
-        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => false,
-        Prim::Linalg(_) => true,
-        Prim::Reduce { op, .. } => match op {
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => true,
-            ReduceOp::And | ReduceOp::Or => return None,
-        },
-        Prim::Cumulative { op, .. } => !matches!(op, ReduceOp::And | ReduceOp::Or),
-        Prim::Compare(_)
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::DebugCallback => return None,
-        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
-        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
-        Prim::Cond { .. } | Prim::While => true,
-        // Resolved by the replay instead: unrolled, one body per example.
-        Prim::Scan { .. } | Prim::Vmap { .. } | Prim::Opaque(_) => false,
-    })
+    bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2718,7 +2621,7 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
         for ((o, cols), want) in outs.iter().zip(columns).zip(expected) {
             let mut s = o.shape.to_vec();
             s.push(n as usize);
-            let stacked = bind(interp, Prim::Concatenate { dimension: o.ndim() }, &cols, cols[0].aval.with_shape(&s))?;
+            let stacked = bind_declared(interp, Prim::Concatenate { dimension: o.ndim() }, &cols, cols[0].aval.with_shape(&s))?;
             let jac = reshape(interp, &stacked, &want.shape)?;
             jacobians.push(with_aval(interp, jac, want)?);
         }
@@ -2734,7 +2637,7 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
                 rows.push(reshape(interp, &row, &s)?);
             }
             let s: Vec<usize> = std::iter::once(rows.len()).chain(x_shape.iter().copied()).collect();
-            let stacked = bind(interp, Prim::Concatenate { dimension: 0 }, &rows, rows[0].aval.with_shape(&s))?;
+            let stacked = bind_declared(interp, Prim::Concatenate { dimension: 0 }, &rows, rows[0].aval.with_shape(&s))?;
             let jac = reshape(interp, &stacked, &want.shape)?;
             jacobians.push(with_aval(interp, jac, want)?);
         }
@@ -2963,13 +2866,15 @@ mod tests {
     #[test]
     fn rule_coverage_is_what_the_docs_say() {
         let prims = all_prims();
-        let names = |want: Option<bool>| -> Vec<String> { prims.iter().filter(|p| rule_status(p) == want).map(|p| p.name()).collect() };
+        let names = |want: Option<bool>| -> Vec<String> {
+            prims.iter().filter(|p| crate::jax::prims::properties::ad_rule(p) == want).map(|p| p.name()).collect()
+        };
         let with_rule = names(Some(true));
         let without = names(Some(false));
         let not_differentiable = names(None);
         assert_eq!(with_rule.len(), 104, "{with_rule:?}");
         assert_eq!(without, ["imag", "nextafter", "scan", "vmap", "geqrf", "geqrf_taus"]);
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
-        assert_eq!(rule_status(&Prim::Opaque("softmax")), Some(false));
+        assert_eq!(crate::jax::prims::properties::ad_rule(&Prim::Opaque("softmax")), Some(false));
     }
 }

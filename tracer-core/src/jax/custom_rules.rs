@@ -82,6 +82,14 @@ pub struct CustomCall {
     closure: Cell<bool>,
 }
 
+impl CustomCall {
+    /// How many of the marker's operands are the arguments' array leaves (the rest are the
+    /// function's outputs, which the marker passes on).
+    pub fn arg_leaves(&self) -> usize {
+        self.leaf_args.len()
+    }
+}
+
 impl std::fmt::Debug for CustomCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CustomCall({})", self.name)

@@ -248,7 +248,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         return None;
     }
     let in_dtypes: Vec<DType> = inputs.iter().map(|i| i.aval.dtype).collect();
-    if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && has_f32_kernel(&prim) {
+    if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && super::prims::properties::has_f32_kernel(&prim) {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;
         let fused = masked_product(&prim, &inputs, &known.aval, max_elements, depth)
@@ -274,7 +274,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     }
     // A jitted call's value comes from its instantiated body (eval_jaxpr.rs), never from a
     // kernel: its inputs (a model's parameters) are not widened for nothing.
-    if matches!(prim, Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_) | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. }) {
+    if super::prims::properties::is_call(&prim) {
         *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
         return None;
     }
@@ -290,7 +290,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         })
         .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
-    let result = if random::is_random(&prim) {
+    let result = if super::prims::properties::is_random(&prim) {
         random::kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
     } else if inputs.iter().zip(&datas).any(|(i, d)| d.shape() != i.aval.shape.as_slice()) {
         random::key_layout_kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
@@ -921,27 +921,6 @@ fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[i64]) -> Option<Ve
 fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
     let start = start.clamp(0, n as i64);
     ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
-}
-
-/// Whether the float32 path has kernels for `prim` (on float32 and bool data).
-fn has_f32_kernel(prim: &Prim) -> bool {
-    matches!(
-        prim,
-        Prim::Unary(_)
-            | Prim::Binary(_)
-            | Prim::Compare(_)
-            | Prim::Select
-            | Prim::Clamp
-            | Prim::IntegerPow(_)
-            | Prim::ConvertElementType { .. }
-            | Prim::StopGradient
-            | Prim::BroadcastInDim { .. }
-            | Prim::Reshape { .. }
-            | Prim::Squeeze { .. }
-            | Prim::Transpose { .. }
-            | Prim::Reduce { .. }
-            | Prim::DotGeneral { .. }
-    )
 }
 
 /// The float32 path: kernels on f32 data for operations whose inputs and output are float32

@@ -218,31 +218,6 @@ pub enum Prim {
     Linalg(LinalgOp),
 }
 
-impl LinalgOp {
-    /// Whether JAX lowers it to a LAPACK routine on CPU (`getrf`, `potrf`, `syevd`, `gesdd`,
-    /// `geqrf`), which exists for 32- and 64-bit floats only.
-    pub fn calls_lapack(self) -> bool {
-        use LinalgOp as L;
-        matches!(
-            self,
-            L::Lu
-                | L::LuPivots
-                | L::LuPermutation
-                | L::Cholesky
-                | L::EighValues { .. }
-                | L::EighVectors { .. }
-                | L::SvdValues
-                | L::SvdU { .. }
-                | L::SvdVh { .. }
-                | L::QrQ { .. }
-                | L::QrR { .. }
-                | L::Geqrf
-                | L::GeqrfTaus
-                | L::Pinv { .. }
-        )
-    }
-}
-
 /// The symmetric matrix `eigh` decomposes: `jnp.linalg.eigh`'s default symmetrises its
 /// operand, `(a + aᵀ) / 2`, and the derivative sees the symmetrised tangent; with
 /// `symmetrize_input=False` LAPACK reads one triangle (`lower=True` by default, `UPLO='U'`
@@ -675,7 +650,7 @@ impl Prim {
     /// `cond`, `while`, `scan` and `vmap`: equations whose bodies the evaluator runs
     /// (`eval_control.rs`), printed in JAX's multi-line form.
     pub fn is_control_flow(&self) -> bool {
-        matches!(self, Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. })
+        super::prims::properties::is_control_flow(self)
     }
 }
 
@@ -830,23 +805,36 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
         for body in &eqn.bodies {
             problems.extend(check_ir(body).into_iter().map(|p| format!("in the body of equation {i}: {p}")));
         }
+        let in_avals: Vec<Aval> = eqn
+            .inputs
+            .iter()
+            .map(|a| match a {
+                Atom::Lit(_, aval) => aval.clone(),
+                Atom::Var(v) => bound.get(v).cloned().unwrap_or_else(|| Aval::scalar(DType::F32)),
+            })
+            .collect();
         if eqn.prim.is_control_flow() {
-            let in_avals: Vec<Aval> = eqn
-                .inputs
-                .iter()
-                .map(|a| match a {
-                    Atom::Lit(_, aval) => aval.clone(),
-                    Atom::Var(v) => bound.get(v).cloned().unwrap_or_else(|| Aval::scalar(DType::F32)),
-                })
-                .collect();
             problems.extend(check_control(eqn, &in_avals).into_iter().map(|p| format!("equation {i}: {p}")));
         }
-        if let (Prim::Pjit { .. }, Some(body)) = (&eqn.prim, eqn.bodies.first()) {
-            let outs: Vec<Aval> = body.outvars.iter().map(|a| atom_aval(a, body)).collect();
-            let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
-            if outs != declared {
-                problems.push(format!("equation {i} (pjit) declares outputs {declared:?} but its body returns {outs:?}"));
-            }
+        // The primitive's rule (`prims/`) gives the outputs the equation declares.
+        let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
+        let all_bound = eqn.inputs.iter().all(|a| matches!(a, Atom::Lit(..)) || matches!(a, Atom::Var(v) if bound.contains_key(v)));
+        match super::prims::abstract_eval(&eqn.prim, &in_avals, &eqn.bodies) {
+            _ if !all_bound => {}
+            Ok(outs) if outs == declared => {}
+            Ok(outs) => problems.push(format!(
+                "equation {i} ({}) declares outputs {} but its rule gives {} for inputs {}",
+                eqn.prim.name(),
+                avals_text(&declared),
+                avals_text(&outs),
+                avals_text(&in_avals)
+            )),
+            Err(super::prims::RuleError::Declared(_)) => {}
+            Err(super::prims::RuleError::Invalid { class, message }) => problems.push(format!(
+                "equation {i} ({}) has inputs {} its rule rejects: {class}: {message}",
+                eqn.prim.name(),
+                avals_text(&in_avals)
+            )),
         }
     }
     for atom in &jaxpr.outvars {
@@ -859,7 +847,12 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
     problems
 }
 
-fn atom_aval(atom: &Atom, jaxpr: &Jaxpr) -> Aval {
+fn avals_text(avals: &[Aval]) -> String {
+    format!("({})", avals.iter().map(Aval::short).collect::<Vec<_>>().join(", "))
+}
+
+/// The aval of an atom of `jaxpr` (a literal's own, or its variable's binder's).
+pub(crate) fn atom_aval(atom: &Atom, jaxpr: &Jaxpr) -> Aval {
     match atom {
         Atom::Lit(_, a) => a.clone(),
         Atom::Var(v) => jaxpr
@@ -1221,5 +1214,26 @@ mod tests {
         assert!(problems[0].contains("uses f before it is bound"));
         assert!(problems[1].contains("binds b a second time"));
         assert!(problems[2].contains("output h is never bound"));
+    }
+
+    #[test]
+    fn check_ir_reruns_each_primitive_rule() {
+        let x = Aval::new(&[3, 4], DType::F32);
+        let jaxpr = |declared: Aval| Jaxpr {
+            invars: vec![(0, x.clone())],
+            eqns: vec![Eqn {
+                prim: Prim::Reduce { op: ReduceOp::Sum, axes: vec![1] },
+                inputs: vec![Atom::Var(0)],
+                outputs: vec![(1, declared)],
+                site: None,
+                bodies: Vec::new(),
+                api: None,
+            }],
+            outvars: vec![Atom::Var(1)],
+            ..Default::default()
+        };
+        assert!(check_ir(&jaxpr(Aval::new(&[3], DType::F32))).is_empty());
+        let problems = check_ir(&jaxpr(Aval::new(&[4], DType::F32)));
+        assert_eq!(problems, ["equation 0 (reduce_sum) declares outputs (f32[4]) but its rule gives (f32[3]) for inputs (f32[3,4])"]);
     }
 }

@@ -21,6 +21,7 @@ pub mod linalg;
 pub mod memo;
 pub mod numerics;
 pub mod numpy;
+pub mod prims;
 pub mod print;
 pub mod random;
 pub mod signatures;
@@ -237,6 +238,11 @@ pub struct JaxState {
     /// JAX's class of the tracers of each trace that has ended, and its record, by id: a
     /// tracer that leaks out of one is named after it (`LinearizeTracer` for `grad`).
     ended: HashMap<u32, (&'static str, usize)>,
+    /// Compare the avals every `bind` is given with its primitive's rule (`prims/`), also
+    /// outside traces (`AnalysisConfig::check_ir`; the tests turn it on).
+    pub check_rules: bool,
+    /// The mismatches `check_rules` found.
+    pub rule_problems: Vec<String>,
 }
 
 impl JaxState {
@@ -475,8 +481,37 @@ impl JaxState {
     }
 }
 
-/// Applies a primitive to arrays whose output avals the caller has computed (JAX's `bind`).
-/// Outputs are tracers of the innermost relevant trace, or concrete arrays computed lazily.
+/// JAX's `bind`: applies `prim` to `inputs`, its output avals given by the primitive's rule
+/// (`prims/`). Where the rule rejects the avals it raises JAX's exception; a primitive
+/// without a rule (`RuleError::Declared`: `Opaque`, `Full`, a draw) needs [`bind`].
+pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
+    let outs = rule_avals(interp, &prim, inputs, &bodies)?;
+    bind_with_bodies(interp, prim, inputs, outs, bodies)
+}
+
+pub fn apply(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Vec<Rc<Array>>> {
+    apply_with_bodies(interp, prim, inputs, Vec::new())
+}
+
+pub fn apply1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Rc<Array>> {
+    let outs = apply_with_bodies(interp, prim, inputs, Vec::new())?;
+    outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
+}
+
+/// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
+pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
+    let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();
+    match prims::abstract_eval(prim, &in_avals, bodies) {
+        Ok(outs) => Ok(outs),
+        Err(prims::RuleError::Invalid { class, message }) => Err(interp.raise(class, Code::PythonException, message)),
+        Err(prims::RuleError::Declared(why)) => Err(interp.stop_unknown(format!("{} bound without its avals: {why}", prim.name()))),
+    }
+}
+
+/// Applies a primitive to arrays whose output avals the caller declares: the escape hatch
+/// of [`apply`] for the primitives whose outputs are not a function of their inputs and
+/// parameters (`RuleError::Declared`), and for the binders not converted yet. Outputs are
+/// tracers of the innermost relevant trace, or concrete arrays computed lazily.
 pub fn bind(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_avals: Vec<Aval>) -> PyResult<Vec<Rc<Array>>> {
     bind_with_bodies(interp, prim, inputs, out_avals, Vec::new())
 }
@@ -486,46 +521,6 @@ pub fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Av
     Ok(outs.remove(0))
 }
 
-/// Whether JAX applies `prim` to typed PRNG key arrays: the random primitives, those that
-/// move elements without computing with them, equality, and calls and control flow.
-fn takes_keys(prim: &Prim) -> bool {
-    use ir::{CmpPrim, ScatterOp, UnaryPrim};
-    match prim {
-        Prim::Compare(c) => matches!(c, CmpPrim::Eq | CmpPrim::Ne),
-        Prim::ConvertElementType { new_dtype, .. } => new_dtype.is_key(),
-        Prim::Scatter { op, .. } => *op == ScatterOp::Set,
-        Prim::Unary(u) => *u == UnaryPrim::Copy,
-        _ => {
-            random::is_random(prim)
-                || matches!(
-                    prim,
-                    Prim::Select
-                        | Prim::BroadcastInDim { .. }
-                        | Prim::Reshape { .. }
-                        | Prim::Transpose { .. }
-                        | Prim::Squeeze { .. }
-                        | Prim::Rev { .. }
-                        | Prim::Slice { .. }
-                        | Prim::DynamicSlice { .. }
-                        | Prim::DynamicUpdateSlice
-                        | Prim::Concatenate { .. }
-                        | Prim::Gather { .. }
-                        | Prim::StopGradient
-                        | Prim::Pjit { .. }
-                        | Prim::Scan { .. }
-                        | Prim::Cond { .. }
-                        | Prim::While
-                        | Prim::Vmap { .. }
-                        | Prim::CustomJvpCall { .. }
-                        | Prim::CustomVjpCall { .. }
-                        | Prim::Remat
-                        | Prim::DebugCallback
-                        | Prim::Opaque(_)
-                )
-        }
-    }
-}
-
 pub fn bind_with_bodies(
     interp: &mut Interp,
     prim: Prim,
@@ -533,7 +528,7 @@ pub fn bind_with_bodies(
     out_avals: Vec<Aval>,
     bodies: Vec<Rc<Jaxpr>>,
 ) -> PyResult<Vec<Rc<Array>>> {
-    if inputs.iter().any(|i| i.aval.dtype.is_key()) && !takes_keys(&prim) {
+    if inputs.iter().any(|i| i.aval.dtype.is_key()) && !prims::properties::takes_keys(&prim) {
         // JAX refuses most primitives on typed PRNG keys, with messages that depend on the
         // primitive; not modelled, so the analysis stops here without a diagnostic.
         return Err(interp.stop_unknown(format!("{} applied to PRNG keys", prim.name())));
@@ -545,11 +540,14 @@ pub fn bind_with_bodies(
             dtypes::DType::BF16 => Some("ml_dtypes.bfloat16"),
             _ => None,
         };
-        if let (Some(class), true) = (class, op.calls_lapack()) {
+        if let (Some(class), true) = (class, prims::properties::calls_lapack(*op)) {
             let name = first.aval.dtype.name();
             let message = format!("(KeyError(<class '{class}'>), 'Unsupported dtype {name}.')");
             return Err(interp.raise("NotImplementedError", Code::PythonException, message));
         }
+    }
+    if interp.jax.check_rules {
+        check_rule(interp, &prim, inputs, &out_avals, &bodies);
     }
     let site = interp.site();
     // A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
@@ -653,6 +651,23 @@ pub fn bind_with_bodies(
     let frame = &mut state.traces[pos];
     frame.jaxpr.eqns.push(Eqn { prim, inputs: atoms, outputs: out_vars, site, bodies, api });
     Ok(outs)
+}
+
+/// Records where the avals a binder declares differ from what `prim`'s rule gives.
+fn check_rule(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], out_avals: &[Aval], bodies: &[Rc<Jaxpr>]) {
+    let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();
+    let problem = match prims::abstract_eval(prim, &in_avals, bodies) {
+        Ok(outs) if outs == out_avals => return,
+        Err(prims::RuleError::Declared(_)) => return,
+        Ok(outs) => {
+            let text = |avals: &[Aval]| avals.iter().map(Aval::short).collect::<Vec<_>>().join(", ");
+            format!("declares outputs ({}) but its rule gives ({})", text(out_avals), text(&outs))
+        }
+        Err(prims::RuleError::Invalid { class, message }) => format!("is bound where its rule raises {class}: {message}"),
+    };
+    let site = interp.site().map(|s| format!(" at {:?}", s.span)).unwrap_or_default();
+    let shown: Vec<String> = in_avals.iter().map(Aval::short).collect();
+    interp.jax.rule_problems.push(format!("bind of {}({}){site} {problem}", prim.name(), shown.join(", ")));
 }
 
 /// Concrete arrays standing for the outputs of one equation with bodies (`cond`, `while`,

@@ -638,21 +638,6 @@ fn int_data(shape: &[usize], values: Vec<i128>) -> Option<NdData> {
     exact.then(|| shaped(shape, values.into_iter().map(|v| v as f64).collect())).flatten()
 }
 
-/// Whether `prim` is a random primitive, whose kernel is `kernel` below.
-pub fn is_random(prim: &Prim) -> bool {
-    matches!(
-        prim,
-        Prim::RandomSeed
-            | Prim::RandomSplit { .. }
-            | Prim::RandomFoldIn
-            | Prim::RandomUnwrap
-            | Prim::RandomWrap
-            | Prim::RandomClone
-            | Prim::RandomBits { .. }
-            | Prim::Random { .. }
-    )
-}
-
 /// The data of a random primitive on concrete inputs, laid out as `out` (with the words
 /// axis for typed keys). `None` when the value cannot be reproduced exactly.
 pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {

@@ -201,7 +201,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let mask = Array::ready_if_small(a.aval.with_dtype(DType::Bool).weak(false), interp.budgets.max_elements, make);
             let shape = a.aval.shape.clone();
             let zeros = full(interp, &shape, 0.0, a.aval.dtype)?;
-            bind1(interp, Prim::Select, &[mask, zeros, a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Select, &[mask, zeros, a.clone()]).map(Value::Array)
         }
         F::Tri => {
             let Some(n) = interp.index_of(&cx.named(0, "N"))? else {

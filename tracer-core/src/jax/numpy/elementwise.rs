@@ -180,7 +180,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 return unary_op(interp, UnaryOp::Invert, &a);
             }
             let a = if f == F::LogicalNot { convert(interp, &a, DType::Bool, false)? } else { a };
-            bind1(interp, Prim::Unary(UnaryPrim::Not), &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Unary(UnaryPrim::Not), &[a.clone()]).map(Value::Array)
         }
         F::Allclose | F::ArrayEqual | F::Isclose => {
             let a = arr!(interp, cx, 0, "a");
@@ -251,7 +251,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let Some(y) = interp.index_of(p.get(1, "y").unwrap_or(&Value::None))?.and_then(|y| i32::try_from(y).ok()) else {
                 return Ok(Value::opaque("lax.integer_pow with an unknown exponent"));
             };
-            bind1(interp, Prim::IntegerPow(y), &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::IntegerPow(y), &[a.clone()]).map(Value::Array)
         }
         // lax.clamp(min, x, max): the bounds are scalars or of x's shape; weakly typed
         // Python numbers take x's dtype.
@@ -314,7 +314,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::StopGradient => {
             let a = arr!(interp, cx, 0, "x");
-            bind1(interp, Prim::StopGradient, &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::StopGradient, &[a.clone()]).map(Value::Array)
         }
         F::LaxSelect => {
             let pred = arr!(interp, cx, 0, "pred");
@@ -331,7 +331,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     ),
                 ));
             }
-            bind1(interp, Prim::Select, &[pred, fl, t.clone()], t.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Select, &[pred, fl, t.clone()]).map(Value::Array)
         }
         F::Select => {
             // The first choice whose condition holds, else the default (JAX: an argmax over

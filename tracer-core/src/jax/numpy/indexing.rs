@@ -193,8 +193,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let moved = if perm.iter().enumerate().all(|(i, &d)| i == d) {
                 a.clone()
             } else {
-                let shape: Vec<usize> = perm.iter().map(|&d| a.aval.shape[d]).collect();
-                bind1(interp, Prim::Transpose { permutation: perm }, &[a.clone()], a.aval.with_shape(&shape))?
+                apply1(interp, Prim::Transpose { permutation: perm }, &[a.clone()])?
             };
             let index_dtype = dtypes::default_int(c);
             let iota = |from: usize| {

@@ -249,7 +249,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 let message = format!("Integers cannot be raised to negative powers, got integer_pow({}, -1)", x.aval.long());
                 return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
             }
-            bind1(interp, Prim::IntegerPow(-1), std::slice::from_ref(&x), x.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::IntegerPow(-1), std::slice::from_ref(&x)).map(Value::Array)
         }
         F::LaxSelectN => select_n(interp, f, p),
         F::LaxSlice => {
@@ -402,7 +402,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
             }
             let dimensions: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-            bind1(interp, Prim::Rev { dimensions }, std::slice::from_ref(&x), x.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Rev { dimensions }, std::slice::from_ref(&x)).map(Value::Array)
         }
         F::LaxSqueeze => {
             let x = arr!(0, "array");

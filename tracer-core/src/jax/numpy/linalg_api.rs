@@ -118,7 +118,7 @@ fn select(interp: &mut Interp, cond: &Rc<Array>, on_true: &Rc<Array>, on_false: 
     let c = broadcast_to_shape(interp, cond, &shape)?;
     let t = broadcast_to_shape(interp, on_true, &shape)?;
     let e = broadcast_to_shape(interp, on_false, &shape)?;
-    bind1(interp, Prim::Select, &[c, e, t.clone()], t.aval.clone())
+    apply1(interp, Prim::Select, &[c, e, t.clone()])
 }
 
 /// `jnp.linalg.lstsq(a, b, rcond)`, as JAX's `_lstsq`: from the thin SVD of `a`, the
@@ -194,7 +194,7 @@ fn lstsq(interp: &mut Interp, a: Rc<Array>, p: &Args) -> PyResult<Value> {
     let squares = binary_prim(interp, BinaryPrim::Mul, &r, &r)?;
     let sum = reduce(interp, &squares, ReduceOp::Sum, Some(vec![0]), false, None)?;
     let length = unary_prim(interp, UnaryPrim::Sqrt, &sum)?;
-    let resid = bind1(interp, Prim::IntegerPow(2), std::slice::from_ref(&length), length.aval.clone())?;
+    let resid = apply1(interp, Prim::IntegerPow(2), std::slice::from_ref(&length))?;
     let x = if vector { reshape_raw(interp, &x, &[n])? } else { x };
     Ok(Value::tuple(vec![Value::Array(x), Value::Array(resid), Value::Array(rank), Value::Array(s)]))
 }

@@ -8,12 +8,12 @@ use std::rc::Rc;
 
 use super::array::{self, Array, ArrayKind, Lazy};
 use super::aval::{join_dims, shape_tuple, Aval, Shape};
-use super::bind1;
 use super::dtypes::{self, DType, PyScalarKind, WeakDType};
 use super::errors;
 use super::eval;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, EighInput, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
+use super::{apply1, bind1};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;

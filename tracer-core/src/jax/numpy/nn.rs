@@ -219,8 +219,8 @@ pub(super) fn logsumexp(interp: &mut Interp, a: &Rc<Array>, axes: Option<Vec<usi
     let amax = reduce(interp, a, ReduceOp::Max, axes.clone(), true, None)?;
     let finite = unary_prim(interp, UnaryPrim::IsFinite, &amax)?;
     let zeros = full(interp, &amax.aval.shape.clone(), 0.0, amax.aval.dtype)?;
-    let amax = bind1(interp, Prim::Select, &[finite, zeros, amax.clone()], amax.aval.clone())?;
-    let amax = bind1(interp, Prim::StopGradient, &[amax.clone()], amax.aval.clone())?;
+    let amax = apply1(interp, Prim::Select, &[finite, zeros, amax.clone()])?;
+    let amax = apply1(interp, Prim::StopGradient, &[amax.clone()])?;
     let shifted = binary_prim(interp, BinaryPrim::Sub, a, &amax)?;
     let e = unary_prim(interp, UnaryPrim::Exp, &shifted)?;
     let total = reduce(interp, &e, ReduceOp::Sum, axes, keepdims, None)?;
@@ -280,7 +280,7 @@ pub(super) fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Op
                 // x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))), the constant
                 // a NumPy scalar of x's dtype.
                 let k = Array::scalar(eval::round_to((2.0 / std::f64::consts::PI).sqrt(), dt), dt, false);
-                let cube = bind1(interp, Prim::IntegerPow(3), std::slice::from_ref(&x), x.aval.clone())?;
+                let cube = apply1(interp, Prim::IntegerPow(3), std::slice::from_ref(&x))?;
                 let t = b(interp, BinaryPrim::Mul, &c(0.044715), &cube)?;
                 let t = b(interp, BinaryPrim::Add, &x, &t)?;
                 let t = b(interp, BinaryPrim::Mul, &k, &t)?;
@@ -366,7 +366,7 @@ pub(super) fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Op
         F::NnSparsePlus => {
             // where(x <= -1, 0, where(x >= 1, x, (x + 1)**2 / 4)).
             let x1 = b(interp, BinaryPrim::Add, x, &c(1.0))?;
-            let sq = bind1(interp, Prim::IntegerPow(2), std::slice::from_ref(&x1), x1.aval.clone())?;
+            let sq = apply1(interp, Prim::IntegerPow(2), std::slice::from_ref(&x1))?;
             let quarter = true_divide(interp, &sq, &Array::scalar(4.0, DType::I64, true))?;
             let high = compare_arrays(interp, CmpPrim::Ge, x, &c(1.0))?;
             let inner = where3(interp, &high, x, &quarter)?;

@@ -112,7 +112,7 @@ pub(super) fn reshape_raw(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -
     if a.aval.shape.as_slice() == shape {
         return Ok(a.clone());
     }
-    bind1(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a), a.aval.with_shape(shape))
+    apply1(interp, Prim::Reshape { new_sizes: shape.to_vec() }, std::slice::from_ref(a))
 }
 
 /// NumPy broadcasting of shapes, with JAX's message on failure.
@@ -223,7 +223,7 @@ pub(super) fn power(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> PyResu
     if l.aval.dtype.is_floating() && r.aval.dtype.is_integer() && r.aval.ndim() == 0 && !r.is_tracer() {
         let exponent = super::eval::force(r, 1).and_then(|d| d.iter().next().copied());
         if let Some(y) = exponent.filter(|y| y.fract() == 0.0 && y.abs() <= f64::from(i32::MAX)) {
-            return bind1(interp, Prim::IntegerPow(y as i32), std::slice::from_ref(l), l.aval.clone());
+            return apply1(interp, Prim::IntegerPow(y as i32), std::slice::from_ref(l));
         }
     }
     binary_prim(interp, BinaryPrim::Pow, l, r)

@@ -227,7 +227,7 @@ pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Val
                     ),
                 ));
             }
-            bind1(interp, Prim::Unary(UnaryPrim::Not), std::slice::from_ref(a), a.aval.clone())?
+            apply1(interp, Prim::Unary(UnaryPrim::Not), std::slice::from_ref(a))?
         }
         UnaryOp::Not => return Ok(Value::Bool(!array_bool(interp, a, "not", None)?)),
     }))

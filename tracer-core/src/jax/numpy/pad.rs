@@ -332,7 +332,7 @@ fn pad_reflect(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], re
                     (n - (current + offset), stop)
                 };
                 let x = slice_in_dim(interp, &array, i, start, stop)?;
-                let mut x = bind1(interp, Prim::Rev { dimensions: vec![i] }, &[x.clone()], x.aval.clone())?;
+                let mut x = apply1(interp, Prim::Rev { dimensions: vec![i] }, &[x.clone()])?;
                 if odd {
                     let two = Array::python_int(2, x.aval.dtype);
                     let doubled = binary_prim(interp, BinaryPrim::Mul, &two, &edge)?;
@@ -434,7 +434,7 @@ fn repeat_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, k: usize) -> P
     let broadcast = bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&wide))?;
     let mut shape = x.aval.shape.to_vec();
     shape[axis] *= k;
-    bind1(interp, Prim::Reshape { new_sizes: shape.clone() }, &[broadcast], x.aval.with_shape(&shape))
+    apply1(interp, Prim::Reshape { new_sizes: shape.clone() }, &[broadcast])
 }
 
 /// `_ensure_index_tuple`: an int or a sequence of ints; `None` for anything else.

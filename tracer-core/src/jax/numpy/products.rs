@@ -51,8 +51,7 @@ pub(super) fn squeeze(interp: &mut Interp, x: &Rc<Array>, dims: &[usize]) -> PyR
     if dims.is_empty() {
         return Ok(x.clone());
     }
-    let shape: Vec<usize> = (0..x.aval.ndim()).filter(|i| !dims.contains(i)).map(|i| x.aval.shape[i]).collect();
-    bind1(interp, Prim::Squeeze { dimensions: dims.to_vec() }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Squeeze { dimensions: dims.to_vec() }, std::slice::from_ref(x))
 }
 
 /// `lax.transpose(x, perm)`; nothing is bound for the identity, as in JAX's jaxprs.
@@ -694,8 +693,7 @@ fn filter_singleton_dims(interp: &mut Interp, x: Labelled, other: &Labelled) -> 
 fn sum_axes(interp: &mut Interp, x: &Rc<Array>, axes: &[usize], dtype: DType) -> PyResult<Rc<Array>> {
     let x = if x.aval.dtype == dtype { x.clone() } else { convert(interp, x, dtype, false)? };
     let op = if dtype.is_bool() { ReduceOp::Or } else { ReduceOp::Sum };
-    let shape: Vec<usize> = (0..x.aval.ndim()).filter(|i| !axes.contains(i)).map(|i| x.aval.shape[i]).collect();
-    bind1(interp, Prim::Reduce { op, axes: axes.to_vec() }, std::slice::from_ref(&x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Reduce { op, axes: axes.to_vec() }, std::slice::from_ref(&x))
 }
 
 /// `sum_uniques`: labels only this operand has and the result lacks, summed in one reduction.
@@ -720,7 +718,7 @@ fn sum_repeats(interp: &mut Interp, mut x: Labelled, counts: &[(char, usize)], k
         let shape = x.array.aval.shape.to_vec();
         let eye = delta(interp, &shape, &axes)?;
         let zeros = full(interp, &shape, 0.0, x.array.aval.dtype)?;
-        let selected = bind1(interp, Prim::Select, &[eye, zeros, x.array.clone()], x.array.aval.clone())?;
+        let selected = apply1(interp, Prim::Select, &[eye, zeros, x.array.clone()])?;
         let (summed, names): (Vec<usize>, Vec<char>) = if keep.contains(&name) {
             let last = axes[axes.len() - 1];
             let summed = axes[..axes.len() - 1].to_vec();

@@ -319,7 +319,7 @@ fn quantile(
             let half = one(0.5, &high_weight);
             let pred = compare_arrays(interp, CmpPrim::Le, &high_weight, &half)?;
             // `lax.select(pred, low, high)`: `select_n(pred, high, low)`.
-            bind1(interp, Prim::Select, &[pred, high_value.clone(), low_value], high_value.aval.clone())?
+            apply1(interp, Prim::Select, &[pred, high_value.clone(), low_value])?
         }
         Method::Midpoint => {
             let sum = binary_prim(interp, BinaryPrim::Add, &low_value, &high_value)?;
@@ -397,7 +397,7 @@ fn inverted_cdf(
     let nan_data = compare_arrays(interp, CmpPrim::Ne, &sorted, &sorted)?;
     let dropped = binary_prim(interp, BinaryPrim::Or, &bad_weights, &nan_data)?;
     // `lax.select(dropped, zeros, weights)`.
-    let clean_weights = bind1(interp, Prim::Select, &[dropped, weights.clone(), zeros], weights.aval.clone())?;
+    let clean_weights = apply1(interp, Prim::Select, &[dropped, weights.clone(), zeros])?;
     let cumulative = Prim::Cumulative { op: ReduceOp::Sum, axis, reverse: false };
     let cum_weights = bind1(interp, cumulative, std::slice::from_ref(&clean_weights), clean_weights.aval.clone())?;
     // `index_in_dim(cum_weights, -1, axis, keepdims)`: the row totals.

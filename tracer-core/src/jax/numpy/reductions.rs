@@ -103,14 +103,14 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             // NaN where every element is NaN.
             let nan = compare_arrays(interp, CmpPrim::Ne, &input, &input)?;
             let fill = full(interp, &input.aval.shape, reduce_identity(op, input.aval.dtype), input.aval.dtype)?;
-            let cleaned = bind1(interp, Prim::Select, &[nan.clone(), input.clone(), fill], input.aval.clone())?;
+            let cleaned = apply1(interp, Prim::Select, &[nan.clone(), input.clone(), fill])?;
             let out = reduce_masked(interp, &cleaned, op, axes.clone(), keepdims, dt, initial.as_ref(), where_.as_ref())?;
             if matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
                 return Ok(Value::Array(out));
             }
             let all_nan = reduce(interp, &nan, ReduceOp::And, axes, keepdims, None)?;
             let nans = full(interp, &out.aval.shape, f64::NAN, out.aval.dtype)?;
-            bind1(interp, Prim::Select, &[all_nan, out.clone(), nans], out.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Select, &[all_nan, out.clone(), nans]).map(Value::Array)
         }
         F::Mean | F::Nanmean => {
             let a = arr!(interp, cx, 0, "a");
@@ -255,7 +255,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let a = convert(interp, &a, out_dt, a.aval.weak)?;
             let op = if f == F::Cumsum { ReduceOp::Sum } else { ReduceOp::Prod };
-            bind1(interp, Prim::Cumulative { op, axis, reverse: false }, &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Cumulative { op, axis, reverse: false }, &[a.clone()]).map(Value::Array)
         }
         // lax.cumsum(operand, axis=0, reverse=False) and friends: no promotion, one axis.
         F::LaxCumsum | F::LaxCumprod | F::LaxCummax | F::LaxCummin => {
@@ -269,7 +269,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 F::LaxCummax => ReduceOp::Max,
                 _ => ReduceOp::Min,
             };
-            bind1(interp, Prim::Cumulative { op, axis, reverse }, &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Cumulative { op, axis, reverse }, &[a.clone()]).map(Value::Array)
         }
         // `amax(a, axis, keepdims) - amin(a, axis, keepdims)`.
         F::Ptp => {
@@ -375,7 +375,7 @@ pub(super) fn reduce_masked(
         let mask = broadcast_to_shape(interp, w, &shape)?;
         let operand = broadcast_to_shape(interp, &input, &shape)?;
         let fill = full(interp, &shape, reduce_identity(op, out_dtype), out_dtype)?;
-        input = bind1(interp, Prim::Select, &[mask, fill, operand.clone()], operand.aval.clone())?;
+        input = apply1(interp, Prim::Select, &[mask, fill, operand.clone()])?;
     }
     let out_shape: Vec<usize> = input.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
     let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
@@ -522,7 +522,7 @@ pub(super) fn var(
     let positive = compare_arrays(interp, CmpPrim::Gt, &normalizer, &Array::scalar(0.0, compute, true))?;
     let positive = broadcast_to_shape(interp, &positive, &v.aval.shape)?;
     let nan = full(interp, &v.aval.shape, f64::NAN, result)?;
-    bind1(interp, Prim::Select, &[positive, nan, v.clone()], v.aval.clone())
+    apply1(interp, Prim::Select, &[positive, nan, v.clone()])
 }
 
 pub(super) fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {

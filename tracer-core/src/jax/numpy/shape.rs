@@ -71,8 +71,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     ));
                 }
             }
-            let shape: Vec<usize> = a.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-            bind1(interp, Prim::Squeeze { dimensions: axes }, &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, Prim::Squeeze { dimensions: axes }, &[a.clone()]).map(Value::Array)
         }
         F::BroadcastTo => {
             let a = arr!(interp, cx, 0, "array");
@@ -238,7 +237,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         F::Flip => {
             let a = arr!(interp, cx, 0, "m");
             let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?.unwrap_or_else(|| (0..a.aval.ndim()).collect());
-            bind1(interp, Prim::Rev { dimensions: axes }, &[a.clone()], a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Rev { dimensions: axes }, &[a.clone()]).map(Value::Array)
         }
         F::Fliplr | F::Flipud => {
             let a = Value::Array(arr!(interp, cx, 0, "m"));
@@ -597,6 +596,5 @@ pub(super) fn transpose(interp: &mut Interp, a: &Rc<Array>, perm: Option<Vec<usi
             ),
         ));
     }
-    let shape: Vec<usize> = perm.iter().map(|&p| a.aval.shape[p]).collect();
-    bind1(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(a), a.aval.with_shape(&shape))
+    apply1(interp, Prim::Transpose { permutation: perm }, std::slice::from_ref(a))
 }

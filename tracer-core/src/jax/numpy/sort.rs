@@ -34,9 +34,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             }
             let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.map(|v| v[0]).unwrap_or(0);
             let sort = Prim::Sort { dimension: ax, num_keys: 1 };
-            let rev = |interp: &mut Interp, x: &Rc<Array>| {
-                bind1(interp, Prim::Rev { dimensions: vec![ax] }, std::slice::from_ref(x), x.aval.clone())
-            };
+            let rev = |interp: &mut Interp, x: &Rc<Array>| apply1(interp, Prim::Rev { dimensions: vec![ax] }, std::slice::from_ref(x));
             if f == F::Sort {
                 // The sorted values do not depend on stability; `descending` reverses them.
                 let sorted = bind1(interp, sort, &[a.clone()], a.aval.clone())?;

@@ -15,7 +15,7 @@ use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::eval_control::Loop;
 use crate::jax::ir::Prim;
-use crate::jax::{bind1, TraceKind};
+use crate::jax::{apply1, bind1, TraceKind};
 use std::rc::Rc;
 
 /// `lax.map(f, xs)`: JAX binds it as a `scan` with no carry whose body is `f` on one slice of
@@ -82,7 +82,7 @@ fn batched_map(interp: &mut Interp, f: &Value, xs: &Value, batch_size: &Value) -
         bind1(interp, prim, std::slice::from_ref(leaf), leaf.aval.with_shape(&shape))
     };
     let reshape = |interp: &mut Interp, leaf: &Rc<Array>, shape: Vec<usize>| -> PyResult<Rc<Array>> {
-        bind1(interp, Prim::Reshape { new_sizes: shape.clone() }, std::slice::from_ref(leaf), leaf.aval.with_shape(&shape))
+        apply1(interp, Prim::Reshape { new_sizes: shape.clone() }, std::slice::from_ref(leaf))
     };
     let mut scan_leaves = Vec::new();
     let mut remainder_leaves = Vec::new();

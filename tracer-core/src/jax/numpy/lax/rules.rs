@@ -62,7 +62,7 @@ pub(super) fn round_away_from_zero(interp: &mut Interp, x: &Rc<Array>) -> PyResu
     let fix = lax_binary_prim(interp, BinaryPrim::And, &is_half, &toward_zero)?;
     let sign = bind1(interp, Prim::Unary(UnaryPrim::Sign), std::slice::from_ref(x), x.aval.clone())?;
     let moved = lax_binary_prim(interp, BinaryPrim::Add, &r, &sign)?;
-    bind1(interp, Prim::Select, &[fix, r, moved.clone()], moved.aval.clone())
+    apply1(interp, Prim::Select, &[fix, r, moved.clone()])
 }
 
 /// The broadcast shape of two operands of a lax binary primitive: equal ranks (a scalar
@@ -411,7 +411,7 @@ pub(super) fn lax_reduce(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, axes: &[i
         // Bitwise reductions of integers: the Reduce kernel's `and`/`or` are logical.
         return not_computed(interp, f, std::slice::from_ref(x), x.aval.with_shape(&out));
     }
-    bind1(interp, Prim::Reduce { op, axes }, std::slice::from_ref(x), x.aval.with_shape(&out)).map(Value::Array)
+    apply1(interp, Prim::Reduce { op, axes }, std::slice::from_ref(x)).map(Value::Array)
 }
 
 /// `lax.sort` of one operand or of a sequence, and `lax.sort_key_val`: the operands in the

@@ -106,7 +106,7 @@ pub(super) fn triangle(interp: &mut Interp, x: &Rc<Array>, lower: bool, k: i64) 
     });
     let mask = Array::ready(x.aval.with_dtype(DType::Bool).weak(false), mask);
     let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
-    bind1(interp, Prim::Select, &[mask, zeros, x.clone()], x.aval.clone())
+    apply1(interp, Prim::Select, &[mask, zeros, x.clone()])
 }
 
 /// `x[..., :rows, :cols]`.
@@ -257,7 +257,7 @@ pub(crate) fn lu_solve_core(
 /// its derivatives are JAX's rules for it (the tangent `solve(db - da · x)`, the transpose
 /// the solve with `aᵀ`), which reach `a` through the product as JAX's `matvec` does.
 pub(crate) fn solve_system(interp: &mut Interp, a: &Rc<Array>, b: &Rc<Array>) -> PyResult<Rc<Array>> {
-    let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+    let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
     let (lu, _, permutation) = lu_outputs(interp, &frozen)?;
     solve_with_factors(interp, a, &lu, &permutation, b, false)
 }
@@ -297,8 +297,7 @@ pub(super) fn entry(interp: &mut Interp, a: &Rc<Array>, i: usize, j: usize) -> P
     let mut shape = limit.clone();
     (shape[nd - 2], shape[nd - 1]) = (1, 1);
     let one = bind1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a), a.aval.with_shape(&shape))?;
-    let batch = &a.aval.shape[..nd - 2];
-    bind1(interp, Prim::Squeeze { dimensions: vec![nd - 2, nd - 1] }, &[one], a.aval.with_shape(batch))
+    apply1(interp, Prim::Squeeze { dimensions: vec![nd - 2, nd - 1] }, &[one])
 }
 
 /// The product of `a`'s entries at `(row, col)` pairs, left to right.
@@ -421,7 +420,7 @@ pub(crate) fn slogdet(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>
     if n <= 2 {
         return slogdet_values(interp, a, n);
     }
-    let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+    let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
     let (sign, log) = slogdet_values(interp, &frozen, n)?;
     let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign], batch.clone())?;
     let log = bind1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log], batch)?;
@@ -449,7 +448,7 @@ pub(crate) fn det(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
             bind1(interp, Prim::Linalg(op), &[a.clone(), value], batch)
         }
         _ => {
-            let frozen = bind1(interp, Prim::StopGradient, std::slice::from_ref(a), a.aval.clone())?;
+            let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
             let (sign, log) = slogdet_values(interp, &frozen, n)?;
             let magnitude = unary_prim(interp, UnaryPrim::Exp, &log)?;
             let value = binary_prim(interp, BinaryPrim::Mul, &sign, &magnitude)?;
