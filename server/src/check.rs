@@ -43,18 +43,39 @@ pub(crate) fn relative(p: &Path) -> String {
     abs.strip_prefix(&cwd).map(|r| r.to_path_buf()).unwrap_or(abs).to_string_lossy().to_string()
 }
 
+/// What a command shows of an analysis: `check` only its findings, so it makes no
+/// reproducer (an engine run per error) and prints no traced body; `trace` and `repro` do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    Findings,
+    Everything,
+}
+
 /// Analyses one file, in values mode when `values` (`check --values`), making reproducers as
 /// `repro` asks; a panic inside the engine becomes an internal-error finding.
-fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproOptions) -> Result<FileAnalysis, String> {
+fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproOptions, shown: Shown) -> Result<FileAnalysis, String> {
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
-    analyze_source(path, &text, project, values, repro)
+    analyze_source(path, &text, project, values, repro, shown)
 }
 
 /// `analyze_path_with` on a source already read (`check --stdin-filename`).
-fn analyze_source(path: &Path, text: &str, project: &Config, values: bool, repro: &ReproOptions) -> Result<FileAnalysis, String> {
+fn analyze_source(
+    path: &Path,
+    text: &str,
+    project: &Config,
+    values: bool,
+    repro: &ReproOptions,
+    shown: Shown,
+) -> Result<FileAnalysis, String> {
     let loader = FsLoader::default();
     let mut config = config_for(path, project);
     config.values = values;
+    if shown == Shown::Findings {
+        config.skip_jaxpr_text = true;
+        config.reproducers.skip = true;
+        // What the program prints is shown only to debug tracelens.
+        config.stdout_unread = std::env::var_os("TRACELENS_DEBUG").is_none();
+    }
     if let Some(n) = repro.fake_array_threshold {
         config.reproducers.fake_array_threshold = n;
     }
@@ -131,11 +152,16 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
             }
             let Ok(text) = String::from_utf8(bytes) else { return usage_error("standard input is not UTF-8 text") };
             stdin_text = text;
-            let analysis = pool().install(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default()));
+            let analysis =
+                pool().install(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default(), Shown::Findings));
             vec![(path.clone(), analysis)]
         }
-        None => pool()
-            .install(|| files.par_iter().map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default()))).collect()),
+        None => pool().install(|| {
+            files
+                .par_iter()
+                .map(|f| (f.clone(), analyze_path_with(f, &project, values, &ReproOptions::default(), Shown::Findings)))
+                .collect()
+        }),
     };
     // A module that several analysed files import is analysed from each of them: its
     // findings are reported once, from its own analysis when it has one, else from the
@@ -235,7 +261,7 @@ fn analyze_one(file: &Path, repro: &ReproOptions) -> Result<FileAnalysis, ExitCo
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    pool().install(|| analyze_path_with(file, &project, false, repro)).map_err(|e| {
+    pool().install(|| analyze_path_with(file, &project, false, repro, Shown::Everything)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })

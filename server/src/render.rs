@@ -121,8 +121,9 @@ fn findings_frames_with(findings: &[Finding], color: bool, stdin: Option<(&str, 
 }
 
 /// GitHub Actions workflow commands, one a finding: `::error file=F,line=L,col=C,endLine=..,
-/// endColumn=..,title=TL104::message` (`::warning` for warnings, `::notice` for infos), escaped
-/// as the Actions toolkit escapes them, so that each shows at its line in a pull request.
+/// endColumn=..,title=TL104 shape-mismatch::message` (`::warning` for warnings, `::notice` for
+/// infos), escaped as GitHub documents and its toolkit does (`%`, CR and LF everywhere, `:`
+/// and `,` in properties too), so that each shows at its line in a pull request.
 pub fn findings_github(findings: &[Finding]) -> String {
     let data = |s: &str| s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
     let property = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
@@ -142,7 +143,7 @@ pub fn findings_github(findings: &[Finding]) -> String {
             l.column,
             l.end_line,
             l.end_column,
-            property(f.code),
+            property(&format!("{} {}", f.code, f.name)),
             data(&f.message)
         );
     }

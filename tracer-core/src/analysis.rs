@@ -29,6 +29,9 @@ pub struct AnalysisConfig {
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
+    /// Nothing reads `FileAnalysis::stdout` (`check`): a `print` of arrays needs their avals,
+    /// not their values, and does not compute them.
+    pub stdout_unread: bool,
     /// Run the module only, not its tests (as Python runs a script: the
     /// oracle of source reproducers).
     pub skip_tests: bool,
@@ -263,6 +266,7 @@ fn analyze_remembering(
     if config.values {
         interp.values = Some(Default::default());
     }
+    interp.stdout_unread = config.stdout_unread;
     // Parsing costs about a microsecond a token whatever comes after: a file past the token
     // budget (a million-element literal) is not parsed at all, and says so.
     let marks = punctuation_marks(text);

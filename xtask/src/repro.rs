@@ -1,5 +1,6 @@
 //! Reproducers checked against real JAX: for every error fixture, `tracelens repro` writes a
-//! standalone program, real JAX runs it, and it must raise the fixture's exception class.
+//! standalone program, real JAX runs it, and it must raise the fixture's exception class; its
+//! message is compared with the one the fixture itself raises under JAX (counted and listed).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +14,12 @@ pub struct ReproSummary {
     pub fixtures: usize,
     pub emitted: usize,
     pub same_class: usize,
+    /// Of those, the ones whose message's first line is the fixture's own under JAX, and
+    /// the ones compared (the fixture raised under JAX).
+    pub same_message: usize,
+    pub compared_messages: usize,
+    /// (fixture, the fixture's message, the reproducer's)
+    pub other_message: Vec<(String, String, String)>,
     /// (fixture, expected class, what happened)
     pub wrong: Vec<(String, String, String)>,
     /// (fixture, why `tracelens repro` wrote nothing)
@@ -50,18 +57,41 @@ fn expected_error(text: &str) -> Option<(usize, String, String)> {
 }
 
 /// Runs a reproducer as `python FILE` would, and prints the class of the exception it raised
-/// on a line of its own (a traceback's last line can be a chained message's).
+/// and the first line of its message, each on a line of its own (a traceback's last line can
+/// be a chained message's).
 const RAISED_CLASS: &str = r##"
 import runpy, sys
 try:
     runpy.run_path(sys.argv[1], run_name="__main__")
 except BaseException as e:
+    print("tracelens-raised-message: " + (str(e).splitlines() or [""])[0])
     print("tracelens-raised: " + type(e).__name__)
 "##;
 
 /// The class `RAISED_CLASS` printed, if the program raised.
 fn raised_class(stdout: &str) -> Option<String> {
     stdout.lines().rev().find_map(|l| l.strip_prefix("tracelens-raised: ").map(|c| c.trim().to_string()))
+}
+
+/// The first line of the message `RAISED_CLASS` printed, if the program raised, with what
+/// must differ between a fixture and its reproducer written alike: a file and line
+/// (`/x/train.py:15`, as `FILE:LINE`) and an object's address (`0x7f...`, as `0x?`).
+fn raised_message(stdout: &str) -> Option<String> {
+    let line = stdout.lines().rev().find_map(|l| l.strip_prefix("tracelens-raised-message: "))?;
+    let words: Vec<String> = line
+        .trim_end()
+        .split(' ')
+        .map(|w| {
+            if w.contains(".py:") {
+                "FILE:LINE".to_string()
+            } else if let Some(hex) = w.strip_prefix("0x") {
+                format!("0x?{}", hex.trim_start_matches(|c: char| c.is_ascii_hexdigit()))
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    Some(words.join(" "))
 }
 
 /// The first line where `tracelens check` reports an error with `code` in `path`.
@@ -169,13 +199,14 @@ fn cases(errors_dir: &Path, out_dir: &Path) -> Vec<Case> {
 }
 
 /// Runs `program` under `python` in `cwd` (standalone reproducers: the output folder, where
-/// no module of the fixture is) and compares the class it raises with `class`.
-fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> Result<(), String> {
+/// no module of the fixture is) and compares the class it raises with `class`; the first line
+/// of its message when it is that class.
+fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> Result<String, String> {
     let mut run = Command::new(python);
     run.arg("-c").arg(RAISED_CLASS).arg(program).current_dir(cwd).env("JAX_PLATFORMS", "cpu");
     match run_with_limit(run, Duration::from_secs(120)) {
         Ok(f) => match raised_class(&f.stdout) {
-            Some(c) if c == class => Ok(()),
+            Some(c) if c == class => Ok(raised_message(&f.stdout).unwrap_or_default()),
             Some(c) => Err(format!("raised {c}")),
             None => Err("raised nothing".to_string()),
         },
@@ -186,9 +217,10 @@ fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> R
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = cases(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
-    // (fixture, class, outcome under JAX when written, reduction, why nothing was written,
-    // cut from the source)
-    type Row = (String, String, Option<Result<(), String>>, f64, String, bool);
+    // (fixture, class, outcome under JAX when written (the reproducer's message, and the
+    // fixture's when it raised the class), reduction, why nothing was written, cut from the
+    // source)
+    type Row = (String, String, Option<Result<(String, Option<String>), String>>, f64, String, bool);
     let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
@@ -235,11 +267,19 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
                     None
                 } else {
                     let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
-                    let fixture = case.cwd.as_ref().map(|dir| raises_under_jax(python, &dir.join("main.py"), dir, class));
+                    let fixture = match &case.cwd {
+                        Some(dir) => raises_under_jax(python, &dir.join("main.py"), dir, class).map_err(|why| (true, why)),
+                        None => {
+                            let dir = path.parent().unwrap_or(Path::new("."));
+                            raises_under_jax(python, path, dir, class).map_err(|why| (false, why))
+                        }
+                    };
                     Some(match (link, fixture) {
                         (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
-                        (_, Some(Err(why))) => Err(format!("the fixture itself, under JAX: {why}")),
-                        _ => raises_under_jax(python, &out, out_dir, class),
+                        // A project must raise under JAX; a file that does not is the suite's
+                        // own verdict (FIXTURE WRONG), and its message is not compared.
+                        (_, Err((true, why))) => Err(format!("the fixture itself, under JAX: {why}")),
+                        (_, fixture) => raises_under_jax(python, &out, out_dir, class).map(|m| (m, fixture.ok())),
                     })
                 };
                 let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
@@ -266,7 +306,20 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
     ReproSummary {
         fixtures: results.len(),
         emitted: results.iter().filter(|r| r.2.is_some()).count(),
-        same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(())))).count(),
+        same_class: results.iter().filter(|r| matches!(r.2, Some(Ok(_)))).count(),
+        same_message: results.iter().filter(|r| matches!(&r.2, Some(Ok((m, Some(f)))) if m == f)).count(),
+        compared_messages: results.iter().filter(|r| matches!(&r.2, Some(Ok((_, Some(_)))))).count(),
+        other_message: {
+            let mut other: Vec<(String, String, String)> = results
+                .iter()
+                .filter_map(|r| match &r.2 {
+                    Some(Ok((m, Some(f)))) if m != f => Some((r.0.clone(), f.clone(), m.clone())),
+                    _ => None,
+                })
+                .collect();
+            other.sort();
+            other
+        },
         wrong,
         missing,
         median_reduction: median(reductions(None)),
@@ -284,6 +337,9 @@ impl ReproSummary {
         for (name, why) in &self.missing {
             out.push_str(&format!("  NONE   {name}: {why}\n"));
         }
+        for (name, fixture, reproducer) in &self.other_message {
+            out.push_str(&format!("  MESSAGE {name}: the fixture raises {fixture:?}, the reproducer {reproducer:?}\n"));
+        }
         let pct = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
         out.push_str(&format!(
             "  emitted for {} of {} error fixtures ({:.0}%); {} of them raise the same exception class under JAX ({:.0}%); median size reduction {:.0}%\n",
@@ -293,6 +349,10 @@ impl ReproSummary {
             self.same_class,
             pct(self.same_class, self.emitted),
             self.median_reduction * 100.0
+        ));
+        out.push_str(&format!(
+            "  {} of the {} whose fixture raises under JAX raise its message too (its first line, the same but for files, lines and addresses)\n",
+            self.same_message, self.compared_messages
         ));
         out.push_str(&format!(
             "  median size reduction of the {} staged out of a trace {:.0}%, of the {} cut from the source {:.0}%\n",

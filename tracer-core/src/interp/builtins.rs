@@ -329,6 +329,12 @@ impl<'l> Interp<'l> {
                 };
                 let mut parts = Vec::new();
                 for a in args {
+                    // Nobody reads what an analysis prints (`check`): arrays are not computed
+                    // to be printed. Only values whose printing cannot raise or call user code.
+                    if self.stdout_unread && self.values.is_none() && printable_without_effects(a, 0) {
+                        parts.push(String::new());
+                        continue;
+                    }
                     match self.to_str(a) {
                         Ok(s) => parts.push(s),
                         Err(super::Flow::Stop(_, site)) => {
@@ -1436,6 +1442,24 @@ pub(crate) fn unknown_order(v: &Value) -> bool {
         Value::Opaque(_) | Value::UnknownNumber(_) => true,
         Value::Tuple(t) => t.iter().any(unknown_order),
         Value::List(l) => l.borrow().iter().any(unknown_order),
+        _ => false,
+    }
+}
+
+/// Printing `v` raises nothing and runs no user code: Python scalars, strings, arrays of at
+/// most 64 dimensions (NumPy's limit), and tuples, lists and dicts of those.
+fn printable_without_effects(v: &Value, depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    match v {
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
+        Value::Array(a) => a.aval.ndim() <= 64,
+        Value::Tuple(t) => t.iter().all(|x| printable_without_effects(x, depth + 1)),
+        Value::List(l) => l.borrow().iter().all(|x| printable_without_effects(x, depth + 1)),
+        Value::Dict(d) => {
+            d.borrow().entries.values().all(|(k, x)| printable_without_effects(k, depth + 1) && printable_without_effects(x, depth + 1))
+        }
         _ => false,
     }
 }

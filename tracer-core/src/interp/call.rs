@@ -18,12 +18,15 @@ pub type Kwargs = Vec<(Rc<str>, Value)>;
 impl<'l> Interp<'l> {
     pub(super) fn eval_call(&mut self, ctx: &Ctx, expr: &Expr, func: &Expr, args: &[Expr], keywords: &[ast::Keyword]) -> PyResult<Value> {
         let callee = self.eval(ctx, func)?;
+        let unread = self.print_unread(&callee);
         let mut argv = Vec::with_capacity(args.len());
         for a in args {
             if let ExprKind::Starred(inner) = &a.kind {
                 let v = self.eval(ctx, inner)?;
                 self.set_span(a.span);
                 argv.extend(self.iterate(&v)?);
+            } else if unread {
+                argv.push(self.print_arg(ctx, a)?);
             } else {
                 argv.push(self.eval(ctx, a)?);
             }
@@ -44,9 +47,22 @@ impl<'l> Interp<'l> {
                 }
             }
         }
+        self.finish_call(ctx, expr, func, &callee, argv, kwargs)
+    }
+
+    /// The call `expr` of `callee` (the value of `func`) with its arguments evaluated.
+    pub(super) fn finish_call(
+        &mut self,
+        ctx: &Ctx,
+        expr: &Expr,
+        func: &Expr,
+        callee: &Value,
+        argv: Vec<Value>,
+        kwargs: Kwargs,
+    ) -> PyResult<Value> {
         self.set_span(expr.span);
         self.jax.call_spans.push((ctx.file, expr.span, func.span));
-        let result = self.call(&callee, argv, kwargs);
+        let result = self.call(callee, argv, kwargs);
         self.jax.call_spans.pop();
         self.set_span(expr.span);
         result

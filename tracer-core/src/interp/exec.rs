@@ -678,17 +678,28 @@ impl<'l> Interp<'l> {
     }
 
     fn eval_fstring(&mut self, ctx: &Ctx, parts: &[ast::FStringPart]) -> PyResult<String> {
+        self.fstring_with(ctx, parts, &mut |interp, ctx, e| interp.eval(ctx, e).map(Some))
+    }
+
+    /// An f-string whose values `value_of` evaluates; a value it gives as `None` is left out.
+    pub(super) fn fstring_with(
+        &mut self,
+        ctx: &Ctx,
+        parts: &[ast::FStringPart],
+        value_of: &mut dyn FnMut(&mut Self, &Ctx, &Expr) -> PyResult<Option<Value>>,
+    ) -> PyResult<String> {
         let mut out = String::new();
         for part in parts {
             match part {
                 ast::FStringPart::Literal(s) => out.push_str(s),
                 ast::FStringPart::Formatted { value, conversion, format_spec, debug_text } => {
-                    let v = self.eval(ctx, value)?;
+                    let v = value_of(self, ctx, value)?;
                     self.set_span(value.span);
                     if let Some(d) = debug_text {
                         out.push_str(d);
                     }
                     let spec = self.eval_fstring(ctx, format_spec)?;
+                    let Some(v) = v else { continue };
                     let conv = conversion.or(if debug_text.is_some() && spec.is_empty() { Some('r') } else { None });
                     let s = match conv {
                         Some('r') => self.repr(&v)?,

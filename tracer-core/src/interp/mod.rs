@@ -11,6 +11,7 @@ pub mod fork;
 pub mod memory;
 pub mod modules;
 pub mod ops;
+mod print_args;
 pub mod pyrandom;
 pub mod shims;
 pub mod stdlib;
@@ -208,6 +209,8 @@ pub struct Interp<'l> {
     /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
     /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
     pub values: Option<crate::jax::numerics::ValuesState>,
+    /// Nothing reads `stdout` (`check`): `print` does not compute the arrays it is given.
+    pub stdout_unread: bool,
     /// The open document's remembered jit traces (the editor's analyses only).
     pub memo: Option<crate::jax::memo::TraceMemo>,
     /// The jit trace being recorded for `memo`.
@@ -352,6 +355,7 @@ impl<'l> Interp<'l> {
             called: Default::default(),
             repr_depth: 0,
             values: None,
+            stdout_unread: false,
             memo: None,
             memo_recording: None,
             py_random: None,

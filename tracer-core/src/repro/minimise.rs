@@ -1,6 +1,6 @@
 //! Delta debugging of a reproducer (Zeller's ddmin) with tracelens' own engine as the
-//! oracle: a candidate is kept when tracing it still raises the same diagnostic code and
-//! exception class at its failing line. Reduces, in order: statements (a dropped statement
+//! oracle: a candidate is kept when tracing it still raises the same diagnostic code,
+//! exception class and message (its first line, with the user's shapes) at its failing line. Reduces, in order: statements (a dropped statement
 //! whose result is still used becomes a parameter of the same aval), call arguments
 //! (keyword arguments, trailing positional arguments, elements of tuples, lists and dicts),
 //! then array shapes (each distinct axis size, everywhere at once, to 1 or to a smaller size
@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::oracle::Kept;
 use super::{Expr, Input, Op, Oracle, OracleLimits, Program};
 use crate::jax::aval::Aval;
 
@@ -91,10 +92,11 @@ impl Budget {
     }
 }
 
-/// The oracle with the runs it was asked for counted.
+/// The oracle with the runs it was asked for counted, and the error it must keep raising.
 struct Counted<'o> {
     budget: Budget,
     oracle: &'o dyn Oracle,
+    kept: Kept,
 }
 
 impl Counted<'_> {
@@ -102,10 +104,12 @@ impl Counted<'_> {
         self.budget.exhausted()
     }
 
-    /// Does tracing `p` raise `p.code` with `p.class` at its failing line?
+    /// Does tracing `p` raise `p.code` with `p.class` at its failing line, with the message
+    /// the unreduced program raises (a smaller axis must not turn "got (8,) and (4,)" into
+    /// "got (2,) and (1,)")?
     fn reproduces(&mut self, p: &Program) -> bool {
         match self.budget.take(&LIMITS) {
-            Some(limits) => reproduces_with(p, self.oracle, &limits),
+            Some(limits) => self.kept.holds(raised(p, self.oracle, &limits).iter()),
             None => false,
         }
     }
@@ -119,13 +123,18 @@ pub fn reproduces(p: &Program, oracle: &dyn Oracle) -> bool {
 const LIMITS: OracleLimits = OracleLimits { max_time: Duration::from_millis(300), max_steps: Some(200_000), module_only: false };
 
 fn reproduces_with(p: &Program, oracle: &dyn Oracle, limits: &OracleLimits) -> bool {
+    !raised(p, oracle, limits).is_empty()
+}
+
+/// The errors tracing `p` raises at its failing line with its code and class.
+fn raised(p: &Program, oracle: &dyn Oracle, limits: &OracleLimits) -> Vec<super::RaisedError> {
     let rendered = p.render(&super::Reduction::None, "");
     let failing = rendered.failing_line as u32 + 1;
-    oracle.errors(&rendered.text, limits).iter().any(|e| e.is(failing, &p.code, &p.class))
+    oracle.errors(&rendered.text, limits).into_iter().filter(|e| e.is(failing, &p.code, &p.class)).collect()
 }
 
 pub fn minimise(program: &Program, config: &MinimiseConfig, oracle: &dyn Oracle) -> Minimised {
-    let mut oracle = Counted { budget: Budget::new(config), oracle };
+    let mut oracle = Counted { budget: Budget::new(config), oracle, kept: Kept::default() };
     if (program.body.is_empty() && !program.error_at_call) || !oracle.reproduces(program) {
         return Minimised { program: program.clone(), runs: oracle.budget.runs, verified: false, cut_short: false };
     }

@@ -37,4 +37,35 @@ impl RaisedError {
     pub fn is(&self, line: u32, code: &str, class: &str) -> bool {
         self.line == line && self.code == code && self.message.split(':').next().is_some_and(|c| c == class)
     }
+
+    /// The message's first line: the exception class and JAX's own words, with the shapes,
+    /// dtypes and sizes the user saw (`TypeError: ... got (8,) and (4,)`). A reduction of a
+    /// reproducer keeps it; the lines after it name the reproducer's file and lines.
+    pub fn headline(&self) -> &str {
+        self.message.lines().next().unwrap_or("")
+    }
+}
+
+/// Which error a reduction must keep raising: the first check of the unreduced program
+/// records its headline, and every candidate after it must raise that same headline.
+#[derive(Default)]
+pub struct Kept {
+    headline: Option<String>,
+}
+
+impl Kept {
+    /// Among `errors` (those at the failing line with the code and class), is there the kept
+    /// one? The first call keeps the first of them.
+    pub fn holds<'e>(&mut self, mut errors: impl Iterator<Item = &'e RaisedError>) -> bool {
+        match &self.headline {
+            Some(h) => errors.any(|e| e.headline() == h),
+            None => match errors.next() {
+                Some(e) => {
+                    self.headline = Some(e.headline().to_string());
+                    true
+                }
+                None => false,
+            },
+        }
+    }
 }

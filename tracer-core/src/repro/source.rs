@@ -406,18 +406,25 @@ pub fn reproduces(p: &SourceProgram, oracle: &dyn Oracle) -> bool {
 }
 
 fn reproduces_within(p: &SourceProgram, oracle: &dyn Oracle, limits: &OracleLimits) -> bool {
+    !raised(p, oracle, limits).is_empty()
+}
+
+/// The errors tracing `p` raises at its error line with its code and class.
+fn raised(p: &SourceProgram, oracle: &dyn Oracle, limits: &OracleLimits) -> Vec<RaisedError> {
     let rendered = p.render(&[]);
-    if rendered.failing_line.is_none() {
-        return false;
-    }
-    raises(p, &rendered, &oracle.errors(&rendered.text, limits))
+    let Some(failing) = rendered.failing_line else { return Vec::new() };
+    oracle.errors(&rendered.text, limits).into_iter().filter(|e| e.is(failing as u32 + 1, &p.code, &p.class)).collect()
 }
 
 /// Delta debugging over statements, block by block, until nothing more goes or the
 /// budget is spent: (program, runs, verified, cut short).
 pub fn minimise(p: &SourceProgram, config: &MinimiseConfig, oracle: &dyn Oracle) -> (SourceProgram, usize, bool, bool) {
     let mut budget = Budget::new(config);
-    let run = |budget: &mut Budget, c: &SourceProgram| budget.take(&LIMITS).is_some_and(|limits| reproduces_within(c, oracle, &limits));
+    // Every step keeps the error the unreduced cut raises, message and all (its sizes).
+    let kept = std::cell::RefCell::new(super::oracle::Kept::default());
+    let run = |budget: &mut Budget, c: &SourceProgram| {
+        budget.take(&LIMITS).is_some_and(|limits| kept.borrow_mut().holds(raised(c, oracle, &limits).iter()))
+    };
     if !run(&mut budget, p) {
         return (p.clone(), budget.runs, false, false);
     }
