@@ -44,9 +44,28 @@ fn jaxtyping_dimensions_bind_consistently_and_mixing_them_is_an_error() {
     let a = analyse(
         "from jaxtyping import Array, Float\n\ndef good(x: Float[Array, \"b d\"], w: Float[Array, \"d h\"]):\n    return x @ w\n\ndef bad(x: Float[Array, \"b d\"], w: Float[Array, \"h d\"]):\n    return x @ w\n",
     );
-    assert_eq!(traces_of(&a, "good")[0].outputs, Some(vec!["f32[2,5]".to_string()]));
+    assert_eq!(traces_of(&a, "good")[0].outputs, Some(vec!["f32[b,h]".to_string()]));
     let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
     assert_eq!(errors, vec![(Code::ShapeMismatch, 7)]);
+}
+
+/// Named dimensions are symbolic (`crate::symbolic`): what depends on their sizes is not
+/// reported (jax.export calls it inconclusive), what holds for every size is, with the names.
+#[test]
+fn named_dimensions_report_only_what_holds_for_every_size() {
+    let a = analyse(
+        "import jax.numpy as jnp\nfrom jaxtyping import Array, Float\n\ndef groups(x: Float[Array, \"b n\"]):\n    return x.reshape(4, -1)\n\ndef column(x: Float[Array, \"b n\"]):\n    return x[:, 5]\n\ndef chunk(x: Float[Array, \"b n\"]):\n    if x.shape[0] > 100:\n        return x.reshape(100, -1)\n    return x\n\n# tracelens: trace square(f32[b,n])\ndef square(x):\n    flat = x.reshape(-1)\n    return x + x.T\n",
+    );
+    let messages: Vec<(u32, String)> = a.diagnostics.iter().map(|(d, l, _)| (l.line, d.message.clone())).collect();
+    assert_eq!(messages, vec![(18, "TypeError: add got incompatible shapes for broadcasting: (b, n), (n, b).".to_string())]);
+    let square = traces_of(&a, "square");
+    assert_eq!(square[0].args, vec!["f32[b,n]"]);
+    assert_eq!(square[0].route, "annotations");
+    let flat = square[0].values.iter().find(|v| v.assigned && v.name == "flat").expect("flat");
+    assert_eq!(flat.aval, "f32[b*n]");
+    // The outcome of `chunk` depends on `b`: jax.export raises, and the trace has no outputs.
+    assert_eq!(traces_of(&a, "chunk")[0].outputs, None);
+    assert_eq!(traces_of(&a, "column")[0].outputs, Some(vec!["f32[b]".to_string()]));
 }
 
 #[test]
