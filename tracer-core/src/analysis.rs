@@ -108,7 +108,11 @@ pub struct FileAnalysis {
 #[derive(Clone, Debug)]
 pub struct Reproducer {
     pub path: PathBuf,
+    /// The line where the error is raised, and the reproducer raises it.
     pub line: u32,
+    /// The line the finding is reported at: `line`, except for a leaked tracer, reported
+    /// where it escaped (`Diagnostic::cause_first`).
+    pub finding_line: u32,
     pub code: String,
     pub program: ReproProgram,
     /// The unreduced program, as `tracelens repro --unreduced` writes it.
@@ -133,6 +137,11 @@ pub enum ReproProgram {
 }
 
 impl Reproducer {
+    /// Whether this is the reproducer of the finding at, or the error raised at, `line`.
+    pub fn is_at(&self, line: u32) -> bool {
+        self.line == line || self.finding_line == line
+    }
+
     fn file_label(&self) -> &str {
         match &self.program {
             ReproProgram::Staged(p) => &p.file_label,
@@ -411,6 +420,7 @@ fn finished_diagnostics(interp: &Interp) -> Vec<Diagnostic> {
     let mut diagnostics = interp.diagnostics.clone();
     diagnostics.extend(crate::jax::effects::finish(interp));
     crate::jax::effects::prune(interp, &mut diagnostics);
+    let mut diagnostics: Vec<Diagnostic> = diagnostics.into_iter().map(Diagnostic::cause_first).collect();
     apply_ignore_comments(interp, &mut diagnostics);
     diagnostics
 }
@@ -466,12 +476,15 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
     let mut reproducers = Vec::new();
     let mut sources = Vec::new();
     let mut combined: Option<Option<crate::repro::inline::Combined>> = None;
-    for (d, loc, _) in located {
+    for (d, shown, _) in located {
         if d.severity != Severity::Error {
             continue;
         }
-        let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
-        let site = Site { file: file_id as crate::interp::FileId, span: d.span };
+        // The program raises where JAX does (for a leaked tracer, its use, not its escape).
+        let (path, span) = d.raised_at();
+        let loc = &locate(interp, path, span);
+        let Some(file_id) = interp.files.iter().position(|f| f.path == path) else { continue };
+        let site = Site { file: file_id as crate::interp::FileId, span };
         let what = crate::jax::stmt::What {
             code: d.code.as_str().to_string(),
             message: d.message.lines().next().unwrap_or("").to_string(),
@@ -526,8 +539,9 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
             lines
         };
         let mut r = Reproducer {
-            path: d.path.clone(),
+            path: path.to_path_buf(),
             line: loc.line,
+            finding_line: shown.line,
             code: what.code,
             program,
             text: String::new(),
