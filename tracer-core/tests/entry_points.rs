@@ -68,6 +68,33 @@ fn named_dimensions_report_only_what_holds_for_every_size() {
     assert_eq!(traces_of(&a, "column")[0].outputs, Some(vec!["f32[b]".to_string()]));
 }
 
+/// A parameter annotated as an array of a `@jax.jit` function nothing calls is a tracer in
+/// its body: a Python `if` on it is JAX's error whatever the caller passes.
+#[test]
+fn an_array_annotated_parameter_of_an_uncalled_jit_is_a_tracer() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n\n@jax.jit\ndef relu(x: jax.Array):\n    if x > 0:\n        return x\n    return 0 * x\n\n@partial(jax.jit, static_argnums=(1,))\ndef scale(x: jax.Array, flag: jax.Array):\n    if flag:\n        return x * 2\n    return x\n\n@jax.jit\ndef maybe(x):\n    if x:\n        return x\n    return x\n",
+    );
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::Concretization, 7)], "a static or unannotated parameter is not known to be a tracer");
+}
+
+/// `jitted.lower(...)` traces through the jit cache, as a call would, with the avals of
+/// `jax.ShapeDtypeStruct`s; a later call with those avals is not a second trace.
+#[test]
+fn lowering_with_shape_dtype_structs_traces_once() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\ndef f(x, w):\n    return x @ w\n\njf = jax.jit(f)\njf.lower(jax.ShapeDtypeStruct((8, 4), jnp.float32), jax.ShapeDtypeStruct((3, 2), jnp.float32))\n",
+    );
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::ShapeMismatch, 5)]);
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\njf = jax.jit(f)\nout = jf.eval_shape(jax.ShapeDtypeStruct((8, 4), jnp.float32))\njf.lower(jax.ShapeDtypeStruct((8, 4), jnp.float32))\njf(jnp.ones((8, 4)))\n",
+    );
+    assert_eq!(traces_of(&a, "f").len(), 1, "{:?}", a.functions);
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
+
 #[test]
 fn functions_the_script_calls_are_not_traced_again_from_annotations() {
     let a = analyse(
