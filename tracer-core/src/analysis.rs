@@ -246,6 +246,11 @@ impl OpenDocument {
         config: &AnalysisConfig,
         deliver: impl Deliver,
     ) -> crate::interp::Leftovers {
+        if crate::syntax::punctuation_marks(text) > config.budgets.max_source_marks {
+            // Not parsed, and the last version's tree is let go: the analysis says why.
+            *self = OpenDocument::default();
+            return analyze_remembering(path, text, None, loader, config, None, deliver);
+        }
         let module = self.parser.parse(text);
         self.memo.edit(self.parser.last_edit());
         let memo = Some(&mut self.memo).filter(|_| !config.values);
@@ -376,7 +381,7 @@ fn run<'l>(
     interp.stdout_unread = config.stdout_unread;
     // Parsing costs about a microsecond a token whatever comes after: a file past the token
     // budget (a million-element literal) is not parsed at all, and says so.
-    let marks = punctuation_marks(text);
+    let marks = crate::syntax::punctuation_marks(text);
     let too_large = module.is_none() && marks > config.budgets.max_source_marks;
     let module = if too_large { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
     let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
@@ -718,9 +723,4 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         }
     }
     out
-}
-
-/// Punctuation marks and line breaks in `text`: a cheap bound on its tokens, for the parse budget.
-fn punctuation_marks(text: &str) -> u64 {
-    text.bytes().filter(|b| b.is_ascii_punctuation() || *b == b'\n').count() as u64
 }

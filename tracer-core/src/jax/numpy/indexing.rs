@@ -96,8 +96,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 }
                 let mut s = vec![1; nd];
                 s[d] = shape[d];
-                let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
-                ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+                ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
             }
             let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
             bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
@@ -209,10 +208,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let index_dtype = dtypes::default_int(c);
             let iota = |from: usize| {
-                Array::ready(
-                    Aval::new(&[size], index_dtype),
-                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64),
-                )
+                Array::built(Aval::new(&[size], index_dtype), || {
+                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64)
+                })
             };
             let (i, j) = (iota(0), iota(offset.unsigned_abs() as usize));
             let (rows, cols) = if offset >= 0 { (i, j) } else { (j, i) };

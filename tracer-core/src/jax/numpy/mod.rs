@@ -54,6 +54,7 @@ mod indexing;
 mod lax;
 mod linalg;
 pub(super) mod linalg_api;
+mod literal;
 mod methods;
 mod nn;
 mod operands;
