@@ -305,7 +305,9 @@ pub(super) fn jacobian_call(
     args: Vec<Value>,
     kwargs: Kwargs,
 ) -> PyResult<Value> {
-    let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
+    // `argnums=-1` counts from the last argument, as JAX does.
+    let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0);
+    let argnum = usize::try_from(if argnum < 0 { argnum + args.len() as i64 } else { argnum }).unwrap_or(usize::MAX);
     let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
     let deps = array_leaves(interp, &args)?;
     // hessian is jacfwd(jacrev(f)): the inner Jacobian's passes are recorded in the
