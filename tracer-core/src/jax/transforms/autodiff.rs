@@ -102,8 +102,15 @@ pub(super) fn grad_call(
         }
     }
     let (mut out, _, trace) = trace_with_record(interp, fun, args.clone(), kwargs, TraceKind::Grad, name, None, String::new())?;
+    // A non-scalar output is JAX's TypeError below: no backward pass is run for it (its
+    // cotangent would not have the output's shape).
+    let primal = match (&out, has_aux) {
+        (Value::Tuple(parts), true) => parts.first().cloned(),
+        (other, _) => Some(other.clone()),
+    };
+    let non_scalar = matches!(&primal, Some(Value::Array(a)) if a.aval.ndim() != 0);
     let values = match &trace {
-        Some(trace) if !matches!(out, Value::Opaque(_)) => ad::grad_values(interp, trace, &nums)?,
+        Some(trace) if !matches!(out, Value::Opaque(_)) && !non_scalar => ad::grad_values(interp, trace, &nums)?,
         _ => None,
     };
     if let Some(v) = &values {
