@@ -445,7 +445,7 @@ pub(super) fn replay(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, consts: &[Rc<Array>
 
 /// Binds `prim` with the output aval its rule (`prims/`) gives. Operands a rule rejects are
 /// a derivative rule's mistake, not the user's: the derivative is then unknown.
-fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+pub(crate) fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
     let in_avals: Vec<Aval> = ins.iter().map(|i| i.aval.clone()).collect();
     match super::prims::abstract_eval(&prim, &in_avals, &[]) {
         Ok(outs) if outs.len() == 1 => bind_declared(interp, prim, ins, outs.into_iter().next().unwrap_or_else(|| unreachable!())),
@@ -464,7 +464,7 @@ fn bind_declared(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval)
     Ok(bind1(interp, prim, ins, aval)?)
 }
 
-fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
+pub(crate) fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
     bind(interp, Prim::Binary(op), &[a.clone(), b.clone()])
 }
 
@@ -882,6 +882,9 @@ fn jvp(
     let out_aval = &out.aval;
     if !differentiable(out_aval.dtype) {
         return Ok(vec![None]);
+    }
+    if let Some(block) = super::prims::block(&eqn.prim) {
+        return block.jvp(interp, &eqn.prim, ins, ts);
     }
     let need: Vec<bool> = ts.iter().map(Option::is_some).collect();
     if let Some(ds) = partials(interp, eqn, ins, out, &need)? {
@@ -2059,6 +2062,9 @@ fn transpose(
     // A `cond` the replay could not resolve (its index is traced): a `cond` of transposes.
     if matches!(eqn.prim, Prim::Cond { .. }) {
         return super::ad_control::cond_transpose(interp, eqn, ins, gs, active);
+    }
+    if let Some(block) = super::prims::block(&eqn.prim) {
+        return block.transpose(interp, ins, gs, active);
     }
     let (out, g) = match (outs, gs) {
         ([out], [Some(g)]) => (out, g),

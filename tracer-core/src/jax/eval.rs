@@ -765,6 +765,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             dot_general(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
         }
         Prim::Linalg(op) => linalg::kernel(*op, ins, out_shape)?,
+        Prim::Block(b) => b.0.kernel(ins, in_dtypes, out_shape, out_dtype)?,
         Prim::Gather { mode, fill_value, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, *fill_value, out_dtype, out_shape)?,
         Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
