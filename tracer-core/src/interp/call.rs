@@ -174,17 +174,7 @@ impl<'l> Interp<'l> {
             }
         }
         if !missing.is_empty() {
-            let names: Vec<String> = missing.iter().map(|n| format!("'{n}'")).collect();
-            let list = match names.len() {
-                1 => names[0].clone(),
-                2 => format!("{} and {}", names[0], names[1]),
-                _ => format!("{}, and {}", names[..names.len() - 1].join(", "), names[names.len() - 1]),
-            };
-            return Err(self.type_error(format!(
-                "{fname}() missing {} required positional argument{}: {list}",
-                missing.len(),
-                if missing.len() == 1 { "" } else { "s" }
-            )));
+            return Err(self.type_error(missing_arguments(&fname, &missing)));
         }
         for p in &params.kwonly {
             if !bound.contains_key(&p.name) {
@@ -477,4 +467,18 @@ pub fn annotation_names(class: &Class) -> Vec<Rc<str>> {
         Some(Value::Dict(d)) => d.borrow().keys().into_iter().filter_map(|k| if let Value::Str(s) = k { Some(s) } else { None }).collect(),
         _ => Vec::new(),
     }
+}
+
+/// Python's `TypeError` message for a call of `fname` without the required positional
+/// parameters `missing`: `f() missing 2 required positional arguments: 'a' and 'b'`.
+pub fn missing_arguments(fname: &str, missing: &[impl AsRef<str>]) -> String {
+    let names: Vec<String> = missing.iter().map(|n| format!("'{}'", n.as_ref())).collect();
+    let list = match names.as_slice() {
+        [one] => one.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [rest @ .., last] => format!("{}, and {last}", rest.join(", ")),
+        [] => String::new(),
+    };
+    let plural = if names.len() == 1 { "" } else { "s" };
+    format!("{fname}() missing {} required positional argument{plural}: {list}", names.len())
 }

@@ -127,7 +127,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 s
             };
             let starts = if f == F::LaxDynamicSlice {
-                start_indices(interp, p.get(1, "start_indices"), a.aval.ndim())?
+                start_indices(interp, p.get(1, "start_indices"), &a)?
             } else {
                 match p.get(1, "start_index").map(|v| operand(interp, v)).transpose()? {
                     Some(Operand::Array(i)) if i.aval.ndim() == 0 && i.aval.dtype.is_integer() && axis < a.aval.ndim() => {
@@ -142,8 +142,15 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs, a.aval.with_shape(&shape)).map(Value::Array)
         }
         F::LaxDynamicUpdateSlice => {
+            // Python binds the arguments before lax looks at any of them.
+            if p.get(2, "start_indices").is_none() {
+                let missing = ["operand", "update", "start_indices"].iter().enumerate().filter(|(i, n)| p.get(*i, n).is_none());
+                let names: Vec<&str> = missing.map(|(_, n)| *n).collect();
+                return Err(interp.type_error(crate::interp::call::missing_arguments("dynamic_update_slice", &names)));
+            }
             let a = arr!(interp, cx, 0, "operand");
             let u = arr!(interp, cx, 1, "update");
+            let starts = start_indices(interp, p.get(2, "start_indices"), &a)?;
             if u.aval.ndim() != a.aval.ndim() || u.aval.shape.iter().zip(a.aval.shape.iter()).any(|(x, y)| x > y) {
                 return Err(interp.raise(
                     "TypeError",
@@ -168,7 +175,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 ));
             }
             let mut inputs = vec![a.clone(), u];
-            inputs.extend(start_indices(interp, p.get(2, "start_indices"), a.aval.ndim())?.unwrap_or_default());
+            inputs.extend(starts.unwrap_or_default());
             bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
         }
         F::Diagonal => {

@@ -190,10 +190,13 @@ pub(super) fn binary_prim(interp: &mut Interp, prim: BinaryPrim, l: &Rc<Array>, 
 /// scalars (Python ints or arrays, traced or not) or a 1-D integer array, one per axis of an
 /// operand of rank `ndim`, as scalar arrays; `None` when they are not that (the value of the
 /// operation is then not computed).
-pub(super) fn start_indices(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<Rc<Array>>>> {
+pub(super) fn start_indices(interp: &mut Interp, v: Option<&Value>, sliced: &Array) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let ndim = sliced.aval.ndim();
     let items: Vec<Value> = match v {
         Some(Value::Tuple(t)) => t.to_vec(),
         Some(Value::List(l)) => l.borrow().clone(),
+        // A 0-d array is not a sequence of starts (JAX takes its `len()`): left unknown.
+        Some(Value::Array(a)) if a.aval.ndim() == 0 => return Ok(None),
         Some(v @ Value::Array(_)) => vec![v.clone()],
         _ => return Ok(None),
     };
@@ -216,7 +219,15 @@ pub(super) fn start_indices(interp: &mut Interp, v: Option<&Value>, ndim: usize)
             _ => return Ok(None),
         }
     }
-    Ok((out.len() == ndim).then_some(out))
+    if out.len() != ndim {
+        // `_dynamic_slice_indices`, before anything is bound.
+        return Err(interp.raise(
+            "ValueError",
+            Code::ShapeMismatch,
+            format!("Length of slice indices must match number of operand dimensions ({} vs {})", out.len(), sliced.aval.shape_tuple()),
+        ));
+    }
+    Ok(Some(out))
 }
 
 /// `jnp.power`: a floating base to a concrete integer scalar power is `lax.integer_pow`
