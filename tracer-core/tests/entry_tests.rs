@@ -207,6 +207,45 @@ fn pytest_functions_get_fixtures_from_conftest_and_run_each_case() {
     );
 }
 
+/// `@pytest.fixture(params=...)`: each test using the fixture runs once per value, read as
+/// `request.param`; a module-scoped one is built once per value, not once per test.
+#[test]
+fn a_parametrised_fixture_runs_each_test_once_per_value() {
+    let a = analyse(
+        "/ws/test_params.py",
+        r#"import jax
+import jax.numpy as jnp
+import pytest
+
+
+@jax.jit
+def halves(v):
+    return v.reshape(2, -1)
+
+
+@pytest.fixture(params=[4, pytest.param(3, id="odd")])
+def width(request):
+    return request.param
+
+
+@pytest.fixture(scope="module", params=[2, 6])
+def rows(request):
+    return jnp.ones((request.param, 8))
+
+
+def test_halves(width):
+    halves(jnp.ones(width))
+
+
+def test_rows(rows, width):
+    halves(rows)
+"#,
+    );
+    assert_eq!(errors(&a), vec![(Code::ShapeMismatch, 8)], "{:?}", a.diagnostics);
+    let traces = trace_args(&a, "halves");
+    assert_eq!(traces, vec![vec!["f32[4]"], vec!["f32[3]"], vec!["f32[2,8]"], vec!["f32[6,8]"]]);
+}
+
 #[test]
 fn a_test_whose_fixture_is_unknown_runs_with_an_unknown_argument() {
     let a = analyse(
