@@ -74,6 +74,8 @@ pub struct EntryState {
     alive: Vec<Value>,
     /// The sizes of the named dimensions annotations bind (`crate::symbolic`).
     pub dims: crate::symbolic::SymbolicDims,
+    /// argparse parsers and what `parse_args()` gives (`crate::entry_argparse`).
+    pub argparse: crate::entry_argparse::ArgparseState,
 }
 
 /// The key of a decorated test, fixture or parametrised function: its `def` (a method is
@@ -102,6 +104,9 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
             }
         }
         return Some(Ok(target.clone()));
+    }
+    if let Some(v) = crate::entry_argparse::call(interp, callee, args, kwargs) {
+        return Some(Ok(v));
     }
     let what = callee.what.as_str();
     let name = what.rsplit('.').next().unwrap_or(what);
@@ -164,8 +169,12 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     None
 }
 
-/// An attribute of an unknown value these libraries define: a parsed flag's default.
-pub fn getattr_opaque(interp: &Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+/// An attribute of an unknown value these libraries define: a parsed flag's default, a
+/// fixture's `request.param`, an argparse option's default.
+pub fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+    if let Some(v) = crate::entry_argparse::getattr(interp, obj, name) {
+        return Some(v);
+    }
     let state = &interp.entry_state;
     if name == "param" {
         if let Some(v) = state.requests.get(&(Rc::as_ptr(obj) as *const u8 as usize)) {

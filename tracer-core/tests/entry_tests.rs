@@ -282,6 +282,46 @@ fn a_main_called_under_dunder_main_runs() {
     assert_eq!(trace_args(&a, "f"), vec![vec!["f32[2,3]".to_string()]]);
 }
 
+/// `argparse` in a `main()` run from `__main__`: every option at its default, as `python
+/// run.py` with no arguments; a positional or required one, or a string default that
+/// `type=` converts, is unknown (no finding from it).
+#[test]
+fn argparse_options_hold_their_defaults_when_main_parses_no_arguments() {
+    let a = analyse(
+        "/ws/run.py",
+        r#"import argparse
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    return x.sum()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--width", type=int, default="3")
+    group = parser.add_argument_group("model")
+    group.add_argument("--depth", dest="layers", type=int, default=2)
+    parser.add_argument("--fast", action="store_true")
+    args = parser.parse_args()
+    if not args.fast:
+        f(jnp.ones((args.batch_size, args.layers)))
+    f(jnp.ones(args.width))
+    jnp.ones(len(args.data))
+
+
+if __name__ == "__main__":
+    main()
+"#,
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(trace_args(&a, "f")[0], vec!["f32[8,2]".to_string()]);
+}
+
 /// Two tests calling one jitted function with different shapes: JAX's cache holds both traces
 /// (two traces), but no retrace is reported; the same two calls inside one test are TL210.
 #[test]
