@@ -28,6 +28,10 @@ pub struct FixtureInfo {
     /// Built once for the file (`scope="module"`, `"session"`, ...), not once per test.
     pub shared: bool,
     pub autouse: bool,
+    /// `params=[...]`: every test that requests the fixture runs once per value, which the
+    /// fixture reads as `request.param`. `None` when not parametrised or the values are
+    /// unknown (`request.param` is then unknown).
+    pub params: Option<Vec<Value>>,
 }
 
 /// What a test runner will not run (`pytest.mark.skip`, `xfail`, `unittest.skip`,
@@ -63,10 +67,15 @@ pub struct EntryState {
     pub cases: HashMap<usize, Vec<Option<Vec<Case>>>>,
     pub fixtures: HashMap<usize, FixtureInfo>,
     pub marks: HashMap<usize, Mark>,
+    /// The `request` objects handed to parametrised fixtures (by identity), with their
+    /// `request.param`.
+    requests: HashMap<usize, Value>,
     /// The values keyed above by address, kept alive so no other value takes the address.
     alive: Vec<Value>,
     /// The sizes of the named dimensions annotations bind (`crate::symbolic`).
     pub dims: crate::symbolic::SymbolicDims,
+    /// argparse parsers and what `parse_args()` gives (`crate::entry_argparse`).
+    pub argparse: crate::entry_argparse::ArgparseState,
 }
 
 /// The key of a decorated test, fixture or parametrised function: its `def` (a method is
@@ -96,6 +105,9 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
         }
         return Some(Ok(target.clone()));
     }
+    if let Some(v) = crate::entry_argparse::call(interp, callee, args, kwargs) {
+        return Some(Ok(v));
+    }
     let what = callee.what.as_str();
     let name = what.rsplit('.').next().unwrap_or(what);
     if what == "absl.app.run" {
@@ -113,7 +125,8 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
             }
             return Some(Ok(args[0].clone()));
         }
-        return Some(Ok(pending(interp, what, Pending::Fixture(fixture_info(kwargs)))));
+        let info = fixture_info(interp, kwargs);
+        return Some(Ok(pending(interp, what, Pending::Fixture(info))));
     }
     if what == "pytest.param" {
         let v = Value::tuple(args.to_vec());
@@ -156,9 +169,18 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     None
 }
 
-/// An attribute of an unknown value these libraries define: a parsed flag's default.
-pub fn getattr_opaque(interp: &Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+/// An attribute of an unknown value these libraries define: a parsed flag's default, a
+/// fixture's `request.param`, an argparse option's default.
+pub fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+    if let Some(v) = crate::entry_argparse::getattr(interp, obj, name) {
+        return Some(v);
+    }
     let state = &interp.entry_state;
+    if name == "param" {
+        if let Some(v) = state.requests.get(&(Rc::as_ptr(obj) as *const u8 as usize)) {
+            return Some(v.clone());
+        }
+    }
     if !state.flags_parsed {
         return None;
     }
@@ -226,13 +248,37 @@ fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs)
     holder
 }
 
-fn fixture_info(kwargs: &Kwargs) -> FixtureInfo {
+/// pytest's `request` fixture as a parametrised fixture sees it: only `request.param` is
+/// known (the value of this run); every other attribute is unknown.
+pub fn fixture_request(interp: &mut Interp, param: Value) -> Value {
+    let request = Value::opaque("the fixture request");
+    if let Some(id) = request.identity() {
+        interp.entry_state.requests.insert(id, param);
+    }
+    interp.entry_state.alive.push(request.clone());
+    request
+}
+
+fn fixture_info(interp: &Interp, kwargs: &Kwargs) -> FixtureInfo {
     let mut info = FixtureInfo::default();
     for (k, v) in kwargs {
         match (k.as_ref(), v) {
             ("name", Value::Str(s)) => info.name = Some(s.to_string()),
             ("scope", Value::Str(s)) => info.shared = s.as_ref() != "function",
             ("autouse", Value::Bool(b)) => info.autouse = *b,
+            // `pytest.param(v, id=...)` stands for `v`.
+            ("params", v) => {
+                info.params = items(v).and_then(|values| {
+                    values
+                        .into_iter()
+                        .map(|p| match p.identity().is_some_and(|id| interp.entry_state.pytest_params.contains(&id)) {
+                            true => items(&p).and_then(|row| row.into_iter().next()),
+                            false => Some(p),
+                        })
+                        .collect::<Option<Vec<_>>>()
+                        .filter(|values| !values.is_empty())
+                });
+            }
             _ => {}
         }
     }

@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod diagnostics;
 pub mod entry;
+pub mod entry_argparse;
 pub mod entry_hooks;
 pub mod entry_staged;
 pub mod interp;

@@ -29,7 +29,7 @@ pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>) {
     let ast = interp.files[file as usize].module.clone();
     let path = interp.path(file).to_path_buf();
     let pytest_file = is_test_file(&path);
-    let mut runner = Runner { file, fixtures: HashMap::new(), shared: HashMap::new() };
+    let mut runner = Runner { file, fixtures: HashMap::new(), shared: HashMap::new(), chosen: HashMap::new() };
     if pytest_file {
         runner.load_fixtures(interp, &path, module);
     }
@@ -63,8 +63,11 @@ struct Runner {
     /// pytest fixtures by name: the nearest definition wins (the module, then the
     /// innermost `conftest.py`).
     fixtures: HashMap<String, (Value, FixtureInfo)>,
-    /// Fixtures of a wider scope than the function, once built.
+    /// Fixtures of a wider scope than the function, once built (a parametrised one once
+    /// per value: `name[i]`).
     shared: HashMap<String, Value>,
+    /// For the run under way: the value (by index) of each parametrised fixture it uses.
+    chosen: HashMap<String, usize>,
 }
 
 impl Runner {
@@ -154,42 +157,82 @@ impl Runner {
         let mut decorators = interp.entry_state.cases.get(&id).cloned().unwrap_or_default();
         decorators.extend(extra.iter().cloned());
         for case in product(decorators) {
-            interp.restart_clock();
-            interp.jax.entry_run += 1;
-            let mut built: HashMap<String, Value> = HashMap::new();
-            let receiver = match class {
-                Some(c) => {
-                    let inst = Value::Instance(Rc::new(Instance { class: c.clone(), attrs: Default::default(), tuple: None }));
-                    interp.jax.note_born(&inst);
-                    Some(inst)
-                }
-                None => None,
-            };
-            let autouse: Vec<String> = self.fixtures.iter().filter(|(_, (_, i))| i.autouse).map(|(n, _)| n.clone()).collect();
-            for name in autouse {
-                self.fixture(interp, &name, &mut built, 0);
+            let skip = usize::from(class.is_some()) + case.args.len();
+            let mut wanted: Vec<String> = self.fixtures.iter().filter(|(_, (_, i))| i.autouse).map(|(n, _)| n.clone()).collect();
+            wanted.extend(missing_arguments(def, skip, &case).map(str::to_string));
+            for choice in self.param_choices(wanted) {
+                self.chosen = choice;
+                self.run_case(interp, label, test, def, class, case.clone());
             }
-            if let Some(recv) = &receiver {
-                let set_up = ["setUp", "setup_method"].into_iter().find_map(|n| user_method(recv, n).map(|m| (n, m)));
-                if let Some((n, m)) = set_up {
-                    let args = if n == "setup_method" { vec![recv.clone(), test.clone()] } else { vec![recv.clone()] };
+            self.chosen.clear();
+        }
+    }
+
+    /// The runs a test makes for the parametrised fixtures it requests (directly, or
+    /// through the fixtures it requests): every combination of one value of each, as pytest
+    /// makes them; one run with no choice when it requests none.
+    fn param_choices(&self, mut wanted: Vec<String>) -> Vec<HashMap<String, usize>> {
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut choices = vec![HashMap::new()];
+        while let Some(name) = wanted.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let Some((Value::Function(f), info)) = self.fixtures.get(&name) else { continue };
+            wanted.extend(missing_arguments(&f.def, 0, &Case::default()).map(str::to_string));
+            let Some(n) = info.params.as_ref().map(Vec::len) else { continue };
+            choices = choices
+                .into_iter()
+                .flat_map(|c| {
+                    let name = name.clone();
+                    (0..n).map(move |i| {
+                        let mut c = c.clone();
+                        c.insert(name.clone(), i);
+                        c
+                    })
+                })
+                .collect();
+        }
+        choices
+    }
+
+    /// One call of a test with one case's arguments: `setUp`, the test, `tearDown`.
+    fn run_case(&mut self, interp: &mut Interp, label: &str, test: &Value, def: &FunctionDef, class: Option<&Rc<Class>>, case: Case) {
+        interp.restart_clock();
+        interp.jax.entry_run += 1;
+        let mut built: HashMap<String, Value> = HashMap::new();
+        let receiver = match class {
+            Some(c) => {
+                let inst = Value::Instance(Rc::new(Instance { class: c.clone(), attrs: Default::default(), tuple: None }));
+                interp.jax.note_born(&inst);
+                Some(inst)
+            }
+            None => None,
+        };
+        let autouse: Vec<String> = self.fixtures.iter().filter(|(_, (_, i))| i.autouse).map(|(n, _)| n.clone()).collect();
+        for name in autouse {
+            self.fixture(interp, &name, &mut built, 0);
+        }
+        if let Some(recv) = &receiver {
+            let set_up = ["setUp", "setup_method"].into_iter().find_map(|n| user_method(recv, n).map(|m| (n, m)));
+            if let Some((n, m)) = set_up {
+                let args = if n == "setup_method" { vec![recv.clone(), test.clone()] } else { vec![recv.clone()] };
+                if let Err(flow) = self.call_entry(interp, &m, args, Vec::new()) {
+                    interp.report_uncaught(flow, &format!("{label} ({n})"));
+                    return;
+                }
+            }
+        }
+        let (args, kwargs) = self.arguments(interp, def, receiver.as_ref(), case, &mut built);
+        if let Err(flow) = self.call_entry(interp, test, args, kwargs) {
+            interp.report_uncaught(flow, &format!("test {label}"));
+        }
+        if let Some(recv) = &receiver {
+            for n in ["tearDown", "teardown_method"] {
+                if let Some(m) = user_method(recv, n) {
+                    let args = if n == "teardown_method" { vec![recv.clone(), test.clone()] } else { vec![recv.clone()] };
                     if let Err(flow) = self.call_entry(interp, &m, args, Vec::new()) {
                         interp.report_uncaught(flow, &format!("{label} ({n})"));
-                        continue;
-                    }
-                }
-            }
-            let (args, kwargs) = self.arguments(interp, def, receiver.as_ref(), case, &mut built);
-            if let Err(flow) = self.call_entry(interp, test, args, kwargs) {
-                interp.report_uncaught(flow, &format!("test {label}"));
-            }
-            if let Some(recv) = &receiver {
-                for n in ["tearDown", "teardown_method"] {
-                    if let Some(m) = user_method(recv, n) {
-                        let args = if n == "teardown_method" { vec![recv.clone(), test.clone()] } else { vec![recv.clone()] };
-                        if let Err(flow) = self.call_entry(interp, &m, args, Vec::new()) {
-                            interp.report_uncaught(flow, &format!("{label} ({n})"));
-                        }
                     }
                 }
             }
@@ -210,13 +253,11 @@ impl Runner {
         let skip = args.len() + case.args.len();
         args.extend(case.args);
         let mut kwargs = case.kwargs;
-        let positional = def.params.posonly.iter().chain(&def.params.args).skip(skip);
-        for p in positional.chain(&def.params.kwonly) {
-            if p.default.is_some() || kwargs.iter().any(|(k, _)| *k == p.name) {
-                continue;
-            }
-            let v = self.fixture(interp, &p.name, built, 0);
-            kwargs.push((p.name.clone(), v));
+        let missing: Vec<Rc<str>> =
+            missing_arguments(def, skip, &Case { args: Vec::new(), kwargs: kwargs.clone() }).map(Rc::from).collect();
+        for name in missing {
+            let v = self.fixture(interp, &name, built, 0);
+            kwargs.push((name, v));
         }
         (args, kwargs)
     }
@@ -225,7 +266,12 @@ impl Runner {
     /// a wider scope); unknown when no fixture of that name is defined (pytest's builtins,
     /// `tmp_path`, `request`, ...) or building it raised.
     fn fixture(&mut self, interp: &mut Interp, name: &str, built: &mut HashMap<String, Value>, depth: usize) -> Value {
-        if let Some(v) = built.get(name).or_else(|| self.shared.get(name)) {
+        // A wider-scoped fixture is built once per value of its parametrisation.
+        let shared_key = match self.chosen.get(name) {
+            Some(i) => format!("{name}[{i}]"),
+            None => name.to_string(),
+        };
+        if let Some(v) = built.get(name).or_else(|| self.shared.get(&shared_key)) {
             return v.clone();
         }
         let unknown = Value::opaque(format!("the fixture {name}"));
@@ -238,8 +284,11 @@ impl Runner {
         let mut kwargs = Vec::new();
         for p in def.params.posonly.iter().chain(&def.params.args).chain(&def.params.kwonly) {
             if p.default.is_none() {
+                let param = info.params.as_ref().zip(self.chosen.get(name)).and_then(|(values, i)| values.get(*i));
                 let v = if p.name.as_ref() == name {
                     Value::opaque(format!("the fixture {name}"))
+                } else if let (Some(param), "request") = (param, p.name.as_ref()) {
+                    crate::entry_hooks::fixture_request(interp, param.clone())
                 } else {
                     self.fixture(interp, &p.name, built, depth + 1)
                 };
@@ -266,7 +315,7 @@ impl Runner {
             }
         };
         if info.shared {
-            self.shared.insert(name.to_string(), value.clone());
+            self.shared.insert(shared_key, value.clone());
         } else {
             built.insert(name.to_string(), value.clone());
         }
@@ -279,6 +328,16 @@ impl Runner {
         interp.frames.pop();
         result
     }
+}
+
+/// The parameters of a test or fixture that pytest fills with fixtures: those without a
+/// default, past the first `skip` positional ones, that `case` does not bind.
+fn missing_arguments<'a>(def: &'a FunctionDef, skip: usize, case: &'a Case) -> impl Iterator<Item = &'a str> + 'a {
+    let positional = def.params.posonly.iter().chain(&def.params.args).skip(skip);
+    positional
+        .chain(&def.params.kwonly)
+        .filter(move |p| p.default.is_none() && !case.kwargs.iter().any(|(k, _)| *k == p.name))
+        .map(|p| p.name.as_ref())
 }
 
 /// A method the user's class defines (not one of the unknown base class).

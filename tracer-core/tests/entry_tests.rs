@@ -207,6 +207,45 @@ fn pytest_functions_get_fixtures_from_conftest_and_run_each_case() {
     );
 }
 
+/// `@pytest.fixture(params=...)`: each test using the fixture runs once per value, read as
+/// `request.param`; a module-scoped one is built once per value, not once per test.
+#[test]
+fn a_parametrised_fixture_runs_each_test_once_per_value() {
+    let a = analyse(
+        "/ws/test_params.py",
+        r#"import jax
+import jax.numpy as jnp
+import pytest
+
+
+@jax.jit
+def halves(v):
+    return v.reshape(2, -1)
+
+
+@pytest.fixture(params=[4, pytest.param(3, id="odd")])
+def width(request):
+    return request.param
+
+
+@pytest.fixture(scope="module", params=[2, 6])
+def rows(request):
+    return jnp.ones((request.param, 8))
+
+
+def test_halves(width):
+    halves(jnp.ones(width))
+
+
+def test_rows(rows, width):
+    halves(rows)
+"#,
+    );
+    assert_eq!(errors(&a), vec![(Code::ShapeMismatch, 8)], "{:?}", a.diagnostics);
+    let traces = trace_args(&a, "halves");
+    assert_eq!(traces, vec![vec!["f32[4]"], vec!["f32[3]"], vec!["f32[2,8]"], vec!["f32[6,8]"]]);
+}
+
 #[test]
 fn a_test_whose_fixture_is_unknown_runs_with_an_unknown_argument() {
     let a = analyse(
@@ -241,6 +280,46 @@ fn a_main_called_under_dunder_main_runs() {
         "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return x.sum()\n\ndef main():\n    f(jnp.ones((2, 3)))\n\nif __name__ == '__main__':\n    main()\n",
     );
     assert_eq!(trace_args(&a, "f"), vec![vec!["f32[2,3]".to_string()]]);
+}
+
+/// `argparse` in a `main()` run from `__main__`: every option at its default, as `python
+/// run.py` with no arguments; a positional or required one, or a string default that
+/// `type=` converts, is unknown (no finding from it).
+#[test]
+fn argparse_options_hold_their_defaults_when_main_parses_no_arguments() {
+    let a = analyse(
+        "/ws/run.py",
+        r#"import argparse
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def f(x):
+    return x.sum()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--width", type=int, default="3")
+    group = parser.add_argument_group("model")
+    group.add_argument("--depth", dest="layers", type=int, default=2)
+    parser.add_argument("--fast", action="store_true")
+    args = parser.parse_args()
+    if not args.fast:
+        f(jnp.ones((args.batch_size, args.layers)))
+    f(jnp.ones(args.width))
+    jnp.ones(len(args.data))
+
+
+if __name__ == "__main__":
+    main()
+"#,
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(trace_args(&a, "f")[0], vec!["f32[8,2]".to_string()]);
 }
 
 /// Two tests calling one jitted function with different shapes: JAX's cache holds both traces

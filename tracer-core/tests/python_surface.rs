@@ -93,3 +93,16 @@ fn logging_inside_a_jitted_function_is_a_trace_time_effect() {
     let codes: Vec<String> = findings(source).into_iter().map(|f| f.split(' ').next().unwrap_or("").to_string()).collect();
     assert_eq!(codes, vec!["TL201:7", "TL201:8"]);
 }
+
+/// A module's own dunders: `__doc__` is its docstring (None without one), as CPython sets it
+/// before the first statement runs (`argparse.ArgumentParser(description=__doc__)`).
+#[test]
+fn a_module_has_its_docstring_as_dunder_doc() {
+    let a =
+        analyze_file(&PathBuf::from("surface.py"), "\"\"\"Trains.\"\"\"\nprint(__doc__, __name__)\n", &NoFiles, &AnalysisConfig::default());
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(a.stdout, "Trains. __main__\n");
+    let a = analyze_file(&PathBuf::from("surface.py"), "x = 1\nprint(__doc__)\n", &NoFiles, &AnalysisConfig::default());
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(a.stdout, "None\n");
+}

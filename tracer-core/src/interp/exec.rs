@@ -21,6 +21,12 @@ impl<'l> Interp<'l> {
         module.dict.borrow_mut().insert(Rc::from("__file__"), Value::str(&path));
         self.modules.insert(name.to_string(), module.clone());
         let ast = self.files[file as usize].module.clone();
+        // The module's docstring (`argparse.ArgumentParser(description=__doc__)`), else None.
+        let doc = match ast.body.first().map(|s| &s.kind) {
+            Some(StmtKind::Expr(Expr { kind: ExprKind::Str(s), .. })) => Value::Str(s.clone()),
+            _ => Value::None,
+        };
+        module.dict.borrow_mut().insert(Rc::from("__doc__"), doc);
         let ctx = Ctx { scope: None, globals: module.clone(), file };
         self.frames.push(Frame { file, name: Rc::from("<module>"), span: Default::default(), class: None, self_value: None });
         let result = self.exec_block(&ctx, &ast.body);
