@@ -12,6 +12,7 @@ pub mod int_math;
 pub mod memory;
 pub mod modules;
 pub mod ops;
+mod percent;
 mod print_args;
 pub mod pyrandom;
 pub mod shims;

@@ -713,45 +713,6 @@ impl<'l> Interp<'l> {
         }
     }
 
-    fn percent_format(&mut self, fmt: &str, args: &Value) -> PyResult<Value> {
-        let args = match args {
-            Value::Tuple(t) => (**t).clone(),
-            other => vec![other.clone()],
-        };
-        let mut out = String::new();
-        let mut it = args.into_iter();
-        let mut chars = fmt.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c != '%' {
-                out.push(c);
-                continue;
-            }
-            let mut spec = String::new();
-            while let Some(&n) = chars.peek() {
-                chars.next();
-                if n.is_ascii_alphabetic() || n == '%' {
-                    spec.push(n);
-                    break;
-                }
-                spec.push(n);
-            }
-            if spec == "%" {
-                out.push('%');
-                continue;
-            }
-            let arg = it.next().unwrap_or(Value::None);
-            let conv = spec.chars().last().unwrap_or('s');
-            let s = match conv {
-                's' => self.to_str(&arg)?,
-                'r' => self.repr(&arg)?,
-                _ => self.format_value(&arg, &spec)?,
-            };
-            self.afford_or_stop(out.len() as u128 + s.len() as u128, "the formatted string")?;
-            out.push_str(&s);
-        }
-        Ok(Value::str(&out))
-    }
-
     pub fn new_list(&mut self, items: Vec<Value>) -> Value {
         let v = Value::list(items);
         self.jax.note_born(&v);
