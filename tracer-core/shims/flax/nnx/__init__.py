@@ -6,7 +6,7 @@ Coverage (see docs/ARCHITECTURE.md, "Library shims"): Module/Pytree objects hold
 layers Linear, LinearGeneral, Embed, Conv, LayerNorm, BatchNorm, Dropout, MultiHeadAttention
 (without dropout or decoding); state, split, merge, update,
 graphdef, clone, pure, List, Sequential; jit, grad, value_and_grad, DiffState,
-cached_partial, remat; Optimizer; avg_pool, max_pool, min_pool (results unknown: no reduce_window
+cached_partial, remat; vmap, scan and split_rngs (integer or None axes, _lifted.py); Optimizer; avg_pool, max_pool, min_pool (results unknown: no reduce_window
 yet); the activations of jax.nn.
 """
 
@@ -41,6 +41,7 @@ from flax.nnx._attention import (
     make_attention_mask,
     make_causal_mask,
 )
+from flax.nnx._lifted import Carry, scan, split_rngs, vmap
 from flax.nnx._layers import BatchNorm, Conv, Dropout, Embed, LayerNorm, Linear
 from flax.nnx._optimizer import Optimizer
 from flax.nnx._pooling import avg_pool, max_pool, min_pool
