@@ -103,6 +103,22 @@ CASES = [
             "jnp.ones((3, 5, 16))",
         ),
     ),
+    ("nnx_conv", nnx_case(f"nnx.Conv(3, 16, (3, 3), {RNGS})", "jnp.ones((2, 8, 8, 3))")),
+    (
+        "nnx_conv_grouped_strided_dilated",
+        nnx_case(
+            f"nnx.Conv(4, 8, (3, 3), strides=2, kernel_dilation=2, feature_group_count=2, padding='VALID', {RNGS})",
+            "jnp.ones((2, 11, 11, 4))",
+        ),
+    ),
+    ("nnx_conv_input_dilation", nnx_case(f"nnx.Conv(3, 4, (2, 2), input_dilation=2, padding=1, {RNGS})", "jnp.ones((1, 5, 5, 3))")),
+    ("nnx_conv_unbatched_int_kernel", nnx_case(f"nnx.Conv(2, 5, 3, {RNGS})", "jnp.ones((10, 2))")),
+    ("nnx_conv_wrong_channels", nnx_case(f"nnx.Conv(3, 16, (3, 3), {RNGS})", "jnp.ones((2, 8, 8, 1))")),
+    ("nnx_max_pool", NNX + "x = jnp.ones((2, 9, 9, 3))\nout = nnx.max_pool(x, (2, 2), strides=(2, 2))\ndescribe('out', out)\n"),
+    (
+        "nnx_avg_pool_same",
+        NNX + "x = jnp.ones((2, 7, 7, 3))\nout = nnx.avg_pool(x, (3, 3), strides=(2, 2), padding='SAME')\ndescribe('out', out)\n",
+    ),
     # flax.linen
     ("linen_dense", linen_case("nn.Dense(512)", "jnp.ones((8, 784))")),
     ("linen_dense_no_bias_bf16", linen_case("nn.Dense(4, use_bias=False, dtype=jnp.bfloat16)", "jnp.ones((2, 16))")),
@@ -126,6 +142,23 @@ CASES = [
     ("linen_dropout", linen_case("nn.Dropout(0.5, deterministic=True)", "jnp.ones((4, 8))")),
     ("linen_conv", linen_case("nn.Conv(16, (3, 3))", "jnp.ones((2, 8, 8, 3))")),
     ("linen_conv_strided_valid", linen_case("nn.Conv(8, (3, 3), strides=2, padding='VALID')", "jnp.ones((2, 9, 9, 3))")),
+    ("linen_conv_int_kernel", linen_case("nn.Conv(4, 3)", "jnp.ones((2, 10, 3))")),
+    ("linen_conv_grouped", linen_case("nn.Conv(8, (3, 3), feature_group_count=2)", "jnp.ones((2, 8, 8, 4))")),
+    ("linen_conv_causal", linen_case("nn.Conv(4, (3,), padding='CAUSAL', kernel_dilation=2)", "jnp.ones((2, 10, 3))")),
+    ("linen_conv_circular", linen_case("nn.Conv(4, (3, 3), padding='CIRCULAR')", "jnp.ones((1, 6, 6, 2))")),
+    ("linen_conv_two_batch_axes", linen_case("nn.Conv(4, (3, 3), input_dilation=2, padding=1)", "jnp.ones((2, 3, 6, 6, 2))")),
+    ("linen_conv_input_dilated_same", linen_case("nn.Conv(4, (3, 3), input_dilation=2)", "jnp.ones((2, 6, 6, 2))")),
+    (
+        "linen_conv_params_of_other_channels",
+        linen_case("nn.Conv(4, (3, 3))", "jnp.ones((2, 6, 6, 3))", apply="module.apply(variables, jnp.ones((2, 6, 6, 1)))"),
+    ),
+    (
+        "linen_pools",
+        LINEN
+        + "x = jnp.ones((7, 7, 3))\ndescribe('max', nn.max_pool(x, (2, 2), strides=(2, 2)))\n"
+        + "describe('min', nn.pooling.min_pool(jnp.ones((2, 4, 10, 3)), (3,), padding='SAME'))\n"
+        + "describe('avg', nn.avg_pool(x, (3, 3), padding='SAME', count_include_pad=False))\n",
+    ),
     ("linen_attention", linen_case("nn.MultiHeadDotProductAttention(num_heads=4, qkv_features=32)", "jnp.ones((2, 6, 32))")),
     ("linen_self_attention", linen_case("nn.SelfAttention(num_heads=2)", "jnp.ones((3, 5, 16))")),
     # equinox
@@ -158,6 +191,21 @@ CASES = [
         + "updates, state = opt.update({'w': jnp.ones((4, 3))}, state, params)\n",
     ),
     ("optax_multisteps", optax_case("optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)", steps=3)),
+    (
+        "optax_schedule_values",
+        OPTAX
+        + "schedules = {\n"
+        + "    'warmup_cosine': optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100, end_value=1e-5),\n"
+        + "    'exponential': optax.exponential_decay(1e-2, 20, 0.5, transition_begin=5, staircase=True),\n"
+        + "    'piecewise': optax.piecewise_constant_schedule(0.1, {30: 0.1, 60: 0.5}),\n"
+        + "    'linear': optax.linear_schedule(1.0, 0.0, 50, transition_begin=10),\n"
+        + "    'cosine': optax.cosine_decay_schedule(1.0, 80, alpha=0.1),\n"
+        + "    'polynomial': optax.polynomial_schedule(1.0, 0.1, 2, 40),\n"
+        + "    'join': optax.join_schedules([optax.constant_schedule(0.5), optax.linear_schedule(0.5, 0.0, 20)], [15]),\n"
+        + "}\n"
+        + "for name in schedules:\n"
+        + "    print(name, [round(float(schedules[name](step)), 6) for step in [0, 5, 10, 29, 30, 45, 60, 100, 150]])\n",
+    ),
 ]
 
 
