@@ -197,7 +197,7 @@ print('done')
 }
 
 #[test]
-fn a_shims_wrapper_that_names_the_users_function_in___wrapped___is_traced_as_that_function() {
+fn a_shims_wrapper_that_names_the_users_function_in_dunder_wrapped_is_traced_as_that_function() {
     let shim = "\
 import jax
 
@@ -236,7 +236,7 @@ for _ in range(3):
 }
 
 #[test]
-fn a_bases___init_subclass___registers_subclasses_and_tree_map_honours_is_leaf() {
+fn a_bases_dunder_init_subclass_registers_subclasses_and_tree_map_honours_is_leaf() {
     let shim = "\
 import jax
 

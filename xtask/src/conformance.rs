@@ -195,7 +195,12 @@ pub fn run(options: Options) -> Result<bool, String> {
     let mut pairs_ok = true;
     if let Ok(manifest) = fs::read_to_string(fixtures_dir.join("pairs.tsv")) {
         let pairs = crate::pairs::parse_manifest(&manifest)?;
-        let summary = crate::pairs::check(&fixtures_dir, &pairs, &suite.results);
+        let mut summary = crate::pairs::check(&fixtures_dir, &pairs, &suite.results);
+        if options.filter.is_none() && options.fixtures_dir.is_none() {
+            let readme = fs::read_to_string(root.join("docs").join("diagnostics").join("README.md")).unwrap_or_default();
+            let catalog = crate::pairs::catalog_codes(&readme);
+            summary.differing.extend(crate::pairs::static_problems(&fixtures_dir, &pairs, &catalog));
+        }
         print!("{}", summary.render());
         pairs_ok = summary.differing.is_empty();
     }

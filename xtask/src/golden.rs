@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Generators under tests/conformance/ that support `--check`.
-const GENERATORS: &[&str] = &["gen_ops_golden.py", "gen_signatures.py"];
+const GENERATORS: &[&str] = &["gen_ops_golden.py", "gen_signatures.py", "gen_layers_golden.py"];
 
 /// Runs every generator's check; prints what each said. `true` when none drifted.
 pub fn check(python: &Path, conformance_dir: &Path) -> bool {

@@ -241,7 +241,7 @@ pub fn check(fixtures_dir: &Path, pairs: &[Pair], results: &[FixtureResult]) -> 
             continue;
         };
         let problems = differences(fixtures_dir, pair, jax, twin);
-        let label = format!("{} {} / {}", pair.code, pair.jax, pair.twin);
+        let label = format!("{} {} / {} ({})", pair.code, pair.jax, pair.twin, pair.library().unwrap_or("no library"));
         if problems.is_empty() {
             summary.agreeing.push(label);
         } else {

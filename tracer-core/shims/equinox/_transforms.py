@@ -138,4 +138,4 @@ def filter_pmap(fun=None, *, in_axes=None, out_axes=None, axis_name=None, axis_s
     return filter_jit(mapped)
 
 
-import equinox._unknown as _unknown  # noqa: E402  (no such shim: an unknown module, on purpose)
+import equinox._unknown as _unknown  # noqa: E402  (a module that defines nothing, on purpose)

@@ -209,6 +209,19 @@ pub fn exception_message(inst: &Instance) -> String {
             [Value::Str(s)] => s.to_string(),
             [Value::Int(i)] => i.to_string(),
             [Value::Float(f)] => super::value::repr_float(*f),
+            // Several arguments print as their tuple, `('a', 1)`, when each is a literal.
+            many if many.len() > 1 && many.iter().all(|a| matches!(a, Value::Str(_) | Value::Int(_) | Value::Float(_))) => {
+                let items: Vec<String> = many
+                    .iter()
+                    .map(|a| match a {
+                        Value::Str(s) => super::ops::py_str_repr(s),
+                        Value::Int(i) => i.to_string(),
+                        Value::Float(f) => super::value::repr_float(*f),
+                        _ => String::new(),
+                    })
+                    .collect();
+                format!("({})", items.join(", "))
+            }
             _ => format!("{} arguments", args.len()),
         },
         _ => String::new(),

@@ -1214,6 +1214,11 @@ impl<'l> Interp<'l> {
                             }
                             return Ok(Some(self.new_dict(d)));
                         }
+                        // A named tuple's field names, on its instances as on its class.
+                        if name == "_fields" && inst.tuple.is_some() && inst.class.is_namedtuple.get() {
+                            let fields = inst.class.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect();
+                            return Ok(Some(Value::tuple(fields)));
+                        }
                         if inst.class.derives_builtin(BuiltinClass::Tuple) || inst.tuple.is_some() {
                             return Ok(super::builtins::builtin_method(obj, name));
                         }

@@ -1,7 +1,8 @@
-"""equinox.nn as tracelens models it: Linear, MLP, LayerNorm, Embedding, Dropout, Identity.
-Layers not listed here (Conv2d, whose lax.conv_general_dilated is not modelled, attention,
-recurrent cells) are unknown to tracelens, never missing."""
+"""equinox.nn as tracelens models it: Linear, MLP, Conv (1d, 2d, 3d), LayerNorm, Embedding,
+Dropout, Identity. Layers not listed here (attention, recurrent cells, pooling) are unknown to
+tracelens, never missing."""
 
+from equinox.nn._conv import Conv, Conv1d, Conv2d, Conv3d
 from equinox.nn._dropout import Dropout
 from equinox.nn._embedding import Embedding
 from equinox.nn._linear import Identity, Linear

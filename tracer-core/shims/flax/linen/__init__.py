@@ -4,7 +4,7 @@ of jax. Names not listed here are unknown to tracelens (opaque), never missing.
 Coverage (see docs/ARCHITECTURE.md, "Library shims"): Module with @compact and setup, init,
 init_with_output, apply (variable collections, mutable, rngs), param/variable/sow/make_rng;
 Dense, DenseGeneral, Conv, Embed, LayerNorm, BatchNorm, Dropout, Sequential,
-MultiHeadDotProductAttention/SelfAttention and the masks; avg_pool, max_pool; remat/checkpoint/jit
+MultiHeadDotProductAttention/SelfAttention and the masks; pool, avg_pool, max_pool; remat/checkpoint/jit
 of a Module class; the activations; initializers.
 """
 
@@ -26,6 +26,6 @@ from flax.linen.linear import Conv, Dense, DenseGeneral, Embed
 from flax.linen.module import DenyList, Module, Variable, compact, merge_param, nowrap
 from flax.linen.normalization import BatchNorm, LayerNorm
 from flax.linen.partitioning import with_logical_partitioning, with_partitioning
-from flax.linen.pooling import avg_pool, max_pool
+from flax.linen.pooling import avg_pool, max_pool, pool
 from flax.linen.stochastic import Dropout
 from flax.linen.transforms import checkpoint, jit, remat

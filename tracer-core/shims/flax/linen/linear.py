@@ -1,11 +1,12 @@
-"""flax.linen's Dense and Embed (flax/linen/linear.py), as a tracelens shim of flax 0.12.8:
-same fields and defaults, same parameter names, shapes and dtypes, same dot_general."""
+"""flax.linen's Dense, DenseGeneral, Embed and Conv (flax/linen/linear.py), as a tracelens shim
+of flax 0.12.8: same fields and defaults, same parameter names, shapes and dtypes, same
+dot_general and conv_general_dilated."""
 
 import jax.numpy as jnp
 from jax import lax
 
 from flax import _unknown
-from flax.linen import _windows, initializers
+from flax.linen import initializers
 from flax.linen.dtypes import promote_dtype
 from flax.linen.module import Module, compact
 
@@ -59,15 +60,39 @@ class Embed(Module):
         return jnp.dot(query, embedding.T)
 
 
-def _tuple(value, n):
-    if isinstance(value, int):
-        return (value,) * n
-    if value is None:
-        return (1,) * n
-    return tuple(value)
+def _canonicalize_padding(padding, rank):
+    if isinstance(padding, str):
+        return padding
+    if isinstance(padding, int):
+        return [(padding, padding)] * rank
+    if isinstance(padding, (list, tuple)) and len(padding) == rank:
+        pairs = []
+        for p in padding:
+            if isinstance(p, int):
+                pairs.append((p, p))
+            elif isinstance(p, tuple) and len(p) == 2:
+                pairs.append(p)
+            else:
+                break
+        if len(pairs) == rank:
+            return pairs
+    raise ValueError(
+        f"Invalid padding format: {padding}, should be str, int, or a sequence of len {rank} "
+        "where each element is an int or pair of ints."
+    )
+
+
+def _conv_dimension_numbers(ndim):
+    lhs_spec = (0, ndim - 1) + tuple(range(1, ndim - 1))
+    rhs_spec = (ndim - 1, ndim - 2) + tuple(range(0, ndim - 2))
+    return (lhs_spec, rhs_spec, lhs_spec)
 
 
 class Conv(Module):
+    """flax.linen.Conv: `lax.conv_general_dilated` of channels-last inputs with any number of
+    batch axes (flattened into one, as flax does). Unshared weights (ConvLocal) are not
+    modelled."""
+
     features: int
     kernel_size: object
     strides: object = 1
@@ -86,47 +111,62 @@ class Conv(Module):
     @compact
     def __call__(self, inputs):
         if isinstance(self.kernel_size, int):
-            raise TypeError(
-                "Expected Conv kernel_size to be a tuple/list of integers (eg.: [3, 3]) but got "
-                f"{self.kernel_size}."
-            )
-        kernel_size = tuple(self.kernel_size)
+            kernel_size = (self.kernel_size,)
+        else:
+            kernel_size = tuple(self.kernel_size)
         n = len(kernel_size)
+
+        def maybe_broadcast(x):
+            if x is None:
+                x = 1
+            if isinstance(x, int):
+                return (x,) * n
+            return tuple(x)
+
         num_batch_dimensions = inputs.ndim - (n + 1)
-        if num_batch_dimensions == 0:
-            inputs = jnp.expand_dims(inputs, 0)
-        batch_shape = inputs.shape[: inputs.ndim - (n + 1)]
-        if len(batch_shape) != 1:
-            inputs = jnp.reshape(inputs, (-1,) + inputs.shape[inputs.ndim - (n + 1) :])
-        strides = _tuple(self.strides, n)
-        dilation = _tuple(self.kernel_dilation, n)
+        if num_batch_dimensions != 1:
+            input_batch_shape = inputs.shape[:num_batch_dimensions]
+            inputs = jnp.reshape(inputs, (-1,) + inputs.shape[num_batch_dimensions:])
+        strides = maybe_broadcast(self.strides)
+        input_dilation = maybe_broadcast(self.input_dilation)
+        kernel_dilation = maybe_broadcast(self.kernel_dilation)
+        padding = _canonicalize_padding(self.padding, n)
+        if padding in ("CIRCULAR", "REFLECT"):
+            dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
+            pads = [(0, 0)] + [((k - 1) // 2, k // 2) for k in dilated] + [(0, 0)]
+            inputs = jnp.pad(inputs, pads, mode={"CIRCULAR": "wrap", "REFLECT": "reflect"}[padding])
+            padding = "VALID"
+        elif padding == "CAUSAL":
+            if n != 1:
+                raise ValueError("Causal padding is only implemented for 1D convolutions.")
+            inputs = jnp.pad(inputs, [(0, 0), (kernel_dilation[0] * (kernel_size[0] - 1), 0), (0, 0)])
+            padding = "VALID"
         in_features = jnp.shape(inputs)[-1]
-        if in_features % self.feature_group_count != 0:
-            raise ValueError(
-                f"Input 1 must be divisible by feature_group_count {self.feature_group_count}, got {in_features}."
-            )
         kernel_shape = kernel_size + (in_features // self.feature_group_count, self.features)
+        if self.mask is not None and self.mask.shape != kernel_shape:
+            raise ValueError(
+                f"Mask needs to have the same shape as weights. Shapes are: {self.mask.shape}, {kernel_shape}"
+            )
         kernel = self.param("kernel", self.kernel_init, kernel_shape, self.param_dtype)
+        if self.mask is not None:
+            kernel *= self.mask
         bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype) if self.use_bias else None
         inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        pads = _windows.padding_pairs(self.padding, inputs.shape[1:-1], kernel_size, strides, dilation)
-        if pads is None or self.feature_group_count != 1 or _tuple(self.input_dilation, n) != (1,) * n or self.mask is not None:
-            # Circular padding, grouped or input-dilated convolutions: not modelled here.
-            y = _unknown.result(inputs, kernel)
-        else:
-            x = _windows.pad_spatial(inputs, pads, 0)
-            out = _windows.out_sizes(x.shape[1:-1], kernel_size, strides, dilation)
-            y = None
-            for position in _windows.positions(kernel_size):
-                patch = _windows.window_slice(x, position, out, strides, dilation)
-                term = lax.dot_general(patch, kernel[position], (((patch.ndim - 1,), (0,)), ((), ())), precision=self.precision)
-                y = term if y is None else y + term
+        y = lax.conv_general_dilated(
+            inputs,
+            kernel,
+            strides,
+            padding,
+            lhs_dilation=input_dilation,
+            rhs_dilation=kernel_dilation,
+            dimension_numbers=_conv_dimension_numbers(inputs.ndim),
+            feature_group_count=self.feature_group_count,
+            precision=self.precision,
+        )
         if bias is not None:
             y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
-        if num_batch_dimensions == 0:
-            y = jnp.squeeze(y, axis=0)
-        elif num_batch_dimensions != 1:
-            y = jnp.reshape(y, batch_shape + y.shape[1:])
+        if num_batch_dimensions != 1:
+            y = jnp.reshape(y, input_batch_shape + y.shape[1:])
         return y
 
 

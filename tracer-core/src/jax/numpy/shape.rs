@@ -556,9 +556,15 @@ pub(super) fn reshape(interp: &mut Interp, a: &Rc<Array>, shape_v: &Value) -> Py
             format!("cannot reshape array of shape {} (size {}) into shape {}", a.aval.shape_tuple(), size, shown),
         )
     };
-    let shown_tuple = |dims: &[i64]| match dims {
-        [d] => format!("({d},)"),
-        _ => format!("({})", dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    // JAX shows the new shape as it was given: `[1, 32]`, `(1, 32)` or `33`.
+    let shown_tuple = |dims: &[i64]| {
+        let listed = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+        match (shape_v, dims) {
+            (Value::List(_), _) => format!("[{listed}]"),
+            (Value::Tuple(_), [d]) => format!("({d},)"),
+            (Value::Tuple(_), _) => format!("({listed})"),
+            _ => listed,
+        }
     };
     if infer > 1 {
         return Err(interp.value_error("can only specify one unknown dimension"));
@@ -566,7 +572,9 @@ pub(super) fn reshape(interp: &mut Interp, a: &Rc<Array>, shape_v: &Value) -> Py
     for &d in &dims {
         if d == -1 {
             if known == 0 || size as i128 % known != 0 {
-                return Err(fail(interp, &shown_tuple(&dims)));
+                let shown =
+                    format!("{} because the product of specified axis sizes ({known}) does not evenly divide {size}", shown_tuple(&dims));
+                return Err(fail(interp, &shown));
             }
             out.push((size as i128 / known) as usize);
         } else {

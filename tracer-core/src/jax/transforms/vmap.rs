@@ -211,6 +211,21 @@ fn unbatch(interp: &mut Interp, a: &Value, ax: &Value, argname: &str, sizes: &mu
     if ax.is_none() {
         return Ok(a.clone());
     }
+    // A list or tuple of axes for a list or tuple: entry by entry, so that a `None` entry
+    // (which flattens to nothing) still leaves its item unmapped, as JAX's prefix matching does.
+    if let (Value::Tuple(_) | Value::List(_), Value::Tuple(_) | Value::List(_)) = (a, ax) {
+        let (items, entries) = (interp.iterate(a)?, interp.iterate(ax)?);
+        if items.len() == entries.len() {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, (item, entry)) in items.iter().zip(&entries).enumerate() {
+                out.push(unbatch(interp, item, entry, &format!("{argname}[{i}]"), sizes)?);
+            }
+            return Ok(match a {
+                Value::List(_) => interp.new_list(out),
+                _ => Value::tuple(out),
+            });
+        }
+    }
     if let (Value::Dict(_) | Value::Tuple(_) | Value::List(_), Value::Dict(_) | Value::Tuple(_) | Value::List(_)) = (a, ax) {
         let mut leaves = Vec::new();
         let tree = flatten(interp, a, argname, &mut leaves)?;

@@ -1,0 +1,265 @@
+"""The layer and optimizer table: what each shimmed layer and optimizer makes under the real
+libraries (flax 0.12.8, equinox 0.13.8, optax 0.2.8), recorded for tracelens' shims.
+
+Run with the JAX venv's python:
+
+    /work/jax-venv/bin/python tests/conformance/gen_layers_golden.py          # rewrite the table
+    /work/jax-venv/bin/python tests/conformance/gen_layers_golden.py --check  # exit 1 if it drifted
+
+Each case below is a short program: it builds a layer (or an optimizer's state), applies it,
+and prints, through `describe` (layers_describe.py), every array leaf of the parameters, the
+other variable collections, the optimizer state and the output by path, as `dtype[shape]`.
+The program and what the real library printed are written to
+tracer-core/tests/data/layers.tsv; tracer-core/tests/layers_golden.rs runs each program
+through tracelens and expects the same lines. A case whose program raises records the
+exception's class and message (the misuse cases), and tracelens must raise the same class.
+
+TSV columns (tab separated, one header line, `#` lines are comments; a `\\n` in a field is a
+line break):
+
+    id  program  printed
+"""
+
+import contextlib
+import io
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "..", "tracer-core", "tests", "data", "layers.tsv")
+
+NNX = "from flax import nnx\nimport jax\nimport jax.numpy as jnp\n"
+LINEN = "import flax.linen as nn\nimport jax\nimport jax.numpy as jnp\n"
+EQX = "import equinox as eqx\nimport jax\nimport jax.numpy as jnp\n"
+OPTAX = "import optax\nimport jax\nimport jax.numpy as jnp\n"
+
+
+def nnx_case(build, x, call="layer(x)", collections=("Param",)):
+    states = "".join(f'describe("{c}", nnx.state(layer, nnx.{c}))\n' for c in collections)
+    return NNX + f"layer = {build}\nx = {x}\nout = {call}\n" + states + 'describe("out", out)\n'
+
+
+def linen_case(module, x, apply=None, init_kwargs=""):
+    apply = apply or "module.apply(variables, x)"
+    return (
+        LINEN
+        + f"module = {module}\nx = {x}\nvariables = module.init(jax.random.PRNGKey(0), x{init_kwargs})\n"
+        + f'out = {apply}\ndescribe("variables", variables)\ndescribe("out", out)\n'
+    )
+
+
+def eqx_case(build, x, call="layer(x)"):
+    return EQX + f"layer = {build}\nx = {x}\nout = {call}\n" + 'describe("layer", layer)\ndescribe("out", out)\n'
+
+
+def optax_case(opt, steps=1):
+    return (
+        OPTAX
+        + "params = {'w': jnp.ones((4, 3)), 'b': jnp.zeros((3,)), 'emb': {'table': jnp.ones((10, 2), jnp.bfloat16)}}\n"
+        + f"opt = {opt}\nstate = opt.init(params)\n"
+        + "grads = jax.tree_util.tree_map(lambda p: jnp.full(p.shape, 0.5, p.dtype), params)\n"
+        + f"for _ in range({steps}):\n    updates, state = opt.update(grads, state, params)\n"
+        + 'describe("state", state)\ndescribe("updates", updates)\n'
+    )
+
+
+RNGS = "rngs=nnx.Rngs(0)"
+KEY = "key=jax.random.PRNGKey(0)"
+ONES = "jnp.ones"
+
+CASES = [
+    # flax.nnx
+    ("nnx_linear", nnx_case(f"nnx.Linear(784, 512, {RNGS})", "jnp.ones((8, 784))")),
+    ("nnx_linear_no_bias_bf16", nnx_case(f"nnx.Linear(16, 4, use_bias=False, dtype=jnp.bfloat16, {RNGS})", "jnp.ones((2, 16))")),
+    ("nnx_linear_wrong_width", nnx_case(f"nnx.Linear(784, 512, {RNGS})", "jnp.ones((8, 100))")),
+    ("nnx_linear_general", nnx_case(f"nnx.LinearGeneral(16, (4, 8), {RNGS})", "jnp.ones((2, 5, 16))")),
+    ("nnx_embed", nnx_case(f"nnx.Embed(1000, 64, {RNGS})", "jnp.arange(12).reshape(3, 4)")),
+    ("nnx_embed_attend", nnx_case(f"nnx.Embed(100, 8, {RNGS})", "jnp.ones((3, 8))", call="layer.attend(x)")),
+    ("nnx_embed_float_input", nnx_case(f"nnx.Embed(10, 4, {RNGS})", "jnp.ones((3,))")),
+    ("nnx_batchnorm_wrong_width", nnx_case(f"nnx.BatchNorm(32, {RNGS})", "jnp.ones((8, 16))")),
+    ("nnx_layernorm", nnx_case(f"nnx.LayerNorm(64, {RNGS})", "jnp.ones((4, 64))")),
+    ("nnx_layernorm_wrong_width", nnx_case(f"nnx.LayerNorm(64, {RNGS})", "jnp.ones((4, 32))")),
+    (
+        "nnx_batchnorm_train",
+        nnx_case(f"nnx.BatchNorm(32, {RNGS})", "jnp.ones((8, 32))", collections=("Param", "BatchStat")),
+    ),
+    (
+        "nnx_batchnorm_eval",
+        nnx_case(
+            f"nnx.BatchNorm(32, use_running_average=True, {RNGS})",
+            "jnp.ones((8, 32))",
+            collections=("Param", "BatchStat"),
+        ),
+    ),
+    ("nnx_dropout", nnx_case(f"nnx.Dropout(0.5, {RNGS})", "jnp.ones((4, 8))", call="layer(x, deterministic=True)")),
+    (
+        "nnx_attention",
+        nnx_case(f"nnx.MultiHeadAttention(num_heads=4, in_features=32, decode=False, {RNGS})", "jnp.ones((2, 6, 32))"),
+    ),
+    (
+        "nnx_attention_qkv_features",
+        nnx_case(
+            f"nnx.MultiHeadAttention(num_heads=2, in_features=16, qkv_features=8, out_features=12, decode=False, {RNGS})",
+            "jnp.ones((3, 5, 16))",
+        ),
+    ),
+    ("nnx_conv", nnx_case(f"nnx.Conv(3, 16, (3, 3), {RNGS})", "jnp.ones((2, 8, 8, 3))")),
+    (
+        "nnx_conv_grouped_strided_dilated",
+        nnx_case(
+            f"nnx.Conv(4, 8, (3, 3), strides=2, kernel_dilation=2, feature_group_count=2, padding='VALID', {RNGS})",
+            "jnp.ones((2, 11, 11, 4))",
+        ),
+    ),
+    ("nnx_conv_input_dilation", nnx_case(f"nnx.Conv(3, 4, (2, 2), input_dilation=2, padding=1, {RNGS})", "jnp.ones((1, 5, 5, 3))")),
+    ("nnx_conv_unbatched_int_kernel", nnx_case(f"nnx.Conv(2, 5, 3, {RNGS})", "jnp.ones((10, 2))")),
+    ("nnx_conv_wrong_channels", nnx_case(f"nnx.Conv(3, 16, (3, 3), {RNGS})", "jnp.ones((2, 8, 8, 1))")),
+    ("nnx_max_pool", NNX + "x = jnp.ones((2, 9, 9, 3))\nout = nnx.max_pool(x, (2, 2), strides=(2, 2))\ndescribe('out', out)\n"),
+    (
+        "nnx_avg_pool_same",
+        NNX + "x = jnp.ones((2, 7, 7, 3))\nout = nnx.avg_pool(x, (3, 3), strides=(2, 2), padding='SAME')\ndescribe('out', out)\n",
+    ),
+    # flax.linen
+    ("linen_dense", linen_case("nn.Dense(512)", "jnp.ones((8, 784))")),
+    ("linen_dense_no_bias_bf16", linen_case("nn.Dense(4, use_bias=False, dtype=jnp.bfloat16)", "jnp.ones((2, 16))")),
+    ("linen_dense_general", linen_case("nn.DenseGeneral((4, 8))", "jnp.ones((2, 5, 16))")),
+    ("linen_embed", linen_case("nn.Embed(1000, 64)", "jnp.arange(12).reshape(3, 4)")),
+    ("linen_embed_float_input", linen_case("nn.Embed(10, 4)", "jnp.ones((3,))")),
+    (
+        "linen_dense_params_of_another_width",
+        linen_case("nn.Dense(4)", "jnp.ones((2, 16))", apply="module.apply(variables, jnp.ones((2, 8)))"),
+    ),
+    ("linen_layernorm", linen_case("nn.LayerNorm()", "jnp.ones((4, 64))")),
+    (
+        "linen_batchnorm_train",
+        linen_case(
+            "nn.BatchNorm(use_running_average=False)",
+            "jnp.ones((8, 32))",
+            apply="module.apply(variables, x, mutable=['batch_stats'])",
+        ),
+    ),
+    ("linen_batchnorm_eval", linen_case("nn.BatchNorm(use_running_average=True)", "jnp.ones((8, 32))")),
+    ("linen_dropout", linen_case("nn.Dropout(0.5, deterministic=True)", "jnp.ones((4, 8))")),
+    ("linen_conv", linen_case("nn.Conv(16, (3, 3))", "jnp.ones((2, 8, 8, 3))")),
+    ("linen_conv_strided_valid", linen_case("nn.Conv(8, (3, 3), strides=2, padding='VALID')", "jnp.ones((2, 9, 9, 3))")),
+    ("linen_conv_int_kernel", linen_case("nn.Conv(4, 3)", "jnp.ones((2, 10, 3))")),
+    ("linen_conv_grouped", linen_case("nn.Conv(8, (3, 3), feature_group_count=2)", "jnp.ones((2, 8, 8, 4))")),
+    ("linen_conv_causal", linen_case("nn.Conv(4, (3,), padding='CAUSAL', kernel_dilation=2)", "jnp.ones((2, 10, 3))")),
+    ("linen_conv_circular", linen_case("nn.Conv(4, (3, 3), padding='CIRCULAR')", "jnp.ones((1, 6, 6, 2))")),
+    ("linen_conv_two_batch_axes", linen_case("nn.Conv(4, (3, 3), input_dilation=2, padding=1)", "jnp.ones((2, 3, 6, 6, 2))")),
+    ("linen_conv_input_dilated_same", linen_case("nn.Conv(4, (3, 3), input_dilation=2)", "jnp.ones((2, 6, 6, 2))")),
+    (
+        "linen_conv_params_of_other_channels",
+        linen_case("nn.Conv(4, (3, 3))", "jnp.ones((2, 6, 6, 3))", apply="module.apply(variables, jnp.ones((2, 6, 6, 1)))"),
+    ),
+    (
+        "linen_pools",
+        LINEN
+        + "x = jnp.ones((7, 7, 3))\ndescribe('max', nn.max_pool(x, (2, 2), strides=(2, 2)))\n"
+        + "describe('min', nn.pooling.min_pool(jnp.ones((2, 4, 10, 3)), (3,), padding='SAME'))\n"
+        + "describe('avg', nn.avg_pool(x, (3, 3), padding='SAME', count_include_pad=False))\n",
+    ),
+    ("linen_attention", linen_case("nn.MultiHeadDotProductAttention(num_heads=4, qkv_features=32)", "jnp.ones((2, 6, 32))")),
+    ("linen_self_attention", linen_case("nn.SelfAttention(num_heads=2)", "jnp.ones((3, 5, 16))")),
+    # equinox
+    ("eqx_linear", eqx_case(f"eqx.nn.Linear(784, 512, {KEY})", "jnp.ones((784,))")),
+    ("eqx_linear_scalar", eqx_case(f"eqx.nn.Linear('scalar', 3, {KEY})", "jnp.ones(())")),
+    ("eqx_linear_wrong_width", eqx_case(f"eqx.nn.Linear(784, 512, {KEY})", "jnp.ones((100,))")),
+    ("eqx_mlp", eqx_case(f"eqx.nn.MLP(4, 2, width_size=16, depth=2, {KEY})", "jnp.ones((4,))")),
+    ("eqx_conv2d", eqx_case(f"eqx.nn.Conv2d(3, 16, 3, padding=1, {KEY})", "jnp.ones((3, 8, 8))")),
+    ("eqx_conv2d_strided_grouped", eqx_case(f"eqx.nn.Conv2d(4, 8, (3, 2), stride=2, groups=2, {KEY})", "jnp.ones((4, 9, 9))")),
+    ("eqx_conv2d_same_no_bias", eqx_case(f"eqx.nn.Conv2d(3, 4, 5, padding='SAME', use_bias=False, {KEY})", "jnp.ones((3, 7, 6))")),
+    ("eqx_conv1d_dilated", eqx_case(f"eqx.nn.Conv1d(2, 5, 3, dilation=2, {KEY})", "jnp.ones((2, 12))")),
+    ("eqx_conv2d_wrong_channels", eqx_case(f"eqx.nn.Conv2d(3, 16, 3, {KEY})", "jnp.ones((1, 8, 8))")),
+    ("eqx_conv2d_batched_input", eqx_case(f"eqx.nn.Conv2d(3, 16, 3, {KEY})", "jnp.ones((2, 3, 8, 8))")),
+    ("eqx_embedding", eqx_case(f"eqx.nn.Embedding(100, 8, {KEY})", "jnp.array(3)")),
+    ("eqx_layernorm", eqx_case("eqx.nn.LayerNorm(32)", "jnp.ones((32,))")),
+    ("eqx_dropout", eqx_case("eqx.nn.Dropout(0.5)", "jnp.ones((4,))", call="layer(x, inference=True)")),
+    # optax
+    ("optax_sgd", optax_case("optax.sgd(0.1)")),
+    ("optax_sgd_momentum", optax_case("optax.sgd(0.1, momentum=0.9, nesterov=True)")),
+    ("optax_adam", optax_case("optax.adam(1e-3)", steps=2)),
+    ("optax_adamw", optax_case("optax.adamw(1e-3, weight_decay=1e-2)")),
+    ("optax_lamb", optax_case("optax.lamb(1e-3)")),
+    ("optax_rmsprop", optax_case("optax.rmsprop(1e-3)")),
+    ("optax_chain_clip_adam", optax_case("optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))")),
+    ("optax_adam_schedule", optax_case("optax.adam(optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100))")),
+    (
+        "optax_adam_grads_missing_a_leaf",
+        OPTAX
+        + "params = {'w': jnp.ones((4, 3)), 'b': jnp.zeros((3,))}\nopt = optax.adam(1e-3)\nstate = opt.init(params)\n"
+        + "updates, state = opt.update({'w': jnp.ones((4, 3))}, state, params)\n",
+    ),
+    ("optax_multisteps", optax_case("optax.MultiSteps(optax.adam(1e-3), every_k_schedule=2)", steps=3)),
+    (
+        "optax_schedule_values",
+        OPTAX
+        + "schedules = {\n"
+        + "    'warmup_cosine': optax.warmup_cosine_decay_schedule(0.0, 1e-3, 10, 100, end_value=1e-5),\n"
+        + "    'exponential': optax.exponential_decay(1e-2, 20, 0.5, transition_begin=5, staircase=True),\n"
+        + "    'piecewise': optax.piecewise_constant_schedule(0.1, {30: 0.1, 60: 0.5}),\n"
+        + "    'linear': optax.linear_schedule(1.0, 0.0, 50, transition_begin=10),\n"
+        + "    'cosine': optax.cosine_decay_schedule(1.0, 80, alpha=0.1),\n"
+        + "    'polynomial': optax.polynomial_schedule(1.0, 0.1, 2, 40),\n"
+        + "    'join': optax.join_schedules([optax.constant_schedule(0.5), optax.linear_schedule(0.5, 0.0, 20)], [15]),\n"
+        + "}\n"
+        + "for name in schedules:\n"
+        + "    print(name, [round(float(schedules[name](step)), 6) for step in [0, 5, 10, 29, 30, 45, 60, 100, 150]])\n",
+    ),
+]
+
+
+def run(program):
+    """What `program` prints under the real libraries, or its exception."""
+    prelude = open(os.path.join(HERE, "layers_describe.py")).read()
+    out = io.StringIO()
+    scope = {"__name__": "__main__"}
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(prelude + "\n" + program, "<case>", "exec"), scope)
+    except Exception as e:  # noqa: BLE001 - the misuse cases record the library's exception
+        out.write(f"raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n")
+    return out.getvalue()
+
+
+def escape(text):
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
+def table():
+    import flax
+    import equinox
+    import jax
+    import optax
+
+    lines = [
+        f"# Recorded from jax {jax.__version__}, flax {flax.__version__}, equinox {equinox.__version__}, "
+        f"optax {optax.__version__} by tests/conformance/gen_layers_golden.py; do not edit.",
+        "id\tprogram\tprinted",
+    ]
+    for case_id, program in CASES:
+        lines.append(f"{case_id}\t{escape(program)}\t{escape(run(program))}")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    try:
+        import equinox, flax, optax  # noqa: F401, E401
+    except ImportError as e:
+        print(f"skipped: this interpreter lacks a library of the table ({e.name})\n")
+        return 0 if "--check" in sys.argv else 1
+    text = table()
+    if "--check" in sys.argv:
+        with open(OUT) as f:
+            if f.read() != text:
+                print("layers.tsv drifted from the libraries: rerun gen_layers_golden.py")
+                return 1
+        print(f"{len(CASES)} layer and optimizer rows as the libraries make them\n")
+        return 0
+    with open(OUT, "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
