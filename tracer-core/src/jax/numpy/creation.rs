@@ -246,7 +246,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![1] };
                     let rows = bind1(interp, prim, &[a.clone()], a.aval.with_shape(&[n, n]))?;
                     let zeros = full(interp, &[n, n], 0.0, a.aval.dtype)?;
-                    bind1(interp, Prim::Select, &[eye, zeros, rows], a.aval.with_shape(&[n, n])).map(Value::Array)
+                    apply1(interp, Prim::Select, &[eye, zeros, rows]).map(Value::Array)
                 }
                 2 => {
                     let n = a.aval.shape[0].min(a.aval.shape[1]);
@@ -470,7 +470,7 @@ pub(super) fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         if endpoint {
             let mut shape = out.aval.shape.to_vec();
             shape[axis] += 1;
-            out = bind1(interp, Prim::Concatenate { dimension: axis }, &[out.clone(), e], out.aval.with_shape(&shape))?;
+            out = apply1(interp, Prim::Concatenate { dimension: axis }, &[out.clone(), e])?;
         }
         (out, delta)
     } else if num == 1 {

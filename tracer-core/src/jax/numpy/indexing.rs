@@ -60,9 +60,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     let mut index: Vec<IndexItem> =
                         a.aval.shape[..ax].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
                     index.push(item);
-                    bind1(interp, prim(index), &[src, ix], a.aval.with_shape(&shape)).map(Value::Array)
+                    apply1(interp, prim(index), &[src, ix]).map(Value::Array)
                 }
-                None => bind1(interp, prim(vec![item]), &[src, ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
+                None => apply1(interp, prim(vec![item]), &[src, ix.clone()]).map(Value::Array),
             }
         }
         F::TakeAlongAxis => {
@@ -139,7 +139,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let mut inputs = vec![a.clone()];
             inputs.extend(starts.unwrap_or_default());
-            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs, a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs).map(Value::Array)
         }
         F::LaxDynamicUpdateSlice => {
             let a = arr!(interp, cx, 0, "operand");
@@ -157,7 +157,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             }
             let mut inputs = vec![a.clone(), u];
             inputs.extend(start_indices(interp, p.get(2, "start_indices"), a.aval.ndim())?.unwrap_or_default());
-            bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::DynamicUpdateSlice, &inputs).map(Value::Array)
         }
         F::Diagonal => {
             // `_default_diag` (JAX's path on CPU): the two axes moved last, then
@@ -483,9 +483,7 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
         starts.iter().zip(&limits).zip(&strides).zip(a.aval.shape.iter()).all(|(((&s, &l), &st), &d)| s == 0 && l == d && st == 1);
     let mut cur = a.clone();
     if !full_slice && static_only {
-        let shape: Vec<usize> =
-            starts.iter().zip(&limits).zip(&strides).map(|((&s, &l), &st)| if l > s { (l - s).div_ceil(st.max(1)) } else { 0 }).collect();
-        cur = bind1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak))?;
+        cur = apply1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur])?;
     } else if !static_only {
         // A negative step: the same selection as a gather without index arrays.
         let shape = crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[])

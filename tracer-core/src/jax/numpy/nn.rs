@@ -248,7 +248,7 @@ pub(super) fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Op
         let x = inexact(interp, x)?;
         let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
         let zeros = convert(interp, &zeros, x.aval.dtype, x.aval.weak)?;
-        bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x.clone(), zeros], x.aval.clone())
+        apply1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x.clone(), zeros])
     };
     let extra_arr = |interp: &mut Interp| -> PyResult<Option<Rc<Array>>> {
         match extra {

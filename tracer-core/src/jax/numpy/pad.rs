@@ -142,8 +142,7 @@ fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], v
         },
     };
     let lax_pad = |interp: &mut Interp, x: &Rc<Array>, fill: &Rc<Array>, config: Vec<(i64, i64, i64)>| {
-        let shape: Vec<usize> = x.aval.shape.iter().zip(&config).map(|(&d, &(l, h, _))| d + l as usize + h as usize).collect();
-        bind1(interp, Prim::Pad { config }, &[x.clone(), fill.clone()], x.aval.with_shape(&shape))
+        apply1(interp, Prim::Pad { config }, &[x.clone(), fill.clone()])
     };
     let every_side = || widths.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect::<Vec<_>>();
     let nd = a.aval.ndim();
@@ -409,7 +408,7 @@ pub(super) fn slice_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, star
     limits[axis] = limit;
     let mut shape = x.aval.shape.to_vec();
     shape[axis] = limit - start;
-    bind1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x))
 }
 
 /// `lax.concatenate(parts, axis)` of arrays of one aval but along `axis`.
@@ -420,8 +419,7 @@ fn concat_in_dim(interp: &mut Interp, parts: &[Rc<Array>], axis: usize) -> PyRes
     }
     let mut shape = parts[0].aval.shape.to_vec();
     shape[axis] = parts.iter().map(|p| p.aval.shape[axis]).sum();
-    let aval = parts[0].aval.with_shape(&shape);
-    bind1(interp, Prim::Concatenate { dimension: axis }, parts, aval)
+    apply1(interp, Prim::Concatenate { dimension: axis }, parts)
 }
 
 /// `jnp.repeat(x, k, axis)` of an axis of size 1 as JAX binds a scalar repeat count: a

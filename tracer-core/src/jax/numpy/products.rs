@@ -742,9 +742,9 @@ fn delta(interp: &mut Interp, shape: &[usize], axes: &[usize]) -> PyResult<Rc<Ar
     }
     let mut eye: Option<Rc<Array>> = None;
     for pair in iotas.windows(2) {
-        let eq = bind1(interp, Prim::Compare(CmpPrim::Eq), pair, Aval::new(&base, DType::Bool))?;
+        let eq = apply1(interp, Prim::Compare(CmpPrim::Eq), pair)?;
         eye = Some(match eye {
-            Some(acc) => bind1(interp, Prim::Binary(BinaryPrim::And), &[acc, eq], Aval::new(&base, DType::Bool))?,
+            Some(acc) => apply1(interp, Prim::Binary(BinaryPrim::And), &[acc, eq])?,
             None => eq,
         });
     }

@@ -189,8 +189,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let moved = if axis == last_axis { a.clone() } else { transpose(interp, &a, Some(order.clone()))? };
             let mut s = moved.aval.shape.to_vec();
             s[last_axis] = k;
-            let v = bind1(interp, Prim::TopK { k }, &[moved.clone()], moved.aval.with_shape(&s))?;
-            let i = bind1(interp, Prim::TopKIndices { k }, &[moved], Aval::new(&s, DType::I32))?;
+            let v = apply1(interp, Prim::TopK { k }, &[moved.clone()])?;
+            let i = apply1(interp, Prim::TopKIndices { k }, &[moved])?;
             if axis == last_axis {
                 return Ok(Value::list(vec![Value::Array(v), Value::Array(i)]));
             }

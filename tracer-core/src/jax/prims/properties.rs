@@ -72,7 +72,7 @@ pub fn props(prim: &Prim) -> Props {
         Prim::Cond { .. } | Prim::While => Props { ad_rule: Some(true), ..CONTROL },
         Prim::Scan { .. } | Prim::Vmap { .. } => Props { ad_rule: Some(false), ..CONTROL },
         Prim::DebugCallback => Props { takes_keys: true, ..NONE },
-        Prim::Linalg(op) => Props { calls_lapack: calls_lapack(*op), ad_rule: linalg_ad_rule(*op), ..NONE },
+        Prim::Linalg(op) => linalg_props(*op),
     }
 }
 
@@ -100,14 +100,16 @@ fn binary_ad_rule(b: BinaryPrim) -> Option<bool> {
     }
 }
 
-/// Whether JAX lowers the operation to a LAPACK routine on CPU (`getrf`, `potrf`, `syevd`,
-/// `gesdd`, `geqrf`), which exists for 32- and 64-bit floats only.
-pub fn calls_lapack(op: LinalgOp) -> bool {
+/// A linear-algebra operation's properties: whether JAX lowers it to a LAPACK routine on CPU
+/// (`getrf`, `potrf`, `syevd`, `gesdd`, `geqrf`), which exists for 32- and 64-bit floats
+/// only, and its AD coverage (pivots and permutations are integers; `geqrf` has no rule in
+/// JAX either).
+fn linalg_props(op: LinalgOp) -> Props {
     use LinalgOp as L;
+    const LAPACK: Props = Props { calls_lapack: true, ad_rule: Some(true), ..Props::NONE };
+    const COMPOSED: Props = Props { ad_rule: Some(true), ..Props::NONE };
     match op {
         L::Lu
-        | L::LuPivots
-        | L::LuPermutation
         | L::Cholesky
         | L::EighValues { .. }
         | L::EighVectors { .. }
@@ -116,9 +118,10 @@ pub fn calls_lapack(op: LinalgOp) -> bool {
         | L::SvdVh { .. }
         | L::QrQ { .. }
         | L::QrR { .. }
-        | L::Geqrf
-        | L::GeqrfTaus
-        | L::Pinv { .. } => true,
+        | L::Pinv { .. } => LAPACK,
+        L::LuPivots | L::LuPermutation => Props { ad_rule: None, ..LAPACK },
+        L::Geqrf | L::GeqrfTaus => Props { ad_rule: Some(false), ..LAPACK },
+        L::PivotsToPermutation { .. } => Props::NONE,
         L::LinearSolve { .. }
         | L::Det
         | L::DetFused { .. }
@@ -127,37 +130,13 @@ pub fn calls_lapack(op: LinalgOp) -> bool {
         | L::Cofactor
         | L::CofactorJvp
         | L::TriangularSolve { .. }
-        | L::PivotsToPermutation { .. }
-        | L::Expm { .. } => false,
+        | L::Expm { .. } => COMPOSED,
     }
 }
 
-/// Pivots and permutations are integers; `geqrf` has no rule in JAX either.
-fn linalg_ad_rule(op: LinalgOp) -> Option<bool> {
-    use LinalgOp as L;
-    match op {
-        L::LuPivots | L::LuPermutation | L::PivotsToPermutation { .. } => None,
-        L::Geqrf | L::GeqrfTaus => Some(false),
-        L::LinearSolve { .. }
-        | L::Cholesky
-        | L::Det
-        | L::DetFused { .. }
-        | L::SlogdetSign
-        | L::SlogdetLogAbs
-        | L::Cofactor
-        | L::CofactorJvp
-        | L::TriangularSolve { .. }
-        | L::EighValues { .. }
-        | L::EighVectors { .. }
-        | L::SvdValues
-        | L::SvdU { .. }
-        | L::SvdVh { .. }
-        | L::QrQ { .. }
-        | L::QrR { .. }
-        | L::Pinv { .. }
-        | L::Lu
-        | L::Expm { .. } => Some(true),
-    }
+/// Whether JAX lowers the operation to a LAPACK routine on CPU, for 32- and 64-bit floats only.
+pub fn calls_lapack(op: LinalgOp) -> bool {
+    linalg_props(op).calls_lapack
 }
 
 /// Whether JAX applies `prim` to typed PRNG key arrays: the random primitives, those that

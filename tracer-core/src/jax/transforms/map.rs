@@ -131,8 +131,7 @@ fn batched_map(interp: &mut Interp, f: &Value, xs: &Value, batch_size: &Value) -
             Some(tail) if tail.aval.ndim() == flat.aval.ndim() => {
                 let mut shape = flat.aval.shape.to_vec();
                 shape[0] += tail.aval.shape[0];
-                let aval = flat.aval.with_shape(&shape);
-                bind1(interp, Prim::Concatenate { dimension: 0 }, &[flat, tail.clone()], aval)?
+                apply1(interp, Prim::Concatenate { dimension: 0 }, &[flat, tail.clone()])?
             }
             Some(_) => return Ok(None),
             None => flat,

@@ -23,9 +23,8 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
         if k > size {
             return Ok(Value::opaque("lu_pivots_to_permutation with more pivots than the size"));
         }
-        let shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([size]).collect();
         let op = LinalgOp::PivotsToPermutation { size };
-        return bind1(interp, Prim::Linalg(op), &[pivots], Aval::new(&shape, DType::I32)).map(Value::Array);
+        return apply1(interp, Prim::Linalg(op), &[pivots]).map(Value::Array);
     }
     let name = if f == JaxFn::LaxLinalgLu { "x" } else { "a" };
     let Some(a) = p.get(0, name) else {
@@ -66,7 +65,7 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
         &[permutation],
         Aval::new(&[m, m], DType::I32),
     )?;
-    let rows = bind1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], Aval::new(&[m, m], DType::I32))?;
+    let rows = apply1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[])?;
     let same = compare_arrays(interp, CmpPrim::Eq, &columns, &rows)?;
     let permutation_matrix = convert(interp, &same, dt, false)?;
     // l = tril(lu, -1)[:, :k] + eye(m, k); u = triu(lu)[:k, :]
@@ -87,12 +86,9 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
 /// The three outputs of JAX's `lu` primitive on `a[..., m, n]`: the packed factors, the
 /// pivots (`int32[..., min(m, n)]`) and the permutation (`int32[..., m]`).
 pub(super) fn lu_outputs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>, Rc<Array>, Rc<Array>)> {
-    let nd = a.aval.ndim();
-    let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
-    let with = |last: usize| -> Vec<usize> { a.aval.shape[..nd - 2].iter().copied().chain([last]).collect() };
-    let lu = bind1(interp, Prim::Linalg(LinalgOp::Lu), std::slice::from_ref(a), a.aval.clone())?;
-    let pivots = bind1(interp, Prim::Linalg(LinalgOp::LuPivots), std::slice::from_ref(a), Aval::new(&with(m.min(n)), DType::I32))?;
-    let permutation = bind1(interp, Prim::Linalg(LinalgOp::LuPermutation), std::slice::from_ref(a), Aval::new(&with(m), DType::I32))?;
+    let lu = apply1(interp, Prim::Linalg(LinalgOp::Lu), std::slice::from_ref(a))?;
+    let pivots = apply1(interp, Prim::Linalg(LinalgOp::LuPivots), std::slice::from_ref(a))?;
+    let permutation = apply1(interp, Prim::Linalg(LinalgOp::LuPermutation), std::slice::from_ref(a))?;
     Ok((lu, pivots, permutation))
 }
 
@@ -179,10 +175,8 @@ pub(super) fn lu_solve(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     if k > m {
         return Ok(Value::opaque("lu_solve with more pivots than rows"));
     }
-    let permutation_shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([m]).collect();
     let pivots = convert(interp, &pivots, DType::I32, false)?;
-    let permutation =
-        bind1(interp, Prim::Linalg(LinalgOp::PivotsToPermutation { size: m }), &[pivots], Aval::new(&permutation_shape, DType::I32))?;
+    let permutation = apply1(interp, Prim::Linalg(LinalgOp::PivotsToPermutation { size: m }), &[pivots])?;
     // `jnp.vectorize` over `(n,n),(n),(n)->(n)` when `b` is a (stack of) vector(s), else
     // `(n,n),(n),(n,k)->(n,k)`.
     let vector = b_nd == 1 || (lu_nd == b_nd + 1 && lu.aval.shape[lu_nd - 1] == b.aval.shape[b_nd - 1]);
@@ -229,7 +223,7 @@ pub(crate) fn lu_solve_core(
 ) -> PyResult<Rc<Array>> {
     let solve = |interp: &mut Interp, x: &Rc<Array>, lower: bool, transpose_a: bool| {
         let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal: lower };
-        bind1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()], x.aval.clone())
+        apply1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()])
     };
     if !transpose {
         let x = take_rows(interp, b, permutation)?;
@@ -246,7 +240,7 @@ pub(crate) fn lu_solve_core(
         &[],
         permutation.aval.clone(),
     )?;
-    let inverse = bind1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota], permutation.aval.clone())?;
+    let inverse = apply1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota])?;
     take_rows(interp, &x, &inverse)
 }
 
@@ -275,7 +269,7 @@ pub(crate) fn solve_with_factors(
 ) -> PyResult<Rc<Array>> {
     let x = lu_solve_core(interp, lu, permutation, b, transpose)?;
     let ins = [a.clone(), lu.clone(), permutation.clone(), b.clone(), x];
-    bind1(interp, Prim::Linalg(LinalgOp::LinearSolve { transpose }), &ins, b.aval.clone().weak(false))
+    apply1(interp, Prim::Linalg(LinalgOp::LinearSolve { transpose }), &ins)
 }
 
 /// `jnp.linalg.inv(a)` of a float `a[..., m, m]`: `solve(a, eye(m))` with the identity
@@ -296,7 +290,7 @@ pub(super) fn entry(interp: &mut Interp, a: &Rc<Array>, i: usize, j: usize) -> P
     (start[nd - 2], start[nd - 1], limit[nd - 2], limit[nd - 1]) = (i, j, i + 1, j + 1);
     let mut shape = limit.clone();
     (shape[nd - 2], shape[nd - 1]) = (1, 1);
-    let one = bind1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a), a.aval.with_shape(&shape))?;
+    let one = apply1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a))?;
     apply1(interp, Prim::Squeeze { dimensions: vec![nd - 2, nd - 1] }, &[one])
 }
 
@@ -422,8 +416,8 @@ pub(crate) fn slogdet(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>
     }
     let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
     let (sign, log) = slogdet_values(interp, &frozen, n)?;
-    let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign], batch.clone())?;
-    let log = bind1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log], batch)?;
+    let sign = apply1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign])?;
+    let log = apply1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log])?;
     Ok((sign, log))
 }
 
@@ -445,14 +439,14 @@ pub(crate) fn det(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
             }
             // The value XLA's fused multiply-adds give; the derivative is the formula's.
             let op = LinalgOp::DetFused { double: a.aval.dtype == DType::F64 };
-            bind1(interp, Prim::Linalg(op), &[a.clone(), value], batch)
+            apply1(interp, Prim::Linalg(op), &[a.clone(), value])
         }
         _ => {
             let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
             let (sign, log) = slogdet_values(interp, &frozen, n)?;
             let magnitude = unary_prim(interp, UnaryPrim::Exp, &log)?;
             let value = binary_prim(interp, BinaryPrim::Mul, &sign, &magnitude)?;
-            bind1(interp, Prim::Linalg(LinalgOp::Det), &[a.clone(), value], batch)
+            apply1(interp, Prim::Linalg(LinalgOp::Det), &[a.clone(), value])
         }
     }
 }
@@ -494,5 +488,5 @@ pub(in crate::jax::numpy) fn expm(interp: &mut Interp, p: &Args) -> PyResult<Val
         return Err(interp.type_error(format!("A.dtype={} is not supported.", dt.name())));
     }
     let op = LinalgOp::Expm { double: dt == DType::F64, upper_triangular, max_squarings };
-    bind1(interp, Prim::Linalg(op), &[a.clone()], a.aval.clone().weak(false)).map(Value::Array)
+    apply1(interp, Prim::Linalg(op), &[a.clone()]).map(Value::Array)
 }
