@@ -1065,8 +1065,9 @@ impl TopKPlaces {
         for d in 0..last {
             let mut shape = vec![1; nd];
             shape[d] = out.shape[d];
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64);
-            arrays.push(Array::ready(Aval::new(&shape, DType::I32), data));
+            arrays.push(Array::built(Aval::new(&shape, DType::I32), || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64)
+            }));
         }
         arrays.push(bind_declared(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
         Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
@@ -2580,11 +2581,13 @@ pub fn jacobian_values(
 }
 
 fn one_hot(aval: &Aval, k: usize) -> Rc<Array> {
-    let mut data = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&aval.shape));
-    if let Some(x) = data.iter_mut().nth(k) {
-        *x = 1.0;
-    }
-    Array::ready(aval.clone().weak(false), data)
+    Array::built(aval.clone().weak(false), || {
+        let mut data = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&aval.shape));
+        if let Some(x) = data.iter_mut().nth(k) {
+            *x = 1.0;
+        }
+        data
+    })
 }
 
 fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forward: bool, expected: &[Aval]) -> AdResult<Vec<Rc<Array>>> {
