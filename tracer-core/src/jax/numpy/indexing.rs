@@ -99,7 +99,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
             }
             let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
-            bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, prim, &ins).map(Value::Array)
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
             let a = arr!(interp, cx, 0, "operand");
@@ -300,7 +300,7 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
         ins.push(Array::ready(Aval::new(&s, DType::I32), data));
     }
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array; nd] };
-    bind1(interp, prim, &ins, a.aval.with_shape(&shape))
+    apply1(interp, prim, &ins)
 }
 
 /// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
@@ -496,12 +496,13 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     }
     if !advanced.is_empty() {
         let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
-        let shape = crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
+        // The selection's IndexError, if any, before the rule's.
+        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
-        return bind1(interp, prim, &ins, a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
+        return apply1(interp, prim, &ins).map(Value::Array);
     }
     let full_slice =
         starts.iter().zip(&limits).zip(&strides).zip(a.aval.shape.iter()).all(|(((&s, &l), &st), &d)| s == 0 && l == d && st == 1);
@@ -510,10 +511,10 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
         cur = apply1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur])?;
     } else if !static_only {
         // A negative step: the same selection as a gather without index arrays.
-        let shape = crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[])
-            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        // The selection's IndexError, if any, before the rule's.
+        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
-        return bind1(interp, prim, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
+        return apply1(interp, prim, &[cur]).map(Value::Array);
     }
     let final_shape: Vec<usize> = out_shape;
     reshape_raw(interp, &cur, &final_shape).map(Value::Array)

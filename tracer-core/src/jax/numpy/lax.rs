@@ -447,7 +447,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             }
             let kept: Vec<usize> = (0..out_nd).filter(|d| !unique.contains(d)).collect();
             let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: kept };
-            bind1(interp, prim, std::slice::from_ref(&x), x.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, prim, std::slice::from_ref(&x)).map(Value::Array)
         }
         F::LaxBroadcast | F::LaxBroadcastToRank => {
             let x = arr!(0, if f == F::LaxBroadcast { "operand" } else { "x" });

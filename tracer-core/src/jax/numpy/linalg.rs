@@ -324,8 +324,11 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 a2 = linalg_api::symmetrize(interp, &a2)?;
             }
             inputs.insert(0, a2);
-            let prim = if computed { Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 }) } else { Prim::Opaque("pinv") };
-            bind1(interp, prim, &inputs, Aval::new(&s, dt)).map(Value::Array)
+            if !computed {
+                // Not computed, a vector among them (JAX's unpacking error is not modelled).
+                return bind1(interp, Prim::Opaque("pinv"), &inputs, Aval::new(&s, dt)).map(Value::Array);
+            }
+            apply1(interp, Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 }), &inputs).map(Value::Array)
         }
         F::LinalgDet | F::ScipyDet | F::LinalgSlogdet => {
             // `jax.scipy.linalg.det` is `jnp.linalg.det`.
@@ -444,13 +447,21 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 None => false,
             };
             let a2 = if hermitian && m == n { linalg_api::symmetrize(interp, &a2)? } else { a2 };
-            let prim = |op: LinalgOp| if hermitian && m != n { Prim::Opaque("svd") } else { Prim::Linalg(op) };
-            let s = apply1(interp, prim(LinalgOp::SvdValues), &[a2.clone()])?;
+            let computed = !hermitian || m == n;
+            let svd = |interp: &mut Interp, op: LinalgOp, a: &Rc<Array>| {
+                let a = std::slice::from_ref(a);
+                if computed {
+                    apply1(interp, Prim::Linalg(op), a)
+                } else {
+                    apply_opaque1(interp, "svd", &Prim::Linalg(op), a)
+                }
+            };
+            let s = svd(interp, LinalgOp::SvdValues, &a2)?;
             if !compute_uv {
                 return Ok(Value::Array(s));
             }
-            let u = apply1(interp, prim(LinalgOp::SvdU { full }), &[a2.clone()])?;
-            let vh = apply1(interp, prim(LinalgOp::SvdVh { full }), &[a2])?;
+            let u = svd(interp, LinalgOp::SvdU { full }, &a2)?;
+            let vh = svd(interp, LinalgOp::SvdVh { full }, &a2)?;
             Ok(Value::tuple(vec![Value::Array(u), Value::Array(s), Value::Array(vh)]))
         }
         // `dispatch::family` sends only the functions above here.
@@ -480,7 +491,7 @@ pub(super) fn trace(
     let plane = [a.aval.shape[nd - 2], a.aval.shape[nd - 1]];
     let iota = |interp: &mut Interp, dimension: usize| {
         let prim = Prim::Iota { dtype: DType::I32, shape: plane.to_vec(), dimension };
-        bind1(interp, prim, &[], Aval::new(&plane, DType::I32))
+        apply1(interp, prim, &[])
     };
     let rows = iota(interp, 0)?;
     let cols = iota(interp, 1)?;

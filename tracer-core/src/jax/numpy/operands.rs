@@ -141,12 +141,7 @@ pub(super) fn broadcast_to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[us
     }
     let off = shape.len() - a.aval.ndim();
     let dims: Vec<usize> = (off..shape.len()).collect();
-    bind1(
-        interp,
-        Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims },
-        std::slice::from_ref(a),
-        a.aval.with_shape(shape),
-    )
+    apply1(interp, Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims }, std::slice::from_ref(a))
 }
 
 /// Promotes and broadcasts operands as jnp's binary functions do.
@@ -206,7 +201,7 @@ pub(super) fn start_indices(interp: &mut Interp, v: Option<&Value>, ndim: usize)
             1 if items.len() == 1 => {
                 for k in 0..i.aval.shape[0] {
                     let prim = Prim::Slice { start: vec![k], limit: vec![k + 1], strides: vec![1] };
-                    let one = bind1(interp, prim, std::slice::from_ref(&i), i.aval.with_shape(&[1]))?;
+                    let one = apply1(interp, prim, std::slice::from_ref(&i))?;
                     out.push(reshape_raw(interp, &one, &[])?);
                 }
             }

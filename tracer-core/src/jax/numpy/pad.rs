@@ -167,7 +167,7 @@ fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], v
             }
             // constant_values[i, side]
             let prim = Prim::Slice { start: vec![i, side], limit: vec![i + 1, side + 1], strides: vec![1, 1] };
-            let one = bind1(interp, prim, std::slice::from_ref(&values), values.aval.with_shape(&[1, 1]))?;
+            let one = apply1(interp, prim, std::slice::from_ref(&values))?;
             let fill = squeeze(interp, &one, &[0, 1])?;
             let mut config = vec![(0, 0, 0); nd];
             config[i] = if side == 0 { (width as i64, 0, 0) } else { (0, width as i64, 0) };
@@ -429,7 +429,7 @@ fn repeat_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, k: usize) -> P
     wide.insert(axis + 1, k);
     let dims: Vec<usize> = (0..wide.len()).filter(|&d| d != axis + 1).collect();
     let prim = Prim::BroadcastInDim { shape: wide.clone(), broadcast_dimensions: dims };
-    let broadcast = bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&wide))?;
+    let broadcast = apply1(interp, prim, std::slice::from_ref(x))?;
     let mut shape = x.aval.shape.to_vec();
     shape[axis] *= k;
     apply1(interp, Prim::Reshape { new_sizes: shape.clone() }, &[broadcast])

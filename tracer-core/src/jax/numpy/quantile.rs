@@ -149,7 +149,7 @@ fn quantile(
                     )));
                 }
                 let prim = Prim::BroadcastInDim { shape: a.aval.shape.clone().to_vec(), broadcast_dimensions: axes };
-                w = bind1(interp, prim, std::slice::from_ref(&w), w.aval.with_shape(&a.aval.shape))?;
+                w = apply1(interp, prim, std::slice::from_ref(&w))?;
             }
             (a, Some(w))
         }
@@ -298,7 +298,7 @@ fn quantile(
                 return Ok(w.clone());
             }
             let prim = Prim::BroadcastInDim { shape: out_shape.clone(), broadcast_dimensions: vec![0] };
-            bind1(interp, prim, std::slice::from_ref(w), w.aval.with_shape(&out_shape))
+            apply1(interp, prim, std::slice::from_ref(w))
         };
         let (low_weight, high_weight) = (spread(interp, &low_weight)?, spread(interp, &high_weight)?);
         (sorted, low, high, low_weight, high_weight)
@@ -387,7 +387,7 @@ fn inverted_cdf(
     let sorted = apply1(interp, sort.clone(), std::slice::from_ref(&cleaned))?;
     let weights = match weights {
         // `lax.sort_key_val(a, weights)`: the weights in the order of the sorted data.
-        Some(w) => bind1(interp, sort, &[cleaned.clone(), w.clone()], w.aval.clone())?,
+        Some(w) => apply1(interp, sort, &[cleaned.clone(), w.clone()])?,
         None => full(interp, &a.aval.shape, 1.0, a.aval.dtype)?,
     };
     let zeros = full(interp, &weights.aval.shape, 0.0, weights.aval.dtype)?;
@@ -510,5 +510,5 @@ fn gather_along(
         inputs.push(Array::built(Aval::new(&s, index.aval.dtype), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[at] as f64)));
     }
     let prim = Prim::Gather { mode: IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; sorted.aval.ndim()] };
-    bind1(interp, prim, &inputs, sorted.aval.with_shape(out_shape))
+    apply1(interp, prim, &inputs)
 }

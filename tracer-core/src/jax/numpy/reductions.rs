@@ -48,7 +48,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 index: Some(vec![IndexItem::Array]),
                 unique_indices: false,
             };
-            bind1(interp, prim, &[zeros.clone(), updates, x], zeros.aval.clone()).map(Value::Array)
+            apply1(interp, prim, &[zeros.clone(), updates, x]).map(Value::Array)
         }
         F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
             let a = arr!(interp, cx, 0, "a");

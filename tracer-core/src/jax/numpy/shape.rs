@@ -166,7 +166,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 start[ax] = w[0].min(w[1]);
                 let limit: Vec<usize> = start.iter().zip(&s).map(|(b, n)| b + n).collect();
                 let slice = Prim::Slice { start, limit, strides: vec![1; s.len()] };
-                parts.push(Value::Array(bind1(interp, slice, &[a.clone()], a.aval.with_shape(&s))?));
+                parts.push(Value::Array(apply1(interp, slice, &[a.clone()])?));
             }
             Ok(interp.new_list(parts))
         }

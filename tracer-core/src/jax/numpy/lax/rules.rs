@@ -107,7 +107,7 @@ pub(super) fn to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> P
     let inner: Vec<usize> = squeezed.iter().map(|&d| a.aval.shape[d]).collect();
     let a = reshape_raw(interp, a, &inner)?;
     let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: squeezed };
-    bind1(interp, prim, std::slice::from_ref(&a), a.aval.with_shape(shape))
+    apply1(interp, prim, std::slice::from_ref(&a))
 }
 
 pub(super) fn accepts_or_raise(interp: &mut Interp, name: &str, accepts: Accepts, position: usize, a: &Rc<Array>) -> PyResult<()> {
@@ -264,7 +264,7 @@ pub(super) fn slice(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, start: &[i64],
         limit: limit.iter().map(|&l| l as usize).collect(),
         strides: strides.iter().map(|&k| k as usize).collect(),
     };
-    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&shape)).map(Value::Array)
+    apply1(interp, prim, std::slice::from_ref(x)).map(Value::Array)
 }
 
 /// `lax.concatenate(operands, dimension)`: no promotion, JAX's shape messages.
@@ -441,7 +441,7 @@ pub(super) fn sort(
             .enumerate()
             .map(|(i, o)| {
                 let inputs = if i == k { vec![key.clone()] } else { vec![key.clone(), o.clone()] };
-                bind1(interp, prim.clone(), &inputs, o.aval.clone())
+                apply1(interp, prim.clone(), &inputs)
             })
             .collect::<PyResult<_>>()?;
     }

@@ -59,12 +59,7 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
     let k = m.min(n);
     let dt = a.aval.dtype;
     // p = (permutation[None, :] == arange(m)[:, None]).astype(dtype)
-    let columns = bind1(
-        interp,
-        Prim::BroadcastInDim { shape: vec![m, m], broadcast_dimensions: vec![1] },
-        &[permutation],
-        Aval::new(&[m, m], DType::I32),
-    )?;
+    let columns = apply1(interp, Prim::BroadcastInDim { shape: vec![m, m], broadcast_dimensions: vec![1] }, &[permutation])?;
     let rows = apply1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[])?;
     let same = compare_arrays(interp, CmpPrim::Eq, &columns, &rows)?;
     let permutation_matrix = convert(interp, &same, dt, false)?;
@@ -117,7 +112,7 @@ pub(super) fn leading_block(interp: &mut Interp, x: &Rc<Array>, rows: usize, col
     limit[nd - 2] = rows;
     limit[nd - 1] = cols;
     let prim = Prim::Slice { start: vec![0; nd], limit: limit.clone(), strides: vec![1; nd] };
-    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&limit))
+    apply1(interp, prim, std::slice::from_ref(x))
 }
 
 /// `x[..., rows[..., i], :]`: the rows of each matrix of `x[..., n, c]` in the order
@@ -137,7 +132,7 @@ pub(super) fn take_rows(interp: &mut Interp, x: &Rc<Array>, rows: &Rc<Array>) ->
         ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
     }
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
-    bind1(interp, prim, &ins, x.aval.clone())
+    apply1(interp, prim, &ins)
 }
 
 /// `jax.scipy.linalg.lu_solve((lu, piv), b, trans=0)`: the pivots made a permutation, then
@@ -235,12 +230,7 @@ pub(crate) fn lu_solve_core(
     let x = solve(interp, &x, true, true)?;
     // The inverse permutation: `sort_key_val(permutation, iota)`'s values.
     let last = permutation.aval.ndim() - 1;
-    let iota = bind1(
-        interp,
-        Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last },
-        &[],
-        permutation.aval.clone(),
-    )?;
+    let iota = apply1(interp, Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last }, &[])?;
     let inverse = apply1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota])?;
     take_rows(interp, &x, &inverse)
 }
@@ -344,8 +334,7 @@ pub(super) fn diagonal(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>
     let iota = Array::built(Aval::new(&[n], DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
     ins.extend([iota.clone(), iota]);
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
-    let shape: Vec<usize> = batch.iter().copied().chain([n]).collect();
-    bind1(interp, prim, &ins, x.aval.with_shape(&shape))
+    apply1(interp, prim, &ins)
 }
 
 /// `count_nonzero(mask, axis=-1)` as int32.
