@@ -969,6 +969,54 @@ def rows(x64):
         out.append(("sort", f"lax.top_k(jnp.array([[1, 5, 3, 5], [7, 7, 2, 0]], dtype=jnp.{dt}), 3)[1]"))
     out += quantile_rows(x64)
     out += composite_layout_rows(x64)
+    out += conv_rows(x64)
+    return out
+
+
+def conv_rows(x64):
+    """`conv_general_dilated` (group `conv`): layouts, strides, the three kinds of padding,
+    dilations, feature and batch groups, 1-D to 3-D, the two convenience wrappers, and the
+    derivatives with respect to each operand (the transpose rules are convolutions too)."""
+    out = []
+    floats = ["float32"] + (["float64"] if x64 else [])
+    for dt in floats + ["int32"]:
+        def t(n, shape, dt=dt, scale="0.37"):
+            return ramp(n, shape, dt, scale)
+        x, w = t(2 * 3 * 6 * 5, (2, 3, 6, 5)), t(4 * 3 * 3 * 2, (4, 3, 3, 2), scale="0.21")
+        xh, wh = t(2 * 7 * 6 * 3, (2, 7, 6, 3)), t(3 * 2 * 3 * 4, (3, 2, 3, 4), scale="0.19")
+        out.append(("conv", f"lax.conv({x}, {w}, (1, 1), 'VALID')"))
+        out.append(("conv", f"lax.conv({x}, {w}, (2, 1), 'SAME')"))
+        out.append(("conv", f"lax.conv_general_dilated({x}, {w}, (1, 2), 'SAME_LOWER')"))
+        out.append(("conv", f"lax.conv_general_dilated({xh}, {wh}, (2, 2), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))"))
+        out.append(("conv", f"lax.conv_general_dilated({xh}, {wh}, (1, 1), [(2, 0), (-1, 1)], dimension_numbers=('NHWC', 'HWIO', 'NCHW'))"))
+        out.append(("conv", f"lax.conv_general_dilated({x}, {w}, (1, 1), [(1, 1), (2, 2)], lhs_dilation=(2, 1), rhs_dilation=(1, 2))"))
+        out.append(("conv", f"lax.conv_with_general_padding({x}, {w}, (2, 2), [(0, 1), (1, 0)], (1, 2), (2, 1))"))
+        out.append(("conv", f"lax.conv_general_dilated({t(2 * 4 * 5 * 5, (2, 4, 5, 5))}, {t(6 * 2 * 2 * 2, (6, 2, 2, 2))}, (1, 1), 'SAME', feature_group_count=2)"))
+        out.append(("conv", f"lax.conv_general_dilated({t(4 * 3 * 5 * 4, (4, 3, 5, 4))}, {t(6 * 3 * 2 * 2, (6, 3, 2, 2))}, (1, 1), 'VALID', batch_group_count=2)"))
+        out.append(("conv", f"lax.conv_general_dilated({t(2 * 3 * 9, (2, 9, 3))}, {t(3 * 3 * 4, (3, 3, 4))}, (2,), 'SAME', rhs_dilation=(2,), dimension_numbers=('NWC', 'WIO', 'NWC'))"))
+        out.append(("conv", f"lax.conv_general_dilated({t(2 * 4 * 4 * 3, (1, 2, 4, 4, 3))}, {t(3 * 2 * 2 * 2 * 2, (3, 2, 2, 2, 2))}, (1, 2, 1), 'SAME')"))
+        if dt == "int32":
+            continue
+        loss = "jnp.sum(jnp.tanh(lax.conv_general_dilated(a, b, {}) * 0.5) ** 2)"
+        for args in [
+            "(1, 1), 'VALID'",
+            "(2, 1), 'SAME'",
+            "(1, 1), [(1, 1), (2, 2)], lhs_dilation=(2, 1), rhs_dilation=(1, 2)",
+            "(2, 2), [(0, 1), (-1, 0)], rhs_dilation=(2, 1)",
+        ]:
+            body = loss.format(args)
+            out.append(("conv", f"jax.grad(lambda a: (lambda b: {body})({w}))({x})"))
+            out.append(("conv", f"jax.grad(lambda b: (lambda a: {body})({x}))({w})"))
+        body = loss.format("(1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'), feature_group_count=3")
+        g = t(2 * 5 * 4 * 6, (2, 5, 4, 6))
+        k = t(3 * 3 * 2 * 9, (3, 3, 2, 9), scale="0.23")
+        out.append(("conv", f"jax.grad(lambda a: (lambda b: {body})({k}))({g})"))
+        out.append(("conv", f"jax.grad(lambda b: (lambda a: {body})({g}))({k})"))
+        body = loss.format("(1, 1), 'VALID', batch_group_count=2")
+        g, k = t(4 * 3 * 5 * 4, (4, 3, 5, 4)), t(6 * 3 * 2 * 2, (6, 3, 2, 2))
+        out.append(("conv", f"jax.grad(lambda a: (lambda b: {body})({k}))({g})"))
+        out.append(("conv", f"jax.grad(lambda b: (lambda a: {body})({g}))({k})"))
+        out.append(("conv", f"jax.jvp(lambda a, b: lax.conv(a, b, (1, 2), 'SAME'), ({x}, {w}), ({x} * 0.5, {w} - 1.0))[1]"))
     return out
 
 

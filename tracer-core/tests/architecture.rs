@@ -257,3 +257,22 @@ fn the_primitive_registry_decides_every_variant() {
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Every diagnostic code has its page (`docs/diagnostics/TLnnn.md`: what it does, JAX's real
+/// message, the fix) and its row in the pages' index.
+#[test]
+fn every_diagnostic_code_has_its_docs_page() {
+    let docs = crate_dir().join("../docs/diagnostics");
+    let index = std::fs::read_to_string(docs.join("README.md")).unwrap_or_default();
+    let mut missing = Vec::new();
+    for code in tracer_core::diagnostics::Code::ALL {
+        let page = docs.join(format!("{}.md", code.as_str()));
+        if !page.is_file() {
+            missing.push(format!("{}: no page {}", code.as_str(), page.display()));
+        }
+        if !index.contains(&format!("{}.md", code.as_str())) {
+            missing.push(format!("{}: no row in docs/diagnostics/README.md", code.as_str()));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

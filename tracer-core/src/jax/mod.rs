@@ -499,6 +499,14 @@ pub fn apply1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult
     outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
 }
 
+/// Binds `Opaque(name)` (a value tracelens does not compute) where JAX binds `model`: its
+/// output aval is `model`'s rule's, so that an uncomputed case still carries JAX's aval.
+pub fn apply_opaque1(interp: &mut Interp, name: &'static str, model: &Prim, inputs: &[Rc<Array>]) -> PyResult<Rc<Array>> {
+    let aval = rule_avals(interp, model, inputs, &[])?.into_iter().next();
+    let aval = aval.ok_or_else(|| interp.stop_unknown(format!("{} without outputs", model.name())))?;
+    bind1(interp, Prim::Opaque(name), inputs, aval)
+}
+
 /// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
 pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
     let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();

@@ -248,9 +248,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                         ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[0] == ix[1]) as i64 as f64)
                     });
                     let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![1] };
-                    let rows = bind1(interp, prim, &[a.clone()], a.aval.with_shape(&[n, n]))?;
+                    let rows = apply1(interp, prim, &[a.clone()])?;
                     let zeros = full(interp, &[n, n], 0.0, a.aval.dtype)?;
-                    bind1(interp, Prim::Select, &[eye, zeros, rows], a.aval.with_shape(&[n, n])).map(Value::Array)
+                    apply1(interp, Prim::Select, &[eye, zeros, rows]).map(Value::Array)
                 }
                 2 => {
                     let n = a.aval.shape[0].min(a.aval.shape[1]);
@@ -261,7 +261,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                         fill_value: None,
                         index: vec![IndexItem::Array, IndexItem::Array],
                     };
-                    bind1(interp, prim, &[a.clone(), ix.clone(), ix], a.aval.with_shape(&[n])).map(Value::Array)
+                    apply1(interp, prim, &[a.clone(), ix.clone(), ix]).map(Value::Array)
                 }
                 _ => Err(interp.value_error("diag input must be 1d or 2d")),
             }
@@ -295,7 +295,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 let mut shape = full_shape.clone();
                 shape[i] = a.aval.shape[0];
                 let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: vec![i] };
-                outs.push(Value::Array(bind1(interp, prim, std::slice::from_ref(a), a.aval.with_shape(&shape))?));
+                outs.push(Value::Array(apply1(interp, prim, std::slice::from_ref(a))?));
             }
             if xy {
                 outs.swap(0, 1);
@@ -474,7 +474,7 @@ pub(super) fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         if endpoint {
             let mut shape = out.aval.shape.to_vec();
             shape[axis] += 1;
-            out = bind1(interp, Prim::Concatenate { dimension: axis }, &[out.clone(), e], out.aval.with_shape(&shape))?;
+            out = apply1(interp, Prim::Concatenate { dimension: axis }, &[out.clone(), e])?;
         }
         (out, delta)
     } else if num == 1 {

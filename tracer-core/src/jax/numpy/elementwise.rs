@@ -58,8 +58,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let (ops, _, shape) = promote_broadcast(interp, &[a, b])?;
             let (x, y) = (inexact(interp, &ops[0])?, inexact(interp, &ops[1])?);
             let (x, y) = (broadcast_to_shape(interp, &x, &shape)?, broadcast_to_shape(interp, &y, &shape)?);
-            let aval = x.aval.clone();
-            bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x, y], aval).map(Value::Array)
+            apply1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x, y]).map(Value::Array)
         }
         F::Hypot => {
             let a = arr!(interp, cx, 0, "x1");
@@ -120,7 +119,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         F::Isnan => {
             // jnp.isnan is `lax.ne(x, x)`.
             let a = arr!(interp, cx, 0, "x");
-            bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false)).map(Value::Array)
+            apply1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()]).map(Value::Array)
         }
         F::Isinf => {
             // `abs(x) == inf`; an integer or bool array holds no infinity.
@@ -159,7 +158,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             ) else {
                 return bind1(interp, Prim::Opaque("nan_to_num"), &[a.clone()], a.aval.clone()).map(Value::Array);
             };
-            let is_nan = bind1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()], a.aval.with_dtype(DType::Bool).weak(false))?;
+            let is_nan = apply1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()])?;
             let out = call(interp, F::Where, vec![Value::Array(is_nan), Value::Array(nan), Value::Array(a)], Vec::new())?;
             let Value::Array(out) = out else { return Ok(out) };
             let is_posinf = compare_arrays(interp, CmpPrim::Eq, &out, &weak(f64::INFINITY))?;
@@ -226,12 +225,12 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let y = arr!(interp, cx, 2, "y");
             let shapes: Vec<&[usize]> = vec![&cond.aval.shape, &x.aval.shape, &y.aval.shape];
             let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
-            let (ops, dt, _) = promote_broadcast(interp, &[x, y])?;
+            let (ops, _, _) = promote_broadcast(interp, &[x, y])?;
             let cb = convert(interp, &cond, DType::Bool, false)?;
             let cb = broadcast_to_shape(interp, &cb, &shape)?;
             let xb = broadcast_to_shape(interp, &ops[0], &shape)?;
             let yb = broadcast_to_shape(interp, &ops[1], &shape)?;
-            bind1(interp, Prim::Select, &[cb, yb, xb], Aval { shape, dtype: dt.dtype, weak: dt.weak }).map(Value::Array)
+            apply1(interp, Prim::Select, &[cb, yb, xb]).map(Value::Array)
         }
         F::Clip => {
             let a = arr!(interp, cx, 0, "x");
@@ -266,7 +265,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 bounds.push(bound);
             }
             let inputs = [bounds[0].clone(), x.clone(), bounds[1].clone()];
-            bind1(interp, Prim::Clamp, &inputs, x.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::Clamp, &inputs).map(Value::Array)
         }
         // `jax/_src/scipy/stats/norm.py`: `(log(2π · scale²) + (x - loc)² / scale²) / -2` in the
         // promoted inexact dtype; `pdf` is its `exp`.

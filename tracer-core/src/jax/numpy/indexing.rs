@@ -60,9 +60,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     let mut index: Vec<IndexItem> =
                         a.aval.shape[..ax].iter().map(|&n| IndexItem::Slice { start: 0, len: n, step: 1 }).collect();
                     index.push(item);
-                    bind1(interp, prim(index), &[src, ix], a.aval.with_shape(&shape)).map(Value::Array)
+                    apply1(interp, prim(index), &[src, ix]).map(Value::Array)
                 }
-                None => bind1(interp, prim(vec![item]), &[src, ix.clone()], a.aval.with_shape(&ix.aval.shape)).map(Value::Array),
+                None => apply1(interp, prim(vec![item]), &[src, ix.clone()]).map(Value::Array),
             }
         }
         F::TakeAlongAxis => {
@@ -99,7 +99,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
             }
             let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
-            bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, prim, &ins).map(Value::Array)
         }
         F::LaxDynamicSlice | F::LaxDynamicSliceInDim => {
             let a = arr!(interp, cx, 0, "operand");
@@ -139,7 +139,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let mut inputs = vec![a.clone()];
             inputs.extend(starts.unwrap_or_default());
-            bind1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs, a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, Prim::DynamicSlice { sizes: shape.clone() }, &inputs).map(Value::Array)
         }
         F::LaxDynamicUpdateSlice => {
             // Python binds the arguments before lax looks at any of them.
@@ -176,7 +176,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             }
             let mut inputs = vec![a.clone(), u];
             inputs.extend(starts.unwrap_or_default());
-            bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::DynamicUpdateSlice, &inputs).map(Value::Array)
         }
         F::Diagonal => {
             // `_default_diag` (JAX's path on CPU): the two axes moved last, then
@@ -307,7 +307,7 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
         ins.push(Array::ready(Aval::new(&s, DType::I32), data));
     }
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::Clip, fill_value: None, index: vec![IndexItem::Array; nd] };
-    bind1(interp, prim, &ins, a.aval.with_shape(&shape))
+    apply1(interp, prim, &ins)
 }
 
 /// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
@@ -503,26 +503,25 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     }
     if !advanced.is_empty() {
         let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
-        let shape = crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
+        // The selection's IndexError, if any, before the rule's.
+        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
-        return bind1(interp, prim, &ins, a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
+        return apply1(interp, prim, &ins).map(Value::Array);
     }
     let full_slice =
         starts.iter().zip(&limits).zip(&strides).zip(a.aval.shape.iter()).all(|(((&s, &l), &st), &d)| s == 0 && l == d && st == 1);
     let mut cur = a.clone();
     if !full_slice && static_only {
-        let shape: Vec<usize> =
-            starts.iter().zip(&limits).zip(&strides).map(|((&s, &l), &st)| if l > s { (l - s).div_ceil(st.max(1)) } else { 0 }).collect();
-        cur = bind1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak))?;
+        cur = apply1(interp, Prim::Slice { start: starts, limit: limits, strides }, &[cur])?;
     } else if !static_only {
         // A negative step: the same selection as a gather without index arrays.
-        let shape = crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[])
-            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        // The selection's IndexError, if any, before the rule's.
+        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
-        return bind1(interp, prim, &[cur], a.aval.with_shape(&shape).weak(a.aval.weak)).map(Value::Array);
+        return apply1(interp, prim, &[cur]).map(Value::Array);
     }
     let final_shape: Vec<usize> = out_shape;
     reshape_raw(interp, &cur, &final_shape).map(Value::Array)

@@ -447,7 +447,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             }
             let kept: Vec<usize> = (0..out_nd).filter(|d| !unique.contains(d)).collect();
             let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: kept };
-            bind1(interp, prim, std::slice::from_ref(&x), x.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, prim, std::slice::from_ref(&x)).map(Value::Array)
         }
         F::LaxBroadcast | F::LaxBroadcastToRank => {
             let x = arr!(0, if f == F::LaxBroadcast { "operand" } else { "x" });
@@ -543,9 +543,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             }
             let index_dtype = dtypes::canonicalize(index_dtype, cfg(interp));
             let op = if f == F::LaxArgmax { ArgOp::Max } else { ArgOp::Min };
-            let out: Vec<usize> = (0..nd).filter(|&d| d != ax).map(|d| x.aval.shape[d]).collect();
-            bind1(interp, Prim::ArgReduce { op, axis: ax, index_dtype }, std::slice::from_ref(&x), Aval::new(&out, index_dtype))
-                .map(Value::Array)
+            apply1(interp, Prim::ArgReduce { op, axis: ax, index_dtype }, std::slice::from_ref(&x)).map(Value::Array)
         }
         F::LaxSort => {
             let Some(v) = p.get(0, "operand") else { return Ok(unknown(f)) };

@@ -72,8 +72,7 @@ fn matmul_stacked(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> PyResult
     }
     let batch: Vec<usize> = (0..nd - 2).collect();
     let prim = Prim::DotGeneral { lhs_contract: vec![nd - 1], rhs_contract: vec![nd - 2], lhs_batch: batch.clone(), rhs_batch: batch };
-    let shape: Vec<usize> = x.aval.shape[..nd - 1].iter().copied().chain([y.aval.shape[nd - 1]]).collect();
-    bind1(interp, prim, &[x.clone(), y.clone()], x.aval.with_shape(&shape).weak(x.aval.weak && y.aval.weak))
+    apply1(interp, prim, &[x.clone(), y.clone()])
 }
 
 /// `(x + x.mT) / 2`: what `eigh`, and so `svd(hermitian=True)`, decomposes.
@@ -86,10 +85,7 @@ pub(super) fn symmetrize(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Arra
 
 /// `svd(x, compute_uv=False)`: the singular values `[..., min(m, n)]`, descending.
 fn svd_values(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>> {
-    let nd = x.aval.ndim();
-    let k = x.aval.shape[nd - 2].min(x.aval.shape[nd - 1]);
-    let shape: Vec<usize> = x.aval.shape[..nd - 2].iter().copied().chain([k]).collect();
-    bind1(interp, Prim::Linalg(LinalgOp::SvdValues), std::slice::from_ref(x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Linalg(LinalgOp::SvdValues), std::slice::from_ref(x))
 }
 
 /// `x[..., start:limit]` along the last axis.
@@ -101,7 +97,7 @@ fn last_axis_slice(interp: &mut Interp, x: &Rc<Array>, start: usize, limit: usiz
     limits[nd - 1] = limit;
     let mut shape = limits.clone();
     shape[nd - 1] = limit - start;
-    bind1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x))
 }
 
 /// `x[..., i]` (the last axis dropped).
@@ -166,9 +162,9 @@ fn lstsq(interp: &mut Interp, a: Rc<Array>, p: &Args) -> PyResult<Value> {
             return Ok(Value::opaque("lstsq with an array of rcond"));
         }
         let k = m.min(n);
-        let u = bind1(interp, Prim::Linalg(LinalgOp::SvdU { full: false }), std::slice::from_ref(&a), Aval::new(&[m, k], dt))?;
+        let u = apply1(interp, Prim::Linalg(LinalgOp::SvdU { full: false }), std::slice::from_ref(&a))?;
         let s = svd_values(interp, &a)?;
-        let vt = bind1(interp, Prim::Linalg(LinalgOp::SvdVh { full: false }), std::slice::from_ref(&a), Aval::new(&[k, n], dt))?;
+        let vt = apply1(interp, Prim::Linalg(LinalgOp::SvdVh { full: false }), std::slice::from_ref(&a))?;
         // mask = (s > 0) & (s >= rcond * s[0])
         let largest = last_axis_slice(interp, &s, 0, 1)?;
         let cutoff = binary_prim(interp, BinaryPrim::Mul, &rcond, &largest)?;

@@ -197,12 +197,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             if a.aval.dtype.is_integer() && !d.is_complex() {
                 // jax.nn.one_hot: `x[..., None] == arange(num_classes)`, as `dtype`.
                 let column = reshape_raw(interp, &a, &shape[..shape.len() - 1].iter().copied().chain([1]).collect::<Vec<_>>())?;
-                let classes = bind1(
-                    interp,
-                    Prim::Iota { dtype: a.aval.dtype, shape: vec![n as usize], dimension: 0 },
-                    &[],
-                    Aval::new(&[n as usize], a.aval.dtype),
-                )?;
+                let classes = apply1(interp, Prim::Iota { dtype: a.aval.dtype, shape: vec![n as usize], dimension: 0 }, &[])?;
                 let hits = compare_arrays(interp, CmpPrim::Eq, &column, &classes)?;
                 return convert(interp, &hits, d, false).map(Value::Array);
             }
@@ -248,7 +243,7 @@ pub(super) fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Op
         let x = inexact(interp, x)?;
         let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
         let zeros = convert(interp, &zeros, x.aval.dtype, x.aval.weak)?;
-        bind1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x.clone(), zeros], x.aval.clone())
+        apply1(interp, Prim::Binary(BinaryPrim::Logaddexp), &[x.clone(), zeros])
     };
     let extra_arr = |interp: &mut Interp| -> PyResult<Option<Rc<Array>>> {
         match extra {
@@ -416,7 +411,7 @@ pub(super) fn activation(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, extra: Op
                 start[ax] = k * half;
                 let limit: Vec<usize> = start.iter().zip(&shape).map(|(s, n)| s + n).collect();
                 let slice = Prim::Slice { start, limit, strides: vec![1; shape.len()] };
-                parts.push(bind1(interp, slice, std::slice::from_ref(x), x.aval.with_shape(&shape))?);
+                parts.push(apply1(interp, slice, std::slice::from_ref(x))?);
             }
             let s = unary_prim(interp, UnaryPrim::Logistic, &parts[1])?;
             b(interp, BinaryPrim::Mul, &parts[0], &s)?

@@ -90,7 +90,6 @@ pub(super) fn stack_python(interp: &mut Interp, items: &[Value]) -> PyResult<Ope
     }
     let mut out_shape = Shape::from_slice(&[arrays.len()]);
     out_shape.extend(shape0.iter().copied());
-    let aval = Aval { shape: out_shape, dtype: dt.dtype, weak: false };
     let converted: Vec<Rc<Array>> = arrays.iter().map(|a| convert(interp, a, dt.dtype, false)).collect::<PyResult<_>>()?;
     let expanded: Vec<Rc<Array>> = converted
         .iter()
@@ -100,15 +99,14 @@ pub(super) fn stack_python(interp: &mut Interp, items: &[Value]) -> PyResult<Ope
             reshape_raw(interp, a, &s)
         })
         .collect::<PyResult<_>>()?;
-    Ok(Operand::Array(bind1(interp, Prim::Concatenate { dimension: 0 }, &expanded, aval)?))
+    Ok(Operand::Array(apply1(interp, Prim::Concatenate { dimension: 0 }, &expanded)?))
 }
 
 pub fn convert(interp: &mut Interp, a: &Rc<Array>, dtype: DType, weak: bool) -> PyResult<Rc<Array>> {
     if a.aval.dtype == dtype && a.aval.weak == weak {
         return Ok(a.clone());
     }
-    let aval = Aval { shape: a.aval.shape.clone(), dtype, weak: false }.weak(weak);
-    bind1(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(a), aval)
+    apply1(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(a))
 }
 
 pub(super) fn reshape_raw(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> PyResult<Rc<Array>> {
@@ -143,12 +141,7 @@ pub(super) fn broadcast_to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[us
     }
     let off = shape.len() - a.aval.ndim();
     let dims: Vec<usize> = (off..shape.len()).collect();
-    bind1(
-        interp,
-        Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims },
-        std::slice::from_ref(a),
-        a.aval.with_shape(shape),
-    )
+    apply1(interp, Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: dims }, std::slice::from_ref(a))
 }
 
 /// Promotes and broadcasts operands as jnp's binary functions do.
@@ -182,8 +175,7 @@ pub(super) fn binary_prim(interp: &mut Interp, prim: BinaryPrim, l: &Rc<Array>, 
     check_binary_dtype(interp, prim, dt.dtype)?;
     let a = broadcast_rank(interp, &ops[0], shape.len())?;
     let b = broadcast_rank(interp, &ops[1], shape.len())?;
-    let aval = Aval { shape, dtype: dt.dtype, weak: dt.weak };
-    bind1(interp, Prim::Binary(prim), &[a, b], aval)
+    apply1(interp, Prim::Binary(prim), &[a, b])
 }
 
 /// The start indices of `lax.dynamic_slice`/`dynamic_update_slice`: a sequence of integer
@@ -212,7 +204,7 @@ pub(super) fn start_indices(interp: &mut Interp, v: Option<&Value>, sliced: &Arr
             1 if items.len() == 1 => {
                 for k in 0..i.aval.shape[0] {
                     let prim = Prim::Slice { start: vec![k], limit: vec![k + 1], strides: vec![1] };
-                    let one = bind1(interp, prim, std::slice::from_ref(&i), i.aval.with_shape(&[1]))?;
+                    let one = apply1(interp, prim, std::slice::from_ref(&i))?;
                     out.push(reshape_raw(interp, &one, &[])?);
                 }
             }
@@ -283,7 +275,7 @@ pub(super) fn true_divide(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>) -> 
     }
     let a = broadcast_rank(interp, &ops[0], shape.len())?;
     let b = broadcast_rank(interp, &ops[1], shape.len())?;
-    bind1(interp, Prim::Binary(BinaryPrim::Div), &[a, b], Aval { shape, dtype: dt.dtype, weak: dt.weak })
+    apply1(interp, Prim::Binary(BinaryPrim::Div), &[a, b])
 }
 
 pub fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {

@@ -68,11 +68,10 @@ pub(super) fn floor_divide_or_remainder(interp: &mut Interp, op: BinOp, a: &Rc<A
     }
     let x = broadcast_to_shape(interp, &ops[0], &shape)?;
     let y = broadcast_to_shape(interp, &ops[1], &shape)?;
-    let aval = Aval { shape: shape.clone(), dtype, weak: dt.weak };
     let zero = Array::scalar(0.0, dtype, true);
     let one = Array::scalar(1.0, dtype, true);
     let select = |interp: &mut Interp, pred: &Rc<Array>, on_true: &Rc<Array>, on_false: &Rc<Array>| {
-        bind1(interp, Prim::Select, &[pred.clone(), on_false.clone(), on_true.clone()], aval.clone())
+        apply1(interp, Prim::Select, &[pred.clone(), on_false.clone(), on_true.clone()])
     };
     if op == BinOp::Mod {
         let y = if dtype.is_integer() {
@@ -149,7 +148,7 @@ pub(super) fn compare_arrays(interp: &mut Interp, c: CmpPrim, a: &Rc<Array>, b: 
     let (ops, _, shape) = promote_broadcast(interp, &[a.clone(), b.clone()])?;
     let x = broadcast_rank(interp, &ops[0], shape.len())?;
     let y = broadcast_rank(interp, &ops[1], shape.len())?;
-    bind1(interp, Prim::Compare(c), &[x, y], Aval { shape, dtype: DType::Bool, weak: false })
+    apply1(interp, Prim::Compare(c), &[x, y])
 }
 
 /// `promote_args_inexact` of one operand: bool and integers become `dtypes.to_inexact_dtype`
@@ -197,8 +196,7 @@ pub(super) fn unary_prim(interp: &mut Interp, u: UnaryPrim, a: &Rc<Array>) -> Py
     if matches!(u, UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round) && !a.aval.dtype.is_inexact() {
         return Ok(a);
     }
-    let aval = if u == UnaryPrim::IsFinite { a.aval.with_dtype(DType::Bool) } else { a.aval.clone() };
-    bind1(interp, Prim::Unary(u), &[a], aval)
+    apply1(interp, Prim::Unary(u), &[a])
 }
 
 pub fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {

@@ -142,8 +142,7 @@ fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], v
         },
     };
     let lax_pad = |interp: &mut Interp, x: &Rc<Array>, fill: &Rc<Array>, config: Vec<(i64, i64, i64)>| {
-        let shape: Vec<usize> = x.aval.shape.iter().zip(&config).map(|(&d, &(l, h, _))| d + l as usize + h as usize).collect();
-        bind1(interp, Prim::Pad { config }, &[x.clone(), fill.clone()], x.aval.with_shape(&shape))
+        apply1(interp, Prim::Pad { config }, &[x.clone(), fill.clone()])
     };
     let every_side = || widths.iter().map(|&(l, r)| (l as i64, r as i64, 0)).collect::<Vec<_>>();
     let nd = a.aval.ndim();
@@ -168,7 +167,7 @@ fn pad_constant(interp: &mut Interp, a: &Rc<Array>, widths: &[(usize, usize)], v
             }
             // constant_values[i, side]
             let prim = Prim::Slice { start: vec![i, side], limit: vec![i + 1, side + 1], strides: vec![1, 1] };
-            let one = bind1(interp, prim, std::slice::from_ref(&values), values.aval.with_shape(&[1, 1]))?;
+            let one = apply1(interp, prim, std::slice::from_ref(&values))?;
             let fill = squeeze(interp, &one, &[0, 1])?;
             let mut config = vec![(0, 0, 0); nd];
             config[i] = if side == 0 { (width as i64, 0, 0) } else { (0, width as i64, 0) };
@@ -409,7 +408,7 @@ pub(super) fn slice_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, star
     limits[axis] = limit;
     let mut shape = x.aval.shape.to_vec();
     shape[axis] = limit - start;
-    bind1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x), x.aval.with_shape(&shape))
+    apply1(interp, Prim::Slice { start: starts, limit: limits, strides: vec![1; nd] }, std::slice::from_ref(x))
 }
 
 /// `lax.concatenate(parts, axis)` of arrays of one aval but along `axis`.
@@ -420,8 +419,7 @@ fn concat_in_dim(interp: &mut Interp, parts: &[Rc<Array>], axis: usize) -> PyRes
     }
     let mut shape = parts[0].aval.shape.to_vec();
     shape[axis] = parts.iter().map(|p| p.aval.shape[axis]).sum();
-    let aval = parts[0].aval.with_shape(&shape);
-    bind1(interp, Prim::Concatenate { dimension: axis }, parts, aval)
+    apply1(interp, Prim::Concatenate { dimension: axis }, parts)
 }
 
 /// `jnp.repeat(x, k, axis)` of an axis of size 1 as JAX binds a scalar repeat count: a
@@ -431,7 +429,7 @@ fn repeat_in_dim(interp: &mut Interp, x: &Rc<Array>, axis: usize, k: usize) -> P
     wide.insert(axis + 1, k);
     let dims: Vec<usize> = (0..wide.len()).filter(|&d| d != axis + 1).collect();
     let prim = Prim::BroadcastInDim { shape: wide.clone(), broadcast_dimensions: dims };
-    let broadcast = bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&wide))?;
+    let broadcast = apply1(interp, prim, std::slice::from_ref(x))?;
     let mut shape = x.aval.shape.to_vec();
     shape[axis] *= k;
     apply1(interp, Prim::Reshape { new_sizes: shape.clone() }, &[broadcast])

@@ -26,17 +26,9 @@ fn bind_dot(interp: &mut Interp, lhs: &Rc<Array>, rhs: &Rc<Array>, d: DotNumbers
         |interp: &mut Interp, x: &Rc<Array>| if x.aval.dtype == dtype { Ok(x.clone()) } else { convert(interp, x, dtype, false) };
     let a = same_dtype(interp, lhs)?;
     let b = same_dtype(interp, rhs)?;
-    let free = |shape: &[usize], contract: &[usize], batch: &[usize]| -> Vec<usize> {
-        (0..shape.len()).filter(|i| !contract.contains(i) && !batch.contains(i)).map(|i| shape[i]).collect()
-    };
-    let mut shape: Vec<usize> = d.lhs_batch.iter().map(|&i| a.aval.shape[i]).collect();
-    shape.extend(free(&a.aval.shape, &d.lhs_contract, &d.lhs_batch));
-    shape.extend(free(&b.aval.shape, &d.rhs_contract, &d.rhs_batch));
-    // Weakly typed only if both operands are.
-    let aval = Aval::new(&shape, dtype).weak(a.aval.weak && b.aval.weak);
     let prim =
         Prim::DotGeneral { lhs_contract: d.lhs_contract, rhs_contract: d.rhs_contract, lhs_batch: d.lhs_batch, rhs_batch: d.rhs_batch };
-    bind1(interp, prim, &[a, b], aval)
+    apply1(interp, prim, &[a, b])
 }
 
 /// `dot_general`'s TypeError for dimensions of different sizes (`what`: "contracting
@@ -158,7 +150,7 @@ pub(super) fn matmul(interp: &mut Interp, l: &Rc<Array>, r: &Rc<Array>, name: &s
         }
         let dims: Vec<usize> = (0..shape.len()).filter(|i| !both_squeeze.contains(i)).collect();
         let prim = Prim::BroadcastInDim { shape: shape.clone(), broadcast_dimensions: dims };
-        result = bind1(interp, prim, std::slice::from_ref(&result), result.aval.with_shape(&shape))?;
+        result = apply1(interp, prim, std::slice::from_ref(&result))?;
     }
     to_result_type(interp, result, dt)
 }
@@ -738,13 +730,13 @@ fn delta(interp: &mut Interp, shape: &[usize], axes: &[usize]) -> PyResult<Rc<Ar
     let mut iotas = Vec::with_capacity(base.len());
     for dimension in 0..base.len() {
         let prim = Prim::Iota { dtype: DType::U32, shape: base.clone(), dimension };
-        iotas.push(bind1(interp, prim, &[], Aval::new(&base, DType::U32))?);
+        iotas.push(apply1(interp, prim, &[])?);
     }
     let mut eye: Option<Rc<Array>> = None;
     for pair in iotas.windows(2) {
-        let eq = bind1(interp, Prim::Compare(CmpPrim::Eq), pair, Aval::new(&base, DType::Bool))?;
+        let eq = apply1(interp, Prim::Compare(CmpPrim::Eq), pair)?;
         eye = Some(match eye {
-            Some(acc) => bind1(interp, Prim::Binary(BinaryPrim::And), &[acc, eq], Aval::new(&base, DType::Bool))?,
+            Some(acc) => apply1(interp, Prim::Binary(BinaryPrim::And), &[acc, eq])?,
             None => eq,
         });
     }
@@ -755,7 +747,7 @@ fn delta(interp: &mut Interp, shape: &[usize], axes: &[usize]) -> PyResult<Rc<Ar
         return Ok(eye);
     }
     let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: axes.to_vec() };
-    bind1(interp, prim, &[eye], Aval::new(shape, DType::Bool))
+    apply1(interp, prim, &[eye])
 }
 
 /// The transpose from an operand's labels to the result's; `None` if they are not a

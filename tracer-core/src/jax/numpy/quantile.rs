@@ -149,7 +149,7 @@ fn quantile(
                     )));
                 }
                 let prim = Prim::BroadcastInDim { shape: a.aval.shape.clone().to_vec(), broadcast_dimensions: axes };
-                w = bind1(interp, prim, std::slice::from_ref(&w), w.aval.with_shape(&a.aval.shape))?;
+                w = apply1(interp, prim, std::slice::from_ref(&w))?;
             }
             (a, Some(w))
         }
@@ -252,7 +252,7 @@ fn quantile(
         // NaNs (of either sign) made positive NaNs, so that the sort puts them last.
         let is_nan = compare_arrays(interp, CmpPrim::Ne, &a, &a)?;
         let cleaned = where3(interp, &is_nan, &nan, &a)?;
-        let sorted = bind1(interp, Prim::Sort { dimension: axis, num_keys: 1 }, &[cleaned.clone()], cleaned.aval.clone())?;
+        let sorted = apply1(interp, Prim::Sort { dimension: axis, num_keys: 1 }, &[cleaned.clone()])?;
         let is_nan = compare_arrays(interp, CmpPrim::Ne, &sorted, &sorted)?;
         let not_nan = unary_prim(interp, UnaryPrim::Not, &is_nan)?;
         let counts = reduce(interp, &not_nan, ReduceOp::Sum, Some(vec![axis]), keepdims, Some(q_dtype))?;
@@ -277,7 +277,7 @@ fn quantile(
         let is_nan = compare_arrays(interp, CmpPrim::Ne, &a, &a)?;
         let any_nan = reduce(interp, &is_nan, ReduceOp::Or, Some(vec![axis]), true, None)?;
         let cleaned = where3(interp, &any_nan, &nan, &a)?;
-        let sorted = bind1(interp, Prim::Sort { dimension: axis, num_keys: 1 }, &[cleaned.clone()], cleaned.aval.clone())?;
+        let sorted = apply1(interp, Prim::Sort { dimension: axis, num_keys: 1 }, &[cleaned.clone()])?;
         let n = Array::scalar(a_shape[axis] as f64, q_dtype, false);
         let last = binary_prim(interp, BinaryPrim::Sub, &n, &one(1.0, &n))?;
         let position = binary_prim(interp, BinaryPrim::Mul, q, &last)?;
@@ -285,7 +285,7 @@ fn quantile(
         let zero = Array::scalar(0.0, low.aval.dtype, false);
         let clamp = |interp: &mut Interp, x: &Rc<Array>| -> PyResult<Rc<Array>> {
             let last = convert(interp, &last, x.aval.dtype, false)?;
-            bind1(interp, Prim::Clamp, &[zero.clone(), x.clone(), last], x.aval.clone())
+            apply1(interp, Prim::Clamp, &[zero.clone(), x.clone(), last])
         };
         let low = clamp(interp, &low)?;
         let high = clamp(interp, &high)?;
@@ -298,7 +298,7 @@ fn quantile(
                 return Ok(w.clone());
             }
             let prim = Prim::BroadcastInDim { shape: out_shape.clone(), broadcast_dimensions: vec![0] };
-            bind1(interp, prim, std::slice::from_ref(w), w.aval.with_shape(&out_shape))
+            apply1(interp, prim, std::slice::from_ref(w))
         };
         let (low_weight, high_weight) = (spread(interp, &low_weight)?, spread(interp, &high_weight)?);
         (sorted, low, high, low_weight, high_weight)
@@ -384,10 +384,10 @@ fn inverted_cdf(
         where3(interp, &any_nan, &Array::scalar(f64::NAN, a.aval.dtype, true), a)?
     };
     let sort = Prim::Sort { dimension: axis, num_keys: 1 };
-    let sorted = bind1(interp, sort.clone(), std::slice::from_ref(&cleaned), cleaned.aval.clone())?;
+    let sorted = apply1(interp, sort.clone(), std::slice::from_ref(&cleaned))?;
     let weights = match weights {
         // `lax.sort_key_val(a, weights)`: the weights in the order of the sorted data.
-        Some(w) => bind1(interp, sort, &[cleaned.clone(), w.clone()], w.aval.clone())?,
+        Some(w) => apply1(interp, sort, &[cleaned.clone(), w.clone()])?,
         None => full(interp, &a.aval.shape, 1.0, a.aval.dtype)?,
     };
     let zeros = full(interp, &weights.aval.shape, 0.0, weights.aval.dtype)?;
@@ -399,7 +399,7 @@ fn inverted_cdf(
     // `lax.select(dropped, zeros, weights)`.
     let clean_weights = apply1(interp, Prim::Select, &[dropped, weights.clone(), zeros])?;
     let cumulative = Prim::Cumulative { op: ReduceOp::Sum, axis, reverse: false };
-    let cum_weights = bind1(interp, cumulative, std::slice::from_ref(&clean_weights), clean_weights.aval.clone())?;
+    let cum_weights = apply1(interp, cumulative, std::slice::from_ref(&clean_weights))?;
     // `index_in_dim(cum_weights, -1, axis, keepdims)`: the row totals.
     let mut start = vec![0; cum_weights.aval.ndim()];
     start[axis] = n - 1;
@@ -407,8 +407,7 @@ fn inverted_cdf(
     let mut last_shape = limit.clone();
     last_shape[axis] = 1;
     let strides = vec![1; limit.len()];
-    let total =
-        bind1(interp, Prim::Slice { start, limit, strides }, std::slice::from_ref(&cum_weights), cum_weights.aval.with_shape(&last_shape))?;
+    let total = apply1(interp, Prim::Slice { start, limit, strides }, std::slice::from_ref(&cum_weights))?;
     let reduced: Vec<usize> = out_shape[q_ndim..].to_vec();
     let total = if keepdims { total } else { reshape_raw(interp, &total, &reduced)? };
     let leading = |interp: &mut Interp, x: &Rc<Array>, front: &[usize], back: usize| -> PyResult<Rc<Array>> {
@@ -511,5 +510,5 @@ fn gather_along(
         inputs.push(Array::built(Aval::new(&s, index.aval.dtype), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[at] as f64)));
     }
     let prim = Prim::Gather { mode: IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; sorted.aval.ndim()] };
-    bind1(interp, prim, &inputs, sorted.aval.with_shape(out_shape))
+    apply1(interp, prim, &inputs)
 }

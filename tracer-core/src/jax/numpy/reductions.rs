@@ -48,7 +48,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 index: Some(vec![IndexItem::Array]),
                 unique_indices: false,
             };
-            bind1(interp, prim, &[zeros.clone(), updates, x], zeros.aval.clone()).map(Value::Array)
+            apply1(interp, prim, &[zeros.clone(), updates, x]).map(Value::Array)
         }
         F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
             let a = arr!(interp, cx, 0, "a");
@@ -377,9 +377,7 @@ pub(super) fn reduce_masked(
         let fill = full(interp, &shape, reduce_identity(op, out_dtype), out_dtype)?;
         input = apply1(interp, Prim::Select, &[mask, fill, operand.clone()])?;
     }
-    let out_shape: Vec<usize> = input.aval.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    let aval = Aval { shape: Shape::from_slice(&out_shape), dtype: out_dtype, weak: false };
-    let mut r = bind1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input.clone()], aval)?;
+    let mut r = apply1(interp, Prim::Reduce { op, axes: axes.clone() }, &[input.clone()])?;
     if let Some(init) = initial {
         if init.aval.ndim() != 0 {
             let message = format!("initial value must be a scalar. Got array of shape {}", shape_tuple(&init.aval.shape));
@@ -538,8 +536,7 @@ pub(super) fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Op
         return Err(interp.value_error(format!("attempt to get {name} of an empty sequence")));
     }
     let idx = dtypes::default_int(cfg(interp));
-    let out: Vec<usize> = input.aval.shape.iter().enumerate().filter(|(i, _)| *i != axis).map(|(_, &d)| d).collect();
-    let r = bind1(interp, Prim::ArgReduce { op, axis, index_dtype: idx }, &[input.clone()], Aval::new(&out, idx))?;
+    let r = apply1(interp, Prim::ArgReduce { op, axis, index_dtype: idx }, &[input.clone()])?;
     if keepdims {
         let kept: Vec<usize> = input.aval.shape.iter().enumerate().map(|(i, &d)| if i == axis { 1 } else { d }).collect();
         return reshape_raw(interp, &r, &kept);

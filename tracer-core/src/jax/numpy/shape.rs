@@ -166,7 +166,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 start[ax] = w[0].min(w[1]);
                 let limit: Vec<usize> = start.iter().zip(&s).map(|(b, n)| b + n).collect();
                 let slice = Prim::Slice { start, limit, strides: vec![1; s.len()] };
-                parts.push(Value::Array(bind1(interp, slice, &[a.clone()], a.aval.with_shape(&s))?));
+                parts.push(Value::Array(apply1(interp, slice, &[a.clone()])?));
             }
             Ok(interp.new_list(parts))
         }
@@ -500,7 +500,7 @@ pub(super) fn concatenate(interp: &mut Interp, arrays: &[Rc<Array>], axis: i64) 
     let ops: Vec<Rc<Array>> = arrays.iter().map(|a| convert(interp, a, dt.dtype, dt.weak)).collect::<PyResult<_>>()?;
     let mut shape = arrays[0].aval.shape.clone();
     shape[ax] = arrays.iter().map(|a| a.aval.shape[ax]).sum();
-    bind1(interp, Prim::Concatenate { dimension: ax }, &ops, Aval { shape, dtype: dt.dtype, weak: dt.weak })
+    apply1(interp, Prim::Concatenate { dimension: ax }, &ops)
 }
 
 pub(super) fn expand_dims(interp: &mut Interp, a: &Rc<Array>, axis: i64) -> PyResult<Rc<Array>> {

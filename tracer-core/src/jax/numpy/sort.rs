@@ -37,7 +37,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let rev = |interp: &mut Interp, x: &Rc<Array>| apply1(interp, Prim::Rev { dimensions: vec![ax] }, std::slice::from_ref(x));
             if f == F::Sort {
                 // The sorted values do not depend on stability; `descending` reverses them.
-                let sorted = bind1(interp, sort, &[a.clone()], a.aval.clone())?;
+                let sorted = apply1(interp, sort, &[a.clone()])?;
                 return if descending { rev(interp, &sorted) } else { Ok(sorted) }.map(Value::Array);
             }
             // As `jnp.argsort` does: a sort of (a, iota) on the keys of `a`, whose second
@@ -50,13 +50,13 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 return bind1(interp, Prim::Opaque("argsort"), &[a.clone()], int_aval).map(Value::Array);
             }
             let iota = Prim::Iota { dtype: int, shape: a.aval.shape.to_vec(), dimension: ax };
-            let mut positions = bind1(interp, iota, &[], int_aval.clone())?;
+            let mut positions = apply1(interp, iota, &[])?;
             let mut keys = a.clone();
             if descending && stable {
                 keys = rev(interp, &keys)?;
                 positions = rev(interp, &positions)?;
             }
-            let order = bind1(interp, sort, &[keys, positions], int_aval)?;
+            let order = apply1(interp, sort, &[keys, positions])?;
             if descending { rev(interp, &order) } else { Ok(order) }.map(Value::Array)
         }
         F::Nonzero | F::Argwhere | F::Unique => {
@@ -189,8 +189,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let moved = if axis == last_axis { a.clone() } else { transpose(interp, &a, Some(order.clone()))? };
             let mut s = moved.aval.shape.to_vec();
             s[last_axis] = k;
-            let v = bind1(interp, Prim::TopK { k }, &[moved.clone()], moved.aval.with_shape(&s))?;
-            let i = bind1(interp, Prim::TopKIndices { k }, &[moved], Aval::new(&s, DType::I32))?;
+            let v = apply1(interp, Prim::TopK { k }, &[moved.clone()])?;
+            let i = apply1(interp, Prim::TopKIndices { k }, &[moved])?;
             if axis == last_axis {
                 return Ok(Value::list(vec![Value::Array(v), Value::Array(i)]));
             }

@@ -7,6 +7,8 @@
 //! properties are in [`properties`]. `check_ir` re-runs [`abstract_eval`] over every traced
 //! equation (the tests turn it on), so a rule and the avals a binder declares cannot drift.
 
+#[cfg(test)]
+pub(crate) mod all;
 pub mod control_flow;
 pub mod conv;
 pub mod elementwise;

@@ -1,19 +1,59 @@
-//! The properties of each primitive, each one exhaustive match over [`Prim`]: adding a
-//! variant fails to compile until it is decided whether it takes PRNG keys, is a random
-//! primitive, has a float32 kernel, calls LAPACK, runs bodies, has a CPU kernel of its own
-//! and has derivative rules.
+//! The properties of each primitive, decided in one place: [`props`] is one exhaustive match
+//! over [`Prim`] listing every variant once, so a new variant does not compile until it is
+//! decided whether it takes PRNG keys, is a random primitive, has a float32 kernel, is a
+//! call or control flow, calls LAPACK and has derivative rules. A primitive written as a
+//! block (`Prim::Block`) states its own (`Block::props`).
 
+use super::Props;
 use crate::jax::ir::{BinaryPrim, CmpPrim, LinalgOp, Prim, ReduceOp, ScatterOp, UnaryPrim};
 
-/// Whether JAX applies `prim` to typed PRNG key arrays: the random primitives, those that
-/// move elements without computing with them, equality, and calls and control flow.
-pub fn takes_keys(prim: &Prim) -> bool {
+/// Every property of `prim`.
+pub fn props(prim: &Prim) -> Props {
+    // The shapes most primitives share.
+    const NONE: Props = Props::NONE;
+    // Moves elements without computing with them: keys pass, derivatives are linear.
+    const MOVES: Props = Props { takes_keys: true, ad_rule: Some(true), ..NONE };
+    const RANDOM: Props = Props { takes_keys: true, is_random: true, ..NONE };
+    const CONTROL: Props = Props { takes_keys: true, is_control_flow: true, ..NONE };
+    const CALL: Props = Props { takes_keys: true, is_call: true, ad_rule: Some(true), ..NONE };
+    const DIFFERENTIABLE: Props = Props { ad_rule: Some(true), ..NONE };
+    const F32: Props = Props { has_f32_kernel: true, ad_rule: Some(true), ..NONE };
     match prim {
-        Prim::Block(b) => b.0.props().takes_keys,
-        Prim::Compare(c) => matches!(c, CmpPrim::Eq | CmpPrim::Ne),
-        Prim::ConvertElementType { new_dtype, .. } => new_dtype.is_key(),
-        Prim::Scatter { op, .. } => *op == ScatterOp::Set,
-        Prim::Unary(u) => *u == UnaryPrim::Copy,
+        Prim::Block(b) => b.0.props(),
+        Prim::Unary(u) => Props {
+            takes_keys: *u == UnaryPrim::Copy,
+            has_f32_kernel: true,
+            // `is_finite` and `not` have boolean results; `imag` has no rule yet.
+            ad_rule: if matches!(u, UnaryPrim::IsFinite | UnaryPrim::Not) { None } else { Some(*u != UnaryPrim::Imag) },
+            ..NONE
+        },
+        Prim::Binary(b) => Props { has_f32_kernel: true, ad_rule: binary_ad_rule(*b), ..NONE },
+        Prim::Compare(c) => Props { takes_keys: matches!(c, CmpPrim::Eq | CmpPrim::Ne), has_f32_kernel: true, ..NONE },
+        Prim::Select => Props { has_f32_kernel: true, ..MOVES },
+        Prim::Clamp | Prim::IntegerPow(_) => F32,
+        Prim::ConvertElementType { new_dtype, .. } => Props { takes_keys: new_dtype.is_key(), ..F32 },
+        Prim::StopGradient | Prim::BroadcastInDim { .. } | Prim::Reshape { .. } | Prim::Squeeze { .. } | Prim::Transpose { .. } => {
+            Props { has_f32_kernel: true, ..MOVES }
+        }
+        Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Gather { .. } => MOVES,
+        Prim::Scatter { op, .. } => Props { takes_keys: *op == ScatterOp::Set, ..DIFFERENTIABLE },
+        Prim::Pad { .. } | Prim::Sort { .. } | Prim::TopK { .. } => DIFFERENTIABLE,
+        Prim::Iota { .. } | Prim::Full { .. } | Prim::ArgReduce { .. } | Prim::TopKIndices { .. } => NONE,
+        Prim::Reduce { op, .. } => Props {
+            has_f32_kernel: true,
+            ad_rule: match op {
+                ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => Some(true),
+                ReduceOp::And | ReduceOp::Or => None,
+            },
+            ..NONE
+        },
+        Prim::Cumulative { op, .. } => Props { ad_rule: Some(!matches!(op, ReduceOp::And | ReduceOp::Or)), ..NONE },
+        Prim::DotGeneral { .. } => F32,
         Prim::RandomBits { .. }
         | Prim::RandomSeed
         | Prim::RandomSplit { .. }
@@ -21,271 +61,55 @@ pub fn takes_keys(prim: &Prim) -> bool {
         | Prim::RandomUnwrap
         | Prim::RandomWrap
         | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Select
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Gather { .. }
-        | Prim::StopGradient
-        | Prim::Pjit { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::Opaque(_) => true,
-        Prim::Binary(_)
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::Linalg(_) => false,
+        | Prim::Random { .. } => RANDOM,
+        Prim::Pjit { .. } | Prim::Remat => CALL,
+        // The user's rules (custom_rules.rs).
+        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => CALL,
+        // Resolved by the replay instead (unrolled, one body per example), not a rule.
+        Prim::Opaque(_) => Props { ad_rule: Some(false), ..CALL },
+        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
+        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
+        Prim::Cond { .. } | Prim::While => Props { ad_rule: Some(true), ..CONTROL },
+        Prim::Scan { .. } | Prim::Vmap { .. } => Props { ad_rule: Some(false), ..CONTROL },
+        Prim::DebugCallback => Props { takes_keys: true, ..NONE },
+        Prim::Linalg(op) => linalg_props(*op),
     }
 }
 
-/// The PRNG primitives, whose kernels are in `jax/random.rs`.
-pub fn is_random(prim: &Prim) -> bool {
-    match prim {
-        Prim::Block(b) => b.0.props().is_random,
-        Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::RandomBits { .. }
-        | Prim::Random { .. } => true,
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::Pjit { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Opaque(_)
-        | Prim::Linalg(_) => false,
+/// Bitwise and shift operations act on integers: nothing to differentiate.
+fn binary_ad_rule(b: BinaryPrim) -> Option<bool> {
+    match b {
+        BinaryPrim::Add
+        | BinaryPrim::Sub
+        | BinaryPrim::Mul
+        | BinaryPrim::Div
+        | BinaryPrim::Pow
+        | BinaryPrim::Max
+        | BinaryPrim::Min
+        | BinaryPrim::Atan2
+        | BinaryPrim::Rem
+        | BinaryPrim::Polygamma
+        | BinaryPrim::Logaddexp => Some(true),
+        BinaryPrim::NextAfter => Some(false),
+        BinaryPrim::And
+        | BinaryPrim::Or
+        | BinaryPrim::Xor
+        | BinaryPrim::ShiftLeft
+        | BinaryPrim::ShiftRightArithmetic
+        | BinaryPrim::ShiftRightLogical => None,
     }
 }
 
-/// Whether the float32 path of the evaluator (`eval.rs`'s `kernel_f32`) has kernels for
-/// `prim` (on float32 and bool data).
-pub fn has_f32_kernel(prim: &Prim) -> bool {
-    match prim {
-        Prim::Block(b) => b.0.props().has_f32_kernel,
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::StopGradient
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Transpose { .. }
-        | Prim::Reduce { .. }
-        | Prim::DotGeneral { .. } => true,
-        Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Pjit { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_) => false,
-    }
-}
-
-/// A call or a marker whose value comes from its body (`eval_jaxpr.rs`) or is not computed,
-/// never from a kernel of its own: a jitted call, a checkpoint, an `Opaque` stand-in and
-/// the custom-rule markers.
-pub fn is_call(prim: &Prim) -> bool {
-    match prim {
-        Prim::Block(b) => b.0.props().is_call,
-        Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_) | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Linalg(_) => false,
-    }
-}
-
-/// `cond`, `while`, `scan` and `vmap`: equations whose bodies the evaluator runs
-/// (`eval_control.rs`), printed in JAX's multi-line form.
-pub fn is_control_flow(prim: &Prim) -> bool {
-    match prim {
-        Prim::Block(b) => b.0.props().is_control_flow,
-        Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. } => true,
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Pjit { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Opaque(_)
-        | Prim::Linalg(_) => false,
-    }
-}
-
-/// Whether JAX lowers the operation to a LAPACK routine on CPU (`getrf`, `potrf`, `syevd`,
-/// `gesdd`, `geqrf`), which exists for 32- and 64-bit floats only.
-pub fn calls_lapack(op: LinalgOp) -> bool {
+/// A linear-algebra operation's properties: whether JAX lowers it to a LAPACK routine on CPU
+/// (`getrf`, `potrf`, `syevd`, `gesdd`, `geqrf`), which exists for 32- and 64-bit floats
+/// only, and its AD coverage (pivots and permutations are integers; `geqrf` has no rule in
+/// JAX either).
+fn linalg_props(op: LinalgOp) -> Props {
     use LinalgOp as L;
+    const LAPACK: Props = Props { calls_lapack: true, ad_rule: Some(true), ..Props::NONE };
+    const COMPOSED: Props = Props { ad_rule: Some(true), ..Props::NONE };
     match op {
         L::Lu
-        | L::LuPivots
-        | L::LuPermutation
         | L::Cholesky
         | L::EighValues { .. }
         | L::EighVectors { .. }
@@ -294,9 +118,10 @@ pub fn calls_lapack(op: LinalgOp) -> bool {
         | L::SvdVh { .. }
         | L::QrQ { .. }
         | L::QrR { .. }
-        | L::Geqrf
-        | L::GeqrfTaus
-        | L::Pinv { .. } => true,
+        | L::Pinv { .. } => LAPACK,
+        L::LuPivots | L::LuPermutation => Props { ad_rule: None, ..LAPACK },
+        L::Geqrf | L::GeqrfTaus => Props { ad_rule: Some(false), ..LAPACK },
+        L::PivotsToPermutation { .. } => Props::NONE,
         L::LinearSolve { .. }
         | L::Det
         | L::DetFused { .. }
@@ -305,110 +130,48 @@ pub fn calls_lapack(op: LinalgOp) -> bool {
         | L::Cofactor
         | L::CofactorJvp
         | L::TriangularSolve { .. }
-        | L::PivotsToPermutation { .. }
-        | L::Expm { .. } => false,
+        | L::Expm { .. } => COMPOSED,
     }
+}
+
+/// Whether JAX lowers the operation to a LAPACK routine on CPU, for 32- and 64-bit floats only.
+pub fn calls_lapack(op: LinalgOp) -> bool {
+    linalg_props(op).calls_lapack
+}
+
+/// Whether JAX applies `prim` to typed PRNG key arrays: the random primitives, those that
+/// move elements without computing with them, equality, and calls and control flow.
+pub fn takes_keys(prim: &Prim) -> bool {
+    props(prim).takes_keys
+}
+
+/// The PRNG primitives, whose kernels are in `jax/random.rs`.
+pub fn is_random(prim: &Prim) -> bool {
+    props(prim).is_random
+}
+
+/// Whether the float32 path of the evaluator (`eval.rs`'s `kernel_f32`) has kernels for
+/// `prim` (on float32 and bool data).
+pub fn has_f32_kernel(prim: &Prim) -> bool {
+    props(prim).has_f32_kernel
+}
+
+/// A call or a marker whose value comes from its body (`eval_jaxpr.rs`) or is not computed,
+/// never from a kernel of its own: a jitted call, a checkpoint, an `Opaque` stand-in and
+/// the custom-rule markers.
+pub fn is_call(prim: &Prim) -> bool {
+    props(prim).is_call
+}
+
+/// `cond`, `while`, `scan` and `vmap`: equations whose bodies the evaluator runs
+/// (`eval_control.rs`), printed in JAX's multi-line form.
+pub fn is_control_flow(prim: &Prim) -> bool {
+    props(prim).is_control_flow
 }
 
 /// Whether a primitive has AD rules (`ad.rs`; for docs and the coverage test): `Some(true)`
 /// when it is differentiable with a rule, `Some(false)` when it has none, `None` when it has
 /// no derivative to take (integer/boolean results, randomness, constants).
 pub fn ad_rule(prim: &Prim) -> Option<bool> {
-    Some(match prim {
-        Prim::Block(b) => return b.0.props().ad_rule,
-        Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
-        Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
-        Prim::Binary(b) => match b {
-            BinaryPrim::Add
-            | BinaryPrim::Sub
-            | BinaryPrim::Mul
-            | BinaryPrim::Div
-            | BinaryPrim::Pow
-            | BinaryPrim::Max
-            | BinaryPrim::Min
-            | BinaryPrim::Atan2
-            | BinaryPrim::Rem
-            | BinaryPrim::Polygamma
-            | BinaryPrim::Logaddexp => true,
-            BinaryPrim::NextAfter => false,
-            // Bitwise and shift operations act on integers: nothing to differentiate.
-            BinaryPrim::And
-            | BinaryPrim::Or
-            | BinaryPrim::Xor
-            | BinaryPrim::ShiftLeft
-            | BinaryPrim::ShiftRightArithmetic
-            | BinaryPrim::ShiftRightLogical => return None,
-        },
-        Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Concatenate { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::StopGradient
-        | Prim::Pjit { .. }
-        | Prim::Remat
-        | Prim::Gather { .. }
-        | Prim::Sort { .. }
-        | Prim::Pad { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::TopK { .. }
-        | Prim::Scatter { .. } => true,
-        // The user's rules (custom_rules.rs).
-        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
-        Prim::Linalg(LinalgOp::LuPivots | LinalgOp::LuPermutation | LinalgOp::PivotsToPermutation { .. }) => return None,
-        Prim::Linalg(LinalgOp::Geqrf | LinalgOp::GeqrfTaus) => false,
-        Prim::Linalg(
-            LinalgOp::LinearSolve { .. }
-            | LinalgOp::Cholesky
-            | LinalgOp::Det
-            | LinalgOp::DetFused { .. }
-            | LinalgOp::SlogdetSign
-            | LinalgOp::SlogdetLogAbs
-            | LinalgOp::Cofactor
-            | LinalgOp::CofactorJvp
-            | LinalgOp::TriangularSolve { .. }
-            | LinalgOp::EighValues { .. }
-            | LinalgOp::EighVectors { .. }
-            | LinalgOp::SvdValues
-            | LinalgOp::SvdU { .. }
-            | LinalgOp::SvdVh { .. }
-            | LinalgOp::QrQ { .. }
-            | LinalgOp::QrR { .. }
-            | LinalgOp::Pinv { .. }
-            | LinalgOp::Lu
-            | LinalgOp::Expm { .. },
-        ) => true,
-        Prim::Reduce { op, .. } | Prim::Cumulative { op, .. } => match op {
-            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod => true,
-            ReduceOp::And | ReduceOp::Or if matches!(prim, Prim::Cumulative { .. }) => false,
-            ReduceOp::And | ReduceOp::Or => return None,
-        },
-        Prim::Compare(_)
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::DebugCallback => return None,
-        // A `cond` on a traced index, forward mode through a `while` (ad_control.rs); reverse
-        // mode through a `while` is JAX's error, as JAX has no transpose for it either.
-        Prim::Cond { .. } | Prim::While => true,
-        // Resolved by the replay instead: unrolled, one body per example.
-        Prim::Scan { .. } | Prim::Vmap { .. } | Prim::Opaque(_) => false,
-    })
+    props(prim).ad_rule
 }

@@ -6,8 +6,8 @@ use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
+use crate::jax::apply1;
 use crate::jax::array::Array;
-use crate::jax::bind1;
 use crate::jax::ir::{IndexMode, Prim};
 use crate::jax::numpy::{self as jnp, operand, Operand};
 use std::rc::Rc;
@@ -94,12 +94,12 @@ pub(super) fn at_update(
             _ => return jnp::getitem(interp, array, index),
         };
         let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
-        let shape = crate::jax::indexing::selection_shape(&array.aval.shape, &plan, &shapes)
+        crate::jax::indexing::selection_shape(&array.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![array.clone()];
         ins.extend(arrays);
         let prim = Prim::Gather { mode, fill_value, index: plan };
-        return bind1(interp, prim, &ins, array.aval.with_shape(&shape)).map(Value::Array);
+        return apply1(interp, prim, &ins).map(Value::Array);
     }
     let mode = match jnp::gather_mode(interp, mode_arg.as_ref(), None, array.aval.dtype, IndexMode::FillOrDrop)? {
         Some((mode, _)) => mode,
@@ -133,7 +133,7 @@ pub(super) fn at_update(
     let mut ins = vec![array.clone(), u];
     ins.extend(arrays);
     let prim = Prim::Scatter { op: sop, mode, index, unique_indices };
-    bind1(interp, prim, &ins, array.aval.clone()).map(Value::Array)
+    apply1(interp, prim, &ins).map(Value::Array)
 }
 
 /// The indexing expression of `x.at[items]` for `scatter`, with its index arrays; `None`

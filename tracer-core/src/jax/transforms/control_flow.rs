@@ -18,7 +18,7 @@ use crate::jax::dtypes::{self, DType};
 use crate::jax::eval_control::{Body, Loop};
 use crate::jax::ir::Prim;
 use crate::jax::numpy::{self as jnp, operand, Operand};
-use crate::jax::{bind1, TraceKind};
+use crate::jax::{apply1, TraceKind};
 use std::rc::Rc;
 
 pub(super) fn slice_leading(interp: &mut Interp, xs: &Value) -> PyResult<Value> {
@@ -256,13 +256,13 @@ fn staged_cond(
     let index = if switch {
         let index = jnp::convert(interp, &index, DType::I32, false)?;
         let last = i32_scalar(bodies.len().saturating_sub(1) as f64);
-        bind1(interp, Prim::Clamp, &[i32_scalar(0.0), index, last], Aval::scalar(DType::I32))?
+        apply1(interp, Prim::Clamp, &[i32_scalar(0.0), index, last])?
     } else {
         let pred = if index.aval.dtype.is_bool() {
             index
         } else {
             let zero = Array::scalar(0.0, index.aval.dtype, index.aval.weak);
-            bind1(interp, Prim::Compare(crate::jax::ir::CmpPrim::Ne), &[index, zero], Aval::scalar(DType::Bool))?
+            apply1(interp, Prim::Compare(crate::jax::ir::CmpPrim::Ne), &[index, zero])?
         };
         jnp::convert(interp, &pred, DType::I32, false)?
     };

@@ -15,7 +15,7 @@ use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::eval_control::Loop;
 use crate::jax::ir::Prim;
-use crate::jax::{apply1, bind1, TraceKind};
+use crate::jax::{apply1, TraceKind};
 use std::rc::Rc;
 
 /// `lax.map(f, xs)`: JAX binds it as a `scan` with no carry whose body is `f` on one slice of
@@ -79,7 +79,7 @@ fn batched_map(interp: &mut Interp, f: &Value, xs: &Value, batch_size: &Value) -
         let (mut starts, mut limits) = (vec![0; shape.len()], shape.clone());
         (starts[0], limits[0], shape[0]) = (start, stop, stop - start);
         let prim = Prim::Slice { start: starts, limit: limits, strides: vec![1; shape.len()] };
-        bind1(interp, prim, std::slice::from_ref(leaf), leaf.aval.with_shape(&shape))
+        apply1(interp, prim, std::slice::from_ref(leaf))
     };
     let reshape = |interp: &mut Interp, leaf: &Rc<Array>, shape: Vec<usize>| -> PyResult<Rc<Array>> {
         apply1(interp, Prim::Reshape { new_sizes: shape.clone() }, std::slice::from_ref(leaf))
@@ -131,8 +131,7 @@ fn batched_map(interp: &mut Interp, f: &Value, xs: &Value, batch_size: &Value) -
             Some(tail) if tail.aval.ndim() == flat.aval.ndim() => {
                 let mut shape = flat.aval.shape.to_vec();
                 shape[0] += tail.aval.shape[0];
-                let aval = flat.aval.with_shape(&shape);
-                bind1(interp, Prim::Concatenate { dimension: 0 }, &[flat, tail.clone()], aval)?
+                apply1(interp, Prim::Concatenate { dimension: 0 }, &[flat, tail.clone()])?
             }
             Some(_) => return Ok(None),
             None => flat,

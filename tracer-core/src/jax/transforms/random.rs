@@ -8,11 +8,11 @@ use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
 use crate::jax::aval::{shape_tuple, Aval};
-use crate::jax::bind1;
 use crate::jax::dtypes::{self, DType};
 use crate::jax::ir::Prim;
 use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::surface::JaxFn;
+use crate::jax::{apply1, bind1};
 use std::rc::Rc;
 
 pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
@@ -76,7 +76,7 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
             };
             let shape = s.clone();
             s.extend(key.aval.shape.iter().copied());
-            bind1(interp, Prim::RandomSplit { shape }, std::slice::from_ref(&key), key.aval.with_shape(&s)).map(Value::Array)
+            apply1(interp, Prim::RandomSplit { shape }, std::slice::from_ref(&key)).map(Value::Array)
         }
         F::RandomFoldIn => {
             // `jnp.asarray(data, dtype='uint32')`: a Python int outside uint32 is an
@@ -89,16 +89,15 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
                     Operand::Unknown => Array::unknown(Aval::scalar(DType::U32), "unknown fold_in data"),
                 },
             };
-            bind1(interp, Prim::RandomFoldIn, &[key.clone(), data], key.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::RandomFoldIn, &[key.clone(), data]).map(Value::Array)
         }
         // A copy of the key that key-reuse checking (JAX's `jax_debug_key_reuse`) counts apart.
-        F::RandomClone => bind1(interp, Prim::RandomClone, std::slice::from_ref(&key), key.aval.clone()).map(Value::Array),
+        F::RandomClone => apply1(interp, Prim::RandomClone, std::slice::from_ref(&key)).map(Value::Array),
         F::RandomKeyData => {
-            let mut s = key.aval.shape.to_vec();
-            if !legacy {
-                s.push(2);
-            }
-            bind1(interp, Prim::RandomUnwrap, std::slice::from_ref(&key), Aval::new(&s, DType::U32)).map(Value::Array)
+            // `_check_prng_key` wraps legacy `uint32[..., 2]` data into typed keys first, so
+            // the jaxpr is `random_wrap` then `random_unwrap`, as JAX's.
+            let key = if legacy { apply1(interp, Prim::RandomWrap, std::slice::from_ref(&key))? } else { key };
+            apply1(interp, Prim::RandomUnwrap, std::slice::from_ref(&key)).map(Value::Array)
         }
         F::RandomNormal => {
             let Some(s) = shape_kw(interp, 1)? else {
@@ -317,11 +316,11 @@ pub(super) fn wrap_key_data(interp: &mut Interp, args: &[Value], kwargs: &Kwargs
     if data.aval.ndim() == 0 {
         return Err(interp.type_error(format!("{invalid} expected key_data.ndim >= 1; got ndim=0")));
     }
-    let Some((&2, batch)) = data.aval.shape.split_last() else {
+    let Some((&2, _)) = data.aval.shape.split_last() else {
         // JAX's message names the implementation object's repr; it is not reproduced.
         return Ok(Value::opaque("wrap_key_data of data not ending in 2"));
     };
-    bind1(interp, Prim::RandomWrap, std::slice::from_ref(&data), Aval::new(batch, DType::Key)).map(Value::Array)
+    apply1(interp, Prim::RandomWrap, std::slice::from_ref(&data)).map(Value::Array)
 }
 
 /// A Python int seed as `random_seed` takes it: through an int64 NumPy scalar, which is

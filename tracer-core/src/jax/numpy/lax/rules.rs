@@ -32,7 +32,7 @@ pub(super) fn unary(interp: &mut Interp, f: JaxFn, prim: UnaryPrim, accepts: Acc
             _ => return not_computed(interp, f, std::slice::from_ref(x), aval),
         }
     }
-    bind1(interp, Prim::Unary(prim), std::slice::from_ref(x), aval).map(Value::Array)
+    apply1(interp, Prim::Unary(prim), std::slice::from_ref(x)).map(Value::Array)
 }
 
 /// `lax.RoundingMethod.AWAY_FROM_ZERO` (0) or `TO_NEAREST_EVEN` (1) when `v` is printed as one.
@@ -51,16 +51,16 @@ pub(super) fn rounding_method_member(v: &Value) -> Option<i64> {
 /// further from zero (`r + sign(x)`) where `x` is a half and `r` rounded it toward zero.
 /// Every step is exact, and the derivative is zero everywhere, as JAX's.
 pub(super) fn round_away_from_zero(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>> {
-    let r = bind1(interp, Prim::Unary(UnaryPrim::Round), std::slice::from_ref(x), x.aval.clone())?;
+    let r = apply1(interp, Prim::Unary(UnaryPrim::Round), std::slice::from_ref(x))?;
     let half = Array::scalar(0.5, x.aval.dtype, x.aval.weak);
     let gap = lax_binary_prim(interp, BinaryPrim::Sub, &r, x)?;
-    let gap = bind1(interp, Prim::Unary(UnaryPrim::Abs), &[gap], x.aval.clone())?;
+    let gap = apply1(interp, Prim::Unary(UnaryPrim::Abs), &[gap])?;
     let is_half = lax_compare(interp, CmpPrim::Eq, &gap, &half)?;
-    let abs_r = bind1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(&r), x.aval.clone())?;
-    let abs_x = bind1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(x), x.aval.clone())?;
+    let abs_r = apply1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(&r))?;
+    let abs_x = apply1(interp, Prim::Unary(UnaryPrim::Abs), std::slice::from_ref(x))?;
     let toward_zero = lax_compare(interp, CmpPrim::Lt, &abs_r, &abs_x)?;
     let fix = lax_binary_prim(interp, BinaryPrim::And, &is_half, &toward_zero)?;
-    let sign = bind1(interp, Prim::Unary(UnaryPrim::Sign), std::slice::from_ref(x), x.aval.clone())?;
+    let sign = apply1(interp, Prim::Unary(UnaryPrim::Sign), std::slice::from_ref(x))?;
     let moved = lax_binary_prim(interp, BinaryPrim::Add, &r, &sign)?;
     apply1(interp, Prim::Select, &[fix, r, moved.clone()])
 }
@@ -107,7 +107,7 @@ pub(super) fn to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> P
     let inner: Vec<usize> = squeezed.iter().map(|&d| a.aval.shape[d]).collect();
     let a = reshape_raw(interp, a, &inner)?;
     let prim = Prim::BroadcastInDim { shape: shape.to_vec(), broadcast_dimensions: squeezed };
-    bind1(interp, prim, std::slice::from_ref(&a), a.aval.with_shape(shape))
+    apply1(interp, prim, std::slice::from_ref(&a))
 }
 
 pub(super) fn accepts_or_raise(interp: &mut Interp, name: &str, accepts: Accepts, position: usize, a: &Rc<Array>) -> PyResult<()> {
@@ -146,7 +146,7 @@ pub(super) fn binary(interp: &mut Interp, kind: BinaryKind, x: &Rc<Array>, y: &R
             }
             let y = convert(interp, y, x.aval.dtype, y.aval.weak)?;
             let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, &y, &shape)?);
-            bind1(interp, Prim::Binary(BinaryPrim::Pow), &[a, b], Aval { shape, dtype: x.aval.dtype, weak })
+            apply1(interp, Prim::Binary(BinaryPrim::Pow), &[a, b])
         }
         BinaryKind::Arith(prim, ..) => {
             check_same_dtypes(interp, name, &[x, y])?;
@@ -155,12 +155,12 @@ pub(super) fn binary(interp: &mut Interp, kind: BinaryKind, x: &Rc<Array>, y: &R
             if !shift_is_computed(prim, x, y) {
                 return bind1(interp, Prim::Opaque(prim.name()), &[a, b], aval);
             }
-            bind1(interp, Prim::Binary(prim), &[a, b], aval)
+            apply1(interp, Prim::Binary(prim), &[a, b])
         }
         BinaryKind::Compare(c, ..) => {
             check_same_dtypes(interp, name, &[x, y])?;
             let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, y, &shape)?);
-            bind1(interp, Prim::Compare(c), &[a, b], Aval { shape, dtype: DType::Bool, weak: false })
+            apply1(interp, Prim::Compare(c), &[a, b])
         }
     }
 }
@@ -241,7 +241,7 @@ pub(super) fn select_n(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Valu
         return not_computed(interp, f, &inputs, aval);
     }
     let which = broadcast_to_shape(interp, which, &case_shape)?;
-    bind1(interp, Prim::Select, &[which, cases[0].clone(), cases[1].clone()], aval).map(Value::Array)
+    apply1(interp, Prim::Select, &[which, cases[0].clone(), cases[1].clone()]).map(Value::Array)
 }
 
 /// `lax.slice`: in-bounds, increasing ranges with positive strides are computed; the rest
@@ -264,7 +264,7 @@ pub(super) fn slice(interp: &mut Interp, f: JaxFn, x: &Rc<Array>, start: &[i64],
         limit: limit.iter().map(|&l| l as usize).collect(),
         strides: strides.iter().map(|&k| k as usize).collect(),
     };
-    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&shape)).map(Value::Array)
+    apply1(interp, prim, std::slice::from_ref(x)).map(Value::Array)
 }
 
 /// `lax.concatenate(operands, dimension)`: no promotion, JAX's shape messages.
@@ -295,8 +295,7 @@ pub(super) fn lax_concatenate(interp: &mut Interp, arrays: &[Rc<Array>], dimensi
     check_same_dtypes(interp, "concatenate", &refs)?;
     let mut shape = first.aval.shape.to_vec();
     shape[ax] = arrays.iter().map(|a| a.aval.shape[ax]).sum();
-    let weak = arrays.iter().all(|a| a.aval.weak);
-    bind1(interp, Prim::Concatenate { dimension: ax }, arrays, first.aval.with_shape(&shape).weak(weak)).map(Value::Array)
+    apply1(interp, Prim::Concatenate { dimension: ax }, arrays).map(Value::Array)
 }
 
 /// `lax.pad(operand, padding_value, padding_config)`: computed for non-negative edge padding
@@ -365,7 +364,7 @@ pub(super) fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     if config.iter().any(|&(lo, hi, interior)| lo < 0 || hi < 0 || interior != 0) {
         return not_computed(interp, f, &[x, value], aval);
     }
-    bind1(interp, Prim::Pad { config }, &[x, value], aval).map(Value::Array)
+    apply1(interp, Prim::Pad { config }, &[x, value]).map(Value::Array)
 }
 
 /// `lax.reduce_sum(operand, axes)` and the other monoid reductions.
@@ -442,7 +441,7 @@ pub(super) fn sort(
             .enumerate()
             .map(|(i, o)| {
                 let inputs = if i == k { vec![key.clone()] } else { vec![key.clone(), o.clone()] };
-                bind1(interp, prim.clone(), &inputs, o.aval.clone())
+                apply1(interp, prim.clone(), &inputs)
             })
             .collect::<PyResult<_>>()?;
     }

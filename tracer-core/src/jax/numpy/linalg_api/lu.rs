@@ -23,9 +23,8 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
         if k > size {
             return Ok(Value::opaque("lu_pivots_to_permutation with more pivots than the size"));
         }
-        let shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([size]).collect();
         let op = LinalgOp::PivotsToPermutation { size };
-        return bind1(interp, Prim::Linalg(op), &[pivots], Aval::new(&shape, DType::I32)).map(Value::Array);
+        return apply1(interp, Prim::Linalg(op), &[pivots]).map(Value::Array);
     }
     let name = if f == JaxFn::LaxLinalgLu { "x" } else { "a" };
     let Some(a) = p.get(0, name) else {
@@ -60,13 +59,8 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
     let k = m.min(n);
     let dt = a.aval.dtype;
     // p = (permutation[None, :] == arange(m)[:, None]).astype(dtype)
-    let columns = bind1(
-        interp,
-        Prim::BroadcastInDim { shape: vec![m, m], broadcast_dimensions: vec![1] },
-        &[permutation],
-        Aval::new(&[m, m], DType::I32),
-    )?;
-    let rows = bind1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], Aval::new(&[m, m], DType::I32))?;
+    let columns = apply1(interp, Prim::BroadcastInDim { shape: vec![m, m], broadcast_dimensions: vec![1] }, &[permutation])?;
+    let rows = apply1(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[])?;
     let same = compare_arrays(interp, CmpPrim::Eq, &columns, &rows)?;
     let permutation_matrix = convert(interp, &same, dt, false)?;
     // l = tril(lu, -1)[:, :k] + eye(m, k); u = triu(lu)[:k, :]
@@ -88,12 +82,9 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
 /// The three outputs of JAX's `lu` primitive on `a[..., m, n]`: the packed factors, the
 /// pivots (`int32[..., min(m, n)]`) and the permutation (`int32[..., m]`).
 pub(super) fn lu_outputs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>, Rc<Array>, Rc<Array>)> {
-    let nd = a.aval.ndim();
-    let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
-    let with = |last: usize| -> Vec<usize> { a.aval.shape[..nd - 2].iter().copied().chain([last]).collect() };
-    let lu = bind1(interp, Prim::Linalg(LinalgOp::Lu), std::slice::from_ref(a), a.aval.clone())?;
-    let pivots = bind1(interp, Prim::Linalg(LinalgOp::LuPivots), std::slice::from_ref(a), Aval::new(&with(m.min(n)), DType::I32))?;
-    let permutation = bind1(interp, Prim::Linalg(LinalgOp::LuPermutation), std::slice::from_ref(a), Aval::new(&with(m), DType::I32))?;
+    let lu = apply1(interp, Prim::Linalg(LinalgOp::Lu), std::slice::from_ref(a))?;
+    let pivots = apply1(interp, Prim::Linalg(LinalgOp::LuPivots), std::slice::from_ref(a))?;
+    let permutation = apply1(interp, Prim::Linalg(LinalgOp::LuPermutation), std::slice::from_ref(a))?;
     Ok((lu, pivots, permutation))
 }
 
@@ -121,7 +112,7 @@ pub(super) fn leading_block(interp: &mut Interp, x: &Rc<Array>, rows: usize, col
     limit[nd - 2] = rows;
     limit[nd - 1] = cols;
     let prim = Prim::Slice { start: vec![0; nd], limit: limit.clone(), strides: vec![1; nd] };
-    bind1(interp, prim, std::slice::from_ref(x), x.aval.with_shape(&limit))
+    apply1(interp, prim, std::slice::from_ref(x))
 }
 
 /// `x[..., rows[..., i], :]`: the rows of each matrix of `x[..., n, c]` in the order
@@ -141,7 +132,7 @@ pub(super) fn take_rows(interp: &mut Interp, x: &Rc<Array>, rows: &Rc<Array>) ->
         ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
     }
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
-    bind1(interp, prim, &ins, x.aval.clone())
+    apply1(interp, prim, &ins)
 }
 
 /// `jax.scipy.linalg.lu_solve((lu, piv), b, trans=0)`: the pivots made a permutation, then
@@ -180,10 +171,8 @@ pub(super) fn lu_solve(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     if k > m {
         return Ok(Value::opaque("lu_solve with more pivots than rows"));
     }
-    let permutation_shape: Vec<usize> = pivots.aval.shape[..pivots.aval.ndim() - 1].iter().copied().chain([m]).collect();
     let pivots = convert(interp, &pivots, DType::I32, false)?;
-    let permutation =
-        bind1(interp, Prim::Linalg(LinalgOp::PivotsToPermutation { size: m }), &[pivots], Aval::new(&permutation_shape, DType::I32))?;
+    let permutation = apply1(interp, Prim::Linalg(LinalgOp::PivotsToPermutation { size: m }), &[pivots])?;
     // `jnp.vectorize` over `(n,n),(n),(n)->(n)` when `b` is a (stack of) vector(s), else
     // `(n,n),(n),(n,k)->(n,k)`.
     let vector = b_nd == 1 || (lu_nd == b_nd + 1 && lu.aval.shape[lu_nd - 1] == b.aval.shape[b_nd - 1]);
@@ -230,7 +219,7 @@ pub(crate) fn lu_solve_core(
 ) -> PyResult<Rc<Array>> {
     let solve = |interp: &mut Interp, x: &Rc<Array>, lower: bool, transpose_a: bool| {
         let op = LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal: lower };
-        bind1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()], x.aval.clone())
+        apply1(interp, Prim::Linalg(op), &[lu.clone(), x.clone()])
     };
     if !transpose {
         let x = take_rows(interp, b, permutation)?;
@@ -241,13 +230,8 @@ pub(crate) fn lu_solve_core(
     let x = solve(interp, &x, true, true)?;
     // The inverse permutation: `sort_key_val(permutation, iota)`'s values.
     let last = permutation.aval.ndim() - 1;
-    let iota = bind1(
-        interp,
-        Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last },
-        &[],
-        permutation.aval.clone(),
-    )?;
-    let inverse = bind1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota], permutation.aval.clone())?;
+    let iota = apply1(interp, Prim::Iota { dtype: DType::I32, shape: permutation.aval.shape.to_vec(), dimension: last }, &[])?;
+    let inverse = apply1(interp, Prim::Sort { dimension: last, num_keys: 1 }, &[permutation.clone(), iota])?;
     take_rows(interp, &x, &inverse)
 }
 
@@ -276,7 +260,7 @@ pub(crate) fn solve_with_factors(
 ) -> PyResult<Rc<Array>> {
     let x = lu_solve_core(interp, lu, permutation, b, transpose)?;
     let ins = [a.clone(), lu.clone(), permutation.clone(), b.clone(), x];
-    bind1(interp, Prim::Linalg(LinalgOp::LinearSolve { transpose }), &ins, b.aval.clone().weak(false))
+    apply1(interp, Prim::Linalg(LinalgOp::LinearSolve { transpose }), &ins)
 }
 
 /// `jnp.linalg.inv(a)` of a float `a[..., m, m]`: `solve(a, eye(m))` with the identity
@@ -298,7 +282,7 @@ pub(super) fn entry(interp: &mut Interp, a: &Rc<Array>, i: usize, j: usize) -> P
     (start[nd - 2], start[nd - 1], limit[nd - 2], limit[nd - 1]) = (i, j, i + 1, j + 1);
     let mut shape = limit.clone();
     (shape[nd - 2], shape[nd - 1]) = (1, 1);
-    let one = bind1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a), a.aval.with_shape(&shape))?;
+    let one = apply1(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, std::slice::from_ref(a))?;
     apply1(interp, Prim::Squeeze { dimensions: vec![nd - 2, nd - 1] }, &[one])
 }
 
@@ -350,8 +334,7 @@ pub(super) fn diagonal(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>
     let iota = Array::built(Aval::new(&[n], DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
     ins.extend([iota.clone(), iota]);
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
-    let shape: Vec<usize> = batch.iter().copied().chain([n]).collect();
-    bind1(interp, prim, &ins, x.aval.with_shape(&shape))
+    apply1(interp, prim, &ins)
 }
 
 /// `count_nonzero(mask, axis=-1)` as int32.
@@ -421,8 +404,8 @@ pub(crate) fn slogdet(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>
     }
     let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
     let (sign, log) = slogdet_values(interp, &frozen, n)?;
-    let sign = bind1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign], batch.clone())?;
-    let log = bind1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log], batch)?;
+    let sign = apply1(interp, Prim::Linalg(LinalgOp::SlogdetSign), &[a.clone(), sign])?;
+    let log = apply1(interp, Prim::Linalg(LinalgOp::SlogdetLogAbs), &[a.clone(), log])?;
     Ok((sign, log))
 }
 
@@ -444,14 +427,14 @@ pub(crate) fn det(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
             }
             // The value XLA's fused multiply-adds give; the derivative is the formula's.
             let op = LinalgOp::DetFused { double: a.aval.dtype == DType::F64 };
-            bind1(interp, Prim::Linalg(op), &[a.clone(), value], batch)
+            apply1(interp, Prim::Linalg(op), &[a.clone(), value])
         }
         _ => {
             let frozen = apply1(interp, Prim::StopGradient, std::slice::from_ref(a))?;
             let (sign, log) = slogdet_values(interp, &frozen, n)?;
             let magnitude = unary_prim(interp, UnaryPrim::Exp, &log)?;
             let value = binary_prim(interp, BinaryPrim::Mul, &sign, &magnitude)?;
-            bind1(interp, Prim::Linalg(LinalgOp::Det), &[a.clone(), value], batch)
+            apply1(interp, Prim::Linalg(LinalgOp::Det), &[a.clone(), value])
         }
     }
 }
@@ -493,5 +476,5 @@ pub(in crate::jax::numpy) fn expm(interp: &mut Interp, p: &Args) -> PyResult<Val
         return Err(interp.type_error(format!("A.dtype={} is not supported.", dt.name())));
     }
     let op = LinalgOp::Expm { double: dt == DType::F64, upper_triangular, max_squarings };
-    bind1(interp, Prim::Linalg(op), &[a.clone()], a.aval.clone().weak(false)).map(Value::Array)
+    apply1(interp, Prim::Linalg(op), &[a.clone()]).map(Value::Array)
 }
