@@ -13,6 +13,7 @@ pub mod repro;
 pub mod run;
 pub mod syntax;
 pub mod test_runner;
+pub mod tf;
 
 pub use analysis::{analyze_file, analyze_parsed, AnalysisConfig, FileAnalysis};
 pub use run::{run_file, RunOutcome, RunResult};

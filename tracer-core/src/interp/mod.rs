@@ -189,6 +189,8 @@ pub struct Interp<'l> {
     /// What the thread held when the interpreter was made (`memory::thread_bytes`).
     bytes_at_start: usize,
     pub jax: JaxState,
+    /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
+    pub tf: crate::tf::TfState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
     pub warned: HashMap<(Code, Site), usize>,
@@ -346,6 +348,7 @@ impl<'l> Interp<'l> {
             started: Instant::now(),
             bytes_at_start: memory::thread_bytes().unwrap_or(0),
             jax: JaxState::default(),
+            tf: Default::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),
             generators: Vec::new(),
