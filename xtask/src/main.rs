@@ -6,6 +6,7 @@ mod conformance;
 mod fuzz;
 mod golden;
 mod model;
+mod pairs;
 mod process;
 mod projects;
 mod python_env;

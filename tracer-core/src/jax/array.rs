@@ -149,6 +149,15 @@ impl Array {
         if aval.size() > max_elements as u128 {
             return Array::unknown(aval, TOO_LARGE);
         }
+        Array::built(aval, make)
+    }
+    /// An array of `aval` whose data `make` computes now, when the budgets of the analysis
+    /// running on this thread allow it (`memory::fits_array`); else its value stays unknown.
+    /// Every array whose size the program decides is made this way, never with `ready`.
+    pub fn built(aval: Aval, make: impl FnOnce() -> NdData) -> Rc<Array> {
+        if !crate::interp::memory::fits_array(aval.size()) {
+            return Array::unknown(aval, TOO_LARGE);
+        }
         Array::ready(aval, make())
     }
     pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {
@@ -187,6 +196,14 @@ impl Array {
     /// A new NumPy array standing for this one's value: its current value, shared when it is
     /// computed already, since item assignment on either must not reach the other.
     pub fn as_numpy(self: &Rc<Array>) -> Rc<Array> {
+        self.copy_as(true)
+    }
+    /// A new JAX array with this one's value (`jnp.asarray` of a NumPy array), which NumPy's
+    /// rules (item assignment, `__array__` on a tracer index) no longer govern.
+    pub fn as_jax(self: &Rc<Array>) -> Rc<Array> {
+        self.copy_as(false)
+    }
+    fn copy_as(self: &Rc<Array>, numpy: bool) -> Rc<Array> {
         let ready = match &self.kind {
             ArrayKind::Concrete(cell) => match &*cell.borrow() {
                 Lazy::Ready(d) => Some(d.clone()),
@@ -204,7 +221,7 @@ impl Array {
             }),
             None => Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]),
         };
-        a.numpy.set(true);
+        a.numpy.set(numpy);
         a
     }
 
