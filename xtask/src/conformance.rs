@@ -76,6 +76,8 @@ pub struct Suite {
     pub jobs: usize,
     pub elapsed_seconds: f64,
     pub stale_gaps: Vec<String>,
+    /// The framework the oracle ran (`JAX`, `TensorFlow`), as the summary names it.
+    pub oracle_name: &'static str,
 }
 
 pub fn run(options: Options) -> Result<bool, String> {
@@ -149,7 +151,14 @@ pub fn run(options: Options) -> Result<bool, String> {
     });
     let results: Vec<FixtureResult> =
         slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
-    let suite = Suite { results, oracle_only: options.oracle_only, jobs, elapsed_seconds: started.elapsed().as_secs_f64(), stale_gaps };
+    let suite = Suite {
+        results,
+        oracle_only: options.oracle_only,
+        jobs,
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+        stale_gaps,
+        oracle_name: "JAX",
+    };
     if let Some(out) = &options.json_out {
         let text = serde_json::to_string_pretty(&report::to_json(&suite)).map_err(|e| format!("cannot serialise results: {e}"))?;
         fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;

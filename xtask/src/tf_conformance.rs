@@ -109,6 +109,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         jobs: options.jobs,
         elapsed_seconds: started.elapsed().as_secs_f64(),
         stale_gaps: Vec::new(),
+        oracle_name: "TensorFlow",
     };
     print!("{}", crate::report::render(&suite));
     let mut run_ok = true;
