@@ -249,11 +249,42 @@ pub fn compare_operator(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) ->
         CmpOp::LtE => LESS_EQUAL,
         CmpOp::Gt => GREATER,
         CmpOp::GtE => GREATER_EQUAL,
-        // `==` of tensors whose shapes do not broadcast is `False` in TensorFlow, and `is`
-        // compares identities: neither is modelled.
-        _ => return Ok(unknown_tensor(interp, "a tensor equality")),
+        CmpOp::Eq | CmpOp::NotEq => return equality(interp, op == CmpOp::Eq, l, r),
+        _ => return Ok(unknown_tensor(interp, "a tensor identity or membership test")),
     };
     apply_binary(interp, &spec, l, r)
+}
+
+/// `==`/`!=` with a tensor: elementwise (`tf.math.equal`) when both sides are tensors or
+/// Python numbers of one dtype whose shapes broadcast. TensorFlow answers a plain `False`
+/// (`True` for `!=`) when the shapes do not broadcast, and other operands compare by
+/// identity: neither is modelled (unknown).
+fn equality(interp: &mut Interp, eq: bool, l: &Value, r: &Value) -> PyResult<Value> {
+    let comparable = |v: &Value| matches!(v, Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_));
+    if !comparable(l) || !comparable(r) {
+        return Ok(unknown_tensor(interp, "a tensor compared with a value that is not a tensor"));
+    }
+    let dtype = |v: &Value| if let Value::Array(a) = v { Some(a.aval.dtype) } else { None };
+    // A Python number must take the tensor's dtype: an int an integer or float tensor's, a
+    // float a float tensor's, a bool a bool tensor's (other pairs are not modelled).
+    let adapts = |n: &Value, t: &Value| match (n, dtype(t)) {
+        (Value::Array(_), _) | (_, None) => true,
+        (Value::Int(_), Some(d)) => d.is_integer() || d.is_floating(),
+        (Value::Float(_), Some(d)) => d.is_floating(),
+        (Value::Bool(_), Some(d)) => d.is_bool(),
+        _ => false,
+    };
+    if !adapts(l, r) || !adapts(r, l) {
+        return Ok(unknown_tensor(interp, "a tensor compared with a Python number of another kind"));
+    }
+    let (Some(a), Some(b)) = (dtype(l).or(dtype(r)), dtype(r).or(dtype(l))) else {
+        return Ok(unknown_tensor(interp, "an equality of values that are not tensors"));
+    };
+    let shapes = |v: &Value| if let Value::Array(a) = v { a.aval.shape.to_vec() } else { Vec::new() };
+    if a != b || jnp::broadcast_shapes(&[&shapes(l), &shapes(r)]).is_err() {
+        return Ok(unknown_tensor(interp, "a tensor equality TensorFlow answers with a Python bool"));
+    }
+    apply_binary(interp, if eq { &EQUAL } else { &NOT_EQUAL }, l, r)
 }
 
 /// `-t`, `abs(t)`, `~t`.
