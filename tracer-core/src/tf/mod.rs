@@ -11,7 +11,9 @@
 //!   protocol of tensors (operators, truth, attributes, `print`).
 //! - `function.rs`: `tf.function`, its cache and retracing. `variable.rs`: `tf.Variable`.
 //! - `errors.rs`: TensorFlow's exception classes and messages.
+//! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
 
+mod control;
 pub mod errors;
 pub mod function;
 pub mod ops;

@@ -43,7 +43,7 @@ pub fn route(f: TfFn) -> Route {
     let unary = |jnp, floats| Route::Unary { jnp, floats };
     let reduce = |jnp, node| Route::Reduce { jnp, node };
     match f {
-        F::Function | F::Variable | F::TensorSpec | F::Print | F::DoNotConvert | F::RunFunctionsEagerly => Route::Elsewhere,
+        F::Function | F::Variable | F::TensorSpec | F::Print | F::Cond | F::DoNotConvert | F::RunFunctionsEagerly => Route::Elsewhere,
         F::Add => Route::Binary(t::ADD),
         F::Subtract => Route::Binary(t::SUB),
         F::Multiply => Route::Binary(t::MUL),
@@ -216,6 +216,7 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
             TfFn::Variable => super::variable::make(interp, &p),
             TfFn::TensorSpec => tensor_spec(interp, &p),
             TfFn::Print => Ok(Value::None),
+            TfFn::Cond => super::control::cond(interp, &p),
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
             TfFn::RunFunctionsEagerly => Err(interp.stop_unknown("tf.config.run_functions_eagerly is not modelled")),
             _ => Ok(Value::opaque(format!("tf.{}", f.name()))),

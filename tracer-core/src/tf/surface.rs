@@ -33,7 +33,7 @@ tf_surface! {
     Variable = "Variable" in ["tensorflow"],
     TensorSpec = "TensorSpec" in ["tensorflow"],
     Print = "print" in ["tensorflow"],
-    // cond = "cond" in ["tensorflow"],
+    Cond = "cond" in ["tensorflow"],
     // while_loop = "while_loop" in ["tensorflow"],
     // TensorArray = "TensorArray" in ["tensorflow"],
     // GradientTape = "GradientTape" in ["tensorflow"],
