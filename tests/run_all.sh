@@ -3,7 +3,8 @@
 # it after the formatting check). Each step installs what it needs the first time:
 #   1. cargo test --workspace --release: unit and integration tests, no Python needed;
 #   2. cargo xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
-#      then cargo xtask fuzz for 3 minutes with a fixed seed;
+#      cargo xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
+#      (another venv in target/), then cargo xtask fuzz for 3 minutes with a fixed seed;
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
 # Stops at the first step that fails, and says which.
@@ -18,6 +19,7 @@ step() {
 
 step "unit and integration tests" cargo test --workspace --release
 step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" cargo xtask conformance
+step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" cargo xtask tf-conformance
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
 step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" cargo xtask fuzz --minutes 3 --seed 1 --no-write

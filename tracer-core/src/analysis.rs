@@ -697,7 +697,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         let Some(def) = rec.def_site else { continue };
         let location = locator.locate(def);
         let transform = match (&rec.kind, rec.traced_for) {
-            (TraceKind::Jit, Some("pmap")) => "pmap",
+            (TraceKind::Jit, Some(label @ ("pmap" | crate::tf::function::TRACED_FOR))) => label,
             (kind, _) => kind.label(),
         }
         .to_string();

@@ -56,6 +56,7 @@ declare_codes! {
     VmapAxes = "TL110", "vmap-axes", Error, "vmap axes do not match the arguments";
     BadStaticArg = "TL111", "bad-static-arg", Error, "a static argument is unhashable, misnamed or traced";
     InvalidPytree = "TL112", "invalid-pytree", Error, "a non-array leaf or mismatched pytrees";
+    SignatureMismatch = "TL113", "signature-mismatch", Error, "a call does not fit a function's declared signature";
     PythonException = "TL190", "python-exception", Error, "the program raises a Python exception";
     PrintAtTrace = "TL201", "print-at-trace", Warning, "print runs only while tracing";
     OuterMutation = "TL202", "outer-mutation", Warning, "a traced function mutates outer state once per trace";
@@ -67,6 +68,7 @@ declare_codes! {
     Retrace = "TL210", "retrace", Warning, "a jitted function is traced again";
     RetraceInLoop = "TL211", "retrace-in-loop", Warning, "retracing on every loop iteration";
     LargeConstant = "TL212", "large-constant", Warning, "a large concrete array is baked into the trace";
+    TfVariableCreation = "TL220", "tf-variable-creation", Error, "a tf.Variable is created on a trace other than a tf.function's first";
     NanInf = "TL301", "nan-inf", Warning, "an operation produces the first NaN or Inf the program sees";
     NotAnalysed = "TL900", "not-analysed", Info, "part of the file was not analysed";
 }

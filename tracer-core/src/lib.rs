@@ -15,6 +15,7 @@ pub mod run;
 pub mod symbolic;
 pub mod syntax;
 pub mod test_runner;
+pub mod tf;
 
 pub use analysis::{analyze_file, analyze_parsed, AnalysisConfig, FileAnalysis};
 pub use run::{run_file, RunOutcome, RunResult};

@@ -76,6 +76,8 @@ pub struct Suite {
     pub jobs: usize,
     pub elapsed_seconds: f64,
     pub stale_gaps: Vec<String>,
+    /// The framework the oracle ran (`JAX`, `TensorFlow`), as the summary names it.
+    pub oracle_name: &'static str,
 }
 
 pub fn run(options: Options) -> Result<bool, String> {
@@ -85,6 +87,8 @@ pub fn run(options: Options) -> Result<bool, String> {
     let conformance_dir = root.join("tests").join("conformance");
 
     let mut fixtures = discover(&fixtures_dir)?;
+    // TensorFlow's fixtures run under TensorFlow (`tf_conformance.rs`).
+    fixtures.retain(|path| !relative_name(&fixtures_dir, path).starts_with("tf/"));
     if let Some(filter) = &options.filter {
         fixtures.retain(|path| relative_name(&fixtures_dir, path).contains(filter.as_str()));
     }
@@ -147,7 +151,14 @@ pub fn run(options: Options) -> Result<bool, String> {
     });
     let results: Vec<FixtureResult> =
         slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
-    let suite = Suite { results, oracle_only: options.oracle_only, jobs, elapsed_seconds: started.elapsed().as_secs_f64(), stale_gaps };
+    let suite = Suite {
+        results,
+        oracle_only: options.oracle_only,
+        jobs,
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+        stale_gaps,
+        oracle_name: "JAX",
+    };
     if let Some(out) = &options.json_out {
         let text = serde_json::to_string_pretty(&report::to_json(&suite)).map_err(|e| format!("cannot serialise results: {e}"))?;
         fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
@@ -305,7 +316,7 @@ pub(crate) fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf,
     Ok(target_dir.join("release").join("tracelens"))
 }
 
-fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -345,7 +356,7 @@ pub fn parse_known_gaps(text: &str) -> BTreeMap<String, String> {
     gaps
 }
 
-fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
     match fs::read_to_string(file) {
         Ok(text) => Ok(parse_known_gaps(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
@@ -353,7 +364,7 @@ fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
     }
 }
 
-fn relative_name(base: &Path, path: &Path) -> String {
+pub(crate) fn relative_name(base: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(base).unwrap_or(path);
     relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }

@@ -17,6 +17,7 @@ mod repro;
 mod run_suite;
 mod runners;
 mod sha256;
+mod tf_conformance;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -145,6 +146,24 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("tf-conformance") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+            print!("{TF_USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("tf-conformance") => match parse_tf_conformance(&args[1..]) {
+            Ok(options) => match tf_conformance::run(options) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(why) => {
+                    eprintln!("tf-conformance: {why}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(why) => {
+                eprintln!("{why}\n\n{TF_USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("realworld") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -193,6 +212,40 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
             "--fixtures" => options.fixtures_dir = Some(PathBuf::from(value("--fixtures")?)),
             "--no-cache" => options.read_cache = false,
             "--reproducers-only" => options.reproducers_only = true,
+            other => return Err(format!("unknown option {other:?}")),
+        }
+        Ok(())
+    })?;
+    Ok(options)
+}
+
+const TF_USAGE: &str = "\
+usage: cargo xtask tf-conformance [--filter SUBSTR] [--jobs N] [--oracle-only] [--no-cache]
+
+Runs every fixture under tests/fixtures/tf/ under real TensorFlow 2.21.0 (tensorflow-cpu,
+imported once; each fixture in a forked process: tests/conformance/tf_oracle.py) and under
+tracelens, and compares them as `cargo xtask conformance` compares the JAX fixtures. A run
+without --filter also checks every row of tracer-core/src/tf/surface.rs against TensorFlow.
+
+environment:
+  TRACELENS_TF_PYTHON   a Python interpreter with tensorflow-cpu==2.21.0 (default:
+                        target/tf-venv, created on first use with python3 -m venv and pip)
+  TRACELENS_BIN         a tracelens binary to use instead of building one
+";
+
+fn parse_tf_conformance(args: &[String]) -> Result<tf_conformance::Options, String> {
+    let mut options = tf_conformance::Options {
+        filter: None,
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        oracle_only: false,
+        read_cache: true,
+    };
+    each_flag(args, |flag, value| {
+        match flag {
+            "--filter" => options.filter = Some(value("--filter")?),
+            "--jobs" | "-j" => options.jobs = number("--jobs", &value("--jobs")?)?,
+            "--oracle-only" => options.oracle_only = true,
+            "--no-cache" => options.read_cache = false,
             other => return Err(format!("unknown option {other:?}")),
         }
         Ok(())

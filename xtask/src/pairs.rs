@@ -193,7 +193,8 @@ pub fn static_problems(fixtures_dir: &Path, pairs: &[Pair], catalog: &[String]) 
 }
 
 /// The codes of docs/diagnostics/README.md that a traced program can raise or warn about:
-/// errors and warnings, less the planned ones and those of `tracelens run`'s values.
+/// errors and warnings, less the planned ones, the TensorFlow-only ones (no JAX twin) and
+/// those of `tracelens run`'s values.
 pub fn catalog_codes(readme: &str) -> Vec<String> {
     readme
         .lines()
@@ -202,8 +203,10 @@ pub fn catalog_codes(readme: &str) -> Vec<String> {
             let code = cells.get(1)?.strip_prefix('[')?.split(']').next()?;
             let severity = *cells.get(3)?;
             let summary = cells.get(4).copied().unwrap_or("");
-            let traced =
-                (severity == "error" || severity == "warning") && !summary.starts_with("(planned)") && !summary.contains("tracelens run");
+            let traced = (severity == "error" || severity == "warning")
+                && !summary.starts_with("(planned)")
+                && !summary.starts_with("(TensorFlow)")
+                && !summary.contains("tracelens run");
             traced.then(|| code.to_string())
         })
         .collect()

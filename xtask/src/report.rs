@@ -108,7 +108,8 @@ fn summary(suite: &Suite) -> String {
     let fixture_code: f64 = results.iter().filter_map(|r| r.oracle.as_ref()).map(|o| o.run_seconds).sum();
     let _ = writeln!(
         out,
-        "  JAX         {oracle_wall:.2} s wall in {} oracle processes ({cached} from cache, with their recorded time); fixture code alone {fixture_code:.2} s",
+        "  {:<11} {oracle_wall:.2} s wall in {} oracle processes ({cached} from cache, with their recorded time); fixture code alone {fixture_code:.2} s",
+        suite.oracle_name,
         results.len()
     );
     if !suite.oracle_only {
@@ -117,7 +118,8 @@ fn summary(suite: &Suite) -> String {
         if tracelens_wall > 0.0 {
             let _ = writeln!(
                 out,
-                "  ratio       JAX / tracelens = {:.1}x wall, {:.1}x against fixture code alone",
+                "  ratio       {} / tracelens = {:.1}x wall, {:.1}x against fixture code alone",
+                suite.oracle_name,
                 oracle_wall / tracelens_wall,
                 fixture_code / tracelens_wall
             );

@@ -31,6 +31,8 @@ pub enum Builtin {
     Partial { func: Value, args: Vec<Value>, kwargs: Kwargs },
     /// `super()` bound to a class and an object.
     Super { class: Rc<Class>, obj: Value },
+    /// A function or object of TensorFlow's API (`crate::tf`).
+    Tf(crate::tf::TfValue),
 }
 
 impl Builtin {
@@ -42,12 +44,14 @@ impl Builtin {
             Builtin::Object(o) => o.describe(),
             Builtin::Partial { .. } => "functools.partial".into(),
             Builtin::Super { .. } => "super".into(),
+            Builtin::Tf(t) => t.describe(),
         }
     }
     pub fn type_name(&self) -> &'static str {
         match self {
             Builtin::Partial { .. } => "functools.partial",
             Builtin::Object(_) => "PjitFunction",
+            Builtin::Tf(t) => t.type_name(),
             Builtin::Fn(n) if PY_TYPES.contains(n) => "type",
             _ => "builtin_function_or_method",
         }
@@ -146,7 +150,7 @@ impl BuiltinClasses {
             ("KeyReuseError", "JAXTypeError"),
             ("NonConcreteBooleanIndexError", "JAXIndexError"),
         ];
-        for (name, base) in library {
+        for (name, base) in library.iter().chain(crate::tf::EXCEPTION_CLASSES) {
             if let Some(base) = classes.get(base).cloned() {
                 classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
             }
@@ -285,6 +289,7 @@ impl<'l> Interp<'l> {
                 self.call(func, all, kw)
             }
             Builtin::Super { .. } => Err(self.type_error("'super' object is not callable")),
+            Builtin::Tf(t) => crate::tf::call(self, t, args, kwargs),
         }
     }
 
@@ -297,6 +302,11 @@ impl<'l> Interp<'l> {
                 "float" => true,
                 _ => *is_float,
             })));
+        }
+        if let (Some(v), "int" | "float" | "complex" | "bool") = (args.first(), name) {
+            if let Some(converted) = crate::tf::tensor::python_conversion(self, name, v)? {
+                return Ok(Some(converted));
+            }
         }
         // Python's conversions of a tracer, whatever its aval: JAX's errors.
         if let (Some(v), "int" | "float" | "complex" | "bool") = (args.first(), name) {
@@ -376,10 +386,12 @@ impl<'l> Interp<'l> {
                         return Err(self.raise("OverflowError", Code::PythonException, "Python int too large to convert to C ssize_t"))
                     }
                 },
+                Value::Array(a) if a.tf.get() && a.is_tracer() => Value::UnknownNumber(false),
                 Value::Array(a) => match a.aval.shape.first() {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
                 },
+                Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => Value::Int(dims.len() as i64),
                 Value::Opaque(_) => Value::opaque("len of an unknown value"),
                 v @ Value::Instance(inst) => match &inst.tuple {
                     Some(t) => Value::Int(t.len() as i64),
@@ -902,6 +914,10 @@ impl<'l> Interp<'l> {
                     Some(b) => b,
                     None => return Ok(None),
                 },
+                Builtin::Tf(t) => match crate::tf::isinstance(v, t) {
+                    Some(b) => b,
+                    None => return Ok(None),
+                },
                 _ => return Ok(None),
             },
             Value::Opaque(_) => return Ok(None),
@@ -1158,6 +1174,7 @@ impl<'l> Interp<'l> {
                 "conjugate" => Ok(Value::Int(*i)),
                 _ => self.unmodelled_method(recv, name),
             },
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::call_method(self, a, name, args, kwargs),
             Value::Array(a) => {
                 let mut all = vec![recv.clone()];
                 all.extend(args.iter().cloned());
@@ -1169,6 +1186,7 @@ impl<'l> Interp<'l> {
             }
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
+                Builtin::Tf(t) => crate::tf::call_method(self, t, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
                 Builtin::Fn("logging.Logger") => super::modules::logger_call(self, name, &args),
                 _ => self.unmodelled_method(recv, name),
@@ -1431,6 +1449,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             _ => None,
         }),
         Builtin::Object(o) => crate::jax::api::object_getattr(interp, b, o, name),
+        Builtin::Tf(t) => crate::tf::getattr(interp, t, name),
         Builtin::Super { class, obj } => {
             let mro = match obj {
                 Value::Instance(i) => i.class.mro(),

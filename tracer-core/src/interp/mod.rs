@@ -191,6 +191,8 @@ pub struct Interp<'l> {
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
     pub jax: JaxState,
+    /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
+    pub tf: crate::tf::TfState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
     pub warned: HashMap<(Code, Site), usize>,
@@ -352,6 +354,7 @@ impl<'l> Interp<'l> {
             started: Instant::now(),
             ledger,
             jax: JaxState::default(),
+            tf: Default::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),
             generators: Vec::new(),

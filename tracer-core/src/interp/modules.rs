@@ -22,6 +22,8 @@ pub enum NativeModule {
     Jax(&'static str),
     Numpy(&'static str),
     Std(&'static str),
+    /// A module of TensorFlow's API (`crate::tf`).
+    Tf(&'static str),
     /// A module we do not model (flax, optax, os, ...): every attribute is opaque.
     Opaque(String),
 }
@@ -74,6 +76,9 @@ fn native_module(name: &str) -> Option<NativeModule> {
     if let Some(n) = JAX_MODULES.iter().find(|n| **n == name) {
         return Some(NativeModule::Jax(n));
     }
+    if let Some(n) = crate::tf::TF_MODULES.iter().find(|n| **n == name) {
+        return Some(NativeModule::Tf(n));
+    }
     if let Some(n) = NUMPY_MODULES.iter().find(|n| **n == name) {
         return Some(NativeModule::Numpy(n));
     }
@@ -117,6 +122,15 @@ impl<'l> Interp<'l> {
             return found;
         }
         Ok(module_value(self, dotted, NativeModule::Opaque(dotted.to_string())))
+    }
+
+    /// A bundled shim module by its import path (`_tracelens_tf`), for the native models
+    /// that keep part of a library in Python; `None` when it cannot be loaded.
+    pub fn import_shim(&mut self, dotted: &str) -> Option<Value> {
+        if let Some(m) = self.modules.get(dotted) {
+            return Some(Value::Module(m.clone()));
+        }
+        self.import_from_path(dotted)?.ok()
     }
 
     /// The module `dotted` from a file under one of the `sys_path` folders, if there is one.
@@ -426,6 +440,18 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("jax.scipy.special", "logsumexp") => jaxfn(JaxFn::ScipyLogsumexp),
                 ("jax.nn", "initializers") => Value::opaque("jax.nn.initializers"),
                 _ => Value::opaque(format!("{}.{name}", m.name)),
+            }
+        }
+        NativeModule::Tf(module) => {
+            if let Some(n) = native_module(&sub) {
+                return Ok(Some(module_value(interp, &sub, n)));
+            }
+            match crate::tf::module_attr(interp, module, name) {
+                Some(v) => {
+                    interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
+                    v
+                }
+                None => Value::opaque(format!("{}.{name}", m.name)),
             }
         }
         NativeModule::Numpy(module) => {

@@ -18,6 +18,7 @@ impl<'l> Interp<'l> {
     /// Python truth of a value used by `if`/`while`/`and`/`or`/`assert` (`what` names which).
     pub fn truthy_at(&mut self, v: &Value, what: &str, expr: &Expr) -> PyResult<bool> {
         match v {
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::truth(self, a, what, Some(expr)),
             Value::Array(a) => jnp::array_bool(self, a, what, Some(expr)),
             // A shim's own control flow is written for the values it is given: on a tracer of
             // unknown aval it may be a test JAX never makes (`if x.dtype == ...`).
@@ -38,6 +39,7 @@ impl<'l> Interp<'l> {
             Value::List(l) => !l.borrow().is_empty(),
             Value::Dict(d) | Value::Set(d) => !d.borrow().is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
+            Value::Array(a) if a.tf.get() => return crate::tf::tensor::truth(self, a, "bool", None),
             Value::Array(a) => return jnp::array_bool(self, a, "bool", None),
             Value::Instance(inst) => {
                 if let Some(t) = &inst.tuple {
@@ -84,6 +86,9 @@ impl<'l> Interp<'l> {
         }
         if let Some(v) = unknown_number_op(op, &l, &r) {
             return Ok(v);
+        }
+        if crate::tf::is_tf(&l) || crate::tf::is_tf(&r) {
+            return crate::tf::tensor::binary_operator(self, op, &l, &r);
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             if let Value::Instance(_) = &r {
@@ -207,6 +212,7 @@ impl<'l> Interp<'l> {
         match (op, &v) {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
             (_, Value::Opaque(_)) => Ok(v.clone()),
+            (_, Value::Array(a)) if a.tf.get() => crate::tf::tensor::unary_operator(self, op, a),
             (_, Value::Array(a)) => {
                 let sym = match op {
                     UnaryOp::Neg => "-",
@@ -263,6 +269,9 @@ impl<'l> Interp<'l> {
         }
         if l.is_opaque() || r.is_opaque() {
             return Ok(unknown_result(l.clone(), r.clone()));
+        }
+        if crate::tf::is_tf(l) || crate::tf::is_tf(r) {
+            return crate::tf::tensor::compare_operator(self, op, l, r);
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
@@ -332,6 +341,9 @@ impl<'l> Interp<'l> {
     }
 
     fn py_eq_inner(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
+        if let Some(eq) = crate::tf::shape_eq(l, r) {
+            return Ok(eq);
+        }
         Ok(match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
             (Value::Str(a), Value::Str(b)) => a == b,
@@ -587,6 +599,7 @@ impl<'l> Interp<'l> {
                     format!("{{{}}}", self.repr_items(&keys)?.join(", "))
                 }
             }
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::repr(self, a)?,
             Value::Array(a) => jnp::array_repr(self, a)?,
             Value::Instance(inst) => {
                 if let Some(r) = self.call_dunder(v, "__repr__", Vec::new())? {
@@ -625,9 +638,12 @@ impl<'l> Interp<'l> {
             | Value::Class(_)
             | Value::Module(_)
             | Value::DType(_)
-            | Value::Builtin(_)
             | Value::Opaque(_)
             | Value::Slice(_) => self.to_str(v)?,
+            Value::Builtin(b) => match &**b {
+                Builtin::Tf(t) => crate::tf::text(self, t, true)?,
+                _ => self.to_str(v)?,
+            },
             other => format!("<{} object>", other.type_name()),
         })
     }
@@ -673,6 +689,7 @@ impl<'l> Interp<'l> {
             Value::Class(c) => format!("<class '{}'>", c.qualname),
             Value::Module(m) => format!("<module '{}'>", m.name),
             Value::DType(d) => d.name().to_string(),
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::str(self, a)?,
             Value::Array(a) => jnp::array_str(self, a)?,
             Value::Instance(inst) => {
                 if let Some(r) = self.call_dunder(v, "__str__", Vec::new())? {
@@ -683,7 +700,10 @@ impl<'l> Interp<'l> {
                 }
                 return self.repr(v);
             }
-            Value::Builtin(b) => format!("<built-in function {}>", b.name()),
+            Value::Builtin(b) => match &**b {
+                Builtin::Tf(t) => crate::tf::text(self, t, false)?,
+                _ => format!("<built-in function {}>", b.name()),
+            },
             Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),
             Value::Slice(s) => {
                 let parts = [self.repr(&s[0])?, self.repr(&s[1])?, self.repr(&s[2])?];
@@ -763,6 +783,10 @@ impl<'l> Interp<'l> {
             Value::Range(a, b, s) => PyIter::Range { next: *a, stop: *b, step: *s },
             Value::Class(c) if super::stdlib::is_enum(c) => {
                 PyIter::Seq { items: Rc::new(super::stdlib::enum_members(c)), pos: 0, kind: "iterator" }
+            }
+            Value::Array(a) if a.tf.get() => PyIter::Seq { items: Rc::new(crate::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" },
+            Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => {
+                PyIter::Seq { items: Rc::new(crate::tf::tensor::shape_items(dims)), pos: 0, kind: "iterator" }
             }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
             Value::Instance(inst) => {
@@ -898,10 +922,12 @@ impl<'l> Interp<'l> {
                     }
                 }
             }
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::getitem(self, a, &idx),
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
                 Builtin::Object(crate::jax::api::JaxObject::At { array }) => Ok(crate::jax::api::at_getitem(array, idx)),
+                Builtin::Tf(t) => crate::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
             Value::Class(_) => Ok(obj.clone()),
@@ -1247,6 +1273,7 @@ impl<'l> Interp<'l> {
                 },
             },
             Value::Module(m) => super::modules::module_getattr(self, m, name)?,
+            Value::Array(a) if a.tf.get() => crate::tf::tensor::getattr(self, a, name)?,
             Value::Array(a) => jnp::array_getattr(self, a, name)?,
             Value::Function(f) => match name {
                 "__name__" => Some(Value::Str(f.def.name.clone())),
@@ -1394,6 +1421,11 @@ impl<'l> Interp<'l> {
             }
         }
         if self.in_library() {
+            return Ok(());
+        }
+        // Storing the tf.Variable a tf.function's first trace just created (`self.w =
+        // tf.Variable(...)` behind `if self.w is None:`) is TensorFlow's way to make state.
+        if std::mem::take(&mut self.tf.variable_just_created) {
             return Ok(());
         }
         if let Some(info) = self.jax.outer_mutation(obj) {

@@ -31,6 +31,9 @@ pub struct Array {
     pub origin: Option<Site>,
     /// A NumPy array (`np.zeros(...)`): mutable in place, 64-bit by default.
     pub numpy: Cell<bool>,
+    /// A TensorFlow tensor (`tf.constant(...)`, the result of a `tf` op): Python's operators,
+    /// truth, attributes and printing follow TensorFlow (`crate::tf::tensor`).
+    pub tf: Cell<bool>,
 }
 
 pub enum ArrayKind {
@@ -85,6 +88,7 @@ impl StagedCall {
                     kind: ArrayKind::Concrete(RefCell::new(Lazy::Call(call.clone(), i))),
                     origin: None,
                     numpy: Cell::new(false),
+                    tf: Cell::new(false),
                 })
             })
             .collect()
@@ -109,7 +113,13 @@ impl Array {
         if !super::eval::exact_in_f64(&data, aval.dtype) {
             return Array::unknown(aval, super::eval::INT64_PAST_2_53);
         }
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))), origin: None, numpy: Cell::new(false) })
+        Rc::new(Array {
+            aval,
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))),
+            origin: None,
+            numpy: Cell::new(false),
+            tf: Cell::new(false),
+        })
     }
     /// Integer data held exactly: as f64 when every value fits it, else in i128.
     pub fn ready_ints(aval: Aval, data: super::eval_ints::NdInts) -> Rc<Array> {
@@ -121,10 +131,17 @@ impl Array {
             kind: ArrayKind::Concrete(RefCell::new(Lazy::ReadyInts(Rc::new(data)))),
             origin: None,
             numpy: Cell::new(false),
+            tf: Cell::new(false),
         })
     }
     pub fn pending(aval: Aval, prim: Prim, inputs: Vec<Rc<Array>>) -> Rc<Array> {
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))), origin: None, numpy: Cell::new(false) })
+        Rc::new(Array {
+            aval,
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::Pending(prim, inputs))),
+            origin: None,
+            numpy: Cell::new(false),
+            tf: Cell::new(false),
+        })
     }
     /// An array of `aval` whose data `make` computes now, unless it has more than
     /// `max_elements` elements: then it is never allocated and its value stays unknown.
@@ -144,7 +161,13 @@ impl Array {
         Array::ready(aval, make())
     }
     pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {
-        Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))), origin: None, numpy: Cell::new(false) })
+        Rc::new(Array {
+            aval,
+            kind: ArrayKind::Concrete(RefCell::new(Lazy::Unknown(why))),
+            origin: None,
+            numpy: Cell::new(false),
+            tf: Cell::new(false),
+        })
     }
     pub fn scalar(value: f64, dtype: DType, weak: bool) -> Rc<Array> {
         let data = ArrayD::from_elem(ndarray::IxDyn(&[]), super::eval::round_to(value, dtype));
@@ -167,6 +190,7 @@ impl Array {
             kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(Rc::new(data)))),
             origin: None,
             numpy: Cell::new(false),
+            tf: Cell::new(false),
         })
     }
     /// A new NumPy array standing for this one's value: its current value, shared when it is
@@ -193,6 +217,7 @@ impl Array {
                 kind: ArrayKind::Concrete(RefCell::new(Lazy::Ready(d))),
                 origin: None,
                 numpy: Cell::new(false),
+                tf: Cell::new(false),
             }),
             None => Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]),
         };

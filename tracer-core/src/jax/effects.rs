@@ -155,22 +155,24 @@ pub fn finish(interp: &Interp) -> Vec<Diagnostic> {
             continue;
         }
         let calls = p.jitted.map(|j| interp.jax.jitted[j].calls).unwrap_or(0);
+        // TensorFlow's graph-time print is tf.print.
+        let runtime_print = if p.inside.starts_with("tf.function(") { "tf.print" } else { "jax.debug.print" };
         let times = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         let msg = if p.uncounted {
             format!(
-                "print at trace time: this print inside {} runs only while the function is traced (how many times is not known: it was traced with arguments tracelens does not know), prints tracers rather than values, and is silent on cached calls; use jax.debug.print to print runtime values",
+                "print at trace time: this print inside {} runs only while the function is traced (how many times is not known: it was traced with arguments tracelens does not know), prints tracers rather than values, and is silent on cached calls; use {runtime_print} to print runtime values",
                 p.inside
             )
         } else if calls > 0 {
             format!(
-                "print at trace time: this print inside {} ran {} over {}: it runs only while the function is traced, prints tracers rather than values, and is silent on cached calls; use jax.debug.print to print runtime values",
+                "print at trace time: this print inside {} ran {} over {}: it runs only while the function is traced, prints tracers rather than values, and is silent on cached calls; use {runtime_print} to print runtime values",
                 p.inside,
                 times(p.runs, "time"),
                 times(calls, "call")
             )
         } else {
             format!(
-                "print at trace time: this print inside {} ran {} while tracing: it prints tracers rather than values; use jax.debug.print to print runtime values",
+                "print at trace time: this print inside {} ran {} while tracing: it prints tracers rather than values; use {runtime_print} to print runtime values",
                 p.inside,
                 times(p.runs, "time")
             )

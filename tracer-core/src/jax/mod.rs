@@ -258,11 +258,13 @@ impl JaxState {
 
     /// `jit(step)` for the innermost caching trace, if any.
     pub fn staging_description(&self) -> Option<String> {
-        self.traces
-            .iter()
-            .rev()
-            .find(|t| matches!(t.kind, TraceKind::Jit | TraceKind::ControlFlow(_)))
-            .map(|t| format!("{}({})", t.kind.label(), t.fn_name))
+        self.traces.iter().rev().find(|t| matches!(t.kind, TraceKind::Jit | TraceKind::ControlFlow(_))).map(|t| {
+            format!(
+                "{}({})",
+                self.records[t.record].traced_for.filter(|f| *f == crate::tf::function::TRACED_FOR).unwrap_or(t.kind.label()),
+                t.fn_name
+            )
+        })
     }
 
     pub fn note_born(&mut self, v: &Value) {
@@ -402,6 +404,7 @@ impl JaxState {
             kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
             origin,
             numpy: Default::default(),
+            tf: Default::default(),
         });
         self.inputs.push((record, Rc::as_ptr(&a) as usize, aval, arg_index));
         self.input_keep.push(a.clone());
@@ -606,7 +609,13 @@ pub fn bind_with_bodies(
                         Some(p) => Lazy::Pending(p, inputs.to_vec()),
                         None => Lazy::Unknown("not computed"),
                     };
-                    Rc::new(Array { aval, kind: ArrayKind::Concrete(RefCell::new(lazy)), origin: site, numpy: Default::default() })
+                    Rc::new(Array {
+                        aval,
+                        kind: ArrayKind::Concrete(RefCell::new(lazy)),
+                        origin: site,
+                        numpy: Default::default(),
+                        tf: Default::default(),
+                    })
                 })
                 .collect()
         } else {
@@ -654,6 +663,7 @@ pub fn bind_with_bodies(
             kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
             origin: site,
             numpy: Default::default(),
+            tf: Default::default(),
         }));
     }
     let api = state.current_api;

@@ -48,7 +48,7 @@ pub(super) fn unwrapped(v: &Value) -> Option<Value> {
     }
 }
 
-pub(in crate::jax) fn fun_name(v: &Value) -> String {
+pub fn fun_name(v: &Value) -> String {
     if let Some(inner) = unwrapped(v) {
         return fun_name(&inner);
     }
@@ -66,7 +66,7 @@ pub(in crate::jax) fn fun_name(v: &Value) -> String {
     }
 }
 
-pub(super) fn fun_def_site(v: &Value) -> Option<Site> {
+pub fn fun_def_site(v: &Value) -> Option<Site> {
     if let Some(inner) = unwrapped(v) {
         return fun_def_site(&inner);
     }
@@ -87,7 +87,7 @@ pub(super) fn fun_def_site(v: &Value) -> Option<Site> {
     }
 }
 
-pub(super) fn param_names(v: &Value) -> Vec<String> {
+pub fn param_names(v: &Value) -> Vec<String> {
     match v {
         Value::Function(f) => f.def.params.posonly.iter().chain(&f.def.params.args).map(|p| p.name.to_string()).collect(),
         Value::BoundMethod(bm) => param_names(&bm.1).into_iter().skip(1).collect(),
@@ -487,7 +487,7 @@ pub(super) fn trace_with_record(
 
 /// Outputs of a staged call: when every input is concrete, the jaxpr is evaluated lazily on
 /// them, so Python can still see the values (`if loss < tol: break` after a jitted step).
-pub(super) fn instantiate_outputs(
+pub fn instantiate_outputs(
     interp: &mut Interp,
     jaxpr: &Rc<Jaxpr>,
     consts: &[Rc<Array>],

@@ -1,0 +1,1 @@
+"""Defines nothing: every attribute of this module is an unknown value to tracelens."""

@@ -1,0 +1,819 @@
+//! `tf.function` with its cache modelled (the tf.function guide's rules): a call's key is
+//! built from its arguments — a tensor by its shape and dtype, a variable by its identity, a
+//! Python value by its value, a list/tuple/dict by its structure and the keys of its leaves,
+//! any other object by its identity — and a call whose key no earlier trace covers traces
+//! the Python function again (TL210/TL211, worded after TensorFlow's retracing warning).
+//! A trace is a jit trace of the shared engine (`TraceKind::Jit`, reported as
+//! `tf.function`) whose tensor arguments are symbolic tensors; Python arguments stay Python
+//! values. `input_signature` fixes the one key (TL113 for a call that does not fit it);
+//! `None` dimensions, and the shapes `reduce_retracing=True` relaxes, are traced as symbolic
+//! tensors of unknown shape, which check everything that does not depend on the shape.
+//! Variables may be created on the first trace only; TensorFlow traces a function that
+//! created one a second time to check it, and raises there (TL220).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::tensor;
+use super::{TensorSpec, TfValue};
+use crate::diagnostics::Code;
+use crate::interp::builtins::Builtin;
+use crate::interp::call::Kwargs;
+use crate::interp::value::{HashKey, Value};
+use crate::interp::{Flow, Interp, PyResult, Site};
+use crate::jax::api::{fun_def_site, fun_name, instantiate_outputs, param_names, JitInfo};
+use crate::jax::array::Array;
+use crate::jax::aval::Aval;
+use crate::jax::ir::{Jaxpr, Prim};
+use crate::jax::{bind_with_bodies, Route, TraceKind};
+
+/// What a `tf.function` trace is reported as (`TraceRecord::traced_for`).
+pub const TRACED_FOR: &str = "tf.function";
+
+#[derive(Debug)]
+pub struct TfFunction {
+    pub fun: Value,
+    pub name: String,
+    pub autograph: bool,
+    /// `None` without `input_signature`; a signature tracelens cannot read makes every call
+    /// a trace with unknown arguments.
+    pub signature: Option<Signature>,
+    pub reduce_retracing: bool,
+    /// Index into `JaxState::jitted` (call counts for TL201).
+    pub info: usize,
+    pub params: Vec<String>,
+    pub entries: RefCell<Vec<Entry>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Signature {
+    Specs(Vec<Rc<TensorSpec>>),
+    Unread,
+}
+
+/// One traced graph: its key, and what a call of it returns.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: Key,
+    pub call_site: Option<Site>,
+    pub record: usize,
+    /// The output structure with `None` for each tensor leaf, and the graph to evaluate them.
+    pub outputs: Option<Outputs>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    pub template: Value,
+    pub avals: Vec<Aval>,
+    pub jaxpr: Rc<Jaxpr>,
+    pub consts: Vec<Rc<Array>>,
+}
+
+/// A call's cache key: the arguments' structure and the key of each leaf.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    pub structure: String,
+    pub leaves: Vec<(String, Leaf)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Leaf {
+    /// A tensor: its dimensions (`None` where the trace does not fix one) and dtype.
+    Tensor(Option<Vec<Option<usize>>>, crate::jax::dtypes::DType),
+    Variable(usize),
+    Python(HashKey, String),
+    Identity(usize),
+}
+
+impl Leaf {
+    /// Whether a trace made for `self` serves a call with `other` (TensorFlow's subtype rule:
+    /// a `None` dimension accepts any size).
+    fn covers(&self, other: &Leaf) -> bool {
+        match (self, other) {
+            (Leaf::Tensor(None, a), Leaf::Tensor(_, b)) => a == b,
+            (Leaf::Tensor(Some(s), a), Leaf::Tensor(Some(o), b)) => {
+                a == b && s.len() == o.len() && s.iter().zip(o).all(|(x, y)| x.is_none() || x == y)
+            }
+            (x, y) => x == y,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Leaf::Tensor(shape, d) => format!("TensorSpec(shape={}, dtype=tf.{})", shape_text(shape.as_deref()), d.name()),
+            Leaf::Variable(_) => "a tf.Variable".into(),
+            Leaf::Python(_, shown) => shown.clone(),
+            Leaf::Identity(_) => "an object".into(),
+        }
+    }
+}
+
+impl Key {
+    fn covers(&self, other: &Key) -> bool {
+        self.structure == other.structure
+            && self.leaves.len() == other.leaves.len()
+            && self.leaves.iter().zip(&other.leaves).all(|((_, a), (_, b))| a.covers(b))
+    }
+}
+
+/// The `tf.function` traces being run, innermost last.
+#[derive(Default)]
+pub struct TfState {
+    pub active: Vec<ActiveTrace>,
+    /// Functions wrapped in `tf.autograph.experimental.do_not_convert` (by definition).
+    pub not_converted: std::collections::HashSet<usize>,
+    /// A trace just created a variable; the next store of a value outside the trace keeps
+    /// it (not an outer mutation, TL202).
+    pub variable_just_created: bool,
+}
+
+pub struct ActiveTrace {
+    pub function: Rc<TfFunction>,
+    /// The key being traced (`None` on the unknown-arguments route).
+    pub key: Option<Key>,
+    /// Variables may not be created in this trace (it is not the function's first).
+    pub forbid_variables: bool,
+    pub created_variables: bool,
+}
+
+/// The innermost `tf.function` being traced.
+pub fn innermost<'a>(interp: &'a Interp) -> Option<&'a Rc<TfFunction>> {
+    interp.tf.active.last().map(|a| &a.function)
+}
+
+/// `tf.function(f, input_signature=None, autograph=True, jit_compile=None,
+/// reduce_retracing=False)`, and `@tf.function(...)` with keywords only.
+pub fn make(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    let kw = |name: &str| kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v.clone());
+    let fun = args.first().cloned().or_else(|| kw("func")).filter(|f| !f.is_none());
+    let Some(fun) = fun else {
+        // `@tf.function(...)`: a decorator that makes the function with these options.
+        let options = Value::Builtin(Rc::new(Builtin::Tf(TfValue::Fn(super::TfFn::Function))));
+        return Ok(Value::Builtin(Rc::new(Builtin::Partial { func: options, args: Vec::new(), kwargs: kwargs.clone() })));
+    };
+    if fun.is_opaque() {
+        return Ok(Value::opaque("tf.function of an unknown function"));
+    }
+    let mut autograph = match kw("autograph") {
+        Some(v) => interp.truthy(&v)?,
+        None => true,
+    };
+    if let Value::Function(f) = &fun {
+        if interp.tf.not_converted.contains(&(Rc::as_ptr(&f.def) as usize)) {
+            autograph = false;
+        }
+    }
+    let reduce_retracing = match kw("reduce_retracing").or_else(|| kw("experimental_relax_shapes")) {
+        Some(v) => interp.truthy(&v)?,
+        None => false,
+    };
+    let signature = match kw("input_signature").or_else(|| args.get(1).cloned()) {
+        None | Some(Value::None) => None,
+        Some(v @ (Value::List(_) | Value::Tuple(_))) => {
+            let mut specs = Vec::new();
+            for item in interp.iterate(&v)? {
+                match &item {
+                    Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => specs.push(s.clone()),
+                    _ => {
+                        specs.clear();
+                        break;
+                    }
+                }
+            }
+            Some(if specs.is_empty() { Signature::Unread } else { Signature::Specs(specs) })
+        }
+        Some(_) => Some(Signature::Unread),
+    };
+    let name = fun_name(&fun);
+    interp.jax.jitted.push(JitInfo {
+        fun: fun.clone(),
+        name: name.clone(),
+        def_site: fun_def_site(&fun),
+        fun_identity: 0,
+        entries: Vec::new(),
+        calls: 0,
+        created_in: interp.loop_passes.clone(),
+    });
+    let info = interp.jax.jitted.len() - 1;
+    let params = param_names(&fun);
+    let f = TfFunction { fun, name, autograph, signature, reduce_retracing, info, params, entries: RefCell::new(Vec::new()) };
+    Ok(TfValue::Function(Rc::new(f)).value())
+}
+
+/// `tf.autograph.experimental.do_not_convert(f)`: `f`, whose code AutoGraph leaves as it is.
+pub fn do_not_convert(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+    match args.first() {
+        Some(Value::Function(f)) => {
+            interp.tf.not_converted.insert(Rc::as_ptr(&f.def) as usize);
+            Ok(Value::Function(f.clone()))
+        }
+        Some(other) => Ok(other.clone()),
+        // `@do_not_convert()` is not modelled.
+        None => Ok(Value::opaque("tf.autograph.experimental.do_not_convert()")),
+    }
+}
+
+/// `Function.method(...)`.
+pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    match name {
+        "get_concrete_function" => {
+            let (key, _) = match find_key(interp, f, &args, &kwargs, true)? {
+                Some(k) => k,
+                None => return Ok(Value::opaque("a concrete function of arguments tracelens does not know")),
+            };
+            let entry = match lookup(f, &key) {
+                Some(i) => i,
+                None => match trace(interp, f, &key, &args, &kwargs)? {
+                    Some(i) => i,
+                    None => return Ok(Value::opaque("a concrete function traced with unknown arguments")),
+                },
+            };
+            Ok(TfValue::Concrete(f.clone(), entry).value())
+        }
+        "experimental_get_tracing_count" => Ok(Value::Int(f.entries.borrow().len() as i64)),
+        _ => Ok(Value::opaque(format!("tf.function.{name}()"))),
+    }
+}
+
+/// Calling a `tf.function`.
+pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    if let Value::Function(fun) = &f.fun {
+        interp.called.insert(Rc::as_ptr(&fun.def) as usize);
+    }
+    interp.jax.jitted[f.info].calls += 1;
+    let Some((key, tensors)) = find_key(interp, f, &args, &kwargs, false)? else {
+        return trace_unknown(interp, f, args, kwargs);
+    };
+    let entry = match lookup(f, &key) {
+        Some(i) => i,
+        None if recursing(interp, f, &key) => {
+            // TensorFlow traces the call again inside the trace, and again, until Python's
+            // recursion limit: recursive tf.functions are not supported.
+            return Err(interp.raise(
+                "RecursionError",
+                Code::PythonException,
+                "maximum recursion depth exceeded while calling a Python object",
+            ));
+        }
+        None => match trace(interp, f, &key, &args, &kwargs)? {
+            Some(i) => i,
+            None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
+        },
+    };
+    run_entry(interp, f, entry, &tensors)
+}
+
+/// `f` is called, inside its own trace, with a key that trace covers.
+fn recursing(interp: &Interp, f: &Rc<TfFunction>, key: &Key) -> bool {
+    interp.tf.active.iter().any(|a| Rc::ptr_eq(&a.function, f) && a.key.as_ref().is_some_and(|k| k.covers(key)))
+}
+
+/// Calling `f.get_concrete_function(...)`'s result.
+pub fn call_concrete(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    interp.jax.jitted[f.info].calls += 1;
+    match find_key(interp, f, &args, &kwargs, false)? {
+        Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => run_entry(interp, f, entry, &tensors),
+        _ => Ok(tensor::unknown_tensor(interp, "a concrete function called with arguments tracelens does not match")),
+    }
+}
+
+fn lookup(f: &TfFunction, key: &Key) -> Option<usize> {
+    f.entries.borrow().iter().position(|e| e.key.covers(key))
+}
+
+/// The key of a call and its tensor leaves (`None` when a leaf is unknown). With
+/// `input_signature` the key is the signature's, after checking the call against it.
+fn find_key(
+    interp: &mut Interp,
+    f: &Rc<TfFunction>,
+    args: &[Value],
+    kwargs: &Kwargs,
+    specs_allowed: bool,
+) -> PyResult<Option<(Key, Vec<Rc<Array>>)>> {
+    let mut builder = KeyBuilder { structure: String::new(), leaves: Vec::new(), tensors: Vec::new(), unknown: false, specs_allowed };
+    match &f.signature {
+        Some(Signature::Unread) => return Ok(None),
+        Some(Signature::Specs(specs)) => {
+            if args.is_empty() && kwargs.is_empty() && specs_allowed {
+                let leaves = specs.iter().enumerate().map(|(i, s)| (param(f, i), Leaf::Tensor(s.shape.clone(), s.dtype))).collect();
+                return Ok(Some((Key { structure: format!("({})", "T,".repeat(specs.len())), leaves }, Vec::new())));
+            }
+            check_signature(interp, f, specs, args, kwargs)?;
+        }
+        None => {}
+    }
+    builder.structure.push('(');
+    for (i, a) in args.iter().enumerate() {
+        builder.add(interp, a, &param(f, i))?;
+    }
+    for (k, v) in kwargs {
+        builder.structure.push_str(k);
+        builder.structure.push('=');
+        builder.add(interp, v, k)?;
+    }
+    builder.structure.push(')');
+    if builder.unknown {
+        return Ok(None);
+    }
+    let mut key = Key { structure: builder.structure, leaves: builder.leaves };
+    if let Some(Signature::Specs(specs)) = &f.signature {
+        for ((_, leaf), spec) in key.leaves.iter_mut().zip(specs) {
+            *leaf = Leaf::Tensor(spec.shape.clone(), spec.dtype);
+        }
+    } else if f.reduce_retracing {
+        relax(f, &mut key);
+    }
+    Ok(Some((key, builder.tensors)))
+}
+
+/// `reduce_retracing=True`: a tensor whose shape differs from an earlier trace's of the
+/// same rank and dtype is traced with every dimension unknown.
+fn relax(f: &TfFunction, key: &mut Key) {
+    let entries = f.entries.borrow();
+    if entries.iter().any(|e| e.key.covers(key)) {
+        return;
+    }
+    let (structure, n) = (key.structure.clone(), key.leaves.len());
+    for e in entries.iter().filter(|e| e.key.structure == structure && e.key.leaves.len() == n) {
+        for ((_, old), (_, new)) in e.key.leaves.iter().zip(key.leaves.iter_mut()) {
+            if let (Leaf::Tensor(Some(o), a), Leaf::Tensor(Some(n), b)) = (old, &*new) {
+                if a == b && o.len() == n.len() && o != n {
+                    let dims = o.iter().zip(n).map(|(x, y)| if x == y { *x } else { None }).collect();
+                    *new = Leaf::Tensor(Some(dims), *b);
+                }
+            }
+        }
+    }
+}
+
+fn param(f: &TfFunction, i: usize) -> String {
+    f.params.get(i).cloned().unwrap_or_else(|| format!("args_{i}"))
+}
+
+struct KeyBuilder {
+    structure: String,
+    leaves: Vec<(String, Leaf)>,
+    tensors: Vec<Rc<Array>>,
+    unknown: bool,
+    specs_allowed: bool,
+}
+
+impl KeyBuilder {
+    fn add(&mut self, interp: &mut Interp, v: &Value, path: &str) -> PyResult<()> {
+        match v {
+            Value::Array(a) => {
+                self.structure.push_str("T,");
+                let leaf = Leaf::Tensor(Some(a.aval.shape.iter().map(|&d| Some(d)).collect()), a.aval.dtype);
+                self.leaves.push((path.to_string(), leaf));
+                let t = if a.tf.get() { a.clone() } else { tensor::to_tensor(interp, v, None)?.unwrap_or_else(|| a.clone()) };
+                self.tensors.push(t);
+            }
+            Value::List(_) | Value::Tuple(_) => {
+                let (open, close) = if matches!(v, Value::List(_)) { ('[', ']') } else { ('(', ')') };
+                self.structure.push(open);
+                for (i, item) in interp.iterate(v)?.iter().enumerate() {
+                    self.add(interp, item, &format!("{path}[{i}]"))?;
+                }
+                self.structure.push(close);
+            }
+            Value::Dict(d) => {
+                self.structure.push('{');
+                let items: Vec<(Value, Value)> = d.borrow().items();
+                for (k, item) in items {
+                    let shown = interp.repr(&k)?;
+                    self.structure.push_str(&shown);
+                    self.structure.push(':');
+                    self.add(interp, &item, &format!("{path}[{shown}]"))?;
+                }
+                self.structure.push('}');
+            }
+            Value::Builtin(b) if let Builtin::Tf(TfValue::Variable(var)) = &**b => {
+                self.structure.push_str("V,");
+                self.leaves.push((path.to_string(), Leaf::Variable(Rc::as_ptr(var) as usize)));
+            }
+            Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => {
+                if !self.specs_allowed {
+                    self.unknown = true;
+                    return Ok(());
+                }
+                self.structure.push_str("T,");
+                self.leaves.push((path.to_string(), Leaf::Tensor(s.shape.clone(), s.dtype)));
+            }
+            Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => {
+                self.structure.push_str("P,");
+                let h = interp.hash_key(v)?;
+                let shown = interp.repr(v)?;
+                self.leaves.push((path.to_string(), Leaf::Python(h, shown)));
+            }
+            Value::Opaque(_) | Value::UnknownNumber(_) => self.unknown = true,
+            // A NamedTuple or other pytree-like object: flattened by TensorFlow, not modelled.
+            Value::Instance(i) if i.tuple.is_some() || i.class.is_dataclass.get() => self.unknown = true,
+            other => {
+                self.structure.push_str("O,");
+                self.leaves.push((path.to_string(), Leaf::Identity(other.identity().unwrap_or(0))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The call against `input_signature`: too many arguments, or a tensor whose dtype or shape
+/// the spec does not accept, is TensorFlow's `TypeError` at the call (TL113).
+fn check_signature(interp: &mut Interp, f: &Rc<TfFunction>, specs: &[Rc<TensorSpec>], args: &[Value], kwargs: &Kwargs) -> PyResult<()> {
+    let signature_text =
+        || specs.iter().enumerate().map(|(i, s)| format!("{}: {}", param(f, i), spec_text(s))).collect::<Vec<_>>().join(", ");
+    let mismatch = |interp: &mut Interp, why: String| -> Flow {
+        let received = interp.repr(&Value::tuple(args.to_vec())).unwrap_or_default();
+        let kw: Vec<String> = kwargs.iter().map(|(k, v)| format!("'{k}': {}", interp.repr(v).unwrap_or_default())).collect();
+        let msg = format!(
+            "Binding inputs to tf.function failed due to `{why}`. Received args: {received} and kwargs: {{{}}} for signature: ({}).",
+            kw.join(", "),
+            signature_text()
+        );
+        interp.raise("TypeError", Code::SignatureMismatch, msg)
+    };
+    if args.len() > specs.len() {
+        return Err(mismatch(interp, "too many positional arguments".into()));
+    }
+    for (a, spec) in args.iter().zip(specs) {
+        let Value::Array(t) = a else { continue };
+        let dims: Vec<Option<usize>> = t.aval.shape.iter().map(|&d| Some(d)).collect();
+        let fits = t.aval.dtype == spec.dtype
+            && spec.shape.as_ref().is_none_or(|s| s.len() == dims.len() && s.iter().zip(&dims).all(|(x, y)| x.is_none() || x == y));
+        if !fits {
+            let given = TensorSpec { shape: Some(dims), dtype: t.aval.dtype, name: None };
+            return Err(mismatch(interp, format!("Can not cast {} to {}", spec_text(&given), spec_text(spec))));
+        }
+    }
+    Ok(())
+}
+
+/// `TensorSpec(shape=(None, 3), dtype=tf.float32, name=None)`.
+pub fn spec_text(s: &TensorSpec) -> String {
+    let name = s.name.as_deref().map_or("None".to_string(), |n| format!("'{n}'"));
+    format!("TensorSpec(shape={}, dtype=tf.{}, name={name})", shape_text(s.shape.as_deref()), s.dtype.name())
+}
+
+fn shape_text(shape: Option<&[Option<usize>]>) -> String {
+    match shape {
+        Some(dims) => tensor::shape_str(dims),
+        None => "<unknown>".into(),
+    }
+}
+
+/// Why this call traces again, and TL210/TL211 when it is a retrace.
+fn retrace_cause(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, call_site: Option<Site>) -> String {
+    let entries = f.entries.borrow().clone();
+    let Some(closest) = entries.iter().min_by_key(|e| key_diff(&e.key, key).len()) else {
+        return first_call(interp, f, call_site);
+    };
+    let diffs = key_diff(&closest.key, key);
+    let reason = if diffs.is_empty() { "its arguments changed".to_string() } else { diffs.join("; ") };
+    let traces = entries.len() + 1;
+    let mut related = Vec::new();
+    if let Some(p) = entries.last().and_then(|e| e.call_site) {
+        related.push((p, "previous trace from this call".to_string()));
+    }
+    if let Some(d) = fun_def_site(&f.fun) {
+        related.push((d, format!("{} is defined here", f.name)));
+    }
+    let advice = "tf.function traces again for every new Python value, tensor shape or dtype it is called with; pass tensors rather than Python values, or give it an input_signature or reduce_retracing=True";
+    if entries.iter().filter(|e| e.call_site == call_site).count() >= 2 {
+        let msg = format!("retrace in loop: tf.function `{}` triggered tf.function retracing on most calls from this line ({traces} traces so far): {reason}; {advice}", f.name);
+        interp.warn(Code::RetraceInLoop, call_site, msg, related);
+    } else {
+        let msg = format!("retrace: tf.function `{}` triggered tf.function retracing ({traces} traces) because {reason}; {advice}", f.name);
+        interp.warn(Code::Retrace, call_site, msg, related);
+    }
+    reason
+}
+
+/// A first trace; TL211 when an earlier pass of a loop that is running made another
+/// `tf.function` of the same Python function, which was called too: a new Function (and
+/// cache) on every iteration, TensorFlow's retracing cause (1).
+fn first_call(interp: &mut Interp, f: &Rc<TfFunction>, call_site: Option<Site>) -> String {
+    let same_source = |a: &Value, b: &Value| match (a, b) {
+        (Value::Function(x), Value::Function(y)) => Rc::ptr_eq(&x.def, &y.def),
+        _ => false,
+    };
+    let info = &interp.jax.jitted[f.info];
+    let this_pass = info.created_in.iter().find(|p| interp.loop_passes.contains(p)).copied();
+    let again = this_pass.is_some_and(|(body, pass)| {
+        interp.jax.jitted[..f.info]
+            .iter()
+            .any(|o| o.calls > 0 && same_source(&o.fun, &info.fun) && o.created_in.iter().any(|&(b, p)| b == body && p != pass))
+    });
+    if again {
+        let msg = format!(
+            "retrace in loop: a new tf.function of `{}` is made on every loop iteration, so each call traces it again (tf.function retracing cause (1): creating @tf.function repeatedly in a loop); make the tf.function once, outside the loop",
+            f.name
+        );
+        let related = fun_def_site(&f.fun).map(|s| vec![(s, "the function is defined here".to_string())]).unwrap_or_default();
+        interp.warn(Code::RetraceInLoop, call_site, msg, related);
+        return "a new tf.function is made on every loop iteration".into();
+    }
+    "first call".into()
+}
+
+fn key_diff(old: &Key, new: &Key) -> Vec<String> {
+    if old.structure != new.structure || old.leaves.len() != new.leaves.len() {
+        return vec!["the structure of its arguments changed".into()];
+    }
+    let mut out = Vec::new();
+    for ((path, a), (_, b)) in old.leaves.iter().zip(&new.leaves) {
+        if a.covers(b) {
+            continue;
+        }
+        out.push(match (a, b) {
+            (Leaf::Python(..), Leaf::Python(..)) => {
+                format!("the Python argument {path} changed value: {} -> {}", a.describe(), b.describe())
+            }
+            (Leaf::Tensor(_, x), Leaf::Tensor(_, y)) if x != y => {
+                format!("argument {path} changed dtype: {} -> {}", a.describe(), b.describe())
+            }
+            (Leaf::Tensor(..), Leaf::Tensor(..)) => format!("argument {path} changed shape: {} -> {}", a.describe(), b.describe()),
+            (Leaf::Variable(_), Leaf::Variable(_)) => format!("argument {path} is another tf.Variable"),
+            _ => format!("argument {path} changed: {} -> {}", a.describe(), b.describe()),
+        });
+    }
+    out
+}
+
+/// Traces `f` for `key`; the index of the new entry, `None` when the trace went past an
+/// unknown result.
+fn trace(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, args: &[Value], kwargs: &Kwargs) -> PyResult<Option<usize>> {
+    let call_site = interp.site();
+    let cause = retrace_cause(interp, f, key, call_site);
+    // A tf.function on a method is one Function per instance in TensorFlow: variables may
+    // be created on the first trace for each instance.
+    let owner = |k: &Key| if f.params.first().is_some_and(|p| p == "self") { k.leaves.first().map(|(_, l)| l.clone()) } else { None };
+    let first = !f.entries.borrow().iter().any(|e| owner(&e.key) == owner(key));
+    let traced = trace_once(interp, f, key, args, kwargs, cause.clone(), !first)?;
+    let (entry, created_variables) = match traced {
+        Some(t) => t,
+        None => return Ok(None),
+    };
+    f.entries.borrow_mut().push(entry);
+    let index = f.entries.borrow().len() - 1;
+    // A first trace that created variables is traced again, where creating one is an error.
+    if created_variables {
+        let again =
+            trace_once(interp, f, key, args, kwargs, "TensorFlow traces a function that created variables a second time".into(), true)?;
+        if let Some((entry, _)) = again {
+            f.entries.borrow_mut()[index].record = entry.record;
+        }
+    }
+    Ok(Some(index))
+}
+
+/// One trace of `f`'s body; the entry and whether it created variables.
+fn trace_once(
+    interp: &mut Interp,
+    f: &Rc<TfFunction>,
+    key: &Key,
+    args: &[Value],
+    kwargs: &Kwargs,
+    cause: String,
+    forbid_variables: bool,
+) -> PyResult<Option<(Entry, bool)>> {
+    let call_site = interp.site();
+    let unknown_shapes =
+        key.leaves.iter().any(|(_, l)| matches!(l, Leaf::Tensor(s, _) if s.as_ref().is_none_or(|d| d.iter().any(Option::is_none))));
+    let route = if unknown_shapes { std::mem::replace(&mut interp.jax.route, Route::UnknownArguments) } else { interp.jax.route };
+    let pos = interp.jax.push_trace(TraceKind::Jit, f.name.clone(), fun_def_site(&f.fun), call_site, cause, Some(f.info));
+    let record = interp.jax.traces[pos].record;
+    interp.jax.records[record].traced_for = Some(TRACED_FOR);
+    interp.jax.traces[pos].arg_names = f.params.clone();
+    interp.jax.records[record].arg_names = f.params.clone();
+    interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
+    let ran = run_body(interp, f, key, args, kwargs, call_site);
+    let created = interp.tf.active.pop().is_some_and(|a| a.created_variables);
+    interp.tf.variable_just_created = false;
+    interp.jax.route = route;
+    let out = match ran {
+        Ok(out) => out,
+        Err(e) => {
+            if interp.jax.traces.len() > pos {
+                interp.jax.abort_trace();
+            }
+            return Err(e);
+        }
+    };
+    let mut arrays = Vec::new();
+    let template = match output_template(&out, &mut arrays) {
+        Some(t) if !unknown_shapes => t,
+        _ => {
+            interp.jax.abort_trace();
+            let entry = Entry { key: key.clone(), call_site, record, outputs: None };
+            return Ok(Some((entry, created)));
+        }
+    };
+    let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
+    interp.jax.records[record].consts = consts.clone();
+    let avals = arrays.iter().map(|a| a.aval.clone()).collect();
+    let outputs = Outputs { template, avals, jaxpr, consts };
+    Ok(Some((Entry { key: key.clone(), call_site, record, outputs: Some(outputs) }, created)))
+}
+
+/// Runs the body with each tensor argument a symbolic tensor (of unknown shape where the
+/// key leaves a dimension open).
+fn run_body(
+    interp: &mut Interp,
+    f: &Rc<TfFunction>,
+    key: &Key,
+    args: &[Value],
+    kwargs: &Kwargs,
+    call_site: Option<Site>,
+) -> PyResult<Value> {
+    let mut leaves = key.leaves.iter();
+    let mut call_args = Vec::with_capacity(args.len());
+    let specs_only = args.is_empty() && kwargs.is_empty() && !key.leaves.is_empty();
+    if specs_only {
+        for (i, (_, leaf)) in key.leaves.iter().enumerate() {
+            call_args.push(symbolic(interp, leaf, i, &param(f, i), call_site));
+        }
+    }
+    for (i, a) in args.iter().enumerate() {
+        call_args.push(replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?);
+    }
+    let mut call_kwargs = Vec::with_capacity(kwargs.len());
+    for (k, v) in kwargs {
+        let i = f.params.iter().position(|p| p == k.as_ref()).unwrap_or(f.params.len());
+        call_kwargs.push((k.clone(), replace_tensors(interp, v, &mut leaves, i, k, call_site)?));
+    }
+    interp.call(&f.fun, call_args, call_kwargs)
+}
+
+/// A symbolic tensor for a leaf of the key: an input of the trace, or (shape not fixed) a
+/// tensor of unknown shape.
+fn symbolic(interp: &mut Interp, leaf: &Leaf, index: usize, name: &str, call_site: Option<Site>) -> Value {
+    match leaf {
+        Leaf::Tensor(Some(dims), dtype) if dims.iter().all(Option::is_some) => {
+            let shape: Vec<usize> = dims.iter().map(|d| d.unwrap_or(0)).collect();
+            let input = interp.jax.new_input(Aval::new(&shape, *dtype), None, index, call_site);
+            input.tf.set(true);
+            interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, name.to_string());
+            Value::Array(input)
+        }
+        _ => Value::opaque_tracer(format!("the symbolic tensor {name}, whose shape is not fixed")),
+    }
+}
+
+fn replace_tensors<'k>(
+    interp: &mut Interp,
+    v: &Value,
+    leaves: &mut impl Iterator<Item = &'k (String, Leaf)>,
+    index: usize,
+    name: &str,
+    call_site: Option<Site>,
+) -> PyResult<Value> {
+    Ok(match v {
+        Value::Array(_) => match leaves.next() {
+            Some((_, leaf)) => symbolic(interp, leaf, index, name, call_site),
+            None => v.clone(),
+        },
+        Value::Builtin(b) if matches!(&**b, Builtin::Tf(TfValue::Variable(_) | TfValue::Spec(_))) => {
+            let leaf = leaves.next();
+            match (&**b, leaf) {
+                (Builtin::Tf(TfValue::Spec(_)), Some((_, leaf))) => symbolic(interp, leaf, index, name, call_site),
+                _ => v.clone(),
+            }
+        }
+        Value::List(_) | Value::Tuple(_) => {
+            let mut items = Vec::new();
+            for (i, item) in interp.iterate(v)?.iter().enumerate() {
+                items.push(replace_tensors(interp, item, leaves, index, &format!("{name}_{i}"), call_site)?);
+            }
+            if matches!(v, Value::List(_)) {
+                Value::list(items)
+            } else {
+                Value::tuple(items)
+            }
+        }
+        Value::Dict(d) => {
+            let items: Vec<(Value, Value)> = d.borrow().items();
+            let mut out = crate::interp::value::Dict::default();
+            for (k, item) in items {
+                let replaced = replace_tensors(interp, &item, leaves, index, name, call_site)?;
+                let h = interp.hash_key(&k)?;
+                out.insert(h, k, replaced);
+            }
+            interp.new_dict(out)
+        }
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => {
+            leaves.next();
+            v.clone()
+        }
+        _ => {
+            leaves.next();
+            v.clone()
+        }
+    })
+}
+
+/// The output with its tensors taken out (`None` in their place), or `None` when it holds
+/// something that is neither a tensor nor a plain Python value.
+fn output_template(out: &Value, arrays: &mut Vec<Rc<Array>>) -> Option<Value> {
+    Some(match out {
+        Value::Array(a) => {
+            arrays.push(a.clone());
+            Value::Ellipsis
+        }
+        Value::Tuple(items) => Value::tuple(items.iter().map(|i| output_template(i, arrays)).collect::<Option<Vec<_>>>()?),
+        Value::List(items) => Value::list(items.borrow().iter().map(|i| output_template(i, arrays)).collect::<Option<Vec<_>>>()?),
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => out.clone(),
+        _ => return None,
+    })
+}
+
+fn fill_template(template: &Value, outs: &mut impl Iterator<Item = Rc<Array>>) -> Value {
+    match template {
+        Value::Ellipsis => outs.next().map(|a| Value::Array(tensor::mark_array(a))).unwrap_or(Value::None),
+        Value::Tuple(items) => Value::tuple(items.iter().map(|i| fill_template(i, outs)).collect()),
+        Value::List(items) => Value::list(items.borrow().iter().map(|i| fill_template(i, outs)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A call served by a traced graph: its outputs, computed from the graph on the call's
+/// tensors when they are known (a graph that reads variables gives unknown values).
+fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors: &[Rc<Array>]) -> PyResult<Value> {
+    let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
+        return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
+    };
+    let mut ins = outputs.consts.clone();
+    ins.extend(tensors.iter().cloned());
+    let bound = bind_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, outputs.avals.clone(), vec![outputs.jaxpr.clone()])?;
+    let (consts, inputs) = ins.split_at(outputs.consts.len());
+    let outs = instantiate_outputs(interp, &outputs.jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;
+    Ok(fill_template(&outputs.template, &mut outs.into_iter()))
+}
+
+/// A call with an argument tracelens does not know (or a signature it cannot read): traced
+/// once per call site with those arguments unknown; only what does not depend on them is
+/// reported, and the result is unknown.
+fn trace_unknown(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let site = interp.site();
+    let unknown = Value::opaque("the result of a tf.function called with arguments tracelens does not know");
+    if !interp.jax.traced_with_unknowns.insert((f.info, site)) {
+        return Ok(unknown);
+    }
+    let route = std::mem::replace(&mut interp.jax.route, Route::UnknownArguments);
+    let pos = interp.jax.push_trace(
+        TraceKind::Jit,
+        f.name.clone(),
+        fun_def_site(&f.fun),
+        site,
+        "traced with arguments the interpreter does not know".into(),
+        Some(f.info),
+    );
+    let record = interp.jax.traces[pos].record;
+    interp.jax.records[record].traced_for = Some(TRACED_FOR);
+    interp.tf.active.push(ActiveTrace { function: f.clone(), key: None, forbid_variables: false, created_variables: false });
+    let args: Vec<Value> = args.iter().map(|a| unknown_leaves(a)).collect();
+    let kwargs: Kwargs = kwargs.into_iter().map(|(k, v)| (k, unknown_leaves(&v))).collect();
+    let ran = interp.call(&f.fun, args, kwargs);
+    interp.tf.active.pop();
+    interp.jax.route = route;
+    if interp.jax.traces.len() > pos {
+        interp.jax.abort_trace();
+    }
+    match ran {
+        Ok(_) => Ok(unknown),
+        Err(Flow::Raise(exc)) if !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer) => {
+            Err(interp.stop_unknown(format!("{} raised while traced with unknown arguments", exc.class.name)))
+        }
+        Err(flow) => Err(flow),
+    }
+}
+
+/// Tensors become symbolic tensors of unknown shape; other values stay.
+fn unknown_leaves(v: &Value) -> Value {
+    match v {
+        Value::Array(_) => Value::opaque_tracer("a symbolic tensor of an argument tracelens does not know"),
+        Value::List(items) => Value::list(items.borrow().iter().map(unknown_leaves).collect()),
+        Value::Tuple(items) => Value::tuple(items.iter().map(unknown_leaves).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `tf.Variable(...)` inside a `tf.function` trace: allowed on the function's first trace
+/// (which TensorFlow then repeats), TensorFlow's `ValueError` on any other (TL220).
+pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
+    let Some(active) = interp.tf.active.last_mut() else { return Ok(()) };
+    if active.forbid_variables {
+        return Err(interp.raise(
+            "ValueError",
+            Code::TfVariableCreation,
+            "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables for more information.",
+        ));
+    }
+    active.created_variables = true;
+    interp.tf.variable_just_created = true;
+    Ok(())
+}
+
+/// The argument name a symbolic input tensor stands for (`x` prints as `Tensor("x:0", ...)`).
+pub fn input_name(interp: &Interp, a: &Rc<Array>) -> Option<String> {
+    interp.jax.input_paths.get(&(Rc::as_ptr(a) as usize)).cloned()
+}

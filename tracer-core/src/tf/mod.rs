@@ -1,0 +1,290 @@
+//! The TensorFlow front end (design.md §11): `tf.*` as a second model on the same
+//! interpreter, primitives, IR and diagnostics as JAX. A tensor is a `jax::array::Array`
+//! marked `tf` (its operators, truth, attributes and printing follow TensorFlow); every op
+//! binds the same primitives as its `jax.numpy` counterpart, after TensorFlow's own dtype and
+//! shape rules (no implicit promotion; Python numbers take the tensor's dtype); `tf.function`
+//! is a jit trace with TensorFlow's cache-key rules and messages.
+//!
+//! - `surface.rs`: the modelled `tf` surface, one table.
+//! - `ops.rs`: how each surface function is served (mostly: checked, then a jnp function).
+//! - `tensor.rs`: conversions to tensors, TensorFlow's binary-op rule, and the Python
+//!   protocol of tensors (operators, truth, attributes, `print`).
+//! - `function.rs`: `tf.function`, its cache and retracing. `variable.rs`: `tf.Variable`.
+//! - `errors.rs`: TensorFlow's exception classes and messages.
+//! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
+
+mod control;
+pub mod errors;
+pub mod function;
+pub mod ops;
+mod ops_shape;
+mod ops_special;
+pub mod surface;
+pub mod tensor;
+pub mod variable;
+
+use std::rc::Rc;
+
+use crate::interp::builtins::Builtin;
+use crate::interp::call::Kwargs;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+use crate::jax::dtypes::DType;
+pub use function::TfState;
+pub use surface::TfFn;
+
+/// The modules of TensorFlow that are modelled (attributes come from `surface.rs`).
+pub const TF_MODULES: &[&str] = &[
+    "tensorflow",
+    "tensorflow.math",
+    "tensorflow.nn",
+    "tensorflow.linalg",
+    "tensorflow.random",
+    "tensorflow.debugging",
+    "tensorflow.autograph",
+    "tensorflow.autograph.experimental",
+    "tensorflow.config",
+    "tensorflow.errors",
+];
+
+/// TensorFlow's exception classes, with their bases, as `tf.errors` and
+/// `tensorflow.python.framework.errors_impl` define them.
+pub const EXCEPTION_CLASSES: &[(&str, &str)] = &[
+    ("OpError", "Exception"),
+    ("InvalidArgumentError", "OpError"),
+    ("OutOfRangeError", "OpError"),
+    ("OperatorNotAllowedInGraphError", "TypeError"),
+    ("InaccessibleTensorError", "ValueError"),
+];
+
+/// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`).
+const PYTHON_CLASSES: &str = "_tracelens_tf";
+
+/// The objects TensorFlow's API returns that are not tensors.
+#[derive(Clone, Debug)]
+pub enum TfValue {
+    Fn(TfFn),
+    /// `tf.function(f, ...)`.
+    Function(Rc<function::TfFunction>),
+    /// `f.get_concrete_function(...)`: the function it traced (or found) for those arguments.
+    Concrete(Rc<function::TfFunction>, usize),
+    Variable(Rc<variable::Variable>),
+    /// `tf.TensorSpec(shape, dtype)`; `None` dimensions (or an unknown rank) as `None`.
+    Spec(Rc<TensorSpec>),
+    /// `tensor.shape` / `tf.TensorShape`: dimensions, `None` where a trace does not know one.
+    Shape(Rc<Vec<Option<usize>>>),
+    /// A method bound to a TensorFlow object (`v.assign`, `f.get_concrete_function`).
+    Method(Box<TfValue>, Rc<str>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorSpec {
+    pub shape: Option<Vec<Option<usize>>>,
+    pub dtype: DType,
+    pub name: Option<String>,
+}
+
+impl TfValue {
+    pub fn value(self) -> Value {
+        Value::Builtin(Rc::new(Builtin::Tf(self)))
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            TfValue::Fn(_) | TfValue::Method(..) => "function",
+            TfValue::Function(_) => "Function",
+            TfValue::Concrete(..) => "ConcreteFunction",
+            TfValue::Variable(_) => "ResourceVariable",
+            TfValue::Spec(_) => "TensorSpec",
+            TfValue::Shape(_) => "TensorShape",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            TfValue::Fn(f) => format!("tf.{}", f.name()),
+            TfValue::Function(f) => format!("tf.function({})", f.name),
+            TfValue::Concrete(f, _) => format!("ConcreteFunction {}", f.name),
+            TfValue::Variable(_) => "tf.Variable".into(),
+            TfValue::Spec(_) => "tf.TensorSpec".into(),
+            TfValue::Shape(_) => "tf.TensorShape".into(),
+            TfValue::Method(recv, name) => format!("{}.{name}", recv.describe()),
+        }
+    }
+}
+
+/// `tf.<name>`: a surface function, a dtype, a submodule's attribute; `None` for what
+/// TensorFlow does not have, opaque for what it has and tracelens does not model.
+pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Value> {
+    if let Some(f) = TfFn::lookup(module, name) {
+        return Some(TfValue::Fn(f).value());
+    }
+    if module == "tensorflow" {
+        if let Some(d) = tensor::dtype_named(name) {
+            return Some(Value::DType(d));
+        }
+        match name {
+            "newaxis" => return Some(Value::None),
+            "Tensor" => return Some(Value::Builtin(Rc::new(Builtin::Fn("tensorflow.Tensor")))),
+            // Python classes of the bundled `_tracelens_tf` shim.
+            "Module" => {
+                let shim = interp.import_shim(PYTHON_CLASSES)?;
+                return interp.getattr(&shim, name).ok();
+            }
+            _ => {}
+        }
+    }
+    if module == "tensorflow.errors" {
+        if let Some((class, _)) = EXCEPTION_CLASSES.iter().find(|(c, _)| *c == name) {
+            return interp.classes.lookup(class).map(Value::Class);
+        }
+    }
+    None
+}
+
+/// Calls a TensorFlow object.
+pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    match v {
+        TfValue::Fn(f) => ops::call(interp, *f, args, kwargs),
+        TfValue::Function(f) => function::call(interp, f, args, kwargs),
+        TfValue::Concrete(f, entry) => function::call_concrete(interp, f, *entry, args, kwargs),
+        TfValue::Method(recv, name) => call_method(interp, recv, name, args, kwargs),
+        TfValue::Variable(_) | TfValue::Spec(_) | TfValue::Shape(_) => {
+            Err(interp.type_error(format!("'{}' object is not callable", v.type_name())))
+        }
+    }
+}
+
+/// `obj.name(...)` on a TensorFlow object.
+pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    match recv {
+        TfValue::Variable(v) => variable::call_method(interp, v, name, args, kwargs),
+        TfValue::Function(f) => function::call_method(interp, f, name, args, kwargs),
+        TfValue::Shape(dims) => tensor::shape_method(interp, dims, name, args),
+        _ => Ok(Value::opaque(format!("{}.{name}()", recv.describe()))),
+    }
+}
+
+/// `obj.name` on a TensorFlow object; `None` is Python's AttributeError.
+pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<Value>> {
+    let method = |n: &str| Some(TfValue::Method(Box::new(v.clone()), Rc::from(n)).value());
+    Ok(match v {
+        TfValue::Variable(var) => return variable::getattr(interp, var, name),
+        TfValue::Function(f) => match name {
+            "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
+            "python_function" => Some(f.fun.clone()),
+            "__name__" => Some(Value::str(&f.name)),
+            _ => Some(Value::opaque(format!("tf.function.{name}"))),
+        },
+        TfValue::Shape(dims) => match name {
+            "as_list" | "is_fully_defined" | "is_compatible_with" => method(name),
+            "rank" | "ndims" => Some(Value::Int(dims.len() as i64)),
+            "dims" => Some(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect())),
+            _ => None,
+        },
+        TfValue::Spec(spec) => match name {
+            "dtype" => Some(Value::DType(spec.dtype)),
+            "shape" => Some(match &spec.shape {
+                Some(dims) => TfValue::Shape(Rc::new(dims.clone())).value(),
+                None => Value::opaque("the shape of a TensorSpec of unknown rank"),
+            }),
+            "name" => Some(spec.name.as_deref().map_or(Value::None, Value::str)),
+            _ => None,
+        },
+        _ => Some(Value::opaque(format!("{}.{name}", v.describe()))),
+    })
+}
+
+/// `isinstance(v, tf.X)` for the classes of the surface; `None` when it is not known.
+pub fn isinstance(v: &Value, class: &TfValue) -> Option<bool> {
+    match (class, v) {
+        (TfValue::Fn(TfFn::Variable), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Variable(_)))),
+        (TfValue::Fn(TfFn::Variable), Value::Array(_)) => Some(false),
+        (TfValue::Fn(TfFn::TensorSpec), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Spec(_)))),
+        _ => None,
+    }
+}
+
+/// Whether an active trace is a `tf.function`'s: TensorFlow builds a graph there, and ops
+/// raise graph-construction errors (`ValueError`, `TypeError`) instead of eager ones
+/// (`InvalidArgumentError`).
+pub fn in_graph(interp: &Interp) -> bool {
+    interp.jax.traces.iter().any(|t| interp.jax.records[t.record].traced_for == Some(function::TRACED_FOR))
+}
+
+/// Whether a value is a TensorFlow tensor or variable.
+pub fn is_tf(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => a.tf.get(),
+        Value::Builtin(b) => matches!(&**b, Builtin::Tf(TfValue::Variable(_))),
+        _ => false,
+    }
+}
+
+/// `str()` and `repr()` of a TensorFlow object.
+pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
+    Ok(match v {
+        TfValue::Shape(dims) if repr => tensor::shape_repr(dims),
+        TfValue::Shape(dims) => tensor::shape_str(dims),
+        TfValue::Spec(spec) => function::spec_text(spec),
+        TfValue::Variable(var) => {
+            let value = var.value.borrow().clone();
+            let numpy = interp.repr(&Value::Array(value.as_numpy()))?;
+            let shape = crate::jax::aval::shape_tuple(&value.aval.shape);
+            format!("<tf.Variable '{}:0' shape={shape} dtype={}, numpy={numpy}>", var.name, value.aval.dtype.name())
+        }
+        TfValue::Function(f) => {
+            format!("<tensorflow.python.eager.polymorphic_function.polymorphic_function.Function object at {:#x}>", Rc::as_ptr(f) as usize)
+        }
+        other => format!("<{}>", other.describe()),
+    })
+}
+
+/// `obj[idx]` on a TensorFlow object: a shape's dimensions, a variable's value.
+pub fn getitem(interp: &mut Interp, v: &TfValue, idx: &Value) -> PyResult<Value> {
+    match v {
+        TfValue::Shape(dims) => tensor::shape_getitem(interp, dims, idx),
+        TfValue::Variable(var) => {
+            let t = variable::read(interp, var);
+            tensor::getitem(interp, &t, idx)
+        }
+        other => Err(interp.type_error(format!("'{}' object is not subscriptable", other.type_name()))),
+    }
+}
+
+/// `shape == (2, 3)`, `shape == [2, 3]`, `shape == other_shape`: TensorShape's equality.
+pub fn shape_eq(l: &Value, r: &Value) -> Option<bool> {
+    let dims_of = |v: &Value| -> Option<Vec<Option<i64>>> {
+        match v {
+            Value::Builtin(b) => match &**b {
+                Builtin::Tf(TfValue::Shape(d)) => Some(d.iter().map(|x| x.map(|x| x as i64)).collect()),
+                _ => None,
+            },
+            Value::Tuple(items) => items
+                .iter()
+                .map(|i| match i {
+                    Value::Int(n) => Some(Some(*n)),
+                    Value::None => Some(None),
+                    _ => None,
+                })
+                .collect(),
+            Value::List(items) => items
+                .borrow()
+                .iter()
+                .map(|i| match i {
+                    Value::Int(n) => Some(Some(*n)),
+                    Value::None => Some(None),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        }
+    };
+    let is_shape = |v: &Value| matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Tf(TfValue::Shape(_))));
+    if !is_shape(l) && !is_shape(r) {
+        return None;
+    }
+    let (a, b) = (dims_of(l)?, dims_of(r)?);
+    // An unknown dimension is equal to nothing (TensorShape.__eq__ compares dims).
+    Some(a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.is_some() && x == y))
+}

@@ -1,0 +1,312 @@
+//! How each function of the `tf` surface is served: `route` is one exhaustive match over
+//! `TfFn` (a new entry does not compile until it has a route). Most ops are TensorFlow's
+//! argument rules and checks (dtype, shape, axis, with TensorFlow's messages, eager and in a
+//! graph) followed by the `jax.numpy` function with the same semantics, so that `tf.matmul`
+//! binds what `jnp.matmul` binds. An error the `jnp` layer raises that TensorFlow's checks
+//! here did not claim is not reported (its class and message would be JAX's): the result is
+//! then unknown.
+
+use std::rc::Rc;
+
+use super::errors;
+use super::tensor::{self, mark, to_tensor, unknown_tensor, Binary};
+use super::{TfFn, TfValue};
+use crate::interp::call::Kwargs;
+use crate::interp::value::Value;
+use crate::interp::{Flow, Interp, PyResult};
+use crate::jax::array::Array;
+use crate::jax::dtypes::DType;
+use crate::jax::numpy as jnp;
+use crate::jax::surface::JaxFn;
+
+/// How a surface function is served.
+#[derive(Clone, Copy, Debug)]
+pub enum Route {
+    /// Two tensors of one dtype, elementwise (`tensor::operands`).
+    Binary(Binary),
+    /// One tensor `x`, elementwise, as the `jnp` function; `floats` when TensorFlow only
+    /// registers the op for floating dtypes (any other input is not claimed: unknown).
+    Unary { jnp: JaxFn, floats: bool },
+    /// `(input_tensor, axis=None, keepdims=False)`, as the `jnp` reduction; the node name
+    /// for graph errors.
+    Reduce { jnp: JaxFn, node: &'static str },
+    /// An arm of `special`.
+    Special,
+    /// `function.rs`, `variable.rs` or the interpreter serve it.
+    Elsewhere,
+}
+
+pub fn route(f: TfFn) -> Route {
+    use tensor as t;
+    use JaxFn as J;
+    use TfFn as F;
+    let unary = |jnp, floats| Route::Unary { jnp, floats };
+    let reduce = |jnp, node| Route::Reduce { jnp, node };
+    match f {
+        F::Function | F::Variable | F::TensorSpec | F::Print | F::Cond | F::DoNotConvert | F::RunFunctionsEagerly => Route::Elsewhere,
+        F::Add => Route::Binary(t::ADD),
+        F::Subtract => Route::Binary(t::SUB),
+        F::Multiply => Route::Binary(t::MUL),
+        F::Floordiv => Route::Binary(t::FLOOR_DIV),
+        F::Floormod | F::Mod => Route::Binary(t::FLOOR_MOD),
+        F::Pow => Route::Binary(t::POW),
+        F::Maximum => Route::Binary(t::MAXIMUM),
+        F::Minimum => Route::Binary(t::MINIMUM),
+        F::Equal => Route::Binary(t::EQUAL),
+        F::NotEqual => Route::Binary(t::NOT_EQUAL),
+        F::Less => Route::Binary(t::LESS),
+        F::LessEqual => Route::Binary(t::LESS_EQUAL),
+        F::Greater => Route::Binary(t::GREATER),
+        F::GreaterEqual => Route::Binary(t::GREATER_EQUAL),
+        F::LogicalAnd => Route::Binary(t::LOGICAL_AND),
+        F::LogicalOr => Route::Binary(t::LOGICAL_OR),
+        F::Negative => unary(J::Negative, false),
+        F::Abs => unary(J::Abs, false),
+        F::Square => unary(J::Square, false),
+        F::Sign => unary(J::Sign, false),
+        F::Relu => unary(J::NnRelu, false),
+        F::Relu6 => unary(J::NnRelu6, false),
+        F::LogicalNot => unary(J::LogicalNot, false),
+        F::Exp => unary(J::Exp, true),
+        F::Log => unary(J::Log, true),
+        F::Sqrt => unary(J::Sqrt, true),
+        F::Rsqrt => unary(J::LaxRsqrt, true),
+        F::Tanh => unary(J::Tanh, true),
+        F::Sigmoid => unary(J::NnSigmoid, true),
+        F::Sin => unary(J::Sin, true),
+        F::Cos => unary(J::Cos, true),
+        F::Tan => unary(J::Tan, true),
+        F::Floor => unary(J::Floor, true),
+        F::Ceil => unary(J::Ceil, true),
+        F::Log1p => unary(J::Log1p, true),
+        F::Expm1 => unary(J::Expm1, true),
+        F::Reciprocal => unary(J::Reciprocal, true),
+        F::IsNan => unary(J::Isnan, true),
+        F::IsFinite => unary(J::Isfinite, true),
+        F::IsInf => unary(J::Isinf, true),
+        F::Erf => unary(J::LaxErf, true),
+        F::Softplus => unary(J::NnSoftplus, true),
+        F::Elu => unary(J::NnElu, true),
+        F::Selu => unary(J::NnSelu, true),
+        F::ReduceSum => reduce(J::Sum, "Sum"),
+        F::ReduceMean => reduce(J::Mean, "Mean"),
+        F::ReduceMax => reduce(J::Max, "Max"),
+        F::ReduceMin => reduce(J::Min, "Min"),
+        F::ReduceProd => reduce(J::Prod, "Prod"),
+        F::ReduceAll => reduce(J::All, "All"),
+        F::ReduceAny => reduce(J::Any, "Any"),
+        F::ReduceLogsumexp => reduce(J::NnLogsumexp, "Max"),
+        F::ReduceStd => reduce(J::Std, "Mean"),
+        F::ReduceVariance => reduce(J::Var, "Mean"),
+        F::Constant
+        | F::ConvertToTensor
+        | F::Zeros
+        | F::Ones
+        | F::ZerosLike
+        | F::OnesLike
+        | F::Fill
+        | F::Eye
+        | F::Range
+        | F::Linspace
+        | F::Identity
+        | F::OneHot
+        | F::StopGradient
+        | F::Divide
+        | F::Truediv
+        | F::SquaredDifference
+        | F::Round
+        | F::Gelu
+        | F::LeakyRelu
+        | F::Argmax
+        | F::Argmin
+        | F::Cumsum
+        | F::Cumprod
+        | F::AddN
+        | F::Softmax
+        | F::LogSoftmax
+        | F::L2Normalize
+        | F::SparseSoftmaxCrossEntropyWithLogits
+        | F::SoftmaxCrossEntropyWithLogits
+        | F::Reshape
+        | F::Transpose
+        | F::ExpandDims
+        | F::Squeeze
+        | F::Concat
+        | F::Stack
+        | F::Unstack
+        | F::Split
+        | F::Tile
+        | F::BroadcastTo
+        | F::Shape
+        | F::Rank
+        | F::Size
+        | F::Reverse
+        | F::Cast
+        | F::ClipByValue
+        | F::Where
+        | F::Gather
+        | F::Sort
+        | F::Argsort
+        | F::Matmul
+        | F::Einsum
+        | F::Tensordot
+        | F::Matvec
+        | F::Inv
+        | F::Det
+        | F::Trace
+        | F::Cholesky
+        | F::Solve
+        | F::Norm
+        | F::RandomNormal
+        | F::RandomUniform
+        | F::TruncatedNormal
+        | F::CheckNumerics
+        | F::AssertEqual
+        | F::AssertRank => Route::Special,
+    }
+}
+
+/// The arguments of a call, read by position or by name.
+pub struct Args<'a> {
+    pub args: &'a [Value],
+    pub kwargs: &'a Kwargs,
+}
+
+impl<'a> Args<'a> {
+    pub fn get(&self, i: usize, name: &str) -> Option<&'a Value> {
+        self.kwargs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v).or_else(|| self.args.get(i)).filter(|v| !v.is_none())
+    }
+}
+
+/// Calls a `tf` surface function.
+pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    let p = Args { args: &args, kwargs: &kwargs };
+    match route(f) {
+        Route::Binary(op) => match (p.get(0, "x"), p.get(1, "y")) {
+            (Some(x), Some(y)) => tensor::apply_binary(interp, &op, x, y),
+            _ => Err(missing(interp, f, "x")),
+        },
+        Route::Unary { jnp, floats } => {
+            let Some(x) = first_tensor(interp, &p, &["x", "features"])? else {
+                return Ok(unknown_tensor(interp, "an op on a value that is not known"));
+            };
+            if floats && !x.aval.dtype.is_inexact() {
+                return Ok(unknown_tensor(interp, "a floating-point op on a tensor of another dtype"));
+            }
+            delegate(interp, jnp, vec![Value::Array(x)], Vec::new())
+        }
+        Route::Reduce { jnp, node } => {
+            let Some(x) = first_tensor(interp, &p, &["input_tensor"])? else {
+                return Ok(unknown_tensor(interp, "a reduction of a value that is not known"));
+            };
+            let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
+            check_axes(interp, &axis, x.aval.ndim(), node)?;
+            let keepdims = match p.get(2, "keepdims") {
+                Some(v) => Value::Bool(interp.truthy(v)?),
+                None => Value::Bool(false),
+            };
+            if matches!(jnp, JaxFn::All | JaxFn::Any) && !x.aval.dtype.is_bool() {
+                return Ok(unknown_tensor(interp, "a logical reduction of a tensor that is not bool"));
+            }
+            delegate(interp, jnp, vec![Value::Array(x), axis], vec![(Rc::from("keepdims"), keepdims)])
+        }
+        Route::Special => super::ops_special::call(interp, f, &p),
+        Route::Elsewhere => match f {
+            TfFn::Function => super::function::make(interp, &args, &kwargs),
+            TfFn::Variable => super::variable::make(interp, &p),
+            TfFn::TensorSpec => tensor_spec(interp, &p),
+            TfFn::Print => Ok(Value::None),
+            TfFn::Cond => super::control::cond(interp, &p),
+            TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
+            TfFn::RunFunctionsEagerly => Err(interp.stop_unknown("tf.config.run_functions_eagerly is not modelled")),
+            _ => Ok(Value::opaque(format!("tf.{}", f.name()))),
+        },
+    }
+}
+
+/// The `jax.numpy` function `f` on operands TensorFlow's checks accepted; its result is a
+/// tensor. An error `jnp` raises there is JAX's wording, not TensorFlow's: not reported.
+pub fn delegate(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    match jnp::call(interp, f, args, kwargs) {
+        Ok(v) => Ok(mark(v)),
+        Err(Flow::Raise(exc)) => {
+            interp.stops.push((
+                exc.site,
+                format!("tf op: jax.numpy.{} raised {} where TensorFlow's own check is not modelled", f.name(), exc.class.name),
+            ));
+            Ok(unknown_tensor(interp, "an op whose TensorFlow error is not modelled"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The first argument (by position, or by one of TensorFlow's names for it) as a tensor.
+pub fn first_tensor(interp: &mut Interp, p: &Args, names: &[&str]) -> PyResult<Option<Rc<Array>>> {
+    let v = names.iter().find_map(|n| p.kwargs.iter().find(|(k, _)| k.as_ref() == *n).map(|(_, v)| v)).or_else(|| p.args.first());
+    match v {
+        Some(v) => to_tensor(interp, v, None),
+        None => Ok(None),
+    }
+}
+
+pub fn missing(interp: &Interp, f: TfFn, name: &str) -> Flow {
+    interp.type_error(format!("{}() missing 1 required positional argument: '{name}'", f.name()))
+}
+
+/// An `axis` argument of a reduction, checked against the rank as TensorFlow does.
+pub fn check_axes(interp: &mut Interp, axis: &Value, ndim: usize, node: &str) -> PyResult<()> {
+    let axes = match axis {
+        Value::Int(i) => vec![*i],
+        Value::List(_) | Value::Tuple(_) => interp.iterate(axis)?.iter().filter_map(crate::interp::ops::as_int).collect(),
+        _ => return Ok(()),
+    };
+    for a in axes {
+        if a >= ndim as i64 || a < -(ndim as i64) {
+            return Err(errors::reduction_axis(interp, a, ndim, node));
+        }
+    }
+    Ok(())
+}
+
+/// `tf.TensorSpec(shape, dtype=tf.float32, name=None)`.
+fn tensor_spec(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    let shape = match p.get(0, "shape") {
+        None => None,
+        Some(v) => match shape_dims(interp, v)? {
+            Some(dims) => Some(dims),
+            None => return Ok(Value::opaque("a TensorSpec of a shape tracelens does not read")),
+        },
+    };
+    let dtype = match p.get(1, "dtype") {
+        Some(Value::DType(d)) => *d,
+        Some(_) => return Ok(Value::opaque("a TensorSpec of a dtype tracelens does not model")),
+        None => DType::F32,
+    };
+    let name = match p.get(2, "name") {
+        Some(Value::Str(s)) => Some(s.to_string()),
+        _ => None,
+    };
+    Ok(TfValue::Spec(Rc::new(super::TensorSpec { shape, dtype, name })).value())
+}
+
+/// A shape argument with `None` for dimensions not known (`[None, 3]`, a `TensorShape`);
+/// `None` when it cannot be read.
+pub fn shape_dims(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Option<usize>>>> {
+    if let Value::Builtin(b) = v {
+        if let crate::interp::builtins::Builtin::Tf(TfValue::Shape(dims)) = &**b {
+            return Ok(Some(dims.to_vec()));
+        }
+    }
+    if !matches!(v, Value::List(_) | Value::Tuple(_)) {
+        return Ok(None);
+    }
+    let mut dims = Vec::new();
+    for d in interp.iterate(v)? {
+        match d {
+            Value::None => dims.push(None),
+            Value::Int(i) if i >= 0 => dims.push(Some(i as usize)),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(dims))
+}

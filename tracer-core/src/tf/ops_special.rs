@@ -1,0 +1,343 @@
+//! The `tf` functions that are more than one elementwise or reduction op (`ops::route`'s
+//! `Special`): creation, shape manipulation, indexing, products, losses and assertions, each
+//! with TensorFlow's argument names, defaults and checks, then the `jax.numpy` functions
+//! that compute the same thing.
+
+use std::rc::Rc;
+
+use super::errors;
+use super::ops::{check_axes, delegate, missing, shape_dims, Args};
+use super::tensor::{self, to_tensor, unknown_tensor};
+use super::TfFn;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+use crate::jax::array::Array;
+use crate::jax::dtypes::DType;
+use crate::jax::numpy as jnp;
+use crate::jax::surface::JaxFn as J;
+
+fn kw(name: &str, v: Value) -> (Rc<str>, Value) {
+    (Rc::from(name), v)
+}
+
+fn arr(a: &Rc<Array>) -> Value {
+    Value::Array(a.clone())
+}
+
+fn dtype_of(v: Option<&Value>) -> Option<Option<DType>> {
+    match v {
+        None => Some(None),
+        Some(Value::DType(d)) => Some(Some(*d)),
+        Some(_) => None,
+    }
+}
+
+/// A shape argument whose every dimension is known, as a Python tuple; `None` otherwise.
+fn static_shape(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<Value>> {
+    let Some(v) = v else { return Ok(None) };
+    if let Value::Int(i) = v {
+        return Ok((*i >= 0).then(|| Value::tuple(vec![Value::Int(*i)])));
+    }
+    match shape_dims(interp, v)? {
+        Some(dims) if dims.iter().all(Option::is_some) => {
+            Ok(Some(Value::tuple(dims.iter().map(|d| Value::Int(d.unwrap_or(0) as i64)).collect())))
+        }
+        _ => Ok(None),
+    }
+}
+
+pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
+    let unknown = |interp: &Interp| Ok(unknown_tensor(interp, "a tf op with arguments tracelens does not read"));
+    macro_rules! tensor_arg {
+        ($i:expr, $name:expr) => {
+            match p.get($i, $name) {
+                Some(v) => match to_tensor(interp, v, None)? {
+                    Some(t) => t,
+                    None => return unknown(interp),
+                },
+                None => return Err(missing(interp, f, $name)),
+            }
+        };
+    }
+    match f {
+        TfFn::Constant | TfFn::ConvertToTensor => {
+            let Some(value) = p.get(0, "value") else { return Err(missing(interp, f, "value")) };
+            let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
+            if p.get(2, "shape").is_some() && f == TfFn::Constant {
+                return unknown(interp);
+            }
+            let hint = dtype.or(match p.get(usize::MAX, "dtype_hint") {
+                Some(Value::DType(d)) => Some(*d),
+                _ => None,
+            });
+            let Some(t) = to_tensor(interp, value, hint)? else { return unknown(interp) };
+            match dtype {
+                Some(d) if d != t.aval.dtype => {
+                    // A float value for an integer dtype is TensorFlow's TypeError, not modelled.
+                    if t.aval.dtype.is_floating() && !d.is_floating() {
+                        return unknown(interp);
+                    }
+                    Ok(tensor::mark(Value::Array(jnp::convert(interp, &t, d, false)?)))
+                }
+                _ => Ok(Value::Array(t)),
+            }
+        }
+        TfFn::Zeros | TfFn::Ones => {
+            let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
+            let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
+            let jf = if f == TfFn::Zeros { J::Zeros } else { J::Ones };
+            delegate(interp, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+        }
+        TfFn::ZerosLike | TfFn::OnesLike => {
+            let x = tensor_arg!(0, "input");
+            let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
+            let jf = if f == TfFn::ZerosLike { J::ZerosLike } else { J::OnesLike };
+            delegate(interp, jf, vec![arr(&x)], vec![kw("dtype", Value::DType(dtype.unwrap_or(x.aval.dtype)))])
+        }
+        TfFn::Fill => {
+            let Some(shape) = static_shape(interp, p.get(0, "dims"))? else { return unknown(interp) };
+            let value = tensor_arg!(1, "value");
+            delegate(interp, J::Full, vec![shape, arr(&value)], vec![kw("dtype", Value::DType(value.aval.dtype))])
+        }
+        TfFn::Eye => {
+            let (Some(Value::Int(n)), m) = (p.get(0, "num_rows"), p.get(1, "num_columns")) else { return unknown(interp) };
+            if p.get(2, "batch_shape").is_some() {
+                return unknown(interp);
+            }
+            let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
+            let m = m.cloned().unwrap_or(Value::Int(*n));
+            delegate(interp, J::Eye, vec![Value::Int(*n), m], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+        }
+        TfFn::Range => {
+            let mut numbers = Vec::new();
+            for (i, name) in ["start", "limit", "delta"].iter().enumerate() {
+                match p.get(i, name) {
+                    Some(v @ (Value::Int(_) | Value::Float(_))) => numbers.push(v.clone()),
+                    Some(_) => return unknown(interp),
+                    None => {}
+                }
+            }
+            let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
+            let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
+            let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });
+            delegate(interp, J::Arange, numbers, vec![kw("dtype", Value::DType(d))])
+        }
+        TfFn::Linspace => {
+            let (Some(start), Some(stop), Some(Value::Int(n))) = (p.get(0, "start"), p.get(1, "stop"), p.get(2, "num")) else {
+                return unknown(interp);
+            };
+            let (Some(a), Some(b)) = (to_tensor(interp, start, None)?, to_tensor(interp, stop, None)?) else { return unknown(interp) };
+            if !a.aval.dtype.is_floating() || a.aval.dtype != b.aval.dtype || a.aval.ndim() > 0 || b.aval.ndim() > 0 {
+                return unknown(interp);
+            }
+            delegate(interp, J::Linspace, vec![arr(&a), arr(&b), Value::Int(*n)], vec![kw("dtype", Value::DType(a.aval.dtype))])
+        }
+        TfFn::Identity | TfFn::StopGradient => {
+            let x = tensor_arg!(0, "input");
+            Ok(Value::Array(x))
+        }
+        TfFn::OneHot => {
+            let indices = tensor_arg!(0, "indices");
+            let Some(Value::Int(depth)) = p.get(1, "depth") else { return unknown(interp) };
+            if p.get(2, "on_value").is_some() || p.get(3, "off_value").is_some() || p.get(4, "axis").is_some() {
+                return unknown(interp);
+            }
+            let Some(dtype) = dtype_of(p.get(5, "dtype")) else { return unknown(interp) };
+            if !indices.aval.dtype.is_integer() {
+                return unknown(interp);
+            }
+            delegate(
+                interp,
+                J::NnOneHot,
+                vec![arr(&indices), Value::Int(*depth)],
+                vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))],
+            )
+        }
+        TfFn::Divide | TfFn::Truediv => match (p.get(0, "x"), p.get(1, "y")) {
+            (Some(x), Some(y)) => tensor::truediv(interp, x, y),
+            _ => Err(missing(interp, f, "x")),
+        },
+        TfFn::SquaredDifference => {
+            let (Some(x), Some(y)) = (p.get(0, "x"), p.get(1, "y")) else { return Err(missing(interp, f, "x")) };
+            let op = tensor::Binary { op: "SquaredDifference", node: "SquaredDifference", inputs: ("x", "y"), jnp: J::Subtract };
+            let Some((a, b)) = tensor::operands(interp, &op, x, y)? else { return unknown(interp) };
+            let d = delegate(interp, J::Subtract, vec![arr(&a), arr(&b)], Vec::new())?;
+            delegate(interp, J::Square, vec![d], Vec::new())
+        }
+        TfFn::Round => {
+            let x = tensor_arg!(0, "x");
+            delegate(interp, J::Round, vec![arr(&x)], Vec::new())
+        }
+        TfFn::Gelu => {
+            let x = tensor_arg!(0, "features");
+            let approximate = match p.get(1, "approximate") {
+                Some(v) => interp.truthy(v)?,
+                None => false,
+            };
+            if !x.aval.dtype.is_floating() {
+                return unknown(interp);
+            }
+            delegate(interp, J::NnGelu, vec![arr(&x)], vec![kw("approximate", Value::Bool(approximate))])
+        }
+        TfFn::LeakyRelu => {
+            let x = tensor_arg!(0, "features");
+            let alpha = p.get(1, "alpha").cloned().unwrap_or(Value::Float(0.2));
+            if !x.aval.dtype.is_floating() {
+                return unknown(interp);
+            }
+            delegate(interp, J::NnLeakyRelu, vec![arr(&x)], vec![kw("negative_slope", alpha)])
+        }
+        TfFn::Argmax | TfFn::Argmin => {
+            let x = tensor_arg!(0, "input");
+            let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(0));
+            check_axes(interp, &axis, x.aval.ndim(), if f == TfFn::Argmax { "ArgMax" } else { "ArgMin" })?;
+            let Some(out) = dtype_of(p.get(2, "output_type")) else { return unknown(interp) };
+            let jf = if f == TfFn::Argmax { J::Argmax } else { J::Argmin };
+            let r = delegate(interp, jf, vec![arr(&x), axis], Vec::new())?;
+            cast(interp, r, out.unwrap_or(DType::I64))
+        }
+        TfFn::Cumsum | TfFn::Cumprod => {
+            let x = tensor_arg!(0, "x");
+            let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(0));
+            for (i, name) in [(2, "exclusive"), (3, "reverse")] {
+                if let Some(v) = p.get(i, name) {
+                    if interp.truthy(v)? {
+                        return unknown(interp);
+                    }
+                }
+            }
+            let jf = if f == TfFn::Cumsum { J::Cumsum } else { J::Cumprod };
+            delegate(interp, jf, vec![arr(&x), axis], vec![kw("dtype", Value::DType(x.aval.dtype))])
+        }
+        TfFn::AddN => {
+            let Some(inputs) = p.get(0, "inputs") else { return Err(missing(interp, f, "inputs")) };
+            let items = interp.iterate(inputs)?;
+            let mut total: Option<Value> = None;
+            for item in items {
+                total = Some(match total {
+                    None => item,
+                    Some(t) => tensor::apply_binary(interp, &tensor::ADD, &t, &item)?,
+                });
+            }
+            total.map_or_else(|| unknown(interp), Ok)
+        }
+        TfFn::Softmax | TfFn::LogSoftmax => {
+            let x = tensor_arg!(0, "logits");
+            let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(-1));
+            if !x.aval.dtype.is_floating() {
+                return unknown(interp);
+            }
+            let jf = if f == TfFn::Softmax { J::NnSoftmax } else { J::NnLogSoftmax };
+            delegate(interp, jf, vec![arr(&x)], vec![kw("axis", axis)])
+        }
+        TfFn::L2Normalize => {
+            let x = tensor_arg!(0, "x");
+            let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
+            if !x.aval.dtype.is_floating() {
+                return unknown(interp);
+            }
+            let squares = delegate(interp, J::Square, vec![arr(&x)], Vec::new())?;
+            let sum = delegate(interp, J::Sum, vec![squares, axis], vec![kw("keepdims", Value::Bool(true))])?;
+            let eps = Value::Array(jnp::convert(interp, &Array::scalar(1e-12, DType::F64, false), x.aval.dtype, false)?);
+            let floor = delegate(interp, J::Maximum, vec![sum, eps], Vec::new())?;
+            let scale = delegate(interp, J::LaxRsqrt, vec![floor], Vec::new())?;
+            delegate(interp, J::Multiply, vec![arr(&x), scale], Vec::new())
+        }
+        TfFn::SparseSoftmaxCrossEntropyWithLogits => {
+            let labels = tensor_arg!(0, "labels");
+            let logits = tensor_arg!(1, "logits");
+            sparse_softmax_cross_entropy(interp, &labels, &logits)
+        }
+        TfFn::RandomNormal | TfFn::RandomUniform | TfFn::TruncatedNormal => {
+            let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
+            let dims: Vec<usize> = interp.iterate(&shape)?.iter().filter_map(crate::interp::ops::as_int).map(|d| d as usize).collect();
+            let dtype_at = if f == TfFn::RandomUniform { 3 } else { 3 };
+            let Some(dtype) = dtype_of(p.get(dtype_at, "dtype")) else { return unknown(interp) };
+            let dtype = dtype.unwrap_or(DType::F32);
+            if !dtype.is_floating() {
+                return unknown(interp);
+            }
+            let name = match f {
+                TfFn::RandomNormal => "RandomStandardNormal",
+                TfFn::RandomUniform => "RandomUniform",
+                _ => "TruncatedNormal",
+            };
+            random_tensor(interp, name, crate::jax::aval::Aval::new(&dims, dtype))
+        }
+        TfFn::SoftmaxCrossEntropyWithLogits => {
+            let labels = tensor_arg!(0, "labels");
+            let logits = tensor_arg!(1, "logits");
+            if labels.aval != logits.aval || !logits.aval.dtype.is_floating() || logits.aval.ndim() == 0 {
+                return unknown(interp);
+            }
+            let log_p = delegate(interp, J::NnLogSoftmax, vec![arr(&logits)], vec![kw("axis", Value::Int(-1))])?;
+            let prod = delegate(interp, J::Multiply, vec![arr(&labels), log_p], Vec::new())?;
+            let sum = delegate(interp, J::Sum, vec![prod, Value::Int(-1)], Vec::new())?;
+            delegate(interp, J::Negative, vec![sum], Vec::new())
+        }
+        _ => super::ops_shape::call(interp, f, p),
+    }
+}
+
+/// A random tensor of a known aval whose values are not modelled: an op of the graph inside
+/// a `tf.function`, an array of unknown values eagerly.
+fn random_tensor(interp: &mut Interp, op: &'static str, aval: crate::jax::aval::Aval) -> PyResult<Value> {
+    if interp.jax.staging_depth() > 0 {
+        let t = crate::jax::bind1(interp, crate::jax::ir::Prim::Opaque(op), &[], aval)?;
+        return Ok(tensor::mark(Value::Array(t)));
+    }
+    let a = Array::unknown(aval, "a TensorFlow random draw (its values are not modelled)");
+    a.tf.set(true);
+    Ok(Value::Array(a))
+}
+
+/// `tf.cast(x, dtype)` of a result that may be unknown.
+pub fn cast(interp: &mut Interp, v: Value, d: DType) -> PyResult<Value> {
+    match v {
+        Value::Array(a) => Ok(tensor::mark(Value::Array(jnp::convert(interp, &a, d, false)?))),
+        other => Ok(other),
+    }
+}
+
+/// `tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)`: `-log_softmax(logits)`
+/// at each label, of the labels' shape.
+fn sparse_softmax_cross_entropy(interp: &mut Interp, labels: &Rc<Array>, logits: &Rc<Array>) -> PyResult<Value> {
+    let (ls, gs) = (&labels.aval.shape, &logits.aval.shape);
+    if gs.is_empty() || ls.len() + 1 != gs.len() || ls[..] != gs[..gs.len() - 1] {
+        if ls.len() + 1 == gs.len() {
+            let msg = format!(
+                "`labels.shape` must equal `logits.shape` except for the last dimension. Received: labels.shape={} and logits.shape={}",
+                crate::jax::aval::shape_tuple(ls),
+                crate::jax::aval::shape_tuple(gs)
+            );
+            return Err(interp.raise("ValueError", crate::diagnostics::Code::ShapeMismatch, msg));
+        }
+        return Ok(unknown_tensor(interp, "a cross entropy of labels and logits of other ranks"));
+    }
+    if !labels.aval.dtype.is_integer() || !logits.aval.dtype.is_floating() {
+        return Ok(unknown_tensor(interp, "a cross entropy of labels or logits of another dtype"));
+    }
+    let classes = gs[gs.len() - 1] as i64;
+    let log_p = delegate(interp, J::NnLogSoftmax, vec![arr(logits)], vec![kw("axis", Value::Int(-1))])?;
+    let picks = delegate(interp, J::NnOneHot, vec![arr(labels), Value::Int(classes)], vec![kw("dtype", Value::DType(logits.aval.dtype))])?;
+    let prod = delegate(interp, J::Multiply, vec![picks, log_p], Vec::new())?;
+    let sum = delegate(interp, J::Sum, vec![prod, Value::Int(-1)], Vec::new())?;
+    delegate(interp, J::Negative, vec![sum], Vec::new())
+}
+
+/// The first `n` tensors of a list argument (`tf.concat(values, axis)`), `None` when one is
+/// not known.
+pub fn tensor_list(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array>>>> {
+    let mut out = Vec::new();
+    for item in interp.iterate(v)? {
+        match to_tensor(interp, &item, out.first().map(|a: &Rc<Array>| a.aval.dtype))? {
+            Some(t) => out.push(t),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+pub fn dims_error(interp: &Interp, a: &[usize], b: &[usize], axis: usize, dim: usize) -> crate::interp::Flow {
+    errors::concat_mismatch(interp, a, b, axis, dim)
+}

@@ -1,0 +1,251 @@
+//! `cargo xtask tf-conformance`: every TensorFlow fixture (`tests/fixtures/tf/`) under real
+//! TensorFlow and under tracelens, compared exactly as the JAX fixtures are
+//! (`compare.rs`). TensorFlow is imported once and each fixture runs in a process forked from
+//! it (`tests/conformance/tf_oracle.py`), so the suite pays TensorFlow's two-second import once.
+
+use crate::compare::{check_fixture, compare_with_tracelens, FixtureFolder};
+use crate::conformance::{
+    build_tracelens, discover, load_known_gaps, relative_name, target_dir, workspace_root, FixtureResult, Suite, Verdict,
+};
+use crate::model::OracleReport;
+use crate::process::run_with_limit;
+use crate::runners::Tracelens;
+use crate::sha256::sha256_hex;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const TF_PACKAGE: &str = "tensorflow-cpu==2.21.0";
+pub const TF_VERSION: &str = "2.21.0";
+pub const INTERPRETER_ENV: &str = "TRACELENS_TF_PYTHON";
+
+pub struct Options {
+    pub filter: Option<String>,
+    pub jobs: usize,
+    pub oracle_only: bool,
+    pub read_cache: bool,
+}
+
+pub fn run(options: Options) -> Result<bool, String> {
+    let started = Instant::now();
+    let root = workspace_root();
+    let target = target_dir(&root);
+    let fixtures_root = root.join("tests").join("fixtures");
+    let conformance_dir = root.join("tests").join("conformance");
+    let mut fixtures = discover(&fixtures_root.join("tf"))?;
+    if let Some(filter) = &options.filter {
+        fixtures.retain(|p| relative_name(&fixtures_root, p).contains(filter.as_str()));
+    }
+    // Programs under tf/run/ are compared by their output (`tracelens run` against `python`).
+    let (run_programs, fixtures): (Vec<PathBuf>, Vec<PathBuf>) =
+        fixtures.into_iter().partition(|p| relative_name(&fixtures_root, p).starts_with("tf/run/"));
+    let gaps = load_known_gaps(&conformance_dir.join("known-gaps.txt"))?;
+    let python = resolve_python(&target)?;
+    let surface_ok = options.filter.is_some() || check_surface(&python, &root)?;
+
+    // The oracle: what is not cached runs in one TensorFlow process.
+    let script = conformance_dir.join("tf_oracle.py");
+    let mut script_bytes = fs::read(&script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    script_bytes.extend(fs::read(conformance_dir.join("oracle.py")).unwrap_or_default());
+    let cache_dir = target.join("conformance-cache").join("tf");
+    fs::create_dir_all(&cache_dir).map_err(|e| format!("cannot create {}: {e}", cache_dir.display()))?;
+    let cache_file = |fixture: &Path| -> PathBuf {
+        let mut key = fs::read(fixture).unwrap_or_default();
+        key.push(0);
+        key.extend_from_slice(&script_bytes);
+        key.extend_from_slice(TF_PACKAGE.as_bytes());
+        cache_dir.join(format!("{}.json", sha256_hex(&key)))
+    };
+    let missing: Vec<&PathBuf> = fixtures.iter().filter(|f| !options.read_cache || !cache_file(f).is_file()).collect();
+    let oracle_started = Instant::now();
+    if !missing.is_empty() {
+        let out_dir = target.join("tf-oracle-out");
+        let _ = fs::remove_dir_all(&out_dir);
+        eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION}", missing.len());
+        let mut command = Command::new(&python);
+        command.arg(&script).arg(&out_dir).args(&missing).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+        let limit = Duration::from_secs(120 + 60 * missing.len() as u64);
+        let finished = run_with_limit(command, limit).map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if finished.status != Some(0) {
+            return Err(format!("the TensorFlow oracle {}", finished.describe_failure()));
+        }
+        for fixture in &missing {
+            let name = fixture.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "__") + ".json";
+            let produced = out_dir.join(name);
+            if produced.is_file() {
+                fs::copy(&produced, cache_file(fixture)).map_err(|e| format!("cannot cache {}: {e}", produced.display()))?;
+            }
+        }
+    }
+    let oracle_seconds = oracle_started.elapsed().as_secs_f64();
+    let tracelens =
+        if options.oracle_only { None } else { Some(Tracelens { binary: build_tracelens(&root, &target)?, working_dir: root.clone() }) };
+
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<FixtureResult>>> = Mutex::new((0..fixtures.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1).min(fixtures.len().max(1)) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                let Some(path) = fixtures.get(index) else { break };
+                let name = relative_name(&fixtures_root, path);
+                let gap = gaps.get(&name).cloned();
+                let result = compare_one(path, name, gap, &cache_file(path), tracelens.as_ref());
+                eprintln!("[{:>3}/{}] {:<13} {}", index + 1, fixtures.len(), result.verdict.label(), result.name);
+                if let Ok(mut slots) = slots.lock() {
+                    slots[index] = Some(result);
+                }
+            });
+        }
+    });
+    let results: Vec<FixtureResult> =
+        slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
+    let suite = Suite {
+        results,
+        oracle_only: options.oracle_only,
+        jobs: options.jobs,
+        elapsed_seconds: started.elapsed().as_secs_f64(),
+        stale_gaps: Vec::new(),
+        oracle_name: "TensorFlow",
+    };
+    print!("{}", crate::report::render(&suite));
+    let mut run_ok = true;
+    if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
+        let run = crate::run_suite::check(
+            &run_programs,
+            &fixtures_root,
+            &t.binary,
+            &python,
+            &target.join("conformance-cache").join("tf-run"),
+            &gaps,
+        );
+        print!("{}", run.render());
+        run_ok = !run.failed();
+    }
+    println!(
+        "TensorFlow oracle: {oracle_seconds:.1} s for {} fixtures not cached; whole step {:.1} s",
+        missing.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(surface_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+}
+
+fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {
+    // `tf/errors/x.py` is compared by the rules of `errors/`.
+    let folder = FixtureFolder::of(Path::new(name.strip_prefix("tf/").unwrap_or(&name)));
+    let mut result = FixtureResult {
+        name,
+        folder,
+        verdict: Verdict::Pass,
+        problems: Vec::new(),
+        gap_reason: gap,
+        oracle: None,
+        oracle_raw: serde_json::Value::Null,
+        oracle_seconds: 0.0,
+        oracle_cached: true,
+        tracelens: None,
+        check_raw: serde_json::Value::Null,
+        trace_raw: serde_json::Value::Null,
+        tracelens_seconds: 0.0,
+    };
+    let raw: Option<serde_json::Value> = fs::read(cached).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let report =
+        match raw.as_ref().map(|r| (r.get("oracle_error").and_then(|e| e.as_str()), serde_json::from_value::<OracleReport>(r.clone()))) {
+            Some((None, Ok(report))) => report,
+            Some((Some(error), _)) => return failed(result, format!("oracle crashed:\n{}", crate::process::tail(error, 12))),
+            Some((None, Err(e))) => return failed(result, format!("oracle JSON has an unexpected shape: {e}")),
+            None => return failed(result, "the oracle wrote no result".to_string()),
+        };
+    result.oracle_seconds = raw.as_ref().and_then(|r| r.get("run_seconds")).and_then(|s| s.as_f64()).unwrap_or(0.0);
+    result.oracle_raw = raw.unwrap_or_default();
+    let fixture_problems = check_fixture(&report, folder);
+    if let Some(t) = tracelens {
+        let run = t.run(path);
+        result.tracelens_seconds = run.seconds;
+        let mismatches = compare_with_tracelens(&report, &run.report);
+        result.check_raw = run.check_raw;
+        result.trace_raw = run.trace_raw;
+        result.tracelens = Some(run.report);
+        result.verdict = match (fixture_problems.is_empty(), mismatches.is_empty(), result.gap_reason.is_some()) {
+            (false, _, _) => Verdict::FixtureWrong,
+            (true, true, false) => Verdict::Pass,
+            (true, true, true) => Verdict::NowPasses,
+            (true, false, false) => Verdict::Fail,
+            (true, false, true) => Verdict::KnownGap,
+        };
+        result.problems = fixture_problems;
+        result.problems.extend(mismatches);
+        if result.verdict == Verdict::NowPasses {
+            result.problems.push("now passes: remove it from known-gaps.txt".to_string());
+        }
+    } else {
+        result.verdict = if fixture_problems.is_empty() { Verdict::Pass } else { Verdict::FixtureWrong };
+        result.problems = fixture_problems;
+    }
+    result.oracle = Some(report);
+    result
+}
+
+fn failed(mut result: FixtureResult, why: String) -> FixtureResult {
+    result.verdict = Verdict::OracleFailed;
+    result.problems.push(why);
+    result
+}
+
+/// `$TRACELENS_TF_PYTHON` if set, else `target/tf-venv`, created with `tensorflow-cpu`
+/// pinned on first use.
+fn resolve_python(target: &Path) -> Result<PathBuf, String> {
+    if let Some(python) = std::env::var_os(INTERPRETER_ENV) {
+        let python = PathBuf::from(python);
+        return match tf_version(&python) {
+            Some(v) if v == TF_VERSION => Ok(python),
+            Some(v) => Err(format!("{INTERPRETER_ENV}={} has tensorflow {v}, the suite needs {TF_VERSION}", python.display())),
+            None => Err(format!("{INTERPRETER_ENV}={} cannot import tensorflow", python.display())),
+        };
+    }
+    let venv = target.join("tf-venv");
+    let python = venv.join("bin").join("python");
+    if python.exists() && tf_version(&python).as_deref() == Some(TF_VERSION) {
+        return Ok(python);
+    }
+    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string());
+    eprintln!("tf-conformance: creating {} with {base} and installing {TF_PACKAGE}", venv.display());
+    if !python.exists() {
+        let status = Command::new(&base).args(["-m", "venv"]).arg(&venv).status().map_err(|e| format!("cannot run {base}: {e}"))?;
+        if !status.success() {
+            return Err(format!("`{base} -m venv {}` failed", venv.display()));
+        }
+    }
+    let status = Command::new(&python)
+        .args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet", TF_PACKAGE])
+        .status()
+        .map_err(|e| format!("cannot run pip in {}: {e}", venv.display()))?;
+    if !status.success() {
+        return Err(format!("`pip install {TF_PACKAGE}` failed"));
+    }
+    match tf_version(&python) {
+        Some(v) if v == TF_VERSION => Ok(python),
+        _ => Err(format!("installed {TF_PACKAGE} into {}, but it cannot import tensorflow {TF_VERSION}", venv.display())),
+    }
+}
+
+fn tf_version(python: &Path) -> Option<String> {
+    let mut command = Command::new(python);
+    command.args(["-c", "import importlib.metadata as m; print(m.version('tensorflow-cpu'))"]);
+    let finished = run_with_limit(command, Duration::from_secs(60)).ok()?;
+    (finished.status == Some(0)).then(|| finished.stdout.trim().to_string())
+}
+
+/// `tests/conformance/tf_surface_check.py`: every row of `tracer-core/src/tf/surface.rs`
+/// names a function real TensorFlow has, in each module the row says.
+fn check_surface(python: &Path, root: &Path) -> Result<bool, String> {
+    let mut command = Command::new(python);
+    command.arg(root.join("tests/conformance/tf_surface_check.py")).arg(root.join("tracer-core/src/tf/surface.rs"));
+    command.env("TF_CPP_MIN_LOG_LEVEL", "3");
+    let finished = run_with_limit(command, Duration::from_secs(300)).map_err(|e| format!("cannot run the surface check: {e}"))?;
+    print!("{}", finished.stdout);
+    Ok(finished.status == Some(0))
+}
