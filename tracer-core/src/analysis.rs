@@ -10,6 +10,7 @@ use crate::interp::{Budgets, Interp, Site, SourceLoader};
 use crate::jax::TraceKind;
 use crate::syntax::ast::Span;
 
+pub mod graph;
 mod oracle;
 pub use oracle::Engine;
 
@@ -26,6 +27,8 @@ pub struct AnalysisConfig {
     /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
     /// and an editor shows one only on request.
     pub skip_jaxpr_text: bool,
+    /// Fill `Trace::graph`: each trace's jaxpr as a dataflow graph (`trace --format dot`).
+    pub trace_graphs: bool,
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
@@ -53,14 +56,24 @@ pub struct Location {
     pub span: Span,
 }
 
+/// A value the analysis saw at a place of the user's code (hover, inlay hints, `revealed`).
 #[derive(Clone, Debug)]
 pub struct TracedValue {
     pub location: Location,
+    /// The name or expression as written (`x`, `self.w`, `params["w1"]`).
     pub name: String,
+    /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`.
     pub aval: String,
     /// An assignment target (shown as an inlay hint) rather than a use of the name.
     pub assigned: bool,
+    pub kind: SiteKind,
+    /// The aval is a pytree's leaves.
+    pub pytree: bool,
+    /// A small concrete array's value as NumPy prints it, when the analysis computed it.
+    pub preview: Option<String>,
 }
+
+pub use crate::interp::seen::SiteKind;
 
 #[derive(Clone, Debug)]
 pub struct Trace {
@@ -72,6 +85,8 @@ pub struct Trace {
     /// How the analysis reached this trace (`called`, `annotations`, `unknown arguments`).
     pub route: &'static str,
     pub jaxpr: String,
+    /// The jaxpr as a dataflow graph, when `AnalysisConfig::trace_graphs` asked for it.
+    pub graph: Option<graph::TraceGraph>,
     pub values: Vec<TracedValue>,
 }
 
@@ -87,6 +102,9 @@ pub struct TracedFunction {
 pub struct FileAnalysis {
     pub diagnostics: Vec<LocatedDiagnostic>,
     pub functions: Vec<TracedFunction>,
+    /// Values seen outside any trace (module level, code no transformation traced):
+    /// concrete arrays and pytrees of them, a few per place.
+    pub values: Vec<TracedValue>,
     pub stdout: String,
     /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
     pub stops: Vec<(Option<Location>, String)>,
@@ -359,7 +377,8 @@ fn analyze_remembering(
     }
     deliver.analysis(FileAnalysis {
         diagnostics: located,
-        functions: collect_functions(&interp, !config.skip_jaxpr_text),
+        functions: collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs),
+        values: collect_concrete_values(&interp),
         stdout: interp.stdout.clone(),
         stops,
         ir_problems,
@@ -570,7 +589,7 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
 }
 
-fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
+fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
     let mut out: Vec<TracedFunction> = Vec::new();
     let locator = Locator::new(interp);
     // Each value belongs to its trace and to every trace around it.
@@ -599,7 +618,15 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         let values = values_by_record[index]
             .iter()
             .map(|&v| &interp.jax.values[v])
-            .map(|v| TracedValue { location: locator.locate(v.site), name: v.name.clone(), aval: v.aval.short(), assigned: v.assigned })
+            .map(|v| TracedValue {
+                location: locator.locate(v.site),
+                name: v.name.clone(),
+                aval: v.shown.text(),
+                assigned: v.assigned(),
+                kind: v.kind,
+                pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+                preview: None,
+            })
             .collect();
         let trace = Trace {
             call: rec.call_site.map(|s| locator.locate(s)),
@@ -608,6 +635,11 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
             cause: rec.cause.clone(),
             route: rec.route.label(),
             jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),
+            graph: rec
+                .jaxpr
+                .as_ref()
+                .filter(|_| graphs)
+                .map(|j| graph::TraceGraph::of(j, &rec.arg_names, &mut |e| e.site.map(|s| locator.locate(s)))),
             values,
         };
         match out.iter_mut().find(|f| {
@@ -618,6 +650,24 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         }
     }
     out
+}
+
+fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
+    let locator = Locator::new(interp);
+    interp
+        .seen
+        .concrete
+        .iter()
+        .map(|v| TracedValue {
+            location: locator.locate(v.site),
+            name: v.name.to_string(),
+            aval: v.shown.text(),
+            assigned: v.kind == SiteKind::Assigned,
+            kind: v.kind,
+            pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+            preview: v.preview.clone(),
+        })
+        .collect()
 }
 
 /// Punctuation marks and line breaks in `text`: a cheap bound on its tokens, for the parse budget.

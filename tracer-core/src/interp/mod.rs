@@ -13,6 +13,7 @@ pub mod modules;
 pub mod ops;
 mod print_args;
 pub mod pyrandom;
+pub mod seen;
 pub mod shims;
 pub mod stdlib;
 pub mod value;
@@ -236,6 +237,8 @@ pub struct Interp<'l> {
     pub went_past: u64,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: crate::entry_hooks::EntryState,
+    /// Values seen outside any trace, for hover (`seen.rs`).
+    pub seen: seen::Seen,
 }
 
 impl Drop for Interp<'_> {
@@ -366,6 +369,7 @@ impl<'l> Interp<'l> {
             conditional_from: None,
             went_past: 0,
             entry_state: Default::default(),
+            seen: Default::default(),
         }
     }
 
