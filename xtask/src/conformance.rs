@@ -262,7 +262,7 @@ fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &O
 
 /// A copy of oracle.py named after its hash, so that an edit during a run neither mixes two
 /// versions nor caches one version's results under the other's name.
-fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
+pub(crate) fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
     let bytes = fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
     let copy = cache_dir.join(format!("oracle-{}.py", &sha256_hex(&bytes)[..16]));
     if !copy.is_file() {
@@ -292,7 +292,7 @@ pub(crate) fn build_tracelens(root: &Path, target_dir: &Path) -> Result<PathBuf,
     Ok(target_dir.join("release").join("tracelens"))
 }
 
-fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn discover(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
@@ -340,7 +340,7 @@ fn load_known_gaps(file: &Path) -> Result<BTreeMap<String, String>, String> {
     }
 }
 
-fn relative_name(base: &Path, path: &Path) -> String {
+pub(crate) fn relative_name(base: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(base).unwrap_or(path);
     relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
