@@ -376,22 +376,22 @@ await step('"tracelens: Show trace graph" draws the traced computation; a click 
   const svg = frame.locator('#graph svg').first();
   await svg.waitFor({ state: 'visible', timeout: 20_000 });
   const text = (await svg.textContent()) ?? '';
-  for (const needle of ['jit(layer)', 'trace 2 of 2', 'retraced', 'dot_general', 'tanh', 'reduce_sum', 'f32[3,8]', 'f32[5,8]', 'jit(project)']) {
+  for (const needle of ['jit(layer)', 'trace 2 of 2', 'retraced', 'dot_general', 'tanh', 'reduce_sum', 'f32[3,8]', 'f32[5,8]']) {
     expect(text.includes(needle), `trace graph has no "${needle}":\n${text.slice(0, 600)}`);
   }
   const nodes = await frame.locator('#graph svg g.node').count();
   expect(nodes >= 10, `trace graph has only ${nodes} nodes`);
   await page.mouse.move(5, 400);
   await shot('05-trace-graph.png');
-  // An equation of `h = jnp.tanh(x @ w)` in project (line 14): its node links to `line:14`.
-  await frame.locator('#graph svg g.node', { hasText: 'line 14' }).first().click();
+  // An equation of `return h.sum()` in layer (line 9): its node links to `line:9`.
+  await frame.locator('#graph svg g.node', { hasText: 'line 9' }).first().click();
   await page.waitForFunction(
-    () => (document.querySelector('[id="status.editor.selection"]')?.textContent ?? '').includes('Ln 14,'),
+    () => (document.querySelector('[id="status.editor.selection"]')?.textContent ?? '').includes('Ln 9,'),
     null,
     { timeout: 10_000 },
   ).catch(async () => {
     const at = await cursorPosition();
-    throw new Error(`a click on a line-14 node left the cursor at ${at.line}:${at.column}`);
+    throw new Error(`a click on a line-9 node left the cursor at ${at.line}:${at.column}`);
   });
   await waitForEditorFocus('model.py');
   await page.locator('.tabs-container .tab', { hasText: 'Trace graph' }).first().click();
