@@ -372,7 +372,7 @@ pub fn reproducer_text_with(
 ) -> Result<String, String> {
     // An error at that line, else one raised in a module the file imports, under a call made
     // at that line (the innermost such call first).
-    let found = analysis.reproducers.iter().find(|r| r.path == path && r.line == line).or_else(|| {
+    let found = analysis.reproducers.iter().find(|r| r.path == path && r.is_at(line)).or_else(|| {
         let mut under: Vec<&tracer_core::analysis::Reproducer> = analysis.reproducers.iter().filter(|r| r.via.contains(&line)).collect();
         under.sort_by_key(|r| r.via.iter().rev().position(|l| *l == line));
         under.first().copied()

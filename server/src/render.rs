@@ -92,6 +92,7 @@ fn findings_frames_with(findings: &[Finding], color: bool, stdin: Option<(&str, 
         let excerpt_start: usize = lines.iter().take(first_line).map(|l| l.len()).sum();
         let start = (f.location.span.start as usize).saturating_sub(excerpt_start).min(excerpt.len());
         let end = (f.location.span.end as usize).saturating_sub(excerpt_start).clamp(start, excerpt.len().max(start));
+        let (excerpt, start, end) = clip_excerpt(&excerpt, start, end);
         let level = match f.severity {
             Severity::Error => Level::ERROR,
             Severity::Warning => Level::WARNING,
@@ -118,6 +119,43 @@ fn findings_frames_with(findings: &[Finding], color: bool, stdin: Option<(&str, 
         let _ = writeln!(out, "{}\n", renderer.render(&[group]));
     }
     out
+}
+
+/// Longest excerpt line shown whole; a longer one shows a window around the finding.
+const WIDEST_LINE: usize = 240;
+/// Most lines of an excerpt; a finding over more shows its first line.
+const MOST_LINES: usize = 12;
+
+/// The part of `excerpt` a terminal shows for the span `start..end` (byte offsets in it),
+/// with the span's offsets in that part: a 10 MB line or a whole module is never drawn.
+fn clip_excerpt(excerpt: &str, start: usize, end: usize) -> (String, usize, usize) {
+    let mut excerpt = excerpt;
+    let mut end = end;
+    if excerpt.lines().count() > MOST_LINES {
+        let first = excerpt.split_inclusive('\n').next().unwrap_or("");
+        excerpt = first;
+        end = end.min(first.trim_end_matches(['\n', '\r']).len()).max(start.min(first.len()));
+    }
+    if excerpt.lines().all(|l| l.len() <= WIDEST_LINE) {
+        return (excerpt.to_string(), start, end);
+    }
+    // A window of the span's first line: a little before the span, and at most the widest.
+    let line_start = excerpt[..start.min(excerpt.len())].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = excerpt[line_start..].find('\n').map_or(excerpt.len(), |i| line_start + i);
+    let floor = |mut i: usize| {
+        while !excerpt.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let from = floor(start.saturating_sub(WIDEST_LINE / 4).max(line_start));
+    let to = floor((from + WIDEST_LINE).min(line_end));
+    let (before, after) = (if from > line_start { "…" } else { "" }, if to < line_end { "…" } else { "" });
+    let shown = format!("{before}{}{after}", &excerpt[from..to]);
+    let shown_len = shown.len();
+    let shift = |i: usize| (i.clamp(from, to) - from + before.len()).min(shown_len);
+    let (start, end) = (shift(start), shift(end.max(start)));
+    (shown, start, end)
 }
 
 /// GitHub Actions workflow commands, one a finding: `::error file=F,line=L,col=C,endLine=..,

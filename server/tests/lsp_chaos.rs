@@ -4,6 +4,9 @@
 //! fixed seeds it asserts what a user relies on: the server never dies, every request gets
 //! exactly one answer, a notification never gets one, every malformed frame gets its JSON-RPC
 //! error, and each document's final diagnostics equal `tracelens check` on its final text.
+//!
+//! `TRACELENS_CHAOS_SEED=S cargo test -p tracelens --test lsp_chaos` runs seeds S, S+1 and
+//! S+2 instead of 1, 2 and 3 (an even seed negotiates UTF-8 positions, an odd one UTF-16).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -301,6 +304,7 @@ fn chaos(seed: u64) -> (usize, usize, usize) {
     ];
     let (mut edits, mut requests, mut malformed) = (0, 0, 0);
     let mut empty_expected: Vec<(i64, String)> = Vec::new();
+    let mut invalid_params: Vec<i64> = Vec::new();
     let mut held: Option<(usize, i64, Value)> = None;
     for step in 0..1450 {
         let roll = rng.below(100);
@@ -340,10 +344,12 @@ fn chaos(seed: u64) -> (usize, usize, usize) {
                 apply(&mut texts[d], range, &new, utf8);
                 c.notify("textDocument/didChange", params);
             } else if rng.below(8) == 0 {
-                // A stale version (long superseded) that the server must ignore, then the real one.
+                // A stale version (superseded, long ago or just now) that the server must
+                // ignore, then the real one.
+                let stale = 1 + rng.below(versions[d].max(2) as usize - 1) as i64;
                 c.notify(
                     "textDocument/didChange",
-                    json!({"textDocument": {"uri": uris[d], "version": 1}, "contentChanges": [{"text": "stale"}]}),
+                    json!({"textDocument": {"uri": uris[d], "version": stale}, "contentChanges": [{"text": "stale"}]}),
                 );
                 c.notify("textDocument/didChange", params);
             } else if held.is_none() && rng.below(6) == 0 {
@@ -376,6 +382,17 @@ fn chaos(seed: u64) -> (usize, usize, usize) {
             if unknown.contains(&target.as_str()) {
                 empty_expected.push((id, target));
             }
+        } else if roll < 90 {
+            // Well-formed JSON-RPC with params of the wrong shape: -32602 for a request;
+            // a notification about a document that is not open changes nothing.
+            let id = c.request("textDocument/hover", json!({"textDocument": 5, "position": "here"}));
+            requests += 1;
+            invalid_params.push(id);
+            c.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": *rng.pick(&unknown), "version": 7}, "contentChanges": [{"text": "x = 1\n"}]}),
+            );
+            c.notify("textDocument/didClose", json!({"textDocument": {"uri": *rng.pick(&unknown)}}));
         } else if roll < 93 {
             let (body, code) = *rng.pick(MALFORMED);
             c.write(body);
@@ -450,7 +467,15 @@ fn chaos(seed: u64) -> (usize, usize, usize) {
             assert!(answer.get("error").is_none() && (result.is_null() || result == &json!([])), "seed {seed}: {target}: {answer}");
         }
     }
-    let errors: Vec<&Value> = c.answers.values().filter(|a| a.get("error").is_some() && a["error"]["code"] != -32601).collect();
+    for id in &invalid_params {
+        assert_eq!(c.answers[id]["error"]["code"], -32602, "seed {seed}: {}", c.answers[id]);
+    }
+    let errors: Vec<&Value> = c
+        .answers
+        .iter()
+        .filter(|(id, a)| a.get("error").is_some() && a["error"]["code"] != -32601 && !invalid_params.contains(id))
+        .map(|(_, a)| a)
+        .collect();
     assert!(errors.is_empty(), "seed {seed}: requests answered with errors: {errors:?}");
     assert_eq!(c.got_null, c.expected_null, "seed {seed}: the id-null errors (by code) for the malformed frames");
     assert!(c.violations.is_empty(), "seed {seed}: {:?}", c.violations);
@@ -507,20 +532,29 @@ fn chaos(seed: u64) -> (usize, usize, usize) {
     (edits, requests, malformed)
 }
 
-#[test]
-fn the_server_survives_a_chaos_client_seed_1() {
-    let (e, r, m) = chaos(1);
-    eprintln!("seed 1: {e} edits, {r} requests, {m} malformed frames");
+/// The `k`-th seed of this run: `TRACELENS_CHAOS_SEED + k`, or `1 + k`.
+fn seed(k: u64) -> u64 {
+    let first = std::env::var("TRACELENS_CHAOS_SEED").ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(1);
+    first.wrapping_add(k)
+}
+
+fn chaos_and_report(k: u64) {
+    let seed = seed(k);
+    let (e, r, m) = chaos(seed);
+    eprintln!("seed {seed}: {e} edits, {r} requests, {m} malformed frames; the server lived, every request answered");
 }
 
 #[test]
-fn the_server_survives_a_chaos_client_seed_2() {
-    let (e, r, m) = chaos(2);
-    eprintln!("seed 2: {e} edits, {r} requests, {m} malformed frames");
+fn the_server_survives_a_chaos_client_first_seed() {
+    chaos_and_report(0);
 }
 
 #[test]
-fn the_server_survives_a_chaos_client_seed_3() {
-    let (e, r, m) = chaos(3);
-    eprintln!("seed 3: {e} edits, {r} requests, {m} malformed frames");
+fn the_server_survives_a_chaos_client_second_seed() {
+    chaos_and_report(1);
+}
+
+#[test]
+fn the_server_survives_a_chaos_client_third_seed() {
+    chaos_and_report(2);
 }

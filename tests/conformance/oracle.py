@@ -20,6 +20,9 @@ How each field is observed:
   the fixture, returns a thin recorder around the real jitted object that logs each call's
   line and output avals and forwards everything else.
 - `revealed` and `line_hits`: `sys.settrace`, with line events only in the fixture's frames.
+- `symbolic`: for each `# tracelens: trace f(f32[b,n])` comment, the outcome of exporting
+  `f` with symbolic shapes (`trace_symbolically`): `ok`, `error` (then also the fixture's
+  exception) or `inconclusive` (JAX's answer depends on the sizes).
 """
 
 import ast
@@ -40,7 +43,29 @@ import types
 ANNOTATION = re.compile(r"#\s*(error|warning|revealed|traces):")
 ERROR_BODY = re.compile(r'^(TL\d{3})\s+([A-Za-z_][A-Za-z0-9_.]*)(?:\s+"(.*)")?\s*$')
 WARNING_BODY = re.compile(r'^(TL\d{3})(?:\s+"(.*)")?\s*$')
-AVAL = re.compile(r"^~?[a-z][a-z0-9<>_]*\[[0-9,]*\]$")
+AVAL = re.compile(r"^~?[a-z][a-z0-9<>_]*\[[A-Za-z0-9_,*+ -]*\]$")
+TRACE_COMMENT = re.compile(r"#\s*tracelens: trace ([A-Za-z_][A-Za-z0-9_]*)\((.*)\)\s*$", re.MULTILINE)
+AVAL_SPEC = re.compile(r"^(~?)([a-z][a-z0-9]*)\[(.*)\]$")
+SHORT_DTYPES = {
+    "f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64",
+    "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "u32": "uint32", "bool": "bool",
+}
+
+
+def split_top_level(text):
+    """`f32[b,4], i32[]` -> ["f32[b,4]", "i32[]"]."""
+    parts, depth, current = [], 0, ""
+    for c in text:
+        depth += c == "["
+        depth -= c == "]"
+        if c == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += c
+    if current.strip():
+        parts.append(current.strip())
+    return parts
 
 
 def main():
@@ -123,6 +148,7 @@ class Oracle:
         self.open_traces = {}
         self.pending_causes = {}
         self.equinox_pending = []
+        self.symbolic = []
 
     def run(self):
         import jax
@@ -147,8 +173,9 @@ class Oracle:
             with contextlib.redirect_stdout(stdout):
                 import runpy
 
-                runpy.run_path(self.fixture, run_name="__main__")
+                module_globals = runpy.run_path(self.fixture, run_name="__main__")
                 jax.effects_barrier()
+                self.trace_symbolically(module_globals)
         except SystemExit as e:
             if e.code not in (None, 0):
                 exception = self.describe_exception(e)
@@ -176,7 +203,69 @@ class Oracle:
             },
             "stdout": stdout.getvalue(),
             "run_seconds": round(elapsed, 4),
+            "symbolic": self.symbolic,
         }
+
+    def trace_symbolically(self, module_globals):
+        """Each `# tracelens: trace f(f32[b,4], ...)` comment: `f` exported with `jax.export`
+        and symbolic shapes (one scope for the whole fixture), as tracelens traces it from the
+        comment. An error JAX raises there holds for every size of the named dimensions; it is
+        then raised again with sizes for the names (tracelens' first instantiation: primes
+        from 11 up that the file does not write), which gives the fixture's exception with the
+        class and message a user's call would see, and must come from the same line.
+        `InconclusiveDimensionOperation` means the outcome depends on the sizes: tracelens says
+        nothing then, and it is recorded in `symbolic` only."""
+        from jax import export
+        from jax._src import util as jax_util
+
+        scope = export.SymbolicScope()
+        literals = {int(run) for run in re.findall(r"[0-9]+", self.source)}
+        sizes = {}
+
+        def size_of(name):
+            if name not in sizes:
+                n = 11
+                while n in literals or n in sizes.values() or any(n % d == 0 for d in range(2, int(n**0.5) + 1)):
+                    n += 1
+                sizes[name] = n
+            return sizes[name]
+
+        for match in TRACE_COMMENT.finditer(self.source):
+            name, args = match.group(1), split_top_level(match.group(2))
+            symbolic, concrete = [], []
+            for arg in args:
+                m = AVAL_SPEC.match(arg.strip())
+                dtype, dims, weak = SHORT_DTYPES[m.group(2)], m.group(3).strip(), bool(m.group(1))
+                shape = export.symbolic_shape(dims, scope=scope) if dims else ()
+                symbolic.append(self.jax.ShapeDtypeStruct(shape, dtype, weak_type=weak))
+                sized = [int(d) if d.strip().isdigit() else size_of(d.strip()) for d in dims.split(",")] if dims else []
+                concrete.append(self.jax.ShapeDtypeStruct(tuple(sized), dtype, weak_type=weak))
+            outcome = {"function": name, "args": args}
+            self.symbolic.append(outcome)
+            fun = module_globals[name]
+            try:
+                export.export(self.real_jit(fun))(*symbolic)
+                outcome["outcome"] = "ok"
+                continue
+            except Exception as e:
+                if type(e).__name__ == "InconclusiveDimensionOperation":
+                    outcome.update(outcome="inconclusive", message=clean_message(str(e)))
+                    continue
+                outcome.update(outcome="error", exception=self.describe_exception(e))
+            # Raised for every size: raise it with the sizes, untraced and uncounted.
+            tracer, listener = sys.gettrace(), jax_util.test_event_listener
+            sys.settrace(None)
+            jax_util.test_event_listener = None
+            try:
+                self.real_jit(fun).lower(*concrete)
+            except Exception as e:
+                if self.describe_exception(e)["line"] != outcome["exception"]["line"]:
+                    raise AssertionError(f"{name}: jax.export raised at another line than the call with sizes {sizes}") from e
+                raise
+            finally:
+                sys.settrace(tracer)
+                jax_util.test_event_listener = listener
+            raise AssertionError(f"{name}: jax.export raised, the call with sizes {sizes} did not")
 
     def describe_exception(self, exc):
         line = None

@@ -126,7 +126,11 @@ pub struct FileAnalysis {
 #[derive(Clone, Debug)]
 pub struct Reproducer {
     pub path: PathBuf,
+    /// The line where the error is raised, and the reproducer raises it.
     pub line: u32,
+    /// The line the finding is reported at: `line`, except for a leaked tracer, reported
+    /// where it escaped (`Diagnostic::cause_first`).
+    pub finding_line: u32,
     pub code: String,
     pub program: ReproProgram,
     /// The unreduced program, as `tracelens repro --unreduced` writes it.
@@ -151,6 +155,11 @@ pub enum ReproProgram {
 }
 
 impl Reproducer {
+    /// Whether this is the reproducer of the finding at, or the error raised at, `line`.
+    pub fn is_at(&self, line: u32) -> bool {
+        self.line == line || self.finding_line == line
+    }
+
     fn file_label(&self) -> &str {
         match &self.program {
             ReproProgram::Staged(p) => &p.file_label,
@@ -255,6 +264,11 @@ impl OpenDocument {
         config: &AnalysisConfig,
         deliver: impl Deliver,
     ) -> crate::interp::Leftovers {
+        if crate::syntax::punctuation_marks(text) > config.budgets.max_source_marks {
+            // Not parsed, and the last version's tree is let go: the analysis says why.
+            *self = OpenDocument::default();
+            return analyze_remembering(path, text, None, loader, config, None, deliver);
+        }
         let module = self.parser.parse(text);
         self.memo.edit(self.parser.last_edit());
         let memo = Some(&mut self.memo).filter(|_| !config.values);
@@ -278,54 +292,20 @@ fn analyze_remembering(
     mut memo: Option<&mut crate::jax::memo::TraceMemo>,
     mut deliver: impl Deliver,
 ) -> crate::interp::Leftovers {
-    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
-    interp.shim_roots = config.shim_roots.clone();
-    interp.jax.check_rules = config.check_ir;
-    if config.values {
-        interp.values = Some(Default::default());
+    let (mut interp, _) = run(path, text, module, loader, config, memo.as_deref_mut(), 0);
+    let mut diagnostics = finished_diagnostics(&interp);
+    // Named dimensions: the findings that hold for every size are those a second analysis,
+    // with other sizes, makes too (`crate::symbolic`); names go back into their numbers.
+    let mut renamed_functions = None;
+    let mut originals = None;
+    if interp.entry_state.dims.used() {
+        let (second, _) = run(path, text, None, loader, config, None, 1);
+        let renamer = crate::symbolic::Renamer::new(&interp.entry_state.dims, &second.entry_state.dims);
+        let (kept, kept_originals) = crate::symbolic::keep_common(diagnostics, &finished_diagnostics(&second), &renamer);
+        diagnostics = kept;
+        originals = Some(locate_diagnostics(&interp, kept_originals));
+        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text)));
     }
-    interp.stdout_unread = config.stdout_unread;
-    // Parsing costs about a microsecond a token whatever comes after: a file past the token
-    // budget (a million-element literal) is not parsed at all, and says so.
-    let marks = punctuation_marks(text);
-    let too_large = module.is_none() && marks > config.budgets.max_source_marks;
-    let module = if too_large { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
-    let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
-    if too_large {
-        let first_line = text.find('\n').unwrap_or(text.len()).min(u32::MAX as usize);
-        let site = Site { file, span: Span::new(0, first_line) };
-        let message = format!(
-            "not analysed: the file has {marks} punctuation marks and line breaks, over the parse budget ({})",
-            config.budgets.max_source_marks
-        );
-        let diag = interp.diagnostic(Code::NotAnalysed, site, message, Vec::new());
-        interp.diagnostics.push(diag);
-    }
-    if let Some(memo) = memo.as_deref_mut() {
-        memo.begin(file);
-        interp.memo = Some(std::mem::take(memo));
-    }
-    let module_ast = interp.files[file as usize].module.clone();
-    for err in &module_ast.errors {
-        let site = Site { file, span: err.span };
-        let diag = interp.diagnostic(Code::PythonException, site, format!("SyntaxError: {}", err.message), Vec::new());
-        interp.diagnostics.push(diag);
-        break;
-    }
-    let (module, flow) = interp.run_module(file, "__main__");
-    if let Some(flow) = flow {
-        interp.report_uncaught(flow, "the module");
-    }
-    // Tests run as their runners run them (unittest, pytest), each on a fresh budget.
-    if !config.skip_tests {
-        crate::test_runner::run_tests(&mut interp, file, &module);
-    }
-    crate::entry::trace_uncalled(&mut interp, file, &module);
-    crate::entry_staged::trace_unreached(&mut interp, file, &module);
-    let mut diagnostics = interp.diagnostics.clone();
-    diagnostics.extend(crate::jax::effects::finish(&interp));
-    crate::jax::effects::prune(&interp, &mut diagnostics);
-    apply_ignore_comments(&interp, &mut diagnostics);
     let located = locate_diagnostics(&interp, diagnostics);
     deliver.diagnostics(&located);
     let mut ir_problems = std::mem::take(&mut interp.jax.rule_problems);
@@ -336,7 +316,12 @@ fn analyze_remembering(
             }
         }
     }
-    let reproducers = if config.reproducers.skip { Vec::new() } else { make_reproducers(&interp, &located, config) };
+    let reproducers = if config.reproducers.skip {
+        Vec::new()
+    } else {
+        // A reproducer raises with the sizes of the first analysis, and says so in its message.
+        make_reproducers(&interp, originals.as_ref().unwrap_or(&located), config)
+    };
     let mut collected = Vec::new();
     // Staging every trace out is bounded as the analysis is: a loop of 65,536 traced steps
     // (a fuzzed input) otherwise spends seconds here after the interpreter's budget held.
@@ -375,9 +360,13 @@ fn analyze_remembering(
         kept.end();
         *memo = kept;
     }
+    let mut functions = collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs);
+    if let Some((renamer, second)) = renamed_functions {
+        rename_annotated_traces(&mut functions, &second, &renamer);
+    }
     deliver.analysis(FileAnalysis {
         diagnostics: located,
-        functions: collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs),
+        functions,
         values: collect_concrete_values(&interp),
         stdout: interp.stdout.clone(),
         stops,
@@ -390,6 +379,118 @@ fn analyze_remembering(
     interp.take_leftovers()
 }
 
+/// Runs the file as a script, its tests and its other entry points, in a new interpreter
+/// whose named dimensions take the sizes of instantiation `dims_instance` (`crate::symbolic`).
+fn run<'l>(
+    path: &Path,
+    text: &str,
+    module: Option<crate::syntax::ast::Module>,
+    loader: &'l dyn SourceLoader,
+    config: &AnalysisConfig,
+    memo: Option<&mut crate::jax::memo::TraceMemo>,
+    dims_instance: u8,
+) -> (Interp<'l>, crate::interp::FileId) {
+    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    interp.shim_roots = config.shim_roots.clone();
+    interp.entry_state.dims.instance = dims_instance;
+    interp.jax.check_rules = config.check_ir;
+    if config.values {
+        interp.values = Some(Default::default());
+    }
+    interp.stdout_unread = config.stdout_unread;
+    // Parsing costs about a microsecond a token whatever comes after: a file past the token
+    // budget (a million-element literal) is not parsed at all, and says so.
+    let marks = crate::syntax::punctuation_marks(text);
+    let too_large = module.is_none() && marks > config.budgets.max_source_marks;
+    let module = if too_large { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
+    let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
+    if too_large {
+        let first_line = text.find('\n').unwrap_or(text.len()).min(u32::MAX as usize);
+        let site = Site { file, span: Span::new(0, first_line) };
+        let message = format!(
+            "not analysed: the file has {marks} punctuation marks and line breaks, over the parse budget ({})",
+            config.budgets.max_source_marks
+        );
+        let diag = interp.diagnostic(Code::NotAnalysed, site, message, Vec::new());
+        interp.diagnostics.push(diag);
+    }
+    if let Some(memo) = memo {
+        memo.begin(file);
+        interp.memo = Some(std::mem::take(memo));
+    }
+    let module_ast = interp.files[file as usize].module.clone();
+    for err in &module_ast.errors {
+        let site = Site { file, span: err.span };
+        let diag = interp.diagnostic(Code::PythonException, site, format!("SyntaxError: {}", err.message), Vec::new());
+        interp.diagnostics.push(diag);
+        break;
+    }
+    let (module, flow) = interp.run_module(file, "__main__");
+    if let Some(flow) = flow {
+        interp.report_uncaught(flow, "the module");
+    }
+    // Tests run as their runners run them (unittest, pytest), each on a fresh budget.
+    if !config.skip_tests {
+        crate::test_runner::run_tests(&mut interp, file, &module);
+    }
+    crate::entry::trace_uncalled(&mut interp, file, &module);
+    crate::entry_staged::trace_unreached(&mut interp, file, &module);
+    (interp, file)
+}
+
+/// The analysis' diagnostics, with the end-of-run warnings, pruned and with the
+/// `# tracelens: ignore` comments applied.
+fn finished_diagnostics(interp: &Interp) -> Vec<Diagnostic> {
+    let mut diagnostics = interp.diagnostics.clone();
+    diagnostics.extend(crate::jax::effects::finish(interp));
+    crate::jax::effects::prune(interp, &mut diagnostics);
+    let mut diagnostics: Vec<Diagnostic> = diagnostics.into_iter().map(Diagnostic::cause_first).collect();
+    apply_ignore_comments(interp, &mut diagnostics);
+    diagnostics
+}
+
+/// The traces made from annotations with named dimensions, shown with the names: each
+/// string of the first analysis against the same string of the second.
+fn rename_annotated_traces(functions: &mut [TracedFunction], second: &[TracedFunction], renamer: &crate::symbolic::Renamer) {
+    let annotated = |f: &TracedFunction| -> Vec<(String, usize)> {
+        f.traces
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.route == crate::jax::Route::Annotations.label())
+            .map(|(i, _)| (f.name.clone(), i))
+            .collect()
+    };
+    let theirs: Vec<&Trace> = second.iter().flat_map(|f| annotated(f).into_iter().map(move |(_, i)| &f.traces[i])).collect();
+    let mut theirs = theirs.into_iter();
+    for f in functions.iter_mut() {
+        for (_, i) in annotated(f) {
+            let Some(other) = theirs.next() else { return };
+            let trace = &mut f.traces[i];
+            // Where the other sizes made another trace, the names of the sizes alone.
+            let rename = |a: &mut String, b: &str| *a = renamer.rename(a, b).unwrap_or_else(|| renamer.rename_alone(a));
+            for (a, b) in trace.args.iter_mut().zip(&other.args) {
+                rename(a, b);
+            }
+            // Outputs the other sizes change otherwise (another branch taken, or an error
+            // raised) are what jax.export calls inconclusive: it raises, and so the trace has none.
+            trace.outputs = match (&trace.outputs, &other.outputs) {
+                (Some(ours), Some(theirs)) if ours.len() == theirs.len() => {
+                    ours.iter().zip(theirs).map(|(a, b)| renamer.rename(a, b)).collect::<Option<Vec<String>>>()
+                }
+                _ => None,
+            };
+            rename(&mut trace.jaxpr, &other.jaxpr);
+            let same_values = trace.values.len() == other.values.len();
+            for (i, value) in trace.values.iter_mut().enumerate() {
+                match other.values.get(i).filter(|_| same_values) {
+                    Some(b) => rename(&mut value.aval, &b.aval),
+                    None => value.aval = renamer.rename_alone(&value.aval),
+                }
+            }
+        }
+    }
+}
+
 /// A reproducer for every error that has one: staged out of the trace that raised it when
 /// tracing that program re-raises it, else cut from the source of the analysed file. The
 /// source cut is the file without its comments, which raises what the file raises; when an
@@ -399,12 +500,15 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
     let mut reproducers = Vec::new();
     let mut sources = Vec::new();
     let mut combined: Option<Option<crate::repro::inline::Combined>> = None;
-    for (d, loc, _) in located {
+    for (d, shown, _) in located {
         if d.severity != Severity::Error {
             continue;
         }
-        let Some(file_id) = interp.files.iter().position(|f| f.path == d.path) else { continue };
-        let site = Site { file: file_id as crate::interp::FileId, span: d.span };
+        // The program raises where JAX does (for a leaked tracer, its use, not its escape).
+        let (path, span) = d.raised_at();
+        let loc = &locate(interp, path, span);
+        let Some(file_id) = interp.files.iter().position(|f| f.path == path) else { continue };
+        let site = Site { file: file_id as crate::interp::FileId, span };
         let what = crate::jax::stmt::What {
             code: d.code.as_str().to_string(),
             message: d.message.lines().next().unwrap_or("").to_string(),
@@ -459,8 +563,9 @@ fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &Ana
             lines
         };
         let mut r = Reproducer {
-            path: d.path.clone(),
+            path: path.to_path_buf(),
             line: loc.line,
+            finding_line: shown.line,
             code: what.code,
             program,
             text: String::new(),
@@ -668,9 +773,4 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
             preview: v.preview.clone(),
         })
         .collect()
-}
-
-/// Punctuation marks and line breaks in `text`: a cheap bound on its tokens, for the parse budget.
-fn punctuation_marks(text: &str) -> u64 {
-    text.bytes().filter(|b| b.is_ascii_punctuation() || *b == b'\n').count() as u64
 }

@@ -87,3 +87,35 @@ pub struct Diagnostic {
     pub message: String,
     pub related: Vec<Related>,
 }
+
+/// The related note of a TL103 found where the leaked tracer was stored.
+pub const LEAK_ESCAPE_NOTE: &str = "the tracer escaped here: stored where it outlives its transformation";
+/// The related note of a TL103 reported at its escape, on the line where JAX raises.
+pub const LEAK_USE_NOTE: &str = "the leaked tracer is used here, where JAX raises UnexpectedTracerError";
+
+impl Diagnostic {
+    /// Where the cause and the symptom are on different lines, the cause becomes the primary
+    /// range and the symptom a related note (shared/spec/diagnostics.md): a leaked tracer is
+    /// reported where it escaped (the `append`, the attribute or `global` store), with its
+    /// later use, where JAX raises, first among the related notes.
+    pub fn cause_first(mut self) -> Diagnostic {
+        if self.code != Code::LeakedTracer {
+            return self;
+        }
+        let Some(i) = self.related.iter().position(|r| r.message == LEAK_ESCAPE_NOTE) else { return self };
+        let escape = self.related.remove(i);
+        let path = std::mem::replace(&mut self.path, escape.path);
+        let span = std::mem::replace(&mut self.span, escape.span);
+        self.related.insert(0, Related { path, span, message: LEAK_USE_NOTE.to_string() });
+        self
+    }
+
+    /// Where the real framework raises: the primary range, or for a leaked tracer reported
+    /// at its escape (`cause_first`), its use.
+    pub fn raised_at(&self) -> (&std::path::Path, Span) {
+        match self.related.iter().find(|r| r.message == LEAK_USE_NOTE) {
+            Some(r) if self.code == Code::LeakedTracer => (&r.path, r.span),
+            _ => (&self.path, self.span),
+        }
+    }
+}

@@ -1,25 +1,78 @@
 //! Entry points beyond the script and its tests (design.md §9): functions that nothing calls
 //! are traced as `jax.jit` would trace them, from a `# tracelens: trace f(f32[8,4], i32[])`
-//! comment above the `def`, or from jaxtyping annotations (`x: Float[Array, "b n"]`) whose
-//! named dimensions are bound consistently across the arguments.
+//! comment above the `def` (`f32[b,4]` names a dimension), or from jaxtyping annotations
+//! (`x: Float[Array, "b n"]`). A named dimension is symbolic: it is bound consistently across
+//! the arguments, and `crate::symbolic` says which of its findings hold for every size.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::interp::value::{ModuleObj, Value};
-use crate::interp::{FileId, Frame, Interp, Site};
+use crate::interp::{FileId, Frame, Interp};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::surface::JaxFn;
+use crate::symbolic::SymbolicDims;
 use crate::syntax::ast::{Expr, ExprKind, FunctionDef, Span, StmtKind};
 
-/// Distinct sizes for distinct dimension names, so that mixing two names is a visible
-/// shape error, as it is for general sizes.
-const NAMED_SIZES: &[usize] = &[2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37];
+/// One dimension as the user wrote it: a size, or a name (`b`) whose size is symbolic.
+#[derive(Clone, Debug, PartialEq)]
+enum DimSpec {
+    Size(usize),
+    Name(String),
+}
+
+/// An aval with named dimensions: `f32[b,4]`.
+#[derive(Clone, Debug, PartialEq)]
+struct AvalSpec {
+    dims: Vec<DimSpec>,
+    dtype: DType,
+    weak: bool,
+}
+
+impl AvalSpec {
+    /// The aval with each name at its size in this analysis (`crate::symbolic`).
+    fn resolve(&self, dims: &mut SymbolicDims, text: &str) -> Aval {
+        let shape: Vec<usize> = self
+            .dims
+            .iter()
+            .map(|d| match d {
+                DimSpec::Size(n) => *n,
+                DimSpec::Name(name) => dims.size(name, text),
+            })
+            .collect();
+        Aval::new(&shape, self.dtype).weak(self.weak)
+    }
+}
+
+/// A dimension of a `# tracelens: trace` comment or a jaxtyping string: `8`, or a name.
+/// Variadic (`*batch`, `...`), broadcastable (`#n`) and computed (`n+1`) ones are not modelled.
+fn parse_dim(text: &str) -> Option<DimSpec> {
+    let text = text.trim();
+    if let Ok(n) = text.parse::<usize>() {
+        return Some(DimSpec::Size(n));
+    }
+    let mut chars = text.chars();
+    let first = chars.next()?;
+    ((first.is_alphabetic() || first == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')).then(|| DimSpec::Name(text.to_string()))
+}
 
 /// Parses `f32[8,4]`, `~f32[]`, `i32[3]`, `bool[2,2]`.
 pub fn parse_aval(text: &str) -> Option<Aval> {
+    let spec = parse_aval_spec(text)?;
+    let shape: Option<Vec<usize>> = spec
+        .dims
+        .iter()
+        .map(|d| match d {
+            DimSpec::Size(n) => Some(*n),
+            DimSpec::Name(_) => None,
+        })
+        .collect();
+    Some(Aval::new(&shape?, spec.dtype).weak(spec.weak))
+}
+
+/// Parses `f32[b,4]` as well as `f32[8,4]`.
+fn parse_aval_spec(text: &str) -> Option<AvalSpec> {
     let text = text.trim();
     let (weak, text) = match text.strip_prefix('~') {
         Some(rest) => (true, rest),
@@ -28,13 +81,12 @@ pub fn parse_aval(text: &str) -> Option<Aval> {
     let (dtype, dims) = text.split_once('[')?;
     let dims = dims.strip_suffix(']')?;
     let dtype = DType::from_name(dtype.trim())?;
-    let shape: Option<Vec<usize>> =
-        if dims.trim().is_empty() { Some(Vec::new()) } else { dims.split(',').map(|d| d.trim().parse().ok()).collect() };
-    Some(Aval::new(&shape?, dtype).weak(weak))
+    let dims = if dims.trim().is_empty() { Some(Vec::new()) } else { dims.split(',').map(parse_dim).collect() };
+    Some(AvalSpec { dims: dims?, dtype, weak })
 }
 
 /// `f(f32[8,4], i32[])` -> ("f", avals).
-fn parse_trace_comment(text: &str) -> Option<(String, Vec<Aval>)> {
+fn parse_trace_comment(text: &str) -> Option<(String, Vec<AvalSpec>)> {
     let (name, rest) = text.trim().split_once('(')?;
     let inner = rest.trim_end().strip_suffix(')')?;
     let mut avals = Vec::new();
@@ -45,7 +97,7 @@ fn parse_trace_comment(text: &str) -> Option<(String, Vec<Aval>)> {
             '[' => depth += 1,
             ']' => depth -= 1,
             ',' if depth == 0 => {
-                avals.push(parse_aval(&current)?);
+                avals.push(parse_aval_spec(&current)?);
                 current.clear();
                 continue;
             }
@@ -54,7 +106,7 @@ fn parse_trace_comment(text: &str) -> Option<(String, Vec<Aval>)> {
         current.push(c);
     }
     if !current.trim().is_empty() {
-        avals.push(parse_aval(&current)?);
+        avals.push(parse_aval_spec(&current)?);
     }
     Some((name.trim().to_string(), avals))
 }
@@ -64,7 +116,7 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
     let ast = interp.files[file as usize].module.clone();
     let text = interp.files[file as usize].text.clone();
     // `# tracelens: trace f(...)` comments, wherever they stand.
-    let mut requests: Vec<(String, Vec<Aval>, Span)> = Vec::new();
+    let mut requests: Vec<(String, Vec<AvalSpec>, Span)> = Vec::new();
     const MARKER: &str = "# tracelens: trace ";
     let mut after_line = 0;
     for (pos, _) in text.match_indices(MARKER) {
@@ -89,7 +141,10 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
         let Some(fun) = module.dict.borrow().get(name.as_str()).cloned() else { continue };
         interp.restart_clock();
         interp.frames.push(Frame { file, name: Rc::from("<tracelens: trace>"), span, class: None, self_value: None });
-        let args: Vec<Value> = avals.into_iter().map(|a| Value::Array(Array::unknown(a, "an argument described by its aval"))).collect();
+        let args: Vec<Value> = avals
+            .iter()
+            .map(|a| Value::Array(Array::unknown(a.resolve(&mut interp.entry_state.dims, &text), "an argument described by its aval")))
+            .collect();
         let route = std::mem::replace(&mut interp.jax.route, crate::jax::Route::Annotations);
         let result = trace_as_jit(interp, fun, args);
         interp.jax.route = route;
@@ -97,7 +152,6 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
         if let Err(flow) = result {
             interp.report_uncaught(flow, &format!("the trace of {name}"));
         }
-        let _ = Site { file, span };
     }
 }
 
@@ -111,32 +165,19 @@ fn trace_as_jit(interp: &mut Interp, fun: Value, args: Vec<Value>) -> crate::int
 }
 
 /// Avals from jaxtyping annotations on every positional parameter, or `None`.
-fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<Aval>> {
+fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<AvalSpec>> {
     let params: Vec<_> = def.params.posonly.iter().chain(&def.params.args).collect();
     if params.is_empty() || def.params.vararg.is_some() {
         return None;
     }
-    let mut sizes: HashMap<String, usize> = HashMap::new();
     let mut avals = Vec::new();
     for p in params {
         if p.default.is_some() {
             break;
         }
         let (dtype, dims) = jaxtyping_annotation(p.annotation.as_ref()?)?;
-        let mut shape = Vec::new();
-        for d in dims.split_whitespace() {
-            if let Ok(n) = d.parse::<usize>() {
-                shape.push(n);
-                continue;
-            }
-            // Variadic (`*batch`, `...`) and broadcastable (`#n`) dimensions are not modelled.
-            if d.starts_with(['*', '#', '.']) || !d.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                return None;
-            }
-            let next = NAMED_SIZES.get(sizes.len()).copied()?;
-            shape.push(*sizes.entry(d.to_string()).or_insert(next));
-        }
-        avals.push(Aval::new(&shape, dtype));
+        let dims: Option<Vec<DimSpec>> = dims.split_whitespace().map(parse_dim).collect();
+        avals.push(AvalSpec { dims: dims?, dtype, weak: false });
     }
     (!avals.is_empty()).then_some(avals)
 }
@@ -184,8 +225,11 @@ mod tests {
         assert_eq!(parse_aval("~f32[]"), Some(Aval::scalar(DType::F32).weak(true)));
         assert_eq!(parse_aval("bool[3]"), Some(Aval::new(&[3], DType::Bool)));
         assert_eq!(parse_aval("f32[8"), None);
-        let (name, avals) = parse_trace_comment("step(f32[8,4], i32[])").expect("parses");
+        assert_eq!(parse_aval("f32[b,4]"), None, "a named dimension has no size of its own");
+        let (name, avals) = parse_trace_comment("step(f32[b,4], i32[])").expect("parses");
         assert_eq!(name, "step");
-        assert_eq!(avals, vec![Aval::new(&[8, 4], DType::F32), Aval::scalar(DType::I32)]);
+        assert_eq!(avals[0].dims, vec![DimSpec::Name("b".into()), DimSpec::Size(4)]);
+        assert_eq!(avals[1], AvalSpec { dims: Vec::new(), dtype: DType::I32, weak: false });
+        assert!(parse_trace_comment("step(f32[*b,4])").is_none());
     }
 }

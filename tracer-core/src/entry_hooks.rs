@@ -65,6 +65,8 @@ pub struct EntryState {
     pub marks: HashMap<usize, Mark>,
     /// The values keyed above by address, kept alive so no other value takes the address.
     alive: Vec<Value>,
+    /// The sizes of the named dimensions annotations bind (`crate::symbolic`).
+    pub dims: crate::symbolic::SymbolicDims,
 }
 
 /// The key of a decorated test, fixture or parametrised function: its `def` (a method is

@@ -61,8 +61,12 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
         // Called, or traced: an editor's analysis replays remembered traces without their
         // calls, and with the spans of the text they were made on, so a trace of a function
         // of this name in this file counts.
+        // By its definition's place too: two classes of the file often both have a `step`.
         let name = app.target.name.as_ref();
-        let traced = interp.jax.records.iter().any(|r| r.fn_name == name && r.def_site.is_some_and(|s| s.file == file));
+        let def = app.target.span;
+        let traced = interp.jax.records.iter().any(|r| {
+            r.fn_name == name && r.def_site.is_some_and(|s| s.file == file && s.span.start >= def.start && s.span.start < def.end)
+        });
         if traced || interp.called.contains(&(Rc::as_ptr(app.target) as usize)) {
             continue;
         }
@@ -79,11 +83,14 @@ fn trace_one(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, app: &Ap
     interp.frames.push(Frame { file, name: Rc::from("<tracelens: not called>"), span, class: None, self_value: None });
     let route = std::mem::replace(&mut interp.jax.route, crate::jax::Route::Uncalled);
     let result = staged_value(interp, file, module, app).and_then(|staged| {
-        let (args, kwargs) = match (app.factory, staged_def(&staged)) {
+        let (mut args, kwargs) = match (app.factory, staged_def(&staged)) {
             (false, _) => unknown_arguments(app.target, app.bound_positional, &app.bound_names),
             (true, Some(def)) => unknown_arguments(&def, 0, &[]),
             (true, None) => return Ok(Value::None),
         };
+        if !app.factory && app.bound_positional == 0 && app.bound_names.is_empty() {
+            annotated_arrays_are_tracers(&staged, app.target, &mut args);
+        }
         interp.call(&staged, args, kwargs)
     });
     interp.jax.route = route;
@@ -151,6 +158,66 @@ fn staged_def(staged: &Value) -> Option<Rc<FunctionDef>> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// A parameter annotated as one array (`x: jax.Array`, `jnp.ndarray`, `Float[Array, "b n"]`)
+/// that `jax.jit` or `jax.pmap` traces (it is not static) is certainly a tracer in the body,
+/// whatever the caller passes: an array, a NumPy array or a Python number all become one. Its
+/// aval stays unknown (no shape is claimed), but Python control flow on it is JAX's error.
+/// equinox's `filter_jit` is left out: it makes every leaf that is not an array static.
+fn annotated_arrays_are_tracers(staged: &Value, def: &FunctionDef, args: &mut [Value]) {
+    use crate::interp::builtins::Builtin;
+    use crate::jax::api::JaxObject;
+    let Value::Builtin(b) = staged else { return };
+    let Builtin::Object(JaxObject::Jitted(j)) = &**b else { return };
+    if j.filter {
+        return;
+    }
+    let params = def.params.posonly.iter().chain(&def.params.args);
+    for (i, (param, arg)) in params.zip(args.iter_mut()).enumerate() {
+        let is_static =
+            j.static_argnums.iter().any(|&n| n == i as i64) || j.static_argnames.iter().any(|n| n.as_str() == param.name.as_ref());
+        if !is_static && param.annotation.as_ref().is_some_and(is_array_annotation) {
+            *arg = Value::opaque_tracer("an argument annotated as an array, traced though nothing called it");
+        }
+    }
+}
+
+/// `jax.Array`, `jnp.ndarray`, `chex.Array`, `Array`, and jaxtyping's `Float[Array, "..."]`.
+fn is_array_annotation(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Name(n) => n.as_ref() == "Array",
+        ExprKind::Attribute { value, attr, .. } => {
+            matches!(&value.kind, ExprKind::Name(m) if matches!(m.as_ref(), "jax" | "jnp" | "chex"))
+                && matches!(attr.as_ref(), "Array" | "ndarray")
+        }
+        ExprKind::Subscript { value, index } => {
+            let dtype_name = match &value.kind {
+                ExprKind::Name(n) => n.as_ref(),
+                ExprKind::Attribute { attr, .. } => attr.as_ref(),
+                _ => return false,
+            };
+            let jaxtyping = matches!(
+                dtype_name,
+                "Float"
+                    | "Float32"
+                    | "Float16"
+                    | "BFloat16"
+                    | "Int"
+                    | "Int32"
+                    | "Integer"
+                    | "Bool"
+                    | "Real"
+                    | "Inexact"
+                    | "UInt8"
+                    | "Int8"
+                    | "UInt32"
+                    | "Shaped"
+            );
+            matches!(&index.kind, ExprKind::Tuple(items) if jaxtyping && items.first().is_some_and(is_array_annotation))
+        }
+        _ => false,
     }
 }
 
@@ -315,6 +382,8 @@ fn is_staging_decorator(e: &Expr) -> bool {
 fn target_of<'a>(e: &'a Expr, module: &'a [Stmt], enclosing: &[&'a Rc<FunctionDef>]) -> Option<(&'a Rc<FunctionDef>, usize, Vec<Name>)> {
     match &e.kind {
         ExprKind::Name(n) => find_def(n, module, enclosing).map(|d| (d, 0, Vec::new())),
+        // `jax.pmap(lambda x: lax.psum(x, "i"), "i")`.
+        ExprKind::Lambda(def) => Some((def, 0, Vec::new())),
         ExprKind::Call { func, args, keywords } if last_part(func).is_some_and(|p| WRAPPERS.contains(&p.as_str())) => {
             let (def, positional, mut names) = target_of(args.first()?, module, enclosing)?;
             if last_part(func).as_deref() != Some("partial") {

@@ -11,6 +11,7 @@ pub mod interp;
 pub mod jax;
 pub mod repro;
 pub mod run;
+pub mod symbolic;
 pub mod syntax;
 pub mod test_runner;
 

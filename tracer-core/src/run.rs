@@ -58,6 +58,16 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
     let mut budgets = config.budgets.clone();
     // CPython raises MemoryError when an allocation fails.
     budgets.over_memory = crate::interp::memory::OverMemory::MemoryError;
+    let marks = crate::syntax::punctuation_marks(text);
+    if marks > budgets.max_source_marks {
+        let why = format!("the file has {marks} punctuation marks and line breaks, over the parse budget ({})", budgets.max_source_marks);
+        return RunResult {
+            stdout: String::new(),
+            outcome: RunOutcome::Stopped { at: Some(format!("{}:1", path.display())), why },
+            notes: Vec::new(),
+            diagnostics: Vec::new(),
+        };
+    }
     let mut interp = Interp::new(loader, config.search_roots.clone(), budgets);
     interp.shim_roots = config.shim_roots.clone();
     interp.values = Some(Default::default());

@@ -447,6 +447,33 @@ fn batched_products_match_finite_differences() {
 }
 
 #[test]
+fn convolution_rules_match_finite_differences() {
+    // x and y of 24 elements: an image and a kernel in each layout, with strides, the three
+    // kinds of padding, dilations and groups (the transposes are convolutions themselves).
+    let cases = [
+        ("conv valid", "jnp.sin(lax.conv(x.reshape(1, 2, 4, 3), y.reshape(2, 2, 3, 2), (1, 1), 'VALID'))"),
+        ("conv same strided", "lax.conv(x.reshape(2, 1, 4, 3), y.reshape(3, 1, 2, 4)[:, :, :, :2], (2, 1), 'SAME') ** 2"),
+        (
+            "conv nhwc dilated",
+            "jnp.tanh(lax.conv_general_dilated(x.reshape(1, 4, 3, 2), y.reshape(2, 2, 2, 3), (1, 2), [(1, 0), (2, -1)], lhs_dilation=(2, 1), rhs_dilation=(1, 2), dimension_numbers=('NHWC', 'HWIO', 'NHWC')))",
+        ),
+        (
+            "conv feature groups",
+            "lax.conv_general_dilated(x.reshape(1, 4, 6), y.reshape(4, 2, 3), (1,), 'SAME', feature_group_count=2) ** 2",
+        ),
+        (
+            "conv batch groups",
+            "jnp.cos(lax.conv_general_dilated(x.reshape(4, 1, 6), y.reshape(4, 1, 6)[:, :, :3], (1,), 'VALID', batch_group_count=2))",
+        ),
+    ];
+    let (x, y) = (points(0.0), points(0.5));
+    for (name, expr) in cases {
+        let out = stdout(&program(expr, &x, &y));
+        assert_eq!(check_pairs(name, &out), 48, "{name}: {out}");
+    }
+}
+
+#[test]
 fn scatter_mul_min_max_rules_match_finite_differences() {
     // No ties at these points (the derivative jumps there; ties are checked against JAX's
     // values in the op table).

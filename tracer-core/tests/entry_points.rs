@@ -44,9 +44,55 @@ fn jaxtyping_dimensions_bind_consistently_and_mixing_them_is_an_error() {
     let a = analyse(
         "from jaxtyping import Array, Float\n\ndef good(x: Float[Array, \"b d\"], w: Float[Array, \"d h\"]):\n    return x @ w\n\ndef bad(x: Float[Array, \"b d\"], w: Float[Array, \"h d\"]):\n    return x @ w\n",
     );
-    assert_eq!(traces_of(&a, "good")[0].outputs, Some(vec!["f32[2,5]".to_string()]));
+    assert_eq!(traces_of(&a, "good")[0].outputs, Some(vec!["f32[b,h]".to_string()]));
     let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
     assert_eq!(errors, vec![(Code::ShapeMismatch, 7)]);
+}
+
+/// Named dimensions are symbolic (`crate::symbolic`): what depends on their sizes is not
+/// reported (jax.export calls it inconclusive), what holds for every size is, with the names.
+#[test]
+fn named_dimensions_report_only_what_holds_for_every_size() {
+    let a = analyse(
+        "import jax.numpy as jnp\nfrom jaxtyping import Array, Float\n\ndef groups(x: Float[Array, \"b n\"]):\n    return x.reshape(4, -1)\n\ndef column(x: Float[Array, \"b n\"]):\n    return x[:, 5]\n\ndef chunk(x: Float[Array, \"b n\"]):\n    if x.shape[0] > 100:\n        return x.reshape(100, -1)\n    return x\n\n# tracelens: trace square(f32[b,n])\ndef square(x):\n    flat = x.reshape(-1)\n    return x + x.T\n",
+    );
+    let messages: Vec<(u32, String)> = a.diagnostics.iter().map(|(d, l, _)| (l.line, d.message.clone())).collect();
+    assert_eq!(messages, vec![(18, "TypeError: add got incompatible shapes for broadcasting: (b, n), (n, b).".to_string())]);
+    let square = traces_of(&a, "square");
+    assert_eq!(square[0].args, vec!["f32[b,n]"]);
+    assert_eq!(square[0].route, "annotations");
+    let flat = square[0].values.iter().find(|v| v.assigned && v.name == "flat").expect("flat");
+    assert_eq!(flat.aval, "f32[b*n]");
+    // The outcome of `chunk` depends on `b`: jax.export raises, and the trace has no outputs.
+    assert_eq!(traces_of(&a, "chunk")[0].outputs, None);
+    assert_eq!(traces_of(&a, "column")[0].outputs, Some(vec!["f32[b]".to_string()]));
+}
+
+/// A parameter annotated as an array of a `@jax.jit` function nothing calls is a tracer in
+/// its body: a Python `if` on it is JAX's error whatever the caller passes.
+#[test]
+fn an_array_annotated_parameter_of_an_uncalled_jit_is_a_tracer() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n\n@jax.jit\ndef relu(x: jax.Array):\n    if x > 0:\n        return x\n    return 0 * x\n\n@partial(jax.jit, static_argnums=(1,))\ndef scale(x: jax.Array, flag: jax.Array):\n    if flag:\n        return x * 2\n    return x\n\n@jax.jit\ndef maybe(x):\n    if x:\n        return x\n    return x\n",
+    );
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::Concretization, 7)], "a static or unannotated parameter is not known to be a tracer");
+}
+
+/// `jitted.lower(...)` traces through the jit cache, as a call would, with the avals of
+/// `jax.ShapeDtypeStruct`s; a later call with those avals is not a second trace.
+#[test]
+fn lowering_with_shape_dtype_structs_traces_once() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\ndef f(x, w):\n    return x @ w\n\njf = jax.jit(f)\njf.lower(jax.ShapeDtypeStruct((8, 4), jnp.float32), jax.ShapeDtypeStruct((3, 2), jnp.float32))\n",
+    );
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::ShapeMismatch, 5)]);
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\ndef f(x):\n    return x * 2\n\njf = jax.jit(f)\nout = jf.eval_shape(jax.ShapeDtypeStruct((8, 4), jnp.float32))\njf.lower(jax.ShapeDtypeStruct((8, 4), jnp.float32))\njf(jnp.ones((8, 4)))\n",
+    );
+    assert_eq!(traces_of(&a, "f").len(), 1, "{:?}", a.functions);
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
 
 #[test]

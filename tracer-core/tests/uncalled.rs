@@ -77,15 +77,35 @@ fn pmap_traces_its_body_with_unknown_per_device_arguments() {
     assert_eq!(findings(&a), vec![(Code::Concretization, 9)]);
 }
 
-/// optax's microbatching notebook: `update_fn` is only lowered (`update_fn.lower(...)`), so it
-/// is traced with unknown arguments, and `nnx.merge(graphdef, params)` of the unknown
-/// `params` hands back the model the shim knows, with concrete weights. They stand for the
-/// traced arguments JAX would see: no TL212 "large constant" there.
+/// From optax's microbatching notebook: an `update_fn` nothing calls is traced with unknown
+/// arguments, and `nnx.merge(graphdef, params)` of the unknown `params` hands back the model
+/// the shim knows, with concrete weights. They stand for the traced arguments JAX would see:
+/// no TL212 "large constant" there. (The notebook lowers it, `update_fn.lower(params, ...)`,
+/// which traces it as a call does.)
 #[test]
 fn a_model_standing_in_for_unknown_arguments_is_not_a_large_constant() {
     let a = analyse(
-        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\nmodel = nnx.Linear(1024, 2048, rngs=nnx.Rngs(0))\ngraphdef, params = nnx.split(model, nnx.Variable)\n\ndef loss_fn(params, x):\n    m = nnx.merge(graphdef, params)\n    return m(x).sum()\n\n@jax.jit\ndef update_fn(params, x):\n    return jax.grad(loss_fn)(params, x)\n\nupdate_fn.lower(params, jnp.ones((2, 1024))).compile()\n",
+        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\nmodel = nnx.Linear(1024, 2048, rngs=nnx.Rngs(0))\ngraphdef, params = nnx.split(model, nnx.Variable)\n\ndef loss_fn(params, x):\n    m = nnx.merge(graphdef, params)\n    return m(x).sum()\n\n@jax.jit\ndef update_fn(params, x):\n    return jax.grad(loss_fn)(params, x)\n",
     );
     assert_eq!(routes_of(&a, "update_fn"), vec![("jit".to_string(), UNCALLED)]);
     assert_eq!(findings(&a), vec![]);
+    // Lowered with the model's own parameters, it is traced as called, with their avals.
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\nmodel = nnx.Linear(1024, 2048, rngs=nnx.Rngs(0))\ngraphdef, params = nnx.split(model, nnx.Variable)\n\ndef loss_fn(params, x):\n    m = nnx.merge(graphdef, params)\n    return m(x).sum()\n\n@jax.jit\ndef update_fn(params, x):\n    return jax.grad(loss_fn)(params, x)\n\nupdate_fn.lower(params, jnp.ones((2, 1024))).compile()\n",
+    );
+    assert_eq!(routes_of(&a, "update_fn"), vec![("jit".to_string(), "called")]);
+    assert_eq!(findings(&a), vec![]);
+}
+
+/// Two classes of one file each with a decorated `step`: a trace of one is not the other's.
+/// A `pmap` of a lambda written in a function nothing calls is reached too.
+#[test]
+fn same_named_methods_of_two_classes_and_pmapped_lambdas_are_each_reached() {
+    let a = analyse(
+        "import functools\nimport jax\nimport jax.numpy as jnp\n\nclass Flatten:\n    @functools.partial(jax.jit, static_argnums=0)\n    def step(self, key, state):\n        return jnp.zeros(2)\n\nclass Log:\n    @functools.partial(jax.jit, static_argnums=0)\n    def step(self, key, state):\n        print(\"logging\")\n        return jnp.zeros(2)\n\ndef host_sum(tree):\n    psum = jax.pmap(lambda x: jax.lax.psum(x, \"i\"), \"i\")\n    return psum(tree)\n",
+    );
+    let steps: Vec<u32> = a.functions.iter().filter(|f| f.name == "step").map(|f| f.location.line).collect();
+    assert_eq!(steps, vec![6, 11]);
+    assert_eq!(routes_of(&a, "<lambda>"), vec![("pmap".to_string(), UNCALLED)]);
+    assert_eq!(findings(&a), vec![(Code::PrintAtTrace, 13)]);
 }

@@ -92,7 +92,7 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
         };
         let class_name = error.exception.as_deref().unwrap_or_default();
         let substring = error.substring.as_deref().unwrap_or_default();
-        let at_line: Vec<&&Diagnostic> = findings.iter().filter(|d| d.line == line && d.code == code).collect();
+        let at_line: Vec<&&Diagnostic> = findings.iter().filter(|d| d.jax_line() == line && d.code == code).collect();
         if at_line.is_empty() {
             mismatches.push(format!("line {line}: expected {code} ({class_name}), tracelens reported {}", describe_findings(&findings)));
             continue;
@@ -110,11 +110,12 @@ pub fn compare_with_tracelens(oracle: &OracleReport, tracelens: &TracelensReport
     }
 
     for diagnostic in &findings {
-        let expected = annotated.iter().any(|a| a.line == Some(diagnostic.line) && a.code.as_deref() == Some(diagnostic.code.as_str()));
+        let expected =
+            annotated.iter().any(|a| a.line == Some(diagnostic.jax_line()) && a.code.as_deref() == Some(diagnostic.code.as_str()));
         if !expected {
             mismatches.push(format!(
                 "line {}: unexpected {} {} (false positive): {}",
-                diagnostic.line,
+                diagnostic.jax_line(),
                 diagnostic.severity,
                 diagnostic.code,
                 first_line(&diagnostic.message)

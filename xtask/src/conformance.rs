@@ -191,13 +191,21 @@ pub fn run(options: Options) -> Result<bool, String> {
         || options.reproducers_only
         || crate::golden::check(&oracle.python, &conformance_dir);
     print!("{}", report::render(&suite));
+    // A jax.jit program and its nnx.jit / eqx.filter_jit twin did the same under JAX.
+    let mut pairs_ok = true;
+    if let Ok(manifest) = fs::read_to_string(fixtures_dir.join("pairs.tsv")) {
+        let pairs = crate::pairs::parse_manifest(&manifest)?;
+        let summary = crate::pairs::check(&fixtures_dir, &pairs, &suite.results);
+        print!("{}", summary.render());
+        pairs_ok = summary.differing.is_empty();
+    }
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
         let run = crate::run_suite::check(&run_programs, &fixtures_dir, &t.binary, &oracle.python, &oracle.cache_dir, &gaps);
         print!("{}", run.render());
         run_ok = !run.failed();
     }
-    Ok(repro_ok && projects_ok && golden_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+    Ok(repro_ok && projects_ok && golden_ok && run_ok && pairs_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {

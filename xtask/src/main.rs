@@ -8,6 +8,7 @@ mod golden;
 mod hover;
 mod lsp_client;
 mod model;
+mod pairs;
 mod process;
 mod projects;
 mod python_env;

@@ -136,11 +136,36 @@ pub struct Diagnostic {
     #[serde(default)]
     pub column: u32,
     pub message: String,
+    #[serde(default)]
+    pub related: Vec<RelatedNote>,
 }
+
+/// One of a diagnostic's `related` locations.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RelatedNote {
+    #[serde(default)]
+    pub path: String,
+    pub line: u32,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// The related note of a TL103 on the line where JAX raises: tracelens reports a leaked
+/// tracer where it escaped, and its use, where JAX raises, as this note.
+pub const LEAK_USE_NOTE: &str = "the leaked tracer is used here, where JAX raises UnexpectedTracerError";
 
 impl Diagnostic {
     pub fn is_finding(&self) -> bool {
         self.severity == "error" || self.severity == "warning"
+    }
+
+    /// The line where JAX raises this error: the diagnostic's own line, except for a leaked
+    /// tracer (TL103), reported at its escape with JAX's line as a related note.
+    pub fn jax_line(&self) -> u32 {
+        match self.related.iter().find(|r| r.message == LEAK_USE_NOTE) {
+            Some(r) if self.code == "TL103" => r.line,
+            _ => self.line,
+        }
     }
 }
 

@@ -144,11 +144,13 @@ fn check_project(binary: &Path, python: &Path, folder: &Path, oracle_script: &Pa
                 .flatten()
                 .filter(|d| d["severity"] == "error")
                 .map(|d| {
-                    (
-                        d["path"].as_str().unwrap_or("").to_string(),
-                        d["line"].as_u64().unwrap_or(0),
-                        d["code"].as_str().unwrap_or("").to_string(),
-                    )
+                    // A leaked tracer is reported at its escape; JAX raises at its use.
+                    let used = d["related"].as_array().into_iter().flatten().find(|r| r["message"] == crate::model::LEAK_USE_NOTE);
+                    let line = match used {
+                        Some(r) if d["code"] == "TL103" => &r["line"],
+                        _ => &d["line"],
+                    };
+                    (d["path"].as_str().unwrap_or("").to_string(), line.as_u64().unwrap_or(0), d["code"].as_str().unwrap_or("").to_string())
                 })
                 .collect();
             reported.sort();

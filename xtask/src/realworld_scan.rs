@@ -339,7 +339,29 @@ fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], site: 
     }
     let named = || defs.iter().filter(|(n, _, _)| *n == last);
     let line = named().rfind(|(_, line, _)| *line < site).or_else(|| named().next()).map(|(_, line, _)| *line);
+    if line.is_none() && name == last {
+        // `predict = lambda x: ...` or `step = partial(train_step, model)` above the call:
+        // the function is the one assigned.
+        if let Some(value) = assigned(tokens, &last, at) {
+            if let target @ (Target::Lambda { .. } | Target::Def { line: Some(_), .. } | Target::Factory { .. }) =
+                argument(tokens, value, defs, site)
+            {
+                return target;
+            }
+        }
+    }
     Target::Def { name: last, line }
+}
+
+/// The token just past `= ` in the last plain assignment `name = ...` before token `before`.
+fn assigned(tokens: &[Token], name: &str, before: usize) -> Option<usize> {
+    (0..before.saturating_sub(2)).rev().find_map(|i| {
+        let plain = ident(tokens, i) == Some(name)
+            && punct(tokens, i + 1, '=')
+            && !punct(tokens, i + 2, '=')
+            && (i == 0 || !matches!(tokens[i - 1].tok, Tok::Punct('.' | '=' | '!' | '<' | '>' | ',' | '(')));
+        plain.then_some(i + 2)
+    })
 }
 
 /// Lines with code on them once strings' insides and comments are blanked (a docstring's
@@ -409,6 +431,15 @@ mod tests {
 
     fn def(name: &str, line: usize) -> Target {
         Target::Def { name: name.to_string(), line: Some(line) }
+    }
+
+    #[test]
+    fn a_name_assigned_a_lambda_or_a_partial_is_that_function() {
+        let source = "def step(model, x):\n    return x\n\npredict = lambda x: x + 1\nfast = jit(predict)\ntrain = partial(step, model)\nfaster = jax.jit(train)\n";
+        assert_eq!(
+            summary(source),
+            vec![(5, "jit".to_string(), false, Target::Lambda { line: 4 }), (7, "jax.jit".to_string(), false, def("step", 1))]
+        );
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub fn raised_elsewhere(a: &Analysed, path: &Path) -> Vec<RaisedElsewhere> {
         if same_file(&d.path, path) {
             continue;
         }
-        let found = a.analysis.reproducers.iter().find(|r| same_file(&r.path, &d.path) && r.line == loc.line && r.code == d.code.as_str());
+        let found = a.analysis.reproducers.iter().find(|r| same_file(&r.path, &d.path) && r.is_at(loc.line) && r.code == d.code.as_str());
         let Some(&line) = found.and_then(|r| r.via.last()) else { continue };
         let Some(span) = line_span(&a.text, line) else { continue };
         if !out.iter().any(|o| o.line == line && a.analysis.diagnostics[o.diagnostic].0.code == d.code) {

@@ -359,7 +359,7 @@ impl LanguageServer for Backend {
                         ..Default::default()
                     }));
                 }
-                if a.analysis.reproducers.iter().any(|r| r.path == path && r.line == loc.line) {
+                if a.analysis.reproducers.iter().any(|r| r.path == path && r.is_at(loc.line)) {
                     actions.push(reproducer_action(&uri, loc.line, d.code.as_str(), lsp_diag.clone()));
                 }
             }

@@ -36,7 +36,13 @@ impl Oracle for Engine {
             .diagnostics
             .iter()
             .filter(|(d, _, _)| d.severity == Severity::Error)
-            .map(|(d, loc, _)| RaisedError { line: loc.line, code: d.code.as_str().to_string(), message: d.message.clone() })
+            .map(|(d, loc, related)| {
+                // Where the program raises: a leaked tracer is reported where it escaped.
+                let (_, raised) = d.raised_at();
+                let line =
+                    d.related.iter().zip(related).find(|(r, _)| r.span == raised && d.span != raised).map_or(loc.line, |(_, l)| l.line);
+                RaisedError { line, code: d.code.as_str().to_string(), message: d.message.clone() }
+            })
             .collect()
     }
 }

@@ -12,7 +12,7 @@ use crate::jax::api::JaxObject;
 use crate::jax::surface::JaxFn;
 
 use super::call::Kwargs;
-use super::ops::{as_f64, as_int, range_len};
+use super::ops::{as_f64, as_int};
 use super::value::{BuiltinClass, Class, Dict, HashKey, Instance, Property, PyIter, Value};
 use super::{Interp, PyResult};
 
@@ -331,7 +331,7 @@ impl<'l> Interp<'l> {
                 for a in args {
                     // Nobody reads what an analysis prints (`check`): arrays are not computed
                     // to be printed. Only values whose printing cannot raise or call user code.
-                    if self.stdout_unread && self.values.is_none() && printable_without_effects(a, 0) {
+                    if self.stdout_unread && self.values.is_none() && printable_without_effects(a, 0, &mut 0) {
                         parts.push(String::new());
                         continue;
                     }
@@ -357,7 +357,12 @@ impl<'l> Interp<'l> {
                 Value::List(l) => Value::Int(l.borrow().len() as i64),
                 Value::Tuple(t) => Value::Int(t.len() as i64),
                 Value::Dict(d) | Value::Set(d) => Value::Int(d.borrow().len() as i64),
-                Value::Range(a, b, s) => Value::Int(range_len(*a, *b, *s)),
+                Value::Range(a, b, s) => match i64::try_from(super::ops::range_len_exact(*a, *b, *s)) {
+                    Ok(n) => Value::Int(n),
+                    Err(_) => {
+                        return Err(self.raise("OverflowError", Code::PythonException, "Python int too large to convert to C ssize_t"))
+                    }
+                },
                 Value::Array(a) => match a.aval.shape.first() {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
@@ -437,6 +442,7 @@ impl<'l> Interp<'l> {
             "sum" => {
                 let mut acc = kw("start").or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0));
                 for x in self.iterate(&arg(0))? {
+                    self.tick()?;
                     acc = self.binary_op(crate::syntax::ast::BinOp::Add, acc, x)?;
                 }
                 acc
@@ -944,6 +950,8 @@ impl<'l> Interp<'l> {
                     }
                     "extend" => {
                         let items = self.iterate(&arg(0))?;
+                        let bytes = (list.borrow().len() + items.len()) as u128 * super::memory::VALUE_BYTES;
+                        self.afford_or_stop(bytes, "the extended list")?;
                         list.borrow_mut().extend(items);
                         Value::None
                     }
@@ -1238,10 +1246,10 @@ impl<'l> Interp<'l> {
                 Value::str(&out)
             }
             "join" => {
-                let mut parts = Vec::new();
+                let mut parts: Vec<Rc<str>> = Vec::new();
                 for x in self.iterate(&arg(0))? {
                     match x {
-                        Value::Str(p) => parts.push(p.to_string()),
+                        Value::Str(p) => parts.push(p),
                         Value::Opaque(_) => return Ok(Value::opaque("text joined from an unknown value")),
                         other => {
                             return Err(self.type_error(format!("sequence item 0: expected str instance, {} found", other.type_name())))
@@ -1252,9 +1260,25 @@ impl<'l> Interp<'l> {
                 if !self.afford(bytes, "the joined string")? {
                     return Ok(Value::opaque("the joined string"));
                 }
-                Value::str(&parts.join(s))
+                let mut joined = String::with_capacity(bytes as usize);
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        joined.push_str(s);
+                    }
+                    joined.push_str(part);
+                }
+                Value::str(&joined)
             }
             "split" => {
+                let count = match sarg(0) {
+                    Some(sep) if sep.is_empty() => return Err(self.value_error("empty separator")),
+                    Some(sep) => s.matches(sep.as_str()).count() + 1,
+                    None => s.split_whitespace().count(),
+                };
+                // Each part is a value in the list and a string of its own.
+                if !self.afford(s.len() as u128 + count as u128 * (super::memory::VALUE_BYTES + 32), "the split parts")? {
+                    return Ok(Value::opaque("the split parts"));
+                }
                 let parts: Vec<Value> = match sarg(0) {
                     Some(sep) => s.split(sep.as_str()).map(Value::str).collect(),
                     None => s.split_whitespace().map(Value::str).collect(),
@@ -1447,19 +1471,23 @@ pub(crate) fn unknown_order(v: &Value) -> bool {
 }
 
 /// Printing `v` raises nothing and runs no user code: Python scalars, strings, arrays of at
-/// most 64 dimensions (NumPy's limit), and tuples, lists and dicts of those.
-fn printable_without_effects(v: &Value, depth: usize) -> bool {
-    if depth > 8 {
+/// most 64 dimensions (NumPy's limit), and tuples, lists and dicts of those. `seen` counts
+/// the values looked at: past 10,000 the answer is no (and printing goes the budgeted way).
+fn printable_without_effects(v: &Value, depth: usize, seen: &mut usize) -> bool {
+    *seen += 1;
+    if depth > 8 || *seen > 10_000 {
         return false;
     }
     match v {
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
         Value::Array(a) => a.aval.ndim() <= 64,
-        Value::Tuple(t) => t.iter().all(|x| printable_without_effects(x, depth + 1)),
-        Value::List(l) => l.borrow().iter().all(|x| printable_without_effects(x, depth + 1)),
-        Value::Dict(d) => {
-            d.borrow().entries.values().all(|(k, x)| printable_without_effects(k, depth + 1) && printable_without_effects(x, depth + 1))
-        }
+        Value::Tuple(t) => t.iter().all(|x| printable_without_effects(x, depth + 1, seen)),
+        Value::List(l) => l.borrow().iter().all(|x| printable_without_effects(x, depth + 1, seen)),
+        Value::Dict(d) => d
+            .borrow()
+            .entries
+            .values()
+            .all(|(k, x)| printable_without_effects(k, depth + 1, seen) && printable_without_effects(x, depth + 1, seen)),
         _ => false,
     }
 }

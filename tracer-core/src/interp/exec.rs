@@ -714,6 +714,7 @@ impl<'l> Interp<'l> {
                         Some('s') => self.to_str(&v)?,
                         _ => self.format_value(&v, &spec)?,
                     };
+                    self.afford_or_stop(out.len() as u128 + s.len() as u128, "the formatted string")?;
                     out.push_str(&s);
                 }
             }

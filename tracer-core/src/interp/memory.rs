@@ -3,10 +3,15 @@
 //!
 //! Over budget, an analysis (`check`, the editor) leaves the value uncomputed, says so with
 //! an info diagnostic (TL900) and goes on; `run` raises Python's `MemoryError`, as CPython
-//! does when `malloc` fails. Besides each single allocation, the memory the analysis holds
-//! as a whole is watched at every step when the embedding program counts it
-//! (`set_memory_probe`): the binary's allocator does.
+//! does when `malloc` fails. When the embedding program counts what each thread holds
+//! (`set_memory_probe`: the binary's allocator does), an allocation is checked together with
+//! what the analysis already holds, and the whole is also checked every few hundred steps.
+//!
+//! The budget of the analysis running on a thread is kept in a thread-local `Ledger`, so
+//! that code without the interpreter at hand (the evaluator's kernels, `fits`) checks the
+//! same budget before it allocates an array's data.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use super::{Flow, Interp, PyResult, StopReason};
@@ -38,26 +43,106 @@ pub fn thread_bytes() -> Option<usize> {
     MEMORY_PROBE.get().map(|probe| probe())
 }
 
+/// The memory budget of the analysis running on this thread, from its start to its end.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    /// What the thread held when the analysis started (`thread_bytes`).
+    start: usize,
+    max_bytes: u64,
+    /// `Budgets::max_elements`: no array with more elements has its data computed.
+    max_elements: u64,
+}
+
+thread_local! {
+    static CURRENT: Cell<Option<Budget>> = const { Cell::new(None) };
+}
+
+/// The memory budget of one analysis, in force on its thread while the ledger lives; the one
+/// it replaced comes back when it is dropped.
+#[derive(Debug)]
+pub struct Ledger {
+    start: usize,
+    previous: Option<Budget>,
+}
+
+impl Ledger {
+    pub fn open(max_bytes: u64, max_elements: u64) -> Ledger {
+        let start = thread_bytes().unwrap_or(0);
+        let previous = CURRENT.try_with(|c| c.replace(Some(Budget { start, max_bytes, max_elements }))).ok().flatten();
+        Ledger { start, previous }
+    }
+
+    /// What the thread holds more than when the ledger was opened (0 when nothing counts).
+    pub fn held(&self) -> usize {
+        thread_bytes().unwrap_or(0).saturating_sub(self.start)
+    }
+}
+
+impl Drop for Ledger {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| c.set(self.previous));
+    }
+}
+
+/// Whether `bytes` more fit the memory budget of the analysis running on this thread, with
+/// what it already holds. Always true outside an analysis.
+pub fn fits(bytes: u128) -> bool {
+    match CURRENT.try_with(Cell::get).ok().flatten() {
+        Some(budget) => {
+            let held = thread_bytes().unwrap_or(0).saturating_sub(budget.start) as u128;
+            held.saturating_add(bytes) <= u128::from(budget.max_bytes)
+        }
+        None => true,
+    }
+}
+
+/// Bytes of data an array of `elements` elements takes in the evaluator (f64 each).
+pub fn array_bytes(elements: u128) -> u128 {
+    elements.saturating_mul(8)
+}
+
+/// Whether the data of an array of `elements` elements may be computed now: within the
+/// element budget of the analysis running on this thread, and with its bytes within the
+/// memory budget. Always true outside an analysis.
+pub fn fits_array(elements: u128) -> bool {
+    match CURRENT.try_with(Cell::get).ok().flatten() {
+        Some(budget) => elements <= u128::from(budget.max_elements) && fits(array_bytes(elements)),
+        None => true,
+    }
+}
+
 impl Interp<'_> {
-    /// Whether the program may allocate `bytes` for `what` (`Ok(true)`). Over the budget:
-    /// `Ok(false)` in an analysis, after an info diagnostic at the current user line (the
-    /// caller makes the value unknown), or Python's `MemoryError` under `run`.
+    /// Whether the program may allocate `bytes` for `what` (`Ok(true)`), with what the
+    /// analysis already holds. Over the budget: `Ok(false)` in an analysis, after an info
+    /// diagnostic at the current user line (the caller makes the value unknown), or Python's
+    /// `MemoryError` under `run`.
     pub fn afford(&mut self, bytes: u128, what: &str) -> PyResult<bool> {
-        if bytes <= self.budgets.max_bytes as u128 {
+        let max = u128::from(self.budgets.max_bytes);
+        let held = self.ledger.held() as u128;
+        if held.saturating_add(bytes) <= max {
             return Ok(true);
         }
         match self.budgets.over_memory {
             OverMemory::MemoryError => Err(self.raise("MemoryError", Code::PythonException, "")),
             OverMemory::NotComputed => {
-                let message = format!(
-                    "not computed: {what} would take {} of memory, over the memory budget ({})",
-                    human_bytes(bytes),
-                    human_bytes(self.budgets.max_bytes as u128)
-                );
+                let message = if bytes > max / 2 {
+                    format!(
+                        "not computed: {what} would take {} of memory, over the memory budget ({})",
+                        human_bytes(bytes),
+                        human_bytes(max)
+                    )
+                } else {
+                    format!(
+                        "not computed: {what} would take {} of memory, and the analysis already holds {} of its memory budget ({})",
+                        human_bytes(bytes),
+                        human_bytes(held),
+                        human_bytes(max)
+                    )
+                };
                 if let Some(site) = self.site() {
                     let mut diag = self.diagnostic(Code::NotAnalysed, site, message, Vec::new());
                     diag.severity = Severity::Info;
-                    if !self.diagnostics.contains(&diag) {
+                    if !self.diagnostics.iter().any(|d| d.code == diag.code && d.span == diag.span && d.path == diag.path) {
                         self.diagnostics.push(diag);
                     }
                 }
@@ -79,8 +164,10 @@ impl Interp<'_> {
     /// Called with the step count: the memory the analysis holds as a whole, against the
     /// budget. Over it, an analysis stops (TL900) and `run` raises `MemoryError`.
     pub(super) fn check_memory(&mut self) -> PyResult<()> {
-        let Some(now) = thread_bytes() else { return Ok(()) };
-        let held = now.saturating_sub(self.bytes_at_start) as u128;
+        if thread_bytes().is_none() {
+            return Ok(());
+        }
+        let held = self.ledger.held() as u128;
         if held <= self.budgets.max_bytes as u128 {
             return Ok(());
         }

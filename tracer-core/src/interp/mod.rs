@@ -187,8 +187,8 @@ pub struct Interp<'l> {
     pub loop_pass_count: u64,
     pub loop_mutations: Vec<usize>,
     started: Instant,
-    /// What the thread held when the interpreter was made (`memory::thread_bytes`).
-    bytes_at_start: usize,
+    /// The memory budget, in force on this thread while the interpreter lives.
+    ledger: memory::Ledger,
     pub jax: JaxState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
@@ -207,6 +207,9 @@ pub struct Interp<'l> {
     /// that only annotations or `# tracelens: trace` comments can reach.
     pub called: std::collections::HashSet<usize, foldhash::fast::FixedState>,
     repr_depth: usize,
+    /// Containers being compared or hashed, outermost first: Python's recursion limit holds
+    /// there too (`a = [a]` a million times, then `a == b`).
+    nesting: usize,
     /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
     /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
     pub values: Option<crate::jax::numerics::ValuesState>,
@@ -329,6 +332,7 @@ impl Drop for Leftovers {
 
 impl<'l> Interp<'l> {
     pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
+        let ledger = memory::Ledger::open(budgets.max_bytes, budgets.max_elements);
         Interp {
             files: Vec::new(),
             loader,
@@ -347,7 +351,7 @@ impl<'l> Interp<'l> {
             loop_pass_count: 0,
             loop_mutations: Vec::new(),
             started: Instant::now(),
-            bytes_at_start: memory::thread_bytes().unwrap_or(0),
+            ledger,
             jax: JaxState::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),
@@ -357,6 +361,7 @@ impl<'l> Interp<'l> {
             uncaught: Vec::new(),
             called: Default::default(),
             repr_depth: 0,
+            nesting: 0,
             values: None,
             stdout_unread: false,
             memo: None,

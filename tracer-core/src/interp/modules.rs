@@ -194,6 +194,11 @@ impl<'l> Interp<'l> {
             }
         }
         let text = self.read_source(path)?;
+        if crate::syntax::punctuation_marks(&text) > self.budgets.max_source_marks {
+            // Too large to parse within the budget: an unknown module, as a library that is
+            // not modelled (its attributes are unknown values, never missing ones).
+            return Some(Ok(module_value(self, name, NativeModule::Opaque(name.to_string()))));
+        }
         let file = self.add_file(path.to_path_buf(), text);
         self.mark_library_if_shim(file, root.unwrap_or(Path::new("")), relative_to_library);
         let (module, flow) = self.run_module(file, name);

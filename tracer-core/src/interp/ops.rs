@@ -113,6 +113,9 @@ impl<'l> Interp<'l> {
                 return Ok(self.new_list(items));
             }
             (BinOp::Add, Value::Tuple(a), Value::Tuple(b)) => {
+                if !self.afford((a.len() + b.len()) as u128 * super::memory::VALUE_BYTES, "the concatenated tuple")? {
+                    return Ok(Value::opaque("the concatenated tuple"));
+                }
                 let mut items = (**a).clone();
                 items.extend(b.iter().cloned());
                 return Ok(Value::tuple(items));
@@ -167,6 +170,7 @@ impl<'l> Interp<'l> {
     pub(super) fn inplace_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
         if let (BinOp::Add, Value::List(list)) = (op, &l) {
             let items = self.iterate(&r)?;
+            self.afford_or_stop((list.borrow().len() + items.len()) as u128 * super::memory::VALUE_BYTES, "the extended list")?;
             self.note_mutation(&l, "list +=")?;
             list.borrow_mut().extend(items);
             return Ok(l);
@@ -312,6 +316,22 @@ impl<'l> Interp<'l> {
 
     /// Python `==` on non-array values.
     pub fn py_eq(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
+        self.nested("in comparison", |this| this.py_eq_inner(l, r))
+    }
+
+    /// Runs `f` one container deeper; past the recursion limit Python's `RecursionError`
+    /// (`maximum recursion depth exceeded {what}`), never a Rust stack overflow.
+    fn nested<T>(&mut self, what: &str, f: impl FnOnce(&mut Self) -> PyResult<T>) -> PyResult<T> {
+        if self.nesting >= self.budgets.max_recursion {
+            return Err(self.raise("RecursionError", Code::PythonException, format!("maximum recursion depth exceeded {what}")));
+        }
+        self.nesting += 1;
+        let result = f(self);
+        self.nesting -= 1;
+        result
+    }
+
+    fn py_eq_inner(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
         Ok(match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
             (Value::Str(a), Value::Str(b)) => a == b,
@@ -412,7 +432,7 @@ impl<'l> Interp<'l> {
                 let (a, b) = (self.iterate(l)?, self.iterate(r)?);
                 for (x, y) in a.iter().zip(&b) {
                     if !self.py_eq(x, y)? {
-                        return self.py_cmp(x, y);
+                        return self.nested("in comparison", |this| this.py_cmp(x, y));
                     }
                 }
                 Ok(Some(a.len().cmp(&b.len())))
@@ -459,6 +479,13 @@ impl<'l> Interp<'l> {
     }
 
     pub fn hash_key(&mut self, v: &Value) -> PyResult<HashKey> {
+        match v {
+            Value::Tuple(_) | Value::Instance(_) => self.nested("while calling a Python object", |this| this.hash_key_inner(v)),
+            _ => self.hash_key_inner(v),
+        }
+    }
+
+    fn hash_key_inner(&mut self, v: &Value) -> PyResult<HashKey> {
         Ok(match v {
             Value::None => HashKey::None,
             Value::Bool(b) => HashKey::Int(*b as i64),
@@ -542,8 +569,13 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => {
                 let items = d.borrow().items();
                 let mut parts = Vec::new();
+                let mut total: u128 = 0;
                 for (k, v) in items {
-                    parts.push(format!("{}: {}", self.repr(&k)?, self.repr(&v)?));
+                    self.tick()?;
+                    let part = format!("{}: {}", self.repr(&k)?, self.repr(&v)?);
+                    total += part.len() as u128 + 2;
+                    self.afford_or_stop(total, "the text of a container")?;
+                    parts.push(part);
                 }
                 format!("{{{}}}", parts.join(", "))
             }
@@ -600,8 +632,19 @@ impl<'l> Interp<'l> {
         })
     }
 
+    /// The reprs of a container's items, each a step, and their total within the memory
+    /// budget (`repr([[0] * 1000] * 10**6)` would take 3 GB).
     fn repr_items(&mut self, items: &[Value]) -> PyResult<Vec<String>> {
-        items.iter().map(|i| self.repr(i)).collect()
+        let mut parts = Vec::with_capacity(items.len());
+        let mut total: u128 = 0;
+        for item in items {
+            self.tick()?;
+            let part = self.repr(item)?;
+            total += part.len() as u128 + 2;
+            self.afford_or_stop(total, "the text of a container")?;
+            parts.push(part);
+        }
+        Ok(parts)
     }
 
     pub fn to_str(&mut self, v: &Value) -> PyResult<String> {
@@ -703,6 +746,7 @@ impl<'l> Interp<'l> {
                 'r' => self.repr(&arg)?,
                 _ => self.format_value(&arg, &spec)?,
             };
+            self.afford_or_stop(out.len() as u128 + s.len() as u128, "the formatted string")?;
             out.push_str(&s);
         }
         Ok(Value::str(&out))
@@ -745,7 +789,13 @@ impl<'l> Interp<'l> {
             Value::List(l) => PyIter::List { list: l.clone(), pos: 0 },
             Value::Tuple(t) => PyIter::Seq { items: t.clone(), pos: 0, kind: "tuple_iterator" },
             Value::Str(s) => {
-                PyIter::Seq { items: Rc::new(s.chars().map(|c| Value::str(&c.to_string())).collect()), pos: 0, kind: "str_iterator" }
+                // One value and one string of its own per character.
+                self.afford_or_stop(s.chars().count() as u128 * (super::memory::VALUE_BYTES + 32), "the characters of a string")?;
+                PyIter::Seq {
+                    items: Rc::new(s.chars().map(|c| Value::str(c.encode_utf8(&mut [0; 4]))).collect()),
+                    pos: 0,
+                    kind: "str_iterator",
+                }
             }
             Value::Dict(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "dict_keyiterator" },
             Value::Set(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "set_iterator" },
@@ -814,7 +864,8 @@ impl<'l> Interp<'l> {
             PyIter::Range { next, stop, step } => {
                 if (*step > 0 && *next < *stop) || (*step < 0 && *next > *stop) {
                     let v = *next;
-                    *next += *step;
+                    // Past `i64::MAX` the range is over: its stop is an `i64`.
+                    *next = next.checked_add(*step).unwrap_or(*stop);
                     Some(Value::Int(v))
                 } else {
                     None
@@ -839,6 +890,14 @@ impl<'l> Interp<'l> {
 
     /// All items of an iterable (bounded by the step budget).
     pub fn iterate(&mut self, v: &Value) -> PyResult<Vec<Value>> {
+        let copied = match v {
+            Value::Tuple(t) => t.len(),
+            Value::List(l) => l.borrow().len(),
+            _ => 0,
+        };
+        if copied > 0 {
+            self.afford_or_stop(copied as u128 * super::memory::VALUE_BYTES, "a copy of the items")?;
+        }
         match v {
             Value::Tuple(t) => return Ok((**t).clone()),
             Value::List(l) => return Ok(l.borrow().clone()),
@@ -894,41 +953,52 @@ impl<'l> Interp<'l> {
     }
 
     fn seq_getitem(&mut self, obj: &Value, idx: Value) -> PyResult<Value> {
-        let items: Vec<Value> = match obj {
-            Value::List(l) => l.borrow().clone(),
-            Value::Tuple(t) => (**t).clone(),
-            Value::Str(s) => s.chars().map(|c| Value::str(&c.to_string())).collect(),
-            Value::Range(a, b, s) => {
-                let n = range_len(*a, *b, *s);
-                if n > 10_000_000 {
-                    return Ok(Value::opaque("item of a huge range"));
-                }
-                (0..n).map(|i| Value::Int(a + i * s)).collect()
-            }
-            _ => Vec::new(),
+        // The length and one item at a time: indexing a list of a million items in a loop
+        // must not copy it on every access.
+        let n = match obj {
+            Value::List(l) => l.borrow().len() as i64,
+            Value::Tuple(t) => t.len() as i64,
+            Value::Str(s) => s.chars().count() as i64,
+            Value::Range(a, b, s) => range_len(*a, *b, *s),
+            _ => 0,
         };
-        let n = items.len() as i64;
+        let item = |i: i64| -> Value {
+            match obj {
+                Value::List(l) => l.borrow().get(i as usize).cloned().unwrap_or(Value::None),
+                Value::Tuple(t) => t.get(i as usize).cloned().unwrap_or(Value::None),
+                Value::Str(s) => s.chars().nth(i as usize).map(|c| Value::str(c.encode_utf8(&mut [0; 4]))).unwrap_or(Value::None),
+                Value::Range(a, _, s) => Value::Int(range_item(*a, *s, i)),
+                _ => Value::None,
+            }
+        };
         match &idx {
             Value::Slice(sl) => {
                 let (start, stop, step) = self.slice_indices(sl, n)?;
-                let mut out = Vec::new();
-                let mut i = start;
-                while (step > 0 && i < stop) || (step < 0 && i > stop) {
-                    out.push(items[i as usize].clone());
-                    i += step;
+                let count = range_len(start, stop, step);
+                if let Value::Range(a, _, s) = obj {
+                    // A slice of a range is a range: `range(10**12)[::2]` is never listed.
+                    let first = range_item(*a, *s, start);
+                    let step = s.saturating_mul(step);
+                    return Ok(Value::Range(first, first.saturating_add(count.saturating_mul(step)), step));
                 }
+                let positions = slice_positions(start, step, count);
                 Ok(match obj {
-                    Value::List(_) => self.new_list(out),
-                    Value::Str(_) => {
-                        let mut s = String::new();
-                        for v in out {
-                            if let Value::Str(c) = v {
-                                s.push_str(&c);
-                            }
-                        }
-                        Value::str(&s)
+                    Value::List(l) => {
+                        let items = l.borrow();
+                        let out = positions.filter_map(|i| items.get(i).cloned()).collect();
+                        drop(items);
+                        self.new_list(out)
                     }
-                    _ => Value::tuple(out),
+                    Value::Str(s) if step == 1 => {
+                        let text: String = s.chars().skip(start as usize).take(count as usize).collect();
+                        Value::str(&text)
+                    }
+                    Value::Str(s) => {
+                        let chars: Vec<char> = s.chars().collect();
+                        Value::str(&positions.filter_map(|i| chars.get(i)).collect::<String>())
+                    }
+                    Value::Tuple(t) => Value::tuple(positions.filter_map(|i| t.get(i).cloned()).collect()),
+                    _ => Value::tuple(Vec::new()),
                 })
             }
             Value::Array(a) if a.is_tracer() => Err(jnp::index_error_from_tracer(self, a)),
@@ -940,7 +1010,7 @@ impl<'l> Interp<'l> {
                         idx.type_name()
                     )));
                 };
-                let j = if i < 0 { i + n } else { i };
+                let j = if i < 0 { i.saturating_add(n) } else { i };
                 if (j < 0 || j >= n) && self.is_unsized(obj) {
                     return Err(self.stop_unknown("an index into a list whose length is not known"));
                 }
@@ -953,7 +1023,7 @@ impl<'l> Interp<'l> {
                     };
                     return Err(self.raise("IndexError", Code::PythonException, format!("{what} index out of range")));
                 }
-                Ok(items[j as usize].clone())
+                Ok(item(j))
             }
         }
     }
@@ -1013,11 +1083,26 @@ impl<'l> Interp<'l> {
                 self.note_mutation(obj, "item assignment")?;
                 let n = l.borrow().len() as i64;
                 if let Value::Slice(sl) = &idx {
-                    let (start, stop, _) = self.slice_indices(sl, n)?;
+                    let (start, stop, step) = self.slice_indices(sl, n)?;
                     let items = self.iterate(&value)?;
+                    if step == 1 {
+                        let mut list = l.borrow_mut();
+                        let len = list.len();
+                        let (start, stop) = (start.clamp(0, n) as usize, stop.clamp(start.max(0), n) as usize);
+                        list.splice(start.min(len)..stop.min(len), items);
+                        return Ok(());
+                    }
+                    let count = range_len(start, stop, step);
+                    if items.len() as i64 != count {
+                        return Err(self
+                            .value_error(format!("attempt to assign sequence of size {} to extended slice of size {count}", items.len())));
+                    }
                     let mut list = l.borrow_mut();
-                    let stop = stop.max(start);
-                    list.splice(start as usize..stop as usize, items);
+                    for (i, item) in slice_positions(start, step, count).zip(items) {
+                        if let Some(slot) = list.get_mut(i) {
+                            *slot = item;
+                        }
+                    }
                     return Ok(());
                 }
                 let Some(i) = self.index_of(&idx)? else {
@@ -1071,8 +1156,24 @@ impl<'l> Interp<'l> {
         match obj {
             Value::List(l) => {
                 let n = l.borrow().len() as i64;
+                if let Value::Slice(sl) = &idx {
+                    // `del x[a:b:c]`: the positions the slice visits, from the last one down.
+                    let (start, stop, step) = self.slice_indices(sl, n)?;
+                    let mut doomed = vec![false; n as usize];
+                    for i in slice_positions(start, step, range_len(start, stop, step)) {
+                        if let Some(d) = doomed.get_mut(i) {
+                            *d = true;
+                        }
+                    }
+                    let mut position = 0;
+                    l.borrow_mut().retain(|_| {
+                        position += 1;
+                        !doomed.get(position - 1).copied().unwrap_or(false)
+                    });
+                    return Ok(());
+                }
                 if let Some(i) = self.index_of(&idx)? {
-                    let j = if i < 0 { i + n } else { i };
+                    let j = if i < 0 { i.saturating_add(n) } else { i };
                     if j >= 0 && j < n {
                         l.borrow_mut().remove(j as usize);
                         return Ok(());
@@ -1503,7 +1604,15 @@ pub fn is_not_implemented(v: &Value) -> bool {
     matches!(v, Value::Builtin(b) if matches!(**b, Builtin::Fn("NotImplemented")))
 }
 
+/// `len(range(a, b, s))`, computed without overflow (at most `i64::MAX`: a longer range
+/// cannot be indexed by an `i64` anyway).
 pub fn range_len(a: i64, b: i64, s: i64) -> i64 {
+    i64::try_from(range_len_exact(a, b, s)).unwrap_or(i64::MAX)
+}
+
+/// `len(range(a, b, s))` exactly: `range(-2**63, 2**63 - 1)` has more than `i64::MAX` items.
+pub fn range_len_exact(a: i64, b: i64, s: i64) -> i128 {
+    let (a, b, s) = (i128::from(a), i128::from(b), i128::from(s));
     if s > 0 && a < b {
         (b - a + s - 1) / s
     } else if s < 0 && a > b {
@@ -1511,6 +1620,17 @@ pub fn range_len(a: i64, b: i64, s: i64) -> i64 {
     } else {
         0
     }
+}
+
+/// `range(a, _, s)[i]` for an index already inside the range: it fits an `i64`.
+pub fn range_item(a: i64, s: i64, i: i64) -> i64 {
+    i64::try_from(i128::from(a) + i128::from(i) * i128::from(s)).unwrap_or(if s > 0 { i64::MAX } else { i64::MIN })
+}
+
+/// The positions a slice `start:_:step` of `count` items visits, as `slice_indices` gave them
+/// (every one inside the sequence).
+pub fn slice_positions(start: i64, step: i64, count: i64) -> impl Iterator<Item = usize> {
+    (0..count.max(0)).map(move |k| range_item(start, step, k).max(0) as usize)
 }
 
 pub fn as_int(v: &Value) -> Option<i64> {

@@ -445,7 +445,7 @@ pub(super) fn replay(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, consts: &[Rc<Array>
 
 /// Binds `prim` with the output aval its rule (`prims/`) gives. Operands a rule rejects are
 /// a derivative rule's mistake, not the user's: the derivative is then unknown.
-fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+pub(crate) fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
     let in_avals: Vec<Aval> = ins.iter().map(|i| i.aval.clone()).collect();
     match super::prims::abstract_eval(&prim, &in_avals, &[]) {
         Ok(outs) if outs.len() == 1 => bind_declared(interp, prim, ins, outs.into_iter().next().unwrap_or_else(|| unreachable!())),
@@ -464,7 +464,7 @@ fn bind_declared(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval)
     Ok(bind1(interp, prim, ins, aval)?)
 }
 
-fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
+pub(crate) fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
     bind(interp, Prim::Binary(op), &[a.clone(), b.clone()])
 }
 
@@ -883,6 +883,9 @@ fn jvp(
     if !differentiable(out_aval.dtype) {
         return Ok(vec![None]);
     }
+    if let Some(block) = super::prims::block(&eqn.prim) {
+        return block.jvp(interp, &eqn.prim, ins, ts);
+    }
     let need: Vec<bool> = ts.iter().map(Option::is_some).collect();
     if let Some(ds) = partials(interp, eqn, ins, out, &need)? {
         let mut total: Option<Rc<Array>> = None;
@@ -1062,8 +1065,9 @@ impl TopKPlaces {
         for d in 0..last {
             let mut shape = vec![1; nd];
             shape[d] = out.shape[d];
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64);
-            arrays.push(Array::ready(Aval::new(&shape, DType::I32), data));
+            arrays.push(Array::built(Aval::new(&shape, DType::I32), || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64)
+            }));
         }
         arrays.push(bind_declared(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
         Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
@@ -2059,6 +2063,9 @@ fn transpose(
     if matches!(eqn.prim, Prim::Cond { .. }) {
         return super::ad_control::cond_transpose(interp, eqn, ins, gs, active);
     }
+    if let Some(block) = super::prims::block(&eqn.prim) {
+        return block.transpose(interp, ins, gs, active);
+    }
     let (out, g) = match (outs, gs) {
         ([out], [Some(g)]) => (out, g),
         _ => return Err(no_rule(eqn)),
@@ -2574,11 +2581,13 @@ pub fn jacobian_values(
 }
 
 fn one_hot(aval: &Aval, k: usize) -> Rc<Array> {
-    let mut data = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&aval.shape));
-    if let Some(x) = data.iter_mut().nth(k) {
-        *x = 1.0;
-    }
-    Array::ready(aval.clone().weak(false), data)
+    Array::built(aval.clone().weak(false), || {
+        let mut data = ndarray::ArrayD::<f64>::zeros(ndarray::IxDyn(&aval.shape));
+        if let Some(x) = data.iter_mut().nth(k) {
+            *x = 1.0;
+        }
+        data
+    })
 }
 
 fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forward: bool, expected: &[Aval]) -> AdResult<Vec<Rc<Array>>> {

@@ -132,6 +132,15 @@ impl Array {
         if aval.size() > max_elements as u128 {
             return Array::unknown(aval, TOO_LARGE);
         }
+        Array::built(aval, make)
+    }
+    /// An array of `aval` whose data `make` computes now, when the budgets of the analysis
+    /// running on this thread allow it (`memory::fits_array`); else its value stays unknown.
+    /// Every array whose size the program decides is made this way, never with `ready`.
+    pub fn built(aval: Aval, make: impl FnOnce() -> NdData) -> Rc<Array> {
+        if !crate::interp::memory::fits_array(aval.size()) {
+            return Array::unknown(aval, TOO_LARGE);
+        }
         Array::ready(aval, make())
     }
     pub fn unknown(aval: Aval, why: &'static str) -> Rc<Array> {

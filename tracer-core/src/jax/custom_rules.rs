@@ -689,6 +689,7 @@ fn nonlinear_in(jaxpr: &Jaxpr, active_binders: &[bool]) -> Option<String> {
             Prim::Binary(BinaryPrim::Mul) => n == 1,
             Prim::Binary(BinaryPrim::Div) => only(&[0]),
             Prim::DotGeneral { .. } => n == 1,
+            Prim::Block(b) => b.0.linear_in(&flags),
             Prim::Select => !flags[0],
             Prim::ConvertElementType { .. }
             | Prim::BroadcastInDim { .. }

@@ -127,7 +127,7 @@ pub fn leaked_tracer(interp: &Interp, a: &Array) -> Flow {
     let mut flow = interp.raise("UnexpectedTracerError", Code::LeakedTracer, msg);
     if let Flow::Raise(exc) = &mut flow {
         if let Some(site) = escaped {
-            exc.related.push((site, "the tracer escaped here: stored where it outlives its transformation".into()));
+            exc.related.push((site, crate::diagnostics::LEAK_ESCAPE_NOTE.into()));
         }
         if let Some(origin) = a.origin {
             exc.related.push((origin, "the leaked value was created here, inside a transformation".into()));

@@ -8,6 +8,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 use super::array::{Array, ArrayKind, Lazy, NdData, NdDataF32};
 use super::dtypes::DType;
+use super::eval_cost;
 use super::eval_ints::{self, NdInts};
 use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
@@ -245,6 +246,16 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         }
     };
     if inputs.iter().any(|i| i.aval.dtype.is_complex()) {
+        return None;
+    }
+    // Decided before any input is computed: a kernel cannot be stopped halfway.
+    let in_avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
+    if eval_cost::cost(&prim, &in_avals, &known.aval) > eval_cost::MAX_COST {
+        *cell.borrow_mut() = Lazy::Unknown(eval_cost::TOO_COSTLY);
+        return None;
+    }
+    if !crate::interp::memory::fits(crate::interp::memory::array_bytes(known.aval.size())) {
+        // Not remembered: the memory may be free again at the next use.
         return None;
     }
     let in_dtypes: Vec<DType> = inputs.iter().map(|i| i.aval.dtype).collect();
@@ -753,6 +764,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             dot_general(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
         }
         Prim::Linalg(op) => linalg::kernel(*op, ins, out_shape)?,
+        Prim::Block(b) => b.0.kernel(ins, in_dtypes, out_shape, out_dtype)?,
         Prim::Gather { mode, fill_value, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, *fill_value, out_dtype, out_shape)?,
         Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?

@@ -216,6 +216,9 @@ pub enum Prim {
     /// (`jnp.linalg.solve`, `inv`, `cholesky`, `det`, `slogdet`, `eigh`, `svd`, `qr`,
     /// `jax.scipy.linalg.solve_triangular`); kernels in `linalg.rs`.
     Linalg(LinalgOp),
+    /// A primitive written as one block (`prims::Block`: `conv_general_dilated`), its
+    /// parameters, rules and properties together.
+    Block(super::prims::BlockPrim),
 }
 
 /// The symmetric matrix `eigh` decomposes: `jnp.linalg.eigh`'s default symmetrises its
@@ -466,6 +469,11 @@ prim_names!(BinaryPrim {
 });
 
 impl Prim {
+    /// `block` bound as a primitive.
+    pub fn block(block: impl super::prims::Block + 'static) -> Prim {
+        Prim::Block(super::prims::BlockPrim(Rc::new(block)))
+    }
+
     pub fn name(&self) -> String {
         match self {
             Prim::Unary(u) => u.name().into(),
@@ -546,6 +554,7 @@ impl Prim {
             Prim::DebugCallback => "debug_callback".into(),
             Prim::StopGradient => "stop_gradient".into(),
             Prim::Opaque(n) => (*n).into(),
+            Prim::Block(b) => b.0.name().into(),
             Prim::Linalg(op) => match op {
                 LinalgOp::LinearSolve { .. } => "custom_linear_solve",
                 LinalgOp::Cholesky => "cholesky",
@@ -611,6 +620,7 @@ impl Prim {
                 format!("mode={} unique_indices={}", mode.text(), if *unique_indices { "True" } else { "False" })
             }
             Prim::Pjit { name } => format!("name={name}"),
+            Prim::Block(b) => b.0.params(),
             Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => format!("name={}", call.name),
             Prim::Scan { length, reverse, num_carry } => {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })

@@ -13,6 +13,7 @@ pub mod effects;
 pub mod errors;
 pub mod eval;
 pub mod eval_control;
+pub mod eval_cost;
 pub mod eval_ints;
 pub mod eval_jaxpr;
 pub mod indexing;

@@ -58,6 +58,13 @@ pub fn parse(source: &str) -> ast::Module {
     lower::parse_module(source)
 }
 
+/// Punctuation marks and line breaks of `text`: about its tokens, counted without parsing.
+/// A file with more than `Budgets::max_source_marks` is not parsed at all (its tree and AST
+/// would take seconds and most of the memory budget).
+pub fn punctuation_marks(text: &str) -> u64 {
+    text.bytes().filter(|b| b.is_ascii_punctuation() || *b == b'\n').count() as u64
+}
+
 /// Parses successive versions of one file. Each parse gives the module `parse` would give;
 /// it costs less when the text changed little since the last one: tree-sitter re-parses
 /// only around the change, and top-level statements whose text is unchanged are not

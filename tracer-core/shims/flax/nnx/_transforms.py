@@ -141,6 +141,16 @@ def _scan_walk(i, node, path, seen, slots, shape):
             _scan_walk(i, value, at, seen, slots, shape)
 
 
+def _static_kind(a):
+    """Whether `a` can only be passed to a jitted function as a static argument."""
+    if a is None or isinstance(a, (bool, int, str)):
+        return True
+    if isinstance(a, (float, complex)) or hasattr(a, "dtype") or _is_node(a):
+        return False
+    leaves = jax.tree_util.tree_leaves(a)
+    return len(leaves) == 1 and leaves[0] is a
+
+
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None, **kwargs):
     if fun is None:
 
@@ -191,12 +201,12 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
     def static_positions(args):
         """The positional arguments passed as static values: those of `static_argnums`, and
         with `static_argnames` (whose positions the shim cannot read off `fun`) every Python
-        bool, int, str or None, the kinds a static flag or size has."""
+        bool, int, str or None, the kinds a static flag or size has, and every other leaf
+        jax.jit could not trace (a config object, a function)."""
         positions = [i if i >= 0 else len(args) + i for i in static_argnums]
         if static_argnames:
             for i in range(len(args)):
-                a = args[i]
-                if a is None or (isinstance(a, (bool, int, str)) and not isinstance(a, float)):
+                if _static_kind(args[i]):
                     positions.append(i)
         return positions
 

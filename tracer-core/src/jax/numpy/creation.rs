@@ -216,8 +216,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         F::LaxIota => {
             let d = dtype_arg(interp, p.get(0, "dtype"))?.unwrap_or(DType::I32);
             let n = p.get(1, "size").and_then(crate::interp::ops::as_int).unwrap_or(0).max(0) as usize;
-            let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
-            Ok(Value::Array(Array::ready(Aval::new(&[n], dtypes::canonicalize(d, c)), data)))
+            Ok(Value::Array(Array::built(Aval::new(&[n], dtypes::canonicalize(d, c)), || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64)
+            })))
         }
         F::Append => {
             let a = arr!(interp, cx, 0, "arr");
@@ -241,8 +242,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 1 => {
                     // jnp.where(eye, v[None, :], 0)
                     let n = a.aval.shape[0];
-                    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[0] == ix[1]) as i64 as f64);
-                    let eye = Array::ready(Aval::new(&[n, n], DType::Bool), eye);
+                    let eye = Array::built(Aval::new(&[n, n], DType::Bool), || {
+                        ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[0] == ix[1]) as i64 as f64)
+                    });
                     let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![1] };
                     let rows = bind1(interp, prim, &[a.clone()], a.aval.with_shape(&[n, n]))?;
                     let zeros = full(interp, &[n, n], 0.0, a.aval.dtype)?;
@@ -251,7 +253,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 2 => {
                     let n = a.aval.shape[0].min(a.aval.shape[1]);
                     let ix =
-                        Array::ready(Aval::new(&[n], DType::I32), ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
+                        Array::built(Aval::new(&[n], DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
                     let prim = Prim::Gather {
                         mode: crate::jax::ir::IndexMode::Clip,
                         fill_value: None,

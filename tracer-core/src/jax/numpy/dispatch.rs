@@ -119,6 +119,9 @@ pub(super) fn family(f: JaxFn) -> Family {
         | F::LaxArgmin
         | F::LaxSort
         | F::LaxSortKeyVal
+        | F::LaxConvGeneralDilated
+        | F::LaxConv
+        | F::LaxConvWithGeneralPadding
         | F::LaxErfInv
         | F::LaxLgamma
         | F::LaxDigamma => Family::Lax,

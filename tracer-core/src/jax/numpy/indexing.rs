@@ -96,8 +96,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 }
                 let mut s = vec![1; nd];
                 s[d] = shape[d];
-                let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
-                ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+                ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
             }
             let prim = Prim::Gather { mode, fill_value, index: vec![IndexItem::Array; nd] };
             bind1(interp, prim, &ins, a.aval.with_shape(&shape)).map(Value::Array)
@@ -155,6 +154,18 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     ),
                 ));
             }
+            // lax promotes nothing: a weakly typed Python scalar aside, the dtypes must agree.
+            if u.aval.dtype != a.aval.dtype && !u.aval.weak && !a.aval.weak {
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::DtypeMismatch,
+                    format!(
+                        "lax.dynamic_update_slice requires arguments to have the same dtypes, got {}, {}.",
+                        a.aval.dtype.name(),
+                        u.aval.dtype.name()
+                    ),
+                ));
+            }
             let mut inputs = vec![a.clone(), u];
             inputs.extend(start_indices(interp, p.get(2, "start_indices"), a.aval.ndim())?.unwrap_or_default());
             bind1(interp, Prim::DynamicUpdateSlice, &inputs, a.aval.clone()).map(Value::Array)
@@ -197,10 +208,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let index_dtype = dtypes::default_int(c);
             let iota = |from: usize| {
-                Array::ready(
-                    Aval::new(&[size], index_dtype),
-                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64),
-                )
+                Array::built(Aval::new(&[size], index_dtype), || {
+                    ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size]), |k| (from + k[0]) as f64)
+                })
             };
             let (i, j) = (iota(0), iota(offset.unsigned_abs() as usize));
             let (rows, cols) = if offset >= 0 { (i, j) } else { (j, i) };
@@ -295,6 +305,17 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
 /// `x[idx]` on an array: basic indexing (ints, slices, None, Ellipsis), integer-array
 /// indexing, and boolean masks (which need concrete values, TL108).
 pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+    // A NumPy array indexed by a tracer (`TABLE[token]` inside jit): NumPy converts the index
+    // with `__array__`, which every JAX tracer refuses.
+    if a.numpy.get() {
+        let items: &[Value] = match idx {
+            Value::Tuple(t) => t,
+            other => std::slice::from_ref(other),
+        };
+        if let Some(Value::Array(t)) = items.iter().find(|v| matches!(v, Value::Array(t) if t.is_tracer())) {
+            return Err(super::conversion::numpy_conversion_error(interp, t));
+        }
+    }
     let me = Value::Array(a.clone());
     in_numpy_mode(interp, &[&me], |interp| getitem_inner(interp, a, idx))
 }
@@ -427,9 +448,10 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
                     return getitem(interp, a, &Value::Array(ix));
                 }
                 if !ix.aval.dtype.is_integer() {
+                    // An index of the wrong dtype is a dtype error.
                     return Err(interp.raise(
                         "TypeError",
-                        Code::PythonException,
+                        Code::DtypeMismatch,
                         format!(
                             "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {}",
                             ix.aval.dtype.name(),
@@ -451,9 +473,10 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
             }
             Value::Str(_) | Value::Float(_) | Value::Dict(_) => {
                 let shown = interp.repr(it).unwrap_or_default();
+                let code = if matches!(it, Value::Float(_)) { Code::DtypeMismatch } else { Code::PythonException };
                 return Err(interp.raise(
                     "TypeError",
-                    Code::PythonException,
+                    code,
                     format!(
                         "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {shown}",
                         it.type_name()

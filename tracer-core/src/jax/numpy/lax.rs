@@ -7,6 +7,7 @@
 
 use super::*;
 
+mod conv;
 mod rules;
 use rules::*;
 
@@ -579,6 +580,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
             let sorted = sort(interp, f, &operands, num_keys as usize, dimension, stable)?;
             Ok(if sequence { Value::tuple(sorted) } else { sorted.into_iter().next().unwrap_or(Value::None) })
         }
+        F::LaxConvGeneralDilated | F::LaxConv | F::LaxConvWithGeneralPadding => conv::call(interp, f, p),
         F::LaxSortKeyVal => {
             let keys = arr!(0, "keys");
             let values = arr!(1, "values");

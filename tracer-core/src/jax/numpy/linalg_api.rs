@@ -273,8 +273,9 @@ fn matrix_power(interp: &mut Interp, a: Rc<Array>, n: Option<&Value>) -> PyResul
         None => return Err(interp.type_error("matrix_power() missing 1 required positional argument: 'n'")),
     };
     if n == 0 {
-        let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size, size]), |ix| f64::from(u8::from(ix[0] == ix[1])));
-        let eye = Array::ready(Aval::new(&[size, size], a.aval.dtype), eye);
+        let eye = Array::built(Aval::new(&[size, size], a.aval.dtype), || {
+            ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[size, size]), |ix| f64::from(u8::from(ix[0] == ix[1])))
+        });
         return broadcast_to_shape(interp, &eye, &a.aval.shape).map(Value::Array);
     }
     let mut base = a.clone();

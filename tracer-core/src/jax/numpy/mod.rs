@@ -45,6 +45,7 @@ macro_rules! arr {
     };
 }
 
+mod arraylike;
 mod conversion;
 mod creation;
 mod dispatch;
@@ -53,6 +54,7 @@ mod indexing;
 mod lax;
 mod linalg;
 pub(super) mod linalg_api;
+mod literal;
 mod methods;
 mod nn;
 mod operands;
@@ -169,6 +171,7 @@ const SEVERAL_RESULTS: &[&str] = &[
 
 /// Calls a jax.numpy / jax.nn / jax.lax function that maps arrays to arrays.
 pub fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    arraylike::check(interp, f, &args)?;
     // An op on a tracer gives a tracer, whatever else is unknown (design.md §6); so does
     // any op that binds a primitive inside a staging trace (`jit`, a `scan` body), whatever
     // its operands are: JAX stages every such op out, constants included.

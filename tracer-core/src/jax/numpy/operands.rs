@@ -42,6 +42,9 @@ pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
             Array::unknown(Aval::scalar(wd.dtype).weak(true), "a Python number whose value is not known")
         }
         Value::List(_) | Value::Tuple(_) => {
+            if let Some(a) = super::literal::numbers_array(interp, v)? {
+                return Ok(Operand::Array(a));
+            }
             let items = interp.iterate(v)?;
             return stack_python(interp, &items);
         }

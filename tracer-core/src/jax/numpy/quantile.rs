@@ -508,8 +508,7 @@ fn gather_along(
         let at = q_ndim + if keepdims || d < axis { d } else { d - 1 };
         let mut s = vec![1; rank];
         s[at] = sorted.aval.shape[d];
-        let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[at] as f64);
-        inputs.push(Array::ready(Aval::new(&s, index.aval.dtype), data));
+        inputs.push(Array::built(Aval::new(&s, index.aval.dtype), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[at] as f64)));
     }
     let prim = Prim::Gather { mode: IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; sorted.aval.ndim()] };
     bind1(interp, prim, &inputs, sorted.aval.with_shape(out_shape))

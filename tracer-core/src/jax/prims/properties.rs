@@ -9,6 +9,7 @@ use crate::jax::ir::{BinaryPrim, CmpPrim, LinalgOp, Prim, ReduceOp, ScatterOp, U
 /// move elements without computing with them, equality, and calls and control flow.
 pub fn takes_keys(prim: &Prim) -> bool {
     match prim {
+        Prim::Block(b) => b.0.props().takes_keys,
         Prim::Compare(c) => matches!(c, CmpPrim::Eq | CmpPrim::Ne),
         Prim::ConvertElementType { new_dtype, .. } => new_dtype.is_key(),
         Prim::Scatter { op, .. } => *op == ScatterOp::Set,
@@ -63,6 +64,7 @@ pub fn takes_keys(prim: &Prim) -> bool {
 /// The PRNG primitives, whose kernels are in `jax/random.rs`.
 pub fn is_random(prim: &Prim) -> bool {
     match prim {
+        Prim::Block(b) => b.0.props().is_random,
         Prim::RandomSeed
         | Prim::RandomSplit { .. }
         | Prim::RandomFoldIn
@@ -118,6 +120,7 @@ pub fn is_random(prim: &Prim) -> bool {
 /// `prim` (on float32 and bool data).
 pub fn has_f32_kernel(prim: &Prim) -> bool {
     match prim {
+        Prim::Block(b) => b.0.props().has_f32_kernel,
         Prim::Unary(_)
         | Prim::Binary(_)
         | Prim::Compare(_)
@@ -174,6 +177,7 @@ pub fn has_f32_kernel(prim: &Prim) -> bool {
 /// the custom-rule markers.
 pub fn is_call(prim: &Prim) -> bool {
     match prim {
+        Prim::Block(b) => b.0.props().is_call,
         Prim::Pjit { .. } | Prim::Remat | Prim::Opaque(_) | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
         Prim::Unary(_)
         | Prim::Binary(_)
@@ -225,6 +229,7 @@ pub fn is_call(prim: &Prim) -> bool {
 /// (`eval_control.rs`), printed in JAX's multi-line form.
 pub fn is_control_flow(prim: &Prim) -> bool {
     match prim {
+        Prim::Block(b) => b.0.props().is_control_flow,
         Prim::Scan { .. } | Prim::Cond { .. } | Prim::While | Prim::Vmap { .. } => true,
         Prim::Unary(_)
         | Prim::Binary(_)
@@ -310,6 +315,7 @@ pub fn calls_lapack(op: LinalgOp) -> bool {
 /// no derivative to take (integer/boolean results, randomness, constants).
 pub fn ad_rule(prim: &Prim) -> Option<bool> {
     Some(match prim {
+        Prim::Block(b) => return b.0.props().ad_rule,
         Prim::Unary(UnaryPrim::IsFinite | UnaryPrim::Not) => return None,
         Prim::Unary(u) => !matches!(u, UnaryPrim::Imag),
         Prim::Binary(b) => match b {

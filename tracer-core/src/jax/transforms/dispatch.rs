@@ -499,9 +499,10 @@ pub fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name:
         }
         (JaxObject::Jitted(j), "__wrapped__") => Some(j.fun.clone()),
         (JaxObject::Jitted(j), "__name__") => Some(Value::str(&j.name)),
-        (JaxObject::Jitted(_), "lower" | "trace" | "eval_shape" | "clear_cache" | "_cache_size") => {
-            Some(Value::opaque(format!("jit .{name}")))
+        (JaxObject::Jitted(_), "lower" | "trace" | "eval_shape") => {
+            Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
         }
+        (JaxObject::Jitted(_), "clear_cache" | "_cache_size") => Some(Value::opaque(format!("jit .{name}"))),
         (JaxObject::TreeDef(t), "num_leaves") => Some(Value::Int(t.num_leaves() as i64)),
         (JaxObject::TreeDef(_), "unflatten") => {
             Some(Value::Builtin(Rc::new(Builtin::Method { recv: Value::Builtin(b.clone()), name: Rc::from(name) })))
@@ -515,6 +516,19 @@ pub fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name:
 
 pub fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match (o, name) {
+        // `jitted.lower(x)`, `.trace(x)`, `.eval_shape(x)`, often with `jax.ShapeDtypeStruct`s:
+        // JAX traces through the same cache as a call (a later call with those avals does not
+        // trace again), but nothing is called, so the call count stays.
+        (JaxObject::Jitted(j), "lower" | "trace" | "eval_shape") => {
+            let calls = interp.jax.jitted[j.info].calls;
+            let out = interp.call(&Value::Builtin(Rc::new(Builtin::Object(JaxObject::Jitted(j.clone())))), args, kwargs);
+            interp.jax.jitted[j.info].calls = calls;
+            let out = out?;
+            if name == "eval_shape" {
+                return map_arrays(interp, &out, &|a| Array::unknown(a.aval.clone(), jnp::EVAL_SHAPE_RESULT));
+            }
+            Ok(Value::opaque(format!("the result of jit .{name}")))
+        }
         (JaxObject::CustomDerivative { rules, .. }, _) => {
             use crate::jax::custom_rules::Rules;
             let symbolic_zeros = kw(&kwargs, "symbolic_zeros").is_some_and(|v| !matches!(v, Value::Bool(false) | Value::None));

@@ -250,9 +250,9 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                     unknown_static = true;
                     continue;
                 }
-                Err(Flow::Raise(_)) => {
+                Err(hashing @ Flow::Raise(_)) => {
                     let r = interp.repr(a).unwrap_or_else(|_| "...".into());
-                    return Err(unhashable_static(interp, a, &r));
+                    return Err(unhashable_static(interp, a, &r, &hashing));
                 }
                 Err(e) => return Err(e),
             };
@@ -273,9 +273,9 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                     unknown_static = true;
                     continue;
                 }
-                Err(Flow::Raise(_)) => {
+                Err(hashing @ Flow::Raise(_)) => {
                     let r = interp.repr(v).unwrap_or_default();
-                    return Err(unhashable_static(interp, v, &r));
+                    return Err(unhashable_static(interp, v, &r, &hashing));
                 }
                 Err(e) => return Err(e),
             };
@@ -314,6 +314,11 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                 Ok(h) => {
                     let shown = interp.repr(other).unwrap_or_default();
                     statics.push((path, h, shown));
+                }
+                // equinox hashes the static leaves: one that cannot be hashed is its error.
+                Err(hashing @ Flow::Raise(_)) if matches!(&hashing, Flow::Raise(e) if !e.conditional) => {
+                    let shown = interp.repr(other).unwrap_or_default();
+                    return Err(unhashable_filtered_static(interp, &path, &shown, &hashing));
                 }
                 Err(Flow::Raise(_)) => return Ok(Value::opaque("result of a filtered jitted call on an unhashable leaf")),
                 Err(e) => return Err(e),
@@ -565,21 +570,46 @@ fn unknown_dynamic_arguments(j: &Jitted, args: Vec<Value>, kwargs: Kwargs) -> (V
     (args, kwargs)
 }
 
-/// JAX's error for a static argument that cannot be hashed.
-fn unhashable_static(interp: &Interp, v: &Value, shown: &str) -> Flow {
-    let tn = match v {
-        Value::Array(_) => "jaxlib._jax.ArrayImpl".to_string(),
-        Value::Instance(i) => format!("__main__.{}", i.class.name),
-        other => other.type_name(),
+/// JAX's error for a static argument that cannot be hashed; `hashing` is the TypeError
+/// hashing raised, which names the innermost unhashable value (`unhashable type: 'Config'`).
+fn unhashable_static(interp: &Interp, v: &Value, shown: &str, hashing: &Flow) -> Flow {
+    let tn = type_path(v);
+    let error = match hashing {
+        Flow::Raise(e) if e.message.starts_with("unhashable type") => e.message.clone(),
+        _ => format!("unhashable type: '{}'", tn.rsplit('.').next().unwrap_or(&tn)),
     };
     interp.raise(
         "ValueError",
         Code::BadStaticArg,
         format!(
-            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{tn}'>, {shown}. The error was:\nTypeError: unhashable type: '{}'\n",
-            tn.rsplit('.').next().unwrap_or(&tn)
+            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{tn}'>, {shown}. The error was:\nTypeError: {error}\n"
         ),
     )
+}
+
+/// equinox's error for a static leaf of filter_jit's arguments that cannot be hashed: equinox
+/// hashes the static part of the arguments as one tuple, so JAX's message names a tuple.
+fn unhashable_filtered_static(interp: &Interp, path: &str, shown: &str, hashing: &Flow) -> Flow {
+    let error = match hashing {
+        Flow::Raise(e) => e.message.clone(),
+        _ => "unhashable type".to_string(),
+    };
+    interp.raise(
+        "ValueError",
+        Code::BadStaticArg,
+        format!(
+            "Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class 'tuple'>, the static part of the arguments, which holds {path} = {shown}. The error was:\nTypeError: {error}\n"
+        ),
+    )
+}
+
+/// The class of `v` as `type()` prints it (`__main__.Config` for the program's own classes).
+fn type_path(v: &Value) -> String {
+    match v {
+        Value::Array(_) => "jaxlib._jax.ArrayImpl".to_string(),
+        Value::Instance(i) => format!("__main__.{}", i.class.name),
+        other => other.type_name(),
+    }
 }
 
 /// The aval a transformation sees for an argument: NumPy's 64-bit dtypes are canonicalized.

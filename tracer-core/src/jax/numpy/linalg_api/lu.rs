@@ -72,8 +72,9 @@ pub(in crate::jax::numpy) fn call_lu(interp: &mut Interp, f: JaxFn, p: &Args) ->
     // l = tril(lu, -1)[:, :k] + eye(m, k); u = triu(lu)[:k, :]
     let below = triangle(interp, &lu, true, -1)?;
     let below = leading_block(interp, &below, m, k)?;
-    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, k]), |ix| f64::from(u8::from(ix[0] == ix[1])));
-    let eye = Array::ready(Aval::new(&[m, k], dt), eye);
+    let eye = Array::built(Aval::new(&[m, k], dt), || {
+        ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, k]), |ix| f64::from(u8::from(ix[0] == ix[1])))
+    });
     let l = binary_prim(interp, BinaryPrim::Add, &below, &eye)?;
     let upper = triangle(interp, &lu, false, 0)?;
     let u = leading_block(interp, &upper, k, n)?;
@@ -100,11 +101,12 @@ pub(super) fn lu_outputs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Arr
 /// the constant mask, as JAX's `_tril`/`_triu` are.
 pub(super) fn triangle(interp: &mut Interp, x: &Rc<Array>, lower: bool, k: i64) -> PyResult<Rc<Array>> {
     let nd = x.aval.ndim();
-    let mask = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&x.aval.shape), |ix| {
-        let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
-        f64::from(u8::from(if lower { d <= k } else { d >= k }))
+    let mask = Array::built(x.aval.with_dtype(DType::Bool).weak(false), || {
+        ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&x.aval.shape), |ix| {
+            let d = ix[nd - 1] as i64 - ix[nd - 2] as i64;
+            f64::from(u8::from(if lower { d <= k } else { d >= k }))
+        })
     });
-    let mask = Array::ready(x.aval.with_dtype(DType::Bool).weak(false), mask);
     let zeros = full(interp, &x.aval.shape, 0.0, x.aval.dtype)?;
     apply1(interp, Prim::Select, &[mask, zeros, x.clone()])
 }
@@ -136,8 +138,7 @@ pub(super) fn take_rows(interp: &mut Interp, x: &Rc<Array>, rows: &Rc<Array>) ->
         }
         let mut s = vec![1; nd];
         s[d] = shape[d];
-        let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
-        ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+        ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
     }
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
     bind1(interp, prim, &ins, x.aval.clone())
@@ -282,8 +283,9 @@ pub(crate) fn solve_with_factors(
 /// broadcast to `a`'s batch axes, as JAX writes it.
 pub(crate) fn inv(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
     let m = a.aval.shape[a.aval.ndim() - 1];
-    let eye = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, m]), |ix| f64::from(u8::from(ix[0] == ix[1])));
-    let eye = Array::ready(Aval::new(&[m, m], a.aval.dtype), eye);
+    let eye = Array::built(Aval::new(&[m, m], a.aval.dtype), || {
+        ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[m, m]), |ix| f64::from(u8::from(ix[0] == ix[1])))
+    });
     let eye = broadcast_to_shape(interp, &eye, &a.aval.shape)?;
     solve_system(interp, a, &eye)
 }
@@ -343,11 +345,9 @@ pub(super) fn diagonal(interp: &mut Interp, x: &Rc<Array>) -> PyResult<Rc<Array>
     for (d, &size) in batch.iter().enumerate() {
         let mut s = vec![1; nd - 1];
         s[d] = size;
-        let data = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64);
-        ins.push(Array::ready(Aval::new(&s, DType::I32), data));
+        ins.push(Array::built(Aval::new(&s, DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&s), |i| i[d] as f64)));
     }
-    let iota = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
-    let iota = Array::ready(Aval::new(&[n], DType::I32), iota);
+    let iota = Array::built(Aval::new(&[n], DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
     ins.extend([iota.clone(), iota]);
     let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: vec![IndexItem::Array; nd] };
     let shape: Vec<usize> = batch.iter().copied().chain([n]).collect();
@@ -380,8 +380,7 @@ pub(super) fn slogdet_values(interp: &mut Interp, a: &Rc<Array>, n: usize) -> Py
     let zero = full(interp, &[], 0.0, dt)?;
     let zeros = compare_arrays(interp, CmpPrim::Eq, &diag, &zero)?;
     let is_zero = reduce(interp, &zeros, ReduceOp::Or, Some(vec![last]), false, None)?;
-    let iota = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64);
-    let iota = Array::ready(Aval::new(&[n], DType::I32), iota);
+    let iota = Array::built(Aval::new(&[n], DType::I32), || ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n]), |i| i[0] as f64));
     let swapped = compare_arrays(interp, CmpPrim::Ne, &pivots, &iota)?;
     let swaps = count_true(interp, &swapped)?;
     let negative = compare_arrays(interp, CmpPrim::Lt, &diag, &zero)?;
