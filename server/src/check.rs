@@ -82,6 +82,7 @@ fn analyze_source(
         config.reproducers.skip = true;
         // What the program prints is shown only to debug tracelens.
         config.stdout_unread = std::env::var_os("TRACELENS_DEBUG").is_none();
+        config.skip_hover_values = true;
     }
     if let Some(n) = repro.fake_array_threshold {
         config.reproducers.fake_array_threshold = n;

@@ -35,6 +35,8 @@ pub struct AnalysisConfig {
     /// Nothing reads `FileAnalysis::stdout` (`check`): a `print` of arrays needs their avals,
     /// not their values, and does not compute them.
     pub stdout_unread: bool,
+    /// Nothing reads the values behind hover (`check`): record none (`interp::seen`).
+    pub skip_hover_values: bool,
     /// Run the module only, not its tests (as Python runs a script: the
     /// oracle of source reproducers).
     pub skip_tests: bool,
@@ -304,7 +306,7 @@ fn analyze_remembering(
         let (kept, kept_originals) = crate::symbolic::keep_common(diagnostics, &finished_diagnostics(&second), &renamer);
         diagnostics = kept;
         originals = Some(locate_diagnostics(&interp, kept_originals));
-        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text)));
+        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text, false)));
     }
     let located = locate_diagnostics(&interp, diagnostics);
     deliver.diagnostics(&located);
@@ -398,6 +400,7 @@ fn run<'l>(
         interp.values = Some(Default::default());
     }
     interp.stdout_unread = config.stdout_unread;
+    interp.seen.off = config.skip_hover_values;
     // Parsing costs about a microsecond a token whatever comes after: a file past the token
     // budget (a million-element literal) is not parsed at all, and says so.
     let marks = crate::syntax::punctuation_marks(text);

@@ -170,6 +170,8 @@ pub struct ConcreteRecord {
 /// The values seen outside traces, a few distinct ones per place.
 #[derive(Default)]
 pub struct Seen {
+    /// Record nothing: nothing will read it (`AnalysisConfig::skip_hover_values`).
+    pub off: bool,
     pub concrete: Vec<ConcreteRecord>,
     by_site: HashMap<(FileId, u32, u32), Vec<usize>>,
 }
@@ -177,7 +179,7 @@ pub struct Seen {
 impl Interp<'_> {
     /// Records what `value` shows at `span` of `file` (user files only).
     pub(crate) fn note_value(&mut self, file: FileId, span: Span, name: &str, value: &Value, kind: SiteKind) {
-        if self.is_library(file) {
+        if self.seen.off || self.is_library(file) {
             return;
         }
         let Some(shown) = Shown::of(value) else { return };
@@ -200,7 +202,8 @@ impl Interp<'_> {
 
     /// Records an expression's value under its source text (`self.w`, `params["w1"]`).
     pub(crate) fn note_expression(&mut self, file: FileId, span: Span, value: &Value, kind: SiteKind) {
-        if !matches!(value, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_))
+        if self.seen.off
+            || !matches!(value, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_))
             || self.is_library(file)
         {
             return;
@@ -213,7 +216,7 @@ impl Interp<'_> {
     /// Records the parameters of a call of `f` as bound in `scope`, at their names in the
     /// `def` (or `lambda`) line.
     pub(crate) fn note_parameters(&mut self, f: &super::value::Function, scope: &super::value::Scope) {
-        if self.is_library(f.file) {
+        if self.seen.off || self.is_library(f.file) {
             return;
         }
         let p = &f.def.params;
