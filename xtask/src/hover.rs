@@ -323,7 +323,7 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
                 h.site.line,
                 h.site.column + 1,
                 h.site.text,
-                h.site.avals.join(" "),
+                shorten(&h.site.avals.join(" ")),
                 if h.site.pytree { " (pytree)" } else { "" },
                 hover
             );
@@ -340,7 +340,7 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
             h.site.line,
             h.site.column + 1,
             h.site.text,
-            h.site.avals.join(" "),
+            shorten(&h.site.avals.join(" ")),
             hover
         );
     }
@@ -351,6 +351,15 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
         let _ = writeln!(out, "FAILED {f}");
     }
     out
+}
+
+/// A long pytree's avals, cut for a one-line listing.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 120 {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(120).collect::<String>())
+    }
 }
 
 #[cfg(test)]
