@@ -750,8 +750,9 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
                 .map(|j| graph::TraceGraph::of(j, &rec.arg_names, &mut |e| e.site.map(|s| locator.locate(s)))),
             values,
         };
+        // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {
-            f.location.path == location.path && f.location.line == location.line && f.name == rec.fn_name && f.transform == transform
+            f.location.line == location.line && f.name == rec.fn_name && f.transform == transform && f.location.path == location.path
         }) {
             Some(f) => f.traces.push(trace),
             None => out.push(TracedFunction { name: rec.fn_name.clone(), location, transform, traces: vec![trace] }),
