@@ -5,6 +5,8 @@
 //! select = ["TL1", "TL201"]        # codes (or prefixes) to report; default: all
 //! ignore = ["TL206"]               # codes (or prefixes) never reported
 //! large-constant-bytes = 1048576   # TL212 threshold
+//! memory-budget-mb = 512           # what one analysis (or run) may hold; peak RSS stays
+//!                                  # under about twice it
 //! reproducer-fake-array-threshold = 128  # reproducers: larger arrays become np.ones
 //! values = true                    # editor: evaluate open files on the CPU for TL301
 //! shims = ["tools/shims"]          # folders of Python shims of in-house libraries
@@ -23,6 +25,8 @@ pub struct Config {
     pub ignore: Vec<String>,
     pub severity: Vec<(String, Option<Severity>)>,
     pub large_constant_bytes: Option<u64>,
+    /// `Budgets::max_bytes`, in MiB.
+    pub memory_budget_mb: Option<u64>,
     pub fake_array_threshold: Option<u64>,
     /// The editor's values pass (TL301), unless the client says otherwise.
     pub values: Option<bool>,
@@ -49,6 +53,9 @@ impl Config {
         }
         if let Some(n) = self.fake_array_threshold {
             config.reproducers.fake_array_threshold = n;
+        }
+        if let Some(mb) = self.memory_budget_mb {
+            config.budgets.max_bytes = mb.saturating_mul(1 << 20);
         }
         config
     }
@@ -89,6 +96,10 @@ impl Config {
         if let Some(v) = table.get("large-constant-bytes") {
             let n = v.as_integer().filter(|n| *n > 0).ok_or("[tool.tracelens] large-constant-bytes must be a positive integer")?;
             config.large_constant_bytes = Some(n as u64);
+        }
+        if let Some(v) = table.get("memory-budget-mb") {
+            let n = v.as_integer().filter(|n| *n > 0).ok_or("[tool.tracelens] memory-budget-mb must be a positive integer")?;
+            config.memory_budget_mb = Some(n as u64);
         }
         if let Some(v) = table.get("reproducer-fake-array-threshold") {
             let n = v

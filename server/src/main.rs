@@ -30,21 +30,40 @@ static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<mimalloc::MiMal
 /// arrays (a weight gradient is 1.6 MB): with the default, some of them are returned between
 /// steps and each comes back as a freshly zeroed huge page, about 4 page faults and 2% of
 /// each step of the evaluator benchmark's MLP (docs/evaluator.md).
+///
+/// While an analysis holds more than a quarter of its memory budget, freed memory goes back
+/// at once instead: a program that fills the budget with short-lived arrays (hostile input
+/// `many_arrays_held`) otherwise showed the budget's worth of freed pages on top of the
+/// budget, over 1 GiB resident for a 512 MiB budget.
+const PURGE_DELAY: std::ffi::c_int = 15;
+const KEPT_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+extern "C" {
+    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
 fn keep_freed_memory() {
     // mimalloc.h, `mi_option_e`: `mi_option_purge_delay` is the 16th option (milliseconds).
-    const PURGE_DELAY: std::ffi::c_int = 15;
     const DEFAULT_PURGE_DELAY_MS: std::ffi::c_long = 1000;
-    extern "C" {
-        fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
-        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-    }
     // SAFETY: both are plain setters and getters of mimalloc's option table, which the global
     // allocator links in; the option is checked to hold its documented default first, so a
     // mimalloc with another option order is left alone.
     unsafe {
         if mi_option_get(PURGE_DELAY) == DEFAULT_PURGE_DELAY_MS {
-            mi_option_set(PURGE_DELAY, 10_000);
+            mi_option_set(PURGE_DELAY, KEPT_PURGE_DELAY_MS);
+            tracer_core::interp::memory::set_memory_pressure_hook(purge_at_once_under_pressure);
         }
+    }
+}
+
+/// The memory pressure hook installed by `keep_freed_memory` (only once it set the delay).
+fn purge_at_once_under_pressure(pressure: bool) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNDER_PRESSURE: AtomicBool = AtomicBool::new(false);
+    if UNDER_PRESSURE.swap(pressure, Ordering::Relaxed) != pressure {
+        // SAFETY: as in `keep_freed_memory`, whose check of the option table installed this.
+        unsafe { mi_option_set(PURGE_DELAY, if pressure { 0 } else { KEPT_PURGE_DELAY_MS }) };
     }
 }
 

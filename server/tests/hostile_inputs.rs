@@ -197,3 +197,28 @@ fn large_files_are_checked_fast_or_stopped_by_a_budget_with_a_note() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The memory budget is the project's to set (`memory-budget-mb` in `[tool.tracelens]`):
+/// a 100 MB string fits the default budget and not one of 64 MiB.
+#[test]
+fn the_memory_budget_is_configurable() {
+    let dir = temp_dir("configured");
+    std::fs::write(dir.join("big.py"), "x = 'a' * 10**8\nprint(len(x))\n").expect("write input");
+    let notes = |ran: &Ran| -> Vec<String> {
+        let findings: Vec<serde_json::Value> = serde_json::from_str(&ran.stdout).unwrap_or_default();
+        findings.iter().filter(|f| f["code"] == "TL900").map(|f| f["message"].as_str().unwrap_or("").to_string()).collect()
+    };
+    let default = run(&["check", "--format", "json", "big.py"], &dir);
+    assert_eq!(notes(&default), Vec::<String>::new(), "{}", default.stdout);
+    std::fs::write(dir.join("pyproject.toml"), "[tool.tracelens]\nmemory-budget-mb = 64\n").expect("write pyproject");
+    let small = run(&["check", "--format", "json", "big.py"], &dir);
+    assert_eq!(
+        notes(&small),
+        vec!["not computed: a repeated string would take 95.4 MiB of memory, over the memory budget (64 MiB)".to_string()],
+        "{}",
+        small.stdout
+    );
+    let ran = run(&["run", "big.py"], &dir);
+    assert!(ran.stderr.contains("MemoryError"), "{}", ran.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -57,6 +57,9 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
     let ast = interp.files[file as usize].module.clone();
     let mut found = Vec::new();
     walk_block(&ast.body, &ast.body, &mut Vec::new(), None, &mut found);
+    if !found.is_empty() {
+        define_what_the_module_did_not_reach(interp, file, module, &ast.body);
+    }
     for app in found {
         // Called, or traced: an editor's analysis replays remembered traces without their
         // calls, and with the spans of the text they were made on, so a trace of a function
@@ -71,6 +74,27 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
             continue;
         }
         trace_one(interp, file, module, &app);
+    }
+}
+
+/// The module-level `def`s and classes a module stopped before (a notebook's cell that raises
+/// on purpose, a training loop that ran out of the time budget) are defined now, as the
+/// functions nested in a function that never ran are: a later cell's `@jax.jit` function, or
+/// the function a later `eqx.filter_jit(loss)` names, is then still reached. A definition
+/// whose decorators or defaults fail stays undefined.
+fn define_what_the_module_did_not_reach(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, body: &[Stmt]) {
+    let ctx = Ctx { scope: None, globals: module.clone(), file };
+    for stmt in body {
+        let name = match &stmt.kind {
+            StmtKind::FunctionDef(def) => &def.name,
+            StmtKind::ClassDef(class) => &class.name,
+            _ => continue,
+        };
+        if module.dict.borrow().contains_key(name.as_ref()) {
+            continue;
+        }
+        interp.restart_clock();
+        let _ = interp.exec_block(&ctx, std::slice::from_ref(stmt));
     }
 }
 

@@ -109,3 +109,14 @@ fn same_named_methods_of_two_classes_and_pmapped_lambdas_are_each_reached() {
     assert_eq!(routes_of(&a, "<lambda>"), vec![("pmap".to_string(), UNCALLED)]);
     assert_eq!(findings(&a), vec![(Code::PrintAtTrace, 13)]);
 }
+
+/// A module that stops early (a notebook's cell that raises on purpose, a loop that runs out of
+/// the time budget) still has its later `@jax.jit` functions reached: they are defined first.
+#[test]
+fn functions_defined_after_the_module_stopped_are_still_reached() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\n\nraise ValueError(\"This is an error!\")\n\n@jax.jit\ndef step(x):\n    y = jnp.sum(x)\n    if y > 0:\n        return x\n    return -x\n",
+    );
+    assert_eq!(routes_of(&a, "step"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(findings(&a), vec![(Code::PythonException, 4), (Code::Concretization, 9)]);
+}

@@ -165,7 +165,14 @@ impl Backend {
                     client.publish_diagnostics(uri, diagnostics, version).await;
                 }
             }
-            let analysis = whole.await;
+            let analysis = match whole.await {
+                Ok(analysis) => Some(analysis),
+                Err(worker::Failed::Panicked) => {
+                    report_internal_error(&client, &path).await;
+                    None
+                }
+                Err(worker::Failed::NotRun) => None,
+            };
             let (notice, previous, stale) = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                 let published = st.early.get(&path) == Some(&version);
@@ -241,5 +248,27 @@ impl Drop for InFlight {
                 p.in_flight = None;
             }
         }
+    }
+}
+
+/// An engine panic (caught: the server goes on) is a tracelens bug: the user is asked, once
+/// per file and session, to report it.
+async fn report_internal_error(client: &Client, path: &Path) {
+    static REPORTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let first = {
+        let mut reported = REPORTED.lock().unwrap_or_else(|p| p.into_inner());
+        let first = !reported.iter().any(|p| p == path);
+        if first {
+            reported.push(path.to_path_buf());
+        }
+        first
+    };
+    let message = format!(
+        "tracelens: internal error while analysing {} (a tracelens bug; please report it, with the file). Its diagnostics are not shown until the next edit.",
+        path.display()
+    );
+    client.log_message(lsp::MessageType::ERROR, message.clone()).await;
+    if first {
+        client.show_message(lsp::MessageType::ERROR, message).await;
     }
 }

@@ -66,8 +66,8 @@ fn worker() -> Option<&'static mpsc::Sender<Job>> {
 /// `OpenDocument` is kept for the next version; otherwise it is dropped. The job is queued at
 /// once; the located diagnostics are sent to `early` (when given) as soon as the analysis has
 /// them, and the whole analysis is what the returned future gives, before the analysis'
-/// memory is freed. `None` if the engine panicked (the document is then dropped too: it
-/// starts afresh).
+/// memory is freed. `Err(Panicked)` if the engine panicked (the document is then dropped
+/// too: it starts afresh), `Err(NotRun)` if it was superseded before it started.
 pub fn analyse(
     path: PathBuf,
     text: String,
@@ -75,8 +75,9 @@ pub fn analyse(
     config: AnalysisConfig,
     keep: bool,
     early: Option<oneshot::Sender<Vec<LocatedDiagnostic>>>,
-) -> impl std::future::Future<Output = Option<FileAnalysis>> {
+) -> impl std::future::Future<Output = Result<FileAnalysis, Failed>> {
     let (tx, rx) = oneshot::channel();
+    let (panicked_tx, panicked_rx) = oneshot::channel::<()>();
     let job: Job = Box::new(move |documents: &mut Documents| {
         // Superseded while it waited in the queue: not started (the document keeps the
         // version it last analysed).
@@ -90,15 +91,31 @@ pub fn analyse(
         if outcome.is_err() || !keep {
             documents.remove(&path);
         }
+        if outcome.is_err() {
+            let _ = panicked_tx.send(());
+        }
         outcome.ok()
     });
     let queued = worker().is_some_and(|w| w.send(job).is_ok());
     async move {
         if !queued {
-            return None;
+            return Err(Failed::NotRun);
         }
-        rx.await.ok()
+        match rx.await {
+            Ok(analysis) => Ok(analysis),
+            Err(_) if panicked_rx.await.is_ok() => Err(Failed::Panicked),
+            Err(_) => Err(Failed::NotRun),
+        }
     }
+}
+
+/// Why `analyse` gave no analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// Superseded by a newer edit before it started, or the worker is gone.
+    NotRun,
+    /// The engine panicked: a bug, reported to the user once per file.
+    Panicked,
 }
 
 struct Delivery {

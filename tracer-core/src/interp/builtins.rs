@@ -491,7 +491,7 @@ impl<'l> Interp<'l> {
                 best
             }
             "abs" => match &arg(0) {
-                Value::Int(i) => Value::Int(i.abs()),
+                Value::Int(i) => super::int_math::abs(*i),
                 Value::Bool(b) => Value::Int(*b as i64),
                 Value::Float(f) => Value::Float(f.abs()),
                 Value::Complex(a, b) => Value::Float(a.hypot(*b)),
@@ -504,12 +504,11 @@ impl<'l> Interp<'l> {
             "round" => {
                 let digits = args.get(1).cloned().or_else(|| kw("ndigits"));
                 match (&arg(0), digits.as_ref().and_then(as_int)) {
-                    (Value::Float(f), None) => Value::Int(round_half_even(*f) as i64),
-                    (Value::Float(f), Some(d)) => {
-                        let m = 10f64.powi(d as i32);
-                        Value::Float(round_half_even(f * m) / m)
-                    }
-                    (Value::Int(i), _) => Value::Int(*i),
+                    (Value::Float(f), None) => super::int_math::float_to_int(round_half_even(*f))
+                        .map_err(|(class, message)| self.raise(class, Code::PythonException, message))?,
+                    (Value::Float(f), Some(d)) => Value::Float(super::int_math::round_float(*f, d, round_half_even)),
+                    (Value::Int(i), Some(d)) => super::int_math::round_int(*i, d),
+                    (Value::Int(i), None) => Value::Int(*i),
                     (Value::Array(a), _) => crate::jax::numpy::round(self, a, digits)?,
                     (v, _) => return Err(self.type_error(format!("type {} doesn't define __round__ method", v.type_name()))),
                 }
@@ -545,14 +544,11 @@ impl<'l> Interp<'l> {
                 Value::None if args.is_empty() => Value::Int(0),
                 Value::Int(i) => Value::Int(*i),
                 Value::Bool(b) => Value::Int(*b as i64),
-                Value::Float(f) => {
-                    if !f.is_finite() {
-                        return Err(self.raise("ValueError", Code::PythonException, "cannot convert float NaN or infinity to integer"));
-                    }
-                    Value::Int(f.trunc() as i64)
-                }
+                Value::Float(f) => super::int_math::float_to_int(f.trunc())
+                    .map_err(|(class, message)| self.raise(class, Code::PythonException, message))?,
                 Value::Str(s) => match s.trim().replace('_', "").parse::<i64>() {
                     Ok(i) => Value::Int(i),
+                    Err(_) if super::int_math::is_decimal_literal(s) => Value::opaque("an integer too large to model"),
                     Err(_) => {
                         return Err(self.value_error(format!("invalid literal for int() with base 10: {}", super::ops::py_str_repr(s))))
                     }
@@ -737,7 +733,13 @@ impl<'l> Interp<'l> {
                 let r = self.binary_op(crate::syntax::ast::BinOp::Mod, arg(0), arg(1))?;
                 Value::tuple(vec![q, r])
             }
-            "pow" => self.binary_op(crate::syntax::ast::BinOp::Pow, arg(0), arg(1))?,
+            "pow" => match (args.get(2).or(kw("mod").as_ref()).cloned(), as_int(&arg(0)), as_int(&arg(1))) {
+                (None | Some(Value::None), _, _) => self.binary_op(crate::syntax::ast::BinOp::Pow, arg(0), arg(1))?,
+                (Some(m), Some(base), Some(exp)) if as_int(&m).is_some() => super::int_math::pow_mod(base, exp, as_int(&m).unwrap_or(1))
+                    .map_err(|(class, message)| self.raise(class, Code::PythonException, message))?,
+                (Some(m), _, _) if [&arg(0), &arg(1), &m].iter().any(|v| v.is_opaque()) => Value::opaque("pow"),
+                _ => return Err(self.type_error("pow() 3rd argument not allowed unless all arguments are integers")),
+            },
             "callable" => Value::Bool(
                 matches!(arg(0), Value::Function(_) | Value::Builtin(_) | Value::BoundMethod(_) | Value::Class(_))
                     || matches!(&arg(0), Value::Instance(i) if i.class.lookup("__call__").is_some()),
@@ -747,7 +749,11 @@ impl<'l> Interp<'l> {
                 HashKey::Int(i) => Value::Int(i),
                 _ => Value::opaque("a hash"),
             },
-            "chr" => Value::str(&as_int(&arg(0)).and_then(|i| char::from_u32(i as u32)).map(|c| c.to_string()).unwrap_or_default()),
+            "chr" => match as_int(&arg(0)).map(super::int_math::chr) {
+                Some(Ok(Some(c))) => Value::str(c.encode_utf8(&mut [0; 4])),
+                Some(Err((class, message))) => return Err(self.raise(class, Code::PythonException, message)),
+                _ => Value::opaque("a character"),
+            },
             "ord" => match &arg(0) {
                 Value::Str(s) => Value::Int(s.chars().next().map(|c| c as i64).unwrap_or(0)),
                 _ => return Err(self.type_error("ord() expected a character")),

@@ -43,6 +43,23 @@ pub fn thread_bytes() -> Option<usize> {
     MEMORY_PROBE.get().map(|probe| probe())
 }
 
+static PRESSURE_HOOK: OnceLock<fn(bool)> = OnceLock::new();
+
+/// Installs the function told whether an analysis holds a large part of its memory budget
+/// (more than a quarter). The binary uses it to return freed memory to the OS at once while
+/// it does: its allocator otherwise keeps freed pages for a while, and an analysis that fills
+/// its budget with short-lived arrays would show twice its budget in resident memory.
+pub fn set_memory_pressure_hook(hook: fn(bool)) {
+    let _ = PRESSURE_HOOK.set(hook);
+}
+
+/// Tells the pressure hook, if any, whether `held` bytes are a large part of `max_bytes`.
+fn note_held(held: u128, max_bytes: u64) {
+    if let Some(hook) = PRESSURE_HOOK.get() {
+        hook(held.saturating_mul(4) > u128::from(max_bytes));
+    }
+}
+
 /// The memory budget of the analysis running on this thread, from its start to its end.
 #[derive(Clone, Copy, Debug)]
 struct Budget {
@@ -90,6 +107,7 @@ pub fn fits(bytes: u128) -> bool {
     match CURRENT.try_with(Cell::get).ok().flatten() {
         Some(budget) => {
             let held = thread_bytes().unwrap_or(0).saturating_sub(budget.start) as u128;
+            note_held(held.saturating_add(bytes), budget.max_bytes);
             held.saturating_add(bytes) <= u128::from(budget.max_bytes)
         }
         None => true,
@@ -119,6 +137,7 @@ impl Interp<'_> {
     pub fn afford(&mut self, bytes: u128, what: &str) -> PyResult<bool> {
         let max = u128::from(self.budgets.max_bytes);
         let held = self.ledger.held() as u128;
+        note_held(held.saturating_add(bytes), self.budgets.max_bytes);
         if held.saturating_add(bytes) <= max {
             return Ok(true);
         }
@@ -168,6 +187,7 @@ impl Interp<'_> {
             return Ok(());
         }
         let held = self.ledger.held() as u128;
+        note_held(held, self.budgets.max_bytes);
         if held <= self.budgets.max_bytes as u128 {
             return Ok(());
         }

@@ -8,6 +8,7 @@ pub mod builtins;
 pub mod call;
 mod exec;
 pub mod fork;
+pub mod int_math;
 pub mod memory;
 pub mod modules;
 pub mod ops;

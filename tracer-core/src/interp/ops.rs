@@ -1782,6 +1782,9 @@ pub fn numeric_binop(op: BinOp, l: &Value, r: &Value) -> Option<Result<Value, Op
                 m
             }
         }
+        BinOp::Pow if a == 0.0 && b < 0.0 => return Some(Err(("ZeroDivisionError", "0.0 cannot be raised to a negative power".into()))),
+        // A negative number to a fractional power is complex in Python.
+        BinOp::Pow if a < 0.0 && b.is_finite() && b.fract() != 0.0 => return Some(Ok(Value::opaque("a complex power"))),
         BinOp::Pow => a.powf(b),
         _ => return Some(Err(("TypeError", format!("unsupported operand type(s) for {}: 'float' and 'float'", op.symbol())))),
     })))
@@ -1818,6 +1821,9 @@ fn int_binop(op: BinOp, a: i64, b: i64) -> Result<Value, OpError> {
             Value::Int(if m != 0 && (m < 0) != (b < 0) { m + b } else { m })
         }
         BinOp::Pow => {
+            if b < 0 && a == 0 {
+                return Err(("ZeroDivisionError", "0.0 cannot be raised to a negative power".into()));
+            }
             if b < 0 {
                 Value::Float((a as f64).powf(b as f64))
             } else {

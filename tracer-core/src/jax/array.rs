@@ -172,6 +172,14 @@ impl Array {
     /// A new NumPy array standing for this one's value: its current value, shared when it is
     /// computed already, since item assignment on either must not reach the other.
     pub fn as_numpy(self: &Rc<Array>) -> Rc<Array> {
+        self.copy_as(true)
+    }
+    /// A new JAX array with this one's value (`jnp.asarray` of a NumPy array), which NumPy's
+    /// rules (item assignment, `__array__` on a tracer index) no longer govern.
+    pub fn as_jax(self: &Rc<Array>) -> Rc<Array> {
+        self.copy_as(false)
+    }
+    fn copy_as(self: &Rc<Array>, numpy: bool) -> Rc<Array> {
         let ready = match &self.kind {
             ArrayKind::Concrete(cell) => match &*cell.borrow() {
                 Lazy::Ready(d) => Some(d.clone()),
@@ -188,7 +196,7 @@ impl Array {
             }),
             None => Array::pending(self.aval.clone(), Prim::Unary(super::ir::UnaryPrim::Copy), vec![self.clone()]),
         };
-        a.numpy.set(true);
+        a.numpy.set(numpy);
         a
     }
 

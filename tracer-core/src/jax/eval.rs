@@ -734,6 +734,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             }
             best as f64
         }),
+        Prim::Cumulative { axis, .. } if *axis >= ins[0].ndim() => return None,
         Prim::Cumulative { op, axis, reverse } => {
             let mut a = (*ins[0]).clone();
             if *reverse {

@@ -5,6 +5,7 @@
 
 use super::aval::Aval;
 use super::ir::Prim;
+use super::prims::conv::Conv;
 
 /// Multiply-adds one value may cost: about half a second of the evaluator's slowest kernels
 /// (the decompositions) on one core, a tenth of that for a product.
@@ -30,6 +31,15 @@ pub fn cost(prim: &Prim, inputs: &[&Aval], out: &Aval) -> u128 {
         }
         // Decompositions, solves and inverses: a few n³ per matrix of the batch.
         Prim::Linalg(_) => inputs.iter().fold(moved, |total, a| total.saturating_add(cubic(a))),
+        // A convolution: per output element, one multiply-add per kernel element of one
+        // output feature (`rhs_spec[0]` is the kernel's output-feature axis).
+        Prim::Block(block) => match (block.0.as_any().downcast_ref::<Conv>(), inputs.get(1)) {
+            (Some(conv), Some(kernel)) => {
+                let features = conv.dimension_numbers.rhs_spec.first().and_then(|&d| kernel.shape.get(d)).copied().unwrap_or(1).max(1);
+                out.size().saturating_mul(kernel.size() / features as u128).saturating_add(moved)
+            }
+            _ => moved,
+        },
         Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => moved.saturating_mul(u128::from(128 - moved.leading_zeros())),
         _ => moved,
     }

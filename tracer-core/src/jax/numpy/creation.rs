@@ -22,6 +22,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             };
             let d = dtypes::canonicalize(a.aval.dtype, c);
             let a = convert(interp, &a, d, weak)?;
+            // What comes back is a JAX array, even when no conversion was needed.
+            let a = if a.numpy.get() { a.as_jax() } else { a };
             match dtype_arg(interp, p.get(1, "dtype"))? {
                 Some(d) => {
                     note_x64(interp, d);

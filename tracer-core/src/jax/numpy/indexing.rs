@@ -120,7 +120,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     None => return Ok(Value::opaque("dynamic_slice")),
                 }
             } else {
-                let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1) as usize;
+                let size = p.get(2, "slice_size").and_then(crate::interp::ops::as_int).unwrap_or(1);
+                let Ok(size) = usize::try_from(size) else { return Ok(Value::opaque("dynamic_slice_in_dim")) };
                 let mut s = a.aval.shape.to_vec();
                 s[axis] = size;
                 s

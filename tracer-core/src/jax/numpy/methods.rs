@@ -173,7 +173,13 @@ pub(super) fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args:
             } else {
                 let items =
                     if args.len() == 1 && matches!(args[0], Value::Tuple(_) | Value::List(_)) { interp.iterate(&args[0])? } else { args };
-                Some(items.iter().map(|v| crate::interp::ops::as_int(v).unwrap_or(0) as usize).collect())
+                // `x.transpose(-1, 0, 1)` counts axes from the end, as `jnp.transpose` does.
+                let mut perm = Vec::with_capacity(items.len());
+                for item in &items {
+                    let Some(i) = interp.index_of(item)? else { return Ok(Value::opaque("transpose by unknown axes")) };
+                    perm.push(normalize_axis(interp, i, a.aval.ndim())?);
+                }
+                Some(perm)
             };
             transpose(interp, a, perm).map(Value::Array)
         }

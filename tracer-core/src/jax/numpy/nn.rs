@@ -57,7 +57,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::NnSoftmax | F::NnLogSoftmax if p.get(usize::MAX, "where").is_none() && p.get(usize::MAX, "initial").is_none() => {
             let a = arr!(interp, cx, 0, "x");
-            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let axes = reduction_axes(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
             let a = inexact(interp, &a)?;
             // jax.nn.softmax / log_softmax: shift by the maximum so that exp cannot overflow.
             let x_max = reduce(interp, &a, ReduceOp::Max, axes.clone(), true, None)?;
@@ -75,7 +75,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             // mean(square(x)) - square(mean), clipped at 0, or "stable" mean(square(x - mean));
             // then (x - mean) * rsqrt(variance + epsilon).
             let x = arr!(interp, cx, 0, "x");
-            let axes = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), x.aval.ndim())?;
+            let axes = reduction_axes(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), x.aval.ndim())?;
             let where_ = match p.get(5, "where") {
                 Some(v) => Some(arr_or_unknown!(interp, v)),
                 None => None,
@@ -118,7 +118,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::NnSoftmax | F::NnLogSoftmax | F::NnStandardize => {
             let a = arr!(interp, cx, 0, "x");
-            let _ = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
+            let _ = reduction_axes(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
             let a = inexact(interp, &a)?;
             bind1(
                 interp,
@@ -134,7 +134,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::NnLogsumexp | F::ScipyLogsumexp => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let a = inexact(interp, &a)?;
             if p.get(usize::MAX, "b").is_some() || p.get(usize::MAX, "return_sign").is_some() {
                 let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
@@ -146,7 +146,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         // log is what XLA's `log` gives for it).
         F::NnLogmeanexp if p.get(usize::MAX, "where").is_none() => {
             let a = arr!(interp, cx, 0, "x");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let a = inexact(interp, &a)?;
             let n: usize = match &axes {
                 Some(ax) => ax.iter().map(|&i| a.aval.shape[i]).product(),
@@ -181,7 +181,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::NnLogmeanexp => {
             let a = arr!(interp, cx, 0, "x");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let a = inexact(interp, &a)?;
             let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
             bind1(interp, Prim::Opaque("logmeanexp"), &[a], r.aval.clone()).map(Value::Array)

@@ -314,6 +314,19 @@ pub(super) fn normalize_axis(interp: &mut Interp, axis: i64, ndim: usize) -> PyR
     Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
 }
 
+/// `axes_arg` for reductions (`sum`, `mean`, `var`, `softmax`, `logsumexp`, ...): an axis
+/// given twice is JAX's `ValueError: duplicate value in 'axis': (1, 1)`.
+pub(super) fn reduction_axes(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
+    let axes = axes_arg(interp, v, ndim)?;
+    if let (Some(axes), Some(given)) = (&axes, v) {
+        if axes.iter().enumerate().any(|(i, a)| axes[..i].contains(a)) {
+            let shown = interp.repr(given)?;
+            return Err(interp.raise("ValueError", Code::ShapeMismatch, format!("duplicate value in 'axis': {shown}")));
+        }
+    }
+    Ok(axes)
+}
+
 pub(super) fn axes_arg(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
     match v {
         None | Some(Value::None) => Ok(None),

@@ -52,7 +52,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Sum | F::Prod | F::Max | F::Min | F::Amax | F::Amin | F::All | F::Any | F::Nansum | F::Nanmax | F::Nanmin => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let op = match f {
                 F::Sum | F::Nansum => ReduceOp::Sum,
                 F::Prod => ReduceOp::Prod,
@@ -114,7 +114,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Mean | F::Nanmean => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let dt = dtype_arg(interp, p.get(2, "dtype"))?;
             let where_ = match p.get(usize::MAX, "where") {
                 Some(v) => Some(arr_or_unknown!(interp, v)),
@@ -134,7 +134,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Average => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let returned = match p.get(3, "returned") {
                 Some(v) => interp.truthy(v)?,
                 None => false,
@@ -191,7 +191,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Var | F::Std => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let name = if f == F::Std { "std" } else { "var" };
             // `var(a, axis, dtype, out, ddof, keepdims, *, where, mean, correction)`
             let ddof = p.get(4, "ddof");
@@ -229,19 +229,19 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::CountNonzero => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let zero = Array::scalar(0.0, a.aval.dtype, true);
             let ne = compare_arrays(interp, CmpPrim::Ne, &a, &zero)?;
             reduce(interp, &ne, ReduceOp::Sum, axes, keepdims, None).map(Value::Array)
         }
         F::Argmax | F::Argmin => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = axes_arg(interp, p.get(1, "axis"), a.aval.ndim())?;
+            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             arg_reduce(interp, &a, if f == F::Argmax { ArgOp::Max } else { ArgOp::Min }, axes, keepdims).map(Value::Array)
         }
         F::Cumsum | F::Cumprod => {
             let a = arr!(interp, cx, 0, "a");
-            let (a, axis) = match axes_arg(interp, p.get(1, "axis"), a.aval.ndim())? {
+            let (a, axis) = match reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())? {
                 Some(ax) => (a, ax[0]),
                 None => {
                     let n = a.aval.size() as usize;

@@ -102,8 +102,15 @@ pub(super) fn grad_call(
         }
     }
     let (mut out, _, trace) = trace_with_record(interp, fun, args.clone(), kwargs, TraceKind::Grad, name, None, String::new())?;
+    // A non-scalar output is JAX's TypeError below: no backward pass is run for it (its
+    // cotangent would not have the output's shape).
+    let primal = match (&out, has_aux) {
+        (Value::Tuple(parts), true) => parts.first().cloned(),
+        (other, _) => Some(other.clone()),
+    };
+    let non_scalar = matches!(&primal, Some(Value::Array(a)) if a.aval.ndim() != 0);
     let values = match &trace {
-        Some(trace) if !matches!(out, Value::Opaque(_)) => ad::grad_values(interp, trace, &nums)?,
+        Some(trace) if !matches!(out, Value::Opaque(_)) && !non_scalar => ad::grad_values(interp, trace, &nums)?,
         _ => None,
     };
     if let Some(v) = &values {
@@ -305,7 +312,9 @@ pub(super) fn jacobian_call(
     args: Vec<Value>,
     kwargs: Kwargs,
 ) -> PyResult<Value> {
-    let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0) as usize;
+    // `argnums=-1` counts from the last argument, as JAX does.
+    let argnum = crate::interp::ops::as_int(argnums).unwrap_or(0);
+    let argnum = usize::try_from(if argnum < 0 { argnum + args.len() as i64 } else { argnum }).unwrap_or(usize::MAX);
     let x_aval = args.get(argnum).and_then(|a| a.as_array().map(|a| a.aval.clone()));
     let deps = array_leaves(interp, &args)?;
     // hessian is jacfwd(jacrev(f)): the inner Jacobian's passes are recorded in the
