@@ -17,6 +17,9 @@ use crate::syntax::ast::Span;
 const MAX_LEAVES: usize = 256;
 /// Pytrees nested deeper than this are not walked.
 const MAX_DEPTH: usize = 8;
+/// A container with more nodes than this is not walked (`[[0] * 1000] * 1000000` has no
+/// array leaf, and visiting its billion items took minutes).
+const MAX_NODES: usize = 4096;
 /// Arrays of at most this many elements get a value preview.
 const PREVIEW_ELEMENTS: usize = 16;
 /// Distinct values kept per place outside traces (a loop that changes a shape).
@@ -65,7 +68,8 @@ impl Shown {
             Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_) => {
                 let mut leaves = Vec::new();
                 let mut path = String::new();
-                walk(value, &mut path, &mut leaves, 0).then_some(())?;
+                let mut nodes = 0;
+                walk(value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
                 (!leaves.is_empty()).then(|| Shown::Tree(leaves.into()))
             }
             _ => None,
@@ -93,17 +97,18 @@ fn display_aval(a: &crate::jax::array::Array) -> Aval {
     aval
 }
 
-/// Appends the array leaves of `value` under `path`; false when the tree is too large or
-/// too deep to show.
-fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, depth: usize) -> bool {
-    if depth > MAX_DEPTH {
+/// Appends the array leaves of `value` under `path`; false when the tree is too large
+/// (`nodes` counts what was visited) or too deep to show.
+fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, nodes: &mut usize, depth: usize) -> bool {
+    *nodes += 1;
+    if depth > MAX_DEPTH || *nodes > MAX_NODES {
         return false;
     }
     let base = path.len();
-    let child = |path: &mut String, key: std::fmt::Arguments, x: &Value, leaves: &mut Vec<(String, Aval)>| {
+    let mut child = |path: &mut String, key: std::fmt::Arguments, x: &Value, leaves: &mut Vec<(String, Aval)>| {
         use std::fmt::Write;
         let _ = path.write_fmt(key);
-        let ok = walk(x, path, leaves, depth + 1);
+        let ok = walk(x, path, leaves, nodes, depth + 1);
         path.truncate(base);
         ok
     };
