@@ -4,7 +4,8 @@
 #   1. cargo test --workspace --release: unit and integration tests, no Python needed;
 #   2. cargo xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
 #      cargo xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
-#      (another venv in target/), then cargo xtask fuzz for 3 minutes with a fixed seed;
+#      (another venv in target/), cargo xtask hover: hover coverage against real JAX
+#      (docs/hover.md), then cargo xtask fuzz for 3 minutes with a fixed seed;
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
 # Stops at the first step that fails, and says which.
@@ -17,9 +18,19 @@ step() {
     "$@" || { echo "tests/run_all.sh: failed: $*" >&2; exit 1; }
 }
 
+# Graphviz draws the trace graph (`trace --format svg`, the editors' graph view); the tests
+# that check the SVG need it (they fail under CI=true without it).
+if ! command -v dot >/dev/null; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        step "apt-get install graphviz" bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends graphviz >/dev/null'
+    else
+        echo "note: Graphviz's dot is missing and cannot be installed here (needs root and apt-get): the SVG checks are skipped outside CI"
+    fi
+fi
 step "unit and integration tests" cargo test --workspace --release
 step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" cargo xtask conformance
 step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" cargo xtask tf-conformance
+step "hover coverage: every place JAX had an array in the fixtures, hovered in tracelens lsp (>= 95 %)" cargo xtask hover
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
 step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" cargo xtask fuzz --minutes 3 --seed 1 --no-write

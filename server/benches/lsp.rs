@@ -32,6 +32,12 @@
 //! `TRACELENS_BENCH_PYRIGHT` (a `pyright-langserver` or its `langserver.index.js`),
 //! `TRACELENS_BENCH_EDITS` (default 200), `TRACELENS_BENCH_SETTINGS` (tracelens' settings for
 //! the 2,000-line module as JSON, to compare with the defaults; default `{}`).
+//!
+//! `TRACELENS_BENCH_CALLGRIND=OUT` counts instructions instead of timing: only the edit
+//! script runs, on the server alone, under `valgrind --tool=callgrind --callgrind-out-file=OUT`
+//! (instructions per edit are deterministic where wall time is not on a loaded machine;
+//! `callgrind_annotate OUT` says where they go). Run it with 0 edits too and subtract: what
+//! is left is the edits' own.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -207,6 +213,13 @@ impl Lsp {
         let _ = self.request("shutdown", Value::Null, Duration::from_secs(5));
         self.notify("exit", Value::Null);
         frames::await_exit(&mut self.child);
+    }
+
+    /// `stop`, waiting for the process as long as it takes (valgrind writes its profile at exit).
+    fn stop_and_wait(mut self) {
+        let _ = self.request("shutdown", Value::Null, Duration::from_secs(120));
+        self.notify("exit", Value::Null);
+        let _ = self.child.wait();
     }
 }
 
@@ -794,7 +807,16 @@ fn time_ms(mut f: impl FnMut()) -> (f64, f64) {
 }
 
 fn start_tracelens(bin: &Path, root: &Path, init: Value) -> Option<Lsp> {
-    let mut cmd = Command::new(bin);
+    let mut cmd = match std::env::var_os("TRACELENS_BENCH_CALLGRIND") {
+        Some(out) => {
+            let mut c = Command::new("valgrind");
+            let mut flag = std::ffi::OsString::from("--callgrind-out-file=");
+            flag.push(out);
+            c.args(["--tool=callgrind", "--separate-threads=no"]).arg(flag).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
     cmd.arg("lsp").current_dir(root);
     let mut lsp = match Lsp::spawn(cmd) {
         Ok(l) => l,
@@ -890,6 +912,20 @@ fn main() {
         }
     }
     let mut pyright_note = String::new();
+    if std::env::var_os("TRACELENS_BENCH_CALLGRIND").is_some() {
+        // Instructions, not time: the edits alone, on tracelens alone.
+        if let Some(s) = ours.as_mut() {
+            for i in 0..n_edits {
+                s.edit(i, &layers, n_edits.div_ceil(2).max(1));
+            }
+            s.edits_done();
+            s.report();
+        }
+        if let Some(s) = ours {
+            s.lsp.stop_and_wait();
+        }
+        return;
+    }
     let mut theirs = match start_pyright(&module) {
         Ok((lsp, pfile, note)) => {
             pyright_note = note;

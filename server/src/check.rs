@@ -49,6 +49,8 @@ pub(crate) fn relative(p: &Path) -> String {
 enum Shown {
     Findings,
     Everything,
+    /// The traces as graphs (`trace --format dot|svg`): no reproducers, no jaxpr text.
+    Graphs,
 }
 
 /// Analyses one file, in values mode when `values` (`check --values`), making reproducers as
@@ -70,11 +72,17 @@ fn analyze_source(
     let loader = FsLoader::default();
     let mut config = config_for(path, project);
     config.values = values;
+    if shown == Shown::Graphs {
+        config.trace_graphs = true;
+        config.skip_jaxpr_text = true;
+        config.reproducers.skip = true;
+    }
     if shown == Shown::Findings {
         config.skip_jaxpr_text = true;
         config.reproducers.skip = true;
         // What the program prints is shown only to debug tracelens.
         config.stdout_unread = std::env::var_os("TRACELENS_DEBUG").is_none();
+        config.skip_hover_values = true;
     }
     if let Some(n) = repro.fake_array_threshold {
         config.reproducers.fake_array_threshold = n;
@@ -256,22 +264,49 @@ pub fn findings_of(diagnostics: &[tracer_core::analysis::LocatedDiagnostic], pro
 /// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)
 /// when it cannot be analysed.
 fn analyze_one(file: &Path, repro: &ReproOptions) -> Result<FileAnalysis, ExitCode> {
+    analyze_one_with(file, false, repro, Shown::Everything)
+}
+
+fn analyze_one_with(file: &Path, values: bool, repro: &ReproOptions, shown: Shown) -> Result<FileAnalysis, ExitCode> {
     if !file.is_file() {
         eprintln!("error: {}: no such file", file.display());
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    pool().install(|| analyze_path_with(file, &project, false, repro, Shown::Everything)).map_err(|e| {
+    pool().install(|| analyze_path_with(file, &project, values, repro, shown)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })
 }
 
-pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
-    let analysis = match analyze_one(&file, &ReproOptions::default()) {
+pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<String>, values: bool) -> ExitCode {
+    use crate::TraceFormat;
+    let graphs = matches!(format, TraceFormat::Dot | TraceFormat::Svg);
+    let shown = if graphs { Shown::Graphs } else { Shown::Everything };
+    let analysis = match analyze_one_with(&file, values, &ReproOptions::default(), shown) {
         Ok(a) => a,
         Err(code) => return code,
     };
+    if graphs {
+        // The graph names the analysed file's own traces: the path the analysis gave it.
+        let path = analysis.files.first().cloned().unwrap_or_else(|| file.clone());
+        let options = crate::graph::GraphOptions { nan_line: crate::graph::first_nan_line(&analysis, &path), function };
+        let dot = crate::graph::dot(&analysis, &path, &options);
+        let out = match format {
+            TraceFormat::Svg => match crate::graph::svg(&dot) {
+                Ok(svg) => svg,
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => dot,
+        };
+        let _ = std::io::stdout().write_all(out.as_bytes());
+        let raised = analysis.diagnostics.iter().any(|(d, _, _)| d.severity == Severity::Error);
+        return if raised { ExitCode::from(1) } else { ExitCode::SUCCESS };
+    }
+    let json_out = matches!(format, TraceFormat::Json);
     let out = if json_out {
         let functions: Vec<serde_json::Value> = analysis
             .functions
@@ -289,7 +324,7 @@ pub fn run_trace(file: PathBuf, json_out: bool) -> ExitCode {
                         "cause": t.cause,
                         "route": t.route,
                         "jaxpr": t.jaxpr,
-                        "values": t.values.iter().filter(|v| v.assigned).map(|v| json!({
+                        "values": t.values.iter().filter(|v| v.assigned && !v.pytree).map(|v| json!({
                             "line": v.location.line,
                             "column": v.location.column,
                             "name": v.name,

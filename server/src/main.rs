@@ -4,6 +4,7 @@
 mod check;
 mod config;
 mod files;
+mod graph;
 mod lsp;
 mod render;
 mod run;
@@ -151,8 +152,17 @@ enum Command {
     /// and the jaxpr-like body.
     Trace {
         file: PathBuf,
+        /// text and json: the traces; dot and svg: the traced computation as a dataflow graph
+        /// (svg needs Graphviz's `dot` on PATH).
         #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
         format: TraceFormat,
+        /// Only the traces of this function (dot and svg).
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+        /// Evaluate the program on the CPU too, and mark the equations on the line of the first
+        /// NaN/Inf (TL301) in the graph.
+        #[arg(long)]
+        values: bool,
     },
 }
 
@@ -166,9 +176,11 @@ pub enum Format {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum TraceFormat {
+pub enum TraceFormat {
     Text,
     Json,
+    Dot,
+    Svg,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -218,6 +230,6 @@ fn main() -> ExitCode {
                 (None, None) => ExitCode::from(2),
             }
         }
-        Command::Trace { file, format } => check::run_trace(file, matches!(format, TraceFormat::Json)),
+        Command::Trace { file, format, function, values } => check::run_trace(file, format, function, values),
     }
 }

@@ -94,6 +94,45 @@ fn trace_json_lists_traces_with_causes() {
     assert!(traces[0]["jaxpr"].as_str().unwrap_or("").starts_with("{ lambda ; a:f32[8,4]. let"), "{}", traces[0]["jaxpr"]);
 }
 
+const SCAN_THEN_LOG: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef f(x):\n    def body(c, xi):\n        return c + xi, c * 2.0\n\n    c, ys = lax.scan(body, 0.0, x)\n    return jnp.log(c - 3.0) + ys.sum()\n\n\nprint(f(jnp.ones(3)))\nf(jnp.ones(4))\n";
+
+#[test]
+fn trace_dot_draws_equations_avals_bodies_and_retraces() {
+    let dir = temp_dir("trace-dot");
+    let f = write(&dir, "scan_log.py", SCAN_THEN_LOG);
+    let out = tracelens().current_dir(&dir).args(["trace", "--format", "dot"]).arg(&f).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(dot.starts_with("digraph tracelens {"), "{dot}");
+    // Both traces, the second retraced (its changed input marked), the scan body nested.
+    assert!(dot.contains("jit(f) · trace 1 of 2 from line 15 · called"), "{dot}");
+    assert!(dot.contains("trace 2 of 2 from line 16 · called\\nretraced: argument x changed shape: f32[3] -> f32[4]"), "{dot}");
+    assert!(dot.contains("fillcolor=\"#ffd8a8\", label=\"x\\nf32[4]\""), "the changed input is marked: {dot}");
+    assert!(dot.contains("subgraph cluster_body_") && dot.contains("label=\"scan body · line 11\""), "{dot}");
+    assert!(dot.contains("label=\"log\\nline 12\"") && dot.contains("URL=\"line:12\""), "{dot}");
+    assert!(dot.contains("[label=\"f32[3]\"]") && dot.contains("[label=\"f32[4]\"]"), "edges carry avals: {dot}");
+    assert!(!dot.contains("#ffc9c9"), "no NaN marked without --values: {dot}");
+
+    // With values: log(3 - 3) is -inf at line 12 in the first call, and its node is marked.
+    let out =
+        tracelens().current_dir(&dir).args(["trace", "--format", "dot", "--values", "--function", "f"]).arg(&f).output().expect("run");
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(dot.contains("label=\"log\\nline 12\", fillcolor=\"#ffc9c9\", penwidth=2"), "{dot}");
+
+    // SVG through Graphviz; without it, a message and exit status 2.
+    let out = tracelens().current_dir(&dir).args(["trace", "--format", "svg"]).arg(&f).output().expect("run");
+    let graphviz = std::process::Command::new("dot").arg("-V").output().is_ok();
+    if graphviz {
+        let svg = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(svg.contains("<svg") && svg.contains("scan body") && svg.contains("xlink:href=\"line:12\""), "{svg}");
+    } else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must install Graphviz (tests/run_all.sh)");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("install Graphviz"));
+    }
+}
+
 #[test]
 fn pyproject_severities_and_ignore_comments_apply() {
     let dir = temp_dir("config");

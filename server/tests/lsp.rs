@@ -173,7 +173,12 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
     let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 7, "character": 15}}));
     let text = hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string();
     assert!(text.contains("h: f32[3,8] | f32[5,8]"), "{text}");
-    assert!(text.contains("traced 2×: f32[3,8] (step.py:14), f32[5,8] (step.py:14)"), "{text}");
+    assert!(
+        text.contains(
+            "traced 2×:\n- f32[3,8] in jit(step), traced from step.py:14 (called)\n- f32[5,8] in jit(step), traced from step.py:14 (called)"
+        ),
+        "{text}"
+    );
     // Hover on the function name: its traces and the retrace reason.
     let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": 5, "character": 5}}));
     let text = hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string();
@@ -190,7 +195,8 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
         .flatten()
         .map(|h| (h["position"]["line"].as_u64().unwrap_or(0), h["label"].as_str().unwrap_or("").to_string()))
         .collect();
-    assert_eq!(labels, vec![(6, ": f32[3,8] | f32[5,8]".to_string())], "scalar `loss` has no hint by default");
+    let expected = [(5, ": f32[4,8]"), (5, ": f32[3,4] | f32[5,4]"), (6, ": f32[3,8] | f32[5,8]")];
+    assert_eq!(labels, expected.map(|(l, s)| (l, s.to_string())), "parameters and `h`; scalar `loss` has no hint by default");
 
     // The whole diagnostics payload, as an editor receives it.
     let mut shown: Vec<Value> = diags.clone();
@@ -223,6 +229,81 @@ fn diagnostics_hover_inlay_hints_lenses_and_definition() {
     let codes: Vec<(&str, u64)> =
         moved.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
     assert!(codes.contains(&("TL201", 8)) && codes.contains(&("TL210", 14)), "{moved:?}");
+    c.stop();
+}
+
+/// Hover text at a (0-based) line and column.
+fn hover_at(c: &mut Client, u: &str, line: u32, character: u32) -> String {
+    let hover = c.request("textDocument/hover", json!({"textDocument": {"uri": u}, "position": {"line": line, "character": character}}));
+    hover["result"]["contents"]["value"].as_str().unwrap_or("").to_string()
+}
+
+const EVERY_CURSOR: &str = "\
+import jax
+import jax.numpy as jnp
+
+
+def helper(v):
+    return v * 2.0
+
+
+class Model:
+    def __init__(self):
+        self.w = jnp.ones((4, 3))
+
+
+@jax.jit
+def train_step(params, x):
+    y = helper(x @ params[\"w1\"])
+    ys = [r + 1.0 for r in y]
+    f = lambda a: a.sum()
+    return f(ys[0])
+
+
+m = Model()
+bias = jnp.array([1.0, 2.0, 3.0])
+train_step({\"w1\": jnp.ones((4, 3))}, jnp.ones((8, 4)))
+";
+
+#[test]
+fn a_shape_under_every_cursor() {
+    let root = workspace("every-cursor", &[("train.py", EVERY_CURSOR)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("train.py"), EVERY_CURSOR);
+    c.diagnostics(&u, Some(1));
+    let cases: [(u32, u32, &[&str]); 9] = [
+        // A parameter in the def line, with the trace and its route.
+        (14, 15, &["(parameter) params: pytree of 1 array", "['w1']: f32[4,3]", "in jit(train_step), traced from train.py:24 (called)"]),
+        (14, 23, &["(parameter) x: f32[8,4]"]),
+        // A helper called from the traced function: per calling trace.
+        (4, 11, &["(parameter) v: f32[8,3]", "in jit(train_step)"]),
+        // A constant item of a container, hovered on its key.
+        (15, 27, &["(item) params[\"w1\"]: f32[4,3]"]),
+        // A comprehension variable and a lambda parameter.
+        (16, 22, &["r: f32[3]"]),
+        (17, 15, &["(parameter) a: f32[3]"]),
+        // An attribute path, assigned outside any trace.
+        (10, 13, &["(attribute) self.w: f32[4,3]", "concrete, not traced"]),
+        // A small concrete array at module level, with its value as NumPy prints it.
+        (22, 1, &["bias: f32[3]", "concrete, not traced: `[1. 2. 3.]`"]),
+        // The local the helper's result went to.
+        (15, 4, &["y: f32[8,3]"]),
+    ];
+    for (line, character, needles) in cases {
+        let text = hover_at(&mut c, &u, line, character);
+        for needle in needles {
+            assert!(text.contains(needle), "line {} col {}: no {needle:?} in\n{text}", line + 1, character + 1);
+        }
+    }
+
+    // The graph command: DOT always, SVG when Graphviz is there.
+    let graph = c.request("workspace/executeCommand", json!({"command": "tracelens.graph", "arguments": [u, 0]}));
+    let dot = graph["result"]["dot"].as_str().unwrap_or("");
+    assert!(dot.contains("jit(train_step) · trace 1 of 1") && dot.contains("dot_general") && dot.contains("URL=\"line:16\""), "{graph}");
+    match graph["result"]["svg"].as_str() {
+        Some(svg) => assert!(svg.contains("<svg") && svg.contains("dot_general"), "{svg}"),
+        None => assert!(graph["result"]["error"].as_str().unwrap_or("").contains("Graphviz"), "{graph}"),
+    }
     c.stop();
 }
 

@@ -109,7 +109,8 @@ async def test_hover_shows_the_aval_of_a_value_in_each_trace(client: LanguageCli
     assert hover.contents.kind == types.MarkupKind.Markdown
     text = hover.contents.value
     assert "h: f32[3,8] | f32[5,8]" in text, text
-    assert "traced 2×: f32[3,8] (step.py:14), f32[5,8] (step.py:14)" in text, text
+    # One line per trace: its aval, the transformation, the call and the route that traced it.
+    assert "traced 2×:\n- f32[3,8] in jit(step), traced from step.py:14 (called)\n- f32[5,8] in jit(step), traced from step.py:14 (called)" in text, text
     assert hover.range == types.Range(start=pos(7, 15), end=pos(7, 16))
 
     # The jitted function's name: its traces and why it was traced again.
@@ -132,8 +133,12 @@ async def test_inlay_hints_and_code_lenses(client: LanguageClient):
             types.InlayHintParams(text_document=doc(uri), range=types.Range(start=pos(0, 0), end=pos(20, 0)))
         )
     )
-    # After `h` on line 6; the scalar `loss` gets none by default.
-    assert [(h.position, h.label) for h in hints] == [(pos(6, 5), ": f32[3,8] | f32[5,8]")]
+    # The parameters in the def line (per trace) and the assignment; scalars have none.
+    assert [(h.position, h.label) for h in hints] == [
+        (pos(5, 10), ": f32[4,8]"),
+        (pos(5, 13), ": f32[3,4] | f32[5,4]"),
+        (pos(6, 5), ": f32[3,8] | f32[5,8]"),
+    ]
     assert hints[0].kind == types.InlayHintKind.Type
 
     lenses = await ask(client.text_document_code_lens_async(types.CodeLensParams(text_document=doc(uri))))

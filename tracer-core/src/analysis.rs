@@ -10,6 +10,7 @@ use crate::interp::{Budgets, Interp, Site, SourceLoader};
 use crate::jax::TraceKind;
 use crate::syntax::ast::Span;
 
+pub mod graph;
 mod oracle;
 pub use oracle::Engine;
 
@@ -26,12 +27,16 @@ pub struct AnalysisConfig {
     /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
     /// and an editor shows one only on request.
     pub skip_jaxpr_text: bool,
+    /// Fill `Trace::graph`: each trace's jaxpr as a dataflow graph (`trace --format dot`).
+    pub trace_graphs: bool,
     /// Values mode (`check --values`): compute every array as it is made and report the
     /// first NaN/Inf (TL301).
     pub values: bool,
     /// Nothing reads `FileAnalysis::stdout` (`check`): a `print` of arrays needs their avals,
     /// not their values, and does not compute them.
     pub stdout_unread: bool,
+    /// Nothing reads the values behind hover (`check`): record none (`interp::seen`).
+    pub skip_hover_values: bool,
     /// Run the module only, not its tests (as Python runs a script: the
     /// oracle of source reproducers).
     pub skip_tests: bool,
@@ -53,14 +58,24 @@ pub struct Location {
     pub span: Span,
 }
 
+/// A value the analysis saw at a place of the user's code (hover, inlay hints, `revealed`).
 #[derive(Clone, Debug)]
 pub struct TracedValue {
     pub location: Location,
+    /// The name or expression as written (`x`, `self.w`, `params["w1"]`).
     pub name: String,
+    /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`.
     pub aval: String,
     /// An assignment target (shown as an inlay hint) rather than a use of the name.
     pub assigned: bool,
+    pub kind: SiteKind,
+    /// The aval is a pytree's leaves.
+    pub pytree: bool,
+    /// A small concrete array's value as NumPy prints it, when the analysis computed it.
+    pub preview: Option<String>,
 }
+
+pub use crate::interp::seen::SiteKind;
 
 #[derive(Clone, Debug)]
 pub struct Trace {
@@ -72,6 +87,8 @@ pub struct Trace {
     /// How the analysis reached this trace (`called`, `annotations`, `unknown arguments`).
     pub route: &'static str,
     pub jaxpr: String,
+    /// The jaxpr as a dataflow graph, when `AnalysisConfig::trace_graphs` asked for it.
+    pub graph: Option<graph::TraceGraph>,
     pub values: Vec<TracedValue>,
 }
 
@@ -87,6 +104,9 @@ pub struct TracedFunction {
 pub struct FileAnalysis {
     pub diagnostics: Vec<LocatedDiagnostic>,
     pub functions: Vec<TracedFunction>,
+    /// Values seen outside any trace (module level, code no transformation traced):
+    /// concrete arrays and pytrees of them, a few per place.
+    pub values: Vec<TracedValue>,
     pub stdout: String,
     /// Where and why analysis stopped silently on an unknown value (for `--debug` output).
     pub stops: Vec<(Option<Location>, String)>,
@@ -286,7 +306,7 @@ fn analyze_remembering(
         let (kept, kept_originals) = crate::symbolic::keep_common(diagnostics, &finished_diagnostics(&second), &renamer);
         diagnostics = kept;
         originals = Some(locate_diagnostics(&interp, kept_originals));
-        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text)));
+        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text, false)));
     }
     let located = locate_diagnostics(&interp, diagnostics);
     deliver.diagnostics(&located);
@@ -342,13 +362,14 @@ fn analyze_remembering(
         kept.end();
         *memo = kept;
     }
-    let mut functions = collect_functions(&interp, !config.skip_jaxpr_text);
+    let mut functions = collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs);
     if let Some((renamer, second)) = renamed_functions {
         rename_annotated_traces(&mut functions, &second, &renamer);
     }
     deliver.analysis(FileAnalysis {
         diagnostics: located,
         functions,
+        values: collect_concrete_values(&interp),
         stdout: interp.stdout.clone(),
         stops,
         ir_problems,
@@ -379,6 +400,7 @@ fn run<'l>(
         interp.values = Some(Default::default());
     }
     interp.stdout_unread = config.stdout_unread;
+    interp.seen.off = config.skip_hover_values;
     // Parsing costs about a microsecond a token whatever comes after: a file past the token
     // budget (a million-element literal) is not parsed at all, and says so.
     let marks = crate::syntax::punctuation_marks(text);
@@ -675,7 +697,7 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
 }
 
-fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
+fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
     let mut out: Vec<TracedFunction> = Vec::new();
     let locator = Locator::new(interp);
     // Each value belongs to its trace and to every trace around it.
@@ -704,7 +726,15 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
         let values = values_by_record[index]
             .iter()
             .map(|&v| &interp.jax.values[v])
-            .map(|v| TracedValue { location: locator.locate(v.site), name: v.name.clone(), aval: v.aval.short(), assigned: v.assigned })
+            .map(|v| TracedValue {
+                location: locator.locate(v.site),
+                name: v.name.clone(),
+                aval: v.shown.text(),
+                assigned: v.assigned(),
+                kind: v.kind,
+                pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+                preview: None,
+            })
             .collect();
         let trace = Trace {
             call: rec.call_site.map(|s| locator.locate(s)),
@@ -713,14 +743,38 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool) -> Vec<TracedFunction> {
             cause: rec.cause.clone(),
             route: rec.route.label(),
             jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),
+            graph: rec
+                .jaxpr
+                .as_ref()
+                .filter(|_| graphs)
+                .map(|j| graph::TraceGraph::of(j, &rec.arg_names, &mut |e| e.site.map(|s| locator.locate(s)))),
             values,
         };
+        // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {
-            f.location.path == location.path && f.location.line == location.line && f.name == rec.fn_name && f.transform == transform
+            f.location.line == location.line && f.name == rec.fn_name && f.transform == transform && f.location.path == location.path
         }) {
             Some(f) => f.traces.push(trace),
             None => out.push(TracedFunction { name: rec.fn_name.clone(), location, transform, traces: vec![trace] }),
         }
     }
     out
+}
+
+fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
+    let locator = Locator::new(interp);
+    interp
+        .seen
+        .concrete
+        .iter()
+        .map(|v| TracedValue {
+            location: locator.locate(v.site),
+            name: v.name.to_string(),
+            aval: v.shown.text(),
+            assigned: v.kind == SiteKind::Assigned,
+            kind: v.kind,
+            pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+            preview: v.preview.clone(),
+        })
+        .collect()
 }

@@ -116,7 +116,10 @@ params, state = step(params, opt.init(params))
         .filter(|v| v.assigned)
         .map(|v| format!("{}:{} {}", v.location.path.display(), v.location.line, v.name))
         .collect();
-    assert_eq!(values, vec!["/project/main.py:11 scaled"]);
+    // The user's assignments (pytrees too: the gradients, the updates, optax's state), none
+    // of the shim's own.
+    let expected = ["/project/main.py:10 grads", "/project/main.py:11 scaled", "/project/main.py:12 updates", "/project/main.py:12 state"];
+    assert_eq!(values, expected);
     assert!(values.iter().all(|v| v.starts_with("/project/main.py:")), "{values:?}");
 }
 

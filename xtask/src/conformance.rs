@@ -286,7 +286,7 @@ fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &O
 
 /// A copy of oracle.py named after its hash, so that an edit during a run neither mixes two
 /// versions nor caches one version's results under the other's name.
-fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
+pub(crate) fn snapshot_oracle(script: &Path, cache_dir: &Path) -> Result<(PathBuf, Vec<u8>), String> {
     let bytes = fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
     let copy = cache_dir.join(format!("oracle-{}.py", &sha256_hex(&bytes)[..16]));
     if !copy.is_file() {

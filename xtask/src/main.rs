@@ -5,6 +5,8 @@ mod compare;
 mod conformance;
 mod fuzz;
 mod golden;
+mod hover;
+mod lsp_client;
 mod model;
 mod pairs;
 mod process;
@@ -80,6 +82,24 @@ options:
 #[global_allocator]
 static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<std::alloc::System> =
     tracer_core::interp::memory::CountingAllocator(std::alloc::System);
+
+const HOVER_USAGE: &str = "\
+usage: cargo xtask hover [--filter SUBSTR] [--jobs N] [--min PERCENT] [--list] [--json OUT]
+
+Hover coverage: runs every fixture under real JAX with tests/conformance/hover_oracle.py,
+which finds each place (a name read or assigned, a parameter in a def or lambda line, an
+attribute `self.w`, an item `params[\"w1\"]`) where JAX had an array or a pytree of arrays,
+and hovers each of them in `tracelens lsp`. Prints a table by kind, the misses and the
+avals that differ from JAX's; fails when fewer than --min percent (default 95) show an aval.
+Oracle results are cached in target/conformance-cache/.
+
+options:
+  --filter SUBSTR   only fixtures whose path (relative to tests/fixtures/) contains SUBSTR
+  --jobs N          fixtures in parallel, one server each (default: number of cores)
+  --min PERCENT     the coverage required (default 95)
+  --list            print every miss (default: the first six of each kind)
+  --json OUT        every site hovered, with JAX's avals and the hover's text
+";
 
 const FUZZ_USAGE: &str = "\
 usage: cargo xtask fuzz [--minutes N] [--seed S] [--batch N] [--first-batch K] [--no-write]
@@ -164,6 +184,24 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some("hover") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
+            print!("{HOVER_USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("hover") => match parse_hover(&args[1..]) {
+            Ok(options) => match hover::run(options) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(why) => {
+                    eprintln!("hover: {why}");
+                    ExitCode::from(2)
+                }
+            },
+            Err(why) => {
+                eprintln!("{why}\n\n{HOVER_USAGE}");
+                ExitCode::from(2)
+            }
+        },
         Some("realworld") if args[1..].iter().any(|a| a == "--help" || a == "-h") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -191,6 +229,28 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn parse_hover(args: &[String]) -> Result<hover::Options, String> {
+    let mut options = hover::Options {
+        filter: None,
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        min_percent: 95.0,
+        list: false,
+        json_out: None,
+    };
+    each_flag(args, |flag, value| {
+        match flag {
+            "--filter" => options.filter = Some(value("--filter")?),
+            "--jobs" | "-j" => options.jobs = number("--jobs", &value("--jobs")?)?,
+            "--min" => options.min_percent = value("--min")?.parse().map_err(|_| "--min takes a number".to_string())?,
+            "--list" => options.list = true,
+            "--json" => options.json_out = Some(PathBuf::from(value("--json")?)),
+            other => return Err(format!("unknown option {other:?}")),
+        }
+        Ok(())
+    })?;
+    Ok(options)
 }
 
 fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {

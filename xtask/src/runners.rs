@@ -37,31 +37,20 @@ struct CacheEntry {
 
 impl Oracle {
     pub fn run(&self, fixture: &Path) -> Result<OracleRun, String> {
-        let source = fs::read(fixture).map_err(|e| format!("cannot read fixture: {e}"))?;
-        let versions = cache_key(&source);
-        let mut key_input = source;
-        key_input.push(0);
-        key_input.extend_from_slice(&self.script_bytes);
-        key_input.push(0);
-        key_input.extend_from_slice(versions.as_bytes());
-        let cache_file = self.cache_dir.join(format!("{}.json", sha256_hex(&key_input)));
-        if self.read_cache {
-            if let Some(entry) = fs::read(&cache_file).ok().and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok()) {
-                if let Ok(report) = serde_json::from_value(entry.report.clone()) {
-                    return Ok(OracleRun { report, raw: entry.report, seconds: entry.seconds, cached: true });
-                }
-            }
-        }
+        let (raw, seconds, cached) = self.run_raw(fixture)?;
+        let report: OracleReport = serde_json::from_value(raw.clone()).map_err(|e| format!("oracle JSON has an unexpected shape: {e}"))?;
+        Ok(OracleRun { report, raw, seconds, cached })
+    }
 
-        let mut command = Command::new(&self.python);
-        command.arg(&self.script).arg(fixture);
-        for (name, _) in std::env::vars_os() {
-            let name_text = name.to_string_lossy();
-            if name_text.starts_with("JAX_") || name_text == "XLA_FLAGS" {
-                command.env_remove(&name);
-            }
+    /// The oracle's JSON for `fixture` (from the cache when it has it), its wall time as
+    /// measured when it really ran, and whether it came from the cache.
+    pub fn run_raw(&self, fixture: &Path) -> Result<(serde_json::Value, f64, bool), String> {
+        let cache_file = self.cache_file(fixture)?;
+        if let Some((raw, seconds)) = self.cached(&cache_file) {
+            return Ok((raw, seconds, true));
         }
-        command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
+        let mut command = self.command();
+        command.arg(fixture);
         let finished = run_with_limit(command, ORACLE_LIMIT).map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
         let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
             .map_err(|e| format!("oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
@@ -71,17 +60,56 @@ impl Oracle {
         if finished.status != Some(0) {
             return Err(format!("oracle {}", finished.describe_failure()));
         }
-        let report: OracleReport = serde_json::from_value(raw.clone()).map_err(|e| format!("oracle JSON has an unexpected shape: {e}"))?;
-        let entry = CacheEntry { seconds: finished.seconds, report: raw.clone() };
+        self.store(&cache_file, &raw, finished.seconds);
+        Ok((raw, finished.seconds, false))
+    }
+
+    /// Where the result for `fixture` is cached: a hash of the fixture, the script and the
+    /// versions of what the fixture imports.
+    pub fn cache_file(&self, fixture: &Path) -> Result<PathBuf, String> {
+        let source = fs::read(fixture).map_err(|e| format!("cannot read fixture: {e}"))?;
+        let versions = cache_key(&source);
+        let mut key_input = source;
+        key_input.push(0);
+        key_input.extend_from_slice(&self.script_bytes);
+        key_input.push(0);
+        key_input.extend_from_slice(versions.as_bytes());
+        Ok(self.cache_dir.join(format!("{}.json", sha256_hex(&key_input))))
+    }
+
+    /// The cached result and its wall time, unless the cache is not to be read.
+    pub fn cached(&self, cache_file: &Path) -> Option<(serde_json::Value, f64)> {
+        if !self.read_cache {
+            return None;
+        }
+        let entry = fs::read(cache_file).ok().and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok())?;
+        Some((entry.report, entry.seconds))
+    }
+
+    pub fn store(&self, cache_file: &Path, raw: &serde_json::Value, seconds: f64) {
+        let entry = CacheEntry { seconds, report: raw.clone() };
         if fs::create_dir_all(&self.cache_dir).is_ok() {
             let temporary = cache_file.with_extension(format!("tmp{}", std::process::id()));
             if let Ok(text) = serde_json::to_vec(&entry) {
                 if fs::write(&temporary, text).is_ok() {
-                    let _ = fs::rename(&temporary, &cache_file);
+                    let _ = fs::rename(&temporary, cache_file);
                 }
             }
         }
-        Ok(OracleRun { report, raw, seconds: finished.seconds, cached: false })
+    }
+
+    /// The script under the oracle's interpreter, with JAX on CPU and no inherited JAX settings.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.python);
+        command.arg(&self.script);
+        for (name, _) in std::env::vars_os() {
+            let name_text = name.to_string_lossy();
+            if name_text.starts_with("JAX_") || name_text == "XLA_FLAGS" {
+                command.env_remove(&name);
+            }
+        }
+        command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
+        command
     }
 }
 

@@ -16,11 +16,14 @@ import {
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 
+import { GraphAnswer, showGraph } from './graphView';
 import { findServer, FoundServer, isFound } from './server';
 import { formatTrace, TRACE_LANGUAGE, TRACE_SCHEME, TraceDocuments } from './traceView';
 
 /** Server commands (`workspace/executeCommand`). */
 const TRACE_COMMAND = 'tracelens.trace';
+/** The file's traced computation as a graph: `{svg, dot, error}` (`graphView.ts`). */
+const GRAPH_COMMAND = 'tracelens.graph';
 /** `tracelens repro` as a server command, if a server offers it (else the binary's `repro`). */
 const REPRO_COMMAND = 'tracelens.repro';
 /** The token of the server's workspace scan progress. */
@@ -77,6 +80,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('tracelens.restartServer', () => restart()),
     vscode.commands.registerCommand('tracelens.showTrace', (uri?: unknown, line?: unknown) => showTrace(uri, line)),
     vscode.commands.registerCommand('tracelens.generateReproducer', () => generateReproducer()),
+    vscode.commands.registerCommand('tracelens.showGraph', (uri?: unknown, line?: unknown) => showTraceGraph(uri, line)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // The server merges `ignore` and `severity` into what it had, so an entry removed from
       // them would stay in force: those changes, and a new binary path, restart it.
@@ -121,6 +125,9 @@ function serverSettings(): Record<string, unknown> {
     inlayHints: {
       enabled: c.get<boolean>('inlayHints.enabled', true),
       scalars: c.get<boolean>('inlayHints.scalars', false),
+      assignments: c.get<boolean>('inlayHints.assignments', true),
+      parameters: c.get<boolean>('inlayHints.parameters', true),
+      concrete: c.get<boolean>('inlayHints.concrete', true),
     },
     severity: c.get<Record<string, string>>('severity', {}),
     ignore: c.get<string[]>('ignore', []),
@@ -441,6 +448,25 @@ async function showTrace(uriArg?: unknown, lineArg?: unknown): Promise<void> {
     doc = await vscode.languages.setTextDocumentLanguage(doc, TRACE_LANGUAGE);
   }
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: false });
+}
+
+async function showTraceGraph(uriArg?: unknown, lineArg?: unknown): Promise<void> {
+  const t = target(uriArg, lineArg);
+  const c = t && runningClient();
+  if (t === undefined || c === undefined) {
+    return;
+  }
+  const column = vscode.window.activeTextEditor?.viewColumn;
+  const result = (await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'tracelens: drawing the trace graph' },
+    () => executeOnLine(c, GRAPH_COMMAND, t.uri, t.line),
+  )) as GraphAnswer | null;
+  if (result === null || typeof result !== 'object' || (result.svg == null && result.dot == null)) {
+    const why = result && typeof result === 'object' && result.message ? result.message : 'the file traced nothing';
+    void vscode.window.showInformationMessage(`tracelens: no trace graph for ${path.basename(t.uri.fsPath)}: ${why}.`);
+    return;
+  }
+  showGraph(t.uri, result, column);
 }
 
 async function generateReproducer(): Promise<void> {

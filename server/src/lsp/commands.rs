@@ -12,18 +12,12 @@ impl Backend {
     /// Every trace of `function` in the document as analysed in `a`, staged out: the text is
     /// traced again, collecting that function's traces.
     pub(super) async fn function_reproducer(&self, path: &Path, a: &Arc<Analysed>, shown: &str, function: &str) -> Result<String, String> {
-        let (overlay, roots, settings) = {
-            let st = self.lock();
-            (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
-        };
-        let (p2, text, f2) = (path.to_path_buf(), a.text.clone(), function.to_string());
+        let f2 = function.to_string();
         let collect = move |config: &mut tracer_core::AnalysisConfig| {
             config.reproducers.skip = true;
             config.reproducers.functions = vec![f2];
         };
-        let cancel = Arc::new(AtomicBool::new(false));
-        let analysis =
-            tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, cancel, collect)).await.ok().flatten();
+        let analysis = self.reanalyse(path, a, collect).await;
         match analysis {
             Some(analysis) => crate::check::function_reproducer_text(&analysis, path, shown, function).map(|(text, _)| text),
             None => Err(format!("{shown}: internal error while staging out {function}")),
@@ -93,6 +87,55 @@ impl Backend {
             self.show(out_uri.clone(), None).await;
         }
         Ok(Some(serde_json::json!({"uri": out_uri.as_str(), "path": out.to_string_lossy()})))
+    }
+
+    /// `tracelens.graph` [uri, line?, {function}?]: the document's traced computation as a
+    /// dataflow graph (`crate::graph`): `{dot, svg, error}`, `svg` null and `error` saying why
+    /// when Graphviz's `dot` cannot draw it; `{message}` when the file traced nothing. The
+    /// equations on the line of a NaN/Inf the values pass found (TL301) are marked.
+    pub(super) async fn trace_graph(&self, uri: Option<Uri>, function: Option<String>) -> RpcResult<Option<Json>> {
+        let Some((path, a, _)) = (match uri.as_ref() {
+            Some(u) => self.analysed_current(u).await,
+            None => None,
+        }) else {
+            return Ok(None);
+        };
+        let graphs = |config: &mut tracer_core::AnalysisConfig| {
+            config.trace_graphs = true;
+            config.reproducers.skip = true;
+        };
+        let Some(analysis) = self.reanalyse(&path, &a, graphs).await else {
+            return Ok(None);
+        };
+        let options = crate::graph::GraphOptions { function, nan_line: crate::graph::first_nan_line(&a.analysis, &path) };
+        let dot = crate::graph::dot(&analysis, &path, &options);
+        if !analysis.functions.iter().any(|f| *f.location.path == *path && f.traces.iter().any(|t| t.graph.is_some())) {
+            return Ok(Some(serde_json::json!({ "message": "nothing in this file was traced" })));
+        }
+        let dot2 = dot.clone();
+        let svg = tokio::task::spawn_blocking(move || crate::graph::svg(&dot2)).await.unwrap_or_else(|e| Err(e.to_string()));
+        let (svg, error) = match svg {
+            Ok(svg) => (Json::String(svg), Json::Null),
+            Err(why) => (Json::Null, Json::String(why)),
+        };
+        Ok(Some(serde_json::json!({ "dot": dot, "svg": svg, "error": error })))
+    }
+
+    /// The document as analysed in `a`, traced again on a blocking thread with the
+    /// configuration `adjust` makes (what an ordinary analysis leaves out: jaxpr text, graphs).
+    pub(super) async fn reanalyse(
+        &self,
+        path: &Path,
+        a: &Arc<Analysed>,
+        adjust: impl FnOnce(&mut tracer_core::AnalysisConfig) + Send + 'static,
+    ) -> Option<FileAnalysis> {
+        let (overlay, roots, settings) = {
+            let st = self.lock();
+            (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+        };
+        let (p2, text) = (path.to_path_buf(), a.text.clone());
+        let cancel = Arc::new(AtomicBool::new(false));
+        tokio::task::spawn_blocking(move || analyse_blocking(p2, text, overlay, roots, settings, cancel, adjust)).await.ok().flatten()
     }
 
     /// Asks the client to open `uri` (at `line`, 0-based), when it can.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tracer_core::analysis::{FileAnalysis, TracedFunction, TracedValue};
+use tracer_core::analysis::{FileAnalysis, TracedFunction};
 
 /// The analysis of one document at one version.
 pub struct Analysed {
@@ -18,118 +18,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn contains(start: u32, end: u32, offset: u32) -> bool {
     start <= offset && offset <= end
-}
-
-/// The avals a name or expression had at `offset`, over every trace, in order.
-fn values_at<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Vec<(&'a TracedFunction, usize, &'a TracedValue)> {
-    let mut best: Option<(u32, u32)> = None;
-    let mut out = Vec::new();
-    for f in &a.analysis.functions {
-        for (ti, t) in f.traces.iter().enumerate() {
-            for v in &t.values {
-                let s = v.location.span;
-                if !same_file(&v.location.path, path) || !contains(s.start, s.end, offset) {
-                    continue;
-                }
-                // The innermost span wins.
-                match best {
-                    Some((bs, be)) if (s.end - s.start) > (be - bs) => continue,
-                    Some((bs, be)) if (s.start, s.end) != (bs, be) => out.clear(),
-                    _ => {}
-                }
-                best = Some((s.start, s.end));
-                out.push((f, ti, v));
-            }
-        }
-    }
-    out
-}
-
-fn call_text(t: &tracer_core::analysis::Trace) -> String {
-    match &t.call {
-        Some(c) => format!("{}:{}", c.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(), c.line),
-        None => "?".into(),
-    }
-}
-
-/// Hover: the aval per trace of the value under the cursor, or a traced function's traces.
-pub fn hover(a: &Analysed, path: &Path, offset: u32) -> Option<(String, (u32, u32))> {
-    let values = values_at(a, path, offset);
-    if let Some((_, _, first)) = values.first() {
-        let span = (first.location.span.start, first.location.span.end);
-        let mut avals: Vec<&str> = Vec::new();
-        for (_, _, v) in &values {
-            if !avals.contains(&v.aval.as_str()) {
-                avals.push(&v.aval);
-            }
-        }
-        let mut text = format!("```python\n{}: {}\n```", first.name, avals.join(" | "));
-        let traces: Vec<String> = values.iter().map(|(f, ti, v)| format!("{} ({})", v.aval, call_text(&f.traces[*ti]))).collect();
-        let mut seen = Vec::new();
-        let traces: Vec<String> = traces
-            .into_iter()
-            .filter(|t| {
-                if seen.contains(t) {
-                    false
-                } else {
-                    seen.push(t.clone());
-                    true
-                }
-            })
-            .collect();
-        if traces.len() > 1 {
-            text.push_str(&format!("\n\ntraced {}×: {}", traces.len(), traces.join(", ")));
-        } else if let Some((f, ti, _)) = values.first() {
-            text.push_str(&format!("\n\nin {}({}), traced from {}", f.transform, f.name, call_text(&f.traces[*ti])));
-        }
-        return Some((text, span));
-    }
-    let f = a
-        .analysis
-        .functions
-        .iter()
-        .find(|f| same_file(&f.location.path, path) && contains(f.location.span.start, f.location.span.end, offset))?;
-    Some((function_summary(f), (f.location.span.start, f.location.span.end)))
-}
-
-pub fn function_summary(f: &TracedFunction) -> String {
-    let mut text = format!("**{}({})** traced {}×", f.transform, f.name, f.traces.len());
-    for (i, t) in f.traces.iter().enumerate() {
-        let outs = t.outputs.as_ref().map(|o| o.join(", ")).unwrap_or_else(|| "raised".into());
-        text.push_str(&format!("\n\n{}. from {}: ({}) → ({})", i + 1, call_text(t), t.args.join(", "), outs));
-        if i > 0 {
-            text.push_str(&format!(" — retraced because {}", t.cause));
-        }
-        if t.route != "called" {
-            text.push_str(&format!(" — traced from {}", t.route));
-        }
-    }
-    text
-}
-
-/// Inlay hints after assignment targets: `: f32[8,128]` (several traces joined by `|`).
-pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), scalars: bool) -> Vec<(u32, String)> {
-    let mut hints: Vec<(u32, Vec<String>)> = Vec::new();
-    for f in &a.analysis.functions {
-        for t in &f.traces {
-            for v in t.values.iter().filter(|v| v.assigned && same_file(&v.location.path, path)) {
-                let end = v.location.span.end;
-                if end < range.0 || end > range.1 || (!scalars && v.aval.ends_with("[]")) {
-                    continue;
-                }
-                match hints.iter_mut().find(|(o, _)| *o == end) {
-                    Some((_, avals)) => {
-                        if !avals.contains(&v.aval) {
-                            avals.push(v.aval.clone());
-                        }
-                    }
-                    None => hints.push((end, vec![v.aval.clone()])),
-                }
-            }
-        }
-    }
-    hints.sort();
-    hints.into_iter().map(|(o, avals)| (o, format!(": {}", avals.join(" | ")))).collect()
 }
 
 /// Code lenses on traced functions: `traced 3× · 1 retrace`.

@@ -73,7 +73,12 @@ impl LanguageServer for Backend {
                     })
                 }),
                 execute_command_provider: Some(lsp::ExecuteCommandOptions {
-                    commands: vec!["tracelens.trace".into(), "tracelens.repro".into(), "tracelens.openReproducer".into()],
+                    commands: vec![
+                        "tracelens.trace".into(),
+                        "tracelens.graph".into(),
+                        "tracelens.repro".into(),
+                        "tracelens.openReproducer".into(),
+                    ],
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -185,7 +190,7 @@ impl LanguageServer for Backend {
         guarded("hover", || {
             let lines = LineText::new(&a.text);
             let offset = lines.offset(pos, enc);
-            features::hover(&a, &path, offset).map(|(text, (s, e))| lsp::Hover {
+            hover::hover(&a, &path, offset).map(|(text, (s, e))| lsp::Hover {
                 contents: lsp::HoverContents::Markup(lsp::MarkupContent { kind: lsp::MarkupKind::Markdown, value: text }),
                 range: Some(lines.range(s, e, enc)),
             })
@@ -193,9 +198,9 @@ impl LanguageServer for Backend {
     }
 
     async fn inlay_hint(&self, params: lsp::InlayHintParams) -> RpcResult<Option<Vec<lsp::InlayHint>>> {
-        let (enabled, scalars) = {
+        let (enabled, kinds) = {
             let st = self.lock();
-            (st.settings.inlay_hints, st.settings.inlay_scalars)
+            (st.settings.inlay_hints, st.settings.inlay_kinds)
         };
         if !enabled {
             return Ok(None);
@@ -205,7 +210,7 @@ impl LanguageServer for Backend {
             let lines = LineText::new(&a.text);
             let range = (lines.offset(params.range.start, enc), lines.offset(params.range.end, enc));
             Some(
-                features::inlay_hints(&a, &path, range, scalars)
+                hover::inlay_hints(&a, &path, range, kinds)
                     .into_iter()
                     .map(|(offset, label)| lsp::InlayHint {
                         position: lines.position(offset, enc),
@@ -412,6 +417,10 @@ impl LanguageServer for Backend {
             let show = params.arguments.get(2).and_then(|o| o.get("show")).and_then(Json::as_bool).unwrap_or(false);
             return self.open_reproducer(uri, line, show).await;
         }
+        if params.command == "tracelens.graph" {
+            let function = params.arguments.get(2).and_then(|o| o.get("function")).and_then(Json::as_str).map(str::to_string);
+            return self.trace_graph(uri, function).await;
+        }
         // `tracelens.trace` [uri, line]: the traces and jaxpr-like bodies of the traced function
         // defined at or enclosing that line, as text.
         if params.command != "tracelens.trace" {
@@ -424,18 +433,7 @@ impl LanguageServer for Backend {
             return Ok(None);
         };
         // Analyses for diagnostics leave the traced bodies unprinted: trace this text again.
-        let (overlay, roots, settings) = {
-            let st = self.lock();
-            (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
-        };
-        let (p2, text) = (path.clone(), a.text.clone());
-        let cancel = Arc::new(AtomicBool::new(false));
-        let Some(analysis) = tokio::task::spawn_blocking(move || {
-            analyse_blocking(p2, text, overlay, roots, settings, cancel, |config| config.skip_jaxpr_text = false)
-        })
-        .await
-        .ok()
-        .flatten() else {
+        let Some(analysis) = self.reanalyse(&path, &a, |config| config.skip_jaxpr_text = false).await else {
             return Ok(None);
         };
         guarded("tracelens.trace", || {
@@ -444,7 +442,7 @@ impl LanguageServer for Backend {
                 .iter()
                 .filter(|f| *f.location.path == *path && f.location.line <= line)
                 .max_by_key(|f| f.location.line)?;
-            let mut text = features::function_summary(f);
+            let mut text = hover::function_summary(f);
             for (i, t) in f.traces.iter().enumerate() {
                 text.push_str(&format!("\n\n# trace {}\n{}", i + 1, t.jaxpr));
             }

@@ -10,6 +10,7 @@ mod engine;
 mod features;
 mod framing;
 mod handlers;
+mod hover;
 mod pacing;
 mod publish;
 mod reproducer_links;

@@ -6,7 +6,14 @@ use super::*;
 
 /// Diagnostics of `path` from its analysis, as LSP data, with severities from the settings.
 pub(super) fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: &[LocatedDiagnostic]) -> Vec<lsp::Diagnostic> {
-    let lines = LineText::new(text);
+    // Indexing the text's lines costs about as much as the rest of a publish: only when needed.
+    if !diagnostics.iter().any(|(d, _, _)| d.path == path) {
+        return Vec::new();
+    }
+    lsp_diagnostics_in(st, path, &LineText::new(text), diagnostics)
+}
+
+fn lsp_diagnostics_in(st: &State, path: &Path, lines: &LineText, diagnostics: &[LocatedDiagnostic]) -> Vec<lsp::Diagnostic> {
     let enc = st.encoding;
     let mut out = Vec::new();
     for (d, loc, related) in diagnostics {
@@ -46,15 +53,21 @@ pub(super) fn lsp_diagnostics(st: &State, path: &Path, text: &str, diagnostics: 
 /// `lsp_diagnostics` of a whole analysis: with each error raised in a module this file
 /// imports shown at the line of this file that leads to it (which needs its reproducers).
 pub(super) fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+    let raised = features::raised_elsewhere(a, path);
+    let own = a.analysis.diagnostics.iter().any(|(d, _, _)| d.path == path);
+    if !own && raised.is_empty() && ended_early(path, a).next().is_none() {
+        return Vec::new();
+    }
+    // One index of the text's lines for the whole publish.
     let lines = LineText::new(&a.text);
     let enc = st.encoding;
-    let mut out = lsp_diagnostics(st, path, &a.text, &a.analysis.diagnostics);
-    for e in features::raised_elsewhere(a, path) {
+    let mut out = lsp_diagnostics_in(st, path, &lines, &a.analysis.diagnostics);
+    for e in raised {
         let located = &a.analysis.diagnostics[e.diagnostic];
         let Some(severity) = lsp_severity(&st.settings.project, located.0.code, located.0.severity) else { continue };
         out.push(raised_elsewhere_diagnostic(path, &e, located, severity, &lines, enc));
     }
-    out.extend(stop_hints(st, path, a));
+    out.extend(stop_hints(st, path, a, &lines));
     out
 }
 
@@ -81,9 +94,8 @@ pub(super) fn ended_early<'a>(path: &'a Path, a: &'a Analysed) -> impl Iterator<
 
 /// TL900 hints at the lines where an unknown value ended an entry point or a trace early
 /// (`ended_early`): the checks after them did not run.
-fn stop_hints(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
+fn stop_hints(st: &State, path: &Path, a: &Analysed, lines: &LineText) -> Vec<lsp::Diagnostic> {
     let Some(severity) = lsp_severity(&st.settings.project, Code::NotAnalysed, Severity::Info) else { return Vec::new() };
-    let lines = LineText::new(&a.text);
     ended_early(path, a)
         .filter(|(loc, _)| !ignored_on_line(&a.text, loc.line, Code::NotAnalysed))
         .map(|(loc, message)| lsp::Diagnostic {

@@ -13,7 +13,8 @@ pub struct Settings {
     /// the adaptive delay of `pacing`, none at all for a file whose analyses are fast.
     pub debounce: Option<Duration>,
     pub inlay_hints: bool,
-    pub inlay_scalars: bool,
+    /// Which inlay hints (`inlayHints.assignments`, `.parameters`, `.concrete`, `.scalars`).
+    pub inlay_kinds: super::hover::InlayKinds,
     pub workspace_scan: bool,
     /// Where `tracelens.repro` writes reproducers, relative to the workspace folder.
     pub reproducer_folder: PathBuf,
@@ -31,7 +32,7 @@ impl Default for Settings {
             project: Config::default(),
             debounce: None,
             inlay_hints: true,
-            inlay_scalars: false,
+            inlay_kinds: Default::default(),
             workspace_scan: true,
             reproducer_folder: PathBuf::from("repro"),
             values: true,
@@ -51,8 +52,16 @@ impl Settings {
         if let Some(b) = v.pointer("/inlayHints/enabled").and_then(Json::as_bool) {
             self.inlay_hints = b;
         }
-        if let Some(b) = v.pointer("/inlayHints/scalars").and_then(Json::as_bool) {
-            self.inlay_scalars = b;
+        let kinds = &mut self.inlay_kinds;
+        for (key, flag) in [
+            ("/inlayHints/scalars", &mut kinds.scalars),
+            ("/inlayHints/assignments", &mut kinds.assignments),
+            ("/inlayHints/parameters", &mut kinds.parameters),
+            ("/inlayHints/concrete", &mut kinds.concrete),
+        ] {
+            if let Some(b) = v.pointer(key).and_then(Json::as_bool) {
+                *flag = b;
+            }
         }
         if let Some(b) = v.get("workspaceScan").and_then(Json::as_bool) {
             self.workspace_scan = b;

@@ -1,5 +1,6 @@
 -- Headless Neovim with the plugin in editors/neovim, set up as its README says: open a file,
--- see diagnostics, the statusline and :TracelensStatus, :TracelensRepro on the error line, :TracelensTrace, :checkhealth tracelens.
+-- see diagnostics, the statusline and :TracelensStatus, :TracelensRepro on the error line, :TracelensTrace,
+-- :TracelensGraph, :checkhealth tracelens.
 -- Results go to a JSON file that test_neovim.py checks.
 --
 -- Environment: TRACELENS_BIN, TRACELENS_FIXTURE, TRACELENS_OUT, TRACELENS_PLUGIN (editors/neovim).
@@ -108,6 +109,21 @@ local function main()
   result.trace_text = buffer_text(0)
   vim.cmd('close')
   table.insert(result.steps, 'trace')
+
+  -- :TracelensGraph writes the traced computation as SVG (not opened in a headless test).
+  vim.cmd('buffer ' .. source)
+  local notify_graph = vim.notify
+  vim.notify = function(message)
+    result.graph_message = message
+  end
+  require('tracelens').graph({ open = false })
+  wait_for(20000, ':TracelensGraph to write its file', function()
+    return vim.g.tracelens_graph ~= nil
+  end)
+  vim.notify = notify_graph
+  result.graph_path = vim.g.tracelens_graph
+  result.graph_text = table.concat(vim.fn.readfile(vim.g.tracelens_graph), '\n')
+  table.insert(result.steps, 'graph')
 
   vim.cmd('checkhealth tracelens')
   result.health_text = buffer_text(0)

@@ -165,6 +165,20 @@ def test_plugin_trace_shows_the_jaxpr(plugin_session: dict):
     assert "{ lambda" in plugin_session["trace_text"], plugin_session["trace_text"]
 
 
+def test_plugin_graph_writes_the_traced_computation_as_svg(plugin_session: dict):
+    path, text = plugin_session["graph_path"], plugin_session["graph_text"]
+    if shutil.which("dot") is None and os.environ.get("CI") != "true":
+        # Without Graphviz the server answers with DOT, and the plugin writes that.
+        assert path.endswith(".dot") and "digraph" in text, (path, text[:300])
+        pytest.skip("Graphviz's dot is not installed: the plugin wrote DOT (tests/run_all.sh installs graphviz)")
+    assert path.endswith(".svg"), path
+    assert text.lstrip().startswith("<?xml") and "<svg" in text, text[:300]
+    # step: x @ w (dot_general), tanh, the square and the mean.
+    for needle in ("jit(step)", "dot_general", "tanh", "reduce_sum", "f32[3,8]", "line:7"):
+        assert needle in text, needle
+    assert "trace graph written to" in plugin_session["graph_message"], plugin_session["graph_message"]
+
+
 def test_plugin_checkhealth_finds_the_server(plugin_session: dict):
     text = plugin_session["health_text"]
     assert "setup() called" in text and "tracelens 0.1.0" in text, text

@@ -366,6 +366,39 @@ await step('clicking a code lens shows that function\'s trace', async () => {
   await page.keyboard.press(`${mod}+W`);
 });
 
+await step('"tracelens: Show trace graph" draws the traced computation; a click on a node reveals its line', async () => {
+  await activateTab('model.py');
+  await goTo('model.py', 7, 5);
+  await runCommand('tracelens: Show trace graph');
+  await page.locator('.tabs-container .tab', { hasText: 'Trace graph' }).first().waitFor({ state: 'visible', timeout: 20_000 });
+  // The webview's page sits in an iframe inside the workbench's webview iframe.
+  const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+  const svg = frame.locator('#graph svg').first();
+  await svg.waitFor({ state: 'visible', timeout: 20_000 });
+  const text = (await svg.textContent()) ?? '';
+  for (const needle of ['jit(layer)', 'trace 2 of 2', 'retraced', 'dot_general', 'tanh', 'reduce_sum', 'f32[3,8]', 'f32[5,8]']) {
+    expect(text.includes(needle), `trace graph has no "${needle}":\n${text.slice(0, 600)}`);
+  }
+  const nodes = await frame.locator('#graph svg g.node').count();
+  expect(nodes >= 10, `trace graph has only ${nodes} nodes`);
+  await page.mouse.move(5, 400);
+  await shot('05-trace-graph.png');
+  // An equation of `return h.sum()` in layer (line 9): its node links to `line:9`.
+  await frame.locator('#graph svg g.node', { hasText: 'line 9' }).first().click();
+  await page.waitForFunction(
+    () => (document.querySelector('[id="status.editor.selection"]')?.textContent ?? '').includes('Ln 9,'),
+    null,
+    { timeout: 10_000 },
+  ).catch(async () => {
+    const at = await cursorPosition();
+    throw new Error(`a click on a line-9 node left the cursor at ${at.line}:${at.column}`);
+  });
+  await waitForEditorFocus('model.py');
+  await page.locator('.tabs-container .tab', { hasText: 'Trace graph' }).first().click();
+  await page.keyboard.press(`${mod}+W`);
+  await activateTab('model.py');
+});
+
 await step('"tracelens: Generate reproducer" on the error line writes repro/model_line15.py and opens it', async () => {
   await activateTab('model.py');
   await page.mouse.move(5, 400); // no tab tooltip in the screenshot

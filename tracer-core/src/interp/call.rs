@@ -118,6 +118,7 @@ impl<'l> Interp<'l> {
         }
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
         self.bind_arguments(f, &scope, args, kwargs)?;
+        self.note_parameters(f, &scope);
         if f.def.is_generator {
             return self.run_generator(f, scope);
         }

@@ -9,8 +9,9 @@ use crate::diagnostics::Code;
 use crate::syntax::ast::{self, Expr, ExprKind, Stmt, StmtKind};
 
 use super::fork::Slot;
+use super::seen::SiteKind;
 use super::value::{Dict, Function, ModuleObj, PyIter, Scope, Value};
-use super::{Ctx, FileId, Flow, Frame, Interp, PyResult, Site};
+use super::{Ctx, FileId, Flow, Frame, Interp, PyResult};
 
 impl<'l> Interp<'l> {
     /// Runs a file as a module named `name`; returns the module and the flow that ended it early.
@@ -470,13 +471,20 @@ impl<'l> Interp<'l> {
             ExprKind::Attribute { value, attr, .. } => {
                 let obj = self.eval(ctx, value)?;
                 self.set_span(expr.span);
-                self.getattr(&obj, attr)
+                let v = self.getattr(&obj, attr)?;
+                self.note_expression(ctx.file, expr.span, &v, SiteKind::Attribute);
+                Ok(v)
             }
             ExprKind::Subscript { value, index } => {
                 let obj = self.eval(ctx, value)?;
+                let constant_key = matches!(index.kind, ExprKind::Int(_) | ExprKind::Str(_)) && !matches!(obj, Value::Array(_));
                 let idx = self.eval(ctx, index)?;
                 self.set_span(expr.span);
-                self.getitem(&obj, idx)
+                let v = self.getitem(&obj, idx)?;
+                if constant_key {
+                    self.note_expression(ctx.file, expr.span, &v, SiteKind::Item);
+                }
+                Ok(v)
             }
             ExprKind::Slice { lower, upper, step } => {
                 let mut part = |e: &Option<Box<Expr>>| -> PyResult<Value> {
@@ -723,7 +731,7 @@ impl<'l> Interp<'l> {
     pub fn assign(&mut self, ctx: &Ctx, target: &Expr, value: Value) -> PyResult<()> {
         match &target.kind {
             ExprKind::Name(name) => {
-                self.record_value(ctx.file, target.span, name, &value, true);
+                self.note_value(ctx.file, target.span, name, &value, SiteKind::Assigned);
                 self.store_name(ctx, name, value, Some(target.span))
             }
             ExprKind::Tuple(items) | ExprKind::List(items) if self.abstract_unknowns && value.is_opaque() => {
@@ -797,12 +805,16 @@ impl<'l> Interp<'l> {
             ExprKind::Attribute { value: obj, attr, .. } => {
                 let o = self.eval(ctx, obj)?;
                 self.set_span(target.span);
+                self.note_expression(ctx.file, target.span, &value, SiteKind::Attribute);
                 self.setattr(&o, attr, value)
             }
             ExprKind::Subscript { value: obj, index } => {
                 let o = self.eval(ctx, obj)?;
                 let i = self.eval(ctx, index)?;
                 self.set_span(target.span);
+                if matches!(index.kind, ExprKind::Int(_) | ExprKind::Str(_)) && !matches!(o, Value::Array(_)) {
+                    self.note_expression(ctx.file, target.span, &value, SiteKind::Item);
+                }
                 self.setitem(&o, i, value)
             }
             ExprKind::Starred(inner) => self.assign(ctx, inner, value),
@@ -845,7 +857,7 @@ impl<'l> Interp<'l> {
 
     pub fn load_name(&mut self, ctx: &Ctx, name: &str, expr: &Expr) -> PyResult<Value> {
         let v = self.load_name_inner(ctx, name, expr)?;
-        self.record_value(ctx.file, expr.span, name, &v, false);
+        self.note_value(ctx.file, expr.span, name, &v, SiteKind::Use);
         Ok(v)
     }
 
@@ -1007,17 +1019,6 @@ impl<'l> Interp<'l> {
         }
         out.insert(Rc::from("__annotations__"), Value::Dict(Rc::new(RefCell::new(ann_dict))));
         Ok(out)
-    }
-
-    /// Records the aval of an assignment target inside a traced function (hover, `revealed`).
-    fn record_value(&mut self, file: FileId, span: ast::Span, name: &str, value: &Value, assigned: bool) {
-        if self.jax.trace_depth() == 0 || self.is_library(file) {
-            return;
-        }
-        if let Value::Array(a) = value {
-            let site = Site { file, span };
-            self.jax.record_value(site, name, a.aval.clone(), assigned);
-        }
     }
 }
 

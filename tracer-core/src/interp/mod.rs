@@ -15,6 +15,7 @@ pub mod ops;
 mod percent;
 mod print_args;
 pub mod pyrandom;
+pub mod seen;
 pub mod shims;
 pub mod stdlib;
 pub mod value;
@@ -243,6 +244,8 @@ pub struct Interp<'l> {
     pub went_past: u64,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: crate::entry_hooks::EntryState,
+    /// Values seen outside any trace, for hover (`seen.rs`).
+    pub seen: seen::Seen,
 }
 
 impl Drop for Interp<'_> {
@@ -376,6 +379,7 @@ impl<'l> Interp<'l> {
             conditional_from: None,
             went_past: 0,
             entry_state: Default::default(),
+            seen: Default::default(),
         }
     }
 

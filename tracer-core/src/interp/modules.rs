@@ -1181,6 +1181,11 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
             }
         },
     };
+    // A Generator's `standard_normal(size, dtype=np.float32)`, `random`, `integers`, ...
+    let dtype = match kw("dtype") {
+        Some(d) => crate::jax::numpy::dtype_arg(interp, Some(&d))?.unwrap_or(dtype),
+        None => dtype,
+    };
     Ok(match shape {
         Some(s) => crate::jax::numpy::mark_numpy(Value::Array(crate::jax::array::Array::unknown(
             crate::jax::aval::Aval::new(&s, dtype),

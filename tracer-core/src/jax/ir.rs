@@ -1170,7 +1170,7 @@ impl Jaxpr {
     }
 }
 
-fn atom_text(a: &Atom) -> String {
+pub fn atom_text(a: &Atom) -> String {
     match a {
         Atom::Var(v) => var_name(*v),
         Atom::Lit(x, aval) => {

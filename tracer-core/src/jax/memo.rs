@@ -77,8 +77,8 @@ struct Made {
     /// The records of traces made inside it (`grad`, `vmap` of a function it calls), their
     /// `parent` counted from the jit's own record.
     nested: Vec<TraceRecord>,
-    /// Hover values: (span, name, aval, assigned, record counted from the jit's own).
-    values: Vec<(Span, String, Aval, bool, usize)>,
+    /// Hover values, each with its record counted from the jit's own.
+    values: Vec<ValueRecord>,
     /// Global numbers read inside (TL204 if they are reassigned later): (name, span).
     global_reads: Vec<(String, Span)>,
 }
@@ -174,7 +174,7 @@ impl TraceMemo {
             e.def_start = def.start;
             e.regions.iter_mut().for_each(shift);
             e.reads.iter_mut().for_each(|(_, p)| shift_print(p, &shift));
-            e.made.values.iter_mut().for_each(|v| shift(&mut v.0));
+            e.made.values.iter_mut().for_each(|v| shift(&mut v.site.span));
             for n in &mut e.made.nested {
                 n.def_site.iter_mut().chain(n.call_site.iter_mut()).for_each(|s| shift(&mut s.span));
             }
@@ -372,7 +372,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         nested,
         values: interp.jax.values[rec.before.values..values]
             .iter()
-            .map(|v| (v.site.span, v.name.clone(), v.aval.clone(), v.assigned, v.record - record))
+            .map(|v| ValueRecord { record: v.record - record, ..v.clone() })
             .collect(),
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),
     };
@@ -448,13 +448,7 @@ pub fn replay(
         route: state.route,
     });
     state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
-    state.values.extend(values.into_iter().map(|(span, name, aval, assigned, offset)| ValueRecord {
-        site: Site { file, span },
-        name,
-        aval,
-        record: record + offset,
-        assigned,
-    }));
+    state.values.extend(values.into_iter().map(|v| ValueRecord { site: Site { file, span: v.site.span }, record: record + v.record, ..v }));
     let module = Rc::as_ptr(&f.globals) as usize;
     let inside = format!("{}({})", TraceKind::Jit.label(), j.name);
     state.effects.global_reads.extend(global_reads.into_iter().map(|(name, span)| GlobalRead {

@@ -184,10 +184,16 @@ pub struct TraceRecord {
 pub struct ValueRecord {
     pub site: Site,
     pub name: String,
-    pub aval: Aval,
+    pub shown: crate::interp::seen::Shown,
     pub record: usize,
+    pub kind: crate::interp::seen::SiteKind,
+}
+
+impl ValueRecord {
     /// An assignment target (inlay hints) rather than a use of a name (hover only).
-    pub assigned: bool,
+    pub fn assigned(&self) -> bool {
+        self.kind == crate::interp::seen::SiteKind::Assigned
+    }
 }
 
 #[derive(Default)]
@@ -308,9 +314,9 @@ impl JaxState {
         }
     }
 
-    pub fn record_value(&mut self, site: Site, name: &str, aval: Aval, assigned: bool) {
+    pub fn record_value(&mut self, site: Site, name: &str, shown: crate::interp::seen::Shown, kind: crate::interp::seen::SiteKind) {
         if let Some(top) = self.traces.last() {
-            self.values.push(ValueRecord { site, name: name.to_string(), aval, record: top.record, assigned });
+            self.values.push(ValueRecord { site, name: name.to_string(), shown, record: top.record, kind });
         }
     }
 

@@ -997,7 +997,12 @@ fn user_name(interp: &Interp, site: Site, aval: &Aval) -> Option<String> {
         .jax
         .values
         .iter()
-        .find(|v| v.assigned && v.aval == *aval && v.site.file == site.file && interp.line_of(v.site) == interp.line_of(site))
+        .find(|v| {
+            v.assigned()
+                && matches!(&v.shown, crate::interp::seen::Shown::Array(a) if a == aval)
+                && v.site.file == site.file
+                && interp.line_of(v.site) == interp.line_of(site)
+        })
         .map(|v| v.name.clone())
 }
 

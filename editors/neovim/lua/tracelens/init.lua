@@ -1,7 +1,7 @@
 -- tracelens for Neovim: starts `tracelens lsp` on Python buffers through the built-in client
 -- (vim.lsp.start where it exists, 0.8+ and so 0.10/0.11; start_client + buf_attach_client on
 -- Debian's 0.7) and adds the commands
--- :TracelensRepro, :TracelensTrace, :TracelensStatus and :TracelensRestart, and
+-- :TracelensRepro, :TracelensTrace, :TracelensGraph, :TracelensStatus and :TracelensRestart, and
 -- `require('tracelens').statusline()` for a statusline. `:checkhealth tracelens` says whether
 -- the server can be found.
 
@@ -198,6 +198,37 @@ function M.trace()
   end)
 end
 
+--- :TracelensGraph — the traced computation of the buffer as a dataflow graph: an SVG file
+--- (Graphviz's DOT when the server has no Graphviz), opened with the system's viewer
+--- (`vim.ui.open` on 0.10+, else `xdg-open`) unless `{ open = false }`. Returns nothing; the
+--- file's path is in the message and in `vim.g.tracelens_graph`.
+function M.graph(opts)
+  opts = opts or {}
+  on_cursor_line('tracelens.graph', vim.empty_dict(), function(result)
+    if type(result) ~= 'table' or (result.svg == nil and result.dot == nil) then
+      vim.notify('tracelens: no trace graph: ' .. ((type(result) == 'table' and result.message) or 'the file traced nothing'),
+        vim.log.levels.INFO)
+      return
+    end
+    local ext, body = 'svg', result.svg
+    if body == nil or body == vim.NIL then
+      ext, body = 'dot', result.dot
+    end
+    local file = vim.fn.tempname() .. '.' .. ext
+    vim.fn.writefile(vim.split(body, '\n', { plain = true }), file)
+    vim.g.tracelens_graph = file
+    local note = (result.error and result.error ~= vim.NIL) and (' (' .. result.error .. ')') or ''
+    vim.notify('tracelens: trace graph written to ' .. file .. note, vim.log.levels.INFO)
+    if opts.open ~= false and ext == 'svg' then
+      if vim.ui and vim.ui.open then
+        pcall(vim.ui.open, file)
+      elseif vim.fn.executable('xdg-open') == 1 then
+        vim.fn.jobstart({ 'xdg-open', file }, { detach = true })
+      end
+    end
+  end)
+end
+
 --- For a statusline: `tracelens: 12 traced, 3 findings` for the current buffer's server, or ''
 --- (e.g. `set statusline+=%{v:lua.require'tracelens'.statusline()}`).
 function M.statusline()
@@ -275,6 +306,9 @@ function M.setup(opts)
     desc = 'tracelens: open the reproducer line that stands for this line',
   })
   vim.api.nvim_create_user_command('TracelensTrace', M.trace, { desc = 'tracelens: show the traces of the function under the cursor' })
+  vim.api.nvim_create_user_command('TracelensGraph', function()
+    M.graph()
+  end, { desc = 'tracelens: the traced computation of this file as a graph (SVG)' })
   vim.api.nvim_create_user_command('TracelensStatus', M.status, { desc = 'tracelens: what the server traced and found' })
   vim.api.nvim_create_user_command('TracelensRestart', M.restart, { desc = 'tracelens: restart the language server' })
   -- Buffers already open when setup runs.

@@ -236,7 +236,7 @@ fn flatten_into(
 
 /// The order JAX gives dict keys: `sorted(keys)`, so numbers by value and strings by text
 /// (keys Python cannot compare, which JAX rejects, fall back to their text).
-fn dict_key_order(a: &HashKey, b: &HashKey) -> std::cmp::Ordering {
+pub(crate) fn dict_key_order(a: &HashKey, b: &HashKey) -> std::cmp::Ordering {
     fn number(k: &HashKey) -> Option<f64> {
         match k {
             HashKey::Int(i) => Some(*i as f64),
@@ -254,7 +254,7 @@ fn dict_key_order(a: &HashKey, b: &HashKey) -> std::cmp::Ordering {
     }
 }
 
-fn registration(class: &Rc<Class>) -> Option<PytreeRegistration> {
+pub(crate) fn registration(class: &Rc<Class>) -> Option<PytreeRegistration> {
     for c in class.mro() {
         if let Some(r) = c.pytree.borrow().clone() {
             return Some(r);

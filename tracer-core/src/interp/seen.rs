@@ -1,0 +1,270 @@
+//! What the analysis saw at each place of the user's code, for hover and inlay hints: the aval
+//! of every array (and the leaf avals of every pytree of arrays) held by a name read or
+//! assigned, a parameter, an attribute path or a constant item. Inside a trace it goes to the
+//! innermost trace's record (`JaxState::record_value`); outside any trace, to `Seen`, with a
+//! preview of small arrays whose values the analysis computed.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::value::{PytreeRegistration, Value};
+use super::{FileId, Interp, Site};
+use crate::jax::array::{ArrayKind, Lazy};
+use crate::jax::aval::Aval;
+use crate::syntax::ast::Span;
+
+/// At most this many leaves of a pytree are shown; a larger tree is not recorded.
+const MAX_LEAVES: usize = 256;
+/// Pytrees nested deeper than this are not walked.
+const MAX_DEPTH: usize = 8;
+/// A container with more nodes than this is not walked (`[[0] * 1000] * 1000000` has no
+/// array leaf, and visiting its billion items took minutes).
+const MAX_NODES: usize = 4096;
+/// Arrays of at most this many elements get a value preview.
+const PREVIEW_ELEMENTS: usize = 16;
+/// Distinct values kept per place outside traces (a loop that changes a shape).
+const PER_SITE: usize = 4;
+
+/// What kind of place a value was seen at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteKind {
+    /// A name read.
+    Use,
+    /// A name assigned (an inlay hint goes after it).
+    Assigned,
+    /// A parameter in a `def` or `lambda` line, at the call.
+    Parameter,
+    /// `self.w`, `state.params.w`: read or assigned.
+    Attribute,
+    /// `params["w1"]`, `batch[0]`: an item of a container, by a constant key.
+    Item,
+}
+
+impl SiteKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            SiteKind::Use => "use",
+            SiteKind::Assigned => "assignment",
+            SiteKind::Parameter => "parameter",
+            SiteKind::Attribute => "attribute",
+            SiteKind::Item => "item",
+        }
+    }
+}
+
+/// The aval of an array, or the key paths and avals of a pytree's array leaves.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shown {
+    Array(Aval),
+    Tree(Rc<[(String, Aval)]>),
+}
+
+impl Shown {
+    /// What a value shows, if it is an array or a pytree with array leaves (never calls
+    /// user code: a pytree with custom flatten functions is not walked).
+    pub fn of(value: &Value) -> Option<Shown> {
+        match value {
+            Value::Array(a) => Some(Shown::Array(display_aval(a))),
+            Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_) => {
+                let mut leaves = Vec::new();
+                let mut path = String::new();
+                let mut nodes = 0;
+                walk(value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
+                (!leaves.is_empty()).then(|| Shown::Tree(leaves.into()))
+            }
+            _ => None,
+        }
+    }
+
+    /// `f32[8,4]`, or a pytree's leaves: `{['b']: f32[4], ['w']: f32[8,4]}`.
+    pub fn text(&self) -> String {
+        match self {
+            Shown::Array(a) => a.short(),
+            Shown::Tree(leaves) => {
+                let parts: Vec<String> = leaves.iter().map(|(p, a)| format!("{p}: {}", a.short())).collect();
+                format!("{{{}}}", parts.join(", "))
+            }
+        }
+    }
+}
+
+/// An array's aval as the user sees it: NumPy arrays have no weak type.
+fn display_aval(a: &crate::jax::array::Array) -> Aval {
+    let mut aval = a.aval.clone();
+    if a.numpy.get() {
+        aval.weak = false;
+    }
+    aval
+}
+
+/// Appends the array leaves of `value` under `path`; false when the tree is too large
+/// (`nodes` counts what was visited) or too deep to show.
+fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, nodes: &mut usize, depth: usize) -> bool {
+    *nodes += 1;
+    if depth > MAX_DEPTH || *nodes > MAX_NODES {
+        return false;
+    }
+    let base = path.len();
+    let mut child = |path: &mut String, key: std::fmt::Arguments, x: &Value, leaves: &mut Vec<(String, Aval)>| {
+        use std::fmt::Write;
+        let _ = path.write_fmt(key);
+        let ok = walk(x, path, leaves, nodes, depth + 1);
+        path.truncate(base);
+        ok
+    };
+    match value {
+        Value::Array(a) => {
+            if leaves.len() >= MAX_LEAVES {
+                return false;
+            }
+            leaves.push((path.clone(), display_aval(a)));
+            true
+        }
+        Value::Tuple(items) => items.iter().enumerate().all(|(i, x)| child(path, format_args!("[{i}]"), x, leaves)),
+        Value::List(items) => items.borrow().iter().enumerate().all(|(i, x)| child(path, format_args!("[{i}]"), x, leaves)),
+        Value::Dict(d) => {
+            let d = d.borrow();
+            let mut items: Vec<_> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
+            items.sort_by(|a, b| crate::jax::transforms::pytrees::dict_key_order(a.0, b.0));
+            items.into_iter().all(|(h, x)| match h {
+                super::value::HashKey::Str(s) => child(path, format_args!("['{s}']"), x, leaves),
+                super::value::HashKey::Int(i) => child(path, format_args!("[{i}]"), x, leaves),
+                _ => true,
+            })
+        }
+        Value::Instance(inst) => {
+            if let Some(items) = &inst.tuple {
+                let names = inst.class.fields.borrow().clone();
+                return items.iter().enumerate().all(|(i, x)| match names.get(i) {
+                    Some(n) => child(path, format_args!(".{n}"), x, leaves),
+                    None => child(path, format_args!("[{i}]"), x, leaves),
+                });
+            }
+            match crate::jax::transforms::pytrees::registration(&inst.class) {
+                Some(PytreeRegistration::Fields { data, .. }) => data.iter().all(|f| {
+                    let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
+                    child(path, format_args!(".{f}"), &x, leaves)
+                }),
+                // Its flatten function is code to run: the data attributes stand for its
+                // children instead, in name order (flax's nnx objects and Variables, the usual
+                // `return (self.w, self.b), None`).
+                Some(PytreeRegistration::Custom { .. }) => {
+                    let mut attrs: Vec<(crate::syntax::ast::Name, Value)> =
+                        inst.attrs.borrow().iter().filter(|(k, _)| !k.starts_with("__")).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    attrs.sort_by(|a, b| a.0.cmp(&b.0));
+                    attrs.iter().all(|(k, x)| child(path, format_args!(".{k}"), x, leaves))
+                }
+                None => true,
+            }
+        }
+        _ => true,
+    }
+}
+
+/// A value seen outside any trace.
+#[derive(Clone, Debug)]
+pub struct ConcreteRecord {
+    pub site: Site,
+    pub name: Rc<str>,
+    pub shown: Shown,
+    pub kind: SiteKind,
+    /// A small array's value as NumPy prints it (`[1. 2. 3.]`), when the analysis computed it.
+    pub preview: Option<String>,
+}
+
+/// The values seen outside traces, a few distinct ones per place.
+#[derive(Default)]
+pub struct Seen {
+    /// Record nothing: nothing will read it (`AnalysisConfig::skip_hover_values`).
+    pub off: bool,
+    pub concrete: Vec<ConcreteRecord>,
+    by_site: HashMap<(FileId, u32, u32), Vec<usize>>,
+}
+
+impl Interp<'_> {
+    /// Records what `value` shows at `span` of `file` (user files only).
+    pub(crate) fn note_value(&mut self, file: FileId, span: Span, name: &str, value: &Value, kind: SiteKind) {
+        if self.seen.off || self.is_library(file) {
+            return;
+        }
+        let Some(shown) = Shown::of(value) else { return };
+        let site = Site { file, span };
+        if self.jax.trace_depth() > 0 {
+            self.jax.record_value(site, name, shown, kind);
+            return;
+        }
+        let indices = self.seen.by_site.entry((file, span.start, span.end)).or_default();
+        if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown == shown) {
+            return;
+        }
+        indices.push(self.seen.concrete.len());
+        let preview = match value {
+            Value::Array(a) => preview(a),
+            _ => None,
+        };
+        self.seen.concrete.push(ConcreteRecord { site, name: Rc::from(name), shown, kind, preview });
+    }
+
+    /// Records an expression's value under its source text (`self.w`, `params["w1"]`).
+    pub(crate) fn note_expression(&mut self, file: FileId, span: Span, value: &Value, kind: SiteKind) {
+        if self.seen.off
+            || !matches!(value, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_))
+            || self.is_library(file)
+        {
+            return;
+        }
+        let text = self.files.get(file as usize).and_then(|f| f.text.get(span.start as usize..span.end as usize)).unwrap_or("");
+        let name: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.note_value(file, span, &name, value, kind);
+    }
+
+    /// Records the parameters of a call of `f` as bound in `scope`, at their names in the
+    /// `def` (or `lambda`) line.
+    pub(crate) fn note_parameters(&mut self, f: &super::value::Function, scope: &super::value::Scope) {
+        if self.seen.off || self.is_library(f.file) {
+            return;
+        }
+        let p = &f.def.params;
+        let params = p.posonly.iter().chain(&p.args).chain(&p.vararg).chain(&p.kwonly).chain(&p.kwarg);
+        for param in params {
+            let Some(value) = scope.vars.borrow().get(param.name.as_ref()).map(|cell| cell.borrow().clone()) else { continue };
+            let span = self.parameter_name_span(f.file, param);
+            self.note_value(f.file, span, &param.name, &value, SiteKind::Parameter);
+        }
+    }
+
+    /// The span of a parameter's name (its span covers `*`, annotation and default too).
+    fn parameter_name_span(&self, file: FileId, param: &crate::syntax::ast::Param) -> Span {
+        let text = self.files.get(file as usize).and_then(|f| f.text.get(param.span.start as usize..param.span.end as usize)).unwrap_or("");
+        let start = param.span.start + text.find(param.name.as_ref()).unwrap_or(0) as u32;
+        Span::new(start as usize, (start as usize + param.name.len()).min(param.span.end as usize))
+    }
+}
+
+/// `[1. 2. 3.]`: a small concrete array's value as NumPy prints it, when it is computed or
+/// cheap to compute (a few operations on small arrays whose values are known).
+fn preview(array: &Rc<crate::jax::array::Array>) -> Option<String> {
+    if array.aval.dtype.is_key() || array.aval.shape.iter().product::<usize>() > PREVIEW_ELEMENTS || !cheap(array, PREVIEW_DEPTH) {
+        return None;
+    }
+    let data = crate::jax::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;
+    Some(crate::jax::print::array_str(&data, array.aval.dtype))
+}
+
+/// Pending operations a preview may compute, along any path to known data.
+const PREVIEW_DEPTH: usize = 3;
+/// The largest input a preview's computation may read.
+const PREVIEW_INPUT_ELEMENTS: usize = 4096;
+
+/// Whether an array's value is known or a few small operations away from known data.
+fn cheap(array: &crate::jax::array::Array, depth: usize) -> bool {
+    let ArrayKind::Concrete(cell) = &array.kind else { return false };
+    if array.aval.shape.iter().product::<usize>() > PREVIEW_INPUT_ELEMENTS {
+        return false;
+    }
+    match &*cell.borrow() {
+        Lazy::Ready(_) | Lazy::ReadyF32(..) | Lazy::ReadyInts(_) => true,
+        Lazy::Pending(_, inputs) => depth > 0 && inputs.iter().all(|i| cheap(i, depth - 1)),
+        Lazy::Unknown(_) | Lazy::Call(..) => false,
+    }
+}

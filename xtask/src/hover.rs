@@ -1,0 +1,375 @@
+//! `cargo xtask hover`: hover coverage. Every place of every fixture where real JAX had an
+//! array (or a pytree of arrays) under a name, an attribute or an item
+//! (`tests/conformance/hover_oracle.py`) is hovered in `tracelens lsp`, as an editor hovers
+//! it; the hover must show an aval on at least `--min` percent of them, and each aval JAX had
+//! there is looked for in the hover's text. Misses are listed by kind, with the hover's text.
+
+use crate::conformance::{discover, relative_name, snapshot_oracle, target_dir, workspace_root};
+use crate::lsp_client::{file_uri, LspClient};
+use crate::python_env;
+use crate::runners::Oracle;
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub struct Options {
+    pub filter: Option<String>,
+    pub jobs: usize,
+    /// The coverage (percent of sites whose hover shows an aval) below which the task fails.
+    pub min_percent: f64,
+    /// Print every miss, not only the first few of each kind.
+    pub list: bool,
+    pub json_out: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Clone)]
+struct OracleSite {
+    kind: String,
+    line: u32,
+    column: u32,
+    text: String,
+    avals: Vec<String>,
+    traced: bool,
+    pytree: bool,
+}
+
+#[derive(Deserialize)]
+struct OracleOutput {
+    sites: Vec<OracleSite>,
+    #[serde(default)]
+    truncated: bool,
+}
+
+/// One site hovered.
+struct Hovered {
+    fixture: String,
+    site: OracleSite,
+    /// The hover's text, empty when there was no hover.
+    text: String,
+}
+
+impl Hovered {
+    fn shows_aval(&self) -> bool {
+        !avals_in(&self.text).is_empty()
+    }
+
+    /// Every aval JAX had here appears in the hover (a pytree's leaves too).
+    fn agrees(&self) -> bool {
+        let shown = avals_in(&self.text);
+        self.site.avals.iter().flat_map(|a| avals_in(a)).all(|a| shown.contains(&a))
+    }
+
+    fn miss_reason(&self) -> &'static str {
+        if self.text.is_empty() {
+            "no hover"
+        } else {
+            "a hover without an aval"
+        }
+    }
+}
+
+pub fn run(options: Options) -> Result<bool, String> {
+    let root = workspace_root();
+    let target_dir = target_dir(&root);
+    let fixtures_dir = root.join("tests").join("fixtures");
+    let mut fixtures = discover(&fixtures_dir)?;
+    if let Some(filter) = &options.filter {
+        fixtures.retain(|p| relative_name(&fixtures_dir, p).contains(filter.as_str()));
+    }
+    let python_env::OracleEnv { python, missing } = python_env::resolve(&target_dir)?;
+    fixtures.retain(|p| {
+        let text = fs::read_to_string(p).unwrap_or_default();
+        !missing.iter().any(|name| text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")))
+    });
+    let cache_dir = target_dir.join("conformance-cache");
+    let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
+    let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true };
+    let binary = crate::conformance::build_tracelens(&root, &target_dir)?;
+    warm_cache(&oracle, &fixtures, options.jobs.max(1));
+
+    let jobs = options.jobs.max(1).min(fixtures.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Result<(Vec<Hovered>, bool), String>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                let mut client: Option<LspClient> = None;
+                loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(path) = fixtures.get(index) else { break };
+                    let name = relative_name(&fixtures_dir, path);
+                    let outcome = hover_fixture(&oracle, &binary, &mut client, path, &name);
+                    if outcome.is_err() {
+                        // A server that failed once is not trusted with the next fixture.
+                        client = None;
+                    }
+                    if let Ok(mut r) = results.lock() {
+                        r.push((index, outcome));
+                    }
+                }
+                if let Some(c) = client {
+                    c.stop();
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().map_err(|_| "a worker thread panicked".to_string())?;
+    results.sort_by_key(|(i, _)| *i);
+    let mut hovered = Vec::new();
+    let mut failures = Vec::new();
+    let mut truncated = Vec::new();
+    for (index, outcome) in results {
+        let name = relative_name(&fixtures_dir, &fixtures[index]);
+        match outcome {
+            Ok((sites, cut)) => {
+                if cut {
+                    truncated.push(name);
+                }
+                hovered.extend(sites);
+            }
+            Err(why) => failures.push(format!("{name}: {why}")),
+        }
+    }
+    let report = render(&hovered, &failures, &truncated, fixtures.len(), options.list);
+    print!("{report}");
+    if let Some(out) = &options.json_out {
+        let rows: Vec<serde_json::Value> = hovered
+            .iter()
+            .map(|h| {
+                json!({"fixture": h.fixture, "line": h.site.line, "column": h.site.column, "kind": h.site.kind, "text": h.site.text,
+                       "jax": h.site.avals, "traced": h.site.traced, "hover": h.text, "shows_aval": h.shows_aval(), "agrees": h.agrees()})
+            })
+            .collect();
+        fs::write(out, serde_json::to_string_pretty(&rows).unwrap_or_default())
+            .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    }
+    let shown = hovered.iter().filter(|h| h.shows_aval()).count();
+    let percent = if hovered.is_empty() { 100.0 } else { 100.0 * shown as f64 / hovered.len() as f64 };
+    let ok = failures.is_empty() && percent >= options.min_percent;
+    println!(
+        "hover coverage: {shown} of {} sites show an aval ({percent:.1} %, at least {:.1} % required): {}",
+        hovered.len(),
+        options.min_percent,
+        if ok { "ok" } else { "FAILED" }
+    );
+    let (passed, failed) = if ok { (1, 0) } else { (0, 1) };
+    println!("{passed} passed, {failed} failed");
+    Ok(ok)
+}
+
+/// Runs the oracle on every fixture it has no cached result for, in `jobs` processes of
+/// `hover_oracle.py --serve` (each imports JAX once and forks per fixture), and caches what
+/// they print. A fixture they fail on is left to `Oracle::run_raw`, which says why.
+fn warm_cache(oracle: &Oracle, fixtures: &[PathBuf], jobs: usize) {
+    let missing: Vec<(PathBuf, PathBuf)> = fixtures
+        .iter()
+        .filter_map(|f| oracle.cache_file(f).ok().map(|c| (f.clone(), c)))
+        .filter(|(_, c)| oracle.cached(c).is_none())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    eprintln!("hover: running {} fixtures under JAX ({jobs} processes)", missing.len());
+    let chunks: Vec<Vec<(PathBuf, PathBuf)>> = (0..jobs).map(|j| missing.iter().skip(j).step_by(jobs).cloned().collect()).collect();
+    std::thread::scope(|scope| {
+        for chunk in &chunks {
+            scope.spawn(move || serve_chunk(oracle, chunk));
+        }
+    });
+}
+
+fn serve_chunk(oracle: &Oracle, chunk: &[(PathBuf, PathBuf)]) {
+    use std::io::{BufRead, Write};
+    if chunk.is_empty() {
+        return;
+    }
+    let mut command = oracle.command();
+    command.arg("--serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let Ok(mut child) = command.spawn() else { return };
+    let paths: String = chunk.iter().map(|(f, _)| format!("{}\n", f.display())).collect();
+    if let Some(mut stdin) = child.stdin.take() {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(paths.as_bytes());
+        });
+    }
+    let Some(stdout) = child.stdout.take() else { return };
+    for ((_, cache_file), line) in chunk.iter().zip(std::io::BufReader::new(stdout).lines()) {
+        let Ok(line) = line else { break };
+        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if raw.get("oracle_error").is_some() {
+            continue;
+        }
+        let seconds = raw.get("seconds").and_then(|s| s.as_f64()).unwrap_or(0.0);
+        oracle.store(cache_file, &raw, seconds);
+    }
+    let _ = child.wait();
+}
+
+/// Hovers every site the oracle found in one fixture; the flag says the oracle stopped early.
+fn hover_fixture(
+    oracle: &Oracle,
+    binary: &Path,
+    client: &mut Option<LspClient>,
+    path: &Path,
+    name: &str,
+) -> Result<(Vec<Hovered>, bool), String> {
+    let (raw, _, _) = oracle.run_raw(path)?;
+    let output: OracleOutput = serde_json::from_value(raw).map_err(|e| format!("hover oracle JSON has an unexpected shape: {e}"))?;
+    if output.sites.is_empty() {
+        return Ok((Vec::new(), output.truncated));
+    }
+    if client.is_none() {
+        *client = Some(LspClient::start(binary, json!({"workspaceScan": false}))?);
+    }
+    let Some(c) = client.as_mut() else { return Err("no server".into()) };
+    let text = fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    let uri = file_uri(path);
+    c.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}))?;
+    c.wait_for("textDocument/publishDiagnostics", |p| p["uri"] == uri.as_str(), Duration::from_secs(120))?;
+    let mut out = Vec::new();
+    for site in output.sites {
+        let position = json!({"line": site.line - 1, "character": site.column});
+        let result =
+            c.request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": position}), Duration::from_secs(60))?;
+        let text = match &result["contents"] {
+            serde_json::Value::Object(m) => m.get("value").and_then(|v| v.as_str()).unwrap_or("").to_string(),
+            serde_json::Value::String(s) => s.clone(),
+            _ => String::new(),
+        };
+        out.push(Hovered { fixture: name.to_string(), site, text });
+    }
+    c.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}))?;
+    Ok((out, output.truncated))
+}
+
+/// The avals written in a text: `f32[8,4]`, `~f32[]`, `bool[3]`, `key<fry>[]`.
+pub fn avals_in(text: &str) -> Vec<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    for (open, _) in text.match_indices('[') {
+        let mut start = open;
+        while start > 0 && (bytes[start - 1].is_ascii_lowercase() || bytes[start - 1].is_ascii_digit() || b"<>".contains(&bytes[start - 1]))
+        {
+            start -= 1;
+        }
+        if start == open || !bytes[start].is_ascii_lowercase() {
+            continue;
+        }
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            continue;
+        }
+        let Some(close) = text[open..].find(']').map(|i| open + i) else { continue };
+        if !text[open + 1..close].bytes().all(|b| b.is_ascii_digit() || b == b',') {
+            continue;
+        }
+        let weak = start > 0 && bytes[start - 1] == b'~';
+        let dtype = &text[start..open];
+        if !is_dtype(dtype) {
+            continue;
+        }
+        out.push(format!("{}{}", if weak { "~" } else { "" }, &text[start..=close]));
+    }
+    out
+}
+
+fn is_dtype(name: &str) -> bool {
+    name == "bool"
+        || name.starts_with("key<")
+        || ["f", "i", "u", "c", "bf"]
+            .iter()
+            .any(|p| name.strip_prefix(p).is_some_and(|bits| !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit())))
+}
+
+fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtures: usize, list: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "hover coverage over {fixtures} fixtures: sites where JAX had an array, hovered in `tracelens lsp`\n");
+    let _ = writeln!(out, "| kind | sites | aval shown | % | aval agrees with JAX |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    let mut kinds: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    for h in hovered {
+        let mut key = h.site.kind.clone();
+        key.push_str(if h.site.traced { " (traced)" } else { " (concrete)" });
+        for k in [key, "all".to_string()] {
+            let e = kinds.entry(k).or_default();
+            e.0 += 1;
+            e.1 += usize::from(h.shows_aval());
+            e.2 += usize::from(h.shows_aval() && h.agrees());
+        }
+    }
+    for (kind, (n, shown, agrees)) in &kinds {
+        let _ = writeln!(out, "| {kind} | {n} | {shown} | {:.1} | {agrees} |", 100.0 * *shown as f64 / (*n).max(1) as f64);
+    }
+    let misses: Vec<&Hovered> = hovered.iter().filter(|h| !h.shows_aval()).collect();
+    let mut by_reason: BTreeMap<(String, &str), Vec<&Hovered>> = BTreeMap::new();
+    for h in &misses {
+        by_reason.entry((h.site.kind.clone(), h.miss_reason())).or_default().push(h);
+    }
+    let _ = writeln!(out, "\nmisses ({}):", misses.len());
+    for ((kind, reason), rows) in &by_reason {
+        let _ = writeln!(out, "  {kind}, {reason}: {}", rows.len());
+        for h in rows.iter().take(if list { usize::MAX } else { 6 }) {
+            let hover = h.text.replace('\n', " ⏎ ");
+            let hover: String = hover.chars().take(100).collect();
+            let _ = writeln!(
+                out,
+                "    {}:{}:{} `{}` JAX {}{} | {}",
+                h.fixture,
+                h.site.line,
+                h.site.column + 1,
+                h.site.text,
+                shorten(&h.site.avals.join(" ")),
+                if h.site.pytree { " (pytree)" } else { "" },
+                hover
+            );
+        }
+    }
+    let disagreeing: Vec<&Hovered> = hovered.iter().filter(|h| h.shows_aval() && !h.agrees()).collect();
+    let _ = writeln!(out, "\navals that differ from JAX's ({}):", disagreeing.len());
+    for h in disagreeing.iter().take(if list { usize::MAX } else { 12 }) {
+        let hover: String = h.text.replace('\n', " ⏎ ").chars().take(120).collect();
+        let _ = writeln!(
+            out,
+            "    {}:{}:{} `{}` JAX {} | {}",
+            h.fixture,
+            h.site.line,
+            h.site.column + 1,
+            h.site.text,
+            shorten(&h.site.avals.join(" ")),
+            hover
+        );
+    }
+    for name in truncated {
+        let _ = writeln!(out, "note: {name}: the oracle stopped tracing opcodes at its event budget; later sites are not counted");
+    }
+    for f in failures {
+        let _ = writeln!(out, "FAILED {f}");
+    }
+    out
+}
+
+/// A long pytree's avals, cut for a one-line listing.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 120 {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(120).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::avals_in;
+
+    #[test]
+    fn avals_are_read_from_hover_text() {
+        assert_eq!(avals_in("x: f32[8,4] | ~f32[]"), vec!["f32[8,4]", "~f32[]"]);
+        assert_eq!(avals_in("{['w']: bf16[3], .k: key<fry>[]} bool[2]"), vec!["bf16[3]", "key<fry>[]", "bool[2]"]);
+        assert!(avals_in("params['w1'] x[0] leaf[3] self.w[2]").is_empty());
+    }
+}
