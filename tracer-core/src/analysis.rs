@@ -37,8 +37,8 @@ pub struct AnalysisConfig {
     pub stdout_unread: bool,
     /// Nothing reads the values behind hover (`check`): record none (`interp::seen`).
     pub skip_hover_values: bool,
-    /// Run the module only, not its tests (as Python runs a script: the
-    /// oracle of source reproducers).
+    /// Run the module only, as Python runs a script: not its tests, and no function nothing
+    /// called (the oracle of source reproducers).
     pub skip_tests: bool,
     pub reproducers: crate::repro::ReproConfig,
 }
@@ -432,12 +432,15 @@ fn run<'l>(
     if let Some(flow) = flow {
         interp.report_uncaught(flow, "the module");
     }
-    // Tests run as their runners run them (unittest, pytest), each on a fresh budget.
+    // Tests run as their runners run them (unittest, pytest), each on a fresh budget; then
+    // the functions nothing ran are traced by the other routes. Neither is what Python does
+    // with the file as a script: a source reproducer's oracle runs the module alone, or a
+    // cut that no longer calls the function would still "raise" its error.
     if !config.skip_tests {
         crate::test_runner::run_tests(&mut interp, file, &module);
+        crate::entry::trace_uncalled(&mut interp, file, &module);
+        crate::entry_staged::trace_unreached(&mut interp, file, &module);
     }
-    crate::entry::trace_uncalled(&mut interp, file, &module);
-    crate::entry_staged::trace_unreached(&mut interp, file, &module);
     (interp, file)
 }
 

@@ -83,9 +83,11 @@ def _canonicalize_padding(padding, rank):
 
 
 def _conv_dimension_numbers(ndim):
-    lhs_spec = (0, ndim - 1) + tuple(range(1, ndim - 1))
-    rhs_spec = (ndim - 1, ndim - 2) + tuple(range(0, ndim - 2))
-    return (lhs_spec, rhs_spec, lhs_spec)
+    # flax's ConvDimensionNumbers (channels last: lhs (0, ndim-1, 1, ...), rhs (ndim-1,
+    # ndim-2, 0, ...)) written as the spec strings that give the same axes; a plain tuple of
+    # axis tuples is not one JAX accepts, and a reproducer replays this call.
+    spatial = "DHWABEFGJKLMPQRSTUVXYZ"[: ndim - 2]
+    return ("N" + spatial + "C", spatial + "IO", "N" + spatial + "C")
 
 
 class Conv(Module):
