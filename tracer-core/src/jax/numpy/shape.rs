@@ -141,6 +141,11 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     if *k < 0 {
                         return Ok(Value::opaque("array_split into a negative number of sections"));
                     }
+                    // Each part is an array and a slice in the trace: a few hundred bytes.
+                    const PART_BYTES: u128 = 512;
+                    if !interp.afford((*k as u128).saturating_mul(PART_BYTES), "the parts of array_split")? {
+                        return Ok(Value::opaque("array_split into more parts than the memory budget holds"));
+                    }
                     let k = *k as usize;
                     let (part, rest) = (n / k, n % k);
                     if f == F::Split && rest != 0 {
