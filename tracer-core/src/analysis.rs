@@ -39,7 +39,7 @@ pub struct AnalysisConfig {
     pub skip_hover_values: bool,
     /// Run the module only, as Python runs a script: not its tests, and no function nothing
     /// called (the oracle of source reproducers).
-    pub skip_tests: bool,
+    pub module_only: bool,
     pub reproducers: crate::repro::ReproConfig,
 }
 
@@ -436,7 +436,7 @@ fn run<'l>(
     // the functions nothing ran are traced by the other routes. Neither is what Python does
     // with the file as a script: a source reproducer's oracle runs the module alone, or a
     // cut that no longer calls the function would still "raise" its error.
-    if !config.skip_tests {
+    if !config.module_only {
         crate::test_runner::run_tests(&mut interp, file, &module);
         crate::entry::trace_uncalled(&mut interp, file, &module);
         crate::entry_staged::trace_unreached(&mut interp, file, &module);

@@ -25,7 +25,7 @@ impl Oracle for Engine {
     fn errors(&self, text: &str, limits: &OracleLimits) -> Vec<RaisedError> {
         let mut config = AnalysisConfig::default();
         config.reproducers.skip = true;
-        config.skip_tests = limits.module_only;
+        config.module_only = limits.module_only;
         config.skip_jaxpr_text = true;
         config.budgets.max_time = limits.max_time;
         if let Some(steps) = limits.max_steps {
