@@ -307,6 +307,70 @@ fn a_shape_under_every_cursor() {
     c.stop();
 }
 
+const LAYERS: &str = "\
+import jax
+import jax.numpy as jnp
+import equinox as eqx
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(784, 512, rngs=rngs)
+        self.drop = nnx.Dropout(0.1)
+
+    def __call__(self, x):
+        return self.drop(self.linear(x))
+
+
+model = MLP(nnx.Rngs(0))
+lin = eqx.nn.Linear(3, 4, key=jax.random.PRNGKey(0))
+
+
+@nnx.jit
+def step(model, x):
+    return model(x)
+
+
+y = step(model, jnp.ones((8, 784)))
+";
+
+/// A library's layers are shown in its own terms: the constructor's sizes, and the parameter
+/// leaves under the key paths JAX's `tree_flatten_with_path` gives them in flax 0.12.8 and
+/// equinox 0.13.8 (`.kernel.value` for an nnx Param, `.weight` for an equinox field, in each
+/// library's order).
+#[test]
+fn a_layer_hover_speaks_the_library_language() {
+    let root = workspace("layers", &[("model.py", LAYERS)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("model.py"), LAYERS);
+    c.diagnostics(&u, Some(1));
+    let cases: [(u32, u32, &[&str]); 4] = [
+        // Inside the nnx.jit trace, the attribute holds tracers of the parameters' avals.
+        (
+            12,
+            33,
+            &[
+                "(attribute) self.linear: Linear(in_features=784, out_features=512)",
+                "  .bias.value: f32[512]\n  .kernel.value: f32[784,512]",
+                "in jit(step)",
+            ],
+        ),
+        // A layer without parameters still says what it is.
+        (12, 22, &["(attribute) self.drop: Dropout(rate=0.1)\n```"]),
+        // A user's module has no summary: its leaves by path.
+        (15, 1, &["model: pytree of 2 arrays", ".linear.kernel.value: f32[784,512]", "concrete, not traced"]),
+        (16, 1, &["lin: Linear(in_features=3, out_features=4)\n  .weight: f32[4,3]\n  .bias: f32[4]"]),
+    ];
+    for (line, character, needles) in cases {
+        let text = hover_at(&mut c, &u, line, character);
+        for needle in needles {
+            assert!(text.contains(needle), "line {} col {}: no {needle:?} in\n{text}", line + 1, character + 1);
+        }
+    }
+    c.stop();
+}
+
 #[test]
 fn requests_sent_on_an_edits_diagnostics_see_that_edit() {
     // Diagnostics are published before the traced values behind hover, inlay hints, code

@@ -73,6 +73,9 @@ pub struct TracedValue {
     pub pytree: bool,
     /// A small concrete array's value as NumPy prints it, when the analysis computed it.
     pub preview: Option<String>,
+    /// What the value is in its library's terms, when a shim says
+    /// (`Linear(in_features=784, out_features=512)`); its leaves are then in `aval`.
+    pub summary: Option<String>,
 }
 
 pub use crate::interp::seen::SiteKind;
@@ -735,8 +738,9 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
                 aval: v.shown.text(),
                 assigned: v.assigned(),
                 kind: v.kind,
-                pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+                pytree: v.shown.is_tree(),
                 preview: None,
+                summary: v.shown.summary().map(str::to_string),
             })
             .collect();
         let trace = Trace {
@@ -776,8 +780,9 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
             aval: v.shown.text(),
             assigned: v.kind == SiteKind::Assigned,
             kind: v.kind,
-            pytree: matches!(v.shown, crate::interp::seen::Shown::Tree(_)),
+            pytree: v.shown.is_tree(),
             preview: v.preview.clone(),
+            summary: v.shown.summary().map(str::to_string),
         })
         .collect()
 }

@@ -95,7 +95,25 @@ fn value_hover(values: &[SeenValue]) -> String {
         SiteKind::Use | SiteKind::Assigned => "",
     };
     let mut text = String::from("```python\n");
-    if first.pytree {
+    if first.summary.is_some() {
+        // An object a library shim describes: `self.linear: Linear(in_features=784,
+        // out_features=512)`, then its parameters a line each; one block per distinct object.
+        let mut shown: Vec<(&str, &str)> = Vec::new();
+        for v in values {
+            let summary = v.value.summary.as_deref().unwrap_or("?");
+            if shown.contains(&(summary, v.value.aval.as_str())) {
+                continue;
+            }
+            if !shown.is_empty() {
+                text.push('\n');
+            }
+            shown.push((summary, &v.value.aval));
+            text.push_str(&format!("{kind}{}: {summary}\n", first.name));
+            for leaf in tree_leaves(&v.value.aval) {
+                text.push_str(&format!("  {leaf}\n"));
+            }
+        }
+    } else if first.pytree {
         // One block per distinct tree: `params: 2 arrays` and a leaf a line.
         for (i, aval) in avals.iter().enumerate() {
             let leaves = tree_leaves(aval);

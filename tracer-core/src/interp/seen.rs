@@ -57,6 +57,10 @@ impl SiteKind {
 pub enum Shown {
     Array(Aval),
     Tree(Rc<[(String, Aval)]>),
+    /// An object whose library shim describes it (`__tracelens_summary__`): the summary in
+    /// the library's terms (`Linear(in_features=784, out_features=512)`) and its array leaves
+    /// (a layer without parameters has none).
+    Object(Rc<str>, Rc<[(String, Aval)]>),
 }
 
 impl Shown {
@@ -70,8 +74,24 @@ impl Shown {
                 let mut path = String::new();
                 let mut nodes = 0;
                 walk(value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
+                if let Some(summary) = summary(value) {
+                    return Some(Shown::Object(summary.into(), leaves.into()));
+                }
                 (!leaves.is_empty()).then(|| Shown::Tree(leaves.into()))
             }
+            _ => None,
+        }
+    }
+
+    /// Whether it shows a pytree's leaves (a hover lists them a line each) rather than one aval.
+    pub fn is_tree(&self) -> bool {
+        !matches!(self, Shown::Array(_))
+    }
+
+    /// The library's summary of an object (`Linear(in_features=784, out_features=512)`).
+    pub fn summary(&self) -> Option<&str> {
+        match self {
+            Shown::Object(summary, _) => Some(summary),
             _ => None,
         }
     }
@@ -80,7 +100,7 @@ impl Shown {
     pub fn text(&self) -> String {
         match self {
             Shown::Array(a) => a.short(),
-            Shown::Tree(leaves) => {
+            Shown::Tree(leaves) | Shown::Object(_, leaves) => {
                 let parts: Vec<String> = leaves.iter().map(|(p, a)| format!("{p}: {}", a.short())).collect();
                 format!("{{{}}}", parts.join(", "))
             }
@@ -147,8 +167,20 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
                 }),
                 // Its flatten function is code to run: the data attributes stand for its
                 // children instead, in name order (flax's nnx objects and Variables, the usual
-                // `return (self.w, self.b), None`).
+                // `return (self.w, self.b), None`), or those a shim names in
+                // `__tracelens_children__` under the keys the library's own flatten gives them
+                // (a flax Variable's `raw_value` is JAX's `.value`).
                 Some(PytreeRegistration::Custom { .. }) => {
+                    if let Some(Value::Dict(named)) = inst.class.lookup("__tracelens_children__") {
+                        let named: Vec<(Value, Value)> = named.borrow().entries.values().cloned().collect();
+                        return named.iter().all(|(attr, key)| match (attr, key) {
+                            (Value::Str(attr), Value::Str(key)) => {
+                                let x = inst.attrs.borrow().get(attr.as_ref()).cloned().unwrap_or(Value::None);
+                                child(path, format_args!(".{key}"), &x, leaves)
+                            }
+                            _ => true,
+                        });
+                    }
                     let mut attrs: Vec<(crate::syntax::ast::Name, Value)> =
                         inst.attrs.borrow().iter().filter(|(k, _)| !k.starts_with("__")).map(|(k, v)| (k.clone(), v.clone())).collect();
                     attrs.sort_by(|a, b| a.0.cmp(&b.0));
@@ -159,6 +191,52 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
         }
         _ => true,
     }
+}
+
+/// An object's summary in its library's terms, when its class (or a base: a user's subclass
+/// of `nnx.Linear` is still one) has a shim's `__tracelens_summary__`, a template such as
+/// `"in_features={in_features}, out_features={out_features}"`: the class name, then the
+/// template with each `{attr}` replaced by the Python repr of that attribute (`…` for one
+/// that is not a plain number, string, bool, None, dtype or tuple of them). Data only: no
+/// code of the library or the user runs.
+fn summary(value: &Value) -> Option<String> {
+    let Value::Instance(inst) = value else { return None };
+    let Some(Value::Str(template)) = inst.class.lookup("__tracelens_summary__") else { return None };
+    let mut out = format!("{}(", inst.class.name);
+    let mut rest: &str = &template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else { break };
+        let attr = &rest[open + 1..open + close];
+        let shown = inst.attrs.borrow().get(attr).and_then(|v| plain_repr(v, 0));
+        out.push_str(shown.as_deref().unwrap_or("…"));
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out.push(')');
+    Some(out)
+}
+
+/// The Python repr of a plain attribute value, or `None` for anything else.
+fn plain_repr(v: &Value, depth: usize) -> Option<String> {
+    Some(match v {
+        Value::None => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => super::value::repr_float(*f),
+        Value::Str(s) => super::ops::py_str_repr(s),
+        Value::DType(d) => d.name().to_string(),
+        Value::Tuple(items) if depth < 2 && items.len() <= 8 => {
+            let parts: Option<Vec<String>> = items.iter().map(|x| plain_repr(x, depth + 1)).collect();
+            let parts = parts?;
+            if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// A value seen outside any trace.

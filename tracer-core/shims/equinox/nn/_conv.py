@@ -39,6 +39,8 @@ def _padding_init(padding, n):
 
 
 class Conv(Module):
+    __tracelens_summary__ = "in_channels={in_channels}, out_channels={out_channels}, kernel_size={kernel_size}"
+
     num_spatial_dims: int = field(static=True)
     weight: jax.Array
     bias: object

@@ -10,6 +10,8 @@ from equinox._module import Module
 
 
 class Dropout(Module):
+    __tracelens_summary__ = "p={p}"
+
     p: float
     inference: bool
 

@@ -12,6 +12,8 @@ from equinox.nn._linear import default_floating_dtype
 
 
 class Embedding(Module):
+    __tracelens_summary__ = "num_embeddings={num_embeddings}, embedding_size={embedding_size}"
+
     num_embeddings: int = field(static=True)
     embedding_size: int = field(static=True)
     weight: jax.Array

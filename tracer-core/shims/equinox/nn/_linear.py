@@ -23,6 +23,8 @@ def default_init(key, shape, dtype, lim):
 
 
 class Linear(Module):
+    __tracelens_summary__ = "in_features={in_features}, out_features={out_features}"
+
     weight: jax.Array
     bias: object
     in_features: object = field(static=True)

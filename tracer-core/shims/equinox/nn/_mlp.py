@@ -16,6 +16,8 @@ def _identity(x):
 
 
 class MLP(Module):
+    __tracelens_summary__ = "in_size={in_size}, out_size={out_size}, width_size={width_size}, depth={depth}"
+
     layers: tuple
     activation: object
     final_activation: object

@@ -12,6 +12,8 @@ _SENTINEL = object()
 
 
 class LayerNorm(Module):
+    __tracelens_summary__ = "shape={shape}"
+
     shape: tuple = field(static=True)
     eps: float = field(static=True)
     use_weight: bool = field(static=True)

@@ -103,6 +103,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, dtype=None, p
 
 
 class MultiHeadAttention(Module):
+    __tracelens_summary__ = "num_heads={num_heads}, in_features={in_features}"
+
     def __init__(
         self,
         num_heads,

@@ -35,6 +35,8 @@ def promote_dtype(args, *, dtype=None, inexact=True):
 
 
 class Linear(Module):
+    __tracelens_summary__ = "in_features={in_features}, out_features={out_features}"
+
     def __init__(
         self,
         in_features,
@@ -72,6 +74,8 @@ class Linear(Module):
 
 
 class Embed(Module):
+    __tracelens_summary__ = "num_embeddings={num_embeddings}, features={features}"
+
     def __init__(self, num_embeddings, features, *, dtype=None, param_dtype=jnp.float32, embedding_init=default_embed_init, rngs, **kwargs):
         self.embedding = Param(embedding_init(rngs.params(), (num_embeddings, features), param_dtype))
         self.num_embeddings = num_embeddings
@@ -142,6 +146,8 @@ def _normalize(x, mean, var, scale, bias, reduction_axes, feature_axes, dtype, e
 
 
 class BatchNorm(Module):
+    __tracelens_summary__ = "num_features={num_features}"
+
     def __init__(
         self,
         num_features,
@@ -192,6 +198,8 @@ class BatchNorm(Module):
 
 
 class LayerNorm(Module):
+    __tracelens_summary__ = "num_features={num_features}"
+
     def __init__(
         self,
         num_features,
@@ -230,6 +238,8 @@ class LayerNorm(Module):
 
 
 class Dropout(Module):
+    __tracelens_summary__ = "rate={rate}"
+
     def __init__(self, rate, *, broadcast_dims=(), deterministic=False, rng_collection="dropout", rngs=None):
         self.rate = rate
         self.broadcast_dims = broadcast_dims
@@ -272,6 +282,8 @@ class Dropout(Module):
 
 
 class Conv(Module):
+    __tracelens_summary__ = "in_features={in_features}, out_features={out_features}, kernel_size={kernel_size}"
+
     def __init__(
         self,
         in_features,

@@ -32,6 +32,9 @@ def _register(cls):
 
 
 class Variable:
+    # What a hover shows of it: its value, under the key flax's flatten gives it.
+    __tracelens_children__ = {"raw_value": "value"}
+
     def __init_subclass__(cls, **kwargs):
         _register(cls)
 
