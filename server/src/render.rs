@@ -212,7 +212,13 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
                 None => "raised".to_string(),
             };
             let route = if t.route == "called" { String::new() } else { format!("  (route: {})", t.route) };
-            let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]{route}", i + 1, t.args.join(", "), t.cause);
+            // Each argument leaf by its path when the trace knows them (`params['w1']: f32[4,3]`).
+            let args: Vec<String> = if t.arg_paths.len() == t.args.len() {
+                t.arg_paths.iter().zip(&t.args).map(|(p, a)| format!("{p}: {a}")).collect()
+            } else {
+                t.args.clone()
+            };
+            let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]{route}", i + 1, args.join(", "), t.cause);
             for line in t.jaxpr.lines() {
                 let _ = writeln!(out, "    {line}");
             }

@@ -94,6 +94,52 @@ fn trace_json_lists_traces_with_causes() {
     assert!(traces[0]["jaxpr"].as_str().unwrap_or("").starts_with("{ lambda ; a:f32[8,4]. let"), "{}", traces[0]["jaxpr"]);
 }
 
+const NNX_STEP: &str = "\
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(784, 512, rngs=rngs)
+
+
+@nnx.jit
+def train_step(model, optimizer, x):
+    loss, grads = nnx.value_and_grad(lambda m: m.linear(x).mean())(model)
+    optimizer.update(model, grads)
+    return loss
+
+
+@jax.jit
+def predict(params, x):
+    return x @ params['w1']
+
+
+model = MLP(nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+train_step(model, optimizer, jnp.ones((8, 784)))
+predict({'w1': jnp.ones((784, 10))}, jnp.ones((8, 784)))
+";
+
+/// `trace` names each argument leaf by its path: a pytree's leaves as JAX's `keystr` after
+/// the parameter, and an nnx.jit function's model state by the path of each Variable in its
+/// module (the user's parameter names, not the shim wrapper's).
+#[test]
+fn trace_names_argument_leaves_by_path() {
+    let dir = temp_dir("trace-paths");
+    let f = write(&dir, "step.py", NNX_STEP);
+    let out = tracelens().current_dir(&dir).args(["trace"]).arg(&f).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(model['linear/bias']: f32[512], model['linear/kernel']: f32[784,512], optimizer['step']: u32[], x: f32[8,784])"),
+        "{text}"
+    );
+    assert!(text.contains("(params['w1']: f32[784,10], x: f32[8,784])"), "{text}");
+}
+
 const SCAN_THEN_LOG: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef f(x):\n    def body(c, xi):\n        return c + xi, c * 2.0\n\n    c, ys = lax.scan(body, 0.0, x)\n    return jnp.log(c - 3.0) + ys.sum()\n\n\nprint(f(jnp.ones(3)))\nf(jnp.ones(4))\n";
 
 #[test]

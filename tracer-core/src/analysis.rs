@@ -84,6 +84,8 @@ pub use crate::interp::seen::SiteKind;
 pub struct Trace {
     pub call: Option<Location>,
     pub args: Vec<String>,
+    /// Each argument leaf's path (`params['w1']`), beside `args`, when known; else empty.
+    pub arg_paths: Vec<String>,
     /// `None` for a trace that raised.
     pub outputs: Option<Vec<String>>,
     pub cause: String,
@@ -746,6 +748,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
         let trace = Trace {
             call: rec.call_site.map(|s| locator.locate(s)),
             args: rec.args.iter().map(|a| a.short()).collect(),
+            arg_paths: rec.arg_paths.clone(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),
             route: rec.route.label(),

@@ -435,6 +435,7 @@ pub fn replay(
         def_site: Some(Site { file, span: Span { start: f.def.span.start, end: f.def.name_span.end } }),
         call_site,
         args,
+        arg_paths: Vec::new(),
         outputs: Some(outputs.clone()),
         cause: cause.to_string(),
         jaxpr: Some(jaxpr.clone()),

@@ -154,6 +154,10 @@ pub struct TraceRecord {
     pub def_site: Option<Site>,
     pub call_site: Option<Site>,
     pub args: Vec<Aval>,
+    /// Each argument leaf's path as JAX's `keystr` names it after the parameter
+    /// (`params['w1']`, `state.opt_state[0].mu`), beside `args`, when the transformation
+    /// knows them (a jit trace: its cache key's paths); empty otherwise.
+    pub arg_paths: Vec<String>,
     /// `None` while tracing, and for a trace that raised.
     pub outputs: Option<Vec<Aval>>,
     pub cause: String,
@@ -362,6 +366,7 @@ impl JaxState {
             def_site,
             call_site,
             args: Vec::new(),
+            arg_paths: Vec::new(),
             outputs: None,
             cause,
             jaxpr: None,

@@ -1,8 +1,10 @@
 """flax.nnx's transformations as tracelens models them (flax 0.12.8), on top of jax's.
 
-`nnx.jit(f)` is `jax.jit` of a wrapper that takes the Variables' values of every graph node
-among the arguments as one list, puts them into the nodes for the call of `f` (tracers while
-tracing), reads them back afterwards and returns them with `f`'s output; the call then writes
+`nnx.jit(f)` is `jax.jit` of a wrapper that takes, in place of each graph node among the
+arguments, the values of its Variables as a dict keyed by their paths in the node
+(`{"linear/kernel": ...}`, so a trace names the leaf `model['linear/kernel']`), puts them into
+the nodes for the call of `f` (tracers while tracing), reads them back afterwards and returns
+them with `f`'s output; the call then writes
 the returned values into the nodes, so mutations made inside propagate out, as in flax. The
 nodes' structure (classes, paths, plain static attributes) is a static argument, so a
 different structure traces again and the same one hits the cache. The wrapper's
@@ -62,6 +64,48 @@ def _unmask(masked, original):
     if isinstance(original, dict):
         return {k: _unmask(masked[k], original[k]) for k in original}
     return masked
+
+
+def _node_states(masked, original, out):
+    """The values standing for the graph nodes among `original` in `masked` (a node's state
+    dict), in `_graph_args`'s order."""
+    for i in range(len(original)):
+        a = original[i]
+        if _is_node(a):
+            out.append(masked[i])
+        elif isinstance(a, (list, tuple)):
+            for j in range(len(a)):
+                if _is_node(a[j]):
+                    out.append(masked[i][j])
+        elif isinstance(a, dict):
+            for k in a:
+                if _is_node(a[k]):
+                    out.append(masked[i][k])
+    return out
+
+
+def _with_states(value, nodes, states):
+    """`value` with each graph node replaced by its state dict: what jax.jit sees of it."""
+    if _is_node(value):
+        for i in range(len(nodes)):
+            if nodes[i] is value:
+                return states[i]
+        return None
+    if isinstance(value, list):
+        return [_with_states(x, nodes, states) for x in value]
+    if isinstance(value, tuple) and type(value).__name__ == "tuple":
+        return tuple([_with_states(x, nodes, states) for x in value])
+    if isinstance(value, dict):
+        return {k: _with_states(value[k], nodes, states) for k in value}
+    return value
+
+
+def _state_names(slots):
+    """Each state leaf's name in its node's state dict: its path, joined by `/`."""
+    names = []
+    for (i, path), slot in slots:
+        names.append("/".join([str(k) for k in path]))
+    return names
 
 
 def _has_unknown(value):
@@ -164,17 +208,22 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         static_argnums = (static_argnums,)
     current = []
     templates = {}
+    names = {}
 
-    def jit_wrapper(structure, leaves, statics, *args, **kw):
+    def jit_wrapper(structure, statics, *args, **kw):
         originals = current[-1]
         memo = {}
         args = list(args)
         for i, value in statics:
             args[i] = value
+        states = _node_states(args, originals, [])
         full = [_unmask(args[i], _clone(originals[i], memo)) for i in range(len(args))]
         nodes = _graph_args(full)
         slots = _slots(nodes)
+        leaves = []
+        leaf_names = names[structure]
         for i in range(len(slots)):
+            leaves.append(states[slots[i][0][0]][leaf_names[i]])
             slots[i][1].raw_value = leaves[i]
         out = fun(*full, **kw)
         after = {}
@@ -192,7 +241,9 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         return new_leaves, out, []
 
     jit_wrapper.__wrapped__ = fun
-    jitted = jax.jit(jit_wrapper, static_argnums=(0, 2), static_argnames=static_argnames)
+    # `_tracelens_names_from`: the user's arguments after the wrapper's three are named by
+    # `fun`'s parameters (a retrace says "argument x changed shape", as for jax.jit).
+    jitted = jax.jit(jit_wrapper, static_argnums=(0, 1), static_argnames=static_argnames, _tracelens_names_from=fun)
     # Arguments tracelens does not know cannot be split into graph nodes and state: `fun` is
     # traced directly with them unknown (known modules among them are pytrees, traced as such),
     # and its result is unknown.
@@ -215,8 +266,13 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
             return direct(*args, **kw)
         nodes = _graph_args(args)
         slots, structure = _scan(nodes)
-        leaves = [slot.raw_value for key, slot in slots]
-        masked = [_mask(a) for a in args]
+        if structure not in names:
+            names[structure] = _state_names(slots)
+        leaf_names = names[structure]
+        states = [{} for n in nodes]
+        for i in range(len(slots)):
+            states[slots[i][0][0]][leaf_names[i]] = slots[i][1].raw_value
+        masked = [_with_states(a, nodes, states) for a in args]
         positions = static_positions(args)
         statics = tuple([(i, args[i]) for i in range(len(args)) if i in positions])
         for i in positions:
@@ -224,7 +280,7 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
                 masked[i] = None
         current.append(args)
         try:
-            new_leaves, out, out_leaves = jitted(structure, leaves, statics, *masked, **kw)
+            new_leaves, out, out_leaves = jitted(structure, statics, *masked, **kw)
         finally:
             current.pop()
         for i in range(len(slots)):

@@ -189,6 +189,13 @@ pub(super) fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyRe
     };
     let filter = kw(kwargs, "_tracelens_filter").is_some_and(|v| matches!(v, Value::Bool(true)));
     let pmap = kw(kwargs, PMAP_MARK).is_some();
+    // A shim's wrapper that takes the user's arguments as `*args` after its own parameters
+    // (nnx.jit's) passes `_tracelens_names_from=fun`: those positions are named by `fun`'s
+    // parameters, so cache keys, retrace reasons and `trace` say `x`, not `args[5]`.
+    let mut params = params;
+    if let Some(user) = kw(kwargs, "_tracelens_names_from") {
+        params.extend(param_names(&user));
+    }
     Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params, filter, pmap }))))
 }
 
@@ -388,6 +395,10 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                     (record, jaxpr, consts, out_tree, outputs, static_out)
                 }
             };
+            // The trace's arguments are the key's leaves, in order: they name them.
+            if let Some(r) = interp.jax.records.get_mut(record).filter(|r| r.args.len() == key.leaves.len()) {
+                r.arg_paths = key.leaves.iter().map(|(path, _)| path.clone()).collect();
+            }
             let entry_run = interp.jax.entry_run;
             interp.jax.jitted[j.info].entries.push(CacheEntry {
                 key,
