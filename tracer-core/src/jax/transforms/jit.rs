@@ -189,13 +189,12 @@ pub(super) fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyRe
     };
     let filter = kw(kwargs, "_tracelens_filter").is_some_and(|v| matches!(v, Value::Bool(true)));
     let pmap = kw(kwargs, PMAP_MARK).is_some();
-    // A shim's wrapper that takes the user's arguments as `*args` after its own parameters
-    // (nnx.jit's) passes `_tracelens_names_from=fun`: those positions are named by `fun`'s
-    // parameters, so cache keys, retrace reasons and `trace` say `x`, not `args[5]`.
-    let mut params = params;
-    if let Some(user) = kw(kwargs, "_tracelens_names_from") {
-        params.extend(param_names(&user));
-    }
+    // A shim's wrapper taking the user's arguments as `*args` after its own (nnx.jit's) passes
+    // `_tracelens_names_from=fun`: those positions take `fun`'s names (`x`, not `args[5]`).
+    let params = match kw(kwargs, "_tracelens_names_from") {
+        Some(user) => [params, param_names(&user)].concat(),
+        None => params,
+    };
     Ok(obj(JaxObject::Jitted(Rc::new(Jitted { fun, name, static_argnums, static_argnames, donate: false, info, params, filter, pmap }))))
 }
 
@@ -363,17 +362,6 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         Some(i) => i,
         None => {
             let cause = retrace_cause(interp, j, &key, call_site);
-            // Trace with the static arguments in place and dynamic ones as tracers.
-            let mut call_args = Vec::with_capacity(args.len());
-            let mut dyn_iter = dyn_args.iter();
-            for (i, a) in args.iter().enumerate() {
-                if dyn_positions.contains(&i) {
-                    call_args.push(dyn_iter.next().cloned().unwrap_or(Value::None));
-                } else {
-                    call_args.push(a.clone());
-                }
-            }
-            let _ = call_args;
             // A filtered trace's static outputs are Python values the memo does not keep.
             let replayed = if j.filter { None } else { crate::jax::memo::replay(interp, j, &key, call_site, &cause) };
             let (record, jaxpr, consts, out_tree, outputs, static_out) = match replayed {
