@@ -599,7 +599,7 @@ impl<'l> Interp<'l> {
                         }
                     },
                 },
-                Value::Array(a) => crate::jax::numpy::array_to_python(self, a, "float")?,
+                Value::Array(a) => crate::jax::numpy::array_to_float(self, a)?,
                 v => match as_f64(v) {
                     Some(f) => Value::Float(f),
                     None => {

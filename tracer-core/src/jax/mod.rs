@@ -331,6 +331,15 @@ impl JaxState {
         Some((tracer, self.records.get(*record)?))
     }
 
+    /// JAX's class of the tracers of a trace, active or ended, as Python's messages name
+    /// its type (`not DynamicJaxprTracer`).
+    pub fn tracer_class_of(&self, trace: u32) -> &'static str {
+        match self.traces.iter().find(|t| t.id == trace) {
+            Some(frame) => frame.tracer_class(),
+            None => self.ended.get(&trace).map_or("DynamicJaxprTracer", |(class, _)| class),
+        }
+    }
+
     pub fn is_active(&self, trace: u32) -> bool {
         self.traces.iter().any(|t| t.id == trace)
     }
