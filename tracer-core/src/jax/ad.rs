@@ -23,7 +23,7 @@ use super::dtypes::DType;
 use super::ir::{Atom, BinaryPrim, CmpPrim, EighInput, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
 use super::numpy::linalg_api;
 use super::surface::JaxFn;
-use super::{bind1, bind_with_bodies};
+use super::{apply1, bind1, bind_with_bodies};
 use crate::diagnostics::Code;
 use crate::interp::{Flow, Interp};
 
@@ -125,7 +125,7 @@ pub fn pushforward(interp: &mut Interp, lin: &Linearization, tangents: &[Option<
 
 /// A zero array of `aval` (bound, so it is a constant of the enclosing trace inside `jit`).
 pub fn zeros(interp: &mut Interp, aval: &Aval) -> AdResult<Rc<Array>> {
-    Ok(bind1(interp, Prim::Full { value: 0.0 }, &[], aval.clone())?)
+    Ok(apply1(interp, Prim::full(0.0, aval), &[])?)
 }
 
 /// `x` with exactly the aval `aval` (dtype and weak type), converting when they differ.
@@ -1139,7 +1139,7 @@ impl ExtremalScatter {
         let retained = compare(interp, CmpPrim::Eq, &initial, &target)?;
         let zero_x = zeros(interp, &x.aval.clone().weak(false))?;
         let zero_sel = zeros(interp, &sel)?;
-        let one_sel = bind_declared(interp, Prim::Full { value: 1.0 }, &[], sel.clone())?;
+        let one_sel = apply1(interp, Prim::full(1.0, &sel), &[])?;
         let wins = mask_as(interp, &successful, dt, false)?;
         let wins_at = sc.scatter_add(interp, &zero_x, &wins)?;
         let num_updates = sc.gather(interp, &wins_at)?;

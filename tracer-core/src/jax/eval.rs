@@ -461,7 +461,7 @@ fn masked_select(
     let shape = aval.shape.as_slice();
     // An operand pending as `full`: its one value, exact in f32 (or `None`: computed).
     let filled = |x: &Rc<Array>| match pending(x) {
-        Some((Prim::Full { value }, _)) if f64::from(value as f32) == value || value.is_nan() => Some(value as f32),
+        Some((Prim::Full { value, .. }, _)) if f64::from(value as f32) == value || value.is_nan() => Some(value as f32),
         _ => None,
     };
     let (f_fill, t_fill) = (filled(on_false), filled(on_true));
@@ -714,7 +714,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             ins[0].mapv(|x| float_to_int(x, out_dtype))
         }
         Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
-        Prim::Full { value } => ArrayD::from_elem(IxDyn(out_shape), *value),
+        Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
         Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
             reduce_sum_narrow(&ins[0], axes, out_dtype)?

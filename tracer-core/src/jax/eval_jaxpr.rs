@@ -118,7 +118,7 @@ pub fn instantiate_with(
                 let lazy = uses.get(v) == Some(&1)
                     && match prim {
                         Prim::Compare(_) => true,
-                        Prim::Full { value } => value.is_finite(),
+                        Prim::Full { value, .. } => value.is_finite(),
                         Prim::ConvertElementType { .. } => ins.iter().all(|i| i.aval.dtype == super::dtypes::DType::Bool),
                         _ => false,
                     };

@@ -97,8 +97,12 @@ pub enum Prim {
         shape: Vec<usize>,
         dimension: usize,
     },
+    /// An array of `shape` filled with `value` (JAX binds `broadcast_in_dim` of a constant).
     Full {
         value: f64,
+        shape: Vec<usize>,
+        dtype: DType,
+        weak_type: bool,
     },
     Reduce {
         op: ReduceOp,
@@ -159,7 +163,11 @@ pub enum Prim {
     RandomBits {
         shape: Vec<usize>,
     },
-    RandomSeed,
+    /// `random_seed`: a typed key per seed (`jax.random.key`), or with `raw` its `uint32`
+    /// data on a last axis of two words (`PRNGKey`, JAX's `random_unwrap` of the key fused in).
+    RandomSeed {
+        raw: bool,
+    },
     RandomSplit {
         shape: Vec<usize>,
     },
@@ -170,6 +178,8 @@ pub enum Prim {
     /// A stand-in for a random draw: `random_<dist>` (its values are not computed yet).
     Random {
         dist: &'static str,
+        shape: Vec<usize>,
+        dtype: DType,
     },
     Pjit {
         name: String,
@@ -536,13 +546,13 @@ impl Prim {
             Prim::TopK { .. } => "top_k".into(),
             Prim::TopKIndices { .. } => "top_k_indices".into(),
             Prim::RandomBits { .. } => "random_bits".into(),
-            Prim::RandomSeed => "random_seed".into(),
+            Prim::RandomSeed { .. } => "random_seed".into(),
             Prim::RandomSplit { .. } => "random_split".into(),
             Prim::RandomFoldIn => "random_fold_in".into(),
             Prim::RandomUnwrap => "random_unwrap".into(),
             Prim::RandomWrap => "random_wrap".into(),
             Prim::RandomClone => "random_clone".into(),
-            Prim::Random { dist } => format!("random_{dist}"),
+            Prim::Random { dist, .. } => format!("random_{dist}"),
             Prim::Pjit { .. } => "pjit".into(),
             Prim::Scan { .. } => "scan".into(),
             Prim::Cond { .. } => "cond".into(),
@@ -583,6 +593,11 @@ impl Prim {
             }
             .into(),
         }
+    }
+
+    /// `Full` of `aval`: `value` in every element.
+    pub fn full(value: f64, aval: &Aval) -> Prim {
+        Prim::Full { value, shape: aval.shape.to_vec(), dtype: aval.dtype, weak_type: aval.weak }
     }
 
     /// Parameters as JAX prints them inside `[...]`.
@@ -626,7 +641,7 @@ impl Prim {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
             Prim::TopK { k } | Prim::TopKIndices { k } => format!("k={k}"),
-            Prim::RandomSeed | Prim::RandomWrap => "impl=fry".into(),
+            Prim::RandomSeed { .. } | Prim::RandomWrap => "impl=fry".into(),
             Prim::RandomSplit { shape } => format!("shape={}", list(shape)),
             Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
                 let py = |b: bool| if b { "True" } else { "False" };

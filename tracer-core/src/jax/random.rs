@@ -643,7 +643,7 @@ fn int_data(shape: &[usize], values: Vec<i128>) -> Option<NdData> {
 pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
     let size: usize = out.shape.iter().product();
     match prim {
-        Prim::RandomSeed => {
+        Prim::RandomSeed { .. } => {
             let seed = ins.first()?;
             if !seed.aval.dtype.is_integer() {
                 return None;
@@ -692,7 +692,7 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let words = bits(key, width, shape.iter().product());
             int_data(shape, words.into_iter().map(i128::from).collect())
         }
-        Prim::Random { dist } => {
+        Prim::Random { dist, .. } => {
             let key = key_of(ins.first()?)?;
             draw(dist, key, &ins[1..], out, size)
         }
