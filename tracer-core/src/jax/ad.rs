@@ -14,6 +14,7 @@
 //!   reductions, dot_general, ...) apply themselves to tangents and have a transpose rule
 //!   each (`transpose`).
 
+use crate::jax::prims::families;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -186,7 +187,23 @@ pub(super) fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>]
                 let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
                 super::ad_compositions::composition(eqn, &avals).map(Rc::new)
             }
-            _ => None,
+            families::elementwise!()
+            | families::movement!()
+            | families::reductions!()
+            | families::random!()
+            | Prim::Iota { .. }
+            | Prim::Full { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Gather { .. }
+            | Prim::Scatter { .. }
+            | Prim::While
+            | Prim::CustomJvpCall { .. }
+            | Prim::CustomVjpCall { .. }
+            | Prim::DebugCallback
+            | Prim::StopGradient
+            | Prim::Opaque(_)
+            | Prim::Linalg(_)
+            | Prim::Block(_) => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
             Some(body) if body.constvars.len() + body.invars.len() == ins.len() => {
@@ -229,9 +246,10 @@ const MAX_UNROLLED_EQNS: usize = 20_000;
 
 /// A `cond` whose branch index is known, a `scan` or a `vmap`, as a jaxpr without control flow.
 fn resolved_control(eqn: &Eqn, ins: &[Rc<Array>]) -> Option<Rc<Jaxpr>> {
-    let index = match eqn.prim {
-        Prim::Cond { .. } => Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize),
-        _ => None,
+    let index = if let Prim::Cond { .. } = eqn.prim {
+        Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize)
+    } else {
+        None
     };
     let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
     super::ir::resolve_control(eqn, &avals, index, MAX_UNROLLED_EQNS).map(Rc::new)
@@ -842,7 +860,24 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             let dhi = m(interp, hi, CmpPrim::Lt, op)?;
             vec![times(dlo), times(dop), times(dhi)]
         }
-        _ => return Ok(None),
+        families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::ConvertElementType { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return Ok(None),
     }))
 }
 
@@ -870,10 +905,11 @@ fn jvp(
     outs: &[Rc<Array>],
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
-    match eqn.prim {
-        Prim::Cond { .. } => return super::ad_control::cond_jvp(interp, eqn, ins, ts),
-        Prim::While => return super::ad_control::while_jvp(interp, eqn, ins, ts),
-        _ => {}
+    if let Prim::Cond { .. } = eqn.prim {
+        return super::ad_control::cond_jvp(interp, eqn, ins, ts);
+    }
+    if let Prim::While = eqn.prim {
+        return super::ad_control::while_jvp(interp, eqn, ins, ts);
     }
     let out = match outs {
         [out] => out,
@@ -1044,7 +1080,25 @@ fn jvp(
             operands.extend(places.arrays.iter().cloned());
             bind_declared(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
         }
-        _ => return Err(no_rule(eqn)),
+        families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::TopKIndices { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_)
+        | Prim::Block(_) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
@@ -1280,10 +1334,12 @@ fn no_geqrf_rule(interp: &Interp, op: super::ir::LinalgOp) -> AdResult<()> {
 /// JAX's error for a primitive it has no JVP rule for (`geqrf`, `nextafter`), raised when a
 /// tangent reaches it: while JAX linearizes, so also where its result is not used.
 fn no_rule_in_jax(interp: &Interp, prim: &Prim) -> AdResult<()> {
-    let name = match prim {
-        Prim::Binary(BinaryPrim::NextAfter) => "nextafter",
-        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => "geqrf",
-        _ => return Ok(()),
+    let name = if let Prim::Binary(BinaryPrim::NextAfter) = prim {
+        "nextafter"
+    } else if let Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) = prim {
+        "geqrf"
+    } else {
+        return Ok(());
     };
     let message = format!("Differentiation rule for '{name}' not implemented");
     Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)))
@@ -2353,7 +2409,27 @@ fn transpose(
                 cts[0] = Some(bind_declared(interp, prim, &operands, aval)?);
             }
         }
-        _ => return Err(no_rule(eqn)),
+        families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::TopKIndices { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_)
+        | Prim::Block(_) => return Err(no_rule(eqn)),
     }
     Ok(cts)
 }

@@ -20,28 +20,28 @@ pub fn composition(eqn: &Eqn, in_avals: &[Aval]) -> Option<Jaxpr> {
     let [(_, out_aval)] = eqn.outputs.as_slice() else { return None };
     let mut b = Builder::new(1);
     let x = Val { atom: Atom::Var(0), aval: x_aval.clone() };
-    let out = match &eqn.prim {
-        Prim::Reduce { op: ReduceOp::Prod, axes } => product_tree(&mut b, x, axes, out_aval)?,
-        Prim::Cumulative { op, axis, reverse } => {
-            let combine = match op {
-                ReduceOp::Prod => BinaryPrim::Mul,
-                ReduceOp::Max => BinaryPrim::Max,
-                ReduceOp::Min => BinaryPrim::Min,
-                _ => return None,
-            };
-            if *axis >= x.aval.ndim() {
-                return None;
-            }
-            let scan = Scan { combine, axis: *axis };
-            let x = if *reverse { scan.rev(&mut b, x) } else { x };
-            let y = scan.run(&mut b, x);
-            if *reverse {
-                scan.rev(&mut b, y)
-            } else {
-                y
-            }
+    let out = if let Prim::Reduce { op: ReduceOp::Prod, axes } = &eqn.prim {
+        product_tree(&mut b, x, axes, out_aval)?
+    } else if let Prim::Cumulative { op, axis, reverse } = &eqn.prim {
+        let combine = match op {
+            ReduceOp::Prod => BinaryPrim::Mul,
+            ReduceOp::Max => BinaryPrim::Max,
+            ReduceOp::Min => BinaryPrim::Min,
+            ReduceOp::Sum | ReduceOp::And | ReduceOp::Or => return None,
+        };
+        if *axis >= x.aval.ndim() {
+            return None;
         }
-        _ => return None,
+        let scan = Scan { combine, axis: *axis };
+        let x = if *reverse { scan.rev(&mut b, x) } else { x };
+        let y = scan.run(&mut b, x);
+        if *reverse {
+            scan.rev(&mut b, y)
+        } else {
+            y
+        }
+    } else {
+        return None;
     };
     if out.aval != *out_aval {
         return None;

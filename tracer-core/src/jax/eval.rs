@@ -1,6 +1,7 @@
 //! CPU kernels: concrete values for primitives, computed on demand with ndarray. A primitive
 //! without a kernel yet gives `None`, and its value stays unknown (never guessed).
 
+use crate::jax::prims::families;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -779,7 +780,14 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (nan_x, nan_y) => nan_x.cmp(&nan_y),
             })?
         }
-        _ => return None,
+        families::movement!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_) => return None,
     })
 }
 
@@ -908,7 +916,24 @@ pub(super) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
-        _ => return None,
+        families::elementwise!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
     })
 }
 
@@ -1050,7 +1075,29 @@ fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[
                 };
                 return Some((out.into_shared(), finite));
             }
-            _ => return None,
+            families::random!()
+            | families::control_flow!()
+            | families::calls!()
+            | Prim::Rev { .. }
+            | Prim::Slice { .. }
+            | Prim::DynamicSlice { .. }
+            | Prim::DynamicUpdateSlice
+            | Prim::Concatenate { .. }
+            | Prim::Pad { .. }
+            | Prim::Iota { .. }
+            | Prim::Full { .. }
+            | Prim::ArgReduce { .. }
+            | Prim::Cumulative { .. }
+            | Prim::Sort { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Gather { .. }
+            | Prim::Scatter { .. }
+            | Prim::TopK { .. }
+            | Prim::TopKIndices { .. }
+            | Prim::DebugCallback
+            | Prim::Opaque(_)
+            | Prim::Linalg(_)
+            | Prim::Block(_) => return None,
         },
         false,
     ))

@@ -1,6 +1,7 @@
 //! The trace IR: jaxpr-like bodies of equations over typed variables, printed in JAX's
 //! text form (`{ lambda ; a:f32[8,4]. let b:f32[8] = ... in (b,) }`). Grammar: docs/ir.md.
 
+use crate::jax::prims::families;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -660,15 +661,36 @@ impl Prim {
                 let axes = format!("({}{})", axes.join(", "), if axes.len() == 1 { "," } else { "" });
                 format!("axis_size={axis_size} in_axes={axes} out_axes={out_axes}")
             }
-            _ => String::new(),
+            Prim::Unary(_)
+            | Prim::Binary(_)
+            | Prim::Compare(_)
+            | Prim::Select
+            | Prim::Clamp
+            | Prim::DynamicUpdateSlice
+            | Prim::Pad { .. }
+            | Prim::Full { .. }
+            | Prim::Sort { .. }
+            | Prim::RandomBits { .. }
+            | Prim::RandomFoldIn
+            | Prim::RandomUnwrap
+            | Prim::RandomClone
+            | Prim::Random { .. }
+            | Prim::Cond { .. }
+            | Prim::While
+            | Prim::Remat
+            | Prim::DebugCallback
+            | Prim::StopGradient
+            | Prim::Opaque(_)
+            | Prim::Linalg(_) => String::new(),
         }
     }
 
     /// The call behind a `custom_jvp_call`/`custom_vjp_call` marker.
     pub fn custom_call(&self) -> Option<&Rc<super::custom_rules::CustomCall>> {
-        match self {
-            Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => Some(call),
-            _ => None,
+        if let Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } = self {
+            Some(call)
+        } else {
+            None
         }
     }
 
@@ -719,7 +741,21 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
                 format!("out_axes={out_axes}"),
             ]
         }
-        _ => Vec::new(),
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => Vec::new(),
     }
 }
 
@@ -799,7 +835,21 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
                 .collect();
             expect(same(&batched, &declared), "declares outputs that are not the body's outputs stacked");
         }
-        _ => {}
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => {}
     }
     problems
 }
@@ -1127,7 +1177,22 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
             }
             outvars
         }
-        _ => return None,
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::While
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
     };
     Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
 }

@@ -12,6 +12,7 @@ pub(crate) mod all;
 pub mod control_flow;
 pub mod conv;
 pub mod elementwise;
+pub mod families;
 pub mod indexing;
 pub mod linalg;
 pub mod products;
