@@ -248,6 +248,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let logits = tensor_arg!(1, "logits");
             sparse_softmax_cross_entropy(interp, &labels, &logits)
         }
+        TfFn::SigmoidCrossEntropyWithLogits => {
+            let labels = tensor_arg!(0, "labels");
+            let logits = tensor_arg!(1, "logits");
+            sigmoid_cross_entropy(interp, &labels, &logits)
+        }
         TfFn::RandomNormal | TfFn::RandomUniform | TfFn::TruncatedNormal => {
             let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
             let dims: Vec<usize> = interp.iterate(&shape)?.iter().filter_map(crate::interp::ops::as_int).map(|d| d as usize).collect();
@@ -323,6 +328,31 @@ fn sparse_softmax_cross_entropy(interp: &mut Interp, labels: &Rc<Array>, logits:
     let prod = delegate(interp, J::Multiply, vec![picks, log_p], Vec::new())?;
     let sum = delegate(interp, J::Sum, vec![prod, Value::Int(-1)], Vec::new())?;
     delegate(interp, J::Negative, vec![sum], Vec::new())
+}
+
+/// `tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)`, elementwise as TensorFlow
+/// writes it for stability: `relu(x) - x * z + log1p(exp(-|x|))`.
+fn sigmoid_cross_entropy(interp: &mut Interp, labels: &Rc<Array>, logits: &Rc<Array>) -> PyResult<Value> {
+    let (ls, gs) = (&labels.aval.shape, &logits.aval.shape);
+    if ls != gs {
+        let msg = format!(
+            "`logits` and `labels` must have the same shape, received ({} vs {}).",
+            crate::tf::tensor::shape_str(&gs.iter().map(|d| Some(*d)).collect::<Vec<_>>()),
+            crate::tf::tensor::shape_str(&ls.iter().map(|d| Some(*d)).collect::<Vec<_>>())
+        );
+        return Err(interp.raise("ValueError", crate::diagnostics::Code::ShapeMismatch, msg));
+    }
+    if labels.aval.dtype != logits.aval.dtype || !logits.aval.dtype.is_floating() {
+        return Ok(unknown_tensor(interp, "a cross entropy of labels or logits of another dtype"));
+    }
+    let relu = delegate(interp, J::NnRelu, vec![arr(logits)], Vec::new())?;
+    let xz = delegate(interp, J::Multiply, vec![arr(logits), arr(labels)], Vec::new())?;
+    let abs = delegate(interp, J::Abs, vec![arr(logits)], Vec::new())?;
+    let neg = delegate(interp, J::Negative, vec![abs], Vec::new())?;
+    let exp = delegate(interp, J::Exp, vec![neg], Vec::new())?;
+    let soft = delegate(interp, J::Log1p, vec![exp], Vec::new())?;
+    let diff = delegate(interp, J::Subtract, vec![relu, xz], Vec::new())?;
+    delegate(interp, J::Add, vec![diff, soft], Vec::new())
 }
 
 /// The first `n` tensors of a list argument (`tf.concat(values, axis)`), `None` when one is
