@@ -494,7 +494,13 @@ fn editing_a_module_retraces_its_importers_and_the_workspace_is_scanned() {
         json!({"textDocument": {"uri": lib_uri, "version": 2}, "contentChanges": [{"range": {"start": {"line": 4, "character": 11}, "end": {"line": 4, "character": 16}}, "text": "w @ x"}]}),
     );
     // The error is raised in lib.py, under the call main.py makes at line 8: shown there.
-    let diags = c.diagnostics(&main_uri, Some(1));
+    // (Opening lib.py may trace main.py once more against the unedited lib.py first.)
+    let diags = loop {
+        let d = c.diagnostics(&main_uri, Some(1));
+        if !d.is_empty() {
+            break d;
+        }
+    };
     let codes: Vec<(&str, u64)> =
         diags.iter().map(|d| (d["code"].as_str().unwrap_or(""), d["range"]["start"]["line"].as_u64().unwrap_or(0))).collect();
     assert_eq!(codes, vec![("TL104", 7)], "{diags:?}");
