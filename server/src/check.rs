@@ -348,7 +348,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                             "line": v.location.line,
                             "column": v.location.column,
                             "name": v.name,
-                            "aval": v.aval,
+                            "aval": v.aval.text(),
                         })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })

@@ -82,10 +82,11 @@ pub fn hover(a: &Analysed, path: &Path, offset: u32) -> Option<(String, (u32, u3
 /// `x: f32[8,4] | f32[5,4]`, a pytree's leaves one a line, then where each aval came from.
 fn value_hover(values: &[SeenValue]) -> String {
     let first = values[0].value;
-    let mut avals: Vec<&str> = Vec::new();
+    let mut avals: Vec<String> = Vec::new();
     for v in values {
-        if !avals.contains(&v.value.aval.as_str()) {
-            avals.push(&v.value.aval);
+        let aval = v.value.aval.text();
+        if !avals.iter().any(|a| *a == aval) {
+            avals.push(aval.into_owned());
         }
     }
     let kind = match first.kind {
@@ -216,20 +217,21 @@ pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), kinds: InlayKin
             continue;
         }
         let end = v.location.span.end;
-        if end < range.0 || end > range.1 || (!kinds.scalars && v.aval.ends_with("[]")) {
+        if end < range.0 || end > range.1 || (!kinds.scalars && v.aval.is_scalar()) {
             continue;
         }
         // An annotation the user wrote (`x: jax.Array`) is not written over.
         if a.text.get(end as usize..).is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':')) {
             continue;
         }
+        let aval = v.aval.text();
         match hints.iter_mut().find(|(o, _)| *o == end) {
             Some((_, avals)) => {
-                if !avals.contains(&v.aval) {
-                    avals.push(v.aval.clone());
+                if !avals.iter().any(|a| *a == aval) {
+                    avals.push(aval.into_owned());
                 }
             }
-            None => hints.push((end, vec![v.aval.clone()])),
+            None => hints.push((end, vec![aval.into_owned()])),
         }
     }
     hints.sort();

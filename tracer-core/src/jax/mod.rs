@@ -493,7 +493,7 @@ impl JaxState {
 
 /// JAX's `bind`: applies `prim` to `inputs`, its output avals given by the primitive's rule
 /// (`prims/`). Where the rule rejects the avals it raises JAX's exception; a primitive
-/// without a rule (`RuleError::Declared`: `Opaque`, `Full`, a draw) needs [`bind`].
+/// without a rule (`RuleError::Declared`: `Opaque`, a call without its body) needs [`bind`].
 pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
     let outs = rule_avals(interp, &prim, inputs, &bodies)?;
     bind_with_bodies(interp, prim, inputs, outs, bodies)
