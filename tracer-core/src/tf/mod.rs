@@ -148,6 +148,18 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
     None
 }
 
+/// TensorFlow has its 64-bit dtypes whatever JAX's `jax_enable_x64` says: a TensorFlow op
+/// that makes a tensor of a dtype it is given (computed with the `jnp` function of its
+/// meaning) runs with x64 on, so `tf.ones(n, dtype=tf.int64)` is int64, with no TL207. Only
+/// there: elsewhere x64 would change the dtypes `jnp` infers, which TensorFlow's do not follow.
+pub fn with_x64<T>(interp: &mut Interp, f: impl FnOnce(&mut Interp) -> T) -> T {
+    let saved = interp.jax.config;
+    interp.jax.config.enable_x64 = true;
+    let out = f(interp);
+    interp.jax.config = saved;
+    out
+}
+
 /// Calls a TensorFlow object.
 pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match v {

@@ -1,7 +1,7 @@
 //! The `tf` functions that are more than one elementwise or reduction op (`ops::route`'s
-//! `Special`): creation, shape manipulation, indexing, products, losses and assertions, each
-//! with TensorFlow's argument names, defaults and checks, then the `jax.numpy` functions
-//! that compute the same thing.
+//! `Special`): creation (with x64 on, `super::with_x64`), shape manipulation, indexing,
+//! products, losses and assertions, each with TensorFlow's argument names, defaults and
+//! checks, then the `jax.numpy` functions that compute the same thing.
 
 use std::rc::Rc;
 
@@ -86,18 +86,20 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
             let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
             let jf = if f == TfFn::Zeros { J::Zeros } else { J::Ones };
-            delegate(interp, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+            super::with_x64(interp, |i| delegate(i, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))]))
         }
         TfFn::ZerosLike | TfFn::OnesLike => {
             let x = tensor_arg!(0, "input");
             let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
             let jf = if f == TfFn::ZerosLike { J::ZerosLike } else { J::OnesLike };
-            delegate(interp, jf, vec![arr(&x)], vec![kw("dtype", Value::DType(dtype.unwrap_or(x.aval.dtype)))])
+            let dtype = dtype.unwrap_or(x.aval.dtype);
+            super::with_x64(interp, |i| delegate(i, jf, vec![arr(&x)], vec![kw("dtype", Value::DType(dtype))]))
         }
         TfFn::Fill => {
             let Some(shape) = static_shape(interp, p.get(0, "dims"))? else { return unknown(interp) };
             let value = tensor_arg!(1, "value");
-            delegate(interp, J::Full, vec![shape, arr(&value)], vec![kw("dtype", Value::DType(value.aval.dtype))])
+            let dtype = Value::DType(value.aval.dtype);
+            super::with_x64(interp, |i| delegate(i, J::Full, vec![shape, arr(&value)], vec![kw("dtype", dtype)]))
         }
         TfFn::Eye => {
             let (Some(Value::Int(n)), m) = (p.get(0, "num_rows"), p.get(1, "num_columns")) else { return unknown(interp) };
@@ -106,7 +108,8 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             let m = m.cloned().unwrap_or(Value::Int(*n));
-            delegate(interp, J::Eye, vec![Value::Int(*n), m], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+            let (n, dtype) = (Value::Int(*n), Value::DType(dtype.unwrap_or(DType::F32)));
+            super::with_x64(interp, |i| delegate(i, J::Eye, vec![n, m], vec![kw("dtype", dtype)]))
         }
         TfFn::Range => {
             let mut numbers = Vec::new();
@@ -120,7 +123,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
             let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });
-            delegate(interp, J::Arange, numbers, vec![kw("dtype", Value::DType(d))])
+            super::with_x64(interp, |i| delegate(i, J::Arange, numbers, vec![kw("dtype", Value::DType(d))]))
         }
         TfFn::Linspace => {
             let (Some(start), Some(stop), Some(Value::Int(n))) = (p.get(0, "start"), p.get(1, "stop"), p.get(2, "num")) else {
