@@ -27,8 +27,28 @@ if ! command -v dot >/dev/null; then
         echo "note: Graphviz's dot is missing and cannot be installed here (needs root and apt-get): the SVG checks are skipped outside CI"
     fi
 fi
+# TensorFlow's venv installs in the background while the unit tests run: it is network and
+# unpacking (about 40 s here, longer on a slow mirror), and the tests are about 20 minutes.
+# The pin is read from the xtask, its one source; the TensorFlow step waits for the install,
+# and its xtask completes (or redoes) a venv this left unfinished.
+tf_venv_pid=
+tf_pin=$(sed -n 's/^pub const TF_PACKAGE: &str = "\(.*\)";$/\1/p' xtask/src/tf_conformance.rs)
+if [[ -z ${TRACELENS_TF_PYTHON:-} && -n $tf_pin && ! -e target/tf-venv ]]; then
+    mkdir -p target
+    set -m # its own process group, so the trap below stops pip too
+    ( "${PYTHON:-python3}" -m venv target/tf-venv \
+        && target/tf-venv/bin/python -m pip install --disable-pip-version-check --quiet "$tf_pin" ) \
+        >target/tf-venv-install.log 2>&1 &
+    tf_venv_pid=$!
+    set +m
+    trap '[[ -n $tf_venv_pid ]] && kill -- "-$tf_venv_pid" 2>/dev/null || true' EXIT
+fi
 step "unit and integration tests" cargo test --workspace --release
 step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" cargo xtask conformance
+if [[ -n $tf_venv_pid ]]; then
+    wait "$tf_venv_pid" || echo "note: the background install of $tf_pin failed (target/tf-venv-install.log); the TensorFlow step installs it again"
+    tf_venv_pid=
+fi
 step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" cargo xtask tf-conformance
 step "hover coverage: every place JAX had an array in the fixtures, hovered in tracelens lsp (>= 95 %)" cargo xtask hover
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded

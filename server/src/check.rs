@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use serde_json::json;
 use tracer_core::analysis::{FileAnalysis, Location};
 use tracer_core::diagnostics::Severity;
+use tracer_core::jax::Route;
 use tracer_core::{analyze_file, AnalysisConfig};
 
 use crate::config::Config;
@@ -172,9 +173,11 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
         }),
     };
     // A module that several analysed files import is analysed from each of them: its
-    // findings are reported once, from its own analysis when it has one, else from the
-    // first importer's (files are in path order).
-    let mut found: Vec<(bool, usize, Finding)> = Vec::new();
+    // findings are reported once, from an analysis that traced the function around it with
+    // known arguments when one did (an importer calling `train_step` with its batch says
+    // more than the module's own trace of it with unknown arguments), then from the
+    // module's own analysis, else from the first importer's (files are in path order).
+    let mut found: Vec<(bool, bool, usize, Finding)> = Vec::new();
     let mut internal = false;
     for (index, (file, result)) in results.iter().enumerate() {
         match result {
@@ -187,7 +190,13 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
                     }
                 }
                 let analysed = relative(file);
-                found.extend(findings_of(&a.diagnostics, &project).into_iter().map(|f| (f.path != analysed, index, f)));
+                let guessed = a
+                    .diagnostics
+                    .iter()
+                    .filter(|(d, _, _)| project.severity_of(d.code, d.severity).is_some())
+                    .map(|(d, loc, _)| arguments_unknown_at(a, &d.path, loc.line));
+                let own = findings_of(&a.diagnostics, &project);
+                found.extend(own.into_iter().zip(guessed).map(|(f, guessed)| (guessed, f.path != analysed, index, f)));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -198,17 +207,19 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
     // The source from standard input is reported under the name given.
     if let Some((path, name)) = &stdin_named {
         let shown = relative(path);
-        for (_, _, f) in found.iter_mut().filter(|(_, _, f)| f.path == shown) {
+        for (_, _, _, f) in found.iter_mut().filter(|(_, _, _, f)| f.path == shown) {
             f.path = name.to_string_lossy().into_owned();
         }
     }
-    // Stable: among equal places, the file's own analysis first, then analysis order.
-    found.sort_by(|(a_other, a_index, a), (b_other, b_index, b)| {
-        (&a.path, a.location.line, a.location.column, a.code, a_other, a_index).cmp(&(
+    // Stable: among equal places, known arguments first, then the file's own analysis,
+    // then analysis order.
+    found.sort_by(|(a_guessed, a_other, a_index, a), (b_guessed, b_other, b_index, b)| {
+        (&a.path, a.location.line, a.location.column, a.code, a_guessed, a_other, a_index).cmp(&(
             &b.path,
             b.location.line,
             b.location.column,
             b.code,
+            b_guessed,
             b_other,
             b_index,
         ))
@@ -216,13 +227,13 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
     // Within one analysis two messages at one place are two findings; across analyses the
     // same code at the same span is one finding, whatever its message counts (TL201's "ran
     // N times" depends on the entry point).
-    found.dedup_by(|(_, later_index, later), (_, kept_index, kept)| {
+    found.dedup_by(|(_, _, later_index, later), (_, _, kept_index, kept)| {
         later.path == kept.path
             && later.location == kept.location
             && later.code == kept.code
             && (later.message == kept.message || later_index != kept_index)
     });
-    let findings: Vec<Finding> = found.into_iter().map(|(_, _, f)| f).collect();
+    let findings: Vec<Finding> = found.into_iter().map(|(_, _, _, f)| f).collect();
     let out = match format {
         Format::Json => serde_json::to_string_pretty(&render::findings_json(&findings)).unwrap_or_default() + "\n",
         Format::Sarif => serde_json::to_string_pretty(&render::findings_sarif(&findings)).unwrap_or_default() + "\n",
@@ -244,6 +255,15 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
 }
 
 /// The findings the project's configuration keeps, with paths relative to the current folder.
+/// Whether `a` traced the function around line `line` of `path` (the nearest traced `def`
+/// at or above it) only with arguments it did not know (`Route::arguments_unknown`): a
+/// finding there is the one an analysis with known arguments would state more exactly.
+fn arguments_unknown_at(a: &FileAnalysis, path: &Path, line: u32) -> bool {
+    let around = a.functions.iter().filter(|f| *f.location.path == *path && f.location.line <= line).max_by_key(|f| f.location.line);
+    let guessed = |route: &str| [Route::UnknownArguments, Route::Uncalled].iter().any(|r| r.label() == route);
+    around.is_some_and(|f| !f.traces.is_empty() && f.traces.iter().all(|t| guessed(t.route)))
+}
+
 pub fn findings_of(diagnostics: &[tracer_core::analysis::LocatedDiagnostic], project: &Config) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (d, loc, rel) in diagnostics {
@@ -328,7 +348,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                             "line": v.location.line,
                             "column": v.location.column,
                             "name": v.name,
-                            "aval": v.aval,
+                            "aval": v.aval.text(),
                         })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
                 })

@@ -733,3 +733,22 @@ fn a_finding_in_a_module_several_files_import_is_reported_once() {
         vec![("lib.py".into(), "TL201".into(), 6), ("lib.py".into(), "TL104".into(), 7), ("main_b.py".into(), "TL210".into(), 5)];
     assert_eq!(found, expected, "{json:#}");
 }
+
+/// A module's jitted step, traced by its own analysis only with unknown arguments and by its
+/// importer with a batch: `check` reports it once, in the words of the known-argument trace.
+#[test]
+fn a_finding_reached_by_an_importer_with_known_arguments_is_reported_from_that_analysis() {
+    let dir = temp_dir("known-arguments-first");
+    write(
+        &dir,
+        "model.py",
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef step(x):\n    y = jnp.sin(x)\n    print(\"y\", y)\n    return y\n",
+    );
+    write(&dir, "main.py", "import jax.numpy as jnp\n\nfrom model import step\n\nstep(jnp.ones(3))\n");
+    let out = tracelens().current_dir(&dir).args(["check", "model.py", "main.py", "--format", "json"]).output().expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let findings = json.as_array().cloned().unwrap_or_default();
+    let [print] = findings.as_slice() else { panic!("one finding expected: {json}") };
+    assert_eq!(print["code"], "TL201", "{print}");
+    assert!(print["message"].as_str().unwrap_or("").contains("ran 1 time over 1 call"), "{print}");
+}

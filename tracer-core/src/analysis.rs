@@ -64,8 +64,9 @@ pub struct TracedValue {
     pub location: Location,
     /// The name or expression as written (`x`, `self.w`, `params["w1"]`).
     pub name: String,
-    /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`.
-    pub aval: String,
+    /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`
+    /// (written out when read: `aval.text()`).
+    pub aval: AvalText,
     /// An assignment target (shown as an inlay hint) rather than a use of the name.
     pub assigned: bool,
     pub kind: SiteKind,
@@ -78,7 +79,7 @@ pub struct TracedValue {
     pub summary: Option<String>,
 }
 
-pub use crate::interp::seen::SiteKind;
+pub use crate::interp::seen::{AvalText, SiteKind};
 
 #[derive(Clone, Debug)]
 pub struct Trace {
@@ -494,8 +495,12 @@ fn rename_annotated_traces(functions: &mut [TracedFunction], second: &[TracedFun
             let same_values = trace.values.len() == other.values.len();
             for (i, value) in trace.values.iter_mut().enumerate() {
                 match other.values.get(i).filter(|_| same_values) {
-                    Some(b) => rename(&mut value.aval, &b.aval),
-                    None => value.aval = renamer.rename_alone(&value.aval),
+                    Some(b) => {
+                        let mut text = value.aval.text().into_owned();
+                        rename(&mut text, &b.aval.text());
+                        value.aval = AvalText::Text(text);
+                    }
+                    None => value.aval = AvalText::Text(renamer.rename_alone(&value.aval.text())),
                 }
             }
         }
@@ -737,7 +742,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             .map(|v| TracedValue {
                 location: locator.locate(v.site),
                 name: v.name.clone(),
-                aval: v.shown.text(),
+                aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),
                 kind: v.kind,
                 pytree: v.shown.is_tree(),
@@ -780,7 +785,7 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
         .map(|v| TracedValue {
             location: locator.locate(v.site),
             name: v.name.to_string(),
-            aval: v.shown.text(),
+            aval: AvalText::Seen(v.shown.clone()),
             assigned: v.kind == SiteKind::Assigned,
             kind: v.kind,
             pytree: v.shown.is_tree(),

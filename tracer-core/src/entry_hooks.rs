@@ -62,6 +62,9 @@ pub struct EntryState {
     pending: HashMap<usize, Pending>,
     /// `pytest.param(...)` results (by identity): one case's values, not one value.
     pytest_params: HashSet<usize>,
+    /// The `pytest.param(..., marks=...)` among them whose marks skip the case or expect
+    /// it to fail (`skip`, `xfail`): the case is not run.
+    pytest_params_not_run: HashSet<usize>,
     /// Parametrisations of a test function or class (by identity), one list per decorator;
     /// `None` for a decorator whose cases are unknown.
     pub cases: HashMap<usize, Vec<Option<Vec<Case>>>>,
@@ -132,6 +135,12 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
         let v = Value::tuple(args.to_vec());
         if let Some(id) = v.identity() {
             interp.entry_state.pytest_params.insert(id);
+            let marks = kwargs.iter().find(|(k, _)| k.as_ref() == "marks").map(|(_, m)| m);
+            if marks.is_some_and(|m| marks_not_run(interp, m)) {
+                interp.entry_state.pytest_params_not_run.insert(id);
+            }
+            // The tuple is keyed by its address: kept alive so no other value takes it.
+            interp.entry_state.alive.push(v.clone());
         }
         return Some(Ok(v));
     }
@@ -192,6 +201,28 @@ pub fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Opti
         return state.flags.get(flag).cloned();
     }
     None
+}
+
+/// Whether `marks=` of a `pytest.param` (one mark or a list of them) holds one that keeps
+/// pytest from running the case as a passing test: `pytest.mark.skip` or `xfail`, called or
+/// not. `skipif` depends on its condition, so it does not count.
+fn marks_not_run(interp: &Interp, marks: &Value) -> bool {
+    match marks {
+        Value::List(l) => l.borrow().iter().any(|m| marks_not_run(interp, m)),
+        Value::Tuple(t) => t.iter().any(|m| marks_not_run(interp, m)),
+        Value::Opaque(o) => {
+            let called = interp.entry_state.pending.get(&(Rc::as_ptr(o) as *const u8 as usize));
+            matches!(called, Some(Pending::Mark(Mark::NotRun))) || matches!(o.what.as_str(), "pytest.mark.skip" | "pytest.mark.xfail")
+        }
+        _ => false,
+    }
+}
+
+/// Whether `v` is a `pytest.param(...)`, and whether its marks keep the case from running.
+fn pytest_param(interp: &Interp, v: &Value) -> (bool, bool) {
+    let Some(id) = v.identity() else { return (false, false) };
+    let state = &interp.entry_state;
+    (state.pytest_params.contains(&id), state.pytest_params_not_run.contains(&id))
 }
 
 /// An unknown value standing for a decorator that is waiting for its function.
@@ -266,12 +297,13 @@ fn fixture_info(interp: &Interp, kwargs: &Kwargs) -> FixtureInfo {
             ("name", Value::Str(s)) => info.name = Some(s.to_string()),
             ("scope", Value::Str(s)) => info.shared = s.as_ref() != "function",
             ("autouse", Value::Bool(b)) => info.autouse = *b,
-            // `pytest.param(v, id=...)` stands for `v`.
+            // `pytest.param(v, id=...)` stands for `v`; one marked skip or xfail is not run.
             ("params", v) => {
                 info.params = items(v).and_then(|values| {
                     values
                         .into_iter()
-                        .map(|p| match p.identity().is_some_and(|id| interp.entry_state.pytest_params.contains(&id)) {
+                        .filter(|p| !pytest_param(interp, p).1)
+                        .map(|p| match pytest_param(interp, &p).0 {
                             true => items(&p).and_then(|row| row.into_iter().next()),
                             false => Some(p),
                         })
@@ -303,7 +335,10 @@ fn pytest_cases(interp: &Interp, args: &[Value], kwargs: &Kwargs) -> Option<Vec<
     let values = items(argument(args, kwargs, 1, "argvalues")?)?;
     let mut cases = Vec::new();
     for v in values {
-        let is_param = v.identity().is_some_and(|id| interp.entry_state.pytest_params.contains(&id));
+        let (is_param, not_run) = pytest_param(interp, &v);
+        if not_run {
+            continue;
+        }
         let row = match (names.len(), is_param) {
             (1, false) => vec![v],
             _ => items(&v)?,

@@ -276,3 +276,67 @@ fn every_diagnostic_code_has_its_docs_page() {
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// The lines (1-based) of the wildcard arms (`_ =>`, `_ if ... =>`) of the matches over a
+/// `Prim` in `text`: matches whose arms at the wildcard's indentation name `Prim::` or a
+/// primitive family (`families::random!()`). A match over a tuple holding a `Prim` is not
+/// counted.
+fn prim_wildcard_arms(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let arm = line.trim_start();
+        if !(arm.starts_with("_ =>") || arm.starts_with("_ if ")) {
+            continue;
+        }
+        let at = indent(line);
+        let header = (0..i).rev().take(800).find(|&j| {
+            let h = lines[j].trim_end();
+            indent(h) + 4 == at
+                && h.ends_with('{')
+                && (h.trim_start().starts_with("match ") || h.contains(" match ") || h.contains("(match "))
+        });
+        let Some(header) = header else { continue };
+        if lines[header].contains("match (") {
+            continue;
+        }
+        let over_prim = lines[header + 1..i].iter().filter(|l| indent(l) == at).any(|l| {
+            let arm = l.trim_start().trim_start_matches("| ").trim_start_matches('&');
+            arm.starts_with("Prim::") || arm.starts_with("families::")
+        });
+        if over_prim {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_prim_wildcard_check_finds_each_form() {
+    let text = "match p {\n    Prim::Select => 1,\n    _ => 0,\n}\nmatch &e.prim {\n    | Prim::While => 1,\n    _ if n == 1 => 2,\n    Prim::Cond { .. } => 3,\n}\nmatch op {\n    ReduceOp::Sum => 1,\n    _ => 0,\n}\nmatch (&e.prim, b) {\n    (Prim::While, [c]) => 1,\n    _ => 0,\n}\n";
+    assert_eq!(prim_wildcard_arms(text), [3, 7]);
+}
+
+/// Every match over `Prim` decides each variant: no `_ =>` arm anywhere in tracer-core, so a
+/// new primitive fails to compile until each kernel, rule and property outside `prims/` is
+/// decided for it too (a whole family at once with `prims::families::random!()` and its
+/// kin). A special case for one or two primitives is an `if let`, not a match.
+#[test]
+fn every_match_over_prim_is_exhaustive() {
+    let src = crate_dir().join("src");
+    let files = rust_files(&src);
+    assert!(files.len() > 50, "the sources were not found: {}", src.display());
+    let offenders: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            prim_wildcard_arms(&text).into_iter().map(move |n| format!("{}:{n}", f.display()))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "wildcard arms in matches over Prim (list the variants, or a family of prims::families):\n{}",
+        offenders.join("\n")
+    );
+}

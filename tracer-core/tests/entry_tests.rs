@@ -355,3 +355,38 @@ class GaeTest(unittest.TestCase):
     assert_eq!(retraces, vec![20], "{:?}", a.diagnostics);
     assert!(a.diagnostics[0].0.message.contains("f32[5,2] -> f32[7,2]"), "{}", a.diagnostics[0].0.message);
 }
+
+/// `pytest.param(..., marks=pytest.mark.xfail)` / `skip`: pytest does not run the case as a
+/// passing test, so an error in it is not a finding; the other cases run (checked under
+/// pytest 9.0.1: one passes, one fails at line 8, the xfail and skip cases do not count).
+const MARKED_CASES: &str = r#"import jax
+import jax.numpy as jnp
+import pytest
+
+
+@jax.jit
+def halves(v):
+    return v.reshape(2, -1)
+
+
+@pytest.mark.parametrize("n", [4, pytest.param(3, marks=pytest.mark.xfail), pytest.param(5, marks=[pytest.mark.skip(reason="odd")]), 7])
+def test_halves(n):
+    halves(jnp.ones(n))
+
+
+@pytest.fixture(params=[6, pytest.param(9, marks=pytest.mark.xfail(strict=True))])
+def width(request):
+    return request.param
+
+
+def test_width(width):
+    halves(jnp.ones(width))
+"#;
+
+#[test]
+fn pytest_param_cases_marked_skip_or_xfail_do_not_run() {
+    let a = analyse("/ws/test_marked.py", MARKED_CASES);
+    assert_eq!(errors(&a), vec![(Code::ShapeMismatch, 8)], "{:?}", a.diagnostics);
+    let traces = trace_args(&a, "halves");
+    assert_eq!(traces, vec![vec!["f32[4]"], vec!["f32[7]"], vec!["f32[6]"]]);
+}

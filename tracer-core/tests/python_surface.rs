@@ -106,3 +106,21 @@ fn a_module_has_its_docstring_as_dunder_doc() {
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
     assert_eq!(a.stdout, "None\n");
 }
+
+/// `str % array` is `str.__mod__` first, as in CPython: a concrete 0-d array logs through
+/// int()/float() with no finding (JAX allows it); under `jit`, `%d` of a tracer is CPython's
+/// TypeError and `%.4f` is JAX's ConcretizationTypeError, at the user's line.
+#[test]
+fn percent_formatting_a_concrete_array_is_silent_and_a_tracer_raises() {
+    let source = "import jax\nimport jax.numpy as jnp\nprint('%d %.2f %x' % (jnp.array(3), jnp.array(3.5), jnp.array(255)))\n@jax.jit\ndef f(x):\n    print('step %d' % x)\n    return x\nf(jnp.array(3))\n";
+    let a = analyze_file(&PathBuf::from("surface.py"), source, &NoFiles, &AnalysisConfig::default());
+    assert_eq!(a.stdout.lines().next(), Some("3 3.50 ff"));
+    let found = findings(source);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("TL190:6 ") && found[0].contains("%d format: a real number is required, not DynamicJaxprTracer"),
+        "{found:?}"
+    );
+    let found = findings(&source.replace("'step %d'", "'loss %.4f'"));
+    assert!(found.len() == 1 && found[0].contains(":6 ") && found[0].contains("ConcretizationTypeError"), "{found:?}");
+}

@@ -2,14 +2,18 @@
 //! in, byte offsets and strings out. The handlers in `mod.rs` only convert positions.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use tracer_core::analysis::{FileAnalysis, TracedFunction};
+use tracer_core::analysis::{FileAnalysis, Location, TracedFunction};
 
 /// The analysis of one document at one version.
 pub struct Analysed {
     pub version: i32,
     pub text: String,
     pub analysis: FileAnalysis,
+    /// The server's generation when the analysis began (`State::edited`): what it says of
+    /// another file holds only if that file has not changed since.
+    pub started: u64,
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -95,6 +99,50 @@ pub struct RaisedElsewhere {
     /// The line of `path` (1-based) and its text's byte span (without indentation).
     pub line: u32,
     pub span: (u32, u32),
+}
+
+/// Where `importer`'s analysis entered the module in which `loc` lies: the call in
+/// `importer` that traced the function around `loc` (the innermost one with such a call),
+/// else the line of `importer` an error there was raised under (`Reproducer::via`).
+pub fn entry_into(o: &Analysed, importer: &Path, loc: &tracer_core::analysis::Location, code: &str) -> Option<Location> {
+    let around = o
+        .analysis
+        .functions
+        .iter()
+        .filter(|f| same_file(&f.location.path, &loc.path) && f.location.line <= loc.line)
+        .filter_map(|f| Some((f.location.line, f.traces.iter().find_map(|t| t.call.as_ref().filter(|c| same_file(&c.path, importer)))?)))
+        .max_by_key(|(line, _)| *line);
+    if let Some((_, call)) = around {
+        return Some(call.clone());
+    }
+    let r = o.analysis.reproducers.iter().find(|r| same_file(&r.path, &loc.path) && r.is_at(loc.line) && r.code == code);
+    let line = match r.and_then(|r| r.via.last()) {
+        Some(&line) => line,
+        None => import_line(&o.text, &loc.path)?,
+    };
+    let (start, end) = line_span(&o.text, line)?;
+    Some(Location {
+        path: Arc::from(importer),
+        line,
+        column: 1,
+        end_line: line,
+        end_column: 1,
+        span: tracer_core::syntax::ast::Span::new(start as usize, end as usize),
+    })
+}
+
+/// The first line of `text` (1-based) that imports the module `module` is (`import lib`,
+/// `from lib import f`, `from pkg.lib import f`, `from . import lib`).
+fn import_line(text: &str, module: &Path) -> Option<u32> {
+    let stem = module.file_stem()?.to_str()?;
+    let stem = if stem == "__init__" { module.parent()?.file_name()?.to_str()? } else { stem };
+    let names = |s: &str| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == stem);
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            (l.starts_with("import ") || l.starts_with("from ")) && names(l)
+        })
+        .map(|i| i as u32 + 1)
 }
 
 /// Every error of another file that has a reproducer reached from a line of `path`, once.

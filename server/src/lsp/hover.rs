@@ -82,10 +82,11 @@ pub fn hover(a: &Analysed, path: &Path, offset: u32) -> Option<(String, (u32, u3
 /// `x: f32[8,4] | f32[5,4]`, a pytree's leaves one a line, then where each aval came from.
 fn value_hover(values: &[SeenValue]) -> String {
     let first = values[0].value;
-    let mut avals: Vec<&str> = Vec::new();
+    let mut avals: Vec<String> = Vec::new();
     for v in values {
-        if !avals.contains(&v.value.aval.as_str()) {
-            avals.push(&v.value.aval);
+        let aval = v.value.aval.text();
+        if !avals.iter().any(|a| *a == aval) {
+            avals.push(aval.into_owned());
         }
     }
     let kind = match first.kind {
@@ -98,20 +99,21 @@ fn value_hover(values: &[SeenValue]) -> String {
     if first.summary.is_some() {
         // An object a library shim describes: `self.linear: Linear(in_features=784,
         // out_features=512)`, then its parameters a line each; one block per distinct object.
-        let mut shown: Vec<(&str, &str)> = Vec::new();
+        let mut shown: Vec<(&str, String)> = Vec::new();
         for v in values {
             let summary = v.value.summary.as_deref().unwrap_or("?");
-            if shown.contains(&(summary, v.value.aval.as_str())) {
+            let aval = v.value.aval.text().into_owned();
+            if shown.iter().any(|(s, a)| *s == summary && *a == aval) {
                 continue;
             }
             if !shown.is_empty() {
                 text.push('\n');
             }
-            shown.push((summary, &v.value.aval));
             text.push_str(&format!("{kind}{}: {summary}\n", first.name));
-            for leaf in tree_leaves(&v.value.aval) {
+            for leaf in tree_leaves(&aval) {
                 text.push_str(&format!("  {leaf}\n"));
             }
+            shown.push((summary, aval));
         }
     } else if first.pytree {
         // One block per distinct tree: `params: 2 arrays` and a leaf a line.
@@ -234,20 +236,21 @@ pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), kinds: InlayKin
             continue;
         }
         let end = v.location.span.end;
-        if end < range.0 || end > range.1 || (!kinds.scalars && v.aval.ends_with("[]")) {
+        if end < range.0 || end > range.1 || (!kinds.scalars && v.aval.is_scalar()) {
             continue;
         }
         // An annotation the user wrote (`x: jax.Array`) is not written over.
         if a.text.get(end as usize..).is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':')) {
             continue;
         }
+        let aval = v.aval.text();
         match hints.iter_mut().find(|(o, _)| *o == end) {
             Some((_, avals)) => {
-                if !avals.contains(&v.aval) {
-                    avals.push(v.aval.clone());
+                if !avals.iter().any(|a| *a == aval) {
+                    avals.push(aval.into_owned());
                 }
             }
-            None => hints.push((end, vec![v.aval.clone()])),
+            None => hints.push((end, vec![aval.into_owned()])),
         }
     }
     hints.sort();

@@ -55,7 +55,8 @@ fn lsp_diagnostics_in(st: &State, path: &Path, lines: &LineText, diagnostics: &[
 pub(super) fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec<lsp::Diagnostic> {
     let raised = features::raised_elsewhere(a, path);
     let own = a.analysis.diagnostics.iter().any(|(d, _, _)| d.path == path);
-    if !own && raised.is_empty() && ended_early(path, a).next().is_none() {
+    let importers = importers_reaching(st, path);
+    if !own && raised.is_empty() && importers.is_empty() && ended_early(path, a).next().is_none() {
         return Vec::new();
     }
     // One index of the text's lines for the whole publish.
@@ -67,7 +68,81 @@ pub(super) fn analysis_diagnostics(st: &State, path: &Path, a: &Analysed) -> Vec
         let Some(severity) = lsp_severity(&st.settings.project, located.0.code, located.0.severity) else { continue };
         out.push(raised_elsewhere_diagnostic(path, &e, located, severity, &lines, enc));
     }
+    out.extend(reached_from_importers(st, path, a, &importers, &lines));
     out.extend(stop_hints(st, path, a, &lines));
+    out
+}
+
+/// The stored analyses of other files that found something in `path` (a `train_step` of
+/// `path` traced with `main.py`'s arguments), in path order, each only if `path` has not
+/// changed since it began: its locations in `path` would be stale.
+pub(super) fn importers_reaching<'a>(st: &'a State, path: &Path) -> Vec<(&'a PathBuf, &'a Arc<Analysed>)> {
+    let changed = st.edited.get(path).copied().unwrap_or(0);
+    let mut out: Vec<_> = st
+        .results
+        .iter()
+        .filter(|(p, o)| p.as_path() != path && o.started >= changed && o.analysis.diagnostics.iter().any(|(d, _, _)| d.path == path))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(b.0));
+    out
+}
+
+/// A finding in `path` is shown in `path`, wherever the entry point that reached it is
+/// (issue 18 point 6): the findings importers' analyses make in `path` that `path`'s own
+/// analysis does not make at the same place with the same code, each once (the first
+/// importer in path order), with the call in the importer that reached it as related
+/// information ("reached from here").
+fn reached_from_importers(
+    st: &State,
+    path: &Path,
+    a: &Analysed,
+    importers: &[(&PathBuf, &Arc<Analysed>)],
+    lines: &LineText,
+) -> Vec<lsp::Diagnostic> {
+    let same = |(d, l, _): &LocatedDiagnostic, (e, m, _): &LocatedDiagnostic| d.code == e.code && l.span == m.span;
+    let mut shown: Vec<&LocatedDiagnostic> = Vec::new();
+    let mut out = Vec::new();
+    for (importer, o) in importers {
+        for located in o.analysis.diagnostics.iter().filter(|(d, _, _)| d.path == path) {
+            let own = a.analysis.diagnostics.iter().any(|mine| mine.0.path == path && same(mine, located));
+            if own || shown.iter().any(|s| same(s, located)) || located.1.span.end as usize > a.text.len() {
+                continue;
+            }
+            shown.push(located);
+            let Some(mut d) = lsp_diagnostics_in(st, path, lines, std::slice::from_ref(located)).pop() else { continue };
+            let entry = features::entry_into(o, importer, &located.1, located.0.code.as_str());
+            let name = importer.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let related = entry.and_then(|loc| {
+                let uri = convert::uri_of(importer)?;
+                let range = LineText::new(&o.text).location_range(&loc, st.encoding);
+                let message = format!("reached from {name}: the entry point there traces it");
+                Some(lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message })
+            });
+            if let Some(r) = related {
+                d.related_information.get_or_insert_with(Vec::new).push(r);
+            }
+            if let Some(data) = d.data.as_mut().and_then(|v| v.as_object_mut()) {
+                data.insert("reachedFrom".into(), serde_json::Value::String(importer.to_string_lossy().into_owned()));
+            }
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The other files whose shown diagnostics may change when `path`'s analysis changes from
+/// `previous` to `current`: those either finds something in, that have a stored analysis.
+pub(super) fn reached_files(st: &State, path: &Path, current: &Analysed, previous: Option<&Analysed>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = current
+        .analysis
+        .diagnostics
+        .iter()
+        .chain(previous.into_iter().flat_map(|p| &p.analysis.diagnostics))
+        .map(|(d, _, _)| d.path.clone())
+        .filter(|p| p != path && st.results.contains_key(p))
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 

@@ -1,6 +1,7 @@
 //! The workspace scan: every Python file of the workspace folders analysed once, with
 //! `$/progress` when the client supports it.
 
+use super::schedule::store_result;
 #[allow(unused_imports)]
 use super::*;
 
@@ -41,9 +42,9 @@ impl Backend {
             let open = self.lock().docs.get(&path).is_some();
             if !open {
                 let Some(text) = crate::files::read_source(&path) else { continue };
-                let (overlay, roots, settings) = {
+                let (overlay, roots, settings, started) = {
                     let st = self.lock();
-                    (st.docs.snapshot(), st.roots.clone(), st.settings.clone())
+                    (st.docs.snapshot(), st.roots.clone(), st.settings.clone(), self.generation.load(Ordering::SeqCst))
                 };
                 let (p2, t2) = (path.clone(), text.clone());
                 let cancel = Arc::new(AtomicBool::new(false));
@@ -52,15 +53,11 @@ impl Backend {
                     .ok()
                     .flatten();
                 if let Some(analysis) = analysis {
-                    let publish = {
+                    let notice = {
                         let mut st = self.lock();
-                        let analysed = Arc::new(Analysed { version: -1, text, analysis });
-                        st.results.insert(path.clone(), analysed.clone());
-                        publish_params(&st, &path, &analysed)
+                        store_result(&mut st, &path, Analysed { version: -1, text, analysis, started }).0
                     };
-                    if let Some((uri, diags, version)) = publish {
-                        self.client.publish_diagnostics(uri, diags, version).await;
-                    }
+                    notice.send(&self.client).await;
                 }
             }
             if let Some(p) = &progress {

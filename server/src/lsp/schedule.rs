@@ -52,7 +52,7 @@ pub(super) async fn values_pass(
         }
         let mut analysis = a.analysis.clone();
         analysis.diagnostics.extend(found);
-        store_result(&mut st, &path, Analysed { version, text: a.text.clone(), analysis }).0
+        store_result(&mut st, &path, Analysed { version, text: a.text.clone(), analysis, started: a.started }).0
     };
     notice.send(&client).await;
 }
@@ -61,7 +61,9 @@ pub(super) async fn values_pass(
 pub(super) enum Notice {
     /// It pulls open documents' diagnostics itself: ask it to pull again.
     Refresh,
-    Publish(Option<(Uri, Vec<lsp::Diagnostic>, Option<i32>)>),
+    /// Push these files' diagnostics: the file analysed first, then the files whose shown
+    /// findings its analysis changes (`reached_files`).
+    Publish(Vec<(Uri, Vec<lsp::Diagnostic>, Option<i32>)>),
 }
 
 impl Notice {
@@ -70,8 +72,11 @@ impl Notice {
             Notice::Refresh => {
                 let _ = client.send_request::<lsp::request::WorkspaceDiagnosticRefresh>(()).await;
             }
-            Notice::Publish(Some((uri, diags, version))) => client.publish_diagnostics(uri, diags, version).await,
-            Notice::Publish(None) => {}
+            Notice::Publish(files) => {
+                for (uri, diags, version) in files {
+                    client.publish_diagnostics(uri, diags, version).await;
+                }
+            }
         }
     }
 }
@@ -87,8 +92,36 @@ pub(super) fn pushed(pull: bool, version: i32) -> bool {
 pub(super) fn store_result(st: &mut State, path: &Path, analysed: Analysed) -> (Notice, Option<Arc<Analysed>>) {
     let analysed = Arc::new(analysed);
     let previous = st.results.insert(path.to_path_buf(), analysed.clone());
-    let notice = if pushed(st.pull, analysed.version) { Notice::Publish(publish_params(st, path, &analysed)) } else { Notice::Refresh };
+    let notice = if pushed(st.pull, analysed.version) {
+        let mut files: Vec<_> = publish_params(st, path, &analysed).into_iter().collect();
+        files.extend(others_to_publish(st, path, &analysed, previous.as_deref()));
+        Notice::Publish(files)
+    } else {
+        Notice::Refresh
+    };
     (notice, previous)
+}
+
+/// The diagnostics of the other files `path`'s new analysis changes the shown findings of
+/// (`reached_files`), for those a push client is shown.
+pub(super) fn others_to_publish(
+    st: &State,
+    path: &Path,
+    current: &Analysed,
+    previous: Option<&Analysed>,
+) -> Vec<(Uri, Vec<lsp::Diagnostic>, Option<i32>)> {
+    reached_files(st, path, current, previous)
+        .into_iter()
+        .filter_map(|other| {
+            let a = st.results.get(&other)?;
+            // Its own analysis is older than its text: the new one publishes it.
+            let stale = st.edited.get(&other).is_some_and(|&at| at > a.started);
+            if stale || !pushed(st.pull, a.version) {
+                return None;
+            }
+            publish_params(st, &other, a)
+        })
+        .collect()
 }
 
 impl Backend {
@@ -189,12 +222,21 @@ impl Backend {
                 st.pacing.entry(path.clone()).or_default().record(began.elapsed());
                 // A file this analysis read changed after it started.
                 let stale = analysis.files.iter().any(|f| f != &path && st.edited.get(f).is_some_and(|&at| at > started));
-                let analysed = Analysed { version, text, analysis };
+                let analysed = Analysed { version, text, analysis, started };
                 // Where an unknown ended the analysis early is known only now: published again.
                 let late_hints = published && ended_early(&path, &analysed).next().is_some();
                 let (notice, previous) = store_result(&mut st, &path, analysed);
                 // The same diagnostics as published early: published once.
-                (if published && !late_hints { Notice::Publish(None) } else { notice }, previous, stale)
+                let notice = match notice {
+                    // The file's own diagnostics went out early: only the other files' now.
+                    Notice::Publish(mut files) if published && !late_hints => {
+                        let own = convert::uri_of(&path);
+                        files.retain(|(uri, _, _)| Some(uri) != own.as_ref());
+                        Notice::Publish(files)
+                    }
+                    notice => notice,
+                };
+                (notice, previous, stale)
             };
             traced.notify_waiters();
             notice.send(&client).await;

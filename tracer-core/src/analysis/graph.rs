@@ -85,10 +85,13 @@ fn operand(atom: &Atom) -> Operand {
 /// What each body of a control-flow equation is, in `eqn.bodies` order.
 fn body_labels(eqn: &Eqn) -> Vec<String> {
     let n = eqn.bodies.len();
-    match &eqn.prim {
-        Prim::Cond { .. } => (0..n).map(|i| format!("branch {i}")).collect(),
-        Prim::While => ["cond", "body"].iter().map(|s| s.to_string()).chain((2..n).map(|i| format!("body {i}"))).collect(),
-        _ if n == 1 => vec!["body".to_string()],
-        _ => (0..n).map(|i| format!("body {i}")).collect(),
+    if let Prim::Cond { .. } = eqn.prim {
+        (0..n).map(|i| format!("branch {i}")).collect()
+    } else if let Prim::While = eqn.prim {
+        ["cond", "body"].iter().map(|s| s.to_string()).chain((2..n).map(|i| format!("body {i}"))).collect()
+    } else if n == 1 {
+        vec!["body".to_string()]
+    } else {
+        (0..n).map(|i| format!("body {i}")).collect()
     }
 }

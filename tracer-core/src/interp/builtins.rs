@@ -599,7 +599,7 @@ impl<'l> Interp<'l> {
                         }
                     },
                 },
-                Value::Array(a) => crate::jax::numpy::array_to_python(self, a, "float")?,
+                Value::Array(a) => crate::jax::numpy::array_to_float(self, a)?,
                 v => match as_f64(v) {
                     Some(f) => Value::Float(f),
                     None => {
@@ -1491,8 +1491,12 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
     }
 }
 
-pub fn enter_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) -> PyResult<Value> {
-    Ok(Value::None)
+pub fn enter_builtin_context(_interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
+    Ok(match &**b {
+        // `with tf.GradientTape() as tape:` binds the tape itself.
+        Builtin::Tf(crate::tf::TfValue::Tape(_)) => Value::Builtin(b.clone()),
+        _ => Value::None,
+    })
 }
 
 pub fn exit_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) {}

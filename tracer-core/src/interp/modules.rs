@@ -623,7 +623,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
         "math" => {
             if let Some(Value::Array(a)) = args.iter().find(|a| matches!(a, Value::Array(_))) {
                 let a = a.clone();
-                crate::jax::numpy::array_to_python(interp, &a, "float")?;
+                crate::jax::numpy::array_to_float(interp, &a)?;
             }
             let x = super::ops::as_f64(&arg(0));
             let y = super::ops::as_f64(&arg(1));

@@ -90,6 +90,10 @@ impl<'l> Interp<'l> {
         if crate::tf::is_tf(&l) || crate::tf::is_tf(&r) {
             return crate::tf::tensor::binary_operator(self, op, &l, &r);
         }
+        if let (BinOp::Mod, Value::Str(fmt)) = (op, &l) {
+            // `str.__mod__` comes first and formats any right operand, an array included.
+            return self.percent_format(fmt, &r);
+        }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             if let Value::Instance(_) = &r {
                 if let Some(v) = self.call_dunder(&r, reflected_dunder(op), vec![l.clone()])? {
@@ -131,7 +135,6 @@ impl<'l> Interp<'l> {
                 let n = as_int(n).unwrap_or(0).max(0) as usize;
                 return self.repeat_seq(seq, n);
             }
-            (BinOp::Mod, Value::Str(fmt), _) => return self.percent_format(fmt, &r),
             (BinOp::BitOr, Value::Dict(a), Value::Dict(b)) => {
                 let mut d = a.borrow().clone();
                 for (k, v) in b.borrow().items() {

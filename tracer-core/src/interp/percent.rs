@@ -7,6 +7,8 @@ use super::ops::format_number;
 use super::value::Value;
 use super::{Interp, PyResult};
 use crate::diagnostics::Code;
+use crate::jax::array::Array;
+use std::rc::Rc;
 
 /// One conversion's flags, width and precision.
 #[derive(Default)]
@@ -176,6 +178,37 @@ impl Interp<'_> {
         Ok(Value::str(&out))
     }
 
+    /// The Python number CPython takes from an array for a numeric conversion: `int(x)` for
+    /// `%d` (a `TypeError` from it, a tracer's included, becomes "a real number is required"),
+    /// `x.__index__()` for `%x` and `%c`, `float(x)` for `%f` (whose errors propagate, so
+    /// under `jit` it is JAX's `ConcretizationTypeError`).
+    fn percent_number(&mut self, conv: char, a: &Rc<Array>) -> PyResult<Value> {
+        let abstract_tracer = a.is_tracer() && a.known().is_none();
+        let type_name = match a.tracer() {
+            Some(t) => self.jax.tracer_class_of(t.trace),
+            _ if a.numpy.get() => "numpy.ndarray",
+            _ => "jaxlib._jax.ArrayImpl",
+        };
+        match conv {
+            'd' | 'i' | 'u' => {
+                if abstract_tracer || (a.aval.ndim() != 0 && !a.numpy.get()) {
+                    return Err(self.type_error(format!("%{conv} format: a real number is required, not {type_name}")));
+                }
+                crate::jax::numpy::array_to_python(self, a, "int")
+            }
+            'o' | 'x' | 'X' | 'c' => {
+                if abstract_tracer || a.aval.ndim() != 0 || !a.aval.dtype.is_integer() {
+                    return Err(self.type_error(match conv {
+                        'c' => "%c requires int or char".to_string(),
+                        _ => format!("%{conv} format: an integer is required, not {type_name}"),
+                    }));
+                }
+                crate::jax::numpy::array_index(self, a).map(Value::Int)
+            }
+            _ => crate::jax::numpy::array_to_float(self, a),
+        }
+    }
+
     /// A `*` width or precision, taken from the arguments.
     fn star_argument(&mut self, next: &mut Args) -> PyResult<i64> {
         match next.next() {
@@ -190,9 +223,11 @@ impl Interp<'_> {
     /// One conversion of one argument, padded to its width.
     fn percent_one(&mut self, conv: char, spec: &Spec, arg: &Value) -> PyResult<String> {
         self.afford_or_stop(spec.width.saturating_add(spec.precision.unwrap_or(0)), "formatted text")?;
-        if let (Value::Array(_), 'd' | 'i' | 'u' | 'o' | 'x' | 'X' | 'e' | 'E' | 'f' | 'F' | 'g' | 'G') = (arg, conv) {
-            // `'%.4f' % loss`: Python converts the array with `float()` or `int()`, which for a
-            // scalar prints as its `format` does (and under a trace is JAX's error).
+        if let (Value::Array(a), 'd' | 'i' | 'u' | 'o' | 'x' | 'X' | 'c' | 'e' | 'E' | 'f' | 'F' | 'g' | 'G') = (arg, conv) {
+            if !a.tf.get() {
+                let number = self.percent_number(conv, a)?;
+                return self.percent_one(conv, spec, &number);
+            }
             return self.format_value(arg, &spec.format_spec(conv));
         }
         let (sign, prefix, body) = match conv {

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::value::{PytreeRegistration, Value};
 use super::{FileId, Interp, Site};
@@ -56,11 +57,11 @@ impl SiteKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shown {
     Array(Aval),
-    Tree(Rc<[(String, Aval)]>),
+    Tree(Arc<[(String, Aval)]>),
     /// An object whose library shim describes it (`__tracelens_summary__`): the summary in
     /// the library's terms (`Linear(in_features=784, out_features=512)`) and its array leaves
     /// (a layer without parameters has none).
-    Object(Rc<str>, Rc<[(String, Aval)]>),
+    Object(Arc<str>, Arc<[(String, Aval)]>),
 }
 
 impl Shown {
@@ -105,6 +106,46 @@ impl Shown {
                 format!("{{{}}}", parts.join(", "))
             }
         }
+    }
+}
+
+/// A value's aval as hover text, written out only when something reads it: an edit's analysis
+/// records thousands of values and a hover reads a few (docs/performance.md).
+#[derive(Clone, Debug)]
+pub enum AvalText {
+    Seen(Shown),
+    /// Already text: renamed with an annotation's dimension names (`f32[b*n]`).
+    Text(String),
+}
+
+impl AvalText {
+    /// `f32[8,4]`, or a pytree's leaves: `{['b']: f32[4], ['w']: f32[8,4]}`.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            AvalText::Seen(shown) => std::borrow::Cow::Owned(shown.text()),
+            AvalText::Text(t) => std::borrow::Cow::Borrowed(t),
+        }
+    }
+
+    /// A scalar (`f32[]`): no pytree, no dimension.
+    pub fn is_scalar(&self) -> bool {
+        match self {
+            AvalText::Seen(Shown::Array(a)) => a.shape.is_empty(),
+            AvalText::Seen(Shown::Tree(_) | Shown::Object(..)) => false,
+            AvalText::Text(t) => t.ends_with("[]"),
+        }
+    }
+}
+
+impl std::fmt::Display for AvalText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl PartialEq<&str> for AvalText {
+    fn eq(&self, other: &&str) -> bool {
+        self.text() == *other
     }
 }
 

@@ -14,6 +14,7 @@
 //!   reductions, dot_general, ...) apply themselves to tangents and have a transpose rule
 //!   each (`transpose`).
 
+use crate::jax::prims::families;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -23,7 +24,7 @@ use super::dtypes::DType;
 use super::ir::{Atom, BinaryPrim, CmpPrim, EighInput, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
 use super::numpy::linalg_api;
 use super::surface::JaxFn;
-use super::{bind1, bind_with_bodies};
+use super::{apply1, bind1, bind_with_bodies};
 use crate::diagnostics::Code;
 use crate::interp::{Flow, Interp};
 
@@ -125,7 +126,7 @@ pub fn pushforward(interp: &mut Interp, lin: &Linearization, tangents: &[Option<
 
 /// A zero array of `aval` (bound, so it is a constant of the enclosing trace inside `jit`).
 pub fn zeros(interp: &mut Interp, aval: &Aval) -> AdResult<Rc<Array>> {
-    Ok(bind1(interp, Prim::Full { value: 0.0 }, &[], aval.clone())?)
+    Ok(apply1(interp, Prim::full(0.0, aval), &[])?)
 }
 
 /// `x` with exactly the aval `aval` (dtype and weak type), converting when they differ.
@@ -136,7 +137,7 @@ pub fn with_aval(interp: &mut Interp, x: Rc<Array>, aval: &Aval) -> AdResult<Rc<
     if x.aval.shape != aval.shape {
         return Err(AdError::NoRule(format!("a cotangent of shape {} for {}", x.aval.short(), aval.short())));
     }
-    Ok(bind1(interp, Prim::ConvertElementType { new_dtype: aval.dtype, weak_type: aval.weak }, &[x], aval.clone())?)
+    bind(interp, Prim::ConvertElementType { new_dtype: aval.dtype, weak_type: aval.weak }, &[x])
 }
 
 /// Whether values of this dtype have derivatives (complex numbers are not modelled).
@@ -186,7 +187,23 @@ pub(super) fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>]
                 let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
                 super::ad_compositions::composition(eqn, &avals).map(Rc::new)
             }
-            _ => None,
+            families::elementwise!()
+            | families::movement!()
+            | families::reductions!()
+            | families::random!()
+            | Prim::Iota { .. }
+            | Prim::Full { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Gather { .. }
+            | Prim::Scatter { .. }
+            | Prim::While
+            | Prim::CustomJvpCall { .. }
+            | Prim::CustomVjpCall { .. }
+            | Prim::DebugCallback
+            | Prim::StopGradient
+            | Prim::Opaque(_)
+            | Prim::Linalg(_)
+            | Prim::Block(_) => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
             Some(body) if body.constvars.len() + body.invars.len() == ins.len() => {
@@ -229,9 +246,10 @@ const MAX_UNROLLED_EQNS: usize = 20_000;
 
 /// A `cond` whose branch index is known, a `scan` or a `vmap`, as a jaxpr without control flow.
 fn resolved_control(eqn: &Eqn, ins: &[Rc<Array>]) -> Option<Rc<Jaxpr>> {
-    let index = match eqn.prim {
-        Prim::Cond { .. } => Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize),
-        _ => None,
+    let index = if let Prim::Cond { .. } = eqn.prim {
+        Some(super::eval::force(ins.first()?, 1)?.iter().next().copied()?.max(0.0) as usize)
+    } else {
+        None
     };
     let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
     super::ir::resolve_control(eqn, &avals, index, MAX_UNROLLED_EQNS).map(Rc::new)
@@ -446,9 +464,24 @@ pub(super) fn replay(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, consts: &[Rc<Array>
 /// Binds `prim` with the output aval its rule (`prims/`) gives. Operands a rule rejects are
 /// a derivative rule's mistake, not the user's: the derivative is then unknown.
 pub(crate) fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    let aval = rule_aval(&prim, ins)?;
+    Ok(bind1(interp, prim, ins, aval)?)
+}
+
+/// [`bind`], strongly typed: where JAX's own rule binds another composition with a strongly
+/// typed constant (`_pad_transpose`'s `pad` by a strong zero where this binds a `slice`, the
+/// zero blocks of `expm`'s Fréchet derivative), its result is strong even when a weakly
+/// typed operand would keep the primitive bound here weak.
+fn bind_strong(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    let aval = rule_aval(&prim, ins)?.weak(false);
+    Ok(bind1(interp, prim, ins, aval)?)
+}
+
+/// The one output aval of `prim`'s rule on `ins`.
+fn rule_aval(prim: &Prim, ins: &[Rc<Array>]) -> AdResult<Aval> {
     let in_avals: Vec<Aval> = ins.iter().map(|i| i.aval.clone()).collect();
-    match super::prims::abstract_eval(&prim, &in_avals, &[]) {
-        Ok(outs) if outs.len() == 1 => bind_declared(interp, prim, ins, outs.into_iter().next().unwrap_or_else(|| unreachable!())),
+    match super::prims::abstract_eval(prim, &in_avals, &[]) {
+        Ok(mut outs) if outs.len() == 1 => Ok(outs.remove(0)),
         Ok(_) => Err(AdError::NoRule(format!("{} with other than one output", prim.name()))),
         Err(e) => Err(AdError::NoRule(format!("{} on {}: {e:?}", prim.name(), aval_list(&in_avals)))),
     }
@@ -456,12 +489,6 @@ pub(crate) fn bind(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) -> AdResu
 
 fn aval_list(avals: &[Aval]) -> String {
     avals.iter().map(Aval::short).collect::<Vec<_>>().join(", ")
-}
-
-/// Binds `prim` with an output aval the caller computed (where the rule needs what the
-/// operands do not say, or the site is not converted yet).
-fn bind_declared(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
-    Ok(bind1(interp, prim, ins, aval)?)
 }
 
 pub(crate) fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
@@ -842,7 +869,24 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             let dhi = m(interp, hi, CmpPrim::Lt, op)?;
             vec![times(dlo), times(dop), times(dhi)]
         }
-        _ => return Ok(None),
+        families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::ConvertElementType { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return Ok(None),
     }))
 }
 
@@ -870,10 +914,11 @@ fn jvp(
     outs: &[Rc<Array>],
     ts: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
-    match eqn.prim {
-        Prim::Cond { .. } => return super::ad_control::cond_jvp(interp, eqn, ins, ts),
-        Prim::While => return super::ad_control::while_jvp(interp, eqn, ins, ts),
-        _ => {}
+    if let Prim::Cond { .. } = eqn.prim {
+        return super::ad_control::cond_jvp(interp, eqn, ins, ts);
+    }
+    if let Prim::While = eqn.prim {
+        return super::ad_control::while_jvp(interp, eqn, ins, ts);
     }
     let out = match outs {
         [out] => out,
@@ -923,17 +968,17 @@ fn jvp(
         | Prim::Reduce { op: ReduceOp::Sum, .. }
         | Prim::Cumulative { op: ReduceOp::Sum, .. } => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
-            bind_declared(interp, eqn.prim.clone(), std::slice::from_ref(t), out_aval.clone())?
+            bind(interp, eqn.prim.clone(), std::slice::from_ref(t))?
         }
         Prim::Concatenate { .. } => {
             let parts = (0..ins.len()).map(|i| instantiate(interp, i)).collect::<AdResult<Vec<_>>>()?;
-            bind_declared(interp, eqn.prim.clone(), &parts, out_aval.clone())?
+            bind(interp, eqn.prim.clone(), &parts)?
         }
         // select_n(pred, on_false, on_true): the predicate has no tangent.
         Prim::Select => {
             let f = instantiate(interp, 1)?;
             let t = instantiate(interp, 2)?;
-            bind_declared(interp, Prim::Select, &[ins[0].clone(), f, t], out_aval.clone())?
+            bind(interp, Prim::Select, &[ins[0].clone(), f, t])?
         }
         Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
@@ -947,7 +992,7 @@ fn jvp(
             for (i, t) in ts.iter().enumerate().take(2) {
                 let Some(t) = t else { continue };
                 let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
-                let term = bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?;
+                let term = bind(interp, eqn.prim.clone(), &operands)?;
                 total = Some(match total {
                     Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
                     None => term,
@@ -962,12 +1007,12 @@ fn jvp(
                 return Ok(vec![None]);
             }
             let operands = [instantiate(interp, 0)?, instantiate(interp, 1)?];
-            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind(interp, eqn.prim.clone(), &operands)?
         }
         // The tangent goes where its element goes: sorted by the keys of the operand.
         Prim::Sort { num_keys: 1, .. } if ins.len() == 1 => {
             let Some(t) = &ts[0] else { return Ok(vec![None]) };
-            bind_declared(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()], out_aval.clone())?
+            bind(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()])?
         }
         // Linear in the operand; the index arrays (and start indices) have no tangent.
         Prim::Gather { .. } | Prim::DynamicSlice { .. } => {
@@ -981,7 +1026,7 @@ fn jvp(
                 Prim::Gather { mode, index, .. } => zero_fill_gather(*mode, index),
                 other => other.clone(),
             };
-            bind_declared(interp, prim, &operands, out_aval.clone())?
+            bind(interp, prim, &operands)?
         }
         // `scatter-add`, `scatter` (set) and `dynamic_update_slice` are linear in (operand,
         // updates) together.
@@ -991,7 +1036,7 @@ fn jvp(
             }
             let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
             operands.extend(ins[2..].iter().cloned());
-            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind(interp, eqn.prim.clone(), &operands)?
         }
         Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
             if ts[0].is_none() && ts[1].is_none() {
@@ -999,14 +1044,14 @@ fn jvp(
             }
             let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
             operands.extend(ins[2..].iter().cloned());
-            bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?
+            bind(interp, eqn.prim.clone(), &operands)?
         }
         Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index), unique_indices } if ins.len() >= 2 => {
             let mut total: Option<Rc<Array>> = None;
             // Linear in the operand: its tangent is scaled at the same places.
             if let Some(tx) = &ts[0] {
                 let operands: Vec<Rc<Array>> = [tx.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
-                total = Some(bind_declared(interp, eqn.prim.clone(), &operands, out_aval.clone())?);
+                total = Some(bind(interp, eqn.prim.clone(), &operands)?);
             }
             // JAX's `_scatter_mul_jvp_rhs`: `x * scatter_add(zeros, idx, tu)`, for unique indices.
             if let Some(tu) = &ts[1] {
@@ -1014,7 +1059,7 @@ fn jvp(
                 let operands: Vec<Rc<Array>> =
                     [zeros(interp, &ins[0].aval)?, tu.clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
                 let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
-                let spread = bind_declared(interp, prim, &operands, ins[0].aval.clone())?;
+                let spread = bind(interp, prim, &operands)?;
                 let term = binary(interp, BinaryPrim::Mul, &ins[0], &spread)?;
                 total = Some(match total {
                     Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
@@ -1042,9 +1087,27 @@ fn jvp(
             let places = TopKPlaces::new(interp, &ins[0], *k, out_aval)?;
             let mut operands = vec![t.clone()];
             operands.extend(places.arrays.iter().cloned());
-            bind_declared(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands, out_aval.clone())?
+            bind(interp, zero_fill_gather(super::ir::IndexMode::PromiseInBounds, &places.index), &operands)?
         }
-        _ => return Err(no_rule(eqn)),
+        families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::TopKIndices { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_)
+        | Prim::Block(_) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
@@ -1069,7 +1132,7 @@ impl TopKPlaces {
                 ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64)
             }));
         }
-        arrays.push(bind_declared(interp, Prim::TopKIndices { k }, std::slice::from_ref(x), Aval::new(&out.shape, DType::I32))?);
+        arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x))?);
         Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
     }
 }
@@ -1139,7 +1202,7 @@ impl ExtremalScatter {
         let retained = compare(interp, CmpPrim::Eq, &initial, &target)?;
         let zero_x = zeros(interp, &x.aval.clone().weak(false))?;
         let zero_sel = zeros(interp, &sel)?;
-        let one_sel = bind_declared(interp, Prim::Full { value: 1.0 }, &[], sel.clone())?;
+        let one_sel = apply1(interp, Prim::full(1.0, &sel), &[])?;
         let wins = mask_as(interp, &successful, dt, false)?;
         let wins_at = sc.scatter_add(interp, &zero_x, &wins)?;
         let num_updates = sc.gather(interp, &wins_at)?;
@@ -1154,10 +1217,9 @@ impl ExtremalScatter {
         let plus_one = binary(interp, BinaryPrim::Add, &num_updates, &one)?;
         let share_with_operand = binary(interp, BinaryPrim::Div, &one, &plus_one)?;
         let share_among_updates = binary(interp, BinaryPrim::Div, &one, &safe_updates)?;
-        let update_share =
-            bind_declared(interp, Prim::Select, &[retained.clone(), share_among_updates, share_with_operand.clone()], sel.clone())?;
-        sc.update_coef = bind_declared(interp, Prim::Select, &[successful, zero_sel.clone(), update_share], sel.clone())?;
-        let operand_share = bind_declared(interp, Prim::Select, &[retained, zero_sel, share_with_operand], sel.clone())?;
+        let update_share = bind(interp, Prim::Select, &[retained.clone(), share_among_updates, share_with_operand.clone()])?;
+        sc.update_coef = bind(interp, Prim::Select, &[successful, zero_sel.clone(), update_share])?;
+        let operand_share = bind(interp, Prim::Select, &[retained, zero_sel, share_with_operand])?;
         let lost = binary(interp, BinaryPrim::Sub, &operand_share, &one)?;
         sc.operand_coef = binary(interp, BinaryPrim::Div, &lost, &safe_refs)?;
         Ok(sc)
@@ -1168,13 +1230,13 @@ impl ExtremalScatter {
         // `lax.gather`'s defaults, as `_scatter_extremal_jvp` calls it: `FILL_OR_DROP` with
         // the dtype's fill (NaN for floats).
         let prim = Prim::Gather { mode: super::ir::IndexMode::FillOrDrop, fill_value: None, index: self.index.clone() };
-        bind_declared(interp, prim, &operands, a.aval.with_shape(&self.selected))
+        bind(interp, prim, &operands)
     }
 
     fn scatter_add(&self, interp: &mut Interp, base: &Rc<Array>, updates: &Rc<Array>) -> AdResult<Rc<Array>> {
         let operands: Vec<Rc<Array>> = [base.clone(), updates.clone()].into_iter().chain(self.indices.iter().cloned()).collect();
         let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()), unique_indices: false };
-        bind_declared(interp, prim, &operands, base.aval.clone())
+        bind(interp, prim, &operands)
     }
 }
 
@@ -1190,14 +1252,14 @@ fn symmetrised(eqn: &Eqn) -> bool {
     !matches!(eqn.api, Some(JaxFn::ScipyCholesky | JaxFn::ScipyChoFactor))
 }
 
-fn linalg(interp: &mut Interp, op: super::ir::LinalgOp, ins: &[Rc<Array>], aval: Aval) -> AdResult<Rc<Array>> {
-    bind_declared(interp, Prim::Linalg(op), ins, aval)
+fn linalg(interp: &mut Interp, op: super::ir::LinalgOp, ins: &[Rc<Array>]) -> AdResult<Rc<Array>> {
+    bind(interp, Prim::Linalg(op), ins)
 }
 
 /// `l⁻¹ b`, or `l⁻ᵀ b` when `transpose`, for a lower-triangular `l` (a `triangular_solve`).
 fn lower_solve(interp: &mut Interp, l: &Rc<Array>, b: &Rc<Array>, transpose: bool) -> AdResult<Rc<Array>> {
     let op = super::ir::LinalgOp::TriangularSolve { lower: true, transpose_a: transpose, unit_diagonal: false };
-    linalg(interp, op, &[l.clone(), b.clone()], b.aval.clone())
+    linalg(interp, op, &[l.clone(), b.clone()])
 }
 
 /// `x` with its last two axes swapped (`x.mT`).
@@ -1227,9 +1289,8 @@ fn matmul(interp: &mut Interp, x: &Rc<Array>, y: &Rc<Array>) -> AdResult<Rc<Arra
 fn diagonal_mask(interp: &mut Interp, like: &Aval, lower: bool, diagonal: f64) -> AdResult<Rc<Array>> {
     let nd = like.ndim();
     let m = like.shape[nd - 1];
-    let int = Aval::new(&[m, m], DType::I32);
-    let rows = bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[], int.clone())?;
-    let cols = bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 1 }, &[], int)?;
+    let rows = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 0 }, &[])?;
+    let cols = bind(interp, Prim::Iota { dtype: DType::I32, shape: vec![m, m], dimension: 1 }, &[])?;
     let on = compare(interp, CmpPrim::Eq, &rows, &cols)?;
     let mut mask = mask_as(interp, &on, like.dtype, false)?;
     if diagonal != 1.0 {
@@ -1280,10 +1341,12 @@ fn no_geqrf_rule(interp: &Interp, op: super::ir::LinalgOp) -> AdResult<()> {
 /// JAX's error for a primitive it has no JVP rule for (`geqrf`, `nextafter`), raised when a
 /// tangent reaches it: while JAX linearizes, so also where its result is not used.
 fn no_rule_in_jax(interp: &Interp, prim: &Prim) -> AdResult<()> {
-    let name = match prim {
-        Prim::Binary(BinaryPrim::NextAfter) => "nextafter",
-        Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) => "geqrf",
-        _ => return Ok(()),
+    let name = if let Prim::Binary(BinaryPrim::NextAfter) = prim {
+        "nextafter"
+    } else if let Prim::Linalg(super::ir::LinalgOp::Geqrf | super::ir::LinalgOp::GeqrfTaus) = prim {
+        "geqrf"
+    } else {
+        return Ok(());
     };
     let message = format!("Differentiation rule for '{name}' not implemented");
     Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)))
@@ -1357,17 +1420,17 @@ fn linalg_jvp(
                 return Err(AdError::NoRule("cofactor_jvp with respect to the matrix".into()));
             }
             let Some(t) = ts.get(1).cloned().flatten() else { return Ok(vec![None]) };
-            linalg(interp, L::CofactorJvp, &[a.clone(), t], a.aval.clone())?
+            linalg(interp, L::CofactorJvp, &[a.clone(), t])?
         }
         L::SlogdetSign => return Ok(vec![None]),
         _ => {
             let Some(ta) = &ts[0] else { return Ok(vec![None]) };
             match op {
                 // The cofactors' derivative (the Hessian of `det` applied to `da`).
-                L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), ta.clone()], a.aval.clone())?,
+                L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), ta.clone()])?,
                 // JAX's `_det_jvp`: trace(adj(a) · da), the cofactors times the tangent.
                 L::Det => {
-                    let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
+                    let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a))?;
                     let p = binary(interp, BinaryPrim::Mul, &cof, ta)?;
                     sum_matrices(interp, &p)?
                 }
@@ -1466,7 +1529,7 @@ fn linalg_transpose(
             };
             unary(interp, UnaryPrim::Neg, &p)?
         }
-        L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()], a.aval.clone())?,
+        L::Cofactor => linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()])?,
         L::DetFused { .. } => {
             if active.get(1).copied().unwrap_or(false) {
                 cts[1] = Some(g.clone());
@@ -1478,13 +1541,13 @@ fn linalg_transpose(
                 return Err(AdError::NoRule("cofactor_jvp with respect to the matrix".into()));
             }
             if active.get(1).copied().unwrap_or(false) {
-                cts[1] = Some(linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()], a.aval.clone())?);
+                cts[1] = Some(linalg(interp, L::CofactorJvp, &[a.clone(), g.clone()])?);
             }
             return Ok(cts);
         }
         L::SlogdetSign => return Ok(cts),
         L::Det => {
-            let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a), a.aval.clone())?;
+            let cof = linalg(interp, L::Cofactor, std::slice::from_ref(a))?;
             let gs = spread_over_matrices(interp, g, &a.aval)?;
             binary(interp, BinaryPrim::Mul, &gs, &cof)?
         }
@@ -1547,12 +1610,10 @@ impl LuFactors {
         let l = binary(interp, BinaryPrim::Add, &below, &eye)?;
         let u = keep_where(interp, lu, &upper)?;
         // P[..., i, j] = (permutation[..., i] == j)
-        let batch: Vec<usize> = a.aval.shape[..nd - 2].to_vec();
-        let rows: Vec<usize> = batch.iter().copied().chain([m]).collect();
-        let order = linalg(interp, super::ir::LinalgOp::LuPermutation, std::slice::from_ref(a), Aval::new(&rows, DType::I32))?;
+        let order = linalg(interp, super::ir::LinalgOp::LuPermutation, std::slice::from_ref(a))?;
         let spread = spread_vector(interp, &order, &a.aval.shape, false)?;
         let columns = Prim::Iota { dtype: DType::I32, shape: a.aval.shape.to_vec(), dimension: nd - 1 };
-        let columns = bind_declared(interp, columns, &[], spread.aval.clone())?;
+        let columns = bind(interp, columns, &[])?;
         let same = compare(interp, CmpPrim::Eq, &spread, &columns)?;
         let permutation = mask_as(interp, &same, a.aval.dtype, false)?;
         Ok(LuFactors { lu: lu.clone(), strictly_lower, upper, l, u, permutation })
@@ -1601,23 +1662,17 @@ fn expm_frechet(interp: &mut Interp, double: bool, a: &Rc<Array>, e: &Rc<Array>)
     let nd = a.aval.ndim();
     let n = a.aval.shape[nd - 1];
     let e = broadcast_to(interp, e, &a.aval.shape)?;
-    let mut wide = a.aval.shape.to_vec();
-    wide[nd - 1] = 2 * n;
-    let wide = a.aval.with_shape(&wide).weak(false);
-    let top = bind_declared(interp, Prim::Concatenate { dimension: nd - 1 }, &[a.clone(), e], wide.clone())?;
+    let top = bind_strong(interp, Prim::Concatenate { dimension: nd - 1 }, &[a.clone(), e])?;
     let zero = zeros(interp, &a.aval)?;
-    let bottom = bind_declared(interp, Prim::Concatenate { dimension: nd - 1 }, &[zero, a.clone()], wide.clone())?;
-    let mut square = wide.shape.to_vec();
-    square[nd - 2] = 2 * n;
-    let square = wide.with_shape(&square);
-    let block = bind_declared(interp, Prim::Concatenate { dimension: nd - 2 }, &[top, bottom], square.clone())?;
+    let bottom = bind_strong(interp, Prim::Concatenate { dimension: nd - 1 }, &[zero, a.clone()])?;
+    let block = bind_strong(interp, Prim::Concatenate { dimension: nd - 2 }, &[top, bottom])?;
     let op = super::ir::LinalgOp::Expm { double, upper_triangular: false, max_squarings: u32::MAX };
-    let exp = linalg(interp, op, &[block], square)?;
+    let exp = linalg(interp, op, &[block])?;
     let mut start = vec![0; nd];
     start[nd - 1] = n;
     let mut limit = exp.aval.shape.to_vec();
     limit[nd - 2] = n;
-    bind_declared(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, &[exp], a.aval.clone().weak(false))
+    bind_strong(interp, Prim::Slice { start, limit, strides: vec![1; nd] }, &[exp])
 }
 
 /// The parameters of a `triangular_solve` equation.
@@ -1632,7 +1687,7 @@ impl Triangle {
     fn solve(self, interp: &mut Interp, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {
         let op =
             super::ir::LinalgOp::TriangularSolve { lower: self.lower, transpose_a: self.transpose_a, unit_diagonal: self.unit_diagonal };
-        linalg(interp, op, &[a.clone(), b.clone()], b.aval.clone())
+        linalg(interp, op, &[a.clone(), b.clone()])
     }
 
     /// `x` with every element outside the triangle the solve reads set to zero (the
@@ -1737,30 +1792,25 @@ struct Factors {
 
 fn factors(interp: &mut Interp, op: super::ir::LinalgOp, a: &Rc<Array>) -> AdResult<Factors> {
     use super::ir::LinalgOp as L;
-    let nd = a.aval.ndim();
-    let (m, n) = (a.aval.shape[nd - 2], a.aval.shape[nd - 1]);
-    let k = m.min(n);
-    let batch = &a.aval.shape[..nd - 2];
-    let shaped = |extra: &[usize]| a.aval.with_shape(&batch.iter().chain(extra).copied().collect::<Vec<_>>());
     match op {
         L::EighValues { .. } | L::EighVectors { .. } => {
             // JAX's `eigh_jvp_rule` decomposes `symmetrize(a)`, whichever triangle the
             // primitive reads (its tangent is then `a_dot` as it is).
             let input = EighInput::Symmetrized;
-            let v = linalg(interp, L::EighVectors { input }, std::slice::from_ref(a), a.aval.clone())?;
-            let w = linalg(interp, L::EighValues { input }, std::slice::from_ref(a), shaped(&[m]))?;
+            let v = linalg(interp, L::EighVectors { input }, std::slice::from_ref(a))?;
+            let w = linalg(interp, L::EighValues { input }, std::slice::from_ref(a))?;
             Ok(Factors { left: v.clone(), middle: w, right: v })
         }
         L::SvdValues | L::SvdU { .. } | L::SvdVh { .. } => {
-            let u = linalg(interp, L::SvdU { full: false }, std::slice::from_ref(a), shaped(&[m, k]))?;
-            let s = linalg(interp, L::SvdValues, std::slice::from_ref(a), shaped(&[k]))?;
-            let vh = linalg(interp, L::SvdVh { full: false }, std::slice::from_ref(a), shaped(&[k, n]))?;
+            let u = linalg(interp, L::SvdU { full: false }, std::slice::from_ref(a))?;
+            let s = linalg(interp, L::SvdValues, std::slice::from_ref(a))?;
+            let vh = linalg(interp, L::SvdVh { full: false }, std::slice::from_ref(a))?;
             let v = mat_t(interp, &vh)?;
             Ok(Factors { left: u, middle: s, right: v })
         }
         _ => {
-            let q = linalg(interp, L::QrQ { full: false }, std::slice::from_ref(a), shaped(&[m, k]))?;
-            let r = linalg(interp, L::QrR { full: false }, std::slice::from_ref(a), shaped(&[k, n]))?;
+            let q = linalg(interp, L::QrQ { full: false }, std::slice::from_ref(a))?;
+            let r = linalg(interp, L::QrR { full: false }, std::slice::from_ref(a))?;
             Ok(Factors { left: q.clone(), middle: r, right: q })
         }
     }
@@ -2097,12 +2147,7 @@ fn transpose(
             for (i, &p) in permutation.iter().enumerate() {
                 *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
             }
-            cts[0] = Some(bind_declared(
-                interp,
-                Prim::Transpose { permutation: inverse },
-                std::slice::from_ref(g),
-                ins[0].aval.with_shape(&in_shape(0)),
-            )?);
+            cts[0] = Some(bind(interp, Prim::Transpose { permutation: inverse }, std::slice::from_ref(g))?);
         }
         Prim::Rev { dimensions } => {
             cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g))?);
@@ -2134,7 +2179,7 @@ fn transpose(
         }
         Prim::Cumulative { op: ReduceOp::Sum, axis, reverse } => {
             let prim = Prim::Cumulative { op: ReduceOp::Sum, axis: *axis, reverse: !reverse };
-            cts[0] = Some(bind_declared(interp, prim, std::slice::from_ref(g), g.aval.clone())?);
+            cts[0] = Some(bind(interp, prim, std::slice::from_ref(g))?);
         }
         Prim::Slice { start, strides, .. } => cts[0] = Some(unslice(interp, g, start, strides, &in_shape(0))?),
         Prim::Concatenate { dimension } if ins.iter().all(|x| *dimension < x.aval.ndim()) => {
@@ -2147,7 +2192,7 @@ fn transpose(
                     start[*dimension] = offset;
                     limit[*dimension] = offset + size;
                     let prim = Prim::Slice { start, limit, strides: vec![1; x.aval.ndim()] };
-                    cts[i] = Some(bind_declared(interp, prim, std::slice::from_ref(g), g.aval.with_shape(&x.aval.shape))?);
+                    cts[i] = Some(bind(interp, prim, std::slice::from_ref(g))?);
                 }
                 offset += size;
             }
@@ -2179,8 +2224,7 @@ fn transpose(
             let start: Vec<usize> = config.iter().map(|c| c.0 as usize).collect();
             let limit: Vec<usize> = start.iter().zip(&ins[0].aval.shape).map(|(s, n)| s + n).collect();
             // JAX cuts it out with a `pad` by a strongly typed zero: strongly typed.
-            let aval = ins[0].aval.clone().weak(false);
-            let inner = bind_declared(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g), aval)?;
+            let inner = bind_strong(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g))?;
             if active[1] && !active[0] {
                 // JAX 0.10.2's `_pad_transpose` sums the operand's cotangent to get the padding
                 // value's, and has none when the operand is not differentiated.
@@ -2209,12 +2253,11 @@ fn transpose(
         Prim::Sort { dimension, num_keys: 1 } if ins.len() == 1 && *dimension < ins[0].aval.ndim() => {
             if active[0] {
                 let shape = in_shape(0);
-                let int = Aval::new(&shape, DType::I32);
                 let iota = |interp: &mut Interp, dimension: usize| {
-                    bind_declared(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[], int.clone())
+                    bind(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[])
                 };
                 let sorted_iota = iota(interp, *dimension)?;
-                let perm = bind_declared(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota], int.clone())?;
+                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota])?;
                 let mut flat: Option<Rc<Array>> = None;
                 let mut stride = 1usize;
                 for axis in (0..shape.len()).rev() {
@@ -2241,7 +2284,7 @@ fn transpose(
                     index: Some(vec![IndexItem::Array]),
                     unique_indices: false,
                 };
-                let summed = bind_declared(interp, prim, &operands, flat_aval)?;
+                let summed = bind(interp, prim, &operands)?;
                 cts[0] = Some(reshape(interp, &summed, &shape)?);
             }
         }
@@ -2252,7 +2295,7 @@ fn transpose(
                 let mut operands = vec![zeros(interp, &ins[0].aval.clone().weak(false))?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
                 let prim = Prim::Scatter { op: ScatterOp::Add, mode: *mode, index: Some(index.clone()), unique_indices: false };
-                cts[0] = Some(bind_declared(interp, prim, &operands, ins[0].aval.clone().weak(false))?);
+                cts[0] = Some(bind(interp, prim, &operands)?);
             }
         }
         // JAX's `_dynamic_slice_transpose_rule`: the cotangent written into (strongly typed)
@@ -2262,7 +2305,7 @@ fn transpose(
                 let aval = ins[0].aval.clone().weak(false);
                 let mut operands = vec![zeros(interp, &aval)?, g.clone()];
                 operands.extend(ins[1..].iter().cloned());
-                cts[0] = Some(bind_declared(interp, Prim::DynamicUpdateSlice, &operands, aval)?);
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands)?);
             }
         }
         // JAX's `_dynamic_update_slice_transpose_rule`: the operand gets the cotangent with the
@@ -2271,12 +2314,12 @@ fn transpose(
             if active[0] {
                 let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval.clone().weak(g.aval.weak))?];
                 operands.extend(ins[2..].iter().cloned());
-                cts[0] = Some(bind_declared(interp, Prim::DynamicUpdateSlice, &operands, g.aval.clone())?);
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands)?);
             }
             if active[1] {
                 let sizes = ins[1].aval.shape.to_vec();
                 let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
-                cts[1] = Some(bind_declared(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands, g.aval.with_shape(&sizes))?);
+                cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands)?);
             }
         }
         Prim::Scatter { op: op @ (ScatterOp::Add | ScatterOp::Set), mode, index: Some(index), .. } if ins.len() >= 2 => {
@@ -2287,7 +2330,7 @@ fn transpose(
                     // What `set` overwrote does not reach the output.
                     let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval)?];
                     operands.extend(ins[2..].iter().cloned());
-                    bind_declared(interp, eqn.prim.clone(), &operands, g.aval.clone())?
+                    bind(interp, eqn.prim.clone(), &operands)?
                 });
             }
             if active[1] {
@@ -2296,11 +2339,9 @@ fn transpose(
                 if *op == ScatterOp::Set && index.iter().any(|i| matches!(i, IndexItem::Array)) {
                     return Err(no_rule(eqn));
                 }
-                let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
-                let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
                 let prim = zero_fill_gather(*mode, index);
-                let picked = bind_declared(interp, prim, &operands, g.aval.with_shape(&selected))?;
+                let picked = bind(interp, prim, &operands)?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
         }
@@ -2309,17 +2350,15 @@ fn transpose(
         Prim::Scatter { op: ScatterOp::Mul, mode, index: Some(index), unique_indices } if ins.len() >= 2 => {
             if active[1] {
                 unique_scatter_indices(interp, *unique_indices)?;
-                let shapes: Vec<&[usize]> = ins[2..].iter().map(|x| x.aval.shape.as_slice()).collect();
-                let selected = super::indexing::selection_shape(&ins[0].aval.shape, index, &shapes).map_err(|_| no_rule(eqn))?;
                 let gx = binary(interp, BinaryPrim::Mul, g, &ins[0])?;
                 let operands: Vec<Rc<Array>> = std::iter::once(gx.clone()).chain(ins[2..].iter().cloned()).collect();
                 let prim = zero_fill_gather(*mode, index);
-                let picked = bind_declared(interp, prim, &operands, gx.aval.with_shape(&selected))?;
+                let picked = bind(interp, prim, &operands)?;
                 cts[1] = Some(sum_to_shape(interp, &picked, &ins[1].aval.shape)?);
             }
             if active[0] {
                 let operands: Vec<Rc<Array>> = [g.clone(), ins[1].clone()].into_iter().chain(ins[2..].iter().cloned()).collect();
-                cts[0] = Some(bind_declared(interp, eqn.prim.clone(), &operands, g.aval.clone())?);
+                cts[0] = Some(bind(interp, eqn.prim.clone(), &operands)?);
             }
         }
         // The transpose of `_scatter_extremal_jvp`'s linear map.
@@ -2350,10 +2389,30 @@ fn transpose(
                     index: Some(places.index),
                     unique_indices: false,
                 };
-                cts[0] = Some(bind_declared(interp, prim, &operands, aval)?);
+                cts[0] = Some(bind(interp, prim, &operands)?);
             }
         }
-        _ => return Err(no_rule(eqn)),
+        families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::TopKIndices { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_)
+        | Prim::Block(_) => return Err(no_rule(eqn)),
     }
     Ok(cts)
 }
@@ -2379,7 +2438,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             let z = zeros(interp, &cur.aval.with_shape(&sz).weak(false))?;
             let mut s2 = s1.clone();
             s2[axis + 1] = stride;
-            let spread = bind_declared(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z], cur.aval.with_shape(&s2).weak(false))?;
+            let spread = bind_strong(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z])?;
             let mut s3 = cur.aval.shape.to_vec();
             s3[axis] = k * stride;
             cur = reshape(interp, &spread, &s3)?;
@@ -2390,7 +2449,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
             let mut limit = cur.aval.shape.to_vec();
             limit[axis] = extent;
             let prim = Prim::Slice { start: vec![0; shape.len()], limit: limit.clone(), strides: vec![1; shape.len()] };
-            cur = bind_declared(interp, prim, std::slice::from_ref(&cur), cur.aval.with_shape(&limit))?;
+            cur = bind(interp, prim, std::slice::from_ref(&cur))?;
         }
         let (before, after) = (start[axis], extent.saturating_sub(cur.aval.shape[axis]));
         if before == 0 && after == 0 {
@@ -2417,7 +2476,7 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
         }
         let mut total = cur.aval.shape.to_vec();
         total[axis] = shape[axis];
-        cur = bind_declared(interp, Prim::Concatenate { dimension: axis }, &ops, cur.aval.with_shape(&total).weak(false))?;
+        cur = bind_strong(interp, Prim::Concatenate { dimension: axis }, &ops)?;
     }
     Ok(cur)
 }
@@ -2630,7 +2689,7 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
         for ((o, cols), want) in outs.iter().zip(columns).zip(expected) {
             let mut s = o.shape.to_vec();
             s.push(n as usize);
-            let stacked = bind_declared(interp, Prim::Concatenate { dimension: o.ndim() }, &cols, cols[0].aval.with_shape(&s))?;
+            let stacked = bind(interp, Prim::Concatenate { dimension: o.ndim() }, &cols)?;
             let jac = reshape(interp, &stacked, &want.shape)?;
             jacobians.push(with_aval(interp, jac, want)?);
         }
@@ -2645,8 +2704,7 @@ fn jacobian_values_inner(interp: &mut Interp, ad: &AdTrace, argnum: usize, forwa
                 let s: Vec<usize> = std::iter::once(1).chain(x_shape.iter().copied()).collect();
                 rows.push(reshape(interp, &row, &s)?);
             }
-            let s: Vec<usize> = std::iter::once(rows.len()).chain(x_shape.iter().copied()).collect();
-            let stacked = bind_declared(interp, Prim::Concatenate { dimension: 0 }, &rows, rows[0].aval.with_shape(&s))?;
+            let stacked = bind(interp, Prim::Concatenate { dimension: 0 }, &rows)?;
             let jac = reshape(interp, &stacked, &want.shape)?;
             jacobians.push(with_aval(interp, jac, want)?);
         }

@@ -20,28 +20,28 @@ pub fn composition(eqn: &Eqn, in_avals: &[Aval]) -> Option<Jaxpr> {
     let [(_, out_aval)] = eqn.outputs.as_slice() else { return None };
     let mut b = Builder::new(1);
     let x = Val { atom: Atom::Var(0), aval: x_aval.clone() };
-    let out = match &eqn.prim {
-        Prim::Reduce { op: ReduceOp::Prod, axes } => product_tree(&mut b, x, axes, out_aval)?,
-        Prim::Cumulative { op, axis, reverse } => {
-            let combine = match op {
-                ReduceOp::Prod => BinaryPrim::Mul,
-                ReduceOp::Max => BinaryPrim::Max,
-                ReduceOp::Min => BinaryPrim::Min,
-                _ => return None,
-            };
-            if *axis >= x.aval.ndim() {
-                return None;
-            }
-            let scan = Scan { combine, axis: *axis };
-            let x = if *reverse { scan.rev(&mut b, x) } else { x };
-            let y = scan.run(&mut b, x);
-            if *reverse {
-                scan.rev(&mut b, y)
-            } else {
-                y
-            }
+    let out = if let Prim::Reduce { op: ReduceOp::Prod, axes } = &eqn.prim {
+        product_tree(&mut b, x, axes, out_aval)?
+    } else if let Prim::Cumulative { op, axis, reverse } = &eqn.prim {
+        let combine = match op {
+            ReduceOp::Prod => BinaryPrim::Mul,
+            ReduceOp::Max => BinaryPrim::Max,
+            ReduceOp::Min => BinaryPrim::Min,
+            ReduceOp::Sum | ReduceOp::And | ReduceOp::Or => return None,
+        };
+        if *axis >= x.aval.ndim() {
+            return None;
         }
-        _ => return None,
+        let scan = Scan { combine, axis: *axis };
+        let x = if *reverse { scan.rev(&mut b, x) } else { x };
+        let y = scan.run(&mut b, x);
+        if *reverse {
+            scan.rev(&mut b, y)
+        } else {
+            y
+        }
+    } else {
+        return None;
     };
     if out.aval != *out_aval {
         return None;
@@ -90,7 +90,7 @@ fn product_tree(b: &mut Builder, x: Val, axes: &[usize], out_aval: &Aval) -> Opt
     let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
     let n: usize = axes.iter().map(|&a| shape[a]).product();
     if n == 0 {
-        return Some(emit(b, Prim::Full { value: 1.0 }, &[], out_aval.clone()));
+        return Some(emit(b, Prim::full(1.0, out_aval), &[], out_aval.clone()));
     }
     let permutation: Vec<usize> = axes.iter().chain(&kept).copied().collect();
     let mut x = x;
@@ -188,7 +188,8 @@ impl Scan {
         let mut column = x.aval.shape.to_vec();
         column.insert(axis + 1, 1);
         let x1 = reshape(b, x, &column);
-        let zeros = emit(b, Prim::Full { value: 0.0 }, &[], x.aval.with_shape(&column));
+        let zeros_aval = x.aval.with_shape(&column);
+        let zeros = emit(b, Prim::full(0.0, &zeros_aval), &[], zeros_aval);
         let mut pairs = column.clone();
         pairs[axis + 1] = 2;
         let parts = if first { [&x1, &zeros] } else { [&zeros, &x1] };
@@ -203,7 +204,8 @@ impl Scan {
         } else if 2 * k < n {
             let mut pad_shape = flat.clone();
             pad_shape[axis] = n - 2 * k;
-            let pad = emit(b, Prim::Full { value: 0.0 }, &[], x.aval.with_shape(&pad_shape));
+            let pad_aval = x.aval.with_shape(&pad_shape);
+            let pad = emit(b, Prim::full(0.0, &pad_aval), &[], pad_aval);
             emit(b, Prim::Concatenate { dimension: axis }, &[&spread, &pad], x.aval.with_shape(&full))
         } else {
             spread

@@ -24,6 +24,7 @@
 //! closing over a traced value, a traced `nondiff_argnums` argument) leaves the derivative
 //! through the call unknown.
 
+use crate::jax::prims::families;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -285,9 +286,10 @@ fn mark(interp: &mut Interp, m: Marked, eqn_counts: &[usize]) -> PyResult<Value>
     }
     let n_in = in_leaves.len();
     let call = Rc::new(CustomCall { name, this, rules, nondiff, args, out: out.clone(), leaf_args, closure: Cell::new(false) });
-    let prim = match prim {
-        Prim::CustomVjpCall { .. } => Prim::CustomVjpCall { call: call.clone() },
-        _ => Prim::CustomJvpCall { call: call.clone() },
+    let prim = if let Prim::CustomVjpCall { .. } = prim {
+        Prim::CustomVjpCall { call: call.clone() }
+    } else {
+        Prim::CustomJvpCall { call: call.clone() }
     };
     let avals: Vec<Aval> = out_leaves.iter().map(|o| o.aval.clone()).collect();
     let mut ins = in_leaves;
@@ -714,7 +716,21 @@ fn nonlinear_in(jaxpr: &Jaxpr, active_binders: &[bool]) -> Option<String> {
                 }
                 None => false,
             },
-            _ => false,
+            families::reductions!()
+            | families::random!()
+            | families::control_flow!()
+            | Prim::Binary(_)
+            | Prim::Compare(_)
+            | Prim::Clamp
+            | Prim::IntegerPow(_)
+            | Prim::Iota { .. }
+            | Prim::Full { .. }
+            | Prim::Scatter { .. }
+            | Prim::CustomJvpCall { .. }
+            | Prim::CustomVjpCall { .. }
+            | Prim::DebugCallback
+            | Prim::Opaque(_)
+            | Prim::Linalg(_) => false,
         };
         if !linear {
             return Some(format!("a custom_jvp rule whose tangent output is not linear in the tangents ({})", eqn.prim.name()));

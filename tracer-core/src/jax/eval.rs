@@ -1,6 +1,7 @@
 //! CPU kernels: concrete values for primitives, computed on demand with ndarray. A primitive
 //! without a kernel yet gives `None`, and its value stays unknown (never guessed).
 
+use crate::jax::prims::families;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -461,7 +462,7 @@ fn masked_select(
     let shape = aval.shape.as_slice();
     // An operand pending as `full`: its one value, exact in f32 (or `None`: computed).
     let filled = |x: &Rc<Array>| match pending(x) {
-        Some((Prim::Full { value }, _)) if f64::from(value as f32) == value || value.is_nan() => Some(value as f32),
+        Some((Prim::Full { value, .. }, _)) if f64::from(value as f32) == value || value.is_nan() => Some(value as f32),
         _ => None,
     };
     let (f_fill, t_fill) = (filled(on_false), filled(on_true));
@@ -714,7 +715,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
             ins[0].mapv(|x| float_to_int(x, out_dtype))
         }
         Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
-        Prim::Full { value } => ArrayD::from_elem(IxDyn(out_shape), *value),
+        Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
         Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
             reduce_sum_narrow(&ins[0], axes, out_dtype)?
@@ -779,7 +780,14 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
                 (nan_x, nan_y) => nan_x.cmp(&nan_y),
             })?
         }
-        _ => return None,
+        families::movement!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_) => return None,
     })
 }
 
@@ -908,7 +916,24 @@ pub(super) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
-        _ => return None,
+        families::elementwise!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
     })
 }
 
@@ -1050,7 +1075,29 @@ fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[
                 };
                 return Some((out.into_shared(), finite));
             }
-            _ => return None,
+            families::random!()
+            | families::control_flow!()
+            | families::calls!()
+            | Prim::Rev { .. }
+            | Prim::Slice { .. }
+            | Prim::DynamicSlice { .. }
+            | Prim::DynamicUpdateSlice
+            | Prim::Concatenate { .. }
+            | Prim::Pad { .. }
+            | Prim::Iota { .. }
+            | Prim::Full { .. }
+            | Prim::ArgReduce { .. }
+            | Prim::Cumulative { .. }
+            | Prim::Sort { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Gather { .. }
+            | Prim::Scatter { .. }
+            | Prim::TopK { .. }
+            | Prim::TopKIndices { .. }
+            | Prim::DebugCallback
+            | Prim::Opaque(_)
+            | Prim::Linalg(_)
+            | Prim::Block(_) => return None,
         },
         false,
     ))

@@ -6,6 +6,7 @@
 use super::aval::Aval;
 use super::ir::Prim;
 use super::prims::conv::Conv;
+use crate::jax::prims::families;
 
 /// Multiply-adds one value may cost: about half a second of the evaluator's slowest kernels
 /// (the decompositions) on one core, a tenth of that for a product.
@@ -41,7 +42,21 @@ pub fn cost(prim: &Prim, inputs: &[&Aval], out: &Aval) -> u128 {
             _ => moved,
         },
         Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => moved.saturating_mul(u128::from(128 - moved.leading_zeros())),
-        _ => moved,
+        families::elementwise!()
+        | families::movement!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_) => moved,
     }
 }
 

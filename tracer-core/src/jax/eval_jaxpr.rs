@@ -106,9 +106,10 @@ pub fn instantiate_with(
                 }
             }
             (prim, [(v, aval)]) => {
-                let out = match prim {
-                    Prim::Opaque(_) | Prim::DebugCallback => Array::unknown(aval.clone(), "no kernel"),
-                    _ => Array::pending(aval.clone(), prim.clone(), ins.clone()),
+                let out = if let Prim::Opaque(_) | Prim::DebugCallback = prim {
+                    Array::unknown(aval.clone(), "no kernel")
+                } else {
+                    Array::pending(aval.clone(), prim.clone(), ins.clone())
                 };
                 // A comparison, a conversion from bool or a fill with a finite value never
                 // makes a NaN or Inf: when one later equation reads its result, it is left to
@@ -116,12 +117,10 @@ pub fn instantiate_with(
                 // fuse it (`eval::masked_product`, `eval::masked_select`: neither the mask nor
                 // the zeros of a relu's derivative are stored).
                 let lazy = uses.get(v) == Some(&1)
-                    && match prim {
-                        Prim::Compare(_) => true,
-                        Prim::Full { value } => value.is_finite(),
-                        Prim::ConvertElementType { .. } => ins.iter().all(|i| i.aval.dtype == super::dtypes::DType::Bool),
-                        _ => false,
-                    };
+                    && (matches!(prim, Prim::Compare(_))
+                        || matches!(prim, Prim::Full { value, .. } if value.is_finite())
+                        || matches!(prim, Prim::ConvertElementType { .. })
+                            && ins.iter().all(|i| i.aval.dtype == super::dtypes::DType::Bool));
                 if !lazy {
                     hooks.evaluated(eqn, Some(&out), &ins);
                 }

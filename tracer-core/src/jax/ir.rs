@@ -1,6 +1,7 @@
 //! The trace IR: jaxpr-like bodies of equations over typed variables, printed in JAX's
 //! text form (`{ lambda ; a:f32[8,4]. let b:f32[8] = ... in (b,) }`). Grammar: docs/ir.md.
 
+use crate::jax::prims::families;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -97,8 +98,12 @@ pub enum Prim {
         shape: Vec<usize>,
         dimension: usize,
     },
+    /// An array of `shape` filled with `value` (JAX binds `broadcast_in_dim` of a constant).
     Full {
         value: f64,
+        shape: Vec<usize>,
+        dtype: DType,
+        weak_type: bool,
     },
     Reduce {
         op: ReduceOp,
@@ -159,7 +164,11 @@ pub enum Prim {
     RandomBits {
         shape: Vec<usize>,
     },
-    RandomSeed,
+    /// `random_seed`: a typed key per seed (`jax.random.key`), or with `raw` its `uint32`
+    /// data on a last axis of two words (`PRNGKey`, JAX's `random_unwrap` of the key fused in).
+    RandomSeed {
+        raw: bool,
+    },
     RandomSplit {
         shape: Vec<usize>,
     },
@@ -170,6 +179,8 @@ pub enum Prim {
     /// A stand-in for a random draw: `random_<dist>` (its values are not computed yet).
     Random {
         dist: &'static str,
+        shape: Vec<usize>,
+        dtype: DType,
     },
     Pjit {
         name: String,
@@ -536,13 +547,13 @@ impl Prim {
             Prim::TopK { .. } => "top_k".into(),
             Prim::TopKIndices { .. } => "top_k_indices".into(),
             Prim::RandomBits { .. } => "random_bits".into(),
-            Prim::RandomSeed => "random_seed".into(),
+            Prim::RandomSeed { .. } => "random_seed".into(),
             Prim::RandomSplit { .. } => "random_split".into(),
             Prim::RandomFoldIn => "random_fold_in".into(),
             Prim::RandomUnwrap => "random_unwrap".into(),
             Prim::RandomWrap => "random_wrap".into(),
             Prim::RandomClone => "random_clone".into(),
-            Prim::Random { dist } => format!("random_{dist}"),
+            Prim::Random { dist, .. } => format!("random_{dist}"),
             Prim::Pjit { .. } => "pjit".into(),
             Prim::Scan { .. } => "scan".into(),
             Prim::Cond { .. } => "cond".into(),
@@ -583,6 +594,11 @@ impl Prim {
             }
             .into(),
         }
+    }
+
+    /// `Full` of `aval`: `value` in every element.
+    pub fn full(value: f64, aval: &Aval) -> Prim {
+        Prim::Full { value, shape: aval.shape.to_vec(), dtype: aval.dtype, weak_type: aval.weak }
     }
 
     /// Parameters as JAX prints them inside `[...]`.
@@ -626,7 +642,7 @@ impl Prim {
                 format!("length={length} num_carry={num_carry} reverse={}", if *reverse { "True" } else { "False" })
             }
             Prim::TopK { k } | Prim::TopKIndices { k } => format!("k={k}"),
-            Prim::RandomSeed | Prim::RandomWrap => "impl=fry".into(),
+            Prim::RandomSeed { .. } | Prim::RandomWrap => "impl=fry".into(),
             Prim::RandomSplit { shape } => format!("shape={}", list(shape)),
             Prim::Linalg(LinalgOp::TriangularSolve { lower, transpose_a, unit_diagonal }) => {
                 let py = |b: bool| if b { "True" } else { "False" };
@@ -645,15 +661,36 @@ impl Prim {
                 let axes = format!("({}{})", axes.join(", "), if axes.len() == 1 { "," } else { "" });
                 format!("axis_size={axis_size} in_axes={axes} out_axes={out_axes}")
             }
-            _ => String::new(),
+            Prim::Unary(_)
+            | Prim::Binary(_)
+            | Prim::Compare(_)
+            | Prim::Select
+            | Prim::Clamp
+            | Prim::DynamicUpdateSlice
+            | Prim::Pad { .. }
+            | Prim::Full { .. }
+            | Prim::Sort { .. }
+            | Prim::RandomBits { .. }
+            | Prim::RandomFoldIn
+            | Prim::RandomUnwrap
+            | Prim::RandomClone
+            | Prim::Random { .. }
+            | Prim::Cond { .. }
+            | Prim::While
+            | Prim::Remat
+            | Prim::DebugCallback
+            | Prim::StopGradient
+            | Prim::Opaque(_)
+            | Prim::Linalg(_) => String::new(),
         }
     }
 
     /// The call behind a `custom_jvp_call`/`custom_vjp_call` marker.
     pub fn custom_call(&self) -> Option<&Rc<super::custom_rules::CustomCall>> {
-        match self {
-            Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => Some(call),
-            _ => None,
+        if let Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } = self {
+            Some(call)
+        } else {
+            None
         }
     }
 
@@ -704,7 +741,21 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
                 format!("out_axes={out_axes}"),
             ]
         }
-        _ => Vec::new(),
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => Vec::new(),
     }
 }
 
@@ -784,7 +835,21 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
                 .collect();
             expect(same(&batched, &declared), "declares outputs that are not the body's outputs stacked");
         }
-        _ => {}
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => {}
     }
     problems
 }
@@ -1112,7 +1177,22 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
             }
             outvars
         }
-        _ => return None,
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::While
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
     };
     Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
 }

@@ -335,6 +335,15 @@ impl JaxState {
         Some((tracer, self.records.get(*record)?))
     }
 
+    /// JAX's class of the tracers of a trace, active or ended, as Python's messages name
+    /// its type (`not DynamicJaxprTracer`).
+    pub fn tracer_class_of(&self, trace: u32) -> &'static str {
+        match self.traces.iter().find(|t| t.id == trace) {
+            Some(frame) => frame.tracer_class(),
+            None => self.ended.get(&trace).map_or("DynamicJaxprTracer", |(class, _)| class),
+        }
+    }
+
     pub fn is_active(&self, trace: u32) -> bool {
         self.traces.iter().any(|t| t.id == trace)
     }
@@ -498,7 +507,7 @@ impl JaxState {
 
 /// JAX's `bind`: applies `prim` to `inputs`, its output avals given by the primitive's rule
 /// (`prims/`). Where the rule rejects the avals it raises JAX's exception; a primitive
-/// without a rule (`RuleError::Declared`: `Opaque`, `Full`, a draw) needs [`bind`].
+/// without a rule (`RuleError::Declared`: `Opaque`, a call without its body) needs [`bind`].
 pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
     let outs = rule_avals(interp, &prim, inputs, &bodies)?;
     bind_with_bodies(interp, prim, inputs, outs, bodies)

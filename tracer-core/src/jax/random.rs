@@ -17,6 +17,7 @@
 //! trailing axis of length 2 that the aval does not show; `eval::force` hides such data from
 //! everything but the kernels here. A legacy key (`PRNGKey`) is a plain `u32[..., 2]` array.
 
+use crate::jax::prims::families;
 use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
@@ -643,7 +644,7 @@ fn int_data(shape: &[usize], values: Vec<i128>) -> Option<NdData> {
 pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
     let size: usize = out.shape.iter().product();
     match prim {
-        Prim::RandomSeed => {
+        Prim::RandomSeed { .. } => {
             let seed = ins.first()?;
             if !seed.aval.dtype.is_integer() {
                 return None;
@@ -692,11 +693,25 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let words = bits(key, width, shape.iter().product());
             int_data(shape, words.into_iter().map(i128::from).collect())
         }
-        Prim::Random { dist } => {
+        Prim::Random { dist, .. } => {
             let key = key_of(ins.first()?)?;
             draw(dist, key, &ins[1..], out, size)
         }
-        _ => None,
+        families::elementwise!()
+        | families::movement!()
+        | families::reductions!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => None,
     }
 }
 
@@ -886,7 +901,27 @@ pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdDat
                 .map_collect(|x, y| f64::from(u8::from((x == y) == eq)));
             return Some(same.into_dyn()).filter(|d| d.shape() == out.shape.as_slice());
         }
-        _ => {}
+        families::movement!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::ConvertElementType { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => {}
     }
     if !ins.iter().all(typed) {
         return None;
@@ -933,7 +968,23 @@ pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdDat
             r.broadcast(IxDyn(&out_shape))?.to_owned()
         }
         Prim::Unary(super::ir::UnaryPrim::Copy) | Prim::StopGradient => a.clone(),
-        _ => return None,
+        families::elementwise!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
     })
     .filter(|d: &NdData| d.shape() == out_shape.as_slice())
 }

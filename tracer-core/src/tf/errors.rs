@@ -166,3 +166,29 @@ pub fn reduction_axis(interp: &Interp, axis: i64, ndim: usize, node: &str) -> Fl
         interp.raise("InvalidArgumentError", Code::ShapeMismatch, msg)
     }
 }
+
+/// `v.assign_add(x)` / `v.assign_sub(x)` with `x` of another shape (`op` is
+/// `AssignAddVariableOp` or `AssignSubVariableOp`): the shapes must be equal, no broadcasting.
+pub fn update_mismatch(interp: &Interp, op: &str, var: &[usize], value: &[usize]) -> Flow {
+    if super::in_graph(interp) {
+        let msg = if var.len() != value.len() {
+            format!("Shapes must be equal rank, but are {} and {} for '{{{{node {op}}}}}'", var.len(), value.len())
+        } else {
+            let (i, (a, b)) = var.iter().zip(value).enumerate().find(|(_, (a, b))| a != b).unwrap_or((0, (&0, &0)));
+            format!(
+                "Dimension {i} in both shapes must be equal, but are {a} and {b}. Shapes are {} and {}. for '{{{{node {op}}}}}'",
+                dims(var),
+                dims(value)
+            )
+        };
+        interp.raise("ValueError", Code::ShapeMismatch, msg)
+    } else {
+        let msg = format!(
+            "{} Cannot update variable with shape {} using a Tensor with shape {}, shapes must be equal. [Op:{op}] name: ",
+            wrapped(op),
+            dims(var),
+            dims(value)
+        );
+        interp.raise("InvalidArgumentError", Code::ShapeMismatch, msg)
+    }
+}

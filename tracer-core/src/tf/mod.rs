@@ -12,6 +12,7 @@
 //! - `function.rs`: `tf.function`, its cache and retracing. `variable.rs`: `tf.Variable`.
 //! - `errors.rs`: TensorFlow's exception classes and messages.
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
+//! - `tape.rs`: `tf.GradientTape` (gradients of the sources' shape and dtype, values unknown).
 
 mod control;
 pub mod errors;
@@ -20,6 +21,7 @@ pub mod ops;
 mod ops_shape;
 mod ops_special;
 pub mod surface;
+mod tape;
 pub mod tensor;
 pub mod variable;
 
@@ -69,6 +71,8 @@ pub enum TfValue {
     /// `f.get_concrete_function(...)`: the function it traced (or found) for those arguments.
     Concrete(Rc<function::TfFunction>, usize),
     Variable(Rc<variable::Variable>),
+    /// `tf.GradientTape(...)`, also what `with ... as tape` binds.
+    Tape(Rc<tape::Tape>),
     /// `tf.TensorSpec(shape, dtype)`; `None` dimensions (or an unknown rank) as `None`.
     Spec(Rc<TensorSpec>),
     /// `tensor.shape` / `tf.TensorShape`: dimensions, `None` where a trace does not know one.
@@ -95,6 +99,7 @@ impl TfValue {
             TfValue::Function(_) => "Function",
             TfValue::Concrete(..) => "ConcreteFunction",
             TfValue::Variable(_) => "ResourceVariable",
+            TfValue::Tape(_) => "GradientTape",
             TfValue::Spec(_) => "TensorSpec",
             TfValue::Shape(_) => "TensorShape",
         }
@@ -106,6 +111,7 @@ impl TfValue {
             TfValue::Function(f) => format!("tf.function({})", f.name),
             TfValue::Concrete(f, _) => format!("ConcreteFunction {}", f.name),
             TfValue::Variable(_) => "tf.Variable".into(),
+            TfValue::Tape(_) => "tf.GradientTape".into(),
             TfValue::Spec(_) => "tf.TensorSpec".into(),
             TfValue::Shape(_) => "tf.TensorShape".into(),
             TfValue::Method(recv, name) => format!("{}.{name}", recv.describe()),
@@ -142,6 +148,18 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
     None
 }
 
+/// TensorFlow has its 64-bit dtypes whatever JAX's `jax_enable_x64` says: a TensorFlow op
+/// that makes a tensor of a dtype it is given (computed with the `jnp` function of its
+/// meaning) runs with x64 on, so `tf.ones(n, dtype=tf.int64)` is int64, with no TL207. Only
+/// there: elsewhere x64 would change the dtypes `jnp` infers, which TensorFlow's do not follow.
+pub fn with_x64<T>(interp: &mut Interp, f: impl FnOnce(&mut Interp) -> T) -> T {
+    let saved = interp.jax.config;
+    interp.jax.config.enable_x64 = true;
+    let out = f(interp);
+    interp.jax.config = saved;
+    out
+}
+
 /// Calls a TensorFlow object.
 pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match v {
@@ -149,7 +167,7 @@ pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) 
         TfValue::Function(f) => function::call(interp, f, args, kwargs),
         TfValue::Concrete(f, entry) => function::call_concrete(interp, f, *entry, args, kwargs),
         TfValue::Method(recv, name) => call_method(interp, recv, name, args, kwargs),
-        TfValue::Variable(_) | TfValue::Spec(_) | TfValue::Shape(_) => {
+        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) => {
             Err(interp.type_error(format!("'{}' object is not callable", v.type_name())))
         }
     }
@@ -159,6 +177,7 @@ pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) 
 pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match recv {
         TfValue::Variable(v) => variable::call_method(interp, v, name, args, kwargs),
+        TfValue::Tape(t) => tape::call_method(interp, t, name, args, kwargs),
         TfValue::Function(f) => function::call_method(interp, f, name, args, kwargs),
         TfValue::Shape(dims) => tensor::shape_method(interp, dims, name, args),
         _ => Ok(Value::opaque(format!("{}.{name}()", recv.describe()))),
@@ -170,6 +189,7 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
     let method = |n: &str| Some(TfValue::Method(Box::new(v.clone()), Rc::from(n)).value());
     Ok(match v {
         TfValue::Variable(var) => return variable::getattr(interp, var, name),
+        TfValue::Tape(t) => tape::getattr(t, name),
         TfValue::Function(f) => match name {
             "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
             "python_function" => Some(f.fun.clone()),

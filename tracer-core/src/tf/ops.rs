@@ -43,7 +43,9 @@ pub fn route(f: TfFn) -> Route {
     let unary = |jnp, floats| Route::Unary { jnp, floats };
     let reduce = |jnp, node| Route::Reduce { jnp, node };
     match f {
-        F::Function | F::Variable | F::TensorSpec | F::Print | F::Cond | F::DoNotConvert | F::RunFunctionsEagerly => Route::Elsewhere,
+        F::Function | F::Variable | F::GradientTape | F::TensorSpec | F::Print | F::Cond | F::DoNotConvert | F::RunFunctionsEagerly => {
+            Route::Elsewhere
+        }
         F::Add => Route::Binary(t::ADD),
         F::Subtract => Route::Binary(t::SUB),
         F::Multiply => Route::Binary(t::MUL),
@@ -126,6 +128,7 @@ pub fn route(f: TfFn) -> Route {
         | F::LogSoftmax
         | F::L2Normalize
         | F::SparseSoftmaxCrossEntropyWithLogits
+        | F::SigmoidCrossEntropyWithLogits
         | F::SoftmaxCrossEntropyWithLogits
         | F::Reshape
         | F::Transpose
@@ -214,6 +217,7 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
         Route::Elsewhere => match f {
             TfFn::Function => super::function::make(interp, &args, &kwargs),
             TfFn::Variable => super::variable::make(interp, &p),
+            TfFn::GradientTape => super::tape::make(interp, &p),
             TfFn::TensorSpec => tensor_spec(interp, &p),
             TfFn::Print => Ok(Value::None),
             TfFn::Cond => super::control::cond(interp, &p),

@@ -1,7 +1,7 @@
 //! The `tf` functions that are more than one elementwise or reduction op (`ops::route`'s
-//! `Special`): creation, shape manipulation, indexing, products, losses and assertions, each
-//! with TensorFlow's argument names, defaults and checks, then the `jax.numpy` functions
-//! that compute the same thing.
+//! `Special`): creation (with x64 on, `super::with_x64`), shape manipulation, indexing,
+//! products, losses and assertions, each with TensorFlow's argument names, defaults and
+//! checks, then the `jax.numpy` functions that compute the same thing.
 
 use std::rc::Rc;
 
@@ -86,18 +86,20 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
             let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
             let jf = if f == TfFn::Zeros { J::Zeros } else { J::Ones };
-            delegate(interp, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+            super::with_x64(interp, |i| delegate(i, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))]))
         }
         TfFn::ZerosLike | TfFn::OnesLike => {
             let x = tensor_arg!(0, "input");
             let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
             let jf = if f == TfFn::ZerosLike { J::ZerosLike } else { J::OnesLike };
-            delegate(interp, jf, vec![arr(&x)], vec![kw("dtype", Value::DType(dtype.unwrap_or(x.aval.dtype)))])
+            let dtype = dtype.unwrap_or(x.aval.dtype);
+            super::with_x64(interp, |i| delegate(i, jf, vec![arr(&x)], vec![kw("dtype", Value::DType(dtype))]))
         }
         TfFn::Fill => {
             let Some(shape) = static_shape(interp, p.get(0, "dims"))? else { return unknown(interp) };
             let value = tensor_arg!(1, "value");
-            delegate(interp, J::Full, vec![shape, arr(&value)], vec![kw("dtype", Value::DType(value.aval.dtype))])
+            let dtype = Value::DType(value.aval.dtype);
+            super::with_x64(interp, |i| delegate(i, J::Full, vec![shape, arr(&value)], vec![kw("dtype", dtype)]))
         }
         TfFn::Eye => {
             let (Some(Value::Int(n)), m) = (p.get(0, "num_rows"), p.get(1, "num_columns")) else { return unknown(interp) };
@@ -106,7 +108,8 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             let m = m.cloned().unwrap_or(Value::Int(*n));
-            delegate(interp, J::Eye, vec![Value::Int(*n), m], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))])
+            let (n, dtype) = (Value::Int(*n), Value::DType(dtype.unwrap_or(DType::F32)));
+            super::with_x64(interp, |i| delegate(i, J::Eye, vec![n, m], vec![kw("dtype", dtype)]))
         }
         TfFn::Range => {
             let mut numbers = Vec::new();
@@ -120,7 +123,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
             let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });
-            delegate(interp, J::Arange, numbers, vec![kw("dtype", Value::DType(d))])
+            super::with_x64(interp, |i| delegate(i, J::Arange, numbers, vec![kw("dtype", Value::DType(d))]))
         }
         TfFn::Linspace => {
             let (Some(start), Some(stop), Some(Value::Int(n))) = (p.get(0, "start"), p.get(1, "stop"), p.get(2, "num")) else {
@@ -248,6 +251,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let logits = tensor_arg!(1, "logits");
             sparse_softmax_cross_entropy(interp, &labels, &logits)
         }
+        TfFn::SigmoidCrossEntropyWithLogits => {
+            let labels = tensor_arg!(0, "labels");
+            let logits = tensor_arg!(1, "logits");
+            sigmoid_cross_entropy(interp, &labels, &logits)
+        }
         TfFn::RandomNormal | TfFn::RandomUniform | TfFn::TruncatedNormal => {
             let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
             let dims: Vec<usize> = interp.iterate(&shape)?.iter().filter_map(crate::interp::ops::as_int).map(|d| d as usize).collect();
@@ -323,6 +331,31 @@ fn sparse_softmax_cross_entropy(interp: &mut Interp, labels: &Rc<Array>, logits:
     let prod = delegate(interp, J::Multiply, vec![picks, log_p], Vec::new())?;
     let sum = delegate(interp, J::Sum, vec![prod, Value::Int(-1)], Vec::new())?;
     delegate(interp, J::Negative, vec![sum], Vec::new())
+}
+
+/// `tf.nn.sigmoid_cross_entropy_with_logits(labels, logits)`, elementwise as TensorFlow
+/// writes it for stability: `relu(x) - x * z + log1p(exp(-|x|))`.
+fn sigmoid_cross_entropy(interp: &mut Interp, labels: &Rc<Array>, logits: &Rc<Array>) -> PyResult<Value> {
+    let (ls, gs) = (&labels.aval.shape, &logits.aval.shape);
+    if ls != gs {
+        let msg = format!(
+            "`logits` and `labels` must have the same shape, received ({} vs {}).",
+            crate::tf::tensor::shape_str(&gs.iter().map(|d| Some(*d)).collect::<Vec<_>>()),
+            crate::tf::tensor::shape_str(&ls.iter().map(|d| Some(*d)).collect::<Vec<_>>())
+        );
+        return Err(interp.raise("ValueError", crate::diagnostics::Code::ShapeMismatch, msg));
+    }
+    if labels.aval.dtype != logits.aval.dtype || !logits.aval.dtype.is_floating() {
+        return Ok(unknown_tensor(interp, "a cross entropy of labels or logits of another dtype"));
+    }
+    let relu = delegate(interp, J::NnRelu, vec![arr(logits)], Vec::new())?;
+    let xz = delegate(interp, J::Multiply, vec![arr(logits), arr(labels)], Vec::new())?;
+    let abs = delegate(interp, J::Abs, vec![arr(logits)], Vec::new())?;
+    let neg = delegate(interp, J::Negative, vec![abs], Vec::new())?;
+    let exp = delegate(interp, J::Exp, vec![neg], Vec::new())?;
+    let soft = delegate(interp, J::Log1p, vec![exp], Vec::new())?;
+    let diff = delegate(interp, J::Subtract, vec![relu, xz], Vec::new())?;
+    delegate(interp, J::Add, vec![diff, soft], Vec::new())
 }
 
 /// The first `n` tensors of a list argument (`tf.concat(values, axis)`), `None` when one is

@@ -36,7 +36,7 @@ tf_surface! {
     Cond = "cond" in ["tensorflow"],
     // while_loop = "while_loop" in ["tensorflow"],
     // TensorArray = "TensorArray" in ["tensorflow"],
-    // GradientTape = "GradientTape" in ["tensorflow"],
+    GradientTape = "GradientTape" in ["tensorflow"],
     // Module = "Module" in ["tensorflow"],
     DoNotConvert = "do_not_convert" in ["tensorflow.autograph.experimental"],
     RunFunctionsEagerly = "run_functions_eagerly" in ["tensorflow.config"],
@@ -132,6 +132,7 @@ tf_surface! {
     LogSoftmax = "log_softmax" in ["tensorflow.nn", "tensorflow.math"],
     L2Normalize = "l2_normalize" in ["tensorflow.math", "tensorflow.nn", "tensorflow.linalg"],
     SparseSoftmaxCrossEntropyWithLogits = "sparse_softmax_cross_entropy_with_logits" in ["tensorflow.nn"],
+    SigmoidCrossEntropyWithLogits = "sigmoid_cross_entropy_with_logits" in ["tensorflow.nn"],
     SoftmaxCrossEntropyWithLogits = "softmax_cross_entropy_with_logits" in ["tensorflow.nn"],
 
     // shape

@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::errors;
 use super::ops::Args;
 use super::tensor::{self, to_tensor};
 use super::TfValue;
@@ -131,10 +132,9 @@ fn assign(interp: &mut Interp, v: &Rc<Variable>, how: &str, x: &Value) -> PyResu
                 shown(&new.aval.shape)
             )
         } else {
-            // assign_add/assign_sub broadcast in a graph and fail in the kernel eagerly:
-            // not modelled.
-            forget(v);
-            return Ok(());
+            // The update ops take no broadcasting, eagerly or in a graph.
+            let op = if how == "assign_add" { "AssignAddVariableOp" } else { "AssignSubVariableOp" };
+            return Err(errors::update_mismatch(interp, op, &current.aval.shape, &new.aval.shape));
         };
         return Err(interp.raise("ValueError", Code::ShapeMismatch, msg));
     }

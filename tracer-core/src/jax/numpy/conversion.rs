@@ -134,13 +134,11 @@ pub fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Va
 
 pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
     if a.known().is_none() && a.is_tracer() {
-        crate::jax::stmt::record_concretize(interp, if func == "int" { "int" } else { "float" }, a);
-        let origin = errors::origin(interp, a);
-        let msg = format!(
-            "Abstract tracer value encountered where concrete value is expected: {}\nThe problem arose with the `{func}` function. If trying to convert the data type of a value, try using `x.astype({func})` or `jnp.array(x, {func})` instead.\n{origin}",
-            errors::traced_array(a)
-        );
-        return Err(interp.raise("ConcretizationTypeError", Code::Concretization, msg));
+        return Err(concretization_error(interp, a, func));
+    }
+    if a.aval.ndim() != 0 && !a.numpy.get() && !a.tf.get() {
+        let ndim = a.aval.ndim();
+        return Err(interp.type_error(format!("Only scalar arrays can be converted to Python scalars; got arr.ndim={ndim}")));
     }
     if a.aval.size() != 1 {
         return Err(interp.type_error("only length-1 arrays can be converted to Python scalars"));
@@ -161,6 +159,25 @@ pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResu
         }
         None => Ok(Value::opaque("a value not computed")),
     }
+}
+
+/// `float(x)` (and `math.f(x)`, `'%f' % x`, which call it): JAX refuses every tracer,
+/// even one under `grad` or `jvp` whose value is known (where `int(x)` and `x.item()` work).
+pub fn array_to_float(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+    if a.is_tracer() && !a.tf.get() {
+        return Err(concretization_error(interp, a, "float"));
+    }
+    array_to_python(interp, a, "float")
+}
+
+fn concretization_error(interp: &mut Interp, a: &Rc<Array>, func: &str) -> Flow {
+    crate::jax::stmt::record_concretize(interp, if func == "int" { "int" } else { "float" }, a);
+    let origin = errors::origin(interp, a);
+    let msg = format!(
+        "Abstract tracer value encountered where concrete value is expected: {}\nThe problem arose with the `{func}` function. If trying to convert the data type of a value, try using `x.astype({func})` or `jnp.array(x, {func})` instead.\n{origin}",
+        errors::traced_array(a)
+    );
+    interp.raise("ConcretizationTypeError", Code::Concretization, msg)
 }
 
 /// `int(x)`, `float(x)`, `complex(x)` of a tracer whose aval the interpreter does not know.

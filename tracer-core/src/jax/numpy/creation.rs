@@ -495,6 +495,5 @@ pub(super) fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 }
 
 pub(super) fn full(interp: &mut Interp, shape: &[usize], value: f64, dtype: DType) -> PyResult<Rc<Array>> {
-    let aval = Aval::new(shape, dtype);
-    bind1(interp, Prim::Full { value: eval::round_to(value, dtype) }, &[], aval)
+    apply1(interp, Prim::Full { value: eval::round_to(value, dtype), shape: shape.to_vec(), dtype, weak_type: false }, &[])
 }

@@ -12,6 +12,7 @@ pub(crate) mod all;
 pub mod control_flow;
 pub mod conv;
 pub mod elementwise;
+pub mod families;
 pub mod indexing;
 pub mod linalg;
 pub mod products;
@@ -175,7 +176,7 @@ pub fn block(prim: &Prim) -> Option<&dyn Block> {
         | Prim::TopK { .. }
         | Prim::TopKIndices { .. }
         | Prim::RandomBits { .. }
-        | Prim::RandomSeed
+        | Prim::RandomSeed { .. }
         | Prim::RandomSplit { .. }
         | Prim::RandomFoldIn
         | Prim::RandomUnwrap
@@ -201,7 +202,7 @@ pub fn block(prim: &Prim) -> Option<&dyn Block> {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RuleError {
     /// The outputs are not a function of the input avals and parameters (an `Opaque`
-    /// stand-in, a constant whose shape is not a parameter, a draw from a distribution):
+    /// stand-in, a call whose body is not at hand):
     /// the binder declares them. The text says why.
     Declared(&'static str),
     /// JAX raises when binding the primitive to these avals: its exception class and message.
@@ -243,7 +244,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[Aval], bodies: &[Rc<Jaxpr>]) -> Ru
         Prim::Concatenate { dimension } => shape::concatenate(prim, ins, *dimension),
         Prim::Pad { config } => shape::pad(prim, ins, config),
         Prim::Iota { dtype, shape: dims, dimension } => shape::iota(*dtype, dims, *dimension),
-        Prim::Full { .. } => Err(RuleError::Declared("`full`'s shape and dtype are not among its parameters")),
+        Prim::Full { shape: dims, dtype, weak_type, .. } => Ok(vec![Aval::new(dims, *dtype).weak(*weak_type)]),
         Prim::Reduce { axes, .. } => reductions::reduce(prim, ins, axes),
         Prim::ArgReduce { axis, index_dtype, .. } => reductions::arg_reduce(prim, ins, *axis, *index_dtype),
         Prim::Cumulative { axis, .. } => reductions::cumulative(prim, ins, *axis),
@@ -256,12 +257,12 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[Aval], bodies: &[Rc<Jaxpr>]) -> Ru
         Prim::Gather { index, .. } => indexing::gather(prim, ins, index),
         Prim::Scatter { index, .. } => indexing::scatter(prim, ins, index.as_deref()),
         Prim::RandomBits { shape: dims } => random::bits(dims),
-        Prim::RandomSeed => Err(RuleError::Declared("`random_seed` makes a typed key for `key()` and its raw data for `PRNGKey()`")),
+        Prim::RandomSeed { raw } => random::seed(prim, ins, *raw),
         Prim::RandomSplit { shape: dims } => random::split(prim, ins, dims),
         Prim::RandomFoldIn | Prim::RandomClone => ew::same(prim, ins),
         Prim::RandomUnwrap => random::unwrap(prim, ins),
         Prim::RandomWrap => random::wrap(prim, ins),
-        Prim::Random { .. } => Err(RuleError::Declared("a draw's shape and dtype are the caller's arguments, not parameters")),
+        Prim::Random { shape: dims, dtype, .. } => Ok(vec![Aval::new(dims, *dtype)]),
         Prim::Pjit { .. } | Prim::Remat => control_flow::call(bodies),
         Prim::Scan { length, num_carry, .. } => control_flow::scan(prim, ins, bodies, *length, *num_carry),
         Prim::Cond { .. } => control_flow::cond(prim, bodies),

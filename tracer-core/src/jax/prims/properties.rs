@@ -55,7 +55,7 @@ pub fn props(prim: &Prim) -> Props {
         Prim::Cumulative { op, .. } => Props { ad_rule: Some(!matches!(op, ReduceOp::And | ReduceOp::Or)), ..NONE },
         Prim::DotGeneral { .. } => F32,
         Prim::RandomBits { .. }
-        | Prim::RandomSeed
+        | Prim::RandomSeed { .. }
         | Prim::RandomSplit { .. }
         | Prim::RandomFoldIn
         | Prim::RandomUnwrap

@@ -6,6 +6,21 @@ use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
 
+/// `random_seed(seeds)`: one typed key per integer seed, or with `raw` (`PRNGKey`) each
+/// key's two `uint32` words on a new last axis.
+pub fn seed(prim: &Prim, ins: &[Aval], raw: bool) -> RuleResult {
+    let seeds = arg(prim, ins, 0)?;
+    if !(seeds.dtype.is_integer() || seeds.dtype.is_bool()) {
+        return Err(type_error(format!("random_seed takes integer seeds, got {}", seeds.long())));
+    }
+    if !raw {
+        return Ok(vec![Aval::new(&seeds.shape, DType::Key)]);
+    }
+    let mut shape = seeds.shape.to_vec();
+    shape.push(2);
+    Ok(vec![Aval::new(&shape, DType::U32)])
+}
+
 pub fn bits(shape: &[usize]) -> RuleResult {
     Ok(vec![Aval::new(shape, DType::U32)])
 }

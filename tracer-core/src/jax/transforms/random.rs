@@ -6,13 +6,13 @@ use super::dispatch::{kw, shape_of};
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
+use crate::jax::apply1;
 use crate::jax::array::Array;
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::{self, DType};
 use crate::jax::ir::Prim;
 use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::surface::JaxFn;
-use crate::jax::{apply1, bind1};
 use std::rc::Rc;
 
 pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
@@ -204,7 +204,7 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
             };
             let d = dtype(interp, 2, dtypes::default_int(c))?;
             let half = Array::scalar(0.5, dtypes::default_float(c), true);
-            let b = bind1(interp, Prim::Random { dist: "bernoulli" }, &key_in(vec![half]), Aval::new(&s, DType::Bool))?;
+            let b = apply1(interp, Prim::Random { dist: "bernoulli", shape: s.to_vec(), dtype: DType::Bool }, &key_in(vec![half]))?;
             let b = jnp::convert(interp, &b, d, false)?;
             let t = jnp::call(interp, F::Multiply, vec![Value::Int(2), Value::Array(b)], Vec::new())?;
             match jnp::call(interp, F::Subtract, vec![t, Value::Int(1)], Vec::new())? {
@@ -349,7 +349,7 @@ fn random_param(interp: &mut Interp, v: &Value) -> PyResult<Rc<Array>> {
 /// `random::kernel` reads them). `bind` leaves a `Prim::Random` made outside any trace
 /// unknown, so such a draw is made pending here instead, and computed when Python needs it.
 fn draw(interp: &mut Interp, dist: &'static str, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
-    bind1(interp, Prim::Random { dist }, inputs, aval).map(Value::Array)
+    apply1(interp, Prim::Random { dist, shape: aval.shape.to_vec(), dtype: aval.dtype }, inputs).map(Value::Array)
 }
 
 /// `jax.random.key(seed)` (one typed key) and `jax.random.PRNGKey(seed)` (its raw `u32[2]` data).
@@ -369,7 +369,7 @@ pub(super) fn key_from_seed(interp: &mut Interp, f: JaxFn, args: &[Value]) -> Py
         }
     }
     // `key(seed)` is one typed key, `key<fry>[]`; `PRNGKey(seed)` its raw data, `u32[2]`.
-    let aval = if f == F::RandomPRNGKey { Aval::new(&[2], DType::U32) } else { Aval::scalar(DType::Key) };
+    let prim = Prim::RandomSeed { raw: f == F::RandomPRNGKey };
     let seed = match &seed {
         Value::Int(n) => python_seed(interp, *n),
         Value::Bool(b) => python_seed(interp, i64::from(*b)),
@@ -378,5 +378,5 @@ pub(super) fn key_from_seed(interp: &mut Interp, f: JaxFn, args: &[Value]) -> Py
             Operand::Unknown => return Ok(Value::opaque("a PRNG key")),
         },
     };
-    Ok(Value::Array(bind1(interp, Prim::RandomSeed, &[seed], aval)?))
+    Ok(Value::Array(apply1(interp, prim, &[seed])?))
 }

@@ -77,8 +77,9 @@ pub fn fun_def_site(v: &Value) -> Option<Site> {
         }
         Value::Builtin(b) => match &**b {
             Builtin::Partial { func, .. } => fun_def_site(func),
-            // A Jacobian's traces are not reported under the function's definition.
-            Builtin::Object(JaxObject::Jacobian { .. }) => None,
+            // `jax.jacfwd`/`jacrev`/`hessian` wrap their function as `functools.wraps` does,
+            // so `jax.jit(jax.hessian(f))` is reported under `f`'s definition (JAX's
+            // `fun_sourceinfo` follows `__wrapped__`), as a `grad` of it is.
             Builtin::Object(o) => transformed_fun(o).and_then(fun_def_site),
             _ => None,
         },

@@ -1,0 +1,83 @@
+//! The primitive families as patterns, for the matches over `Prim` outside `prims/` that
+//! give a whole family one answer (no elementwise kernel for the random primitives, no
+//! derivative rule for the calls here, ...): `families::random!() | families::calls!() =>
+//! None`. Each match stays exhaustive (no `_ =>` arm), so a new variant still fails to
+//! compile until it is put in a family here or decided in each match; a family macro names
+//! every variant of its family, as `prims/mod.rs`'s rules group them.
+
+/// `Unary`, `Binary`, `Compare`, `Select`, `Clamp`, `IntegerPow`, `ConvertElementType`.
+macro_rules! elementwise {
+    () => {
+        $crate::jax::ir::Prim::Unary(_)
+            | $crate::jax::ir::Prim::Binary(_)
+            | $crate::jax::ir::Prim::Compare(_)
+            | $crate::jax::ir::Prim::Select
+            | $crate::jax::ir::Prim::Clamp
+            | $crate::jax::ir::Prim::IntegerPow(_)
+            | $crate::jax::ir::Prim::ConvertElementType { .. }
+    };
+}
+
+/// The primitives that move elements without computing with them.
+macro_rules! movement {
+    () => {
+        $crate::jax::ir::Prim::BroadcastInDim { .. }
+            | $crate::jax::ir::Prim::Reshape { .. }
+            | $crate::jax::ir::Prim::Transpose { .. }
+            | $crate::jax::ir::Prim::Squeeze { .. }
+            | $crate::jax::ir::Prim::Rev { .. }
+            | $crate::jax::ir::Prim::Slice { .. }
+            | $crate::jax::ir::Prim::DynamicSlice { .. }
+            | $crate::jax::ir::Prim::DynamicUpdateSlice
+            | $crate::jax::ir::Prim::Concatenate { .. }
+            | $crate::jax::ir::Prim::Pad { .. }
+    };
+}
+
+/// The reductions, scans and sorts along axes.
+macro_rules! reductions {
+    () => {
+        $crate::jax::ir::Prim::Reduce { .. }
+            | $crate::jax::ir::Prim::ArgReduce { .. }
+            | $crate::jax::ir::Prim::Cumulative { .. }
+            | $crate::jax::ir::Prim::Sort { .. }
+            | $crate::jax::ir::Prim::TopK { .. }
+            | $crate::jax::ir::Prim::TopKIndices { .. }
+    };
+}
+
+/// The PRNG primitives and the draws.
+macro_rules! random {
+    () => {
+        $crate::jax::ir::Prim::RandomBits { .. }
+            | $crate::jax::ir::Prim::RandomSeed { .. }
+            | $crate::jax::ir::Prim::RandomSplit { .. }
+            | $crate::jax::ir::Prim::RandomFoldIn
+            | $crate::jax::ir::Prim::RandomUnwrap
+            | $crate::jax::ir::Prim::RandomWrap
+            | $crate::jax::ir::Prim::RandomClone
+            | $crate::jax::ir::Prim::Random { .. }
+    };
+}
+
+/// The control-flow primitives, whose bodies the evaluator runs.
+macro_rules! control_flow {
+    () => {
+        $crate::jax::ir::Prim::Scan { .. }
+            | $crate::jax::ir::Prim::Cond { .. }
+            | $crate::jax::ir::Prim::While
+            | $crate::jax::ir::Prim::Vmap { .. }
+    };
+}
+
+/// The calls of a body: `pjit`, `remat` and the custom-derivative markers.
+macro_rules! calls {
+    () => {
+        $crate::jax::ir::Prim::Pjit { .. }
+            | $crate::jax::ir::Prim::Remat
+            | $crate::jax::ir::Prim::CustomJvpCall { .. }
+            | $crate::jax::ir::Prim::CustomVjpCall { .. }
+    };
+}
+
+pub(crate) use {calls, control_flow, elementwise, movement, random, reductions};
