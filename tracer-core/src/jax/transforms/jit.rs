@@ -6,7 +6,7 @@
 use super::dispatch::{kw, obj, JaxObject};
 use super::pytrees::{flatten, key_text, unflatten, TreeDef};
 use super::trace::{
-    fun_def_site, fun_identity, fun_name, instantiate_outputs, param_names, trace_inputs, traced_output, unwrapped, TracedOutput,
+    fun_identity, fun_name, instantiate_outputs, jit_def_site, param_names, trace_inputs, traced_output, unwrapped, TracedOutput,
 };
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -171,7 +171,7 @@ pub(super) fn make_jit(interp: &mut Interp, fun: Value, kwargs: &Kwargs) -> PyRe
     }
     let identity = fun_identity(&fun);
     let name = fun_name(&fun);
-    let def_site = fun_def_site(&fun);
+    let def_site = jit_def_site(&fun);
     let info = match interp.jax.jitted.iter().position(|j| j.fun_identity == identity && identity != 0) {
         Some(i) => i,
         None => {
@@ -227,7 +227,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
             interp.jax.push_trace(
                 TraceKind::Jit,
                 j.name.clone(),
-                fun_def_site(&j.fun),
+                jit_def_site(&j.fun),
                 site,
                 "the arguments do not match the signature".into(),
                 Some(j.info),
@@ -339,7 +339,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                     Value::Instance(i) => format!("__main__.{}", i.class.name),
                     v => v.type_name(),
                 };
-                let where_ = fun_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+                let where_ = jit_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
                 return Err(interp.raise(
                     "TypeError",
                     Code::InvalidPytree,
@@ -482,7 +482,7 @@ fn trace_jit_body(
     cause: &str,
 ) -> PyResult<JitBody> {
     let call_site = interp.site();
-    let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), fun_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
+    let pos = interp.jax.push_trace(TraceKind::Jit, j.name.clone(), jit_def_site(&j.fun), call_site, cause.to_string(), Some(j.info));
     let record = interp.jax.traces[pos].record;
     if j.pmap {
         interp.jax.records[record].traced_for = Some("pmap");

@@ -66,9 +66,24 @@ pub fn fun_name(v: &Value) -> String {
     }
 }
 
+/// Where a function is defined, for the records of the transformations that trace it. A
+/// Jacobian's own traces (the inner `jacrev` that `jacfwd` traces inside `jax.hessian`) are
+/// not reported under `f`'s definition: their outputs are not `f`'s, and a reproducer staged
+/// out of `f`'s site would return them.
 pub fn fun_def_site(v: &Value) -> Option<Site> {
+    def_site(v, false)
+}
+
+/// Where `jax.jit` reports a function: `jacfwd`/`jacrev`/`hessian` wrap theirs as
+/// `functools.wraps` does, so `jax.jit(jax.hessian(f))` is reported under `f`'s definition
+/// (JAX's `fun_sourceinfo` follows `__wrapped__`), as a `grad` of it is.
+pub fn jit_def_site(v: &Value) -> Option<Site> {
+    def_site(v, true)
+}
+
+fn def_site(v: &Value, through_jacobians: bool) -> Option<Site> {
     if let Some(inner) = unwrapped(v) {
-        return fun_def_site(&inner);
+        return def_site(&inner, through_jacobians);
     }
     match v {
         // JAX names `co_firstlineno`: the first decorator line of a decorated function.
@@ -76,14 +91,12 @@ pub fn fun_def_site(v: &Value) -> Option<Site> {
             Some(Site { file: f.file, span: crate::syntax::ast::Span { start: f.def.span.start, end: f.def.name_span.end } })
         }
         Value::Builtin(b) => match &**b {
-            Builtin::Partial { func, .. } => fun_def_site(func),
-            // `jax.jacfwd`/`jacrev`/`hessian` wrap their function as `functools.wraps` does,
-            // so `jax.jit(jax.hessian(f))` is reported under `f`'s definition (JAX's
-            // `fun_sourceinfo` follows `__wrapped__`), as a `grad` of it is.
-            Builtin::Object(o) => transformed_fun(o).and_then(fun_def_site),
+            Builtin::Partial { func, .. } => def_site(func, through_jacobians),
+            Builtin::Object(JaxObject::Jacobian { .. }) if !through_jacobians => None,
+            Builtin::Object(o) => transformed_fun(o).and_then(|f| def_site(f, through_jacobians)),
             _ => None,
         },
-        Value::BoundMethod(bm) => fun_def_site(&bm.1),
+        Value::BoundMethod(bm) => def_site(&bm.1, through_jacobians),
         _ => None,
     }
 }
