@@ -242,13 +242,14 @@ fn check(row: &Row, families: &[Family], kappa: &std::collections::HashMap<(bool
     // element, of the row's largest magnitude, of 1.0, and of the largest magnitude times the
     // problem's conditioning.
     let scale = want.iter().filter(|w| w.is_finite()).fold(0.0f64, |m, w| m.max(w.abs()));
-    let [rel, max, one, cond] = rule(&family_of(families, row).kernel, dtype);
+    let family = family_of(families, row);
+    let [rel, max, one, cond] = rule(&family.kernel, dtype);
     let rtol = rel * eps;
     let atol = eps * (max * scale + one + cond * kappa.get(&(row.x64, row.expr.clone())).copied().unwrap_or(0.0) * scale);
     if got.len() == want.len() && got.iter().zip(&want).all(|(&g, &w)| close(g, w, rtol, atol)) {
         Outcome::Pass
     } else {
-        Outcome::Mismatch(format!("got {values}\n    JAX {}", row.values))
+        Outcome::Mismatch(format!("got {values}\n    JAX {}\n    (family {}, kernel {})", row.values, family.name, family.kernel))
     }
 }
 
