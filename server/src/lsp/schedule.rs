@@ -223,8 +223,11 @@ impl Backend {
                 // A file this analysis read changed after it started.
                 let stale = analysis.files.iter().any(|f| f != &path && st.edited.get(f).is_some_and(|&at| at > started));
                 let analysed = Analysed { version, text, analysis, started };
-                // Where an unknown ended the analysis early is known only now: published again.
-                let late_hints = published && ended_early(&path, &analysed).next().is_some();
+                // Published again with what the early publish could not hold: where an unknown
+                // ended the analysis early, and the findings importers' analyses make in this
+                // file (one that finished while this one ran is not published for it again).
+                let late_hints =
+                    published && (ended_early(&path, &analysed).next().is_some() || !importers_reaching(&st, &path).is_empty());
                 let (notice, previous) = store_result(&mut st, &path, analysed);
                 // The same diagnostics as published early: published once.
                 let notice = match notice {
