@@ -190,13 +190,11 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
                     }
                 }
                 let analysed = relative(file);
-                let guessed = a
-                    .diagnostics
-                    .iter()
-                    .filter(|(d, _, _)| project.severity_of(d.code, d.severity).is_some())
-                    .map(|(d, loc, _)| arguments_unknown_at(a, &d.path, loc.line));
-                let own = findings_of(&a.diagnostics, &project);
-                found.extend(own.into_iter().zip(guessed).map(|(f, guessed)| (guessed, f.path != analysed, index, f)));
+                found.extend(a.diagnostics.iter().filter_map(|located| {
+                    let f = finding_of(located, &project)?;
+                    let (d, loc, _) = located;
+                    Some((arguments_unknown_at(a, &d.path, loc.line), f.path != analysed, index, f))
+                }));
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -254,31 +252,32 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
     }
 }
 
-/// The findings the project's configuration keeps, with paths relative to the current folder.
 /// Whether `a` traced the function around line `line` of `path` (the nearest traced `def`
-/// at or above it) only with arguments it did not know (`Route::arguments_unknown`): a
-/// finding there is the one an analysis with known arguments would state more exactly.
+/// at or above it) only with arguments it did not know (the unknown-arguments and uncalled
+/// routes): a finding there is the one an analysis with known arguments states more exactly.
 fn arguments_unknown_at(a: &FileAnalysis, path: &Path, line: u32) -> bool {
     let around = a.functions.iter().filter(|f| *f.location.path == *path && f.location.line <= line).max_by_key(|f| f.location.line);
     let guessed = |route: &str| [Route::UnknownArguments, Route::Uncalled].iter().any(|r| r.label() == route);
     around.is_some_and(|f| !f.traces.is_empty() && f.traces.iter().all(|t| guessed(t.route)))
 }
 
+/// The findings the project's configuration keeps, with paths relative to the current folder.
 pub fn findings_of(diagnostics: &[tracer_core::analysis::LocatedDiagnostic], project: &Config) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for (d, loc, rel) in diagnostics {
-        let Some(severity) = project.severity_of(d.code, d.severity) else { continue };
-        findings.push(Finding {
-            path: relative(&d.path),
-            code: d.code.as_str(),
-            name: d.code.name(),
-            severity,
-            location: loc.clone(),
-            message: d.message.clone(),
-            related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
-        });
-    }
-    findings
+    diagnostics.iter().filter_map(|located| finding_of(located, project)).collect()
+}
+
+/// One diagnostic as a finding, unless the project's configuration drops its code.
+fn finding_of((d, loc, rel): &tracer_core::analysis::LocatedDiagnostic, project: &Config) -> Option<Finding> {
+    let severity = project.severity_of(d.code, d.severity)?;
+    Some(Finding {
+        path: relative(&d.path),
+        code: d.code.as_str(),
+        name: d.code.name(),
+        severity,
+        location: loc.clone(),
+        message: d.message.clone(),
+        related: d.related.iter().zip(rel).map(|(r, l)| (relative(&r.path), l.clone(), r.message.clone())).collect(),
+    })
 }
 
 /// `trace` and `repro`: one file, with the project's configuration; exit 2 (said on stderr)

@@ -103,6 +103,8 @@ fn reached_from_importers(
     let mut shown: Vec<&LocatedDiagnostic> = Vec::new();
     let mut out = Vec::new();
     for (importer, o) in importers {
+        let name = importer.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let importer_lines = LineText::new(&o.text);
         for located in o.analysis.diagnostics.iter().filter(|(d, _, _)| d.path == path) {
             let own = a.analysis.diagnostics.iter().any(|mine| mine.0.path == path && same(mine, located));
             if own || shown.iter().any(|s| same(s, located)) || located.1.span.end as usize > a.text.len() {
@@ -111,10 +113,9 @@ fn reached_from_importers(
             shown.push(located);
             let Some(mut d) = lsp_diagnostics_in(st, path, lines, std::slice::from_ref(located)).pop() else { continue };
             let entry = features::entry_into(o, importer, &located.1, located.0.code.as_str());
-            let name = importer.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let related = entry.and_then(|loc| {
                 let uri = convert::uri_of(importer)?;
-                let range = LineText::new(&o.text).location_range(&loc, st.encoding);
+                let range = importer_lines.location_range(&loc, st.encoding);
                 let message = format!("reached from {name}: the entry point there traces it");
                 Some(lsp::DiagnosticRelatedInformation { location: lsp::Location { uri, range }, message })
             });
