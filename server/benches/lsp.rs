@@ -38,6 +38,9 @@
 //! (instructions per edit are deterministic where wall time is not on a loaded machine;
 //! `callgrind_annotate OUT` says where they go). Run it with 0 edits too and subtract: what
 //! is left is the edits' own.
+//!
+//! Size: one benchmark script whose scenarios share the client, the generated projects and the
+//! printing of the figures.
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -1,5 +1,7 @@
 //! The language server end to end: the built binary over stdio, driven by a minimal LSP
 //! client, as an editor drives it.
+//!
+//! Size: end-to-end editor sessions sharing one minimal LSP client; each test is one session.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

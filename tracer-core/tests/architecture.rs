@@ -2,8 +2,9 @@
 //! only `syntax/` knows tree-sitter, `repro/` takes the analysis as a parameter rather
 //! than calling it (no circle between `analysis.rs` and `repro/`), LSP columns are
 //! counted in one module of the server, the transformations (`jax/transforms/`) stay one
-//! concern a file, small or saying why not, and `jax/numpy/` keeps one family a file behind
-//! an exhaustive routing table.
+//! concern a file, `jax/numpy/` keeps one family a file behind an exhaustive routing table,
+//! and every source file of the workspace opens with a `//!` doc and stays under ~800 lines
+//! or says why in a `//! Size:` line.
 
 use std::path::{Path, PathBuf};
 
@@ -130,30 +131,29 @@ fn lsp_columns_are_counted_in_one_module() {
     assert!(offenders.is_empty(), "LSP columns counted outside server/src/lsp/convert.rs:\n{}", offenders.join("\n"));
 }
 
-/// A file of `jax/transforms/` longer than this must say why in a `//! Size:` line.
-const TRANSFORMS_MAX_LINES: usize = 800;
+/// A source file longer than this must say why in a `//! Size:` line.
+const MAX_LINES: usize = 800;
 
-/// What is wrong with one file of `jax/transforms/`, if anything: it does not open with a
-/// `//!` doc saying what it owns, or it is longer than `TRANSFORMS_MAX_LINES` without a
-/// `//! Size:` line in that doc saying why.
-fn transforms_file_problem(text: &str) -> Option<String> {
+/// What is wrong with one source file, if anything: it does not open with a `//!` doc
+/// saying what it is for, or it is longer than `MAX_LINES` without a `//! Size:` line in
+/// that doc saying why.
+fn file_problem(text: &str) -> Option<String> {
     let doc: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
     if doc.is_empty() {
         return Some("does not open with a `//!` doc saying what it owns".into());
     }
     let lines = text.lines().count();
     let says_why = doc.iter().any(|l| l.trim_start_matches("//!").trim_start().starts_with("Size:"));
-    (lines > TRANSFORMS_MAX_LINES && !says_why)
-        .then(|| format!("has {lines} lines (over {TRANSFORMS_MAX_LINES}) and no `//! Size:` line saying why"))
+    (lines > MAX_LINES && !says_why).then(|| format!("has {lines} lines (over {MAX_LINES}) and no `//! Size:` line saying why"))
 }
 
 #[test]
-fn the_transforms_file_check_finds_each_problem() {
-    let long = |doc: &str| format!("{doc}\n{}", "fn f() {}\n".repeat(TRANSFORMS_MAX_LINES));
-    assert!(transforms_file_problem(&long("//! jit and its cache.")).is_some_and(|p| p.contains("no `//! Size:`")));
-    assert_eq!(transforms_file_problem(&long("//! jit and its cache.\n//! Size: one match over every primitive.")), None);
-    assert_eq!(transforms_file_problem("//! vmap.\nfn f() {}\n"), None);
-    assert!(transforms_file_problem("use std::rc::Rc;\n").is_some_and(|p| p.contains("`//!` doc")));
+fn the_file_check_finds_each_problem() {
+    let long = |doc: &str| format!("{doc}\n{}", "fn f() {}\n".repeat(MAX_LINES));
+    assert!(file_problem(&long("//! jit and its cache.")).is_some_and(|p| p.contains("no `//! Size:`")));
+    assert_eq!(file_problem(&long("//! jit and its cache.\n//! Size: one match over every primitive.")), None);
+    assert_eq!(file_problem("//! vmap.\nfn f() {}\n"), None);
+    assert!(file_problem("use std::rc::Rc;\n").is_some_and(|p| p.contains("`//!` doc")));
 }
 
 /// `jax/transforms/` holds JAX's transformations one concern a file (jit and its cache,
@@ -166,7 +166,7 @@ fn transforms_files_are_one_concern_each_and_small_or_say_why() {
     assert!(files.len() >= 8, "jax/transforms/ was not found: {}", dir.display());
     let offenders: Vec<String> = files
         .iter()
-        .filter_map(|f| transforms_file_problem(&std::fs::read_to_string(f).unwrap_or_default()).map(|p| format!("{}: {p}", f.display())))
+        .filter_map(|f| file_problem(&std::fs::read_to_string(f).unwrap_or_default()).map(|p| format!("{}: {p}", f.display())))
         .collect();
     assert!(offenders.is_empty(), "jax/transforms/ files:\n{}", offenders.join("\n"));
 }
@@ -187,9 +187,9 @@ fn jax_api_only_reexports_transforms() {
     assert!(code.is_empty(), "jax/api.rs holds more than re-exports of jax/transforms/ (move it there):\n{}", code.join("\n"));
 }
 
-/// `jax/numpy/` holds the `jax.numpy` / `lax` / `nn` surface one family a file: each file
-/// opens with a `//!` line saying what it owns and stays under 800 lines unless its doc
-/// gives a `//! Size:` reason, none is pulled in from elsewhere with `#[path]`, and the
+/// `jax/numpy/` holds the `jax.numpy` / `lax` / `nn` surface one family a file (each small
+/// or saying why: `every_source_file_is_documented_and_small_or_says_why`), none is pulled
+/// in from elsewhere with `#[path]`, and the
 /// routing table (`dispatch.rs`) is one exhaustive match over `JaxFn`, with no `_ =>` arm
 /// that would let a new function through without a family.
 #[test]
@@ -200,13 +200,6 @@ fn the_numpy_folder_keeps_small_documented_files_and_an_exhaustive_dispatch() {
     let mut offenders = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap_or_default();
-        if !text.starts_with("//!") {
-            offenders.push(format!("{}: does not open with a `//!` line saying what it owns", f.display()));
-        }
-        let lines = text.lines().count();
-        if lines > 800 && !text.lines().any(|l| l.starts_with("//! Size:")) {
-            offenders.push(format!("{}: {lines} lines, over 800 without a `//! Size:` reason", f.display()));
-        }
         if text.contains("#[path") {
             offenders.push(format!("{}: pulls a module in with #[path]", f.display()));
         }
@@ -339,4 +332,25 @@ fn every_match_over_prim_is_exhaustive() {
         "wildcard arms in matches over Prim (list the variants, or a family of prims::families):\n{}",
         offenders.join("\n")
     );
+}
+
+/// Every Rust file of the workspace (the crates' sources, tests and benches) opens with a
+/// `//!` doc saying what it is for, and stays under ~800 lines unless that doc gives a
+/// `//! Size:` reason: a newcomer finds one concept a file, and a file that grows past the
+/// mark says why it is still one.
+#[test]
+fn every_source_file_is_documented_and_small_or_says_why() {
+    let root = crate_dir().parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut files = Vec::new();
+    for krate in ["tracer-core", "server", "xtask"] {
+        for sub in ["src", "tests", "benches"] {
+            files.extend(rust_files(&root.join(krate).join(sub)));
+        }
+    }
+    assert!(files.len() >= 100, "the workspace's sources were not found under {}", root.display());
+    let offenders: Vec<String> = files
+        .iter()
+        .filter_map(|f| file_problem(&std::fs::read_to_string(f).unwrap_or_default()).map(|p| format!("{}: {p}", f.display())))
+        .collect();
+    assert!(offenders.is_empty(), "source files:\n{}", offenders.join("\n"));
 }

@@ -1,4 +1,7 @@
 //! Statements and expressions: the tree-walking core of the interpreter.
+//!
+//! Size: `exec_stmt` and `eval` are one arm per statement and expression kind of the AST, the core
+//! every other module of the interpreter calls into.
 
 use std::cell::RefCell;
 use std::rc::Rc;

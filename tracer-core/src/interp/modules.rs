@@ -1,5 +1,8 @@
 //! Imports: project-local modules found through the loader, modelled library modules (JAX,
 //! NumPy and the standard library a numeric program uses), and opaque modules for the rest.
+//!
+//! Size: `call_stdlib` (~385 lines) is one arm per modelled standard-library function; a table per
+//! module, as `interp/stdlib/` has for names, would split it.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

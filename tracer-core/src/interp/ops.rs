@@ -1,5 +1,9 @@
 //! Python's object protocol over `Value`: truth, arithmetic, comparison, hashing, repr and
 //! str, attributes, items and iteration. Arrays defer to `crate::jax::numpy`.
+//!
+//! Size: one concept, Python's object protocol: each operator family (arithmetic, comparison,
+//! hashing, repr, items, attributes) is a few methods of `Interp` sharing the same coercions. A
+//! split by protocol is possible and not yet done.
 
 use std::cell::RefCell;
 use std::rc::Rc;

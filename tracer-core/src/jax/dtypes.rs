@@ -15,6 +15,9 @@
 //! dtypes here has an upper bound, so promotion cannot fail except on an empty operand list.
 //! Every function is checked against real JAX by `tests/dtype_promotion.rs`, whose golden
 //! data `tests/conformance/gen_dtype_golden.py` records.
+//!
+//! Size: the lattice, promotion, weak types, canonicalisation and the dtype names in one place, as
+//! `jax/_src/dtypes.py` has them.
 
 use std::fmt;
 

@@ -1,5 +1,8 @@
 //! The trace IR: jaxpr-like bodies of equations over typed variables, printed in JAX's
 //! text form (`{ lambda ; a:f32[8,4]. let b:f32[8] = ... in (b,) }`). Grammar: docs/ir.md.
+//!
+//! Size: `Prim` (~190 lines of variants and their parameters), its printing, and
+//! `check_ir`/`resolve_control` over control-flow bodies; each primitive's rule is in `jax/prims/`.
 
 use crate::jax::prims::families;
 use std::fmt::Write as _;

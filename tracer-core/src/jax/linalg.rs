@@ -4,6 +4,9 @@
 //! LAPACK routines JAX calls on CPU (`getrf` with partial pivoting, `getrs`'s triangular
 //! solves, `potrf`) step for step where that decides a value, so singular and indefinite
 //! inputs give JAX's infinities and NaNs rather than an error (docs/evaluator.md).
+//!
+//! Size: one kernel per LAPACK routine JAX calls on CPU, each a step-for-step port, sharing
+//! `kernel`'s batching over the leading axes; its tests sit at the end.
 
 use ndarray::{ArrayD, Axis, IxDyn};
 

@@ -3,6 +3,9 @@
 //! index, a method, a nested jitted call, a conversion Python forced — with its arguments as
 //! arrays or Python literals. `emit` turns the statements of one trace back into a standalone
 //! pure-JAX program, each line linked to the user's line.
+//!
+//! Size: the record and `emit`, its one reader, which must agree on every `Call` variant; its tests
+//! sit at the end.
 
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -7,6 +7,9 @@
 //! linked to the user's line, then delta-debugged statement by statement — top level first,
 //! then the bodies of the functions, classes and blocks that are kept — with the engine as
 //! the oracle (the same code and exception class at the same line).
+//!
+//! Size: one algorithm (cut, render, delta-debug) whose passes share `SourceProgram`'s line map;
+//! its tests sit at the end.
 
 use std::time::Duration;
 

@@ -10,6 +10,9 @@
 //! tensors of unknown shape, which check everything that does not depend on the shape.
 //! Variables may be created on the first trace only; TensorFlow traces a function that
 //! created one a second time to check it, and raises there (TL220).
+//!
+//! Size: the cache key, the trace and the variable-creation rules of `tf.function` are one model of
+//! one cache.
 
 use std::cell::RefCell;
 use std::rc::Rc;
