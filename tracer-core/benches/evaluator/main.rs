@@ -39,7 +39,7 @@ fn keep_freed_memory_as_tracelens_run_does() {
 
 mod mlp;
 use tracer_core::jax::dtypes::DType;
-use tracer_core::jax::eval::{dot_general, dot_general_f32, DotDims};
+use tracer_core::jax::prims::products::{dot_general_kernel as dot_general, dot_general_kernel_f32 as dot_general_f32, DotDims};
 
 const N: usize = 1024;
 const REPEATS: usize = 5;

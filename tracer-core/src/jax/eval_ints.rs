@@ -15,9 +15,10 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::array::NdData;
 use super::dtypes::DType;
-use super::eval::{self, DotDims};
+use super::eval;
 use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::prims::products::{dot_general_kernel, DotDims};
 
 /// Integer elements held exactly: every int64 and uint64 value fits an i128, and so does
 /// the product of two of them before it is wrapped.
@@ -228,7 +229,7 @@ pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &
             if bound >= F64_EXACT as u128 {
                 return None;
             }
-            let product = eval::dot_general(&to_f64(&ins[0]), &to_f64(&ins[1]), &dims, out_shape, DType::F64)?;
+            let product = dot_general_kernel(&to_f64(&ins[0]), &to_f64(&ins[1]), &dims, out_shape, DType::F64)?;
             ints(from_f64(&product))
         }
         families::movement!()

@@ -1,8 +1,13 @@
-//! Abstract evaluation of `dot_general`: the batch axes, then the free axes of `lhs`, then
-//! those of `rhs`; weakly typed only if both operands are.
+//! `dot_general`: its abstract evaluation (the batch axes, then the free axes of `lhs`, then
+//! those of `rhs`; weakly typed only if both operands are) and its CPU kernel (one GEMM per
+//! batch element), side by side.
+
+use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 use super::{arg, type_error, RuleResult};
+use crate::jax::array::{NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
+use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
 
 /// `numbers` are `[lhs_contract, rhs_contract, lhs_batch, rhs_batch]`.
@@ -38,4 +43,322 @@ pub fn dot_general(prim: &Prim, ins: &[Aval], numbers: [&Vec<usize>; 4]) -> Rule
     shape.extend(free(l, lc, lb));
     shape.extend(free(r, rc, rb));
     Ok(vec![Aval::new(&shape, l.dtype).weak(l.weak && r.weak)])
+}
+
+/// The dimension numbers of a `dot_general`.
+pub struct DotDims<'a> {
+    pub lhs_contract: &'a [usize],
+    pub rhs_contract: &'a [usize],
+    pub lhs_batch: &'a [usize],
+    pub rhs_batch: &'a [usize],
+}
+
+/// `lax.dot_general`: both operands permuted to (batch, free, contracting) and reshaped to
+/// 3-D, then one matrix product per batch element with the `gemm` crate's GEMM
+/// (docs/evaluator.md), which takes the permuted operands as strided views: a transposed
+/// operand is not copied. float32 (and narrower) operands
+/// multiply in float32, as XLA's CPU dot does: sgemm is twice as fast as dgemm and
+/// accumulates as JAX does.
+pub fn dot_general_kernel(lhs: &NdData, rhs: &NdData, dims: &DotDims, out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let (l, r, sizes) = dot_operands(lhs.view(), rhs.view(), dims)?;
+    let out = if out_dtype == DType::F64 || out_dtype.is_integer() {
+        batched_matmul(l, r, sizes)?
+    } else {
+        batched_matmul(l.mapv(|x| x as f32).view(), r.mapv(|x| x as f32).view(), sizes)?.mapv(f64::from)
+    };
+    out.into_shape_with_order(IxDyn(out_shape)).ok()
+}
+
+/// `dot_general` of float32 data held in f32 (the float32 path): no conversion at all.
+pub fn dot_general_kernel_f32(lhs: &NdDataF32, rhs: &NdDataF32, dims: &DotDims, out_shape: &[usize]) -> Option<ArrayD<f32>> {
+    let (l, r, sizes) = dot_operands(lhs.view(), rhs.view(), dims)?;
+    batched_matmul(l, r, sizes)?.into_shape_with_order(IxDyn(out_shape)).ok()
+}
+
+/// The operands of a `dot_general` as views permuted to (batch, free, contracting) and
+/// (batch, contracting, free), with the sizes `[batch, m, k, n]` of the products.
+fn dot_operands<'a, T>(
+    lhs: ArrayViewD<'a, T>,
+    rhs: ArrayViewD<'a, T>,
+    dims: &DotDims,
+) -> Option<(ArrayViewD<'a, T>, ArrayViewD<'a, T>, [usize; 4])> {
+    let (lc, rc, lb, rb) = (dims.lhs_contract, dims.rhs_contract, dims.lhs_batch, dims.rhs_batch);
+    let lfree: Vec<usize> = (0..lhs.ndim()).filter(|d| !lc.contains(d) && !lb.contains(d)).collect();
+    let rfree: Vec<usize> = (0..rhs.ndim()).filter(|d| !rc.contains(d) && !rb.contains(d)).collect();
+    let lperm: Vec<usize> = lb.iter().chain(&lfree).chain(lc).copied().collect();
+    let rperm: Vec<usize> = rb.iter().chain(rc).chain(&rfree).copied().collect();
+    let valid = |perm: &[usize], ndim: usize| perm.len() == ndim && (0..ndim).all(|d| perm.contains(&d));
+    if !valid(&lperm, lhs.ndim()) || !valid(&rperm, rhs.ndim()) {
+        return None;
+    }
+    let size = |shape: &[usize], dims: &[usize]| dims.iter().map(|&d| shape[d]).product::<usize>();
+    let (b, m, k, n) = (size(lhs.shape(), lb), size(lhs.shape(), &lfree), size(lhs.shape(), lc), size(rhs.shape(), &rfree));
+    if size(rhs.shape(), rb) != b || size(rhs.shape(), rc) != k {
+        return None;
+    }
+    Some((lhs.permuted_axes(IxDyn(&lperm)), rhs.permuted_axes(IxDyn(&rperm)), [b, m, k, n]))
+}
+
+fn batched_matmul<T>(l: ArrayViewD<T>, r: ArrayViewD<T>, [b, m, k, n]: [usize; 4]) -> Option<ArrayD<T>>
+where
+    T: ZeroSign + Default,
+{
+    // Views when the permuted axes merge into 3-D as they are (always for 2-D operands, so a
+    // transposed matrix reaches the GEMM as strides), copies in logical order otherwise.
+    let l = l.to_shape((b, m, k)).ok()?;
+    let r = r.to_shape((b, k, n)).ok()?;
+    if k == 0 {
+        return Some(ndarray::Array3::<T>::zeros((b, m, n)).into_dyn());
+    }
+    let column_major = m >= 2 && n >= 2 && column_major_destination([m, k, n], &l.strides()[1..], &r.strides()[1..]);
+    Some(gemm_into_new(l.view(), r.view(), [b, m, k, n], column_major))
+}
+
+/// The products of `batched_matmul` (k > 0), computed into a column-major buffer and
+/// transposed, or straight into the row-major result.
+fn gemm_into_new<T>(l: ndarray::ArrayView3<T>, r: ndarray::ArrayView3<T>, [b, m, k, n]: [usize; 4], column_major: bool) -> ArrayD<T>
+where
+    T: ZeroSign + Default,
+{
+    configure_gemm(m * k + k * n);
+    // The column-major product, when it is the faster way round; it is then transposed into
+    // the row-major result.
+    let mut scratch: Vec<T> = Vec::with_capacity(if column_major { m * n } else { 0 });
+    // The GEMM overwrites its destination without reading it: no zeroing first.
+    let mut out = ndarray::Array3::<T>::uninit((b, m, n));
+    for bi in 0..b {
+        let (lhs, rhs) = (l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
+        let mut dst = out.index_axis_mut(Axis(0), bi);
+        let (dst_ptr, dst_rs, dst_cs) = if column_major {
+            (scratch.as_mut_ptr(), 1, m as isize)
+        } else {
+            (dst.as_mut_ptr().cast::<T>(), dst.strides()[0], dst.strides()[1])
+        };
+        // SAFETY: each pointer and its strides describe a live buffer of the given shape
+        // (m×k, k×n, m×n, the last one writable and not aliased: a row of `out` or `scratch`,
+        // whose capacity is m·n), and T is f32 or f64, the types `gemm` multiplies
+        // (MaybeUninit<T> has T's layout). With `read_dst` false, dst = 1·lhs·rhs: every
+        // element is written and none is read.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst_ptr,
+                dst_cs,
+                dst_rs,
+                false,
+                lhs.as_ptr(),
+                lhs.strides()[1],
+                lhs.strides()[0],
+                rhs.as_ptr(),
+                rhs.strides()[1],
+                rhs.strides()[0],
+                T::zero(),
+                T::one(),
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        if column_major {
+            // SAFETY: the GEMM above wrote all m·n elements of `scratch` (k > 0).
+            unsafe { scratch.set_len(m * n) };
+            let dst = dst.as_slice_mut().expect("a batch of a new C-order array is contiguous");
+            transpose_into(&scratch, n, m, dst);
+            // SAFETY: T is Copy; the next batch overwrites every element before reading any.
+            unsafe { scratch.set_len(0) };
+        }
+    }
+    // SAFETY: k > 0, so the GEMM wrote every element of every batch (above).
+    let mut out = unsafe { out.assume_init() };
+    for bi in 0..b {
+        xla_zero_signs(out.index_axis_mut(Axis(0), bi), l.index_axis(Axis(0), bi), r.index_axis(Axis(0), bi));
+    }
+    out.into_dyn()
+}
+
+/// Whether a product is faster computed column-major and transposed into the row-major
+/// result than computed row-major, as `gemm` is handed it otherwise. `gemm` computes a
+/// row-major destination as the transposed product, so its left operand (the one its
+/// microkernel reads down columns) is then `rhsᵀ`, and a column-major destination keeps
+/// `lhs` there. An operand that is not laid out that way is copied ("packed") first, at
+/// about 0.6 ns an element; the microkernel runs at about a third of its rate when the
+/// destination's contiguous axis is shorter than 64 (a partial tile); and the transpose of
+/// the result costs about 0.35 ns an element. Measured for the MLP's eight products on
+/// Zen 5 with gemm's AVX-512 kernels (docs/evaluator.md, "Which way round"): the slowest,
+/// `dz @ w2.T` (128×512·512×512, `w2` row-major), goes from 475 to 357 µs this way round;
+/// `h.T @ dlogits` (512×128·128×10) from 19 to 7 µs. The result is the same either way:
+/// every element is one dot product summed in the same order.
+fn column_major_destination([m, k, n]: [usize; 3], lhs_strides: &[isize], rhs_strides: &[isize]) -> bool {
+    const PACK_NS: f64 = 0.6;
+    const TRANSPOSE_NS: f64 = 0.35;
+    let flops = 2.0 * (m * k * n) as f64;
+    let compute_ns = |contiguous: usize| flops / if contiguous >= 64 { 220.0 } else { 70.0 };
+    // Row-major: the microkernel reads `rhsᵀ` (n×k) down its columns, i.e. `rhs` along rows.
+    let rhs_row_major = rhs_strides[1] == 1;
+    let row = compute_ns(n) + if rhs_row_major { 0.0 } else { PACK_NS * (n * k) as f64 };
+    // Column-major: it reads `lhs` (m×k) down its columns.
+    let lhs_column_major = lhs_strides[0] == 1;
+    let column = compute_ns(m) + if lhs_column_major { 0.0 } else { PACK_NS * (m * k) as f64 } + TRANSPOSE_NS * (m * n) as f64;
+    column < row
+}
+
+/// `src`, `rows`×`cols` row-major, transposed into `dst` (`cols`×`rows` row-major) through
+/// 8×8 tiles held in registers, each read along `src`'s rows and written along `dst`'s: a
+/// plain loop writes one element per cache line (about 30% slower on a 512×128 result).
+fn transpose_into<T: Copy + Default>(src: &[T], rows: usize, cols: usize, dst: &mut [std::mem::MaybeUninit<T>]) {
+    const TILE: usize = 8;
+    debug_assert!(src.len() == rows * cols && dst.len() == rows * cols);
+    let (full_rows, full_cols) = (rows / TILE * TILE, cols / TILE * TILE);
+    for i0 in (0..full_rows).step_by(TILE) {
+        for j0 in (0..full_cols).step_by(TILE) {
+            let mut tile = [[T::default(); TILE]; TILE];
+            for (a, src_row) in src[i0 * cols..].chunks(cols).take(TILE).enumerate() {
+                for (b, &x) in src_row[j0..j0 + TILE].iter().enumerate() {
+                    tile[b][a] = x;
+                }
+            }
+            for (b, column) in tile.iter().enumerate() {
+                let at = (j0 + b) * rows + i0;
+                for (d, &x) in dst[at..at + TILE].iter_mut().zip(column) {
+                    *d = std::mem::MaybeUninit::new(x);
+                }
+            }
+        }
+    }
+    // The edges the tiles leave: the last `cols % 8` columns of the tiled rows, then the
+    // last `rows % 8` rows whole.
+    for i in 0..rows {
+        for j in if i < full_rows { full_cols } else { 0 }..cols {
+            dst[j * rows + i] = std::mem::MaybeUninit::new(src[i * cols + j]);
+        }
+    }
+}
+
+/// `gemm` copies ("packs") an operand into its microkernel's layout when the product is
+/// large enough for the copy to pay; its thresholds were tuned for AVX2. With its AVX-512
+/// kernels (docs/evaluator.md, "On an AVX-512 machine") the copying was 15% of the MLP
+/// step, and products whose operands hold up to a million elements in all (4 MB of
+/// float32; the MLP step's largest is 2 MB) are a little faster without it: `tracelens run`
+/// of the bench's step, 300 steps against 1, best of five, 2.29 against 2.41–2.44 ms a step
+/// in one session, then 2.45–2.74 against 2.57–2.75 ms over four more pairs (the unpacked
+/// one faster in six of eight comparisons, by up to 7%). A 1024³ product, 2 million
+/// elements, loses a third without packing (179 against 268 GFLOP/s) and keeps `gemm`'s
+/// own thresholds. Packing copies values and never changes the order of a sum, so results
+/// are the same either way. The thresholds are process-wide: two threads multiplying at
+/// once may see each other's, which changes their speed, never a value.
+fn configure_gemm(operand_elements: usize) {
+    const UNPACKED_UP_TO: usize = 1 << 20;
+    // `gemm` caps its thresholds at 256 (tiles): at the cap it packs only an operand of
+    // more than 256 tiles' rows or columns, which a product of this size rarely has.
+    const CAP: usize = 256;
+    static DEFAULTS: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    let (lhs, rhs) = *DEFAULTS.get_or_init(|| (gemm::get_lhs_packing_threshold_single_thread(), gemm::get_rhs_packing_threshold()));
+    let (lhs, rhs) = if operand_elements <= UNPACKED_UP_TO { (CAP, CAP) } else { (lhs, rhs) };
+    gemm::set_lhs_packing_threshold_single_thread(lhs);
+    gemm::set_rhs_packing_threshold(rhs);
+}
+
+/// The element types of the GEMM, and what `xla_zero_signs` needs of them.
+trait ZeroSign: ndarray::LinalgScalar + PartialEq {
+    /// The columns of one tile of XLA's vector-matrix product.
+    const TILE: usize;
+    const NEG_ZERO: Self;
+    fn is_neg_zero(self) -> bool;
+}
+
+impl ZeroSign for f32 {
+    const TILE: usize = 8;
+    const NEG_ZERO: f32 = -0.0;
+    fn is_neg_zero(self) -> bool {
+        self.to_bits() == 0x8000_0000
+    }
+}
+
+impl ZeroSign for f64 {
+    const TILE: usize = 4;
+    const NEG_ZERO: f64 = -0.0;
+    fn is_neg_zero(self) -> bool {
+        self.to_bits() == 0x8000_0000_0000_0000
+    }
+}
+
+/// Gives a product's zeros the sign XLA's order of accumulation gives them (JAX 0.10.2 on
+/// CPU, measured; docs/evaluator.md). XLA multiplies once when `k == 1` (`-0. · 1.` is
+/// `-0.`) and otherwise sums from `+0.` (a sum of `-0.` products is `0.`), except in the last
+/// `n % TILE` columns of a vector-matrix product (`m == 1 < n`), which it sums from the
+/// first product (`-0.` when every product is). `gemm` sums from `+0.` except for `k <= 2`,
+/// which it sums from the first product: only those and the vector-matrix tail are visited.
+fn xla_zero_signs<T: ZeroSign>(mut dst: ndarray::ArrayViewMut2<T>, lhs: ndarray::ArrayView2<T>, rhs: ndarray::ArrayView2<T>) {
+    let (m, k, n) = (lhs.nrows(), lhs.ncols(), rhs.ncols());
+    let tail = if m == 1 && n >= 2 { n / T::TILE * T::TILE } else { n };
+    if k > 2 && tail == n {
+        return;
+    }
+    for ((i, j), d) in dst.indexed_iter_mut() {
+        if *d != T::zero() {
+            continue;
+        }
+        let from_first_product = k == 1 || j >= tail;
+        let negative = from_first_product && (0..k).all(|p| (lhs[[i, p]] * rhs[[p, j]]).is_neg_zero());
+        *d = if negative { T::NEG_ZERO } else { T::zero() };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of two deterministic `rows`×`cols` operands, C order.
+    fn operands(rows: usize, cols: usize, seed: u32) -> ndarray::Array3<f32> {
+        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        ndarray::Array3::from_shape_fn((2, rows, cols), |_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        })
+    }
+
+    #[test]
+    fn a_product_is_the_same_bits_either_way_round_in_every_layout() {
+        // The MLP's shapes that take the column-major path, odd sizes around the 8×8
+        // transpose tiles and gemm's 16-row vectors, and the k ≤ 2 products gemm sums from
+        // their first term.
+        let shapes = [[128, 512, 512], [512, 128, 10], [128, 10, 512], [13, 29, 7], [70, 3, 9], [9, 1, 17], [2, 2, 2], [33, 64, 65]];
+        for (s, [m, k, n]) in shapes.into_iter().enumerate() {
+            for (lhs_transposed, rhs_transposed) in [(false, false), (true, false), (false, true), (true, true)] {
+                let seed = s as u32 * 2;
+                // A transposed operand is stored the other way round and viewed as m×k (k×n).
+                let l3 = if lhs_transposed { operands(k, m, seed).permuted_axes([0, 2, 1]) } else { operands(m, k, seed) };
+                let r3 = if rhs_transposed { operands(n, k, seed + 1).permuted_axes([0, 2, 1]) } else { operands(k, n, seed + 1) };
+                let row = gemm_into_new(l3.view(), r3.view(), [2, m, k, n], false);
+                let column = gemm_into_new(l3.view(), r3.view(), [2, m, k, n], true);
+                let bits = |a: &ArrayD<f32>| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&row), bits(&column), "{m}x{k}x{n}, transposed {lhs_transposed}/{rhs_transposed}");
+                // And both are the product: against a float64 sum of the same terms.
+                for ((bi, i, j), &got) in row.clone().into_dimensionality::<ndarray::Ix3>().unwrap().indexed_iter() {
+                    let exact: f64 = (0..k).map(|p| f64::from(l3[[bi, i, p]]) * f64::from(r3[[bi, p, j]])).sum();
+                    assert!((f64::from(got) - exact).abs() <= 1e-5 * k as f64, "{m}x{k}x{n} [{bi},{i},{j}]: {got} vs {exact}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_mlp_products_go_the_faster_way_round() {
+        let row_major = |rows: isize| [rows, 1];
+        let transposed = |rows: isize| [1, rows];
+        // `dz @ w2.T`: packing the 512×512 `w2` costs more than transposing the 128×512 result.
+        assert!(column_major_destination([128, 512, 512], &row_major(512), &transposed(512)));
+        // `h.T @ dlogits`: a row-major result would be 10 wide, a partial tile.
+        assert!(column_major_destination([512, 128, 10], &transposed(512), &row_major(10)));
+        // Row-major operands, and `x.T @ dz` (no packing either way): as gemm is handed them.
+        assert!(!column_major_destination([128, 784, 512], &row_major(784), &row_major(512)));
+        assert!(!column_major_destination([128, 512, 10], &row_major(512), &row_major(10)));
+        assert!(!column_major_destination([784, 128, 512], &transposed(784), &row_major(512)));
+        assert!(!column_major_destination([128, 10, 512], &row_major(10), &transposed(10)));
+    }
 }
