@@ -26,6 +26,7 @@ use super::aval::Aval;
 use super::dtypes::DType;
 use super::ir::{Atom, BinaryPrim, CmpPrim, EighInput, Eqn, IndexItem, Jaxpr, Prim, ReduceOp, ScatterOp, UnaryPrim, VarId};
 use super::numpy::linalg_api;
+use super::prims::products::{self, DotDims};
 use super::surface::JaxFn;
 use super::{apply1, bind1, bind_with_bodies};
 use crate::diagnostics::Code;
@@ -527,7 +528,7 @@ fn mask_as(interp: &mut Interp, mask: &Rc<Array>, dtype: DType, weak: bool) -> A
     bind(interp, Prim::ConvertElementType { new_dtype: dtype, weak_type: weak }, std::slice::from_ref(mask))
 }
 
-fn reshape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
+pub(crate) fn reshape(interp: &mut Interp, a: &Rc<Array>, shape: &[usize]) -> AdResult<Rc<Array>> {
     if a.aval.shape.as_slice() == shape {
         return Ok(a.clone());
     }
@@ -990,19 +991,7 @@ fn jvp(
             let picked = reduce_sum(interp, &masked, axes)?;
             binary(interp, BinaryPrim::Div, &picked, &counts)?
         }
-        Prim::DotGeneral { .. } => {
-            let mut total: Option<Rc<Array>> = None;
-            for (i, t) in ts.iter().enumerate().take(2) {
-                let Some(t) = t else { continue };
-                let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
-                let term = bind(interp, eqn.prim.clone(), &operands)?;
-                total = Some(match total {
-                    Some(acc) => binary(interp, BinaryPrim::Add, &acc, &term)?,
-                    None => term,
-                });
-            }
-            return Ok(vec![total]);
-        }
+        Prim::DotGeneral { .. } => return products::bilinear_jvp(interp, &eqn.prim, ins, ts),
         Prim::Full { .. } | Prim::Iota { .. } => return Ok(vec![None]),
         // Linear in (operand, padding value) together.
         Prim::Pad { .. } if ins.len() == 2 => {
@@ -2213,14 +2202,8 @@ fn transpose(
             }
         }
         Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
-            let dims = DotDims { lc: lhs_contract.clone(), rc: rhs_contract.clone(), lb: lhs_batch.clone(), rb: rhs_batch.clone() };
-            if active[0] {
-                cts[0] = Some(dot_transpose_lhs(interp, g, &ins[0].aval, &ins[1], &dims, false)?);
-            }
-            if active[1] {
-                let swapped = DotDims { lc: dims.rc.clone(), rc: dims.lc.clone(), lb: dims.rb.clone(), rb: dims.lb.clone() };
-                cts[1] = Some(dot_transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
-            }
+            let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+            products::dot_general_transpose(interp, &dims, ins, g, active, &mut cts)?;
         }
         // The operand's part of the cotangent, cut out again; the padding value's is the rest.
         Prim::Pad { config } if ins.len() == 2 && config.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0) => {
@@ -2482,52 +2465,6 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
         cur = bind_strong(interp, Prim::Concatenate { dimension: axis }, &ops)?;
     }
     Ok(cur)
-}
-
-struct DotDims {
-    lc: Vec<usize>,
-    rc: Vec<usize>,
-    lb: Vec<usize>,
-    rb: Vec<usize>,
-}
-
-/// JAX's `_dot_general_transpose_lhs`: the cotangent of the left operand `x` of
-/// `dot_general(x, y)` given the output cotangent `g` (`swap_ans` when `x` is the right one).
-fn dot_transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>, d: &DotDims, swap_ans: bool) -> AdResult<Rc<Array>> {
-    let x_ndim = x.ndim();
-    let y_ndim = y.aval.ndim();
-    if d.lc.len() != d.rc.len() || d.lb.len() != d.rb.len() {
-        return Err(AdError::NoRule("dot_general with mismatched dimension numbers".into()));
-    }
-    let x_kept: Vec<usize> = (0..x_ndim).filter(|i| !d.lc.contains(i) && !d.lb.contains(i)).collect();
-    let y_kept: Vec<usize> = (0..y_ndim).filter(|i| !d.rc.contains(i) && !d.rb.contains(i)).collect();
-    let nb = d.lb.len();
-    let ans_batch: Vec<usize> = (0..nb).collect();
-    let ans_y: Vec<usize> =
-        if swap_ans { (nb..nb + y_kept.len()).collect() } else { (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect() };
-    let dims = DotDims { lc: ans_y, rc: y_kept, lb: ans_batch, rb: d.rb.clone() };
-    let prim = Prim::DotGeneral {
-        lhs_contract: dims.lc.clone(),
-        rhs_contract: dims.rc.clone(),
-        lhs_batch: dims.lb.clone(),
-        rhs_batch: dims.rb.clone(),
-    };
-    // Weakly typed only if both operands are, as every `dot_general`.
-    let prod = bind(interp, prim, &[g.clone(), y.clone()])?;
-    // x_contract sorted by the order of y_contract.
-    let mut order: Vec<usize> = (0..d.rc.len()).collect();
-    order.sort_by_key(|&i| d.rc[i]);
-    let x_contract_sorted: Vec<usize> = order.iter().map(|&i| d.lc[i]).collect();
-    let layout: Vec<usize> = d.lb.iter().chain(&x_kept).chain(&x_contract_sorted).copied().collect();
-    if layout.len() != prod.aval.ndim() {
-        return Err(AdError::NoRule("dot_general of an unexpected rank".into()));
-    }
-    let mut out_axes: Vec<usize> = (0..layout.len()).collect();
-    out_axes.sort_by_key(|&i| layout[i]);
-    if out_axes.iter().enumerate().all(|(i, &a)| i == a) {
-        return reshape(interp, &prod, &x.shape);
-    }
-    bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod))
 }
 
 // ---------------------------------------------------------------------------------------

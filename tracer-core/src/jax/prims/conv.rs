@@ -92,17 +92,7 @@ impl Block for Conv {
 
     /// Bilinear: `conv(t_lhs, rhs) + conv(lhs, t_rhs)`.
     fn jvp(&self, interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
-        let mut total: Option<Rc<Array>> = None;
-        for (i, t) in tangents.iter().enumerate().take(2) {
-            let Some(t) = t else { continue };
-            let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
-            let term = ad::bind(interp, prim.clone(), &operands)?;
-            total = Some(match total {
-                Some(acc) => ad::binary(interp, crate::jax::ir::BinaryPrim::Add, &acc, &term)?,
-                None => term,
-            });
-        }
-        Ok(vec![total])
+        super::products::bilinear_jvp(interp, prim, ins, tangents)
     }
 
     /// JAX's `_conv_general_dilated_transpose_lhs` and `_rhs`: each cotangent is itself a

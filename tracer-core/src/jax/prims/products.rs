@@ -1,14 +1,18 @@
 //! `dot_general`: its abstract evaluation (the batch axes, then the free axes of `lhs`, then
-//! those of `rhs`; weakly typed only if both operands are) and its CPU kernel (one GEMM per
-//! batch element), side by side.
+//! those of `rhs`; weakly typed only if both operands are), its CPU kernel (one GEMM per
+//! batch element) and its JVP and transpose rules, side by side.
+
+use std::rc::Rc;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 use super::{arg, type_error, RuleResult};
-use crate::jax::array::{NdData, NdDataF32};
+use crate::interp::Interp;
+use crate::jax::ad::{self, AdError, AdResult};
+use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
-use crate::jax::ir::Prim;
+use crate::jax::ir::{BinaryPrim, Prim};
 
 /// `numbers` are `[lhs_contract, rhs_contract, lhs_batch, rhs_batch]`.
 pub fn dot_general(prim: &Prim, ins: &[Aval], numbers: [&Vec<usize>; 4]) -> RuleResult {
@@ -305,6 +309,88 @@ fn xla_zero_signs<T: ZeroSign>(mut dst: ndarray::ArrayViewMut2<T>, lhs: ndarray:
         let negative = from_first_product && (0..k).all(|p| (lhs[[i, p]] * rhs[[p, j]]).is_neg_zero());
         *d = if negative { T::NEG_ZERO } else { T::zero() };
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The JVP and transpose rules.
+
+/// The JVP of a primitive bilinear in its two operands (`dot_general`, and
+/// `conv_general_dilated` in `conv.rs`): `f(t_lhs, rhs) + f(lhs, t_rhs)`, a term dropped
+/// when its tangent is zero.
+pub fn bilinear_jvp(
+    interp: &mut Interp,
+    prim: &Prim,
+    ins: &[Rc<Array>],
+    tangents: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let mut total: Option<Rc<Array>> = None;
+    for (i, t) in tangents.iter().enumerate().take(2) {
+        let Some(t) = t else { continue };
+        let operands = if i == 0 { [t.clone(), ins[1].clone()] } else { [ins[0].clone(), t.clone()] };
+        let term = ad::bind(interp, prim.clone(), &operands)?;
+        total = Some(match total {
+            Some(acc) => ad::binary(interp, BinaryPrim::Add, &acc, &term)?,
+            None => term,
+        });
+    }
+    Ok(vec![total])
+}
+
+/// `dot_general`'s transpose: the cotangent of each active operand from the output's `g`
+/// (JAX's `_dot_general_transpose_lhs` and `_rhs`, the latter the former with the operands
+/// swapped), written into `cts`.
+pub fn dot_general_transpose(
+    interp: &mut Interp,
+    dims: &DotDims,
+    ins: &[Rc<Array>],
+    g: &Rc<Array>,
+    active: &[bool],
+    cts: &mut [Option<Rc<Array>>],
+) -> AdResult<()> {
+    if active[0] {
+        cts[0] = Some(transpose_lhs(interp, g, &ins[0].aval, &ins[1], dims, false)?);
+    }
+    if active[1] {
+        let swapped = DotDims {
+            lhs_contract: dims.rhs_contract,
+            rhs_contract: dims.lhs_contract,
+            lhs_batch: dims.rhs_batch,
+            rhs_batch: dims.lhs_batch,
+        };
+        cts[1] = Some(transpose_lhs(interp, g, &ins[1].aval, &ins[0], &swapped, true)?);
+    }
+    Ok(())
+}
+
+/// JAX's `_dot_general_transpose_lhs`: the cotangent of the left operand `x` of
+/// `dot_general(x, y)` given the output cotangent `g` (`swap_ans` when `x` is the right one).
+fn transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>, d: &DotDims, swap_ans: bool) -> AdResult<Rc<Array>> {
+    let (lc, rc, lb, rb) = (d.lhs_contract, d.rhs_contract, d.lhs_batch, d.rhs_batch);
+    if lc.len() != rc.len() || lb.len() != rb.len() {
+        return Err(AdError::NoRule("dot_general with mismatched dimension numbers".into()));
+    }
+    let x_kept: Vec<usize> = (0..x.ndim()).filter(|i| !lc.contains(i) && !lb.contains(i)).collect();
+    let y_kept: Vec<usize> = (0..y.aval.ndim()).filter(|i| !rc.contains(i) && !rb.contains(i)).collect();
+    let nb = lb.len();
+    let ans_y: Vec<usize> =
+        if swap_ans { (nb..nb + y_kept.len()).collect() } else { (nb + x_kept.len()..nb + x_kept.len() + y_kept.len()).collect() };
+    let prim = Prim::DotGeneral { lhs_contract: ans_y, rhs_contract: y_kept, lhs_batch: (0..nb).collect(), rhs_batch: rb.to_vec() };
+    // Weakly typed only if both operands are, as every `dot_general`.
+    let prod = ad::bind(interp, prim, &[g.clone(), y.clone()])?;
+    // x_contract sorted by the order of y_contract.
+    let mut order: Vec<usize> = (0..rc.len()).collect();
+    order.sort_by_key(|&i| rc[i]);
+    let x_contract_sorted: Vec<usize> = order.iter().map(|&i| lc[i]).collect();
+    let layout: Vec<usize> = lb.iter().chain(&x_kept).chain(&x_contract_sorted).copied().collect();
+    if layout.len() != prod.aval.ndim() {
+        return Err(AdError::NoRule("dot_general of an unexpected rank".into()));
+    }
+    let mut out_axes: Vec<usize> = (0..layout.len()).collect();
+    out_axes.sort_by_key(|&i| layout[i]);
+    if out_axes.iter().enumerate().all(|(i, &a)| i == a) {
+        return ad::reshape(interp, &prod, &x.shape);
+    }
+    ad::bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod))
 }
 
 #[cfg(test)]
