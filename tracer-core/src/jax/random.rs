@@ -28,8 +28,9 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::array::NdData;
 use super::aval::Aval;
 use super::dtypes::DType;
-use super::eval::{max_f32, max_f64, min_f32};
+use super::eval::{max_f32, min_f32};
 use super::ir::Prim;
+use super::prims::elementwise::max_f64;
 
 /// A Threefry-2x32 key: the two words of a PRNG key.
 pub type Key = [u32; 2];
