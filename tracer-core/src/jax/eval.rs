@@ -19,7 +19,8 @@ use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
 use super::linalg;
 use super::prims::elementwise::{binary_fn, divides_by_reciprocal, exp_in, max_f64, min_f64, next_after_16, reciprocal, unary_fn};
 use super::prims::products::{dot_general_kernel, dot_general_kernel_f32, DotDims};
-use super::prims::reductions::{reduce_f32, reduce_kernel, reduce_sum_narrow};
+use super::prims::reductions::{reduce_f32, reduce_kernel, reduce_sum_narrow, sort_by_keys, top_k_kernel};
+use super::prims::shape::rearrange;
 use super::random;
 
 /// Rounds a value to what `dtype` can hold.
@@ -777,7 +778,7 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
         }
-        Prim::TopK { k } | Prim::TopKIndices { k } => top_k(&ins[0], *k, matches!(prim, Prim::TopKIndices { .. }), out_shape)?,
+        Prim::TopK { k } | Prim::TopKIndices { k } => top_k_kernel(&ins[0], *k, matches!(prim, Prim::TopKIndices { .. }), out_shape)?,
         // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
         // the second by the keys of the first and gives that. Stable, NaN last.
         Prim::Sort { dimension, .. } if ins.len() <= 2 => {
@@ -795,176 +796,6 @@ fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usi
         | Prim::DebugCallback
         | Prim::Opaque(_) => return None,
     })
-}
-
-/// `lax.top_k` along the last axis: the `k` largest elements of each row in XLA's total order
-/// (`nan` above `inf`, `0.` above `-0.`, `-nan` below `-inf`), equal ones in index order; their
-/// values, or their `indices`.
-fn top_k(x: &NdData, k: usize, indices: bool, out_shape: &[usize]) -> Option<NdData> {
-    let last = x.ndim().checked_sub(1)?;
-    let mut out = ArrayD::zeros(IxDyn(out_shape));
-    if out.ndim() != x.ndim() || out_shape[last] != k || k > x.shape()[last] {
-        return None;
-    }
-    for (row, mut dst) in x.lanes(Axis(last)).into_iter().zip(out.lanes_mut(Axis(last))) {
-        let mut order: Vec<usize> = (0..row.len()).collect();
-        // Stable: equal elements keep their index order.
-        order.sort_by(|&i, &j| row[j].total_cmp(&row[i]));
-        for (d, &i) in dst.iter_mut().zip(&order) {
-            *d = if indices { i as f64 } else { row[i] };
-        }
-    }
-    Some(out)
-}
-
-/// `values` ordered along `dimension` as a stable sort orders `keys` by `cmp`: `sort` of one
-/// operand (`values` is `keys`), or `argsort`'s second operand. `None` when the shapes differ.
-pub(super) fn sort_by_keys<T: Copy>(
-    keys: &ArrayD<T>,
-    values: &ArrayD<T>,
-    dimension: usize,
-    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
-) -> Option<ArrayD<T>> {
-    let mut out = values.clone();
-    if out.shape() != keys.shape() {
-        return None;
-    }
-    for (key_lane, mut lane) in keys.lanes(Axis(dimension)).into_iter().zip(out.lanes_mut(Axis(dimension))) {
-        let mut order: Vec<usize> = (0..key_lane.len()).collect();
-        order.sort_by(|&i, &j| cmp(&key_lane[i], &key_lane[j]));
-        let sorted: Vec<T> = order.iter().map(|&i| lane[i]).collect();
-        lane.iter_mut().zip(sorted).for_each(|(dst, src)| *dst = src);
-    }
-    Some(out)
-}
-
-/// The operations that only move elements (broadcast, reshape, transpose, slices, concatenation,
-/// padding), for any element type: the f64-held kernels and the exact integers of
-/// `eval_ints` share them. `None` when `prim` is not one of them or its inputs do not fit
-/// it; `index` reads a scalar start of a dynamic slice.
-pub(super) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape: &[usize], index: impl Fn(&T) -> i64) -> Option<ArrayD<T>> {
-    let starts = |arrays: &[Rc<ArrayD<T>>]| arrays.iter().map(|a| a.iter().next().map(&index)).collect::<Option<Vec<i64>>>();
-    Some(match prim {
-        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
-            let a = &ins[0];
-            let mut expanded = vec![1usize; shape.len()];
-            for (i, &d) in broadcast_dimensions.iter().enumerate() {
-                expanded[d] = a.shape()[i];
-            }
-            let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
-            r.broadcast(IxDyn(shape))?.to_owned()
-        }
-        Prim::Reshape { new_sizes } => {
-            let std = ins[0].as_standard_layout().to_owned();
-            std.into_shape_with_order(IxDyn(new_sizes)).ok()?
-        }
-        Prim::Squeeze { .. } => {
-            let std = ins[0].as_standard_layout().to_owned();
-            std.into_shape_with_order(IxDyn(out_shape)).ok()?
-        }
-        Prim::Transpose { permutation } => {
-            // `permuted_axes` panics on anything but a permutation of the axes.
-            let mut sorted = permutation.clone();
-            sorted.sort_unstable();
-            if sorted.iter().enumerate().any(|(i, &p)| i != p) || sorted.len() != ins[0].ndim() {
-                return None;
-            }
-            (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned()
-        }
-        Prim::Rev { dimensions } => {
-            let mut a = (*ins[0]).clone();
-            for &d in dimensions {
-                a.invert_axis(Axis(d));
-            }
-            a.as_standard_layout().to_owned()
-        }
-        Prim::Slice { start, limit, strides } => {
-            let a = &ins[0];
-            let info: Vec<ndarray::SliceInfoElem> = start
-                .iter()
-                .zip(limit)
-                .zip(strides)
-                .map(|((&s, &l), &st)| ndarray::SliceInfoElem::Slice { start: s as isize, end: Some(l as isize), step: st.max(1) as isize })
-                .collect();
-            a.slice(info.as_slice()).to_owned()
-        }
-        // `lax.dynamic_slice(x, starts, sizes)`: inputs are the operand, then one scalar start
-        // index per axis; each is clamped so the slice fits (`dynamic_window`).
-        Prim::DynamicSlice { sizes } if ins.len() == 1 + sizes.len() => {
-            let window = dynamic_window(ins[0].shape(), sizes, &starts(&ins[1..])?)?;
-            ins[0].slice(window.as_slice()).to_owned()
-        }
-        // `lax.dynamic_update_slice(x, update, starts)`: the update written over the window.
-        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].ndim() && ins[1].ndim() == ins[0].ndim() => {
-            let window = dynamic_window(ins[0].shape(), ins[1].shape(), &starts(&ins[2..])?)?;
-            let mut out = (*ins[0]).clone();
-            out.slice_mut(window.as_slice()).assign(&*ins[1]);
-            out
-        }
-        Prim::Concatenate { dimension } => {
-            let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
-            ndarray::concatenate(Axis(*dimension), &views).ok()?
-        }
-        // lax.pad with edge padding of either sign and no interior padding.
-        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|c| c.2 == 0) => {
-            let fill = ins[1].iter().next().cloned()?;
-            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
-            // The part of the operand that survives negative padding, and where it goes.
-            let src: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
-            let dst: Vec<ndarray::SliceInfoElem> =
-                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
-            let part = ins[0].slice(src.as_slice());
-            let mut place = out.slice_mut(dst.as_slice());
-            if place.shape() != part.shape() {
-                return None;
-            }
-            place.assign(&part);
-            out
-        }
-        families::elementwise!()
-        | families::reductions!()
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
-    })
-}
-
-/// The window of a `dynamic_slice`/`dynamic_update_slice` of `sizes` in an operand of
-/// `shape`, at the scalar `starts`: as `lax.dynamic_slice` says, a negative start counts from
-/// the end, and then each start is clamped to `0..=n - size` so the window fits (XLA never
-/// reads or writes out of bounds). `None` when a size exceeds its axis.
-fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[i64]) -> Option<Vec<ndarray::SliceInfoElem>> {
-    if sizes.len() != shape.len() || starts.len() != shape.len() {
-        return None;
-    }
-    let mut window = Vec::with_capacity(shape.len());
-    for ((&n, &size), start) in shape.iter().zip(sizes).zip(starts) {
-        let room = n.checked_sub(size)? as i64;
-        let raw = *start;
-        let from = if raw < 0 { raw + n as i64 } else { raw }.clamp(0, room) as isize;
-        window.push(ndarray::SliceInfoElem::Slice { start: from, end: Some(from + size as isize), step: 1 });
-    }
-    Some(window)
-}
-
-/// `start..end` clamped to an axis of length `n` (empty when reversed).
-fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
-    let start = start.clamp(0, n as i64);
-    ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
 }
 
 /// The float32 path: kernels on f32 data for operations whose inputs and output are float32

@@ -68,7 +68,7 @@ pub enum Computed {
 
 /// The result of `prim` on exact-integer inputs, or `None` when it has no kernel here.
 pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<Computed> {
-    if let Some(moved) = eval::rearrange(prim, ins, out_shape, |&v| i64::try_from(v).unwrap_or(i64::MAX)) {
+    if let Some(moved) = crate::jax::prims::shape::rearrange(prim, ins, out_shape, |&v| i64::try_from(v).unwrap_or(i64::MAX)) {
         return Some(Computed::Ints(moved));
     }
     // `x[idx]`, `jnp.take`, `.at[].get`: an index past 2**53 is out of bounds whatever its
@@ -218,7 +218,9 @@ pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &
             best as i128
         })),
         // `sort` of one operand sorts it; of two (`argsort`), orders the second by the first.
-        Prim::Sort { dimension, .. } if ins.len() <= 2 => ints(eval::sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, i128::cmp)?),
+        Prim::Sort { dimension, .. } if ins.len() <= 2 => {
+            ints(crate::jax::prims::reductions::sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, i128::cmp)?)
+        }
         Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             // An integer product through f64 is exact only below 2**53: computed there when
             // every partial sum provably stays below it, else not computed.

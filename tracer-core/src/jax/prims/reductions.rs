@@ -1,6 +1,7 @@
 //! The reductions and the primitives that order along one axis (`reduce_sum`, `argmax`,
 //! `cumsum`, `sort`, `top_k`): their abstract evaluation, then the CPU kernels of
-//! `reduce_*` (in f64, the float32 path's, and XLA's narrow-float `reduce_sum`).
+//! `reduce_*` (in f64, the float32 path's, and XLA's narrow-float `reduce_sum`), `top_k` and
+//! `sort`.
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
@@ -182,4 +183,45 @@ fn reduce_rows(data: &[f32], len: usize, inner: usize, start: f64, fold: impl Fn
         out.extend(acc.iter().map(|&x| round_to(x, DType::F32) as f32));
     }
     out
+}
+
+/// `lax.top_k` along the last axis: the `k` largest elements of each row in XLA's total order
+/// (`nan` above `inf`, `0.` above `-0.`, `-nan` below `-inf`), equal ones in index order; their
+/// values, or their `indices`.
+pub(crate) fn top_k_kernel(x: &NdData, k: usize, indices: bool, out_shape: &[usize]) -> Option<NdData> {
+    let last = x.ndim().checked_sub(1)?;
+    let mut out = ArrayD::zeros(IxDyn(out_shape));
+    if out.ndim() != x.ndim() || out_shape[last] != k || k > x.shape()[last] {
+        return None;
+    }
+    for (row, mut dst) in x.lanes(Axis(last)).into_iter().zip(out.lanes_mut(Axis(last))) {
+        let mut order: Vec<usize> = (0..row.len()).collect();
+        // Stable: equal elements keep their index order.
+        order.sort_by(|&i, &j| row[j].total_cmp(&row[i]));
+        for (d, &i) in dst.iter_mut().zip(&order) {
+            *d = if indices { i as f64 } else { row[i] };
+        }
+    }
+    Some(out)
+}
+
+/// `values` ordered along `dimension` as a stable sort orders `keys` by `cmp`: `sort` of one
+/// operand (`values` is `keys`), or `argsort`'s second operand. `None` when the shapes differ.
+pub(crate) fn sort_by_keys<T: Copy>(
+    keys: &ArrayD<T>,
+    values: &ArrayD<T>,
+    dimension: usize,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> Option<ArrayD<T>> {
+    let mut out = values.clone();
+    if out.shape() != keys.shape() {
+        return None;
+    }
+    for (key_lane, mut lane) in keys.lanes(Axis(dimension)).into_iter().zip(out.lanes_mut(Axis(dimension))) {
+        let mut order: Vec<usize> = (0..key_lane.len()).collect();
+        order.sort_by(|&i, &j| cmp(&key_lane[i], &key_lane[j]));
+        let sorted: Vec<T> = order.iter().map(|&i| lane[i]).collect();
+        lane.iter_mut().zip(sorted).for_each(|(dst, src)| *dst = src);
+    }
+    Some(out)
 }

@@ -1,8 +1,13 @@
-//! Abstract evaluation of the primitives that move elements without computing with them
-//! (`broadcast_in_dim`, `reshape`, `transpose`, `slice`, `concatenate`, `pad`, ...) and of
-//! `iota`: the output shape from the parameters, the operand's dtype and weak type.
+//! The primitives that move elements without computing with them (`broadcast_in_dim`,
+//! `reshape`, `transpose`, `slice`, `concatenate`, `pad`, ...) and `iota`: their abstract
+//! evaluation (the output shape from the parameters, the operand's dtype and weak type),
+//! then their CPU kernel (`rearrange`, for any element type).
 
-use super::{arg, type_error, RuleError, RuleResult};
+use std::rc::Rc;
+
+use ndarray::{ArrayD, Axis, IxDyn};
+
+use super::{arg, families, type_error, RuleError, RuleResult};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
@@ -170,4 +175,136 @@ pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
         )));
     }
     Ok(vec![Aval::new(shape, dtype)])
+}
+
+// ---------------------------------------------------------------------------------------
+// The CPU kernel of the primitives that only move elements.
+
+/// The operations that only move elements (broadcast, reshape, transpose, slices, concatenation,
+/// padding), for any element type: the f64-held kernels and the exact integers of
+/// `eval_ints` share them. `None` when `prim` is not one of them or its inputs do not fit
+/// it; `index` reads a scalar start of a dynamic slice.
+pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape: &[usize], index: impl Fn(&T) -> i64) -> Option<ArrayD<T>> {
+    let starts = |arrays: &[Rc<ArrayD<T>>]| arrays.iter().map(|a| a.iter().next().map(&index)).collect::<Option<Vec<i64>>>();
+    Some(match prim {
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let a = &ins[0];
+            let mut expanded = vec![1usize; shape.len()];
+            for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                expanded[d] = a.shape()[i];
+            }
+            let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
+            r.broadcast(IxDyn(shape))?.to_owned()
+        }
+        Prim::Reshape { new_sizes } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(new_sizes)).ok()?
+        }
+        Prim::Squeeze { .. } => {
+            let std = ins[0].as_standard_layout().to_owned();
+            std.into_shape_with_order(IxDyn(out_shape)).ok()?
+        }
+        Prim::Transpose { permutation } => {
+            // `permuted_axes` panics on anything but a permutation of the axes.
+            let mut sorted = permutation.clone();
+            sorted.sort_unstable();
+            if sorted.iter().enumerate().any(|(i, &p)| i != p) || sorted.len() != ins[0].ndim() {
+                return None;
+            }
+            (*ins[0]).clone().permuted_axes(IxDyn(permutation)).as_standard_layout().to_owned()
+        }
+        Prim::Rev { dimensions } => {
+            let mut a = (*ins[0]).clone();
+            for &d in dimensions {
+                a.invert_axis(Axis(d));
+            }
+            a.as_standard_layout().to_owned()
+        }
+        Prim::Slice { start, limit, strides } => {
+            let a = &ins[0];
+            let info: Vec<ndarray::SliceInfoElem> = start
+                .iter()
+                .zip(limit)
+                .zip(strides)
+                .map(|((&s, &l), &st)| ndarray::SliceInfoElem::Slice { start: s as isize, end: Some(l as isize), step: st.max(1) as isize })
+                .collect();
+            a.slice(info.as_slice()).to_owned()
+        }
+        // `lax.dynamic_slice(x, starts, sizes)`: inputs are the operand, then one scalar start
+        // index per axis; each is clamped so the slice fits (`dynamic_window`).
+        Prim::DynamicSlice { sizes } if ins.len() == 1 + sizes.len() => {
+            let window = dynamic_window(ins[0].shape(), sizes, &starts(&ins[1..])?)?;
+            ins[0].slice(window.as_slice()).to_owned()
+        }
+        // `lax.dynamic_update_slice(x, update, starts)`: the update written over the window.
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].ndim() && ins[1].ndim() == ins[0].ndim() => {
+            let window = dynamic_window(ins[0].shape(), ins[1].shape(), &starts(&ins[2..])?)?;
+            let mut out = (*ins[0]).clone();
+            out.slice_mut(window.as_slice()).assign(&*ins[1]);
+            out
+        }
+        Prim::Concatenate { dimension } => {
+            let views: Vec<_> = ins.iter().map(|a| a.view()).collect();
+            ndarray::concatenate(Axis(*dimension), &views).ok()?
+        }
+        // lax.pad with edge padding of either sign and no interior padding.
+        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|c| c.2 == 0) => {
+            let fill = ins[1].iter().next().cloned()?;
+            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
+            // The part of the operand that survives negative padding, and where it goes.
+            let src: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(ins[0].shape()).map(|(&(lo, hi, _), &n)| slice_elem((-lo).max(0), n as i64 - (-hi).max(0), n)).collect();
+            let dst: Vec<ndarray::SliceInfoElem> =
+                config.iter().zip(out_shape).map(|(&(lo, hi, _), &n)| slice_elem(lo.max(0), n as i64 - hi.max(0), n)).collect();
+            let part = ins[0].slice(src.as_slice());
+            let mut place = out.slice_mut(dst.as_slice());
+            if place.shape() != part.shape() {
+                return None;
+            }
+            place.assign(&part);
+            out
+        }
+        families::elementwise!()
+        | families::reductions!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Iota { .. }
+        | Prim::Full { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::DebugCallback
+        | Prim::StopGradient
+        | Prim::Opaque(_)
+        | Prim::Linalg(_)
+        | Prim::Block(_) => return None,
+    })
+}
+
+/// The window of a `dynamic_slice`/`dynamic_update_slice` of `sizes` in an operand of
+/// `shape`, at the scalar `starts`: as `lax.dynamic_slice` says, a negative start counts from
+/// the end, and then each start is clamped to `0..=n - size` so the window fits (XLA never
+/// reads or writes out of bounds). `None` when a size exceeds its axis.
+fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[i64]) -> Option<Vec<ndarray::SliceInfoElem>> {
+    if sizes.len() != shape.len() || starts.len() != shape.len() {
+        return None;
+    }
+    let mut window = Vec::with_capacity(shape.len());
+    for ((&n, &size), start) in shape.iter().zip(sizes).zip(starts) {
+        let room = n.checked_sub(size)? as i64;
+        let raw = *start;
+        let from = if raw < 0 { raw + n as i64 } else { raw }.clamp(0, room) as isize;
+        window.push(ndarray::SliceInfoElem::Slice { start: from, end: Some(from + size as isize), step: 1 });
+    }
+    Some(window)
+}
+
+/// `start..end` clamped to an axis of length `n` (empty when reversed).
+fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
+    let start = start.clamp(0, n as i64);
+    ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
 }
