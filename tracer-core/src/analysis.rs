@@ -370,7 +370,7 @@ fn analyze_remembering(
     }
     let mut functions = collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs);
     if let Some((renamer, second)) = renamed_functions {
-        rename_annotated_traces(&mut functions, &second, &renamer);
+        rename_symbolic_traces(&mut functions, &second, &renamer);
     }
     deliver.analysis(FileAnalysis {
         diagnostics: located,
@@ -461,14 +461,20 @@ fn finished_diagnostics(interp: &Interp) -> Vec<Diagnostic> {
     diagnostics
 }
 
-/// The traces made from annotations with named dimensions, shown with the names: each
-/// string of the first analysis against the same string of the second.
-fn rename_annotated_traces(functions: &mut [TracedFunction], second: &[TracedFunction], renamer: &crate::symbolic::Renamer) {
+/// The traces made with named dimensions, shown with the names: each string of the first
+/// analysis against the same string of the second. When both analyses traced the same
+/// functions the same number of times, every trace is paired with its counterpart (a
+/// `jax.export.symbolic_shape` seed traces by a call, not by the annotations route; a trace
+/// the sizes do not reach is the same text twice and stays as it is); otherwise only the
+/// annotations route's traces are, in order.
+fn rename_symbolic_traces(functions: &mut [TracedFunction], second: &[TracedFunction], renamer: &crate::symbolic::Renamer) {
+    let aligned =
+        functions.len() == second.len() && functions.iter().zip(second).all(|(a, b)| a.name == b.name && a.traces.len() == b.traces.len());
     let annotated = |f: &TracedFunction| -> Vec<(String, usize)> {
         f.traces
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.route == crate::jax::Route::Annotations.label())
+            .filter(|(_, t)| aligned || t.route == crate::jax::Route::Annotations.label())
             .map(|(i, _)| (f.name.clone(), i))
             .collect()
     };

@@ -1,8 +1,10 @@
 //! Entry points beyond the script and its tests (design.md §9): functions that nothing calls
 //! are traced as `jax.jit` would trace them, from a `# tracelens: trace f(f32[8,4], i32[])`
 //! comment above the `def` (`f32[b,4]` names a dimension), or from jaxtyping annotations
-//! (`x: Float[Array, "b n"]`). A named dimension is symbolic: it is bound consistently across
-//! the arguments, and `crate::symbolic` says which of its findings hold for every size.
+//! (`x: Float[Array, "b n"]`, beside which a parameter annotated as an array of no stated
+//! shape, `key: jax.Array`, is a tracer of unknown aval). A named dimension is symbolic: it is
+//! bound consistently across the arguments, and `crate::symbolic` says which of its findings
+//! hold for every size.
 
 use std::rc::Rc;
 
@@ -116,7 +118,8 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
     let ast = interp.files[file as usize].module.clone();
     let text = interp.files[file as usize].text.clone();
     // `# tracelens: trace f(...)` comments, wherever they stand.
-    let mut requests: Vec<(String, Vec<AvalSpec>, Span)> = Vec::new();
+    // Each argument's aval, or `None` for an array whose shape no annotation states.
+    let mut requests: Vec<(String, Vec<Option<AvalSpec>>, Span)> = Vec::new();
     const MARKER: &str = "# tracelens: trace ";
     let mut after_line = 0;
     for (pos, _) in text.match_indices(MARKER) {
@@ -125,6 +128,7 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
         }
         after_line = text[pos..].find('\n').map_or(text.len(), |n| pos + n + 1);
         if let Some((name, avals)) = parse_trace_comment(&text[pos + MARKER.len()..after_line]) {
+            let avals = avals.into_iter().map(Some).collect();
             requests.push((name, avals, Span::new(pos, pos + text[pos..after_line].trim_end().len())));
         }
     }
@@ -143,7 +147,12 @@ pub fn trace_uncalled(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>)
         interp.frames.push(Frame { file, name: Rc::from("<tracelens: trace>"), span, class: None, self_value: None });
         let args: Vec<Value> = avals
             .iter()
-            .map(|a| Value::Array(Array::unknown(a.resolve(&mut interp.entry_state.dims, &text), "an argument described by its aval")))
+            .map(|a| match a {
+                Some(a) => {
+                    Value::Array(Array::unknown(a.resolve(&mut interp.entry_state.dims, &text), "an argument described by its aval"))
+                }
+                None => Value::opaque_tracer("an argument annotated as an array of no stated shape"),
+            })
             .collect();
         let route = std::mem::replace(&mut interp.jax.route, crate::jax::Route::Annotations);
         let result = trace_as_jit(interp, fun, args);
@@ -164,8 +173,11 @@ fn trace_as_jit(interp: &mut Interp, fun: Value, args: Vec<Value>) -> crate::int
     interp.call(&jitted, args, Vec::new())
 }
 
-/// Avals from jaxtyping annotations on every positional parameter, or `None`.
-fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<AvalSpec>> {
+/// Avals from the annotations of the required positional parameters, or `None` unless each
+/// is an array and at least one states its shape in jaxtyping: `Float[Array, "b n"]` gives its
+/// aval, an array of no stated shape (`jax.Array`, `jnp.ndarray`, `Float[Array, "*batch"]`)
+/// `None`, an unknown tracer (a function of `jax.Array`s alone is left to the other routes).
+fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<Option<AvalSpec>>> {
     let params: Vec<_> = def.params.posonly.iter().chain(&def.params.args).collect();
     if params.is_empty() || def.params.vararg.is_some() {
         return None;
@@ -175,11 +187,17 @@ fn jaxtyping_avals(def: &FunctionDef) -> Option<Vec<AvalSpec>> {
         if p.default.is_some() {
             break;
         }
-        let (dtype, dims) = jaxtyping_annotation(p.annotation.as_ref()?)?;
-        let dims: Option<Vec<DimSpec>> = dims.split_whitespace().map(parse_dim).collect();
-        avals.push(AvalSpec { dims: dims?, dtype, weak: false });
+        let annotation = p.annotation.as_ref()?;
+        let stated = jaxtyping_annotation(annotation).and_then(|(dtype, dims)| {
+            let dims: Option<Vec<DimSpec>> = dims.split_whitespace().map(parse_dim).collect();
+            Some(AvalSpec { dims: dims?, dtype, weak: false })
+        });
+        if stated.is_none() && !crate::entry_staged::is_array_annotation(annotation) {
+            return None;
+        }
+        avals.push(stated);
     }
-    (!avals.is_empty()).then_some(avals)
+    avals.iter().any(Option::is_some).then_some(avals)
 }
 
 /// `Float[Array, "b n"]` (also `jaxtyping.Float32[jax.Array, "n"]`) -> (dtype, "b n").

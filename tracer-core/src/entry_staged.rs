@@ -209,7 +209,7 @@ fn annotated_arrays_are_tracers(staged: &Value, def: &FunctionDef, args: &mut [V
 }
 
 /// `jax.Array`, `jnp.ndarray`, `chex.Array`, `Array`, and jaxtyping's `Float[Array, "..."]`.
-fn is_array_annotation(e: &Expr) -> bool {
+pub(crate) fn is_array_annotation(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Name(n) => n.as_ref() == "Array",
         ExprKind::Attribute { value, attr, .. } => {

@@ -95,6 +95,24 @@ fn lowering_with_shape_dtype_structs_traces_once() {
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
 
+/// A parameter annotated as an array of no stated shape (`key: jax.Array`) beside jaxtyping
+/// ones is a tracer of unknown aval: the function is traced from its annotations, what does
+/// not depend on the unknown (a Python `if` on a traced sum) is reported, and a function of
+/// `jax.Array`s alone is not traced from annotations at all.
+#[test]
+fn jax_array_parameters_beside_jaxtyping_ones_are_unknown_tracers() {
+    let a = analyse(
+        "import jax\nimport jax.numpy as jnp\nfrom jaxtyping import Array, Float\n\ndef noisy(x: Float[Array, \"b n\"], key: jax.Array):\n    noise = jax.random.normal(key, x.shape)\n    if jnp.sum(x) > 0:\n        return x + noise\n    return x\n\ndef plain(x: jax.Array, y: jax.Array):\n    return x + y\n",
+    );
+    let traces = traces_of(&a, "noisy");
+    assert_eq!(traces.len(), 1, "{:?}", a.functions);
+    assert_eq!(traces[0].route, "annotations");
+    assert_eq!(traces[0].args[0], "f32[b,n]");
+    let errors: Vec<(Code, u32)> = a.diagnostics.iter().map(|(d, l, _)| (d.code, l.line)).collect();
+    assert_eq!(errors, vec![(Code::Concretization, 7)]);
+    assert!(traces_of(&a, "plain").is_empty(), "{:?}", a.functions);
+}
+
 #[test]
 fn functions_the_script_calls_are_not_traced_again_from_annotations() {
     let a = analyse(

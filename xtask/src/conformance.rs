@@ -106,7 +106,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     // An interpreter without a pinned library cannot run the fixtures that import it.
     let runnable = |path: &PathBuf| {
         let text = fs::read_to_string(path).unwrap_or_default();
-        !missing.iter().any(|name| text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")))
+        !missing.iter().any(|name| python_env::imports(&text, name))
     };
     let before = fixtures.len() + run_programs.len();
     fixtures.retain(runnable);

@@ -85,7 +85,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let python_env::OracleEnv { python, missing } = python_env::resolve(&target_dir)?;
     fixtures.retain(|p| {
         let text = fs::read_to_string(p).unwrap_or_default();
-        !missing.iter().any(|name| text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")))
+        !missing.iter().any(|name| python_env::imports(&text, name))
     });
     let cache_dir = target_dir.join("conformance-cache");
     let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;

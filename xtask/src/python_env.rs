@@ -12,7 +12,18 @@ pub const INTERPRETER_ENV: &str = "TRACELENS_JAX_PYTHON";
 ///
 /// absl-py and pytest are the runners of the project fixtures (`tests/fixtures/_projects/`).
 pub const LIBRARIES: &[(&str, &str)] =
-    &[("optax", "0.2.8"), ("flax", "0.12.8"), ("equinox", "0.13.8"), ("absl-py", "2.5.1"), ("pytest", "9.0.1")];
+    &[("optax", "0.2.8"), ("flax", "0.12.8"), ("equinox", "0.13.8"), ("absl-py", "2.5.1"), ("pytest", "9.0.1"), ("dm-haiku", "0.0.17")];
+
+/// Whether a fixture's text imports the library pip installs as `name` (`dm-haiku` is
+/// imported as `haiku`, `absl-py` as `absl`).
+pub fn imports(text: &str, name: &str) -> bool {
+    let module = match name {
+        "dm-haiku" => "haiku",
+        "absl-py" => "absl",
+        other => other,
+    };
+    text.contains(&format!("import {module}")) || text.contains(&format!("from {module}"))
+}
 
 /// The oracle's interpreter, and the pinned libraries it lacks (only possible for an
 /// interpreter given by `TRACELENS_JAX_PYTHON`: fixtures importing them are skipped).
@@ -37,7 +48,7 @@ pub fn cache_key(source: &[u8]) -> String {
     let text = String::from_utf8_lossy(source);
     let mut key = JAX_VERSION.to_string();
     for (name, version) in LIBRARIES {
-        if text.contains(&format!("import {name}")) || text.contains(&format!("from {name}")) {
+        if imports(&text, name) {
             key.push_str(&format!(" {name}=={version}"));
         }
     }

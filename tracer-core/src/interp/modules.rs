@@ -51,6 +51,7 @@ const JAX_MODULES: &[&str] = &[
     "jax.config",
     "jax.typing",
     "jax.dtypes",
+    "jax.export",
 ];
 const NUMPY_MODULES: &[&str] = &["numpy", "numpy.random", "numpy.linalg", "numpy.testing"];
 const STD_MODULES: &[&str] = &[

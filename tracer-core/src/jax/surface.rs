@@ -48,6 +48,9 @@ surface! {
     JaxTreeLeaves = "jax"."tree_leaves",
     StopGradient = "jax.lax"."stop_gradient",
     Pmap = "jax"."pmap",
+    // jax.export: shape polymorphism (`transforms/export.rs`)
+    ExportSymbolicShape = "jax.export"."symbolic_shape",
+    ExportExport = "jax.export"."export",
     // shard_map = "jax"."shard_map",
     // linearize = "jax"."linearize",
 

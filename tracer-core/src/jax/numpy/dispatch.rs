@@ -448,7 +448,9 @@ pub(super) fn family(f: JaxFn) -> Family {
         | F::TreeReduce
         | F::TreeReduce2
         | F::DebugPrint
-        | F::ConfigUpdate => Family::Elsewhere,
+        | F::ConfigUpdate
+        | F::ExportSymbolicShape
+        | F::ExportExport => Family::Elsewhere,
     }
 }
 

@@ -248,6 +248,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             };
             Ok(Value::Array(Array::unknown(Aval::new(&shape, d).weak(weak), jnp::SHAPE_DTYPE_STRUCT)))
         }
+        F::ExportSymbolicShape => Ok(super::export::symbolic_shape(interp, &args, &kwargs)),
+        F::ExportExport => Ok(super::export::export(&args)),
         F::Typeof => Ok(Value::opaque("an aval")),
         F::ArrayType => Ok(Value::opaque("jax.Array")),
         F::TreeMap

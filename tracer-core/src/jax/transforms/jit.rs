@@ -455,9 +455,12 @@ fn trace_with_unknown_arguments(
     if !interp.jax.traced_with_unknowns.insert((j.info, site)) {
         return Ok(unknown());
     }
-    // Traced from the route that calls what nothing called, it keeps that route's name.
-    let unknown_route =
-        if interp.jax.route == crate::jax::Route::Uncalled { crate::jax::Route::Uncalled } else { crate::jax::Route::UnknownArguments };
+    // Traced from the route that calls what nothing called, or from annotations that leave
+    // some arguments' shapes unstated (`key: jax.Array`), it keeps that route's name.
+    let unknown_route = match interp.jax.route {
+        r @ (crate::jax::Route::Uncalled | crate::jax::Route::Annotations) => r,
+        _ => crate::jax::Route::UnknownArguments,
+    };
     let route = std::mem::replace(&mut interp.jax.route, unknown_route);
     let traced = trace_jit_body(interp, j, args, dyn_positions, kwargs, "traced with arguments the interpreter does not know");
     interp.jax.route = route;

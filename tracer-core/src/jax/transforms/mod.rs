@@ -8,6 +8,7 @@ pub mod at;
 pub mod autodiff;
 pub mod control_flow;
 pub mod dispatch;
+pub mod export;
 pub mod jit;
 pub mod map;
 pub mod pytrees;
