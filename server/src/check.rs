@@ -339,7 +339,9 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                     "traces": f.traces.iter().map(|t| json!({
                         "call_line": t.call.as_ref().map(|c| c.line),
                         "args": t.args,
+                        "arg_paths": t.arg_paths,
                         "outputs": t.outputs,
+                        "out_paths": t.out_paths,
                         "cause": t.cause,
                         "route": t.route,
                         "jaxpr": t.jaxpr,

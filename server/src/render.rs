@@ -188,6 +188,14 @@ pub fn findings_github(findings: &[Finding]) -> String {
     out
 }
 
+/// Each aval after its leaf's path when the trace knows them (`params['w1']: f32[4,3]`).
+fn named(paths: &[String], avals: &[String]) -> Vec<String> {
+    if paths.len() != avals.len() {
+        return avals.to_vec();
+    }
+    paths.iter().zip(avals).map(|(p, a)| format!("{p}: {a}")).collect()
+}
+
 pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
     let mut out = String::new();
     if a.functions.is_empty() {
@@ -206,18 +214,14 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
         for (i, t) in f.traces.iter().enumerate() {
             let call = t.call.as_ref().map(|c| format!("line {}", c.line)).unwrap_or_else(|| "?".into());
             let outputs = match &t.outputs {
-                Some(o) => format!("({})", o.join(", ")),
+                Some(o) => format!("({})", named(&t.out_paths, o).join(", ")),
                 // Traced with unknown arguments, a trace ends where an unknown stops it.
                 None if t.route != "called" && t.route != "annotations" => "not known".to_string(),
                 None => "raised".to_string(),
             };
             let route = if t.route == "called" { String::new() } else { format!("  (route: {})", t.route) };
             // Each argument leaf by its path when the trace knows them (`params['w1']: f32[4,3]`).
-            let args: Vec<String> = if t.arg_paths.len() == t.args.len() {
-                t.arg_paths.iter().zip(&t.args).map(|(p, a)| format!("{p}: {a}")).collect()
-            } else {
-                t.args.clone()
-            };
+            let args = named(&t.arg_paths, &t.args);
             let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]{route}", i + 1, args.join(", "), t.cause);
             for line in t.jaxpr.lines() {
                 let _ = writeln!(out, "    {line}");

@@ -138,6 +138,51 @@ fn trace_names_argument_leaves_by_path() {
         "{text}"
     );
     assert!(text.contains("(params['w1']: f32[784,10], x: f32[8,784])"), "{text}");
+    // Outputs too: the updated state where it came from, the function's own as JAX's
+    // `result` paths.
+    assert!(
+        text.contains("-> (model['linear/bias']: f32[512], model['linear/kernel']: f32[784,512], optimizer['step']: u32[], result: f32[])"),
+        "{text}"
+    );
+    assert!(text.contains("-> (result: f32[8,10])"), "{text}");
+}
+
+/// An optax state is named by its NamedTuple fields, in an nnx.Optimizer's state as flax names
+/// it (`opt_state/0/mu/...`) and through `jax.jit` as JAX's debug info does (`st[0].mu['w']`,
+/// `result[1][0].count`); an nnx module through `jax.jit` by attribute (`.linear.kernel.value`).
+#[test]
+fn trace_names_optimizer_state_leaves_by_field() {
+    let dir = temp_dir("trace-optax-paths");
+    let program = NNX_STEP.replace("optax.sgd(0.1)", "optax.adam(1e-3)")
+        + "
+
+@jax.jit
+def adam_step(params, st, g):
+    u, st = optax.adam(1e-3).update(g, st, params)
+    return optax.apply_updates(params, u), st
+
+
+" + "p = {'w': jnp.ones((4, 3))}
+adam_step(p, optax.adam(1e-3).init(p), p)
+
+
+" + "@jax.jit
+def apply(model, x):
+    return model.linear(x)
+
+
+apply(model, jnp.ones((2, 784)))
+";
+    let f = write(&dir, "step.py", &program);
+    let out = tracelens().current_dir(&dir).args(["trace"]).arg(&f).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("optimizer['opt_state/0/count']: i32[], optimizer['opt_state/0/mu/linear/bias']: f32[512]"), "{text}");
+    assert!(
+        text.contains("(params['w']: f32[4,3], st[0].count: i32[], st[0].mu['w']: f32[4,3], st[0].nu['w']: f32[4,3], g['w']: f32[4,3])"),
+        "{text}"
+    );
+    assert!(text.contains("-> (result[0]['w']: f32[4,3], result[1][0].count: i32[], result[1][0].mu['w']: f32[4,3]"), "{text}");
+    assert!(text.contains("(model.linear.bias.value: f32[512], model.linear.kernel.value: f32[784,512], x: f32[2,784])"), "{text}");
 }
 
 const SCAN_THEN_LOG: &str = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\n@jax.jit\ndef f(x):\n    def body(c, xi):\n        return c + xi, c * 2.0\n\n    c, ys = lax.scan(body, 0.0, x)\n    return jnp.log(c - 3.0) + ys.sum()\n\n\nprint(f(jnp.ones(3)))\nf(jnp.ones(4))\n";

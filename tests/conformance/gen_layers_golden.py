@@ -91,6 +91,15 @@ CASES = [
             collections=("Param", "BatchStat"),
         ),
     ),
+    (
+        # The optimizer's state by path: optax's NamedTuple fields by name (`opt_state/0/mu/...`).
+        "nnx_optimizer_adam_state",
+        NNX
+        + "import optax\n"
+        + f"layer = nnx.Linear(4, 3, {RNGS})\n"
+        + "opt = nnx.Optimizer(layer, optax.adam(1e-3), wrt=nnx.Param)\n"
+        + 'describe("opt", nnx.state(opt))\n',
+    ),
     ("nnx_dropout", nnx_case(f"nnx.Dropout(0.5, {RNGS})", "jnp.ones((4, 8))", call="layer(x, deterministic=True)")),
     (
         "nnx_attention",

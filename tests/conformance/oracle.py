@@ -313,6 +313,12 @@ class Oracle:
         record = {
             "call_line": self.innermost_fixture_line(frame),
             "args": [aval_str(aval) for aval in in_avals] if in_avals is not None else [],
+            # Each leaf's path as JAX's debug info names it (`params['w']`, `result[1].mu`).
+            # flax's nnx.jit traces its own wrapper (a `JitFn`), whose leaves JAX names by
+            # flax's internals (`model.states[0][3]`): tracelens names them by the state's
+            # path (`model['linear/kernel']`) and they are not compared.
+            "arg_paths": [] if type(fun).__module__.startswith("flax") else list(debug_info.arg_names or ()),
+            "out_paths": None,
             "outputs": None,
             "cause": self.pending_causes.pop(id(fun), None),
         }
@@ -327,7 +333,10 @@ class Oracle:
             record = self.open_traces.pop(id(frame), None)
             if record is not None and arg is not None:
                 try:
-                    _, out_avals = arg
+                    jaxpr, out_avals = arg
+                    paths = getattr(getattr(jaxpr, "debug_info", None), "result_paths", None)
+                    if "out_paths" in record and paths is not None and not callable(paths):
+                        record["out_paths"] = list(paths)
                     if record.pop("equinox", False):
                         # filter_jit's marker output comes first; static outputs are not avals.
                         out_avals = list(out_avals)[1:]

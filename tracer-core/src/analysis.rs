@@ -87,6 +87,8 @@ pub struct Trace {
     pub args: Vec<String>,
     /// Each argument leaf's path (`params['w1']`), beside `args`, when known; else empty.
     pub arg_paths: Vec<String>,
+    /// Each output leaf's path (`result[0]['loss']`), beside `outputs`, when known; else empty.
+    pub out_paths: Vec<String>,
     /// `None` for a trace that raised.
     pub outputs: Option<Vec<String>>,
     pub cause: String,
@@ -760,6 +762,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             call: rec.call_site.map(|s| locator.locate(s)),
             args: rec.args.iter().map(|a| a.short()).collect(),
             arg_paths: rec.arg_paths.clone(),
+            out_paths: rec.out_paths.clone(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             cause: rec.cause.clone(),
             route: rec.route.label(),

@@ -1,6 +1,6 @@
 //! The rules of tests/fixtures/README.md: a fixture against real JAX, then tracelens against JAX.
 
-use crate::model::{Annotation, AnnotationKind, Diagnostic, JitFunction, OracleReport, TracedFunction, TracelensReport};
+use crate::model::{Annotation, AnnotationKind, Diagnostic, JitFunction, OracleReport, TracedFunction, TracelensReport, TracelensTrace};
 use std::path::{Component, Path};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +282,7 @@ fn compare_traces(oracle: &OracleReport, traced: &[TracedFunction], mismatches: 
                 describe_tuples(&tracelens_outputs)
             ));
         }
+        compare_paths(&label, function, &mine, mismatches);
     }
     // A function the program never calls, traced from its annotations or as an uncalled
     // staged function, is one JAX traces only where the oracle exports a `# tracelens: trace`
@@ -334,6 +335,25 @@ fn annotations_of(oracle: &OracleReport, kind: AnnotationKind) -> Vec<&Annotatio
 
 fn span_contains(span: [u32; 2], line: u32) -> bool {
     span[0] <= line && line <= span[1]
+}
+
+/// The leaves' paths tracelens shows in `trace` are JAX's debug-info names, argument and
+/// result (`params['w']`, `result[1][0].mu`), for every trace where both sides know them.
+fn compare_paths(label: &str, function: &JitFunction, mine: &[(usize, &&TracedFunction)], mismatches: &mut Vec<String>) {
+    let tracelens: Vec<&TracelensTrace> = mine.iter().flat_map(|(_, f)| f.traces.iter()).collect();
+    if function.per_trace.iter().any(|t| t.arg_paths.is_empty() || t.out_paths.is_none())
+        || tracelens.iter().any(|t| t.arg_paths.is_empty() || t.outputs.is_some() && t.out_paths.is_empty())
+    {
+        return;
+    }
+    let jax = distinct(function.per_trace.iter().map(|t| (t.arg_paths.clone(), t.out_paths.clone().unwrap_or_default())));
+    let ours = distinct(tracelens.iter().map(|t| (t.arg_paths.clone(), t.out_paths.clone())));
+    if jax != ours {
+        let show = |p: &[(Vec<String>, Vec<String>)]| {
+            p.iter().map(|(a, o)| format!("({}) -> ({})", a.join(", "), o.join(", "))).collect::<Vec<_>>().join(" | ")
+        };
+        mismatches.push(format!("{label}: leaf paths differ: JAX {}, tracelens {}", show(&jax), show(&ours)));
+    }
 }
 
 fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {

@@ -96,6 +96,12 @@ pub struct OracleTrace {
     pub outputs: Option<Vec<String>>,
     #[serde(default)]
     pub cause: Option<String>,
+    /// Each argument leaf's path as JAX's debug info names it (`params['w']`).
+    #[serde(default)]
+    pub arg_paths: Vec<String>,
+    /// Each output leaf's path (`result[0]['loss']`); `None` when tracing raised.
+    #[serde(default)]
+    pub out_paths: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -202,6 +208,11 @@ pub struct TracelensTrace {
     /// How tracelens reached the trace: `called`, `annotations`, `unknown arguments`.
     #[serde(default)]
     pub route: Option<String>,
+    /// Each argument and output leaf's path, when tracelens knows them (else empty).
+    #[serde(default)]
+    pub arg_paths: Vec<String>,
+    #[serde(default)]
+    pub out_paths: Vec<String>,
     #[serde(default)]
     pub values: Vec<TracedValue>,
 }

@@ -292,8 +292,10 @@ pub struct Class {
 pub enum PytreeRegistration {
     /// Data fields are children; meta fields are static.
     Fields { data: Vec<Name>, meta: Vec<Name> },
-    /// User flatten/unflatten functions.
-    Custom { flatten: Value, unflatten: Value },
+    /// User flatten/unflatten functions, and (a shim's `_tracelens_keys`) a function of the
+    /// aux data giving each child's key as `keystr` writes it (`.linear`, `['b']`), as a
+    /// library registering with `register_pytree_with_keys` names them.
+    Custom { flatten: Value, unflatten: Value, keys: Option<Value> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

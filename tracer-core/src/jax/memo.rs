@@ -436,6 +436,7 @@ pub fn replay(
         call_site,
         args,
         arg_paths: Vec::new(),
+        out_paths: Vec::new(),
         outputs: Some(outputs.clone()),
         cause: cause.to_string(),
         jaxpr: Some(jaxpr.clone()),

@@ -158,6 +158,10 @@ pub struct TraceRecord {
     /// (`params['w1']`, `state.opt_state[0].mu`), beside `args`, when the transformation
     /// knows them (a jit trace: its cache key's paths); empty otherwise.
     pub arg_paths: Vec<String>,
+    /// Each output leaf's path, beside `outputs`, as JAX's debug info names them
+    /// (`result[0]['loss']`; an nnx.jit trace's updated state as `model['linear/kernel']`),
+    /// when the transformation knows them (a jit trace); empty otherwise.
+    pub out_paths: Vec<String>,
     /// `None` while tracing, and for a trace that raised.
     pub outputs: Option<Vec<Aval>>,
     pub cause: String,
@@ -376,6 +380,7 @@ impl JaxState {
             call_site,
             args: Vec::new(),
             arg_paths: Vec::new(),
+            out_paths: Vec::new(),
             outputs: None,
             cause,
             jaxpr: None,

@@ -53,6 +53,10 @@ def _pytree_flatten(node):
     return [attrs[k] for k in data], (type(node), data, statics)
 
 
+def _pytree_keys(aux):
+    return aux[1]
+
+
 def _pytree_unflatten(aux, children):
     cls, data, statics = aux
     node = dataclasses.replace(_templates[cls])
@@ -68,7 +72,9 @@ class Pytree:
     pytree whose children are its data attributes, in sorted name order."""
 
     def __init_subclass__(cls, **kwargs):
-        jax.tree_util.register_pytree_node(cls, _pytree_flatten, _pytree_unflatten)
+        # `_tracelens_keys`: children keyed by attribute name, as flax's flatten-with-keys
+        # names them (`model.linear.kernel.value`).
+        jax.tree_util.register_pytree_node(cls, _pytree_flatten, _pytree_unflatten, _tracelens_keys=_pytree_keys)
 
 
 Object = Pytree
@@ -107,6 +113,11 @@ def _items(node):
         return [(k, node[k]) for k in sorted(node.keys())]
     if isinstance(node, State):
         return [(k, node._mapping[k]) for k in sorted(node._mapping.keys())]
+    if isinstance(node, tuple) and type(node).__name__ != "tuple":
+        # A NamedTuple (an optax state) is a pytree keyed by its field names, as flax's graph
+        # names its children after `jax.tree_util`'s keys: `opt_state/0/mu/linear/kernel`.
+        fields = type(node)._fields
+        return [(fields[i], node[i]) for i in range(len(node))]
     if isinstance(node, (list, tuple)):
         return [(i, node[i]) for i in range(len(node))]
     return []
@@ -307,7 +318,12 @@ def _state_unflatten(keys, children):
     return out
 
 
-jax.tree_util.register_pytree_node(State, _state_flatten, _state_unflatten)
+def _state_keys(keys):
+    """A State's children keyed as dict items (`state['linear']['kernel']`), as flax's are."""
+    return ["['" + k + "']" if isinstance(k, str) else "[" + str(k) + "]" for k in keys]
+
+
+jax.tree_util.register_pytree_node(State, _state_flatten, _state_unflatten, _tracelens_keys=_state_keys)
 
 
 def _flat(tree, path):

@@ -4,8 +4,8 @@
 arguments, the values of its Variables as a dict keyed by their paths in the node
 (`{"linear/kernel": ...}`, so a trace names the leaf `model['linear/kernel']`), puts them into
 the nodes for the call of `f` (tracers while tracing), reads them back afterwards and returns
-them with `f`'s output; the call then writes
-the returned values into the nodes, so mutations made inside propagate out, as in flax. The
+them with `f`'s output, each state where its node was among the arguments (so the trace names
+the outputs as it names the arguments); the call then writes the returned values into the nodes, so mutations made inside propagate out, as in flax. The
 nodes' structure (classes, paths, plain static attributes) is a static argument, so a
 different structure traces again and the same one hits the cache. The wrapper's
 `__wrapped__` is `f`, so its traces are `f`'s (as JAX's `inspect.unwrap` names them).
@@ -84,20 +84,21 @@ def _node_states(masked, original, out):
     return out
 
 
-def _with_states(value, nodes, states):
-    """`value` with each graph node replaced by its state dict: what jax.jit sees of it."""
+def _with_states(value, nodes, states, others=True):
+    """`value` with each graph node replaced by its state dict: what jax.jit sees of it. With
+    `others=False`, everything else is None: the new states, where their nodes were."""
     if _is_node(value):
         for i in range(len(nodes)):
             if nodes[i] is value:
                 return states[i]
         return None
     if isinstance(value, list):
-        return [_with_states(x, nodes, states) for x in value]
+        return [_with_states(x, nodes, states, others) for x in value]
     if isinstance(value, tuple) and type(value).__name__ == "tuple":
-        return tuple([_with_states(x, nodes, states) for x in value])
+        return tuple([_with_states(x, nodes, states, others) for x in value])
     if isinstance(value, dict):
-        return {k: _with_states(value[k], nodes, states) for k in value}
-    return value
+        return {k: _with_states(value[k], nodes, states, others) for k in value}
+    return value if others else None
 
 
 def _state_names(slots):
@@ -229,16 +230,19 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
         after = {}
         for key, slot in _slots(nodes):
             after[key] = slot.raw_value
-        new_leaves = []
+        new_states = [{} for n in nodes]
         for i in range(len(slots)):
             key = slots[i][0]
-            new_leaves.append(after[key] if key in after else leaves[i])
+            new_states[key[0]][leaf_names[i]] = after[key] if key in after else leaves[i]
+        # The new states come back where their nodes were among the arguments, so the trace
+        # names them as it names the arguments (`model['linear/kernel']`).
+        by_arg = [_with_states(a, nodes, new_states, False) for a in full]
         out_nodes = _graph_args([out]) if not _is_node(out) else [out]
         if len(out_nodes) > 0:
             templates[structure] = (_clone(out, {}), [s for k, s in _slots(out_nodes)])
             out_leaves = [slot.raw_value for k, slot in _slots(out_nodes)]
-            return new_leaves, _mask(out), out_leaves
-        return new_leaves, out, []
+            return by_arg, _mask(out), out_leaves
+        return by_arg, out, []
 
     jit_wrapper.__wrapped__ = fun
     # `_tracelens_names_from`: the user's arguments after the wrapper's three are named by
@@ -280,11 +284,12 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
                 masked[i] = None
         current.append(args)
         try:
-            new_leaves, out, out_leaves = jitted(structure, statics, *masked, **kw)
+            by_arg, out, out_leaves = jitted(structure, statics, *masked, **kw)
         finally:
             current.pop()
+        new_states = _node_states(by_arg, args, [])
         for i in range(len(slots)):
-            slots[i][1].raw_value = new_leaves[i]
+            slots[i][1].raw_value = new_states[slots[i][0][0]][leaf_names[i]]
         if len(out_leaves) > 0 and structure in templates:
             template = _clone(templates[structure][0], {})
             template_nodes = _graph_args([template]) if not _is_node(template) else [template]

@@ -25,10 +25,15 @@ def _unflatten(cls, children):
     return new
 
 
+def _keys(aux):
+    return [".value"]
+
+
 def _register(cls):
     if cls not in _registered:
         _registered.append(cls)
-        jax.tree_util.register_pytree_node(cls, _flatten, _unflatten)
+        # `_tracelens_keys`: the child's key as flax's flatten-with-keys names it (`.value`).
+        jax.tree_util.register_pytree_node(cls, _flatten, _unflatten, _tracelens_keys=_keys)
 
 
 class Variable:

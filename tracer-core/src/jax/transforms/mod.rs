@@ -13,5 +13,6 @@ pub mod jit;
 pub mod map;
 pub mod pytrees;
 pub mod random;
+pub mod retrace;
 pub mod trace;
 pub mod vmap;

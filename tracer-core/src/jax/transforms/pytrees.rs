@@ -100,6 +100,54 @@ pub(super) fn key_text(k: &HashKey) -> String {
     }
 }
 
+/// Each output leaf's path as JAX's debug info names a traced function's results
+/// (`result`, `result[0]['loss']`, `result[1].mu`). With `user_params` (a shim's wrapper that
+/// returns `(states, out, node_leaves)`, nnx.jit's), the states are named after the user's
+/// arguments they update (`model['linear/kernel']`) and `out` is the user's `result`.
+pub fn result_paths(tree: &TreeDef, user_params: Option<&[String]>) -> Vec<String> {
+    let mut out = Vec::with_capacity(tree.num_leaves());
+    match (user_params, tree) {
+        (Some(params), TreeDef::Tuple(parts)) if parts.len() == 3 => {
+            let states = match &parts[0] {
+                TreeDef::List(c) | TreeDef::Tuple(c) => c.as_slice(),
+                _ => &[],
+            };
+            for (i, s) in states.iter().enumerate() {
+                let name = params.get(i).cloned().unwrap_or_else(|| format!("args[{i}]"));
+                leaf_paths(s, &mut name.clone(), &mut out);
+            }
+            leaf_paths(&parts[1], &mut "result".to_string(), &mut out);
+            leaf_paths(&parts[2], &mut "result".to_string(), &mut out);
+        }
+        _ => leaf_paths(tree, &mut "result".to_string(), &mut out),
+    }
+    if out.len() == tree.num_leaves() {
+        out
+    } else {
+        Vec::new()
+    }
+}
+
+/// `tree`'s leaf paths after `path`, keyed as `flatten` keys them.
+fn leaf_paths(tree: &TreeDef, path: &mut String, out: &mut Vec<String>) {
+    let base = path.len();
+    let mut child = |path: &mut String, key: String, t: &TreeDef| {
+        path.push_str(&key);
+        leaf_paths(t, path, out);
+        path.truncate(base);
+    };
+    match tree {
+        TreeDef::Leaf => out.push(path.clone()),
+        TreeDef::None => {}
+        TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().enumerate().for_each(|(i, t)| child(path, format!("[{i}]"), t)),
+        TreeDef::Dict(c) => c.iter().for_each(|(k, t)| child(path, format!("[{}]", key_text(k)), t)),
+        TreeDef::Node { children, names, .. } => children.iter().enumerate().for_each(|(i, t)| match names.get(i) {
+            Some(n) => child(path, key_suffix(n).into_owned(), t),
+            None => child(path, format!("[{i}]"), t),
+        }),
+    }
+}
+
 /// Flattens a pytree into leaves (with their key paths) and its structure.
 pub fn flatten(interp: &mut Interp, v: &Value, path: &str, leaves: &mut Vec<(String, Value)>) -> PyResult<TreeDef> {
     let mut buf = String::with_capacity(path.len() + 16);
@@ -206,20 +254,27 @@ fn flatten_into(
                         names: data.iter().map(|f| f.to_string()).collect(),
                     }
                 }
-                Some(PytreeRegistration::Custom { flatten: fl, .. }) => {
+                Some(PytreeRegistration::Custom { flatten: fl, keys, .. }) => {
                     let out = interp.call(&fl, vec![v.clone()], Vec::new())?;
                     let parts = interp.iterate(&out)?;
                     let children_v = parts.first().cloned().unwrap_or(Value::None);
                     let aux = parts.get(1).cloned().unwrap_or(Value::None);
                     let children = interp.iterate(&children_v)?;
                     note_custom_children(interp, inst, &children);
+                    let names = match keys {
+                        Some(keys) => custom_keys(interp, &keys, &aux, children.len())?,
+                        None => Vec::new(),
+                    };
                     let mut c = Vec::new();
                     for (i, x) in children.iter().enumerate() {
-                        c.push(child(interp, path, x, format_args!("[{i}]"))?);
+                        c.push(match names.get(i) {
+                            Some(n) => child(interp, path, x, format_args!("{}", key_suffix(n)))?,
+                            None => child(interp, path, x, format_args!("[{i}]"))?,
+                        });
                     }
                     let key = interp.hash_key(&aux).unwrap_or(HashKey::Identity(aux.identity().unwrap_or(0)));
                     let meta = vec![Meta { name: Rc::from(""), key, value: aux }];
-                    TreeDef::Node { class: ClassRef(inst.class.clone()), meta, children: c, names: Vec::new() }
+                    TreeDef::Node { class: ClassRef(inst.class.clone()), meta, children: c, names }
                 }
                 None => {
                     leaves.push((path.clone(), v.clone()));
@@ -232,6 +287,26 @@ fn flatten_into(
             TreeDef::Leaf
         }
     })
+}
+
+/// A custom node's child keys from its registration's `_tracelens_keys(aux)`, when it gives
+/// one string per child; else none (the children are then `[0]`, `[1]`, as JAX's
+/// flattened-index keys are).
+fn custom_keys(interp: &mut Interp, keys: &Value, aux: &Value, n: usize) -> PyResult<Vec<String>> {
+    let given = interp.call(keys, vec![aux.clone()], Vec::new())?;
+    let names: Vec<String> =
+        interp.iterate(&given)?.into_iter().filter_map(|k| if let Value::Str(s) = k { Some(s.to_string()) } else { None }).collect();
+    Ok(if names.len() == n { names } else { Vec::new() })
+}
+
+/// How a node's child key is written after its parent's path: a field name is an attribute
+/// (`.mu`); a custom node's key comes written whole (`['b']`, `.value`).
+pub(crate) fn key_suffix(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with('.') || name.starts_with('[') {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(format!(".{name}"))
+    }
 }
 
 /// The order JAX gives dict keys: `sorted(keys)`, so numbers by value and strings by text
@@ -588,7 +663,8 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
         }
         F::RegisterPytreeNode => {
             if let Value::Class(c) = arg(0) {
-                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: arg(1), unflatten: arg(2) });
+                let keys = kw(kwargs, "_tracelens_keys").cloned();
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: arg(1), unflatten: arg(2), keys });
             }
             Ok(Value::None)
         }
@@ -599,7 +675,7 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
                     Value::ClassMethod(f) => Value::BoundMethod(Rc::new((arg(0), (*f).clone()))),
                     other => other,
                 });
-                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: fl, unflatten: uf.unwrap_or(Value::None) });
+                *c.pytree.borrow_mut() = Some(PytreeRegistration::Custom { flatten: fl, unflatten: uf.unwrap_or(Value::None), keys: None });
             }
             Ok(arg(0))
         }

@@ -114,6 +114,21 @@ pub fn param_names(v: &Value) -> Vec<String> {
     }
 }
 
+/// The name of the wrapped function's `*args` parameter, if it has one: JAX names the
+/// arguments it gathers `batch[0]`, `batch[1]` after it.
+pub fn vararg_name(v: &Value) -> Option<String> {
+    match v {
+        Value::Function(f) => f.def.params.vararg.as_ref().map(|p| p.name.to_string()),
+        Value::BoundMethod(bm) => vararg_name(&bm.1),
+        Value::Builtin(b) => match &**b {
+            Builtin::Partial { func, .. } => vararg_name(func),
+            Builtin::Object(o) => transformed_fun(o).and_then(vararg_name),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Identity of the underlying Python function, which keys JAX's tracing cache.
 pub(super) fn fun_identity(v: &Value) -> usize {
     v.identity().unwrap_or(0)
