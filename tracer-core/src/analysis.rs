@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::diagnostics::{Code, Diagnostic, Severity};
+use crate::diagnostics::{Code, Diagnostic};
 use crate::interp::{Budgets, Interp, Site, SourceLoader};
 use crate::jax::TraceKind;
 use crate::syntax::ast::Span;
 
 pub mod graph;
 mod oracle;
+mod reproducers;
 pub use oracle::Engine;
 
 #[derive(Clone, Debug, Default)]
@@ -330,7 +331,7 @@ fn analyze_remembering(
         Vec::new()
     } else {
         // A reproducer raises with the sizes of the first analysis, and says so in its message.
-        make_reproducers(&interp, originals.as_ref().unwrap_or(&located), config)
+        reproducers::make_reproducers(&interp, originals.as_ref().unwrap_or(&located), config)
     };
     let mut collected = Vec::new();
     // Staging every trace out is bounded as the analysis is: a loop of 65,536 traced steps
@@ -515,122 +516,6 @@ fn rename_symbolic_traces(functions: &mut [TracedFunction], second: &[TracedFunc
     }
 }
 
-/// A reproducer for every error that has one: staged out of the trace that raised it when
-/// tracing that program re-raises it, else cut from the source of the analysed file. The
-/// source cut is the file without its comments, which raises what the file raises; when an
-/// import had to go (or a `# tracelens:` comment asked for a trace), one engine run on it
-/// checks which errors it still raises.
-fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &AnalysisConfig) -> Vec<Reproducer> {
-    let mut reproducers = Vec::new();
-    let mut sources = Vec::new();
-    let mut combined: Option<Option<crate::repro::inline::Combined>> = None;
-    for (d, shown, _) in located {
-        if d.severity != Severity::Error {
-            continue;
-        }
-        // The program raises where JAX does (for a leaked tracer, its use, not its escape).
-        let (path, span) = d.raised_at();
-        let loc = &locate(interp, path, span);
-        let Some(file_id) = interp.files.iter().position(|f| f.path == path) else { continue };
-        let site = Site { file: file_id as crate::interp::FileId, span };
-        let what = crate::jax::stmt::What {
-            code: d.code.as_str().to_string(),
-            message: d.message.lines().next().unwrap_or("").to_string(),
-            fake_array_threshold: config.reproducers.fake_array_threshold,
-        };
-        let staged = crate::jax::stmt::emit(interp, site, &what)
-            .filter(|p| crate::repro::minimise::reproduces(p, &Engine))
-            .or_else(|| error_of_call(interp, site, &what));
-        let staged_out = staged.is_some();
-        let program = match staged {
-            Some(p) => ReproProgram::Staged(p),
-            None => {
-                // The analysed file with the user's modules it imports written into it.
-                // Not when a file does not parse (the cut would not, and tree-sitter's recovery
-                // on such text can be slow).
-                if interp.files.iter().any(|f| !f.module.errors.is_empty()) {
-                    continue;
-                }
-                let combined = combined.get_or_insert_with(|| {
-                    let files: Vec<crate::repro::inline::ProjectFile> = interp
-                        .files
-                        .iter()
-                        .map(|f| crate::repro::inline::ProjectFile {
-                            path: &f.path,
-                            label: f.path.to_string_lossy().to_string(),
-                            text: &f.text,
-                        })
-                        .collect();
-                    crate::repro::inline::combine(&files, &config.search_roots)
-                });
-                let Some(combined) = combined.as_ref() else { continue };
-                match crate::repro::source::SourceProgram::cut(combined, (file_id, loc.line), &what.code, &what.message) {
-                    Some(p) => {
-                        sources.push(reproducers.len());
-                        ReproProgram::Source(p)
-                    }
-                    None => continue,
-                }
-            }
-        };
-        // An error in a module the analysed file imports: the analysed file's lines that led
-        // to it (the trace's frames, or the traceback of an exception no trace stages out).
-        let via = if file_id == 0 {
-            Vec::new()
-        } else {
-            let mut frames = crate::jax::stmt::error_frames(interp, site);
-            if !staged_out || frames.is_empty() {
-                frames = interp.uncaught.iter().rev().find(|(s, _)| *s == site).map(|(_, f)| f.clone()).unwrap_or_default();
-            }
-            let mut lines: Vec<u32> = frames.iter().filter(|s| s.file == 0).map(|s| interp.line_of(*s)).collect();
-            lines.dedup();
-            lines
-        };
-        let mut r = Reproducer {
-            path: path.to_path_buf(),
-            line: loc.line,
-            finding_line: shown.line,
-            code: what.code,
-            program,
-            text: String::new(),
-            links: Vec::new(),
-            via,
-            analysed: interp.path(0).to_string_lossy().to_string(),
-        };
-        let (text, links) = match &r.program {
-            ReproProgram::Staged(p) => {
-                r.line = p.error_line;
-                let rendered = p.render(&crate::repro::Reduction::None, &r.regenerate_command(true));
-                (rendered.text, rendered.links)
-            }
-            ReproProgram::Source(p) => {
-                let rendered = p.render(&p.header(&crate::repro::Reduction::None, &r.regenerate_command(true)));
-                (rendered.text, rendered.links)
-            }
-        };
-        r.text = text;
-        r.links = links;
-        reproducers.push(r);
-    }
-    // The source cuts that are not the file less its comments: kept when they re-raise.
-    let unchecked: Vec<(usize, &crate::repro::source::SourceProgram)> = sources
-        .iter()
-        .filter_map(|&i| match &reproducers[i].program {
-            ReproProgram::Source(p) if p.needs_check => Some((i, p)),
-            _ => None,
-        })
-        .collect();
-    let programs: Vec<&crate::repro::source::SourceProgram> = unchecked.iter().map(|(_, p)| *p).collect();
-    let verdicts = crate::repro::source::reproduces_all(&programs, &Engine);
-    let drop: Vec<usize> = unchecked.iter().zip(verdicts).filter(|(_, ok)| !ok).map(|((i, _), _)| *i).collect();
-    let mut index = 0;
-    reproducers.retain(|_| {
-        index += 1;
-        !drop.contains(&(index - 1))
-    });
-    reproducers
-}
-
 /// Lines and columns for diagnostics and their related notes.
 pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) -> Vec<LocatedDiagnostic> {
     diagnostics
@@ -641,22 +526,6 @@ pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) 
             (d, loc, rel)
         })
         .collect()
-}
-
-/// An error raised by a transformation's call itself (`jax.grad(f)(x)` of a non-scalar `f`):
-/// the program that stages out the trace started at that call and calls it the same way,
-/// kept only when tracing it raises the same error in tracelens.
-fn error_of_call(interp: &Interp, site: Site, what: &crate::jax::stmt::What) -> Option<crate::repro::Program> {
-    let line = interp.line_of(site);
-    let record = interp
-        .jax
-        .records
-        .iter()
-        .rposition(|r| r.call_site.is_some_and(|c| c.file == site.file && interp.line_of(c) == line) && r.kind == TraceKind::Grad)?;
-    let mut program = crate::jax::stmt::emit_trace(interp, record, what, true).ok()?;
-    program.file_label = interp.path(site.file).to_string_lossy().to_string();
-    program.error_line = line;
-    crate::repro::minimise::reproduces(&program, &Engine).then_some(program)
 }
 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
