@@ -1,9 +1,5 @@
 //! One file's analysis: run it as a script and its tests as tests (`test_runner`), then collect
 //! diagnostics, traces and per-value avals as plain data (design.md §9, §11).
-//!
-//! Size: the pipeline and the collection of its results (reproducers, ignore comments,
-//! functions, concrete values) that each read the finished run; just over the mark, and the
-//! collectors are the part to move out when it grows.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
