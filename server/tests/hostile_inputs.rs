@@ -108,6 +108,8 @@ fn hostile() -> Vec<(&'static str, String)> {
         ("diag_of_a_million", j("x = jnp.diag(jnp.ones(10**6))\nprint(x[0, 0])\n")),
         ("deep_comparison", "a = []\nb = []\nfor i in range(10**6):\n    a = [a]\n    b = [b]\nprint(a == b)\n".into()),
         ("deep_tuple_hash", "a = ()\nfor i in range(10**6):\n    a = (a,)\nd = {a: 1}\n".into()),
+        // Found by sweeping the modelled API with extreme arguments.
+        ("broadcast_to_rank", j("x = jax.lax.broadcast_to_rank(1e308, 10**9)\nprint(x.shape)\n")),
     ]
 }
 

@@ -2,7 +2,9 @@
 //! (`signatures.tsv`, generated and checked against real JAX by
 //! `tests/conformance/gen_signatures.py`), and the binding Python does with them: a required
 //! parameter given by name moves into its position, so the models, which read required
-//! parameters by position, see `jax.random.PRNGKey(seed=0)` as `PRNGKey(0)`.
+//! parameters by position, see `jax.random.PRNGKey(seed=0)` as `PRNGKey(0)`; a call that
+//! leaves one out raises JAX's `TypeError` before any model reads its arguments, so no model
+//! has to guard the positions its signature guarantees.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -13,22 +15,61 @@ use crate::interp::value::Value;
 
 const TABLE: &str = include_str!("signatures.tsv");
 
-/// `qualified name -> required positional-or-keyword parameters`, in order.
-fn table() -> &'static HashMap<&'static str, Vec<&'static str>> {
-    static PARSED: OnceLock<HashMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+/// How JAX words the `TypeError` of a call that leaves out required parameters (the table's
+/// third column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wording {
+    /// Python's own message for a function Python calls by this name (`silu` for `jax.nn.swish`).
+    Python(&'static str),
+    /// A `custom_jvp`-decorated function's: its binding error names the first missing parameter.
+    CustomJvp(&'static str),
+}
+
+struct Signature {
+    /// The required positional-or-keyword parameters, in order.
+    required: Vec<&'static str>,
+    wording: Wording,
+}
+
+/// `qualified name -> signature`.
+fn table() -> &'static HashMap<&'static str, Signature> {
+    static PARSED: OnceLock<HashMap<&'static str, Signature>> = OnceLock::new();
     PARSED.get_or_init(|| {
         TABLE
             .lines()
             .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(name, params)| (name, params.split(',').filter(|p| !p.is_empty()).collect()))
+            .filter_map(|l| {
+                let mut cols = l.split('\t');
+                let (name, params, wording) = (cols.next()?, cols.next()?, cols.next()?);
+                let wording = match wording.split_once(' ')? {
+                    ("python", called) => Wording::Python(called),
+                    ("custom_jvp", called) => Wording::CustomJvp(called),
+                    _ => return None,
+                };
+                Some((name, Signature { required: params.split(',').filter(|p| !p.is_empty()).collect(), wording }))
+            })
             .collect()
     })
 }
 
 /// The required parameters of `f` that can be given by position or by name.
 pub fn required(f: JaxFn) -> &'static [&'static str] {
-    table().get(f.qualified_name()).map(Vec::as_slice).unwrap_or(&[])
+    table().get(f.qualified_name()).map(|s| s.required.as_slice()).unwrap_or(&[])
+}
+
+/// JAX's `TypeError` message for a call of `f` with `given` positional arguments (after
+/// `bind_required`) and `kwargs`, when it leaves out a required parameter.
+pub fn missing_arguments(f: JaxFn, given: usize, kwargs: &Kwargs) -> Option<String> {
+    let signature = table().get(f.qualified_name())?;
+    let missing: Vec<&str> =
+        signature.required.iter().skip(given).filter(|name| !kwargs.iter().any(|(k, _)| &**k == **name)).copied().collect();
+    let first = missing.first()?;
+    Some(match signature.wording {
+        Wording::Python(called) => crate::interp::call::missing_arguments(called, &missing),
+        Wording::CustomJvp(called) => format!(
+            "The input arguments to the custom_jvp-decorated function {called} could not be resolved to positional-only arguments. Binding failed with the error:\nmissing a required argument: '{first}'"
+        ),
+    })
 }
 
 /// Moves each required parameter given by name into its position, from the first one the
@@ -64,5 +105,28 @@ mod tests {
         // model (and Python) to reject.
         let (args, kwargs) = bind_required(JaxFn::Full, vec![Value::Int(2)], vec![kw("shape", 3)]);
         assert_eq!((args.len(), kwargs.len()), (1, 1));
+    }
+
+    #[test]
+    fn every_row_says_how_a_call_without_its_arguments_fails() {
+        let rows = TABLE.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(table().len(), rows, "a row the parser does not read");
+    }
+
+    #[test]
+    fn a_missing_parameter_is_named_as_jax_names_it() {
+        let kw = |k: &str| (std::rc::Rc::from(k), Value::Int(0));
+        assert_eq!(missing_arguments(JaxFn::Vjp, 0, &vec![]).as_deref(), Some("vjp() missing 1 required positional argument: 'fun'"));
+        assert_eq!(
+            missing_arguments(JaxFn::Jvp, 1, &vec![]).as_deref(),
+            Some("jvp() missing 2 required positional arguments: 'primals' and 'tangents'")
+        );
+        // Given by name after one left out: only the one left out is missing.
+        assert_eq!(
+            missing_arguments(JaxFn::Reshape, 0, &vec![kw("shape")]).as_deref(),
+            Some("reshape() missing 1 required positional argument: 'a'")
+        );
+        assert_eq!(missing_arguments(JaxFn::Reshape, 2, &vec![]), None);
+        assert!(missing_arguments(JaxFn::NnRelu, 0, &vec![]).is_some_and(|m| m.ends_with("missing a required argument: 'x'")));
     }
 }

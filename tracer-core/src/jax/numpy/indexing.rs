@@ -12,7 +12,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         F::Take => {
             let a = arr!(interp, cx, 0, "a");
             let mut ix = arr!(interp, cx, 1, "indices");
-            let axis = axes_arg(interp, p.get(2, "axis"), a.aval.ndim())?.map(|ax| ax[0]);
+            let axis = single_axis(interp, p.get(2, "axis"), a.aval.ndim())?;
             let (src, n) = match axis {
                 Some(ax) => (a.clone(), a.aval.shape[ax]),
                 // `axis=None` takes from the flattened array.

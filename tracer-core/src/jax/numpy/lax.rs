@@ -458,7 +458,12 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
                 }
             } else {
                 let Some(rank) = int_arg(p, 1, "rank") else { return Ok(unknown(f)) };
-                vec![1; (rank - x.aval.ndim() as i64).max(0) as usize]
+                // JAX builds the shape `(1,) * (rank - ndim)` in Python first.
+                let added = rank.saturating_sub(x.aval.ndim() as i64).max(0) as u128;
+                if !interp.afford(added * crate::interp::memory::VALUE_BYTES, "a shape of that many dimensions")? {
+                    return Ok(unknown(f));
+                }
+                vec![1; added as usize]
             };
             let shape: Vec<usize> = sizes.iter().chain(x.aval.shape.iter()).copied().collect();
             broadcast_to_shape(interp, &x, &shape).map(Value::Array)

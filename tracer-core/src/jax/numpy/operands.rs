@@ -330,6 +330,19 @@ pub(super) fn reduction_axes(interp: &mut Interp, v: Option<&Value>, ndim: usize
     Ok(axes)
 }
 
+/// An `axis: int | None` parameter (argmax, cumsum, take, repeat): None when not given or
+/// None, else the axis normalized against `ndim`. JAX reads it with `operator.index`, so a
+/// tuple, a list or a float is Python's TypeError; never an empty list of axes.
+pub(super) fn single_axis(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<usize>> {
+    match v {
+        None | Some(Value::None) => Ok(None),
+        Some(x) => match interp.index_of(x)? {
+            Some(i) => Ok(Some(normalize_axis(interp, i, ndim)?)),
+            None => Err(interp.type_error(format!("'{}' object cannot be interpreted as an integer", x.type_name()))),
+        },
+    }
+}
+
 pub(super) fn axes_arg(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
     match v {
         None | Some(Value::None) => Ok(None),

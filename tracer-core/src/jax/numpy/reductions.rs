@@ -236,13 +236,27 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Argmax | F::Argmin => {
             let a = arr!(interp, cx, 0, "a");
-            let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
-            arg_reduce(interp, &a, if f == F::Argmax { ArgOp::Max } else { ArgOp::Min }, axes, keepdims).map(Value::Array)
+            let axis = single_axis(interp, p.get(1, "axis"), a.aval.ndim())?;
+            arg_reduce(interp, &a, if f == F::Argmax { ArgOp::Max } else { ArgOp::Min }, axis, keepdims).map(Value::Array)
         }
         F::Cumsum | F::Cumprod => {
             let a = arr!(interp, cx, 0, "a");
-            let (a, axis) = match reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())? {
-                Some(ax) => (a, ax[0]),
+            // `axis` is a static argument of JAX's jitted cumsum: a list or an array cannot be hashed.
+            let unhashable = match p.get(1, "axis") {
+                Some(axis @ Value::List(_)) => Some((axis.clone(), "list")),
+                Some(axis @ Value::Array(_)) => Some((axis.clone(), "jaxlib._jax.ArrayImpl")),
+                _ => None,
+            };
+            if let Some((axis, type_name)) = unhashable {
+                let shown = interp.to_str(&axis)?;
+                return Err(interp.raise(
+                    "ValueError",
+                    Code::BadStaticArg,
+                    format!("Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{type_name}'>, {shown}. The error was:\nTypeError: unhashable type: '{type_name}'\n"),
+                ));
+            }
+            let (a, axis) = match single_axis(interp, p.get(1, "axis"), a.aval.ndim())? {
+                Some(ax) => (a, ax),
                 None => {
                     let n = a.aval.size() as usize;
                     (reshape_raw(interp, &a, &[n])?, 0)
@@ -523,9 +537,9 @@ pub(super) fn var(
     apply1(interp, Prim::Select, &[positive, nan, v.clone()])
 }
 
-pub(super) fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<Vec<usize>>, keepdims: bool) -> PyResult<Rc<Array>> {
+pub(super) fn arg_reduce(interp: &mut Interp, a: &Rc<Array>, op: ArgOp, axis: Option<usize>, keepdims: bool) -> PyResult<Rc<Array>> {
     let (input, axis) = match axis {
-        Some(ax) => (a.clone(), ax[0]),
+        Some(ax) => (a.clone(), ax),
         None => {
             let n = a.aval.size() as usize;
             (reshape_raw(interp, a, &[n])?, 0)

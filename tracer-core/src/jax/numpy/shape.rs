@@ -198,11 +198,11 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 }
             } else {
                 let k = crate::interp::ops::as_int(&reps).unwrap_or(1).max(0) as usize;
-                match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
+                match single_axis(interp, p.get(2, "axis"), a.aval.ndim())? {
                     Some(ax) => {
                         let mut s = a.aval.shape.to_vec();
-                        match s[ax[0]].checked_mul(k) {
-                            Some(n) => s[ax[0]] = n,
+                        match s[ax].checked_mul(k) {
+                            Some(n) => s[ax] = n,
                             None => return Ok(Value::opaque("repeat of more elements than a shape holds")),
                         }
                         s
@@ -232,8 +232,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 return gather_per_axis(interp, &a, sources).map(Value::Array);
             }
             let k = crate::interp::ops::as_int(&reps).unwrap_or(1).max(1) as usize;
-            let (a, ax) = match axes_arg(interp, p.get(2, "axis"), a.aval.ndim())? {
-                Some(ax) => (a, ax[0]),
+            let (a, ax) = match single_axis(interp, p.get(2, "axis"), a.aval.ndim())? {
+                Some(ax) => (a, ax),
                 None => (reshape_raw(interp, &a, &[a.aval.size() as usize])?, 0),
             };
             let sources = (0..shape.len()).map(|d| (0..shape[d]).map(|i| if d == ax { i / k } else { i }).collect()).collect();

@@ -144,6 +144,10 @@ pub fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwar
 fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     use JaxFn as F;
     let (args, kwargs) = crate::jax::signatures::bind_required(f, args, kwargs);
+    // From here on every required parameter of JAX's signature is at its position.
+    if let Some(message) = crate::jax::signatures::missing_arguments(f, args.len(), &kwargs) {
+        return Err(interp.type_error(message));
+    }
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
     match f {
         F::Jit => {
@@ -269,6 +273,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         | F::RegisterPytreeNode
         | F::RegisterPytreeNodeClass
         | F::RegisterDataclass => pytrees::call_tree_fn(interp, f, &args, &kwargs),
+        // `jax.debug.print()` without a format returns a decorator (its `fmt` defaults to None).
+        F::DebugPrint if args.is_empty() => Ok(Value::opaque("jax.debug.print")),
         F::DebugPrint => {
             if interp.jax.trace_depth() > 0 {
                 let leaves: Vec<Rc<Array>> =
