@@ -199,6 +199,7 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
     drop(old_tree);
     let root = tree.root_node();
     let mut lowerer = Lowerer::new(parsed);
+    lowerer.keep_for_reuse = incremental;
     lowerer.reuse = std::mem::take(&mut state.statements);
     let tree_errors = collect_tree_errors(root, parsed);
     let first_tree_error = tree_errors.iter().map(|error| error.span.start).min().unwrap_or(u32::MAX);
@@ -220,7 +221,9 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
             state.clean = Some(CleanModule { tops, body: body.clone() });
         }
     }
-    state.previous = Some((parsed.to_string(), tree));
+    if incremental {
+        state.previous = Some((parsed.to_string(), tree));
+    }
     ast::Module { body, errors }
 }
 
@@ -688,6 +691,9 @@ pub(super) struct Lowerer<'src> {
     reuse: HashMap<Box<str>, LoweredStatement>,
     /// Clean top-level statements of this parse, by text, for the next one.
     lowered: HashMap<Box<str>, LoweredStatement>,
+    /// Whether a next parse will read `lowered`: a one-shot parse (`check`, `run`) keeps no
+    /// copy of each statement, which on a 100,000-line file was as much work as lowering it.
+    keep_for_reuse: bool,
 }
 
 impl<'src> Lowerer<'src> {
@@ -704,6 +710,7 @@ impl<'src> Lowerer<'src> {
             last_line_indent: "",
             reuse: HashMap::default(),
             lowered: HashMap::default(),
+            keep_for_reuse: true,
         }
     }
 
@@ -865,7 +872,7 @@ impl<'src> Lowerer<'src> {
         if self.errors.len() > errors_before || !ends_before_error {
             return false;
         }
-        if starts_line {
+        if starts_line && self.keep_for_reuse {
             let indent = self.last_line_indent;
             let indent_start = (indent.as_ptr() as usize).wrapping_sub(self.source.as_ptr() as usize);
             let last_line_indent = match indent_start.checked_add(indent.len()) {
