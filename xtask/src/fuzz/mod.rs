@@ -1,10 +1,12 @@
-//! `cargo xtask fuzz --minutes N --seed S`: mutates the fixtures and examples, runs each
+//! `cargo xtask fuzz --minutes N --seed S`: mutates the fixtures and examples (and sweeps the
+//! modelled API with hostile arguments, `api_calls.rs`), runs each
 //! mutant through `check`, `trace`, `repro` and `run` in a child process (this binary, as
 //! `fuzz-child`), and turns every panic, abort, hang (> 5 s) and run over the memory limit
 //! into a minimised regression fixture under `tests/fuzz/crashes/`
 //! (`tracer-core/tests/fuzz_regressions.rs` runs them all). Deterministic for a seed: batch
 //! `k` holds the same mutants on every machine; a faster machine only runs more batches.
 
+mod api_calls;
 pub mod child;
 mod mutate;
 
@@ -66,6 +68,10 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
         let mut rng = Rng::new(options.seed.wrapping_mul(1_000_003).wrapping_add(batch_index));
         let batch: Vec<String> = (0..options.batch)
             .map(|_| {
+                // One in five is a sweep of the modelled API with hostile arguments.
+                if rng.below(5) == 0 {
+                    return api_calls::program(&mut rng, 24);
+                }
                 let text = &corpus[rng.below(corpus.len())].1;
                 let donor = &corpus[rng.below(corpus.len())].1;
                 mutate::mutate(&mut rng, text, donor)

@@ -1,6 +1,7 @@
 //! Structure-aware mutations of Python programs: swap jnp API names, push numbers and shapes
 //! to extremes, delete or duplicate lines and tokens, splice two programs, inject huge
-//! literals and deep nesting, odd bytes and line breaks. Deterministic for a given seed.
+//! literals, deep nesting and hostile calls of the modelled API, odd bytes and line breaks.
+//! Deterministic for a given seed.
 
 /// SplitMix64: small, fast, and the same sequence on every machine for a seed.
 pub struct Rng(u64);
@@ -144,7 +145,7 @@ const ODD: &[&str] = &["\r", "\r\n", "\x0c", "\u{2028}", "\u{85}", "\0", "\t", "
 pub fn mutate(rng: &mut Rng, text: &str, donor: &str) -> String {
     let mut out = text.to_string();
     for _ in 0..1 + rng.below(3) {
-        out = match rng.below(11) {
+        out = match rng.below(12) {
             0 => swap_api(rng, &out),
             1 | 2 => replace_number(rng, &out),
             3 => replace_shape(rng, &out),
@@ -160,6 +161,10 @@ pub fn mutate(rng: &mut Rng, text: &str, donor: &str) -> String {
                 inject(rng, &out, &stmt)
             }
             9 => odd_bytes(rng, &out),
+            10 => {
+                let stmt = super::api_calls::statement(rng);
+                inject(rng, &out, &stmt)
+            }
             _ => {
                 let stmt = deep_nesting(rng);
                 inject(rng, &out, &stmt)
