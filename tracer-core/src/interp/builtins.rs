@@ -444,6 +444,7 @@ impl<'l> Interp<'l> {
                 let out = (0..n).map(|i| Value::tuple(lists.iter().map(|l| l[i].clone()).collect())).collect();
                 seq_iter(out, "zip")
             }
+            "map" if args.len() < 2 => return Err(self.type_error("map() must have at least two arguments.")),
             "map" => {
                 let f = arg(0);
                 let mut lists = Vec::new();
