@@ -41,8 +41,9 @@ pub fn ints_repr(d: &NdInts, dtype: DType, weak: bool) -> String {
 /// `Array(<text>, dtype=...)` around the text of an array's elements.
 fn repr_of(mut s: String, shape: &[usize], dtype: DType, weak: bool) -> String {
     let weak = if weak { ", weak_type=True" } else { "" };
-    // NumPy names the shape of an empty array that `[]` does not describe.
-    if shape.contains(&0) && shape != [0] {
+    // JAX names the shape of every empty array, `(0,)` too (`Array([], shape=(0,), ...)`,
+    // where NumPy writes `array([], dtype=...)`).
+    if shape.contains(&0) {
         let dims: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
         if dims.len() == 1 {
             s.push_str(&format!(", shape=({},)", dims[0]));
@@ -451,7 +452,7 @@ mod tests {
     #[test]
     fn empty_and_weak_reprs() {
         assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[2, 0])), DType::F32, false), "Array([], shape=(2, 0), dtype=float32)");
-        assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[0])), DType::F32, false), "Array([], dtype=float32)");
+        assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[0])), DType::F32, false), "Array([], shape=(0,), dtype=float32)");
         assert_eq!(array_repr(&ArrayD::from_elem(IxDyn(&[]), 3.0), DType::I32, true), "Array(3, dtype=int32, weak_type=True)");
     }
 }
