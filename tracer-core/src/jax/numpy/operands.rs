@@ -343,6 +343,25 @@ pub(super) fn single_axis(interp: &mut Interp, v: Option<&Value>, ndim: usize) -
     }
 }
 
+/// `single_axis` for a function JAX jits with `axis` static (cumsum, sort): a list or an
+/// array cannot be hashed, which is JAX's ValueError before `operator.index` sees it.
+pub(super) fn static_single_axis(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<usize>> {
+    let type_name = match v {
+        Some(Value::List(_)) => "list",
+        Some(Value::Array(_)) => "jaxlib._jax.ArrayImpl",
+        _ => return single_axis(interp, v, ndim),
+    };
+    let shown = match v {
+        Some(axis) => interp.to_str(axis)?,
+        None => String::new(),
+    };
+    Err(interp.raise(
+        "ValueError",
+        Code::BadStaticArg,
+        format!("Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{type_name}'>, {shown}. The error was:\nTypeError: unhashable type: '{type_name}'\n"),
+    ))
+}
+
 pub(super) fn axes_arg(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
     match v {
         None | Some(Value::None) => Ok(None),

@@ -241,21 +241,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Cumsum | F::Cumprod => {
             let a = arr!(interp, cx, 0, "a");
-            // `axis` is a static argument of JAX's jitted cumsum: a list or an array cannot be hashed.
-            let unhashable = match p.get(1, "axis") {
-                Some(axis @ Value::List(_)) => Some((axis.clone(), "list")),
-                Some(axis @ Value::Array(_)) => Some((axis.clone(), "jaxlib._jax.ArrayImpl")),
-                _ => None,
-            };
-            if let Some((axis, type_name)) = unhashable {
-                let shown = interp.to_str(&axis)?;
-                return Err(interp.raise(
-                    "ValueError",
-                    Code::BadStaticArg,
-                    format!("Non-hashable static arguments are not supported. An error occurred while trying to hash an object of type <class '{type_name}'>, {shown}. The error was:\nTypeError: unhashable type: '{type_name}'\n"),
-                ));
-            }
-            let (a, axis) = match single_axis(interp, p.get(1, "axis"), a.aval.ndim())? {
+            let (a, axis) = match static_single_axis(interp, p.get(1, "axis"), a.aval.ndim())? {
                 Some(ax) => (a, ax),
                 None => {
                     let n = a.aval.size() as usize;

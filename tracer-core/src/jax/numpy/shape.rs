@@ -213,9 +213,12 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     },
                 }
             };
-            // One index per output element: never made for an output over the element budget.
+            // One index per output element, and one index list per axis as long as the axis:
+            // never made past the element budget (an empty axis makes the output empty, not
+            // the other axes' index lists short).
             let out_size = shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128));
-            if out_size > interp.budgets.max_elements as u128 {
+            let index_lists: u128 = shape.iter().map(|&d| d as u128).sum();
+            if out_size.max(index_lists) > interp.budgets.max_elements as u128 {
                 let aval = a.aval.with_shape(&shape);
                 return Ok(if a.is_tracer() {
                     Value::opaque("a tiled array too large to index")

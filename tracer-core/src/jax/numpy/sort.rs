@@ -32,7 +32,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 let name = if f == F::Sort { "sort" } else { "argsort" };
                 return bind1(interp, Prim::Opaque(name), &[a.clone()], aval).map(Value::Array);
             }
-            let ax = axes_arg(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.map(|v| v[0]).unwrap_or(0);
+            let ax = static_single_axis(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.unwrap_or(0);
             let sort = Prim::Sort { dimension: ax, num_keys: 1 };
             let rev = |interp: &mut Interp, x: &Rc<Array>| apply1(interp, Prim::Rev { dimensions: vec![ax] }, std::slice::from_ref(x));
             if f == F::Sort {
@@ -80,6 +80,10 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             }
             let idx = dtypes::default_int(c);
             let n = match size {
+                Some(s) if s < 0 => {
+                    let message = format!("broadcast_in_dim shape must have every element be nonnegative, got ({s},).");
+                    return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
+                }
                 Some(s) => s as usize,
                 None => match eval::force(&a, interp.budgets.max_elements) {
                     Some(d) => {
@@ -98,7 +102,9 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             // Concrete input: the values themselves (the output's shape depends on them, so
             // there is nothing to trace). `size=` pads with 0 or truncates, as fill_value=None.
             let nd = a.aval.ndim();
-            if let (Some(d), true) = (eval::force(&a, interp.budgets.max_elements), nd > 0) {
+            // `size=` decides how many indices there are: past the budget they stay unknown.
+            let fits = crate::interp::memory::fits_array((n as u128).saturating_mul(nd.max(1) as u128));
+            if let (Some(d), true) = (eval::force(&a, interp.budgets.max_elements).filter(|_| fits), nd > 0) {
                 if f == F::Unique && size.is_none() && !d.iter().any(|x| x.is_nan()) {
                     let mut v: Vec<f64> = d.iter().copied().collect();
                     v.sort_by(|x, y| x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal));
