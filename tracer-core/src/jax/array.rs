@@ -155,7 +155,7 @@ impl Array {
     /// running on this thread allow it (`memory::fits_array`); else its value stays unknown.
     /// Every array whose size the program decides is made this way, never with `ready`.
     pub fn built(aval: Aval, make: impl FnOnce() -> NdData) -> Rc<Array> {
-        if !crate::interp::memory::fits_array(aval.size()) {
+        if !crate::interp::memory::fits_array(aval.extent()) {
             return Array::unknown(aval, TOO_LARGE);
         }
         Array::ready(aval, make())

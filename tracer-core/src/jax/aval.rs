@@ -51,6 +51,12 @@ impl Aval {
     pub fn size(&self) -> u128 {
         self.shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128))
     }
+    /// The product of the non-empty axes: what data of this shape must be able to address
+    /// (ndarray refuses a shape whose extent overflows, even with no elements). It is the
+    /// size, except for an empty array: `(2**62, 0, 2)` holds nothing but spans 2**63.
+    pub fn extent(&self) -> u128 {
+        self.shape.iter().filter(|&&d| d != 0).fold(1u128, |acc, &d| acc.saturating_mul(d as u128))
+    }
     /// `f32[8,4]`, `~f32[]`: JAX's `str_short(short_dtypes=True)` with the weak marker.
     pub fn short(&self) -> String {
         let mut out = String::with_capacity(8 + 4 * self.shape.len());

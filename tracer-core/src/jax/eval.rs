@@ -229,7 +229,8 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         return None;
     };
     // Complex values are not modelled (data is real f64): unknown, never wrong.
-    if known.aval.size() > max_elements as u128 || known.aval.dtype.is_complex() || depth > MAX_FORCE_DEPTH {
+    // The extent, not the size: an empty array with a huge axis is not made either.
+    if known.aval.extent() > max_elements as u128 || known.aval.dtype.is_complex() || depth > MAX_FORCE_DEPTH {
         return None;
     }
     let pending = match &*cell.borrow() {

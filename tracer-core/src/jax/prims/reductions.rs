@@ -131,7 +131,9 @@ pub(crate) fn reduce_f32(a: &NdDataF32, op: &ReduceOp, axes: &[usize], out_shape
     let len = *shape.get(axis)?;
     let inner: usize = shape[axis + 1..].iter().product();
     let outer: usize = shape[..axis].iter().product();
-    if len == 0 || inner == 0 || outer * inner != out_shape.iter().product::<usize>() {
+    // No data (an empty outer axis) is left to the general reduction: the lane buffer is as
+    // long as the reduced axis, which an empty array may still have huge.
+    if data.is_empty() || len == 0 || inner == 0 || outer * inner != out_shape.iter().product::<usize>() {
         return None;
     }
     let out = vectorised(
