@@ -94,6 +94,32 @@ fn trace_json_lists_traces_with_causes() {
     assert!(traces[0]["jaxpr"].as_str().unwrap_or("").starts_with("{ lambda ; a:f32[8,4]. let"), "{}", traces[0]["jaxpr"]);
 }
 
+#[test]
+fn trace_shows_a_haiku_apply_under_the_users_function() {
+    let dir = temp_dir("trace-haiku");
+    let f = write(
+        &dir,
+        "model.py",
+        "import haiku as hk\nimport jax\nimport jax.numpy as jnp\n\n\ndef forward(x):\n    h = jnp.tanh(x)\n    return hk.Linear(1)(h)\n\n\nmodel = hk.without_apply_rng(hk.transform(forward))\nout = jax.jit(model.apply)(None, jnp.ones((4, 3)))\n",
+    );
+    let out = tracelens().current_dir(&dir).args(["trace", "--format", "json"]).arg(&f).output().expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let func = &json["functions"][0];
+    assert_eq!(
+        (&func["name"], &func["path"], &func["line"], &func["through"]),
+        (&"forward".into(), &"model.py".into(), &6.into(), &"apply_fn".into()),
+        "{json:#}"
+    );
+    let value = &func["traces"][0]["values"][0];
+    assert_eq!(
+        (&value["path"], &value["line"], &value["name"], &value["aval"]),
+        (&"model.py".into(), &7.into(), &"h".into(), &"f32[4,3]".into())
+    );
+    let text = tracelens().current_dir(&dir).args(["trace"]).arg(&f).output().expect("run");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.starts_with("jit(forward) at model.py:6 (as the library's apply_fn)  traced 1×"), "{text}");
+}
+
 const NNX_STEP: &str = "\
 import jax
 import jax.numpy as jnp

@@ -107,6 +107,9 @@ pub struct TracedFunction {
     pub location: Location,
     pub transform: String,
     pub traces: Vec<Trace>,
+    /// The library function JAX traces when this is a user's function run as its whole body
+    /// (`apply_fn` for haiku's `jax.jit(model.apply)`), which JAX's messages name.
+    pub through: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -607,6 +610,10 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             continue;
         }
         let Some(def) = rec.def_site else { continue };
+        let (name, def, through) = match &rec.shown_as {
+            Some((body, site)) if is_jit => (body.clone(), *site, Some(rec.fn_name.clone())),
+            _ => (rec.fn_name.clone(), def, None),
+        };
         let location = locator.locate(def);
         let transform = match (&rec.kind, rec.traced_for) {
             (TraceKind::Jit, Some(label @ ("pmap" | crate::tf::function::TRACED_FOR))) => label,
@@ -645,10 +652,14 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
         };
         // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {
-            f.location.line == location.line && f.name == rec.fn_name && f.transform == transform && f.location.path == location.path
+            f.location.line == location.line
+                && f.name == name
+                && f.transform == transform
+                && f.through == through
+                && f.location.path == location.path
         }) {
             Some(f) => f.traces.push(trace),
-            None => out.push(TracedFunction { name: rec.fn_name.clone(), location, transform, traces: vec![trace] }),
+            None => out.push(TracedFunction { name, location, transform, traces: vec![trace], through }),
         }
     }
     out

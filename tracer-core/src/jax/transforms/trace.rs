@@ -48,6 +48,18 @@ pub(super) fn unwrapped(v: &Value) -> Option<Value> {
     }
 }
 
+/// The user's function a library shim's function runs as its whole body, as the shim
+/// declares it (`apply_fn.__tracelens_body__ = f`: haiku's `transform(f).apply` calls `f`):
+/// its name and definition, under which `trace` and hover report a `jit` of the shim's
+/// function. JAX itself names the shim's function (`apply_fn`), as its messages still do.
+pub fn library_body(v: &Value) -> Option<(String, Site)> {
+    let body = match v {
+        Value::Function(f) => f.attrs.borrow().get("__tracelens_body__").filter(|b| matches!(b, Value::Function(_))).cloned(),
+        _ => None,
+    }?;
+    Some((fun_name(&body), fun_def_site(&body)?))
+}
+
 pub fn fun_name(v: &Value) -> String {
     if let Some(inner) = unwrapped(v) {
         return fun_name(&inner);
