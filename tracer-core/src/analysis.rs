@@ -611,7 +611,8 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
         }
         let Some(def) = rec.def_site else { continue };
         let (name, def, through) = match &rec.shown_as {
-            Some((body, site)) if is_jit => (body.clone(), *site, Some(rec.fn_name.clone())),
+            // A library layer's own `__call__` (linen's `nn.Dense(4).apply`) is no user function.
+            Some((body, site)) if is_jit && !interp.is_library(site.file) => (body.clone(), *site, Some(rec.fn_name.clone())),
             _ => (rec.fn_name.clone(), def, None),
         };
         let location = locator.locate(def);

@@ -191,3 +191,36 @@ out = sample_fn(params, jnp.arange(4), 8)
     assert_eq!(values, vec!["7 tokens"]);
     assert_eq!(findings(&analysis), Vec::<String>::new());
 }
+
+#[test]
+fn jax_jit_of_a_linen_init_or_apply_is_reported_under_the_modules_call() {
+    // linen's `init` and `apply` run the module's `__call__`; a library layer's own
+    // `__call__` (`nn.Dense(2).init`) is no user function, so that jit stays under `init`.
+    let source = "\
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = jnp.tanh(nn.Dense(8)(x))
+        return nn.Dense(1)(h)
+
+
+model = MLP()
+x = jnp.ones((4, 3))
+params = jax.jit(model.init)(jax.random.key(0), x)
+out = jax.jit(model.apply)(params, x)
+dense_params = jax.jit(nn.Dense(2).init)(jax.random.key(1), x)
+";
+    let analysis = analyze(source);
+    let shown: Vec<String> = analysis
+        .functions
+        .iter()
+        .map(|f| format!("{}:{} {} through {}", f.name, f.location.line, f.traces.len(), f.through.as_deref().unwrap_or("-")))
+        .collect();
+    assert_eq!(shown, vec!["__call__:7 1 through init", "__call__:7 1 through apply", "init:408 1 through -"]);
+    assert_eq!(findings(&analysis), Vec::<String>::new());
+}
