@@ -331,7 +331,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
             .functions
             .iter()
             .map(|f| {
-                json!({
+                let mut function = json!({
                     "name": f.name,
                     "path": relative(&f.location.path),
                     "line": f.location.line,
@@ -346,13 +346,18 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                         "route": t.route,
                         "jaxpr": t.jaxpr,
                         "values": t.values.iter().filter(|v| v.assigned && !v.pytree).map(|v| json!({
+                            "path": relative(&v.location.path),
                             "line": v.location.line,
                             "column": v.location.column,
                             "name": v.name,
                             "aval": v.aval.text(),
                         })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),
-                })
+                });
+                if let Some(through) = &f.through {
+                    function["through"] = json!(through);
+                }
+                function
             })
             .collect();
         serde_json::to_string_pretty(&json!({ "functions": functions })).unwrap_or_default() + "\n"

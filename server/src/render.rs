@@ -210,7 +210,9 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
             let cwd = std::env::current_dir().unwrap_or_default();
             f.location.path.strip_prefix(&cwd).unwrap_or(&f.location.path).display().to_string()
         };
-        let _ = writeln!(out, "{}({}) at {}:{}  traced {}×", f.transform, f.name, shown, f.location.line, f.traces.len());
+        // A user's function run as a library function's body: JAX traces (and names) that one.
+        let through = f.through.as_ref().map(|t| format!(" (as the library's {t})")).unwrap_or_default();
+        let _ = writeln!(out, "{}({}) at {}:{}{through}  traced {}×", f.transform, f.name, shown, f.location.line, f.traces.len());
         for (i, t) in f.traces.iter().enumerate() {
             let call = t.call.as_ref().map(|c| format!("line {}", c.line)).unwrap_or_else(|| "?".into());
             let outputs = match &t.outputs {

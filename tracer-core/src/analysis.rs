@@ -107,6 +107,9 @@ pub struct TracedFunction {
     pub location: Location,
     pub transform: String,
     pub traces: Vec<Trace>,
+    /// The library function JAX traces when this is a user's function run as its whole body
+    /// (`apply_fn` for haiku's `jax.jit(model.apply)`), which JAX's messages name.
+    pub through: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -607,6 +610,11 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             continue;
         }
         let Some(def) = rec.def_site else { continue };
+        let (name, def, through) = match &rec.shown_as {
+            // A library layer's own `__call__` (linen's `nn.Dense(4).apply`) is no user function.
+            Some((body, site)) if is_jit && !interp.is_library(site.file) => (body.clone(), *site, Some(rec.fn_name.clone())),
+            _ => (rec.fn_name.clone(), def, None),
+        };
         let location = locator.locate(def);
         let transform = match (&rec.kind, rec.traced_for) {
             (TraceKind::Jit, Some(label @ ("pmap" | crate::tf::function::TRACED_FOR))) => label,
@@ -645,10 +653,14 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
         };
         // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {
-            f.location.line == location.line && f.name == rec.fn_name && f.transform == transform && f.location.path == location.path
+            f.location.line == location.line
+                && f.name == name
+                && f.transform == transform
+                && f.through == through
+                && f.location.path == location.path
         }) {
             Some(f) => f.traces.push(trace),
-            None => out.push(TracedFunction { name: rec.fn_name.clone(), location, transform, traces: vec![trace] }),
+            None => out.push(TracedFunction { name, location, transform, traces: vec![trace], through }),
         }
     }
     out

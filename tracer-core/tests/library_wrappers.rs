@@ -162,3 +162,65 @@ samples = jax.vmap(functools.partial(sample, model, (3,)))(keys)
     assert_eq!(traced(&analysis), vec!["sample:9 1"]);
     assert_eq!(findings(&analysis), vec!["11 TL201"]);
 }
+
+#[test]
+fn jax_jit_of_a_haiku_apply_is_reported_under_the_users_function() {
+    // JAX traces haiku's `apply_fn`, which runs `sample` as its whole body: `trace` and
+    // hover show `sample` (its values at its own lines), naming `apply_fn` as JAX does.
+    let source = "\
+import haiku as hk
+import jax
+import jax.numpy as jnp
+
+
+def sample(context, length):
+    tokens = jnp.zeros(length, dtype=jnp.int32)
+    return tokens.at[0].set(context[0])
+
+
+_, sample_fn = hk.without_apply_rng(hk.transform(sample))
+sample_fn = jax.jit(sample_fn, static_argnums=2)
+params = None
+out = sample_fn(params, jnp.arange(4), 8)
+";
+    let analysis = analyze(source);
+    assert_eq!(traced(&analysis), vec!["sample:6 1"]);
+    let f = &analysis.functions[0];
+    assert_eq!(f.through.as_deref(), Some("apply_fn"));
+    let values: Vec<String> = f.traces[0].values.iter().filter(|v| v.assigned).map(|v| format!("{} {}", v.location.line, v.name)).collect();
+    assert_eq!(values, vec!["7 tokens"]);
+    assert_eq!(findings(&analysis), Vec::<String>::new());
+}
+
+#[test]
+fn jax_jit_of_a_linen_init_or_apply_is_reported_under_the_modules_call() {
+    // linen's `init` and `apply` run the module's `__call__`; a library layer's own
+    // `__call__` (`nn.Dense(2).init`) is no user function, so that jit stays under `init`.
+    let source = "\
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+
+
+class MLP(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        h = jnp.tanh(nn.Dense(8)(x))
+        return nn.Dense(1)(h)
+
+
+model = MLP()
+x = jnp.ones((4, 3))
+params = jax.jit(model.init)(jax.random.key(0), x)
+out = jax.jit(model.apply)(params, x)
+dense_params = jax.jit(nn.Dense(2).init)(jax.random.key(1), x)
+";
+    let analysis = analyze(source);
+    let shown: Vec<String> = analysis
+        .functions
+        .iter()
+        .map(|f| format!("{}:{} {} through {}", f.name, f.location.line, f.traces.len(), f.through.as_deref().unwrap_or("-")))
+        .collect();
+    assert_eq!(shown, vec!["__call__:7 1 through init", "__call__:7 1 through apply", "init:408 1 through -"]);
+    assert_eq!(findings(&analysis), Vec::<String>::new());
+}

@@ -245,10 +245,13 @@ fn check_revealed(oracle: &OracleReport, annotation: &Annotation, problems: &mut
 
 fn compare_traces(oracle: &OracleReport, traced: &[TracedFunction], mismatches: &mut Vec<String>) {
     // A jitted function of a bundled shim (`jax.jit(model.apply)`) is flax's under JAX, whose
-    // tracer records only the fixture's own functions: it is not compared.
+    // tracer records only the fixture's own functions: it is not compared, nor is a user's
+    // function shown in its place (haiku's `apply_fn` running the user's `forward`).
     // A TensorFlow fixture's `tf.function`s are compared with TensorFlow's traces the same way.
-    let jitted: Vec<&TracedFunction> =
-        traced.iter().filter(|f| (f.transform == "jit" || f.transform == "tf.function") && !f.path.starts_with("<tracelens>")).collect();
+    let jitted: Vec<&TracedFunction> = traced
+        .iter()
+        .filter(|f| (f.transform == "jit" || f.transform == "tf.function") && !f.path.starts_with("<tracelens>") && f.through.is_none())
+        .collect();
     let mut matched = vec![false; jitted.len()];
     for function in &oracle.jit_traces {
         let mine: Vec<(usize, &&TracedFunction)> =

@@ -192,6 +192,10 @@ pub struct TracedFunction {
     pub transform: String,
     #[serde(default)]
     pub traces: Vec<TracelensTrace>,
+    /// The library function JAX traces when this user's function is its whole body
+    /// (haiku's `apply_fn`): JAX's tracer records only the fixture's own functions.
+    #[serde(default)]
+    pub through: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -53,8 +53,8 @@ struct TracedFunction {
     line: u64,
     traces: usize,
     routes: Vec<String>,
-    /// Lines where the trace bound or read an array, in the function's own file.
-    lines: BTreeSet<u64>,
+    /// Lines where the trace bound an array: (file, line), the file as `trace` prints it.
+    lines: BTreeSet<(String, u64)>,
 }
 
 #[derive(Default)]
@@ -320,10 +320,16 @@ fn traced_functions(trace: &Value) -> Vec<TracedFunction> {
         .map(|f| {
             let traces = f.get("traces").and_then(Value::as_array).cloned().unwrap_or_default();
             let routes = traces.iter().map(|t| t.get("route").and_then(Value::as_str).unwrap_or("unknown").to_string()).collect();
+            // A value names its own file (a helper of another module, or the user's function a
+            // library function runs); older binaries gave only the line, in the function's file.
+            let path = text_field(f, "path");
             let lines = traces
                 .iter()
                 .flat_map(|t| t.get("values").and_then(Value::as_array).cloned().unwrap_or_default())
-                .map(|v| number_field(&v, "line"))
+                .map(|v| {
+                    let file = v.get("path").and_then(Value::as_str).map_or_else(|| path.clone(), str::to_string);
+                    (file, number_field(&v, "line"))
+                })
                 .collect();
             TracedFunction {
                 path: text_field(f, "path"),
@@ -350,6 +356,7 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
     let mut seen = BTreeSet::new();
     let mut findings = Vec::new();
     let mut functions = Functions::new();
+    let mut reached = BTreeSet::new();
     for run in runs {
         row.crashes += usize::from(run.crash.is_some());
         row.timeouts += usize::from(run.timeout.is_some());
@@ -383,24 +390,28 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
             findings.push(item);
         }
         for function in &run.functions {
+            for (file, line) in &function.lines {
+                if let Some(&index) = display_of.get(file) {
+                    reached.insert((index, *line));
+                }
+            }
             let Some(&index) = display_of.get(&function.path) else { continue };
             let entry = functions.entry((index, function.name.clone(), function.line)).or_default();
             entry.0 += function.traces;
             entry.1.extend(function.routes.iter().cloned());
-            entry.2.extend(function.lines.iter().copied());
         }
-    }
-    let mut reached = BTreeSet::new();
-    for ((index, _, _), (_, _, lines)) in &functions {
-        reached.extend(lines.iter().map(|line| (*index, *line)));
     }
     row.lines_reached = reached.len();
     row.code_lines = project.sources.iter().map(|s| code_lines(&s.text)).sum();
 
     let mut site_rows = Vec::new();
     for (index, source) in project.sources.iter().enumerate() {
+        // Functions this file's own analysis traced, by (project file, name): what a name the
+        // file does not define (`jax.jit(train.train_step)`) can only be bound to.
+        let own: Vec<(usize, &TracedFunction)> =
+            runs[index].functions.iter().filter(|f| f.traces > 0).filter_map(|f| display_of.get(&f.path).map(|&file| (file, f))).collect();
         for site in sites(&source.text) {
-            let matched = match_site(&site, index, &functions);
+            let matched = match_site(&site, index, &functions, &own);
             row.sites += 1;
             row.library_sites += usize::from(site.library);
             row.unresolved += usize::from(matches!(site.target, Target::Unknown(_)));
@@ -420,23 +431,29 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
     (row, findings, site_rows)
 }
 
-/// Traced functions by (file, name, line): their trace count, routes and lines reached.
-type Functions = BTreeMap<(usize, String, u64), (usize, Vec<String>, BTreeSet<u64>)>;
+/// Traced functions by (file, name, line), over every file's analysis: their trace count and routes.
+type Functions = BTreeMap<(usize, String, u64), (usize, Vec<String>)>;
 
-/// The routes of the traces of the function a site transforms, when it was traced at all.
-fn match_site<'a>(site: &Site, file: usize, functions: &'a Functions) -> Option<&'a Vec<String>> {
-    let mut traced = functions.iter().filter(|(_, (traces, _, _))| *traces > 0);
+/// The routes of the traces of the function a site transforms, when it was traced at all. A
+/// function the file defines counts when any analysis traced it; a name it does not define,
+/// only when this file's own analysis traced a project function of that name (another
+/// file's same-named function, or a library's `model.init`, is not what the site transforms).
+fn match_site<'a>(site: &Site, file: usize, functions: &'a Functions, own: &[(usize, &'a TracedFunction)]) -> Option<&'a Vec<String>> {
+    let mut traced = functions.iter().filter(|(_, (traces, _))| *traces > 0);
     let found = match &site.target {
         // A def is reported at its first decorator's line, if it has any: a few lines up.
         Target::Def { name, line: Some(def_line) } => traced
             .filter(|((f, n, l), _)| *f == file && n == name && *l <= *def_line as u64 && *def_line as u64 - *l < 30)
             .max_by_key(|((_, _, l), _)| *l),
-        Target::Def { name, line: None } => traced.find(|((_, n, _), _)| n == name),
+        Target::Def { name, line: None } => {
+            let (index, function) = own.iter().find(|(_, f)| f.name == *name)?;
+            traced.find(|((f, n, l), _)| f == index && n == name && *l == function.line)
+        }
         Target::Lambda { line } => traced.find(|((f, n, l), _)| *f == file && n == "<lambda>" && *l == *line as u64),
         Target::Factory { start, end, .. } => traced.find(|((f, _, l), _)| *f == file && (*start as u64..=*end as u64).contains(l)),
         Target::Unknown(_) => None,
     };
-    found.map(|(_, (_, routes, _))| routes)
+    found.map(|(_, (_, routes))| routes)
 }
 
 fn add(sum: &mut Row, row: &Row) {

@@ -48,6 +48,10 @@ const WRAPPERS: &[&str] = &[
     "custom_vjp",
 ];
 
+/// haiku's transforms: their `init` and `apply` run the function they are given (through
+/// `without_apply_rng`), so `jax.jit(model.apply)` transforms that function.
+const HAIKU_TRANSFORMS: &[&str] = &["transform", "transform_with_state", "without_apply_rng"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// A function defined with `def NAME` (or a method), at `line` when it is in this file.
@@ -325,6 +329,18 @@ fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], site: 
         return Target::Unknown(tokens.get(at).map_or(String::new(), |t| format!("{:?}", t.tok)));
     };
     let last = last_part(&name).to_string();
+    // `jax.jit(model.apply)` with `model = hk.transform(f)`, or `jax.jit(apply)` with
+    // `init, apply = hk.without_apply_rng(hk.transform(f))`: the function is `f`.
+    let transformed = match name.split_once('.') {
+        Some((object, "apply" | "init")) if !object.contains('.') => Some(object),
+        None => Some(name.as_str()),
+        Some(_) => None,
+    };
+    if let Some(target) =
+        transformed.and_then(|object| assignments(tokens, object, at).into_iter().find_map(|value| haiku_body(tokens, value, defs, site)))
+    {
+        return target;
+    }
     if punct(tokens, after, '(') {
         if WRAPPERS.contains(&last.as_str()) {
             return argument(tokens, after + 1, defs, site);
@@ -351,6 +367,44 @@ fn argument(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], site: 
         }
     }
     Target::Def { name: last, line }
+}
+
+/// The function a haiku transform expression at token `at` runs:
+/// `hk.without_apply_rng(hk.transform(sample))` runs `sample`.
+fn haiku_body(tokens: &[Token], at: usize, defs: &[(String, usize, usize)], site: usize) -> Option<Target> {
+    let (name, after) = chain(tokens, at)?;
+    let haiku = matches!(name.split_once('.'), Some(("hk" | "haiku", rest)) if HAIKU_TRANSFORMS.contains(&rest));
+    if !haiku || !punct(tokens, after, '(') {
+        return None;
+    }
+    if let Some(target) = haiku_body(tokens, after + 1, defs, site) {
+        return Some(target);
+    }
+    match argument(tokens, after + 1, defs, site) {
+        target @ (Target::Lambda { .. } | Target::Def { line: Some(_), .. } | Target::Factory { .. }) => Some(target),
+        _ => None,
+    }
+}
+
+/// The token just past `= ` of every statement before token `before` that binds `name`,
+/// alone or unpacked (`name = ...`, `init, name = ...`), the nearest first.
+fn assignments(tokens: &[Token], name: &str, before: usize) -> Vec<usize> {
+    let starts_line = |j: usize| j == 0 || tokens[j - 1].line != tokens[j].line;
+    (0..before.saturating_sub(2))
+        .rev()
+        .filter(|&i| ident(tokens, i) == Some(name))
+        .filter_map(|i| {
+            let mut first = i;
+            while first >= 2 && punct(tokens, first - 1, ',') && ident(tokens, first - 2).is_some() {
+                first -= 2;
+            }
+            let mut end = i + 1;
+            while punct(tokens, end, ',') && ident(tokens, end + 1).is_some() {
+                end += 2;
+            }
+            (starts_line(first) && punct(tokens, end, '=') && !punct(tokens, end + 1, '=')).then_some(end + 1)
+        })
+        .collect()
 }
 
 /// The token just past `= ` in the last plain assignment `name = ...` before token `before`.
@@ -439,6 +493,35 @@ mod tests {
         assert_eq!(
             summary(source),
             vec![(5, "jit".to_string(), false, Target::Lambda { line: 4 }), (7, "jax.jit".to_string(), false, def("step", 1))]
+        );
+    }
+
+    #[test]
+    fn a_haiku_transform_of_a_function_is_that_function() {
+        let source = "\
+def sample(rng, context):
+    return context
+
+def unroll_net(seqs):
+    return seqs
+
+model = hk.transform(unroll_net)
+out = jax.jit(model.apply)(params, None, x)
+_, sample_fn = hk.without_apply_rng(hk.transform(sample))
+sample_fn = jax.jit(sample_fn, static_argnums=[3])
+net = hk.without_apply_rng(
+    hk.transform(lambda ts: Net()(ts)))
+params = jax.jit(net.init)(key, ts)
+other = jax.jit(state.apply)
+";
+        assert_eq!(
+            summary(source),
+            vec![
+                (8, "jax.jit".to_string(), false, def("unroll_net", 4)),
+                (10, "jax.jit".to_string(), false, def("sample", 1)),
+                (13, "jax.jit".to_string(), false, Target::Lambda { line: 12 }),
+                (14, "jax.jit".to_string(), false, Target::Def { name: "apply".to_string(), line: None }),
+            ]
         );
     }
 

@@ -8,6 +8,10 @@ traced. Nothing else of haiku is modelled: its modules (`hk.Linear`, `hk.LSTM`, 
 tracelens (opaque), so what they make is unknown and never a finding; the parameters and
 state `init` returns are unknown too. haiku's check that `apply` gets an RNG (or None) is not
 modelled.
+
+Each `init` and `apply` names the user's function as its body (`__tracelens_body__`), so
+`trace` and hover report `jax.jit(model.apply)` under that function; JAX itself traces
+haiku's `apply_fn` (`init_fn`), and its messages (and tracelens') name that.
 """
 
 from typing import Callable, NamedTuple
@@ -33,6 +37,8 @@ def transform(f, *, apply_rng=True):
     def apply_fn(params, rng, *args, **kwargs):
         return f(*args, **kwargs)
 
+    init_fn.__tracelens_body__ = f
+    apply_fn.__tracelens_body__ = f
     return Transformed(init_fn, apply_fn)
 
 
@@ -44,6 +50,8 @@ def transform_with_state(f):
     def apply_fn(params, state, rng, *args, **kwargs):
         return f(*args, **kwargs), _unknown.state(state)
 
+    init_fn.__tracelens_body__ = f
+    apply_fn.__tracelens_body__ = f
     return TransformedWithState(init_fn, apply_fn)
 
 
@@ -54,6 +62,7 @@ def without_apply_rng(transformed):
         def apply_fn(params, state, *args, **kwargs):
             return apply_with_rng(params, state, None, *args, **kwargs)
 
+        apply_fn.__tracelens_body__ = getattr(apply_with_rng, "__tracelens_body__", None)
         return TransformedWithState(transformed.init, apply_fn)
 
     apply_with_rng = transformed.apply
@@ -61,4 +70,5 @@ def without_apply_rng(transformed):
     def apply_fn(params, *args, **kwargs):
         return apply_with_rng(params, None, *args, **kwargs)
 
+    apply_fn.__tracelens_body__ = getattr(apply_with_rng, "__tracelens_body__", None)
     return Transformed(transformed.init, apply_fn)

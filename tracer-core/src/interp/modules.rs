@@ -1208,7 +1208,7 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
         return numpy_random(interp, rest, &args, &kwargs);
     }
     let tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|a| match a {
-        Value::Array(x) if x.is_tracer() && x.known().is_none() => Some(x.clone()),
+        Value::Array(x) if x.refuses_numpy_conversion() => Some(x.clone()),
         _ => None,
     });
     let tracer = match tracer {
@@ -1217,7 +1217,7 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
             Some(v @ (Value::List(_) | Value::Tuple(_))) => {
                 let items = interp.iterate(v)?;
                 items.iter().find_map(|a| match a {
-                    Value::Array(x) if x.is_tracer() && x.known().is_none() => Some(x.clone()),
+                    Value::Array(x) if x.refuses_numpy_conversion() => Some(x.clone()),
                     _ => None,
                 })
             }

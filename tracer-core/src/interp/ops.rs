@@ -1123,7 +1123,7 @@ impl<'l> Interp<'l> {
             Value::Array(a) if a.numpy.get() => {
                 // NumPy arrays are mutable; a tracer stored into one is converted by __array__.
                 if let Value::Array(v) = &value {
-                    if v.is_tracer() && v.known().is_none() {
+                    if v.refuses_numpy_conversion() {
                         return Err(jnp::numpy_conversion_error(self, v));
                     }
                 }

@@ -241,6 +241,13 @@ impl Array {
             ArrayKind::Concrete(_) => None,
         }
     }
+    /// Whether NumPy's `__array__` conversion of this array raises JAX's
+    /// `TracerArrayConversionError`: every JAX tracer refuses it, a `grad` or `jvp` tracer with
+    /// a known primal too (`Tracer.__array__` raises whatever the trace). A TensorFlow tensor
+    /// refuses only while symbolic.
+    pub fn refuses_numpy_conversion(self: &Rc<Array>) -> bool {
+        self.is_tracer() && (!self.tf.get() || self.known().is_none())
+    }
     /// The concrete value standing behind this array, if there is one: itself, or a tracer's primal.
     pub fn known(self: &Rc<Array>) -> Option<Rc<Array>> {
         match &self.kind {

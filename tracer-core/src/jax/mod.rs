@@ -185,6 +185,10 @@ pub struct TraceRecord {
     pub traced_for: Option<&'static str>,
     /// How the analysis reached this trace.
     pub route: Route,
+    /// For a `jit` of a library shim's function that runs a user's function as its body
+    /// (haiku's `apply_fn`): that function's name and definition, which `trace` and hover
+    /// report the trace under (`fn_name` and `def_site` stay the shim's, as JAX names it).
+    pub shown_as: Option<(String, Site)>,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -395,6 +399,7 @@ impl JaxState {
                 _ => None,
             },
             route: self.route,
+            shown_as: None,
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

@@ -409,6 +409,12 @@ class Module:
         _, variables = self.init_with_output(rngs, *args, method=method, mutable=mutable, **kwargs)
         return variables
 
+    # `jax.jit(model.init)` and `jax.jit(model.apply)` run the module's `__call__` as their
+    # body: `trace` and hover show that method (JAX names `init`/`apply`). A `method=` given
+    # through `functools.partial` is not followed (the jit then shows `apply` itself).
+    init_with_output.__tracelens_body__ = "__call__"
+    init.__tracelens_body__ = "__call__"
+
     def apply(self, variables, *args, rngs=None, method=None, mutable=False, capture_intermediates=False, **kwargs):
         if not isinstance(variables, (dict, FrozenDict)):
             raise errors.ApplyScopeInvalidVariablesTypeError()
@@ -427,6 +433,8 @@ class Module:
             return out
         updates = {col: tree for col, tree in root.variables.items() if root.is_mutable(col)}
         return out, _unless_unknown(out, updates)
+
+    apply.__tracelens_body__ = "__call__"
 
     def bind(self, variables, *args, rngs=None, mutable=False):
         collections = {col: _copy_tree(tree) for col, tree in variables.items()}

@@ -142,7 +142,7 @@ pub(super) fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args:
             }
         }
         "__array__" => {
-            if a.is_tracer() && a.known().is_none() {
+            if a.refuses_numpy_conversion() {
                 return Err(numpy_conversion_error(interp, a));
             }
             Ok(me)

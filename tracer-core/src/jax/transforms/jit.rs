@@ -5,7 +5,9 @@
 
 use super::dispatch::{kw, obj, JaxObject};
 use super::pytrees::{flatten, unflatten, TreeDef};
-use super::trace::{fun_identity, fun_name, instantiate_outputs, jit_def_site, param_names, trace_inputs, traced_output, TracedOutput};
+use super::trace::{
+    fun_identity, fun_name, instantiate_outputs, jit_def_site, library_body, param_names, trace_inputs, traced_output, TracedOutput,
+};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{HashKey, Value};
@@ -509,6 +511,7 @@ fn trace_jit_body(
     if j.pmap {
         interp.jax.records[record].traced_for = Some("pmap");
     }
+    interp.jax.records[record].shown_as = library_body(&j.fun);
     interp.jax.traces[pos].arg_names = j.params.clone();
     interp.jax.records[record].arg_names = j.params.clone();
     let run = || -> PyResult<Value> {

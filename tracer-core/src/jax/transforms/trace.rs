@@ -48,6 +48,33 @@ pub(super) fn unwrapped(v: &Value) -> Option<Value> {
     }
 }
 
+/// The user's function a library shim's function runs as its whole body, as the shim
+/// declares it: a function (`apply_fn.__tracelens_body__ = f`: haiku's `transform(f).apply`
+/// calls `f`), or for a method the name of the method of its instance it runs
+/// (`Module.apply.__tracelens_body__ = "__call__"`: linen's `model.apply` runs the module's
+/// `__call__`). Its name and definition are what `trace` and hover report a `jit` of the
+/// shim's function under; JAX itself names the shim's function (`apply_fn`), as its messages
+/// still do.
+pub fn library_body(v: &Value) -> Option<(String, Site)> {
+    let (function, receiver) = match v {
+        Value::Function(f) => (f, None),
+        Value::BoundMethod(bm) => match &bm.1 {
+            Value::Function(f) => (f, Some(&bm.0)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let declared = function.attrs.borrow().get("__tracelens_body__").cloned()?;
+    let body = match (declared, receiver) {
+        (body @ Value::Function(_), _) => body,
+        (Value::Str(method), Some(Value::Instance(instance))) => {
+            instance.class.lookup(&method).filter(|m| matches!(m, Value::Function(_)))?
+        }
+        _ => return None,
+    };
+    Some((fun_name(&body), fun_def_site(&body)?))
+}
+
 pub fn fun_name(v: &Value) -> String {
     if let Some(inner) = unwrapped(v) {
         return fun_name(&inner);
