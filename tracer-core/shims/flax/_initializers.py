@@ -16,18 +16,25 @@ def shaped(init):
     return init
 
 
+def keyless(init):
+    """Marks an initializer whose values do not depend on its key (zeros, ones, constant): what
+    it makes inside linen's `scan`/`vmap` does not depend on a split key, which flax checks."""
+    init.ignores_key = True
+    return init
+
+
 def zeros(key, shape, dtype=jnp.float32):
     return jnp.zeros(shape, dtype)
 
 
-shaped(zeros)
+keyless(shaped(zeros))
 
 
 def ones(key, shape, dtype=jnp.float32):
     return jnp.ones(shape, dtype)
 
 
-shaped(ones)
+keyless(shaped(ones))
 
 
 def zeros_init():
@@ -42,7 +49,7 @@ def constant(value, dtype=jnp.float32):
     def init(key, shape, dtype=dtype):
         return jnp.full(shape, value, dtype=dtype)
 
-    return shaped(init)
+    return keyless(shaped(init))
 
 
 def normal(stddev=1e-2, dtype=jnp.float32):
