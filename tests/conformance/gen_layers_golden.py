@@ -526,6 +526,62 @@ CASES = [
         ),
     ),
     (
+        "linen_lstm_cells",
+        linen_model(
+            "",
+            "lstm = nn.LSTMCell(6)\n"
+            + "c1, y1 = lstm(lstm.initialize_carry(jax.random.key(0), x.shape), x)\n"
+            + "fast = nn.OptimizedLSTMCell(6, dtype=jnp.bfloat16)\n"
+            + "c2, y2 = fast(fast.initialize_carry(jax.random.key(0), x.shape), x)\n"
+            + "return c1, y1, c2, y2",
+            "jnp.ones((3, 4))",
+        ),
+    ),
+    (
+        "linen_gru_and_simple_cells",
+        linen_model(
+            "",
+            "gru = nn.GRUCell(5)\n"
+            + "h1, y1 = gru(gru.initialize_carry(jax.random.key(0), x.shape), x)\n"
+            + "simple = nn.SimpleCell(5, residual=True)\n"
+            + "h2, y2 = simple(simple.initialize_carry(jax.random.key(0), x.shape), x)\n"
+            + "return h1, y2",
+            "jnp.ones((2, 3, 4))",
+        ),
+    ),
+    (
+        "linen_rnn_time_major_reversed",
+        linen_model(
+            "",
+            "carry, ys = nn.RNN(nn.GRUCell(5), time_major=True, return_carry=True)(x, reverse=True, keep_order=True)\n"
+            + "rnn = nn.RNN(nn.LSTMCell(3), time_major=True)\n"
+            + "return carry, ys, rnn(x[:, :, :2], initial_carry=(jnp.zeros((2, 3)), jnp.ones((2, 3))))",
+            "jnp.ones((7, 2, 4))",
+        ),
+    ),
+    (
+        "linen_rnn_initial_carry_of_another_batch",
+        linen_model(
+            "",
+            "return nn.RNN(nn.LSTMCell(3))(x, initial_carry=(jnp.zeros((2, 3)), jnp.ones((2, 3))))",
+            "jnp.ones((7, 2, 4))",
+        ),
+    ),
+    (
+        "linen_gru_initialize_carry_with_the_old_signature",
+        LINEN + "carry = nn.GRUCell.initialize_carry(jax.random.PRNGKey(0), (8,), 16)\n",
+    ),
+    (
+        "linen_lstm_carry_of_another_width",
+        linen_model(
+            "",
+            "lstm = nn.LSTMCell(6)\nreturn lstm((jnp.zeros((3, 6)), jnp.zeros((3, 5))), x)",
+            "jnp.ones((3, 4))",
+        ),
+    ),
+    ("linen_dense_orthogonal_kernel", linen_case("nn.Dense(3, kernel_init=nn.initializers.orthogonal(2.0))", "jnp.ones((2, 5))")),
+    ("nnx_linear_orthogonal_kernel", nnx_case(f"nnx.Linear(3, 7, kernel_init=nnx.initializers.orthogonal(), {RNGS})", "jnp.ones((2, 3))")),
+    (
         "linen_remat_and_checkpoint_names",
         linen_model(
             "class Block(nn.Module):\n"

@@ -121,6 +121,33 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     return shaped(init)
 
 
+def orthogonal(scale=1.0, column_axis=-1, dtype=jnp.float32):
+    """Matrices with orthonormal rows or columns (whichever side is smaller), as
+    jax.random.orthogonal draws them: the Q of a QR of normal draws, signs fixed by R."""
+
+    def init(key, shape, dtype=dtype):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        if 0 in shape:
+            return jnp.zeros(shape, dtype)
+        n_cols = shape[column_axis]
+        n_rows = 1
+        for d in shape:
+            n_rows = n_rows * d
+        n_rows = n_rows // n_cols
+        z = jax.random.normal(key, (max(n_rows, n_cols), min(n_rows, n_cols)), dtype)
+        q, r = jnp.linalg.qr(z)
+        q = q * jnp.sign(jnp.diagonal(r))
+        if n_rows < n_cols:
+            q = q.T
+        axis = column_axis % len(shape)
+        q = jnp.reshape(q, tuple([shape[i] for i in range(len(shape)) if i != axis]) + (n_cols,))
+        return jnp.array(scale, dtype) * jnp.moveaxis(q, -1, column_axis)
+
+    return shaped(init)
+
+
 def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=jnp.float32):
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
