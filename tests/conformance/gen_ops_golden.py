@@ -232,6 +232,11 @@ def rows(x64):
     bools = arr(["True", "False", "True", "False"], "bool_"), arr(["True", "True", "False", "False"], "bool_")
     for f in ["jnp.logical_and", "jnp.logical_or", "jnp.logical_xor", "jnp.bitwise_and", "jnp.equal", "jnp.not_equal"]:
         out.append(("binary", f"{f}({bools[0]}, {bools[1]})"))
+    # The logical functions take any dtype: each operand is `x != 0` first.
+    nonbool = arr(["1.5", "0.0", "-2.0", "0.0", NAN], "float32"), arr(["0.0", "3.0", NAN, "0.0", "1.0"], "float32")
+    for f in ["jnp.logical_and", "jnp.logical_or", "jnp.logical_xor"]:
+        out.append(("binary", f"{f}({nonbool[0]}, {nonbool[1]})"))
+        out.append(("binary", f"{f}({arr(['0', '2', '-1', '0'], 'int32')}, 1)"))
     out.append(("unary", f"jnp.logical_not({bools[0]})"))
     out.append(("unary", f"~{bools[0]}"))
     out.append(("reduce", f"jnp.all({bools[0]})"))

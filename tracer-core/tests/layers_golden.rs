@@ -3,7 +3,7 @@
 //! `analyze_file` with the bundled shims, and must print what the real library printed: each
 //! parameter, variable collection, optimizer-state leaf and output by its path, with its dtype
 //! and shape. A row whose program the library rejects must raise the same class at the same
-//! line with the same first line of message. Rows the shims get wrong are listed in
+//! line of the program with the same first line of message. Rows the shims get wrong are listed in
 //! `data/layers_known_wrong.txt` with why; an unlisted wrong row fails, and so does a listed
 //! row that passes.
 
@@ -67,14 +67,18 @@ fn known_wrong() -> BTreeMap<String, String> {
 }
 
 /// What tracelens prints for the row's program, with its uncaught error written the way
-/// the generator writes the library's (`raises Class: first line`).
+/// the generator writes the library's (`raises Class at line N: first line`, N counted in
+/// the program, after the describe prelude).
 fn tracelens_prints(program: &str) -> String {
     let source = format!("{DESCRIBE}\n{program}");
+    let prelude_lines = DESCRIBE.lines().count() as u32 + 1;
     let analysis = analyze_file(&PathBuf::from("/project/main.py"), &source, &NoFiles, &AnalysisConfig::default());
     let mut printed = analysis.stdout.clone();
-    for (diagnostic, _, _) in &analysis.diagnostics {
+    for (diagnostic, location, _) in &analysis.diagnostics {
         if diagnostic.severity == tracer_core::diagnostics::Severity::Error {
-            printed.push_str(&format!("raises {}\n", diagnostic.message.lines().next().unwrap_or("")));
+            let (class, message) = diagnostic.message.split_once(": ").unwrap_or((diagnostic.message.as_str(), ""));
+            let line = location.line.saturating_sub(prelude_lines);
+            printed.push_str(&format!("raises {class} at line {line}: {}\n", message.lines().next().unwrap_or("")));
         }
     }
     printed

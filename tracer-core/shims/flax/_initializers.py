@@ -16,18 +16,25 @@ def shaped(init):
     return init
 
 
+def keyless(init):
+    """Marks an initializer whose values do not depend on its key (zeros, ones, constant): what
+    it makes inside linen's `scan`/`vmap` does not depend on a split key, which flax checks."""
+    init.ignores_key = True
+    return init
+
+
 def zeros(key, shape, dtype=jnp.float32):
     return jnp.zeros(shape, dtype)
 
 
-shaped(zeros)
+keyless(shaped(zeros))
 
 
 def ones(key, shape, dtype=jnp.float32):
     return jnp.ones(shape, dtype)
 
 
-shaped(ones)
+keyless(shaped(ones))
 
 
 def zeros_init():
@@ -42,7 +49,7 @@ def constant(value, dtype=jnp.float32):
     def init(key, shape, dtype=dtype):
         return jnp.full(shape, value, dtype=dtype)
 
-    return shaped(init)
+    return keyless(shaped(init))
 
 
 def normal(stddev=1e-2, dtype=jnp.float32):
@@ -110,6 +117,33 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         if distribution == "uniform":
             return jax.random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
         raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
+
+    return shaped(init)
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=jnp.float32):
+    """Matrices with orthonormal rows or columns (whichever side is smaller), as
+    jax.random.orthogonal draws them: the Q of a QR of normal draws, signs fixed by R."""
+
+    def init(key, shape, dtype=dtype):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        if 0 in shape:
+            return jnp.zeros(shape, dtype)
+        n_cols = shape[column_axis]
+        n_rows = 1
+        for d in shape:
+            n_rows = n_rows * d
+        n_rows = n_rows // n_cols
+        z = jax.random.normal(key, (max(n_rows, n_cols), min(n_rows, n_cols)), dtype)
+        q, r = jnp.linalg.qr(z)
+        q = q * jnp.sign(jnp.diagonal(r))
+        if n_rows < n_cols:
+            q = q.T
+        axis = column_axis % len(shape)
+        q = jnp.reshape(q, tuple([shape[i] for i in range(len(shape)) if i != axis]) + (n_cols,))
+        return jnp.array(scale, dtype) * jnp.moveaxis(q, -1, column_axis)
 
     return shaped(init)
 

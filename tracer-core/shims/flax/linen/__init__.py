@@ -4,8 +4,10 @@ of jax. Names not listed here are unknown to tracelens (opaque), never missing.
 Coverage (see docs/ARCHITECTURE.md, "Library shims"): Module with @compact and setup, init,
 init_with_output, apply (variable collections, mutable, rngs), param/variable/sow/make_rng;
 Dense, DenseGeneral, Conv, Embed, LayerNorm, BatchNorm, Dropout, Sequential,
-MultiHeadDotProductAttention/SelfAttention and the masks; pool, avg_pool, max_pool; remat/checkpoint/jit
-of a Module class; the activations; initializers.
+MultiHeadDotProductAttention/SelfAttention (with the decoding cache) and the masks; pool, avg_pool,
+max_pool; the lifted scan, vmap, remat/checkpoint and jit (transforms.py) and `broadcast`; the
+recurrent cells LSTMCell, OptimizedLSTMCell, GRUCell, SimpleCell and RNN; the activations;
+initializers.
 """
 
 from flax.core.frozen_dict import FrozenDict
@@ -27,5 +29,6 @@ from flax.linen.module import DenyList, Module, Variable, compact, merge_param, 
 from flax.linen.normalization import BatchNorm, LayerNorm
 from flax.linen.partitioning import with_logical_partitioning, with_partitioning
 from flax.linen.pooling import avg_pool, max_pool, pool
+from flax.linen.recurrent import GRUCell, LSTMCell, OptimizedLSTMCell, RNN, RNNCellBase, SimpleCell
 from flax.linen.stochastic import Dropout
-from flax.linen.transforms import checkpoint, jit, remat
+from flax.linen.transforms import broadcast, checkpoint, jit, remat, scan, vmap

@@ -1,7 +1,7 @@
 """flax.linen's attention (flax/linen/attention.py), as a tracelens shim of flax 0.12.8:
 dot-product attention, the masks, and MultiHeadDotProductAttention/SelfAttention with
-flax's parameter names (query, key, value, out) and shapes. The autoregressive cache
-(`decode=True`) is not modelled: its result is unknown."""
+flax's parameter names (query, key, value, out) and shapes, and the autoregressive cache
+(`decode=True`: the `cache` collection's cached_key, cached_value and cache_index)."""
 
 import jax
 import jax.numpy as jnp
@@ -138,8 +138,30 @@ class MultiHeadDotProductAttention(Module):
             query = LayerNorm(name="query_ln", use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype)(query)
             key = LayerNorm(name="key_ln", use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype)(key)
         if self.decode:
-            # The autoregressive cache: not modelled, the result is unknown.
-            return _unknown.result(query, key, value)
+            # The autoregressive cache: made at init from the shapes of the whole sequence,
+            # then one position written per call (flax's `is_initialized` test).
+            is_initialized = self.has_variable("cache", "cached_key")
+            cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
+            cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
+            cache_index = self.variable("cache", "cache_index", lambda: jnp.array(0, dtype=jnp.int32))
+            if is_initialized:
+                cache_shape = cached_key.value.shape
+                batch_dims = tuple(cache_shape[:-3])
+                max_length = cache_shape[-3]
+                expected_shape = batch_dims + (1, cache_shape[-2], cache_shape[-1])
+                if expected_shape != query.shape:
+                    raise ValueError(
+                        f"Autoregressive cache shape error, expected query shape {expected_shape} instead got {query.shape}."
+                    )
+                cur_index = cache_index.value
+                zero = jnp.array(0, dtype=cur_index.dtype)
+                indices = (zero,) * len(batch_dims) + (cur_index, zero, zero)
+                key = lax.dynamic_update_slice(cached_key.value, key, indices)
+                value = lax.dynamic_update_slice(cached_value.value, value, indices)
+                cached_key.value = key
+                cached_value.value = value
+                cache_index.value = cache_index.value + 1
+                mask = combine_masks(mask, jnp.broadcast_to(jnp.arange(max_length) <= cur_index, batch_dims + (1, 1, max_length)))
         if self.dropout_rate > 0.0:
             m_deterministic = merge_param("deterministic", self.deterministic, deterministic)
             if not m_deterministic and dropout_rng is None:

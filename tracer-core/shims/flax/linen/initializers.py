@@ -13,6 +13,7 @@ from flax._initializers import (
     normal,
     ones,
     ones_init,
+    orthogonal,
     shaped,
     truncated_normal,
     uniform,

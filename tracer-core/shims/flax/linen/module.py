@@ -43,8 +43,20 @@ class _Root:
         self.mutable = mutable
         self.initializing = initializing
         self.rng_counts = {}
+        # Set by a lifted transformation (transforms.py) for the scope it runs the module in:
+        # flax's debug path of the scope (`scan(ScanBlock_0)`), which collections the scope
+        # sees (a function of the collection, or None for all), and a hook told of every
+        # parameter made, with its initializer.
+        self.debug_path = ()
+        self.visible = None
+        self.on_param_made = None
+
+    def path_text(self, path):
+        return "/" + "/".join(self.debug_path + tuple(path))
 
     def is_mutable(self, col):
+        if self.visible is not None and not self.visible(col):
+            return False
         if self.mutable is True:
             return True
         if self.mutable is False or self.mutable is None:
@@ -81,8 +93,11 @@ class _Root:
         return col in self.variables and len(self.variables[col]) > 0
 
     def make_rng(self, name, who):
+        # A stream the caller did not give falls back to "params" (flax's Scope.make_rng).
         if name not in self.rngs:
-            raise errors.InvalidRngError(f'{who} needs PRNG for "{name}"')
+            if "params" not in self.rngs:
+                raise errors.InvalidRngError(f'{who} needs PRNG for "{name}"')
+            name = "params"
         count = self.rng_counts.get(name, 0)
         self.rng_counts[name] = count + 1
         return jax.random.fold_in(self.rngs[name], count)
@@ -99,10 +114,6 @@ def DenyList(deny):
 
 def _is_module(value):
     return isinstance(value, Module)
-
-
-def _path_text(path):
-    return "/" + "/".join(path)
 
 
 class Variable:
@@ -123,7 +134,7 @@ class Variable:
         module = self._module
         root = module._get_root()
         if not root.is_mutable(self.collection):
-            raise errors.ModifyScopeVariableError(self.collection, self.name, _path_text(module._get_path()))
+            raise errors.ModifyScopeVariableError(self.collection, self.name, root.path_text(module._get_path()))
         root.store(self.collection, module._get_path(), self.name, new_value)
 
 
@@ -308,12 +319,14 @@ class Module:
         if value is _UNSPECIFIED:
             if not root.is_mutable("params"):
                 if not root.has_collection("params"):
-                    raise errors.ScopeCollectionNotFound("params", name, _path_text(path))
-                raise errors.ScopeParamNotFoundError(name, _path_text(path))
+                    raise errors.ScopeCollectionNotFound("params", name, root.path_text(path))
+                raise errors.ScopeParamNotFoundError(name, root.path_text(path))
             value = init_fn(self.make_rng("params"), *init_args, **init_kwargs)
             root.store("params", path, name, value)
+            if root.on_param_made is not None:
+                root.on_param_made(path + (name,), init_fn)
             return value
-        _check_param_shape(name, path, value, init_fn, init_args)
+        _check_param_shape(name, root, path, value, init_fn, init_args)
         return value
 
     def variable(self, col, name, init_fn=None, *init_args, unbox=True, **init_kwargs):
@@ -322,8 +335,8 @@ class Module:
         if root.lookup(col, path, name) is _UNSPECIFIED:
             if not root.is_mutable(col):
                 if not root.has_collection(col):
-                    raise errors.ScopeCollectionNotFound(col, name, _path_text(path))
-                raise errors.ScopeParamNotFoundError(name, _path_text(path))
+                    raise errors.ScopeCollectionNotFound(col, name, root.path_text(path))
+                raise errors.ScopeParamNotFoundError(name, root.path_text(path))
             value = None if init_fn is None else init_fn(*init_args, **init_kwargs)
             root.store(col, path, name, value)
         return Variable(self, col, name)
@@ -340,7 +353,7 @@ class Module:
     def put_variable(self, col, name, value):
         root = self._bound_root()
         if not root.is_mutable(col):
-            raise errors.ModifyScopeVariableError(col, name, _path_text(self._get_path()))
+            raise errors.ModifyScopeVariableError(col, name, root.path_text(self._get_path()))
         root.store(col, self._get_path(), name, value)
 
     def sow(self, col, name, value, reduce_fn=None, init_fn=None):
@@ -467,7 +480,7 @@ def _known_shape(shape):
     return all(isinstance(d, int) for d in shape)
 
 
-def _check_param_shape(name, path, value, init_fn, init_args):
+def _check_param_shape(name, root, path, value, init_fn, init_args):
     # flax compares an existing parameter with the shape its initializer would make
     # (`jax.eval_shape` of it). The shims' initializers make an array of the shape they are
     # given, so that shape is compared, when every dimension is known; an initializer of the
@@ -480,7 +493,7 @@ def _check_param_shape(name, path, value, init_fn, init_args):
     want_shape = tuple(want_shape)
     have_shape = tuple(jax.numpy.shape(value))
     if _known_shape(have_shape) and _known_shape(want_shape) and have_shape != want_shape:
-        raise errors.ScopeParamShapeError(name, _path_text(path), have_shape, want_shape)
+        raise errors.ScopeParamShapeError(name, root.path_text(path), have_shape, want_shape)
 
 
 def _copy_tree(tree):

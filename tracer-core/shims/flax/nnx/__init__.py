@@ -4,7 +4,7 @@ of jax and the optax shim. Names not listed here are unknown to tracelens (opaqu
 Coverage (see docs/ARCHITECTURE.md, "Library shims"): Module/Pytree objects holding Variables
 (Param, BatchStat, Cache, Intermediate, the rng and optimizer states); Rngs and RngStream; the
 layers Linear, LinearGeneral, Embed, Conv, LayerNorm, BatchNorm, Dropout, MultiHeadAttention
-(without dropout or decoding); state, split, merge, update,
+(with dropout, is_causal and the decoding cache); state, split, merge, update,
 graphdef, clone, pure, List, Sequential; jit, grad, value_and_grad, DiffState,
 cached_partial, remat; vmap, scan and split_rngs (integer or None axes, _lifted.py); Optimizer; pool, avg_pool, max_pool, min_pool
 (flax/_pooling.py); the activations of jax.nn.
@@ -36,6 +36,7 @@ from flax.nnx._graph import (
 )
 from flax.nnx._attention import (
     LinearGeneral,
+    combine_masks,
     MultiHeadAttention,
     dot_product_attention,
     make_attention_mask,

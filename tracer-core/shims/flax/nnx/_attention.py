@@ -1,6 +1,8 @@
-"""flax.nnx's LinearGeneral and MultiHeadAttention as tracelens models them (flax 0.12.8),
-without batch axes, decoding caches or normalised queries (those arguments are not accepted,
-so such a layer is unknown rather than wrong). Same Params, shapes and checks as flax."""
+"""flax.nnx's LinearGeneral and MultiHeadAttention as tracelens models them (flax 0.12.8): the
+same Params, Cache variables, shapes and checks as flax, the autoregressive decoding cache
+(`init_cache`, `decode=True`), causal masking and attention dropout. Not modelled: batch axes
+of LinearGeneral, normalised queries, grouped-query heads (those arguments are not accepted, so
+such a layer is unknown rather than wrong)."""
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +11,8 @@ from jax import lax
 from flax.nnx import initializers
 from flax.nnx._graph import Module
 from flax.nnx._layers import default_kernel_init, promote_dtype
-from flax.nnx._variables import Param
+from flax.nnx._rnglib import Rngs
+from flax.nnx._variables import Cache, Intermediate, Param
 
 
 def _tuple(x):
@@ -82,8 +85,11 @@ def _validate_qkv_shapes(query, key, value):
             raise ValueError(f"q, k, v batch dims must match, but got shapes {query.shape}, {key.shape}, {value.shape}.")
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, dtype=None, precision=None, **kwargs):
-    """Attention with matching query and key heads (flax's path without grouped heads or dropout)."""
+def dot_product_attention(
+    query, key, value, bias=None, mask=None, broadcast_dropout=True, dropout_rng=None, dropout_rate=0.0,
+    deterministic=False, dtype=None, precision=None, module=None, promote_dtype=promote_dtype, is_causal=False,
+):
+    """Attention with matching query and key heads (flax's path without grouped heads)."""
     query, key, value = promote_dtype((query, key, value), dtype=dtype)
     dtype = query.dtype
     _validate_qkv_shapes(query, key, value)
@@ -96,10 +102,55 @@ def dot_product_attention(query, key, value, bias=None, mask=None, dtype=None, p
     weights = jnp.einsum("...qhd,...khd->...hqk", query, key, precision=precision)
     if bias is not None:
         weights = weights + bias
-    if mask is not None:
-        weights = jnp.where(mask, weights, -3.4028235e38)
+    if mask is not None or is_causal:
+        masks = [m for m in [mask] if m is not None]
+        if is_causal:
+            t, s = weights.shape[-2:]
+            target_shape = mask.shape if mask is not None else weights.shape
+            masks.append(jnp.broadcast_to(jnp.tril(jnp.ones((t, s), dtype=dtype)), target_shape))
+        weights = jnp.where(combine_masks(*masks, dtype=dtype), weights, jnp.asarray(_lowest(dtype), dtype=dtype))
     weights = jax.nn.softmax(weights).astype(dtype)
+    if module is not None:
+        module.sow(Intermediate, "attention_weights", weights)
+    if not deterministic and dropout_rate > 0.0:
+        keep_prob = 1.0 - dropout_rate
+        if broadcast_dropout:
+            dropout_shape = tuple([1] * (key.ndim - 2)) + weights.shape[-2:]
+        else:
+            dropout_shape = weights.shape
+        keep = jax.random.bernoulli(dropout_rng, keep_prob, dropout_shape)
+        weights = weights * (keep.astype(dtype) / jnp.asarray(keep_prob, dtype=dtype))
     return jnp.einsum("...hqk,...khd->...qhd", weights, value, precision=precision)
+
+
+def _lowest(dtype):
+    """`jnp.finfo(dtype).min`, which tracelens does not model."""
+    if dtype == jnp.float16:
+        return -65504.0
+    if dtype == jnp.bfloat16:
+        return -3.3895313892515355e38
+    if dtype == jnp.float64:
+        return -1.7976931348623157e308
+    return -3.4028234663852886e38
+
+
+def combine_masks(*masks, dtype=jnp.float32):
+    masks_list = [m for m in masks if m is not None]
+    if not masks_list:
+        return None
+    if not all(m.ndim == masks_list[0].ndim for m in masks_list):
+        raise ValueError(f"masks must have same rank, but got {tuple(m.ndim for m in masks_list)}.")
+    mask = masks_list[0]
+    for other_mask in masks_list[1:]:
+        mask = jnp.logical_and(mask, other_mask)
+    return mask.astype(dtype)
+
+
+def _first_from(*args, error_msg):
+    for arg in args:
+        if arg is not None:
+            return arg
+    raise ValueError(error_msg)
 
 
 class MultiHeadAttention(Module):
@@ -122,7 +173,10 @@ class MultiHeadAttention(Module):
         bias_init=initializers.zeros_init(),
         out_bias_init=None,
         use_bias=True,
+        attention_fn=dot_product_attention,
         decode=None,
+        broadcast_dropout=True,
+        keep_rngs=True,
         rngs,
     ):
         self.num_heads = num_heads
@@ -134,7 +188,9 @@ class MultiHeadAttention(Module):
         self.dtype = dtype
         self.param_dtype = param_dtype
         self.dropout_rate = dropout_rate
+        self.broadcast_dropout = broadcast_dropout
         self.deterministic = deterministic
+        self.attention_fn = attention_fn
         self.precision = precision
         self.use_bias = use_bias
         self.decode = decode
@@ -164,7 +220,7 @@ class MultiHeadAttention(Module):
         self.out = linear_general(
             (self.num_heads, self.head_dim), self.out_features, (-2, -1), out_kernel_init or kernel_init, out_bias_init or bias_init
         )
-        self.rngs = rngs.dropout.fork() if dropout_rate > 0 else None
+        self.rngs = rngs.dropout.fork() if keep_rngs and dropout_rate > 0 else None
         self.cached_key = None
         self.cached_value = None
         self.cache_index = None
@@ -184,11 +240,10 @@ class MultiHeadAttention(Module):
         out_sharding=None,
         qkv_sharding=None,
     ):
-        # The decoding cache and causal masking are not modelled: their result is unknown.
-        if decode or is_causal:
-            from flax import _unknown
-
-            return _unknown.result(inputs_q)
+        if rngs is None:
+            rngs = self.rngs
+        elif isinstance(rngs, Rngs):
+            rngs = rngs.dropout
         if inputs_k is None:
             if inputs_v is not None:
                 raise ValueError(
@@ -203,8 +258,56 @@ class MultiHeadAttention(Module):
         query = self.query(inputs_q)
         key = self.key(inputs_k)
         value = self.value(inputs_v)
-        x = dot_product_attention(query, key, value, mask=mask, dtype=self.dtype, precision=self.precision)
+        decode = _first_from(decode, self.decode, error_msg=_NO_DECODE)
+        if decode:
+            if self.cached_key is None or self.cached_value is None or self.cache_index is None:
+                raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+            cache_shape = self.cached_key.shape
+            batch_dims = tuple(cache_shape[:-3])
+            max_length = cache_shape[-3]
+            expected_shape = batch_dims + (1, cache_shape[-2], cache_shape[-1])
+            if expected_shape != key.shape:
+                raise ValueError(f"Autoregressive cache shape error, expected key shape {expected_shape} instead got {key.shape}.")
+            cur_index = self.cache_index[...]
+            zero = jnp.array(0, dtype=cur_index.dtype)
+            indices = (zero,) * len(batch_dims) + (cur_index, zero, zero)
+            key = lax.dynamic_update_slice(self.cached_key[...], key, indices)
+            value = lax.dynamic_update_slice(self.cached_value[...], value, indices)
+            self.cached_key[...] = key
+            self.cached_value[...] = value
+            self.cache_index[...] += 1
+            mask = combine_masks(mask, jnp.broadcast_to(jnp.arange(max_length) <= cur_index, batch_dims + (1, 1, max_length)))
+        if self.dropout_rate > 0.0:
+            deterministic = _first_from(deterministic, self.deterministic, error_msg=_NO_DETERMINISTIC)
+            if not deterministic:
+                if rngs is None:
+                    raise ValueError(
+                        "'rngs' must be provided to __call__ method if MultiHeadAttention instance is defined with keep_rngs=False."
+                    )
+                dropout_rng = rngs()
+            else:
+                dropout_rng = None
+        else:
+            deterministic = True
+            dropout_rng = None
+        x = self.attention_fn(
+            query, key, value, mask=mask, dropout_rng=dropout_rng, dropout_rate=self.dropout_rate,
+            broadcast_dropout=self.broadcast_dropout, deterministic=deterministic, dtype=self.dtype,
+            precision=self.precision, module=self if sow_weights else None, is_causal=is_causal,
+        )
         return self.out(x)
+
+    def init_cache(self, input_shape, dtype=jnp.float32):
+        cache_shape = tuple(input_shape[:-1]) + (self.num_kv_heads, self.head_dim)
+        self.cached_key = Cache(jnp.zeros(cache_shape, dtype))
+        self.cached_value = Cache(jnp.zeros(cache_shape, dtype))
+        self.cache_index = Cache(jnp.array(0, dtype=jnp.int32))
+
+
+_NO_DECODE = """No `decode` argument was provided to MultiHeadAttention
+        as either a __call__ argument, class attribute, or nnx.flag."""
+_NO_DETERMINISTIC = """No `deterministic` argument was provided to MultiHeadAttention
+          as either a __call__ argument, class attribute, or nnx.flag."""
 
 
 def make_attention_mask(query_input, key_input, pairwise_fn=jnp.multiply, extra_batch_dims=0, dtype=jnp.float32):

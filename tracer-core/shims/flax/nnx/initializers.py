@@ -13,6 +13,7 @@ from flax._initializers import (
     normal,
     ones,
     ones_init,
+    orthogonal,
     truncated_normal,
     uniform,
     variance_scaling,

@@ -460,11 +460,7 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
                     return Err(interp.raise(
                         "TypeError",
                         Code::DtypeMismatch,
-                        format!(
-                            "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {}",
-                            ix.aval.dtype.name(),
-                            "Traced"
-                        ),
+                        format!("Indexer must have integer or boolean type, got indexer with type {}", ix.aval.dtype.name()),
                     ));
                 }
                 if dim >= nd {
@@ -479,15 +475,29 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
                 out_shape.push(usize::MAX);
                 dim += 1;
             }
-            Value::Str(_) | Value::Float(_) | Value::Dict(_) => {
-                let shown = interp.repr(it).unwrap_or_default();
-                let code = if matches!(it, Value::Float(_)) { Code::DtypeMismatch } else { Code::PythonException };
+            // JAX 0.10.2's messages: a Python float is NumPy's float64 whatever x64 says.
+            Value::Float(_) => {
                 return Err(interp.raise(
                     "TypeError",
-                    code,
+                    Code::DtypeMismatch,
+                    "Indexer must have integer or boolean type, got indexer with type float64",
+                ));
+            }
+            Value::Str(_) => {
+                let shown = interp.repr(it).unwrap_or_default();
+                return Err(interp.raise(
+                    "TypeError",
+                    Code::PythonException,
+                    format!("JAX does not support string indexing; got idx={shown}"),
+                ));
+            }
+            Value::Dict(_) => {
+                let shown = interp.repr(it).unwrap_or_default();
+                return Err(interp.raise(
+                    "IndexError",
+                    Code::PythonException,
                     format!(
-                        "Indexer must have integer or boolean type, got indexer with type {} at position {dim}, indexer value {shown}",
-                        it.type_name()
+                        "only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and integer or boolean arrays are valid indices. Got {shown}"
                     ),
                 ));
             }

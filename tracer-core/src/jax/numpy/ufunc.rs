@@ -14,6 +14,9 @@ pub(super) enum Ufunc {
     /// Two operands (named as `binary_parameter_names` says), promoted and broadcast
     /// together, with lax's dtype rule for the bitwise primitives.
     Binary(BinaryPrim),
+    /// Two operands, each made bool first (`x != 0`, as JAX's `_logical_op` does), then the
+    /// bitwise primitive: `logical_and(1.5, 0.0)` is `False`, never a dtype error.
+    Logical(BinaryPrim),
     /// Two operands `x1` and `x2`, promoted and broadcast; a bool result.
     Compare(CmpPrim),
 }
@@ -21,7 +24,7 @@ pub(super) enum Ufunc {
 use BinaryPrim as B;
 use CmpPrim as C;
 use JaxFn as F;
-use Ufunc::{Binary, Compare, Unary};
+use Ufunc::{Binary, Compare, Logical, Unary};
 use UnaryPrim as U;
 
 /// The functions that are one elementwise primitive.
@@ -42,12 +45,12 @@ pub(super) const UFUNCS: &[(JaxFn, Ufunc)] = &[
     (F::ScipyGammaln, Unary(U::Lgamma)),
     (F::ScipyDigamma, Unary(U::Digamma)),
     (F::BitwiseAnd, Binary(B::And)),
-    (F::LogicalAnd, Binary(B::And)),
+    (F::LogicalAnd, Logical(B::And)),
     (F::LeftShift, Binary(B::ShiftLeft)),
     (F::BitwiseOr, Binary(B::Or)),
-    (F::LogicalOr, Binary(B::Or)),
+    (F::LogicalOr, Logical(B::Or)),
     (F::BitwiseXor, Binary(B::Xor)),
-    (F::LogicalXor, Binary(B::Xor)),
+    (F::LogicalXor, Logical(B::Xor)),
     (F::Negative, Unary(U::Neg)),
     (F::Abs, Unary(U::Abs)),
     (F::Absolute, Unary(U::Abs)),
@@ -104,6 +107,14 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let (first, second) = binary_parameter_names(cx.f.name());
             let a = arr!(interp, cx, 0, first);
             let b = arr!(interp, cx, 1, second);
+            binary_prim(interp, prim, &a, &b).map(Value::Array)
+        }
+        Logical(prim) => {
+            let (first, second) = binary_parameter_names(cx.f.name());
+            let a = arr!(interp, cx, 0, first);
+            let b = arr!(interp, cx, 1, second);
+            let a = convert(interp, &a, DType::Bool, false)?;
+            let b = convert(interp, &b, DType::Bool, false)?;
             binary_prim(interp, prim, &a, &b).map(Value::Array)
         }
         Compare(prim) => {

@@ -139,6 +139,16 @@ pub(super) fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyRe
             ));
         }
     }
+    if let (Some(&n), Some(l)) = (lens.first(), length) {
+        if l < 0 || n != l as usize {
+            let all = lens.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+            return Err(interp.raise(
+                "ValueError",
+                Code::InvalidPytree,
+                format!("scan got `length` argument of {l} which disagrees with leading axis sizes [{all}]."),
+            ));
+        }
+    }
     let n = match (lens.first(), length) {
         (Some(&n), _) => n,
         (None, Some(l)) => l.max(0) as usize,
