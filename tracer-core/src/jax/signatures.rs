@@ -14,8 +14,10 @@ use crate::interp::value::Value;
 const TABLE: &str = include_str!("signatures.tsv");
 
 /// `qualified name -> required positional-or-keyword parameters`, in order.
-fn table() -> &'static HashMap<&'static str, Vec<&'static str>> {
-    static PARSED: OnceLock<HashMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+type Table = HashMap<&'static str, Vec<&'static str>, foldhash::fast::FixedState>;
+
+fn table() -> &'static Table {
+    static PARSED: OnceLock<Table> = OnceLock::new();
     PARSED.get_or_init(|| {
         TABLE
             .lines()
@@ -35,6 +37,10 @@ pub fn required(f: JaxFn) -> &'static [&'static str] {
 /// positional arguments leave out, as Python binds them. A name given twice (by position and
 /// by name) stays where it is, for the model to raise Python's `TypeError`.
 pub fn bind_required(f: JaxFn, mut args: Vec<Value>, mut kwargs: Kwargs) -> (Vec<Value>, Kwargs) {
+    // Nothing to move (the table is not even read: `check` of a file builds it only if asked).
+    if kwargs.is_empty() {
+        return (args, kwargs);
+    }
     for name in required(f).iter().skip(args.len()) {
         let Some(at) = kwargs.iter().position(|(k, _)| &**k == *name) else { break };
         args.push(kwargs.remove(at).1);
