@@ -1,6 +1,9 @@
 //! Embeds the bundled library shims (`tracer-core/shims/**/*.py`) in the engine: walks the
 //! folder and writes `$OUT_DIR/bundled_shims.rs`, a sorted table of (relative path,
-//! `include_str!` of the file). Adding a shim file needs no Rust edit.
+//! `include_str!` of the file). Adding a shim file needs no Rust edit. Also writes
+//! `$OUT_DIR/python_attributes.rs`: the attributes of CPython's modules and builtin types from
+//! `src/interp/stdlib/python311.tsv`, as sorted static tables, so that no process builds them
+//! at run time.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,37 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("bundled_shims.rs");
     if let Err(e) = std::fs::write(&out, table) {
         println!("cargo::warning=cannot write {}: {e}", out.display());
+    }
+    python_attributes(&manifest);
+}
+
+/// `MODULE_ATTRS` and `TYPE_ATTRS`: (owner, its attribute names), both sorted, from the rows
+/// of kind `attr` and `typeattr` of the CPython surface table.
+fn python_attributes(manifest: &Path) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let tsv = manifest.join("src/interp/stdlib/python311.tsv");
+    println!("cargo::rerun-if-changed={}", tsv.display());
+    let text = std::fs::read_to_string(&tsv).unwrap_or_default();
+    let mut tables: BTreeMap<&str, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut columns = line.split('\t');
+        if let (Some(kind @ ("attr" | "typeattr")), Some(owner), Some(name)) = (columns.next(), columns.next(), columns.next()) {
+            tables.entry(kind).or_default().entry(owner).or_default().insert(name);
+        }
+    }
+    let mut out = String::new();
+    for (kind, static_name, what) in [("attr", "MODULE_ATTRS", "modules"), ("typeattr", "TYPE_ATTRS", "builtin types")] {
+        let _ = writeln!(out, "/// The attributes of CPython's {what}: (owner, sorted names), sorted by owner.");
+        let _ = writeln!(out, "pub static {static_name}: &[(&str, &[&str])] = &[");
+        for (owner, names) in tables.get(kind).into_iter().flatten() {
+            let names: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+            let _ = writeln!(out, "    ({owner:?}, &[{}]),", names.join(", "));
+        }
+        out.push_str("];\n");
+    }
+    let path = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("python_attributes.rs");
+    if let Err(e) = std::fs::write(&path, out) {
+        println!("cargo::warning=cannot write {}: {e}", path.display());
     }
 }
 

@@ -93,6 +93,16 @@ fn analyze_source(
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
 }
 
+/// Runs `work` on one thread with the engine's stack and waits for it: for one file, starting
+/// a pool of threads costs more than the analysis of a small file.
+pub(crate) fn on_analysis_thread<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| match std::thread::Builder::new().stack_size(ANALYSIS_STACK).spawn_scoped(scope, work).map(|t| t.join()) {
+        Ok(Ok(value)) => value,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => std::process::abort(),
+    })
+}
+
 pub(crate) fn pool() -> rayon::ThreadPool {
     match rayon::ThreadPoolBuilder::new().stack_size(ANALYSIS_STACK).build() {
         Ok(p) => p,
@@ -162,9 +172,13 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
             let Ok(text) = String::from_utf8(bytes) else { return usage_error("standard input is not UTF-8 text") };
             stdin_text = text;
             let analysis =
-                pool().install(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default(), Shown::Findings));
+                on_analysis_thread(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default(), Shown::Findings));
             vec![(path.clone(), analysis)]
         }
+        None if files.len() == 1 => files
+            .iter()
+            .map(|f| (f.clone(), on_analysis_thread(|| analyze_path_with(f, &project, values, &ReproOptions::default(), Shown::Findings))))
+            .collect(),
         None => pool().install(|| {
             files
                 .par_iter()
@@ -292,7 +306,7 @@ fn analyze_one_with(file: &Path, values: bool, repro: &ReproOptions, shown: Show
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    pool().install(|| analyze_path_with(file, &project, values, repro, shown)).map_err(|e| {
+    on_analysis_thread(|| analyze_path_with(file, &project, values, repro, shown)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })

@@ -278,7 +278,7 @@ impl OpenDocument {
         config: &AnalysisConfig,
         deliver: impl Deliver,
     ) -> crate::interp::Leftovers {
-        if crate::syntax::punctuation_marks(text) > config.budgets.max_source_marks {
+        if crate::syntax::punctuation_marks_over(text, config.budgets.max_source_marks).is_some() {
             // Not parsed, and the last version's tree is let go: the analysis says why.
             *self = OpenDocument::default();
             return analyze_remembering(path, text, None, loader, config, None, deliver);
@@ -415,11 +415,10 @@ fn run<'l>(
     interp.seen.off = config.skip_hover_values;
     // Parsing costs about a microsecond a token whatever comes after: a file past the token
     // budget (a million-element literal) is not parsed at all, and says so.
-    let marks = crate::syntax::punctuation_marks(text);
-    let too_large = module.is_none() && marks > config.budgets.max_source_marks;
-    let module = if too_large { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
+    let too_large = if module.is_none() { crate::syntax::punctuation_marks_over(text, config.budgets.max_source_marks) } else { None };
+    let module = if too_large.is_some() { Some(crate::syntax::ast::Module { body: Vec::new(), errors: Vec::new() }) } else { module };
     let file = interp.add_parsed_file(path.to_path_buf(), Rc::from(text), module);
-    if too_large {
+    if let Some(marks) = too_large {
         let first_line = text.find('\n').unwrap_or(text.len()).min(u32::MAX as usize);
         let site = Site { file, span: Span::new(0, first_line) };
         let message = format!(

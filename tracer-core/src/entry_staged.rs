@@ -14,6 +14,7 @@
 //! finding: it may come from what is not known.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::diagnostics::Code;
@@ -60,16 +61,24 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
     if !found.is_empty() {
         define_what_the_module_did_not_reach(interp, file, module, &ast.body);
     }
+    // Where the traces of this file's functions were defined, by function name: records are
+    // only ever added, and the ones a `trace_one` adds are indexed before the next check.
+    let mut traced_defs: HashMap<String, Vec<u32>> = HashMap::new();
+    let mut indexed = 0;
     for app in found {
+        for r in &interp.jax.records[indexed..] {
+            if let Some(site) = r.def_site.filter(|s| s.file == file) {
+                traced_defs.entry(r.fn_name.clone()).or_default().push(site.span.start);
+            }
+        }
+        indexed = interp.jax.records.len();
         // Called, or traced: an editor's analysis replays remembered traces without their
         // calls, and with the spans of the text they were made on, so a trace of a function
         // of this name in this file counts.
         // By its definition's place too: two classes of the file often both have a `step`.
         let name = app.target.name.as_ref();
         let def = app.target.span;
-        let traced = interp.jax.records.iter().any(|r| {
-            r.fn_name == name && r.def_site.is_some_and(|s| s.file == file && s.span.start >= def.start && s.span.start < def.end)
-        });
+        let traced = traced_defs.get(name).is_some_and(|starts| starts.iter().any(|&start| start >= def.start && start < def.end));
         if traced || interp.called.contains(&(Rc::as_ptr(app.target) as usize)) {
             continue;
         }
@@ -368,28 +377,33 @@ fn walk_expr<'a>(module: &'a [Stmt], e: &'a Expr, enclosing: &[&'a Rc<FunctionDe
 }
 
 /// The dotted name an expression spells (`jax.jit`, `nnx.jit`), if it is one.
-fn dotted(e: &Expr) -> Option<String> {
+/// Whether `e` is a dotted name (`jax.jit`, `nnx.jit`, `jit`).
+fn is_dotted(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Name(n) => Some(n.to_string()),
-        ExprKind::Attribute { value, attr, .. } => Some(format!("{}.{attr}", dotted(value)?)),
+        ExprKind::Name(_) => true,
+        ExprKind::Attribute { value, .. } => is_dotted(value),
+        _ => false,
+    }
+}
+
+/// The last part of a dotted name (`jit` of `jax.jit`). Every expression of the module is
+/// asked, on every analysis: it allocates nothing.
+fn last_part(e: &Expr) -> Option<&str> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(n),
+        ExprKind::Attribute { value, attr, .. } if is_dotted(value) => Some(attr),
         _ => None,
     }
 }
 
-fn last_part(e: &Expr) -> Option<String> {
-    dotted(e).map(|d| d.rsplit('.').next().unwrap_or_default().to_string())
-}
-
 fn is_staging_name(e: &Expr) -> bool {
-    last_part(e).is_some_and(|n| STAGING.contains(&n.as_str()))
+    last_part(e).is_some_and(|n| STAGING.contains(&n))
 }
 
 /// `jax.jit` or `partial(jax.jit, ...)`: a callee that, called with a function, stages it.
 fn is_staging_callee(func: &Expr) -> bool {
     match &func.kind {
-        ExprKind::Call { func: inner, args, .. } if last_part(inner).as_deref() == Some("partial") => {
-            args.first().is_some_and(is_staging_name)
-        }
+        ExprKind::Call { func: inner, args, .. } if last_part(inner) == Some("partial") => args.first().is_some_and(is_staging_name),
         _ => is_staging_name(func),
     }
 }
@@ -408,9 +422,9 @@ fn target_of<'a>(e: &'a Expr, module: &'a [Stmt], enclosing: &[&'a Rc<FunctionDe
         ExprKind::Name(n) => find_def(n, module, enclosing).map(|d| (d, 0, Vec::new())),
         // `jax.pmap(lambda x: lax.psum(x, "i"), "i")`.
         ExprKind::Lambda(def) => Some((def, 0, Vec::new())),
-        ExprKind::Call { func, args, keywords } if last_part(func).is_some_and(|p| WRAPPERS.contains(&p.as_str())) => {
+        ExprKind::Call { func, args, keywords } if last_part(func).is_some_and(|p| WRAPPERS.contains(&p)) => {
             let (def, positional, mut names) = target_of(args.first()?, module, enclosing)?;
-            if last_part(func).as_deref() != Some("partial") {
+            if last_part(func) != Some("partial") {
                 return Some((def, positional, names));
             }
             if args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| matches!(a.kind, ExprKind::Starred(_))) {

@@ -58,8 +58,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
     let mut budgets = config.budgets.clone();
     // CPython raises MemoryError when an allocation fails.
     budgets.over_memory = crate::interp::memory::OverMemory::MemoryError;
-    let marks = crate::syntax::punctuation_marks(text);
-    if marks > budgets.max_source_marks {
+    if let Some(marks) = crate::syntax::punctuation_marks_over(text, budgets.max_source_marks) {
         let why = format!("the file has {marks} punctuation marks and line breaks, over the parse budget ({})", budgets.max_source_marks);
         return RunResult {
             stdout: String::new(),

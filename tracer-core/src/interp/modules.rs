@@ -212,7 +212,7 @@ impl<'l> Interp<'l> {
             }
         }
         let text = self.read_source(path)?;
-        if crate::syntax::punctuation_marks(&text) > self.budgets.max_source_marks {
+        if crate::syntax::punctuation_marks_over(&text, self.budgets.max_source_marks).is_some() {
             // Too large to parse within the budget: an unknown module, as a library that is
             // not modelled (its attributes are unknown values, never missing ones).
             return Some(Ok(module_value(self, name, NativeModule::Opaque(name.to_string()))));

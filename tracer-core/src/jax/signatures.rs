@@ -32,8 +32,10 @@ struct Signature {
 }
 
 /// `qualified name -> signature`.
-fn table() -> &'static HashMap<&'static str, Signature> {
-    static PARSED: OnceLock<HashMap<&'static str, Signature>> = OnceLock::new();
+type Table = HashMap<&'static str, Signature, foldhash::fast::FixedState>;
+
+fn table() -> &'static Table {
+    static PARSED: OnceLock<Table> = OnceLock::new();
     PARSED.get_or_init(|| {
         TABLE
             .lines()
@@ -76,6 +78,10 @@ pub fn missing_arguments(f: JaxFn, given: usize, kwargs: &Kwargs) -> Option<Stri
 /// positional arguments leave out, as Python binds them. A name given twice (by position and
 /// by name) stays where it is, for the model to raise Python's `TypeError`.
 pub fn bind_required(f: JaxFn, mut args: Vec<Value>, mut kwargs: Kwargs) -> (Vec<Value>, Kwargs) {
+    // Nothing to move (the table is not even read: `check` of a file builds it only if asked).
+    if kwargs.is_empty() {
+        return (args, kwargs);
+    }
     for name in required(f).iter().skip(args.len()) {
         let Some(at) = kwargs.iter().position(|(k, _)| &**k == *name) else { break };
         args.push(kwargs.remove(at).1);

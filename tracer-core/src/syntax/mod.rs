@@ -65,6 +65,15 @@ pub fn punctuation_marks(text: &str) -> u64 {
     text.bytes().filter(|b| b.is_ascii_punctuation() || *b == b'\n').count() as u64
 }
 
+/// `punctuation_marks(text)` when it is over `limit`, else `None`. A text of at most `limit`
+/// bytes cannot be over it and is not counted: an editor asks on every keystroke.
+pub fn punctuation_marks_over(text: &str, limit: u64) -> Option<u64> {
+    if text.len() as u64 <= limit {
+        return None;
+    }
+    Some(punctuation_marks(text)).filter(|&marks| marks > limit)
+}
+
 /// Parses successive versions of one file. Each parse gives the module `parse` would give;
 /// it costs less when the text changed little since the last one: tree-sitter re-parses
 /// only around the change, and top-level statements whose text is unchanged are not
@@ -97,5 +106,23 @@ impl IncrementalParser {
     /// usual keystroke), rather than the whole text.
     pub fn reparsed_one_statement(&self) -> bool {
         self.state.as_ref().is_some_and(|s| s.one_statement)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_counted_only_when_they_can_be_over_the_limit() {
+        let text = "x = (1, 2)\n";
+        // `=`, `(`, `,`, `)` and the line break.
+        assert_eq!(punctuation_marks(text), 5);
+        assert_eq!(punctuation_marks_over(text, 4), Some(5));
+        assert_eq!(punctuation_marks_over(text, 5), None);
+        // Shorter than the limit: cannot be over it.
+        assert_eq!(punctuation_marks_over(text, 100), None);
+        // Longer than the limit but with fewer marks.
+        assert_eq!(punctuation_marks_over("abcdefgh\n", 2), None);
     }
 }

@@ -28,44 +28,44 @@ pub enum BuiltinKind {
     Constant,
 }
 
-struct Surface {
-    builtins: HashMap<&'static str, BuiltinKind>,
+/// CPython's builtins, built once per process before the first analysis can start: `check`
+/// pays for it on every file it is run on, so it reads only the table's first rows.
+struct Builtins {
+    builtins: Map<&'static str, BuiltinKind>,
     /// Exception classes in an order where each base comes before its subclasses.
     exceptions: Vec<(&'static str, &'static str)>,
-    module_attrs: HashMap<&'static str, HashSet<&'static str>>,
-    type_attrs: HashMap<&'static str, HashSet<&'static str>>,
 }
 
-fn surface() -> &'static Surface {
-    static SURFACE: OnceLock<Surface> = OnceLock::new();
-    SURFACE.get_or_init(|| {
-        let mut s = Surface { builtins: HashMap::new(), exceptions: Vec::new(), module_attrs: HashMap::new(), type_attrs: HashMap::new() };
+// `MODULE_ATTRS` and `TYPE_ATTRS`, generated from the table by build.rs.
+include!(concat!(env!("OUT_DIR"), "/python_attributes.rs"));
+
+/// The sorted attribute names `owner` has in one of the generated tables.
+fn attributes_of(table: &'static [(&'static str, &'static [&'static str])], owner: &str) -> Option<&'static [&'static str]> {
+    table.binary_search_by(|(o, _)| (*o).cmp(owner)).ok().map(|i| table[i].1)
+}
+
+type Map<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+fn builtins() -> &'static Builtins {
+    static BUILTINS: OnceLock<Builtins> = OnceLock::new();
+    BUILTINS.get_or_init(|| {
+        let mut s = Builtins { builtins: Map::default(), exceptions: Vec::new() };
         let mut pending: Vec<(&'static str, &'static str)> = Vec::new();
-        for row in rows() {
-            match row.kind {
-                "builtin" => {
-                    let kind = match row.info.split_once(':') {
-                        Some(("exception", base)) => {
-                            pending.push((row.name, base));
-                            BuiltinKind::Exception { base }
-                        }
-                        Some(("alias", of)) => BuiltinKind::Alias { of },
-                        _ => match row.info {
-                            "class" => BuiltinKind::Class,
-                            "function" => BuiltinKind::Function,
-                            _ => BuiltinKind::Constant,
-                        },
-                    };
-                    s.builtins.insert(row.name, kind);
+        // The table lists the builtins first (a test checks it).
+        for row in rows().take_while(|row| row.kind == "builtin") {
+            let kind = match row.info.split_once(':') {
+                Some(("exception", base)) => {
+                    pending.push((row.name, base));
+                    BuiltinKind::Exception { base }
                 }
-                "attr" => {
-                    s.module_attrs.entry(row.owner).or_default().insert(row.name);
-                }
-                "typeattr" => {
-                    s.type_attrs.entry(row.owner).or_default().insert(row.name);
-                }
-                _ => {}
-            }
+                Some(("alias", of)) => BuiltinKind::Alias { of },
+                _ => match row.info {
+                    "class" => BuiltinKind::Class,
+                    "function" => BuiltinKind::Function,
+                    _ => BuiltinKind::Constant,
+                },
+            };
+            s.builtins.insert(row.name, kind);
         }
         // Topological order: `object` first, then each class once its base is placed.
         let mut placed: HashSet<&str> = HashSet::from(["object"]);
@@ -98,39 +98,58 @@ pub struct Row {
     pub probe: &'static str,
 }
 
-/// Every row of the table, in its order.
+/// Every row of the table, in its order. Read with `memchr`, which skips the long probe
+/// column many bytes at a time: every process that analyses a file reads the whole table.
 pub fn rows() -> impl Iterator<Item = Row> {
-    TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|line| {
-        let mut cols = line.split('\t');
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', TABLE.as_bytes()).chain(std::iter::once(TABLE.len())).filter_map(move |end| {
+        // `None` past the end, after a last line break.
+        let line = TABLE.get(start..end);
+        start = end + 1;
+        let mut rest = line.filter(|l| !l.starts_with('#') && !l.is_empty())?;
         Some(Row {
-            kind: cols.next()?,
-            owner: cols.next()?,
-            name: cols.next()?,
-            info: cols.next().unwrap_or(""),
-            probe: cols.next().unwrap_or(""),
+            kind: next_column(&mut rest)?,
+            owner: next_column(&mut rest)?,
+            name: next_column(&mut rest)?,
+            info: next_column(&mut rest).unwrap_or(""),
+            // The last column: the rest of the line.
+            probe: rest,
         })
     })
 }
 
+/// The column `rest` starts with; `rest` moves past it and its tab. `None` once it is empty.
+fn next_column(rest: &mut &'static str) -> Option<&'static str> {
+    if rest.is_empty() {
+        return None;
+    }
+    let (column, after) = match memchr::memchr(b'\t', rest.as_bytes()) {
+        Some(tab) => (&rest[..tab], &rest[tab + 1..]),
+        None => (*rest, ""),
+    };
+    *rest = after;
+    Some(column)
+}
+
 /// What `name` is among CPython's builtins, if it is one.
 pub fn builtin(name: &str) -> Option<(&'static str, BuiltinKind)> {
-    surface().builtins.get_key_value(name).map(|(k, v)| (*k, *v))
+    builtins().builtins.get_key_value(name).map(|(k, v)| (*k, *v))
 }
 
 /// CPython's exception and warning classes, each after its base: `(name, base)`.
 pub fn exception_classes() -> &'static [(&'static str, &'static str)] {
-    &surface().exceptions
+    &builtins().exceptions
 }
 
 /// Whether CPython's module `module` has the attribute `name`; `None` for a module the
 /// table does not list (anything may be there).
 pub fn module_has(module: &str, name: &str) -> Option<bool> {
-    surface().module_attrs.get(module).map(|names| names.contains(name))
+    attributes_of(MODULE_ATTRS, module).map(|names| names.binary_search(&name).is_ok())
 }
 
 /// Whether a builtin type (`int`, `property`) or its instances have the attribute `name`.
 pub fn type_has(type_name: &str, name: &str) -> bool {
-    surface().type_attrs.get(type_name).is_some_and(|names| names.contains(name))
+    attributes_of(TYPE_ATTRS, type_name).is_some_and(|names| names.binary_search(&name).is_ok())
 }
 
 /// Whether CPython's `value.name` exists for a value of a builtin type, a builtin type
@@ -140,7 +159,7 @@ pub fn value_has_attribute(value: &super::value::Value, name: &str) -> bool {
     use super::value::Value;
     match value {
         Value::Builtin(b) => match &**b {
-            Builtin::Fn(n) if surface().type_attrs.contains_key(n) => type_has(n, name) || type_has("type", name),
+            Builtin::Fn(n) if attributes_of(TYPE_ATTRS, n).is_some() => type_has(n, name) || type_has("type", name),
             _ => false,
         },
         Value::Class(_) => type_has("type", name),
@@ -156,7 +175,7 @@ pub fn is_union_operand(l: &super::value::Value, r: &super::value::Value) -> boo
     let is_type = |v: &Value| match v {
         Value::Class(_) | Value::DType(_) => true,
         Value::Builtin(b) => {
-            matches!(&**b, super::builtins::Builtin::Fn(n) if surface().type_attrs.contains_key(n) || matches!(builtin(n), Some((_, BuiltinKind::Class))))
+            matches!(&**b, super::builtins::Builtin::Fn(n) if attributes_of(TYPE_ATTRS, n).is_some() || matches!(builtin(n), Some((_, BuiltinKind::Class))))
         }
         _ => false,
     };
@@ -200,6 +219,41 @@ fn is_member_value(value: &super::value::Value) -> bool {
 /// The public names (no leading underscore) of a listed module, in order; `None` for a
 /// module the table does not list.
 pub fn public_names(module: &str) -> Option<Vec<&'static str>> {
-    surface().module_attrs.get(module)?;
+    attributes_of(MODULE_ATTRS, module)?;
     Some(rows().filter(|r| r.kind == "attr" && r.owner == module && !r.name.starts_with('_')).map(|r| r.name).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtins_come_first_in_the_table() {
+        // `builtins()` reads only the first rows, up to the first that is not a builtin.
+        assert!(rows().skip_while(|row| row.kind == "builtin").all(|row| row.kind != "builtin"));
+        assert_eq!(builtins().builtins.len(), rows().filter(|row| row.kind == "builtin").count());
+        assert!(matches!(builtin("ValueError"), Some((_, BuiltinKind::Exception { base: "Exception" }))));
+    }
+
+    #[test]
+    fn the_generated_attribute_tables_hold_every_row() {
+        for row in rows() {
+            match row.kind {
+                "attr" => assert_eq!(module_has(row.owner, row.name), Some(true), "{}.{}", row.owner, row.name),
+                "typeattr" => assert!(type_has(row.owner, row.name), "{}.{}", row.owner, row.name),
+                _ => {}
+            }
+        }
+        assert_eq!(module_has("math", "no_such_name"), Some(false));
+        assert_eq!(module_has("no_such_module", "sqrt"), None);
+        assert!(!type_has("int", "no_such_name"));
+    }
+
+    #[test]
+    fn rows_are_read_column_by_column() {
+        let row = rows().find(|row| row.name == "ArithmeticError").expect("a row");
+        assert_eq!((row.kind, row.owner, row.info), ("builtin", "builtins", "exception:Exception"));
+        assert!(row.probe.starts_with("_x = ArithmeticError()"), "{}", row.probe);
+        assert_eq!(rows().count(), TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).count());
+    }
 }
