@@ -16,32 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
+#[path = "../../tracer-core/benches/support/fixtures.rs"]
+mod support;
+use support::{fixtures, jax_python, repo_root};
 
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(default)
-}
-
-/// The fixtures `cargo xtask conformance` runs as scripts, in path order.
-fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for folder in ["clean", "errors", "warnings"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures").join(folder)) {
-            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn jax_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRACELENS_JAX_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join("target/jax-venv/bin/python");
-    venv.exists().then_some(venv)
 }
 
 /// One finished process: its wall and CPU time.

@@ -1,7 +1,8 @@
-//! Issue 20's hostile inputs through the real binary, `check` and `run` (3 s), one process
-//! each: none dies of a signal or reports an internal error, each stays under 1 GiB of peak
-//! RSS (the kernel's own count, from `wait4`), and each large file is checked within its CPU
-//! budget or stopped by a budget with an info diagnostic — never slow and silent.
+//! Issue 20's hostile inputs through the real binary — `check`, `trace`, `repro` (at the line
+//! of the first finding `check` reports) and `run` (3 s) — one process each: none dies of a
+//! signal or reports an internal error, each stays under 1 GiB of peak RSS (the kernel's own
+//! count, from `wait4`), and each large file is checked within its CPU budget or stopped by a
+//! budget with an info diagnostic — never slow and silent.
 //!
 //! Time is CPU time (user + system of that process), not wall time: on a machine busy with
 //! other builds wall time also counts waiting for a core.
@@ -113,6 +114,12 @@ fn hostile() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The line of the first finding in `check --format json`'s output (`repro` needs one), or 1.
+fn first_finding_line(check: &Ran) -> String {
+    let findings: Vec<serde_json::Value> = serde_json::from_str(&check.stdout).unwrap_or_default();
+    findings.first().and_then(|f| f["line"].as_u64()).unwrap_or(1).to_string()
+}
+
 #[test]
 fn hostile_inputs_neither_crash_nor_pass_a_gibibyte() {
     let dir = temp_dir("inputs");
@@ -122,7 +129,14 @@ fn hostile_inputs_neither_crash_nor_pass_a_gibibyte() {
     for (name, text) in &inputs {
         let file = format!("{name}.py");
         std::fs::write(dir.join(&file), text).expect("write input");
-        for args in [vec!["check", file.as_str()], vec!["run", "--max-seconds", "3", file.as_str()]] {
+        let first_finding = first_finding_line(&run(&["check", "--format", "json", &file], &dir));
+        let commands = [
+            vec!["check", file.as_str()],
+            vec!["trace", file.as_str()],
+            vec!["repro", "--line", first_finding.as_str(), file.as_str()],
+            vec!["run", "--max-seconds", "3", file.as_str()],
+        ];
+        for args in commands {
             let ran = run(&args, &dir);
             let what = format!("{} {name}", args[0]);
             if let Some(signal) = ran.signal {
@@ -144,7 +158,7 @@ fn hostile_inputs_neither_crash_nor_pass_a_gibibyte() {
             }
         }
     }
-    eprintln!("{} hostile inputs, check and run: highest peak RSS {} MiB ({})", inputs.len(), peak.0 >> 10, peak.1);
+    eprintln!("{} hostile inputs, check, trace, repro and run: highest peak RSS {} MiB ({})", inputs.len(), peak.0 >> 10, peak.1);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

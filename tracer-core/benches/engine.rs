@@ -14,35 +14,16 @@ use tracer_core::interp::SourceLoader;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use tracer_core::{analyze_file, AnalysisConfig};
 
+#[path = "support/fixtures.rs"]
+mod support;
+use support::{fixtures, jax_python};
+
 struct Disk;
 
 impl SourceLoader for Disk {
     fn read(&self, path: &Path) -> Option<Rc<str>> {
         std::fs::read_to_string(path).ok().map(Rc::from)
     }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
-fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for folder in ["clean", "errors", "warnings"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures").join(folder)) {
-            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn jax_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRACELENS_JAX_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join("target/jax-venv/bin/python");
-    venv.exists().then_some(venv)
 }
 
 fn analyse(path: &Path, text: &str) -> Duration {
