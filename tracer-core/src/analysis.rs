@@ -333,8 +333,10 @@ fn analyze_remembering(
     let reproducers = if config.reproducers.skip {
         Vec::new()
     } else {
-        // A reproducer raises with the sizes of the first analysis, and says so in its message.
-        reproducers::make_reproducers(&interp, originals.as_ref().unwrap_or(&located), config)
+        // With named dimensions, a reproducer passes them to `lower` where it can, else it
+        // raises with the sizes of the first analysis and says so in its message.
+        let symbolic = originals.as_ref().map(|_| (interp.entry_state.dims.names(), located.as_slice()));
+        reproducers::make_reproducers(&interp, originals.as_ref().unwrap_or(&located), symbolic, config)
     };
     let mut collected = Vec::new();
     // Staging every trace out is bounded as the analysis is: a loop of 65,536 traced steps

@@ -68,6 +68,27 @@ fn named_dimensions_report_only_what_holds_for_every_size() {
     assert_eq!(traces_of(&a, "column")[0].outputs, Some(vec!["f32[b]".to_string()]));
 }
 
+/// The reproducer of an error found with named dimensions lowers the function with them
+/// (`jax.ShapeDtypeStruct((b, d), ...)`, all names from one `symbolic_shape`), so JAX raises the
+/// message the user saw, with the names, not the sizes the analysis gave them; and tracing
+/// the reproducer raises that message again.
+#[test]
+fn a_reproducer_of_named_dimensions_raises_with_the_names() {
+    let a =
+        analyse("from jaxtyping import Array, Float\n\ndef bad(x: Float[Array, \"b d\"], w: Float[Array, \"h d\"]):\n    return x @ w\n");
+    let message = "TypeError: dot_general requires contracting dimensions to have the same shape, got (d,) and (h,).";
+    let found: Vec<&str> = a.diagnostics.iter().map(|(d, _, _)| d.message.as_str()).collect();
+    assert_eq!(found, [message]);
+    let reproducer = a.reproducers.first().expect("a reproducer");
+    let call = r#"
+b, d, h = jax.export.symbolic_shape("b, d, h")
+jax.jit(bad).lower(jax.ShapeDtypeStruct((b, d), np.float32), jax.ShapeDtypeStruct((h, d), np.float32))"#;
+    assert!(reproducer.text.contains(call), "{}", reproducer.text);
+    let again = analyse(&reproducer.text);
+    let raised: Vec<&str> = again.diagnostics.iter().map(|(d, _, _)| d.message.as_str()).collect();
+    assert_eq!(raised, [message], "{}", reproducer.text);
+}
+
 /// A parameter annotated as an array of a `@jax.jit` function nothing calls is a tracer in
 /// its body: a Python `if` on it is JAX's error whatever the caller passes.
 #[test]

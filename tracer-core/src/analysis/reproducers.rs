@@ -13,11 +13,21 @@ use super::{locate, AnalysisConfig, Engine, LocatedDiagnostic, ReproProgram, Rep
 /// source cut is the file without its comments, which raises what the file raises; when an
 /// import had to go (or a `# tracelens:` comment asked for a trace), one engine run on it
 /// checks which errors it still raises.
-pub(super) fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], config: &AnalysisConfig) -> Vec<Reproducer> {
+///
+/// In an analysis with named dimensions, `located` holds each error as the first analysis
+/// made it (with sizes) and `symbolic` the names with their sizes and the same errors as
+/// reported (with the names): a staged program is written with the names first
+/// (`Program::symbolic`), kept when it raises the named message, else with the sizes.
+pub(super) fn make_reproducers(
+    interp: &Interp,
+    located: &[LocatedDiagnostic],
+    symbolic: Option<(&[(String, usize)], &[LocatedDiagnostic])>,
+    config: &AnalysisConfig,
+) -> Vec<Reproducer> {
     let mut reproducers = Vec::new();
     let mut sources = Vec::new();
     let mut combined: Option<Option<crate::repro::inline::Combined>> = None;
-    for (d, shown, _) in located {
+    for (index, (d, shown, _)) in located.iter().enumerate() {
         if d.severity != Severity::Error {
             continue;
         }
@@ -31,8 +41,10 @@ pub(super) fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], c
             message: d.message.lines().next().unwrap_or("").to_string(),
             fake_array_threshold: config.reproducers.fake_array_threshold,
         };
-        let staged = crate::jax::stmt::emit(interp, site, &what)
-            .filter(|p| crate::repro::minimise::reproduces(p, &Engine))
+        let emitted = crate::jax::stmt::emit(interp, site, &what);
+        let named = emitted.as_ref().and_then(|p| with_names(p, symbolic, index, d));
+        let staged = named
+            .or_else(|| emitted.filter(|p| crate::repro::minimise::reproduces(p, &Engine)))
             .or_else(|| error_of_call(interp, site, &what));
         let staged_out = staged.is_some();
         let program = match staged {
@@ -122,6 +134,39 @@ pub(super) fn make_reproducers(interp: &Interp, located: &[LocatedDiagnostic], c
         !drop.contains(&(index - 1))
     });
     reproducers
+}
+
+/// `program` with the analysis' named dimensions, raising the error as it was reported (with
+/// the names), when it does.
+fn with_names(
+    program: &crate::repro::Program,
+    symbolic: Option<(&[(String, usize)], &[LocatedDiagnostic])>,
+    index: usize,
+    original: &crate::diagnostics::Diagnostic,
+) -> Option<crate::repro::Program> {
+    let (names, reported) = symbolic?;
+    let (d, _, _) = reported.get(index)?;
+    // The two lists are the same errors in the same order; anything else is not relied on.
+    if d.code != original.code || d.span != original.span || d.path != original.path {
+        return None;
+    }
+    // The names become top-level Python names of the program: not one it already has.
+    let taken = |n: &str| {
+        ["jax", "np", "jnp"].contains(&n)
+            || n == program.fn_name
+            || program.consts.iter().any(|c| c.name == n)
+            || program.helpers.iter().any(|h| h.fn_name == n)
+    };
+    let identifier = |n: &str| {
+        n.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if names.iter().any(|(n, _)| !identifier(n) || taken(n)) {
+        return None;
+    }
+    let mut p = program.clone();
+    p.symbolic = names.to_vec();
+    p.message = d.message.lines().next().unwrap_or("").to_string();
+    crate::repro::minimise::reproduces_message(&p, &Engine).then_some(p)
 }
 
 /// An error raised by a transformation's call itself (`jax.grad(f)(x)` of a non-scalar `f`):

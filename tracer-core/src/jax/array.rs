@@ -241,12 +241,15 @@ impl Array {
             ArrayKind::Concrete(_) => None,
         }
     }
-    /// Whether NumPy's `__array__` conversion of this array raises JAX's
-    /// `TracerArrayConversionError`: every JAX tracer refuses it, a `grad` or `jvp` tracer with
-    /// a known primal too (`Tracer.__array__` raises whatever the trace). A TensorFlow tensor
-    /// refuses only while symbolic.
+    /// Whether NumPy's `__array__` conversion of this array certainly raises JAX's
+    /// `TracerArrayConversionError` (or is a symbolic TensorFlow tensor's error): a tracer
+    /// whose value is not known. Under `grad` JAX refuses it too for a value that depends on a
+    /// differentiated argument, even when its primal is known; but a value computed from the
+    /// other arguments only is a concrete array there, and tracelens' grad trace does not tell
+    /// the two apart (every argument is an input of the trace), so a known primal converts:
+    /// silence where JAX would raise, never a false error (tests/conformance/known-gaps.txt).
     pub fn refuses_numpy_conversion(self: &Rc<Array>) -> bool {
-        self.is_tracer() && (!self.tf.get() || self.known().is_none())
+        self.is_tracer() && self.known().is_none()
     }
     /// The concrete value standing behind this array, if there is one: itself, or a tracer's primal.
     pub fn known(self: &Rc<Array>) -> Option<Rc<Array>> {

@@ -599,6 +599,7 @@ fn slice<'a>(
         keep_params: false,
         signature: None,
         free: Vec::new(),
+        symbolic: Vec::new(),
     };
     Ok((program, names))
 }

@@ -115,6 +115,11 @@ impl Counted<'_> {
     }
 }
 
+/// Does tracing `p` raise its error with `p.message` as the first line of the message?
+pub fn reproduces_message(p: &Program, oracle: &dyn Oracle) -> bool {
+    raised(p, oracle, &LIMITS).iter().any(|e| e.message.lines().next() == Some(p.message.as_str()))
+}
+
 /// One engine run on the program's text: the verdict the minimiser and the tests share.
 pub fn reproduces(p: &Program, oracle: &dyn Oracle) -> bool {
     reproduces_with(p, oracle, &LIMITS)
@@ -486,6 +491,8 @@ fn sizes(p: &Program) -> Vec<usize> {
             );
         }
     }
+    // A named dimension's size stands for its name: it is not a size to shrink.
+    out.retain(|d| !p.symbolic.iter().any(|(_, size)| size == d));
     out.sort_unstable();
     out.dedup();
     out

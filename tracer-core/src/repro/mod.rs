@@ -150,6 +150,11 @@ pub struct Program {
     /// `g7`): it is written inside that function, right before the line that passes it.
     /// Empty for a helper written at the top level.
     pub free: Vec<String>,
+    /// The named dimensions of an analysis seeded with them (`crate::symbolic`), each with
+    /// the size it stood for: an input with one of these sizes is passed to `lower` as
+    /// `jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 3"), ...)`, so JAX raises with
+    /// the names, as it did for the user. Empty: every input is a concrete array.
+    pub symbolic: Vec<(String, usize)>,
 }
 
 /// What the header says about how the program was reduced.
@@ -225,15 +230,61 @@ impl Program {
         }
     }
 
-    /// The call that traces the function: `jax.jit(f)(np.ones((8, 4), np.float32), ...)`.
+    /// The call that traces the function: `jax.jit(f)(np.ones((8, 4), np.float32), ...)`;
+    /// with named dimensions, `jax.jit(f).lower(jax.ShapeDtypeStruct((b, 3), np.float32))`.
     fn call_text(&self, fn_name: &str) -> String {
-        let args: Vec<String> = self.live_params().iter().map(|x| value_of(x)).collect();
+        let live = self.live_params();
+        let args: Vec<String> = live.iter().map(|x| self.symbolic_value_of(x).unwrap_or_else(|| value_of(x))).collect();
+        let symbolic = !self.symbolic_names().is_empty();
         let call = match self.wrap {
             Wrap::Jit => format!("jax.jit({fn_name})"),
-            Wrap::Grad => format!("jax.grad({fn_name})"),
-            Wrap::JitGrad => format!("jax.jit(jax.grad({fn_name}))"),
+            // Shapes with names exist only where JAX stages out (`lower`): under jit.
+            Wrap::Grad if !symbolic => format!("jax.grad({fn_name})"),
+            Wrap::Grad | Wrap::JitGrad => format!("jax.jit(jax.grad({fn_name}))"),
         };
-        format!("{call}({})", args.join(", "))
+        let lower = if symbolic { ".lower" } else { "" };
+        format!("{call}{lower}({})", args.join(", "))
+    }
+
+    /// The named dimensions the call's inputs have, in the order the analysis bound them.
+    fn symbolic_names(&self) -> Vec<&str> {
+        let live = self.live_params();
+        self.symbolic
+            .iter()
+            .filter(|(_, size)| live.iter().any(|x| self.symbolic_value_of(x).is_some() && x.aval.shape.contains(size)))
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The line that makes the named dimensions, all in one scope as JAX requires of the
+    /// dimensions of one `lower` (`b, n = jax.export.symbolic_shape("b, n")`), if any.
+    fn symbolic_declaration(&self) -> Option<String> {
+        let names = self.symbolic_names();
+        let targets = match names.as_slice() {
+            [] => return None,
+            [one] => format!("{one},"),
+            many => many.join(", "),
+        };
+        Some(format!("{targets} = jax.export.symbolic_shape(\"{}\")", names.join(", ")))
+    }
+
+    /// `input` as a `jax.ShapeDtypeStruct` with named dimensions, when one of its axes has
+    /// the size of a named dimension.
+    fn symbolic_value_of(&self, input: &Input) -> Option<String> {
+        let a = &input.aval;
+        if self.symbolic.is_empty() || input.literal.is_some() || a.dtype.is_key() {
+            return None;
+        }
+        let named = |d: &usize| self.symbolic.iter().find(|(_, size)| size == d).map(|(n, _)| n.clone());
+        if !a.shape.iter().any(|d| named(d).is_some()) {
+            return None;
+        }
+        let dims: Vec<String> = a.shape.iter().map(|d| named(d).unwrap_or_else(|| d.to_string())).collect();
+        let shape = match dims.as_slice() {
+            [one] => format!("({one},)"),
+            _ => format!("({})", dims.join(", ")),
+        };
+        Some(format!("jax.ShapeDtypeStruct({shape}, {})", np_dtype(a.dtype)))
     }
 
     pub fn render(&self, reduction: &Reduction, regenerate: &str) -> Rendered {
@@ -353,6 +404,9 @@ fn render_block(
     }
     let call = p.call_text(fn_name);
     let label = or_label(&p.call_file, label);
+    if let Some(declaration) = p.symbolic_declaration() {
+        let _ = write!(text, "\n{declaration}");
+    }
     match bind {
         Some((k, outputs)) => {
             let _ = writeln!(text, "\nout{k} = {call}  # {label}:{}", p.call_line);
