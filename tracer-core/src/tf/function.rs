@@ -128,6 +128,9 @@ pub struct TfState {
     /// A trace just created a variable; the next store of a value outside the trace keeps
     /// it (not an outer mutation, TL202).
     pub variable_just_created: bool,
+    pub autograph: super::autograph::State,
+    /// The running `tf.function` trace read a `None` dimension of a shape (`partial.rs`).
+    pub none_dimension_read: bool,
 }
 
 pub struct ActiveTrace {
@@ -394,6 +397,7 @@ impl KeyBuilder {
                 self.structure.push_str("V,");
                 self.leaves.push((path.to_string(), Leaf::Variable(Rc::as_ptr(var) as usize)));
             }
+            Value::Builtin(b) if let Builtin::Tf(TfValue::Partial(_)) = &**b => self.unknown = true,
             Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => {
                 if !self.specs_allowed {
                     self.unknown = true;
@@ -589,7 +593,9 @@ fn trace_once(
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
     interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
+    let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);
+    interp.tf.none_dimension_read = none_read;
     let created = interp.tf.active.pop().is_some_and(|a| a.created_variables);
     interp.tf.variable_just_created = false;
     interp.jax.route = route;
@@ -603,7 +609,14 @@ fn trace_once(
         }
     };
     let mut arrays = Vec::new();
-    let template = match output_template(&out, &mut arrays) {
+    let template = output_template(&out, &mut arrays);
+    for a in &arrays {
+        if let Err(e) = super::autograph::check_output(interp, a) {
+            interp.jax.abort_trace();
+            return Err(e);
+        }
+    }
+    let template = match template {
         Some(t) if !unknown_shapes => t,
         _ => {
             interp.jax.abort_trace();
@@ -657,6 +670,10 @@ fn symbolic(interp: &mut Interp, leaf: &Leaf, index: usize, name: &str, call_sit
             input.tf.set(true);
             interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, name.to_string());
             Value::Array(input)
+        }
+        Leaf::Tensor(Some(dims), dtype) => {
+            let p = super::partial::PartialTensor { dims: dims.clone(), dtype: *dtype, name: Some(name.to_string()) };
+            TfValue::Partial(Rc::new(p)).value()
         }
         _ => Value::opaque_tracer(format!("the symbolic tensor {name}, whose shape is not fixed")),
     }

@@ -78,7 +78,10 @@ pub fn mark(v: Value) -> Value {
 /// their dtype; a variable gives its value.
 pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResult<Option<Rc<Array>>> {
     let target = match v {
-        Value::Array(a) if a.tf.get() => return Ok(Some(a.clone())),
+        Value::Array(a) if a.tf.get() => {
+            super::autograph::check_accessible(interp, a)?;
+            return Ok(Some(a.clone()));
+        }
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => return Ok(Some(super::variable::read(interp, var))),
             _ => return Ok(None),
@@ -316,7 +319,7 @@ pub fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>
             return Err(interp.stop_unknown("a shim's test of a symbolic tensor"));
         }
         if autograph_active(interp) && what != "bool" {
-            return Err(interp.stop_unknown(format!("AutoGraph turns `{what}` on a tensor into a graph conditional or loop")));
+            return Err(super::autograph::convert_test(interp, a, what));
         }
         return Err(errors::bool_in_graph(interp));
     }
@@ -327,6 +330,14 @@ pub fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>
 /// symbolic tensor gives a symbolic result (AutoGraph converts the call to a cast) or, for
 /// `bool` without AutoGraph, TensorFlow's error; a concrete one its value.
 pub fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>> {
+    let symbolic = super::partial::of(v).is_some() || (matches!(v, Value::Opaque(o) if o.tracer) && super::in_graph(interp));
+    if symbolic && !interp.in_library() {
+        // A symbolic tensor of unknown shape: `bool` is a test, `int`/`float` a cast.
+        if name == "bool" {
+            return super::partial::truth(interp, "bool").map(|b| Some(Value::Bool(b)));
+        }
+        return Ok(Some(Value::opaque_tracer(format!("{name}() of a symbolic tensor, a cast in the graph"))));
+    }
     let t = match v {
         Value::Array(a) if a.tf.get() => a.clone(),
         Value::Builtin(b) => match &**b {
@@ -354,7 +365,11 @@ pub fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult
 pub fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
     if a.is_tracer() {
         if autograph_active(interp) && !interp.in_library() {
-            return Err(interp.stop_unknown("AutoGraph turns a loop over a tensor into a tf.while_loop"));
+            if a.aval.ndim() == 0 {
+                return Err(interp.stop_unknown("a loop over a scalar tensor"));
+            }
+            let row = crate::jax::aval::Aval::new(&a.aval.shape[1..], a.aval.dtype);
+            return Err(super::autograph::convert_iteration(interp, row));
         }
         return Err(errors::iterate_in_graph(interp));
     }
@@ -415,12 +430,18 @@ pub fn str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     let shape = crate::jax::aval::shape_tuple(&a.aval.shape);
     let dtype = a.aval.dtype.name();
     if a.is_tracer() {
-        let name = super::function::input_name(interp, a).unwrap_or_else(|| "?".to_string());
-        return Ok(format!("Tensor(\"{name}:0\", shape={shape}, dtype={dtype})"));
+        return Ok(symbolic_str(interp, a));
     }
     let value = jnp::array_str(interp, &plain(a))?;
     let sep = if value.contains('\n') { "\n" } else { "" };
     Ok(format!("tf.Tensor({sep}{value}, shape={shape}, dtype={dtype})"))
+}
+
+/// `str()` of a symbolic tensor: `Tensor("x:0", shape=(2,), dtype=float32)`.
+pub fn symbolic_str(interp: &Interp, a: &Array) -> String {
+    let shape = crate::jax::aval::shape_tuple(&a.aval.shape);
+    let name = interp.jax.input_paths.get(&(a as *const Array as usize)).cloned().unwrap_or_else(|| "?".to_string());
+    format!("Tensor(\"{name}:0\", shape={shape}, dtype={})", a.aval.dtype.name())
 }
 
 /// `repr(t)`: `<tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>`.
@@ -445,7 +466,12 @@ fn plain(a: &Rc<Array>) -> Rc<Array> {
 /// `TensorShape` methods: `as_list()`, `is_fully_defined()`.
 pub fn shape_method(interp: &mut Interp, dims: &[Option<usize>], name: &str, _args: Vec<Value>) -> PyResult<Value> {
     match name {
-        "as_list" => Ok(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect())),
+        "as_list" => {
+            if dims.iter().any(Option::is_none) {
+                interp.tf.none_dimension_read = true;
+            }
+            Ok(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect()))
+        }
         "is_fully_defined" => Ok(Value::Bool(dims.iter().all(Option::is_some))),
         _ => Err(interp.stop_unknown(format!("TensorShape.{name}() is not modelled"))),
     }
@@ -473,6 +499,10 @@ pub fn shape_getitem(interp: &mut Interp, dims: &[Option<usize>], idx: &Value) -
             let n = dims.len() as i64;
             let k = if *i < 0 { *i + n } else { *i };
             match usize::try_from(k).ok().and_then(|k| dims.get(k)) {
+                Some(None) => {
+                    interp.tf.none_dimension_read = true;
+                    Ok(Value::None)
+                }
                 Some(d) => Ok(d.map_or(Value::None, |d| Value::Int(d as i64))),
                 None => Err(interp.raise("IndexError", crate::diagnostics::Code::PythonException, "list index out of range")),
             }
