@@ -1145,6 +1145,7 @@ impl<'l> Interp<'l> {
                 }
                 Ok(())
             }
+            Value::Array(a) if a.tf.get() => Err(crate::tf::tensor::item_assignment(self, a)),
             Value::Array(a) => {
                 let v = value.clone();
                 stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))

@@ -24,10 +24,12 @@ pub mod ops;
 mod ops_shape;
 mod ops_special;
 pub mod partial;
+mod signature;
 pub mod surface;
 mod tape;
 pub mod tensor;
 pub mod variable;
+mod while_loop;
 
 use std::rc::Rc;
 
@@ -63,7 +65,8 @@ pub const EXCEPTION_CLASSES: &[(&str, &str)] = &[
     ("InaccessibleTensorError", "ValueError"),
 ];
 
-/// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`).
+/// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`,
+/// `tf.random.Generator`).
 const PYTHON_CLASSES: &str = "_tracelens_tf";
 
 /// The objects TensorFlow's API returns that are not tensors.
@@ -148,6 +151,10 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
             _ => {}
         }
     }
+    if module == "tensorflow.random" && name == "Generator" {
+        let shim = interp.import_shim(PYTHON_CLASSES)?;
+        return interp.getattr(&shim, name).ok();
+    }
     if module == "tensorflow.errors" {
         if let Some((class, _)) = EXCEPTION_CLASSES.iter().find(|(c, _)| *c == name) {
             return interp.classes.lookup(class).map(Value::Class);
@@ -229,7 +236,9 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
 pub fn isinstance(v: &Value, class: &TfValue) -> Option<bool> {
     match (class, v) {
         (TfValue::Fn(TfFn::Variable), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Variable(_)))),
-        (TfValue::Fn(TfFn::Variable), Value::Array(_)) => Some(false),
+        (TfValue::Fn(TfFn::Variable), Value::Opaque(_) | Value::UnknownNumber(_)) => None,
+        (TfValue::Fn(TfFn::Variable), Value::Instance(_)) => None,
+        (TfValue::Fn(TfFn::Variable), _) => Some(false),
         (TfValue::Fn(TfFn::TensorSpec), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Spec(_)))),
         _ => None,
     }
@@ -260,7 +269,7 @@ pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
         TfValue::Partial(p) => partial::text(p, repr),
         TfValue::Variable(var) => {
             let value = var.value.borrow().clone();
-            let numpy = interp.repr(&Value::Array(value.as_numpy()))?;
+            let numpy = tensor::numpy_text(interp, &value)?;
             let shape = crate::jax::aval::shape_tuple(&value.aval.shape);
             format!("<tf.Variable '{}:0' shape={shape} dtype={}, numpy={numpy}>", var.name, value.aval.dtype.name())
         }

@@ -282,6 +282,24 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             };
             random_tensor(interp, name, crate::jax::aval::Aval::new(&dims, dtype))
         }
+        TfFn::StatelessNormal | TfFn::StatelessUniform | TfFn::StatelessTruncatedNormal => {
+            let Some(seed) = p.get(1, "seed") else { return Err(missing(interp, f, "seed")) };
+            let Some(seed) = to_tensor(interp, seed, None)? else { return unknown(interp) };
+            let node = match f {
+                TfFn::StatelessNormal => "stateless_random_normal",
+                TfFn::StatelessUniform => "stateless_random_uniform",
+                _ => "stateless_truncated_normal",
+            };
+            errors::stateless_seed(interp, node, &seed.aval.shape)?;
+            let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
+            let dims: Vec<usize> = interp.iterate(&shape)?.iter().filter_map(crate::interp::ops::as_int).map(|d| d as usize).collect();
+            let Some(dtype) = dtype_of(p.get(4, "dtype")) else { return unknown(interp) };
+            let dtype = dtype.unwrap_or(DType::F32);
+            if !dtype.is_floating() {
+                return unknown(interp);
+            }
+            random_tensor(interp, "StatelessRandom", crate::jax::aval::Aval::new(&dims, dtype))
+        }
         TfFn::SoftmaxCrossEntropyWithLogits => {
             let labels = tensor_arg!(0, "labels");
             let logits = tensor_arg!(1, "logits");

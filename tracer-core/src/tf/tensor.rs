@@ -97,9 +97,11 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
         Value::Bool(_) => DType::Bool,
         Value::List(_) | Value::Tuple(_) => {
             let items = interp.iterate(v)?;
-            if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer()) || i.is_opaque()) {
-                // `tf.stack` of symbolic tensors: served by the op, not by conversion.
+            if items.iter().any(|i| i.is_opaque()) {
                 return Ok(None);
+            }
+            if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer())) {
+                return autopack(interp, &items, hint);
             }
             let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
             let d = match (a.aval.dtype, hint) {
@@ -120,6 +122,27 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
     };
     let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
     Ok(Some(mark_array(jnp::convert(interp, &a, target, false)?)))
+}
+
+/// A list holding symbolic tensors, converted as TensorFlow packs it (`tf.stack` of its
+/// items, Python numbers taking the tensors' dtype); `None` when the items do not have one
+/// dtype and shape (TensorFlow's error there is not modelled).
+fn autopack(interp: &mut Interp, items: &[Value], hint: Option<DType>) -> PyResult<Option<Rc<Array>>> {
+    let dtype = items.iter().find_map(|i| if let Value::Array(a) = i { Some(a.aval.dtype) } else { None }).or(hint);
+    let mut parts = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(t) = to_tensor(interp, item, dtype)? else { return Ok(None) };
+        if Some(t.aval.dtype) != dtype
+            || parts.first().is_some_and(|p: &Value| matches!(p, Value::Array(a) if a.aval.shape != t.aval.shape))
+        {
+            return Ok(None);
+        }
+        parts.push(Value::Array(t));
+    }
+    match super::ops::delegate(interp, JaxFn::Stack, vec![Value::list(parts)], Vec::new())? {
+        Value::Array(a) => Ok(Some(a)),
+        _ => Ok(None),
+    }
 }
 
 /// An elementwise op of two tensors: TensorFlow's name for it, the node name its graph
@@ -423,6 +446,12 @@ pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Valu
     }
 }
 
+/// `t[i] = v`: tensors are immutable (TL107), eager or symbolic.
+pub fn item_assignment(interp: &Interp, a: &Array) -> Flow {
+    let class = if a.is_tracer() { "SymbolicTensor" } else { "tensorflow.python.framework.ops.EagerTensor" };
+    interp.raise("TypeError", crate::diagnostics::Code::ImmutableUpdate, format!("'{class}' object does not support item assignment"))
+}
+
 /// `print(t)`, `str(t)`: `tf.Tensor(<value>, shape=(2,), dtype=float32)` eagerly, and
 /// `Tensor("x:0", shape=(2,), dtype=float32)` for a symbolic tensor (named after the
 /// argument it stands for; other graph tensors' names are not modelled).
@@ -452,10 +481,30 @@ pub fn repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
         let name = super::function::input_name(interp, a).unwrap_or_else(|| "?".to_string());
         return Ok(format!("<tf.Tensor '{name}:0' shape={shape} dtype={dtype}>"));
     }
-    let numpy = plain(a).as_numpy();
-    let value = jnp::array_repr(interp, &numpy)?;
-    let value = value.replacen("Array(", "array(", 1);
+    let value = numpy_text(interp, a)?;
     Ok(format!("<tf.Tensor: shape={shape}, dtype={dtype}, numpy={value}>"))
+}
+
+/// The `numpy=` part of a tensor's or variable's repr: a scalar as the Python value
+/// (`1.0`, `0.10000000149011612`, `3`, `True`), else NumPy's `array(...)`.
+pub fn numpy_text(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if a.aval.ndim() == 0 {
+        let d = a.aval.dtype;
+        if d.is_floating() || d.is_integer() || d.is_bool() {
+            if let Some(x) = crate::jax::eval::force(a, 1).and_then(|v| v.iter().next().copied()) {
+                let python = if d.is_bool() {
+                    Value::Bool(x != 0.0)
+                } else if d.is_integer() {
+                    Value::Int(x as i64)
+                } else {
+                    Value::Float(x)
+                };
+                return interp.repr(&python);
+            }
+        }
+    }
+    let value = jnp::array_repr(interp, &plain(a).as_numpy())?;
+    Ok(value.replacen("Array(", "array(", 1))
 }
 
 /// The same value as a plain (NumPy-printing) array.

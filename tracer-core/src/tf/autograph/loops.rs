@@ -280,6 +280,10 @@ fn out_of_scope(interp: &mut Interp, a: &Rc<Array>, output: bool) -> PyResult<()
     if !ended && !in_loop {
         return Ok(());
     }
+    if ended {
+        // The store that let it out is the leak's cause, not an outer mutation (TL202).
+        interp.jax.effects.leaked_traces.insert(t.trace);
+    }
     let in_graph = crate::tf::in_graph(interp);
     let shown = format!("<tf.Tensor '?:0' shape={} dtype={}>", a.aval.shape_tuple(), a.aval.dtype.name());
     let msg = format!(
