@@ -391,6 +391,7 @@ impl<'l> Interp<'l> {
                     }
                 },
                 Value::Array(a) if a.tf.get() && a.is_tracer() => Value::UnknownNumber(false),
+                v if crate::tf::partial::of(v).is_some() => Value::UnknownNumber(false),
                 Value::Array(a) => match a.aval.shape.first() {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
@@ -411,7 +412,13 @@ impl<'l> Interp<'l> {
                 for a in args {
                     match self.index_of(a)? {
                         Some(i) => ints.push(i),
-                        None => return Err(self.type_error(format!("'{}' object cannot be interpreted as an integer", a.type_name()))),
+                        None => {
+                            let msg = format!("'{}' object cannot be interpreted as an integer", a.type_name());
+                            if let Some(flow) = a.is_none().then(|| crate::tf::partial::none_dimension_error(self, &msg)).flatten() {
+                                return Err(flow);
+                            }
+                            return Err(self.type_error(msg));
+                        }
                     }
                 }
                 match ints.as_slice() {

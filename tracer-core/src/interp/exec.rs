@@ -97,6 +97,7 @@ impl<'l> Interp<'l> {
             StmtKind::If { test, body, orelse } => match self.test(ctx, test, "if") {
                 Ok(true) => self.exec_block(ctx, body)?,
                 Ok(false) => self.exec_block(ctx, orelse)?,
+                Err(flow) if self.autograph_handles(&flow, |i, pred| crate::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}
                 Err(flow) if self.is_unknown_stop(&flow) => {
                     self.note_went_past(&flow, "both branches of the `if` analysed");
                     self.fork(|i| i.exec_block(ctx, body), |i| i.exec_block(ctx, orelse))?;
@@ -111,6 +112,7 @@ impl<'l> Interp<'l> {
                         self.exec_block(ctx, orelse)?;
                         break;
                     }
+                    Err(flow) if self.autograph_handles(&flow, |i, pred| crate::tf::autograph::while_stmt(i, ctx, stmt, pred))? => break,
                     Err(flow) if self.is_unknown_stop(&flow) => {
                         self.note_went_past(&flow, "the `while` body analysed once more");
                         self.loop_over_unknown(ctx, None, body)?;
@@ -141,6 +143,7 @@ impl<'l> Interp<'l> {
                     self.get_iter(&v)
                 }) {
                     Ok(it) => it,
+                    Err(flow) if self.autograph_handles(&flow, |i, t| crate::tf::autograph::for_stmt(i, ctx, stmt, t))? => return Ok(()),
                     Err(flow) if self.is_unknown_stop(&flow) => {
                         self.note_went_past(&flow, "the `for` body analysed once with an unknown element");
                         return self.loop_over_unknown(ctx, Some(target), body);
@@ -326,6 +329,19 @@ impl<'l> Interp<'l> {
         }
     }
 
+    /// Whether AutoGraph staged the statement whose test (or iterable) stopped with `flow`
+    /// (a symbolic tensor in converted code): `stage` runs it as TensorFlow would.
+    fn autograph_handles(
+        &mut self,
+        flow: &Flow,
+        stage: impl FnOnce(&mut Self, crate::tf::autograph::Staged) -> PyResult<bool>,
+    ) -> PyResult<bool> {
+        match crate::tf::autograph::take(self, flow) {
+            Some(pred) => stage(self, pred),
+            None => Ok(false),
+        }
+    }
+
     /// The test of an `if` or `while`, as a Python bool.
     fn test(&mut self, ctx: &Ctx, test: &Expr, what: &str) -> PyResult<bool> {
         let t = self.eval(ctx, test)?;
@@ -400,7 +416,11 @@ impl<'l> Interp<'l> {
                 _ => Ok(Value::None),
             }
         } else {
-            match self.exec_block(&ctx, &f.def.body) {
+            let mut ran = self.exec_block(&ctx, &f.def.body);
+            if self.tf.autograph.has_pending_returns() {
+                ran = crate::tf::autograph::function_ends(self, ran);
+            }
+            match ran {
                 Ok(()) => Ok(Value::None),
                 Err(Flow::Return(v)) => Ok(v),
                 Err(other) => Err(other),

@@ -54,7 +54,7 @@ impl Slot {
         self.key() == other.key()
     }
 
-    fn read(&self) -> Option<Value> {
+    pub fn read(&self) -> Option<Value> {
         match self {
             Slot::Local(s, n) => s.vars.borrow().get(n).map(|c| c.borrow().clone()),
             Slot::Cell(c) => Some(c.borrow().clone()),
@@ -64,7 +64,7 @@ impl Slot {
         }
     }
 
-    fn write(&self, value: Option<Value>) {
+    pub fn write(&self, value: Option<Value>) {
         match (self, value) {
             (Slot::Local(s, n), Some(v)) => {
                 let cell = s.vars.borrow().get(n).cloned();
@@ -104,12 +104,21 @@ impl Slot {
 #[derive(Default)]
 pub struct WriteLog {
     writes: Vec<(Slot, Option<Value>)>,
+    /// Logged to see what a path that certainly runs wrote (`run_logged`), not a path an
+    /// unknown chose.
+    certain: bool,
 }
 
 impl WriteLog {
     fn note(&mut self, slot: &Slot) {
         if !self.writes.iter().any(|(s, _)| s.same(slot)) {
             self.writes.push((slot.clone(), slot.read()));
+        }
+    }
+
+    fn note_before(&mut self, slot: &Slot, before: &Option<Value>) {
+        if !self.writes.iter().any(|(s, _)| s.same(slot)) {
+            self.writes.push((slot.clone(), before.clone()));
         }
     }
 
@@ -150,7 +159,8 @@ impl<'l> Interp<'l> {
 
     /// Whether the code running now runs only on a path taken past an unknown.
     pub fn in_conditional_path(&self) -> bool {
-        self.abstract_unknowns && (!self.fork_logs.is_empty() || self.conditional_from.is_some_and(|d| d <= self.frames.len()))
+        self.abstract_unknowns
+            && (self.fork_logs.iter().any(|l| !l.certain) || self.conditional_from.is_some_and(|d| d <= self.frames.len()))
     }
 
     /// From here on, this frame runs on a path taken past an unknown.
@@ -221,6 +231,29 @@ impl<'l> Interp<'l> {
             }
             (PathEnd::Left(a), PathEnd::Left(b)) => Err(self.join_flows(a, b)),
         }
+    }
+
+    /// Runs `path`, which certainly runs, logging the slots it writes; returns its result
+    /// and those slots. Enclosing paths see the writes as theirs.
+    pub fn run_logged<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> (T, Vec<Slot>) {
+        self.fork_logs.push(WriteLog { writes: Vec::new(), certain: true });
+        let out = path(self);
+        let log = self.fork_logs.pop().unwrap_or_default();
+        if let Some(outer) = self.fork_logs.last_mut() {
+            for (slot, before) in &log.writes {
+                outer.note_before(slot, before);
+            }
+        }
+        (out, log.writes.into_iter().map(|(slot, _)| slot).collect())
+    }
+
+    /// Runs `path` and puts back every slot it wrote (a pass whose effects do not count).
+    pub fn run_undone<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> T {
+        self.fork_logs.push(WriteLog { writes: Vec::new(), certain: true });
+        let out = path(self);
+        let log = self.fork_logs.pop().unwrap_or_default();
+        log.undo();
+        out
     }
 
     /// Runs one path. A budget stop ends the analysis as everywhere; a JAX error on a path

@@ -26,7 +26,9 @@ impl<'l> Interp<'l> {
             Value::Array(a) => jnp::array_bool(self, a, what, Some(expr)),
             // A shim's own control flow is written for the values it is given: on a tracer of
             // unknown aval it may be a test JAX never makes (`if x.dtype == ...`).
+            Value::Opaque(o) if o.tracer && crate::tf::in_graph(self) => crate::tf::partial::truth(self, what),
             Value::Opaque(o) if o.tracer && !self.in_library() => Err(jnp::unknown_tracer_bool(self, what, Some(expr))),
+            Value::Builtin(_) if crate::tf::partial::of(v).is_some() => crate::tf::partial::truth(self, what),
             _ => self.truthy(v),
         }
     }
@@ -45,6 +47,7 @@ impl<'l> Interp<'l> {
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Array(a) if a.tf.get() => return crate::tf::tensor::truth(self, a, "bool", None),
             Value::Array(a) => return jnp::array_bool(self, a, "bool", None),
+            Value::Builtin(_) if crate::tf::partial::of(v).is_some() => return crate::tf::partial::truth(self, "bool"),
             Value::Instance(inst) => {
                 if let Some(t) = &inst.tuple {
                     return Ok(!t.is_empty());
@@ -176,7 +179,13 @@ impl<'l> Interp<'l> {
         if op == BinOp::BitOr && super::stdlib::is_union_operand(&l, &r) {
             return Ok(Value::opaque("a union of types (PEP 604)"));
         }
-        Err(self.type_error(format!("unsupported operand type(s) for {}: '{}' and '{}'", op.symbol(), l.type_name(), r.type_name())))
+        let msg = format!("unsupported operand type(s) for {}: '{}' and '{}'", op.symbol(), l.type_name(), r.type_name());
+        if l.is_none() || r.is_none() {
+            if let Some(flow) = crate::tf::partial::none_dimension_error(self, &msg) {
+                return Err(flow);
+            }
+        }
+        Err(self.type_error(msg))
     }
 
     pub(super) fn inplace_op(&mut self, op: BinOp, l: Value, r: Value) -> PyResult<Value> {
@@ -219,6 +228,7 @@ impl<'l> Interp<'l> {
         match (op, &v) {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
             (_, Value::Opaque(_)) => Ok(v.clone()),
+            (_, Value::Builtin(_)) if crate::tf::partial::of(&v).is_some() => Ok(Value::opaque_tracer("an op on a symbolic tensor")),
             (_, Value::Array(a)) if a.tf.get() => crate::tf::tensor::unary_operator(self, op, a),
             (_, Value::Array(a)) => {
                 let sym = match op {
@@ -795,6 +805,9 @@ impl<'l> Interp<'l> {
             Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => {
                 PyIter::Seq { items: Rc::new(crate::tf::tensor::shape_items(dims)), pos: 0, kind: "iterator" }
             }
+            Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Partial(p)) = &**b => {
+                PyIter::Seq { items: Rc::new(crate::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }
+            }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
             Value::Instance(inst) => {
                 if let Some(items) = &inst.tuple {
@@ -1132,6 +1145,7 @@ impl<'l> Interp<'l> {
                 }
                 Ok(())
             }
+            Value::Array(a) if a.tf.get() => Err(crate::tf::tensor::item_assignment(self, a)),
             Value::Array(a) => {
                 let v = value.clone();
                 stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))

@@ -57,8 +57,12 @@ pub fn cond(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let mut outs = Vec::with_capacity(pairs.len());
     for (t, f) in pairs {
         if t.aval.shape != f.aval.shape {
-            // TensorFlow relaxes the differing dimensions to `None`: not a shape tracelens holds.
-            outs.push(unknown_tensor(interp, "a tf.cond whose branches return different shapes"));
+            // TensorFlow relaxes the differing dimensions to `None`.
+            let dims = |a: &crate::jax::array::Array| a.aval.shape.iter().map(|&d| Some(d)).collect::<Vec<_>>();
+            match super::partial::most_specific_common(&dims(&t), &dims(&f)) {
+                Some(common) => outs.push(super::partial::make(interp, common, t.aval.dtype, None)?),
+                None => outs.push(unknown_tensor(interp, "a tf.cond whose branches return different ranks")),
+            }
             continue;
         }
         outs.push(delegate(interp, JaxFn::Where, vec![Value::Array(pred.clone()), Value::Array(t), Value::Array(f)], Vec::new())?);

@@ -192,3 +192,28 @@ pub fn update_mismatch(interp: &Interp, op: &str, var: &[usize], value: &[usize]
         interp.raise("InvalidArgumentError", Code::ShapeMismatch, msg)
     }
 }
+
+/// A stateless random op's `seed` must have shape `[2]`: eagerly the kernel's
+/// `InvalidArgumentError`; in a graph shape inference checks the rank.
+pub fn stateless_seed(interp: &Interp, node: &str, seed: &[usize]) -> Result<(), Flow> {
+    if super::in_graph(interp) {
+        if seed.len() != 1 {
+            let msg = format!(
+                "Shape must be rank 1 but is rank {} for '{{{{node {node}/StatelessRandomGetKeyCounter}}}} = StatelessRandomGetKeyCounter[Tseed=DT_INT32]({node}/StatelessRandomGetKeyCounter/seed)' with input shapes: {}.",
+                seed.len(),
+                dims(seed)
+            );
+            return Err(interp.raise("ValueError", Code::ShapeMismatch, msg));
+        }
+        return Ok(());
+    }
+    if seed != [2] {
+        let msg = format!(
+            "{} seed must have shape [2], not {} [Op:StatelessRandomGetKeyCounter] name: ",
+            wrapped("StatelessRandomGetKeyCounter"),
+            dims(seed)
+        );
+        return Err(interp.raise("InvalidArgumentError", Code::ShapeMismatch, msg));
+    }
+    Ok(())
+}

@@ -10,15 +10,12 @@
 //! tensors of unknown shape, which check everything that does not depend on the shape.
 //! Variables may be created on the first trace only; TensorFlow traces a function that
 //! created one a second time to check it, and raises there (TL220).
-//!
-//! Size: the cache key, the trace and the variable-creation rules of `tf.function` are one model of
-//! one cache.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::tensor;
-use super::{TensorSpec, TfValue};
+pub use super::signature::{shape_text, spec_text, Signature};
+use super::{signature, tensor, TfValue};
 use crate::diagnostics::Code;
 use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
@@ -46,12 +43,6 @@ pub struct TfFunction {
     pub info: usize,
     pub params: Vec<String>,
     pub entries: RefCell<Vec<Entry>>,
-}
-
-#[derive(Debug, Clone)]
-pub enum Signature {
-    Specs(Vec<Rc<TensorSpec>>),
-    Unread,
 }
 
 /// One traced graph: its key, and what a call of it returns.
@@ -128,6 +119,12 @@ pub struct TfState {
     /// A trace just created a variable; the next store of a value outside the trace keeps
     /// it (not an outer mutation, TL202).
     pub variable_just_created: bool,
+    pub autograph: super::autograph::State,
+    /// The running `tf.function` trace read a `None` dimension of a shape (`partial.rs`).
+    pub none_dimension_read: bool,
+    /// `tf.shape(x)` of a tensor of static shape, in a graph: a symbolic tensor whose value
+    /// TensorFlow's shape inference knows (`constant_value`), by identity.
+    pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
 }
 
 pub struct ActiveTrace {
@@ -137,6 +134,22 @@ pub struct ActiveTrace {
     /// Variables may not be created in this trace (it is not the function's first).
     pub forbid_variables: bool,
     pub created_variables: bool,
+}
+
+impl TfFunction {
+    /// A `tf.function` on a method is one Function per instance in TensorFlow: the instance
+    /// a key's trace is for (`None` for a plain function).
+    fn owner(&self, k: &Key) -> Option<Leaf> {
+        if self.is_method() {
+            k.leaves.first().map(|(_, l)| l.clone())
+        } else {
+            None
+        }
+    }
+
+    fn is_method(&self) -> bool {
+        self.params.first().is_some_and(|p| p == "self")
+    }
 }
 
 /// The innermost `tf.function` being traced.
@@ -170,23 +183,7 @@ pub fn make(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         Some(v) => interp.truthy(&v)?,
         None => false,
     };
-    let signature = match kw("input_signature").or_else(|| args.get(1).cloned()) {
-        None | Some(Value::None) => None,
-        Some(v @ (Value::List(_) | Value::Tuple(_))) => {
-            let mut specs = Vec::new();
-            for item in interp.iterate(&v)? {
-                match &item {
-                    Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => specs.push(s.clone()),
-                    _ => {
-                        specs.clear();
-                        break;
-                    }
-                }
-            }
-            Some(if specs.is_empty() { Signature::Unread } else { Signature::Specs(specs) })
-        }
-        Some(_) => Some(Signature::Unread),
-    };
+    let signature = signature::read(interp, kw("input_signature").or_else(|| args.get(1).cloned()))?;
     let name = fun_name(&fun);
     interp.jax.jitted.push(JitInfo {
         fun: fun.clone(),
@@ -301,7 +298,9 @@ fn find_key(
                 let leaves = specs.iter().enumerate().map(|(i, s)| (param(f, i), Leaf::Tensor(s.shape.clone(), s.dtype))).collect();
                 return Ok(Some((Key { structure: format!("({})", "T,".repeat(specs.len())), leaves }, Vec::new())));
             }
-            check_signature(interp, f, specs, args, kwargs)?;
+            // A method's signature is for the arguments after `self`.
+            let skip = usize::from(f.is_method() && !args.is_empty());
+            signature::check(interp, f, specs, &args[skip..], kwargs, skip)?;
         }
         None => {}
     }
@@ -320,7 +319,8 @@ fn find_key(
     }
     let mut key = Key { structure: builder.structure, leaves: builder.leaves };
     if let Some(Signature::Specs(specs)) = &f.signature {
-        for ((_, leaf), spec) in key.leaves.iter_mut().zip(specs) {
+        let skip = usize::from(f.is_method() && !args.is_empty());
+        for ((_, leaf), spec) in key.leaves.iter_mut().skip(skip).zip(specs) {
             *leaf = Leaf::Tensor(spec.shape.clone(), spec.dtype);
         }
     } else if f.reduce_retracing {
@@ -349,7 +349,7 @@ fn relax(f: &TfFunction, key: &mut Key) {
     }
 }
 
-fn param(f: &TfFunction, i: usize) -> String {
+pub(super) fn param(f: &TfFunction, i: usize) -> String {
     f.params.get(i).cloned().unwrap_or_else(|| format!("args_{i}"))
 }
 
@@ -394,6 +394,7 @@ impl KeyBuilder {
                 self.structure.push_str("V,");
                 self.leaves.push((path.to_string(), Leaf::Variable(Rc::as_ptr(var) as usize)));
             }
+            Value::Builtin(b) if let Builtin::Tf(TfValue::Partial(_)) = &**b => self.unknown = true,
             Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => {
                 if !self.specs_allowed {
                     self.unknown = true;
@@ -420,53 +421,9 @@ impl KeyBuilder {
     }
 }
 
-/// The call against `input_signature`: too many arguments, or a tensor whose dtype or shape
-/// the spec does not accept, is TensorFlow's `TypeError` at the call (TL113).
-fn check_signature(interp: &mut Interp, f: &Rc<TfFunction>, specs: &[Rc<TensorSpec>], args: &[Value], kwargs: &Kwargs) -> PyResult<()> {
-    let signature_text =
-        || specs.iter().enumerate().map(|(i, s)| format!("{}: {}", param(f, i), spec_text(s))).collect::<Vec<_>>().join(", ");
-    let mismatch = |interp: &mut Interp, why: String| -> Flow {
-        let received = interp.repr(&Value::tuple(args.to_vec())).unwrap_or_default();
-        let kw: Vec<String> = kwargs.iter().map(|(k, v)| format!("'{k}': {}", interp.repr(v).unwrap_or_default())).collect();
-        let msg = format!(
-            "Binding inputs to tf.function failed due to `{why}`. Received args: {received} and kwargs: {{{}}} for signature: ({}).",
-            kw.join(", "),
-            signature_text()
-        );
-        interp.raise("TypeError", Code::SignatureMismatch, msg)
-    };
-    if args.len() > specs.len() {
-        return Err(mismatch(interp, "too many positional arguments".into()));
-    }
-    for (a, spec) in args.iter().zip(specs) {
-        let Value::Array(t) = a else { continue };
-        let dims: Vec<Option<usize>> = t.aval.shape.iter().map(|&d| Some(d)).collect();
-        let fits = t.aval.dtype == spec.dtype
-            && spec.shape.as_ref().is_none_or(|s| s.len() == dims.len() && s.iter().zip(&dims).all(|(x, y)| x.is_none() || x == y));
-        if !fits {
-            let given = TensorSpec { shape: Some(dims), dtype: t.aval.dtype, name: None };
-            return Err(mismatch(interp, format!("Can not cast {} to {}", spec_text(&given), spec_text(spec))));
-        }
-    }
-    Ok(())
-}
-
-/// `TensorSpec(shape=(None, 3), dtype=tf.float32, name=None)`.
-pub fn spec_text(s: &TensorSpec) -> String {
-    let name = s.name.as_deref().map_or("None".to_string(), |n| format!("'{n}'"));
-    format!("TensorSpec(shape={}, dtype=tf.{}, name={name})", shape_text(s.shape.as_deref()), s.dtype.name())
-}
-
-fn shape_text(shape: Option<&[Option<usize>]>) -> String {
-    match shape {
-        Some(dims) => tensor::shape_str(dims),
-        None => "<unknown>".into(),
-    }
-}
-
 /// Why this call traces again, and TL210/TL211 when it is a retrace.
 fn retrace_cause(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, call_site: Option<Site>) -> String {
-    let entries = f.entries.borrow().clone();
+    let entries: Vec<Entry> = f.entries.borrow().iter().filter(|e| f.owner(&e.key) == f.owner(key)).cloned().collect();
     let Some(closest) = entries.iter().min_by_key(|e| key_diff(&e.key, key).len()) else {
         return first_call(interp, f, call_site);
     };
@@ -549,8 +506,7 @@ fn trace(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, args: &[Value], kwa
     let cause = retrace_cause(interp, f, key, call_site);
     // A tf.function on a method is one Function per instance in TensorFlow: variables may
     // be created on the first trace for each instance.
-    let owner = |k: &Key| if f.params.first().is_some_and(|p| p == "self") { k.leaves.first().map(|(_, l)| l.clone()) } else { None };
-    let first = !f.entries.borrow().iter().any(|e| owner(&e.key) == owner(key));
+    let first = !f.entries.borrow().iter().any(|e| f.owner(&e.key) == f.owner(key));
     let traced = trace_once(interp, f, key, args, kwargs, cause.clone(), !first)?;
     let (entry, created_variables) = match traced {
         Some(t) => t,
@@ -589,7 +545,9 @@ fn trace_once(
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
     interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
+    let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);
+    interp.tf.none_dimension_read = none_read;
     let created = interp.tf.active.pop().is_some_and(|a| a.created_variables);
     interp.tf.variable_just_created = false;
     interp.jax.route = route;
@@ -603,7 +561,14 @@ fn trace_once(
         }
     };
     let mut arrays = Vec::new();
-    let template = match output_template(&out, &mut arrays) {
+    let template = output_template(&out, &mut arrays);
+    for a in &arrays {
+        if let Err(e) = super::autograph::check_output(interp, a) {
+            interp.jax.abort_trace();
+            return Err(e);
+        }
+    }
+    let template = match template {
         Some(t) if !unknown_shapes => t,
         _ => {
             interp.jax.abort_trace();
@@ -657,6 +622,10 @@ fn symbolic(interp: &mut Interp, leaf: &Leaf, index: usize, name: &str, call_sit
             input.tf.set(true);
             interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, name.to_string());
             Value::Array(input)
+        }
+        Leaf::Tensor(Some(dims), dtype) => {
+            let p = super::partial::PartialTensor { dims: dims.clone(), dtype: *dtype, name: Some(name.to_string()) };
+            TfValue::Partial(Rc::new(p)).value()
         }
         _ => Value::opaque_tracer(format!("the symbolic tensor {name}, whose shape is not fixed")),
     }

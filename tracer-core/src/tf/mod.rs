@@ -12,18 +12,24 @@
 //! - `function.rs`: `tf.function`, its cache and retracing. `variable.rs`: `tf.Variable`.
 //! - `errors.rs`: TensorFlow's exception classes and messages.
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
+//! - `autograph/`: `if`/`while`/`for` on symbolic tensors in converted code, with AutoGraph's
+//!   rules and errors.
 //! - `tape.rs`: `tf.GradientTape` (gradients of the sources' shape and dtype, values unknown).
 
+pub mod autograph;
 mod control;
 pub mod errors;
 pub mod function;
 pub mod ops;
 mod ops_shape;
 mod ops_special;
+pub mod partial;
+mod signature;
 pub mod surface;
 mod tape;
 pub mod tensor;
 pub mod variable;
+mod while_loop;
 
 use std::rc::Rc;
 
@@ -59,7 +65,8 @@ pub const EXCEPTION_CLASSES: &[(&str, &str)] = &[
     ("InaccessibleTensorError", "ValueError"),
 ];
 
-/// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`).
+/// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`,
+/// `tf.random.Generator`).
 const PYTHON_CLASSES: &str = "_tracelens_tf";
 
 /// The objects TensorFlow's API returns that are not tensors.
@@ -79,6 +86,8 @@ pub enum TfValue {
     Shape(Rc<Vec<Option<usize>>>),
     /// A method bound to a TensorFlow object (`v.assign`, `f.get_concrete_function`).
     Method(Box<TfValue>, Rc<str>),
+    /// A symbolic tensor whose shape is known only in part (`partial.rs`).
+    Partial(Rc<partial::PartialTensor>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -102,6 +111,7 @@ impl TfValue {
             TfValue::Tape(_) => "GradientTape",
             TfValue::Spec(_) => "TensorSpec",
             TfValue::Shape(_) => "TensorShape",
+            TfValue::Partial(_) => "SymbolicTensor",
         }
     }
 
@@ -115,6 +125,7 @@ impl TfValue {
             TfValue::Spec(_) => "tf.TensorSpec".into(),
             TfValue::Shape(_) => "tf.TensorShape".into(),
             TfValue::Method(recv, name) => format!("{}.{name}", recv.describe()),
+            TfValue::Partial(p) => partial::text(p, false),
         }
     }
 }
@@ -139,6 +150,10 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
             }
             _ => {}
         }
+    }
+    if module == "tensorflow.random" && name == "Generator" {
+        let shim = interp.import_shim(PYTHON_CLASSES)?;
+        return interp.getattr(&shim, name).ok();
     }
     if module == "tensorflow.errors" {
         if let Some((class, _)) = EXCEPTION_CLASSES.iter().find(|(c, _)| *c == name) {
@@ -167,7 +182,7 @@ pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) 
         TfValue::Function(f) => function::call(interp, f, args, kwargs),
         TfValue::Concrete(f, entry) => function::call_concrete(interp, f, *entry, args, kwargs),
         TfValue::Method(recv, name) => call_method(interp, recv, name, args, kwargs),
-        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) => {
+        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) | TfValue::Partial(_) => {
             Err(interp.type_error(format!("'{}' object is not callable", v.type_name())))
         }
     }
@@ -180,6 +195,7 @@ pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Va
         TfValue::Tape(t) => tape::call_method(interp, t, name, args, kwargs),
         TfValue::Function(f) => function::call_method(interp, f, name, args, kwargs),
         TfValue::Shape(dims) => tensor::shape_method(interp, dims, name, args),
+        TfValue::Partial(p) => Ok(partial::call_method(p, name)),
         _ => Ok(Value::opaque(format!("{}.{name}()", recv.describe()))),
     }
 }
@@ -190,6 +206,7 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
     Ok(match v {
         TfValue::Variable(var) => return variable::getattr(interp, var, name),
         TfValue::Tape(t) => tape::getattr(t, name),
+        TfValue::Partial(p) => return partial::getattr(interp, p, name),
         TfValue::Function(f) => match name {
             "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
             "python_function" => Some(f.fun.clone()),
@@ -219,7 +236,9 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
 pub fn isinstance(v: &Value, class: &TfValue) -> Option<bool> {
     match (class, v) {
         (TfValue::Fn(TfFn::Variable), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Variable(_)))),
-        (TfValue::Fn(TfFn::Variable), Value::Array(_)) => Some(false),
+        (TfValue::Fn(TfFn::Variable), Value::Opaque(_) | Value::UnknownNumber(_)) => None,
+        (TfValue::Fn(TfFn::Variable), Value::Instance(_)) => None,
+        (TfValue::Fn(TfFn::Variable), _) => Some(false),
         (TfValue::Fn(TfFn::TensorSpec), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Spec(_)))),
         _ => None,
     }
@@ -236,7 +255,7 @@ pub fn in_graph(interp: &Interp) -> bool {
 pub fn is_tf(v: &Value) -> bool {
     match v {
         Value::Array(a) => a.tf.get(),
-        Value::Builtin(b) => matches!(&**b, Builtin::Tf(TfValue::Variable(_))),
+        Value::Builtin(b) => matches!(&**b, Builtin::Tf(TfValue::Variable(_) | TfValue::Partial(_))),
         _ => false,
     }
 }
@@ -247,9 +266,10 @@ pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
         TfValue::Shape(dims) if repr => tensor::shape_repr(dims),
         TfValue::Shape(dims) => tensor::shape_str(dims),
         TfValue::Spec(spec) => function::spec_text(spec),
+        TfValue::Partial(p) => partial::text(p, repr),
         TfValue::Variable(var) => {
             let value = var.value.borrow().clone();
-            let numpy = interp.repr(&Value::Array(value.as_numpy()))?;
+            let numpy = tensor::numpy_text(interp, &value)?;
             let shape = crate::jax::aval::shape_tuple(&value.aval.shape);
             format!("<tf.Variable '{}:0' shape={shape} dtype={}, numpy={numpy}>", var.name, value.aval.dtype.name())
         }
@@ -268,6 +288,7 @@ pub fn getitem(interp: &mut Interp, v: &TfValue, idx: &Value) -> PyResult<Value>
             let t = variable::read(interp, var);
             tensor::getitem(interp, &t, idx)
         }
+        TfValue::Partial(_) => Ok(tensor::unknown_tensor(interp, "an item of a symbolic tensor of unknown shape")),
         other => Err(interp.type_error(format!("'{}' object is not subscriptable", other.type_name()))),
     }
 }

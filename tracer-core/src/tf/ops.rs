@@ -43,9 +43,15 @@ pub fn route(f: TfFn) -> Route {
     let unary = |jnp, floats| Route::Unary { jnp, floats };
     let reduce = |jnp, node| Route::Reduce { jnp, node };
     match f {
-        F::Function | F::Variable | F::GradientTape | F::TensorSpec | F::Print | F::Cond | F::DoNotConvert | F::RunFunctionsEagerly => {
-            Route::Elsewhere
-        }
+        F::Function
+        | F::Variable
+        | F::GradientTape
+        | F::TensorSpec
+        | F::Print
+        | F::Cond
+        | F::WhileLoop
+        | F::DoNotConvert
+        | F::RunFunctionsEagerly => Route::Elsewhere,
         F::Add => Route::Binary(t::ADD),
         F::Subtract => Route::Binary(t::SUB),
         F::Multiply => Route::Binary(t::MUL),
@@ -163,6 +169,9 @@ pub fn route(f: TfFn) -> Route {
         | F::RandomNormal
         | F::RandomUniform
         | F::TruncatedNormal
+        | F::StatelessNormal
+        | F::StatelessUniform
+        | F::StatelessTruncatedNormal
         | F::CheckNumerics
         | F::AssertEqual
         | F::AssertRank => Route::Special,
@@ -200,7 +209,7 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
         }
         Route::Reduce { jnp, node } => {
             let Some(x) = first_tensor(interp, &p, &["input_tensor"])? else {
-                return Ok(unknown_tensor(interp, "a reduction of a value that is not known"));
+                return reduce_partial(interp, &p, jnp);
             };
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
             check_axes(interp, &axis, x.aval.ndim(), node)?;
@@ -221,10 +230,30 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
             TfFn::TensorSpec => tensor_spec(interp, &p),
             TfFn::Print => Ok(Value::None),
             TfFn::Cond => super::control::cond(interp, &p),
+            TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
             TfFn::RunFunctionsEagerly => Err(interp.stop_unknown("tf.config.run_functions_eagerly is not modelled")),
             _ => Ok(Value::opaque(format!("tf.{}", f.name()))),
         },
+    }
+}
+
+/// A reduction of a tensor whose shape is known only in part: over every axis it is a
+/// scalar of the input's dtype; anything else is not followed.
+fn reduce_partial(interp: &mut Interp, p: &Args, jnp: JaxFn) -> PyResult<Value> {
+    let input = p.kwargs.iter().find(|(k, _)| k.as_ref() == "input_tensor").map(|(_, v)| v).or_else(|| p.args.first());
+    let partial = input.and_then(super::partial::of);
+    let keepdims = p.get(2, "keepdims").is_some_and(|v| matches!(v, Value::Bool(true)));
+    match partial {
+        Some(x) if p.get(1, "axis").is_none() && !keepdims => {
+            let logical = matches!(jnp, JaxFn::All | JaxFn::Any);
+            let floats_only = matches!(jnp, JaxFn::NnLogsumexp | JaxFn::Std | JaxFn::Var | JaxFn::Mean);
+            if logical != x.dtype.is_bool() || (floats_only && !x.dtype.is_inexact()) {
+                return Ok(unknown_tensor(interp, "a reduction tracelens does not follow"));
+            }
+            super::partial::make(interp, Vec::new(), x.dtype, None)
+        }
+        _ => Ok(unknown_tensor(interp, "a reduction of a value that is not known")),
     }
 }
 
@@ -300,6 +329,16 @@ pub fn shape_dims(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Option<
         if let crate::interp::builtins::Builtin::Tf(TfValue::Shape(dims)) = &**b {
             return Ok(Some(dims.to_vec()));
         }
+    }
+    if let Value::Array(a) = v {
+        if let Some((_, dims)) = interp.tf.shape_values.get(&(Rc::as_ptr(a) as usize)) {
+            return Ok(Some(dims.iter().map(|&d| Some(d)).collect()));
+        }
+        if a.is_tracer() || a.aval.ndim() != 1 || !a.aval.dtype.is_integer() {
+            return Ok(None);
+        }
+        let Some(data) = crate::jax::eval::force_ints(a, 64) else { return Ok(None) };
+        return Ok(data.iter().map(|&d| usize::try_from(d).ok().map(Some)).collect());
     }
     if !matches!(v, Value::List(_) | Value::Tuple(_)) {
         return Ok(None);

@@ -155,7 +155,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let Some(t) = to_tensor(interp, &v, Some(out))? else { return unknown(interp) };
             // In a graph the shape is an op's output, a symbolic tensor.
             if super::in_graph(interp) {
-                return delegate(interp, J::Asarray, vec![arr(&t)], Vec::new());
+                let staged = delegate(interp, J::Asarray, vec![arr(&t)], Vec::new())?;
+                if let (TfFn::Shape, Value::Array(s)) = (f, &staged) {
+                    interp.tf.shape_values.insert(Rc::as_ptr(s) as usize, (s.clone(), x.aval.shape.to_vec()));
+                }
+                return Ok(staged);
             }
             Ok(Value::Array(t))
         }

@@ -113,14 +113,24 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::Range => {
             let mut numbers = Vec::new();
+            let mut symbolic: Option<DType> = None;
             for (i, name) in ["start", "limit", "delta"].iter().enumerate() {
                 match p.get(i, name) {
                     Some(v @ (Value::Int(_) | Value::Float(_))) => numbers.push(v.clone()),
-                    Some(_) => return unknown(interp),
+                    Some(v) => match super::partial::dims_of(v) {
+                        // A bound only the graph knows: a 1-D tensor of unknown length.
+                        Some((dims, d)) if dims.is_empty() && super::in_graph(interp) => {
+                            symbolic.get_or_insert(d);
+                        }
+                        _ => return unknown(interp),
+                    },
                     None => {}
                 }
             }
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
+            if let Some(d) = symbolic {
+                return super::partial::make(interp, vec![None], dtype.unwrap_or(d), None);
+            }
             let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
             let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });
             super::with_x64(interp, |i| delegate(i, J::Arange, numbers, vec![kw("dtype", Value::DType(d))]))
@@ -271,6 +281,24 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
                 _ => "TruncatedNormal",
             };
             random_tensor(interp, name, crate::jax::aval::Aval::new(&dims, dtype))
+        }
+        TfFn::StatelessNormal | TfFn::StatelessUniform | TfFn::StatelessTruncatedNormal => {
+            let Some(seed) = p.get(1, "seed") else { return Err(missing(interp, f, "seed")) };
+            let Some(seed) = to_tensor(interp, seed, None)? else { return unknown(interp) };
+            let node = match f {
+                TfFn::StatelessNormal => "stateless_random_normal",
+                TfFn::StatelessUniform => "stateless_random_uniform",
+                _ => "stateless_truncated_normal",
+            };
+            errors::stateless_seed(interp, node, &seed.aval.shape)?;
+            let Some(shape) = static_shape(interp, p.get(0, "shape"))? else { return unknown(interp) };
+            let dims: Vec<usize> = interp.iterate(&shape)?.iter().filter_map(crate::interp::ops::as_int).map(|d| d as usize).collect();
+            let Some(dtype) = dtype_of(p.get(4, "dtype")) else { return unknown(interp) };
+            let dtype = dtype.unwrap_or(DType::F32);
+            if !dtype.is_floating() {
+                return unknown(interp);
+            }
+            random_tensor(interp, "StatelessRandom", crate::jax::aval::Aval::new(&dims, dtype))
         }
         TfFn::SoftmaxCrossEntropyWithLogits => {
             let labels = tensor_arg!(0, "labels");

@@ -34,7 +34,7 @@ tf_surface! {
     TensorSpec = "TensorSpec" in ["tensorflow"],
     Print = "print" in ["tensorflow"],
     Cond = "cond" in ["tensorflow"],
-    // while_loop = "while_loop" in ["tensorflow"],
+    WhileLoop = "while_loop" in ["tensorflow"],
     // TensorArray = "TensorArray" in ["tensorflow"],
     GradientTape = "GradientTape" in ["tensorflow"],
     // Module = "Module" in ["tensorflow"],
@@ -180,8 +180,10 @@ tf_surface! {
     RandomNormal = "normal" in ["tensorflow.random"],
     RandomUniform = "uniform" in ["tensorflow.random"],
     TruncatedNormal = "truncated_normal" in ["tensorflow.random"],
-    // stateless_normal = "stateless_normal" in ["tensorflow.random"],
-    // Generator = "Generator" in ["tensorflow.random"],
+    StatelessNormal = "stateless_normal" in ["tensorflow.random"],
+    StatelessUniform = "stateless_uniform" in ["tensorflow.random"],
+    StatelessTruncatedNormal = "stateless_truncated_normal" in ["tensorflow.random"],
+    // Generator: a Python class of the `_tracelens_tf` shim (`mod.rs`).
 
     // tf.debugging
     CheckNumerics = "check_numerics" in ["tensorflow.debugging"],

@@ -78,7 +78,10 @@ pub fn mark(v: Value) -> Value {
 /// their dtype; a variable gives its value.
 pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResult<Option<Rc<Array>>> {
     let target = match v {
-        Value::Array(a) if a.tf.get() => return Ok(Some(a.clone())),
+        Value::Array(a) if a.tf.get() => {
+            super::autograph::check_accessible(interp, a)?;
+            return Ok(Some(a.clone()));
+        }
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => return Ok(Some(super::variable::read(interp, var))),
             _ => return Ok(None),
@@ -94,9 +97,11 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
         Value::Bool(_) => DType::Bool,
         Value::List(_) | Value::Tuple(_) => {
             let items = interp.iterate(v)?;
-            if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer()) || i.is_opaque()) {
-                // `tf.stack` of symbolic tensors: served by the op, not by conversion.
+            if items.iter().any(|i| i.is_opaque()) {
                 return Ok(None);
+            }
+            if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer())) {
+                return autopack(interp, &items, hint);
             }
             let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
             let d = match (a.aval.dtype, hint) {
@@ -117,6 +122,27 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
     };
     let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
     Ok(Some(mark_array(jnp::convert(interp, &a, target, false)?)))
+}
+
+/// A list holding symbolic tensors, converted as TensorFlow packs it (`tf.stack` of its
+/// items, Python numbers taking the tensors' dtype); `None` when the items do not have one
+/// dtype and shape (TensorFlow's error there is not modelled).
+fn autopack(interp: &mut Interp, items: &[Value], hint: Option<DType>) -> PyResult<Option<Rc<Array>>> {
+    let dtype = items.iter().find_map(|i| if let Value::Array(a) = i { Some(a.aval.dtype) } else { None }).or(hint);
+    let mut parts = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(t) = to_tensor(interp, item, dtype)? else { return Ok(None) };
+        if Some(t.aval.dtype) != dtype
+            || parts.first().is_some_and(|p: &Value| matches!(p, Value::Array(a) if a.aval.shape != t.aval.shape))
+        {
+            return Ok(None);
+        }
+        parts.push(Value::Array(t));
+    }
+    match super::ops::delegate(interp, JaxFn::Stack, vec![Value::list(parts)], Vec::new())? {
+        Value::Array(a) => Ok(Some(a)),
+        _ => Ok(None),
+    }
 }
 
 /// An elementwise op of two tensors: TensorFlow's name for it, the node name its graph
@@ -316,7 +342,7 @@ pub fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>
             return Err(interp.stop_unknown("a shim's test of a symbolic tensor"));
         }
         if autograph_active(interp) && what != "bool" {
-            return Err(interp.stop_unknown(format!("AutoGraph turns `{what}` on a tensor into a graph conditional or loop")));
+            return Err(super::autograph::convert_test(interp, a, what));
         }
         return Err(errors::bool_in_graph(interp));
     }
@@ -327,6 +353,14 @@ pub fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>
 /// symbolic tensor gives a symbolic result (AutoGraph converts the call to a cast) or, for
 /// `bool` without AutoGraph, TensorFlow's error; a concrete one its value.
 pub fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>> {
+    let symbolic = super::partial::of(v).is_some() || (matches!(v, Value::Opaque(o) if o.tracer) && super::in_graph(interp));
+    if symbolic && !interp.in_library() {
+        // A symbolic tensor of unknown shape: `bool` is a test, `int`/`float` a cast.
+        if name == "bool" {
+            return super::partial::truth(interp, "bool").map(|b| Some(Value::Bool(b)));
+        }
+        return Ok(Some(Value::opaque_tracer(format!("{name}() of a symbolic tensor, a cast in the graph"))));
+    }
     let t = match v {
         Value::Array(a) if a.tf.get() => a.clone(),
         Value::Builtin(b) => match &**b {
@@ -354,7 +388,11 @@ pub fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult
 pub fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
     if a.is_tracer() {
         if autograph_active(interp) && !interp.in_library() {
-            return Err(interp.stop_unknown("AutoGraph turns a loop over a tensor into a tf.while_loop"));
+            if a.aval.ndim() == 0 {
+                return Err(interp.stop_unknown("a loop over a scalar tensor"));
+            }
+            let row = crate::jax::aval::Aval::new(&a.aval.shape[1..], a.aval.dtype);
+            return Err(super::autograph::convert_iteration(interp, row));
         }
         return Err(errors::iterate_in_graph(interp));
     }
@@ -408,6 +446,12 @@ pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Valu
     }
 }
 
+/// `t[i] = v`: tensors are immutable (TL107), eager or symbolic.
+pub fn item_assignment(interp: &Interp, a: &Array) -> Flow {
+    let class = if a.is_tracer() { "SymbolicTensor" } else { "tensorflow.python.framework.ops.EagerTensor" };
+    interp.raise("TypeError", crate::diagnostics::Code::ImmutableUpdate, format!("'{class}' object does not support item assignment"))
+}
+
 /// `print(t)`, `str(t)`: `tf.Tensor(<value>, shape=(2,), dtype=float32)` eagerly, and
 /// `Tensor("x:0", shape=(2,), dtype=float32)` for a symbolic tensor (named after the
 /// argument it stands for; other graph tensors' names are not modelled).
@@ -415,12 +459,18 @@ pub fn str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     let shape = crate::jax::aval::shape_tuple(&a.aval.shape);
     let dtype = a.aval.dtype.name();
     if a.is_tracer() {
-        let name = super::function::input_name(interp, a).unwrap_or_else(|| "?".to_string());
-        return Ok(format!("Tensor(\"{name}:0\", shape={shape}, dtype={dtype})"));
+        return Ok(symbolic_str(interp, a));
     }
     let value = jnp::array_str(interp, &plain(a))?;
     let sep = if value.contains('\n') { "\n" } else { "" };
     Ok(format!("tf.Tensor({sep}{value}, shape={shape}, dtype={dtype})"))
+}
+
+/// `str()` of a symbolic tensor: `Tensor("x:0", shape=(2,), dtype=float32)`.
+pub fn symbolic_str(interp: &Interp, a: &Array) -> String {
+    let shape = crate::jax::aval::shape_tuple(&a.aval.shape);
+    let name = interp.jax.input_paths.get(&(a as *const Array as usize)).cloned().unwrap_or_else(|| "?".to_string());
+    format!("Tensor(\"{name}:0\", shape={shape}, dtype={})", a.aval.dtype.name())
 }
 
 /// `repr(t)`: `<tf.Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>`.
@@ -431,10 +481,30 @@ pub fn repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
         let name = super::function::input_name(interp, a).unwrap_or_else(|| "?".to_string());
         return Ok(format!("<tf.Tensor '{name}:0' shape={shape} dtype={dtype}>"));
     }
-    let numpy = plain(a).as_numpy();
-    let value = jnp::array_repr(interp, &numpy)?;
-    let value = value.replacen("Array(", "array(", 1);
+    let value = numpy_text(interp, a)?;
     Ok(format!("<tf.Tensor: shape={shape}, dtype={dtype}, numpy={value}>"))
+}
+
+/// The `numpy=` part of a tensor's or variable's repr: a scalar as the Python value
+/// (`1.0`, `0.10000000149011612`, `3`, `True`), else NumPy's `array(...)`.
+pub fn numpy_text(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+    if a.aval.ndim() == 0 {
+        let d = a.aval.dtype;
+        if d.is_floating() || d.is_integer() || d.is_bool() {
+            if let Some(x) = crate::jax::eval::force(a, 1).and_then(|v| v.iter().next().copied()) {
+                let python = if d.is_bool() {
+                    Value::Bool(x != 0.0)
+                } else if d.is_integer() {
+                    Value::Int(x as i64)
+                } else {
+                    Value::Float(x)
+                };
+                return interp.repr(&python);
+            }
+        }
+    }
+    let value = jnp::array_repr(interp, &plain(a).as_numpy())?;
+    Ok(value.replacen("Array(", "array(", 1))
 }
 
 /// The same value as a plain (NumPy-printing) array.
@@ -445,7 +515,12 @@ fn plain(a: &Rc<Array>) -> Rc<Array> {
 /// `TensorShape` methods: `as_list()`, `is_fully_defined()`.
 pub fn shape_method(interp: &mut Interp, dims: &[Option<usize>], name: &str, _args: Vec<Value>) -> PyResult<Value> {
     match name {
-        "as_list" => Ok(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect())),
+        "as_list" => {
+            if dims.iter().any(Option::is_none) {
+                interp.tf.none_dimension_read = true;
+            }
+            Ok(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect()))
+        }
         "is_fully_defined" => Ok(Value::Bool(dims.iter().all(Option::is_some))),
         _ => Err(interp.stop_unknown(format!("TensorShape.{name}() is not modelled"))),
     }
@@ -473,6 +548,10 @@ pub fn shape_getitem(interp: &mut Interp, dims: &[Option<usize>], idx: &Value) -
             let n = dims.len() as i64;
             let k = if *i < 0 { *i + n } else { *i };
             match usize::try_from(k).ok().and_then(|k| dims.get(k)) {
+                Some(None) => {
+                    interp.tf.none_dimension_read = true;
+                    Ok(Value::None)
+                }
                 Some(d) => Ok(d.map_or(Value::None, |d| Value::Int(d as i64))),
                 None => Err(interp.raise("IndexError", crate::diagnostics::Code::PythonException, "list index out of range")),
             }

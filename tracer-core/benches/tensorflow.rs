@@ -1,0 +1,123 @@
+//! TensorFlow benchmark (`cargo bench -p tracer-core --bench tensorflow`): tracelens over the
+//! TensorFlow conformance fixtures (`tests/fixtures/tf/{clean,errors,warnings}`) against
+//! running each of them under `python` with real TensorFlow, as a ratio measured in the same
+//! run (issue 22, point 7: target >= 200x). Also the same fixtures through the `tracelens
+//! check` binary, one process each, when `TRACELENS_BIN` names it. Prints figures; asserts
+//! nothing (no timed tests).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tracer_core::interp::SourceLoader;
+use tracer_core::{analyze_file, AnalysisConfig};
+
+/// The allocator the `tracelens` binary uses, so the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+struct Disk;
+
+impl SourceLoader for Disk {
+    fn read(&self, path: &Path) -> Option<Rc<str>> {
+        std::fs::read_to_string(path).ok().map(Rc::from)
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for folder in ["clean", "errors", "warnings"] {
+        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures/tf").join(folder)) {
+            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tf_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACELENS_TF_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let venv = repo_root().join("target/tf-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// What `check` does, in process: one analysis of the file, nothing rendered.
+fn analyse(path: &Path, text: &str) -> Duration {
+    let config = AnalysisConfig {
+        search_roots: path.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default(),
+        skip_hover_values: true,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let analysis = analyze_file(path, text, &Disk, &config);
+    let took = start.elapsed();
+    std::hint::black_box(analysis);
+    took
+}
+
+/// Runs `program` once per fixture, as a user runs it; the time and how many ran.
+fn run_each(files: &[PathBuf], program: &Path, args: &[&str], env: &[(&str, &str)]) -> (Duration, usize) {
+    let start = Instant::now();
+    let mut ran = 0;
+    for p in files {
+        let mut command = Command::new(program);
+        command.args(args).arg(p).current_dir(p.parent().unwrap_or(Path::new("."))).stdout(Stdio::null()).stderr(Stdio::null());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        if command.status().is_ok() {
+            ran += 1;
+        }
+    }
+    (start.elapsed(), ran)
+}
+
+fn main() {
+    let files = fixtures();
+    let texts: Vec<(PathBuf, String)> = files.iter().filter_map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t))).collect();
+    // 1. tracelens over every fixture, in process, three rounds; the best round counts.
+    let mut best = Duration::MAX;
+    for _ in 0..3 {
+        let total: Duration = texts.iter().map(|(p, t)| analyse(p, t)).sum();
+        best = best.min(total);
+    }
+    let each = |d: Duration, n: usize| d.as_secs_f64() * 1e3 / n.max(1) as f64;
+    println!(
+        "tracelens (in process): {} TensorFlow fixtures analysed in {:.1} ms ({:.2} ms each)",
+        texts.len(),
+        best.as_secs_f64() * 1e3,
+        each(best, texts.len())
+    );
+
+    // 2. `tracelens check FILE`, one process each, when the binary is given.
+    let binary = std::env::var_os("TRACELENS_BIN").map(PathBuf::from);
+    let check = binary.as_ref().map(|b| run_each(&files, b, &["check"], &[]));
+    if let Some((took, ran)) = check {
+        println!("tracelens check (one process per file): {ran} fixtures in {:.2} s ({:.1} ms each)", took.as_secs_f64(), each(took, ran));
+    }
+
+    // 3. The same fixtures under python + real TensorFlow, one process each.
+    let Some(python) = tf_python() else {
+        println!("real TensorFlow: skipped (set TRACELENS_TF_PYTHON or run `cargo xtask tf-conformance` once to create target/tf-venv)");
+        return;
+    };
+    let (tf, ran) = run_each(&files, &python, &[], &[("TF_CPP_MIN_LOG_LEVEL", "3"), ("CUDA_VISIBLE_DEVICES", "")]);
+    println!("real TensorFlow: {ran} fixtures run in {:.1} s ({:.0} ms each)", tf.as_secs_f64(), each(tf, ran));
+    println!(
+        "ratio: tracelens is {:.0}x faster in process than running the fixtures under TensorFlow (target: >= 200x)",
+        tf.as_secs_f64() / best.as_secs_f64().max(1e-9)
+    );
+    if let Some((took, _)) = check {
+        println!(
+            "ratio: `tracelens check`, one process per file, is {:.0}x faster than python + TensorFlow",
+            tf.as_secs_f64() / took.as_secs_f64().max(1e-9)
+        );
+    }
+}
