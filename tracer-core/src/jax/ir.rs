@@ -755,7 +755,6 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => Vec::new(),
@@ -849,7 +848,6 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => {}
@@ -1192,7 +1190,6 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
         | Prim::Scatter { .. }
         | Prim::While
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => return None,

@@ -504,7 +504,7 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     if !advanced.is_empty() {
         let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
         // The selection's IndexError, if any, before the rule's.
-        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
+        crate::jax::prims::indexing::kernels::selection_shape(&a.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
@@ -519,7 +519,8 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     } else if !static_only {
         // A negative step: the same selection as a gather without index arrays.
         // The selection's IndexError, if any, before the rule's.
-        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        crate::jax::prims::indexing::kernels::selection_shape(&a.aval.shape, &plan, &[])
+            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
         return apply1(interp, prim, &[cur]).map(Value::Array);
     }
