@@ -357,3 +357,51 @@ fn every_source_file_is_documented_and_small_or_says_why() {
         .collect();
     assert!(offenders.is_empty(), "source files:\n{}", offenders.join("\n"));
 }
+
+/// The places (`file:line`) in `text` that call `bind1` or `bind_with_bodies`, the binders
+/// that take output avals from their caller.
+fn aval_passing_binds(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let called = ["bind1(", "bind_with_bodies("].iter().any(|b| {
+            code.match_indices(b).any(|(at, _)| {
+                let before = code[..at].trim_end();
+                !before.ends_with("fn") && !code[..at].ends_with('_') && !code[..at].ends_with("::ad::")
+            })
+        });
+        if called {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_aval_passing_check_finds_each_call() {
+    let text = "fn bind1(interp: &mut Interp) {}\nlet a = bind1(interp, p, &[x], aval)?;\nlet b = crate::jax::bind_with_bodies(i, p, &x, o, b)?;\nlet c = ad::bind(interp, p, &x)?;\n// bind1(\n";
+    assert_eq!(aval_passing_binds(text), [2, 3]);
+}
+
+/// `bind` takes its output avals from the primitive's rule, never from the caller (JAX's
+/// `bind`, design.md §3): every front end binds through `jax::apply`, `apply1` or
+/// `apply_with_bodies`, and the binders that take avals (`bind1`, `bind_with_bodies`) are
+/// called only by `apply` itself (`jax/mod.rs`) and by the builders of the derivative rules
+/// (`jax/ad.rs`), which take theirs from the rule too. A value the model does not compute
+/// is a `Prim::opaque(name, aval)`, whose aval is a parameter its rule reads.
+#[test]
+fn bind_takes_its_avals_from_the_rule() {
+    let src = crate_dir().join("src");
+    let allowed = [src.join("jax/mod.rs"), src.join("jax/ad.rs")];
+    let files = rust_files(&src);
+    assert!(files.len() > 50, "the sources were not found: {}", src.display());
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !allowed.contains(f))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            aval_passing_binds(&text).into_iter().map(move |n| format!("{}:{n}", f.display()))
+        })
+        .collect();
+    assert!(offenders.is_empty(), "binds with avals given by the caller (use jax::apply1 and the rule):\n{}", offenders.join("\n"));
+}

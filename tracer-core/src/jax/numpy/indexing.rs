@@ -77,7 +77,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 && ix.aval.dtype.is_integer()
                 && (0..nd).all(|d| Some(d) == axis || ix.aval.shape[d] == a.aval.shape[d] || ix.aval.shape[d] == 1);
             let (Some(axis), true) = (axis, fits) else {
-                return bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape))
+                return apply1(interp, Prim::opaque("take_along_axis", a.aval.with_shape(&ix.aval.shape)), &[a.clone(), ix.clone()])
                     .map(Value::Array);
             };
             // `mode=None` is "fill" with JAX's default fill for the dtype.
@@ -296,7 +296,7 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
     let nd = sources.len();
     let shape: Vec<usize> = sources.iter().map(Vec::len).collect();
     if nd == 0 || nd != a.aval.ndim() {
-        return bind1(interp, Prim::Opaque("gather"), &[a.clone()], a.aval.with_shape(&shape));
+        return apply1(interp, Prim::opaque("gather", a.aval.with_shape(&shape)), &[a.clone()]);
     }
     let mut ins = vec![a.clone()];
     for (d, src) in sources.into_iter().enumerate() {

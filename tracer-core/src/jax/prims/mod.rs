@@ -305,9 +305,8 @@ pub(crate) fn transpose(
 /// Why a rule gives no output avals.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RuleError {
-    /// The outputs are not a function of the input avals and parameters (an `Opaque`
-    /// stand-in, a call whose body is not at hand):
-    /// the binder declares them. The text says why.
+    /// The outputs are not a function of the input avals and parameters (a call whose body
+    /// is not at hand): the equation cannot be bound. The text says why.
     Declared(&'static str),
     /// JAX raises when binding the primitive to these avals: its exception class and message.
     Invalid { class: &'static str, message: String },
@@ -374,7 +373,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[Aval], bodies: &[Rc<Jaxpr>]) -> Ru
         Prim::Vmap { axis_size, out_axes, .. } => control_flow::vmap(prim, bodies, *axis_size, *out_axes),
         Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => control_flow::custom_call(prim, ins, call),
         Prim::DebugCallback => Ok(Vec::new()),
-        Prim::Opaque(_) => Err(RuleError::Declared("an operation without a primitive-level model has no rule")),
+        Prim::Opaque(op) => Ok(vec![op.out.clone()]),
         Prim::Linalg(op) => linalg::abstract_eval(prim, *op, ins),
         Prim::Block(b) => b.0.abstract_eval(prim, ins),
     }
