@@ -189,9 +189,9 @@ fn jax_api_only_reexports_transforms() {
 
 /// `jax/numpy/` holds the `jax.numpy` / `lax` / `nn` surface one family a file (each small
 /// or saying why: `every_source_file_is_documented_and_small_or_says_why`), none is pulled
-/// in from elsewhere with `#[path]`, and the
-/// routing table (`dispatch.rs`) is one exhaustive match over `JaxFn`, with no `_ =>` arm
-/// that would let a new function through without a family.
+/// in from elsewhere with `#[path]`, and every entry of `jax/surface.rs` names the family
+/// that serves it (the routing `dispatch.rs` reads), with no `_ =>` arm that would let a
+/// new function through without a family.
 #[test]
 fn the_numpy_folder_keeps_small_documented_files_and_an_exhaustive_dispatch() {
     let numpy = crate_dir().join("src/jax/numpy");
@@ -206,6 +206,9 @@ fn the_numpy_folder_keeps_small_documented_files_and_an_exhaustive_dispatch() {
     }
     let dispatch = std::fs::read_to_string(numpy.join("dispatch.rs")).unwrap_or_default();
     assert!(dispatch.contains("pub(super) fn family(f: JaxFn) -> Family"), "dispatch.rs lost its routing table");
+    // Each entry of the surface names its family: the macro does not take one without.
+    let surface = std::fs::read_to_string(crate_dir().join("src/jax/surface.rs")).unwrap_or_default();
+    assert!(surface.contains("$name:literal => $family:ident,"), "surface.rs's entries no longer name their family");
     for (i, line) in dispatch.lines().enumerate() {
         if line.trim_start().starts_with("_ =>") {
             offenders.push(format!("dispatch.rs:{}: a catch-all arm hides new functions from the routing table", i + 1));
