@@ -3,8 +3,10 @@
 //! than calling it (no circle between `analysis.rs` and `repro/`), LSP columns are
 //! counted in one module of the server, the transformations (`jax/transforms/`) stay one
 //! concern a file, `jax/numpy/` keeps one family a file behind an exhaustive routing table,
-//! and every source file of the workspace opens with a `//!` doc and stays under ~800 lines
-//! or says why in a `//! Size:` line.
+//! the primitive registry decides every variant and `bind` takes its avals from the rules,
+//! the interpreter sees the JAX model through one file, and every source file of the
+//! workspace opens with a `//!` doc and stays under ~800 lines or says why in a `//! Size:`
+//! line.
 
 use std::path::{Path, PathBuf};
 
@@ -407,4 +409,28 @@ fn bind_takes_its_avals_from_the_rule() {
         })
         .collect();
     assert!(offenders.is_empty(), "binds with avals given by the caller (use jax::apply1 and the rule):\n{}", offenders.join("\n"));
+}
+
+/// The interpreter sees the JAX model through one file it owns, `interp/model.rs`, which
+/// lists what it takes from `jax/` (arrays and their avals, the model's state, the operators,
+/// conversions and dispatch where Python meets an array, the effects it reports): no other
+/// file of `interp/` names `crate::jax`, so what the interpreter depends on is one list a
+/// review sees grow.
+#[test]
+fn the_interpreter_sees_the_model_through_one_file() {
+    let interp = crate_dir().join("src/interp");
+    let model = interp.join("model.rs");
+    let files = rust_files(&interp);
+    assert!(files.contains(&model), "{} was not found", model.display());
+    let mut offenders = Vec::new();
+    for f in files.iter().filter(|f| **f != model) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::jax") || code.contains("super::jax") || code.contains("super::super::jax") {
+                offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "interp/ names jax/ outside interp/model.rs (add the item there):\n{}", offenders.join("\n"));
 }
