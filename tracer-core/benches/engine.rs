@@ -27,7 +27,11 @@ impl SourceLoader for Disk {
 }
 
 fn analyse(path: &Path, text: &str) -> Duration {
-    let config = AnalysisConfig { search_roots: path.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default(), ..Default::default() };
+    let config = AnalysisConfig {
+        search_roots: path.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default(),
+        check_ir: false,
+        ..Default::default()
+    };
     let start = Instant::now();
     let analysis = analyze_file(path, text, &Disk, &config);
     let took = start.elapsed();
@@ -112,7 +116,7 @@ fn main() {
         })
         .collect();
     // The trace alone: the module parsed beforehand, timed until the result is delivered.
-    let skip_text = AnalysisConfig { skip_jaxpr_text: true, ..Default::default() };
+    let skip_text = AnalysisConfig { skip_jaxpr_text: true, check_ir: false, ..Default::default() };
     let traces: Vec<Duration> = (0..21)
         .map(|_| {
             let parsed = tracer_core::syntax::parse(&module);
@@ -146,7 +150,7 @@ fn main() {
     let at = module.len() / 2 + module[module.len() / 2..].find("jnp.tanh(").unwrap_or(0) + "jnp.tan".len();
     let mut edited = module.clone();
     edited.remove(at);
-    let config = AnalysisConfig { skip_jaxpr_text: true, ..Default::default() };
+    let config = AnalysisConfig { skip_jaxpr_text: true, check_ir: false, ..Default::default() };
     // The editor's way: an `OpenDocument` (incremental parse and trace memo).
     let mut document = tracer_core::analysis::OpenDocument::default();
     drop(document.analyse_then(&path, &module, &Disk, &config, drop));

@@ -15,7 +15,7 @@ mod oracle;
 mod reproducers;
 pub use oracle::Engine;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AnalysisConfig {
     pub budgets: Budgets,
     /// Folders searched for project-local imports (the workspace root first).
@@ -23,7 +23,10 @@ pub struct AnalysisConfig {
     /// The user's shim folders (`[tool.tracelens] shims`): Python models of libraries the
     /// project imports, searched before the bundled shims (`interp/shims.rs`).
     pub shim_roots: Vec<PathBuf>,
-    /// Validate every traced jaxpr with `check_ir` (tests turn this on).
+    /// Re-run each primitive's rule at every `bind` and over every traced equation
+    /// (`check_ir`), reporting disagreements in `FileAnalysis::ir_problems`. On by default in
+    /// the crate's own tests (the `check-ir` feature, which also fails the analysis on a
+    /// disagreement), off in the product.
     pub check_ir: bool,
     /// Leave `Trace::jaxpr` empty: printing every traced body is a good part of an analysis,
     /// and an editor shows one only on request.
@@ -42,6 +45,24 @@ pub struct AnalysisConfig {
     /// called (the oracle of source reproducers).
     pub module_only: bool,
     pub reproducers: crate::repro::ReproConfig,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> AnalysisConfig {
+        AnalysisConfig {
+            budgets: Budgets::default(),
+            search_roots: Vec::new(),
+            shim_roots: Vec::new(),
+            check_ir: cfg!(feature = "check-ir"),
+            skip_jaxpr_text: false,
+            trace_graphs: false,
+            values: false,
+            stdout_unread: false,
+            skip_hover_values: false,
+            module_only: false,
+            reproducers: crate::repro::ReproConfig::default(),
+        }
+    }
 }
 
 /// A diagnostic with its location and the locations of its related notes.
@@ -329,6 +350,12 @@ fn analyze_remembering(
                 ir_problems.extend(crate::jax::ir::check_ir(jaxpr).into_iter().map(|p| format!("{}: {p}", rec.fn_name)));
             }
         }
+    }
+    // In the crate's tests every analysis is checked: a rule that disagrees with an equation
+    // it made, or with the avals a binder gave, fails the test that traced it.
+    #[cfg(feature = "check-ir")]
+    if config.check_ir && !ir_problems.is_empty() {
+        panic!("check_ir: {} problems in {}:\n{}", ir_problems.len(), path.display(), ir_problems.join("\n"));
     }
     let reproducers = if config.reproducers.skip {
         Vec::new()

@@ -44,3 +44,15 @@ fn check_ir_passes_on_every_trace() {
     assert!(traced > 150, "only {traced} traces");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The crate's tests are built with the `check-ir` feature (a dev-dependency of the crate on
+/// itself): every analysis any test makes re-runs each rule at every `bind` and over every
+/// traced equation, and fails on a disagreement. The product and the benches leave it off.
+#[test]
+fn every_analysis_in_the_tests_checks_its_rules() {
+    assert!(AnalysisConfig::default().check_ir, "tracer-core's tests were built without the check-ir feature");
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(x):\n    return jnp.tanh(x @ x.T).sum()\n\nf(jnp.ones((4, 3)))\n";
+    let analysis = analyze_file(Path::new("check.py"), source, &Disk, &AnalysisConfig::default());
+    assert!(analysis.ir_problems.is_empty(), "{:?}", analysis.ir_problems);
+    assert_eq!(analysis.functions.len(), 1, "the jitted function was traced");
+}

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use tracer_core::interp::SourceLoader;
 use tracer_core::jax::dtypes::DType;
-use tracer_core::jax::random::{self, Float};
+use tracer_core::jax::prims::random::kernels::{self as random, Float};
 use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
 
 struct NoFiles;

@@ -12,8 +12,8 @@ use std::rc::Rc;
 use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
-use crate::jax::api::JaxObject;
-use crate::jax::surface::JaxFn;
+use crate::interp::model::api::JaxObject;
+use crate::interp::model::surface::JaxFn;
 
 use super::call::Kwargs;
 use super::ops::{as_f64, as_int};
@@ -280,8 +280,8 @@ impl<'l> Interp<'l> {
                 super::modules::call_stdlib(self, name, args, kwargs)
             }
             Builtin::Method { recv, name } => self.call_method(recv, name, args, kwargs),
-            Builtin::Jax(f) => crate::jax::api::call_jax_fn(self, *f, args, kwargs),
-            Builtin::Object(o) => crate::jax::api::call_jax_object(self, o, args, kwargs),
+            Builtin::Jax(f) => crate::interp::model::api::call_jax_fn(self, *f, args, kwargs),
+            Builtin::Object(o) => crate::interp::model::api::call_jax_object(self, o, args, kwargs),
             Builtin::Partial { func, args: a0, kwargs: k0 } => {
                 let mut all = a0.clone();
                 all.extend(args);
@@ -316,8 +316,8 @@ impl<'l> Interp<'l> {
         if let (Some(v), "int" | "float" | "complex" | "bool") = (args.first(), name) {
             if matches!(v, Value::Opaque(o) if o.tracer) && !self.in_library() {
                 return Err(match name {
-                    "bool" => crate::jax::numpy::unknown_tracer_bool(self, "bool", None),
-                    _ => crate::jax::numpy::unknown_tracer_to_python(self, name),
+                    "bool" => crate::interp::model::numpy::unknown_tracer_bool(self, "bool", None),
+                    _ => crate::interp::model::numpy::unknown_tracer_to_python(self, name),
                 });
             }
         }
@@ -345,7 +345,7 @@ impl<'l> Interp<'l> {
         }
         Ok(Some(match name {
             "print" => {
-                crate::jax::effects::on_print(self, args)?;
+                crate::interp::model::effects::on_print(self, args)?;
                 let sep = match kw("sep") {
                     Some(Value::Str(s)) => s.to_string(),
                     _ => " ".into(),
@@ -505,7 +505,7 @@ impl<'l> Interp<'l> {
                     };
                     let op = if name == "min" { crate::syntax::ast::CmpOp::Lt } else { crate::syntax::ast::CmpOp::Gt };
                     let better = self.compare(op, &xk, &best_key)?;
-                    match crate::jax::numpy::python_bool(self, &better, "bool") {
+                    match crate::interp::model::numpy::python_bool(self, &better, "bool") {
                         Ok(true) => {
                             best = x;
                             best_key = xk;
@@ -532,7 +532,7 @@ impl<'l> Interp<'l> {
                 Value::Bool(b) => Value::Int(*b as i64),
                 Value::Float(f) => Value::Float(f.abs()),
                 Value::Complex(a, b) => Value::Float(a.hypot(*b)),
-                Value::Array(a) => crate::jax::numpy::abs(self, a)?,
+                Value::Array(a) => crate::interp::model::numpy::abs(self, a)?,
                 v => match self.call_dunder(v, "__abs__", Vec::new())? {
                     Some(r) => r,
                     None => return Err(self.type_error(format!("bad operand type for abs(): '{}'", v.type_name()))),
@@ -546,7 +546,7 @@ impl<'l> Interp<'l> {
                     (Value::Float(f), Some(d)) => Value::Float(super::int_math::round_float(*f, d, round_half_even)),
                     (Value::Int(i), Some(d)) => super::int_math::round_int(*i, d),
                     (Value::Int(i), None) => Value::Int(*i),
-                    (Value::Array(a), _) => crate::jax::numpy::round(self, a, digits)?,
+                    (Value::Array(a), _) => crate::interp::model::numpy::round(self, a, digits)?,
                     (v, _) => return Err(self.type_error(format!("type {} doesn't define __round__ method", v.type_name()))),
                 }
             }
@@ -563,7 +563,7 @@ impl<'l> Interp<'l> {
             "any" | "all" => {
                 let want = name == "any";
                 for x in self.iterate(&arg(0))? {
-                    if crate::jax::numpy::python_bool(self, &x, "bool")? == want {
+                    if crate::interp::model::numpy::python_bool(self, &x, "bool")? == want {
                         return Ok(Some(Value::Bool(want)));
                     }
                 }
@@ -590,7 +590,7 @@ impl<'l> Interp<'l> {
                         return Err(self.value_error(format!("invalid literal for int() with base 10: {}", super::ops::py_str_repr(s))))
                     }
                 },
-                Value::Array(a) => crate::jax::numpy::array_to_python(self, a, "int")?,
+                Value::Array(a) => crate::interp::model::numpy::array_to_python(self, a, "int")?,
                 v => {
                     return Err(self.type_error(format!(
                         "int() argument must be a string, a bytes-like object or a real number, not '{}'",
@@ -611,7 +611,7 @@ impl<'l> Interp<'l> {
                         }
                     },
                 },
-                Value::Array(a) => crate::jax::numpy::array_to_float(self, a)?,
+                Value::Array(a) => crate::interp::model::numpy::array_to_float(self, a)?,
                 v => match as_f64(v) {
                     Some(f) => Value::Float(f),
                     None => {
@@ -628,12 +628,12 @@ impl<'l> Interp<'l> {
                     Value::Bool(false)
                 } else if let Value::Array(a) = &arg(0) {
                     // A concrete array whose value is not computed gives an unknown bool, not a stop.
-                    if !a.is_tracer() && crate::jax::eval::force(a, self.budgets.max_elements).is_none() {
+                    if !a.is_tracer() && crate::interp::model::eval::force(a, self.budgets.max_elements).is_none() {
                         return Ok(Some(Value::opaque("bool of an array whose value is not computed")));
                     }
-                    Value::Bool(crate::jax::numpy::python_bool(self, &arg(0), "bool")?)
+                    Value::Bool(crate::interp::model::numpy::python_bool(self, &arg(0), "bool")?)
                 } else {
-                    Value::Bool(crate::jax::numpy::python_bool(self, &arg(0), "bool")?)
+                    Value::Bool(crate::interp::model::numpy::python_bool(self, &arg(0), "bool")?)
                 }
             }
             "str" => {
@@ -712,7 +712,7 @@ impl<'l> Interp<'l> {
                         return Ok(Some(v));
                     }
                 }
-                crate::jax::effects::on_next(self, &it)?;
+                crate::interp::model::effects::on_next(self, &it)?;
                 match self.next_item(&it)? {
                     Some(v) => v,
                     None => match args.get(1) {
@@ -922,7 +922,7 @@ impl<'l> Interp<'l> {
                         _ => return Ok(None),
                     }
                 }
-                Builtin::Jax(f) => match crate::jax::api::isinstance_jax(v, *f) {
+                Builtin::Jax(f) => match crate::interp::model::api::isinstance_jax(v, *f) {
                     Some(b) => b,
                     None => return Ok(None),
                 },
@@ -1192,12 +1192,12 @@ impl<'l> Interp<'l> {
                 all.extend(args.iter().cloned());
                 let refs: Vec<&Value> = all.iter().collect();
                 let kw = kwargs.clone();
-                crate::jax::stmt::recorded(self, crate::jax::stmt::Call::Method(name.to_string()), &refs, &kw, |this| {
-                    crate::jax::numpy::call_array_method(this, a, name, args, kwargs)
+                crate::interp::model::stmt::recorded(self, crate::interp::model::stmt::Call::Method(name.to_string()), &refs, &kw, |this| {
+                    crate::interp::model::numpy::call_array_method(this, a, name, args, kwargs)
                 })
             }
             Value::Builtin(b) => match &**b {
-                Builtin::Object(o) => crate::jax::api::call_object_method(self, o, name, args, kwargs),
+                Builtin::Object(o) => crate::interp::model::api::call_object_method(self, o, name, args, kwargs),
                 Builtin::Tf(t) => crate::tf::call_method(self, t, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
                 Builtin::Fn("logging.Logger") => super::modules::logger_call(self, name, &args),
@@ -1374,7 +1374,7 @@ impl<'l> Interp<'l> {
 /// `max(a, b)` of two numbers (scalars or arrays) whose order is not known: an array of their
 /// promoted aval whose value is not known. `None` when they are not both numeric.
 fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Option<Value>> {
-    use crate::jax::numpy::{operand, Operand};
+    use crate::interp::model::numpy::{operand, Operand};
     let numeric = |v: &Value| matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Array(_) | Value::UnknownNumber(_));
     if !numeric(a) || !numeric(b) {
         return Ok(None);
@@ -1383,10 +1383,10 @@ fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Optio
     if x.is_tracer() || y.is_tracer() {
         return Ok(None);
     }
-    let Ok(shape) = crate::jax::numpy::broadcast_shapes(&[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
-    let dt = crate::jax::numpy::promote(&[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
-    let aval = crate::jax::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
-    Ok(Some(Value::Array(crate::jax::array::Array::unknown(aval, "an extremum of values that are not computed"))))
+    let Ok(shape) = crate::interp::model::numpy::broadcast_shapes(&[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
+    let dt = crate::interp::model::numpy::promote(&[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
+    let aval = crate::interp::model::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
+    Ok(Some(Value::Array(crate::interp::model::array::Array::unknown(aval, "an extremum of values that are not computed"))))
 }
 
 fn seq_iter(items: Vec<Value>, kind: &'static str) -> Value {
@@ -1460,7 +1460,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             }
             _ => None,
         }),
-        Builtin::Object(o) => crate::jax::api::object_getattr(interp, b, o, name),
+        Builtin::Object(o) => crate::interp::model::api::object_getattr(interp, b, o, name),
         Builtin::Tf(t) => crate::tf::getattr(interp, t, name),
         Builtin::Super { class, obj } => {
             let mro = match obj {
@@ -1498,7 +1498,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             (_, "__name__") => Some(Value::str(n.rsplit('.').next().unwrap_or(n))),
             _ => None,
         }),
-        Builtin::Jax(f) => crate::jax::api::jax_fn_getattr(interp, *f, name),
+        Builtin::Jax(f) => crate::interp::model::api::jax_fn_getattr(interp, *f, name),
         Builtin::Method { .. } => Ok(None),
     }
 }

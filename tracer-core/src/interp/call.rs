@@ -90,15 +90,15 @@ impl<'l> Interp<'l> {
             },
             Value::DType(d) => {
                 let d = *d;
-                if crate::jax::stmt::recording(self).is_none() {
-                    return crate::jax::numpy::dtype_call(self, d, args, kwargs);
+                if crate::interp::model::stmt::recording(self).is_none() {
+                    return crate::interp::model::numpy::dtype_call(self, d, args, kwargs);
                 }
                 // `jnp.float32(0.0)` inside a trace is a statement of the user's (the reproducer
                 // writes it).
                 let statement_args = args.clone();
                 let refs: Vec<&Value> = statement_args.iter().collect();
-                crate::jax::stmt::recorded(self, crate::jax::stmt::Call::DType(d), &refs, &kwargs.clone(), |this| {
-                    crate::jax::numpy::dtype_call(this, d, args, kwargs)
+                crate::interp::model::stmt::recorded(self, crate::interp::model::stmt::Call::DType(d), &refs, &kwargs.clone(), |this| {
+                    crate::interp::model::numpy::dtype_call(this, d, args, kwargs)
                 })
             }
             Value::StaticMethod(f) => self.call(f, args, kwargs),
@@ -114,7 +114,7 @@ impl<'l> Interp<'l> {
     pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         self.called.insert(Rc::as_ptr(&f.def) as usize);
         if self.memo_recording.is_some() {
-            crate::jax::memo::note_call(self, f);
+            crate::interp::model::memo::note_call(self, f);
         }
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
         self.bind_arguments(f, &scope, args, kwargs)?;

@@ -152,11 +152,11 @@ impl<'l> Interp<'l> {
                 };
                 let site = self.site();
                 if let Some(site) = site {
-                    crate::jax::numerics::loop_enter(self, site);
+                    crate::interp::model::numerics::loop_enter(self, site);
                 }
                 let run = self.exec_for_items(ctx, target, iter.span, &it, body);
                 if site.is_some() {
-                    crate::jax::numerics::loop_exit(self);
+                    crate::interp::model::numerics::loop_exit(self);
                 }
                 let broke = run?;
                 if !broke {
@@ -272,7 +272,7 @@ impl<'l> Interp<'l> {
         match &instance {
             Value::Instance(inst) if inst.class.derives_builtin(super::value::BuiltinClass::Exception) => {
                 let message = super::builtins::exception_message(inst);
-                let mut code = crate::jax::errors::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
+                let mut code = crate::interp::model::errors::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
                 // A shim's own check (flax's ScopeParamShapeError) on a path an unknown chose
                 // compared an unknown value: it is not known to fail, so it is not a finding.
                 if self.in_library() && self.in_conditional_path() {
@@ -310,7 +310,7 @@ impl<'l> Interp<'l> {
                 }
                 Err(flow) => return Err(flow),
             };
-            crate::jax::numerics::loop_next(self);
+            crate::interp::model::numerics::loop_next(self);
             self.assign(ctx, target, item)?;
             let exits = self.dropped_exits;
             let (mark, ran) = self.loop_pass(ctx, body);
@@ -890,7 +890,7 @@ impl<'l> Interp<'l> {
                 if let Some(cell) = lookup_cell_skipping_classes(scope, name) {
                     let v = cell.borrow().clone();
                     if let Value::Array(a) = &v {
-                        crate::jax::numpy::note_captured_constant(self, a);
+                        crate::interp::model::numpy::note_captured_constant(self, a);
                     }
                     return Ok(v);
                 }
@@ -900,13 +900,13 @@ impl<'l> Interp<'l> {
             let v = v.clone();
             self.note_global_read(ctx, name, &v, expr);
             if self.memo_recording.is_some() {
-                crate::jax::memo::note_read(self, ctx.file, name, Some(&v));
+                crate::interp::model::memo::note_read(self, ctx.file, name, Some(&v));
             }
             return Ok(v);
         }
         if let Some(v) = self.builtin_value(name) {
             if self.memo_recording.is_some() {
-                crate::jax::memo::note_read(self, ctx.file, name, None);
+                crate::interp::model::memo::note_read(self, ctx.file, name, None);
             }
             return Ok(v);
         }

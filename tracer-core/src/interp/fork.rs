@@ -22,7 +22,7 @@ use std::rc::Rc;
 use super::value::{Dict, HashKey, Instance, ModuleObj, Scope, Value};
 use super::{Ctx, Flow, Interp, PyResult, StopReason};
 use crate::diagnostics::Code;
-use crate::jax::array::Array;
+use crate::interp::model::array::Array;
 use crate::syntax::ast::Name;
 use crate::syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
 

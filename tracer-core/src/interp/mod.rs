@@ -10,6 +10,7 @@ mod exec;
 pub mod fork;
 pub mod int_math;
 pub mod memory;
+pub(crate) mod model;
 pub mod modules;
 pub mod ops;
 mod percent;
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use value::HashMap;
 
 use crate::diagnostics::{Code, Diagnostic, Related, Severity};
-use crate::jax::JaxState;
+use crate::interp::model::JaxState;
 use crate::syntax::ast::{self, Span};
 use crate::syntax::LineIndex;
 
@@ -216,13 +217,13 @@ pub struct Interp<'l> {
     nesting: usize,
     /// Values mode (`tracelens run`, `check --values`): arrays are computed as they are made,
     /// and NaN/Inf origins are watched (TL301). `None` in the editor: values stay lazy.
-    pub values: Option<crate::jax::numerics::ValuesState>,
+    pub values: Option<crate::interp::model::numerics::ValuesState>,
     /// Nothing reads `stdout` (`check`): `print` does not compute the arrays it is given.
     pub stdout_unread: bool,
     /// The open document's remembered jit traces (the editor's analyses only).
-    pub memo: Option<crate::jax::memo::TraceMemo>,
+    pub memo: Option<crate::interp::model::memo::TraceMemo>,
     /// The jit trace being recorded for `memo`.
-    pub memo_recording: Option<crate::jax::memo::Recording>,
+    pub memo_recording: Option<crate::interp::model::memo::Recording>,
     /// Python's `random` module state after `random.seed(n)`; `None` while it is unknown.
     pub py_random: Option<pyrandom::PyRandom>,
     /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).

@@ -11,8 +11,8 @@ use std::rc::Rc;
 use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
-use crate::jax::dtypes::DType;
-use crate::jax::surface::JaxFn;
+use crate::interp::model::dtypes::DType;
+use crate::interp::model::surface::JaxFn;
 
 use super::builtins::Builtin;
 use super::call::Kwargs;
@@ -438,8 +438,8 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("jax.numpy", "nan") => Value::Float(f64::NAN),
                 ("jax.numpy", "newaxis") => Value::None,
                 ("jax.numpy", "ndarray") => jaxfn(JaxFn::ArrayType),
-                ("jax.numpy", "float_") => Value::DType(crate::jax::dtypes::default_float(interp.jax.config)),
-                ("jax.numpy", "int_") => Value::DType(crate::jax::dtypes::default_int(interp.jax.config)),
+                ("jax.numpy", "float_") => Value::DType(crate::interp::model::dtypes::default_float(interp.jax.config)),
+                ("jax.numpy", "int_") => Value::DType(crate::interp::model::dtypes::default_int(interp.jax.config)),
                 ("jax.numpy", "sqrt" | "dot") => return Ok(None),
                 ("jax.scipy.special", "logsumexp") => jaxfn(JaxFn::ScipyLogsumexp),
                 ("jax.nn", "initializers") => Value::opaque("jax.nn.initializers"),
@@ -627,7 +627,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
         "math" => {
             if let Some(Value::Array(a)) = args.iter().find(|a| matches!(a, Value::Array(_))) {
                 let a = a.clone();
-                crate::jax::numpy::array_to_float(interp, &a)?;
+                crate::interp::model::numpy::array_to_float(interp, &a)?;
             }
             let x = super::ops::as_f64(&arg(0));
             let y = super::ops::as_f64(&arg(1));
@@ -824,7 +824,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
         }
         "random" => {
             if func != "seed" {
-                crate::jax::effects::on_impure_call(interp, &format!("random.{func}()"));
+                crate::interp::model::effects::on_impure_call(interp, &format!("random.{func}()"));
                 interp.py_random_draws += 1;
             }
             let drawn = match func {
@@ -842,8 +842,10 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                     shuffled_unknown(&arg(0));
                     Value::None
                 }
-                "random" | "uniform" | "gauss" | "normalvariate" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Float),
-                "randint" | "randrange" => unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Int),
+                "random" | "uniform" | "gauss" | "normalvariate" => {
+                    unknown_python_number(interp, crate::interp::model::dtypes::PyScalarKind::Float)
+                }
+                "randint" | "randrange" => unknown_python_number(interp, crate::interp::model::dtypes::PyScalarKind::Int),
                 _ => Value::opaque(format!("random.{func}()")),
             })
         }
@@ -851,8 +853,8 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
             if func == "sleep" {
                 return Ok(Value::None);
             }
-            crate::jax::effects::on_impure_call(interp, &format!("time.{func}()"));
-            Ok(unknown_python_number(interp, crate::jax::dtypes::PyScalarKind::Float))
+            crate::interp::model::effects::on_impure_call(interp, &format!("time.{func}()"));
+            Ok(unknown_python_number(interp, crate::interp::model::dtypes::PyScalarKind::Float))
         }
         "dataclasses" => match func {
             "dataclass" => {
@@ -1003,7 +1005,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
 /// the interpreter needs to follow.
 pub fn logger_call(interp: &mut Interp, method: &str, args: &[Value]) -> PyResult<Value> {
     if matches!(method, "debug" | "info" | "warning" | "warn" | "error" | "exception" | "critical" | "fatal" | "log") {
-        crate::jax::effects::on_print(interp, args)?;
+        crate::interp::model::effects::on_print(interp, args)?;
         return Ok(Value::None);
     }
     Ok(match method {
@@ -1077,8 +1079,8 @@ fn shuffled_unknown(list: &Value) {
     }
 }
 
-fn unknown_python_number(_interp: &Interp, kind: crate::jax::dtypes::PyScalarKind) -> Value {
-    Value::UnknownNumber(matches!(kind, crate::jax::dtypes::PyScalarKind::Float))
+fn unknown_python_number(_interp: &Interp, kind: crate::interp::model::dtypes::PyScalarKind) -> Value {
+    Value::UnknownNumber(matches!(kind, crate::interp::model::dtypes::PyScalarKind::Float))
 }
 
 fn make_dataclass(c: &Rc<Class>, frozen: bool) {
@@ -1132,7 +1134,7 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
         "default_rng" => return Ok(Value::Builtin(Rc::new(Builtin::Fn("numpy.random.Generator")))),
         _ => {}
     }
-    crate::jax::effects::on_impure_call(interp, &format!("np.random.{func}()"));
+    crate::interp::model::effects::on_impure_call(interp, &format!("np.random.{func}()"));
     let shape_from = |interp: &mut Interp, v: Option<Value>| -> PyResult<Option<Vec<usize>>> {
         Ok(match v {
             None | Some(Value::None) => Some(Vec::new()),
@@ -1181,18 +1183,18 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
             None => {
                 let shapes: Vec<Vec<usize>> = args.iter().filter_map(|a| a.as_array().map(|a| a.aval.shape.to_vec())).collect();
                 let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
-                (crate::jax::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec()), DType::F64)
+                (crate::interp::model::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec()), DType::F64)
             }
         },
     };
     // A Generator's `standard_normal(size, dtype=np.float32)`, `random`, `integers`, ...
     let dtype = match kw("dtype") {
-        Some(d) => crate::jax::numpy::dtype_arg(interp, Some(&d))?.unwrap_or(dtype),
+        Some(d) => crate::interp::model::numpy::dtype_arg(interp, Some(&d))?.unwrap_or(dtype),
         None => dtype,
     };
     Ok(match shape {
-        Some(s) => crate::jax::numpy::mark_numpy(Value::Array(crate::jax::array::Array::unknown(
-            crate::jax::aval::Aval::new(&s, dtype),
+        Some(s) => crate::interp::model::numpy::mark_numpy(Value::Array(crate::interp::model::array::Array::unknown(
+            crate::interp::model::aval::Aval::new(&s, dtype),
             "random values are not modelled",
         ))),
         None => Value::opaque(format!("np.random.{func}()")),
@@ -1227,14 +1229,14 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
     if let Some(t) = tracer {
         if DEFERS_TO_METHOD.contains(&func) {
             if let Some(Value::Array(a)) = args.first() {
-                return crate::jax::numpy::call_array_method(interp, a, func, args[1..].to_vec(), kwargs);
+                return crate::interp::model::numpy::call_array_method(interp, a, func, args[1..].to_vec(), kwargs);
             }
         }
         // These read only `.shape`/`.ndim`, which a tracer has.
         if let ("shape" | "ndim" | "size", Some(f)) = (func, JaxFn::lookup("jax.numpy", func)) {
-            return crate::jax::numpy::call(interp, f, args, kwargs);
+            return crate::interp::model::numpy::call(interp, f, args, kwargs);
         }
-        return Err(crate::jax::numpy::numpy_conversion_error(interp, &t));
+        return Err(crate::interp::model::numpy::numpy_conversion_error(interp, &t));
     }
     let f = match func.strip_prefix("linalg.") {
         // NumPy's `lstsq` returns empty residuals for a rank-deficient matrix, JAX's do not.
@@ -1249,8 +1251,8 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
     let saved_eager = interp.jax.numpy_eager;
     interp.jax.config.enable_x64 = true;
     interp.jax.numpy_eager = true;
-    let result = crate::jax::numpy::call(interp, f, args, kwargs);
+    let result = crate::interp::model::numpy::call(interp, f, args, kwargs);
     interp.jax.config = saved;
     interp.jax.numpy_eager = saved_eager;
-    Ok(crate::jax::numpy::mark_numpy(result?))
+    Ok(crate::interp::model::numpy::mark_numpy(result?))
 }

@@ -1,5 +1,5 @@
 //! Python's object protocol over `Value`: truth, arithmetic, comparison, hashing, repr and
-//! str, attributes, items and iteration. Arrays defer to `crate::jax::numpy`.
+//! str, attributes, items and iteration. Arrays defer to `crate::interp::model::numpy`.
 //!
 //! Size: one concept, Python's object protocol: each operator family (arithmetic, comparison,
 //! hashing, repr, items, attributes) is a few methods of `Interp` sharing the same coercions. A
@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::diagnostics::Code;
-use crate::jax::numpy as jnp;
-use crate::jax::stmt;
+use crate::interp::model::numpy as jnp;
+use crate::interp::model::stmt;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
@@ -946,7 +946,9 @@ impl<'l> Interp<'l> {
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
-                Builtin::Object(crate::jax::api::JaxObject::At { array }) => Ok(crate::jax::api::at_getitem(array, idx)),
+                Builtin::Object(crate::interp::model::api::JaxObject::At { array }) => {
+                    Ok(crate::interp::model::api::at_getitem(array, idx))
+                }
                 Builtin::Tf(t) => crate::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
@@ -1479,7 +1481,7 @@ impl<'l> Interp<'l> {
             return;
         }
         if let Value::Array(a) = value {
-            crate::jax::numpy::note_captured_constant(self, a);
+            crate::interp::model::numpy::note_captured_constant(self, a);
         }
         // A global number or array read inside a caching trace is baked into it (TL204 if the
         // global is reassigned later).
@@ -1488,7 +1490,12 @@ impl<'l> Interp<'l> {
             if let Some(inside) = self.jax.staging_description() {
                 let module = Rc::as_ptr(&ctx.globals) as usize;
                 let site = super::Site { file: ctx.file, span: expr.span };
-                self.jax.effects.global_reads.push(crate::jax::effects::GlobalRead { module, name: name.to_string(), site, inside });
+                self.jax.effects.global_reads.push(crate::interp::model::effects::GlobalRead {
+                    module,
+                    name: name.to_string(),
+                    site,
+                    inside,
+                });
             }
         }
     }
@@ -1499,7 +1506,7 @@ impl<'l> Interp<'l> {
             return;
         }
         let module = Rc::as_ptr(&ctx.globals) as usize;
-        let reads: Vec<crate::jax::effects::GlobalRead> =
+        let reads: Vec<crate::interp::model::effects::GlobalRead> =
             self.jax.effects.global_reads.iter().filter(|r| r.module == module && r.name == name).cloned().collect();
         if reads.is_empty() {
             return;

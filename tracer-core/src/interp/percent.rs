@@ -7,7 +7,7 @@ use super::ops::format_number;
 use super::value::Value;
 use super::{Interp, PyResult};
 use crate::diagnostics::Code;
-use crate::jax::array::Array;
+use crate::interp::model::array::Array;
 use std::rc::Rc;
 
 /// One conversion's flags, width and precision.
@@ -194,7 +194,7 @@ impl Interp<'_> {
                 if abstract_tracer || (a.aval.ndim() != 0 && !a.numpy.get()) {
                     return Err(self.type_error(format!("%{conv} format: a real number is required, not {type_name}")));
                 }
-                crate::jax::numpy::array_to_python(self, a, "int")
+                crate::interp::model::numpy::array_to_python(self, a, "int")
             }
             'o' | 'x' | 'X' | 'c' => {
                 if abstract_tracer || a.aval.ndim() != 0 || !a.aval.dtype.is_integer() {
@@ -203,9 +203,9 @@ impl Interp<'_> {
                         _ => format!("%{conv} format: an integer is required, not {type_name}"),
                     }));
                 }
-                crate::jax::numpy::array_index(self, a).map(Value::Int)
+                crate::interp::model::numpy::array_index(self, a).map(Value::Int)
             }
-            _ => crate::jax::numpy::array_to_float(self, a),
+            _ => crate::interp::model::numpy::array_to_float(self, a),
         }
     }
 

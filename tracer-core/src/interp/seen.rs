@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use super::value::{PytreeRegistration, Value};
 use super::{FileId, Interp, Site};
-use crate::jax::array::{ArrayKind, Lazy};
-use crate::jax::aval::Aval;
+use crate::interp::model::array::{ArrayKind, Lazy};
+use crate::interp::model::aval::Aval;
 use crate::syntax::ast::Span;
 
 /// At most this many leaves of a pytree are shown; a larger tree is not recorded.
@@ -150,7 +150,7 @@ impl PartialEq<&str> for AvalText {
 }
 
 /// An array's aval as the user sees it: NumPy arrays have no weak type.
-fn display_aval(a: &crate::jax::array::Array) -> Aval {
+fn display_aval(a: &crate::interp::model::array::Array) -> Aval {
     let mut aval = a.aval.clone();
     if a.numpy.get() {
         aval.weak = false;
@@ -186,7 +186,7 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
         Value::Dict(d) => {
             let d = d.borrow();
             let mut items: Vec<_> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
-            items.sort_by(|a, b| crate::jax::transforms::pytrees::dict_key_order(a.0, b.0));
+            items.sort_by(|a, b| crate::interp::model::transforms::pytrees::dict_key_order(a.0, b.0));
             items.into_iter().all(|(h, x)| match h {
                 super::value::HashKey::Str(s) => child(path, format_args!("['{s}']"), x, leaves),
                 super::value::HashKey::Int(i) => child(path, format_args!("[{i}]"), x, leaves),
@@ -201,7 +201,7 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
                     None => child(path, format_args!("[{i}]"), x, leaves),
                 });
             }
-            match crate::jax::transforms::pytrees::registration(&inst.class) {
+            match crate::interp::model::transforms::pytrees::registration(&inst.class) {
                 Some(PytreeRegistration::Fields { data, .. }) => data.iter().all(|f| {
                     let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
                     child(path, format_args!(".{f}"), &x, leaves)
@@ -362,12 +362,12 @@ impl Interp<'_> {
 
 /// `[1. 2. 3.]`: a small concrete array's value as NumPy prints it, when it is computed or
 /// cheap to compute (a few operations on small arrays whose values are known).
-fn preview(array: &Rc<crate::jax::array::Array>) -> Option<String> {
+fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
     if array.aval.dtype.is_key() || array.aval.shape.iter().product::<usize>() > PREVIEW_ELEMENTS || !cheap(array, PREVIEW_DEPTH) {
         return None;
     }
-    let data = crate::jax::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;
-    Some(crate::jax::print::array_str(&data, array.aval.dtype))
+    let data = crate::interp::model::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;
+    Some(crate::interp::model::print::array_str(&data, array.aval.dtype))
 }
 
 /// Pending operations a preview may compute, along any path to known data.
@@ -376,7 +376,7 @@ const PREVIEW_DEPTH: usize = 3;
 const PREVIEW_INPUT_ELEMENTS: usize = 4096;
 
 /// Whether an array's value is known or a few small operations away from known data.
-fn cheap(array: &crate::jax::array::Array, depth: usize) -> bool {
+fn cheap(array: &crate::interp::model::array::Array, depth: usize) -> bool {
     let ArrayKind::Concrete(cell) = &array.kind else { return false };
     if array.aval.shape.iter().product::<usize>() > PREVIEW_INPUT_ELEMENTS {
         return false;

@@ -12,8 +12,8 @@ pub type IndexMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::FixedState>;
 /// The interpreter's unordered maps (modules, native attributes), hashed like `IndexMap`.
 pub type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
 
-use crate::jax::array::Array;
-use crate::jax::dtypes::DType;
+use crate::interp::model::array::Array;
+use crate::interp::model::dtypes::DType;
 use crate::syntax::ast::{self, Name, Span};
 
 use super::builtins::Builtin;

@@ -18,9 +18,9 @@ use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::ad::{self, AdError, AdResult};
+use super::apply_with_bodies;
 use super::array::Array;
 use super::aval::Aval;
-use super::bind_with_bodies;
 use super::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
 use super::TraceKind;
 use crate::interp::Interp;
@@ -52,7 +52,6 @@ fn bind_traced(
     leading: &[Rc<Array>],
     bodies: Vec<(Rc<Jaxpr>, Vec<Rc<Array>>)>,
     operands: &[Rc<Array>],
-    out_avals: Vec<Aval>,
 ) -> AdResult<Vec<Rc<Array>>> {
     let mut ins: Vec<Rc<Array>> = leading.to_vec();
     for (_, consts) in &bodies {
@@ -60,7 +59,7 @@ fn bind_traced(
     }
     ins.extend(operands.iter().cloned());
     let jaxprs = bodies.into_iter().map(|(j, _)| j).collect();
-    Ok(bind_with_bodies(interp, prim, &ins, out_avals, jaxprs)?)
+    Ok(apply_with_bodies(interp, prim, &ins, jaxprs)?)
 }
 
 /// `x` with exactly the aval `aval`, or zeros of it for a zero (co)tangent.
@@ -110,9 +109,8 @@ pub(super) fn cond_jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], ts: &[
         })?;
         bodies.push(traced);
     }
-    let tangent_out_avals = differentiable.iter().map(|&j| out_avals[j].clone()).collect();
     let prim = Prim::Cond { branches: eqn.bodies.len() };
-    let outs = bind_traced(interp, prim, &ins[..1], bodies, &tangents, tangent_out_avals)?;
+    let outs = bind_traced(interp, prim, &ins[..1], bodies, &tangents)?;
     let mut result = vec![None; out_avals.len()];
     for (j, t) in differentiable.into_iter().zip(outs) {
         result[j] = Some(t);
@@ -156,9 +154,8 @@ pub(super) fn cond_transpose(
         })?;
         bodies.push(traced);
     }
-    let out_avals = targets.iter().map(|&j| ins[j].aval.clone()).collect();
     let prim = Prim::Cond { branches: eqn.bodies.len() };
-    let outs = bind_traced(interp, prim, &ins[..1], bodies, &cotangents, out_avals)?;
+    let outs = bind_traced(interp, prim, &ins[..1], bodies, &cotangents)?;
     let mut result = vec![None; ins.len()];
     for (j, ct) in targets.into_iter().zip(outs) {
         result[j] = Some(ct);
@@ -230,7 +227,7 @@ pub(super) fn while_jvp(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], ts: &
     for &j in &tangent_slots {
         operands.push(or_zeros(interp, init_ts[j].clone(), &carry_avals[j])?);
     }
-    let outs = bind_traced(interp, Prim::While, &[], vec![cond_traced, body_traced], &operands, loop_avals)?;
+    let outs = bind_traced(interp, Prim::While, &[], vec![cond_traced, body_traced], &operands)?;
     let mut result = vec![None; n_carry];
     for (k, &j) in tangent_slots.iter().enumerate() {
         result[j] = outs.get(n_carry + k).cloned();

@@ -294,10 +294,9 @@ fn mark(interp: &mut Interp, m: Marked, eqn_counts: &[usize]) -> PyResult<Value>
     } else {
         Prim::CustomJvpCall { call: call.clone() }
     };
-    let avals: Vec<Aval> = out_leaves.iter().map(|o| o.aval.clone()).collect();
     let mut ins = in_leaves;
     ins.extend(out_leaves);
-    let marked = super::bind_with_bodies(interp, prim, &ins, avals, Vec::new())?;
+    let marked = super::apply_with_bodies(interp, prim, &ins, Vec::new())?;
     call.closure.set(reads_other_tracers(interp, &call, eqn_counts, n_in));
     super::memo::spoil(interp);
     super::api::replace_array_leaves(interp, &out, &mut marked.into_iter())

@@ -1,27 +1,25 @@
-//! CPU kernels: concrete values for primitives, computed on demand with ndarray. A primitive
-//! without a kernel yet gives `None`, and its value stays unknown (never guessed).
+//! Concrete values on demand: `force` computes a pending array from its primitive and inputs
+//! with the primitive's CPU kernel (its family's file of `jax/prims/`, through the registry's
+//! tables `prims::kernel` and `prims::kernel_f32`), rounds it to its dtype and remembers it.
+//! A primitive without a kernel gives `None`, and its value stays unknown (never guessed).
+//! float32 and bool data take the float32 path (held in `f32`, with the fused masks of
+//! `masked_product`/`masked_select` and the row loops the kernels share); integers past 2**53
+//! are computed exactly (`eval_ints.rs`).
 //!
-//! Size: the kernels of every primitive not yet written as a block in `jax/prims/`, their f32 fast
-//! paths and the gemm; they move there family by family (issue 21).
+//! Size: the forcing of every storage (f64, f32, exact integers, keys) and the float32 path's
+//! row machinery that the family kernels share.
 
-use crate::jax::prims::families;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{ArrayD, IxDyn};
 
 use super::array::{Array, ArrayKind, Lazy, NdData, NdDataF32};
 use super::dtypes::DType;
 use super::eval_cost;
 use super::eval_ints::{self, NdInts};
-use super::indexing;
-use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
-use super::linalg;
-use super::prims::elementwise::{binary_fn, divides_by_reciprocal, exp_in, max_f64, min_f64, next_after_16, reciprocal, unary_fn};
-use super::prims::products::{dot_general_kernel, dot_general_kernel_f32, DotDims};
-use super::prims::reductions::{reduce_f32, reduce_kernel, reduce_sum_narrow, sort_by_keys, top_k_kernel};
-use super::prims::shape::rearrange;
-use super::random;
+use super::ir::{BinaryPrim, CmpPrim, Prim, UnaryPrim};
+use super::prims::random::kernels as random;
 
 /// Rounds a value to what `dtype` can hold.
 pub fn round_to(x: f64, dtype: DType) -> f64 {
@@ -282,7 +280,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             datas.push(data);
             inputs_finite &= finite;
         }
-        if let Some((data, finite)) = kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
+        if let Some((data, finite)) = super::prims::kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
             let finite = finite || (inputs_finite && keeps_finite(&prim));
             *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
             return Some(Stored::F32(data, finite));
@@ -315,7 +313,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     } else if inputs.iter().zip(&datas).any(|(i, d)| d.shape() != i.aval.shape.as_slice()) {
         random::key_layout_kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
     } else {
-        kernel(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype)
+        super::prims::kernel(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype)
     };
     let mut slot = cell.borrow_mut();
     match result {
@@ -594,357 +592,14 @@ fn keeps_finite(prim: &Prim) -> bool {
     )
 }
 
-fn broadcast_to(a: &NdData, shape: &[usize]) -> Option<NdData> {
+pub(crate) fn broadcast_to(a: &NdData, shape: &[usize]) -> Option<NdData> {
     a.broadcast(IxDyn(shape)).map(|v| v.to_owned())
-}
-
-fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
-    if let Some(moved) = rearrange(prim, ins, out_shape, |&x| x as i64) {
-        return Some(moved);
-    }
-    let int_out = out_dtype.is_integer();
-    Some(match prim {
-        Prim::Unary(u) => {
-            let a = &ins[0];
-            let f = unary_fn(*u, out_dtype)?;
-            if *u == UnaryPrim::Not && int_out {
-                a.mapv(|x| !(x as i64) as f64)
-            } else if int_out && matches!(u, UnaryPrim::Square | UnaryPrim::Neg | UnaryPrim::Abs) {
-                a.mapv(|x| {
-                    let x = x as i128;
-                    wrap_int(
-                        if *u == UnaryPrim::Square {
-                            x * x
-                        } else if *u == UnaryPrim::Neg {
-                            -x
-                        } else {
-                            x.abs()
-                        },
-                        out_dtype,
-                    )
-                })
-            } else {
-                a.mapv(|x| f(x))
-            }
-        }
-        Prim::Binary(b) => {
-            let a = broadcast_to(&ins[0], out_shape)?;
-            let c = broadcast_to(&ins[1], out_shape)?;
-            let int = in_dtypes.first().map(|d| d.is_integer() || d.is_bool()).unwrap_or(false);
-            if int && int_out && matches!(b, BinaryPrim::Add | BinaryPrim::Sub | BinaryPrim::Mul) {
-                // In i128, then wrapped: an f64 product of two int32s is not exact.
-                let f: fn(i128, i128) -> i128 = match b {
-                    BinaryPrim::Add => |x, y| x + y,
-                    BinaryPrim::Sub => |x, y| x - y,
-                    _ => |x, y| x * y,
-                };
-                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| wrap_int(f(x as i128, y as i128), out_dtype)));
-            }
-            // `x ** 2` on integers is `integer_pow` in JAX: exact, wrapping.
-            if int && int_out && *b == BinaryPrim::Pow {
-                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| match u32::try_from(y as i64) {
-                    Ok(y) => wrap_int((x as i128).wrapping_pow(y), out_dtype),
-                    Err(_) => f64::NAN,
-                }))
-                .filter(|d| !d.iter().any(|v| v.is_nan()));
-            }
-            // `jnp.logaddexp` as `lax_other.logaddexp` writes it, each step rounded to the
-            // dtype: `max(x, y) + log1p(exp(-|x - y|))`, or `x + y` where `x - y` is NaN (a
-            // NaN operand, or infinities of the same sign).
-            if *b == BinaryPrim::Logaddexp {
-                let r = move |v: f64| round_to(v, out_dtype);
-                return Some(ndarray::Zip::from(&a).and(&c).map_collect(move |&x, &y| {
-                    let delta = r(x - y);
-                    if delta.is_nan() {
-                        r(x + y)
-                    } else {
-                        r(max_f64(x, y) + r(r(exp_in(r(-delta.abs()), out_dtype)).ln_1p()))
-                    }
-                }));
-            }
-            // XLA's polygamma, in float32 for float32 and narrower (special.rs).
-            if *b == BinaryPrim::Polygamma {
-                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&n, &x| super::special::polygamma(n, x, out_dtype)));
-            }
-            // The next float32/float64 after x toward y; subnormal results flush as XLA's do.
-            if *b == BinaryPrim::NextAfter {
-                return match out_dtype {
-                    DType::F32 => {
-                        Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f64::from(libm::nextafterf(x as f32, y as f32))))
-                    }
-                    DType::F64 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| libm::nextafter(x, y))),
-                    DType::BF16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
-                        next_after_16(x, y, |v| half::bf16::from_f64(v).to_bits(), |b| half::bf16::from_bits(b).to_f64())
-                    })),
-                    DType::F16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
-                        next_after_16(x, y, |v| half::f16::from_f64(v).to_bits(), |b| half::f16::from_bits(b).to_f64())
-                    })),
-                    _ => None,
-                };
-            }
-            if *b == BinaryPrim::Div && !int && divides_by_reciprocal(ins[1].shape(), out_shape) {
-                let r = ins[1].iter().next().map(|&y| reciprocal(y, out_dtype))?;
-                return Some(a.mapv(|x| x * r));
-            }
-            let f = binary_fn(*b, int)?;
-            ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
-        }
-        Prim::Compare(c) => {
-            let a = broadcast_to(&ins[0], out_shape)?;
-            let b = broadcast_to(&ins[1], out_shape)?;
-            let f: fn(f64, f64) -> bool = match c {
-                CmpPrim::Eq => |x, y| x == y,
-                CmpPrim::Ne => |x, y| x != y,
-                CmpPrim::Lt => |x, y| x < y,
-                CmpPrim::Le => |x, y| x <= y,
-                CmpPrim::Gt => |x, y| x > y,
-                CmpPrim::Ge => |x, y| x >= y,
-            };
-            ndarray::Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y) as i64 as f64)
-        }
-        Prim::Select => {
-            let p = broadcast_to(&ins[0], out_shape)?;
-            let f = broadcast_to(&ins[1], out_shape)?;
-            let t = broadcast_to(&ins[2], out_shape)?;
-            ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f })
-        }
-        Prim::Clamp => {
-            let lo = broadcast_to(&ins[0], out_shape)?;
-            let x = broadcast_to(&ins[1], out_shape)?;
-            let hi = broadcast_to(&ins[2], out_shape)?;
-            ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h))
-        }
-        Prim::IntegerPow(y) if int_out => {
-            let y = u32::try_from(*y).ok()?;
-            ins[0].mapv(|x| wrap_int((x as i128).wrapping_pow(y), out_dtype))
-        }
-        Prim::IntegerPow(y) => ins[0].mapv(|x| x.powi(*y)),
-        Prim::ConvertElementType { .. } if int_out && in_dtypes.first().is_some_and(|d| d.is_floating()) => {
-            ins[0].mapv(|x| float_to_int(x, out_dtype))
-        }
-        Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
-        Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
-        Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
-        Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
-            reduce_sum_narrow(&ins[0], axes, out_dtype)?
-        }
-        Prim::Reduce { op, axes } => reduce_kernel((*ins[0]).clone(), op, axes),
-        Prim::ArgReduce { op, axis, .. } => ins[0].map_axis(Axis(*axis), |l| {
-            let mut best = 0usize;
-            for (i, &x) in l.iter().enumerate() {
-                let b = l[best];
-                if b.is_nan() {
-                    break;
-                }
-                let better = x.is_nan() || if *op == ArgOp::Max { x > b } else { x < b };
-                if better {
-                    best = i;
-                }
-            }
-            best as f64
-        }),
-        Prim::Cumulative { axis, .. } if *axis >= ins[0].ndim() => return None,
-        Prim::Cumulative { op, axis, reverse } => {
-            let mut a = (*ins[0]).clone();
-            if *reverse {
-                a.invert_axis(Axis(*axis));
-            }
-            for mut lane in a.lanes_mut(Axis(*axis)) {
-                let mut acc: Option<f64> = None;
-                for x in lane.iter_mut() {
-                    let v = match (acc, op) {
-                        (None, _) => *x,
-                        (Some(p), ReduceOp::Sum) => p + *x,
-                        (Some(p), ReduceOp::Prod) => p * *x,
-                        // NaN propagates, as in `lax.max`/`lax.min`.
-                        (Some(p), ReduceOp::Max) => max_f64(p, *x),
-                        (Some(p), _) => min_f64(p, *x),
-                    };
-                    *x = v;
-                    acc = Some(v);
-                }
-            }
-            if *reverse {
-                a.invert_axis(Axis(*axis));
-            }
-            a.as_standard_layout().to_owned()
-        }
-        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
-            let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
-            dot_general_kernel(&ins[0], &ins[1], &dims, out_shape, out_dtype)?
-        }
-        Prim::Linalg(op) => linalg::kernel(*op, ins, out_shape)?,
-        Prim::Block(b) => b.0.kernel(ins, in_dtypes, out_shape, out_dtype)?,
-        Prim::Gather { mode, fill_value, index } => indexing::gather(&ins[0], &ins[1..], index, *mode, *fill_value, out_dtype, out_shape)?,
-        Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
-            indexing::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
-        }
-        Prim::TopK { k } | Prim::TopKIndices { k } => top_k_kernel(&ins[0], *k, matches!(prim, Prim::TopKIndices { .. }), out_shape)?,
-        // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
-        // the second by the keys of the first and gives that. Stable, NaN last.
-        Prim::Sort { dimension, .. } if ins.len() <= 2 => {
-            sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, |x: &f64, y: &f64| match (x.is_nan(), y.is_nan()) {
-                (false, false) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
-                (nan_x, nan_y) => nan_x.cmp(&nan_y),
-            })?
-        }
-        families::movement!()
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
-        | Prim::Sort { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_) => return None,
-    })
-}
-
-/// The float32 path: kernels on f32 data for operations whose inputs and output are float32
-/// or bool. Each gives exactly what `kernel` followed by `round_to` gives (arithmetic in
-/// f32 rounds as the f64 result rounded to f32 does, since f64 holds more than twice f32's
-/// precision; everything else computes in f64 per element and rounds). Layout changes
-/// (transpose, reshape, a conversion to the same dtype) share the data instead of copying.
-/// `None` leaves the operation to `kernel`. With the result, whether every element of it is
-/// known to be finite (the kernels that check it as they write say so; the others say `false`).
-fn kernel_f32(prim: &Prim, ins: &[NdDataF32], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<(NdDataF32, bool)> {
-    let store = move |y: f64| round_to(y, out_dtype) as f32;
-    let shape = IxDyn(out_shape);
-    Some((
-        match prim {
-            Prim::Unary(UnaryPrim::Neg) => ins[0].mapv(|x| -x).into_shared(),
-            Prim::Unary(UnaryPrim::Abs) => ins[0].mapv(f32::abs).into_shared(),
-            Prim::Unary(UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj) | Prim::StopGradient => ins[0].clone(),
-            Prim::Unary(u) => {
-                let f = unary_fn(*u, out_dtype)?;
-                ins[0].mapv(|x| store(f(f64::from(x)))).into_shared()
-            }
-            Prim::Binary(b) => {
-                let (x, y) = (&ins[0], &ins[1]);
-                let int = in_dtypes.first().is_some_and(|d| d.is_bool());
-                return match (b, int) {
-                    (BinaryPrim::Add, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p + q)),
-                    (BinaryPrim::Sub, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p - q)),
-                    (BinaryPrim::Mul, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p * q)),
-                    (BinaryPrim::Div, false) if divides_by_reciprocal(y.shape(), out_shape) => {
-                        let r = y.iter().next().map(|&q| reciprocal(q.into(), out_dtype) as f32)?;
-                        zip_f32(x, y, out_shape, move |p, _| flush_f32(p * r))
-                    }
-                    (BinaryPrim::Div, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p / q)),
-                    (BinaryPrim::Max, _) => zip_f32(x, y, out_shape, max_f32),
-                    (BinaryPrim::Min, _) => zip_f32(x, y, out_shape, min_f32),
-                    _ => {
-                        let f = binary_fn(*b, int)?;
-                        zip_f32(x, y, out_shape, |p, q| store(f(p.into(), q.into())))
-                    }
-                };
-            }
-            Prim::Compare(c) => {
-                let (x, y) = (&ins[0], &ins[1]);
-                let truth = |t: bool| f32::from(u8::from(t));
-                return match c {
-                    CmpPrim::Eq => zip_f32(x, y, out_shape, |p, q| truth(p == q)),
-                    CmpPrim::Ne => zip_f32(x, y, out_shape, |p, q| truth(p != q)),
-                    CmpPrim::Lt => zip_f32(x, y, out_shape, |p, q| truth(p < q)),
-                    CmpPrim::Le => zip_f32(x, y, out_shape, |p, q| truth(p <= q)),
-                    CmpPrim::Gt => zip_f32(x, y, out_shape, |p, q| truth(p > q)),
-                    CmpPrim::Ge => zip_f32(x, y, out_shape, |p, q| truth(p >= q)),
-                };
-            }
-            Prim::Select => {
-                let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
-                ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
-            }
-            Prim::Clamp => {
-                let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
-                ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
-            }
-            Prim::IntegerPow(y) => ins[0].mapv(|x| store(f64::from(x).powi(*y))).into_shared(),
-            // float32 to float32, or bool to float32: the values are already exact.
-            Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
-            Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
-            Prim::BroadcastInDim { shape: target, broadcast_dimensions } => {
-                let a = &ins[0];
-                let mut expanded = vec![1usize; target.len()];
-                for (i, &d) in broadcast_dimensions.iter().enumerate() {
-                    *expanded.get_mut(d)? = *a.shape().get(i)?;
-                }
-                if let Some(rows) = a.as_slice().and_then(|s| Rows::of(s, &expanded, target)) {
-                    return Some(vectorised(
-                        #[inline(always)]
-                        || {
-                            collect_rows(
-                                target,
-                                #[inline(always)]
-                                |r, cols, dst| match rows.row(r, cols) {
-                                    Row::Values(v) => fill(dst, v, |x| x),
-                                    Row::Same(x) => dst.fill(std::mem::MaybeUninit::new(x)),
-                                },
-                            )
-                        },
-                    ));
-                }
-                let r = a.to_shape(IxDyn(&expanded)).ok()?;
-                r.broadcast(IxDyn(target))?.to_owned().into_shared()
-            }
-            Prim::Reshape { new_sizes } => reshape_f32(&ins[0], new_sizes)?,
-            Prim::Squeeze { .. } => reshape_f32(&ins[0], out_shape)?,
-            Prim::Transpose { permutation } => {
-                let valid = permutation.len() == ins[0].ndim() && (0..permutation.len()).all(|d| permutation.contains(&d));
-                if !valid {
-                    return None;
-                }
-                ins[0].clone().permuted_axes(IxDyn(permutation))
-            }
-            Prim::Reduce { op, axes } => match reduce_f32(&ins[0], op, axes, out_shape) {
-                Some(out) => out,
-                None => reduce_kernel(ins[0].mapv(f64::from), op, axes).mapv(store).into_shared(),
-            },
-            Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } if out_dtype == DType::F32 => {
-                let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
-                let mut out = dot_general_kernel_f32(&ins[0], &ins[1], &dims, out_shape)?;
-                // One pass flushes subnormals and sees whether everything is finite, so that
-                // values mode does not read the product again.
-                let finite = match out.as_slice_mut() {
-                    Some(s) => flush_all(s),
-                    None => {
-                        out.mapv_inplace(flush_f32);
-                        false
-                    }
-                };
-                return Some((out.into_shared(), finite));
-            }
-            families::random!()
-            | families::control_flow!()
-            | families::calls!()
-            | Prim::Rev { .. }
-            | Prim::Slice { .. }
-            | Prim::DynamicSlice { .. }
-            | Prim::DynamicUpdateSlice
-            | Prim::Concatenate { .. }
-            | Prim::Pad { .. }
-            | Prim::Iota { .. }
-            | Prim::Full { .. }
-            | Prim::ArgReduce { .. }
-            | Prim::Cumulative { .. }
-            | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
-            | Prim::Gather { .. }
-            | Prim::Scatter { .. }
-            | Prim::TopK { .. }
-            | Prim::TopKIndices { .. }
-            | Prim::DebugCallback
-            | Prim::Opaque(_)
-            | Prim::Linalg(_)
-            | Prim::Block(_) => return None,
-        },
-        false,
-    ))
 }
 
 /// Flushes float32 subnormals to zero in place (`flush_f32`); whether every value is finite.
 /// A read-only pass looks for both first: a product rarely holds a subnormal, and reading
 /// the values is cheaper than writing them all back.
-fn flush_all(values: &mut [f32]) -> bool {
+pub(crate) fn flush_all(values: &mut [f32]) -> bool {
     // On the magnitude's bits: 1..=0x7fffff are the subnormals, 0x7f800000 and up Inf and
     // NaN. The smallest `magnitude - 1` (0 wraps to the largest u32, so zeros never count)
     // and the largest magnitude decide both, with two unsigned min/max per vector.
@@ -1029,7 +684,7 @@ pub(crate) fn min_f32(x: f32, y: f32) -> f32 {
 /// layout that are the output's shape, a scalar, a row repeated over the rows or one value
 /// per row (a bias, a per-example normaliser) take a loop over contiguous rows that
 /// vectorises; other layouts go through ndarray's broadcasting `Zip`.
-fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f32) -> f32) -> Option<(NdDataF32, bool)> {
+pub(crate) fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f32) -> f32) -> Option<(NdDataF32, bool)> {
     if let (Some(a), Some(b)) = (rows(x, out_shape), rows(y, out_shape)) {
         return Some(vectorised(
             #[inline(always)]
@@ -1059,7 +714,7 @@ fn zip_f32(x: &NdDataF32, y: &NdDataF32, out_shape: &[usize], f: impl Fn(f32, f3
 
 /// How a row-major operand meets a row-major output seen as rows of its last axis.
 #[derive(Clone, Copy)]
-enum Rows<'a> {
+pub(crate) enum Rows<'a> {
     /// One value for every element (a scalar, or any shape of one element).
     Scalar(f32),
     /// The output's own shape.
@@ -1071,7 +726,7 @@ enum Rows<'a> {
 }
 
 /// One row of an operand: its values, or one value for the whole row.
-enum Row<'a> {
+pub(crate) enum Row<'a> {
     Values(&'a [f32]),
     Same(f32),
 }
@@ -1088,14 +743,14 @@ impl Row<'_> {
 }
 
 /// A row-major f32 array as it broadcasts to `shape`, when `Rows` takes its layout.
-fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
+pub(crate) fn rows<'a>(d: &'a NdDataF32, shape: &[usize]) -> Option<Rows<'a>> {
     d.as_slice().and_then(|s| Rows::of(s, d.shape(), shape))
 }
 
 impl<'a> Rows<'a> {
     /// `data` (row-major, of `shape`) as it broadcasts to `out_shape`, when it is one of the
     /// cases above.
-    fn of(data: &'a [f32], shape: &[usize], out_shape: &[usize]) -> Option<Rows<'a>> {
+    pub(crate) fn of(data: &'a [f32], shape: &[usize], out_shape: &[usize]) -> Option<Rows<'a>> {
         if data.len() == 1 {
             return Some(Rows::Scalar(data[0]));
         }
@@ -1115,7 +770,7 @@ impl<'a> Rows<'a> {
     }
 
     #[inline(always)]
-    fn row(self, r: usize, cols: usize) -> Row<'a> {
+    pub(crate) fn row(self, r: usize, cols: usize) -> Row<'a> {
         match self {
             Rows::Scalar(x) => Row::Same(x),
             Rows::Full(s) => Row::Values(&s[r * cols..(r + 1) * cols]),
@@ -1129,7 +784,7 @@ impl<'a> Rows<'a> {
 /// `row(index, columns, destination)`, which must write the whole destination; and whether
 /// every element is finite, seen row by row while the row is still in cache.
 #[inline(always)]
-fn collect_rows(shape: &[usize], mut row: impl FnMut(usize, usize, &mut [std::mem::MaybeUninit<f32>])) -> (NdDataF32, bool) {
+pub(crate) fn collect_rows(shape: &[usize], mut row: impl FnMut(usize, usize, &mut [std::mem::MaybeUninit<f32>])) -> (NdDataF32, bool) {
     let total: usize = shape.iter().product();
     let cols = shape.last().copied().unwrap_or(1);
     let mut data: Vec<f32> = Vec::with_capacity(total);
@@ -1153,7 +808,7 @@ fn collect_rows(shape: &[usize], mut row: impl FnMut(usize, usize, &mut [std::me
 
 /// Writes `f` of each of `values` into `dst`, which has their length.
 #[inline(always)]
-fn fill(dst: &mut [std::mem::MaybeUninit<f32>], values: &[f32], f: impl Fn(f32) -> f32) {
+pub(crate) fn fill(dst: &mut [std::mem::MaybeUninit<f32>], values: &[f32], f: impl Fn(f32) -> f32) {
     assert!(values.len() == dst.len(), "an elementwise row has the output's length");
     for (d, &v) in dst.iter_mut().zip(values) {
         d.write(f(v));
@@ -1161,7 +816,7 @@ fn fill(dst: &mut [std::mem::MaybeUninit<f32>], values: &[f32], f: impl Fn(f32) 
 }
 
 /// f32 data in a new shape, in row-major order: shared when it is in standard layout.
-fn reshape_f32(a: &NdDataF32, shape: &[usize]) -> Option<NdDataF32> {
+pub(crate) fn reshape_f32(a: &NdDataF32, shape: &[usize]) -> Option<NdDataF32> {
     let standard = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
     standard.into_shape_with_order(IxDyn(shape)).ok()
 }

@@ -55,7 +55,6 @@ pub fn cost(prim: &Prim, inputs: &[&Aval], out: &Aval) -> u128 {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_) => moved,
     }
 }

@@ -16,8 +16,8 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::array::NdData;
 use super::dtypes::DType;
 use super::eval;
-use super::indexing;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, Prim, ReduceOp, UnaryPrim};
+use super::prims::indexing::kernels as indexing;
 use super::prims::products::{dot_general_kernel, DotDims};
 
 /// Integer elements held exactly: every int64 and uint64 value fits an i128, and so does

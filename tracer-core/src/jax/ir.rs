@@ -52,6 +52,13 @@ pub struct Const {
     pub value: Rc<Array>,
 }
 
+/// The parameters of `Prim::Opaque`: the name the jaxpr prints and the output's aval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpaqueOp {
+    pub name: &'static str,
+    pub out: Aval,
+}
+
 /// The primitives, with their parameters. Each has a CPU kernel in `eval.rs` where one exists.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prim {
@@ -224,8 +231,10 @@ pub enum Prim {
     Remat,
     DebugCallback,
     StopGradient,
-    /// A jnp-level operation without a primitive-level model yet (name kept for the IR).
-    Opaque(&'static str),
+    /// A jnp-level operation without a primitive-level model yet (name kept for the IR): its
+    /// output aval is a parameter, which the model that binds it computed with JAX's rules
+    /// (as `Full` carries its shape), so that its rule, too, gives the aval.
+    Opaque(OpaqueOp),
     /// A dense linear-algebra operation on the last two axes, batched over the leading ones
     /// (`jnp.linalg.solve`, `inv`, `cholesky`, `det`, `slogdet`, `eigh`, `svd`, `qr`,
     /// `jax.scipy.linalg.solve_triangular`); kernels in `linalg.rs`.
@@ -567,7 +576,7 @@ impl Prim {
             Prim::Remat => "checkpoint".into(),
             Prim::DebugCallback => "debug_callback".into(),
             Prim::StopGradient => "stop_gradient".into(),
-            Prim::Opaque(n) => (*n).into(),
+            Prim::Opaque(op) => op.name.into(),
             Prim::Block(b) => b.0.name().into(),
             Prim::Linalg(op) => match op {
                 LinalgOp::LinearSolve { .. } => "custom_linear_solve",
@@ -597,6 +606,11 @@ impl Prim {
             }
             .into(),
         }
+    }
+
+    /// `Opaque(name)` of output aval `out`.
+    pub fn opaque(name: &'static str, out: Aval) -> Prim {
+        Prim::Opaque(OpaqueOp { name, out })
     }
 
     /// `Full` of `aval`: `value` in every element.
@@ -755,7 +769,6 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => Vec::new(),
@@ -849,7 +862,6 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => {}
@@ -1192,7 +1204,6 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
         | Prim::Scatter { .. }
         | Prim::While
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => return None,

@@ -16,15 +16,12 @@ pub mod eval_control;
 pub mod eval_cost;
 pub mod eval_ints;
 pub mod eval_jaxpr;
-pub mod indexing;
 pub mod ir;
-pub mod linalg;
 pub mod memo;
 pub mod numerics;
 pub mod numpy;
 pub mod prims;
 pub mod print;
-pub mod random;
 pub mod signatures;
 pub mod special;
 pub mod stmt;
@@ -516,8 +513,9 @@ impl JaxState {
 }
 
 /// JAX's `bind`: applies `prim` to `inputs`, its output avals given by the primitive's rule
-/// (`prims/`). Where the rule rejects the avals it raises JAX's exception; a primitive
-/// without a rule (`RuleError::Declared`: `Opaque`, a call without its body) needs [`bind`].
+/// (`prims/`); where the rule rejects the avals it raises JAX's exception. Every front end
+/// binds through here (or [`apply`], [`apply1`]): no caller passes output avals. A value the
+/// model does not compute is `Prim::opaque(name, aval)`, whose aval is its parameter.
 pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
     let outs = rule_avals(interp, &prim, inputs, &bodies)?;
     bind_with_bodies(interp, prim, inputs, outs, bodies)
@@ -537,7 +535,7 @@ pub fn apply1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult
 pub fn apply_opaque1(interp: &mut Interp, name: &'static str, model: &Prim, inputs: &[Rc<Array>]) -> PyResult<Rc<Array>> {
     let aval = rule_avals(interp, model, inputs, &[])?.into_iter().next();
     let aval = aval.ok_or_else(|| interp.stop_unknown(format!("{} without outputs", model.name())))?;
-    bind1(interp, Prim::Opaque(name), inputs, aval)
+    apply1(interp, Prim::opaque(name, aval), inputs)
 }
 
 /// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
@@ -550,20 +548,17 @@ pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies
     }
 }
 
-/// Applies a primitive to arrays whose output avals the caller declares: the escape hatch
-/// of [`apply`] for the primitives whose outputs are not a function of their inputs and
-/// parameters (`RuleError::Declared`), and for the binders not converted yet. Outputs are
-/// tracers of the innermost relevant trace, or concrete arrays computed lazily.
-pub fn bind(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_avals: Vec<Aval>) -> PyResult<Vec<Rc<Array>>> {
-    bind_with_bodies(interp, prim, inputs, out_avals, Vec::new())
-}
-
-pub fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Aval) -> PyResult<Rc<Array>> {
-    let mut outs = bind(interp, prim, inputs, vec![out_aval])?;
+/// Applies a primitive to arrays with the output aval its rule gave: [`apply`]'s worker, and
+/// `ad.rs`'s (whose builders turn a rule's refusal into an unknown derivative, and keep JAX's
+/// strong type where JAX's own rule binds another composition). Private to `jax/`: nothing
+/// else passes avals. Outputs are tracers of the innermost relevant trace, or concrete
+/// arrays computed lazily.
+fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Aval) -> PyResult<Rc<Array>> {
+    let mut outs = bind_with_bodies(interp, prim, inputs, vec![out_aval], Vec::new())?;
     Ok(outs.remove(0))
 }
 
-pub fn bind_with_bodies(
+fn bind_with_bodies(
     interp: &mut Interp,
     prim: Prim,
     inputs: &[Rc<Array>],

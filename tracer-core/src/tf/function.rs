@@ -25,7 +25,7 @@ use crate::jax::api::{fun_def_site, fun_name, instantiate_outputs, param_names, 
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::ir::{Jaxpr, Prim};
-use crate::jax::{bind_with_bodies, Route, TraceKind};
+use crate::jax::{apply_with_bodies, Route, TraceKind};
 
 /// What a `tf.function` trace is reported as (`TraceRecord::traced_for`).
 pub const TRACED_FOR: &str = "tf.function";
@@ -715,7 +715,7 @@ fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors: &[R
     };
     let mut ins = outputs.consts.clone();
     ins.extend(tensors.iter().cloned());
-    let bound = bind_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, outputs.avals.clone(), vec![outputs.jaxpr.clone()])?;
+    let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![outputs.jaxpr.clone()])?;
     let (consts, inputs) = ins.split_at(outputs.consts.len());
     let outs = instantiate_outputs(interp, &outputs.jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;
     Ok(fill_template(&outputs.template, &mut outs.into_iter()))

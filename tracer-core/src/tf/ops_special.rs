@@ -319,7 +319,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
 /// a `tf.function`, an array of unknown values eagerly.
 fn random_tensor(interp: &mut Interp, op: &'static str, aval: crate::jax::aval::Aval) -> PyResult<Value> {
     if interp.jax.staging_depth() > 0 {
-        let t = crate::jax::bind1(interp, crate::jax::ir::Prim::Opaque(op), &[], aval)?;
+        let t = crate::jax::apply1(interp, crate::jax::ir::Prim::opaque(op, aval), &[])?;
         return Ok(tensor::mark(Value::Array(t)));
     }
     let a = Array::unknown(aval, "a TensorFlow random draw (its values are not modelled)");

@@ -165,6 +165,6 @@ fn one_gradient(interp: &mut Interp, tape: &Tape, target: Option<&Rc<Array>>, so
         return Ok(unknown_tensor(interp, "the gradient of a target that is not a floating tensor"));
     };
     let aval = source.aval.clone().weak(false);
-    let grad = crate::jax::bind1(interp, Prim::Opaque("gradient"), &[target.clone(), source], aval)?;
+    let grad = crate::jax::apply1(interp, Prim::opaque("gradient", aval), &[target.clone(), source])?;
     Ok(Value::Array(mark_array(grad)))
 }

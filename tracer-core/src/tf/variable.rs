@@ -72,7 +72,7 @@ pub fn read(interp: &mut Interp, v: &Variable) -> Rc<Array> {
     if interp.jax.staging_depth() == 0 {
         return value;
     }
-    match crate::jax::bind1(interp, Prim::Opaque("ReadVariableOp"), &[], value.aval.clone()) {
+    match crate::jax::apply1(interp, Prim::opaque("ReadVariableOp", value.aval.clone()), &[]) {
         Ok(t) => tensor::mark_array(t),
         Err(_) => value,
     }

@@ -114,7 +114,7 @@ pub fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Va
     let (Some(data), Some(updates)) = (eval::force(a, max), eval::force(&u, max)) else { return Ok(false) };
     let Some(indices) = arrays.iter().map(|i| eval::force(i, max)).collect::<Option<Vec<_>>>() else { return Ok(false) };
     let dtype = a.aval.dtype;
-    let new = crate::jax::indexing::scatter(
+    let new = crate::jax::prims::indexing::kernels::scatter(
         crate::jax::ir::ScatterOp::Set,
         &data,
         &updates,

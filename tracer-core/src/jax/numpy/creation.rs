@@ -190,7 +190,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let nd = a.aval.ndim();
             let k = p.get(1, "k").and_then(crate::interp::ops::as_int).unwrap_or(0);
             if nd < 2 {
-                return bind1(interp, Prim::Opaque(if f == F::Tril { "tril" } else { "triu" }), &[a.clone()], a.aval.clone())
+                return apply1(interp, Prim::opaque(if f == F::Tril { "tril" } else { "triu" }, a.aval.clone()), &[a.clone()])
                     .map(Value::Array);
             }
             // jnp.where(mask, m, 0) with the constant mask `j - i <= k` (tril) or `>= k` (triu).

@@ -76,7 +76,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 return unary_prim(interp, UnaryPrim::Round, &a).map(Value::Array);
             }
             if !a.aval.dtype.is_floating() {
-                return bind1(interp, Prim::Opaque("round"), &[a.clone()], a.aval.clone()).map(Value::Array);
+                return apply1(interp, Prim::opaque("round", a.aval.clone()), &[a.clone()]).map(Value::Array);
             }
             // JAX's `_round_float`: round(x * 10**decimals) / 10**decimals, in x's dtype; XLA
             // on CPU divides by the constant as a multiplication by its reciprocal, so
@@ -139,7 +139,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 return Ok(Value::Array(a));
             }
             if dt.is_complex() {
-                return bind1(interp, Prim::Opaque("nan_to_num of a complex array"), &[a.clone()], a.aval.clone()).map(Value::Array);
+                return apply1(interp, Prim::opaque("nan_to_num of a complex array", a.aval.clone()), &[a.clone()]).map(Value::Array);
             }
             let largest = dt.largest_finite();
             let replacement = |interp: &mut Interp, i: usize, name: &str, default: f64| -> PyResult<Option<Rc<Array>>> {
@@ -156,7 +156,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 replacement(interp, 3, "posinf", largest)?,
                 replacement(interp, 4, "neginf", -largest)?,
             ) else {
-                return bind1(interp, Prim::Opaque("nan_to_num"), &[a.clone()], a.aval.clone()).map(Value::Array);
+                return apply1(interp, Prim::opaque("nan_to_num", a.aval.clone()), &[a.clone()]).map(Value::Array);
             };
             let is_nan = apply1(interp, Prim::Compare(CmpPrim::Ne), &[a.clone(), a.clone()])?;
             let out = call(interp, F::Where, vec![Value::Array(is_nan), Value::Array(nan), Value::Array(a)], Vec::new())?;

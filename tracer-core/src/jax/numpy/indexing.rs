@@ -77,7 +77,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 && ix.aval.dtype.is_integer()
                 && (0..nd).all(|d| Some(d) == axis || ix.aval.shape[d] == a.aval.shape[d] || ix.aval.shape[d] == 1);
             let (Some(axis), true) = (axis, fits) else {
-                return bind1(interp, Prim::Opaque("take_along_axis"), &[a.clone(), ix.clone()], a.aval.with_shape(&ix.aval.shape))
+                return apply1(interp, Prim::opaque("take_along_axis", a.aval.with_shape(&ix.aval.shape)), &[a.clone(), ix.clone()])
                     .map(Value::Array);
             };
             // `mode=None` is "fill" with JAX's default fill for the dtype.
@@ -296,7 +296,7 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
     let nd = sources.len();
     let shape: Vec<usize> = sources.iter().map(Vec::len).collect();
     if nd == 0 || nd != a.aval.ndim() {
-        return bind1(interp, Prim::Opaque("gather"), &[a.clone()], a.aval.with_shape(&shape));
+        return apply1(interp, Prim::opaque("gather", a.aval.with_shape(&shape)), &[a.clone()]);
     }
     let mut ins = vec![a.clone()];
     for (d, src) in sources.into_iter().enumerate() {
@@ -514,7 +514,7 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     if !advanced.is_empty() {
         let shapes: Vec<&[usize]> = advanced.iter().map(|x| x.aval.shape.as_slice()).collect();
         // The selection's IndexError, if any, before the rule's.
-        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &shapes)
+        crate::jax::prims::indexing::kernels::selection_shape(&a.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![a.clone()];
         ins.extend(advanced);
@@ -529,7 +529,8 @@ pub(super) fn getitem_inner(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> 
     } else if !static_only {
         // A negative step: the same selection as a gather without index arrays.
         // The selection's IndexError, if any, before the rule's.
-        crate::jax::indexing::selection_shape(&a.aval.shape, &plan, &[]).map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
+        crate::jax::prims::indexing::kernels::selection_shape(&a.aval.shape, &plan, &[])
+            .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let prim = Prim::Gather { mode: crate::jax::ir::IndexMode::PromiseInBounds, fill_value: None, index: plan };
         return apply1(interp, prim, &[cur]).map(Value::Array);
     }

@@ -220,7 +220,7 @@ fn unknown(f: JaxFn) -> Value {
 
 /// Binds `prim` with a result whose values are not computed (a case JAX leaves to XLA).
 fn not_computed(interp: &mut Interp, f: JaxFn, inputs: &[Rc<Array>], aval: Aval) -> PyResult<Value> {
-    bind1(interp, Prim::Opaque(f.name()), inputs, aval).map(Value::Array)
+    apply1(interp, Prim::opaque(f.name(), aval), inputs).map(Value::Array)
 }
 
 pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {

@@ -109,7 +109,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let (Some(offset), Some(axis1), Some(axis2)) = (int_arg(1, "offset", 0), int_arg(2, "axis1", 0), int_arg(3, "axis2", 1)) else {
                 // An offset or axis that is not a Python int: not modelled.
                 let shape = a.aval.shape.iter().skip(2).copied().collect::<Vec<_>>();
-                return bind1(interp, Prim::Opaque("trace"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array);
+                return apply1(interp, Prim::opaque("trace", a.aval.with_shape(&shape)), &[a.clone()]).map(Value::Array);
             };
             let (ax1, ax2) = (normalize_axis(interp, axis1, nd)?, normalize_axis(interp, axis2, nd)?);
             if ax1 == ax2 {
@@ -265,7 +265,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let upper = matches!(f, F::ScipyCholesky | F::ScipyChoFactor) && !matches!(lower, Value::Bool(true));
             let square = nd >= 2 && a.aval.shape[nd - 1] == a.aval.shape[nd - 2];
             let out = if !square {
-                bind1(interp, Prim::Opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }), &[a2], a.aval.with_dtype(dt))?
+                apply1(interp, Prim::opaque(if f == F::LinalgInv { "inv" } else { "cholesky" }, a.aval.with_dtype(dt)), &[a2])?
             } else {
                 if f == F::LinalgInv {
                     return linalg_api::inv(interp, &a2).map(Value::Array);
@@ -326,7 +326,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             inputs.insert(0, a2);
             if !computed {
                 // Not computed, a vector among them (JAX's unpacking error is not modelled).
-                return bind1(interp, Prim::Opaque("pinv"), &inputs, Aval::new(&s, dt)).map(Value::Array);
+                return apply1(interp, Prim::opaque("pinv", Aval::new(&s, dt)), &inputs).map(Value::Array);
             }
             apply1(interp, Prim::Linalg(LinalgOp::Pinv { double: dt == DType::F64 }), &inputs).map(Value::Array)
         }
@@ -389,8 +389,8 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 let v = apply1(interp, Prim::Linalg(LinalgOp::EighVectors { input }), &[a2])?;
                 (wv, v)
             } else {
-                let wv = bind1(interp, Prim::Opaque("eigh"), &[a2.clone()], Aval::new(&w, dt))?;
-                let v = bind1(interp, Prim::Opaque("eigh"), &[a2], a.aval.with_dtype(dt))?;
+                let wv = apply1(interp, Prim::opaque("eigh", Aval::new(&w, dt)), &[a2.clone()])?;
+                let v = apply1(interp, Prim::opaque("eigh", a.aval.with_dtype(dt)), &[a2])?;
                 (wv, v)
             };
             if f == F::LinalgEigvalsh {

@@ -13,7 +13,7 @@ use super::errors;
 use super::eval;
 use super::ir::{ArgOp, BinaryPrim, CmpPrim, EighInput, FillValue, IndexItem, IndexMode, LinalgOp, Prim, ReduceOp, UnaryPrim};
 use super::surface::JaxFn;
-use super::{apply1, apply_opaque1, bind1};
+use super::{apply1, apply_opaque1};
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;

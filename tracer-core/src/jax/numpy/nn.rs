@@ -120,15 +120,17 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let a = arr!(interp, cx, 0, "x");
             let _ = reduction_axes(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim().max(1))?;
             let a = inexact(interp, &a)?;
-            bind1(
+            apply1(
                 interp,
-                Prim::Opaque(match f {
-                    F::NnSoftmax => "softmax",
-                    F::NnLogSoftmax => "log_softmax",
-                    _ => "standardize",
-                }),
+                Prim::opaque(
+                    match f {
+                        F::NnSoftmax => "softmax",
+                        F::NnLogSoftmax => "log_softmax",
+                        _ => "standardize",
+                    },
+                    a.aval.clone(),
+                ),
                 &[a.clone()],
-                a.aval.clone(),
             )
             .map(Value::Array)
         }
@@ -138,7 +140,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let a = inexact(interp, &a)?;
             if p.get(usize::MAX, "b").is_some() || p.get(usize::MAX, "return_sign").is_some() {
                 let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
-                return bind1(interp, Prim::Opaque("logsumexp"), &[a], r.aval.clone()).map(Value::Array);
+                return apply1(interp, Prim::opaque("logsumexp", r.aval.clone()), &[a]).map(Value::Array);
             }
             logsumexp(interp, &a, axes, keepdims).map(Value::Array)
         }
@@ -184,7 +186,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let axes = reduction_axes(interp, p.get(1, "axis"), a.aval.ndim())?;
             let a = inexact(interp, &a)?;
             let r = reduce(interp, &a, ReduceOp::Max, axes, keepdims, None)?;
-            bind1(interp, Prim::Opaque("logmeanexp"), &[a], r.aval.clone()).map(Value::Array)
+            apply1(interp, Prim::opaque("logmeanexp", r.aval.clone()), &[a]).map(Value::Array)
         }
         F::NnOneHot => {
             let a = arr!(interp, cx, 0, "x");
@@ -201,7 +203,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 let hits = compare_arrays(interp, CmpPrim::Eq, &column, &classes)?;
                 return convert(interp, &hits, d, false).map(Value::Array);
             }
-            bind1(interp, Prim::Opaque("one_hot"), &[a], Aval::new(&shape, d)).map(Value::Array)
+            apply1(interp, Prim::opaque("one_hot", Aval::new(&shape, d)), &[a]).map(Value::Array)
         }
         // `dispatch::family` sends only the functions above here.
         _ => Ok(cx.unrouted()),

@@ -393,7 +393,7 @@ pub(super) fn einsum(interp: &mut Interp, spec: &str, ops: &[Rc<Array>], preferr
         None => {
             // An opaque equation with JAX's output aval, so shapes are still followed.
             let shape: Vec<usize> = result.iter().map(|c| sizes.iter().find(|(k, _)| k == c).map_or(1, |e| e.1)).collect();
-            bind1(interp, Prim::Opaque("einsum"), ops, Aval::new(&shape, dt.dtype).weak(dt.weak)).map(Value::Array)
+            apply1(interp, Prim::opaque("einsum", Aval::new(&shape, dt.dtype).weak(dt.weak)), ops).map(Value::Array)
         }
     }
 }

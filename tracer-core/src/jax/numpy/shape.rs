@@ -313,7 +313,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             match pad::roll(interp, &a, &shift, p.get(2, "axis"))? {
                 Some(rolled) => Ok(Value::Array(rolled)),
                 // A shift given as an array (JAX's `dynamic_slice` form): shapes only.
-                None => bind1(interp, Prim::Opaque("roll"), &[a.clone()], a.aval.clone()).map(Value::Array),
+                None => apply1(interp, Prim::opaque("roll", a.aval.clone()), &[a.clone()]).map(Value::Array),
             }
         }
         F::Pad => {
@@ -341,7 +341,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                         .zip(&widths)
                         .map(|(&d, &(l, r))| d.saturating_add(l.max(0) as usize).saturating_add(r.max(0) as usize))
                         .collect();
-                    bind1(interp, Prim::Opaque("pad"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+                    apply1(interp, Prim::opaque("pad", a.aval.with_shape(&shape)), &[a.clone()]).map(Value::Array)
                 }
             }
         }
@@ -366,7 +366,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let Some(shape) = shape_arg(interp, p.get(1, "shape").unwrap_or(&Value::None))? else {
                 return Ok(Value::opaque("broadcast_in_dim"));
             };
-            bind1(interp, Prim::Opaque("broadcast_in_dim"), &[a.clone()], a.aval.with_shape(&shape)).map(Value::Array)
+            apply1(interp, Prim::opaque("broadcast_in_dim", a.aval.with_shape(&shape)), &[a.clone()]).map(Value::Array)
         }
         // `dispatch::family` sends only the functions above here.
         _ => Ok(cx.unrouted()),

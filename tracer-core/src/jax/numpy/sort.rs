@@ -30,7 +30,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             if a.aval.ndim() == 0 {
                 let aval = if f == F::Sort { a.aval.clone() } else { a.aval.with_dtype(int).weak(false) };
                 let name = if f == F::Sort { "sort" } else { "argsort" };
-                return bind1(interp, Prim::Opaque(name), &[a.clone()], aval).map(Value::Array);
+                return apply1(interp, Prim::opaque(name, aval), &[a.clone()]).map(Value::Array);
             }
             let ax = static_single_axis(interp, Some(p.get(1, "axis").unwrap_or(&Value::Int(-1))), a.aval.ndim())?.unwrap_or(0);
             let sort = Prim::Sort { dimension: ax, num_keys: 1 };
@@ -47,7 +47,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             if !stable && a.aval.shape[ax] > 16 {
                 // XLA's unstable sort orders ties as its algorithm happens to (it is stable
                 // on short runs only): the permutation is not known.
-                return bind1(interp, Prim::Opaque("argsort"), &[a.clone()], int_aval).map(Value::Array);
+                return apply1(interp, Prim::opaque("argsort", int_aval), &[a.clone()]).map(Value::Array);
             }
             let iota = Prim::Iota { dtype: int, shape: a.aval.shape.to_vec(), dimension: ax };
             let mut positions = apply1(interp, iota, &[])?;
@@ -152,7 +152,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 _ => None,
             };
             let (1, Some(cmp), None) = (a.aval.ndim(), side, p.get(usize::MAX, "sorter")) else {
-                return bind1(interp, Prim::Opaque("searchsorted"), &[a, v.clone()], v.aval.with_dtype(dtypes::default_int(c)))
+                return apply1(interp, Prim::opaque("searchsorted", v.aval.with_dtype(dtypes::default_int(c))), &[a, v.clone()])
                     .map(Value::Array);
             };
             // The insertion point in sorted `a`: how many elements lie before `v`

@@ -5,7 +5,8 @@
 //! compile until it is put in a family here or decided in each match; a family macro names
 //! every variant of its family, as `prims/mod.rs`'s rules group them.
 
-/// `Unary`, `Binary`, `Compare`, `Select`, `Clamp`, `IntegerPow`, `ConvertElementType`.
+/// `Unary`, `Binary`, `Compare`, `Select`, `Clamp`, `IntegerPow`, `ConvertElementType`,
+/// `StopGradient`.
 macro_rules! elementwise {
     () => {
         $crate::jax::ir::Prim::Unary(_)
@@ -15,6 +16,7 @@ macro_rules! elementwise {
             | $crate::jax::ir::Prim::Clamp
             | $crate::jax::ir::Prim::IntegerPow(_)
             | $crate::jax::ir::Prim::ConvertElementType { .. }
+            | $crate::jax::ir::Prim::StopGradient
     };
 }
 
@@ -31,6 +33,20 @@ macro_rules! movement {
             | $crate::jax::ir::Prim::DynamicUpdateSlice
             | $crate::jax::ir::Prim::Concatenate { .. }
             | $crate::jax::ir::Prim::Pad { .. }
+    };
+}
+
+/// The arrays made from parameters alone: `iota`, `full`.
+macro_rules! creation {
+    () => {
+        $crate::jax::ir::Prim::Iota { .. } | $crate::jax::ir::Prim::Full { .. }
+    };
+}
+
+/// NumPy indexing with index arrays: `gather`, `scatter`.
+macro_rules! indexing {
+    () => {
+        $crate::jax::ir::Prim::Gather { .. } | $crate::jax::ir::Prim::Scatter { .. }
     };
 }
 
@@ -80,4 +96,87 @@ macro_rules! calls {
     };
 }
 
-pub(crate) use {calls, control_flow, elementwise, movement, random, reductions};
+/// The equations that compute nothing themselves: a `debug_callback`, an `Opaque` stand-in.
+macro_rules! markers {
+    () => {
+        $crate::jax::ir::Prim::DebugCallback | $crate::jax::ir::Prim::Opaque(_)
+    };
+}
+
+// The families partition `Prim`: every variant is in exactly one of the macros above, or is
+// `DotGeneral` (products), `Linalg` or `Block`. A family's own functions (its kernels, its
+// derivative rules) match over `Prim` with their variants' arms and the rest of the
+// partition below, so that a variant added to a family does not compile until the family
+// decides it, and one added to no family does not compile in the registry's tables.
+
+/// Every primitive but the elementwise ones.
+macro_rules! all_but_elementwise {
+    () => {
+        $crate::jax::prims::families::movement!()
+            | $crate::jax::prims::families::creation!()
+            | $crate::jax::prims::families::reductions!()
+            | $crate::jax::prims::families::indexing!()
+            | $crate::jax::prims::families::random!()
+            | $crate::jax::prims::families::control_flow!()
+            | $crate::jax::prims::families::calls!()
+            | $crate::jax::prims::families::markers!()
+            | $crate::jax::ir::Prim::DotGeneral { .. }
+            | $crate::jax::ir::Prim::Linalg(_)
+            | $crate::jax::ir::Prim::Block(_)
+    };
+}
+
+/// Every primitive but those of the shape family (movement and creation).
+macro_rules! all_but_shape {
+    () => {
+        $crate::jax::prims::families::elementwise!()
+            | $crate::jax::prims::families::reductions!()
+            | $crate::jax::prims::families::indexing!()
+            | $crate::jax::prims::families::random!()
+            | $crate::jax::prims::families::control_flow!()
+            | $crate::jax::prims::families::calls!()
+            | $crate::jax::prims::families::markers!()
+            | $crate::jax::ir::Prim::DotGeneral { .. }
+            | $crate::jax::ir::Prim::Linalg(_)
+            | $crate::jax::ir::Prim::Block(_)
+    };
+}
+
+/// Every primitive but the reductions.
+macro_rules! all_but_reductions {
+    () => {
+        $crate::jax::prims::families::elementwise!()
+            | $crate::jax::prims::families::movement!()
+            | $crate::jax::prims::families::creation!()
+            | $crate::jax::prims::families::indexing!()
+            | $crate::jax::prims::families::random!()
+            | $crate::jax::prims::families::control_flow!()
+            | $crate::jax::prims::families::calls!()
+            | $crate::jax::prims::families::markers!()
+            | $crate::jax::ir::Prim::DotGeneral { .. }
+            | $crate::jax::ir::Prim::Linalg(_)
+            | $crate::jax::ir::Prim::Block(_)
+    };
+}
+
+/// Every primitive but `gather` and `scatter`.
+macro_rules! all_but_indexing {
+    () => {
+        $crate::jax::prims::families::elementwise!()
+            | $crate::jax::prims::families::movement!()
+            | $crate::jax::prims::families::creation!()
+            | $crate::jax::prims::families::reductions!()
+            | $crate::jax::prims::families::random!()
+            | $crate::jax::prims::families::control_flow!()
+            | $crate::jax::prims::families::calls!()
+            | $crate::jax::prims::families::markers!()
+            | $crate::jax::ir::Prim::DotGeneral { .. }
+            | $crate::jax::ir::Prim::Linalg(_)
+            | $crate::jax::ir::Prim::Block(_)
+    };
+}
+
+pub(crate) use {
+    all_but_elementwise, all_but_indexing, all_but_reductions, all_but_shape, calls, control_flow, creation, elementwise, indexing,
+    markers, movement, random, reductions,
+};

@@ -23,11 +23,11 @@ pub mod shape;
 
 use std::rc::Rc;
 
-use super::ad::AdResult;
-use super::array::{Array, NdData};
+use super::ad::{self, AdResult};
+use super::array::{Array, NdData, NdDataF32};
 use super::aval::Aval;
 use super::dtypes::DType;
-use super::ir::{Jaxpr, Prim};
+use super::ir::{Eqn, Jaxpr, Prim};
 use crate::interp::Interp;
 
 /// A primitive written as one block, in the manner of autodidax and JAX's `lax.py`: its
@@ -198,12 +198,115 @@ pub fn block(prim: &Prim) -> Option<&dyn Block> {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// The registry's tables: one exhaustive match per transformation, each routing a family to
+// the functions of its file (its kernels and derivative rules beside its rule), as
+// autodidax keeps one table per transformation.
+
+/// The CPU kernel of `prim` in f64 (`eval::force` computes the operands and rounds the result
+/// to `out_dtype`); `None` where there is none, and the value stays unknown.
+pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    match prim {
+        families::elementwise!() => elementwise::kernel(prim, ins, in_dtypes, out_shape, out_dtype),
+        families::movement!() | families::creation!() => shape::kernel(prim, ins, out_shape),
+        families::reductions!() => reductions::kernel(prim, ins, out_shape, out_dtype),
+        families::indexing!() => indexing::kernel(prim, ins, out_shape, out_dtype),
+        Prim::DotGeneral { .. } => products::kernel(prim, ins, out_shape, out_dtype),
+        Prim::Linalg(op) => linalg::kernels::kernel(*op, ins, out_shape),
+        Prim::Block(b) => b.0.kernel(ins, in_dtypes, out_shape, out_dtype),
+        // The PRNG kernels take keys (`eval::force` hands them to `jax/random.rs`); calls and
+        // control flow are computed from their bodies (`eval_jaxpr.rs`, `eval_control.rs`).
+        families::random!() | families::control_flow!() | families::calls!() | families::markers!() => None,
+    }
+}
+
+/// The float32 path's kernel (float32 and bool data held in `f32`; `properties::props`
+/// says which primitives have one): exactly what [`kernel`] followed by rounding gives, with
+/// whether every element is known to be finite. `None` leaves the operation to [`kernel`].
+pub(crate) fn kernel_f32(
+    prim: &Prim,
+    ins: &[NdDataF32],
+    in_dtypes: &[DType],
+    out_shape: &[usize],
+    out_dtype: DType,
+) -> Option<(NdDataF32, bool)> {
+    match prim {
+        families::elementwise!() => elementwise::kernel_f32(prim, ins, in_dtypes, out_shape, out_dtype),
+        families::movement!() | families::creation!() => shape::kernel_f32(prim, ins, out_shape),
+        families::reductions!() => reductions::kernel_f32(prim, ins, out_shape, out_dtype),
+        Prim::DotGeneral { .. } => products::kernel_f32(prim, ins, out_shape, out_dtype),
+        families::indexing!()
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | families::markers!()
+        | Prim::Linalg(_)
+        | Prim::Block(_) => None,
+    }
+}
+
+/// The JVP rule of `prim` (one output, differentiable: `ad.rs` has checked both): the
+/// output's tangent from the operands' (`None` is a zero tangent).
+pub(crate) fn jvp(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    out: &Rc<Array>,
+    ts: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    match &eqn.prim {
+        families::elementwise!() => elementwise::derivatives::jvp_rule(interp, eqn, ins, out, ts),
+        families::movement!() | families::creation!() => shape::jvp_rule(interp, eqn, ins, out, ts),
+        families::reductions!() => reductions::jvp_rule(interp, eqn, ins, out, ts),
+        families::indexing!() => indexing::jvp_rule(interp, eqn, ins, out, ts),
+        Prim::DotGeneral { .. } => products::bilinear_jvp(interp, &eqn.prim, ins, ts),
+        Prim::Linalg(op) => linalg::derivatives::linalg_jvp(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, ts),
+        Prim::Block(b) => b.0.jvp(interp, &eqn.prim, ins, ts),
+        // `cond` and `while` are differentiated by `ad_control.rs`, the calls through their
+        // bodies (`ad.rs`); randomness and markers have no derivative.
+        families::random!() | families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule(eqn)),
+    }
+}
+
+/// The transpose rule of `prim`: the cotangents of the `active` operands from the outputs'.
+pub(crate) fn transpose(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    outs: &[Rc<Array>],
+    gs: &[Option<Rc<Array>>],
+    active: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    if let Prim::Block(b) = &eqn.prim {
+        return b.0.transpose(interp, ins, gs, active);
+    }
+    let (out, g) = match (outs, gs) {
+        ([out], [Some(g)]) => (out, g),
+        _ => return Err(ad::no_rule(eqn)),
+    };
+    match &eqn.prim {
+        families::elementwise!() => elementwise::derivatives::transpose_rule(interp, eqn, ins, out, g, active),
+        families::movement!() | families::creation!() => shape::transpose_rule(interp, eqn, ins, out, g, active),
+        families::reductions!() => reductions::transpose_rule(interp, eqn, ins, out, g, active),
+        families::indexing!() => indexing::transpose_rule(interp, eqn, ins, out, g, active),
+        Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
+            let dims = products::DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+            let mut cts = vec![None; ins.len()];
+            products::dot_general_transpose(interp, &dims, ins, g, active, &mut cts)?;
+            Ok(cts)
+        }
+        Prim::Linalg(op) => linalg::derivatives::linalg_transpose(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, g, active),
+        families::random!() | families::control_flow!() | families::calls!() | families::markers!() | Prim::Block(_) => {
+            Err(ad::no_rule(eqn))
+        }
+    }
+}
+
 /// Why a rule gives no output avals.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RuleError {
-    /// The outputs are not a function of the input avals and parameters (an `Opaque`
-    /// stand-in, a call whose body is not at hand):
-    /// the binder declares them. The text says why.
+    /// The outputs are not a function of the input avals and parameters (a call whose body
+    /// is not at hand): the equation cannot be bound. The text says why.
     Declared(&'static str),
     /// JAX raises when binding the primitive to these avals: its exception class and message.
     Invalid { class: &'static str, message: String },
@@ -270,7 +373,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[Aval], bodies: &[Rc<Jaxpr>]) -> Ru
         Prim::Vmap { axis_size, out_axes, .. } => control_flow::vmap(prim, bodies, *axis_size, *out_axes),
         Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => control_flow::custom_call(prim, ins, call),
         Prim::DebugCallback => Ok(Vec::new()),
-        Prim::Opaque(_) => Err(RuleError::Declared("an operation without a primitive-level model has no rule")),
+        Prim::Opaque(op) => Ok(vec![op.out.clone()]),
         Prim::Linalg(op) => linalg::abstract_eval(prim, *op, ins),
         Prim::Block(b) => b.0.abstract_eval(prim, ins),
     }

@@ -12,6 +12,7 @@ use crate::jax::ad::{self, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
+use crate::jax::eval::{flush_all, flush_f32};
 use crate::jax::ir::{BinaryPrim, Prim};
 
 /// `numbers` are `[lhs_contract, rhs_contract, lhs_batch, rhs_batch]`.
@@ -55,6 +56,33 @@ pub struct DotDims<'a> {
     pub rhs_contract: &'a [usize],
     pub lhs_batch: &'a [usize],
     pub rhs_batch: &'a [usize],
+}
+
+/// The kernel in f64 of `dot_general`.
+pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } = prim else { return None };
+    let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+    dot_general_kernel(&ins[0], &ins[1], &dims, out_shape, out_dtype)
+}
+
+/// The float32 path's kernel of `dot_general` (sgemm), for a float32 result.
+pub(crate) fn kernel_f32(prim: &Prim, ins: &[NdDataF32], out_shape: &[usize], out_dtype: DType) -> Option<(NdDataF32, bool)> {
+    let Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } = prim else { return None };
+    if out_dtype != DType::F32 {
+        return None;
+    }
+    let dims = DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
+    let mut out = dot_general_kernel_f32(&ins[0], &ins[1], &dims, out_shape)?;
+    // One pass flushes subnormals and sees whether everything is finite, so that values mode
+    // does not read the product again.
+    let finite = match out.as_slice_mut() {
+        Some(s) => flush_all(s),
+        None => {
+            out.mapv_inplace(flush_f32);
+            false
+        }
+    };
+    Some((out.into_shared(), finite))
 }
 
 /// `lax.dot_general`: both operands permuted to (batch, free, contracting) and reshaped to

@@ -3,14 +3,20 @@
 //! `reduce_*` (in f64, the float32 path's, and XLA's narrow-float `reduce_sum`), `top_k` and
 //! `sort`.
 
+use std::rc::Rc;
+
 use ndarray::{ArrayD, Axis, IxDyn};
 
-use super::{arg, type_error, RuleResult};
-use crate::jax::array::{NdData, NdDataF32};
+use super::elementwise::{max_f64, min_f64};
+use super::indexing::zero_fill_gather;
+use super::{arg, families, type_error, RuleResult};
+use crate::interp::Interp;
+use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
+use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{round_to, vectorised};
-use crate::jax::ir::{Prim, ReduceOp};
+use crate::jax::ir::{ArgOp, BinaryPrim, CmpPrim, Eqn, IndexItem, IndexMode, Prim, ReduceOp, ScatterOp};
 
 fn without_axes(x: &Aval, axes: &[usize]) -> Vec<usize> {
     x.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &n)| n).collect()
@@ -72,6 +78,78 @@ pub fn top_k(prim: &Prim, ins: &[Aval], k: usize, indices: bool) -> RuleResult {
 
 /// `reduce_*` over `axes`, in f64: sums and products accumulate there and are rounded to the
 /// dtype once, at the end.
+/// The kernel in f64 of a reduction, a cumulative reduction, `top_k` or `sort`; `None` for
+/// a case without a kernel.
+pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    Some(match prim {
+        Prim::Reduce { op: ReduceOp::Sum, axes } if matches!(out_dtype, DType::BF16 | DType::F16) => {
+            reduce_sum_narrow(&ins[0], axes, out_dtype)?
+        }
+        Prim::Reduce { op, axes } => reduce_kernel((*ins[0]).clone(), op, axes),
+        Prim::ArgReduce { op, axis, .. } => ins[0].map_axis(Axis(*axis), |l| {
+            let mut best = 0usize;
+            for (i, &x) in l.iter().enumerate() {
+                let b = l[best];
+                if b.is_nan() {
+                    break;
+                }
+                let better = x.is_nan() || if *op == ArgOp::Max { x > b } else { x < b };
+                if better {
+                    best = i;
+                }
+            }
+            best as f64
+        }),
+        Prim::Cumulative { axis, .. } if *axis >= ins[0].ndim() => return None,
+        Prim::Cumulative { op, axis, reverse } => {
+            let mut a = (*ins[0]).clone();
+            if *reverse {
+                a.invert_axis(Axis(*axis));
+            }
+            for mut lane in a.lanes_mut(Axis(*axis)) {
+                let mut acc: Option<f64> = None;
+                for x in lane.iter_mut() {
+                    let v = match (acc, op) {
+                        (None, _) => *x,
+                        (Some(p), ReduceOp::Sum) => p + *x,
+                        (Some(p), ReduceOp::Prod) => p * *x,
+                        // NaN propagates, as in `lax.max`/`lax.min`.
+                        (Some(p), ReduceOp::Max) => max_f64(p, *x),
+                        (Some(p), _) => min_f64(p, *x),
+                    };
+                    *x = v;
+                    acc = Some(v);
+                }
+            }
+            if *reverse {
+                a.invert_axis(Axis(*axis));
+            }
+            a.as_standard_layout().to_owned()
+        }
+        Prim::TopK { k } | Prim::TopKIndices { k } => top_k_kernel(&ins[0], *k, matches!(prim, Prim::TopKIndices { .. }), out_shape)?,
+        // `sort` of one operand sorts it; of two (`argsort`, the JVP of `sort`), it orders
+        // the second by the keys of the first and gives that. Stable, NaN last.
+        Prim::Sort { dimension, .. } if ins.len() <= 2 => {
+            sort_by_keys(&ins[0], &ins[ins.len() - 1], *dimension, |x: &f64, y: &f64| match (x.is_nan(), y.is_nan()) {
+                (false, false) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+                (nan_x, nan_y) => nan_x.cmp(&nan_y),
+            })?
+        }
+        Prim::Sort { .. } | families::all_but_reductions!() => return None,
+    })
+}
+
+/// The float32 path's kernel of a reduction; `None` leaves the others to [`kernel`].
+pub(crate) fn kernel_f32(prim: &Prim, ins: &[NdDataF32], out_shape: &[usize], out_dtype: DType) -> Option<(NdDataF32, bool)> {
+    let store = move |y: f64| round_to(y, out_dtype) as f32;
+    let Prim::Reduce { op, axes } = prim else { return None };
+    let out = match reduce_f32(&ins[0], op, axes, out_shape) {
+        Some(out) => out,
+        None => reduce_kernel(ins[0].mapv(f64::from), op, axes).mapv(store).into_shared(),
+    };
+    Some((out, false))
+}
+
 pub(crate) fn reduce_kernel(mut a: NdData, op: &ReduceOp, axes: &[usize]) -> NdData {
     let mut axes = axes.to_vec();
     axes.sort_unstable();
@@ -226,4 +304,180 @@ pub(crate) fn sort_by_keys<T: Copy>(
         lane.iter_mut().zip(sorted).for_each(|(dst, src)| *dst = src);
     }
     Some(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// The derivative rules: `reduce_sum` and `cumsum` are linear; `reduce_max`/`reduce_min` share
+// the tangent among the places that tie for the result; `sort` and `top_k` move it with
+// the elements.
+
+/// The JVP rule of a primitive of this family: the output's tangent from the operand's.
+pub(crate) fn jvp_rule(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    out: &Rc<Array>,
+    ts: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let out_aval = &out.aval;
+    let t = match &eqn.prim {
+        Prim::Reduce { op: ReduceOp::Sum, .. } | Prim::Cumulative { op: ReduceOp::Sum, .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            bind(interp, eqn.prim.clone(), std::slice::from_ref(t))?
+        }
+        Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let (loc, counts) = chooser_locations(interp, &ins[0], out, axes)?;
+            let masked = binary(interp, BinaryPrim::Mul, t, &loc)?;
+            let picked = reduce_sum(interp, &masked, axes)?;
+            binary(interp, BinaryPrim::Div, &picked, &counts)?
+        }
+        // The tangent goes where its element goes: sorted by the keys of the operand.
+        Prim::Sort { num_keys: 1, .. } if ins.len() == 1 => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            bind(interp, eqn.prim.clone(), &[ins[0].clone(), t.clone()])?
+        }
+        Prim::TopK { k } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            let places = TopKPlaces::new(interp, &ins[0], *k, out_aval)?;
+            let mut operands = vec![t.clone()];
+            operands.extend(places.arrays.iter().cloned());
+            bind(interp, zero_fill_gather(IndexMode::PromiseInBounds, &places.index), &operands)?
+        }
+        Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::TopKIndices { .. }
+        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+    };
+    Ok(vec![Some(t)])
+}
+
+/// The transpose rule of a primitive of this family: the cotangent of the operand.
+pub(crate) fn transpose_rule(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    out: &Rc<Array>,
+    g: &Rc<Array>,
+    active: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+    let in_shape = |i: usize| ins[i].aval.shape.to_vec();
+    match &eqn.prim {
+        Prim::Reduce { op: ReduceOp::Sum, axes } => {
+            let kept: Vec<usize> = (0..ins[0].aval.ndim()).filter(|d| !axes.contains(d)).collect();
+            cts[0] = Some(broadcast_in_dim(interp, g, &in_shape(0), &kept)?);
+        }
+        Prim::Reduce { op: ReduceOp::Max | ReduceOp::Min, axes } => {
+            let (loc, counts) = chooser_locations(interp, &ins[0], out, axes)?;
+            let share = binary(interp, BinaryPrim::Div, g, &counts)?;
+            let kept: Vec<usize> = (0..ins[0].aval.ndim()).filter(|d| !axes.contains(d)).collect();
+            let spread = broadcast_in_dim(interp, &share, &in_shape(0), &kept)?;
+            cts[0] = Some(binary(interp, BinaryPrim::Mul, &spread, &loc)?);
+        }
+        Prim::Cumulative { op: ReduceOp::Sum, axis, reverse } => {
+            let prim = Prim::Cumulative { op: ReduceOp::Sum, axis: *axis, reverse: !reverse };
+            cts[0] = Some(bind(interp, prim, std::slice::from_ref(g))?);
+        }
+        // Each cotangent goes back to where its element came from: `perm = argsort(x)`,
+        // `ct[perm] = g` (1-D; other ranks have no rule yet).
+        // JAX's sort JVP gathers the tangent where an iota sorted along with the keys says each
+        // element came from; the transpose adds the cotangent back at those places. For any rank
+        // and axis the places are flat indices into the operand: the sorted iota on the sorted
+        // axis, each other axis' own iota, times the strides.
+        Prim::Sort { dimension, num_keys: 1 } if ins.len() == 1 && *dimension < ins[0].aval.ndim() => {
+            if active[0] {
+                let shape = in_shape(0);
+                let iota = |interp: &mut Interp, dimension: usize| {
+                    bind(interp, Prim::Iota { dtype: DType::I32, shape: shape.clone(), dimension }, &[])
+                };
+                let sorted_iota = iota(interp, *dimension)?;
+                let perm = bind(interp, eqn.prim.clone(), &[ins[0].clone(), sorted_iota])?;
+                let mut flat: Option<Rc<Array>> = None;
+                let mut stride = 1usize;
+                for axis in (0..shape.len()).rev() {
+                    let coord = if axis == *dimension { perm.clone() } else { iota(interp, axis)? };
+                    let term = match stride {
+                        1 => coord,
+                        _ => binary(interp, BinaryPrim::Mul, &coord, &scalar(stride as f64, &Aval::scalar(DType::I32)))?,
+                    };
+                    flat = Some(match flat {
+                        Some(sum) => binary(interp, BinaryPrim::Add, &sum, &term)?,
+                        None => term,
+                    });
+                    stride *= shape[axis];
+                }
+                let places = match flat {
+                    Some(f) => reshape(interp, &f, &[stride])?,
+                    None => return Err(no_rule(eqn)),
+                };
+                let flat_aval = Aval::new(&[stride], ins[0].aval.dtype).weak(ins[0].aval.weak);
+                let operands = [zeros(interp, &flat_aval)?, reshape(interp, g, &[stride])?, places];
+                let prim =
+                    Prim::Scatter { op: ScatterOp::Add, mode: IndexMode::Clip, index: Some(vec![IndexItem::Array]), unique_indices: false };
+                let summed = bind(interp, prim, &operands)?;
+                cts[0] = Some(reshape(interp, &summed, &shape)?);
+            }
+        }
+        Prim::TopK { k } => {
+            if active[0] {
+                let places = TopKPlaces::new(interp, &ins[0], *k, &out.aval)?;
+                let aval = ins[0].aval.clone().weak(false);
+                let mut operands = vec![zeros(interp, &aval)?, g.clone()];
+                operands.extend(places.arrays);
+                let prim = Prim::Scatter {
+                    op: ScatterOp::Add,
+                    mode: IndexMode::PromiseInBounds,
+                    index: Some(places.index),
+                    unique_indices: false,
+                };
+                cts[0] = Some(bind(interp, prim, &operands)?);
+            }
+        }
+        Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::TopKIndices { .. }
+        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+    }
+    Ok(cts)
+}
+
+/// `reduce_max`/`reduce_min`: 0/1 locations of the chosen elements (ties share) and their
+/// counts per output element (JAX's `_reduce_chooser_jvp_rule`).
+fn chooser_locations(interp: &mut Interp, x: &Rc<Array>, out: &Rc<Array>, axes: &[usize]) -> AdResult<(Rc<Array>, Rc<Array>)> {
+    let kept: Vec<usize> = (0..x.aval.ndim()).filter(|d| !axes.contains(d)).collect();
+    let ob = broadcast_in_dim(interp, out, &x.aval.shape, &kept)?;
+    let eq = compare(interp, CmpPrim::Eq, x, &ob)?;
+    let loc = mask_as(interp, &eq, x.aval.dtype, false)?;
+    let counts = reduce_sum(interp, &loc, axes)?;
+    Ok((loc, counts))
+}
+
+/// Where `lax.top_k` found its values, as the index arrays of a gather: the position itself
+/// along every axis but the last, `top_k`'s indices along it. JAX's `_top_k_jvp` gathers the
+/// tangent there; its transpose adds the cotangent back into zeros at the same places.
+struct TopKPlaces {
+    index: Vec<IndexItem>,
+    arrays: Vec<Rc<Array>>,
+}
+
+impl TopKPlaces {
+    fn new(interp: &mut Interp, x: &Rc<Array>, k: usize, out: &Aval) -> AdResult<TopKPlaces> {
+        let nd = out.ndim();
+        let last = nd.checked_sub(1).ok_or_else(|| AdError::NoRule("top_k of a scalar".into()))?;
+        let mut arrays = Vec::with_capacity(nd);
+        for d in 0..last {
+            let mut shape = vec![1; nd];
+            shape[d] = out.shape[d];
+            arrays.push(Array::built(Aval::new(&shape, DType::I32), || {
+                ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |i| i[d] as f64)
+            }));
+        }
+        arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x))?);
+        Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
+    }
 }

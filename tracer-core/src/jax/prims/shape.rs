@@ -8,9 +8,14 @@ use std::rc::Rc;
 use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::{arg, families, type_error, RuleError, RuleResult};
+use crate::diagnostics::Code;
+use crate::interp::Interp;
+use crate::jax::ad::{self, binary, bind, bind_strong, no_rule, reduce_sum, zeros, AdError, AdResult};
+use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
-use crate::jax::ir::Prim;
+use crate::jax::eval::{collect_rows, fill, reshape_f32, vectorised, Row, Rows};
+use crate::jax::ir::{BinaryPrim, Eqn, Prim};
 
 fn axis_error(prim: &Prim, what: &str, ndim: usize) -> RuleError {
     type_error(format!("{} got {what} for an operand of rank {ndim}", prim.name()))
@@ -180,6 +185,70 @@ pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
 // ---------------------------------------------------------------------------------------
 // The CPU kernel of the primitives that only move elements.
 
+/// The kernel in f64 of a primitive of this family: [`rearrange`], or the array `iota` and
+/// `full` make; `None` for a case without a kernel.
+pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize]) -> Option<NdData> {
+    if let Some(moved) = rearrange(prim, ins, out_shape, |&x| x as i64) {
+        return Some(moved);
+    }
+    Some(match prim {
+        Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
+        Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
+        families::movement!() | families::all_but_shape!() => return None,
+    })
+}
+
+/// The float32 path's kernel: broadcasts, reshapes and transposes share the data or copy it
+/// by rows; `None` leaves the others to [`kernel`].
+pub(crate) fn kernel_f32(prim: &Prim, ins: &[NdDataF32], out_shape: &[usize]) -> Option<(NdDataF32, bool)> {
+    Some((
+        match prim {
+            Prim::BroadcastInDim { shape: target, broadcast_dimensions } => {
+                let a = &ins[0];
+                let mut expanded = vec![1usize; target.len()];
+                for (i, &d) in broadcast_dimensions.iter().enumerate() {
+                    *expanded.get_mut(d)? = *a.shape().get(i)?;
+                }
+                if let Some(rows) = a.as_slice().and_then(|s| Rows::of(s, &expanded, target)) {
+                    return Some(vectorised(
+                        #[inline(always)]
+                        || {
+                            collect_rows(
+                                target,
+                                #[inline(always)]
+                                |r, cols, dst| match rows.row(r, cols) {
+                                    Row::Values(v) => fill(dst, v, |x| x),
+                                    Row::Same(x) => dst.fill(std::mem::MaybeUninit::new(x)),
+                                },
+                            )
+                        },
+                    ));
+                }
+                let r = a.to_shape(IxDyn(&expanded)).ok()?;
+                r.broadcast(IxDyn(target))?.to_owned().into_shared()
+            }
+            Prim::Reshape { new_sizes } => reshape_f32(&ins[0], new_sizes)?,
+            Prim::Squeeze { .. } => reshape_f32(&ins[0], out_shape)?,
+            Prim::Transpose { permutation } => {
+                let valid = permutation.len() == ins[0].ndim() && (0..permutation.len()).all(|d| permutation.contains(&d));
+                if !valid {
+                    return None;
+                }
+                ins[0].clone().permuted_axes(IxDyn(permutation))
+            }
+            Prim::Rev { .. }
+            | Prim::Slice { .. }
+            | Prim::DynamicSlice { .. }
+            | Prim::DynamicUpdateSlice
+            | Prim::Concatenate { .. }
+            | Prim::Pad { .. }
+            | families::creation!()
+            | families::all_but_shape!() => return None,
+        },
+        false,
+    ))
+}
+
 /// The operations that only move elements (broadcast, reshape, transpose, slices, concatenation,
 /// padding), for any element type: the f64-held kernels and the exact integers of
 /// `eval_ints` share them. `None` when `prim` is not one of them or its inputs do not fit
@@ -278,7 +347,6 @@ pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => return None,
@@ -307,4 +375,236 @@ fn dynamic_window(shape: &[usize], sizes: &[usize], starts: &[i64]) -> Option<Ve
 fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
     let start = start.clamp(0, n as i64);
     ndarray::SliceInfoElem::Slice { start: start as isize, end: Some(end.clamp(start, n as i64) as isize), step: 1 }
+}
+
+// ---------------------------------------------------------------------------------------
+// The derivative rules: each primitive of this family is linear in its array operands, and
+// applies itself (or its transpose) to tangents (cotangents); `iota` and `full` have none.
+
+/// The JVP rule of a primitive of this family: the output's tangent from the operands'.
+pub(crate) fn jvp_rule(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    _out: &Rc<Array>,
+    ts: &[Option<Rc<Array>>],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let instantiate = |interp: &mut Interp, i: usize| ad::instantiate(interp, ins, ts, i);
+    let t = match &eqn.prim {
+        Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Squeeze { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            bind(interp, eqn.prim.clone(), std::slice::from_ref(t))?
+        }
+        Prim::Concatenate { .. } => {
+            let parts = (0..ins.len()).map(|i| instantiate(interp, i)).collect::<AdResult<Vec<_>>>()?;
+            bind(interp, eqn.prim.clone(), &parts)?
+        }
+        Prim::Full { .. } | Prim::Iota { .. } => return Ok(vec![None]),
+        // Linear in (operand, padding value) together.
+        Prim::Pad { .. } if ins.len() == 2 => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let operands = [instantiate(interp, 0)?, instantiate(interp, 1)?];
+            bind(interp, eqn.prim.clone(), &operands)?
+        }
+        // Linear in the operand; the start indices have no tangent.
+        Prim::DynamicSlice { .. } => {
+            let Some(t) = &ts[0] else { return Ok(vec![None]) };
+            if ins.len() != 1 + ins[0].aval.ndim() {
+                return Err(no_rule(eqn));
+            }
+            let operands: Vec<Rc<Array>> = std::iter::once(t.clone()).chain(ins[1..].iter().cloned()).collect();
+            bind(interp, eqn.prim.clone(), &operands)?
+        }
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
+            if ts[0].is_none() && ts[1].is_none() {
+                return Ok(vec![None]);
+            }
+            let mut operands = vec![instantiate(interp, 0)?, instantiate(interp, 1)?];
+            operands.extend(ins[2..].iter().cloned());
+            bind(interp, eqn.prim.clone(), &operands)?
+        }
+        Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but_shape!() => return Err(no_rule(eqn)),
+    };
+    Ok(vec![Some(t)])
+}
+
+/// The transpose rule of a primitive of this family: the cotangents of the `active` operands.
+pub(crate) fn transpose_rule(
+    interp: &mut Interp,
+    eqn: &Eqn,
+    ins: &[Rc<Array>],
+    _out: &Rc<Array>,
+    g: &Rc<Array>,
+    active: &[bool],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+    let in_shape = |i: usize| ins[i].aval.shape.to_vec();
+    match &eqn.prim {
+        Prim::Full { .. } | Prim::Iota { .. } => {}
+        Prim::Reshape { .. } | Prim::Squeeze { .. } => cts[0] = Some(ad::reshape(interp, g, &in_shape(0))?),
+        Prim::Transpose { permutation } => {
+            let mut inverse = vec![0; permutation.len()];
+            for (i, &p) in permutation.iter().enumerate() {
+                *inverse.get_mut(p).ok_or_else(|| no_rule(eqn))? = i;
+            }
+            cts[0] = Some(bind(interp, Prim::Transpose { permutation: inverse }, std::slice::from_ref(g))?);
+        }
+        Prim::Rev { dimensions } => {
+            cts[0] = Some(bind(interp, Prim::Rev { dimensions: dimensions.clone() }, std::slice::from_ref(g))?);
+        }
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let src = in_shape(0);
+            if broadcast_dimensions.windows(2).any(|w| w[0] >= w[1]) || broadcast_dimensions.len() != src.len() {
+                return Err(no_rule(eqn));
+            }
+            let axes: Vec<usize> = (0..shape.len())
+                .filter(|d| match broadcast_dimensions.iter().position(|b| b == d) {
+                    None => true,
+                    Some(i) => src[i] == 1 && shape[*d] != 1,
+                })
+                .collect();
+            let summed = reduce_sum(interp, g, &axes)?;
+            cts[0] = Some(ad::reshape(interp, &summed, &src)?);
+        }
+        Prim::Slice { start, strides, .. } => cts[0] = Some(unslice(interp, g, start, strides, &in_shape(0))?),
+        Prim::Concatenate { dimension } if ins.iter().all(|x| *dimension < x.aval.ndim()) => {
+            let mut offset = 0;
+            for (i, x) in ins.iter().enumerate() {
+                let size = x.aval.shape.get(*dimension).copied().unwrap_or(0);
+                if active[i] {
+                    let mut start = vec![0; x.aval.ndim()];
+                    let mut limit = g.aval.shape.to_vec();
+                    start[*dimension] = offset;
+                    limit[*dimension] = offset + size;
+                    let prim = Prim::Slice { start, limit, strides: vec![1; x.aval.ndim()] };
+                    cts[i] = Some(bind(interp, prim, std::slice::from_ref(g))?);
+                }
+                offset += size;
+            }
+        }
+        // The operand's part of the cotangent, cut out again; the padding value's is the rest.
+        Prim::Pad { config } if ins.len() == 2 && config.iter().all(|&(lo, hi, interior)| lo >= 0 && hi >= 0 && interior == 0) => {
+            let start: Vec<usize> = config.iter().map(|c| c.0 as usize).collect();
+            let limit: Vec<usize> = start.iter().zip(&ins[0].aval.shape).map(|(s, n)| s + n).collect();
+            // JAX cuts it out with a `pad` by a strongly typed zero: strongly typed.
+            let inner = bind_strong(interp, Prim::Slice { start, limit, strides: vec![1; config.len()] }, std::slice::from_ref(g))?;
+            if active[1] && !active[0] {
+                // JAX 0.10.2's `_pad_transpose` sums the operand's cotangent to get the padding
+                // value's, and has none when the operand is not differentiated.
+                return Err(AdError::Raise(interp.raise(
+                    "TypeError",
+                    Code::PythonException,
+                    "Error interpreting argument to reduce_sum as a JAX value. The problematic value is of type <class 'NoneType'> and was passed to reduce_sum at position 0.\n",
+                )));
+            }
+            if active[1] {
+                let all: Vec<usize> = (0..g.aval.ndim()).collect();
+                let total = reduce_sum(interp, g, &all)?;
+                let kept = reduce_sum(interp, &inner, &all)?;
+                cts[1] = Some(binary(interp, BinaryPrim::Sub, &total, &kept)?);
+            }
+            if active[0] {
+                cts[0] = Some(inner);
+            }
+        }
+        // JAX's `_dynamic_slice_transpose_rule`: the cotangent written into (strongly typed)
+        // zeros at the same, equally clamped, place.
+        Prim::DynamicSlice { .. } if ins.len() == 1 + ins[0].aval.ndim() => {
+            if active[0] {
+                let aval = ins[0].aval.clone().weak(false);
+                let mut operands = vec![zeros(interp, &aval)?, g.clone()];
+                operands.extend(ins[1..].iter().cloned());
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands)?);
+            }
+        }
+        // JAX's `_dynamic_update_slice_transpose_rule`: the operand gets the cotangent with the
+        // window zeroed, the update the window.
+        Prim::DynamicUpdateSlice if ins.len() == 2 + ins[0].aval.ndim() => {
+            if active[0] {
+                let mut operands = vec![g.clone(), zeros(interp, &ins[1].aval.clone().weak(g.aval.weak))?];
+                operands.extend(ins[2..].iter().cloned());
+                cts[0] = Some(bind(interp, Prim::DynamicUpdateSlice, &operands)?);
+            }
+            if active[1] {
+                let sizes = ins[1].aval.shape.to_vec();
+                let operands: Vec<Rc<Array>> = std::iter::once(g.clone()).chain(ins[2..].iter().cloned()).collect();
+                cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands)?);
+            }
+        }
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Concatenate { .. } | Prim::Pad { .. } | families::all_but_shape!() => {
+            return Err(no_rule(eqn))
+        }
+    }
+    Ok(cts)
+}
+
+/// The transpose of a slice: `g` placed at `start`, every `stride`-th element, in zeros of
+/// `shape` (JAX pads with interior padding; here each axis is interleaved with zeros and
+/// padded with concatenate).
+fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize], shape: &[usize]) -> AdResult<Rc<Array>> {
+    if start.len() != shape.len() || g.aval.ndim() != shape.len() {
+        return Err(AdError::NoRule("a slice of another rank".into()));
+    }
+    let mut cur = g.clone();
+    for axis in 0..shape.len() {
+        let stride = strides.get(axis).copied().unwrap_or(1).max(1);
+        let k = cur.aval.shape[axis];
+        if stride > 1 && k > 0 {
+            // [.., k, ..] -> [.., k, 1, ..] ++ zeros [.., k, stride-1, ..] -> [.., k*stride, ..]
+            let mut s1 = cur.aval.shape.to_vec();
+            s1.insert(axis + 1, 1);
+            let col = ad::reshape(interp, &cur, &s1)?;
+            let mut sz = s1.clone();
+            sz[axis + 1] = stride - 1;
+            let z = zeros(interp, &cur.aval.with_shape(&sz).weak(false))?;
+            let mut s2 = s1.clone();
+            s2[axis + 1] = stride;
+            let spread = bind_strong(interp, Prim::Concatenate { dimension: axis + 1 }, &[col, z])?;
+            let mut s3 = cur.aval.shape.to_vec();
+            s3[axis] = k * stride;
+            cur = ad::reshape(interp, &spread, &s3)?;
+        }
+        let extent = shape[axis].saturating_sub(start[axis]);
+        let len = cur.aval.shape[axis];
+        if len > extent {
+            let mut limit = cur.aval.shape.to_vec();
+            limit[axis] = extent;
+            let prim = Prim::Slice { start: vec![0; shape.len()], limit: limit.clone(), strides: vec![1; shape.len()] };
+            cur = bind(interp, prim, std::slice::from_ref(&cur))?;
+        }
+        let (before, after) = (start[axis], extent.saturating_sub(cur.aval.shape[axis]));
+        if before == 0 && after == 0 {
+            continue;
+        }
+        let mut ops = Vec::new();
+        for (size, is_before) in [(before, true), (after, false)] {
+            if size == 0 {
+                continue;
+            }
+            let mut s = cur.aval.shape.to_vec();
+            s[axis] = size;
+            // JAX pads with `_const(t, 0)`: strongly typed, and so is the result.
+            let z = zeros(interp, &cur.aval.with_shape(&s).weak(false))?;
+            if is_before {
+                ops.push(z);
+                ops.push(cur.clone());
+            } else {
+                if ops.is_empty() {
+                    ops.push(cur.clone());
+                }
+                ops.push(z);
+            }
+        }
+        let mut total = cur.aval.shape.to_vec();
+        total[axis] = shape[axis];
+        cur = bind_strong(interp, Prim::Concatenate { dimension: axis }, &ops)?;
+    }
+    Ok(cur)
 }

@@ -94,7 +94,7 @@ pub(super) fn at_update(
             _ => return jnp::getitem(interp, array, index),
         };
         let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
-        crate::jax::indexing::selection_shape(&array.aval.shape, &plan, &shapes)
+        crate::jax::prims::indexing::kernels::selection_shape(&array.aval.shape, &plan, &shapes)
             .map_err(|m| interp.raise("IndexError", Code::ShapeMismatch, m))?;
         let mut ins = vec![array.clone()];
         ins.extend(arrays);

@@ -230,7 +230,7 @@ fn staged_scan(interp: &mut Interp, f: &Value, step: &ScanStep, body_out: &[Valu
     let mut out_avals = carry_avals;
     out_avals.extend(array_avals(interp, &[&body_out[1]])?.iter().map(|a| a.stacked(step.length)));
     let prim = Prim::Scan { length: step.length, reverse: step.reverse, num_carry };
-    let mut outs = bind_control(interp, prim, None, &[body], operands, out_avals)?.into_iter();
+    let mut outs = bind_control(interp, prim, None, &[body], operands)?.into_iter();
     let carry = replace_array_leaves(interp, &body_out[0], &mut outs)?;
     let ys = replace_array_leaves(interp, &body_out[1], &mut outs)?;
     Ok(Some(Value::tuple(vec![carry, ys])))
@@ -276,9 +276,8 @@ fn staged_cond(
         };
         jnp::convert(interp, &pred, DType::I32, false)?
     };
-    let out_avals = array_avals(interp, &[template])?;
     let prim = Prim::Cond { branches: bodies.len() };
-    let outs = bind_control(interp, prim, Some(index), &bodies, operands, out_avals)?;
+    let outs = bind_control(interp, prim, Some(index), &bodies, operands)?;
     Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
 }
 
@@ -300,8 +299,7 @@ fn staged_while(
         return Ok(None);
     };
     let Some(operands) = conform_operands(interp, &[init], &invar_avals(&body))? else { return Ok(None) };
-    let out_avals = array_avals(interp, &[template])?;
-    let outs = bind_control(interp, Prim::While, None, &[cond, body], operands, out_avals)?;
+    let outs = bind_control(interp, Prim::While, None, &[cond, body], operands)?;
     Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
 }
 
@@ -340,7 +338,7 @@ fn staged_fori(interp: &mut Interp, args: &[Value], index: &Value, carry: &Value
     };
     operands.extend(carry_ops);
     out_avals.extend(carry_avals);
-    let outs = bind_control(interp, prim, None, &bodies, operands, out_avals)?;
+    let outs = bind_control(interp, prim, None, &bodies, operands)?;
     Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter().skip(skip).collect::<Vec<_>>().into_iter())?))
 }
 

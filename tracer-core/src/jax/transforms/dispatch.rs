@@ -22,7 +22,7 @@ use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
 use crate::jax::numpy as jnp;
 use crate::jax::surface::JaxFn;
-use crate::jax::{bind_with_bodies, TraceKind};
+use crate::jax::{apply_with_bodies, TraceKind};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -279,7 +279,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             if interp.jax.trace_depth() > 0 {
                 let leaves: Vec<Rc<Array>> =
                     args[1..].iter().chain(kwargs.iter().map(|(_, v)| v)).filter_map(|a| a.as_array().cloned()).collect();
-                bind_with_bodies(interp, Prim::DebugCallback, &leaves, Vec::new(), Vec::new())?;
+                apply_with_bodies(interp, Prim::DebugCallback, &leaves, Vec::new())?;
                 crate::jax::numerics::note_debug_print(interp, args.clone(), kwargs.clone());
             } else if let Value::Str(fmt) = arg(0) {
                 let text = interp.getattr(&Value::Str(fmt), "format")?;

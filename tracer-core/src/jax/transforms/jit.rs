@@ -17,7 +17,7 @@ use crate::jax::aval::Aval;
 use crate::jax::dtypes;
 use crate::jax::ir::{Jaxpr, Prim};
 use crate::jax::numpy::{operand, Operand};
-use crate::jax::{bind_with_bodies, TraceKind};
+use crate::jax::{apply_with_bodies, TraceKind};
 use std::rc::Rc;
 
 /// `jax.jit(f, static_argnums=..., static_argnames=...)`.
@@ -424,7 +424,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         }
     };
     let entry = &interp.jax.jitted[j.info].entries[entry_index];
-    let (mut ins, jaxpr, outputs, out_tree) = (entry.consts.clone(), entry.jaxpr.clone(), entry.outputs.clone(), entry.out_tree.clone());
+    let (mut ins, jaxpr, out_tree) = (entry.consts.clone(), entry.jaxpr.clone(), entry.out_tree.clone());
     let static_out = entry.static_out.clone();
     let n_consts = ins.len();
     // The call: a pjit equation in an enclosing trace, or concrete outputs evaluated lazily.
@@ -437,7 +437,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         }
     }
     let bodies: Vec<Rc<Jaxpr>> = jaxpr.iter().cloned().collect();
-    let bound = bind_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, outputs, bodies)?;
+    let bound = apply_with_bodies(interp, Prim::Pjit { name: j.name.clone() }, &ins, bodies)?;
     let outs = match &jaxpr {
         Some(jx) => {
             let (consts, args) = ins.split_at(n_consts);

@@ -149,7 +149,7 @@ fn mapped_values(interp: &mut Interp, f: &Value, xs: &Value, x0: &Value, out: &V
         let want: Vec<Aval> = invar_avals(&body).iter().map(|a| a.stacked(n)).collect();
         let Some(operands) = conform_operands(interp, &[xs], &want)? else { return Ok(None) };
         let prim = Prim::Scan { length: n, reverse: false, num_carry: 0 };
-        bind_control(interp, prim, None, &[body], operands, y_avals)?
+        bind_control(interp, prim, None, &[body], operands)?
     } else {
         let (Some(body), Some(x)) = (cached_body(interp, f, std::slice::from_ref(x0), "map")?, input_leaves(interp, xs)?) else {
             return Ok(None);

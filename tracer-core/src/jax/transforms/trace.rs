@@ -17,7 +17,7 @@ use crate::jax::aval::Aval;
 use crate::jax::eval_control::Body;
 use crate::jax::ir::{Jaxpr, Prim};
 use crate::jax::numpy::{self as jnp, operand, Operand};
-use crate::jax::{bind1, bind_with_bodies, TraceKind};
+use crate::jax::{apply1, apply_with_bodies, TraceKind};
 use std::rc::Rc;
 
 /// The function a transformation object stands for: `f` of `jax.grad(f)`, `jax.vmap(f)`,
@@ -247,14 +247,13 @@ pub(super) fn bind_control(
     index: Option<Rc<Array>>,
     bodies: &[Body],
     operands: Vec<Rc<Array>>,
-    out_avals: Vec<Aval>,
 ) -> PyResult<Vec<Rc<Array>>> {
     let mut ins: Vec<Rc<Array>> = index.into_iter().collect();
     for b in bodies {
         ins.extend(b.consts.iter().cloned());
     }
     ins.extend(operands);
-    bind_with_bodies(interp, prim, &ins, out_avals, bodies.iter().map(|b| b.jaxpr.clone()).collect())
+    apply_with_bodies(interp, prim, &ins, bodies.iter().map(|b| b.jaxpr.clone()).collect())
 }
 
 pub(super) fn invar_avals(body: &Body) -> Vec<Aval> {
@@ -524,7 +523,7 @@ pub(super) fn trace_with_record(
             TraceKind::Jit => Prim::Pjit { name: name.clone() },
             _ => Prim::Remat,
         };
-        let bound = bind_with_bodies(interp, prim, &ins, avals.clone(), vec![jaxpr.clone()])?;
+        let bound = apply_with_bodies(interp, prim, &ins, vec![jaxpr.clone()])?;
         let label = format!("{}({name})", kind.label());
         outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label)?);
     } else {
@@ -620,7 +619,7 @@ pub fn abstract_output(interp: &mut Interp, aval: Aval, inputs: &[Rc<Array>], wh
     let live_tracers = inputs.iter().filter_map(|i| i.tracer()).map(|t| interp.jax.is_active(t.trace)).collect::<Vec<bool>>();
     let under_ad = !live_tracers.is_empty() && live_tracers.iter().all(|&live| live);
     if interp.jax.innermost_staging().is_some() || under_ad {
-        bind1(interp, Prim::Opaque(why), inputs, aval)
+        apply1(interp, Prim::opaque(why, aval), inputs)
     } else {
         Ok(Array::unknown(aval, why))
     }

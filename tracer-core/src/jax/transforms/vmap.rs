@@ -185,9 +185,8 @@ fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: 
         operands.push(jnp::convert(interp, leaf, w.dtype, w.weak)?);
     }
     let in_axes = inputs.iter().map(|(_, ax)| *ax).collect();
-    let out_avals = array_avals(interp, &[template])?;
     let prim = Prim::Vmap { axis_size: batch.size, in_axes, out_axes };
-    let outs = bind_control(interp, prim, None, &[body], operands, out_avals)?;
+    let outs = bind_control(interp, prim, None, &[body], operands)?;
     Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
 }
 

@@ -153,7 +153,7 @@ pub(super) fn binary(interp: &mut Interp, kind: BinaryKind, x: &Rc<Array>, y: &R
             let (a, b) = (to_shape(interp, x, &shape)?, to_shape(interp, y, &shape)?);
             let aval = Aval { shape, dtype: x.aval.dtype, weak };
             if !shift_is_computed(prim, x, y) {
-                return bind1(interp, Prim::Opaque(prim.name()), &[a, b], aval);
+                return apply1(interp, Prim::opaque(prim.name(), aval), &[a, b]);
             }
             apply1(interp, Prim::Binary(prim), &[a, b])
         }
@@ -449,7 +449,7 @@ pub(super) fn sort(
         for (o, original) in current.iter_mut().zip(operands).skip(num_keys) {
             let mut inputs = operands[..num_keys].to_vec();
             inputs.push(original.clone());
-            *o = bind1(interp, Prim::Opaque(f.name()), &inputs, original.aval.clone())?;
+            *o = apply1(interp, Prim::opaque(f.name(), original.aval.clone()), &inputs)?;
         }
     }
     Ok(current.into_iter().map(Value::Array).collect())

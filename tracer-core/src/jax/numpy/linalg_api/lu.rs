@@ -395,8 +395,8 @@ pub(crate) fn slogdet(interp: &mut Interp, a: &Rc<Array>) -> PyResult<(Rc<Array>
     let n = a.aval.shape[nd - 1];
     let batch = a.aval.with_shape(&a.aval.shape[..nd - 2]);
     if n == 0 {
-        let sign = bind1(interp, Prim::Opaque("slogdet"), std::slice::from_ref(a), batch.clone())?;
-        let log = bind1(interp, Prim::Opaque("slogdet"), std::slice::from_ref(a), batch)?;
+        let sign = apply1(interp, Prim::opaque("slogdet", batch.clone()), std::slice::from_ref(a))?;
+        let log = apply1(interp, Prim::opaque("slogdet", batch), std::slice::from_ref(a))?;
         return Ok((sign, log));
     }
     if n <= 2 {
@@ -419,7 +419,7 @@ pub(crate) fn det(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Rc<Array>> {
     let n = a.aval.shape[nd - 1];
     let batch = a.aval.with_shape(&a.aval.shape[..nd - 2]);
     match n {
-        0 => bind1(interp, Prim::Opaque("det"), std::slice::from_ref(a), batch),
+        0 => apply1(interp, Prim::opaque("det", batch), std::slice::from_ref(a)),
         2 | 3 => {
             let value = det_formula(interp, a, n)?;
             if !matches!(a.aval.dtype, DType::F32 | DType::F64) {

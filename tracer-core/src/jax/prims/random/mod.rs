@@ -1,5 +1,8 @@
-//! Abstract evaluation of the PRNG primitives on typed keys (`key<fry>`, each element one
-//! key) and their raw `uint32[..., 2]` data.
+//! The PRNG primitives on typed keys (`key<fry>`, each element one key) and their raw
+//! `uint32[..., 2]` data: their abstract evaluation here, their kernels (Threefry, the
+//! samplers bit for bit as XLA computes them) in [`kernels`]. None is differentiable.
+
+pub mod kernels;
 
 use super::{arg, type_error, RuleResult};
 use crate::jax::aval::Aval;

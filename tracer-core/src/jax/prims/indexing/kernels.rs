@@ -18,10 +18,10 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, IxDyn};
 
-use super::array::NdData;
-use super::dtypes::DType;
-use super::eval::wrap_int;
-use super::ir::{FillValue, IndexItem, IndexMode, ScatterOp};
+use crate::jax::array::NdData;
+use crate::jax::dtypes::DType;
+use crate::jax::eval::wrap_int;
+use crate::jax::ir::{FillValue, IndexItem, IndexMode, ScatterOp};
 
 /// What one axis of a selection ranges over.
 #[derive(Clone, Copy)]
@@ -67,7 +67,7 @@ fn selection(shape: &[usize], items: &[IndexItem], index_shapes: &[&[usize]]) ->
             next += 1;
         }
     }
-    let broadcast = super::numpy::broadcast_shapes(index_shapes)?.to_vec();
+    let broadcast = crate::jax::numpy::broadcast_shapes(index_shapes)?.to_vec();
     let any_array = !index_shapes.is_empty();
     // With an index array present, static integers are advanced indices too (NumPy).
     let advanced: Vec<usize> =
@@ -178,7 +178,7 @@ fn flat(a: &NdData) -> Vec<f64> {
 /// default when `fill` is `None`. `None` where the value does not fit the `f64` data (the
 /// int64 minimum, the uint64 maximum).
 pub fn fill_element(fill: Option<FillValue>, dtype: DType) -> Option<f64> {
-    use super::eval::{float_to_int, round_to};
+    use crate::jax::eval::{float_to_int, round_to};
     let v = match (fill, dtype) {
         (None, DType::Bool) => 1.0,
         (None, _) if dtype.is_signed_integer() => float_to_int(f64::NEG_INFINITY, dtype),
@@ -200,7 +200,7 @@ pub fn fill_integer(fill: Option<FillValue>, dtype: DType) -> Option<i128> {
     match fill {
         None if dtype.is_signed_integer() => Some(-(1i128 << (bits - 1))),
         None if dtype.is_integer() => Some((1i128 << bits) - 1),
-        Some(FillValue::Int(i)) if dtype.is_integer() => Some(super::eval_ints::wrap(i, dtype)),
+        Some(FillValue::Int(i)) if dtype.is_integer() => Some(crate::jax::eval_ints::wrap(i, dtype)),
         _ => fill_element(fill, dtype).map(|v| v as i128),
     }
 }

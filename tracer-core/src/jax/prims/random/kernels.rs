@@ -25,12 +25,12 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
-use super::array::NdData;
-use super::aval::Aval;
-use super::dtypes::DType;
-use super::eval::{max_f32, min_f32};
-use super::ir::Prim;
-use super::prims::elementwise::max_f64;
+use crate::jax::array::NdData;
+use crate::jax::aval::Aval;
+use crate::jax::dtypes::DType;
+use crate::jax::eval::{max_f32, min_f32};
+use crate::jax::ir::Prim;
+use crate::jax::prims::elementwise::max_f64;
 
 /// A Threefry-2x32 key: the two words of a PRNG key.
 pub type Key = [u32; 2];
@@ -712,7 +712,6 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
         | Prim::Gather { .. }
         | Prim::Scatter { .. }
         | Prim::DebugCallback
-        | Prim::StopGradient
         | Prim::Opaque(_)
         | Prim::Linalg(_)
         | Prim::Block(_) => None,
@@ -874,7 +873,7 @@ fn choice(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
 /// same operation on the data with that axis carried along. `None` for anything else.
 pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
     let typed = |i: &Input| i.aval.dtype.is_key() && i.data.ndim() == i.aval.ndim() + 1 && i.data.shape().last() == Some(&2);
-    let out_shape = super::eval::held_shape(out);
+    let out_shape = crate::jax::eval::held_shape(out);
     match prim {
         // `select_n(which, *cases)` of keys: the predicate has no words axis.
         Prim::Select => {
@@ -892,13 +891,13 @@ pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdDat
             return ArrayD::from_shape_vec(IxDyn(&out_shape), words).ok();
         }
         // Keys are equal when both their words are.
-        Prim::Compare(c @ (super::ir::CmpPrim::Eq | super::ir::CmpPrim::Ne)) => {
+        Prim::Compare(c @ (crate::jax::ir::CmpPrim::Eq | crate::jax::ir::CmpPrim::Ne)) => {
             let (a, b) = (ins.first()?, ins.get(1)?);
             if !typed(a) || !typed(b) {
                 return None;
             }
-            let eq = *c == super::ir::CmpPrim::Eq;
-            let key_shape = super::eval::held_shape(&out.with_dtype(DType::Key));
+            let eq = *c == crate::jax::ir::CmpPrim::Eq;
+            let key_shape = crate::jax::eval::held_shape(&out.with_dtype(DType::Key));
             let (a, b) = (a.data.broadcast(IxDyn(&key_shape))?, b.data.broadcast(IxDyn(&key_shape))?);
             let same = ndarray::Zip::from(a.lanes(Axis(out.ndim())))
                 .and(b.lanes(Axis(out.ndim())))
@@ -971,8 +970,14 @@ pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdDat
             let r = a.to_shape(IxDyn(&expanded)).ok()?.to_owned();
             r.broadcast(IxDyn(&out_shape))?.to_owned()
         }
-        Prim::Unary(super::ir::UnaryPrim::Copy) | Prim::StopGradient => a.clone(),
-        families::elementwise!()
+        Prim::Unary(crate::jax::ir::UnaryPrim::Copy) | Prim::StopGradient => a.clone(),
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::IntegerPow(_)
+        | Prim::ConvertElementType { .. }
         | families::reductions!()
         | families::random!()
         | families::control_flow!()

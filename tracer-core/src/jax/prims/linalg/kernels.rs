@@ -10,8 +10,8 @@
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
-use super::array::NdData;
-use super::ir::{EighInput, LinalgOp};
+use crate::jax::array::NdData;
+use crate::jax::ir::{EighInput, LinalgOp};
 
 /// The value of `op` on `ins` (already converted to the float dtype), in f64; the caller
 /// rounds it to the output dtype. `None` when the shapes do not fit, which the jax.numpy

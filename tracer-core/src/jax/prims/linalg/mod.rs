@@ -1,5 +1,11 @@
-//! Abstract evaluation of the dense linear-algebra primitives ([`LinalgOp`]), each on the
-//! last two axes of its first operand, batched over the leading ones.
+//! The dense linear-algebra primitives ([`LinalgOp`]), each on the last two axes of its first
+//! operand, batched over the leading ones: their abstract evaluation here, their CPU kernels
+//! ([`kernels`], LAPACK's routines step for step) and their derivative rules
+//! ([`derivatives`], with the factorizations' in [`factorizations`]).
+
+pub mod derivatives;
+pub mod factorizations;
+pub mod kernels;
 
 use super::{arg, type_error, RuleResult};
 use crate::jax::aval::Aval;

@@ -1,0 +1,74 @@
+//! The JAX model as the interpreter sees it: the one file of `interp/` that names `crate::jax`,
+//! listing what the interpreter takes from it. The interpreter holds arrays (`Array`, their
+//! `Aval` and `DType`) and the model's state (`JaxState`, `ValuesState`, `TraceMemo`), and
+//! defers to the model where Python meets an array or a JAX object: operators, truth and
+//! conversions (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it
+//! reports (`effects`, `memo`, `numerics`, `stmt`). Everything else of `jax/` is the model's
+//! own; a new need of the interpreter is a new line here, which a review sees.
+
+pub(crate) use crate::jax::JaxState;
+
+pub(crate) mod api {
+    pub(crate) use crate::jax::api::{
+        at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr, JaxObject,
+    };
+}
+
+pub(crate) mod array {
+    pub(crate) use crate::jax::array::{Array, ArrayKind, Lazy};
+}
+
+pub(crate) mod aval {
+    pub(crate) use crate::jax::aval::Aval;
+}
+
+pub(crate) mod dtypes {
+    pub(crate) use crate::jax::dtypes::{default_float, default_int, DType, PyScalarKind};
+}
+
+pub(crate) mod effects {
+    pub(crate) use crate::jax::effects::{on_impure_call, on_next, on_print, GlobalRead};
+}
+
+pub(crate) mod errors {
+    pub(crate) use crate::jax::errors::code_for_exception_class;
+}
+
+pub(crate) mod eval {
+    pub(crate) use crate::jax::eval::force;
+}
+
+pub(crate) mod memo {
+    pub(crate) use crate::jax::memo::{note_call, note_read, Recording, TraceMemo};
+}
+
+pub(crate) mod numerics {
+    pub(crate) use crate::jax::numerics::{loop_enter, loop_exit, loop_next, ValuesState};
+}
+
+pub(crate) mod numpy {
+    pub(crate) use crate::jax::numpy::{
+        abs, array_bool, array_format, array_getattr, array_index, array_repr, array_str, array_to_float, array_to_python, binary_op,
+        broadcast_shapes, call, call_array_method, compare_op, dtype_arg, dtype_call, getitem, immutable_update_error, in_numpy_mode,
+        index_error_from_tracer, iterate_array, mark_numpy, note_captured_constant, numpy_conversion_error, numpy_setitem, operand,
+        promote, python_bool, round, unary_op, unknown_tracer_bool, unknown_tracer_to_python, Operand,
+    };
+}
+
+pub(crate) mod print {
+    pub(crate) use crate::jax::print::array_str;
+}
+
+pub(crate) mod stmt {
+    pub(crate) use crate::jax::stmt::{recorded, recording, Call};
+}
+
+pub(crate) mod surface {
+    pub(crate) use crate::jax::surface::JaxFn;
+}
+
+pub(crate) mod transforms {
+    pub(crate) mod pytrees {
+        pub(crate) use crate::jax::transforms::pytrees::{dict_key_order, registration};
+    }
+}

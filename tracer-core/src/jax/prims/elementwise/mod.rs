@@ -1,0 +1,310 @@
+//! The elementwise primitives (`lax.add`, `lax.sin`, `select_n`, `convert_element_type`):
+//! their abstract evaluation (operands of one shape, a rank-0 operand such as a literal
+//! standing for any shape; the output of that shape, weakly typed only if every operand is),
+//! then their CPU kernels on one element ([`scalar`]: `unary_fn`, `binary_fn`, with XLA's own
+//! `exp`, `tanh` and `erfc` where JAX's values differ from the correctly rounded ones).
+//! `eval.rs` maps them over arrays, and keeps the float32 fast path.
+
+pub mod derivatives;
+pub mod scalar;
+
+use std::rc::Rc;
+
+use ndarray::IxDyn;
+
+use super::{arg, families, type_error, RuleResult};
+use crate::jax::array::{NdData, NdDataF32};
+use crate::jax::aval::Aval;
+use crate::jax::dtypes::DType;
+use crate::jax::eval::{broadcast_to, float_to_int, flush_f32, max_f32, min_f32, round_to, wrap_int, zip_f32};
+use crate::jax::ir::{BinaryPrim, CmpPrim, Prim, UnaryPrim};
+pub(crate) use scalar::*;
+
+/// The shape operands combine to (JAX's `broadcasting_shape_rule`): a rank-0 operand (a
+/// literal) stands for any shape; the others have one rank, and an axis of 1 stretches to
+/// the others' length. JAX's message for others.
+pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Vec<usize>, crate::jax::prims::RuleError> {
+    let ranked: Vec<&Aval> = avals.iter().copied().filter(|a| !a.shape.is_empty()).collect();
+    let Some(first) = ranked.first() else { return Ok(Vec::new()) };
+    if ranked.iter().any(|a| a.ndim() != first.ndim()) {
+        let mut ranks: Vec<usize> = ranked.iter().map(|a| a.ndim()).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let ranks: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+        return Err(type_error(format!("{}: arrays must have the same number of dimensions, got {{{}}}", prim.name(), ranks.join(", "))));
+    }
+    let mut shape = first.shape.to_vec();
+    for a in &ranked[1..] {
+        for (out, &n) in shape.iter_mut().zip(&a.shape) {
+            if *out == 1 {
+                *out = n;
+            } else if n != 1 && n != *out {
+                let shapes: Vec<String> = ranked.iter().map(|a| a.shape_tuple()).collect();
+                return Err(type_error(format!("{} got incompatible shapes for broadcasting: {}.", prim.name(), shapes.join(", "))));
+            }
+        }
+    }
+    Ok(shape)
+}
+
+/// The dtype of an elementwise result: that of the first operand that is not weakly typed
+/// (a literal defers to the array it meets), else the first's.
+fn operand_dtype(avals: &[&Aval]) -> DType {
+    avals.iter().find(|a| !a.weak).or(avals.first()).map_or(DType::F32, |a| a.dtype)
+}
+
+fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::RuleError> {
+    let shape = common_shape(prim, avals)?;
+    Ok(Aval::new(&shape, operand_dtype(avals)).weak(avals.iter().all(|a| a.weak)))
+}
+
+pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
+    let x = arg(prim, ins, 0)?;
+    let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
+    Ok(vec![if u == UnaryPrim::IsFinite {
+        x.with_dtype(DType::Bool)
+    } else if to_real {
+        Aval::new(&x.shape, x.dtype.real_dtype()).weak(x.weak)
+    } else {
+        x.clone()
+    }])
+}
+
+pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[Aval]) -> RuleResult {
+    let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
+    Ok(vec![elementwise(prim, &[x, y])?])
+}
+
+pub fn compare(prim: &Prim, ins: &[Aval]) -> RuleResult {
+    let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
+    Ok(vec![Aval::new(&common_shape(prim, &[x, y])?, DType::Bool)])
+}
+
+/// `select_n(which, *cases)`: the cases' aval.
+pub fn select(prim: &Prim, ins: &[Aval]) -> RuleResult {
+    let which = arg(prim, ins, 0)?;
+    arg(prim, ins, 1)?;
+    let cases: Vec<&Aval> = ins[1..].iter().collect();
+    let mut all: Vec<&Aval> = cases.clone();
+    all.push(which);
+    let shape = common_shape(prim, &all)?;
+    Ok(vec![Aval::new(&shape, operand_dtype(&cases)).weak(cases.iter().all(|a| a.weak))])
+}
+
+/// `clamp(min, x, max)`: `x`'s aval.
+pub fn clamp(prim: &Prim, ins: &[Aval]) -> RuleResult {
+    let x = arg(prim, ins, 1)?;
+    Ok(vec![x.clone()])
+}
+
+/// The operand's aval unchanged (`integer_pow`, `stop_gradient`, `random_clone`).
+pub fn same(prim: &Prim, ins: &[Aval]) -> RuleResult {
+    Ok(vec![arg(prim, ins, 0)?.clone()])
+}
+
+pub fn convert(prim: &Prim, ins: &[Aval], dtype: DType, weak: bool) -> RuleResult {
+    let x = arg(prim, ins, 0)?;
+    Ok(vec![x.with_dtype(dtype).weak(weak)])
+}
+
+// ---------------------------------------------------------------------------------------
+// The CPU kernels on arrays: `eval::force` computes the operands, calls these through the
+// registry's tables and rounds the result to the output dtype.
+
+/// The kernel in f64: the result before rounding to `out_dtype`, or `None` for a case
+/// without a kernel (the value then stays unknown).
+pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData> {
+    let int_out = out_dtype.is_integer();
+    Some(match prim {
+        Prim::Unary(u) => {
+            let a = &ins[0];
+            let f = unary_fn(*u, out_dtype)?;
+            if *u == UnaryPrim::Not && int_out {
+                a.mapv(|x| !(x as i64) as f64)
+            } else if int_out && matches!(u, UnaryPrim::Square | UnaryPrim::Neg | UnaryPrim::Abs) {
+                a.mapv(|x| {
+                    let x = x as i128;
+                    wrap_int(
+                        if *u == UnaryPrim::Square {
+                            x * x
+                        } else if *u == UnaryPrim::Neg {
+                            -x
+                        } else {
+                            x.abs()
+                        },
+                        out_dtype,
+                    )
+                })
+            } else {
+                a.mapv(|x| f(x))
+            }
+        }
+        Prim::Binary(b) => {
+            let a = broadcast_to(&ins[0], out_shape)?;
+            let c = broadcast_to(&ins[1], out_shape)?;
+            let int = in_dtypes.first().map(|d| d.is_integer() || d.is_bool()).unwrap_or(false);
+            if int && int_out && matches!(b, BinaryPrim::Add | BinaryPrim::Sub | BinaryPrim::Mul) {
+                // In i128, then wrapped: an f64 product of two int32s is not exact.
+                let f: fn(i128, i128) -> i128 = match b {
+                    BinaryPrim::Add => |x, y| x + y,
+                    BinaryPrim::Sub => |x, y| x - y,
+                    _ => |x, y| x * y,
+                };
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| wrap_int(f(x as i128, y as i128), out_dtype)));
+            }
+            // `x ** 2` on integers is `integer_pow` in JAX: exact, wrapping.
+            if int && int_out && *b == BinaryPrim::Pow {
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| match u32::try_from(y as i64) {
+                    Ok(y) => wrap_int((x as i128).wrapping_pow(y), out_dtype),
+                    Err(_) => f64::NAN,
+                }))
+                .filter(|d| !d.iter().any(|v| v.is_nan()));
+            }
+            // `jnp.logaddexp` as `lax_other.logaddexp` writes it, each step rounded to the
+            // dtype: `max(x, y) + log1p(exp(-|x - y|))`, or `x + y` where `x - y` is NaN (a
+            // NaN operand, or infinities of the same sign).
+            if *b == BinaryPrim::Logaddexp {
+                let r = move |v: f64| round_to(v, out_dtype);
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(move |&x, &y| {
+                    let delta = r(x - y);
+                    if delta.is_nan() {
+                        r(x + y)
+                    } else {
+                        r(max_f64(x, y) + r(r(exp_in(r(-delta.abs()), out_dtype)).ln_1p()))
+                    }
+                }));
+            }
+            // XLA's polygamma, in float32 for float32 and narrower (special.rs).
+            if *b == BinaryPrim::Polygamma {
+                return Some(ndarray::Zip::from(&a).and(&c).map_collect(|&n, &x| crate::jax::special::polygamma(n, x, out_dtype)));
+            }
+            // The next float32/float64 after x toward y; subnormal results flush as XLA's do.
+            if *b == BinaryPrim::NextAfter {
+                return match out_dtype {
+                    DType::F32 => {
+                        Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f64::from(libm::nextafterf(x as f32, y as f32))))
+                    }
+                    DType::F64 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| libm::nextafter(x, y))),
+                    DType::BF16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
+                        next_after_16(x, y, |v| half::bf16::from_f64(v).to_bits(), |b| half::bf16::from_bits(b).to_f64())
+                    })),
+                    DType::F16 => Some(ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| {
+                        next_after_16(x, y, |v| half::f16::from_f64(v).to_bits(), |b| half::f16::from_bits(b).to_f64())
+                    })),
+                    _ => None,
+                };
+            }
+            if *b == BinaryPrim::Div && !int && divides_by_reciprocal(ins[1].shape(), out_shape) {
+                let r = ins[1].iter().next().map(|&y| reciprocal(y, out_dtype))?;
+                return Some(a.mapv(|x| x * r));
+            }
+            let f = binary_fn(*b, int)?;
+            ndarray::Zip::from(&a).and(&c).map_collect(|&x, &y| f(x, y))
+        }
+        Prim::Compare(c) => {
+            let a = broadcast_to(&ins[0], out_shape)?;
+            let b = broadcast_to(&ins[1], out_shape)?;
+            let f: fn(f64, f64) -> bool = match c {
+                CmpPrim::Eq => |x, y| x == y,
+                CmpPrim::Ne => |x, y| x != y,
+                CmpPrim::Lt => |x, y| x < y,
+                CmpPrim::Le => |x, y| x <= y,
+                CmpPrim::Gt => |x, y| x > y,
+                CmpPrim::Ge => |x, y| x >= y,
+            };
+            ndarray::Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y) as i64 as f64)
+        }
+        Prim::Select => {
+            let p = broadcast_to(&ins[0], out_shape)?;
+            let f = broadcast_to(&ins[1], out_shape)?;
+            let t = broadcast_to(&ins[2], out_shape)?;
+            ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f })
+        }
+        Prim::Clamp => {
+            let lo = broadcast_to(&ins[0], out_shape)?;
+            let x = broadcast_to(&ins[1], out_shape)?;
+            let hi = broadcast_to(&ins[2], out_shape)?;
+            ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h))
+        }
+        Prim::IntegerPow(y) if int_out => {
+            let y = u32::try_from(*y).ok()?;
+            ins[0].mapv(|x| wrap_int((x as i128).wrapping_pow(y), out_dtype))
+        }
+        Prim::IntegerPow(y) => ins[0].mapv(|x| x.powi(*y)),
+        Prim::ConvertElementType { .. } if int_out && in_dtypes.first().is_some_and(|d| d.is_floating()) => {
+            ins[0].mapv(|x| float_to_int(x, out_dtype))
+        }
+        Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
+        families::all_but_elementwise!() => return None,
+    })
+}
+
+/// The float32 path's kernel (float32 or bool data held in `f32`): exactly what [`kernel`]
+/// followed by rounding gives, with whether every element is known to be finite.
+pub(crate) fn kernel_f32(
+    prim: &Prim,
+    ins: &[NdDataF32],
+    in_dtypes: &[DType],
+    out_shape: &[usize],
+    out_dtype: DType,
+) -> Option<(NdDataF32, bool)> {
+    let store = move |y: f64| round_to(y, out_dtype) as f32;
+    let shape = IxDyn(out_shape);
+    Some((
+        match prim {
+            Prim::Unary(UnaryPrim::Neg) => ins[0].mapv(|x| -x).into_shared(),
+            Prim::Unary(UnaryPrim::Abs) => ins[0].mapv(f32::abs).into_shared(),
+            Prim::Unary(UnaryPrim::Copy | UnaryPrim::Real | UnaryPrim::Conj) | Prim::StopGradient => ins[0].clone(),
+            Prim::Unary(u) => {
+                let f = unary_fn(*u, out_dtype)?;
+                ins[0].mapv(|x| store(f(f64::from(x)))).into_shared()
+            }
+            Prim::Binary(b) => {
+                let (x, y) = (&ins[0], &ins[1]);
+                let int = in_dtypes.first().is_some_and(|d| d.is_bool());
+                return match (b, int) {
+                    (BinaryPrim::Add, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p + q)),
+                    (BinaryPrim::Sub, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p - q)),
+                    (BinaryPrim::Mul, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p * q)),
+                    (BinaryPrim::Div, false) if divides_by_reciprocal(y.shape(), out_shape) => {
+                        let r = y.iter().next().map(|&q| reciprocal(q.into(), out_dtype) as f32)?;
+                        zip_f32(x, y, out_shape, move |p, _| flush_f32(p * r))
+                    }
+                    (BinaryPrim::Div, false) => zip_f32(x, y, out_shape, |p, q| flush_f32(p / q)),
+                    (BinaryPrim::Max, _) => zip_f32(x, y, out_shape, max_f32),
+                    (BinaryPrim::Min, _) => zip_f32(x, y, out_shape, min_f32),
+                    _ => {
+                        let f = binary_fn(*b, int)?;
+                        zip_f32(x, y, out_shape, |p, q| store(f(p.into(), q.into())))
+                    }
+                };
+            }
+            Prim::Compare(c) => {
+                let (x, y) = (&ins[0], &ins[1]);
+                let truth = |t: bool| f32::from(u8::from(t));
+                return match c {
+                    CmpPrim::Eq => zip_f32(x, y, out_shape, |p, q| truth(p == q)),
+                    CmpPrim::Ne => zip_f32(x, y, out_shape, |p, q| truth(p != q)),
+                    CmpPrim::Lt => zip_f32(x, y, out_shape, |p, q| truth(p < q)),
+                    CmpPrim::Le => zip_f32(x, y, out_shape, |p, q| truth(p <= q)),
+                    CmpPrim::Gt => zip_f32(x, y, out_shape, |p, q| truth(p > q)),
+                    CmpPrim::Ge => zip_f32(x, y, out_shape, |p, q| truth(p >= q)),
+                };
+            }
+            Prim::Select => {
+                let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+                ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
+            }
+            Prim::Clamp => {
+                let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
+                ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
+            }
+            Prim::IntegerPow(y) => ins[0].mapv(|x| store(f64::from(x).powi(*y))).into_shared(),
+            // float32 to float32, or bool to float32: the values are already exact.
+            Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
+            Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
+            families::all_but_elementwise!() => return None,
+        },
+        false,
+    ))
+}
