@@ -29,7 +29,7 @@ pub struct PartialTensor {
 pub fn make(interp: &mut Interp, dims: Vec<Option<usize>>, dtype: DType, name: Option<String>) -> PyResult<Value> {
     if dims.iter().all(Option::is_some) && interp.jax.staging_depth() > 0 {
         let shape: Vec<usize> = dims.iter().map(|d| d.unwrap_or(0)).collect();
-        let t = crate::jax::bind1(interp, crate::jax::ir::Prim::Opaque("Placeholder"), &[], Aval::new(&shape, dtype))?;
+        let t = crate::jax::apply1(interp, crate::jax::ir::Prim::opaque("Placeholder", Aval::new(&shape, dtype)), &[])?;
         return Ok(Value::Array(super::tensor::mark_array(t)));
     }
     Ok(TfValue::Partial(Rc::new(PartialTensor { dims, dtype, name })).value())

@@ -88,7 +88,7 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 
 /// A symbolic tensor of `t`'s avals in the running graph.
 fn placeholder(interp: &mut Interp, t: &Rc<Array>) -> PyResult<Rc<Array>> {
-    let a = crate::jax::bind1(interp, Prim::Opaque("Placeholder"), &[], t.aval.clone().weak(false))?;
+    let a = crate::jax::apply1(interp, Prim::opaque("Placeholder", t.aval.clone().weak(false)), &[])?;
     Ok(mark_array(a))
 }
 

@@ -141,7 +141,7 @@ fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<()> {
 
 /// A symbolic tensor of `aval` in the running graph (a loop variable's placeholder).
 fn placeholder(interp: &mut Interp, aval: Aval) -> PyResult<Rc<Array>> {
-    let t = crate::jax::bind1(interp, Prim::Opaque("Placeholder"), &[], aval)?;
+    let t = crate::jax::apply1(interp, Prim::opaque("Placeholder", aval), &[])?;
     Ok(mark_array(t))
 }
 
