@@ -8,6 +8,7 @@ pub mod inline;
 pub mod minimise;
 mod oracle;
 pub mod source;
+mod symbolic;
 
 pub use oracle::{Oracle, OracleLimits, RaisedError};
 
@@ -244,47 +245,6 @@ impl Program {
         };
         let lower = if symbolic { ".lower" } else { "" };
         format!("{call}{lower}({})", args.join(", "))
-    }
-
-    /// The named dimensions the call's inputs have, in the order the analysis bound them.
-    fn symbolic_names(&self) -> Vec<&str> {
-        let live = self.live_params();
-        self.symbolic
-            .iter()
-            .filter(|(_, size)| live.iter().any(|x| self.symbolic_value_of(x).is_some() && x.aval.shape.contains(size)))
-            .map(|(name, _)| name.as_str())
-            .collect()
-    }
-
-    /// The line that makes the named dimensions, all in one scope as JAX requires of the
-    /// dimensions of one `lower` (`b, n = jax.export.symbolic_shape("b, n")`), if any.
-    fn symbolic_declaration(&self) -> Option<String> {
-        let names = self.symbolic_names();
-        let targets = match names.as_slice() {
-            [] => return None,
-            [one] => format!("{one},"),
-            many => many.join(", "),
-        };
-        Some(format!("{targets} = jax.export.symbolic_shape(\"{}\")", names.join(", ")))
-    }
-
-    /// `input` as a `jax.ShapeDtypeStruct` with named dimensions, when one of its axes has
-    /// the size of a named dimension.
-    fn symbolic_value_of(&self, input: &Input) -> Option<String> {
-        let a = &input.aval;
-        if self.symbolic.is_empty() || input.literal.is_some() || a.dtype.is_key() {
-            return None;
-        }
-        let named = |d: &usize| self.symbolic.iter().find(|(_, size)| size == d).map(|(n, _)| n.clone());
-        if !a.shape.iter().any(|d| named(d).is_some()) {
-            return None;
-        }
-        let dims: Vec<String> = a.shape.iter().map(|d| named(d).unwrap_or_else(|| d.to_string())).collect();
-        let shape = match dims.as_slice() {
-            [one] => format!("({one},)"),
-            _ => format!("({})", dims.join(", ")),
-        };
-        Some(format!("jax.ShapeDtypeStruct({shape}, {})", np_dtype(a.dtype)))
     }
 
     pub fn render(&self, reduction: &Reduction, regenerate: &str) -> Rendered {

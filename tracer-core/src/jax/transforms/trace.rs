@@ -498,9 +498,10 @@ pub(super) fn trace_with_record(
             return Ok((Value::opaque(format!("result of a traced function with an unknown output ({what})")), record, None))
         }
     };
-    let consts = interp.jax.captured_consts();
+    // An output the trace closed over (a branch returning a module-level array) is one of its
+    // constvars too, so its consts are taken after the outputs are placed.
+    let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
     interp.jax.records[record].consts = consts.clone();
-    let jaxpr = interp.jax.pop_trace(&arrays);
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
     // traces bind one higher-order equation whose outputs are what the caller gets.
     let mut outs = Vec::with_capacity(arrays.len());
