@@ -498,9 +498,19 @@ pub(super) fn trace_with_record(
             return Ok((Value::opaque(format!("result of a traced function with an unknown output ({what})")), record, None))
         }
     };
-    // An output the trace closed over (a branch returning a module-level array) is one of its
-    // constvars too, so its consts are taken after the outputs are placed.
-    let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
+    // In a staging trace, an output the trace closed over (a cond branch returning a
+    // module-level array) is one of its constvars too, so its consts are taken after the
+    // outputs are placed: nothing computed there from the trace's abstract inputs is
+    // concrete. Under grad/jvp a concrete output may have been computed from the primals by
+    // a model the trace could not follow (a boolean mask): taken for a constant it would
+    // differentiate to zero, so it is left out, and the mismatch of consts and constvars
+    // makes the gradient unknown (`ad::linearize`).
+    let (jaxpr, consts) = if staging {
+        interp.jax.pop_trace_with_consts(&arrays)
+    } else {
+        let consts = interp.jax.captured_consts();
+        (interp.jax.pop_trace(&arrays), consts)
+    };
     interp.jax.records[record].consts = consts.clone();
     // The outputs seen by the caller: concrete values flow out of grad/jvp traces; staging
     // traces bind one higher-order equation whose outputs are what the caller gets.
