@@ -27,7 +27,7 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SURFACE = os.path.join(ROOT, "tracer-core", "src", "jax", "surface.rs")
 TABLE = os.path.join(ROOT, "tracer-core", "src", "jax", "signatures.tsv")
-ENTRY = re.compile(r'^\s*\w+\s*=\s*"([\w.]+)"\s*\.\s*"(\w+)"\s*,')
+ENTRY = re.compile(r'^\s*\w+\s*=\s*"([\w.]+)"\s*\.\s*"(\w+)"\s*(?:=>\s*\w+\s*)?,')
 
 
 def surface():
