@@ -4,10 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-use tracer_core::interp::SourceLoader;
 
 /// The allocator the `tracelens` binary uses, so the figures are the product's.
 #[global_allocator]
@@ -16,15 +13,7 @@ use tracer_core::{analyze_file, AnalysisConfig};
 
 #[path = "support/fixtures.rs"]
 mod support;
-use support::{fixtures, jax_python};
-
-struct Disk;
-
-impl SourceLoader for Disk {
-    fn read(&self, path: &Path) -> Option<Rc<str>> {
-        std::fs::read_to_string(path).ok().map(Rc::from)
-    }
-}
+use support::{fixtures, jax_python, Disk};
 
 fn analyse(path: &Path, text: &str) -> Duration {
     let config = AnalysisConfig {

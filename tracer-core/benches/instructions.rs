@@ -11,39 +11,17 @@
 //! engine is only rearranged.
 
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::time::Duration;
 
-use tracer_core::interp::SourceLoader;
 use tracer_core::{analyze_file, AnalysisConfig};
 
 /// The allocator the `tracelens` binary uses, so the counts are the product's.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-struct Disk;
-
-impl SourceLoader for Disk {
-    fn read(&self, path: &Path) -> Option<Rc<str>> {
-        std::fs::read_to_string(path).ok().map(Rc::from)
-    }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
-fn python_files(folders: &[&str]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for folder in folders {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join(folder)) {
-            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
-        }
-    }
-    out.sort();
-    out
-}
+#[path = "support/fixtures.rs"]
+mod support;
+use support::{python_files, Disk};
 
 fn main() {
     let workload = std::env::args().nth(1).unwrap_or_default();

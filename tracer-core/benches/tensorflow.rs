@@ -7,45 +7,21 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use tracer_core::interp::SourceLoader;
 use tracer_core::{analyze_file, AnalysisConfig};
 
 /// The allocator the `tracelens` binary uses, so the figures are the product's.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-struct Disk;
+#[path = "support/fixtures.rs"]
+mod support;
+use support::{python_files, tf_python, Disk};
 
-impl SourceLoader for Disk {
-    fn read(&self, path: &Path) -> Option<Rc<str>> {
-        std::fs::read_to_string(path).ok().map(Rc::from)
-    }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
+/// The TensorFlow conformance fixtures that run as scripts, in path order.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for folder in ["clean", "errors", "warnings"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures/tf").join(folder)) {
-            out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
-        }
-    }
-    out.sort();
-    out
-}
-
-fn tf_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRACELENS_TF_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = repo_root().join("target/tf-venv/bin/python");
-    venv.exists().then_some(venv)
+    python_files(&["tests/fixtures/tf/clean", "tests/fixtures/tf/errors", "tests/fixtures/tf/warnings"])
 }
 
 /// What `check` does, in process: one analysis of the file, nothing rendered.
@@ -53,6 +29,8 @@ fn analyse(path: &Path, text: &str) -> Duration {
     let config = AnalysisConfig {
         search_roots: path.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default(),
         skip_hover_values: true,
+        // The benches build with the crate's tests' `check-ir`: the product does not check.
+        check_ir: false,
         ..Default::default()
     };
     let start = Instant::now();

@@ -1,18 +1,31 @@
-//! What the benchmarks that compare tracelens with real JAX share: the conformance fixtures
-//! that run as scripts, and the interpreter with the pinned JAX.
+//! What the benchmarks share: the repository's fixtures, a source loader reading the disk,
+//! and the Python interpreters with the pinned JAX and TensorFlow they compare against.
+#![allow(dead_code, reason = "each benchmark includes this file and uses part of it")]
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use tracer_core::interp::SourceLoader;
+
+/// Imported modules read from the disk, as `tracelens check` reads them.
+pub struct Disk;
+
+impl SourceLoader for Disk {
+    fn read(&self, path: &Path) -> Option<Rc<str>> {
+        std::fs::read_to_string(path).ok().map(Rc::from)
+    }
+}
 
 /// The repository's root (benchmarks run from their crate's folder).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The fixtures `cargo xtask conformance` runs as scripts, in path order.
-pub fn fixtures() -> Vec<PathBuf> {
+/// The `.py` files directly in each of `folders` (relative to the root), in path order.
+pub fn python_files(folders: &[&str]) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for folder in ["clean", "errors", "warnings"] {
-        if let Ok(entries) = std::fs::read_dir(repo_root().join("tests/fixtures").join(folder)) {
+    for folder in folders {
+        if let Ok(entries) = std::fs::read_dir(repo_root().join(folder)) {
             out.extend(entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")));
         }
     }
@@ -20,11 +33,26 @@ pub fn fixtures() -> Vec<PathBuf> {
     out
 }
 
-/// `TRACELENS_JAX_PYTHON`, else the conformance suite's `target/jax-venv`, if there is one.
-pub fn jax_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TRACELENS_JAX_PYTHON") {
+/// The fixtures `cargo xtask conformance` runs as scripts, in path order.
+pub fn fixtures() -> Vec<PathBuf> {
+    python_files(&["tests/fixtures/clean", "tests/fixtures/errors", "tests/fixtures/warnings"])
+}
+
+/// The interpreter `variable` names, else the one of the suite's venv `target/VENV`, if any.
+fn venv_python(variable: &str, venv: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(variable) {
         return Some(PathBuf::from(p));
     }
-    let venv = repo_root().join("target/jax-venv/bin/python");
-    venv.exists().then_some(venv)
+    let python = repo_root().join("target").join(venv).join("bin/python");
+    python.exists().then_some(python)
+}
+
+/// `TRACELENS_JAX_PYTHON`, else the conformance suite's `target/jax-venv`.
+pub fn jax_python() -> Option<PathBuf> {
+    venv_python("TRACELENS_JAX_PYTHON", "jax-venv")
+}
+
+/// `TRACELENS_TF_PYTHON`, else the TensorFlow suite's `target/tf-venv`.
+pub fn tf_python() -> Option<PathBuf> {
+    venv_python("TRACELENS_TF_PYTHON", "tf-venv")
 }
