@@ -71,6 +71,9 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
     interp.shim_roots = config.shim_roots.clone();
     interp.values = Some(Default::default());
     interp.abstract_unknowns = false;
+    // `run` shows what the program prints, never a hover: previews of every value would cost
+    // a third of a run (formatting each small array as NumPy prints it) for nothing.
+    interp.seen.off = true;
     let file = interp.add_file(path.to_path_buf(), Rc::from(text));
     let module_ast = interp.files[file as usize].module.clone();
     let syntax_error = module_ast.errors.first().map(|e| (Site { file, span: e.span }, e.message.clone()));
