@@ -2,8 +2,9 @@
 //! folder and writes `$OUT_DIR/bundled_shims.rs`, a sorted table of (relative path,
 //! `include_str!` of the file). Adding a shim file needs no Rust edit. Also writes
 //! `$OUT_DIR/python_attributes.rs`: the attributes of CPython's modules and builtin types from
-//! `src/interp/stdlib/python311.tsv`, as sorted static tables, so that no process builds them
-//! at run time.
+//! `src/interp/stdlib/python311.tsv`, and `$OUT_DIR/signatures.rs`: the required parameters
+//! of JAX's functions from `src/jax/signatures.tsv`, as sorted static tables, so that no
+//! process builds them at run time.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,40 @@ fn main() {
         println!("cargo::warning=cannot write {}: {e}", out.display());
     }
     python_attributes(&manifest);
+    signatures(&manifest);
+}
+
+/// `SIGNATURES`: (qualified name, required parameters, wording), sorted by name, from the rows
+/// of `src/jax/signatures.tsv` (name, comma-separated parameters, `python|custom_jvp CALLED`).
+/// A row of another shape is left out, as the engine would ignore it.
+fn signatures(manifest: &Path) {
+    let tsv = manifest.join("src/jax/signatures.tsv");
+    println!("cargo::rerun-if-changed={}", tsv.display());
+    let text = std::fs::read_to_string(&tsv).unwrap_or_default();
+    let mut rows = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut columns = line.split('\t');
+        let (Some(name), Some(params), Some(wording)) = (columns.next(), columns.next(), columns.next()) else { continue };
+        let wording = match wording.split_once(' ') {
+            Some(("python", called)) => format!("Wording::Python({called:?})"),
+            Some(("custom_jvp", called)) => format!("Wording::CustomJvp({called:?})"),
+            _ => continue,
+        };
+        let params: Vec<String> = params.split(',').filter(|p| !p.is_empty()).map(|p| format!("{p:?}")).collect();
+        rows.push((name, format!("    ({name:?}, &[{}], {wording}),", params.join(", "))));
+    }
+    rows.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut out = String::from("/// JAX's signatures: (qualified name, required parameters, wording), sorted by name.\n");
+    out.push_str("static SIGNATURES: &[(&str, &[&str], Wording)] = &[\n");
+    for (_, row) in &rows {
+        out.push_str(row);
+        out.push('\n');
+    }
+    out.push_str("];\n");
+    let path = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("signatures.rs");
+    if let Err(e) = std::fs::write(&path, out) {
+        println!("cargo::warning=cannot write {}: {e}", path.display());
+    }
 }
 
 /// `MODULE_ATTRS` and `TYPE_ATTRS`: (owner, its attribute names), both sorted, from the rows

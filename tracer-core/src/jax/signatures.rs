@@ -6,14 +6,9 @@
 //! leaves one out raises JAX's `TypeError` before any model reads its arguments, so no model
 //! has to guard the positions its signature guarantees.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
 use super::surface::JaxFn;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
-
-const TABLE: &str = include_str!("signatures.tsv");
 
 /// How JAX words the `TypeError` of a call that leaves out required parameters (the table's
 /// third column).
@@ -25,48 +20,28 @@ enum Wording {
     CustomJvp(&'static str),
 }
 
-struct Signature {
-    /// The required positional-or-keyword parameters, in order.
-    required: Vec<&'static str>,
-    wording: Wording,
-}
+// `SIGNATURES`, generated from `signatures.tsv` by build.rs: a check process looks up a few
+// functions and builds nothing.
+include!(concat!(env!("OUT_DIR"), "/signatures.rs"));
 
-/// `qualified name -> signature`.
-type Table = HashMap<&'static str, Signature, foldhash::fast::FixedState>;
-
-fn table() -> &'static Table {
-    static PARSED: OnceLock<Table> = OnceLock::new();
-    PARSED.get_or_init(|| {
-        TABLE
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let mut cols = l.split('\t');
-                let (name, params, wording) = (cols.next()?, cols.next()?, cols.next()?);
-                let wording = match wording.split_once(' ')? {
-                    ("python", called) => Wording::Python(called),
-                    ("custom_jvp", called) => Wording::CustomJvp(called),
-                    _ => return None,
-                };
-                Some((name, Signature { required: params.split(',').filter(|p| !p.is_empty()).collect(), wording }))
-            })
-            .collect()
-    })
+/// `f`'s required parameters and wording, if the table has `f`.
+fn signature(f: JaxFn) -> Option<(&'static [&'static str], Wording)> {
+    let name = f.qualified_name();
+    SIGNATURES.binary_search_by(|(n, _, _)| (*n).cmp(name)).ok().map(|i| (SIGNATURES[i].1, SIGNATURES[i].2))
 }
 
 /// The required parameters of `f` that can be given by position or by name.
 pub fn required(f: JaxFn) -> &'static [&'static str] {
-    table().get(f.qualified_name()).map(|s| s.required.as_slice()).unwrap_or(&[])
+    signature(f).map_or(&[], |(required, _)| required)
 }
 
 /// JAX's `TypeError` message for a call of `f` with `given` positional arguments (after
 /// `bind_required`) and `kwargs`, when it leaves out a required parameter.
 pub fn missing_arguments(f: JaxFn, given: usize, kwargs: &Kwargs) -> Option<String> {
-    let signature = table().get(f.qualified_name())?;
-    let missing: Vec<&str> =
-        signature.required.iter().skip(given).filter(|name| !kwargs.iter().any(|(k, _)| &**k == **name)).copied().collect();
+    let (required, wording) = signature(f)?;
+    let missing: Vec<&str> = required.iter().skip(given).filter(|name| !kwargs.iter().any(|(k, _)| &**k == **name)).copied().collect();
     let first = missing.first()?;
-    Some(match signature.wording {
+    Some(match wording {
         Wording::Python(called) => crate::interp::call::missing_arguments(called, &missing),
         Wording::CustomJvp(called) => format!(
             "The input arguments to the custom_jvp-decorated function {called} could not be resolved to positional-only arguments. Binding failed with the error:\nmissing a required argument: '{first}'"
@@ -78,7 +53,7 @@ pub fn missing_arguments(f: JaxFn, given: usize, kwargs: &Kwargs) -> Option<Stri
 /// positional arguments leave out, as Python binds them. A name given twice (by position and
 /// by name) stays where it is, for the model to raise Python's `TypeError`.
 pub fn bind_required(f: JaxFn, mut args: Vec<Value>, mut kwargs: Kwargs) -> (Vec<Value>, Kwargs) {
-    // Nothing to move (the table is not even read: `check` of a file builds it only if asked).
+    // Nothing to move.
     if kwargs.is_empty() {
         return (args, kwargs);
     }
@@ -95,7 +70,9 @@ mod tests {
 
     #[test]
     fn every_row_names_a_modelled_function() {
-        for name in table().keys() {
+        assert!(SIGNATURES.windows(2).all(|w| w[0].0 < w[1].0), "sorted, each name once");
+        assert!(SIGNATURES.len() > 300, "every row read: {}", SIGNATURES.len());
+        for (name, _, _) in SIGNATURES {
             assert!(JaxFn::ALL.iter().any(|f| f.qualified_name() == *name), "{name} is not in surface.rs");
         }
         assert_eq!(required(JaxFn::RandomPRNGKey), ["seed"]);
@@ -115,8 +92,8 @@ mod tests {
 
     #[test]
     fn every_row_says_how_a_call_without_its_arguments_fails() {
-        let rows = TABLE.lines().filter(|l| !l.starts_with('#')).count();
-        assert_eq!(table().len(), rows, "a row the parser does not read");
+        let rows = include_str!("signatures.tsv").lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(SIGNATURES.len(), rows, "a row build.rs does not read");
     }
 
     #[test]
