@@ -105,7 +105,11 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
         // A crash counts only when it happens again alone: a hang on a loaded machine is not one.
         let check = |candidate: &str| same_crash(&work, candidate, signature);
         if !check(text) {
-            println!("  not reproduced alone, ignored: {signature} ({outcome})");
+            // Kept for a look by hand: a timeout that passes alone may still be a budget that
+            // is checked too rarely, which only a loaded core makes visible.
+            let kept = work.join(format!("unreproduced-{}.py", signature.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+            let _ = std::fs::write(&kept, text);
+            println!("  not reproduced alone, ignored: {signature} ({outcome}); the input is in {}", kept.display());
             continue;
         }
         real += 1;
