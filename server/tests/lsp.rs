@@ -879,8 +879,10 @@ class MLP(nnx.Module):
         self.linear = nnx.Linear(784, 512, rngs=rngs)
 
 
-optimizer = nnx.Optimizer(MLP(nnx.Rngs(0)), optax.adam(1e-3), wrt=nnx.Param)
+net = MLP(nnx.Rngs(0))
+optimizer = nnx.Optimizer(net, optax.adam(1e-3), wrt=nnx.Param)
 nnx_state = optimizer.opt_state
+graphdef, model_state = nnx.split(net)
 
 
 class Lin(nn.Module):
@@ -898,14 +900,14 @@ ts_state = state.opt_state
 /// An optimizer state's leaves are named by optax's fields, under the key paths
 /// `jax.tree_util.tree_flatten_with_path` gives them with optax 0.2.8 and flax 0.12.8: a bare
 /// optax state, a chain's, an `nnx.Optimizer`'s (its leaves are Variables: `.value`) and a
-/// `TrainState`'s.
+/// `TrainState`'s; and an nnx State's by item (`['linear']['kernel'].value`).
 #[test]
 fn an_optimizer_state_hover_names_its_leaves_by_optax_field() {
     let root = workspace("optstates", &[("opt.py", OPT_STATES)]);
     let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
     let u = open(&mut c, &root.join("opt.py"), OPT_STATES);
     c.diagnostics(&u, Some(1));
-    let cases: [(u32, u32, &[&str]); 4] = [
+    let cases: [(u32, u32, &[&str]); 5] = [
         (
             8,
             1,
@@ -917,8 +919,10 @@ fn an_optimizer_state_hover_names_its_leaves_by_optax_field() {
             ],
         ),
         (9, 1, &["chained: pytree of 5 arrays", "[1][0].count: i32[]", "[1][0].mu['linear']['kernel']: f32[784,512]"]),
-        (18, 1, &["nnx_state: pytree of 5 arrays", "[0].count.value: i32[]", "[0].mu['linear']['kernel'].value: f32[784,512]"]),
-        (30, 1, &["ts_state: pytree of 5 arrays", "[0].count: i32[]", "[0].nu['linear']['kernel']: f32[784,512]"]),
+        (19, 1, &["nnx_state: pytree of 5 arrays", "[0].count.value: i32[]", "[0].mu['linear']['kernel'].value: f32[784,512]"]),
+        (32, 1, &["ts_state: pytree of 5 arrays", "[0].count: i32[]", "[0].nu['linear']['kernel']: f32[784,512]"]),
+        // An nnx State is keyed as flax's flatten keys it: by item, not by its attributes.
+        (20, 10, &["model_state: pytree of 2 arrays", "\n  ['linear']['kernel'].value: f32[784,512]"]),
     ];
     for (line, character, needles) in cases {
         let text = hover_at(&mut c, &u, line, character);
