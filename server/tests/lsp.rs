@@ -860,3 +860,75 @@ fn exit_without_shutdown_ends_with_status_1() {
     };
     assert_eq!(status.code(), Some(1));
 }
+
+const OPT_STATES: &str = "\
+import jax
+import jax.numpy as jnp
+import optax
+import flax.linen as nn
+from flax import nnx
+from flax.training import train_state
+
+params = {'linear': {'kernel': jnp.zeros((784, 512)), 'bias': jnp.zeros((512,))}}
+opt_state = optax.adam(1e-3).init(params)
+chained = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3)).init(params)
+
+
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(784, 512, rngs=rngs)
+
+
+net = MLP(nnx.Rngs(0))
+optimizer = nnx.Optimizer(net, optax.adam(1e-3), wrt=nnx.Param)
+nnx_state = optimizer.opt_state
+graphdef, model_state = nnx.split(net)
+
+
+class Lin(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(512, name='linear')(x)
+
+
+m = Lin()
+variables = m.init(jax.random.PRNGKey(0), jnp.zeros((1, 784)))
+state = train_state.TrainState.create(apply_fn=m.apply, params=variables['params'], tx=optax.adam(1e-3))
+ts_state = state.opt_state
+";
+
+/// An optimizer state's leaves are named by optax's fields, under the key paths
+/// `jax.tree_util.tree_flatten_with_path` gives them with optax 0.2.8 and flax 0.12.8: a bare
+/// optax state, a chain's, an `nnx.Optimizer`'s (its leaves are Variables: `.value`) and a
+/// `TrainState`'s; and an nnx State's by item (`['linear']['kernel'].value`).
+#[test]
+fn an_optimizer_state_hover_names_its_leaves_by_optax_field() {
+    let root = workspace("optstates", &[("opt.py", OPT_STATES)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("opt.py"), OPT_STATES);
+    c.diagnostics(&u, Some(1));
+    let cases: [(u32, u32, &[&str]); 5] = [
+        (
+            8,
+            1,
+            &[
+                "opt_state: pytree of 5 arrays",
+                "[0].count: i32[]",
+                "[0].mu['linear']['bias']: f32[512]",
+                "[0].nu['linear']['kernel']: f32[784,512]",
+            ],
+        ),
+        (9, 1, &["chained: pytree of 5 arrays", "[1][0].count: i32[]", "[1][0].mu['linear']['kernel']: f32[784,512]"]),
+        (19, 1, &["nnx_state: pytree of 5 arrays", "[0].count.value: i32[]", "[0].mu['linear']['kernel'].value: f32[784,512]"]),
+        (32, 1, &["ts_state: pytree of 5 arrays", "[0].count: i32[]", "[0].nu['linear']['kernel']: f32[784,512]"]),
+        // An nnx State is keyed as flax's flatten keys it: by item, not by its attributes.
+        (20, 10, &["model_state: pytree of 2 arrays", "\n  ['linear']['kernel'].value: f32[784,512]"]),
+    ];
+    for (line, character, needles) in cases {
+        let text = hover_at(&mut c, &u, line, character);
+        for needle in needles {
+            assert!(text.contains(needle), "line {} col {}: no {needle:?} in\n{text}", line + 1, character + 1);
+        }
+    }
+    c.stop();
+}

@@ -65,6 +65,24 @@ impl Hovered {
         self.site.avals.iter().flat_map(|a| avals_in(a)).all(|a| shown.contains(&a))
     }
 
+    /// The leaves of JAX's pytrees here whose hover line is not `path: aval` with JAX's
+    /// `keystr` path (`[0].mu['w']: f32[8,4]`); only for a hover that shows that leaf's aval
+    /// (a leaf tracelens cannot know is a miss, not a wrong path).
+    fn leaves_under_other_paths(&self) -> Vec<String> {
+        let shown = avals_in(&self.text);
+        let lines: Vec<&str> = self.text.lines().map(str::trim).collect();
+        let mut wrong = Vec::new();
+        for tree in self.site.avals.iter().filter(|a| a.starts_with('{')) {
+            for (path, aval) in tree_leaves(tree) {
+                let line = format!("{path}: {aval}");
+                if shown.contains(&aval.to_string()) && !lines.contains(&line.as_str()) && !wrong.contains(&line) {
+                    wrong.push(line);
+                }
+            }
+        }
+        wrong
+    }
+
     fn miss_reason(&self) -> &'static str {
         if self.text.is_empty() {
             "no hover"
@@ -248,6 +266,21 @@ fn hover_fixture(
     Ok((out, output.truncated))
 }
 
+/// `(path, aval)` of each leaf of the oracle's `{[0].mu['w']: f32[8,4], [0].count: i32[]}`.
+fn tree_leaves(tree: &str) -> Vec<(&str, &str)> {
+    let inner = tree.strip_prefix('{').and_then(|t| t.strip_suffix('}')).unwrap_or("");
+    let mut out = Vec::new();
+    let mut rest = inner;
+    while !rest.is_empty() {
+        // An aval ends a leaf (`…: f32[8,4]`), so a leaf ends at the first `], ` after `: `.
+        let Some(colon) = rest.find(": ") else { break };
+        let end = rest[colon..].find("], ").map(|i| colon + i + 1).unwrap_or(rest.len());
+        out.push((&rest[..colon], &rest[colon + 2..end]));
+        rest = rest[end..].strip_prefix(", ").unwrap_or("");
+    }
+    out
+}
+
 /// The avals written in a text: `f32[8,4]`, `~f32[]`, `bool[3]`, `key<fry>[]`.
 pub fn avals_in(text: &str) -> Vec<String> {
     let bytes = text.as_bytes();
@@ -344,6 +377,22 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
             hover
         );
     }
+    let misnamed: Vec<(&Hovered, Vec<String>)> =
+        hovered.iter().map(|h| (h, h.leaves_under_other_paths())).filter(|(_, wrong)| !wrong.is_empty()).collect();
+    let _ = writeln!(out, "\npytree leaves shown under another path than JAX's keystr ({} sites):", misnamed.len());
+    for (h, wrong) in misnamed.iter().take(if list { usize::MAX } else { 12 }) {
+        let hover: String = h.text.replace('\n', " ⏎ ").chars().take(120).collect();
+        let _ = writeln!(
+            out,
+            "    {}:{}:{} `{}` JAX {} | {}",
+            h.fixture,
+            h.site.line,
+            h.site.column + 1,
+            h.site.text,
+            shorten(&wrong.join(", ")),
+            hover
+        );
+    }
     for name in truncated {
         let _ = writeln!(out, "note: {name}: the oracle stopped tracing opcodes at its event budget; later sites are not counted");
     }
@@ -365,6 +414,14 @@ fn shorten(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::avals_in;
+
+    #[test]
+    fn oracle_trees_split_into_leaves() {
+        assert_eq!(
+            super::tree_leaves("{[0].count: i32[], [0].mu['w']: f32[8,4], .b: ~f32[]}"),
+            vec![("[0].count", "i32[]"), ("[0].mu['w']", "f32[8,4]"), (".b", "~f32[]")]
+        );
+    }
 
     #[test]
     fn avals_are_read_from_hover_text() {

@@ -212,6 +212,13 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
                 // `__tracelens_children__` under the keys the library's own flatten gives them
                 // (a flax Variable's `raw_value` is JAX's `.value`).
                 Some(PytreeRegistration::Custom { .. }) => {
+                    // A mapping a shim keeps in one attribute (flax's State in `_mapping`,
+                    // named by `__tracelens_items__`): its items are the children, keyed as a
+                    // dict's are (`['linear']['kernel']`), as the library's flatten keys them.
+                    if let Some(Value::Str(attr)) = inst.class.lookup("__tracelens_items__") {
+                        let x = inst.attrs.borrow().get(attr.as_ref()).cloned().unwrap_or(Value::None);
+                        return walk(&x, path, leaves, nodes, depth + 1);
+                    }
                     if let Some(Value::Dict(named)) = inst.class.lookup("__tracelens_children__") {
                         let named: Vec<(Value, Value)> = named.borrow().entries.values().cloned().collect();
                         return named.iter().all(|(attr, key)| match (attr, key) {

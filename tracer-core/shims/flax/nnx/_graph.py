@@ -261,6 +261,8 @@ class State:
     """flax's State: a nested mapping from attribute names to Variables, a pytree whose children
     are its values in sorted key order."""
 
+    __tracelens_items__ = "_mapping"
+
     def __init__(self, mapping=None):
         self._mapping = {}
         if mapping is not None:
