@@ -20,6 +20,7 @@ pub mod autograph;
 mod control;
 pub mod errors;
 pub mod function;
+mod nest;
 pub mod ops;
 mod ops_shape;
 mod ops_special;
