@@ -3,7 +3,7 @@
 //! (TL110), static arguments (TL111), invalid pytrees (TL112), plain Python exceptions at
 //! trace time (TL190), and statements `jax::stmt` cannot say (a function passed to `scan`
 //! that closes over a tracer of the enclosing trace). The program is the user's module with
-//! comments and imports of anything but `jax`, `numpy` and `functools` taken out, every line
+//! comments and imports of anything but `jax`, `numpy`, `functools` and `tensorflow` taken out, every line
 //! linked to the user's line, then delta-debugged statement by statement — top level first,
 //! then the bodies of the functions, classes and blocks that are kept — with the engine as
 //! the oracle (the same code and exception class at the same line).
@@ -20,7 +20,7 @@ use crate::syntax::ast::{Stmt, StmtKind};
 use crate::syntax::{Field, LineIndex, NodeKind, SyntaxNode, SyntaxTree};
 
 /// Modules a reproducer may import (with their submodules).
-pub(super) const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools"];
+pub(super) const ALLOWED_ROOTS: &[&str] = &["jax", "numpy", "functools", "tensorflow"];
 
 /// One physical line of the user's file, comment taken out.
 #[derive(Clone, Debug, PartialEq)]
@@ -340,12 +340,22 @@ impl SourceProgram {
         super::code_lines(&self.render(&[]).text)
     }
 
+    /// The framework whose error the program raises: TensorFlow when it imports it.
+    fn framework(&self) -> &'static str {
+        let text = self.render(&[]).text;
+        if text.lines().any(|l| l.starts_with("import tensorflow") || l.starts_with("from tensorflow")) {
+            "TensorFlow"
+        } else {
+            "JAX"
+        }
+    }
+
     /// The header a written reproducer starts with.
     pub fn header(&self, reduction: &super::Reduction, regenerate: &str) -> Vec<String> {
         let mut header = vec![
             format!("tracelens reproducer for {} at {}:{}", self.code, self.file_label, self.error_line),
             format!("original error: {}", self.message),
-            format!("raises under JAX: {}", self.class),
+            format!("raises under {}: {}", self.framework(), self.class),
             "cut from the source: the statements of the file the error needs (it is not raised by a call tracelens can stage out of a trace)".to_string(),
         ];
         let after = self.code_lines();

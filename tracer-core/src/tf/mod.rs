@@ -20,6 +20,7 @@ pub mod autograph;
 mod control;
 pub mod errors;
 pub mod function;
+mod nest;
 pub mod ops;
 mod ops_shape;
 mod ops_special;
@@ -28,6 +29,7 @@ mod signature;
 pub mod surface;
 mod tape;
 pub mod tensor;
+pub mod tensor_array;
 pub mod variable;
 mod while_loop;
 
@@ -88,6 +90,8 @@ pub enum TfValue {
     Method(Box<TfValue>, Rc<str>),
     /// A symbolic tensor whose shape is known only in part (`partial.rs`).
     Partial(Rc<partial::PartialTensor>),
+    /// `tf.TensorArray(...)` (`tensor_array.rs`).
+    TensorArray(Rc<tensor_array::TensorArray>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +116,7 @@ impl TfValue {
             TfValue::Spec(_) => "TensorSpec",
             TfValue::Shape(_) => "TensorShape",
             TfValue::Partial(_) => "SymbolicTensor",
+            TfValue::TensorArray(_) => "TensorArray",
         }
     }
 
@@ -126,6 +131,7 @@ impl TfValue {
             TfValue::Shape(_) => "tf.TensorShape".into(),
             TfValue::Method(recv, name) => format!("{}.{name}", recv.describe()),
             TfValue::Partial(p) => partial::text(p, false),
+            TfValue::TensorArray(_) => "tf.TensorArray".into(),
         }
     }
 }
@@ -182,7 +188,7 @@ pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) 
         TfValue::Function(f) => function::call(interp, f, args, kwargs),
         TfValue::Concrete(f, entry) => function::call_concrete(interp, f, *entry, args, kwargs),
         TfValue::Method(recv, name) => call_method(interp, recv, name, args, kwargs),
-        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) | TfValue::Partial(_) => {
+        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) | TfValue::Partial(_) | TfValue::TensorArray(_) => {
             Err(interp.type_error(format!("'{}' object is not callable", v.type_name())))
         }
     }
@@ -196,6 +202,7 @@ pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Va
         TfValue::Function(f) => function::call_method(interp, f, name, args, kwargs),
         TfValue::Shape(dims) => tensor::shape_method(interp, dims, name, args),
         TfValue::Partial(p) => Ok(partial::call_method(p, name)),
+        TfValue::TensorArray(ta) => tensor_array::call_method(interp, ta, name, args, kwargs),
         _ => Ok(Value::opaque(format!("{}.{name}()", recv.describe()))),
     }
 }
@@ -207,6 +214,7 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
         TfValue::Variable(var) => return variable::getattr(interp, var, name),
         TfValue::Tape(t) => tape::getattr(t, name),
         TfValue::Partial(p) => return partial::getattr(interp, p, name),
+        TfValue::TensorArray(ta) => tensor_array::getattr(ta, name),
         TfValue::Function(f) => match name {
             "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
             "python_function" => Some(f.fun.clone()),

@@ -50,6 +50,7 @@ pub fn route(f: TfFn) -> Route {
         | F::Print
         | F::Cond
         | F::WhileLoop
+        | F::TensorArray
         | F::DoNotConvert
         | F::RunFunctionsEagerly => Route::Elsewhere,
         F::Add => Route::Binary(t::ADD),
@@ -231,6 +232,7 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
             TfFn::Print => Ok(Value::None),
             TfFn::Cond => super::control::cond(interp, &p),
             TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
+            TfFn::TensorArray => super::tensor_array::make(interp, &p),
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
             TfFn::RunFunctionsEagerly => Err(interp.stop_unknown("tf.config.run_functions_eagerly is not modelled")),
             _ => Ok(Value::opaque(format!("tf.{}", f.name()))),

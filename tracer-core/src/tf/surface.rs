@@ -35,7 +35,7 @@ tf_surface! {
     Print = "print" in ["tensorflow"],
     Cond = "cond" in ["tensorflow"],
     WhileLoop = "while_loop" in ["tensorflow"],
-    // TensorArray = "TensorArray" in ["tensorflow"],
+    TensorArray = "TensorArray" in ["tensorflow"],
     GradientTape = "GradientTape" in ["tensorflow"],
     // Module = "Module" in ["tensorflow"],
     DoNotConvert = "do_not_convert" in ["tensorflow.autograph.experimental"],

@@ -1,122 +1,231 @@
 //! `tf.while_loop(cond, body, loop_vars, shape_invariants=None, ...)`. Its loop variables (a
-//! tuple or list; Python numbers made tensors) are passed to `cond` and `body` as separate
-//! arguments, and the result has their structure. Eagerly it is a Python loop over tensors.
-//! In a graph `cond` and `body` are traced once with symbolic tensors of the variables'
-//! avals, and TensorFlow checks, at the call: `body` returns as many values as there are
-//! loop variables (`ValueError`), each of the dtype it entered with (`TypeError: Loop var
-//! ... enters the loop with type ... but has type ... after 1 iteration`) and, unless
-//! `shape_invariants` is given, of the shape it entered with (`ValueError: Input tensor ...
-//! enters the loop with shape (1,), but has shape (2,) after one iteration`); the outputs
-//! are symbolic tensors of the entry avals.
+//! tuple or list, whose items may nest tuples, lists and dicts of tensors and TensorArrays;
+//! Python numbers made tensors) are passed to `cond` and `body` as separate arguments, and
+//! the result has their structure. Eagerly it is a Python loop over tensors. In a graph
+//! `cond` and `body` are traced once with symbolic tensors of the variables' avals (of their
+//! `shape_invariants`, when given), and TensorFlow checks, at the call: `body` returns the
+//! loop variables' nested structure (`ValueError: The two structures don't have the same
+//! nested structure.`), each tensor of the dtype it entered with (`TypeError: Loop var ...
+//! enters the loop with type ... but has type ... after 1 iteration`) and of the shape it
+//! entered with, or one its invariant allows (`ValueError: Input tensor ... enters the loop
+//! with shape (1,), but has shape (2,) after one iteration`); the outputs are symbolic
+//! tensors of the entry avals, or of the invariants' shapes.
 //!
-//! Not modelled (the result is unknown): nested structures inside the loop variables,
-//! TensorArrays among them, and `maximum_iterations`' effect on values.
+//! A tensor is named by its path in `loop_vars` (`loop_vars[1]['h']`) where TensorFlow's
+//! message names its graph tensor (`ones:0`). Not modelled (the result is unknown): a single
+//! tensor as `loop_vars`, an invariant that does not fit the value it is given for, and
+//! `maximum_iterations`' effect on values.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::nest;
 use super::ops::Args;
 use super::tensor::{mark_array, to_tensor, unknown_tensor};
+use super::{partial, TfValue};
 use crate::diagnostics::Code;
+use crate::interp::builtins::Builtin;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
-use crate::jax::array::Array;
+use crate::jax::aval::Aval;
+use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
+
+type Dims = Vec<Option<usize>>;
 
 pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let (Some(cond), Some(body), Some(vars)) = (p.get(0, "cond"), p.get(1, "body"), p.get(2, "loop_vars")) else {
         return Ok(unknown_tensor(interp, "a tf.while_loop whose arguments tracelens does not read"));
     };
-    let is_list = match vars {
-        Value::List(_) => true,
-        Value::Tuple(_) => false,
-        _ => return Ok(unknown_tensor(interp, "a tf.while_loop over a value that is not a tuple or list")),
+    if !matches!(vars, Value::List(_) | Value::Tuple(_)) {
+        return Ok(unknown_tensor(interp, "a tf.while_loop over a value that is not a tuple or list"));
+    }
+    let Some(vars) = nest::map(interp, vars, "loop_vars", &mut |i, leaf, _| leaf_value(i, leaf))? else {
+        return Ok(unknown_tensor(interp, "a tf.while_loop over values tracelens does not follow"));
     };
-    let mut tensors = Vec::new();
-    for v in interp.iterate(vars)? {
-        match to_tensor(interp, &v, None)? {
-            Some(t) => tensors.push(t),
-            None => return Ok(unknown_tensor(interp, "a tf.while_loop over values tracelens does not follow")),
-        }
-    }
-    let pack = |items: Vec<Value>| if is_list { Value::list(items) } else { Value::tuple(items) };
     if !super::in_graph(interp) {
-        return eager(interp, cond, body, tensors, is_list);
+        return eager(interp, cond, body, vars);
     }
-    let shape_invariants = p.get(3, "shape_invariants").is_some();
-    let entry: Vec<Rc<Array>> = tensors.iter().map(|t| placeholder(interp, t)).collect::<PyResult<_>>()?;
-    let args: Vec<Value> = entry.iter().cloned().map(Value::Array).collect();
+    let invariants = match p.get(3, "shape_invariants") {
+        Some(inv) => match invariants(&vars, inv) {
+            Some(map) => map,
+            None => return Ok(unknown_like(interp, &vars)),
+        },
+        None => HashMap::new(),
+    };
+    // The body's arguments: each leaf a symbolic value of its avals (or its invariant).
+    let mut fits = true;
+    let entry = nest::map(interp, &vars, "loop_vars", &mut |i, leaf, path| {
+        let inv = invariants.get(path);
+        if let (Some(inv), Some((dims, _))) = (inv, partial::dims_of(leaf)) {
+            fits &= compatible(inv, &dims);
+        }
+        symbolic_like(i, leaf, inv).map(Some)
+    })?
+    .expect("every leaf was followed");
+    if !fits {
+        return Ok(unknown_like(interp, &vars));
+    }
+    let args = interp.iterate(&entry)?;
     interp.call(cond, args.clone(), Vec::new())?;
     let out = interp.call(body, args, Vec::new())?;
     let outs = match &out {
         Value::Tuple(_) | Value::List(_) => interp.iterate(&out)?,
         single => vec![single.clone()],
     };
-    if outs.len() != entry.len() {
+    let entry_items = interp.iterate(&entry)?;
+    if outs.len() != entry_items.len() {
         let msg = format!(
             "The two structures don't have the same nested structure.\n\nFirst structure: a sequence of {} values (body's output)\n\nSecond structure: a sequence of {} values (loop_vars)",
             outs.len(),
-            entry.len()
+            entry_items.len()
         );
         return Err(interp.raise("ValueError", Code::ControlFlowSignature, msg));
     }
-    for (i, (before, after)) in entry.iter().zip(&outs).enumerate() {
-        let Some(after) = to_tensor(interp, after, None)? else { continue };
-        let name = format!("loop_vars[{i}]");
-        if before.aval.dtype != after.aval.dtype {
-            let msg = format!(
-                "Loop var {name} enters the loop with type <dtype: '{}'> but has type <dtype: '{}'> after 1 iteration. {name} type should remain constant.",
-                before.aval.dtype.name(),
-                after.aval.dtype.name()
-            );
-            return Err(interp.raise("TypeError", Code::ControlFlowSignature, msg));
-        }
-        if !shape_invariants && before.aval.shape != after.aval.shape {
-            let msg = format!(
-                "Input tensor `{name}` enters the loop with shape {}, but has shape {} after one iteration. To allow the shape to vary across iterations, use the `shape_invariants` argument of tf.while_loop to specify a less-specific shape.",
-                before.aval.shape_tuple(),
-                after.aval.shape_tuple()
-            );
-            return Err(interp.raise("ValueError", Code::ControlFlowSignature, msg));
-        }
+    let (entry_seq, out_seq) = (Value::tuple(entry_items), Value::tuple(outs));
+    if !nest::same_structure(&entry_seq, &out_seq) {
+        let msg = "The two structures don't have the same nested structure.\n\nFirst structure: the body's output\n\nSecond structure: loop_vars\n\nMore specifically: a nested sequence or dict differs in length or keys".to_string();
+        return Err(interp.raise("ValueError", Code::ControlFlowSignature, msg));
     }
-    if shape_invariants {
-        return Ok(pack(entry.iter().map(|_| unknown_tensor(interp, "a loop variable with a shape invariant")).collect()));
+    let mut pairs = Vec::new();
+    nest::zip_leaves(&entry_seq, &out_seq, "loop_vars", &mut pairs);
+    for (before, after, name) in &pairs {
+        check_leaf(interp, before, after, name, invariants.get(name))?;
     }
-    let results: Vec<Value> = tensors.iter().map(|t| placeholder(interp, t).map(Value::Array)).collect::<PyResult<_>>()?;
-    Ok(pack(results))
+    let result = nest::map(interp, &vars, "loop_vars", &mut |i, leaf, path| symbolic_like(i, leaf, invariants.get(path)).map(Some))?;
+    Ok(result.expect("every leaf was followed"))
 }
 
-/// A symbolic tensor of `t`'s avals in the running graph.
-fn placeholder(interp: &mut Interp, t: &Rc<Array>) -> PyResult<Rc<Array>> {
-    let a = crate::jax::apply1(interp, Prim::opaque("Placeholder", t.aval.clone().weak(false)), &[])?;
+/// A loop variable's leaf as the loop carries it: a tensor (Python numbers converted), a
+/// partly known tensor or a TensorArray; `None` for anything else.
+fn leaf_value(interp: &mut Interp, leaf: &Value) -> PyResult<Option<Value>> {
+    if let Value::Builtin(b) = leaf {
+        if let Builtin::Tf(TfValue::TensorArray(_) | TfValue::Partial(_)) = &**b {
+            return Ok(Some(leaf.clone()));
+        }
+    }
+    Ok(to_tensor(interp, leaf, None)?.map(Value::Array))
+}
+
+/// The `shape_invariants` of each tensor leaf, by path; `None` when they do not have the
+/// loop variables' structure or a leaf is not a `tf.TensorShape`.
+fn invariants(vars: &Value, inv: &Value) -> Option<HashMap<String, Dims>> {
+    if !nest::same_structure(vars, inv) {
+        return None;
+    }
+    let mut pairs = Vec::new();
+    nest::zip_leaves(vars, inv, "loop_vars", &mut pairs);
+    let mut out = HashMap::new();
+    for (_, shape, path) in pairs {
+        match &shape {
+            Value::Builtin(b) => match &**b {
+                Builtin::Tf(TfValue::Shape(d)) => {
+                    out.insert(path, (**d).clone());
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+fn compatible(inv: &[Option<usize>], dims: &[Option<usize>]) -> bool {
+    inv.len() == dims.len() && inv.iter().zip(dims).all(|(a, b)| a.is_none() || b.is_none() || a == b)
+}
+
+/// A fresh symbolic value like `leaf` in the running graph: a tensor of its avals (of the
+/// invariant's shape when there is one), a TensorArray of its element shape.
+fn symbolic_like(interp: &mut Interp, leaf: &Value, inv: Option<&Dims>) -> PyResult<Value> {
+    if let Value::Builtin(b) = leaf {
+        if let Builtin::Tf(TfValue::TensorArray(ta)) = &**b {
+            return Ok(super::tensor_array::loop_placeholder(ta));
+        }
+    }
+    let Some((dims, dtype)) = partial::dims_of(leaf) else {
+        return Ok(unknown_tensor(interp, "a loop variable tracelens does not follow"));
+    };
+    let dims = inv.cloned().unwrap_or(dims);
+    match dims.iter().copied().collect::<Option<Vec<usize>>>() {
+        Some(shape) => Ok(Value::Array(placeholder(interp, Aval::new(&shape, dtype))?)),
+        None => partial::make(interp, dims, dtype, None),
+    }
+}
+
+/// Every leaf of `vars` unknown (the loop is not followed).
+fn unknown_like(interp: &mut Interp, vars: &Value) -> Value {
+    let why = "a tf.while_loop whose shape invariants tracelens does not follow";
+    nest::map(interp, vars, "", &mut |i, _, _| Ok(Some(unknown_tensor(i, why))))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| unknown_tensor(interp, why))
+}
+
+/// TensorFlow's checks of one loop variable after one pass of the body.
+fn check_leaf(interp: &mut Interp, before: &Value, after: &Value, name: &str, inv: Option<&Dims>) -> PyResult<()> {
+    let Some((entry_dims, entry_dtype)) = partial::dims_of(before) else { return Ok(()) };
+    let exit = match partial::dims_of(after) {
+        Some(d) => Some(d),
+        None => leaf_value(interp, after)?.and_then(|v| partial::dims_of(&v)),
+    };
+    let Some((exit_dims, exit_dtype)) = exit else { return Ok(()) };
+    if entry_dtype != exit_dtype {
+        return Err(dtype_changed(interp, name, entry_dtype, exit_dtype));
+    }
+    // Only a shape known in full is compared: a dimension tracelens lost is not a change.
+    if exit_dims.iter().any(Option::is_none) {
+        return Ok(());
+    }
+    let (allowed, changed) = match inv {
+        Some(inv) => (inv.clone(), !compatible(inv, &exit_dims)),
+        None => (entry_dims.clone(), entry_dims != exit_dims),
+    };
+    if changed {
+        let shape = super::tensor::shape_str;
+        let msg = format!(
+            "Input tensor `{name}` enters the loop with shape {}, but has shape {} after one iteration. To allow the shape to vary across iterations, use the `shape_invariants` argument of tf.while_loop to specify a less-specific shape.",
+            shape(&allowed),
+            shape(&exit_dims)
+        );
+        return Err(interp.raise("ValueError", Code::ControlFlowSignature, msg));
+    }
+    Ok(())
+}
+
+fn dtype_changed(interp: &Interp, name: &str, before: DType, after: DType) -> crate::interp::Flow {
+    let msg = format!(
+        "Loop var {name} enters the loop with type <dtype: '{}'> but has type <dtype: '{}'> after 1 iteration. {name} type should remain constant.",
+        before.name(),
+        after.name()
+    );
+    interp.raise("TypeError", Code::ControlFlowSignature, msg)
+}
+
+/// A symbolic tensor of `aval` in the running graph.
+fn placeholder(interp: &mut Interp, aval: Aval) -> PyResult<Rc<crate::jax::array::Array>> {
+    let a = crate::jax::apply1(interp, Prim::opaque("Placeholder", aval.weak(false)), &[])?;
     Ok(mark_array(a))
 }
 
 /// Eagerly: `while cond(*vars): vars = body(*vars)`; the result is the container the body
 /// last returned (the loop variables' when it never ran).
-fn eager(interp: &mut Interp, cond: &Value, body: &Value, init: Vec<Rc<Array>>, mut is_list: bool) -> PyResult<Value> {
-    let mut vars: Vec<Value> = init.into_iter().map(Value::Array).collect();
+fn eager(interp: &mut Interp, cond: &Value, body: &Value, mut vars: Value) -> PyResult<Value> {
     loop {
         interp.tick()?;
-        let go = interp.call(cond, vars.clone(), Vec::new())?;
+        let args = interp.iterate(&vars)?;
+        let go = interp.call(cond, args.clone(), Vec::new())?;
         if !interp.truthy(&go)? {
-            return Ok(if is_list { Value::list(vars) } else { Value::tuple(vars) });
+            return Ok(vars);
         }
-        let out = interp.call(body, vars.clone(), Vec::new())?;
-        let outs = match &out {
-            Value::Tuple(_) | Value::List(_) => interp.iterate(&out)?,
-            _ => return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns a single value")),
+        let out = interp.call(body, args, Vec::new())?;
+        if !matches!(out, Value::Tuple(_) | Value::List(_)) {
+            return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns a single value"));
+        }
+        let Some(next) = nest::map(interp, &out, "loop_vars", &mut |i, leaf, _| leaf_value(i, leaf))? else {
+            return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns values tracelens does not follow"));
         };
-        is_list = matches!(out, Value::List(_));
-        if outs.len() != vars.len() {
-            return Ok(unknown_tensor(interp, "a tf.while_loop whose body changes the number of loop variables"));
-        }
-        let mut next = Vec::with_capacity(outs.len());
-        for o in &outs {
-            match to_tensor(interp, o, None)? {
-                Some(t) => next.push(Value::Array(t)),
-                None => return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns values tracelens does not follow")),
-            }
+        if !nest::same_structure(&vars, &next) {
+            return Ok(unknown_tensor(interp, "a tf.while_loop whose body changes the structure of its loop variables"));
         }
         vars = next;
     }

@@ -171,6 +171,10 @@ fn placeholders(interp: &mut Interp, v: &Value) -> PyResult<Option<Value>> {
             let Some(t) = to_tensor(interp, v, None)? else { return Ok(None) };
             Value::Array(placeholder(interp, t.aval.clone())?)
         }
+        Value::Builtin(b) => match &**b {
+            crate::interp::builtins::Builtin::Tf(crate::tf::TfValue::TensorArray(ta)) => crate::tf::tensor_array::loop_placeholder(ta),
+            _ => return Ok(None),
+        },
         _ => return Ok(None),
     }))
 }
