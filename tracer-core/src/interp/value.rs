@@ -96,10 +96,13 @@ impl Value {
             _ => false,
         }
     }
-    /// A tracer, known or of unknown aval.
+    /// A tracer whose value Python cannot see, known or of unknown aval: its truth, `int()`
+    /// and `float()` are JAX's errors. A `grad`/`jvp` tracer carries its value, so an unknown
+    /// computed from one is only an unknown (`if` works on it in JAX; `float()` does only on a
+    /// value that does not depend on a differentiated argument).
     pub fn is_certain_tracer(&self) -> bool {
         match self {
-            Value::Array(a) => a.is_tracer(),
+            Value::Array(a) => a.is_tracer() && a.known().is_none(),
             Value::Opaque(o) => o.tracer,
             _ => false,
         }

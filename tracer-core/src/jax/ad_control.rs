@@ -34,7 +34,7 @@ fn trace_body(
 ) -> AdResult<(Rc<Jaxpr>, Vec<Rc<Array>>)> {
     let site = interp.site();
     interp.jax.push_trace(TraceKind::ControlFlow(label), format!("{label} (derivative)"), None, site, String::new(), None);
-    let inputs: Vec<Rc<Array>> = in_avals.iter().enumerate().map(|(j, a)| interp.jax.new_input(a.clone(), None, j, None)).collect();
+    let inputs: Vec<Rc<Array>> = in_avals.iter().enumerate().map(|(j, a)| interp.jax.new_input(a.clone(), None, j, None, true)).collect();
     match build(interp, &inputs) {
         Ok(outs) => Ok(interp.jax.pop_trace_with_consts(&outs)),
         Err(e) => {

@@ -46,6 +46,11 @@ pub struct Tracer {
     pub var: VarId,
     /// The value behind the tracer when it is known (under `grad`/`jvp` outside `jit`).
     pub primal: Option<Rc<Array>>,
+    /// JAX sees a tracer here (`jax/taint.rs`): every tracer of a staging trace; of a
+    /// `grad`/`jvp` trace, one that depends on a differentiated argument (JAX's
+    /// `JVPTracer`/`LinearizeTracer`). The others are concrete arrays in JAX, which NumPy and
+    /// `float()` convert.
+    pub active: bool,
 }
 
 pub enum Lazy {
@@ -241,15 +246,24 @@ impl Array {
             ArrayKind::Concrete(_) => None,
         }
     }
+    /// Whether JAX certainly sees a tracer here, whose `__array__`, `float()` and `tolist()`
+    /// raise even when its value is known: a tracer whose value is not known (a staging
+    /// trace's), or a `grad`/`jvp` tracer that depends on a differentiated argument. A value
+    /// computed from `grad`'s other arguments only is a concrete array in JAX.
+    pub fn is_jax_tracer(self: &Rc<Array>) -> bool {
+        match &self.kind {
+            ArrayKind::Tracer(t) => t.active || self.known().is_none(),
+            ArrayKind::Concrete(_) => false,
+        }
+    }
     /// Whether NumPy's `__array__` conversion of this array certainly raises JAX's
-    /// `TracerArrayConversionError` (or is a symbolic TensorFlow tensor's error): a tracer
-    /// whose value is not known. Under `grad` JAX refuses it too for a value that depends on a
-    /// differentiated argument, even when its primal is known; but a value computed from the
-    /// other arguments only is a concrete array there, and tracelens' grad trace does not tell
-    /// the two apart (every argument is an input of the trace), so a known primal converts:
-    /// silence where JAX would raise, never a false error (tests/conformance/known-gaps.txt).
+    /// `TracerArrayConversionError` (`is_jax_tracer`), or is a symbolic TensorFlow tensor's
+    /// error (a tensor refuses only while symbolic).
     pub fn refuses_numpy_conversion(self: &Rc<Array>) -> bool {
-        self.is_tracer() && self.known().is_none()
+        if self.tf.get() {
+            return self.is_tracer() && self.known().is_none();
+        }
+        self.is_jax_tracer()
     }
     /// The concrete value standing behind this array, if there is one: itself, or a tracer's primal.
     pub fn known(self: &Rc<Array>) -> Option<Rc<Array>> {

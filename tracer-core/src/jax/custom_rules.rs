@@ -525,7 +525,7 @@ fn trace_jvp_rule(
         let mut ts = Vec::with_capacity(leaves.len());
         for leaf in leaves {
             let unknown = Array::unknown(leaf.aval.clone(), "a tangent inside a custom_jvp rule");
-            ts.push(interp.jax.new_input(leaf.aval.clone(), Some(unknown), j, None));
+            ts.push(interp.jax.new_input(leaf.aval.clone(), Some(unknown), j, None, true));
             slots.push(slot);
             avals.push(leaf.aval.clone());
             slot += 1;

@@ -51,7 +51,13 @@ pub fn origin(interp: &Interp, a: &Array) -> String {
     // JAX names pmap's own wrapper there (`_fun ... for shard_map`); the user's function is the useful name.
     let purpose = interp.jax.records.get(frame.record).and_then(|r| r.traced_for.filter(|t| *t == "pmap")).unwrap_or(frame.kind.label());
     let mut head = format!("The error occurred while tracing the function {} at {} for {purpose}.", frame.fn_name, at);
-    let deps = depends_on(&frame.jaxpr, t.var);
+    let mut deps = depends_on(&frame.jaxpr, t.var);
+    if !frame.kind.is_staging() {
+        // Under grad only the differentiated arguments are tracers (`taint.rs`).
+        let active: Vec<VarId> =
+            interp.jax.input_keep.iter().filter_map(|i| i.tracer()).filter(|i| i.trace == t.trace && i.active).map(|i| i.var).collect();
+        deps.retain(|v| active.contains(v));
+    }
     let mut names: Vec<String> = Vec::new();
     for (var, arg) in &frame.invar_args {
         if deps.contains(var) {

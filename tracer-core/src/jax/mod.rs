@@ -26,6 +26,7 @@ pub mod signatures;
 pub mod special;
 pub mod stmt;
 pub mod surface;
+pub mod taint;
 pub mod transforms;
 
 use crate::interp::value::HashMap;
@@ -259,6 +260,9 @@ pub struct JaxState {
     pub check_rules: bool,
     /// The mismatches `check_rules` found.
     pub rule_problems: Vec<String>,
+    /// The arguments the next `grad`-like trace differentiates (`grad`'s `argnums`), which its
+    /// start takes; `None` differentiates every argument (`jvp`, `vjp`).
+    pub differentiated: Option<Vec<usize>>,
 }
 
 impl JaxState {
@@ -416,8 +420,10 @@ impl JaxState {
         self.traces.len() - 1
     }
 
-    /// A fresh input tracer of the top trace.
-    pub fn new_input(&mut self, aval: Aval, primal: Option<Rc<Array>>, arg_index: usize, origin: Option<Site>) -> Rc<Array> {
+    /// A fresh input tracer of the top trace. `active`: JAX sees a tracer there
+    /// (`Tracer::active`; always for a staging trace, whose inputs have no `primal`).
+    pub fn new_input(&mut self, aval: Aval, primal: Option<Rc<Array>>, arg_index: usize, origin: Option<Site>, active: bool) -> Rc<Array> {
+        let active = active || primal.is_none();
         let top = self.traces.len() - 1;
         let frame = &mut self.traces[top];
         let var = frame.next_var;
@@ -428,7 +434,7 @@ impl JaxState {
         let record = frame.record;
         let a = Rc::new(Array {
             aval: aval.clone(),
-            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
+            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal, active }),
             origin,
             numpy: Default::default(),
             tf: Default::default(),
@@ -668,6 +674,16 @@ fn bind_with_bodies(
         }
         _ => None,
     };
+    // Which outputs JAX sees as tracers: all of a staging trace's; under grad/jvp those that
+    // depend on a differentiated argument (a custom rule's marker passes its outputs' on).
+    let active: Vec<bool> = if staging_frame {
+        vec![true; out_avals.len()]
+    } else if aliased {
+        (0..out_avals.len()).map(|i| inputs.get(first_alias + i).is_some_and(|o| o.is_jax_tracer())).collect()
+    } else {
+        let flags: Vec<bool> = inputs.iter().map(|i| i.is_jax_tracer()).collect();
+        taint::outputs_active(&prim, &flags, &out_avals, &bodies)
+    };
     let state = &mut interp.jax;
     let frame = &mut state.traces[pos];
     let mut outs = Vec::with_capacity(out_avals.len());
@@ -685,7 +701,7 @@ fn bind_with_bodies(
         };
         outs.push(Rc::new(Array {
             aval,
-            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal }),
+            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal, active: active[i] }),
             origin: site,
             numpy: Default::default(),
             tf: Default::default(),

@@ -618,7 +618,7 @@ fn symbolic(interp: &mut Interp, leaf: &Leaf, index: usize, name: &str, call_sit
     match leaf {
         Leaf::Tensor(Some(dims), dtype) if dims.iter().all(Option::is_some) => {
             let shape: Vec<usize> = dims.iter().map(|d| d.unwrap_or(0)).collect();
-            let input = interp.jax.new_input(Aval::new(&shape, *dtype), None, index, call_site);
+            let input = interp.jax.new_input(Aval::new(&shape, *dtype), None, index, call_site, true);
             input.tf.set(true);
             interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, name.to_string());
             Value::Array(input)

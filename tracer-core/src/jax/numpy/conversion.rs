@@ -162,9 +162,10 @@ pub fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResu
 }
 
 /// `float(x)` (and `math.f(x)`, `'%f' % x`, which call it): JAX refuses every tracer,
-/// even one under `grad` or `jvp` whose value is known (where `int(x)` and `x.item()` work).
+/// even one under `grad` or `jvp` whose value is known (where `int(x)` and `x.item()` work);
+/// a value computed from `grad`'s other arguments only is a concrete array there.
 pub fn array_to_float(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
-    if a.is_tracer() && !a.tf.get() {
+    if a.is_jax_tracer() && !a.tf.get() {
         return Err(concretization_error(interp, a, "float"));
     }
     array_to_python(interp, a, "float")

@@ -314,13 +314,14 @@ pub(super) fn gather_per_axis(interp: &mut Interp, a: &Rc<Array>, sources: Vec<V
 /// indexing, and boolean masks (which need concrete values, TL108).
 pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
     // A NumPy array indexed by a tracer (`TABLE[token]` inside jit): NumPy converts the index
-    // with `__array__`, which every JAX tracer refuses.
+    // with `__array__`, which every JAX tracer refuses. An integer index computed under
+    // `grad` is a concrete array in JAX (`taint.rs`), which NumPy reads.
     if a.numpy.get() {
         let items: &[Value] = match idx {
             Value::Tuple(t) => t,
             other => std::slice::from_ref(other),
         };
-        if let Some(Value::Array(t)) = items.iter().find(|v| matches!(v, Value::Array(t) if t.is_tracer())) {
+        if let Some(Value::Array(t)) = items.iter().find(|v| matches!(v, Value::Array(t) if t.refuses_numpy_conversion())) {
             return Err(super::conversion::numpy_conversion_error(interp, t));
         }
     }

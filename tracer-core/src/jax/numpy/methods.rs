@@ -113,7 +113,9 @@ pub(super) fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args:
     let me = Value::Array(a.clone());
     match name {
         "item" | "tolist" => {
-            if a.is_tracer() && a.known().is_none() {
+            // `tolist` refuses every JAX tracer, `item` only one whose value is not known.
+            let refuses = if name == "tolist" && !a.tf.get() { a.is_jax_tracer() } else { a.is_tracer() && a.known().is_none() };
+            if refuses {
                 let origin = errors::origin(interp, a);
                 let detail = if name == "item" {
                     "This occurred in the item() method of jax.Array".to_string()

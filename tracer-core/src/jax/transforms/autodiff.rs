@@ -101,6 +101,9 @@ pub(super) fn grad_call(
             }
         }
     }
+    // Argument numbers the model cannot read differentiate nothing it would flag.
+    let read = matches!(argnums, Value::Int(_) | Value::Tuple(_));
+    interp.jax.differentiated = Some(if read { nums.clone() } else { Vec::new() });
     let (mut out, _, trace) = trace_with_record(interp, fun, args.clone(), kwargs, TraceKind::Grad, name, None, String::new())?;
     // A non-scalar output is JAX's TypeError below: no backward pass is run for it (its
     // cotangent would not have the output's shape).
@@ -259,6 +262,7 @@ pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     let tangents = interp.iterate(&arg(2))?.iter().map(|v| numbers_as_arrays(interp, v)).collect::<PyResult<Vec<_>>>()?;
     check_jvp_tangents(interp, &primals, &tangents)?;
     let deps = array_leaves(interp, &[Value::tuple(primals.clone()), Value::tuple(tangents.clone())])?;
+    interp.jax.differentiated = None;
     let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
     // A tangent has its primal's type, weak type included.
     let tangent = map_abstract(interp, &out, &deps, &|a| a.clone(), "jvp_tangent")?;
@@ -290,6 +294,7 @@ pub(super) fn vjp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     let fun = arg(0);
     let primals = args[1..].to_vec();
     let inputs: Vec<Aval> = primals.iter().filter_map(|p| p.as_array().map(|a| a.aval.clone())).collect();
+    interp.jax.differentiated = None;
     let (out, _, trace) = trace_with_record(interp, &fun, primals.clone(), Vec::new(), TraceKind::Grad, "vjp", None, String::new())?;
     let linear = match &trace {
         Some(trace) => ad::vjp_linearize(interp, trace)?.map(|lin| Rc::new(VjpValuesOf { lin, primals })),
@@ -327,6 +332,7 @@ pub(super) fn jacobian_call(
         }
         k => (fun, k == "jacfwd"),
     };
+    interp.jax.differentiated = Some(vec![argnum]);
     let (out, _, trace) = trace_with_record(interp, traced_fun, args, kwargs, TraceKind::Grad, kind, None, String::new())?;
     let Some(x) = x_aval else {
         return Ok(Value::opaque("jacobian"));

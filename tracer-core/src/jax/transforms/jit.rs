@@ -6,7 +6,7 @@
 use super::dispatch::{kw, obj, JaxObject};
 use super::pytrees::{flatten, unflatten, TreeDef};
 use super::trace::{
-    fun_identity, fun_name, instantiate_outputs, jit_def_site, library_body, param_names, trace_inputs, traced_output, TracedOutput,
+    fun_identity, fun_name, instantiate_outputs, jit_def_site, library_body, param_names, trace_inputs, traced_output, Inputs, TracedOutput,
 };
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -518,7 +518,7 @@ fn trace_jit_body(
         let mut call_args = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             call_args.push(if dyn_positions.contains(&i) {
-                trace_inputs(interp, a, i, false, j.filter, call_site, &mut Vec::new())?
+                trace_inputs(interp, a, i, Inputs::staged(j.filter), call_site, &mut Vec::new())?
             } else {
                 a.clone()
             });
@@ -531,7 +531,7 @@ fn trace_jit_body(
                 continue;
             }
             let idx = interp.jax.traces[pos].arg_names.iter().position(|n| n == k.as_ref()).unwrap_or(nparams);
-            let traced = trace_inputs(interp, &v, idx, false, j.filter, call_site, &mut Vec::new())?;
+            let traced = trace_inputs(interp, &v, idx, Inputs::staged(j.filter), call_site, &mut Vec::new())?;
             call_kwargs.push((k, traced));
         }
         interp.call(&j.fun, call_args, call_kwargs)

@@ -326,18 +326,35 @@ fn body_cache_key(interp: &mut Interp, fun: &Value, args: &[Value], label: &str)
     Ok(BodyKey { fun: fun_identity(fun), label: label.to_string(), tree, avals })
 }
 
+/// How one argument's array leaves become input tracers.
+#[derive(Clone, Copy)]
+pub(super) struct Inputs {
+    /// Under grad/jvp the tracers keep the concrete value behind them.
+    pub primal: bool,
+    /// The argument is differentiated (every argument of a staging trace is): its inexact
+    /// leaves are JAX tracers (`Tracer::active`).
+    pub differentiated: bool,
+    /// Python numbers pass through unchanged (`vmap`).
+    pub arrays_only: bool,
+}
+
+impl Inputs {
+    /// The inputs of a staging trace (`jit`): abstract, every one a JAX tracer.
+    pub(super) fn staged(arrays_only: bool) -> Inputs {
+        Inputs { primal: false, differentiated: true, arrays_only }
+    }
+}
+
 /// Replaces the array leaves of one argument with input tracers of the top trace.
-/// Under grad/jvp (`primal`), the tracers keep the concrete value behind them.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn trace_inputs(
     interp: &mut Interp,
     arg: &Value,
     index: usize,
-    primal: bool,
-    arrays_only: bool,
+    how: Inputs,
     call_site: Option<Site>,
     originals: &mut Vec<(usize, Rc<Array>)>,
 ) -> PyResult<Value> {
+    let Inputs { primal, differentiated, arrays_only } = how;
     let mut leaves = Vec::new();
     let tree = flatten(interp, arg, "", &mut leaves)?;
     let mut index_paths = Vec::with_capacity(leaves.len());
@@ -351,8 +368,9 @@ pub(super) fn trace_inputs(
             Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::UnknownNumber(_) => match operand(interp, &leaf)? {
                 Operand::Array(a) => {
                     let known = if primal { Some(a.clone()) } else { None };
+                    let active = (differentiated && a.aval.dtype.is_inexact()) || a.is_jax_tracer();
                     originals.push((index, a.clone()));
-                    let input = interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site);
+                    let input = interp.jax.new_input(canonical_aval(interp, &a.aval), known, index, call_site, active);
                     interp.jax.input_paths.insert(Rc::as_ptr(&input) as usize, path);
                     if let Some(p) = index_path {
                         interp.jax.input_index_paths.insert(Rc::as_ptr(&input) as usize, p);
@@ -462,11 +480,16 @@ pub(super) fn trace_with_record(
     interp.jax.records[record].arg_names = param_names(fun);
     let mut traced_args = Vec::with_capacity(args.len());
     let mut originals = Vec::new();
+    let differentiated = interp.jax.differentiated.take();
     // vmap passes what it does not map through unchanged, as JAX does: a Python number is
     // never mapped (it has no axis), so `if not flag:` on `in_axes=None`'s `True` is plain Python.
     let arrays_only = matches!(kind, TraceKind::Vmap);
     for (i, a) in args.iter().enumerate() {
-        traced_args.push(trace_inputs(interp, a, i, !staging, arrays_only, call_site, &mut originals)?);
+        // Under grad, the differentiated arguments are JAX tracers; the others only where
+        // they already were (an outer grad's).
+        let differentiates = staging || differentiated.as_ref().is_none_or(|d| d.contains(&i));
+        let inputs = Inputs { primal: !staging, differentiated: differentiates, arrays_only };
+        traced_args.push(trace_inputs(interp, a, i, inputs, call_site, &mut originals)?);
     }
     let result = if is_transformation(fun) {
         // `jax.vmap(jax.grad(loss))`: the transformation traced here is called by user code
