@@ -50,8 +50,8 @@ pub(crate) mod numpy {
     pub(crate) use crate::jax::numpy::{
         abs, array_bool, array_format, array_getattr, array_index, array_repr, array_str, array_to_float, array_to_python, binary_op,
         broadcast_shapes, call, call_array_method, compare_op, dtype_arg, dtype_call, getitem, immutable_update_error, in_numpy_mode,
-        index_error_from_tracer, iterate_array, mark_numpy, note_captured_constant, numpy_conversion_error, numpy_setitem, operand,
-        promote, python_bool, round, unary_op, unknown_tracer_bool, unknown_tracer_to_python, Operand,
+        index_error_from_tracer, iterate_array, mark_numpy, note_captured_constant, numpy_conversion_error, numpy_setitem,
+        numpy_store_error, operand, promote, python_bool, round, unary_op, unknown_tracer_bool, unknown_tracer_to_python, Operand,
     };
 }
 

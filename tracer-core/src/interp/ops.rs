@@ -1139,7 +1139,7 @@ impl<'l> Interp<'l> {
                 // NumPy arrays are mutable; a tracer stored into one is converted by __array__.
                 if let Value::Array(v) = &value {
                     if v.refuses_numpy_conversion() {
-                        return Err(jnp::numpy_conversion_error(self, v));
+                        return Err(jnp::numpy_store_error(self, a, &idx, v));
                     }
                 }
                 if self.values.is_none() || !jnp::numpy_setitem(self, a, &idx, &value)? {

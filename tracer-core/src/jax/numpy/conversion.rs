@@ -219,6 +219,30 @@ pub fn immutable_update_error(interp: &mut Interp, _a: &Rc<Array>) -> Flow {
     )
 }
 
+/// A tracer stored into a NumPy array, `dest[idx] = v`. Into a slice NumPy calls `__array__`
+/// (JAX's `TracerArrayConversionError`); into one element it converts `v` as a Python scalar
+/// of `dest`'s kind: `int()` for integers, whose refusal JAX words itself, and for floats and
+/// bools a refusal NumPy rewords as its own `ValueError`. Other element kinds (complex) are not
+/// checked against NumPy: the analysis stops there without a finding.
+pub fn numpy_store_error(interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow {
+    let items: &[Value] = match idx {
+        Value::Tuple(t) => t,
+        other => std::slice::from_ref(other),
+    };
+    let one_element = items.len() == dest.aval.ndim() && items.iter().all(|i| matches!(i, Value::Int(_)));
+    if !one_element {
+        return numpy_conversion_error(interp, v);
+    }
+    let dtype = dest.aval.dtype;
+    if dtype.is_integer() && v.aval.ndim() == 0 {
+        return concretization_error(interp, v, "int");
+    }
+    if dtype.is_floating() || dtype.is_bool() {
+        return interp.raise("ValueError", Code::TracerToNumpy, "setting an array element with a sequence.");
+    }
+    interp.stop_unknown("a tracer stored into one element of a NumPy array of this kind")
+}
+
 /// A NumPy function was handed a tracer (`np.asarray(x)`, `np.sin(x)`).
 pub fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
     crate::jax::stmt::record_concretize(interp, "np.asarray", a);
