@@ -144,3 +144,25 @@ fn an_edit_in_one_function_retraces_only_that_function() {
         assert_eq!(document.memo().replayed() - replayed, 19, "every layer but the edited one is replayed");
     }
 }
+
+/// A comment or blank line after a function's last statement, and the start of the next line
+/// of code, are part of what an edit can change in that function: uncommenting `return` there
+/// (or indenting the next statement) changes the function, so its remembered trace must not
+/// be replayed. Found by the test above, which once replayed a `prepare` that returned
+/// nothing for the `prepare` that returns its batch.
+#[test]
+fn lines_after_a_function_that_can_join_its_body_forget_its_trace() {
+    let original = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef prepare(batch):\n    batch = batch / 255.0\n    return batch - batch.mean()\n\n\nprint(prepare(jnp.ones((8, 4))))\n";
+    let commented = original.replace("    return batch", "    # typed  return batch");
+    let indented = "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef prepare(batch):\n    batch = batch / 255.0\n    y = batch * 2\nprint(prepare(jnp.ones((8, 4))))\n";
+    let joined = indented.replace("\nprint(", "\n    return y\nprint(");
+    let path = PathBuf::from("memo_edit.py");
+    for versions in [[original, commented.as_str(), original], [indented, joined.as_str(), indented]] {
+        let mut document = OpenDocument::default();
+        for (step, text) in versions.iter().enumerate() {
+            let remembered = seen(&analyse(&path, text, Some(&mut document)));
+            let fresh = seen(&analyse(&path, text, None));
+            assert!(remembered == fresh, "step {step}: the replayed analysis differs from a fresh one for\n{text}");
+        }
+    }
+}

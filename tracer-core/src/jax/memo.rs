@@ -326,6 +326,24 @@ pub fn start(interp: &mut Interp, j: &Jitted) {
     interp.memo_recording = Some(rec);
 }
 
+/// Where an edit can change the code of a definition whose syntax ends at `end`: through the
+/// end of its last line (deleting `# ` in `return x  # * 2`), the blank and comment-only lines
+/// after it (uncommenting `    # return x` there adds a statement to its body), and the start
+/// of the next line of code (indenting that line moves it into the body).
+fn code_reach(text: &str, end: usize) -> usize {
+    let mut at = end.min(text.len());
+    loop {
+        let Some(newline) = text[at..].find('\n') else { return text.len() };
+        let next = at + newline + 1;
+        let line_end = text[next..].find('\n').map_or(text.len(), |n| next + n);
+        let line = text[next..line_end].trim_start();
+        if !line.is_empty() && !line.starts_with('#') {
+            return next;
+        }
+        at = line_end;
+    }
+}
+
 /// Stops recording (the trace raised, or ended): nothing is remembered.
 pub fn abandon(interp: &mut Interp) {
     interp.memo_recording = None;
@@ -377,12 +395,9 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),
     };
     let mut regions = rec.regions;
-    // A definition's code reaches to the end of its last line: an edit to a comment after its
-    // last statement can turn the comment into code (deleting `# ` in `return x  # * 2`).
     if let Some(text) = interp.files.get(rec.file as usize).map(|f| f.text.clone()) {
         for r in &mut regions {
-            let end = (r.end as usize).min(text.len());
-            r.end = text[end..].find('\n').map_or(text.len(), |n| end + n) as u32;
+            r.end = code_reach(&text, r.end as usize) as u32;
         }
     }
     regions.sort_by_key(|s| (s.start, s.end));
