@@ -347,51 +347,20 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
     for ((kind, reason), rows) in &by_reason {
         let _ = writeln!(out, "  {kind}, {reason}: {}", rows.len());
         for h in rows.iter().take(if list { usize::MAX } else { 6 }) {
-            let hover = h.text.replace('\n', " ⏎ ");
-            let hover: String = hover.chars().take(100).collect();
-            let _ = writeln!(
-                out,
-                "    {}:{}:{} `{}` JAX {}{} | {}",
-                h.fixture,
-                h.site.line,
-                h.site.column + 1,
-                h.site.text,
-                shorten(&h.site.avals.join(" ")),
-                if h.site.pytree { " (pytree)" } else { "" },
-                hover
-            );
+            let jax = format!("{}{}", shorten(&h.site.avals.join(" ")), if h.site.pytree { " (pytree)" } else { "" });
+            site_row(&mut out, h, &jax, 100);
         }
     }
     let disagreeing: Vec<&Hovered> = hovered.iter().filter(|h| h.shows_aval() && !h.agrees()).collect();
     let _ = writeln!(out, "\navals that differ from JAX's ({}):", disagreeing.len());
     for h in disagreeing.iter().take(if list { usize::MAX } else { 12 }) {
-        let hover: String = h.text.replace('\n', " ⏎ ").chars().take(120).collect();
-        let _ = writeln!(
-            out,
-            "    {}:{}:{} `{}` JAX {} | {}",
-            h.fixture,
-            h.site.line,
-            h.site.column + 1,
-            h.site.text,
-            shorten(&h.site.avals.join(" ")),
-            hover
-        );
+        site_row(&mut out, h, &shorten(&h.site.avals.join(" ")), 120);
     }
     let misnamed: Vec<(&Hovered, Vec<String>)> =
         hovered.iter().map(|h| (h, h.leaves_under_other_paths())).filter(|(_, wrong)| !wrong.is_empty()).collect();
     let _ = writeln!(out, "\npytree leaves shown under another path than JAX's keystr ({} sites):", misnamed.len());
     for (h, wrong) in misnamed.iter().take(if list { usize::MAX } else { 12 }) {
-        let hover: String = h.text.replace('\n', " ⏎ ").chars().take(120).collect();
-        let _ = writeln!(
-            out,
-            "    {}:{}:{} `{}` JAX {} | {}",
-            h.fixture,
-            h.site.line,
-            h.site.column + 1,
-            h.site.text,
-            shorten(&wrong.join(", ")),
-            hover
-        );
+        site_row(&mut out, h, &shorten(&wrong.join(", ")), 120);
     }
     for name in truncated {
         let _ = writeln!(out, "note: {name}: the oracle stopped tracing opcodes at its event budget; later sites are not counted");
@@ -400,6 +369,13 @@ fn render(hovered: &[Hovered], failures: &[String], truncated: &[String], fixtur
         let _ = writeln!(out, "FAILED {f}");
     }
     out
+}
+
+/// One listed site: where it is, its text, what JAX had (`jax`) and the hover's first
+/// `width` characters on one line.
+fn site_row(out: &mut String, h: &Hovered, jax: &str, width: usize) {
+    let hover: String = h.text.replace('\n', " ⏎ ").chars().take(width).collect();
+    let _ = writeln!(out, "    {}:{}:{} `{}` JAX {jax} | {hover}", h.fixture, h.site.line, h.site.column + 1, h.site.text);
 }
 
 /// A long pytree's avals, cut for a one-line listing.
