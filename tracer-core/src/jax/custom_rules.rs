@@ -92,6 +92,23 @@ impl CustomCall {
     pub fn arg_leaves(&self) -> usize {
         self.leaf_args.len()
     }
+
+    /// Whether the marker's argument leaf `leaf` belongs to a differentiated argument (not one
+    /// of `nondiff_argnums`).
+    pub fn differentiable_leaf(&self, leaf: usize) -> bool {
+        self.leaf_args.get(leaf).is_some_and(|arg| !self.nondiff.contains(arg))
+    }
+
+    /// The rule is one of JAX's own (`jax.nn.relu`, `logsumexp`, ...), written here: its
+    /// tangent depends on the incoming tangents wherever the output depends on the argument.
+    pub fn has_library_rule(&self) -> bool {
+        matches!(self.rules, Rules::Library(_))
+    }
+
+    /// The function's code read a traced value that is not one of its arguments.
+    pub fn closes_over_tracer(&self) -> bool {
+        self.closure.get()
+    }
 }
 
 impl std::fmt::Debug for CustomCall {

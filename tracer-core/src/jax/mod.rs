@@ -126,6 +126,9 @@ pub struct TraceFrame {
     /// A `grad`-kind trace that differentiates forward (`jacfwd`): JAX's tracers there are
     /// `JVPTracer`s.
     pub forward: bool,
+    /// How JAX differentiates here (`taint::Mode`): `jvp`, `jacfwd` and `hessian` forward,
+    /// `grad`, `vjp` and `jacrev` by linearizing.
+    pub ad_mode: taint::Mode,
     /// A tracer of an ended trace that this (outermost `jit`) trace took in as a constant,
     /// as JAX does: the jitted call raises once its tracing ends.
     pub leaked: Option<Rc<Array>>,
@@ -357,6 +360,17 @@ impl JaxState {
         self.traces.iter().any(|t| t.id == trace)
     }
 
+    /// How the differentiating trace at `pos` runs JAX's rules, and whether a trace around it
+    /// differentiates forward (`taint::Mode`).
+    fn ad_mode(&self, pos: usize) -> taint::Mode {
+        let forward = |t: &TraceFrame| t.kind == TraceKind::Jvp || t.ad_mode == taint::Mode::Forward;
+        match self.traces.get(pos) {
+            Some(t) if forward(t) => taint::Mode::Forward,
+            _ if self.traces[..pos].iter().any(forward) => taint::Mode::ReverseUnderForward,
+            _ => taint::Mode::Reverse,
+        }
+    }
+
     fn position(&self, trace: u32) -> Option<usize> {
         self.traces.iter().position(|t| t.id == trace)
     }
@@ -415,6 +429,7 @@ impl JaxState {
             invar_args: Vec::new(),
             record,
             forward: false,
+            ad_mode: taint::Mode::default(),
             leaked: None,
         });
         self.traces.len() - 1
@@ -678,11 +693,10 @@ fn bind_with_bodies(
     // depend on a differentiated argument (a custom rule's marker passes its outputs' on).
     let active: Vec<bool> = if staging_frame {
         vec![true; out_avals.len()]
-    } else if aliased {
-        (0..out_avals.len()).map(|i| inputs.get(first_alias + i).is_some_and(|o| o.is_jax_tracer())).collect()
     } else {
         let flags: Vec<bool> = inputs.iter().map(|i| i.is_jax_tracer()).collect();
-        taint::outputs_active(&prim, &flags, &out_avals, &bodies)
+        let mode = interp.jax.ad_mode(pos);
+        taint::outputs_active(&prim, &flags, &out_avals, &bodies, mode)
     };
     let state = &mut interp.jax;
     let frame = &mut state.traces[pos];

@@ -466,6 +466,9 @@ pub(super) fn trace_with_record(
     let staging = kind.is_staging();
     let pos = interp.jax.push_trace(kind.clone(), name.clone(), fun_def_site(fun), call_site, cause, jitted);
     interp.jax.traces[pos].forward = label == "jacfwd";
+    if matches!(label, "jacfwd" | "hessian") {
+        interp.jax.traces[pos].ad_mode = crate::jax::taint::Mode::Forward;
+    }
     let record = interp.jax.traces[pos].record;
     // `lax.map` and `while_loop` trace functions of JAX's own or two functions under one label.
     if matches!(kind, TraceKind::ControlFlow(_)) {
