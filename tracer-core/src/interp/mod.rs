@@ -12,6 +12,7 @@ pub mod int_math;
 pub mod memory;
 pub(crate) mod model;
 pub mod modules;
+mod numpy_on_jax;
 pub mod ops;
 mod percent;
 mod print_args;

@@ -474,7 +474,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("numpy", "nan") => Value::Float(f64::NAN),
                 ("numpy", "newaxis") => Value::None,
                 // NumPy functions that jax.numpy mirrors are modelled with NumPy's semantics.
-                ("numpy", n) if JaxFn::lookup("jax.numpy", n).is_some() => b(intern(format!("numpy.{n}"))),
+                ("numpy", n) if JaxFn::lookup("jax.numpy", n).is_some() || super::numpy_on_jax::CONVERTS_UNMODELLED.contains(&n) => {
+                    b(intern(format!("numpy.{n}")))
+                }
                 ("numpy.linalg", n) if JaxFn::lookup("jax.numpy.linalg", n).is_some() => b(intern(format!("numpy.linalg.{n}"))),
                 ("numpy.random", n) => match NUMPY_RANDOM_FNS.iter().find(|x| x.ends_with(&format!(".{n}"))) {
                     Some(q) => b(q),
@@ -1204,8 +1206,6 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
 /// NumPy on concrete data: the same model as jax.numpy, with NumPy's 64-bit defaults. A
 /// tracer handed to a converting NumPy function is TL102.
 fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-    const DEFERS_TO_METHOD: &[&str] =
-        &["sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum", "reshape", "transpose", "round"];
     if let Some(rest) = func.strip_prefix("random.") {
         return numpy_random(interp, rest, &args, &kwargs);
     }
@@ -1227,16 +1227,7 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
         },
     };
     if let Some(t) = tracer {
-        if DEFERS_TO_METHOD.contains(&func) {
-            if let Some(Value::Array(a)) = args.first() {
-                return crate::interp::model::numpy::call_array_method(interp, a, func, args[1..].to_vec(), kwargs);
-            }
-        }
-        // These read only `.shape`/`.ndim`, which a tracer has.
-        if let ("shape" | "ndim" | "size", Some(f)) = (func, JaxFn::lookup("jax.numpy", func)) {
-            return crate::interp::model::numpy::call(interp, f, args, kwargs);
-        }
-        return Err(crate::interp::model::numpy::numpy_conversion_error(interp, &t));
+        return super::numpy_on_jax::call_with_tracer(interp, func, args, kwargs, &t);
     }
     let f = match func.strip_prefix("linalg.") {
         // NumPy's `lstsq` returns empty residuals for a rank-deficient matrix, JAX's do not.
