@@ -2074,5 +2074,6 @@ const ARRAY_NON_ARRAY_ATTRIBUTES: &[&str] = &[
     "devices",
     "item",
     "tolist",
+    "tobytes",
     "__class__",
 ];

@@ -76,6 +76,7 @@ pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult
                 "ravel",
                 "item",
                 "tolist",
+                "tobytes",
                 "clip",
                 "dot",
                 "round",
@@ -103,7 +104,7 @@ pub fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult
 
 pub fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let me = Value::Array(a.clone());
-    if matches!(name, "tolist" | "item" | "__array__") {
+    if matches!(name, "tolist" | "tobytes" | "item" | "__array__") {
         return array_method(interp, a, name, args, kwargs);
     }
     in_numpy_mode(interp, &[&me], |interp| array_method(interp, a, name, args, kwargs))
@@ -112,15 +113,16 @@ pub fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: V
 pub(super) fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let me = Value::Array(a.clone());
     match name {
-        "item" | "tolist" => {
-            // `tolist` refuses every JAX tracer, `item` only one whose value is not known.
-            let refuses = if name == "tolist" && !a.tf.get() { a.is_jax_tracer() } else { a.is_tracer() && a.known().is_none() };
+        "tobytes" if a.tf.get() => Ok(Value::opaque("tobytes")),
+        "item" | "tolist" | "tobytes" => {
+            // `tolist`/`tobytes` refuse every JAX tracer, `item` only one whose value is not known.
+            let refuses = if name != "item" && !a.tf.get() { a.is_jax_tracer() } else { a.is_tracer() && a.known().is_none() };
             if refuses {
                 let origin = errors::origin(interp, a);
                 let detail = if name == "item" {
                     "This occurred in the item() method of jax.Array".to_string()
                 } else {
-                    format!("The tolist() method was called on {}.", errors::traced_array(a))
+                    format!("The {name}() method was called on {}.", errors::traced_array(a))
                 };
                 let msg = format!(
                     "Abstract tracer value encountered where concrete value is expected: {}\n{detail}\n{origin}",
@@ -134,6 +136,9 @@ pub(super) fn array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args:
                     return Ok(Value::Bool(array_bool(interp, a, "bool", None)?));
                 }
                 return array_to_python(interp, a, f);
+            }
+            if name == "tobytes" {
+                return Ok(Value::opaque("tobytes"));
             }
             match eval::force(a, interp.budgets.max_elements) {
                 Some(d) => {
