@@ -370,7 +370,12 @@ impl Interp<'_> {
 /// `[1. 2. 3.]`: a small concrete array's value as NumPy prints it, when it is computed or
 /// cheap to compute (a few operations on small arrays whose values are known).
 fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
-    if array.aval.dtype.is_key() || array.aval.shape.iter().product::<usize>() > PREVIEW_ELEMENTS || !cheap(array, PREVIEW_DEPTH) {
+    // NumPy prints at most 64 dimensions (`repr.rs` raises JAX's error past that).
+    if array.aval.dtype.is_key()
+        || array.aval.ndim() > 64
+        || array.aval.shape.iter().product::<usize>() > PREVIEW_ELEMENTS
+        || !cheap(array, PREVIEW_DEPTH)
+    {
         return None;
     }
     let data = crate::interp::model::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;

@@ -46,6 +46,16 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
         return Ok(unknown(f));
     };
     let Some(dimension_numbers) = dimension_numbers(interp, &lhs.aval, &rhs.aval, numbers)? else { return Ok(unknown(f)) };
+    // Operands of rank under 2 (JAX fails in NumPy broadcasting) and specs that are not
+    // permutations of the operands' axes (JAX's own errors) are not modelled: unknown.
+    let rank = lhs.aval.ndim();
+    let permutation = |spec: &[usize]| spec.len() == rank && (0..rank).all(|d| spec.contains(&d));
+    if rank < 2
+        || rhs.aval.ndim() != rank
+        || ![&dimension_numbers.lhs_spec, &dimension_numbers.rhs_spec, &dimension_numbers.out_spec].iter().all(|s| permutation(s))
+    {
+        return Ok(unknown(f));
+    }
     let spatial = lhs.aval.ndim().saturating_sub(2);
     let dilation = |interp: &mut Interp, v: Option<&Value>| -> PyResult<Option<Vec<i64>>> {
         match v {
