@@ -547,6 +547,7 @@ fn trace_once(
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
+    interp.jax.records[record].input_parameters = super::concrete::input_parameters(interp, f, key, args, kwargs).map(Rc::new);
     interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
     let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);
