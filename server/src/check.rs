@@ -312,6 +312,17 @@ fn analyze_one_with(file: &Path, values: bool, repro: &ReproOptions, shown: Show
     })
 }
 
+/// A trace's JSON with, for a `tf.function` trace whose concrete signature tracelens renders,
+/// `input_parameters` (an addition to the contract's fields: each parameter's name, kind and
+/// type as TensorFlow prints them).
+fn trace_json(t: &tracer_core::analysis::Trace, mut trace: serde_json::Value) -> serde_json::Value {
+    if let Some(params) = &t.input_parameters {
+        trace["input_parameters"] =
+            params.iter().map(|p| json!({"name": p.name, "kind": p.kind, "type": p.spec})).collect::<Vec<_>>().into();
+    }
+    trace
+}
+
 pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<String>, values: bool) -> ExitCode {
     use crate::TraceFormat;
     let graphs = matches!(format, TraceFormat::Dot | TraceFormat::Svg);
@@ -350,7 +361,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                     "path": relative(&f.location.path),
                     "line": f.location.line,
                     "transform": f.transform,
-                    "traces": f.traces.iter().map(|t| json!({
+                    "traces": f.traces.iter().map(|t| trace_json(t, json!({
                         "call_line": t.call.as_ref().map(|c| c.line),
                         "args": t.args,
                         "arg_paths": t.arg_paths,
@@ -366,7 +377,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                             "name": v.name,
                             "aval": v.aval.text(),
                         })).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
+                    }))).collect::<Vec<_>>(),
                 });
                 if let Some(through) = &f.through {
                     function["through"] = json!(through);

@@ -225,6 +225,13 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
             // Each argument leaf by its path when the trace knows them (`params['w1']: f32[4,3]`).
             let args = named(&t.arg_paths, &t.args);
             let _ = writeln!(out, "  trace {} from {call}: ({}) -> {outputs}  [{}]{route}", i + 1, args.join(", "), t.cause);
+            // A tf.function's concrete function, as `pretty_printed_concrete_signatures()` prints it.
+            if let Some(params) = &t.input_parameters {
+                let _ = writeln!(out, "    Input Parameters:");
+                for p in params {
+                    let _ = writeln!(out, "      {} ({}): {}", p.name, p.kind, p.spec);
+                }
+            }
             for line in t.jaxpr.lines() {
                 let _ = writeln!(out, "    {line}");
             }

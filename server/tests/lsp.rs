@@ -932,3 +932,66 @@ fn an_optimizer_state_hover_names_its_leaves_by_optax_field() {
     }
     c.stop();
 }
+
+/// Inside a `tf.function` a value is a symbolic tensor of its graph, and hover and inlay
+/// hints show it as TensorFlow prints it there (`Tensor("rows:0", shape=(None, 3),
+/// dtype=float32)` under real TensorFlow 2.21, without the op name), a `None` dimension
+/// included; the function's hover lists each concrete function's input parameters. The
+/// fixture's `# revealed:` lines check the same shapes against real TensorFlow.
+#[test]
+fn a_tf_function_hover_shows_its_symbolic_tensors_as_tensorflow_prints_them() {
+    let text = include_str!("../../tests/fixtures/tf/warnings/tl210_concrete_signatures_of_tensors_values_and_structures.py");
+    let root = workspace("tf-hover", &[("signatures.py", text)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("signatures.py"), text);
+    c.diagnostics(&u, Some(1));
+    let cases: [(u32, u32, &[&str]); 5] = [
+        // A local of two traces (batch sizes 4 and 8).
+        (
+            11,
+            5,
+            &[
+                "logits: Tensor(shape=(4, 2), dtype=float32) | Tensor(shape=(8, 2), dtype=float32)",
+                "in tf.function(weighted_loss), traced from signatures.py:28 (called)",
+            ],
+        ),
+        // A parameter of an input_signature with a None batch dimension.
+        (22, 15, &["(parameter) rows: Tensor(shape=(None, 3), dtype=float32)", "in tf.function(row_norms)"]),
+        // A variable read in the graph, times a Python float.
+        (17, 5, &["rate: Tensor(shape=(), dtype=float32)"]),
+        // An item of a dict argument.
+        (10, 5, &["features: Tensor(shape=(4, 3), dtype=float32) | Tensor(shape=(8, 3), dtype=float32)"]),
+        // The function's name: its concrete functions.
+        (
+            16,
+            6,
+            &[
+                "tf.function(decayed)** traced 2×",
+                "lr (POSITIONAL_OR_KEYWORD): VariableSpec(shape=(), dtype=tf.float32, trainable=True, alias_id=0)",
+                "steps (POSITIONAL_OR_KEYWORD): Literal[4]",
+            ],
+        ),
+    ];
+    for (line, character, needles) in cases {
+        let text = hover_at(&mut c, &u, line, character);
+        for needle in needles {
+            assert!(text.contains(needle), "line {} col {}: no {needle:?} in\n{text}", line + 1, character + 1);
+        }
+    }
+    let hints = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": u}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 40, "character": 0}}}),
+    );
+    let labels: Vec<(u64, String)> = hints["result"]
+        .as_array()
+        .map(|h| h.iter().map(|h| (h["position"]["line"].as_u64().unwrap_or(0), h["label"].as_str().unwrap_or("").to_string())).collect())
+        .unwrap_or_default();
+    for (line, label) in [
+        (11, ": Tensor(shape=(4, 2), dtype=float32) | Tensor(shape=(8, 2), dtype=float32)"),
+        (22, ": Tensor(shape=(None, 3), dtype=float32)"),
+        (9, ": Tensor(shape=(3, 2), dtype=float32)"),
+    ] {
+        assert!(labels.iter().any(|(l, text)| *l == line && text == label), "no {label:?} on line {}: {labels:?}", line + 1);
+    }
+    c.stop();
+}

@@ -187,3 +187,68 @@ fn trace_dot_draws_equations_avals_bodies_and_retraces() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("install Graphviz"));
     }
 }
+
+/// A `tf.function`'s concrete functions, each with its input parameters as TensorFlow 2.21's
+/// `pretty_printed_concrete_signatures()` prints them for this fixture (run under real
+/// TensorFlow; `xtask tf-conformance` compares every TF fixture's the same way).
+#[test]
+fn trace_lists_a_tf_functions_concrete_signatures_as_tensorflow_prints_them() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/tf/warnings/tl210_concrete_signatures_of_tensors_values_and_structures.py");
+    let out = tracelens().args(["trace", "--format", "json"]).arg(&fixture).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let function = |name: &str| json["functions"].as_array().and_then(|f| f.iter().find(|f| f["name"] == name)).cloned();
+    let signature = |name: &str, trace: usize| -> Vec<String> {
+        let f = function(name).unwrap_or_else(|| panic!("no function {name} in {json:#}"));
+        assert_eq!(f["transform"], "tf.function");
+        f["traces"][trace]["input_parameters"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} trace {trace} has no input_parameters: {f:#}"))
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} ({}): {}",
+                    p["name"].as_str().unwrap_or("?"),
+                    p["kind"].as_str().unwrap_or("?"),
+                    p["type"].as_str().unwrap_or("?")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        signature("weighted_loss", 1),
+        [
+            "weights (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(3, 2), dtype=tf.float32, name=None)",
+            "batch (POSITIONAL_OR_KEYWORD): Dict[['features', TensorSpec(shape=(8, 3), dtype=tf.float32, name=None)], ['ids', List[Literal[1], Literal[2]]]]",
+            "scale (POSITIONAL_OR_KEYWORD): Literal[0.5]",
+            "clip (POSITIONAL_OR_KEYWORD): Literal[None]",
+        ]
+    );
+    assert_eq!(
+        signature("decayed", 0),
+        [
+            "lr (POSITIONAL_OR_KEYWORD): VariableSpec(shape=(), dtype=tf.float32, trainable=True, alias_id=0)",
+            "steps (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=tf.int32, name=None)",
+            "warmup (POSITIONAL_OR_KEYWORD): Tuple[Literal[1], Literal[10]]",
+        ]
+    );
+    assert_eq!(signature("decayed", 1)[1], "steps (POSITIONAL_OR_KEYWORD): Literal[4]");
+    assert_eq!(
+        signature("row_norms", 0),
+        [
+            "rows (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 3), dtype=tf.float32, name='rows')",
+            "k (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=tf.int32, name=None)",
+        ]
+    );
+    // The retrace cause stays as it was, beside the signature.
+    let second = &function("weighted_loss").expect("weighted_loss")["traces"][1];
+    assert!(second["cause"].as_str().unwrap_or("").contains("changed shape"), "{second:#}");
+
+    // The text form lists the same rows under each trace, before the graph body.
+    let out = tracelens().arg("trace").arg(&fixture).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let block = "    Input Parameters:\n      rows (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 3), dtype=tf.float32, name='rows')\n      k (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=tf.int32, name=None)\n";
+    assert!(text.contains(block), "{text}");
+    assert!(text.contains("tf.function(weighted_loss) at"), "{text}");
+}

@@ -17,7 +17,8 @@ How each field is observed:
   second trace of a function that created variables); it is wrapped to record the traced
   Python function (unwrapped to the fixture's own), the fixture line that called it, the
   argument and output TensorSpecs as avals (`f32[2,3]`, `f32[?,3]` for a `None`
-  dimension) and whether tracing raised.
+  dimension) and whether tracing raised, and the concrete function's `input_parameters`
+  as `pretty_printed_concrete_signatures()` prints them (name, kind, type).
 - `exception`: the uncaught exception's class and message; an error raised while tracing
   is wrapped by AutoGraph as `in user code: File "...", line N ...`: its line is the
   innermost fixture line named there and its message the last paragraph's.
@@ -184,6 +185,13 @@ class FixtureRun(jax_oracle.Oracle):
             record["outputs"] = [spec_aval(tf.TensorSpec.from_tensor(o)) for o in outputs]
         except Exception as e:
             record["outputs_error"] = repr(e)
+        try:
+            record["input_parameters"] = [
+                {"name": p.name, "kind": p.kind.name, "type": str(p.type_constraint)}
+                for p in concrete.function_type.parameters.values()
+            ]
+        except Exception as e:
+            record["input_parameters_error"] = repr(e)
 
     def describe_exception(self, exc):
         described = super().describe_exception(exc)

@@ -120,6 +120,9 @@ pub struct Trace {
     /// The jaxpr as a dataflow graph, when `AnalysisConfig::trace_graphs` asked for it.
     pub graph: Option<graph::TraceGraph>,
     pub values: Vec<TracedValue>,
+    /// A `tf.function` trace's concrete function's input parameters as TensorFlow prints
+    /// them; `None` for other traces, and where tracelens does not render one.
+    pub input_parameters: Option<Vec<crate::jax::InputParameter>>,
 }
 
 #[derive(Clone, Debug)]
@@ -678,6 +681,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
                 .filter(|_| graphs)
                 .map(|j| graph::TraceGraph::of(j, &rec.arg_names, &mut |e| e.site.map(|s| locator.locate(s)))),
             values,
+            input_parameters: rec.input_parameters.as_deref().cloned(),
         };
         // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {

@@ -112,6 +112,12 @@ pub fn run(options: Options) -> Result<bool, String> {
         oracle_name: "TensorFlow",
     };
     print!("{}", crate::report::render(&suite));
+    // The concrete signatures `tracelens trace` prints, against TensorFlow's (`tf_signatures.rs`).
+    let signatures_ok = options.oracle_only || {
+        let signatures = crate::tf_signatures::SignatureCheck::run(&suite.results);
+        print!("{}", signatures.render());
+        signatures.mismatches.is_empty()
+    };
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
         let run = crate::run_suite::check(
@@ -130,7 +136,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         missing.len(),
         started.elapsed().as_secs_f64()
     );
-    Ok(surface_ok && run_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+    Ok(surface_ok && run_ok && signatures_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {

@@ -84,7 +84,7 @@ fn value_hover(values: &[SeenValue]) -> String {
     let first = values[0].value;
     let mut avals: Vec<String> = Vec::new();
     for v in values {
-        let aval = v.value.aval.text();
+        let aval = v.value.aval.hover_text();
         if !avals.iter().any(|a| *a == aval) {
             avals.push(aval.into_owned());
         }
@@ -142,7 +142,7 @@ fn value_hover(values: &[SeenValue]) -> String {
                 None => "concrete, not traced".to_string(),
             },
         };
-        let line = if avals.len() > 1 && !first.pytree { format!("{} {origin}", v.value.aval) } else { origin };
+        let line = if avals.len() > 1 && !first.pytree { format!("{} {origin}", v.value.aval.hover_text()) } else { origin };
         if !origins.contains(&line) {
             origins.push(line);
         }
@@ -197,6 +197,14 @@ pub fn function_summary(f: &TracedFunction) -> String {
         if t.route != "called" {
             text.push_str(&format!(" — traced from {}", t.route));
         }
+        // A tf.function's concrete function, its input parameters as TensorFlow prints them.
+        if let Some(params) = &t.input_parameters {
+            text.push_str("\n```python\n");
+            for p in params {
+                text.push_str(&format!("{} ({}): {}\n", p.name, p.kind, p.spec));
+            }
+            text.push_str("```");
+        }
     }
     text
 }
@@ -243,7 +251,7 @@ pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), kinds: InlayKin
         if a.text.get(end as usize..).is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':')) {
             continue;
         }
-        let aval = v.aval.text();
+        let aval = v.aval.hover_text();
         match hints.iter_mut().find(|(o, _)| *o == end) {
             Some((_, avals)) => {
                 if !avals.iter().any(|a| *a == aval) {

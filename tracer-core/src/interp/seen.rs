@@ -62,6 +62,10 @@ pub enum Shown {
     /// the library's terms (`Linear(in_features=784, out_features=512)`) and its array leaves
     /// (a layer without parameters has none).
     Object(Arc<str>, Arc<[(String, Aval)]>),
+    /// A symbolic tensor of a `tf.function`'s graph: its dimensions (`None` where TensorFlow
+    /// does not know one, as for an `input_signature`'s `None`) and dtype. Its `text` is the
+    /// short form (`f32[?,3]`); hover and inlay hints show it as TensorFlow prints it.
+    Tensor(Arc<[Option<usize>]>, crate::interp::model::dtypes::DType),
 }
 
 impl Shown {
@@ -86,7 +90,47 @@ impl Shown {
 
     /// Whether it shows a pytree's leaves (a hover lists them a line each) rather than one aval.
     pub fn is_tree(&self) -> bool {
-        !matches!(self, Shown::Array(_))
+        !matches!(self, Shown::Array(_) | Shown::Tensor(..))
+    }
+
+    /// What a value inside a `tf.function` trace shows: a symbolic tensor (one of the graph,
+    /// or one whose shape TensorFlow knows only in part) as a `Tensor`, anything else as
+    /// `of` shows it.
+    pub fn of_graph(value: &Value) -> Option<Shown> {
+        match value {
+            Value::Array(a) if a.tf.get() && !a.numpy.get() => {
+                Some(Shown::Tensor(a.aval.shape.iter().map(|&d| Some(d)).collect(), a.aval.dtype))
+            }
+            Value::Builtin(_) => {
+                let p = crate::tf::partial::of(value)?;
+                Some(Shown::Tensor(p.dims.clone().into(), p.dtype))
+            }
+            _ => Shown::of(value),
+        }
+    }
+
+    /// The aval of an array, or of a tensor whose every dimension is known.
+    pub fn aval(&self) -> Option<Aval> {
+        match self {
+            Shown::Array(a) => Some(a.clone()),
+            Shown::Tensor(dims, dtype) if dims.iter().all(Option::is_some) => {
+                let shape: Vec<usize> = dims.iter().map(|d| d.unwrap_or(0)).collect();
+                Some(Aval::new(&shape, *dtype))
+            }
+            _ => None,
+        }
+    }
+
+    /// What hover and inlay hints show: `text`, except that a symbolic tensor is written as
+    /// TensorFlow prints it in a graph, without its op name
+    /// (`Tensor(shape=(None, 3), dtype=float32)`).
+    pub fn hover_text(&self) -> String {
+        match self {
+            Shown::Tensor(dims, dtype) => {
+                format!("Tensor(shape={}, dtype={})", crate::tf::tensor::shape_str(dims), dtype.name())
+            }
+            _ => self.text(),
+        }
     }
 
     /// The library's summary of an object (`Linear(in_features=784, out_features=512)`).
@@ -101,6 +145,10 @@ impl Shown {
     pub fn text(&self) -> String {
         match self {
             Shown::Array(a) => a.short(),
+            Shown::Tensor(dims, dtype) => {
+                let dims: Vec<String> = dims.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect();
+                format!("{}[{}]", dtype.short_name(), dims.join(","))
+            }
             Shown::Tree(leaves) | Shown::Object(_, leaves) => {
                 let parts: Vec<String> = leaves.iter().map(|(p, a)| format!("{p}: {}", a.short())).collect();
                 format!("{{{}}}", parts.join(", "))
@@ -131,8 +179,19 @@ impl AvalText {
     pub fn is_scalar(&self) -> bool {
         match self {
             AvalText::Seen(Shown::Array(a)) => a.shape.is_empty(),
+            AvalText::Seen(Shown::Tensor(dims, _)) => dims.is_empty(),
             AvalText::Seen(Shown::Tree(_) | Shown::Object(..)) => false,
             AvalText::Text(t) => t.ends_with("[]"),
+        }
+    }
+}
+
+impl AvalText {
+    /// What hover and inlay hints show (`Shown::hover_text`).
+    pub fn hover_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            AvalText::Seen(shown) => std::borrow::Cow::Owned(shown.hover_text()),
+            AvalText::Text(t) => std::borrow::Cow::Borrowed(t),
         }
     }
 }
@@ -313,7 +372,10 @@ impl Interp<'_> {
         if self.seen.off || self.is_library(file) {
             return;
         }
-        let Some(shown) = Shown::of(value) else { return };
+        // Inside a tf.function trace, a tensor is one of its graph.
+        let in_graph = self.jax.trace_depth() > 0 && !self.tf.active.is_empty();
+        let shown = if in_graph { Shown::of_graph(value) } else { Shown::of(value) };
+        let Some(shown) = shown else { return };
         let site = Site { file, span };
         if self.jax.trace_depth() > 0 {
             self.jax.record_value(site, name, shown, kind);

@@ -464,6 +464,7 @@ pub fn replay(
         traced_for: Some("jit"),
         route: state.route,
         shown_as: None,
+        input_parameters: None,
     });
     state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
     state.values.extend(values.into_iter().map(|v| ValueRecord { site: Site { file, span: v.site.span }, record: record + v.record, ..v }));

@@ -190,6 +190,19 @@ pub struct TraceRecord {
     /// (haiku's `apply_fn`): that function's name and definition, which `trace` and hover
     /// report the trace under (`fn_name` and `def_site` stay the shim's, as JAX names it).
     pub shown_as: Option<(String, Site)>,
+    /// A `tf.function` trace's input parameters as TensorFlow prints its concrete function's
+    /// signature (`tf/concrete.rs`); `None` for other traces and where not rendered.
+    pub input_parameters: Option<Rc<Vec<InputParameter>>>,
+}
+
+/// One parameter of a concrete function as TensorFlow prints it:
+/// `x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 3), dtype=tf.float32, name=None)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputParameter {
+    pub name: String,
+    /// `POSITIONAL_OR_KEYWORD`, `POSITIONAL_ONLY` or `KEYWORD_ONLY`.
+    pub kind: &'static str,
+    pub spec: String,
 }
 
 /// The aval of a value assigned inside a traced function.
@@ -415,6 +428,7 @@ impl JaxState {
             },
             route: self.route,
             shown_as: None,
+            input_parameters: None,
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

@@ -1003,7 +1003,7 @@ fn user_name(interp: &Interp, site: Site, aval: &Aval) -> Option<String> {
         .iter()
         .find(|v| {
             v.assigned()
-                && matches!(&v.shown, crate::interp::seen::Shown::Array(a) if a == aval)
+                && v.shown.aval().is_some_and(|a| a == *aval)
                 && v.site.file == site.file
                 && interp.line_of(v.site) == interp.line_of(site)
         })

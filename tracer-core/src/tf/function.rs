@@ -217,6 +217,7 @@ pub fn do_not_convert(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
 pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match name {
         "get_concrete_function" => {
+            let (args, kwargs) = if args.is_empty() && kwargs.is_empty() { (args, kwargs) } else { super::concrete::bind(f, args, kwargs) };
             let (key, _) = match find_key(interp, f, &args, &kwargs, true)? {
                 Some(k) => k,
                 None => return Ok(Value::opaque("a concrete function of arguments tracelens does not know")),
@@ -241,6 +242,7 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
         interp.called.insert(Rc::as_ptr(&fun.def) as usize);
     }
     interp.jax.jitted[f.info].calls += 1;
+    let (args, kwargs) = super::concrete::bind(f, args, kwargs);
     let Some((key, tensors)) = find_key(interp, f, &args, &kwargs, false)? else {
         return trace_unknown(interp, f, args, kwargs);
     };
@@ -271,6 +273,7 @@ fn recursing(interp: &Interp, f: &Rc<TfFunction>, key: &Key) -> bool {
 /// Calling `f.get_concrete_function(...)`'s result.
 pub fn call_concrete(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     interp.jax.jitted[f.info].calls += 1;
+    let (args, kwargs) = super::concrete::bind(f, args, kwargs);
     match find_key(interp, f, &args, &kwargs, false)? {
         Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => run_entry(interp, f, entry, &tensors),
         _ => Ok(tensor::unknown_tensor(interp, "a concrete function called with arguments tracelens does not match")),
@@ -544,6 +547,7 @@ fn trace_once(
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
+    interp.jax.records[record].input_parameters = super::concrete::input_parameters(interp, f, key, args, kwargs).map(Rc::new);
     interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
     let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);

@@ -17,6 +17,7 @@
 //! - `tape.rs`: `tf.GradientTape` (gradients of the sources' shape and dtype, values unknown).
 
 pub mod autograph;
+mod concrete;
 mod control;
 pub mod errors;
 pub mod function;
