@@ -2,7 +2,9 @@
 //! folder and writes `$OUT_DIR/bundled_shims.rs`, a sorted table of (relative path,
 //! `include_str!` of the file). Adding a shim file needs no Rust edit. Also writes
 //! `$OUT_DIR/python_attributes.rs`: the attributes of CPython's modules and builtin types from
-//! `src/interp/stdlib/python311.tsv`, and `$OUT_DIR/signatures.rs`: the required parameters
+//! `src/interp/stdlib/python311.tsv`, `$OUT_DIR/python_builtins.rs`: the names of
+//! `builtins` and CPython's exception classes each after its base, from the same table, and
+//! `$OUT_DIR/signatures.rs`: the required parameters
 //! of JAX's functions from `src/jax/signatures.tsv`, as sorted static tables, so that no
 //! process builds them at run time.
 
@@ -28,7 +30,72 @@ fn main() {
         println!("cargo::warning=cannot write {}: {e}", out.display());
     }
     python_attributes(&manifest);
+    python_builtins(&manifest);
     signatures(&manifest);
+}
+
+/// `BUILTINS`: (name, `BuiltinKind`), sorted by name, from the first rows of the CPython
+/// surface table, those of kind `builtin` (a test checks that they come first); and
+/// `EXCEPTIONS`: (class, base) for the rows `exception:BASE`, `object` taken as placed, each
+/// class once its base is placed, in passes over the rows in their order (a class whose base
+/// never is is left out). Built here, not in every process: reading the table's rows and
+/// ordering the classes cost each `run` and `check` about 0.26M instructions.
+fn python_builtins(manifest: &Path) {
+    let tsv = manifest.join("src/interp/stdlib/python311.tsv");
+    let text = std::fs::read_to_string(&tsv).unwrap_or_default();
+    let mut builtins: Vec<(&str, String)> = Vec::new();
+    let mut pending: Vec<(&str, &str)> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let mut columns = line.split('\t');
+        let (Some("builtin"), Some(_owner), Some(name)) = (columns.next(), columns.next(), columns.next()) else { break };
+        let info = columns.next().unwrap_or("");
+        let kind = match info.split_once(':') {
+            Some(("exception", base)) => {
+                pending.push((name, base));
+                format!("BuiltinKind::Exception {{ base: {base:?} }}")
+            }
+            Some(("alias", of)) => format!("BuiltinKind::Alias {{ of: {of:?} }}"),
+            _ => match info {
+                "class" => "BuiltinKind::Class".to_string(),
+                "function" => "BuiltinKind::Function".to_string(),
+                _ => "BuiltinKind::Constant".to_string(),
+            },
+        };
+        builtins.push((name, kind));
+    }
+    builtins.sort_by(|a, b| a.0.cmp(b.0));
+    let mut exceptions: Vec<(&str, &str)> = Vec::new();
+    let mut placed: std::collections::HashSet<&str> = std::collections::HashSet::from(["object"]);
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|(name, base)| {
+            if placed.contains(base) {
+                exceptions.push((name, base));
+                placed.insert(name);
+                false
+            } else {
+                true
+            }
+        });
+        if pending.len() == before {
+            break;
+        }
+    }
+    let mut out = String::from("/// CPython's builtins: (name, what it is), sorted by name.\n");
+    out.push_str("static BUILTINS: &[(&str, BuiltinKind)] = &[\n");
+    for (name, kind) in &builtins {
+        let _ = writeln!(out, "    ({name:?}, {kind}),");
+    }
+    out.push_str("];\n/// CPython's exception and warning classes, each after its base: (name, base).\n");
+    out.push_str("static EXCEPTIONS: &[(&str, &str)] = &[\n");
+    for (name, base) in &exceptions {
+        let _ = writeln!(out, "    ({name:?}, {base:?}),");
+    }
+    out.push_str("];\n");
+    let path = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("python_builtins.rs");
+    if let Err(e) = std::fs::write(&path, out) {
+        println!("cargo::warning=cannot write {}: {e}", path.display());
+    }
 }
 
 /// `SIGNATURES`: (qualified name, required parameters, wording), sorted by name, from the rows

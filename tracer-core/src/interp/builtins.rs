@@ -6,7 +6,6 @@
 //! split them.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::interp::value::IndexMap;
@@ -127,12 +126,13 @@ const BUILTIN_FNS: &[&str] = &[
 ];
 
 pub struct BuiltinClasses {
-    classes: HashMap<&'static str, Rc<Class>>,
+    /// foldhash, not SipHash: every process builds this map of 86 classes (nothing iterates it).
+    classes: super::value::HashMap<&'static str, Rc<Class>>,
 }
 
 impl BuiltinClasses {
     pub fn new() -> BuiltinClasses {
-        let mut classes: HashMap<&'static str, Rc<Class>> = HashMap::new();
+        let mut classes: super::value::HashMap<&'static str, Rc<Class>> = super::value::HashMap::default();
         let object = new_class("object", Vec::new(), Some(BuiltinClass::Object));
         classes.insert("object", object.clone());
         // CPython's exception and warning classes in their real hierarchy, then JAX's and

@@ -9,13 +9,22 @@ use super::dtypes::{DType, WeakDType};
 pub type Shape = SmallVec<[usize; 4]>;
 
 /// JAX's `ShapedArray`: what every array value is known by, concrete or traced.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Aval {
     pub shape: Shape,
     pub dtype: DType,
     /// JAX's weak type: the value came from a Python scalar and defers to the other
     /// operand's dtype in promotion.
     pub weak: bool,
+}
+
+/// Cloned with `Shape::from_slice`, one copy of the dimensions: the derived `Clone` pushes
+/// them one by one through `SmallVec`'s `Extend`, and an aval is cloned at every `bind`.
+impl Clone for Aval {
+    #[inline]
+    fn clone(&self) -> Aval {
+        Aval { shape: Shape::from_slice(&self.shape), dtype: self.dtype, weak: self.weak }
+    }
 }
 
 impl Aval {
@@ -49,13 +58,29 @@ impl Aval {
     }
     /// Number of elements; saturates instead of overflowing for absurd shapes.
     pub fn size(&self) -> u128 {
-        self.shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128))
+        // In u64 while the product fits it (any shape whose data could be held), which is a
+        // few instructions a dimension: the evaluator asks at every value it computes.
+        let mut size: u64 = 1;
+        for &d in &self.shape {
+            match size.checked_mul(d as u64) {
+                Some(product) => size = product,
+                None => return self.shape.iter().fold(1u128, |acc, &d| acc.saturating_mul(d as u128)),
+            }
+        }
+        u128::from(size)
     }
     /// The product of the non-empty axes: what data of this shape must be able to address
     /// (ndarray refuses a shape whose extent overflows, even with no elements). It is the
     /// size, except for an empty array: `(2**62, 0, 2)` holds nothing but spans 2**63.
     pub fn extent(&self) -> u128 {
-        self.shape.iter().filter(|&&d| d != 0).fold(1u128, |acc, &d| acc.saturating_mul(d as u128))
+        let mut extent: u64 = 1;
+        for &d in self.shape.iter().filter(|&&d| d != 0) {
+            match extent.checked_mul(d as u64) {
+                Some(product) => extent = product,
+                None => return self.shape.iter().filter(|&&d| d != 0).fold(1u128, |acc, &d| acc.saturating_mul(d as u128)),
+            }
+        }
+        u128::from(extent)
     }
     /// `f32[8,4]`, `~f32[]`: JAX's `str_short(short_dtypes=True)` with the weak marker.
     pub fn short(&self) -> String {

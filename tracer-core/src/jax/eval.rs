@@ -256,7 +256,14 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         return None;
     }
     // Decided before any input is computed: a kernel cannot be stopped halfway.
-    let in_avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
+    // On the stack for the usual one to four operands, pushed rather than collected (see
+    // `rule_avals`): this runs for every computed value.
+    let mut in_avals: smallvec::SmallVec<[&super::aval::Aval; 4]> = smallvec::SmallVec::new();
+    let mut in_dtypes: smallvec::SmallVec<[DType; 4]> = smallvec::SmallVec::new();
+    for input in &inputs {
+        in_avals.push(&input.aval);
+        in_dtypes.push(input.aval.dtype);
+    }
     if eval_cost::cost(&prim, &in_avals, &known.aval) > eval_cost::MAX_COST {
         *cell.borrow_mut() = Lazy::Unknown(eval_cost::TOO_COSTLY);
         return None;
@@ -265,7 +272,6 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         // Not remembered: the memory may be free again at the next use.
         return None;
     }
-    let in_dtypes: Vec<DType> = inputs.iter().map(|i| i.aval.dtype).collect();
     if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && super::prims::properties::has_f32_kernel(&prim) {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;

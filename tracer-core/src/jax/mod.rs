@@ -575,7 +575,12 @@ pub fn apply_opaque1(interp: &mut Interp, name: &'static str, model: &Prim, inpu
 
 /// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
 pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
-    let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();
+    // On the stack for the usual one to four operands: this runs at every `bind`. Pushed:
+    // `SmallVec`'s `collect` goes through its generic `extend`, several times the cost.
+    let mut in_avals: smallvec::SmallVec<[Aval; 4]> = smallvec::SmallVec::new();
+    for input in inputs {
+        in_avals.push(input.aval.clone());
+    }
     match prims::abstract_eval(prim, &in_avals, bodies) {
         Ok(outs) => Ok(outs),
         Err(prims::RuleError::Invalid { class, message }) => Err(interp.raise(class, Code::PythonException, message)),
@@ -661,23 +666,24 @@ fn bind_with_bodies(
         // equation, so `jax_debug_nans` names the operation inside it, as JAX's re-run does.
         let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
             let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
-            out_avals
-                .into_iter()
-                .map(|aval| {
-                    // The first output is computed from the inputs on demand; others are not.
-                    let lazy = match prim.take() {
-                        Some(p) => Lazy::Pending(p, inputs.to_vec()),
-                        None => Lazy::Unknown("not computed"),
-                    };
-                    Rc::new(Array {
-                        aval,
-                        kind: ArrayKind::Concrete(RefCell::new(lazy)),
-                        origin: site,
-                        numpy: Default::default(),
-                        tf: Default::default(),
-                    })
-                })
-                .collect()
+            // Pushed, not collected from `out_avals`: collecting reuses the avals' buffer in
+            // place and then shrinks it to the arrays' size, a reallocation at every bind.
+            let mut outs = Vec::with_capacity(out_avals.len());
+            for aval in out_avals {
+                // The first output is computed from the inputs on demand; others are not.
+                let lazy = match prim.take() {
+                    Some(p) => Lazy::Pending(p, inputs.to_vec()),
+                    None => Lazy::Unknown("not computed"),
+                };
+                outs.push(Rc::new(Array {
+                    aval,
+                    kind: ArrayKind::Concrete(RefCell::new(lazy)),
+                    origin: site,
+                    numpy: Default::default(),
+                    tf: Default::default(),
+                }));
+            }
+            outs
         } else {
             staged_equation(interp, prim, inputs, out_avals, bodies)?
         };

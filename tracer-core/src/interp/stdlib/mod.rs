@@ -6,9 +6,6 @@
 //! CPython does not have is Python's own NameError or AttributeError. The table is generated
 //! by `tests/conformance/gen_python_surface.py` and checked by `tests/python_surface.rs`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
-
 /// The generated table (see the generator's docstring for its columns).
 pub const TABLE: &str = include_str!("python311.tsv");
 
@@ -28,13 +25,8 @@ pub enum BuiltinKind {
     Constant,
 }
 
-/// CPython's builtins, built once per process before the first analysis can start: `check`
-/// pays for it on every file it is run on, so it reads only the table's first rows.
-struct Builtins {
-    builtins: Map<&'static str, BuiltinKind>,
-    /// Exception classes in an order where each base comes before its subclasses.
-    exceptions: Vec<(&'static str, &'static str)>,
-}
+// `BUILTINS` and `EXCEPTIONS`, generated from the table's first rows by build.rs.
+include!(concat!(env!("OUT_DIR"), "/python_builtins.rs"));
 
 // `MODULE_ATTRS` and `TYPE_ATTRS`, generated from the table by build.rs.
 include!(concat!(env!("OUT_DIR"), "/python_attributes.rs"));
@@ -42,50 +34,6 @@ include!(concat!(env!("OUT_DIR"), "/python_attributes.rs"));
 /// The sorted attribute names `owner` has in one of the generated tables.
 fn attributes_of(table: &'static [(&'static str, &'static [&'static str])], owner: &str) -> Option<&'static [&'static str]> {
     table.binary_search_by(|(o, _)| (*o).cmp(owner)).ok().map(|i| table[i].1)
-}
-
-type Map<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
-
-fn builtins() -> &'static Builtins {
-    static BUILTINS: OnceLock<Builtins> = OnceLock::new();
-    BUILTINS.get_or_init(|| {
-        let mut s = Builtins { builtins: Map::default(), exceptions: Vec::new() };
-        let mut pending: Vec<(&'static str, &'static str)> = Vec::new();
-        // The table lists the builtins first (a test checks it).
-        for row in rows().take_while(|row| row.kind == "builtin") {
-            let kind = match row.info.split_once(':') {
-                Some(("exception", base)) => {
-                    pending.push((row.name, base));
-                    BuiltinKind::Exception { base }
-                }
-                Some(("alias", of)) => BuiltinKind::Alias { of },
-                _ => match row.info {
-                    "class" => BuiltinKind::Class,
-                    "function" => BuiltinKind::Function,
-                    _ => BuiltinKind::Constant,
-                },
-            };
-            s.builtins.insert(row.name, kind);
-        }
-        // Topological order: `object` first, then each class once its base is placed.
-        let mut placed: HashSet<&str> = HashSet::from(["object"]);
-        while !pending.is_empty() {
-            let before = pending.len();
-            pending.retain(|(name, base)| {
-                if placed.contains(base) {
-                    s.exceptions.push((name, base));
-                    placed.insert(name);
-                    false
-                } else {
-                    true
-                }
-            });
-            if pending.len() == before {
-                break;
-            }
-        }
-        s
-    })
 }
 
 /// One row of the table.
@@ -99,7 +47,7 @@ pub struct Row {
 }
 
 /// Every row of the table, in its order. Read with `memchr`, which skips the long probe
-/// column many bytes at a time: every process that analyses a file reads the whole table.
+/// column many bytes at a time.
 pub fn rows() -> impl Iterator<Item = Row> {
     let mut start = 0;
     memchr::memchr_iter(b'\n', TABLE.as_bytes()).chain(std::iter::once(TABLE.len())).filter_map(move |end| {
@@ -133,12 +81,12 @@ fn next_column(rest: &mut &'static str) -> Option<&'static str> {
 
 /// What `name` is among CPython's builtins, if it is one.
 pub fn builtin(name: &str) -> Option<(&'static str, BuiltinKind)> {
-    builtins().builtins.get_key_value(name).map(|(k, v)| (*k, *v))
+    BUILTINS.binary_search_by(|(n, _)| (*n).cmp(name)).ok().map(|i| BUILTINS[i])
 }
 
 /// CPython's exception and warning classes, each after its base: `(name, base)`.
 pub fn exception_classes() -> &'static [(&'static str, &'static str)] {
-    &builtins().exceptions
+    EXCEPTIONS
 }
 
 /// Whether CPython's module `module` has the attribute `name`; `None` for a module the
@@ -229,10 +177,21 @@ mod tests {
 
     #[test]
     fn the_builtins_come_first_in_the_table() {
-        // `builtins()` reads only the first rows, up to the first that is not a builtin.
+        // build.rs reads only the first rows, up to the first that is not a builtin.
         assert!(rows().skip_while(|row| row.kind == "builtin").all(|row| row.kind != "builtin"));
-        assert_eq!(builtins().builtins.len(), rows().filter(|row| row.kind == "builtin").count());
+        assert_eq!(BUILTINS.len(), rows().filter(|row| row.kind == "builtin").count());
         assert!(matches!(builtin("ValueError"), Some((_, BuiltinKind::Exception { base: "Exception" }))));
+    }
+
+    #[test]
+    fn every_exception_class_comes_after_its_base() {
+        let exceptions: Vec<(&str, &str)> =
+            rows().filter(|row| row.kind == "builtin").filter_map(|row| Some((row.name, row.info.strip_prefix("exception:")?))).collect();
+        assert_eq!(EXCEPTIONS.len(), exceptions.len());
+        for (i, (name, base)) in EXCEPTIONS.iter().enumerate() {
+            assert!(exceptions.contains(&(*name, *base)), "{name}({base})");
+            assert!(*base == "object" || EXCEPTIONS[..i].iter().any(|(n, _)| n == base), "{name} before {base}");
+        }
     }
 
     #[test]

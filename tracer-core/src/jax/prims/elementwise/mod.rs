@@ -11,10 +11,11 @@ pub mod scalar;
 use std::rc::Rc;
 
 use ndarray::IxDyn;
+use smallvec::SmallVec;
 
 use super::{arg, families, type_error, RuleResult};
 use crate::jax::array::{NdData, NdDataF32};
-use crate::jax::aval::Aval;
+use crate::jax::aval::{Aval, Shape};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{broadcast_to, float_to_int, flush_f32, max_f32, min_f32, round_to, wrap_int, zip_f32};
 use crate::jax::ir::{BinaryPrim, CmpPrim, Prim, UnaryPrim};
@@ -23,9 +24,10 @@ pub(crate) use scalar::*;
 /// The shape operands combine to (JAX's `broadcasting_shape_rule`): a rank-0 operand (a
 /// literal) stands for any shape; the others have one rank, and an axis of 1 stretches to
 /// the others' length. JAX's message for others.
-pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Vec<usize>, crate::jax::prims::RuleError> {
-    let ranked: Vec<&Aval> = avals.iter().copied().filter(|a| !a.shape.is_empty()).collect();
-    let Some(first) = ranked.first() else { return Ok(Vec::new()) };
+pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Shape, crate::jax::prims::RuleError> {
+    // On the stack, as the shape is: every elementwise `bind` comes here.
+    let ranked: SmallVec<[&Aval; 4]> = avals.iter().copied().filter(|a| !a.shape.is_empty()).collect();
+    let Some(first) = ranked.first() else { return Ok(Shape::new()) };
     if ranked.iter().any(|a| a.ndim() != first.ndim()) {
         let mut ranks: Vec<usize> = ranked.iter().map(|a| a.ndim()).collect();
         ranks.sort_unstable();
@@ -33,7 +35,7 @@ pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Vec<usize>, c
         let ranks: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
         return Err(type_error(format!("{}: arrays must have the same number of dimensions, got {{{}}}", prim.name(), ranks.join(", "))));
     }
-    let mut shape = first.shape.to_vec();
+    let mut shape = first.shape.clone();
     for a in &ranked[1..] {
         for (out, &n) in shape.iter_mut().zip(&a.shape) {
             if *out == 1 {
