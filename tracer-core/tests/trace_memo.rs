@@ -50,7 +50,11 @@ fn seen(a: &FileAnalysis) -> String {
 
 /// A fresh analysis of `text`, or with `document`, the editor's analysis of its next version.
 fn analyse(path: &Path, text: &str, document: Option<&mut OpenDocument>) -> FileAnalysis {
-    let config = AnalysisConfig::default();
+    // The step budget bounds the work and is the same on every machine; the wall-time budget
+    // (700 ms) is not, and an analysis it cut short on a loaded machine would differ from its
+    // twin that it did not.
+    let mut config = AnalysisConfig::default();
+    config.budgets.max_time = std::time::Duration::from_secs(120);
     let mut out = None;
     let _ = match document {
         Some(document) => document.analyse_then(path, text, &Disk, &config, |a| out = Some(a)),
