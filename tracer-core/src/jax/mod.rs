@@ -373,17 +373,6 @@ impl JaxState {
         self.traces.iter().any(|t| t.id == trace)
     }
 
-    /// How the differentiating trace at `pos` runs JAX's rules, and whether a trace around it
-    /// differentiates forward (`taint::Mode`).
-    fn ad_mode(&self, pos: usize) -> taint::Mode {
-        let forward = |t: &TraceFrame| t.kind == TraceKind::Jvp || t.ad_mode == taint::Mode::Forward;
-        match self.traces.get(pos) {
-            Some(t) if forward(t) => taint::Mode::Forward,
-            _ if self.traces[..pos].iter().any(forward) => taint::Mode::ReverseUnderForward,
-            _ => taint::Mode::Reverse,
-        }
-    }
-
     fn position(&self, trace: u32) -> Option<usize> {
         self.traces.iter().position(|t| t.id == trace)
     }
@@ -715,7 +704,7 @@ fn bind_with_bodies(
         vec![true; out_avals.len()]
     } else {
         let flags: Vec<bool> = inputs.iter().map(|i| i.is_jax_tracer()).collect();
-        let mode = interp.jax.ad_mode(pos);
+        let mode = taint::Mode::at(&interp.jax.traces, pos);
         taint::outputs_active(&prim, &flags, &out_avals, &bodies, mode)
     };
     let state = &mut interp.jax;

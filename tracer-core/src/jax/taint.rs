@@ -25,6 +25,7 @@ use super::aval::Aval;
 use super::custom_rules::CustomCall;
 use super::ir::{Atom, Jaxpr, Prim, UnaryPrim, VarId};
 use super::prims::families;
+use super::{TraceFrame, TraceKind};
 
 /// How JAX differentiates in the trace an equation is bound in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +40,19 @@ pub enum Mode {
     /// Reverse mode inside a forward one (`hessian`'s inner `jacrev`): a `custom_vjp` call
     /// raises JAX's `TypeError` there, so its outputs are not flagged.
     ReverseUnderForward,
+}
+
+impl Mode {
+    /// How the differentiating trace at `pos` of `traces` runs JAX's rules, and whether a
+    /// trace around it differentiates forward.
+    pub fn at(traces: &[TraceFrame], pos: usize) -> Mode {
+        let forward = |t: &TraceFrame| t.kind == TraceKind::Jvp || t.ad_mode == Mode::Forward;
+        match traces.get(pos) {
+            Some(t) if forward(t) => Mode::Forward,
+            _ if traces[..pos.min(traces.len())].iter().any(forward) => Mode::ReverseUnderForward,
+            _ => Mode::Reverse,
+        }
+    }
 }
 
 /// For each output of `prim` bound in a `grad`/`jvp` trace on inputs flagged `active`: whether
