@@ -117,7 +117,12 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         None if dynamic_size => Some(0),
         None => return Ok(Value::opaque("a tf.TensorArray without a size")),
     };
-    let elements = if eager { vec![None; size.unwrap_or(0)] } else { Vec::new() };
+    // An eager array holds a slot per element from the start: its size is the program's.
+    let slots = if eager { size.unwrap_or(0) } else { 0 };
+    if !interp.afford(slots as u128 * crate::interp::memory::VALUE_BYTES, "a tf.TensorArray's elements")? {
+        return Ok(Value::opaque("a tf.TensorArray over the memory budget"));
+    }
+    let elements = vec![None; slots];
     Ok(value(TensorArray {
         dtype: *dtype,
         dynamic_size,
