@@ -218,7 +218,7 @@ pub fn trace_text(a: &FileAnalysis, path: &str) -> String {
             let outputs = match &t.outputs {
                 Some(o) => format!("({})", named(&t.out_paths, o).join(", ")),
                 // Traced with unknown arguments, a trace ends where an unknown stops it.
-                None if t.route != "called" && t.route != "annotations" => "not known".to_string(),
+                None if t.unknown_end || (t.route != "called" && t.route != "annotations") => "not known".to_string(),
                 None => "raised".to_string(),
             };
             let route = if t.route == "called" { String::new() } else { format!("  (route: {})", t.route) };

@@ -252,3 +252,19 @@ fn trace_lists_a_tf_functions_concrete_signatures_as_tensorflow_prints_them() {
     assert!(text.contains(block), "{text}");
     assert!(text.contains("tf.function(weighted_loss) at"), "{text}");
 }
+
+#[test]
+fn trace_tells_a_trace_that_raised_from_one_whose_outputs_are_not_known() {
+    let dir = temp_dir("trace-ended");
+    let f = write(
+        &dir,
+        "ended.py",
+        "import jax\nimport jax.numpy as jnp\nimport tensorflow as tf\n\n\n@jax.jit\ndef broken(x):\n    return x @ jnp.ones((3, 2))\n\n\n@tf.function\ndef grow(x):\n    _, buf = tf.while_loop(\n        lambda i, b: i < 3,\n        lambda i, b: (i + 1, tf.concat([b, b], axis=0)),\n        (tf.constant(0), x),\n        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, 2])),\n    )\n    return buf\n\n\ngrow(tf.ones([1, 2]))\nbroken(jnp.ones((4, 5)))\n",
+    );
+    let out = tracelens().current_dir(&dir).args(["trace"]).arg(&f).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The tf.function's buffer has a dimension the invariant leaves open: TensorFlow knows
+    // its shape as (None, 2), tracelens does not follow it, and says so; it did not raise.
+    assert!(text.contains("trace 1 from line 22: (f32[1,2]) -> not known  [first call]"), "{text}");
+    assert!(text.contains("trace 1 from line 23: (f32[4,5]) -> raised  [first call]"), "{text}");
+}

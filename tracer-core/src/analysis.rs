@@ -111,8 +111,11 @@ pub struct Trace {
     pub arg_paths: Vec<String>,
     /// Each output leaf's path (`result[0]['loss']`), beside `outputs`, when known; else empty.
     pub out_paths: Vec<String>,
-    /// `None` for a trace that raised.
+    /// `None` for a trace that raised, or that ended on what tracelens does not know
+    /// (`unknown_end`).
     pub outputs: Option<Vec<String>>,
+    /// The trace ended on a value tracelens does not know, not on an exception.
+    pub unknown_end: bool,
     pub cause: String,
     /// How the analysis reached this trace (`called`, `annotations`, `unknown arguments`).
     pub route: &'static str,
@@ -672,6 +675,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             arg_paths: rec.arg_paths.clone(),
             out_paths: rec.out_paths.clone(),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
+            unknown_end: rec.unknown_end,
             cause: rec.cause.clone(),
             route: rec.route.label(),
             jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),

@@ -189,7 +189,8 @@ fn tree_leaves(aval: &str) -> Vec<&str> {
 pub fn function_summary(f: &TracedFunction) -> String {
     let mut text = format!("**{}({})** traced {}×", f.transform, f.name, f.traces.len());
     for (i, t) in f.traces.iter().enumerate() {
-        let outs = t.outputs.as_ref().map(|o| o.join(", ")).unwrap_or_else(|| "raised".into());
+        let ended = if t.unknown_end { "not known" } else { "raised" };
+        let outs = t.outputs.as_ref().map(|o| o.join(", ")).unwrap_or_else(|| ended.into());
         text.push_str(&format!("\n\n{}. from {}: ({}) → ({})", i + 1, call_text(t), t.args.join(", "), outs));
         if i > 0 {
             text.push_str(&format!(" — retraced because {}", t.cause));

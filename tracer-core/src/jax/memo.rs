@@ -465,6 +465,7 @@ pub fn replay(
         route: state.route,
         shown_as: None,
         input_parameters: None,
+        unknown_end: false,
     });
     state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
     state.values.extend(values.into_iter().map(|v| ValueRecord { site: Site { file, span: v.site.span }, record: record + v.record, ..v }));

@@ -163,8 +163,10 @@ pub struct TraceRecord {
     /// (`result[0]['loss']`; an nnx.jit trace's updated state as `model['linear/kernel']`),
     /// when the transformation knows them (a jit trace); empty otherwise.
     pub out_paths: Vec<String>,
-    /// `None` while tracing, and for a trace that raised.
+    /// `None` while tracing, and for a trace that raised or ended on an unknown.
     pub outputs: Option<Vec<Aval>>,
+    /// The trace ended on what tracelens does not know (`abort_trace_on`), not on an exception.
+    pub unknown_end: bool,
     pub cause: String,
     pub jaxpr: Option<Rc<Jaxpr>>,
     /// The jitted function this trace belongs to (index into `JaxState::jitted`).
@@ -418,6 +420,7 @@ impl JaxState {
             route: self.route,
             shown_as: None,
             input_parameters: None,
+            unknown_end: false,
         });
         let record = self.records.len() - 1;
         self.traces.push(TraceFrame {

@@ -559,7 +559,7 @@ fn trace_once(
         Ok(out) => out,
         Err(e) => {
             if interp.jax.traces.len() > pos {
-                interp.jax.abort_trace();
+                interp.jax.abort_trace_on(&e);
             }
             return Err(e);
         }
@@ -575,7 +575,7 @@ fn trace_once(
     let template = match template {
         Some(t) if !unknown_shapes => t,
         _ => {
-            interp.jax.abort_trace();
+            interp.jax.abort_trace_unknown();
             let entry = Entry { key: key.clone(), call_site, record, outputs: None };
             return Ok(Some((entry, created)));
         }

@@ -249,6 +249,7 @@ pub fn isinstance(v: &Value, class: &TfValue) -> Option<bool> {
         (TfValue::Fn(TfFn::Variable), Value::Instance(_)) => None,
         (TfValue::Fn(TfFn::Variable), _) => Some(false),
         (TfValue::Fn(TfFn::TensorSpec), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Spec(_)))),
+        (TfValue::Fn(TfFn::TensorShape), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Shape(_)))),
         _ => None,
     }
 }

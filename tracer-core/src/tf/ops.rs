@@ -47,6 +47,7 @@ pub fn route(f: TfFn) -> Route {
         | F::Variable
         | F::GradientTape
         | F::TensorSpec
+        | F::TensorShape
         | F::Print
         | F::Cond
         | F::WhileLoop
@@ -229,6 +230,7 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
             TfFn::Variable => super::variable::make(interp, &p),
             TfFn::GradientTape => super::tape::make(interp, &p),
             TfFn::TensorSpec => tensor_spec(interp, &p),
+            TfFn::TensorShape => tensor_shape(interp, &p),
             TfFn::Print => Ok(Value::None),
             TfFn::Cond => super::control::cond(interp, &p),
             TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
@@ -322,6 +324,19 @@ fn tensor_spec(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         _ => None,
     };
     Ok(TfValue::Spec(Rc::new(super::TensorSpec { shape, dtype, name })).value())
+}
+
+/// `tf.TensorShape(dims)`: a list or tuple of sizes and `None`s, or another `TensorShape`. A
+/// shape of unknown rank (`tf.TensorShape(None)`) is not represented: it is opaque, and so is
+/// whatever else tracelens cannot read as dimensions.
+fn tensor_shape(interp: &mut Interp, p: &Args) -> PyResult<Value> {
+    match p.get(0, "dims") {
+        Some(Value::None) | None => Ok(Value::opaque("a TensorShape of unknown rank")),
+        Some(v) => Ok(match shape_dims(interp, v)? {
+            Some(dims) => TfValue::Shape(Rc::new(dims)).value(),
+            None => Value::opaque("a TensorShape of dimensions tracelens does not read"),
+        }),
+    }
 }
 
 /// A shape argument with `None` for dimensions not known (`[None, 3]`, a `TensorShape`);

@@ -32,6 +32,7 @@ tf_surface! {
     Function = "function" in ["tensorflow"],
     Variable = "Variable" in ["tensorflow"],
     TensorSpec = "TensorSpec" in ["tensorflow"],
+    TensorShape = "TensorShape" in ["tensorflow"],
     Print = "print" in ["tensorflow"],
     Cond = "cond" in ["tensorflow"],
     WhileLoop = "while_loop" in ["tensorflow"],

@@ -541,7 +541,7 @@ fn trace_jit_body(
     let out = match run() {
         Ok(out) => out,
         Err(e) => {
-            interp.jax.abort_trace();
+            interp.jax.abort_trace_on(&e);
             return Err(e);
         }
     };

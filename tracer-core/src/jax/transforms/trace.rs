@@ -392,6 +392,27 @@ pub(super) enum TracedOutput {
     Unknown(String),
 }
 
+impl crate::jax::JaxState {
+    /// Ends the innermost trace, without outputs, because `e` left its body: an exception
+    /// makes it a trace that raised; a stop (an unknown, a budget, the program's end) one
+    /// whose outputs are not known, which is what `trace` and hover then say.
+    pub fn abort_trace_on(&mut self, e: &Flow) {
+        if matches!(e, Flow::Stop(..)) {
+            self.abort_trace_unknown();
+        } else {
+            self.abort_trace();
+        }
+    }
+
+    /// Ends the innermost trace on an output tracelens does not know (not an exception).
+    pub fn abort_trace_unknown(&mut self) {
+        if let Some(record) = self.traces.last().map(|t| t.record) {
+            self.records[record].unknown_end = true;
+        }
+        self.abort_trace();
+    }
+}
+
 /// Flattens a traced function's output into arrays, raising JAX's TL112 error for a leaf that
 /// is not a valid JAX type (a string, an unregistered class instance). Aborts the top trace
 /// on every path but success.
@@ -400,7 +421,7 @@ pub(super) fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: 
     let tree = match flatten(interp, out, "", &mut leaves) {
         Ok(t) => Rc::new(t),
         Err(e) => {
-            interp.jax.abort_trace();
+            interp.jax.abort_trace_on(&e);
             return Err(e);
         }
     };
@@ -417,18 +438,19 @@ pub(super) fn traced_output(interp: &mut Interp, fun: &Value, label: &str, out: 
             Ok(Operand::Unknown) => matches!(leaf, Value::Instance(i) if i.class.lookup("__tracelens_opaque_base__").is_none()),
             Err(Flow::Raise(_)) => true,
             Err(e) => {
-                interp.jax.abort_trace();
+                interp.jax.abort_trace_on(&e);
                 return Err(e);
             }
         };
-        interp.jax.abort_trace();
         if !invalid {
+            interp.jax.abort_trace_unknown();
             let what = match leaf {
                 Value::Opaque(o) => o.what.clone(),
                 other => other.type_name(),
             };
             return Ok(TracedOutput::Unknown(what));
         }
+        interp.jax.abort_trace();
         let where_ = fun_def_site(fun).map(|s| interp.describe_site(s)).unwrap_or_default();
         let tn = match leaf {
             Value::Instance(i) => format!("__main__.{}", i.class.name),
@@ -514,7 +536,7 @@ pub(super) fn trace_with_record(
     let out = match result {
         Ok(v) => v,
         Err(e) => {
-            interp.jax.abort_trace();
+            interp.jax.abort_trace_on(&e);
             return Err(e);
         }
     };
