@@ -127,6 +127,9 @@ pub struct Props {
     /// `Some(true)`: differentiable, with rules; `Some(false)`: differentiable, no rule yet;
     /// `None`: nothing to differentiate (integer results, randomness, constants).
     pub ad_rule: Option<bool>,
+    /// Its JVP is JAX's symbolic zero (`ad.defjvp_zero`, `stop_gradient`): under `grad` and
+    /// `jvp` its outputs are never tracers (`taint.rs`), whatever its inputs.
+    pub zero_jvp: bool,
 }
 
 impl Props {
@@ -139,6 +142,7 @@ impl Props {
         is_control_flow: false,
         calls_lapack: false,
         ad_rule: None,
+        zero_jvp: false,
     };
 }
 
