@@ -650,7 +650,7 @@ fn bind_with_bodies(
     }
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
-        let name = if values_mode { prim.name() } else { String::new() };
+        let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
         // A jitted call (`pjit`) keeps its pending evaluation, which runs its body equation by
         // equation, so `jax_debug_nans` names the operation inside it, as JAX's re-run does.
         let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {

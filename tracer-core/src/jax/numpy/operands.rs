@@ -146,9 +146,14 @@ pub(super) fn broadcast_to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[us
 
 /// Promotes and broadcasts operands as jnp's binary functions do.
 pub(super) fn promote_broadcast(interp: &mut Interp, arrays: &[Rc<Array>]) -> PyResult<(Vec<Rc<Array>>, WeakDType, Shape)> {
-    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    // On the stack, pushed (see `rule_avals`): every binary jnp operation comes here.
+    let mut wds: smallvec::SmallVec<[WeakDType; 4]> = smallvec::SmallVec::new();
+    let mut shapes: smallvec::SmallVec<[&[usize]; 4]> = smallvec::SmallVec::new();
+    for a in arrays {
+        wds.push(a.aval.weak_dtype());
+        shapes.push(a.aval.shape.as_slice());
+    }
     let dt = promote(&wds, cfg(interp));
-    let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
     let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
     let mut out = Vec::with_capacity(arrays.len());
     for a in arrays {
