@@ -918,7 +918,8 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
         // The primitive's rule (`prims/`) gives the outputs the equation declares.
         let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
         let all_bound = eqn.inputs.iter().all(|a| matches!(a, Atom::Lit(..)) || matches!(a, Atom::Var(v) if bound.contains_key(v)));
-        match super::prims::abstract_eval(&eqn.prim, &in_avals, &eqn.bodies) {
+        let in_refs: Vec<&Aval> = in_avals.iter().collect();
+        match super::prims::abstract_eval(&eqn.prim, &in_refs, &eqn.bodies) {
             _ if !all_bound => {}
             Ok(outs) if outs == declared => {}
             Ok(outs) => problems.push(format!(

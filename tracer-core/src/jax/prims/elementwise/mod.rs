@@ -71,7 +71,7 @@ fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::
     Ok(Aval { shape, dtype: operand_dtype(avals), weak: false }.weak(avals.iter().all(|a| a.weak)))
 }
 
-pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
+pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
     Ok(vec![if u == UnaryPrim::IsFinite {
@@ -83,21 +83,21 @@ pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
     }])
 }
 
-pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[Aval]) -> RuleResult {
+pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
     Ok(vec![elementwise(prim, &[x, y])?])
 }
 
-pub fn compare(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn compare(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
     Ok(vec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
 }
 
 /// `select_n(which, *cases)`: the cases' aval.
-pub fn select(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn select(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let which = arg(prim, ins, 0)?;
     arg(prim, ins, 1)?;
-    let cases: Vec<&Aval> = ins[1..].iter().collect();
+    let cases: Vec<&Aval> = ins[1..].to_vec();
     let mut all: Vec<&Aval> = cases.clone();
     all.push(which);
     let shape = common_shape(prim, &all)?;
@@ -105,17 +105,17 @@ pub fn select(prim: &Prim, ins: &[Aval]) -> RuleResult {
 }
 
 /// `clamp(min, x, max)`: `x`'s aval.
-pub fn clamp(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn clamp(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 1)?;
     Ok(vec![x.clone()])
 }
 
 /// The operand's aval unchanged (`integer_pow`, `stop_gradient`, `random_clone`).
-pub fn same(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn same(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     Ok(vec![arg(prim, ins, 0)?.clone()])
 }
 
-pub fn convert(prim: &Prim, ins: &[Aval], dtype: DType, weak: bool) -> RuleResult {
+pub fn convert(prim: &Prim, ins: &[&Aval], dtype: DType, weak: bool) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     Ok(vec![x.with_dtype(dtype).weak(weak)])
 }
