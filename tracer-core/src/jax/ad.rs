@@ -487,7 +487,7 @@ pub(crate) fn bind_strong(interp: &mut Interp, prim: Prim, ins: &[Rc<Array>]) ->
 
 /// The one output aval of `prim`'s rule on `ins`.
 fn rule_aval(prim: &Prim, ins: &[Rc<Array>]) -> AdResult<Aval> {
-    let in_avals: Vec<Aval> = ins.iter().map(|i| i.aval.clone()).collect();
+    let in_avals: Vec<&Aval> = ins.iter().map(|i| &i.aval).collect();
     match super::prims::abstract_eval(prim, &in_avals, &[]) {
         Ok(mut outs) if outs.len() == 1 => Ok(outs.remove(0)),
         Ok(_) => Err(AdError::NoRule(format!("{} with other than one output", prim.name()))),
@@ -495,8 +495,8 @@ fn rule_aval(prim: &Prim, ins: &[Rc<Array>]) -> AdResult<Aval> {
     }
 }
 
-fn aval_list(avals: &[Aval]) -> String {
-    avals.iter().map(Aval::short).collect::<Vec<_>>().join(", ")
+fn aval_list(avals: &[&Aval]) -> String {
+    avals.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
 }
 
 pub(crate) fn binary(interp: &mut Interp, op: BinaryPrim, a: &Rc<Array>, b: &Rc<Array>) -> AdResult<Rc<Array>> {

@@ -48,7 +48,7 @@ impl Aval {
         Aval { shape, dtype: self.dtype, weak: self.weak }
     }
     pub fn with_dtype(&self, dtype: DType) -> Aval {
-        Aval { shape: self.shape.clone(), dtype, weak: false }
+        Aval { shape: Shape::from_slice(&self.shape), dtype, weak: false }
     }
     pub fn weak_dtype(&self) -> WeakDType {
         WeakDType { dtype: self.dtype, weak: self.weak }

@@ -231,16 +231,19 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     if known.aval.extent() > max_elements as u128 || known.aval.dtype.is_complex() || depth > MAX_FORCE_DEPTH {
         return None;
     }
-    let pending = match &*cell.borrow() {
+    let pending = match &mut *cell.borrow_mut() {
         Lazy::Ready(d) => return Some(Stored::F64(d.clone())),
         Lazy::ReadyF32(d, finite) => return Some(Stored::F32(d.clone(), *finite)),
         Lazy::ReadyInts(d) => return Some(Stored::Ints(d.clone())),
         Lazy::Unknown(_) => return None,
-        Lazy::Pending(prim, inputs) => Ok((prim.clone(), inputs.clone())),
+        // Taken out while it is computed rather than cloned (this runs for every computed
+        // value): the arrays form no cycle, so nothing reads this cell meanwhile.
+        slot @ Lazy::Pending(..) => Ok(std::mem::replace(slot, Lazy::Unknown(COMPUTING))),
         Lazy::Call(call, i) => Err((call.clone(), *i)),
     };
     let (prim, inputs) = match pending {
-        Ok(pending) => pending,
+        Ok(Lazy::Pending(prim, inputs)) => (prim, inputs),
+        Ok(_) => return None,
         Err((call, i)) => {
             let data = call.output(i).and_then(|out| force_stored(&out, max_elements, depth + 1));
             *cell.borrow_mut() = match &data {
@@ -252,6 +255,28 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             return data;
         }
     };
+    let computed = compute_pending(cell, &known, &prim, &inputs, max_elements, depth);
+    // Neither computed nor known to be uncomputable (an input not computed yet, the memory
+    // budget for now): pending again, for the next use.
+    if matches!(&*cell.borrow(), Lazy::Unknown(why) if *why == COMPUTING) {
+        *cell.borrow_mut() = Lazy::Pending(prim, inputs);
+    }
+    computed
+}
+
+/// What a pending cell holds while [`force_stored`] computes it.
+const COMPUTING: &str = "being computed";
+
+/// [`force_stored`]'s work on a pending value, `prim` of `inputs`: its data, stored in `cell`
+/// when computed or when it cannot be.
+fn compute_pending(
+    cell: &RefCell<Lazy>,
+    known: &Rc<Array>,
+    prim: &Prim,
+    inputs: &[Rc<Array>],
+    max_elements: u64,
+    depth: usize,
+) -> Option<Stored> {
     if inputs.iter().any(|i| i.aval.dtype.is_complex()) {
         return None;
     }
@@ -260,11 +285,13 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
     // `rule_avals`): this runs for every computed value.
     let mut in_avals: smallvec::SmallVec<[&super::aval::Aval; 4]> = smallvec::SmallVec::new();
     let mut in_dtypes: smallvec::SmallVec<[DType; 4]> = smallvec::SmallVec::new();
-    for input in &inputs {
+    for input in inputs {
         in_avals.push(&input.aval);
         in_dtypes.push(input.aval.dtype);
     }
-    if eval_cost::cost(&prim, &in_avals, &known.aval) > eval_cost::MAX_COST {
+    // Decided once: `props` is one match over every primitive.
+    let props = super::prims::properties::props(prim);
+    if eval_cost::cost(prim, &in_avals, &known.aval) > eval_cost::MAX_COST {
         *cell.borrow_mut() = Lazy::Unknown(eval_cost::TOO_COSTLY);
         return None;
     }
@@ -272,38 +299,38 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         // Not remembered: the memory may be free again at the next use.
         return None;
     }
-    if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && super::prims::properties::has_f32_kernel(&prim) {
+    if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && props.has_f32_kernel {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;
-        let fused = masked_product(&prim, &inputs, &known.aval, max_elements, depth)
-            .or_else(|| masked_select(&prim, &inputs, &known.aval, max_elements, depth));
+        let fused = masked_product(prim, inputs, &known.aval, max_elements, depth)
+            .or_else(|| masked_select(prim, inputs, &known.aval, max_elements, depth));
         if let Some((data, finite)) = fused {
             *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
             return Some(Stored::F32(data, finite));
         }
-        for i in &inputs {
+        for i in inputs {
             let (data, finite) = force_f32(i, max_elements, depth + 1)?;
             datas.push(data);
             inputs_finite &= finite;
         }
-        if let Some((data, finite)) = super::prims::kernel_f32(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
-            let finite = finite || (inputs_finite && keeps_finite(&prim));
+        if let Some((data, finite)) = super::prims::kernel_f32(prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype) {
+            let finite = finite || (inputs_finite && keeps_finite(prim));
             *cell.borrow_mut() = Lazy::ReadyF32(data.clone(), finite);
             return Some(Stored::F32(data, finite));
         }
     }
     let mut stored = Vec::with_capacity(inputs.len());
-    for i in &inputs {
+    for i in inputs {
         stored.push(force_stored(i, max_elements, depth + 1)?);
     }
     // A jitted call's value comes from its instantiated body (eval_jaxpr.rs), never from a
     // kernel: its inputs (a model's parameters) are not widened for nothing.
-    if super::prims::properties::is_call(&prim) {
+    if props.is_call {
         *cell.borrow_mut() = Lazy::Unknown("no CPU kernel for this operation yet");
         return None;
     }
     if stored.iter().any(|d| matches!(d, Stored::Ints(_))) {
-        return exact_ints(cell, &prim, &stored, &in_dtypes, &known.aval.shape, known.aval.dtype);
+        return exact_ints(cell, prim, &stored, &in_dtypes, &known.aval.shape, known.aval.dtype);
     }
     let datas: Vec<Rc<NdData>> = stored
         .iter()
@@ -314,12 +341,12 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         })
         .collect();
     let avals: Vec<&super::aval::Aval> = inputs.iter().map(|i| &i.aval).collect();
-    let result = if super::prims::properties::is_random(&prim) {
-        random::kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
+    let result = if props.is_random {
+        random::kernel(prim, &random::inputs(&avals, &datas), &known.aval)
     } else if inputs.iter().zip(&datas).any(|(i, d)| d.shape() != i.aval.shape.as_slice()) {
-        random::key_layout_kernel(&prim, &random::inputs(&avals, &datas), &known.aval)
+        random::key_layout_kernel(prim, &random::inputs(&avals, &datas), &known.aval)
     } else {
-        super::prims::kernel(&prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype)
+        super::prims::kernel(prim, &datas, &in_dtypes, &known.aval.shape, known.aval.dtype)
     };
     let mut slot = cell.borrow_mut();
     match result {
@@ -331,7 +358,7 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             if !exact_in_f64(&data, dtype) {
                 // Past 2**53 in f64: computed again, exactly.
                 drop(slot);
-                return exact_ints(cell, &prim, &stored, &in_dtypes, &known.aval.shape, dtype);
+                return exact_ints(cell, prim, &stored, &in_dtypes, &known.aval.shape, dtype);
             }
             let data = Rc::new(data);
             *slot = Lazy::Ready(data.clone());

@@ -5,6 +5,7 @@
 //! `check_ir`/`resolve_control` over control-flow bodies; each primitive's rule is in `jax/prims/`.
 
 use crate::jax::prims::families;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -498,6 +499,13 @@ impl Prim {
     }
 
     pub fn name(&self) -> String {
+        self.label().into_owned()
+    }
+
+    /// JAX's name of the primitive, borrowed from a static table where it is one (all but
+    /// `reduce_*` and `random_*`): values mode names every computed value's operation, and
+    /// only a NaN found makes it a `String`.
+    pub fn label(&self) -> Cow<'static, str> {
         match self {
             Prim::Unary(u) => u.name().into(),
             Prim::Binary(b) => b.name().into(),
@@ -536,7 +544,8 @@ impl Prim {
                     ReduceOp::And => "and",
                     ReduceOp::Or => "or",
                 }
-            ),
+            )
+            .into(),
             Prim::ArgReduce { op, .. } => if *op == ArgOp::Max { "argmax" } else { "argmin" }.into(),
             Prim::Cumulative { op, .. } => match op {
                 ReduceOp::Sum => "cumsum",
@@ -565,7 +574,7 @@ impl Prim {
             Prim::RandomUnwrap => "random_unwrap".into(),
             Prim::RandomWrap => "random_wrap".into(),
             Prim::RandomClone => "random_clone".into(),
-            Prim::Random { dist, .. } => format!("random_{dist}"),
+            Prim::Random { dist, .. } => format!("random_{dist}").into(),
             Prim::Pjit { .. } => "pjit".into(),
             Prim::Scan { .. } => "scan".into(),
             Prim::Cond { .. } => "cond".into(),
@@ -909,7 +918,8 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
         // The primitive's rule (`prims/`) gives the outputs the equation declares.
         let declared: Vec<Aval> = eqn.outputs.iter().map(|(_, a)| a.clone()).collect();
         let all_bound = eqn.inputs.iter().all(|a| matches!(a, Atom::Lit(..)) || matches!(a, Atom::Var(v) if bound.contains_key(v)));
-        match super::prims::abstract_eval(&eqn.prim, &in_avals, &eqn.bodies) {
+        let in_refs: Vec<&Aval> = in_avals.iter().collect();
+        match super::prims::abstract_eval(&eqn.prim, &in_refs, &eqn.bodies) {
             _ if !all_bound => {}
             Ok(outs) if outs == declared => {}
             Ok(outs) => problems.push(format!(

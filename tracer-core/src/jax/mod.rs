@@ -567,11 +567,11 @@ pub fn apply_opaque1(interp: &mut Interp, name: &'static str, model: &Prim, inpu
 
 /// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
 pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
-    // On the stack for the usual one to four operands: this runs at every `bind`. Pushed:
-    // `SmallVec`'s `collect` goes through its generic `extend`, several times the cost.
-    let mut in_avals: smallvec::SmallVec<[Aval; 4]> = smallvec::SmallVec::new();
+    // Borrowed, on the stack for the usual one to four operands: this runs at every `bind`.
+    // Pushed: `SmallVec`'s `collect` goes through its generic `extend`, several times the cost.
+    let mut in_avals: smallvec::SmallVec<[&Aval; 4]> = smallvec::SmallVec::new();
     for input in inputs {
-        in_avals.push(input.aval.clone());
+        in_avals.push(&input.aval);
     }
     match prims::abstract_eval(prim, &in_avals, bodies) {
         Ok(outs) => Ok(outs),
@@ -653,7 +653,7 @@ fn bind_with_bodies(
     }
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
-        let name = if values_mode { prim.name() } else { String::new() };
+        let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
         // A jitted call (`pjit`) keeps its pending evaluation, which runs its body equation by
         // equation, so `jax_debug_nans` names the operation inside it, as JAX's re-run does.
         let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
@@ -741,7 +741,7 @@ fn bind_with_bodies(
 
 /// Records where the avals a binder declares differ from what `prim`'s rule gives.
 fn check_rule(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], out_avals: &[Aval], bodies: &[Rc<Jaxpr>]) {
-    let in_avals: Vec<Aval> = inputs.iter().map(|i| i.aval.clone()).collect();
+    let in_avals: Vec<&Aval> = inputs.iter().map(|i| &i.aval).collect();
     let problem = match prims::abstract_eval(prim, &in_avals, bodies) {
         Ok(outs) if outs == out_avals => return,
         Err(prims::RuleError::Declared(_)) => return,
@@ -752,7 +752,7 @@ fn check_rule(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], out_avals:
         Err(prims::RuleError::Invalid { class, message }) => format!("is bound where its rule raises {class}: {message}"),
     };
     let site = interp.site().map(|s| format!(" at {:?}", s.span)).unwrap_or_default();
-    let shown: Vec<String> = in_avals.iter().map(Aval::short).collect();
+    let shown: Vec<String> = in_avals.iter().map(|a| a.short()).collect();
     interp.jax.rule_problems.push(format!("bind of {}({}){site} {problem}", prim.name(), shown.join(", ")));
 }
 

@@ -348,7 +348,7 @@ pub fn raise_pending_after_jit(interp: &mut Interp, outputs: &[Rc<Array>]) -> Py
 /// for NaN/Inf), or, for `jax.debug.print`, the text printed with the values of this call.
 pub fn evaluated(interp: &mut Interp, eqn: &super::ir::Eqn, out: Option<&Rc<Array>>, inputs: &[Rc<Array>], label: &str) {
     match out {
-        Some(out) => computed(interp, out, inputs, &eqn.prim.name(), eqn.site, Some(label)),
+        Some(out) => computed(interp, out, inputs, &eqn.prim.label(), eqn.site, Some(label)),
         None if matches!(eqn.prim, super::ir::Prim::DebugCallback) => replay_debug_print(interp, eqn.site, inputs),
         None => {}
     }

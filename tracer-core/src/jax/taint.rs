@@ -23,8 +23,8 @@ use std::rc::Rc;
 
 use super::aval::Aval;
 use super::custom_rules::CustomCall;
-use super::ir::{Atom, Jaxpr, Prim, UnaryPrim, VarId};
-use super::prims::families;
+use super::ir::{Atom, Jaxpr, Prim, VarId};
+use super::prims::{families, properties};
 use super::{TraceFrame, TraceKind};
 
 /// How JAX differentiates in the trace an equation is bound in.
@@ -59,7 +59,9 @@ impl Mode {
 /// it depends on a differentiated argument with a tangent JAX does not drop.
 pub fn outputs_active(prim: &Prim, active: &[bool], out_avals: &[Aval], bodies: &[Rc<Jaxpr>], mode: Mode) -> Vec<bool> {
     let none = || vec![false; out_avals.len()];
-    if !active.iter().any(|&a| a) || zero_derivative(prim) {
+    // JAX's symbolic-zero JVPs (`stop_gradient`, `floor`, comparisons, ...): decided with the
+    // primitive's other properties.
+    if !active.iter().any(|&a| a) || properties::zero_jvp(prim) {
         return none();
     }
     let through_body = match prim {
@@ -96,21 +98,6 @@ pub fn outputs_active(prim: &Prim, active: &[bool], out_avals: &[Aval], bodies: 
     };
     let Some(flags) = through_body else { return none() };
     out_avals.iter().zip(flags.into_iter().chain(std::iter::repeat(false))).map(|(aval, f)| f && aval.dtype.is_inexact()).collect()
-}
-
-/// Primitives whose JVP is JAX's symbolic zero (`ad.defjvp_zero`, `stop_gradient`): their
-/// outputs are never tracers under `grad`. Random primitives' outputs are keys or integers.
-fn zero_derivative(prim: &Prim) -> bool {
-    matches!(
-        prim,
-        Prim::StopGradient
-            | Prim::Unary(UnaryPrim::Sign | UnaryPrim::Floor | UnaryPrim::Ceil | UnaryPrim::Round | UnaryPrim::IsFinite)
-            | Prim::Compare(_)
-            | Prim::ArgReduce { .. }
-            | Prim::TopKIndices { .. }
-            | Prim::Iota { .. }
-            | Prim::Full { .. }
-    )
 }
 
 /// A body called on the equation's inputs (its constvars, then its invars).

@@ -146,9 +146,14 @@ pub(super) fn broadcast_to_shape(interp: &mut Interp, a: &Rc<Array>, shape: &[us
 
 /// Promotes and broadcasts operands as jnp's binary functions do.
 pub(super) fn promote_broadcast(interp: &mut Interp, arrays: &[Rc<Array>]) -> PyResult<(Vec<Rc<Array>>, WeakDType, Shape)> {
-    let wds: Vec<WeakDType> = arrays.iter().map(|a| a.aval.weak_dtype()).collect();
+    // On the stack, pushed (see `rule_avals`): every binary jnp operation comes here.
+    let mut wds: smallvec::SmallVec<[WeakDType; 4]> = smallvec::SmallVec::new();
+    let mut shapes: smallvec::SmallVec<[&[usize]; 4]> = smallvec::SmallVec::new();
+    for a in arrays {
+        wds.push(a.aval.weak_dtype());
+        shapes.push(a.aval.shape.as_slice());
+    }
     let dt = promote(&wds, cfg(interp));
-    let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.aval.shape.as_slice()).collect();
     let shape = broadcast_shapes(&shapes).map_err(|m| interp.raise("ValueError", Code::ShapeMismatch, m))?;
     let mut out = Vec::with_capacity(arrays.len());
     for a in arrays {
@@ -162,7 +167,8 @@ pub(super) fn promote_broadcast(interp: &mut Interp, arrays: &[Rc<Array>]) -> Py
 /// hands operands of equal rank to the lax primitive, whose error is a TypeError naming it.
 pub(super) fn check_equal_rank_shapes(interp: &mut Interp, prim: &Prim, l: &Rc<Array>, r: &Rc<Array>) -> PyResult<()> {
     let (sl, sr) = (l.aval.shape.as_slice(), r.aval.shape.as_slice());
-    if sl.len() == sr.len() && broadcast_shapes(&[sl, sr]).is_err() {
+    // Compared in place: every binary jnp operation comes here.
+    if sl.len() == sr.len() && !sl.iter().zip(sr).all(|(&a, &b)| a == b || a == 1 || b == 1) {
         let message = format!("{} got incompatible shapes for broadcasting: {}, {}.", prim.name(), shape_tuple(sl), shape_tuple(sr));
         return Err(interp.raise("TypeError", Code::ShapeMismatch, message));
     }

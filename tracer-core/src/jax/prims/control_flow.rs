@@ -27,7 +27,7 @@ pub fn call(bodies: &[Rc<Jaxpr>]) -> RuleResult {
 }
 
 /// `scan(*consts, *carry, *xs)`: the carry, then each per-step output stacked `length` times.
-pub fn scan(prim: &Prim, ins: &[Aval], bodies: &[Rc<Jaxpr>], length: usize, num_carry: usize) -> RuleResult {
+pub fn scan(prim: &Prim, ins: &[&Aval], bodies: &[Rc<Jaxpr>], length: usize, num_carry: usize) -> RuleResult {
     let b = body(prim, bodies)?;
     let out = outs(b);
     if out.len() < num_carry || ins.len() < b.constvars.len() + num_carry {
@@ -44,12 +44,12 @@ pub fn cond(prim: &Prim, bodies: &[Rc<Jaxpr>]) -> RuleResult {
 }
 
 /// `while(*cond_consts, *body_consts, *carry)`: the carry.
-pub fn while_loop(prim: &Prim, ins: &[Aval], bodies: &[Rc<Jaxpr>]) -> RuleResult {
+pub fn while_loop(prim: &Prim, ins: &[&Aval], bodies: &[Rc<Jaxpr>]) -> RuleResult {
     let consts: usize = bodies.iter().map(|b| b.constvars.len()).sum();
     if bodies.len() != 2 || ins.len() < consts {
         return Err(type_error(format!("{} takes a cond and a body and their consts", prim.name())));
     }
-    Ok(ins[consts..].to_vec())
+    Ok(ins[consts..].iter().map(|a| (*a).clone()).collect())
 }
 
 /// `vmap(*consts, *args)`: the body's outputs, each with an axis of `axis_size` at `out_axes`.
@@ -65,10 +65,10 @@ pub fn vmap(prim: &Prim, bodies: &[Rc<Jaxpr>], axis_size: usize, out_axes: usize
 }
 
 /// A custom-rule marker: its operands after the arguments' leaves (the function's outputs).
-pub fn custom_call(prim: &Prim, ins: &[Aval], call: &CustomCall) -> RuleResult {
+pub fn custom_call(prim: &Prim, ins: &[&Aval], call: &CustomCall) -> RuleResult {
     let n = call.arg_leaves();
     if n > ins.len() {
         arg(prim, ins, n)?;
     }
-    Ok(ins[n.min(ins.len())..].to_vec())
+    Ok(ins[n.min(ins.len())..].iter().map(|a| (*a).clone()).collect())
 }

@@ -69,7 +69,7 @@ impl Block for Conv {
 
     /// JAX's `_conv_general_dilated_shape_rule` (its `ValueError`s, in its order), then the
     /// dtype rule: both operands of one dtype.
-    fn abstract_eval(&self, prim: &Prim, ins: &[Aval]) -> RuleResult {
+    fn abstract_eval(&self, prim: &Prim, ins: &[&Aval]) -> RuleResult {
         let (l, r) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
         let shape = self.out_shape(l, r)?;
         if l.dtype != r.dtype {

@@ -48,7 +48,7 @@ pub trait Block: BlockEq + std::fmt::Debug {
     /// The parameters as the jaxpr prints them (`name=value`, alphabetical).
     fn params(&self) -> String;
     /// The output avals from the input avals (JAX's shape and dtype rules), or JAX's error.
-    fn abstract_eval(&self, prim: &Prim, ins: &[Aval]) -> RuleResult;
+    fn abstract_eval(&self, prim: &Prim, ins: &[&Aval]) -> RuleResult;
     /// The CPU kernel on `f64` data (`force` rounds the result to the output dtype); `None`
     /// leaves the value unknown, never guessed.
     fn kernel(&self, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData>;
@@ -127,6 +127,9 @@ pub struct Props {
     /// `Some(true)`: differentiable, with rules; `Some(false)`: differentiable, no rule yet;
     /// `None`: nothing to differentiate (integer results, randomness, constants).
     pub ad_rule: Option<bool>,
+    /// Its JVP is JAX's symbolic zero (`ad.defjvp_zero`, `stop_gradient`): under `grad` and
+    /// `jvp` its outputs are never tracers (`taint.rs`), whatever its inputs.
+    pub zero_jvp: bool,
 }
 
 impl Props {
@@ -139,6 +142,7 @@ impl Props {
         is_control_flow: false,
         calls_lapack: false,
         ad_rule: None,
+        zero_jvp: false,
     };
 }
 
@@ -319,13 +323,13 @@ pub(crate) fn type_error(message: impl Into<String>) -> RuleError {
 }
 
 /// The input aval `i`, or the error of a primitive given too few operands.
-pub(crate) fn arg<'a>(prim: &Prim, ins: &'a [Aval], i: usize) -> Result<&'a Aval, RuleError> {
-    ins.get(i).ok_or_else(|| type_error(format!("{} takes at least {} operands, got {}", prim.name(), i + 1, ins.len())))
+pub(crate) fn arg<'a>(prim: &Prim, ins: &[&'a Aval], i: usize) -> Result<&'a Aval, RuleError> {
+    ins.get(i).copied().ok_or_else(|| type_error(format!("{} takes at least {} operands, got {}", prim.name(), i + 1, ins.len())))
 }
 
 /// The output avals of `prim` applied to operands of `in_avals` (JAX's abstract evaluation).
 /// `bodies` are the equation's bodies (a `pjit`'s jaxpr, a `scan`'s body, `cond`'s branches).
-pub fn abstract_eval(prim: &Prim, in_avals: &[Aval], bodies: &[Rc<Jaxpr>]) -> RuleResult {
+pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> RuleResult {
     use elementwise as ew;
     let ins = in_avals;
     match prim {

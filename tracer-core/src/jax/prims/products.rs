@@ -16,7 +16,7 @@ use crate::jax::eval::{flush_all, flush_f32};
 use crate::jax::ir::{BinaryPrim, Prim};
 
 /// `numbers` are `[lhs_contract, rhs_contract, lhs_batch, rhs_batch]`.
-pub fn dot_general(prim: &Prim, ins: &[Aval], numbers: [&Vec<usize>; 4]) -> RuleResult {
+pub fn dot_general(prim: &Prim, ins: &[&Aval], numbers: [&Vec<usize>; 4]) -> RuleResult {
     let (l, r) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
     let [lc, rc, lb, rb] = numbers;
     let sizes = |a: &Aval, dims: &[usize]| dims.iter().map(|&d| a.shape.get(d).copied()).collect::<Option<Vec<usize>>>();

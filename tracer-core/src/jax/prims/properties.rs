@@ -1,7 +1,7 @@
 //! The properties of each primitive, decided in one place: [`props`] is one exhaustive match
 //! over [`Prim`] listing every variant once, so a new variant does not compile until it is
 //! decided whether it takes PRNG keys, is a random primitive, has a float32 kernel, is a
-//! call or control flow, calls LAPACK and has derivative rules. A primitive written as a
+//! call or control flow, calls LAPACK, has derivative rules and whether its JVP is zero. A primitive written as a
 //! block (`Prim::Block`) states its own (`Block::props`).
 
 use super::Props;
@@ -25,14 +25,16 @@ pub fn props(prim: &Prim) -> Props {
             has_f32_kernel: true,
             // `is_finite` and `not` have boolean results; `imag` has no rule yet.
             ad_rule: if matches!(u, UnaryPrim::IsFinite | UnaryPrim::Not) { None } else { Some(*u != UnaryPrim::Imag) },
+            zero_jvp: unary_zero_jvp(*u),
             ..NONE
         },
         Prim::Binary(b) => Props { has_f32_kernel: true, ad_rule: binary_ad_rule(*b), ..NONE },
-        Prim::Compare(c) => Props { takes_keys: matches!(c, CmpPrim::Eq | CmpPrim::Ne), has_f32_kernel: true, ..NONE },
+        Prim::Compare(c) => Props { takes_keys: matches!(c, CmpPrim::Eq | CmpPrim::Ne), has_f32_kernel: true, zero_jvp: true, ..NONE },
         Prim::Select => Props { has_f32_kernel: true, ..MOVES },
         Prim::Clamp | Prim::IntegerPow(_) => F32,
         Prim::ConvertElementType { new_dtype, .. } => Props { takes_keys: new_dtype.is_key(), ..F32 },
-        Prim::StopGradient | Prim::BroadcastInDim { .. } | Prim::Reshape { .. } | Prim::Squeeze { .. } | Prim::Transpose { .. } => {
+        Prim::StopGradient => Props { has_f32_kernel: true, zero_jvp: true, ..MOVES },
+        Prim::BroadcastInDim { .. } | Prim::Reshape { .. } | Prim::Squeeze { .. } | Prim::Transpose { .. } => {
             Props { has_f32_kernel: true, ..MOVES }
         }
         Prim::Rev { .. }
@@ -43,7 +45,8 @@ pub fn props(prim: &Prim) -> Props {
         | Prim::Gather { .. } => MOVES,
         Prim::Scatter { op, .. } => Props { takes_keys: *op == ScatterOp::Set, ..DIFFERENTIABLE },
         Prim::Pad { .. } | Prim::Sort { .. } | Prim::TopK { .. } => DIFFERENTIABLE,
-        Prim::Iota { .. } | Prim::Full { .. } | Prim::ArgReduce { .. } | Prim::TopKIndices { .. } => NONE,
+        // Constants and indices: JAX's JVP of each is zero.
+        Prim::Iota { .. } | Prim::Full { .. } | Prim::ArgReduce { .. } | Prim::TopKIndices { .. } => Props { zero_jvp: true, ..NONE },
         Prim::Reduce { op, .. } => Props {
             has_f32_kernel: true,
             ad_rule: match op {
@@ -73,6 +76,50 @@ pub fn props(prim: &Prim) -> Props {
         Prim::Scan { .. } | Prim::Vmap { .. } => Props { ad_rule: Some(false), ..CONTROL },
         Prim::DebugCallback => Props { takes_keys: true, ..NONE },
         Prim::Linalg(op) => linalg_props(*op),
+    }
+}
+
+/// The unary primitives whose JVP is JAX's symbolic zero: piecewise constant functions
+/// (`sign`, `floor`, `ceil`, `round`) and the boolean `is_finite`. `not` acts on integers and
+/// booleans, whose tangents are `float0` anyway.
+fn unary_zero_jvp(u: UnaryPrim) -> bool {
+    use UnaryPrim as U;
+    match u {
+        U::Sign | U::Floor | U::Ceil | U::Round | U::IsFinite => true,
+        U::Neg
+        | U::Exp
+        | U::Exp2
+        | U::Log
+        | U::Log1p
+        | U::Expm1
+        | U::Tanh
+        | U::Logistic
+        | U::Sin
+        | U::Cos
+        | U::Tan
+        | U::Asin
+        | U::Acos
+        | U::Atan
+        | U::Sinh
+        | U::Cosh
+        | U::Asinh
+        | U::Acosh
+        | U::Atanh
+        | U::Sqrt
+        | U::Rsqrt
+        | U::Cbrt
+        | U::Abs
+        | U::Not
+        | U::Erf
+        | U::Erfc
+        | U::ErfInv
+        | U::Lgamma
+        | U::Digamma
+        | U::Real
+        | U::Imag
+        | U::Conj
+        | U::Square
+        | U::Copy => false,
     }
 }
 
@@ -167,6 +214,12 @@ pub fn is_call(prim: &Prim) -> bool {
 /// (`eval_control.rs`), printed in JAX's multi-line form.
 pub fn is_control_flow(prim: &Prim) -> bool {
     props(prim).is_control_flow
+}
+
+/// Whether JAX's JVP of `prim` is the symbolic zero, so that its outputs are never tracers
+/// under `grad`/`jvp` (`taint.rs`).
+pub fn zero_jvp(prim: &Prim) -> bool {
+    props(prim).zero_jvp
 }
 
 /// Whether a primitive has AD rules (`ad.rs`; for docs and the coverage test): `Some(true)`

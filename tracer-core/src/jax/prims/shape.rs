@@ -21,7 +21,7 @@ fn axis_error(prim: &Prim, what: &str, ndim: usize) -> RuleError {
     type_error(format!("{} got {what} for an operand of rank {ndim}", prim.name()))
 }
 
-pub fn broadcast_in_dim(prim: &Prim, ins: &[Aval], shape: &[usize], dims: &[usize]) -> RuleResult {
+pub fn broadcast_in_dim(prim: &Prim, ins: &[&Aval], shape: &[usize], dims: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let fits = dims.len() == x.ndim()
         && dims.iter().zip(&x.shape).all(|(&d, &n)| shape.get(d).is_some_and(|&m| n == 1 || n == m))
@@ -37,7 +37,7 @@ pub fn broadcast_in_dim(prim: &Prim, ins: &[Aval], shape: &[usize], dims: &[usiz
     Ok(vec![x.with_shape(shape)])
 }
 
-pub fn reshape(prim: &Prim, ins: &[Aval], new_sizes: &[usize]) -> RuleResult {
+pub fn reshape(prim: &Prim, ins: &[&Aval], new_sizes: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let size: u128 = new_sizes.iter().fold(1u128, |a, &d| a.saturating_mul(d as u128));
     if size != x.size() {
@@ -51,7 +51,7 @@ pub fn reshape(prim: &Prim, ins: &[Aval], new_sizes: &[usize]) -> RuleResult {
     Ok(vec![x.with_shape(new_sizes)])
 }
 
-pub fn transpose(prim: &Prim, ins: &[Aval], perm: &[usize]) -> RuleResult {
+pub fn transpose(prim: &Prim, ins: &[&Aval], perm: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let mut seen = vec![false; x.ndim()];
     let valid = perm.len() == x.ndim() && perm.iter().all(|&p| p < seen.len() && !std::mem::replace(&mut seen[p], true));
@@ -66,7 +66,7 @@ pub fn transpose(prim: &Prim, ins: &[Aval], perm: &[usize]) -> RuleResult {
     Ok(vec![x.with_shape(&shape)])
 }
 
-pub fn squeeze(prim: &Prim, ins: &[Aval], dims: &[usize]) -> RuleResult {
+pub fn squeeze(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     if dims.iter().any(|&d| x.shape.get(d) != Some(&1)) {
         return Err(axis_error(prim, &format!("dimensions {} that are not axes of length 1", shape_tuple(dims)), x.ndim()));
@@ -75,7 +75,7 @@ pub fn squeeze(prim: &Prim, ins: &[Aval], dims: &[usize]) -> RuleResult {
     Ok(vec![x.with_shape(&shape)])
 }
 
-pub fn rev(prim: &Prim, ins: &[Aval], dims: &[usize]) -> RuleResult {
+pub fn rev(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     if dims.iter().any(|&d| d >= x.ndim()) {
         return Err(axis_error(prim, &format!("dimensions {}", shape_tuple(dims)), x.ndim()));
@@ -83,7 +83,7 @@ pub fn rev(prim: &Prim, ins: &[Aval], dims: &[usize]) -> RuleResult {
     Ok(vec![x.clone()])
 }
 
-pub fn slice(prim: &Prim, ins: &[Aval], start: &[usize], limit: &[usize], strides: &[usize]) -> RuleResult {
+pub fn slice(prim: &Prim, ins: &[&Aval], start: &[usize], limit: &[usize], strides: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let n = x.ndim();
     let valid = start.len() == n
@@ -103,7 +103,7 @@ pub fn slice(prim: &Prim, ins: &[Aval], start: &[usize], limit: &[usize], stride
 }
 
 /// `dynamic_slice(operand, *start_indices)`.
-pub fn dynamic_slice(prim: &Prim, ins: &[Aval], sizes: &[usize]) -> RuleResult {
+pub fn dynamic_slice(prim: &Prim, ins: &[&Aval], sizes: &[usize]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     if sizes.len() != x.ndim() || sizes.iter().zip(&x.shape).any(|(s, n)| s > n) {
         return Err(type_error(format!(
@@ -116,7 +116,7 @@ pub fn dynamic_slice(prim: &Prim, ins: &[Aval], sizes: &[usize]) -> RuleResult {
 }
 
 /// `dynamic_update_slice(operand, update, *start_indices)`: the operand's aval.
-pub fn dynamic_update_slice(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn dynamic_update_slice(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let update = arg(prim, ins, 1)?;
     if update.ndim() != x.ndim() || update.shape.iter().zip(&x.shape).any(|(u, n)| u > n) {
@@ -129,7 +129,7 @@ pub fn dynamic_update_slice(prim: &Prim, ins: &[Aval]) -> RuleResult {
     Ok(vec![x.clone()])
 }
 
-pub fn concatenate(prim: &Prim, ins: &[Aval], dimension: usize) -> RuleResult {
+pub fn concatenate(prim: &Prim, ins: &[&Aval], dimension: usize) -> RuleResult {
     let first = arg(prim, ins, 0)?;
     if dimension >= first.ndim() {
         return Err(axis_error(prim, &format!("dimension {dimension}"), first.ndim()));
@@ -152,7 +152,7 @@ pub fn concatenate(prim: &Prim, ins: &[Aval], dimension: usize) -> RuleResult {
 }
 
 /// `pad(operand, padding_value)`: each axis `lo + n + (n - 1) * interior + hi` long.
-pub fn pad(prim: &Prim, ins: &[Aval], config: &[(i64, i64, i64)]) -> RuleResult {
+pub fn pad(prim: &Prim, ins: &[&Aval], config: &[(i64, i64, i64)]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     if config.len() != x.ndim() {
         return Err(type_error(format!(

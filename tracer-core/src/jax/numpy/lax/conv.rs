@@ -121,7 +121,7 @@ pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     };
     let prim = Prim::block(conv.clone());
     // The rule's errors are the user's: shape errors (TL104), or operands of two dtypes (TL105).
-    if let Err(prims::RuleError::Invalid { class, message }) = conv.abstract_eval(&prim, &[lhs.aval.clone(), rhs.aval.clone()]) {
+    if let Err(prims::RuleError::Invalid { class, message }) = conv.abstract_eval(&prim, &[&lhs.aval, &rhs.aval]) {
         let code = if message.contains("dtypes") { Code::DtypeMismatch } else { Code::ShapeMismatch };
         return Err(interp.raise(class, code, message));
     }

@@ -11,7 +11,6 @@ pub mod scalar;
 use std::rc::Rc;
 
 use ndarray::IxDyn;
-use smallvec::SmallVec;
 
 use super::{arg, families, type_error, RuleResult};
 use crate::jax::array::{NdData, NdDataF32};
@@ -25,28 +24,40 @@ pub(crate) use scalar::*;
 /// literal) stands for any shape; the others have one rank, and an axis of 1 stretches to
 /// the others' length. JAX's message for others.
 pub(crate) fn common_shape(prim: &Prim, avals: &[&Aval]) -> Result<Shape, crate::jax::prims::RuleError> {
-    // On the stack, as the shape is: every elementwise `bind` comes here.
-    let ranked: SmallVec<[&Aval; 4]> = avals.iter().copied().filter(|a| !a.shape.is_empty()).collect();
-    let Some(first) = ranked.first() else { return Ok(Shape::new()) };
-    if ranked.iter().any(|a| a.ndim() != first.ndim()) {
-        let mut ranks: Vec<usize> = ranked.iter().map(|a| a.ndim()).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        let ranks: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
-        return Err(type_error(format!("{}: arrays must have the same number of dimensions, got {{{}}}", prim.name(), ranks.join(", "))));
-    }
-    let mut shape = first.shape.clone();
-    for a in &ranked[1..] {
+    // One pass, nothing collected: every elementwise `bind` comes here. A mismatch reports
+    // a rank difference anywhere before a length difference, as JAX checks ranks first.
+    let mut ranked = avals.iter().copied().filter(|a| !a.shape.is_empty());
+    let Some(first) = ranked.next() else { return Ok(Shape::new()) };
+    let mut shape = Shape::from_slice(&first.shape);
+    for a in ranked {
+        if a.ndim() != shape.len() {
+            return Err(broadcast_error(prim, avals));
+        }
         for (out, &n) in shape.iter_mut().zip(&a.shape) {
             if *out == 1 {
                 *out = n;
             } else if n != 1 && n != *out {
-                let shapes: Vec<String> = ranked.iter().map(|a| a.shape_tuple()).collect();
-                return Err(type_error(format!("{} got incompatible shapes for broadcasting: {}.", prim.name(), shapes.join(", "))));
+                return Err(broadcast_error(prim, avals));
             }
         }
     }
     Ok(shape)
+}
+
+/// JAX's message for operands that do not broadcast: of different ranks (rank-0 operands
+/// aside), else of incompatible lengths.
+#[cold]
+fn broadcast_error(prim: &Prim, avals: &[&Aval]) -> crate::jax::prims::RuleError {
+    let ranked: Vec<&Aval> = avals.iter().copied().filter(|a| !a.shape.is_empty()).collect();
+    let mut ranks: Vec<usize> = ranked.iter().map(|a| a.ndim()).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    if ranks.len() > 1 {
+        let ranks: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+        return type_error(format!("{}: arrays must have the same number of dimensions, got {{{}}}", prim.name(), ranks.join(", ")));
+    }
+    let shapes: Vec<String> = ranked.iter().map(|a| a.shape_tuple()).collect();
+    type_error(format!("{} got incompatible shapes for broadcasting: {}.", prim.name(), shapes.join(", ")))
 }
 
 /// The dtype of an elementwise result: that of the first operand that is not weakly typed
@@ -57,10 +68,10 @@ fn operand_dtype(avals: &[&Aval]) -> DType {
 
 fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::RuleError> {
     let shape = common_shape(prim, avals)?;
-    Ok(Aval::new(&shape, operand_dtype(avals)).weak(avals.iter().all(|a| a.weak)))
+    Ok(Aval { shape, dtype: operand_dtype(avals), weak: false }.weak(avals.iter().all(|a| a.weak)))
 }
 
-pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
+pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
     Ok(vec![if u == UnaryPrim::IsFinite {
@@ -72,21 +83,21 @@ pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[Aval]) -> RuleResult {
     }])
 }
 
-pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[Aval]) -> RuleResult {
+pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
     Ok(vec![elementwise(prim, &[x, y])?])
 }
 
-pub fn compare(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn compare(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
-    Ok(vec![Aval::new(&common_shape(prim, &[x, y])?, DType::Bool)])
+    Ok(vec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
 }
 
 /// `select_n(which, *cases)`: the cases' aval.
-pub fn select(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn select(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let which = arg(prim, ins, 0)?;
     arg(prim, ins, 1)?;
-    let cases: Vec<&Aval> = ins[1..].iter().collect();
+    let cases: Vec<&Aval> = ins[1..].to_vec();
     let mut all: Vec<&Aval> = cases.clone();
     all.push(which);
     let shape = common_shape(prim, &all)?;
@@ -94,17 +105,17 @@ pub fn select(prim: &Prim, ins: &[Aval]) -> RuleResult {
 }
 
 /// `clamp(min, x, max)`: `x`'s aval.
-pub fn clamp(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn clamp(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 1)?;
     Ok(vec![x.clone()])
 }
 
 /// The operand's aval unchanged (`integer_pow`, `stop_gradient`, `random_clone`).
-pub fn same(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn same(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     Ok(vec![arg(prim, ins, 0)?.clone()])
 }
 
-pub fn convert(prim: &Prim, ins: &[Aval], dtype: DType, weak: bool) -> RuleResult {
+pub fn convert(prim: &Prim, ins: &[&Aval], dtype: DType, weak: bool) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     Ok(vec![x.with_dtype(dtype).weak(weak)])
 }

@@ -17,7 +17,7 @@ use crate::jax::ir::{BinaryPrim, CmpPrim, Eqn, FillValue, IndexItem, IndexMode, 
 use kernels::selection_shape;
 
 /// `gather(operand, *index_arrays)`: the selection's shape, the operand's dtype.
-pub fn gather(prim: &Prim, ins: &[Aval], index: &[IndexItem]) -> RuleResult {
+pub fn gather(prim: &Prim, ins: &[&Aval], index: &[IndexItem]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let index_shapes: Vec<&[usize]> = ins[1..].iter().map(|a| &a.shape[..]).collect();
     let shape = selection_shape(&x.shape, index, &index_shapes).map_err(type_error)?;
@@ -25,7 +25,7 @@ pub fn gather(prim: &Prim, ins: &[Aval], index: &[IndexItem]) -> RuleResult {
 }
 
 /// `scatter(operand, updates, *index_arrays)`: the operand's aval.
-pub fn scatter(prim: &Prim, ins: &[Aval], _index: Option<&[IndexItem]>) -> RuleResult {
+pub fn scatter(prim: &Prim, ins: &[&Aval], _index: Option<&[IndexItem]>) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     arg(prim, ins, 1)?;
     Ok(vec![x.clone()])

@@ -32,7 +32,7 @@ fn with(batch: &[usize], core: &[usize]) -> Vec<usize> {
     batch.iter().chain(core).copied().collect()
 }
 
-pub fn abstract_eval(prim: &Prim, op: LinalgOp, ins: &[Aval]) -> RuleResult {
+pub fn abstract_eval(prim: &Prim, op: LinalgOp, ins: &[&Aval]) -> RuleResult {
     let a = arg(prim, ins, 0)?;
     let real = a.dtype.real_dtype();
     let out = match op {

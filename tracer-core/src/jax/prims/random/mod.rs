@@ -11,7 +11,7 @@ use crate::jax::ir::Prim;
 
 /// `random_seed(seeds)`: one typed key per integer seed, or with `raw` (`PRNGKey`) each
 /// key's two `uint32` words on a new last axis.
-pub fn seed(prim: &Prim, ins: &[Aval], raw: bool) -> RuleResult {
+pub fn seed(prim: &Prim, ins: &[&Aval], raw: bool) -> RuleResult {
     let seeds = arg(prim, ins, 0)?;
     if !(seeds.dtype.is_integer() || seeds.dtype.is_bool()) {
         return Err(type_error(format!("random_seed takes integer seeds, got {}", seeds.long())));
@@ -30,7 +30,7 @@ pub fn bits(shape: &[usize]) -> RuleResult {
 
 /// `random_split(keys, shape)`: the keys' batch shape followed by `shape` (and, for raw
 /// `uint32` key data, its last axis of two words).
-pub fn split(prim: &Prim, ins: &[Aval], shape: &[usize]) -> RuleResult {
+pub fn split(prim: &Prim, ins: &[&Aval], shape: &[usize]) -> RuleResult {
     let key = arg(prim, ins, 0)?;
     let raw = key.shape.split_last().filter(|_| !key.dtype.is_key());
     let (batch, words) = raw.map_or((&key.shape[..], None), |(&n, batch)| (batch, Some(n)));
@@ -41,7 +41,7 @@ pub fn split(prim: &Prim, ins: &[Aval], shape: &[usize]) -> RuleResult {
 }
 
 /// `random_unwrap`: each key's two `uint32` words on a new last axis.
-pub fn unwrap(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn unwrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let key = arg(prim, ins, 0)?;
     if !key.dtype.is_key() {
         return Err(type_error(format!("random_unwrap takes an array of PRNG keys, got {}", key.long())));
@@ -52,7 +52,7 @@ pub fn unwrap(prim: &Prim, ins: &[Aval]) -> RuleResult {
 }
 
 /// `random_wrap`: the raw data's last axis of two words, one key each.
-pub fn wrap(prim: &Prim, ins: &[Aval]) -> RuleResult {
+pub fn wrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let data = arg(prim, ins, 0)?;
     if let Some((2, batch)) = data.shape.split_last().filter(|_| data.dtype == DType::U32) {
         return Ok(vec![Aval::new(batch, DType::Key)]);
