@@ -133,6 +133,17 @@ fn an_array_over_the_element_budget_is_reported_not_allocated() {
 }
 
 #[test]
+fn a_random_draw_too_costly_for_the_work_budget_is_not_computed() {
+    // 840 samples over 65,536 classes: 55 million Gumbel draws, seconds in one kernel that
+    // cannot be stopped halfway (fuzz seed 34). Its shape is known; its values are not computed.
+    let dir = temp_dir("draws");
+    let program = "import jax\nimport jax.numpy as jnp\nactions = jax.random.categorical(jax.random.key(3), jnp.zeros(65536), shape=(840,))\nprint(actions.shape)\nprint(actions[0])\nsmall = jax.random.categorical(jax.random.key(3), jnp.zeros(4), shape=(2,))\nprint(small.shape, small.dtype)\n";
+    let out = run_in(&dir, "draws.py", program, &["run"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "(840,)\n<not computed: i32[]>\n(2,) int32\n");
+}
+
+#[test]
 fn control_flow_on_a_value_tracelens_cannot_compute_stops_with_status_3() {
     let dir = temp_dir("stop");
     let program = "import mystery\nprint('before')\nif mystery.flag():\n    print('yes')\n";

@@ -9,10 +9,13 @@
 //!
 //! The budget of the analysis running on a thread is kept in a thread-local `Ledger`, so
 //! that code without the interpreter at hand (the evaluator's kernels, `fits`) checks the
-//! same budget before it allocates an array's data.
+//! same budget before it allocates an array's data. The ledger also carries the analysis'
+//! deadline (`in_time`): a large kernel cannot be stopped halfway, so the evaluator asks
+//! before each one.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use super::{Flow, Interp, PyResult, StopReason};
 use crate::diagnostics::{Code, Severity};
@@ -68,6 +71,8 @@ struct Budget {
     max_bytes: u64,
     /// `Budgets::max_elements`: no array with more elements has its data computed.
     max_elements: u64,
+    /// When the analysis' time budget runs out (`None`: a budget past what a clock can hold).
+    deadline: Option<Instant>,
 }
 
 thread_local! {
@@ -83,10 +88,17 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn open(max_bytes: u64, max_elements: u64) -> Ledger {
+    pub fn open(max_bytes: u64, max_elements: u64, max_time: Duration) -> Ledger {
+        let deadline = Instant::now().checked_add(max_time);
         let start = thread_bytes().unwrap_or(0);
-        let previous = CURRENT.try_with(|c| c.replace(Some(Budget { start, max_bytes, max_elements }))).ok().flatten();
+        let previous = CURRENT.try_with(|c| c.replace(Some(Budget { start, max_bytes, max_elements, deadline }))).ok().flatten();
         Ledger { start, previous }
+    }
+
+    /// The analysis' clock restarted (`Interp::restart_clock`): its time budget counts from now.
+    pub fn restart_clock(&self, max_time: Duration) {
+        let deadline = Instant::now().checked_add(max_time);
+        let _ = CURRENT.try_with(|c| c.set(c.get().map(|b| Budget { deadline, ..b })));
     }
 
     /// What the thread holds more than when the ledger was opened (0 when nothing counts).
@@ -112,6 +124,19 @@ pub fn fits(bytes: u128) -> bool {
         }
         None => true,
     }
+}
+
+/// Arrays at least this large are computed only while the analysis has time left: their
+/// kernels take long enough that a chain of them bound in one interpreter step
+/// (`jax.random.categorical` over 65,536 logits for 840 samples: seconds) would overrun the
+/// time budget, which the interpreter checks only between steps. Smaller kernels take
+/// microseconds, and reading the clock for each would cost more than they do.
+const TIMED_ELEMENTS: u128 = 4096;
+
+/// Whether the analysis running on this thread may still compute an array of `elements`
+/// elements before its time budget runs out. Always true outside an analysis.
+pub fn in_time(elements: u128) -> bool {
+    elements < TIMED_ELEMENTS || CURRENT.try_with(Cell::get).ok().flatten().is_none_or(|b| b.deadline.is_none_or(|d| Instant::now() < d))
 }
 
 /// Bytes of data an array of `elements` elements takes in the evaluator (f64 each).

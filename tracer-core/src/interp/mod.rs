@@ -338,7 +338,7 @@ impl Drop for Leftovers {
 
 impl<'l> Interp<'l> {
     pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
-        let ledger = memory::Ledger::open(budgets.max_bytes, budgets.max_elements);
+        let ledger = memory::Ledger::open(budgets.max_bytes, budgets.max_elements, budgets.max_time);
         Interp {
             files: Vec::new(),
             loader,
@@ -442,6 +442,7 @@ impl<'l> Interp<'l> {
 
     pub fn restart_clock(&mut self) {
         self.started = Instant::now();
+        self.ledger.restart_clock(self.budgets.max_time);
         self.steps = 0;
     }
 

@@ -299,6 +299,10 @@ fn compute_pending(
         // Not remembered: the memory may be free again at the next use.
         return None;
     }
+    if !crate::interp::memory::in_time(known.aval.size()) {
+        // Not remembered either: the interpreter's next step stops on the time budget.
+        return None;
+    }
     if held_in_f32(known.aval.dtype) && in_dtypes.iter().all(|&d| held_in_f32(d)) && props.has_f32_kernel {
         let mut datas = Vec::with_capacity(inputs.len());
         let mut inputs_finite = true;
