@@ -19,7 +19,7 @@ use crate::syntax::ast::{ExprKind, FunctionDef, StmtKind};
 /// The children of `inst`, whose class's registration has the flatten function `flatten` and
 /// no keys, in flatten order; `None` when neither the source nor the analysis says.
 pub(crate) fn custom_children(interp: &Interp, inst: &Rc<Instance>, flatten: &Value) -> Option<Vec<Value>> {
-    read_source(inst, flatten).or_else(|| crate::jax::transforms::pytrees::class_children(interp, &Value::Instance(inst.clone())))
+    read_source(inst, flatten).or_else(|| super::model::transforms::pytrees::class_children(interp, &Value::Instance(inst.clone())))
 }
 
 fn read_source(inst: &Rc<Instance>, flatten: &Value) -> Option<Vec<Value>> {
