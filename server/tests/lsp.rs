@@ -933,6 +933,85 @@ fn an_optimizer_state_hover_names_its_leaves_by_optax_field() {
     c.stop();
 }
 
+const KEYLESS_PYTREES: &str = r#"import jax
+import jax.numpy as jnp
+from jax.tree_util import register_pytree_node
+
+
+class Pair:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+register_pytree_node(Pair, lambda p: ((p.b, {"w": p.a}), None), lambda aux, c: Pair(c[1]["w"], c[0]))
+
+
+class Stack:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def tree_flatten(self):
+        return self.layers, None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(list(children))
+
+
+jax.tree_util.register_pytree_node_class(Stack)
+
+
+class Odd:
+    def __init__(self, x):
+        self.x = x
+
+
+def odd_flatten(o):
+    children = (o.x,)
+    return children, None
+
+
+register_pytree_node(Odd, odd_flatten, lambda aux, c: Odd(c[0]))
+
+pair = Pair(jnp.ones(3), jnp.zeros((2, 4)))
+stack = Stack([jnp.ones((4, 8)), jnp.ones(8)])
+odd = Odd(jnp.ones(5))
+leaves = jax.tree_util.tree_leaves(odd)
+print(odd, pair, stack)
+"#;
+
+/// A class registered with `register_pytree_node` without keys: JAX's `keystr` names its
+/// children by flat index in its flatten function's order (`[<flat index 1>]['w']`, checked
+/// with jax 0.10.2), which hover reads from the flatten function's source or, for one it
+/// cannot read, from the instance's last flatten; before any, it shows no leaves rather than
+/// guessed paths.
+#[test]
+fn a_keyless_custom_pytree_hover_names_its_leaves_by_flat_index() {
+    let root = workspace("keyless", &[("trees.py", KEYLESS_PYTREES)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("trees.py"), KEYLESS_PYTREES);
+    c.diagnostics(&u, Some(1));
+    let line = |start: &str| KEYLESS_PYTREES.lines().position(|l| l.starts_with(start)).expect("line") as u32;
+    let cases: [(u32, u32, &[&str]); 3] = [
+        (line("pair = "), 1, &["pair: pytree of 2 arrays", "[<flat index 0>]: f32[2,4]", "[<flat index 1>]['w']: f32[3]"]),
+        (line("stack = "), 1, &["stack: pytree of 2 arrays", "[<flat index 0>]: f32[4,8]", "[<flat index 1>]: f32[8]"]),
+        // Flattened by `tree_leaves` on the line before: its children are known.
+        (line("print(odd"), 7, &["odd: pytree of 1 array", "[<flat index 0>]: f32[5]"]),
+    ];
+    for (line, character, needles) in cases {
+        let text = hover_at(&mut c, &u, line, character);
+        for needle in needles {
+            assert!(text.contains(needle), "line {} col {}: no {needle:?} in\n{text}", line + 1, character + 1);
+        }
+        assert!(!text.contains(".a:") && !text.contains(".layers"), "a leaf named by attribute:\n{text}");
+    }
+    // Not yet flattened, and a flatten function of two statements: no leaf is shown.
+    let text = hover_at(&mut c, &u, line("odd = "), 1);
+    assert!(!text.contains("f32[5]"), "{text}");
+    c.stop();
+}
+
 /// Inside a `tf.function` a value is a symbolic tensor of its graph, and hover and inlay
 /// hints show it as TensorFlow prints it there (`Tensor("rows:0", shape=(None, 3),
 /// dtype=float32)` under real TensorFlow 2.21, without the op name), a `None` dimension

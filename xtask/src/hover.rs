@@ -65,19 +65,27 @@ impl Hovered {
         self.site.avals.iter().flat_map(|a| avals_in(a)).all(|a| shown.contains(&a))
     }
 
-    /// The leaves of JAX's pytrees here whose hover line is not `path: aval` with JAX's
-    /// `keystr` path (`[0].mu['w']: f32[8,4]`); only for a hover that shows that leaf's aval
-    /// (a leaf tracelens cannot know is a miss, not a wrong path).
+    /// The pytree leaves the hover shows (`path: aval`, a line each or inside an inline
+    /// `{…}`) under a path JAX's `keystr` does not give them here: a path JAX has no leaf
+    /// under, or an aval JAX keeps under a path the hover does not show it under (two leaves
+    /// swapped). Only where JAX
+    /// had a pytree; a leaf tracelens cannot know is a miss, and one whose aval differs at
+    /// JAX's path is in the aval listing, not here.
     fn leaves_under_other_paths(&self) -> Vec<String> {
-        let shown = avals_in(&self.text);
-        let lines: Vec<&str> = self.text.lines().map(str::trim).collect();
+        let jax: Vec<(&str, &str)> = self.site.avals.iter().filter(|a| a.starts_with('{')).flat_map(|t| tree_leaves(t)).collect();
+        if jax.is_empty() {
+            return Vec::new();
+        }
+        let shown = hover_leaves(&self.text);
         let mut wrong = Vec::new();
-        for tree in self.site.avals.iter().filter(|a| a.starts_with('{')) {
-            for (path, aval) in tree_leaves(tree) {
-                let line = format!("{path}: {aval}");
-                if shown.contains(&aval.to_string()) && !lines.contains(&line.as_str()) && !wrong.contains(&line) {
-                    wrong.push(line);
-                }
+        for &(path, aval) in &shown {
+            let known = jax.iter().any(|&(p, a)| p == path && a == aval);
+            // JAX keeps this aval under a path the hover does not show it under.
+            let moved = jax.iter().any(|&(p, a)| a == aval && p != path && !shown.contains(&(p, a)));
+            let misplaced = !jax.iter().any(|&(p, _)| p == path) || moved;
+            let line = format!("{path}: {aval}");
+            if !known && misplaced && !wrong.contains(&line) {
+                wrong.push(line);
             }
         }
         wrong
@@ -169,13 +177,20 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let shown = hovered.iter().filter(|h| h.shows_aval()).count();
     let percent = if hovered.is_empty() { 100.0 } else { 100.0 * shown as f64 / hovered.len() as f64 };
-    let ok = failures.is_empty() && percent >= options.min_percent;
+    let misnamed = hovered.iter().filter(|h| !h.leaves_under_other_paths().is_empty()).count();
+    let covered = percent >= options.min_percent;
     println!(
         "hover coverage: {shown} of {} sites show an aval ({percent:.1} %, at least {:.1} % required): {}",
         hovered.len(),
         options.min_percent,
-        if ok { "ok" } else { "FAILED" }
+        if covered { "ok" } else { "FAILED" }
     );
+    // A leaf under another path than JAX's is a wrong hover, not a gap: none is allowed.
+    println!(
+        "pytree leaf paths: {misnamed} sites show a leaf under another path than JAX's keystr: {}",
+        if misnamed == 0 { "ok" } else { "FAILED" }
+    );
+    let ok = failures.is_empty() && covered && misnamed == 0;
     let (passed, failed) = if ok { (1, 0) } else { (0, 1) };
     println!("{passed} passed, {failed} failed");
     Ok(ok)
@@ -277,6 +292,30 @@ fn tree_leaves(tree: &str) -> Vec<(&str, &str)> {
         let end = rest[colon..].find("], ").map(|i| colon + i + 1).unwrap_or(rest.len());
         out.push((&rest[..colon], &rest[colon + 2..end]));
         rest = rest[end..].strip_prefix(", ").unwrap_or("");
+    }
+    out
+}
+
+/// The pytree leaves a hover shows, `(path, aval)`: its code block's lines `path: aval` whose
+/// path is a key path (`[0]`, `.w`, `['b']`), and each leaf of a tree written inline among
+/// avals (`x: f32[2] | {[1]: ~f32[]}`).
+fn hover_leaves(text: &str) -> Vec<(&str, &str)> {
+    let block = text.split("```").nth(1).unwrap_or("");
+    let mut out = Vec::new();
+    for line in block.lines().map(str::trim) {
+        match line.rsplit_once(": ") {
+            Some((path, aval)) if (path.starts_with('[') || path.starts_with('.')) && avals_in(aval).len() == 1 => {
+                out.push((path, aval));
+            }
+            _ => {
+                let mut rest = line;
+                while let Some(open) = rest.find('{') {
+                    let Some(close) = rest[open..].find('}').map(|i| open + i) else { break };
+                    out.extend(tree_leaves(&rest[open..=close]).into_iter().filter(|(p, _)| p.starts_with('[') || p.starts_with('.')));
+                    rest = &rest[close + 1..];
+                }
+            }
+        }
     }
     out
 }
@@ -397,6 +436,39 @@ mod tests {
             super::tree_leaves("{[0].count: i32[], [0].mu['w']: f32[8,4], .b: ~f32[]}"),
             vec![("[0].count", "i32[]"), ("[0].mu['w']", "f32[8,4]"), (".b", "~f32[]")]
         );
+    }
+
+    fn hovered(jax: &str, hover: &str) -> super::Hovered {
+        let site = super::OracleSite {
+            kind: "use".into(),
+            line: 1,
+            column: 0,
+            text: "m".into(),
+            avals: vec![jax.into()],
+            traced: false,
+            pytree: true,
+        };
+        super::Hovered { fixture: "f.py".into(), site, text: format!("```python\nm: pytree of 2 arrays\n{hover}```") }
+    }
+
+    #[test]
+    fn leaves_under_attribute_names_or_swapped_indices_are_under_other_paths() {
+        let jax = "{[<flat index 0>]: f32[4,3], [<flat index 1>]: f32[3]}";
+        assert!(hovered(jax, "  [<flat index 0>]: f32[4,3]\n  [<flat index 1>]: f32[3]\n").leaves_under_other_paths().is_empty());
+        assert_eq!(hovered(jax, "  .b: f32[3]\n  .w: f32[4,3]\n").leaves_under_other_paths(), vec![".b: f32[3]", ".w: f32[4,3]"]);
+        assert_eq!(hovered(jax, "  [<flat index 0>]: f32[3]\n  [<flat index 1>]: f32[4,3]\n").leaves_under_other_paths().len(), 2);
+        // A leaf JAX has that the hover lacks is a miss; one whose aval differs at JAX's path
+        // is an aval difference: neither is a wrong path.
+        assert!(hovered(jax, "  [<flat index 0>]: f32[4,3]\n").leaves_under_other_paths().is_empty());
+        assert!(hovered(jax, "  [<flat index 0>]: f32[4,3]\n  [<flat index 1>]: ~f32[3]\n").leaves_under_other_paths().is_empty());
+    }
+
+    #[test]
+    fn hover_leaves_are_read_from_lines_and_inline_trees() {
+        let text = "```python\nself: pytree of 2 arrays\n  [<flat index 0>]: f32[4,3]\n  .b.value: f32[3]\n```\n\nin jit(f)";
+        assert_eq!(super::hover_leaves(text), vec![("[<flat index 0>]", "f32[4,3]"), (".b.value", "f32[3]")]);
+        let inline = "```python\nfill: f32[2] | {[0]: ~f32[], [1]: ~f32[]}\n```";
+        assert_eq!(super::hover_leaves(inline), vec![("[0]", "~f32[]"), ("[1]", "~f32[]")]);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod call;
 mod exec;
+mod flatten_read;
 pub mod fork;
 pub mod int_math;
 pub mod memory;

@@ -69,6 +69,6 @@ pub(crate) mod surface {
 
 pub(crate) mod transforms {
     pub(crate) mod pytrees {
-        pub(crate) use crate::jax::transforms::pytrees::{dict_key_order, registration};
+        pub(crate) use crate::jax::transforms::pytrees::{class_children, dict_key_order, registration};
     }
 }

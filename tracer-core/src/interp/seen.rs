@@ -70,15 +70,16 @@ pub enum Shown {
 
 impl Shown {
     /// What a value shows, if it is an array or a pytree with array leaves (never calls
-    /// user code: a pytree with custom flatten functions is not walked).
-    pub fn of(value: &Value) -> Option<Shown> {
+    /// user code: a user's `register_pytree_node` class shows the children its flatten
+    /// function's source names, `flatten_read`).
+    pub fn of(value: &Value, interp: &Interp) -> Option<Shown> {
         match value {
             Value::Array(a) => Some(Shown::Array(display_aval(a))),
             Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_) => {
                 let mut leaves = Vec::new();
                 let mut path = String::new();
                 let mut nodes = 0;
-                walk(value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
+                walk(interp, value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
                 if let Some(summary) = summary(value) {
                     return Some(Shown::Object(summary.into(), leaves.into()));
                 }
@@ -96,7 +97,7 @@ impl Shown {
     /// What a value inside a `tf.function` trace shows: a symbolic tensor (one of the graph,
     /// or one whose shape TensorFlow knows only in part) as a `Tensor`, anything else as
     /// `of` shows it.
-    pub fn of_graph(value: &Value) -> Option<Shown> {
+    pub fn of_graph(value: &Value, interp: &Interp) -> Option<Shown> {
         match value {
             Value::Array(a) if a.tf.get() && !a.numpy.get() => {
                 Some(Shown::Tensor(a.aval.shape.iter().map(|&d| Some(d)).collect(), a.aval.dtype))
@@ -105,7 +106,7 @@ impl Shown {
                 let p = crate::tf::partial::of(value)?;
                 Some(Shown::Tensor(p.dims.clone().into(), p.dtype))
             }
-            _ => Shown::of(value),
+            _ => Shown::of(value, interp),
         }
     }
 
@@ -219,7 +220,7 @@ fn display_aval(a: &crate::interp::model::array::Array) -> Aval {
 
 /// Appends the array leaves of `value` under `path`; false when the tree is too large
 /// (`nodes` counts what was visited) or too deep to show.
-fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, nodes: &mut usize, depth: usize) -> bool {
+fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, nodes: &mut usize, depth: usize) -> bool {
     *nodes += 1;
     if depth > MAX_DEPTH || *nodes > MAX_NODES {
         return false;
@@ -228,7 +229,7 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
     let mut child = |path: &mut String, key: std::fmt::Arguments, x: &Value, leaves: &mut Vec<(String, Aval)>| {
         use std::fmt::Write;
         let _ = path.write_fmt(key);
-        let ok = walk(x, path, leaves, nodes, depth + 1);
+        let ok = walk(interp, x, path, leaves, nodes, depth + 1);
         path.truncate(base);
         ok
     };
@@ -270,13 +271,19 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
                 // `return (self.w, self.b), None`), or those a shim names in
                 // `__tracelens_children__` under the keys the library's own flatten gives them
                 // (a flax Variable's `raw_value` is JAX's `.value`).
+                Some(PytreeRegistration::Custom { flatten, keys: None, .. }) if registered_by_user(interp, &inst.class) => {
+                    // JAX keys a key-less node's children by their flat index; in an order
+                    // hover cannot know it shows none of them rather than guessed paths.
+                    let Some(children) = super::flatten_read::custom_children(interp, inst, &flatten) else { return true };
+                    children.iter().enumerate().all(|(i, x)| child(path, format_args!("[<flat index {i}>]"), x, leaves))
+                }
                 Some(PytreeRegistration::Custom { .. }) => {
                     // A mapping a shim keeps in one attribute (flax's State in `_mapping`,
                     // named by `__tracelens_items__`): its items are the children, keyed as a
                     // dict's are (`['linear']['kernel']`), as the library's flatten keys them.
                     if let Some(Value::Str(attr)) = inst.class.lookup("__tracelens_items__") {
                         let x = inst.attrs.borrow().get(attr.as_ref()).cloned().unwrap_or(Value::None);
-                        return walk(&x, path, leaves, nodes, depth + 1);
+                        return walk(interp, &x, path, leaves, nodes, depth + 1);
                     }
                     if let Some(Value::Dict(named)) = inst.class.lookup("__tracelens_children__") {
                         let named: Vec<(Value, Value)> = named.borrow().entries.values().cloned().collect();
@@ -298,6 +305,12 @@ fn walk(value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, node
         }
         _ => true,
     }
+}
+
+/// Whether the class that registered `class`'s pytree node (itself or a base) is the user's,
+/// not a shim's: a shim names its children itself.
+fn registered_by_user(interp: &Interp, class: &std::rc::Rc<super::value::Class>) -> bool {
+    class.mro().iter().find(|c| c.pytree.borrow().is_some()).and_then(|c| c.def_span).is_some_and(|(file, _)| !interp.is_library(file))
 }
 
 /// An object's summary in its library's terms, when its class (or a base: a user's subclass
@@ -374,7 +387,7 @@ impl Interp<'_> {
         }
         // Inside a tf.function trace, a tensor is one of its graph.
         let in_graph = self.jax.trace_depth() > 0 && !self.tf.active.is_empty();
-        let shown = if in_graph { Shown::of_graph(value) } else { Shown::of(value) };
+        let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
         let Some(shown) = shown else { return };
         let site = Site { file, span };
         if self.jax.trace_depth() > 0 {

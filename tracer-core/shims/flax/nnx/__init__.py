@@ -6,7 +6,7 @@ Coverage (see docs/ARCHITECTURE.md, "Library shims"): Module/Pytree objects hold
 layers Linear, LinearGeneral, Embed, Conv, LayerNorm, BatchNorm, Dropout, MultiHeadAttention
 (with dropout, is_causal and the decoding cache); state, split, merge, update,
 graphdef, clone, pure, List, Sequential; jit, grad, value_and_grad, DiffState,
-cached_partial, remat; vmap, scan and split_rngs (integer or None axes, _lifted.py); Optimizer; pool, avg_pool, max_pool, min_pool
+cached_partial, remat; vmap, scan and split_rngs (integer or None axes, _lifted.py); Optimizer, ModelAndOptimizer; pool, avg_pool, max_pool, min_pool
 (flax/_pooling.py); the activations of jax.nn.
 """
 
@@ -44,7 +44,7 @@ from flax.nnx._attention import (
 )
 from flax.nnx._lifted import Carry, scan, split_rngs, vmap
 from flax.nnx._layers import BatchNorm, Conv, Dropout, Embed, LayerNorm, Linear
-from flax.nnx._optimizer import Optimizer
+from flax.nnx._optimizer import ModelAndOptimizer, Optimizer
 from flax.nnx._pooling import avg_pool, max_pool, min_pool, pool
 from flax.nnx._rnglib import RngStream, Rngs
 from flax.nnx._transforms import DiffState, cached_partial, grad, jit, remat, value_and_grad

@@ -1,7 +1,8 @@
 """flax.nnx.Optimizer as tracelens models it (flax 0.12.8): `Optimizer(model, tx, wrt=...)`
 keeps the optax state of the model's `wrt` Variables (array leaves as OptArray Variables) and a
 uint32 `step`; `update(model, grads)` runs `tx.update`, applies the updates to the model and
-counts the step."""
+counts the step. It holds no `model` since flax 0.11: reading one raises flax's AttributeError;
+`ModelAndOptimizer(model, tx)` (deprecated) keeps it and its `update(grads)` takes no model."""
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +10,10 @@ import optax
 
 from flax import _unknown
 from flax.nnx._graph import Pytree, State, _filter_state, _is_unknown, state, update
-from flax.nnx._variables import OptArray, OptState, Variable
+from flax.nnx._variables import OptArray, OptState, Param, Variable
+
+# The default of `update`'s `grads`: flax's message for the pre-0.11 `update(grads)`.
+_MISSING = object()
 
 
 def _map(f, tree):
@@ -72,7 +76,21 @@ class Optimizer(Pytree):
         self.opt_state = _to_opt_state(tx.init(_as_dicts(state(model, wrt))))
         self.wrt = wrt
 
-    def update(self, model, grads, **kwargs):
+    def __getattr__(self, name):
+        # Only for names the instance does not hold; older tutorials read `optimizer.model`.
+        if name == "model":
+            raise AttributeError(
+                f"{type(self).__name__} does not have attribute 'model' since Flax 0.11.0. "
+                "To keep the previous behavior, use nnx.ModelAndOptimizer instead of nnx.Optimizer."
+            )
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def update(self, model, grads=_MISSING, **kwargs):
+        if grads is _MISSING:
+            raise TypeError(
+                "Missing required argument `grads`. As of Flax 0.11.0 update requires both (model, grads) arguments "
+                "to be passed. If you want to keep the previous use nnx.ModelAndOptimizer instead of nnx.Optimizer."
+            )
         if _is_unknown(grads):
             # Gradients tracelens does not know (of a loss on an unknown batch): the parameters
             # and the optimizer state keep their shapes and dtypes, the updates are unknown.
@@ -90,3 +108,12 @@ class Optimizer(Pytree):
         _write_opt_state(self.opt_state, new_opt_state)
         self.step[...] = self.step[...] + 1
         return updates
+
+
+class ModelAndOptimizer(Optimizer):
+    def __init__(self, model, tx, *, wrt=Param):
+        super().__init__(model, tx, wrt=wrt)
+        self.model = model
+
+    def update(self, grads, **kwargs):
+        return super().update(self.model, grads, **kwargs)
