@@ -1,7 +1,7 @@
 //! The process' allocator: mimalloc, how long it keeps freed memory, and whether it uses
 //! transparent huge pages, chosen per command.
 
-use std::ffi::{c_char, c_int, c_long, CStr};
+use std::ffi::{c_char, c_int, c_long, c_ulong, CStr};
 
 /// An analysis is mostly small allocations, freed together when it ends (docs/ARCHITECTURE.md).
 /// Counted per thread for the memory budget (`tracer_core::interp::memory`).
@@ -54,9 +54,24 @@ pub fn manage_freed_memory(delay_ms: c_long) {
     }
 }
 
-/// The memory pressure hook installed by `manage_freed_memory` (only once it checked the option).
+/// Turns purging off for the rest of the process, when it is about to exit: mimalloc's exit
+/// handler collects with force, and returned the freed part of every 64 KiB page to the OS
+/// one `madvise` at a time (about 100 calls for an `equinox` fixture), memory the kernel
+/// takes back at exit anyway.
+pub fn keep_freed_memory_until_exit() {
+    // SAFETY: as in `manage_freed_memory`; -1 is mimalloc's documented "never purge".
+    unsafe {
+        if PURGE_DELAY_MS.load(std::sync::atomic::Ordering::Relaxed) == mi_option_get(PURGE_DELAY) as i64 {
+            mi_option_set(PURGE_DELAY, -1);
+        }
+    }
+}
+
+/// The memory pressure hook installed by `manage_freed_memory` (only once it checked the option),
+/// called at each memory check of an analysis; also where huge pages come back.
 fn purge_at_once_under_pressure(pressure: bool) {
     use std::sync::atomic::{AtomicBool, Ordering};
+    allow_huge_pages_again();
     static UNDER_PRESSURE: AtomicBool = AtomicBool::new(false);
     if UNDER_PRESSURE.swap(pressure, Ordering::Relaxed) != pressure {
         let kept = PURGE_DELAY_MS.load(Ordering::Relaxed) as c_long;
@@ -65,24 +80,47 @@ fn purge_at_once_under_pressure(pressure: bool) {
     }
 }
 
-/// mimalloc.h, `mi_option_e`: `mi_option_allow_thp` is option 43 (1 by default).
-const ALLOW_THP: c_int = 43;
+/// `prctl(2)`: whether the kernel may give this process transparent huge pages.
+const PR_SET_THP_DISABLE: c_int = 41;
 
-/// Whether a process whose first argument is `command` keeps transparent huge pages: off for
-/// the short-lived commands (`check`, `trace`, `repro`, `--version`), left to mimalloc's
-/// default for `lsp` and `run`.
+extern "C" {
+    fn prctl(option: c_int, ...) -> c_int;
+}
+
+/// Set when a short-lived command started with huge pages off; cleared when they come back.
+static HUGE_PAGES_DEFERRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Called with the memory pressure hook, from an analysis' first memory check on (every 256
+/// interpreter steps): turns huge pages back on, once. The start-up, the parse and the first
+/// steps have then faulted in the first few regions of mimalloc's arena with 4 KiB pages;
+/// fresh 2 MiB regions after them get huge pages, which an analysis that keeps growing fills
+/// (an `equinox` fixture: 2,740 page faults with 4 KiB pages throughout, 957 this way, 478
+/// with huge pages from the start; CPU time 38.0, 33.8 and 35.4 ms).
+fn allow_huge_pages_again() {
+    use std::sync::atomic::Ordering;
+    if HUGE_PAGES_DEFERRED.load(Ordering::Relaxed) && HUGE_PAGES_DEFERRED.swap(false, Ordering::Relaxed) {
+        // SAFETY: `prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0)` only clears a flag of the process.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            prctl(PR_SET_THP_DISABLE, 0 as c_ulong, 0 as c_ulong, 0 as c_ulong, 0 as c_ulong)
+        };
+    }
+}
+
+/// Whether a process whose first argument is `command` keeps transparent huge pages from its
+/// start: `lsp` and `run` do; the short-lived commands (`check`, `trace`, `repro`,
+/// `--version`) start without them and get them back at the analysis' first memory check
+/// (`allow_huge_pages_again`).
 ///
 /// mimalloc asks the kernel for transparent huge pages on its 1 GiB arena, so the first touch
-/// of each 2 MiB of it faults in a whole zeroed huge page. A `check` of one small file touches
-/// three of them: zeroing 6 MiB was about a fifth of `tracelens --version`'s CPU time and a
-/// sixth of a one-file check's (perf, docs/performance.md). With 4 KiB pages the same process
-/// takes about 150 more page faults and less time. The language server and `run` keep huge
-/// pages: they live long enough for fewer page faults and TLB misses to pay back.
+/// of each 2 MiB of it faults in a whole zeroed huge page. A `check` of one small file touched
+/// three of them and used little of each: zeroing them was about a fifth of `tracelens
+/// --version`'s CPU time and a sixth of a one-file check's (perf, docs/performance.md).
 ///
-/// The choice must be made before mimalloc initialises (its constructor reads the option and
-/// calls `prctl(PR_SET_THP_DISABLE)` for the process when it is off), so it is made in an ELF
-/// initialiser that runs before mimalloc's constructor, from `argv` as glibc passes it to
-/// initialisers (the way Rust's standard library reads its arguments on Linux).
+/// The kernel reads the process' flag (`prctl(PR_SET_THP_DISABLE)`) at each page fault, and
+/// mimalloc touches its arena before `main` (the runtime's first allocation), so the flag is
+/// set in an ELF initialiser sorted before mimalloc's constructor, from `argv` as glibc passes
+/// it to initialisers (the way Rust's standard library reads its arguments on Linux).
 fn keeps_huge_pages(command: Option<&[u8]>) -> bool {
     matches!(command, Some(b"lsp" | b"run"))
 }
@@ -107,14 +145,10 @@ extern "C" fn choose_huge_pages(argc: c_int, argv: *const *const c_char, _env: *
     if keeps_huge_pages(command) {
         return;
     }
-    // SAFETY: plain getter and setter of mimalloc's option table (statically initialised data);
-    // the option is checked to hold its documented default first, so a mimalloc with another
-    // option order is left alone.
-    unsafe {
-        if mi_option_get(ALLOW_THP) == 1 {
-            mi_option_set(ALLOW_THP, 0);
-        }
-    }
+    // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` only sets a flag of the process, which
+    // the kernel reads at each page fault; mimalloc still advises huge pages for its arena.
+    let off = unsafe { prctl(PR_SET_THP_DISABLE, 1 as c_ulong, 0 as c_ulong, 0 as c_ulong, 0 as c_ulong) };
+    HUGE_PAGES_DEFERRED.store(off == 0, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -132,9 +166,8 @@ mod tests {
     }
 
     /// This test binary's own initialiser ran with its arguments: unless the first of them is
-    /// `lsp` or `run` (a test filter), mimalloc was told before it started, and then the kernel
-    /// reports huge pages off for the process (`prctl(PR_SET_THP_DISABLE)`), which checks both
-    /// the option's index and that the initialiser runs before mimalloc's.
+    /// `lsp` or `run` (a test filter), the kernel reports huge pages off for the process, and
+    /// no analysis ran here to turn them back on.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_allocator_starts_without_huge_pages() {
@@ -142,8 +175,6 @@ mod tests {
         if keeps_huge_pages(first.as_deref().map(str::as_bytes)) {
             return;
         }
-        // SAFETY: a plain getter of mimalloc's option table.
-        assert_eq!(unsafe { mi_option_get(ALLOW_THP) }, 0);
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         if let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
             assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");

@@ -150,7 +150,7 @@ fn main() -> ExitCode {
         }
     };
     allocator::manage_freed_memory(allocator::DEFAULT_PURGE_DELAY_MS);
-    match cli.command {
+    let code = match cli.command {
         Command::Check { paths, format, color, values, select, ignore, stdin_filename, exit_zero } => {
             let color = match color {
                 Color::Always => true,
@@ -181,5 +181,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Trace { file, format, function, values } => check::run_trace(file, format, function, values),
-    }
+    };
+    allocator::keep_freed_memory_until_exit();
+    code
 }
