@@ -114,8 +114,8 @@ fn allow_huge_pages_again() {
 ///
 /// mimalloc asks the kernel for transparent huge pages on its 1 GiB arena, so the first touch
 /// of each 2 MiB of it faults in a whole zeroed huge page. A `check` of one small file touched
-/// three of them and used little of each: zeroing them was about a fifth of `tracelens
-/// --version`'s CPU time and a sixth of a one-file check's (perf, docs/performance.md).
+/// three of them and used little of each: zeroing them was about a fifth of a one-file check's
+/// CPU time and a sixth of `tracelens --version`'s (perf, docs/performance.md).
 ///
 /// The kernel reads the process' flag (`prctl(PR_SET_THP_DISABLE)`) at each page fault, and
 /// mimalloc touches its arena before `main` (the runtime's first allocation), so the flag is
