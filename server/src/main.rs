@@ -1,6 +1,7 @@
 //! The `tracelens` binary: `lsp`, `check`, `trace`, `repro` and `run` over the engine
 //! (shared/spec/cli.md).
 
+mod allocator;
 mod check;
 mod config;
 mod files;
@@ -14,68 +15,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-
-/// An analysis is mostly small allocations, freed together when it ends (docs/ARCHITECTURE.md).
-/// Counted per thread for the memory budget (`tracer_core::interp::memory`).
-#[global_allocator]
-static ALLOCATOR: tracer_core::interp::memory::CountingAllocator<mimalloc::MiMalloc> =
-    tracer_core::interp::memory::CountingAllocator(mimalloc::MiMalloc);
-
-/// How long the language server and `run` let mimalloc keep freed memory before returning
-/// it to the OS. mimalloc's default (1 s) returns an analysis' pages between two keystrokes
-/// a second apart, and the next analysis faults every one of them back in: about 370 page
-/// faults and 3 ms of kernel time per edit of the 2,000-line benchmark module. Ten seconds
-/// covers the pauses of someone typing; after that, an idle server's memory goes back as
-/// before. `run` evaluates a training loop whose steps free and reallocate the same large
-/// arrays (a weight gradient is 1.6 MB): with the default, some of them are returned between
-/// steps and each comes back as a freshly zeroed huge page, about 4 page faults and 2% of
-/// each step of the evaluator benchmark's MLP (docs/evaluator.md).
-///
-/// While an analysis holds more than a quarter of its memory budget, freed memory goes back
-/// at once instead: a program that fills the budget with short-lived arrays (hostile input
-/// `many_arrays_held`) otherwise showed the budget's worth of freed pages on top of the
-/// budget, over 1 GiB resident for a 512 MiB budget.
-const PURGE_DELAY: std::ffi::c_int = 15;
-const KEPT_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
-
-extern "C" {
-    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
-    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-}
-
-/// mimalloc's own purge delay, which `check`, `trace` and `repro` keep when not under pressure.
-const DEFAULT_PURGE_DELAY_MS: std::ffi::c_long = 1000;
-
-/// The purge delay outside memory pressure, set once by `manage_freed_memory`.
-static PURGE_DELAY_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(DEFAULT_PURGE_DELAY_MS as i64);
-
-/// Keeps freed memory for `delay_ms` (see `KEPT_PURGE_DELAY_MS`) and returns it at once while
-/// an analysis is under memory pressure, for every command: `trace` and `repro` of
-/// `many_arrays_held` peaked at 1.1 GiB with mimalloc's one-second delay alone.
-fn manage_freed_memory(delay_ms: std::ffi::c_long) {
-    // mimalloc.h, `mi_option_e`: `mi_option_purge_delay` is the 16th option (milliseconds).
-    // SAFETY: both are plain setters and getters of mimalloc's option table, which the global
-    // allocator links in; the option is checked to hold its documented default first, so a
-    // mimalloc with another option order is left alone.
-    unsafe {
-        if mi_option_get(PURGE_DELAY) == DEFAULT_PURGE_DELAY_MS {
-            PURGE_DELAY_MS.store(delay_ms as i64, std::sync::atomic::Ordering::Relaxed);
-            mi_option_set(PURGE_DELAY, delay_ms);
-            tracer_core::interp::memory::set_memory_pressure_hook(purge_at_once_under_pressure);
-        }
-    }
-}
-
-/// The memory pressure hook installed by `manage_freed_memory` (only once it checked the option).
-fn purge_at_once_under_pressure(pressure: bool) {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static UNDER_PRESSURE: AtomicBool = AtomicBool::new(false);
-    if UNDER_PRESSURE.swap(pressure, Ordering::Relaxed) != pressure {
-        let kept = PURGE_DELAY_MS.load(Ordering::Relaxed) as std::ffi::c_long;
-        // SAFETY: as in `manage_freed_memory`, whose check of the option table installed this.
-        unsafe { mi_option_set(PURGE_DELAY, if pressure { 0 } else { kept }) };
-    }
-}
 
 #[derive(Parser)]
 #[command(name = "tracelens", version, about = "Traces Python programs the way jax.jit would, without running them")]
@@ -210,8 +149,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    manage_freed_memory(DEFAULT_PURGE_DELAY_MS);
-    match cli.command {
+    allocator::manage_freed_memory(allocator::DEFAULT_PURGE_DELAY_MS);
+    let code = match cli.command {
         Command::Check { paths, format, color, values, select, ignore, stdin_filename, exit_zero } => {
             let color = match color {
                 Color::Always => true,
@@ -226,11 +165,11 @@ fn main() -> ExitCode {
                 Color::Never => false,
                 Color::Auto => std::io::stderr().is_terminal(),
             };
-            manage_freed_memory(KEPT_PURGE_DELAY_MS);
+            allocator::manage_freed_memory(allocator::KEPT_PURGE_DELAY_MS);
             run::run_program(file, args, run::RunOptions { max_elements, max_seconds }, color)
         }
         Command::Lsp { .. } => {
-            manage_freed_memory(KEPT_PURGE_DELAY_MS);
+            allocator::manage_freed_memory(allocator::KEPT_PURGE_DELAY_MS);
             lsp::run()
         }
         Command::Repro { file, line, function, output, unreduced, fake_array_threshold } => {
@@ -242,5 +181,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Trace { file, format, function, values } => check::run_trace(file, format, function, values),
-    }
+    };
+    allocator::keep_freed_memory_until_exit();
+    code
 }
