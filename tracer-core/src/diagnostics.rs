@@ -68,6 +68,7 @@ declare_codes! {
     Retrace = "TL210", "retrace", Warning, "a jitted function is traced again";
     RetraceInLoop = "TL211", "retrace-in-loop", Warning, "retracing on every loop iteration";
     LargeConstant = "TL212", "large-constant", Warning, "a large concrete array is baked into the trace";
+    PrunedOp = "TL213", "pruned-op", Warning, "an op of a tf.function whose result nothing uses never runs";
     TfVariableCreation = "TL220", "tf-variable-creation", Error, "a tf.Variable is created on a trace other than a tf.function's first";
     NanInf = "TL301", "nan-inf", Warning, "an operation produces the first NaN or Inf the program sees";
     NotAnalysed = "TL900", "not-analysed", Info, "part of the file was not analysed";

@@ -217,3 +217,18 @@ pub fn stateless_seed(interp: &Interp, node: &str, seed: &[usize]) -> Result<(),
     }
     Ok(())
 }
+
+/// `t[i]` with `i` out of the bounds of dimension `dim` (`index` as `StridedSlice` prints
+/// it: a negative index plus the dimension's size).
+pub fn slice_index(interp: &Interp, index: i64, dim: usize) -> Flow {
+    if super::in_graph(interp) {
+        let msg = format!("slice index {index} of dimension {dim} out of bounds. for '{{{{node strided_slice}}}}'");
+        interp.raise("ValueError", Code::PythonException, msg)
+    } else {
+        let msg = format!(
+            "{} slice index {index} of dimension {dim} out of bounds. [Op:StridedSlice] name: strided_slice/",
+            wrapped("StridedSlice")
+        );
+        interp.raise("InvalidArgumentError", Code::PythonException, msg)
+    }
+}

@@ -53,6 +53,8 @@ pub struct Entry {
     pub record: usize,
     /// The output structure with `None` for each tensor leaf, and the graph to evaluate them.
     pub outputs: Option<Outputs>,
+    /// The op that makes every run of this graph fail (`graph_run.rs`).
+    pub failure: Option<super::graph_run::GraphFailure>,
 }
 
 #[derive(Debug, Clone)]
@@ -125,6 +127,8 @@ pub struct TfState {
     /// `tf.shape(x)` of a tensor of static shape, in a graph: a symbolic tensor whose value
     /// TensorFlow's shape inference knows (`constant_value`), by identity.
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
+    /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
+    pub failing: Vec<super::graph_run::Failing>,
 }
 
 pub struct ActiveTrace {
@@ -576,15 +580,15 @@ fn trace_once(
         Some(t) if !unknown_shapes => t,
         _ => {
             interp.jax.abort_trace_unknown();
-            let entry = Entry { key: key.clone(), call_site, record, outputs: None };
-            return Ok(Some((entry, created)));
+            return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: None }, created)));
         }
     };
+    let trace_id = interp.jax.traces[pos].id;
     let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
+    let failure = super::graph_run::settle(interp, trace_id, &jaxpr, &f.name);
     interp.jax.records[record].consts = consts.clone();
-    let avals = arrays.iter().map(|a| a.aval.clone()).collect();
-    let outputs = Outputs { template, avals, jaxpr, consts };
-    Ok(Some((Entry { key: key.clone(), call_site, record, outputs: Some(outputs) }, created)))
+    let outputs = Outputs { template, avals: arrays.iter().map(|a| a.aval.clone()).collect(), jaxpr, consts };
+    Ok(Some((Entry { key: key.clone(), call_site, record, outputs: Some(outputs), failure }, created)))
 }
 
 /// Runs the body with each tensor argument a symbolic tensor (of unknown shape where the
@@ -717,6 +721,7 @@ fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors: &[R
     let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
         return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
     };
+    super::graph_run::on_call(interp, f.entries.borrow()[entry].failure.as_ref())?;
     let mut ins = outputs.consts.clone();
     ins.extend(tensors.iter().cloned());
     let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![outputs.jaxpr.clone()])?;

@@ -21,6 +21,7 @@ mod concrete;
 mod control;
 pub mod errors;
 pub mod function;
+mod graph_run;
 mod nest;
 pub mod ops;
 mod ops_shape;

@@ -436,14 +436,68 @@ pub fn shape_value(shape: &[usize]) -> Value {
     TfValue::Shape(Rc::new(shape.iter().map(|&d| Some(d)).collect())).value()
 }
 
-/// `t[...]`: NumPy-style indexing, as `jnp` models it; an index TensorFlow would reject
-/// (out of bounds) is not claimed: the result is then unknown.
+/// `t[...]`: NumPy-style indexing, as `jnp` models it. An integer index out of bounds raises
+/// TensorFlow's `StridedSlice` error (JAX would clamp it); another index TensorFlow rejects
+/// is not claimed: the result is then unknown.
 pub fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+    if let Some((index, dim)) = out_of_bounds(a, idx) {
+        return Err(super::errors::slice_index(interp, index, dim));
+    }
     match jnp::getitem(interp, a, idx) {
         Ok(v) => Ok(mark(v)),
         Err(Flow::Raise(_)) => Ok(unknown_tensor(interp, "an index TensorFlow checks itself")),
         Err(e) => Err(e),
     }
+}
+
+/// The first integer index out of its dimension's bounds in `t[idx]`, as `StridedSlice`
+/// reports it (a negative index plus the dimension's size), with the input dimension it
+/// indexes; `None` when every index is in bounds or the index has a part whose dimensions
+/// are not read here (a list, a boolean or non-scalar tensor, an unknown value).
+fn out_of_bounds(a: &Array, idx: &Value) -> Option<(i64, usize)> {
+    let items: &[Value] = match idx {
+        Value::Tuple(items) => items,
+        single => std::slice::from_ref(single),
+    };
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(*i),
+        Value::Array(t) if t.aval.shape.is_empty() && t.aval.dtype.is_integer() => {
+            let data = crate::jax::eval::force(&t.known()?, 1)?;
+            data.iter().next().map(|x| *x as i64)
+        }
+        _ => None,
+    };
+    let mut consumed = 0;
+    for item in items {
+        match item {
+            Value::None | Value::Ellipsis => {}
+            Value::Slice(_) => consumed += 1,
+            other => {
+                int(other)?;
+                consumed += 1;
+            }
+        }
+    }
+    let nd = a.aval.shape.len();
+    if consumed > nd || items.iter().filter(|v| matches!(v, Value::Ellipsis)).count() > 1 {
+        return None;
+    }
+    let mut dim = 0;
+    for item in items {
+        match item {
+            Value::None => {}
+            Value::Ellipsis => dim += nd - consumed,
+            Value::Slice(_) => dim += 1,
+            other => {
+                let (i, n) = (int(other)?, a.aval.shape[dim] as i64);
+                if i < -n || i >= n {
+                    return Some((if i < 0 { i + n } else { i }, dim));
+                }
+                dim += 1;
+            }
+        }
+    }
+    None
 }
 
 /// `t[i] = v`: tensors are immutable (TL107), eager or symbolic.

@@ -67,6 +67,43 @@ pub fn block_vars(def: &FunctionDef, stmt: &Stmt) -> Option<BlockVars> {
     Some(BlockVars { bound, live_in, live_out, declared })
 }
 
+/// Whether nothing can read the result of the call at `call` in `def`'s body: the call is a
+/// statement of its own, or the whole value of `name = call` where `name` is not live
+/// afterwards and not declared `global`/`nonlocal`. `false` for any other place.
+pub fn unread_result(def: &FunctionDef, call: crate::syntax::ast::Span) -> bool {
+    let Some(stmt) = statement_of(&def.body, call) else { return false };
+    match &stmt.kind {
+        StmtKind::Expr(_) => true,
+        StmtKind::Assign { targets, .. } => {
+            let [Expr { kind: ExprKind::Name(name), .. }] = targets.as_slice() else { return false };
+            let mut analysis = Liveness { target: stmt as *const Stmt, found: None };
+            analysis.block(&def.body, Set::new(), None);
+            let Some((_, live_out)) = analysis.found else { return false };
+            let mut declared = Set::new();
+            declared_in_block(&def.body, &mut declared);
+            !live_out.contains(name) && !declared.contains(name)
+        }
+        _ => false,
+    }
+}
+
+/// The statement of `body` (nested blocks included, nested functions not) that is the
+/// expression at `span`, or assigns it.
+fn statement_of(body: &[Stmt], span: crate::syntax::ast::Span) -> Option<&Stmt> {
+    body.iter().find_map(|s| match &s.kind {
+        StmtKind::Expr(e) | StmtKind::Assign { value: e, .. } if e.span == span => Some(s),
+        StmtKind::If { body, orelse, .. } | StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+            statement_of(body, span).or_else(|| statement_of(orelse, span))
+        }
+        StmtKind::With { body, .. } => statement_of(body, span),
+        StmtKind::Try { body, handlers, orelse, finalbody } => statement_of(body, span)
+            .or_else(|| handlers.iter().find_map(|h| statement_of(&h.body, span)))
+            .or_else(|| statement_of(orelse, span))
+            .or_else(|| statement_of(finalbody, span)),
+        _ => None,
+    })
+}
+
 /// Whether `stmt` is one of `body`'s own statements (not nested in another block).
 pub fn is_top_level(body: &[Stmt], stmt: &Stmt) -> bool {
     body.iter().any(|s| std::ptr::eq(s, stmt))
