@@ -31,7 +31,8 @@ pub enum Builtin {
     /// A callable JAX object: a jitted function, a vmapped function, `x.at[i].set`, ...
     Object(JaxObject),
     /// `functools.partial(func, *args, **kwargs)`.
-    Partial { func: Value, args: Vec<Value>, kwargs: Kwargs },
+    /// `attrs`: what the program set on it (`p.__doc__ = ...`).
+    Partial { func: Value, args: Vec<Value>, kwargs: Kwargs, attrs: RefCell<IndexMap<Rc<str>, Value>> },
     /// `super()` bound to a class and an object.
     Super { class: Rc<Class>, obj: Value },
     /// A function or object of TensorFlow's API (`crate::tf`).
@@ -39,6 +40,11 @@ pub enum Builtin {
 }
 
 impl Builtin {
+    /// `functools.partial(func, *args, **kwargs)`, with no attributes set yet.
+    pub fn partial(func: Value, args: Vec<Value>, kwargs: Kwargs) -> Builtin {
+        Builtin::Partial { func, args, kwargs, attrs: Default::default() }
+    }
+
     pub fn name(&self) -> String {
         match self {
             Builtin::Fn(n) => n.to_string(),
@@ -282,7 +288,7 @@ impl<'l> Interp<'l> {
             Builtin::Method { recv, name } => self.call_method(recv, name, args, kwargs),
             Builtin::Jax(f) => crate::interp::model::api::call_jax_fn(self, *f, args, kwargs),
             Builtin::Object(o) => crate::interp::model::api::call_jax_object(self, o, args, kwargs),
-            Builtin::Partial { func, args: a0, kwargs: k0 } => {
+            Builtin::Partial { func, args: a0, kwargs: k0, .. } => {
                 let mut all = a0.clone();
                 all.extend(args);
                 let mut kw = k0.clone();
@@ -398,6 +404,9 @@ impl<'l> Interp<'l> {
                 },
                 Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => Value::Int(dims.len() as i64),
                 Value::Opaque(_) => Value::opaque("len of an unknown value"),
+                // An enum class: its members, which the interpreter counts when their values
+                // are distinct literals (equal ones are aliases).
+                Value::Class(c) if super::stdlib::is_enum(c) => super::stdlib::enum_len(c).map_or(Value::UnknownNumber(false), Value::Int),
                 v @ Value::Instance(inst) => match &inst.tuple {
                     Some(t) => Value::Int(t.len() as i64),
                     None => match self.call_dunder(v, "__len__", Vec::new())? {
@@ -1448,7 +1457,12 @@ pub fn builtin_method(recv: &Value, name: &str) -> Option<Value> {
 
 pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyResult<Option<Value>> {
     match &**b {
-        Builtin::Partial { func, args, kwargs } => Ok(match name {
+        Builtin::Partial { func, args, kwargs, attrs } => Ok(match name {
+            _ if attrs.borrow().contains_key(name) => attrs.borrow().get(name).cloned(),
+            // functools.partial's own docstring.
+            "__doc__" => Some(Value::str(
+                "partial(func, *args, **keywords) - new function with partial application\n    of the given arguments and keywords.\n",
+            )),
             "func" => Some(func.clone()),
             "args" => Some(Value::tuple(args.clone())),
             "keywords" => {

@@ -704,7 +704,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
         "functools" => match func {
             "partial" => {
                 let f = arg(0);
-                Ok(Value::Builtin(Rc::new(Builtin::Partial { func: f, args: args[1.min(args.len())..].to_vec(), kwargs })))
+                Ok(Value::Builtin(Rc::new(Builtin::partial(f, args[1.min(args.len())..].to_vec(), kwargs))))
             }
             "reduce" => {
                 let f = arg(0);

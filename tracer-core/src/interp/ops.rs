@@ -1302,8 +1302,7 @@ impl<'l> Interp<'l> {
                 "__name__" => Some(Value::Str(f.def.name.clone())),
                 "__qualname__" => Some(Value::str(&f.qualname)),
                 "__module__" => Some(Value::str(&f.globals.name)),
-                "__doc__" => Some(Value::None),
-                "__wrapped__" => f.attrs.borrow().get(name).cloned(),
+                "__doc__" => Some(f.attrs.borrow().get(name).cloned().unwrap_or_else(|| docstring(&f.def.body))),
                 _ => f.attrs.borrow().get(name).cloned(),
             },
             Value::Builtin(b) => super::builtins::builtin_getattr(self, b, name)?,
@@ -1397,6 +1396,10 @@ impl<'l> Interp<'l> {
                 Ok(())
             }
             Value::Opaque(_) => Ok(()),
+            Value::Builtin(b) if let super::builtins::Builtin::Partial { attrs, .. } = &**b => {
+                attrs.borrow_mut().insert(Rc::from(name), value);
+                Ok(())
+            }
             Value::Array(_) => Err(self.raise(
                 "AttributeError",
                 Code::PythonException,
@@ -2077,3 +2080,12 @@ const ARRAY_NON_ARRAY_ATTRIBUTES: &[&str] = &[
     "tobytes",
     "__class__",
 ];
+
+/// A body's docstring, as `__doc__` gives it (uncleaned, as Python 3.11 keeps it), else `None`.
+pub fn docstring(body: &[crate::syntax::ast::Stmt]) -> Value {
+    use crate::syntax::ast::{Expr, ExprKind, StmtKind};
+    match body.first().map(|s| &s.kind) {
+        Some(StmtKind::Expr(Expr { kind: ExprKind::Str(s), .. })) => Value::Str(s.clone()),
+        _ => Value::None,
+    }
+}

@@ -135,7 +135,7 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Jax(f) => Arg::Lit(short_api(f.qualified_name())),
             // `functools.partial(jnp.multiply, lr)` of a JAX function and Python literals.
-            crate::interp::builtins::Builtin::Partial { func, args, kwargs } => {
+            crate::interp::builtins::Builtin::Partial { func, args, kwargs, .. } => {
                 let mut parts = Vec::new();
                 for x in std::iter::once(func).chain(args) {
                     match to_arg(interp, x, keep) {

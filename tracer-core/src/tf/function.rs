@@ -169,7 +169,7 @@ pub fn make(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
     let Some(fun) = fun else {
         // `@tf.function(...)`: a decorator that makes the function with these options.
         let options = Value::Builtin(Rc::new(Builtin::Tf(TfValue::Fn(super::TfFn::Function))));
-        return Ok(Value::Builtin(Rc::new(Builtin::Partial { func: options, args: Vec::new(), kwargs: kwargs.clone() })));
+        return Ok(Value::Builtin(Rc::new(Builtin::partial(options, Vec::new(), kwargs.clone()))));
     };
     if fun.is_opaque() {
         return Ok(Value::opaque("tf.function of an unknown function"));

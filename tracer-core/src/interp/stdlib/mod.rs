@@ -159,6 +159,30 @@ pub fn enum_members(class: &std::rc::Rc<super::value::Class>) -> Vec<super::valu
     names.iter().map(|n| super::value::Value::opaque(format!("{}.{n}", class.name))).collect()
 }
 
+/// `len(EnumClass)`: the number of members when every member's value is a distinct int or
+/// string literal; `None` otherwise (an alias, `auto()`, a computed value).
+pub fn enum_len(class: &std::rc::Rc<super::value::Class>) -> Option<i64> {
+    use super::value::Value;
+    let mut seen: Vec<Value> = Vec::new();
+    for c in class.mro().iter().rev() {
+        for (name, value) in c.dict.borrow().iter() {
+            if name.starts_with('_') || !is_member_value(value) {
+                continue;
+            }
+            let distinct = match value {
+                Value::Int(i) => !seen.iter().any(|s| matches!(s, Value::Int(j) if j == i)),
+                Value::Str(a) => !seen.iter().any(|s| matches!(s, Value::Str(b) if b == a)),
+                _ => return None,
+            };
+            if !distinct {
+                return None;
+            }
+            seen.push(value.clone());
+        }
+    }
+    Some(seen.len() as i64)
+}
+
 fn is_member_value(value: &super::value::Value) -> bool {
     use super::value::Value;
     !matches!(value, Value::Function(_) | Value::StaticMethod(_) | Value::ClassMethod(_) | Value::Property(_) | Value::Builtin(_))

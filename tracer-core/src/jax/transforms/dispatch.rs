@@ -203,11 +203,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         })),
         F::Checkpoint | F::Remat | F::NamedCall => {
             if args.is_empty() {
-                return Ok(Value::Builtin(Rc::new(Builtin::Partial {
-                    func: Value::Builtin(Rc::new(Builtin::Jax(f))),
-                    args: Vec::new(),
-                    kwargs,
-                })));
+                return Ok(Value::Builtin(Rc::new(Builtin::partial(Value::Builtin(Rc::new(Builtin::Jax(f))), Vec::new(), kwargs))));
             }
             Ok(obj(JaxObject::Wrapped { fun: arg(0), kind: if f == F::NamedCall { "named_call" } else { "checkpoint" } }))
         }
@@ -217,11 +213,7 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 None => Vec::new(),
             };
             if args.is_empty() {
-                return Ok(Value::Builtin(Rc::new(Builtin::Partial {
-                    func: Value::Builtin(Rc::new(Builtin::Jax(f))),
-                    args: Vec::new(),
-                    kwargs,
-                })));
+                return Ok(Value::Builtin(Rc::new(Builtin::partial(Value::Builtin(Rc::new(Builtin::Jax(f))), Vec::new(), kwargs))));
             }
             Ok(obj(JaxObject::CustomDerivative {
                 fun: arg(0),
