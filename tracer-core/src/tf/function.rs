@@ -122,6 +122,10 @@ pub struct TfState {
     pub autograph: super::autograph::State,
     /// The running `tf.function` trace read a `None` dimension of a shape (`partial.rs`).
     pub none_dimension_read: bool,
+    /// The graph tensor name of a symbolic input tensor (`x:0`), by identity, where it is
+    /// known exactly: a tensor passed as a parameter itself is the output of a `Placeholder`
+    /// named after the parameter (`graph_input_name`).
+    pub graph_input_names: std::collections::HashMap<usize, String>,
     /// `tf.shape(x)` of a tensor of static shape, in a graph: a symbolic tensor whose value
     /// TensorFlow's shape inference knows (`constant_value`), by identity.
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
@@ -606,7 +610,15 @@ fn run_body(
         }
     }
     for (i, a) in args.iter().enumerate() {
-        call_args.push(replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?);
+        let replaced = replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?;
+        // Without an `input_signature` (whose specs may name the placeholder) a tensor
+        // argument of a plain function's named parameter is the `Placeholder` of that name.
+        if let (Value::Array(_), Value::Array(input), None, false, Some(name)) =
+            (a, &replaced, &f.signature, f.is_method(), f.params.get(i))
+        {
+            interp.tf.graph_input_names.insert(Rc::as_ptr(input) as usize, format!("{name}:0"));
+        }
+        call_args.push(replaced);
     }
     let mut call_kwargs = Vec::with_capacity(kwargs.len());
     for (k, v) in kwargs {
@@ -787,6 +799,12 @@ pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
     active.created_variables = true;
     interp.tf.variable_just_created = true;
     Ok(())
+}
+
+/// TensorFlow's name of a symbolic input tensor of the running graph (`x:0`), where tracelens
+/// knows it exactly (`TfState::graph_input_names`).
+pub fn graph_input_name(interp: &Interp, a: &Rc<Array>) -> Option<String> {
+    interp.tf.graph_input_names.get(&(Rc::as_ptr(a) as usize)).cloned()
 }
 
 /// The argument name a symbolic input tensor stands for (`x` prints as `Tensor("x:0", ...)`).
