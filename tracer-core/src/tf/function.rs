@@ -122,9 +122,8 @@ pub struct TfState {
     pub autograph: super::autograph::State,
     /// The running `tf.function` trace read a `None` dimension of a shape (`partial.rs`).
     pub none_dimension_read: bool,
-    /// The graph tensor name of a symbolic input tensor (`x:0`), by identity, where it is
-    /// known exactly: a tensor passed as a parameter itself is the output of a `Placeholder`
-    /// named after the parameter (`graph_input_name`).
+    /// TensorFlow's name of a symbolic input tensor (`x:0`), by identity, where it is exact: a
+    /// tensor passed as a named parameter is the `Placeholder` of that name (`run_body`).
     pub graph_input_names: std::collections::HashMap<usize, String>,
     /// `tf.shape(x)` of a tensor of static shape, in a graph: a symbolic tensor whose value
     /// TensorFlow's shape inference knows (`constant_value`), by identity.
@@ -611,8 +610,7 @@ fn run_body(
     }
     for (i, a) in args.iter().enumerate() {
         let replaced = replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?;
-        // Without an `input_signature` (whose specs may name the placeholder) a tensor
-        // argument of a plain function's named parameter is the `Placeholder` of that name.
+        // Not under an `input_signature`, whose specs may rename the placeholder.
         if let (Value::Array(_), Value::Array(input), None, false, Some(name)) =
             (a, &replaced, &f.signature, f.is_method(), f.params.get(i))
         {
@@ -799,15 +797,4 @@ pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
     active.created_variables = true;
     interp.tf.variable_just_created = true;
     Ok(())
-}
-
-/// TensorFlow's name of a symbolic input tensor of the running graph (`x:0`), where tracelens
-/// knows it exactly (`TfState::graph_input_names`).
-pub fn graph_input_name(interp: &Interp, a: &Rc<Array>) -> Option<String> {
-    interp.tf.graph_input_names.get(&(Rc::as_ptr(a) as usize)).cloned()
-}
-
-/// The argument name a symbolic input tensor stands for (`x` prints as `Tensor("x:0", ...)`).
-pub fn input_name(interp: &Interp, a: &Rc<Array>) -> Option<String> {
-    interp.jax.input_paths.get(&(Rc::as_ptr(a) as usize)).cloned()
 }

@@ -110,7 +110,7 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 /// The graph tensor name of a loop variable's leaf, where tracelens knows it exactly.
 fn graph_name(interp: &Interp, leaf: &Value) -> Option<String> {
     match leaf {
-        Value::Array(a) => super::function::graph_input_name(interp, a),
+        Value::Array(a) => interp.tf.graph_input_names.get(&(Rc::as_ptr(a) as usize)).cloned(),
         _ => None,
     }
 }
