@@ -133,6 +133,21 @@ fn a_reproducer_raises_the_users_message_with_the_users_names() {
     );
 }
 
+#[test]
+fn a_tensorflow_reproducer_keeps_the_sizes_tensorflows_graph_message_names() {
+    // TensorFlow 2.21 goes on after `for '{{node concat}}'` with the node's input shapes
+    // (`with input shapes: [4,6], [4,8], []`), which tracelens' message leaves out: shrinking
+    // the 4 would change what the reproducer raises under TensorFlow.
+    let dir = temp_dir("repro-tf-sizes");
+    let source = "import tensorflow as tf\n\n\n@tf.function\ndef merge(numeric, embedded):\n    return tf.concat([numeric, embedded], axis=0)\n\n\nprint(merge(tf.ones([4, 6]), tf.zeros([4, 8])))\n";
+    write(&dir, "merge.py", source);
+    let out = tracelens().current_dir(&dir).args(["repro", "merge.py", "--line", "6"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("# raises under TensorFlow: ValueError\n"), "{text}");
+    assert!(text.contains("print(merge(tf.ones([4, 6]), tf.zeros([4, 8])))  # merge.py:9\n"), "{text}");
+}
+
 const LAYERED: &str = "import jax\nimport jax.numpy as jnp\n\n\ndef layer(w, b, x):\n    h = jnp.tanh(x @ w)\n    return h + b\n\n\n@jax.jit\ndef model(params, x):\n    h = layer(params[\"w1\"], params[\"b1\"], x)\n    h = jnp.concatenate([h, h], axis=-1)\n    return layer(params[\"w2\"], params[\"b2\"], h)\n\n\nparams = {\"w1\": jnp.ones((4, 8)), \"b1\": jnp.ones((8,)), \"w2\": jnp.ones((16, 3)), \"b2\": jnp.ones((4,))}\nmodel(params, jnp.ones((2, 4)))\n";
 
 /// The code of a reproducer without comments: what must stay the same when it is regenerated.

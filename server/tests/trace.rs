@@ -251,6 +251,14 @@ fn trace_lists_a_tf_functions_concrete_signatures_as_tensorflow_prints_them() {
     let block = "    Input Parameters:\n      rows (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 3), dtype=tf.float32, name='rows')\n      k (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=tf.int32, name=None)\n";
     assert!(text.contains(block), "{text}");
     assert!(text.contains("tf.function(weighted_loss) at"), "{text}");
+
+    // `*layers`: a row per extra argument, and `x` beside it positional-only (TensorFlow 2.21
+    // printed these rows for this fixture).
+    let varargs = fixture.with_file_name("../clean/varargs_concrete_signature.py");
+    let out = tracelens().arg("trace").arg(&varargs).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let block = "    Input Parameters:\n      x (POSITIONAL_ONLY): TensorSpec(shape=(4, 3), dtype=tf.float32, name=None)\n      layers_0 (POSITIONAL_ONLY): TensorSpec(shape=(3, 2), dtype=tf.float32, name=None)\n      layers_1 (POSITIONAL_ONLY): TensorSpec(shape=(3, 5), dtype=tf.float32, name=None)\n      layers_2 (POSITIONAL_ONLY): Literal[0.5]\n      training (KEYWORD_ONLY): Literal[False]\n";
+    assert!(text.contains(block), "{text}");
 }
 
 #[test]

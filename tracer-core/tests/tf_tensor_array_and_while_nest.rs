@@ -90,3 +90,19 @@ fn a_shape_invariant_lets_a_loop_variable_grow() {
     let src = "import tensorflow as tf\n\n@tf.function\ndef f(x, n):\n    def body(i, b):\n        return i + 1, tf.concat([b, b], 0)\n\n    _, b = tf.while_loop(lambda i, b: i < n, body, (0, x), shape_invariants=(tf.TensorShape([]), tf.TensorShape([None])))\n    return b\n\nf(tf.ones([2]), tf.constant(3))\n";
     assert!(findings(src).is_empty(), "{:?}", findings(src));
 }
+
+#[test]
+fn a_loop_variable_that_is_the_functions_argument_is_named_as_tensorflow_names_it() {
+    // TensorFlow 2.21 names the argument's placeholder after the parameter (`x:0`); a tensor
+    // made inside the function keeps its path, whose graph name tracelens does not know.
+    let shape = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.concat([h, h], 0)), (tf.constant(0), x))\n\nf(tf.ones([2]))\n";
+    let found = findings(shape);
+    assert_eq!(found.len(), 1);
+    assert!(found[0]
+        .2
+        .starts_with("ValueError: Input tensor `x:0` enters the loop with shape (2,), but has shape (4,) after one iteration."));
+    let dtype = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.cast(h, tf.int32)), (tf.constant(0), x * 2.0))\n\nf(tf.ones([2]))\n";
+    let found = findings(dtype);
+    assert_eq!(found.len(), 1);
+    assert!(found[0].2.starts_with("TypeError: Loop var loop_vars[1] enters the loop"), "{:?}", found);
+}

@@ -20,6 +20,7 @@ mod run_suite;
 mod runners;
 mod sha256;
 mod tf_conformance;
+mod tf_repro;
 mod tf_signatures;
 
 use std::path::PathBuf;

@@ -33,7 +33,7 @@ pub struct ReproSummary {
 }
 
 /// The median of `values` (sorted here), 0 for none.
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
@@ -73,11 +73,16 @@ fn raised_class(stdout: &str) -> Option<String> {
     stdout.lines().rev().find_map(|l| l.strip_prefix("tracelens-raised: ").map(|c| c.trim().to_string()))
 }
 
-/// The first line of the message `RAISED_CLASS` printed, if the program raised, with what
-/// must differ between a fixture and its reproducer written alike: a file and line
-/// (`/x/train.py:15`, as `FILE:LINE`) and an object's address (`0x7f...`, as `0x?`).
-fn raised_message(stdout: &str) -> Option<String> {
+/// The first line of the message `RAISED_CLASS` printed, if the program raised, made
+/// comparable (`comparable_message`).
+pub(crate) fn raised_message(stdout: &str) -> Option<String> {
     let line = stdout.lines().rev().find_map(|l| l.strip_prefix("tracelens-raised-message: "))?;
+    Some(comparable_message(line))
+}
+
+/// `line` with what must differ between a fixture and its reproducer written alike: a file
+/// and line (`/x/train.py:15`, as `FILE:LINE`) and an object's address (`0x7f...`, as `0x?`).
+pub(crate) fn comparable_message(line: &str) -> String {
     let words: Vec<String> = line
         .trim_end()
         .split(' ')
@@ -91,7 +96,7 @@ fn raised_message(stdout: &str) -> Option<String> {
             }
         })
         .collect();
-    Some(words.join(" "))
+    words.join(" ")
 }
 
 /// The first line where `tracelens check` reports an error with `code` in `path`.
@@ -117,31 +122,38 @@ fn python_files_in(dir: &Path, out_dir: &Path) -> Vec<PathBuf> {
 /// (`errors/_projects/NAME/`: `main.py` importing the modules next to it, the `# error:`
 /// annotation in the module that raises, and `# repro: under this call` on the lines of
 /// `main.py` whose calls lead to it).
-struct Case {
-    name: String,
+pub(crate) struct Case {
+    pub(crate) name: String,
     /// The file `tracelens repro` is given, and the folder it runs in (a project's, so the
     /// links name its modules relative to it).
-    entry: PathBuf,
-    cwd: Option<PathBuf>,
+    pub(crate) entry: PathBuf,
+    pub(crate) cwd: Option<PathBuf>,
     /// The error as annotated: its line (in `error_file`), code and class.
-    line: usize,
-    code: String,
-    class: String,
+    pub(crate) line: usize,
+    pub(crate) code: String,
+    pub(crate) class: String,
     /// For a project: the module the error is raised in, relative to the project, and the
     /// lines of `main.py` to ask for.
-    error_file: Option<String>,
-    via: Vec<usize>,
+    pub(crate) error_file: Option<String>,
+    pub(crate) via: Vec<usize>,
     /// Non-blank, non-comment lines of every file of the fixture.
-    fixture_lines: usize,
+    pub(crate) fixture_lines: usize,
 }
 
-fn code_lines(text: &str) -> usize {
+impl Case {
+    /// Where its reproducer is written in `out_dir`.
+    pub(crate) fn output_in(&self, out_dir: &Path) -> PathBuf {
+        out_dir.join(self.name.replace('/', "__") + if self.cwd.is_some() { ".py" } else { "" })
+    }
+}
+
+pub(crate) fn code_lines(text: &str) -> usize {
     text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).count()
 }
 
 const VIA_MARK: &str = "# repro: under this call";
 
-fn cases(errors_dir: &Path, out_dir: &Path) -> Vec<Case> {
+pub(crate) fn cases(errors_dir: &Path, out_dir: &Path) -> Vec<Case> {
     let mut out = Vec::new();
     for path in python_files_in(errors_dir, out_dir) {
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
@@ -214,6 +226,44 @@ fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> R
     }
 }
 
+/// Writes `case`'s reproducer to `out` with `tracelens repro`; when none is written, the last
+/// line `tracelens repro` printed on standard error.
+pub(crate) fn emit(binary: &Path, case: &Case, out: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_file(out);
+    let mut why = String::new();
+    let mut repro = |line: usize| {
+        let mut cmd = Command::new(binary);
+        cmd.arg("repro").arg(&case.entry).arg("--line").arg(line.to_string()).arg("-o").arg(out);
+        if let Some(dir) = &case.cwd {
+            cmd.current_dir(dir);
+        }
+        match run_with_limit(cmd, Duration::from_secs(60)) {
+            Ok(f) if f.status == Some(0) => out.is_file(),
+            Ok(f) => {
+                why = f.stderr.lines().last().unwrap_or("").to_string();
+                false
+            }
+            Err(e) => {
+                why = e.to_string();
+                false
+            }
+        }
+    };
+    let emitted = match &case.error_file {
+        // A project: every line of `main.py` under which the error is raised must give the
+        // reproducer (the last one asked is the one run).
+        Some(_) => !case.via.is_empty() && case.via.iter().all(|&l| repro(l)),
+        // The annotation is where the framework raises; tracelens may report the error where
+        // it is made (a leaked tracer's use inside the trace): then that line's.
+        None => repro(case.line) || reported_line(binary, &case.entry, &case.code).is_some_and(|l| l != case.line && repro(l)),
+    };
+    if emitted {
+        Ok(())
+    } else {
+        Err(why)
+    }
+}
+
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = cases(errors_dir, out_dir);
     let next = AtomicUsize::new(0);
@@ -227,41 +277,12 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(case) = fixtures.get(i) else { break };
-                let (name, path, class, code) = (&case.name, &case.entry, &case.class, &case.code);
-                let out = out_dir.join(name.replace('/', "__") + if case.cwd.is_some() { ".py" } else { "" });
-                let _ = std::fs::remove_file(&out);
-                let why = Mutex::new(String::new());
-                let repro = |line: usize| {
-                    let mut cmd = Command::new(binary);
-                    cmd.arg("repro").arg(path).arg("--line").arg(line.to_string()).arg("-o").arg(&out);
-                    if let Some(dir) = &case.cwd {
-                        cmd.current_dir(dir);
-                    }
-                    match run_with_limit(cmd, Duration::from_secs(60)) {
-                        Ok(f) if f.status == Some(0) => out.is_file(),
-                        Ok(f) => {
-                            if let Ok(mut w) = why.lock() {
-                                *w = f.stderr.lines().last().unwrap_or("").to_string();
-                            }
-                            false
-                        }
-                        Err(e) => {
-                            if let Ok(mut w) = why.lock() {
-                                *w = e.to_string();
-                            }
-                            false
-                        }
-                    }
+                let (name, path, class) = (&case.name, &case.entry, &case.class);
+                let out = case.output_in(out_dir);
+                let (emitted, why) = match emit(binary, case, &out) {
+                    Ok(()) => (true, String::new()),
+                    Err(why) => (false, why),
                 };
-                let emitted = match &case.error_file {
-                    // A project: every line of `main.py` under which the error is raised must
-                    // give the reproducer (the last one asked is the one run).
-                    Some(_) => !case.via.is_empty() && case.via.iter().all(|&l| repro(l)),
-                    // The annotation is where JAX raises; tracelens may report the error where
-                    // it is made (a leaked tracer's use inside the trace): then that line's.
-                    None => repro(case.line) || reported_line(binary, path, code).is_some_and(|l| l != case.line && repro(l)),
-                };
-                let why = why.into_inner().unwrap_or_default();
                 let text = std::fs::read_to_string(&out).unwrap_or_default();
                 let outcome = if !emitted {
                     None

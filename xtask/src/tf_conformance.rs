@@ -118,6 +118,23 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", signatures.render());
         signatures.mismatches.is_empty()
     };
+    // Every error fixture's reproducer must raise what the fixture raises under TensorFlow.
+    let repro_ok = match &tracelens {
+        Some(t) => {
+            let summary = crate::tf_repro::check(&crate::tf_repro::Setup {
+                binary: &t.binary,
+                python: &python,
+                script: &conformance_dir.join("tf_raised.py"),
+                errors_dir: &fixtures_root.join("tf").join("errors"),
+                out_dir: &target.join("tf-conformance-repros"),
+                jobs: options.jobs,
+                filter: options.filter.as_deref(),
+            });
+            print!("{}", summary.render());
+            summary.wrong.is_empty()
+        }
+        None => true,
+    };
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
         let run = crate::run_suite::check(
@@ -136,7 +153,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         missing.len(),
         started.elapsed().as_secs_f64()
     );
-    Ok(surface_ok && run_ok && signatures_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
+    Ok(surface_ok && run_ok && signatures_ok && repro_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
 fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {

@@ -68,4 +68,12 @@ impl Kept {
             },
         }
     }
+
+    /// Does the kept headline stop at a TensorFlow graph node (`... for '{{node concat}}'`)?
+    /// TensorFlow's own message goes on with the node's inputs and their shapes
+    /// (`= ConcatV2[...](a, b, concat/axis)' with input shapes: [4,6], [4,8], []`), which
+    /// tracelens leaves out (`tf/errors.rs`): a size no headline shows is still in it.
+    pub fn leaves_out_node_inputs(&self) -> bool {
+        self.headline.as_deref().is_some_and(|h| h.ends_with("}}'"))
+    }
 }

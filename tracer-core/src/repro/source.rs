@@ -473,8 +473,10 @@ pub fn minimise(p: &SourceProgram, config: &MinimiseConfig, oracle: &dyn Oracle)
         }
     }
     // Array sizes: each distinct one everywhere at once, to 1 or to a smaller size no other
-    // has (as the staged-out minimiser does).
-    loop {
+    // has (as the staged-out minimiser does); none when the framework's message holds sizes
+    // the engine's does not.
+    let keeps_sizes = kept.borrow().leaves_out_node_inputs();
+    while !keeps_sizes {
         let mut changed = false;
         for d in best.written_sizes().into_iter().rev() {
             if d <= 1 {

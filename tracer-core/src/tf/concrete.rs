@@ -6,8 +6,9 @@
 //! `VariableSpec(...)` for a variable, `Literal[3]` for a Python value, `List[...]`,
 //! `Tuple[...]` and `Dict[['k', ...], ...]` for nested structures, and an omitted argument's
 //! default as a `Literal`. What TensorFlow keys by identity (any other object, which it
-//! prints as a `Weakref[...]` of an address) and functions with `*args`/`**kwargs` are not
-//! rendered: such a trace has no signature rather than a made-up one. A call is first bound
+//! prints as a `Weakref[...]` of an address) and functions with `**kwargs` are not
+//! rendered (`*args` is: its extra arguments are rows `args_0`, `args_1`, ..., and the named
+//! positional parameters beside it are `POSITIONAL_ONLY`): such a trace has no signature rather than a made-up one. A call is first bound
 //! to those parameters as TensorFlow binds it before keying it (`bind`), so positional,
 //! keyword and default arguments of the same parameter are one key.
 
@@ -26,9 +27,13 @@ use crate::jax::InputParameter;
 pub fn input_parameters(interp: &mut Interp, f: &TfFunction, key: &Key, args: &[Value], kwargs: &Kwargs) -> Option<Vec<InputParameter>> {
     let Value::Function(fun) = &f.fun else { return None };
     let params = &fun.def.params;
-    if params.vararg.is_some() || params.kwarg.is_some() {
+    if params.kwarg.is_some() {
         return None;
     }
+    // With `*args`, TensorFlow makes the named positional parameters positional-only and
+    // gives each extra argument a row of its own (`rest_0`, `rest_1`, ...).
+    let vararg = params.vararg.as_ref().map(|p| p.name.to_string());
+    let named_kind = if vararg.is_some() { "POSITIONAL_ONLY" } else { "POSITIONAL_OR_KEYWORD" };
     let leaves: HashMap<&str, &Leaf> = key.leaves.iter().map(|(p, l)| (p.as_str(), l)).collect();
     // An `input_signature`'s spec names its tensor (`name='ids'`); a method's specs are for
     // the parameters after `self`.
@@ -46,9 +51,14 @@ pub fn input_parameters(interp: &mut Interp, f: &TfFunction, key: &Key, args: &[
         .posonly
         .iter()
         .map(|p| (p.name.as_ref(), "POSITIONAL_ONLY"))
-        .chain(params.args.iter().map(|p| (p.name.as_ref(), "POSITIONAL_OR_KEYWORD")))
+        .chain(params.args.iter().map(|p| (p.name.as_ref(), named_kind)))
         .collect();
     let n_positional = positional.len();
+    // A named parameter passed by keyword beside `*args`, or an `input_signature` on such a
+    // function, binds in ways not followed here.
+    if vararg.is_some() && (specs_only || kwargs.iter().any(|(k, _)| positional.iter().any(|(n, _)| *n == k.as_ref()))) {
+        return None;
+    }
     let defaults_from = n_positional.saturating_sub(fun.defaults.len());
     let mut out = Vec::new();
     for (i, (name, kind)) in positional.into_iter().enumerate() {
@@ -75,7 +85,11 @@ pub fn input_parameters(interp: &mut Interp, f: &TfFunction, key: &Key, args: &[
         return Some(out);
     }
     if args.len() > n_positional {
-        return None;
+        let vararg = vararg.as_deref()?;
+        for (j, v) in args.iter().enumerate().skip(n_positional) {
+            let spec = renderer.value(interp, v, &super::function::param(f, j))?;
+            out.push(InputParameter { name: format!("{vararg}_{}", j - n_positional), kind: "POSITIONAL_ONLY", spec });
+        }
     }
     for p in &params.kwonly {
         let name: &str = p.name.as_ref();

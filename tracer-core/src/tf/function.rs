@@ -124,6 +124,9 @@ pub struct TfState {
     pub autograph: super::autograph::State,
     /// The running `tf.function` trace read a `None` dimension of a shape (`partial.rs`).
     pub none_dimension_read: bool,
+    /// TensorFlow's name of a symbolic input tensor (`x:0`), by identity, where it is exact: a
+    /// tensor passed as a named parameter is the `Placeholder` of that name (`run_body`).
+    pub graph_input_names: std::collections::HashMap<usize, String>,
     /// `tf.shape(x)` of a tensor of static shape, in a graph: a symbolic tensor whose value
     /// TensorFlow's shape inference knows (`constant_value`), by identity.
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
@@ -610,7 +613,14 @@ fn run_body(
         }
     }
     for (i, a) in args.iter().enumerate() {
-        call_args.push(replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?);
+        let replaced = replace_tensors(interp, a, &mut leaves, i, &param(f, i), call_site)?;
+        // Not under an `input_signature`, whose specs may rename the placeholder.
+        if let (Value::Array(_), Value::Array(input), None, false, Some(name)) =
+            (a, &replaced, &f.signature, f.is_method(), f.params.get(i))
+        {
+            interp.tf.graph_input_names.insert(Rc::as_ptr(input) as usize, format!("{name}:0"));
+        }
+        call_args.push(replaced);
     }
     let mut call_kwargs = Vec::with_capacity(kwargs.len());
     for (k, v) in kwargs {
@@ -792,9 +802,4 @@ pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
     active.created_variables = true;
     interp.tf.variable_just_created = true;
     Ok(())
-}
-
-/// The argument name a symbolic input tensor stands for (`x` prints as `Tensor("x:0", ...)`).
-pub fn input_name(interp: &Interp, a: &Rc<Array>) -> Option<String> {
-    interp.jax.input_paths.get(&(Rc::as_ptr(a) as usize)).cloned()
 }

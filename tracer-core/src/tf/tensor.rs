@@ -532,7 +532,7 @@ pub fn repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
     let shape = crate::jax::aval::shape_tuple(&a.aval.shape);
     let dtype = a.aval.dtype.name();
     if a.is_tracer() {
-        let name = super::function::input_name(interp, a).unwrap_or_else(|| "?".to_string());
+        let name = interp.jax.input_paths.get(&(Rc::as_ptr(a) as usize)).cloned().unwrap_or_else(|| "?".to_string());
         return Ok(format!("<tf.Tensor '{name}:0' shape={shape} dtype={dtype}>"));
     }
     let value = numpy_text(interp, a)?;

@@ -11,8 +11,9 @@
 //! with shape (1,), but has shape (2,) after one iteration`); the outputs are symbolic
 //! tensors of the entry avals, or of the invariants' shapes.
 //!
-//! A tensor is named by its path in `loop_vars` (`loop_vars[1]['h']`) where TensorFlow's
-//! message names its graph tensor (`ones:0`). Not modelled (the result is unknown): a single
+//! A tensor is named as TensorFlow names it, by its graph tensor, where tracelens knows that
+//! name exactly (an argument of the `tf.function`, `x:0`), and otherwise by its path in
+//! `loop_vars` (`loop_vars[1]['h']` where TensorFlow says `ones:0`). Not modelled (the result is unknown): a single
 //! tensor as `loop_vars`, an invariant that does not fit the value it is given for, and
 //! `maximum_iterations`' effect on values.
 
@@ -46,6 +47,15 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     if !super::in_graph(interp) {
         return eager(interp, cond, body, vars);
     }
+    // TensorFlow's messages name a loop variable by its graph tensor (`x:0`); where that
+    // name is not known exactly, by its path in `loop_vars`.
+    let mut names: HashMap<String, String> = HashMap::new();
+    nest::map(interp, &vars, "loop_vars", &mut |i, leaf, path| {
+        if let Some(name) = graph_name(i, leaf) {
+            names.insert(path.to_string(), name);
+        }
+        Ok(Some(leaf.clone()))
+    })?;
     let invariants = match p.get(3, "shape_invariants") {
         Some(inv) => match invariants(&vars, inv) {
             Some(map) => map,
@@ -89,11 +99,20 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     }
     let mut pairs = Vec::new();
     nest::zip_leaves(&entry_seq, &out_seq, "loop_vars", &mut pairs);
-    for (before, after, name) in &pairs {
-        check_leaf(interp, before, after, name, invariants.get(name))?;
+    for (before, after, path) in &pairs {
+        let name = names.get(path).unwrap_or(path);
+        check_leaf(interp, before, after, name, invariants.get(path))?;
     }
     let result = nest::map(interp, &vars, "loop_vars", &mut |i, leaf, path| symbolic_like(i, leaf, invariants.get(path)).map(Some))?;
     Ok(result.expect("every leaf was followed"))
+}
+
+/// The graph tensor name of a loop variable's leaf, where tracelens knows it exactly.
+fn graph_name(interp: &Interp, leaf: &Value) -> Option<String> {
+    match leaf {
+        Value::Array(a) => interp.tf.graph_input_names.get(&(Rc::as_ptr(a) as usize)).cloned(),
+        _ => None,
+    }
 }
 
 /// A loop variable's leaf as the loop carries it: a tensor (Python numbers converted), a

@@ -1,0 +1,186 @@
+//! Reproducers of the TensorFlow error fixtures checked against real TensorFlow: for every
+//! fixture of `tests/fixtures/tf/errors/`, `tracelens repro` writes a standalone program, and
+//! real TensorFlow runs the fixture and the program (`tests/conformance/tf_raised.py`, which
+//! imports TensorFlow once). The program must raise the fixture's exception class with the
+//! fixture's own message (its first line, `repro::comparable_message`); a fixture with no
+//! reproducer is listed, not failed, as on the JAX side (`repro.rs`).
+
+use crate::process::run_with_limit;
+use crate::repro::{cases, code_lines, comparable_message, emit, median};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub struct TfReproSummary {
+    pub fixtures: usize,
+    /// Reproducers written, and of them the ones staged out of a trace (the others are cut
+    /// from the source).
+    pub emitted: usize,
+    pub staged: usize,
+    /// Reproducers raising the fixture's class with the fixture's message under TensorFlow.
+    pub same: usize,
+    /// (fixture, what happened) for each reproducer that raised something else.
+    pub wrong: Vec<(String, String)>,
+    /// (fixture, why `tracelens repro` wrote nothing)
+    pub missing: Vec<(String, String)>,
+    /// Median of 1 - (reproducer lines / fixture lines) over the written reproducers.
+    pub median_reduction: f64,
+}
+
+/// What a program raised under TensorFlow: its class and message, `None` when it raised
+/// nothing.
+type Raised = Option<(String, String)>;
+
+/// One written reproducer, before TensorFlow runs it.
+struct Written {
+    name: String,
+    class: String,
+    fixture: PathBuf,
+    reproducer: PathBuf,
+    staged: bool,
+    reduction: f64,
+}
+
+/// The programs and folders the check uses.
+pub struct Setup<'a> {
+    pub binary: &'a Path,
+    pub python: &'a Path,
+    /// `tests/conformance/tf_raised.py`.
+    pub script: &'a Path,
+    pub errors_dir: &'a Path,
+    pub out_dir: &'a Path,
+    pub jobs: usize,
+    /// Only the fixtures whose name (`tf/errors/NAME.py`) contains it.
+    pub filter: Option<&'a str>,
+}
+
+pub fn check(setup: &Setup) -> TfReproSummary {
+    let Setup { binary, python, script, errors_dir, out_dir, jobs, filter } = *setup;
+    let mut all = cases(errors_dir, out_dir);
+    all.retain(|c| filter.is_none_or(|f| format!("tf/errors/{}", c.name).contains(f)));
+    let next = AtomicUsize::new(0);
+    let written: Mutex<Vec<Written>> = Mutex::new(Vec::new());
+    let missing: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = all.get(i) else { break };
+                let out = case.output_in(out_dir);
+                match emit(binary, case, &out) {
+                    Ok(()) => {
+                        let text = std::fs::read_to_string(&out).unwrap_or_default();
+                        let row = Written {
+                            name: case.name.clone(),
+                            class: case.class.clone(),
+                            fixture: case.entry.clone(),
+                            reproducer: out,
+                            staged: !text.contains("\n# cut from the source"),
+                            reduction: 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64,
+                        };
+                        if let Ok(mut w) = written.lock() {
+                            w.push(row);
+                        }
+                    }
+                    Err(why) => {
+                        if let Ok(mut m) = missing.lock() {
+                            m.push((case.name.clone(), why));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut written = written.into_inner().unwrap_or_default();
+    written.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut missing = missing.into_inner().unwrap_or_default();
+    missing.sort();
+    let programs: Vec<&Path> = written.iter().flat_map(|w| [w.fixture.as_path(), w.reproducer.as_path()]).collect();
+    let raised = run_under_tensorflow(python, script, &programs);
+    let mut wrong = Vec::new();
+    for w in &written {
+        if let Some(why) = verdict(w, &raised) {
+            wrong.push((w.name.clone(), why));
+        }
+    }
+    TfReproSummary {
+        fixtures: all.len(),
+        emitted: written.len(),
+        staged: written.iter().filter(|w| w.staged).count(),
+        same: written.len() - wrong.len(),
+        wrong,
+        missing,
+        median_reduction: median(written.iter().map(|w| w.reduction).collect()),
+    }
+}
+
+/// Why `w`'s reproducer does not raise what its fixture raises under TensorFlow, if it does not.
+fn verdict(w: &Written, raised: &Result<HashMap<PathBuf, Raised>, String>) -> Option<String> {
+    let raised = match raised {
+        Ok(r) => r,
+        Err(e) => return Some(format!("TensorFlow did not run: {e}")),
+    };
+    let fixture = match raised.get(&w.fixture) {
+        Some(Some((class, message))) if *class == w.class => comparable_message(first_line(message)),
+        Some(Some((class, _))) => return Some(format!("the fixture itself raises {class}, not {}", w.class)),
+        Some(None) => return Some("the fixture itself raises nothing".to_string()),
+        None => return Some("the fixture did not run".to_string()),
+    };
+    match raised.get(&w.reproducer) {
+        Some(Some((class, message))) if *class == w.class => {
+            let message = comparable_message(first_line(message));
+            (message != fixture).then(|| format!("the fixture raises {fixture:?}, the reproducer {message:?}"))
+        }
+        Some(Some((class, message))) => Some(format!("expected {}, raised {class}: {}", w.class, first_line(message))),
+        Some(None) => Some(format!("expected {}, raised nothing", w.class)),
+        None => Some("the reproducer did not run".to_string()),
+    }
+}
+
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or("")
+}
+
+/// Runs `programs` under TensorFlow with `script` (one process, TensorFlow imported once).
+fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path]) -> Result<HashMap<PathBuf, Raised>, String> {
+    let mut command = Command::new(python);
+    command.arg(script).args(programs).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+    let limit = Duration::from_secs(120 + 60 * programs.len() as u64);
+    let finished = run_with_limit(command, limit).map_err(|e| e.to_string())?;
+    if finished.status != Some(0) {
+        return Err(finished.describe_failure());
+    }
+    let mut out = HashMap::new();
+    for line in finished.stdout.lines() {
+        let Ok(row) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Some(program) = row["program"].as_str() else { continue };
+        let raised = row["class"].as_str().map(|c| (c.to_string(), row["message"].as_str().unwrap_or("").to_string()));
+        out.insert(PathBuf::from(program), raised);
+    }
+    Ok(out)
+}
+
+impl TfReproSummary {
+    pub fn render(&self) -> String {
+        let mut out = String::from("\nreproducers (tracelens repro on every TensorFlow error fixture, run under real TensorFlow):\n");
+        for (name, why) in &self.wrong {
+            out.push_str(&format!("  WRONG  {name}: {why}\n"));
+        }
+        for (name, why) in &self.missing {
+            out.push_str(&format!("  NONE   {name}: {why}\n"));
+        }
+        out.push_str(&format!(
+            "  emitted for {} of {} error fixtures ({} staged out of a trace, {} cut from the source); {} of them raise the fixture's exception class and message under TensorFlow (its first line, the same but for files, lines and addresses); median size reduction {:.0}%\n",
+            self.emitted,
+            self.fixtures,
+            self.staged,
+            self.emitted - self.staged,
+            self.same,
+            self.median_reduction * 100.0
+        ));
+        out
+    }
+}
