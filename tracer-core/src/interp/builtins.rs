@@ -36,7 +36,7 @@ pub enum Builtin {
     /// `super()` bound to a class and an object.
     Super { class: Rc<Class>, obj: Value },
     /// A function or object of TensorFlow's API (`crate::tf`).
-    Tf(crate::tf::TfValue),
+    Tf(crate::interp::model::tf::TfValue),
 }
 
 impl Builtin {
@@ -160,7 +160,7 @@ impl BuiltinClasses {
             ("KeyReuseError", "JAXTypeError"),
             ("NonConcreteBooleanIndexError", "JAXIndexError"),
         ];
-        for (name, base) in library.iter().chain(crate::tf::EXCEPTION_CLASSES) {
+        for (name, base) in library.iter().chain(crate::interp::model::tf::EXCEPTION_CLASSES) {
             if let Some(base) = classes.get(base).cloned() {
                 classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
             }
@@ -299,7 +299,7 @@ impl<'l> Interp<'l> {
                 self.call(func, all, kw)
             }
             Builtin::Super { .. } => Err(self.type_error("'super' object is not callable")),
-            Builtin::Tf(t) => crate::tf::call(self, t, args, kwargs),
+            Builtin::Tf(t) => crate::interp::model::tf::call(self, t, args, kwargs),
         }
     }
 
@@ -314,7 +314,7 @@ impl<'l> Interp<'l> {
             })));
         }
         if let (Some(v), "int" | "float" | "complex" | "bool") = (args.first(), name) {
-            if let Some(converted) = crate::tf::tensor::python_conversion(self, name, v)? {
+            if let Some(converted) = crate::interp::model::tf::tensor::python_conversion(self, name, v)? {
                 return Ok(Some(converted));
             }
         }
@@ -397,12 +397,14 @@ impl<'l> Interp<'l> {
                     }
                 },
                 Value::Array(a) if a.tf.get() && a.is_tracer() => Value::UnknownNumber(false),
-                v if crate::tf::partial::of(v).is_some() => Value::UnknownNumber(false),
+                v if crate::interp::model::tf::partial::of(v).is_some() => Value::UnknownNumber(false),
                 Value::Array(a) => match a.aval.shape.first() {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
                 },
-                Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => Value::Int(dims.len() as i64),
+                Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
+                    Value::Int(dims.len() as i64)
+                }
                 Value::Opaque(_) => Value::opaque("len of an unknown value"),
                 // An enum class: its members, which the interpreter counts when their values
                 // are distinct literals (equal ones are aliases).
@@ -423,7 +425,9 @@ impl<'l> Interp<'l> {
                         Some(i) => ints.push(i),
                         None => {
                             let msg = format!("'{}' object cannot be interpreted as an integer", a.type_name());
-                            if let Some(flow) = a.is_none().then(|| crate::tf::partial::none_dimension_error(self, &msg)).flatten() {
+                            if let Some(flow) =
+                                a.is_none().then(|| crate::interp::model::tf::partial::none_dimension_error(self, &msg)).flatten()
+                            {
                                 return Err(flow);
                             }
                             return Err(self.type_error(msg));
@@ -935,7 +939,7 @@ impl<'l> Interp<'l> {
                     Some(b) => b,
                     None => return Ok(None),
                 },
-                Builtin::Tf(t) => match crate::tf::isinstance(v, t) {
+                Builtin::Tf(t) => match crate::interp::model::tf::isinstance(v, t) {
                     Some(b) => b,
                     None => return Ok(None),
                 },
@@ -1195,7 +1199,7 @@ impl<'l> Interp<'l> {
                 "conjugate" => Ok(Value::Int(*i)),
                 _ => self.unmodelled_method(recv, name),
             },
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::call_method(self, a, name, args, kwargs),
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::call_method(self, a, name, args, kwargs),
             Value::Array(a) => {
                 let mut all = vec![recv.clone()];
                 all.extend(args.iter().cloned());
@@ -1207,7 +1211,7 @@ impl<'l> Interp<'l> {
             }
             Value::Builtin(b) => match &**b {
                 Builtin::Object(o) => crate::interp::model::api::call_object_method(self, o, name, args, kwargs),
-                Builtin::Tf(t) => crate::tf::call_method(self, t, name, args, kwargs),
+                Builtin::Tf(t) => crate::interp::model::tf::call_method(self, t, name, args, kwargs),
                 Builtin::Fn("numpy.random.Generator") => super::modules::numpy_random(self, name, &args, &kwargs),
                 Builtin::Fn("logging.Logger") => super::modules::logger_call(self, name, &args),
                 _ => self.unmodelled_method(recv, name),
@@ -1475,7 +1479,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             _ => None,
         }),
         Builtin::Object(o) => crate::interp::model::api::object_getattr(interp, b, o, name),
-        Builtin::Tf(t) => crate::tf::getattr(interp, t, name),
+        Builtin::Tf(t) => crate::interp::model::tf::getattr(interp, t, name),
         Builtin::Super { class, obj } => {
             let mro = match obj {
                 Value::Instance(i) => i.class.mro(),
@@ -1520,7 +1524,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
 pub fn enter_builtin_context(_interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
     Ok(match &**b {
         // `with tf.GradientTape() as tape:` binds the tape itself.
-        Builtin::Tf(crate::tf::TfValue::Tape(_)) => Value::Builtin(b.clone()),
+        Builtin::Tf(crate::interp::model::tf::TfValue::Tape(_)) => Value::Builtin(b.clone()),
         _ => Value::None,
     })
 }

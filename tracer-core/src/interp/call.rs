@@ -103,7 +103,7 @@ impl<'l> Interp<'l> {
             }
             Value::StaticMethod(f) => self.call(f, args, kwargs),
             Value::Opaque(o) if o.tracer => Ok(Value::opaque_tracer(format!("{}(...)", o.what))),
-            Value::Opaque(o) => match crate::entry_hooks::call_opaque(self, o, &args, &kwargs) {
+            Value::Opaque(o) => match crate::interp::model::entry_hooks::call_opaque(self, o, &args, &kwargs) {
                 Some(result) => result,
                 None => Ok(Value::opaque(format!("{}(...)", o.what))),
             },

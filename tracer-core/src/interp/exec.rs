@@ -97,7 +97,8 @@ impl<'l> Interp<'l> {
             StmtKind::If { test, body, orelse } => match self.test(ctx, test, "if") {
                 Ok(true) => self.exec_block(ctx, body)?,
                 Ok(false) => self.exec_block(ctx, orelse)?,
-                Err(flow) if self.autograph_handles(&flow, |i, pred| crate::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}
+                Err(flow)
+                    if self.autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}
                 Err(flow) if self.is_unknown_stop(&flow) => {
                     self.note_went_past(&flow, "both branches of the `if` analysed");
                     self.fork(|i| i.exec_block(ctx, body), |i| i.exec_block(ctx, orelse))?;
@@ -112,7 +113,12 @@ impl<'l> Interp<'l> {
                         self.exec_block(ctx, orelse)?;
                         break;
                     }
-                    Err(flow) if self.autograph_handles(&flow, |i, pred| crate::tf::autograph::while_stmt(i, ctx, stmt, pred))? => break,
+                    Err(flow)
+                        if self
+                            .autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::while_stmt(i, ctx, stmt, pred))? =>
+                    {
+                        break
+                    }
                     Err(flow) if self.is_unknown_stop(&flow) => {
                         self.note_went_past(&flow, "the `while` body analysed once more");
                         self.loop_over_unknown(ctx, None, body)?;
@@ -143,7 +149,11 @@ impl<'l> Interp<'l> {
                     self.get_iter(&v)
                 }) {
                     Ok(it) => it,
-                    Err(flow) if self.autograph_handles(&flow, |i, t| crate::tf::autograph::for_stmt(i, ctx, stmt, t))? => return Ok(()),
+                    Err(flow)
+                        if self.autograph_handles(&flow, |i, t| crate::interp::model::tf::autograph::for_stmt(i, ctx, stmt, t))? =>
+                    {
+                        return Ok(())
+                    }
                     Err(flow) if self.is_unknown_stop(&flow) => {
                         self.note_went_past(&flow, "the `for` body analysed once with an unknown element");
                         return self.loop_over_unknown(ctx, Some(target), body);
@@ -186,7 +196,7 @@ impl<'l> Interp<'l> {
                 }
                 let mut result = self.exec_block(ctx, body);
                 // `with self.assertRaises(E):`, `with pytest.raises(E):` expect the exception.
-                if matches!(result, Err(Flow::Raise(_))) && exits.iter().any(crate::entry_hooks::expects_exception) {
+                if matches!(result, Err(Flow::Raise(_))) && exits.iter().any(crate::interp::model::entry_hooks::expects_exception) {
                     result = Ok(());
                 }
                 for manager in exits.into_iter().rev() {
@@ -334,9 +344,9 @@ impl<'l> Interp<'l> {
     fn autograph_handles(
         &mut self,
         flow: &Flow,
-        stage: impl FnOnce(&mut Self, crate::tf::autograph::Staged) -> PyResult<bool>,
+        stage: impl FnOnce(&mut Self, crate::interp::model::tf::autograph::Staged) -> PyResult<bool>,
     ) -> PyResult<bool> {
-        match crate::tf::autograph::take(self, flow) {
+        match crate::interp::model::tf::autograph::take(self, flow) {
             Some(pred) => stage(self, pred),
             None => Ok(false),
         }
@@ -418,7 +428,7 @@ impl<'l> Interp<'l> {
         } else {
             let mut ran = self.exec_block(&ctx, &f.def.body);
             if self.tf.autograph.has_pending_returns() {
-                ran = crate::tf::autograph::function_ends(self, ran);
+                ran = crate::interp::model::tf::autograph::function_ends(self, ran);
             }
             match ran {
                 Ok(()) => Ok(Value::None),

@@ -196,7 +196,7 @@ pub struct Interp<'l> {
     ledger: memory::Ledger,
     pub jax: JaxState,
     /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
-    pub tf: crate::tf::TfState,
+    pub tf: crate::interp::model::tf::TfState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
     pub warned: HashMap<(Code, Site), usize>,
@@ -246,7 +246,7 @@ pub struct Interp<'l> {
     /// How many times the analysis went past an unknown (`fork.rs`).
     pub went_past: u64,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
-    pub entry_state: crate::entry_hooks::EntryState,
+    pub entry_state: crate::interp::model::entry_hooks::EntryState,
     /// Values seen outside any trace, for hover (`seen.rs`).
     pub seen: seen::Seen,
 }

@@ -1,10 +1,14 @@
-//! The JAX model as the interpreter sees it: the one file of `interp/` that names `crate::jax`,
-//! listing what the interpreter takes from it. The interpreter holds arrays (`Array`, their
-//! `Aval` and `DType`) and the model's state (`JaxState`, `ValuesState`, `TraceMemo`), and
-//! defers to the model where Python meets an array or a JAX object: operators, truth and
-//! conversions (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it
-//! reports (`effects`, `memo`, `numerics`, `stmt`). Everything else of `jax/` is the model's
-//! own; a new need of the interpreter is a new line here, which a review sees.
+//! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
+//! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
+//! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
+//! (`JaxState`, `ValuesState`, `TraceMemo`, `TfState`, `EntryState`), and defers to the JAX
+//! model where Python meets an array or a JAX object: operators, truth and conversions
+//! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
+//! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
+//! tensor or a `tf` object (`tf`), and to the entry-point hooks where it calls an unknown
+//! library (`entry_hooks`). Everything else is the models' own; a new need of the
+//! interpreter is a new line here, which a review sees. These lines are every edge of the
+//! import graph from `interp/` into the circle it shares with `jax/` (tests/architecture.rs).
 
 pub(crate) use crate::jax::JaxState;
 
@@ -71,4 +75,27 @@ pub(crate) mod transforms {
     pub(crate) mod pytrees {
         pub(crate) use crate::jax::transforms::pytrees::{class_children, dict_key_order, registration};
     }
+}
+
+pub(crate) mod tf {
+    pub(crate) use crate::tf::{
+        call, call_method, getattr, getitem, in_graph, is_tf, isinstance, module_attr, shape_eq, text, TfState, TfValue, EXCEPTION_CLASSES,
+        TF_MODULES,
+    };
+    pub(crate) mod autograph {
+        pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
+    }
+    pub(crate) mod partial {
+        pub(crate) use crate::tf::partial::{iterate, none_dimension_error, of, truth};
+    }
+    pub(crate) mod tensor {
+        pub(crate) use crate::tf::tensor::{
+            binary_operator, call_method, compare_operator, getattr, getitem, item_assignment, iterate, python_conversion, repr,
+            shape_items, shape_str, str, truth, unary_operator,
+        };
+    }
+}
+
+pub(crate) mod entry_hooks {
+    pub(crate) use crate::entry_hooks::{call_opaque, expects_exception, getattr_opaque, EntryState};
 }

@@ -80,7 +80,7 @@ fn native_module(name: &str) -> Option<NativeModule> {
     if let Some(n) = JAX_MODULES.iter().find(|n| **n == name) {
         return Some(NativeModule::Jax(n));
     }
-    if let Some(n) = crate::tf::TF_MODULES.iter().find(|n| **n == name) {
+    if let Some(n) = crate::interp::model::tf::TF_MODULES.iter().find(|n| **n == name) {
         return Some(NativeModule::Tf(n));
     }
     if let Some(n) = NUMPY_MODULES.iter().find(|n| **n == name) {
@@ -450,7 +450,7 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
             if let Some(n) = native_module(&sub) {
                 return Ok(Some(module_value(interp, &sub, n)));
             }
-            match crate::tf::module_attr(interp, module, name) {
+            match crate::interp::model::tf::module_attr(interp, module, name) {
                 Some(v) => {
                     interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
                     v

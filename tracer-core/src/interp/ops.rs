@@ -22,13 +22,15 @@ impl<'l> Interp<'l> {
     /// Python truth of a value used by `if`/`while`/`and`/`or`/`assert` (`what` names which).
     pub fn truthy_at(&mut self, v: &Value, what: &str, expr: &Expr) -> PyResult<bool> {
         match v {
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::truth(self, a, what, Some(expr)),
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::truth(self, a, what, Some(expr)),
             Value::Array(a) => jnp::array_bool(self, a, what, Some(expr)),
             // A shim's own control flow is written for the values it is given: on a tracer of
             // unknown aval it may be a test JAX never makes (`if x.dtype == ...`).
-            Value::Opaque(o) if o.tracer && crate::tf::in_graph(self) => crate::tf::partial::truth(self, what),
+            Value::Opaque(o) if o.tracer && crate::interp::model::tf::in_graph(self) => {
+                crate::interp::model::tf::partial::truth(self, what)
+            }
             Value::Opaque(o) if o.tracer && !self.in_library() => Err(jnp::unknown_tracer_bool(self, what, Some(expr))),
-            Value::Builtin(_) if crate::tf::partial::of(v).is_some() => crate::tf::partial::truth(self, what),
+            Value::Builtin(_) if crate::interp::model::tf::partial::of(v).is_some() => crate::interp::model::tf::partial::truth(self, what),
             _ => self.truthy(v),
         }
     }
@@ -45,9 +47,11 @@ impl<'l> Interp<'l> {
             Value::List(l) => !l.borrow().is_empty(),
             Value::Dict(d) | Value::Set(d) => !d.borrow().is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
-            Value::Array(a) if a.tf.get() => return crate::tf::tensor::truth(self, a, "bool", None),
+            Value::Array(a) if a.tf.get() => return crate::interp::model::tf::tensor::truth(self, a, "bool", None),
             Value::Array(a) => return jnp::array_bool(self, a, "bool", None),
-            Value::Builtin(_) if crate::tf::partial::of(v).is_some() => return crate::tf::partial::truth(self, "bool"),
+            Value::Builtin(_) if crate::interp::model::tf::partial::of(v).is_some() => {
+                return crate::interp::model::tf::partial::truth(self, "bool")
+            }
             Value::Instance(inst) => {
                 if let Some(t) = &inst.tuple {
                     return Ok(!t.is_empty());
@@ -94,8 +98,8 @@ impl<'l> Interp<'l> {
         if let Some(v) = unknown_number_op(op, &l, &r) {
             return Ok(v);
         }
-        if crate::tf::is_tf(&l) || crate::tf::is_tf(&r) {
-            return crate::tf::tensor::binary_operator(self, op, &l, &r);
+        if crate::interp::model::tf::is_tf(&l) || crate::interp::model::tf::is_tf(&r) {
+            return crate::interp::model::tf::tensor::binary_operator(self, op, &l, &r);
         }
         if let (BinOp::Mod, Value::Str(fmt)) = (op, &l) {
             // `str.__mod__` comes first and formats any right operand, an array included.
@@ -181,7 +185,7 @@ impl<'l> Interp<'l> {
         }
         let msg = format!("unsupported operand type(s) for {}: '{}' and '{}'", op.symbol(), l.type_name(), r.type_name());
         if l.is_none() || r.is_none() {
-            if let Some(flow) = crate::tf::partial::none_dimension_error(self, &msg) {
+            if let Some(flow) = crate::interp::model::tf::partial::none_dimension_error(self, &msg) {
                 return Err(flow);
             }
         }
@@ -228,8 +232,10 @@ impl<'l> Interp<'l> {
         match (op, &v) {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy_at(&v, "not", operand)?)),
             (_, Value::Opaque(_)) => Ok(v.clone()),
-            (_, Value::Builtin(_)) if crate::tf::partial::of(&v).is_some() => Ok(Value::opaque_tracer("an op on a symbolic tensor")),
-            (_, Value::Array(a)) if a.tf.get() => crate::tf::tensor::unary_operator(self, op, a),
+            (_, Value::Builtin(_)) if crate::interp::model::tf::partial::of(&v).is_some() => {
+                Ok(Value::opaque_tracer("an op on a symbolic tensor"))
+            }
+            (_, Value::Array(a)) if a.tf.get() => crate::interp::model::tf::tensor::unary_operator(self, op, a),
             (_, Value::Array(a)) => {
                 let sym = match op {
                     UnaryOp::Neg => "-",
@@ -287,8 +293,8 @@ impl<'l> Interp<'l> {
         if l.is_opaque() || r.is_opaque() {
             return Ok(unknown_result(l.clone(), r.clone()));
         }
-        if crate::tf::is_tf(l) || crate::tf::is_tf(r) {
-            return crate::tf::tensor::compare_operator(self, op, l, r);
+        if crate::interp::model::tf::is_tf(l) || crate::interp::model::tf::is_tf(r) {
+            return crate::interp::model::tf::tensor::compare_operator(self, op, l, r);
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
@@ -358,7 +364,7 @@ impl<'l> Interp<'l> {
     }
 
     fn py_eq_inner(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
-        if let Some(eq) = crate::tf::shape_eq(l, r) {
+        if let Some(eq) = crate::interp::model::tf::shape_eq(l, r) {
             return Ok(eq);
         }
         Ok(match (l, r) {
@@ -616,7 +622,7 @@ impl<'l> Interp<'l> {
                     format!("{{{}}}", self.repr_items(&keys)?.join(", "))
                 }
             }
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::repr(self, a)?,
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::repr(self, a)?,
             Value::Array(a) => jnp::array_repr(self, a)?,
             Value::Instance(inst) => {
                 if let Some(r) = self.call_dunder(v, "__repr__", Vec::new())? {
@@ -658,7 +664,7 @@ impl<'l> Interp<'l> {
             | Value::Opaque(_)
             | Value::Slice(_) => self.to_str(v)?,
             Value::Builtin(b) => match &**b {
-                Builtin::Tf(t) => crate::tf::text(self, t, true)?,
+                Builtin::Tf(t) => crate::interp::model::tf::text(self, t, true)?,
                 _ => self.to_str(v)?,
             },
             other => format!("<{} object>", other.type_name()),
@@ -706,7 +712,7 @@ impl<'l> Interp<'l> {
             Value::Class(c) => format!("<class '{}'>", c.qualname),
             Value::Module(m) => format!("<module '{}'>", m.name),
             Value::DType(d) => d.name().to_string(),
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::str(self, a)?,
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::str(self, a)?,
             Value::Array(a) => jnp::array_str(self, a)?,
             Value::Instance(inst) => {
                 if let Some(r) = self.call_dunder(v, "__str__", Vec::new())? {
@@ -718,7 +724,7 @@ impl<'l> Interp<'l> {
                 return self.repr(v);
             }
             Value::Builtin(b) => match &**b {
-                Builtin::Tf(t) => crate::tf::text(self, t, false)?,
+                Builtin::Tf(t) => crate::interp::model::tf::text(self, t, false)?,
                 _ => format!("<built-in function {}>", b.name()),
             },
             Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),
@@ -801,12 +807,14 @@ impl<'l> Interp<'l> {
             Value::Class(c) if super::stdlib::is_enum(c) => {
                 PyIter::Seq { items: Rc::new(super::stdlib::enum_members(c)), pos: 0, kind: "iterator" }
             }
-            Value::Array(a) if a.tf.get() => PyIter::Seq { items: Rc::new(crate::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" },
-            Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Shape(dims)) = &**b => {
-                PyIter::Seq { items: Rc::new(crate::tf::tensor::shape_items(dims)), pos: 0, kind: "iterator" }
+            Value::Array(a) if a.tf.get() => {
+                PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" }
             }
-            Value::Builtin(b) if let Builtin::Tf(crate::tf::TfValue::Partial(p)) = &**b => {
-                PyIter::Seq { items: Rc::new(crate::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }
+            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
+                PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::shape_items(dims)), pos: 0, kind: "iterator" }
+            }
+            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Partial(p)) = &**b => {
+                PyIter::Seq { items: Rc::new(crate::interp::model::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }
             }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
             Value::Instance(inst) => {
@@ -942,14 +950,14 @@ impl<'l> Interp<'l> {
                     }
                 }
             }
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::getitem(self, a, &idx),
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::getitem(self, a, &idx),
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
                 Builtin::Object(crate::interp::model::api::JaxObject::At { array }) => {
                     Ok(crate::interp::model::api::at_getitem(array, idx))
                 }
-                Builtin::Tf(t) => crate::tf::getitem(self, t, &idx),
+                Builtin::Tf(t) => crate::interp::model::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
             Value::Class(_) => Ok(obj.clone()),
@@ -1147,7 +1155,7 @@ impl<'l> Interp<'l> {
                 }
                 Ok(())
             }
-            Value::Array(a) if a.tf.get() => Err(crate::tf::tensor::item_assignment(self, a)),
+            Value::Array(a) if a.tf.get() => Err(crate::interp::model::tf::tensor::item_assignment(self, a)),
             Value::Array(a) => {
                 let v = value.clone();
                 stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))
@@ -1237,9 +1245,10 @@ impl<'l> Interp<'l> {
             Value::Opaque(o) if o.tracer && !ARRAY_NON_ARRAY_ATTRIBUTES.contains(&name) => {
                 Some(Value::opaque_tracer(format!("{}.{name}", o.what)))
             }
-            Value::Opaque(o) => {
-                Some(crate::entry_hooks::getattr_opaque(self, o, name).unwrap_or_else(|| Value::opaque(format!("{}.{name}", o.what))))
-            }
+            Value::Opaque(o) => Some(
+                crate::interp::model::entry_hooks::getattr_opaque(self, o, name)
+                    .unwrap_or_else(|| Value::opaque(format!("{}.{name}", o.what))),
+            ),
             Value::Instance(inst) => {
                 if let Some(v) = inst.attrs.borrow().get(name) {
                     return Ok(Some(v.clone()));
@@ -1296,7 +1305,7 @@ impl<'l> Interp<'l> {
                 },
             },
             Value::Module(m) => super::modules::module_getattr(self, m, name)?,
-            Value::Array(a) if a.tf.get() => crate::tf::tensor::getattr(self, a, name)?,
+            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::getattr(self, a, name)?,
             Value::Array(a) => jnp::array_getattr(self, a, name)?,
             Value::Function(f) => match name {
                 "__name__" => Some(Value::Str(f.def.name.clone())),

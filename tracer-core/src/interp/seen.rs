@@ -103,7 +103,7 @@ impl Shown {
                 Some(Shown::Tensor(a.aval.shape.iter().map(|&d| Some(d)).collect(), a.aval.dtype))
             }
             Value::Builtin(_) => {
-                let p = crate::tf::partial::of(value)?;
+                let p = crate::interp::model::tf::partial::of(value)?;
                 Some(Shown::Tensor(p.dims.clone().into(), p.dtype))
             }
             _ => Shown::of(value, interp),
@@ -128,7 +128,7 @@ impl Shown {
     pub fn hover_text(&self) -> String {
         match self {
             Shown::Tensor(dims, dtype) => {
-                format!("Tensor(shape={}, dtype={})", crate::tf::tensor::shape_str(dims), dtype.name())
+                format!("Tensor(shape={}, dtype={})", crate::interp::model::tf::tensor::shape_str(dims), dtype.name())
             }
             _ => self.text(),
         }
