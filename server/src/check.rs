@@ -11,6 +11,7 @@ use tracer_core::diagnostics::Severity;
 use tracer_core::jax::Route;
 use tracer_core::{analyze_file, AnalysisConfig};
 
+pub(crate) use crate::analysis_stack::{on_analysis_stack, ANALYSIS_STACK};
 use crate::config::Config;
 use crate::files::{python_files, read_source, FsLoader};
 use crate::render;
@@ -26,9 +27,6 @@ pub struct Finding {
     pub message: String,
     pub related: Vec<(String, Location, String)>,
 }
-
-/// The engine interprets recursively; analysis threads get a stack to match its budgets.
-pub(crate) const ANALYSIS_STACK: usize = 256 << 20;
 
 pub(crate) fn config_for(path: &Path, project: &Config) -> AnalysisConfig {
     let mut roots = vec![std::env::current_dir().unwrap_or_default()];
@@ -91,16 +89,6 @@ fn analyze_source(
     config.reproducers.functions = repro.function.iter().cloned().collect();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_file(path, text, &loader, &config)))
         .map_err(|_| format!("{}: internal error in the tracelens engine (please report it)", path.display()))
-}
-
-/// Runs `work` on one thread with the engine's stack and waits for it: for one file, starting
-/// a pool of threads costs more than the analysis of a small file.
-pub(crate) fn on_analysis_thread<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|scope| match std::thread::Builder::new().stack_size(ANALYSIS_STACK).spawn_scoped(scope, work).map(|t| t.join()) {
-        Ok(Ok(value)) => value,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => std::process::abort(),
-    })
 }
 
 pub(crate) fn pool() -> rayon::ThreadPool {
@@ -172,12 +160,12 @@ pub fn run_check(paths: Vec<PathBuf>, opts: CheckOptions) -> ExitCode {
             let Ok(text) = String::from_utf8(bytes) else { return usage_error("standard input is not UTF-8 text") };
             stdin_text = text;
             let analysis =
-                on_analysis_thread(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default(), Shown::Findings));
+                on_analysis_stack(|| analyze_source(path, &stdin_text, &project, values, &ReproOptions::default(), Shown::Findings));
             vec![(path.clone(), analysis)]
         }
         None if files.len() == 1 => files
             .iter()
-            .map(|f| (f.clone(), on_analysis_thread(|| analyze_path_with(f, &project, values, &ReproOptions::default(), Shown::Findings))))
+            .map(|f| (f.clone(), on_analysis_stack(|| analyze_path_with(f, &project, values, &ReproOptions::default(), Shown::Findings))))
             .collect(),
         None => pool().install(|| {
             files
@@ -306,7 +294,7 @@ fn analyze_one_with(file: &Path, values: bool, repro: &ReproOptions, shown: Show
         return Err(ExitCode::from(2));
     }
     let project = Config::discover(file).unwrap_or_default();
-    on_analysis_thread(|| analyze_path_with(file, &project, values, repro, shown)).map_err(|e| {
+    on_analysis_stack(|| analyze_path_with(file, &project, values, repro, shown)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })

@@ -2,6 +2,7 @@
 //! (shared/spec/cli.md).
 
 mod allocator;
+mod analysis_stack;
 mod check;
 mod config;
 mod files;

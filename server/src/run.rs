@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tracer_core::{run_file, RunOutcome, RunResult};
 
-use crate::check::{config_for, findings_of, on_analysis_thread};
+use crate::check::{config_for, findings_of, on_analysis_stack};
 use crate::config::Config;
 use crate::files::{read_source, FsLoader};
 use crate::render;
@@ -44,7 +44,7 @@ pub fn run_program(file: PathBuf, args: Vec<String>, options: RunOptions, color:
     config.budgets.max_time = Duration::from_secs_f64(options.max_seconds.max(0.0));
     config.budgets.max_steps = u64::MAX;
     let loader = FsLoader::default();
-    let result = on_analysis_thread(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_file(&path, &text, &loader, &config))));
+    let result = on_analysis_stack(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_file(&path, &text, &loader, &config))));
     let Ok(result) = result else {
         eprintln!("error: {}: internal error in the tracelens engine (please report it)", file.display());
         return ExitCode::from(2);
