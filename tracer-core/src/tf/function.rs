@@ -787,19 +787,3 @@ fn unknown_leaves(v: &Value) -> Value {
         other => other.clone(),
     }
 }
-
-/// `tf.Variable(...)` inside a `tf.function` trace: allowed on the function's first trace
-/// (which TensorFlow then repeats), TensorFlow's `ValueError` on any other (TL220).
-pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
-    let Some(active) = interp.tf.active.last_mut() else { return Ok(()) };
-    if active.forbid_variables {
-        return Err(interp.raise(
-            "ValueError",
-            Code::TfVariableCreation,
-            "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables for more information.",
-        ));
-    }
-    active.created_variables = true;
-    interp.tf.variable_just_created = true;
-    Ok(())
-}

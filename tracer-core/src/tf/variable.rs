@@ -2,7 +2,7 @@
 //! `tf.function` its reads and writes are graph ops (`ReadVariableOp`, `AssignVariableOp`),
 //! so a read there is a symbolic tensor and an `assign` leaves the value unknown to tracelens
 //! (the graph runs once per call, which is not replayed). `assign` checks the shape as
-//! TensorFlow does; creating one inside a `tf.function` is `function::on_variable_created`'s
+//! TensorFlow does; creating one inside a `tf.function` is `on_variable_created`'s
 //! rule (TL220).
 
 use std::cell::RefCell;
@@ -41,7 +41,7 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         None => None,
     };
     let Some(mut value) = to_tensor(interp, &init, dtype)? else {
-        super::function::on_variable_created(interp)?;
+        on_variable_created(interp)?;
         return Ok(Value::opaque("a tf.Variable of a value that is not known"));
     };
     if let Some(d) = dtype {
@@ -49,7 +49,7 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
             value = tensor::mark_array(crate::jax::numpy::convert(interp, &value, d, false)?);
         }
     }
-    super::function::on_variable_created(interp)?;
+    on_variable_created(interp)?;
     let trainable = match p.get(1, "trainable") {
         Some(v) => interp.truthy(v)?,
         None => true,
@@ -170,4 +170,20 @@ fn forget(v: &Variable) {
     let unknown = Array::unknown(aval, "a variable assigned in a way tracelens does not follow");
     unknown.tf.set(true);
     *v.value.borrow_mut() = unknown;
+}
+
+/// `tf.Variable(...)` inside a `tf.function` trace: allowed on the function's first trace
+/// (which TensorFlow then repeats), TensorFlow's `ValueError` on any other (TL220).
+pub fn on_variable_created(interp: &mut Interp) -> PyResult<()> {
+    let Some(active) = interp.tf.active.last_mut() else { return Ok(()) };
+    if active.forbid_variables {
+        return Err(interp.raise(
+            "ValueError",
+            Code::TfVariableCreation,
+            "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables for more information.",
+        ));
+    }
+    active.created_variables = true;
+    interp.tf.variable_just_created = true;
+    Ok(())
 }
