@@ -459,14 +459,7 @@ fn out_of_bounds(a: &Array, idx: &Value) -> Option<(i64, usize)> {
         Value::Tuple(items) => items,
         single => std::slice::from_ref(single),
     };
-    let int = |v: &Value| match v {
-        Value::Int(i) => Some(*i),
-        Value::Array(t) if t.aval.shape.is_empty() && t.aval.dtype.is_integer() => {
-            let data = crate::jax::eval::force(&t.known()?, 1)?;
-            data.iter().next().map(|x| *x as i64)
-        }
-        _ => None,
-    };
+    let int = super::tensor_array::known_int;
     let mut consumed = 0;
     for item in items {
         match item {

@@ -55,7 +55,7 @@ fn value(ta: TensorArray) -> Value {
 }
 
 /// A concrete int: a Python int, or a known scalar tensor.
-fn known_int(v: &Value) -> Option<i64> {
+pub(super) fn known_int(v: &Value) -> Option<i64> {
     match v {
         Value::Int(i) => Some(*i),
         Value::Array(a) if a.aval.shape.is_empty() && a.aval.dtype.is_integer() => {
