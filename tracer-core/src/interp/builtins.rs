@@ -338,6 +338,7 @@ impl<'l> Interp<'l> {
                     | "hasattr"
                     | "getattr"
                     | "setattr"
+                    | "object.__setattr__"
                     | "type"
                     | "callable"
                     | "id"
@@ -764,6 +765,19 @@ impl<'l> Interp<'l> {
             "setattr" => {
                 let Value::Str(attr) = arg(1) else { return Ok(Some(Value::None)) };
                 self.setattr(&arg(0), &attr, arg(2))?;
+                Value::None
+            }
+            // `object.__setattr__` skips the class's own `__setattr__`, so a frozen
+            // dataclass's too.
+            "object.__setattr__" => {
+                let Value::Str(attr) = arg(1) else { return Ok(Some(Value::None)) };
+                match arg(0) {
+                    Value::Instance(inst) if inst.class.frozen.get() && inst.tuple.is_none() => {
+                        self.note_mutation(&arg(0), "attribute assignment")?;
+                        inst.attrs.borrow_mut().insert(attr, arg(2));
+                    }
+                    obj => self.setattr(&obj, &attr, arg(2))?,
+                }
                 Value::None
             }
             "delattr" => Value::None,

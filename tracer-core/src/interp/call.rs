@@ -405,10 +405,12 @@ impl<'l> Interp<'l> {
     }
 
     fn dataclass_init(&mut self, class: &Rc<Class>, inst: &Value, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {
-        let fields = class.fields.borrow().clone();
         let Value::Instance(i) = inst else {
             return Ok(());
         };
+        // A `field(init=False)` is no parameter of `__init__`: it gets its default, if any.
+        let all: Vec<Rc<str>> = class.fields.borrow().clone();
+        let fields: Vec<Rc<str>> = all.iter().filter(|f| !field_init_false(class, f)).cloned().collect();
         let mut values: Vec<Option<Value>> = vec![None; fields.len()];
         for (n, a) in args.into_iter().enumerate() {
             if n >= fields.len() {
@@ -427,19 +429,20 @@ impl<'l> Interp<'l> {
                 None => return Err(self.type_error(format!("{}.__init__() got an unexpected keyword argument '{k}'", class.name))),
             }
         }
-        for (n, v) in values.into_iter().enumerate() {
+        let mut given = values.into_iter();
+        for field in &all {
+            let v = if field_init_false(class, field) { None } else { given.next().flatten() };
             let v = match v {
-                Some(v) => v,
-                None => match self.dataclass_default(class, &fields[n])? {
-                    Some(d) => d,
-                    None => {
-                        return Err(
-                            self.type_error(format!("{}.__init__() missing 1 required positional argument: '{}'", class.name, fields[n]))
-                        )
-                    }
-                },
+                Some(v) => Some(v),
+                None => self.dataclass_default(class, field)?,
             };
-            i.attrs.borrow_mut().insert(fields[n].clone(), v);
+            match v {
+                Some(v) => {
+                    i.attrs.borrow_mut().insert(field.clone(), v);
+                }
+                None if field_init_false(class, field) => {}
+                None => return Err(self.type_error(format!("{}.__init__() missing 1 required positional argument: '{field}'", class.name))),
+            }
         }
         Ok(())
     }
@@ -458,6 +461,16 @@ impl<'l> Interp<'l> {
             }
         }
         Ok(Some(d))
+    }
+}
+
+/// Whether the class attribute of a dataclass field is `dataclasses.field(init=False)`.
+fn field_init_false(class: &Rc<Class>, field: &str) -> bool {
+    match class.lookup(field) {
+        Some(Value::Instance(fi)) if fi.class.name.as_ref() == "Field" => {
+            matches!(fi.attrs.borrow().get("init"), Some(Value::Bool(false)))
+        }
+        _ => false,
     }
 }
 

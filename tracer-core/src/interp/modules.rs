@@ -886,7 +886,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                 let class = interp.classes.get("Field");
                 // Only what was given: `field(default=None)` has a default, `field()` has none.
                 let mut attrs = IndexMap::default();
-                for key in ["default", "default_factory", "metadata"] {
+                for key in ["default", "default_factory", "metadata", "init"] {
                     if let Some(v) = kw(key) {
                         attrs.insert(Rc::from(key), v);
                     }

@@ -412,8 +412,8 @@ impl<'l> Interp<'l> {
                 if inst.class.is_dataclass.get() {
                     if let Value::Instance(other) = r {
                         if Rc::ptr_eq(&inst.class, &other.class) {
-                            let a: Vec<Value> = inst.attrs.borrow().values().cloned().collect();
-                            let b: Vec<Value> = other.attrs.borrow().values().cloned().collect();
+                            let a = dataclass_field_values(inst);
+                            let b = dataclass_field_values(other);
                             return self.seq_eq(&a, &b);
                         }
                     }
@@ -637,7 +637,13 @@ impl<'l> Interp<'l> {
                     return Ok(format!("{}({})", inst.class.name, parts.join(", ")));
                 }
                 if inst.class.is_dataclass.get() {
-                    let attrs: Vec<(Rc<str>, Value)> = inst.attrs.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    // The fields in their order, whatever order `__init__` and
+                    // `__post_init__` set them in; other attributes are not shown.
+                    let fields = inst.class.fields.borrow().clone();
+                    let attrs: Vec<(Rc<str>, Value)> = {
+                        let set = inst.attrs.borrow();
+                        fields.iter().filter_map(|f| set.get(f).map(|v| (f.clone(), v.clone()))).collect()
+                    };
                     let mut parts = Vec::new();
                     for (k, x) in attrs {
                         parts.push(format!("{k}={}", self.repr(&x)?));
@@ -1301,6 +1307,10 @@ impl<'l> Interp<'l> {
                     "__name__" => Some(Value::Str(c.name.clone())),
                     "__qualname__" => Some(Value::str(&c.qualname)),
                     "_fields" => Some(Value::tuple(c.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect())),
+                    // What frozen dataclasses use to set their own fields in `__post_init__`.
+                    "__setattr__" if c.builtin == Some(BuiltinClass::Object) => {
+                        Some(Value::Builtin(Rc::new(Builtin::Fn("object.__setattr__"))))
+                    }
                     _ => None,
                 },
             },
@@ -2097,4 +2107,10 @@ pub fn docstring(body: &[crate::syntax::ast::Stmt]) -> Value {
         Some(StmtKind::Expr(Expr { kind: ExprKind::Str(s), .. })) => Value::Str(s.clone()),
         _ => Value::None,
     }
+}
+
+/// A dataclass instance's field values in field order (what `==` compares).
+fn dataclass_field_values(inst: &super::value::Instance) -> Vec<Value> {
+    let set = inst.attrs.borrow();
+    inst.class.fields.borrow().iter().filter_map(|f| set.get(f).cloned()).collect()
 }

@@ -215,6 +215,11 @@ pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> P
             };
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
             check_axes(interp, &axis, x.aval.ndim(), node)?;
+            // TensorFlow takes a list of axes where `jax.numpy` wants a tuple.
+            let axis = match axis {
+                Value::List(l) => Value::tuple(l.borrow().clone()),
+                other => other,
+            };
             let keepdims = match p.get(2, "keepdims") {
                 Some(v) => Value::Bool(interp.truthy(v)?),
                 None => Value::Bool(false),

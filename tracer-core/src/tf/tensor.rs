@@ -97,7 +97,8 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
         Value::Bool(_) => DType::Bool,
         Value::List(_) | Value::Tuple(_) => {
             let items = interp.iterate(v)?;
-            if items.iter().any(|i| i.is_opaque()) {
+            // String tensors are not modelled: unknown, never JAX's "not a valid JAX type".
+            if items.iter().any(|i| i.is_opaque() || holds_text(i)) {
                 return Ok(None);
             }
             if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer())) {
@@ -122,6 +123,16 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
     };
     let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
     Ok(Some(mark_array(jnp::convert(interp, &a, target, false)?)))
+}
+
+/// Whether a (nested) Python value holds a string: TensorFlow's `tf.string` data.
+fn holds_text(v: &Value) -> bool {
+    match v {
+        Value::Str(_) => true,
+        Value::List(items) => items.borrow().iter().any(holds_text),
+        Value::Tuple(items) => items.iter().any(holds_text),
+        _ => false,
+    }
 }
 
 /// A list holding symbolic tensors, converted as TensorFlow packs it (`tf.stack` of its

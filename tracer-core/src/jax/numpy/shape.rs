@@ -84,6 +84,22 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let Some(arrays) = array_list(interp, &cx.named(0, if f == F::Concatenate { "arrays" } else { "tup" }))? else {
                 return Ok(Value::opaque("concatenate"));
             };
+            // `hstack` makes each array at least 1-d, `vstack` at least 2-d, as JAX does.
+            let min_ndim = match f {
+                F::Hstack => 1,
+                F::Vstack => 2,
+                _ => 0,
+            };
+            let arrays = arrays
+                .iter()
+                .map(|a| {
+                    let mut a = a.clone();
+                    while a.aval.ndim() < min_ndim {
+                        a = expand_dims(interp, &a, 0)?;
+                    }
+                    Ok(a)
+                })
+                .collect::<PyResult<Vec<_>>>()?;
             let axis = match f {
                 F::Concatenate => p.get(1, "axis").map(|v| interp.index_of(v)).transpose()?.flatten().unwrap_or(0),
                 F::Hstack => {
@@ -94,14 +110,6 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     }
                 }
                 _ => 0,
-            };
-            let arrays = if f == F::Vstack {
-                arrays
-                    .iter()
-                    .map(|a| if a.aval.ndim() == 1 { expand_dims(interp, a, 0) } else { Ok(a.clone()) })
-                    .collect::<PyResult<Vec<_>>>()?
-            } else {
-                arrays
             };
             concatenate(interp, &arrays, axis).map(Value::Array)
         }

@@ -307,8 +307,22 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             Ok(Value::None)
         }
         F::LaxScan => scan(interp, &args, &kwargs),
-        F::LaxCond => cond(interp, &args),
-        F::LaxSwitch => switch(interp, &args),
+        F::LaxCond | F::LaxSwitch => {
+            // The older calling convention: one pytree operand passed as `operand=`.
+            let mut args = args;
+            if let Some((_, operand)) = kwargs.iter().find(|(k, _)| k.as_ref() == "operand") {
+                let fixed = if f == F::LaxCond { 3 } else { 2 };
+                if args.len() != fixed {
+                    return Err(interp.stop_unknown("`operand=` with other than the leading positional arguments"));
+                }
+                args.push(operand.clone());
+            }
+            if f == F::LaxCond {
+                cond(interp, &args)
+            } else {
+                switch(interp, &args)
+            }
+        }
         F::LaxWhileLoop => while_loop(interp, &args),
         F::LaxForiLoop => fori_loop(interp, &args, &kwargs),
         F::LaxMap => {
