@@ -1159,7 +1159,13 @@ impl<'l> Interp<'l> {
                 }
                 Ok(())
             }
-            Value::Array(a) if a.tf.get() => Err(crate::interp::model::tf::tensor::item_assignment(self, a)),
+            Value::Array(a) if a.tf.get() => {
+                let v = value.clone();
+                stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| {
+                    Err(crate::interp::model::tf::tensor::item_assignment(this, a))
+                })
+                .map(|_| ())
+            }
             Value::Array(a) => {
                 let v = value.clone();
                 stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))
