@@ -1213,7 +1213,15 @@ impl<'l> Interp<'l> {
                 "conjugate" => Ok(Value::Int(*i)),
                 _ => self.unmodelled_method(recv, name),
             },
-            Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::call_method(self, a, name, args, kwargs),
+            Value::Array(a) if a.tf.get() => {
+                let mut all = vec![recv.clone()];
+                all.extend(args.iter().cloned());
+                let refs: Vec<&Value> = all.iter().collect();
+                let kw = kwargs.clone();
+                crate::interp::model::stmt::recorded(self, crate::interp::model::stmt::Call::Method(name.to_string()), &refs, &kw, |this| {
+                    crate::interp::model::tf::tensor::call_method(this, a, name, args, kwargs)
+                })
+            }
             Value::Array(a) => {
                 let mut all = vec![recv.clone()];
                 all.extend(args.iter().cloned());

@@ -99,7 +99,9 @@ impl<'l> Interp<'l> {
             return Ok(v);
         }
         if crate::interp::model::tf::is_tf(&l) || crate::interp::model::tf::is_tf(&r) {
-            return crate::interp::model::tf::tensor::binary_operator(self, op, &l, &r);
+            return stmt::recorded(self, stmt::Call::BinOp(op.symbol()), &[&l, &r], &Vec::new(), |this| {
+                crate::interp::model::tf::tensor::binary_operator(this, op, &l, &r)
+            });
         }
         if let (BinOp::Mod, Value::Str(fmt)) = (op, &l) {
             // `str.__mod__` comes first and formats any right operand, an array included.
@@ -294,7 +296,9 @@ impl<'l> Interp<'l> {
             return Ok(unknown_result(l.clone(), r.clone()));
         }
         if crate::interp::model::tf::is_tf(l) || crate::interp::model::tf::is_tf(r) {
-            return crate::interp::model::tf::tensor::compare_operator(self, op, l, r);
+            return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| {
+                crate::interp::model::tf::tensor::compare_operator(this, op, l, r)
+            });
         }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
@@ -1161,7 +1165,13 @@ impl<'l> Interp<'l> {
                 }
                 Ok(())
             }
-            Value::Array(a) if a.tf.get() => Err(crate::interp::model::tf::tensor::item_assignment(self, a)),
+            Value::Array(a) if a.tf.get() => {
+                let v = value.clone();
+                stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| {
+                    Err(crate::interp::model::tf::tensor::item_assignment(this, a))
+                })
+                .map(|_| ())
+            }
             Value::Array(a) => {
                 let v = value.clone();
                 stmt::recorded(self, stmt::Call::SetItem, &[obj, &idx, &v], &Vec::new(), |this| Err(jnp::immutable_update_error(this, a)))

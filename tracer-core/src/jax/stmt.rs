@@ -62,6 +62,8 @@ pub enum Call {
     AtUpdate(&'static str),
     /// `jnp.float32(x)`: a dtype called as a function.
     DType(super::dtypes::DType),
+    /// `tf.matmul`, `tf.nn.relu`: a TensorFlow op, written with TensorFlow's own name.
+    TfApi(crate::tf::TfFn),
 }
 
 #[derive(Clone, Debug)]
@@ -574,11 +576,12 @@ fn slice<'a>(
     // primal values are abstract too), `jax.jit` for everything else (scan/cond/while bodies
     // and vmapped functions see abstract values under jit just as they did).
     let wrap = match rec.kind {
+        _ if rec.traced_for == Some(crate::tf::function::TRACED_FOR) => Wrap::TfFunction,
         super::TraceKind::Grad if under_jit => Wrap::JitGrad,
         super::TraceKind::Grad => Wrap::Grad,
         _ => Wrap::Jit,
     };
-    let program = Program {
+    let mut program = Program {
         code: what.code.clone(),
         class: what.message.split(':').next().unwrap_or("").to_string(),
         message: what.message.clone(),
@@ -601,6 +604,9 @@ fn slice<'a>(
         free: Vec::new(),
         symbolic: Vec::new(),
     };
+    if wrap == Wrap::TfFunction {
+        crate::repro::tf::to_tensorflow(&mut program)?;
+    }
     Ok((program, names))
 }
 
@@ -801,6 +807,7 @@ pub struct What {
 fn op_of(call: &Call) -> Op {
     match call {
         Call::Api(name) => Op::Api(short_api(name)),
+        Call::TfApi(f) => Op::Api(f.qualified()),
         Call::BinOp(op) => Op::BinOp(op.to_string()),
         Call::Unary(op) => Op::Unary(op.to_string()),
         Call::Compare(op) => Op::Compare(op.to_string()),
@@ -960,10 +967,15 @@ fn renderable(s: &Statement) -> bool {
 fn input_arrays(interp: &Interp, record: usize) -> Vec<(usize, Aval, Option<String>)> {
     let inputs: Vec<&(usize, usize, Aval, usize)> = interp.jax.inputs.iter().filter(|(r, _, _, _)| *r == record).collect();
     let names = &interp.jax.records[record].arg_names;
+    // A `tf.function` input is named as TensorFlow names its placeholder (`x`, `pair_1`).
+    let tf = interp.jax.records[record].traced_for == Some(crate::tf::function::TRACED_FOR);
     inputs
         .iter()
         .enumerate()
         .map(|(pos, (_, ptr, aval, index))| {
+            if tf {
+                return (*ptr, aval.clone(), interp.jax.input_paths.get(ptr).map(|n| sanitize(n)));
+            }
             let leaves = inputs.iter().filter(|(_, _, _, i)| i == index).count();
             let name = names.get(*index).map(|n| {
                 let path = interp.jax.input_paths.get(ptr).map(String::as_str).unwrap_or("");

@@ -316,7 +316,7 @@ fn constant_statements(h: &Program) -> Vec<usize> {
 /// Does the program take a derivative anywhere (its call, or a transformation inside)?
 fn differentiates(p: &Program) -> bool {
     const DIFFERENTIATING: &[&str] = &["grad", "jac", "hessian", "vjp", "jvp", "linearize"];
-    p.wrap != super::Wrap::Jit
+    matches!(p.wrap, super::Wrap::Grad | super::Wrap::JitGrad)
         || p.body.iter().any(|l| matches!(&l.op, Op::Transform(api) if DIFFERENTIATING.iter().any(|d| api.contains(d))))
         || p.helpers.iter().any(differentiates)
 }

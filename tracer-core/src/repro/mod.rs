@@ -9,6 +9,7 @@ pub mod minimise;
 mod oracle;
 pub mod source;
 mod symbolic;
+pub mod tf;
 
 pub use oracle::{Oracle, OracleLimits, RaisedError};
 
@@ -108,6 +109,8 @@ pub enum Wrap {
     Jit,
     Grad,
     JitGrad,
+    /// `@tf.function` with the traced specs as its `input_signature`, called on tensors.
+    TfFunction,
 }
 
 /// A reproducer before it is written out: one traced function, the statements of the
@@ -207,7 +210,7 @@ impl Program {
         self.params
             .iter()
             .enumerate()
-            .filter(|(i, p)| self.keep_params || used.contains(&p.name) || (*i == 0 && self.wrap != Wrap::Jit))
+            .filter(|(i, p)| self.keep_params || used.contains(&p.name) || (*i == 0 && matches!(self.wrap, Wrap::Grad | Wrap::JitGrad)))
             .map(|(_, p)| p)
             .collect()
     }
@@ -235,13 +238,16 @@ impl Program {
     /// with named dimensions, `jax.jit(f).lower(jax.ShapeDtypeStruct((b, 3), np.float32))`.
     fn call_text(&self, fn_name: &str) -> String {
         let live = self.live_params();
+        if self.wrap == Wrap::TfFunction {
+            return format!("{fn_name}({})", live.iter().map(|x| tf::tensor(x)).collect::<Vec<_>>().join(", "));
+        }
         let args: Vec<String> = live.iter().map(|x| self.symbolic_value_of(x).unwrap_or_else(|| value_of(x))).collect();
         let symbolic = !self.symbolic_names().is_empty();
         let call = match self.wrap {
             Wrap::Jit => format!("jax.jit({fn_name})"),
             // Shapes with names exist only where JAX stages out (`lower`): under jit.
             Wrap::Grad if !symbolic => format!("jax.grad({fn_name})"),
-            Wrap::Grad | Wrap::JitGrad => format!("jax.jit(jax.grad({fn_name}))"),
+            Wrap::Grad | Wrap::JitGrad | Wrap::TfFunction => format!("jax.jit(jax.grad({fn_name}))"),
         };
         let lower = if symbolic { ".lower" } else { "" };
         format!("{call}{lower}({})", args.join(", "))
@@ -252,7 +258,7 @@ impl Program {
         let mut header = vec![
             format!("tracelens reproducer for {} at {}:{}", self.code, self.file_label, self.error_line),
             format!("original error: {}", self.message),
-            format!("raises under JAX: {}", self.class),
+            format!("raises under {}: {}", if self.wrap == Wrap::TfFunction { "TensorFlow" } else { "JAX" }, self.class),
         ];
         match reduction {
             Reduction::None => header.push(format!("unreduced: {lines_after} lines")),
@@ -289,7 +295,7 @@ fn render_body(p: &Program, header: &[String]) -> Rendered {
     let offset = text.lines().count();
     text.push_str(&block.text);
     links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
-    finish(text, imports_at, links, block.failing_line + offset)
+    finish(text, imports_at, links, block.failing_line + offset, p.wrap == Wrap::TfFunction)
 }
 
 /// Every trace of one function as one program (`tracelens repro --function`): for each
@@ -324,7 +330,7 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
         text.push_str(&block.text);
         links.extend(block.links.iter().map(|(l, u)| (l + offset, *u)));
     }
-    finish(text, imports_at, links, 0)
+    finish(text, imports_at, links, 0, programs.iter().any(|(p, _)| p.wrap == Wrap::TfFunction))
 }
 
 /// One program's constants, definition (when `define`) and call, as text starting at line 0.
@@ -341,7 +347,7 @@ fn render_block(
     let used = p.used_names();
     let consts: Vec<&Input> = p.consts.iter().filter(|c| used.contains(&c.name)).collect();
     for c in &consts {
-        let _ = writeln!(text, "{} = {}", c.name, value_of(c));
+        let _ = writeln!(text, "{} = {}", c.name, value_in(p, c));
     }
     let label = &p.file_label;
     let mut failing_line = 0;
@@ -482,7 +488,7 @@ fn render_helper(h: &Program, helpers_written: &mut Vec<String>, layout: &Layout
     }
     let mut own = String::new();
     for c in h.consts.iter().filter(|c| used.contains(&c.name)) {
-        let _ = writeln!(own, "{} = {}", c.name, value_of(c));
+        let _ = writeln!(own, "{} = {}", c.name, value_in(h, c));
     }
     let def = render_def(h, &h.fn_name, layout);
     own.push_str(&def.text);
@@ -511,7 +517,8 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
         let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
         names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
     }
-    let _ = writeln!(text, "\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
+    let decorator = if p.wrap == Wrap::TfFunction { format!("\n{}", tf::decorator(&params)) } else { String::new() };
+    let _ = writeln!(text, "{decorator}\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();
     for (arg, leaves) in p.signature.iter().flatten() {
@@ -565,10 +572,11 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
     Rendered { text, links, failing_line }
 }
 
-/// Puts the imports the program needs at `imports_at`: `jax` always, the others when used.
-fn finish(mut text: String, imports_at: usize, mut links: Vec<(usize, u32)>, failing_line: usize) -> Rendered {
+/// Puts the imports the program needs at `imports_at`: `jax` always (`tensorflow` instead for
+/// a TensorFlow program), the others when used.
+fn finish(mut text: String, imports_at: usize, mut links: Vec<(usize, u32)>, failing_line: usize, tensorflow: bool) -> Rendered {
     let program = &text[imports_at..];
-    let mut imports = String::from("import jax\n");
+    let mut imports = String::from(if tensorflow { "import tensorflow as tf\n" } else { "import jax\n" });
     for (prefix, line) in [
         ("functools.", "import functools\n"),
         ("jnp.", "import jax.numpy as jnp\n"),
@@ -593,6 +601,15 @@ fn returns_text(returns: &[Expr]) -> String {
         [] => "()".to_string(),
         [one] => one.render(),
         many => many.iter().map(Expr::render).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// A constant's value as the program's library writes it.
+fn value_in(p: &Program, input: &Input) -> String {
+    if p.wrap == Wrap::TfFunction {
+        tf::tensor(input)
+    } else {
+        value_of(input)
     }
 }
 

@@ -192,8 +192,21 @@ impl<'a> Args<'a> {
     }
 }
 
-/// Calls a `tf` surface function.
+/// Calls a `tf` surface function. An op called by user code in a trace is a statement of the
+/// reproducer under its TensorFlow name (the `jnp` calls serving it are not).
 pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    if matches!(route(f), Route::Elsewhere) || crate::jax::stmt::recording(interp).is_none() {
+        return serve(interp, f, args, kwargs);
+    }
+    let statement_args = args.clone();
+    let statement_kwargs = kwargs.clone();
+    let refs: Vec<&Value> = statement_args.iter().collect();
+    crate::jax::stmt::recorded(interp, crate::jax::stmt::Call::TfApi(f), &refs, &statement_kwargs, move |interp| {
+        serve(interp, f, args, kwargs)
+    })
+}
+
+fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let p = Args { args: &args, kwargs: &kwargs };
     match route(f) {
         Route::Binary(op) => match (p.get(0, "x"), p.get(1, "y")) {

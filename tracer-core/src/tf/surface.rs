@@ -17,6 +17,12 @@ macro_rules! tf_surface {
             pub fn name(self) -> &'static str { match self { $(TfFn::$variant => $name),* } }
             /// The modules that export it, the first being where TensorFlow documents it.
             pub fn modules(self) -> &'static [&'static str] { match self { $(TfFn::$variant => &[$($module),+]),* } }
+            /// The name a program importing `tensorflow as tf` calls it by (`tf.nn.relu`), in
+            /// the module TensorFlow documents it in.
+            pub fn qualified(self) -> String {
+                let module = self.modules()[0];
+                format!("tf{}.{}", module.strip_prefix("tensorflow").unwrap_or(module), self.name())
+            }
             pub fn lookup(module: &str, name: &str) -> Option<TfFn> {
                 match name {
                     $($name if [$($module),+].contains(&module) => Some(TfFn::$variant),)*

@@ -1,0 +1,109 @@
+//! `tracelens repro` on TensorFlow programs: an error raised while a `tf.function` traces is
+//! staged out of the trace as a standalone TensorFlow program (docs/reproducers.md); one whose
+//! program TensorFlow's graph message would name differently is cut from the source.
+//! `cargo xtask tf-conformance` runs every such program under real TensorFlow.
+
+#[path = "support/command.rs"]
+mod command;
+
+use command::{temp_dir, tracelens, write};
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tf/errors").join(name)
+}
+
+#[test]
+fn an_error_inside_a_tf_function_is_staged_out_as_a_tensorflow_program() {
+    let dir = temp_dir("tf-repro-staged");
+    let source = std::fs::read_to_string(fixture("tl105_matmul_int_weights_in_function.py")).expect("fixture");
+    write(&dir, "project.py", &source);
+    let out = tracelens().current_dir(&dir).args(["repro", "project.py", "--line", "10"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // The int32 table is a constant of its values, the traced `x` a parameter with its spec,
+    // shrunk to 1 by 1 (TensorFlow's message names no size); the op keeps TensorFlow's name.
+    let expected = "\
+# tracelens reproducer for TL105 at project.py:10
+# original error: TypeError: Input 'b' of 'MatMul' Op has type int32 that does not match type float32 of argument 'a'.
+# raises under TensorFlow: TypeError
+# minimised: 7 → 7 lines (4 tracelens runs as the oracle)
+# regenerate: tracelens repro project.py --line 10
+import tensorflow as tf
+import numpy as np
+
+c0 = tf.constant(np.array([1, 0, 0, 1, 1, 1], np.int32).reshape((3, 2)))
+
+@tf.function(input_signature=[tf.TensorSpec(shape=(1, 1), dtype=tf.float32)])
+def project(x):  # project.py:7
+    tf.matmul(x, c0)  # project.py:10
+
+
+project(tf.ones((1, 1), tf.float32))  # project.py:13
+";
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
+fn operators_and_tf_nn_ops_are_written_as_tensorflow_writes_them() {
+    let dir = temp_dir("tf-repro-operators");
+    let source = "import tensorflow as tf\n\n\n@tf.function\ndef step(x, labels):\n    h = tf.matmul(x, tf.ones([3, 4]))\n    s = tf.nn.relu(h)\n    return s + labels\n\n\nprint(step(tf.ones([2, 3]), tf.ones([2, 4], tf.int32)))\n";
+    write(&dir, "step.py", source);
+    let out = tracelens().current_dir(&dir).args(["repro", "step.py", "--line", "8", "--unreduced"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("# raises under TensorFlow: TypeError\n"), "{text}");
+    assert!(
+        text.contains(
+            "@tf.function(input_signature=[tf.TensorSpec(shape=(2, 3), dtype=tf.float32), tf.TensorSpec(shape=(2, 4), dtype=tf.int32)])\n\
+             def step(x, labels):  # step.py:4\n    \
+             v1 = tf.ones([3, 4])  # step.py:6\n    \
+             h = tf.matmul(x, v1)  # step.py:6\n    \
+             s = tf.nn.relu(h)  # step.py:7\n    \
+             s + labels  # step.py:8\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\nstep(tf.ones((2, 3), tf.float32), tf.ones((2, 4), tf.int32))  # step.py:11\n"), "{text}");
+    let imports: Vec<&str> = text.lines().filter(|l| l.starts_with("import ") || l.starts_with("from ")).collect();
+    assert_eq!(imports, vec!["import tensorflow as tf"], "{text}");
+}
+
+#[test]
+fn a_graph_message_naming_nodes_keeps_the_source_cut() {
+    // `for '{{node add}} = AddV2[T=DT_FLOAT](MatMul, add/y)'`: the names of the node and its
+    // inputs depend on every op before it in the graph, which a slice of the trace changes.
+    let dir = temp_dir("tf-repro-node");
+    let source = std::fs::read_to_string(fixture("tl104_bias_broadcast_in_graph.py")).expect("fixture");
+    write(&dir, "layer.py", &source);
+    let out = tracelens().current_dir(&dir).args(["repro", "layer.py", "--line", "12"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("\n# cut from the source"), "{text}");
+    assert!(text.contains("    return tf.nn.relu(y + bias)  # layer.py:12\n"), "{text}");
+}
+
+#[test]
+fn repro_function_stages_out_every_trace_of_a_tf_function() {
+    let dir = temp_dir("tf-repro-function");
+    let source = "import tensorflow as tf\n\n\n@tf.function\ndef model(x, w):\n    h = tf.matmul(x, w)\n    y = tf.nn.relu(h) * 2.0\n    return tf.reduce_sum(y, axis=1)\n\n\nprint(model(tf.ones([2, 3]), tf.ones([3, 4])))\nprint(model(tf.ones([5, 3]), tf.ones([3, 4])))\n";
+    write(&dir, "ok.py", source);
+    let out = tracelens().current_dir(&dir).args(["repro", "ok.py", "--function", "model"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("# trace 2: model(f32[5,3], f32[3,4]) -> f32[5]  (line 12, bound to out2)\n"), "{text}");
+    assert!(
+        text.contains(
+            "\n@tf.function(input_signature=[tf.TensorSpec(shape=(2, 3), dtype=tf.float32), tf.TensorSpec(shape=(3, 4), dtype=tf.float32)])\n\
+             def model(x, w):  # ok.py:4\n    \
+             h = tf.matmul(x, w)  # ok.py:6\n    \
+             v1 = tf.nn.relu(h)  # ok.py:7\n    \
+             y = v1 * 2.0  # ok.py:7\n    \
+             v2 = tf.reduce_sum(y, axis=1)  # ok.py:8\n    \
+             return v2\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nout2 = model_2(tf.ones((5, 3), tf.float32), tf.ones((3, 4), tf.float32))  # ok.py:12\n# out2: f32[5]\n"),
+        "{text}"
+    );
+}
