@@ -90,15 +90,25 @@ extern "C" {
 /// Set when a short-lived command started with huge pages off; cleared when they come back.
 static HUGE_PAGES_DEFERRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Called with the memory pressure hook, from an analysis' first memory check on (every 256
-/// interpreter steps): turns huge pages back on, once. The start-up, the parse and the first
-/// steps have then faulted in the first few regions of mimalloc's arena with 4 KiB pages;
-/// fresh 2 MiB regions after them get huge pages, which an analysis that keeps growing fills
-/// (an `equinox` fixture: 2,740 page faults with 4 KiB pages throughout, 957 this way, 478
-/// with huge pages from the start; CPU time 38.0, 33.8 and 35.4 ms).
+/// What an analysis holds (`counted_thread_bytes`) before huge pages come back. Below it a
+/// fresh 2 MiB region of the arena is mostly left unused: a one-file check of 41 lines
+/// (`clean/static_shape_python_control_flow.py`) faulted in two huge pages once they came back
+/// at its first memory check, zeroing 4 MiB to use a few hundred KiB of it. No conformance
+/// fixture holds this much (the largest, `nnx` ones, fault in about 1,800 4 KiB pages, 7 MiB);
+/// an analysis that grows past it is one that fills the regions it gets.
+const HUGE_PAGES_AFTER_BYTES: usize = 16 << 20;
+
+/// Called with the memory pressure hook, at each memory check of an analysis (every 256
+/// interpreter steps): turns huge pages back on, once, when the analysis holds
+/// `HUGE_PAGES_AFTER_BYTES`. The start-up, the parse and the first steps have then faulted in
+/// the first regions of mimalloc's arena with 4 KiB pages; fresh 2 MiB regions after them get
+/// huge pages, which an analysis that keeps growing fills.
 fn allow_huge_pages_again() {
     use std::sync::atomic::Ordering;
-    if HUGE_PAGES_DEFERRED.load(Ordering::Relaxed) && HUGE_PAGES_DEFERRED.swap(false, Ordering::Relaxed) {
+    if HUGE_PAGES_DEFERRED.load(Ordering::Relaxed)
+        && tracer_core::interp::memory::counted_thread_bytes() >= HUGE_PAGES_AFTER_BYTES
+        && HUGE_PAGES_DEFERRED.swap(false, Ordering::Relaxed)
+    {
         // SAFETY: `prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0)` only clears a flag of the process.
         #[cfg(target_os = "linux")]
         unsafe {
@@ -109,8 +119,8 @@ fn allow_huge_pages_again() {
 
 /// Whether a process whose first argument is `command` keeps transparent huge pages from its
 /// start: `lsp` and `run` do; the short-lived commands (`check`, `trace`, `repro`,
-/// `--version`) start without them and get them back at the analysis' first memory check
-/// (`allow_huge_pages_again`).
+/// `--version`) start without them and get them back once an analysis holds
+/// `HUGE_PAGES_AFTER_BYTES` (`allow_huge_pages_again`).
 ///
 /// mimalloc asks the kernel for transparent huge pages on its 1 GiB arena, so the first touch
 /// of each 2 MiB of it faults in a whole zeroed huge page. A `check` of one small file touched

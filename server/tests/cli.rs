@@ -641,3 +641,23 @@ fn a_finding_reached_by_an_importer_with_known_arguments_is_reported_from_that_a
     assert_eq!(print["code"], "TL201", "{print}");
     assert!(print["message"].as_str().unwrap_or("").contains("ran 1 time over 1 call"), "{print}");
 }
+
+/// `check` prints nothing a program prints, so an array in an f-string field without a format
+/// spec is not computed (three 4000×4000 products, whose digits would be shown nowhere), and
+/// the analysis goes on to the next line; what printing raises under JAX still counts: NumPy,
+/// through which JAX prints, takes at most 64 dimensions (checked against JAX 0.10.2: line 7
+/// raises this `ValueError`).
+#[test]
+fn an_array_printed_in_an_fstring_is_not_computed_and_printing_errors_still_count() {
+    let dir = temp_dir("fstring_print");
+    write(
+        &dir,
+        "train.py",
+        "import jax.numpy as jnp\n\nw = jnp.ones((4000, 4000))\nfor step in range(3):\n    w = w @ w / 4000.0\n    print(f\"step {step}: {w}\")\nprint(f\"{jnp.zeros((1,) * 65)}\")\n",
+    );
+    let out = tracelens().current_dir(&dir).args(["check", "--format", "json", "train.py"]).output().expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON array");
+    let found: Vec<(u64, &str)> =
+        json.as_array().expect("array").iter().map(|d| (d["line"].as_u64().unwrap_or(0), d["message"].as_str().unwrap_or(""))).collect();
+    assert_eq!(found, [(7, "ValueError: number of dimensions must be within [0, 64]")], "{json:#}");
+}

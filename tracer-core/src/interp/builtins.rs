@@ -1567,7 +1567,7 @@ pub(crate) fn unknown_order(v: &Value) -> bool {
 /// Printing `v` raises nothing and runs no user code: Python scalars, strings, arrays of at
 /// most 64 dimensions (NumPy's limit), and tuples, lists and dicts of those. `seen` counts
 /// the values looked at: past 10,000 the answer is no (and printing goes the budgeted way).
-fn printable_without_effects(v: &Value, depth: usize, seen: &mut usize) -> bool {
+pub(super) fn printable_without_effects(v: &Value, depth: usize, seen: &mut usize) -> bool {
     *seen += 1;
     if depth > 8 || *seen > 10_000 {
         return false;

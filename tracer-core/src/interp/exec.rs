@@ -725,22 +725,23 @@ impl<'l> Interp<'l> {
     }
 
     fn eval_fstring(&mut self, ctx: &Ctx, parts: &[ast::FStringPart]) -> PyResult<String> {
-        self.fstring_with(ctx, parts, &mut |interp, ctx, e| interp.eval(ctx, e).map(Some))
+        self.fstring_with(ctx, parts, &mut |interp, ctx, e, _| interp.eval(ctx, e).map(Some))
     }
 
-    /// An f-string whose values `value_of` evaluates; a value it gives as `None` is left out.
+    /// An f-string whose values `value_of` evaluates, told whether the field has no format
+    /// spec; a value it gives as `None` is left out.
     pub(super) fn fstring_with(
         &mut self,
         ctx: &Ctx,
         parts: &[ast::FStringPart],
-        value_of: &mut dyn FnMut(&mut Self, &Ctx, &Expr) -> PyResult<Option<Value>>,
+        value_of: &mut dyn FnMut(&mut Self, &Ctx, &Expr, bool) -> PyResult<Option<Value>>,
     ) -> PyResult<String> {
         let mut out = String::new();
         for part in parts {
             match part {
                 ast::FStringPart::Literal(s) => out.push_str(s),
                 ast::FStringPart::Formatted { value, conversion, format_spec, debug_text } => {
-                    let v = value_of(self, ctx, value)?;
+                    let v = value_of(self, ctx, value, format_spec.is_empty())?;
                     self.set_span(value.span);
                     if let Some(d) = debug_text {
                         out.push_str(d);

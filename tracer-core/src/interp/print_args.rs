@@ -1,13 +1,15 @@
 //! `print` in an analysis whose output nobody reads (`check`): its arguments are evaluated as
 //! Python evaluates them, except that a concrete scalar array converted only to be printed
-//! (`float(loss)`, `loss.item()`, `int(n)`, `round(float(x), 4)`, alone or in an f-string) is
-//! not computed, since its value would be shown nowhere. Anything else in the arguments (a
-//! comparison, a call of the user's, a tracer's conversion, which is JAX's error) is
-//! evaluated as it is everywhere.
+//! (`float(loss)`, `loss.item()`, `int(n)`, `round(float(x), 4)`, alone or in an f-string) and
+//! an array in an f-string field without a format spec (`f"{np.round(x, 2)}"`, printed as
+//! `print(x)` prints it, which `print` already leaves uncomputed) are not computed, since
+//! their values would be shown nowhere. Anything else in the arguments (a comparison, a call
+//! of the user's, a tracer's conversion, which is JAX's error, a format spec applied to an
+//! array) is evaluated as it is everywhere.
 
 use std::rc::Rc;
 
-use super::builtins::Builtin;
+use super::builtins::{printable_without_effects, Builtin};
 use super::value::Value;
 use super::{Ctx, Interp, PyResult};
 use crate::syntax::ast::{Expr, ExprKind};
@@ -70,7 +72,12 @@ impl Interp<'_> {
                 self.finish_call(ctx, e, func, &callee, argv, Vec::new()).map(Some)
             }
             ExprKind::FString(parts) => {
-                let text = self.fstring_with(ctx, parts, &mut |interp, ctx, e| interp.unshown(ctx, e))?;
+                // A replacement field without a format spec is `str`, `repr` or `format(v, "")`
+                // of its value, which `print` itself would leave unprinted when it cannot raise
+                // (arrays of at most 64 dimensions, and containers of those): not computed either.
+                let text = self.fstring_with(ctx, parts, &mut |interp, ctx, e, plain| {
+                    Ok(interp.unshown(ctx, e)?.filter(|v| !(plain && printable_without_effects(v, 0, &mut 0))))
+                })?;
                 Ok(Some(Value::Str(Rc::from(text))))
             }
             _ => self.eval(ctx, e).map(Some),
