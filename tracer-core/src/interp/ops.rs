@@ -1345,7 +1345,12 @@ impl<'l> Interp<'l> {
             Value::BoundMethod(bm) => match name {
                 "__self__" => Some(bm.0.clone()),
                 "__func__" => Some(bm.1.clone()),
-                _ => self.getattr_opt(&bm.1, name)?,
+                // `obj.method.get_concrete_function(...)` on a `tf.function` method: TensorFlow
+                // binds the instance, as calling `obj.method(...)` does.
+                _ => match self.getattr_opt(&bm.1, name)? {
+                    Some(m) if crate::tf::is_function_method(&m) => Some(Value::BoundMethod(Rc::new((bm.0.clone(), m)))),
+                    other => other,
+                },
             },
             Value::Slice(s) => match name {
                 "start" => Some(s[0].clone()),
