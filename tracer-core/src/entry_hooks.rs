@@ -288,7 +288,9 @@ fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs)
     let value = match (kind, default) {
         // A config file is read at run time: its contents are unknown.
         ("DEFINE_config_file", _) | (_, None) => Value::opaque(format!("the flag {name}")),
-        (_, Some(Value::None)) => Value::None,
+        // No default: absl leaves it None, and a program that uses it needs the command
+        // line to give it (a required flag), which tracelens cannot know.
+        (_, Some(Value::None)) => Value::opaque(format!("the flag {name}, which the command line gives")),
         ("DEFINE_float", Some(Value::Int(i))) => Value::Float(i as f64),
         ("DEFINE_list", Some(Value::Str(s))) => {
             Value::list(s.split(',').filter(|p| !p.trim().is_empty()).map(|p| Value::str(p.trim())).collect())

@@ -457,3 +457,14 @@ fn a_users_check_of_an_argparse_option_is_not_a_finding() {
     );
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
+
+/// A flag defined with no default (`None`) is one the command line gives: unknown, so using
+/// it as a list is not absl's `None` failing.
+#[test]
+fn a_flag_without_a_default_is_unknown() {
+    let a = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nFLAGS = flags.FLAGS\nflags.DEFINE_list('hidden_layer_dims', None, 'Hidden layer sizes.')\n\ndef main(_):\n    dims = [int(x) for x in FLAGS.hidden_layer_dims]\n    print(len(dims))\n\napp.run(main)\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
