@@ -378,8 +378,10 @@ impl<'l> Interp<'l> {
     /// pass is dropped either way.
     pub(super) fn end_loop_pass(&mut self, mark: usize, cut_short: bool) {
         if cut_short {
-            let changed: Vec<usize> = self.loop_mutations[mark.min(self.loop_mutations.len())..].to_vec();
-            self.unsized_containers.extend(changed);
+            let changed: Vec<Value> = self.loop_mutations[mark.min(self.loop_mutations.len())..].to_vec();
+            for v in changed {
+                self.mark_unsized(&v);
+            }
         }
         if self.loop_depth == 0 {
             self.loop_mutations.truncate(mark);
@@ -522,7 +524,7 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => Rc::as_ptr(d) as *const () as usize,
             _ => return,
         };
-        self.unsized_containers.insert(address);
+        self.unsized_containers.entry(address).or_insert_with(|| v.clone());
     }
 
     /// A method of a dict whose keys are not all known (`is_unsized`), where the known entries

@@ -1462,9 +1462,9 @@ impl<'l> Interp<'l> {
             };
             if let Some(address) = address {
                 if self.unknown_loops > 0 {
-                    self.unsized_containers.insert(address);
+                    self.unsized_containers.entry(address).or_insert_with(|| obj.clone());
                 } else {
-                    self.loop_mutations.push(address);
+                    self.loop_mutations.push(obj.clone());
                 }
             }
         }
