@@ -224,7 +224,7 @@ impl<'l> Interp<'l> {
                     self.set_span(stmt.span);
                     let mut flow = self.raise("AssertionError", Code::PythonException, message);
                     if let Flow::Raise(exc) = &mut flow {
-                        exc.conditional |= crate::entry_hooks::decided_by_command_line(self, Some(reads_before));
+                        exc.conditional |= crate::interp::model::entry_hooks::decided_by_command_line(self, Some(reads_before));
                     }
                     return Err(flow);
                 }
@@ -318,7 +318,7 @@ impl<'l> Interp<'l> {
                     site: self.site(),
                     related: Vec::new(),
                     traceback: self.traceback(),
-                    conditional: self.in_conditional_path() || crate::entry_hooks::decided_by_command_line(self, None),
+                    conditional: self.in_conditional_path() || crate::interp::model::entry_hooks::decided_by_command_line(self, None),
                 })))
             }
             Value::Opaque(_) => Ok(self.stop_unknown("raise of an unknown exception")),

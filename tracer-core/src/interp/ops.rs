@@ -1356,7 +1356,7 @@ impl<'l> Interp<'l> {
                 // `obj.method.get_concrete_function(...)` on a `tf.function` method: TensorFlow
                 // binds the instance, as calling `obj.method(...)` does.
                 _ => match self.getattr_opt(&bm.1, name)? {
-                    Some(m) if crate::tf::is_function_method(&m) => Some(Value::BoundMethod(Rc::new((bm.0.clone(), m)))),
+                    Some(m) if crate::interp::model::tf::is_function_method(&m) => Some(Value::BoundMethod(Rc::new((bm.0.clone(), m)))),
                     other => other,
                 },
             },

@@ -244,8 +244,7 @@ pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Ve
     }
 }
 
-/// `obj.method.get_concrete_function()` on a method with an `input_signature`: the instance,
-/// then the signature's specs, as TensorFlow traces it.
+/// `obj.method.get_concrete_function()` with an `input_signature`: the instance, then the specs.
 fn with_signature_specs(f: &TfFunction, mut args: Vec<Value>, kwargs: &Kwargs) -> Vec<Value> {
     if let Some(Signature::Specs(specs)) = &f.signature {
         if f.is_method() && args.len() == 1 && kwargs.is_empty() {
