@@ -120,7 +120,9 @@ pub fn call(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwargs: &K
 pub fn getattr(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
     let state = &mut interp.entry_state.argparse;
     if let Some(values) = state.namespaces.get(&id_of(obj)) {
-        return values.get(name).cloned();
+        let v = values.get(name).cloned();
+        interp.entry_state.flag_reads += u64::from(v.is_some());
+        return v;
     }
     let index = *state.owners.get(&id_of(obj))?;
     if !METHODS.contains(&name) {

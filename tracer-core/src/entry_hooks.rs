@@ -57,6 +57,12 @@ pub struct EntryState {
     /// Set by `app.run` and by the test runner: before, reading a flag raises in absl
     /// (`UnparsedFlagAccessError`), so it stays unknown here.
     pub flags_parsed: bool,
+    /// Reads of a command-line value so far (an absl flag, an argparse option at its
+    /// default): a test that made one depends on what the command line says.
+    pub flag_reads: u64,
+    /// The frame depths of the `if` branches running because a test read a command-line
+    /// value (innermost last): a user's `raise` there is not a finding (`assumed`).
+    pub flag_guards: Vec<usize>,
     /// The `FlagHolder`s `DEFINE_*` returned (by identity), with their flag's name.
     holders: HashMap<usize, String>,
     pending: HashMap<usize, Pending>,
@@ -184,12 +190,22 @@ pub fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Opti
     if let Some(v) = crate::entry_argparse::getattr(interp, obj, name) {
         return Some(v);
     }
+    if let Some(v) = flag_value(interp, obj, name) {
+        interp.entry_state.flag_reads += 1;
+        return Some(v);
+    }
     let state = &interp.entry_state;
     if name == "param" {
         if let Some(v) = state.requests.get(&(Rc::as_ptr(obj) as *const u8 as usize)) {
             return Some(v.clone());
         }
     }
+    None
+}
+
+/// A parsed absl flag's value (`FLAGS.name`, `holder.value`).
+fn flag_value(interp: &Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+    let state = &interp.entry_state;
     if !state.flags_parsed {
         return None;
     }
@@ -201,6 +217,17 @@ pub fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Opti
         return state.flags.get(flag).cloned();
     }
     None
+}
+
+/// Whether a user's exception raised now is one whose outcome a command-line value decides
+/// (design.md §6): an `assert` whose test read a flag (`reads_before` is the count before
+/// the test), or a `raise` in a branch that an `if` on a flag chose, in the same frame. The
+/// defaults are assumed values: they let the analysis reach code, but a user's check of
+/// them fails only when the command line leaves them so, which tracelens cannot know.
+pub fn decided_by_command_line(interp: &Interp, reads_before: Option<u64>) -> bool {
+    let state = &interp.entry_state;
+    interp.abstract_unknowns
+        && (reads_before.is_some_and(|n| state.flag_reads != n) || state.flag_guards.last() == Some(&interp.frames.len()))
 }
 
 /// Whether `marks=` of a `pytest.param` (one mark or a list of them) holds one that keeps
@@ -261,7 +288,9 @@ fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs)
     let value = match (kind, default) {
         // A config file is read at run time: its contents are unknown.
         ("DEFINE_config_file", _) | (_, None) => Value::opaque(format!("the flag {name}")),
-        (_, Some(Value::None)) => Value::None,
+        // No default: absl leaves it None, and a program that uses it needs the command
+        // line to give it (a required flag), which tracelens cannot know.
+        (_, Some(Value::None)) => Value::opaque(format!("the flag {name}, which the command line gives")),
         ("DEFINE_float", Some(Value::Int(i))) => Value::Float(i as f64),
         ("DEFINE_list", Some(Value::Str(s))) => {
             Value::list(s.split(',').filter(|p| !p.trim().is_empty()).map(|p| Value::str(p.trim())).collect())

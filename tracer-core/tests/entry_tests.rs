@@ -390,3 +390,81 @@ fn pytest_param_cases_marked_skip_or_xfail_do_not_run() {
     let traces = trace_args(&a, "halves");
     assert_eq!(traces, vec![vec!["f32[4]"], vec!["f32[7]"], vec!["f32[6]"]]);
 }
+
+/// A flag's default is an assumed value: it lets the analysis reach `main`, but the user's
+/// own check of a required flag (`assert FLAGS.x`, `if not FLAGS.x: raise`) fails only when
+/// the command line leaves it so, which tracelens cannot know: not a finding. A JAX error
+/// that holds on that path still is, and so is a user's raise that no flag decides.
+#[test]
+fn a_users_check_of_a_required_flag_is_not_a_finding() {
+    let a = analyse(
+        "/ws/launcher.py",
+        r#"from absl import app, flags
+import jax
+import jax.numpy as jnp
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input_config_file", "", "Path to the input config.")
+flags.DEFINE_string("mode", "train", "train or eval")
+flags.DEFINE_string("train_file_pattern", None, "Glob of the training files.")
+flags.DEFINE_string("output_path", "", "Where to write.")
+
+
+@jax.jit
+def step(x):
+    return x.sum() > 0
+
+
+def load_config():
+    assert FLAGS.input_config_file, "input_config_file cannot be empty."
+    return FLAGS.input_config_file
+
+
+def main(_):
+    if FLAGS.mode in ("train", "train_and_eval"):
+        if FLAGS.train_file_pattern is None:
+            raise RuntimeError("Must specify --train_file_pattern for train.")
+    if not FLAGS.output_path:
+        raise ValueError("output_path cannot be empty.")
+    load_config()
+    if step(jnp.ones(3)):
+        print("positive")
+
+
+if __name__ == "__main__":
+    app.run(main)
+"#,
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    assert_eq!(trace_args(&a, "step").len(), 1, "main goes on past the flag checks");
+    let jax_error = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nimport jax\nimport jax.numpy as jnp\nFLAGS = flags.FLAGS\nflags.DEFINE_string('mode', 'train', '')\n\n@jax.jit\ndef step(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\ndef main(_):\n    if FLAGS.mode == 'train':\n        step(jnp.ones(3))\n\napp.run(main)\n",
+    );
+    assert_eq!(errors(&jax_error), vec![(Code::Concretization, 9)]);
+    let not_a_flag = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nFLAGS = flags.FLAGS\nflags.DEFINE_string('mode', 'train', '')\n\ndef main(_):\n    modes = {'train': 1}\n    if 'eval' not in modes:\n        raise ValueError('no eval mode')\n\napp.run(main)\n",
+    );
+    assert_eq!(errors(&not_a_flag), vec![(Code::PythonException, 8)]);
+}
+
+#[test]
+fn a_users_check_of_an_argparse_option_is_not_a_finding() {
+    let a = analyse(
+        "/ws/run.py",
+        "import argparse\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--data-dir', default='')\n    args = parser.parse_args()\n    if not args.data_dir:\n        raise ValueError('--data-dir is required')\n    assert args.data_dir.endswith('/'), 'a folder'\n\nif __name__ == '__main__':\n    main()\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}
+
+/// A flag defined with no default (`None`) is one the command line gives: unknown, so using
+/// it as a list is not absl's `None` failing.
+#[test]
+fn a_flag_without_a_default_is_unknown() {
+    let a = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nFLAGS = flags.FLAGS\nflags.DEFINE_list('hidden_layer_dims', None, 'Hidden layer sizes.')\n\ndef main(_):\n    dims = [int(x) for x in FLAGS.hidden_layer_dims]\n    print(len(dims))\n\napp.run(main)\n",
+    );
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+}

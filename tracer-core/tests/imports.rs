@@ -144,3 +144,24 @@ fn a_name_not_yet_bound_in_a_circular_import_is_a_real_import_error() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("ImportError: cannot import name 'late' from 'a'"), "{found:?}");
 }
+
+#[test]
+fn a_module_of_a_package_run_as_a_script_is_imported_again_under_its_name() {
+    // `python pkg/boxes.py` with the project root on the path: `pkg/__init__.py` imports
+    // `pkg.boxes`, which CPython runs again as a new module (not the half-run `__main__`);
+    // the same for `python pkg/__init__.py`. The printed lines are CPython 3's.
+    let files = [
+        (
+            "pkg/__init__.py",
+            "\"\"\"Trackers.\"\"\"\nfrom pkg.boxes import BoxTracker\nfrom pkg.tracker import Track\nprint(__name__, BoxTracker.__name__, Track.__name__)\n",
+        ),
+        ("pkg/tracker.py", "class Track:\n    pass\n"),
+        ("pkg/boxes.py", "from pkg.tracker import Track\n\nclass BoxTracker:\n    kind = Track\n\nprint(__name__, BoxTracker.kind.__name__)\n"),
+    ];
+    let a = analyse(&files, "pkg/boxes.py");
+    assert_eq!(messages(&a), Vec::<String>::new());
+    assert_eq!(a.stdout, "pkg.boxes Track\npkg BoxTracker Track\n__main__ Track\n");
+    let a = analyse(&files, "pkg/__init__.py");
+    assert_eq!(messages(&a), Vec::<String>::new());
+    assert_eq!(a.stdout, "pkg.boxes Track\npkg BoxTracker Track\n__main__ BoxTracker Track\n");
+}

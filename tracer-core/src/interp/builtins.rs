@@ -694,7 +694,7 @@ impl<'l> Interp<'l> {
                 let mut d = Dict::default();
                 if let Some(src) = args.first() {
                     let pairs = match src {
-                        Value::Dict(m) => m.borrow().items(),
+                        Value::Dict(_) => self.mapping_items(src)?,
                         other => {
                             let mut pairs = Vec::new();
                             for item in self.iterate(other)? {
@@ -1118,6 +1118,11 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => {
                 if matches!(name, "update" | "pop" | "setdefault" | "clear" | "popitem") {
                     self.note_mutation(recv, &format!("dict.{name}"))?;
+                }
+                if self.is_unsized(recv) {
+                    if let Some(v) = self.unsized_dict_method(d, name, &args)? {
+                        return Ok(v);
+                    }
                 }
                 Ok(match name {
                     "get" => {

@@ -94,17 +94,22 @@ impl<'l> Interp<'l> {
                 };
                 return Err(Flow::Return(v));
             }
-            StmtKind::If { test, body, orelse } => match self.test(ctx, test, "if") {
-                Ok(true) => self.exec_block(ctx, body)?,
-                Ok(false) => self.exec_block(ctx, orelse)?,
-                Err(flow)
-                    if self.autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}
-                Err(flow) if self.is_unknown_stop(&flow) => {
-                    self.note_went_past(&flow, "both branches of the `if` analysed");
-                    self.fork(|i| i.exec_block(ctx, body), |i| i.exec_block(ctx, orelse))?;
+            StmtKind::If { test, body, orelse } => {
+                let reads_before = self.entry_state.flag_reads;
+                match self.test(ctx, test, "if") {
+                    Ok(taken) => {
+                        let branch = if taken { body } else { orelse };
+                        self.exec_branch(ctx, branch, reads_before)?
+                    }
+                    Err(flow)
+                        if self.autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}
+                    Err(flow) if self.is_unknown_stop(&flow) => {
+                        self.note_went_past(&flow, "both branches of the `if` analysed");
+                        self.fork(|i| i.exec_block(ctx, body), |i| i.exec_block(ctx, orelse))?;
+                    }
+                    Err(flow) => return Err(flow),
                 }
-                Err(flow) => return Err(flow),
-            },
+            }
             StmtKind::While { test, body, orelse } => loop {
                 self.tick()?;
                 match self.test(ctx, test, "while") {
@@ -205,6 +210,7 @@ impl<'l> Interp<'l> {
                 result?;
             }
             StmtKind::Assert { test, msg } => {
+                let reads_before = self.entry_state.flag_reads;
                 let t = self.eval(ctx, test)?;
                 self.set_span(test.span);
                 if !self.truthy_at(&t, "assert", test)? {
@@ -216,7 +222,11 @@ impl<'l> Interp<'l> {
                         None => String::new(),
                     };
                     self.set_span(stmt.span);
-                    return Err(self.raise("AssertionError", Code::PythonException, message));
+                    let mut flow = self.raise("AssertionError", Code::PythonException, message);
+                    if let Flow::Raise(exc) = &mut flow {
+                        exc.conditional |= crate::interp::model::entry_hooks::decided_by_command_line(self, Some(reads_before));
+                    }
+                    return Err(flow);
                 }
             }
             StmtKind::Import(aliases) => {
@@ -269,6 +279,18 @@ impl<'l> Interp<'l> {
         Ok(())
     }
 
+    /// The branch an `if` chose; one chosen by a test that read a command-line value is run
+    /// as flag-guarded (`entry_hooks::decided_by_command_line`).
+    fn exec_branch(&mut self, ctx: &Ctx, branch: &[Stmt], reads_before: u64) -> PyResult<()> {
+        if self.entry_state.flag_reads == reads_before || !self.abstract_unknowns {
+            return self.exec_block(ctx, branch);
+        }
+        self.entry_state.flag_guards.push(self.frames.len());
+        let ran = self.exec_block(ctx, branch);
+        self.entry_state.flag_guards.pop();
+        ran
+    }
+
     fn exec_raise(&mut self, ctx: &Ctx, exc: Option<&Expr>, stmt: &Stmt) -> PyResult<Flow> {
         let Some(exc) = exc else {
             return Ok(self.raise("RuntimeError", Code::PythonException, "No active exception to reraise"));
@@ -296,7 +318,7 @@ impl<'l> Interp<'l> {
                     site: self.site(),
                     related: Vec::new(),
                     traceback: self.traceback(),
-                    conditional: self.in_conditional_path(),
+                    conditional: self.in_conditional_path() || crate::interp::model::entry_hooks::decided_by_command_line(self, None),
                 })))
             }
             Value::Opaque(_) => Ok(self.stop_unknown("raise of an unknown exception")),

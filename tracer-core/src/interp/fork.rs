@@ -378,8 +378,10 @@ impl<'l> Interp<'l> {
     /// pass is dropped either way.
     pub(super) fn end_loop_pass(&mut self, mark: usize, cut_short: bool) {
         if cut_short {
-            let changed: Vec<usize> = self.loop_mutations[mark.min(self.loop_mutations.len())..].to_vec();
-            self.unsized_containers.extend(changed);
+            let changed: Vec<Value> = self.loop_mutations[mark.min(self.loop_mutations.len())..].to_vec();
+            for v in changed {
+                self.mark_unsized(&v);
+            }
         }
         if self.loop_depth == 0 {
             self.loop_mutations.truncate(mark);
@@ -487,6 +489,13 @@ impl<'l> Interp<'l> {
                     let _ = self.setattr(&obj, attr, Value::opaque(what));
                 }
             }
+            // `d[key] = v` skipped (an unknown key): the dict or list may now hold an entry
+            // the interpreter does not know, so its keys and length are unknown.
+            ExprKind::Subscript { value, .. } if matches!(&value.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) => {
+                if let Ok(obj @ (Value::Dict(_) | Value::List(_))) = self.eval(ctx, value) {
+                    self.mark_unsized(&obj);
+                }
+            }
             _ => {}
         }
     }
@@ -504,6 +513,40 @@ impl<'l> Interp<'l> {
             Flow::Raise(exc) => self.stops.push((exc.site, format!("{}: {}: {how}", exc.class.name, exc.message))),
             _ => {}
         }
+    }
+}
+
+impl<'l> Interp<'l> {
+    /// From here on the list or dict `v` may hold entries the interpreter does not know.
+    pub fn mark_unsized(&mut self, v: &Value) {
+        let address = match v {
+            Value::List(l) => Rc::as_ptr(l) as *const () as usize,
+            Value::Dict(d) => Rc::as_ptr(d) as *const () as usize,
+            _ => return,
+        };
+        self.unsized_containers.entry(address).or_insert_with(|| v.clone());
+    }
+
+    /// A method of a dict whose keys are not all known (`is_unsized`), where the known entries
+    /// alone would answer wrongly: its views and missing keys are unknown, its copy is
+    /// unsized too. `None`: the method answers as for any dict.
+    pub(super) fn unsized_dict_method(&mut self, d: &Rc<RefCell<Dict>>, name: &str, args: &[Value]) -> PyResult<Option<Value>> {
+        Ok(match name {
+            "keys" | "values" | "items" | "popitem" => Some(Value::opaque(format!("dict.{name}() of a dict whose keys are not all known"))),
+            "get" | "pop" | "setdefault" => {
+                let Some(key) = args.first() else { return Ok(None) };
+                let h = self.hash_key(key)?;
+                let missing = !d.borrow().entries.contains_key(&h);
+                missing.then(|| Value::opaque(format!("dict.{name}() of a key a dict may hold")))
+            }
+            "copy" => {
+                let copy = d.borrow().clone();
+                let copy = self.new_dict(copy);
+                self.mark_unsized(&copy);
+                Some(copy)
+            }
+            _ => None,
+        })
     }
 }
 

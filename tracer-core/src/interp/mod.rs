@@ -179,8 +179,9 @@ pub struct Interp<'l> {
     /// Loops over an unknown being run (once, for an unknown number of iterations).
     pub unknown_loops: u32,
     /// Lists and dicts changed inside such a loop (by address): their length is not known, so
-    /// unpacking, indexing or measuring them needs an unknown, never raises.
-    pub unsized_containers: std::collections::HashSet<usize>,
+    /// unpacking, indexing or measuring them needs an unknown, never raises. Each is kept
+    /// alive here, so no later container takes its address (and its mark).
+    pub unsized_containers: std::collections::HashMap<usize, Value>,
     /// Loop bodies being run, and the containers they changed (by address) since the
     /// outermost one's pass began: a pass an unknown cut short (it stands for the passes
     /// after it) leaves them unsized too.
@@ -190,7 +191,9 @@ pub struct Interp<'l> {
     pub loop_passes: Vec<(usize, u64)>,
     /// Loop passes started so far (the next pass's number).
     pub loop_pass_count: u64,
-    pub loop_mutations: Vec<usize>,
+    /// The containers changed in the running loop passes, kept alive until the outermost
+    /// pass ends (their addresses are what `end_loop_pass` marks).
+    pub loop_mutations: Vec<Value>,
     started: Instant,
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
@@ -454,8 +457,8 @@ impl<'l> Interp<'l> {
     /// Whether `v` is a list or dict changed inside a loop over an unknown (`unsized`).
     pub fn is_unsized(&self, v: &Value) -> bool {
         match v {
-            Value::List(l) => self.unsized_containers.contains(&(Rc::as_ptr(l) as *const () as usize)),
-            Value::Dict(d) => self.unsized_containers.contains(&(Rc::as_ptr(d) as *const () as usize)),
+            Value::List(l) => self.unsized_containers.contains_key(&(Rc::as_ptr(l) as *const () as usize)),
+            Value::Dict(d) => self.unsized_containers.contains_key(&(Rc::as_ptr(d) as *const () as usize)),
             _ => false,
         }
     }

@@ -79,8 +79,8 @@ pub(crate) mod transforms {
 
 pub(crate) mod tf {
     pub(crate) use crate::tf::{
-        call, call_method, getattr, getitem, in_graph, is_tf, isinstance, module_attr, shape_eq, text, TfState, TfValue, EXCEPTION_CLASSES,
-        TF_MODULES,
+        call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,
+        TfValue, EXCEPTION_CLASSES, TF_MODULES,
     };
     pub(crate) mod autograph {
         pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
@@ -97,5 +97,5 @@ pub(crate) mod tf {
 }
 
 pub(crate) mod entry_hooks {
-    pub(crate) use crate::entry_hooks::{call_opaque, expects_exception, getattr_opaque, EntryState};
+    pub(crate) use crate::entry_hooks::{call_opaque, decided_by_command_line, expects_exception, getattr_opaque, EntryState};
 }

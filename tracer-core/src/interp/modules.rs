@@ -206,7 +206,13 @@ impl<'l> Interp<'l> {
             return Some(Ok(Value::Module(m.clone())));
         }
         if let Some(id) = self.files.iter().position(|f| f.path == path) {
-            let loaded = self.modules.values().find(|m| m.file == Some(id as super::FileId)).cloned();
+            // The file run as `__main__`, imported under its own name (a package's
+            // `__init__.py` importing its package): CPython runs it again as a new module.
+            let loaded = self
+                .modules
+                .values()
+                .find(|m| m.file == Some(id as super::FileId) && (m.name != "__main__" || name == "__main__"))
+                .cloned();
             if let Some(m) = loaded {
                 return Some(Ok(Value::Module(m)));
             }

@@ -497,7 +497,11 @@ impl<'l> Interp<'l> {
             },
             Value::Dict(d) | Value::Set(d) => {
                 let h = self.hash_key(item)?;
-                Ok(d.borrow().entries.contains_key(&h))
+                let found = d.borrow().entries.contains_key(&h);
+                if !found && self.is_unsized(container) {
+                    return Err(self.stop_unknown("membership in a dict whose keys are not all known"));
+                }
+                Ok(found)
             }
             Value::Opaque(_) => Err(self.stop_unknown("membership in an unknown container")),
             _ => {
@@ -791,6 +795,9 @@ impl<'l> Interp<'l> {
 
     pub fn mapping_items(&mut self, m: &Value) -> PyResult<Vec<(Value, Value)>> {
         match m {
+            // Keys set with an unknown key (in a loop over an unknown) are not among its
+            // items: copying the known ones would make a dict that certainly lacks them.
+            Value::Dict(_) if self.is_unsized(m) => Err(self.stop_unknown("the items of a dict whose keys are not all known")),
             Value::Dict(d) => Ok(d.borrow().items()),
             Value::Opaque(_) => Err(self.stop_unknown("the items of an unknown mapping")),
             _ => Err(self.type_error(format!("'{}' object is not a mapping", m.type_name()))),
@@ -811,6 +818,7 @@ impl<'l> Interp<'l> {
                     kind: "str_iterator",
                 }
             }
+            Value::Dict(_) if self.is_unsized(v) => return Err(self.stop_unknown("iteration over a dict whose keys are not all known")),
             Value::Dict(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "dict_keyiterator" },
             Value::Set(d) => PyIter::Seq { items: Rc::new(d.borrow().keys()), pos: 0, kind: "set_iterator" },
             Value::Range(a, b, s) => PyIter::Range { next: *a, stop: *b, step: *s },
@@ -1365,7 +1373,12 @@ impl<'l> Interp<'l> {
             Value::BoundMethod(bm) => match name {
                 "__self__" => Some(bm.0.clone()),
                 "__func__" => Some(bm.1.clone()),
-                _ => self.getattr_opt(&bm.1, name)?,
+                // `obj.method.get_concrete_function(...)` on a `tf.function` method: TensorFlow
+                // binds the instance, as calling `obj.method(...)` does.
+                _ => match self.getattr_opt(&bm.1, name)? {
+                    Some(m) if crate::interp::model::tf::is_function_method(&m) => Some(Value::BoundMethod(Rc::new((bm.0.clone(), m)))),
+                    other => other,
+                },
             },
             Value::Slice(s) => match name {
                 "start" => Some(s[0].clone()),
@@ -1469,9 +1482,9 @@ impl<'l> Interp<'l> {
             };
             if let Some(address) = address {
                 if self.unknown_loops > 0 {
-                    self.unsized_containers.insert(address);
+                    self.unsized_containers.entry(address).or_insert_with(|| obj.clone());
                 } else {
-                    self.loop_mutations.push(address);
+                    self.loop_mutations.push(obj.clone());
                 }
             }
         }

@@ -224,6 +224,7 @@ pub fn do_not_convert(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
 pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     match name {
         "get_concrete_function" => {
+            let args = with_signature_specs(f, args, &kwargs);
             let (args, kwargs) = if args.is_empty() && kwargs.is_empty() { (args, kwargs) } else { super::concrete::bind(f, args, kwargs) };
             let (key, _) = match find_key(interp, f, &args, &kwargs, true)? {
                 Some(k) => k,
@@ -241,6 +242,16 @@ pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Ve
         "experimental_get_tracing_count" => Ok(Value::Int(f.entries.borrow().len() as i64)),
         _ => Ok(Value::opaque(format!("tf.function.{name}()"))),
     }
+}
+
+/// `obj.method.get_concrete_function()` with an `input_signature`: the instance, then the specs.
+fn with_signature_specs(f: &TfFunction, mut args: Vec<Value>, kwargs: &Kwargs) -> Vec<Value> {
+    if let Some(Signature::Specs(specs)) = &f.signature {
+        if f.is_method() && args.len() == 1 && kwargs.is_empty() {
+            args.extend(specs.iter().map(|s| TfValue::Spec(s.clone()).value()));
+        }
+    }
+    args
 }
 
 /// Calling a `tf.function`.

@@ -209,6 +209,12 @@ pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Va
     }
 }
 
+/// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance first
+/// when the function is a method reached through its instance.
+pub fn is_function_method(v: &Value) -> bool {
+    matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Tf(TfValue::Method(recv, _)) if matches!(**recv, TfValue::Function(_))))
+}
+
 /// `obj.name` on a TensorFlow object; `None` is Python's AttributeError.
 pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<Value>> {
     let method = |n: &str| Some(TfValue::Method(Box::new(v.clone()), Rc::from(n)).value());

@@ -27,12 +27,13 @@ pub fn read(interp: &mut Interp, value: Option<Value>) -> PyResult<Option<Signat
         Some(v @ (Value::List(_) | Value::Tuple(_))) => {
             let mut specs = Vec::new();
             let mut invalid = Vec::new();
+            let mut unread = false;
             for item in interp.iterate(&v)? {
                 match &item {
                     Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => specs.push(s.clone()),
                     Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::Bool(_) | Value::None => invalid.push(item.clone()),
                     _ => {
-                        specs.clear();
+                        unread = true;
                         break;
                     }
                 }
@@ -46,7 +47,8 @@ pub fn read(interp: &mut Interp, value: Option<Value>) -> PyResult<Option<Signat
                 );
                 return Err(interp.raise("TypeError", Code::BadStaticArg, msg));
             }
-            Some(if specs.is_empty() { Signature::Unread } else { Signature::Specs(specs) })
+            // `input_signature=[]`: a function of no tensor arguments, one trace.
+            Some(if unread { Signature::Unread } else { Signature::Specs(specs) })
         }
         Some(Value::Builtin(b)) if let Builtin::Tf(TfValue::Spec(_)) = &*b => {
             let msg = "input_signature must be either a tuple or a list, got <class 'tensorflow.python.framework.tensor.TensorSpec'>.";
