@@ -946,6 +946,10 @@ impl<'l> Interp<'l> {
                         "float" => matches!(v, Value::Float(_)),
                         "tuple" => matches!(v, Value::Tuple(_)) || matches!(v, Value::Instance(i) if i.tuple.is_some()),
                         n if PY_TYPES.contains(&n) => tn == n,
+                        n if n.starts_with("collections.abc.") => match abc_instance(v, &n["collections.abc.".len()..]) {
+                            Some(b) => b,
+                            None => return Ok(None),
+                        },
                         _ => return Ok(None),
                     }
                 }
@@ -1589,4 +1593,37 @@ pub(super) fn printable_without_effects(v: &Value, depth: usize, seen: &mut usiz
             .all(|(k, x)| printable_without_effects(k, depth + 1, seen) && printable_without_effects(x, depth + 1, seen)),
         _ => false,
     }
+}
+
+/// `isinstance(v, collections.abc.<abc>)` for the builtin types; `None` for a value whose
+/// class may register with the ABC or implement its protocol (instances, unknowns).
+fn abc_instance(v: &Value, abc: &str) -> Option<bool> {
+    let scalar = matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::None);
+    Some(match abc {
+        "Mapping" | "MutableMapping" => match v {
+            Value::Dict(_) => true,
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Set(_) | Value::Range(..) | Value::Array(_) => false,
+            _ if scalar => false,
+            _ => return None,
+        },
+        "Sequence" | "MutableSequence" => match v {
+            Value::List(_) => true,
+            Value::Tuple(_) | Value::Str(_) | Value::Range(..) => abc == "Sequence",
+            Value::Dict(_) | Value::Set(_) | Value::Array(_) => false,
+            _ if scalar => false,
+            _ => return None,
+        },
+        "Iterable" => match v {
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Set(_) | Value::Range(..) | Value::Array(_) => true,
+            _ if scalar => false,
+            _ => return None,
+        },
+        "Callable" => match v {
+            Value::Function(_) | Value::BoundMethod(_) | Value::Class(_) => true,
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Set(_) | Value::Range(..) | Value::Array(_) => false,
+            _ if scalar => false,
+            _ => return None,
+        },
+        _ => return None,
+    })
 }

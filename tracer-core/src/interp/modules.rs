@@ -63,6 +63,7 @@ const STD_MODULES: &[&str] = &[
     "dataclasses",
     "typing",
     "collections",
+    "collections.abc",
     "operator",
     "abc",
     "typing_extensions",
@@ -568,6 +569,7 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         "dataclasses" => &["dataclass", "field", "replace", "asdict", "astuple", "fields", "is_dataclass"],
         "typing" | "typing_extensions" => &["NamedTuple", "cast", "overload", "final", "runtime_checkable", "TypeVar", "Generic"],
         "collections" => &["namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"],
+        "collections.abc" => COLLECTIONS_ABC,
         "operator" => &["add", "mul", "sub", "truediv", "getitem", "itemgetter", "attrgetter", "neg", "matmul"],
         "abc" => &["ABC", "abstractmethod", "ABCMeta"],
         "warnings" => &["warn", "filterwarnings", "simplefilter", "catch_warnings"],
@@ -605,6 +607,10 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         None => Value::opaque(format!("{module}.{name}")),
     }
 }
+
+/// The abstract base classes of `collections.abc` that `isinstance` answers for the builtin
+/// types (`Interp::isinstance`); the rest of the module is unknown.
+const COLLECTIONS_ABC: &[&str] = &["Mapping", "MutableMapping", "Sequence", "MutableSequence", "Iterable", "Callable"];
 
 /// Interns qualified names so repeated lookups do not leak: one `&'static str` per name.
 fn intern(s: String) -> &'static str {

@@ -351,6 +351,14 @@ fn branch_outputs(interp: &mut Interp, kind: &str, branches: &[Value], operands:
     let Some(first) = outs.first().cloned() else {
         return Ok(Value::None);
     };
+    if outs.iter().any(Value::holds_unknown) {
+        // An unknown part may stand for any subtree, so the branches may well agree: nothing
+        // is compared, and a branch whose output is all known gives the structure.
+        return match outs.iter().find(|o| !o.holds_unknown()) {
+            Some(known) => Ok(known.clone()),
+            None => Err(interp.stop_unknown(format!("every {kind} branch output holds unknown values"))),
+        };
+    }
     let (t0, a0) = leaf_avals(interp, &first)?;
     let label = |i: usize| -> String {
         if kind == "cond" {
