@@ -12,13 +12,19 @@ fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tf/errors").join(name)
 }
 
+/// `tracelens repro ARGS` in `dir`, which must succeed: its standard output.
+fn repro(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = tracelens().current_dir(dir).arg("repro").args(args).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn an_error_inside_a_tf_function_is_staged_out_as_a_tensorflow_program() {
     let dir = temp_dir("tf-repro-staged");
     let source = std::fs::read_to_string(fixture("tl105_matmul_int_weights_in_function.py")).expect("fixture");
     write(&dir, "project.py", &source);
-    let out = tracelens().current_dir(&dir).args(["repro", "project.py", "--line", "10"]).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = repro(&dir, &["project.py", "--line", "10"]);
     // The int32 table is a constant of its values, the traced `x` a parameter with its spec,
     // shrunk to 1 by 1 (TensorFlow's message names no size); the op keeps TensorFlow's name.
     let expected = "\
@@ -39,7 +45,7 @@ def project(x):  # project.py:7
 
 project(tf.ones((1, 1), tf.float32))  # project.py:13
 ";
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    assert_eq!(text, expected);
 }
 
 #[test]
@@ -47,9 +53,7 @@ fn operators_and_tf_nn_ops_are_written_as_tensorflow_writes_them() {
     let dir = temp_dir("tf-repro-operators");
     let source = "import tensorflow as tf\n\n\n@tf.function\ndef step(x, labels):\n    h = tf.matmul(x, tf.ones([3, 4]))\n    s = tf.nn.relu(h)\n    return s + labels\n\n\nprint(step(tf.ones([2, 3]), tf.ones([2, 4], tf.int32)))\n";
     write(&dir, "step.py", source);
-    let out = tracelens().current_dir(&dir).args(["repro", "step.py", "--line", "8", "--unreduced"]).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = repro(&dir, &["step.py", "--line", "8", "--unreduced"]);
     assert!(text.contains("# raises under TensorFlow: TypeError\n"), "{text}");
     assert!(
         text.contains(
@@ -74,9 +78,7 @@ fn a_graph_message_naming_nodes_keeps_the_source_cut() {
     let dir = temp_dir("tf-repro-node");
     let source = std::fs::read_to_string(fixture("tl104_bias_broadcast_in_graph.py")).expect("fixture");
     write(&dir, "layer.py", &source);
-    let out = tracelens().current_dir(&dir).args(["repro", "layer.py", "--line", "12"]).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = repro(&dir, &["layer.py", "--line", "12"]);
     assert!(text.contains("\n# cut from the source"), "{text}");
     assert!(text.contains("    return tf.nn.relu(y + bias)  # layer.py:12\n"), "{text}");
 }
@@ -86,9 +88,7 @@ fn repro_function_stages_out_every_trace_of_a_tf_function() {
     let dir = temp_dir("tf-repro-function");
     let source = "import tensorflow as tf\n\n\n@tf.function\ndef model(x, w):\n    h = tf.matmul(x, w)\n    y = tf.nn.relu(h) * 2.0\n    return tf.reduce_sum(y, axis=1)\n\n\nprint(model(tf.ones([2, 3]), tf.ones([3, 4])))\nprint(model(tf.ones([5, 3]), tf.ones([3, 4])))\n";
     write(&dir, "ok.py", source);
-    let out = tracelens().current_dir(&dir).args(["repro", "ok.py", "--function", "model"]).output().expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = repro(&dir, &["ok.py", "--function", "model"]);
     assert!(text.contains("# trace 2: model(f32[5,3], f32[3,4]) -> f32[5]  (line 12, bound to out2)\n"), "{text}");
     assert!(
         text.contains(

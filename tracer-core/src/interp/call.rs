@@ -431,7 +431,8 @@ impl<'l> Interp<'l> {
         }
         let mut given = values.into_iter();
         for field in &all {
-            let v = if field_init_false(class, field) { None } else { given.next().flatten() };
+            let not_init = field_init_false(class, field);
+            let v = if not_init { None } else { given.next().flatten() };
             let v = match v {
                 Some(v) => Some(v),
                 None => self.dataclass_default(class, field)?,
@@ -440,7 +441,7 @@ impl<'l> Interp<'l> {
                 Some(v) => {
                     i.attrs.borrow_mut().insert(field.clone(), v);
                 }
-                None if field_init_false(class, field) => {}
+                None if not_init => {}
                 None => return Err(self.type_error(format!("{}.__init__() missing 1 required positional argument: '{field}'", class.name))),
             }
         }
