@@ -165,3 +165,29 @@ fn a_module_of_a_package_run_as_a_script_is_imported_again_under_its_name() {
     assert_eq!(messages(&a), Vec::<String>::new());
     assert_eq!(a.stdout, "pkg.boxes Track\npkg BoxTracker Track\n__main__ BoxTracker Track\n");
 }
+
+#[test]
+fn a_package_initialiser_checked_alone_imports_its_siblings_as_the_package_does() {
+    // gymnax's shape: the package re-exports with relative imports, and a registry the top
+    // package imports reaches the same submodules by absolute name. Checked on its own,
+    // `envs/classic/__init__.py` runs as `python -m` would run a package module: its
+    // `.walker` is `envs.classic.walker`, one module, never a half-run copy named `walker`.
+    let files = [
+        ("envs/__init__.py", "from envs import base, registry\nmake = registry.make\n"),
+        ("envs/base.py", "class Env:\n    size = 1\n"),
+        (
+            "envs/registry.py",
+            "from envs.classic import walker\nBUILTINS = {'Walker-v0': walker.Walker}\ndef make(name):\n    return BUILTINS[name]()\n",
+        ),
+        (
+            "envs/classic/__init__.py",
+            "from .walker import Walker\nimport envs.classic.walker as absolute\nprint(Walker is absolute.Walker, Walker.size)\n",
+        ),
+        ("envs/classic/walker.py", "from envs.base import Env\nclass Walker(Env):\n    size = 2\n"),
+    ];
+    let a = analyse(&files, "envs/classic/__init__.py");
+    assert_eq!(messages(&a), Vec::<String>::new());
+    // Twice: once as the package `envs.classic` (the registry imports it), once as the
+    // checked file, as `python -m` runs a module its package also imports.
+    assert_eq!(a.stdout, "True 2\nTrue 2\n");
+}

@@ -237,6 +237,9 @@ impl<'l> Interp<'l> {
 
     /// `from . import a`, `from ..b import c`: relative to the importing file's package.
     fn import_relative(&mut self, ctx: &Ctx, dotted: &str, level: u32) -> PyResult<Value> {
+        if let Some(absolute) = self.main_relative_as_absolute(ctx, dotted, level) {
+            return self.import_module(ctx, &absolute, 0);
+        }
         let mut dir = self.path(ctx.file).parent().map(Path::to_path_buf);
         for _ in 1..level {
             dir = dir.and_then(|d| d.parent().map(Path::to_path_buf));
@@ -264,6 +267,32 @@ impl<'l> Interp<'l> {
         m.dict.borrow_mut().insert(Rc::from("__path__"), Value::str(&key));
         self.modules.insert(key, m.clone());
         Ok(Value::Module(m))
+    }
+
+    /// A relative import in the checked file itself (`__main__`) when its folder is a
+    /// package: the file is a module of that package, which only runs as such (`python -m
+    /// pkg.mod`, or imported; `python pkg/mod.py` refuses relative imports), so the import
+    /// is resolved against the package as `-m` would, by its absolute name. Resolving it
+    /// by folder instead would load the sibling under a second name, a copy the package's
+    /// own imports later meet half-run. `None` outside a package, or past its top.
+    fn main_relative_as_absolute(&self, ctx: &Ctx, dotted: &str, level: u32) -> Option<String> {
+        if ctx.globals.name != "__main__" {
+            return None;
+        }
+        let dir = self.path(ctx.file).parent()?.to_path_buf();
+        let root = self.package_root(dir.clone());
+        let mut parts: Vec<String> =
+            dir.strip_prefix(&root).ok()?.components().map(|c| c.as_os_str().to_string_lossy().to_string()).collect();
+        for _ in 1..level {
+            parts.pop();
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        if !dotted.is_empty() {
+            parts.push(dotted.to_string());
+        }
+        Some(parts.join("."))
     }
 
     pub(super) fn resolve_submodule(&mut self, m: &Value, _dotted: &str) -> Value {
