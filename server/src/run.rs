@@ -51,6 +51,7 @@ pub fn run_program(file: PathBuf, args: Vec<String>, options: RunOptions, color:
     };
     let _ = std::io::stdout().write_all(result.stdout.as_bytes());
     let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(result.stderr.as_bytes());
     report(&result, &path, &args, &project, color)
 }
 

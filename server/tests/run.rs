@@ -218,3 +218,16 @@ print(log_softmax(jnp.array([100.0, 1.0, -2.0])))
     assert!(err.contains("line 10, in log_softmax\n    return jnp.log(exp / jnp.sum(exp))\n"), "{err}");
     assert!(err.ends_with("FloatingPointError: invalid value (nan) encountered in div\n"), "{err}");
 }
+
+#[test]
+fn what_the_program_writes_to_stderr_stays_on_stderr() {
+    // As `python FILE` splits them: print(file=sys.stderr) and sys.stderr.write go to
+    // stderr, ahead of tracelens' own notes; a print to an open file goes to neither.
+    let dir = temp_dir("stderr");
+    let program = "import sys\nprint('out')\nprint('err', 1, file=sys.stderr)\nn = sys.stderr.write('w\\n')\nsys.stdout.write(f'wrote {n}\\n')\nwith open('log.txt', 'w') as f:\n    print('to the file', file=f)\nprint('end', flush=True)\n";
+    let out = run_in(&dir, "streams.py", program, &["run"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "out\nwrote 2\nend\n");
+    assert!(text(&out.stderr).starts_with("err 1\nw\n"), "stderr: {}", text(&out.stderr));
+    assert!(!dir.join("log.txt").exists(), "tracelens never runs the program's file writes");
+}

@@ -34,6 +34,8 @@ pub enum RunOutcome {
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub stdout: String,
+    /// What the program wrote to `sys.stderr`, before tracelens' own notes.
+    pub stderr: String,
     pub outcome: RunOutcome,
     /// What tracelens says about the run: values printed as `<not computed: ...>`, and why.
     pub notes: Vec<String>,
@@ -62,6 +64,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
         let why = format!("the file has {marks} punctuation marks and line breaks, over the parse budget ({})", budgets.max_source_marks);
         return RunResult {
             stdout: String::new(),
+            stderr: String::new(),
             outcome: RunOutcome::Stopped { at: Some(format!("{}:1", path.display())), why },
             notes: Vec::new(),
             diagnostics: Vec::new(),
@@ -82,6 +85,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
         // Python compiles the whole file first: a syntax error means nothing runs.
         (Some((site, message)), _) => {
             interp.stdout.clear();
+            interp.stderr.clear();
             RunOutcome::Raised { traceback: vec![frame(&interp, "<module>", site)], exception: format!("SyntaxError: {message}") }
         }
         (None, None) => RunOutcome::Completed,
@@ -111,7 +115,13 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
     let notes = interp.values.as_ref().map(|v| v.notes.clone()).unwrap_or_default();
     let mut diagnostics = interp.diagnostics.clone();
     diagnostics.retain(|d| d.code == crate::diagnostics::Code::NanInf);
-    RunResult { stdout: std::mem::take(&mut interp.stdout), outcome, notes, diagnostics: locate_diagnostics(&interp, diagnostics) }
+    RunResult {
+        stdout: std::mem::take(&mut interp.stdout),
+        stderr: std::mem::take(&mut interp.stderr),
+        outcome,
+        notes,
+        diagnostics: locate_diagnostics(&interp, diagnostics),
+    }
 }
 
 fn frame(interp: &Interp, function: &str, site: Site) -> TracebackFrame {

@@ -381,8 +381,10 @@ impl<'l> Interp<'l> {
                         Err(e) => return Err(e),
                     }
                 }
-                self.stdout.push_str(&parts.join(&sep));
-                self.stdout.push_str(&end);
+                if let Some(stream) = super::streams::print_target(kw("file").as_ref()) {
+                    self.write_stream(stream, &parts.join(&sep));
+                    self.write_stream(stream, &end);
+                }
                 Value::None
             }
             "len" => match &arg(0) {
@@ -1009,6 +1011,9 @@ impl<'l> Interp<'l> {
 
     fn call_method(&mut self, recv: &Value, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
+        if let Some(stream) = super::streams::Stream::of(recv) {
+            return self.call_stream_method(stream, name, &args);
+        }
         match recv {
             Value::List(list) => {
                 match name {
@@ -1491,6 +1496,9 @@ pub fn builtin_method(recv: &Value, name: &str) -> Option<Value> {
 }
 
 pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyResult<Option<Value>> {
+    if let Some(stream) = super::streams::Stream::of(&Value::Builtin(b.clone())) {
+        return Ok(interp.stream_getattr(stream, name).or_else(|| Some(Value::opaque(format!("{}.{name}", stream.name())))));
+    }
     match &**b {
         Builtin::Partial { func, args, kwargs, attrs } => Ok(match name {
             _ if attrs.borrow().contains_key(name) => attrs.borrow().get(name).cloned(),

@@ -21,6 +21,7 @@ pub mod pyrandom;
 pub mod seen;
 pub mod shims;
 pub mod stdlib;
+pub mod streams;
 pub mod value;
 
 use std::path::{Path, PathBuf};
@@ -207,6 +208,8 @@ pub struct Interp<'l> {
     pub generators: Vec<Vec<Value>>,
     /// What the program printed, as `python FILE` would show it.
     pub stdout: String,
+    /// What the program wrote to `sys.stderr` (`print(..., file=sys.stderr)`, `tf.print`).
+    pub stderr: String,
     /// Where an entry point stopped because a value could not be known (silent, not a finding).
     pub stops: Vec<(Option<Site>, String)>,
     /// Every exception reported uncaught: its site and the user frames it passed through,
@@ -368,6 +371,7 @@ impl<'l> Interp<'l> {
             warned: HashMap::default(),
             generators: Vec::new(),
             stdout: String::new(),
+            stderr: String::new(),
             stops: Vec::new(),
             uncaught: Vec::new(),
             called: Default::default(),

@@ -621,6 +621,8 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         ("sys", "maxsize") => return Value::Int(i64::MAX),
         ("sys", "byteorder") => return Value::str("little"),
         ("sys", "exit") => return b("exit"),
+        ("sys", "stdout" | "__stdout__") => return super::streams::Stream::Stdout.value(),
+        ("sys", "stderr" | "__stderr__") => return super::streams::Stream::Stderr.value(),
         ("os", "name") => return Value::str("posix"),
         ("os" | "os.path", "sep") => return Value::str("/"),
         ("os", "linesep") => return Value::str("\n"),

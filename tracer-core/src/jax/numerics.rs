@@ -35,7 +35,7 @@ pub struct ValuesState {
     pub debug_infs: bool,
     /// The arguments of each `jax.debug.print` inside a trace, by its line, replayed with
     /// concrete values when the traced function is evaluated.
-    debug_prints: HashMap<Site, (Vec<crate::interp::Value>, crate::interp::call::Kwargs)>,
+    debug_prints: HashMap<Site, (Vec<crate::interp::Value>, crate::interp::call::Kwargs, Option<PrintReplay>)>,
     /// The FloatingPointError to raise once the current evaluation returns: its message, the
     /// operation's line, and the jitted function it ran in.
     pending_raise: Option<(String, Option<Site>, Option<String>)>,
@@ -354,11 +354,25 @@ pub fn evaluated(interp: &mut Interp, eqn: &super::ir::Eqn, out: Option<&Rc<Arra
     }
 }
 
+/// How a front end's own print op inside a trace prints when the graph runs (`tf.print`):
+/// given the traced call's arguments and the concrete values of the tensors among them.
+pub type PrintReplay = fn(&mut Interp, &[crate::interp::Value], &crate::interp::call::Kwargs, &[Rc<Array>]);
+
 /// Values mode: remembers a `jax.debug.print` traced at the current line.
 pub fn note_debug_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kwargs: crate::interp::call::Kwargs) {
+    note_print(interp, args, kwargs, None);
+}
+
+/// Values mode: remembers a print op of another front end traced at the current line, which
+/// `replay` prints each time the traced function runs.
+pub fn note_runtime_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kwargs: crate::interp::call::Kwargs, replay: PrintReplay) {
+    note_print(interp, args, kwargs, Some(replay));
+}
+
+fn note_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kwargs: crate::interp::call::Kwargs, replay: Option<PrintReplay>) {
     let Some(site) = interp.site() else { return };
     if let Some(v) = interp.values.as_mut() {
-        v.debug_prints.insert(site, (args, kwargs));
+        v.debug_prints.insert(site, (args, kwargs, replay));
     }
 }
 
@@ -366,7 +380,12 @@ pub fn note_debug_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kw
 /// (its array arguments, positional then keyword, in order).
 fn replay_debug_print(interp: &mut Interp, site: Option<Site>, inputs: &[Rc<Array>]) {
     use crate::interp::Value;
-    let Some((args, kwargs)) = site.and_then(|s| interp.values.as_ref().and_then(|v| v.debug_prints.get(&s).cloned())) else { return };
+    let Some((args, kwargs, replay)) = site.and_then(|s| interp.values.as_ref().and_then(|v| v.debug_prints.get(&s).cloned())) else {
+        return;
+    };
+    if let Some(replay) = replay {
+        return replay(interp, &args, &kwargs, inputs);
+    }
     let Some(Value::Str(fmt)) = args.first().cloned() else { return };
     let mut concrete = inputs.iter().cloned();
     let mut fill = |v: &Value| match v {

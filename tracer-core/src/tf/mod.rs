@@ -27,6 +27,7 @@ pub mod ops;
 mod ops_shape;
 mod ops_special;
 pub mod partial;
+mod print;
 mod signature;
 pub mod surface;
 mod tape;

@@ -249,7 +249,7 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             TfFn::GradientTape => super::tape::make(interp, &p),
             TfFn::TensorSpec => tensor_spec(interp, &p),
             TfFn::TensorShape => tensor_shape(interp, &p),
-            TfFn::Print => Ok(Value::None),
+            TfFn::Print => super::print::print(interp, p.args, p.kwargs),
             TfFn::Cond => super::control::cond(interp, &p),
             TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
             TfFn::TensorArray => super::tensor_array::make(interp, &p),

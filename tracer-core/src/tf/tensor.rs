@@ -104,7 +104,7 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
             if items.iter().any(|i| matches!(i, Value::Array(a) if a.is_tracer())) {
                 return autopack(interp, &items, hint);
             }
-            let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
+            let jnp::Operand::Array(a) = exact_operand(interp, v, hint)? else { return Ok(None) };
             let d = match (a.aval.dtype, hint) {
                 (d, Some(h)) if d.is_integer() && !h.is_bool() => h,
                 (d, Some(h)) if d.is_floating() && h.is_floating() => h,
@@ -121,8 +121,22 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
         }
         _ => return Ok(None),
     };
-    let jnp::Operand::Array(a) = jnp::operand(interp, v)? else { return Ok(None) };
+    let jnp::Operand::Array(a) = exact_operand(interp, v, Some(target))? else { return Ok(None) };
     Ok(Some(mark_array(jnp::convert(interp, &a, target, false)?)))
+}
+
+/// Python numbers as an array before conversion to `target`: TensorFlow always has 64-bit
+/// types, so for a 64-bit target they are read as JAX reads them with x64 on (`0.1` as a
+/// double), not rounded to 32 bits first.
+fn exact_operand(interp: &mut Interp, v: &Value, target: Option<DType>) -> PyResult<jnp::Operand> {
+    let wide = target.is_some_and(|d| matches!(d, DType::F64 | DType::I64 | DType::U64 | DType::C128));
+    if !wide || interp.jax.config.enable_x64 {
+        return jnp::operand(interp, v);
+    }
+    interp.jax.config.enable_x64 = true;
+    let a = jnp::operand(interp, v);
+    interp.jax.config.enable_x64 = false;
+    a
 }
 
 /// Whether a (nested) Python value holds a string: TensorFlow's `tf.string` data.
