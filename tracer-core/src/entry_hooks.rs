@@ -18,6 +18,9 @@ use crate::interp::{Interp, PyResult};
 pub struct Case {
     pub args: Vec<Value>,
     pub kwargs: Kwargs,
+    /// `parametrize(..., indirect=...)`: values for the fixtures of these names, which
+    /// they read as `request.param`; the test gets what the fixture returns.
+    pub indirect: Kwargs,
 }
 
 /// A `@pytest.fixture` function, as its decorator described it.
@@ -375,9 +378,22 @@ fn pytest_cases(interp: &Interp, args: &[Value], kwargs: &Kwargs) -> Option<Vec<
         if row.len() != names.len() {
             return None;
         }
-        cases.push(Case { args: Vec::new(), kwargs: names.iter().cloned().zip(row).collect() });
+        let (indirect, kwargs) = names.iter().cloned().zip(row).partition(|(n, _)| is_indirect(kwargs, n));
+        cases.push(Case { args: Vec::new(), kwargs, indirect });
     }
     Some(cases)
+}
+
+/// Whether `parametrize(..., indirect=True)` or `indirect=[..., name, ...]` hands `name`'s
+/// values to its fixture.
+fn is_indirect(kwargs: &Kwargs, name: &str) -> bool {
+    match kwargs.iter().find(|(k, _)| k.as_ref() == "indirect").map(|(_, v)| v) {
+        Some(Value::Bool(b)) => *b,
+        Some(v @ (Value::List(_) | Value::Tuple(_))) => {
+            items(v).is_some_and(|names| names.iter().any(|n| matches!(n, Value::Str(s) if s.as_ref() == name)))
+        }
+        _ => false,
+    }
 }
 
 /// absl's `parameters(*cases)` / `named_parameters(*cases)`: a tuple is positional
@@ -391,7 +407,7 @@ fn absl_cases(args: &[Value], named: bool) -> Option<Vec<Case>> {
     cases
         .into_iter()
         .map(|c| match c {
-            Value::Tuple(t) => Some(Case { args: t.iter().skip(usize::from(named)).cloned().collect(), kwargs: Vec::new() }),
+            Value::Tuple(t) => Some(Case { args: t.iter().skip(usize::from(named)).cloned().collect(), ..Case::default() }),
             Value::Dict(d) => {
                 let mut kwargs = Vec::new();
                 for (k, v) in d.borrow().items() {
@@ -400,10 +416,10 @@ fn absl_cases(args: &[Value], named: bool) -> Option<Vec<Case>> {
                         kwargs.push((k, v));
                     }
                 }
-                Some(Case { args: Vec::new(), kwargs })
+                Some(Case { kwargs, ..Case::default() })
             }
             _ if named => None,
-            other => Some(Case { args: vec![other], kwargs: Vec::new() }),
+            other => Some(Case { args: vec![other], ..Case::default() }),
         })
         .collect()
 }

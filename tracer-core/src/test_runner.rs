@@ -29,7 +29,7 @@ pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>) {
     let ast = interp.files[file as usize].module.clone();
     let path = interp.path(file).to_path_buf();
     let pytest_file = is_test_file(&path);
-    let mut runner = Runner { file, fixtures: HashMap::new(), shared: HashMap::new(), chosen: HashMap::new() };
+    let mut runner = Runner { file, fixtures: HashMap::new(), shared: HashMap::new(), chosen: HashMap::new(), indirect: HashMap::new() };
     if pytest_file {
         runner.load_fixtures(interp, &path, module);
     }
@@ -68,6 +68,9 @@ struct Runner {
     shared: HashMap<String, Value>,
     /// For the run under way: the value (by index) of each parametrised fixture it uses.
     chosen: HashMap<String, usize>,
+    /// For the run under way: the `request.param` of each fixture its case parametrises
+    /// indirectly.
+    indirect: HashMap<String, Value>,
 }
 
 impl Runner {
@@ -200,6 +203,7 @@ impl Runner {
     fn run_case(&mut self, interp: &mut Interp, label: &str, test: &Value, def: &FunctionDef, class: Option<&Rc<Class>>, case: Case) {
         interp.restart_clock();
         interp.jax.entry_run += 1;
+        self.indirect = case.indirect.iter().map(|(n, v)| (n.to_string(), v.clone())).collect();
         let mut built: HashMap<String, Value> = HashMap::new();
         let receiver = match class {
             Some(c) => {
@@ -254,7 +258,7 @@ impl Runner {
         args.extend(case.args);
         let mut kwargs = case.kwargs;
         let missing: Vec<Rc<str>> =
-            missing_arguments(def, skip, &Case { args: Vec::new(), kwargs: kwargs.clone() }).map(Rc::from).collect();
+            missing_arguments(def, skip, &Case { kwargs: kwargs.clone(), ..Case::default() }).map(Rc::from).collect();
         for name in missing {
             let v = self.fixture(interp, &name, built, 0);
             kwargs.push((name, v));
@@ -267,11 +271,13 @@ impl Runner {
     /// `tmp_path`, `request`, ...) or building it raised.
     fn fixture(&mut self, interp: &mut Interp, name: &str, built: &mut HashMap<String, Value>, depth: usize) -> Value {
         // A wider-scoped fixture is built once per value of its parametrisation.
+        let indirect = self.indirect.get(name).cloned();
         let shared_key = match self.chosen.get(name) {
             Some(i) => format!("{name}[{i}]"),
             None => name.to_string(),
         };
-        if let Some(v) = built.get(name).or_else(|| self.shared.get(&shared_key)) {
+        let shared = if indirect.is_some() { None } else { self.shared.get(&shared_key) };
+        if let Some(v) = built.get(name).or(shared) {
             return v.clone();
         }
         let unknown = Value::opaque(format!("the fixture {name}"));
@@ -284,7 +290,8 @@ impl Runner {
         let mut kwargs = Vec::new();
         for p in def.params.posonly.iter().chain(&def.params.args).chain(&def.params.kwonly) {
             if p.default.is_none() {
-                let param = info.params.as_ref().zip(self.chosen.get(name)).and_then(|(values, i)| values.get(*i));
+                let chosen = info.params.as_ref().zip(self.chosen.get(name)).and_then(|(values, i)| values.get(*i));
+                let param = indirect.as_ref().or(chosen);
                 let v = if p.name.as_ref() == name {
                     Value::opaque(format!("the fixture {name}"))
                 } else if let (Some(param), "request") = (param, p.name.as_ref()) {
@@ -314,7 +321,7 @@ impl Runner {
                 unknown
             }
         };
-        if info.shared {
+        if info.shared && indirect.is_none() {
             self.shared.insert(shared_key, value.clone());
         } else {
             built.insert(name.to_string(), value.clone());
@@ -364,6 +371,7 @@ fn product(decorators: Vec<Option<Vec<Case>>>) -> Vec<Case> {
                     let mut c = c.clone();
                     c.args.extend(d.args.iter().cloned());
                     c.kwargs.extend(d.kwargs.iter().cloned());
+                    c.indirect.extend(d.indirect.iter().cloned());
                     c
                 })
             })

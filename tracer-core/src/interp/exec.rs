@@ -947,6 +947,10 @@ impl<'l> Interp<'l> {
             return Ok(v);
         }
         self.set_span(expr.span);
+        let file = ctx.globals.file.unwrap_or(ctx.file);
+        if super::global_decls::bound_by_a_function(&self.files[file as usize].module.body, name) {
+            return Err(self.stop_unknown(format!("the global {name}, which a function the analysis did not run may bind")));
+        }
         Err(self.raise("NameError", Code::PythonException, format!("name '{name}' is not defined")))
     }
 

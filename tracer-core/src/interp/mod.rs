@@ -9,6 +9,7 @@ pub mod call;
 mod exec;
 mod flatten_read;
 pub mod fork;
+mod global_decls;
 pub mod int_math;
 pub mod memory;
 pub(crate) mod model;

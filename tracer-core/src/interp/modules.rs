@@ -197,6 +197,24 @@ impl<'l> Interp<'l> {
         dir
     }
 
+    /// The dotted name CPython gives the module file `path` inside a package
+    /// (`pkg/_solver/optax.py` is `pkg._solver.optax`), so that a relative import never
+    /// takes a top-level name (`optax`) that an absolute import of a library means. `None`
+    /// when the file's folder is not a package.
+    fn package_module_name(&self, path: &Path) -> Option<String> {
+        let dir = path.parent()?;
+        let root = self.package_root(dir.to_path_buf());
+        if root == dir {
+            return None;
+        }
+        let rel = path.strip_prefix(&root).ok()?.with_extension("");
+        let mut parts: Vec<&str> = rel.iter().map(|c| c.to_str()).collect::<Option<_>>()?;
+        if parts.last() == Some(&"__init__") {
+            parts.pop();
+        }
+        parts.iter().all(|p| !p.is_empty() && !p.contains('.')).then(|| parts.join("."))
+    }
+
     /// Runs the file at `path` as the module `name`, once; `None` if there is no such file.
     /// A module already loaded (or being initialised, in a circular import) is returned as is.
     /// `root` is the `sys.path` folder it was found under; a file found under a shim folder,
@@ -252,9 +270,20 @@ impl<'l> Interp<'l> {
             if dotted.is_empty() && !candidate.ends_with("__init__.py") {
                 continue;
             }
-            let name = if dotted.is_empty() { candidate.to_string_lossy().to_string() } else { dotted.to_string() };
+            let name = if dotted.is_empty() {
+                candidate.to_string_lossy().to_string()
+            } else {
+                self.package_module_name(&candidate).unwrap_or_else(|| dotted.to_string())
+            };
             let relative_to_library = self.is_library(ctx.file);
             if let Some(found) = self.load_module_file(&candidate, &name, None, relative_to_library) {
+                // CPython binds a submodule as an attribute of its package (`pkg._solver`
+                // after `from ._solver import X` in `pkg/__init__.py`).
+                if let (Ok(Value::Module(child)), Some((parent, leaf))) = (&found, name.rsplit_once('.')) {
+                    if let Some(p) = self.modules.get(parent) {
+                        p.dict.borrow_mut().entry(Rc::from(leaf)).or_insert_with(|| Value::Module(child.clone()));
+                    }
+                }
                 return found;
             }
         }
@@ -596,7 +625,9 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
         "random" => &["random", "uniform", "randint", "choice", "gauss", "normalvariate", "seed", "shuffle", "sample", "randrange"],
         "time" => &["time", "perf_counter", "monotonic", "sleep", "process_time", "time_ns"],
         "dataclasses" => &["dataclass", "field", "replace", "asdict", "astuple", "fields", "is_dataclass"],
-        "typing" | "typing_extensions" => &["NamedTuple", "cast", "overload", "final", "runtime_checkable", "TypeVar", "Generic"],
+        "typing" | "typing_extensions" => {
+            &["NamedTuple", "cast", "overload", "final", "runtime_checkable", "TypeVar", "Generic", "ClassVar"]
+        }
         "collections" => &["namedtuple", "OrderedDict", "defaultdict", "deque", "Counter"],
         "collections.abc" => COLLECTIONS_ABC,
         "operator" => &["add", "mul", "sub", "truediv", "getitem", "itemgetter", "attrgetter", "neg", "matmul"],
@@ -1128,13 +1159,30 @@ fn unknown_python_number(_interp: &Interp, kind: crate::interp::model::dtypes::P
     Value::UnknownNumber(matches!(kind, crate::interp::model::dtypes::PyScalarKind::Float))
 }
 
+/// Whether the class annotates `name` as `typing.ClassVar` (`ClassVar[T]` is the marker
+/// itself: a subscripted modelled type stands for its generic alias), or as a string
+/// naming it (`"ClassVar[int]"` under `from __future__ import annotations`).
+fn is_classvar_annotation(class: &Class, name: &str) -> bool {
+    let Some(Value::Dict(d)) = class.dict.borrow().get("__annotations__").cloned() else { return false };
+    let annotation = d.borrow().items().into_iter().find(|(k, _)| matches!(k, Value::Str(s) if s.as_ref() == name)).map(|(_, v)| v);
+    match annotation {
+        Some(Value::Builtin(b)) => matches!(&*b, super::builtins::Builtin::Fn(n) if n.starts_with("typing") && n.ends_with(".ClassVar")),
+        Some(Value::Str(s)) => {
+            let s = s.trim();
+            ["ClassVar", "typing.ClassVar", "t.ClassVar"].iter().any(|p| s == *p || s.starts_with(&format!("{p}[")))
+        }
+        _ => false,
+    }
+}
+
 fn make_dataclass(c: &Rc<Class>, frozen: bool) {
     c.is_dataclass.set(true);
     c.frozen.set(frozen);
     let mut fields = Vec::new();
     for cls in c.mro().iter().rev() {
         for f in super::call::annotation_names(cls) {
-            if !fields.contains(&f) {
+            // `x: ClassVar[int]` is a class attribute, never a field (`dataclasses._is_classvar`).
+            if !fields.contains(&f) && !is_classvar_annotation(cls, &f) {
                 fields.push(f);
             }
         }

@@ -280,6 +280,12 @@ impl<'l> Interp<'l> {
 
     pub fn compare(&mut self, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
         match op {
+            // `tree_equal(a, b) is True` in the user's code: an unknown value may be the
+            // `True` or `False` singleton (a tracer never is). The shims keep identity exact:
+            // `isinstance(v, C) is not False` is how they ask whether `v` is unknown.
+            CmpOp::Is | CmpOp::IsNot if (maybe_bool_singleton(l, r) || maybe_bool_singleton(r, l)) && !self.in_library() => {
+                return Ok(Value::opaque("an identity test of an unknown value with a bool"));
+            }
             CmpOp::Is => return Ok(Value::Bool(self.is_same(l, r))),
             CmpOp::IsNot => return Ok(Value::Bool(!self.is_same(l, r))),
             CmpOp::In | CmpOp::NotIn => {
@@ -1340,7 +1346,17 @@ impl<'l> Interp<'l> {
                 "__qualname__" => Some(Value::str(&f.qualname)),
                 "__module__" => Some(Value::str(&f.globals.name)),
                 "__doc__" => Some(f.attrs.borrow().get(name).cloned().unwrap_or_else(|| docstring(&f.def.body))),
-                _ => f.attrs.borrow().get(name).cloned(),
+                // The positional parameters' defaults, as evaluated at the `def`; `None` without any.
+                "__defaults__" if !f.attrs.borrow().contains_key(name) => {
+                    Some(if f.defaults.is_empty() { Value::None } else { Value::tuple(f.defaults.clone()) })
+                }
+                _ => f.attrs.borrow().get(name).cloned().or_else(|| {
+                    // `__wrapped__` is set by a wrapper the analysis may not see: a runtime
+                    // type checker's import hook (jaxtyping, beartype) that the test runner's
+                    // configuration installs.
+                    (super::stdlib::function_has_attribute(name) || name == "__wrapped__")
+                        .then(|| Value::opaque(format!("{}.{name}", f.def.name)))
+                }),
             },
             Value::Builtin(b) => super::builtins::builtin_getattr(self, b, name)?,
             Value::DType(d) => match name {
@@ -1659,6 +1675,12 @@ pub(super) fn python_has_attribute(obj: &Value, name: &str) -> bool {
         _ => &[],
     };
     names.contains(&name) || super::stdlib::value_has_attribute(obj, name)
+}
+
+/// Whether `unknown is flag` cannot be told: `unknown` is a value the interpreter does not
+/// know (and not certainly a tracer), `flag` is `True` or `False`.
+fn maybe_bool_singleton(unknown: &Value, flag: &Value) -> bool {
+    matches!(unknown, Value::Opaque(o) if !o.tracer) && matches!(flag, Value::Bool(_))
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.

@@ -112,19 +112,47 @@ pub fn value_has_attribute(value: &super::value::Value, name: &str) -> bool {
         },
         Value::Class(_) => type_has("type", name),
         Value::Instance(_) => type_has("object", name),
+        Value::Function(_) => function_has_attribute(name) || type_has("object", name),
         other => type_has(&other.type_name(), name),
     }
 }
 
+/// The attributes every CPython 3.11 function object has beyond `object`'s (`dir(lambda: 0)`).
+/// Those the interpreter does not model (`__globals__`, `__code__`, `__defaults__`, ...) are
+/// unknown values, never an AttributeError.
+const FUNCTION_ATTRS: &[&str] = &[
+    "__annotations__",
+    "__builtins__",
+    "__call__",
+    "__closure__",
+    "__code__",
+    "__defaults__",
+    "__dict__",
+    "__get__",
+    "__globals__",
+    "__kwdefaults__",
+    "__module__",
+    "__name__",
+    "__qualname__",
+];
+
+/// Whether a Python function object has the attribute `name` before any is set on it.
+pub fn function_has_attribute(name: &str) -> bool {
+    FUNCTION_ATTRS.contains(&name)
+}
+
 /// `int | None`, `str | Foo`: PEP 604 unions, evaluated at run time in annotations and
-/// `isinstance` checks. At least one side is a type and the other a type or `None`.
+/// `isinstance` checks. At least one side is a type and the other a type or `None`. Every
+/// public name of `collections.abc` is a class (`Callable[[int], int] | None`; a subscripted
+/// builtin type stands for its generic alias, which `|` takes as it takes the type).
 pub fn is_union_operand(l: &super::value::Value, r: &super::value::Value) -> bool {
     use super::value::Value;
     let is_type = |v: &Value| match v {
         Value::Class(_) | Value::DType(_) => true,
-        Value::Builtin(b) => {
-            matches!(&**b, super::builtins::Builtin::Fn(n) if attributes_of(TYPE_ATTRS, n).is_some() || matches!(builtin(n), Some((_, BuiltinKind::Class))))
-        }
+        Value::Builtin(b) => matches!(&**b, super::builtins::Builtin::Fn(n)
+            if attributes_of(TYPE_ATTRS, n).is_some()
+                || matches!(builtin(n), Some((_, BuiltinKind::Class)))
+                || n.starts_with("collections.abc.")),
         _ => false,
     };
     let operand = |v: &Value| is_type(v) || matches!(v, Value::None | Value::Opaque(_));

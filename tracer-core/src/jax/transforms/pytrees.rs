@@ -490,9 +490,21 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
             return Ok(Value::opaque("tree_map over a tree with unknown parts"));
         }
         if t != t0 {
-            let msg = prefix_mismatch(&t0, &t, "tree_map tree")
-                .unwrap_or_else(|| format!("pytree structure error: tree {} differs from tree 0", i + 1));
-            return Err(interp.raise("ValueError", Code::InvalidPytree, msg));
+            let mismatch = prefix_mismatch(&t0, &t, "tree_map tree");
+            if mismatch.is_none() && !is_prefix(&t0, &t) {
+                let msg = format!("pytree structure error: tree {} differs from tree 0", i + 1);
+                return Err(interp.raise("ValueError", Code::InvalidPytree, msg));
+            }
+            if let Some(msg) = mismatch {
+                return Err(interp.raise("ValueError", Code::InvalidPytree, msg));
+            }
+            // JAX flattens the other trees up to the first one's structure: each leaf of
+            // the first meets the whole subtree at its place (`treedef.flatten_up_to`).
+            let mut leaves = l.into_iter().map(|(_, v)| v).collect::<Vec<_>>().into_iter();
+            let mut subtrees = Vec::new();
+            subtrees_up_to(interp, &t0, &t, &mut leaves, &mut subtrees)?;
+            rest.push(subtrees.into_iter().map(|v| (String::new(), v)).collect());
+            continue;
         }
         rest.push(l);
     }
@@ -505,6 +517,50 @@ fn tree_map(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Va
         out.push(interp.call(&f, call_args, Vec::new())?);
     }
     unflatten(interp, &t0, &mut out.into_iter())
+}
+
+/// Whether `full` extends `prefix`: the same nodes down to each of `prefix`'s leaves.
+fn is_prefix(prefix: &TreeDef, full: &TreeDef) -> bool {
+    match (prefix, full) {
+        (TreeDef::Leaf, _) => true,
+        (TreeDef::None, TreeDef::None) => true,
+        (TreeDef::Tuple(a), TreeDef::Tuple(b)) | (TreeDef::List(a), TreeDef::List(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| is_prefix(x, y))
+        }
+        (TreeDef::Dict(a), TreeDef::Dict(b)) => a.len() == b.len() && a.iter().zip(b).all(|((ka, x), (kb, y))| ka == kb && is_prefix(x, y)),
+        (TreeDef::Node { class: ca, meta: ma, children: a, names: na }, TreeDef::Node { class: cb, meta: mb, children: b, names: nb }) => {
+            ca == cb && ma == mb && na == nb && a.len() == b.len() && a.iter().zip(b).all(|(x, y)| is_prefix(x, y))
+        }
+        _ => false,
+    }
+}
+
+/// The subtrees of a tree of structure `full` (its leaves in `leaves`) at the leaves of
+/// `prefix`, which `prefix_mismatch` found to be a prefix of it.
+fn subtrees_up_to(
+    interp: &mut Interp,
+    prefix: &TreeDef,
+    full: &TreeDef,
+    leaves: &mut std::vec::IntoIter<Value>,
+    out: &mut Vec<Value>,
+) -> PyResult<()> {
+    match (prefix, full) {
+        (TreeDef::Leaf, sub) => out.push(unflatten(interp, sub, leaves)?),
+        (TreeDef::Dict(a), TreeDef::Dict(b)) => {
+            for ((_, x), (_, y)) in a.iter().zip(b) {
+                subtrees_up_to(interp, x, y, leaves, out)?;
+            }
+        }
+        (TreeDef::Tuple(a), TreeDef::Tuple(b))
+        | (TreeDef::List(a), TreeDef::List(b))
+        | (TreeDef::Node { children: a, .. }, TreeDef::Node { children: b, .. }) => {
+            for (x, y) in a.iter().zip(b) {
+                subtrees_up_to(interp, x, y, leaves, out)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// JAX's "pytree structure error" for the first place where `full` does not extend `prefix`.
