@@ -107,3 +107,78 @@ fn repro_function_stages_out_every_trace_of_a_tf_function() {
         "{text}"
     );
 }
+
+#[test]
+fn a_tf_while_loop_error_is_staged_with_its_cond_and_body_as_functions() {
+    // `cond` and `body` are written from the statements TensorFlow traced of them, taking the
+    // loop variables as the loop passes them; the lambda is named after its parameter.
+    let dir = temp_dir("tf-repro-while-loop");
+    let source = std::fs::read_to_string(fixture("tl109_tf_while_loop_argument_changes_dtype.py")).expect("fixture");
+    write(&dir, "quantise.py", &source);
+    let text = repro(&dir, &["quantise.py", "--line", "11", "--unreduced"]);
+    let expected = "\
+# tracelens reproducer for TL109 at quantise.py:11
+# original error: TypeError: Loop var levels:0 enters the loop with type <dtype: 'float32'> but has type <dtype: 'int32'> after 1 iteration. levels:0 type should remain constant.
+# raises under TensorFlow: TypeError
+# unreduced: 15 lines
+# regenerate: tracelens repro quantise.py --line 11 --unreduced
+import tensorflow as tf
+
+
+def cond(i, q):  # quantise.py:11
+    v2 = i < 2  # quantise.py:11
+    return v2
+
+
+def body(i, q):  # quantise.py:7
+    v2 = i + 1  # quantise.py:8
+    v3 = q * 2.0  # quantise.py:8
+    v4 = tf.round(v3)  # quantise.py:8
+    v5 = tf.cast(v4, tf.int32)  # quantise.py:8
+    return v2, v5
+
+
+@tf.function(input_signature=[tf.TensorSpec(shape=(3,), dtype=tf.float32)])
+def quantise(levels):  # quantise.py:5
+    v1 = tf.constant(0)  # quantise.py:11
+    tf.while_loop(cond, body, (v1, levels))  # quantise.py:11
+
+
+quantise(tf.ones((3,), tf.float32))  # quantise.py:15
+";
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn tf_cond_branches_are_two_functions_a_closure_written_inside() {
+    // Two lambdas are `true_fn` and `false_fn`; the one that reads the traced function's
+    // `values` is written inside it, right before the `tf.cond`.
+    let dir = temp_dir("tf-repro-cond");
+    let source = std::fs::read_to_string(fixture("tl109_cond_branches_int_and_float.py")).expect("fixture");
+    write(&dir, "mean.py", &source);
+    let text = repro(&dir, &["mean.py", "--line", "9", "--unreduced"]);
+    assert!(text.starts_with("# tracelens reproducer for TL109 at mean.py:9\n"), "{text}");
+    assert!(!text.contains("cut from the source"), "{text}");
+    assert!(text.contains("\n\ndef false_fn():  # mean.py:9\n    v2 = tf.constant(0)  # mean.py:9\n    return v2\n"), "{text}");
+    assert!(
+        text.contains(
+            "    v1 = n > 0  # mean.py:9\n\n    \
+             def true_fn():  # mean.py:9\n        \
+             v2 = tf.reduce_mean(values)  # mean.py:9\n        \
+             return v2\n\n    \
+             tf.cond(v1, true_fn, false_fn)  # mean.py:9\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_loop_variable_named_by_its_place_in_loop_vars_keeps_the_source_cut() {
+    // TensorFlow names the carried `tf.constant(0.0)` `Const_1:0`, after the ops made before
+    // it; tracelens says `loop_vars[1]`, and a staged program would make other ops first.
+    let dir = temp_dir("tf-repro-loop-vars");
+    let source = std::fs::read_to_string(fixture("tl109_tf_while_loop_carry_dtype_changes.py")).expect("fixture");
+    write(&dir, "steps.py", &source);
+    let text = repro(&dir, &["steps.py", "--line", "11"]);
+    assert!(text.contains("\n# cut from the source"), "{text}");
+}

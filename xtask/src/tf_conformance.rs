@@ -131,7 +131,7 @@ pub fn run(options: Options) -> Result<bool, String> {
                 filter: options.filter.as_deref(),
             });
             print!("{}", summary.render());
-            summary.wrong.is_empty()
+            summary.passed()
         }
         None => true,
     };

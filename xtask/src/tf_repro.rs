@@ -14,6 +14,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The reproducers staged out of a trace over all the error fixtures, at least: a change that
+/// stages fewer (sending more of them to the source cut) fails the check. Raise it when
+/// staging reaches more.
+pub const STAGED_FLOOR: usize = 11;
+
 pub struct TfReproSummary {
     pub fixtures: usize,
     /// Reproducers written, and of them the ones staged out of a trace (the others are cut
@@ -28,6 +33,8 @@ pub struct TfReproSummary {
     pub missing: Vec<(String, String)>,
     /// Median of 1 - (reproducer lines / fixture lines) over the written reproducers.
     pub median_reduction: f64,
+    /// Whether every error fixture was asked (no filter): only then is the floor checked.
+    pub complete: bool,
 }
 
 /// What a program raised under TensorFlow: its class and message, `None` when it raised
@@ -114,6 +121,7 @@ pub fn check(setup: &Setup) -> TfReproSummary {
         wrong,
         missing,
         median_reduction: median(written.iter().map(|w| w.reduction).collect()),
+        complete: filter.is_none(),
     }
 }
 
@@ -164,6 +172,16 @@ fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path]) -> Res
 }
 
 impl TfReproSummary {
+    /// Every reproducer raises what its fixture raises, and (over all the fixtures) at least
+    /// `STAGED_FLOOR` are staged out of a trace.
+    pub fn passed(&self) -> bool {
+        self.wrong.is_empty() && self.floor_held()
+    }
+
+    fn floor_held(&self) -> bool {
+        !self.complete || self.staged >= STAGED_FLOOR
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::from("\nreproducers (tracelens repro on every TensorFlow error fixture, run under real TensorFlow):\n");
         for (name, why) in &self.wrong {
@@ -181,6 +199,12 @@ impl TfReproSummary {
             self.same,
             self.median_reduction * 100.0
         ));
+        if !self.floor_held() {
+            out.push_str(&format!(
+                "  FLOOR  {} staged out of a trace, fewer than the floor of {STAGED_FLOOR} (tf_repro::STAGED_FLOOR)\n",
+                self.staged
+            ));
+        }
         out
     }
 }

@@ -7,7 +7,10 @@
 //! Size: the record and `emit`, its one reader, which must agree on every `Call` variant; its tests
 //! sit at the end.
 
+mod calls;
+
 use std::collections::HashMap;
+use std::ops::Range;
 use std::rc::Rc;
 
 use super::array::Array;
@@ -16,6 +19,8 @@ use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult, Site};
 use crate::repro::{np_dtype, Expr, Input, Line, Op, Program, Wrap};
+
+pub use calls::{call_passed, running_op, PassedCall};
 
 /// An argument as the reproducer can write it.
 #[derive(Clone, Debug)]
@@ -88,6 +93,8 @@ pub struct StatementLog {
     keep: Vec<Rc<Array>>,
     /// Nesting of recorded calls: only the outermost call of user code is a statement.
     pub depth: u32,
+    /// The user functions TensorFlow control-flow ops called inside their trace.
+    pub calls: Vec<PassedCall>,
 }
 
 const MAX_STATEMENTS: usize = 100_000;
@@ -322,7 +329,9 @@ pub fn emit(interp: &Interp, error_site: Site, what: &What) -> Option<Program> {
     for (_, a) in &last.kwargs {
         collect_arrays(std::slice::from_ref(a), &mut roots);
     }
-    let (mut program, _) = slice(interp, record, failing, &roots, Some(last), true, what, None).ok()?;
+    // What the functions a TensorFlow op called read of this function.
+    roots.extend(calls::free_reads(interp, failing));
+    let (mut program, _) = slice(interp, record, Scope::of_trace(0..failing), &roots, Some(last), true, what, None).ok()?;
     program.file_label = interp.path(error_site.file).to_string_lossy().to_string();
     program.error_line = interp.line_of(error_site);
     Some(program)
@@ -367,7 +376,7 @@ fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: boo
             super::ir::Atom::Lit(v, aval) => outputs.push(Arg::Lit(python_number(*v, aval.dtype).ok_or("a result is a complex literal")?)),
         }
     }
-    let (mut program, mut names) = slice(interp, record, end, &roots, None, false, what, outer)?;
+    let (mut program, mut names) = slice(interp, record, Scope::of_trace(0..end), &roots, None, false, what, outer)?;
     let returns: Option<Vec<Expr>> = outputs.iter().map(|o| names.expr(o)).collect();
     let returns = returns.ok_or("a result cannot be written")?;
     // The results in the structure the user's function returned them in.
@@ -386,13 +395,28 @@ fn emit_trace_in(interp: &Interp, record: usize, what: &What, error_at_call: boo
     Ok(program)
 }
 
-/// The statements of `record` before `end` that `roots` depend on, then `last`, as a program.
-/// Traced arrays nothing in the slice computes become parameters when `extra_params`
-/// allows it; otherwise the slice fails.
+/// Where a slice takes its statements from, and what its function's parameters are.
+struct Scope {
+    /// The statements of the record it may take.
+    range: Range<usize>,
+    /// The arrays the function takes, each with a name: the trace's inputs when `None`, else
+    /// those a TensorFlow op passed to the user's function (`calls.rs`).
+    inputs: Option<Vec<(usize, Aval, Option<String>)>>,
+}
+
+impl Scope {
+    fn of_trace(range: Range<usize>) -> Scope {
+        Scope { range, inputs: None }
+    }
+}
+
+/// The statements of `record` in the scope's range that `roots` depend on, then `last`, as a
+/// program. Traced arrays nothing in the slice computes become parameters when
+/// `extra_params` allows it; otherwise the slice fails.
 fn slice<'a>(
     interp: &'a Interp,
     record: usize,
-    end: usize,
+    scope: Scope,
     roots: &[usize],
     last: Option<&Statement>,
     extra_params: bool,
@@ -405,7 +429,8 @@ fn slice<'a>(
     if last.is_some_and(|l| !renderable(l)) {
         return Err("the failing statement has an argument a standalone program cannot say".into());
     }
-    let candidates: Vec<&Statement> = log.statements[..end].iter().filter(|s| s.record == record && !s.raised).collect();
+    let range = scope.range.start.min(log.statements.len())..scope.range.end.min(log.statements.len());
+    let candidates: Vec<&Statement> = log.statements[range].iter().filter(|s| s.record == record && !s.raised).collect();
     let mut needed: Vec<usize> = roots.to_vec();
     let mut chosen: Vec<&Statement> = Vec::new();
     for s in candidates.iter().rev() {
@@ -428,6 +453,10 @@ fn slice<'a>(
         }
         for c in children {
             needed.extend(free_reads(interp, c));
+        }
+        // (Looked up only in a trace where a TensorFlow op called a user function.)
+        if let Some(index) = (!log.calls.is_empty()).then(|| calls::index_of(&log.statements, s)).flatten() {
+            needed.extend(calls::free_reads(interp, index));
         }
         collect_arrays(&s.args, &mut needed);
         for (_, a) in &s.kwargs {
@@ -452,7 +481,7 @@ fn slice<'a>(
     };
     // Parameters: the trace's inputs, named after the user's parameters.
     let mut params: Vec<Input> = Vec::new();
-    for (i, (ptr, aval, name)) in input_arrays(interp, record).into_iter().enumerate() {
+    for (i, (ptr, aval, name)) in scope.inputs.unwrap_or_else(|| input_arrays(interp, record)).into_iter().enumerate() {
         let base = name.map(|n| sanitize(&n)).filter(|n| !names.used.contains(n)).unwrap_or_else(|| names.fresh(&format!("arg{i}")));
         names.used.push(base.clone());
         names.names.insert(ptr, base.clone());
@@ -688,10 +717,12 @@ fn collect_functions(a: &Arg, out: &mut Vec<String>) {
 /// staged out, with its constants renamed after it. `None` when there is no such trace or
 /// it reads values it does not take as arguments (a closure over outer tracers).
 fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &What, names: &mut Names<'_>) -> Result<Program, String> {
-    let line = interp.line_of(s.site);
-    let _ = line;
-    let child = child_of(interp, record, s, name).ok_or("no trace of it")?;
-    stage_helper(interp, child, what, names)
+    if let Some(child) = child_of(interp, record, s, name) {
+        return stage_helper(interp, child, what, names);
+    }
+    // A function a TensorFlow op called in this trace.
+    let call = calls::index_of(&interp.jax.log.statements, s).and_then(|i| calls::passed(interp, i, name)).ok_or("no trace of it")?;
+    calls::stage_passed(interp, record, call, what, names)
 }
 
 /// The trace an API made of the user function `name` that statement `s` of `record` passed

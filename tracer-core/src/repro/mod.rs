@@ -517,7 +517,10 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
         let given = signature.iter().rposition(|(_, leaves)| !leaves.is_empty()).map_or(0, |i| i + 1);
         names = signature.iter().enumerate().map(|(i, (n, _))| if i < given { n.clone() } else { format!("{n}=None") }).collect();
     }
-    let decorator = if p.wrap == Wrap::TfFunction { format!("\n{}", tf::decorator(&params)) } else { String::new() };
+    // The traced function is decorated; a function it passes to an op (with its signature)
+    // is traced by that op, as the user's was.
+    let decorated = p.wrap == Wrap::TfFunction && p.signature.is_none();
+    let decorator = if decorated { format!("\n{}", tf::decorator(&params)) } else { String::new() };
     let _ = writeln!(text, "{decorator}\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();

@@ -5,7 +5,7 @@
 //! JAX side writes that TensorFlow has no spelling for (a `jnp` call, a function passed to
 //! an API, a named dimension) keeps the error to the source cut.
 
-use super::{Expr, Input, Op, Program};
+use super::{Expr, Input, Op, Program, Wrap};
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 
@@ -13,8 +13,15 @@ use crate::jax::dtypes::DType;
 /// arguments name become TensorFlow's (`jnp.int32` → `tf.int32`). An error says what it
 /// cannot write.
 pub fn to_tensorflow(p: &mut Program) -> Result<(), String> {
-    if !p.helpers.is_empty() {
-        return Err("a function passed to an op is not written as TensorFlow yet".into());
+    // A function passed to an op is written from the statements TensorFlow traced of it,
+    // made TensorFlow's by its own slice; a trace of another library's is not one.
+    if p.helpers.iter().any(|h| h.wrap != Wrap::TfFunction) {
+        return Err("a function passed to an op is not a TensorFlow trace".into());
+    }
+    // A loop variable whose graph tensor tracelens cannot name (`Const_1:0`) is named by its
+    // place in `loop_vars`: the program's own graph would name it after its own ops.
+    if p.message.contains("loop_vars[") {
+        return Err("the message names a loop variable by a graph tensor tracelens does not know".into());
     }
     // TensorFlow's graph messages go on with the names of the node and of its inputs, which
     // depend on every op made before it in the graph: a program of the slice names others.

@@ -30,8 +30,10 @@ pub fn cond(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         return Ok(unknown_tensor(interp, "a tf.cond on a predicate that is not a scalar bool"));
     }
     let pred = pred.clone();
-    let on_true = interp.call(true_fn, Vec::new(), Vec::new())?;
-    let on_false = interp.call(false_fn, Vec::new(), Vec::new())?;
+    // Each branch as the reproducer writes it (`def true_fn(): ...`).
+    let op = crate::jax::stmt::running_op(interp);
+    let on_true = crate::jax::stmt::call_passed(interp, op, "true_fn", true_fn, Vec::new())?;
+    let on_false = crate::jax::stmt::call_passed(interp, op, "false_fn", false_fn, Vec::new())?;
     let (Some((t_kind, t_leaves)), Some((f_kind, f_leaves))) = (leaves(&on_true), leaves(&on_false)) else {
         return Ok(unknown_tensor(interp, "tf.cond branches whose outputs are not tensors"));
     };

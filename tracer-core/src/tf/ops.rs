@@ -193,9 +193,11 @@ impl<'a> Args<'a> {
 }
 
 /// Calls a `tf` surface function. An op called by user code in a trace is a statement of the
-/// reproducer under its TensorFlow name (the `jnp` calls serving it are not).
+/// reproducer under its TensorFlow name (the `jnp` calls serving it are not); so are
+/// `tf.cond` and `tf.while_loop`, whose functions are written from what they recorded.
 pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-    if matches!(route(f), Route::Elsewhere) || crate::jax::stmt::recording(interp).is_none() {
+    let control_flow = matches!(f, TfFn::Cond | TfFn::WhileLoop);
+    if (matches!(route(f), Route::Elsewhere) && !control_flow) || crate::jax::stmt::recording(interp).is_none() {
         return serve(interp, f, args, kwargs);
     }
     let statement_args = args.clone();

@@ -77,8 +77,10 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         return Ok(unknown_like(interp, &vars));
     }
     let args = interp.iterate(&entry)?;
-    interp.call(cond, args.clone(), Vec::new())?;
-    let out = interp.call(body, args, Vec::new())?;
+    // `cond` and `body` as the reproducer writes them (`def body(i, acc): ...`).
+    let op = crate::jax::stmt::running_op(interp);
+    crate::jax::stmt::call_passed(interp, op, "cond", cond, args.clone())?;
+    let out = crate::jax::stmt::call_passed(interp, op, "body", body, args)?;
     let outs = match &out {
         Value::Tuple(_) | Value::List(_) => interp.iterate(&out)?,
         single => vec![single.clone()],
