@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod call;
+mod exception_code;
 mod exec;
 mod flatten_read;
 pub mod fork;

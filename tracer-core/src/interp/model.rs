@@ -35,7 +35,7 @@ pub(crate) mod effects {
 }
 
 pub(crate) mod errors {
-    pub(crate) use crate::jax::errors::code_for_exception_class;
+    pub(crate) use crate::jax::error_codes::code_for_jax_error;
 }
 
 pub(crate) mod eval {

@@ -11,6 +11,7 @@ pub mod aval;
 pub mod custom_rules;
 pub mod dtypes;
 pub mod effects;
+pub mod error_codes;
 pub mod errors;
 pub mod eval;
 pub mod eval_control;
