@@ -8,7 +8,9 @@
 //! tensor or a `tf` object (`tf`), and to the entry-point hooks where it calls an unknown
 //! library (`entry_hooks`). Everything else is the models' own; a new need of the
 //! interpreter is a new line here, which a review sees. These lines are every edge of the
-//! import graph from `interp/` into the circle it shares with `jax/` (tests/architecture.rs).
+//! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
+//! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
+//! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
 
 pub(crate) use crate::jax::JaxState;
 
