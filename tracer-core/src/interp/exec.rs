@@ -304,7 +304,7 @@ impl<'l> Interp<'l> {
         match &instance {
             Value::Instance(inst) if inst.class.derives_builtin(super::value::BuiltinClass::Exception) => {
                 let message = super::builtins::exception_message(inst);
-                let mut code = crate::interp::model::errors::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
+                let mut code = super::exception_code::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
                 // A shim's own check (flax's ScopeParamShapeError) on a path an unknown chose
                 // compared an unknown value: it is not known to fail, so it is not a finding.
                 if self.in_library() && self.in_conditional_path() {

@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod call;
+mod exception_code;
 mod exec;
 mod flatten_read;
 pub mod fork;
@@ -38,7 +39,7 @@ use crate::syntax::LineIndex;
 pub use value::Value;
 use value::{Class, ModuleObj};
 
-pub type FileId = u32;
+pub use crate::syntax::ast::{FileId, Site};
 
 /// Reads source files on the engine's behalf: the engine does no IO of its own.
 pub trait SourceLoader {
@@ -96,13 +97,6 @@ pub struct SourceFile {
     pub module: Rc<ast::Module>,
     /// Library code (a shim, `shims.rs`): never the user's site.
     pub library: bool,
-}
-
-/// Where in the user's code something happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Site {
-    pub file: FileId,
-    pub span: Span,
 }
 
 /// A Python exception in flight.

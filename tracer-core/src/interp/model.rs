@@ -8,7 +8,9 @@
 //! tensor or a `tf` object (`tf`), and to the entry-point hooks where it calls an unknown
 //! library (`entry_hooks`). Everything else is the models' own; a new need of the
 //! interpreter is a new line here, which a review sees. These lines are every edge of the
-//! import graph from `interp/` into the circle it shares with `jax/` (tests/architecture.rs).
+//! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
+//! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
+//! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
 
 pub(crate) use crate::jax::JaxState;
 
@@ -35,7 +37,7 @@ pub(crate) mod effects {
 }
 
 pub(crate) mod errors {
-    pub(crate) use crate::jax::errors::code_for_exception_class;
+    pub(crate) use crate::jax::error_codes::code_for_jax_error;
 }
 
 pub(crate) mod eval {

@@ -1,34 +1,10 @@
 //! JAX's error messages, worded as JAX 0.10.2 words them (shared/reference §2–3), with the
 //! origin sentence that names the traced function and the arguments a value depends on.
 
-use std::rc::Rc;
-
 use super::array::Array;
 use super::ir::{Atom, Jaxpr, VarId};
 use crate::diagnostics::Code;
-use crate::interp::value::Class;
 use crate::interp::{Flow, Interp};
-
-pub fn code_for_exception_class(class: &Rc<Class>) -> Option<Code> {
-    // A shim's exception class names its code (`__tracelens_code__ = "TL104"`, flax's
-    // `ScopeParamShapeError`), so a library's errors are classified in its own Python.
-    if let Some(crate::interp::value::Value::Str(code)) = class.lookup("__tracelens_code__") {
-        if let Some(code) = Code::from_str(&code) {
-            return Some(code);
-        }
-    }
-    for c in class.mro() {
-        let code = match c.name.as_ref() {
-            "TracerBoolConversionError" | "ConcretizationTypeError" | "TracerIntegerConversionError" => Code::Concretization,
-            "TracerArrayConversionError" => Code::TracerToNumpy,
-            "UnexpectedTracerError" => Code::LeakedTracer,
-            "NonConcreteBooleanIndexError" => Code::DynamicShape,
-            _ => continue,
-        };
-        return Some(code);
-    }
-    None
-}
 
 /// `traced array with shape float32[3]`
 pub fn traced_array(a: &Array) -> String {

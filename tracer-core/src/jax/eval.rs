@@ -241,8 +241,8 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
         slot @ Lazy::Pending(..) => Ok(std::mem::replace(slot, Lazy::Unknown(COMPUTING))),
         Lazy::Call(call, i) => Err((call.clone(), *i)),
     };
-    let (prim, inputs) = match pending {
-        Ok(Lazy::Pending(prim, inputs)) => (prim, inputs),
+    let (op, inputs) = match pending {
+        Ok(Lazy::Pending(op, inputs)) => (op, inputs),
         Ok(_) => return None,
         Err((call, i)) => {
             let data = call.output(i).and_then(|out| force_stored(&out, max_elements, depth + 1));
@@ -255,11 +255,15 @@ fn force_stored(array: &Rc<Array>, max_elements: u64, depth: usize) -> Option<St
             return data;
         }
     };
-    let computed = compute_pending(cell, &known, &prim, &inputs, max_elements, depth);
+    // Every pending operation is a primitive: arrays are made pending by the JAX model alone.
+    let computed = match op.get::<Prim>() {
+        Some(prim) => compute_pending(cell, &known, prim, &inputs, max_elements, depth),
+        None => None,
+    };
     // Neither computed nor known to be uncomputable (an input not computed yet, the memory
     // budget for now): pending again, for the next use.
     if matches!(&*cell.borrow(), Lazy::Unknown(why) if *why == COMPUTING) {
-        *cell.borrow_mut() = Lazy::Pending(prim, inputs);
+        *cell.borrow_mut() = Lazy::Pending(op, inputs);
     }
     computed
 }
@@ -424,7 +428,7 @@ fn pending(array: &Rc<Array>) -> Option<(Prim, Vec<Rc<Array>>)> {
     let known = array.known()?;
     let ArrayKind::Concrete(cell) = &known.kind else { return None };
     let pending = match &*cell.borrow() {
-        Lazy::Pending(prim, inputs) => Some((prim.clone(), inputs.clone())),
+        Lazy::Pending(op, inputs) => op.get::<Prim>().map(|prim| (prim.clone(), inputs.clone())),
         _ => None,
     };
     pending

@@ -11,7 +11,7 @@
 use crate::jax::prims::families;
 use std::rc::Rc;
 
-use ndarray::{ArrayD, Axis, IxDyn};
+use ndarray::{Axis, IxDyn};
 
 use super::array::NdData;
 use super::dtypes::DType;
@@ -22,7 +22,7 @@ use super::prims::products::{dot_general_kernel, DotDims};
 
 /// Integer elements held exactly: every int64 and uint64 value fits an i128, and so does
 /// the product of two of them before it is wrapped.
-pub type NdInts = ArrayD<i128>;
+pub use super::array::NdInts;
 
 /// 2**53: from here on an f64 no longer holds every integer.
 const F64_EXACT: i128 = 1 << 53;

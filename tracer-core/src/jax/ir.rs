@@ -14,7 +14,7 @@ use super::aval::Aval;
 use super::dtypes::DType;
 use crate::interp::Site;
 
-pub type VarId = u32;
+pub use super::array::VarId;
 
 #[derive(Clone, Debug)]
 pub enum Atom {

@@ -6,10 +6,12 @@ pub mod ad_compositions;
 pub mod ad_control;
 pub mod api;
 pub mod array;
+pub mod array_model;
 pub mod aval;
 pub mod custom_rules;
 pub mod dtypes;
 pub mod effects;
+pub mod error_codes;
 pub mod errors;
 pub mod eval;
 pub mod eval_control;
@@ -664,7 +666,7 @@ fn bind_with_bodies(
             for aval in out_avals {
                 // The first output is computed from the inputs on demand; others are not.
                 let lazy = match prim.take() {
-                    Some(p) => Lazy::Pending(p, inputs.to_vec()),
+                    Some(p) => Lazy::Pending(array::PendingOp::new(p), inputs.to_vec()),
                     None => Lazy::Unknown("not computed"),
                 };
                 outs.push(Rc::new(Array {
@@ -784,7 +786,7 @@ fn staged_equation(
         }
     }
     let jaxpr = Jaxpr { invars, eqns: vec![eqn], outvars: outputs.iter().map(|(v, _)| Atom::Var(*v)).collect(), ..Jaxpr::default() };
-    Ok(array::StagedCall::outputs(Rc::new(jaxpr), Vec::new(), inputs.to_vec(), out_avals))
+    Ok(array_model::StagedCall::outputs(Rc::new(jaxpr), Vec::new(), inputs.to_vec(), out_avals))
 }
 
 /// Raises `class` with `code` at the current user line.

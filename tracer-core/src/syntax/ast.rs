@@ -6,6 +6,16 @@
 
 use std::rc::Rc;
 
+/// A source file of the analysis, numbered by the interpreter (`Interp::files`).
+pub type FileId = u32;
+
+/// Where in the user's code something happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    pub file: FileId,
+    pub span: Span,
+}
+
 /// A byte range into the source text, `start..end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct Span {

@@ -618,7 +618,7 @@ pub fn instantiate_outputs(
         crate::jax::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut crate::jax::eval_control::ValuesHooks { interp, label })?
     } else {
         let avals = bound.iter().map(|b| b.aval.clone()).collect();
-        return Ok(crate::jax::array::StagedCall::outputs(jaxpr.clone(), consts.to_vec(), inputs.to_vec(), avals));
+        return Ok(crate::jax::array_model::StagedCall::outputs(jaxpr.clone(), consts.to_vec(), inputs.to_vec(), avals));
     };
     if let Some(outs) = &instantiated {
         crate::jax::numerics::raise_pending_after_jit(interp, outs)?;
