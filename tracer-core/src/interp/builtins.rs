@@ -1496,7 +1496,7 @@ pub fn builtin_method(recv: &Value, name: &str) -> Option<Value> {
 }
 
 pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyResult<Option<Value>> {
-    if let Some(stream) = super::streams::Stream::of(&Value::Builtin(b.clone())) {
+    if let Some(stream) = super::streams::Stream::of_builtin(b) {
         return Ok(interp.stream_getattr(stream, name).or_else(|| Some(Value::opaque(format!("{}.{name}", stream.name())))));
     }
     match &**b {

@@ -30,11 +30,15 @@ impl Stream {
     /// The stream `v` is, if it is one of the two.
     pub fn of(v: &Value) -> Option<Stream> {
         match v {
-            Value::Builtin(b) => match **b {
-                Builtin::Fn("sys.stdout") => Some(Stream::Stdout),
-                Builtin::Fn("sys.stderr") => Some(Stream::Stderr),
-                _ => None,
-            },
+            Value::Builtin(b) => Stream::of_builtin(b),
+            _ => None,
+        }
+    }
+
+    pub fn of_builtin(b: &Builtin) -> Option<Stream> {
+        match b {
+            Builtin::Fn("sys.stdout") => Some(Stream::Stdout),
+            Builtin::Fn("sys.stderr") => Some(Stream::Stderr),
             _ => None,
         }
     }

@@ -110,7 +110,7 @@ fn emit(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) {
     for a in args {
         let part = match a {
             Value::Str(s) => Some(s.to_string()),
-            Value::Array(t) => summary(t, summarize),
+            Value::Array(t) => summary(interp, t, summarize),
             Value::List(_) | Value::Tuple(_) | Value::Dict(_) => structure(interp, a, summarize),
             other => interp.to_str(other).ok(),
         };
@@ -136,7 +136,7 @@ fn note_unprintable(interp: &mut Interp) {
 /// their summaries.
 fn structure(interp: &mut Interp, v: &Value, summarize: i64) -> Option<String> {
     Some(match v {
-        Value::Array(t) => summary(t, summarize)?,
+        Value::Array(t) => summary(interp, t, summarize)?,
         Value::List(l) => {
             let items: Option<Vec<String>> = l.borrow().iter().map(|x| structure(interp, x, summarize)).collect();
             format!("[{}]", items?.join(", "))
@@ -173,13 +173,14 @@ fn structure(interp: &mut Interp, v: &Value, summarize: i64) -> Option<String> {
     })
 }
 
-/// A tensor's summary, or `None` when its values are not known here.
-fn summary(t: &Rc<Array>, summarize: i64) -> Option<String> {
+/// A tensor's summary, or `None` when its values are not known here (or not computed: over
+/// the run's element budget).
+fn summary(interp: &Interp, t: &Rc<Array>, summarize: i64) -> Option<String> {
     let dtype = t.aval.dtype;
     if dtype.is_complex() || dtype.is_key() {
         return None;
     }
-    let data = crate::jax::eval::force(t, u64::MAX)?;
+    let data = crate::jax::eval::force(t, interp.budgets.max_elements)?;
     let shape = t.aval.shape.clone();
     if shape.len() > 1 && shape.contains(&0) {
         return None;
