@@ -468,3 +468,25 @@ fn a_flag_without_a_default_is_unknown() {
     );
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
+
+/// A flag or option whose default is empty (`""`, `None`) is one the command line gives: a
+/// check of a copy of it made earlier (`path = FLAGS.x` ... `assert path`) is not a finding
+/// either, while a flag with a real default still decides the program.
+#[test]
+fn a_check_of_a_copied_empty_flag_is_not_a_finding() {
+    let absl = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nFLAGS = flags.FLAGS\nflags.DEFINE_string('output_dir', '', 'Where to write.')\nflags.DEFINE_list('layers', [], 'Sizes.')\n\ndef main(_):\n    path = FLAGS.output_dir\n    sizes = FLAGS.layers\n    print('writing')\n    assert path, 'output_dir cannot be empty'\n    if not sizes:\n        raise ValueError('no layers')\n\napp.run(main)\n",
+    );
+    assert!(absl.diagnostics.is_empty(), "{:?}", absl.diagnostics);
+    let argparse = analyse(
+        "/ws/run.py",
+        "import argparse\n\ndef main():\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--data-dir', default='')\n    parser.add_argument('--resume')\n    args = parser.parse_args()\n    data, resume = args.data_dir, args.resume\n    print('start')\n    if not data:\n        raise ValueError('--data-dir is required')\n    assert resume is None or resume.endswith('.ckpt')\n\nif __name__ == '__main__':\n    main()\n",
+    );
+    assert!(argparse.diagnostics.is_empty(), "{:?}", argparse.diagnostics);
+    let real_default = analyse(
+        "/ws/launcher.py",
+        "from absl import app, flags\nFLAGS = flags.FLAGS\nflags.DEFINE_integer('steps', 3, '')\n\ndef main(_):\n    n = FLAGS.steps\n    print('go')\n    table = [1, 2]\n    table[n]\n\napp.run(main)\n",
+    );
+    assert_eq!(errors(&real_default), vec![(Code::PythonException, 9)]);
+}
