@@ -58,6 +58,9 @@ pub fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
             Some(Value::Array(a)) => a,
             _ => return Ok(Operand::Unknown),
         },
+        // NumPy makes arrays of strings, `None` and other objects (dtype `<U5`, `object`),
+        // which tracelens does not model: unknown, never JAX's refusal.
+        _ if interp.jax.numpy_eager => return Ok(Operand::Unknown),
         other => {
             let shown = interp.repr(other).unwrap_or_default();
             return Err(interp.type_error(format!("Value {shown} with type <class '{}'> is not a valid JAX type", other.type_name())));
