@@ -124,3 +124,13 @@ fn percent_formatting_a_concrete_array_is_silent_and_a_tracer_raises() {
     let found = findings(&source.replace("'step %d'", "'loss %.4f'"));
     assert!(found.len() == 1 && found[0].contains(":6 ") && found[0].contains("ConcretizationTypeError"), "{found:?}");
 }
+
+/// `'%.4f' % accuracy` where the accuracy is a Python number tracelens does not know (a count
+/// over a file's lines): CPython formats it; tracelens prints nothing for it, never a
+/// TypeError.
+#[test]
+fn percent_formatting_an_unknown_number_is_silent() {
+    let source = "import json\n\ndef accuracy(path):\n    preds = []\n    for line in open(path):\n        preds.append(json.loads(line))\n    hits = 0\n    for p in preds:\n        if p['label'] == p['pred']:\n            hits += 1\n    return hits * 1.0 / len(preds)\n\nacc = accuracy('preds.jsonl')\nprint('accuracy = %.4f' % acc)\nprint('hits = %d' % (acc * 10))\n";
+    let found = findings(source);
+    assert!(found.is_empty(), "{found:?}");
+}

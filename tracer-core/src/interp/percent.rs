@@ -263,7 +263,8 @@ impl Interp<'_> {
                         Ok(_) => return Err(self.stop_unknown("an integer too large to model")),
                         Err((class, message)) => return Err(self.raise(class, Code::PythonException, message)),
                     },
-                    Value::Opaque(_) | Value::Instance(_) => {
+                    // A number whose value is not known: what it prints is not known.
+                    Value::Opaque(_) | Value::Instance(_) | Value::UnknownNumber(_) => {
                         return Err(self.stop_unknown(format!("%{conv} of a value tracelens does not format")))
                     }
                     other if matches!(conv, 'd' | 'i' | 'u') => {
@@ -296,7 +297,8 @@ impl Interp<'_> {
                     Value::Float(f) => *f,
                     Value::Int(n) => *n as f64,
                     Value::Bool(b) => f64::from(u8::from(*b)),
-                    Value::Opaque(_) | Value::Instance(_) => {
+                    // A number whose value is not known: what it prints is not known.
+                    Value::Opaque(_) | Value::Instance(_) | Value::UnknownNumber(_) => {
                         return Err(self.stop_unknown(format!("%{conv} of a value tracelens does not format")))
                     }
                     other => return Err(self.type_error(format!("must be real number, not {}", other.type_name()))),
