@@ -455,14 +455,24 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
         let comment_all = first.starts_with("%%") && !python_cell_magic;
         text.push_str(&format!("# %% code cell {number}\n"));
         origin.push((number, 0));
+        // A magic or shell escape ending in `\` goes on over the next line, as IPython joins them.
+        let mut continued = false;
+        let mut python = Logical::default();
         for (index, line) in source.lines().enumerate() {
             let trimmed = line.trim_start();
             let indent = &line[..line.len() - trimmed.len()];
-            let magic = trimmed.starts_with('%') || (trimmed.starts_with('!') && !trimmed.starts_with("!="));
-            if comment_all {
+            // Only at the start of a logical line: `% x` inside brackets or after a `\` is Python.
+            let inside = python.open || python.backslash;
+            let magic = !inside && (trimmed.starts_with('%') || (trimmed.starts_with('!') && !trimmed.starts_with("!=")));
+            if !comment_all && !continued && !magic {
+                python.feed(line);
+            }
+            if comment_all || continued {
                 text.push_str(&format!("# {line}\n"));
+                continued = continued && line.trim_end().ends_with('\\');
             } else if magic {
                 text.push_str(&format!("{indent}pass  # {trimmed}\n"));
+                continued = line.trim_end().ends_with('\\');
             } else {
                 text.push_str(line);
                 text.push('\n');
@@ -473,6 +483,56 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
         origin.push((number, 0));
     }
     Ok((text, origin))
+}
+
+/// Where a cell's Python stands at the end of a line: inside brackets or a triple-quoted
+/// string (`open`), or continued by a trailing backslash.
+#[derive(Default)]
+struct Logical {
+    depth: usize,
+    triple: Option<char>,
+    open: bool,
+    backslash: bool,
+}
+
+impl Logical {
+    fn feed(&mut self, line: &str) {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let tripled = |q: char| chars.get(i..i + 3).is_some_and(|t| t.iter().all(|&x| x == q));
+            if let Some(q) = self.triple {
+                if tripled(q) {
+                    self.triple = None;
+                    i += 3;
+                    continue;
+                }
+                i += 1 + usize::from(c == '\\');
+                continue;
+            }
+            match c {
+                '#' => break,
+                '\'' | '"' if tripled(c) => {
+                    self.triple = Some(c);
+                    i += 3;
+                    continue;
+                }
+                '\'' | '"' => {
+                    i += 1;
+                    while i < chars.len() && chars[i] != c {
+                        i += 1 + usize::from(chars[i] == '\\');
+                    }
+                }
+                '(' | '[' | '{' => self.depth += 1,
+                ')' | ']' | '}' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        self.open = self.depth > 0 || self.triple.is_some();
+        self.backslash = self.triple.is_none() && line.trim_end().ends_with('\\') && !line.trim_start().starts_with('#');
+    }
 }
 
 #[cfg(test)]
@@ -655,5 +715,20 @@ def jit(f):
         assert_eq!(origin[13], (3, 2));
         assert!(notebook_to_python("[1, 2]").is_err());
         assert!(notebook_to_python(r#"{"cells": [{"cell_type": "code", "source": "def f():\n    %run other.ipynb\n"}]}"#).is_err());
+    }
+
+    #[test]
+    fn a_shell_escape_continued_with_a_backslash_is_one_command() {
+        let notebook = r##"{"cells": [{"cell_type": "code", "source": ["!wget --quiet \\\n", "    https://example.org/data.csv \\\n", "    -O /tmp/data.csv\n", "x = 1\n"]}]}"##;
+        let (text, origin) = notebook_to_python(notebook).unwrap_or_default();
+        assert_eq!(
+            text,
+            "from IPython import get_ipython  # what IPython defines in a notebook\n\
+             # %% code cell 1\npass  # !wget --quiet \\\n#     https://example.org/data.csv \\\n#     -O /tmp/data.csv\nx = 1\n\n"
+        );
+        assert_eq!(text.lines().count(), origin.len());
+        let continued = r##"{"cells": [{"cell_type": "code", "source": ["print('%d%% of it' \\\n", "      % (3 * 100))\n", "y = (1\n", "     % 2)\n", "%time y\n"]}]}"##;
+        let (text, _) = notebook_to_python(continued).unwrap_or_default();
+        assert!(text.contains("\n      % (3 * 100))\n") && text.contains("\n     % 2)\npass  # %time y\n"), "{text}");
     }
 }
