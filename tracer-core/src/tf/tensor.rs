@@ -232,7 +232,31 @@ pub fn apply_binary(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> P
     if op.op == "RealDiv" && a.aval.dtype.is_integer() {
         return int_truediv(interp, &a, &b);
     }
+    let b = if op.op == "RealDiv" { exact_divisor(interp, &a, b, y)? } else { b };
     super::ops::delegate(interp, op.jnp, vec![Value::Array(a), Value::Array(b)], Vec::new())
+}
+
+/// TensorFlow divides element by element: eagerly always, and in a graph by a divisor the
+/// graph computes. Only a constant divisor in a graph is a multiplication by its reciprocal
+/// (Grappler's rewrite, which XLA's simplifier also makes for any scalar divisor, and which
+/// the shared kernel models for a divisor broadcast to the output). So any other divisor is
+/// broadcast to the output's shape first, and the kernel divides. (`raw` is the divisor as
+/// written: a Python number or an eager tensor is a constant of the graph.)
+fn exact_divisor(interp: &mut Interp, a: &Rc<Array>, b: Rc<Array>, raw: &Value) -> PyResult<Rc<Array>> {
+    let Ok(out) = jnp::broadcast_shapes(&[&a.aval.shape, &b.aval.shape]) else { return Ok(b) };
+    let constant = match raw {
+        Value::Array(r) => !r.is_tracer(),
+        _ => true,
+    };
+    let constant_in_graph = super::in_graph(interp) && constant;
+    if out[..] == b.aval.shape[..] || constant_in_graph || !b.aval.dtype.is_inexact() {
+        return Ok(b);
+    }
+    let shape = Value::tuple(out.iter().map(|&d| Value::Int(d as i64)).collect());
+    match super::ops::delegate(interp, JaxFn::BroadcastTo, vec![Value::Array(b.clone()), shape], Vec::new())? {
+        Value::Array(wide) => Ok(mark_array(wide)),
+        _ => Ok(b),
+    }
 }
 
 /// `x / y` of integer tensors: both are cast to float64 (float32 for 8- and 16-bit ones).
