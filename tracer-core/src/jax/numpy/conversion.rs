@@ -293,5 +293,11 @@ pub fn dtype_call(interp: &mut Interp, d: DType, args: Vec<Value>, _kwargs: Kwar
     };
     let a = arr_or_unknown!(interp, v);
     let target = dtypes::canonicalize(d, cfg(interp));
-    convert(interp, &a, target, false).map(Value::Array)
+    let converted = convert(interp, &a, target, false)?;
+    // `np.float32(tensor)` of an eager TensorFlow tensor is a NumPy value (the dtype value
+    // does not tell `np.` from `jnp.`; TensorFlow code means NumPy's).
+    if a.tf.get() && !converted.is_tracer() {
+        return Ok(mark_numpy(Value::Array(converted.as_numpy())));
+    }
+    Ok(Value::Array(converted))
 }
