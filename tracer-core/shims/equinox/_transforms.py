@@ -85,6 +85,15 @@ def _axis_of(spec):
 _UNKNOWN_SPEC = "unknown"
 
 
+class _Probe:
+    """A class nothing is an instance of: `isinstance` on a value tracelens does not know is
+    not known either (the shims keep identity exact, so `is not False` tells)."""
+
+
+def _is_unknown(value):
+    return isinstance(value, _Probe) is not False
+
+
 def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     if fun is None:
 
@@ -101,6 +110,9 @@ def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=No
         if _UNKNOWN_SPEC in axes or len(axes) != len(args) or _axis_of(out_axes) != 0 or kwargs:
             return _unknown.filter_vmap(fun)(*args, **kwargs)
         flat = [jax.tree_util.tree_flatten(a) for a in args]
+        # A leaf tracelens does not know may be an array with the mapped axis.
+        if any(_is_unknown(leaf) for leaves, _ in flat for leaf in leaves):
+            return _unknown.filter_vmap(fun)(*args, **kwargs)
         dynamic = [[leaf for leaf in leaves if is_array(leaf)] for leaves, _ in flat]
         statics = []
 

@@ -385,6 +385,8 @@ impl<'l> Interp<'l> {
             }
         }
         match class.lookup("__init__") {
+            // An `__init__` wrapped by a decorator tracelens does not model may set anything.
+            Some(Value::Opaque(_)) => return Ok(Value::opaque(format!("an instance of {}", class.name))),
             Some(init) if !matches!(init, Value::Builtin(_)) => {
                 let bound = self.bind_method(&inst, init);
                 self.call(&bound, args, kwargs)?;

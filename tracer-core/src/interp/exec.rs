@@ -143,6 +143,12 @@ impl<'l> Interp<'l> {
                     Err(other) => return Err(other),
                 }
                 if cut_short {
+                    // `while True:` with no `break` is left only by the `return` or `raise`
+                    // an unknown chose: what follows it never runs, and the function's
+                    // result is that `return`'s, which this path does not hold.
+                    if self.dropped_exits != exits && ctx.scope.is_some() && never_falls_out(test, body) {
+                        return Err(Flow::Return(Value::opaque("the result of a `while True:` loop an unknown leaves")));
+                    }
                     // An unknown chose between going on and leaving the loop: this pass
                     // stands for the passes after it.
                     break;
@@ -1098,4 +1104,22 @@ pub(super) fn lookup_cell_skipping_classes(scope: &Rc<Scope>, name: &str) -> Opt
         cur = s.parent.clone();
     }
     None
+}
+
+/// A `while` loop whose test is a true constant and whose body has no `break` of its own.
+fn never_falls_out(test: &Expr, body: &[Stmt]) -> bool {
+    (matches!(test.kind, ExprKind::Bool(true)) || matches!(test.kind, ExprKind::Int(n) if n != 0)) && !breaks(body)
+}
+
+/// Whether a `break` in `body` leaves the loop `body` belongs to (not one nested in it).
+fn breaks(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::Break => true,
+        StmtKind::If { body, orelse, .. } => breaks(body) || breaks(orelse),
+        StmtKind::With { body, .. } => breaks(body),
+        StmtKind::Try { body, handlers, orelse, finalbody } => {
+            breaks(body) || handlers.iter().any(|h| breaks(&h.body)) || breaks(orelse) || breaks(finalbody)
+        }
+        _ => false,
+    })
 }

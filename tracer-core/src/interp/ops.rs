@@ -286,6 +286,11 @@ impl<'l> Interp<'l> {
             CmpOp::Is | CmpOp::IsNot if (maybe_bool_singleton(l, r) || maybe_bool_singleton(r, l)) && !self.in_library() => {
                 return Ok(Value::opaque("an identity test of an unknown value with a bool"));
             }
+            // An unknown result may be the very array it was computed from
+            // (`jnp.asarray(x, dtype=d)` with `d` not known returns `x` when `d` is its dtype).
+            CmpOp::Is | CmpOp::IsNot if (maybe_same_array(l, r) || maybe_same_array(r, l)) && !self.in_library() => {
+                return Ok(Value::opaque("an identity test of an unknown value with an array"));
+            }
             CmpOp::Is => return Ok(Value::Bool(self.is_same(l, r))),
             CmpOp::IsNot => return Ok(Value::Bool(!self.is_same(l, r))),
             CmpOp::In | CmpOp::NotIn => {
@@ -1681,6 +1686,10 @@ pub(super) fn python_has_attribute(obj: &Value, name: &str) -> bool {
 /// know (and not certainly a tracer), `flag` is `True` or `False`.
 fn maybe_bool_singleton(unknown: &Value, flag: &Value) -> bool {
     matches!(unknown, Value::Opaque(o) if !o.tracer) && matches!(flag, Value::Bool(_))
+}
+
+fn maybe_same_array(unknown: &Value, array: &Value) -> bool {
+    matches!(unknown, Value::Opaque(o) if !o.tracer) && matches!(array, Value::Array(_))
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.

@@ -240,7 +240,17 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         }
         F::Diag => {
             let a = arr!(interp, cx, 0, "v");
+            let k = match p.get(1, "k") {
+                None => 0,
+                Some(v) => match interp.index_of(v)? {
+                    Some(k) => k,
+                    None => return Ok(Value::opaque("diag with an offset that is not an int")),
+                },
+            };
             match a.aval.ndim() {
+                1 if k != 0 => diag_offset(interp, &a, k).map(Value::Array),
+                // `diag(m, k)` of a matrix is its `k`-th diagonal.
+                2 if k != 0 => super::call(interp, F::Diagonal, vec![Value::Array(a.clone()), Value::Int(k)], Vec::new()),
                 1 => {
                     // jnp.where(eye, v[None, :], 0)
                     let n = a.aval.shape[0];
@@ -496,4 +506,22 @@ pub(super) fn linspace(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 
 pub(super) fn full(interp: &mut Interp, shape: &[usize], value: f64, dtype: DType) -> PyResult<Rc<Array>> {
     apply1(interp, Prim::Full { value: eval::round_to(value, dtype), shape: shape.to_vec(), dtype, weak_type: false }, &[])
+}
+
+/// `jnp.diag(v, k)` of a vector, `k != 0`: an `n + |k|` square of zeros with `v` on the
+/// `k`-th diagonal (`out[i, i + k] = v[i]` above the main one, `out[i - k, i] = v[i]` below).
+fn diag_offset(interp: &mut Interp, v: &Rc<Array>, k: i64) -> PyResult<Rc<Array>> {
+    let off = k.unsigned_abs() as usize;
+    let n = v.aval.shape[0] + off;
+    let padding = full(interp, &[off], 0.0, v.aval.dtype)?;
+    let padded = concatenate(interp, &[v.clone(), padding], 0)?;
+    let mask = Array::built(Aval::new(&[n, n], DType::Bool), || {
+        ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[n, n]), |ix| (ix[1] as i64 - ix[0] as i64 == k) as i64 as f64)
+    });
+    // Above the main diagonal row `i` holds `v[i]`; below it column `j` holds `v[j]`.
+    let along = if k > 0 { 0 } else { 1 };
+    let prim = Prim::BroadcastInDim { shape: vec![n, n], broadcast_dimensions: vec![along] };
+    let spread = apply1(interp, prim, &[padded])?;
+    let zeros = full(interp, &[n, n], 0.0, v.aval.dtype)?;
+    apply1(interp, Prim::Select, &[mask, zeros, spread])
 }

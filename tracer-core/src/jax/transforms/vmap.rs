@@ -13,7 +13,7 @@ use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
-use crate::jax::ir::Prim;
+use crate::jax::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
 use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::TraceKind;
 use std::rc::Rc;
@@ -121,11 +121,77 @@ pub(super) fn vmap_call(
     };
     let template = map_arrays(interp, &out, &|a| Array::unknown(batched(&a.aval), BODY_OUTPUT))?;
     let batch = VmapBatch { args: &args, per_arg: &per_arg, size: n, out_axis: out_ax };
-    if let Some(staged) = staged_vmap(interp, record, &batch, &template)? {
-        return Ok(staged);
+    let result = match staged_vmap(interp, record, &batch, &template)? {
+        Some(staged) => staged,
+        None => {
+            let result = map_abstract(interp, &out, &deps, &batched, "vmap")?;
+            vmap_values(interp, record, &batch, result)?
+        }
+    };
+    pass_through(interp, record, &batch, result)
+}
+
+/// JAX hands back the caller's very array where the body returns its argument unchanged and
+/// that argument is mapped over the output's axis: batching moves no axis, so
+/// `jax.vmap(lambda x: x)(y) is y`. Equations that leave their input as it is (a custom rule's
+/// marker, `stop_gradient`, a conversion or reshape to the same type) are looked through.
+fn pass_through(interp: &mut Interp, record: usize, batch: &VmapBatch, result: Value) -> PyResult<Value> {
+    let Some(body) = record_body(interp, record) else { return Ok(result) };
+    let Some((inputs, out_axis)) = batch.leaves(interp)? else { return Ok(result) };
+    let jaxpr = &body.jaxpr;
+    if jaxpr.invars.len() != inputs.len() {
+        return Ok(result);
     }
-    let result = map_abstract(interp, &out, &deps, &batched, "vmap")?;
-    vmap_values(interp, record, &batch, result)
+    let source = |atom: &Atom| -> Option<Rc<Array>> {
+        let Atom::Var(mut var) = atom else { return None };
+        for eqn in jaxpr.eqns.iter().rev() {
+            let Some(k) = eqn.outputs.iter().position(|(v, _)| *v == var) else { continue };
+            match unchanged_input(jaxpr, eqn, k) {
+                Some(Atom::Var(v)) => var = *v,
+                _ => return None,
+            }
+        }
+        let j = jaxpr.invars.iter().position(|(v, _)| *v == var)?;
+        let (leaf, axis) = &inputs[j];
+        (*axis == Some(out_axis)).then(|| leaf.clone())
+    };
+    let sources: Vec<Option<Rc<Array>>> = jaxpr.outvars.iter().map(source).collect();
+    if sources.iter().all(Option::is_none) || array_leaves(interp, std::slice::from_ref(&result))?.len() != sources.len() {
+        return Ok(result);
+    }
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, &result, "", &mut leaves)?;
+    let mut sources = sources.into_iter();
+    let mapped: Vec<Value> = leaves
+        .into_iter()
+        .map(|(_, l)| match (&l, l.as_array().and_then(|_| sources.next())) {
+            (_, Some(Some(same))) => Value::Array(same),
+            _ => l,
+        })
+        .collect();
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
+/// The input an equation's `k`-th output is, unchanged, if it is one.
+fn unchanged_input<'a>(jaxpr: &Jaxpr, eqn: &'a Eqn, k: usize) -> Option<&'a Atom> {
+    let first = eqn.inputs.first()?;
+    let same_type = || {
+        let Atom::Var(v) = first else { return false };
+        let (_, out) = &eqn.outputs[k];
+        aval_of(jaxpr, *v).is_some_and(|a| a == out)
+    };
+    // A custom rule's marker: its outputs are its last inputs.
+    if matches!(eqn.prim, Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. }) {
+        return eqn.inputs.get(eqn.inputs.len().checked_sub(eqn.outputs.len())? + k);
+    }
+    let keeps_its_input = matches!(eqn.prim, Prim::StopGradient | Prim::ConvertElementType { .. } | Prim::Reshape { .. });
+    (keeps_its_input && same_type()).then_some(first)
+}
+
+/// The type of a variable of a jaxpr.
+fn aval_of(jaxpr: &Jaxpr, var: VarId) -> Option<&Aval> {
+    let defined = jaxpr.invars.iter().chain(&jaxpr.constvars).chain(jaxpr.eqns.iter().flat_map(|e| &e.outputs));
+    defined.into_iter().find(|(v, _)| *v == var).map(|(_, a)| a)
 }
 
 /// A `vmap` call: the arguments, their `in_axes` entries, the batch size and `out_axes`.
