@@ -34,7 +34,7 @@ pub fn to_tensorflow(p: &mut Program) -> Result<(), String> {
     for line in &p.body {
         match &line.op {
             Op::Api(name) if name.starts_with("tf.") => {}
-            Op::BinOp(_) | Op::Compare(_) | Op::Unary(_) | Op::GetItem | Op::SetItem | Op::Method(_) | Op::Attr(_) => {}
+            Op::BinOp(_) | Op::Compare(_) | Op::Unary(_) | Op::GetItem | Op::SetItem | Op::Method(_) | Op::Attr(_) | Op::Converted(_) => {}
             other => return Err(format!("line {}: {other:?} has no TensorFlow spelling here", line.user_line)),
         }
     }
