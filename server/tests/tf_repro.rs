@@ -243,3 +243,25 @@ fn an_autograph_if_error_is_staged_with_what_each_branch_binds() {
     let text = repro(&dir, &["scale.py", "--line", "8"]);
     assert!(text.contains("    v1 = tf.reduce_sum(loss)  # scale.py:8\n    if v1:  # scale.py:8\n        pass\n"), "{text}");
 }
+
+#[test]
+fn a_tensor_used_as_a_bool_without_autograph_is_staged_with_autograph_off() {
+    // `if t:` raises only where AutoGraph does not convert it: the staged function is traced
+    // with `autograph=False`, as the user's was.
+    let dir = temp_dir("tf-repro-autograph-off");
+    let source = std::fs::read_to_string(fixture("tl101_python_if_on_tensor_autograph_off.py")).expect("fixture");
+    write(&dir, "clip.py", &source);
+    let text = repro(&dir, &["clip.py", "--line", "9", "--unreduced"]);
+    assert!(text.contains("# raises under TensorFlow: OperatorNotAllowedInGraphError\n"), "{text}");
+    assert!(
+        text.contains(
+            "@tf.function(input_signature=[tf.TensorSpec(shape=(2,), dtype=tf.float32), tf.TensorSpec(shape=(), dtype=tf.float32)], autograph=False)\n\
+             def clip_update(update, max_norm):  # clip.py:5\n    \
+             norm = tf.norm(update)  # clip.py:7\n    \
+             v1 = norm > max_norm  # clip.py:9\n    \
+             if v1:  # clip.py:9\n        \
+             pass\n"
+        ),
+        "{text}"
+    );
+}

@@ -524,7 +524,7 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
     // The traced function is decorated; a function it passes to an op (with its signature)
     // is traced by that op, as the user's was.
     let decorated = p.wrap == Wrap::TfFunction && p.signature.is_none();
-    let decorator = if decorated { format!("\n{}", tf::decorator(&params)) } else { String::new() };
+    let decorator = if decorated { format!("\n{}", tf::decorator(p, &params)) } else { String::new() };
     let _ = writeln!(text, "{decorator}\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();
