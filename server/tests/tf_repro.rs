@@ -182,3 +182,86 @@ fn a_loop_variable_named_by_its_place_in_loop_vars_keeps_the_source_cut() {
     let text = repro(&dir, &["steps.py", "--line", "11"]);
     assert!(text.contains("\n# cut from the source"), "{text}");
 }
+
+#[test]
+fn an_autograph_while_error_is_staged_as_the_loop_autograph_converts() {
+    // The loop is written back as a Python `while` on a tensor, which TensorFlow converts
+    // again and so raises AutoGraph's message at it: `step` is bound before it and in its
+    // body, and read after it (AutoGraph checks only names live after the loop). The body's
+    // ops are computed before the loop, from `t1`, the loop variable as the body sees it.
+    let dir = temp_dir("tf-repro-autograph-while");
+    let source = std::fs::read_to_string(fixture("tl109_autograph_while_counter_becomes_float.py")).expect("fixture");
+    write(&dir, "warmup.py", &source);
+    let text = repro(&dir, &["warmup.py", "--line", "9", "--unreduced"]);
+    let expected = "\
+# tracelens reproducer for TL109 at warmup.py:9
+# original error: TypeError: 'step' has dtype int32 before the loop, but dtype float32 after one iteration
+# raises under TensorFlow: TypeError
+# unreduced: 12 lines
+# regenerate: tracelens repro warmup.py --line 9 --unreduced
+import tensorflow as tf
+
+
+@tf.function(input_signature=[tf.TensorSpec(shape=(), dtype=tf.int32), tf.TensorSpec(shape=(), dtype=tf.int32)])
+def warmup_steps(limit, t1):  # warmup.py:5
+    v1 = tf.constant(0)  # warmup.py:7
+    v2 = v1 < limit  # warmup.py:9
+    v3 = tf.cast(t1, tf.float32)  # warmup.py:10
+    v4 = v3 + 1.0  # warmup.py:10
+    step = v1
+    while v2:  # warmup.py:9
+        step = v4
+    step
+
+
+warmup_steps(tf.ones((), tf.int32), tf.ones((), tf.int32))  # warmup.py:14
+";
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn an_autograph_if_error_is_staged_with_what_each_branch_binds() {
+    // Only the main branch binds `scale`: the staged `if` has no else, and the line after it
+    // reads `scale`; the minimiser leaves the test and the value as parameters.
+    let dir = temp_dir("tf-repro-autograph-if");
+    let source = std::fs::read_to_string(fixture("tl109_autograph_if_sets_scale_in_one_branch.py")).expect("fixture");
+    write(&dir, "normalize.py", &source);
+    let text = repro(&dir, &["normalize.py", "--line", "9"]);
+    assert!(!text.contains("cut from the source"), "{text}");
+    assert!(
+        text.contains(
+            "def normalize(v1, v2):  # normalize.py:5\n    \
+             if v1:  # normalize.py:9\n        \
+             scale = v2\n    \
+             scale\n"
+        ),
+        "{text}"
+    );
+    // A float test is not a bool: AutoGraph's own check, at the `if`.
+    let source = std::fs::read_to_string(fixture("tl105_autograph_if_on_float_loss.py")).expect("fixture");
+    write(&dir, "scale.py", &source);
+    let text = repro(&dir, &["scale.py", "--line", "8"]);
+    assert!(text.contains("    v1 = tf.reduce_sum(loss)  # scale.py:8\n    if v1:  # scale.py:8\n        pass\n"), "{text}");
+}
+
+#[test]
+fn a_tensor_used_as_a_bool_without_autograph_is_staged_with_autograph_off() {
+    // `if t:` raises only where AutoGraph does not convert it: the staged function is traced
+    // with `autograph=False`, as the user's was.
+    let dir = temp_dir("tf-repro-autograph-off");
+    let source = std::fs::read_to_string(fixture("tl101_python_if_on_tensor_autograph_off.py")).expect("fixture");
+    write(&dir, "clip.py", &source);
+    let text = repro(&dir, &["clip.py", "--line", "9", "--unreduced"]);
+    assert!(text.contains("# raises under TensorFlow: OperatorNotAllowedInGraphError\n"), "{text}");
+    assert!(
+        text.contains(
+            "@tf.function(input_signature=[tf.TensorSpec(shape=(2,), dtype=tf.float32), tf.TensorSpec(shape=(), dtype=tf.float32)], autograph=False)\n\
+             def clip_update(update, max_norm):  # clip.py:5\n    \
+             norm = tf.norm(update)  # clip.py:7\n    \
+             v1 = norm > max_norm  # clip.py:9\n    \
+             if v1:  # clip.py:9\n        \
+             pass\n"
+        ),
+        "{text}"
+    );
+}

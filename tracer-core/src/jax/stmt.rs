@@ -69,6 +69,9 @@ pub enum Call {
     DType(super::dtypes::DType),
     /// `tf.matmul`, `tf.nn.relu`: a TensorFlow op, written with TensorFlow's own name.
     TfApi(crate::tf::TfFn),
+    /// An `if`/`while` on a tensor AutoGraph converted, recorded when it raises: the test,
+    /// then a tuple of values per part (`repro::converted`).
+    Converted(crate::repro::converted::Converted),
 }
 
 #[derive(Clone, Debug)]
@@ -298,6 +301,29 @@ pub fn record_concretize(interp: &mut Interp, what: &'static str, a: &Rc<Array>)
     });
 }
 
+/// Records a statement AutoGraph converted that raised at `site` (its `if`/`while` line):
+/// its test, then for each part of `c` the tuple of its values.
+pub fn record_converted(interp: &mut Interp, site: Site, c: crate::repro::converted::Converted, test: &Value, parts: [Vec<Value>; 4]) {
+    let Some(record) = recording(interp) else { return };
+    let mut keep = std::mem::take(&mut interp.jax.log.keep);
+    let mut args = vec![to_arg(interp, test, &mut keep)];
+    for part in &parts {
+        args.push(Arg::Tuple(part.iter().map(|v| to_arg(interp, v, &mut keep)).collect()));
+    }
+    interp.jax.log.keep = keep;
+    let frames = user_frames(interp);
+    interp.jax.log.statements.push(Statement {
+        record,
+        site,
+        call: Call::Converted(c),
+        args,
+        kwargs: Vec::new(),
+        outs: Vec::new(),
+        raised: true,
+        frames,
+    });
+}
+
 /// Where every frame running now is, outermost first.
 fn user_frames(interp: &Interp) -> Vec<Site> {
     interp.user_frames().map(|f| Site { file: f.file, span: f.span }).collect()
@@ -479,6 +505,13 @@ fn slice<'a>(
         keep: &log.keep,
         functions: HashMap::new(),
     };
+    // The names a converted `if` binds are the user's (AutoGraph's message names them): no
+    // other array takes them.
+    for s in chosen.iter().copied().chain(last) {
+        if let Call::Converted(c) = &s.call {
+            names.used.extend(c.bound_names());
+        }
+    }
     // Parameters: the trace's inputs, named after the user's parameters.
     let mut params: Vec<Input> = Vec::new();
     for (i, (ptr, aval, name)) in scope.inputs.unwrap_or_else(|| input_arrays(interp, record)).into_iter().enumerate() {
@@ -850,6 +883,7 @@ fn op_of(call: &Call) -> Op {
         Call::Attr(name) => Op::Attr(name.to_string()),
         Call::AtUpdate(op) => Op::AtUpdate(op.to_string()),
         Call::DType(d) => Op::Api(format!("jnp.{}", d.name())),
+        Call::Converted(c) => Op::Converted(c.clone()),
     }
 }
 

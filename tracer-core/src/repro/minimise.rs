@@ -410,8 +410,9 @@ enum ArgEdit {
 
 fn edits_of(p: &Program, line: usize) -> Vec<ArgEdit> {
     let l = &p.body[line];
-    // A transformed function takes its arguments whole, as the pytrees its helper reads.
-    if matches!(l.op, Op::Transform(_) | Op::Attr(_) | Op::AtUpdate(_)) {
+    // A transformed function takes its arguments whole, as the pytrees its helper reads; a
+    // converted statement's values are one for each name it binds.
+    if matches!(l.op, Op::Transform(_) | Op::Attr(_) | Op::AtUpdate(_) | Op::Converted(_)) {
         return Vec::new();
     }
     let mut edits: Vec<ArgEdit> = (0..l.kwargs.len()).rev().map(ArgEdit::Kwarg).collect();

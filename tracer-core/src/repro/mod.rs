@@ -4,6 +4,7 @@
 //! hands in: `repro/` does not call the pipeline); `render` writes it, with each line
 //! linked to the user's line.
 
+pub mod converted;
 pub mod inline;
 pub mod minimise;
 mod oracle;
@@ -72,6 +73,9 @@ pub enum Op {
     Attr(String),
     /// `x.at[i].set(v)`: `args` are the array, the index, then the update's arguments.
     AtUpdate(String),
+    /// An `if`/`while` on a tensor AutoGraph converts: `args` are the test, then the values
+    /// its blocks bind (`converted.rs`).
+    Converted(converted::Converted),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -520,7 +524,7 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
     // The traced function is decorated; a function it passes to an op (with its signature)
     // is traced by that op, as the user's was.
     let decorated = p.wrap == Wrap::TfFunction && p.signature.is_none();
-    let decorator = if decorated { format!("\n{}", tf::decorator(&params)) } else { String::new() };
+    let decorator = if decorated { format!("\n{}", tf::decorator(p, &params)) } else { String::new() };
     let _ = writeln!(text, "{decorator}\ndef {fn_name}({}):  # {}:{}", names.join(", "), or_label(&p.def_file, label), p.def_line);
     links.push((text.lines().count() - 1, p.def_line));
     let used = p.used_names();
@@ -557,6 +561,9 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
         }
         let code = render_line(line);
         let mut rows = code.lines();
+        // What a converted statement binds before it comes first; its own line is linked.
+        let head = if let Op::Converted(c) = &line.op { c.before.len() } else { 0 };
+        rows.by_ref().take(head).for_each(|row| text.push_str(&format!("    {row}\n")));
         let first = rows.next().unwrap_or("");
         let _ = writeln!(text, "    {first}  # {}:{}", or_label(&line.file, label), line.user_line);
         failing_line = text.lines().count() - 1;
@@ -757,6 +764,7 @@ fn render_line(line: &Line) -> String {
             let options: Vec<String> = args.iter().take(1).chain(kwargs.iter()).cloned().collect();
             format!("{api}({})({})", options.join(", "), args.iter().skip(1).cloned().collect::<Vec<_>>().join(", "))
         }
+        Op::Converted(c) => c.render(&line.args),
         Op::Concretize(what) => match what.as_str() {
             "bool" => format!("if {}:\n    pass", arg(0)),
             "operator.index" => format!("[0][{}]", arg(0)),

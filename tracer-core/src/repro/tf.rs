@@ -34,7 +34,9 @@ pub fn to_tensorflow(p: &mut Program) -> Result<(), String> {
     for line in &p.body {
         match &line.op {
             Op::Api(name) if name.starts_with("tf.") => {}
-            Op::BinOp(_) | Op::Compare(_) | Op::Unary(_) | Op::GetItem | Op::SetItem | Op::Method(_) | Op::Attr(_) => {}
+            Op::BinOp(_) | Op::Compare(_) | Op::Unary(_) | Op::GetItem | Op::SetItem | Op::Method(_) | Op::Attr(_) | Op::Converted(_) => {}
+            // `if t:`, raising only where AutoGraph does not convert it (`decorator`).
+            Op::Concretize(what) if what == "bool" => {}
             other => return Err(format!("line {}: {other:?} has no TensorFlow spelling here", line.user_line)),
         }
     }
@@ -95,14 +97,18 @@ pub fn ones(aval: &Aval) -> String {
 }
 
 /// `@tf.function(input_signature=[...])` for the parameters the function takes, so it is
-/// traced once, for exactly these specs.
-pub fn decorator(params: &[&Input]) -> String {
+/// traced once, for exactly these specs; with `autograph=False` when the body uses a tensor
+/// as a Python `bool` (`if t:`), which raises only where AutoGraph does not convert it (the
+/// user's `autograph=False` or `do_not_convert`, whose message is the same).
+pub fn decorator(p: &Program, params: &[&Input]) -> String {
+    let unconverted = p.body.iter().any(|l| matches!(&l.op, Op::Concretize(what) if what == "bool"));
+    let autograph = if unconverted { ", autograph=False" } else { "" };
     if params.is_empty() {
-        return "@tf.function".into();
+        return if unconverted { "@tf.function(autograph=False)".into() } else { "@tf.function".into() };
     }
     let specs: Vec<String> = params
         .iter()
         .map(|x| format!("tf.TensorSpec(shape={}, dtype={})", x.aval.shape_tuple(), dtype(x.aval.dtype).unwrap_or_default()))
         .collect();
-    format!("@tf.function(input_signature=[{}])", specs.join(", "))
+    format!("@tf.function(input_signature=[{}]{autograph})", specs.join(", "))
 }

@@ -393,6 +393,10 @@ pub fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>
         if autograph_active(interp) && what != "bool" {
             return Err(super::autograph::convert_test(interp, a, what));
         }
+        if !autograph_active(interp) {
+            // The reproducer's `if t:`, in a function traced with `autograph=False`.
+            crate::jax::stmt::record_concretize(interp, "bool", a);
+        }
         return Err(errors::bool_in_graph(interp));
     }
     jnp::array_bool(interp, a, what, expr)

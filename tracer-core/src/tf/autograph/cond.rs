@@ -23,6 +23,7 @@ use super::{local, raise_at, scope};
 use crate::interp::value::Value;
 use crate::interp::{Ctx, Flow, Interp, PyResult, Site};
 use crate::jax::array::Array;
+use crate::repro::converted::{Converted, RETURN};
 use crate::syntax::ast::{Stmt, StmtKind};
 use crate::tf::ops::delegate;
 use crate::tf::partial;
@@ -102,7 +103,16 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
     let (main, other) = (&ends[0], &ends[1]);
     match (&main.returned, &other.returned) {
         (Some(a), Some(b)) => {
-            let merged = merge(interp, &pred, "retval_", a, b, site)?;
+            let merged = merge(interp, &pred, "retval_", a, b, site).map_err(|flow| {
+                let c = Converted {
+                    keyword: "if".into(),
+                    before: Vec::new(),
+                    main: vec![RETURN.into()],
+                    orelse: vec![RETURN.into()],
+                    after: Vec::new(),
+                };
+                super::recorded(interp, site, c, &pred, [Vec::new(), vec![a.clone()], vec![b.clone()], Vec::new()], flow)
+            })?;
             return Err(Flow::Return(merged));
         }
         (Some(v), None) | (None, Some(v)) => {
@@ -116,6 +126,36 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         (None, None) => {}
     }
     forked?;
+    let merged = merge_outputs(interp, &pred, &outputs, (main, other), site).map_err(|flow| {
+        // The statement as the reproducer writes it: each branch binds what it bound.
+        let bound = |b: &Branch| -> (Vec<String>, Vec<Value>) {
+            outputs.iter().zip(&b.values).filter_map(|(n, v)| Some((n.to_string(), v.clone()?))).unzip()
+        };
+        let ((main_names, main_values), (else_names, else_values)) = (bound(main), bound(other));
+        let c = Converted {
+            keyword: "if".into(),
+            before: Vec::new(),
+            main: main_names,
+            orelse: else_names,
+            after: outputs.iter().map(|n| n.to_string()).collect(),
+        };
+        super::recorded(interp, site, c, &pred, [Vec::new(), main_values, else_values, Vec::new()], flow)
+    })?;
+    for (name, value) in merged {
+        interp.store_name(ctx, &name, value, None)?;
+    }
+    Ok(true)
+}
+
+/// The outputs of a converted `if` whose branches both went on (`Branch::values` of each,
+/// one per output), checked as TensorFlow checks them, each with its joined value.
+fn merge_outputs(
+    interp: &mut Interp,
+    pred: &Rc<Array>,
+    outputs: &[Rc<str>],
+    (main, other): (&Branch, &Branch),
+    site: Option<Site>,
+) -> PyResult<Vec<(Rc<str>, Value)>> {
     for (branch, label) in [(main, "main"), (other, "else")] {
         if let Some(i) = branch.values.iter().position(Option::is_none) {
             let msg = format!("'{}' must also be initialized in the {label} branch", outputs[i]);
@@ -125,12 +165,9 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
     let mut merged = Vec::with_capacity(outputs.len());
     for (i, name) in outputs.iter().enumerate() {
         let (Some(a), Some(b)) = (&main.values[i], &other.values[i]) else { continue };
-        merged.push((name.clone(), merge(interp, &pred, name, a, b, site)?));
+        merged.push((name.clone(), merge(interp, pred, name, a, b, site)?));
     }
-    for (name, value) in merged {
-        interp.store_name(ctx, &name, value, None)?;
-    }
-    Ok(true)
+    Ok(merged)
 }
 
 /// The end of a function (its body's flow) that holds a pending `return` of a converted
@@ -146,13 +183,28 @@ pub fn function_ends(interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
         Err(Flow::Return(v)) => Some(v),
         Err(other) => return Err(other),
     };
+    // The statement as the reproducer writes it: its branch returns, the other goes on to
+    // the function's end, which returns `later` (or nothing).
+    let returning = vec![RETURN.to_string()];
+    let (main_part, else_part) = if pending.in_main { (returning.clone(), Vec::new()) } else { (Vec::new(), returning.clone()) };
+    let mut c = Converted { keyword: "if".into(), before: Vec::new(), main: main_part, orelse: else_part, after: Vec::new() };
+    let mut parts = if pending.in_main {
+        [Vec::new(), vec![pending.value.clone()], Vec::new(), Vec::new()]
+    } else {
+        [Vec::new(), Vec::new(), vec![pending.value.clone()], Vec::new()]
+    };
     let Some(later) = later else {
         let missing = if pending.in_main { "else" } else { "main" };
         let msg = format!("the {missing} branch must also have a return statement.");
-        return Err(raise_at(interp, pending.site, "ValueError", msg));
+        let flow = raise_at(interp, pending.site, "ValueError", msg);
+        return Err(super::recorded(interp, pending.site, c, &pending.pred, parts, flow));
     };
     let (main, other) = if pending.in_main { (&pending.value, &later) } else { (&later, &pending.value) };
-    let merged = merge(interp, &pending.pred, "retval_", main, other, pending.site)?;
+    let merged = merge(interp, &pending.pred, "retval_", main, other, pending.site).map_err(|flow| {
+        c.after = returning;
+        parts[3] = vec![later.clone()];
+        super::recorded(interp, pending.site, c, &pending.pred, parts, flow)
+    })?;
     Err(Flow::Return(merged))
 }
 

@@ -24,6 +24,7 @@ use crate::interp::{Ctx, Flow, Interp, PyResult, Site};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::ir::Prim;
+use crate::repro::converted::Converted;
 use crate::syntax::ast::{Expr, Stmt, StmtKind};
 use crate::tf::tensor::{mark_array, to_tensor};
 
@@ -33,7 +34,7 @@ pub fn while_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::St
     let (StmtKind::While { test, body, .. }, super::Staged::Test(pred)) = (&stmt.kind, staged) else { return Ok(false) };
     let site = interp.site();
     super::check_condition(interp, &pred, "while loop", site)?;
-    staged_loop(interp, ctx, stmt, Loop { test: Some(test), target: None, body, site })
+    staged_loop(interp, ctx, stmt, Loop { test: Some((test, pred)), target: None, body, site })
 }
 
 /// Stages `stmt`, a `for` over a symbolic tensor (its rows are the elements).
@@ -44,7 +45,8 @@ pub fn for_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stag
 }
 
 struct Loop<'a> {
-    test: Option<&'a Expr>,
+    /// A `while`'s test, and the tensor it gave before the loop.
+    test: Option<(&'a Expr, Rc<Array>)>,
     target: Option<(&'a Expr, Aval)>,
     body: &'a [Stmt],
     site: Option<Site>,
@@ -99,10 +101,16 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
             return Ok(true);
         }
     }
-    for ((name, _), entered) in symbols.iter().zip(&entry) {
-        let Some(entered) = entered else { continue };
+    let mut state = (Vec::new(), Vec::new(), Vec::new());
+    for (((name, _), entered), before) in symbols.iter().zip(&entry).zip(&init) {
+        let (Some(entered), Some(before)) = (entered, before) else { continue };
         let exit = local(ctx, name).unwrap_or(Value::None);
-        verify(interp, name, entered, &exit, lp.site)?;
+        state.0.push(name.to_string());
+        state.1.push(before.clone());
+        state.2.push(exit.clone());
+        if let Err(flow) = verify(interp, name, entered, &exit, lp.site) {
+            return Err(recorded(interp, &lp, state, flow));
+        }
     }
     // After the loop: the state as the loop's outputs, and whatever else the body stored
     // (an attribute, a dict item, a local) as tensors of the loop rather than of its body.
@@ -127,9 +135,18 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     Ok(true)
 }
 
+/// `flow`, raised checking a `while` loop's state, recorded for the reproducer: the state
+/// (`names`, as it enters the loop and after one pass) bound before the loop and in its body,
+/// the body's ops computed before it (from the loop variables' specs), read after it.
+fn recorded(interp: &mut Interp, lp: &Loop, (names, before, after): (Vec<String>, Vec<Value>, Vec<Value>), flow: Flow) -> Flow {
+    let Some((_, pred)) = &lp.test else { return flow };
+    let c = Converted { keyword: "while".into(), before: names.clone(), main: names.clone(), orelse: Vec::new(), after: names };
+    super::recorded(interp, lp.site, c, pred, [before, after, Vec::new(), Vec::new()], flow)
+}
+
 /// The start of one staged pass: the test (a `while`'s) or the target (a `for`'s).
 fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<()> {
-    if let Some(test) = lp.test {
+    if let Some((test, _)) = &lp.test {
         interp.eval(ctx, test)?;
     }
     if let Some((target, element)) = &lp.target {

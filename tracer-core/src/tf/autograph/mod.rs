@@ -27,8 +27,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::diagnostics::Code;
+use crate::interp::value::Value;
 use crate::interp::{Ctx, Flow, Interp, PyResult, Site, StopReason};
 use crate::jax::array::Array;
+use crate::repro::converted::Converted;
 use crate::syntax::ast::{FunctionDef, Stmt};
 
 pub use cond::{function_ends, if_stmt};
@@ -138,17 +140,31 @@ fn raise_code_at(interp: &Interp, site: Option<Site>, class: &str, code: Code, m
 }
 
 /// `_verify_tf_condition`: the test of a converted statement must be a scalar bool tensor.
-fn check_condition(interp: &Interp, pred: &Array, tag: &str, site: Option<Site>) -> PyResult<()> {
+/// `tag` is TensorFlow's name for the statement (`if statement`, `while loop`).
+fn check_condition(interp: &mut Interp, pred: &Rc<Array>, tag: &str, site: Option<Site>) -> PyResult<()> {
     let hint = "to check for None, use `is not None`";
-    let shown = || crate::tf::tensor::symbolic_str(interp, pred);
-    if !pred.aval.dtype.is_bool() {
-        let msg =
-            format!("condition of {tag} expected to be `tf.bool` scalar, got {}; to use as boolean Tensor, use `tf.cast`; {hint}", shown());
-        return Err(raise_code_at(interp, site, "ValueError", Code::DtypeMismatch, msg));
+    let shown = |interp: &Interp| crate::tf::tensor::symbolic_str(interp, pred);
+    let flow = if !pred.aval.dtype.is_bool() {
+        let msg = format!(
+            "condition of {tag} expected to be `tf.bool` scalar, got {}; to use as boolean Tensor, use `tf.cast`; {hint}",
+            shown(interp)
+        );
+        raise_code_at(interp, site, "ValueError", Code::DtypeMismatch, msg)
+    } else if pred.aval.shape.iter().product::<usize>() > 1 {
+        let msg = format!("condition of {tag} expected to be `tf.bool` scalar, got {}; {hint}", shown(interp));
+        raise_code_at(interp, site, "ValueError", Code::ShapeMismatch, msg)
+    } else {
+        return Ok(());
+    };
+    let keyword = tag.split(' ').next().unwrap_or(tag);
+    Err(recorded(interp, site, Converted::test_only(keyword), pred, [Vec::new(), Vec::new(), Vec::new(), Vec::new()], flow))
+}
+
+/// `flow`, an error TensorFlow raises at a converted statement, recorded for the reproducer
+/// (`jax::stmt::record_converted`): the statement with its test and the values `c` binds.
+fn recorded(interp: &mut Interp, site: Option<Site>, c: Converted, test: &Rc<Array>, parts: [Vec<Value>; 4], flow: Flow) -> Flow {
+    if let (Some(site), Flow::Raise(_)) = (site, &flow) {
+        crate::jax::stmt::record_converted(interp, site, c, &Value::Array(test.clone()), parts);
     }
-    if pred.aval.shape.iter().product::<usize>() > 1 {
-        let msg = format!("condition of {tag} expected to be `tf.bool` scalar, got {}; {hint}", shown());
-        return Err(raise_code_at(interp, site, "ValueError", Code::ShapeMismatch, msg));
-    }
-    Ok(())
+    flow
 }
