@@ -24,6 +24,7 @@ pub mod numerics;
 pub mod numpy;
 pub mod prims;
 pub mod print;
+pub mod rounding;
 pub mod signatures;
 pub mod special;
 pub mod stmt;
