@@ -456,7 +456,6 @@ const MODEL_FILES_IN_THE_CIRCLE: &[&str] = &[
     "jax/numerics.rs",
     "jax/numpy/mod.rs",
     "jax/stmt.rs",
-    "jax/transforms/pytrees.rs",
     "tf/autograph/mod.rs",
     "tf/mod.rs",
     "tf/partial.rs",

@@ -20,6 +20,7 @@ pub mod ops;
 mod percent;
 mod print_args;
 pub mod pyrandom;
+pub(crate) mod pytree_nodes;
 pub mod seen;
 pub mod shims;
 pub mod stdlib;

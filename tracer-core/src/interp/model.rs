@@ -73,12 +73,6 @@ pub(crate) mod surface {
     pub(crate) use crate::jax::surface::JaxFn;
 }
 
-pub(crate) mod transforms {
-    pub(crate) mod pytrees {
-        pub(crate) use crate::jax::transforms::pytrees::{class_children, dict_key_order, registration};
-    }
-}
-
 pub(crate) mod tf {
     pub(crate) use crate::tf::{
         call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,

@@ -246,7 +246,7 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
         Value::Dict(d) => {
             let d = d.borrow();
             let mut items: Vec<_> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
-            items.sort_by(|a, b| crate::interp::model::transforms::pytrees::dict_key_order(a.0, b.0));
+            items.sort_by(|a, b| crate::interp::pytree_nodes::dict_key_order(a.0, b.0));
             items.into_iter().all(|(h, x)| match h {
                 super::value::HashKey::Str(s) => child(path, format_args!("['{s}']"), x, leaves),
                 super::value::HashKey::Int(i) => child(path, format_args!("[{i}]"), x, leaves),
@@ -261,7 +261,7 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
                     None => child(path, format_args!("[{i}]"), x, leaves),
                 });
             }
-            match crate::interp::model::transforms::pytrees::registration(&inst.class) {
+            match crate::interp::pytree_nodes::registration(&inst.class) {
                 Some(PytreeRegistration::Fields { data, .. }) => data.iter().all(|f| {
                     let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
                     child(path, format_args!(".{f}"), &x, leaves)
