@@ -439,7 +439,7 @@ fn run<'l>(
     memo: Option<&mut crate::jax::memo::TraceMemo>,
     dims_instance: u8,
 ) -> (Interp<'l>, crate::interp::FileId) {
-    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone(), &crate::models::MODELS);
     interp.shim_roots = config.shim_roots.clone();
     interp.entry_state.dims.instance = dims_instance;
     interp.jax.check_rules = config.check_ir;

@@ -195,6 +195,9 @@ pub struct Interp<'l> {
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
     pub jax: JaxState,
+    /// The models' entry points the interpreter reaches through the interface it owns
+    /// (`model::Models`), given by whoever builds the interpreter.
+    pub(crate) models: &'static dyn model::Models,
     /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
     pub tf: crate::interp::model::tf::TfState,
     pub classes: builtins::BuiltinClasses,
@@ -340,7 +343,12 @@ impl Drop for Leftovers {
 }
 
 impl<'l> Interp<'l> {
-    pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
+    pub(crate) fn new(
+        loader: &'l dyn SourceLoader,
+        search_roots: Vec<PathBuf>,
+        budgets: Budgets,
+        models: &'static dyn model::Models,
+    ) -> Interp<'l> {
         let ledger = memory::Ledger::open(budgets.max_bytes, budgets.max_elements, budgets.max_time);
         Interp {
             files: Vec::new(),
@@ -362,6 +370,7 @@ impl<'l> Interp<'l> {
             started: Instant::now(),
             ledger,
             jax: JaxState::default(),
+            models,
             tf: Default::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),

@@ -14,6 +14,40 @@
 
 pub(crate) use crate::jax::JaxState;
 
+use super::call::Kwargs;
+use super::value::Value;
+use super::{Interp, PyResult};
+
+/// What the interpreter asks of the models through an interface it owns rather than a module
+/// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
+/// `Interp::new` (`Interp::models`). `effects` and `stmt` below are its callers' names for it.
+pub(crate) trait Models: Effects + Statements {}
+
+/// The trace-time effects the JAX model reports (TL201, TL203, TL204).
+pub(crate) trait Effects {
+    /// `print(...)` ran.
+    fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()>;
+    /// `next(it)` ran.
+    fn on_next(&self, interp: &mut Interp, it: &Value) -> PyResult<()>;
+    /// Python-level randomness or time was read (`random.random()`).
+    fn on_impure_call(&self, interp: &mut Interp, what: &str);
+}
+
+/// The statements of user code a trace records for its reproducer.
+pub(crate) trait Statements {
+    /// The trace record a statement made now would belong to, if one is recording.
+    fn recording(&self, interp: &Interp) -> Option<usize>;
+    /// Runs `f` (once) as one statement of user code, recorded when a trace is recording.
+    fn recorded(
+        &self,
+        interp: &mut Interp,
+        call: stmt::Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value>;
+}
+
 pub(crate) mod api {
     pub(crate) use crate::jax::api::{
         at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr, JaxObject,
@@ -33,7 +67,32 @@ pub(crate) mod dtypes {
 }
 
 pub(crate) mod effects {
-    pub(crate) use crate::jax::effects::{on_impure_call, on_next, on_print, GlobalRead};
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult, Site};
+
+    /// A global read inside a caching trace: module identity, name, where, inside what.
+    #[derive(Clone)]
+    pub struct GlobalRead {
+        pub module: usize,
+        pub name: String,
+        pub site: Site,
+        pub inside: String,
+    }
+
+    pub(crate) fn on_print(interp: &mut Interp, args: &[Value]) -> PyResult<()> {
+        let models = interp.models;
+        models.on_print(interp, args)
+    }
+
+    pub(crate) fn on_next(interp: &mut Interp, it: &Value) -> PyResult<()> {
+        let models = interp.models;
+        models.on_next(interp, it)
+    }
+
+    pub(crate) fn on_impure_call(interp: &mut Interp, what: &str) {
+        let models = interp.models;
+        models.on_impure_call(interp, what)
+    }
 }
 
 pub(crate) mod errors {
@@ -66,7 +125,40 @@ pub(crate) mod print {
 }
 
 pub(crate) mod stmt {
-    pub(crate) use crate::jax::stmt::{recorded, recording, Call};
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult};
+    use super::dtypes::DType;
+
+    /// The statements of user code the interpreter runs that a trace records.
+    #[derive(Clone, Debug)]
+    pub enum Call {
+        BinOp(&'static str),
+        Unary(&'static str),
+        Compare(&'static str),
+        GetItem,
+        SetItem,
+        Method(String),
+        /// `jnp.float32(x)`: a dtype called as a function.
+        DType(DType),
+    }
+
+    pub(crate) fn recording(interp: &Interp) -> Option<usize> {
+        interp.models.recording(interp)
+    }
+
+    pub(crate) fn recorded(
+        interp: &mut Interp,
+        call: Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: impl FnOnce(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        let models = interp.models;
+        let mut f = Some(f);
+        // The model runs `f` exactly once; a second call would find it gone and run nothing.
+        models.recorded(interp, call, args, kwargs, &mut |this| f.take().map_or(Ok(Value::None), |f| f(this)))
+    }
 }
 
 pub(crate) mod surface {

@@ -1,0 +1,47 @@
+//! The models the interpreter runs with, as the interface `interp/model.rs` declares them
+//! (`Models`): this crate owns both, so the interpreter names no model module for these entry
+//! points and the models implement them here by calling their own functions.
+
+use crate::interp::call::Kwargs;
+use crate::interp::model::{stmt, Effects, Models, Statements};
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+
+/// The JAX model with the TensorFlow front end and the entry-point hooks.
+pub(crate) struct JaxAndTf;
+
+/// What `Interp::new` is given by `analysis.rs` and `run.rs`.
+pub(crate) static MODELS: JaxAndTf = JaxAndTf;
+
+impl Models for JaxAndTf {}
+
+impl Effects for JaxAndTf {
+    fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()> {
+        crate::jax::effects::on_print(interp, args)
+    }
+
+    fn on_next(&self, interp: &mut Interp, it: &Value) -> PyResult<()> {
+        crate::jax::effects::on_next(interp, it)
+    }
+
+    fn on_impure_call(&self, interp: &mut Interp, what: &str) {
+        crate::jax::effects::on_impure_call(interp, what)
+    }
+}
+
+impl Statements for JaxAndTf {
+    fn recording(&self, interp: &Interp) -> Option<usize> {
+        crate::jax::stmt::recording(interp)
+    }
+
+    fn recorded(
+        &self,
+        interp: &mut Interp,
+        call: stmt::Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        crate::jax::stmt::recorded(interp, call.into(), args, kwargs, f)
+    }
+}
