@@ -3,7 +3,10 @@
 //! points and the models implement them here by calling their own functions.
 
 use crate::interp::call::Kwargs;
-use crate::interp::model::{stmt, Effects, Models, Statements};
+use std::rc::Rc;
+
+use crate::interp::model::array::{Array, NdData};
+use crate::interp::model::{stmt, Effects, Models, Statements, Values};
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 
@@ -43,5 +46,11 @@ impl Statements for JaxAndTf {
         f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
     ) -> PyResult<Value> {
         crate::jax::stmt::recorded(interp, call.into(), args, kwargs, f)
+    }
+}
+
+impl Values for JaxAndTf {
+    fn force(&self, array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+        crate::jax::eval::force(array, max_elements)
     }
 }

@@ -21,7 +21,7 @@ use super::{Interp, PyResult};
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects` and `stmt` below are its callers' names for it.
-pub(crate) trait Models: Effects + Statements {}
+pub(crate) trait Models: Effects + Statements + Values {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -31,6 +31,12 @@ pub(crate) trait Effects {
     fn on_next(&self, interp: &mut Interp, it: &Value) -> PyResult<()>;
     /// Python-level randomness or time was read (`random.random()`).
     fn on_impure_call(&self, interp: &mut Interp, what: &str);
+}
+
+/// The values of concrete arrays, as the JAX model's evaluator computes them.
+pub(crate) trait Values {
+    /// `array`'s elements, when they are computed or computable within `max_elements`.
+    fn force(&self, array: &std::rc::Rc<array::Array>, max_elements: u64) -> Option<std::rc::Rc<array::NdData>>;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -55,7 +61,7 @@ pub(crate) mod api {
 }
 
 pub(crate) mod array {
-    pub(crate) use crate::jax::array::{Array, ArrayKind, Lazy};
+    pub(crate) use crate::jax::array::{Array, ArrayKind, Lazy, NdData};
 }
 
 pub(crate) mod aval {
@@ -100,7 +106,15 @@ pub(crate) mod errors {
 }
 
 pub(crate) mod eval {
-    pub(crate) use crate::jax::eval::force;
+    use std::rc::Rc;
+
+    use super::super::Interp;
+    use super::array::{Array, NdData};
+
+    /// `array`'s elements, when they are computed or computable within `max_elements`.
+    pub(crate) fn force(interp: &Interp, array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+        interp.models.force(array, max_elements)
+    }
 }
 
 pub(crate) mod memo {

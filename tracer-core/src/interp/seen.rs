@@ -400,7 +400,7 @@ impl Interp<'_> {
         }
         indices.push(self.seen.concrete.len());
         let preview = match value {
-            Value::Array(a) => preview(a),
+            Value::Array(a) => preview(self, a),
             _ => None,
         };
         self.seen.concrete.push(ConcreteRecord { site, name: Rc::from(name), shown, kind, preview });
@@ -444,7 +444,7 @@ impl Interp<'_> {
 
 /// `[1. 2. 3.]`: a small concrete array's value as NumPy prints it, when it is computed or
 /// cheap to compute (a few operations on small arrays whose values are known).
-fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
+fn preview(interp: &Interp, array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
     // NumPy prints at most 64 dimensions (`repr.rs` raises JAX's error past that).
     if array.aval.dtype.is_key()
         || array.aval.ndim() > 64
@@ -453,7 +453,7 @@ fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
     {
         return None;
     }
-    let data = crate::interp::model::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;
+    let data = crate::interp::model::eval::force(interp, array, PREVIEW_INPUT_ELEMENTS as u64)?;
     Some(crate::interp::model::print::array_str(&data, array.aval.dtype))
 }
 
