@@ -26,6 +26,7 @@ pub mod shims;
 pub mod stdlib;
 pub mod streams;
 pub mod value;
+pub(crate) mod values_state;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

@@ -121,8 +121,9 @@ pub(crate) mod memo {
     pub(crate) use crate::jax::memo::{note_call, note_read, Recording, TraceMemo};
 }
 
+/// Values mode's state is the interpreter's own (`values_state.rs`); the JAX model computes into it.
 pub(crate) mod numerics {
-    pub(crate) use crate::jax::numerics::{loop_enter, loop_exit, loop_next, ValuesState};
+    pub(crate) use super::super::values_state::{loop_enter, loop_exit, loop_next, ValuesState};
 }
 
 pub(crate) mod numpy {
