@@ -6,9 +6,9 @@ use crate::interp::call::Kwargs;
 use std::rc::Rc;
 
 use crate::interp::model::array::{Array, NdData};
-use crate::interp::model::{stmt, Effects, Models, Statements, Values};
-use crate::interp::value::Value;
-use crate::interp::{Interp, PyResult};
+use crate::interp::model::{stmt, Effects, Models, Statements, TraceMemos, Values};
+use crate::interp::value::{Function, Value};
+use crate::interp::{FileId, Interp, PyResult};
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -52,5 +52,15 @@ impl Statements for JaxAndTf {
 impl Values for JaxAndTf {
     fn force(&self, array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
         crate::jax::eval::force(array, max_elements)
+    }
+}
+
+impl TraceMemos for JaxAndTf {
+    fn note_read(&self, interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
+        crate::jax::memo::note_read(interp, file, name, found)
+    }
+
+    fn note_call(&self, interp: &mut Interp, f: &Function) {
+        crate::jax::memo::note_call(interp, f)
     }
 }

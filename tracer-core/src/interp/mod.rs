@@ -228,10 +228,6 @@ pub struct Interp<'l> {
     pub values: Option<crate::interp::model::numerics::ValuesState>,
     /// Nothing reads `stdout` (`check`): `print` does not compute the arrays it is given.
     pub stdout_unread: bool,
-    /// The open document's remembered jit traces (the editor's analyses only).
-    pub memo: Option<crate::interp::model::memo::TraceMemo>,
-    /// The jit trace being recorded for `memo`.
-    pub memo_recording: Option<crate::interp::model::memo::Recording>,
     /// Python's `random` module state after `random.seed(n)`; `None` while it is unknown.
     pub py_random: Option<pyrandom::PyRandom>,
     /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).
@@ -385,8 +381,6 @@ impl<'l> Interp<'l> {
             nesting: 0,
             values: None,
             stdout_unread: false,
-            memo: None,
-            memo_recording: None,
             py_random: None,
             py_random_draws: 0,
             abstract_unknowns: true,

@@ -21,7 +21,7 @@ use super::{Interp, PyResult};
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects` and `stmt` below are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values {}
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -37,6 +37,15 @@ pub(crate) trait Effects {
 pub(crate) trait Values {
     /// `array`'s elements, when they are computed or computable within `max_elements`.
     fn force(&self, array: &std::rc::Rc<array::Array>, max_elements: u64) -> Option<std::rc::Rc<array::NdData>>;
+}
+
+/// What the jit trace being recorded for the editor's memo of traces depends on.
+pub(crate) trait TraceMemos {
+    /// A function of `file` looked a name up: `found` among the module's globals, or
+    /// (`None`) among the builtins.
+    fn note_read(&self, interp: &mut Interp, file: super::FileId, name: &str, found: Option<&Value>);
+    /// The trace ran `f`.
+    fn note_call(&self, interp: &mut Interp, f: &super::value::Function);
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -118,7 +127,18 @@ pub(crate) mod eval {
 }
 
 pub(crate) mod memo {
-    pub(crate) use crate::jax::memo::{note_call, note_read, Recording, TraceMemo};
+    use super::super::value::{Function, Value};
+    use super::super::{FileId, Interp};
+
+    pub(crate) fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
+        let models = interp.models;
+        models.note_read(interp, file, name, found)
+    }
+
+    pub(crate) fn note_call(interp: &mut Interp, f: &Function) {
+        let models = interp.models;
+        models.note_call(interp, f)
+    }
 }
 
 /// Values mode's state is the interpreter's own (`values_state.rs`); the JAX model computes into it.
