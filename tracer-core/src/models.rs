@@ -6,9 +6,10 @@ use crate::interp::call::Kwargs;
 use std::rc::Rc;
 
 use crate::interp::model::array::{Array, NdData};
-use crate::interp::model::{stmt, Effects, Models, Statements, TraceMemos, Values};
+use crate::interp::model::tf::partial::PartialTensor;
+use crate::interp::model::{stmt, Effects, Models, PartialTensors, Statements, TraceMemos, Values};
 use crate::interp::value::{Function, Value};
-use crate::interp::{FileId, Interp, PyResult};
+use crate::interp::{FileId, Flow, Interp, PyResult};
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -62,5 +63,19 @@ impl TraceMemos for JaxAndTf {
 
     fn note_call(&self, interp: &mut Interp, f: &Function) {
         crate::jax::memo::note_call(interp, f)
+    }
+}
+
+impl PartialTensors for JaxAndTf {
+    fn partial_truth(&self, interp: &mut Interp, what: &str) -> PyResult<bool> {
+        crate::tf::partial::truth(interp, what)
+    }
+
+    fn partial_iterate(&self, interp: &mut Interp, p: &PartialTensor) -> PyResult<Vec<Value>> {
+        crate::tf::partial::iterate(interp, p)
+    }
+
+    fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<Flow> {
+        crate::tf::partial::none_dimension_error(interp, message)
     }
 }

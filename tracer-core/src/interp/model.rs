@@ -11,6 +11,9 @@
 //! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
 //! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
 //! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
+//! What the interpreter reaches through `Interp::models` instead, the `Models` traits below
+//! (implemented by the crate's `models.rs`), names no model module; their wrappers keep the
+//! module names the callers use (`effects`, `eval`, `memo`, `stmt`, `tf::partial`).
 
 pub(crate) use crate::jax::JaxState;
 
@@ -21,7 +24,7 @@ use super::{Interp, PyResult};
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects` and `stmt` below are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values + TraceMemos {}
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -46,6 +49,17 @@ pub(crate) trait TraceMemos {
     fn note_read(&self, interp: &mut Interp, file: super::FileId, name: &str, found: Option<&Value>);
     /// The trace ran `f`.
     fn note_call(&self, interp: &mut Interp, f: &super::value::Function);
+}
+
+/// Symbolic tensors whose shape TensorFlow knows only in part, where Python meets them.
+pub(crate) trait PartialTensors {
+    /// Python truth of one (`if t:`).
+    fn partial_truth(&self, interp: &mut Interp, what: &str) -> PyResult<bool>;
+    /// `for x in t:` over one.
+    fn partial_iterate(&self, interp: &mut Interp, p: &tf::partial::PartialTensor) -> PyResult<Vec<Value>>;
+    /// The `TypeError` of a `None` operand read from a tensor's shape in a `tf.function`
+    /// trace (TL108); `None` elsewhere.
+    fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<super::Flow>;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -208,8 +222,39 @@ pub(crate) mod tf {
     pub(crate) mod autograph {
         pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
     }
+    /// A partly known tensor (`tf/partial.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod partial {
-        pub(crate) use crate::tf::partial::{iterate, none_dimension_error, of, truth};
+        use std::rc::Rc;
+
+        use super::super::super::builtins::Builtin;
+        use super::super::super::value::Value;
+        use super::super::super::{Flow, Interp, PyResult};
+        pub(crate) use crate::tf::partial_tensor::PartialTensor;
+
+        /// The partly known tensor `v` is, if it is one.
+        pub fn of(v: &Value) -> Option<Rc<PartialTensor>> {
+            match v {
+                Value::Builtin(b) => match &**b {
+                    Builtin::Tf(super::TfValue::Partial(p)) => Some(p.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+
+        pub(crate) fn truth(interp: &mut Interp, what: &str) -> PyResult<bool> {
+            let models = interp.models;
+            models.partial_truth(interp, what)
+        }
+
+        pub(crate) fn iterate(interp: &mut Interp, p: &PartialTensor) -> PyResult<Vec<Value>> {
+            let models = interp.models;
+            models.partial_iterate(interp, p)
+        }
+
+        pub(crate) fn none_dimension_error(interp: &Interp, message: &str) -> Option<Flow> {
+            interp.models.none_dimension_error(interp, message)
+        }
     }
     pub(crate) mod tensor {
         pub(crate) use crate::tf::tensor::{
