@@ -2,9 +2,9 @@
 //! (`Models`): this crate owns both, so the interpreter names no model module for these entry
 //! points and the models implement them here by calling their own functions.
 
-use crate::interp::call::Kwargs;
 use std::rc::Rc;
 
+use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
 use crate::interp::model::tf::partial::PartialTensor;
 use crate::interp::model::{stmt, Effects, Models, PartialTensors, Statements, TraceMemos, Values};

@@ -1,7 +1,7 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `ValuesState`, `TraceMemo`, `TfState`, `EntryState`), and defers to the JAX
+//! (`JaxState`, `TfState`, `EntryState`; values mode's is its own), and defers to the JAX
 //! model where Python meets an array or a JAX object: operators, truth and conversions
 //! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
 //! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
@@ -23,7 +23,8 @@ use super::{Interp, PyResult};
 
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
-/// `Interp::new` (`Interp::models`). `effects` and `stmt` below are its callers' names for it.
+/// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
+/// are its callers' names for it.
 pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
