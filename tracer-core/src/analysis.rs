@@ -405,7 +405,7 @@ fn analyze_remembering(
         }
     }
     let stops = interp.stops.iter().map(|(s, why)| (s.map(|s| locate(&interp, interp.path(s.file), s.span)), why.clone())).collect();
-    if let (Some(memo), Some(mut kept)) = (memo, interp.memo.take()) {
+    if let (Some(memo), Some(mut kept)) = (memo, interp.jax.memo.take()) {
         kept.end();
         *memo = kept;
     }
@@ -439,7 +439,7 @@ fn run<'l>(
     memo: Option<&mut crate::jax::memo::TraceMemo>,
     dims_instance: u8,
 ) -> (Interp<'l>, crate::interp::FileId) {
-    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone());
+    let mut interp = Interp::new(loader, config.search_roots.clone(), config.budgets.clone(), &crate::models::MODELS);
     interp.shim_roots = config.shim_roots.clone();
     interp.entry_state.dims.instance = dims_instance;
     interp.jax.check_rules = config.check_ir;
@@ -465,7 +465,7 @@ fn run<'l>(
     }
     if let Some(memo) = memo {
         memo.begin(file);
-        interp.memo = Some(std::mem::take(memo));
+        interp.jax.memo = Some(std::mem::take(memo));
     }
     let module_ast = interp.files[file as usize].module.clone();
     for err in &module_ast.errors {

@@ -10,6 +10,7 @@ pub mod entry_hooks;
 pub mod entry_staged;
 pub mod interp;
 pub mod jax;
+mod models;
 pub mod repro;
 pub mod run;
 pub mod symbolic;

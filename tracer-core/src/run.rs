@@ -70,7 +70,7 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
             diagnostics: Vec::new(),
         };
     }
-    let mut interp = Interp::new(loader, config.search_roots.clone(), budgets);
+    let mut interp = Interp::new(loader, config.search_roots.clone(), budgets, &crate::models::MODELS);
     interp.shim_roots = config.shim_roots.clone();
     interp.values = Some(Default::default());
     interp.abstract_unknowns = false;

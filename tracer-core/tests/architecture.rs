@@ -446,26 +446,20 @@ mod import_graph;
 /// The modules through which `interp/model.rs` enters the circle it shares with the models:
 /// what is still to go behind an interface `interp/` owns (the state the interpreter holds and
 /// the entry points it calls). The list may only shrink.
-const MODEL_FILES_IN_THE_CIRCLE: &[&str] = &[
-    "entry_hooks.rs",
-    "jax/api.rs",
-    "jax/effects.rs",
-    "jax/eval.rs",
-    "jax/memo.rs",
-    "jax/mod.rs",
-    "jax/numerics.rs",
-    "jax/numpy/mod.rs",
-    "jax/print.rs",
-    "jax/stmt.rs",
-    "jax/transforms/pytrees.rs",
-    "tf/autograph/mod.rs",
-    "tf/mod.rs",
-    "tf/partial.rs",
-    "tf/tensor.rs",
-];
+const MODEL_FILES_IN_THE_CIRCLE: &[&str] =
+    &["entry_hooks.rs", "jax/api.rs", "jax/mod.rs", "jax/numpy/mod.rs", "tf/autograph/mod.rs", "tf/mod.rs", "tf/tensor.rs"];
 
 /// The array layer the interpreter holds values of, below it and the models: in no circle.
-const ARRAY_LAYER: &[&str] = &["jax/array.rs", "jax/aval.rs", "jax/dtypes.rs", "jax/surface.rs", "jax/error_codes.rs", "syntax/ast.rs"];
+const ARRAY_LAYER: &[&str] = &[
+    "jax/array.rs",
+    "jax/aval.rs",
+    "jax/dtypes.rs",
+    "jax/surface.rs",
+    "jax/error_codes.rs",
+    "jax/rounding.rs",
+    "tf/partial_tensor.rs",
+    "syntax/ast.rs",
+];
 
 /// The interpreter reaches the models (`jax/`, `tf/`, `entry_hooks.rs`) through `interp/model.rs`
 /// alone, on the import graph: every edge from `interp/` into the circle of modules it still
@@ -516,6 +510,8 @@ fn the_interpreter_reaches_the_models_through_model_rs_alone() {
         "interp/model.rs reaches the circle through a module that was outside it (keep that module a leaf: \
          an import of the IR, the evaluator or the interpreter there pulls it in): {new:?}"
     );
+    let gone: Vec<&&str> = MODEL_FILES_IN_THE_CIRCLE.iter().filter(|f| !entries.contains(f)).collect();
+    assert!(gone.is_empty(), "interp/model.rs no longer enters the circle through {gone:?}: take them off MODEL_FILES_IN_THE_CIRCLE");
     for layer in ARRAY_LAYER {
         let i = files.iter().position(|f| f == layer).unwrap_or_else(|| panic!("{layer} is gone"));
         assert!(!circle.contains(&i), "{layer} joined the circle: the array layer must stay below the interpreter and the models");

@@ -644,7 +644,7 @@ impl<'l> Interp<'l> {
                     Value::Bool(false)
                 } else if let Value::Array(a) = &arg(0) {
                     // A concrete array whose value is not computed gives an unknown bool, not a stop.
-                    if !a.is_tracer() && crate::interp::model::eval::force(a, self.budgets.max_elements).is_none() {
+                    if !a.is_tracer() && crate::interp::model::eval::force(self, a, self.budgets.max_elements).is_none() {
                         return Ok(Some(Value::opaque("bool of an array whose value is not computed")));
                     }
                     Value::Bool(crate::interp::model::numpy::python_bool(self, &arg(0), "bool")?)

@@ -113,7 +113,7 @@ impl<'l> Interp<'l> {
 
     pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         self.called.insert(Rc::as_ptr(&f.def) as usize);
-        if self.memo_recording.is_some() {
+        if self.jax.memo_recording.is_some() {
             crate::interp::model::memo::note_call(self, f);
         }
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });

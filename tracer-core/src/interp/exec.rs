@@ -938,13 +938,13 @@ impl<'l> Interp<'l> {
         if let Some(v) = ctx.globals.dict.borrow().get(name) {
             let v = v.clone();
             self.note_global_read(ctx, name, &v, expr);
-            if self.memo_recording.is_some() {
+            if self.jax.memo_recording.is_some() {
                 crate::interp::model::memo::note_read(self, ctx.file, name, Some(&v));
             }
             return Ok(v);
         }
         if let Some(v) = self.builtin_value(name) {
-            if self.memo_recording.is_some() {
+            if self.jax.memo_recording.is_some() {
                 crate::interp::model::memo::note_read(self, ctx.file, name, None);
             }
             return Ok(v);

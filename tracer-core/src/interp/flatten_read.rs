@@ -8,7 +8,7 @@
 //! them, `(p.b, {'w': p.a})`), or one attribute holding a tuple or list (`self.layers`), is
 //! read from its source: those are exactly the values Python would compute. Anything else
 //! falls back to the children the analysis noted when it last flattened or unflattened that
-//! instance (`pytrees::class_children`); with neither, the order is not known.
+//! instance (`pytree_nodes::class_children`); with neither, the order is not known.
 
 use std::rc::Rc;
 
@@ -19,7 +19,7 @@ use crate::syntax::ast::{ExprKind, FunctionDef, StmtKind};
 /// The children of `inst`, whose class's registration has the flatten function `flatten` and
 /// no keys, in flatten order; `None` when neither the source nor the analysis says.
 pub(crate) fn custom_children(interp: &Interp, inst: &Rc<Instance>, flatten: &Value) -> Option<Vec<Value>> {
-    read_source(inst, flatten).or_else(|| super::model::transforms::pytrees::class_children(interp, &Value::Instance(inst.clone())))
+    read_source(inst, flatten).or_else(|| super::pytree_nodes::class_children(interp, &Value::Instance(inst.clone())))
 }
 
 fn read_source(inst: &Rc<Instance>, flatten: &Value) -> Option<Vec<Value>> {

@@ -20,11 +20,13 @@ pub mod ops;
 mod percent;
 mod print_args;
 pub mod pyrandom;
+pub(crate) mod pytree_nodes;
 pub mod seen;
 pub mod shims;
 pub mod stdlib;
 pub mod streams;
 pub mod value;
+pub(crate) mod values_state;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -194,6 +196,9 @@ pub struct Interp<'l> {
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
     pub jax: JaxState,
+    /// The models' entry points the interpreter reaches through the interface it owns
+    /// (`model::Models`), given by whoever builds the interpreter.
+    pub(crate) models: &'static dyn model::Models,
     /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
     pub tf: crate::interp::model::tf::TfState,
     pub classes: builtins::BuiltinClasses,
@@ -223,10 +228,6 @@ pub struct Interp<'l> {
     pub values: Option<crate::interp::model::numerics::ValuesState>,
     /// Nothing reads `stdout` (`check`): `print` does not compute the arrays it is given.
     pub stdout_unread: bool,
-    /// The open document's remembered jit traces (the editor's analyses only).
-    pub memo: Option<crate::interp::model::memo::TraceMemo>,
-    /// The jit trace being recorded for `memo`.
-    pub memo_recording: Option<crate::interp::model::memo::Recording>,
     /// Python's `random` module state after `random.seed(n)`; `None` while it is unknown.
     pub py_random: Option<pyrandom::PyRandom>,
     /// Draws from `py_random` so far (a remembered trace that drew cannot be replayed).
@@ -339,7 +340,12 @@ impl Drop for Leftovers {
 }
 
 impl<'l> Interp<'l> {
-    pub fn new(loader: &'l dyn SourceLoader, search_roots: Vec<PathBuf>, budgets: Budgets) -> Interp<'l> {
+    pub(crate) fn new(
+        loader: &'l dyn SourceLoader,
+        search_roots: Vec<PathBuf>,
+        budgets: Budgets,
+        models: &'static dyn model::Models,
+    ) -> Interp<'l> {
         let ledger = memory::Ledger::open(budgets.max_bytes, budgets.max_elements, budgets.max_time);
         Interp {
             files: Vec::new(),
@@ -361,6 +367,7 @@ impl<'l> Interp<'l> {
             started: Instant::now(),
             ledger,
             jax: JaxState::default(),
+            models,
             tf: Default::default(),
             classes: builtins::BuiltinClasses::new(),
             warned: HashMap::default(),
@@ -374,8 +381,6 @@ impl<'l> Interp<'l> {
             nesting: 0,
             values: None,
             stdout_unread: false,
-            memo: None,
-            memo_recording: None,
             py_random: None,
             py_random_draws: 0,
             abstract_unknowns: true,

@@ -1,7 +1,7 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `ValuesState`, `TraceMemo`, `TfState`, `EntryState`), and defers to the JAX
+//! (`JaxState`, `TfState`, `EntryState`; values mode's is its own), and defers to the JAX
 //! model where Python meets an array or a JAX object: operators, truth and conversions
 //! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
 //! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
@@ -11,8 +11,72 @@
 //! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
 //! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
 //! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
+//! What the interpreter reaches through `Interp::models` instead, the `Models` traits below
+//! (implemented by the crate's `models.rs`), names no model module; their wrappers keep the
+//! module names the callers use (`effects`, `eval`, `memo`, `stmt`, `tf::partial`).
 
 pub(crate) use crate::jax::JaxState;
+
+use super::call::Kwargs;
+use super::value::Value;
+use super::{Interp, PyResult};
+
+/// What the interpreter asks of the models through an interface it owns rather than a module
+/// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
+/// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
+/// are its callers' names for it.
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors {}
+
+/// The trace-time effects the JAX model reports (TL201, TL203, TL204).
+pub(crate) trait Effects {
+    /// `print(...)` ran.
+    fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()>;
+    /// `next(it)` ran.
+    fn on_next(&self, interp: &mut Interp, it: &Value) -> PyResult<()>;
+    /// Python-level randomness or time was read (`random.random()`).
+    fn on_impure_call(&self, interp: &mut Interp, what: &str);
+}
+
+/// The values of concrete arrays, as the JAX model's evaluator computes them.
+pub(crate) trait Values {
+    /// `array`'s elements, when they are computed or computable within `max_elements`.
+    fn force(&self, array: &std::rc::Rc<array::Array>, max_elements: u64) -> Option<std::rc::Rc<array::NdData>>;
+}
+
+/// What the jit trace being recorded for the editor's memo of traces depends on.
+pub(crate) trait TraceMemos {
+    /// A function of `file` looked a name up: `found` among the module's globals, or
+    /// (`None`) among the builtins.
+    fn note_read(&self, interp: &mut Interp, file: super::FileId, name: &str, found: Option<&Value>);
+    /// The trace ran `f`.
+    fn note_call(&self, interp: &mut Interp, f: &super::value::Function);
+}
+
+/// Symbolic tensors whose shape TensorFlow knows only in part, where Python meets them.
+pub(crate) trait PartialTensors {
+    /// Python truth of one (`if t:`).
+    fn partial_truth(&self, interp: &mut Interp, what: &str) -> PyResult<bool>;
+    /// `for x in t:` over one.
+    fn partial_iterate(&self, interp: &mut Interp, p: &tf::partial::PartialTensor) -> PyResult<Vec<Value>>;
+    /// The `TypeError` of a `None` operand read from a tensor's shape in a `tf.function`
+    /// trace (TL108); `None` elsewhere.
+    fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<super::Flow>;
+}
+
+/// The statements of user code a trace records for its reproducer.
+pub(crate) trait Statements {
+    /// The trace record a statement made now would belong to, if one is recording.
+    fn recording(&self, interp: &Interp) -> Option<usize>;
+    /// Runs `f` (once) as one statement of user code, recorded when a trace is recording.
+    fn recorded(
+        &self,
+        interp: &mut Interp,
+        call: stmt::Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value>;
+}
 
 pub(crate) mod api {
     pub(crate) use crate::jax::api::{
@@ -21,7 +85,7 @@ pub(crate) mod api {
 }
 
 pub(crate) mod array {
-    pub(crate) use crate::jax::array::{Array, ArrayKind, Lazy};
+    pub(crate) use crate::jax::array::{Array, ArrayKind, Lazy, NdData};
 }
 
 pub(crate) mod aval {
@@ -33,7 +97,32 @@ pub(crate) mod dtypes {
 }
 
 pub(crate) mod effects {
-    pub(crate) use crate::jax::effects::{on_impure_call, on_next, on_print, GlobalRead};
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult, Site};
+
+    /// A global read inside a caching trace: module identity, name, where, inside what.
+    #[derive(Clone)]
+    pub struct GlobalRead {
+        pub module: usize,
+        pub name: String,
+        pub site: Site,
+        pub inside: String,
+    }
+
+    pub(crate) fn on_print(interp: &mut Interp, args: &[Value]) -> PyResult<()> {
+        let models = interp.models;
+        models.on_print(interp, args)
+    }
+
+    pub(crate) fn on_next(interp: &mut Interp, it: &Value) -> PyResult<()> {
+        let models = interp.models;
+        models.on_next(interp, it)
+    }
+
+    pub(crate) fn on_impure_call(interp: &mut Interp, what: &str) {
+        let models = interp.models;
+        models.on_impure_call(interp, what)
+    }
 }
 
 pub(crate) mod errors {
@@ -41,15 +130,35 @@ pub(crate) mod errors {
 }
 
 pub(crate) mod eval {
-    pub(crate) use crate::jax::eval::force;
+    use std::rc::Rc;
+
+    use super::super::Interp;
+    use super::array::{Array, NdData};
+
+    /// `array`'s elements, when they are computed or computable within `max_elements`.
+    pub(crate) fn force(interp: &Interp, array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+        interp.models.force(array, max_elements)
+    }
 }
 
 pub(crate) mod memo {
-    pub(crate) use crate::jax::memo::{note_call, note_read, Recording, TraceMemo};
+    use super::super::value::{Function, Value};
+    use super::super::{FileId, Interp};
+
+    pub(crate) fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
+        let models = interp.models;
+        models.note_read(interp, file, name, found)
+    }
+
+    pub(crate) fn note_call(interp: &mut Interp, f: &Function) {
+        let models = interp.models;
+        models.note_call(interp, f)
+    }
 }
 
+/// Values mode's state is the interpreter's own (`values_state.rs`); the JAX model computes into it.
 pub(crate) mod numerics {
-    pub(crate) use crate::jax::numerics::{loop_enter, loop_exit, loop_next, ValuesState};
+    pub(crate) use super::super::values_state::{loop_enter, loop_exit, loop_next, ValuesState};
 }
 
 pub(crate) mod numpy {
@@ -66,17 +175,44 @@ pub(crate) mod print {
 }
 
 pub(crate) mod stmt {
-    pub(crate) use crate::jax::stmt::{recorded, recording, Call};
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult};
+    use super::dtypes::DType;
+
+    /// The statements of user code the interpreter runs that a trace records.
+    #[derive(Clone, Debug)]
+    pub enum Call {
+        BinOp(&'static str),
+        Unary(&'static str),
+        Compare(&'static str),
+        GetItem,
+        SetItem,
+        Method(String),
+        /// `jnp.float32(x)`: a dtype called as a function.
+        DType(DType),
+    }
+
+    pub(crate) fn recording(interp: &Interp) -> Option<usize> {
+        interp.models.recording(interp)
+    }
+
+    pub(crate) fn recorded(
+        interp: &mut Interp,
+        call: Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: impl FnOnce(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        let models = interp.models;
+        let mut f = Some(f);
+        // The model runs `f` exactly once; a second call would find it gone and run nothing.
+        models.recorded(interp, call, args, kwargs, &mut |this| f.take().map_or(Ok(Value::None), |f| f(this)))
+    }
 }
 
 pub(crate) mod surface {
     pub(crate) use crate::jax::surface::JaxFn;
-}
-
-pub(crate) mod transforms {
-    pub(crate) mod pytrees {
-        pub(crate) use crate::jax::transforms::pytrees::{class_children, dict_key_order, registration};
-    }
 }
 
 pub(crate) mod tf {
@@ -87,8 +223,39 @@ pub(crate) mod tf {
     pub(crate) mod autograph {
         pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
     }
+    /// A partly known tensor (`tf/partial.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod partial {
-        pub(crate) use crate::tf::partial::{iterate, none_dimension_error, of, truth};
+        use std::rc::Rc;
+
+        use super::super::super::builtins::Builtin;
+        use super::super::super::value::Value;
+        use super::super::super::{Flow, Interp, PyResult};
+        pub(crate) use crate::tf::partial_tensor::PartialTensor;
+
+        /// The partly known tensor `v` is, if it is one.
+        pub fn of(v: &Value) -> Option<Rc<PartialTensor>> {
+            match v {
+                Value::Builtin(b) => match &**b {
+                    Builtin::Tf(super::TfValue::Partial(p)) => Some(p.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+
+        pub(crate) fn truth(interp: &mut Interp, what: &str) -> PyResult<bool> {
+            let models = interp.models;
+            models.partial_truth(interp, what)
+        }
+
+        pub(crate) fn iterate(interp: &mut Interp, p: &PartialTensor) -> PyResult<Vec<Value>> {
+            let models = interp.models;
+            models.partial_iterate(interp, p)
+        }
+
+        pub(crate) fn none_dimension_error(interp: &Interp, message: &str) -> Option<Flow> {
+            interp.models.none_dimension_error(interp, message)
+        }
     }
     pub(crate) mod tensor {
         pub(crate) use crate::tf::tensor::{

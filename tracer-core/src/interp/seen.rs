@@ -246,7 +246,7 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
         Value::Dict(d) => {
             let d = d.borrow();
             let mut items: Vec<_> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
-            items.sort_by(|a, b| crate::interp::model::transforms::pytrees::dict_key_order(a.0, b.0));
+            items.sort_by(|a, b| crate::interp::pytree_nodes::dict_key_order(a.0, b.0));
             items.into_iter().all(|(h, x)| match h {
                 super::value::HashKey::Str(s) => child(path, format_args!("['{s}']"), x, leaves),
                 super::value::HashKey::Int(i) => child(path, format_args!("[{i}]"), x, leaves),
@@ -261,7 +261,7 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
                     None => child(path, format_args!("[{i}]"), x, leaves),
                 });
             }
-            match crate::interp::model::transforms::pytrees::registration(&inst.class) {
+            match crate::interp::pytree_nodes::registration(&inst.class) {
                 Some(PytreeRegistration::Fields { data, .. }) => data.iter().all(|f| {
                     let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
                     child(path, format_args!(".{f}"), &x, leaves)
@@ -400,7 +400,7 @@ impl Interp<'_> {
         }
         indices.push(self.seen.concrete.len());
         let preview = match value {
-            Value::Array(a) => preview(a),
+            Value::Array(a) => preview(self, a),
             _ => None,
         };
         self.seen.concrete.push(ConcreteRecord { site, name: Rc::from(name), shown, kind, preview });
@@ -444,7 +444,7 @@ impl Interp<'_> {
 
 /// `[1. 2. 3.]`: a small concrete array's value as NumPy prints it, when it is computed or
 /// cheap to compute (a few operations on small arrays whose values are known).
-fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
+fn preview(interp: &Interp, array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
     // NumPy prints at most 64 dimensions (`repr.rs` raises JAX's error past that).
     if array.aval.dtype.is_key()
         || array.aval.ndim() > 64
@@ -453,7 +453,7 @@ fn preview(array: &Rc<crate::interp::model::array::Array>) -> Option<String> {
     {
         return None;
     }
-    let data = crate::interp::model::eval::force(array, PREVIEW_INPUT_ELEMENTS as u64)?;
+    let data = crate::interp::model::eval::force(interp, array, PREVIEW_INPUT_ELEMENTS as u64)?;
     Some(crate::interp::model::print::array_str(&data, array.aval.dtype))
 }
 

@@ -28,14 +28,7 @@ pub struct EffectState {
     pub leaked_traces: std::collections::HashSet<u32, foldhash::fast::FixedState>,
 }
 
-/// A global read inside a caching trace: module identity, name, where, inside what.
-#[derive(Clone)]
-pub struct GlobalRead {
-    pub module: usize,
-    pub name: String,
-    pub site: Site,
-    pub inside: String,
-}
+pub use crate::interp::model::effects::GlobalRead;
 
 pub struct PrintSite {
     pub site: Site,

@@ -23,6 +23,7 @@ use super::prims::products::{dot_general_kernel, DotDims};
 /// Integer elements held exactly: every int64 and uint64 value fits an i128, and so does
 /// the product of two of them before it is wrapped.
 pub use super::array::NdInts;
+pub use super::rounding::wrap;
 
 /// 2**53: from here on an f64 no longer holds every integer.
 const F64_EXACT: i128 = 1 << 53;
@@ -40,23 +41,6 @@ pub fn from_f64(d: &NdData) -> NdInts {
 /// Exact integers as f64 data (the caller checks `fits_f64` when it needs exactness).
 pub fn to_f64(d: &NdInts) -> NdData {
     d.mapv(|v| v as f64)
-}
-
-/// `v` wrapped to `dtype` as two's complement, as XLA's integer arithmetic does
-/// (`int32(2**31 - 1) + 1 == -2**31`, `uint8(0) - 1 == 255`).
-pub fn wrap(v: i128, dtype: DType) -> i128 {
-    match dtype {
-        DType::I8 => v as i8 as i128,
-        DType::I16 => v as i16 as i128,
-        DType::I32 => v as i32 as i128,
-        DType::I64 => v as i64 as i128,
-        DType::U8 => v as u8 as i128,
-        DType::U16 => v as u16 as i128,
-        DType::U32 => v as u32 as i128,
-        DType::U64 => v as u64 as i128,
-        DType::Bool => i128::from(v != 0),
-        _ => v,
-    }
 }
 
 /// What an operation on exact integers gives: integers (wrapped to the result's dtype), or

@@ -221,10 +221,10 @@ fn shift_print(p: &mut Print, shift: &impl Fn(&mut Span)) {
 
 /// The jitted function when its traces can be remembered in this analysis.
 fn eligible<'a>(interp: &Interp, j: &'a Jitted) -> Option<&'a Rc<Function>> {
-    let memo = interp.memo.as_ref()?;
+    let memo = interp.jax.memo.as_ref()?;
     let Value::Function(f) = &j.fun else { return None };
     let plain = f.file == memo.file && is_top_level(f);
-    (plain && interp.values.is_none() && interp.jax.traces.is_empty() && interp.memo_recording.is_none()).then_some(f)
+    (plain && interp.values.is_none() && interp.jax.traces.is_empty() && interp.jax.memo_recording.is_none()).then_some(f)
 }
 
 /// A function defined at module level: nothing enclosing it can change between calls.
@@ -283,7 +283,7 @@ fn plain_tree(t: &TreeDef) -> bool {
 /// Notes a name the trace being recorded looked up by a function of `file`: `found` in the
 /// module's globals, or (`None`) among the builtins.
 pub fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
-    let Some(rec) = interp.memo_recording.as_mut().filter(|r| !r.spoiled) else { return };
+    let Some(rec) = interp.jax.memo_recording.as_mut().filter(|r| !r.spoiled) else { return };
     let print = match found {
         _ if file != rec.file => None,
         Some(v) => print_of(v, file),
@@ -303,14 +303,14 @@ pub fn note_read(interp: &mut Interp, file: FileId, name: &str, found: Option<&V
 /// The trace being recorded made something a replay cannot make again (a `custom_jvp` call,
 /// whose marker holds the rules of this analysis): it is not remembered.
 pub fn spoil(interp: &mut Interp) {
-    if let Some(rec) = interp.memo_recording.as_mut() {
+    if let Some(rec) = interp.jax.memo_recording.as_mut() {
         rec.spoiled = true;
     }
 }
 
 /// Notes a function the trace being recorded ran.
 pub fn note_call(interp: &mut Interp, f: &Function) {
-    if let Some(rec) = interp.memo_recording.as_mut() {
+    if let Some(rec) = interp.jax.memo_recording.as_mut() {
         if f.file == rec.file {
             rec.regions.push(f.def.span);
         } else {
@@ -323,7 +323,7 @@ pub fn note_call(interp: &mut Interp, f: &Function) {
 pub fn start(interp: &mut Interp, j: &Jitted) {
     let Some(f) = eligible(interp, j) else { return };
     let rec = Recording { file: f.file, regions: vec![f.def.span], reads: Vec::new(), spoiled: false, before: snapshot(interp) };
-    interp.memo_recording = Some(rec);
+    interp.jax.memo_recording = Some(rec);
 }
 
 /// Where an edit can change the code of a definition whose syntax ends at `end`: through the
@@ -346,13 +346,13 @@ fn code_reach(text: &str, end: usize) -> usize {
 
 /// Stops recording (the trace raised, or ended): nothing is remembered.
 pub fn abandon(interp: &mut Interp) {
-    interp.memo_recording = None;
+    interp.jax.memo_recording = None;
 }
 
 /// Ends the recording of the trace of `j` that made `record`: remembers it if it made nothing
 /// but its record and values.
 pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
-    let Some(rec) = interp.memo_recording.take() else { return };
+    let Some(rec) = interp.jax.memo_recording.take() else { return };
     let Value::Function(f) = &j.fun else { return };
     let mut after = snapshot(interp);
     let (records, values, global_reads) = (after.records, after.values, after.global_reads);
@@ -402,7 +402,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
     }
     regions.sort_by_key(|s| (s.start, s.end));
     regions.dedup();
-    let Some(memo) = interp.memo.as_mut() else { return };
+    let Some(memo) = interp.jax.memo.as_mut() else { return };
     let def_start = f.def.span.start;
     memo.entries.retain(|e| !(e.def_start == def_start && e.key == *key));
     memo.entries.push(Entry { def_start, key: key.clone(), regions, reads: rec.reads, made, last_used: memo.generation });
@@ -418,11 +418,11 @@ pub fn replay(
     cause: &str,
 ) -> Option<(usize, Rc<Jaxpr>, Rc<TreeDef>, Vec<Aval>)> {
     let f = eligible(interp, j)?.clone();
-    let memo = interp.memo.as_ref()?;
+    let memo = interp.jax.memo.as_ref()?;
     let def_start = f.def.span.start;
     let index = memo.entries.iter().position(|e| e.def_start == def_start && e.key == *key)?;
     let valid = memo.entries[index].reads.iter().all(|(name, p)| resolve(interp, &f.globals, f.file, name).as_ref() == Some(p));
-    let memo = interp.memo.as_mut()?;
+    let memo = interp.jax.memo.as_mut()?;
     if !valid {
         memo.entries.swap_remove(index);
         return None;

@@ -24,6 +24,7 @@ pub mod numerics;
 pub mod numpy;
 pub mod prims;
 pub mod print;
+pub mod rounding;
 pub mod signatures;
 pub mod special;
 pub mod stmt;
@@ -228,6 +229,10 @@ impl ValueRecord {
 
 #[derive(Default)]
 pub struct JaxState {
+    /// The open document's remembered jit traces (the editor's analyses only).
+    pub memo: Option<memo::TraceMemo>,
+    /// The jit trace being recorded for `memo`.
+    pub memo_recording: Option<memo::Recording>,
     /// The route of the traces started now (`Route::Called` unless an entry point says).
     pub route: Route,
     /// Which run of an entry point is going on: each test case is one (its own process's worth

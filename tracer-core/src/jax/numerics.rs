@@ -9,64 +9,12 @@
 //! formats it, turns it into a Python number): an intermediate NaN that a `jnp.where` throws
 //! away, as in `jnp.where(x > 0, jnp.log(x), 0.0)`, is never reported.
 
-use std::collections::HashMap;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 
 use super::array::{Array, NdData};
 use crate::diagnostics::Code;
+pub use crate::interp::values_state::{loop_enter, loop_exit, loop_next, NonFinite, PrintReplay, ValuesState};
 use crate::interp::{Interp, PyResult, Site};
-
-/// The state of values mode, owned by the interpreter (`Interp::values`).
-#[derive(Default)]
-pub struct ValuesState {
-    /// What tracelens has to say while running: values it did not compute, and why.
-    pub notes: Vec<String>,
-    /// Origins of the NaN/Inf values held by computed arrays, by array identity. The `Weak`
-    /// keeps the allocation, so an identity is never reused while its entry lives.
-    origins: HashMap<usize, (Weak<Array>, Rc<NonFinite>)>,
-    next_seq: u64,
-    /// TL301 is reported once per run: for the first observed value holding a NaN or Inf.
-    reported: bool,
-    /// The Python `for`/`while` loops being run, innermost last: (loop site, iteration, 1-based).
-    pub loops: Vec<(Site, u64)>,
-    /// `jax.config.update("jax_debug_nans", True)` / `"jax_debug_infs"`: the first operation
-    /// whose output holds a NaN (Inf) raises FloatingPointError, as in JAX.
-    pub debug_nans: bool,
-    pub debug_infs: bool,
-    /// The arguments of each `jax.debug.print` inside a trace, by its line, replayed with
-    /// concrete values when the traced function is evaluated.
-    debug_prints: HashMap<Site, (Vec<crate::interp::Value>, crate::interp::call::Kwargs, Option<PrintReplay>)>,
-    /// The FloatingPointError to raise once the current evaluation returns: its message, the
-    /// operation's line, and the jitted function it ran in.
-    pending_raise: Option<(String, Option<Site>, Option<String>)>,
-}
-
-/// Where a NaN or Inf was first produced.
-#[derive(Debug)]
-pub struct NonFinite {
-    seq: u64,
-    site: Site,
-    /// JAX's primitive name (`log`, `div`, `exp`).
-    op: String,
-    /// `nan` or `inf`, as `jax_debug_nans` words it.
-    what: &'static str,
-    /// How many of the output's elements are NaN / Inf, and its aval.
-    counts: (usize, usize, usize),
-    output: String,
-    /// One line per input: aval, min, max, NaN and Inf counts.
-    inputs: Vec<String>,
-    /// The call that fed the operation: the jitted function and the loop iteration.
-    context: String,
-    /// When the first non-finite value was an Inf: where it later became NaN.
-    nan_at: Option<(Site, String)>,
-}
-
-impl ValuesState {
-    fn origin_of(&self, a: &Rc<Array>) -> Option<Rc<NonFinite>> {
-        let (weak, origin) = self.origins.get(&(Rc::as_ptr(a) as usize))?;
-        (weak.upgrade().is_some_and(|w| Rc::ptr_eq(&w, a))).then(|| origin.clone())
-    }
-}
 
 /// Counts of NaN and Inf elements.
 fn non_finite_counts(d: &NdData) -> (usize, usize) {
@@ -249,25 +197,6 @@ pub fn observed(interp: &mut Interp, a: &Rc<Array>, how: &str) {
     interp.diagnostics.push(diag);
 }
 
-/// Values mode: a Python loop at `site` starts (`iteration` 0) or moves to its next iteration.
-pub fn loop_enter(interp: &mut Interp, site: Site) {
-    if let Some(v) = interp.values.as_mut() {
-        v.loops.push((site, 0));
-    }
-}
-
-pub fn loop_next(interp: &mut Interp) {
-    if let Some((_, n)) = interp.values.as_mut().and_then(|v| v.loops.last_mut()) {
-        *n += 1;
-    }
-}
-
-pub fn loop_exit(interp: &mut Interp) {
-    if let Some(v) = interp.values.as_mut() {
-        v.loops.pop();
-    }
-}
-
 /// The text a program sees in place of an array whose value is not computed, and a note
 /// saying why (on stderr for `tracelens run`).
 pub fn not_computed(interp: &mut Interp, a: &Rc<Array>) -> String {
@@ -353,10 +282,6 @@ pub fn evaluated(interp: &mut Interp, eqn: &super::ir::Eqn, out: Option<&Rc<Arra
         None => {}
     }
 }
-
-/// How a front end's own print op inside a trace prints when the graph runs (`tf.print`):
-/// given the traced call's arguments and the concrete values of the tensors among them.
-pub type PrintReplay = fn(&mut Interp, &[crate::interp::Value], &crate::interp::call::Kwargs, &[Rc<Array>]);
 
 /// Values mode: remembers a `jax.debug.print` traced at the current line.
 pub fn note_debug_print(interp: &mut Interp, args: Vec<crate::interp::Value>, kwargs: crate::interp::call::Kwargs) {

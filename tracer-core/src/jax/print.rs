@@ -7,8 +7,8 @@
 use ndarray::{ArrayViewD, Axis, Slice};
 
 use super::array::NdData;
+use super::array::NdInts;
 use super::dtypes::DType;
-use super::eval_ints::NdInts;
 
 /// NumPy's `threshold`: arrays with more elements are summarised.
 const THRESHOLD: usize = 1000;
@@ -428,7 +428,7 @@ mod tests {
     }
 
     fn narrow(values: &[f64], dtype: DType) -> NdData {
-        ArrayD::from_shape_vec(IxDyn(&[values.len()]), values.iter().map(|&x| crate::jax::eval::round_to(x, dtype)).collect())
+        ArrayD::from_shape_vec(IxDyn(&[values.len()]), values.iter().map(|&x| crate::jax::rounding::round_to(x, dtype)).collect())
             .expect("shape")
     }
 
@@ -441,11 +441,11 @@ mod tests {
         assert_eq!(array_repr(&third, DType::BF16, false), "Array([0.333984, 0.333984, 0.333984], dtype=bfloat16)");
         let edges = narrow(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, 1.0, 200.0, 1e-5, 12345678.0], DType::BF16);
         assert_eq!(array_str(&edges, DType::BF16), "[nan inf -inf -0 0 1 200 1.00136e-05 1.23208e+07]");
-        assert_eq!(scalar_text(crate::jax::eval::round_to(2.203125, DType::BF16), DType::BF16), "2.20312");
+        assert_eq!(scalar_text(crate::jax::rounding::round_to(2.203125, DType::BF16), DType::BF16), "2.20312");
         let sevenths = narrow(&(0..10).map(|i| f64::from(i) / 7.0).collect::<Vec<_>>(), DType::F16);
         assert_eq!(array_str(&sevenths, DType::F16), "[0.     0.1428 0.2856 0.4285 0.5713 0.7144 0.857  1.     1.143  1.286 ]");
         assert_eq!(scalar_text(1000.0, DType::F16), "1e+03");
-        assert_eq!(scalar_text(crate::jax::eval::round_to(1.0 / 3.0, DType::F16), DType::F16), "0.3333");
+        assert_eq!(scalar_text(crate::jax::rounding::round_to(1.0 / 3.0, DType::F16), DType::F16), "0.3333");
         assert_eq!(array_str(&narrow(&[1e-3, 1.0, 1000.0, 1e4], DType::F16), DType::F16), "[1.e-03 1.e+00 1.e+03 1.e+04]");
     }
 

@@ -74,6 +74,21 @@ pub enum Call {
     Converted(crate::repro::converted::Converted),
 }
 
+impl From<crate::interp::model::stmt::Call> for Call {
+    fn from(call: crate::interp::model::stmt::Call) -> Call {
+        use crate::interp::model::stmt::Call as C;
+        match call {
+            C::BinOp(op) => Call::BinOp(op),
+            C::Unary(op) => Call::Unary(op),
+            C::Compare(op) => Call::Compare(op),
+            C::GetItem => Call::GetItem,
+            C::SetItem => Call::SetItem,
+            C::Method(name) => Call::Method(name),
+            C::DType(d) => Call::DType(d),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Statement {
     pub record: usize,

@@ -27,6 +27,7 @@ pub mod ops;
 mod ops_shape;
 mod ops_special;
 pub mod partial;
+pub mod partial_tensor;
 mod print;
 mod signature;
 pub mod surface;

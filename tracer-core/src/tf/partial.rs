@@ -9,20 +9,12 @@
 use std::rc::Rc;
 
 use super::{errors, TfValue};
-use crate::interp::builtins::Builtin;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct PartialTensor {
-    /// The dimensions, `None` where TensorFlow does not know one.
-    pub dims: Vec<Option<usize>>,
-    pub dtype: DType,
-    /// The argument it stands for (`x` prints as `Tensor("x:0", ...)`).
-    pub name: Option<String>,
-}
+pub use super::partial_tensor::PartialTensor;
 
 /// A symbolic tensor of these dimensions: a `PartialTensor`, or a tensor of the running
 /// graph when every dimension is known.
@@ -35,16 +27,7 @@ pub fn make(interp: &mut Interp, dims: Vec<Option<usize>>, dtype: DType, name: O
     Ok(TfValue::Partial(Rc::new(PartialTensor { dims, dtype, name })).value())
 }
 
-/// The partly known tensor `v` is, if it is one.
-pub fn of(v: &Value) -> Option<Rc<PartialTensor>> {
-    match v {
-        Value::Builtin(b) => match &**b {
-            Builtin::Tf(TfValue::Partial(p)) => Some(p.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
+pub use crate::interp::model::tf::partial::of;
 
 /// The dimensions and dtype of a tensor, known or in part (`None` for other values).
 pub fn dims_of(v: &Value) -> Option<(Vec<Option<usize>>, DType)> {

@@ -1,0 +1,81 @@
+//! The models the interpreter runs with, as the interface `interp/model.rs` declares them
+//! (`Models`): this crate owns both, so the interpreter names no model module for these entry
+//! points and the models implement them here by calling their own functions.
+
+use std::rc::Rc;
+
+use crate::interp::call::Kwargs;
+use crate::interp::model::array::{Array, NdData};
+use crate::interp::model::tf::partial::PartialTensor;
+use crate::interp::model::{stmt, Effects, Models, PartialTensors, Statements, TraceMemos, Values};
+use crate::interp::value::{Function, Value};
+use crate::interp::{FileId, Flow, Interp, PyResult};
+
+/// The JAX model with the TensorFlow front end and the entry-point hooks.
+pub(crate) struct JaxAndTf;
+
+/// What `Interp::new` is given by `analysis.rs` and `run.rs`.
+pub(crate) static MODELS: JaxAndTf = JaxAndTf;
+
+impl Models for JaxAndTf {}
+
+impl Effects for JaxAndTf {
+    fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()> {
+        crate::jax::effects::on_print(interp, args)
+    }
+
+    fn on_next(&self, interp: &mut Interp, it: &Value) -> PyResult<()> {
+        crate::jax::effects::on_next(interp, it)
+    }
+
+    fn on_impure_call(&self, interp: &mut Interp, what: &str) {
+        crate::jax::effects::on_impure_call(interp, what)
+    }
+}
+
+impl Statements for JaxAndTf {
+    fn recording(&self, interp: &Interp) -> Option<usize> {
+        crate::jax::stmt::recording(interp)
+    }
+
+    fn recorded(
+        &self,
+        interp: &mut Interp,
+        call: stmt::Call,
+        args: &[&Value],
+        kwargs: &Kwargs,
+        f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        crate::jax::stmt::recorded(interp, call.into(), args, kwargs, f)
+    }
+}
+
+impl Values for JaxAndTf {
+    fn force(&self, array: &Rc<Array>, max_elements: u64) -> Option<Rc<NdData>> {
+        crate::jax::eval::force(array, max_elements)
+    }
+}
+
+impl TraceMemos for JaxAndTf {
+    fn note_read(&self, interp: &mut Interp, file: FileId, name: &str, found: Option<&Value>) {
+        crate::jax::memo::note_read(interp, file, name, found)
+    }
+
+    fn note_call(&self, interp: &mut Interp, f: &Function) {
+        crate::jax::memo::note_call(interp, f)
+    }
+}
+
+impl PartialTensors for JaxAndTf {
+    fn partial_truth(&self, interp: &mut Interp, what: &str) -> PyResult<bool> {
+        crate::tf::partial::truth(interp, what)
+    }
+
+    fn partial_iterate(&self, interp: &mut Interp, p: &PartialTensor) -> PyResult<Vec<Value>> {
+        crate::tf::partial::iterate(interp, p)
+    }
+
+    fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<Flow> {
+        crate::tf::partial::none_dimension_error(interp, message)
+    }
+}
