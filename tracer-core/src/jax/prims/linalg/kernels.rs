@@ -71,6 +71,13 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
         if (rows * cols) as f64 * k as f64 > MAX_DECOMPOSITION_WORK {
             return None;
         }
+        // A full U (or Vh) of a matrix far from square completes an orthonormal basis, which
+        // costs about `(m - n) · m³` more (`complete_basis`).
+        let full = matches!(op, LinalgOp::SvdU { full: true } | LinalgOp::SvdVh { full: true });
+        let (m, n) = (rows.max(cols) as f64, k as f64);
+        if full && (m - n) * m * m * m * 2.0 > MAX_BASIS_WORK {
+            return None;
+        }
         let mut values = Vec::new();
         // `pinv`'s given cutoffs, one per matrix (broadcast to the batch axes by the caller).
         let rtols: Option<Vec<f64>> = ins.get(1).map(|r| r.iter().copied().collect());
@@ -89,7 +96,7 @@ pub fn kernel(op: LinalgOp, ins: &[std::rc::Rc<NdData>], out_shape: &[usize]) ->
                     pinv(&matrix, rows, cols, rtol)?
                 }
                 _ => {
-                    let (u, s, vh) = svd(&matrix, rows, cols)?;
+                    let (u, s, vh) = svd(&matrix, rows, cols, full)?;
                     match op {
                         LinalgOp::SvdValues => s,
                         LinalgOp::SvdU { full } => take_columns(&u, rows, if full { rows } else { k }),
@@ -511,6 +518,11 @@ fn cholesky(a: &[f64], m: usize) -> Vec<f64> {
 /// evaluator (a 400×400 matrix is within it).
 pub const MAX_DECOMPOSITION_WORK: f64 = 6.4e7;
 
+/// The largest cost of completing a full SVD factor's orthonormal basis (`complete_basis`
+/// tries every unit vector for each missing column): about a second of work. A 500×200
+/// matrix's full U (6·10¹⁰) is left not computed; its reduced U is within the budget above.
+pub const MAX_BASIS_WORK: f64 = 1e9;
+
 /// Sweeps after which the Jacobi iterations of `eigh` and `svd` stop; they converge
 /// quadratically, in well under 20 sweeps for the matrices within the work budget.
 const MAX_SWEEPS: usize = 60;
@@ -666,14 +678,17 @@ fn take_columns(x: &[f64], rows: usize, cols: usize) -> Vec<f64> {
 /// vectors of zero singular values, and the extra ones of a full `U`, complete an
 /// orthonormal basis (any basis is a valid one; JAX's may differ). `None` for a matrix
 /// with NaN or ±Inf.
-fn svd(a: &[f64], rows: usize, cols: usize) -> Option<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+///
+/// Only with `full` is the basis completed past the first `min(rows, cols)` columns of the
+/// larger factor: the others are left zero, which no reduced result reads.
+fn svd(a: &[f64], rows: usize, cols: usize, full: bool) -> Option<(Vec<f64>, Vec<f64>, Vec<f64>)> {
     if a.iter().any(|x| !x.is_finite()) {
         return None;
     }
     if rows < cols {
         // aᵀ = U' S V'ᵀ, so a = V' S U'ᵀ: U = V' and Vh = U'ᵀ.
         let at: Vec<f64> = (0..rows * cols).map(|k| a[(k % rows) * cols + k / rows]).collect();
-        let (u, s, vh) = svd(&at, cols, rows)?;
+        let (u, s, vh) = svd(&at, cols, rows, full)?;
         let v: Vec<f64> = (0..rows * rows).map(|k| vh[(k % rows) * rows + k / rows]).collect();
         let uh: Vec<f64> = (0..cols * cols).map(|k| u[(k % cols) * cols + k / cols]).collect();
         return Some((v, s, uh));
@@ -715,7 +730,7 @@ fn svd(a: &[f64], rows: usize, cols: usize) -> Option<(Vec<f64>, Vec<f64>, Vec<f
     // The left vectors as columns, `None` where the singular value is negligible.
     let mut basis: Vec<Option<Vec<f64>>> =
         order.iter().map(|&j| (norms[j] > negligible).then(|| (0..m).map(|k| w[k * n + j] / norms[j]).collect())).collect();
-    basis.resize(m, None);
+    basis.resize(if full { m } else { n }, None);
     let basis = complete_basis(basis, m);
     let mut u = vec![0.0; m * m];
     let mut vh = vec![0.0; n * n];
@@ -741,7 +756,7 @@ fn pinv(a: &[f64], rows: usize, cols: usize, rtol: f64) -> Option<Vec<f64>> {
     if rows == 0 || cols == 0 {
         return Some(Vec::new());
     }
-    let (u, s, vh) = svd(a, rows, cols)?;
+    let (u, s, vh) = svd(a, rows, cols, false)?;
     let cutoff = rtol * s[0];
     let inverse: Vec<f64> = s.iter().map(|&v| if v > cutoff { 1.0 / v } else { 0.0 }).collect();
     Some(
@@ -1009,6 +1024,22 @@ mod tests {
         let ut: Vec<f64> = (0..9).map(|i| u[(i % 3) * 3 + i / 3]).collect();
         assert!(close(&product(&ut, &u, 3, 3, 3), &identity(3)));
         assert_eq!(values(LinalgOp::SvdValues, matrix(&[3, 2], &[0.0; 6]), &[2]), [0.0, 0.0]);
+    }
+
+    /// A full U of a 500×200 matrix would complete a basis of 300 more columns, about 6·10¹⁰
+    /// operations: it is left not computed, while the reduced factors are within the budget
+    /// and the basis is completed only where a reduced result reads it.
+    #[test]
+    fn a_full_svd_factor_far_from_square_is_not_computed_and_a_reduced_one_is() {
+        let tall: Vec<f64> = (0..500 * 200).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
+        let a = matrix(&[500, 200], &tall);
+        assert!(kernel(LinalgOp::SvdU { full: true }, &[a.clone()], &[500, 500]).is_none());
+        assert!(kernel(LinalgOp::SvdVh { full: true }, &[matrix(&[200, 500], &tall)], &[500, 500]).is_none());
+        // A rank-1 3×2 matrix: its second left vector is completed, orthogonal to the first.
+        let u = values(LinalgOp::SvdU { full: false }, matrix(&[3, 2], &[1.0, 2.0, 2.0, 4.0, 3.0, 6.0]), &[3, 2]);
+        let dot: f64 = (0..3).map(|r| u[r * 2] * u[r * 2 + 1]).sum();
+        let norm: f64 = (0..3).map(|r| u[r * 2 + 1] * u[r * 2 + 1]).sum();
+        assert!(dot.abs() < 1e-12 && (norm - 1.0).abs() < 1e-12, "{u:?}");
     }
 
     // JAX 0.10.2 (float64): `jnp.linalg.qr(jnp.array([[1., 2.], [3., 4.], [5., 6.5]]))`, and
