@@ -175,7 +175,7 @@ fn argument_default(args: &[Value], kwargs: &Kwargs) -> Option<(String, Option<V
     };
     // No default (`None`) or an empty string: the option is one the command line is
     // expected to give, so its value is unknown rather than the default a bare run sees.
-    let default = default.filter(|v| !matches!(v, Value::None) && !crate::entry_hooks::is_empty_default(v));
+    let default = default.filter(|v| !crate::entry_hooks::given_by_command_line(v));
     Some((dest, default))
 }
 

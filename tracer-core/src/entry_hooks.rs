@@ -293,10 +293,9 @@ fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs)
         ("DEFINE_config_file", _) | (_, None) => Value::opaque(format!("the flag {name}")),
         // No default: absl leaves it None, and a program that uses it needs the command
         // line to give it (a required flag), which tracelens cannot know.
-        // An empty default (`""`, `[]`) is the usual mark of the same thing: `assert
-        // FLAGS.output_dir` or a copy of it checked later fails only without the flag.
-        (_, Some(Value::None)) => Value::opaque(format!("the flag {name}, which the command line gives")),
-        (_, Some(v)) if is_empty_default(&v) => Value::opaque(format!("the flag {name}, which the command line gives")),
+        // So does an empty default (`""`, `[]`): `assert FLAGS.output_dir`, or a copy of it
+        // checked later, fails only without the flag.
+        (_, Some(v)) if given_by_command_line(&v) => Value::opaque(format!("the flag {name}, which the command line gives")),
         ("DEFINE_float", Some(Value::Int(i))) => Value::Float(i as f64),
         ("DEFINE_list", Some(Value::Str(s))) => {
             Value::list(s.split(',').filter(|p| !p.trim().is_empty()).map(|p| Value::str(p.trim())).collect())
@@ -314,10 +313,11 @@ fn define_flag(interp: &mut Interp, kind: &str, args: &[Value], kwargs: &Kwargs)
     holder
 }
 
-/// Whether a flag's default is empty: a string or a list with nothing in it, which a
-/// program expects the command line to fill.
-pub(crate) fn is_empty_default(v: &Value) -> bool {
+/// Whether a flag's or option's default marks one the program expects the command line to
+/// give: `None`, or a string or list with nothing in it.
+pub(crate) fn given_by_command_line(v: &Value) -> bool {
     match v {
+        Value::None => true,
         Value::Str(s) => s.is_empty(),
         Value::List(l) => l.borrow().is_empty(),
         Value::Tuple(t) => t.is_empty(),

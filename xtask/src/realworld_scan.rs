@@ -462,7 +462,7 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
             let trimmed = line.trim_start();
             let indent = &line[..line.len() - trimmed.len()];
             // Only at the start of a logical line: `% x` inside brackets or after a `\` is Python.
-            let inside = python.open || python.backslash;
+            let inside = python.continues();
             let magic = !inside && (trimmed.starts_with('%') || (trimmed.starts_with('!') && !trimmed.starts_with("!=")));
             if !comment_all && !continued && !magic {
                 python.feed(line);
@@ -486,16 +486,20 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
 }
 
 /// Where a cell's Python stands at the end of a line: inside brackets or a triple-quoted
-/// string (`open`), or continued by a trailing backslash.
+/// string, or continued by a trailing backslash.
 #[derive(Default)]
 struct Logical {
     depth: usize,
     triple: Option<char>,
-    open: bool,
     backslash: bool,
 }
 
 impl Logical {
+    /// Whether the next line continues this logical line.
+    fn continues(&self) -> bool {
+        self.depth > 0 || self.triple.is_some() || self.backslash
+    }
+
     fn feed(&mut self, line: &str) {
         let chars: Vec<char> = line.chars().collect();
         let mut i = 0;
@@ -530,7 +534,6 @@ impl Logical {
             }
             i += 1;
         }
-        self.open = self.depth > 0 || self.triple.is_some();
         self.backslash = self.triple.is_none() && line.trim_end().ends_with('\\') && !line.trim_start().starts_with('#');
     }
 }
