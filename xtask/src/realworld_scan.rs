@@ -458,12 +458,18 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
         // A magic or shell escape ending in `\` goes on over the next line, as IPython joins them.
         let mut continued = false;
         let mut python = Logical::default();
+        // IPython drops the whitespace a cell's first line starts with from every line that
+        // starts with it, so a cell pasted with its indentation runs.
+        let first_line = source.lines().next().unwrap_or("");
+        let leading = &first_line[..first_line.len() - first_line.trim_start().len()];
         for (index, line) in source.lines().enumerate() {
+            let line = line.strip_prefix(leading).unwrap_or(line);
             let trimmed = line.trim_start();
             let indent = &line[..line.len() - trimmed.len()];
             // Only at the start of a logical line: `% x` inside brackets or after a `\` is Python.
             let inside = python.continues();
-            let magic = !inside && (trimmed.starts_with('%') || (trimmed.starts_with('!') && !trimmed.starts_with("!=")));
+            let magic =
+                !inside && (trimmed.starts_with('%') || (trimmed.starts_with('!') && !trimmed.starts_with("!=")) || is_help(trimmed));
             if !comment_all && !continued && !magic {
                 python.feed(line);
             }
@@ -483,6 +489,18 @@ pub fn notebook_to_python(json: &str) -> Result<(String, Vec<(usize, usize)>), S
         origin.push((number, 0));
     }
     Ok((text, origin))
+}
+
+/// IPython's help syntax, `obj?`, `obj.attr??` or `?obj`: a dotted name with a `?` before or
+/// after it, alone on its line.
+fn is_help(line: &str) -> bool {
+    let line = line.split('#').next().unwrap_or("").trim();
+    let name = line.trim_start_matches('?').trim_end_matches('?');
+    name.len() < line.len()
+        && !name.is_empty()
+        && name.split('.').all(|part| {
+            part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
 }
 
 /// Where a cell's Python stands at the end of a line: inside brackets or a triple-quoted
@@ -733,5 +751,16 @@ def jit(f):
         let continued = r##"{"cells": [{"cell_type": "code", "source": ["print('%d%% of it' \\\n", "      % (3 * 100))\n", "y = (1\n", "     % 2)\n", "%time y\n"]}]}"##;
         let (text, _) = notebook_to_python(continued).unwrap_or_default();
         assert!(text.contains("\n      % (3 * 100))\n") && text.contains("\n     % 2)\npass  # %time y\n"), "{text}");
+    }
+
+    #[test]
+    fn a_cell_pasted_with_its_indentation_and_help_lines_run_as_ipython_runs_them() {
+        let notebook = r##"{"cells": [
+            {"cell_type": "code", "source": [" for x in range(3):\n", "   print(x)\n", " y = x\n"]},
+            {"cell_type": "code", "source": ["tf.keras.Input?\n", "??np.sum\n", "z = a ? b\n", "w = {'k': 1}\n"]}
+        ]}"##;
+        let (text, _) = notebook_to_python(notebook).unwrap_or_default();
+        assert!(text.contains("\nfor x in range(3):\n  print(x)\ny = x\n"), "{text}");
+        assert!(text.contains("\npass  # tf.keras.Input?\npass  # ??np.sum\nz = a ? b\n"), "{text}");
     }
 }
