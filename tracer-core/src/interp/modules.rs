@@ -1239,15 +1239,51 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
             _ => None,
         })
     };
+    // The shape of the draws: `size` (by keyword or at its position), else the broadcast of
+    // the parameters before it; then a multivariate draw's own dimension.
+    let draws = |interp: &mut Interp, at: usize, event: Option<usize>| -> PyResult<Option<Vec<usize>>> {
+        let event = match event {
+            None => Vec::new(),
+            Some(i) => match args.get(i) {
+                Some(Value::List(_) | Value::Tuple(_)) | Some(Value::Array(_)) => {
+                    let p = args[i].clone();
+                    match call_numpy(interp, "asarray", vec![p], Vec::new()) {
+                        Ok(Value::Array(a)) if a.aval.ndim() == 1 => vec![a.aval.shape[0]],
+                        _ => return Ok(None),
+                    }
+                }
+                _ => return Ok(None),
+            },
+        };
+        let batch = match kw("size").or_else(|| args.get(at).cloned()) {
+            Some(size) if !matches!(size, Value::None) => shape_from(interp, Some(size))?,
+            _ if event.is_empty() => {
+                let params =
+                    args.iter().take(at).chain(kwargs.iter().filter(|(k, _)| !["size", "dtype"].contains(&k.as_ref())).map(|(_, v)| v));
+                let mut shapes = Vec::new();
+                for p in params {
+                    match p {
+                        Value::Int(_) | Value::Float(_) | Value::Bool(_) => {}
+                        Value::Array(a) => shapes.push(a.aval.shape.to_vec()),
+                        _ => return Ok(None),
+                    }
+                }
+                let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+                crate::interp::model::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec())
+            }
+            _ => Some(Vec::new()),
+        };
+        Ok(batch.map(|b| b.into_iter().chain(event).collect()))
+    };
     let (shape, dtype) = match func {
         "randn" | "rand" => {
             let dims: Option<Vec<usize>> = args.iter().map(|x| super::ops::as_int(x).map(|n| n.max(0) as usize)).collect();
             (dims, DType::F64)
         }
-        "normal" | "uniform" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::F64),
         "standard_normal" | "random" => (shape_from(interp, kw("size").or_else(|| args.first().cloned()))?, DType::F64),
         "randint" | "integers" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::I64),
-        "binomial" | "poisson" => (shape_from(interp, kw("size").or_else(|| args.get(2).cloned()))?, DType::I64),
+        "binomial" => (draws(interp, 2, None)?, DType::I64),
+        "poisson" => (draws(interp, 1, None)?, DType::I64),
         "permutation" => match args.first() {
             Some(Value::Int(n)) => (Some(vec![(*n).max(0) as usize]), DType::I64),
             Some(Value::Array(a)) => (Some(a.aval.shape.to_vec()), a.aval.dtype),
@@ -1270,15 +1306,12 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
                 None => (None, DType::I64),
             }
         }
-        // Any other distribution: `size=` gives the shape, else the broadcast of array parameters.
-        _ => match kw("size") {
-            Some(size) => (shape_from(interp, Some(size))?, DType::F64),
-            None => {
-                let shapes: Vec<Vec<usize>> = args.iter().filter_map(|a| a.as_array().map(|a| a.aval.shape.to_vec())).collect();
-                let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
-                (crate::interp::model::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec()), DType::F64)
-            }
-        },
+        // `size` after the distribution's parameters (`multivariate_normal(mean, cov, size)`),
+        // and the parameter whose length is each draw's last dimension.
+        "exponential" | "standard_t" => (draws(interp, 1, None)?, DType::F64),
+        "dirichlet" => (draws(interp, 1, Some(0))?, DType::F64),
+        "multivariate_normal" => (draws(interp, 2, Some(0))?, DType::F64),
+        _ => (draws(interp, 2, None)?, DType::F64),
     };
     // A Generator's `standard_normal(size, dtype=np.float32)`, `random`, `integers`, ...
     let dtype = match kw("dtype") {
