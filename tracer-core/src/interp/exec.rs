@@ -211,7 +211,20 @@ impl<'l> Interp<'l> {
                     result = Ok(());
                 }
                 for manager in exits.into_iter().rev() {
-                    self.exit_context(&manager)?;
+                    let raised = match &result {
+                        Err(Flow::Raise(exc)) => Some(exc.clone()),
+                        _ => None,
+                    };
+                    match self.exit_context(&manager, raised.as_deref())? {
+                        Some(true) => result = Ok(()),
+                        Some(false) => {}
+                        None => {
+                            let class = raised.map(|e| e.class.name.clone()).unwrap_or_default();
+                            result = Err(self.stop_unknown(format!(
+                                "{class} raised inside `with` over a context manager tracelens does not know, whose __exit__ may handle it"
+                            )));
+                        }
+                    }
                 }
                 result?;
             }

@@ -1482,15 +1482,29 @@ impl<'l> Interp<'l> {
         }
     }
 
-    pub(super) fn exit_context(&mut self, manager: &Value) -> PyResult<()> {
-        match manager {
-            Value::Instance(_) => {
+    /// Leaves a `with` block, handing its manager the exception the body `raised`, as Python
+    /// does. Whether the manager swallowed it: `Some(true)` when its `__exit__` returned a true
+    /// value, `None` when that is not known (an unknown manager, whose `__exit__` may handle
+    /// anything; a result of unknown truth).
+    pub(super) fn exit_context(&mut self, manager: &Value, raised: Option<&super::PyException>) -> PyResult<Option<bool>> {
+        match (manager, raised) {
+            (Value::Instance(_), None) => {
                 self.call_dunder(manager, "__exit__", vec![Value::None, Value::None, Value::None])?;
             }
-            Value::Builtin(b) => super::builtins::exit_builtin_context(self, b),
+            (Value::Instance(_), Some(exc)) => {
+                let args = vec![Value::Class(exc.class.clone()), exc.value.clone(), Value::None];
+                let swallowed = self.call_dunder(manager, "__exit__", args)?.unwrap_or(Value::None);
+                return match self.truthy(&swallowed) {
+                    Ok(b) => Ok(Some(b)),
+                    Err(super::Flow::Stop(..)) => Ok(None),
+                    Err(flow) => Err(flow),
+                };
+            }
+            (Value::Builtin(b), _) => super::builtins::exit_builtin_context(self, b),
+            (Value::Opaque(_), Some(_)) => return Ok(None),
             _ => {}
         }
-        Ok(())
+        Ok(Some(false))
     }
 
     /// TL202: a traced function mutates a container or object that lives outside it.
