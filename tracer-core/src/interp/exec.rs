@@ -99,7 +99,16 @@ impl<'l> Interp<'l> {
                 match self.test(ctx, test, "if") {
                     Ok(taken) => {
                         let branch = if taken { body } else { orelse };
-                        self.exec_branch(ctx, branch, reads_before)?
+                        let outer = |name: &str| {
+                            ctx.scope
+                                .as_ref()
+                                .is_some_and(|s| s.globals.borrow().iter().chain(s.nonlocals.borrow().iter()).any(|g| g.as_ref() == name))
+                        };
+                        let once = taken && super::once_guard::flips_its_guard(test, body, outer);
+                        self.once_guarded += u32::from(once);
+                        let ran = self.exec_branch(ctx, branch, reads_before);
+                        self.once_guarded -= u32::from(once);
+                        ran?
                     }
                     Err(flow)
                         if self.autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::if_stmt(i, ctx, stmt, pred))? => {}

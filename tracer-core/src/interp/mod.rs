@@ -16,6 +16,7 @@ pub mod memory;
 pub(crate) mod model;
 pub mod modules;
 mod numpy_on_jax;
+mod once_guard;
 pub mod ops;
 mod percent;
 mod print_args;
@@ -176,6 +177,9 @@ pub struct Interp<'l> {
     steps: u64,
     /// Loops over an unknown being run (once, for an unknown number of iterations).
     pub unknown_loops: u32,
+    /// Inside the branch of an `if` that sets the attribute its test reads (`once_guard.rs`):
+    /// it runs once whether traced or not, so its outer mutations are not TL202.
+    pub once_guarded: u32,
     /// Lists and dicts changed inside such a loop (by address): their length is not known, so
     /// unpacking, indexing or measuring them needs an unknown, never raises. Each is kept
     /// alive here, so no later container takes its address (and its mark).
@@ -359,6 +363,7 @@ impl<'l> Interp<'l> {
             budgets,
             steps: 0,
             unknown_loops: 0,
+            once_guarded: 0,
             unsized_containers: Default::default(),
             loop_depth: 0,
             loop_passes: Vec::new(),

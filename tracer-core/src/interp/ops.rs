@@ -1528,15 +1528,16 @@ impl<'l> Interp<'l> {
         }
         // Storing the tf.Variable a tf.function's first trace just created (`self.w =
         // tf.Variable(...)` behind `if self.w is None:`) is TensorFlow's way to make state.
-        if std::mem::take(&mut self.tf.variable_just_created) {
+        if std::mem::take(&mut self.tf.variable_just_created) || self.once_guarded > 0 {
             return Ok(());
         }
         if let Some(info) = self.jax.outer_mutation(obj) {
             let site = self.site();
+            // `info` names the caching transformation: `jit(f)`, `tf.function(f)`, `cond(..)`.
+            let cacher = if info.starts_with("tf.function") { "tf.function" } else { "JAX" };
             let msg = format!(
-                "outer mutation: {what} on a value created outside {} happens once per trace, not once per call; \
-                 JAX caches the trace and later calls skip it",
-                info
+                "outer mutation: {what} on a value created outside {info} happens once per trace, not once per call; \
+                 {cacher} caches the trace and later calls skip it"
             );
             self.warn(Code::OuterMutation, site, msg, Vec::new());
         }
@@ -1549,6 +1550,9 @@ impl<'l> Interp<'l> {
         }
         let site = self.site();
         self.jax.check_tracer_store(&Value::None, value, site);
+        if self.once_guarded > 0 {
+            return;
+        }
         if let Some(info) = self.jax.staging_description() {
             let site = self.site();
             let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");
@@ -1566,7 +1570,10 @@ impl<'l> Interp<'l> {
         // A global number or array read inside a caching trace is baked into it (TL204 if the
         // global is reassigned later).
         let data = matches!(value, Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Array(_) | Value::UnknownNumber(_));
-        if data && !matches!(value, Value::Array(a) if a.is_tracer()) {
+        // A function that declares `global x` and reads it updates it (`count += 1`): its
+        // rebinding inside the trace is TL202; the read bakes nothing else in.
+        let declared = ctx.scope.as_ref().is_some_and(|s| s.globals.borrow().iter().any(|g| g.as_ref() == name));
+        if data && !declared && !matches!(value, Value::Array(a) if a.is_tracer()) {
             if let Some(inside) = self.jax.staging_description() {
                 let module = Rc::as_ptr(&ctx.globals) as usize;
                 let site = super::Site { file: ctx.file, span: expr.span };
