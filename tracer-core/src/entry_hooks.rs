@@ -184,7 +184,15 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
         let mark = if not_run { Pending::Mark(Mark::NotRun) } else { Pending::Cases(Some(vec![Case::default()])) };
         return Some(Ok(pending(interp, what, mark)));
     }
+    handed_to_unknown(interp, args.iter().chain(kwargs.iter().map(|(_, v)| v)));
     None
+}
+
+/// Values handed to code tracelens does not model (an unknown call's arguments, an
+/// attribute stored on an unknown object), which that code may change
+/// (`tf/handed_out.rs`).
+pub fn handed_to_unknown<'v>(interp: &Interp, values: impl IntoIterator<Item = &'v Value>) {
+    values.into_iter().for_each(|v| crate::tf::handed_out::forget_variables(interp, v));
 }
 
 /// An attribute of an unknown value these libraries define: a parsed flag's default, a

@@ -266,5 +266,7 @@ pub(crate) mod tf {
 }
 
 pub(crate) mod entry_hooks {
-    pub(crate) use crate::entry_hooks::{call_opaque, decided_by_command_line, expects_exception, getattr_opaque, EntryState};
+    pub(crate) use crate::entry_hooks::{
+        call_opaque, decided_by_command_line, expects_exception, getattr_opaque, handed_to_unknown, EntryState,
+    };
 }

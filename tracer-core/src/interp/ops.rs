@@ -1458,7 +1458,10 @@ impl<'l> Interp<'l> {
                 m.dict.borrow_mut().insert(Rc::from(name), value);
                 Ok(())
             }
-            Value::Opaque(_) => Ok(()),
+            Value::Opaque(_) => {
+                crate::interp::model::entry_hooks::handed_to_unknown(self, [&value]);
+                Ok(())
+            }
             Value::Builtin(b) if let super::builtins::Builtin::Partial { attrs, .. } = &**b => {
                 attrs.borrow_mut().insert(Rc::from(name), value);
                 Ok(())

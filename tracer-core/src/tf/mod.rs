@@ -22,6 +22,7 @@ mod control;
 pub mod errors;
 pub mod function;
 mod graph_run;
+pub mod handed_out;
 mod nest;
 pub mod ops;
 mod ops_shape;
