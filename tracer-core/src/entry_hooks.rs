@@ -122,6 +122,10 @@ pub fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwa
     }
     let what = callee.what.as_str();
     let name = what.rsplit('.').next().unwrap_or(what);
+    if what.starts_with("tensorflow.") && name == "experimental_enable_numpy_behavior" {
+        interp.tf.numpy_behavior = true;
+        return Some(Ok(Value::None));
+    }
     if what == "absl.app.run" {
         return Some(absl_run(interp, args, kwargs));
     }

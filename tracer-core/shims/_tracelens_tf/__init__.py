@@ -132,3 +132,6 @@ class Generator:
 
     def split(self, count=1):
         return [Generator() for _ in range(count)]
+
+    def __getattr__(self, name):
+        return _unknown.value

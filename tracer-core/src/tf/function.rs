@@ -132,6 +132,10 @@ pub struct TfState {
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
     /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
     pub failing: Vec<super::graph_run::Failing>,
+    /// `tf.experimental.numpy.experimental_enable_numpy_behavior()` was called: tensors have
+    /// NumPy's methods and operands of different dtypes promote, which is not modelled, so
+    /// those become unknown rather than TensorFlow's errors.
+    pub numpy_behavior: bool,
 }
 
 pub struct ActiveTrace {

@@ -235,7 +235,8 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
         TfValue::Shape(dims) => match name {
             "as_list" | "is_fully_defined" | "is_compatible_with" => method(name),
             "rank" | "ndims" => Some(Value::Int(dims.len() as i64)),
-            "dims" => Some(Value::list(dims.iter().map(|d| d.map_or(Value::None, |d| Value::Int(d as i64))).collect())),
+            // `Dimension` objects (`.value`, `is_compatible_with`), which are not modelled.
+            "dims" => Some(Value::list(dims.iter().map(|_| Value::opaque("a tf.compat.v1.Dimension")).collect())),
             _ => None,
         },
         TfValue::Spec(spec) => match name {

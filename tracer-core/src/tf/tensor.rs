@@ -218,6 +218,9 @@ pub fn operands(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> PyRes
         (a, b)
     };
     if a.aval.dtype != b.aval.dtype {
+        if interp.tf.numpy_behavior {
+            return Ok(None);
+        }
         return Err(errors::dtype_mismatch(interp, op.op, op.inputs, a.aval.dtype, b.aval.dtype));
     }
     if jnp::broadcast_shapes(&[&a.aval.shape, &b.aval.shape]).is_err() {
@@ -471,7 +474,7 @@ pub fn getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Optio
             ))
         }
         "numpy" | "get_shape" | "set_shape" => method(name),
-        "T" => None,
+        "T" if !interp.tf.numpy_behavior => None,
         _ => Some(unknown_tensor(interp, "an attribute of a tensor tracelens does not model")),
     })
 }
