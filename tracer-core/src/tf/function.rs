@@ -76,7 +76,10 @@ pub struct Key {
 pub enum Leaf {
     /// A tensor: its dimensions (`None` where the trace does not fix one) and dtype.
     Tensor(Option<Vec<Option<usize>>>, crate::jax::dtypes::DType),
-    Variable(usize),
+    /// A variable: its shape and dtype, and which of the call's variables it is (the index
+    /// of its first place among them), so that passing one variable twice keys apart from
+    /// passing two. Two variables alike in shape and dtype share a trace (TensorFlow 2.21).
+    Variable(Vec<usize>, crate::jax::dtypes::DType, usize),
     Python(HashKey, String),
     Identity(usize),
 }
@@ -97,7 +100,13 @@ impl Leaf {
     fn describe(&self) -> String {
         match self {
             Leaf::Tensor(shape, d) => format!("TensorSpec(shape={}, dtype=tf.{})", shape_text(shape.as_deref()), d.name()),
-            Leaf::Variable(_) => "a tf.Variable".into(),
+            Leaf::Variable(shape, d, _) => {
+                format!(
+                    "a tf.Variable of shape={} and dtype=tf.{}",
+                    shape_text(Some(&shape.iter().map(|&n| Some(n)).collect::<Vec<_>>())),
+                    d.name()
+                )
+            }
             Leaf::Python(_, shown) => shown.clone(),
             Leaf::Identity(_) => "an object".into(),
         }
@@ -236,7 +245,7 @@ pub fn call_method(interp: &mut Interp, f: &Rc<TfFunction>, name: &str, args: Ve
             };
             let entry = match lookup(f, &key) {
                 Some(i) => i,
-                None => match trace(interp, f, &key, &args, &kwargs)? {
+                None => match trace(interp, f, &key, &args, &kwargs, Asked::Concrete)? {
                     Some(i) => i,
                     None => return Ok(Value::opaque("a concrete function traced with unknown arguments")),
                 },
@@ -279,7 +288,7 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
                 "maximum recursion depth exceeded while calling a Python object",
             ));
         }
-        None => match trace(interp, f, &key, &args, &kwargs)? {
+        None => match trace(interp, f, &key, &args, &kwargs, Asked::Call)? {
             Some(i) => i,
             None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
         },
@@ -315,7 +324,14 @@ fn find_key(
     kwargs: &Kwargs,
     specs_allowed: bool,
 ) -> PyResult<Option<(Key, Vec<Rc<Array>>)>> {
-    let mut builder = KeyBuilder { structure: String::new(), leaves: Vec::new(), tensors: Vec::new(), unknown: false, specs_allowed };
+    let mut builder = KeyBuilder {
+        structure: String::new(),
+        leaves: Vec::new(),
+        variables: Vec::new(),
+        tensors: Vec::new(),
+        unknown: false,
+        specs_allowed,
+    };
     match &f.signature {
         Some(Signature::Unread) => return Ok(None),
         Some(Signature::Specs(specs)) => {
@@ -381,6 +397,8 @@ pub(super) fn param(f: &TfFunction, i: usize) -> String {
 struct KeyBuilder {
     structure: String,
     leaves: Vec<(String, Leaf)>,
+    /// The variables met so far, by identity (`Leaf::Variable`'s index).
+    variables: Vec<usize>,
     tensors: Vec<Rc<Array>>,
     unknown: bool,
     specs_allowed: bool,
@@ -417,7 +435,16 @@ impl KeyBuilder {
             }
             Value::Builtin(b) if let Builtin::Tf(TfValue::Variable(var)) = &**b => {
                 self.structure.push_str("V,");
-                self.leaves.push((path.to_string(), Leaf::Variable(Rc::as_ptr(var) as usize)));
+                let id = Rc::as_ptr(var) as usize;
+                let alias = match self.variables.iter().position(|&v| v == id) {
+                    Some(i) => i,
+                    None => {
+                        self.variables.push(id);
+                        self.variables.len() - 1
+                    }
+                };
+                let value = var.value.borrow();
+                self.leaves.push((path.to_string(), Leaf::Variable(value.aval.shape.to_vec(), value.aval.dtype, alias)));
             }
             Value::Builtin(b) if let Builtin::Tf(TfValue::Partial(_)) = &**b => self.unknown = true,
             Value::Builtin(b) if let Builtin::Tf(TfValue::Spec(s)) = &**b => {
@@ -437,6 +464,9 @@ impl KeyBuilder {
             Value::Opaque(_) | Value::UnknownNumber(_) => self.unknown = true,
             // A NamedTuple or other pytree-like object: flattened by TensorFlow, not modelled.
             Value::Instance(i) if i.tuple.is_some() || i.class.is_dataclass.get() => self.unknown = true,
+            // An object that gives its own trace type (`__tf_tracing_type__`): its rules are
+            // the user's Python, not modelled.
+            Value::Instance(i) if i.class.lookup("__tf_tracing_type__").is_some() => self.unknown = true,
             other => {
                 self.structure.push_str("O,");
                 self.leaves.push((path.to_string(), Leaf::Identity(other.identity().unwrap_or(0))));
@@ -447,13 +477,18 @@ impl KeyBuilder {
 }
 
 /// Why this call traces again, and TL210/TL211 when it is a retrace.
-fn retrace_cause(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, call_site: Option<Site>) -> String {
+fn retrace_cause(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, call_site: Option<Site>, asked: Asked) -> String {
     let entries: Vec<Entry> = f.entries.borrow().iter().filter(|e| f.owner(&e.key) == f.owner(key)).cloned().collect();
     let Some(closest) = entries.iter().min_by_key(|e| key_diff(&e.key, key).len()) else {
         return first_call(interp, f, call_site);
     };
     let diffs = key_diff(&closest.key, key);
     let reason = if diffs.is_empty() { "its arguments changed".to_string() } else { diffs.join("; ") };
+    // A concrete function asked for a new signature is the trace the user wants (an exported
+    // signature, a graph to inspect), not a cache miss.
+    if asked == Asked::Concrete {
+        return reason;
+    }
     let traces = entries.len() + 1;
     let mut related = Vec::new();
     if let Some(p) = entries.last().and_then(|e| e.call_site) {
@@ -517,18 +552,27 @@ fn key_diff(old: &Key, new: &Key) -> Vec<String> {
                 format!("argument {path} changed dtype: {} -> {}", a.describe(), b.describe())
             }
             (Leaf::Tensor(..), Leaf::Tensor(..)) => format!("argument {path} changed shape: {} -> {}", a.describe(), b.describe()),
-            (Leaf::Variable(_), Leaf::Variable(_)) => format!("argument {path} is another tf.Variable"),
+            (Leaf::Variable(_, _, i), Leaf::Variable(_, _, j)) if i != j => {
+                format!("argument {path} changed which tf.Variable it shares with the other arguments")
+            }
             _ => format!("argument {path} changed: {} -> {}", a.describe(), b.describe()),
         });
     }
     out
 }
 
+/// What makes a trace: a call of the function, or `get_concrete_function`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Call,
+    Concrete,
+}
+
 /// Traces `f` for `key`; the index of the new entry, `None` when the trace went past an
 /// unknown result.
-fn trace(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, args: &[Value], kwargs: &Kwargs) -> PyResult<Option<usize>> {
+fn trace(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, args: &[Value], kwargs: &Kwargs, asked: Asked) -> PyResult<Option<usize>> {
     let call_site = interp.site();
-    let cause = retrace_cause(interp, f, key, call_site);
+    let cause = retrace_cause(interp, f, key, call_site, asked);
     // A tf.function on a method is one Function per instance in TensorFlow: variables may
     // be created on the first trace for each instance.
     let first = !f.entries.borrow().iter().any(|e| f.owner(&e.key) == f.owner(key));
