@@ -21,11 +21,11 @@ use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{HashKey, Value};
 use crate::interp::{Flow, Interp, PyResult, Site};
-use crate::jax::api::{fun_def_site, fun_name, instantiate_outputs, param_names, JitInfo};
+use crate::jax::api::{fun_def_site, fun_name, param_names, JitInfo};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
-use crate::jax::ir::{Jaxpr, Prim};
-use crate::jax::{apply_with_bodies, Route, TraceKind};
+use crate::jax::ir::Jaxpr;
+use crate::jax::{Route, TraceKind};
 
 /// What a `tf.function` trace is reported as (`TraceRecord::traced_for`).
 pub const TRACED_FOR: &str = "tf.function";
@@ -63,6 +63,8 @@ pub struct Outputs {
     pub avals: Vec<Aval>,
     pub jaxpr: Rc<Jaxpr>,
     pub consts: Vec<Rc<Array>>,
+    /// The variables a call reads and writes (`graph_variables.rs`).
+    pub variables: Option<Rc<super::graph_variables::GraphVariables>>,
 }
 
 /// A call's cache key: the arguments' structure and the key of each leaf.
@@ -132,6 +134,8 @@ pub struct TfState {
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
     /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
     pub failing: Vec<super::graph_run::Failing>,
+    /// Variable reads and writes of the running traces (`graph_variables.rs`).
+    pub variables: super::graph_variables::State,
 }
 
 pub struct ActiveTrace {
@@ -280,7 +284,7 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
             None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
         },
     };
-    run_entry(interp, f, entry, &tensors)
+    super::graph_call::run_entry(interp, f, entry, &tensors)
 }
 
 /// `f` is called, inside its own trace, with a key that trace covers.
@@ -293,7 +297,7 @@ pub fn call_concrete(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, args
     interp.jax.jitted[f.info].calls += 1;
     let (args, kwargs) = super::concrete::bind(f, args, kwargs);
     match find_key(interp, f, &args, &kwargs, false)? {
-        Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => run_entry(interp, f, entry, &tensors),
+        Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => super::graph_call::run_entry(interp, f, entry, &tensors),
         _ => Ok(tensor::unknown_tensor(interp, "a concrete function called with arguments tracelens does not match")),
     }
 }
@@ -561,7 +565,7 @@ fn trace_once(
         key.leaves.iter().any(|(_, l)| matches!(l, Leaf::Tensor(s, _) if s.as_ref().is_none_or(|d| d.iter().any(Option::is_none))));
     let route = if unknown_shapes { std::mem::replace(&mut interp.jax.route, Route::UnknownArguments) } else { interp.jax.route };
     let pos = interp.jax.push_trace(TraceKind::Jit, f.name.clone(), fun_def_site(&f.fun), call_site, cause, Some(f.info));
-    let record = interp.jax.traces[pos].record;
+    let (record, trace_id) = (interp.jax.traces[pos].record, interp.jax.traces[pos].id);
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
@@ -579,6 +583,7 @@ fn trace_once(
             if interp.jax.traces.len() > pos {
                 interp.jax.abort_trace_on(&e);
             }
+            super::graph_variables::abandon(interp, trace_id);
             return Err(e);
         }
     };
@@ -587,6 +592,7 @@ fn trace_once(
     for a in &arrays {
         if let Err(e) = super::autograph::check_output(interp, a) {
             interp.jax.abort_trace();
+            super::graph_variables::abandon(interp, trace_id);
             return Err(e);
         }
     }
@@ -594,14 +600,15 @@ fn trace_once(
         Some(t) if !unknown_shapes => t,
         _ => {
             interp.jax.abort_trace_unknown();
+            super::graph_variables::abandon(interp, trace_id);
             return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: None }, created)));
         }
     };
-    let trace_id = interp.jax.traces[pos].id;
-    let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
+    let (jaxpr, mut consts) = interp.jax.pop_trace_with_consts(&arrays);
     let failure = super::graph_run::settle(interp, trace_id, &jaxpr, &f.name);
     interp.jax.records[record].consts = consts.clone();
-    let outputs = Outputs { template, avals: arrays.iter().map(|a| a.aval.clone()).collect(), jaxpr, consts };
+    let variables = super::graph_variables::finish(interp, trace_id, &jaxpr, &mut consts);
+    let outputs = Outputs { template, avals: arrays.iter().map(|a| a.aval.clone()).collect(), jaxpr, consts, variables };
     Ok(Some((Entry { key: key.clone(), call_site, record, outputs: Some(outputs), failure }, created)))
 }
 
@@ -725,30 +732,6 @@ fn output_template(out: &Value, arrays: &mut Vec<Rc<Array>>) -> Option<Value> {
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => out.clone(),
         _ => return None,
     })
-}
-
-fn fill_template(template: &Value, outs: &mut impl Iterator<Item = Rc<Array>>) -> Value {
-    match template {
-        Value::Ellipsis => outs.next().map(|a| Value::Array(tensor::mark_array(a))).unwrap_or(Value::None),
-        Value::Tuple(items) => Value::tuple(items.iter().map(|i| fill_template(i, outs)).collect()),
-        Value::List(items) => Value::list(items.borrow().iter().map(|i| fill_template(i, outs)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// A call served by a traced graph: its outputs, computed from the graph on the call's
-/// tensors when they are known (a graph that reads variables gives unknown values).
-fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors: &[Rc<Array>]) -> PyResult<Value> {
-    let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
-        return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
-    };
-    super::graph_run::on_call(interp, f.entries.borrow()[entry].failure.as_ref())?;
-    let mut ins = outputs.consts.clone();
-    ins.extend(tensors.iter().cloned());
-    let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![outputs.jaxpr.clone()])?;
-    let (consts, inputs) = ins.split_at(outputs.consts.len());
-    let outs = instantiate_outputs(interp, &outputs.jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;
-    Ok(fill_template(&outputs.template, &mut outs.into_iter()))
 }
 
 /// A call with an argument tracelens does not know (or a signature it cannot read): traced
