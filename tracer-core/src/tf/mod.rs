@@ -14,7 +14,10 @@
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
 //! - `autograph/`: `if`/`while`/`for` on symbolic tensors in converted code, with AutoGraph's
 //!   rules and errors.
-//! - `tape.rs`: `tf.GradientTape` (gradients of the sources' shape and dtype, values unknown).
+//! - `tape.rs`, `tape_gradient.rs`: `tf.GradientTape`; in a graph, `gradient` by the JAX
+//!   model's autodiff on the equations the tape recorded.
+//! - `graph_variables.rs`, `graph_call.rs`: variables read and assigned in a graph, as
+//!   inputs and outputs of each call of it.
 
 pub mod autograph;
 mod concrete;
