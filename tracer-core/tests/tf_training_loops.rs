@@ -92,6 +92,26 @@ print(float(w.numpy()))
 }
 
 #[test]
+fn a_variable_assigned_before_the_tape_in_the_same_graph_has_an_unknown_gradient() {
+    // TensorFlow prints 4.0: the read under the tape is a new ReadVariableOp of the assigned
+    // value, which tracelens holds as the assigned tensor itself, so it does not claim `None`.
+    let r = run(r#"import tensorflow as tf
+w = tf.Variable(3.0)
+
+@tf.function
+def m(x):
+    w.assign(x)
+    with tf.GradientTape() as tape:
+        y = w * w
+    return tape.gradient(y, w)
+
+print(float(m(tf.constant(2.0))))
+print(float(w.numpy()))
+"#);
+    assert_eq!(r.stdout, "<unknown>\n2.0\n");
+}
+
+#[test]
 fn a_nan_reached_only_at_a_later_step_is_reported_at_that_step() {
     let source =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/tf/run/tf_diverging_learning_rate_nan.py"))

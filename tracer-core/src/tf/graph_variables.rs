@@ -29,8 +29,6 @@ pub struct State {
 struct Assigned {
     var: Rc<Variable>,
     value: Rc<Array>,
-    /// The number of equations the trace had when the value was assigned.
-    at: usize,
 }
 
 /// A finished graph's variables: what a call reads and writes.
@@ -55,10 +53,15 @@ pub fn own_frame(interp: &Interp) -> Option<(usize, u32)> {
     (own && !interp.tf.variables.unfollowed.contains(&frame.id)).then_some((pos, frame.id))
 }
 
+/// The id of the innermost `tf.function` trace.
+fn innermost(interp: &Interp) -> Option<u32> {
+    let tf_trace = interp.jax.traces.iter().rev().find(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
+    tf_trace.map(|t| t.id)
+}
+
 /// The innermost `tf.function` trace is not followed any more.
 fn give_up(interp: &mut Interp) {
-    let tf_trace = interp.jax.traces.iter().rev().find(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
-    if let Some(id) = tf_trace.map(|t| t.id) {
+    if let Some(id) = innermost(interp) {
         interp.tf.variables.unfollowed.insert(id);
     }
 }
@@ -90,22 +93,25 @@ pub fn read(interp: &mut Interp, v: &Rc<Variable>) -> Option<Rc<Array>> {
 /// `v` is assigned `value` in a graph. `false` when tracelens does not follow it (the caller
 /// forgets the variable's value).
 pub fn assign(interp: &mut Interp, v: &Rc<Variable>, value: Rc<Array>) -> bool {
-    let Some((pos, id)) = own_frame(interp) else {
-        give_up(interp);
-        return false;
+    let id = match own_frame(interp) {
+        Some((_, id)) if !value.tracer().is_some_and(|t| t.trace != id) => id,
+        _ => {
+            // Not followed: the graph's calls leave the variable unknown (`finish`).
+            give_up(interp);
+            if let Some(id) = innermost(interp) {
+                let unknown = Array::unknown(value.aval.clone(), "a variable assigned in a graph tracelens does not follow");
+                interp.tf.variables.assigned.entry(id).or_default().push(Assigned { var: v.clone(), value: unknown });
+            }
+            return false;
+        }
     };
-    if value.tracer().is_some_and(|t| t.trace != id) {
-        give_up(interp);
-        return false;
-    }
-    let at = interp.jax.traces[pos].jaxpr.eqns.len();
-    interp.tf.variables.assigned.entry(id).or_default().push(Assigned { var: v.clone(), value, at });
+    interp.tf.variables.assigned.entry(id).or_default().push(Assigned { var: v.clone(), value });
     true
 }
 
-/// Whether `v` was assigned in trace `id` at or after equation `from`.
-pub fn assigned_since(interp: &Interp, id: u32, v: &Rc<Variable>, from: usize) -> bool {
-    interp.tf.variables.assigned.get(&id).is_some_and(|all| all.iter().any(|a| Rc::ptr_eq(&a.var, v) && a.at >= from))
+/// Whether `v` was assigned in trace `id` so far.
+pub fn assigned_in(interp: &Interp, id: u32, v: &Rc<Variable>) -> bool {
+    interp.tf.variables.assigned.get(&id).is_some_and(|all| all.iter().any(|a| Rc::ptr_eq(&a.var, v)))
 }
 
 /// Whether trace `id`'s variable ops are all followed.

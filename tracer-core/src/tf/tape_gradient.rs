@@ -5,7 +5,7 @@
 //! back from a cotangent of ones (TensorFlow's default `output_gradients`), so the gradient
 //! equations are bound into the graph like any op. A source the slice does not reach gets
 //! `None`, as TensorFlow gives it. Anything tracelens cannot vouch for — a primitive without a
-//! rule, a variable assigned under the tape, a tensor used before it was watched, variable
+//! rule, a variable assigned in the graph before the gradient, a tensor used before it was watched, variable
 //! ops the graph does not follow — leaves the gradient to the caller's unknown.
 
 use std::collections::{HashMap, HashSet};
@@ -22,7 +22,6 @@ use crate::jax::ir::{Atom, Jaxpr, Prim, VarId};
 /// The gradients of one target with respect to every source the tape recorded.
 pub struct Computed {
     trace: u32,
-    start: usize,
     /// Each source's cotangent (`None`: the target does not depend on it).
     cts: HashMap<VarId, Option<Rc<Array>>>,
     /// The variables read under the tape, each with its `ReadVariableOp` results.
@@ -33,7 +32,9 @@ impl Computed {
     /// The gradient with respect to variable `v`: `Some(None)` when it is unconnected,
     /// `None` when it is not known.
     pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
-        if super::graph_variables::assigned_since(interp, self.trace, v, self.start) {
+        // A read after an assign in the graph is the assigned value, not a `ReadVariableOp`
+        // the tape could record: not followed.
+        if super::graph_variables::assigned_in(interp, self.trace, v) {
             return None;
         }
         let Some((_, vars)) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v)) else {
@@ -109,7 +110,7 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
     let ones = crate::jax::apply1(interp, Prim::full(1.0, &out), &[]).ok()?;
     let cts = ad::pullback(interp, &lin, &[Some(ones)]).ok()?;
     let cts = sources.iter().zip(cts).map(|(v, ct)| (*v, ct)).collect();
-    Some(Computed { trace: id, start, cts, reads })
+    Some(Computed { trace: id, cts, reads })
 }
 
 /// The equations of `graph.eqns[start..end]` that `target` depends on, cut at `sources`,
