@@ -1560,15 +1560,22 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
     }
 }
 
-pub fn enter_builtin_context(_interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
+pub fn enter_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
     Ok(match &**b {
-        // `with tf.GradientTape() as tape:` binds the tape itself.
-        Builtin::Tf(crate::interp::model::tf::TfValue::Tape(_)) => Value::Builtin(b.clone()),
+        // `with tf.GradientTape() as tape:` binds the tape itself, which records from here.
+        Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) => {
+            crate::interp::model::tf::call_method(interp, t, "__enter__", Vec::new(), Vec::new())?;
+            Value::Builtin(b.clone())
+        }
         _ => Value::None,
     })
 }
 
-pub fn exit_builtin_context(_interp: &mut Interp, _b: &Rc<Builtin>) {}
+pub fn exit_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) {
+    if let Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) = &**b {
+        let _ = crate::interp::model::tf::call_method(interp, t, "__exit__", Vec::new(), Vec::new());
+    }
+}
 
 /// Whether comparing `v` can need a value the interpreter does not know: an unknown, a number of
 /// unknown value, or a tuple or list holding one.

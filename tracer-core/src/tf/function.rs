@@ -14,6 +14,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use super::retrace::{retrace_cause, Asked};
 pub use super::signature::{shape_text, spec_text, Signature};
 use super::{signature, tensor, TfValue};
 use crate::diagnostics::Code;
@@ -21,11 +22,11 @@ use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 use crate::interp::value::{HashKey, Value};
 use crate::interp::{Flow, Interp, PyResult, Site};
-use crate::jax::api::{fun_def_site, fun_name, instantiate_outputs, param_names, JitInfo};
+use crate::jax::api::{fun_def_site, fun_name, param_names, JitInfo};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
-use crate::jax::ir::{Jaxpr, Prim};
-use crate::jax::{apply_with_bodies, Route, TraceKind};
+use crate::jax::ir::Jaxpr;
+use crate::jax::{Route, TraceKind};
 
 /// What a `tf.function` trace is reported as (`TraceRecord::traced_for`).
 pub const TRACED_FOR: &str = "tf.function";
@@ -63,6 +64,8 @@ pub struct Outputs {
     pub avals: Vec<Aval>,
     pub jaxpr: Rc<Jaxpr>,
     pub consts: Vec<Rc<Array>>,
+    /// The variables a call reads and writes (`graph_variables.rs`).
+    pub variables: Option<Rc<super::graph_variables::GraphVariables>>,
 }
 
 /// A call's cache key: the arguments' structure and the key of each leaf.
@@ -87,7 +90,7 @@ pub enum Leaf {
 impl Leaf {
     /// Whether a trace made for `self` serves a call with `other` (TensorFlow's subtype rule:
     /// a `None` dimension accepts any size).
-    fn covers(&self, other: &Leaf) -> bool {
+    pub(super) fn covers(&self, other: &Leaf) -> bool {
         match (self, other) {
             (Leaf::Tensor(None, a), Leaf::Tensor(_, b)) => a == b,
             (Leaf::Tensor(Some(s), a), Leaf::Tensor(Some(o), b)) => {
@@ -97,7 +100,7 @@ impl Leaf {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Leaf::Tensor(shape, d) => format!("TensorSpec(shape={}, dtype=tf.{})", shape_text(shape.as_deref()), d.name()),
             Leaf::Variable(shape, d, _) => {
@@ -145,6 +148,8 @@ pub struct TfState {
     /// NumPy's methods and operands of different dtypes promote, which is not modelled, so
     /// those become unknown rather than TensorFlow's errors.
     pub numpy_behavior: bool,
+    /// Variable reads and writes of the running traces (`graph_variables.rs`).
+    pub variables: super::graph_variables::State,
 }
 
 pub struct ActiveTrace {
@@ -159,7 +164,7 @@ pub struct ActiveTrace {
 impl TfFunction {
     /// A `tf.function` on a method is one Function per instance in TensorFlow: the instance
     /// a key's trace is for (`None` for a plain function).
-    fn owner(&self, k: &Key) -> Option<Leaf> {
+    pub(super) fn owner(&self, k: &Key) -> Option<Leaf> {
         if self.is_method() {
             k.leaves.first().map(|(_, l)| l.clone())
         } else {
@@ -293,7 +298,7 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
             None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
         },
     };
-    run_entry(interp, f, entry, &tensors)
+    super::graph_call::run_entry(interp, f, entry, &tensors)
 }
 
 /// `f` is called, inside its own trace, with a key that trace covers.
@@ -306,7 +311,7 @@ pub fn call_concrete(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, args
     interp.jax.jitted[f.info].calls += 1;
     let (args, kwargs) = super::concrete::bind(f, args, kwargs);
     match find_key(interp, f, &args, &kwargs, false)? {
-        Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => run_entry(interp, f, entry, &tensors),
+        Some((key, tensors)) if f.entries.borrow()[entry].key.covers(&key) => super::graph_call::run_entry(interp, f, entry, &tensors),
         _ => Ok(tensor::unknown_tensor(interp, "a concrete function called with arguments tracelens does not match")),
     }
 }
@@ -476,98 +481,6 @@ impl KeyBuilder {
     }
 }
 
-/// Why this call traces again, and TL210/TL211 when it is a retrace.
-fn retrace_cause(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, call_site: Option<Site>, asked: Asked) -> String {
-    let entries: Vec<Entry> = f.entries.borrow().iter().filter(|e| f.owner(&e.key) == f.owner(key)).cloned().collect();
-    let Some(closest) = entries.iter().min_by_key(|e| key_diff(&e.key, key).len()) else {
-        return first_call(interp, f, call_site);
-    };
-    let diffs = key_diff(&closest.key, key);
-    let reason = if diffs.is_empty() { "its arguments changed".to_string() } else { diffs.join("; ") };
-    // A concrete function asked for a new signature is the trace the user wants (an exported
-    // signature, a graph to inspect), not a cache miss.
-    if asked == Asked::Concrete {
-        return reason;
-    }
-    let traces = entries.len() + 1;
-    let mut related = Vec::new();
-    if let Some(p) = entries.last().and_then(|e| e.call_site) {
-        related.push((p, "previous trace from this call".to_string()));
-    }
-    if let Some(d) = fun_def_site(&f.fun) {
-        related.push((d, format!("{} is defined here", f.name)));
-    }
-    let advice = "tf.function traces again for every new Python value, tensor shape or dtype it is called with; pass tensors rather than Python values, or give it an input_signature or reduce_retracing=True";
-    if entries.iter().filter(|e| e.call_site == call_site).count() >= 2 {
-        let msg = format!("retrace in loop: tf.function `{}` triggered tf.function retracing on most calls from this line ({traces} traces so far): {reason}; {advice}", f.name);
-        interp.warn(Code::RetraceInLoop, call_site, msg, related);
-    } else {
-        let msg = format!("retrace: tf.function `{}` triggered tf.function retracing ({traces} traces) because {reason}; {advice}", f.name);
-        interp.warn(Code::Retrace, call_site, msg, related);
-    }
-    reason
-}
-
-/// A first trace; TL211 when an earlier pass of a loop that is running made another
-/// `tf.function` of the same Python function, which was called too: a new Function (and
-/// cache) on every iteration, TensorFlow's retracing cause (1).
-fn first_call(interp: &mut Interp, f: &Rc<TfFunction>, call_site: Option<Site>) -> String {
-    let same_source = |a: &Value, b: &Value| match (a, b) {
-        (Value::Function(x), Value::Function(y)) => Rc::ptr_eq(&x.def, &y.def),
-        _ => false,
-    };
-    let info = &interp.jax.jitted[f.info];
-    let this_pass = info.created_in.iter().find(|p| interp.loop_passes.contains(p)).copied();
-    let again = this_pass.is_some_and(|(body, pass)| {
-        interp.jax.jitted[..f.info]
-            .iter()
-            .any(|o| o.calls > 0 && same_source(&o.fun, &info.fun) && o.created_in.iter().any(|&(b, p)| b == body && p != pass))
-    });
-    if again {
-        let msg = format!(
-            "retrace in loop: a new tf.function of `{}` is made on every loop iteration, so each call traces it again (tf.function retracing cause (1): creating @tf.function repeatedly in a loop); make the tf.function once, outside the loop",
-            f.name
-        );
-        let related = fun_def_site(&f.fun).map(|s| vec![(s, "the function is defined here".to_string())]).unwrap_or_default();
-        interp.warn(Code::RetraceInLoop, call_site, msg, related);
-        return "a new tf.function is made on every loop iteration".into();
-    }
-    "first call".into()
-}
-
-fn key_diff(old: &Key, new: &Key) -> Vec<String> {
-    if old.structure != new.structure || old.leaves.len() != new.leaves.len() {
-        return vec!["the structure of its arguments changed".into()];
-    }
-    let mut out = Vec::new();
-    for ((path, a), (_, b)) in old.leaves.iter().zip(&new.leaves) {
-        if a.covers(b) {
-            continue;
-        }
-        out.push(match (a, b) {
-            (Leaf::Python(..), Leaf::Python(..)) => {
-                format!("the Python argument {path} changed value: {} -> {}", a.describe(), b.describe())
-            }
-            (Leaf::Tensor(_, x), Leaf::Tensor(_, y)) if x != y => {
-                format!("argument {path} changed dtype: {} -> {}", a.describe(), b.describe())
-            }
-            (Leaf::Tensor(..), Leaf::Tensor(..)) => format!("argument {path} changed shape: {} -> {}", a.describe(), b.describe()),
-            (Leaf::Variable(_, _, i), Leaf::Variable(_, _, j)) if i != j => {
-                format!("argument {path} changed which tf.Variable it shares with the other arguments")
-            }
-            _ => format!("argument {path} changed: {} -> {}", a.describe(), b.describe()),
-        });
-    }
-    out
-}
-
-/// What makes a trace: a call of the function, or `get_concrete_function`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Asked {
-    Call,
-    Concrete,
-}
-
 /// Traces `f` for `key`; the index of the new entry, `None` when the trace went past an
 /// unknown result.
 fn trace(interp: &mut Interp, f: &Rc<TfFunction>, key: &Key, args: &[Value], kwargs: &Kwargs, asked: Asked) -> PyResult<Option<usize>> {
@@ -609,7 +522,7 @@ fn trace_once(
         key.leaves.iter().any(|(_, l)| matches!(l, Leaf::Tensor(s, _) if s.as_ref().is_none_or(|d| d.iter().any(Option::is_none))));
     let route = if unknown_shapes { std::mem::replace(&mut interp.jax.route, Route::UnknownArguments) } else { interp.jax.route };
     let pos = interp.jax.push_trace(TraceKind::Jit, f.name.clone(), fun_def_site(&f.fun), call_site, cause, Some(f.info));
-    let record = interp.jax.traces[pos].record;
+    let (record, trace_id) = (interp.jax.traces[pos].record, interp.jax.traces[pos].id);
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
@@ -627,6 +540,7 @@ fn trace_once(
             if interp.jax.traces.len() > pos {
                 interp.jax.abort_trace_on(&e);
             }
+            super::graph_variables::abandon(interp, trace_id);
             return Err(e);
         }
     };
@@ -635,6 +549,7 @@ fn trace_once(
     for a in &arrays {
         if let Err(e) = super::autograph::check_output(interp, a) {
             interp.jax.abort_trace();
+            super::graph_variables::abandon(interp, trace_id);
             return Err(e);
         }
     }
@@ -642,14 +557,15 @@ fn trace_once(
         Some(t) if !unknown_shapes => t,
         _ => {
             interp.jax.abort_trace_unknown();
+            super::graph_variables::abandon(interp, trace_id);
             return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: None }, created)));
         }
     };
-    let trace_id = interp.jax.traces[pos].id;
-    let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&arrays);
+    let (jaxpr, mut consts) = interp.jax.pop_trace_with_consts(&arrays);
     let failure = super::graph_run::settle(interp, trace_id, &jaxpr, &f.name);
     interp.jax.records[record].consts = consts.clone();
-    let outputs = Outputs { template, avals: arrays.iter().map(|a| a.aval.clone()).collect(), jaxpr, consts };
+    let variables = super::graph_variables::finish(interp, trace_id, &jaxpr, &mut consts);
+    let outputs = Outputs { template, avals: arrays.iter().map(|a| a.aval.clone()).collect(), jaxpr, consts, variables };
     Ok(Some((Entry { key: key.clone(), call_site, record, outputs: Some(outputs), failure }, created)))
 }
 
@@ -773,30 +689,6 @@ fn output_template(out: &Value, arrays: &mut Vec<Rc<Array>>) -> Option<Value> {
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => out.clone(),
         _ => return None,
     })
-}
-
-fn fill_template(template: &Value, outs: &mut impl Iterator<Item = Rc<Array>>) -> Value {
-    match template {
-        Value::Ellipsis => outs.next().map(|a| Value::Array(tensor::mark_array(a))).unwrap_or(Value::None),
-        Value::Tuple(items) => Value::tuple(items.iter().map(|i| fill_template(i, outs)).collect()),
-        Value::List(items) => Value::list(items.borrow().iter().map(|i| fill_template(i, outs)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// A call served by a traced graph: its outputs, computed from the graph on the call's
-/// tensors when they are known (a graph that reads variables gives unknown values).
-fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors: &[Rc<Array>]) -> PyResult<Value> {
-    let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
-        return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
-    };
-    super::graph_run::on_call(interp, f.entries.borrow()[entry].failure.as_ref())?;
-    let mut ins = outputs.consts.clone();
-    ins.extend(tensors.iter().cloned());
-    let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![outputs.jaxpr.clone()])?;
-    let (consts, inputs) = ins.split_at(outputs.consts.len());
-    let outs = instantiate_outputs(interp, &outputs.jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;
-    Ok(fill_template(&outputs.template, &mut outs.into_iter()))
 }
 
 /// A call with an argument tracelens does not know (or a signature it cannot read): traced

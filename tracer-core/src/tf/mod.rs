@@ -14,14 +14,19 @@
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
 //! - `autograph/`: `if`/`while`/`for` on symbolic tensors in converted code, with AutoGraph's
 //!   rules and errors.
-//! - `tape.rs`: `tf.GradientTape` (gradients of the sources' shape and dtype, values unknown).
+//! - `tape.rs`, `tape_gradient.rs`: `tf.GradientTape`; in a graph, `gradient` by the JAX
+//!   model's autodiff on the equations the tape recorded.
+//! - `graph_variables.rs`, `graph_call.rs`: variables read and assigned in a graph, as
+//!   inputs and outputs of each call of it.
 
 pub mod autograph;
 mod concrete;
 mod control;
 pub mod errors;
 pub mod function;
+mod graph_call;
 mod graph_run;
+pub mod graph_variables;
 pub mod handed_out;
 mod nest;
 pub mod ops;
@@ -30,9 +35,11 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
+mod retrace;
 mod signature;
 pub mod surface;
-mod tape;
+pub mod tape;
+mod tape_gradient;
 pub mod tensor;
 pub mod tensor_array;
 pub mod variable;

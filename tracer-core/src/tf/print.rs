@@ -27,6 +27,9 @@ const DEFAULT_SUMMARIZE: i64 = 3;
 
 /// `tf.print(...)`.
 pub fn print(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
+    // A variable prints its value (in a graph: the value it holds when the graph runs).
+    let args: Vec<Value> = args.iter().map(|a| read_variables(interp, a)).collect();
+    let args = &args[..];
     if interp.jax.trace_depth() > 0 {
         let mut leaves = Vec::new();
         for a in args {
@@ -38,6 +41,22 @@ pub fn print(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<V
         emit(interp, args, kwargs);
     }
     Ok(Value::None)
+}
+
+/// `v` with each `tf.Variable` (at the top, or in a list or tuple) read.
+fn read_variables(interp: &mut Interp, v: &Value) -> Value {
+    match v {
+        Value::Builtin(b) => match &**b {
+            crate::interp::builtins::Builtin::Tf(super::TfValue::Variable(var)) => Value::Array(super::variable::read(interp, var)),
+            _ => v.clone(),
+        },
+        Value::List(l) => {
+            let items = l.borrow().clone();
+            Value::list(items.iter().map(|x| read_variables(interp, x)).collect())
+        }
+        Value::Tuple(t) => Value::tuple(t.iter().map(|x| read_variables(interp, x)).collect()),
+        _ => v.clone(),
+    }
 }
 
 /// The tensors of `v`, in the order `fill` puts values back.

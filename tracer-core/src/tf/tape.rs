@@ -1,15 +1,18 @@
-//! `tf.GradientTape`: the tape as a context manager, `watch`, and `gradient`, whose results
-//! have the shape and dtype TensorFlow gives them (a source's own) and no known value. What
-//! the tape recorded is not modelled, so a source the target may not depend on is an
-//! unknown, never a wrong `None`: only what TensorFlow returns `None` for whatever the
-//! target is (an integer variable) is `None`. A non-persistent tape used twice raises
-//! TensorFlow's `RuntimeError`.
+//! `tf.GradientTape`: the tape as a context manager, `watch`, and `gradient`. Inside a
+//! `tf.function` the tape records the equations of the graph bound while it is open, and
+//! `gradient` computes the gradients from them with the JAX model's autodiff
+//! (`tape_gradient.rs`): values TensorFlow's would have, `None` for a source the target does
+//! not depend on. Elsewhere (an eager tape), or where autodiff has no rule, a gradient has
+//! the shape and dtype TensorFlow gives it (a source's own) and no known value, never a
+//! wrong `None`: only what TensorFlow returns `None` for whatever the target is (an integer
+//! variable) is `None`. A non-persistent tape used twice raises TensorFlow's `RuntimeError`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::ops::Args;
 use super::tensor::{mark_array, unknown_tensor};
+use super::variable::Variable;
 use super::TfValue;
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
@@ -24,8 +27,13 @@ pub struct Tape {
     watches_variables: bool,
     /// A non-persistent tape computes one set of gradients.
     used: Cell<bool>,
-    /// The tensors given to `watch`.
-    watched: RefCell<Vec<Rc<Array>>>,
+    /// The tensors given to `watch`, with the number of equations the graph had then.
+    watched: RefCell<Vec<(Rc<Array>, usize)>>,
+    /// The variables given to `watch`.
+    watched_variables: RefCell<Vec<Rc<Variable>>>,
+    /// Inside a graph: its trace and the equations bound while the tape was open (`None`
+    /// for an end: still open).
+    pub(super) span: Cell<Option<(u32, usize, Option<usize>)>>,
 }
 
 impl std::fmt::Debug for Tape {
@@ -44,7 +52,14 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     };
     let persistent = flag(interp, 0, "persistent", false)?;
     let watches_variables = flag(interp, 1, "watch_accessed_variables", true)?;
-    let tape = Tape { persistent, watches_variables, used: Cell::new(false), watched: RefCell::new(Vec::new()) };
+    let tape = Tape {
+        persistent,
+        watches_variables,
+        used: Cell::new(false),
+        watched: RefCell::new(Vec::new()),
+        watched_variables: RefCell::new(Vec::new()),
+        span: Cell::new(None),
+    };
     Ok(TfValue::Tape(Rc::new(tape)).value())
 }
 
@@ -52,9 +67,25 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let p = Args { args: &args, kwargs: &kwargs };
     match name {
+        "__enter__" => {
+            let start = super::graph_variables::own_frame(interp).map(|(pos, id)| (id, interp.jax.traces[pos].jaxpr.eqns.len(), None));
+            tape.span.set(start);
+            Ok(Value::None)
+        }
+        "__exit__" => {
+            let end = match (tape.span.get(), super::graph_variables::own_frame(interp)) {
+                (Some((id, start, None)), Some((pos, now))) if id == now => {
+                    Some((id, start, Some(interp.jax.traces[pos].jaxpr.eqns.len())))
+                }
+                _ => None,
+            };
+            tape.span.set(end);
+            Ok(Value::None)
+        }
         "watch" => {
             if let Some(tensor) = p.get(0, "tensor") {
-                watch(tape, tensor);
+                let at = super::graph_variables::own_frame(interp).map_or(0, |(pos, _)| interp.jax.traces[pos].jaxpr.eqns.len());
+                watch(tape, tensor, at);
             }
             Ok(Value::None)
         }
@@ -70,7 +101,14 @@ pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value
             if p.get(2, "output_gradients").is_some() {
                 return Ok(Value::opaque("tape.gradient with output_gradients"));
             }
-            gradients(interp, tape, target.as_ref(), sources)
+            // With `unconnected_gradients` given, an unconnected source may not be `None`.
+            let none_allowed = p.get(3, "unconnected_gradients").is_none();
+            let computed = match &target {
+                Some(t) => super::tape_gradient::compute(interp, tape, t),
+                None => None,
+            };
+            let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), none_allowed };
+            g.of(interp, sources)
         }
         "jacobian" | "batch_jacobian" => {
             use_once(interp, tape)?;
@@ -90,13 +128,33 @@ pub fn getattr(tape: &Rc<Tape>, name: &str) -> Option<Value> {
     })
 }
 
-fn watch(tape: &Tape, v: &Value) {
+fn watch(tape: &Tape, v: &Value, at: usize) {
     match v {
-        Value::Array(a) => tape.watched.borrow_mut().push(a.clone()),
-        Value::List(items) => items.borrow().iter().for_each(|x| watch(tape, x)),
-        Value::Tuple(items) => items.iter().for_each(|x| watch(tape, x)),
+        Value::Array(a) => tape.watched.borrow_mut().push((a.clone(), at)),
+        Value::List(items) => items.borrow().iter().for_each(|x| watch(tape, x, at)),
+        Value::Tuple(items) => items.iter().for_each(|x| watch(tape, x, at)),
+        Value::Builtin(b) => {
+            if let crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) = &**b {
+                tape.watched_variables.borrow_mut().push(var.clone());
+            }
+        }
         _ => {}
     }
+}
+
+impl Tape {
+    /// The tensors given to `watch`, with the number of equations the graph had then.
+    pub(super) fn watched(&self) -> Vec<(Rc<Array>, usize)> {
+        self.watched.borrow().clone()
+    }
+}
+
+/// One `gradient` call: the target, and what autodiff computed for it.
+struct Gradients<'a> {
+    tape: &'a Tape,
+    target: Option<&'a Rc<Array>>,
+    computed: Option<&'a super::tape_gradient::Computed>,
+    none_allowed: bool,
 }
 
 /// A non-persistent tape's second `gradient`/`jacobian` is TensorFlow's `RuntimeError`.
@@ -110,61 +168,88 @@ fn use_once(interp: &mut Interp, tape: &Tape) -> PyResult<()> {
 
 /// The gradients of `target` with respect to `sources`, in their structure (a list, tuple or
 /// dict of them, or one).
-fn gradients(interp: &mut Interp, tape: &Tape, target: Option<&Rc<Array>>, sources: &Value) -> PyResult<Value> {
-    Ok(match sources {
-        Value::List(items) => {
-            let items = items.borrow().clone();
-            let mut out = Vec::with_capacity(items.len());
-            for x in &items {
-                out.push(gradients(interp, tape, target, x)?);
+impl Gradients<'_> {
+    fn of(&self, interp: &mut Interp, sources: &Value) -> PyResult<Value> {
+        Ok(match sources {
+            Value::List(items) => {
+                let items = items.borrow().clone();
+                let mut out = Vec::with_capacity(items.len());
+                for x in &items {
+                    out.push(self.of(interp, x)?);
+                }
+                Value::list(out)
             }
-            Value::list(out)
-        }
-        Value::Tuple(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for x in items.iter() {
-                out.push(gradients(interp, tape, target, x)?);
+            Value::Tuple(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for x in items.iter() {
+                    out.push(self.of(interp, x)?);
+                }
+                Value::tuple(out)
             }
-            Value::tuple(out)
-        }
-        Value::Dict(d) => {
-            let entries: Vec<_> = d.borrow().entries.iter().map(|(h, (k, v))| (h.clone(), k.clone(), v.clone())).collect();
-            let mut out = crate::interp::value::Dict::default();
-            for (hash, key, v) in entries {
-                let grad = gradients(interp, tape, target, &v)?;
-                out.insert(hash, key, grad);
+            Value::Dict(d) => {
+                let entries: Vec<_> = d.borrow().entries.iter().map(|(h, (k, v))| (h.clone(), k.clone(), v.clone())).collect();
+                let mut out = crate::interp::value::Dict::default();
+                for (hash, key, v) in entries {
+                    let grad = self.of(interp, &v)?;
+                    out.insert(hash, key, grad);
+                }
+                interp.new_dict(out)
             }
-            interp.new_dict(out)
-        }
-        _ => one_gradient(interp, tape, target, sources)?,
-    })
-}
+            _ => self.one(interp, sources)?,
+        })
+    }
 
-/// The gradient with respect to one source: a tensor of the source's shape and dtype whose
-/// value is not known, `None` where TensorFlow certainly gives `None`, else unknown.
-fn one_gradient(interp: &mut Interp, tape: &Tape, target: Option<&Rc<Array>>, source: &Value) -> PyResult<Value> {
-    let source = match source {
-        Value::Builtin(b) => match &**b {
-            crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => {
-                let value = var.value.borrow().clone();
-                if !value.aval.dtype.is_inexact() {
-                    // TensorFlow warns that the source must be floating and gives None.
-                    return Ok(Value::None);
+    /// The gradient with respect to one source: a tensor of the source's shape and dtype whose
+    /// value is not known, `None` where TensorFlow certainly gives `None`, else unknown.
+    fn one(&self, interp: &mut Interp, source: &Value) -> PyResult<Value> {
+        let (tape, target) = (self.tape, self.target);
+        let source = match source {
+            Value::Builtin(b) => match &**b {
+                crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => {
+                    let value = var.value.borrow().clone();
+                    if !value.aval.dtype.is_inexact() {
+                        // TensorFlow warns that the source must be floating and gives None.
+                        return Ok(Value::None);
+                    }
+                    let watched =
+                        var.trainable && tape.watches_variables || tape.watched_variables.borrow().iter().any(|w| Rc::ptr_eq(w, var));
+                    if !watched {
+                        return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
+                    }
+                    if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
+                        return Ok(self.finish(interp, g));
+                    }
+                    value
                 }
-                if !(var.trainable && tape.watches_variables) {
-                    return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
+                _ => return Ok(unknown_tensor(interp, "the gradient of a source that is not modelled")),
+            },
+            Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
+                if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
+                    return Ok(self.finish(interp, g));
                 }
-                value
+                a.clone()
             }
-            _ => return Ok(unknown_tensor(interp, "the gradient of a source that is not modelled")),
-        },
-        Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|w| Rc::ptr_eq(w, a)) => a.clone(),
-        _ => return Ok(unknown_tensor(interp, "the gradient of a tensor the tape may not have recorded")),
-    };
-    let Some(target) = target else {
-        return Ok(unknown_tensor(interp, "the gradient of a target that is not a floating tensor"));
-    };
-    let aval = source.aval.clone().weak(false);
-    let grad = crate::jax::apply1(interp, Prim::opaque("gradient", aval), &[target.clone(), source])?;
-    Ok(Value::Array(mark_array(grad)))
+            _ => return Ok(unknown_tensor(interp, "the gradient of a tensor the tape may not have recorded")),
+        };
+        let Some(target) = target else {
+            return Ok(unknown_tensor(interp, "the gradient of a target that is not a floating tensor"));
+        };
+        let aval = source.aval.clone().weak(false);
+        let grad = crate::jax::apply1(interp, Prim::opaque("gradient", aval), &[target.clone(), source])?;
+        Ok(Value::Array(mark_array(grad)))
+    }
+
+    /// A computed gradient: `None` (unconnected) only where TensorFlow gives `None`.
+    fn finish(&self, interp: &mut Interp, g: Option<Rc<Array>>) -> Value {
+        match g {
+            // A tracer of the graph (shared with other gradients): marked in place.
+            Some(g) if g.is_tracer() => {
+                g.tf.set(true);
+                Value::Array(g)
+            }
+            Some(g) => Value::Array(mark_array(g)),
+            None if self.none_allowed => Value::None,
+            None => unknown_tensor(interp, "an unconnected gradient under unconnected_gradients"),
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! `tf.Variable`: mutable state with an identity. Eagerly it holds a value; inside a
-//! `tf.function` its reads and writes are graph ops (`ReadVariableOp`, `AssignVariableOp`),
-//! so a read there is a symbolic tensor and an `assign` leaves the value unknown to tracelens
-//! (the graph runs once per call, which is not replayed). `assign` checks the shape as
+//! `tf.function` its reads and writes are graph ops (`ReadVariableOp`, `AssignVariableOp`):
+//! a read there is a symbolic tensor, and an `assign` a new value of the variable in the
+//! graph, which each call of the graph applies (`graph_variables.rs`). `assign` checks the shape as
 //! TensorFlow does; creating one inside a `tf.function` is `on_variable_created`'s
 //! rule (TL220).
 
@@ -67,10 +67,13 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 }
 
 /// The variable's value as a tensor: its value eagerly, a `ReadVariableOp` in a graph.
-pub fn read(interp: &mut Interp, v: &Variable) -> Rc<Array> {
+pub fn read(interp: &mut Interp, v: &Rc<Variable>) -> Rc<Array> {
     let value = v.value.borrow().clone();
     if interp.jax.staging_depth() == 0 {
         return value;
+    }
+    if let Some(t) = super::graph_variables::read(interp, v) {
+        return t;
     }
     match crate::jax::apply1(interp, Prim::opaque("ReadVariableOp", value.aval.clone()), &[]) {
         Ok(t) => tensor::mark_array(t),
@@ -119,7 +122,7 @@ pub fn call_method(interp: &mut Interp, v: &Rc<Variable>, name: &str, args: Vec<
 fn assign(interp: &mut Interp, v: &Rc<Variable>, how: &str, x: &Value) -> PyResult<()> {
     let current = v.value.borrow().clone();
     let Some(new) = to_tensor(interp, x, Some(current.aval.dtype))? else {
-        forget(v);
+        store_unknown(interp, v);
         return Ok(());
     };
     if new.aval.shape != current.aval.shape {
@@ -139,18 +142,16 @@ fn assign(interp: &mut Interp, v: &Rc<Variable>, how: &str, x: &Value) -> PyResu
         return Err(interp.raise("ValueError", Code::ShapeMismatch, msg));
     }
     if new.aval.dtype != current.aval.dtype {
-        forget(v);
+        store_unknown(interp, v);
         return Ok(());
     }
-    if interp.jax.staging_depth() > 0 {
-        // A graph op: it runs on every call, which tracelens does not replay.
-        forget(v);
-        return Ok(());
-    }
+    let in_graph = interp.jax.staging_depth() > 0;
     let updated = match how {
         "assign" => Some(new),
         _ => {
             let op = if how == "assign_add" { tensor::ADD } else { tensor::SUB };
+            // In a graph the update reads the variable's value there (`graph_variables.rs`).
+            let current = if in_graph { read(interp, v) } else { current };
             match tensor::apply_binary(interp, &op, &Value::Array(current), &Value::Array(new))? {
                 Value::Array(a) => Some(a),
                 _ => None,
@@ -158,14 +159,31 @@ fn assign(interp: &mut Interp, v: &Rc<Variable>, how: &str, x: &Value) -> PyResu
         }
     };
     match updated {
-        Some(a) => *v.value.borrow_mut() = a,
-        None => forget(v),
+        Some(a) => store(interp, v, a),
+        None => store_unknown(interp, v),
     }
     Ok(())
 }
 
+/// `v` holds `value` from now on: eagerly its value; in a graph, an assign the graph's call
+/// applies (`graph_variables.rs`), or an unknown value where tracelens does not follow it.
+pub fn store(interp: &mut Interp, v: &Rc<Variable>, value: Rc<Array>) {
+    if interp.jax.staging_depth() == 0 {
+        *v.value.borrow_mut() = tensor::mark_array(value);
+    } else if !super::graph_variables::assign(interp, v, value) {
+        forget(v);
+    }
+}
+
+/// `v` is assigned a value tracelens does not know (in a graph: on every call).
+fn store_unknown(interp: &mut Interp, v: &Rc<Variable>) {
+    let aval = v.value.borrow().aval.clone();
+    let unknown = Array::unknown(aval, "a variable assigned in a way tracelens does not follow");
+    store(interp, v, unknown);
+}
+
 /// The variable keeps its aval, and its value is no longer known.
-fn forget(v: &Variable) {
+pub fn forget(v: &Variable) {
     let aval = v.value.borrow().aval.clone();
     let unknown = Array::unknown(aval, "a variable assigned in a way tracelens does not follow");
     unknown.tf.set(true);
