@@ -590,6 +590,12 @@ pub(super) fn tree_desc(t: &TreeDef) -> &'static str {
     }
 }
 
+/// Whether a flattened tree has a leaf that is an unknown value, not known to be an array:
+/// it may stand for any subtree, so the leaves and the structure JAX would see are unknown.
+fn leaves_unknown(leaves: &[(String, Value)]) -> bool {
+    leaves.iter().any(|(_, v)| matches!(v, Value::Opaque(o) if !o.tracer))
+}
+
 /// `jax.tree.*` / `jax.tree_util.*` and the pytree registrations, as the dispatch hands them on.
 pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     use JaxFn as F;
@@ -612,11 +618,22 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
             flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            if leaves_unknown(&leaves) {
+                return Ok(Value::opaque("the leaves of a tree with unknown parts"));
+            }
             Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
         }
         F::TreeFlatten | F::TreeFlatten2 => {
             let mut leaves = Vec::new();
             let tree = flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            // An unknown part may stand for any subtree: neither the leaves nor the structure
+            // (its equality, `num_leaves`, `unflatten`) are known.
+            if leaves_unknown(&leaves) {
+                return Ok(Value::tuple(vec![
+                    Value::opaque("the leaves of a tree with unknown parts"),
+                    Value::opaque("the structure of a tree with unknown parts"),
+                ]));
+            }
             let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
             Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
         }
