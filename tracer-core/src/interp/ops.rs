@@ -583,6 +583,16 @@ impl<'l> Interp<'l> {
             Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Slice(_) => {
                 return Err(self.type_error(format!("unhashable type: '{}'", v.type_name())))
             }
+            // A NumPy scalar (an item of a NumPy array, `np.asarray(x)[0]`) hashes as its number.
+            // A 0-d `np.ndarray` does not hash, but the model does not tell the two apart.
+            Value::Array(a) if a.numpy.get() && !a.is_tracer() && a.aval.shape.is_empty() => {
+                let item = self.getattr(v, "item")?;
+                let number = self.call(&item, Vec::new(), Vec::new())?;
+                if matches!(number, Value::Array(_)) {
+                    return Err(self.stop_unknown("the hash of a NumPy scalar whose value is not known"));
+                }
+                return self.hash_key(&number);
+            }
             Value::Array(a) => {
                 if a.is_tracer() {
                     return Err(self.type_error("unhashable type: 'DynamicJaxprTracer'"));
