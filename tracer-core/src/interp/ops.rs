@@ -1346,6 +1346,8 @@ impl<'l> Interp<'l> {
                     "__name__" => Some(Value::Str(c.name.clone())),
                     "__qualname__" => Some(Value::str(&c.qualname)),
                     "_fields" => Some(Value::tuple(c.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect())),
+                    // Its `Field` objects (`init`, `type`, ...) are not modelled: unknown, not missing.
+                    "__dataclass_fields__" if c.is_dataclass.get() => Some(Value::opaque("a dataclass's fields")),
                     // What frozen dataclasses use to set their own fields in `__post_init__`.
                     "__setattr__" if c.builtin == Some(BuiltinClass::Object) => {
                         Some(Value::Builtin(Rc::new(Builtin::Fn("object.__setattr__"))))
