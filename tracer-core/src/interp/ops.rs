@@ -1348,6 +1348,9 @@ impl<'l> Interp<'l> {
                     "_fields" => Some(Value::tuple(c.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect())),
                     // Its `Field` objects (`init`, `type`, ...) are not modelled: unknown, not missing.
                     "__dataclass_fields__" if c.is_dataclass.get() => Some(Value::opaque("a dataclass's fields")),
+                    "_make" if c.is_namedtuple.get() => {
+                        Some(Value::Builtin(Rc::new(Builtin::Method { recv: obj.clone(), name: Rc::from(name) })))
+                    }
                     // What frozen dataclasses use to set their own fields in `__post_init__`.
                     "__setattr__" if c.builtin == Some(BuiltinClass::Object) => {
                         Some(Value::Builtin(Rc::new(Builtin::Fn("object.__setattr__"))))

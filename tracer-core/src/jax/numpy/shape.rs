@@ -164,8 +164,14 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 }
                 other => {
                     let mut b = vec![0];
+                    // An index may be an item of an array (`np.cumsum(sizes)[:-1]`); one that
+                    // is not known leaves the parts' sizes unknown.
                     for x in interp.iterate(other)? {
-                        b.push(crate::interp::ops::as_int(&x).unwrap_or(0).clamp(0, n as i64) as usize);
+                        let Some(i) = interp.index_of(&x)? else {
+                            return Ok(Value::opaque("split at indices that are not known"));
+                        };
+                        let i = if i < 0 { i + n as i64 } else { i };
+                        b.push(i.clamp(0, n as i64) as usize);
                     }
                     b.push(n);
                     b
