@@ -347,6 +347,17 @@ impl<'l> Interp<'l> {
         }))
     }
 
+    /// Whether `object` holds the attributes `attrs` (the same objects, as `is` tells).
+    fn attrs_unchanged(&self, object: &Value, attrs: &[(crate::syntax::ast::Name, Value)]) -> bool {
+        let Value::Instance(inst) = object else { return true };
+        let now = inst.attrs.borrow();
+        let same = |n: &Value, v: &Value| match (n, v) {
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => self.is_same(n, v),
+        };
+        now.len() == attrs.len() && attrs.iter().all(|(k, v)| now.get(k).is_some_and(|n| same(n, v)))
+    }
+
     fn is_same(&self, l: &Value, r: &Value) -> bool {
         match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
@@ -900,8 +911,15 @@ impl<'l> Interp<'l> {
                 if v.is_none() {
                     let end = end.clone();
                     drop(s);
-                    match &*end {
-                        super::value::GeneratorEnd::Returned => {}
+                    let mut end = &*end;
+                    if let super::value::GeneratorEnd::WhileUnchanged(object, attrs, inner) = end {
+                        if !self.attrs_unchanged(object, attrs) {
+                            return Err(self.stop_unknown("the end of a generator whose object changed after it was made"));
+                        }
+                        end = inner;
+                    }
+                    match end {
+                        super::value::GeneratorEnd::Returned | super::value::GeneratorEnd::WhileUnchanged(..) => {}
                         super::value::GeneratorEnd::Raised(exc) => return Err(super::Flow::Raise(exc.clone())),
                         super::value::GeneratorEnd::Truncated(why) => return Err(self.stop_unknown(why.clone())),
                     }
