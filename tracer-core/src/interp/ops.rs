@@ -393,6 +393,9 @@ impl<'l> Interp<'l> {
         if let Some(eq) = crate::interp::model::tf::shape_eq(l, r) {
             return Ok(eq);
         }
+        if let Some(eq) = treedefs_equal(l, r) {
+            return eq.ok_or_else(|| self.stop_unknown("comparing tree structures whose custom data is not known"));
+        }
         Ok(match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
             (Value::Str(a), Value::Str(b)) => a == b,
@@ -1723,6 +1726,19 @@ fn maybe_bool_singleton(unknown: &Value, flag: &Value) -> bool {
 
 fn maybe_same_array(unknown: &Value, array: &Value) -> bool {
     matches!(unknown, Value::Opaque(o) if !o.tracer) && matches!(array, Value::Array(_))
+}
+
+/// Two PyTreeDefs (`jtu.tree_structure(a) == jtu.tree_flatten(b)[1]`) compare by structure,
+/// not identity; `Some(None)` when that is not known.
+fn treedefs_equal(l: &Value, r: &Value) -> Option<Option<bool>> {
+    use crate::interp::model::api::JaxObject;
+    match (l, r) {
+        (Value::Builtin(a), Value::Builtin(b)) => match (&**a, &**b) {
+            (Builtin::Object(JaxObject::TreeDef(x)), Builtin::Object(JaxObject::TreeDef(y))) => Some(x.equals(y)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.

@@ -69,6 +69,28 @@ fn key_value(h: &HashKey) -> Value {
 }
 
 impl TreeDef {
+    /// `treedef1 == treedef2`: by structure, node classes and static data. Not known when
+    /// they differ only where a custom node's aux data is compared by identity here (JAX
+    /// compares it with `==`).
+    pub fn equals(&self, other: &TreeDef) -> Option<bool> {
+        if self == other {
+            Some(true)
+        } else if self.has_identity_meta() || other.has_identity_meta() {
+            None
+        } else {
+            Some(false)
+        }
+    }
+    fn has_identity_meta(&self) -> bool {
+        match self {
+            TreeDef::Leaf | TreeDef::None => false,
+            TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().any(TreeDef::has_identity_meta),
+            TreeDef::Dict(c) => c.iter().any(|(_, t)| t.has_identity_meta()),
+            TreeDef::Node { meta, children, .. } => {
+                meta.iter().any(|m| matches!(m.key, HashKey::Identity(_))) || children.iter().any(TreeDef::has_identity_meta)
+            }
+        }
+    }
     pub fn num_leaves(&self) -> usize {
         match self {
             TreeDef::Leaf => 1,
