@@ -612,10 +612,12 @@ pub(super) fn tree_desc(t: &TreeDef) -> &'static str {
     }
 }
 
-/// Whether a flattened tree has a leaf that is an unknown value, not known to be an array:
-/// it may stand for any subtree, so the leaves and the structure JAX would see are unknown.
+/// Whether a flattened tree has a leaf that is an unknown value: it may stand for any
+/// subtree, so the leaves and the structure JAX would see are unknown. One taken for a tracer
+/// too: an op of a tracer with an unknown object (`x**ω` with equinox's `ω`) may be that
+/// object's `__rpow__`'s result, a pytree wrapper.
 fn leaves_unknown(leaves: &[(String, Value)]) -> bool {
-    leaves.iter().any(|(_, v)| matches!(v, Value::Opaque(o) if !o.tracer))
+    leaves.iter().any(|(_, v)| matches!(v, Value::Opaque(_)))
 }
 
 /// `jax.tree.*` / `jax.tree_util.*` and the pytree registrations, as the dispatch hands them on.
