@@ -639,6 +639,20 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
             }
             Ok(acc)
         }
+        // `all(tree_leaves(tree))`; an unknown part may hold any leaves.
+        F::TreeAll | F::TreeAll2 => {
+            let mut leaves = Vec::new();
+            flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf"), &mut leaves)?;
+            if leaves_unknown(&leaves) {
+                return Ok(Value::opaque("tree_all of a tree with unknown parts"));
+            }
+            for (_, leaf) in leaves {
+                if !interp.truthy(&leaf)? {
+                    return Ok(Value::Bool(false));
+                }
+            }
+            Ok(Value::Bool(true))
+        }
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
             flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
