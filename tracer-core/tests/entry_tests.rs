@@ -490,3 +490,57 @@ fn a_check_of_a_copied_empty_flag_is_not_a_finding() {
     );
     assert_eq!(errors(&real_default), vec![(Code::PythonException, 9)]);
 }
+
+/// A reader made in `setUp` whose generator returns once it has gone through a number of
+/// batches the environment gives: whether the test's second `next()` finds it ended is not
+/// known (an unknown chose the generator's `return`). A generator method whose object is
+/// unchanged since it was made, run past its end, still raises StopIteration.
+#[test]
+fn a_generator_an_unknown_may_have_ended_ends_unknown() {
+    let a = analyse("/ws/reader_test.py", READER_TEST);
+    assert!(errors(&a).is_empty(), "{:?}", a.diagnostics);
+    let known = analyse(
+        "/ws/reader.py",
+        "class Reader:\n    def __init__(self, batches):\n        self.batches = batches\n\n    def epoch(self):\n        for b in self.batches:\n            yield b\n\nreader = Reader([1, 2])\nit = reader.epoch()\nnext(it)\nnext(it)\nnext(it)\n",
+    );
+    assert_eq!(errors(&known), vec![(Code::PythonException, 13)], "{:?}", known.diagnostics);
+}
+
+const READER_TEST: &str = r#"import os
+
+import jax.numpy as jnp
+from absl.testing import absltest
+
+
+class Reader:
+    def __init__(self, batches):
+        self._batches = batches
+        self._generator = self._make_generator()
+
+    def __next__(self):
+        return next(self._generator)
+
+    def _make_generator(self):
+        idx = 0
+        while True:
+            if idx == len(self._batches):
+                return
+            yield self._batches[idx]
+            idx += 1
+
+
+class ReaderTest(absltest.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        n = int(os.environ.get("NUM_BATCHES", "3"))
+        self.reader = Reader([jnp.ones(2)] * n)
+
+    def test_two_batches(self):
+        next(self.reader)
+        self.assertEqual(next(self.reader).shape, (2,))
+
+
+if __name__ == "__main__":
+    absltest.main()
+"#;

@@ -1015,6 +1015,11 @@ impl<'l> Interp<'l> {
             return self.call_stream_method(stream, name, &args);
         }
         match recv {
+            // `Point._make(iterable)`: the named tuple of the iterable's items.
+            Value::Class(_) if name == "_make" => {
+                let items = self.iterate(&arg(0))?;
+                self.call(recv, items, Vec::new())
+            }
             Value::List(list) => {
                 match name {
                     "append" | "extend" | "insert" | "pop" | "remove" | "clear" | "sort" | "reverse" => {

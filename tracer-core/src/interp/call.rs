@@ -204,13 +204,28 @@ impl<'l> Interp<'l> {
     /// run ended is replayed when the consumer gets past the last item.
     fn run_generator(&mut self, f: &Rc<Function>, scope: Rc<Scope>) -> PyResult<Value> {
         self.generators.push(Vec::new());
+        let exits = self.dropped_exits;
+        // Python runs a generator lazily: a method's generator sees its object as it is when
+        // advanced, which the program may change after making it.
+        let first = f.def.params.posonly.first().or(f.def.params.args.first()).map(|p| p.name.clone());
+        let object = first.and_then(|n| scope.vars.borrow().get(&n).map(|v| v.borrow().clone()));
         let result = self.run_body(f, scope);
         let items = self.generators.pop().unwrap_or_default();
         let end = match result {
+            // An unknown chose between going on and leaving (`if idx == len(data): return`
+            // in a `while True:`): how many items it yields, and so where it ends, is unknown.
+            Ok(_) if self.dropped_exits != exits => GeneratorEnd::Truncated("a generator an unknown may have ended".into()),
             Ok(_) => GeneratorEnd::Returned,
             Err(Flow::Raise(exc)) => GeneratorEnd::Raised(exc),
             Err(Flow::Stop(super::StopReason::Unknown(why) | super::StopReason::End(why), _)) => GeneratorEnd::Truncated(why),
             Err(other) => return Err(other),
+        };
+        let end = match object {
+            Some(Value::Instance(inst)) if !matches!(end, GeneratorEnd::Truncated(_)) => {
+                let attrs = inst.attrs.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                GeneratorEnd::WhileUnchanged(Value::Instance(inst), attrs, Box::new(end))
+            }
+            _ => end,
         };
         Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Generator {
             items: Rc::new(items),

@@ -347,6 +347,17 @@ impl<'l> Interp<'l> {
         }))
     }
 
+    /// Whether `object` holds the attributes `attrs` (the same objects, as `is` tells).
+    fn attrs_unchanged(&self, object: &Value, attrs: &[(crate::syntax::ast::Name, Value)]) -> bool {
+        let Value::Instance(inst) = object else { return true };
+        let now = inst.attrs.borrow();
+        let same = |n: &Value, v: &Value| match (n, v) {
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => self.is_same(n, v),
+        };
+        now.len() == attrs.len() && attrs.iter().all(|(k, v)| now.get(k).is_some_and(|n| same(n, v)))
+    }
+
     fn is_same(&self, l: &Value, r: &Value) -> bool {
         match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
@@ -381,6 +392,9 @@ impl<'l> Interp<'l> {
     fn py_eq_inner(&mut self, l: &Value, r: &Value) -> PyResult<bool> {
         if let Some(eq) = crate::interp::model::tf::shape_eq(l, r) {
             return Ok(eq);
+        }
+        if let Some(eq) = treedefs_equal(l, r) {
+            return eq.ok_or_else(|| self.stop_unknown("comparing tree structures whose custom data is not known"));
         }
         Ok(match (l, r) {
             (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
@@ -582,6 +596,16 @@ impl<'l> Interp<'l> {
             }
             Value::List(_) | Value::Dict(_) | Value::Set(_) | Value::Slice(_) => {
                 return Err(self.type_error(format!("unhashable type: '{}'", v.type_name())))
+            }
+            // A NumPy scalar (an item of a NumPy array, `np.asarray(x)[0]`) hashes as its number.
+            // A 0-d `np.ndarray` does not hash, but the model does not tell the two apart.
+            Value::Array(a) if a.numpy.get() && !a.is_tracer() && a.aval.shape.is_empty() => {
+                let item = self.getattr(v, "item")?;
+                let number = self.call(&item, Vec::new(), Vec::new())?;
+                if matches!(number, Value::Array(_)) {
+                    return Err(self.stop_unknown("the hash of a NumPy scalar whose value is not known"));
+                }
+                return self.hash_key(&number);
             }
             Value::Array(a) => {
                 if a.is_tracer() {
@@ -890,8 +914,15 @@ impl<'l> Interp<'l> {
                 if v.is_none() {
                     let end = end.clone();
                     drop(s);
-                    match &*end {
-                        super::value::GeneratorEnd::Returned => {}
+                    let mut end = &*end;
+                    if let super::value::GeneratorEnd::WhileUnchanged(object, attrs, inner) = end {
+                        if !self.attrs_unchanged(object, attrs) {
+                            return Err(self.stop_unknown("the end of a generator whose object changed after it was made"));
+                        }
+                        end = inner;
+                    }
+                    match end {
+                        super::value::GeneratorEnd::Returned | super::value::GeneratorEnd::WhileUnchanged(..) => {}
                         super::value::GeneratorEnd::Raised(exc) => return Err(super::Flow::Raise(exc.clone())),
                         super::value::GeneratorEnd::Truncated(why) => return Err(self.stop_unknown(why.clone())),
                     }
@@ -1336,6 +1367,11 @@ impl<'l> Interp<'l> {
                     "__name__" => Some(Value::Str(c.name.clone())),
                     "__qualname__" => Some(Value::str(&c.qualname)),
                     "_fields" => Some(Value::tuple(c.fields.borrow().iter().map(|f| Value::Str(f.clone())).collect())),
+                    // Its `Field` objects (`init`, `type`, ...) are not modelled: unknown, not missing.
+                    "__dataclass_fields__" if c.is_dataclass.get() => Some(Value::opaque("a dataclass's fields")),
+                    "_make" if c.is_namedtuple.get() => {
+                        Some(Value::Builtin(Rc::new(Builtin::Method { recv: obj.clone(), name: Rc::from(name) })))
+                    }
                     // What frozen dataclasses use to set their own fields in `__post_init__`.
                     "__setattr__" if c.builtin == Some(BuiltinClass::Object) => {
                         Some(Value::Builtin(Rc::new(Builtin::Fn("object.__setattr__"))))
@@ -1714,6 +1750,19 @@ fn maybe_bool_singleton(unknown: &Value, flag: &Value) -> bool {
 
 fn maybe_same_array(unknown: &Value, array: &Value) -> bool {
     matches!(unknown, Value::Opaque(o) if !o.tracer) && matches!(array, Value::Array(_))
+}
+
+/// Two PyTreeDefs (`jtu.tree_structure(a) == jtu.tree_flatten(b)[1]`) compare by structure,
+/// not identity; `Some(None)` when that is not known.
+fn treedefs_equal(l: &Value, r: &Value) -> Option<Option<bool>> {
+    use crate::interp::model::api::JaxObject;
+    match (l, r) {
+        (Value::Builtin(a), Value::Builtin(b)) => match (&**a, &**b) {
+            (Builtin::Object(JaxObject::TreeDef(x)), Builtin::Object(JaxObject::TreeDef(y))) => Some(x.equals(y)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Arithmetic with a Python number of unknown value stays a Python number of unknown value.

@@ -420,6 +420,10 @@ pub enum GeneratorEnd {
     Raised(Box<super::PyException>),
     /// The interpreter stopped following it (too many items, or an unknown value).
     Truncated(String),
+    /// A generator method's end, which holds only while its object's attributes are the ones
+    /// its eager run read (the object, the attributes then): a reader whose `repeat()` is
+    /// called after the generator was made goes on where the run returned.
+    WhileUnchanged(Value, Vec<(Name, Value)>, Box<GeneratorEnd>),
 }
 
 pub fn repr_float(f: f64) -> String {

@@ -506,6 +506,8 @@ surface! {
     TreeStructure2 = "jax.tree"."structure" => Elsewhere,
     TreeReduce = "jax.tree_util"."tree_reduce" => Elsewhere,
     TreeReduce2 = "jax.tree"."reduce" => Elsewhere,
+    TreeAll = "jax.tree_util"."tree_all" => Elsewhere,
+    TreeAll2 = "jax.tree"."all" => Elsewhere,
     // jax.debug and config
     DebugPrint = "jax.debug"."print" => Elsewhere,
     ConfigUpdate = "jax.config"."update" => Elsewhere,

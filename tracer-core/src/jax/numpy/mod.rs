@@ -63,6 +63,7 @@ mod pad;
 mod products;
 mod quantile;
 mod reductions;
+mod repeat_counts;
 mod repr;
 mod shape;
 mod sort;

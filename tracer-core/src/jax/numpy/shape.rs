@@ -164,8 +164,14 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 }
                 other => {
                     let mut b = vec![0];
+                    // An index may be an item of an array (`np.cumsum(sizes)[:-1]`); one that
+                    // is not known leaves the parts' sizes unknown.
                     for x in interp.iterate(other)? {
-                        b.push(crate::interp::ops::as_int(&x).unwrap_or(0).clamp(0, n as i64) as usize);
+                        let Some(i) = interp.index_of(&x)? else {
+                            return Ok(Value::opaque("split at indices that are not known"));
+                        };
+                        let i = if i < 0 { i + n as i64 } else { i };
+                        b.push(i.clamp(0, n as i64) as usize);
                     }
                     b.push(n);
                     b
@@ -186,6 +192,18 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
         F::Tile | F::Repeat => {
             let a = arr!(interp, cx, 0, "a");
             let reps = p.get(1, "reps").or_else(|| p.get(1, "repeats")).cloned().unwrap_or(Value::Int(1));
+            let total = p.get(usize::MAX, "total_repeat_length").filter(|t| !t.is_none()).cloned();
+            if f == F::Repeat && (total.is_some() || !matches!(reps, Value::Int(_) | Value::Bool(_))) {
+                let axis = single_axis(interp, p.get(2, "axis"), a.aval.ndim())?;
+                let total = match &total {
+                    Some(t) => match interp.index_of(t)? {
+                        Some(t) if t >= 0 => Some(t as usize),
+                        _ => return Ok(Value::opaque("repeat to a length that is not known")),
+                    },
+                    None => None,
+                };
+                return super::repeat_counts::repeat_by_counts(interp, &a, &reps, axis, total);
+            }
             let shape: Vec<usize> = if f == F::Tile {
                 let r: Vec<usize> = interp
                     .iterate(&match reps.clone() {

@@ -253,6 +253,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         | F::JaxTreeMap
         | F::TreeReduce
         | F::TreeReduce2
+        | F::TreeAll
+        | F::TreeAll2
         | F::TreeLeaves
         | F::TreeLeaves2
         | F::JaxTreeLeaves

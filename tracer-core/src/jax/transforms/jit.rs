@@ -445,6 +445,10 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         }
         None => bound,
     };
+    // JAX hands back new arrays, never the arguments themselves: an output that is an input
+    // (`jax.jit(lambda v: v)(x) is x` is False, a NumPy argument comes back a JAX array) is a
+    // new array with its value.
+    let outs: Vec<Rc<Array>> = outs.into_iter().map(|o| if ins.iter().any(|i| Rc::ptr_eq(i, &o)) { o.as_jax() } else { o }).collect();
     let mut arrays = outs.into_iter().map(Value::Array);
     let out_leaves: Vec<Value> = if static_out.is_empty() {
         arrays.collect()

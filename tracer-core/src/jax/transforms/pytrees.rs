@@ -69,6 +69,28 @@ fn key_value(h: &HashKey) -> Value {
 }
 
 impl TreeDef {
+    /// `treedef1 == treedef2`: by structure, node classes and static data. Not known when
+    /// they differ only where a custom node's aux data is compared by identity here (JAX
+    /// compares it with `==`).
+    pub fn equals(&self, other: &TreeDef) -> Option<bool> {
+        if self == other {
+            Some(true)
+        } else if self.has_identity_meta() || other.has_identity_meta() {
+            None
+        } else {
+            Some(false)
+        }
+    }
+    fn has_identity_meta(&self) -> bool {
+        match self {
+            TreeDef::Leaf | TreeDef::None => false,
+            TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().any(TreeDef::has_identity_meta),
+            TreeDef::Dict(c) => c.iter().any(|(_, t)| t.has_identity_meta()),
+            TreeDef::Node { meta, children, .. } => {
+                meta.iter().any(|m| matches!(m.key, HashKey::Identity(_))) || children.iter().any(TreeDef::has_identity_meta)
+            }
+        }
+    }
     pub fn num_leaves(&self) -> usize {
         match self {
             TreeDef::Leaf => 1,
@@ -590,6 +612,14 @@ pub(super) fn tree_desc(t: &TreeDef) -> &'static str {
     }
 }
 
+/// Whether a flattened tree has a leaf that is an unknown value: it may stand for any
+/// subtree, so the leaves and the structure JAX would see are unknown. One taken for a tracer
+/// too: an op of a tracer with an unknown object (`x**ω` with equinox's `ω`) may be that
+/// object's `__rpow__`'s result, a pytree wrapper.
+fn leaves_unknown(leaves: &[(String, Value)]) -> bool {
+    leaves.iter().any(|(_, v)| matches!(v, Value::Opaque(_)))
+}
+
 /// `jax.tree.*` / `jax.tree_util.*` and the pytree registrations, as the dispatch hands them on.
 pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
     use JaxFn as F;
@@ -609,14 +639,39 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
             }
             Ok(acc)
         }
+        // `all(tree_leaves(tree))`; an unknown part may hold any leaves.
+        F::TreeAll | F::TreeAll2 => {
+            let mut leaves = Vec::new();
+            flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf"), &mut leaves)?;
+            if leaves_unknown(&leaves) {
+                return Ok(Value::opaque("tree_all of a tree with unknown parts"));
+            }
+            for (_, leaf) in leaves {
+                if !interp.truthy(&leaf)? {
+                    return Ok(Value::Bool(false));
+                }
+            }
+            Ok(Value::Bool(true))
+        }
         F::TreeLeaves | F::TreeLeaves2 | F::JaxTreeLeaves => {
             let mut leaves = Vec::new();
             flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            if leaves_unknown(&leaves) {
+                return Ok(Value::opaque("the leaves of a tree with unknown parts"));
+            }
             Ok(interp.new_list(leaves.into_iter().map(|(_, v)| v).collect()))
         }
         F::TreeFlatten | F::TreeFlatten2 => {
             let mut leaves = Vec::new();
             let tree = flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            // An unknown part may stand for any subtree: neither the leaves nor the structure
+            // (its equality, `num_leaves`, `unflatten`) are known.
+            if leaves_unknown(&leaves) {
+                return Ok(Value::tuple(vec![
+                    Value::opaque("the leaves of a tree with unknown parts"),
+                    Value::opaque("the structure of a tree with unknown parts"),
+                ]));
+            }
             let l = interp.new_list(leaves.into_iter().map(|(_, v)| v).collect());
             Ok(Value::tuple(vec![l, obj(JaxObject::TreeDef(Rc::new(tree)))]))
         }
