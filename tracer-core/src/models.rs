@@ -7,8 +7,8 @@ use std::rc::Rc;
 use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
 use crate::interp::model::tf::partial::PartialTensor;
-use crate::interp::model::{stmt, Effects, Models, PartialTensors, Statements, TraceMemos, Values};
-use crate::interp::value::{Function, Value};
+use crate::interp::model::{stmt, Effects, EntryHooks, Models, PartialTensors, Statements, TraceMemos, Values};
+use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{FileId, Flow, Interp, PyResult};
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
@@ -77,5 +77,23 @@ impl PartialTensors for JaxAndTf {
 
     fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<Flow> {
         crate::tf::partial::none_dimension_error(interp, message)
+    }
+}
+
+impl EntryHooks for JaxAndTf {
+    fn call_opaque(&self, interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwargs: &Kwargs) -> Option<PyResult<Value>> {
+        crate::entry_hooks::call_opaque(interp, callee, args, kwargs)
+    }
+
+    fn getattr_opaque(&self, interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+        crate::entry_hooks::getattr_opaque(interp, obj, name)
+    }
+
+    fn decided_by_command_line(&self, interp: &Interp, reads_before: Option<u64>) -> bool {
+        crate::entry_hooks::decided_by_command_line(interp, reads_before)
+    }
+
+    fn expects_exception(&self, manager: &Value) -> bool {
+        crate::entry_hooks::expects_exception(manager)
     }
 }

@@ -1,7 +1,7 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `TfState`, `EntryState`; values mode's is its own), and defers to the JAX
+//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and defers to the JAX
 //! model where Python meets an array or a JAX object: operators, truth and conversions
 //! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
 //! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
@@ -25,7 +25,7 @@ use super::{Interp, PyResult};
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors {}
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -61,6 +61,26 @@ pub(crate) trait PartialTensors {
     /// The `TypeError` of a `None` operand read from a tensor's shape in a `tf.function`
     /// trace (TL108); `None` elsewhere.
     fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<super::Flow>;
+}
+
+/// What the entry points of real projects need from libraries the interpreter does not
+/// otherwise model (absl, pytest, argparse): the few calls and attributes answered.
+pub(crate) trait EntryHooks {
+    /// A call of an unknown library's function the hooks answer, else `None`.
+    fn call_opaque(
+        &self,
+        interp: &mut Interp,
+        callee: &std::rc::Rc<super::value::Opaque>,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Option<PyResult<Value>>;
+    /// An attribute of an unknown library's object the hooks answer, else `None`.
+    fn getattr_opaque(&self, interp: &mut Interp, obj: &std::rc::Rc<super::value::Opaque>, name: &str) -> Option<Value>;
+    /// Whether a user's exception raised now is one whose outcome a command-line value
+    /// decides (`reads_before`: the count of command-line reads before an `assert`'s test).
+    fn decided_by_command_line(&self, interp: &Interp, reads_before: Option<u64>) -> bool;
+    /// Whether the context manager `manager` expects its body to raise (`pytest.raises(E)`).
+    fn expects_exception(&self, manager: &Value) -> bool;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -266,5 +286,27 @@ pub(crate) mod tf {
 }
 
 pub(crate) mod entry_hooks {
-    pub(crate) use crate::entry_hooks::{call_opaque, decided_by_command_line, expects_exception, getattr_opaque, EntryState};
+    use std::rc::Rc;
+
+    use super::super::call::Kwargs;
+    use super::super::value::{Opaque, Value};
+    use super::super::{Interp, PyResult};
+
+    pub(crate) fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwargs: &Kwargs) -> Option<PyResult<Value>> {
+        let models = interp.models;
+        models.call_opaque(interp, callee, args, kwargs)
+    }
+
+    pub(crate) fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+        let models = interp.models;
+        models.getattr_opaque(interp, obj, name)
+    }
+
+    pub(crate) fn decided_by_command_line(interp: &Interp, reads_before: Option<u64>) -> bool {
+        interp.models.decided_by_command_line(interp, reads_before)
+    }
+
+    pub(crate) fn expects_exception(interp: &Interp, manager: &Value) -> bool {
+        interp.models.expects_exception(manager)
+    }
 }
