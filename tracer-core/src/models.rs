@@ -6,10 +6,12 @@ use std::rc::Rc;
 
 use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
+use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
-use crate::interp::model::{stmt, Effects, EntryHooks, Models, PartialTensors, Statements, TraceMemos, Values};
+use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, TraceMemos, Values};
 use crate::interp::value::{Function, Opaque, Value};
-use crate::interp::{FileId, Flow, Interp, PyResult};
+use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
+use crate::syntax::ast::Stmt;
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -95,5 +97,27 @@ impl EntryHooks for JaxAndTf {
 
     fn expects_exception(&self, manager: &Value) -> bool {
         crate::entry_hooks::expects_exception(manager)
+    }
+}
+
+impl Autograph for JaxAndTf {
+    fn autograph_take(&self, interp: &mut Interp, flow: &Flow) -> Option<Staged> {
+        crate::tf::autograph::take(interp, flow)
+    }
+
+    fn autograph_if(&self, interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+        crate::tf::autograph::if_stmt(interp, ctx, stmt, staged)
+    }
+
+    fn autograph_while(&self, interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+        crate::tf::autograph::while_stmt(interp, ctx, stmt, staged)
+    }
+
+    fn autograph_for(&self, interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+        crate::tf::autograph::for_stmt(interp, ctx, stmt, staged)
+    }
+
+    fn autograph_function_ends(&self, interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
+        crate::tf::autograph::function_ends(interp, ran)
     }
 }

@@ -20,12 +20,13 @@ pub(crate) use crate::jax::JaxState;
 use super::call::Kwargs;
 use super::value::Value;
 use super::{Interp, PyResult};
+use crate::syntax::ast::Stmt;
 
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks {}
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -81,6 +82,20 @@ pub(crate) trait EntryHooks {
     fn decided_by_command_line(&self, interp: &Interp, reads_before: Option<u64>) -> bool;
     /// Whether the context manager `manager` expects its body to raise (`pytest.raises(E)`).
     fn expects_exception(&self, manager: &Value) -> bool;
+}
+
+/// AutoGraph, where converted code's `if`, `while` or `for` met a symbolic tensor.
+pub(crate) trait Autograph {
+    /// What made AutoGraph stage the statement that stopped with `flow`, if it converts it.
+    fn autograph_take(&self, interp: &mut Interp, flow: &super::Flow) -> Option<tf::autograph::Staged>;
+    /// Stages an `if` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_if(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// Stages a `while` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_while(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// Stages a `for` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_for(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// A function with `return`s pending in one branch of a converted `if` ended with `ran`.
+    fn autograph_function_ends(&self, interp: &mut Interp, ran: PyResult<()>) -> PyResult<()>;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -240,8 +255,47 @@ pub(crate) mod tf {
         call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,
         TfValue, EXCEPTION_CLASSES, TF_MODULES,
     };
+    /// AutoGraph (`tf/autograph/`), as the interpreter reaches it: through `Models`.
     pub(crate) mod autograph {
-        pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
+        use std::rc::Rc;
+
+        use super::super::super::{Ctx, Flow, Interp, PyResult};
+        use super::super::array::Array;
+        use super::super::aval::Aval;
+        use crate::syntax::ast::Stmt;
+
+        /// What makes AutoGraph stage a statement.
+        pub enum Staged {
+            /// The symbolic tensor an `if`/`while` test gave.
+            Test(Rc<Array>),
+            /// A `for` over a symbolic tensor: the aval of its rows.
+            Iterate(Aval),
+        }
+
+        pub(crate) fn take(interp: &mut Interp, flow: &Flow) -> Option<Staged> {
+            let models = interp.models;
+            models.autograph_take(interp, flow)
+        }
+
+        pub(crate) fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_if(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn while_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_while(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn for_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_for(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn function_ends(interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
+            let models = interp.models;
+            models.autograph_function_ends(interp, ran)
+        }
     }
     /// A partly known tensor (`tf/partial.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod partial {
