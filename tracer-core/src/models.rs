@@ -8,10 +8,10 @@ use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
-use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, TraceMemos, Values};
+use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, Tensors, TraceMemos, Values};
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
-use crate::syntax::ast::Stmt;
+use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -119,5 +119,59 @@ impl Autograph for JaxAndTf {
 
     fn autograph_function_ends(&self, interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
         crate::tf::autograph::function_ends(interp, ran)
+    }
+}
+
+impl Tensors for JaxAndTf {
+    fn tensor_binary_operator(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+        crate::tf::tensor::binary_operator(interp, op, l, r)
+    }
+
+    fn tensor_compare_operator(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+        crate::tf::tensor::compare_operator(interp, op, l, r)
+    }
+
+    fn tensor_unary_operator(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+        crate::tf::tensor::unary_operator(interp, op, a)
+    }
+
+    fn tensor_truth(&self, interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+        crate::tf::tensor::truth(interp, a, what, expr)
+    }
+
+    fn tensor_python_conversion(&self, interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>> {
+        crate::tf::tensor::python_conversion(interp, name, v)
+    }
+
+    fn tensor_iterate(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+        crate::tf::tensor::iterate(interp, a)
+    }
+
+    fn tensor_getattr(&self, interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+        crate::tf::tensor::getattr(interp, a, name)
+    }
+
+    fn tensor_call_method(&self, interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::tf::tensor::call_method(interp, a, name, args, kwargs)
+    }
+
+    fn tensor_getitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+        crate::tf::tensor::getitem(interp, a, idx)
+    }
+
+    fn tensor_item_assignment(&self, interp: &Interp, a: &Array) -> Flow {
+        crate::tf::tensor::item_assignment(interp, a)
+    }
+
+    fn tensor_str(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        crate::tf::tensor::str(interp, a)
+    }
+
+    fn tensor_repr(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        crate::tf::tensor::repr(interp, a)
+    }
+
+    fn tensor_shape_items(&self, dims: &[Option<usize>]) -> Vec<Value> {
+        crate::tf::tensor::shape_items(dims)
     }
 }

@@ -20,13 +20,15 @@ pub(crate) use crate::jax::JaxState;
 use super::call::Kwargs;
 use super::value::Value;
 use super::{Interp, PyResult};
-use crate::syntax::ast::Stmt;
+use std::rc::Rc;
+
+use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph {}
+pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors {}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -96,6 +98,34 @@ pub(crate) trait Autograph {
     fn autograph_for(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
     /// A function with `return`s pending in one branch of a converted `if` ended with `ran`.
     fn autograph_function_ends(&self, interp: &mut Interp, ran: PyResult<()>) -> PyResult<()>;
+}
+
+/// TensorFlow's tensors where Python meets them: operators, truth, conversions, text,
+/// attributes, items and iteration (`tf/tensor.rs`).
+pub(crate) trait Tensors {
+    fn tensor_binary_operator(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value>;
+    fn tensor_compare_operator(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value>;
+    fn tensor_unary_operator(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<array::Array>) -> PyResult<Value>;
+    fn tensor_truth(&self, interp: &mut Interp, a: &Rc<array::Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool>;
+    /// `int(t)`, `float(t)`, `bool(t)`, ... of a tensor; `None` for a value that is not one.
+    fn tensor_python_conversion(&self, interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>>;
+    fn tensor_iterate(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<Vec<Value>>;
+    fn tensor_getattr(&self, interp: &mut Interp, a: &Rc<array::Array>, name: &str) -> PyResult<Option<Value>>;
+    fn tensor_call_method(
+        &self,
+        interp: &mut Interp,
+        a: &Rc<array::Array>,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Kwargs,
+    ) -> PyResult<Value>;
+    fn tensor_getitem(&self, interp: &mut Interp, a: &Rc<array::Array>, idx: &Value) -> PyResult<Value>;
+    /// The error of `t[i] = x`.
+    fn tensor_item_assignment(&self, interp: &Interp, a: &array::Array) -> super::Flow;
+    fn tensor_str(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<String>;
+    fn tensor_repr(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<String>;
+    /// A `TensorShape`'s dimensions as Python sees them when it iterates it.
+    fn tensor_shape_items(&self, dims: &[Option<usize>]) -> Vec<Value>;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -331,11 +361,79 @@ pub(crate) mod tf {
             interp.models.none_dimension_error(interp, message)
         }
     }
+    pub(crate) use crate::tf::shape_text;
+    /// A tensor (`tf/tensor.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod tensor {
-        pub(crate) use crate::tf::tensor::{
-            binary_operator, call_method, compare_operator, getattr, getitem, item_assignment, iterate, python_conversion, repr,
-            shape_items, shape_str, str, truth, unary_operator,
-        };
+        use std::rc::Rc;
+
+        use super::super::super::call::Kwargs;
+        use super::super::super::value::Value;
+        use super::super::super::{Flow, Interp, PyResult};
+        use super::super::array::Array;
+        use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
+
+        pub(crate) fn binary_operator(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_binary_operator(interp, op, l, r)
+        }
+
+        pub(crate) fn compare_operator(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_compare_operator(interp, op, l, r)
+        }
+
+        pub(crate) fn unary_operator(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_unary_operator(interp, op, a)
+        }
+
+        pub(crate) fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+            let models = interp.models;
+            models.tensor_truth(interp, a, what, expr)
+        }
+
+        pub(crate) fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>> {
+            let models = interp.models;
+            models.tensor_python_conversion(interp, name, v)
+        }
+
+        pub(crate) fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+            let models = interp.models;
+            models.tensor_iterate(interp, a)
+        }
+
+        pub(crate) fn getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+            let models = interp.models;
+            models.tensor_getattr(interp, a, name)
+        }
+
+        pub(crate) fn call_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_call_method(interp, a, name, args, kwargs)
+        }
+
+        pub(crate) fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_getitem(interp, a, idx)
+        }
+
+        pub(crate) fn item_assignment(interp: &Interp, a: &Array) -> Flow {
+            interp.models.tensor_item_assignment(interp, a)
+        }
+
+        pub(crate) fn str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+            let models = interp.models;
+            models.tensor_str(interp, a)
+        }
+
+        pub(crate) fn repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+            let models = interp.models;
+            models.tensor_repr(interp, a)
+        }
+
+        pub(crate) fn shape_items(interp: &Interp, dims: &[Option<usize>]) -> Vec<Value> {
+            interp.models.tensor_shape_items(dims)
+        }
     }
 }
 

@@ -29,6 +29,7 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
+pub mod shape_text;
 mod signature;
 pub mod surface;
 mod tape;
