@@ -6,11 +6,16 @@ use std::rc::Rc;
 
 use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
+use crate::interp::model::dtypes::DType;
+use crate::interp::model::numpy::{Numpy, Operand};
+use crate::interp::model::surface::JaxFn;
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
 use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, Tensors, TraceMemos, Values};
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
+use crate::jax::aval::Shape;
+use crate::jax::dtypes::{DTypeConfig, WeakDType};
 use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
@@ -173,5 +178,144 @@ impl Tensors for JaxAndTf {
 
     fn tensor_shape_items(&self, dims: &[Option<usize>]) -> Vec<Value> {
         crate::tf::tensor::shape_items(dims)
+    }
+}
+
+impl Numpy for JaxAndTf {
+    fn numpy_in_numpy_mode(
+        &self,
+        interp: &mut Interp,
+        operands: &[&Value],
+        f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        crate::jax::numpy::in_numpy_mode(interp, operands, f)
+    }
+
+    fn numpy_abs(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+        crate::jax::numpy::abs(interp, a)
+    }
+
+    fn numpy_array_bool(&self, interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+        crate::jax::numpy::array_bool(interp, a, what, expr)
+    }
+
+    fn numpy_array_format(&self, interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
+        crate::jax::numpy::array_format(interp, a, spec)
+    }
+
+    fn numpy_array_getattr(&self, interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+        crate::jax::numpy::array_getattr(interp, a, name)
+    }
+
+    fn numpy_array_index(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
+        crate::jax::numpy::array_index(interp, a)
+    }
+
+    fn numpy_array_repr(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        crate::jax::numpy::array_repr(interp, a)
+    }
+
+    fn numpy_array_str(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        crate::jax::numpy::array_str(interp, a)
+    }
+
+    fn numpy_array_to_float(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+        crate::jax::numpy::array_to_float(interp, a)
+    }
+
+    fn numpy_array_to_python(&self, interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
+        crate::jax::numpy::array_to_python(interp, a, func)
+    }
+
+    fn numpy_binary_op(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+        crate::jax::numpy::binary_op(interp, op, l, r)
+    }
+
+    fn numpy_broadcast_shapes(&self, shapes: &[&[usize]]) -> Result<Shape, String> {
+        crate::jax::numpy::broadcast_shapes(shapes)
+    }
+
+    fn numpy_call(&self, interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::numpy::call(interp, f, args, kwargs)
+    }
+
+    fn numpy_call_array_method(&self, interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::numpy::call_array_method(interp, a, name, args, kwargs)
+    }
+
+    fn numpy_compare_op(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+        crate::jax::numpy::compare_op(interp, op, l, r)
+    }
+
+    fn numpy_dtype_arg(&self, interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>> {
+        crate::jax::numpy::dtype_arg(interp, v)
+    }
+
+    fn numpy_dtype_call(&self, interp: &mut Interp, d: DType, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::numpy::dtype_call(interp, d, args, kwargs)
+    }
+
+    fn numpy_getitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+        crate::jax::numpy::getitem(interp, a, idx)
+    }
+
+    fn numpy_immutable_update_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        crate::jax::numpy::immutable_update_error(interp, a)
+    }
+
+    fn numpy_index_error_from_tracer(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        crate::jax::numpy::index_error_from_tracer(interp, a)
+    }
+
+    fn numpy_iterate_array(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+        crate::jax::numpy::iterate_array(interp, a)
+    }
+
+    fn numpy_mark_numpy(&self, v: Value) -> Value {
+        crate::jax::numpy::mark_numpy(v)
+    }
+
+    fn numpy_note_captured_constant(&self, interp: &mut Interp, a: &Rc<Array>) {
+        crate::jax::numpy::note_captured_constant(interp, a)
+    }
+
+    fn numpy_numpy_conversion_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        crate::jax::numpy::numpy_conversion_error(interp, a)
+    }
+
+    fn numpy_numpy_setitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool> {
+        crate::jax::numpy::numpy_setitem(interp, a, idx, value)
+    }
+
+    fn numpy_numpy_store_error(&self, interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow {
+        crate::jax::numpy::numpy_store_error(interp, dest, idx, v)
+    }
+
+    fn numpy_operand(&self, interp: &mut Interp, v: &Value) -> PyResult<Operand> {
+        crate::jax::numpy::operand(interp, v)
+    }
+
+    fn numpy_promote(&self, operands: &[WeakDType], c: DTypeConfig) -> WeakDType {
+        crate::jax::numpy::promote(operands, c)
+    }
+
+    fn numpy_python_bool(&self, interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool> {
+        crate::jax::numpy::python_bool(interp, v, what)
+    }
+
+    fn numpy_round(&self, interp: &mut Interp, a: &Rc<Array>, digits: Option<Value>) -> PyResult<Value> {
+        crate::jax::numpy::round(interp, a, digits)
+    }
+
+    fn numpy_unary_op(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+        crate::jax::numpy::unary_op(interp, op, a)
+    }
+
+    fn numpy_unknown_tracer_bool(&self, interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow {
+        crate::jax::numpy::unknown_tracer_bool(interp, what, expr)
+    }
+
+    fn numpy_unknown_tracer_to_python(&self, interp: &mut Interp, func: &str) -> Flow {
+        crate::jax::numpy::unknown_tracer_to_python(interp, func)
     }
 }
