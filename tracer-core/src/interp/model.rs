@@ -1,19 +1,19 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and defers to the JAX
-//! model where Python meets an array or a JAX object: operators, truth and conversions
-//! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
-//! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
-//! tensor or a `tf` object (`tf`), and to the entry-point hooks where it calls an unknown
-//! library (`entry_hooks`). Everything else is the models' own; a new need of the
+//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and holds
+//! the models' objects (`api::JaxObject`, `tf::TfValue`) whose calls and attributes it hands
+//! back to them (`api`, `tf`). Everything else is the models' own; a new need of the
 //! interpreter is a new line here, which a review sees. These lines are every edge of the
 //! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
-//! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
-//! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
-//! What the interpreter reaches through `Interp::models` instead, the `Models` traits below
-//! (implemented by the crate's `models.rs`), names no model module; their wrappers keep the
-//! module names the callers use (`effects`, `eval`, `memo`, `stmt`, `tf::partial`).
+//! `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules through
+//! which the others enter the circle `interp/` shares with `jax/` are listed, to shrink, in
+//! tests/architecture.rs. What the interpreter reaches through `Interp::models` instead, the
+//! `Models` traits below (implemented by the crate's `models.rs`): the trace-time effects,
+//! recorded statements, values and memo notes of the JAX model, where Python meets an array
+//! (`numpy`), a tensor (`tf::tensor`, `tf::partial`), AutoGraph's staged statements
+//! (`tf::autograph`) and unknown libraries' calls (`entry_hooks`), names no model module;
+//! their wrappers keep the module names the callers use.
 
 pub(crate) use crate::jax::JaxState;
 
