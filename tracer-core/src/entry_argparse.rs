@@ -10,31 +10,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::interp::call::Kwargs;
+pub use crate::interp::entry_state::ArgparseState;
+use crate::interp::entry_state::Parser;
 use crate::interp::value::{Opaque, Value};
 use crate::interp::Interp;
-
-/// What one `ArgumentParser` (with its groups) knows: each destination at its default,
-/// `None` for one the defaults do not decide.
-#[derive(Debug, Default)]
-struct Parser {
-    defaults: Vec<(String, Option<Value>)>,
-    /// A sub-command parser was added: what `parse_args` gives depends on the command line.
-    undecided: bool,
-}
-
-/// The parsers, their bound methods and the namespaces they returned, by identity.
-#[derive(Debug, Default)]
-pub struct ArgparseState {
-    parsers: Vec<Parser>,
-    /// A parser or one of its argument groups (by identity): the parser's index.
-    owners: HashMap<usize, usize>,
-    /// A bound method of a parser (by identity): its parser and its name.
-    methods: HashMap<usize, (usize, String)>,
-    /// `parse_args()` results (by identity): each destination's default.
-    namespaces: HashMap<usize, HashMap<String, Value>>,
-    /// The values keyed above by address, kept alive so no other value takes the address.
-    alive: Vec<Value>,
-}
 
 const METHODS: &[&str] = &[
     "add_argument",

@@ -1437,8 +1437,8 @@ fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Optio
     if x.is_tracer() || y.is_tracer() {
         return Ok(None);
     }
-    let Ok(shape) = crate::interp::model::numpy::broadcast_shapes(&[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
-    let dt = crate::interp::model::numpy::promote(&[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
+    let Ok(shape) = crate::interp::model::numpy::broadcast_shapes(interp, &[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
+    let dt = crate::interp::model::numpy::promote(interp, &[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
     let aval = crate::interp::model::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
     Ok(Some(Value::Array(crate::interp::model::array::Array::unknown(aval, "an extremum of values that are not computed"))))
 }

@@ -216,7 +216,9 @@ impl<'l> Interp<'l> {
                 }
                 let mut result = self.exec_block(ctx, body);
                 // `with self.assertRaises(E):`, `with pytest.raises(E):` expect the exception.
-                if matches!(result, Err(Flow::Raise(_))) && exits.iter().any(crate::interp::model::entry_hooks::expects_exception) {
+                if matches!(result, Err(Flow::Raise(_)))
+                    && exits.iter().any(|m| crate::interp::model::entry_hooks::expects_exception(self, m))
+                {
                     result = Ok(());
                 }
                 for manager in exits.into_iter().rev() {

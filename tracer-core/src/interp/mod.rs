@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod call;
+pub(crate) mod entry_state;
 mod exception_code;
 mod exec;
 mod flatten_read;
@@ -252,7 +253,7 @@ pub struct Interp<'l> {
     /// How many times the analysis went past an unknown (`fork.rs`).
     pub went_past: u64,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
-    pub entry_state: crate::interp::model::entry_hooks::EntryState,
+    pub entry_state: entry_state::EntryState,
     /// Values seen outside any trace, for hover (`seen.rs`).
     pub seen: seen::Seen,
 }

@@ -1,31 +1,37 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `TfState`, `EntryState`; values mode's is its own), and defers to the JAX
-//! model where Python meets an array or a JAX object: operators, truth and conversions
-//! (`numpy`), attribute and call dispatch (`api`), and the trace-time effects it reports
-//! (`effects`, `memo`, `numerics`, `stmt`); to the TensorFlow front end where it meets a
-//! tensor or a `tf` object (`tf`), and to the entry-point hooks where it calls an unknown
-//! library (`entry_hooks`). Everything else is the models' own; a new need of the
+//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and holds
+//! the models' objects (`api::JaxObject`, `tf::TfValue`) whose calls and attributes it hands
+//! back to them (`api`, `tf`). Everything else is the models' own; a new need of the
 //! interpreter is a new line here, which a review sees. These lines are every edge of the
 //! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
-//! `surface`, `errors`' table) is in no circle, and the modules through which the others enter
-//! the circle `interp/` shares with `jax/` are listed, to shrink, in tests/architecture.rs.
-//! What the interpreter reaches through `Interp::models` instead, the `Models` traits below
-//! (implemented by the crate's `models.rs`), names no model module; their wrappers keep the
-//! module names the callers use (`effects`, `eval`, `memo`, `stmt`, `tf::partial`).
+//! `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules through
+//! which the others enter the circle `interp/` shares with `jax/` are listed, to shrink, in
+//! tests/architecture.rs. What the interpreter reaches through `Interp::models` instead, the
+//! `Models` traits below (implemented by the crate's `models.rs`): the trace-time effects,
+//! recorded statements, values and memo notes of the JAX model, where Python meets an array
+//! (`numpy`), a tensor (`tf::tensor`, `tf::partial`), AutoGraph's staged statements
+//! (`tf::autograph`) and unknown libraries' calls (`entry_hooks`), names no model module;
+//! their wrappers keep the module names the callers use.
 
 pub(crate) use crate::jax::JaxState;
 
 use super::call::Kwargs;
 use super::value::Value;
 use super::{Interp, PyResult};
+use std::rc::Rc;
+
+use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 
 /// What the interpreter asks of the models through an interface it owns rather than a module
 /// it names: the crate's `models.rs` implements it over `jax/` and `tf/` and hands it to
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
-pub(crate) trait Models: Effects + Statements + Values + TraceMemos + PartialTensors {}
+pub(crate) trait Models:
+    Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy
+{
+}
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
 pub(crate) trait Effects {
@@ -61,6 +67,71 @@ pub(crate) trait PartialTensors {
     /// The `TypeError` of a `None` operand read from a tensor's shape in a `tf.function`
     /// trace (TL108); `None` elsewhere.
     fn none_dimension_error(&self, interp: &Interp, message: &str) -> Option<super::Flow>;
+}
+
+/// What the entry points of real projects need from libraries the interpreter does not
+/// otherwise model (absl, pytest, argparse): the few calls and attributes answered.
+pub(crate) trait EntryHooks {
+    /// A call of an unknown library's function the hooks answer, else `None`.
+    fn call_opaque(
+        &self,
+        interp: &mut Interp,
+        callee: &std::rc::Rc<super::value::Opaque>,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Option<PyResult<Value>>;
+    /// An attribute of an unknown library's object the hooks answer, else `None`.
+    fn getattr_opaque(&self, interp: &mut Interp, obj: &std::rc::Rc<super::value::Opaque>, name: &str) -> Option<Value>;
+    /// Whether a user's exception raised now is one whose outcome a command-line value
+    /// decides (`reads_before`: the count of command-line reads before an `assert`'s test).
+    fn decided_by_command_line(&self, interp: &Interp, reads_before: Option<u64>) -> bool;
+    /// Whether the context manager `manager` expects its body to raise (`pytest.raises(E)`).
+    fn expects_exception(&self, manager: &Value) -> bool;
+    /// `value` is handed to code tracelens does not model (an unknown call's argument, an
+    /// attribute stored on an unknown object), which may change what it holds.
+    fn handed_to_unknown(&self, interp: &Interp, value: &Value);
+}
+
+/// AutoGraph, where converted code's `if`, `while` or `for` met a symbolic tensor.
+pub(crate) trait Autograph {
+    /// What made AutoGraph stage the statement that stopped with `flow`, if it converts it.
+    fn autograph_take(&self, interp: &mut Interp, flow: &super::Flow) -> Option<tf::autograph::Staged>;
+    /// Stages an `if` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_if(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// Stages a `while` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_while(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// Stages a `for` (`Ok(false)`: not one AutoGraph converts).
+    fn autograph_for(&self, interp: &mut Interp, ctx: &super::Ctx, stmt: &Stmt, staged: tf::autograph::Staged) -> PyResult<bool>;
+    /// A function with `return`s pending in one branch of a converted `if` ended with `ran`.
+    fn autograph_function_ends(&self, interp: &mut Interp, ran: PyResult<()>) -> PyResult<()>;
+}
+
+/// TensorFlow's tensors where Python meets them: operators, truth, conversions, text,
+/// attributes, items and iteration (`tf/tensor.rs`).
+pub(crate) trait Tensors {
+    fn tensor_binary_operator(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value>;
+    fn tensor_compare_operator(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value>;
+    fn tensor_unary_operator(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<array::Array>) -> PyResult<Value>;
+    fn tensor_truth(&self, interp: &mut Interp, a: &Rc<array::Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool>;
+    /// `int(t)`, `float(t)`, `bool(t)`, ... of a tensor; `None` for a value that is not one.
+    fn tensor_python_conversion(&self, interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>>;
+    fn tensor_iterate(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<Vec<Value>>;
+    fn tensor_getattr(&self, interp: &mut Interp, a: &Rc<array::Array>, name: &str) -> PyResult<Option<Value>>;
+    fn tensor_call_method(
+        &self,
+        interp: &mut Interp,
+        a: &Rc<array::Array>,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Kwargs,
+    ) -> PyResult<Value>;
+    fn tensor_getitem(&self, interp: &mut Interp, a: &Rc<array::Array>, idx: &Value) -> PyResult<Value>;
+    /// The error of `t[i] = x`.
+    fn tensor_item_assignment(&self, interp: &Interp, a: &array::Array) -> super::Flow;
+    fn tensor_str(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<String>;
+    fn tensor_repr(&self, interp: &mut Interp, a: &Rc<array::Array>) -> PyResult<String>;
+    /// A `TensorShape`'s dimensions as Python sees them when it iterates it.
+    fn tensor_shape_items(&self, dims: &[Option<usize>]) -> Vec<Value>;
 }
 
 /// The statements of user code a trace records for its reproducer.
@@ -161,13 +232,246 @@ pub(crate) mod numerics {
     pub(crate) use super::super::values_state::{loop_enter, loop_exit, loop_next, ValuesState};
 }
 
+/// Arrays where Python meets them (`jax/numpy/`), as the interpreter reaches them: through
+/// `Models` (`Numpy`): operators, truth, conversions, printing, attributes, items and
+/// iteration, jnp's calls, dtypes called as functions, NumPy mode and the errors of each.
 pub(crate) mod numpy {
-    pub(crate) use crate::jax::numpy::{
-        abs, array_bool, array_format, array_getattr, array_index, array_repr, array_str, array_to_float, array_to_python, binary_op,
-        broadcast_shapes, call, call_array_method, compare_op, dtype_arg, dtype_call, getitem, immutable_update_error, in_numpy_mode,
-        index_error_from_tracer, iterate_array, mark_numpy, note_captured_constant, numpy_conversion_error, numpy_setitem,
-        numpy_store_error, operand, promote, python_bool, round, unary_op, unknown_tracer_bool, unknown_tracer_to_python, Operand,
-    };
+    use std::rc::Rc;
+
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Flow, Interp, PyResult};
+    use super::array::Array;
+    use super::dtypes::DType;
+    use super::surface::JaxFn;
+    use crate::jax::aval::Shape;
+    use crate::jax::dtypes::{DTypeConfig, WeakDType};
+    use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
+
+    /// A value as a jnp operand: an array, or something unknown (the result is then unknown).
+    pub enum Operand {
+        Array(Rc<Array>),
+        Unknown,
+    }
+
+    /// What the interpreter asks of the JAX model's arrays; the wrappers below are its
+    /// callers' names for it.
+    pub(crate) trait Numpy {
+        /// Runs `f` (once) as NumPy computes when every array of `operands` is a NumPy array.
+        fn numpy_in_numpy_mode(
+            &self,
+            interp: &mut Interp,
+            operands: &[&Value],
+            f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
+        ) -> PyResult<Value>;
+        fn numpy_abs(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value>;
+        fn numpy_array_bool(&self, interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool>;
+        fn numpy_array_format(&self, interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String>;
+        fn numpy_array_getattr(&self, interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>>;
+        fn numpy_array_index(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64>;
+        fn numpy_array_repr(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String>;
+        fn numpy_array_str(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String>;
+        fn numpy_array_to_float(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value>;
+        fn numpy_array_to_python(&self, interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value>;
+        fn numpy_binary_op(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value>;
+        fn numpy_broadcast_shapes(&self, shapes: &[&[usize]]) -> Result<Shape, String>;
+        fn numpy_call(&self, interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+        fn numpy_call_array_method(
+            &self,
+            interp: &mut Interp,
+            a: &Rc<Array>,
+            name: &str,
+            args: Vec<Value>,
+            kwargs: Kwargs,
+        ) -> PyResult<Value>;
+        fn numpy_compare_op(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value>;
+        fn numpy_dtype_arg(&self, interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>>;
+        fn numpy_dtype_call(&self, interp: &mut Interp, d: DType, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+        fn numpy_getitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value>;
+        fn numpy_immutable_update_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
+        fn numpy_index_error_from_tracer(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
+        fn numpy_iterate_array(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>>;
+        fn numpy_mark_numpy(&self, v: Value) -> Value;
+        fn numpy_note_captured_constant(&self, interp: &mut Interp, a: &Rc<Array>);
+        fn numpy_numpy_conversion_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
+        fn numpy_numpy_setitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool>;
+        fn numpy_numpy_store_error(&self, interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow;
+        fn numpy_operand(&self, interp: &mut Interp, v: &Value) -> PyResult<Operand>;
+        fn numpy_promote(&self, operands: &[WeakDType], c: DTypeConfig) -> WeakDType;
+        fn numpy_python_bool(&self, interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool>;
+        fn numpy_round(&self, interp: &mut Interp, a: &Rc<Array>, digits: Option<Value>) -> PyResult<Value>;
+        fn numpy_unary_op(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value>;
+        fn numpy_unknown_tracer_bool(&self, interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow;
+        fn numpy_unknown_tracer_to_python(&self, interp: &mut Interp, func: &str) -> Flow;
+    }
+
+    pub(crate) fn in_numpy_mode(
+        interp: &mut Interp,
+        operands: &[&Value],
+        f: impl FnOnce(&mut Interp) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        let models = interp.models;
+        let mut f = Some(f);
+        // The model runs `f` exactly once; a second call would find it gone and run nothing.
+        models.numpy_in_numpy_mode(interp, operands, &mut |this| f.take().map_or(Ok(Value::None), |f| f(this)))
+    }
+
+    pub(crate) fn abs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_abs(interp, a)
+    }
+
+    pub(crate) fn array_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+        let models = interp.models;
+        models.numpy_array_bool(interp, a, what, expr)
+    }
+
+    pub(crate) fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
+        let models = interp.models;
+        models.numpy_array_format(interp, a, spec)
+    }
+
+    pub(crate) fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.numpy_array_getattr(interp, a, name)
+    }
+
+    pub(crate) fn array_index(interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
+        let models = interp.models;
+        models.numpy_array_index(interp, a)
+    }
+
+    pub(crate) fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        let models = interp.models;
+        models.numpy_array_repr(interp, a)
+    }
+
+    pub(crate) fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+        let models = interp.models;
+        models.numpy_array_str(interp, a)
+    }
+
+    pub(crate) fn array_to_float(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_array_to_float(interp, a)
+    }
+
+    pub(crate) fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_array_to_python(interp, a, func)
+    }
+
+    pub(crate) fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_binary_op(interp, op, l, r)
+    }
+
+    pub(crate) fn broadcast_shapes(interp: &Interp, shapes: &[&[usize]]) -> Result<Shape, String> {
+        interp.models.numpy_broadcast_shapes(shapes)
+    }
+
+    pub(crate) fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_call(interp, f, args, kwargs)
+    }
+
+    pub(crate) fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_call_array_method(interp, a, name, args, kwargs)
+    }
+
+    pub(crate) fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_compare_op(interp, op, l, r)
+    }
+
+    pub(crate) fn dtype_arg(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>> {
+        let models = interp.models;
+        models.numpy_dtype_arg(interp, v)
+    }
+
+    pub(crate) fn dtype_call(interp: &mut Interp, d: DType, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_dtype_call(interp, d, args, kwargs)
+    }
+
+    pub(crate) fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_getitem(interp, a, idx)
+    }
+
+    pub(crate) fn immutable_update_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        let models = interp.models;
+        models.numpy_immutable_update_error(interp, a)
+    }
+
+    pub(crate) fn index_error_from_tracer(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        let models = interp.models;
+        models.numpy_index_error_from_tracer(interp, a)
+    }
+
+    pub(crate) fn iterate_array(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+        let models = interp.models;
+        models.numpy_iterate_array(interp, a)
+    }
+
+    pub(crate) fn mark_numpy(interp: &Interp, v: Value) -> Value {
+        interp.models.numpy_mark_numpy(v)
+    }
+
+    pub(crate) fn note_captured_constant(interp: &mut Interp, a: &Rc<Array>) {
+        let models = interp.models;
+        models.numpy_note_captured_constant(interp, a)
+    }
+
+    pub(crate) fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
+        let models = interp.models;
+        models.numpy_numpy_conversion_error(interp, a)
+    }
+
+    pub(crate) fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool> {
+        let models = interp.models;
+        models.numpy_numpy_setitem(interp, a, idx, value)
+    }
+
+    pub(crate) fn numpy_store_error(interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow {
+        let models = interp.models;
+        models.numpy_numpy_store_error(interp, dest, idx, v)
+    }
+
+    pub(crate) fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
+        let models = interp.models;
+        models.numpy_operand(interp, v)
+    }
+
+    pub(crate) fn promote(interp: &Interp, operands: &[WeakDType], c: DTypeConfig) -> WeakDType {
+        interp.models.numpy_promote(operands, c)
+    }
+
+    pub(crate) fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool> {
+        let models = interp.models;
+        models.numpy_python_bool(interp, v, what)
+    }
+
+    pub(crate) fn round(interp: &mut Interp, a: &Rc<Array>, digits: Option<Value>) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_round(interp, a, digits)
+    }
+
+    pub(crate) fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+        let models = interp.models;
+        models.numpy_unary_op(interp, op, a)
+    }
+
+    pub(crate) fn unknown_tracer_bool(interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow {
+        let models = interp.models;
+        models.numpy_unknown_tracer_bool(interp, what, expr)
+    }
+
+    pub(crate) fn unknown_tracer_to_python(interp: &mut Interp, func: &str) -> Flow {
+        let models = interp.models;
+        models.numpy_unknown_tracer_to_python(interp, func)
+    }
 }
 
 pub(crate) mod print {
@@ -220,8 +524,47 @@ pub(crate) mod tf {
         call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,
         TfValue, EXCEPTION_CLASSES, TF_MODULES,
     };
+    /// AutoGraph (`tf/autograph/`), as the interpreter reaches it: through `Models`.
     pub(crate) mod autograph {
-        pub(crate) use crate::tf::autograph::{for_stmt, function_ends, if_stmt, take, while_stmt, Staged};
+        use std::rc::Rc;
+
+        use super::super::super::{Ctx, Flow, Interp, PyResult};
+        use super::super::array::Array;
+        use super::super::aval::Aval;
+        use crate::syntax::ast::Stmt;
+
+        /// What makes AutoGraph stage a statement.
+        pub enum Staged {
+            /// The symbolic tensor an `if`/`while` test gave.
+            Test(Rc<Array>),
+            /// A `for` over a symbolic tensor: the aval of its rows.
+            Iterate(Aval),
+        }
+
+        pub(crate) fn take(interp: &mut Interp, flow: &Flow) -> Option<Staged> {
+            let models = interp.models;
+            models.autograph_take(interp, flow)
+        }
+
+        pub(crate) fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_if(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn while_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_while(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn for_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: Staged) -> PyResult<bool> {
+            let models = interp.models;
+            models.autograph_for(interp, ctx, stmt, staged)
+        }
+
+        pub(crate) fn function_ends(interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
+            let models = interp.models;
+            models.autograph_function_ends(interp, ran)
+        }
     }
     /// A partly known tensor (`tf/partial.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod partial {
@@ -257,16 +600,109 @@ pub(crate) mod tf {
             interp.models.none_dimension_error(interp, message)
         }
     }
+    pub(crate) use crate::tf::shape_text;
+    /// A tensor (`tf/tensor.rs`), as the interpreter reaches it: through `Models`.
     pub(crate) mod tensor {
-        pub(crate) use crate::tf::tensor::{
-            binary_operator, call_method, compare_operator, getattr, getitem, item_assignment, iterate, python_conversion, repr,
-            shape_items, shape_str, str, truth, unary_operator,
-        };
+        use std::rc::Rc;
+
+        use super::super::super::call::Kwargs;
+        use super::super::super::value::Value;
+        use super::super::super::{Flow, Interp, PyResult};
+        use super::super::array::Array;
+        use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
+
+        pub(crate) fn binary_operator(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_binary_operator(interp, op, l, r)
+        }
+
+        pub(crate) fn compare_operator(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_compare_operator(interp, op, l, r)
+        }
+
+        pub(crate) fn unary_operator(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_unary_operator(interp, op, a)
+        }
+
+        pub(crate) fn truth(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
+            let models = interp.models;
+            models.tensor_truth(interp, a, what, expr)
+        }
+
+        pub(crate) fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult<Option<Value>> {
+            let models = interp.models;
+            models.tensor_python_conversion(interp, name, v)
+        }
+
+        pub(crate) fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
+            let models = interp.models;
+            models.tensor_iterate(interp, a)
+        }
+
+        pub(crate) fn getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
+            let models = interp.models;
+            models.tensor_getattr(interp, a, name)
+        }
+
+        pub(crate) fn call_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_call_method(interp, a, name, args, kwargs)
+        }
+
+        pub(crate) fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
+            let models = interp.models;
+            models.tensor_getitem(interp, a, idx)
+        }
+
+        pub(crate) fn item_assignment(interp: &Interp, a: &Array) -> Flow {
+            interp.models.tensor_item_assignment(interp, a)
+        }
+
+        pub(crate) fn str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+            let models = interp.models;
+            models.tensor_str(interp, a)
+        }
+
+        pub(crate) fn repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
+            let models = interp.models;
+            models.tensor_repr(interp, a)
+        }
+
+        pub(crate) fn shape_items(interp: &Interp, dims: &[Option<usize>]) -> Vec<Value> {
+            interp.models.tensor_shape_items(dims)
+        }
     }
 }
 
 pub(crate) mod entry_hooks {
-    pub(crate) use crate::entry_hooks::{
-        call_opaque, decided_by_command_line, expects_exception, getattr_opaque, handed_to_unknown, EntryState,
-    };
+    use std::rc::Rc;
+
+    use super::super::call::Kwargs;
+    use super::super::value::{Opaque, Value};
+    use super::super::{Interp, PyResult};
+
+    pub(crate) fn call_opaque(interp: &mut Interp, callee: &Rc<Opaque>, args: &[Value], kwargs: &Kwargs) -> Option<PyResult<Value>> {
+        let models = interp.models;
+        models.call_opaque(interp, callee, args, kwargs)
+    }
+
+    pub(crate) fn getattr_opaque(interp: &mut Interp, obj: &Rc<Opaque>, name: &str) -> Option<Value> {
+        let models = interp.models;
+        models.getattr_opaque(interp, obj, name)
+    }
+
+    pub(crate) fn decided_by_command_line(interp: &Interp, reads_before: Option<u64>) -> bool {
+        interp.models.decided_by_command_line(interp, reads_before)
+    }
+
+    pub(crate) fn expects_exception(interp: &Interp, manager: &Value) -> bool {
+        interp.models.expects_exception(manager)
+    }
+
+    /// Values handed to code tracelens does not model, which may change them there.
+    pub(crate) fn handed_to_unknown<'v>(interp: &Interp, values: impl IntoIterator<Item = &'v Value>) {
+        values.into_iter().for_each(|v| interp.models.handed_to_unknown(interp, v));
+    }
 }

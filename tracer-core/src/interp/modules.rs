@@ -1269,7 +1269,7 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
                     }
                 }
                 let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
-                crate::interp::model::numpy::broadcast_shapes(&refs).ok().map(|s| s.to_vec())
+                crate::interp::model::numpy::broadcast_shapes(interp, &refs).ok().map(|s| s.to_vec())
             }
             _ => Some(Vec::new()),
         };
@@ -1319,10 +1319,13 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
         None => dtype,
     };
     Ok(match shape {
-        Some(s) => crate::interp::model::numpy::mark_numpy(Value::Array(crate::interp::model::array::Array::unknown(
-            crate::interp::model::aval::Aval::new(&s, dtype),
-            "random values are not modelled",
-        ))),
+        Some(s) => crate::interp::model::numpy::mark_numpy(
+            interp,
+            Value::Array(crate::interp::model::array::Array::unknown(
+                crate::interp::model::aval::Aval::new(&s, dtype),
+                "random values are not modelled",
+            )),
+        ),
         None => Value::opaque(format!("np.random.{func}()")),
     })
 }
@@ -1369,5 +1372,5 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
     let result = crate::interp::model::numpy::call(interp, f, args, kwargs);
     interp.jax.config = saved;
     interp.jax.numpy_eager = saved_eager;
-    Ok(crate::interp::model::numpy::mark_numpy(result?))
+    Ok(crate::interp::model::numpy::mark_numpy(interp, result?))
 }

@@ -864,7 +864,7 @@ impl<'l> Interp<'l> {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" }
             }
             Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
-                PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::shape_items(dims)), pos: 0, kind: "iterator" }
+                PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::shape_items(self, dims)), pos: 0, kind: "iterator" }
             }
             Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Partial(p)) = &**b => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }

@@ -128,7 +128,7 @@ impl Shown {
     pub fn hover_text(&self) -> String {
         match self {
             Shown::Tensor(dims, dtype) => {
-                format!("Tensor(shape={}, dtype={})", crate::interp::model::tf::tensor::shape_str(dims), dtype.name())
+                format!("Tensor(shape={}, dtype={})", crate::interp::model::tf::shape_text::shape_str(dims), dtype.name())
             }
             _ => self.text(),
         }

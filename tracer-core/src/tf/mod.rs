@@ -36,6 +36,7 @@ pub mod partial;
 pub mod partial_tensor;
 mod print;
 mod retrace;
+pub mod shape_text;
 mod signature;
 pub mod surface;
 pub mod tape;

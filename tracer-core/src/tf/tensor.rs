@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use super::errors;
+pub use super::shape_text::{shape_repr, shape_str};
 use super::TfValue;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
@@ -627,21 +628,6 @@ pub fn shape_method(interp: &mut Interp, dims: &[Option<usize>], name: &str, _ar
         "is_fully_defined" => Ok(Value::Bool(dims.iter().all(Option::is_some))),
         _ => Err(interp.stop_unknown(format!("TensorShape.{name}() is not modelled"))),
     }
-}
-
-/// `str(TensorShape)`: `(2, 3)`, `(None, 3)`.
-pub fn shape_str(dims: &[Option<usize>]) -> String {
-    let items: Vec<String> = dims.iter().map(|d| d.map_or("None".to_string(), |d| d.to_string())).collect();
-    match items.len() {
-        1 => format!("({},)", items[0]),
-        _ => format!("({})", items.join(", ")),
-    }
-}
-
-/// `repr(TensorShape)`: `TensorShape([2, 3])`.
-pub fn shape_repr(dims: &[Option<usize>]) -> String {
-    let items: Vec<String> = dims.iter().map(|d| d.map_or("None".to_string(), |d| d.to_string())).collect();
-    format!("TensorShape([{}])", items.join(", "))
 }
 
 /// `shape[i]`: an int (or `None` for a dimension a trace does not know), `shape[a:b]` a shape.

@@ -4,11 +4,7 @@
 
 use super::*;
 
-/// A value as a jnp operand: an array, or something unknown (the result is then unknown).
-pub enum Operand {
-    Array(Rc<Array>),
-    Unknown,
-}
+pub use crate::interp::model::numpy::Operand;
 
 pub(super) fn cfg(interp: &Interp) -> dtypes::DTypeConfig {
     interp.jax.config

@@ -33,6 +33,7 @@ use crate::jax::array::Array;
 use crate::repro::converted::Converted;
 use crate::syntax::ast::{FunctionDef, Stmt};
 
+pub use crate::interp::model::tf::autograph::Staged;
 pub use cond::{function_ends, if_stmt};
 pub use loops::{check_accessible, check_output, for_stmt, while_stmt};
 
@@ -51,14 +52,6 @@ pub struct State {
     pending_returns: Vec<cond::PendingReturn>,
     /// `scope::block_vars` of the statements seen, by where they are.
     block_vars: HashMap<(u32, u32), Option<Rc<scope::BlockVars>>>,
-}
-
-/// What makes AutoGraph stage a statement.
-pub enum Staged {
-    /// The symbolic tensor an `if`/`while` test gave.
-    Test(Rc<Array>),
-    /// A `for` over a symbolic tensor: the aval of its rows.
-    Iterate(crate::jax::aval::Aval),
 }
 
 #[derive(Clone, Copy)]
