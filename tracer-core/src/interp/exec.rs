@@ -104,7 +104,8 @@ impl<'l> Interp<'l> {
                                 .as_ref()
                                 .is_some_and(|s| s.globals.borrow().iter().chain(s.nonlocals.borrow().iter()).any(|g| g.as_ref() == name))
                         };
-                        let once = taken && super::once_guard::flips_its_guard(test, body, outer);
+                        // Only a trace's mutations can be TL202: no syntax walk on other `if`s.
+                        let once = taken && self.jax.staging_depth() > 0 && super::once_guard::flips_its_guard(test, body, outer);
                         self.once_guarded += u32::from(once);
                         let ran = self.exec_branch(ctx, branch, reads_before);
                         self.once_guarded -= u32::from(once);
