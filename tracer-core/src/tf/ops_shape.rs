@@ -144,7 +144,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         TfFn::Shape | TfFn::Rank | TfFn::Size => {
             let x = tensor_arg!(0, "input");
             let out = match p.get(1, "out_type") {
-                Some(Value::DType(d)) => *d,
+                Some(Value::DType(d) | Value::TfDType(d)) => *d,
                 _ => DType::I32,
             };
             let v = match f {
@@ -171,7 +171,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::Cast => {
             let x = tensor_arg!(0, "x");
-            let Some(Value::DType(d)) = p.get(1, "dtype") else { return unknown(interp) };
+            let Some(Value::DType(d) | Value::TfDType(d)) = p.get(1, "dtype") else { return unknown(interp) };
             cast(interp, Value::Array(x), *d)
         }
         TfFn::ClipByValue => {

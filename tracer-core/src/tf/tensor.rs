@@ -464,7 +464,7 @@ pub fn getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Optio
     };
     Ok(match name {
         "shape" => Some(shape_value(&a.aval.shape)),
-        "dtype" => Some(Value::DType(a.aval.dtype)),
+        "dtype" => Some(Value::TfDType(a.aval.dtype)),
         "ndim" => Some(Value::Int(a.aval.ndim() as i64)),
         // A symbolic tensor has no value to give.
         "numpy" if a.is_tracer() => {
