@@ -1,6 +1,7 @@
 //! Errors a `tf.function`'s graph raises only when it runs, and the ops graph execution
-//! prunes (TL213). An op whose failure is certain from what the trace knows (today: a
-//! `tf.gather` whose constant indices are out of range on CPU) is recorded while tracing.
+//! prunes (TL213). An op whose failure is certain from what the trace knows (a `tf.gather`
+//! whose constant indices are out of range on CPU, an integer `//` or `%` by a constant
+//! divisor holding a zero) is recorded while tracing.
 //! When the trace ends, its fate follows from the graph: an op whose result reaches the
 //! outputs through plain equations runs, so every call of the graph raises TensorFlow's
 //! `Graph execution error` at the call; an op whose result nothing can read (its statement
@@ -28,6 +29,9 @@ pub struct Failing {
     /// TensorFlow's node type (`GatherV2`) and the kernel's message.
     node: &'static str,
     message: String,
+    /// Bound in a branch or loop body of the graph (`tf.cond`, AutoGraph's `if`, `while` and
+    /// `for` on tensors): whether it runs depends on the call's values, so it is left silent.
+    conditional: bool,
 }
 
 /// The op of a finished trace that makes every run of its graph fail.
@@ -68,6 +72,19 @@ pub fn gather_out_of_range(raw: &Value, indices: &Rc<Array>, size: usize) -> Opt
     Some(format!("indices[{}] = {value} is not in [0, {size})", position.join(",")))
 }
 
+/// Whether an integer `divisor` of `FloorDiv`/`FloorMod` certainly holds a zero, which the
+/// CPU kernel rejects (`Integer division by zero`) when the op's output is not empty. `raw` is
+/// the divisor as the user passed it (Python ints are known inside a graph too).
+pub fn divides_by_zero(raw: &Value, divisor: &Rc<Array>, output_size: usize) -> bool {
+    if !divisor.aval.dtype.is_integer() || output_size == 0 {
+        return false;
+    }
+    match python_ints(raw) {
+        Some(values) => values.contains(&0),
+        None => divisor.known().and_then(|k| crate::jax::eval::force_ints(&k, 1 << 16)).is_some_and(|d| d.iter().any(|v| *v == 0)),
+    }
+}
+
 /// A Python int, or a (nested) list or tuple of them, flattened in row-major order.
 fn python_ints(v: &Value) -> Option<Vec<i64>> {
     fn walk(v: &Value, out: &mut Vec<i64>) -> Option<()> {
@@ -98,7 +115,10 @@ pub fn eager(interp: &Interp, node: &str, message: &str, listed: bool) -> Flow {
 pub fn record(interp: &mut Interp, result: &Value, node: &'static str, message: String) {
     let Value::Array(a) = result else { return };
     let Some(t) = a.tracer().filter(|_| !interp.tf.active.is_empty()) else { return };
-    let failing = Failing { trace: t.trace, var: t.var, site: interp.site(), node, message };
+    let conditional = interp.tf.cond_branches > 0
+        || interp.tf.autograph.in_tensor_loop()
+        || interp.tf.active.last().is_some_and(|trace| interp.fork_logs.len() > trace.forks);
+    let failing = Failing { trace: t.trace, var: t.var, site: interp.site(), node, message, conditional };
     interp.tf.failing.push(failing);
 }
 
@@ -118,7 +138,7 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
     let runs = reaching_outputs(jaxpr, false);
     let may_run = reaching_outputs(jaxpr, true);
     let mut failure = None;
-    for f in mine {
+    for f in mine.into_iter().filter(|f| !f.conditional) {
         if runs.contains(&f.var) {
             failure.get_or_insert(GraphFailure { site: f.site, node: f.node, message: f.message });
         } else if !may_run.contains(&f.var) && f.site.is_some_and(|s| unread(interp, s)) {
