@@ -54,8 +54,9 @@ pub struct Entry {
     pub record: usize,
     /// The output structure with `None` for each tensor leaf, and the graph to evaluate them.
     pub outputs: Option<Outputs>,
-    /// The op that makes every run of this graph fail (`graph_run.rs`).
-    pub failure: Option<super::graph_run::GraphFailure>,
+    /// The op that makes every run of this graph fail, and the ops whose failure depends on
+    /// the call's tensors (`graph_run.rs`).
+    pub failure: super::graph_run::Settled,
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +145,8 @@ pub struct TfState {
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
     /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
     pub failing: Vec<super::graph_run::Failing>,
+    /// Gathers of the running traces whose indices are a tensor argument (`graph_run.rs`).
+    pub argument_indices: Vec<super::graph_run::ArgumentIndices>,
     /// `tf.cond` branches being traced (inline, `control.rs`): what they bind runs only when
     /// the predicate picks them.
     pub cond_branches: u32,
@@ -565,7 +568,7 @@ fn trace_once(
         _ => {
             interp.jax.abort_trace_unknown();
             super::graph_variables::abandon(interp, trace_id);
-            return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: None }, created)));
+            return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: Default::default() }, created)));
         }
     };
     let (jaxpr, mut consts) = interp.jax.pop_trace_with_consts(&arrays);
