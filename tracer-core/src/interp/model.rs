@@ -521,8 +521,8 @@ pub(crate) mod surface {
 
 pub(crate) mod tf {
     pub(crate) use crate::tf::{
-        call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,
-        TfValue, EXCEPTION_CLASSES, TF_MODULES,
+        call, call_method, dtype_attr, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text,
+        TfState, TfValue, EXCEPTION_CLASSES, TF_MODULES,
     };
     /// AutoGraph (`tf/autograph/`), as the interpreter reaches it: through `Models`.
     pub(crate) mod autograph {

@@ -364,7 +364,7 @@ impl<'l> Interp<'l> {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::DType(a), Value::DType(b)) => a == b,
+            (Value::DType(a) | Value::TfDType(a), Value::DType(b) | Value::TfDType(b)) => a == b,
             _ => match (l.identity(), r.identity()) {
                 (Some(a), Some(b)) => a == b,
                 _ => false,
@@ -421,7 +421,9 @@ impl<'l> Interp<'l> {
                 }
                 true
             }
-            (Value::DType(a), Value::DType(b)) => a == b,
+            // `tf.float32 == np.float32` and `t.dtype == 'float32'` are true in TensorFlow.
+            (Value::DType(a) | Value::TfDType(a), Value::DType(b) | Value::TfDType(b)) => a == b,
+            (Value::TfDType(a), Value::Str(s)) | (Value::Str(s), Value::TfDType(a)) => a.name() == &**s,
             (Value::Range(a, b, c), Value::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (Value::Opaque(_), _) | (_, Value::Opaque(_)) => return Err(self.stop_unknown("comparison with an unknown value")),
             (Value::Array(_), _) | (_, Value::Array(_)) => {
@@ -574,7 +576,7 @@ impl<'l> Interp<'l> {
                 HashKey::Tuple(keys)
             }
             Value::Ellipsis => HashKey::Ellipsis,
-            Value::DType(d) => HashKey::DType(*d),
+            Value::DType(d) | Value::TfDType(d) => HashKey::DType(*d),
             Value::Instance(inst) if inst.tuple.is_some() => {
                 let items = inst.tuple.clone().unwrap_or_default();
                 let mut keys = vec![HashKey::Identity(Rc::as_ptr(&inst.class) as *const u8 as usize)];
@@ -712,6 +714,7 @@ impl<'l> Interp<'l> {
             | Value::DType(_)
             | Value::Opaque(_)
             | Value::Slice(_) => self.to_str(v)?,
+            Value::TfDType(d) => format!("tf.{}", d.name()),
             Value::Builtin(b) => match &**b {
                 Builtin::Tf(t) => crate::interp::model::tf::text(self, t, true)?,
                 _ => self.to_str(v)?,
@@ -761,6 +764,7 @@ impl<'l> Interp<'l> {
             Value::Class(c) => format!("<class '{}'>", c.qualname),
             Value::Module(m) => format!("<module '{}'>", m.name),
             Value::DType(d) => d.name().to_string(),
+            Value::TfDType(d) => format!("<dtype: '{}'>", d.name()),
             Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::str(self, a)?,
             Value::Array(a) => jnp::array_str(self, a)?,
             Value::Instance(inst) => {
@@ -1400,6 +1404,7 @@ impl<'l> Interp<'l> {
                 }),
             },
             Value::Builtin(b) => super::builtins::builtin_getattr(self, b, name)?,
+            Value::TfDType(d) => Some(crate::interp::model::tf::dtype_attr(*d, name)),
             Value::DType(d) => match name {
                 "name" => Some(Value::str(d.name())),
                 "itemsize" => Some(Value::Int(d.itemsize() as i64)),

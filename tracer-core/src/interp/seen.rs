@@ -346,6 +346,7 @@ fn plain_repr(v: &Value, depth: usize) -> Option<String> {
         Value::Float(f) => super::value::repr_float(*f),
         Value::Str(s) => super::ops::py_str_repr(s),
         Value::DType(d) => d.name().to_string(),
+        Value::TfDType(d) => format!("tf.{}", d.name()),
         Value::Tuple(items) if depth < 2 && items.len() <= 8 => {
             let parts: Option<Vec<String>> = items.iter().map(|x| plain_repr(x, depth + 1)).collect();
             let parts = parts?;

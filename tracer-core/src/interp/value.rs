@@ -42,6 +42,10 @@ pub enum Value {
     Module(Rc<ModuleObj>),
     Array(Rc<Array>),
     DType(DType),
+    /// A TensorFlow `tf.DType` (`tf.float32`, `tensor.dtype`): the same dtype as `DType`,
+    /// equal to it, but printed as TensorFlow prints it (`<dtype: 'float32'>`, repr
+    /// `tf.float32`) and with TensorFlow's attributes (`is_floating`, `as_numpy_dtype`).
+    TfDType(DType),
     Iterator(Rc<RefCell<PyIter>>),
     Property(Rc<Property>),
     StaticMethod(Rc<Value>),
@@ -74,6 +78,13 @@ impl Value {
     }
     pub fn list(items: Vec<Value>) -> Value {
         Value::List(Rc::new(RefCell::new(items)))
+    }
+    /// The dtype a NumPy/JAX dtype or a TensorFlow `tf.DType` stands for.
+    pub fn as_dtype(&self) -> Option<DType> {
+        match self {
+            Value::DType(d) | Value::TfDType(d) => Some(*d),
+            _ => None,
+        }
     }
     pub fn opaque(what: impl Into<String>) -> Value {
         Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: false }))
@@ -150,6 +161,7 @@ impl Value {
                 }
             }
             Value::DType(_) => "type".into(),
+            Value::TfDType(_) => "DType".into(),
             Value::Iterator(it) => it.borrow().type_name().into(),
             Value::Property(_) => "property".into(),
             Value::StaticMethod(_) => "staticmethod".into(),

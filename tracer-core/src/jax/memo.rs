@@ -95,6 +95,7 @@ enum Print {
     Str(Rc<str>),
     None,
     DType(DType),
+    TfDType(DType),
     Tuple(Vec<Print>),
 }
 
@@ -257,6 +258,7 @@ fn print_of(v: &Value, file: FileId) -> Option<Print> {
         Value::Str(s) => Print::Str(s.clone()),
         Value::None => Print::None,
         Value::DType(d) => Print::DType(*d),
+        Value::TfDType(d) => Print::TfDType(*d),
         Value::Tuple(items) => Print::Tuple(items.iter().map(|x| print_of(x, file)).collect::<Option<_>>()?),
         _ => return None,
     })

@@ -130,7 +130,7 @@ fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
             Ok(s) => Arg::Lit(s),
             Err(_) => Arg::Unknown,
         },
-        Value::DType(d) => Arg::Lit(format!("jnp.{}", d.name())),
+        Value::DType(d) | Value::TfDType(d) => Arg::Lit(format!("jnp.{}", d.name())),
         // `dtype=bool`, `astype(int)`: Python's own types.
         Value::Builtin(b) if matches!(&**b, crate::interp::builtins::Builtin::Fn("bool" | "int" | "float" | "complex")) => {
             Arg::Lit(b.name())

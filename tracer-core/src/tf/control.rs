@@ -32,8 +32,11 @@ pub fn cond(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let pred = pred.clone();
     // Each branch as the reproducer writes it (`def true_fn(): ...`).
     let op = crate::jax::stmt::running_op(interp);
-    let on_true = crate::jax::stmt::call_passed(interp, op, "true_fn", true_fn, Vec::new())?;
-    let on_false = crate::jax::stmt::call_passed(interp, op, "false_fn", false_fn, Vec::new())?;
+    interp.tf.cond_branches += 1;
+    let on_true = crate::jax::stmt::call_passed(interp, op, "true_fn", true_fn, Vec::new());
+    let on_false = on_true.is_ok().then(|| crate::jax::stmt::call_passed(interp, op, "false_fn", false_fn, Vec::new()));
+    interp.tf.cond_branches -= 1;
+    let (on_true, on_false) = (on_true?, on_false.unwrap_or(Ok(Value::None))?);
     let (Some((t_kind, t_leaves)), Some((f_kind, f_leaves))) = (leaves(&on_true), leaves(&on_false)) else {
         return Ok(unknown_tensor(interp, "tf.cond branches whose outputs are not tensors"));
     };

@@ -54,8 +54,9 @@ pub struct Entry {
     pub record: usize,
     /// The output structure with `None` for each tensor leaf, and the graph to evaluate them.
     pub outputs: Option<Outputs>,
-    /// The op that makes every run of this graph fail (`graph_run.rs`).
-    pub failure: Option<super::graph_run::GraphFailure>,
+    /// The op that makes every run of this graph fail, and the ops whose failure depends on
+    /// the call's tensors (`graph_run.rs`).
+    pub failure: super::graph_run::Settled,
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +145,11 @@ pub struct TfState {
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
     /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
     pub failing: Vec<super::graph_run::Failing>,
+    /// Gathers of the running traces whose indices are a tensor argument (`graph_run.rs`).
+    pub argument_indices: Vec<super::graph_run::ArgumentIndices>,
+    /// `tf.cond` branches being traced (inline, `control.rs`): what they bind runs only when
+    /// the predicate picks them.
+    pub cond_branches: u32,
     /// `tf.experimental.numpy.experimental_enable_numpy_behavior()` was called: tensors have
     /// NumPy's methods and operands of different dtypes promote, which is not modelled, so
     /// those become unknown rather than TensorFlow's errors.
@@ -159,6 +165,9 @@ pub struct ActiveTrace {
     /// Variables may not be created in this trace (it is not the function's first).
     pub forbid_variables: bool,
     pub created_variables: bool,
+    /// How many paths past an unknown (`Interp::fork_logs`) were open when the trace began:
+    /// more while tracing is a branch or loop body of the graph (AutoGraph's `if`/`while`).
+    pub forks: usize,
 }
 
 impl TfFunction {
@@ -527,7 +536,8 @@ fn trace_once(
     interp.jax.traces[pos].arg_names = f.params.clone();
     interp.jax.records[record].arg_names = f.params.clone();
     interp.jax.records[record].input_parameters = super::concrete::input_parameters(interp, f, key, args, kwargs).map(Rc::new);
-    interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false });
+    let forks = interp.fork_logs.len();
+    interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false, forks });
     let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);
     interp.tf.none_dimension_read = none_read;
@@ -558,7 +568,7 @@ fn trace_once(
         _ => {
             interp.jax.abort_trace_unknown();
             super::graph_variables::abandon(interp, trace_id);
-            return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: None }, created)));
+            return Ok(Some((Entry { key: key.clone(), call_site, record, outputs: None, failure: Default::default() }, created)));
         }
     };
     let (jaxpr, mut consts) = interp.jax.pop_trace_with_consts(&arrays);
@@ -711,7 +721,8 @@ fn trace_unknown(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwar
     );
     let record = interp.jax.traces[pos].record;
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
-    interp.tf.active.push(ActiveTrace { function: f.clone(), key: None, forbid_variables: false, created_variables: false });
+    let forks = interp.fork_logs.len();
+    interp.tf.active.push(ActiveTrace { function: f.clone(), key: None, forbid_variables: false, created_variables: false, forks });
     let args: Vec<Value> = args.iter().map(|a| unknown_leaves(a)).collect();
     let kwargs: Kwargs = kwargs.into_iter().map(|(k, v)| (k, unknown_leaves(&v))).collect();
     let ran = interp.call(&f.fun, args, kwargs);

@@ -19,7 +19,7 @@ pub fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors:
     let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
         return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
     };
-    super::graph_run::on_call(interp, f.entries.borrow()[entry].failure.as_ref())?;
+    super::graph_run::on_call(interp, &f.entries.borrow()[entry].failure, tensors)?;
     let mut ins = outputs.consts.clone();
     ins.extend(tensors.iter().cloned());
     let mut jaxpr = outputs.jaxpr.clone();

@@ -149,6 +149,25 @@ impl TfValue {
     }
 }
 
+/// An attribute of a `tf.DType` (`tf.float32.name`, `t.dtype.is_floating`), as TensorFlow
+/// 2.21 has them; one tracelens does not model is opaque.
+pub fn dtype_attr(d: DType, name: &str) -> Value {
+    match name {
+        "name" => Value::str(d.name()),
+        "size" => Value::Int(d.itemsize() as i64),
+        "is_floating" => Value::Bool(d.is_floating()),
+        "is_integer" => Value::Bool(d.is_integer()),
+        "is_bool" => Value::Bool(d.is_bool()),
+        "is_complex" => Value::Bool(d.is_complex()),
+        "is_unsigned" => Value::Bool(d.is_unsigned()),
+        "base_dtype" => Value::TfDType(d),
+        "real_dtype" => Value::TfDType(d.real_dtype()),
+        // The NumPy type: `np.zeros(3, t.dtype.as_numpy_dtype)`.
+        "as_numpy_dtype" => Value::DType(d),
+        _ => Value::opaque(format!("tf.{}.{name}", d.name())),
+    }
+}
+
 /// `tf.<name>`: a surface function, a dtype, a submodule's attribute; `None` for what
 /// TensorFlow does not have, opaque for what it has and tracelens does not model.
 pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Value> {
@@ -157,7 +176,7 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
     }
     if module == "tensorflow" {
         if let Some(d) = tensor::dtype_named(name) {
-            return Some(Value::DType(d));
+            return Some(Value::TfDType(d));
         }
         match name {
             "newaxis" => return Some(Value::None),
@@ -248,7 +267,7 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
             _ => None,
         },
         TfValue::Spec(spec) => match name {
-            "dtype" => Some(Value::DType(spec.dtype)),
+            "dtype" => Some(Value::TfDType(spec.dtype)),
             "shape" => Some(match &spec.shape {
                 Some(dims) => TfValue::Shape(Rc::new(dims.clone())).value(),
                 None => Value::opaque("the shape of a TensorSpec of unknown rank"),

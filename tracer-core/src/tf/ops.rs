@@ -335,7 +335,7 @@ fn tensor_spec(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         },
     };
     let dtype = match p.get(1, "dtype") {
-        Some(Value::DType(d)) => *d,
+        Some(Value::DType(d) | Value::TfDType(d)) => *d,
         Some(_) => return Ok(Value::opaque("a TensorSpec of a dtype tracelens does not model")),
         None => DType::F32,
     };

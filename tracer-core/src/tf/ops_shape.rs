@@ -144,7 +144,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         TfFn::Shape | TfFn::Rank | TfFn::Size => {
             let x = tensor_arg!(0, "input");
             let out = match p.get(1, "out_type") {
-                Some(Value::DType(d)) => *d,
+                Some(Value::DType(d) | Value::TfDType(d)) => *d,
                 _ => DType::I32,
             };
             let v = match f {
@@ -171,7 +171,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::Cast => {
             let x = tensor_arg!(0, "x");
-            let Some(Value::DType(d)) = p.get(1, "dtype") else { return unknown(interp) };
+            let Some(Value::DType(d) | Value::TfDType(d)) = p.get(1, "dtype") else { return unknown(interp) };
             cast(interp, Value::Array(x), *d)
         }
         TfFn::ClipByValue => {
@@ -204,17 +204,18 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let axis = int_of(p.get(3, "axis")).unwrap_or(0);
             let nd = x.aval.shape.len() as i64;
             // CPU kernels check the indices (JAX's gather fills instead).
-            let failing = (-nd..nd)
-                .contains(&axis)
-                .then(|| x.aval.shape[axis.rem_euclid(nd) as usize])
-                .and_then(|size| super::graph_run::gather_out_of_range(p.get(1, "indices")?, &idx, size));
+            let size = (-nd..nd).contains(&axis).then(|| x.aval.shape[axis.rem_euclid(nd) as usize]);
+            let failing = size.and_then(|size| super::graph_run::gather_out_of_range(p.get(1, "indices")?, &idx, size));
             if let (Some(message), false) = (&failing, super::in_graph(interp)) {
                 let listed = matches!(p.get(1, "indices"), Some(Value::List(_) | Value::Tuple(_)));
                 return Err(super::graph_run::eager(interp, "GatherV2", message, listed));
             }
             let r = delegate(interp, J::Take, vec![arr(&x), arr(&idx)], vec![kw("axis", Value::Int(axis))])?;
-            if let Some(message) = failing {
-                super::graph_run::record(interp, &r, "GatherV2", message);
+            match (failing, size) {
+                (Some(message), _) => super::graph_run::record(interp, &r, "GatherV2", message),
+                // Indices that may be an argument: each call's values decide (`graph_run.rs`).
+                (None, Some(size)) => super::graph_run::record_gather(interp, &r, &idx, size),
+                (None, None) => {}
             }
             Ok(r)
         }

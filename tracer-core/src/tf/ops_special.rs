@@ -27,7 +27,7 @@ fn arr(a: &Rc<Array>) -> Value {
 fn dtype_of(v: Option<&Value>) -> Option<Option<DType>> {
     match v {
         None => Some(None),
-        Some(Value::DType(d)) => Some(Some(*d)),
+        Some(Value::DType(d) | Value::TfDType(d)) => Some(Some(*d)),
         Some(_) => None,
     }
 }
@@ -67,7 +67,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
                 return unknown(interp);
             }
             let hint = dtype.or(match p.get(usize::MAX, "dtype_hint") {
-                Some(Value::DType(d)) => Some(*d),
+                Some(Value::DType(d) | Value::TfDType(d)) => Some(*d),
                 _ => None,
             });
             let Some(t) = to_tensor(interp, value, hint)? else { return unknown(interp) };

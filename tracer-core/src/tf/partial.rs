@@ -46,7 +46,7 @@ pub fn most_specific_common(a: &[Option<usize>], b: &[Option<usize>]) -> Option<
 pub fn getattr(interp: &mut Interp, p: &Rc<PartialTensor>, name: &str) -> PyResult<Option<Value>> {
     Ok(Some(match name {
         "shape" => TfValue::Shape(Rc::new(p.dims.clone())).value(),
-        "dtype" => Value::DType(p.dtype),
+        "dtype" => Value::TfDType(p.dtype),
         "ndim" => Value::Int(p.dims.len() as i64),
         "numpy" => {
             return Err(interp.raise(

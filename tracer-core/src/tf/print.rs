@@ -131,6 +131,8 @@ fn emit(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) {
             Value::Str(s) => Some(s.to_string()),
             Value::Array(t) => summary(interp, t, summarize),
             Value::List(_) | Value::Tuple(_) | Value::Dict(_) => structure(interp, a, summarize),
+            // A dtype is printed by its repr: `tf.float32`.
+            Value::TfDType(_) => interp.repr(a).ok(),
             other => interp.to_str(other).ok(),
         };
         match part {

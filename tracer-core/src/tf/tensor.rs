@@ -237,7 +237,21 @@ pub fn apply_binary(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> P
         return int_truediv(interp, &a, &b);
     }
     let b = if op.op == "RealDiv" { exact_divisor(interp, &a, b, y)? } else { b };
-    super::ops::delegate(interp, op.jnp, vec![Value::Array(a), Value::Array(b)], Vec::new())
+    // An integer `//` or `%` by zero is the CPU kernel's error (JAX's gives a number):
+    // eagerly at once, in a graph when (if) the graph runs the op (`graph_run.rs`).
+    let by_zero = matches!(op.op, "FloorDiv" | "FloorMod") && {
+        let size = jnp::broadcast_shapes(&[&a.aval.shape, &b.aval.shape]).map_or(0, |s| s.iter().product());
+        super::graph_run::divides_by_zero(y, &b, size)
+    };
+    if by_zero && !super::in_graph(interp) {
+        let listed = [x, y].iter().any(|v| matches!(v, Value::List(_) | Value::Tuple(_)));
+        return Err(super::graph_run::eager(interp, op.op, "Integer division by zero", listed));
+    }
+    let r = super::ops::delegate(interp, op.jnp, vec![Value::Array(a), Value::Array(b)], Vec::new())?;
+    if by_zero {
+        super::graph_run::record(interp, &r, op.node, "Integer division by zero".to_string());
+    }
+    Ok(r)
 }
 
 /// TensorFlow divides element by element: eagerly always, and in a graph by a divisor the
@@ -296,6 +310,13 @@ pub fn binary_operator(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> 
         BinOp::MatMul => return super::ops::call(interp, super::TfFn::Matmul, vec![l.clone(), r.clone()], Vec::new()),
         _ => return Ok(unknown_tensor(interp, "an operator TensorFlow tracelens does not model")),
     };
+    // `[7, 8] // t`: the reflected operator converts the list to a tensor of `t`'s dtype
+    // before the op, so the op's error reads as one of tensors.
+    if let (Value::List(_) | Value::Tuple(_), Some(d)) = (l, tensor_dtype(r)) {
+        if let Some(converted) = to_tensor(interp, l, Some(d))? {
+            return apply_binary(interp, &spec, &Value::Array(converted), r);
+        }
+    }
     apply_binary(interp, &spec, l, r)
 }
 
@@ -464,7 +485,7 @@ pub fn getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Optio
     };
     Ok(match name {
         "shape" => Some(shape_value(&a.aval.shape)),
-        "dtype" => Some(Value::DType(a.aval.dtype)),
+        "dtype" => Some(Value::TfDType(a.aval.dtype)),
         "ndim" => Some(Value::Int(a.aval.ndim() as i64)),
         // A symbolic tensor has no value to give.
         "numpy" if a.is_tracer() => {

@@ -90,7 +90,7 @@ fn dims_value(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Option<usiz
 
 /// `tf.TensorArray(...)`; opaque when its dtype or size is not read.
 pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
-    let Some(Value::DType(dtype)) = p.get(0, "dtype") else {
+    let Some(Value::DType(dtype) | Value::TfDType(dtype)) = p.get(0, "dtype") else {
         return Ok(Value::opaque("a tf.TensorArray of a dtype tracelens does not read"));
     };
     let flag = |interp: &mut Interp, i: usize, name: &str, default: bool| -> PyResult<bool> {
@@ -152,7 +152,7 @@ pub fn getattr(ta: &Rc<TensorArray>, name: &str) -> Option<Value> {
     let method = || TfValue::Method(Box::new(TfValue::TensorArray(ta.clone())), Rc::from(name)).value();
     Some(match name {
         "write" | "read" | "stack" | "unstack" | "size" | "gather" | "scatter" | "concat" | "close" | "mark_used" | "identity" => method(),
-        "dtype" => Value::DType(ta.dtype),
+        "dtype" => Value::TfDType(ta.dtype),
         "dynamic_size" => Value::Bool(ta.dynamic_size),
         "element_shape" => match &*ta.element_shape.borrow() {
             Some(d) => TfValue::Shape(Rc::new(d.clone())).value(),

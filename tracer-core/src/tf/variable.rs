@@ -36,7 +36,7 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         other => other.clone(),
     };
     let dtype = match p.get(usize::MAX, "dtype") {
-        Some(Value::DType(d)) => Some(*d),
+        Some(Value::DType(d) | Value::TfDType(d)) => Some(*d),
         Some(_) => return Ok(Value::opaque("a tf.Variable of a dtype tracelens does not model")),
         None => None,
     };
@@ -86,7 +86,7 @@ pub fn getattr(interp: &mut Interp, v: &Rc<Variable>, name: &str) -> PyResult<Op
     let aval = v.value.borrow().aval.clone();
     Ok(match name {
         "shape" => Some(tensor::shape_value(&aval.shape)),
-        "dtype" => Some(Value::DType(aval.dtype)),
+        "dtype" => Some(Value::TfDType(aval.dtype)),
         "trainable" => Some(Value::Bool(v.trainable)),
         "name" => Some(Value::str(&format!("{}:0", v.name))),
         "assign" | "assign_add" | "assign_sub" | "read_value" | "numpy" | "value" => method(name),

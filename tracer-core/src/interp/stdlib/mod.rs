@@ -148,7 +148,7 @@ pub fn function_has_attribute(name: &str) -> bool {
 pub fn is_union_operand(l: &super::value::Value, r: &super::value::Value) -> bool {
     use super::value::Value;
     let is_type = |v: &Value| match v {
-        Value::Class(_) | Value::DType(_) => true,
+        Value::Class(_) | Value::DType(_) | Value::TfDType(_) => true,
         Value::Builtin(b) => matches!(&**b, super::builtins::Builtin::Fn(n)
             if attributes_of(TYPE_ATTRS, n).is_some()
                 || matches!(builtin(n), Some((_, BuiltinKind::Class)))

@@ -145,7 +145,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let mut wds = Vec::new();
             for v in args {
                 match (dtype_arg(interp, Some(v))?, v) {
-                    (Some(d), Value::DType(_) | Value::Str(_)) => wds.push(WeakDType { dtype: d, weak: false }),
+                    (Some(d), Value::DType(_) | Value::TfDType(_) | Value::Str(_)) => wds.push(WeakDType { dtype: d, weak: false }),
                     (Some(_), Value::Array(a)) => wds.push(a.aval.weak_dtype()),
                     _ => match operand(interp, v)? {
                         Operand::Array(a) => wds.push(a.aval.weak_dtype()),
@@ -365,7 +365,7 @@ pub fn dtype_arg(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DTyp
         None | Some(Value::None) => None,
         // An unknown dtype is not the default one: what is made of it is unknown too.
         Some(Value::Opaque(_)) => return Err(interp.stop_unknown("a dtype that is not known")),
-        Some(Value::DType(d)) => Some(*d),
+        Some(Value::DType(d) | Value::TfDType(d)) => Some(*d),
         Some(Value::Str(s)) => DType::from_name(s),
         Some(Value::Builtin(b)) => match b.name().as_str() {
             "float" => Some(dtypes::default_float(c)),

@@ -62,6 +62,10 @@ struct LoopBody {
 }
 
 impl State {
+    /// Whether a tensor loop's body is being traced (it may run any number of times).
+    pub fn in_tensor_loop(&self) -> bool {
+        !self.tensor_loops.is_empty()
+    }
     pub fn has_pending_returns(&self) -> bool {
         !self.pending_returns.is_empty()
     }
