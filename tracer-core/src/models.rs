@@ -11,7 +11,10 @@ use crate::interp::model::numpy::{Numpy, Operand};
 use crate::interp::model::surface::JaxFn;
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
-use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, Tensors, TraceMemos, Values};
+use crate::interp::model::{
+    stmt, Autograph, Effects, EntryHooks, JaxObjectView, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjectView, TheModels,
+    TraceMemos, Values,
+};
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
 use crate::jax::aval::Shape;
@@ -321,5 +324,56 @@ impl Numpy for JaxAndTf {
 
     fn numpy_unknown_tracer_to_python(&self, interp: &mut Interp, func: &str) -> Flow {
         crate::jax::numpy::unknown_tracer_to_python(interp, func)
+    }
+}
+
+impl ModelTypes for TheModels {
+    type JaxState = crate::jax::JaxState;
+    type TfState = crate::tf::TfState;
+    type JaxObject = crate::jax::api::JaxObject;
+    type TfObject = crate::tf::TfValue;
+}
+
+impl JaxObjectView for crate::jax::api::JaxObject {
+    fn at_array(&self) -> Option<&Rc<Array>> {
+        match self {
+            crate::jax::api::JaxObject::At { array } => Some(array),
+            _ => None,
+        }
+    }
+
+    fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>> {
+        match (self, other) {
+            (crate::jax::api::JaxObject::TreeDef(x), crate::jax::api::JaxObject::TreeDef(y)) => Some(x.equals(y)),
+            _ => None,
+        }
+    }
+}
+
+impl TfObjectView for crate::tf::TfValue {
+    fn shape_dims(&self) -> Option<&Rc<Vec<Option<usize>>>> {
+        match self {
+            crate::tf::TfValue::Shape(dims) => Some(dims),
+            _ => None,
+        }
+    }
+
+    fn partial(&self) -> Option<&Rc<PartialTensor>> {
+        match self {
+            crate::tf::TfValue::Partial(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn is_tape(&self) -> bool {
+        matches!(self, crate::tf::TfValue::Tape(_))
+    }
+
+    fn is_tensor_like(&self) -> bool {
+        matches!(self, crate::tf::TfValue::Variable(_) | crate::tf::TfValue::Partial(_))
+    }
+
+    fn is_function_method(&self) -> bool {
+        matches!(self, crate::tf::TfValue::Method(recv, _) if matches!(**recv, crate::tf::TfValue::Function(_)))
     }
 }

@@ -11,8 +11,8 @@ use std::rc::Rc;
 use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
-use crate::interp::model::api::JaxObject;
 use crate::interp::model::surface::JaxFn;
+use crate::interp::model::{JaxObject, TfObject, TfObjectView};
 
 use super::call::Kwargs;
 use super::ops::{as_f64, as_int};
@@ -36,7 +36,7 @@ pub enum Builtin {
     /// `super()` bound to a class and an object.
     Super { class: Rc<Class>, obj: Value },
     /// A function or object of TensorFlow's API (`crate::tf`).
-    Tf(crate::interp::model::tf::TfValue),
+    Tf(TfObject),
 }
 
 impl Builtin {
@@ -405,9 +405,7 @@ impl<'l> Interp<'l> {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
                 },
-                Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
-                    Value::Int(dims.len() as i64)
-                }
+                Value::Builtin(b) if let Some(dims) = crate::interp::model::tf::shape_dims(b) => Value::Int(dims.len() as i64),
                 Value::Opaque(_) => Value::opaque("len of an unknown value"),
                 // An enum class: its members, which the interpreter counts when their values
                 // are distinct literals (equal ones are aliases).
@@ -1568,7 +1566,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
 pub fn enter_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
     Ok(match &**b {
         // `with tf.GradientTape() as tape:` binds the tape itself, which records from here.
-        Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) => {
+        Builtin::Tf(t) if t.is_tape() => {
             crate::interp::model::tf::call_method(interp, t, "__enter__", Vec::new(), Vec::new())?;
             Value::Builtin(b.clone())
         }
@@ -1577,8 +1575,11 @@ pub fn enter_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<V
 }
 
 pub fn exit_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) {
-    if let Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) = &**b {
-        let _ = crate::interp::model::tf::call_method(interp, t, "__exit__", Vec::new(), Vec::new());
+    match &**b {
+        Builtin::Tf(t) if t.is_tape() => {
+            let _ = crate::interp::model::tf::call_method(interp, t, "__exit__", Vec::new(), Vec::new());
+        }
+        _ => {}
     }
 }
 

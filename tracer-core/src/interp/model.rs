@@ -1,21 +1,20 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
-//! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and holds
-//! the models' objects (`api::JaxObject`, `tf::TfValue`) whose calls and attributes it hands
-//! back to them (`api`, `tf`). Everything else is the models' own; a new need of the
-//! interpreter is a new line here, which a review sees. These lines are every edge of the
-//! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
-//! `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules through
-//! which the others enter the circle `interp/` shares with `jax/` are listed, to shrink, in
-//! tests/architecture.rs. What the interpreter reaches through `Interp::models` instead, the
-//! `Models` traits below (implemented by the crate's `models.rs`): the trace-time effects,
+//! interpreter holds arrays (`Array`, their `Aval` and `DType`), the models' state (`JaxState`,
+//! `TfState`; values mode's and the entry-point hooks' are its own) and the models' objects
+//! (`JaxObject`, `TfObject`), the last four as the types `ModelTypes` names, which the crate's
+//! `models.rs` chooses, so holding them names no model module; the objects' calls and
+//! attributes it hands back to the models (`api`, `tf`). Everything else is the models' own; a
+//! new need of the interpreter is a new line here, which a review sees. These lines are every
+//! edge of the import graph from `interp/` into the models; the array layer (`array`, `aval`,
+//! `dtypes`, `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules
+//! through which the others enter the circle `interp/` shares with `jax/` are listed, to
+//! shrink, in tests/architecture.rs. What the interpreter reaches through `Interp::models`
+//! instead, the `Models` traits below (implemented by `models.rs`): the trace-time effects,
 //! recorded statements, values and memo notes of the JAX model, where Python meets an array
 //! (`numpy`), a tensor (`tf::tensor`, `tf::partial`), AutoGraph's staged statements
 //! (`tf::autograph`) and unknown libraries' calls (`entry_hooks`), names no model module;
 //! their wrappers keep the module names the callers use.
-
-pub(crate) use crate::jax::JaxState;
 
 use super::call::Kwargs;
 use super::value::Value;
@@ -31,6 +30,61 @@ use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 pub(crate) trait Models:
     Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy
 {
+}
+
+/// The types of the models' state and objects the interpreter holds, named without naming a
+/// model module: the crate's `models.rs` chooses them for `TheModels`, as it chooses the
+/// `Models` the interpreter calls. The interpreter keeps them and hands them back; what it
+/// asks of an object is its view trait below (`JaxObjectView`, `TfObjectView`) or a method of
+/// `Models`. The compiler resolves `<TheModels as ModelTypes>::JaxState` to the model's type
+/// wherever it is used, so holding them costs nothing on the models' hot paths
+/// (`interp.jax.traces` is a field read, as before) and needs no downcast.
+pub trait ModelTypes {
+    /// The JAX model's state (`Interp::jax`): its traces, records, jit cache and config.
+    type JaxState: Default;
+    /// The TensorFlow front end's state (`Interp::tf`): the `tf.function` traces being run.
+    type TfState: Default;
+    /// A callable or helper object of JAX's API (`Builtin::Object`): a jitted function,
+    /// `x.at[i]`, a PyTreeDef.
+    type JaxObject: JaxObjectView + std::fmt::Debug;
+    /// An object of TensorFlow's API that is not a tensor (`Builtin::Tf`).
+    type TfObject: TfObjectView + Clone + std::fmt::Debug;
+}
+
+/// The models this crate runs with: `models.rs` implements `ModelTypes` for it.
+pub enum TheModels {}
+
+/// The JAX model's state, as the interpreter holds it (`Interp::jax`).
+pub(crate) type JaxState = <TheModels as ModelTypes>::JaxState;
+/// The TensorFlow front end's state, as the interpreter holds it (`Interp::tf`).
+pub(crate) type TfState = <TheModels as ModelTypes>::TfState;
+/// A JAX object, as `Builtin::Object` holds it.
+pub(crate) type JaxObject = <TheModels as ModelTypes>::JaxObject;
+/// A TensorFlow object, as `Builtin::Tf` holds it.
+pub(crate) type TfObject = <TheModels as ModelTypes>::TfObject;
+
+/// What the interpreter reads of a JAX object itself.
+pub trait JaxObjectView {
+    /// `x.at`: the array it indexes (`x.at[i]` is then `Models::jax_at_getitem`).
+    fn at_array(&self) -> Option<&Rc<array::Array>>;
+    /// Whether two PyTreeDefs have one structure (`Some(None)`: not known); `None` when
+    /// either object is not a PyTreeDef.
+    fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>>;
+}
+
+/// What the interpreter reads of a TensorFlow object itself.
+pub trait TfObjectView {
+    /// A `TensorShape`'s dimensions (`None` where a trace does not know one).
+    fn shape_dims(&self) -> Option<&Rc<Vec<Option<usize>>>>;
+    /// A symbolic tensor whose shape is known only in part.
+    fn partial(&self) -> Option<&Rc<tf::partial::PartialTensor>>;
+    /// A `tf.GradientTape`, which `with` enters and exits.
+    fn is_tape(&self) -> bool;
+    /// A variable or a partly known tensor: a tensor to Python's operators.
+    fn is_tensor_like(&self) -> bool;
+    /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance
+    /// first when the function is a method reached through its instance.
+    fn is_function_method(&self) -> bool;
 }
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
@@ -151,7 +205,7 @@ pub(crate) trait Statements {
 
 pub(crate) mod api {
     pub(crate) use crate::jax::api::{
-        at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr, JaxObject,
+        at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr,
     };
 }
 
@@ -520,10 +574,21 @@ pub(crate) mod surface {
 }
 
 pub(crate) mod tf {
+    use super::super::builtins::Builtin;
+    use super::TfObjectView;
     pub(crate) use crate::tf::{
-        call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text, TfState,
-        TfValue, EXCEPTION_CLASSES, TF_MODULES,
+        call, call_method, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text,
+        EXCEPTION_CLASSES, TF_MODULES,
     };
+
+    /// The dimensions of the `TensorShape` `b` is, if it is one.
+    pub(crate) fn shape_dims(b: &Builtin) -> Option<&std::rc::Rc<Vec<Option<usize>>>> {
+        match b {
+            Builtin::Tf(t) => t.shape_dims(),
+            _ => None,
+        }
+    }
+
     /// AutoGraph (`tf/autograph/`), as the interpreter reaches it: through `Models`.
     pub(crate) mod autograph {
         use std::rc::Rc;
@@ -573,15 +638,21 @@ pub(crate) mod tf {
         use super::super::super::builtins::Builtin;
         use super::super::super::value::Value;
         use super::super::super::{Flow, Interp, PyResult};
+        use super::super::TfObjectView;
         pub(crate) use crate::tf::partial_tensor::PartialTensor;
 
         /// The partly known tensor `v` is, if it is one.
         pub fn of(v: &Value) -> Option<Rc<PartialTensor>> {
             match v {
-                Value::Builtin(b) => match &**b {
-                    Builtin::Tf(super::TfValue::Partial(p)) => Some(p.clone()),
-                    _ => None,
-                },
+                Value::Builtin(b) => of_builtin(b).cloned(),
+                _ => None,
+            }
+        }
+
+        /// The partly known tensor `b` is, if it is one.
+        pub fn of_builtin(b: &Builtin) -> Option<&Rc<PartialTensor>> {
+            match b {
+                Builtin::Tf(t) => t.partial(),
                 _ => None,
             }
         }

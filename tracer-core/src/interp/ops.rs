@@ -11,6 +11,7 @@ use std::rc::Rc;
 use crate::diagnostics::Code;
 use crate::interp::model::numpy as jnp;
 use crate::interp::model::stmt;
+use crate::interp::model::JaxObjectView;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
@@ -863,10 +864,10 @@ impl<'l> Interp<'l> {
             Value::Array(a) if a.tf.get() => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" }
             }
-            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
+            Value::Builtin(b) if let Some(dims) = crate::interp::model::tf::shape_dims(b) => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::shape_items(self, dims)), pos: 0, kind: "iterator" }
             }
-            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Partial(p)) = &**b => {
+            Value::Builtin(b) if let Some(p) = crate::interp::model::tf::partial::of_builtin(b) => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }
             }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
@@ -1014,9 +1015,7 @@ impl<'l> Interp<'l> {
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
-                Builtin::Object(crate::interp::model::api::JaxObject::At { array }) => {
-                    Ok(crate::interp::model::api::at_getitem(array, idx))
-                }
+                Builtin::Object(o) if let Some(array) = o.at_array() => Ok(crate::interp::model::api::at_getitem(array, idx)),
                 Builtin::Tf(t) => crate::interp::model::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
@@ -1755,10 +1754,9 @@ fn maybe_same_array(unknown: &Value, array: &Value) -> bool {
 /// Two PyTreeDefs (`jtu.tree_structure(a) == jtu.tree_flatten(b)[1]`) compare by structure,
 /// not identity; `Some(None)` when that is not known.
 fn treedefs_equal(l: &Value, r: &Value) -> Option<Option<bool>> {
-    use crate::interp::model::api::JaxObject;
     match (l, r) {
         (Value::Builtin(a), Value::Builtin(b)) => match (&**a, &**b) {
-            (Builtin::Object(JaxObject::TreeDef(x)), Builtin::Object(JaxObject::TreeDef(y))) => Some(x.equals(y)),
+            (Builtin::Object(x), Builtin::Object(y)) => x.treedefs_equal(y),
             _ => None,
         },
         _ => None,
