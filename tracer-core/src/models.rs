@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
 use crate::interp::model::dtypes::DType;
@@ -12,11 +13,12 @@ use crate::interp::model::surface::JaxFn;
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
 use crate::interp::model::{
-    stmt, Autograph, Effects, EntryHooks, JaxObjectView, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjectView, TheModels,
-    TraceMemos, Values,
+    stmt, Autograph, Effects, EntryHooks, JaxObjectView, JaxObjects, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjectView,
+    TheModels, TraceMemos, Values,
 };
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
+use crate::jax::api::JaxObject;
 use crate::jax::aval::Shape;
 use crate::jax::dtypes::{DTypeConfig, WeakDType};
 use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
@@ -28,6 +30,36 @@ pub(crate) struct JaxAndTf;
 pub(crate) static MODELS: JaxAndTf = JaxAndTf;
 
 impl Models for JaxAndTf {}
+
+impl JaxObjects for JaxAndTf {
+    fn jax_call_fn(&self, interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_jax_fn(interp, f, args, kwargs)
+    }
+
+    fn jax_call_object(&self, interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_jax_object(interp, o, args, kwargs)
+    }
+
+    fn jax_call_object_method(&self, interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_object_method(interp, o, name, args, kwargs)
+    }
+
+    fn jax_isinstance(&self, v: &Value, f: JaxFn) -> Option<bool> {
+        crate::jax::api::isinstance_jax(v, f)
+    }
+
+    fn jax_fn_getattr(&self, interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
+        crate::jax::api::jax_fn_getattr(interp, f, name)
+    }
+
+    fn jax_object_getattr(&self, interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name: &str) -> PyResult<Option<Value>> {
+        crate::jax::api::object_getattr(interp, b, o, name)
+    }
+
+    fn jax_at_getitem(&self, array: &Rc<Array>, index: Value) -> Value {
+        crate::jax::api::at_getitem(array, index)
+    }
+}
 
 impl Effects for JaxAndTf {
     fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()> {

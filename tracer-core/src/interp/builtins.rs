@@ -953,7 +953,7 @@ impl<'l> Interp<'l> {
                         _ => return Ok(None),
                     }
                 }
-                Builtin::Jax(f) => match crate::interp::model::api::isinstance_jax(v, *f) {
+                Builtin::Jax(f) => match crate::interp::model::api::isinstance_jax(self, v, *f) {
                     Some(b) => b,
                     None => return Ok(None),
                 },

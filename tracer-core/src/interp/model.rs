@@ -28,7 +28,7 @@ use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
 pub(crate) trait Models:
-    Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy
+    Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy + JaxObjects
 {
 }
 
@@ -85,6 +85,29 @@ pub trait TfObjectView {
     /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance
     /// first when the function is a method reached through its instance.
     fn is_function_method(&self) -> bool;
+}
+
+/// JAX's API functions (`jax.jit`, `jnp.sum`) and objects (a jitted function, `x.at[i]`)
+/// where Python calls them, reads their attributes or indexes them; `api` below is its
+/// callers' name for it.
+pub(crate) trait JaxObjects {
+    fn jax_call_fn(&self, interp: &mut Interp, f: surface::JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    fn jax_call_object(&self, interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    fn jax_call_object_method(&self, interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    /// `isinstance(v, f)` for the classes of JAX's surface (`jax.Array`); `None` when not known.
+    fn jax_isinstance(&self, v: &Value, f: surface::JaxFn) -> Option<bool>;
+    fn jax_fn_getattr(&self, interp: &mut Interp, f: surface::JaxFn, name: &str) -> PyResult<Option<Value>>;
+    /// An attribute of the JAX object `o` (`b` is the builtin holding it); `None` is Python's
+    /// AttributeError.
+    fn jax_object_getattr(
+        &self,
+        interp: &mut Interp,
+        b: &Rc<super::builtins::Builtin>,
+        o: &JaxObject,
+        name: &str,
+    ) -> PyResult<Option<Value>>;
+    /// `x.at[index]`.
+    fn jax_at_getitem(&self, array: &Rc<array::Array>, index: Value) -> Value;
 }
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
@@ -203,10 +226,51 @@ pub(crate) trait Statements {
     ) -> PyResult<Value>;
 }
 
+/// JAX's API functions and objects where the interpreter calls them, reads their attributes
+/// or indexes them (`jax/transforms/dispatch.rs`, `at.rs`), as it reaches them: through `Models`.
 pub(crate) mod api {
-    pub(crate) use crate::jax::api::{
-        at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr,
-    };
+    use std::rc::Rc;
+
+    use super::super::builtins::Builtin;
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult};
+    use super::array::Array;
+    use super::surface::JaxFn;
+    use super::JaxObject;
+
+    pub(crate) fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_fn(interp, f, args, kwargs)
+    }
+
+    pub(crate) fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_object(interp, o, args, kwargs)
+    }
+
+    pub(crate) fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_object_method(interp, o, name, args, kwargs)
+    }
+
+    pub(crate) fn isinstance_jax(interp: &Interp, v: &Value, f: JaxFn) -> Option<bool> {
+        interp.models.jax_isinstance(v, f)
+    }
+
+    pub(crate) fn jax_fn_getattr(interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.jax_fn_getattr(interp, f, name)
+    }
+
+    pub(crate) fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.jax_object_getattr(interp, b, o, name)
+    }
+
+    pub(crate) fn at_getitem(interp: &Interp, array: &Rc<Array>, index: Value) -> Value {
+        interp.models.jax_at_getitem(array, index)
+    }
 }
 
 pub(crate) mod array {

@@ -1015,7 +1015,7 @@ impl<'l> Interp<'l> {
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
-                Builtin::Object(o) if let Some(array) = o.at_array() => Ok(crate::interp::model::api::at_getitem(array, idx)),
+                Builtin::Object(o) if let Some(array) = o.at_array() => Ok(crate::interp::model::api::at_getitem(self, array, idx)),
                 Builtin::Tf(t) => crate::interp::model::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
