@@ -13,8 +13,8 @@ use crate::interp::model::surface::JaxFn;
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
 use crate::interp::model::{
-    stmt, Autograph, Effects, EntryHooks, JaxObjectView, JaxObjects, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjectView,
-    TheModels, TraceMemos, Values,
+    stmt, Autograph, Effects, EntryHooks, JaxObjects, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjects, TheModels,
+    TraceMemos, Values,
 };
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
@@ -22,6 +22,7 @@ use crate::jax::api::JaxObject;
 use crate::jax::aval::Shape;
 use crate::jax::dtypes::{DTypeConfig, WeakDType};
 use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
+use crate::tf::TfValue;
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -58,6 +59,40 @@ impl JaxObjects for JaxAndTf {
 
     fn jax_at_getitem(&self, array: &Rc<Array>, index: Value) -> Value {
         crate::jax::api::at_getitem(array, index)
+    }
+}
+
+impl TfObjects for JaxAndTf {
+    fn tf_call(&self, interp: &mut Interp, t: &TfValue, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::tf::call(interp, t, args, kwargs)
+    }
+
+    fn tf_call_method(&self, interp: &mut Interp, t: &TfValue, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::tf::call_method(interp, t, name, args, kwargs)
+    }
+
+    fn tf_getattr(&self, interp: &mut Interp, t: &TfValue, name: &str) -> PyResult<Option<Value>> {
+        crate::tf::getattr(interp, t, name)
+    }
+
+    fn tf_getitem(&self, interp: &mut Interp, t: &TfValue, idx: &Value) -> PyResult<Value> {
+        crate::tf::getitem(interp, t, idx)
+    }
+
+    fn tf_text(&self, interp: &mut Interp, t: &TfValue, repr: bool) -> PyResult<String> {
+        crate::tf::text(interp, t, repr)
+    }
+
+    fn tf_isinstance(&self, v: &Value, class: &TfValue) -> Option<bool> {
+        crate::tf::isinstance(v, class)
+    }
+
+    fn tf_module_attr(&self, interp: &mut Interp, module: &str, name: &str) -> Option<Value> {
+        crate::tf::module_attr(interp, module, name)
+    }
+
+    fn tf_in_graph(&self, interp: &Interp) -> bool {
+        crate::tf::in_graph(interp)
     }
 }
 
@@ -364,48 +399,4 @@ impl ModelTypes for TheModels {
     type TfState = crate::tf::TfState;
     type JaxObject = crate::jax::api::JaxObject;
     type TfObject = crate::tf::TfValue;
-}
-
-impl JaxObjectView for crate::jax::api::JaxObject {
-    fn at_array(&self) -> Option<&Rc<Array>> {
-        match self {
-            crate::jax::api::JaxObject::At { array } => Some(array),
-            _ => None,
-        }
-    }
-
-    fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>> {
-        match (self, other) {
-            (crate::jax::api::JaxObject::TreeDef(x), crate::jax::api::JaxObject::TreeDef(y)) => Some(x.equals(y)),
-            _ => None,
-        }
-    }
-}
-
-impl TfObjectView for crate::tf::TfValue {
-    fn shape_dims(&self) -> Option<&Rc<Vec<Option<usize>>>> {
-        match self {
-            crate::tf::TfValue::Shape(dims) => Some(dims),
-            _ => None,
-        }
-    }
-
-    fn partial(&self) -> Option<&Rc<PartialTensor>> {
-        match self {
-            crate::tf::TfValue::Partial(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    fn is_tape(&self) -> bool {
-        matches!(self, crate::tf::TfValue::Tape(_))
-    }
-
-    fn is_tensor_like(&self) -> bool {
-        matches!(self, crate::tf::TfValue::Variable(_) | crate::tf::TfValue::Partial(_))
-    }
-
-    fn is_function_method(&self) -> bool {
-        matches!(self, crate::tf::TfValue::Method(recv, _) if matches!(**recv, crate::tf::TfValue::Function(_)))
-    }
 }

@@ -957,7 +957,7 @@ impl<'l> Interp<'l> {
                     Some(b) => b,
                     None => return Ok(None),
                 },
-                Builtin::Tf(t) => match crate::interp::model::tf::isinstance(v, t) {
+                Builtin::Tf(t) => match crate::interp::model::tf::isinstance(self, v, t) {
                     Some(b) => b,
                     None => return Ok(None),
                 },
