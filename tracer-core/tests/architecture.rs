@@ -438,6 +438,48 @@ fn the_interpreter_sees_the_model_through_one_file() {
         "interp/ names jax/, tf/ or entry_hooks outside interp/model.rs (add the item there):\n{}",
         offenders.join("\n")
     );
+    // The models' state is held as the types `ModelTypes` names, which the compiler resolves
+    // to the models' own: a field of it reads anywhere. Only `model.rs` and `model/state.rs`
+    // read it (`Interp::jax`, `Interp::tf`; an array's `tf` flag is the array's).
+    let state_module = interp.join("model");
+    let mut readers = Vec::new();
+    for f in files.iter().filter(|f| **f != model && !f.starts_with(&state_module)) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if reads_model_state(code) {
+                readers.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "interp/ reads the models' state outside interp/model.rs and interp/model/ (add a function to model/state.rs):\n{}",
+        readers.join("\n")
+    );
+}
+
+/// Whether a line of code reads a field of `.jax` or `.tf` other than an array's `tf` flag
+/// (`a.tf.get()`, `a.tf.set(..)`).
+fn reads_model_state(code: &str) -> bool {
+    let follows = |at: usize| code[at..].chars().next();
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    code.match_indices(".jax").any(|(at, m)| !ident(follows(at + m.len())))
+        || code.match_indices(".tf").any(|(at, m)| {
+            let rest = &code[at + m.len()..];
+            !ident(rest.chars().next()) && !rest.starts_with(".get()") && !rest.starts_with(".set(")
+        })
+}
+
+#[test]
+fn the_model_state_check_finds_each_form() {
+    assert!(reads_model_state("self.jax.staging_depth()"));
+    assert!(reads_model_state("let c = interp.jax.config;"));
+    assert!(reads_model_state("std::mem::take(&mut self.jax),"));
+    assert!(reads_model_state("if !self.tf.active.is_empty() {"));
+    assert!(!reads_model_state("Value::Array(a) if a.tf.get() => {"));
+    assert!(!reads_model_state("use crate::interp::model::JaxState;"));
+    assert!(!reads_model_state("let t = self.jaxpr_text();"));
 }
 
 #[path = "architecture/import_graph.rs"]

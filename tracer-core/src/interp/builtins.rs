@@ -1024,7 +1024,7 @@ impl<'l> Interp<'l> {
                         self.note_mutation(recv, &format!("list.{name}"))?;
                         if name == "append" || name == "insert" {
                             let site = self.site();
-                            self.jax.check_tracer_store(recv, args.last().unwrap_or(&Value::None), site);
+                            crate::interp::model::state::check_tracer_store(self, recv, args.last().unwrap_or(&Value::None), site);
                         }
                     }
                     _ => {}
@@ -1436,7 +1436,11 @@ fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Optio
         return Ok(None);
     }
     let Ok(shape) = crate::interp::model::numpy::broadcast_shapes(interp, &[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
-    let dt = crate::interp::model::numpy::promote(interp, &[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
+    let dt = crate::interp::model::numpy::promote(
+        interp,
+        &[x.aval.weak_dtype(), y.aval.weak_dtype()],
+        crate::interp::model::state::dtype_config(interp),
+    );
     let aval = crate::interp::model::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
     Ok(Some(Value::Array(crate::interp::model::array::Array::unknown(aval, "an extremum of values that are not computed"))))
 }

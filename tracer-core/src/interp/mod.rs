@@ -273,7 +273,7 @@ impl Interp<'_> {
             modules: std::mem::take(&mut self.modules),
             _rest: (
                 std::mem::take(&mut self.native_functions),
-                std::mem::take(&mut self.jax),
+                crate::interp::model::state::take_jax(self),
                 std::mem::take(&mut self.files),
                 std::mem::take(&mut self.diagnostics),
             ),

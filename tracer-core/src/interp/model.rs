@@ -371,6 +371,7 @@ pub(crate) mod numerics {
 }
 
 pub(crate) mod numpy;
+pub(crate) mod state;
 
 pub(crate) mod print {
     pub(crate) use crate::jax::print::array_str;

@@ -808,13 +808,13 @@ impl<'l> Interp<'l> {
 
     pub fn new_list(&mut self, items: Vec<Value>) -> Value {
         let v = Value::list(items);
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         v
     }
 
     pub fn new_dict(&mut self, d: Dict) -> Value {
         let v = Value::Dict(Rc::new(RefCell::new(d)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         v
     }
 
@@ -825,7 +825,7 @@ impl<'l> Interp<'l> {
             d.insert(h, i, Value::None);
         }
         let v = Value::Set(Rc::new(RefCell::new(d)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         Ok(v)
     }
 
@@ -894,7 +894,7 @@ impl<'l> Interp<'l> {
             other => return Err(self.type_error(format!("'{}' object is not iterable", other.type_name()))),
         };
         let v = Value::Iterator(Rc::new(RefCell::new(it)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         Ok(v)
     }
 
@@ -1194,7 +1194,7 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => {
                 self.note_mutation(obj, "item assignment")?;
                 let site = self.site();
-                self.jax.check_tracer_store(obj, &value, site);
+                crate::interp::model::state::check_tracer_store(self, obj, &value, site);
                 let h = self.hash_key(&idx)?;
                 if !self.fork_logs.is_empty() {
                     self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
@@ -1471,7 +1471,7 @@ impl<'l> Interp<'l> {
                 }
                 self.note_mutation(obj, "attribute assignment")?;
                 let site = self.site();
-                self.jax.check_tracer_store(obj, &value, site);
+                crate::interp::model::state::check_tracer_store(self, obj, &value, site);
                 if !self.fork_logs.is_empty() {
                     self.note_write(Slot::Attr(inst.clone(), Rc::from(name)));
                 }
@@ -1566,10 +1566,10 @@ impl<'l> Interp<'l> {
         }
         // Storing the tf.Variable a tf.function's first trace just created (`self.w =
         // tf.Variable(...)` behind `if self.w is None:`) is TensorFlow's way to make state.
-        if std::mem::take(&mut self.tf.variable_just_created) || self.once_guarded > 0 {
+        if crate::interp::model::state::take_variable_just_created(self) || self.once_guarded > 0 {
             return Ok(());
         }
-        if let Some(info) = self.jax.outer_mutation(obj) {
+        if let Some(info) = crate::interp::model::state::outer_mutation(self, obj) {
             let site = self.site();
             // `info` names the caching transformation: `jit(f)`, `tf.function(f)`, `cond(..)`.
             let cacher = if info.starts_with("tf.function") { "tf.function" } else { "JAX" };
@@ -1587,11 +1587,11 @@ impl<'l> Interp<'l> {
             return;
         }
         let site = self.site();
-        self.jax.check_tracer_store(&Value::None, value, site);
+        crate::interp::model::state::check_tracer_store(self, &Value::None, value, site);
         if self.once_guarded > 0 {
             return;
         }
-        if let Some(info) = self.jax.staging_description() {
+        if let Some(info) = crate::interp::model::state::staging_description(self) {
             let site = self.site();
             let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");
             self.warn(Code::OuterMutation, site, msg, Vec::new());
@@ -1612,27 +1612,22 @@ impl<'l> Interp<'l> {
         // rebinding inside the trace is TL202; the read bakes nothing else in.
         let declared = ctx.scope.as_ref().is_some_and(|s| s.globals.borrow().iter().any(|g| g.as_ref() == name));
         if data && !declared && !matches!(value, Value::Array(a) if a.is_tracer()) {
-            if let Some(inside) = self.jax.staging_description() {
+            if let Some(inside) = crate::interp::model::state::staging_description(self) {
                 let module = Rc::as_ptr(&ctx.globals) as usize;
                 let site = super::Site { file: ctx.file, span: expr.span };
-                self.jax.effects.global_reads.push(crate::interp::model::effects::GlobalRead {
-                    module,
-                    name: name.to_string(),
-                    site,
-                    inside,
-                });
+                let read = crate::interp::model::effects::GlobalRead { module, name: name.to_string(), site, inside };
+                crate::interp::model::state::note_global_read(self, read);
             }
         }
     }
 
     /// A module-level rebinding of a global that a finished trace read (TL204).
     pub(super) fn note_global_rebind(&mut self, ctx: &Ctx, name: &str) {
-        if self.jax.staging_depth() > 0 {
+        if crate::interp::model::state::staging_depth(self) > 0 {
             return;
         }
         let module = Rc::as_ptr(&ctx.globals) as usize;
-        let reads: Vec<crate::interp::model::effects::GlobalRead> =
-            self.jax.effects.global_reads.iter().filter(|r| r.module == module && r.name == name).cloned().collect();
+        let reads: Vec<crate::interp::model::effects::GlobalRead> = crate::interp::model::state::global_reads_of(self, module, name);
         if reads.is_empty() {
             return;
         }
