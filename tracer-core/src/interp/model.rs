@@ -3,18 +3,18 @@
 //! interpreter holds arrays (`Array`, their `Aval` and `DType`), the models' state (`JaxState`,
 //! `TfState`; values mode's and the entry-point hooks' are its own) and the models' objects
 //! (`JaxObject`, `TfObject`), the last four as the types `ModelTypes` names, which the crate's
-//! `models.rs` chooses, so holding them names no model module; the objects' calls and
-//! attributes it hands back to the models (`api`, `tf`). Everything else is the models' own; a
-//! new need of the interpreter is a new line here, which a review sees. These lines are every
-//! edge of the import graph from `interp/` into the models; the array layer (`array`, `aval`,
-//! `dtypes`, `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules
-//! through which the others enter the circle `interp/` shares with `jax/` are listed, to
-//! shrink, in tests/architecture.rs. What the interpreter reaches through `Interp::models`
-//! instead, the `Models` traits below (implemented by `models.rs`): the trace-time effects,
+//! `models.rs` chooses, so holding them names no model module; it reads the state through
+//! `model/state.rs` alone and an object through its view trait (`JaxObjectView`,
+//! `TfObjectView`). Everything it asks of a model goes through the `Models` traits below
+//! (implemented by `models.rs`, reached through `Interp::models`): the trace-time effects,
 //! recorded statements, values and memo notes of the JAX model, where Python meets an array
-//! (`numpy`), a tensor (`tf::tensor`, `tf::partial`), AutoGraph's staged statements
-//! (`tf::autograph`) and unknown libraries' calls (`entry_hooks`), names no model module;
-//! their wrappers keep the module names the callers use.
+//! (`numpy`, in `model/numpy.rs`), a tensor (`tf::tensor`, `tf::partial`), a JAX object
+//! (`api`) or a TensorFlow one (`tf`), AutoGraph's staged statements (`tf::autograph`) and
+//! unknown libraries' calls (`entry_hooks`); their wrappers keep the module names the callers
+//! use. So this file names only leaves of the models (the array layer: `array`, `aval`,
+//! `dtypes`, `surface`, `errors`' table, `print`, `tf::names`, `tf::partial_tensor`,
+//! `tf::shape_text`), and no import circle joins `interp/` to the models
+//! (tests/architecture.rs). A new need of the interpreter is a new line here, which a review sees.
 
 use super::call::Kwargs;
 use super::value::Value;
