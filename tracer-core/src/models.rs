@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 use crate::interp::model::array::{Array, NdData};
 use crate::interp::model::dtypes::DType;
@@ -11,12 +12,17 @@ use crate::interp::model::numpy::{Numpy, Operand};
 use crate::interp::model::surface::JaxFn;
 use crate::interp::model::tf::autograph::Staged;
 use crate::interp::model::tf::partial::PartialTensor;
-use crate::interp::model::{stmt, Autograph, Effects, EntryHooks, Models, PartialTensors, Statements, Tensors, TraceMemos, Values};
+use crate::interp::model::{
+    stmt, Autograph, Effects, EntryHooks, JaxObjects, ModelTypes, Models, PartialTensors, Statements, Tensors, TfObjects, TheModels,
+    TraceMemos, Values,
+};
 use crate::interp::value::{Function, Opaque, Value};
 use crate::interp::{Ctx, FileId, Flow, Interp, PyResult};
+use crate::jax::api::JaxObject;
 use crate::jax::aval::Shape;
 use crate::jax::dtypes::{DTypeConfig, WeakDType};
 use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
+use crate::tf::TfValue;
 
 /// The JAX model with the TensorFlow front end and the entry-point hooks.
 pub(crate) struct JaxAndTf;
@@ -25,6 +31,74 @@ pub(crate) struct JaxAndTf;
 pub(crate) static MODELS: JaxAndTf = JaxAndTf;
 
 impl Models for JaxAndTf {}
+
+impl JaxObjects for JaxAndTf {
+    fn jax_call_fn(&self, interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_jax_fn(interp, f, args, kwargs)
+    }
+
+    fn jax_call_object(&self, interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_jax_object(interp, o, args, kwargs)
+    }
+
+    fn jax_call_object_method(&self, interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::jax::api::call_object_method(interp, o, name, args, kwargs)
+    }
+
+    fn jax_isinstance(&self, v: &Value, f: JaxFn) -> Option<bool> {
+        crate::jax::api::isinstance_jax(v, f)
+    }
+
+    fn jax_fn_getattr(&self, interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
+        crate::jax::api::jax_fn_getattr(interp, f, name)
+    }
+
+    fn jax_object_getattr(&self, interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name: &str) -> PyResult<Option<Value>> {
+        crate::jax::api::object_getattr(interp, b, o, name)
+    }
+
+    fn jax_at_getitem(&self, array: &Rc<Array>, index: Value) -> Value {
+        crate::jax::api::at_getitem(array, index)
+    }
+}
+
+impl TfObjects for JaxAndTf {
+    fn tf_call(&self, interp: &mut Interp, t: &TfValue, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::tf::call(interp, t, args, kwargs)
+    }
+
+    fn tf_call_method(&self, interp: &mut Interp, t: &TfValue, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        crate::tf::call_method(interp, t, name, args, kwargs)
+    }
+
+    fn tf_getattr(&self, interp: &mut Interp, t: &TfValue, name: &str) -> PyResult<Option<Value>> {
+        crate::tf::getattr(interp, t, name)
+    }
+
+    fn tf_getitem(&self, interp: &mut Interp, t: &TfValue, idx: &Value) -> PyResult<Value> {
+        crate::tf::getitem(interp, t, idx)
+    }
+
+    fn tf_text(&self, interp: &mut Interp, t: &TfValue, repr: bool) -> PyResult<String> {
+        crate::tf::text(interp, t, repr)
+    }
+
+    fn tf_isinstance(&self, v: &Value, class: &TfValue) -> Option<bool> {
+        crate::tf::isinstance(v, class)
+    }
+
+    fn tf_module_attr(&self, interp: &mut Interp, module: &str, name: &str) -> Option<Value> {
+        crate::tf::module_attr(interp, module, name)
+    }
+
+    fn tf_in_graph(&self, interp: &Interp) -> bool {
+        crate::tf::in_graph(interp)
+    }
+
+    fn tf_dtype_attr(&self, d: DType, name: &str) -> Value {
+        crate::tf::dtype_attr(d, name)
+    }
+}
 
 impl Effects for JaxAndTf {
     fn on_print(&self, interp: &mut Interp, args: &[Value]) -> PyResult<()> {
@@ -322,4 +396,11 @@ impl Numpy for JaxAndTf {
     fn numpy_unknown_tracer_to_python(&self, interp: &mut Interp, func: &str) -> Flow {
         crate::jax::numpy::unknown_tracer_to_python(interp, func)
     }
+}
+
+impl ModelTypes for TheModels {
+    type JaxState = crate::jax::JaxState;
+    type TfState = crate::tf::TfState;
+    type JaxObject = crate::jax::api::JaxObject;
+    type TfObject = crate::tf::TfValue;
 }

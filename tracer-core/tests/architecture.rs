@@ -438,17 +438,55 @@ fn the_interpreter_sees_the_model_through_one_file() {
         "interp/ names jax/, tf/ or entry_hooks outside interp/model.rs (add the item there):\n{}",
         offenders.join("\n")
     );
+    // The models' state is held as the types `ModelTypes` names, which the compiler resolves
+    // to the models' own: a field of it reads anywhere. Only `model.rs` and `model/state.rs`
+    // read it (`Interp::jax`, `Interp::tf`; an array's `tf` flag is the array's).
+    let state_module = interp.join("model");
+    let mut readers = Vec::new();
+    for f in files.iter().filter(|f| **f != model && !f.starts_with(&state_module)) {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if reads_model_state(code) {
+                readers.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        readers.is_empty(),
+        "interp/ reads the models' state outside interp/model.rs and interp/model/ (add a function to model/state.rs):\n{}",
+        readers.join("\n")
+    );
+}
+
+/// Whether a line of code reads a field of `.jax` or `.tf` other than an array's `tf` flag
+/// (`a.tf.get()`, `a.tf.set(..)`).
+fn reads_model_state(code: &str) -> bool {
+    let follows = |at: usize| code[at..].chars().next();
+    let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    code.match_indices(".jax").any(|(at, m)| !ident(follows(at + m.len())))
+        || code.match_indices(".tf").any(|(at, m)| {
+            let rest = &code[at + m.len()..];
+            !ident(rest.chars().next()) && !rest.starts_with(".get()") && !rest.starts_with(".set(")
+        })
+}
+
+#[test]
+fn the_model_state_check_finds_each_form() {
+    assert!(reads_model_state("self.jax.staging_depth()"));
+    assert!(reads_model_state("let c = interp.jax.config;"));
+    assert!(reads_model_state("std::mem::take(&mut self.jax),"));
+    assert!(reads_model_state("if !self.tf.active.is_empty() {"));
+    assert!(!reads_model_state("Value::Array(a) if a.tf.get() => {"));
+    assert!(!reads_model_state("use crate::interp::model::JaxState;"));
+    assert!(!reads_model_state("let t = self.jaxpr_text();"));
 }
 
 #[path = "architecture/import_graph.rs"]
 mod import_graph;
 
-/// The modules through which `interp/model.rs` enters the circle it shares with the models:
-/// what is still to go behind an interface `interp/` owns (the state the interpreter holds and
-/// the entry points it calls). The list may only shrink.
-const MODEL_FILES_IN_THE_CIRCLE: &[&str] = &["jax/api.rs", "jax/mod.rs", "tf/mod.rs"];
-
-/// The array layer the interpreter holds values of, below it and the models: in no circle.
+/// The array layer the interpreter holds values of, and the names it reads before any model
+/// object exists, below it and the models: in no circle.
 const ARRAY_LAYER: &[&str] = &[
     "jax/array.rs",
     "jax/aval.rs",
@@ -456,21 +494,21 @@ const ARRAY_LAYER: &[&str] = &[
     "jax/surface.rs",
     "jax/error_codes.rs",
     "jax/rounding.rs",
+    "tf/names.rs",
     "tf/partial_tensor.rs",
     "tf/shape_text.rs",
     "syntax/ast.rs",
 ];
 
-/// The interpreter reaches the models (`jax/`, `tf/`, `entry_hooks.rs`) through `interp/model.rs`
-/// alone, on the import graph: every edge from `interp/` into the circle of modules it still
-/// shares with them leaves from `model.rs`, and cutting `model.rs`'s edges leaves no file of
-/// `interp/` in a circle with a file outside it. So `model.rs` is the whole of what has to go
-/// behind a trait for the circle to be cut (docs/ARCHITECTURE.md). Of its edges, only those
-/// into `MODEL_FILES_IN_THE_CIRCLE` enter the circle, and the array layer (`ARRAY_LAYER`) is
-/// in none, so the circle cannot grow back through the values the interpreter holds. Prints
-/// the circles by folder and the edges into the circle (`--nocapture`).
+/// No import circle between `interp/` and the models (`jax/`, `tf/`, `entry_hooks.rs`), nor
+/// any other module outside `interp/`, on the file-level import graph: the interpreter names
+/// what it holds of the models through `ModelTypes` and reaches their entry points through
+/// `Models`, both declared in `interp/model.rs`, whose other imports are the array layer
+/// (`ARRAY_LAYER`) and leaves such as `jax/print.rs` (docs/ARCHITECTURE.md). A new import of
+/// a module that reaches the interpreter fails here, with the edges from `interp/` into the
+/// circle it closes. Prints the circles by folder and `model.rs`'s edges (`--nocapture`).
 #[test]
-fn the_interpreter_reaches_the_models_through_model_rs_alone() {
+fn the_interpreter_shares_no_circle_with_the_models() {
     let g = import_graph::build(&crate_dir().join("src"));
     let files = &g.files;
     let in_interp = |i: usize| files[i].starts_with("interp/");
@@ -484,45 +522,31 @@ fn the_interpreter_reaches_the_models_through_model_rs_alone() {
         println!("circle of {} files: {by_folder:?}", c.len());
     }
     let model = g.files.iter().position(|f| f == "interp/model.rs").expect("interp/model.rs");
-    let Some(circle) = circles.iter().find(|c| c.iter().any(|&i| in_interp(i) && i != model) && c.iter().any(|&i| !in_interp(i))) else {
-        println!("interp/ shares no circle with another module");
-        return;
-    };
-    let offenders: Vec<String> = circle
-        .iter()
-        .filter(|&&i| in_interp(i) && i != model)
-        .flat_map(|&i| {
-            g.edges[i].iter().filter(|j| !in_interp(**j) && circle.contains(j)).map(move |&j| format!("{} -> {}", files[i], files[j]))
-        })
-        .collect();
-    assert!(
-        offenders.is_empty(),
-        "interp/ imports a module of its circle outside interp/model.rs (add the item there):\n{}",
-        offenders.join("\n")
-    );
-    let cut_set = g.edges[model].iter().filter(|j| !in_interp(**j)).count();
-    println!("edges of interp/model.rs out of interp/: {cut_set}");
-    let entries: Vec<&str> = g.edges[model].iter().filter(|j| !in_interp(**j) && circle.contains(j)).map(|&j| files[j].as_str()).collect();
-    println!("of which into the circle: {} {entries:?}", entries.len());
-    let new: Vec<&&str> = entries.iter().filter(|f| !MODEL_FILES_IN_THE_CIRCLE.contains(f)).collect();
-    assert!(
-        new.is_empty(),
-        "interp/model.rs reaches the circle through a module that was outside it (keep that module a leaf: \
-         an import of the IR, the evaluator or the interpreter there pulls it in): {new:?}"
-    );
-    let gone: Vec<&&str> = MODEL_FILES_IN_THE_CIRCLE.iter().filter(|f| !entries.contains(f)).collect();
-    assert!(gone.is_empty(), "interp/model.rs no longer enters the circle through {gone:?}: take them off MODEL_FILES_IN_THE_CIRCLE");
+    let out_of_interp: Vec<&str> = g.edges[model].iter().filter(|j| !in_interp(**j)).map(|&j| files[j].as_str()).collect();
+    println!("edges of interp/model.rs out of interp/: {} {out_of_interp:?}", out_of_interp.len());
+    for c in &circles {
+        if c.iter().any(|&i| in_interp(i)) && c.iter().any(|&i| !in_interp(i)) {
+            let edges: Vec<String> = c
+                .iter()
+                .filter(|&&i| in_interp(i))
+                .flat_map(|&i| {
+                    g.edges[i].iter().filter(|j| !in_interp(**j) && c.contains(j)).map(move |&j| format!("{} -> {}", files[i], files[j]))
+                })
+                .collect();
+            panic!(
+                "interp/ is in a circle of {} files with modules outside it: hold the model's type through \
+                 model::ModelTypes and call it through model::Models instead of naming its module. \
+                 The edges from interp/ into the circle:\n{}",
+                c.len(),
+                edges.join("\n")
+            );
+        }
+    }
     for layer in ARRAY_LAYER {
         let i = files.iter().position(|f| f == layer).unwrap_or_else(|| panic!("{layer} is gone"));
-        assert!(!circle.contains(&i), "{layer} joined the circle: the array layer must stay below the interpreter and the models");
-    }
-    let mut cut = import_graph::Graph { files: g.files.clone(), edges: g.edges.clone() };
-    cut.edges[model].retain(|&j| in_interp(j));
-    for c in import_graph::circles(&cut) {
         assert!(
-            c.iter().all(|&i| in_interp(i)) || c.iter().all(|&i| !in_interp(i)),
-            "without interp/model.rs's imports, interp/ still shares a circle with: {:?}",
-            c.iter().filter(|&&i| !in_interp(i)).map(|&i| g.files[i].as_str()).collect::<Vec<_>>()
+            !circles.iter().any(|c| c.contains(&i)),
+            "{layer} joined a circle: the array layer must stay below the interpreter and the models"
         );
     }
 }

@@ -11,8 +11,8 @@ use std::rc::Rc;
 use crate::interp::value::IndexMap;
 
 use crate::diagnostics::Code;
-use crate::interp::model::api::JaxObject;
 use crate::interp::model::surface::JaxFn;
+use crate::interp::model::{JaxObject, TfObject, TfObjectView};
 
 use super::call::Kwargs;
 use super::ops::{as_f64, as_int};
@@ -36,7 +36,7 @@ pub enum Builtin {
     /// `super()` bound to a class and an object.
     Super { class: Rc<Class>, obj: Value },
     /// A function or object of TensorFlow's API (`crate::tf`).
-    Tf(crate::interp::model::tf::TfValue),
+    Tf(TfObject),
 }
 
 impl Builtin {
@@ -405,9 +405,7 @@ impl<'l> Interp<'l> {
                     Some(n) => Value::Int(*n as i64),
                     None => return Err(self.type_error("len() of unsized object")),
                 },
-                Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
-                    Value::Int(dims.len() as i64)
-                }
+                Value::Builtin(b) if let Some(dims) = crate::interp::model::tf::shape_dims(b) => Value::Int(dims.len() as i64),
                 Value::Opaque(_) => Value::opaque("len of an unknown value"),
                 // An enum class: its members, which the interpreter counts when their values
                 // are distinct literals (equal ones are aliases).
@@ -955,11 +953,11 @@ impl<'l> Interp<'l> {
                         _ => return Ok(None),
                     }
                 }
-                Builtin::Jax(f) => match crate::interp::model::api::isinstance_jax(v, *f) {
+                Builtin::Jax(f) => match crate::interp::model::api::isinstance_jax(self, v, *f) {
                     Some(b) => b,
                     None => return Ok(None),
                 },
-                Builtin::Tf(t) => match crate::interp::model::tf::isinstance(v, t) {
+                Builtin::Tf(t) => match crate::interp::model::tf::isinstance(self, v, t) {
                     Some(b) => b,
                     None => return Ok(None),
                 },
@@ -1026,7 +1024,7 @@ impl<'l> Interp<'l> {
                         self.note_mutation(recv, &format!("list.{name}"))?;
                         if name == "append" || name == "insert" {
                             let site = self.site();
-                            self.jax.check_tracer_store(recv, args.last().unwrap_or(&Value::None), site);
+                            crate::interp::model::state::check_tracer_store(self, recv, args.last().unwrap_or(&Value::None), site);
                         }
                     }
                     _ => {}
@@ -1438,7 +1436,11 @@ fn unknown_extremum(interp: &mut Interp, a: &Value, b: &Value) -> PyResult<Optio
         return Ok(None);
     }
     let Ok(shape) = crate::interp::model::numpy::broadcast_shapes(interp, &[&x.aval.shape, &y.aval.shape]) else { return Ok(None) };
-    let dt = crate::interp::model::numpy::promote(interp, &[x.aval.weak_dtype(), y.aval.weak_dtype()], interp.jax.config);
+    let dt = crate::interp::model::numpy::promote(
+        interp,
+        &[x.aval.weak_dtype(), y.aval.weak_dtype()],
+        crate::interp::model::state::dtype_config(interp),
+    );
     let aval = crate::interp::model::aval::Aval { shape, dtype: dt.dtype, weak: dt.weak };
     Ok(Some(Value::Array(crate::interp::model::array::Array::unknown(aval, "an extremum of values that are not computed"))))
 }
@@ -1568,7 +1570,7 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
 pub fn enter_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<Value> {
     Ok(match &**b {
         // `with tf.GradientTape() as tape:` binds the tape itself, which records from here.
-        Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) => {
+        Builtin::Tf(t) if t.is_tape() => {
             crate::interp::model::tf::call_method(interp, t, "__enter__", Vec::new(), Vec::new())?;
             Value::Builtin(b.clone())
         }
@@ -1577,8 +1579,11 @@ pub fn enter_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) -> PyResult<V
 }
 
 pub fn exit_builtin_context(interp: &mut Interp, b: &Rc<Builtin>) {
-    if let Builtin::Tf(t @ crate::interp::model::tf::TfValue::Tape(_)) = &**b {
-        let _ = crate::interp::model::tf::call_method(interp, t, "__exit__", Vec::new(), Vec::new());
+    match &**b {
+        Builtin::Tf(t) if t.is_tape() => {
+            let _ = crate::interp::model::tf::call_method(interp, t, "__exit__", Vec::new(), Vec::new());
+        }
+        _ => {}
     }
 }
 

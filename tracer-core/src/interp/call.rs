@@ -61,9 +61,9 @@ impl<'l> Interp<'l> {
         kwargs: Kwargs,
     ) -> PyResult<Value> {
         self.set_span(expr.span);
-        self.jax.call_spans.push((ctx.file, expr.span, func.span));
+        crate::interp::model::state::push_call_span(self, (ctx.file, expr.span, func.span));
         let result = self.call(callee, argv, kwargs);
-        self.jax.call_spans.pop();
+        crate::interp::model::state::pop_call_span(self);
         self.set_span(expr.span);
         result
     }
@@ -113,7 +113,7 @@ impl<'l> Interp<'l> {
 
     pub fn call_function(&mut self, f: &Rc<Function>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         self.called.insert(Rc::as_ptr(&f.def) as usize);
-        if self.jax.memo_recording.is_some() {
+        if crate::interp::model::state::memo_recording(self) {
             crate::interp::model::memo::note_call(self, f);
         }
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
@@ -393,7 +393,7 @@ impl<'l> Interp<'l> {
             return Ok(Value::opaque(format!("an instance of {}", class.name)));
         }
         let inst = Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::default()), tuple: None }));
-        self.jax.note_born(&inst);
+        crate::interp::model::state::note_born(self, &inst);
         if class.derives_builtin(BuiltinClass::Exception) {
             if let Value::Instance(i) = &inst {
                 i.attrs.borrow_mut().insert(Rc::from("args"), Value::tuple(args.clone()));

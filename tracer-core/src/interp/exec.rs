@@ -105,7 +105,9 @@ impl<'l> Interp<'l> {
                                 .is_some_and(|s| s.globals.borrow().iter().chain(s.nonlocals.borrow().iter()).any(|g| g.as_ref() == name))
                         };
                         // Only a trace's mutations can be TL202: no syntax walk on other `if`s.
-                        let once = taken && self.jax.staging_depth() > 0 && super::once_guard::flips_its_guard(test, body, outer);
+                        let once = taken
+                            && crate::interp::model::state::staging_depth(self) > 0
+                            && super::once_guard::flips_its_guard(test, body, outer);
                         self.once_guarded += u32::from(once);
                         let ran = self.exec_branch(ctx, branch, reads_before);
                         self.once_guarded -= u32::from(once);
@@ -469,10 +471,7 @@ impl<'l> Interp<'l> {
             _ => None,
         };
         self.frames.push(Frame { file: f.file, name: Rc::from(f.def.name.as_ref()), span: f.def.span, class, self_value });
-        // Equations bound in user code belong to no enclosing API call (a scan body's `jnp.sin`
-        // is the user's, not `lax.scan`'s).
-        let api = self.jax.current_api.take();
-        let depth = std::mem::take(&mut self.jax.log.depth);
+        let saved = crate::interp::model::state::enter_user_function(self);
         let result = if f.is_lambda {
             match f.def.body.first().map(|s| &s.kind) {
                 Some(StmtKind::Return(Some(e))) => self.eval(&ctx, e),
@@ -480,7 +479,7 @@ impl<'l> Interp<'l> {
             }
         } else {
             let mut ran = self.exec_block(&ctx, &f.def.body);
-            if self.tf.autograph.has_pending_returns() {
+            if crate::interp::model::state::autograph_returns_pending(self) {
                 ran = crate::interp::model::tf::autograph::function_ends(self, ran);
             }
             match ran {
@@ -501,8 +500,7 @@ impl<'l> Interp<'l> {
         if self.conditional_from.is_some_and(|depth| depth > self.frames.len()) {
             self.conditional_from = None;
         }
-        self.jax.current_api = api;
-        self.jax.log.depth = depth;
+        crate::interp::model::state::leave_user_function(self, saved);
         result
     }
 
@@ -963,13 +961,13 @@ impl<'l> Interp<'l> {
         if let Some(v) = ctx.globals.dict.borrow().get(name) {
             let v = v.clone();
             self.note_global_read(ctx, name, &v, expr);
-            if self.jax.memo_recording.is_some() {
+            if crate::interp::model::state::memo_recording(self) {
                 crate::interp::model::memo::note_read(self, ctx.file, name, Some(&v));
             }
             return Ok(v);
         }
         if let Some(v) = self.builtin_value(name) {
-            if self.jax.memo_recording.is_some() {
+            if crate::interp::model::state::memo_recording(self) {
                 crate::interp::model::memo::note_read(self, ctx.file, name, None);
             }
             return Ok(v);

@@ -284,8 +284,8 @@ impl<'l> Interp<'l> {
     fn report_path_error(&mut self, flow: &Flow) {
         if let Flow::Raise(exc) = flow {
             // In a trace with unknown arguments only shape-independent errors are findings.
-            let unknown_arguments =
-                self.jax.route.arguments_unknown() && !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer);
+            let unknown_arguments = crate::interp::model::state::arguments_unknown(self)
+                && !matches!(exc.code, Code::Concretization | Code::TracerToNumpy | Code::LeakedTracer);
             if exc.code != Code::PythonException && !unknown_arguments {
                 self.report_uncaught(Flow::Raise(exc.clone()), "a path an unknown chose");
             }

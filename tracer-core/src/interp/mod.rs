@@ -200,12 +200,12 @@ pub struct Interp<'l> {
     started: Instant,
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
-    pub jax: JaxState,
+    pub(crate) jax: JaxState,
     /// The models' entry points the interpreter reaches through the interface it owns
     /// (`model::Models`), given by whoever builds the interpreter.
     pub(crate) models: &'static dyn model::Models,
     /// The TensorFlow front end's state (`tf/`): the `tf.function` traces being run.
-    pub tf: crate::interp::model::tf::TfState,
+    pub(crate) tf: crate::interp::model::TfState,
     pub classes: builtins::BuiltinClasses,
     /// Warnings already reported, by (code, site), with how often they fired.
     pub warned: HashMap<(Code, Site), usize>,
@@ -273,7 +273,7 @@ impl Interp<'_> {
             modules: std::mem::take(&mut self.modules),
             _rest: (
                 std::mem::take(&mut self.native_functions),
-                std::mem::take(&mut self.jax),
+                crate::interp::model::state::take_jax(self),
                 std::mem::take(&mut self.files),
                 std::mem::take(&mut self.diagnostics),
             ),

@@ -1,21 +1,20 @@
 //! The models as the interpreter sees them: the one file of `interp/` that names `crate::jax`,
 //! `crate::tf` or `crate::entry_hooks`, listing what the interpreter takes from each. The
-//! interpreter holds arrays (`Array`, their `Aval` and `DType`) and the models' state
-//! (`JaxState`, `TfState`; values mode's and the entry-point hooks' are its own), and holds
-//! the models' objects (`api::JaxObject`, `tf::TfValue`) whose calls and attributes it hands
-//! back to them (`api`, `tf`). Everything else is the models' own; a new need of the
-//! interpreter is a new line here, which a review sees. These lines are every edge of the
-//! import graph from `interp/` into the models; the array layer (`array`, `aval`, `dtypes`,
-//! `surface`, `errors`' table, `tf::shape_text`) is in no circle, and the modules through
-//! which the others enter the circle `interp/` shares with `jax/` are listed, to shrink, in
-//! tests/architecture.rs. What the interpreter reaches through `Interp::models` instead, the
-//! `Models` traits below (implemented by the crate's `models.rs`): the trace-time effects,
+//! interpreter holds arrays (`Array`, their `Aval` and `DType`), the models' state (`JaxState`,
+//! `TfState`; values mode's and the entry-point hooks' are its own) and the models' objects
+//! (`JaxObject`, `TfObject`), the last four as the types `ModelTypes` names, which the crate's
+//! `models.rs` chooses, so holding them names no model module; it reads the state through
+//! `model/state.rs` alone and an object through its view trait (`JaxObjectView`,
+//! `TfObjectView`). Everything it asks of a model goes through the `Models` traits below
+//! (implemented by `models.rs`, reached through `Interp::models`): the trace-time effects,
 //! recorded statements, values and memo notes of the JAX model, where Python meets an array
-//! (`numpy`), a tensor (`tf::tensor`, `tf::partial`), AutoGraph's staged statements
-//! (`tf::autograph`) and unknown libraries' calls (`entry_hooks`), names no model module;
-//! their wrappers keep the module names the callers use.
-
-pub(crate) use crate::jax::JaxState;
+//! (`numpy`, in `model/numpy.rs`), a tensor (`tf::tensor`, `tf::partial`), a JAX object
+//! (`api`) or a TensorFlow one (`tf`), AutoGraph's staged statements (`tf::autograph`) and
+//! unknown libraries' calls (`entry_hooks`); their wrappers keep the module names the callers
+//! use. So this file names only leaves of the models (the array layer: `array`, `aval`,
+//! `dtypes`, `surface`, `errors`' table, `print`, `tf::names`, `tf::partial_tensor`,
+//! `tf::shape_text`), and no import circle joins `interp/` to the models
+//! (tests/architecture.rs). A new need of the interpreter is a new line here, which a review sees.
 
 use super::call::Kwargs;
 use super::value::Value;
@@ -29,8 +28,109 @@ use crate::syntax::ast::{BinOp, CmpOp, Expr, Stmt, UnaryOp};
 /// `Interp::new` (`Interp::models`). `effects`, `eval`, `memo`, `stmt` and `tf::partial` below
 /// are its callers' names for it.
 pub(crate) trait Models:
-    Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy
+    Effects + Statements + Values + TraceMemos + PartialTensors + EntryHooks + Autograph + Tensors + numpy::Numpy + JaxObjects + TfObjects
 {
+}
+
+/// The types of the models' state and objects the interpreter holds, named without naming a
+/// model module: the crate's `models.rs` chooses them for `TheModels`, as it chooses the
+/// `Models` the interpreter calls. The interpreter keeps them and hands them back; what it
+/// asks of an object is its view trait below (`JaxObjectView`, `TfObjectView`) or a method of
+/// `Models`. The compiler resolves `<TheModels as ModelTypes>::JaxState` to the model's type
+/// wherever it is used, so holding them costs nothing on the models' hot paths
+/// (`interp.jax.traces` is a field read, as before) and needs no downcast.
+pub trait ModelTypes {
+    /// The JAX model's state (`Interp::jax`): its traces, records, jit cache and config.
+    type JaxState: Default;
+    /// The TensorFlow front end's state (`Interp::tf`): the `tf.function` traces being run.
+    type TfState: Default;
+    /// A callable or helper object of JAX's API (`Builtin::Object`): a jitted function,
+    /// `x.at[i]`, a PyTreeDef.
+    type JaxObject: JaxObjectView + std::fmt::Debug;
+    /// An object of TensorFlow's API that is not a tensor (`Builtin::Tf`).
+    type TfObject: TfObjectView + Clone + std::fmt::Debug;
+}
+
+/// The models this crate runs with: `models.rs` implements `ModelTypes` for it.
+pub enum TheModels {}
+
+/// The JAX model's state, as the interpreter holds it (`Interp::jax`).
+pub(crate) type JaxState = <TheModels as ModelTypes>::JaxState;
+/// The TensorFlow front end's state, as the interpreter holds it (`Interp::tf`).
+pub(crate) type TfState = <TheModels as ModelTypes>::TfState;
+/// A JAX object, as `Builtin::Object` holds it.
+pub(crate) type JaxObject = <TheModels as ModelTypes>::JaxObject;
+/// A TensorFlow object, as `Builtin::Tf` holds it.
+pub(crate) type TfObject = <TheModels as ModelTypes>::TfObject;
+
+/// What the interpreter reads of a JAX object itself.
+pub trait JaxObjectView {
+    /// `x.at`: the array it indexes (`x.at[i]` is then `Models::jax_at_getitem`).
+    fn at_array(&self) -> Option<&Rc<array::Array>>;
+    /// Whether two PyTreeDefs have one structure (`Some(None)`: not known); `None` when
+    /// either object is not a PyTreeDef.
+    fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>>;
+}
+
+/// What the interpreter reads of a TensorFlow object itself.
+pub trait TfObjectView {
+    /// A `TensorShape`'s dimensions (`None` where a trace does not know one).
+    fn shape_dims(&self) -> Option<&Rc<Vec<Option<usize>>>>;
+    /// A symbolic tensor whose shape is known only in part.
+    fn partial(&self) -> Option<&Rc<tf::partial::PartialTensor>>;
+    /// A `tf.GradientTape`, which `with` enters and exits.
+    fn is_tape(&self) -> bool;
+    /// A variable or a partly known tensor: a tensor to Python's operators.
+    fn is_tensor_like(&self) -> bool;
+    /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance
+    /// first when the function is a method reached through its instance.
+    fn is_function_method(&self) -> bool;
+}
+
+/// JAX's API functions (`jax.jit`, `jnp.sum`) and objects (a jitted function, `x.at[i]`)
+/// where Python calls them, reads their attributes or indexes them; `api` below is its
+/// callers' name for it.
+pub(crate) trait JaxObjects {
+    fn jax_call_fn(&self, interp: &mut Interp, f: surface::JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    fn jax_call_object(&self, interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    fn jax_call_object_method(&self, interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    /// `isinstance(v, f)` for the classes of JAX's surface (`jax.Array`); `None` when not known.
+    fn jax_isinstance(&self, v: &Value, f: surface::JaxFn) -> Option<bool>;
+    fn jax_fn_getattr(&self, interp: &mut Interp, f: surface::JaxFn, name: &str) -> PyResult<Option<Value>>;
+    /// An attribute of the JAX object `o` (`b` is the builtin holding it); `None` is Python's
+    /// AttributeError.
+    fn jax_object_getattr(
+        &self,
+        interp: &mut Interp,
+        b: &Rc<super::builtins::Builtin>,
+        o: &JaxObject,
+        name: &str,
+    ) -> PyResult<Option<Value>>;
+    /// `x.at[index]`.
+    fn jax_at_getitem(&self, array: &Rc<array::Array>, index: Value) -> Value;
+}
+
+/// TensorFlow's API functions and objects that are not tensors (`tf.function`, a variable,
+/// a `TensorShape`, a tape) where Python calls them, reads their attributes, indexes or prints
+/// them; `tf` below is its callers' name for it.
+pub(crate) trait TfObjects {
+    fn tf_call(&self, interp: &mut Interp, t: &TfObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    fn tf_call_method(&self, interp: &mut Interp, t: &TfObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
+    /// `t.name`; `None` is Python's AttributeError.
+    fn tf_getattr(&self, interp: &mut Interp, t: &TfObject, name: &str) -> PyResult<Option<Value>>;
+    /// `t[idx]`: a shape's dimensions, a variable's value.
+    fn tf_getitem(&self, interp: &mut Interp, t: &TfObject, idx: &Value) -> PyResult<Value>;
+    /// `str(t)`, or `repr(t)` when `repr`.
+    fn tf_text(&self, interp: &mut Interp, t: &TfObject, repr: bool) -> PyResult<String>;
+    /// `isinstance(v, class)` for the classes of TensorFlow's surface; `None` when not known.
+    fn tf_isinstance(&self, v: &Value, class: &TfObject) -> Option<bool>;
+    /// `tf.<name>` (of the modelled module `module`); `None` for what TensorFlow does not have.
+    fn tf_module_attr(&self, interp: &mut Interp, module: &str, name: &str) -> Option<Value>;
+    /// Whether an active trace is a `tf.function`'s: TensorFlow builds a graph there.
+    fn tf_in_graph(&self, interp: &Interp) -> bool;
+    /// An attribute of a `tf.DType` (`tf.float32.name`, `t.dtype.is_floating`), as
+    /// TensorFlow 2.21 has them.
+    fn tf_dtype_attr(&self, d: dtypes::DType, name: &str) -> Value;
 }
 
 /// The trace-time effects the JAX model reports (TL201, TL203, TL204).
@@ -149,10 +249,51 @@ pub(crate) trait Statements {
     ) -> PyResult<Value>;
 }
 
+/// JAX's API functions and objects where the interpreter calls them, reads their attributes
+/// or indexes them (`jax/transforms/dispatch.rs`, `at.rs`), as it reaches them: through `Models`.
 pub(crate) mod api {
-    pub(crate) use crate::jax::api::{
-        at_getitem, call_jax_fn, call_jax_object, call_object_method, isinstance_jax, jax_fn_getattr, object_getattr, JaxObject,
-    };
+    use std::rc::Rc;
+
+    use super::super::builtins::Builtin;
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult};
+    use super::array::Array;
+    use super::surface::JaxFn;
+    use super::JaxObject;
+
+    pub(crate) fn call_jax_fn(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_fn(interp, f, args, kwargs)
+    }
+
+    pub(crate) fn call_jax_object(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_object(interp, o, args, kwargs)
+    }
+
+    pub(crate) fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.jax_call_object_method(interp, o, name, args, kwargs)
+    }
+
+    pub(crate) fn isinstance_jax(interp: &Interp, v: &Value, f: JaxFn) -> Option<bool> {
+        interp.models.jax_isinstance(v, f)
+    }
+
+    pub(crate) fn jax_fn_getattr(interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.jax_fn_getattr(interp, f, name)
+    }
+
+    pub(crate) fn object_getattr(interp: &mut Interp, b: &Rc<Builtin>, o: &JaxObject, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.jax_object_getattr(interp, b, o, name)
+    }
+
+    pub(crate) fn at_getitem(interp: &Interp, array: &Rc<Array>, index: Value) -> Value {
+        interp.models.jax_at_getitem(array, index)
+    }
 }
 
 pub(crate) mod array {
@@ -160,11 +301,11 @@ pub(crate) mod array {
 }
 
 pub(crate) mod aval {
-    pub(crate) use crate::jax::aval::Aval;
+    pub(crate) use crate::jax::aval::{Aval, Shape};
 }
 
 pub(crate) mod dtypes {
-    pub(crate) use crate::jax::dtypes::{default_float, default_int, DType, PyScalarKind};
+    pub(crate) use crate::jax::dtypes::{default_float, default_int, DType, DTypeConfig, PyScalarKind, WeakDType};
 }
 
 pub(crate) mod effects {
@@ -232,247 +373,8 @@ pub(crate) mod numerics {
     pub(crate) use super::super::values_state::{loop_enter, loop_exit, loop_next, ValuesState};
 }
 
-/// Arrays where Python meets them (`jax/numpy/`), as the interpreter reaches them: through
-/// `Models` (`Numpy`): operators, truth, conversions, printing, attributes, items and
-/// iteration, jnp's calls, dtypes called as functions, NumPy mode and the errors of each.
-pub(crate) mod numpy {
-    use std::rc::Rc;
-
-    use super::super::call::Kwargs;
-    use super::super::value::Value;
-    use super::super::{Flow, Interp, PyResult};
-    use super::array::Array;
-    use super::dtypes::DType;
-    use super::surface::JaxFn;
-    use crate::jax::aval::Shape;
-    use crate::jax::dtypes::{DTypeConfig, WeakDType};
-    use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
-
-    /// A value as a jnp operand: an array, or something unknown (the result is then unknown).
-    pub enum Operand {
-        Array(Rc<Array>),
-        Unknown,
-    }
-
-    /// What the interpreter asks of the JAX model's arrays; the wrappers below are its
-    /// callers' names for it.
-    pub(crate) trait Numpy {
-        /// Runs `f` (once) as NumPy computes when every array of `operands` is a NumPy array.
-        fn numpy_in_numpy_mode(
-            &self,
-            interp: &mut Interp,
-            operands: &[&Value],
-            f: &mut dyn FnMut(&mut Interp) -> PyResult<Value>,
-        ) -> PyResult<Value>;
-        fn numpy_abs(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value>;
-        fn numpy_array_bool(&self, interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool>;
-        fn numpy_array_format(&self, interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String>;
-        fn numpy_array_getattr(&self, interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>>;
-        fn numpy_array_index(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64>;
-        fn numpy_array_repr(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String>;
-        fn numpy_array_str(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<String>;
-        fn numpy_array_to_float(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value>;
-        fn numpy_array_to_python(&self, interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value>;
-        fn numpy_binary_op(&self, interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value>;
-        fn numpy_broadcast_shapes(&self, shapes: &[&[usize]]) -> Result<Shape, String>;
-        fn numpy_call(&self, interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
-        fn numpy_call_array_method(
-            &self,
-            interp: &mut Interp,
-            a: &Rc<Array>,
-            name: &str,
-            args: Vec<Value>,
-            kwargs: Kwargs,
-        ) -> PyResult<Value>;
-        fn numpy_compare_op(&self, interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value>;
-        fn numpy_dtype_arg(&self, interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>>;
-        fn numpy_dtype_call(&self, interp: &mut Interp, d: DType, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
-        fn numpy_getitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value>;
-        fn numpy_immutable_update_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
-        fn numpy_index_error_from_tracer(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
-        fn numpy_iterate_array(&self, interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>>;
-        fn numpy_mark_numpy(&self, v: Value) -> Value;
-        fn numpy_note_captured_constant(&self, interp: &mut Interp, a: &Rc<Array>);
-        fn numpy_numpy_conversion_error(&self, interp: &mut Interp, a: &Rc<Array>) -> Flow;
-        fn numpy_numpy_setitem(&self, interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool>;
-        fn numpy_numpy_store_error(&self, interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow;
-        fn numpy_operand(&self, interp: &mut Interp, v: &Value) -> PyResult<Operand>;
-        fn numpy_promote(&self, operands: &[WeakDType], c: DTypeConfig) -> WeakDType;
-        fn numpy_python_bool(&self, interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool>;
-        fn numpy_round(&self, interp: &mut Interp, a: &Rc<Array>, digits: Option<Value>) -> PyResult<Value>;
-        fn numpy_unary_op(&self, interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value>;
-        fn numpy_unknown_tracer_bool(&self, interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow;
-        fn numpy_unknown_tracer_to_python(&self, interp: &mut Interp, func: &str) -> Flow;
-    }
-
-    pub(crate) fn in_numpy_mode(
-        interp: &mut Interp,
-        operands: &[&Value],
-        f: impl FnOnce(&mut Interp) -> PyResult<Value>,
-    ) -> PyResult<Value> {
-        let models = interp.models;
-        let mut f = Some(f);
-        // The model runs `f` exactly once; a second call would find it gone and run nothing.
-        models.numpy_in_numpy_mode(interp, operands, &mut |this| f.take().map_or(Ok(Value::None), |f| f(this)))
-    }
-
-    pub(crate) fn abs(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_abs(interp, a)
-    }
-
-    pub(crate) fn array_bool(interp: &mut Interp, a: &Rc<Array>, what: &str, expr: Option<&Expr>) -> PyResult<bool> {
-        let models = interp.models;
-        models.numpy_array_bool(interp, a, what, expr)
-    }
-
-    pub(crate) fn array_format(interp: &mut Interp, a: &Rc<Array>, spec: &str) -> PyResult<String> {
-        let models = interp.models;
-        models.numpy_array_format(interp, a, spec)
-    }
-
-    pub(crate) fn array_getattr(interp: &mut Interp, a: &Rc<Array>, name: &str) -> PyResult<Option<Value>> {
-        let models = interp.models;
-        models.numpy_array_getattr(interp, a, name)
-    }
-
-    pub(crate) fn array_index(interp: &mut Interp, a: &Rc<Array>) -> PyResult<i64> {
-        let models = interp.models;
-        models.numpy_array_index(interp, a)
-    }
-
-    pub(crate) fn array_repr(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
-        let models = interp.models;
-        models.numpy_array_repr(interp, a)
-    }
-
-    pub(crate) fn array_str(interp: &mut Interp, a: &Rc<Array>) -> PyResult<String> {
-        let models = interp.models;
-        models.numpy_array_str(interp, a)
-    }
-
-    pub(crate) fn array_to_float(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_array_to_float(interp, a)
-    }
-
-    pub(crate) fn array_to_python(interp: &mut Interp, a: &Rc<Array>, func: &str) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_array_to_python(interp, a, func)
-    }
-
-    pub(crate) fn binary_op(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_binary_op(interp, op, l, r)
-    }
-
-    pub(crate) fn broadcast_shapes(interp: &Interp, shapes: &[&[usize]]) -> Result<Shape, String> {
-        interp.models.numpy_broadcast_shapes(shapes)
-    }
-
-    pub(crate) fn call(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_call(interp, f, args, kwargs)
-    }
-
-    pub(crate) fn call_array_method(interp: &mut Interp, a: &Rc<Array>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_call_array_method(interp, a, name, args, kwargs)
-    }
-
-    pub(crate) fn compare_op(interp: &mut Interp, op: CmpOp, l: &Value, r: &Value) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_compare_op(interp, op, l, r)
-    }
-
-    pub(crate) fn dtype_arg(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<DType>> {
-        let models = interp.models;
-        models.numpy_dtype_arg(interp, v)
-    }
-
-    pub(crate) fn dtype_call(interp: &mut Interp, d: DType, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_dtype_call(interp, d, args, kwargs)
-    }
-
-    pub(crate) fn getitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_getitem(interp, a, idx)
-    }
-
-    pub(crate) fn immutable_update_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
-        let models = interp.models;
-        models.numpy_immutable_update_error(interp, a)
-    }
-
-    pub(crate) fn index_error_from_tracer(interp: &mut Interp, a: &Rc<Array>) -> Flow {
-        let models = interp.models;
-        models.numpy_index_error_from_tracer(interp, a)
-    }
-
-    pub(crate) fn iterate_array(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
-        let models = interp.models;
-        models.numpy_iterate_array(interp, a)
-    }
-
-    pub(crate) fn mark_numpy(interp: &Interp, v: Value) -> Value {
-        interp.models.numpy_mark_numpy(v)
-    }
-
-    pub(crate) fn note_captured_constant(interp: &mut Interp, a: &Rc<Array>) {
-        let models = interp.models;
-        models.numpy_note_captured_constant(interp, a)
-    }
-
-    pub(crate) fn numpy_conversion_error(interp: &mut Interp, a: &Rc<Array>) -> Flow {
-        let models = interp.models;
-        models.numpy_numpy_conversion_error(interp, a)
-    }
-
-    pub(crate) fn numpy_setitem(interp: &mut Interp, a: &Rc<Array>, idx: &Value, value: &Value) -> PyResult<bool> {
-        let models = interp.models;
-        models.numpy_numpy_setitem(interp, a, idx, value)
-    }
-
-    pub(crate) fn numpy_store_error(interp: &mut Interp, dest: &Rc<Array>, idx: &Value, v: &Rc<Array>) -> Flow {
-        let models = interp.models;
-        models.numpy_numpy_store_error(interp, dest, idx, v)
-    }
-
-    pub(crate) fn operand(interp: &mut Interp, v: &Value) -> PyResult<Operand> {
-        let models = interp.models;
-        models.numpy_operand(interp, v)
-    }
-
-    pub(crate) fn promote(interp: &Interp, operands: &[WeakDType], c: DTypeConfig) -> WeakDType {
-        interp.models.numpy_promote(operands, c)
-    }
-
-    pub(crate) fn python_bool(interp: &mut Interp, v: &Value, what: &str) -> PyResult<bool> {
-        let models = interp.models;
-        models.numpy_python_bool(interp, v, what)
-    }
-
-    pub(crate) fn round(interp: &mut Interp, a: &Rc<Array>, digits: Option<Value>) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_round(interp, a, digits)
-    }
-
-    pub(crate) fn unary_op(interp: &mut Interp, op: UnaryOp, a: &Rc<Array>) -> PyResult<Value> {
-        let models = interp.models;
-        models.numpy_unary_op(interp, op, a)
-    }
-
-    pub(crate) fn unknown_tracer_bool(interp: &mut Interp, what: &str, expr: Option<&Expr>) -> Flow {
-        let models = interp.models;
-        models.numpy_unknown_tracer_bool(interp, what, expr)
-    }
-
-    pub(crate) fn unknown_tracer_to_python(interp: &mut Interp, func: &str) -> Flow {
-        let models = interp.models;
-        models.numpy_unknown_tracer_to_python(interp, func)
-    }
-}
+pub(crate) mod numpy;
+pub(crate) mod state;
 
 pub(crate) mod print {
     pub(crate) use crate::jax::print::array_str;
@@ -519,11 +421,107 @@ pub(crate) mod surface {
     pub(crate) use crate::jax::surface::JaxFn;
 }
 
+/// TensorFlow's API functions and objects that are not tensors (`tf/mod.rs`), as the
+/// interpreter reaches them: through `Models` (`TfObjects`), or what it reads of the objects
+/// themselves (`TfObjectView`); the names it needs before any exists are the leaf `tf/names.rs`.
 pub(crate) mod tf {
-    pub(crate) use crate::tf::{
-        call, call_method, dtype_attr, getattr, getitem, in_graph, is_function_method, is_tf, isinstance, module_attr, shape_eq, text,
-        TfState, TfValue, EXCEPTION_CLASSES, TF_MODULES,
-    };
+    use super::super::builtins::Builtin;
+    use super::super::call::Kwargs;
+    use super::super::value::Value;
+    use super::super::{Interp, PyResult};
+    use super::{TfObject, TfObjectView};
+    pub(crate) use crate::tf::names::{EXCEPTION_CLASSES, TF_MODULES};
+
+    pub(crate) fn call(interp: &mut Interp, t: &TfObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.tf_call(interp, t, args, kwargs)
+    }
+
+    pub(crate) fn call_method(interp: &mut Interp, t: &TfObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+        let models = interp.models;
+        models.tf_call_method(interp, t, name, args, kwargs)
+    }
+
+    pub(crate) fn getattr(interp: &mut Interp, t: &TfObject, name: &str) -> PyResult<Option<Value>> {
+        let models = interp.models;
+        models.tf_getattr(interp, t, name)
+    }
+
+    pub(crate) fn getitem(interp: &mut Interp, t: &TfObject, idx: &Value) -> PyResult<Value> {
+        let models = interp.models;
+        models.tf_getitem(interp, t, idx)
+    }
+
+    pub(crate) fn text(interp: &mut Interp, t: &TfObject, repr: bool) -> PyResult<String> {
+        let models = interp.models;
+        models.tf_text(interp, t, repr)
+    }
+
+    pub(crate) fn isinstance(interp: &Interp, v: &Value, class: &TfObject) -> Option<bool> {
+        interp.models.tf_isinstance(v, class)
+    }
+
+    pub(crate) fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Value> {
+        let models = interp.models;
+        models.tf_module_attr(interp, module, name)
+    }
+
+    pub(crate) fn in_graph(interp: &Interp) -> bool {
+        interp.models.tf_in_graph(interp)
+    }
+
+    /// An attribute of a `tf.DType` (`tf.float32.name`, `t.dtype.is_floating`).
+    pub(crate) fn dtype_attr(interp: &Interp, d: super::dtypes::DType, name: &str) -> Value {
+        interp.models.tf_dtype_attr(d, name)
+    }
+
+    /// Whether a value is a TensorFlow tensor or variable (or a partly known tensor).
+    pub fn is_tf(v: &Value) -> bool {
+        match v {
+            Value::Array(a) => a.tf.get(),
+            Value::Builtin(b) => matches!(&**b, Builtin::Tf(t) if t.is_tensor_like()),
+            _ => false,
+        }
+    }
+
+    /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance first
+    /// when the function is a method reached through its instance.
+    pub(crate) fn is_function_method(v: &Value) -> bool {
+        matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Tf(t) if t.is_function_method()))
+    }
+
+    /// `shape == (2, 3)`, `shape == [2, 3]`, `shape == other_shape`: TensorShape's equality.
+    pub(crate) fn shape_eq(l: &Value, r: &Value) -> Option<bool> {
+        let dims_of = |v: &Value| -> Option<Vec<Option<i64>>> {
+            let item = |i: &Value| match i {
+                Value::Int(n) => Some(Some(*n)),
+                Value::None => Some(None),
+                _ => None,
+            };
+            match v {
+                Value::Builtin(b) => shape_dims(b).map(|d| d.iter().map(|x| x.map(|x| x as i64)).collect()),
+                Value::Tuple(items) => items.iter().map(item).collect(),
+                Value::List(items) => items.borrow().iter().map(item).collect(),
+                _ => None,
+            }
+        };
+        let is_shape = |v: &Value| matches!(v, Value::Builtin(b) if shape_dims(b).is_some());
+        if !is_shape(l) && !is_shape(r) {
+            return None;
+        }
+        let (a, b) = (dims_of(l)?, dims_of(r)?);
+        // An unknown dimension is equal to nothing (TensorShape.__eq__ compares dims).
+        Some(a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.is_some() && x == y))
+    }
+
+    /// The dimensions of the `TensorShape` `b` is, if it is one.
+    pub(crate) fn shape_dims(b: &Builtin) -> Option<&std::rc::Rc<Vec<Option<usize>>>> {
+        match b {
+            Builtin::Tf(t) => t.shape_dims(),
+            _ => None,
+        }
+    }
+
     /// AutoGraph (`tf/autograph/`), as the interpreter reaches it: through `Models`.
     pub(crate) mod autograph {
         use std::rc::Rc;
@@ -573,15 +571,21 @@ pub(crate) mod tf {
         use super::super::super::builtins::Builtin;
         use super::super::super::value::Value;
         use super::super::super::{Flow, Interp, PyResult};
+        use super::super::TfObjectView;
         pub(crate) use crate::tf::partial_tensor::PartialTensor;
 
         /// The partly known tensor `v` is, if it is one.
         pub fn of(v: &Value) -> Option<Rc<PartialTensor>> {
             match v {
-                Value::Builtin(b) => match &**b {
-                    Builtin::Tf(super::TfValue::Partial(p)) => Some(p.clone()),
-                    _ => None,
-                },
+                Value::Builtin(b) => of_builtin(b).cloned(),
+                _ => None,
+            }
+        }
+
+        /// The partly known tensor `b` is, if it is one.
+        pub fn of_builtin(b: &Builtin) -> Option<&Rc<PartialTensor>> {
+            match b {
+                Builtin::Tf(t) => t.partial(),
                 _ => None,
             }
         }

@@ -503,8 +503,12 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 ("jax.numpy", "nan") => Value::Float(f64::NAN),
                 ("jax.numpy", "newaxis") => Value::None,
                 ("jax.numpy", "ndarray") => jaxfn(JaxFn::ArrayType),
-                ("jax.numpy", "float_") => Value::DType(crate::interp::model::dtypes::default_float(interp.jax.config)),
-                ("jax.numpy", "int_") => Value::DType(crate::interp::model::dtypes::default_int(interp.jax.config)),
+                ("jax.numpy", "float_") => {
+                    Value::DType(crate::interp::model::dtypes::default_float(crate::interp::model::state::dtype_config(interp)))
+                }
+                ("jax.numpy", "int_") => {
+                    Value::DType(crate::interp::model::dtypes::default_int(crate::interp::model::state::dtype_config(interp)))
+                }
                 ("jax.numpy", "sqrt" | "dot") => return Ok(None),
                 ("jax.scipy.special", "logsumexp") => jaxfn(JaxFn::ScipyLogsumexp),
                 ("jax.nn", "initializers") => Value::opaque("jax.nn.initializers"),
@@ -1010,7 +1014,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                 }
                 // A new object, as CPython's `replace` builds one: made inside a trace, it is that trace's.
                 let new = Value::Instance(Rc::new(new));
-                interp.jax.note_born(&new);
+                crate::interp::model::state::note_born(interp, &new);
                 Ok(new)
             }
             "asdict" => {
@@ -1365,12 +1369,6 @@ fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs)
         return Ok(Value::opaque(format!("np.{func}")));
     };
     // No operand is a tracer: NumPy computes at once, inside a `jit` too.
-    let saved = interp.jax.config;
-    let saved_eager = interp.jax.numpy_eager;
-    interp.jax.config.enable_x64 = true;
-    interp.jax.numpy_eager = true;
-    let result = crate::interp::model::numpy::call(interp, f, args, kwargs);
-    interp.jax.config = saved;
-    interp.jax.numpy_eager = saved_eager;
+    let result = crate::interp::model::state::numpy_eager(interp, |interp| crate::interp::model::numpy::call(interp, f, args, kwargs));
     Ok(crate::interp::model::numpy::mark_numpy(interp, result?))
 }

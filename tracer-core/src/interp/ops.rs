@@ -11,6 +11,7 @@ use std::rc::Rc;
 use crate::diagnostics::Code;
 use crate::interp::model::numpy as jnp;
 use crate::interp::model::stmt;
+use crate::interp::model::JaxObjectView;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
@@ -811,13 +812,13 @@ impl<'l> Interp<'l> {
 
     pub fn new_list(&mut self, items: Vec<Value>) -> Value {
         let v = Value::list(items);
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         v
     }
 
     pub fn new_dict(&mut self, d: Dict) -> Value {
         let v = Value::Dict(Rc::new(RefCell::new(d)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         v
     }
 
@@ -828,7 +829,7 @@ impl<'l> Interp<'l> {
             d.insert(h, i, Value::None);
         }
         let v = Value::Set(Rc::new(RefCell::new(d)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         Ok(v)
     }
 
@@ -867,10 +868,10 @@ impl<'l> Interp<'l> {
             Value::Array(a) if a.tf.get() => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::iterate(self, a)?), pos: 0, kind: "iterator" }
             }
-            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Shape(dims)) = &**b => {
+            Value::Builtin(b) if let Some(dims) = crate::interp::model::tf::shape_dims(b) => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::tensor::shape_items(self, dims)), pos: 0, kind: "iterator" }
             }
-            Value::Builtin(b) if let Builtin::Tf(crate::interp::model::tf::TfValue::Partial(p)) = &**b => {
+            Value::Builtin(b) if let Some(p) = crate::interp::model::tf::partial::of_builtin(b) => {
                 PyIter::Seq { items: Rc::new(crate::interp::model::tf::partial::iterate(self, p)?), pos: 0, kind: "iterator" }
             }
             Value::Array(a) => PyIter::Seq { items: Rc::new(jnp::iterate_array(self, a)?), pos: 0, kind: "iterator" },
@@ -897,7 +898,7 @@ impl<'l> Interp<'l> {
             other => return Err(self.type_error(format!("'{}' object is not iterable", other.type_name()))),
         };
         let v = Value::Iterator(Rc::new(RefCell::new(it)));
-        self.jax.note_born(&v);
+        crate::interp::model::state::note_born(self, &v);
         Ok(v)
     }
 
@@ -1018,9 +1019,7 @@ impl<'l> Interp<'l> {
             Value::Array(a) => stmt::recorded(self, stmt::Call::GetItem, &[obj, &idx], &Vec::new(), |this| jnp::getitem(this, a, &idx)),
             Value::Opaque(_) => Ok(Value::opaque("item of an unknown value")),
             Value::Builtin(b) => match &**b {
-                Builtin::Object(crate::interp::model::api::JaxObject::At { array }) => {
-                    Ok(crate::interp::model::api::at_getitem(array, idx))
-                }
+                Builtin::Object(o) if let Some(array) = o.at_array() => Ok(crate::interp::model::api::at_getitem(self, array, idx)),
                 Builtin::Tf(t) => crate::interp::model::tf::getitem(self, t, &idx),
                 _ => Ok(obj.clone()),
             },
@@ -1199,7 +1198,7 @@ impl<'l> Interp<'l> {
             Value::Dict(d) => {
                 self.note_mutation(obj, "item assignment")?;
                 let site = self.site();
-                self.jax.check_tracer_store(obj, &value, site);
+                crate::interp::model::state::check_tracer_store(self, obj, &value, site);
                 let h = self.hash_key(&idx)?;
                 if !self.fork_logs.is_empty() {
                     self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
@@ -1404,7 +1403,7 @@ impl<'l> Interp<'l> {
                 }),
             },
             Value::Builtin(b) => super::builtins::builtin_getattr(self, b, name)?,
-            Value::TfDType(d) => Some(crate::interp::model::tf::dtype_attr(*d, name)),
+            Value::TfDType(d) => Some(crate::interp::model::tf::dtype_attr(self, *d, name)),
             Value::DType(d) => match name {
                 "name" => Some(Value::str(d.name())),
                 "itemsize" => Some(Value::Int(d.itemsize() as i64)),
@@ -1477,7 +1476,7 @@ impl<'l> Interp<'l> {
                 }
                 self.note_mutation(obj, "attribute assignment")?;
                 let site = self.site();
-                self.jax.check_tracer_store(obj, &value, site);
+                crate::interp::model::state::check_tracer_store(self, obj, &value, site);
                 if !self.fork_logs.is_empty() {
                     self.note_write(Slot::Attr(inst.clone(), Rc::from(name)));
                 }
@@ -1572,10 +1571,10 @@ impl<'l> Interp<'l> {
         }
         // Storing the tf.Variable a tf.function's first trace just created (`self.w =
         // tf.Variable(...)` behind `if self.w is None:`) is TensorFlow's way to make state.
-        if std::mem::take(&mut self.tf.variable_just_created) || self.once_guarded > 0 {
+        if crate::interp::model::state::take_variable_just_created(self) || self.once_guarded > 0 {
             return Ok(());
         }
-        if let Some(info) = self.jax.outer_mutation(obj) {
+        if let Some(info) = crate::interp::model::state::outer_mutation(self, obj) {
             let site = self.site();
             // `info` names the caching transformation: `jit(f)`, `tf.function(f)`, `cond(..)`.
             let cacher = if info.starts_with("tf.function") { "tf.function" } else { "JAX" };
@@ -1593,11 +1592,11 @@ impl<'l> Interp<'l> {
             return;
         }
         let site = self.site();
-        self.jax.check_tracer_store(&Value::None, value, site);
+        crate::interp::model::state::check_tracer_store(self, &Value::None, value, site);
         if self.once_guarded > 0 {
             return;
         }
-        if let Some(info) = self.jax.staging_description() {
+        if let Some(info) = crate::interp::model::state::staging_description(self) {
             let site = self.site();
             let msg = format!("outer mutation: `{kind} {name}` is rebound inside {info}; this happens once per trace, not once per call");
             self.warn(Code::OuterMutation, site, msg, Vec::new());
@@ -1618,27 +1617,22 @@ impl<'l> Interp<'l> {
         // rebinding inside the trace is TL202; the read bakes nothing else in.
         let declared = ctx.scope.as_ref().is_some_and(|s| s.globals.borrow().iter().any(|g| g.as_ref() == name));
         if data && !declared && !matches!(value, Value::Array(a) if a.is_tracer()) {
-            if let Some(inside) = self.jax.staging_description() {
+            if let Some(inside) = crate::interp::model::state::staging_description(self) {
                 let module = Rc::as_ptr(&ctx.globals) as usize;
                 let site = super::Site { file: ctx.file, span: expr.span };
-                self.jax.effects.global_reads.push(crate::interp::model::effects::GlobalRead {
-                    module,
-                    name: name.to_string(),
-                    site,
-                    inside,
-                });
+                let read = crate::interp::model::effects::GlobalRead { module, name: name.to_string(), site, inside };
+                crate::interp::model::state::note_global_read(self, read);
             }
         }
     }
 
     /// A module-level rebinding of a global that a finished trace read (TL204).
     pub(super) fn note_global_rebind(&mut self, ctx: &Ctx, name: &str) {
-        if self.jax.staging_depth() > 0 {
+        if crate::interp::model::state::staging_depth(self) > 0 {
             return;
         }
         let module = Rc::as_ptr(&ctx.globals) as usize;
-        let reads: Vec<crate::interp::model::effects::GlobalRead> =
-            self.jax.effects.global_reads.iter().filter(|r| r.module == module && r.name == name).cloned().collect();
+        let reads: Vec<crate::interp::model::effects::GlobalRead> = crate::interp::model::state::global_reads_of(self, module, name);
         if reads.is_empty() {
             return;
         }
@@ -1760,10 +1754,9 @@ fn maybe_same_array(unknown: &Value, array: &Value) -> bool {
 /// Two PyTreeDefs (`jtu.tree_structure(a) == jtu.tree_flatten(b)[1]`) compare by structure,
 /// not identity; `Some(None)` when that is not known.
 fn treedefs_equal(l: &Value, r: &Value) -> Option<Option<bool>> {
-    use crate::interp::model::api::JaxObject;
     match (l, r) {
         (Value::Builtin(a), Value::Builtin(b)) => match (&**a, &**b) {
-            (Builtin::Object(JaxObject::TreeDef(x)), Builtin::Object(JaxObject::TreeDef(y))) => Some(x.equals(y)),
+            (Builtin::Object(x), Builtin::Object(y)) => x.treedefs_equal(y),
             _ => None,
         },
         _ => None,

@@ -185,7 +185,7 @@ impl Interp<'_> {
     fn percent_number(&mut self, conv: char, a: &Rc<Array>) -> PyResult<Value> {
         let abstract_tracer = a.is_tracer() && a.known().is_none();
         let type_name = match a.tracer() {
-            Some(t) => self.jax.tracer_class_of(t.trace),
+            Some(t) => crate::interp::model::state::tracer_class_of(self, t.trace),
             _ if a.numpy.get() => "numpy.ndarray",
             _ => "jaxlib._jax.ArrayImpl",
         };

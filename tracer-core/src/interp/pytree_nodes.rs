@@ -61,7 +61,7 @@ pub fn class_children(interp: &Interp, v: &Value) -> Option<Vec<Value>> {
             Some(data.iter().map(|f| inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None)).collect())
         }
         PytreeRegistration::Custom { .. } => {
-            let (_, children) = interp.jax.custom_children.get(&(Rc::as_ptr(inst) as usize))?;
+            let children = crate::interp::model::state::custom_children(interp, inst)?;
             // Children noted before an attribute was assigned again are not the instance's
             // any more: each child with an identity must still be one of its attributes (or
             // an item of a tuple or list attribute).

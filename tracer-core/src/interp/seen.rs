@@ -387,12 +387,12 @@ impl Interp<'_> {
             return;
         }
         // Inside a tf.function trace, a tensor is one of its graph.
-        let in_graph = self.jax.trace_depth() > 0 && !self.tf.active.is_empty();
+        let in_graph = crate::interp::model::state::trace_depth(self) > 0 && crate::interp::model::state::in_tf_function(self);
         let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
         let Some(shown) = shown else { return };
         let site = Site { file, span };
-        if self.jax.trace_depth() > 0 {
-            self.jax.record_value(site, name, shown, kind);
+        if crate::interp::model::state::trace_depth(self) > 0 {
+            crate::interp::model::state::record_value(self, site, name, shown, kind);
             return;
         }
         let indices = self.seen.by_site.entry((file, span.start, span.end)).or_default();

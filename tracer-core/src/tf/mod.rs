@@ -28,6 +28,7 @@ mod graph_call;
 mod graph_run;
 pub mod graph_variables;
 pub mod handed_out;
+pub mod names;
 mod nest;
 pub mod ops;
 mod ops_shape;
@@ -55,30 +56,6 @@ use crate::interp::{Interp, PyResult};
 use crate::jax::dtypes::DType;
 pub use function::TfState;
 pub use surface::TfFn;
-
-/// The modules of TensorFlow that are modelled (attributes come from `surface.rs`).
-pub const TF_MODULES: &[&str] = &[
-    "tensorflow",
-    "tensorflow.math",
-    "tensorflow.nn",
-    "tensorflow.linalg",
-    "tensorflow.random",
-    "tensorflow.debugging",
-    "tensorflow.autograph",
-    "tensorflow.autograph.experimental",
-    "tensorflow.config",
-    "tensorflow.errors",
-];
-
-/// TensorFlow's exception classes, with their bases, as `tf.errors` and
-/// `tensorflow.python.framework.errors_impl` define them.
-pub const EXCEPTION_CLASSES: &[(&str, &str)] = &[
-    ("OpError", "Exception"),
-    ("InvalidArgumentError", "OpError"),
-    ("OutOfRangeError", "OpError"),
-    ("OperatorNotAllowedInGraphError", "TypeError"),
-    ("InaccessibleTensorError", "ValueError"),
-];
 
 /// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`,
 /// `tf.random.Generator`).
@@ -194,7 +171,7 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
         return interp.getattr(&shim, name).ok();
     }
     if module == "tensorflow.errors" {
-        if let Some((class, _)) = EXCEPTION_CLASSES.iter().find(|(c, _)| *c == name) {
+        if let Some((class, _)) = names::EXCEPTION_CLASSES.iter().find(|(c, _)| *c == name) {
             return interp.classes.lookup(class).map(Value::Class);
         }
     }
@@ -237,12 +214,6 @@ pub fn call_method(interp: &mut Interp, recv: &TfValue, name: &str, args: Vec<Va
         TfValue::TensorArray(ta) => tensor_array::call_method(interp, ta, name, args, kwargs),
         _ => Ok(Value::opaque(format!("{}.{name}()", recv.describe()))),
     }
-}
-
-/// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance first
-/// when the function is a method reached through its instance.
-pub fn is_function_method(v: &Value) -> bool {
-    matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Tf(TfValue::Method(recv, _)) if matches!(**recv, TfValue::Function(_))))
 }
 
 /// `obj.name` on a TensorFlow object; `None` is Python's AttributeError.
@@ -299,15 +270,6 @@ pub fn in_graph(interp: &Interp) -> bool {
     interp.jax.traces.iter().any(|t| interp.jax.records[t.record].traced_for == Some(function::TRACED_FOR))
 }
 
-/// Whether a value is a TensorFlow tensor or variable.
-pub fn is_tf(v: &Value) -> bool {
-    match v {
-        Value::Array(a) => a.tf.get(),
-        Value::Builtin(b) => matches!(&**b, Builtin::Tf(TfValue::Variable(_) | TfValue::Partial(_))),
-        _ => false,
-    }
-}
-
 /// `str()` and `repr()` of a TensorFlow object.
 pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
     Ok(match v {
@@ -341,39 +303,31 @@ pub fn getitem(interp: &mut Interp, v: &TfValue, idx: &Value) -> PyResult<Value>
     }
 }
 
-/// `shape == (2, 3)`, `shape == [2, 3]`, `shape == other_shape`: TensorShape's equality.
-pub fn shape_eq(l: &Value, r: &Value) -> Option<bool> {
-    let dims_of = |v: &Value| -> Option<Vec<Option<i64>>> {
-        match v {
-            Value::Builtin(b) => match &**b {
-                Builtin::Tf(TfValue::Shape(d)) => Some(d.iter().map(|x| x.map(|x| x as i64)).collect()),
-                _ => None,
-            },
-            Value::Tuple(items) => items
-                .iter()
-                .map(|i| match i {
-                    Value::Int(n) => Some(Some(*n)),
-                    Value::None => Some(None),
-                    _ => None,
-                })
-                .collect(),
-            Value::List(items) => items
-                .borrow()
-                .iter()
-                .map(|i| match i {
-                    Value::Int(n) => Some(Some(*n)),
-                    Value::None => Some(None),
-                    _ => None,
-                })
-                .collect(),
+/// What the interpreter reads of a TensorFlow object itself.
+impl crate::interp::model::TfObjectView for TfValue {
+    fn shape_dims(&self) -> Option<&Rc<Vec<Option<usize>>>> {
+        match self {
+            TfValue::Shape(dims) => Some(dims),
             _ => None,
         }
-    };
-    let is_shape = |v: &Value| matches!(v, Value::Builtin(b) if matches!(&**b, Builtin::Tf(TfValue::Shape(_))));
-    if !is_shape(l) && !is_shape(r) {
-        return None;
     }
-    let (a, b) = (dims_of(l)?, dims_of(r)?);
-    // An unknown dimension is equal to nothing (TensorShape.__eq__ compares dims).
-    Some(a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.is_some() && x == y))
+
+    fn partial(&self) -> Option<&Rc<partial::PartialTensor>> {
+        match self {
+            TfValue::Partial(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    fn is_tape(&self) -> bool {
+        matches!(self, TfValue::Tape(_))
+    }
+
+    fn is_tensor_like(&self) -> bool {
+        matches!(self, TfValue::Variable(_) | TfValue::Partial(_))
+    }
+
+    fn is_function_method(&self) -> bool {
+        matches!(self, TfValue::Method(recv, _) if matches!(**recv, TfValue::Function(_)))
+    }
 }

@@ -12,13 +12,7 @@ pub fn in_numpy_mode(interp: &mut Interp, operands: &[&Value], f: impl FnOnce(&m
     if !numpy {
         return f(interp);
     }
-    let saved = interp.jax.config;
-    let saved_eager = interp.jax.numpy_eager;
-    interp.jax.config.enable_x64 = true;
-    interp.jax.numpy_eager = true;
-    let result = f(interp);
-    interp.jax.config = saved;
-    interp.jax.numpy_eager = saved_eager;
+    let result = crate::interp::model::state::numpy_eager(interp, f);
     Ok(mark_numpy(result?))
 }
 

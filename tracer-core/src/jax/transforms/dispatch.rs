@@ -565,3 +565,20 @@ pub fn call_object_method(interp: &mut Interp, o: &JaxObject, name: &str, args: 
         _ => Err(interp.raise("AttributeError", Code::PythonException, format!("object has no attribute '{name}'"))),
     }
 }
+
+/// What the interpreter reads of a JAX object itself.
+impl crate::interp::model::JaxObjectView for JaxObject {
+    fn at_array(&self) -> Option<&Rc<Array>> {
+        match self {
+            JaxObject::At { array } => Some(array),
+            _ => None,
+        }
+    }
+
+    fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>> {
+        match (self, other) {
+            (JaxObject::TreeDef(x), JaxObject::TreeDef(y)) => Some(x.equals(y)),
+            _ => None,
+        }
+    }
+}

@@ -274,7 +274,7 @@ fn leaf_tensor(interp: &mut Interp, v: &Value) -> PyResult<Option<Value>> {
     if partial::of(v).is_some() {
         return Ok(Some(v.clone()));
     }
-    let is_tensor = matches!(v, Value::Array(_) | Value::Bool(_) | Value::Int(_) | Value::Float(_)) || crate::tf::is_tf(v);
+    let is_tensor = matches!(v, Value::Array(_) | Value::Bool(_) | Value::Int(_) | Value::Float(_)) || crate::interp::model::tf::is_tf(v);
     if !is_tensor {
         return Ok(None);
     }

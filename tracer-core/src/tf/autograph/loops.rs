@@ -254,7 +254,7 @@ fn verify(interp: &mut Interp, name: &str, entry: &Value, exit: &Value, site: Op
 fn exit_tensor(interp: &mut Interp, v: &Value) -> PyResult<Option<Rc<Array>>> {
     match v {
         Value::Array(_) | Value::Bool(_) | Value::Int(_) | Value::Float(_) => to_tensor(interp, v, None),
-        Value::Builtin(_) if crate::tf::is_tf(v) => to_tensor(interp, v, None),
+        Value::Builtin(_) if crate::interp::model::tf::is_tf(v) => to_tensor(interp, v, None),
         _ => Ok(None),
     }
 }
