@@ -346,18 +346,19 @@ fn is_indirect(kwargs: &Kwargs, name: &str) -> bool {
     }
 }
 
-/// absl's `parameters(*cases)` / `named_parameters(*cases)`: a tuple is positional
-/// arguments, a dict keyword arguments, anything else the one argument; a single argument
-/// that is neither tuple nor dict is the iterable of cases.
+/// absl's `parameters(*cases)` / `named_parameters(*cases)`: a mapping is keyword arguments,
+/// an iterable that is not a string (a tuple, a named tuple, a list) positional arguments,
+/// anything else the one argument; a single argument that is neither a tuple (a named tuple
+/// is one) nor a mapping is the iterable of cases. A case that may be iterable or not (an
+/// object tracelens does not know, an instance of a class) leaves the cases unknown.
 fn absl_cases(args: &[Value], named: bool) -> Option<Vec<Case>> {
     let cases: Vec<Value> = match args {
-        [single] if !matches!(single, Value::Tuple(_) | Value::Dict(_)) => items(single)?,
+        [single] if !matches!(single, Value::Dict(_)) && tuple_items(single).is_none() => items(single)?,
         _ => args.to_vec(),
     };
     cases
         .into_iter()
         .map(|c| match c {
-            Value::Tuple(t) => Some(Case { args: t.iter().skip(usize::from(named)).cloned().collect(), ..Case::default() }),
             Value::Dict(d) => {
                 let mut kwargs = Vec::new();
                 for (k, v) in d.borrow().items() {
@@ -368,10 +369,37 @@ fn absl_cases(args: &[Value], named: bool) -> Option<Vec<Case>> {
                 }
                 Some(Case { kwargs, ..Case::default() })
             }
-            _ if named => None,
-            other => Some(Case { args: vec![other], ..Case::default() }),
+            other => match tuple_items(&other).or_else(|| items(&other)) {
+                Some(t) => Some(Case { args: t.into_iter().skip(usize::from(named)).collect(), ..Case::default() }),
+                None if named => None,
+                None if matches!(
+                    other,
+                    Value::None
+                        | Value::Bool(_)
+                        | Value::Int(_)
+                        | Value::Float(_)
+                        | Value::Complex(..)
+                        | Value::Str(_)
+                        | Value::Function(_)
+                        | Value::Class(_)
+                        | Value::DType(_)
+                ) =>
+                {
+                    Some(Case { args: vec![other], ..Case::default() })
+                }
+                None => None,
+            },
         })
         .collect()
+}
+
+/// The items of a tuple, a named tuple's or a tuple subclass's among them.
+fn tuple_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::Tuple(t) => Some(t.to_vec()),
+        Value::Instance(i) => i.tuple.clone(),
+        _ => None,
+    }
 }
 
 /// absl's `product(a=[1, 2], b=[3])`: every combination, as keyword arguments.

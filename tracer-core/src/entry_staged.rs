@@ -1,7 +1,8 @@
 //! The last route to a transformed function (design.md §9): a function a staging transform is
 //! applied to (`@jax.jit`, `@partial(jax.pmap, axis_name=...)`, `jax.jit(train_step, ...)`,
-//! `nnx.jit`, `eqx.filter_jit`) that nothing the analysis ran has called is traced with every
-//! argument unknown (`Route::Uncalled`). A step jitted inside a `train_and_evaluate` that only
+//! `nnx.jit`, `eqx.filter_jit`, `jax.jit(self.step)` in a method: the class's `step` bound to
+//! an unknown `self`) that nothing the analysis ran has called is traced with every argument
+//! unknown (`Route::Uncalled`). A step jitted inside a `train_and_evaluate` that only
 //! another module's absl `main` calls, or a decorated function no test calls, is still checked
 //! for what does not depend on its arguments: a Python `if` on a tracer, a tracer handed to
 //! NumPy, a leaked tracer, trace-time effects.
@@ -41,6 +42,9 @@ struct Application<'a> {
     /// Leading positional parameters and keyword parameters a `partial` binds.
     bound_positional: usize,
     bound_names: Vec<Name>,
+    /// `jax.jit(self.step)` in a method of this module-level class: the target is its `step`,
+    /// bound to a `self` that is not known.
+    method_of: Option<&'a Rc<ClassDef>>,
 }
 
 enum How<'a> {
@@ -172,10 +176,47 @@ fn staged_value(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, app: 
         scope = Some(inner);
     }
     let ctx = Ctx { scope, globals: module.clone(), file };
+    if let (Some(class), How::Applied(expr)) = (app.method_of, &app.how) {
+        return staged_method(interp, &ctx, module, class, app.target, expr).map(|v| v.unwrap_or_else(unknown));
+    }
     match app.how {
         How::Applied(expr) => interp.eval(&ctx, expr),
         How::Decorated(_) => interp.eval(&ctx, &Expr { kind: ExprKind::Name(app.target.name.clone()), span: app.target.name_span }),
     }
+}
+
+/// `jax.jit(self.step, ...)` applied to the class's `step` bound to an unknown `self`: every
+/// attribute the body reads of `self` is then unknown (`None` when the site is not a plain
+/// call, or the class's `step` is not a plain function).
+fn staged_method(
+    interp: &mut Interp,
+    ctx: &Ctx,
+    module: &Rc<ModuleObj>,
+    class: &ClassDef,
+    target: &FunctionDef,
+    site: &Expr,
+) -> crate::interp::PyResult<Option<Value>> {
+    let ExprKind::Call { func, args, keywords } = &site.kind else { return Ok(None) };
+    let method = match module.dict.borrow().get(class.name.as_ref()) {
+        Some(Value::Class(cls)) => cls.dict.borrow().get(target.name.as_ref()).cloned(),
+        _ => None,
+    };
+    let Some(method @ Value::Function(_)) = method else { return Ok(None) };
+    if args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| matches!(a.kind, ExprKind::Starred(_))) {
+        return Ok(None);
+    }
+    let transform = interp.eval(ctx, func)?;
+    let unknown_self = Value::opaque("self of a method a transform was applied to in a method that never ran");
+    let mut call_args = vec![Value::BoundMethod(Rc::new((unknown_self, method)))];
+    for a in &args[1..] {
+        call_args.push(interp.eval(ctx, a)?);
+    }
+    let mut kwargs = Vec::new();
+    for k in keywords {
+        let Some(name) = &k.arg else { return Ok(None) };
+        kwargs.push((name.clone(), interp.eval(ctx, &k.value)?));
+    }
+    interp.call(&transform, call_args, kwargs).map(Some)
 }
 
 /// The `def` of the user function a `jax.jit` wraps (for a factory's product).
@@ -288,6 +329,7 @@ fn walk_block<'a>(
                         factory: false,
                         bound_positional: 0,
                         bound_names: Vec::new(),
+                        method_of: None,
                     });
                 }
                 enclosing.push(def);
@@ -334,7 +376,25 @@ fn walk_expr<'a>(module: &'a [Stmt], e: &'a Expr, enclosing: &[&'a Rc<FunctionDe
                 let first = args.first();
                 if let Some((target, bound_positional, bound_names)) = first.and_then(|a| target_of(a, module, enclosing)) {
                     let how = How::Applied(e);
-                    out.push(Application { enclosing: enclosing.to_vec(), how, target, factory: false, bound_positional, bound_names });
+                    out.push(Application {
+                        enclosing: enclosing.to_vec(),
+                        how,
+                        target,
+                        factory: false,
+                        bound_positional,
+                        bound_names,
+                        method_of: None,
+                    });
+                } else if let Some((class, target)) = first.and_then(|a| self_method_of(a, module, enclosing)) {
+                    out.push(Application {
+                        enclosing: enclosing.to_vec(),
+                        how: How::Applied(e),
+                        target,
+                        factory: false,
+                        bound_positional: 1,
+                        bound_names: Vec::new(),
+                        method_of: Some(class),
+                    });
                 } else if let Some(factory) = first.and_then(|a| factory_of(a, module, enclosing)) {
                     let how = How::Applied(e);
                     out.push(Application {
@@ -344,6 +404,7 @@ fn walk_expr<'a>(module: &'a [Stmt], e: &'a Expr, enclosing: &[&'a Rc<FunctionDe
                         factory: true,
                         bound_positional: 0,
                         bound_names: Vec::new(),
+                        method_of: None,
                     });
                 }
             }
@@ -435,6 +496,34 @@ fn target_of<'a>(e: &'a Expr, module: &'a [Stmt], enclosing: &[&'a Rc<FunctionDe
         }
         _ => None,
     }
+}
+
+/// `self.step` in a method of a module-level class (`self.step = jax.jit(self.step)` in
+/// `__init__`, as RL agents do): the class and its own `def step`. Only directly in the
+/// method whose first parameter is `self`; a method the class inherits is not looked for.
+fn self_method_of<'a>(
+    e: &'a Expr,
+    module: &'a [Stmt],
+    enclosing: &[&'a Rc<FunctionDef>],
+) -> Option<(&'a Rc<ClassDef>, &'a Rc<FunctionDef>)> {
+    let ExprKind::Attribute { value, attr, .. } = &e.kind else { return None };
+    let [method] = enclosing else { return None };
+    let first = method.params.posonly.iter().chain(&method.params.args).next()?;
+    if !matches!(&value.kind, ExprKind::Name(n) if n.as_ref() == "self") || first.name.as_ref() != "self" {
+        return None;
+    }
+    let defines = |body: &'a [Stmt], name: &str| {
+        body.iter().find_map(|s| match &s.kind {
+            StmtKind::FunctionDef(d) if d.name.as_ref() == name => Some(d),
+            _ => None,
+        })
+    };
+    module.iter().find_map(|s| match &s.kind {
+        StmtKind::ClassDef(c) if defines(&c.body, &method.name).is_some_and(|d| Rc::ptr_eq(d, method)) => {
+            defines(&c.body, attr).filter(|d| d.decorators.is_empty()).map(|d| (c, d))
+        }
+        _ => None,
+    })
 }
 
 /// `make_train(config)`: a call of a `def` that returns the function to transform.

@@ -150,6 +150,58 @@ fn an_error_the_test_expects_with_assert_raises_is_not_a_finding() {
     assert_eq!(trace_args(&a, "gram").len(), 1);
 }
 
+/// rlax's transform pairs: absl unpacks a case that is a named tuple (or a list) into the
+/// test's positional arguments, as it does a plain tuple.
+const NAMED_TUPLE_CASES: &str = r#"import collections
+
+import jax
+import jax.numpy as jnp
+from absl.testing import absltest
+from absl.testing import parameterized
+
+TxPair = collections.namedtuple("TxPair", ["apply", "apply_inv"])
+IDENTITY_PAIR = TxPair(lambda x: x, lambda x: x)
+SIGNED_LOGP1_PAIR = TxPair(
+    lambda x: jnp.sign(x) * jnp.log1p(jnp.abs(x)),
+    lambda x: jnp.sign(x) * jnp.expm1(jnp.abs(x)),
+)
+
+
+@jax.jit
+def scale(x):
+    return x * 2.0
+
+
+class PairTest(parameterized.TestCase):
+
+    @parameterized.parameters(IDENTITY_PAIR, SIGNED_LOGP1_PAIR)
+    def test_identity(self, tx, inv_tx):
+        x = jnp.ones((2, 3))
+        self.assertEqual(tx(inv_tx(scale(x))).shape, (2, 3))
+
+    @parameterized.parameters([4, 5], [6, 7])
+    def test_lists(self, n, m):
+        scale(jnp.ones((n, m)))
+
+    @parameterized.parameters(IDENTITY_PAIR)
+    def test_one_pair(self, tx, inv_tx):
+        scale(inv_tx(tx(jnp.ones(8))))
+
+
+if __name__ == "__main__":
+    absltest.main()
+"#;
+
+#[test]
+fn absl_parameters_unpack_named_tuples_and_lists_into_arguments() {
+    let a = analyse("/ws/pair_test.py", NAMED_TUPLE_CASES);
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    let mut shapes: Vec<String> = trace_args(&a, "scale").into_iter().flatten().collect();
+    shapes.sort();
+    shapes.dedup();
+    assert_eq!(shapes, vec!["f32[2,3]", "f32[4,5]", "f32[6,7]", "f32[8]"]);
+}
+
 const CONFTEST: &str = r#"import jax.numpy as jnp
 import pytest
 

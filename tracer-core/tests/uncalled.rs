@@ -120,3 +120,46 @@ fn functions_defined_after_the_module_stopped_are_still_reached() {
     assert_eq!(routes_of(&a, "step"), vec![("jit".to_string(), UNCALLED)]);
     assert_eq!(findings(&a), vec![(Code::PythonException, 4), (Code::Concretization, 9)]);
 }
+
+/// rlax's agents: `__init__` jits the agent's own methods (`self.actor_step =
+/// jax.jit(self.actor_step)`) and hands the agent to a run loop tracelens does not know.
+const AGENT: &str = r#"import jax
+import jax.numpy as jnp
+import optax
+from somewhere import run_loop
+
+
+class Agent:
+    def __init__(self, network, learning_rate):
+        self._network = network
+        self._optimizer = optax.adam(learning_rate)
+        self.actor_step = jax.jit(self.actor_step)
+        self.learner_step = jax.jit(self.learner_step, static_argnames="evaluation")
+
+    def actor_step(self, params, obs, key, evaluation):
+        q = self._network.apply(params, obs)
+        a = jax.lax.select(evaluation, jnp.argmax(q), jax.random.randint(key, (), 0, 3))
+        if self._network.stochastic:
+            a = a + 0
+        return a
+
+    def learner_step(self, params, batch, evaluation=False):
+        loss = jnp.mean(jnp.ones(3))
+        if loss > 0:
+            return params
+        return batch
+
+
+def main(network):
+    run_loop(Agent(network, 1e-3))
+"#;
+
+#[test]
+fn methods_an_init_jits_as_self_attributes_are_reached_with_an_unknown_self() {
+    let a = analyse(AGENT);
+    assert_eq!(routes_of(&a, "actor_step"), vec![("jit".to_string(), UNCALLED)]);
+    assert_eq!(routes_of(&a, "learner_step"), vec![("jit".to_string(), UNCALLED)]);
+    // What `self` holds is not known (`self._network.stochastic` is no finding); `loss` is a
+    // tracer whatever the arguments are.
+    assert_eq!(findings(&a), vec![(Code::Concretization, 23)]);
+}

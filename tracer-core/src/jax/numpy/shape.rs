@@ -381,6 +381,12 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             s.extend(a.aval.shape.iter().copied());
             reshape_raw(interp, &a, &s).map(Value::Array)
         }
+        // What these read is the static shape, a Python tuple or int even of a tracer
+        // (`int(0.5 * jnp.size(x))` inside `jit`); of an array tracelens does not know, a
+        // tracer among them, it is a value it does not know, never a tracer.
+        F::Shape | F::Ndim | F::Size if matches!(cx.p.get(0, "a"), Some(Value::Opaque(_))) => {
+            Ok(Value::opaque(format!("jax.numpy.{}() of an unknown array", f.name())))
+        }
         F::Shape => {
             let a = arr!(interp, cx, 0, "a");
             Ok(Value::tuple(a.aval.shape.iter().map(|&d| Value::Int(d as i64)).collect()))

@@ -103,7 +103,10 @@ fn check_carry(interp: &mut Interp, names: &CarryNames, init: &Value, out: &Valu
 }
 
 fn abstract_copy(interp: &mut Interp, v: &Value) -> PyResult<Value> {
-    map_arrays(interp, v, &|a| Array::unknown(a.aval.clone(), "loop carry"))
+    // The carry is what JAX makes of the initial value: a NumPy float64 (`v_t[-1]` of a NumPy
+    // array) is float32 without x64, as the body's arithmetic on it gives.
+    let config = interp.jax.config;
+    map_arrays(interp, v, &|a| Array::unknown(Aval { dtype: dtypes::canonicalize(a.aval.dtype, config), ..a.aval.clone() }, "loop carry"))
 }
 
 pub(super) fn scan(interp: &mut Interp, args: &[Value], kwargs: &Kwargs) -> PyResult<Value> {
