@@ -419,8 +419,14 @@ pub fn reproducer_text_with(
     });
     if let Some(r) = found {
         // The analysis keeps only programs on which tracelens itself re-raises the error.
-        let text =
-            if options.unreduced { Some(r.text.clone()) } else { r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()) };
+        // Minimising analyses the program again and again: on the engine's stack, as every
+        // analysis runs (`repro` calls this on the main thread, whose stack a deeply nested
+        // value of the program would overflow when it is freed).
+        let text = if options.unreduced {
+            Some(r.text.clone())
+        } else {
+            on_analysis_stack(|| r.minimised(&tracer_core::repro::minimise::MinimiseConfig::default()))
+        };
         if let Some(text) = text {
             return Ok(with_labels(&text, analysis, path, shown));
         }
