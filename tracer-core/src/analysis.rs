@@ -468,11 +468,10 @@ fn run<'l>(
         interp.jax.memo = Some(std::mem::take(memo));
     }
     let module_ast = interp.files[file as usize].module.clone();
-    for err in &module_ast.errors {
+    if let Some(err) = module_ast.errors.first() {
         let site = Site { file, span: err.span };
         let diag = interp.diagnostic(Code::PythonException, site, format!("SyntaxError: {}", err.message), Vec::new());
         interp.diagnostics.push(diag);
-        break;
     }
     let (module, flow) = interp.run_module(file, "__main__");
     if let Some(flow) = flow {
