@@ -272,6 +272,15 @@ impl<'l> Interp<'l> {
     fn join_flows(&mut self, a: Flow, b: Flow) -> Flow {
         match (a, b) {
             (Flow::Return(x), Flow::Return(y)) => Flow::Return(join_values(&x, &y)),
+            // A plain Python exception on one path is a path the program does not take (as
+            // when the other path goes on): it returns, breaks or continues.
+            (flow @ (Flow::Return(_) | Flow::Break | Flow::Continue), Flow::Raise(exc))
+            | (Flow::Raise(exc), flow @ (Flow::Return(_) | Flow::Break | Flow::Continue))
+                if exc.code == Code::PythonException =>
+            {
+                self.dropped_exits += 1;
+                flow
+            }
             (Flow::Break, Flow::Break) => Flow::Break,
             (Flow::Continue, Flow::Continue) => Flow::Continue,
             (Flow::Raise(exc), _) | (_, Flow::Raise(exc)) if exc.code != Code::PythonException => Flow::Raise(exc),
@@ -412,6 +421,9 @@ impl<'l> Interp<'l> {
         match &stmt.kind {
             StmtKind::Return(_) => Err(Flow::Return(Value::opaque(UNKNOWN))),
             StmtKind::Raise { .. } => Err(flow),
+            // A skipped `if`, loop, `try` or `with` may have returned: the function's result
+            // is unknown (falling through would return `None`, which it may never do).
+            _ if may_return(stmt) => Err(Flow::Return(Value::opaque(UNKNOWN))),
             _ => {
                 self.forget_bindings(ctx, stmt);
                 Ok(())
@@ -552,3 +564,19 @@ impl<'l> Interp<'l> {
 
 const UNKNOWN: &str = "a value computed from an unknown";
 const MAX_STOPS_KEPT: usize = 1000;
+
+/// Whether a statement holds a `return` of the function it is in (not of a nested `def`).
+fn may_return(stmt: &Stmt) -> bool {
+    let any = |body: &[Stmt]| body.iter().any(may_return);
+    match &stmt.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { body, orelse, .. } | StmtKind::While { body, orelse, .. } | StmtKind::For { body, orelse, .. } => {
+            any(body) || any(orelse)
+        }
+        StmtKind::Try { body, handlers, orelse, finalbody } => {
+            any(body) || handlers.iter().any(|h| any(&h.body)) || any(orelse) || any(finalbody)
+        }
+        StmtKind::With { body, .. } => any(body),
+        _ => false,
+    }
+}
