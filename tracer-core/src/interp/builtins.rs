@@ -339,6 +339,7 @@ impl<'l> Interp<'l> {
                     | "getattr"
                     | "setattr"
                     | "object.__setattr__"
+                    | "object.__new__"
                     | "type"
                     | "callable"
                     | "id"
@@ -780,6 +781,15 @@ impl<'l> Interp<'l> {
                 }
                 Value::None
             }
+            // Only a class made of Python code is made here; one deriving a builtin type
+            // (`tuple.__new__` reached through it) holds what tracelens does not model.
+            "numpy.issubdtype" => super::dtype_hierarchy::issubdtype(&arg(0), &arg(1)),
+            "object.__new__" => match arg(0) {
+                Value::Class(c) if c.mro().iter().all(|b| b.builtin.is_none() || b.builtin == Some(BuiltinClass::Object)) => {
+                    self.bare_instance(&c)
+                }
+                _ => Value::opaque("the result of object.__new__"),
+            },
             "delattr" => Value::None,
             "type" if args.len() == 3 => self.make_type(args)?,
             "type" => match &arg(0) {
@@ -922,6 +932,10 @@ impl<'l> Interp<'l> {
     }
 
     pub fn isinstance(&mut self, v: &Value, typ: &Value) -> PyResult<Option<bool>> {
+        // An unknown may be of any type; one certainly a tracer is an array, of no Python type.
+        if matches!(v, Value::Opaque(o) if !o.tracer) && !matches!(typ, Value::Tuple(_)) {
+            return Ok(None);
+        }
         Ok(Some(match typ {
             Value::Tuple(types) => {
                 for t in types.iter() {
@@ -942,8 +956,15 @@ impl<'l> Interp<'l> {
                 Builtin::Fn(name) => {
                     let tn = v.type_name();
                     match *name {
+                        // A number whose value is not known: an int when no path made it a float.
+                        "int" if matches!(v, Value::UnknownNumber(false)) => true,
+                        "int" | "float" | "bool" | "complex" if matches!(v, Value::UnknownNumber(_)) => return Ok(None),
                         "int" => matches!(v, Value::Int(_) | Value::Bool(_)),
                         "float" => matches!(v, Value::Float(_)),
+                        n if n.starts_with("numpy.") => match super::dtype_hierarchy::isinstance(v, n) {
+                            Some(b) => b,
+                            None => return Ok(None),
+                        },
                         "tuple" => matches!(v, Value::Tuple(_)) || matches!(v, Value::Instance(i) if i.tuple.is_some()),
                         n if PY_TYPES.contains(&n) => tn == n,
                         n if n.starts_with("collections.abc.") => match abc_instance(v, &n["collections.abc.".len()..]) {
@@ -1535,6 +1556,13 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             let start = mro.iter().position(|c| std::rc::Rc::ptr_eq(c, class)).map(|p| p + 1).unwrap_or(mro.len());
             for c in &mro[start..] {
                 if let Some(v) = c.dict.borrow().get(name).cloned() {
+                    // `__new__` is a static method even undecorated: `super().__new__(cls)`.
+                    if name == "__new__" {
+                        return Ok(Some(match v {
+                            Value::StaticMethod(f) => (*f).clone(),
+                            other => other,
+                        }));
+                    }
                     return Ok(Some(interp.bind_method(obj, v)));
                 }
             }
@@ -1545,6 +1573,9 @@ pub fn builtin_getattr(interp: &mut Interp, b: &Rc<Builtin>, name: &str) -> PyRe
             }
             if name == "__init__" {
                 return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__init__")))));
+            }
+            if name == "__new__" {
+                return Ok(Some(Value::Builtin(Rc::new(Builtin::Fn("object.__new__")))));
             }
             // `super().__init_subclass__(**kwargs)` at the top of a hierarchy: object's, which does nothing.
             if name == "__init_subclass__" {

@@ -392,8 +392,40 @@ impl<'l> Interp<'l> {
         if class.lookup("__tracelens_opaque_base__").is_some() {
             return Ok(Value::opaque(format!("an instance of {}", class.name)));
         }
+        // A class's own `__new__` (an implicit static method) makes the object, as `type.__call__`
+        // does: `__init__` runs only when what it returns is an instance of the class.
+        if let Some(new) = class.lookup("__new__") {
+            let new = match new {
+                Value::StaticMethod(f) => (*f).clone(),
+                other => other,
+            };
+            if matches!(new, Value::Function(_)) {
+                let mut new_args = Vec::with_capacity(args.len() + 1);
+                new_args.push(Value::Class(class.clone()));
+                new_args.extend(args.iter().cloned());
+                let made = self.call(&new, new_args, kwargs.clone())?;
+                return match &made {
+                    Value::Instance(i) if i.class.is_subclass_of(class) && i.tuple.is_none() => {
+                        self.initialise(&i.class.clone(), made.clone(), args, kwargs)
+                    }
+                    _ => Ok(made),
+                };
+            }
+        }
+        let inst = self.bare_instance(class);
+        self.initialise(class, inst, args, kwargs)
+    }
+
+    /// `object.__new__(class)`: an instance with no attributes yet.
+    pub fn bare_instance(&mut self, class: &Rc<Class>) -> Value {
         let inst = Value::Instance(Rc::new(Instance { class: class.clone(), attrs: RefCell::new(IndexMap::default()), tuple: None }));
         crate::interp::model::state::note_born(self, &inst);
+        inst
+    }
+
+    /// What `type.__call__` does after `__new__`: the exception's `args`, `__init__` (or a
+    /// dataclass's generated one) and `__post_init__`.
+    fn initialise(&mut self, class: &Rc<Class>, inst: Value, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         if class.derives_builtin(BuiltinClass::Exception) {
             if let Value::Instance(i) = &inst {
                 i.attrs.borrow_mut().insert(Rc::from("args"), Value::tuple(args.clone()));

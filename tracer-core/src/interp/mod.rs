@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod call;
+mod dtype_hierarchy;
 pub(crate) mod entry_state;
 mod exception_code;
 mod exec;

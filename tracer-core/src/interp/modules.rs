@@ -52,6 +52,7 @@ const JAX_MODULES: &[&str] = &[
     "jax.typing",
     "jax.dtypes",
     "jax.export",
+    "jax.core",
 ];
 const NUMPY_MODULES: &[&str] = &["numpy", "numpy.random", "numpy.linalg", "numpy.testing"];
 const STD_MODULES: &[&str] = &[
@@ -496,6 +497,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                     return Ok(Some(Value::DType(d)));
                 }
             }
+            if let Some(v) = super::dtype_hierarchy::attr(module, name) {
+                return Ok(Some(v));
+            }
             match (module, name) {
                 ("jax.numpy", "pi") => Value::Float(std::f64::consts::PI),
                 ("jax.numpy", "e") => Value::Float(std::f64::consts::E),
@@ -535,6 +539,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
             }
             if let Some(d) = dtype_attr(name) {
                 return Ok(Some(Value::DType(d)));
+            }
+            if let Some(v) = super::dtype_hierarchy::attr(module, name) {
+                return Ok(Some(v));
             }
             match (module, name) {
                 ("numpy", "pi") => Value::Float(std::f64::consts::PI),

@@ -16,8 +16,9 @@ use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
 use super::fork::Slot;
-use super::value::{repr_float, BuiltinClass, Dict, HashKey, PyIter, Value};
+use super::value::{repr_float, BuiltinClass, Dict, HashKey, Instance, PyIter, Value};
 use super::{Ctx, Interp, PyResult};
+use crate::syntax::ast::Name;
 
 impl<'l> Interp<'l> {
     /// Python truth of a value used by `if`/`while`/`and`/`or`/`assert` (`what` names which).
@@ -1379,6 +1380,8 @@ impl<'l> Interp<'l> {
                     "__setattr__" if c.builtin == Some(BuiltinClass::Object) => {
                         Some(Value::Builtin(Rc::new(Builtin::Fn("object.__setattr__"))))
                     }
+                    // `object.__new__(cls)`, which a class's own `__new__` ends with.
+                    "__new__" if c.builtin == Some(BuiltinClass::Object) => Some(Value::Builtin(Rc::new(Builtin::Fn("object.__new__")))),
                     _ => None,
                 },
             },
@@ -1474,6 +1477,24 @@ impl<'l> Interp<'l> {
                     let class = if inst.tuple.is_some() { "AttributeError" } else { "FrozenInstanceError" };
                     return Err(self.raise(class, Code::PythonException, msg));
                 }
+                // `obj.__dict__ = d` (an `unflatten` that skips `__init__`): the attributes are d's.
+                if name == "__dict__" {
+                    if let Value::Dict(d) = &value {
+                        let entries: Vec<(HashKey, Value)> = d.borrow().entries.iter().map(|(k, (_, v))| (k.clone(), v.clone())).collect();
+                        if entries.iter().all(|(k, _)| matches!(k, HashKey::Str(_))) {
+                            let old: Vec<Name> = inst.attrs.borrow().keys().cloned().collect();
+                            for n in &old {
+                                self.setattr_slot_dropped(inst, n);
+                            }
+                            for (k, v) in entries {
+                                if let HashKey::Str(k) = k {
+                                    self.setattr(obj, &k, v)?;
+                                }
+                            }
+                            return Ok(());
+                        }
+                    }
+                }
                 self.note_mutation(obj, "attribute assignment")?;
                 let site = self.site();
                 crate::interp::model::state::check_tracer_store(self, obj, &value, site);
@@ -1515,6 +1536,14 @@ impl<'l> Interp<'l> {
                 Err(self.raise("AttributeError", Code::PythonException, format!("'{}' object has no attribute '{name}'", obj.type_name())))
             }
         }
+    }
+
+    /// Removes one attribute of an instance, logged for an abstract path as a store is.
+    fn setattr_slot_dropped(&mut self, inst: &Rc<Instance>, name: &Name) {
+        if !self.fork_logs.is_empty() {
+            self.note_write(Slot::Attr(inst.clone(), name.clone()));
+        }
+        inst.attrs.borrow_mut().shift_remove(name);
     }
 
     pub(super) fn enter_context(&mut self, manager: &Value) -> PyResult<Value> {

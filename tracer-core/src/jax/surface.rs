@@ -79,6 +79,8 @@ surface! {
     BlockUntilReady = "jax"."block_until_ready" => Elsewhere,
     ShapeDtypeStruct = "jax"."ShapeDtypeStruct" => Elsewhere,
     ArrayType = "jax"."Array" => Elsewhere,
+    CoreTracer = "jax.core"."Tracer" => Elsewhere,
+    ValidJaxtype = "jax.core"."valid_jaxtype" => Elsewhere,
     Typeof = "jax"."typeof" => Elsewhere,
     JaxTreeMap = "jax"."tree_map" => Elsewhere,
     JaxTreeLeaves = "jax"."tree_leaves" => Elsewhere,

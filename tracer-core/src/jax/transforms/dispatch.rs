@@ -95,10 +95,28 @@ impl JaxObject {
     }
 }
 
+/// `isinstance(v, jax.Array)` and `isinstance(v, jax.core.Tracer)`: a NumPy array is neither;
+/// an unknown value may be either, unless it is certainly a tracer.
 pub fn isinstance_jax(v: &Value, f: JaxFn) -> Option<bool> {
-    match f {
-        JaxFn::ArrayType => Some(matches!(v, Value::Array(_))),
+    match (f, v) {
+        (JaxFn::ArrayType | JaxFn::CoreTracer, Value::Opaque(o)) => o.tracer.then_some(true),
+        (JaxFn::ArrayType | JaxFn::CoreTracer, Value::UnknownNumber(_)) => Some(false),
+        (JaxFn::ArrayType, Value::Array(a)) => Some(!a.numpy.get() && !a.tf.get()),
+        (JaxFn::CoreTracer, Value::Array(a)) => Some(a.is_tracer() && !a.tf.get()),
+        (JaxFn::ArrayType | JaxFn::CoreTracer, _) => Some(false),
         _ => None,
+    }
+}
+
+/// `jax.core.valid_jaxtype(x)`: whether JAX can make an abstract value of `x` (arrays, NumPy
+/// arrays and scalars, Python numbers; not `None`, strings, containers or other objects).
+fn valid_jaxtype(v: &Value) -> Value {
+    match v {
+        Value::Array(a) if !a.tf.get() => Value::Bool(true),
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::Complex(..) | Value::UnknownNumber(_) => Value::Bool(true),
+        Value::None | Value::Str(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) => Value::Bool(false),
+        Value::Instance(_) => Value::Bool(false),
+        _ => Value::opaque("jax.core.valid_jaxtype of a value tracelens cannot classify"),
     }
 }
 
@@ -248,6 +266,8 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
         F::ExportExport => Ok(super::export::export(&args)),
         F::Typeof => Ok(Value::opaque("an aval")),
         F::ArrayType => Ok(Value::opaque("jax.Array")),
+        F::CoreTracer => Ok(Value::opaque("jax.core.Tracer")),
+        F::ValidJaxtype => Ok(valid_jaxtype(&args.first().cloned().unwrap_or(Value::None))),
         F::TreeMap
         | F::TreeMap2
         | F::JaxTreeMap
