@@ -13,6 +13,7 @@ mod process;
 mod projects;
 mod python_env;
 mod realworld;
+mod realworld_bodies;
 mod realworld_scan;
 mod report;
 mod repro;

@@ -3,6 +3,7 @@
 //! under a transformation, findings, time per file (tests/realworld/README.md).
 
 use crate::process::{run_with_limit, tail, Finished};
+use crate::realworld_bodies::function_lines;
 use crate::realworld_scan::{code_lines, notebook_to_python, sites, Site, Target};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -78,6 +79,9 @@ struct Row {
     /// Files whose analysis stopped silently somewhere, and the stops by reason.
     stopped: usize,
     stop_reasons: BTreeMap<String, usize>,
+    /// Of those, the ones where an entry point's analysis ended (`not analysed past this
+    /// point`); the others went past the unknown (a branch joined, a statement skipped).
+    end_reasons: BTreeMap<String, usize>,
     sites: usize,
     traced: usize,
     library_sites: usize,
@@ -86,6 +90,9 @@ struct Row {
     routes: BTreeMap<String, usize>,
     code_lines: usize,
     lines_reached: usize,
+    /// Code lines of the project functions a trace entered, and of those the lines reached.
+    body_lines: usize,
+    body_reached: usize,
     findings: BTreeMap<String, usize>,
     seconds: f64,
     /// CPU seconds of `check`, over the files where the system told them.
@@ -124,10 +131,12 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
     let mut all_findings = Vec::new();
     let mut all_sites = Vec::new();
     let mut all_stops = Vec::new();
+    let mut all_functions = Vec::new();
     let mut problems = Vec::new();
     for (p, project) in projects.iter().enumerate() {
         let runs: Vec<FileRun> = (0..project.sources.len()).map(|s| results.remove(&(p, s)).unwrap_or_default()).collect();
-        let (row, findings, site_rows) = measure(project, &runs);
+        let (row, findings, site_rows, function_rows) = measure(project, &runs);
+        all_functions.extend(function_rows);
         for (source, run) in project.sources.iter().zip(&runs) {
             all_stops
                 .extend(run.stops.iter().map(|(at, why)| json!({"repo": project.name, "file": source.display, "at": at, "reason": why})));
@@ -151,6 +160,10 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let reasons: Vec<String> = reasons.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
     let _ = writeln!(out, "\nsilent stops (TRACELENS_DEBUG=1) by reason: {}", reasons.join("; "));
+    let mut ends: Vec<(&String, &usize)> = total.end_reasons.iter().collect();
+    ends.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let ends: Vec<String> = ends.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
+    let _ = writeln!(out, "of which an entry point's analysis ended there (not analysed past this point): {}", ends.join("; "));
     if !problems.is_empty() {
         let _ = writeln!(out, "\ncrashes and timeouts");
         for problem in &problems {
@@ -166,6 +179,7 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
             "findings": all_findings,
             "sites": all_sites,
             "stops": all_stops,
+            "functions": all_functions,
             "problems": problems,
         });
         let text = serde_json::to_string_pretty(&dump).map_err(|e| e.to_string())? + "\n";
@@ -345,7 +359,7 @@ fn traced_functions(trace: &Value) -> Vec<TracedFunction> {
 
 /// The project's row, its findings (deduplicated across the files that reach them) and
 /// every site with whether it was traced.
-fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>) {
+fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>, Vec<Value>) {
     // tracelens prints paths relative to the project root, or absolute for converted notebooks.
     let mut display_of: HashMap<String, usize> = HashMap::new();
     for (index, source) in project.sources.iter().enumerate() {
@@ -357,6 +371,7 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
     let mut findings = Vec::new();
     let mut functions = Functions::new();
     let mut reached = BTreeSet::new();
+    let mut bodies: BTreeMap<(usize, String, u64), Vec<u64>> = BTreeMap::new();
     for run in runs {
         row.crashes += usize::from(run.crash.is_some());
         row.timeouts += usize::from(run.timeout.is_some());
@@ -369,6 +384,9 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
         row.stopped += usize::from(!run.stops.is_empty());
         for (_, why) in &run.stops {
             *row.stop_reasons.entry(stop_reason(why)).or_default() += 1;
+            if why.contains("not analysed past this point") {
+                *row.end_reasons.entry(stop_reason(why)).or_default() += 1;
+            }
         }
         for f in &run.findings {
             let Some(&index) = display_of.get(&f.file) else { continue };
@@ -396,12 +414,27 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
                 }
             }
             let Some(&index) = display_of.get(&function.path) else { continue };
+            if function.traces > 0 && !bodies.contains_key(&(index, function.name.clone(), function.line)) {
+                let lines = function_lines(&project.sources[index].text, &function.name, function.line).unwrap_or_default();
+                bodies.insert((index, function.name.clone(), function.line), lines);
+            }
             let entry = functions.entry((index, function.name.clone(), function.line)).or_default();
             entry.0 += function.traces;
             entry.1.extend(function.routes.iter().cloned());
         }
     }
     row.lines_reached = reached.len();
+    let body: BTreeSet<(usize, u64)> = bodies.iter().flat_map(|((index, _, _), lines)| lines.iter().map(move |l| (*index, *l))).collect();
+    row.body_lines = body.len();
+    row.body_reached = body.iter().filter(|key| reached.contains(*key)).count();
+    let function_rows: Vec<Value> = bodies
+        .iter()
+        .map(|((index, name, line), lines)| {
+            let hit = lines.iter().filter(|l| reached.contains(&(*index, **l))).count();
+            json!({"repo": project.name, "file": project.sources[*index].display, "name": name, "line": line,
+                   "body_lines": lines.len(), "body_reached": hit})
+        })
+        .collect();
     row.code_lines = project.sources.iter().map(|s| code_lines(&s.text)).sum();
 
     let mut site_rows = Vec::new();
@@ -428,7 +461,7 @@ fn measure(project: &Project, runs: &[FileRun]) -> (Row, Vec<Value>, Vec<Value>)
             }));
         }
     }
-    (row, findings, site_rows)
+    (row, findings, site_rows, function_rows)
 }
 
 /// Traced functions by (file, name, line), over every file's analysis: their trace count and routes.
@@ -465,6 +498,11 @@ fn add(sum: &mut Row, row: &Row) {
     for (reason, n) in &row.stop_reasons {
         *sum.stop_reasons.entry(reason.clone()).or_default() += n;
     }
+    for (reason, n) in &row.end_reasons {
+        *sum.end_reasons.entry(reason.clone()).or_default() += n;
+    }
+    sum.body_lines += row.body_lines;
+    sum.body_reached += row.body_reached;
     sum.sites += row.sites;
     sum.traced += row.traced;
     sum.library_sites += row.library_sites;
@@ -501,14 +539,14 @@ fn counts(map: &BTreeMap<String, usize>) -> String {
 /// A Markdown table, one row per project and a total.
 fn table(rows: &[(String, Row)], total: &Row) -> String {
     let mut out = String::from(
-        "| project | files | crashes | timeouts | budget stops | silent stops | sites traced | library sites traced | unresolved sites | routes | lines reached | findings | by code | ms/file | CPU ms/file |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |\n",
+        "| project | files | crashes | timeouts | budget stops | silent stops | sites traced | library sites traced | unresolved sites | routes | lines reached | body lines reached | findings | by code | ms/file | CPU ms/file |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |\n",
     );
     let all = rows.iter().map(|(name, row)| (name.as_str(), row)).chain(std::iter::once(("**total**", total)));
     for (name, row) in all {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {} | {} | {:.0} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {}/{} ({}) | {}/{} | {} | {} | {}/{} ({}) | {}/{} ({}) | {} | {} | {:.0} | {} |",
             row.files,
             row.crashes,
             row.timeouts,
@@ -524,6 +562,9 @@ fn table(rows: &[(String, Row)], total: &Row) -> String {
             row.lines_reached,
             row.code_lines,
             percent(row.lines_reached, row.code_lines),
+            row.body_reached,
+            row.body_lines,
+            percent(row.body_reached, row.body_lines),
             row.findings.values().sum::<usize>(),
             counts(&row.findings),
             if row.files == 0 { 0.0 } else { 1000.0 * row.seconds / row.files as f64 },
@@ -536,9 +577,10 @@ fn table(rows: &[(String, Row)], total: &Row) -> String {
 fn row_json(name: &str, row: &Row) -> Value {
     json!({
         "project": name, "files": row.files, "crashes": row.crashes, "timeouts": row.timeouts,
-        "budget_stops": row.budget_stops, "silent_stops": row.stopped, "stop_reasons": row.stop_reasons, "sites": row.sites, "traced": row.traced,
+        "budget_stops": row.budget_stops, "silent_stops": row.stopped, "stop_reasons": row.stop_reasons, "end_reasons": row.end_reasons, "sites": row.sites, "traced": row.traced,
         "library_sites": row.library_sites, "library_traced": row.library_traced, "unresolved_sites": row.unresolved,
         "routes": row.routes, "code_lines": row.code_lines, "lines_reached": row.lines_reached,
+        "body_lines": row.body_lines, "body_reached": row.body_reached,
         "findings": row.findings, "seconds_per_file": if row.files == 0 { 0.0 } else { row.seconds / row.files as f64 },
         "cpu_seconds_per_file": if row.cpu_files == 0 { None } else { Some(row.cpu_seconds / row.cpu_files as f64) },
     })

@@ -599,22 +599,7 @@ impl<'l> Interp<'l> {
                 self.set_span(expr.span);
                 self.unary_op(*op, v, operand)
             }
-            ExprKind::BoolOp { op, values } => {
-                let mut last = Value::None;
-                for (i, e) in values.iter().enumerate() {
-                    last = self.eval(ctx, e)?;
-                    if i + 1 == values.len() {
-                        break;
-                    }
-                    self.set_span(e.span);
-                    let what = if *op == ast::BoolOp::And { "and" } else { "or" };
-                    let t = self.truthy_at(&last, what, e)?;
-                    if (*op == ast::BoolOp::And && !t) || (*op == ast::BoolOp::Or && t) {
-                        return Ok(last);
-                    }
-                }
-                Ok(last)
-            }
+            ExprKind::BoolOp { op, values } => self.bool_op(ctx, *op, values),
             ExprKind::Compare { left, ops, comparators } => {
                 let mut l = self.eval(ctx, left)?;
                 let mut result = Value::Bool(true);
@@ -634,10 +619,14 @@ impl<'l> Interp<'l> {
             ExprKind::IfExp { test, body, orelse } => {
                 let t = self.eval(ctx, test)?;
                 self.set_span(test.span);
-                if self.truthy_at(&t, "if", test)? {
-                    self.eval(ctx, body)
-                } else {
-                    self.eval(ctx, orelse)
+                match self.truthy_at(&t, "if", test) {
+                    Ok(true) => self.eval(ctx, body),
+                    Ok(false) => self.eval(ctx, orelse),
+                    Err(flow) if self.is_unknown_stop(&flow) => {
+                        self.note_went_past(&flow, "both arms of the conditional expression analysed");
+                        self.fork_values(|i| i.eval(ctx, body), |i| i.eval(ctx, orelse))
+                    }
+                    Err(flow) => Err(flow),
                 }
             }
             ExprKind::Lambda(def) => self.make_function(ctx, def.clone(), true),

@@ -24,7 +24,7 @@ use super::{Ctx, Flow, Interp, PyResult, StopReason};
 use crate::diagnostics::Code;
 use crate::interp::model::array::Array;
 use crate::syntax::ast::Name;
-use crate::syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
+use crate::syntax::ast::{BoolOp, Expr, ExprKind, Stmt, StmtKind};
 
 /// A place a path can write to, and read back.
 #[derive(Clone)]
@@ -361,6 +361,57 @@ pub fn join_values(a: &Value, b: &Value) -> Value {
             (Some(p), Some(q)) if p == q => a.clone(),
             _ => Value::opaque("a value chosen by an unknown"),
         },
+    }
+}
+
+/// Going on past an expression that needs an unknown.
+impl<'l> Interp<'l> {
+    /// The value of one of two expressions an unknown chooses between (`a if u else b`, the
+    /// rest of `u and b`): both are evaluated as the two paths of a fork, and the result is
+    /// their join; a path that raised is left out, as for an `if` statement.
+    pub(super) fn fork_values(
+        &mut self,
+        first: impl FnOnce(&mut Self) -> PyResult<Value>,
+        second: impl FnOnce(&mut Self) -> PyResult<Value>,
+    ) -> PyResult<Value> {
+        let (mut a, mut b) = (None, None);
+        self.fork(
+            |i| {
+                a = Some(first(i)?);
+                Ok(())
+            },
+            |i| {
+                b = Some(second(i)?);
+                Ok(())
+            },
+        )?;
+        Ok(match (a, b) {
+            (Some(a), Some(b)) => join_values(&a, &b),
+            (Some(v), None) | (None, Some(v)) => v,
+            (None, None) => Value::opaque(UNKNOWN),
+        })
+    }
+
+    /// `a and b and ...` / `a or b or ...`: where an operand's truth is unknown, the result is
+    /// the join of that operand (the operation stops there) and of the rest's value.
+    pub(super) fn bool_op(&mut self, ctx: &Ctx, op: BoolOp, values: &[Expr]) -> PyResult<Value> {
+        let Some((last, init)) = values.split_last() else { return Ok(Value::None) };
+        for (i, e) in init.iter().enumerate() {
+            let v = self.eval(ctx, e)?;
+            self.set_span(e.span);
+            let what = if op == BoolOp::And { "and" } else { "or" };
+            match self.truthy_at(&v, what, e) {
+                Ok(t) if (op == BoolOp::And) != t => return Ok(v),
+                Ok(_) => {}
+                Err(flow) if self.is_unknown_stop(&flow) => {
+                    self.note_went_past(&flow, "both outcomes of the `and`/`or` analysed");
+                    let rest = &values[i + 1..];
+                    return self.fork_values(|_| Ok(v), |i| i.bool_op(ctx, op, rest));
+                }
+                Err(flow) => return Err(flow),
+            }
+        }
+        self.eval(ctx, last)
     }
 }
 
