@@ -589,7 +589,11 @@ pub(crate) fn sum_to_shape(interp: &mut Interp, g: &Rc<Array>, target: &[usize])
 // tables (`prims::jvp`, `prims::transpose`).
 
 pub(crate) fn no_rule(eqn: &Eqn) -> AdError {
-    AdError::NoRule(eqn.prim.name())
+    no_rule_for(&eqn.prim)
+}
+
+pub(crate) fn no_rule_for(prim: &Prim) -> AdError {
+    AdError::NoRule(prim.name())
 }
 
 /// JAX's error for reverse mode through a loop whose trip count is not static.

@@ -9,6 +9,7 @@
 
 #[cfg(test)]
 pub(crate) mod all;
+pub mod batching;
 pub mod control_flow;
 pub mod conv;
 pub mod elementwise;
@@ -40,7 +41,7 @@ use crate::interp::Interp;
 /// parameters are the receiver, so a rule reads `self.window_strides` instead of
 /// destructuring a `Prim`; a new primitive is one new file and its binder, with no arm to
 /// add to any match; and the compiler still refuses a block until every rule and property
-/// is decided, since no method but `batching` has a default. A front end (jax.numpy,
+/// is decided, since no method but `batching` and `batch` (no batching rule) has a default. A front end (jax.numpy,
 /// TensorFlow) binds the same `Prim` through `apply`.
 pub trait Block: BlockEq + std::fmt::Debug {
     /// JAX's name of the primitive, as the jaxpr prints it.
@@ -65,11 +66,17 @@ pub trait Block: BlockEq + std::fmt::Debug {
     /// Whether the primitive is linear in the inputs flagged `active` together (a custom
     /// JVP rule's tangent map must be: `custom_rules.rs`).
     fn linear_in(&self, active: &[bool]) -> bool;
-    /// The batching slot. There are no batching rules: `vmap` traces its function once on
-    /// per-example avals (docs/ARCHITECTURE.md, "vmap traces per example"), so every block
-    /// says [`Batching::PerExample`]; a block that gains a rule says so here.
-    fn batching(&self) -> Batching {
+    /// Whether the block has a batching rule for these operands mapped (`mapped[i]`: operand
+    /// `i` has a batch dimension). Without one (the default), a `vmap` whose function binds
+    /// the block on a mapped operand computes example by example (docs/ARCHITECTURE.md,
+    /// "vmap batches by rules, else per example").
+    fn batching(&self, _mapped: &[bool]) -> Batching {
         Batching::PerExample
+    }
+    /// The batching rule, asked only where [`Block::batching`] says [`Batching::Rule`]: the
+    /// outputs, batched, with their batch dimensions (`batching.rs`).
+    fn batch(&self, _interp: &mut Interp, prim: &Prim, _ins: &[Rc<Array>], _dims: &[batching::BDim]) -> batching::BatchResult {
+        Err(ad::no_rule_for(prim))
     }
     fn props(&self) -> Props;
 }
@@ -100,11 +107,14 @@ impl PartialEq for BlockPrim {
     }
 }
 
-/// How `vmap` maps a primitive.
+/// How `vmap` maps a primitive applied to mapped operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batching {
-    /// The function is traced on one example's avals and the mapped axis is added to its
-    /// outputs; values are computed example by example.
+    /// A batching rule ([`batch`]) binds the batched primitive(s).
+    Rule,
+    /// No rule: a `vmap` whose function applies it to a mapped operand keeps its function's
+    /// per-example trace inside one `vmap` equation, and values are computed example by
+    /// example.
     PerExample,
 }
 
@@ -303,6 +313,50 @@ pub(crate) fn transpose(
         families::random!() | families::control_flow!() | families::calls!() | families::markers!() | Prim::Block(_) => {
             Err(ad::no_rule(eqn))
         }
+    }
+}
+
+/// Whether `prim` applied to operands of which `mapped[i]` are mapped has a batching rule
+/// (an equation with no mapped operand needs none: `batching::apply_unmapped`).
+pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
+    let rule = match prim {
+        families::elementwise!() => elementwise::has_batch_rule(prim),
+        families::movement!() | families::creation!() => shape::has_batch_rule(prim, mapped),
+        families::reductions!() => reductions::has_batch_rule(prim),
+        Prim::DotGeneral { .. } => true,
+        Prim::Block(b) => return b.0.batching(mapped),
+        // Indexing (JAX batches `gather`/`scatter` by rewriting their dimension numbers),
+        // linear algebra, randomness, calls, control flow and markers: none yet.
+        families::indexing!()
+        | Prim::Linalg(_)
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | families::markers!() => false,
+    };
+    if rule {
+        Batching::Rule
+    } else {
+        Batching::PerExample
+    }
+}
+
+/// The batching rule of `prim` (JAX's `primitive_batchers[prim]`): the operands, batched,
+/// with their batch dimensions (at least one mapped) in; the outputs bound batched with
+/// theirs out. Asked only where [`batching`] says [`Batching::Rule`].
+pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[batching::BDim]) -> batching::BatchResult {
+    match prim {
+        families::elementwise!() => elementwise::batch_rule(interp, prim, ins, dims),
+        families::movement!() | families::creation!() => shape::batch_rule(interp, prim, ins, dims),
+        families::reductions!() => reductions::batch_rule(interp, prim, ins, dims),
+        Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
+        Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
+        families::indexing!()
+        | Prim::Linalg(_)
+        | families::random!()
+        | families::control_flow!()
+        | families::calls!()
+        | families::markers!() => Err(ad::no_rule_for(prim)),
     }
 }
 

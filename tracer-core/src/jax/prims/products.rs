@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
+use super::batching::{BDim, BatchResult};
 use super::{arg, type_error, RuleResult};
 use crate::interp::Interp;
 use crate::jax::ad::{self, AdError, AdResult};
@@ -475,4 +476,52 @@ mod tests {
         assert!(!column_major_destination([784, 128, 512], &transposed(784), &row_major(512)));
         assert!(!column_major_destination([128, 10, 512], &row_major(10), &transposed(10)));
     }
+}
+
+/// `dot_general`'s batching rule (JAX's `_dot_batch_rule` and `_dot_general_batch_dim_nums`):
+/// two mapped operands make their batch dimensions a new first batch dimension of the
+/// product; one mapped operand makes its batch dimension one more free dimension, whose
+/// place among the result's dimensions the rule computes.
+pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    let Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } = prim else {
+        return Err(AdError::NoRule(prim.name()));
+    };
+    let ([lhs, rhs], [lbd, rbd]) = (ins, dims) else { return Err(AdError::NoRule("dot_general of other than two operands".into())) };
+    let bumped = |dims: &[usize], b: usize| -> Vec<usize> { dims.iter().map(|&d| if d >= b { d + 1 } else { d }).collect() };
+    let (prim, out) = match (lbd, rbd) {
+        (Some(l), Some(r)) => {
+            let prim = Prim::DotGeneral {
+                lhs_contract: bumped(lhs_contract, *l),
+                rhs_contract: bumped(rhs_contract, *r),
+                lhs_batch: std::iter::once(*l).chain(bumped(lhs_batch, *l)).collect(),
+                rhs_batch: std::iter::once(*r).chain(bumped(rhs_batch, *r)).collect(),
+            };
+            (prim, 0)
+        }
+        (Some(l), None) => {
+            // The free dimensions of the per-example lhs before its batch dimension come first.
+            let per_example = lhs.aval.ndim() - 1;
+            let free_before = (0..per_example).filter(|d| !lhs_batch.contains(d) && !lhs_contract.contains(d) && *d < *l).count();
+            let prim = Prim::DotGeneral {
+                lhs_contract: bumped(lhs_contract, *l),
+                rhs_contract: rhs_contract.clone(),
+                lhs_batch: bumped(lhs_batch, *l),
+                rhs_batch: rhs_batch.clone(),
+            };
+            (prim, lhs_batch.len() + free_before)
+        }
+        (None, Some(r)) => {
+            let per_example = rhs.aval.ndim() - 1;
+            let free_before = (0..per_example).filter(|d| !rhs_batch.contains(d) && !rhs_contract.contains(d) && *d < *r).count();
+            let prim = Prim::DotGeneral {
+                lhs_contract: lhs_contract.clone(),
+                rhs_contract: bumped(rhs_contract, *r),
+                lhs_batch: lhs_batch.clone(),
+                rhs_batch: bumped(rhs_batch, *r),
+            };
+            (prim, lhs.aval.ndim() - lhs_contract.len() + free_before)
+        }
+        (None, None) => return Err(AdError::NoRule("dot_general with no mapped operand".into())),
+    };
+    Ok(vec![(ad::bind(interp, prim, &[lhs.clone(), rhs.clone()])?, Some(out))])
 }

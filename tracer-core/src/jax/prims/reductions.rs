@@ -9,6 +9,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::elementwise::{max_f64, min_f64};
 use super::indexing::zero_fill_gather;
+use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
@@ -479,5 +480,40 @@ impl TopKPlaces {
         }
         arrays.push(bind(interp, Prim::TopKIndices { k }, std::slice::from_ref(x))?);
         Ok(TopKPlaces { index: vec![IndexItem::Array; nd], arrays })
+    }
+}
+
+/// The batching rules (`prims::batch`; JAX's `reducer_batcher` and `_cumred_batch_rule`):
+/// the axes reduced or scanned shifted past the batch dimension, which stays where it was
+/// among the axes left. `sort` and `top_k` have none yet.
+pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    let (x, bd) = batching::single(ins, dims)?;
+    let shifted = |axes: &[usize]| -> (Vec<usize>, usize) {
+        let axes: Vec<usize> = axes.iter().map(|&a| batching::bump(a, bd)).collect();
+        let out = (0..x.aval.ndim()).filter(|i| !axes.contains(i)).position(|i| i == bd).unwrap_or(0);
+        (axes, out)
+    };
+    let (prim, out) = match prim {
+        Prim::Reduce { op, axes } => {
+            let (axes, out) = shifted(axes);
+            (Prim::Reduce { op: *op, axes }, Some(out))
+        }
+        Prim::ArgReduce { op, axis, index_dtype } => {
+            let (axes, out) = shifted(&[*axis]);
+            (Prim::ArgReduce { op: *op, axis: axes[0], index_dtype: *index_dtype }, Some(out))
+        }
+        Prim::Cumulative { op, axis, reverse } => (Prim::Cumulative { op: *op, axis: batching::bump(*axis, bd), reverse: *reverse }, Some(bd)),
+        Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => return Err(AdError::NoRule(prim.name())),
+        families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
+    };
+    Ok(vec![(bind(interp, prim, &[x.clone()])?, out)])
+}
+
+/// Whether [`batch_rule`] batches `prim`.
+pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
+    match prim {
+        Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => true,
+        Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => false,
+        families::all_but_reductions!() => false,
     }
 }

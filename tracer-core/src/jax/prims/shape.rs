@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
+use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, RuleError, RuleResult};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
@@ -607,4 +608,92 @@ fn unslice(interp: &mut Interp, g: &Rc<Array>, start: &[usize], strides: &[usize
         cur = bind_strong(interp, Prim::Concatenate { dimension: axis }, &ops)?;
     }
     Ok(cur)
+}
+
+/// The batching rules (`prims::batch`, JAX's `_*_batch_rule`s of `lax.py` and `slicing.py`):
+/// the batch dimension moved first where the parameters speak of the whole shape
+/// (`broadcast_in_dim`, `reshape`, `transpose`, `squeeze`, `concatenate`), else the axes
+/// named shifted past it (`rev`, `slice`, `pad` by an unmapped value). `dynamic_slice` and
+/// `dynamic_update_slice` (JAX batches them into `gather`/`scatter`) have none yet.
+pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    use batching::{bump, moveaxis, single};
+    match prim {
+        Prim::BroadcastInDim { shape, broadcast_dimensions } => {
+            let (x, bd) = single(ins, dims)?;
+            let n = x.aval.shape[bd];
+            let x = moveaxis(interp, x, bd, 0)?;
+            let shape: Vec<usize> = std::iter::once(n).chain(shape.iter().copied()).collect();
+            let bdims: Vec<usize> = std::iter::once(0).chain(broadcast_dimensions.iter().map(|d| d + 1)).collect();
+            Ok(vec![(ad::broadcast_in_dim(interp, &x, &shape, &bdims)?, Some(0))])
+        }
+        Prim::Reshape { new_sizes } => {
+            let (x, bd) = single(ins, dims)?;
+            let n = x.aval.shape[bd];
+            let x = moveaxis(interp, x, bd, 0)?;
+            let new_sizes = std::iter::once(n).chain(new_sizes.iter().copied()).collect();
+            Ok(vec![(bind(interp, Prim::Reshape { new_sizes }, &[x])?, Some(0))])
+        }
+        Prim::Transpose { permutation } => {
+            let (x, bd) = single(ins, dims)?;
+            let permutation = std::iter::once(bd).chain(permutation.iter().map(|&i| bump(i, bd))).collect();
+            Ok(vec![(bind(interp, Prim::Transpose { permutation }, &[x.clone()])?, Some(0))])
+        }
+        Prim::Squeeze { dimensions } => {
+            let (x, bd) = single(ins, dims)?;
+            let x = moveaxis(interp, x, bd, 0)?;
+            let dimensions = dimensions.iter().map(|d| d + 1).collect();
+            Ok(vec![(bind(interp, Prim::Squeeze { dimensions }, &[x])?, Some(0))])
+        }
+        Prim::Rev { dimensions } => {
+            let (x, bd) = single(ins, dims)?;
+            let dimensions = dimensions.iter().map(|&i| bump(i, bd)).collect();
+            Ok(vec![(bind(interp, Prim::Rev { dimensions }, &[x.clone()])?, Some(bd))])
+        }
+        Prim::Slice { start, limit, strides } => {
+            let (x, bd) = single(ins, dims)?;
+            let insert = |v: &[usize], at: usize| -> Vec<usize> {
+                let mut v = v.to_vec();
+                v.insert(bd.min(v.len()), at);
+                v
+            };
+            let prim = Prim::Slice { start: insert(start, 0), limit: insert(limit, x.aval.shape[bd]), strides: insert(strides, 1) };
+            Ok(vec![(bind(interp, prim, &[x.clone()])?, Some(bd))])
+        }
+        Prim::Concatenate { dimension } => {
+            let size = batching::axis_size(ins, dims)?;
+            let mut args = Vec::with_capacity(ins.len());
+            for (x, d) in ins.iter().zip(dims) {
+                args.push(batching::bdim_at_front(interp, x, *d, size)?);
+            }
+            Ok(vec![(bind(interp, Prim::Concatenate { dimension: dimension + 1 }, &args)?, Some(0))])
+        }
+        Prim::Pad { config } => match (ins, dims) {
+            ([x, value], [Some(bd), None]) => {
+                let mut config = config.clone();
+                config.insert((*bd).min(config.len()), (0, 0, 0));
+                Ok(vec![(bind(interp, Prim::Pad { config }, &[x.clone(), value.clone()])?, Some(*bd))])
+            }
+            _ => Err(AdError::NoRule("pad by a mapped padding value".into())),
+        },
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => {
+            Err(AdError::NoRule(prim.name()))
+        }
+        families::all_but_shape!() => Err(AdError::NoRule(prim.name())),
+    }
+}
+
+/// Whether [`batch_rule`] batches `prim` with these operands mapped.
+pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
+    match prim {
+        Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Squeeze { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::Concatenate { .. } => true,
+        Prim::Pad { .. } => mapped == [true, false],
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => false,
+        families::all_but_shape!() => false,
+    }
 }

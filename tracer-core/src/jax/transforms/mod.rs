@@ -6,6 +6,7 @@
 
 pub mod at;
 pub mod autodiff;
+pub mod batch;
 pub mod control_flow;
 pub mod dispatch;
 pub mod export;

@@ -11,6 +11,8 @@ use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
+use crate::jax::ad::AdError;
+use crate::jax::eval_control::Body;
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
@@ -121,8 +123,12 @@ pub(super) fn vmap_call(
     };
     let template = map_arrays(interp, &out, &|a| Array::unknown(batched(&a.aval), BODY_OUTPUT))?;
     let batch = VmapBatch { args: &args, per_arg: &per_arg, size: n, out_axis: out_ax };
-    let result = match staged_vmap(interp, record, &batch, &template)? {
-        Some(staged) => staged,
+    let by_rules = match by_rules(interp, record, &batch, &template)? {
+        Some(batched) => Some(batched),
+        None => staged_vmap(interp, record, &batch, &template)?,
+    };
+    let result = match by_rules {
+        Some(batched) => batched,
         None => {
             let result = map_abstract(interp, &out, &deps, &batched, "vmap")?;
             vmap_values(interp, record, &batch, result)?
@@ -207,6 +213,12 @@ impl VmapBatch<'_> {
     /// a plain integer or `None`.
     fn leaves(&self, interp: &mut Interp) -> PyResult<Option<(Vec<(Rc<Array>, Option<usize>)>, usize)>> {
         let Some(out_axis) = self.out_axis.and_then(|x| usize::try_from(x).ok()) else { return Ok(None) };
+        Ok(self.inputs(interp)?.map(|inputs| (inputs, out_axis)))
+    }
+
+    /// Each input leaf with its mapped axis; `None` when an axis is not a plain integer or
+    /// `None`.
+    fn inputs(&self, interp: &mut Interp) -> PyResult<Option<Vec<(Rc<Array>, Option<usize>)>>> {
         let mut inputs = Vec::new();
         for (a, ax) in self.args.iter().zip(self.per_arg) {
             let axis = match ax {
@@ -220,19 +232,16 @@ impl VmapBatch<'_> {
             let Some(leaves) = input_leaves(interp, a)? else { return Ok(None) };
             inputs.extend(leaves.into_iter().map(|l| (l, axis)));
         }
-        Ok(Some((inputs, out_axis)))
+        Ok(Some(inputs))
     }
 }
 
-/// A `vmap` inside another trace (`jit`, or an outer `vmap`): one `vmap` equation over the
-/// traced per-example body, which values mode runs example by example.
-fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Value) -> PyResult<Option<Value>> {
-    if interp.jax.trace_depth() == 0 {
-        return Ok(None);
-    }
-    let Some(body) = record_body(interp, record) else { return Ok(None) };
-    let Some((inputs, out_axes)) = batch.leaves(interp)? else { return Ok(None) };
-    let want = invar_avals(&body);
+/// The batched inputs of the per-example body: each array leaf converted to the type the
+/// body was traced with (weak-type promotion), with its batch dimension; `None` when one
+/// does not fit.
+fn batched_operands(interp: &mut Interp, body: &Body, batch: &VmapBatch) -> PyResult<Option<Vec<(Rc<Array>, Option<usize>)>>> {
+    let Some(inputs) = batch.inputs(interp)? else { return Ok(None) };
+    let want = invar_avals(body);
     if want.len() != inputs.len() {
         return Ok(None);
     }
@@ -248,9 +257,80 @@ fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: 
         if leaf.aval.shape.as_slice() != shape.as_slice() {
             return Ok(None);
         }
-        operands.push(jnp::convert(interp, leaf, w.dtype, w.weak)?);
+        operands.push((jnp::convert(interp, leaf, w.dtype, w.weak)?, *axis));
     }
+    Ok(Some(operands))
+}
+
+/// `vmap` by batching rules (`batch.rs`), inside a trace or in values mode, when every
+/// equation of the per-example body that sees a mapped operand has one: the batched
+/// equations JAX's `vmap` binds (`make_jaxpr(vmap(f))`), and values computed in one pass.
+fn by_rules(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Value) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 && interp.values.is_none() {
+        return Ok(None);
+    }
+    let Some(body) = record_body(interp, record) else { return Ok(None) };
+    let Some(out_axis) = batch.out_axis else { return Ok(None) };
+    // Decided before any operand is converted, so that the per-example path binds nothing twice.
+    let Some(inputs) = batch.inputs(interp)? else { return Ok(None) };
+    let mapped: Vec<bool> = inputs.iter().map(|(_, d)| d.is_some()).collect();
+    if !super::batch::batchable(&body.jaxpr, &mapped) {
+        return Ok(None);
+    }
+    let Some(operands) = batched_operands(interp, &body, batch)? else { return Ok(None) };
+    let outs = match batched_outputs(interp, &body, &operands, out_axis, batch.size) {
+        Ok(outs) => outs,
+        Err(AdError::Raise(flow)) => return Err(flow),
+        Err(AdError::NoRule(why)) => {
+            if interp.jax.check_rules {
+                interp.jax.rule_problems.push(format!("vmap: a batching rule failed: {why}"));
+            }
+            return Ok(None);
+        }
+    };
+    // The rules' avals, checked against the per-example trace's with the mapped axis added.
+    let want = array_avals(interp, &[template])?;
+    let got: Vec<Aval> = outs.iter().map(|o| o.aval.clone()).collect();
+    if got != want {
+        if interp.jax.check_rules {
+            let text = |v: &[Aval]| v.iter().map(Aval::short).collect::<Vec<_>>().join(", ");
+            interp.jax.rule_problems.push(format!("vmap: the batching rules give {} where the per-example trace gives {}", text(&got), text(&want)));
+        }
+        return Ok(None);
+    }
+    Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))
+}
+
+fn batched_outputs(
+    interp: &mut Interp,
+    body: &Body,
+    operands: &[(Rc<Array>, Option<usize>)],
+    out_axis: i64,
+    size: usize,
+) -> crate::jax::ad::AdResult<Vec<Rc<Array>>> {
+    let outs = super::batch::batch_jaxpr(interp, &body.jaxpr, &body.consts, operands)?;
+    let mut moved = Vec::with_capacity(outs.len());
+    for (x, d) in outs {
+        // `out_axes` counts the batched output's axes (`vmap_call` has checked its range).
+        let nd = (x.aval.ndim() + usize::from(d.is_none())) as i64;
+        let dst = if out_axis < 0 { out_axis + nd } else { out_axis };
+        let dst = usize::try_from(dst).map_err(|_| AdError::NoRule("out_axes out of range".into()))?;
+        moved.push(crate::jax::prims::batching::matchaxis(interp, &x, d, dst, size)?);
+    }
+    Ok(moved)
+}
+
+/// A `vmap` inside another trace (`jit`, or an outer `vmap`): one `vmap` equation over the
+/// traced per-example body, which values mode runs example by example.
+fn staged_vmap(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Value) -> PyResult<Option<Value>> {
+    if interp.jax.trace_depth() == 0 {
+        return Ok(None);
+    }
+    let Some(body) = record_body(interp, record) else { return Ok(None) };
+    let Some(out_axes) = batch.out_axis.and_then(|x| usize::try_from(x).ok()) else { return Ok(None) };
+    let Some(inputs) = batched_operands(interp, &body, batch)? else { return Ok(None) };
     let in_axes = inputs.iter().map(|(_, ax)| *ax).collect();
+    let operands = inputs.into_iter().map(|(x, _)| x).collect();
     let prim = Prim::Vmap { axis_size: batch.size, in_axes, out_axes };
     let outs = bind_control(interp, prim, None, &[body], operands)?;
     Ok(Some(replace_array_leaves(interp, template, &mut outs.into_iter())?))

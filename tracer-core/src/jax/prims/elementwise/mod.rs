@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use ndarray::IxDyn;
 
+use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
 use crate::jax::array::{NdData, NdDataF32};
 use crate::jax::aval::{Aval, Shape};
@@ -320,4 +321,82 @@ pub(crate) fn kernel_f32(
         },
         false,
     ))
+}
+
+/// The batching rules (`prims::batch`): one operand, the batch dimension where it was;
+/// operands broadcast against each other (JAX's `broadcast_batcher`); `select_n`'s own rule.
+/// `clamp` has none yet (its rule moves and broadcasts three operands case by case).
+pub(crate) fn batch_rule(interp: &mut crate::interp::Interp, prim: &Prim, ins: &[Rc<crate::jax::array::Array>], dims: &[BDim]) -> BatchResult {
+    match prim {
+        Prim::Unary(_) | Prim::IntegerPow(_) | Prim::ConvertElementType { .. } | Prim::StopGradient => {
+            batching::vectorized(interp, prim, ins, dims)
+        }
+        Prim::Binary(_) | Prim::Compare(_) => batching::broadcasting(interp, prim, ins, dims),
+        Prim::Select => select_batch(interp, ins, dims),
+        Prim::Clamp => Err(crate::jax::ad::AdError::NoRule("clamp has no batching rule".into())),
+        families::all_but_elementwise!() => Err(crate::jax::ad::AdError::NoRule(prim.name())),
+    }
+}
+
+/// `select_n(which, *cases)` batched (JAX's `_select_batch_rule`): bound as it is where the
+/// batch dimensions agree (a per-example scalar `which` broadcast to the cases), else every
+/// operand with its batch dimension first.
+fn select_batch(interp: &mut crate::interp::Interp, ins: &[Rc<crate::jax::array::Array>], dims: &[BDim]) -> BatchResult {
+    use crate::jax::ad::{bind, broadcast_in_dim};
+    let size = batching::axis_size(ins, dims)?;
+    let (which, cases) = ins.split_first().ok_or_else(|| crate::jax::ad::AdError::NoRule("select_n without operands".into()))?;
+    let (wd, case_dims) = (dims[0], &dims[1..]);
+    let first = &cases[0];
+    if case_dims.iter().all(|d| *d == wd) {
+        let bd = wd.unwrap_or(0);
+        let which = if which.aval.shape == first.aval.shape {
+            which.clone()
+        } else {
+            broadcast_in_dim(interp, which, &first.aval.shape, &[bd])?
+        };
+        let args: Vec<_> = std::iter::once(which).chain(cases.iter().cloned()).collect();
+        return Ok(vec![(bind(interp, Prim::Select, &args)?, wd)]);
+    }
+    if which.aval.ndim() == 0 && case_dims.iter().all(Option::is_some) {
+        let bd = case_dims[0].unwrap_or(0);
+        if case_dims.iter().all(|d| *d == case_dims[0]) {
+            return Ok(vec![(bind(interp, Prim::Select, ins)?, Some(bd))]);
+        }
+        if cases.iter().all(|c| c.aval.shape == first.aval.shape) {
+            let mut args = vec![which.clone(), first.clone()];
+            for (c, d) in cases.iter().zip(case_dims).skip(1) {
+                args.push(batching::moveaxis(interp, c, d.unwrap_or(0), bd)?);
+            }
+            return Ok(vec![(bind(interp, Prim::Select, &args)?, Some(bd))]);
+        }
+    }
+    let mut which = if which.aval.ndim() > 0 { batching::bdim_at_front(interp, which, wd, size)? } else { which.clone() };
+    let mut cases: Vec<_> = cases.to_vec();
+    if !cases.iter().all(|c| c.aval.ndim() == 0) {
+        for (c, d) in cases.iter_mut().zip(case_dims) {
+            *c = batching::bdim_at_front(interp, c, *d, size)?;
+        }
+    }
+    let case_shape = cases[0].aval.shape.to_vec();
+    if which.aval.ndim() > 0 && which.aval.ndim() < case_shape.len() {
+        which = broadcast_in_dim(interp, &which, &case_shape, &[0])?;
+    }
+    if which.aval.ndim() > case_shape.len() {
+        let shape = which.aval.shape.to_vec();
+        for c in cases.iter_mut() {
+            *c = crate::jax::ad::broadcast_to(interp, c, &shape)?;
+        }
+    }
+    let args: Vec<_> = std::iter::once(which).chain(cases).collect();
+    Ok(vec![(bind(interp, Prim::Select, &args)?, Some(0))])
+}
+
+/// Whether [`batch_rule`] batches `prim`.
+pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
+    match prim {
+        Prim::Unary(_) | Prim::IntegerPow(_) | Prim::ConvertElementType { .. } | Prim::StopGradient => true,
+        Prim::Binary(_) | Prim::Compare(_) | Prim::Select => true,
+        Prim::Clamp => false,
+        families::all_but_elementwise!() => false,
+    }
 }
