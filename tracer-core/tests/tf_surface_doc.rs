@@ -28,7 +28,7 @@ fn render() -> String {
     let mut rows: Vec<String> = Vec::new();
     let mut pending: Vec<String> = Vec::new();
     let mut heading = String::new();
-    let mut flush = |out: &mut String, heading: &str, rows: &mut Vec<String>, pending: &mut Vec<String>| {
+    let flush = |out: &mut String, heading: &str, rows: &mut Vec<String>, pending: &mut Vec<String>| {
         if rows.is_empty() && pending.is_empty() {
             return;
         }
