@@ -154,6 +154,9 @@ pub struct TfState {
     /// NumPy's methods and operands of different dtypes promote, which is not modelled, so
     /// those become unknown rather than TensorFlow's errors.
     pub numpy_behavior: bool,
+    /// `tf.debugging.enable_check_numerics()` was called (and not disabled since): the first
+    /// eager op whose output holds a NaN or an Inf raises (`numerics.rs`).
+    pub check_numerics: bool,
     /// Variable reads and writes of the running traces (`graph_variables.rs`).
     pub variables: super::graph_variables::State,
 }

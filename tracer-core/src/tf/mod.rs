@@ -30,6 +30,7 @@ pub mod graph_variables;
 pub mod handed_out;
 pub mod names;
 mod nest;
+mod numerics;
 pub mod ops;
 mod ops_shape;
 mod ops_special;

@@ -175,6 +175,8 @@ pub fn route(f: TfFn) -> Route {
         | F::StatelessUniform
         | F::StatelessTruncatedNormal
         | F::CheckNumerics
+        | F::EnableCheckNumerics
+        | F::DisableCheckNumerics
         | F::AssertEqual
         | F::AssertRank => Route::Special,
     }
@@ -222,7 +224,11 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             if floats && !x.aval.dtype.is_inexact() {
                 return Ok(unknown_tensor(interp, "a floating-point op on a tensor of another dtype"));
             }
-            delegate(interp, jnp, vec![Value::Array(x)], Vec::new())
+            let out = delegate(interp, jnp, vec![Value::Array(x.clone())], Vec::new())?;
+            if let Some(op) = super::numerics::unary_op(f) {
+                super::numerics::after_op(interp, op, &[x], &out)?;
+            }
+            Ok(out)
         }
         Route::Reduce { jnp, node } => {
             let Some(x) = first_tensor(interp, &p, &["input_tensor"])? else {

@@ -301,9 +301,15 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Sqrt, vec![sum], Vec::new())
         }
         TfFn::CheckNumerics => {
+            let listed = matches!(p.get(0, "tensor"), Some(Value::List(_) | Value::Tuple(_)));
             let x = tensor_arg!(0, "tensor");
-            Ok(Value::Array(x))
+            match p.get(1, "message") {
+                Some(Value::Str(message)) => super::numerics::check(interp, x, message, listed),
+                _ => Ok(Value::Array(x)),
+            }
         }
+        TfFn::EnableCheckNumerics => super::numerics::enable(interp, true),
+        TfFn::DisableCheckNumerics => super::numerics::enable(interp, false),
         TfFn::AssertEqual | TfFn::AssertRank => Ok(Value::None),
         _ => unknown(interp),
     }
@@ -328,6 +334,7 @@ fn matmul(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         );
         return Err(interp.raise("InvalidArgumentError", crate::diagnostics::Code::DtypeMismatch, msg));
     }
+    let inputs = [a.clone(), b.clone()];
     for (flag, name, t) in [(2, "transpose_a", &mut a), (3, "transpose_b", &mut b)] {
         if let Some(v) = p.get(flag, name) {
             if interp.truthy(v)? {
@@ -351,5 +358,7 @@ fn matmul(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         }
         return Ok(unknown_tensor(interp, "a batched product of mismatched matrices"));
     }
-    delegate(interp, J::Matmul, vec![arr(&a), arr(&b)], Vec::new())
+    let out = delegate(interp, J::Matmul, vec![arr(&a), arr(&b)], Vec::new())?;
+    super::numerics::after_op(interp, "MatMul", &inputs, &out)?;
+    Ok(out)
 }

@@ -194,6 +194,8 @@ tf_surface! {
 
     // tf.debugging
     CheckNumerics = "check_numerics" in ["tensorflow.debugging"],
+    EnableCheckNumerics = "enable_check_numerics" in ["tensorflow.debugging"],
+    DisableCheckNumerics = "disable_check_numerics" in ["tensorflow.debugging"],
     AssertEqual = "assert_equal" in ["tensorflow.debugging"],
     AssertRank = "assert_rank" in ["tensorflow.debugging"],
 }

@@ -236,6 +236,7 @@ pub fn apply_binary(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> P
     if op.op == "RealDiv" && a.aval.dtype.is_integer() {
         return int_truediv(interp, &a, &b);
     }
+    let inputs = [a.clone(), b.clone()];
     let b = if op.op == "RealDiv" { exact_divisor(interp, &a, b, y)? } else { b };
     // An integer `//` or `%` by zero is the CPU kernel's error (JAX's gives a number):
     // eagerly at once, in a graph when (if) the graph runs the op (`graph_run.rs`).
@@ -248,6 +249,7 @@ pub fn apply_binary(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> P
         return Err(super::graph_run::eager(interp, op.op, "Integer division by zero", listed));
     }
     let r = super::ops::delegate(interp, op.jnp, vec![Value::Array(a), Value::Array(b)], Vec::new())?;
+    super::numerics::after_op(interp, op.op, &inputs, &r)?;
     if by_zero {
         super::graph_run::record(interp, &r, op.node, "Integer division by zero".to_string());
     }

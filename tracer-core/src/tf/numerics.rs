@@ -1,0 +1,144 @@
+//! TensorFlow's numeric checks on known values: `tf.debugging.check_numerics(t, message)`
+//! and, once `tf.debugging.enable_check_numerics()` has been called, the check TensorFlow
+//! adds after every eager op (its `CheckNumericsV2` callback): the first op whose float
+//! output holds a NaN or an Inf raises `InvalidArgumentError` there, worded as TensorFlow
+//! 2.21 words it. These are TL301's semantics turned into TensorFlow's error: the op that
+//! made the first NaN/Inf from finite inputs.
+//!
+//! Claimed only where the answer is certain: the op's inputs and output are known (forced
+//! within a budget), its inputs are finite (a NaN/Inf already in an input came from an op or
+//! a constant TensorFlow may have checked elsewhere), and the op is one of `OPS` (TensorFlow's
+//! op type, which the message names). Ops in a graph, whose check fails the graph's run,
+//! are not claimed (docs/tensorflow.md).
+
+use std::rc::Rc;
+
+use super::TfFn;
+use crate::diagnostics::Code;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+use crate::jax::array::Array;
+
+/// What `check_numerics` and `enable_check_numerics` read of a tensor: the values forced
+/// within this many elements.
+const BUDGET: u64 = 1 << 16;
+
+/// The TensorFlow op type of each one-tensor op that can make a NaN or an Inf out of finite
+/// inputs (checked by the enabled callback; the others cannot trip it).
+const OPS: &[(TfFn, &str)] = &[
+    (TfFn::Exp, "Exp"),
+    (TfFn::Log, "Log"),
+    (TfFn::Sqrt, "Sqrt"),
+    (TfFn::Rsqrt, "Rsqrt"),
+    (TfFn::Square, "Square"),
+    (TfFn::Tan, "Tan"),
+    (TfFn::Log1p, "Log1p"),
+    (TfFn::Expm1, "Expm1"),
+    (TfFn::Reciprocal, "Reciprocal"),
+];
+
+/// TensorFlow's op type of the one-tensor op `f`, when the enabled check covers it.
+pub fn unary_op(f: TfFn) -> Option<&'static str> {
+    OPS.iter().find(|(g, _)| *g == f).map(|(_, op)| *op)
+}
+
+/// `tf.debugging.enable_check_numerics()` / `disable_check_numerics()`.
+pub fn enable(interp: &mut Interp, on: bool) -> PyResult<Value> {
+    interp.tf.check_numerics = on;
+    Ok(Value::None)
+}
+
+/// Counts of -Inf, +Inf and NaN elements of a known float tensor; `None` when it is not
+/// known (or not a float tensor).
+fn counts(a: &Rc<Array>) -> Option<(usize, usize, usize)> {
+    if !a.aval.dtype.is_floating() || a.is_tracer() {
+        return None;
+    }
+    let data = crate::jax::eval::force(&a.known()?, BUDGET)?;
+    let mut c = (0, 0, 0);
+    for &x in data.iter() {
+        if x.is_nan() {
+            c.2 += 1;
+        } else if x == f64::NEG_INFINITY {
+            c.0 += 1;
+        } else if x == f64::INFINITY {
+            c.1 += 1;
+        }
+    }
+    Some(c)
+}
+
+/// `-Inf, +Inf, and NaN` as TensorFlow's kernels list what they found.
+fn listed(items: &[&str]) -> String {
+    match items {
+        [one] => one.to_string(),
+        [a, b] => format!("{a} and {b}"),
+        _ => format!("{}, and {}", items[..items.len() - 1].join(", "), items[items.len() - 1]),
+    }
+}
+
+/// After the eager op `op` (TensorFlow's op type) computed `out` from `inputs`: with the
+/// check enabled, TensorFlow's `InvalidArgumentError` when `out` holds a NaN or an Inf.
+pub fn after_op(interp: &mut Interp, op: &str, inputs: &[Rc<Array>], out: &Value) -> PyResult<()> {
+    if !interp.tf.check_numerics || super::in_graph(interp) {
+        return Ok(());
+    }
+    let Value::Array(out) = out else { return Ok(()) };
+    let Some((neg_inf, pos_inf, nan)) = counts(out) else { return Ok(()) };
+    if neg_inf + pos_inf + nan == 0 {
+        return Ok(());
+    }
+    for i in inputs {
+        let finite = if i.aval.dtype.is_floating() {
+            counts(i) == Some((0, 0, 0))
+        } else {
+            i.known().and_then(|k| crate::jax::eval::force(&k, BUDGET)).is_some()
+        };
+        if !finite {
+            return Ok(());
+        }
+    }
+    let mut text = format!(
+        "{{{{function_node __wrapped__CheckNumericsV2_device_/job:localhost/replica:0/task:0/device:CPU:0}}}} \n\n\
+         !!! Detected Infinity or NaN in output 0 of eagerly-executing op \"{op}\" (# of outputs: 1) !!!\n  \
+         dtype: <dtype: '{}'>\n  shape: {}\n",
+        out.aval.dtype.name(),
+        crate::jax::aval::shape_tuple(&out.aval.shape)
+    );
+    let mut found = Vec::new();
+    for (n, what, word) in [(neg_inf, "-Inf", "-Inf"), (pos_inf, "+Inf", "+Inf"), (nan, "+NaN", "NaN")] {
+        if n > 0 {
+            text.push_str(&format!("  # of {what} elements: {n}\n"));
+            found.push(word);
+        }
+    }
+    text.push('\n');
+    if let [one] = inputs {
+        text.push_str(&format!("  Input tensor: {}\n", super::tensor::str(interp, one)?));
+    } else {
+        text.push_str(&format!("  Input tensors ({}):\n", inputs.len()));
+        for (k, i) in inputs.iter().enumerate() {
+            text.push_str(&format!("         {k}: {}\n", super::tensor::str(interp, i)?));
+        }
+    }
+    text.push_str(&format!("\n : Tensor had {} values [Op:CheckNumericsV2] name: ", listed(&found)));
+    Err(interp.raise("InvalidArgumentError", Code::PythonException, text))
+}
+
+/// `tf.debugging.check_numerics(tensor, message)` run eagerly on a known float tensor:
+/// TensorFlow's `InvalidArgumentError` when it holds a NaN or an Inf, else the tensor.
+/// `listed`: the argument was a Python list (TensorFlow's message then has no ` name: `).
+pub fn check(interp: &mut Interp, x: Rc<Array>, message: &str, listed: bool) -> PyResult<Value> {
+    if super::in_graph(interp) {
+        return Ok(Value::Array(x));
+    }
+    let Some((neg_inf, pos_inf, nan)) = counts(&x) else { return Ok(Value::Array(x)) };
+    let found = match (neg_inf + pos_inf > 0, nan > 0) {
+        (false, false) => return Ok(Value::Array(x)),
+        (true, false) => "Inf",
+        (false, true) => "NaN",
+        (true, true) => "Inf and NaN",
+    };
+    let text = format!("{message} : Tensor had {found} values");
+    Err(super::graph_run::eager(interp, "CheckNumerics", &text, listed))
+}
