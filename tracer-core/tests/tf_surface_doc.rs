@@ -63,7 +63,11 @@ fn render() -> String {
         rows.push(format!("| `{}` | {} |\n", f.qualified(), others.join(", ")));
     }
     flush(&mut out, &heading, &mut rows, &mut pending);
-    format!("{BEGIN}\n{} modelled names ({} with their other modules).\n{out}{END}", TfFn::ALL.len(), TfFn::ALL.iter().map(|f| f.modules().len()).sum::<usize>())
+    format!(
+        "{BEGIN}\n{} modelled names ({} with their other modules).\n{out}{END}",
+        TfFn::ALL.len(),
+        TfFn::ALL.iter().map(|f| f.modules().len()).sum::<usize>()
+    )
 }
 
 #[test]

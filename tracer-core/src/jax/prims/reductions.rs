@@ -7,9 +7,9 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
 
+use super::batching::{self, BDim, BatchResult};
 use super::elementwise::{max_f64, min_f64};
 use super::indexing::zero_fill_gather;
-use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
@@ -502,7 +502,9 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
             let (axes, out) = shifted(&[*axis]);
             (Prim::ArgReduce { op: *op, axis: axes[0], index_dtype: *index_dtype }, Some(out))
         }
-        Prim::Cumulative { op, axis, reverse } => (Prim::Cumulative { op: *op, axis: batching::bump(*axis, bd), reverse: *reverse }, Some(bd)),
+        Prim::Cumulative { op, axis, reverse } => {
+            (Prim::Cumulative { op: *op, axis: batching::bump(*axis, bd), reverse: *reverse }, Some(bd))
+        }
         Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => return Err(AdError::NoRule(prim.name())),
         families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
     };

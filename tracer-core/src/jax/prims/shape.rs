@@ -675,9 +675,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
             }
             _ => Err(AdError::NoRule("pad by a mapped padding value".into())),
         },
-        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => {
-            Err(AdError::NoRule(prim.name()))
-        }
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
         families::all_but_shape!() => Err(AdError::NoRule(prim.name())),
     }
 }

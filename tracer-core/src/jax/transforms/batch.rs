@@ -71,7 +71,8 @@ pub(super) fn batch_jaxpr(
         if eqn.outputs.is_empty() {
             continue;
         }
-        let (ins, dims): (Vec<Rc<Array>>, Vec<BDim>) = eqn.inputs.iter().map(|a| read(&env, a)).collect::<AdResult<Vec<_>>>()?.into_iter().unzip();
+        let (ins, dims): (Vec<Rc<Array>>, Vec<BDim>) =
+            eqn.inputs.iter().map(|a| read(&env, a)).collect::<AdResult<Vec<_>>>()?.into_iter().unzip();
         let outs = if dims.iter().all(Option::is_none) {
             apply_unmapped(interp, &eqn.prim, &ins, eqn.bodies.clone())?
         } else {

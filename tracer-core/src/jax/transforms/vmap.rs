@@ -12,9 +12,9 @@ use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::ad::AdError;
-use crate::jax::eval_control::Body;
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
+use crate::jax::eval_control::Body;
 use crate::jax::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
 use crate::jax::numpy::{self as jnp, operand, Operand};
 use crate::jax::TraceKind;
@@ -294,7 +294,11 @@ fn by_rules(interp: &mut Interp, record: usize, batch: &VmapBatch, template: &Va
     if got != want {
         if interp.jax.check_rules {
             let text = |v: &[Aval]| v.iter().map(Aval::short).collect::<Vec<_>>().join(", ");
-            interp.jax.rule_problems.push(format!("vmap: the batching rules give {} where the per-example trace gives {}", text(&got), text(&want)));
+            interp.jax.rule_problems.push(format!(
+                "vmap: the batching rules give {} where the per-example trace gives {}",
+                text(&got),
+                text(&want)
+            ));
         }
         return Ok(None);
     }

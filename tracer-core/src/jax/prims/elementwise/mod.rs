@@ -326,7 +326,12 @@ pub(crate) fn kernel_f32(
 /// The batching rules (`prims::batch`): one operand, the batch dimension where it was;
 /// operands broadcast against each other (JAX's `broadcast_batcher`); `select_n`'s own rule.
 /// `clamp` has none yet (its rule moves and broadcasts three operands case by case).
-pub(crate) fn batch_rule(interp: &mut crate::interp::Interp, prim: &Prim, ins: &[Rc<crate::jax::array::Array>], dims: &[BDim]) -> BatchResult {
+pub(crate) fn batch_rule(
+    interp: &mut crate::interp::Interp,
+    prim: &Prim,
+    ins: &[Rc<crate::jax::array::Array>],
+    dims: &[BDim],
+) -> BatchResult {
     match prim {
         Prim::Unary(_) | Prim::IntegerPow(_) | Prim::ConvertElementType { .. } | Prim::StopGradient => {
             batching::vectorized(interp, prim, ins, dims)
@@ -349,11 +354,8 @@ fn select_batch(interp: &mut crate::interp::Interp, ins: &[Rc<crate::jax::array:
     let first = &cases[0];
     if case_dims.iter().all(|d| *d == wd) {
         let bd = wd.unwrap_or(0);
-        let which = if which.aval.shape == first.aval.shape {
-            which.clone()
-        } else {
-            broadcast_in_dim(interp, which, &first.aval.shape, &[bd])?
-        };
+        let which =
+            if which.aval.shape == first.aval.shape { which.clone() } else { broadcast_in_dim(interp, which, &first.aval.shape, &[bd])? };
         let args: Vec<_> = std::iter::once(which).chain(cases.iter().cloned()).collect();
         return Ok(vec![(bind(interp, Prim::Select, &args)?, wd)]);
     }
