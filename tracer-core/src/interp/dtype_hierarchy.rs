@@ -38,7 +38,7 @@ pub fn attr(module: &str, name: &str) -> Option<Value> {
 
 /// The dtype `issubdtype` makes of its first argument: a dtype, a dtype's name, or a
 /// Python scalar type (NumPy's defaults: `int` is int64, `float` float64).
-fn dtype_of(v: &Value) -> Option<DType> {
+pub fn dtype_of(v: &Value) -> Option<DType> {
     match v {
         Value::DType(d) => Some(*d),
         Value::Str(s) => DType::from_name(s),

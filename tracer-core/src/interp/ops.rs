@@ -426,6 +426,10 @@ impl<'l> Interp<'l> {
             // `tf.float32 == np.float32` and `t.dtype == 'float32'` are true in TensorFlow.
             (Value::DType(a) | Value::TfDType(a), Value::DType(b) | Value::TfDType(b)) => a == b,
             (Value::TfDType(a), Value::Str(s)) | (Value::Str(s), Value::TfDType(a)) => a.name() == &**s,
+            // `x.dtype != bool`, `x.dtype == float`: NumPy makes a dtype of the Python type.
+            (Value::DType(a), t @ Value::Builtin(_)) | (t @ Value::Builtin(_), Value::DType(a)) if matches!(t, Value::Builtin(b) if matches!(&**b, Builtin::Fn("int" | "float" | "bool" | "complex"))) => {
+                super::dtype_hierarchy::dtype_of(t) == Some(*a)
+            }
             (Value::Range(a, b, c), Value::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (Value::Opaque(_), _) | (_, Value::Opaque(_)) => return Err(self.stop_unknown("comparison with an unknown value")),
             (Value::Array(_), _) | (_, Value::Array(_)) => {

@@ -370,7 +370,14 @@ pub(super) fn static_single_axis(interp: &mut Interp, v: Option<&Value>, ndim: u
 pub(super) fn axes_arg(interp: &mut Interp, v: Option<&Value>, ndim: usize) -> PyResult<Option<Vec<usize>>> {
     match v {
         None | Some(Value::None) => Ok(None),
-        Some(Value::Tuple(t)) => {
+        // A list is taken as a tuple is: `jnp.sum(x, axis=[-1])` works in JAX (a few functions
+        // that hash their axis reject it; tracelens says nothing there).
+        Some(v @ (Value::Tuple(_) | Value::List(_))) => {
+            let t = match v {
+                Value::List(items) => items.borrow().clone(),
+                Value::Tuple(items) => items.to_vec(),
+                _ => Vec::new(),
+            };
             let mut out = Vec::new();
             for x in t.iter() {
                 let i = interp.index_of(x)?.unwrap_or(0);
