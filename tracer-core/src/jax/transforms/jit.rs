@@ -333,7 +333,9 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
             Value::UnknownNumber(_) if j.filter => return Ok(Value::opaque("result of a jitted call on unknown arguments")),
             Value::Array(a) => {
                 let d = dtypes::canonicalize(a.aval.dtype, interp.jax.config);
-                leaf_avals.push((path, Aval { shape: a.aval.shape.clone(), dtype: d, weak: a.aval.weak }));
+                // A NumPy array is never weakly typed (`np.full(3, 2.0)` is float64).
+                let weak = a.aval.weak && !a.numpy.get();
+                leaf_avals.push((path, Aval { shape: a.aval.shape.clone(), dtype: d, weak }));
             }
             // filter_jit: what is not an array is static, hashed as equinox hashes it.
             other if j.filter => match interp.hash_key(other) {
