@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod export;
 pub mod jit;
 pub mod map;
+pub mod pytree_aux;
 pub mod pytrees;
 pub mod random;
 pub mod retrace;
