@@ -27,6 +27,17 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn check_ir_passes_on_every_trace() {
+    // The analyses run on a stack as large as the one `tracelens` gives them (a test
+    // thread's 2 MiB is less than the fixtures' deepest Python recursion needs).
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(check_ir_over_the_fixtures)
+        .expect("spawn the analysis thread")
+        .join()
+        .expect("check_ir over the fixtures");
+}
+
+fn check_ir_over_the_fixtures() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("repo root").to_path_buf();
     let mut files = Vec::new();
     python_files(&root.join("tests/fixtures"), &mut files);
