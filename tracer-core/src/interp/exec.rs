@@ -461,6 +461,26 @@ impl<'l> Interp<'l> {
         if self.frames.len() >= self.budgets.max_recursion {
             return Err(self.raise("RecursionError", Code::PythonException, "maximum recursion depth exceeded"));
         }
+        // A recursive walk over an unknown (`def walk(x): ... for c in x: walk(c)`) would
+        // follow every branch of every test on it at each level until the recursion limit,
+        // doubling the work per level: the inner call on unknowns returns an unknown.
+        let on_unknowns = self.abstract_unknowns && self.in_conditional_path() && only_unknowns(&scope);
+        let key = (f.file, f.def.span);
+        if on_unknowns && self.unknown_recursion.contains(&key) {
+            self.went_past += 1;
+            return Ok(Value::opaque("the result of a recursive call on unknown values"));
+        }
+        if on_unknowns {
+            self.unknown_recursion.push(key);
+        }
+        let result = self.run_body_in_frame(f, scope);
+        if on_unknowns {
+            self.unknown_recursion.pop();
+        }
+        result
+    }
+
+    fn run_body_in_frame(&mut self, f: &Function, scope: Rc<Scope>) -> PyResult<Value> {
         let ctx = Ctx { scope: Some(scope), globals: f.globals.clone(), file: f.file };
         let class = match f.attrs.borrow().get("__tracelens_class__") {
             Some(Value::Class(c)) => Some(c.clone()),
@@ -1134,4 +1154,16 @@ fn breaks(body: &[Stmt]) -> bool {
         }
         _ => false,
     })
+}
+
+/// Whether a function's frame holds arguments and every one is unknown (not a tracer, whose
+/// aval is what a trace follows).
+fn only_unknowns(scope: &Scope) -> bool {
+    let vars = scope.vars.borrow();
+    !vars.is_empty()
+        && vars.values().all(|cell| match &*cell.borrow() {
+            Value::Opaque(o) => !o.tracer,
+            Value::UnknownNumber(_) => true,
+            _ => false,
+        })
 }

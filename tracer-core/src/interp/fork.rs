@@ -17,6 +17,7 @@
 //! never reported: the path is taken to be one the program does not take.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use super::value::{Dict, HashKey, Instance, ModuleObj, Scope, Value};
@@ -39,19 +40,19 @@ pub enum Slot {
     Item(Rc<RefCell<Dict>>, HashKey, Value),
 }
 
-impl Slot {
-    fn key(&self) -> (usize, Option<&HashKey>, Option<&str>) {
-        match self {
-            Slot::Local(s, n) => (Rc::as_ptr(s) as usize, None, Some(n)),
-            Slot::Cell(c) => (Rc::as_ptr(c) as usize, None, None),
-            Slot::Global(m, n) => (Rc::as_ptr(m) as usize, None, Some(n)),
-            Slot::Attr(i, n) => (Rc::as_ptr(i) as usize, None, Some(n)),
-            Slot::Item(d, k, _) => (Rc::as_ptr(d) as usize, Some(k), None),
-        }
-    }
+/// What makes two slots the same place: the object's address (the slot holds the object, so
+/// the address is not reused while it is logged) and the name or dict key in it.
+type SlotKey = (usize, Option<HashKey>, Option<Name>);
 
-    fn same(&self, other: &Slot) -> bool {
-        self.key() == other.key()
+impl Slot {
+    fn key(&self) -> SlotKey {
+        match self {
+            Slot::Local(s, n) => (Rc::as_ptr(s) as usize, None, Some(n.clone())),
+            Slot::Cell(c) => (Rc::as_ptr(c) as usize, None, None),
+            Slot::Global(m, n) => (Rc::as_ptr(m) as usize, None, Some(n.clone())),
+            Slot::Attr(i, n) => (Rc::as_ptr(i) as usize, None, Some(n.clone())),
+            Slot::Item(d, k, _) => (Rc::as_ptr(d) as usize, Some(k.clone()), None),
+        }
     }
 
     pub fn read(&self) -> Option<Value> {
@@ -104,20 +105,27 @@ impl Slot {
 #[derive(Default)]
 pub struct WriteLog {
     writes: Vec<(Slot, Option<Value>)>,
+    /// The keys of `writes`: a path through library code writes thousands of slots, and a
+    /// scan per write made long paths quadratic.
+    seen: HashSet<SlotKey>,
     /// Logged to see what a path that certainly runs wrote (`run_logged`), not a path an
     /// unknown chose.
     certain: bool,
 }
 
 impl WriteLog {
+    fn certain() -> WriteLog {
+        WriteLog { certain: true, ..WriteLog::default() }
+    }
+
     fn note(&mut self, slot: &Slot) {
-        if !self.writes.iter().any(|(s, _)| s.same(slot)) {
+        if self.seen.insert(slot.key()) {
             self.writes.push((slot.clone(), slot.read()));
         }
     }
 
     fn note_before(&mut self, slot: &Slot, before: &Option<Value>) {
-        if !self.writes.iter().any(|(s, _)| s.same(slot)) {
+        if self.seen.insert(slot.key()) {
             self.writes.push((slot.clone(), before.clone()));
         }
     }
@@ -198,7 +206,7 @@ impl<'l> Interp<'l> {
             slots.push((slot, before, after));
         }
         for (slot, before) in log2.writes {
-            if !slots.iter().any(|(s, _, _)| s.same(&slot)) {
+            if !log1.seen.contains(&slot.key()) {
                 let after1 = before.clone();
                 slots.push((slot, before, after1));
             }
@@ -213,9 +221,7 @@ impl<'l> Interp<'l> {
             };
             slot.write(joined);
             if let Some(outer) = self.fork_logs.last_mut() {
-                if !outer.writes.iter().any(|(s, _)| s.same(&slot)) {
-                    outer.writes.push((slot, before));
-                }
+                outer.note_before(&slot, &before);
             }
         }
 
@@ -236,7 +242,7 @@ impl<'l> Interp<'l> {
     /// Runs `path`, which certainly runs, logging the slots it writes; returns its result
     /// and those slots. Enclosing paths see the writes as theirs.
     pub fn run_logged<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> (T, Vec<Slot>) {
-        self.fork_logs.push(WriteLog { writes: Vec::new(), certain: true });
+        self.fork_logs.push(WriteLog::certain());
         let out = path(self);
         let log = self.fork_logs.pop().unwrap_or_default();
         if let Some(outer) = self.fork_logs.last_mut() {
@@ -249,7 +255,7 @@ impl<'l> Interp<'l> {
 
     /// Runs `path` and puts back every slot it wrote (a pass whose effects do not count).
     pub fn run_undone<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> T {
-        self.fork_logs.push(WriteLog { writes: Vec::new(), certain: true });
+        self.fork_logs.push(WriteLog::certain());
         let out = path(self);
         let log = self.fork_logs.pop().unwrap_or_default();
         log.undo();

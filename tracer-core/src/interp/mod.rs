@@ -253,6 +253,10 @@ pub struct Interp<'l> {
     pub conditional_from: Option<usize>,
     /// How many times the analysis went past an unknown (`fork.rs`).
     pub went_past: u64,
+    /// The functions running on a path past an unknown with nothing but unknowns for
+    /// arguments (`exec.rs`, `run_body`): calling one again from inside itself is a call on
+    /// unknowns again, which returns an unknown instead of recursing until the limit.
+    pub unknown_recursion: Vec<(FileId, Span)>,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: entry_state::EntryState,
     /// Values seen outside any trace, for hover (`seen.rs`).
@@ -395,6 +399,7 @@ impl<'l> Interp<'l> {
             dropped_exits: 0,
             conditional_from: None,
             went_past: 0,
+            unknown_recursion: Vec::new(),
             entry_state: Default::default(),
             seen: Default::default(),
         }

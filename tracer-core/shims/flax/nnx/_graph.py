@@ -33,6 +33,9 @@ def _is_data(value):
     Variables, arrays, Pytree objects, and containers holding any of them."""
     if isinstance(value, (Variable, Pytree, jax.Array)):
         return True
+    # An unknown that is none of those: its items cannot be walked (each would be unknown too).
+    if _is_unknown(value):
+        return False
     if isinstance(value, (list, tuple)):
         for x in value:
             if _is_data(x):
