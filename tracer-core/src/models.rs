@@ -49,6 +49,10 @@ impl JaxObjects for JaxAndTf {
         crate::jax::api::isinstance_jax(v, f)
     }
 
+    fn jax_struct_eq(&self, l: &Value, r: &Value) -> Option<bool> {
+        crate::jax::numpy::shape_dtype_struct_eq(l, r)
+    }
+
     fn jax_fn_getattr(&self, interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {
         crate::jax::api::jax_fn_getattr(interp, f, name)
     }

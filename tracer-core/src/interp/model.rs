@@ -96,6 +96,8 @@ pub(crate) trait JaxObjects {
     fn jax_call_object_method(&self, interp: &mut Interp, o: &JaxObject, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value>;
     /// `isinstance(v, f)` for the classes of JAX's surface (`jax.Array`); `None` when not known.
     fn jax_isinstance(&self, v: &Value, f: surface::JaxFn) -> Option<bool>;
+    /// `l == r` when either is a `jax.ShapeDtypeStruct`; `None` when neither is.
+    fn jax_struct_eq(&self, l: &Value, r: &Value) -> Option<bool>;
     fn jax_fn_getattr(&self, interp: &mut Interp, f: surface::JaxFn, name: &str) -> PyResult<Option<Value>>;
     /// An attribute of the JAX object `o` (`b` is the builtin holding it); `None` is Python's
     /// AttributeError.
@@ -279,6 +281,10 @@ pub(crate) mod api {
 
     pub(crate) fn isinstance_jax(interp: &Interp, v: &Value, f: JaxFn) -> Option<bool> {
         interp.models.jax_isinstance(v, f)
+    }
+
+    pub(crate) fn shape_dtype_struct_eq(interp: &Interp, l: &Value, r: &Value) -> Option<bool> {
+        interp.models.jax_struct_eq(l, r)
     }
 
     pub(crate) fn jax_fn_getattr(interp: &mut Interp, f: JaxFn, name: &str) -> PyResult<Option<Value>> {

@@ -313,6 +313,11 @@ impl<'l> Interp<'l> {
                 crate::interp::model::tf::tensor::compare_operator(this, op, l, r)
             });
         }
+        if matches!(op, CmpOp::Eq | CmpOp::NotEq) {
+            if let Some(eq) = crate::interp::model::api::shape_dtype_struct_eq(self, l, r) {
+                return Ok(Value::Bool(eq == (op == CmpOp::Eq)));
+            }
+        }
         if matches!(l, Value::Array(_)) || matches!(r, Value::Array(_)) {
             return stmt::recorded(self, stmt::Call::Compare(op.symbol()), &[l, r], &Vec::new(), |this| jnp::compare_op(this, op, l, r));
         }
@@ -433,6 +438,9 @@ impl<'l> Interp<'l> {
             (Value::Range(a, b, c), Value::Range(d, e, f)) => (a, b, c) == (d, e, f),
             (Value::Opaque(_), _) | (_, Value::Opaque(_)) => return Err(self.stop_unknown("comparison with an unknown value")),
             (Value::Array(_), _) | (_, Value::Array(_)) => {
+                if let Some(eq) = crate::interp::model::api::shape_dtype_struct_eq(self, l, r) {
+                    return Ok(eq);
+                }
                 let v = jnp::compare_op(self, CmpOp::Eq, l, r)?;
                 return self.truthy(&v);
             }

@@ -12,12 +12,32 @@ pub const EVAL_SHAPE_RESULT: &str = "eval_shape";
 /// (made by `jax.ShapeDtypeStruct` or returned by `jax.eval_shape`), as JAX prints one:
 /// `str` and `repr` alike, with `, weak_type=True` for a weakly typed one.
 pub(super) fn shape_dtype_struct_text(a: &Rc<Array>) -> Option<String> {
-    let ArrayKind::Concrete(cell) = &a.kind else { return None };
-    let is_struct = matches!(&*cell.borrow(), Lazy::Unknown(why) if *why == SHAPE_DTYPE_STRUCT || *why == EVAL_SHAPE_RESULT);
-    is_struct.then(|| {
+    is_shape_dtype_struct(a).then(|| {
         let weak = if a.aval.weak { ", weak_type=True" } else { "" };
         format!("ShapeDtypeStruct(shape={}, dtype={}{weak})", a.aval.shape_tuple(), a.aval.dtype.name())
     })
+}
+
+/// Whether `a` stands for a `ShapeDtypeStruct` (made by `jax.ShapeDtypeStruct` or returned
+/// by `jax.eval_shape`) rather than an array.
+pub fn is_shape_dtype_struct(a: &Array) -> bool {
+    let ArrayKind::Concrete(cell) = &a.kind else { return false };
+    matches!(&*cell.borrow(), Lazy::Unknown(why) if *why == SHAPE_DTYPE_STRUCT || *why == EVAL_SHAPE_RESULT)
+}
+
+/// `l == r` when either stands for a `ShapeDtypeStruct`, as JAX's `__eq__`: equal shape,
+/// dtype and weak type against another struct, `False` against anything else. `None` when
+/// neither is a struct (an array comparison).
+pub fn shape_dtype_struct_eq(l: &Value, r: &Value) -> Option<bool> {
+    let struct_of = |v: &Value| match v {
+        Value::Array(a) if is_shape_dtype_struct(a) => Some(a.aval.clone()),
+        _ => None,
+    };
+    match (struct_of(l), struct_of(r)) {
+        (None, None) => None,
+        (Some(a), Some(b)) => Some(a.shape == b.shape && a.dtype == b.dtype && a.weak == b.weak),
+        _ => Some(false),
+    }
 }
 
 /// `repr(x)` as JAX prints arrays and tracers.

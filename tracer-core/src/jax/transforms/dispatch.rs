@@ -95,10 +95,15 @@ impl JaxObject {
     }
 }
 
-/// `isinstance(v, jax.Array)` and `isinstance(v, jax.core.Tracer)`: a NumPy array is neither;
-/// an unknown value may be either, unless it is certainly a tracer.
+/// `isinstance(v, jax.Array)`, `isinstance(v, jax.core.Tracer)` and
+/// `isinstance(v, jax.ShapeDtypeStruct)`: a NumPy array or a `ShapeDtypeStruct` is neither
+/// of the first two; an unknown value may be either, unless it is certainly a tracer.
 pub fn isinstance_jax(v: &Value, f: JaxFn) -> Option<bool> {
+    let is_struct = |v: &Value| matches!(v, Value::Array(a) if jnp::is_shape_dtype_struct(a));
     match (f, v) {
+        (JaxFn::ShapeDtypeStruct, Value::Opaque(o)) => (o.tracer).then_some(false),
+        (JaxFn::ShapeDtypeStruct, _) => Some(is_struct(v)),
+        (JaxFn::ArrayType | JaxFn::CoreTracer, _) if is_struct(v) => Some(false),
         (JaxFn::ArrayType | JaxFn::CoreTracer, Value::Opaque(o)) => o.tracer.then_some(true),
         (JaxFn::ArrayType | JaxFn::CoreTracer, Value::UnknownNumber(_)) => Some(false),
         (JaxFn::ArrayType, Value::Array(a)) => Some(!a.numpy.get() && !a.tf.get()),
