@@ -27,3 +27,10 @@ class Module:
     def __init_subclass__(cls, **kwargs):
         dataclasses.dataclass(cls)
         jax.tree_util.register_dataclass(cls)
+
+    def __eq__(self, other):
+        # equinox compares Modules as pytrees (`tree_equal`), never field by field: arrays
+        # give an array of their equality, static fields compare in the tree structure.
+        from equinox._tree import tree_equal
+
+        return tree_equal(self, other)

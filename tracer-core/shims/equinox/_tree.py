@@ -1,11 +1,41 @@
-"""equinox's tree surgery: tree_at (out-of-place replacement) and apply_updates.
+"""equinox's tree surgery and comparison: tree_at (out-of-place replacement), apply_updates
+and tree_equal.
 
 A shim of equinox 0.13.8 (equinox/_tree.py, _update.py) for tracelens, not equinox's code.
 """
 
 import jax
+import jax.numpy as jnp
 
-from equinox._filters import _is_none
+from equinox._filters import _is_none, is_array
+
+
+def tree_equal(*pytrees, typematch=False, rtol=0.0, atol=0.0):
+    """True when every pytree has the first one's structure and equal leaves. Arrays must
+    agree in shape and dtype; their values make the result an array (a tracer under jit)."""
+    first, structure = jax.tree_util.tree_flatten(pytrees[0])
+    result = True
+    for other in pytrees[1:]:
+        leaves, other_structure = jax.tree_util.tree_flatten(other)
+        if other_structure != structure:
+            return False
+        for a, b in zip(first, leaves):
+            if typematch and type(a) != type(b):
+                return False
+            if is_array(a) != is_array(b):
+                return False
+            if not is_array(a):
+                if a != b:
+                    return False
+                continue
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            if rtol == 0 and atol == 0:
+                same = jnp.all(a == b)
+            else:
+                same = jnp.allclose(a, b, rtol=rtol, atol=atol)
+            result = result & same
+    return result
 
 
 class _Marker:

@@ -311,6 +311,19 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                 None => Ok(Value::opaque("convert_element_type")),
             }
         }
+        // A pytree of arrays too: the primitive on each inexact leaf, the others as they are.
+        F::StopGradient
+            if matches!(p.get(0, "x"), Some(Value::Dict(_) | Value::List(_) | Value::Tuple(_) | Value::Instance(_) | Value::None)) =>
+        {
+            let tree = p.get(0, "x").cloned().unwrap_or(Value::None);
+            crate::jax::transforms::trace::try_map_arrays(interp, &tree, &mut |interp, a| {
+                if a.aval.dtype.is_inexact() {
+                    apply1(interp, Prim::StopGradient, std::slice::from_ref(a))
+                } else {
+                    Ok(a.clone())
+                }
+            })
+        }
         F::StopGradient => {
             let a = arr!(interp, cx, 0, "x");
             apply1(interp, Prim::StopGradient, &[a.clone()]).map(Value::Array)

@@ -145,6 +145,8 @@ const NON_ARRAY_RESULTS: &[&str] = &[
     "tree_structure",
     "tree_leaves",
     "tree_flatten",
+    // A pytree of any leaves: its arrays are mapped, the rest (functions, strings) kept.
+    "stop_gradient",
 ];
 
 /// Functions of the surface whose result is a tuple or list of arrays (for some arguments):

@@ -695,6 +695,25 @@ pub(super) fn array_leaves(interp: &mut Interp, values: &[Value]) -> PyResult<Ve
     Ok(out)
 }
 
+/// `v` with each array leaf replaced by `f` of it, which may raise (`lax.stop_gradient` of a
+/// pytree binds its primitive on each leaf).
+pub fn try_map_arrays(
+    interp: &mut Interp,
+    v: &Value,
+    f: &mut dyn FnMut(&mut Interp, &Rc<Array>) -> PyResult<Rc<Array>>,
+) -> PyResult<Value> {
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, v, "", &mut leaves)?;
+    let mut mapped = Vec::with_capacity(leaves.len());
+    for (_, leaf) in leaves {
+        mapped.push(match &leaf {
+            Value::Array(a) => Value::Array(f(interp, a)?),
+            _ => leaf,
+        });
+    }
+    unflatten(interp, &tree, &mut mapped.into_iter())
+}
+
 pub(super) fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
     let mut leaves = Vec::new();
     let tree = flatten(interp, v, "", &mut leaves)?;
