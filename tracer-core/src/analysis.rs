@@ -473,6 +473,7 @@ fn run<'l>(
         let diag = interp.diagnostic(Code::PythonException, site, format!("SyntaxError: {}", err.message), Vec::new());
         interp.diagnostics.push(diag);
     }
+    let conftests = if config.module_only { Vec::new() } else { crate::test_runner::import_conftests(&mut interp, file) };
     let (module, flow) = interp.run_module(file, "__main__");
     if let Some(flow) = flow {
         interp.report_uncaught(flow, "the module");
@@ -482,7 +483,7 @@ fn run<'l>(
     // with the file as a script: a source reproducer's oracle runs the module alone, or a
     // cut that no longer calls the function would still "raise" its error.
     if !config.module_only {
-        crate::test_runner::run_tests(&mut interp, file, &module);
+        crate::test_runner::run_tests(&mut interp, file, &module, &conftests);
         crate::entry::trace_uncalled(&mut interp, file, &module);
         crate::entry_staged::trace_unreached(&mut interp, file, &module);
     }

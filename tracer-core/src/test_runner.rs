@@ -24,14 +24,56 @@ pub fn is_test_file(path: &Path) -> bool {
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
-/// Runs the tests of the analysed module, each on a fresh budget.
-pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>) {
+/// pytest imports every `conftest.py` from the root folder down to a test file's folder
+/// before it imports the test file: what they do at import (`jax.config.update(
+/// "jax_enable_x64", True)`) holds for the test module's top level too. Runs them, outermost
+/// first, for a pytest file (none for any other file); their modules, for `run_tests`.
+pub fn import_conftests(interp: &mut Interp, file: FileId) -> Vec<Rc<ModuleObj>> {
+    let path = interp.path(file).to_path_buf();
+    if !is_test_file(&path) {
+        return Vec::new();
+    }
+    let root = interp.search_roots.first().cloned();
+    let mut folders: Vec<PathBuf> = Vec::new();
+    let mut dir = path.parent().map(Path::to_path_buf);
+    while let Some(d) = dir {
+        folders.push(d.clone());
+        if root.as_ref().is_none_or(|r| d == *r || !d.starts_with(r)) {
+            break;
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    let mut modules = Vec::new();
+    for folder in folders.iter().rev() {
+        let conftest = folder.join("conftest.py");
+        if conftest == path {
+            continue;
+        }
+        let Some(text) = interp.loader.read(&conftest) else { continue };
+        interp.restart_clock();
+        let id = interp.add_file(conftest, text);
+        let (m, flow) = interp.run_module(id, "conftest");
+        if let Some(flow) = flow {
+            interp.report_uncaught(flow, "conftest.py");
+        }
+        modules.push(m);
+    }
+    interp.restart_clock();
+    modules
+}
+
+/// Runs the tests of the analysed module, each on a fresh budget, with the fixtures of the
+/// `conftest.py` modules `import_conftests` ran and of the module (the nearest wins).
+pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, conftests: &[Rc<ModuleObj>]) {
     let ast = interp.files[file as usize].module.clone();
     let path = interp.path(file).to_path_buf();
     let pytest_file = is_test_file(&path);
     let mut runner = Runner { file, fixtures: HashMap::new(), shared: HashMap::new(), chosen: HashMap::new(), indirect: HashMap::new() };
     if pytest_file {
-        runner.load_fixtures(interp, &path, module);
+        for m in conftests {
+            runner.add_fixtures(interp, m);
+        }
+        runner.add_fixtures(interp, module);
     }
     for stmt in &ast.body {
         match &stmt.kind {
@@ -74,34 +116,6 @@ struct Runner {
 }
 
 impl Runner {
-    fn load_fixtures(&mut self, interp: &mut Interp, path: &Path, module: &Rc<ModuleObj>) {
-        let root = interp.search_roots.first().cloned();
-        let mut folders: Vec<PathBuf> = Vec::new();
-        let mut dir = path.parent().map(Path::to_path_buf);
-        while let Some(d) = dir {
-            folders.push(d.clone());
-            if root.as_ref().is_none_or(|r| d == *r || !d.starts_with(r)) {
-                break;
-            }
-            dir = d.parent().map(Path::to_path_buf);
-        }
-        for folder in folders.iter().rev() {
-            let conftest = folder.join("conftest.py");
-            if conftest == path {
-                continue;
-            }
-            let Some(text) = interp.loader.read(&conftest) else { continue };
-            interp.restart_clock();
-            let id = interp.add_file(conftest, text);
-            let (m, flow) = interp.run_module(id, "conftest");
-            if let Some(flow) = flow {
-                interp.report_uncaught(flow, "conftest.py");
-            }
-            self.add_fixtures(interp, &m);
-        }
-        self.add_fixtures(interp, module);
-    }
-
     fn add_fixtures(&mut self, interp: &Interp, module: &Rc<ModuleObj>) {
         for (name, v) in module.dict.borrow().iter() {
             let Some(info) = crate::entry_hooks::decorated_key(v).and_then(|id| interp.entry_state.fixtures.get(&id)) else { continue };
