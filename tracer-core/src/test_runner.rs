@@ -1,6 +1,6 @@
 //! Tests as entry points (design.md §9), run as their runners run them: the methods
 //! `test*` of `unittest.TestCase`/`absltest.TestCase` subclasses, each on a fresh instance
-//! between `setUp` and `tearDown` (after `setUpClass`); in a pytest file (`test_*.py`,
+//! between `setUp` and `tearDown` (after `setUpClass`, and the module's `setUpModule`); in a pytest file (`test_*.py`,
 //! `*_test.py`), its `test*` functions and the `test*` methods of its `Test*` classes, with
 //! their fixtures built from the module and every `conftest.py` above it. Parametrised tests
 //! run once per case. An argument nothing can build is an unknown value: a test is never
@@ -75,6 +75,19 @@ pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, conf
         }
         runner.add_fixtures(interp, module);
     }
+    // unittest (and pytest) call the module's `setUpModule` before its first test and
+    // `tearDownModule` after its last: a module that turns x64 on there runs every test
+    // with it. A `setUpModule` that raises skips the module's tests.
+    let has_testcase = ast.body.iter().any(|stmt| match &stmt.kind {
+        StmtKind::ClassDef(def) => {
+            matches!(module.dict.borrow().get(def.name.as_ref()), Some(Value::Class(c)) if c.lookup("__tracelens_testcase__").is_some())
+        }
+        _ => false,
+    });
+    let module_hooks = has_testcase || pytest_file;
+    if module_hooks && !runner.module_hook(interp, module, "setUpModule") {
+        return;
+    }
     for stmt in &ast.body {
         match &stmt.kind {
             StmtKind::ClassDef(def) => {
@@ -97,6 +110,9 @@ pub fn run_tests(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>, conf
             }
             _ => {}
         }
+    }
+    if module_hooks {
+        runner.module_hook(interp, module, "tearDownModule");
     }
 }
 
@@ -341,6 +357,20 @@ impl Runner {
             built.insert(name.to_string(), value.clone());
         }
         value
+    }
+
+    /// Calls the module-level function `name` (`setUpModule`) if the module defines one, on a
+    /// fresh budget; whether it returned (an exception in it is reported as uncaught).
+    fn module_hook(&self, interp: &mut Interp, module: &Rc<ModuleObj>, name: &str) -> bool {
+        let Some(hook @ Value::Function(_)) = module.dict.borrow().get(name).cloned() else { return true };
+        interp.restart_clock();
+        match self.call_entry(interp, &hook, Vec::new(), Vec::new()) {
+            Ok(_) => true,
+            Err(flow) => {
+                interp.report_uncaught(flow, name);
+                false
+            }
+        }
     }
 
     fn call_entry(&self, interp: &mut Interp, f: &Value, args: Vec<Value>, kwargs: crate::interp::call::Kwargs) -> Result<Value, Flow> {
