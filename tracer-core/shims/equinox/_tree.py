@@ -7,16 +7,22 @@ A shim of equinox 0.13.8 (equinox/_tree.py, _update.py) for tracelens, not equin
 import jax
 import jax.numpy as jnp
 
+import equinox._unknown as _unknown  # a module that defines nothing, on purpose
 from equinox._filters import _is_none, is_array
+from equinox._transforms import _is_unknown
 
 
 def tree_equal(*pytrees, typematch=False, rtol=0.0, atol=0.0):
     """True when every pytree has the first one's structure and equal leaves. Arrays must
-    agree in shape and dtype; their values make the result an array (a tracer under jit)."""
-    first, structure = jax.tree_util.tree_flatten(pytrees[0])
+    agree in shape and dtype; their values make the result an array (a tracer under jit).
+    Of a tree or leaf tracelens does not know, the answer is not known: the early returns
+    below must not decide it along one branch of a test on an unknown."""
+    flat = [jax.tree_util.tree_flatten(tree) for tree in pytrees]
+    if any(_is_unknown(tree) for tree in pytrees) or any(_is_unknown(x) for leaves, _ in flat for x in leaves):
+        return _unknown.tree_equal(*pytrees)
+    first, structure = flat[0]
     result = True
-    for other in pytrees[1:]:
-        leaves, other_structure = jax.tree_util.tree_flatten(other)
+    for leaves, other_structure in flat[1:]:
         if other_structure != structure:
             return False
         for a, b in zip(first, leaves):
