@@ -164,3 +164,15 @@ fn a_line_break_that_leaves_an_indented_tail_parses_as_the_whole_text_does() {
     assert_eq!(format!("{module:?}"), format!("{:?}", parse(&edited)));
     assert!(module.errors.iter().any(|e| e.message == "unexpected indent"), "{:?}", module.errors);
 }
+
+/// tree-sitter-python, parsing a whole text, carries a line that ends in a comma and a
+/// comment on into the next line; parsing the edited statement alone would not. Found by the
+/// random edits above (`k1,# note  k2, k3, k4 = ...` in a fixture).
+#[test]
+fn a_comma_before_a_comment_parses_as_the_whole_text_does() {
+    let before = "key = 1\nk1, k2 = f(key)\nparams = {\"w1\": k1}\n";
+    let after = before.replacen("k1, k2 =", "k1,# note  k2 =", 1);
+    let mut parser = IncrementalParser::default();
+    parser.parse(before);
+    assert_eq!(format!("{:?}", parser.parse(&after)), format!("{:?}", parse(&after)));
+}

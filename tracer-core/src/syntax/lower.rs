@@ -253,6 +253,19 @@ fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::Text
     if touched(old, old_end) || touched(source, edit.new_end) {
         return None;
     }
+    // tree-sitter-python carries a line that ends in a comma and a comment (`k1,  # note`)
+    // on into the next line when it parses the whole text, but not when the range ends
+    // there: an edit on a line with a comma before a comment is parsed with the whole text.
+    let bytes = source.as_bytes();
+    let (before, after) = (bytes.get(..start as usize)?, bytes.get(edit.new_end as usize..)?);
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+    let line_end = after.iter().position(|&b| b == b'\n').map_or(bytes.len(), |n| edit.new_end as usize + n);
+    let comma_before_comment = |line: &[u8]| {
+        line.iter().enumerate().any(|(i, &b)| b == b'#' && line[..i].iter().rev().find(|c| !c.is_ascii_whitespace()) == Some(&b','))
+    };
+    if bytes.get(line_start..line_end).is_none_or(comma_before_comment) {
+        return None;
+    }
     // The range of the statement holding the edit: from its start to the next one's.
     let k = clean.tops.partition_point(|&(top, _)| top < start).checked_sub(1)?;
     let range_start = clean.tops[k].0;
