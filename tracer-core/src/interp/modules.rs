@@ -53,7 +53,13 @@ const JAX_MODULES: &[&str] = &[
     "jax.dtypes",
     "jax.export",
     "jax.core",
+    // Only so that the names JAX 0.10.2 no longer has raise; the rest of it is unknown.
+    "jax.experimental",
 ];
+
+/// Names JAX 0.10.2 no longer has, which older code still uses: reading one is Python's
+/// AttributeError (`from ... import` of one, ImportError), as under the real JAX.
+const REMOVED_FROM_JAX: &[(&str, &str)] = &[("jax.experimental", "enable_x64"), ("jax.experimental", "disable_x64")];
 const NUMPY_MODULES: &[&str] = &["numpy", "numpy.random", "numpy.linalg", "numpy.testing"];
 const STD_MODULES: &[&str] = &[
     "math",
@@ -482,6 +488,9 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                 let v = module_value(interp, &sub, n);
                 interp.native_functions.entry(Rc::as_ptr(m)).or_default().insert(name.into(), v.clone());
                 return Ok(Some(v));
+            }
+            if REMOVED_FROM_JAX.contains(&(module, name)) {
+                return Ok(None);
             }
             let lookup_module = if module == "jax.config" { "jax.config" } else { module };
             if let Some(f) = JaxFn::lookup(lookup_module, name) {
