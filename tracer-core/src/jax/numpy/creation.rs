@@ -159,8 +159,10 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             if f == F::PromoteTypes && wds.len() == 2 {
                 return Ok(Value::DType(dtypes::promote_types(wds[0].dtype, wds[1].dtype, c)));
             }
+            // `result_type` gives the dtype JAX would make (float32 for NumPy float64 inputs
+            // without x64); `promote_types` does not narrow.
             match dtypes::result_type(&wds, c) {
-                Ok(w) => Ok(Value::DType(w.dtype)),
+                Ok(w) => Ok(Value::DType(dtypes::canonicalize(w.dtype, c))),
                 Err(_) => Err(interp.value_error("at least one array or dtype is required")),
             }
         }
