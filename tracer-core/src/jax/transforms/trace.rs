@@ -715,14 +715,5 @@ pub fn try_map_arrays(
 }
 
 pub(super) fn map_arrays(interp: &mut Interp, v: &Value, f: &dyn Fn(&Rc<Array>) -> Rc<Array>) -> PyResult<Value> {
-    let mut leaves = Vec::new();
-    let tree = flatten(interp, v, "", &mut leaves)?;
-    let mapped: Vec<Value> = leaves
-        .into_iter()
-        .map(|(_, l)| match &l {
-            Value::Array(a) => Value::Array(f(a)),
-            _ => l,
-        })
-        .collect();
-    unflatten(interp, &tree, &mut mapped.into_iter())
+    try_map_arrays(interp, v, &mut |_, a| Ok(f(a)))
 }
