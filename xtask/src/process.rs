@@ -36,9 +36,21 @@ impl Finished {
     }
 }
 
+/// Kills the process group `pid` leads (`kill -KILL -- -pid`); the process itself is killed
+/// by the caller either way.
+fn kill_group(pid: u32) {
+    if cfg!(unix) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+}
+
 pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<Finished> {
     let start = Instant::now();
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own process group, so that a limit reached kills what it started too (a generator
+    // that runs its work in worker processes would otherwise leave them running).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command.spawn()?;
     let stdout_reader = child.stdout.take().map(spawn_reader);
     let stderr_reader = child.stderr.take().map(spawn_reader);
@@ -60,6 +72,7 @@ pub fn run_with_limit(mut command: Command, limit: Duration) -> std::io::Result<
         }
         if start.elapsed() > limit {
             timed_out = true;
+            kill_group(child.id());
             let _ = child.kill();
             break child.wait()?;
         }
@@ -104,4 +117,25 @@ fn spawn_reader<R: Read + Send + 'static>(mut source: R) -> thread::JoinHandle<V
 pub fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.trim_end().lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_reached_kills_what_the_process_started() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 30 >/dev/null 2>&1 & echo $!; wait"]);
+        let done = run_with_limit(command, Duration::from_millis(300)).expect("sh runs");
+        assert!(done.timed_out);
+        let worker: u32 = done.stdout.trim().parse().expect("the worker's pid");
+        // Killed: gone, or a zombie waiting for init to reap it.
+        let alive = || std::fs::read_to_string(format!("/proc/{worker}/stat")).is_ok_and(|s| !s.contains(") Z "));
+        let start = Instant::now();
+        while alive() && start.elapsed() < Duration::from_secs(5) {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "the worker {worker} outlived its limit");
+    }
 }

@@ -45,8 +45,9 @@ struct Expected {
 
 pub fn check(binary: &Path, python: &Path, projects_dir: &Path, oracle_script: &Path) -> ProjectsSummary {
     let mut summary = ProjectsSummary { checked: 0, wrong: Vec::new() };
-    let mut folders: Vec<PathBuf> =
-        std::fs::read_dir(projects_dir).map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect()).unwrap_or_default();
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(projects_dir)
+        .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir() && !is_hidden(p)).collect())
+        .unwrap_or_default();
     folders.sort();
     for folder in folders {
         let name = folder.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
@@ -202,4 +203,9 @@ fn check_project(binary: &Path, python: &Path, folder: &Path, oracle_script: &Pa
         problems.push(format!("trace counts differ: tracelens {ours:?}, JAX {jax_traces:?}"));
     }
     problems
+}
+
+/// A folder a tool left beside the projects (`.pytest_cache` from a pytest run), not a project.
+fn is_hidden(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
 }
