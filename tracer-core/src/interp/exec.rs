@@ -508,6 +508,8 @@ impl<'l> Interp<'l> {
                 Err(other) => Err(other),
             }
         };
+        // The returns an unknown chose on the way join what the function ends with.
+        let result = self.end_with_early_returns(self.frames.len(), result);
         // A call whose analysis needed an unknown returns an unknown; its caller goes on.
         let result = match result {
             Err(flow) if self.is_unknown_stop(&flow) => {

@@ -10,7 +10,8 @@
 //! second, each written slot gets the join of what the two paths left there.
 //!
 //! A path that ends early (a `return`, `break`, `continue` or an exception) is left out of
-//! the join: the program goes on along the other one. An exception raised on a path that
+//! the join: the program goes on along the other one. A `return` is not forgotten: what it
+//! returned and left waits for the function's end (`early_return.rs`). An exception raised on a path that
 //! an unknown chose is a finding only when it is one of JAX's (a tracer converted to a
 //! Python bool, a shape error between known avals): those hold whenever the path runs. A
 //! plain Python exception there (`raise ValueError("bad config")` under `if cfg.x:`) is
@@ -42,10 +43,10 @@ pub enum Slot {
 
 /// What makes two slots the same place: the object's address (the slot holds the object, so
 /// the address is not reused while it is logged) and the name or dict key in it.
-type SlotKey = (usize, Option<HashKey>, Option<Name>);
+pub(super) type SlotKey = (usize, Option<HashKey>, Option<Name>);
 
 impl Slot {
-    fn key(&self) -> SlotKey {
+    pub(super) fn key(&self) -> SlotKey {
         match self {
             Slot::Local(s, n) => (Rc::as_ptr(s) as usize, None, Some(n.clone())),
             Slot::Cell(c) => (Rc::as_ptr(c) as usize, None, None),
@@ -152,6 +153,9 @@ impl<'l> Interp<'l> {
         if let Some(log) = self.fork_logs.last_mut() {
             log.note(&slot);
         }
+        if !self.early_returns.is_empty() {
+            self.note_write_after_return(&slot);
+        }
     }
 
     /// Whether `flow` is the stop for an unknown that abstract interpretation goes past, or
@@ -211,8 +215,21 @@ impl<'l> Interp<'l> {
                 slots.push((slot, before, after1));
             }
         }
+        // A path that returned while the other went on: what it left in each slot waits for
+        // the function's end (`early_return.rs`).
+        let returned_first = match (&end1, &end2) {
+            (PathEnd::Left(Flow::Return(_)), PathEnd::Completed) => Some(true),
+            (PathEnd::Completed, PathEnd::Left(Flow::Return(_))) => Some(false),
+            _ => None,
+        };
+        let mut returned_left: Vec<(Slot, Option<Value>)> = Vec::new();
         for (slot, before, after1) in slots {
             let after2 = slot.read();
+            match returned_first {
+                Some(true) => returned_left.push((slot.clone(), after1.clone())),
+                Some(false) => returned_left.push((slot.clone(), after2.clone())),
+                None => {}
+            }
             let joined = match (&end1, &end2) {
                 (PathEnd::Completed, PathEnd::Completed) => join_optional(after1, after2),
                 (PathEnd::Completed, PathEnd::Left(_)) => after1,
@@ -230,6 +247,9 @@ impl<'l> Interp<'l> {
             (PathEnd::Completed, PathEnd::Left(flow)) | (PathEnd::Left(flow), PathEnd::Completed) => {
                 if !matches!(flow, Flow::Continue) {
                     self.dropped_exits += 1;
+                }
+                if let Flow::Return(value) = &flow {
+                    self.keep_early_return(value.clone(), returned_left);
                 }
                 self.mark_conditional();
                 self.report_path_error(&flow);
@@ -309,7 +329,7 @@ impl<'l> Interp<'l> {
 }
 
 /// What a slot holds after two paths: the value both left, or what is known of either.
-fn join_optional(a: Option<Value>, b: Option<Value>) -> Option<Value> {
+pub(super) fn join_optional(a: Option<Value>, b: Option<Value>) -> Option<Value> {
     match (a, b) {
         (Some(a), Some(b)) => Some(join_values(&a, &b)),
         // Bound on one path only: using it after the other would be a NameError, so a

@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod call;
 mod dtype_hierarchy;
+mod early_return;
 pub(crate) mod entry_state;
 mod exception_code;
 mod exec;
@@ -257,6 +258,9 @@ pub struct Interp<'l> {
     /// arguments (`exec.rs`, `run_body`): calling one again from inside itself is a call on
     /// unknowns again, which returns an unknown instead of recursing until the limit.
     pub unknown_recursion: Vec<(FileId, Span)>,
+    /// The returns an unknown chose in the functions running, kept until each ends
+    /// (`early_return.rs`), innermost last.
+    pub early_returns: Vec<early_return::EarlyReturns>,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: entry_state::EntryState,
     /// Values seen outside any trace, for hover (`seen.rs`).
@@ -400,6 +404,7 @@ impl<'l> Interp<'l> {
             conditional_from: None,
             went_past: 0,
             unknown_recursion: Vec::new(),
+            early_returns: Vec::new(),
             entry_state: Default::default(),
             seen: Default::default(),
         }

@@ -31,11 +31,12 @@ def _is_unknown(value):
 def _is_data(value):
     """Whether an attribute is data (a pytree child) rather than static, as flax 0.12 decides:
     Variables, arrays, Pytree objects, and containers holding any of them."""
-    if isinstance(value, (Variable, Pytree, jax.Array)):
-        return True
-    # An unknown that is none of those: its items cannot be walked (each would be unknown too).
+    # An unknown is taken for a static attribute: its items cannot be walked (each would be
+    # unknown too), and asking the tests below of it would make the answer unknown.
     if _is_unknown(value):
         return False
+    if isinstance(value, (Variable, Pytree, jax.Array)):
+        return True
     if isinstance(value, (list, tuple)):
         for x in value:
             if _is_data(x):

@@ -1,0 +1,141 @@
+//! Returns an unknown chose, kept until the function ends (design.md §6, `fork.rs`).
+//!
+//! When a fork's one path leaves by `return` and the other goes on, the analysis goes on
+//! along the second, but the function may as well have returned on the first. So the
+//! returned path is not dropped: its value, and the state it left in the slots that differ
+//! from the path that went on, wait beside the frame ([`EarlyReturns`]). When the function
+//! ends, its result is the join of every way out (`def f(x): if u: return x` then
+//! `return x.reshape(2, 3)` returns an array of unknown shape, not the reshaped one as if
+//! certain), and each waiting slot holds the join of what the returned paths and the path
+//! that went on left there.
+//!
+//! A plain Python exception on the path that went on (`raise ValueError("unsupported")`
+//! after `if cfg.ok: return x`) is taken, as everywhere in abstract control flow, to be a
+//! path the program does not take: the function returns what the returned paths did.
+//!
+//! Slots written after a return was kept are recorded first (their value before the write
+//! is what the returned paths left there): [`Interp::note_write`] calls
+//! [`Interp::note_write_after_return`]. A function's own local names are not kept: they end
+//! with its frame.
+
+use std::collections::HashMap;
+
+use super::fork::{join_optional, join_values, Slot, SlotKey};
+use super::value::Value;
+use super::{Flow, Interp, PyResult};
+use crate::diagnostics::Code;
+
+/// The paths of one running function that left by a `return` an unknown chose.
+pub struct EarlyReturns {
+    /// The depth of the function's frame (`frames.len()` while it runs).
+    depth: usize,
+    /// The join of the values they returned.
+    value: Value,
+    /// Each slot whose value on those paths may differ from the path going on, with the join
+    /// of what they left there.
+    slots: Vec<(Slot, Option<Value>)>,
+    index: HashMap<SlotKey, usize>,
+}
+
+impl EarlyReturns {
+    fn keep(&mut self, slot: Slot, value: Option<Value>) {
+        let key = slot.key();
+        match self.index.get(&key) {
+            Some(&i) => self.slots[i].1 = join_optional(self.slots[i].1.take(), value),
+            None => {
+                self.index.insert(key, self.slots.len());
+                self.slots.push((slot, value));
+            }
+        }
+    }
+}
+
+impl<'l> Interp<'l> {
+    /// A fork's path left by `return value` while the other went on. `returned` is what that
+    /// path left in each slot either path wrote.
+    pub(super) fn keep_early_return(&mut self, value: Value, returned: Vec<(Slot, Option<Value>)>) {
+        let depth = self.frames.len();
+        // Kept for a frame that has ended without passing its end here: not its returns.
+        while self.early_returns.last().is_some_and(|k| k.depth > depth) {
+            self.early_returns.pop();
+        }
+        let returned: Vec<(Slot, Option<Value>)> = returned.into_iter().filter(|(s, _)| !matches!(s, Slot::Local(..))).collect();
+        match self.early_returns.last_mut() {
+            Some(kept) if kept.depth == depth => {
+                kept.value = join_values(&kept.value, &value);
+                let mut seen: Vec<bool> = vec![false; kept.slots.len()];
+                for (slot, left) in returned {
+                    if let Some(&i) = kept.index.get(&slot.key()) {
+                        seen[i] = true;
+                    }
+                    kept.keep(slot, left);
+                }
+                // A slot kept before and not written by either path: this path left in it
+                // what the path going on holds now.
+                for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
+                    let now = kept.slots[i].0.read();
+                    kept.slots[i].1 = join_optional(kept.slots[i].1.take(), now);
+                }
+            }
+            _ => {
+                let mut kept = EarlyReturns { depth, value, slots: Vec::new(), index: HashMap::new() };
+                for (slot, left) in returned {
+                    kept.keep(slot, left);
+                }
+                self.early_returns.push(kept);
+            }
+        }
+    }
+
+    /// `slot` is about to be written by the path that went on: every function with a kept
+    /// return records what its returned paths left there (the value now), once.
+    pub(super) fn note_write_after_return(&mut self, slot: &Slot) {
+        if matches!(slot, Slot::Local(..)) {
+            return;
+        }
+        for kept in &mut self.early_returns {
+            let key = slot.key();
+            if !kept.index.contains_key(&key) {
+                kept.index.insert(key, kept.slots.len());
+                kept.slots.push((slot.clone(), slot.read()));
+            }
+        }
+    }
+
+    /// The function whose frame is at `depth` ends with `result`: its kept returns, if any,
+    /// join it (the value and the state), or replace it when the path that went on raised a
+    /// plain Python exception.
+    pub(super) fn end_with_early_returns(&mut self, depth: usize, result: PyResult<Value>) -> PyResult<Value> {
+        if !self.early_returns.last().is_some_and(|k| k.depth == depth) {
+            return result;
+        }
+        let Some(kept) = self.early_returns.pop() else { return result };
+        match result {
+            Ok(value) => {
+                self.join_kept_slots(kept.slots);
+                Ok(join_values(&kept.value, &value))
+            }
+            Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
+                self.dropped_exits += 1;
+                for (slot, left) in kept.slots {
+                    self.note_write(slot.clone());
+                    slot.write(left);
+                }
+                Ok(kept.value)
+            }
+            Err(flow) if self.is_unknown_stop(&flow) => {
+                self.join_kept_slots(kept.slots);
+                Err(flow)
+            }
+            other => other,
+        }
+    }
+
+    fn join_kept_slots(&mut self, slots: Vec<(Slot, Option<Value>)>) {
+        for (slot, left) in slots {
+            let joined = join_optional(left, slot.read());
+            self.note_write(slot.clone());
+            slot.write(joined);
+        }
+    }
+}
