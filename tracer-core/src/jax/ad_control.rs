@@ -25,8 +25,9 @@ use super::ir::{Atom, Eqn, Jaxpr, Prim, VarId};
 use super::TraceKind;
 use crate::interp::Interp;
 
-/// A jaxpr traced from `build` on fresh inputs of `in_avals`, with the values it closed over.
-fn trace_body(
+/// A jaxpr traced from `build` on fresh inputs of `in_avals`, with the values it closed over
+/// (also the batched bodies of `vmap`'s rules for calls and `cond`: `transforms/batch.rs`).
+pub(crate) fn trace_body(
     interp: &mut Interp,
     label: &'static str,
     in_avals: &[Aval],
@@ -164,8 +165,8 @@ pub(super) fn cond_transpose(
 }
 
 /// Which outputs of `jaxpr` depend on the binders flagged in `active` (constvars then
-/// invars), through any equation.
-fn dependent_outputs(jaxpr: &Jaxpr, active: &[bool]) -> Vec<bool> {
+/// invars), through any equation (also which outputs of a `cond` branch `vmap` maps).
+pub(crate) fn dependent_outputs(jaxpr: &Jaxpr, active: &[bool]) -> Vec<bool> {
     let mut live: HashSet<VarId> =
         jaxpr.constvars.iter().chain(&jaxpr.invars).zip(active).filter(|(_, &a)| a).map(|((v, _), _)| *v).collect();
     for eqn in &jaxpr.eqns {

@@ -135,7 +135,7 @@ pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &
             };
             Some(Computed::Floats(to_f64(&zip(&ins[0], &ins[1], out_shape, |x, y| i128::from(f(&x, &y)))?)))
         }
-        Prim::Select => {
+        Prim::Select if ins.len() == 3 => {
             let shape = IxDyn(out_shape);
             let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
             ints(ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0 { t } else { f }))
@@ -223,6 +223,8 @@ pub fn kernel(prim: &Prim, ins: &[Rc<NdInts>], in_dtypes: &[DType], out_shape: &
         | families::control_flow!()
         | families::calls!()
         | Prim::ConvertElementType { .. }
+        // `select_n` of more than two cases: the f64-held kernel.
+        | Prim::Select
         | Prim::Iota { .. }
         | Prim::Full { .. }
         | Prim::Sort { .. }

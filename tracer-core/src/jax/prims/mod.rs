@@ -112,6 +112,12 @@ impl PartialEq for BlockPrim {
 pub enum Batching {
     /// A batching rule ([`batch`]) binds the batched primitive(s).
     Rule,
+    /// A call (`pjit`): its body is batched (`transforms/batch.rs`, JAX's `_pjit_batcher`),
+    /// when every equation of it that sees a mapped operand can be.
+    Call,
+    /// `cond`: its branches are batched (`transforms/batch.rs`, JAX's `_cond_batching_rule`;
+    /// a mapped index becomes a `select_n` of every branch's outputs).
+    Cond,
     /// No rule: a `vmap` whose function applies it to a mapped operand keeps its function's
     /// per-example trace inside one `vmap` equation, and values are computed example by
     /// example.
@@ -323,15 +329,20 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         families::elementwise!() => elementwise::has_batch_rule(prim),
         families::movement!() | families::creation!() => shape::has_batch_rule(prim, mapped),
         families::reductions!() => reductions::has_batch_rule(prim),
+        families::indexing!() => indexing::has_batch_rule(prim),
         Prim::DotGeneral { .. } => true,
         Prim::Block(b) => return b.0.batching(mapped),
-        // Indexing (JAX batches `gather`/`scatter` by rewriting their dimension numbers),
-        // linear algebra, randomness, calls, control flow and markers: none yet.
-        families::indexing!()
-        | Prim::Linalg(_)
+        Prim::Pjit { .. } => return Batching::Call,
+        Prim::Cond { .. } => return Batching::Cond,
+        // Linear algebra, randomness, loops, the other calls and markers: none yet.
+        Prim::Linalg(_)
         | families::random!()
-        | families::control_flow!()
-        | families::calls!()
+        | Prim::Scan { .. }
+        | Prim::While
+        | Prim::Vmap { .. }
+        | Prim::Remat
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
         | families::markers!() => false,
     };
     if rule {
@@ -349,10 +360,10 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         families::elementwise!() => elementwise::batch_rule(interp, prim, ins, dims),
         families::movement!() | families::creation!() => shape::batch_rule(interp, prim, ins, dims),
         families::reductions!() => reductions::batch_rule(interp, prim, ins, dims),
+        families::indexing!() => indexing::batch_rule(interp, prim, ins, dims),
         Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        families::indexing!()
-        | Prim::Linalg(_)
+        Prim::Linalg(_)
         | families::random!()
         | families::control_flow!()
         | families::calls!()

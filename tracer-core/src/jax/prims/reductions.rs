@@ -485,8 +485,11 @@ impl TopKPlaces {
 
 /// The batching rules (`prims::batch`; JAX's `reducer_batcher` and `_cumred_batch_rule`):
 /// the axes reduced or scanned shifted past the batch dimension, which stays where it was
-/// among the axes left. `sort` and `top_k` have none yet.
+/// among the axes left; `sort` (JAX's `_sort_batch_rule`) and `top_k` below.
 pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    if let Prim::Sort { dimension, num_keys } = prim {
+        return sort_batch(interp, ins, dims, *dimension, *num_keys);
+    }
     let (x, bd) = batching::single(ins, dims)?;
     let shifted = |axes: &[usize]| -> (Vec<usize>, usize) {
         let axes: Vec<usize> = axes.iter().map(|&a| batching::bump(a, bd)).collect();
@@ -505,17 +508,45 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         Prim::Cumulative { op, axis, reverse } => {
             (Prim::Cumulative { op: *op, axis: batching::bump(*axis, bd), reverse: *reverse }, Some(bd))
         }
-        Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => return Err(AdError::NoRule(prim.name())),
-        families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
+        // Along the last axis: where the batch dimension is the last, it is moved to the
+        // front (JAX's `top_k` takes an `axis` and shifts it past the batch dimension).
+        Prim::TopK { .. } | Prim::TopKIndices { .. } => {
+            let last = x.aval.ndim() - 1;
+            if bd == last {
+                let front = batching::moveaxis(interp, x, bd, 0)?;
+                return Ok(vec![(bind(interp, prim.clone(), &[front])?, Some(0))]);
+            }
+            (prim.clone(), Some(bd))
+        }
+        Prim::Sort { .. } | families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
     };
     Ok(vec![(bind(interp, prim, &[x.clone()])?, out)])
+}
+
+/// `sort` batched (JAX's `_sort_batch_rule`): every operand with the batch dimension of the
+/// first mapped one (an unmapped operand broadcast there), the sorted axis shifted past it.
+fn sort_batch(interp: &mut Interp, ins: &[Rc<Array>], dims: &[BDim], dimension: usize, num_keys: usize) -> BatchResult {
+    let (proto, bd) = ins.iter().zip(dims).find_map(|(x, d)| d.map(|d| (x.clone(), d))).ok_or_else(|| AdError::NoRule("sort".into()))?;
+    let mut args = Vec::with_capacity(ins.len());
+    for (x, d) in ins.iter().zip(dims) {
+        args.push(match d {
+            Some(d) => batching::moveaxis(interp, x, *d, bd)?,
+            None => {
+                let keep: Vec<usize> = (0..proto.aval.ndim()).filter(|&i| i != bd).collect();
+                crate::jax::ad::broadcast_in_dim(interp, x, &proto.aval.shape, &keep)?
+            }
+        });
+    }
+    let dimension = dimension + usize::from(bd <= dimension);
+    let outs = crate::jax::apply(interp, Prim::Sort { dimension, num_keys }, &args)?;
+    Ok(outs.into_iter().map(|o| (o, Some(bd))).collect())
 }
 
 /// Whether [`batch_rule`] batches `prim`.
 pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
     match prim {
         Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => true,
-        Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => false,
+        Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => true,
         families::all_but_reductions!() => false,
     }
 }

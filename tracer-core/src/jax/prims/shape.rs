@@ -675,7 +675,10 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
             }
             _ => Err(AdError::NoRule("pad by a mapped padding value".into())),
         },
-        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
+        // Through `gather`/`scatter` when a start index is mapped, as JAX's rules.
+        Prim::DynamicSlice { .. } => super::indexing::batching::dynamic_slice(interp, prim, ins, dims),
+        Prim::DynamicUpdateSlice => super::indexing::batching::dynamic_update_slice(interp, prim, ins, dims),
+        Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
         families::all_but_shape!() => Err(AdError::NoRule(prim.name())),
     }
 }
@@ -691,7 +694,8 @@ pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
         | Prim::Slice { .. }
         | Prim::Concatenate { .. } => true,
         Prim::Pad { .. } => mapped == [true, false],
-        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Iota { .. } | Prim::Full { .. } => false,
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice => true,
+        Prim::Iota { .. } | Prim::Full { .. } => false,
         families::all_but_shape!() => false,
     }
 }

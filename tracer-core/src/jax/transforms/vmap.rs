@@ -4,7 +4,7 @@
 
 use super::pytrees::{flatten, leaf_avals, unflatten};
 use super::trace::{
-    array_avals, array_leaves, bind_control, input_leaves, invar_avals, map_abstract, map_arrays, param_names, record_body,
+    array_avals, array_leaves, bind_control, invar_avals, map_abstract, map_arrays, param_names, record_body,
     replace_array_leaves, trace_with_record, BODY_OUTPUT,
 };
 use crate::diagnostics::Code;
@@ -229,8 +229,14 @@ impl VmapBatch<'_> {
                 },
                 _ => return Ok(None),
             };
-            let Some(leaves) = input_leaves(interp, a)? else { return Ok(None) };
-            inputs.extend(leaves.into_iter().map(|l| (l, axis)));
+            // The body was traced with the array leaves as its inputs (`Inputs::arrays_only`):
+            // a Python number among the arguments is a constant in it.
+            let mut leaves = Vec::new();
+            flatten(interp, a, "", &mut leaves)?;
+            inputs.extend(leaves.into_iter().filter_map(|(_, l)| match l {
+                Value::Array(x) => Some((x, axis)),
+                _ => None,
+            }));
         }
         Ok(Some(inputs))
     }
@@ -312,7 +318,8 @@ fn batched_outputs(
     out_axis: i64,
     size: usize,
 ) -> crate::jax::ad::AdResult<Vec<Rc<Array>>> {
-    let outs = super::batch::batch_jaxpr(interp, &body.jaxpr, &body.consts, operands)?;
+    let consts: Vec<(Rc<Array>, Option<usize>)> = body.consts.iter().map(|c| (c.clone(), None)).collect();
+    let outs = super::batch::batch_jaxpr(interp, &body.jaxpr, &consts, operands, size)?;
     let mut moved = Vec::with_capacity(outs.len());
     for (x, d) in outs {
         // `out_axes` counts the batched output's axes (`vmap_call` has checked its range).

@@ -228,11 +228,21 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_s
             };
             ndarray::Zip::from(&a).and(&b).map_collect(|&x, &y| f(x, y) as i64 as f64)
         }
-        Prim::Select => {
+        Prim::Select if ins.len() == 3 => {
             let p = broadcast_to(&ins[0], out_shape)?;
             let f = broadcast_to(&ins[1], out_shape)?;
             let t = broadcast_to(&ins[2], out_shape)?;
             ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f })
+        }
+        // `select_n(which, *cases)` with more than two cases (`vmap` of `switch`): case `which`.
+        Prim::Select => {
+            let p = broadcast_to(ins.first()?, out_shape)?;
+            let cases: Vec<NdData> = ins[1..].iter().map(|c| broadcast_to(c, out_shape)).collect::<Option<_>>()?;
+            let mut out = p.clone();
+            for (o, (idx, &w)) in out.iter_mut().zip(p.indexed_iter()) {
+                *o = cases.get(w as usize)?[&idx];
+            }
+            out
         }
         Prim::Clamp => {
             let lo = broadcast_to(&ins[0], out_shape)?;
@@ -305,10 +315,12 @@ pub(crate) fn kernel_f32(
                     CmpPrim::Ge => zip_f32(x, y, out_shape, |p, q| truth(p >= q)),
                 };
             }
-            Prim::Select => {
+            Prim::Select if ins.len() == 3 => {
                 let (p, f, t) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
                 ndarray::Zip::from(&p).and(&f).and(&t).map_collect(|&p, &f, &t| if p != 0.0 { t } else { f }).into_shared()
             }
+            // More than two cases: the f64 kernel.
+            Prim::Select => return None,
             Prim::Clamp => {
                 let (lo, x, hi) = (ins[0].broadcast(shape.clone())?, ins[1].broadcast(shape.clone())?, ins[2].broadcast(shape)?);
                 ndarray::Zip::from(&lo).and(&x).and(&hi).map_collect(|&l, &x, &h| x.max(l).min(h)).into_shared()
@@ -324,8 +336,8 @@ pub(crate) fn kernel_f32(
 }
 
 /// The batching rules (`prims::batch`): one operand, the batch dimension where it was;
-/// operands broadcast against each other (JAX's `broadcast_batcher`); `select_n`'s own rule.
-/// `clamp` has none yet (its rule moves and broadcasts three operands case by case).
+/// operands broadcast against each other (JAX's `broadcast_batcher`); `select_n`'s and
+/// `clamp`'s own rules.
 pub(crate) fn batch_rule(
     interp: &mut crate::interp::Interp,
     prim: &Prim,
@@ -338,9 +350,56 @@ pub(crate) fn batch_rule(
         }
         Prim::Binary(_) | Prim::Compare(_) => batching::broadcasting(interp, prim, ins, dims),
         Prim::Select => select_batch(interp, ins, dims),
-        Prim::Clamp => Err(crate::jax::ad::AdError::NoRule("clamp has no batching rule".into())),
+        Prim::Clamp => clamp_batch(interp, ins, dims),
         families::all_but_elementwise!() => Err(crate::jax::ad::AdError::NoRule(prim.name())),
     }
+}
+
+/// `clamp(min, x, max)` batched (JAX's `_clamp_batch_rule`): bound as it is where the bounds
+/// are scalars or agree with `x`; otherwise every operand of rank above 0 with its batch
+/// dimension first and the bounds broadcast to `x`.
+fn clamp_batch(interp: &mut crate::interp::Interp, ins: &[Rc<crate::jax::array::Array>], dims: &[BDim]) -> BatchResult {
+    use crate::jax::ad::{bind, broadcast_in_dim};
+    let size = batching::axis_size(ins, dims)?;
+    let ([lo, x, hi], [ld, xd, hd]) = (ins, dims) else {
+        return Err(crate::jax::ad::AdError::NoRule("clamp of other than three operands".into()));
+    };
+    let rank = |a: &Rc<crate::jax::array::Array>| a.aval.ndim();
+    if ld == xd && xd == hd {
+        let same = lo.aval.shape == x.aval.shape && hi.aval.shape == x.aval.shape;
+        if same || (rank(lo) == 0 && rank(hi) == 0) {
+            return Ok(vec![(bind(interp, Prim::Clamp, ins)?, *xd)]);
+        }
+        if let (1, 1, Some(ldim), Some(hdim)) = (rank(lo), rank(hi), ld, hd) {
+            let shape = x.aval.shape.to_vec();
+            let lo = broadcast_in_dim(interp, lo, &shape, &[*ldim])?;
+            let hi = broadcast_in_dim(interp, hi, &shape, &[*hdim])?;
+            return Ok(vec![(bind(interp, Prim::Clamp, &[lo, x.clone(), hi])?, *xd)]);
+        }
+    } else if rank(lo) == 0 && rank(hi) == 0 && xd.is_some() {
+        return Ok(vec![(bind(interp, Prim::Clamp, ins)?, *xd)]);
+    }
+    let front = |interp: &mut crate::interp::Interp, a: &Rc<crate::jax::array::Array>, d: BDim| {
+        if a.aval.ndim() > 0 {
+            batching::bdim_at_front(interp, a, d, size)
+        } else {
+            Ok(a.clone())
+        }
+    };
+    let (mut lo, mut x, mut hi) = (front(interp, lo, *ld)?, front(interp, x, *xd)?, front(interp, hi, *hd)?);
+    let xs = x.aval.shape.to_vec();
+    for b in [&mut lo, &mut hi] {
+        if x.aval.ndim() > 0 && b.aval.ndim() == 0 {
+            *b = crate::jax::ad::broadcast_to(interp, b, &xs)?;
+        } else if 0 < b.aval.ndim() && b.aval.ndim() < x.aval.ndim() {
+            *b = broadcast_in_dim(interp, b, &xs, &[0])?;
+        }
+    }
+    if lo.aval.ndim() > x.aval.ndim() {
+        let shape = lo.aval.shape.to_vec();
+        x = crate::jax::ad::broadcast_to(interp, &x, &shape)?;
+    }
+    Ok(vec![(bind(interp, Prim::Clamp, &[lo, x, hi])?, Some(0))])
 }
 
 /// `select_n(which, *cases)` batched (JAX's `_select_batch_rule`): bound as it is where the
@@ -398,7 +457,7 @@ pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
     match prim {
         Prim::Unary(_) | Prim::IntegerPow(_) | Prim::ConvertElementType { .. } | Prim::StopGradient => true,
         Prim::Binary(_) | Prim::Compare(_) | Prim::Select => true,
-        Prim::Clamp => false,
+        Prim::Clamp => true,
         families::all_but_elementwise!() => false,
     }
 }

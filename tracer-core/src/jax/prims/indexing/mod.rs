@@ -2,6 +2,7 @@
 //! input per array item of the index. Their abstract evaluation, kernel table and derivative
 //! rules here; the selection's shape and the two kernels in [`kernels`].
 
+pub mod batching;
 pub mod kernels;
 
 use std::rc::Rc;
@@ -9,7 +10,7 @@ use std::rc::Rc;
 use super::{arg, families, type_error, RuleResult};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
-use crate::jax::ad::{self, binary, bind, broadcast_to, compare, konst, mask_as, no_rule, sum_to_shape, zeros, AdError, AdResult};
+use crate::jax::ad::{self, binary, bind, broadcast_to, compare, konst, mask_as, no_rule, no_rule_for, sum_to_shape, zeros, AdError, AdResult};
 use crate::jax::array::{Array, NdData};
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
@@ -294,5 +295,24 @@ impl ExtremalScatter {
         let operands: Vec<Rc<Array>> = [base.clone(), updates.clone()].into_iter().chain(self.indices.iter().cloned()).collect();
         let prim = Prim::Scatter { op: ScatterOp::Add, mode: self.mode, index: Some(self.index.clone()), unique_indices: false };
         bind(interp, prim, &operands)
+    }
+}
+
+/// The batching rules of `gather` and `scatter` ([`batching`]); a `scatter` whose index is
+/// not modelled has none.
+pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[super::batching::BDim]) -> super::batching::BatchResult {
+    match prim {
+        Prim::Gather { .. } => batching::gather(interp, prim, ins, dims),
+        Prim::Scatter { .. } => batching::scatter(interp, prim, ins, dims),
+        families::all_but_indexing!() => Err(no_rule_for(prim)),
+    }
+}
+
+/// Whether [`batch_rule`] batches `prim`.
+pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
+    match prim {
+        Prim::Gather { .. } => true,
+        Prim::Scatter { index, .. } => index.is_some(),
+        families::all_but_indexing!() => false,
     }
 }
