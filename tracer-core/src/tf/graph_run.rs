@@ -108,7 +108,7 @@ pub fn divides_by_zero(raw: &Value, divisor: &Rc<Array>, output_size: usize) -> 
 }
 
 /// A Python int, or a (nested) list or tuple of them, flattened in row-major order.
-fn python_ints(v: &Value) -> Option<Vec<i64>> {
+pub(super) fn python_ints(v: &Value) -> Option<Vec<i64>> {
     fn walk(v: &Value, out: &mut Vec<i64>) -> Option<()> {
         match v {
             Value::Int(i) => out.push(*i),

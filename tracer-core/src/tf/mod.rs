@@ -7,9 +7,11 @@
 //!
 //! - `surface.rs`: the modelled `tf` surface, one table.
 //! - `ops.rs`: how each surface function is served (mostly: checked, then a jnp function).
+//!   `ops_nd.rs`: `gather_nd`, `scatter_nd`, `tensor_scatter_nd_*` on the gather/scatter prims.
 //! - `tensor.rs`: conversions to tensors, TensorFlow's binary-op rule, and the Python
 //!   protocol of tensors (operators, truth, attributes, `print`).
 //! - `function.rs`: `tf.function`, its cache and retracing. `variable.rs`: `tf.Variable`.
+//! - `asserts.rs`: `tf.debugging.assert_*`, one table of what each checks.
 //! - `errors.rs`: TensorFlow's exception classes and messages.
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
 //! - `autograph/`: `if`/`while`/`for` on symbolic tensors in converted code, with AutoGraph's
@@ -19,6 +21,7 @@
 //! - `graph_variables.rs`, `graph_call.rs`: variables read and assigned in a graph, as
 //!   inputs and outputs of each call of it.
 
+mod asserts;
 pub mod autograph;
 mod concrete;
 mod control;
@@ -32,6 +35,7 @@ pub mod names;
 mod nest;
 mod numerics;
 pub mod ops;
+mod ops_nd;
 mod ops_shape;
 mod ops_special;
 pub mod partial;

@@ -156,6 +156,13 @@ pub fn route(f: TfFn) -> Route {
         | F::ClipByValue
         | F::Where
         | F::Gather
+        | F::GatherNd
+        | F::ScatterNd
+        | F::TensorScatterNdUpdate
+        | F::TensorScatterNdAdd
+        | F::TensorScatterNdSub
+        | F::TensorScatterNdMin
+        | F::TensorScatterNdMax
         | F::Sort
         | F::Argsort
         | F::Matmul
@@ -178,7 +185,21 @@ pub fn route(f: TfFn) -> Route {
         | F::EnableCheckNumerics
         | F::DisableCheckNumerics
         | F::AssertEqual
-        | F::AssertRank => Route::Special,
+        | F::AssertNoneEqual
+        | F::AssertLess
+        | F::AssertLessEqual
+        | F::AssertGreater
+        | F::AssertGreaterEqual
+        | F::AssertPositive
+        | F::AssertNegative
+        | F::AssertNonNegative
+        | F::AssertNonPositive
+        | F::AssertRank
+        | F::AssertRankAtLeast
+        | F::AssertRankIn
+        | F::AssertType
+        | F::AssertInteger
+        | F::AssertScalar => Route::Special,
     }
 }
 

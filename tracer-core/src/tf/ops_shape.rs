@@ -310,7 +310,22 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::EnableCheckNumerics => super::numerics::enable(interp, true),
         TfFn::DisableCheckNumerics => super::numerics::enable(interp, false),
-        TfFn::AssertEqual | TfFn::AssertRank => Ok(Value::None),
+        TfFn::AssertEqual
+        | TfFn::AssertNoneEqual
+        | TfFn::AssertLess
+        | TfFn::AssertLessEqual
+        | TfFn::AssertGreater
+        | TfFn::AssertGreaterEqual
+        | TfFn::AssertPositive
+        | TfFn::AssertNegative
+        | TfFn::AssertNonNegative
+        | TfFn::AssertNonPositive
+        | TfFn::AssertRank
+        | TfFn::AssertRankAtLeast
+        | TfFn::AssertRankIn
+        | TfFn::AssertType
+        | TfFn::AssertInteger
+        | TfFn::AssertScalar => super::asserts::call(interp, f, p),
         _ => unknown(interp),
     }
 }

@@ -311,6 +311,13 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let sum = delegate(interp, J::Sum, vec![prod, Value::Int(-1)], Vec::new())?;
             delegate(interp, J::Negative, vec![sum], Vec::new())
         }
+        TfFn::GatherNd
+        | TfFn::ScatterNd
+        | TfFn::TensorScatterNdUpdate
+        | TfFn::TensorScatterNdAdd
+        | TfFn::TensorScatterNdSub
+        | TfFn::TensorScatterNdMin
+        | TfFn::TensorScatterNdMax => super::ops_nd::call(interp, f, p),
         _ => super::ops_shape::call(interp, f, p),
     }
 }

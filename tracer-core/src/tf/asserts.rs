@@ -1,0 +1,189 @@
+//! `tf.debugging.assert_*`, as one table: what each one checks, and where TensorFlow 2.21
+//! raises. Checks of the static shape, rank and dtype (`assert_rank`, `assert_type`,
+//! `assert_scalar`, ..., and the shape and dtype of a comparison's operands) raise while the
+//! graph is built, as eagerly: tracelens raises them wherever the shape or dtype is known,
+//! a `None` dimension included (a rank is known without its sizes). Checks of values
+//! (`assert_less`, `assert_positive`, ...) raise eagerly when the values are known; inside a
+//! `tf.function` they fail when the graph runs, which is not claimed, and a value tracelens
+//! does not know is never reported on. Messages are TensorFlow's, but for the graph tensor's
+//! name (`a:0`) TensorFlow puts in some of them, and a comparison's value dump, of which the
+//! first line (`Condition x < y did not hold.`) is given.
+
+use super::ops::Args;
+use super::shape_text::shape_str;
+use super::tensor::{self, Binary};
+use super::TfFn;
+use crate::diagnostics::Code;
+use crate::interp::value::Value;
+use crate::interp::{Interp, PyResult};
+use crate::jax::dtypes::DType;
+use crate::jax::surface::JaxFn;
+
+#[derive(Clone, Copy)]
+enum Check {
+    /// `x <op> y` element-wise, by TensorFlow's comparison op.
+    Compare(&'static str, Binary),
+    /// `x <op> 0` element-wise.
+    Sign(&'static str, Binary),
+    Rank,
+    RankAtLeast,
+    RankIn,
+    Type,
+    Integer,
+    Scalar,
+}
+
+const fn cmp(op: &'static str, node: &'static str, jnp: JaxFn) -> Binary {
+    Binary { op, node, inputs: ("x", "y"), jnp }
+}
+
+/// The modelled asserts; one missing here is opaque (its result unknown, never a finding).
+fn check(f: TfFn) -> Option<Check> {
+    use Check as C;
+    Some(match f {
+        TfFn::AssertEqual => C::Compare("==", cmp("Equal", "assert_equal_1/Equal", JaxFn::Equal)),
+        TfFn::AssertNoneEqual => C::Compare("!=", cmp("NotEqual", "assert_none_equal/NotEqual", JaxFn::NotEqual)),
+        TfFn::AssertLess => C::Compare("<", cmp("Less", "assert_less/Less", JaxFn::Less)),
+        TfFn::AssertLessEqual => C::Compare("<=", cmp("LessEqual", "assert_less_equal/LessEqual", JaxFn::LessEqual)),
+        TfFn::AssertGreater => C::Compare(">", cmp("Greater", "assert_greater/Greater", JaxFn::Greater)),
+        TfFn::AssertGreaterEqual => C::Compare(">=", cmp("GreaterEqual", "assert_greater_equal/GreaterEqual", JaxFn::GreaterEqual)),
+        TfFn::AssertPositive => C::Sign(">", cmp("Less", "assert_positive/assert_less/Less", JaxFn::Greater)),
+        TfFn::AssertNegative => C::Sign("<", cmp("Less", "assert_negative/assert_less/Less", JaxFn::Less)),
+        TfFn::AssertNonNegative => C::Sign(">=", cmp("LessEqual", "assert_non_negative/assert_less_equal/LessEqual", JaxFn::GreaterEqual)),
+        TfFn::AssertNonPositive => C::Sign("<=", cmp("LessEqual", "assert_non_positive/assert_less_equal/LessEqual", JaxFn::LessEqual)),
+        TfFn::AssertRank => C::Rank,
+        TfFn::AssertRankAtLeast => C::RankAtLeast,
+        TfFn::AssertRankIn => C::RankIn,
+        TfFn::AssertType => C::Type,
+        TfFn::AssertInteger => C::Integer,
+        TfFn::AssertScalar => C::Scalar,
+        _ => return None,
+    })
+}
+
+pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
+    let Some(check) = check(f) else { return Ok(Value::opaque(format!("tf.debugging.{}", f.name()))) };
+    let name = if matches!(check, Check::Type | Check::Scalar) { "tensor" } else { "x" };
+    let Some(x) = p.get(0, name) else { return Ok(Value::None) };
+    // A message given as a string is put first, as TensorFlow does; any other is not followed.
+    let message = match p.kwargs.iter().find(|(k, _)| k.as_ref() == "message").map(|(_, v)| v) {
+        None | Some(Value::None) => None,
+        Some(Value::Str(s)) => Some(s.to_string()),
+        Some(_) => return Ok(Value::None),
+    };
+    match check {
+        Check::Compare(symbol, op) => {
+            let Some(y) = p.get(1, "y") else { return Ok(Value::None) };
+            let held = tensor::apply_binary(interp, &op, x, y)?;
+            if !super::in_graph(interp) && fails(&held) {
+                let prefix = message.map(|m| format!("{m}\n")).unwrap_or_default();
+                let msg = format!("{prefix}Condition x {symbol} y did not hold.");
+                return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
+            }
+        }
+        Check::Sign(symbol, op) => {
+            let Some((_, dtype)) = super::partial::dims_of(x).or_else(|| match x {
+                Value::Array(a) => Some((Vec::new(), a.aval.dtype)),
+                _ => None,
+            }) else {
+                return Ok(Value::None);
+            };
+            if dtype.is_unsigned() || dtype.is_bool() || dtype.is_complex() {
+                return Ok(Value::None);
+            }
+            let held = tensor::apply_binary(interp, &op, x, &Value::Int(0))?;
+            if let (false, true, Value::Array(t)) = (super::in_graph(interp), fails(&held), x) {
+                let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
+                let newline = if symbol == "<=" { "" } else { "\n" };
+                let shape = crate::jax::aval::shape_tuple(&t.aval.shape);
+                let msg = format!(
+                    "{prefix}\nCondition x {symbol} 0 did not hold element-wise:{newline}x (shape={shape} dtype={}) = ",
+                    t.aval.dtype.name()
+                );
+                return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
+            }
+        }
+        Check::Rank | Check::RankAtLeast | Check::RankIn => {
+            let Some((dims, _)) = static_shape(x) else { return Ok(Value::None) };
+            let Some(wanted) = ranks(interp, p, check)? else { return Ok(Value::None) };
+            let rank = dims.len() as i64;
+            let (holds, text) = match check {
+                Check::Rank => (rank == wanted[0], format!("rank {}", wanted[0])),
+                Check::RankAtLeast => (rank >= wanted[0], format!("rank at least {}", wanted[0])),
+                _ => (wanted.contains(&rank), format!("rank in {}", python_tuple(&wanted))),
+            };
+            if !holds {
+                let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
+                let msg = format!("{prefix}Tensor  must have {text}.  Received rank {rank}, shape {}", shape_str(&dims));
+                return Err(interp.raise("ValueError", Code::ShapeMismatch, msg));
+            }
+        }
+        Check::Type | Check::Integer | Check::Scalar => {
+            if message.is_some() {
+                return Ok(Value::None);
+            }
+            let Some((dims, dtype)) = static_shape(x) else { return Ok(Value::None) };
+            match check {
+                Check::Type => {
+                    let Some(Value::TfDType(want) | Value::DType(want)) = p.get(1, "tf_type") else { return Ok(Value::None) };
+                    if *want != dtype {
+                        let msg = format!("tensor must be of type tf.{}; got tf.{}", want.name(), dtype.name());
+                        return Err(interp.raise("TypeError", Code::DtypeMismatch, msg));
+                    }
+                }
+                Check::Integer => {
+                    if !dtype.is_integer() {
+                        let msg = format!("Expected \"x\" to be integer type.  Found: tensor of dtype <dtype: '{}'>", dtype.name());
+                        return Err(interp.raise("TypeError", Code::DtypeMismatch, msg));
+                    }
+                }
+                _ => {
+                    if !dims.is_empty() {
+                        let msg = format!("Expected scalar shape, saw shape: {}.", shape_str(&dims));
+                        return Err(interp.raise("ValueError", Code::ShapeMismatch, msg));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Value::None)
+}
+
+/// The static shape and dtype of a tensor argument (a `None` dimension where a trace does
+/// not know it); `None` for a Python value or what is not known.
+fn static_shape(x: &Value) -> Option<(Vec<Option<usize>>, DType)> {
+    match x {
+        Value::Array(a) => Some((a.aval.shape.iter().map(|&d| Some(d)).collect(), a.aval.dtype)),
+        _ => super::partial::dims_of(x),
+    }
+}
+
+/// The rank(s) an assert asks for, when given as Python ints.
+fn ranks(interp: &mut Interp, p: &Args, check: Check) -> PyResult<Option<Vec<i64>>> {
+    let name = if matches!(check, Check::RankIn) { "ranks" } else { "rank" };
+    let Some(v) = p.get(1, name) else { return Ok(None) };
+    match (check, v) {
+        (Check::RankIn, Value::List(_) | Value::Tuple(_)) => {
+            let items = interp.iterate(v)?;
+            Ok(items.iter().map(|i| if let Value::Int(r) = i { Some(*r) } else { None }).collect())
+        }
+        (Check::RankIn, _) => Ok(None),
+        (_, Value::Int(r)) => Ok(Some(vec![*r])),
+        _ => Ok(None),
+    }
+}
+
+/// `(0, 2)`, `(2,)`: a Python tuple of ints.
+fn python_tuple(items: &[i64]) -> String {
+    match items {
+        [one] => format!("({one},)"),
+        _ => format!("({})", items.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// Whether a comparison's result is known and false somewhere.
+fn fails(held: &Value) -> bool {
+    let Value::Array(a) = held else { return false };
+    let Some(known) = a.known() else { return false };
+    crate::jax::eval::force(&known, 1 << 16).is_some_and(|v| v.iter().any(|x| *x == 0.0))
+}
