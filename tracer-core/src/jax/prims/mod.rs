@@ -363,11 +363,9 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         families::indexing!() => indexing::batch_rule(interp, prim, ins, dims),
         Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        Prim::Linalg(_)
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
-        | families::markers!() => Err(ad::no_rule_for(prim)),
+        Prim::Linalg(_) | families::random!() | families::control_flow!() | families::calls!() | families::markers!() => {
+            Err(ad::no_rule_for(prim))
+        }
     }
 }
 

@@ -117,7 +117,8 @@ pub(super) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched]
         if eqn.outputs.is_empty() {
             continue;
         }
-        let (ins, dims): (Vec<Rc<Array>>, Vec<BDim>) = eqn.inputs.iter().map(|a| read(&env, a)).collect::<AdResult<Vec<_>>>()?.into_iter().unzip();
+        let (ins, dims): (Vec<Rc<Array>>, Vec<BDim>) =
+            eqn.inputs.iter().map(|a| read(&env, a)).collect::<AdResult<Vec<_>>>()?.into_iter().unzip();
         let outs = if dims.iter().all(Option::is_none) {
             apply_unmapped(interp, &eqn.prim, &ins, eqn.bodies.clone())?
         } else {
@@ -219,8 +220,7 @@ fn batch_cond(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], 
         branches.push(jaxpr);
         branch_consts.extend(captured);
     }
-    let operands: Vec<Rc<Array>> =
-        std::iter::once(ins[0].clone()).chain(branch_consts).chain(ops.into_iter().map(|(x, _)| x)).collect();
+    let operands: Vec<Rc<Array>> = std::iter::once(ins[0].clone()).chain(branch_consts).chain(ops.into_iter().map(|(x, _)| x)).collect();
     let outs = crate::jax::apply_with_bodies(interp, eqn.prim.clone(), &operands, branches)?;
     Ok(outs.into_iter().zip(out_mapped).map(|(o, m)| (o, m.then_some(0))).collect())
 }

@@ -4,8 +4,8 @@
 
 use super::pytrees::{flatten, leaf_avals, unflatten};
 use super::trace::{
-    array_avals, array_leaves, bind_control, invar_avals, map_abstract, map_arrays, param_names, record_body,
-    replace_array_leaves, trace_with_record, BODY_OUTPUT,
+    array_avals, array_leaves, bind_control, invar_avals, map_abstract, map_arrays, param_names, record_body, replace_array_leaves,
+    trace_with_record, BODY_OUTPUT,
 };
 use crate::diagnostics::Code;
 use crate::interp::call::Kwargs;

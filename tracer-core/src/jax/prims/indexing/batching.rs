@@ -125,7 +125,8 @@ fn layout(
 ) -> AdResult<Layout> {
     if idx_dims.iter().all(Option::is_none) {
         let operand = batching::bdim_at_front(interp, x, xd, size)?;
-        let items: Vec<IndexItem> = std::iter::once(IndexItem::Slice { start: 0, len: size, step: 1 }).chain(items.iter().cloned()).collect();
+        let items: Vec<IndexItem> =
+            std::iter::once(IndexItem::Slice { start: 0, len: size, step: 1 }).chain(items.iter().cloned()).collect();
         let shapes: Vec<Vec<usize>> = idx.iter().map(|a| a.aval.shape.to_vec()).collect();
         let shapes: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
         let rank = crate::jax::numpy::broadcast_shapes(&shapes).map_err(AdError::NoRule)?.len();
@@ -228,7 +229,14 @@ fn updates_to(interp: &mut Interp, u: &Rc<Array>, ud: BDim, shape: &[usize], axi
 /// Each start index of a dynamic slice of per-example `dims` (window `sizes`) as an index
 /// array of shape `(n, 1.., sizes[d], ..1)`: the start wrapped once from the end and clamped
 /// so the window fits (what `dynamic_slice` does), plus an iota over the window.
-fn window_indices(interp: &mut Interp, starts: &[Rc<Array>], dims: &[BDim], operand: &[usize], sizes: &[usize], n: usize) -> AdResult<Vec<Rc<Array>>> {
+fn window_indices(
+    interp: &mut Interp,
+    starts: &[Rc<Array>],
+    dims: &[BDim],
+    operand: &[usize],
+    sizes: &[usize],
+    n: usize,
+) -> AdResult<Vec<Rc<Array>>> {
     let k = operand.len();
     let mut out = Vec::with_capacity(k);
     for (d, (s, sd)) in starts.iter().zip(dims).enumerate() {
@@ -282,8 +290,7 @@ pub(crate) fn dynamic_update_slice(interp: &mut Interp, prim: &Prim, ins: &[Rc<A
     let u_front = batching::bdim_at_front(interp, u, dims[1], size)?;
     if dims[2..].iter().all(Option::is_none) {
         let dt = starts.first().map_or(DType::I32, |s| s.aval.dtype);
-        let operands: Vec<Rc<Array>> =
-            [x, u_front, Array::scalar(0.0, dt, false)].into_iter().chain(starts.iter().cloned()).collect();
+        let operands: Vec<Rc<Array>> = [x, u_front, Array::scalar(0.0, dt, false)].into_iter().chain(starts.iter().cloned()).collect();
         return Ok(vec![(bind(interp, Prim::DynamicUpdateSlice, &operands)?, Some(0))]);
     }
     let operand_shape = x.aval.shape[1..].to_vec();

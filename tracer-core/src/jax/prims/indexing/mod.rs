@@ -10,7 +10,9 @@ use std::rc::Rc;
 use super::{arg, families, type_error, RuleResult};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
-use crate::jax::ad::{self, binary, bind, broadcast_to, compare, konst, mask_as, no_rule, no_rule_for, sum_to_shape, zeros, AdError, AdResult};
+use crate::jax::ad::{
+    self, binary, bind, broadcast_to, compare, konst, mask_as, no_rule, no_rule_for, sum_to_shape, zeros, AdError, AdResult,
+};
 use crate::jax::array::{Array, NdData};
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
@@ -300,7 +302,12 @@ impl ExtremalScatter {
 
 /// The batching rules of `gather` and `scatter` ([`batching`]); a `scatter` whose index is
 /// not modelled has none.
-pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[super::batching::BDim]) -> super::batching::BatchResult {
+pub(crate) fn batch_rule(
+    interp: &mut Interp,
+    prim: &Prim,
+    ins: &[Rc<Array>],
+    dims: &[super::batching::BDim],
+) -> super::batching::BatchResult {
     match prim {
         Prim::Gather { .. } => batching::gather(interp, prim, ins, dims),
         Prim::Scatter { .. } => batching::scatter(interp, prim, ins, dims),
