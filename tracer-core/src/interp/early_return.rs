@@ -42,11 +42,13 @@ impl EarlyReturns {
         let key = slot.key();
         match self.index.get(&key) {
             Some(&i) => self.slots[i].1 = join_optional(self.slots[i].1.take(), value),
-            None => {
-                self.index.insert(key, self.slots.len());
-                self.slots.push((slot, value));
-            }
+            None => self.add(key, slot, value),
         }
+    }
+
+    fn add(&mut self, key: SlotKey, slot: Slot, value: Option<Value>) {
+        self.index.insert(key, self.slots.len());
+        self.slots.push((slot, value));
     }
 }
 
@@ -93,11 +95,10 @@ impl<'l> Interp<'l> {
         if matches!(slot, Slot::Local(..)) {
             return;
         }
+        let key = slot.key();
         for kept in &mut self.early_returns {
-            let key = slot.key();
             if !kept.index.contains_key(&key) {
-                kept.index.insert(key, kept.slots.len());
-                kept.slots.push((slot.clone(), slot.read()));
+                kept.add(key.clone(), slot.clone(), slot.read());
             }
         }
     }
