@@ -41,6 +41,7 @@ def _record_diagnostics(client: LanguageClient, params: types.PublishDiagnostics
 async def _configuration(client: LanguageClient, params: types.ConfigurationParams):
     # Like pytest-lsp's own handler, but a test can make the answer come late, as from a
     # busy editor.
+    client.config_requested.set()
     if client.config_delay:
         await asyncio.sleep(client.config_delay)
     return [client.get_configuration(section=item.section, scope_uri=item.scope_uri) for item in params.items]
@@ -60,6 +61,7 @@ def make_client() -> LanguageClient:
     client.published = []
     client.statuses = []
     client.config_delay = 0.0
+    client.config_requested = asyncio.Event()
     return client
 
 

@@ -263,8 +263,10 @@ async def test_shutdown_then_exit_ends_the_server_with_status_0(client: Language
 
 @pytest.mark.parametrize("client", [{"config_delay": 1.0}], indirect=True, ids=["slow-configuration-answer"])
 async def test_closing_the_editor_right_after_startup_ends_the_server(client: LanguageClient):
-    # The editor quits at once; it answers the server's configuration request a second later.
+    # The editor quits as soon as the server has asked for its configuration, which it
+    # answers a second later: the server must not wait for that answer to exit.
     server = client._server
+    await ask(client.config_requested.wait())
     assert await ask(client.shutdown_async(None)) is None
     # pygls would fail our still-running configuration handler when the server exits (it is
     # kept with the client's pending requests, and a task cannot be given an exception).
