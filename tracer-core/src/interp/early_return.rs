@@ -18,9 +18,8 @@
 //! [`Interp::note_write_after_return`]. A function's own local names are not kept: they end
 //! with its frame.
 
-use std::collections::HashMap;
-
-use super::fork::{join_optional, join_values, Slot, SlotKey};
+use super::fork::{join_values, Slot};
+use super::kept_state::KeptState;
 use super::value::Value;
 use super::{Flow, Interp, PyResult};
 use crate::diagnostics::Code;
@@ -31,25 +30,8 @@ pub struct EarlyReturns {
     depth: usize,
     /// The join of the values they returned.
     value: Value,
-    /// Each slot whose value on those paths may differ from the path going on, with the join
-    /// of what they left there.
-    slots: Vec<(Slot, Option<Value>)>,
-    index: HashMap<SlotKey, usize>,
-}
-
-impl EarlyReturns {
-    fn keep(&mut self, slot: Slot, value: Option<Value>) {
-        let key = slot.key();
-        match self.index.get(&key) {
-            Some(&i) => self.slots[i].1 = join_optional(self.slots[i].1.take(), value),
-            None => self.add(key, slot, value),
-        }
-    }
-
-    fn add(&mut self, key: SlotKey, slot: Slot, value: Option<Value>) {
-        self.index.insert(key, self.slots.len());
-        self.slots.push((slot, value));
-    }
+    /// What they left in the slots that may differ from the path going on.
+    state: KeptState,
 }
 
 impl<'l> Interp<'l> {
@@ -65,26 +47,12 @@ impl<'l> Interp<'l> {
         match self.early_returns.last_mut() {
             Some(kept) if kept.depth == depth => {
                 kept.value = join_values(&kept.value, &value);
-                let mut seen: Vec<bool> = vec![false; kept.slots.len()];
-                for (slot, left) in returned {
-                    if let Some(&i) = kept.index.get(&slot.key()) {
-                        seen[i] = true;
-                    }
-                    kept.keep(slot, left);
-                }
-                // A slot kept before and not written by either path: this path left in it
-                // what the path going on holds now.
-                for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
-                    let now = kept.slots[i].0.read();
-                    kept.slots[i].1 = join_optional(kept.slots[i].1.take(), now);
-                }
+                kept.state.merge_path(returned);
             }
             _ => {
-                let mut kept = EarlyReturns { depth, value, slots: Vec::new(), index: HashMap::new() };
-                for (slot, left) in returned {
-                    kept.keep(slot, left);
-                }
-                self.early_returns.push(kept);
+                let mut state = KeptState::default();
+                state.merge_path(returned);
+                self.early_returns.push(EarlyReturns { depth, value, state });
             }
         }
     }
@@ -95,11 +63,8 @@ impl<'l> Interp<'l> {
         if matches!(slot, Slot::Local(..)) {
             return;
         }
-        let key = slot.key();
         for kept in &mut self.early_returns {
-            if !kept.index.contains_key(&key) {
-                kept.add(key.clone(), slot.clone(), slot.read());
-            }
+            kept.state.note_write(slot);
         }
     }
 
@@ -113,30 +78,22 @@ impl<'l> Interp<'l> {
         let Some(kept) = self.early_returns.pop() else { return result };
         match result {
             Ok(value) => {
-                self.join_kept_slots(kept.slots);
+                self.join_kept_state(kept.state);
                 Ok(join_values(&kept.value, &value))
             }
             Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
                 self.dropped_exits += 1;
-                for (slot, left) in kept.slots {
+                for (slot, left) in kept.state.into_slots() {
                     self.note_write(slot.clone());
                     slot.write(left);
                 }
                 Ok(kept.value)
             }
             Err(flow) if self.is_unknown_stop(&flow) => {
-                self.join_kept_slots(kept.slots);
+                self.join_kept_state(kept.state);
                 Err(flow)
             }
             other => other,
-        }
-    }
-
-    fn join_kept_slots(&mut self, slots: Vec<(Slot, Option<Value>)>) {
-        for (slot, left) in slots {
-            let joined = join_optional(left, slot.read());
-            self.note_write(slot.clone());
-            slot.write(joined);
         }
     }
 }

@@ -996,7 +996,7 @@ impl<'l> Interp<'l> {
 
     pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, _span: Option<ast::Span>) -> PyResult<()> {
         let name: Rc<str> = Rc::from(name);
-        let logging = !self.fork_logs.is_empty();
+        let logging = self.logging_writes();
         match &ctx.scope {
             None => {
                 if logging {

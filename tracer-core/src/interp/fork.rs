@@ -11,7 +11,8 @@
 //!
 //! A path that ends early (a `return`, `break`, `continue` or an exception) is left out of
 //! the join: the program goes on along the other one. A `return` is not forgotten: what it
-//! returned and left waits for the function's end (`early_return.rs`). An exception raised on a path that
+//! returned and left waits for the function's end (`early_return.rs`); nor is a `break` or
+//! `continue`: what it left waits for the loop pass's end (`loop_exits.rs`). An exception raised on a path that
 //! an unknown chose is a finding only when it is one of JAX's (a tracer converted to a
 //! Python bool, a shape error between known avals): those hold whenever the path runs. A
 //! plain Python exception there (`raise ValueError("bad config")` under `if cfg.x:`) is
@@ -148,6 +149,12 @@ enum PathEnd {
 }
 
 impl<'l> Interp<'l> {
+    /// Whether a write must be noted: a path an unknown chose is running, or one that left
+    /// early is waiting for where it goes on.
+    pub fn logging_writes(&self) -> bool {
+        !self.fork_logs.is_empty() || !self.early_returns.is_empty() || self.kept_loop_exits > 0
+    }
+
     /// Notes that `slot` is about to be written, for the paths being run.
     pub fn note_write(&mut self, slot: Slot) {
         if let Some(log) = self.fork_logs.last_mut() {
@@ -155,6 +162,9 @@ impl<'l> Interp<'l> {
         }
         if !self.early_returns.is_empty() {
             self.note_write_after_return(&slot);
+        }
+        if self.kept_loop_exits > 0 {
+            self.note_write_after_loop_exit(&slot);
         }
     }
 
@@ -215,19 +225,21 @@ impl<'l> Interp<'l> {
                 slots.push((slot, before, after1));
             }
         }
-        // A path that returned while the other went on: what it left in each slot waits for
-        // the function's end (`early_return.rs`).
-        let returned_first = match (&end1, &end2) {
-            (PathEnd::Left(Flow::Return(_)), PathEnd::Completed) => Some(true),
-            (PathEnd::Completed, PathEnd::Left(Flow::Return(_))) => Some(false),
+        // A path that left by `return`, `break` or `continue` while the other went on: what
+        // it left in each slot waits for where it goes on (`early_return.rs`,
+        // `loop_exits.rs`).
+        let kept = |end: &PathEnd| matches!(end, PathEnd::Left(Flow::Return(_) | Flow::Break | Flow::Continue));
+        let left_first = match (&end1, &end2) {
+            (end, PathEnd::Completed) if kept(end) => Some(true),
+            (PathEnd::Completed, end) if kept(end) => Some(false),
             _ => None,
         };
-        let mut returned_left: Vec<(Slot, Option<Value>)> = Vec::new();
+        let mut left_state: Vec<(Slot, Option<Value>)> = Vec::new();
         for (slot, before, after1) in slots {
             let after2 = slot.read();
-            match returned_first {
-                Some(true) => returned_left.push((slot.clone(), after1.clone())),
-                Some(false) => returned_left.push((slot.clone(), after2.clone())),
+            match left_first {
+                Some(true) => left_state.push((slot.clone(), after1.clone())),
+                Some(false) => left_state.push((slot.clone(), after2.clone())),
                 None => {}
             }
             let joined = match (&end1, &end2) {
@@ -248,8 +260,10 @@ impl<'l> Interp<'l> {
                 if !matches!(flow, Flow::Continue) {
                     self.dropped_exits += 1;
                 }
-                if let Flow::Return(value) = &flow {
-                    self.keep_early_return(value.clone(), returned_left);
+                match &flow {
+                    Flow::Return(value) => self.keep_early_return(value.clone(), left_state),
+                    Flow::Break | Flow::Continue => self.keep_loop_exit(left_state),
+                    _ => {}
                 }
                 self.mark_conditional();
                 self.report_path_error(&flow);
@@ -453,7 +467,7 @@ impl<'l> Interp<'l> {
         self.loop_depth += 1;
         self.loop_pass_count += 1;
         self.loop_passes.push((body.as_ptr() as usize, self.loop_pass_count));
-        let ran = self.exec_block(ctx, body);
+        let ran = self.run_loop_pass(|i| i.exec_block(ctx, body));
         self.loop_passes.pop();
         self.loop_depth -= 1;
         (mark, ran)
@@ -479,7 +493,7 @@ impl<'l> Interp<'l> {
             self.assign_unknown(ctx, target, "an element of an iteration the interpreter cannot follow");
         }
         self.unknown_loops += 1;
-        let ran = self.exec_block(ctx, body);
+        let ran = self.run_loop_pass(|i| i.exec_block(ctx, body));
         self.unknown_loops -= 1;
         match ran {
             Ok(()) | Err(Flow::Continue) | Err(Flow::Break) => Ok(()),

@@ -15,6 +15,8 @@ mod flatten_read;
 pub mod fork;
 mod global_decls;
 pub mod int_math;
+mod kept_state;
+mod loop_exits;
 pub mod memory;
 pub(crate) mod model;
 pub mod modules;
@@ -261,6 +263,11 @@ pub struct Interp<'l> {
     /// The returns an unknown chose in the functions running, kept until each ends
     /// (`early_return.rs`), innermost last.
     pub early_returns: Vec<early_return::EarlyReturns>,
+    /// The loop passes running, each with the `break`s and `continue`s an unknown chose in
+    /// it, kept until it ends (`loop_exits.rs`), innermost last.
+    pub loop_exits: Vec<loop_exits::LoopExits>,
+    /// How many of them kept one.
+    pub kept_loop_exits: usize,
     /// absl flags, test decorators and fixtures seen so far (`entry_hooks`).
     pub entry_state: entry_state::EntryState,
     /// Values seen outside any trace, for hover (`seen.rs`).
@@ -405,6 +412,8 @@ impl<'l> Interp<'l> {
             went_past: 0,
             unknown_recursion: Vec::new(),
             early_returns: Vec::new(),
+            loop_exits: Vec::new(),
+            kept_loop_exits: 0,
             entry_state: Default::default(),
             seen: Default::default(),
         }

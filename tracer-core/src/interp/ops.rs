@@ -1213,7 +1213,7 @@ impl<'l> Interp<'l> {
                 let site = self.site();
                 crate::interp::model::state::check_tracer_store(self, obj, &value, site);
                 let h = self.hash_key(&idx)?;
-                if !self.fork_logs.is_empty() {
+                if self.logging_writes() {
                     self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
                 }
                 d.borrow_mut().insert(h, idx, value);
@@ -1283,7 +1283,7 @@ impl<'l> Interp<'l> {
             }
             Value::Dict(d) => {
                 let h = self.hash_key(&idx)?;
-                if !self.fork_logs.is_empty() {
+                if self.logging_writes() {
                     self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
                 }
                 if d.borrow_mut().entries.shift_remove(&h).is_none() {
@@ -1510,7 +1510,7 @@ impl<'l> Interp<'l> {
                 self.note_mutation(obj, "attribute assignment")?;
                 let site = self.site();
                 crate::interp::model::state::check_tracer_store(self, obj, &value, site);
-                if !self.fork_logs.is_empty() {
+                if self.logging_writes() {
                     self.note_write(Slot::Attr(inst.clone(), Rc::from(name)));
                 }
                 inst.attrs.borrow_mut().insert(Rc::from(name), value);
@@ -1525,7 +1525,7 @@ impl<'l> Interp<'l> {
                 Ok(())
             }
             Value::Module(m) => {
-                if !self.fork_logs.is_empty() {
+                if self.logging_writes() {
                     self.note_write(Slot::Global(m.clone(), Rc::from(name)));
                 }
                 m.dict.borrow_mut().insert(Rc::from(name), value);
@@ -1552,7 +1552,7 @@ impl<'l> Interp<'l> {
 
     /// Removes one attribute of an instance, logged for an abstract path as a store is.
     fn setattr_slot_dropped(&mut self, inst: &Rc<Instance>, name: &Name) {
-        if !self.fork_logs.is_empty() {
+        if self.logging_writes() {
             self.note_write(Slot::Attr(inst.clone(), name.clone()));
         }
         inst.attrs.borrow_mut().shift_remove(name);

@@ -62,7 +62,7 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
         // AutoGraph stages one iteration to find the types of what is not yet bound.
         interp.run_undone(|i| -> PyResult<()> {
             enter_pass(i, ctx, &lp)?;
-            match i.exec_block(ctx, lp.body) {
+            match i.run_loop_pass_unjoined(|i| i.exec_block(ctx, lp.body)) {
                 Ok(()) | Err(Flow::Break | Flow::Continue | Flow::Raise(_)) => Ok(()),
                 Err(other) => Err(other),
             }
@@ -84,7 +84,7 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     interp.tf.autograph.tensor_loops.push(lp.site);
     let (ran, written) = interp.run_logged(|i| -> PyResult<()> {
         enter_pass(i, ctx, &lp)?;
-        i.exec_block(ctx, lp.body)
+        i.run_loop_pass_unjoined(|i| i.exec_block(ctx, lp.body))
     });
     interp.tf.autograph.tensor_loops.pop();
     let body = body_vars(interp, trace, first_eqn);
