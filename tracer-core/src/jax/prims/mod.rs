@@ -112,7 +112,8 @@ impl PartialEq for BlockPrim {
 pub enum Batching {
     /// A batching rule ([`batch`]) binds the batched primitive(s).
     Rule,
-    /// A call (`pjit`): its body is batched (`transforms/batch.rs`, JAX's `_pjit_batcher`),
+    /// A call (`pjit`, `checkpoint`): its body is batched (`transforms/batch.rs`, JAX's
+    /// `_pjit_batcher` and `remat_vmap`),
     /// when every equation of it that sees a mapped operand can be.
     Call,
     /// `cond`: its branches are batched (`transforms/batch.rs`, JAX's `_cond_batching_rule`;
@@ -330,17 +331,16 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         families::movement!() | families::creation!() => shape::has_batch_rule(prim, mapped),
         families::reductions!() => reductions::has_batch_rule(prim),
         families::indexing!() => indexing::has_batch_rule(prim),
-        Prim::DotGeneral { .. } => true,
+        Prim::DotGeneral { .. } | Prim::Linalg(_) => true,
         Prim::Block(b) => return b.0.batching(mapped),
-        Prim::Pjit { .. } => return Batching::Call,
+        Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
-        // Linear algebra, randomness, loops, the other calls and markers: none yet.
-        Prim::Linalg(_)
-        | families::random!()
+        // Randomness, loops, nested vmap, the custom-derivative markers: none yet
+        // (docs/ARCHITECTURE.md says why).
+        families::random!()
         | Prim::Scan { .. }
         | Prim::While
         | Prim::Vmap { .. }
-        | Prim::Remat
         | Prim::CustomJvpCall { .. }
         | Prim::CustomVjpCall { .. }
         | families::markers!() => false,
@@ -362,10 +362,9 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         families::reductions!() => reductions::batch_rule(interp, prim, ins, dims),
         families::indexing!() => indexing::batch_rule(interp, prim, ins, dims),
         Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
+        Prim::Linalg(op) => linalg::batching::batch_rule(interp, prim, *op, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        Prim::Linalg(_) | families::random!() | families::control_flow!() | families::calls!() | families::markers!() => {
-            Err(ad::no_rule_for(prim))
-        }
+        families::random!() | families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
     }
 }
 

@@ -3,8 +3,8 @@
 //! (`prims::batch`), each other equation bound as it is (JAX's `BatchTrace`, run over the
 //! per-example jaxpr instead of over the Python function: the function has been traced
 //! once already, on per-example avals, which is what gives JAX's errors and `x.shape`).
-//! A call (`pjit`) and a `cond` are batched through their bodies here (JAX's `_pjit_batcher`
-//! and `_cond_batching_rule`). Used only when every equation that sees a mapped operand
+//! A call (`pjit`, `checkpoint`) and a `cond` are batched through their bodies here (JAX's
+//! `_pjit_batcher`, `remat_vmap` and `_cond_batching_rule`). Used only when every equation that sees a mapped operand
 //! can be batched ([`batchable`]); otherwise `vmap` keeps its per-example path (`vmap.rs`).
 
 use std::rc::Rc;
@@ -144,8 +144,8 @@ fn pairs(ins: &[Rc<Array>], dims: &[BDim]) -> Vec<Batched> {
     ins.iter().cloned().zip(dims.iter().copied()).collect()
 }
 
-/// A `pjit` batched (JAX's `_pjit_batcher`): inside a trace, one `pjit` whose body is the
-/// old body batched, its mapped outputs with the batch dimension first; outside any trace,
+/// A `pjit` or `checkpoint` batched (JAX's `_pjit_batcher`, `remat_vmap`): inside a trace,
+/// one such call whose body is the old body batched, its mapped outputs with the batch dimension first; outside any trace,
 /// the body's equations batched in place (the values are the same).
 fn batch_call(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], size: usize) -> AdResult<Vec<Batched>> {
     let body = eqn.bodies.first().ok_or_else(|| ad::no_rule(eqn))?;

@@ -3,6 +3,7 @@
 //! ([`kernels`], LAPACK's routines step for step) and their derivative rules
 //! ([`derivatives`], with the factorizations' in [`factorizations`]).
 
+pub mod batching;
 pub mod derivatives;
 pub mod factorizations;
 pub mod kernels;
