@@ -75,6 +75,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         Check::Compare(symbol, op) => {
             let Some(y) = p.get(1, "y") else { return Ok(Value::None) };
             let held = tensor::apply_binary(interp, &op, x, y)?;
+            if super::in_graph(interp) && !fails(&held) {
+                let prefix = message.as_ref().map(|m| format!("[{m}] ")).unwrap_or_default();
+                let text = format!("assertion failed: {prefix}[Condition x {symbol} y did not hold element-wise:]");
+                in_graph(interp, &held, op.node, text);
+            }
             if !super::in_graph(interp) && fails(&held) {
                 let prefix = message.map(|m| format!("{m}\n")).unwrap_or_default();
                 let msg = format!("{prefix}Condition x {symbol} y did not hold.");
@@ -92,6 +97,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
                 return Ok(Value::None);
             }
             let held = tensor::apply_binary(interp, &op, x, &Value::Int(0))?;
+            if super::in_graph(interp) && !fails(&held) {
+                let prefix = message.as_ref().map(|m| format!("{m}.  ")).unwrap_or_default();
+                let text = format!("assertion failed: [{prefix}] [Condition x {symbol} 0 did not hold element-wise:]");
+                in_graph(interp, &held, op.node, text);
+            }
             if let (false, true, Value::Array(t)) = (super::in_graph(interp), fails(&held), x) {
                 let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
                 let newline = if symbol == "<=" { "" } else { "\n" };
@@ -179,6 +189,17 @@ fn python_tuple(items: &[i64]) -> String {
         [one] => format!("({one},)"),
         _ => format!("({})", items.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
     }
+}
+
+/// A value check inside a `tf.function`: its `Assert` op is stateful, so it runs at every
+/// call, and fails those whose values make the comparison `held` false somewhere
+/// (`graph_run.rs`). One whose values the trace already knows is left alone (TensorFlow
+/// checks it while building the graph, in other words).
+fn in_graph(interp: &mut Interp, held: &Value, node: &str, message: String) {
+    let Value::Array(a) = held else { return };
+    let scope = node.rsplit_once('/').map_or(node, |(scope, _)| scope);
+    let check = super::graph_run::RunCheck::Holds { message };
+    super::graph_run::record_check(interp, a, None, &format!("{scope}/Assert"), check);
 }
 
 /// Whether a comparison's result is known and false somewhere.

@@ -145,8 +145,8 @@ pub struct TfState {
     pub shape_values: std::collections::HashMap<usize, (Rc<Array>, Vec<usize>)>,
     /// Ops of the running traces that fail whenever they run (`graph_run.rs`).
     pub failing: Vec<super::graph_run::Failing>,
-    /// Gathers of the running traces whose indices are a tensor argument (`graph_run.rs`).
-    pub argument_indices: Vec<super::graph_run::ArgumentIndices>,
+    /// Ops of the running traces whose failure depends on each call's values (`graph_run.rs`).
+    pub run_checks: Vec<super::graph_run::CallCheck>,
     /// `tf.cond` branches being traced (inline, `control.rs`): what they bind runs only when
     /// the predicate picks them.
     pub cond_branches: u32,

@@ -19,7 +19,6 @@ pub fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors:
     let Some(outputs) = f.entries.borrow()[entry].outputs.clone() else {
         return Ok(tensor::unknown_tensor(interp, "the result of a tf.function whose outputs tracelens does not know"));
     };
-    super::graph_run::on_call(interp, &f.entries.borrow()[entry].failure, tensors)?;
     let mut ins = outputs.consts.clone();
     ins.extend(tensors.iter().cloned());
     let mut jaxpr = outputs.jaxpr.clone();
@@ -27,6 +26,8 @@ pub fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors:
         ins.extend(variables.inputs(interp));
         jaxpr = variables.jaxpr.clone().unwrap_or(jaxpr);
     }
+    let (consts, inputs) = ins.split_at(outputs.consts.len());
+    super::graph_run::on_call(interp, &f.entries.borrow()[entry].failure, &jaxpr, consts, inputs)?;
     let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![jaxpr.clone()])?;
     let (consts, inputs) = ins.split_at(outputs.consts.len());
     let mut outs = instantiate_outputs(interp, &jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;

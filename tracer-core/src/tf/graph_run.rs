@@ -39,29 +39,79 @@ pub struct Failing {
 #[derive(Debug, Clone)]
 pub struct GraphFailure {
     site: Option<Site>,
-    node: &'static str,
+    node: String,
     message: String,
 }
 
-/// A `tf.gather` of a trace whose indices are one of the function's tensor arguments: whether
-/// it fails depends on each call's values.
+/// What an op of a trace checks of one of its inputs when the graph runs, on each call's
+/// values: the kernel's error when the check fails.
 #[derive(Debug, Clone)]
-pub struct ArgumentIndices {
+pub enum RunCheck {
+    /// `tf.gather`'s indices into a dimension of `size`.
+    Gather { size: usize },
+    /// `tf.gather_nd`'s indices (their outer dimensions `outer`) into params of shape `shape`.
+    GatherNd { outer: Vec<usize>, shape: Vec<usize> },
+    /// An integer divisor of `FloorDiv`/`FloorMod` whose output is not empty.
+    DivisorNotZero,
+    /// An assert's comparison: every element must hold. `message` is TensorFlow's, of a
+    /// failing run (`assertion failed: [Condition x < y did not hold element-wise:]`).
+    Holds { message: String },
+    /// `tf.debugging.check_numerics(tensor, message)`: no NaN or Inf.
+    Finite { message: String },
+}
+
+/// An op of a trace whose failure depends on the call's values: `input` is the variable of
+/// the graph it checks, `result` the op's result (`None`: a stateful op, which graph
+/// execution runs whether or not anything reads it).
+#[derive(Debug, Clone)]
+pub struct CallCheck {
     trace: u32,
-    indices: VarId,
-    result: VarId,
-    size: usize,
+    input: VarId,
+    result: Option<VarId>,
     site: Option<Site>,
+    node: String,
+    check: RunCheck,
     conditional: bool,
 }
 
+impl RunCheck {
+    /// The kernel's message when `value` fails the check; `None` when it holds or the value
+    /// is not known.
+    fn fails(&self, value: &Rc<Array>) -> Option<String> {
+        match self {
+            RunCheck::Gather { size } => gather_out_of_range(&Value::None, value, *size),
+            RunCheck::GatherNd { outer, shape } => {
+                let rows = super::ops_nd::known_rows(&Value::None, value)?;
+                super::ops_nd::out_of_range(&rows, outer, shape, "param shape", ", node name: GatherNd")
+            }
+            RunCheck::DivisorNotZero => {
+                let d = crate::jax::eval::force_ints(&value.known()?, 1 << 16)?;
+                d.iter().any(|v| *v == 0).then(|| "Integer division by zero".to_string())
+            }
+            RunCheck::Holds { message } => {
+                let held = crate::jax::eval::force(&value.known()?, 1 << 16)?;
+                held.iter().any(|x| *x == 0.0).then(|| message.clone())
+            }
+            RunCheck::Finite { message } => {
+                let (nan, inf, _) = crate::jax::eval::non_finite_counts(value, 1 << 16)?;
+                let found = match (inf > 0, nan > 0) {
+                    (false, false) => return None,
+                    (true, false) => "Inf",
+                    (false, true) => "NaN",
+                    (true, true) => "Inf and NaN",
+                };
+                Some(format!("{message} : Tensor had {found} values"))
+            }
+        }
+    }
+}
+
 /// What the graph of a finished trace does at its calls: fail at every one (`failure`), or
-/// fail at those whose tensor argument `input` holds an index out of `[0, size)` for a
-/// gather that runs at every call (`checks`).
+/// at those whose values fail one of `checks` (ops that run at every call).
 #[derive(Debug, Clone, Default)]
 pub struct Settled {
     failure: Option<GraphFailure>,
-    checks: Vec<(usize, usize, Option<Site>)>,
+    checks: Vec<CallCheck>,
 }
 
 /// The first index of `indices` outside `[0, size)`, in TensorFlow's words:
@@ -141,14 +191,28 @@ pub fn record(interp: &mut Interp, result: &Value, node: &'static str, message: 
     interp.tf.failing.push(failing);
 }
 
-/// Records the `tf.gather` just bound to `result` inside a `tf.function` trace, of
-/// `indices` (which may be one of the function's tensor arguments) into a dimension of `size`.
-pub fn record_gather(interp: &mut Interp, result: &Value, indices: &Rc<Array>, size: usize) {
-    let (Value::Array(a), Some(i)) = (result, indices.tracer()) else { return };
-    let Some(t) = a.tracer().filter(|t| !interp.tf.active.is_empty() && t.trace == i.trace) else { return };
-    let gather =
-        ArgumentIndices { trace: t.trace, indices: i.var, result: t.var, size, site: interp.site(), conditional: conditional(interp) };
-    interp.tf.argument_indices.push(gather);
+/// Records an op just bound inside a `tf.function` trace whose failure depends on the call's
+/// values: `check` of `input` (a tensor of the trace), the op's result `result` (`None` for a
+/// stateful op, which runs whether or not its result is read). Nothing is recorded for an
+/// input that is not a tensor of the innermost trace.
+pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Value>, node: &str, check: RunCheck) {
+    let Some(i) = input.tracer().filter(|_| !interp.tf.active.is_empty()) else { return };
+    let result = match result {
+        Some(Value::Array(a)) => match a.tracer() {
+            Some(t) if t.trace == i.trace => Some(t.var),
+            _ => return,
+        },
+        Some(_) => return,
+        None => None,
+    };
+    // A tensor of the running `tf.function`'s own graph (not of a body traced on its own).
+    let own = interp.jax.traces.iter().rev().find(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
+    if own.is_none_or(|t| t.id != i.trace) {
+        return;
+    }
+    let conditional = conditional(interp);
+    let site = interp.site();
+    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, conditional });
 }
 
 /// Whether what is bound now is in a branch or loop body of the graph: a `tf.cond` branch,
@@ -169,27 +233,24 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
         interp.tf.failing = rest;
         mine
     };
-    let gathers: Vec<ArgumentIndices> = {
-        let all = std::mem::take(&mut interp.tf.argument_indices);
-        let (mine, rest) = all.into_iter().partition(|g| g.trace == trace);
-        interp.tf.argument_indices = rest;
+    let checks: Vec<CallCheck> = {
+        let all = std::mem::take(&mut interp.tf.run_checks);
+        let (mine, rest) = all.into_iter().partition(|c| c.trace == trace);
+        interp.tf.run_checks = rest;
         mine
     };
-    if mine.is_empty() && gathers.is_empty() {
+    if mine.is_empty() && checks.is_empty() {
         return Settled::default();
     }
     let runs = reaching_outputs(jaxpr, false);
-    // A gather that runs at every call, of indices that are the call's `input`th tensor.
-    let checks = gathers
-        .iter()
-        .filter(|g| !g.conditional && runs.contains(&g.result))
-        .filter_map(|g| Some((jaxpr.invars.iter().position(|(v, _)| *v == g.indices)?, g.size, g.site)))
-        .collect();
+    // An op that runs at every call: one whose result reaches the outputs, or a stateful one,
+    // outside any branch or loop body.
+    let checks = checks.into_iter().filter(|c| !c.conditional && c.result.is_none_or(|r| runs.contains(&r))).collect();
     let may_run = reaching_outputs(jaxpr, true);
     let mut failure = None;
     for f in mine.into_iter().filter(|f| !f.conditional) {
         if runs.contains(&f.var) {
-            failure.get_or_insert(GraphFailure { site: f.site, node: f.node, message: f.message });
+            failure.get_or_insert(GraphFailure { site: f.site, node: f.node.to_string(), message: f.message });
         } else if !may_run.contains(&f.var) && f.site.is_some_and(|s| unread(interp, s)) {
             let msg = format!(
                 "pruned op: graph execution never runs this {} in tf.function({function}), because nothing uses its result, so its error never happens: run eagerly it raises InvalidArgumentError: {}",
@@ -201,20 +262,38 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
     Settled { failure, checks }
 }
 
-/// A call of a graph on the call's tensor arguments `tensors`: one that fails raises
-/// TensorFlow's `Graph execution error` at the call, with the failing op's line related.
-/// Inside another graph the call is an op of that graph, which may prune it: silent.
-pub fn on_call(interp: &Interp, settled: &Settled, tensors: &[Rc<Array>]) -> Result<(), Flow> {
+/// A call of a graph, `jaxpr` on `consts` and `inputs` (as the call computes it): one that
+/// fails raises TensorFlow's `Graph execution error` at the call, with the failing op's line
+/// related. The checks are made in the order their ops were traced, on the values the graph
+/// computes from the call's; one whose value is not known says nothing. Inside another graph
+/// the call is an op of that graph, which may prune it: silent.
+pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Result<(), Flow> {
     if super::in_graph(interp) {
         return Ok(());
     }
     if let Some(failure) = &settled.failure {
         return Err(raise(interp, failure));
     }
-    for &(input, size, site) in &settled.checks {
-        let Some(indices) = tensors.get(input) else { continue };
-        if let Some(message) = gather_out_of_range(&Value::None, indices, size) {
-            return Err(raise(interp, &GraphFailure { site, node: "GatherV2", message }));
+    if settled.checks.is_empty() {
+        return Ok(());
+    }
+    // The checked values, computed by the graph's equations up to them (lazily: forcing one
+    // computes what it needs). A variable the graph the call runs does not define (a variable
+    // read, which becomes an input) is not checked.
+    let defined: HashSet<VarId> = jaxpr
+        .constvars
+        .iter()
+        .chain(&jaxpr.invars)
+        .map(|(v, _)| *v)
+        .chain(jaxpr.eqns.iter().flat_map(|e| e.outputs.iter().map(|(v, _)| *v)))
+        .collect();
+    let checks: Vec<&CallCheck> = settled.checks.iter().filter(|c| defined.contains(&c.input)).collect();
+    let mut sub = jaxpr.clone();
+    sub.outvars = checks.iter().map(|c| Atom::Var(c.input)).collect();
+    let Some(values) = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs) else { return Ok(()) };
+    for (c, value) in checks.iter().zip(&values) {
+        if let Some(message) = c.check.fails(value) {
+            return Err(raise(interp, &GraphFailure { site: c.site, node: c.node.clone(), message }));
         }
     }
     Ok(())

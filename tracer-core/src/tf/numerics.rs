@@ -128,8 +128,12 @@ pub fn after_op(interp: &mut Interp, op: &str, inputs: &[Rc<Array>], out: &Value
 /// `tf.debugging.check_numerics(tensor, message)` run eagerly on a known float tensor:
 /// TensorFlow's `InvalidArgumentError` when it holds a NaN or an Inf, else the tensor.
 /// `listed`: the argument was a Python list (TensorFlow's message then has no ` name: `).
-pub fn check(interp: &mut Interp, x: Rc<Array>, message: &str, listed: bool) -> PyResult<Value> {
+/// `node`: the op's name in a graph (`VerifyFinite/CheckNumerics` for `assert_all_finite`).
+pub fn check(interp: &mut Interp, x: Rc<Array>, message: &str, listed: bool, node: &str) -> PyResult<Value> {
     if super::in_graph(interp) {
+        // A stateful op: it runs at every call, on the call's values (`graph_run.rs`).
+        let check = super::graph_run::RunCheck::Finite { message: message.to_string() };
+        super::graph_run::record_check(interp, &x, None, node, check);
         return Ok(Value::Array(x));
     }
     let Some((neg_inf, pos_inf, nan)) = counts(&x) else { return Ok(Value::Array(x)) };

@@ -182,6 +182,7 @@ pub fn route(f: TfFn) -> Route {
         | F::StatelessUniform
         | F::StatelessTruncatedNormal
         | F::CheckNumerics
+        | F::AssertAllFinite
         | F::EnableCheckNumerics
         | F::DisableCheckNumerics
         | F::AssertEqual

@@ -193,8 +193,13 @@ fn gather_nd(interp: &mut Interp, p: &Args, x: &Rc<Array>, raw: &Value, idx: &Rc
     let Some(cols) = cols else { return unknown(interp) };
     let got = jnp::getitem(interp, x, &Value::tuple(cols));
     let r = lift(interp, got, "gather_nd")?;
-    if let Some(message) = failing {
-        super::graph_run::record(interp, &r, "GatherNd", message);
+    match failing {
+        Some(message) => super::graph_run::record(interp, &r, "GatherNd", message),
+        // Indices the graph computes from the call's values: each call's decide (`graph_run.rs`).
+        None => {
+            let check = super::graph_run::RunCheck::GatherNd { outer: outer.to_vec(), shape: x.aval.shape.to_vec() };
+            super::graph_run::record_check(interp, idx, Some(&r), "GatherNd", check);
+        }
     }
     Ok(r)
 }
@@ -259,7 +264,7 @@ fn lift(interp: &mut Interp, r: PyResult<Value>, what: &str) -> PyResult<Value> 
 
 /// The index rows (`indices` reshaped to `[-1, k]`) when their values are known: Python ints
 /// as the user wrote them (known in a graph too), or a concrete tensor's values.
-fn known_rows(raw: &Value, idx: &Rc<Array>) -> Option<Vec<Vec<i64>>> {
+pub(super) fn known_rows(raw: &Value, idx: &Rc<Array>) -> Option<Vec<Vec<i64>>> {
     let k = *idx.aval.shape.last()?;
     let values: Vec<i64> = match super::graph_run::python_ints(raw) {
         Some(v) => v,
@@ -274,7 +279,7 @@ fn known_rows(raw: &Value, idx: &Rc<Array>) -> Option<Vec<Vec<i64>>> {
 /// The first index row that does not index into `shape` (TensorFlow's CPU kernels take no
 /// negative index), in the kernel's words: `indices[1] = [3, 0] does not index into param
 /// shape [3,4]`, the row's position over the outer dimensions of `indices`.
-fn out_of_range(rows: &[Vec<i64>], outer: &[usize], shape: &[usize], what: &str, tail: &str) -> Option<String> {
+pub(super) fn out_of_range(rows: &[Vec<i64>], outer: &[usize], shape: &[usize], what: &str, tail: &str) -> Option<String> {
     let (flat, row) = rows.iter().enumerate().find(|(_, row)| row.iter().zip(shape).any(|(&i, &d)| i < 0 || i >= d as i64))?;
     // The zip above stops at the row's length: the first `k` dimensions are the indexed ones.
     let mut position = vec![0; outer.len()];

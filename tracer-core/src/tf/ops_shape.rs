@@ -214,7 +214,9 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             match (failing, size) {
                 (Some(message), _) => super::graph_run::record(interp, &r, "GatherV2", message),
                 // Indices that may be an argument: each call's values decide (`graph_run.rs`).
-                (None, Some(size)) => super::graph_run::record_gather(interp, &r, &idx, size),
+                (None, Some(size)) => {
+                    super::graph_run::record_check(interp, &idx, Some(&r), "GatherV2", super::graph_run::RunCheck::Gather { size })
+                }
                 (None, None) => {}
             }
             Ok(r)
@@ -304,7 +306,15 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let listed = matches!(p.get(0, "tensor"), Some(Value::List(_) | Value::Tuple(_)));
             let x = tensor_arg!(0, "tensor");
             match p.get(1, "message") {
-                Some(Value::Str(message)) => super::numerics::check(interp, x, message, listed),
+                Some(Value::Str(message)) => super::numerics::check(interp, x, message, listed, "CheckNumerics"),
+                _ => Ok(Value::Array(x)),
+            }
+        }
+        // `check_numerics` of the tensor made of `t` (so the message always ends ` name: `).
+        TfFn::AssertAllFinite => {
+            let x = tensor_arg!(0, "t");
+            match p.get(1, "msg") {
+                Some(Value::Str(message)) => super::numerics::check(interp, x, message, false, "VerifyFinite/CheckNumerics"),
                 _ => Ok(Value::Array(x)),
             }
         }

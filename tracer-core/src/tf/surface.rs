@@ -198,6 +198,7 @@ tf_surface! {
 
     // tf.debugging
     CheckNumerics = "check_numerics" in ["tensorflow.debugging"],
+    AssertAllFinite = "assert_all_finite" in ["tensorflow.debugging"],
     EnableCheckNumerics = "enable_check_numerics" in ["tensorflow.debugging"],
     DisableCheckNumerics = "disable_check_numerics" in ["tensorflow.debugging"],
     AssertEqual = "assert_equal" in ["tensorflow.debugging", "tensorflow"],

@@ -248,10 +248,16 @@ pub fn apply_binary(interp: &mut Interp, op: &Binary, x: &Value, y: &Value) -> P
         let listed = [x, y].iter().any(|v| matches!(v, Value::List(_) | Value::Tuple(_)));
         return Err(super::graph_run::eager(interp, op.op, "Integer division by zero", listed));
     }
-    let r = super::ops::delegate(interp, op.jnp, vec![Value::Array(a), Value::Array(b)], Vec::new())?;
+    let r = super::ops::delegate(interp, op.jnp, vec![Value::Array(a.clone()), Value::Array(b.clone())], Vec::new())?;
     super::numerics::after_op(interp, op.op, &inputs, &r)?;
     if by_zero {
         super::graph_run::record(interp, &r, op.node, "Integer division by zero".to_string());
+    } else if matches!(op.op, "FloorDiv" | "FloorMod") && b.aval.dtype.is_integer() {
+        // A divisor the graph computes from the call's values: each call's decide.
+        let size: usize = jnp::broadcast_shapes(&[&a.aval.shape, &b.aval.shape]).map_or(0, |s| s.iter().product());
+        if size > 0 {
+            super::graph_run::record_check(interp, &b, Some(&r), op.node, super::graph_run::RunCheck::DivisorNotZero);
+        }
     }
     Ok(r)
 }
