@@ -1132,7 +1132,8 @@ fn version_info(interp: &Interp) -> Value {
 }
 
 /// A class made by `collections.namedtuple(name, fields)`.
-fn namedtuple_class(interp: &Interp, name: Rc<str>, fields: Vec<Rc<str>>) -> Rc<Class> {
+/// A class made as `collections.namedtuple(name, fields)` makes one.
+pub fn namedtuple_class(interp: &Interp, name: Rc<str>, fields: Vec<Rc<str>>) -> Rc<Class> {
     let class = Rc::new(Class {
         qualname: name.to_string(),
         name,

@@ -243,6 +243,8 @@ pub struct JaxState {
     /// The (jitted function, call site) pairs traced with unknown arguments.
     pub traced_with_unknowns: std::collections::HashSet<(usize, Option<Site>)>,
     pub traces: Vec<TraceFrame>,
+    /// The named tuples `jnp.linalg` returns, made on first use (`numpy/linalg_api/results.rs`).
+    pub linalg_results: HashMap<&'static str, Rc<crate::interp::value::Class>>,
     next_trace_id: u32,
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,

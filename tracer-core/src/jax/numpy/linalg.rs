@@ -343,7 +343,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             let a = convert(interp, &a, dt, false)?;
             if f == F::LinalgSlogdet {
                 let (sign, log) = linalg_api::slogdet(interp, &a)?;
-                return Ok(Value::tuple(vec![Value::Array(sign), Value::Array(log)]));
+                return linalg_api::results::named(interp, "SlogdetResult", vec![Value::Array(sign), Value::Array(log)]);
             }
             linalg_api::det(interp, &a).map(Value::Array)
         }
@@ -396,7 +396,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             if f == F::LinalgEigvalsh {
                 return Ok(Value::Array(wv));
             }
-            Ok(Value::tuple(vec![Value::Array(wv), Value::Array(v)]))
+            linalg_api::results::named(interp, "EighResult", vec![Value::Array(wv), Value::Array(v)])
         }
         F::LinalgSvd | F::LinalgQr => {
             let a = arr!(interp, cx, 0, "a");
@@ -420,7 +420,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     let packed = apply1(interp, Prim::Linalg(LinalgOp::Geqrf), &[a2.clone()])?;
                     let taus = apply1(interp, Prim::Linalg(LinalgOp::GeqrfTaus), &[a2])?;
                     let h = linalg_api::swap_last_axes(interp, &packed)?;
-                    return Ok(Value::tuple(vec![Value::Array(h), Value::Array(taus)]));
+                    return linalg_api::results::named(interp, "QRResult", vec![Value::Array(h), Value::Array(taus)]);
                 }
                 let full = mode == "complete";
                 let (q_prim, r_prim) = (Prim::Linalg(LinalgOp::QrQ { full }), Prim::Linalg(LinalgOp::QrR { full }));
@@ -429,7 +429,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
                     return Ok(Value::Array(r));
                 }
                 let q = apply1(interp, q_prim, &[a2])?;
-                return Ok(Value::tuple(vec![Value::Array(q), Value::Array(r)]));
+                return linalg_api::results::named(interp, "QRResult", vec![Value::Array(q), Value::Array(r)]);
             }
             let full = match p.get(1, "full_matrices") {
                 Some(v) => interp.truthy(v)?,
@@ -462,7 +462,7 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
             }
             let u = svd(interp, LinalgOp::SvdU { full }, &a2)?;
             let vh = svd(interp, LinalgOp::SvdVh { full }, &a2)?;
-            Ok(Value::tuple(vec![Value::Array(u), Value::Array(s), Value::Array(vh)]))
+            linalg_api::results::named(interp, "SVDResult", vec![Value::Array(u), Value::Array(s), Value::Array(vh)])
         }
         // `dispatch::family` sends only the functions above here.
         _ => Ok(cx.unrouted()),

@@ -7,6 +7,7 @@
 use super::*;
 
 mod lu;
+pub(super) mod results;
 pub(crate) use lu::*;
 
 pub(super) fn call(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
