@@ -235,15 +235,14 @@ pub struct JaxState {
     pub memo_recording: Option<memo::Recording>,
     /// The route of the traces started now (`Route::Called` unless an entry point says).
     pub route: Route,
-    /// Which run of an entry point is going on: each test case is one (its own process's worth
-    /// of calls). A jit cache entry made in another run still counts for JAX's cache, but a
-    /// retrace is reported only against entries of the same run: two tests calling a function
-    /// with different shapes is no retrace anyone would fix.
+    /// Which run of an entry point is going on: each test case is one (its own process's worth of
+    /// calls). A jit cache entry made in another run still counts for JAX's cache; a retrace is
+    /// reported only within a run (two tests calling a function with two shapes is no retrace to fix).
     pub entry_run: u32,
     /// The (jitted function, call site) pairs traced with unknown arguments.
     pub traced_with_unknowns: std::collections::HashSet<(usize, Option<Site>)>,
     pub traces: Vec<TraceFrame>,
-    /// The named tuples `jnp.linalg` returns, made on first use (`numpy/linalg_api/results.rs`).
+    /// `jnp.linalg`'s named-tuple classes by name, made on first use (`numpy/linalg_api/results.rs`).
     pub linalg_results: HashMap<&'static str, Rc<crate::interp::value::Class>>,
     next_trace_id: u32,
     pub records: Vec<TraceRecord>,
@@ -261,10 +260,9 @@ pub struct JaxState {
     pub input_index_paths: HashMap<usize, String>,
     /// Input tracers kept alive so their identities stay unique.
     pub(crate) input_keep: Vec<Rc<Array>>,
-    /// The children the user's flatten function gave (or the user's unflatten function was
-    /// given) for an instance of a class registered with `register_pytree_node`, by the
-    /// instance's identity (kept alive): the reproducer passes such an instance as the tuple
-    /// of its children without running user code again.
+    /// The children the user's flatten function gave (or its unflatten function was given) for an
+    /// instance of a class registered with `register_pytree_node`, by its identity (kept alive):
+    /// the reproducer passes such an instance as the tuple of its children, running no user code.
     pub(crate) custom_children: HashMap<usize, (Rc<crate::interp::value::Instance>, Vec<Value>)>,
     /// The JAX API function being evaluated (stamped on the equations it binds).
     pub current_api: Option<surface::JaxFn>,
