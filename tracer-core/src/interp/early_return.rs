@@ -83,10 +83,7 @@ impl<'l> Interp<'l> {
             }
             Err(Flow::Raise(exc)) if exc.code == Code::PythonException => {
                 self.dropped_exits += 1;
-                for (slot, left) in kept.state.into_slots() {
-                    self.note_write(slot.clone());
-                    slot.write(left);
-                }
+                self.restore_kept_state(kept.state);
                 Ok(kept.value)
             }
             Err(flow) if self.is_unknown_stop(&flow) => {

@@ -53,20 +53,26 @@ impl KeptState {
         self.index.insert(key, self.slots.len());
         self.slots.push((slot, value));
     }
-
-    pub(super) fn into_slots(self) -> Vec<(Slot, Option<Value>)> {
-        self.slots
-    }
 }
 
 impl<'l> Interp<'l> {
     /// The paths that left join the path that went on here: each kept slot holds the join
     /// of what they left and what it holds now.
     pub(super) fn join_kept_state(&mut self, state: KeptState) {
+        self.write_kept_state(state, true);
+    }
+
+    /// Only the paths that left go on here (the one that went on raised): each kept slot
+    /// holds what they left.
+    pub(super) fn restore_kept_state(&mut self, state: KeptState) {
+        self.write_kept_state(state, false);
+    }
+
+    fn write_kept_state(&mut self, state: KeptState, join: bool) {
         for (slot, left) in state.slots {
-            let joined = join_optional(left, slot.read());
+            let value = if join { join_optional(left, slot.read()) } else { left };
             self.note_write(slot.clone());
-            slot.write(joined);
+            slot.write(value);
         }
     }
 }
