@@ -167,6 +167,9 @@ impl BuiltinClasses {
         }
         classes.insert("NamedTuple", new_class("NamedTuple", vec![object.clone()], Some(BuiltinClass::Tuple)));
         classes.insert("Field", new_class("Field", vec![object.clone()], None));
+        // NumPy's `finfo` and `iinfo` objects (interp/dtype_info.rs).
+        classes.insert("finfo", new_class("finfo", vec![object.clone()], None));
+        classes.insert("iinfo", new_class("iinfo", vec![object.clone()], None));
         // `enum.Enum` and its kin: their metaclass turns class attributes into members, which
         // the interpreter does not follow, so members and instances are unknown.
         let enum_class = new_class("Enum", vec![object], None);

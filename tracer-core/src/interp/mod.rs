@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod call;
 mod dtype_hierarchy;
+mod dtype_info;
 mod early_return;
 pub(crate) mod entry_state;
 mod exception_code;

@@ -506,7 +506,7 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                     return Ok(Some(Value::DType(d)));
                 }
             }
-            if let Some(v) = super::dtype_hierarchy::attr(module, name) {
+            if let Some(v) = super::dtype_hierarchy::attr(module, name).or_else(|| super::dtype_info::attr(module, name)) {
                 return Ok(Some(v));
             }
             match (module, name) {
@@ -523,6 +523,7 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
                     Value::DType(crate::interp::model::dtypes::default_int(crate::interp::model::state::dtype_config(interp)))
                 }
                 ("jax.numpy", "sqrt" | "dot") => return Ok(None),
+                ("jax.config", "jax_enable_x64") => Value::Bool(crate::interp::model::state::dtype_config(interp).enable_x64),
                 ("jax.scipy.special", "logsumexp") => jaxfn(JaxFn::ScipyLogsumexp),
                 ("jax.nn", "initializers") => Value::opaque("jax.nn.initializers"),
                 _ => Value::opaque(format!("{}.{name}", m.name)),
@@ -549,7 +550,7 @@ pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyR
             if let Some(d) = dtype_attr(name) {
                 return Ok(Some(Value::DType(d)));
             }
-            if let Some(v) = super::dtype_hierarchy::attr(module, name) {
+            if let Some(v) = super::dtype_hierarchy::attr(module, name).or_else(|| super::dtype_info::attr(module, name)) {
                 return Ok(Some(v));
             }
             match (module, name) {
@@ -1356,6 +1357,9 @@ pub fn numpy_random(interp: &mut Interp, func: &str, args: &[Value], kwargs: &Kw
 fn call_numpy(interp: &mut Interp, func: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     if let Some(rest) = func.strip_prefix("random.") {
         return numpy_random(interp, rest, &args, &kwargs);
+    }
+    if let Some(v) = super::dtype_info::call(interp, func, &args, &kwargs)? {
+        return Ok(v);
     }
     let tracer = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|a| match a {
         Value::Array(x) if x.refuses_numpy_conversion() => Some(x.clone()),

@@ -513,4 +513,6 @@ surface! {
     // jax.debug and config
     DebugPrint = "jax.debug"."print" => Elsewhere,
     ConfigUpdate = "jax.config"."update" => Elsewhere,
+    ConfigRead = "jax.config"."read" => Elsewhere,
+    CanonicalizeDtype = "jax.dtypes"."canonicalize_dtype" => Elsewhere,
 }

@@ -315,6 +315,19 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
             }
             Ok(Value::None)
         }
+        F::ConfigRead => Ok(match arg(0) {
+            Value::Str(name) if name.as_ref() == "jax_enable_x64" => Value::Bool(interp.jax.config.enable_x64),
+            _ => Value::opaque("jax.config.read of a flag tracelens does not read"),
+        }),
+        // A dtype, or its name; not a Python type or a key dtype.
+        F::CanonicalizeDtype => Ok(match arg(0) {
+            Value::DType(d) if !d.is_key() => Value::DType(crate::jax::dtypes::canonicalize(d, interp.jax.config)),
+            Value::Str(s) => match DType::all().iter().find(|d| d.name() == s.as_ref()) {
+                Some(d) => Value::DType(crate::jax::dtypes::canonicalize(*d, interp.jax.config)),
+                None => Value::opaque("jax.dtypes.canonicalize_dtype of a dtype tracelens does not read"),
+            },
+            _ => Value::opaque("jax.dtypes.canonicalize_dtype of a dtype tracelens does not read"),
+        }),
         F::ConfigUpdate => {
             if let (Value::Str(name), v) = (arg(0), arg(1)) {
                 if name.as_ref() == "jax_enable_x64" {
