@@ -36,21 +36,9 @@ pub fn attr(module: &str, name: &str) -> Option<Value> {
     Some(Value::Builtin(Rc::new(Builtin::Fn(full))))
 }
 
-/// The dtype `issubdtype` makes of its first argument: a dtype, a dtype's name, or a
-/// Python scalar type (NumPy's defaults: `int` is int64, `float` float64).
+/// The dtype `issubdtype` makes of its first argument: what `np.dtype` makes of it.
 pub fn dtype_of(v: &Value) -> Option<DType> {
-    match v {
-        Value::DType(d) => Some(*d),
-        Value::Str(s) => DType::from_name(s),
-        Value::Builtin(b) => match &**b {
-            Builtin::Fn("int") => Some(DType::I64),
-            Builtin::Fn("float") => Some(DType::F64),
-            Builtin::Fn("bool") => Some(DType::Bool),
-            Builtin::Fn("complex") => Some(DType::C128),
-            _ => None,
-        },
-        _ => None,
-    }
+    super::dtype_info::dtype_of(v)
 }
 
 /// Whether `d` is under the abstract class `category`.

@@ -96,9 +96,9 @@ pub fn call(interp: &mut Interp, name: &str, args: &[Value], kwargs: &Kwargs) ->
     }))
 }
 
-/// The dtype `np.dtype(v)` makes: a dtype, one of its names, a Python type, or `None`
-/// (float64).
-fn dtype_of(v: &Value) -> Option<DType> {
+/// The dtype `np.dtype(v)` makes: a dtype, one of its names, a Python type (NumPy's
+/// defaults: `int` is int64, `float` float64), or `None` (float64).
+pub fn dtype_of(v: &Value) -> Option<DType> {
     match v {
         Value::DType(d) if !d.is_key() => Some(*d),
         Value::Str(s) => DType::all()

@@ -431,8 +431,12 @@ impl<'l> Interp<'l> {
             // `tf.float32 == np.float32` and `t.dtype == 'float32'` are true in TensorFlow.
             (Value::DType(a) | Value::TfDType(a), Value::DType(b) | Value::TfDType(b)) => a == b,
             (Value::TfDType(a), Value::Str(s)) | (Value::Str(s), Value::TfDType(a)) => a.name() == &**s,
-            // `x.dtype != bool`, `x.dtype == float`: NumPy makes a dtype of the Python type.
-            (Value::DType(a), t @ Value::Builtin(_)) | (t @ Value::Builtin(_), Value::DType(a)) if matches!(t, Value::Builtin(b) if matches!(&**b, Builtin::Fn("int" | "float" | "bool" | "complex"))) => {
+            // `x.dtype != bool`, `x.dtype == float`, `x.dtype == "float32"`: NumPy makes a dtype of
+            // the Python type or the name (a name that is none is unequal).
+            (Value::DType(a), t @ (Value::Builtin(_) | Value::Str(_))) | (t @ (Value::Builtin(_) | Value::Str(_)), Value::DType(a))
+                if matches!(t, Value::Str(_))
+                    || matches!(t, Value::Builtin(b) if matches!(&**b, Builtin::Fn("int" | "float" | "bool" | "complex"))) =>
+            {
                 super::dtype_hierarchy::dtype_of(t) == Some(*a)
             }
             (Value::Range(a, b, c), Value::Range(d, e, f)) => (a, b, c) == (d, e, f),
