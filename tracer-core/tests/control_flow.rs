@@ -191,6 +191,53 @@ f(jnp.ones((4, 3)))
     }
 }
 
+/// `vmap` of `scan`, `fori_loop` and `while_loop` binds one loop with batched carries, as
+/// `jax.make_jaxpr(jax.vmap(f))` shows in JAX 0.10.2: an unmapped initial value the body makes
+/// batched broadcast first, scanned arrays moved so the batch is their second axis, an
+/// unmapped counter left unmapped; a `while` whose predicate differs per example keeps one
+/// `vmap` equation (no rule yet). Values: run/vmap_batched_loops.py.
+#[test]
+fn vmap_of_loops_binds_one_batched_loop() {
+    let scan = jaxpr_of(
+        "import jax\nfrom jax import lax\n\n@jax.jit\ndef f(xs):\n    return jax.vmap(lambda v: lax.scan(lambda c, x: (c * 0.5 + x, c * 2.0), 0.0, v))(xs)\n\nf(jax.numpy.ones((3, 4)))\n",
+        "f",
+    );
+    for part in [
+        "c:f32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,)] b",
+        "d:f32[4,3] = transpose[permutation=(1, 0)] a",
+        "jaxpr={ lambda ; a:f32[3] b:f32[3]. let",
+        "] c d\n",
+        "transpose[permutation=(1, 0)] f\n",
+    ] {
+        assert!(scan.contains(part), "{part} missing in {scan}");
+    }
+    assert_eq!(scan.matches("scan[").count(), 1, "{scan}");
+    let fori = jaxpr_of(
+        "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n@jax.jit\ndef f(xs):\n    return jax.vmap(lambda v: lax.fori_loop(0, 3, lambda i, a: a * 1.5 + v, jnp.zeros(4)))(xs)\n\nf(jnp.ones((3, 4)))\n",
+        "f",
+    );
+    assert!(fori.contains("jaxpr={ lambda h:f32[3,4]; a:i32[] b:f32[3,4]. let"), "{fori}");
+    assert_eq!(fori.matches("scan[").count(), 1, "{fori}");
+    let loop_ = jaxpr_of(
+        "import jax\nfrom jax import lax\n\n@jax.jit\ndef f(xs):\n    return jax.vmap(lambda v: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] + v), (0, v)))(xs)\n\nf(jax.numpy.ones((3, 4)))\n",
+        "f",
+    );
+    for part in [
+        "body_jaxpr={ lambda d:f32[3,4]; a:~i32[] b:f32[3,4]. let",
+        "cond_jaxpr={ lambda ; a:~i32[] b:f32[3,4]. let",
+        "] a 0:~i32[] a\n",
+        "~i32[3] = broadcast_in_dim",
+    ] {
+        assert!(loop_.contains(part), "{part} missing in {loop_}");
+    }
+    assert!(!scan.contains("vmap[") && !fori.contains("vmap[") && !loop_.contains("vmap["));
+    let per_example = jaxpr_of(
+        "import jax\nfrom jax import lax\n\n@jax.jit\ndef f(xs):\n    return jax.vmap(lambda v: lax.while_loop(lambda c: c < 100.0, lambda c: c * 2.0 + v[0], v[1]))(xs)\n\nf(jax.numpy.ones((3, 4)))\n",
+        "f",
+    );
+    assert!(per_example.contains("vmap["), "{per_example}");
+}
+
 #[test]
 fn a_nan_inside_a_loop_body_is_reported_at_its_line_with_the_iteration() {
     let r = run(r#"import jax

@@ -120,6 +120,20 @@ impl Block for Conv {
         Ok(out)
     }
 
+    /// JAX's `_conv_general_dilated_batch_rule` where it folds the examples into one axis
+    /// (`conv_batching.rs`).
+    fn batching(&self, mapped: &[bool]) -> super::Batching {
+        if self.has_batch_rule(mapped) {
+            super::Batching::Rule
+        } else {
+            super::Batching::PerExample
+        }
+    }
+
+    fn batch(&self, interp: &mut Interp, _prim: &Prim, ins: &[Rc<Array>], dims: &[super::batching::BDim]) -> super::batching::BatchResult {
+        self.batch_rule(interp, ins, dims)
+    }
+
     /// Linear in each operand alone (a product of two tangents is not linear).
     fn linear_in(&self, active: &[bool]) -> bool {
         active.iter().filter(|&&a| a).count() == 1

@@ -12,6 +12,7 @@ pub(crate) mod all;
 pub mod batching;
 pub mod control_flow;
 pub mod conv;
+mod conv_batching;
 pub mod elementwise;
 pub mod families;
 pub mod indexing;
@@ -119,6 +120,10 @@ pub enum Batching {
     /// `cond`: its branches are batched (`transforms/batch.rs`, JAX's `_cond_batching_rule`;
     /// a mapped index becomes a `select_n` of every branch's outputs).
     Cond,
+    /// `scan` and `while`: one loop whose body is batched, its batched carries found by a
+    /// fixpoint (`transforms/batch_loops.rs`, JAX's `_scan_batching_rule` and
+    /// `_while_loop_batching_rule`; a `while` whose predicate would be batched has none).
+    Loop,
     /// No rule: a `vmap` whose function applies it to a mapped operand keeps its function's
     /// per-example trace inside one `vmap` equation, and values are computed example by
     /// example.
@@ -335,15 +340,10 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         Prim::Block(b) => return b.0.batching(mapped),
         Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
-        // Randomness, loops, nested vmap, the custom-derivative markers: none yet
+        Prim::Scan { .. } | Prim::While => return Batching::Loop,
+        // Randomness, nested vmap, the custom-derivative markers: none yet
         // (docs/ARCHITECTURE.md says why).
-        families::random!()
-        | Prim::Scan { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | families::markers!() => false,
+        families::random!() | Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
     };
     if rule {
         Batching::Rule

@@ -4,7 +4,8 @@
 //! per-example jaxpr instead of over the Python function: the function has been traced
 //! once already, on per-example avals, which is what gives JAX's errors and `x.shape`).
 //! A call (`pjit`, `checkpoint`) and a `cond` are batched through their bodies here (JAX's
-//! `_pjit_batcher`, `remat_vmap` and `_cond_batching_rule`). Used only when every equation that sees a mapped operand
+//! `_pjit_batcher`, `remat_vmap` and `_cond_batching_rule`); `scan` and `while` in
+//! `batch_loops.rs`. Used only when every equation that sees a mapped operand
 //! can be batched ([`batchable`]); otherwise `vmap` keeps its per-example path (`vmap.rs`).
 
 use std::rc::Rc;
@@ -21,7 +22,7 @@ use crate::jax::prims::{self, Batching};
 type HashMap<K, V> = crate::interp::value::HashMap<K, V>;
 
 /// A value with its batch dimension.
-type Batched = (Rc<Array>, BDim);
+pub(super) type Batched = (Rc<Array>, BDim);
 
 /// Whether every equation of `jaxpr` applied to a mapped operand has a batching rule, when
 /// the inputs flagged in `mapped_invars` are mapped (a value computed from a mapped one is
@@ -32,7 +33,7 @@ pub(super) fn batchable(jaxpr: &Jaxpr, mapped_invars: &[bool]) -> bool {
 }
 
 /// [`batchable`] with the constvars' flags first, then the invars'.
-fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
+pub(super) fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
     let mut mapped: HashMap<VarId, ()> = HashMap::default();
     for ((v, _), &m) in jaxpr.constvars.iter().chain(&jaxpr.invars).zip(binders) {
         if m {
@@ -52,6 +53,7 @@ fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
             Batching::PerExample => false,
             Batching::Call => eqn.bodies.first().is_some_and(|b| effect_free(b) && batchable_with(b, &flags)),
             Batching::Cond => cond_batchable(eqn, &flags),
+            Batching::Loop => super::batch_loops::loop_batchable(eqn, &flags),
         };
         if !ok {
             return false;
@@ -65,7 +67,7 @@ fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
 
 /// No equation of `jaxpr` is there for its effect alone (`jax.debug.print`): JAX refuses a
 /// mapped `cond` over one, and a rebuilt body would lose it.
-fn effect_free(jaxpr: &Jaxpr) -> bool {
+pub(super) fn effect_free(jaxpr: &Jaxpr) -> bool {
     jaxpr.eqns.iter().all(|e| !e.outputs.is_empty())
 }
 
@@ -127,6 +129,7 @@ pub(super) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched]
                 Batching::Rule => prims::batch(interp, &eqn.prim, &ins, &dims)?,
                 Batching::Call => batch_call(interp, eqn, &ins, &dims, size)?,
                 Batching::Cond => batch_cond(interp, eqn, &ins, &dims, size)?,
+                Batching::Loop => super::batch_loops::batch_loop(interp, eqn, &ins, &dims, size)?,
                 Batching::PerExample => return Err(ad::no_rule(eqn)),
             }
         };
@@ -140,7 +143,7 @@ pub(super) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched]
     jaxpr.outvars.iter().map(|a| read(&env, a)).collect()
 }
 
-fn pairs(ins: &[Rc<Array>], dims: &[BDim]) -> Vec<Batched> {
+pub(super) fn pairs(ins: &[Rc<Array>], dims: &[BDim]) -> Vec<Batched> {
     ins.iter().cloned().zip(dims.iter().copied()).collect()
 }
 

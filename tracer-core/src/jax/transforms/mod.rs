@@ -7,6 +7,7 @@
 pub mod at;
 pub mod autodiff;
 pub mod batch;
+mod batch_loops;
 pub mod control_flow;
 pub mod dispatch;
 pub mod export;
