@@ -10,6 +10,7 @@ pub mod array_model;
 pub mod aval;
 pub mod custom_rules;
 pub mod dtypes;
+pub mod eager_log;
 pub mod effects;
 pub mod error_codes;
 pub mod errors;
@@ -288,6 +289,8 @@ pub struct JaxState {
     /// The arguments the next `grad`-like trace differentiates (`grad`'s `argnums`), which its
     /// start takes; `None` differentiates every argument (`jvp`, `vjp`).
     pub differentiated: Option<Vec<usize>>,
+    /// Eager binds recorded for a TensorFlow tape (`eager_log.rs`).
+    pub eager_log: Option<eager_log::EagerLog>,
 }
 
 impl JaxState {
@@ -661,12 +664,11 @@ fn bind_with_bodies(
     let Some(pos) = target else {
         let values_mode = interp.values.is_some();
         let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
-        // A jitted call (`pjit`) keeps its pending evaluation, which runs its body equation by
-        // equation, so `jax_debug_nans` names the operation inside it, as JAX's re-run does.
+        let recorded = interp.jax.eager_log.is_some().then(|| (prim.clone(), !bodies.is_empty()));
+        // A jitted call (`pjit`) stays pending, run equation by equation: `jax_debug_nans` names the op in it.
         let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
             let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
-            // Pushed, not collected from `out_avals`: collecting reuses the avals' buffer in
-            // place and then shrinks it to the arrays' size, a reallocation at every bind.
+            // Pushed, not collected from `out_avals` (which reallocates at every bind).
             let mut outs = Vec::with_capacity(out_avals.len());
             for aval in out_avals {
                 // The first output is computed from the inputs on demand; others are not.
@@ -686,13 +688,11 @@ fn bind_with_bodies(
         } else {
             staged_equation(interp, prim, inputs, out_avals, bodies)?
         };
-        // Values mode computes each value as it is made, in program order.
+        if let Some((prim, has_bodies)) = recorded {
+            eager_log::record(interp, prim, has_bodies, inputs, &outs);
+        }
         if values_mode {
-            for o in &outs {
-                numerics::computed(interp, o, inputs, &name, site, None);
-            }
-            numerics::raise_pending(interp)?;
-            numerics::tick(interp)?;
+            numerics::computed_eagerly(interp, &outs, inputs, &name, site)?;
         }
         return Ok(outs);
     };

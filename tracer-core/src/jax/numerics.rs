@@ -229,6 +229,15 @@ pub fn why_not_computed(interp: &Interp, a: &Rc<Array>) -> String {
 
 /// The time budget, checked after each eager evaluation: a run that computes for too long
 /// stops with TL900 rather than hanging.
+/// Values mode computes each value bound outside traces as it is made, in program order.
+pub fn computed_eagerly(interp: &mut Interp, outs: &[Rc<Array>], inputs: &[Rc<Array>], name: &str, site: Option<Site>) -> PyResult<()> {
+    for o in outs {
+        computed(interp, o, inputs, name, site, None);
+    }
+    raise_pending(interp)?;
+    tick(interp)
+}
+
 pub fn tick(interp: &mut Interp) -> PyResult<()> {
     if interp.values.is_some() {
         interp.tick()?;

@@ -159,6 +159,8 @@ pub struct TfState {
     pub check_numerics: bool,
     /// Variable reads and writes of the running traces (`graph_variables.rs`).
     pub variables: super::graph_variables::State,
+    /// The eager `GradientTape`s recording now (`tape_eager.rs`).
+    pub recording: Vec<Rc<super::tape::Tape>>,
 }
 
 pub struct ActiveTrace {

@@ -16,8 +16,8 @@
 //! - `control.rs`: `tf.cond` (eager: the branch taken; in a graph: both branches traced).
 //! - `autograph/`: `if`/`while`/`for` on symbolic tensors in converted code, with AutoGraph's
 //!   rules and errors.
-//! - `tape.rs`, `tape_gradient.rs`: `tf.GradientTape`; in a graph, `gradient` by the JAX
-//!   model's autodiff on the equations the tape recorded.
+//! - `tape.rs`, `tape_gradient.rs`, `tape_eager.rs`: `tf.GradientTape`; `gradient` by the
+//!   JAX model's autodiff on the equations the tape recorded (in a graph, or eagerly).
 //! - `graph_variables.rs`, `graph_call.rs`: variables read and assigned in a graph, as
 //!   inputs and outputs of each call of it.
 
@@ -46,6 +46,7 @@ pub mod shape_text;
 mod signature;
 pub mod surface;
 pub mod tape;
+mod tape_eager;
 mod tape_gradient;
 pub mod tensor;
 pub mod tensor_array;
@@ -260,7 +261,8 @@ pub fn isinstance(v: &Value, class: &TfValue) -> Option<bool> {
     match (class, v) {
         (TfValue::Fn(TfFn::Variable), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Variable(_)))),
         (TfValue::Fn(TfFn::Variable), Value::Opaque(_) | Value::UnknownNumber(_)) => None,
-        (TfValue::Fn(TfFn::Variable), Value::Instance(_)) => None,
+        // A user class is a variable only through a base tracelens does not model.
+        (TfValue::Fn(TfFn::Variable), Value::Instance(i)) => i.class.lookup("__tracelens_opaque_base__").is_none().then_some(false),
         (TfValue::Fn(TfFn::Variable), _) => Some(false),
         (TfValue::Fn(TfFn::TensorSpec), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Spec(_)))),
         (TfValue::Fn(TfFn::TensorShape), Value::Builtin(b)) => Some(matches!(&**b, Builtin::Tf(TfValue::Shape(_)))),

@@ -2,9 +2,10 @@
 //! `tf.function` the tape records the equations of the graph bound while it is open, and
 //! `gradient` computes the gradients from them with the JAX model's autodiff
 //! (`tape_gradient.rs`): values TensorFlow's would have, `None` for a source the target does
-//! not depend on. Elsewhere (an eager tape), or where autodiff has no rule, a gradient has
-//! the shape and dtype TensorFlow gives it (a source's own) and no known value, never a
-//! wrong `None`: only what TensorFlow returns `None` for whatever the target is (an integer
+//! not depend on. Outside any trace (an eager tape) the ops run while the tape records are
+//! logged and differentiated the same way (`tape_eager.rs`). Where autodiff has no rule, or
+//! tracelens cannot vouch for what the tape recorded, a gradient has the shape and dtype
+//! TensorFlow gives it (a source's own) and no known value, never a wrong `None`: only what TensorFlow returns `None` for whatever the target is (an integer
 //! variable) is `None`. A non-persistent tape used twice raises TensorFlow's `RuntimeError`.
 
 use std::cell::{Cell, RefCell};
@@ -34,6 +35,8 @@ pub struct Tape {
     /// Inside a graph: its trace and the equations bound while the tape was open (`None`
     /// for an end: still open).
     pub(super) span: Cell<Option<(u32, usize, Option<usize>)>>,
+    /// Outside any trace: what the tape recorded (`tape_eager.rs`).
+    pub(super) eager: RefCell<super::tape_eager::EagerTape>,
 }
 
 impl std::fmt::Debug for Tape {
@@ -59,14 +62,23 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         watched: RefCell::new(Vec::new()),
         watched_variables: RefCell::new(Vec::new()),
         span: Cell::new(None),
+        eager: super::tape_eager::new_state(),
     };
     Ok(TfValue::Tape(Rc::new(tape)).value())
 }
 
 /// `tape.name(...)`.
-pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+pub fn call_method(interp: &mut Interp, tape: &Rc<Tape>, name: &str, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let p = Args { args: &args, kwargs: &kwargs };
     match name {
+        "__enter__" if interp.jax.traces.is_empty() => {
+            super::tape_eager::start(interp, tape);
+            Ok(Value::None)
+        }
+        "__exit__" if tape.eager.borrow().is_recording() => {
+            super::tape_eager::stop(interp, tape);
+            Ok(Value::None)
+        }
         "__enter__" => {
             let start = super::graph_variables::own_frame(interp).map(|(pos, id)| (id, interp.jax.traces[pos].jaxpr.eqns.len(), None));
             tape.span.set(start);
@@ -84,7 +96,8 @@ pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value
         }
         "watch" => {
             if let Some(tensor) = p.get(0, "tensor") {
-                let at = super::graph_variables::own_frame(interp).map_or(0, |(pos, _)| interp.jax.traces[pos].jaxpr.eqns.len());
+                let graph = super::graph_variables::own_frame(interp).map(|(pos, _)| interp.jax.traces[pos].jaxpr.eqns.len());
+                let at = graph.unwrap_or_else(|| super::tape_eager::now(interp, tape));
                 watch(tape, tensor, at);
             }
             Ok(Value::None)
@@ -104,11 +117,16 @@ pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value
             // With `unconnected_gradients` given, an unconnected source may not be `None`.
             let none_allowed = p.get(3, "unconnected_gradients").is_none();
             let computed = match &target {
-                Some(t) => super::tape_gradient::compute(interp, tape, t),
-                None => None,
+                Some(t) if tape.span.get().is_some() => super::tape_gradient::compute(interp, tape, t).map(Computed::Graph),
+                Some(t) if interp.jax.traces.is_empty() => super::tape_eager::compute(interp, tape, t).map(Computed::Eager),
+                _ => None,
             };
             let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), none_allowed };
-            g.of(interp, sources)
+            let out = g.of(interp, sources);
+            if !tape.persistent {
+                super::tape_eager::release(tape);
+            }
+            out
         }
         "jacobian" | "batch_jacobian" => {
             use_once(interp, tape)?;
@@ -120,6 +138,10 @@ pub fn call_method(interp: &mut Interp, tape: &Tape, name: &str, args: Vec<Value
 
 /// `tape.name`.
 pub fn getattr(tape: &Rc<Tape>, name: &str) -> Option<Value> {
+    if matches!(name, "stop_recording" | "reset") {
+        // The eager log would hold ops TensorFlow does not record (or forgot): not followed.
+        tape.eager.borrow_mut().unfollowed = true;
+    }
     Some(match name {
         "watch" | "gradient" | "jacobian" | "batch_jacobian" => {
             TfValue::Method(Box::new(TfValue::Tape(tape.clone())), Rc::from(name)).value()
@@ -153,8 +175,31 @@ impl Tape {
 struct Gradients<'a> {
     tape: &'a Tape,
     target: Option<&'a Rc<Array>>,
-    computed: Option<&'a super::tape_gradient::Computed>,
+    computed: Option<&'a Computed>,
     none_allowed: bool,
+}
+
+/// What autodiff computed for one target: in a graph, or eagerly.
+enum Computed {
+    Graph(super::tape_gradient::Computed),
+    Eager(super::tape_eager::Computed),
+}
+
+impl Computed {
+    /// A variable's gradient: `Some(None)` for an unconnected one, `None` when not known.
+    fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
+        match self {
+            Computed::Graph(c) => c.of_variable(interp, v),
+            Computed::Eager(c) => c.of_variable(interp, v).map(Some),
+        }
+    }
+
+    fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
+        match self {
+            Computed::Graph(c) => c.of_tensor(interp, a),
+            Computed::Eager(c) => c.of_tensor(interp, a).map(Some),
+        }
+    }
 }
 
 /// A non-persistent tape's second `gradient`/`jacobian` is TensorFlow's `RuntimeError`.

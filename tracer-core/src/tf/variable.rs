@@ -70,7 +70,7 @@ pub fn make(interp: &mut Interp, p: &Args) -> PyResult<Value> {
 pub fn read(interp: &mut Interp, v: &Rc<Variable>) -> Rc<Array> {
     let value = v.value.borrow().clone();
     if interp.jax.staging_depth() == 0 {
-        return value;
+        return super::tape_eager::read(interp, v, value);
     }
     if let Some(t) = super::graph_variables::read(interp, v) {
         return t;
@@ -169,6 +169,7 @@ fn assign(interp: &mut Interp, v: &Rc<Variable>, how: &str, x: &Value) -> PyResu
 /// applies (`graph_variables.rs`), or an unknown value where tracelens does not follow it.
 pub fn store(interp: &mut Interp, v: &Rc<Variable>, value: Rc<Array>) {
     if interp.jax.staging_depth() == 0 {
+        super::tape_eager::assigned(interp, v);
         *v.value.borrow_mut() = tensor::mark_array(value);
     } else if !super::graph_variables::assign(interp, v, value) {
         forget(v);
