@@ -797,6 +797,9 @@ impl<'l> Interp<'l> {
             "type" if args.len() == 3 => self.make_type(args)?,
             "type" => match &arg(0) {
                 Value::Instance(i) => Value::Class(i.class.clone()),
+                v @ Value::Array(_) if crate::interp::model::api::isinstance_jax(self, v, JaxFn::ShapeDtypeStruct) == Some(true) => {
+                    Value::Builtin(Rc::new(Builtin::Jax(JaxFn::ShapeDtypeStruct)))
+                }
                 Value::Opaque(_) => Value::opaque("type of an unknown value"),
                 v => match v.type_name().as_str() {
                     n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range") => {

@@ -293,6 +293,11 @@ impl<'l> Interp<'l> {
             CmpOp::Is | CmpOp::IsNot if (maybe_same_array(l, r) || maybe_same_array(r, l)) && !self.in_library() => {
                 return Ok(Value::opaque("an identity test of an unknown value with an array"));
             }
+            // Whether an unknown is a given class or function (`type(x) is tuple` of an unknown
+            // `x`), or is another unknown, is unknown.
+            CmpOp::Is | CmpOp::IsNot if unknown_identity(l, r) || unknown_identity(r, l) => {
+                return Ok(Value::opaque("an identity test of an unknown value"));
+            }
             CmpOp::Is => return Ok(Value::Bool(self.is_same(l, r))),
             CmpOp::IsNot => return Ok(Value::Bool(!self.is_same(l, r))),
             CmpOp::In | CmpOp::NotIn => {
@@ -372,6 +377,14 @@ impl<'l> Interp<'l> {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::DType(a) | Value::TfDType(a), Value::DType(b) | Value::TfDType(b)) => a == b,
+            // A builtin function or type and a modelled JAX function are one object each
+            // (`type([]) is list`, `type(s) is jax.ShapeDtypeStruct`), however many `Rc`s
+            // stand for them.
+            (Value::Builtin(a), Value::Builtin(b)) => match (&**a, &**b) {
+                (Builtin::Fn(x), Builtin::Fn(y)) => x == y,
+                (Builtin::Jax(f), Builtin::Jax(g)) => f == g,
+                _ => Rc::ptr_eq(a, b),
+            },
             _ => match (l.identity(), r.identity()) {
                 (Some(a), Some(b)) => a == b,
                 _ => false,
@@ -626,6 +639,19 @@ impl<'l> Interp<'l> {
                     return Err(self.stop_unknown("the hash of a NumPy scalar whose value is not known"));
                 }
                 return self.hash_key(&number);
+            }
+            // A `jax.ShapeDtypeStruct` hashes as what its `__eq__` compares (a static argument).
+            Value::Array(a)
+                if crate::interp::model::api::isinstance_jax(self, v, crate::interp::model::surface::JaxFn::ShapeDtypeStruct)
+                    == Some(true) =>
+            {
+                let mut keys = vec![
+                    HashKey::Str(Rc::from("jax.ShapeDtypeStruct")),
+                    HashKey::DType(a.aval.dtype),
+                    HashKey::Int(i64::from(a.aval.weak)),
+                ];
+                keys.extend(a.aval.shape.iter().map(|&d| HashKey::Int(d as i64)));
+                HashKey::Tuple(keys)
             }
             Value::Array(a) => {
                 if a.is_tracer() {
@@ -2283,4 +2309,14 @@ pub fn docstring(body: &[crate::syntax::ast::Stmt]) -> Value {
 fn dataclass_field_values(inst: &super::value::Instance) -> Vec<Value> {
     let set = inst.attrs.borrow();
     inst.class.fields.borrow().iter().filter_map(|f| set.get(f).cloned()).collect()
+}
+
+/// `l` is an unknown whose identity with `r` is not known: another unknown, or a class or
+/// builtin it may be (an unknown is never a list, dict or instance made here).
+fn unknown_identity(l: &Value, r: &Value) -> bool {
+    match (l, r) {
+        (Value::Opaque(a), Value::Opaque(b)) => !Rc::ptr_eq(a, b),
+        (Value::Opaque(_), Value::Builtin(_) | Value::Class(_)) => true,
+        _ => false,
+    }
 }

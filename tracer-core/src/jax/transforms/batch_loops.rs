@@ -60,40 +60,36 @@ fn while_layout(eqn: &Eqn) -> Option<(&Jaxpr, &Jaxpr)> {
 
 /// Whether `batch_loop` can batch this `scan` or `while` with these operands mapped.
 pub(super) fn loop_batchable(eqn: &Eqn, flags: &[bool]) -> bool {
-    match &eqn.prim {
-        Prim::Scan { .. } => {
-            let Some((body, l)) = scan_layout(eqn) else { return false };
-            let (consts, rest) = flags.split_at(l.consts);
-            let (init, xs) = rest.split_at(l.carry);
-            let carry = carry_fixpoint(body, consts, init, xs);
-            let binders: Vec<bool> = consts.iter().chain(&carry).chain(xs).copied().collect();
-            effect_free(body) && batchable_with(body, &binders)
-        }
-        Prim::While => {
-            let Some((cond, body)) = while_layout(eqn) else { return false };
-            let (cconsts, rest) = flags.split_at(cond.constvars.len());
-            let (bconsts, init) = rest.split_at(body.constvars.len());
-            let carry = carry_fixpoint(body, bconsts, init, &[]);
-            let cond_flags: Vec<bool> = cconsts.iter().chain(&carry).copied().collect();
-            let body_flags: Vec<bool> = bconsts.iter().chain(&carry).copied().collect();
-            let pred_batched = dependent_outputs(cond, &cond_flags).first().copied().unwrap_or(true);
-            !pred_batched
-                && effect_free(cond)
-                && effect_free(body)
-                && batchable_with(cond, &cond_flags)
-                && batchable_with(body, &body_flags)
-        }
-        _ => false,
+    if matches!(eqn.prim, Prim::Scan { .. }) {
+        let Some((body, l)) = scan_layout(eqn) else { return false };
+        let (consts, rest) = flags.split_at(l.consts);
+        let (init, xs) = rest.split_at(l.carry);
+        let carry = carry_fixpoint(body, consts, init, xs);
+        let binders: Vec<bool> = consts.iter().chain(&carry).chain(xs).copied().collect();
+        return effect_free(body) && batchable_with(body, &binders);
     }
+    if !matches!(eqn.prim, Prim::While) {
+        return false;
+    }
+    let Some((cond, body)) = while_layout(eqn) else { return false };
+    let (cconsts, rest) = flags.split_at(cond.constvars.len());
+    let (bconsts, init) = rest.split_at(body.constvars.len());
+    let carry = carry_fixpoint(body, bconsts, init, &[]);
+    let cond_flags: Vec<bool> = cconsts.iter().chain(&carry).copied().collect();
+    let body_flags: Vec<bool> = bconsts.iter().chain(&carry).copied().collect();
+    let pred_batched = dependent_outputs(cond, &cond_flags).first().copied().unwrap_or(true);
+    !pred_batched && effect_free(cond) && effect_free(body) && batchable_with(cond, &cond_flags) && batchable_with(body, &body_flags)
 }
 
 /// A `scan` or `while` batched; asked only where [`loop_batchable`] says so.
 pub(super) fn batch_loop(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], size: usize) -> AdResult<Vec<Batched>> {
-    match &eqn.prim {
-        Prim::Scan { length, reverse, num_carry } => batch_scan(interp, eqn, ins, dims, size, (*length, *reverse, *num_carry)),
-        Prim::While => batch_while(interp, eqn, ins, dims, size),
-        _ => Err(AdError::NoRule(format!("{} is not a loop", eqn.prim.name()))),
+    if let Prim::Scan { length, reverse, num_carry } = &eqn.prim {
+        return batch_scan(interp, eqn, ins, dims, size, (*length, *reverse, *num_carry));
     }
+    if matches!(eqn.prim, Prim::While) {
+        return batch_while(interp, eqn, ins, dims, size);
+    }
+    Err(AdError::NoRule(format!("{} is not a loop", eqn.prim.name())))
 }
 
 /// The carries' initial values for the batched loop: a batched carry with its batch
