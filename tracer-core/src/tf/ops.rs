@@ -334,6 +334,16 @@ pub fn first_tensor(interp: &mut Interp, p: &Args, names: &[&str]) -> PyResult<O
     }
 }
 
+/// Parameter `i` (or `name`) of `f` as a tensor: `None` when tracelens does not read it,
+/// TypeError when it is missing. Each op file's `tensor_arg!` returns the unknown tensor on
+/// `None`.
+pub fn tensor_param(interp: &mut Interp, f: TfFn, p: &Args, i: usize, name: &str) -> PyResult<Option<Rc<Array>>> {
+    match p.get(i, name) {
+        Some(v) => to_tensor(interp, v, None),
+        None => Err(missing(interp, f, name)),
+    }
+}
+
 pub fn missing(interp: &Interp, f: TfFn, name: &str) -> Flow {
     interp.type_error(format!("{}() missing 1 required positional argument: '{name}'", f.name()))
 }

@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use super::errors;
-use super::ops::{check_axes, delegate, missing, shape_dims, Args};
+use super::ops::{check_axes, delegate, missing, shape_dims, tensor_param, Args};
 use super::tensor::{self, to_tensor, unknown_tensor};
 use super::TfFn;
 use crate::interp::value::Value;
@@ -50,12 +50,9 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
     let unknown = |interp: &Interp| Ok(unknown_tensor(interp, "a tf op with arguments tracelens does not read"));
     macro_rules! tensor_arg {
         ($i:expr, $name:expr) => {
-            match p.get($i, $name) {
-                Some(v) => match to_tensor(interp, v, None)? {
-                    Some(t) => t,
-                    None => return unknown(interp),
-                },
-                None => return Err(missing(interp, f, $name)),
+            match tensor_param(interp, f, p, $i, $name)? {
+                Some(t) => t,
+                None => return unknown(interp),
             }
         };
     }
