@@ -33,6 +33,12 @@
 //! `TRACELENS_BENCH_EDITS` (default 200), `TRACELENS_BENCH_SETTINGS` (tracelens' settings for
 //! the 2,000-line module as JSON, to compare with the defaults; default `{}`).
 //!
+//! `TRACELENS_BENCH_VS=BIN` puts another tracelens server (an older build, say) where pyright
+//! stands, with `TRACELENS_BENCH_VS_SETTINGS` as its settings (default `{}`): both builds meet
+//! the same edits and hovers, interleaved edit by edit under one machine load, and the ratios
+//! baseline/tracelens are printed; the cross-file edits and the workspace scan run for each
+//! build in turn.
+//!
 //! `TRACELENS_BENCH_CALLGRIND=OUT` counts instructions instead of timing: only the edit
 //! script runs, on the server alone, under `valgrind --tool=callgrind --callgrind-out-file=OUT`
 //! (instructions per edit are deterministic where wall time is not on a loaded machine;
@@ -839,6 +845,39 @@ fn start_tracelens(bin: &Path, root: &Path, init: Value) -> Option<Lsp> {
     Some(lsp)
 }
 
+/// The baseline's settings (`TRACELENS_BENCH_VS_SETTINGS`, default none).
+fn vs_settings() -> Value {
+    std::env::var("TRACELENS_BENCH_VS_SETTINGS").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(json!({}))
+}
+
+/// Another tracelens build (`TRACELENS_BENCH_VS`) on its own copy of the module, opened.
+fn start_baseline(bin: &Path, module: &str) -> Option<Session> {
+    let root = temp_dir("baseline");
+    let file = root.join("generated_2000_lines.py");
+    std::fs::write(&file, module).ok()?;
+    let settings = vs_settings();
+    println!("baseline: {} with settings {settings}", bin.display());
+    let mut s = Session::new("baseline", start_tracelens(bin, &root, settings)?, &file);
+    if !s.open(module, Duration::from_secs(60)) {
+        println!("baseline: no diagnostics for the opened module within 60 s");
+    }
+    Some(s)
+}
+
+/// A server started on `root` with the workspace scan on: whether its progress ended, when,
+/// how many files it published for, and its RSS then.
+fn workspace_scan(bin: &Path, root: &Path) -> Option<(bool, Duration, usize, Option<(f64, f64)>)> {
+    let start = Instant::now();
+    let mut lsp = start_tracelens(bin, root, json!({"debounceMs": 0, "workspaceScan": true}))?;
+    let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
+    let took = start.elapsed();
+    // Let the last publishes land.
+    let _ = lsp.wait(|_| false, Duration::from_millis(300));
+    let out = (ended.is_some(), took, lsp.publishes.len(), rss_mb(lsp.pid()));
+    lsp.stop();
+    Some(out)
+}
+
 /// pyright on its own copy of the module (with a pyrightconfig.json pointing at a JAX
 /// environment if there is one); or why not.
 fn start_pyright(module: &str) -> Result<(Lsp, PathBuf, String), String> {
@@ -929,9 +968,10 @@ fn main() {
         }
         return;
     }
-    let mut theirs = match start_pyright(&module) {
-        Ok((lsp, pfile, note)) => {
-            pyright_note = note;
+    let vs_bin = std::env::var_os("TRACELENS_BENCH_VS").map(PathBuf::from);
+    let pyright_session = |note: &mut String| match start_pyright(&module) {
+        Ok((lsp, pfile, n)) => {
+            *note = n;
             let mut s = Session::new("pyright", lsp, &pfile);
             if !s.open(&module, Duration::from_secs(180)) {
                 println!("pyright: no diagnostics for the opened module within 180 s");
@@ -942,6 +982,10 @@ fn main() {
             println!("pyright: skipped, no ratio: {why}");
             None
         }
+    };
+    let mut theirs = match &vs_bin {
+        Some(vs) => start_baseline(vs, &module),
+        None => pyright_session(&mut pyright_note),
     };
 
     // 2. The edit script, interleaved edit by edit (both see the same machine load), then
@@ -982,6 +1026,11 @@ fn main() {
     // 3. Cross-file: an edit in a module re-analyses the open files that import it.
     let xroot = temp_dir("crossfile");
     let cross_file = start_tracelens(&bin, &xroot, json!({})).and_then(|lsp| cross_file_edits(lsp, &xroot, n_edits.min(100)));
+    let xroot_vs = temp_dir("crossfile-baseline");
+    let cross_file_vs = vs_bin
+        .as_ref()
+        .and_then(|vs| start_tracelens(vs, &xroot_vs, vs_settings()))
+        .and_then(|lsp| cross_file_edits(lsp, &xroot_vs, n_edits.min(100)));
 
     // 4. A slow file typed into in bursts: the defaults' pacing against no delay at all.
     let slow: Vec<(&str, Option<SlowTyping>)> = [("defaults", json!({})), ("debounceMs 0", json!({"debounceMs": 0}))]
@@ -992,16 +1041,8 @@ fn main() {
     // 5. tracelens RSS with a 300-file workspace scanned.
     let wroot = temp_dir("workspace");
     let n_files = workspace_300(&wroot, 300);
-    let mut scan = None;
-    let start = Instant::now();
-    if let Some(mut lsp) = start_tracelens(&bin, &wroot, json!({"debounceMs": 0, "workspaceScan": true})) {
-        let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
-        let took = start.elapsed();
-        // Let the last publishes land.
-        let _ = lsp.wait(|_| false, Duration::from_millis(300));
-        scan = Some((ended.is_some(), took, lsp.publishes.len(), rss_mb(lsp.pid())));
-        lsp.stop();
-    }
+    let scan = workspace_scan(&bin, &wroot);
+    let scan_vs = vs_bin.as_ref().and_then(|vs| workspace_scan(vs, &wroot));
 
     // Report.
     println!();
@@ -1025,22 +1066,26 @@ fn main() {
     for s in [ours.as_ref(), theirs.as_ref()].into_iter().flatten() {
         s.report();
     }
-    if let Some((ended, took, published, rss)) = &scan {
-        println!("tracelens, {n_files}-file workspace (workspaceScan on):");
-        println!(
-            "  {} after {:.2} s, diagnostics published for {published} files",
-            if *ended { "scan progress ended" } else { "NO scan progress end within 600 s" },
-            took.as_secs_f64()
-        );
-        if let Some((rss, hwm)) = rss {
-            println!("  RSS after the scan: {rss:.1} MB (peak {hwm:.1} MB) (target: <= 150 MB)");
+    for (name, scan) in [("tracelens", &scan), ("baseline", &scan_vs)] {
+        if let Some((ended, took, published, rss)) = scan {
+            println!("{name}, {n_files}-file workspace (workspaceScan on):");
+            println!(
+                "  {} after {:.2} s, diagnostics published for {published} files",
+                if *ended { "scan progress ended" } else { "NO scan progress end within 600 s" },
+                took.as_secs_f64()
+            );
+            if let Some((rss, hwm)) = rss {
+                println!("  RSS after the scan: {rss:.1} MB (peak {hwm:.1} MB) (target: <= 150 MB)");
+            }
         }
     }
-    if let Some(c) = &cross_file {
-        println!("tracelens, cross-file ({} modules, workspaceScan on, defaults):", c.modules);
-        println!("  edit of config.py -> train.py's diagnostics: {}", show(&stats(&c.times)));
-        if c.missing > 0 || c.wrong > 0 {
-            println!("  NO publish within 30 s for {} edits; {} publishes with the wrong diagnostics", c.missing, c.wrong);
+    for (name, cross_file) in [("tracelens", &cross_file), ("baseline", &cross_file_vs)] {
+        if let Some(c) = cross_file {
+            println!("{name}, cross-file ({} modules, workspaceScan on, defaults):", c.modules);
+            println!("  edit of config.py -> train.py's diagnostics: {}", show(&stats(&c.times)));
+            if c.missing > 0 || c.wrong > 0 {
+                println!("  NO publish within 30 s for {} edits; {} publishes with the wrong diagnostics", c.missing, c.wrong);
+            }
         }
     }
     for (name, s) in &slow {
@@ -1067,6 +1112,36 @@ fn main() {
         );
     }
     match (&ours_edits, &theirs_edits) {
+        (Some(a), Some(b)) if vs_bin.is_some() => {
+            let cpu = |s: &Option<Session>| s.as_ref().and_then(Session::cpu_per_edit);
+            let hover = |s: &Option<Session>| s.as_ref().and_then(|s| stats(&s.hovers));
+            println!(
+                "baseline  edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms | ratio baseline/tracelens: {:.2}x at p50, {:.2}x at p95",
+                b.p50,
+                b.p95,
+                b.p50 / a.p50,
+                b.p95 / a.p95
+            );
+            if let (Some(x), Some(y)) = (cpu(&ours), cpu(&theirs)) {
+                println!("  server CPU time per edit: tracelens {x:.1} ms, baseline {y:.1} ms, ratio {:.2}x", y / x);
+            }
+            if let (Some(x), Some(y)) = (hover(&ours), hover(&theirs)) {
+                println!("  hover p50: tracelens {:.3} ms, baseline {:.3} ms, ratio {:.2}x", x.p50, y.p50, y.p50 / x.p50);
+            }
+            println!(
+                "  (interleaved edit by edit, each after the other server went idle; CPU it used anyway while the other was timed: baseline {:.2} s during tracelens' edits, tracelens {:.2} s during the baseline's)",
+                cross[0].as_secs_f64(),
+                cross[1].as_secs_f64()
+            );
+            let took = |s: &Option<(bool, Duration, usize, Option<(f64, f64)>)>| s.as_ref().map(|s| s.1.as_secs_f64());
+            if let (Some(x), Some(y)) = (took(&scan), took(&scan_vs)) {
+                println!("  workspace scan: tracelens {x:.2} s, baseline {y:.2} s, ratio {:.2}x", y / x);
+            }
+            let p50 = |c: &Option<CrossFile>| c.as_ref().and_then(|c| stats(&c.times)).map(|s| s.p50);
+            if let (Some(x), Some(y)) = (p50(&cross_file), p50(&cross_file_vs)) {
+                println!("  cross-file p50: tracelens {x:.2} ms, baseline {y:.2} ms, ratio {:.2}x", y / x);
+            }
+        }
         (Some(a), Some(b)) => {
             println!(
                 "pyright   edit->diagnostics: p50 {:.2} ms, p95 {:.2} ms | ratio pyright/tracelens: {:.1}x at p50, {:.1}x at p95 (target: >= 20x)",
@@ -1107,5 +1182,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&wroot);
     let _ = std::fs::remove_dir_all(&xroot);
+    let _ = std::fs::remove_dir_all(&xroot_vs);
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tracelens-bench-lsp-baseline-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("tracelens-bench-lsp-pyright-{}", std::process::id())));
 }
