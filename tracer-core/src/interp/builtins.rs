@@ -1168,7 +1168,15 @@ impl<'l> Interp<'l> {
                         let h = self.hash_key(&arg(0))?;
                         d.borrow().get(&h).cloned().unwrap_or_else(|| arg(1))
                     }
-                    "keys" => seq_value(d.borrow().keys(), "dict_keys"),
+                    // A keys view is set-like (`{"a"} <= d.keys()`, `d.keys() == {"a", "b"}`,
+                    // `d.keys() - {"a"}`) and iterates in the dict's order: a set holding the
+                    // keys in that order.
+                    "keys" => {
+                        let entries = d.borrow().entries.iter().map(|(h, (k, _))| (h.clone(), (k.clone(), Value::None))).collect();
+                        let v = Value::Set(Rc::new(RefCell::new(Dict { entries })));
+                        crate::interp::model::state::note_born(self, &v);
+                        v
+                    }
                     "values" => seq_value(d.borrow().values(), "dict_values"),
                     "items" => seq_value(d.borrow().items().into_iter().map(|(k, v)| Value::tuple(vec![k, v])).collect(), "dict_items"),
                     "update" => {

@@ -334,6 +334,19 @@ impl<'l> Interp<'l> {
             CmpOp::NotEq => return Ok(Value::Bool(!self.py_eq(l, r)?)),
             _ => {}
         }
+        // Sets order by inclusion: `a <= b` is "a is a subset of b".
+        if let (Value::Set(a), Value::Set(b)) = (l, r) {
+            let (a, b) = (a.borrow(), b.borrow());
+            let within = |x: &Dict, y: &Dict| x.entries.keys().all(|h| y.entries.contains_key(h));
+            let (na, nb) = (a.entries.len(), b.entries.len());
+            // (`==`, `!=`, `is` and `in` were answered above.)
+            return Ok(Value::Bool(match op {
+                CmpOp::LtE => within(&a, &b),
+                CmpOp::Lt => na < nb && within(&a, &b),
+                CmpOp::GtE => within(&b, &a),
+                _ => na > nb && within(&b, &a),
+            }));
+        }
         let ord = self.py_cmp(l, r)?;
         let Some(ord) = ord else {
             if let Some(v) = self.call_dunder(l, cmp_dunder(op), vec![r.clone()])? {
