@@ -972,6 +972,12 @@ impl<'l> Interp<'l> {
                             None => return Ok(None),
                         },
                         "tuple" => matches!(v, Value::Tuple(_)) || matches!(v, Value::Instance(i) if i.tuple.is_some()),
+                        // chex names a wrapped function by `fn.func.__name__` when it is a partial.
+                        "functools.partial" => match v {
+                            Value::Builtin(b) => matches!(**b, Builtin::Partial { .. }),
+                            Value::Instance(i) if i.class.lookup("__tracelens_opaque_base__").is_some() => return Ok(None),
+                            _ => false,
+                        },
                         n if PY_TYPES.contains(&n) => tn == n,
                         n if n.starts_with("collections.abc.") => match abc_instance(v, &n["collections.abc.".len()..]) {
                             Some(b) => b,
