@@ -76,9 +76,32 @@ def filter_grad(fun=None, *, has_aux=False):
     return wrapper
 
 
+class if_array:
+    """`eqx.if_array(axis)`: `axis` for an array leaf, `None` for any other leaf
+    (equinox/_vmap_pmap.py). filter_vmap's dynamic leaves are its arrays, so as an axis spec
+    it means `axis` here."""
+
+    def __init__(self, axis):
+        self.axis = axis
+
+    def __call__(self, x):
+        return self.axis if is_array(x) else None
+
+    def __eq__(self, other):
+        return isinstance(other, if_array) and other.axis == self.axis
+
+    def __hash__(self):
+        return hash(("if_array", self.axis))
+
+    def __repr__(self):
+        return f"if_array(axis={self.axis})"
+
+
 def _axis_of(spec):
     if spec is None or isinstance(spec, int):
         return spec
+    if isinstance(spec, if_array):
+        return _axis_of(spec.axis)
     return _UNKNOWN_SPEC
 
 
