@@ -149,6 +149,9 @@ def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=No
             return [leaf for leaf in out_leaves if is_array(leaf)]
 
         mapped = jax.vmap(inner, in_axes=tuple(axes), axis_name=axis_name, axis_size=axis_size)(*dynamic)
+        if not statics:
+            # The body was not traced: a path an unknown chose, where the leaves are not known.
+            return _unknown.filter_vmap(fun)(*args, **kwargs)
         out_leaves, out_treedef = statics[-1]
         return jax.tree_util.tree_unflatten(out_treedef, _fill(out_leaves, [is_array(x) for x in out_leaves], mapped))
 
