@@ -1689,7 +1689,14 @@ fn abc_instance(v: &Value, abc: &str) -> Option<bool> {
             _ if scalar => false,
             _ => return None,
         },
-        "Iterable" => match v {
+        "Set" => match v {
+            Value::Set(_) => true,
+            Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Range(..) | Value::Array(_) => false,
+            _ if scalar => false,
+            _ => return None,
+        },
+        // Arrays have `__len__`, `__iter__` and `__contains__`: they are collections.
+        "Iterable" | "Collection" | "Sized" | "Container" => match v {
             Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Dict(_) | Value::Set(_) | Value::Range(..) | Value::Array(_) => true,
             _ if scalar => false,
             _ => return None,

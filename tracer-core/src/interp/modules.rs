@@ -693,7 +693,8 @@ fn std_attr(interp: &mut Interp, module: &'static str, name: &str) -> Value {
 
 /// The abstract base classes of `collections.abc` that `isinstance` answers for the builtin
 /// types (`Interp::isinstance`); the rest of the module is unknown.
-const COLLECTIONS_ABC: &[&str] = &["Mapping", "MutableMapping", "Sequence", "MutableSequence", "Iterable", "Callable"];
+const COLLECTIONS_ABC: &[&str] =
+    &["Mapping", "MutableMapping", "Sequence", "MutableSequence", "Iterable", "Collection", "Sized", "Container", "Set", "Callable"];
 
 /// Interns qualified names so repeated lookups do not leak: one `&'static str` per name.
 fn intern(s: String) -> &'static str {
