@@ -31,6 +31,8 @@ enum Check {
     Type,
     Integer,
     Scalar,
+    /// `|x - y| <= atol + rtol * |y|` element-wise (`assert_near`).
+    Near,
 }
 
 const fn cmp(op: &'static str, node: &'static str, jnp: JaxFn) -> Binary {
@@ -57,6 +59,7 @@ fn check(f: TfFn) -> Option<Check> {
         TfFn::AssertType => C::Type,
         TfFn::AssertInteger => C::Integer,
         TfFn::AssertScalar => C::Scalar,
+        TfFn::AssertNear => C::Near,
         _ => return None,
     })
 }
@@ -72,6 +75,13 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         Some(_) => return Ok(Value::None),
     };
     match check {
+        Check::Near => {
+            if super::in_graph(interp) {
+                return Ok(Value::None);
+            }
+            let Some(msg) = near_failure(p, message.as_deref()) else { return Ok(Value::None) };
+            return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
+        }
         Check::Compare(symbol, op) => {
             let Some(y) = p.get(1, "y") else { return Ok(Value::None) };
             let held = tensor::apply_binary(interp, &op, x, y)?;
@@ -200,6 +210,52 @@ fn in_graph(interp: &mut Interp, held: &Value, node: &str, message: String) {
     let scope = node.rsplit_once('/').map_or(node, |(scope, _)| scope);
     let check = super::graph_run::RunCheck::Holds { message };
     super::graph_run::record_check(interp, a, None, &format!("{scope}/Assert"), check);
+}
+
+/// An eager `assert_near` that fails for the known values of same-dtype `float32`/`float64`
+/// tensors of one shape (or one of them a single element), with the default tolerances
+/// (`10 * eps` of the dtype): TensorFlow's message, from the summarized data it prints.
+/// Only a failure by a clear margin is claimed (tracelens computes in `float64`); anything
+/// else is not known, and silent.
+fn near_failure(p: &Args, message: Option<&str>) -> Option<String> {
+    let (Some(Value::Array(x)), Some(Value::Array(y))) = (p.get(0, "x"), p.get(1, "y")) else { return None };
+    if p.kwargs.iter().any(|(k, _)| matches!(k.as_ref(), "rtol" | "atol" | "summarize")) || p.args.len() > 2 {
+        return None;
+    }
+    let (dtype, tol) = match x.aval.dtype {
+        DType::F32 => (DType::F32, "1.1920929e-06"),
+        DType::F64 => (DType::F64, "2.220446049250313e-15"),
+        _ => return None,
+    };
+    if y.aval.dtype != dtype {
+        return None;
+    }
+    let eps = if dtype == DType::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+    let tol_value = 10.0 * eps;
+    let values = |a: &std::rc::Rc<crate::jax::array::Array>| {
+        let known = a.known()?;
+        crate::jax::eval::force(&known, 1 << 16).map(|v| v.iter().copied().collect::<Vec<f64>>())
+    };
+    let (xs, ys) = (values(x)?, values(y)?);
+    let n = xs.len().max(ys.len());
+    let same = x.aval.shape == y.aval.shape;
+    if !same && xs.len() != 1 && ys.len() != 1 {
+        return None;
+    }
+    let at = |v: &[f64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+    let clearly_off = (0..n).any(|i| {
+        let (a, b) = (at(&xs, i), at(&ys, i));
+        let bound = tol_value + tol_value * b.abs();
+        a.is_finite() && b.is_finite() && (a - b).abs() > 2.0 * bound + 1e-30
+    });
+    if !clearly_off {
+        return None;
+    }
+    let name = dtype.name();
+    let prefix = message.map(|m| format!("{m}.  \n")).unwrap_or_default();
+    Some(format!(
+        "{prefix}x and y not equal to tolerance rtol = tf.Tensor({tol}, shape=(), dtype={name}), atol = tf.Tensor({tol}, shape=(), dtype={name})"
+    ))
 }
 
 /// Whether a comparison's result is known and false somewhere.

@@ -198,6 +198,7 @@ pub fn route(f: TfFn) -> Route {
         | F::AssertRank
         | F::AssertRankAtLeast
         | F::AssertRankIn
+        | F::AssertNear
         | F::AssertType
         | F::AssertInteger
         | F::AssertScalar => Route::Special,

@@ -328,6 +328,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         | TfFn::AssertNonNegative
         | TfFn::AssertNonPositive
         | TfFn::AssertRank
+        | TfFn::AssertNear
         | TfFn::AssertRankAtLeast
         | TfFn::AssertRankIn
         | TfFn::AssertType

@@ -217,6 +217,6 @@ tf_surface! {
     AssertType = "assert_type" in ["tensorflow.debugging"],
     AssertInteger = "assert_integer" in ["tensorflow.debugging"],
     AssertScalar = "assert_scalar" in ["tensorflow.debugging"],
-    // assert_near = "assert_near" in ["tensorflow.debugging"],
+    AssertNear = "assert_near" in ["tensorflow.debugging"],
     // assert_shapes = "assert_shapes" in ["tensorflow.debugging"],
 }
