@@ -62,9 +62,8 @@ pub(super) fn vmap_call(
         new_args.push(unbatch(interp, a, ax, &argname, &mut sizes)?);
     }
     let n = match (sizes.first(), axis_size) {
-        (Some((n, _)), _) => *n,
-        (None, Some(n)) => n,
-        // An unknown argument may hold the mapped axis.
+        (_, Some(n)) => n,
+        (Some((n, _)), None) => *n,
         // An unknown argument may hold the mapped axis; keyword arguments are mapped over
         // their leading axis, which tracelens does not batch yet.
         (None, None) if args.iter().any(Value::holds_unknown) || !kwargs.is_empty() => {
@@ -75,27 +74,7 @@ pub(super) fn vmap_call(
         }
     };
     if sizes.iter().any(|(m, _)| *m != n) {
-        let mut lines = vec!["vmap got inconsistent sizes for array axes to be mapped:".to_string()];
-        let mut seen: Vec<usize> = Vec::new();
-        for (m, d) in &sizes {
-            if !seen.contains(m) {
-                seen.push(*m);
-                let count = sizes.iter().filter(|(x, _)| x == m).count();
-                if count == 1 {
-                    lines.push(format!("  * one axis had size {m}: {d}"));
-                } else {
-                    lines.push(format!("  * {count} axes had size {m}"));
-                }
-            }
-        }
-        let msg = lines.join("\n").replace(";\n  *", ";\n  *");
-        let msg = msg
-            .lines()
-            .enumerate()
-            .map(|(i, l)| if i > 0 && i + 1 < lines.len() { format!("{l};") } else { l.to_string() })
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(interp.raise("ValueError", Code::VmapAxes, msg));
+        return Err(interp.raise("ValueError", Code::VmapAxes, inconsistent_sizes(&sizes, axis_size)));
     }
     let deps = array_leaves(interp, &args)?;
     let (out, record, _) = trace_with_record(interp, fun, new_args, kwargs, TraceKind::Vmap, "vmap", None, String::new())?;
@@ -427,4 +406,28 @@ fn unbatch(interp: &mut Interp, a: &Value, ax: &Value, argname: &str, sizes: &mu
         out.push(Value::Array(Array::unknown(arr.aval.with_shape(&s).weak(arr.aval.weak), "one example of a vmapped batch")));
     }
     unflatten(interp, &tree, &mut out.into_iter())
+}
+
+/// JAX's message for mapped axes of different sizes (`_mapped_axis_size`): the `axis_size`
+/// argument first when there is one, then each size by how many axes have it (most first,
+/// ties in argument order), with the first axis of that size as the example.
+fn inconsistent_sizes(sizes: &[(usize, String)], axis_size: Option<usize>) -> String {
+    let mut counts: Vec<(usize, usize, &str)> = Vec::new();
+    for (m, d) in sizes {
+        match counts.iter_mut().find(|c| c.0 == *m) {
+            Some(c) => c.1 += 1,
+            None => counts.push((*m, 1, d)),
+        }
+    }
+    // Stable, as Python's `Counter.most_common`: equal counts keep their first appearance.
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut lines: Vec<String> = axis_size.map(|n| format!("  * the `axis_size` argument was {n}")).into_iter().collect();
+    for (i, (size, count, example)) in counts.iter().enumerate() {
+        lines.push(match (count, i) {
+            (1, _) => format!("  * one axis had size {size}: {example}"),
+            (_, 0) => format!("  * most axes ({count} of them) had size {size}, e.g. {example}"),
+            _ => format!("  * some axes ({count} of them) had size {size}, e.g. {example}"),
+        });
+    }
+    format!("vmap got inconsistent sizes for array axes to be mapped:\n{}", lines.join(";\n"))
 }
