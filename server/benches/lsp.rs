@@ -864,9 +864,12 @@ fn start_baseline(bin: &Path, module: &str) -> Option<Session> {
     Some(s)
 }
 
-/// A server started on `root` with the workspace scan on: whether its progress ended, when,
-/// how many files it published for, and its RSS then.
-fn workspace_scan(bin: &Path, root: &Path) -> Option<(bool, Duration, usize, Option<(f64, f64)>)> {
+/// A workspace scan: whether its progress ended, when, how many files it published for, and
+/// the server's RSS then (MB, and its peak).
+type Scan = (bool, Duration, usize, Option<(f64, f64)>);
+
+/// A server started on `root` with the workspace scan on, until its scan ends.
+fn workspace_scan(bin: &Path, root: &Path) -> Option<Scan> {
     let start = Instant::now();
     let mut lsp = start_tracelens(bin, root, json!({"debounceMs": 0, "workspaceScan": true}))?;
     let ended = lsp.wait(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end", Duration::from_secs(600));
@@ -1133,7 +1136,7 @@ fn main() {
                 cross[0].as_secs_f64(),
                 cross[1].as_secs_f64()
             );
-            let took = |s: &Option<(bool, Duration, usize, Option<(f64, f64)>)>| s.as_ref().map(|s| s.1.as_secs_f64());
+            let took = |s: &Option<Scan>| s.as_ref().map(|s| s.1.as_secs_f64());
             if let (Some(x), Some(y)) = (took(&scan), took(&scan_vs)) {
                 println!("  workspace scan: tracelens {x:.2} s, baseline {y:.2} s, ratio {:.2}x", y / x);
             }
