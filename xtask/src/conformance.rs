@@ -2,6 +2,7 @@
 
 use crate::compare::{check_fixture, compare_with_tracelens, FixtureFolder};
 use crate::model::OracleReport;
+use crate::pool;
 use crate::python_env;
 use crate::report;
 use crate::runners::{Oracle, Tracelens};
@@ -11,7 +12,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 pub struct Options {
@@ -129,28 +129,14 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let started = Instant::now();
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<FixtureResult>>> = Mutex::new((0..fixtures.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = fixtures.get(index) else {
-                    break;
-                };
-                let name = relative_name(&fixtures_dir, path);
-                let result = run_fixture(path, name, gaps.get(&relative_name(&fixtures_dir, path)).cloned(), &oracle, tracelens.as_ref());
-                let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-                eprintln!("[{finished:>3}/{}] {:<13} {}", fixtures.len(), result.verdict.label(), result.name);
-                if let Ok(mut slots) = slots.lock() {
-                    slots[index] = Some(result);
-                }
-            });
-        }
+    let results: Vec<FixtureResult> = pool::map(&fixtures, jobs, |_, path| {
+        let name = relative_name(&fixtures_dir, path);
+        let result = run_fixture(path, name, gaps.get(&relative_name(&fixtures_dir, path)).cloned(), &oracle, tracelens.as_ref());
+        let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
+        eprintln!("[{finished:>3}/{}] {:<13} {}", fixtures.len(), result.verdict.label(), result.name);
+        result
     });
-    let results: Vec<FixtureResult> =
-        slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
     let suite = Suite {
         results,
         oracle_only: options.oracle_only,

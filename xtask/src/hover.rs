@@ -6,6 +6,7 @@
 
 use crate::conformance::{discover, relative_name, snapshot_oracle, target_dir, workspace_root};
 use crate::lsp_client::{file_uri, LspClient};
+use crate::pool;
 use crate::python_env;
 use crate::runners::Oracle;
 use serde::Deserialize;
@@ -14,8 +15,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 pub struct Options {
@@ -119,39 +118,30 @@ pub fn run(options: Options) -> Result<bool, String> {
     let binary = crate::conformance::build_tracelens(&root, &target_dir)?;
     warm_cache(&oracle, &fixtures, options.jobs.max(1));
 
-    let jobs = options.jobs.max(1).min(fixtures.len().max(1));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<(Vec<Hovered>, bool), String>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                let mut client: Option<LspClient> = None;
-                loop {
-                    let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(path) = fixtures.get(index) else { break };
-                    let name = relative_name(&fixtures_dir, path);
-                    let outcome = hover_fixture(&oracle, &binary, &mut client, path, &name);
-                    if outcome.is_err() {
-                        // A server that failed once is not trusted with the next fixture.
-                        client = None;
-                    }
-                    if let Ok(mut r) = results.lock() {
-                        r.push((index, outcome));
-                    }
-                }
-                if let Some(c) = client {
-                    c.stop();
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().map_err(|_| "a worker thread panicked".to_string())?;
-    results.sort_by_key(|(i, _)| *i);
+    // Each worker keeps its language server for the next fixture; a server that failed once is
+    // not trusted with the next one.
+    let results: Vec<Result<(Vec<Hovered>, bool), String>> = pool::map_with(
+        &fixtures,
+        options.jobs,
+        || None::<LspClient>,
+        |client, _, path| {
+            let outcome = hover_fixture(&oracle, &binary, client, path, &relative_name(&fixtures_dir, path));
+            if outcome.is_err() {
+                *client = None;
+            }
+            outcome
+        },
+        |client| {
+            if let Some(c) = client {
+                c.stop();
+            }
+        },
+    );
     let mut hovered = Vec::new();
     let mut failures = Vec::new();
     let mut truncated = Vec::new();
-    for (index, outcome) in results {
-        let name = relative_name(&fixtures_dir, &fixtures[index]);
+    for (path, outcome) in fixtures.iter().zip(results) {
+        let name = relative_name(&fixtures_dir, path);
         match outcome {
             Ok((sites, cut)) => {
                 if cut {

@@ -9,6 +9,7 @@ mod hover;
 mod lsp_client;
 mod model;
 mod pairs;
+mod pool;
 mod process;
 mod projects;
 mod python_env;

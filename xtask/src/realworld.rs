@@ -2,6 +2,7 @@
 //! projects, measured: crashes, budget stops, staging-transform sites traced, lines reached
 //! under a transformation, findings, time per file (tests/realworld/README.md).
 
+use crate::pool;
 use crate::process::{run_with_limit, tail, Finished};
 use crate::realworld_bodies::function_lines;
 use crate::realworld_scan::{code_lines, notebook_to_python, sites, Site, Target};
@@ -11,8 +12,6 @@ use std::fmt::Write;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 pub struct Options {
@@ -110,21 +109,8 @@ pub fn run(options: Options, binary: &Path, tracelens_commit: &str, scratch: &Pa
     let jobs: Vec<(usize, usize)> =
         projects.iter().enumerate().flat_map(|(p, project)| (0..project.sources.len()).map(move |s| (p, s))).collect();
     eprintln!("realworld: {} files in {} projects, {} at a time", jobs.len(), projects.len(), options.jobs.max(1));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<HashMap<(usize, usize), FileRun>> = Mutex::new(HashMap::new());
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&(p, s)) = jobs.get(index) else { break };
-                let run = run_file(binary, &projects[p], &projects[p].sources[s], options.timeout);
-                if let Ok(mut map) = results.lock() {
-                    map.insert((p, s), run);
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().map_err(|_| "a worker thread panicked".to_string())?;
+    let runs = pool::map(&jobs, options.jobs, |_, &(p, s)| run_file(binary, &projects[p], &projects[p].sources[s], options.timeout));
+    let mut results: HashMap<(usize, usize), FileRun> = jobs.iter().copied().zip(runs).collect();
 
     let mut out = String::new();
     let mut rows = Vec::new();

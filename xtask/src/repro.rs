@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::pool;
 use crate::process::run_with_limit;
 
 pub struct ReproSummary {
@@ -266,51 +265,40 @@ pub(crate) fn emit(binary: &Path, case: &Case, out: &Path) -> Result<(), String>
 
 pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jobs: usize) -> ReproSummary {
     let fixtures = cases(errors_dir, out_dir);
-    let next = AtomicUsize::new(0);
     // (fixture, class, outcome under JAX when written (the reproducer's message, and the
     // fixture's when it raised the class), reduction, why nothing was written, cut from the
     // source)
     type Row = (String, String, Option<Result<(String, Option<String>), String>>, f64, String, bool);
-    let results: Mutex<Vec<Row>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(case) = fixtures.get(i) else { break };
-                let (name, path, class) = (&case.name, &case.entry, &case.class);
-                let out = case.output_in(out_dir);
-                let (emitted, why) = match emit(binary, case, &out) {
-                    Ok(()) => (true, String::new()),
-                    Err(why) => (false, why),
-                };
-                let text = std::fs::read_to_string(&out).unwrap_or_default();
-                let outcome = if !emitted {
-                    None
-                } else {
-                    let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
-                    let fixture = match &case.cwd {
-                        Some(dir) => raises_under_jax(python, &dir.join("main.py"), dir, class).map_err(|why| (true, why)),
-                        None => {
-                            let dir = path.parent().unwrap_or(Path::new("."));
-                            raises_under_jax(python, path, dir, class).map_err(|why| (false, why))
-                        }
-                    };
-                    Some(match (link, fixture) {
-                        (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
-                        // A project must raise under JAX; a file that does not is the suite's
-                        // own verdict (FIXTURE WRONG), and its message is not compared.
-                        (_, Err((true, why))) => Err(format!("the fixture itself, under JAX: {why}")),
-                        (_, fixture) => raises_under_jax(python, &out, out_dir, class).map(|m| (m, fixture.ok())),
-                    })
-                };
-                let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
-                if let Ok(mut r) = results.lock() {
-                    r.push((name.clone(), class.clone(), outcome, reduction, why, text.contains("\n# cut from the source")));
+    let results: Vec<Row> = pool::map(&fixtures, jobs, |_, case| {
+        let (name, path, class) = (&case.name, &case.entry, &case.class);
+        let out = case.output_in(out_dir);
+        let (emitted, why) = match emit(binary, case, &out) {
+            Ok(()) => (true, String::new()),
+            Err(why) => (false, why),
+        };
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let outcome = if !emitted {
+            None
+        } else {
+            let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
+            let fixture = match &case.cwd {
+                Some(dir) => raises_under_jax(python, &dir.join("main.py"), dir, class).map_err(|why| (true, why)),
+                None => {
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    raises_under_jax(python, path, dir, class).map_err(|why| (false, why))
                 }
-            });
-        }
+            };
+            Some(match (link, fixture) {
+                (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
+                // A project must raise under JAX; a file that does not is the suite's
+                // own verdict (FIXTURE WRONG), and its message is not compared.
+                (_, Err((true, why))) => Err(format!("the fixture itself, under JAX: {why}")),
+                (_, fixture) => raises_under_jax(python, &out, out_dir, class).map(|m| (m, fixture.ok())),
+            })
+        };
+        let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
+        (name.clone(), class.clone(), outcome, reduction, why, text.contains("\n# cut from the source"))
     });
-    let results = results.into_inner().unwrap_or_default();
     let reductions =
         |cut: Option<bool>| -> Vec<f64> { results.iter().filter(|r| r.2.is_some() && cut.is_none_or(|c| c == r.5)).map(|r| r.3).collect() };
     let (staged, source_cut) = (reductions(Some(false)), reductions(Some(true)));
@@ -415,73 +403,65 @@ while f"out{k}" in g:
 
 pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: &Path, jobs: usize) -> FunctionSummary {
     let fixtures = python_files_in(clean_dir, out_dir);
-    let next = AtomicUsize::new(0);
     // (fixture, function, traces staged, traces matching, problem, why traces were left out)
     type Outcome = (String, String, usize, usize, Option<String>, Option<String>);
-    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = fixtures.get(i) else { break };
-                let name = path.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-                let mut trace = Command::new(binary);
-                trace.arg("trace").arg(path).arg("--format").arg("json");
-                let Ok(done) = run_with_limit(trace, Duration::from_secs(60)) else { continue };
-                let Ok(json) = serde_json::from_str::<serde_json::Value>(&done.stdout) else { continue };
-                let mut functions: Vec<String> = json["functions"]
-                    .as_array()
-                    .map(|fs| {
-                        fs.iter()
-                            .filter(|f| f["transform"] == "jit")
-                            .filter_map(|f| f["name"].as_str().map(str::to_string))
-                            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                functions.sort();
-                functions.dedup();
-                for function in functions {
-                    let out = out_dir.join(format!("{name}__{function}.py"));
-                    let _ = std::fs::remove_file(&out);
-                    let mut cmd = Command::new(binary);
-                    cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
-                    let done = run_with_limit(cmd, Duration::from_secs(60));
-                    let written = matches!(&done, Ok(f) if f.status == Some(0));
-                    // `repro --function` says on its last line of standard error why traces
-                    // were left out (after "wrote FILE" when it wrote some).
-                    let left_out = match &done {
-                        Ok(f) => f.stderr.lines().find(|l| !l.starts_with("wrote ")).map(str::to_string),
-                        Err(e) => Some(e.to_string()),
-                    };
-                    let text = std::fs::read_to_string(&out).unwrap_or_default();
-                    let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
-                    let outcome = if !written || expected.is_empty() {
-                        (0, 0, None)
-                    } else {
-                        let mut run = Command::new(python);
-                        run.arg("-c").arg(AVALS_OF_OUTPUTS).arg(&out).env("JAX_PLATFORMS", "cpu");
-                        match run_with_limit(run, Duration::from_secs(120)) {
-                            Ok(f) => {
-                                let got: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("# out")).collect();
-                                let matching = expected.iter().filter(|e| got.contains(e)).count();
-                                let problem = (matching < expected.len()).then(|| {
-                                    let last = f.stderr.lines().last().unwrap_or("").to_string();
-                                    format!("expected {expected:?}, JAX gave {got:?} {last}")
-                                });
-                                (expected.len(), matching, problem)
-                            }
-                            Err(e) => (expected.len(), 0, Some(format!("did not run: {e}"))),
-                        }
-                    };
-                    if let Ok(mut r) = results.lock() {
-                        r.push((name.clone(), function, outcome.0, outcome.1, outcome.2, left_out));
+    let per_fixture: Vec<Vec<Outcome>> = pool::map(&fixtures, jobs, |_, path| {
+        let mut outcomes = Vec::new();
+        let name = path.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let mut trace = Command::new(binary);
+        trace.arg("trace").arg(path).arg("--format").arg("json");
+        let Ok(done) = run_with_limit(trace, Duration::from_secs(60)) else { return outcomes };
+        let Ok(json) = serde_json::from_str::<serde_json::Value>(&done.stdout) else { return outcomes };
+        let mut functions: Vec<String> = json["functions"]
+            .as_array()
+            .map(|fs| {
+                fs.iter()
+                    .filter(|f| f["transform"] == "jit")
+                    .filter_map(|f| f["name"].as_str().map(str::to_string))
+                    .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        functions.sort();
+        functions.dedup();
+        for function in functions {
+            let out = out_dir.join(format!("{name}__{function}.py"));
+            let _ = std::fs::remove_file(&out);
+            let mut cmd = Command::new(binary);
+            cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
+            let done = run_with_limit(cmd, Duration::from_secs(60));
+            let written = matches!(&done, Ok(f) if f.status == Some(0));
+            // `repro --function` says on its last line of standard error why traces
+            // were left out (after "wrote FILE" when it wrote some).
+            let left_out = match &done {
+                Ok(f) => f.stderr.lines().find(|l| !l.starts_with("wrote ")).map(str::to_string),
+                Err(e) => Some(e.to_string()),
+            };
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
+            let outcome = if !written || expected.is_empty() {
+                (0, 0, None)
+            } else {
+                let mut run = Command::new(python);
+                run.arg("-c").arg(AVALS_OF_OUTPUTS).arg(&out).env("JAX_PLATFORMS", "cpu");
+                match run_with_limit(run, Duration::from_secs(120)) {
+                    Ok(f) => {
+                        let got: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("# out")).collect();
+                        let matching = expected.iter().filter(|e| got.contains(e)).count();
+                        let problem = (matching < expected.len()).then(|| {
+                            let last = f.stderr.lines().last().unwrap_or("").to_string();
+                            format!("expected {expected:?}, JAX gave {got:?} {last}")
+                        });
+                        (expected.len(), matching, problem)
                     }
+                    Err(e) => (expected.len(), 0, Some(format!("did not run: {e}"))),
                 }
-            });
+            };
+            outcomes.push((name.clone(), function, outcome.0, outcome.1, outcome.2, left_out));
         }
+        outcomes
     });
-    let results = results.into_inner().unwrap_or_default();
+    let results: Vec<Outcome> = per_fixture.into_iter().flatten().collect();
     let mut wrong: Vec<(String, String, String)> =
         results.iter().filter_map(|(n, f, _, _, p, _)| p.as_ref().map(|p| (n.clone(), f.clone(), p.clone()))).collect();
     wrong.sort();

@@ -8,14 +8,13 @@ use crate::conformance::{
     build_tracelens, discover, load_known_gaps, relative_name, target_dir, workspace_root, FixtureResult, Suite, Verdict,
 };
 use crate::model::OracleReport;
+use crate::pool;
 use crate::process::run_with_limit;
 use crate::runners::Tracelens;
 use crate::sha256::sha256_hex;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub const TF_PACKAGE: &str = "tensorflow-cpu==2.21.0";
@@ -84,25 +83,13 @@ pub fn run(options: Options) -> Result<bool, String> {
     let tracelens =
         if options.oracle_only { None } else { Some(Tracelens { binary: build_tracelens(&root, &target)?, working_dir: root.clone() }) };
 
-    let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<FixtureResult>>> = Mutex::new((0..fixtures.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1).min(fixtures.len().max(1)) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = fixtures.get(index) else { break };
-                let name = relative_name(&fixtures_root, path);
-                let gap = gaps.get(&name).cloned();
-                let result = compare_one(path, name, gap, &cache_file(path), tracelens.as_ref());
-                eprintln!("[{:>3}/{}] {:<13} {}", index + 1, fixtures.len(), result.verdict.label(), result.name);
-                if let Ok(mut slots) = slots.lock() {
-                    slots[index] = Some(result);
-                }
-            });
-        }
+    let results: Vec<FixtureResult> = pool::map(&fixtures, options.jobs, |index, path| {
+        let name = relative_name(&fixtures_root, path);
+        let gap = gaps.get(&name).cloned();
+        let result = compare_one(path, name, gap, &cache_file(path), tracelens.as_ref());
+        eprintln!("[{:>3}/{}] {:<13} {}", index + 1, fixtures.len(), result.verdict.label(), result.name);
+        result
     });
-    let results: Vec<FixtureResult> =
-        slots.into_inner().map_err(|_| "a worker thread panicked".to_string())?.into_iter().flatten().collect();
     let suite = Suite {
         results,
         oracle_only: options.oracle_only,

@@ -5,13 +5,12 @@
 //! fixture's own message (its first line, `repro::comparable_message`); a fixture with no
 //! reproducer is listed, not failed, as on the JAX side (`repro.rs`).
 
+use crate::pool;
 use crate::process::run_with_limit;
 use crate::repro::{cases, code_lines, comparable_message, emit, median};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The reproducers staged out of a trace over all the error fixtures, at least: a change that
@@ -68,42 +67,27 @@ pub fn check(setup: &Setup) -> TfReproSummary {
     let Setup { binary, python, script, errors_dir, out_dir, jobs, filter } = *setup;
     let mut all = cases(errors_dir, out_dir);
     all.retain(|c| filter.is_none_or(|f| format!("tf/errors/{}", c.name).contains(f)));
-    let next = AtomicUsize::new(0);
-    let written: Mutex<Vec<Written>> = Mutex::new(Vec::new());
-    let missing: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(case) = all.get(i) else { break };
-                let out = case.output_in(out_dir);
-                match emit(binary, case, &out) {
-                    Ok(()) => {
-                        let text = std::fs::read_to_string(&out).unwrap_or_default();
-                        let row = Written {
-                            name: case.name.clone(),
-                            class: case.class.clone(),
-                            fixture: case.entry.clone(),
-                            reproducer: out,
-                            staged: !text.contains("\n# cut from the source"),
-                            reduction: 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64,
-                        };
-                        if let Ok(mut w) = written.lock() {
-                            w.push(row);
-                        }
-                    }
-                    Err(why) => {
-                        if let Ok(mut m) = missing.lock() {
-                            m.push((case.name.clone(), why));
-                        }
-                    }
-                }
-            });
-        }
+    let emitted: Vec<Result<Written, (String, String)>> = pool::map(&all, jobs, |_, case| {
+        let out = case.output_in(out_dir);
+        emit(binary, case, &out).map_err(|why| (case.name.clone(), why))?;
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        Ok(Written {
+            name: case.name.clone(),
+            class: case.class.clone(),
+            fixture: case.entry.clone(),
+            reproducer: out,
+            staged: !text.contains("\n# cut from the source"),
+            reduction: 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64,
+        })
     });
-    let mut written = written.into_inner().unwrap_or_default();
+    let (mut written, mut missing): (Vec<Written>, Vec<(String, String)>) = (Vec::new(), Vec::new());
+    for row in emitted {
+        match row {
+            Ok(w) => written.push(w),
+            Err(m) => missing.push(m),
+        }
+    }
     written.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut missing = missing.into_inner().unwrap_or_default();
     missing.sort();
     let programs: Vec<&Path> = written.iter().flat_map(|w| [w.fixture.as_path(), w.reproducer.as_path()]).collect();
     let raised = run_under_tensorflow(python, script, &programs);
