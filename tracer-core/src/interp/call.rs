@@ -105,6 +105,9 @@ impl<'l> Interp<'l> {
             Value::Opaque(o) if o.tracer => Ok(Value::opaque_tracer(format!("{}(...)", o.what))),
             Value::Opaque(o) => match crate::interp::model::entry_hooks::call_opaque(self, o, &args, &kwargs) {
                 Some(result) => result,
+                // A lookup with no default (`os.environ.get(k)`, `d.get(k)` of an unknown
+                // mapping, `os.getenv(k)`) is `None` when the key is missing.
+                None if lookup_without_default(&o.what, &args, &kwargs) => Ok(Value::opaque_maybe_none(format!("{}(...)", o.what))),
                 None => Ok(Value::opaque(format!("{}(...)", o.what))),
             },
             other => Err(self.type_error(format!("'{}' object is not callable", other.type_name()))),
@@ -545,4 +548,16 @@ pub fn missing_arguments(fname: &str, missing: &[impl AsRef<str>]) -> String {
     };
     let plural = if names.len() == 1 { "" } else { "s" };
     format!("{fname}() missing {} required positional argument{plural}: {list}", names.len())
+}
+
+/// `what(args)` is a lookup that gives `None` for a missing key: a method `get` or the
+/// function `getenv` called with the key alone, or with `None` as its default.
+fn lookup_without_default(what: &str, args: &[Value], kwargs: &[(Rc<str>, Value)]) -> bool {
+    let name = what.rsplit('.').next().unwrap_or(what);
+    let default_none = match (args, kwargs.is_empty()) {
+        ([_], true) => true,
+        ([_, Value::None], true) => true,
+        _ => false,
+    };
+    matches!(name, "get" | "getenv") && default_none
 }

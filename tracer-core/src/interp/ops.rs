@@ -293,6 +293,11 @@ impl<'l> Interp<'l> {
             CmpOp::Is | CmpOp::IsNot if (maybe_same_array(l, r) || maybe_same_array(r, l)) && !self.in_library() => {
                 return Ok(Value::opaque("an identity test of an unknown value with an array"));
             }
+            // Whether an unknown that may be `None` is `None` is unknown (`Opaque::maybe_none`:
+            // `os.environ.get(k)`, a gradient TensorFlow may give as `None`).
+            CmpOp::Is | CmpOp::IsNot if maybe_none(l, r) || maybe_none(r, l) => {
+                return Ok(Value::opaque("an identity test with None of an unknown that may be None"));
+            }
             // Whether an unknown is a given class or function (`type(x) is tuple` of an unknown
             // `x`), or is another unknown, is unknown.
             CmpOp::Is | CmpOp::IsNot if unknown_identity(l, r) || unknown_identity(r, l) => {
@@ -2326,6 +2331,11 @@ fn dataclass_field_values(inst: &super::value::Instance) -> Vec<Value> {
 
 /// `l` is an unknown whose identity with `r` is not known: another unknown, or a class or
 /// builtin it may be (an unknown is never a list, dict or instance made here).
+/// `l` is an unknown that may be `None`, `r` is `None`.
+fn maybe_none(l: &Value, r: &Value) -> bool {
+    matches!((l, r), (Value::Opaque(o), Value::None) if o.maybe_none)
+}
+
 fn unknown_identity(l: &Value, r: &Value) -> bool {
     match (l, r) {
         (Value::Opaque(a), Value::Opaque(b)) => !Rc::ptr_eq(a, b),

@@ -67,6 +67,13 @@ pub struct Opaque {
     /// control flow on it is JAX's error whatever its aval; a value that is only maybe a
     /// tracer (an argument the interpreter does not know) is never this.
     pub tracer: bool,
+    /// May be `None`: `is None` on it is unknown. Other unknowns answer `is None` with False,
+    /// a measured choice (design.md §6 would make every one unknown, but on the real projects
+    /// that forked so many `if x is None:` defaults that distrax ran out of budget, and lost
+    /// its true findings): only values that are `None` in the common case are marked, a
+    /// lookup with no default (`os.environ.get(k)`, `d.get(k)` of an unknown mapping) and a
+    /// gradient TensorFlow may give as `None`.
+    pub maybe_none: bool,
 }
 
 impl Value {
@@ -87,11 +94,15 @@ impl Value {
         }
     }
     pub fn opaque(what: impl Into<String>) -> Value {
-        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: false }))
+        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: false, maybe_none: false }))
+    }
+    /// An unknown that may be `None` (`Opaque::maybe_none`).
+    pub fn opaque_maybe_none(what: impl Into<String>) -> Value {
+        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: false, maybe_none: true }))
     }
     /// An unknown that is certainly a tracer (`Opaque::tracer`).
     pub fn opaque_tracer(what: impl Into<String>) -> Value {
-        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: true }))
+        Value::Opaque(Rc::new(Opaque { what: what.into(), tracer: true, maybe_none: false }))
     }
     /// Whether the value is, or holds somewhere in its containers, something unknown: its
     /// pytree structure and avals are then not all known.

@@ -4,9 +4,11 @@
 //! (`tape_gradient.rs`): values TensorFlow's would have, `None` for a source the target does
 //! not depend on. Outside any trace (an eager tape) the ops run while the tape records are
 //! logged and differentiated the same way (`tape_eager.rs`). Where autodiff has no rule, or
-//! tracelens cannot vouch for what the tape recorded, a gradient has the shape and dtype
-//! TensorFlow gives it (a source's own) and no known value, never a wrong `None`: only what TensorFlow returns `None` for whatever the target is (an integer
-//! variable) is `None`. A non-persistent tape used twice raises TensorFlow's `RuntimeError`.
+//! tracelens cannot vouch for what the tape recorded, a gradient is unknown: TensorFlow gives
+//! `None` for a source the target does not reach (a second-order gradient of a linear
+//! function), so neither a tensor nor `None` can be claimed. Only what TensorFlow returns
+//! `None` for whatever the target is (an integer variable) is `None` without autodiff. A
+//! non-persistent tape used twice raises TensorFlow's `RuntimeError`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -20,7 +22,6 @@ use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
-use crate::jax::ir::Prim;
 
 pub struct Tape {
     persistent: bool,
@@ -121,7 +122,7 @@ pub fn call_method(interp: &mut Interp, tape: &Rc<Tape>, name: &str, args: Vec<V
                 Some(t) if interp.jax.traces.is_empty() => super::tape_eager::compute(interp, tape, t).map(Computed::Eager),
                 _ => None,
             };
-            let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), none_allowed };
+            let g = Gradients { tape, computed: computed.as_ref(), none_allowed };
             let out = g.of(interp, sources);
             if !tape.persistent {
                 super::tape_eager::release(tape);
@@ -171,10 +172,9 @@ impl Tape {
     }
 }
 
-/// One `gradient` call: the target, and what autodiff computed for it.
+/// One `gradient` call: the tape, and what autodiff computed for its target.
 struct Gradients<'a> {
     tape: &'a Tape,
-    target: Option<&'a Rc<Array>>,
     computed: Option<&'a Computed>,
     none_allowed: bool,
 }
@@ -244,15 +244,17 @@ impl Gradients<'_> {
         })
     }
 
-    /// The gradient with respect to one source: a tensor of the source's shape and dtype whose
-    /// value is not known, `None` where TensorFlow certainly gives `None`, else unknown.
+    /// The gradient with respect to one source: the one autodiff computed, `None` where
+    /// TensorFlow certainly gives `None`, else unknown. Not a tensor of the source's shape
+    /// whose value is not known: TensorFlow gives `None` for a source the target does not reach,
+    /// and a gradient tracelens did not compute may be one (a second-order gradient of a linear
+    /// function is: `assert d2y_dw2 is None` holds).
     fn one(&self, interp: &mut Interp, source: &Value) -> PyResult<Value> {
-        let (tape, target) = (self.tape, self.target);
-        let source = match source {
+        let tape = self.tape;
+        let computed = match source {
             Value::Builtin(b) => match &**b {
                 crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => {
-                    let value = var.value.borrow().clone();
-                    if !value.aval.dtype.is_inexact() {
+                    if !var.value.borrow().aval.dtype.is_inexact() {
                         // TensorFlow warns that the source must be floating and gives None.
                         return Ok(Value::None);
                     }
@@ -261,27 +263,21 @@ impl Gradients<'_> {
                     if !watched {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
-                    if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
-                        return Ok(self.finish(interp, g));
-                    }
-                    value
+                    self.computed.and_then(|c| c.of_variable(interp, var))
                 }
                 _ => return Ok(unknown_tensor(interp, "the gradient of a source that is not modelled")),
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
-                if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
-                    return Ok(self.finish(interp, g));
-                }
-                a.clone()
+                self.computed.and_then(|c| c.of_tensor(interp, a))
             }
             _ => return Ok(unknown_tensor(interp, "the gradient of a tensor the tape may not have recorded")),
         };
-        let Some(target) = target else {
-            return Ok(unknown_tensor(interp, "the gradient of a target that is not a floating tensor"));
-        };
-        let aval = source.aval.clone().weak(false);
-        let grad = crate::jax::apply1(interp, Prim::opaque("gradient", aval), &[target.clone(), source])?;
-        Ok(Value::Array(mark_array(grad)))
+        Ok(match computed {
+            Some(g) => self.finish(interp, g),
+            None => Value::opaque_maybe_none(
+                "a gradient tracelens did not compute (TensorFlow gives None for a source the target does not reach)",
+            ),
+        })
     }
 
     /// A computed gradient: `None` (unconnected) only where TensorFlow gives `None`.
