@@ -814,7 +814,12 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
             };
             expect(same(&invars(cond), operands) && same(&invars(body), operands), "bodies take other types than the carry's");
             expect(same(&outs(body), operands) && same(&declared, operands), "body returns other types than the carry's");
-            expect(same(&outs(cond), &[Aval::scalar(DType::Bool)]), "cond_jaxpr does not return bool[]");
+            // A batched predicate (`vmap` of a `while_loop`) leads every carry's shape.
+            let pred_ok = match outs(cond).as_slice() {
+                [p] => p.dtype == DType::Bool && operands.iter().all(|a| a.shape.starts_with(&p.shape)),
+                _ => false,
+            };
+            expect(pred_ok, "cond_jaxpr does not return a bool[] or a bool leading every carry's shape");
         }
         Prim::Scan { length, num_carry, .. } => {
             let Some(body) = eqn.bodies.first() else {
