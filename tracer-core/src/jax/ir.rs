@@ -767,20 +767,7 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
                 format!("out_axes={out_axes}"),
             ]
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => Vec::new(),
+        families::all_but!(control_flow) => Vec::new(),
     }
 }
 
@@ -865,20 +852,7 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
                 .collect();
             expect(same(&batched, &declared), "declares outputs that are not the body's outputs stacked");
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => {}
+        families::all_but!(control_flow) => {}
     }
     problems
 }
@@ -1207,21 +1181,7 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
             }
             outvars
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::While
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
+        Prim::While | families::all_but!(control_flow) => return None,
     };
     Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
 }

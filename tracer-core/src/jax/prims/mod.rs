@@ -173,54 +173,7 @@ impl Props {
 pub fn block(prim: &Prim) -> Option<&dyn Block> {
     match prim {
         Prim::Block(b) => Some(&*b.0),
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed { .. }
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Pjit { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Opaque(_)
-        | Prim::Linalg(_) => None,
+        families::all_but!(blocks) => None,
     }
 }
 

@@ -136,7 +136,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_d
                 (nan_x, nan_y) => nan_x.cmp(&nan_y),
             })?
         }
-        Prim::Sort { .. } | families::all_but_reductions!() => return None,
+        Prim::Sort { .. } | families::all_but!(reductions) => return None,
     })
 }
 
@@ -350,7 +350,7 @@ pub(crate) fn jvp_rule(
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::TopKIndices { .. }
-        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+        | families::all_but!(reductions) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
@@ -442,7 +442,7 @@ pub(crate) fn transpose_rule(
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::TopKIndices { .. }
-        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+        | families::all_but!(reductions) => return Err(no_rule(eqn)),
     }
     Ok(cts)
 }
@@ -518,7 +518,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
             }
             (prim.clone(), Some(bd))
         }
-        Prim::Sort { .. } | families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
+        Prim::Sort { .. } | families::all_but!(reductions) => return Err(AdError::NoRule(prim.name())),
     };
     Ok(vec![(bind(interp, prim, &[x.clone()])?, out)])
 }
@@ -547,6 +547,6 @@ pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
     match prim {
         Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => true,
         Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => true,
-        families::all_but_reductions!() => false,
+        families::all_but!(reductions) => false,
     }
 }

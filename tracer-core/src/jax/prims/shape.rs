@@ -195,7 +195,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize]) -> Op
     Some(match prim {
         Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
-        families::movement!() | families::all_but_shape!() => return None,
+        families::movement!() | families::all_but!(movement creation) => return None,
     })
 }
 
@@ -244,7 +244,7 @@ pub(crate) fn kernel_f32(prim: &Prim, ins: &[NdDataF32], out_shape: &[usize]) ->
             | Prim::Concatenate { .. }
             | Prim::Pad { .. }
             | families::creation!()
-            | families::all_but_shape!() => return None,
+            | families::all_but!(movement creation) => return None,
         },
         false,
     ))
@@ -334,23 +334,7 @@ pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
-        families::elementwise!()
-        | families::reductions!()
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement) => return None,
     })
 }
 
@@ -431,7 +415,7 @@ pub(crate) fn jvp_rule(
             operands.extend(ins[2..].iter().cloned());
             bind(interp, eqn.prim.clone(), &operands)?
         }
-        Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but_shape!() => return Err(no_rule(eqn)),
+        Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement creation) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
@@ -539,9 +523,11 @@ pub(crate) fn transpose_rule(
                 cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands)?);
             }
         }
-        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Concatenate { .. } | Prim::Pad { .. } | families::all_but_shape!() => {
-            return Err(no_rule(eqn))
-        }
+        Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | families::all_but!(movement creation) => return Err(no_rule(eqn)),
     }
     Ok(cts)
 }
@@ -679,7 +665,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         Prim::DynamicSlice { .. } => super::indexing::batching::dynamic_slice(interp, prim, ins, dims),
         Prim::DynamicUpdateSlice => super::indexing::batching::dynamic_update_slice(interp, prim, ins, dims),
         Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
-        families::all_but_shape!() => Err(AdError::NoRule(prim.name())),
+        families::all_but!(movement creation) => Err(AdError::NoRule(prim.name())),
     }
 }
 
@@ -696,6 +682,6 @@ pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
         Prim::Pad { .. } => mapped == [true, false],
         Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice => true,
         Prim::Iota { .. } | Prim::Full { .. } => false,
-        families::all_but_shape!() => false,
+        families::all_but!(movement creation) => false,
     }
 }

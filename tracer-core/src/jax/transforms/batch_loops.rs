@@ -12,7 +12,7 @@
 
 use std::rc::Rc;
 
-use super::batch::{batch_jaxpr, batchable_with, effect_free, pairs, Batched};
+use super::batch::{batch_jaxpr, batchable_with, effect_free, mapped_at, pairs, Batched};
 use crate::interp::Interp;
 use crate::jax::ad::{AdError, AdResult};
 use crate::jax::ad_control::{dependent_outputs, trace_body};
@@ -154,21 +154,9 @@ fn batch_scan(
     let (i_flags, x_flags) = rest.split_at(l.carry);
     let carry = carry_fixpoint(body, c_flags, i_flags, x_flags);
     // Consts batched first, scanned arrays batched second (JAX's `new_consts`, `new_xs`).
-    let mut consts = Vec::with_capacity(l.consts);
-    for (x, d) in ins[..l.consts].iter().zip(&dims[..l.consts]) {
-        consts.push(match d {
-            Some(d) => (moveaxis(interp, x, *d, 0)?, Some(0)),
-            None => (x.clone(), None),
-        });
-    }
+    let consts = mapped_at(interp, pairs(&ins[..l.consts], &dims[..l.consts]), 0)?;
     let init = loop_init(interp, &ins[l.consts..l.consts + l.carry], &dims[l.consts..l.consts + l.carry], &carry, size)?;
-    let mut xs = Vec::new();
-    for (x, d) in ins[l.consts + l.carry..].iter().zip(&dims[l.consts + l.carry..]) {
-        xs.push(match d {
-            Some(d) => (moveaxis(interp, x, *d, 1)?, Some(1)),
-            None => (x.clone(), None),
-        });
-    }
+    let xs = mapped_at(interp, pairs(&ins[l.consts + l.carry..], &dims[l.consts + l.carry..]), 1)?;
     // The body sees one slice of each scanned array: its batch dimension first.
     let slice = |x: &Rc<Array>| x.aval.with_shape(&x.aval.shape[1.min(x.aval.ndim())..]);
     let in_avals: Vec<Aval> = init.iter().map(|(x, _)| x.aval.clone()).chain(xs.iter().map(|(x, _)| slice(x))).collect();
@@ -178,11 +166,8 @@ fn batch_scan(
         let mut outs = batch_jaxpr(interp, body, &consts, &pairs(fresh, &in_dims), size)?;
         let ys = outs.split_off(num_carry.min(outs.len()));
         let mut res = carry_out(interp, outs, &carry, size)?;
-        for (y, d) in ys {
-            res.push(match d {
-                Some(d) => moveaxis(interp, &y, d, 0)?,
-                None => y,
-            });
+        for (y, d) in mapped_at(interp, ys, 0)? {
+            res.push(y);
             ys_dims.push(d.map(|_| 1));
         }
         Ok(res)

@@ -317,7 +317,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             let dhi = m(interp, hi, CmpPrim::Lt, op)?;
             vec![times(dlo), times(dop), times(dhi)]
         }
-        Prim::Compare(_) | Prim::Select | Prim::ConvertElementType { .. } | Prim::StopGradient | families::all_but_elementwise!() => {
+        Prim::Compare(_) | Prim::Select | Prim::ConvertElementType { .. } | Prim::StopGradient | families::all_but!(elementwise) => {
             return Ok(None)
         }
     }))
@@ -359,7 +359,7 @@ pub(crate) fn jvp_rule(
             let t = instantiate(interp, 2)?;
             bind(interp, Prim::Select, &[ins[0].clone(), f, t])?
         }
-        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but_elementwise!() => {
+        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but!(elementwise) => {
             return Err(no_rule(eqn))
         }
     };
@@ -407,7 +407,7 @@ pub(crate) fn transpose_rule(
                 cts[2] = Some(sum_to_shape(interp, &c, &in_shape(2))?);
             }
         }
-        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but_elementwise!() => {
+        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but!(elementwise) => {
             return Err(no_rule(eqn))
         }
     }
