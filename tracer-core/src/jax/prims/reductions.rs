@@ -10,7 +10,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::batching::{self, BDim, BatchResult};
 use super::elementwise::{max_f64, min_f64};
 use super::indexing::zero_fill_gather;
-use super::{arg, families, type_error, RuleResult};
+use super::{arg, families, type_error, RuleResult, Transposing};
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
@@ -356,15 +356,8 @@ pub(crate) fn jvp_rule(
 }
 
 /// The transpose rule of a primitive of this family: the cotangent of the operand.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
         Prim::Reduce { op: ReduceOp::Sum, axes } => {
@@ -444,7 +437,7 @@ pub(crate) fn transpose_rule(
         | Prim::TopKIndices { .. }
         | families::all_but!(reductions) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// `reduce_max`/`reduce_min`: 0/1 locations of the chosen elements (ties share) and their

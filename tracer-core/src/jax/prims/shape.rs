@@ -8,7 +8,7 @@ use std::rc::Rc;
 use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::batching::{self, BDim, BatchResult};
-use super::{arg, families, type_error, RuleError, RuleResult};
+use super::{arg, families, type_error, RuleError, RuleResult, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{self, binary, bind, bind_strong, no_rule, reduce_sum, zeros, AdError, AdResult};
@@ -421,15 +421,8 @@ pub(crate) fn jvp_rule(
 }
 
 /// The transpose rule of a primitive of this family: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    _out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out: _, g, active } = t;
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
         Prim::Full { .. } | Prim::Iota { .. } => {}
@@ -529,7 +522,7 @@ pub(crate) fn transpose_rule(
         | Prim::Pad { .. }
         | families::all_but!(movement creation) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// The transpose of a slice: `g` placed at `start`, every `stride`-th element, in zeros of

@@ -13,7 +13,7 @@ use crate::jax::ad::{
 };
 use crate::jax::array::Array;
 use crate::jax::ir::{BinaryPrim, CmpPrim, Eqn, Prim, UnaryPrim};
-use crate::jax::prims::families;
+use crate::jax::prims::{families, Transposing};
 use crate::jax::surface::JaxFn;
 
 /// `∂out/∂input` of an elementwise primitive, as a factor that multiplies a tangent.
@@ -367,15 +367,8 @@ pub(crate) fn jvp_rule(
 }
 
 /// The transpose rule of an elementwise primitive: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     if let Some(ds) = partials(interp, eqn, ins, out, active)? {
         for (i, d) in ds.iter().enumerate() {
             if !active.get(i).copied().unwrap_or(false) {
@@ -385,7 +378,7 @@ pub(crate) fn transpose_rule(
                 cts[i] = Some(sum_to_shape(interp, &c, &ins[i].aval.shape)?);
             }
         }
-        return Ok(cts);
+        return Ok(());
     }
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
@@ -411,5 +404,5 @@ pub(crate) fn transpose_rule(
             return Err(no_rule(eqn))
         }
     }
-    Ok(cts)
+    Ok(())
 }

@@ -7,7 +7,7 @@ pub mod kernels;
 
 use std::rc::Rc;
 
-use super::{arg, families, type_error, RuleResult};
+use super::{arg, families, type_error, RuleResult, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{
@@ -118,15 +118,8 @@ pub(crate) fn jvp_rule(
 }
 
 /// The transpose rule of `gather` and `scatter`: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     match &eqn.prim {
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
         Prim::Gather { mode, index, .. } => {
@@ -194,7 +187,7 @@ pub(crate) fn transpose_rule(
         }
         Prim::Scatter { .. } | families::all_but!(indexing) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// The gather JAX's rules bind on tangents and cotangents (`_gather_jvp_rule`, the
