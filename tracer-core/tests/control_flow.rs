@@ -194,8 +194,10 @@ f(jnp.ones((4, 3)))
 /// `vmap` of `scan`, `fori_loop` and `while_loop` binds one loop with batched carries, as
 /// `jax.make_jaxpr(jax.vmap(f))` shows in JAX 0.10.2: an unmapped initial value the body makes
 /// batched broadcast first, scanned arrays moved so the batch is their second axis, an
-/// unmapped counter left unmapped; a `while` whose predicate differs per example keeps one
-/// `vmap` equation (no rule yet). Values: run/vmap_batched_loops.py.
+/// unmapped counter left unmapped; a `while` whose predicate differs per example is one
+/// `while` whose cond returns the batched predicate (`bool[3]`), every carry batched, an
+/// unmapped initial value broadcast, a cond const mapped on another axis sliced inside the
+/// cond. Values: run/vmap_batched_loops.py.
 #[test]
 fn vmap_of_loops_binds_one_batched_loop() {
     let scan = jaxpr_of(
@@ -231,11 +233,40 @@ fn vmap_of_loops_binds_one_batched_loop() {
         assert!(loop_.contains(part), "{part} missing in {loop_}");
     }
     assert!(!scan.contains("vmap[") && !fori.contains("vmap[") && !loop_.contains("vmap["));
+    // A predicate that differs per example: one `while` whose cond returns `bool[3]`.
     let per_example = jaxpr_of(
         "import jax\nfrom jax import lax\n\n@jax.jit\ndef f(xs):\n    return jax.vmap(lambda v: lax.while_loop(lambda c: c < 100.0, lambda c: c * 2.0 + v[0], v[1]))(xs)\n\nf(jax.numpy.ones((3, 4)))\n",
         "f",
     );
-    assert!(per_example.contains("vmap["), "{per_example}");
+    let parts = [
+        "body_jaxpr={ lambda d:f32[3,4]; a:f32[3]. let",
+        "cond_jaxpr={ lambda ; a:f32[3]. let",
+        "c:bool[3] = lt a b\n",
+        "cond_nconsts=0\n    ] a c\n",
+    ];
+    batched_while_has(&per_example, &parts);
+    // Every carry batched (the counter broadcast), the cond's const mapped on axis 1.
+    let consts = jaxpr_of(
+        "import jax\nfrom jax import lax\n\n@jax.jit\ndef g(xs):\n    return jax.vmap(lambda v: lax.while_loop(lambda c: c[0] < v[0], lambda c: (c[0] + 1, c[1] * 2.0), (0, v)), in_axes=1)(xs)\n\ng(jax.numpy.ones((3, 4)))\n",
+        "g",
+    );
+    let parts = [
+        "b:~i32[4] = broadcast_in_dim[broadcast_dimensions=() shape=(4,)] 0:~i32[]",
+        "c:f32[4,3] = transpose[permutation=(1, 0)] a",
+        "cond_jaxpr={ lambda c:f32[3,4]; a:~i32[4] b:f32[4,3]. let",
+        "d:f32[1,4] = slice[limit_indices=(1, 4) start_indices=(0, 0)] c",
+        "h:bool[4] = lt g f",
+        "cond_nconsts=1\n    ] a b c\n",
+    ];
+    batched_while_has(&consts, &parts);
+}
+
+/// `jaxpr` binds no `vmap` and holds each of `parts`.
+fn batched_while_has(jaxpr: &str, parts: &[&str]) {
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in parts {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
 }
 
 #[test]

@@ -197,22 +197,7 @@ pub(super) fn forward(interp: &mut Interp, jaxpr: &Rc<Jaxpr>, args: &[Rc<Array>]
                 let avals: Vec<Aval> = ins.iter().map(|a| a.aval.clone()).collect();
                 super::ad_compositions::composition(eqn, &avals).map(Rc::new)
             }
-            families::elementwise!()
-            | families::movement!()
-            | families::reductions!()
-            | families::random!()
-            | Prim::Iota { .. }
-            | Prim::Full { .. }
-            | Prim::DotGeneral { .. }
-            | Prim::Gather { .. }
-            | Prim::Scatter { .. }
-            | Prim::While
-            | Prim::CustomJvpCall { .. }
-            | Prim::CustomVjpCall { .. }
-            | Prim::DebugCallback
-            | Prim::Opaque(_)
-            | Prim::Linalg(_)
-            | Prim::Block(_) => None,
+            Prim::While | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::all_but!(control_flow calls) => None,
         };
         let outs: Vec<Rc<Array>> = match inlined {
             Some(body) if body.constvars.len() + body.invars.len() == ins.len() => {

@@ -350,18 +350,59 @@ pub fn while_loop(
     let done = in_loop(interp, at.site, |interp| loop {
         numerics::loop_next(interp);
         let Some(p) = run_body(interp, cond, &c, at.label)? else { return Ok(false) };
-        match p.first().and_then(|p| datas(interp, std::slice::from_ref(p))).and_then(|d| d[0].iter().next().copied()) {
-            Some(x) if x != 0.0 => {}
-            Some(_) => return Ok(true),
-            None => return Ok(false),
+        let Some(pred) = p.first().and_then(|p| datas(interp, std::slice::from_ref(p))).and_then(|mut d| d.pop()) else {
+            return Ok(false);
+        };
+        if !pred.iter().any(|&x| x != 0.0) {
+            return Ok(true);
         }
         let Some(outs) = run_body(interp, body, &c, at.label)? else { return Ok(false) };
         if outs.len() != c.len() {
             return Ok(false);
         }
-        c = outs;
+        if pred.ndim() == 0 {
+            c = outs;
+            continue;
+        }
+        // A batched predicate (`vmap` of a `while_loop`): an example that is done keeps its carry.
+        let mut next = Vec::with_capacity(c.len());
+        for (old, new) in c.iter().zip(&outs) {
+            match keep_done(interp, &pred, old, new) {
+                Some(x) => next.push(x),
+                None => return Ok(false),
+            }
+        }
+        c = next;
     })?;
     Ok(if done { retype_all(interp, &c, out_avals) } else { None })
+}
+
+/// `new` where the batched predicate `pred` holds and `old` where it does not, `pred`'s
+/// shape leading the carry's (JAX's `_pred_bcast_select_hlo` in its `while` lowering).
+fn keep_done(interp: &mut Interp, pred: &NdData, old: &Rc<Array>, new: &Rc<Array>) -> Option<Rc<Array>> {
+    let shape = super::eval::held_shape(&new.aval);
+    if old.aval.shape != new.aval.shape || !shape.starts_with(pred.shape()) {
+        return None;
+    }
+    let rows: Vec<bool> = pred.iter().map(|&x| x != 0.0).collect();
+    let width = shape[pred.ndim()..].iter().product::<usize>();
+    let pick = |i: usize| rows[i / width.max(1)];
+    let parents = [old.clone(), new.clone()];
+    Some(match (held(interp, old)?, held(interp, new)?) {
+        (Held::F64(a), Held::F64(b)) => {
+            let data = a.iter().zip(b.iter()).enumerate().map(|(i, (&a, &b))| if pick(i) { b } else { a }).collect();
+            derived(interp, new.aval.clone(), ArrayD::from_shape_vec(IxDyn(&shape), data).ok()?, &parents)
+        }
+        (a, b) => {
+            let ints = |h: Held| match h {
+                Held::F64(d) => super::eval_ints::from_f64(&d),
+                Held::Ints(d) => (*d).clone(),
+            };
+            let (a, b) = (ints(a), ints(b));
+            let data = a.iter().zip(b.iter()).enumerate().map(|(i, (&a, &b))| if pick(i) { b } else { a }).collect();
+            derived_ints(interp, new.aval.clone(), ndarray::Array::from_shape_vec(IxDyn(&shape), data).ok()?, &parents)
+        }
+    })
 }
 
 /// One branch of `lax.cond`/`switch` run on the operands.

@@ -767,20 +767,7 @@ fn control_params(eqn: &Eqn, indent: usize) -> Vec<String> {
                 format!("out_axes={out_axes}"),
             ]
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => Vec::new(),
+        families::all_but!(control_flow) => Vec::new(),
     }
 }
 
@@ -814,7 +801,12 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
             };
             expect(same(&invars(cond), operands) && same(&invars(body), operands), "bodies take other types than the carry's");
             expect(same(&outs(body), operands) && same(&declared, operands), "body returns other types than the carry's");
-            expect(same(&outs(cond), &[Aval::scalar(DType::Bool)]), "cond_jaxpr does not return bool[]");
+            // A batched predicate (`vmap` of a `while_loop`) leads every carry's shape.
+            let pred_ok = match outs(cond).as_slice() {
+                [p] => p.dtype == DType::Bool && operands.iter().all(|a| a.shape.starts_with(&p.shape)),
+                _ => false,
+            };
+            expect(pred_ok, "cond_jaxpr does not return a bool[] or a bool leading every carry's shape");
         }
         Prim::Scan { length, num_carry, .. } => {
             let Some(body) = eqn.bodies.first() else {
@@ -860,20 +852,7 @@ fn check_control(eqn: &Eqn, in_avals: &[Aval]) -> Vec<String> {
                 .collect();
             expect(same(&batched, &declared), "declares outputs that are not the body's outputs stacked");
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => {}
+        families::all_but!(control_flow) => {}
     }
     problems
 }
@@ -1202,21 +1181,7 @@ pub fn resolve_control(eqn: &Eqn, in_avals: &[Aval], index: Option<usize>, max_e
             }
             outvars
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::random!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::While
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
+        Prim::While | families::all_but!(control_flow) => return None,
     };
     Some(Jaxpr { constvars: Vec::new(), invars, eqns: b.eqns, outvars, var_avals: Vec::new() })
 }

@@ -103,80 +103,67 @@ macro_rules! markers {
     };
 }
 
-// The families partition `Prim`: every variant is in exactly one of the macros above, or is
-// `DotGeneral` (products), `Linalg` or `Block`. A family's own functions (its kernels, its
-// derivative rules) match over `Prim` with their variants' arms and the rest of the
-// partition below, so that a variant added to a family does not compile until the family
-// decides it, and one added to no family does not compile in the registry's tables.
-
-/// Every primitive but the elementwise ones.
-macro_rules! all_but_elementwise {
+/// `dot_general`, the products family's one primitive.
+macro_rules! products {
     () => {
-        $crate::jax::prims::families::movement!()
-            | $crate::jax::prims::families::creation!()
-            | $crate::jax::prims::families::reductions!()
-            | $crate::jax::prims::families::indexing!()
-            | $crate::jax::prims::families::random!()
-            | $crate::jax::prims::families::control_flow!()
-            | $crate::jax::prims::families::calls!()
-            | $crate::jax::prims::families::markers!()
-            | $crate::jax::ir::Prim::DotGeneral { .. }
-            | $crate::jax::ir::Prim::Linalg(_)
-            | $crate::jax::ir::Prim::Block(_)
+        $crate::jax::ir::Prim::DotGeneral { .. }
     };
 }
 
-/// Every primitive but those of the shape family (movement and creation).
-macro_rules! all_but_shape {
+/// The LAPACK-backed primitives.
+macro_rules! linalg {
     () => {
-        $crate::jax::prims::families::elementwise!()
-            | $crate::jax::prims::families::reductions!()
-            | $crate::jax::prims::families::indexing!()
-            | $crate::jax::prims::families::random!()
-            | $crate::jax::prims::families::control_flow!()
-            | $crate::jax::prims::families::calls!()
-            | $crate::jax::prims::families::markers!()
-            | $crate::jax::ir::Prim::DotGeneral { .. }
-            | $crate::jax::ir::Prim::Linalg(_)
-            | $crate::jax::ir::Prim::Block(_)
+        $crate::jax::ir::Prim::Linalg(_)
     };
 }
 
-/// Every primitive but the reductions.
-macro_rules! all_but_reductions {
+/// The primitives written as one block (`prims::Block`).
+macro_rules! blocks {
     () => {
-        $crate::jax::prims::families::elementwise!()
-            | $crate::jax::prims::families::movement!()
-            | $crate::jax::prims::families::creation!()
-            | $crate::jax::prims::families::indexing!()
-            | $crate::jax::prims::families::random!()
-            | $crate::jax::prims::families::control_flow!()
-            | $crate::jax::prims::families::calls!()
-            | $crate::jax::prims::families::markers!()
-            | $crate::jax::ir::Prim::DotGeneral { .. }
-            | $crate::jax::ir::Prim::Linalg(_)
-            | $crate::jax::ir::Prim::Block(_)
+        $crate::jax::ir::Prim::Block(_)
     };
 }
 
-/// Every primitive but `gather` and `scatter`.
-macro_rules! all_but_indexing {
-    () => {
-        $crate::jax::prims::families::elementwise!()
-            | $crate::jax::prims::families::movement!()
-            | $crate::jax::prims::families::creation!()
-            | $crate::jax::prims::families::reductions!()
-            | $crate::jax::prims::families::random!()
-            | $crate::jax::prims::families::control_flow!()
-            | $crate::jax::prims::families::calls!()
-            | $crate::jax::prims::families::markers!()
-            | $crate::jax::ir::Prim::DotGeneral { .. }
-            | $crate::jax::ir::Prim::Linalg(_)
-            | $crate::jax::ir::Prim::Block(_)
+// The families partition `Prim`: every variant is in exactly one of the macros above. A
+// family's own functions (its kernels, its derivative rules) match over `Prim` with their
+// variants' arms and `all_but!(family)`, so that a variant added to a family does not
+// compile until the family decides it, and one added to no family does not compile in the
+// registry's tables.
+
+/// Writes `all_but!(family ...)`: every primitive but those of the families named, e.g.
+/// `all_but!(movement creation)`. The partition is the list given here, written once;
+/// `all_but!` walks it, leaving out each family that is among those named and joining the
+/// others' patterns with `|`. `$d` is `$`, for the macro it writes.
+macro_rules! partition {
+    ($d:tt [$($family:ident)+]) => {
+        /// Every primitive but those of the families named: `all_but!(movement creation)`.
+        macro_rules! all_but {
+            ($d($d skip:ident)+) => {
+                $crate::jax::prims::families::all_but!(@walk [$($family)+] [$d($d skip)+] [])
+            };
+            // The next family: kept unless it is among those named.
+            (@walk [$d head:ident $d($d rest:ident)*] $d skip:tt $d kept:tt) => {
+                $crate::jax::prims::families::all_but!(@in $d head $d skip [$d($d rest)*] $d skip $d kept)
+            };
+            (@walk [] $d skip:tt [| $d first:ident $d(| $d more:ident)*]) => {
+                $crate::jax::prims::families::$d first!() $d(| $crate::jax::prims::families::$d more!())*
+            };
+            // Named: left out.
+            $( (@in $family [$family $d($d names:ident)*] $d rest:tt $d skip:tt $d kept:tt) => {
+                $crate::jax::prims::families::all_but!(@walk $d rest $d skip $d kept)
+            }; )+
+            (@in $d f:ident [$d other:ident $d($d names:ident)*] $d rest:tt $d skip:tt $d kept:tt) => {
+                $crate::jax::prims::families::all_but!(@in $d f [$d($d names)*] $d rest $d skip $d kept)
+            };
+            // Not named: kept.
+            (@in $d f:ident [] $d rest:tt $d skip:tt [$d($d kept:tt)*]) => {
+                $crate::jax::prims::families::all_but!(@walk $d rest $d skip [$d($d kept)* | $d f])
+            };
+        }
+        pub(crate) use all_but;
     };
 }
 
-pub(crate) use {
-    all_but_elementwise, all_but_indexing, all_but_reductions, all_but_shape, calls, control_flow, creation, elementwise, indexing,
-    markers, movement, random, reductions,
-};
+partition!($ [elementwise movement creation reductions indexing random control_flow calls markers products linalg blocks]);
+
+pub(crate) use {blocks, calls, control_flow, creation, elementwise, indexing, linalg, markers, movement, products, random, reductions};

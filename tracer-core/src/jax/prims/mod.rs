@@ -173,54 +173,7 @@ impl Props {
 pub fn block(prim: &Prim) -> Option<&dyn Block> {
     match prim {
         Prim::Block(b) => Some(&*b.0),
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::IntegerPow(_)
-        | Prim::ConvertElementType { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Squeeze { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::TopK { .. }
-        | Prim::TopKIndices { .. }
-        | Prim::RandomBits { .. }
-        | Prim::RandomSeed { .. }
-        | Prim::RandomSplit { .. }
-        | Prim::RandomFoldIn
-        | Prim::RandomUnwrap
-        | Prim::RandomWrap
-        | Prim::RandomClone
-        | Prim::Random { .. }
-        | Prim::Pjit { .. }
-        | Prim::Scan { .. }
-        | Prim::Cond { .. }
-        | Prim::While
-        | Prim::Vmap { .. }
-        | Prim::CustomJvpCall { .. }
-        | Prim::CustomVjpCall { .. }
-        | Prim::Remat
-        | Prim::DebugCallback
-        | Prim::StopGradient
-        | Prim::Opaque(_)
-        | Prim::Linalg(_) => None,
+        families::all_but!(blocks) => None,
     }
 }
 
@@ -310,22 +263,37 @@ pub(crate) fn transpose(
         ([out], [Some(g)]) => (out, g),
         _ => return Err(ad::no_rule(eqn)),
     };
+    let t = Transposing { eqn, ins, out, g, active };
+    let mut cts = vec![None; ins.len()];
     match &eqn.prim {
-        families::elementwise!() => elementwise::derivatives::transpose_rule(interp, eqn, ins, out, g, active),
-        families::movement!() | families::creation!() => shape::transpose_rule(interp, eqn, ins, out, g, active),
-        families::reductions!() => reductions::transpose_rule(interp, eqn, ins, out, g, active),
-        families::indexing!() => indexing::transpose_rule(interp, eqn, ins, out, g, active),
+        families::elementwise!() => elementwise::derivatives::transpose_rule(interp, t, &mut cts)?,
+        families::movement!() | families::creation!() => shape::transpose_rule(interp, t, &mut cts)?,
+        families::reductions!() => reductions::transpose_rule(interp, t, &mut cts)?,
+        families::indexing!() => indexing::transpose_rule(interp, t, &mut cts)?,
         Prim::DotGeneral { lhs_contract, rhs_contract, lhs_batch, rhs_batch } => {
             let dims = products::DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
-            let mut cts = vec![None; ins.len()];
             products::dot_general_transpose(interp, &dims, ins, g, active, &mut cts)?;
-            Ok(cts)
         }
-        Prim::Linalg(op) => linalg::derivatives::linalg_transpose(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, g, active),
+        Prim::Linalg(op) => {
+            return linalg::derivatives::linalg_transpose(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, g, active)
+        }
         families::random!() | families::control_flow!() | families::calls!() | families::markers!() | Prim::Block(_) => {
-            Err(ad::no_rule(eqn))
+            return Err(ad::no_rule(eqn))
         }
     }
+    Ok(cts)
+}
+
+/// What a family's transpose rule is given: the equation, its operands and its output, the
+/// output's cotangent `g`, and which operands want a cotangent (`active`). The rule writes
+/// those into the slots the registry hands it, one per operand (`None` is a zero).
+#[derive(Clone, Copy)]
+pub(crate) struct Transposing<'a> {
+    pub eqn: &'a Eqn,
+    pub ins: &'a [Rc<Array>],
+    pub out: &'a Rc<Array>,
+    pub g: &'a Rc<Array>,
+    pub active: &'a [bool],
 }
 
 /// Whether `prim` applied to operands of which `mapped[i]` are mapped has a batching rule

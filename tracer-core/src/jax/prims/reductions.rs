@@ -10,7 +10,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::batching::{self, BDim, BatchResult};
 use super::elementwise::{max_f64, min_f64};
 use super::indexing::zero_fill_gather;
-use super::{arg, families, type_error, RuleResult};
+use super::{arg, families, type_error, RuleResult, Transposing};
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
@@ -136,7 +136,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_d
                 (nan_x, nan_y) => nan_x.cmp(&nan_y),
             })?
         }
-        Prim::Sort { .. } | families::all_but_reductions!() => return None,
+        Prim::Sort { .. } | families::all_but!(reductions) => return None,
     })
 }
 
@@ -350,21 +350,14 @@ pub(crate) fn jvp_rule(
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::TopKIndices { .. }
-        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+        | families::all_but!(reductions) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
 
 /// The transpose rule of a primitive of this family: the cotangent of the operand.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
         Prim::Reduce { op: ReduceOp::Sum, axes } => {
@@ -442,9 +435,9 @@ pub(crate) fn transpose_rule(
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::TopKIndices { .. }
-        | families::all_but_reductions!() => return Err(no_rule(eqn)),
+        | families::all_but!(reductions) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// `reduce_max`/`reduce_min`: 0/1 locations of the chosen elements (ties share) and their
@@ -518,7 +511,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
             }
             (prim.clone(), Some(bd))
         }
-        Prim::Sort { .. } | families::all_but_reductions!() => return Err(AdError::NoRule(prim.name())),
+        Prim::Sort { .. } | families::all_but!(reductions) => return Err(AdError::NoRule(prim.name())),
     };
     Ok(vec![(bind(interp, prim, &[x.clone()])?, out)])
 }
@@ -547,6 +540,6 @@ pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
     match prim {
         Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => true,
         Prim::Sort { .. } | Prim::TopK { .. } | Prim::TopKIndices { .. } => true,
-        families::all_but_reductions!() => false,
+        families::all_but!(reductions) => false,
     }
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::batching::{self, BDim, BatchResult};
-use super::{arg, families, type_error, RuleError, RuleResult};
+use super::{arg, families, type_error, RuleError, RuleResult, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{self, binary, bind, bind_strong, no_rule, reduce_sum, zeros, AdError, AdResult};
@@ -195,7 +195,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize]) -> Op
     Some(match prim {
         Prim::Full { value, .. } => ArrayD::from_elem(IxDyn(out_shape), *value),
         Prim::Iota { shape, dimension, .. } => ArrayD::from_shape_fn(IxDyn(shape), |idx| idx[*dimension] as f64),
-        families::movement!() | families::all_but_shape!() => return None,
+        families::movement!() | families::all_but!(movement creation) => return None,
     })
 }
 
@@ -244,7 +244,7 @@ pub(crate) fn kernel_f32(prim: &Prim, ins: &[NdDataF32], out_shape: &[usize]) ->
             | Prim::Concatenate { .. }
             | Prim::Pad { .. }
             | families::creation!()
-            | families::all_but_shape!() => return None,
+            | families::all_but!(movement creation) => return None,
         },
         false,
     ))
@@ -334,23 +334,7 @@ pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
-        families::elementwise!()
-        | families::reductions!()
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
+        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement) => return None,
     })
 }
 
@@ -431,21 +415,14 @@ pub(crate) fn jvp_rule(
             operands.extend(ins[2..].iter().cloned());
             bind(interp, eqn.prim.clone(), &operands)?
         }
-        Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but_shape!() => return Err(no_rule(eqn)),
+        Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement creation) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
 
 /// The transpose rule of a primitive of this family: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    _out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out: _, g, active } = t;
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
         Prim::Full { .. } | Prim::Iota { .. } => {}
@@ -539,11 +516,13 @@ pub(crate) fn transpose_rule(
                 cts[1] = Some(bind(interp, Prim::DynamicSlice { sizes: sizes.clone() }, &operands)?);
             }
         }
-        Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Concatenate { .. } | Prim::Pad { .. } | families::all_but_shape!() => {
-            return Err(no_rule(eqn))
-        }
+        Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | families::all_but!(movement creation) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// The transpose of a slice: `g` placed at `start`, every `stride`-th element, in zeros of
@@ -679,7 +658,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         Prim::DynamicSlice { .. } => super::indexing::batching::dynamic_slice(interp, prim, ins, dims),
         Prim::DynamicUpdateSlice => super::indexing::batching::dynamic_update_slice(interp, prim, ins, dims),
         Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
-        families::all_but_shape!() => Err(AdError::NoRule(prim.name())),
+        families::all_but!(movement creation) => Err(AdError::NoRule(prim.name())),
     }
 }
 
@@ -696,6 +675,6 @@ pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
         Prim::Pad { .. } => mapped == [true, false],
         Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice => true,
         Prim::Iota { .. } | Prim::Full { .. } => false,
-        families::all_but_shape!() => false,
+        families::all_but!(movement creation) => false,
     }
 }

@@ -147,6 +147,19 @@ pub(super) fn pairs(ins: &[Rc<Array>], dims: &[BDim]) -> Vec<Batched> {
     ins.iter().cloned().zip(dims.iter().copied()).collect()
 }
 
+/// Each value with its batch dimension moved to `dst`, an unmapped one left as it is (the
+/// operands and outputs of a rebuilt `pjit`, `cond` or `scan`).
+pub(super) fn mapped_at(interp: &mut Interp, values: impl IntoIterator<Item = Batched>, dst: usize) -> AdResult<Vec<Batched>> {
+    let mut out = Vec::new();
+    for (x, d) in values {
+        out.push(match d {
+            Some(d) => (moveaxis(interp, &x, d, dst)?, Some(dst)),
+            None => (x, None),
+        });
+    }
+    Ok(out)
+}
+
 /// A `pjit` or `checkpoint` batched (JAX's `_pjit_batcher`, `remat_vmap`): inside a trace,
 /// one such call whose body is the old body batched, its mapped outputs with the batch dimension first; outside any trace,
 /// the body's equations batched in place (the values are the same).
@@ -165,14 +178,8 @@ fn batch_call(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], 
     let (jaxpr, consts) = trace_body(interp, "pjit", &in_avals, |interp, fresh| {
         let all = pairs(fresh, dims);
         let outs = batch_jaxpr(interp, body, &all[..nc], &all[nc..], size)?;
-        let mut res = Vec::with_capacity(outs.len());
-        for (x, d) in outs {
-            res.push(match d {
-                Some(d) => moveaxis(interp, &x, d, 0)?,
-                None => x,
-            });
-            out_dims.push(d.map(|_| 0));
-        }
+        let (res, ds): (Vec<Rc<Array>>, Vec<BDim>) = mapped_at(interp, outs, 0)?.into_iter().unzip();
+        out_dims = ds;
         Ok(res)
     })?;
     let operands: Vec<Rc<Array>> = consts.into_iter().chain(ins.iter().cloned()).collect();
@@ -188,13 +195,7 @@ fn batch_cond(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], 
     }
     // An unmapped index: one `cond` over the batched branches, the operands' batch
     // dimensions first, an output mapped in any branch mapped (first) in every branch.
-    let mut ops = Vec::with_capacity(ins.len() - first_operand);
-    for (x, d) in ins[first_operand..].iter().zip(&dims[first_operand..]) {
-        ops.push(match d {
-            Some(d) => (moveaxis(interp, x, *d, 0)?, Some(0)),
-            None => (x.clone(), None),
-        });
-    }
+    let ops = mapped_at(interp, pairs(&ins[first_operand..], &dims[first_operand..]), 0)?;
     let mut out_mapped = vec![false; eqn.outputs.len()];
     for (b, r) in eqn.bodies.iter().zip(&ranges) {
         let binders: Vec<bool> = dims[r.clone()].iter().chain(ops.iter().map(|(_, d)| d)).map(Option::is_some).collect();

@@ -4,13 +4,15 @@
 //! or when the body makes it so from a batched const, carry or slice); a carry batched so
 //! that is not batched on entry is broadcast before the loop. Batched carries have the
 //! batch dimension first, batched scanned arrays second (after the scanned axis), and so do
-//! the stacked outputs of a `scan`. A `while` whose predicate would be batched (it runs
-//! until every example is done, JAX selecting per step in its lowering) has no rule here:
-//! `vmap` keeps its per-example path for it.
+//! the stacked outputs of a `scan`. A `while` whose predicate is batched has every carry
+//! batched and its cond returns the batched predicate (`bool[n]`): as in
+//! `jax.make_jaxpr(jax.vmap(f))`, the loop runs while any example's predicate holds, and
+//! an example whose predicate is false keeps its carry (the select is in JAX's lowering,
+//! and in values mode's `while` kernel, `eval_control.rs`).
 
 use std::rc::Rc;
 
-use super::batch::{batch_jaxpr, batchable_with, effect_free, pairs, Batched};
+use super::batch::{batch_jaxpr, batchable_with, effect_free, mapped_at, pairs, Batched};
 use crate::interp::Interp;
 use crate::jax::ad::{AdError, AdResult};
 use crate::jax::ad_control::{dependent_outputs, trace_body};
@@ -73,12 +75,28 @@ pub(super) fn loop_batchable(eqn: &Eqn, flags: &[bool]) -> bool {
     }
     let Some((cond, body)) = while_layout(eqn) else { return false };
     let (cconsts, rest) = flags.split_at(cond.constvars.len());
-    let (bconsts, init) = rest.split_at(body.constvars.len());
-    let carry = carry_fixpoint(body, bconsts, init, &[]);
+    let bconsts = &rest[..body.constvars.len()];
+    let (carry, _) = while_carry(cond, body, flags);
     let cond_flags: Vec<bool> = cconsts.iter().chain(&carry).copied().collect();
     let body_flags: Vec<bool> = bconsts.iter().chain(&carry).copied().collect();
-    let pred_batched = dependent_outputs(cond, &cond_flags).first().copied().unwrap_or(true);
-    !pred_batched && effect_free(cond) && effect_free(body) && batchable_with(cond, &cond_flags) && batchable_with(body, &body_flags)
+    effect_free(cond) && effect_free(body) && batchable_with(cond, &cond_flags) && batchable_with(body, &body_flags)
+}
+
+/// Which carries of a `while` are batched, and whether its predicate is, from which of its
+/// inputs are (JAX's `_while_loop_batching_rule`): the body's fixpoint, then, when the cond
+/// makes the predicate batched from its consts or those carries, every carry (an example
+/// that is done keeps its carry while the others go on).
+fn while_carry(cond: &Jaxpr, body: &Jaxpr, flags: &[bool]) -> (Vec<bool>, bool) {
+    let (cconsts, rest) = flags.split_at(cond.constvars.len().min(flags.len()));
+    let (bconsts, init) = rest.split_at(body.constvars.len().min(rest.len()));
+    let carry = carry_fixpoint(body, bconsts, init, &[]);
+    let cond_flags: Vec<bool> = cconsts.iter().chain(&carry).copied().collect();
+    let pred = dependent_outputs(cond, &cond_flags).first().copied().unwrap_or(true);
+    if pred {
+        (vec![true; carry.len()], true)
+    } else {
+        (carry, false)
+    }
 }
 
 /// A `scan` or `while` batched; asked only where [`loop_batchable`] says so.
@@ -136,21 +154,9 @@ fn batch_scan(
     let (i_flags, x_flags) = rest.split_at(l.carry);
     let carry = carry_fixpoint(body, c_flags, i_flags, x_flags);
     // Consts batched first, scanned arrays batched second (JAX's `new_consts`, `new_xs`).
-    let mut consts = Vec::with_capacity(l.consts);
-    for (x, d) in ins[..l.consts].iter().zip(&dims[..l.consts]) {
-        consts.push(match d {
-            Some(d) => (moveaxis(interp, x, *d, 0)?, Some(0)),
-            None => (x.clone(), None),
-        });
-    }
+    let consts = mapped_at(interp, pairs(&ins[..l.consts], &dims[..l.consts]), 0)?;
     let init = loop_init(interp, &ins[l.consts..l.consts + l.carry], &dims[l.consts..l.consts + l.carry], &carry, size)?;
-    let mut xs = Vec::new();
-    for (x, d) in ins[l.consts + l.carry..].iter().zip(&dims[l.consts + l.carry..]) {
-        xs.push(match d {
-            Some(d) => (moveaxis(interp, x, *d, 1)?, Some(1)),
-            None => (x.clone(), None),
-        });
-    }
+    let xs = mapped_at(interp, pairs(&ins[l.consts + l.carry..], &dims[l.consts + l.carry..]), 1)?;
     // The body sees one slice of each scanned array: its batch dimension first.
     let slice = |x: &Rc<Array>| x.aval.with_shape(&x.aval.shape[1.min(x.aval.ndim())..]);
     let in_avals: Vec<Aval> = init.iter().map(|(x, _)| x.aval.clone()).chain(xs.iter().map(|(x, _)| slice(x))).collect();
@@ -160,11 +166,8 @@ fn batch_scan(
         let mut outs = batch_jaxpr(interp, body, &consts, &pairs(fresh, &in_dims), size)?;
         let ys = outs.split_off(num_carry.min(outs.len()));
         let mut res = carry_out(interp, outs, &carry, size)?;
-        for (y, d) in ys {
-            res.push(match d {
-                Some(d) => moveaxis(interp, &y, d, 0)?,
-                None => y,
-            });
+        for (y, d) in mapped_at(interp, ys, 0)? {
+            res.push(y);
             ys_dims.push(d.map(|_| 1));
         }
         Ok(res)
@@ -180,7 +183,7 @@ fn batch_while(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim],
     let (cond, body) = while_layout(eqn).ok_or_else(|| AdError::NoRule("a malformed while".into()))?;
     let (nc, nb) = (cond.constvars.len(), body.constvars.len());
     let flags: Vec<bool> = dims.iter().map(Option::is_some).collect();
-    let carry = carry_fixpoint(body, &flags[nc..nc + nb], &flags[nc + nb..], &[]);
+    let (carry, pred_batched) = while_carry(cond, body, &flags);
     let init = loop_init(interp, &ins[nc + nb..], &dims[nc + nb..], &carry, size)?;
     let in_avals: Vec<Aval> = init.iter().map(|(x, _)| x.aval.clone()).collect();
     let in_dims: Vec<BDim> = init.iter().map(|(_, d)| *d).collect();
@@ -188,8 +191,9 @@ fn batch_while(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim],
     let (cond_jaxpr, cond_captured) = trace_body(interp, "while", &in_avals, |interp, fresh| {
         let outs = batch_jaxpr(interp, cond, &cconsts, &pairs(fresh, &in_dims), size)?;
         match outs.as_slice() {
-            [(pred, None)] => Ok(vec![pred.clone()]),
-            _ => Err(AdError::NoRule("a while whose predicate is batched".into())),
+            [(pred, None)] if !pred_batched => Ok(vec![pred.clone()]),
+            [(pred, d)] if pred_batched => Ok(vec![matchaxis(interp, pred, *d, 0, size)?]),
+            _ => Err(AdError::NoRule("a while whose predicate is batched where the fixpoint said not".into())),
         }
     })?;
     let bconsts = pairs(&ins[nc..nc + nb], &dims[nc..nc + nb]);

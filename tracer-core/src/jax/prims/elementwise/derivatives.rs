@@ -13,7 +13,7 @@ use crate::jax::ad::{
 };
 use crate::jax::array::Array;
 use crate::jax::ir::{BinaryPrim, CmpPrim, Eqn, Prim, UnaryPrim};
-use crate::jax::prims::families;
+use crate::jax::prims::{families, Transposing};
 use crate::jax::surface::JaxFn;
 
 /// `∂out/∂input` of an elementwise primitive, as a factor that multiplies a tangent.
@@ -317,7 +317,7 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
             let dhi = m(interp, hi, CmpPrim::Lt, op)?;
             vec![times(dlo), times(dop), times(dhi)]
         }
-        Prim::Compare(_) | Prim::Select | Prim::ConvertElementType { .. } | Prim::StopGradient | families::all_but_elementwise!() => {
+        Prim::Compare(_) | Prim::Select | Prim::ConvertElementType { .. } | Prim::StopGradient | families::all_but!(elementwise) => {
             return Ok(None)
         }
     }))
@@ -359,7 +359,7 @@ pub(crate) fn jvp_rule(
             let t = instantiate(interp, 2)?;
             bind(interp, Prim::Select, &[ins[0].clone(), f, t])?
         }
-        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but_elementwise!() => {
+        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but!(elementwise) => {
             return Err(no_rule(eqn))
         }
     };
@@ -367,15 +367,8 @@ pub(crate) fn jvp_rule(
 }
 
 /// The transpose rule of an elementwise primitive: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     if let Some(ds) = partials(interp, eqn, ins, out, active)? {
         for (i, d) in ds.iter().enumerate() {
             if !active.get(i).copied().unwrap_or(false) {
@@ -385,7 +378,7 @@ pub(crate) fn transpose_rule(
                 cts[i] = Some(sum_to_shape(interp, &c, &ins[i].aval.shape)?);
             }
         }
-        return Ok(cts);
+        return Ok(());
     }
     let in_shape = |i: usize| ins[i].aval.shape.to_vec();
     match &eqn.prim {
@@ -407,9 +400,9 @@ pub(crate) fn transpose_rule(
                 cts[2] = Some(sum_to_shape(interp, &c, &in_shape(2))?);
             }
         }
-        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but_elementwise!() => {
+        Prim::Unary(_) | Prim::Binary(_) | Prim::Compare(_) | Prim::Clamp | Prim::IntegerPow(_) | families::all_but!(elementwise) => {
             return Err(no_rule(eqn))
         }
     }
-    Ok(cts)
+    Ok(())
 }

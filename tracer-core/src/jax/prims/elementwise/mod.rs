@@ -259,7 +259,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], in_dtypes: &[DType], out_s
             ins[0].mapv(|x| float_to_int(x, out_dtype))
         }
         Prim::ConvertElementType { .. } | Prim::StopGradient => (*ins[0]).clone(),
-        families::all_but_elementwise!() => return None,
+        families::all_but!(elementwise) => return None,
     })
 }
 
@@ -329,7 +329,7 @@ pub(crate) fn kernel_f32(
             // float32 to float32, or bool to float32: the values are already exact.
             Prim::ConvertElementType { .. } if out_dtype == DType::F32 || in_dtypes.first() == Some(&out_dtype) => ins[0].clone(),
             Prim::ConvertElementType { .. } => ins[0].mapv(|x| store(x.into())).into_shared(),
-            families::all_but_elementwise!() => return None,
+            families::all_but!(elementwise) => return None,
         },
         false,
     ))
@@ -351,7 +351,7 @@ pub(crate) fn batch_rule(
         Prim::Binary(_) | Prim::Compare(_) => batching::broadcasting(interp, prim, ins, dims),
         Prim::Select => select_batch(interp, ins, dims),
         Prim::Clamp => clamp_batch(interp, ins, dims),
-        families::all_but_elementwise!() => Err(crate::jax::ad::AdError::NoRule(prim.name())),
+        families::all_but!(elementwise) => Err(crate::jax::ad::AdError::NoRule(prim.name())),
     }
 }
 
@@ -458,6 +458,6 @@ pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
         Prim::Unary(_) | Prim::IntegerPow(_) | Prim::ConvertElementType { .. } | Prim::StopGradient => true,
         Prim::Binary(_) | Prim::Compare(_) | Prim::Select => true,
         Prim::Clamp => true,
-        families::all_but_elementwise!() => false,
+        families::all_but!(elementwise) => false,
     }
 }

@@ -7,7 +7,7 @@ pub mod kernels;
 
 use std::rc::Rc;
 
-use super::{arg, families, type_error, RuleResult};
+use super::{arg, families, type_error, RuleResult, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{
@@ -42,7 +42,7 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_d
         Prim::Scatter { op, mode, index: Some(index), .. } if ins.len() >= 2 => {
             kernels::scatter(*op, &ins[0], &ins[1], &ins[2..], index, *mode, out_dtype)?
         }
-        Prim::Scatter { .. } | families::all_but_indexing!() => return None,
+        Prim::Scatter { .. } | families::all_but!(indexing) => return None,
     })
 }
 
@@ -112,21 +112,14 @@ pub(crate) fn jvp_rule(
             let moved = binary(interp, BinaryPrim::Add, &from_x, &from_u)?;
             sc.scatter_add(interp, &tx, &moved)?
         }
-        Prim::Scatter { .. } | families::all_but_indexing!() => return Err(no_rule(eqn)),
+        Prim::Scatter { .. } | families::all_but!(indexing) => return Err(no_rule(eqn)),
     };
     Ok(vec![Some(t)])
 }
 
 /// The transpose rule of `gather` and `scatter`: the cotangents of the `active` operands.
-pub(crate) fn transpose_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];
+pub(crate) fn transpose_rule(interp: &mut Interp, t: Transposing, cts: &mut [Option<Rc<Array>>]) -> AdResult<()> {
+    let Transposing { eqn, ins, out, g, active } = t;
     match &eqn.prim {
         // The transpose of reading places is adding into them (JAX's `_gather_transpose_rule`).
         Prim::Gather { mode, index, .. } => {
@@ -192,9 +185,9 @@ pub(crate) fn transpose_rule(
                 cts[1] = Some(sum_to_shape(interp, &to_u, &ins[1].aval.shape)?);
             }
         }
-        Prim::Scatter { .. } | families::all_but_indexing!() => return Err(no_rule(eqn)),
+        Prim::Scatter { .. } | families::all_but!(indexing) => return Err(no_rule(eqn)),
     }
-    Ok(cts)
+    Ok(())
 }
 
 /// The gather JAX's rules bind on tangents and cotangents (`_gather_jvp_rule`, the
@@ -311,7 +304,7 @@ pub(crate) fn batch_rule(
     match prim {
         Prim::Gather { .. } => batching::gather(interp, prim, ins, dims),
         Prim::Scatter { .. } => batching::scatter(interp, prim, ins, dims),
-        families::all_but_indexing!() => Err(no_rule_for(prim)),
+        families::all_but!(indexing) => Err(no_rule_for(prim)),
     }
 }
 
@@ -320,6 +313,6 @@ pub(crate) fn has_batch_rule(prim: &Prim) -> bool {
     match prim {
         Prim::Gather { .. } => true,
         Prim::Scatter { index, .. } => index.is_some(),
-        families::all_but_indexing!() => false,
+        families::all_but!(indexing) => false,
     }
 }

@@ -701,20 +701,7 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let key = key_of(ins.first()?)?;
             draw(dist, key, &ins[1..], out, size)
         }
-        families::elementwise!()
-        | families::movement!()
-        | families::reductions!()
-        | families::control_flow!()
-        | families::calls!()
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => None,
+        families::all_but!(random) => None,
     }
 }
 
@@ -978,22 +965,10 @@ pub fn key_layout_kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdDat
         | Prim::Clamp
         | Prim::IntegerPow(_)
         | Prim::ConvertElementType { .. }
-        | families::reductions!()
-        | families::random!()
-        | families::control_flow!()
-        | families::calls!()
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice
         | Prim::Pad { .. }
-        | Prim::Iota { .. }
-        | Prim::Full { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::DebugCallback
-        | Prim::Opaque(_)
-        | Prim::Linalg(_)
-        | Prim::Block(_) => return None,
+        | families::all_but!(elementwise movement) => return None,
     })
     .filter(|d: &NdData| d.shape() == out_shape.as_slice())
 }
