@@ -201,7 +201,8 @@ pub fn route(f: TfFn) -> Route {
         | F::AssertNear
         | F::AssertType
         | F::AssertInteger
-        | F::AssertScalar => Route::Special,
+        | F::AssertScalar
+        | F::AssertShapes => Route::Special,
     }
 }
 

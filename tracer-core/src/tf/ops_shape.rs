@@ -326,6 +326,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         | TfFn::AssertType
         | TfFn::AssertInteger
         | TfFn::AssertScalar => super::asserts::call(interp, f, p),
+        TfFn::AssertShapes => super::assert_shapes::call(interp, p),
         _ => unknown(interp),
     }
 }
