@@ -445,25 +445,12 @@ fn jaxfn(f: JaxFn) -> Value {
     Value::Builtin(Rc::new(Builtin::Jax(f)))
 }
 
+/// `jnp.float32`, `np.bool_`: a dtype by its numpy name, or NumPy's scalar type `bool_`.
 fn dtype_attr(name: &str) -> Option<DType> {
-    Some(match name {
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "float16" => DType::F16,
-        "bfloat16" => DType::BF16,
-        "int8" => DType::I8,
-        "int16" => DType::I16,
-        "int32" => DType::I32,
-        "int64" => DType::I64,
-        "uint8" => DType::U8,
-        "uint16" => DType::U16,
-        "uint32" => DType::U32,
-        "uint64" => DType::U64,
-        "bool_" | "bool" => DType::Bool,
-        "complex64" => DType::C64,
-        "complex128" => DType::C128,
-        _ => return None,
-    })
+    if name == "bool_" {
+        return Some(DType::Bool);
+    }
+    DType::from_numpy_name(name)
 }
 
 pub fn module_getattr(interp: &mut Interp, m: &Rc<ModuleObj>, name: &str) -> PyResult<Option<Value>> {

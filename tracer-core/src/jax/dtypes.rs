@@ -231,6 +231,12 @@ impl DType {
         ALL_DTYPES.iter().copied().find(|d| d.name() == s || d.short_name() == s)
     }
 
+    /// The numeric dtype with this numpy name only ([`DType::name`]: `float32`, `bool`), as
+    /// `jnp.float32` and `tf.float32` name them.
+    pub fn from_numpy_name(s: &str) -> Option<DType> {
+        ALL_DTYPES.iter().copied().find(|d| d.name() == s)
+    }
+
     /// A typed PRNG key dtype (`jnp.issubdtype(d, jax.dtypes.prng_key)`).
     pub fn is_key(self) -> bool {
         self == DType::Key

@@ -208,6 +208,24 @@ pub struct Expr {
     pub span: Span,
 }
 
+/// The pattern of the expression kinds that hold no other expression and no name: literals
+/// and `...`. For the exhaustive matches of the tree's walkers (`ExprKind::Name(_) |
+/// literal_expr!() => {}`), so that a new kind of literal is added in one place.
+macro_rules! literal_expr {
+    () => {
+        $crate::syntax::ast::ExprKind::Int(_)
+            | $crate::syntax::ast::ExprKind::BigInt(_)
+            | $crate::syntax::ast::ExprKind::Float(_)
+            | $crate::syntax::ast::ExprKind::Imag(_)
+            | $crate::syntax::ast::ExprKind::Str(_)
+            | $crate::syntax::ast::ExprKind::Bytes(_)
+            | $crate::syntax::ast::ExprKind::Bool(_)
+            | $crate::syntax::ast::ExprKind::NoneLit
+            | $crate::syntax::ast::ExprKind::Ellipsis
+    };
+}
+pub(crate) use literal_expr;
+
 #[derive(Clone, Debug)]
 pub enum ExprKind {
     Name(Name),

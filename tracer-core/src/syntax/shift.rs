@@ -150,16 +150,7 @@ fn fstring(parts: &mut [FStringPart], d: i64) {
 pub(crate) fn shift_expr(e: &mut Expr, d: i64) {
     span(&mut e.span, d);
     match &mut e.kind {
-        ExprKind::Name(_)
-        | ExprKind::Int(_)
-        | ExprKind::BigInt(_)
-        | ExprKind::Float(_)
-        | ExprKind::Imag(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bytes(_)
-        | ExprKind::Bool(_)
-        | ExprKind::NoneLit
-        | ExprKind::Ellipsis => {}
+        ExprKind::Name(_) | literal_expr!() => {}
         ExprKind::FString(parts) => fstring(parts, d),
         ExprKind::Tuple(items) | ExprKind::List(items) | ExprKind::Set(items) => exprs(items, d),
         ExprKind::Dict(items) => {

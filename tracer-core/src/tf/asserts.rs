@@ -3,12 +3,15 @@
 //! `assert_scalar`, ..., and the shape and dtype of a comparison's operands) raise while the
 //! graph is built, as eagerly: tracelens raises them wherever the shape or dtype is known,
 //! a `None` dimension included (a rank is known without its sizes). Checks of values
-//! (`assert_less`, `assert_positive`, ...) raise eagerly when the values are known; inside a
-//! `tf.function` they fail when the graph runs, which is not claimed, and a value tracelens
-//! does not know is never reported on. Messages are TensorFlow's, but for the graph tensor's
+//! (`assert_less`, `assert_positive`, `assert_near`, ...) raise eagerly when the values are
+//! known; inside a `tf.function` they fail the call whose values break them, when the graph
+//! runs (`graph_run.rs`), and a value tracelens does not know is never reported on. Messages are TensorFlow's, but for the graph tensor's
 //! name (`a:0`) TensorFlow puts in some of them, and a comparison's value dump, of which the
 //! first line (`Condition x < y did not hold.`) is given.
 
+use std::rc::Rc;
+
+use super::graph_run::{Operand, RunCheck};
 use super::ops::Args;
 use super::shape_text::shape_str;
 use super::tensor::{self, Binary};
@@ -16,6 +19,7 @@ use super::TfFn;
 use crate::diagnostics::Code;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
+use crate::jax::array::Array;
 use crate::jax::dtypes::DType;
 use crate::jax::surface::JaxFn;
 
@@ -76,11 +80,12 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
     };
     match check {
         Check::Near => {
+            let Some(near) = Near::of(p) else { return Ok(Value::None) };
             if super::in_graph(interp) {
-                return Ok(Value::None);
+                near.record(interp, message.as_deref());
+            } else if let Some(msg) = near.eager_failure(message.as_deref()) {
+                return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
             }
-            let Some(msg) = near_failure(p, message.as_deref()) else { return Ok(Value::None) };
-            return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
         }
         Check::Compare(symbol, op) => {
             let Some(y) = p.get(1, "y") else { return Ok(Value::None) };
@@ -208,54 +213,91 @@ fn python_tuple(items: &[i64]) -> String {
 fn in_graph(interp: &mut Interp, held: &Value, node: &str, message: String) {
     let Value::Array(a) = held else { return };
     let scope = node.rsplit_once('/').map_or(node, |(scope, _)| scope);
-    let check = super::graph_run::RunCheck::Holds { message };
+    let check = RunCheck::Holds { message };
     super::graph_run::record_check(interp, a, None, &format!("{scope}/Assert"), check);
 }
 
-/// An eager `assert_near` that fails for the known values of same-dtype `float32`/`float64`
-/// tensors of one shape (or one of them a single element), with the default tolerances
-/// (`10 * eps` of the dtype): TensorFlow's message, from the summarized data it prints.
-/// Only a failure by a clear margin is claimed (tracelens computes in `float64`); anything
-/// else is not known, and silent.
-fn near_failure(p: &Args, message: Option<&str>) -> Option<String> {
-    let (Some(Value::Array(x)), Some(Value::Array(y))) = (p.get(0, "x"), p.get(1, "y")) else { return None };
-    if p.kwargs.iter().any(|(k, _)| matches!(k.as_ref(), "rtol" | "atol" | "summarize")) || p.args.len() > 2 {
-        return None;
+/// A `tf.debugging.assert_near(x, y, rtol, atol)` tracelens can decide: two `float32` or
+/// `float64` tensors of one dtype and shape (or one of them a single element), the
+/// tolerances Python numbers or left to their default (`10 * eps` of the dtype).
+struct Near {
+    x: Rc<Array>,
+    y: Rc<Array>,
+    dtype: DType,
+    /// The tolerances as TensorFlow holds them, in the dtype of `x`.
+    rtol: f64,
+    atol: f64,
+}
+
+impl Near {
+    fn of(p: &Args) -> Option<Near> {
+        let (Some(Value::Array(x)), Some(Value::Array(y))) = (p.get(0, "x"), p.get(1, "y")) else { return None };
+        // `message` given by position (index 4) is not followed.
+        if p.args.len() > 4 || !matches!(x.aval.dtype, DType::F32 | DType::F64) || y.aval.dtype != x.aval.dtype {
+            return None;
+        }
+        if x.aval.shape != y.aval.shape && x.aval.size() != 1 && y.aval.size() != 1 {
+            return None;
+        }
+        let dtype = x.aval.dtype;
+        let in_dtype = |v: f64| if dtype == DType::F32 { v as f32 as f64 } else { v };
+        let default = in_dtype(10.0 * if dtype == DType::F32 { f32::EPSILON as f64 } else { f64::EPSILON });
+        let tolerance = |i: usize, name: &str| match p.get(i, name) {
+            None => Some(default),
+            Some(Value::Float(f)) => Some(in_dtype(*f)),
+            Some(Value::Int(i)) => Some(in_dtype(*i as f64)),
+            Some(_) => None,
+        };
+        let (rtol, atol) = (tolerance(2, "rtol")?, tolerance(3, "atol")?);
+        (rtol >= 0.0 && atol >= 0.0).then(|| Near { x: x.clone(), y: y.clone(), dtype, rtol, atol })
     }
-    let (dtype, tol) = match x.aval.dtype {
-        DType::F32 => (DType::F32, "1.1920929e-06"),
-        DType::F64 => (DType::F64, "2.220446049250313e-15"),
-        _ => return None,
-    };
-    if y.aval.dtype != dtype {
-        return None;
+
+    /// Eagerly, TensorFlow's message when the known values fail the check by a clear
+    /// margin: the `message` line, then the tolerances as its summarized data prints them.
+    fn eager_failure(&self, message: Option<&str>) -> Option<String> {
+        if !clearly_not_near(&self.x, &self.y, self.rtol, self.atol)? {
+            return None;
+        }
+        let name = self.dtype.name();
+        let text = |v: f64| format!("tf.Tensor({}, shape=(), dtype={name})", crate::jax::print::scalar_text(v, self.dtype));
+        let prefix = message.map(|m| format!("{m}.  \n")).unwrap_or_default();
+        Some(format!("{prefix}x and y not equal to tolerance rtol = {}, atol = {}", text(self.rtol), text(self.atol)))
     }
-    let eps = if dtype == DType::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
-    let tol_value = 10.0 * eps;
-    let values = |a: &std::rc::Rc<crate::jax::array::Array>| {
-        let known = a.known()?;
-        crate::jax::eval::force(&known, 1 << 16).map(|v| v.iter().copied().collect::<Vec<f64>>())
-    };
+
+    /// In a `tf.function`, the check is an `Assert` op (stateful: it runs at every call),
+    /// made on each call's values (`graph_run.rs`); `y` a tensor of the same graph or a known
+    /// one. With both known TensorFlow still fails only at the call: not claimed.
+    fn record(&self, interp: &mut Interp, message: Option<&str>) {
+        let Some(x) = self.x.tracer() else { return };
+        let y = match self.y.tracer() {
+            Some(t) if t.trace == x.trace => Operand::Var(t.var),
+            Some(_) => return,
+            None => Operand::Known(self.y.clone()),
+        };
+        let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
+        let name = self.dtype.name();
+        let tensor = |t: &str| format!("Tensor(\\\"assert_near/{t}:0\\\", shape=(), dtype={name})");
+        let message =
+            format!("assertion failed: [{prefix}] [x and y not equal to tolerance rtol = {}, atol = {}]", tensor("rtol"), tensor("atol"));
+        let check = RunCheck::Near { y, rtol: self.rtol, atol: self.atol, message };
+        super::graph_run::record_check(interp, &self.x, None, "assert_near/Assert/AssertGuard/Assert", check);
+    }
+}
+
+/// Whether known `x` and `y` (one shape, or one of them a single element) certainly fail
+/// `|x - y| <= atol + rtol * |y|` somewhere: by more than twice the bound, as tracelens
+/// computes in `float64` what TensorFlow computes in the tensors' dtype. `None`: not known.
+pub(super) fn clearly_not_near(x: &Rc<Array>, y: &Rc<Array>, rtol: f64, atol: f64) -> Option<bool> {
+    let values = |a: &Rc<Array>| crate::jax::eval::force(&a.known()?, 1 << 16).map(|v| v.iter().copied().collect::<Vec<f64>>());
     let (xs, ys) = (values(x)?, values(y)?);
-    let n = xs.len().max(ys.len());
-    let same = x.aval.shape == y.aval.shape;
-    if !same && xs.len() != 1 && ys.len() != 1 {
+    if xs.len() != ys.len() && xs.len() != 1 && ys.len() != 1 {
         return None;
     }
     let at = |v: &[f64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
-    let clearly_off = (0..n).any(|i| {
+    Some((0..xs.len().max(ys.len())).any(|i| {
         let (a, b) = (at(&xs, i), at(&ys, i));
-        let bound = tol_value + tol_value * b.abs();
-        a.is_finite() && b.is_finite() && (a - b).abs() > 2.0 * bound + 1e-30
-    });
-    if !clearly_off {
-        return None;
-    }
-    let name = dtype.name();
-    let prefix = message.map(|m| format!("{m}.  \n")).unwrap_or_default();
-    Some(format!(
-        "{prefix}x and y not equal to tolerance rtol = tf.Tensor({tol}, shape=(), dtype={name}), atol = tf.Tensor({tol}, shape=(), dtype={name})"
-    ))
+        a.is_finite() && b.is_finite() && (a - b).abs() > 2.0 * (atol + rtol * b.abs()) + 1e-30
+    }))
 }
 
 /// Whether a comparison's result is known and false somewhere.

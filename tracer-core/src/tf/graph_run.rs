@@ -58,6 +58,16 @@ pub enum RunCheck {
     Holds { message: String },
     /// `tf.debugging.check_numerics(tensor, message)`: no NaN or Inf.
     Finite { message: String },
+    /// `tf.debugging.assert_near(x, y, rtol, atol)` of the checked `x`: failed by a clear
+    /// margin (`asserts::clearly_not_near`).
+    Near { y: Operand, rtol: f64, atol: f64, message: String },
+}
+
+/// A second input of a check: a tensor of the same graph, or one whose value is known.
+#[derive(Debug, Clone)]
+pub enum Operand {
+    Var(VarId),
+    Known(Rc<Array>),
 }
 
 /// An op of a trace whose failure depends on the call's values: `input` is the variable of
@@ -75,10 +85,25 @@ pub struct CallCheck {
 }
 
 impl RunCheck {
-    /// The kernel's message when `value` fails the check; `None` when it holds or the value
-    /// is not known.
-    fn fails(&self, value: &Rc<Array>) -> Option<String> {
+    /// The graph variable of a second input the check reads, besides the checked one.
+    fn other_var(&self) -> Option<VarId> {
         match self {
+            RunCheck::Near { y: Operand::Var(v), .. } => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The kernel's message when `value` fails the check; `None` when it holds or the value
+    /// is not known. `other` is the call's value of `other_var`.
+    fn fails(&self, value: &Rc<Array>, other: Option<&Rc<Array>>) -> Option<String> {
+        match self {
+            RunCheck::Near { y, rtol, atol, message } => {
+                let y = match y {
+                    Operand::Var(_) => other?,
+                    Operand::Known(y) => y,
+                };
+                super::asserts::clearly_not_near(value, y, *rtol, *atol)?.then(|| message.clone())
+            }
             RunCheck::Gather { size } => gather_out_of_range(&Value::None, value, *size),
             RunCheck::GatherNd { outer, shape } => {
                 let rows = super::ops_nd::known_rows(&Value::None, value)?;
@@ -287,12 +312,17 @@ pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<A
         .map(|(v, _)| *v)
         .chain(jaxpr.eqns.iter().flat_map(|e| e.outputs.iter().map(|(v, _)| *v)))
         .collect();
-    let checks: Vec<&CallCheck> = settled.checks.iter().filter(|c| defined.contains(&c.input)).collect();
+    let checks: Vec<&CallCheck> =
+        settled.checks.iter().filter(|c| defined.contains(&c.input) && c.check.other_var().is_none_or(|v| defined.contains(&v))).collect();
+    // Each check's input, then its second input (if it reads one).
     let mut sub = jaxpr.clone();
-    sub.outvars = checks.iter().map(|c| Atom::Var(c.input)).collect();
+    sub.outvars = checks.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var).collect();
     let Some(values) = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs) else { return Ok(()) };
-    for (c, value) in checks.iter().zip(&values) {
-        if let Some(message) = c.check.fails(value) {
+    let mut values = values.iter();
+    for c in &checks {
+        let Some(value) = values.next() else { return Ok(()) };
+        let other = if c.check.other_var().is_some() { values.next() } else { None };
+        if let Some(message) = c.check.fails(value, other) {
             return Err(raise(interp, &GraphFailure { site: c.site, node: c.node.clone(), message }));
         }
     }

@@ -21,6 +21,7 @@
 //! - `graph_variables.rs`, `graph_call.rs`: variables read and assigned in a graph, as
 //!   inputs and outputs of each call of it.
 
+mod assert_shapes;
 mod asserts;
 pub mod autograph;
 mod concrete;

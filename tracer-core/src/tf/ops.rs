@@ -201,7 +201,8 @@ pub fn route(f: TfFn) -> Route {
         | F::AssertNear
         | F::AssertType
         | F::AssertInteger
-        | F::AssertScalar => Route::Special,
+        | F::AssertScalar
+        | F::AssertShapes => Route::Special,
     }
 }
 
@@ -336,14 +337,29 @@ pub fn first_tensor(interp: &mut Interp, p: &Args, names: &[&str]) -> PyResult<O
 }
 
 /// Parameter `i` (or `name`) of `f` as a tensor: `None` when tracelens does not read it,
-/// TypeError when it is missing. Each op file's `tensor_arg!` returns the unknown tensor on
-/// `None`.
+/// TypeError when it is missing. `tensor_arg!` returns the unknown tensor on `None`.
 pub fn tensor_param(interp: &mut Interp, f: TfFn, p: &Args, i: usize, name: &str) -> PyResult<Option<Rc<Array>>> {
     match p.get(i, name) {
         Some(v) => to_tensor(interp, v, None),
         None => Err(missing(interp, f, name)),
     }
 }
+
+/// `tensor_arg!(interp, f, p, i, "name")`, in an op's `call`: parameter `i` of `f` as a
+/// tensor ([`tensor_param`]), or the op's result is the unknown tensor (returned at once)
+/// when tracelens does not read it.
+macro_rules! tensor_arg {
+    ($interp:ident, $f:expr, $p:expr, $i:expr, $name:expr) => {
+        match $crate::tf::ops::tensor_param($interp, $f, $p, $i, $name)? {
+            Some(t) => t,
+            None => return Ok($crate::tf::tensor::unknown_tensor($interp, $crate::tf::ops::UNREAD_ARGUMENTS)),
+        }
+    };
+}
+pub(super) use tensor_arg;
+
+/// Why an op's result is the unknown tensor when tracelens does not read its arguments.
+pub const UNREAD_ARGUMENTS: &str = "a tf op with arguments tracelens does not read";
 
 pub fn missing(interp: &Interp, f: TfFn, name: &str) -> Flow {
     interp.type_error(format!("{}() missing 1 required positional argument: '{name}'", f.name()))

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use super::errors;
-use super::ops::{delegate, missing, tensor_param, Args};
+use super::ops::{delegate, missing, tensor_arg, Args};
 use super::ops_special::{cast, dims_error, tensor_list};
 use super::tensor::{self, to_tensor, unknown_tensor};
 use super::TfFn;
@@ -27,18 +27,10 @@ fn int_of(v: Option<&Value>) -> Option<i64> {
 }
 
 pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
-    let unknown = |interp: &Interp| Ok(unknown_tensor(interp, "a tf op with arguments tracelens does not read"));
-    macro_rules! tensor_arg {
-        ($i:expr, $name:expr) => {
-            match tensor_param(interp, f, p, $i, $name)? {
-                Some(t) => t,
-                None => return unknown(interp),
-            }
-        };
-    }
+    let unknown = |interp: &Interp| Ok(unknown_tensor(interp, super::ops::UNREAD_ARGUMENTS));
     match f {
         TfFn::Reshape => {
-            let x = tensor_arg!(0, "tensor");
+            let x = tensor_arg!(interp, f, p, 0, "tensor");
             let Some(v) = p.get(1, "shape") else { return Err(missing(interp, f, "shape")) };
             let dims: Vec<i64> = match v {
                 Value::List(_) | Value::Tuple(_) => {
@@ -63,17 +55,17 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Reshape, vec![arr(&x), shape], Vec::new())
         }
         TfFn::Transpose => {
-            let x = tensor_arg!(0, "a");
+            let x = tensor_arg!(interp, f, p, 0, "a");
             let perm = p.get(1, "perm").cloned().unwrap_or(Value::None);
             delegate(interp, J::Transpose, vec![arr(&x), perm], Vec::new())
         }
         TfFn::ExpandDims => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let Some(axis) = int_of(p.get(1, "axis")) else { return unknown(interp) };
             delegate(interp, J::ExpandDims, vec![arr(&x), Value::Int(axis)], Vec::new())
         }
         TfFn::Squeeze => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
             delegate(interp, J::Squeeze, vec![arr(&x), axis], Vec::new())
         }
@@ -108,7 +100,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Stack, vec![list, Value::Int(axis)], Vec::new())
         }
         TfFn::Unstack => {
-            let x = tensor_arg!(0, "value");
+            let x = tensor_arg!(interp, f, p, 0, "value");
             if int_of(p.get(2, "axis")).unwrap_or(0) != 0 || x.aval.ndim() == 0 {
                 return unknown(interp);
             }
@@ -119,7 +111,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             Ok(Value::list(rows))
         }
         TfFn::Split => {
-            let x = tensor_arg!(0, "value");
+            let x = tensor_arg!(interp, f, p, 0, "value");
             let Some(n) = int_of(p.get(1, "num_or_size_splits")) else { return unknown(interp) };
             let axis = int_of(p.get(2, "axis")).unwrap_or(0);
             let parts = delegate(interp, J::Split, vec![arr(&x), Value::Int(n)], vec![kw("axis", Value::Int(axis))])?;
@@ -129,17 +121,17 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
         }
         TfFn::Tile => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let Some(m) = p.get(1, "multiples") else { return Err(missing(interp, f, "multiples")) };
             delegate(interp, J::Tile, vec![arr(&x), m.clone()], Vec::new())
         }
         TfFn::BroadcastTo => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let Some(shape) = p.get(1, "shape") else { return Err(missing(interp, f, "shape")) };
             delegate(interp, J::BroadcastTo, vec![arr(&x), shape.clone()], Vec::new())
         }
         TfFn::Shape | TfFn::Rank | TfFn::Size => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let out = match p.get(1, "out_type") {
                 Some(Value::DType(d) | Value::TfDType(d)) => *d,
                 _ => DType::I32,
@@ -161,18 +153,18 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             Ok(Value::Array(t))
         }
         TfFn::Reverse => {
-            let x = tensor_arg!(0, "tensor");
+            let x = tensor_arg!(interp, f, p, 0, "tensor");
             let Some(axis) = p.get(1, "axis") else { return Err(missing(interp, f, "axis")) };
             let axes = Value::tuple(interp.iterate(axis)?);
             delegate(interp, J::Flip, vec![arr(&x), axes], Vec::new())
         }
         TfFn::Cast => {
-            let x = tensor_arg!(0, "x");
+            let x = tensor_arg!(interp, f, p, 0, "x");
             let Some(Value::DType(d) | Value::TfDType(d)) = p.get(1, "dtype") else { return unknown(interp) };
             cast(interp, Value::Array(x), *d)
         }
         TfFn::ClipByValue => {
-            let x = tensor_arg!(0, "t");
+            let x = tensor_arg!(interp, f, p, 0, "t");
             let (Some(lo), Some(hi)) = (p.get(1, "clip_value_min"), p.get(2, "clip_value_max")) else { return unknown(interp) };
             let (Some(lo), Some(hi)) = (to_tensor(interp, lo, Some(x.aval.dtype))?, to_tensor(interp, hi, Some(x.aval.dtype))?) else {
                 return unknown(interp);
@@ -183,7 +175,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Clip, vec![arr(&x), arr(&lo), arr(&hi)], Vec::new())
         }
         TfFn::Where => {
-            let c = tensor_arg!(0, "condition");
+            let c = tensor_arg!(interp, f, p, 0, "condition");
             let (Some(x), Some(y)) = (p.get(1, "x"), p.get(2, "y")) else { return unknown(interp) };
             let op = tensor::Binary { op: "SelectV2", node: "SelectV2", inputs: ("t", "e"), jnp: J::Where };
             let Some((a, b)) = tensor::operands(interp, &op, x, y)? else { return unknown(interp) };
@@ -193,8 +185,8 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Where, vec![arr(&c), arr(&a), arr(&b)], Vec::new())
         }
         TfFn::Gather => {
-            let x = tensor_arg!(0, "params");
-            let idx = tensor_arg!(1, "indices");
+            let x = tensor_arg!(interp, f, p, 0, "params");
+            let idx = tensor_arg!(interp, f, p, 1, "indices");
             if int_of(p.get(4, "batch_dims")).unwrap_or(0) != 0 || !idx.aval.dtype.is_integer() {
                 return unknown(interp);
             }
@@ -219,7 +211,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             Ok(r)
         }
         TfFn::Sort | TfFn::Argsort => {
-            let x = tensor_arg!(0, "values");
+            let x = tensor_arg!(interp, f, p, 0, "values");
             let axis = int_of(p.get(1, "axis")).unwrap_or(-1);
             if matches!(p.get(2, "direction"), Some(Value::Str(s)) if &**s != "ASCENDING") {
                 return unknown(interp);
@@ -244,8 +236,8 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Einsum, operands, Vec::new())
         }
         TfFn::Tensordot => {
-            let a = tensor_arg!(0, "a");
-            let b = tensor_arg!(1, "b");
+            let a = tensor_arg!(interp, f, p, 0, "a");
+            let b = tensor_arg!(interp, f, p, 1, "b");
             let Some(axes) = p.get(2, "axes") else { return Err(missing(interp, f, "axes")) };
             if a.aval.dtype != b.aval.dtype {
                 return unknown(interp);
@@ -253,15 +245,15 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Tensordot, vec![arr(&a), arr(&b)], vec![kw("axes", axes.clone())])
         }
         TfFn::Matvec => {
-            let a = tensor_arg!(0, "a");
-            let b = tensor_arg!(1, "b");
+            let a = tensor_arg!(interp, f, p, 0, "a");
+            let b = tensor_arg!(interp, f, p, 1, "b");
             if a.aval.dtype != b.aval.dtype || b.aval.ndim() != 1 || a.aval.ndim() < 2 {
                 return unknown(interp);
             }
             delegate(interp, J::Matmul, vec![arr(&a), arr(&b)], Vec::new())
         }
         TfFn::Inv | TfFn::Det | TfFn::Cholesky => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             if !x.aval.dtype.is_floating() {
                 return unknown(interp);
             }
@@ -273,19 +265,19 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, jf, vec![arr(&x)], Vec::new())
         }
         TfFn::Solve => {
-            let a = tensor_arg!(0, "matrix");
-            let b = tensor_arg!(1, "rhs");
+            let a = tensor_arg!(interp, f, p, 0, "matrix");
+            let b = tensor_arg!(interp, f, p, 1, "rhs");
             if a.aval.dtype != b.aval.dtype || !a.aval.dtype.is_floating() {
                 return unknown(interp);
             }
             delegate(interp, J::LinalgSolve, vec![arr(&a), arr(&b)], Vec::new())
         }
         TfFn::Trace => {
-            let x = tensor_arg!(0, "x");
+            let x = tensor_arg!(interp, f, p, 0, "x");
             delegate(interp, J::Trace, vec![arr(&x)], vec![kw("axis1", Value::Int(-2)), kw("axis2", Value::Int(-1))])
         }
         TfFn::Norm => {
-            let x = tensor_arg!(0, "tensor");
+            let x = tensor_arg!(interp, f, p, 0, "tensor");
             let euclidean = matches!(p.get(1, "ord"), None) || matches!(p.get(1, "ord"), Some(Value::Str(s)) if &**s == "euclidean");
             if !euclidean || !x.aval.dtype.is_floating() {
                 return unknown(interp);
@@ -301,7 +293,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::CheckNumerics => {
             let listed = matches!(p.get(0, "tensor"), Some(Value::List(_) | Value::Tuple(_)));
-            let x = tensor_arg!(0, "tensor");
+            let x = tensor_arg!(interp, f, p, 0, "tensor");
             match p.get(1, "message") {
                 Some(Value::Str(message)) => super::numerics::check(interp, x, message, listed, "CheckNumerics"),
                 _ => Ok(Value::Array(x)),
@@ -309,7 +301,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         // `check_numerics` of the tensor made of `t` (so the message always ends ` name: `).
         TfFn::AssertAllFinite => {
-            let x = tensor_arg!(0, "t");
+            let x = tensor_arg!(interp, f, p, 0, "t");
             match p.get(1, "msg") {
                 Some(Value::Str(message)) => super::numerics::check(interp, x, message, false, "VerifyFinite/CheckNumerics"),
                 _ => Ok(Value::Array(x)),
@@ -334,6 +326,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         | TfFn::AssertType
         | TfFn::AssertInteger
         | TfFn::AssertScalar => super::asserts::call(interp, f, p),
+        TfFn::AssertShapes => super::assert_shapes::call(interp, p),
         _ => unknown(interp),
     }
 }

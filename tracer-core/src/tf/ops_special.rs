@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use super::errors;
-use super::ops::{check_axes, delegate, missing, shape_dims, tensor_param, Args};
+use super::ops::{check_axes, delegate, missing, shape_dims, tensor_arg, Args};
 use super::tensor::{self, to_tensor, unknown_tensor};
 use super::TfFn;
 use crate::interp::value::Value;
@@ -47,15 +47,7 @@ fn static_shape(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<Value
 }
 
 pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
-    let unknown = |interp: &Interp| Ok(unknown_tensor(interp, "a tf op with arguments tracelens does not read"));
-    macro_rules! tensor_arg {
-        ($i:expr, $name:expr) => {
-            match tensor_param(interp, f, p, $i, $name)? {
-                Some(t) => t,
-                None => return unknown(interp),
-            }
-        };
-    }
+    let unknown = |interp: &Interp| Ok(unknown_tensor(interp, super::ops::UNREAD_ARGUMENTS));
     match f {
         TfFn::Constant | TfFn::ConvertToTensor => {
             let Some(value) = p.get(0, "value") else { return Err(missing(interp, f, "value")) };
@@ -86,7 +78,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             super::with_x64(interp, |i| delegate(i, jf, vec![shape], vec![kw("dtype", Value::DType(dtype.unwrap_or(DType::F32)))]))
         }
         TfFn::ZerosLike | TfFn::OnesLike => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let Some(dtype) = dtype_of(p.get(1, "dtype")) else { return unknown(interp) };
             let jf = if f == TfFn::ZerosLike { J::ZerosLike } else { J::OnesLike };
             let dtype = dtype.unwrap_or(x.aval.dtype);
@@ -94,7 +86,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         }
         TfFn::Fill => {
             let Some(shape) = static_shape(interp, p.get(0, "dims"))? else { return unknown(interp) };
-            let value = tensor_arg!(1, "value");
+            let value = tensor_arg!(interp, f, p, 1, "value");
             let dtype = Value::DType(value.aval.dtype);
             super::with_x64(interp, |i| delegate(i, J::Full, vec![shape, arr(&value)], vec![kw("dtype", dtype)]))
         }
@@ -143,11 +135,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Linspace, vec![arr(&a), arr(&b), Value::Int(*n)], vec![kw("dtype", Value::DType(a.aval.dtype))])
         }
         TfFn::Identity | TfFn::StopGradient => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             Ok(Value::Array(x))
         }
         TfFn::OneHot => {
-            let indices = tensor_arg!(0, "indices");
+            let indices = tensor_arg!(interp, f, p, 0, "indices");
             let Some(Value::Int(depth)) = p.get(1, "depth") else { return unknown(interp) };
             if p.get(2, "on_value").is_some() || p.get(3, "off_value").is_some() || p.get(4, "axis").is_some() {
                 return unknown(interp);
@@ -175,11 +167,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Square, vec![d], Vec::new())
         }
         TfFn::Round => {
-            let x = tensor_arg!(0, "x");
+            let x = tensor_arg!(interp, f, p, 0, "x");
             delegate(interp, J::Round, vec![arr(&x)], Vec::new())
         }
         TfFn::Gelu => {
-            let x = tensor_arg!(0, "features");
+            let x = tensor_arg!(interp, f, p, 0, "features");
             let approximate = match p.get(1, "approximate") {
                 Some(v) => interp.truthy(v)?,
                 None => false,
@@ -190,7 +182,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::NnGelu, vec![arr(&x)], vec![kw("approximate", Value::Bool(approximate))])
         }
         TfFn::LeakyRelu => {
-            let x = tensor_arg!(0, "features");
+            let x = tensor_arg!(interp, f, p, 0, "features");
             let alpha = p.get(1, "alpha").cloned().unwrap_or(Value::Float(0.2));
             if !x.aval.dtype.is_floating() {
                 return unknown(interp);
@@ -198,7 +190,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::NnLeakyRelu, vec![arr(&x)], vec![kw("negative_slope", alpha)])
         }
         TfFn::Argmax | TfFn::Argmin => {
-            let x = tensor_arg!(0, "input");
+            let x = tensor_arg!(interp, f, p, 0, "input");
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(0));
             check_axes(interp, &axis, x.aval.ndim(), if f == TfFn::Argmax { "ArgMax" } else { "ArgMin" })?;
             let Some(out) = dtype_of(p.get(2, "output_type")) else { return unknown(interp) };
@@ -207,7 +199,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             cast(interp, r, out.unwrap_or(DType::I64))
         }
         TfFn::Cumsum | TfFn::Cumprod => {
-            let x = tensor_arg!(0, "x");
+            let x = tensor_arg!(interp, f, p, 0, "x");
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(0));
             for (i, name) in [(2, "exclusive"), (3, "reverse")] {
                 if let Some(v) = p.get(i, name) {
@@ -232,7 +224,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             total.map_or_else(|| unknown(interp), Ok)
         }
         TfFn::Softmax | TfFn::LogSoftmax => {
-            let x = tensor_arg!(0, "logits");
+            let x = tensor_arg!(interp, f, p, 0, "logits");
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::Int(-1));
             if !x.aval.dtype.is_floating() {
                 return unknown(interp);
@@ -241,7 +233,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, jf, vec![arr(&x)], vec![kw("axis", axis)])
         }
         TfFn::L2Normalize => {
-            let x = tensor_arg!(0, "x");
+            let x = tensor_arg!(interp, f, p, 0, "x");
             let axis = p.get(1, "axis").cloned().unwrap_or(Value::None);
             if !x.aval.dtype.is_floating() {
                 return unknown(interp);
@@ -254,13 +246,13 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             delegate(interp, J::Multiply, vec![arr(&x), scale], Vec::new())
         }
         TfFn::SparseSoftmaxCrossEntropyWithLogits => {
-            let labels = tensor_arg!(0, "labels");
-            let logits = tensor_arg!(1, "logits");
+            let labels = tensor_arg!(interp, f, p, 0, "labels");
+            let logits = tensor_arg!(interp, f, p, 1, "logits");
             sparse_softmax_cross_entropy(interp, &labels, &logits)
         }
         TfFn::SigmoidCrossEntropyWithLogits => {
-            let labels = tensor_arg!(0, "labels");
-            let logits = tensor_arg!(1, "logits");
+            let labels = tensor_arg!(interp, f, p, 0, "labels");
+            let logits = tensor_arg!(interp, f, p, 1, "logits");
             sigmoid_cross_entropy(interp, &labels, &logits)
         }
         TfFn::RandomNormal | TfFn::RandomUniform | TfFn::TruncatedNormal => {
@@ -298,8 +290,8 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             random_tensor(interp, "StatelessRandom", crate::jax::aval::Aval::new(&dims, dtype))
         }
         TfFn::SoftmaxCrossEntropyWithLogits => {
-            let labels = tensor_arg!(0, "labels");
-            let logits = tensor_arg!(1, "logits");
+            let labels = tensor_arg!(interp, f, p, 0, "labels");
+            let logits = tensor_arg!(interp, f, p, 1, "logits");
             if labels.aval != logits.aval || !logits.aval.dtype.is_floating() || logits.aval.ndim() == 0 {
                 return unknown(interp);
             }

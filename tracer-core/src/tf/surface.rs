@@ -218,5 +218,5 @@ tf_surface! {
     AssertInteger = "assert_integer" in ["tensorflow.debugging"],
     AssertScalar = "assert_scalar" in ["tensorflow.debugging"],
     AssertNear = "assert_near" in ["tensorflow.debugging"],
-    // assert_shapes = "assert_shapes" in ["tensorflow.debugging"],
+    AssertShapes = "assert_shapes" in ["tensorflow.debugging"],
 }

@@ -17,26 +17,15 @@ use crate::jax::numpy as jnp;
 use crate::jax::surface::JaxFn;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
-/// `tf.float32`, `tf.int32`, ...: TensorFlow's dtypes that tracelens models.
+/// `tf.float32`, `tf.int32`, ...: TensorFlow's dtypes that tracelens models, by their numpy
+/// names and TensorFlow's aliases (`tf.float`, `tf.double`, `tf.half`).
 pub fn dtype_named(name: &str) -> Option<DType> {
-    Some(match name {
-        "float32" | "float" => DType::F32,
-        "float64" | "double" => DType::F64,
-        "float16" | "half" => DType::F16,
-        "bfloat16" => DType::BF16,
-        "int8" => DType::I8,
-        "int16" => DType::I16,
-        "int32" => DType::I32,
-        "int64" => DType::I64,
-        "uint8" => DType::U8,
-        "uint16" => DType::U16,
-        "uint32" => DType::U32,
-        "uint64" => DType::U64,
-        "bool" => DType::Bool,
-        "complex64" => DType::C64,
-        "complex128" => DType::C128,
-        _ => return None,
-    })
+    match name {
+        "float" => Some(DType::F32),
+        "double" => Some(DType::F64),
+        "half" => Some(DType::F16),
+        _ => DType::from_numpy_name(name),
+    }
 }
 
 /// Marks an array as a TensorFlow tensor (a copy when it is shared, so that a JAX array

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::syntax::ast::{Comprehension, Expr, ExprKind, FStringPart, FunctionDef, Name, Stmt, StmtKind};
+use crate::syntax::ast::{literal_expr, Comprehension, Expr, ExprKind, FStringPart, FunctionDef, Name, Stmt, StmtKind};
 
 type Set = HashSet<Name>;
 
@@ -376,15 +376,7 @@ fn reads(e: &Expr, live: &mut Set) {
         ExprKind::Name(n) => {
             live.insert(n.clone());
         }
-        ExprKind::Int(_)
-        | ExprKind::BigInt(_)
-        | ExprKind::Float(_)
-        | ExprKind::Imag(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bytes(_)
-        | ExprKind::Bool(_)
-        | ExprKind::NoneLit
-        | ExprKind::Ellipsis => {}
+        literal_expr!() => {}
         ExprKind::FString(parts) => fstring_reads(parts, live),
         ExprKind::Tuple(items) | ExprKind::List(items) | ExprKind::Set(items) => items.iter().for_each(|i| reads(i, live)),
         ExprKind::Dict(items) => {
