@@ -4,11 +4,11 @@
 //! (`tape_gradient.rs`): values TensorFlow's would have, `None` for a source the target does
 //! not depend on. Outside any trace (an eager tape) the ops run while the tape records are
 //! logged and differentiated the same way (`tape_eager.rs`). Where autodiff has no rule, or
-//! tracelens cannot vouch for what the tape recorded, a gradient is unknown: TensorFlow gives
-//! `None` for a source the target does not reach (a second-order gradient of a linear
-//! function), so neither a tensor nor `None` can be claimed. Only what TensorFlow returns
-//! `None` for whatever the target is (an integer variable) is `None` without autodiff. A
-//! non-persistent tape used twice raises TensorFlow's `RuntimeError`.
+//! tracelens cannot vouch for what the tape recorded, a gradient in a graph has the shape and
+//! dtype TensorFlow gives it (a source's own) and no known value; an eager one is unknown and
+//! may be `None` (a source the eager log does not reach may be unconnected). Never a wrong
+//! `None`: only what TensorFlow returns `None` for whatever the target is (an integer
+//! variable) is `None`. A non-persistent tape used twice raises TensorFlow's `RuntimeError`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -22,6 +22,7 @@ use crate::interp::call::Kwargs;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
+use crate::jax::ir::Prim;
 
 pub struct Tape {
     persistent: bool,
@@ -122,7 +123,7 @@ pub fn call_method(interp: &mut Interp, tape: &Rc<Tape>, name: &str, args: Vec<V
                 Some(t) if interp.jax.traces.is_empty() => super::tape_eager::compute(interp, tape, t).map(Computed::Eager),
                 _ => None,
             };
-            let g = Gradients { tape, computed: computed.as_ref(), none_allowed };
+            let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), none_allowed };
             let out = g.of(interp, sources);
             if !tape.persistent {
                 super::tape_eager::release(tape);
@@ -172,9 +173,10 @@ impl Tape {
     }
 }
 
-/// One `gradient` call: the tape, and what autodiff computed for its target.
+/// One `gradient` call: the target, and what autodiff computed for it.
 struct Gradients<'a> {
     tape: &'a Tape,
+    target: Option<&'a Rc<Array>>,
     computed: Option<&'a Computed>,
     none_allowed: bool,
 }
@@ -244,17 +246,16 @@ impl Gradients<'_> {
         })
     }
 
-    /// The gradient with respect to one source: the one autodiff computed, `None` where
-    /// TensorFlow certainly gives `None`, else unknown. Not a tensor of the source's shape
-    /// whose value is not known: TensorFlow gives `None` for a source the target does not reach,
-    /// and a gradient tracelens did not compute may be one (a second-order gradient of a linear
-    /// function is: `assert d2y_dw2 is None` holds).
+    /// The gradient with respect to one source: the one autodiff computed; `None` where
+    /// TensorFlow certainly gives `None`; else, in a graph, a tensor of the source's shape and
+    /// dtype whose value is not known, and eagerly an unknown that may be `None`.
     fn one(&self, interp: &mut Interp, source: &Value) -> PyResult<Value> {
-        let tape = self.tape;
-        let computed = match source {
+        let (tape, target) = (self.tape, self.target);
+        let source = match source {
             Value::Builtin(b) => match &**b {
                 crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => {
-                    if !var.value.borrow().aval.dtype.is_inexact() {
+                    let value = var.value.borrow().clone();
+                    if !value.aval.dtype.is_inexact() {
                         // TensorFlow warns that the source must be floating and gives None.
                         return Ok(Value::None);
                     }
@@ -263,21 +264,37 @@ impl Gradients<'_> {
                     if !watched {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
-                    self.computed.and_then(|c| c.of_variable(interp, var))
+                    if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
+                        return Ok(self.finish(interp, g));
+                    }
+                    value
                 }
                 _ => return Ok(unknown_tensor(interp, "the gradient of a source that is not modelled")),
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
-                self.computed.and_then(|c| c.of_tensor(interp, a))
+                if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
+                    return Ok(self.finish(interp, g));
+                }
+                a.clone()
             }
             _ => return Ok(unknown_tensor(interp, "the gradient of a tensor the tape may not have recorded")),
         };
-        Ok(match computed {
-            Some(g) => self.finish(interp, g),
-            None => Value::opaque_maybe_none(
+        let Some(target) = target else {
+            return Ok(unknown_tensor(interp, "the gradient of a target that is not a floating tensor"));
+        };
+        // Eagerly, what the tape did not follow may not reach the source (a second derivative
+        // of a linear function, taken with nested tapes): TensorFlow's `None` is possible, so
+        // the gradient is an unknown that may be `None`. In a graph, a source the target does
+        // not reach is found by the slice (certainly `None`), so an uncomputed gradient is one
+        // the target reaches: a tensor of the source's shape.
+        if !super::in_graph(interp) {
+            return Ok(Value::opaque_maybe_none(
                 "a gradient tracelens did not compute (TensorFlow gives None for a source the target does not reach)",
-            ),
-        })
+            ));
+        }
+        let aval = source.aval.clone().weak(false);
+        let grad = crate::jax::apply1(interp, Prim::opaque("gradient", aval), &[target.clone(), source])?;
+        Ok(Value::Array(mark_array(grad)))
     }
 
     /// A computed gradient: `None` (unconnected) only where TensorFlow gives `None`.
