@@ -554,10 +554,5 @@ pub fn missing_arguments(fname: &str, missing: &[impl AsRef<str>]) -> String {
 /// function `getenv` called with the key alone, or with `None` as its default.
 fn lookup_without_default(what: &str, args: &[Value], kwargs: &[(Rc<str>, Value)]) -> bool {
     let name = what.rsplit('.').next().unwrap_or(what);
-    let default_none = match (args, kwargs.is_empty()) {
-        ([_], true) => true,
-        ([_, Value::None], true) => true,
-        _ => false,
-    };
-    matches!(name, "get" | "getenv") && default_none
+    matches!(name, "get" | "getenv") && kwargs.is_empty() && matches!(args, [_] | [_, Value::None])
 }
