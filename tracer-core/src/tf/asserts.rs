@@ -72,6 +72,13 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
     let Some(check) = check(f) else { return Ok(Value::opaque(format!("tf.debugging.{}", f.name()))) };
     let name = if matches!(check, Check::Type | Check::Scalar) { "tensor" } else { "x" };
     let Some(x) = p.get(0, name) else { return Ok(Value::None) };
+    // The assert's name scope in the graph being traced (`assert_less_1`), taken whether or
+    // not the check is claimed, as TensorFlow takes it.
+    let scope = graph_scope(interp, check);
+    // Its `Assert` op's data are the tensors and strings it prints: all `int32` or strings,
+    // TensorFlow makes a plain `Assert`, else one guarded by a `cond` (`AssertGuard`).
+    let int32 = [Some(x), p.get(1, "y")].into_iter().flatten().any(|v| matches!(v, Value::Array(a) if a.aval.dtype == DType::I32));
+    let node = scope.map(|s| format!("{s}/Assert/{}", if int32 { "Assert" } else { "AssertGuard/Assert" }));
     // A message given as a string is put first, as TensorFlow does; any other is not followed.
     let message = match p.kwargs.iter().find(|(k, _)| k.as_ref() == "message").map(|(_, v)| v) {
         None | Some(Value::None) => None,
@@ -82,7 +89,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         Check::Near => {
             let Some(near) = Near::of(p) else { return Ok(Value::None) };
             if super::in_graph(interp) {
-                near.record(interp, message.as_deref());
+                near.record(interp, message.as_deref(), node.as_deref());
             } else if let Some(msg) = near.eager_failure(message.as_deref()) {
                 return Err(interp.raise("InvalidArgumentError", Code::PythonException, msg));
             }
@@ -93,7 +100,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             if super::in_graph(interp) && !fails(&held) {
                 let prefix = message.as_ref().map(|m| format!("[{m}] ")).unwrap_or_default();
                 let text = format!("assertion failed: {prefix}[Condition x {symbol} y did not hold element-wise:]");
-                in_graph(interp, &held, op.node, text);
+                in_graph(interp, &held, node.as_deref(), text);
             }
             if !super::in_graph(interp) && fails(&held) {
                 let prefix = message.map(|m| format!("{m}\n")).unwrap_or_default();
@@ -115,7 +122,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             if super::in_graph(interp) && !fails(&held) {
                 let prefix = message.as_ref().map(|m| format!("{m}.  ")).unwrap_or_default();
                 let text = format!("assertion failed: [{prefix}] [Condition x {symbol} 0 did not hold element-wise:]");
-                in_graph(interp, &held, op.node, text);
+                in_graph(interp, &held, node.as_deref(), text);
             }
             if let (false, true, Value::Array(t)) = (super::in_graph(interp), fails(&held), x) {
                 let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
@@ -210,11 +217,27 @@ fn python_tuple(items: &[i64]) -> String {
 /// call, and fails those whose values make the comparison `held` false somewhere
 /// (`graph_run.rs`). One whose values the trace already knows is left alone (TensorFlow
 /// checks it while building the graph, in other words).
-fn in_graph(interp: &mut Interp, held: &Value, node: &str, message: String) {
-    let Value::Array(a) = held else { return };
-    let scope = node.rsplit_once('/').map_or(node, |(scope, _)| scope);
+fn in_graph(interp: &mut Interp, held: &Value, node: Option<&str>, message: String) {
+    let (Value::Array(a), Some(node)) = (held, node) else { return };
     let check = RunCheck::Holds { message };
-    super::graph_run::record_check(interp, a, None, &format!("{scope}/Assert"), check);
+    super::graph_run::record_check(interp, a, None, node, check);
+}
+
+/// The name scope a value assert takes in the graph being traced (`graph_names.rs`): its
+/// comparison's scope in the table (`assert_positive/assert_less`) made unique; `None`
+/// eagerly and for the other asserts.
+fn graph_scope(interp: &mut Interp, check: Check) -> Option<String> {
+    if !super::in_graph(interp) {
+        return None;
+    }
+    let base = match check {
+        Check::Compare(_, op) | Check::Sign(_, op) => op.node.rsplit_once('/').map_or(op.node, |(scope, _)| scope),
+        Check::Near => "assert_near",
+        _ => return None,
+    };
+    // The table names `assert_equal`'s comparison by the scope the first one gets.
+    let base = if base == "assert_equal_1" { "assert_equal" } else { base };
+    super::graph_names::scoped(interp, base)
 }
 
 /// A `tf.debugging.assert_near(x, y, rtol, atol)` tracelens can decide: two `float32` or
@@ -267,8 +290,9 @@ impl Near {
     /// In a `tf.function`, the check is an `Assert` op (stateful: it runs at every call),
     /// made on each call's values (`graph_run.rs`); `y` a tensor of the same graph or a known
     /// one. With both known TensorFlow still fails only at the call: not claimed.
-    fn record(&self, interp: &mut Interp, message: Option<&str>) {
-        let Some(x) = self.x.tracer() else { return };
+    fn record(&self, interp: &mut Interp, message: Option<&str>, node: Option<&str>) {
+        let (Some(x), Some(node)) = (self.x.tracer(), node) else { return };
+        let scope = node.split_once("/Assert/").map_or(node, |(scope, _)| scope);
         let y = match self.y.tracer() {
             Some(t) if t.trace == x.trace => Operand::Var(t.var),
             Some(_) => return,
@@ -276,11 +300,11 @@ impl Near {
         };
         let prefix = message.map(|m| format!("{m}.  ")).unwrap_or_default();
         let name = self.dtype.name();
-        let tensor = |t: &str| format!("Tensor(\\\"assert_near/{t}:0\\\", shape=(), dtype={name})");
+        let tensor = |t: &str| format!("Tensor(\\\"{scope}/{t}:0\\\", shape=(), dtype={name})");
         let message =
             format!("assertion failed: [{prefix}] [x and y not equal to tolerance rtol = {}, atol = {}]", tensor("rtol"), tensor("atol"));
         let check = RunCheck::Near { y, rtol: self.rtol, atol: self.atol, message };
-        super::graph_run::record_check(interp, &self.x, None, "assert_near/Assert/AssertGuard/Assert", check);
+        super::graph_run::record_check(interp, &self.x, None, node, check);
     }
 }
 

@@ -32,10 +32,19 @@ pub fn cond(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let pred = pred.clone();
     // Each branch as the reproducer writes it (`def true_fn(): ...`).
     let op = crate::jax::stmt::running_op(interp);
-    interp.tf.cond_branches += 1;
-    let on_true = crate::jax::stmt::call_passed(interp, op, "true_fn", true_fn, Vec::new());
-    let on_false = on_true.is_ok().then(|| crate::jax::stmt::call_passed(interp, op, "false_fn", false_fn, Vec::new()));
-    interp.tf.cond_branches -= 1;
+    // Each branch is a graph of its own under the scope `cond` (`graph_names.rs`), whose ops
+    // run when the predicate picks it (`guards.rs`).
+    let scope = super::graph_names::cond_scope(interp);
+    let branch = |interp: &mut Interp, taken: bool, name: &str, f: &Value| {
+        super::guards::enter(interp, &pred, taken, false);
+        super::graph_names::enter_branch(interp, scope.as_deref());
+        let out = crate::jax::stmt::call_passed(interp, op, name, f, Vec::new());
+        super::graph_names::leave_branch(interp, scope.as_deref());
+        super::guards::leave(interp);
+        out
+    };
+    let on_true = branch(interp, true, "true_fn", true_fn);
+    let on_false = on_true.is_ok().then(|| branch(interp, false, "false_fn", false_fn));
     let (on_true, on_false) = (on_true?, on_false.unwrap_or(Ok(Value::None))?);
     let (Some((t_kind, t_leaves)), Some((f_kind, f_leaves))) = (leaves(&on_true), leaves(&on_false)) else {
         return Ok(unknown_tensor(interp, "tf.cond branches whose outputs are not tensors"));

@@ -147,9 +147,9 @@ pub struct TfState {
     pub failing: Vec<super::graph_run::Failing>,
     /// Ops of the running traces whose failure depends on each call's values (`graph_run.rs`).
     pub run_checks: Vec<super::graph_run::CallCheck>,
-    /// `tf.cond` branches being traced (inline, `control.rs`): what they bind runs only when
-    /// the predicate picks them.
-    pub cond_branches: u32,
+    /// The branches of `tf.cond` and of AutoGraph's `if` being traced (inline), innermost
+    /// last: what they bind runs only when the predicate picks them (`guards.rs`).
+    pub guards: Vec<super::guards::Guard>,
     /// `tf.experimental.numpy.experimental_enable_numpy_behavior()` was called: tensors have
     /// NumPy's methods and operands of different dtypes promote, which is not modelled, so
     /// those become unknown rather than TensorFlow's errors.
@@ -173,6 +173,9 @@ pub struct ActiveTrace {
     /// How many paths past an unknown (`Interp::fork_logs`) were open when the trace began:
     /// more while tracing is a branch or loop body of the graph (AutoGraph's `if`/`while`).
     pub forks: usize,
+    /// TensorFlow's names used in the graph and the branch graphs being traced
+    /// (`graph_names.rs`), innermost last.
+    pub names: Vec<super::graph_names::Scope>,
 }
 
 impl TfFunction {
@@ -542,7 +545,14 @@ fn trace_once(
     interp.jax.records[record].arg_names = f.params.clone();
     interp.jax.records[record].input_parameters = super::concrete::input_parameters(interp, f, key, args, kwargs).map(Rc::new);
     let forks = interp.fork_logs.len();
-    interp.tf.active.push(ActiveTrace { function: f.clone(), key: Some(key.clone()), forbid_variables, created_variables: false, forks });
+    interp.tf.active.push(ActiveTrace {
+        function: f.clone(),
+        key: Some(key.clone()),
+        forbid_variables,
+        created_variables: false,
+        forks,
+        names: Vec::new(),
+    });
     let none_read = std::mem::replace(&mut interp.tf.none_dimension_read, false);
     let ran = run_body(interp, f, key, args, kwargs, call_site);
     interp.tf.none_dimension_read = none_read;
@@ -727,7 +737,14 @@ fn trace_unknown(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwar
     let record = interp.jax.traces[pos].record;
     interp.jax.records[record].traced_for = Some(TRACED_FOR);
     let forks = interp.fork_logs.len();
-    interp.tf.active.push(ActiveTrace { function: f.clone(), key: None, forbid_variables: false, created_variables: false, forks });
+    interp.tf.active.push(ActiveTrace {
+        function: f.clone(),
+        key: None,
+        forbid_variables: false,
+        created_variables: false,
+        forks,
+        names: Vec::new(),
+    });
     let args: Vec<Value> = args.iter().map(|a| unknown_leaves(a)).collect();
     let kwargs: Kwargs = kwargs.into_iter().map(|(k, v)| (k, unknown_leaves(&v))).collect();
     let ran = interp.call(&f.fun, args, kwargs);

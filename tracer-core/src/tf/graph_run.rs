@@ -58,6 +58,9 @@ pub enum RunCheck {
     Holds { message: String },
     /// `tf.debugging.check_numerics(tensor, message)`: no NaN or Inf.
     Finite { message: String },
+    /// The check `tf.debugging.enable_check_numerics()` puts after an op of the graph: no NaN
+    /// or Inf in its output; `head` is TensorFlow's message up to what it found.
+    FiniteV2 { head: String },
     /// `tf.debugging.assert_near(x, y, rtol, atol)` of the checked `x`: failed by a clear
     /// margin (`asserts::clearly_not_near`).
     Near { y: Operand, rtol: f64, atol: f64, message: String },
@@ -72,7 +75,8 @@ pub enum Operand {
 
 /// An op of a trace whose failure depends on the call's values: `input` is the variable of
 /// the graph it checks, `result` the op's result (`None`: a stateful op, which graph
-/// execution runs whether or not anything reads it).
+/// execution runs whether or not anything reads it), `guard` the branches it is in
+/// (`guards::current`; `None`: whether it runs is not known from the call's values).
 #[derive(Debug, Clone)]
 pub struct CallCheck {
     trace: u32,
@@ -81,7 +85,7 @@ pub struct CallCheck {
     site: Option<Site>,
     node: String,
     check: RunCheck,
-    conditional: bool,
+    guard: Option<Vec<(Operand, bool)>>,
 }
 
 impl RunCheck {
@@ -127,6 +131,10 @@ impl RunCheck {
                 };
                 Some(format!("{message} : Tensor had {found} values"))
             }
+            RunCheck::FiniteV2 { head } => {
+                let found = super::numerics::found_non_finite(value)?;
+                Some(format!("{head}\n : Tensor had {found} values"))
+            }
         }
     }
 }
@@ -137,6 +145,9 @@ impl RunCheck {
 pub struct Settled {
     failure: Option<GraphFailure>,
     checks: Vec<CallCheck>,
+    /// Traced with `tf.debugging.enable_check_numerics()` on: every op with a float output
+    /// is checked, in the order the ops were made, with the checks above.
+    numerics: bool,
 }
 
 /// The first index of `indices` outside `[0, size)`, in TensorFlow's words:
@@ -212,7 +223,8 @@ pub fn eager(interp: &Interp, node: &str, message: &str, listed: bool) -> Flow {
 pub fn record(interp: &mut Interp, result: &Value, node: &'static str, message: String) {
     let Value::Array(a) = result else { return };
     let Some(t) = a.tracer().filter(|_| !interp.tf.active.is_empty()) else { return };
-    let failing = Failing { trace: t.trace, var: t.var, site: interp.site(), node, message, conditional: conditional(interp) };
+    let conditional = !super::guards::current(interp, t.trace).is_some_and(|g| g.is_empty());
+    let failing = Failing { trace: t.trace, var: t.var, site: interp.site(), node, message, conditional };
     interp.tf.failing.push(failing);
 }
 
@@ -235,17 +247,9 @@ pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Valu
     if own.is_none_or(|t| t.id != i.trace) {
         return;
     }
-    let conditional = conditional(interp);
+    let guard = super::guards::current(interp, i.trace);
     let site = interp.site();
-    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, conditional });
-}
-
-/// Whether what is bound now is in a branch or loop body of the graph: a `tf.cond` branch,
-/// or AutoGraph's `if`, `while` or `for` on a tensor (a fork opened since the trace began).
-fn conditional(interp: &Interp) -> bool {
-    interp.tf.cond_branches > 0
-        || interp.tf.autograph.in_tensor_loop()
-        || interp.tf.active.last().is_some_and(|trace| interp.fork_logs.len() > trace.forks)
+    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, guard });
 }
 
 /// What the failing ops recorded in trace `trace` come to, now that its graph is `jaxpr`:
@@ -264,13 +268,19 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
         interp.tf.run_checks = rest;
         mine
     };
+    let numerics = interp.tf.check_numerics;
     if mine.is_empty() && checks.is_empty() {
-        return Settled::default();
+        return Settled { numerics, ..Settled::default() };
     }
     let runs = reaching_outputs(jaxpr, false);
-    // An op that runs at every call: one whose result reaches the outputs, or a stateful one,
-    // outside any branch or loop body.
-    let checks = checks.into_iter().filter(|c| !c.conditional && c.result.is_none_or(|r| runs.contains(&r))).collect();
+    // An op that runs at every call its branches are taken: one whose result reaches the
+    // outputs, or a stateful one, outside any loop body.
+    // Claimed in a branch: a stateful check (its node named in the branch's scope); not a
+    // gather or division there (`cond/GatherV2`, whose numbering is not followed).
+    let checks = checks
+        .into_iter()
+        .filter(|c| c.guard.as_ref().is_some_and(|g| c.result.is_none() || g.is_empty()) && c.result.is_none_or(|r| runs.contains(&r)))
+        .collect();
     let may_run = reaching_outputs(jaxpr, true);
     let mut failure = None;
     for f in mine.into_iter().filter(|f| !f.conditional) {
@@ -284,7 +294,7 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
             interp.warn(Code::PrunedOp, f.site, msg, Vec::new());
         }
     }
-    Settled { failure, checks }
+    Settled { failure, checks, numerics }
 }
 
 /// A call of a graph, `jaxpr` on `consts` and `inputs` (as the call computes it): one that
@@ -312,21 +322,71 @@ pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<A
         .map(|(v, _)| *v)
         .chain(jaxpr.eqns.iter().flat_map(|e| e.outputs.iter().map(|(v, _)| *v)))
         .collect();
-    let checks: Vec<&CallCheck> =
-        settled.checks.iter().filter(|c| defined.contains(&c.input) && c.check.other_var().is_none_or(|v| defined.contains(&v))).collect();
-    // Each check's input, then its second input (if it reads one).
+    let guard_vars = |c: &CallCheck| -> Vec<VarId> {
+        c.guard.iter().flatten().filter_map(|(p, _)| if let Operand::Var(v) = p { Some(*v) } else { None }).collect()
+    };
+    let checks: Vec<&CallCheck> = settled
+        .checks
+        .iter()
+        .filter(|c| {
+            defined.contains(&c.input)
+                && c.check.other_var().is_none_or(|v| defined.contains(&v))
+                && guard_vars(c).iter().all(|v| defined.contains(v))
+        })
+        .collect();
+    // Each check's input, then its second input (if it reads one), then its branches'
+    // predicates.
     let mut sub = jaxpr.clone();
-    sub.outvars = checks.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var).collect();
+    sub.outvars =
+        checks.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var()).chain(guard_vars(c))).map(Atom::Var).collect();
     let Some(values) = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs) else { return Ok(()) };
     let mut values = values.iter();
     for c in &checks {
         let Some(value) = values.next() else { return Ok(()) };
         let other = if c.check.other_var().is_some() { values.next() } else { None };
+        // Whether the call takes every branch the check is in; one whose predicate is not
+        // known leaves this check, and those after it, unclaimed.
+        let mut runs = true;
+        for (pred, taken) in c.guard.iter().flatten() {
+            let pred = match pred {
+                Operand::Var(_) => values.next().cloned(),
+                Operand::Known(a) => Some(a.clone()),
+            };
+            let Some(held) = pred.and_then(|p| p.known()).and_then(|k| crate::jax::eval::force(&k, 1 << 16)) else { return Ok(()) };
+            let Some(held) = held.iter().next().map(|x| *x != 0.0) else { return Ok(()) };
+            runs &= held == *taken;
+        }
+        if !runs {
+            continue;
+        }
         if let Some(message) = c.check.fails(value, other) {
+            if settled.numerics && !finite_before(jaxpr, consts, inputs, c.input) {
+                return Ok(());
+            }
             return Err(raise(interp, &GraphFailure { site: c.site, node: c.node.clone(), message }));
         }
     }
     Ok(())
+}
+
+/// With every float op of the graph checked (`enable_check_numerics`), in the order the ops
+/// were made: whether each float value the graph computes before `var` (its inputs
+/// included) is known and finite, so that no check before `var`'s fails first.
+fn finite_before(jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>], var: VarId) -> bool {
+    let Some(at) = jaxpr.eqns.iter().position(|e| e.outputs.iter().any(|(v, _)| *v == var)) else { return false };
+    let before = &jaxpr.eqns[..at];
+    if before.iter().any(|e| !e.bodies.is_empty()) {
+        return false;
+    }
+    let mut sub = jaxpr.clone();
+    sub.outvars = before.iter().flat_map(|e| e.outputs.iter().map(|(v, _)| Atom::Var(*v))).collect();
+    let Some(values) = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs) else { return false };
+    values
+        .iter()
+        .chain(inputs)
+        .chain(consts)
+        .filter(|a| a.aval.dtype.is_floating())
+        .all(|a| crate::jax::eval::non_finite_counts(a, 1 << 16).is_some_and(|(nan, inf, _)| nan + inf == 0))
 }
 
 fn raise(interp: &Interp, failure: &GraphFailure) -> Flow {

@@ -8,8 +8,9 @@
 //! Claimed only where the answer is certain: the op's inputs and output are known (forced
 //! within a budget), its inputs are finite (a NaN/Inf already in an input came from an op or
 //! a constant TensorFlow may have checked elsewhere), and the op is one of `OPS` (TensorFlow's
-//! op type, which the message names). Ops in a graph, whose check fails the graph's run,
-//! are not claimed (docs/tensorflow.md).
+//! op type, which the message names). In a graph, the one-tensor ops of `OPS` are checked
+//! at each call (`in_graph_op`); the two-tensor ops and `tf.matmul` there are not claimed
+//! (their graph names, `add` or `Add_1`, depend on how they were written).
 
 use std::rc::Rc;
 
@@ -125,6 +126,41 @@ pub fn after_op(interp: &mut Interp, op: &str, inputs: &[Rc<Array>], out: &Value
     Err(interp.raise("InvalidArgumentError", Code::PythonException, text))
 }
 
+/// What TensorFlow's `CheckNumericsV2` says it found in a known float tensor (`-Inf`,
+/// `+Inf and NaN`, ...); `None` when every element is finite or the value is not known.
+pub fn found_non_finite(a: &Rc<Array>) -> Option<String> {
+    let (neg_inf, pos_inf, nan) = counts(a)?;
+    let found: Vec<&str> = [(neg_inf, "-Inf"), (pos_inf, "+Inf"), (nan, "NaN")].iter().filter(|(n, _)| *n > 0).map(|(_, w)| *w).collect();
+    (!found.is_empty()).then(|| listed(&found))
+}
+
+/// The one-tensor op `op` (TensorFlow's op type) just made `out` from `x` inside a
+/// `tf.function`: it takes its name in the graph (`Log`, `Log_1`, ...), and with
+/// `enable_check_numerics()` on, the check TensorFlow puts after it fails the calls whose
+/// values make a NaN or an Inf there (`graph_run.rs`), with TensorFlow's message: the op,
+/// its output's dtype and shape, its input when it is one of the function's arguments
+/// (`Tensor("q:0", ...)`), the graph's name; the stack trace TensorFlow adds is not written.
+pub fn in_graph_op(interp: &mut Interp, op: &str, x: &Rc<Array>, out: &Value) {
+    let Some(name) = super::graph_names::unique(interp, op) else { return };
+    let Value::Array(out) = out else { return };
+    if !interp.tf.check_numerics || !out.aval.dtype.is_floating() {
+        return;
+    }
+    let Some(function) = super::function::innermost(interp).map(|f| f.name.clone()) else { return };
+    let mut head = format!(
+        "!!! Detected Infinity or NaN in output 0 of graph op \"{op}\" (# of outputs: 1) !!!\n  dtype: <dtype: '{}'>\n  shape: {}\n\n",
+        out.aval.dtype.name(),
+        crate::jax::aval::shape_tuple(&out.aval.shape)
+    );
+    if let Some(input) = interp.tf.graph_input_names.get(&(Rc::as_ptr(x) as usize)) {
+        let shape = crate::jax::aval::shape_tuple(&x.aval.shape);
+        head.push_str(&format!("  Input tensor: Tensor(\"{input}\", shape={shape}, dtype={})\n", x.aval.dtype.name()));
+    }
+    head.push_str(&format!("  Graph name: \"{function}\"\n"));
+    let check = super::graph_run::RunCheck::FiniteV2 { head };
+    super::graph_run::record_check(interp, out, None, &format!("{name}/CheckNumericsV2"), check);
+}
+
 /// `tf.debugging.check_numerics(tensor, message)` run eagerly on a known float tensor:
 /// TensorFlow's `InvalidArgumentError` when it holds a NaN or an Inf, else the tensor.
 /// `listed`: the argument was a Python list (TensorFlow's message then has no ` name: `).
@@ -133,7 +169,8 @@ pub fn check(interp: &mut Interp, x: Rc<Array>, message: &str, listed: bool, nod
     if super::in_graph(interp) {
         // A stateful op: it runs at every call, on the call's values (`graph_run.rs`).
         let check = super::graph_run::RunCheck::Finite { message: message.to_string() };
-        super::graph_run::record_check(interp, &x, None, node, check);
+        let node = super::graph_names::scoped(interp, node).unwrap_or_else(|| node.to_string());
+        super::graph_run::record_check(interp, &x, None, &node, check);
         return Ok(Value::Array(x));
     }
     let Some((neg_inf, pos_inf, nan)) = counts(&x) else { return Ok(Value::Array(x)) };

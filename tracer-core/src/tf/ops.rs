@@ -250,6 +250,9 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             }
             let out = delegate(interp, jnp, vec![Value::Array(x.clone())], Vec::new())?;
             if let Some(op) = super::numerics::unary_op(f) {
+                if super::in_graph(interp) {
+                    super::numerics::in_graph_op(interp, op, &x, &out);
+                }
                 super::numerics::after_op(interp, op, &[x], &out)?;
             }
             Ok(out)

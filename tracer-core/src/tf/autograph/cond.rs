@@ -92,7 +92,17 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         ends.borrow_mut().push(end);
         flow
     };
-    let forked = interp.fork(|i| run(i, body), |i| run(i, orelse));
+    // Each branch is a graph of its own under the scope `cond`, run when `pred` picks it.
+    let scope = crate::tf::graph_names::cond_scope(interp);
+    let branch = |i: &mut Interp, taken: bool, block: &[Stmt]| {
+        crate::tf::guards::enter(i, &pred, taken, true);
+        crate::tf::graph_names::enter_branch(i, scope.as_deref());
+        let out = run(i, block);
+        crate::tf::graph_names::leave_branch(i, scope.as_deref());
+        crate::tf::guards::leave(i);
+        out
+    };
+    let forked = interp.fork(|i| branch(i, true, body), |i| branch(i, false, orelse));
     let mut ends = ends.into_inner();
     if let Some(raised) = ends.iter_mut().find_map(|b| b.raised.take()) {
         return Err(raised);
