@@ -306,13 +306,13 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         families::reductions!() => reductions::has_batch_rule(prim),
         families::indexing!() => indexing::has_batch_rule(prim),
         Prim::DotGeneral { .. } | Prim::Linalg(_) => true,
+        families::random!() => random::has_batch_rule(prim, mapped),
         Prim::Block(b) => return b.0.batching(mapped),
         Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
         Prim::Scan { .. } | Prim::While => return Batching::Loop,
-        // Randomness, nested vmap, the custom-derivative markers: none yet
-        // (docs/ARCHITECTURE.md says why).
-        families::random!() | Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
+        // Nested vmap, the custom-derivative markers: none yet (docs/ARCHITECTURE.md says why).
+        Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
     };
     if rule {
         Batching::Rule
@@ -332,8 +332,9 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         families::indexing!() => indexing::batch_rule(interp, prim, ins, dims),
         Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
         Prim::Linalg(op) => linalg::batching::batch_rule(interp, prim, *op, ins, dims),
+        families::random!() => random::batch_rule(interp, prim, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        families::random!() | families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
+        families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
     }
 }
 
@@ -394,13 +395,14 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         }
         Prim::Gather { index, .. } => indexing::gather(prim, ins, index),
         Prim::Scatter { index, .. } => indexing::scatter(prim, ins, index.as_deref()),
-        Prim::RandomBits { shape: dims } => random::bits(dims),
+        Prim::RandomBits { shape: dims } => random::bits(prim, ins, dims),
         Prim::RandomSeed { raw } => random::seed(prim, ins, *raw),
         Prim::RandomSplit { shape: dims } => random::split(prim, ins, dims),
-        Prim::RandomFoldIn | Prim::RandomClone => ew::same(prim, ins),
+        Prim::RandomFoldIn => random::fold_in(prim, ins),
+        Prim::RandomClone => ew::same(prim, ins),
         Prim::RandomUnwrap => random::unwrap(prim, ins),
         Prim::RandomWrap => random::wrap(prim, ins),
-        Prim::Random { shape: dims, dtype, .. } => Ok(vec![Aval::new(dims, *dtype)]),
+        Prim::Random { shape: dims, dtype, .. } => random::draw(prim, ins, dims, *dtype),
         Prim::Pjit { .. } | Prim::Remat => control_flow::call(bodies),
         Prim::Scan { length, num_carry, .. } => control_flow::scan(prim, ins, bodies, *length, *num_carry),
         Prim::Cond { .. } => control_flow::cond(prim, bodies),
