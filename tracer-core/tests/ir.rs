@@ -67,3 +67,33 @@ fn every_analysis_in_the_tests_checks_its_rules() {
     assert!(analysis.ir_problems.is_empty(), "{:?}", analysis.ir_problems);
     assert_eq!(analysis.functions.len(), 1, "the jitted function was traced");
 }
+
+/// `vmap` of a convolution with groups of its own binds one convolution with the examples
+/// inside each group, as `jax.make_jaxpr(jax.vmap(f))` shows in JAX 0.10.2: a mapped input
+/// with batch groups `f32[6,2,4]` from `f32[12,1,6]`; a mapped kernel with batch groups
+/// `f32[2,6,4]`; both mapped, `batch_group_count=6`; a mapped kernel with feature groups
+/// `f32[2,7,5,30]`, its output regrouped. Values: run/vmap_batched_conv.py.
+#[test]
+fn vmap_of_grouped_convolutions_binds_one_convolution() {
+    let source = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\
+                  bg = lambda a, k: lax.conv_general_dilated(a, k, (1,), 'VALID', batch_group_count=2)\n\
+                  fg = lambda a, k: lax.conv_general_dilated(a, k, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'), feature_group_count=3)\n\n\
+                  @jax.jit\ndef f(sig, ker, x, depth):\n    \
+                  return (jax.vmap(bg, in_axes=(0, None))(sig, ker[0]), jax.vmap(bg, in_axes=(None, 0))(sig[0], ker),\n            \
+                  jax.vmap(bg)(sig, ker), jax.vmap(fg, in_axes=(None, 0))(x, depth))\n\n\
+                  f(jnp.ones((3, 4, 1, 6)), jnp.ones((3, 2, 1, 3)), jnp.ones((2, 7, 5, 3)), jnp.ones((5, 3, 3, 1, 6)))\n";
+    let a = analyze_file(Path::new("conv.py"), source, &Disk, &AnalysisConfig { check_ir: true, ..Default::default() });
+    assert!(a.ir_problems.is_empty(), "{:?}", a.ir_problems);
+    let jaxpr = &a.functions.iter().find(|f| f.name == "f").expect("f is traced").traces[0].jaxpr;
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    assert_eq!(jaxpr.matches("= conv_general_dilated[").count(), 4, "{jaxpr}");
+    for part in [
+        "f32[6,2,4] = conv_general_dilated[batch_group_count=2 ",
+        "f32[2,6,4] = conv_general_dilated[batch_group_count=2 ",
+        "f32[2,6,4] = conv_general_dilated[batch_group_count=6 ",
+        "f32[2,7,5,30] = conv_general_dilated[batch_group_count=1 ",
+        "f32[2,7,5,5,6] = reshape[new_sizes=(2, 7, 5, 5, 6)]",
+    ] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

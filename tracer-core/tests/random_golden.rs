@@ -238,3 +238,38 @@ fn operations_jax_refuses_on_keys_report_its_error_or_nothing() {
         ["ValueError: normal accepts a single key, but was given a key array of shape (4,) != (). Use jax.vmap for batching."]
     );
 }
+
+/// `vmap` over a batch of keys binds the PRNG primitives once on the batch, as JAX's rules,
+/// vectorized over key arrays, do: `jax.make_jaxpr(jax.vmap(lambda k: jax.random.normal(k,
+/// (3,))))` of `key<fry>[4]` draws `f32[4,3]` in JAX 0.10.2 (there from `random_bits`, here from
+/// the `random_normal` that stands for it), `random_split` gives `key<fry>[4,2]`,
+/// `random_fold_in` broadcasts keys against messages. No `vmap` equation is left, and
+/// `check_ir` accepts every batched equation. Values: run/vmap_batched_random.py.
+#[test]
+fn vmap_over_keys_binds_the_prng_primitives_on_the_batch() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(keys, raw, steps):\n    \
+                  a = jax.vmap(lambda k: jax.random.normal(k, (3,)))(keys)\n    \
+                  b = jax.vmap(lambda k: jax.random.split(k))(keys)\n    \
+                  c = jax.vmap(lambda k, i: jax.random.fold_in(k, i))(keys, steps)\n    \
+                  d = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(1), i))(steps)\n    \
+                  e = jax.vmap(lambda k: jax.random.uniform(k, (2,)), in_axes=1)(raw.T)\n    \
+                  return a, b, c, d, e\n\n\
+                  f(jax.random.split(jax.random.key(0), 4), jax.random.split(jax.random.PRNGKey(0), 4), jnp.arange(4))\n";
+    let config = AnalysisConfig { check_ir: true, ..Default::default() };
+    let a = analyze_file(&PathBuf::from("draw.py"), source, &NoFiles, &config);
+    assert!(a.ir_problems.is_empty(), "{:?}", a.ir_problems);
+    let jaxpr = &a.functions.iter().find(|f| f.name == "f").expect("f is traced").traces[0].jaxpr;
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    let parts = [
+        "d:f32[4,3] = random_normal a\n",
+        "e:key<fry>[4,2] = random_split[shape=(2,)] a\n",
+        "f:u32[4] = convert_element_type[new_dtype=uint32 weak_type=False] c\n",
+        "g:key<fry>[4] = random_fold_in a f\n",
+        "h:key<fry>[] = random_seed[impl=fry] 1:i32[]\n",
+        "j:key<fry>[4] = random_fold_in h i\n",
+        ":f32[4,2] = random_uniform ",
+    ];
+    for part in parts {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

@@ -276,10 +276,19 @@ pub(super) fn backward(interp: &mut Interp, tape: &Tape, out_cts: &[Option<Rc<Ar
         let in_cts = match tape.bodies.get(&i) {
             Some(sub) => backward(interp, sub, &gs)?,
             None if let Some(custom) = tape.custom.get(&i) => super::custom_rules::transpose(interp, custom, &ins, &gs)?,
+            // JAX refuses reverse mode through a while loop, whatever its carry.
+            None if matches!(&eqn.prim, Prim::While) || matches!(&eqn.prim, Prim::Opaque(op) if op.name == "while") => {
+                return Err(while_loop_error(interp))
+            }
             None => {
-                let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
                 let active: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if tape.active.contains(v))).collect();
-                transpose(interp, eqn, &ins, &outs, &gs, &active)?
+                if let Prim::Cond { .. } = eqn.prim {
+                    // A `cond` the replay could not resolve (its index is traced): a `cond` of transposes.
+                    super::ad_control::cond_transpose(interp, eqn, &ins, &gs, &active)?
+                } else {
+                    let outs = eqn.outputs.iter().map(|(v, _)| read(&tape.env, &Atom::Var(*v))).collect::<AdResult<Vec<_>>>()?;
+                    super::prims::transpose(interp, eqn, &ins, &outs, &gs, &active)?
+                }
             }
         };
         for (atom, ct) in eqn.inputs.iter().zip(in_cts) {
@@ -612,7 +621,7 @@ fn jvp(
     if !differentiable(out_aval.dtype) {
         return Ok(vec![None]);
     }
-    super::prims::jvp(interp, eqn, ins, out, ts)
+    super::prims::jvp(interp, super::prims::Jvping { eqn, ins, out, ts })
 }
 
 /// JAX's error for a primitive it has no JVP rule for (`geqrf`, `nextafter`), raised when a
@@ -627,27 +636,6 @@ pub(crate) fn no_rule_in_jax(interp: &Interp, prim: &Prim) -> AdResult<()> {
     };
     let message = format!("Differentiation rule for '{name}' not implemented");
     Err(AdError::Raise(interp.raise("NotImplementedError", Code::PythonException, message)))
-}
-
-/// The transpose (VJP) rule: cotangents of the inputs from cotangents of the outputs. Only
-/// entries for `active` inputs are used.
-fn transpose(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    outs: &[Rc<Array>],
-    gs: &[Option<Rc<Array>>],
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
-    // JAX refuses reverse mode through a while loop, whatever its carry.
-    if matches!(&eqn.prim, Prim::While) || matches!(&eqn.prim, Prim::Opaque(op) if op.name == "while") {
-        return Err(while_loop_error(interp));
-    }
-    // A `cond` the replay could not resolve (its index is traced): a `cond` of transposes.
-    if matches!(eqn.prim, Prim::Cond { .. }) {
-        return super::ad_control::cond_transpose(interp, eqn, ins, gs, active);
-    }
-    super::prims::transpose(interp, eqn, ins, outs, gs, active)
 }
 
 // ---------------------------------------------------------------------------------------

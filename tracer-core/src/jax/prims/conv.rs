@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use ndarray::{ArrayD, IxDyn};
 
-use super::{arg, type_error, Block, Props, RuleError, RuleResult};
+use super::{arg, type_error, Block, Props, RuleError, RuleResult, Tangents};
 use crate::interp::Interp;
 use crate::jax::ad::{self, AdError, AdResult};
 use crate::jax::array::{Array, NdData};
@@ -91,19 +91,13 @@ impl Block for Conv {
     }
 
     /// Bilinear: `conv(t_lhs, rhs) + conv(lhs, t_rhs)`.
-    fn jvp(&self, interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
+    fn jvp(&self, interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> Tangents {
         super::products::bilinear_jvp(interp, prim, ins, tangents)
     }
 
     /// JAX's `_conv_general_dilated_transpose_lhs` and `_rhs`: each cotangent is itself a
     /// convolution, of the output's cotangent with the other operand.
-    fn transpose(
-        &self,
-        interp: &mut Interp,
-        ins: &[Rc<Array>],
-        cts: &[Option<Rc<Array>>],
-        active: &[bool],
-    ) -> AdResult<Vec<Option<Rc<Array>>>> {
+    fn transpose(&self, interp: &mut Interp, ins: &[Rc<Array>], cts: &[Option<Rc<Array>>], active: &[bool]) -> Tangents {
         let (Some(g), [lhs, rhs]) = (cts.first().cloned().flatten(), ins) else {
             return Err(AdError::NoRule("conv_general_dilated with other than one cotangent".into()));
         };

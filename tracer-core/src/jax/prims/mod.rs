@@ -55,15 +55,9 @@ pub trait Block: BlockEq + std::fmt::Debug {
     /// leaves the value unknown, never guessed.
     fn kernel(&self, ins: &[Rc<NdData>], in_dtypes: &[DType], out_shape: &[usize], out_dtype: DType) -> Option<NdData>;
     /// The JVP rule: the outputs' tangents from the inputs' (`None` is a zero tangent).
-    fn jvp(&self, interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>>;
+    fn jvp(&self, interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> Tangents;
     /// The transpose rule: the cotangents of the `active` inputs from the outputs'.
-    fn transpose(
-        &self,
-        interp: &mut Interp,
-        ins: &[Rc<Array>],
-        cts: &[Option<Rc<Array>>],
-        active: &[bool],
-    ) -> AdResult<Vec<Option<Rc<Array>>>>;
+    fn transpose(&self, interp: &mut Interp, ins: &[Rc<Array>], cts: &[Option<Rc<Array>>], active: &[bool]) -> Tangents;
     /// Whether the primitive is linear in the inputs flagged `active` together (a custom
     /// JVP rule's tangent map must be: `custom_rules.rs`).
     fn linear_in(&self, active: &[bool]) -> bool;
@@ -226,20 +220,15 @@ pub(crate) fn kernel_f32(
 
 /// The JVP rule of `prim` (one output, differentiable: `ad.rs` has checked both): the
 /// output's tangent from the operands' (`None` is a zero tangent).
-pub(crate) fn jvp(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn jvp(interp: &mut Interp, j: Jvping) -> Tangents {
+    let Jvping { eqn, ins, ts, .. } = j;
     match &eqn.prim {
-        families::elementwise!() => elementwise::derivatives::jvp_rule(interp, eqn, ins, out, ts),
-        families::movement!() | families::creation!() => shape::jvp_rule(interp, eqn, ins, out, ts),
-        families::reductions!() => reductions::jvp_rule(interp, eqn, ins, out, ts),
-        families::indexing!() => indexing::jvp_rule(interp, eqn, ins, out, ts),
+        families::elementwise!() => elementwise::derivatives::jvp_rule(interp, j),
+        families::movement!() | families::creation!() => shape::jvp_rule(interp, j),
+        families::reductions!() => reductions::jvp_rule(interp, j),
+        families::indexing!() => indexing::jvp_rule(interp, j),
         Prim::DotGeneral { .. } => products::bilinear_jvp(interp, &eqn.prim, ins, ts),
-        Prim::Linalg(op) => linalg::derivatives::linalg_jvp(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, ts),
+        Prim::Linalg(op) => linalg::derivatives::linalg_jvp(interp, *op, j),
         Prim::Block(b) => b.0.jvp(interp, &eqn.prim, ins, ts),
         // `cond` and `while` are differentiated by `ad_control.rs`, the calls through their
         // bodies (`ad.rs`); randomness and markers have no derivative.
@@ -255,7 +244,7 @@ pub(crate) fn transpose(
     outs: &[Rc<Array>],
     gs: &[Option<Rc<Array>>],
     active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+) -> Tangents {
     if let Prim::Block(b) = &eqn.prim {
         return b.0.transpose(interp, ins, gs, active);
     }
@@ -274,15 +263,27 @@ pub(crate) fn transpose(
             let dims = products::DotDims { lhs_contract, rhs_contract, lhs_batch, rhs_batch };
             products::dot_general_transpose(interp, &dims, ins, g, active, &mut cts)?;
         }
-        Prim::Linalg(op) => {
-            return linalg::derivatives::linalg_transpose(interp, *op, linalg::derivatives::symmetrised(eqn), ins, out, g, active)
-        }
+        Prim::Linalg(op) => return linalg::derivatives::linalg_transpose(interp, *op, t),
         families::random!() | families::control_flow!() | families::calls!() | families::markers!() | Prim::Block(_) => {
             return Err(ad::no_rule(eqn))
         }
     }
     Ok(cts)
 }
+
+/// What a family's JVP rule is given: the equation, its operands and its one output, and
+/// the operands' tangents `ts` (`None` is a zero tangent).
+#[derive(Clone, Copy)]
+pub(crate) struct Jvping<'a> {
+    pub eqn: &'a Eqn,
+    pub ins: &'a [Rc<Array>],
+    pub out: &'a Rc<Array>,
+    pub ts: &'a [Option<Rc<Array>>],
+}
+
+/// What a JVP or transpose rule gives: a tangent (cotangent) per output (per operand),
+/// `None` for a zero.
+pub(crate) type Tangents = AdResult<Vec<Option<Rc<Array>>>>;
 
 /// What a family's transpose rule is given: the equation, its operands and its output, the
 /// output's cotangent `g`, and which operands want a cotangent (`active`). The rule writes
@@ -305,13 +306,13 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         families::reductions!() => reductions::has_batch_rule(prim),
         families::indexing!() => indexing::has_batch_rule(prim),
         Prim::DotGeneral { .. } | Prim::Linalg(_) => true,
+        families::random!() => random::has_batch_rule(prim, mapped),
         Prim::Block(b) => return b.0.batching(mapped),
         Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
         Prim::Scan { .. } | Prim::While => return Batching::Loop,
-        // Randomness, nested vmap, the custom-derivative markers: none yet
-        // (docs/ARCHITECTURE.md says why).
-        families::random!() | Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
+        // Nested vmap, the custom-derivative markers: none yet (docs/ARCHITECTURE.md says why).
+        Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
     };
     if rule {
         Batching::Rule
@@ -331,8 +332,9 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         families::indexing!() => indexing::batch_rule(interp, prim, ins, dims),
         Prim::DotGeneral { .. } => products::batch_rule(interp, prim, ins, dims),
         Prim::Linalg(op) => linalg::batching::batch_rule(interp, prim, *op, ins, dims),
+        families::random!() => random::batch_rule(interp, prim, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        families::random!() | families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
+        families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
     }
 }
 
@@ -393,13 +395,14 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         }
         Prim::Gather { index, .. } => indexing::gather(prim, ins, index),
         Prim::Scatter { index, .. } => indexing::scatter(prim, ins, index.as_deref()),
-        Prim::RandomBits { shape: dims } => random::bits(dims),
+        Prim::RandomBits { shape: dims } => random::bits(prim, ins, dims),
         Prim::RandomSeed { raw } => random::seed(prim, ins, *raw),
         Prim::RandomSplit { shape: dims } => random::split(prim, ins, dims),
-        Prim::RandomFoldIn | Prim::RandomClone => ew::same(prim, ins),
+        Prim::RandomFoldIn => random::fold_in(prim, ins),
+        Prim::RandomClone => ew::same(prim, ins),
         Prim::RandomUnwrap => random::unwrap(prim, ins),
         Prim::RandomWrap => random::wrap(prim, ins),
-        Prim::Random { shape: dims, dtype, .. } => Ok(vec![Aval::new(dims, *dtype)]),
+        Prim::Random { shape: dims, dtype, .. } => random::draw(prim, ins, dims, *dtype),
         Prim::Pjit { .. } | Prim::Remat => control_flow::call(bodies),
         Prim::Scan { length, num_carry, .. } => control_flow::scan(prim, ins, bodies, *length, *num_carry),
         Prim::Cond { .. } => control_flow::cond(prim, bodies),

@@ -346,12 +346,7 @@ fn xla_zero_signs<T: ZeroSign>(mut dst: ndarray::ArrayViewMut2<T>, lhs: ndarray:
 /// The JVP of a primitive bilinear in its two operands (`dot_general`, and
 /// `conv_general_dilated` in `conv.rs`): `f(t_lhs, rhs) + f(lhs, t_rhs)`, a term dropped
 /// when its tangent is zero.
-pub fn bilinear_jvp(
-    interp: &mut Interp,
-    prim: &Prim,
-    ins: &[Rc<Array>],
-    tangents: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn bilinear_jvp(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], tangents: &[Option<Rc<Array>>]) -> super::Tangents {
     let mut total: Option<Rc<Array>> = None;
     for (i, t) in tangents.iter().enumerate().take(2) {
         let Some(t) = t else { continue };

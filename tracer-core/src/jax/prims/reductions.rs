@@ -10,14 +10,14 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use super::batching::{self, BDim, BatchResult};
 use super::elementwise::{max_f64, min_f64};
 use super::indexing::zero_fill_gather;
-use super::{arg, families, type_error, RuleResult, Transposing};
+use super::{arg, families, type_error, Jvping, RuleResult, Tangents, Transposing};
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{round_to, vectorised};
-use crate::jax::ir::{ArgOp, BinaryPrim, CmpPrim, Eqn, IndexItem, IndexMode, Prim, ReduceOp, ScatterOp};
+use crate::jax::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, IndexMode, Prim, ReduceOp, ScatterOp};
 
 fn without_axes(x: &Aval, axes: &[usize]) -> Vec<usize> {
     x.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &n)| n).collect()
@@ -313,13 +313,8 @@ pub(crate) fn sort_by_keys<T: Copy>(
 // the elements.
 
 /// The JVP rule of a primitive of this family: the output's tangent from the operand's.
-pub(crate) fn jvp_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn jvp_rule(interp: &mut Interp, j: Jvping) -> Tangents {
+    let Jvping { eqn, ins, out, ts } = j;
     let out_aval = &out.aval;
     let t = match &eqn.prim {
         Prim::Reduce { op: ReduceOp::Sum, .. } | Prim::Cumulative { op: ReduceOp::Sum, .. } => {

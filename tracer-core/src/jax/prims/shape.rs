@@ -8,7 +8,7 @@ use std::rc::Rc;
 use ndarray::{ArrayD, Axis, IxDyn};
 
 use super::batching::{self, BDim, BatchResult};
-use super::{arg, families, type_error, RuleError, RuleResult, Transposing};
+use super::{arg, families, type_error, Jvping, RuleError, RuleResult, Tangents, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{self, binary, bind, bind_strong, no_rule, reduce_sum, zeros, AdError, AdResult};
@@ -16,7 +16,7 @@ use crate::jax::array::{Array, NdData, NdDataF32};
 use crate::jax::aval::{shape_tuple, Aval};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{collect_rows, fill, reshape_f32, vectorised, Row, Rows};
-use crate::jax::ir::{BinaryPrim, Eqn, Prim};
+use crate::jax::ir::{BinaryPrim, Prim};
 
 fn axis_error(prim: &Prim, what: &str, ndim: usize) -> RuleError {
     type_error(format!("{} got {what} for an operand of rank {ndim}", prim.name()))
@@ -367,13 +367,8 @@ fn slice_elem(start: i64, end: i64, n: usize) -> ndarray::SliceInfoElem {
 // applies itself (or its transpose) to tangents (cotangents); `iota` and `full` have none.
 
 /// The JVP rule of a primitive of this family: the output's tangent from the operands'.
-pub(crate) fn jvp_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    _out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn jvp_rule(interp: &mut Interp, j: Jvping) -> Tangents {
+    let Jvping { eqn, ins, ts, .. } = j;
     let instantiate = |interp: &mut Interp, i: usize| ad::instantiate(interp, ins, ts, i);
     let t = match &eqn.prim {
         Prim::BroadcastInDim { .. }

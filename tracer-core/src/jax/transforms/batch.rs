@@ -40,9 +40,10 @@ pub(super) fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
             mapped.insert(*v, ());
         }
     }
-    for eqn in &jaxpr.eqns {
+    let dead = dead_opaque(jaxpr);
+    for (eqn, dead) in jaxpr.eqns.iter().zip(dead) {
         let flags: Vec<bool> = eqn.inputs.iter().map(|a| matches!(a, Atom::Var(v) if mapped.contains_key(v))).collect();
-        if !flags.contains(&true) {
+        if !flags.contains(&true) || dead {
             continue;
         }
         if eqn.outputs.is_empty() {
@@ -63,6 +64,20 @@ pub(super) fn batchable_with(jaxpr: &Jaxpr, binders: &[bool]) -> bool {
         }
     }
     true
+}
+
+/// For each equation of `jaxpr`, whether it is an opaque stand-in whose outputs nothing reads
+/// (the value `grad` of a function leaves for the function's own output, which `grad` does
+/// not return: `transformed`): batching leaves it out, as it computes nothing anyone sees.
+fn dead_opaque(jaxpr: &Jaxpr) -> Vec<bool> {
+    let mut read: HashMap<VarId, ()> = HashMap::default();
+    for a in jaxpr.eqns.iter().flat_map(|e| &e.inputs).chain(&jaxpr.outvars) {
+        if let Atom::Var(v) = a {
+            read.insert(*v, ());
+        }
+    }
+    let unread = |e: &Eqn| !e.outputs.is_empty() && e.outputs.iter().all(|(v, _)| !read.contains_key(v));
+    jaxpr.eqns.iter().map(|e| matches!(e.prim, Prim::Opaque(_)) && unread(e)).collect()
 }
 
 /// No equation of `jaxpr` is there for its effect alone (`jax.debug.print`): JAX refuses a
@@ -114,9 +129,9 @@ pub(super) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched]
             Atom::Lit(x, aval) => Ok((Array::scalar(*x, aval.dtype, aval.weak), None)),
         }
     };
-    for eqn in &jaxpr.eqns {
+    for (eqn, dead) in jaxpr.eqns.iter().zip(dead_opaque(jaxpr)) {
         // jax.debug.print and friends: their effect happened when the function was traced.
-        if eqn.outputs.is_empty() {
+        if eqn.outputs.is_empty() || dead {
             continue;
         }
         let (ins, dims): (Vec<Rc<Array>>, Vec<BDim>) =

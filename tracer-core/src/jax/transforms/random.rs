@@ -80,15 +80,25 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
         }
         F::RandomFoldIn => {
             // `jnp.asarray(data, dtype='uint32')`: a Python int outside uint32 is an
-            // OverflowError in JAX, left unknown here.
+            // OverflowError in JAX, left unknown here; an array is converted.
             let data = match param("data", 1) {
                 Some(Value::Int(d)) if (0..=i64::from(u32::MAX)).contains(&d) => Array::scalar(d as f64, DType::U32, false),
                 Some(Value::Int(_)) | None => Array::unknown(Aval::scalar(DType::U32), "fold_in data out of range"),
                 Some(v) => match operand(interp, &v)? {
+                    Operand::Array(a) if a.aval.ndim() == 0 && (a.aval.dtype.is_integer() || a.aval.dtype.is_bool()) => {
+                        jnp::convert(interp, &a, DType::U32, false)?
+                    }
                     Operand::Array(a) => a,
                     Operand::Unknown => Array::unknown(Aval::scalar(DType::U32), "unknown fold_in data"),
                 },
             };
+            if data.aval.ndim() > 0 {
+                // JAX's message, its missing space included.
+                return Err(interp.type_error(format!(
+                    "fold_in accepts a scalar, but was given an array ofshape {} != (). Use jax.vmap for batching.",
+                    shape_tuple(&data.aval.shape)
+                )));
+            }
             apply1(interp, Prim::RandomFoldIn, &[key.clone(), data]).map(Value::Array)
         }
         // A copy of the key that key-reuse checking (JAX's `jax_debug_key_reuse`) counts apart.

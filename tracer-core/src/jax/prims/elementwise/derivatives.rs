@@ -13,7 +13,7 @@ use crate::jax::ad::{
 };
 use crate::jax::array::Array;
 use crate::jax::ir::{BinaryPrim, CmpPrim, Eqn, Prim, UnaryPrim};
-use crate::jax::prims::{families, Transposing};
+use crate::jax::prims::{families, Jvping, Tangents, Transposing};
 use crate::jax::surface::JaxFn;
 
 /// `∂out/∂input` of an elementwise primitive, as a factor that multiplies a tangent.
@@ -324,13 +324,8 @@ fn partials(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], out: &Rc<Array>, 
 }
 
 /// The JVP rule of an elementwise primitive: the output's tangent from the operands'.
-pub(crate) fn jvp_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn jvp_rule(interp: &mut Interp, j: Jvping) -> Tangents {
+    let Jvping { eqn, ins, out, ts } = j;
     let out_aval = &out.aval;
     let need: Vec<bool> = ts.iter().map(Option::is_some).collect();
     if let Some(ds) = partials(interp, eqn, ins, out, &need)? {

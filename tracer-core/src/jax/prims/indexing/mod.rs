@@ -7,7 +7,7 @@ pub mod kernels;
 
 use std::rc::Rc;
 
-use super::{arg, families, type_error, RuleResult, Transposing};
+use super::{arg, families, type_error, Jvping, RuleResult, Tangents, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
 use crate::jax::ad::{
@@ -51,13 +51,8 @@ pub(crate) fn kernel(prim: &Prim, ins: &[Rc<NdData>], out_shape: &[usize], out_d
 // scatter rules write them.
 
 /// The JVP rule of `gather` and `scatter`: the output's tangent from the operands'.
-pub(crate) fn jvp_rule(
-    interp: &mut Interp,
-    eqn: &Eqn,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn jvp_rule(interp: &mut Interp, j: Jvping) -> Tangents {
+    let Jvping { eqn, ins, out, ts } = j;
     let instantiate = |interp: &mut Interp, i: usize| ad::instantiate(interp, ins, ts, i);
     let t = match &eqn.prim {
         // Linear in the operand; the index arrays have no tangent. JAX's `_gather_jvp_rule`

@@ -13,12 +13,13 @@ use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::ir::{BinaryPrim, CmpPrim, Eqn, LinalgOp, Prim, UnaryPrim};
 use crate::jax::numpy::linalg_api;
+use crate::jax::prims::{Jvping, Tangents, Transposing};
 use crate::jax::surface::JaxFn;
 
 /// Whether a `cholesky` equation symmetrises its input: `jnp.linalg.cholesky` does (its
 /// derivative sees `(da + daᵀ) / 2`), `jax.scipy.linalg.cholesky` and `cho_factor` do not
 /// (`symmetrize_input=False`), and their derivatives see the tangent as it is.
-pub(crate) fn symmetrised(eqn: &Eqn) -> bool {
+fn symmetrised(eqn: &Eqn) -> bool {
     !matches!(eqn.api, Some(JaxFn::ScipyCholesky | JaxFn::ScipyChoFactor))
 }
 
@@ -108,15 +109,11 @@ pub(super) fn no_geqrf_rule(interp: &Interp, op: LinalgOp) -> AdResult<()> {
     Ok(())
 }
 
-pub(crate) fn linalg_jvp(
-    interp: &mut Interp,
-    op: LinalgOp,
-    symmetrise: bool,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    ts: &[Option<Rc<Array>>],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+/// The JVP rule of the linear-algebra primitive `op` (JAX's rules in jax/_src/lax/linalg.py).
+pub(crate) fn linalg_jvp(interp: &mut Interp, op: LinalgOp, j: Jvping) -> Tangents {
     use LinalgOp as L;
+    let Jvping { eqn, ins, out, ts } = j;
+    let symmetrise = symmetrised(eqn);
     no_geqrf_rule(interp, op)?;
     let a = &square_operand(op, ins)?;
     match op {
@@ -216,16 +213,10 @@ pub(crate) fn linalg_jvp(
 }
 
 /// The transposes of the linearised rules above (JAX derives them by transposing the JVP).
-pub(crate) fn linalg_transpose(
-    interp: &mut Interp,
-    op: LinalgOp,
-    symmetrise: bool,
-    ins: &[Rc<Array>],
-    out: &Rc<Array>,
-    g: &Rc<Array>,
-    active: &[bool],
-) -> AdResult<Vec<Option<Rc<Array>>>> {
+pub(crate) fn linalg_transpose(interp: &mut Interp, op: LinalgOp, t: Transposing) -> Tangents {
     use LinalgOp as L;
+    let Transposing { eqn, ins, out, g, active } = t;
+    let symmetrise = symmetrised(eqn);
     no_geqrf_rule(interp, op)?;
     let a = &square_operand(op, ins)?;
     let mut cts: Vec<Option<Rc<Array>>> = vec![None; ins.len()];

@@ -600,14 +600,6 @@ fn keys_of(input: &Input) -> Option<(Vec<Key>, Vec<usize>)> {
     Some((keys, shape[..shape.len() - 1].to_vec()))
 }
 
-/// The single key of a scalar key input.
-fn key_of(input: &Input) -> Option<Key> {
-    match keys_of(input)? {
-        (keys, batch) if batch.is_empty() => keys.first().copied(),
-        _ => None,
-    }
-}
-
 fn word(x: f64) -> Option<u32> {
     (x >= 0.0 && x <= f64::from(u32::MAX) && x.fract() == 0.0).then_some(x as u32)
 }
@@ -665,18 +657,24 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             keys_data(seed.data.shape(), &keys?)
         }
         Prim::RandomSplit { shape } => {
-            let key = key_of(ins.first()?)?;
-            keys_data(shape, &split(key, shape.iter().product()))
+            let (keys, batch) = keys_of(ins.first()?)?;
+            let n: usize = shape.iter().product();
+            keys_data(&[&batch[..], shape].concat(), &keys.into_iter().flat_map(|k| split(k, n)).collect::<Vec<_>>())
         }
+        // Each key folded with its message, keys and messages broadcast against each other.
         Prim::RandomFoldIn => {
-            let key = key_of(ins.first()?)?;
+            let (keys, batch) = keys_of(ins.first()?)?;
             let data = ins.get(1)?;
-            let v = scalar(Some(data))?;
             if !(data.aval.dtype.is_integer() || data.aval.dtype.is_bool()) {
                 return None;
             }
-            let v = if data.aval.dtype == DType::U64 { v as u64 as u32 } else { v as i64 as u32 };
-            keys_data(&[], &[fold_in(key, v)])
+            let out_batch = if out.dtype.is_key() { &out.shape[..] } else { out.shape.split_last()?.1 };
+            let which = ArrayD::from_shape_vec(IxDyn(&batch), (0..keys.len()).collect()).ok()?;
+            let which = which.broadcast(IxDyn(out_batch))?;
+            let msgs = flat(data, out_batch)?;
+            let u32_of = |v: f64| if data.aval.dtype == DType::U64 { v as u64 as u32 } else { v as i64 as u32 };
+            let folded: Vec<Key> = which.iter().zip(msgs).map(|(&i, v)| fold_in(keys[i], u32_of(v))).collect();
+            keys_data(out_batch, &folded)
         }
         Prim::RandomUnwrap | Prim::RandomClone => {
             let (keys, batch) = keys_of(ins.first()?)?;
@@ -691,15 +689,28 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let (keys, batch) = keys_of(data)?;
             keys_data(&batch, &keys)
         }
+        // One key's bits after another's (JAX's rule is vectorized over key arrays).
         Prim::RandomBits { shape } => {
-            let key = key_of(ins.first()?)?;
+            let (keys, _) = keys_of(ins.first()?)?;
             let width = (out.dtype.itemsize() * 8) as u32;
-            let words = bits(key, width, shape.iter().product());
-            int_data(shape, words.into_iter().map(i128::from).collect())
+            let n: usize = shape.iter().product();
+            let words = keys.into_iter().flat_map(|k| bits(k, width, n));
+            int_data(&out.shape, words.map(i128::from).collect())
         }
-        Prim::Random { dist, .. } => {
-            let key = key_of(ins.first()?)?;
-            draw(dist, key, &ins[1..], out, size)
+        // A draw per key (its parameters the same for every key: `vmap` of a sampler whose
+        // key alone is mapped), one after another.
+        Prim::Random { dist, shape, .. } => {
+            let (keys, batch) = keys_of(ins.first()?)?;
+            if batch.is_empty() {
+                return draw(dist, *keys.first()?, &ins[1..], out, size);
+            }
+            let one = Aval::new(shape, out.dtype);
+            let n: usize = shape.iter().product();
+            let mut values = Vec::with_capacity(size);
+            for k in keys {
+                values.extend(draw(dist, k, &ins[1..], &one, n)?.as_standard_layout().iter().copied());
+            }
+            shaped(&out.shape, values)
         }
         families::all_but!(random) => None,
     }

@@ -4,7 +4,13 @@
 
 pub mod kernels;
 
-use super::{arg, type_error, RuleResult};
+use std::rc::Rc;
+
+use super::batching::{moveaxis, single, vectorized, BDim, BatchResult};
+use super::{arg, families, type_error, RuleResult};
+use crate::interp::Interp;
+use crate::jax::ad;
+use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::ir::Prim;
@@ -24,8 +30,37 @@ pub fn seed(prim: &Prim, ins: &[&Aval], raw: bool) -> RuleResult {
     Ok(vec![Aval::new(&shape, DType::U32)])
 }
 
-pub fn bits(shape: &[usize]) -> RuleResult {
-    Ok(vec![Aval::new(shape, DType::U32)])
+/// The shape of the keys in `key`: a typed key array's shape, or raw `uint32` key data's
+/// without its last axis of two words.
+pub fn key_batch(key: &Aval) -> &[usize] {
+    match key.shape.split_last() {
+        Some((_, batch)) if !key.dtype.is_key() => batch,
+        _ => &key.shape,
+    }
+}
+
+/// `random_bits(keys, shape)`: `shape` bits per key, after the keys' shape (JAX's rule is
+/// vectorized over key arrays).
+pub fn bits(prim: &Prim, ins: &[&Aval], shape: &[usize]) -> RuleResult {
+    let key = arg(prim, ins, 0)?;
+    Ok(vec![Aval::new(&[key_batch(key), shape].concat(), DType::U32)])
+}
+
+/// A draw `random_<dist>(keys, params...)`: `shape` samples per key, after the keys' shape,
+/// as `random_bits` and the samplers built on it give them under `vmap`.
+pub fn draw(prim: &Prim, ins: &[&Aval], shape: &[usize], dtype: DType) -> RuleResult {
+    let key = arg(prim, ins, 0)?;
+    Ok(vec![Aval::new(&[key_batch(key), shape].concat(), dtype)])
+}
+
+/// `random_fold_in(keys, msgs)`: the keys' shape and the messages' broadcast (JAX's
+/// `broadcasting_shape_rule`), each key folded with its message.
+pub fn fold_in(prim: &Prim, ins: &[&Aval]) -> RuleResult {
+    let (key, msgs) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
+    let batch =
+        crate::jax::numpy::broadcast_shapes(&[key_batch(key), &msgs.shape]).map_err(|m| type_error(format!("random_fold_in: {m}")))?;
+    let words = if key.dtype.is_key() { &[][..] } else { &key.shape[key.ndim().saturating_sub(1)..] };
+    Ok(vec![key.with_shape(&[&batch[..], words].concat())])
 }
 
 /// `random_split(keys, shape)`: the keys' batch shape followed by `shape` (and, for raw
@@ -58,4 +93,67 @@ pub fn wrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
         return Ok(vec![Aval::new(batch, DType::Key)]);
     }
     Err(type_error(format!("random_wrap takes uint32 key data of shape (..., 2), got {}", data.long())))
+}
+
+// ---------------------------------------------------------------------------------------
+// Batching: JAX's rules are vectorized over key arrays (`defvectorized` for `random_seed`,
+// `random_split`, `random_bits`, `random_unwrap`, `random_clone`; `defbroadcasting` for
+// `random_fold_in`; `random_wrap` with the batch dimension first), and so is a draw here,
+// which stands for JAX's sampler built on `random_bits`.
+
+/// Whether `vmap` has a rule for `prim` with these operands mapped: every PRNG primitive, and
+/// a draw whose key alone is mapped (one with a mapped parameter, `minval` or `logits`,
+/// keeps the per-example path).
+pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
+    if let Prim::Random { .. } = prim {
+        return mapped.first() == Some(&true) && !mapped[1..].contains(&true);
+    }
+    matches!(prim, families::random!())
+}
+
+/// The batching rule of a PRNG primitive (asked where [`has_batch_rule`] says so): bound as
+/// it is on the batched keys, whose batch dimension stays where it is (an axis of the keys,
+/// never raw key data's axis of two words), the messages of `random_fold_in` and the data of
+/// `random_wrap` with theirs first.
+pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    match prim {
+        Prim::RandomFoldIn => {
+            let ([key, msgs], [kd, md]) = (ins, dims) else { return Err(ad::no_rule_for(prim)) };
+            // Per example one key and one message (`fold_in` refuses arrays of either).
+            let per_example = |x: &Aval, d: BDim| key_batch(x).len() == usize::from(d.is_some());
+            if !(per_example(&key.aval, *kd) && msgs.aval.ndim() == usize::from(md.is_some())) {
+                return Err(ad::no_rule_for(prim));
+            }
+            let key = match kd {
+                Some(d) => moveaxis(interp, key, *d, 0)?,
+                None => key.clone(),
+            };
+            let msgs = match md {
+                Some(d) => moveaxis(interp, msgs, *d, 0)?,
+                None => msgs.clone(),
+            };
+            let outs = crate::jax::apply(interp, prim.clone(), &[key, msgs])?;
+            Ok(outs.into_iter().map(|o| (o, Some(0))).collect())
+        }
+        Prim::RandomWrap => {
+            let (x, d) = single(ins, dims)?;
+            let x = moveaxis(interp, x, d, 0)?;
+            let outs = crate::jax::apply(interp, prim.clone(), &[x])?;
+            Ok(outs.into_iter().map(|o| (o, Some(0))).collect())
+        }
+        // Seeds are not keys: every axis of theirs is one of the keys'.
+        Prim::RandomSeed { .. } => vectorized(interp, prim, ins, dims),
+        Prim::RandomBits { .. } | Prim::RandomSplit { .. } | Prim::RandomUnwrap | Prim::RandomClone | Prim::Random { .. } => {
+            let (key, d) = match (ins.first(), dims.first()) {
+                (Some(k), Some(Some(d))) => (k, *d),
+                _ => return Err(ad::no_rule_for(prim)),
+            };
+            // Raw key data batched along its words' axis: the batch moved in front of it.
+            let (key, d) = if d >= key_batch(&key.aval).len() { (moveaxis(interp, key, d, 0)?, 0) } else { (key.clone(), d) };
+            let operands: Vec<Rc<Array>> = std::iter::once(key).chain(ins[1..].iter().cloned()).collect();
+            let outs = crate::jax::apply(interp, prim.clone(), &operands)?;
+            Ok(outs.into_iter().map(|o| (o, Some(d))).collect())
+        }
+        families::all_but!(random) => Err(ad::no_rule_for(prim)),
+    }
 }
