@@ -2,10 +2,11 @@
 # Every test tracelens has, in the order CI runs them (README's second command; .ci/run calls
 # it after the formatting check). Each step installs what it needs the first time:
 #   1. cargo test --workspace --release: unit and integration tests, no Python needed;
-#   2. cargo xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
-#      cargo xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
-#      (another venv in target/), cargo xtask hover: hover coverage against real JAX
-#      (docs/hover.md), then cargo xtask fuzz for 3 minutes with a fixed seed;
+#   2. xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
+#      xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
+#      (another venv in target/), xtask hover: hover coverage against real JAX
+#      (docs/hover.md), then xtask fuzz for 3 minutes with a fixed seed (the xtask binary of
+#      step 1's build: what `cargo xtask` runs, without building it again);
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
 # Stops at the first step that fails, and says which.
@@ -44,16 +45,27 @@ if [[ -z ${TRACELENS_TF_PYTHON:-} && -n $tf_pin && ! -e target/tf-venv ]]; then
     trap '[[ -n $tf_venv_pid ]] && kill -- "-$tf_venv_pid" 2>/dev/null || true' EXIT
 fi
 step "unit and integration tests" cargo test --workspace --release
-step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" cargo xtask conformance
+# The tasks below run the binaries of that build. `cargo xtask` (`cargo run -p xtask`) and
+# `cargo build -p tracelens` would each resolve the features without the workspace's
+# dev-dependencies and compile gemm, tracer-core and tracelens again (about 10 minutes of 2
+# cores each, for the same code); built with the tests, only xtask's binary is left to link.
+# (So the tracelens these tasks run has the `check-ir` feature, as the editor tests' has.)
+target_dir=${CARGO_TARGET_DIR:-target}
+[[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
+step "the tasks' binaries, as the tests were built (target/release/xtask, target/release/tracelens)" \
+    cargo build --workspace --release --bins --tests
+export TRACELENS_BIN=${TRACELENS_BIN:-$target_dir/release/tracelens}
+xtask=$target_dir/release/xtask
+step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" "$xtask" conformance
 if [[ -n $tf_venv_pid ]]; then
     wait "$tf_venv_pid" || echo "note: the background install of $tf_pin failed (target/tf-venv-install.log); the TensorFlow step installs it again"
     tf_venv_pid=
 fi
-step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" cargo xtask tf-conformance
-step "hover coverage: every place JAX had an array in the fixtures, hovered in tracelens lsp (>= 95 %)" cargo xtask hover
+step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" "$xtask" tf-conformance
+step "hover coverage: every place JAX had an array in the fixtures, hovered in tracelens lsp (>= 95 %)" "$xtask" hover
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
-step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" cargo xtask fuzz --minutes 3 --seed 1 --no-write
+step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" "$xtask" fuzz --minutes 3 --seed 1 --no-write
 step "editor tests: tracelens lsp over stdio (pytest-lsp) and in headless Neovim" bash tests/run_editor_tests.sh
 step "VS Code extension in the real workbench (code-server + Chromium; installs them, packages tracelens.vsix)" \
     bash tests/editors/vscode/run.sh

@@ -124,43 +124,63 @@ fn first_finding_line(check: &Ran) -> String {
 fn hostile_inputs_neither_crash_nor_pass_a_gibibyte() {
     let dir = temp_dir("inputs");
     let inputs = hostile();
-    let mut failures = Vec::new();
-    let mut peak = (0, "");
-    for (name, text) in &inputs {
-        let file = format!("{name}.py");
-        std::fs::write(dir.join(&file), text).expect("write input");
-        let first_finding = first_finding_line(&run(&["check", "--format", "json", &file], &dir));
-        let commands = [
-            vec!["check", file.as_str()],
-            vec!["trace", file.as_str()],
-            vec!["repro", "--line", first_finding.as_str(), file.as_str()],
-            vec!["run", "--max-seconds", "3", file.as_str()],
-        ];
-        for args in commands {
-            let ran = run(&args, &dir);
-            let what = format!("{} {name}", args[0]);
-            if let Some(signal) = ran.signal {
-                failures.push(format!("{what}: killed by signal {signal}"));
-            }
-            if ran.code == Some(2) || ran.stderr.contains("internal error") || ran.stderr.contains("panicked") {
-                failures.push(format!("{what}: internal error: {}", ran.stderr.lines().last().unwrap_or("")));
-            }
-            if ran.max_rss_kib > MAX_RSS_KIB {
-                failures.push(format!("{what}: peak RSS {} MiB", ran.max_rss_kib >> 10));
-            }
-            if ran.max_rss_kib > peak.0 {
-                peak = (ran.max_rss_kib, name);
-            }
-            eprintln!("{what}: peak RSS {} MiB, {:?} CPU", ran.max_rss_kib >> 10, ran.cpu);
-            // Far above any of them alone (the run budget is 3 s), for a loaded machine.
-            if ran.cpu > Duration::from_secs(20) {
-                failures.push(format!("{what}: {:?} of CPU", ran.cpu));
-            }
-        }
-    }
+    // Each input's commands are processes of their own (their RSS and CPU are theirs), so the
+    // inputs are shared out over the machine's cores.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let per_worker: Vec<(Vec<String>, (i64, &str))> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let (dir, inputs) = (&dir, &inputs);
+                scope.spawn(move || {
+                    let (mut failures, mut peak) = (Vec::new(), (0, ""));
+                    for (name, text) in inputs.iter().skip(worker).step_by(workers) {
+                        check_hostile_input(dir, name, text, &mut failures, &mut peak);
+                    }
+                    (failures, peak)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    let failures: Vec<String> = per_worker.iter().flat_map(|(f, _)| f.iter().cloned()).collect();
+    let peak = per_worker.iter().map(|(_, p)| *p).max_by_key(|p| p.0).unwrap_or((0, ""));
     eprintln!("{} hostile inputs, check, trace, repro and run: highest peak RSS {} MiB ({})", inputs.len(), peak.0 >> 10, peak.1);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `check`, `trace`, `repro` and `run` on one input: what went wrong, and the highest peak RSS.
+fn check_hostile_input<'a>(dir: &Path, name: &'a str, text: &str, failures: &mut Vec<String>, peak: &mut (i64, &'a str)) {
+    let file = format!("{name}.py");
+    std::fs::write(dir.join(&file), text).expect("write input");
+    let first_finding = first_finding_line(&run(&["check", "--format", "json", &file], dir));
+    let commands = [
+        vec!["check", file.as_str()],
+        vec!["trace", file.as_str()],
+        vec!["repro", "--line", first_finding.as_str(), file.as_str()],
+        vec!["run", "--max-seconds", "3", file.as_str()],
+    ];
+    for args in commands {
+        let ran = run(&args, dir);
+        let what = format!("{} {name}", args[0]);
+        if let Some(signal) = ran.signal {
+            failures.push(format!("{what}: killed by signal {signal}"));
+        }
+        if ran.code == Some(2) || ran.stderr.contains("internal error") || ran.stderr.contains("panicked") {
+            failures.push(format!("{what}: internal error: {}", ran.stderr.lines().last().unwrap_or("")));
+        }
+        if ran.max_rss_kib > MAX_RSS_KIB {
+            failures.push(format!("{what}: peak RSS {} MiB", ran.max_rss_kib >> 10));
+        }
+        if ran.max_rss_kib > peak.0 {
+            *peak = (ran.max_rss_kib, name);
+        }
+        eprintln!("{what}: peak RSS {} MiB, {:?} CPU", ran.max_rss_kib >> 10, ran.cpu);
+        // Far above any of them alone (the run budget is 3 s), for a loaded machine.
+        if ran.cpu > Duration::from_secs(20) {
+            failures.push(format!("{what}: {:?} of CPU", ran.cpu));
+        }
+    }
 }
 
 /// The large files of point 5, checked: analysed within the CPU budget, or stopped by a

@@ -95,27 +95,45 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
     (document.memo().replayed(), traces)
 }
 
-/// On a thread with the stack the `tracelens` binary gives its analyses (256 MiB): a random
+/// On threads with the stack the `tracelens` binary gives its analyses (256 MiB): a random
 /// edit can make a function recurse until the interpreter's recursion limit, deeper than a
-/// test thread's default stack holds.
+/// test thread's default stack holds. The files are shared out over the machine's cores; each
+/// file has its own random stream, so its edits do not depend on how they were shared.
 #[test]
 fn replayed_traces_match_fresh_analyses_on_every_fixture() {
-    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(replayed_traces_match_fresh_analyses);
-    if let Err(panic) = worker.expect("spawn the analysis thread").join() {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-fn replayed_traces_match_fresh_analyses() {
     let files = fixture_and_example_files();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     let (mut replayed, mut traces) = (0, 0);
-    for path in &files {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
-        let (r, t) = check_file(path, &text, &mut rng, 6);
-        replayed += r;
-        traces += t;
-    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let files = &files;
+                std::thread::Builder::new()
+                    .stack_size(256 << 20)
+                    .spawn_scoped(scope, move || {
+                        let (mut replayed, mut traces) = (0, 0);
+                        for (index, path) in files.iter().enumerate().skip(worker).step_by(workers) {
+                            let Ok(text) = std::fs::read_to_string(path) else { continue };
+                            let mut rng = Rng((0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d)) | 1);
+                            let (r, t) = check_file(path, &text, &mut rng, 6);
+                            replayed += r;
+                            traces += t;
+                        }
+                        (replayed, traces)
+                    })
+                    .expect("spawn an analysis thread")
+            })
+            .collect();
+        for handle in handles {
+            match handle.join() {
+                Ok((r, t)) => {
+                    replayed += r;
+                    traces += t;
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
     println!("{} files: {replayed} of {traces} traces replayed", files.len());
     // The comparison proves something only where traces were replayed. Most fixtures' traces
     // are not remembered (they raise, warn, print, close over arrays or nest jits); at the

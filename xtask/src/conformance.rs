@@ -1,6 +1,7 @@
 //! `cargo xtask conformance`: every fixture under real JAX and under tracelens, compared.
 
 use crate::compare::{check_fixture, compare_with_tracelens, FixtureFolder};
+use crate::forkserver::ForkServer;
 use crate::model::OracleReport;
 use crate::pool;
 use crate::python_env;
@@ -128,15 +129,28 @@ pub fn run(options: Options) -> Result<bool, String> {
         run_programs.clear();
     }
     let started = Instant::now();
+    let wants_golden = options.filter.is_none() && options.fixtures_dir.is_none() && !options.reproducers_only;
+    let golden = wants_golden.then(|| {
+        let (python, dir) = (oracle.python.clone(), conformance_dir.clone());
+        std::thread::spawn(move || crate::golden::check(&python, &dir))
+    });
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
     let done = AtomicUsize::new(0);
-    let results: Vec<FixtureResult> = pool::map(&fixtures, jobs, |_, path| {
-        let name = relative_name(&fixtures_dir, path);
-        let result = run_fixture(path, name, gaps.get(&relative_name(&fixtures_dir, path)).cloned(), &oracle, tracelens.as_ref());
-        let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
-        eprintln!("[{finished:>3}/{}] {:<13} {}", fixtures.len(), result.verdict.label(), result.name);
-        result
-    });
+    let oracle_command = || oracle.interpreter();
+    let results: Vec<FixtureResult> = pool::map_with(
+        &fixtures,
+        jobs,
+        || oracle.fork_server(&oracle_command),
+        |server, _, path| {
+            let name = relative_name(&fixtures_dir, path);
+            let gap = gaps.get(&name).cloned();
+            let result = run_fixture(path, name, gap, &oracle, server, tracelens.as_ref());
+            let finished = done.fetch_add(1, Ordering::SeqCst) + 1;
+            eprintln!("[{finished:>3}/{}] {:<13} {}", fixtures.len(), result.verdict.label(), result.name);
+            result
+        },
+        drop,
+    );
     let suite = Suite {
         results,
         oracle_only: options.oracle_only,
@@ -182,11 +196,16 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", summary.render());
         projects_ok = summary.wrong.is_empty();
     }
-    // The op table's goldens must still be what JAX gives (only on a full run: it takes minutes).
-    let golden_ok = options.filter.is_some()
-        || options.fixtures_dir.is_some()
-        || options.reproducers_only
-        || crate::golden::check(&oracle.python, &conformance_dir);
+    // The op table's goldens must still be what JAX gives (only on a full run): started with
+    // the fixtures above, since the longest generator is one process of many minutes.
+    let golden_ok = match golden {
+        Some(running) => {
+            let (ok, said) = running.join().unwrap_or_else(|_| (false, "golden: the check panicked\n".to_string()));
+            print!("{said}");
+            ok
+        }
+        None => true,
+    };
     print!("{}", report::render(&suite));
     // A jax.jit program and its nnx.jit / eqx.filter_jit twin did the same under JAX.
     let mut pairs_ok = true;
@@ -203,14 +222,22 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
-        let run = crate::run_suite::check(&run_programs, &fixtures_dir, &t.binary, &oracle.python, &oracle.cache_dir, &gaps);
+        let python = crate::run_suite::Python { interpreter: &oracle.python, preload: crate::runners::JAX_PRELOAD };
+        let run = crate::run_suite::check(&run_programs, &fixtures_dir, &t.binary, python, &oracle.cache_dir, &gaps, options.jobs.max(1));
         print!("{}", run.render());
         run_ok = !run.failed();
     }
     Ok(repro_ok && projects_ok && golden_ok && run_ok && pairs_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
-fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &Oracle, tracelens: Option<&Tracelens>) -> FixtureResult {
+fn run_fixture(
+    path: &Path,
+    name: String,
+    gap_reason: Option<String>,
+    oracle: &Oracle,
+    server: &mut ForkServer,
+    tracelens: Option<&Tracelens>,
+) -> FixtureResult {
     let folder = FixtureFolder::of(Path::new(&name));
     let mut result = FixtureResult {
         name,
@@ -227,7 +254,7 @@ fn run_fixture(path: &Path, name: String, gap_reason: Option<String>, oracle: &O
         trace_raw: serde_json::Value::Null,
         tracelens_seconds: 0.0,
     };
-    let oracle_run = match oracle.run(path) {
+    let oracle_run = match oracle.run(path, Some(server)) {
         Ok(run) => run,
         Err(why) => {
             result.verdict = Verdict::OracleFailed;

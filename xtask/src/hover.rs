@@ -242,7 +242,7 @@ fn hover_fixture(
     path: &Path,
     name: &str,
 ) -> Result<(Vec<Hovered>, bool), String> {
-    let (raw, _, _) = oracle.run_raw(path)?;
+    let (raw, _, _) = oracle.run_raw(path, None)?;
     let output: OracleOutput = serde_json::from_value(raw).map_err(|e| format!("hover oracle JSON has an unexpected shape: {e}"))?;
     if output.sites.is_empty() {
         return Ok((Vec::new(), output.truncated));

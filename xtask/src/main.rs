@@ -3,6 +3,7 @@
 
 mod compare;
 mod conformance;
+mod forkserver;
 mod fuzz;
 mod golden;
 mod hover;

@@ -2,6 +2,8 @@
 //! standalone program, real JAX runs it, and it must raise the fixture's exception class; its
 //! message is compared with the one the fixture itself raises under JAX (counted and listed).
 
+use crate::forkserver::ForkServer;
+use crate::runners::JAX_PRELOAD;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -66,6 +68,13 @@ except BaseException as e:
     print("tracelens-raised-message: " + (str(e).splitlines() or [""])[0])
     print("tracelens-raised: " + type(e).__name__)
 "##;
+
+/// `python` with JAX on the CPU, as the reproducers run.
+fn jax_command(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    command.env("JAX_PLATFORMS", "cpu");
+    command
+}
 
 /// The class `RAISED_CLASS` printed, if the program raised.
 fn raised_class(stdout: &str) -> Option<String> {
@@ -212,10 +221,8 @@ pub(crate) fn cases(errors_dir: &Path, out_dir: &Path) -> Vec<Case> {
 /// Runs `program` under `python` in `cwd` (standalone reproducers: the output folder, where
 /// no module of the fixture is) and compares the class it raises with `class`; the first line
 /// of its message when it is that class.
-fn raises_under_jax(python: &Path, program: &Path, cwd: &Path, class: &str) -> Result<String, String> {
-    let mut run = Command::new(python);
-    run.arg("-c").arg(RAISED_CLASS).arg(program).current_dir(cwd).env("JAX_PLATFORMS", "cpu");
-    match run_with_limit(run, Duration::from_secs(120)) {
+fn raises_under_jax(server: &mut ForkServer, program: &Path, cwd: &Path, class: &str) -> Result<String, String> {
+    match server.run(&["-c".into(), RAISED_CLASS.into(), program.into()], cwd, Duration::from_secs(120)) {
         Ok(f) => match raised_class(&f.stdout) {
             Some(c) if c == class => Ok(raised_message(&f.stdout).unwrap_or_default()),
             Some(c) => Err(format!("raised {c}")),
@@ -269,36 +276,45 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
     // fixture's when it raised the class), reduction, why nothing was written, cut from the
     // source)
     type Row = (String, String, Option<Result<(String, Option<String>), String>>, f64, String, bool);
-    let results: Vec<Row> = pool::map(&fixtures, jobs, |_, case| {
-        let (name, path, class) = (&case.name, &case.entry, &case.class);
-        let out = case.output_in(out_dir);
-        let (emitted, why) = match emit(binary, case, &out) {
-            Ok(()) => (true, String::new()),
-            Err(why) => (false, why),
-        };
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        let outcome = if !emitted {
-            None
-        } else {
-            let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
-            let fixture = match &case.cwd {
-                Some(dir) => raises_under_jax(python, &dir.join("main.py"), dir, class).map_err(|why| (true, why)),
-                None => {
-                    let dir = path.parent().unwrap_or(Path::new("."));
-                    raises_under_jax(python, path, dir, class).map_err(|why| (false, why))
-                }
+    let command = || jax_command(python);
+    let script = crate::forkserver::script(&crate::conformance::workspace_root());
+    let server = || ForkServer::new(&command, script.clone(), JAX_PRELOAD);
+    let results: Vec<Row> = pool::map_with(
+        &fixtures,
+        jobs,
+        server,
+        |server, _, case| {
+            let (name, path, class) = (&case.name, &case.entry, &case.class);
+            let out = case.output_in(out_dir);
+            let (emitted, why) = match emit(binary, case, &out) {
+                Ok(()) => (true, String::new()),
+                Err(why) => (false, why),
             };
-            Some(match (link, fixture) {
-                (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
-                // A project must raise under JAX; a file that does not is the suite's
-                // own verdict (FIXTURE WRONG), and its message is not compared.
-                (_, Err((true, why))) => Err(format!("the fixture itself, under JAX: {why}")),
-                (_, fixture) => raises_under_jax(python, &out, out_dir, class).map(|m| (m, fixture.ok())),
-            })
-        };
-        let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
-        (name.clone(), class.clone(), outcome, reduction, why, text.contains("\n# cut from the source"))
-    });
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let outcome = if !emitted {
+                None
+            } else {
+                let link = case.error_file.as_ref().map(|f| format!("# {f}:{}", case.line));
+                let fixture = match &case.cwd {
+                    Some(dir) => raises_under_jax(server, &dir.join("main.py"), dir, class).map_err(|why| (true, why)),
+                    None => {
+                        let dir = path.parent().unwrap_or(Path::new("."));
+                        raises_under_jax(server, path, dir, class).map_err(|why| (false, why))
+                    }
+                };
+                Some(match (link, fixture) {
+                    (Some(link), _) if !text.lines().any(|l| l.ends_with(&link)) => Err(format!("no line links {link}")),
+                    // A project must raise under JAX; a file that does not is the suite's
+                    // own verdict (FIXTURE WRONG), and its message is not compared.
+                    (_, Err((true, why))) => Err(format!("the fixture itself, under JAX: {why}")),
+                    (_, fixture) => raises_under_jax(server, &out, out_dir, class).map(|m| (m, fixture.ok())),
+                })
+            };
+            let reduction = 1.0 - code_lines(&text) as f64 / case.fixture_lines.max(1) as f64;
+            (name.clone(), class.clone(), outcome, reduction, why, text.contains("\n# cut from the source"))
+        },
+        drop,
+    );
     let reductions =
         |cut: Option<bool>| -> Vec<f64> { results.iter().filter(|r| r.2.is_some() && cut.is_none_or(|c| c == r.5)).map(|r| r.3).collect() };
     let (staged, source_cut) = (reductions(Some(false)), reductions(Some(true)));
@@ -405,62 +421,70 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
     let fixtures = python_files_in(clean_dir, out_dir);
     // (fixture, function, traces staged, traces matching, problem, why traces were left out)
     type Outcome = (String, String, usize, usize, Option<String>, Option<String>);
-    let per_fixture: Vec<Vec<Outcome>> = pool::map(&fixtures, jobs, |_, path| {
-        let mut outcomes = Vec::new();
-        let name = path.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let mut trace = Command::new(binary);
-        trace.arg("trace").arg(path).arg("--format").arg("json");
-        let Ok(done) = run_with_limit(trace, Duration::from_secs(60)) else { return outcomes };
-        let Ok(json) = serde_json::from_str::<serde_json::Value>(&done.stdout) else { return outcomes };
-        let mut functions: Vec<String> = json["functions"]
-            .as_array()
-            .map(|fs| {
-                fs.iter()
-                    .filter(|f| f["transform"] == "jit")
-                    .filter_map(|f| f["name"].as_str().map(str::to_string))
-                    .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
-                    .collect()
-            })
-            .unwrap_or_default();
-        functions.sort();
-        functions.dedup();
-        for function in functions {
-            let out = out_dir.join(format!("{name}__{function}.py"));
-            let _ = std::fs::remove_file(&out);
-            let mut cmd = Command::new(binary);
-            cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
-            let done = run_with_limit(cmd, Duration::from_secs(60));
-            let written = matches!(&done, Ok(f) if f.status == Some(0));
-            // `repro --function` says on its last line of standard error why traces
-            // were left out (after "wrote FILE" when it wrote some).
-            let left_out = match &done {
-                Ok(f) => f.stderr.lines().find(|l| !l.starts_with("wrote ")).map(str::to_string),
-                Err(e) => Some(e.to_string()),
-            };
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
-            let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
-            let outcome = if !written || expected.is_empty() {
-                (0, 0, None)
-            } else {
-                let mut run = Command::new(python);
-                run.arg("-c").arg(AVALS_OF_OUTPUTS).arg(&out).env("JAX_PLATFORMS", "cpu");
-                match run_with_limit(run, Duration::from_secs(120)) {
-                    Ok(f) => {
-                        let got: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("# out")).collect();
-                        let matching = expected.iter().filter(|e| got.contains(e)).count();
-                        let problem = (matching < expected.len()).then(|| {
-                            let last = f.stderr.lines().last().unwrap_or("").to_string();
-                            format!("expected {expected:?}, JAX gave {got:?} {last}")
-                        });
-                        (expected.len(), matching, problem)
+    let command = || jax_command(python);
+    let script = crate::forkserver::script(&crate::conformance::workspace_root());
+    let server = || ForkServer::new(&command, script.clone(), JAX_PRELOAD);
+    let per_fixture: Vec<Vec<Outcome>> = pool::map_with(
+        &fixtures,
+        jobs,
+        server,
+        |server, _, path| {
+            let mut outcomes = Vec::new();
+            let name = path.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let mut trace = Command::new(binary);
+            trace.arg("trace").arg(path).arg("--format").arg("json");
+            let Ok(done) = run_with_limit(trace, Duration::from_secs(60)) else { return outcomes };
+            let Ok(json) = serde_json::from_str::<serde_json::Value>(&done.stdout) else { return outcomes };
+            let mut functions: Vec<String> = json["functions"]
+                .as_array()
+                .map(|fs| {
+                    fs.iter()
+                        .filter(|f| f["transform"] == "jit")
+                        .filter_map(|f| f["name"].as_str().map(str::to_string))
+                        .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                        .collect()
+                })
+                .unwrap_or_default();
+            functions.sort();
+            functions.dedup();
+            for function in functions {
+                let out = out_dir.join(format!("{name}__{function}.py"));
+                let _ = std::fs::remove_file(&out);
+                let mut cmd = Command::new(binary);
+                cmd.arg("repro").arg(path).arg("--function").arg(&function).arg("-o").arg(&out);
+                let done = run_with_limit(cmd, Duration::from_secs(60));
+                let written = matches!(&done, Ok(f) if f.status == Some(0));
+                // `repro --function` says on its last line of standard error why traces
+                // were left out (after "wrote FILE" when it wrote some).
+                let left_out = match &done {
+                    Ok(f) => f.stderr.lines().find(|l| !l.starts_with("wrote ")).map(str::to_string),
+                    Err(e) => Some(e.to_string()),
+                };
+                let text = std::fs::read_to_string(&out).unwrap_or_default();
+                let expected: Vec<&str> = text.lines().filter(|l| l.starts_with("# out")).collect();
+                let outcome = if !written || expected.is_empty() {
+                    (0, 0, None)
+                } else {
+                    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+                    match server.run(&["-c".into(), AVALS_OF_OUTPUTS.into(), out.clone().into()], &here, Duration::from_secs(120)) {
+                        Ok(f) => {
+                            let got: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("# out")).collect();
+                            let matching = expected.iter().filter(|e| got.contains(e)).count();
+                            let problem = (matching < expected.len()).then(|| {
+                                let last = f.stderr.lines().last().unwrap_or("").to_string();
+                                format!("expected {expected:?}, JAX gave {got:?} {last}")
+                            });
+                            (expected.len(), matching, problem)
+                        }
+                        Err(e) => (expected.len(), 0, Some(format!("did not run: {e}"))),
                     }
-                    Err(e) => (expected.len(), 0, Some(format!("did not run: {e}"))),
-                }
-            };
-            outcomes.push((name.clone(), function, outcome.0, outcome.1, outcome.2, left_out));
-        }
-        outcomes
-    });
+                };
+                outcomes.push((name.clone(), function, outcome.0, outcome.1, outcome.2, left_out));
+            }
+            outcomes
+        },
+        drop,
+    );
     let results: Vec<Outcome> = per_fixture.into_iter().flatten().collect();
     let mut wrong: Vec<(String, String, String)> =
         results.iter().filter_map(|(n, f, _, _, p, _)| p.as_ref().map(|p| (n.clone(), f.clone(), p.clone()))).collect();

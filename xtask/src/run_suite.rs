@@ -5,6 +5,8 @@
 //! (rtol 1e-5, atol 1e-6), or float64's (rtol 1e-12) in programs that enable x64.
 
 use crate::conformance::Verdict;
+use crate::forkserver::ForkServer;
+use crate::pool;
 use crate::process::{run_with_limit, tail};
 use crate::python_env::cache_key;
 use crate::sha256::sha256_hex;
@@ -52,42 +54,56 @@ struct Outcome {
     status: Option<i32>,
 }
 
+/// The interpreter a suite's programs run under, and the modules its fork servers import once.
+pub struct Python<'a> {
+    pub interpreter: &'a Path,
+    pub preload: &'a [&'a str],
+}
+
 pub fn check(
     programs: &[PathBuf],
     fixtures_dir: &Path,
     binary: &Path,
-    python: &Path,
+    python: Python,
     cache_dir: &Path,
     gaps: &BTreeMap<String, String>,
+    jobs: usize,
 ) -> RunSuite {
-    let mut rows = Vec::new();
-    for program in programs {
-        let name = program.strip_prefix(fixtures_dir).unwrap_or(program).to_string_lossy().replace('\\', "/");
-        let problem = match (run_python(program, python, cache_dir), run_tracelens(program, binary)) {
-            (Err(why), _) => Some(format!("python: {why}")),
-            (_, Err(why)) => Some(format!("tracelens: {why}")),
-            (Ok(expected), Ok(got)) => {
-                let x64 = fs::read_to_string(program).is_ok_and(|s| s.contains("jax_enable_x64"));
-                disagreement(&expected, &got, x64)
-            }
-        };
-        let verdict = match (problem.is_none(), gaps.contains_key(&name)) {
-            (true, false) => Verdict::Pass,
-            (true, true) => Verdict::NowPasses,
-            (false, false) => Verdict::Fail,
-            (false, true) => Verdict::KnownGap,
-        };
-        let problem = match verdict {
-            Verdict::NowPasses => Some("now passes: remove it from known-gaps.txt".to_string()),
-            Verdict::KnownGap => problem.map(|p| format!("{p}\n(known gap: {})", gaps.get(&name).map(String::as_str).unwrap_or(""))),
-            _ => problem,
-        };
-        rows.push((name, verdict, problem));
-    }
+    let command = || crate::runners::jax_python(python.interpreter);
+    let script = crate::forkserver::script(&crate::conformance::workspace_root());
+    let rows = pool::map_with(
+        programs,
+        jobs,
+        || ForkServer::new(&command, script.clone(), python.preload),
+        |server, _, program| {
+            let name = program.strip_prefix(fixtures_dir).unwrap_or(program).to_string_lossy().replace('\\', "/");
+            let problem = match (run_python(program, server, cache_dir), run_tracelens(program, binary)) {
+                (Err(why), _) => Some(format!("python: {why}")),
+                (_, Err(why)) => Some(format!("tracelens: {why}")),
+                (Ok(expected), Ok(got)) => {
+                    let x64 = fs::read_to_string(program).is_ok_and(|s| s.contains("jax_enable_x64"));
+                    disagreement(&expected, &got, x64)
+                }
+            };
+            let verdict = match (problem.is_none(), gaps.contains_key(&name)) {
+                (true, false) => Verdict::Pass,
+                (true, true) => Verdict::NowPasses,
+                (false, false) => Verdict::Fail,
+                (false, true) => Verdict::KnownGap,
+            };
+            let problem = match verdict {
+                Verdict::NowPasses => Some("now passes: remove it from known-gaps.txt".to_string()),
+                Verdict::KnownGap => problem.map(|p| format!("{p}\n(known gap: {})", gaps.get(&name).map(String::as_str).unwrap_or(""))),
+                _ => problem,
+            };
+            (name, verdict, problem)
+        },
+        drop,
+    );
     RunSuite { rows }
 }
 
-fn run_python(program: &Path, python: &Path, cache_dir: &Path) -> Result<Outcome, String> {
+fn run_python(program: &Path, server: &mut ForkServer, cache_dir: &Path) -> Result<Outcome, String> {
     let source = fs::read(program).map_err(|e| format!("cannot read {}: {e}", program.display()))?;
     let mut key = b"run\0".to_vec();
     key.extend_from_slice(&source);
@@ -98,16 +114,8 @@ fn run_python(program: &Path, python: &Path, cache_dir: &Path) -> Result<Outcome
             return Ok(Outcome { stdout: stdout.to_string(), status: Some(status as i32) });
         }
     }
-    let mut command = Command::new(python);
-    command.arg(program).current_dir(program.parent().unwrap_or(Path::new(".")));
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if text.starts_with("JAX_") || text == "XLA_FLAGS" {
-            command.env_remove(&name);
-        }
-    }
-    command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
-    let finished = run_with_limit(command, LIMIT).map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let folder = program.parent().unwrap_or(Path::new("."));
+    let finished = server.run(&[program.into()], folder, LIMIT).map_err(|e| format!("cannot run it: {e}"))?;
     let Some(status) = finished.status else { return Err(finished.describe_failure()) };
     if fs::create_dir_all(cache_dir).is_ok() {
         let entry = serde_json::json!({ "stdout": finished.stdout, "status": status });

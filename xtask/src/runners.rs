@@ -1,5 +1,6 @@
 //! Running the oracle (with its result cache) and the tracelens binary on one fixture.
 
+use crate::forkserver::ForkServer;
 use crate::model::{Diagnostic, OracleReport, TraceReport, TracelensReport};
 use crate::process::{run_with_limit, tail};
 use crate::python_env::cache_key;
@@ -35,23 +36,43 @@ struct CacheEntry {
     report: serde_json::Value,
 }
 
+/// The modules a JAX fork server imports once: what every oracle and program imports.
+/// Libraries some fixtures import (flax, optax, equinox) are left to those fixtures, so that
+/// nothing they do at import is done for the others.
+pub const JAX_PRELOAD: &[&str] = &["jax", "jax.numpy", "numpy"];
+
 impl Oracle {
-    pub fn run(&self, fixture: &Path) -> Result<OracleRun, String> {
-        let (raw, seconds, cached) = self.run_raw(fixture)?;
+    /// A fork server for [`Oracle::run`]: `command` is `|| oracle.interpreter()`.
+    pub fn fork_server<'a>(&self, command: &'a (dyn Fn() -> Command + Sync)) -> ForkServer<'a> {
+        ForkServer::new(command, crate::forkserver::script(&crate::conformance::workspace_root()), JAX_PRELOAD)
+    }
+
+    /// The oracle on `fixture`, forked from `server` when there is one.
+    pub fn run(&self, fixture: &Path, server: Option<&mut ForkServer>) -> Result<OracleRun, String> {
+        let (raw, seconds, cached) = self.run_raw(fixture, server)?;
         let report: OracleReport = serde_json::from_value(raw.clone()).map_err(|e| format!("oracle JSON has an unexpected shape: {e}"))?;
         Ok(OracleRun { report, raw, seconds, cached })
     }
 
     /// The oracle's JSON for `fixture` (from the cache when it has it), its wall time as
     /// measured when it really ran, and whether it came from the cache.
-    pub fn run_raw(&self, fixture: &Path) -> Result<(serde_json::Value, f64, bool), String> {
+    pub fn run_raw(&self, fixture: &Path, server: Option<&mut ForkServer>) -> Result<(serde_json::Value, f64, bool), String> {
         let cache_file = self.cache_file(fixture)?;
         if let Some((raw, seconds)) = self.cached(&cache_file) {
             return Ok((raw, seconds, true));
         }
-        let mut command = self.command();
-        command.arg(fixture);
-        let finished = run_with_limit(command, ORACLE_LIMIT).map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
+        let finished = match server {
+            Some(server) => {
+                let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+                server.run(&[self.script.clone().into(), fixture.into()], &here, ORACLE_LIMIT)
+            }
+            None => {
+                let mut command = self.command();
+                command.arg(fixture);
+                run_with_limit(command, ORACLE_LIMIT)
+            }
+        }
+        .map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
         let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
             .map_err(|e| format!("oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
         if let Some(error) = raw.get("oracle_error").and_then(|e| e.as_str()) {
@@ -100,15 +121,14 @@ impl Oracle {
 
     /// The script under the oracle's interpreter, with JAX on CPU and no inherited JAX settings.
     pub fn command(&self) -> Command {
-        let mut command = Command::new(&self.python);
+        let mut command = self.interpreter();
         command.arg(&self.script);
-        for (name, _) in std::env::vars_os() {
-            let name_text = name.to_string_lossy();
-            if name_text.starts_with("JAX_") || name_text == "XLA_FLAGS" {
-                command.env_remove(&name);
-            }
-        }
-        command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
+        command
+    }
+
+    /// The oracle's interpreter with the environment the oracle runs in (for its fork server).
+    pub fn interpreter(&self) -> Command {
+        let mut command = jax_python(&self.python);
         // XLA's compiled programs, kept on disk for every oracle of the same fixtures: the
         // conformance oracle compiles a fixture's programs and the hover oracle, which runs
         // the same fixture, finds them compiled (about 5× less CPU for a training step). JAX
@@ -120,6 +140,20 @@ impl Oracle {
             .env("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1");
         command
     }
+}
+
+/// `python` as the suite runs JAX programs: on the CPU, with no JAX setting of the caller's
+/// environment, a fixed hash seed and no bytecode written into the fixtures' folders.
+pub fn jax_python(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    for (name, _) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if name_text.starts_with("JAX_") || name_text == "XLA_FLAGS" {
+            command.env_remove(&name);
+        }
+    }
+    command.env("JAX_PLATFORMS", "cpu").env("PYTHONHASHSEED", "0").env("PYTHONDONTWRITEBYTECODE", "1");
+    command
 }
 
 pub struct Tracelens {

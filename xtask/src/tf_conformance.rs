@@ -63,14 +63,21 @@ pub fn run(options: Options) -> Result<bool, String> {
     if !missing.is_empty() {
         let out_dir = target.join("tf-oracle-out");
         let _ = fs::remove_dir_all(&out_dir);
-        eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION}", missing.len());
-        let mut command = Command::new(&python);
-        command.arg(&script).arg(&out_dir).args(&missing).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
-        let limit = Duration::from_secs(120 + 60 * missing.len() as u64);
-        let finished = run_with_limit(command, limit).map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-        if finished.status != Some(0) {
-            return Err(format!("the TensorFlow oracle {}", finished.describe_failure()));
-        }
+        // One oracle process per job, each importing TensorFlow once and forking per fixture.
+        let jobs = options.jobs.clamp(1, missing.len());
+        eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION} ({jobs} processes)", missing.len());
+        let shares: Vec<Vec<&PathBuf>> = (0..jobs).map(|j| missing.iter().skip(j).step_by(jobs).copied().collect()).collect();
+        let ran = pool::map(&shares, jobs, |_, share| {
+            let mut command = Command::new(&python);
+            command.arg(&script).arg(&out_dir).args(share).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+            let limit = Duration::from_secs(120 + 60 * share.len() as u64);
+            let finished = run_with_limit(command, limit).map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+            if finished.status != Some(0) {
+                return Err(format!("the TensorFlow oracle {}", finished.describe_failure()));
+            }
+            Ok(())
+        });
+        ran.into_iter().collect::<Result<(), String>>()?;
         for fixture in &missing {
             let name = fixture.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "__") + ".json";
             let produced = out_dir.join(name);
@@ -128,9 +135,10 @@ pub fn run(options: Options) -> Result<bool, String> {
             &run_programs,
             &fixtures_root,
             &t.binary,
-            &python,
+            crate::run_suite::Python { interpreter: &python, preload: &["tensorflow"] },
             &target.join("conformance-cache").join("tf-run"),
             &gaps,
+            options.jobs,
         );
         print!("{}", run.render());
         run_ok = !run.failed();

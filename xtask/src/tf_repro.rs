@@ -90,7 +90,7 @@ pub fn check(setup: &Setup) -> TfReproSummary {
     written.sort_by(|a, b| a.name.cmp(&b.name));
     missing.sort();
     let programs: Vec<&Path> = written.iter().flat_map(|w| [w.fixture.as_path(), w.reproducer.as_path()]).collect();
-    let raised = run_under_tensorflow(python, script, &programs);
+    let raised = run_under_tensorflow(python, script, &programs, jobs);
     let mut wrong = Vec::new();
     for w in &written {
         if let Some(why) = verdict(w, &raised) {
@@ -136,8 +136,19 @@ fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }
 
-/// Runs `programs` under TensorFlow with `script` (one process, TensorFlow imported once).
-fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path]) -> Result<HashMap<PathBuf, Raised>, String> {
+/// Runs `programs` under TensorFlow with `script`: `jobs` processes, each importing
+/// TensorFlow once and forking per program.
+fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path], jobs: usize) -> Result<HashMap<PathBuf, Raised>, String> {
+    let jobs = jobs.clamp(1, programs.len().max(1));
+    let shares: Vec<Vec<&Path>> = (0..jobs).map(|j| programs.iter().skip(j).step_by(jobs).copied().collect()).collect();
+    let mut out = HashMap::new();
+    for raised in pool::map(&shares, jobs, |_, share| run_share_under_tensorflow(python, script, share)) {
+        out.extend(raised?);
+    }
+    Ok(out)
+}
+
+fn run_share_under_tensorflow(python: &Path, script: &Path, programs: &[&Path]) -> Result<HashMap<PathBuf, Raised>, String> {
     let mut command = Command::new(python);
     command.arg(script).args(programs).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
     let limit = Duration::from_secs(120 + 60 * programs.len() as u64);
