@@ -196,16 +196,6 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", summary.render());
         projects_ok = summary.wrong.is_empty();
     }
-    // The op table's goldens must still be what JAX gives (only on a full run): started with
-    // the fixtures above, since the longest generator is one process of many minutes.
-    let golden_ok = match golden {
-        Some(running) => {
-            let (ok, said) = running.join().unwrap_or_else(|_| (false, "golden: the check panicked\n".to_string()));
-            print!("{said}");
-            ok
-        }
-        None => true,
-    };
     print!("{}", report::render(&suite));
     // A jax.jit program and its nnx.jit / eqx.filter_jit twin did the same under JAX.
     let mut pairs_ok = true;
@@ -227,6 +217,17 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", run.render());
         run_ok = !run.failed();
     }
+    // The op table's goldens must still be what JAX gives (only on a full run): started with
+    // the fixtures and waited for last, since the longest generator is one process of many
+    // minutes.
+    let golden_ok = match golden {
+        Some(running) => {
+            let (ok, said) = running.join().unwrap_or_else(|_| (false, "golden: the check panicked\n".to_string()));
+            print!("{said}");
+            ok
+        }
+        None => true,
+    };
     Ok(repro_ok && projects_ok && golden_ok && run_ok && pairs_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
