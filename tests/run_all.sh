@@ -47,8 +47,9 @@ fi
 step "unit and integration tests" cargo test --workspace --release
 # The tasks below run the binaries of that build. `cargo xtask` (`cargo run -p xtask`) and
 # `cargo build -p tracelens` would each resolve the features without the workspace's
-# dev-dependencies and compile gemm, tracer-core and tracelens again (about 10 minutes of 2
-# cores each, for the same code); built with the tests, only xtask's binary is left to link.
+# dev-dependencies and compile gemm, tracer-core and tracelens again, for the same code (10
+# and 16 minutes of a loaded 2-core machine); built with the tests, only xtask's binary is
+# left to link (28 s).
 # (So the tracelens these tasks run has the `check-ir` feature, as the editor tests' has.)
 target_dir=${CARGO_TARGET_DIR:-target}
 [[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
