@@ -36,11 +36,11 @@ import types
 
 
 def main():
-    for name in sys.argv[1:]:
-        __import__(name)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     # What the imports or a stray write would print must not reach the replies.
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    for name in sys.argv[1:]:
+        __import__(name)
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -104,6 +104,8 @@ def run_child(request):
     for source, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(source, target)
         os.close(source)
+    # The server's own stdin may hold requests read ahead: the program reads /dev/null.
+    sys.stdin = open(0, closefd=False)
     if argv[0] == "-c":
         # `python -c CODE ARG...`: `sys.argv` is ['-c', ARG...] and the working directory
         # comes first on the path.
