@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The script the server runs (in the repository, next to the oracles).
-pub fn script(root: &Path) -> PathBuf {
-    root.join("tests").join("conformance").join("forkserver.py")
+fn script() -> PathBuf {
+    crate::conformance::workspace_root().join("tests").join("conformance").join("forkserver.py")
 }
 
 /// A server started on first use (a worker that gets no program imports nothing) and again
@@ -41,8 +41,8 @@ impl<'a> ForkServer<'a> {
     /// `python()` is the interpreter with the environment the programs need (as a `Command`
     /// that would run one program, without its arguments); `preload`, the modules imported
     /// once, before any program.
-    pub fn new(python: &'a (dyn Fn() -> Command + Sync), script: PathBuf, preload: &[&str]) -> ForkServer<'a> {
-        ForkServer { python, script, preload: preload.iter().map(|m| m.to_string()).collect(), running: None }
+    pub fn new(python: &'a (dyn Fn() -> Command + Sync), preload: &[&str]) -> ForkServer<'a> {
+        ForkServer { python, script: script(), preload: preload.iter().map(|m| m.to_string()).collect(), running: None }
     }
 
     /// `python ARGV...` in `cwd`, killed with what it started after `limit`. `argv[0]` is a
@@ -135,8 +135,7 @@ mod tests {
     }
 
     fn server(preload: &[&str]) -> ForkServer<'static> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf();
-        ForkServer::new(&python, script(&root), preload)
+        ForkServer::new(&python, preload)
     }
 
     fn program(dir: &Path, name: &str, text: &str) -> OsString {

@@ -277,8 +277,7 @@ pub fn check(binary: &Path, python: &Path, errors_dir: &Path, out_dir: &Path, jo
     // source)
     type Row = (String, String, Option<Result<(String, Option<String>), String>>, f64, String, bool);
     let command = || jax_command(python);
-    let script = crate::forkserver::script(&crate::conformance::workspace_root());
-    let server = || ForkServer::new(&command, script.clone(), JAX_PRELOAD);
+    let server = || ForkServer::new(&command, JAX_PRELOAD);
     let results: Vec<Row> = pool::map_with(
         &fixtures,
         jobs,
@@ -422,8 +421,7 @@ pub fn check_functions(binary: &Path, python: &Path, clean_dir: &Path, out_dir: 
     // (fixture, function, traces staged, traces matching, problem, why traces were left out)
     type Outcome = (String, String, usize, usize, Option<String>, Option<String>);
     let command = || jax_command(python);
-    let script = crate::forkserver::script(&crate::conformance::workspace_root());
-    let server = || ForkServer::new(&command, script.clone(), JAX_PRELOAD);
+    let server = || ForkServer::new(&command, JAX_PRELOAD);
     let per_fixture: Vec<Vec<Outcome>> = pool::map_with(
         &fixtures,
         jobs,

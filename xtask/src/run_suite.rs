@@ -70,11 +70,10 @@ pub fn check(
     jobs: usize,
 ) -> RunSuite {
     let command = || crate::runners::jax_python(python.interpreter);
-    let script = crate::forkserver::script(&crate::conformance::workspace_root());
     let rows = pool::map_with(
         programs,
         jobs,
-        || ForkServer::new(&command, script.clone(), python.preload),
+        || ForkServer::new(&command, python.preload),
         |server, _, program| {
             let name = program.strip_prefix(fixtures_dir).unwrap_or(program).to_string_lossy().replace('\\', "/");
             let problem = match (run_python(program, server, cache_dir), run_tracelens(program, binary)) {

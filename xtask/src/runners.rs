@@ -44,7 +44,7 @@ pub const JAX_PRELOAD: &[&str] = &["jax", "jax.numpy", "numpy"];
 impl Oracle {
     /// A fork server for [`Oracle::run`]: `command` is `|| oracle.interpreter()`.
     pub fn fork_server<'a>(&self, command: &'a (dyn Fn() -> Command + Sync)) -> ForkServer<'a> {
-        ForkServer::new(command, crate::forkserver::script(&crate::conformance::workspace_root()), JAX_PRELOAD)
+        ForkServer::new(command, JAX_PRELOAD)
     }
 
     /// The oracle on `fixture`, forked from `server` when there is one.
