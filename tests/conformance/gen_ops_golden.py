@@ -10,10 +10,10 @@ Run with the JAX venv's python:
 keeps JAX's values in F and `--check --jax F --table T` checks a table T against them without JAX.
 
 It re-runs itself in two subprocesses, one with JAX_ENABLE_X64=0 and one with
-JAX_ENABLE_X64=1, and writes tracer-core/tests/data/ops.tsv, which
-tracer-core/tests/ops_golden.rs checks: each row's expression is run through
-`tracer_core::analyze_file` and the elements it prints are compared with JAX's within a
-per-dtype tolerance (docs/evaluator.md). `cargo xtask conformance` runs `--check`.
+JAX_ENABLE_X64=1 (sharing one XLA compilation cache, see `table`), and writes
+tracer-core/tests/data/ops.tsv, which tracer-core/tests/ops_golden.rs checks: each row's
+expression is run through `tracer_core::analyze_file` and the elements it prints are compared
+with JAX's within a per-dtype tolerance (docs/evaluator.md). `cargo xtask conformance` runs `--check`.
 
 TSV columns (tab separated, one header line, `#` lines are comments):
 
@@ -1140,7 +1140,9 @@ def quantile_rows(x64):
     return out
 
 
-def record(x64):
+def record(x64, backwards=False):
+    """The table's rows for one x64 setting, in `rows` order; evaluated last to first when
+    `backwards` (each row is evaluated on its own, so the order changes no value)."""
     import jax
     import jax.numpy as jnp  # noqa: F401  (used by the expressions)
     from jax import lax  # noqa: F401
@@ -1149,25 +1151,46 @@ def record(x64):
 
     assert jax.__version__ == "0.10.2", jax.__version__
     lines = []
-    for group, expr in rows(x64):
+    todo = rows(x64)
+    for group, expr in reversed(todo) if backwards else todo:
         # One namespace for the expression and the lambdas in it (which do not see locals).
         x = eval(expr, {"jax": jax, "jnp": jnp, "lax": lax})
         dt = str(x.dtype)
         conv = float if dt.startswith(("float", "bfloat")) else bool if dt == "bool" else int
         values = repr([conv(v) for v in x.ravel().tolist()])
         lines.append(f"{x64}\t{group}\t{expr}\t{dt} {tuple(x.shape)}\t{values}")
-    return lines
+    return lines[::-1] if backwards else lines
 
 
 def table():
     # The two halves run at once, one process each (a few GB each, one core each), each
     # writing to files so that neither waits on a full pipe; JAX's warnings are shown only
     # when a half fails.
+    #
+    # Three quarters of a half's time is XLA compiling each eager op, and most float32 and
+    # int32 ops of the x64 half are the same programs as the other half's. So the halves share
+    # JAX's persistent compilation cache (a directory of this run only, every executable kept)
+    # and walk their rows in opposite directions: an op the two share is compiled by the half
+    # that meets it first and loaded by the other, the executable XLA would have built for it.
+    # Measured on a 2-core machine shared with other work (27 Nov 2026): the two halves took
+    # 339 + 638 s of user CPU without the cache, `--check` 856 s with it (an eighth less: most
+    # x64 rows lower to other programs, with 64-bit indices and constants), and each of the
+    # 121 rows whose values differ from the table on that CPU gave the same values evaluated
+    # afresh without the cache.
     procs = []
+    cache = tempfile.TemporaryDirectory(prefix="tracelens-ops-golden-xla-")
     for x64 in (0, 1):
-        env = dict(os.environ, JAX_ENABLE_X64=str(x64), JAX_PLATFORMS="cpu")
+        env = dict(
+            os.environ,
+            JAX_ENABLE_X64=str(x64),
+            JAX_PLATFORMS="cpu",
+            JAX_COMPILATION_CACHE_DIR=cache.name,
+            JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+            JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
+        )
         out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-        procs.append((subprocess.Popen([sys.executable, __file__, str(x64)], env=env, stdout=out, stderr=err, text=True), out, err))
+        args = [sys.executable, __file__, str(x64)] + (["backwards"] if x64 else [])
+        procs.append((subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True), out, err))
     rows_out = []
     for proc, out, err in procs:
         proc.wait()
@@ -1177,6 +1200,7 @@ def table():
             sys.stderr.write(err.read())
             raise subprocess.CalledProcessError(proc.returncode, proc.args)
         rows_out.extend(out.read().splitlines())
+    cache.cleanup()
     header = "# Recorded from JAX 0.10.2 by tests/conformance/gen_ops_golden.py; do not edit.\nx64\tgroup\texpr\taval\tvalues\n"
     return header + "".join(r + "\n" for r in rows_out), len(rows_out)
 
@@ -1236,7 +1260,7 @@ def option(name):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] in ("0", "1"):
-        for line in record(int(sys.argv[1])):
+        for line in record(int(sys.argv[1]), backwards="backwards" in sys.argv[2:]):
             print(line)
         return
     if "--check" in sys.argv[1:]:
