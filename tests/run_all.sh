@@ -13,10 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step says how long it took, in wall time and in CPU time of the processes it started
+# (a CI log then shows where its time goes; CPU time moves less with the machine's load).
 step() {
     echo "== $1"
     shift
-    "$@" || { echo "tests/run_all.sh: failed: $*" >&2; exit 1; }
+    local TIMEFORMAT="== took %0R s; CPU %0U s user, %0S s system"
+    time "$@" || { echo "tests/run_all.sh: failed: $*" >&2; exit 1; }
 }
 
 # Graphviz draws the trace graph (`trace --format svg`, the editors' graph view); the tests
