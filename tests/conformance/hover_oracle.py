@@ -2,12 +2,9 @@
 with the avals that value really had there under JAX 0.10.2.
 
     python hover_oracle.py FIXTURE.py   ->   one JSON object on stdout
-    python hover_oracle.py --serve      ->   reads fixture paths, one a line, and writes one
-                                             JSON object a line for each, in order
 
-`--serve` imports jax, numpy, optax, flax and equinox once and runs each fixture in a child
-process forked from it (JAX's backend is not started before the fork), so a run over every
-fixture pays the imports once.
+`xtask hover` runs it under `forkserver.py`, which imports jax, numpy, optax, flax and
+equinox once and forks a child per fixture, so a run over every fixture pays the imports once.
 
 The fixture runs as `__main__` (runpy) on CPU, with `sys.settrace` turned on, line and
 opcode events, in the fixture's own frames only (JAX's internals are not traced). A
@@ -34,7 +31,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import traceback
 import types
 
@@ -50,17 +46,11 @@ STORES = {"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"}
 ATTRIBUTE_LOADS = {"LOAD_ATTR", "LOAD_METHOD"}
 
 
-# A fixture's run in `--serve` mode is stopped after this many seconds.
-CHILD_LIMIT = 180
-
-
 def main():
     if len(sys.argv) != 2:
-        print("usage: python hover_oracle.py FIXTURE.py | --serve", file=sys.stderr)
+        print("usage: python hover_oracle.py FIXTURE.py", file=sys.stderr)
         return 2
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    if sys.argv[1] == "--serve":
-        return serve()
     fixture = os.path.abspath(sys.argv[1])
     json_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     capture = tempfile.TemporaryFile()
@@ -76,71 +66,6 @@ def observe(fixture):
         return HoverOracle(fixture).run()
     except BaseException:
         return {"fixture": fixture, "oracle_error": traceback.format_exc()}
-
-
-def serve():
-    import jax  # noqa: F401
-    import jax.numpy  # noqa: F401
-    import numpy  # noqa: F401
-
-    for name in ("optax", "equinox", "flax.nnx", "flax.linen"):
-        try:
-            __import__(name)
-        except Exception:
-            pass
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    for line in sys.stdin:
-        fixture = os.path.abspath(line.strip())
-        if not line.strip():
-            continue
-        start = time.monotonic()
-        result = run_forked(fixture)
-        result["seconds"] = round(time.monotonic() - start, 3)
-        out.write(json.dumps(result))
-        out.write("\n")
-        out.flush()
-    return 0
-
-
-def run_forked(fixture):
-    """`observe(fixture)` in a child process: what one fixture does to JAX (its config, its
-    caches) stays there."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-            data = json.dumps(observe(fixture)).encode("utf-8")
-            with os.fdopen(write_end, "wb") as w:
-                w.write(data)
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    chunks = []
-    deadline = time.monotonic() + CHILD_LIMIT
-    import select
-
-    with os.fdopen(read_end, "rb") as r:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                return {"fixture": fixture, "oracle_error": f"timed out after {CHILD_LIMIT} s"}
-            ready, _, _ = select.select([r], [], [], left)
-            if not ready:
-                continue
-            chunk = r.read1(1 << 20) if hasattr(r, "read1") else os.read(r.fileno(), 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    os.waitpid(pid, 0)
-    try:
-        return json.loads(b"".join(chunks).decode("utf-8"))
-    except ValueError:
-        return {"fixture": fixture, "oracle_error": "the child process printed no JSON (it died)"}
 
 
 def path_of(node):

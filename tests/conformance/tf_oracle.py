@@ -2,12 +2,11 @@
 JSON object per fixture, in the shape `oracle.py` gives for JAX (so `xtask/src/compare.rs`
 compares both the same way).
 
-Usage: python tf_oracle.py OUT_DIR FIXTURE.py...
+Usage: python tf_oracle.py FIXTURE.py   ->   one JSON object on stdout
 
-TensorFlow is imported once (about two seconds); each fixture then runs in a child process
-forked from that one, as `__main__`, and its result is written to OUT_DIR/<name>.json, where
-<name> is the fixture's path with `/` turned into `__`. A fixture that runs longer than
-60 s is killed and gets an `oracle_error`.
+The fixture runs as `__main__`; what it prints is kept in the object's `stdout`. `xtask
+tf-conformance` runs this script under `forkserver.py`, which imports TensorFlow once (about
+two seconds) and forks a child per fixture, with a 60 s limit.
 
 How each field is observed:
 - `annotations`: the fixture's `# error:`, `# warning:`, `# revealed:`, `# traces:`
@@ -31,7 +30,6 @@ import io
 import json
 import os
 import re
-import signal
 import sys
 import time
 import traceback
@@ -44,46 +42,24 @@ LAST_PARAGRAPH = re.compile(r"\n\n    ([A-Za-z_][A-Za-z0-9_.]*): (.*)$", re.S)
 
 
 def main():
-    if len(sys.argv) < 3:
-        print("usage: python tf_oracle.py OUT_DIR FIXTURE.py...", file=sys.stderr)
+    if len(sys.argv) != 2:
+        print("usage: python tf_oracle.py FIXTURE.py", file=sys.stderr)
         return 2
-    out_dir = sys.argv[1]
-    os.makedirs(out_dir, exist_ok=True)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    started = time.perf_counter()
-    import tensorflow  # noqa: F401  (imported once, before forking)
-
-    import_seconds = time.perf_counter() - started
-    for fixture in sys.argv[2:]:
-        fixture = os.path.abspath(fixture)
-        name = fixture.replace(os.sep, "__") + ".json"
-        target = os.path.join(out_dir, name)
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                result = FixtureRun(fixture).run()
-            except BaseException:
-                result = {"fixture": fixture, "oracle_error": traceback.format_exc()}
-                code = 3
-            result["import_seconds"] = round(import_seconds, 3)
-            with open(target + ".tmp", "w", encoding="utf-8") as f:
-                json.dump(result, f, indent=1)
-            os.replace(target + ".tmp", target)
-            os._exit(code)
-        deadline = time.time() + 60
-        while True:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.time() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                with open(target, "w", encoding="utf-8") as f:
-                    json.dump({"fixture": fixture, "oracle_error": "timed out after 60 s"}, f)
-                break
-            time.sleep(0.01)
-    return 0
+    fixture = os.path.abspath(sys.argv[1])
+    # The JSON goes to this script's standard output; what the fixture or TensorFlow's C++
+    # writes there directly, nowhere (its `print`s are captured by the run itself).
+    json_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    code = 0
+    try:
+        result = FixtureRun(fixture).run()
+    except BaseException:
+        result = {"fixture": fixture, "oracle_error": traceback.format_exc()}
+        code = 3
+    json_out.write(json.dumps(result, indent=1) + "\n")
+    json_out.flush()
+    return code
 
 
 class FixtureRun(jax_oracle.Oracle):

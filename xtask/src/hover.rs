@@ -5,10 +5,11 @@
 //! there is looked for in the hover's text. Misses are listed by kind, with the hover's text.
 
 use crate::conformance::{discover, relative_name, snapshot_oracle, target_dir, workspace_root};
+use crate::forkserver::ForkServer;
 use crate::lsp_client::{file_uri, LspClient};
 use crate::pool;
 use crate::python_env;
-use crate::runners::Oracle;
+use crate::runners::{Oracle, JAX_PRELOAD};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -116,7 +117,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
     let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true };
     let binary = crate::conformance::build_tracelens(&root, &target_dir)?;
-    warm_cache(&oracle, &fixtures, options.jobs.max(1));
+    warm_cache(&oracle, &fixtures, options.jobs.max(1), &missing);
 
     // Each worker keeps its language server for the next fixture; a server that failed once is
     // not trusted with the next one.
@@ -186,52 +187,34 @@ pub fn run(options: Options) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// Runs the oracle on every fixture it has no cached result for, in `jobs` processes of
-/// `hover_oracle.py --serve` (each imports JAX once and forks per fixture), and caches what
-/// they print. A fixture they fail on is left to `Oracle::run_raw`, which says why.
-fn warm_cache(oracle: &Oracle, fixtures: &[PathBuf], jobs: usize) {
-    let missing: Vec<(PathBuf, PathBuf)> = fixtures
+/// Runs the oracle on every fixture it has no cached result for, in `jobs` fork servers
+/// (`forkserver.py`: each imports JAX and the libraries the fixtures use once, then forks a
+/// child per fixture), and caches what it prints. A fixture it fails on is left to
+/// `Oracle::run_raw`, which says why.
+fn warm_cache(oracle: &Oracle, fixtures: &[PathBuf], jobs: usize, missing_modules: &[&str]) {
+    let todo: Vec<&PathBuf> = fixtures.iter().filter(|f| oracle.cache_file(f).is_ok_and(|c| oracle.cached(&c).is_none())).collect();
+    if todo.is_empty() {
+        return;
+    }
+    eprintln!("hover: running {} fixtures under JAX ({jobs} processes)", todo.len());
+    // The libraries are imported before the forks only where installed (a fixture that
+    // imports a missing one was left out above).
+    let preload: Vec<&str> = JAX_PRELOAD
         .iter()
-        .filter_map(|f| oracle.cache_file(f).ok().map(|c| (f.clone(), c)))
-        .filter(|(_, c)| oracle.cached(c).is_none())
+        .chain(&["optax", "equinox", "flax.nnx", "flax.linen"])
+        .copied()
+        .filter(|m| !missing_modules.contains(&m.split('.').next().unwrap_or(m)))
         .collect();
-    if missing.is_empty() {
-        return;
-    }
-    eprintln!("hover: running {} fixtures under JAX ({jobs} processes)", missing.len());
-    let chunks: Vec<Vec<(PathBuf, PathBuf)>> = (0..jobs).map(|j| missing.iter().skip(j).step_by(jobs).cloned().collect()).collect();
-    std::thread::scope(|scope| {
-        for chunk in &chunks {
-            scope.spawn(move || serve_chunk(oracle, chunk));
-        }
-    });
-}
-
-fn serve_chunk(oracle: &Oracle, chunk: &[(PathBuf, PathBuf)]) {
-    use std::io::{BufRead, Write};
-    if chunk.is_empty() {
-        return;
-    }
-    let mut command = oracle.command();
-    command.arg("--serve").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
-    let Ok(mut child) = command.spawn() else { return };
-    let paths: String = chunk.iter().map(|(f, _)| format!("{}\n", f.display())).collect();
-    if let Some(mut stdin) = child.stdin.take() {
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(paths.as_bytes());
-        });
-    }
-    let Some(stdout) = child.stdout.take() else { return };
-    for ((_, cache_file), line) in chunk.iter().zip(std::io::BufReader::new(stdout).lines()) {
-        let Ok(line) = line else { break };
-        let Ok(raw) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-        if raw.get("oracle_error").is_some() {
-            continue;
-        }
-        let seconds = raw.get("seconds").and_then(|s| s.as_f64()).unwrap_or(0.0);
-        oracle.store(cache_file, &raw, seconds);
-    }
-    let _ = child.wait();
+    let python = || oracle.interpreter();
+    pool::map_with(
+        &todo,
+        jobs,
+        || ForkServer::new(&python, &preload),
+        |server, _, fixture| {
+            let _ = oracle.run_raw(fixture, Some(server));
+        },
+        drop,
+    );
 }
 
 /// Hovers every site the oracle found in one fixture; the flag says the oracle stopped early.

@@ -288,7 +288,7 @@ const TF_USAGE: &str = "\
 usage: cargo xtask tf-conformance [--filter SUBSTR] [--jobs N] [--oracle-only] [--no-cache]
 
 Runs every fixture under tests/fixtures/tf/ under real TensorFlow 2.21.0 (tensorflow-cpu,
-imported once; each fixture in a forked process: tests/conformance/tf_oracle.py) and under
+imported once per job; each fixture forked from it: tests/conformance/tf_oracle.py) and under
 tracelens, and compares them as `cargo xtask conformance` compares the JAX fixtures. A run
 without --filter also checks every row of tracer-core/src/tf/surface.rs against TensorFlow.
 

@@ -1,17 +1,20 @@
 //! `cargo xtask tf-conformance`: every TensorFlow fixture (`tests/fixtures/tf/`) under real
 //! TensorFlow and under tracelens, compared exactly as the JAX fixtures are
-//! (`compare.rs`). TensorFlow is imported once and each fixture runs in a process forked from
-//! it (`tests/conformance/tf_oracle.py`), so the suite pays TensorFlow's two-second import once.
+//! (`compare.rs`). Each fixture runs under `tests/conformance/tf_oracle.py` in a child of a fork
+//! server that imported TensorFlow once (`forkserver.rs`), so the suite pays TensorFlow's
+//! import once per job.
 
 use crate::compare::{check_fixture, compare_with_tracelens, FixtureFolder};
 use crate::conformance::{
     build_tracelens, discover, load_known_gaps, relative_name, target_dir, workspace_root, FixtureResult, Suite, Verdict,
 };
+use crate::forkserver::ForkServer;
 use crate::model::OracleReport;
 use crate::pool;
 use crate::process::run_with_limit;
 use crate::runners::Tracelens;
 use crate::sha256::sha256_hex;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +30,9 @@ pub struct Options {
     pub oracle_only: bool,
     pub read_cache: bool,
 }
+
+/// How long the oracle may run one fixture under TensorFlow.
+const ORACLE_LIMIT: Duration = Duration::from_secs(60);
 
 pub fn run(options: Options) -> Result<bool, String> {
     let started = Instant::now();
@@ -45,7 +51,8 @@ pub fn run(options: Options) -> Result<bool, String> {
     let python = resolve_python(&target)?;
     let surface_ok = options.filter.is_some() || check_surface(&python, &root)?;
 
-    // The oracle: what is not cached runs in one TensorFlow process.
+    // The oracle: each fixture not cached runs in a child of a fork server that imported
+    // TensorFlow once (one server per job).
     let script = conformance_dir.join("tf_oracle.py");
     let mut script_bytes = fs::read(&script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
     script_bytes.extend(fs::read(conformance_dir.join("oracle.py")).unwrap_or_default());
@@ -60,29 +67,33 @@ pub fn run(options: Options) -> Result<bool, String> {
     };
     let missing: Vec<&PathBuf> = fixtures.iter().filter(|f| !options.read_cache || !cache_file(f).is_file()).collect();
     let oracle_started = Instant::now();
+    let mut oracle_failures: HashMap<PathBuf, String> = HashMap::new();
     if !missing.is_empty() {
-        let out_dir = target.join("tf-oracle-out");
-        let _ = fs::remove_dir_all(&out_dir);
-        // One oracle process per job, each importing TensorFlow once and forking per fixture.
-        let jobs = options.jobs.clamp(1, missing.len());
-        eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION} ({jobs} processes)", missing.len());
-        let shares: Vec<Vec<&PathBuf>> = (0..jobs).map(|j| missing.iter().skip(j).step_by(jobs).copied().collect()).collect();
-        let ran = pool::map(&shares, jobs, |_, share| {
+        eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION} ({} processes)", missing.len(), options.jobs);
+        let command = || {
             let mut command = Command::new(&python);
-            command.arg(&script).arg(&out_dir).args(share).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
-            let limit = Duration::from_secs(120 + 60 * share.len() as u64);
-            let finished = run_with_limit(command, limit).map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-            if finished.status != Some(0) {
-                return Err(format!("the TensorFlow oracle {}", finished.describe_failure()));
-            }
-            Ok(())
-        });
-        ran.into_iter().collect::<Result<(), String>>()?;
-        for fixture in &missing {
-            let name = fixture.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "__") + ".json";
-            let produced = out_dir.join(name);
-            if produced.is_file() {
-                fs::copy(&produced, cache_file(fixture)).map_err(|e| format!("cannot cache {}: {e}", produced.display()))?;
+            command.env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+            command
+        };
+        let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
+        let ran = pool::map_with(
+            &missing,
+            options.jobs,
+            || ForkServer::new(&command, &["tensorflow"]),
+            |server, _, fixture| {
+                let finished = server.run(&[script.clone().into(), fixture.into()], &here, ORACLE_LIMIT).map_err(|e| e.to_string())?;
+                let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
+                    .map_err(|e| format!("the TensorFlow oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
+                // A crash of the oracle is kept (the comparison reports it); a run that did
+                // not finish is not (the next run tries again).
+                fs::write(cache_file(fixture), serde_json::to_vec_pretty(&raw).unwrap_or_default())
+                    .map_err(|e| format!("cannot cache the oracle's result: {e}"))
+            },
+            drop,
+        );
+        for (fixture, outcome) in missing.iter().zip(ran) {
+            if let Err(why) = outcome {
+                oracle_failures.insert(fixture.to_path_buf(), why);
             }
         }
     }
@@ -93,7 +104,10 @@ pub fn run(options: Options) -> Result<bool, String> {
     let results: Vec<FixtureResult> = pool::map(&fixtures, options.jobs, |index, path| {
         let name = relative_name(&fixtures_root, path);
         let gap = gaps.get(&name).cloned();
-        let result = compare_one(path, name, gap, &cache_file(path), tracelens.as_ref());
+        let result = match oracle_failures.get(path) {
+            Some(why) => failed(new_result(name, gap), why.clone()),
+            None => compare_one(path, name, gap, &cache_file(path), tracelens.as_ref()),
+        };
         eprintln!("[{:>3}/{}] {:<13} {}", index + 1, fixtures.len(), result.verdict.label(), result.name);
         result
     });
@@ -151,10 +165,11 @@ pub fn run(options: Options) -> Result<bool, String> {
     Ok(surface_ok && run_ok && signatures_ok && repro_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 
-fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {
+/// A fixture's result before anything is compared: a pass.
+fn new_result(name: String, gap: Option<String>) -> FixtureResult {
     // `tf/errors/x.py` is compared by the rules of `errors/`.
     let folder = FixtureFolder::of(Path::new(name.strip_prefix("tf/").unwrap_or(&name)));
-    let mut result = FixtureResult {
+    FixtureResult {
         name,
         folder,
         verdict: Verdict::Pass,
@@ -168,7 +183,12 @@ fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tr
         check_raw: serde_json::Value::Null,
         trace_raw: serde_json::Value::Null,
         tracelens_seconds: 0.0,
-    };
+    }
+}
+
+fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {
+    let mut result = new_result(name, gap);
+    let folder = result.folder;
     let raw: Option<serde_json::Value> = fs::read(cached).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let report =
         match raw.as_ref().map(|r| (r.get("oracle_error").and_then(|e| e.as_str()), serde_json::from_value::<OracleReport>(r.clone()))) {

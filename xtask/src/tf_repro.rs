@@ -5,13 +5,16 @@
 //! fixture's own message (its first line, `repro::comparable_message`); a fixture with no
 //! reproducer is listed, not failed, as on the JAX side (`repro.rs`).
 
+use crate::forkserver::ForkServer;
 use crate::pool;
-use crate::process::run_with_limit;
 use crate::repro::{cases, code_lines, comparable_message, emit, median};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+/// How long a fixture or a reproducer may run under TensorFlow.
+const PROGRAM_LIMIT: Duration = Duration::from_secs(60);
 
 /// The reproducers staged out of a trace over all the error fixtures, at least: a change that
 /// stages fewer (sending more of them to the source cut) fails the check. Raise it when
@@ -136,32 +139,35 @@ fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or("")
 }
 
-/// Runs `programs` under TensorFlow with `script`: `jobs` processes, each importing
-/// TensorFlow once and forking per program.
+/// Runs `programs` under TensorFlow with `script`: `jobs` fork servers (`forkserver.py`),
+/// each importing TensorFlow once and forking a child per program.
 fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path], jobs: usize) -> Result<HashMap<PathBuf, Raised>, String> {
-    let jobs = jobs.clamp(1, programs.len().max(1));
-    let shares: Vec<Vec<&Path>> = (0..jobs).map(|j| programs.iter().skip(j).step_by(jobs).copied().collect()).collect();
+    let command = || {
+        let mut command = Command::new(python);
+        command.env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+        command
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    // Each worker's fork server imports TensorFlow once; each program is a child of it.
+    let answers = pool::map_with(
+        programs,
+        jobs,
+        || ForkServer::new(&command, &["tensorflow"]),
+        |server, _, program| {
+            // `Err`: the server failed; `Ok(None)`: the program gave no answer (it ran past its
+            // limit or died), and its verdict says it did not run.
+            let finished = server.run(&[script.into(), program.into()], &here, PROGRAM_LIMIT).map_err(|e| e.to_string())?;
+            let Ok(row) = serde_json::from_str::<serde_json::Value>(finished.stdout.trim()) else { return Ok(None) };
+            let raised = row["class"].as_str().map(|c| (c.to_string(), row["message"].as_str().unwrap_or("").to_string()));
+            Ok::<Option<Raised>, String>(Some(raised))
+        },
+        drop,
+    );
     let mut out = HashMap::new();
-    for raised in pool::map(&shares, jobs, |_, share| run_share_under_tensorflow(python, script, share)) {
-        out.extend(raised?);
-    }
-    Ok(out)
-}
-
-fn run_share_under_tensorflow(python: &Path, script: &Path, programs: &[&Path]) -> Result<HashMap<PathBuf, Raised>, String> {
-    let mut command = Command::new(python);
-    command.arg(script).args(programs).env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
-    let limit = Duration::from_secs(120 + 60 * programs.len() as u64);
-    let finished = run_with_limit(command, limit).map_err(|e| e.to_string())?;
-    if finished.status != Some(0) {
-        return Err(finished.describe_failure());
-    }
-    let mut out = HashMap::new();
-    for line in finished.stdout.lines() {
-        let Ok(row) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        let Some(program) = row["program"].as_str() else { continue };
-        let raised = row["class"].as_str().map(|c| (c.to_string(), row["message"].as_str().unwrap_or("").to_string()));
-        out.insert(PathBuf::from(program), raised);
+    for (program, answer) in programs.iter().zip(answers) {
+        if let Some(raised) = answer? {
+            out.insert(program.to_path_buf(), raised);
+        }
     }
     Ok(out)
 }
