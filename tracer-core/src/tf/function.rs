@@ -147,6 +147,8 @@ pub struct TfState {
     pub failing: Vec<super::graph_run::Failing>,
     /// Ops of the running traces whose failure depends on each call's values (`graph_run.rs`).
     pub run_checks: Vec<super::graph_run::CallCheck>,
+    /// The tensor loops of the running traces whose bodies hold such ops (`loop_checks.rs`).
+    pub loops: super::loop_checks::State,
     /// The branches of `tf.cond` and of AutoGraph's `if` being traced (inline), innermost
     /// last: what they bind runs only when the predicate picks them (`guards.rs`).
     pub guards: Vec<super::guards::Guard>,

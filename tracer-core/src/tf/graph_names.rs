@@ -66,6 +66,12 @@ pub fn cond_scope(interp: &mut Interp) -> Option<String> {
     unique(interp, "cond")
 }
 
+/// Opens the scope `while` (`while_1`, ...) of a tensor loop in the graph being traced: its
+/// body (and its test) are graphs of their own under it (`while/assert_less/...`).
+pub fn while_scope(interp: &mut Interp) -> Option<String> {
+    unique(interp, "while")
+}
+
 /// The branch of the `cond` scope `scope` starts: a graph of its own.
 pub fn enter_branch(interp: &mut Interp, scope: Option<&str>) {
     if let (Some(trace), Some(scope)) = (interp.tf.active.last_mut(), scope) {

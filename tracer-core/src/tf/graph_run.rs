@@ -86,6 +86,9 @@ pub struct CallCheck {
     node: String,
     check: RunCheck,
     guard: Option<Vec<(Operand, bool)>>,
+    /// The tensor loop whose body it is directly in (`loop_checks::current`): it runs at
+    /// each iteration.
+    in_loop: Option<usize>,
 }
 
 impl RunCheck {
@@ -148,6 +151,8 @@ pub struct Settled {
     /// Traced with `tf.debugging.enable_check_numerics()` on: every op with a float output
     /// is checked, in the order the ops were made, with the checks above.
     numerics: bool,
+    /// The tensor loops whose bodies hold some of `checks`.
+    loops: Vec<super::loop_checks::LoopRun>,
 }
 
 /// The first index of `indices` outside `[0, size)`, in TensorFlow's words:
@@ -248,8 +253,9 @@ pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Valu
         return;
     }
     let guard = super::guards::current(interp, i.trace);
+    let in_loop = super::loop_checks::current(interp, i.trace);
     let site = interp.site();
-    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, guard });
+    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, guard, in_loop });
 }
 
 /// What the failing ops recorded in trace `trace` come to, now that its graph is `jaxpr`:
@@ -268,6 +274,12 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
         interp.tf.run_checks = rest;
         mine
     };
+    let loops: Vec<super::loop_checks::LoopRun> = {
+        let all = std::mem::take(&mut interp.tf.loops.traced);
+        let (mine, rest) = all.into_iter().partition(|l| l.trace == trace);
+        interp.tf.loops.traced = rest;
+        mine
+    };
     let numerics = interp.tf.check_numerics;
     if mine.is_empty() && checks.is_empty() {
         return Settled { numerics, ..Settled::default() };
@@ -277,10 +289,15 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
     // outputs, or a stateful one, outside any loop body.
     // Claimed in a branch: a stateful check (its node named in the branch's scope); not a
     // gather or division there (`cond/GatherV2`, whose numbering is not followed).
-    let checks = checks
+    // In a followed loop's body: a stateful check, run at each iteration.
+    let checks: Vec<CallCheck> = checks
         .into_iter()
-        .filter(|c| c.guard.as_ref().is_some_and(|g| c.result.is_none() || g.is_empty()) && c.result.is_none_or(|r| runs.contains(&r)))
+        .filter(|c| match c.in_loop {
+            Some(id) => c.result.is_none() && loops.iter().any(|l| l.id == id),
+            None => c.guard.as_ref().is_some_and(|g| c.result.is_none() || g.is_empty()) && c.result.is_none_or(|r| runs.contains(&r)),
+        })
         .collect();
+    let loops = loops.into_iter().filter(|l| checks.iter().any(|c| c.in_loop == Some(l.id))).collect();
     let may_run = reaching_outputs(jaxpr, true);
     let mut failure = None;
     for f in mine.into_iter().filter(|f| !f.conditional) {
@@ -294,7 +311,7 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
             interp.warn(Code::PrunedOp, f.site, msg, Vec::new());
         }
     }
-    Settled { failure, checks, numerics }
+    Settled { failure, checks, numerics, loops }
 }
 
 /// A call of a graph, `jaxpr` on `consts` and `inputs` (as the call computes it): one that
@@ -329,19 +346,39 @@ pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<A
         .checks
         .iter()
         .filter(|c| {
-            defined.contains(&c.input)
-                && c.check.other_var().is_none_or(|v| defined.contains(&v))
-                && guard_vars(c).iter().all(|v| defined.contains(v))
+            c.in_loop.is_some()
+                || defined.contains(&c.input)
+                    && c.check.other_var().is_none_or(|v| defined.contains(&v))
+                    && guard_vars(c).iter().all(|v| defined.contains(v))
         })
         .collect();
     // Each check's input, then its second input (if it reads one), then its branches'
     // predicates.
     let mut sub = jaxpr.clone();
-    sub.outvars =
-        checks.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var()).chain(guard_vars(c))).map(Atom::Var).collect();
+    sub.outvars = checks
+        .iter()
+        .filter(|c| c.in_loop.is_none())
+        .flat_map(|c| std::iter::once(c.input).chain(c.check.other_var()).chain(guard_vars(c)))
+        .map(Atom::Var)
+        .collect();
     let Some(values) = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs) else { return Ok(()) };
     let mut values = values.iter();
+    let mut loops_run = HashSet::new();
     for c in &checks {
+        if let Some(id) = c.in_loop {
+            // Its loop runs, every check of its body at each iteration, when the first of
+            // them is reached; one the enabled numeric checks could precede is not claimed.
+            if !loops_run.insert(id) {
+                continue;
+            }
+            let Some(lp) = settled.loops.iter().find(|l| l.id == id) else { return Ok(()) };
+            let body: Vec<&CallCheck> = checks.iter().copied().filter(|b| b.in_loop == Some(id)).collect();
+            match run_loop(lp, &body, jaxpr, consts, inputs) {
+                Some(None) if !settled.numerics => continue,
+                Some(Some(failure)) if !settled.numerics => return Err(raise(interp, &failure)),
+                _ => return Ok(()),
+            }
+        }
         let Some(value) = values.next() else { return Ok(()) };
         let other = if c.check.other_var().is_some() { values.next() } else { None };
         // Whether the call takes every branch the check is in; one whose predicate is not
@@ -367,6 +404,86 @@ pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<A
         }
     }
     Ok(())
+}
+
+/// How many iterations of a tensor loop a call is followed for.
+const LOOP_ITERATIONS: usize = 10_000;
+
+/// Loop `lp` of a call of `jaxpr` on `consts` and `inputs`, run on the call's values: the
+/// first failing check of its `body`, by iteration then in the order they were traced
+/// (`Some(None)`: the loop ends with every check holding). `None` when the call's values do
+/// not decide it: an unknown entry value, test or carried value, a check on an unknown value,
+/// more iterations than `LOOP_ITERATIONS`.
+fn run_loop(
+    lp: &super::loop_checks::LoopRun,
+    body: &[&CallCheck],
+    jaxpr: &Jaxpr,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+) -> Option<Option<GraphFailure>> {
+    let known = |a: &Rc<Array>| -> Option<Rc<Array>> {
+        let k = a.known()?;
+        crate::jax::eval::force(&k, 1 << 16)?;
+        Some(k)
+    };
+    // The values the loop variables enter with.
+    let mut entry = jaxpr.clone();
+    entry.outvars = lp.init.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
+    let entered = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
+    let mut entered = entered.iter();
+    let mut carry: Vec<Rc<Array>> = Vec::with_capacity(lp.init.len());
+    for o in &lp.init {
+        let value = match o {
+            Operand::Var(_) => entered.next()?.clone(),
+            Operand::Known(a) => a.clone(),
+        };
+        carry.push(known(&value)?);
+    }
+    // The body's graph, its placeholders of the loop variables made inputs.
+    let mut graph = jaxpr.clone();
+    let mut placeholders = Vec::with_capacity(lp.carry_in.len());
+    for v in &lp.carry_in {
+        let at = graph.eqns.iter().position(|e| e.outputs.iter().any(|(o, _)| o == v))?;
+        let eqn = graph.eqns.remove(at);
+        placeholders.push(eqn.outputs.into_iter().next()?);
+    }
+    graph.invars.extend(placeholders);
+    let operand_atom = |o: &Operand| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None };
+    graph.outvars = std::iter::once(&lp.test)
+        .chain(&lp.carry_out)
+        .filter_map(operand_atom)
+        .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var))
+        .collect();
+    for _ in 0..LOOP_ITERATIONS {
+        let mut given = inputs.to_vec();
+        given.extend(carry.iter().cloned());
+        let values = crate::jax::eval_jaxpr::instantiate(&graph, consts, &given)?;
+        let mut values = values.iter();
+        let mut next = |o: &Operand| -> Option<Rc<Array>> {
+            match o {
+                Operand::Var(_) => values.next().cloned(),
+                Operand::Known(a) => Some(a.clone()),
+            }
+        };
+        let test = known(&next(&lp.test)?)?;
+        let go = crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?;
+        let carried: Vec<Option<Rc<Array>>> = lp.carry_out.iter().map(&mut next).collect();
+        if !go {
+            return Some(None);
+        }
+        for c in body {
+            let value = known(values.next()?)?;
+            let other = match c.check.other_var() {
+                Some(_) => Some(known(values.next()?)?),
+                None => None,
+            };
+            if let Some(message) = c.check.fails(&value, other.as_ref()) {
+                return Some(Some(GraphFailure { site: c.site, node: c.node.clone(), message }));
+            }
+        }
+        carry = carried.into_iter().map(|c| c.and_then(|c| known(&c))).collect::<Option<_>>()?;
+    }
+    None
 }
 
 /// With every float op of the graph checked (`enable_check_numerics`), in the order the ops

@@ -37,7 +37,7 @@ pub fn leave(interp: &mut Interp) {
 /// empty outside any branch. `None` when the call's values do not decide it: a tensor loop's
 /// body, a path past a value the interpreter does not know, a predicate of another graph.
 pub fn current(interp: &Interp, trace: u32) -> Option<Vec<(Operand, bool)>> {
-    if interp.tf.autograph.in_tensor_loop() {
+    if interp.tf.autograph.in_tensor_loop() || super::loop_checks::in_loop(interp) {
         return None;
     }
     let depth = interp.tf.active.len();

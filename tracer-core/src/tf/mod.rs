@@ -34,6 +34,7 @@ mod graph_run;
 pub mod graph_variables;
 pub(crate) mod guards;
 pub mod handed_out;
+mod loop_checks;
 pub mod names;
 mod nest;
 mod numerics;

@@ -461,7 +461,8 @@ pub fn python_conversion(interp: &mut Interp, name: &str, v: &Value) -> PyResult
 /// under AutoGraph (one pass of the body stands for all), `OperatorNotAllowedInGraphError`
 /// without.
 pub fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
-    if a.is_tracer() {
+    // A known tensor too (`tf.range(5)` in a graph): AutoGraph stages a loop over any tensor.
+    if a.is_tracer() || (a.tf.get() && super::in_graph(interp) && autograph_active(interp) && !interp.in_library()) {
         if autograph_active(interp) && !interp.in_library() {
             if a.aval.ndim() == 0 {
                 return Err(interp.stop_unknown("a loop over a scalar tensor"));

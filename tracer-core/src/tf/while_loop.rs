@@ -78,9 +78,25 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     }
     let args = interp.iterate(&entry)?;
     // `cond` and `body` as the reproducer writes them (`def body(i, acc): ...`).
+    // Each a graph of its own under the loop's scope (`while/assert_less/...`); the checks
+    // of the body run at each iteration (`loop_checks.rs`).
     let op = crate::jax::stmt::running_op(interp);
-    crate::jax::stmt::call_passed(interp, op, "cond", cond, args.clone())?;
-    let out = crate::jax::stmt::call_passed(interp, op, "body", body, args)?;
+    let scope = super::graph_names::while_scope(interp);
+    super::graph_names::enter_branch(interp, scope.as_deref());
+    let test = crate::jax::stmt::call_passed(interp, op, "cond", cond, args.clone());
+    super::graph_names::leave_branch(interp, scope.as_deref());
+    let test = test?;
+    super::graph_names::enter_branch(interp, scope.as_deref());
+    let id = super::loop_checks::begin(interp, 0);
+    let out = crate::jax::stmt::call_passed(interp, op, "body", body, args.clone());
+    super::graph_names::leave_branch(interp, scope.as_deref());
+    let traced = match &out {
+        Ok(v @ (Value::Tuple(_) | Value::List(_))) => interp.iterate(v).ok(),
+        _ => None,
+    };
+    let init = interp.iterate(&vars).unwrap_or_default();
+    super::loop_checks::end(interp, id, &init, &args, traced.as_deref().unwrap_or_default(), Some(&test));
+    let out = out?;
     let outs = match &out {
         Value::Tuple(_) | Value::List(_) => interp.iterate(&out)?,
         single => vec![single.clone()],

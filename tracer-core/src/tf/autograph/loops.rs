@@ -81,12 +81,29 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
         entry.push(placed);
     }
     let first_eqn = interp.jax.traces.last().map_or(0, |t| t.jaxpr.eqns.len());
+    // The body (and the test) is a graph of its own under the loop's scope; a check bound in
+    // it runs at each iteration (`loop_checks.rs`).
+    let scope = crate::tf::graph_names::while_scope(interp);
+    crate::tf::graph_names::enter_branch(interp, scope.as_deref());
+    let id = crate::tf::loop_checks::begin(interp, 1);
     interp.tf.autograph.tensor_loops.push(lp.site);
+    let mut test = None;
     let (ran, written) = interp.run_logged(|i| -> PyResult<()> {
-        enter_pass(i, ctx, &lp)?;
+        test = enter_pass(i, ctx, &lp)?;
         i.run_loop_pass_unjoined(|i| i.exec_block(ctx, lp.body))
     });
     interp.tf.autograph.tensor_loops.pop();
+    crate::tf::graph_names::leave_branch(interp, scope.as_deref());
+    let state: Option<(Vec<Value>, Vec<Value>)> = init
+        .iter()
+        .zip(&entry)
+        .map(|(before, entered)| Some((crate::tf::loop_checks::entry_tensor(before.as_ref()?)?, entered.clone()?)))
+        .collect::<Option<Vec<_>>>()
+        .map(|pairs| pairs.into_iter().unzip());
+    let (init_values, entered) = state.unwrap_or_default();
+    let exits: Vec<Value> = symbols.iter().map(|(n, _)| local(ctx, n).unwrap_or(Value::None)).collect();
+    let exits = if entered.len() == symbols.len() { exits } else { Vec::new() };
+    crate::tf::loop_checks::end(interp, id, &init_values, &entered, &exits, test.as_ref());
     let body = body_vars(interp, trace, first_eqn);
     match ran {
         Ok(()) | Err(Flow::Break | Flow::Continue) => {}
@@ -144,16 +161,18 @@ fn recorded(interp: &mut Interp, lp: &Loop, (names, before, after): (Vec<String>
     super::recorded(interp, lp.site, c, pred, [before, after, Vec::new(), Vec::new()], flow)
 }
 
-/// The start of one staged pass: the test (a `while`'s) or the target (a `for`'s).
-fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<()> {
+/// The start of one staged pass: the test (a `while`'s, which it gives back) or the target
+/// (a `for`'s).
+fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<Option<Value>> {
+    let mut tested = None;
     if let Some((test, _)) = &lp.test {
-        interp.eval(ctx, test)?;
+        tested = Some(interp.eval(ctx, test)?);
     }
     if let Some((target, element)) = &lp.target {
         let item = placeholder(interp, element.clone())?;
         interp.assign(ctx, target, Value::Array(item))?;
     }
-    Ok(())
+    Ok(tested)
 }
 
 /// A symbolic tensor of `aval` in the running graph (a loop variable's placeholder).

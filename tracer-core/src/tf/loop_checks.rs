@@ -1,0 +1,138 @@
+//! Which tensor loop of the graph an op being traced is in: a `tf.while_loop` body, or the
+//! body of AutoGraph's `while` on a tensor (both traced inline, once, on `Placeholder`s of
+//! the loop variables). A check bound directly in such a body (an assert, `check_numerics`)
+//! runs at every iteration; the call's values decide how many there are and on what values,
+//! so `graph_run::on_call` runs the loop on them (`LoopRun`): the test on the carried
+//! values, then the body's checks, then the next carried values, until the test is false.
+//!
+//! Only a loop of the `tf.function`'s own graph, outside any branch or other loop, whose
+//! test and every loop variable are tensors of that graph (or known ones), is followed; a
+//! check in a branch or a loop inside the body is not.
+
+use super::graph_run::Operand;
+use crate::interp::value::Value;
+use crate::interp::Interp;
+use crate::jax::array::Array;
+use crate::jax::ir::VarId;
+
+/// The loops being traced and those traced, of every running `tf.function` trace.
+#[derive(Default)]
+pub struct State {
+    open: Vec<OpenLoop>,
+    pub(super) traced: Vec<LoopRun>,
+    next_id: usize,
+}
+
+/// A loop whose body is being traced.
+struct OpenLoop {
+    id: usize,
+    /// A loop directly in a `tf.function`'s own graph, outside any branch or other loop.
+    followed: bool,
+    trace: u32,
+    /// `TfState::active`'s length, `Interp::fork_logs`' and `TfState::guards`' in the body.
+    depth: usize,
+    forks: usize,
+    guards: usize,
+}
+
+/// A traced loop as a call runs it: the graph's values the loop variables enter with
+/// (`init`), the body's `Placeholder`s of them (`carry_in`), what the body gives back
+/// (`carry_out`), and the test, computed from `carry_in` at each iteration's start.
+#[derive(Debug, Clone)]
+pub struct LoopRun {
+    pub(super) trace: u32,
+    pub(super) id: usize,
+    pub(super) init: Vec<Operand>,
+    pub(super) carry_in: Vec<VarId>,
+    pub(super) carry_out: Vec<Operand>,
+    pub(super) test: Operand,
+}
+
+/// A tensor loop's body begins to be traced (`extra_forks`: paths the loop itself opens,
+/// `Interp::run_logged`'s); its id, for `end`.
+pub fn begin(interp: &mut Interp, extra_forks: usize) -> usize {
+    let id = interp.tf.loops.next_id;
+    interp.tf.loops.next_id += 1;
+    let trace = interp.jax.traces.last().map_or(u32::MAX, |t| t.id);
+    let own = interp.jax.traces.last().is_some_and(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
+    let followed = own
+        && interp.tf.active.last().is_some_and(|a| a.forks == interp.fork_logs.len())
+        && interp.tf.loops.open.is_empty()
+        && super::guards::current(interp, trace).is_some_and(|g| g.is_empty());
+    let open = OpenLoop {
+        id,
+        followed,
+        trace,
+        depth: interp.tf.active.len(),
+        forks: interp.fork_logs.len() + extra_forks,
+        guards: interp.tf.guards.len(),
+    };
+    interp.tf.loops.open.push(open);
+    id
+}
+
+/// Whether a loop body is being traced (a check bound there does not run once per call).
+pub fn in_loop(interp: &Interp) -> bool {
+    !interp.tf.loops.open.is_empty()
+}
+
+/// The id of the followed loop whose body an op bound now in trace `trace` is directly in.
+pub fn current(interp: &Interp, trace: u32) -> Option<usize> {
+    let [open] = interp.tf.loops.open.as_slice() else { return None };
+    (open.followed
+        && open.trace == trace
+        && open.depth == interp.tf.active.len()
+        && open.forks == interp.fork_logs.len()
+        && open.guards == interp.tf.guards.len())
+    .then_some(open.id)
+}
+
+/// The body of loop `id` was traced: `init` the values the loop variables enter with,
+/// `carry_in` the body's symbolic tensors of them, `carry_out` what the body gave back, `test`
+/// the test computed from `carry_in`. The loop is followed at the calls when every one of
+/// them is a tensor of the graph (or a known one); otherwise its checks say nothing.
+pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], carry_out: &[Value], test: Option<&Value>) {
+    let Some(at) = interp.tf.loops.open.iter().rposition(|o| o.id == id) else { return };
+    let open = interp.tf.loops.open.remove(at);
+    if !open.followed || init.len() != carry_in.len() || init.len() != carry_out.len() {
+        return;
+    }
+    let operand = |v: &Value| -> Option<Operand> {
+        let Value::Array(a) = v else { return None };
+        match a.tracer() {
+            Some(t) if t.trace == open.trace => Some(Operand::Var(t.var)),
+            Some(_) => None,
+            None => Some(Operand::Known(a.clone())),
+        }
+    };
+    let var = |v: &Value| match operand(v) {
+        Some(Operand::Var(v)) => Some(v),
+        _ => None,
+    };
+    let run = (|| {
+        Some(LoopRun {
+            trace: open.trace,
+            id,
+            init: init.iter().map(operand).collect::<Option<_>>()?,
+            carry_in: carry_in.iter().map(var).collect::<Option<_>>()?,
+            carry_out: carry_out.iter().map(operand).collect::<Option<_>>()?,
+            test: operand(test?)?,
+        })
+    })();
+    if let Some(run) = run {
+        interp.tf.loops.traced.push(run);
+    }
+}
+
+/// A Python number the loop starts from, as the tensor the loop carries (`0` an int32).
+pub fn entry_tensor(v: &Value) -> Option<Value> {
+    use crate::jax::dtypes::DType;
+    let (x, dtype) = match v {
+        Value::Array(_) => return Some(v.clone()),
+        Value::Bool(b) => (f64::from(u8::from(*b)), DType::Bool),
+        Value::Int(i) => (*i as f64, DType::I32),
+        Value::Float(f) => (*f, DType::F32),
+        _ => return None,
+    };
+    Some(Value::Array(Array::scalar(x, dtype, false)))
+}
