@@ -573,8 +573,7 @@ fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
 }
 
 fn locate_in(f: &crate::interp::SourceFile, path: Arc<Path>, span: Span) -> Location {
-    let start = f.line_index.line_col(&f.text, span.start);
-    let end = f.line_index.line_col(&f.text, span.end);
+    let (start, end) = f.line_index.span_line_cols(&f.text, span.start, span.end);
     Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
 }
 
