@@ -659,7 +659,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             .map(|&v| &interp.jax.values[v])
             .map(|v| TracedValue {
                 location: locator.locate(v.site),
-                name: v.name.clone(),
+                name: v.name.to_string(),
                 aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),
                 kind: v.kind,
