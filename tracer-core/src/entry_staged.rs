@@ -59,13 +59,9 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
     if !interp.abstract_unknowns {
         return;
     }
-    let (ast, text) = (interp.files[file as usize].module.clone(), interp.files[file as usize].text.clone());
+    let ast = interp.files[file as usize].module.clone();
     let mut found = Vec::new();
-    // Only statements whose text names a staging transform can apply one (identifiers are
-    // lowered as written): the walk skips the rest, most of a module, on every analysis.
-    for stmt in ast.body.iter().filter(|s| text.get(s.span.start as usize..s.span.end as usize).is_none_or(names_staging)) {
-        walk_block(&ast.body, std::slice::from_ref(stmt), &mut Vec::new(), None, &mut found);
-    }
+    walk_block(&ast.body, &ast.body, &mut Vec::new(), None, &mut found);
     if !found.is_empty() {
         define_what_the_module_did_not_reach(interp, file, module, &ast.body);
     }
@@ -461,11 +457,6 @@ fn last_part(e: &Expr) -> Option<&str> {
     }
 }
 
-/// Whether a text holds a name of `STAGING` (each holds `jit` or `pmap`).
-fn names_staging(text: &str) -> bool {
-    memchr::memmem::find(text.as_bytes(), b"jit").is_some() || memchr::memmem::find(text.as_bytes(), b"pmap").is_some()
-}
-
 fn is_staging_name(e: &Expr) -> bool {
     last_part(e).is_some_and(|n| STAGING.contains(&n))
 }
@@ -641,15 +632,5 @@ fn bound_names(body: &[Stmt], out: &mut Vec<Name>) {
             }
             _ => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The walk skips statements by their text: every staging name must be found by it.
-    #[test]
-    fn every_staging_name_is_found_in_text() {
-        assert!(super::STAGING.iter().all(|n| super::names_staging(n)));
-        assert!(!super::names_staging("params_3 = init_3(16)\nfor step in range(2):\n    loss = layer(params_3)"));
     }
 }
