@@ -5,7 +5,10 @@
 //! `instructions fixtures` analyses every conformance fixture (`tests/fixtures/{clean,errors,
 //! warnings}`) and every example once, as `check` does; `instructions values` runs every
 //! `tests/fixtures/run/` program in values mode (the evaluator's kernels and derivative
-//! rules). The time budget is an hour, so only the step budget can stop an analysis and the
+//! rules); `instructions edits N` opens the LSP bench's 2,000-line module as the editor does
+//! (`OpenDocument`, hover values recorded) and analyses it again after each of N one-character
+//! edits (run it with N and with 0 and subtract: the instructions of N edits). The time budget
+//! is an hour, so only the step budget can stop an analysis and the
 //! work is the same under callgrind as without it. Each prints a digest of what the analyses
 //! found (diagnostics, traced functions, printed output), which must not change when the
 //! engine is only rearranged.
@@ -26,6 +29,7 @@ use support::{python_files, Disk};
 fn main() {
     let workload = std::env::args().nth(1).unwrap_or_default();
     let (files, values) = match workload.as_str() {
+        "edits" => return edits(std::env::args().nth(2).and_then(|n| n.parse().ok()).unwrap_or(20)),
         "fixtures" => (python_files(&["tests/fixtures/clean", "tests/fixtures/errors", "tests/fixtures/warnings", "examples"]), false),
         "values" => (python_files(&["tests/fixtures/run"]), true),
         _ => {
@@ -58,4 +62,45 @@ fn main() {
         analysis.stdout.hash(&mut digest);
     }
     println!("{workload}: {} files, {diagnostics} diagnostics, {traces} traces, digest {:016x}", files.len(), digest.finish());
+}
+
+/// The LSP bench's module (`server/benches/lsp.rs`'s `generated_module(2000)`): jitted layers,
+/// each called from a loop, with a comment in each traced body.
+fn bench_module() -> String {
+    let mut src = String::from("import jax\nimport jax.numpy as jnp\nimport numpy as np\n\n");
+    let mut i = 0;
+    while src.lines().count() < 2000 {
+        src.push_str(&format!(
+            "@jax.jit\ndef layer_{i}(params, x):\n    h = jnp.tanh(x @ params['w'] + params['b'])\n    # normalise each row to unit length\n    h = h / (jnp.linalg.norm(h, axis=-1, keepdims=True) + 1e-6)\n    logits = h @ params['out']\n    loss = jax.nn.logsumexp(logits, axis=-1).mean()\n    return loss, h\n\n\ndef init_{i}(d):\n    return {{'w': jnp.ones((d, 32)), 'b': jnp.zeros(32), 'out': jnp.ones((32, 10))}}\n\n\nparams_{i} = init_{i}(16)\nfor step in range(2):\n    loss_{i}, h_{i} = layer_{i}(params_{i}, jnp.ones((8, 16)))\n\n\n"
+        ));
+        i += 1;
+    }
+    src
+}
+
+/// The editor's analyses of the bench module: opened, then `n` edits that alternate between
+/// `jnp.tanh(` -> `jnp.tan(` in a layer in the middle and back, each analysed as the language
+/// server does (incremental parse, trace memo, hover values, no jaxpr text).
+fn edits(n: usize) {
+    let path = std::path::PathBuf::from("generated_2000_lines.py");
+    let module = bench_module();
+    let at = module.len() / 2 + module[module.len() / 2..].find("jnp.tanh(").unwrap_or(0) + "jnp.tan".len();
+    let mut edited = module.clone();
+    edited.remove(at);
+    let mut config = AnalysisConfig { skip_jaxpr_text: true, check_ir: false, ..Default::default() };
+    config.budgets.max_time = Duration::from_secs(3600);
+    let mut document = tracer_core::analysis::OpenDocument::default();
+    let mut digest = std::collections::hash_map::DefaultHasher::new();
+    let (mut diagnostics, mut values) = (0usize, 0usize);
+    for i in 0..=n {
+        let text = if i % 2 == 1 { &edited } else { &module };
+        document.analyse_then(&path, text, &Disk, &config, |analysis: tracer_core::analysis::FileAnalysis| {
+            diagnostics += analysis.diagnostics.len();
+            for (d, at, _) in &analysis.diagnostics {
+                (d.code.as_str(), &d.message, at.line, at.column).hash(&mut digest);
+            }
+            values += analysis.values.len() + analysis.functions.iter().flat_map(|f| &f.traces).map(|t| t.values.len()).sum::<usize>();
+        });
+    }
+    println!("edits: {n} edits, {diagnostics} diagnostics, {values} values, digest {:016x}", digest.finish());
 }

@@ -573,8 +573,7 @@ fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
 }
 
 fn locate_in(f: &crate::interp::SourceFile, path: Arc<Path>, span: Span) -> Location {
-    let start = f.line_index.line_col(&f.text, span.start);
-    let end = f.line_index.line_col(&f.text, span.end);
+    let (start, end) = f.line_index.span_line_cols(&f.text, span.start, span.end);
     Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
 }
 
@@ -660,7 +659,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             .map(|&v| &interp.jax.values[v])
             .map(|v| TracedValue {
                 location: locator.locate(v.site),
-                name: v.name.clone(),
+                name: v.name.to_string(),
                 aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),
                 kind: v.kind,

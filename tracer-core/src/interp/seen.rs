@@ -4,7 +4,7 @@
 //! innermost trace's record (`JaxState::record_value`); outside any trace, to `Seen`, with a
 //! preview of small arrays whose values the analysis computed.
 
-use std::collections::HashMap;
+use super::value::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 

@@ -215,7 +215,8 @@ pub struct InputParameter {
 #[derive(Clone, Debug)]
 pub struct ValueRecord {
     pub site: Site,
-    pub name: String,
+    /// Shared: a remembered trace's values are copied into every analysis that replays it.
+    pub name: Rc<str>,
     pub shown: crate::interp::seen::Shown,
     pub record: usize,
     pub kind: crate::interp::seen::SiteKind,
@@ -357,7 +358,7 @@ impl JaxState {
 
     pub fn record_value(&mut self, site: Site, name: &str, shown: crate::interp::seen::Shown, kind: crate::interp::seen::SiteKind) {
         if let Some(top) = self.traces.last() {
-            self.values.push(ValueRecord { site, name: name.to_string(), shown, record: top.record, kind });
+            self.values.push(ValueRecord { site, name: Rc::from(name), shown, record: top.record, kind });
         }
     }
 

@@ -1099,7 +1099,7 @@ fn user_name(interp: &Interp, site: Site, aval: &Aval) -> Option<String> {
                 && v.site.file == site.file
                 && interp.line_of(v.site) == interp.line_of(site)
         })
-        .map(|v| v.name.clone())
+        .map(|v| v.name.to_string())
 }
 
 /// A Python identifier made from a function or variable name: other characters become `_`,

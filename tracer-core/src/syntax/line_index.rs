@@ -13,6 +13,9 @@ pub struct LineCol {
 pub struct LineIndex {
     /// Byte offset at which each line starts.
     line_starts: Vec<u32>,
+    /// The text is ASCII: a column is its byte distance from the line's start. Every value
+    /// an analysis shows is located, thousands per edit (docs/performance.md).
+    ascii: bool,
 }
 
 impl LineIndex {
@@ -21,12 +24,12 @@ impl LineIndex {
         // NEL or form feed).
         let bytes = text.as_bytes();
         let mut line_starts = vec![0];
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' || b == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if bytes[i] == b'\n' || bytes.get(i + 1) != Some(&b'\n') {
                 line_starts.push(i as u32 + 1);
             }
         }
-        LineIndex { line_starts }
+        LineIndex { line_starts, ascii: text.is_ascii() }
     }
 
     pub fn line_count(&self) -> usize {
@@ -51,12 +54,27 @@ impl LineIndex {
         let offset = (offset as usize).min(text.len()) as u32;
         let line = self.line_of(offset);
         let start = self.line_start(line) as usize;
+        if self.ascii {
+            return LineCol { line, col: offset - start as u32 };
+        }
         let mut end = offset as usize;
         while end > start && !text.is_char_boundary(end) {
             end -= 1;
         }
         let col = text[start..end].chars().count() as u32;
         LineCol { line, col }
+    }
+
+    /// `line_col` of a span's start and end: an ASCII span on one line is located with one
+    /// search of the line starts.
+    pub fn span_line_cols(&self, text: &str, start: u32, end: u32) -> (LineCol, LineCol) {
+        let first = self.line_col(text, start);
+        let end_clamped = (end as usize).min(text.len()) as u32;
+        let next_line = self.line_starts.get(first.line as usize + 1).copied().unwrap_or(u32::MAX);
+        if self.ascii && end_clamped >= start && end_clamped < next_line {
+            return (first, LineCol { line: first.line, col: first.col + (end_clamped - start) });
+        }
+        (first, self.line_col(text, end))
     }
 
     /// The bytes of 0-based line `line`, its break (`\n`, `\r\n`, `\r`) left out; `None` past
@@ -87,6 +105,41 @@ mod tests {
         assert_eq!(idx.line_col(text, x), LineCol { line: 1, col: 11 });
         assert_eq!(idx.line_span(text, 1), Some((6, text.len() as u32 - 1)));
         assert_eq!(idx.line_span(text, 3), None);
+    }
+
+    /// Line and column as counted before the ASCII fast path: code points from the line's start.
+    fn counted(text: &str, offset: u32) -> LineCol {
+        let offset = (offset as usize).min(text.len());
+        let mut end = offset;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (mut line, mut start) = (0, 0);
+        let bytes = text.as_bytes();
+        for i in 0..offset {
+            if bytes[i] == b'\n' || bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+                line += 1;
+                start = i + 1;
+            }
+        }
+        LineCol { line, col: text[start..end.max(start)].chars().count() as u32 }
+    }
+
+    #[test]
+    fn every_offset_and_span_is_located_as_counted() {
+        for text in ["a = 1\r\nbb = f(x)\rc\n\n  d", "x = 'é𝄞'\r\ny\rz = 1\n", "", "\n\r\r\n"] {
+            let idx = LineIndex::new(text);
+            let past = text.len() as u32 + 2;
+            for start in 0..past {
+                if text.is_char_boundary((start as usize).min(text.len())) {
+                    assert_eq!(idx.line_col(text, start), counted(text, start), "{text:?} at {start}");
+                }
+                for end in 0..past {
+                    let both = (idx.line_col(text, start), idx.line_col(text, end));
+                    assert_eq!(idx.span_line_cols(text, start, end), both, "{text:?} {start}..{end}");
+                }
+            }
+        }
     }
 
     #[test]
