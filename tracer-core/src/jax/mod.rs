@@ -215,8 +215,7 @@ pub struct InputParameter {
 #[derive(Clone, Debug)]
 pub struct ValueRecord {
     pub site: Site,
-    /// Shared: a remembered trace's values are copied into every analysis that replays it.
-    pub name: Rc<str>,
+    pub name: Rc<str>, // shared: a replayed trace's values are copied into every analysis
     pub shown: crate::interp::seen::Shown,
     pub record: usize,
     pub kind: crate::interp::seen::SiteKind,
