@@ -319,7 +319,7 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
 /// related. The checks are made in the order their ops were traced, on the values the graph
 /// computes from the call's; one whose value is not known says nothing. Inside another graph
 /// the call is an op of that graph, which may prune it: silent.
-pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Result<(), Flow> {
+pub fn on_call(interp: &mut Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Result<(), Flow> {
     if super::in_graph(interp) {
         return Ok(());
     }
@@ -373,7 +373,7 @@ pub fn on_call(interp: &Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[Rc<A
             }
             let Some(lp) = settled.loops.iter().find(|l| l.id == id) else { return Ok(()) };
             let body: Vec<&CallCheck> = checks.iter().copied().filter(|b| b.in_loop == Some(id)).collect();
-            match run_loop(lp, &body, jaxpr, consts, inputs) {
+            match run_loop(interp, lp, &body, jaxpr, consts, inputs)? {
                 Some(None) if !settled.numerics => continue,
                 Some(Some(failure)) if !settled.numerics => return Err(raise(interp, &failure)),
                 _ => return Ok(()),
@@ -413,22 +413,50 @@ const LOOP_ITERATIONS: usize = 10_000;
 /// first failing check of its `body`, by iteration then in the order they were traced
 /// (`Some(None)`: the loop ends with every check holding). `None` when the call's values do
 /// not decide it: an unknown entry value, test or carried value, a check on an unknown value,
-/// more iterations than `LOOP_ITERATIONS`.
+/// more iterations than `LOOP_ITERATIONS`. Each iteration counts against the analysis's step
+/// and time budgets, as the evaluator's `while_loop` does: a loop that would run past them
+/// ends the analysis there (TL900), not the editor's wait.
 fn run_loop(
+    interp: &mut Interp,
     lp: &super::loop_checks::LoopRun,
     body: &[&CallCheck],
     jaxpr: &Jaxpr,
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
-) -> Option<Option<GraphFailure>> {
-    let known = |a: &Rc<Array>| -> Option<Rc<Array>> {
-        let k = a.known()?;
-        crate::jax::eval::force(&k, 1 << 16)?;
-        Some(k)
-    };
-    // The values the loop variables enter with.
+) -> Result<Option<Option<GraphFailure>>, Flow> {
+    let Some((graph, mut carry)) = loop_graph(lp, body, jaxpr, consts, inputs) else { return Ok(None) };
+    for _ in 0..LOOP_ITERATIONS {
+        interp.tick()?;
+        match iteration(lp, body, &graph, consts, inputs, &carry) {
+            Some(Iteration::Ended) => return Ok(Some(None)),
+            Some(Iteration::Failed(failure)) => return Ok(Some(Some(failure))),
+            Some(Iteration::Next(next)) => carry = next,
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// A loop variable's value as `run_loop` reads it: known, and computed within the budget.
+fn known_value(a: &Rc<Array>) -> Option<Rc<Array>> {
+    let k = a.known()?;
+    crate::jax::eval::force(&k, 1 << 16)?;
+    Some(k)
+}
+
+/// The graph one iteration of `lp` computes (the body's placeholders of the loop variables
+/// made inputs after the call's; out: the test, the carried values, each check's inputs) and
+/// the values the loop variables enter with.
+fn loop_graph(
+    lp: &super::loop_checks::LoopRun,
+    body: &[&CallCheck],
+    jaxpr: &Jaxpr,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+) -> Option<(Jaxpr, Vec<Rc<Array>>)> {
+    let operand_atom = |o: &Operand| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None };
     let mut entry = jaxpr.clone();
-    entry.outvars = lp.init.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
+    entry.outvars = lp.init.iter().filter_map(operand_atom).collect();
     let entered = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
     let mut entered = entered.iter();
     let mut carry: Vec<Rc<Array>> = Vec::with_capacity(lp.init.len());
@@ -437,9 +465,8 @@ fn run_loop(
             Operand::Var(_) => entered.next()?.clone(),
             Operand::Known(a) => a.clone(),
         };
-        carry.push(known(&value)?);
+        carry.push(known_value(&value)?);
     }
-    // The body's graph, its placeholders of the loop variables made inputs.
     let mut graph = jaxpr.clone();
     let mut placeholders = Vec::with_capacity(lp.carry_in.len());
     for v in &lp.carry_in {
@@ -448,42 +475,61 @@ fn run_loop(
         placeholders.push(eqn.outputs.into_iter().next()?);
     }
     graph.invars.extend(placeholders);
-    let operand_atom = |o: &Operand| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None };
     graph.outvars = std::iter::once(&lp.test)
         .chain(&lp.carry_out)
         .filter_map(operand_atom)
         .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var))
         .collect();
-    for _ in 0..LOOP_ITERATIONS {
-        let mut given = inputs.to_vec();
-        given.extend(carry.iter().cloned());
-        let values = crate::jax::eval_jaxpr::instantiate(&graph, consts, &given)?;
-        let mut values = values.iter();
-        let mut next = |o: &Operand| -> Option<Rc<Array>> {
-            match o {
-                Operand::Var(_) => values.next().cloned(),
-                Operand::Known(a) => Some(a.clone()),
-            }
-        };
-        let test = known(&next(&lp.test)?)?;
-        let go = crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?;
-        let carried: Vec<Option<Rc<Array>>> = lp.carry_out.iter().map(&mut next).collect();
-        if !go {
-            return Some(None);
+    Some((graph, carry))
+}
+
+/// What one iteration of a followed loop comes to.
+enum Iteration {
+    /// The test was false: the loop ends.
+    Ended,
+    /// A check of the body failed.
+    Failed(GraphFailure),
+    /// Every check held: the loop variables' next values.
+    Next(Vec<Rc<Array>>),
+}
+
+/// One iteration of `lp` on the carried values `carry` (`loop_graph`'s `graph`); `None` when
+/// a value it needs is not known.
+fn iteration(
+    lp: &super::loop_checks::LoopRun,
+    body: &[&CallCheck],
+    graph: &Jaxpr,
+    consts: &[Rc<Array>],
+    inputs: &[Rc<Array>],
+    carry: &[Rc<Array>],
+) -> Option<Iteration> {
+    let mut given = inputs.to_vec();
+    given.extend(carry.iter().cloned());
+    let values = crate::jax::eval_jaxpr::instantiate(graph, consts, &given)?;
+    let mut values = values.iter();
+    let mut next = |o: &Operand| -> Option<Rc<Array>> {
+        match o {
+            Operand::Var(_) => values.next().cloned(),
+            Operand::Known(a) => Some(a.clone()),
         }
-        for c in body {
-            let value = known(values.next()?)?;
-            let other = match c.check.other_var() {
-                Some(_) => Some(known(values.next()?)?),
-                None => None,
-            };
-            if let Some(message) = c.check.fails(&value, other.as_ref()) {
-                return Some(Some(GraphFailure { site: c.site, node: c.node.clone(), message }));
-            }
-        }
-        carry = carried.into_iter().map(|c| c.and_then(|c| known(&c))).collect::<Option<_>>()?;
+    };
+    let test = known_value(&next(&lp.test)?)?;
+    let go = crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?;
+    let carried: Vec<Option<Rc<Array>>> = lp.carry_out.iter().map(&mut next).collect();
+    if !go {
+        return Some(Iteration::Ended);
     }
-    None
+    for c in body {
+        let value = known_value(values.next()?)?;
+        let other = match c.check.other_var() {
+            Some(_) => Some(known_value(values.next()?)?),
+            None => None,
+        };
+        if let Some(message) = c.check.fails(&value, other.as_ref()) {
+            return Some(Iteration::Failed(GraphFailure { site: c.site, node: c.node.clone(), message }));
+        }
+    }
+    carried.into_iter().map(|c| c.and_then(|c| known_value(&c))).collect::<Option<_>>().map(Iteration::Next)
 }
 
 /// With every float op of the graph checked (`enable_check_numerics`), in the order the ops
