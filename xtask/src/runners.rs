@@ -156,6 +156,14 @@ pub fn jax_python(python: &Path) -> Command {
     command
 }
 
+/// `python` as the suite runs TensorFlow programs: a fixed hash seed, TensorFlow's C++ logging
+/// quiet.
+pub fn tf_python(python: &Path) -> Command {
+    let mut command = Command::new(python);
+    command.env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
+    command
+}
+
 pub struct Tracelens {
     pub binary: PathBuf,
     pub working_dir: PathBuf,

@@ -70,11 +70,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let mut oracle_failures: HashMap<PathBuf, String> = HashMap::new();
     if !missing.is_empty() {
         eprintln!("tf-conformance: running {} fixtures under TensorFlow {TF_VERSION} ({} processes)", missing.len(), options.jobs);
-        let command = || {
-            let mut command = Command::new(&python);
-            command.env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
-            command
-        };
+        let command = || crate::runners::tf_python(&python);
         let here = std::env::current_dir().unwrap_or_else(|_| root.clone());
         let ran = pool::map_with(
             &missing,
@@ -280,9 +276,8 @@ fn tf_version(python: &Path) -> Option<String> {
 /// `tests/conformance/tf_surface_check.py`: every row of `tracer-core/src/tf/surface.rs`
 /// names a function real TensorFlow has, in each module the row says.
 fn check_surface(python: &Path, root: &Path) -> Result<bool, String> {
-    let mut command = Command::new(python);
+    let mut command = crate::runners::tf_python(python);
     command.arg(root.join("tests/conformance/tf_surface_check.py")).arg(root.join("tracer-core/src/tf/surface.rs"));
-    command.env("TF_CPP_MIN_LOG_LEVEL", "3");
     let finished = run_with_limit(command, Duration::from_secs(300)).map_err(|e| format!("cannot run the surface check: {e}"))?;
     print!("{}", finished.stdout);
     Ok(finished.status == Some(0))

@@ -10,7 +10,6 @@ use crate::pool;
 use crate::repro::{cases, code_lines, comparable_message, emit, median};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How long a fixture or a reproducer may run under TensorFlow.
@@ -142,11 +141,7 @@ fn first_line(message: &str) -> &str {
 /// Runs `programs` under TensorFlow with `script`: `jobs` fork servers (`forkserver.py`),
 /// each importing TensorFlow once and forking a child per program.
 fn run_under_tensorflow(python: &Path, script: &Path, programs: &[&Path], jobs: usize) -> Result<HashMap<PathBuf, Raised>, String> {
-    let command = || {
-        let mut command = Command::new(python);
-        command.env("PYTHONHASHSEED", "0").env("TF_CPP_MIN_LOG_LEVEL", "3");
-        command
-    };
+    let command = || crate::runners::tf_python(python);
     let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     // Each worker's fork server imports TensorFlow once; each program is a child of it.
     let answers = pool::map_with(
