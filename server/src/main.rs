@@ -61,7 +61,7 @@ enum Command {
         /// Arrays with more elements than this are not computed.
         #[arg(long, default_value_t = 4_000_000)]
         max_elements: u64,
-        /// Stop the run after this many seconds.
+        /// Stop the run after this many seconds of CPU time.
         #[arg(long, default_value_t = 30.0)]
         max_seconds: f64,
         /// Colour of tracelens' own findings on stderr: auto, always, never.

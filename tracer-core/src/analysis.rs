@@ -374,7 +374,7 @@ fn analyze_remembering(
     let mut collected = Vec::new();
     // Staging every trace out is bounded as the analysis is: a loop of 65,536 traced steps
     // (a fuzzed input) otherwise spends seconds here after the interpreter's budget held.
-    let collect_deadline = std::time::Instant::now() + config.budgets.max_time;
+    let collect_deadline = crate::interp::clock::CpuInstant::now().checked_add(config.budgets.max_time);
     for name in &config.reproducers.functions {
         let what = crate::jax::stmt::What {
             code: String::new(),
@@ -391,7 +391,7 @@ fn analyze_remembering(
                 continue;
             }
             let line = rec.call_site.map(|s| interp.line_of(s)).unwrap_or(0);
-            if std::time::Instant::now() > collect_deadline {
+            if collect_deadline.is_some_and(|d| crate::interp::clock::CpuInstant::now() > d) {
                 collected.push(Err(format!("the trace called at line {line}: not staged out, the time budget ran out")));
                 continue;
             }

@@ -15,7 +15,9 @@
 
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::clock::CpuInstant;
 
 use super::{Flow, Interp, PyResult, StopReason};
 use crate::diagnostics::{Code, Severity};
@@ -72,7 +74,7 @@ struct Budget {
     /// `Budgets::max_elements`: no array with more elements has its data computed.
     max_elements: u64,
     /// When the analysis' time budget runs out (`None`: a budget past what a clock can hold).
-    deadline: Option<Instant>,
+    deadline: Option<CpuInstant>,
 }
 
 thread_local! {
@@ -89,7 +91,7 @@ pub struct Ledger {
 
 impl Ledger {
     pub fn open(max_bytes: u64, max_elements: u64, max_time: Duration) -> Ledger {
-        let deadline = Instant::now().checked_add(max_time);
+        let deadline = CpuInstant::now().checked_add(max_time);
         let start = thread_bytes().unwrap_or(0);
         let previous = CURRENT.try_with(|c| c.replace(Some(Budget { start, max_bytes, max_elements, deadline }))).ok().flatten();
         Ledger { start, previous }
@@ -97,7 +99,7 @@ impl Ledger {
 
     /// The analysis' clock restarted (`Interp::restart_clock`): its time budget counts from now.
     pub fn restart_clock(&self, max_time: Duration) {
-        let deadline = Instant::now().checked_add(max_time);
+        let deadline = CpuInstant::now().checked_add(max_time);
         let _ = CURRENT.try_with(|c| c.set(c.get().map(|b| Budget { deadline, ..b })));
     }
 
@@ -136,7 +138,7 @@ const TIMED_ELEMENTS: u128 = 4096;
 /// Whether the analysis running on this thread may still compute an array of `elements`
 /// elements before its time budget runs out. Always true outside an analysis.
 pub fn in_time(elements: u128) -> bool {
-    elements < TIMED_ELEMENTS || CURRENT.try_with(Cell::get).ok().flatten().is_none_or(|b| b.deadline.is_none_or(|d| Instant::now() < d))
+    elements < TIMED_ELEMENTS || CURRENT.try_with(Cell::get).ok().flatten().is_none_or(|b| b.deadline.is_none_or(|d| CpuInstant::now() < d))
 }
 
 /// Bytes of data an array of `elements` elements takes in the evaluator (f64 each).

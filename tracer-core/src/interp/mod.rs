@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod call;
+pub mod clock;
 mod dtype_hierarchy;
 mod dtype_info;
 mod early_return;
@@ -37,7 +38,9 @@ pub(crate) mod values_state;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use clock::CpuInstant;
 use value::HashMap;
 
 use crate::diagnostics::{Code, Diagnostic, Related, Severity};
@@ -202,7 +205,7 @@ pub struct Interp<'l> {
     /// The containers changed in the running loop passes, kept alive until the outermost
     /// pass ends (their addresses are what `end_loop_pass` marks).
     pub loop_mutations: Vec<Value>,
-    started: Instant,
+    started: CpuInstant,
     /// The memory budget, in force on this thread while the interpreter lives.
     ledger: memory::Ledger,
     pub(crate) jax: JaxState,
@@ -387,7 +390,7 @@ impl<'l> Interp<'l> {
             loop_passes: Vec::new(),
             loop_pass_count: 0,
             loop_mutations: Vec::new(),
-            started: Instant::now(),
+            started: CpuInstant::now(),
             ledger,
             jax: JaxState::default(),
             models,
@@ -476,7 +479,7 @@ impl<'l> Interp<'l> {
     }
 
     pub fn restart_clock(&mut self) {
-        self.started = Instant::now();
+        self.started = CpuInstant::now();
         self.ledger.restart_clock(self.budgets.max_time);
         self.steps = 0;
     }
