@@ -131,7 +131,7 @@ impl Client {
 
     /// A request on a document whose current version's analysis has an answer. Right after
     /// the diagnostics (published before the rest of the analysis is stored) the server waits
-    /// at most two seconds for that analysis, then answers `null` (results of an older version
+    /// at most five seconds for that analysis, then answers `null` (results of an older version
     /// point at the wrong text); on a loaded machine the analysis can take longer, and a user
     /// would ask again: so does this, for 20 seconds.
     fn settled(&mut self, method: &str, params: Value) -> Value {

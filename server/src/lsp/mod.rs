@@ -187,9 +187,11 @@ impl Backend {
     }
 
     /// Waits until `ready` holds, checking it again each time an analysis is stored, for at
-    /// most two seconds.
+    /// most five seconds: the analysis's budget is CPU time, which a loaded machine stretches
+    /// in wall time, and a client that no longer wants the answer cancels the request (which
+    /// drops the wait).
     async fn wait_until(&self, ready: impl Fn() -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         loop {
             // Registered before looking, so that an analysis stored in between still wakes us.
             let stored = self.traced.notified();
