@@ -118,7 +118,12 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             if let Some(d) = symbolic {
-                return super::partial::make(interp, vec![None], dtype.unwrap_or(d), None);
+                let dtype = dtype.unwrap_or(d);
+                let made = super::partial::make(interp, vec![None], dtype, None)?;
+                // A `for` over it is followed at each call (`loop_checks.rs`).
+                let bounds = [p.get(0, "start"), p.get(1, "limit"), p.get(2, "delta")];
+                super::loop_checks::record_range(interp, &made, bounds, dtype);
+                return Ok(made);
             }
             let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
             let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });

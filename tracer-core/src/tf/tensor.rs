@@ -468,6 +468,7 @@ pub fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
                 return Err(interp.stop_unknown("a loop over a scalar tensor"));
             }
             let row = crate::jax::aval::Aval::new(&a.aval.shape[1..], a.aval.dtype);
+            super::loop_checks::iterating_tensor(interp, a);
             return Err(super::autograph::convert_iteration(interp, row));
         }
         return Err(errors::iterate_in_graph(interp));
