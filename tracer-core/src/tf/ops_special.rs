@@ -161,7 +161,10 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             )
         }
         TfFn::Divide | TfFn::Truediv => match (p.get(0, "x"), p.get(1, "y")) {
-            (Some(x), Some(y)) => tensor::truediv(interp, x, y),
+            (Some(x), Some(y)) => {
+                let out = tensor::truediv(interp, x, y)?;
+                Ok(tensor::named_in_graph(interp, "truediv", "RealDiv", x, y, out))
+            }
             _ => Err(missing(interp, f, "x")),
         },
         TfFn::SquaredDifference => {
