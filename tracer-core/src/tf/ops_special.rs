@@ -139,9 +139,15 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             delegate(interp, J::Linspace, vec![arr(&a), arr(&b), Value::Int(*n)], vec![kw("dtype", Value::DType(a.aval.dtype))])
         }
-        TfFn::Identity | TfFn::StopGradient => {
+        TfFn::Identity => {
             let x = tensor_arg!(interp, f, p, 0, "input");
             Ok(Value::Array(x))
+        }
+        // The value unchanged, and no gradient through it (`lax.stop_gradient`): a tape's
+        // source reached only through it gets TensorFlow's `None` in a graph.
+        TfFn::StopGradient => {
+            let x = tensor_arg!(interp, f, p, 0, "input");
+            delegate(interp, J::StopGradient, vec![Value::Array(x)], Vec::new())
         }
         TfFn::OneHot => {
             let indices = tensor_arg!(interp, f, p, 0, "indices");
