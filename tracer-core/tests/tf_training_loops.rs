@@ -65,6 +65,36 @@ print(gx.numpy().tolist(), float(gv), gu)
 }
 
 #[test]
+fn an_eager_tape_gives_none_for_an_unreached_variable_and_zeros_when_asked() {
+    // TensorFlow 2.21 prints `True None`, `[0.0] int32 0`, `True`: `b` is never read under
+    // the tape, `r` is read but the loss does not take the read; `ZERO` gives zeros of the
+    // source's shape and dtype. The gradient through `tf.stop_gradient` (TensorFlow: None)
+    // is not claimed either way.
+    let r = run(r#"import tensorflow as tf
+w = tf.Variable([1.0, 2.0])
+b = tf.Variable([0.5])
+r = tf.Variable(3.0)
+n = tf.Variable(4)
+x = tf.constant([3.0, 4.0])
+with tf.GradientTape() as tape:
+    unused = r * 2.0
+    loss = tf.reduce_sum(w * x)
+gw, gb, gr = tape.gradient(loss, [w, b, r])
+print(gb is None, gr)
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(w * x)
+gb, gn = tape.gradient(loss, [b, n], unconnected_gradients=tf.UnconnectedGradients.ZERO)
+print(gb.numpy().tolist(), gn.dtype.name, int(gn))
+with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(tf.stop_gradient(w) * x) + r
+gw, gr = tape.gradient(loss, [w, r])
+print(float(gr) == 1.0, gw)
+"#);
+    assert_eq!(r.outcome, RunOutcome::Completed, "{:?}", r.notes);
+    assert_eq!(r.stdout, "True None\n[0.0] int32 0\nTrue <unknown>\n");
+}
+
+#[test]
 fn what_the_tape_cannot_vouch_for_stays_unknown() {
     // TensorFlow prints `None` (x is not watched), `12.0` (the read after the assign) and
     // `4.0` (`n`: the read under the tape is a new ReadVariableOp of the assigned value,

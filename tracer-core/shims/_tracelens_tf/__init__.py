@@ -135,3 +135,22 @@ class Generator:
 
     def __getattr__(self, name):
         return _unknown.value
+
+
+class UnconnectedGradients:
+    """`tf.UnconnectedGradients`: what `tape.gradient` gives for a source the target does not
+    reach (`NONE`, the default, or `ZERO`); `value` is the string `gradient` also takes."""
+
+    def __init__(self, name, value):
+        self.name = name
+        self.value = value
+
+    def __repr__(self):
+        return "<UnconnectedGradients." + self.name + ": '" + self.value + "'>"
+
+    def __str__(self):
+        return "UnconnectedGradients." + self.name
+
+
+UnconnectedGradients.NONE = UnconnectedGradients("NONE", "none")
+UnconnectedGradients.ZERO = UnconnectedGradients("ZERO", "zero")

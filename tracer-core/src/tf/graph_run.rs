@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use super::loop_checks::{Rows, Test};
 use crate::diagnostics::Code;
 use crate::interp::value::Value;
 use crate::interp::{Flow, Interp, Site};
@@ -425,9 +426,22 @@ fn run_loop(
     inputs: &[Rc<Array>],
 ) -> Result<Option<Option<GraphFailure>>, Flow> {
     let Some((graph, mut carry)) = loop_graph(lp, body, jaxpr, consts, inputs) else { return Ok(None) };
-    for _ in 0..LOOP_ITERATIONS {
+    // A `for`'s elements, each the value of its target in one iteration.
+    let elements = match &lp.test {
+        Test::Graph(_) => None,
+        Test::Rows { rows, .. } => match elements(rows, jaxpr, consts, inputs) {
+            Some(e) => Some(e),
+            None => return Ok(None),
+        },
+    };
+    for k in 0..LOOP_ITERATIONS {
         interp.tick()?;
-        match iteration(lp, body, &graph, consts, inputs, &carry) {
+        let element = match &elements {
+            Some(e) if k == e.len() => return Ok(Some(None)),
+            Some(e) => Some(&e[k]),
+            None => None,
+        };
+        match iteration(lp, body, &graph, consts, inputs, &carry, element) {
             Some(Iteration::Ended) => return Ok(Some(None)),
             Some(Iteration::Failed(failure)) => return Ok(Some(Some(failure))),
             Some(Iteration::Next(next)) => carry = next,
@@ -468,19 +482,73 @@ fn loop_graph(
         carry.push(known_value(&value)?);
     }
     let mut graph = jaxpr.clone();
-    let mut placeholders = Vec::with_capacity(lp.carry_in.len());
-    for v in &lp.carry_in {
+    let mut placeholders = Vec::with_capacity(lp.carry_in.len() + 1);
+    let element = match &lp.test {
+        Test::Rows { element, .. } => Some(*element),
+        Test::Graph(_) => None,
+    };
+    for v in lp.carry_in.iter().chain(&element) {
         let at = graph.eqns.iter().position(|e| e.outputs.iter().any(|(o, _)| o == v))?;
         let eqn = graph.eqns.remove(at);
         placeholders.push(eqn.outputs.into_iter().next()?);
     }
     graph.invars.extend(placeholders);
-    graph.outvars = std::iter::once(&lp.test)
+    let test = match &lp.test {
+        Test::Graph(t) => Some(t),
+        Test::Rows { .. } => None,
+    };
+    graph.outvars = test
+        .into_iter()
         .chain(&lp.carry_out)
         .filter_map(operand_atom)
         .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var))
         .collect();
     Some((graph, carry))
+}
+
+/// The elements a `for` iterates at a call: `tf.range`'s numbers, or a tensor's rows; `None`
+/// when they are not known, or more than `LOOP_ITERATIONS`.
+fn elements(rows: &Rows, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<Vec<Rc<Array>>> {
+    let operands: Vec<&Operand> = match rows {
+        Rows::Range { start, limit, delta, .. } => vec![start, limit, delta],
+        Rows::Tensor(t) => vec![t],
+    };
+    let mut entry = jaxpr.clone();
+    entry.outvars = operands.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
+    let computed = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
+    let mut computed = computed.iter();
+    let mut values = Vec::with_capacity(operands.len());
+    for o in operands {
+        let value = match o {
+            Operand::Var(_) => computed.next().cloned(),
+            Operand::Known(a) => Some(a.clone()),
+        };
+        values.push(value.as_ref().and_then(known_value)?);
+    }
+    match (rows, values.as_slice()) {
+        (Rows::Range { dtype, .. }, [start, limit, delta]) => {
+            let scalar = |a: &Rc<Array>| crate::jax::eval::force(a, 1).filter(|d| d.len() == 1).and_then(|d| d.iter().next().copied());
+            let (start, limit, delta) = (scalar(start)?, scalar(limit)?, scalar(delta)?);
+            // TensorFlow's size: ceil((limit - start) / delta), none when it is not positive
+            // (a zero delta is an error TensorFlow raises: not followed).
+            let count = ((limit - start) / delta).ceil();
+            if delta == 0.0 || !count.is_finite() || count > LOOP_ITERATIONS as f64 {
+                return None;
+            }
+            let count = count.max(0.0) as usize;
+            Some((0..count).map(|k| Array::scalar(start + k as f64 * delta, *dtype, false)).collect())
+        }
+        (Rows::Tensor(_), [t]) => {
+            if t.aval.shape.first().is_none_or(|n| *n > LOOP_ITERATIONS) {
+                return None;
+            }
+            let data = crate::jax::eval::force(t, 1 << 16)?;
+            let row = crate::jax::aval::Aval::new(&t.aval.shape[1..], t.aval.dtype);
+            let rows = data.axis_iter(ndarray::Axis(0)).map(|r| Array::ready(row.clone(), r.to_owned())).collect();
+            Some(rows)
+        }
+        _ => None,
+    }
 }
 
 /// What one iteration of a followed loop comes to.
@@ -493,8 +561,8 @@ enum Iteration {
     Next(Vec<Rc<Array>>),
 }
 
-/// One iteration of `lp` on the carried values `carry` (`loop_graph`'s `graph`); `None` when
-/// a value it needs is not known.
+/// One iteration of `lp` on the carried values `carry` (`loop_graph`'s `graph`), a `for`'s
+/// on its `element`; `None` when a value it needs is not known.
 fn iteration(
     lp: &super::loop_checks::LoopRun,
     body: &[&CallCheck],
@@ -502,9 +570,11 @@ fn iteration(
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
     carry: &[Rc<Array>],
+    element: Option<&Rc<Array>>,
 ) -> Option<Iteration> {
     let mut given = inputs.to_vec();
     given.extend(carry.iter().cloned());
+    given.extend(element.cloned());
     let values = crate::jax::eval_jaxpr::instantiate(graph, consts, &given)?;
     let mut values = values.iter();
     let mut next = |o: &Operand| -> Option<Rc<Array>> {
@@ -513,8 +583,14 @@ fn iteration(
             Operand::Known(a) => Some(a.clone()),
         }
     };
-    let test = known_value(&next(&lp.test)?)?;
-    let go = crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?;
+    // A `for` has an element for this iteration (`run_loop` counted them).
+    let go = match &lp.test {
+        Test::Graph(t) => {
+            let test = known_value(&next(t)?)?;
+            crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?
+        }
+        Test::Rows { .. } => true,
+    };
     let carried: Vec<Option<Rc<Array>>> = lp.carry_out.iter().map(&mut next).collect();
     if !go {
         return Some(Iteration::Ended);

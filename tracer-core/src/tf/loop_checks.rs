@@ -5,14 +5,22 @@
 //! so `graph_run::on_call` runs the loop on them (`LoopRun`): the test on the carried
 //! values, then the body's checks, then the next carried values, until the test is false.
 //!
+//! AutoGraph's `for` over a tensor is the same loop, its test the count of what it iterates:
+//! the rows of a tensor, or `tf.range(start, limit, delta)` with a bound only the graph
+//! knows (`Rows`); each iteration's element is the body's `Placeholder` of the target.
+//!
 //! Only a loop of the `tf.function`'s own graph, outside any branch or other loop, whose
-//! test and every loop variable are tensors of that graph (or known ones), is followed; a
-//! check in a branch or a loop inside the body is not.
+//! test (or iterated rows) and every loop variable are tensors of that graph (or known ones),
+//! is followed; a check in a branch or a loop inside the body is not.
+
+use std::rc::Rc;
 
 use super::graph_run::Operand;
+use super::partial::PartialTensor;
 use crate::interp::value::Value;
-use crate::interp::Interp;
+use crate::interp::{Interp, Site};
 use crate::jax::array::Array;
+use crate::jax::dtypes::DType;
 use crate::jax::ir::VarId;
 
 /// The loops being traced and those traced, of every running `tf.function` trace.
@@ -21,6 +29,28 @@ pub struct State {
     open: Vec<OpenLoop>,
     pub(super) traced: Vec<LoopRun>,
     next_id: usize,
+    /// Each `tf.range` with a tensor bound made in a graph (a `PartialTensor`): its trace and
+    /// bounds.
+    ranges: Vec<(Rc<PartialTensor>, u32, Rows)>,
+    /// What the `for` being staged iterates (its line, its trace), when it is followed.
+    pub(super) pending_rows: Option<(Option<Site>, u32, Rows)>,
+}
+
+/// What AutoGraph's `for` over a tensor iterates, as a call computes it.
+#[derive(Debug, Clone)]
+pub enum Rows {
+    /// `tf.range(start, limit, delta)`: its elements, of `dtype`.
+    Range { start: Operand, limit: Operand, delta: Operand, dtype: DType },
+    /// The rows of a tensor.
+    Tensor(Operand),
+}
+
+/// A loop's test: a tensor the body's graph computes (a `while`), or whether rows are left
+/// (a `for`, whose `element` is the body's `Placeholder` of the row).
+#[derive(Debug, Clone)]
+pub enum Test {
+    Graph(Operand),
+    Rows { element: VarId, rows: Rows },
 }
 
 /// A loop whose body is being traced.
@@ -45,7 +75,7 @@ pub struct LoopRun {
     pub(super) init: Vec<Operand>,
     pub(super) carry_in: Vec<VarId>,
     pub(super) carry_out: Vec<Operand>,
-    pub(super) test: Operand,
+    pub(super) test: Test,
 }
 
 /// A tensor loop's body begins to be traced (`extra_forks`: paths the loop itself opens,
@@ -87,11 +117,19 @@ pub fn current(interp: &Interp, trace: u32) -> Option<usize> {
     .then_some(open.id)
 }
 
+/// The test of a loop whose body was traced: a `while`'s tensor, or a `for`'s element (the
+/// body's `Placeholder` of its target) with what it iterates.
+pub enum Traced<'a> {
+    While(Option<&'a Value>),
+    For(Option<(&'a Rc<Array>, Rows)>),
+}
+
 /// The body of loop `id` was traced: `init` the values the loop variables enter with,
 /// `carry_in` the body's symbolic tensors of them, `carry_out` what the body gave back, `test`
-/// the test computed from `carry_in`. The loop is followed at the calls when every one of
-/// them is a tensor of the graph (or a known one); otherwise its checks say nothing.
-pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], carry_out: &[Value], test: Option<&Value>) {
+/// the test computed from `carry_in` (or the rows a `for` iterates). The loop is followed at
+/// the calls when every one of them is a tensor of the graph (or a known one); otherwise its
+/// checks say nothing.
+pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], carry_out: &[Value], test: Traced) {
     let Some(at) = interp.tf.loops.open.iter().rposition(|o| o.id == id) else { return };
     let open = interp.tf.loops.open.remove(at);
     if !open.followed || init.len() != carry_in.len() || init.len() != carry_out.len() {
@@ -116,7 +154,13 @@ pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], c
             init: init.iter().map(operand).collect::<Option<_>>()?,
             carry_in: carry_in.iter().map(var).collect::<Option<_>>()?,
             carry_out: carry_out.iter().map(operand).collect::<Option<_>>()?,
-            test: operand(test?)?,
+            test: match test {
+                Traced::While(test) => Test::Graph(operand(test?)?),
+                Traced::For(rows) => {
+                    let (element, rows) = rows?;
+                    Test::Rows { element: var(&Value::Array(element.clone()))?, rows }
+                }
+            },
         })
     })();
     if let Some(run) = run {
@@ -135,4 +179,66 @@ pub fn entry_tensor(v: &Value) -> Option<Value> {
         _ => return None,
     };
     Some(Value::Array(Array::scalar(x, dtype, false)))
+}
+
+/// The bounds of a `tf.range` just made in a graph with a tensor bound (`made`, a
+/// `PartialTensor`), as TensorFlow reads them (`tf.range(n)` is `range(0, n, 1)`), for a
+/// `for` over it. Bounds that are not Python numbers or tensors of the graph are not kept.
+pub fn record_range(interp: &mut Interp, made: &Value, bounds: [Option<&Value>; 3], dtype: DType) {
+    let Some(p) = super::partial::of(made) else { return };
+    let Some(trace) = interp.jax.traces.last().map(|t| t.id) else { return };
+    let operand = |v: &Value| -> Option<Operand> {
+        match v {
+            Value::Int(i) => Some(Operand::Known(Array::scalar(*i as f64, dtype, false))),
+            Value::Float(f) => Some(Operand::Known(Array::scalar(*f, dtype, false))),
+            Value::Array(a) => match a.tracer() {
+                Some(t) if t.trace == trace => Some(Operand::Var(t.var)),
+                Some(_) => None,
+                None => Some(Operand::Known(a.clone())),
+            },
+            _ => None,
+        }
+    };
+    let [start, limit, delta] = bounds;
+    let (start, limit) = match (start, limit) {
+        (Some(s), Some(l)) => (operand(s), operand(l)),
+        (Some(l), None) => (Some(Operand::Known(Array::scalar(0.0, dtype, false))), operand(l)),
+        _ => return,
+    };
+    let delta = match delta {
+        Some(d) => operand(d),
+        None => Some(Operand::Known(Array::scalar(1.0, dtype, false))),
+    };
+    let (Some(start), Some(limit), Some(delta)) = (start, limit, delta) else { return };
+    let rows = Rows::Range { start, limit, delta, dtype };
+    interp.tf.loops.ranges.push((p.clone(), trace, rows));
+}
+
+/// A `for` at the running line is about to be staged over `p`, a `tf.range` of the graph.
+pub fn iterating_range(interp: &mut Interp, p: &PartialTensor) {
+    let found = interp.tf.loops.ranges.iter().rev().find(|(r, _, _)| std::ptr::eq(Rc::as_ptr(r), p)).map(|(_, t, rows)| (*t, rows.clone()));
+    let site = interp.site();
+    interp.tf.loops.pending_rows = found.map(|(trace, rows)| (site, trace, rows));
+}
+
+/// A `for` at the running line is about to be staged over the rows of tensor `a` (of the
+/// innermost trace, or known).
+pub fn iterating_tensor(interp: &mut Interp, a: &Rc<Array>) {
+    let Some(trace) = interp.jax.traces.last().map(|t| t.id) else { return };
+    let rows = match a.tracer() {
+        Some(t) if t.trace == trace => Rows::Tensor(Operand::Var(t.var)),
+        Some(_) => {
+            interp.tf.loops.pending_rows = None;
+            return;
+        }
+        None => Rows::Tensor(Operand::Known(a.clone())),
+    };
+    let site = interp.site();
+    interp.tf.loops.pending_rows = Some((site, trace, rows));
+}
+
+/// What the `for` at `site` of trace `trace` iterates, recorded as it was staged.
+pub fn take_rows(interp: &mut Interp, site: Option<Site>, trace: u32) -> Option<Rows> {
+    let (at, t, rows) = interp.tf.loops.pending_rows.take()?;
+    (at == site && t == trace).then_some(rows)
 }

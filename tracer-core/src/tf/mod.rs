@@ -68,7 +68,7 @@ pub use function::TfState;
 pub use surface::TfFn;
 
 /// The bundled shim holding the TensorFlow classes modelled in Python (`tf.Module`,
-/// `tf.random.Generator`).
+/// `tf.random.Generator`, `tf.UnconnectedGradients`).
 const PYTHON_CLASSES: &str = "_tracelens_tf";
 
 /// The objects TensorFlow's API returns that are not tensors.
@@ -169,7 +169,7 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
             "newaxis" => return Some(Value::None),
             "Tensor" => return Some(Value::Builtin(Rc::new(Builtin::Fn("tensorflow.Tensor")))),
             // Python classes of the bundled `_tracelens_tf` shim.
-            "Module" => {
+            "Module" | "UnconnectedGradients" => {
                 let shim = interp.import_shim(PYTHON_CLASSES)?;
                 return interp.getattr(&shim, name).ok();
             }

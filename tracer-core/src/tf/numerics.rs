@@ -183,3 +183,58 @@ pub fn check(interp: &mut Interp, x: Rc<Array>, message: &str, listed: bool, nod
     let text = format!("{message} : Tensor had {found} values");
     Err(super::graph_run::eager(interp, "CheckNumerics", &text, listed))
 }
+
+/// A two-tensor op or a reduction just made `out` inside a `tf.function` (`op` TensorFlow's
+/// op type, `base` the name the graph gives it as it was written: `mul` for `*`, `Mul` for
+/// `tf.multiply`, `truediv` for `/` and `tf.divide`, `Sum` for `tf.reduce_sum`): it takes its
+/// name in the graph, and with `enable_check_numerics()` on, the check TensorFlow puts after
+/// it fails the calls whose values make a NaN or an Inf there (`graph_run.rs`). `operands`
+/// are the values as the user passed them: a Python number is a constant made in the op's
+/// scope (`pow/y`), which the enabled check covers first, so the op's own check is
+/// `pow/CheckNumericsV2_1` (a variable's read is not checked there); a tensor that is not one
+/// of the graph's (an eager tensor captured) leaves the check unclaimed. The inputs are listed in the message when each is
+/// one of the function's arguments (a reduction's axis is a constant whose name is not
+/// followed: not listed).
+pub fn in_graph_made(interp: &mut Interp, base: &str, op: &str, operands: &[&Value], inputs: &[Rc<Array>], out: &Value) {
+    let Some(name) = super::graph_names::unique(interp, base) else { return };
+    let Value::Array(out) = out else { return };
+    if !interp.tf.check_numerics || !out.aval.dtype.is_floating() {
+        return;
+    }
+    let mut converted = 0;
+    for v in operands {
+        match v {
+            Value::Int(_) | Value::Float(_) => converted += 1,
+            Value::Array(a) if a.is_tracer() => {}
+            Value::Builtin(b) if matches!(&**b, crate::interp::builtins::Builtin::Tf(super::TfValue::Variable(_))) => {}
+            _ => return,
+        }
+    }
+    let Some(function) = super::function::innermost(interp).map(|f| f.name.clone()) else { return };
+    let mut head = format!(
+        "!!! Detected Infinity or NaN in output 0 of graph op \"{op}\" (# of outputs: 1) !!!\n  dtype: <dtype: '{}'>\n  shape: {}\n\n",
+        out.aval.dtype.name(),
+        crate::jax::aval::shape_tuple(&out.aval.shape)
+    );
+    let named: Option<Vec<String>> = inputs
+        .iter()
+        .map(|x| {
+            let input = interp.tf.graph_input_names.get(&(Rc::as_ptr(x) as usize))?;
+            let shape = crate::jax::aval::shape_tuple(&x.aval.shape);
+            Some(format!("Tensor(\"{input}\", shape={shape}, dtype={})", x.aval.dtype.name()))
+        })
+        .collect();
+    if let Some(named) = named.filter(|n| n.len() == 2 && operands.len() == 2) {
+        head.push_str("  Input tensors (2):\n");
+        for (k, t) in named.iter().enumerate() {
+            head.push_str(&format!("         {k}: {t}\n"));
+        }
+    }
+    head.push_str(&format!("  Graph name: \"{function}\"\n"));
+    let node = match converted {
+        0 => format!("{name}/CheckNumericsV2"),
+        n => format!("{name}/CheckNumericsV2_{n}"),
+    };
+    let check = super::graph_run::RunCheck::FiniteV2 { head };
+    super::graph_run::record_check(interp, out, None, &node, check);
+}

@@ -238,7 +238,18 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
     let p = Args { args: &args, kwargs: &kwargs };
     match route(f) {
         Route::Binary(op) => match (p.get(0, "x"), p.get(1, "y")) {
-            (Some(x), Some(y)) => tensor::apply_binary(interp, &op, x, y),
+            (Some(x), Some(y)) => {
+                let out = tensor::apply_binary(interp, &op, x, y)?;
+                // The graph's name of the op as this function writes it (`tf.add`: `Add`).
+                let base = match f {
+                    TfFn::Add => "Add",
+                    TfFn::Subtract => "Sub",
+                    TfFn::Multiply => "Mul",
+                    TfFn::Pow => "Pow",
+                    _ => return Ok(out),
+                };
+                Ok(tensor::named_in_graph(interp, base, op.op, x, y, out))
+            }
             _ => Err(missing(interp, f, "x")),
         },
         Route::Unary { jnp, floats } => {
@@ -275,7 +286,14 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             if matches!(jnp, JaxFn::All | JaxFn::Any) && !x.aval.dtype.is_bool() {
                 return Ok(unknown_tensor(interp, "a logical reduction of a tensor that is not bool"));
             }
-            delegate(interp, jnp, vec![Value::Array(x), axis], vec![(Rc::from("keepdims"), keepdims)])
+            let out = delegate(interp, jnp, vec![Value::Array(x.clone()), axis], vec![(Rc::from("keepdims"), keepdims)])?;
+            // Named `Sum`, `Mean`, ... in a graph (the others are under a scope of their own).
+            if super::in_graph(interp)
+                && matches!(f, TfFn::ReduceSum | TfFn::ReduceMean | TfFn::ReduceMax | TfFn::ReduceMin | TfFn::ReduceProd)
+            {
+                super::numerics::in_graph_made(interp, node, node, &[&Value::Array(x.clone())], &[x], &out);
+            }
+            Ok(out)
         }
         Route::Special => super::ops_special::call(interp, f, &p),
         Route::Elsewhere => match f {

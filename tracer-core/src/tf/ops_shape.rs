@@ -351,9 +351,11 @@ fn matmul(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         return Err(interp.raise("InvalidArgumentError", crate::diagnostics::Code::DtypeMismatch, msg));
     }
     let inputs = [a.clone(), b.clone()];
+    let mut transposed = false;
     for (flag, name, t) in [(2, "transpose_a", &mut a), (3, "transpose_b", &mut b)] {
         if let Some(v) = p.get(flag, name) {
             if interp.truthy(v)? {
+                transposed = true;
                 if t.aval.ndim() < 2 {
                     return Ok(unknown_tensor(interp, "a transposed product of a vector"));
                 }
@@ -376,5 +378,13 @@ fn matmul(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     }
     let out = delegate(interp, J::Matmul, vec![arr(&a), arr(&b)], Vec::new())?;
     super::numerics::after_op(interp, "MatMul", &inputs, &out)?;
+    if super::in_graph(interp) {
+        if sa.len() == 2 && sb.len() == 2 && !transposed {
+            super::numerics::in_graph_made(interp, "MatMul", "MatMul", &[x, y], &inputs, &out);
+        } else {
+            // Its name is taken; the check of a batched or transposed product is not claimed.
+            super::graph_names::unique(interp, "MatMul");
+        }
+    }
     Ok(out)
 }

@@ -118,7 +118,12 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             let Some(dtype) = dtype_of(p.get(3, "dtype")) else { return unknown(interp) };
             if let Some(d) = symbolic {
-                return super::partial::make(interp, vec![None], dtype.unwrap_or(d), None);
+                let dtype = dtype.unwrap_or(d);
+                let made = super::partial::make(interp, vec![None], dtype, None)?;
+                // A `for` over it is followed at each call (`loop_checks.rs`).
+                let bounds = [p.get(0, "start"), p.get(1, "limit"), p.get(2, "delta")];
+                super::loop_checks::record_range(interp, &made, bounds, dtype);
+                return Ok(made);
             }
             let float = numbers.iter().any(|v| matches!(v, Value::Float(_)));
             let d = dtype.unwrap_or(if float { DType::F32 } else { DType::I32 });
@@ -134,9 +139,15 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             delegate(interp, J::Linspace, vec![arr(&a), arr(&b), Value::Int(*n)], vec![kw("dtype", Value::DType(a.aval.dtype))])
         }
-        TfFn::Identity | TfFn::StopGradient => {
+        TfFn::Identity => {
             let x = tensor_arg!(interp, f, p, 0, "input");
             Ok(Value::Array(x))
+        }
+        // The value unchanged, and no gradient through it (`lax.stop_gradient`): a tape's
+        // source reached only through it gets TensorFlow's `None` in a graph.
+        TfFn::StopGradient => {
+            let x = tensor_arg!(interp, f, p, 0, "input");
+            delegate(interp, J::StopGradient, vec![Value::Array(x)], Vec::new())
         }
         TfFn::OneHot => {
             let indices = tensor_arg!(interp, f, p, 0, "indices");
@@ -156,7 +167,10 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             )
         }
         TfFn::Divide | TfFn::Truediv => match (p.get(0, "x"), p.get(1, "y")) {
-            (Some(x), Some(y)) => tensor::truediv(interp, x, y),
+            (Some(x), Some(y)) => {
+                let out = tensor::truediv(interp, x, y)?;
+                Ok(tensor::named_in_graph(interp, "truediv", "RealDiv", x, y, out))
+            }
             _ => Err(missing(interp, f, "x")),
         },
         TfFn::SquaredDifference => {

@@ -97,7 +97,10 @@ pub fn iterate(interp: &mut Interp, p: &PartialTensor) -> PyResult<Vec<Value>> {
     if super::tensor::autograph_active(interp) && !interp.in_library() {
         let row: Option<Vec<usize>> = p.dims.iter().skip(1).copied().collect();
         return Err(match (p.dims.is_empty(), row) {
-            (false, Some(row)) => super::autograph::convert_iteration(interp, Aval::new(&row, p.dtype)),
+            (false, Some(row)) => {
+                super::loop_checks::iterating_range(interp, p);
+                super::autograph::convert_iteration(interp, Aval::new(&row, p.dtype))
+            }
             _ => interp.stop_unknown("AutoGraph stages a loop over rows whose shape is not known"),
         });
     }

@@ -116,14 +116,13 @@ pub fn call_method(interp: &mut Interp, tape: &Rc<Tape>, name: &str, args: Vec<V
             if p.get(2, "output_gradients").is_some() {
                 return Ok(Value::opaque("tape.gradient with output_gradients"));
             }
-            // With `unconnected_gradients` given, an unconnected source may not be `None`.
-            let none_allowed = p.get(3, "unconnected_gradients").is_none();
+            let unconnected = unconnected_mode(interp, p.get(3, "unconnected_gradients"))?;
             let computed = match &target {
                 Some(t) if tape.span.get().is_some() => super::tape_gradient::compute(interp, tape, t).map(Computed::Graph),
                 Some(t) if interp.jax.traces.is_empty() => super::tape_eager::compute(interp, tape, t).map(Computed::Eager),
                 _ => None,
             };
-            let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), none_allowed };
+            let g = Gradients { tape, target: target.as_ref(), computed: computed.as_ref(), unconnected };
             let out = g.of(interp, sources);
             if !tape.persistent {
                 super::tape_eager::release(tape);
@@ -178,7 +177,34 @@ struct Gradients<'a> {
     tape: &'a Tape,
     target: Option<&'a Rc<Array>>,
     computed: Option<&'a Computed>,
-    none_allowed: bool,
+    /// What TensorFlow gives for a source the target does not reach (`None`: not known).
+    unconnected: Option<Unconnected>,
+}
+
+/// `unconnected_gradients`: `tf.UnconnectedGradients.NONE` (the default, or `'none'`) or
+/// `.ZERO` (`'zero'`).
+#[derive(Clone, Copy, PartialEq)]
+enum Unconnected {
+    None,
+    Zero,
+}
+
+fn unconnected_mode(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<Unconnected>> {
+    let text = match v {
+        None => return Ok(Some(Unconnected::None)),
+        Some(Value::Str(s)) => s.to_string(),
+        // The shim's `tf.UnconnectedGradients.ZERO`: its `value` is the string.
+        Some(v @ Value::Instance(i)) if i.class.name.as_ref() == "UnconnectedGradients" => match interp.getattr(v, "value")? {
+            Value::Str(s) => s.to_string(),
+            _ => return Ok(None),
+        },
+        Some(_) => return Ok(None),
+    };
+    Ok(match text.as_str() {
+        "none" => Some(Unconnected::None),
+        "zero" => Some(Unconnected::Zero),
+        _ => None,
+    })
 }
 
 /// What autodiff computed for one target: in a graph, or eagerly.
@@ -192,7 +218,7 @@ impl Computed {
     fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
         match self {
             Computed::Graph(c) => c.of_variable(interp, v),
-            Computed::Eager(c) => c.of_variable(interp, v).map(Some),
+            Computed::Eager(c) => c.of_variable(interp, v),
         }
     }
 
@@ -256,8 +282,9 @@ impl Gradients<'_> {
                 crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => {
                     let value = var.value.borrow().clone();
                     if !value.aval.dtype.is_inexact() {
-                        // TensorFlow warns that the source must be floating and gives None.
-                        return Ok(Value::None);
+                        // TensorFlow warns that the source must be floating and gives None
+                        // (zeros under `ZERO`).
+                        return Ok(self.finish(interp, None, &value.aval));
                     }
                     let watched =
                         var.trainable && tape.watches_variables || tape.watched_variables.borrow().iter().any(|w| Rc::ptr_eq(w, var));
@@ -265,7 +292,7 @@ impl Gradients<'_> {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
                     if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
-                        return Ok(self.finish(interp, g));
+                        return Ok(self.finish(interp, g, &value.aval));
                     }
                     value
                 }
@@ -273,7 +300,7 @@ impl Gradients<'_> {
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
                 if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
-                    return Ok(self.finish(interp, g));
+                    return Ok(self.finish(interp, g, &a.aval));
                 }
                 a.clone()
             }
@@ -287,7 +314,7 @@ impl Gradients<'_> {
         // the gradient is an unknown that may be `None`. In a graph, a source the target does
         // not reach is found by the slice (certainly `None`), so an uncomputed gradient is one
         // the target reaches: a tensor of the source's shape.
-        if !super::in_graph(interp) {
+        if !super::in_graph(interp) && self.unconnected != Some(Unconnected::Zero) {
             return Ok(Value::opaque_maybe_none(
                 "a gradient tracelens did not compute (TensorFlow gives None for a source the target does not reach)",
             ));
@@ -297,8 +324,9 @@ impl Gradients<'_> {
         Ok(Value::Array(mark_array(grad)))
     }
 
-    /// A computed gradient: `None` (unconnected) only where TensorFlow gives `None`.
-    fn finish(&self, interp: &mut Interp, g: Option<Rc<Array>>) -> Value {
+    /// A computed gradient: for an unconnected one (`None`), TensorFlow's `None`, or zeros of
+    /// the source's shape and dtype under `ZERO`.
+    fn finish(&self, interp: &mut Interp, g: Option<Rc<Array>>, source: &crate::jax::aval::Aval) -> Value {
         match g {
             // A tracer of the graph (shared with other gradients): marked in place.
             Some(g) if g.is_tracer() => {
@@ -306,8 +334,14 @@ impl Gradients<'_> {
                 Value::Array(g)
             }
             Some(g) => Value::Array(mark_array(g)),
-            None if self.none_allowed => Value::None,
-            None => unknown_tensor(interp, "an unconnected gradient under unconnected_gradients"),
+            None => match self.unconnected {
+                Some(Unconnected::None) => Value::None,
+                Some(Unconnected::Zero) => match crate::jax::apply1(interp, Prim::full(0.0, &source.clone().weak(false)), &[]) {
+                    Ok(z) => Value::Array(mark_array(z)),
+                    Err(_) => unknown_tensor(interp, "the zeros of an unconnected gradient"),
+                },
+                None => unknown_tensor(interp, "an unconnected gradient under unconnected_gradients"),
+            },
         }
     }
 }

@@ -3,14 +3,16 @@
 //! fresh tensor (TensorFlow's `ReadVariableOp`) remembered with its variable. `gradient`
 //! slices the log from the target back to the sources (those reads, and the tensors given to
 //! `watch`) and differentiates it with the JAX model's autodiff, as `tape_gradient.rs` does
-//! in a graph. What tracelens cannot vouch for leaves the gradient unknown: a source the
-//! target does not reach through the log (TensorFlow gives `None`; a link tracelens did not
-//! log could also be the reason), a variable assigned while the tape recorded, a tensor used
-//! before it was watched, a nested `tf.function` call, `stop_recording`/`reset`, a gradient
-//! taken while another tape records (that tape would record the gradient's ops), a full log.
+//! in a graph. A variable the target does not reach through the log gets `None`, as
+//! TensorFlow gives it, when the slice holds no op tracelens does not follow (an opaque op
+//! could hide the link). What tracelens cannot vouch for leaves the gradient unknown: a
+//! watched tensor the log does not reach, a variable assigned while the tape recorded, a
+//! tensor used before it was watched, a nested `tf.function` call, `stop_recording`/`reset`,
+//! a gradient taken while another tape records (that tape would record the gradient's ops),
+//! a full log.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::tape::Tape;
@@ -103,15 +105,22 @@ pub fn now(interp: &Interp, tape: &Tape) -> usize {
 /// The gradients of one target with respect to the tape's sources.
 pub struct Computed {
     cts: HashMap<usize, Rc<Array>>,
+    /// The sources the target reaches through the recorded ops (the target itself included).
+    reached: HashSet<usize>,
     reads: Vec<(Rc<Variable>, Rc<Array>)>,
     assigned: Vec<Rc<Variable>>,
 }
 
 impl Computed {
-    /// The gradient with respect to `v`, when it is known.
-    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Rc<Array>> {
+    /// The gradient with respect to `v`: `Some(None)` when the target does not reach it
+    /// (TensorFlow's `None`), `None` when it is not known.
+    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
         if self.assigned.iter().any(|a| Rc::ptr_eq(a, v)) {
             return None;
+        }
+        let mut reads = self.reads.iter().filter(|(r, _)| Rc::ptr_eq(r, v));
+        if !reads.any(|(_, read)| self.reached.contains(&(Rc::as_ptr(read) as usize))) {
+            return Some(None);
         }
         let mut sum: Option<Rc<Array>> = None;
         for (_, read) in self.reads.iter().filter(|(r, _)| Rc::ptr_eq(r, v)) {
@@ -122,7 +131,7 @@ impl Computed {
             });
         }
         let aval = v.value.borrow().aval.clone().weak(false);
-        ad::with_aval(interp, sum?, &aval).ok()
+        ad::with_aval(interp, sum?, &aval).ok().map(Some)
     }
 
     /// The gradient with respect to a watched tensor, when it is known.
@@ -168,11 +177,30 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
     let assigned = e.assigned.clone();
     drop(e);
     let (jaxpr, consts) = eager_log::slice(&eqns, std::slice::from_ref(target), &sources)?;
+    // An op tracelens does not follow could take a source the slice does not show.
+    if jaxpr.eqns.iter().any(|e| matches!(e.prim, Prim::Opaque(_))) {
+        return None;
+    }
+    let reached = reached(&jaxpr, &sources);
     let saved = interp.jax.eager_log.take();
     let cts = differentiate(interp, Rc::new(jaxpr), &consts, &sources);
     interp.jax.eager_log = saved;
     let cts = sources.iter().zip(cts?).filter_map(|(s, ct)| Some((Rc::as_ptr(s) as usize, ct?))).collect();
-    Some(Computed { cts, reads, assigned })
+    Some(Computed { cts, reached, reads, assigned })
+}
+
+/// The sources (the jaxpr's invars, in order) that its equations or its output read.
+fn reached(jaxpr: &crate::jax::ir::Jaxpr, sources: &[Rc<Array>]) -> HashSet<usize> {
+    use crate::jax::ir::Atom;
+    let used: HashSet<_> = jaxpr
+        .eqns
+        .iter()
+        .flat_map(|e| e.inputs.iter())
+        .chain(&jaxpr.outvars)
+        .filter_map(|a| if let Atom::Var(v) = a { Some(*v) } else { None })
+        .collect();
+    let invars = jaxpr.invars.iter().map(|(v, _)| v);
+    sources.iter().zip(invars).filter(|(_, v)| used.contains(v)).map(|(s, _)| Rc::as_ptr(s) as usize).collect()
 }
 
 fn differentiate(

@@ -303,10 +303,17 @@ pub fn binary_operator(interp: &mut Interp, op: BinOp, l: &Value, r: &Value) -> 
         BinOp::Pow => POW,
         BinOp::BitAnd => LOGICAL_AND,
         BinOp::BitOr => LOGICAL_OR,
-        BinOp::Div => return truediv(interp, l, r),
+        BinOp::Div => {
+            let out = truediv(interp, l, r)?;
+            return Ok(named_in_graph(interp, "truediv", "RealDiv", l, r, out));
+        }
         BinOp::MatMul => return super::ops::call(interp, super::TfFn::Matmul, vec![l.clone(), r.clone()], Vec::new()),
         _ => return Ok(unknown_tensor(interp, "an operator TensorFlow tracelens does not model")),
     };
+    if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Pow) {
+        let out = apply_binary(interp, &spec, l, r)?;
+        return Ok(named_in_graph(interp, spec.node, spec.op, l, r, out));
+    }
     // `[7, 8] // t`: the reflected operator converts the list to a tensor of `t`'s dtype
     // before the op, so the op's error reads as one of tensors.
     if let (Value::List(_) | Value::Tuple(_), Some(d)) = (l, tensor_dtype(r)) {
@@ -330,6 +337,16 @@ pub fn truediv(interp: &mut Interp, l: &Value, r: &Value) -> PyResult<Value> {
         }
     }
     apply_binary(interp, &REAL_DIV, l, r)
+}
+
+/// `out`, the op `op` (TensorFlow's type) just made of `l` and `r`, named `base` in the graph
+/// being traced (`numerics::in_graph_made`); nothing outside a graph.
+pub fn named_in_graph(interp: &mut Interp, base: &str, op: &str, l: &Value, r: &Value, out: Value) -> Value {
+    if super::in_graph(interp) {
+        let inputs: Vec<Rc<Array>> = [l, r].iter().filter_map(|v| if let Value::Array(a) = v { Some(a.clone()) } else { None }).collect();
+        super::numerics::in_graph_made(interp, base, op, &[l, r], &inputs, &out);
+    }
+    out
 }
 
 fn tensor_dtype(v: &Value) -> Option<DType> {
@@ -468,6 +485,7 @@ pub fn iterate(interp: &mut Interp, a: &Rc<Array>) -> PyResult<Vec<Value>> {
                 return Err(interp.stop_unknown("a loop over a scalar tensor"));
             }
             let row = crate::jax::aval::Aval::new(&a.aval.shape[1..], a.aval.dtype);
+            super::loop_checks::iterating_tensor(interp, a);
             return Err(super::autograph::convert_iteration(interp, row));
         }
         return Err(errors::iterate_in_graph(interp));

@@ -95,7 +95,14 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         _ => None,
     };
     let init = interp.iterate(&vars).unwrap_or_default();
-    super::loop_checks::end(interp, id, &init, &args, traced.as_deref().unwrap_or_default(), Some(&test));
+    super::loop_checks::end(
+        interp,
+        id,
+        &init,
+        &args,
+        traced.as_deref().unwrap_or_default(),
+        super::loop_checks::Traced::While(Some(&test)),
+    );
     let out = out?;
     let outs = match &out {
         Value::Tuple(_) | Value::List(_) => interp.iterate(&out)?,

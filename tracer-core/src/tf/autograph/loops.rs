@@ -25,7 +25,7 @@ use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::ir::Prim;
 use crate::repro::converted::Converted;
-use crate::syntax::ast::{Expr, Stmt, StmtKind};
+use crate::syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
 use crate::tf::tensor::{mark_array, to_tensor};
 
 /// Stages `stmt`, a `while` whose test gave the symbolic tensor `pred`; `Ok(false)` when the
@@ -34,20 +34,25 @@ pub fn while_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::St
     let (StmtKind::While { test, body, .. }, super::Staged::Test(pred)) = (&stmt.kind, staged) else { return Ok(false) };
     let site = interp.site();
     super::check_condition(interp, &pred, "while loop", site)?;
-    staged_loop(interp, ctx, stmt, Loop { test: Some((test, pred)), target: None, body, site })
+    staged_loop(interp, ctx, stmt, Loop { test: Some((test, pred)), target: None, rows: None, body, site })
 }
 
 /// Stages `stmt`, a `for` over a symbolic tensor (its rows are the elements).
 pub fn for_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Staged) -> PyResult<bool> {
     let (StmtKind::For { target, body, .. }, super::Staged::Iterate(element)) = (&stmt.kind, staged) else { return Ok(false) };
     let site = interp.site();
-    staged_loop(interp, ctx, stmt, Loop { test: None, target: Some((target, element)), body, site })
+    let trace = interp.jax.traces.last().map_or(u32::MAX, |t| t.id);
+    // What it iterates, followed at each call when its target is one name.
+    let rows = crate::tf::loop_checks::take_rows(interp, site, trace).filter(|_| matches!(target.kind, ExprKind::Name(_)));
+    staged_loop(interp, ctx, stmt, Loop { test: None, target: Some((target, element)), rows, body, site })
 }
 
 struct Loop<'a> {
     /// A `while`'s test, and the tensor it gave before the loop.
     test: Option<(&'a Expr, Rc<Array>)>,
     target: Option<(&'a Expr, Aval)>,
+    /// What a `for` iterates, when a call's values can follow it (`loop_checks::Rows`).
+    rows: Option<crate::tf::loop_checks::Rows>,
     body: &'a [Stmt],
     site: Option<Site>,
 }
@@ -87,9 +92,9 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     crate::tf::graph_names::enter_branch(interp, scope.as_deref());
     let id = crate::tf::loop_checks::begin(interp, 1);
     interp.tf.autograph.tensor_loops.push(lp.site);
-    let mut test = None;
+    let (mut test, mut element) = (None, None);
     let (ran, written) = interp.run_logged(|i| -> PyResult<()> {
-        test = enter_pass(i, ctx, &lp)?;
+        (test, element) = enter_pass(i, ctx, &lp)?;
         i.run_loop_pass_unjoined(|i| i.exec_block(ctx, lp.body))
     });
     interp.tf.autograph.tensor_loops.pop();
@@ -103,7 +108,11 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     let (init_values, entered) = state.unwrap_or_default();
     let exits: Vec<Value> = symbols.iter().map(|(n, _)| local(ctx, n).unwrap_or(Value::None)).collect();
     let exits = if entered.len() == symbols.len() { exits } else { Vec::new() };
-    crate::tf::loop_checks::end(interp, id, &init_values, &entered, &exits, test.as_ref());
+    let traced = match &lp.target {
+        None => crate::tf::loop_checks::Traced::While(test.as_ref()),
+        Some(_) => crate::tf::loop_checks::Traced::For(element.as_ref().zip(lp.rows.clone())),
+    };
+    crate::tf::loop_checks::end(interp, id, &init_values, &entered, &exits, traced);
     let body = body_vars(interp, trace, first_eqn);
     match ran {
         Ok(()) | Err(Flow::Break | Flow::Continue) => {}
@@ -162,17 +171,18 @@ fn recorded(interp: &mut Interp, lp: &Loop, (names, before, after): (Vec<String>
 }
 
 /// The start of one staged pass: the test (a `while`'s, which it gives back) or the target
-/// (a `for`'s).
-fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<Option<Value>> {
-    let mut tested = None;
+/// (a `for`'s, whose placeholder it gives back).
+fn enter_pass(interp: &mut Interp, ctx: &Ctx, lp: &Loop) -> PyResult<(Option<Value>, Option<Rc<Array>>)> {
+    let (mut tested, mut element) = (None, None);
     if let Some((test, _)) = &lp.test {
         tested = Some(interp.eval(ctx, test)?);
     }
-    if let Some((target, element)) = &lp.target {
-        let item = placeholder(interp, element.clone())?;
-        interp.assign(ctx, target, Value::Array(item))?;
+    if let Some((target, aval)) = &lp.target {
+        let item = placeholder(interp, aval.clone())?;
+        interp.assign(ctx, target, Value::Array(item.clone()))?;
+        element = Some(item);
     }
-    Ok(tested)
+    Ok((tested, element))
 }
 
 /// A symbolic tensor of `aval` in the running graph (a loop variable's placeholder).
