@@ -592,3 +592,43 @@ print(jax.jvp(lambda x: power(x, 4), (xv,), (jnp.ones(3),))[1])
     let messages: Vec<String> = a.diagnostics.iter().map(|(d, _, _)| format!("{} {}", d.code.as_str(), d.message)).collect();
     assert!(messages.iter().any(|m| m.starts_with("TL190 ValueError: Reverse-mode differentiation")), "{messages:?}");
 }
+
+/// `vmap` through a `custom_jvp` and a `custom_vjp` function batches by rules, as JAX's
+/// `jax.make_jaxpr(jax.vmap(f))` does (one `custom_jvp_call`/`custom_vjp_call` over the batch,
+/// its call body batched): the function's own code and one marker over the batch, no `vmap`
+/// equation, for `vmap` of the function, `vmap` of its `grad`, and `grad` of a vmapped loss,
+/// whose derivative is the rules applied to every example (the `custom_vjp` rule's `3.0`,
+/// and its cotangent of the unmapped `w` summed over the examples). `check_ir` accepts every
+/// equation. Values: run/vmap_batched_custom_rules.py.
+#[test]
+fn vmap_through_custom_rules_binds_one_batched_marker() {
+    let rules = "import jax\nimport jax.numpy as jnp\n\n@jax.custom_jvp\ndef f(x):\n    return jnp.sin(x) * x.shape[0]\n\n\
+                 @f.defjvp\ndef f_jvp(p, t):\n    return f(p[0]), jnp.cos(p[0]) * t[0] * x_len(p[0])\n\n\
+                 def x_len(x):\n    return x.shape[0] * 2.0\n\n\
+                 @jax.custom_vjp\ndef g(x, w):\n    return jnp.tanh(x @ w)\n\n\
+                 def g_fwd(x, w):\n    y = jnp.tanh(x @ w)\n    return y, (x, w, y)\n\n\
+                 def g_bwd(res, ct):\n    x, w, y = res\n    d = ct * (1.0 - y**2) * 3.0\n    return w @ d, jnp.outer(x, d)\n\n\
+                 g.defvjp(g_fwd, g_bwd)\n\n";
+    let programs = [
+        ("@jax.jit\ndef h(xs, w):\n    return jax.vmap(f)(xs), jax.vmap(g, in_axes=(0, None))(xs, w)\n", vec![
+            "custom_jvp_call[name=f] a ",
+            ":f32[3,2] = custom_vjp_call[name=g] a b ",
+        ]),
+        ("@jax.jit\ndef h(xs, w):\n    return jax.vmap(jax.grad(lambda x: jnp.sum(f(x))))(xs), jax.vmap(jax.grad(lambda x: jnp.sum(g(x, w))))(xs)\n", vec![
+            "custom_jvp_call[name=f] a ",
+            ":f32[3,4,2] = mul ",
+        ]),
+        ("@jax.jit\ndef h(xs, w):\n    return jax.grad(lambda x, w: jnp.sum(jax.vmap(f)(x)) + jnp.sum(jax.vmap(g, in_axes=(0, None))(x, w)), argnums=(0, 1))(xs, w)\n", vec![
+            "custom_jvp_call[name=f] a ",
+            ":f32[4,2] = reduce_sum[axes=(0,)] ",
+            ":f32[3,4] = cos a\n",
+        ]),
+    ];
+    for (body, parts) in programs {
+        let jaxpr = jaxpr_of(&format!("{rules}{body}\nh(jnp.ones((3, 4)), jnp.ones((4, 2)))\n"), "h");
+        assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+        for part in parts {
+            assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+        }
+    }
+}

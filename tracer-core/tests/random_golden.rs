@@ -273,3 +273,25 @@ fn vmap_over_keys_binds_the_prng_primitives_on_the_batch() {
         assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
     }
 }
+
+/// `vmap` of a draw with a mapped elementwise parameter (`minval`, `p`) binds one draw over a
+/// batch of keys, as JAX batches its sampler: an unmapped key broadcast so that every
+/// example draws from the same key (JAX's `random_bits` of an unbatched key), each mapped
+/// parameter broadcast to `(n, *shape)`. No `vmap` equation is left, and `check_ir` accepts
+/// every batched equation. Values: run/vmap_batched_random_params.py.
+#[test]
+fn vmap_of_a_draw_with_a_mapped_parameter_binds_one_draw() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(key, keys, lo, p):\n    \
+                  a = jax.vmap(lambda m: jax.random.uniform(key, (3,), minval=m))(lo)\n    \
+                  b = jax.vmap(lambda k, q: jax.random.bernoulli(k, q, (2,)))(keys, p)\n    \
+                  return a, b\n\n\
+                  f(jax.random.key(0), jax.random.split(jax.random.key(1), 4), jnp.arange(4.0), jnp.full((4,), 0.5))\n";
+    let config = AnalysisConfig { check_ir: true, ..Default::default() };
+    let a = analyze_file(&PathBuf::from("draw.py"), source, &NoFiles, &config);
+    assert!(a.ir_problems.is_empty(), "{:?}", a.ir_problems);
+    let jaxpr = &a.functions.iter().find(|f| f.name == "f").expect("f is traced").traces[0].jaxpr;
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in [":key<fry>[4] = broadcast_in_dim", ":f32[4,3] = random_uniform ", ":bool[4,2] = random_bernoulli b "] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

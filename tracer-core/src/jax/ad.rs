@@ -376,7 +376,7 @@ pub(super) fn forward_tangents(
 
 // ---------------------------------------------------------------------------------------
 // `custom_jvp`/`custom_vjp` calls: their markers are differentiated by the user's rules
-// (custom_rules.rs), never through the function's own equations before them.
+// (custom_rules/), never through the function's own equations before them.
 
 /// The replay of an active marker: the call's outputs under differentiation, with what the
 /// passes need kept on the tape.

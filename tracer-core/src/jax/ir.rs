@@ -222,7 +222,7 @@ pub enum Prim {
     /// A call of a `jax.custom_jvp`/`custom_vjp` function inside a trace, as a marker after the
     /// equations of the function's own body: inputs are the array leaves of its arguments, then
     /// those of its outputs; outputs are the latter, unchanged. Its derivative is the user's
-    /// rule (`custom_rules.rs`), never that of the body.
+    /// rule (`custom_rules/`), never that of the body.
     CustomJvpCall {
         call: Rc<super::custom_rules::CustomCall>,
     },

@@ -59,7 +59,7 @@ pub trait Block: BlockEq + std::fmt::Debug {
     /// The transpose rule: the cotangents of the `active` inputs from the outputs'.
     fn transpose(&self, interp: &mut Interp, ins: &[Rc<Array>], cts: &[Option<Rc<Array>>], active: &[bool]) -> Tangents;
     /// Whether the primitive is linear in the inputs flagged `active` together (a custom
-    /// JVP rule's tangent map must be: `custom_rules.rs`).
+    /// JVP rule's tangent map must be: `custom_rules/`).
     fn linear_in(&self, active: &[bool]) -> bool;
     /// Whether the block has a batching rule for these operands mapped (`mapped[i]`: operand
     /// `i` has a batch dimension). Without one (the default), a `vmap` whose function binds
@@ -311,8 +311,12 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
         Prim::Scan { .. } | Prim::While => return Batching::Loop,
-        // Nested vmap, the custom-derivative markers: none yet (docs/ARCHITECTURE.md says why).
-        Prim::Vmap { .. } | Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } | families::markers!() => false,
+        // The custom-derivative markers: one batched marker (`custom_rules/batching.rs`); not yet a
+        // `custom_vjp` one batched twice (nested `vmap`).
+        Prim::CustomJvpCall { .. } => true,
+        Prim::CustomVjpCall { call } => !crate::jax::custom_rules::batching::is_batched(call),
+        // Nested vmap: none yet (docs/ARCHITECTURE.md says why).
+        Prim::Vmap { .. } | families::markers!() => false,
     };
     if rule {
         Batching::Rule
@@ -334,7 +338,8 @@ pub(crate) fn batch(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &
         Prim::Linalg(op) => linalg::batching::batch_rule(interp, prim, *op, ins, dims),
         families::random!() => random::batch_rule(interp, prim, ins, dims),
         Prim::Block(b) => b.0.batch(interp, prim, ins, dims),
-        families::control_flow!() | families::calls!() | families::markers!() => Err(ad::no_rule_for(prim)),
+        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => crate::jax::custom_rules::batching::batch_rule(interp, prim, ins, dims),
+        families::control_flow!() | Prim::Pjit { .. } | Prim::Remat | families::markers!() => Err(ad::no_rule_for(prim)),
     }
 }
 

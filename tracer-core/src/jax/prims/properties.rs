@@ -66,7 +66,7 @@ pub fn props(prim: &Prim) -> Props {
         | Prim::RandomClone
         | Prim::Random { .. } => RANDOM,
         Prim::Pjit { .. } | Prim::Remat => CALL,
-        // The user's rules (custom_rules.rs).
+        // The user's rules (custom_rules/).
         Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => CALL,
         // Resolved by the replay instead (unrolled, one body per example), not a rule.
         Prim::Opaque(_) => Props { ad_rule: Some(false), ..CALL },

@@ -22,7 +22,7 @@ use crate::jax::prims::{self, Batching};
 type HashMap<K, V> = crate::interp::value::HashMap<K, V>;
 
 /// A value with its batch dimension.
-pub(super) type Batched = (Rc<Array>, BDim);
+pub(crate) type Batched = (Rc<Array>, BDim);
 
 /// Whether every equation of `jaxpr` applied to a mapped operand has a batching rule, when
 /// the inputs flagged in `mapped_invars` are mapped (a value computed from a mapped one is
@@ -115,7 +115,7 @@ fn cond_batchable(eqn: &Eqn, flags: &[bool]) -> bool {
 
 /// The outputs of `jaxpr` with their batch dimensions, from its constants and its inputs
 /// with theirs; `size` is the length of the mapped axis.
-pub(super) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched], args: &[Batched], size: usize) -> AdResult<Vec<Batched>> {
+pub(crate) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched], args: &[Batched], size: usize) -> AdResult<Vec<Batched>> {
     if consts.len() != jaxpr.constvars.len() || args.len() != jaxpr.invars.len() {
         return Err(AdError::NoRule("a vmap body whose inputs do not match its jaxpr".into()));
     }

@@ -486,7 +486,7 @@ fn call_jax_object_inner(interp: &mut Interp, o: &JaxObject, args: Vec<Value>, k
         JaxObject::Jacobian { fun, argnums, has_aux, kind } => autodiff::jacobian_call(interp, fun, argnums, *has_aux, kind, args, kwargs),
         JaxObject::Wrapped { fun, .. } => interp.call(fun, args, kwargs),
         JaxObject::CustomDerivative { fun, kind, rules, nondiff_argnums } => {
-            // Its rule, not its code, defines its derivative (`custom_rules.rs`).
+            // Its rule, not its code, defines its derivative (`custom_rules/`).
             let rules = rules.borrow().clone();
             let this = obj(JaxObject::CustomDerivative {
                 fun: fun.clone(),

@@ -697,8 +697,10 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             let words = keys.into_iter().flat_map(|k| bits(k, width, n));
             int_data(&out.shape, words.map(i128::from).collect())
         }
-        // A draw per key (its parameters the same for every key: `vmap` of a sampler whose
-        // key alone is mapped), one after another.
+        // A draw per key, one after another: its parameters the same for every key (`vmap` of
+        // a sampler whose key alone is mapped), but for an elementwise parameter of the keys'
+        // shape and the sample's, one row per key (`vmap` of a sampler with a mapped `minval`
+        // or `p`: `super::ELEMENTWISE_PARAMS`).
         Prim::Random { dist, shape, .. } => {
             let (keys, batch) = keys_of(ins.first()?)?;
             if batch.is_empty() {
@@ -706,9 +708,24 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             }
             let one = Aval::new(shape, out.dtype);
             let n: usize = shape.iter().product();
+            let per_key = super::ELEMENTWISE_PARAMS.contains(dist);
+            let full: Vec<usize> = batch.iter().chain(shape).copied().collect();
+            let mut flat_params = Vec::with_capacity(ins.len() - 1);
+            for p in &ins[1..] {
+                flat_params.push(match per_key && p.data.shape() == full.as_slice() {
+                    true => Some(p.data.to_shape(IxDyn(&[keys.len(), n])).ok()?.to_owned()),
+                    false => None,
+                });
+            }
             let mut values = Vec::with_capacity(size);
-            for k in keys {
-                values.extend(draw(dist, k, &ins[1..], &one, n)?.as_standard_layout().iter().copied());
+            for (i, k) in keys.into_iter().enumerate() {
+                let rows: Vec<Option<NdData>> = flat_params
+                    .iter()
+                    .map(|f| f.as_ref().and_then(|f| f.index_axis(Axis(0), i).to_shape(IxDyn(shape)).ok().map(|r| r.to_owned())))
+                    .collect();
+                let params: Vec<Input> =
+                    ins[1..].iter().zip(&rows).map(|(p, r)| Input { aval: p.aval, data: r.as_ref().unwrap_or(p.data) }).collect();
+                values.extend(draw(dist, k, &params, &one, n)?.as_standard_layout().iter().copied());
             }
             shaped(&out.shape, values)
         }

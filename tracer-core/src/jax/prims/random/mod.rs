@@ -101,14 +101,56 @@ pub fn wrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
 // `random_fold_in`; `random_wrap` with the batch dimension first), and so is a draw here,
 // which stands for JAX's sampler built on `random_bits`.
 
-/// Whether `vmap` has a rule for `prim` with these operands mapped: every PRNG primitive, and
-/// a draw whose key alone is mapped (one with a mapped parameter, `minval` or `logits`,
-/// keeps the per-example path).
+/// Whether `vmap` has a rule for `prim` with these operands mapped: every PRNG primitive, a
+/// draw whose key alone is mapped, and a draw whose parameters are elementwise (`minval`,
+/// `maxval`, `lower`, `upper`, `p`: [`ELEMENTWISE_PARAMS`]) with some of them mapped (one with
+/// mapped `logits` keeps the per-example path).
 pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
-    if let Prim::Random { .. } = prim {
-        return mapped.first() == Some(&true) && !mapped[1..].contains(&true);
+    if let Prim::Random { dist, .. } = prim {
+        let params_mapped = mapped.get(1..).is_some_and(|m| m.contains(&true));
+        return if params_mapped { ELEMENTWISE_PARAMS.contains(dist) } else { mapped.first() == Some(&true) };
     }
     matches!(prim, families::random!())
+}
+
+/// The draws whose parameters broadcast to the sample's shape, element by element: under
+/// `vmap` a mapped parameter is one value per example and sample (`kernels.rs` draws each
+/// key with its example's parameters).
+pub(crate) const ELEMENTWISE_PARAMS: [&str; 4] = ["uniform", "randint", "truncated_normal", "bernoulli"];
+
+/// A draw with a mapped parameter: one draw over a batch of keys (an unmapped key broadcast,
+/// so that every example draws from the same key, as JAX's unbatched `random_bits` does), each
+/// mapped parameter broadcast to `(n, *shape)`; the samples batched first.
+fn draw_with_mapped_params(interp: &mut Interp, prim: &Prim, shape: &[usize], ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    let n = super::batching::axis_size(ins, dims)?;
+    let (Some(key), Some(kd)) = (ins.first(), dims.first()) else { return Err(ad::no_rule_for(prim)) };
+    // One key per example: a typed key of shape (), or raw data of shape (2,).
+    let one_key = |a: &Aval, mapped: bool| key_batch(a).len() == usize::from(mapped);
+    if !one_key(&key.aval, kd.is_some()) {
+        return Err(ad::no_rule_for(prim));
+    }
+    let key = match kd {
+        Some(d) => moveaxis(interp, key, *d, 0)?,
+        None => super::batching::broadcast(interp, key, n, 0)?,
+    };
+    let mut operands = vec![key];
+    for (x, d) in ins[1..].iter().zip(&dims[1..]) {
+        operands.push(match d {
+            None => x.clone(),
+            Some(d) => {
+                let x = moveaxis(interp, x, *d, 0)?;
+                let rank = x.aval.ndim() - 1;
+                if rank > shape.len() {
+                    return Err(ad::no_rule_for(prim));
+                }
+                let full: Vec<usize> = std::iter::once(n).chain(shape.iter().copied()).collect();
+                let at: Vec<usize> = std::iter::once(0).chain(1 + shape.len() - rank..1 + shape.len()).collect();
+                ad::broadcast_in_dim(interp, &x, &full, &at)?
+            }
+        });
+    }
+    let outs = crate::jax::apply(interp, prim.clone(), &operands)?;
+    Ok(outs.into_iter().map(|o| (o, Some(0))).collect())
 }
 
 /// The batching rule of a PRNG primitive (asked where [`has_batch_rule`] says so): bound as
@@ -143,6 +185,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         }
         // Seeds are not keys: every axis of theirs is one of the keys'.
         Prim::RandomSeed { .. } => vectorized(interp, prim, ins, dims),
+        Prim::Random { shape, .. } if dims[1..].iter().any(Option::is_some) => draw_with_mapped_params(interp, prim, shape, ins, dims),
         Prim::RandomBits { .. } | Prim::RandomSplit { .. } | Prim::RandomUnwrap | Prim::RandomClone | Prim::Random { .. } => {
             let (key, d) = match (ins.first(), dims.first()) {
                 (Some(k), Some(Some(d))) => (k, *d),

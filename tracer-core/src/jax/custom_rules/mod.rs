@@ -24,8 +24,13 @@
 //! closing over a traced value, a traced `nondiff_argnums` argument) leaves the derivative
 //! through the call unknown.
 //!
+//! Under `vmap` the marker is batched as one marker over the batch and its rules are applied
+//! to every example (`custom_rules/batching.rs`).
+//!
 //! Size: `custom_jvp` and `custom_vjp` share the marker equation, the replay of the primals and the
 //! checks of a rule's structure.
+
+pub mod batching;
 
 use crate::jax::prims::families;
 use std::cell::Cell;
@@ -73,7 +78,7 @@ pub struct CustomCall {
     pub name: String,
     /// The custom function itself (`defjvps` calls it for the primal output, as JAX does).
     this: Value,
-    rules: Rules,
+    pub(super) rules: Rules,
     nondiff: Vec<usize>,
     /// The arguments and the output as called: their array leaves are replaced by the
     /// marker's inputs (and the cotangents) when a rule is applied.
@@ -84,6 +89,19 @@ pub struct CustomCall {
     /// The function's code read a traced value that is not one of its arguments: JAX raises
     /// an `UnexpectedTracerError` when differentiating it; here the derivative is unknown.
     closure: Cell<bool>,
+    /// The marker batched by `vmap` (`custom_rules/batching.rs`): its rules apply to each example.
+    pub(super) batch: Option<CallBatch>,
+}
+
+/// A marker batched by `vmap`: every mapped input and output has its batch dimension first.
+pub(super) struct CallBatch {
+    pub(super) size: usize,
+    /// Which of the marker's inputs are mapped.
+    pub(super) ins: Vec<bool>,
+    /// Which of its outputs are mapped.
+    pub(super) outs: Vec<bool>,
+    /// The marker one example sees (itself batched under a nested `vmap`).
+    pub(super) inner: Rc<CustomCall>,
 }
 
 impl CustomCall {
@@ -111,6 +129,23 @@ impl CustomCall {
     }
 }
 
+impl CustomCall {
+    /// This call batched by `vmap` (its inputs' and outputs' batch dimensions first).
+    pub(super) fn batched(self: &Rc<Self>, batch: CallBatch) -> Rc<CustomCall> {
+        Rc::new(CustomCall {
+            name: self.name.clone(),
+            this: self.this.clone(),
+            rules: self.rules.clone(),
+            nondiff: self.nondiff.clone(),
+            args: self.args.clone(),
+            out: self.out.clone(),
+            leaf_args: self.leaf_args.clone(),
+            closure: Cell::new(self.closure.get()),
+            batch: Some(batch),
+        })
+    }
+}
+
 impl std::fmt::Debug for CustomCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CustomCall({})", self.name)
@@ -133,6 +168,7 @@ impl CustomCall {
             out: Value::None,
             leaf_args: Vec::new(),
             closure: Cell::new(false),
+            batch: None,
         }
     }
 }
@@ -305,7 +341,8 @@ fn mark(interp: &mut Interp, m: Marked, eqn_counts: &[usize]) -> PyResult<Value>
         return Ok(out);
     }
     let n_in = in_leaves.len();
-    let call = Rc::new(CustomCall { name, this, rules, nondiff, args, out: out.clone(), leaf_args, closure: Cell::new(false) });
+    let call =
+        Rc::new(CustomCall { name, this, rules, nondiff, args, out: out.clone(), leaf_args, closure: Cell::new(false), batch: None });
     let prim = if let Prim::CustomVjpCall { .. } = prim {
         Prim::CustomVjpCall { call: call.clone() }
     } else {
@@ -320,7 +357,7 @@ fn mark(interp: &mut Interp, m: Marked, eqn_counts: &[usize]) -> PyResult<Value>
 }
 
 /// The array leaves of a pytree.
-fn array_leaves(interp: &mut Interp, v: &Value) -> PyResult<Vec<Rc<Array>>> {
+pub(super) fn array_leaves(interp: &mut Interp, v: &Value) -> PyResult<Vec<Rc<Array>>> {
     let mut leaves = Vec::new();
     super::api::flatten(interp, v, "", &mut leaves)?;
     Ok(leaves.into_iter().filter_map(|(_, l)| l.as_array().cloned()).collect())
@@ -405,6 +442,10 @@ pub enum Linearized {
     },
     /// A `custom_vjp` call: its primal inputs and what `fwd` returned as residuals.
     Vjp { call: Rc<CustomCall>, primals: Vec<Rc<Array>>, residuals: Value },
+    /// A batched `custom_vjp` call (`custom_rules/batching.rs`): its batched primal inputs, the
+    /// leaves of what `fwd` returned for every example with their batch dimensions, and the
+    /// residuals' tree as one example's `fwd` returned it.
+    BatchedVjp { call: Rc<CustomCall>, primals: Vec<Rc<Array>>, residuals: Vec<(Rc<Array>, Option<usize>)>, tree: Value },
     /// The derivative through this call is not modelled.
     Unknown(String),
 }
@@ -432,6 +473,18 @@ pub(super) fn linearize(
     if (0..n_in).any(|i| active[i] && call.nondiff.contains(&call.leaf_args[i])) {
         return unknown("a differentiated value passed as a nondiff_argnums argument");
     }
+    // Batched by `vmap`: the rules applied to every example (`custom_rules/batching.rs`).
+    if let Some(batch) = &call.batch {
+        let batched = match (&call.rules, vjp) {
+            (Rules::Vjp { .. }, true) => batching::linearize_vjp(interp, call, batch, ins, out_avals),
+            (Rules::Jvp(_) | Rules::Jvps(_) | Rules::Library(_), false) => batching::linearize_jvp(interp, batch, ins, active, out_avals),
+            _ => return unknown("a custom function without a rule of its kind"),
+        };
+        return match batched {
+            Err(AdError::NoRule(why)) => unknown(&why),
+            other => other,
+        };
+    }
     let args = primal_args(interp, call, &ins[..n_in])?;
     let result = match (&call.rules, vjp) {
         (Rules::Vjp { fwd, .. }, true) => {
@@ -454,13 +507,13 @@ pub(super) fn linearize(
 }
 
 /// The arguments of the call with their array leaves replaced by `leaves`, in order.
-fn primal_args(interp: &mut Interp, call: &CustomCall, leaves: &[Rc<Array>]) -> PyResult<Vec<Value>> {
+pub(super) fn primal_args(interp: &mut Interp, call: &CustomCall, leaves: &[Rc<Array>]) -> PyResult<Vec<Value>> {
     let replaced = super::api::replace_array_leaves(interp, &Value::tuple(call.args.clone()), &mut leaves.to_vec().into_iter())?;
     interp.iterate(&replaced)
 }
 
 /// Calls a user rule the way a traced function is called: not as the API running now.
-fn call_user(interp: &mut Interp, f: &Value, args: Vec<Value>) -> PyResult<Value> {
+pub(super) fn call_user(interp: &mut Interp, f: &Value, args: Vec<Value>) -> PyResult<Value> {
     let api = interp.jax.current_api.take();
     let r = interp.call(f, args, Vec::new());
     interp.jax.current_api = api;
@@ -468,7 +521,7 @@ fn call_user(interp: &mut Interp, f: &Value, args: Vec<Value>) -> PyResult<Value
 }
 
 /// The two items of a tuple or list of length 2.
-fn pair(interp: &mut Interp, v: &Value) -> PyResult<Option<[Value; 2]>> {
+pub(super) fn pair(interp: &mut Interp, v: &Value) -> PyResult<Option<[Value; 2]>> {
     if !matches!(v, Value::Tuple(_) | Value::List(_)) {
         return Ok(None);
     }
@@ -496,7 +549,7 @@ fn output_leaves(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Array
 }
 
 /// A rule's primal output as the marker's outputs (shapes checked, dtypes as declared).
-fn primal_outputs(interp: &mut Interp, v: &Value, avals: &[Aval]) -> AdResult<Option<Vec<Rc<Array>>>> {
+pub(super) fn primal_outputs(interp: &mut Interp, v: &Value, avals: &[Aval]) -> AdResult<Option<Vec<Rc<Array>>>> {
     let Some(leaves) = output_leaves(interp, v)? else { return Ok(None) };
     if leaves.len() != avals.len() || leaves.iter().zip(avals).any(|(l, a)| l.aval.shape != a.shape) {
         return Ok(None);
@@ -602,6 +655,22 @@ fn trace_jvp_rule(
         interp.jax.abort_trace();
         return Ok(Err("a custom_jvp rule whose output does not match the function's".into()));
     };
+    jvp_linearized(interp, trace_id, primal_leaves, tangent_leaves, slots, avals, out_avals)
+}
+
+/// The end of a `custom_jvp` rule's trace (`trace_id`, still open: it is popped here) whose
+/// tangent inputs are those of the marker's inputs `slots` (of avals `avals`): the primal
+/// outputs and the tangent map, linearized; `Err` says why the derivative is not modelled.
+#[allow(clippy::type_complexity)]
+pub(super) fn jvp_linearized(
+    interp: &mut Interp,
+    trace_id: Option<u32>,
+    primal_leaves: Vec<Rc<Array>>,
+    tangent_leaves: Vec<Rc<Array>>,
+    slots: Vec<usize>,
+    avals: Vec<Aval>,
+    out_avals: &[Aval],
+) -> AdResult<Result<(Vec<Rc<Array>>, Linearized), String>> {
     let mut all = primal_leaves.clone();
     all.extend(tangent_leaves.iter().cloned());
     let (jaxpr, consts) = interp.jax.pop_trace_with_consts(&all);
@@ -782,7 +851,6 @@ pub(super) fn transpose(
             }
         }
         Linearized::Vjp { call, primals, residuals } => {
-            let Rules::Vjp { bwd, .. } = &call.rules else { return Err(AdError::NoRule("a custom_vjp without bwd".into())) };
             let n_in = primals.len();
             let mut g_leaves = Vec::with_capacity(gs.len());
             for (g, o) in gs.iter().zip(&ins[n_in..]) {
@@ -791,47 +859,69 @@ pub(super) fn transpose(
                     None => ad::zeros(interp, &o.aval)?,
                 });
             }
-            let g_tree = super::api::replace_array_leaves(interp, &call.out, &mut g_leaves.into_iter())?;
-            let args = primal_args(interp, call, primals)?;
-            let mut bwd_args: Vec<Value> = call.nondiff.iter().filter_map(|&i| args.get(i).cloned()).collect();
-            bwd_args.push(residuals.clone());
-            bwd_args.push(g_tree);
-            let bwd = bwd.clone();
-            let result = call_user(interp, &bwd, bwd_args)?;
-            let entries = match &result {
-                Value::Tuple(_) | Value::List(_) => interp.iterate(&result)?,
-                _ => return Err(AdError::NoRule("a custom_vjp bwd that does not return a tuple".into())),
+            let in_avals: Vec<Aval> = ins.iter().map(|x| x.aval.clone()).collect();
+            cts = bwd_cotangents(interp, call, primals, residuals.clone(), g_leaves, &in_avals)?;
+        }
+        Linearized::BatchedVjp { call, primals, residuals, tree } => {
+            cts = batching::transpose_vjp(interp, call, primals, residuals, tree, ins, gs)?;
+        }
+    }
+    Ok(cts)
+}
+
+/// `bwd(*nondiff, residuals, g)` of a `custom_vjp` call at `primals` (its argument leaves)
+/// for the cotangents `g_leaves` of its outputs: the cotangent of each of the marker's
+/// inputs (`in_avals`), `None` where `bwd` gives `None` or for the function's own outputs.
+pub(super) fn bwd_cotangents(
+    interp: &mut Interp,
+    call: &CustomCall,
+    primals: &[Rc<Array>],
+    residuals: Value,
+    g_leaves: Vec<Rc<Array>>,
+    in_avals: &[Aval],
+) -> AdResult<Vec<Option<Rc<Array>>>> {
+    let Rules::Vjp { bwd, .. } = &call.rules else { return Err(AdError::NoRule("a custom_vjp without bwd".into())) };
+    let mut cts: Vec<Option<Rc<Array>>> = vec![None; in_avals.len()];
+    let n_in = primals.len();
+    let g_tree = super::api::replace_array_leaves(interp, &call.out, &mut g_leaves.into_iter())?;
+    let args = primal_args(interp, call, primals)?;
+    let mut bwd_args: Vec<Value> = call.nondiff.iter().filter_map(|&i| args.get(i).cloned()).collect();
+    bwd_args.push(residuals);
+    bwd_args.push(g_tree);
+    let bwd = bwd.clone();
+    let result = call_user(interp, &bwd, bwd_args)?;
+    let entries = match &result {
+        Value::Tuple(_) | Value::List(_) => interp.iterate(&result)?,
+        _ => return Err(AdError::NoRule("a custom_vjp bwd that does not return a tuple".into())),
+    };
+    let diff: Vec<usize> = (0..args.len()).filter(|i| !call.nondiff.contains(i)).collect();
+    if entries.len() != diff.len() {
+        return Err(AdError::NoRule("a custom_vjp bwd whose output does not match the arguments".into()));
+    }
+    for (&j, entry) in diff.iter().zip(&entries) {
+        if entry.is_none() {
+            continue;
+        }
+        let slots: Vec<usize> = (0..n_in).filter(|&i| call.leaf_args[i] == j).collect();
+        let mut arg_leaves = Vec::new();
+        super::api::flatten(interp, &args[j], "", &mut arg_leaves)?;
+        let mut ct_leaves = Vec::new();
+        super::api::flatten(interp, entry, "", &mut ct_leaves)?;
+        if arg_leaves.len() != ct_leaves.len() {
+            return Err(AdError::NoRule("a custom_vjp bwd whose output does not match the arguments".into()));
+        }
+        let picked: Vec<Value> =
+            arg_leaves.iter().zip(ct_leaves).filter(|((_, a), _)| a.as_array().is_some()).map(|(_, (_, c))| c).collect();
+        for (&slot, c) in slots.iter().zip(picked) {
+            let ct = match super::numpy::operand(interp, &c)? {
+                Operand::Array(a) => a,
+                Operand::Unknown => return Err(AdError::NoRule("an unknown cotangent".into())),
             };
-            let diff: Vec<usize> = (0..args.len()).filter(|i| !call.nondiff.contains(i)).collect();
-            if entries.len() != diff.len() {
+            let aval = &in_avals[slot];
+            if ct.aval.shape != aval.shape {
                 return Err(AdError::NoRule("a custom_vjp bwd whose output does not match the arguments".into()));
             }
-            for (&j, entry) in diff.iter().zip(&entries) {
-                if entry.is_none() {
-                    continue;
-                }
-                let slots: Vec<usize> = (0..n_in).filter(|&i| call.leaf_args[i] == j).collect();
-                let mut arg_leaves = Vec::new();
-                super::api::flatten(interp, &args[j], "", &mut arg_leaves)?;
-                let mut ct_leaves = Vec::new();
-                super::api::flatten(interp, entry, "", &mut ct_leaves)?;
-                if arg_leaves.len() != ct_leaves.len() {
-                    return Err(AdError::NoRule("a custom_vjp bwd whose output does not match the arguments".into()));
-                }
-                let picked: Vec<Value> =
-                    arg_leaves.iter().zip(ct_leaves).filter(|((_, a), _)| a.as_array().is_some()).map(|(_, (_, c))| c).collect();
-                for (&slot, c) in slots.iter().zip(picked) {
-                    let ct = match super::numpy::operand(interp, &c)? {
-                        Operand::Array(a) => a,
-                        Operand::Unknown => return Err(AdError::NoRule("an unknown cotangent".into())),
-                    };
-                    let aval = &ins[slot].aval;
-                    if ct.aval.shape != aval.shape {
-                        return Err(AdError::NoRule("a custom_vjp bwd whose output does not match the arguments".into()));
-                    }
-                    cts[slot] = Some(ad::with_aval(interp, ct, aval)?);
-                }
-            }
+            cts[slot] = Some(ad::with_aval(interp, ct, aval)?);
         }
     }
     Ok(cts)
@@ -842,7 +932,7 @@ pub(super) fn transpose(
 pub(super) fn jvp(interp: &mut Interp, lin: &Linearized, ins: &[Rc<Array>], ts: &[Option<Rc<Array>>]) -> AdResult<Vec<Option<Rc<Array>>>> {
     match lin {
         Linearized::Unknown(why) => Err(AdError::NoRule(why.clone())),
-        Linearized::Vjp { .. } => {
+        Linearized::Vjp { .. } | Linearized::BatchedVjp { .. } => {
             let message = "can't apply forward-mode autodiff (jvp) to a custom_vjp function.";
             Err(AdError::Raise(interp.raise("TypeError", Code::PythonException, message)))
         }
