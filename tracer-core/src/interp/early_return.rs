@@ -57,6 +57,20 @@ impl<'l> Interp<'l> {
         }
     }
 
+    /// Whether the running function (the frame at `frames.len()`) has a kept return.
+    pub fn keeps_early_return(&self) -> bool {
+        self.early_returns.last().is_some_and(|k| k.depth == self.frames.len())
+    }
+
+    /// Forgets the running function's kept return: the fork that kept it was not a choice
+    /// after all (AutoGraph's `if` on a tensor traces both branches, and one that raises
+    /// raises, whatever the other did).
+    pub fn forget_early_return(&mut self) {
+        if self.keeps_early_return() {
+            self.early_returns.pop();
+        }
+    }
+
     /// `slot` is about to be written by the path that went on: every function with a kept
     /// return records what its returned paths left there (the value now), once.
     pub(super) fn note_write_after_return(&mut self, slot: &Slot) {

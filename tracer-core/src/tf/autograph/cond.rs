@@ -38,6 +38,9 @@ pub struct PendingReturn {
     site: Option<Site>,
     /// Whether the `return` was in the main branch (else in the else branch).
     in_main: bool,
+    /// Whether the function had kept a return an unknown chose before this `if` (then the
+    /// fork's kept return is joined with it: not told apart if the rest raises).
+    kept_before: bool,
 }
 
 /// How one branch ended.
@@ -102,9 +105,22 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         crate::tf::guards::leave(i);
         out
     };
+    let kept_before = interp.keeps_early_return();
     let forked = interp.fork(|i| branch(i, true, body), |i| branch(i, false, orelse));
     let mut ends = ends.into_inner();
     if let Some(raised) = ends.iter_mut().find_map(|b| b.raised.take()) {
+        // Both branches are traced, so the raise happens even where the other branch
+        // returned: the fork kept that return as a way out of the function (as for a Python
+        // `if` on an unknown), which would drop the raise at the function's end.
+        if kept_before {
+            // Joined with an earlier kept return: not told apart here.
+            return Err(interp.stop_unknown("an AutoGraph if whose branch raises, after a return an unknown chose"));
+        }
+        interp.forget_early_return();
+        if ends.iter().any(|b| b.returned.is_some()) {
+            // Nor is it an exit an unknown dropped (see the pending return below).
+            interp.dropped_exits = interp.dropped_exits.saturating_sub(1);
+        }
         return Err(raised);
     }
     if ends.len() != 2 || ends.iter().any(|b| b.incomplete) {
@@ -128,9 +144,13 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         (Some(v), None) | (None, Some(v)) => {
             if scope::is_top_level(&def.body, stmt) {
                 let depth = interp.frames.len();
-                let pending = PendingReturn { depth, value: v.clone(), pred, site, in_main: main.returned.is_some() };
+                let pending = PendingReturn { depth, value: v.clone(), pred, site, in_main: main.returned.is_some(), kept_before };
                 interp.tf.autograph.pending_returns.push(pending);
             }
+            // The fork counted the branch's `return` as a way out an unknown chose (one
+            // dropped exit), which makes a loop around the call stop after this pass. Both
+            // branches are traced: the function's end joins the two ways (`function_ends`).
+            interp.dropped_exits = interp.dropped_exits.saturating_sub(1);
             return forked.map(|()| true);
         }
         (None, None) => {}
@@ -191,6 +211,15 @@ pub fn function_ends(interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
     let later = match ran {
         Ok(()) => None,
         Err(Flow::Return(v)) => Some(v),
+        // The rest of the function is the converted `if`'s other branch, traced whatever
+        // the tensor is: its raise happens (the fork kept the `return` as a way out).
+        Err(Flow::Raise(_)) if pending.kept_before => {
+            return Err(interp.stop_unknown("an AutoGraph if's other branch raises, after a return an unknown chose"));
+        }
+        Err(raised @ Flow::Raise(_)) => {
+            interp.forget_early_return();
+            return Err(raised);
+        }
         Err(other) => return Err(other),
     };
     // The statement as the reproducer writes it: its branch returns, the other goes on to
