@@ -193,6 +193,18 @@ impl<'l> Interp<'l> {
         }
     }
 
+    /// The last fork ended with one path left by `return` and the other going on, and both
+    /// were taken (AutoGraph traces both branches of an `if` on a tensor): the return was no
+    /// way out an unknown chose. It no longer counts as an exit the fork dropped (a loop
+    /// around the call would take this pass for the passes after it); with `forget`, the
+    /// return kept for the function's end goes too (the other path raised: the raise happens).
+    pub fn both_paths_taken(&mut self, forget: bool) {
+        self.dropped_exits = self.dropped_exits.saturating_sub(1);
+        if forget {
+            self.forget_early_return();
+        }
+    }
+
     /// Runs `first` and `second` as the two paths an unknown chooses between, each from the
     /// state before this call, and leaves the join of what they bound.
     pub fn fork(&mut self, first: impl FnOnce(&mut Self) -> PyResult<()>, second: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<()> {

@@ -116,10 +116,8 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
             // Joined with an earlier kept return: not told apart here.
             return Err(interp.stop_unknown("an AutoGraph if whose branch raises, after a return an unknown chose"));
         }
-        interp.forget_early_return();
         if ends.iter().any(|b| b.returned.is_some()) {
-            // Nor is it an exit an unknown dropped (see the pending return below).
-            interp.dropped_exits = interp.dropped_exits.saturating_sub(1);
+            interp.both_paths_taken(true);
         }
         return Err(raised);
     }
@@ -147,10 +145,9 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
                 let pending = PendingReturn { depth, value: v.clone(), pred, site, in_main: main.returned.is_some(), kept_before };
                 interp.tf.autograph.pending_returns.push(pending);
             }
-            // The fork counted the branch's `return` as a way out an unknown chose (one
-            // dropped exit), which makes a loop around the call stop after this pass. Both
-            // branches are traced: the function's end joins the two ways (`function_ends`).
-            interp.dropped_exits = interp.dropped_exits.saturating_sub(1);
+            // Both branches are traced: the function's end joins the two ways
+            // (`function_ends`), not the fork's kept return.
+            interp.both_paths_taken(false);
             return forked.map(|()| true);
         }
         (None, None) => {}
