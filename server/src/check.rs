@@ -55,6 +55,9 @@ enum Shown {
 /// Analyses one file, in values mode when `values` (`check --values`), making reproducers as
 /// `repro` asks; a panic inside the engine becomes an internal-error finding.
 fn analyze_path_with(path: &Path, project: &Config, values: bool, repro: &ReproOptions, shown: Shown) -> Result<FileAnalysis, String> {
+    if let Some(why) = crate::files::notebook_refusal(path) {
+        return Err(why);
+    }
     let text = read_source(path).ok_or_else(|| format!("{}: cannot read the file", path.display()))?;
     analyze_source(path, &text, project, values, repro, shown)
 }

@@ -31,11 +31,28 @@ impl SourceLoader for FsLoader {
 
 const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "__pycache__", "venv", ".venv", "site-packages", "build", "dist"];
 
-/// Every `.py` file under `paths`, sorted; hidden and environment folders are skipped.
+/// Why `path` is not analysed, when it is a Jupyter notebook: its text is JSON, and read as
+/// Python it would give findings about the JSON (`null` is not defined).
+pub fn notebook_refusal(path: &Path) -> Option<String> {
+    let notebook = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+    notebook.then(|| {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        format!(
+            "{}: a Jupyter notebook; tracelens analyses Python source files (export it with `jupyter nbconvert --to script {name}` and analyse the script)",
+            path.display()
+        )
+    })
+}
+
+/// Every `.py` file under `paths`, sorted; hidden and environment folders are skipped. A
+/// notebook named on its own is refused (a folder's notebooks are skipped).
 pub fn python_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_file() {
+            if let Some(why) = notebook_refusal(p) {
+                return Err(why);
+            }
             out.push(p.clone());
         } else if p.is_dir() {
             walk(p, &mut out);

@@ -32,6 +32,10 @@ pub fn run_program(file: PathBuf, args: Vec<String>, options: RunOptions, color:
         eprintln!("error: {}: no such file", file.display());
         return ExitCode::from(2);
     }
+    if let Some(why) = crate::files::notebook_refusal(&file) {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     // Python names the main script by its absolute path in tracebacks.
     let path = std::path::absolute(&file).unwrap_or(file.clone());
     let Some(text) = read_source(&path) else {

@@ -42,6 +42,30 @@ fn check_exit_codes() {
 }
 
 #[test]
+fn a_notebook_is_refused_with_how_to_check_it_not_read_as_python() {
+    // Read as Python, a notebook's JSON gave `NameError: name 'null' is not defined`.
+    let dir = temp_dir("notebook");
+    let notebook = r#"{"cells": [{"cell_type": "code", "execution_count": null, "metadata": {}, "outputs": [],
+  "source": ["import jax\n", "x = jax.numpy.ones(3)\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+    write(&dir, "explore.ipynb", notebook);
+    write(&dir, "clean.py", CLEAN);
+    for command in [&["check", "explore.ipynb"][..], &["trace", "explore.ipynb"], &["run", "explore.ipynb"]] {
+        let out = tracelens().current_dir(&dir).args(command).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("explore.ipynb: a Jupyter notebook") && stderr.contains("jupyter nbconvert --to script"),
+            "{command:?}: {stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("NameError"), "{command:?}");
+    }
+    // A folder's notebooks are not Python files: its scripts are checked, the notebook skipped.
+    let folder = tracelens().current_dir(&dir).args(["check", "."]).output().expect("run");
+    assert_eq!(folder.status.code(), Some(0), "{}", String::from_utf8_lossy(&folder.stdout));
+    assert!(String::from_utf8_lossy(&folder.stdout).contains("Checked 1 file"));
+}
+
+#[test]
 fn text_output_has_a_code_frame_and_no_colour_when_piped() {
     let dir = temp_dir("text");
     write(&dir, "buggy.py", BUGGY);
