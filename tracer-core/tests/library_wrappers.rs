@@ -3,33 +3,10 @@
 //! arguments: a model from a loader it does not model, a batch of an unknown dataset, a
 //! `functools.partial` holding either. What is reported is what does not depend on them.
 
-use std::path::PathBuf;
+#[path = "common/in_memory.rs"]
+mod in_memory;
 
-use tracer_core::interp::SourceLoader;
-use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
-
-struct NoFiles;
-
-impl SourceLoader for NoFiles {
-    fn read(&self, _: &std::path::Path) -> Option<std::rc::Rc<str>> {
-        None
-    }
-}
-
-fn analyze(source: &str) -> FileAnalysis {
-    let config = AnalysisConfig { search_roots: vec![PathBuf::from("/project")], ..Default::default() };
-    analyze_file(&PathBuf::from("/project/main.py"), source, &NoFiles, &config)
-}
-
-/// `line code` of every finding, TL900 included (a budget stop is what these tests guard).
-fn findings(analysis: &FileAnalysis) -> Vec<String> {
-    analysis.diagnostics.iter().map(|(d, loc, _)| format!("{} {}", loc.line, d.code.as_str())).collect()
-}
-
-/// `name:def line traces` of every traced function.
-fn traced(analysis: &FileAnalysis) -> Vec<String> {
-    analysis.functions.iter().map(|f| format!("{}:{} {}", f.name, f.location.line, f.traces.len())).collect()
-}
+use in_memory::{analyze, findings, traced};
 
 #[test]
 fn nnx_jit_traces_the_step_when_the_model_comes_from_an_unmodelled_loader() {

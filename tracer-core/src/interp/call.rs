@@ -122,10 +122,13 @@ impl<'l> Interp<'l> {
         let scope = Rc::new(Scope { parent: Some(f.closure.clone()), ..Default::default() });
         self.bind_arguments(f, &scope, args, kwargs)?;
         self.note_parameters(f, &scope);
-        if f.def.is_generator {
-            return self.run_generator(f, scope);
-        }
-        self.run_body(f, scope)
+        let returns = self.dropped_returns;
+        let result = if f.def.is_generator { self.run_generator(f, scope) } else { self.run_body(f, scope) };
+        // A `return` an unknown chose left this function only: a loop in the caller goes on.
+        let own = self.dropped_returns.saturating_sub(returns);
+        self.dropped_exits = self.dropped_exits.saturating_sub(own);
+        self.dropped_returns = returns;
+        result
     }
 
     pub(crate) fn bind_arguments(&mut self, f: &Function, scope: &Rc<Scope>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<()> {

@@ -122,50 +122,63 @@ impl<'l> Interp<'l> {
                     Err(flow) => return Err(flow),
                 }
             }
-            StmtKind::While { test, body, orelse } => loop {
-                self.tick()?;
-                match self.test(ctx, test, "while") {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.exec_block(ctx, orelse)?;
-                        break;
+            StmtKind::While { test, body, orelse } => {
+                let mut watch = self.watch_loop();
+                loop {
+                    self.tick()?;
+                    match self.test(ctx, test, "while") {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            self.exec_block(ctx, orelse)?;
+                            break;
+                        }
+                        Err(flow)
+                            if self.autograph_handles(&flow, |i, pred| {
+                                crate::interp::model::tf::autograph::while_stmt(i, ctx, stmt, pred)
+                            })? =>
+                        {
+                            break
+                        }
+                        Err(flow) if self.is_unknown_stop(&flow) => {
+                            self.note_went_past(&flow, "the `while` body analysed once more");
+                            self.loop_over_unknown(ctx, None, body)?;
+                            break;
+                        }
+                        Err(flow) => return Err(flow),
                     }
-                    Err(flow)
-                        if self
-                            .autograph_handles(&flow, |i, pred| crate::interp::model::tf::autograph::while_stmt(i, ctx, stmt, pred))? =>
-                    {
-                        break
+                    let (exits, went_past) = (self.dropped_exits, self.went_past);
+                    let (mark, ran, written) = self.watched_pass(ctx, body, watch.as_mut());
+                    // A `while` whose pass went past an unknown may end on it: `while True:`
+                    // over a data iterator would otherwise run to the budget.
+                    let cut_short = self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past);
+                    let goes_on = matches!(ran, Ok(()) | Err(Flow::Continue));
+                    let repeats = goes_on && !cut_short && watch.as_mut().is_some_and(|w| self.pass_repeats(w)) && written.is_some();
+                    self.end_loop_pass(mark, (cut_short || repeats) && goes_on);
+                    match ran {
+                        Ok(()) | Err(Flow::Continue) => {}
+                        Err(Flow::Break) => break,
+                        Err(other) => return Err(other),
                     }
-                    Err(flow) if self.is_unknown_stop(&flow) => {
-                        self.note_went_past(&flow, "the `while` body analysed once more");
+                    if repeats {
+                        // The passes only call what is traced: one more stands for the rest
+                        // (`loop_summary.rs`).
+                        self.summarise_loop(written.unwrap_or_default());
                         self.loop_over_unknown(ctx, None, body)?;
                         break;
                     }
-                    Err(flow) => return Err(flow),
-                }
-                let (exits, went_past) = (self.dropped_exits, self.went_past);
-                let (mark, ran) = self.loop_pass(ctx, body);
-                // A `while` whose pass went past an unknown may end on it: `while True:`
-                // over a data iterator would otherwise run to the budget.
-                let cut_short = self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past);
-                self.end_loop_pass(mark, cut_short && matches!(ran, Ok(()) | Err(Flow::Continue)));
-                match ran {
-                    Ok(()) | Err(Flow::Continue) => {}
-                    Err(Flow::Break) => break,
-                    Err(other) => return Err(other),
-                }
-                if cut_short {
-                    // `while True:` with no `break` is left only by the `return` or `raise`
-                    // an unknown chose: what follows it never runs, and the function's
-                    // result is that `return`'s, which this path does not hold.
-                    if self.dropped_exits != exits && ctx.scope.is_some() && never_falls_out(test, body) {
-                        return Err(Flow::Return(Value::opaque("the result of a `while True:` loop an unknown leaves")));
+                    if cut_short {
+                        // `while True:` with no `break` is left only by the `return` or `raise`
+                        // an unknown chose: what follows it never runs, and the function's
+                        // result is that `return`'s, which this path does not hold.
+                        if self.dropped_exits != exits && ctx.scope.is_some() && never_falls_out(test, body) {
+                            return Err(Flow::Return(Value::opaque("the result of a `while True:` loop an unknown leaves")));
+                        }
+                        // An unknown chose between going on and leaving the loop: this pass
+                        // stands for the passes after it.
+                        break;
                     }
-                    // An unknown chose between going on and leaving the loop: this pass
-                    // stands for the passes after it.
-                    break;
                 }
-            },
+            }
             StmtKind::For { target, iter, body, orelse } => {
                 let it = match self.eval(ctx, iter).and_then(|v| {
                     self.set_span(iter.span);
@@ -361,6 +374,7 @@ impl<'l> Interp<'l> {
 
     /// The iterations of a `for` loop; whether it ended with `break`.
     fn exec_for_items(&mut self, ctx: &Ctx, target: &Expr, iter_span: ast::Span, it: &Value, body: &[Stmt]) -> PyResult<bool> {
+        let mut watch = self.watch_loop();
         loop {
             self.tick()?;
             self.set_span(iter_span);
@@ -378,9 +392,11 @@ impl<'l> Interp<'l> {
             crate::interp::model::numerics::loop_next(self);
             self.assign(ctx, target, item)?;
             let exits = self.dropped_exits;
-            let (mark, ran) = self.loop_pass(ctx, body);
+            let (mark, ran, written) = self.watched_pass(ctx, body, watch.as_mut());
             let cut_short = self.dropped_exits != exits;
-            self.end_loop_pass(mark, cut_short && matches!(ran, Ok(()) | Err(Flow::Continue)));
+            let goes_on = matches!(ran, Ok(()) | Err(Flow::Continue));
+            let repeats = goes_on && !cut_short && watch.as_mut().is_some_and(|w| self.pass_repeats(w)) && written.is_some();
+            self.end_loop_pass(mark, (cut_short || repeats) && goes_on);
             match ran {
                 Ok(()) | Err(Flow::Continue) => {}
                 Err(Flow::Break) => return Ok(true),
@@ -391,7 +407,35 @@ impl<'l> Interp<'l> {
                 // for the passes after it.
                 return Ok(true);
             }
+            if repeats {
+                // The passes only call what is traced: one with the element unknown stands
+                // for the rest (`loop_summary.rs`).
+                self.summarise_loop(written.unwrap_or_default());
+                self.summary_pass(|i| i.loop_over_unknown(ctx, Some(target), body))?;
+                return Ok(true);
+            }
         }
+    }
+
+    /// One pass of a loop body, its writes logged when it may be the last one walked of a
+    /// summarised loop (`loop_summary.rs`).
+    fn watched_pass(
+        &mut self,
+        ctx: &Ctx,
+        body: &[Stmt],
+        watch: Option<&mut super::loop_summary::LoopWatch>,
+    ) -> (usize, PyResult<()>, Option<Vec<(super::fork::Slot, Option<Value>)>>) {
+        let Some(watch) = watch else {
+            let (mark, ran) = self.loop_pass(ctx, body);
+            return (mark, ran, None);
+        };
+        self.watch_pass(watch);
+        if !self.logs_next_pass(watch) {
+            let (mark, ran) = self.loop_pass(ctx, body);
+            return (mark, ran, None);
+        }
+        let ((mark, ran), written) = self.run_pass_logged(|i| i.loop_pass(ctx, body));
+        (mark, ran, Some(written))
     }
 
     /// Whether AutoGraph staged the statement whose test (or iterable) stopped with `flow`

@@ -200,6 +200,7 @@ impl<'l> Interp<'l> {
     /// return kept for the function's end goes too (the other path raised: the raise happens).
     pub fn both_paths_taken(&mut self, forget: bool) {
         self.dropped_exits = self.dropped_exits.saturating_sub(1);
+        self.dropped_returns = self.dropped_returns.saturating_sub(1);
         if forget {
             self.forget_early_return();
         }
@@ -272,6 +273,9 @@ impl<'l> Interp<'l> {
                 if !matches!(flow, Flow::Continue) {
                     self.dropped_exits += 1;
                 }
+                if matches!(flow, Flow::Return(_)) {
+                    self.dropped_returns += 1;
+                }
                 match &flow {
                     Flow::Return(value) => self.keep_early_return(value.clone(), left_state),
                     Flow::Break | Flow::Continue => self.keep_loop_exit(left_state),
@@ -288,6 +292,13 @@ impl<'l> Interp<'l> {
     /// Runs `path`, which certainly runs, logging the slots it writes; returns its result
     /// and those slots. Enclosing paths see the writes as theirs.
     pub fn run_logged<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> (T, Vec<Slot>) {
+        let (out, writes) = self.run_logged_with_before(path);
+        (out, writes.into_iter().map(|(slot, _)| slot).collect())
+    }
+
+    /// Runs `path`, which certainly runs, logging each slot it writes with its value before
+    /// (`loop_summary.rs` widens them). Enclosing paths see the writes as theirs.
+    pub(super) fn run_logged_with_before<T>(&mut self, path: impl FnOnce(&mut Self) -> T) -> (T, Vec<(Slot, Option<Value>)>) {
         self.fork_logs.push(WriteLog::certain());
         let out = path(self);
         let log = self.fork_logs.pop().unwrap_or_default();
@@ -296,7 +307,7 @@ impl<'l> Interp<'l> {
                 outer.note_before(slot, before);
             }
         }
-        (out, log.writes.into_iter().map(|(slot, _)| slot).collect())
+        (out, log.writes)
     }
 
     /// Runs `path` and puts back every slot it wrote (a pass whose effects do not count).

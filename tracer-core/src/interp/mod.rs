@@ -19,6 +19,7 @@ mod global_decls;
 pub mod int_math;
 mod kept_state;
 mod loop_exits;
+mod loop_summary;
 pub mod memory;
 pub(crate) mod model;
 pub mod modules;
@@ -186,6 +187,8 @@ pub struct Interp<'l> {
     steps: u64,
     /// Loops over an unknown being run (once, for an unknown number of iterations).
     pub unknown_loops: u32,
+    /// Passes running that stand for the passes of a summarised loop (`loop_summary.rs`).
+    pub summary_passes: u32,
     /// Inside the branch of an `if` that sets the attribute its test reads (`once_guard.rs`):
     /// it runs once whether traced or not, so its outer mutations are not TL202.
     pub once_guarded: u32,
@@ -255,6 +258,9 @@ pub struct Interp<'l> {
     /// How many times a fork went on along one path while the other left a loop or a
     /// function (`break`, `return`, an exception): a loop pass that raised it is the last.
     pub dropped_exits: u64,
+    /// Of those, the `return`s: one leaves its own function only, so a call takes those
+    /// its body dropped back out (a loop around the call goes on).
+    pub dropped_returns: u64,
     /// The depth of the outermost user frame that went on past an unknown along one path
     /// (`fork.rs`): it and the frames it calls run conditionally.
     pub conditional_from: Option<usize>,
@@ -384,6 +390,7 @@ impl<'l> Interp<'l> {
             budgets,
             steps: 0,
             unknown_loops: 0,
+            summary_passes: 0,
             once_guarded: 0,
             unsized_containers: Default::default(),
             loop_depth: 0,
@@ -412,6 +419,7 @@ impl<'l> Interp<'l> {
             abstract_unknowns: true,
             fork_logs: Vec::new(),
             dropped_exits: 0,
+            dropped_returns: 0,
             conditional_from: None,
             went_past: 0,
             unknown_recursion: Vec::new(),

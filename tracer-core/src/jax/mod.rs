@@ -270,19 +270,17 @@ pub struct JaxState {
     /// Traced bodies of scan/cond/while/fori, cached on function identity and input types.
     pub body_cache: Vec<api::BodyCacheEntry>,
     pub config: DTypeConfig,
-    /// An operation on NumPy arrays only is running: NumPy computes it at once, also inside
-    /// a `jit` (a sinusoidal table built with `np` in a flax initializer is a constant).
+    /// An operation on NumPy arrays only is running: NumPy computes it at once, also in a `jit`.
     pub numpy_eager: bool,
     /// (file, call expression span, callee span) of the calls being evaluated, innermost last.
     pub call_spans: Vec<(crate::interp::FileId, crate::syntax::ast::Span, crate::syntax::ast::Span)>,
     /// Containers and iterators created inside staging traces: identity -> staging depth.
     born: HashMap<usize, (usize, Value)>,
     pub effects: effects::EffectState,
-    /// JAX's class of the tracers of each trace that has ended, and its record, by id: a
-    /// tracer that leaks out of one is named after it (`LinearizeTracer` for `grad`).
+    /// JAX's tracer class of each ended trace and its record, by id (a leaked tracer is named so).
     ended: HashMap<u32, (&'static str, usize)>,
-    /// Compare the avals every `bind` is given with its primitive's rule (`prims/`), also
-    /// outside traces (`AnalysisConfig::check_ir`; the tests turn it on).
+    /// Compare the avals every `bind` is given with its primitive's rule (`prims/`), also outside
+    /// traces (`AnalysisConfig::check_ir`; the tests turn it on).
     pub check_rules: bool,
     /// The mismatches `check_rules` found.
     pub rule_problems: Vec<String>,
@@ -291,6 +289,8 @@ pub struct JaxState {
     pub differentiated: Option<Vec<usize>>,
     /// Eager binds recorded for a TensorFlow tape (`eager_log.rs`).
     pub eager_log: Option<eager_log::EagerLog>,
+    /// Calls of jitted functions and `tf.function`s so far (`interp/loop_summary.rs`).
+    pub staged_calls: u64,
 }
 
 impl JaxState {

@@ -297,6 +297,7 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
         interp.called.insert(Rc::as_ptr(&fun.def) as usize);
     }
     interp.jax.jitted[f.info].calls += 1;
+    interp.jax.staged_calls += 1;
     let (args, kwargs) = super::concrete::bind(f, args, kwargs);
     let Some((key, tensors)) = find_key(interp, f, &args, &kwargs, false)? else {
         return trace_unknown(interp, f, args, kwargs);
@@ -724,6 +725,10 @@ fn output_template(out: &Value, arrays: &mut Vec<Rc<Array>>) -> Option<Value> {
 fn trace_unknown(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
     let site = interp.site();
     let unknown = Value::opaque("the result of a tf.function called with arguments tracelens does not know");
+    // A summarised loop's last pass stands for calls that hit the cache (`loop_summary.rs`).
+    if interp.summary_passes > 0 && interp.jax.traced_before(fun_def_site(&f.fun)) {
+        return Ok(unknown);
+    }
     if !interp.jax.traced_with_unknowns.insert((f.info, site)) {
         return Ok(unknown);
     }

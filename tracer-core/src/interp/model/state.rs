@@ -61,6 +61,18 @@ pub(crate) fn tracer_class_of(interp: &Interp, trace: u32) -> &'static str {
     interp.jax.tracer_class_of(trace)
 }
 
+/// Calls of jitted functions and `tf.function`s so far, traced or not.
+#[inline]
+pub(crate) fn staged_calls(interp: &Interp) -> u64 {
+    interp.jax.staged_calls
+}
+
+/// Traces recorded so far (jit, `tf.function`, and the transformations' bodies).
+#[inline]
+pub(crate) fn traces_recorded(interp: &Interp) -> usize {
+    interp.jax.records.len()
+}
+
 /// Whether a jit trace is being recorded for the editor's memo of traces.
 #[inline]
 pub(crate) fn memo_recording(interp: &Interp) -> bool {

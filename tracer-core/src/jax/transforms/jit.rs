@@ -223,6 +223,7 @@ fn binds_trivially(f: &crate::interp::value::Function, n_args: usize, no_kwargs:
 }
 
 pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
+    interp.jax.staged_calls += 1;
     // The program called it, even if the call raises before any trace (an unhashable static
     // argument): the route for what nothing called (`entry_staged.rs`) must not trace it.
     if let Value::Function(f) = super::trace::unwrapped(&j.fun).unwrap_or_else(|| j.fun.clone()) {
@@ -479,6 +480,11 @@ fn trace_with_unknown_arguments(
 ) -> PyResult<Value> {
     let unknown = || Value::opaque("the result of a jitted call on unknown arguments");
     let site = interp.site();
+    // A summarised loop's last pass stands for calls that hit the cache of a function the
+    // loop traced: not traced again on the unknowns that pass has (`loop_summary.rs`).
+    if interp.summary_passes > 0 && interp.jax.traced_before(jit_def_site(&j.fun)) {
+        return Ok(cache_hit_of_unknown_values(interp, j, site).unwrap_or_else(unknown));
+    }
     if !interp.jax.traced_with_unknowns.insert((j.info, site)) {
         return Ok(unknown());
     }
@@ -501,6 +507,22 @@ fn trace_with_unknown_arguments(
         }
         Err(flow) => Err(flow),
     }
+}
+
+/// What a call that hits the cache entry traced at `site` (else the latest) returns, its
+/// arrays of the entry's avals with their values unknown: in a summarised loop's last pass,
+/// the call stands for the cache hits of the passes after those walked.
+fn cache_hit_of_unknown_values(interp: &mut Interp, j: &Rc<Jitted>, site: Option<Site>) -> Option<Value> {
+    let entries = &interp.jax.jitted[j.info].entries;
+    let entry = entries.iter().rev().find(|e| e.call_site == site).or(entries.last())?;
+    let (out_tree, static_out, outputs) = (entry.out_tree.clone(), entry.static_out.clone(), entry.outputs.clone());
+    let mut arrays = outputs.into_iter().map(|aval| Value::Array(Array::unknown(aval, "the result of a jitted call in a summarised loop")));
+    let leaves: Vec<Value> = if static_out.is_empty() {
+        arrays.collect()
+    } else {
+        static_out.into_iter().map(|s| s.or_else(|| arrays.next()).unwrap_or(Value::None)).collect()
+    };
+    unflatten(interp, &out_tree, &mut leaves.into_iter()).ok()
 }
 
 fn trace_jit_body(

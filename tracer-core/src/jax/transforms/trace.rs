@@ -393,6 +393,11 @@ pub(super) enum TracedOutput {
 }
 
 impl crate::jax::JaxState {
+    /// Whether the function defined at `def_site` has been traced (jit, `tf.function`).
+    pub fn traced_before(&self, def_site: Option<Site>) -> bool {
+        def_site.is_some() && self.records.iter().any(|r| r.def_site == def_site)
+    }
+
     /// Ends the innermost trace, without outputs, because `e` left its body: an exception
     /// makes it a trace that raised; a stop (an unknown, a budget, the program's end) one
     /// whose outputs are not known, which is what `trace` and hover then say.
