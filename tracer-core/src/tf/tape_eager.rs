@@ -109,6 +109,9 @@ pub struct Computed {
     reached: HashSet<usize>,
     reads: Vec<(Rc<Variable>, Rc<Array>)>,
     assigned: Vec<Rc<Variable>>,
+    /// The sources the target reaches only as the params of `tf.gather`
+    /// (`tape_gradient::gathered_only`).
+    gathered: HashSet<usize>,
 }
 
 impl Computed {
@@ -132,6 +135,19 @@ impl Computed {
         }
         let aval = v.value.borrow().aval.clone().weak(false);
         ad::with_aval(interp, sum?, &aval).ok().map(Some)
+    }
+
+    /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
+    /// target reaches is read only by `tf.gather`.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
+        let mut reached =
+            self.reads.iter().filter(|(r, read)| Rc::ptr_eq(r, v) && self.reached.contains(&(Rc::as_ptr(read) as usize))).peekable();
+        reached.peek().is_some() && reached.all(|(_, read)| self.gathered.contains(&(Rc::as_ptr(read) as usize)))
+    }
+
+    /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
+        self.gathered.contains(&(Rc::as_ptr(a) as usize))
     }
 
     /// The gradient with respect to a watched tensor, when it is known.
@@ -182,11 +198,13 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
         return None;
     }
     let reached = reached(&jaxpr, &sources);
+    let gathered =
+        super::tape_gradient::gathered_only(&jaxpr, sources.len()).into_iter().map(|i| Rc::as_ptr(&sources[i]) as usize).collect();
     let saved = interp.jax.eager_log.take();
     let cts = differentiate(interp, Rc::new(jaxpr), &consts, &sources);
     interp.jax.eager_log = saved;
     let cts = sources.iter().zip(cts?).filter_map(|(s, ct)| Some((Rc::as_ptr(s) as usize, ct?))).collect();
-    Some(Computed { cts, reached, reads, assigned })
+    Some(Computed { cts, reached, reads, assigned, gathered })
 }
 
 /// The sources (the jaxpr's invars, in order) that its equations or its output read.
