@@ -225,7 +225,7 @@ impl Computed {
     fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
         match self {
             Computed::Graph(c) => c.of_tensor(interp, a),
-            Computed::Eager(c) => c.of_tensor(interp, a).map(Some),
+            Computed::Eager(c) => c.of_tensor(interp, a),
         }
     }
 
