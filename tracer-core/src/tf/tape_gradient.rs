@@ -135,12 +135,10 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
 /// and a sum of them is one too; any other use makes it dense.
 pub(super) fn gathered_only(jaxpr: &Jaxpr, sources: usize) -> Vec<usize> {
     use crate::jax::ir::{IndexItem, IndexMode};
-    let is_take = |prim: &Prim| match prim {
-        Prim::Gather { mode: IndexMode::FillOrDrop, fill_value: Some(_), index } => {
-            matches!(index.first(), Some(IndexItem::Array))
-                && index[1..].iter().all(|item| matches!(item, IndexItem::Slice { start: 0, step: 1, .. }))
-        }
-        _ => false,
+    let is_take = |prim: &Prim| {
+        let Prim::Gather { mode: IndexMode::FillOrDrop, fill_value: Some(_), index } = prim else { return false };
+        matches!(index.first(), Some(IndexItem::Array))
+            && index[1..].iter().all(|item| matches!(item, IndexItem::Slice { start: 0, step: 1, .. }))
     };
     let mut out = Vec::new();
     for (i, (var, _)) in jaxpr.invars.iter().take(sources).enumerate() {
