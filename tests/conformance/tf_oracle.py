@@ -17,7 +17,10 @@ How each field is observed:
   Python function (unwrapped to the fixture's own), the fixture line that called it, the
   argument and output TensorSpecs as avals (`f32[2,3]`, `f32[?,3]` for a `None`
   dimension) and whether tracing raised, and the concrete function's `input_parameters`
-  as `pretty_printed_concrete_signatures()` prints them (name, kind, type).
+  as `pretty_printed_concrete_signatures()` prints them (name, kind, type). A trace begun
+  inside a running trace of the same function (a recursive tf.function, which TensorFlow
+  traces again at each level until Python's recursion limit: a number that depends on the
+  stack, not on the program) is counted in `reentrant_traces`, not in `traces`.
 - `exception`: the uncaught exception's class and message; an error raised while tracing
   is wrapped by AutoGraph as `in user code: File "...", line N ...`: its line is the
   innermost fixture line named there and its message the last paragraph's.
@@ -69,6 +72,8 @@ class FixtureRun(jax_oracle.Oracle):
         super().__init__(fixture)
         self.source_maps = {}
         self.generated_state = {}
+        # The fixture functions being traced now, innermost last.
+        self.tracing = []
 
     def run(self):
         import tensorflow as tf
@@ -82,7 +87,11 @@ class FixtureRun(jax_oracle.Oracle):
 
         def create(function_type, type_context, func_graph, tracing_options):
             record = oracle.start_trace(tracing_options.python_function)
-            concrete = real_create(function_type, type_context, func_graph, tracing_options)
+            try:
+                concrete = real_create(function_type, type_context, func_graph, tracing_options)
+            finally:
+                if record is not None:
+                    oracle.tracing.pop()
             if record is not None:
                 oracle.finish_trace(record, concrete)
             return concrete
@@ -147,8 +156,13 @@ class FixtureRun(jax_oracle.Oracle):
         code = getattr(fn, "__code__", None)
         if code is None or not self.is_fixture_path(code.co_filename):
             return None
+        entry = self.function_entry(fn.__name__, code.co_firstlineno)
+        if code in self.tracing:
+            entry["reentrant_traces"] = entry.get("reentrant_traces", 0) + 1
+            return None
         record = {"call_line": self.innermost_fixture_line(sys._getframe(2)), "args": [], "outputs": None, "cause": None}
-        self.function_entry(fn.__name__, code.co_firstlineno)["per_trace"].append(record)
+        entry["per_trace"].append(record)
+        self.tracing.append(code)
         return record
 
     def finish_trace(self, record, concrete):

@@ -160,7 +160,8 @@ impl BuiltinClasses {
             ("KeyReuseError", "JAXTypeError"),
             ("NonConcreteBooleanIndexError", "JAXIndexError"),
         ];
-        for (name, base) in library.iter().chain(crate::interp::model::tf::EXCEPTION_CLASSES) {
+        let tf_classes = crate::interp::model::tf::EXCEPTION_CLASSES.iter().chain(crate::interp::model::tf::AUTOGRAPH_EXCEPTION_CLASSES);
+        for (name, base) in library.iter().chain(tf_classes) {
             if let Some(base) = classes.get(base).cloned() {
                 classes.insert(name, new_class(name, vec![base], Some(BuiltinClass::Exception)));
             }

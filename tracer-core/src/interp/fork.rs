@@ -16,7 +16,9 @@
 //! an unknown chose is a finding only when it is one of JAX's (a tracer converted to a
 //! Python bool, a shape error between known avals): those hold whenever the path runs. A
 //! plain Python exception there (`raise ValueError("bad config")` under `if cfg.x:`) is
-//! never reported: the path is taken to be one the program does not take.
+//! never reported: the path is taken to be one the program does not take. A model that runs
+//! two paths which both happen (AutoGraph traces both branches of an `if` on a tensor) uses
+//! `fork_both_taken`: the same join, but nothing on them is conditional for it.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -140,6 +142,15 @@ impl WriteLog {
     }
 }
 
+/// What runs the two paths of a fork.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paths {
+    /// An unknown chooses one: the other is not taken.
+    Chosen,
+    /// Both are taken, one after the other.
+    BothTaken,
+}
+
 /// How a path ended.
 enum PathEnd {
     /// It ran to its end: its state joins the other path's.
@@ -209,14 +220,39 @@ impl<'l> Interp<'l> {
     /// Runs `first` and `second` as the two paths an unknown chooses between, each from the
     /// state before this call, and leaves the join of what they bound.
     pub fn fork(&mut self, first: impl FnOnce(&mut Self) -> PyResult<()>, second: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<()> {
-        self.fork_logs.push(WriteLog::default());
+        self.fork_paths(first, second, Paths::Chosen)
+    }
+
+    /// `fork` of two paths that both run, one after the other, each from the state before
+    /// this call (AutoGraph traces both branches of an `if` on a tensor): what runs on them
+    /// is no more conditional than the fork itself, so an exception raised there (a user's
+    /// `raise`) is one the program raises. What they bind is joined as by `fork`.
+    pub fn fork_both_taken(
+        &mut self,
+        first: impl FnOnce(&mut Self) -> PyResult<()>,
+        second: impl FnOnce(&mut Self) -> PyResult<()>,
+    ) -> PyResult<()> {
+        self.fork_paths(first, second, Paths::BothTaken)
+    }
+
+    fn fork_paths(
+        &mut self,
+        first: impl FnOnce(&mut Self) -> PyResult<()>,
+        second: impl FnOnce(&mut Self) -> PyResult<()>,
+        paths: Paths,
+    ) -> PyResult<()> {
+        let new_log = || match paths {
+            Paths::Chosen => WriteLog::default(),
+            Paths::BothTaken => WriteLog::certain(),
+        };
+        self.fork_logs.push(new_log());
         let end1 = self.run_path(first);
         let log1 = self.fork_logs.pop().unwrap_or_default();
         let after1: Vec<Option<Value>> = log1.writes.iter().map(|(slot, _)| slot.read()).collect();
         log1.undo();
         let end1 = end1?;
 
-        self.fork_logs.push(WriteLog::default());
+        self.fork_logs.push(new_log());
         let end2 = self.run_path(second);
         let log2 = self.fork_logs.pop().unwrap_or_default();
         let end2 = match end2 {
@@ -281,7 +317,9 @@ impl<'l> Interp<'l> {
                     Flow::Break | Flow::Continue => self.keep_loop_exit(left_state),
                     _ => {}
                 }
-                self.mark_conditional();
+                if paths == Paths::Chosen {
+                    self.mark_conditional();
+                }
                 self.report_path_error(&flow);
                 Ok(())
             }

@@ -82,6 +82,8 @@ pub trait TfObjectView {
     fn is_tape(&self) -> bool;
     /// A variable or a partly known tensor: a tensor to Python's operators.
     fn is_tensor_like(&self) -> bool;
+    /// A `tf.IndexedSlices` (`-g` is one too; other operators raise).
+    fn is_indexed_slices(&self) -> bool;
     /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance
     /// first when the function is a method reached through its instance.
     fn is_function_method(&self) -> bool;
@@ -436,7 +438,7 @@ pub(crate) mod tf {
     use super::super::value::Value;
     use super::super::{Interp, PyResult};
     use super::{TfObject, TfObjectView};
-    pub(crate) use crate::tf::names::{EXCEPTION_CLASSES, TF_MODULES};
+    pub(crate) use crate::tf::names::{AUTOGRAPH_EXCEPTION_CLASSES, EXCEPTION_CLASSES, TF_MODULES};
 
     pub(crate) fn call(interp: &mut Interp, t: &TfObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         let models = interp.models;

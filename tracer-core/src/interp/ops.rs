@@ -12,6 +12,7 @@ use crate::diagnostics::Code;
 use crate::interp::model::numpy as jnp;
 use crate::interp::model::stmt;
 use crate::interp::model::JaxObjectView;
+use crate::interp::model::TfObjectView;
 use crate::syntax::ast::{BinOp, CmpOp, Expr, UnaryOp};
 
 use super::builtins::Builtin;
@@ -240,6 +241,9 @@ impl<'l> Interp<'l> {
                 Ok(Value::opaque_tracer("an op on a symbolic tensor"))
             }
             (_, Value::Array(a)) if a.tf.get() => crate::interp::model::tf::tensor::unary_operator(self, op, a),
+            (UnaryOp::Neg, Value::Builtin(b)) if matches!(&**b, Builtin::Tf(t) if t.is_indexed_slices()) => {
+                Ok(Value::opaque("the negation of an IndexedSlices (an IndexedSlices)"))
+            }
             (_, Value::Array(a)) => {
                 let sym = match op {
                     UnaryOp::Neg => "-",

@@ -304,21 +304,33 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
     };
     let entry = match lookup(f, &key) {
         Some(i) => i,
-        None if recursing(interp, f, &key) => {
-            // TensorFlow traces the call again inside the trace, and again, until Python's
-            // recursion limit: recursive tf.functions are not supported.
-            return Err(interp.raise(
-                "RecursionError",
-                Code::PythonException,
-                "maximum recursion depth exceeded while calling a Python object",
-            ));
-        }
+        None if recursing(interp, f, &key) => return Err(recursion_error(interp)),
         None => match trace(interp, f, &key, &args, &kwargs, Asked::Call)? {
             Some(i) => i,
             None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
         },
     };
     super::graph_call::run_entry(interp, f, entry, &tensors)
+}
+
+/// What TensorFlow 2.21's AutoGraph wraps the `RecursionError` in.
+pub const RECURSION_CLASS: &str = "StagingError";
+/// The last paragraph of its message.
+pub const RECURSION_MESSAGE: &str = "RecursionError: maximum recursion depth exceeded while calling a Python object";
+
+/// A recursive call of a `tf.function` in its own trace: TensorFlow traces the call again
+/// inside the trace, and again, until Python's recursion limit, and AutoGraph raises
+/// `StagingError` at the outermost call. The user line its message names last is the frame
+/// the limit was reached in, which depends on the stack: it is stable (and reported, by
+/// `autograph::cond`) only for a recursive `return` that is a whole branch of an `if` on a
+/// tensor opening the function; elsewhere the error is raised as on a path not known.
+fn recursion_error(interp: &Interp) -> Flow {
+    let mut flow = interp.raise(RECURSION_CLASS, Code::PythonException, RECURSION_MESSAGE);
+    if let Flow::Raise(exc) = &mut flow {
+        // Out of a branch of a converted `if`, `autograph::cond` decides.
+        exc.conditional |= interp.abstract_unknowns && !super::guards::in_converted_if(interp);
+    }
+    flow
 }
 
 /// `f` is called, inside its own trace, with a key that trace covers.

@@ -34,14 +34,39 @@ pub fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors:
     if let Some(variables) = &outputs.variables {
         outs = variables.apply(interp, outs);
     }
-    Ok(fill_template(&outputs.template, &mut outs.into_iter()))
+    fill_template(interp, &outputs.template, &mut outs.into_iter())
 }
 
-fn fill_template(template: &Value, outs: &mut impl Iterator<Item = Rc<Array>>) -> Value {
-    match template {
+/// The call's result: the traced function's return value with its tensors; a Python number
+/// there is a constant of the graph, which the call returns as a tensor (`return 1` gives
+/// `tf.Tensor(1, shape=(), dtype=int32)`).
+fn fill_template(interp: &mut Interp, template: &Value, outs: &mut impl Iterator<Item = Rc<Array>>) -> PyResult<Value> {
+    Ok(match template {
         Value::Ellipsis => outs.next().map(|a| Value::Array(tensor::mark_array(a))).unwrap_or(Value::None),
-        Value::Tuple(items) => Value::tuple(items.iter().map(|i| fill_template(i, outs)).collect()),
-        Value::List(items) => Value::list(items.borrow().iter().map(|i| fill_template(i, outs)).collect()),
+        Value::Tuple(items) => {
+            let mut filled = Vec::with_capacity(items.len());
+            for i in items.iter() {
+                filled.push(fill_template(interp, i, outs)?);
+            }
+            Value::tuple(filled)
+        }
+        Value::List(items) => {
+            let items = items.borrow().clone();
+            let mut filled = Vec::with_capacity(items.len());
+            for i in &items {
+                filled.push(fill_template(interp, i, outs)?);
+            }
+            Value::list(filled)
+        }
+        Value::Int(i) if i32::try_from(*i).is_ok() => python_number(interp, template)?,
+        Value::Float(_) | Value::Bool(_) => python_number(interp, template)?,
         other => other.clone(),
-    }
+    })
+}
+
+fn python_number(interp: &mut Interp, v: &Value) -> PyResult<Value> {
+    Ok(match tensor::to_tensor(interp, v, None)? {
+        Some(t) => Value::Array(tensor::mark_array(t)),
+        None => v.clone(),
+    })
 }

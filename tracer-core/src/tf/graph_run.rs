@@ -90,6 +90,10 @@ pub struct CallCheck {
     /// The tensor loop whose body it is directly in (`loop_checks::current`): it runs at
     /// each iteration.
     in_loop: Option<usize>,
+    /// The first variable of the equations that compute the checked op, when they are several
+    /// (`tf.reduce_mean`'s sum, then its division; `computed_from`): under the enabled numeric
+    /// checks, the values before the op must be finite, not its own steps.
+    from: Option<VarId>,
 }
 
 impl RunCheck {
@@ -256,7 +260,34 @@ pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Valu
     let guard = super::guards::current(interp, i.trace);
     let in_loop = super::loop_checks::current(interp, i.trace);
     let site = interp.site();
-    interp.tf.run_checks.push(CallCheck { trace: i.trace, input: i.var, result, site, node: node.to_string(), check, guard, in_loop });
+    interp.tf.run_checks.push(CallCheck {
+        trace: i.trace,
+        input: i.var,
+        result,
+        site,
+        node: node.to_string(),
+        check,
+        guard,
+        in_loop,
+        from: None,
+    });
+}
+
+/// How many equations the innermost trace holds: where the op about to be bound begins.
+pub fn next_equation(interp: &Interp) -> Option<usize> {
+    interp.jax.traces.last().map(|t| t.jaxpr.eqns.len())
+}
+
+/// The check just recorded on `out` is of an op whose equations begin at `start` (from
+/// `next_equation`) in `out`'s trace: those before it are what must be finite.
+pub fn computed_from(interp: &mut Interp, out: &Value, start: Option<usize>) {
+    let (Value::Array(out), Some(start)) = (out, start) else { return };
+    let Some(t) = out.tracer() else { return };
+    let Some(frame) = interp.jax.traces.iter().rev().find(|f| f.id == t.trace) else { return };
+    let Some(first) = frame.jaxpr.eqns.get(start).and_then(|e| e.outputs.first()).map(|(v, _)| *v) else { return };
+    if let Some(check) = interp.tf.run_checks.last_mut().filter(|c| c.trace == t.trace && c.input == t.var) {
+        check.from = Some(first);
+    }
 }
 
 /// What the failing ops recorded in trace `trace` come to, now that its graph is `jaxpr`:
@@ -398,7 +429,7 @@ pub fn on_call(interp: &mut Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[
             continue;
         }
         if let Some(message) = c.check.fails(value, other) {
-            if settled.numerics && !finite_before(jaxpr, consts, inputs, c.input) {
+            if settled.numerics && !finite_before(jaxpr, consts, inputs, c.from.unwrap_or(c.input)) {
                 return Ok(());
             }
             return Err(raise(interp, &GraphFailure { site: c.site, node: c.node.clone(), message }));

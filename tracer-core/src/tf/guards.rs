@@ -32,6 +32,12 @@ pub fn leave(interp: &mut Interp) {
     interp.tf.guards.pop();
 }
 
+/// Whether the innermost branch being traced is a branch of AutoGraph's `if` of the
+/// innermost `tf.function` trace.
+pub fn in_converted_if(interp: &Interp) -> bool {
+    interp.tf.guards.last().is_some_and(|g| g.forked && g.depth == interp.tf.active.len())
+}
+
 /// What decides whether an op bound now in trace `trace` runs: the predicate of each
 /// enclosing branch (a tensor of the trace, or a known one) and the branch it must pick;
 /// empty outside any branch. `None` when the call's values do not decide it: a tensor loop's

@@ -92,6 +92,9 @@ pub enum TfValue {
     Partial(Rc<partial::PartialTensor>),
     /// `tf.TensorArray(...)` (`tensor_array.rs`).
     TensorArray(Rc<tensor_array::TensorArray>),
+    /// A `tf.IndexedSlices` gradient (of a variable read only through `tf.gather`), held as
+    /// the dense tensor it converts to (`tape.rs`).
+    IndexedSlices(Rc<crate::jax::array::Array>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +120,7 @@ impl TfValue {
             TfValue::Shape(_) => "TensorShape",
             TfValue::Partial(_) => "SymbolicTensor",
             TfValue::TensorArray(_) => "TensorArray",
+            TfValue::IndexedSlices(_) => "IndexedSlices",
         }
     }
 
@@ -132,6 +136,7 @@ impl TfValue {
             TfValue::Method(recv, name) => format!("{}.{name}", recv.describe()),
             TfValue::Partial(p) => partial::text(p, false),
             TfValue::TensorArray(_) => "tf.TensorArray".into(),
+            TfValue::IndexedSlices(_) => "tf.IndexedSlices".into(),
         }
     }
 }
@@ -207,9 +212,13 @@ pub fn call(interp: &mut Interp, v: &TfValue, args: Vec<Value>, kwargs: Kwargs) 
         TfValue::Function(f) => function::call(interp, f, args, kwargs),
         TfValue::Concrete(f, entry) => function::call_concrete(interp, f, *entry, args, kwargs),
         TfValue::Method(recv, name) => call_method(interp, recv, name, args, kwargs),
-        TfValue::Variable(_) | TfValue::Tape(_) | TfValue::Spec(_) | TfValue::Shape(_) | TfValue::Partial(_) | TfValue::TensorArray(_) => {
-            Err(interp.type_error(format!("'{}' object is not callable", v.type_name())))
-        }
+        TfValue::Variable(_)
+        | TfValue::Tape(_)
+        | TfValue::Spec(_)
+        | TfValue::Shape(_)
+        | TfValue::Partial(_)
+        | TfValue::TensorArray(_)
+        | TfValue::IndexedSlices(_) => Err(interp.type_error(format!("'{}' object is not callable", v.type_name()))),
     }
 }
 
@@ -234,6 +243,15 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
         TfValue::Tape(t) => tape::getattr(t, name),
         TfValue::Partial(p) => return partial::getattr(interp, p, name),
         TfValue::TensorArray(ta) => tensor_array::getattr(ta, name),
+        TfValue::IndexedSlices(dense) => match name {
+            "shape" => Some(TfValue::Shape(Rc::new(dense.aval.shape.iter().map(|&d| Some(d)).collect())).value()),
+            "dtype" => Some(Value::TfDType(dense.aval.dtype)),
+            // TensorFlow 2.21's IndexedSlices has no `numpy` (AttributeError).
+            "numpy" => None,
+            // The rows gathered and their gradients: not modelled.
+            "values" | "indices" | "dense_shape" => Some(tensor::unknown_tensor(interp, "a part of an IndexedSlices")),
+            _ => Some(Value::opaque(format!("tf.IndexedSlices.{name}"))),
+        },
         TfValue::Function(f) => match name {
             "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
             "python_function" => Some(f.fun.clone()),
@@ -288,6 +306,8 @@ pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
         TfValue::Shape(dims) => tensor::shape_str(dims),
         TfValue::Spec(spec) => function::spec_text(spec),
         TfValue::Partial(p) => partial::text(p, repr),
+        // `IndexedSlices(indices=..., values=..., dense_shape=...)`: its parts are not modelled.
+        TfValue::IndexedSlices(_) => return Err(interp.stop_unknown("the text of an IndexedSlices")),
         TfValue::Variable(var) => {
             let value = var.value.borrow().clone();
             let numpy = tensor::numpy_text(interp, &value)?;
@@ -336,6 +356,10 @@ impl crate::interp::model::TfObjectView for TfValue {
 
     fn is_tensor_like(&self) -> bool {
         matches!(self, TfValue::Variable(_) | TfValue::Partial(_))
+    }
+
+    fn is_indexed_slices(&self) -> bool {
+        matches!(self, TfValue::IndexedSlices(_))
     }
 
     fn is_function_method(&self) -> bool {

@@ -26,3 +26,9 @@ pub const EXCEPTION_CLASSES: &[(&str, &str)] = &[
     ("OperatorNotAllowedInGraphError", "TypeError"),
     ("InaccessibleTensorError", "ValueError"),
 ];
+
+/// AutoGraph's exception classes (`tensorflow.python.autograph`), which `tf.errors` does not
+/// name: `StagingError` wraps an error raised while converting or tracing (a recursive
+/// `tf.function`'s `RecursionError`).
+pub const AUTOGRAPH_EXCEPTION_CLASSES: &[(&str, &str)] =
+    &[("PyCTError", "Exception"), ("AutoGraphError", "PyCTError"), ("StagingError", "AutoGraphError")];

@@ -286,12 +286,15 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             if matches!(jnp, JaxFn::All | JaxFn::Any) && !x.aval.dtype.is_bool() {
                 return Ok(unknown_tensor(interp, "a logical reduction of a tensor that is not bool"));
             }
+            let start = super::graph_run::next_equation(interp);
             let out = delegate(interp, jnp, vec![Value::Array(x.clone()), axis], vec![(Rc::from("keepdims"), keepdims)])?;
             // Named `Sum`, `Mean`, ... in a graph (the others are under a scope of their own).
             if super::in_graph(interp)
                 && matches!(f, TfFn::ReduceSum | TfFn::ReduceMean | TfFn::ReduceMax | TfFn::ReduceMin | TfFn::ReduceProd)
             {
                 super::numerics::in_graph_made(interp, node, node, &[&Value::Array(x.clone())], &[x], &out);
+                // One op in TensorFlow (`Mean`), a sum and a division here.
+                super::graph_run::computed_from(interp, &out, start);
             }
             Ok(out)
         }

@@ -225,8 +225,31 @@ impl Computed {
     fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
         match self {
             Computed::Graph(c) => c.of_tensor(interp, a),
-            Computed::Eager(c) => c.of_tensor(interp, a).map(Some),
+            Computed::Eager(c) => c.of_tensor(interp, a),
         }
+    }
+
+    /// Whether a variable's gradient is a `tf.IndexedSlices`.
+    fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
+        match self {
+            Computed::Graph(c) => c.sliced_variable(v),
+            Computed::Eager(c) => c.sliced_variable(v),
+        }
+    }
+
+    fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
+        match self {
+            Computed::Graph(c) => c.sliced_tensor(a),
+            Computed::Eager(c) => c.sliced_tensor(a),
+        }
+    }
+}
+
+/// A computed gradient, as the `tf.IndexedSlices` TensorFlow gives when it is `sliced`.
+fn indexed_slices(g: Value, sliced: bool) -> Value {
+    match g {
+        Value::Array(dense) if sliced => TfValue::IndexedSlices(dense).value(),
+        other => other,
     }
 }
 
@@ -292,7 +315,8 @@ impl Gradients<'_> {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
                     if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
-                        return Ok(self.finish(interp, g, &value.aval));
+                        let sliced = g.is_some() && self.computed.is_some_and(|c| c.sliced_variable(var));
+                        return Ok(indexed_slices(self.finish(interp, g, &value.aval), sliced));
                     }
                     value
                 }
@@ -300,7 +324,8 @@ impl Gradients<'_> {
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
                 if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
-                    return Ok(self.finish(interp, g, &a.aval));
+                    let sliced = g.is_some() && self.computed.is_some_and(|c| c.sliced_tensor(a));
+                    return Ok(indexed_slices(self.finish(interp, g, &a.aval), sliced));
                 }
                 a.clone()
             }

@@ -21,7 +21,7 @@ use crate::interp::Interp;
 use crate::jax::ad;
 use crate::jax::array::Array;
 use crate::jax::eager_log::{self, Recorded};
-use crate::jax::ir::{BinaryPrim, Prim};
+use crate::jax::ir::{BinaryPrim, Prim, VarId};
 
 /// What an eager tape recorded.
 #[derive(Default)]
@@ -107,8 +107,12 @@ pub struct Computed {
     cts: HashMap<usize, Rc<Array>>,
     /// The sources the target reaches through the recorded ops (the target itself included).
     reached: HashSet<usize>,
+    sources: HashSet<usize>,
     reads: Vec<(Rc<Variable>, Rc<Array>)>,
     assigned: Vec<Rc<Variable>>,
+    /// The sources the target reaches only as the params of `tf.gather`
+    /// (`tape_gradient::gathered_only`).
+    gathered: HashSet<usize>,
 }
 
 impl Computed {
@@ -134,10 +138,28 @@ impl Computed {
         ad::with_aval(interp, sum?, &aval).ok().map(Some)
     }
 
-    /// The gradient with respect to a watched tensor, when it is known.
-    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Rc<Array>> {
-        let ct = self.cts.get(&(Rc::as_ptr(a) as usize))?.clone();
-        ad::with_aval(interp, ct, &a.aval.clone().weak(false)).ok()
+    /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
+    /// target reaches is read only by `tf.gather`.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
+        let mut reached =
+            self.reads.iter().filter(|(r, read)| Rc::ptr_eq(r, v) && self.reached.contains(&(Rc::as_ptr(read) as usize))).peekable();
+        reached.peek().is_some() && reached.all(|(_, read)| self.gathered.contains(&(Rc::as_ptr(read) as usize)))
+    }
+
+    /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
+        self.gathered.contains(&(Rc::as_ptr(a) as usize))
+    }
+
+    /// The gradient with respect to a watched tensor: `Some(None)` when the target does not
+    /// reach it (TensorFlow's `None`), `None` when it is not known.
+    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
+        let at = Rc::as_ptr(a) as usize;
+        if self.sources.contains(&at) && !self.reached.contains(&at) {
+            return Some(None);
+        }
+        let ct = self.cts.get(&at)?.clone();
+        ad::with_aval(interp, ct, &a.aval.clone().weak(false)).ok().map(Some)
     }
 }
 
@@ -182,25 +204,34 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
         return None;
     }
     let reached = reached(&jaxpr, &sources);
+    let gathered =
+        super::tape_gradient::gathered_only(&jaxpr, sources.len()).into_iter().map(|i| Rc::as_ptr(&sources[i]) as usize).collect();
     let saved = interp.jax.eager_log.take();
     let cts = differentiate(interp, Rc::new(jaxpr), &consts, &sources);
     interp.jax.eager_log = saved;
     let cts = sources.iter().zip(cts?).filter_map(|(s, ct)| Some((Rc::as_ptr(s) as usize, ct?))).collect();
-    Some(Computed { cts, reached, reads, assigned })
+    let sources = sources.iter().map(|s| Rc::as_ptr(s) as usize).collect();
+    Some(Computed { cts, reached, sources, reads, assigned, gathered })
 }
 
-/// The sources (the jaxpr's invars, in order) that its equations or its output read.
+/// The sources (the jaxpr's invars, in order) whose gradient reaches its output (the target):
+/// along equations other than `stop_gradient`, through floating values only. TensorFlow's tape
+/// passes no gradient through `tf.stop_gradient` or an integer tensor (`tf.cast` to `int32`
+/// and back): a source the target reaches only that way gets `None`.
 fn reached(jaxpr: &crate::jax::ir::Jaxpr, sources: &[Rc<Array>]) -> HashSet<usize> {
     use crate::jax::ir::Atom;
-    let used: HashSet<_> = jaxpr
-        .eqns
-        .iter()
-        .flat_map(|e| e.inputs.iter())
-        .chain(&jaxpr.outvars)
-        .filter_map(|a| if let Atom::Var(v) = a { Some(*v) } else { None })
-        .collect();
-    let invars = jaxpr.invars.iter().map(|(v, _)| v);
-    sources.iter().zip(invars).filter(|(_, v)| used.contains(v)).map(|(s, _)| Rc::as_ptr(s) as usize).collect()
+    let Some(Atom::Var(target)) = jaxpr.outvars.first() else { return HashSet::new() };
+    let reaches = |source: VarId| {
+        let mut live = HashSet::from([source]);
+        for e in jaxpr.eqns.iter().filter(|e| !matches!(e.prim, Prim::StopGradient)) {
+            if e.inputs.iter().any(|a| matches!(a, Atom::Var(v) if live.contains(v))) {
+                live.extend(e.outputs.iter().filter(|(_, aval)| aval.dtype.is_inexact()).map(|(v, _)| *v));
+            }
+        }
+        live.contains(target)
+    };
+    let invars = jaxpr.invars.iter().map(|(v, _)| *v);
+    sources.iter().zip(invars).filter(|(_, v)| reaches(*v)).map(|(s, _)| Rc::as_ptr(s) as usize).collect()
 }
 
 fn differentiate(

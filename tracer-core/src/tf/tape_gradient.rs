@@ -26,6 +26,8 @@ pub struct Computed {
     cts: HashMap<VarId, Option<Rc<Array>>>,
     /// The variables read under the tape, each with its `ReadVariableOp` results.
     reads: Vec<(Rc<Variable>, Vec<VarId>)>,
+    /// The sources the slice reads only as the params of `tf.gather` (`gathered_only`).
+    gathered: HashSet<VarId>,
 }
 
 impl Computed {
@@ -52,6 +54,19 @@ impl Computed {
             Some(s) => Some(Some(ad::with_aval(interp, s, &aval).ok()?)),
             None => Some(None),
         }
+    }
+
+    /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
+    /// target reaches is read only by `tf.gather`.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
+        let Some((_, vars)) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v)) else { return false };
+        let mut connected = vars.iter().filter(|x| self.cts.get(x).is_some_and(Option::is_some)).peekable();
+        connected.peek().is_some() && connected.all(|x| self.gathered.contains(x))
+    }
+
+    /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
+        a.tracer().filter(|t| t.trace == self.trace).is_some_and(|t| self.gathered.contains(&t.var))
     }
 
     /// The gradient with respect to a watched tensor.
@@ -104,13 +119,38 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
         inputs.push(value);
     }
     let active: Vec<bool> = (0..inputs.len()).map(|i| i < sources.len()).collect();
+    let gathered = gathered_only(&jaxpr, sources.len()).into_iter().map(|i| sources[i]).collect();
     let jaxpr = Rc::new(jaxpr);
     let lin = ad::linearize(interp, &jaxpr, &[], &inputs, &active).ok()?;
     let out = lin.outputs.first()?.aval.clone();
     let ones = crate::jax::apply1(interp, Prim::full(1.0, &out), &[]).ok()?;
     let cts = ad::pullback(interp, &lin, &[Some(ones)]).ok()?;
     let cts = sources.iter().zip(cts).map(|(v, ct)| (*v, ct)).collect();
-    Some(Computed { trace: id, cts, reads })
+    Some(Computed { trace: id, cts, reads, gathered })
+}
+
+/// The first `sources` inputs of `jaxpr` (a tape's slice) that it reads, and reads only as
+/// the params of `tf.gather` along axis 0 (`jnp.take`'s gather with its fill, the index array
+/// first): TensorFlow's gradient of `GatherV2`/`ResourceGather` there is an `IndexedSlices`,
+/// and a sum of them is one too; any other use makes it dense.
+pub(super) fn gathered_only(jaxpr: &Jaxpr, sources: usize) -> Vec<usize> {
+    use crate::jax::ir::{IndexItem, IndexMode};
+    let is_take = |prim: &Prim| {
+        let Prim::Gather { mode: IndexMode::FillOrDrop, fill_value: Some(_), index } = prim else { return false };
+        matches!(index.first(), Some(IndexItem::Array))
+            && index[1..].iter().all(|item| matches!(item, IndexItem::Slice { start: 0, step: 1, .. }))
+    };
+    let mut out = Vec::new();
+    for (i, (var, _)) in jaxpr.invars.iter().take(sources).enumerate() {
+        let reads = |a: &Atom| matches!(a, Atom::Var(v) if v == var);
+        let mut uses = jaxpr.eqns.iter().filter(|e| e.inputs.iter().any(reads)).peekable();
+        let used = uses.peek().is_some();
+        let only_gathered = uses.all(|e| is_take(&e.prim) && e.inputs.first().is_some_and(reads) && !e.inputs[1..].iter().any(reads));
+        if used && only_gathered && !jaxpr.outvars.iter().any(reads) {
+            out.push(i);
+        }
+    }
+    out
 }
 
 /// The equations of `graph.eqns[start..end]` that `target` depends on, cut at `sources`,

@@ -24,7 +24,8 @@ use crate::interp::value::Value;
 use crate::interp::{Ctx, Flow, Interp, PyResult, Site};
 use crate::jax::array::Array;
 use crate::repro::converted::{Converted, RETURN};
-use crate::syntax::ast::{Stmt, StmtKind};
+use crate::syntax::ast::{FunctionDef, Stmt, StmtKind};
+use crate::tf::function::{RECURSION_CLASS, RECURSION_MESSAGE};
 use crate::tf::ops::delegate;
 use crate::tf::partial;
 use crate::tf::tensor::{to_tensor, unknown_tensor};
@@ -106,9 +107,9 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         out
     };
     let kept_before = interp.keeps_early_return();
-    let forked = interp.fork(|i| branch(i, true, body), |i| branch(i, false, orelse));
+    let forked = interp.fork_both_taken(|i| branch(i, true, body), |i| branch(i, false, orelse));
     let mut ends = ends.into_inner();
-    if let Some(raised) = ends.iter_mut().find_map(|b| b.raised.take()) {
+    if let Some((in_main, raised)) = ends.iter_mut().enumerate().find_map(|(i, b)| Some((i == 0, b.raised.take()?))) {
         // Both branches are traced, so the raise happens even where the other branch
         // returned: the fork kept that return as a way out of the function (as for a Python
         // `if` on an unknown), which would drop the raise at the function's end.
@@ -119,7 +120,8 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         if ends.iter().any(|b| b.returned.is_some()) {
             interp.both_paths_taken(true);
         }
-        return Err(raised);
+        let block = if in_main { body } else { orelse };
+        return Err(raised_while_tracing(interp, &def, stmt, block, site, raised));
     }
     if ends.len() != 2 || ends.iter().any(|b| b.incomplete) {
         return forked.map(|()| true);
@@ -174,6 +176,29 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
     Ok(true)
 }
 
+/// An exception raised in a branch of the converted `if` `stmt` (the branch `block`): both
+/// branches are traced, so it is raised whatever the tensor is (a user's `raise` raises at
+/// its line). In a trace with unknown arguments the `if` may be Python's at the real call:
+/// the exception is then one of a path not known to be taken. A recursive call returned as
+/// the whole branch of an `if` opening the function is the `StagingError` TensorFlow names at
+/// the `if` (see `function::recursion_error`).
+fn raised_while_tracing(interp: &Interp, def: &FunctionDef, stmt: &Stmt, block: &[Stmt], site: Option<Site>, raised: Flow) -> Flow {
+    let Flow::Raise(mut exc) = raised else { return raised };
+    if crate::interp::model::state::arguments_unknown(interp) {
+        exc.conditional = true;
+    } else if exc.class.name.as_ref() == RECURSION_CLASS && exc.message == RECURSION_MESSAGE {
+        let opens_function = def.body.first().is_some_and(|first| std::ptr::eq(first, stmt));
+        let whole_branch = matches!(block, [only] if matches!(only.kind, StmtKind::Return(Some(_)))
+            && exc.site.is_some_and(|s| only.span.start <= s.span.start && s.span.end <= only.span.end));
+        if opens_function && whole_branch {
+            exc.site = site;
+        } else {
+            exc.conditional = interp.abstract_unknowns;
+        }
+    }
+    Flow::Raise(exc)
+}
+
 /// The outputs of a converted `if` whose branches both went on (`Branch::values` of each,
 /// one per output), checked as TensorFlow checks them, each with its joined value.
 fn merge_outputs(
@@ -213,9 +238,11 @@ pub fn function_ends(interp: &mut Interp, ran: PyResult<()>) -> PyResult<()> {
         Err(Flow::Raise(_)) if pending.kept_before => {
             return Err(interp.stop_unknown("an AutoGraph if's other branch raises, after a return an unknown chose"));
         }
-        Err(raised @ Flow::Raise(_)) => {
+        Err(Flow::Raise(mut exc)) => {
             interp.forget_early_return();
-            return Err(raised);
+            // As for a raise in a branch (`raised_while_tracing`).
+            exc.conditional |= crate::interp::model::state::arguments_unknown(interp);
+            return Err(Flow::Raise(exc));
         }
         Err(other) => return Err(other),
     };
