@@ -659,3 +659,24 @@ fn vmap_of_a_vmap_equation_batches_its_body() {
         }
     }
 }
+
+/// A `custom_vjp` function under a `vmap` of a `vmap` is batched by rules at both levels (the
+/// marker batched twice): `grad` through it applies `bwd` to every example of every example,
+/// as JAX batches the rules twice, so the backward pass is batched equations (the rule's
+/// `w @ d` one `dot_general` over both batch axes, the cotangent of the unmapped `w` summed
+/// over both) and no `vmap` equation is left. `check_ir` accepts every equation. Values:
+/// run/vmap_batched_custom_rules.py.
+#[test]
+fn grad_through_a_custom_vjp_batched_twice_applies_the_rules_to_every_example() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.custom_vjp\ndef g(x, w):\n    return jnp.tanh(x @ w)\n\n\
+                  def g_fwd(x, w):\n    y = jnp.tanh(x @ w)\n    return y, (x, w, y)\n\n\
+                  def g_bwd(res, ct):\n    x, w, y = res\n    d = ct * (1.0 - y**2) * 3.0\n    return w @ d, jnp.outer(x, d)\n\n\
+                  g.defvjp(g_fwd, g_bwd)\nnested = jax.vmap(jax.vmap(g, in_axes=(0, None)), in_axes=(0, None))\n\n\
+                  @jax.jit\ndef h(x, w):\n    return jax.grad(lambda x, w: jnp.sum(nested(x, w) ** 2), argnums=(0, 1))(x, w)\n\n\
+                  h(jnp.ones((2, 3, 2)), jnp.ones((2, 3)))\n";
+    let jaxpr = jaxpr_of(source, "h");
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in [":f32[2,2,3] = dot_general[dimension_numbers=(((1,), (2,)), ((), ()))] b ", ":f32[2,3] = reduce_sum[axes=(0,)] "] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

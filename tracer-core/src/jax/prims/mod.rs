@@ -313,10 +313,9 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         Prim::Pjit { .. } | Prim::Remat | Prim::Vmap { .. } => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
         Prim::Scan { .. } | Prim::While => return Batching::Loop,
-        // The custom-derivative markers: one batched marker (`custom_rules/batching.rs`); not yet a
-        // `custom_vjp` one batched twice (nested `vmap`).
-        Prim::CustomJvpCall { .. } => true,
-        Prim::CustomVjpCall { call } => !crate::jax::custom_rules::batching::is_batched(call),
+        // The custom-derivative markers: one batched marker (`custom_rules/batching.rs`), batched
+        // again under a nested `vmap`.
+        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
         families::markers!() => false,
     };
     if rule {
