@@ -632,3 +632,51 @@ fn vmap_through_custom_rules_binds_one_batched_marker() {
         }
     }
 }
+
+/// A `vmap` over a function whose own `vmap` keeps the per-example path (`jnp.pad` by a
+/// mapped `constant_values` has no rule) batches that inner `vmap` equation through its
+/// body: one `vmap` over the inner axis whose body pads every outer example (`pad` by the
+/// unmapped value has a rule), the old body's const an input it does not map, the inner
+/// axis one further in `out_axes`; likewise with the inner `vmap` inside a `jit`. Where both
+/// map the padding value, the outer keeps its per-example path: two nested `vmap`s.
+/// `check_ir` accepts every equation. Values: run/vmap_batched_nested_vmap.py.
+#[test]
+fn vmap_of_a_vmap_equation_batches_its_body() {
+    let pad = "import jax\nimport jax.numpy as jnp\n\n\
+               def pad_each(x, vs):\n    return jax.vmap(lambda v: jnp.pad(x, 1, constant_values=v))(vs) * 2.0\n\n";
+    let programs = [
+        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(pad_each, in_axes=(0, None))(xs, vs)\n", "jnp.ones(3)", 1),
+        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(jax.jit(pad_each), in_axes=(0, None))(xs, vs)\n", "jnp.ones(3)", 1),
+        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(pad_each)(xs, vs)\n", "jnp.ones((2, 3))", 2),
+    ];
+    for (body, vs, vmaps) in programs {
+        let jaxpr = jaxpr_of(&format!("{pad}{body}\nh(jnp.ones((2, 3)), {vs})\n"), "h");
+        assert_eq!(jaxpr.matches("vmap[").count(), vmaps, "{jaxpr}");
+        if vmaps == 1 {
+            for part in ["axis_size=3\n", "in_axes=(None, 0)\n", ":f32[2,5] = pad a b\n", "out_axes=1\n", ":f32[2,3,5] = mul "] {
+                assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+            }
+        }
+    }
+}
+
+/// A `custom_vjp` function under a `vmap` of a `vmap` is batched by rules at both levels (the
+/// marker batched twice): `grad` through it applies `bwd` to every example of every example,
+/// as JAX batches the rules twice, so the backward pass is batched equations (the rule's
+/// `w @ d` one `dot_general` over both batch axes, the cotangent of the unmapped `w` summed
+/// over both) and no `vmap` equation is left. `check_ir` accepts every equation. Values:
+/// run/vmap_batched_custom_rules.py.
+#[test]
+fn grad_through_a_custom_vjp_batched_twice_applies_the_rules_to_every_example() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.custom_vjp\ndef g(x, w):\n    return jnp.tanh(x @ w)\n\n\
+                  def g_fwd(x, w):\n    y = jnp.tanh(x @ w)\n    return y, (x, w, y)\n\n\
+                  def g_bwd(res, ct):\n    x, w, y = res\n    d = ct * (1.0 - y**2) * 3.0\n    return w @ d, jnp.outer(x, d)\n\n\
+                  g.defvjp(g_fwd, g_bwd)\nnested = jax.vmap(jax.vmap(g, in_axes=(0, None)), in_axes=(0, None))\n\n\
+                  @jax.jit\ndef h(x, w):\n    return jax.grad(lambda x, w: jnp.sum(nested(x, w) ** 2), argnums=(0, 1))(x, w)\n\n\
+                  h(jnp.ones((2, 3, 2)), jnp.ones((2, 3)))\n";
+    let jaxpr = jaxpr_of(source, "h");
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in [":f32[2,2,3] = dot_general[dimension_numbers=(((1,), (2,)), ((), ()))] b ", ":f32[2,3] = reduce_sum[axes=(0,)] "] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

@@ -295,3 +295,36 @@ fn vmap_of_a_draw_with_a_mapped_parameter_binds_one_draw() {
         assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
     }
 }
+
+/// `vmap` of `categorical` with mapped logits binds JAX's own batched sampler: Gumbel noise
+/// (one `random_gumbel` draw from the unmapped key, or over the mapped keys), plus the
+/// logits, `argmax` over the class axis; `permutation` with a mapped `x` and `choice` with a
+/// mapped `a` bind one draw over a batch of keys, each key with its example's array. No
+/// `vmap` equation is left, and `check_ir` accepts every batched equation. Values:
+/// run/vmap_batched_random_draws.py.
+#[test]
+fn vmap_of_categorical_permutation_and_choice_with_mapped_arrays_binds_batched_draws() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef f(key, keys, logits, x):\n    \
+                  a = jax.vmap(lambda l: jax.random.categorical(key, l))(logits)\n    \
+                  b = jax.vmap(lambda k, l: jax.random.categorical(k, l, shape=(2,)))(keys, logits)\n    \
+                  c = jax.vmap(lambda r: jax.random.permutation(key, r))(x)\n    \
+                  d = jax.vmap(lambda k, r: jax.random.choice(k, r, (2,)))(keys, x)\n    \
+                  return a, b, c, d\n\n\
+                  f(jax.random.key(0), jax.random.split(jax.random.key(1), 4), jnp.zeros((4, 3)), jnp.ones((4, 3)))\n";
+    let config = AnalysisConfig { check_ir: true, ..Default::default() };
+    let a = analyze_file(&PathBuf::from("draws.py"), source, &NoFiles, &config);
+    assert!(a.ir_problems.is_empty(), "{:?}", a.ir_problems);
+    let jaxpr = &a.functions.iter().find(|f| f.name == "f").expect("f is traced").traces[0].jaxpr;
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in [
+        ":f32[3] = random_gumbel a\n",
+        ":f32[4,3] = add f c\n",
+        ":i32[4] = argmax[axes=(1,) index_dtype=int32] g\n",
+        ":f32[4,2,3] = random_gumbel b\n",
+        ":i32[4,2] = argmax[axes=(2,) index_dtype=int32] k\n",
+        ":f32[4,3] = random_permutation m d 0:i32[] False:bool[]\n",
+        ":f32[4,2] = random_choice b d o p\n",
+    ] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
+    }
+}

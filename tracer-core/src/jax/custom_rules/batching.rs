@@ -11,8 +11,10 @@
 //! (`transforms/batch.rs`). `custom_jvp`: the tangent map of the batched rule, linearized as a
 //! per-example one is. `custom_vjp`: `fwd` batched, its residuals kept with their batch
 //! dimensions, then `bwd` batched on them and the cotangents; the cotangent of an unmapped
-//! argument is summed over the examples, as JAX's `batch_custom_vjp_bwd` does. A rule that
-//! cannot be batched leaves the derivative unknown.
+//! argument is summed over the examples, as JAX's `batch_custom_vjp_bwd` does; batched twice
+//! (a `vmap` of a `vmap`), one example of the outer `vmap` runs the inner one's batched `fwd`
+//! and `bwd`, the residuals' inner batch dimensions kept in `Linearized::BatchedVjp`'s
+//! `deeper`. A rule that cannot be batched leaves the derivative unknown.
 
 use std::rc::Rc;
 
@@ -47,11 +49,6 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         if let Prim::CustomVjpCall { .. } = prim { Prim::CustomVjpCall { call: batched } } else { Prim::CustomJvpCall { call: batched } };
     let marked = crate::jax::apply_with_bodies(interp, prim, &front, Vec::new())?;
     Ok(marked.into_iter().zip(outs).map(|(o, m)| (o, m.then_some(0))).collect())
-}
-
-/// Whether a marker's call is batched already.
-pub(crate) fn is_batched(call: &CustomCall) -> bool {
-    call.batch.is_some()
 }
 
 /// One example's aval of a value whose batch dimension, if `mapped`, is first.
@@ -154,7 +151,9 @@ pub(super) fn linearize_jvp(
 }
 
 /// A batched `custom_vjp` call's forward pass: `fwd` traced on one example, batched; the
-/// primal outputs as the marker's, the residuals' leaves with their batch dimensions.
+/// primal outputs as the marker's, the residuals' leaves with their batch dimensions. Under
+/// nested `vmap`s one example of this one runs the inner `vmap`'s forward pass (this, one
+/// level in), whose residuals' batch dimensions go to `deeper`.
 pub(super) fn linearize_vjp(
     interp: &mut Interp,
     call: &Rc<CustomCall>,
@@ -163,17 +162,26 @@ pub(super) fn linearize_vjp(
     out_avals: &[Aval],
 ) -> AdResult<(Vec<Rc<Array>>, Linearized)> {
     let inner = batch.inner.clone();
-    if inner.batch.is_some() {
-        return Err(AdError::NoRule("a custom_vjp function under nested vmap".into()));
-    }
     let Rules::Vjp { fwd, .. } = &call.rules else { return Err(AdError::NoRule("a custom_vjp without fwd".into())) };
     let fwd = fwd.clone();
     let n_in = ins.len().saturating_sub(out_avals.len());
-    let one_in: Vec<Aval> = ins[..n_in].iter().zip(&batch.ins).map(|(x, &m)| example(&x.aval, m)).collect();
+    let one_all: Vec<Aval> = ins.iter().zip(&batch.ins).map(|(x, &m)| example(&x.aval, m)).collect();
     let one_out: Vec<Aval> = out_avals.iter().zip(&batch.outs).map(|(a, &m)| example(a, m)).collect();
     let mut tree = Value::None;
-    let (traced, consts) = trace_body(interp, "custom_vjp", &one_in, |interp, fresh| {
-        let args = rules::primal_args(interp, &inner, fresh)?;
+    let mut deeper = Vec::new();
+    let (traced, consts) = trace_body(interp, "custom_vjp", &one_all, |interp, fresh| {
+        if let Some(inner_batch) = &inner.batch {
+            let (mut outs, lin) = linearize_vjp(interp, &inner, inner_batch, fresh, &one_out)?;
+            let Linearized::BatchedVjp { residuals, deeper: below, tree: t, .. } = lin else {
+                return Err(AdError::NoRule("a custom_vjp forward pass that is not batched".into()));
+            };
+            let (res, dims): (Vec<Rc<Array>>, Vec<BDim>) = residuals.into_iter().unzip();
+            outs.extend(res);
+            deeper = std::iter::once(dims).chain(below).collect();
+            tree = t;
+            return Ok(outs);
+        }
+        let args = rules::primal_args(interp, &inner, &fresh[..n_in])?;
         let out = rules::call_user(interp, &fwd, args)?;
         let Some([primal, residuals]) = rules::pair(interp, &out)? else {
             return Err(AdError::NoRule("a custom_vjp fwd that does not return a pair".into()));
@@ -185,7 +193,7 @@ pub(super) fn linearize_vjp(
         tree = residuals;
         Ok(outs)
     })?;
-    let args: Vec<Batched> = ins[..n_in].iter().cloned().zip(batch.ins.iter().map(|&m| m.then_some(0))).collect();
+    let args: Vec<Batched> = ins.iter().cloned().zip(batch.ins.iter().map(|&m| m.then_some(0))).collect();
     let consts: Vec<Batched> = consts.into_iter().map(|c| (c, None)).collect();
     let mut outs = batch_jaxpr(interp, &traced, &consts, &args, batch.size)?;
     let residuals = outs.split_off(out_avals.len().min(outs.len()));
@@ -194,24 +202,26 @@ pub(super) fn linearize_vjp(
         primal.push(as_output(interp, x, d, m, batch.size)?);
     }
     let primals = ins[..n_in].to_vec();
-    Ok((primal, Linearized::BatchedVjp { call: call.clone(), primals, residuals, tree }))
+    Ok((primal, Linearized::BatchedVjp { call: call.clone(), primals, residuals, deeper, tree }))
 }
 
 /// Reverse mode through a batched `custom_vjp` marker: `bwd` traced on one example's
 /// residuals, cotangents and primals, batched; each argument's cotangent with the batch
-/// first, summed over the examples for an unmapped argument.
+/// first, summed over the examples for an unmapped argument. Under nested `vmap`s one
+/// example of this one runs the inner `vmap`'s reverse pass (this, one level in) instead.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn transpose_vjp(
     interp: &mut Interp,
     call: &Rc<CustomCall>,
-    primals: &[Rc<Array>],
+    n_in: usize,
     residuals: &[Batched],
+    deeper: &[Vec<BDim>],
     tree: &Value,
     ins: &[Rc<Array>],
     gs: &[Option<Rc<Array>>],
 ) -> AdResult<Vec<Option<Rc<Array>>>> {
     let Some(batch) = &call.batch else { return Err(AdError::NoRule("a batched custom_vjp without its batch".into())) };
     let inner = batch.inner.clone();
-    let n_in = primals.len();
     let mut args: Vec<Batched> = residuals.to_vec();
     for ((g, o), &m) in gs.iter().zip(&ins[n_in..]).zip(&batch.outs) {
         args.push(match g {
@@ -219,15 +229,25 @@ pub(super) fn transpose_vjp(
             None => (ad::zeros(interp, &example(&o.aval, m))?, None),
         });
     }
-    args.extend(primals.iter().cloned().zip(batch.ins.iter().map(|&m| m.then_some(0))));
+    args.extend(ins.iter().cloned().zip(batch.ins.iter().map(|&m| m.then_some(0))));
     let avals: Vec<Aval> = args.iter().map(|(x, d)| example_at(&x.aval, *d)).collect();
     let one_in: Vec<Aval> = ins.iter().zip(&batch.ins).map(|(x, &m)| example(&x.aval, m)).collect();
     let (n_res, n_g) = (residuals.len(), gs.len());
     let mut given: Vec<usize> = Vec::new();
     let (traced, consts) = trace_body(interp, "custom_vjp", &avals, |interp, fresh| {
-        let res = crate::jax::api::replace_array_leaves(interp, tree, &mut fresh[..n_res].to_vec().into_iter())?;
         let g = fresh[n_res..n_res + n_g].to_vec();
-        let cts = rules::bwd_cotangents(interp, &inner, &fresh[n_res + n_g..], res, g, &one_in)?;
+        let one = &fresh[n_res + n_g..];
+        let cts = match deeper.split_first() {
+            Some((dims, below)) => {
+                let res: Vec<Batched> = fresh[..n_res].iter().cloned().zip(dims.iter().copied()).collect();
+                let g: Vec<Option<Rc<Array>>> = g.into_iter().map(Some).collect();
+                transpose_vjp(interp, &inner, n_in, &res, below, tree, one, &g)?
+            }
+            None => {
+                let res = crate::jax::api::replace_array_leaves(interp, tree, &mut fresh[..n_res].to_vec().into_iter())?;
+                rules::bwd_cotangents(interp, &inner, &one[..n_in], res, g, &one_in)?
+            }
+        };
         let mut outs = Vec::new();
         for (slot, ct) in cts.into_iter().enumerate() {
             if let Some(ct) = ct {

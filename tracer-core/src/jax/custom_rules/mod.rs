@@ -444,8 +444,16 @@ pub enum Linearized {
     Vjp { call: Rc<CustomCall>, primals: Vec<Rc<Array>>, residuals: Value },
     /// A batched `custom_vjp` call (`custom_rules/batching.rs`): its batched primal inputs, the
     /// leaves of what `fwd` returned for every example with their batch dimensions, and the
-    /// residuals' tree as one example's `fwd` returned it.
-    BatchedVjp { call: Rc<CustomCall>, primals: Vec<Rc<Array>>, residuals: Vec<(Rc<Array>, Option<usize>)>, tree: Value },
+    /// residuals' tree as one example's `fwd` returned it. Under nested `vmap`s, `deeper`
+    /// holds the residuals' batch dimensions one example of each outer `vmap` sees, the next
+    /// inner `vmap`'s first (empty for a call batched once).
+    BatchedVjp {
+        call: Rc<CustomCall>,
+        primals: Vec<Rc<Array>>,
+        residuals: Vec<(Rc<Array>, Option<usize>)>,
+        deeper: Vec<Vec<Option<usize>>>,
+        tree: Value,
+    },
     /// The derivative through this call is not modelled.
     Unknown(String),
 }
@@ -862,8 +870,8 @@ pub(super) fn transpose(
             let in_avals: Vec<Aval> = ins.iter().map(|x| x.aval.clone()).collect();
             cts = bwd_cotangents(interp, call, primals, residuals.clone(), g_leaves, &in_avals)?;
         }
-        Linearized::BatchedVjp { call, primals, residuals, tree } => {
-            cts = batching::transpose_vjp(interp, call, primals, residuals, tree, ins, gs)?;
+        Linearized::BatchedVjp { call, primals, residuals, deeper, tree } => {
+            cts = batching::transpose_vjp(interp, call, primals.len(), residuals, deeper, tree, ins, gs)?;
         }
     }
     Ok(cts)

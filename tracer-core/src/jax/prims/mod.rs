@@ -107,8 +107,9 @@ impl PartialEq for BlockPrim {
 pub enum Batching {
     /// A batching rule ([`batch`]) binds the batched primitive(s).
     Rule,
-    /// A call (`pjit`, `checkpoint`): its body is batched (`transforms/batch.rs`, JAX's
-    /// `_pjit_batcher` and `remat_vmap`),
+    /// A call (`pjit`, `checkpoint`) or a nested `vmap` equation: its body is batched
+    /// (`transforms/batch.rs`, JAX's `_pjit_batcher` and `remat_vmap`; a `vmap` equation
+    /// stays one over its own axis, its body batched over the outer one),
     /// when every equation of it that sees a mapped operand can be.
     Call,
     /// `cond`: its branches are batched (`transforms/batch.rs`, JAX's `_cond_batching_rule`;
@@ -308,15 +309,14 @@ pub fn batching(prim: &Prim, mapped: &[bool]) -> Batching {
         Prim::DotGeneral { .. } | Prim::Linalg(_) => true,
         families::random!() => random::has_batch_rule(prim, mapped),
         Prim::Block(b) => return b.0.batching(mapped),
-        Prim::Pjit { .. } | Prim::Remat => return Batching::Call,
+        // A nested `vmap` equation is batched through its body too (`transforms/batch.rs`).
+        Prim::Pjit { .. } | Prim::Remat | Prim::Vmap { .. } => return Batching::Call,
         Prim::Cond { .. } => return Batching::Cond,
         Prim::Scan { .. } | Prim::While => return Batching::Loop,
-        // The custom-derivative markers: one batched marker (`custom_rules/batching.rs`); not yet a
-        // `custom_vjp` one batched twice (nested `vmap`).
-        Prim::CustomJvpCall { .. } => true,
-        Prim::CustomVjpCall { call } => !crate::jax::custom_rules::batching::is_batched(call),
-        // Nested vmap: none yet (docs/ARCHITECTURE.md says why).
-        Prim::Vmap { .. } | families::markers!() => false,
+        // The custom-derivative markers: one batched marker (`custom_rules/batching.rs`), batched
+        // again under a nested `vmap`.
+        Prim::CustomJvpCall { .. } | Prim::CustomVjpCall { .. } => true,
+        families::markers!() => false,
     };
     if rule {
         Batching::Rule

@@ -142,6 +142,7 @@ pub(crate) fn batch_jaxpr(interp: &mut Interp, jaxpr: &Jaxpr, consts: &[Batched]
             let flags: Vec<bool> = dims.iter().map(Option::is_some).collect();
             match prims::batching(&eqn.prim, &flags) {
                 Batching::Rule => prims::batch(interp, &eqn.prim, &ins, &dims)?,
+                Batching::Call if matches!(eqn.prim, Prim::Vmap { .. }) => batch_vmap(interp, eqn, &ins, &dims, size)?,
                 Batching::Call => batch_call(interp, eqn, &ins, &dims, size)?,
                 Batching::Cond => batch_cond(interp, eqn, &ins, &dims, size)?,
                 Batching::Loop => super::batch_loops::batch_loop(interp, eqn, &ins, &dims, size)?,
@@ -200,6 +201,49 @@ fn batch_call(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], 
     let operands: Vec<Rc<Array>> = consts.into_iter().chain(ins.iter().cloned()).collect();
     let outs = crate::jax::apply_with_bodies(interp, eqn.prim.clone(), &operands, vec![jaxpr])?;
     Ok(outs.into_iter().zip(out_dims).collect())
+}
+
+/// A `vmap` equation under another `vmap` (its function kept the per-example path, a
+/// primitive in it has no rule for what the inner `vmap` maps): one `vmap` equation over
+/// the inner axis as before, whose body is the old body batched by the outer `vmap`'s rules,
+/// as JAX's nested `BatchTrace`s batch every equation once for each `vmap`. Each input the
+/// outer `vmap` maps has its batch dimension first (an inner-mapped operand's inner axis one
+/// further), the old body's consts become inputs the inner `vmap` does not map, and every
+/// output is batched first (broadcast where the body leaves it unmapped, as `out_axes` is
+/// one axis for all), the inner axis one further.
+fn batch_vmap(interp: &mut Interp, eqn: &Eqn, ins: &[Rc<Array>], dims: &[BDim], size: usize) -> AdResult<Vec<Batched>> {
+    let (Prim::Vmap { axis_size, in_axes, out_axes }, Some(body)) = (&eqn.prim, eqn.bodies.first()) else {
+        return Err(ad::no_rule(eqn));
+    };
+    let nc = body.constvars.len();
+    if ins.len() != nc + in_axes.len() || body.invars.len() != in_axes.len() {
+        return Err(AdError::NoRule("a vmap whose inputs do not match its body".into()));
+    }
+    let inner = std::iter::repeat(None).take(nc).chain(in_axes.iter().copied());
+    let binders = body.constvars.iter().chain(&body.invars).map(|(_, a)| a);
+    let (mut operands, mut new_axes, mut avals) = (Vec::new(), Vec::new(), Vec::new());
+    for (((x, d), ax), binder) in ins.iter().zip(dims).zip(inner).zip(binders) {
+        let (x, ax, aval) = match d {
+            Some(d) => {
+                let shape: Vec<usize> = std::iter::once(size).chain(binder.shape.iter().copied()).collect();
+                (moveaxis(interp, x, *d, 0)?, ax.map(|a| a + 1), binder.with_shape(&shape))
+            }
+            None => (x.clone(), ax, binder.clone()),
+        };
+        operands.push(x);
+        new_axes.push(ax);
+        avals.push(aval);
+    }
+    let body_dims: Vec<BDim> = dims.iter().map(|d| d.map(|_| 0)).collect();
+    let (jaxpr, consts) = trace_body(interp, "vmap", &avals, |interp, fresh| {
+        let all = pairs(fresh, &body_dims);
+        let outs = batch_jaxpr(interp, body, &all[..nc], &all[nc..], size)?;
+        outs.into_iter().map(|(x, d)| matchaxis(interp, &x, d, 0, size)).collect()
+    })?;
+    let prim = Prim::Vmap { axis_size: *axis_size, in_axes: new_axes, out_axes: out_axes + 1 };
+    let operands: Vec<Rc<Array>> = consts.into_iter().chain(operands).collect();
+    let outs = crate::jax::apply_with_bodies(interp, prim, &operands, vec![jaxpr])?;
+    Ok(outs.into_iter().map(|o| (o, Some(0))).collect())
 }
 
 /// A `cond` batched (JAX's `_cond_batching_rule`).

@@ -698,9 +698,11 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             int_data(&out.shape, words.map(i128::from).collect())
         }
         // A draw per key, one after another: its parameters the same for every key (`vmap` of
-        // a sampler whose key alone is mapped), but for an elementwise parameter of the keys'
-        // shape and the sample's, one row per key (`vmap` of a sampler with a mapped `minval`
-        // or `p`: `super::ELEMENTWISE_PARAMS`).
+        // a sampler whose key alone is mapped), but one row per key of a parameter batched
+        // like the keys (`vmap` of a sampler with a mapped parameter, `super::batch_rule`): an
+        // elementwise parameter (`super::ELEMENTWISE_PARAMS`) or `permutation`'s `x` of the
+        // keys' shape and the sample's, and every parameter of a `choice` whose `axis` has
+        // the keys' shape.
         Prim::Random { dist, shape, .. } => {
             let (keys, batch) = keys_of(ins.first()?)?;
             if batch.is_empty() {
@@ -708,12 +710,20 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             }
             let one = Aval::new(shape, out.dtype);
             let n: usize = shape.iter().product();
-            let per_key = super::ELEMENTWISE_PARAMS.contains(dist);
             let full: Vec<usize> = batch.iter().chain(shape).copied().collect();
+            let choice_per_key = *dist == "choice" && ins.get(3).is_some_and(|a| a.data.shape() == batch.as_slice());
+            let per_key = |p: &Input| match *dist {
+                "choice" => choice_per_key && p.data.shape().starts_with(&batch),
+                d => (super::ELEMENTWISE_PARAMS.contains(&d) || d == "permutation") && p.data.shape() == full.as_slice(),
+            };
             let mut flat_params = Vec::with_capacity(ins.len() - 1);
             for p in &ins[1..] {
-                flat_params.push(match per_key && p.data.shape() == full.as_slice() {
-                    true => Some(p.data.to_shape(IxDyn(&[keys.len(), n])).ok()?.to_owned()),
+                flat_params.push(match per_key(p) {
+                    true => {
+                        let row = p.data.shape()[batch.len()..].to_vec();
+                        let flat = p.data.to_shape(IxDyn(&[keys.len(), row.iter().product()])).ok()?.to_owned();
+                        Some((flat, row))
+                    }
                     false => None,
                 });
             }
@@ -721,7 +731,7 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
             for (i, k) in keys.into_iter().enumerate() {
                 let rows: Vec<Option<NdData>> = flat_params
                     .iter()
-                    .map(|f| f.as_ref().and_then(|f| f.index_axis(Axis(0), i).to_shape(IxDyn(shape)).ok().map(|r| r.to_owned())))
+                    .map(|f| f.as_ref().and_then(|(f, row)| f.index_axis(Axis(0), i).to_shape(IxDyn(row)).ok().map(|r| r.to_owned())))
                     .collect();
                 let params: Vec<Input> =
                     ins[1..].iter().zip(&rows).map(|(p, r)| Input { aval: p.aval, data: r.as_ref().unwrap_or(p.data) }).collect();
@@ -738,6 +748,7 @@ pub fn kernel(prim: &Prim, ins: &[Input], out: &Aval) -> Option<NdData> {
 /// | dist | params |
 /// | --- | --- |
 /// | `normal` | — |
+/// | `gumbel` | — (the noise of `categorical` batched by `vmap`: `super::batch_rule`) |
 /// | `uniform`, `randint` | `minval`, `maxval` |
 /// | `truncated_normal` | `lower`, `upper` |
 /// | `bernoulli` | `p` (its dtype is the one the uniform draw is made in) |
@@ -748,6 +759,7 @@ fn draw(dist: &str, key: Key, params: &[Input], out: &Aval, size: usize) -> Opti
     let shape = out.shape.as_slice();
     match dist {
         "normal" if params.is_empty() => shaped(shape, normal(key, Float::of(out.dtype)?, size)),
+        "gumbel" if params.is_empty() => shaped(shape, gumbel(key, Float::of(out.dtype)?, size)),
         "uniform" => {
             let dt = Float::of(out.dtype)?;
             let lo: Vec<f64> = flat(params.first()?, shape)?.into_iter().map(|x| dt.round(x)).collect();

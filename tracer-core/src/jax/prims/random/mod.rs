@@ -9,7 +9,7 @@ use std::rc::Rc;
 use super::batching::{moveaxis, single, vectorized, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
 use crate::interp::Interp;
-use crate::jax::ad;
+use crate::jax::ad::{self, AdResult};
 use crate::jax::array::Array;
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
@@ -102,13 +102,16 @@ pub fn wrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
 // which stands for JAX's sampler built on `random_bits`.
 
 /// Whether `vmap` has a rule for `prim` with these operands mapped: every PRNG primitive, a
-/// draw whose key alone is mapped, and a draw whose parameters are elementwise (`minval`,
-/// `maxval`, `lower`, `upper`, `p`: [`ELEMENTWISE_PARAMS`]) with some of them mapped (one with
-/// mapped `logits` keeps the per-example path).
+/// draw whose key alone is mapped, a draw whose parameters are elementwise (`minval`,
+/// `maxval`, `lower`, `upper`, `p`: [`ELEMENTWISE_PARAMS`]) with some of them mapped, and a
+/// draw of `categorical`, `permutation` or `choice` with a mapped `logits`, `x`, `a` or `p`.
 pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
     if let Prim::Random { dist, .. } = prim {
         let params_mapped = mapped.get(1..).is_some_and(|m| m.contains(&true));
-        return if params_mapped { ELEMENTWISE_PARAMS.contains(dist) } else { mapped.first() == Some(&true) };
+        return match params_mapped {
+            true => ELEMENTWISE_PARAMS.contains(dist) || ["categorical", "permutation", "choice"].contains(dist),
+            false => mapped.first() == Some(&true),
+        };
     }
     matches!(prim, families::random!())
 }
@@ -123,17 +126,7 @@ pub(crate) const ELEMENTWISE_PARAMS: [&str; 4] = ["uniform", "randint", "truncat
 /// mapped parameter broadcast to `(n, *shape)`; the samples batched first.
 fn draw_with_mapped_params(interp: &mut Interp, prim: &Prim, shape: &[usize], ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
     let n = super::batching::axis_size(ins, dims)?;
-    let (Some(key), Some(kd)) = (ins.first(), dims.first()) else { return Err(ad::no_rule_for(prim)) };
-    // One key per example: a typed key of shape (), or raw data of shape (2,).
-    let one_key = |a: &Aval, mapped: bool| key_batch(a).len() == usize::from(mapped);
-    if !one_key(&key.aval, kd.is_some()) {
-        return Err(ad::no_rule_for(prim));
-    }
-    let key = match kd {
-        Some(d) => moveaxis(interp, key, *d, 0)?,
-        None => super::batching::broadcast(interp, key, n, 0)?,
-    };
-    let mut operands = vec![key];
+    let mut operands = vec![keys_in_front(interp, prim, n, ins, dims)?];
     for (x, d) in ins[1..].iter().zip(&dims[1..]) {
         operands.push(match d {
             None => x.clone(),
@@ -147,6 +140,101 @@ fn draw_with_mapped_params(interp: &mut Interp, prim: &Prim, shape: &[usize], in
                 let at: Vec<usize> = std::iter::once(0).chain(1 + shape.len() - rank..1 + shape.len()).collect();
                 ad::broadcast_in_dim(interp, &x, &full, &at)?
             }
+        });
+    }
+    let outs = crate::jax::apply(interp, prim.clone(), &operands)?;
+    Ok(outs.into_iter().map(|o| (o, Some(0))).collect())
+}
+
+/// The key of a draw with a mapped parameter as a batch of `n` keys in front: one key per
+/// example (a typed key of shape `()`, or raw data of shape `(2,)`), an unmapped one broadcast
+/// so that every example draws from the same key, as JAX's unbatched `random_bits` does.
+fn keys_in_front(interp: &mut Interp, prim: &Prim, n: usize, ins: &[Rc<Array>], dims: &[BDim]) -> AdResult<Rc<Array>> {
+    let (Some(key), Some(kd)) = (ins.first(), dims.first()) else { return Err(ad::no_rule_for(prim)) };
+    if key_batch(&key.aval).len() != usize::from(kd.is_some()) {
+        return Err(ad::no_rule_for(prim));
+    }
+    match kd {
+        Some(d) => moveaxis(interp, key, *d, 0),
+        None => super::batching::broadcast(interp, key, n, 0),
+    }
+}
+
+/// `categorical` with mapped `logits`, as JAX batches its sampler: the argmax of Gumbel noise
+/// plus the logits. The noise is one draw `random_gumbel` (XLA's arithmetic, the noise
+/// `categorical`'s kernel draws), of the sample's shape with the logits' axis in place, from
+/// the unmapped key (the same noise for every example, JAX's `random_bits` of an unbatched
+/// key) or over the mapped keys; the logits, batched first, are added, and `argmax` takes
+/// the axis. `replace=False` (a `top_k` in JAX) and logits that are not floating keep the
+/// per-example path.
+fn categorical_with_mapped_logits(
+    interp: &mut Interp,
+    prim: &Prim,
+    shape: &[usize],
+    dtype: DType,
+    ins: &[Rc<Array>],
+    dims: &[BDim],
+) -> BatchResult {
+    let ([key, logits, axis, replace], [kd, Some(ld), None, None]) = (ins, dims) else { return Err(ad::no_rule_for(prim)) };
+    let scalar_of = |a: &Rc<Array>| {
+        let data = a.known().and_then(|k| crate::jax::eval::force(&k, 1))?;
+        (data.ndim() == 0).then(|| data.iter().next().copied()).flatten()
+    };
+    let rank = logits.aval.ndim() - 1;
+    let (Some(axis), Some(1.0)) = (scalar_of(axis), scalar_of(replace)) else { return Err(ad::no_rule_for(prim)) };
+    let axis = if axis < 0.0 { axis + rank as f64 } else { axis };
+    let (Some(prefix), true) = (shape.len().checked_sub(rank.saturating_sub(1)), (0.0..rank as f64).contains(&axis)) else {
+        return Err(ad::no_rule_for(prim));
+    };
+    if !logits.aval.dtype.is_floating() || rank == 0 {
+        return Err(ad::no_rule_for(prim));
+    }
+    let (n, axis) = (logits.aval.shape[*ld], axis as usize);
+    let example: Vec<usize> = logits.aval.shape.iter().enumerate().filter(|(i, _)| i != ld).map(|(_, &s)| s).collect();
+    // The noise's shape: the sample's, the logits' axis put back in its place.
+    let mut noise_shape = shape.to_vec();
+    noise_shape.insert(prefix + axis, example[axis]);
+    let gumbel = Prim::Random { dist: "gumbel", shape: noise_shape.clone(), dtype: logits.aval.dtype };
+    let (key, nd) = match kd {
+        Some(d) => (moveaxis(interp, key, *d, 0)?, Some(0)),
+        None => (key.clone(), None),
+    };
+    let noise = ad::bind(interp, gumbel, &[key])?;
+    // The logits as `expand_dims` and `+` broadcast them against the noise, batched first.
+    let logits = moveaxis(interp, logits, *ld, 0)?;
+    let full: Vec<usize> = std::iter::once(n).chain(noise_shape.iter().copied()).collect();
+    let logits = match logits.aval.shape[1..] == noise_shape[..] {
+        true => logits,
+        false => {
+            ad::broadcast_in_dim(interp, &logits, &full, &std::iter::once(0).chain(1 + prefix..1 + prefix + rank).collect::<Vec<_>>())?
+        }
+    };
+    let add = Prim::Binary(crate::jax::ir::BinaryPrim::Add);
+    let (sum, sd) = super::batching::broadcasting(interp, &add, &[noise, logits], &[nd, Some(0)])?.remove(0);
+    let sum = super::batching::bdim_at_front(interp, &sum, sd, n)?;
+    let argmax = Prim::ArgReduce { op: crate::jax::ir::ArgOp::Max, axis: 1 + prefix + axis, index_dtype: dtype };
+    Ok(vec![(ad::bind(interp, argmax, &[sum])?, Some(0))])
+}
+
+/// `permutation` with a mapped `x`, `choice` with a mapped `a` or `p`: one draw over a batch
+/// of keys ([`keys_in_front`]) that reads each key's own parameters in the rows of its
+/// parameters batched first, as the per-example draw would (`kernels.rs`). `permutation`
+/// has its mapped `x` batched first and its `axis` and `independent` as they are; `choice`
+/// has every parameter batched first, unmapped ones broadcast (its batched `axis` marks the
+/// draw whose parameters are per key). A `choice` from a mapped `arange(a)` (JAX wants a
+/// concrete `a`) keeps the per-example path.
+fn draw_per_key(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], dims: &[BDim]) -> BatchResult {
+    let n = super::batching::axis_size(ins, dims)?;
+    let choice = matches!(prim, Prim::Random { dist: "choice", .. });
+    let a_rank = ins.get(1).zip(dims.get(1)).map(|(a, d)| a.aval.ndim() - usize::from(d.is_some()));
+    if (choice && a_rank == Some(0)) || (!choice && dims[2..].iter().any(Option::is_some)) {
+        return Err(ad::no_rule_for(prim));
+    }
+    let mut operands = vec![keys_in_front(interp, prim, n, ins, dims)?];
+    for (x, d) in ins[1..].iter().zip(&dims[1..]) {
+        operands.push(match (d, choice) {
+            (None, false) => x.clone(),
+            (d, _) => super::batching::bdim_at_front(interp, x, *d, n)?,
         });
     }
     let outs = crate::jax::apply(interp, prim.clone(), &operands)?;
@@ -185,6 +273,12 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         }
         // Seeds are not keys: every axis of theirs is one of the keys'.
         Prim::RandomSeed { .. } => vectorized(interp, prim, ins, dims),
+        Prim::Random { dist: "categorical", shape, dtype } if dims[1..].iter().any(Option::is_some) => {
+            categorical_with_mapped_logits(interp, prim, shape, *dtype, ins, dims)
+        }
+        Prim::Random { dist: "permutation" | "choice", .. } if dims[1..].iter().any(Option::is_some) => {
+            draw_per_key(interp, prim, ins, dims)
+        }
         Prim::Random { shape, .. } if dims[1..].iter().any(Option::is_some) => draw_with_mapped_params(interp, prim, shape, ins, dims),
         Prim::RandomBits { .. } | Prim::RandomSplit { .. } | Prim::RandomUnwrap | Prim::RandomClone | Prim::Random { .. } => {
             let (key, d) = match (ins.first(), dims.first()) {
