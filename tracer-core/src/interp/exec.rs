@@ -152,7 +152,7 @@ impl<'l> Interp<'l> {
                     // over a data iterator would otherwise run to the budget.
                     let cut_short = self.dropped_exits != exits || (self.abstract_unknowns && self.went_past != went_past);
                     let goes_on = matches!(ran, Ok(()) | Err(Flow::Continue));
-                    let repeats = goes_on && !cut_short && watch.as_mut().is_some_and(|w| self.pass_repeats(w)) && written.is_some();
+                    let repeats = goes_on && !cut_short && self.pass_repeats(watch.as_mut(), &written);
                     self.end_loop_pass(mark, (cut_short || repeats) && goes_on);
                     match ran {
                         Ok(()) | Err(Flow::Continue) => {}
@@ -162,8 +162,7 @@ impl<'l> Interp<'l> {
                     if repeats {
                         // The passes only call what is traced: one more stands for the rest
                         // (`loop_summary.rs`).
-                        self.summarise_loop(written.unwrap_or_default());
-                        self.loop_over_unknown(ctx, None, body)?;
+                        self.summarise_loop(ctx, None, body, written)?;
                         break;
                     }
                     if cut_short {
@@ -395,7 +394,7 @@ impl<'l> Interp<'l> {
             let (mark, ran, written) = self.watched_pass(ctx, body, watch.as_mut());
             let cut_short = self.dropped_exits != exits;
             let goes_on = matches!(ran, Ok(()) | Err(Flow::Continue));
-            let repeats = goes_on && !cut_short && watch.as_mut().is_some_and(|w| self.pass_repeats(w)) && written.is_some();
+            let repeats = goes_on && !cut_short && self.pass_repeats(watch.as_mut(), &written);
             self.end_loop_pass(mark, (cut_short || repeats) && goes_on);
             match ran {
                 Ok(()) | Err(Flow::Continue) => {}
@@ -410,32 +409,10 @@ impl<'l> Interp<'l> {
             if repeats {
                 // The passes only call what is traced: one with the element unknown stands
                 // for the rest (`loop_summary.rs`).
-                self.summarise_loop(written.unwrap_or_default());
-                self.summary_pass(|i| i.loop_over_unknown(ctx, Some(target), body))?;
+                self.summarise_loop(ctx, Some(target), body, written)?;
                 return Ok(true);
             }
         }
-    }
-
-    /// One pass of a loop body, its writes logged when it may be the last one walked of a
-    /// summarised loop (`loop_summary.rs`).
-    fn watched_pass(
-        &mut self,
-        ctx: &Ctx,
-        body: &[Stmt],
-        watch: Option<&mut super::loop_summary::LoopWatch>,
-    ) -> (usize, PyResult<()>, Option<Vec<(super::fork::Slot, Option<Value>)>>) {
-        let Some(watch) = watch else {
-            let (mark, ran) = self.loop_pass(ctx, body);
-            return (mark, ran, None);
-        };
-        self.watch_pass(watch);
-        if !self.logs_next_pass(watch) {
-            let (mark, ran) = self.loop_pass(ctx, body);
-            return (mark, ran, None);
-        }
-        let ((mark, ran), written) = self.run_pass_logged(|i| i.loop_pass(ctx, body));
-        (mark, ran, Some(written))
     }
 
     /// Whether AutoGraph staged the statement whose test (or iterable) stopped with `flow`

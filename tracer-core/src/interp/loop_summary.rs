@@ -25,7 +25,11 @@ use std::rc::Rc;
 
 use super::fork::{join_values, Slot};
 use super::value::{Dict, Instance, Value};
-use super::{Flow, Interp, StopReason};
+use super::{Ctx, Flow, Interp, PyResult, StopReason};
+use crate::syntax::ast::{Expr, Stmt};
+
+/// The slots a logged pass wrote, each with its value before the pass.
+pub(super) type Written = Vec<(Slot, Option<Value>)>;
 
 /// Passes in a row that called only what was traced before the loop is summarised.
 const QUIET_PASSES: u32 = 2;
@@ -75,54 +79,52 @@ impl<'l> Interp<'l> {
         eligible.then(|| LoopWatch { quiet: 0, start: self.activity(), first_step: self.steps })
     }
 
-    /// A pass of a watched loop begins.
-    pub(super) fn watch_pass(&self, watch: &mut LoopWatch) {
-        watch.start = self.activity();
-    }
-
     /// Whether the loop has walked its share of the step budget.
     fn costly(&self, watch: &LoopWatch) -> bool {
         self.steps.saturating_sub(watch.first_step) >= self.budgets.max_steps / WALKED_SHARE_OF_STEPS
     }
 
-    /// Whether the next pass's writes are logged: it may be the last one walked.
-    pub(super) fn logs_next_pass(&self, watch: &LoopWatch) -> bool {
-        watch.quiet + 1 >= QUIET_PASSES && self.costly(watch)
+    /// One pass of a loop body (`loop_pass`), its writes logged with their values before
+    /// when it may be the last one walked.
+    pub(super) fn watched_pass(
+        &mut self,
+        ctx: &Ctx,
+        body: &[Stmt],
+        watch: Option<&mut LoopWatch>,
+    ) -> (usize, PyResult<()>, Option<Written>) {
+        let Some(watch) = watch else {
+            let (mark, ran) = self.loop_pass(ctx, body);
+            return (mark, ran, None);
+        };
+        watch.start = self.activity();
+        if watch.quiet + 1 < QUIET_PASSES || !self.costly(watch) {
+            let (mark, ran) = self.loop_pass(ctx, body);
+            return (mark, ran, None);
+        }
+        let ((mark, ran), written) = self.run_logged_with_before(|i| i.loop_pass(ctx, body));
+        (mark, ran, Some(written))
     }
 
-    /// A pass of a watched loop ended going on: whether it was the last quiet one in a row
-    /// needed (the loop is then summarised).
-    pub(super) fn pass_repeats(&self, watch: &mut LoopWatch) -> bool {
-        let now = self.activity();
-        let start = watch.start;
+    /// A watched pass ended going on: whether it was the last quiet one in a row needed, and
+    /// logged (the loop is then summarised).
+    pub(super) fn pass_repeats(&self, watch: Option<&mut LoopWatch>, written: &Option<Written>) -> bool {
+        let Some(watch) = watch else { return false };
+        let (now, start) = (self.activity(), watch.start);
         let quiet = now.staged_calls > start.staged_calls
             && now.traces == start.traces
             && now.diagnostics == start.diagnostics
             && now.warnings == start.warnings;
         watch.quiet = if quiet { watch.quiet + 1 } else { 0 };
-        watch.quiet >= QUIET_PASSES && self.costly(watch)
-    }
-
-    /// The pass that stands for the passes after the last one walked: the element is unknown
-    /// (`loop_over_unknown`), and a function the loop traced is not traced again with the
-    /// unknowns that pass has (`summary_passes`): its calls there stand for cache hits.
-    pub(super) fn summary_pass(&mut self, run: impl FnOnce(&mut Self) -> super::PyResult<()>) -> super::PyResult<()> {
-        self.summary_passes += 1;
-        let ran = run(self);
-        self.summary_passes -= 1;
-        ran
-    }
-
-    /// Runs one pass logging each slot it writes with its value before the pass.
-    pub(super) fn run_pass_logged<T>(&mut self, pass: impl FnOnce(&mut Self) -> T) -> (T, Vec<(Slot, Option<Value>)>) {
-        self.run_logged_with_before(pass)
+        watch.quiet >= QUIET_PASSES && self.costly(watch) && written.is_some()
     }
 
     /// The passes after the last one walked stand for as one: each slot the last pass wrote
-    /// holds what it shares with the value the pass before left there, and the stop is noted
-    /// as a place the analysis went past what it did not walk.
-    pub(super) fn summarise_loop(&mut self, written: Vec<(Slot, Option<Value>)>) {
-        for (slot, before) in written {
+    /// holds what it shares with the value the pass before left there, the stop is noted as
+    /// a place the analysis went past what it did not walk, and one more pass with the
+    /// element unknown (`loop_over_unknown`) runs, in which a function the loop traced is not
+    /// traced again on the unknowns it has (`summary_passes`): its calls stand for cache hits.
+    pub(super) fn summarise_loop(&mut self, ctx: &Ctx, target: Option<&Expr>, body: &[Stmt], written: Option<Written>) -> PyResult<()> {
+        for (slot, before) in written.unwrap_or_default() {
             let after = slot.read();
             let widened = match (before, after) {
                 (Some(b), Some(a)) => Some(widen(&b, &a, WIDEN_DEPTH)),
@@ -135,6 +137,10 @@ impl<'l> Interp<'l> {
             &Flow::Stop(StopReason::Unknown("a loop whose passes call only what is traced".into()), site),
             "the passes after the last two stood for by one with the element unknown",
         );
+        self.summary_passes += 1;
+        let ran = self.loop_over_unknown(ctx, target, body);
+        self.summary_passes -= 1;
+        ran
     }
 }
 
