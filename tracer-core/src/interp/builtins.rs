@@ -15,6 +15,7 @@ use crate::interp::model::surface::JaxFn;
 use crate::interp::model::{JaxObject, TfObject, TfObjectView};
 
 use super::call::Kwargs;
+use super::lazy_iter::Lazy;
 use super::ops::{as_f64, as_int};
 use super::value::{BuiltinClass, Class, Dict, HashKey, Instance, Property, PyIter, Value};
 use super::{Interp, PyResult};
@@ -457,43 +458,21 @@ impl<'l> Interp<'l> {
                     Some(v) => as_int(&v).unwrap_or(0),
                     None => 0,
                 };
-                let items = self.iterate(&arg(0))?;
-                let out = items.into_iter().enumerate().map(|(i, v)| Value::tuple(vec![Value::Int(start + i as i64), v])).collect();
-                seq_iter(out, "enumerate")
+                let inner = self.get_iter(&arg(0))?;
+                self.make_lazy(|_| Ok(Lazy::Enumerate { inner, next: start }))?
             }
             "zip" => {
-                let mut lists = Vec::new();
-                for a in args {
-                    lists.push(self.iterate(a)?);
-                }
-                let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
-                let out = (0..n).map(|i| Value::tuple(lists.iter().map(|l| l[i].clone()).collect())).collect();
-                seq_iter(out, "zip")
+                let strict = match kw("strict") {
+                    Some(v) => self.truthy(&v)?,
+                    None => false,
+                };
+                self.make_lazy(|i| Ok(Lazy::Zip { inners: i.iterators_of(args)?, strict }))?
             }
             "map" if args.len() < 2 => return Err(self.type_error("map() must have at least two arguments.")),
-            "map" => {
-                let f = arg(0);
-                let mut lists = Vec::new();
-                for a in &args[1..] {
-                    lists.push(self.iterate(a)?);
-                }
-                let n = lists.iter().map(|l| l.len()).min().unwrap_or(0);
-                let mut out = Vec::new();
-                for i in 0..n {
-                    out.push(self.call(&f, lists.iter().map(|l| l[i].clone()).collect(), Vec::new())?);
-                }
-                seq_iter(out, "map")
-            }
+            "map" => self.make_lazy(|i| Ok(Lazy::Map { f: args[0].clone(), inners: i.iterators_of(&args[1..])? }))?,
             "filter" => {
-                let f = arg(0);
-                let mut out = Vec::new();
-                for x in self.iterate(&arg(1))? {
-                    let keep = if f.is_none() { x.clone() } else { self.call(&f, vec![x.clone()], Vec::new())? };
-                    if self.truthy(&keep)? {
-                        out.push(x);
-                    }
-                }
-                seq_iter(out, "filter")
+                let inner = self.get_iter(&arg(1))?;
+                self.make_lazy(|_| Ok(Lazy::Filter { f: arg(0), inner }))?
             }
             "sum" => {
                 let mut acc = kw("start").or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0));

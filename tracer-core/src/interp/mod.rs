@@ -18,6 +18,7 @@ pub mod fork;
 mod global_decls;
 pub mod int_math;
 mod kept_state;
+pub mod lazy_iter;
 mod loop_exits;
 mod loop_summary;
 pub mod memory;

@@ -1024,6 +1024,10 @@ impl<'l> Interp<'l> {
                 }
                 Some(v)
             }
+            PyIter::Lazy(_) => {
+                drop(s);
+                return self.next_lazy(state);
+            }
             PyIter::Opaque => {
                 drop(s);
                 return Err(self.stop_unknown("advancing an iterator the interpreter cannot follow"));

@@ -418,6 +418,8 @@ pub enum PyIter {
         next: Value,
         step: Value,
     },
+    /// `enumerate`, `zip`, `map`, `filter`, `itertools.chain` (`lazy_iter.rs`).
+    Lazy(super::lazy_iter::Lazy),
     Opaque,
 }
 
@@ -429,6 +431,7 @@ impl PyIter {
             PyIter::Range { .. } => "range_iterator",
             PyIter::Generator { .. } => "generator",
             PyIter::Count { .. } => "itertools.count",
+            PyIter::Lazy(lazy) => lazy.type_name(),
             PyIter::Opaque => "iterator",
         }
     }
