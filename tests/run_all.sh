@@ -61,6 +61,8 @@ step "the tasks' binaries, as the tests were built (target/release/xtask, target
 export TRACELENS_BIN=${TRACELENS_BIN:-$target_dir/release/tracelens}
 xtask=$target_dir/release/xtask
 step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" "$xtask" conformance
+step "library shims take every argument flax, optax and equinox take (tests/conformance/shim_signatures.py)" \
+    "${TRACELENS_JAX_PYTHON:-$target_dir/jax-venv/bin/python}" tests/conformance/shim_signatures.py tracer-core/shims
 if [[ -n $tf_venv_pid ]]; then
     wait "$tf_venv_pid" || echo "note: the background install of $tf_pin failed (target/tf-venv-install.log); the TensorFlow step installs it again"
     tf_venv_pid=

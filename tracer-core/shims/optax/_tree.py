@@ -45,11 +45,11 @@ def cast(tree, dtype):
     return jax.tree.map(lambda t: t.astype(dtype), tree)
 
 
-def cast_like(tree, other):
-    return jax.tree.map(lambda t, o: t.astype(o.dtype), tree, other)
+def cast_like(tree, other_tree):
+    return jax.tree.map(lambda t, o: t.astype(o.dtype), tree, other_tree)
 
 
-def tree_sum(tree):
+def tree_sum(tree, associative_reduction=False):
     total = 0
     for leaf in jax.tree.leaves(tree):
         total = total + jnp.sum(leaf)

@@ -20,5 +20,5 @@ from optax._tree import vdot as tree_vdot
 from optax._tree import zeros_like as tree_zeros_like
 
 
-def tree_l2_norm(tree, squared=False):
-    return tree_norm(tree, squared=squared)
+def tree_l2_norm(tree, *, ord=2, squared=False):
+    return tree_norm(tree, ord=ord, squared=squared)

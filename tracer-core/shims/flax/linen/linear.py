@@ -22,6 +22,9 @@ class Dense(Module):
     precision: object = None
     kernel_init: object = default_kernel_init
     bias_init: object = initializers.zeros_init()
+    promote_dtype: object = promote_dtype
+    dot_general: object = None
+    dot_general_cls: object = None
 
     @compact
     def __call__(self, inputs):
@@ -30,8 +33,8 @@ class Dense(Module):
             bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
         else:
             bias = None
-        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        y = lax.dot_general(inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision)
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        y = _dot_general(self)(inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision)
         if bias is not None:
             y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
         return y
@@ -43,6 +46,7 @@ class Embed(Module):
     dtype: object = None
     param_dtype: object = jnp.float32
     embedding_init: object = default_embed_init
+    promote_dtype: object = promote_dtype
 
     def setup(self):
         self.embedding = self.param("embedding", self.embedding_init, (self.num_embeddings, self.features), self.param_dtype)
@@ -50,7 +54,7 @@ class Embed(Module):
     def __call__(self, inputs):
         if inputs.dtype.kind not in ("i", "u"):
             raise ValueError("Input type must be an integer or unsigned integer.")
-        (embedding,) = promote_dtype(self.embedding, dtype=self.dtype, inexact=False)
+        (embedding,) = self.promote_dtype(self.embedding, dtype=self.dtype, inexact=False)
         if self.num_embeddings == 1:
             return jnp.broadcast_to(embedding, inputs.shape + (self.features,))
         return jnp.take(embedding, inputs, axis=0)
@@ -109,6 +113,9 @@ class Conv(Module):
     precision: object = None
     kernel_init: object = default_kernel_init
     bias_init: object = initializers.zeros_init()
+    promote_dtype: object = promote_dtype
+    conv_general_dilated: object = None
+    conv_general_dilated_cls: object = None
 
     @compact
     def __call__(self, inputs):
@@ -153,8 +160,14 @@ class Conv(Module):
         if self.mask is not None:
             kernel *= self.mask
         bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype) if self.use_bias else None
-        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        y = lax.conv_general_dilated(
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        if self.conv_general_dilated_cls is not None:
+            conv = self.conv_general_dilated_cls()
+        elif self.conv_general_dilated is not None:
+            conv = self.conv_general_dilated
+        else:
+            conv = lax.conv_general_dilated
+        y = conv(
             inputs,
             kernel,
             strides,
@@ -170,6 +183,16 @@ class Conv(Module):
         if num_batch_dimensions != 1:
             y = jnp.reshape(y, input_batch_shape + y.shape[1:])
         return y
+
+
+def _dot_general(module):
+    """The `dot_general` a Dense or DenseGeneral calls: its class's instance, its function, or
+    `lax.dot_general`, as flax chooses."""
+    if module.dot_general_cls is not None:
+        return module.dot_general_cls()
+    if module.dot_general is not None:
+        return module.dot_general
+    return lax.dot_general
 
 
 def _canonicalize_tuple(x):
@@ -188,6 +211,9 @@ class DenseGeneral(Module):
     kernel_init: object = default_kernel_init
     bias_init: object = initializers.zeros_init()
     precision: object = None
+    promote_dtype: object = promote_dtype
+    dot_general: object = None
+    dot_general_cls: object = None
 
     @compact
     def __call__(self, inputs):
@@ -227,9 +253,9 @@ class DenseGeneral(Module):
             bias = self.param("bias", bias_init_wrap, features, self.param_dtype)
         else:
             bias = None
-        inputs, kernel, bias = promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         contract_ind = tuple(range(n_axis))
-        out = lax.dot_general(inputs, kernel, ((axis, contract_ind), ((), ())), precision=self.precision)
+        out = _dot_general(self)(inputs, kernel, ((axis, contract_ind), ((), ())), precision=self.precision)
         if bias is not None:
             expanded = tuple(1 for ax in range(inputs.ndim) if ax not in axis)
             out += jnp.reshape(bias, expanded + features)

@@ -63,6 +63,10 @@ class LayerNorm(Module):
     scale_init: object = initializers.ones
     reduction_axes: object = -1
     feature_axes: object = -1
+    axis_name: object = None
+    axis_index_groups: object = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
 
     @compact
     def __call__(self, x):
@@ -87,6 +91,9 @@ class BatchNorm(Module):
     bias_init: object = initializers.zeros
     scale_init: object = initializers.ones
     axis_name: object = None
+    axis_index_groups: object = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
 
     @compact
     def __call__(self, x, use_running_average=None):

@@ -267,7 +267,7 @@ class State:
 
     __tracelens_items__ = "_mapping"
 
-    def __init__(self, mapping=None):
+    def __init__(self, mapping=None, *, _copy=True):
         self._mapping = {}
         if mapping is not None:
             for k in mapping:
@@ -372,7 +372,7 @@ def _copy_variable(v):
     return v
 
 
-def state(node, *filters):
+def state(node, *filters, graph=None):
     pairs = [(p, _copy_variable(v)) for p, v in _variables(node)]
     if len(filters) == 0:
         return _nest(pairs)
@@ -437,11 +437,11 @@ def _clone(value, memo):
     return value
 
 
-def graphdef(node):
+def graphdef(node, *, graph=None):
     return GraphDef(_clone(node, {}), _structure(node))
 
 
-def split(node, *filters):
+def split(node, *filters, graph=None):
     gdef = graphdef(node)
     if len(filters) == 0:
         return gdef, state(node)
@@ -466,9 +466,12 @@ def _set_from_state(node, states):
                 var.raw_value = new
 
 
-def merge(graphdef, state, *states):
+def merge(graphdef, *states, copy=False, recreate_variables=True):
+    """`nnx.merge`: a new node from the graphdef's template with the states' values (`copy`
+    and `recreate_variables` decide whether flax shares the states' Variable objects, which
+    changes no shape, dtype or value)."""
     node = _clone(graphdef._template, {})
-    _set_from_state(node, (state,) + states)
+    _set_from_state(node, states)
     return node
 
 
@@ -488,15 +491,15 @@ def pure(tree):
 as_pure = pure
 
 
-def clone(node):
+def clone(node, variables=True, *, arrays=False, graph=None):
     return _clone(node, {})
 
 
-def variables(node, *filters):
+def variables(node, *filters, graph=None):
     return state(node, *filters)
 
 
-def iter_graph(node):
+def iter_graph(node, *, graph=None):
     for path, n in _nodes(node):
         yield path, n
 

@@ -412,19 +412,19 @@ def _in(v, vs):
     return False
 
 
-def grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param):
+def grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param, graph=None, graph_updates=None):
     if f is None:
         return lambda g: grad(g, argnums, has_aux=has_aux, wrt=wrt)
     return _grad(f, argnums, has_aux, wrt, False)
 
 
-def value_and_grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param):
+def value_and_grad(f=None, argnums=0, *, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(), wrt=Param, graph=None, graph_updates=None):
     if f is None:
         return lambda g: value_and_grad(g, argnums, has_aux=has_aux, wrt=wrt)
     return _grad(f, argnums, has_aux, wrt, True)
 
 
-def cached_partial(f, *cached_args):
+def cached_partial(f, *cached_args, graph=None, graph_updates=None):
     """`nnx.cached_partial(f, *args)`: `f` with its first arguments bound (flax caches their
     graph traversal, which changes no result)."""
 
@@ -434,7 +434,7 @@ def cached_partial(f, *cached_args):
     return partial_call
 
 
-def remat(f=None, *, prevent_cse=True, static_argnums=(), policy=None):
+def remat(f=None, *, prevent_cse=True, static_argnums=(), policy=None, graph=None, graph_updates=None):
     """`nnx.remat(f)`: recomputation changes no shape, dtype or Python-visible value, so `f`
     runs as written (what `jax.checkpoint` would reject on its own is not reported)."""
     if f is None:

@@ -199,12 +199,20 @@ class OptArray(OptState):
     pass
 
 
-def data(value):
-    """`nnx.data(x)`: marks an attribute as data; to tracelens every attribute is already walked."""
+_MISSING = object()
+
+
+def data(value=_MISSING, /, **kwargs):
+    """`nnx.data(x)`: marks an attribute as data; to tracelens every attribute is already walked.
+    Without a value it is a dataclass field (`x: jax.Array = nnx.data(default=...)`)."""
+    if value is _MISSING:
+        return dataclasses.field(**kwargs)
     return value
 
 
-def static(value):
+def static(value=_MISSING, /, **kwargs):
+    if value is _MISSING:
+        return dataclasses.field(**kwargs)
     return value
 
 
