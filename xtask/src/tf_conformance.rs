@@ -122,7 +122,18 @@ pub fn run(options: Options) -> Result<bool, String> {
         print!("{}", signatures.render());
         signatures.mismatches.is_empty()
     };
-    // Every error fixture's reproducer must raise what the fixture raises under TensorFlow.
+    // Every error fixture's reproducer must raise what the fixture raises under TensorFlow,
+    // as the oracle recorded it (`exception`: class and message).
+    let recorded: HashMap<PathBuf, crate::tf_repro::Raised> = fixtures
+        .iter()
+        .filter(|f| !oracle_failures.contains_key(*f))
+        .filter_map(|f| {
+            let raw: serde_json::Value = serde_json::from_slice(&fs::read(cache_file(f)).ok()?).ok()?;
+            let exception = raw.get("exception")?;
+            let raised = exception["class"].as_str().map(|c| (c.to_string(), exception["message"].as_str().unwrap_or("").to_string()));
+            Some((f.clone(), raised))
+        })
+        .collect();
     let repro_ok = match &tracelens {
         Some(t) => {
             let summary = crate::tf_repro::check(&crate::tf_repro::Setup {
@@ -133,6 +144,7 @@ pub fn run(options: Options) -> Result<bool, String> {
                 out_dir: &target.join("tf-conformance-repros"),
                 jobs: options.jobs,
                 filter: options.filter.as_deref(),
+                recorded: &recorded,
             });
             print!("{}", summary.render());
             summary.passed()

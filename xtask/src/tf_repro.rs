@@ -1,7 +1,8 @@
 //! Reproducers of the TensorFlow error fixtures checked against real TensorFlow: for every
 //! fixture of `tests/fixtures/tf/errors/`, `tracelens repro` writes a standalone program, and
 //! real TensorFlow runs the fixture and the program (`tests/conformance/tf_raised.py`, which
-//! imports TensorFlow once). The program must raise the fixture's exception class with the
+//! imports TensorFlow once; a fixture's own answer is the one the oracle recorded when it ran
+//! it, `Setup::recorded`, so no fixture runs twice). The program must raise the fixture's exception class with the
 //! fixture's own message (its first line, `repro::comparable_message`); a fixture with no
 //! reproducer is listed, not failed, as on the JAX side (`repro.rs`).
 
@@ -40,7 +41,7 @@ pub struct TfReproSummary {
 
 /// What a program raised under TensorFlow: its class and message, `None` when it raised
 /// nothing.
-type Raised = Option<(String, String)>;
+pub type Raised = Option<(String, String)>;
 
 /// One written reproducer, before TensorFlow runs it.
 struct Written {
@@ -63,10 +64,13 @@ pub struct Setup<'a> {
     pub jobs: usize,
     /// Only the fixtures whose name (`tf/errors/NAME.py`) contains it.
     pub filter: Option<&'a str>,
+    /// What each fixture raised when the oracle ran it (`tf_oracle.py` records the class and
+    /// the message as `tf_raised.py` does); a fixture not here runs under TensorFlow again.
+    pub recorded: &'a HashMap<PathBuf, Raised>,
 }
 
 pub fn check(setup: &Setup) -> TfReproSummary {
-    let Setup { binary, python, script, errors_dir, out_dir, jobs, filter } = *setup;
+    let Setup { binary, python, script, errors_dir, out_dir, jobs, filter, recorded } = *setup;
     let mut all = cases(errors_dir, out_dir);
     all.retain(|c| filter.is_none_or(|f| format!("tf/errors/{}", c.name).contains(f)));
     let emitted: Vec<Result<Written, (String, String)>> = pool::map(&all, jobs, |_, case| {
@@ -91,8 +95,33 @@ pub fn check(setup: &Setup) -> TfReproSummary {
     }
     written.sort_by(|a, b| a.name.cmp(&b.name));
     missing.sort();
-    let programs: Vec<&Path> = written.iter().flat_map(|w| [w.fixture.as_path(), w.reproducer.as_path()]).collect();
-    let raised = run_under_tensorflow(python, script, &programs, jobs);
+    let programs: Vec<&Path> = written
+        .iter()
+        .flat_map(|w| [Some(w.fixture.as_path()).filter(|f| !recorded.contains_key(*f)), Some(w.reproducer.as_path())])
+        .flatten()
+        .collect();
+    let mut raised = run_under_tensorflow(python, script, &programs, jobs).map(|mut ran| {
+        for w in &written {
+            if let Some(answer) = recorded.get(&w.fixture) {
+                ran.insert(w.fixture.clone(), answer.clone());
+            }
+        }
+        ran
+    });
+    // A recorded answer that disagrees with the reproducer's is checked by running the
+    // fixture as the reproducer ran (the oracle's own frames can change a message, such as
+    // where Python's recursion limit is reached).
+    let again: Vec<&Path> = written
+        .iter()
+        .filter(|w| recorded.contains_key(&w.fixture) && verdict(w, &raised).is_some())
+        .map(|w| w.fixture.as_path())
+        .collect();
+    if let (Ok(answers), false) = (&mut raised, again.is_empty()) {
+        match run_under_tensorflow(python, script, &again, jobs) {
+            Ok(ran) => answers.extend(ran),
+            Err(e) => raised = Err(e),
+        }
+    }
     let mut wrong = Vec::new();
     for w in &written {
         if let Some(why) = verdict(w, &raised) {

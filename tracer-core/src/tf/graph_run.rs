@@ -14,7 +14,6 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::loop_checks::{Rows, Test};
 use crate::diagnostics::Code;
 use crate::interp::value::Value;
 use crate::interp::{Flow, Interp, Site};
@@ -39,9 +38,9 @@ pub struct Failing {
 /// The op of a finished trace that makes every run of its graph fail.
 #[derive(Debug, Clone)]
 pub struct GraphFailure {
-    site: Option<Site>,
-    node: String,
-    message: String,
+    pub(super) site: Option<Site>,
+    pub(super) node: String,
+    pub(super) message: String,
 }
 
 /// What an op of a trace checks of one of its inputs when the graph runs, on each call's
@@ -81,15 +80,15 @@ pub enum Operand {
 #[derive(Debug, Clone)]
 pub struct CallCheck {
     trace: u32,
-    input: VarId,
+    pub(super) input: VarId,
     result: Option<VarId>,
-    site: Option<Site>,
-    node: String,
-    check: RunCheck,
+    pub(super) site: Option<Site>,
+    pub(super) node: String,
+    pub(super) check: RunCheck,
     guard: Option<Vec<(Operand, bool)>>,
     /// The tensor loop whose body it is directly in (`loop_checks::current`): it runs at
     /// each iteration.
-    in_loop: Option<usize>,
+    pub(super) in_loop: Option<usize>,
     /// The first variable of the equations that compute the checked op, when they are several
     /// (`tf.reduce_mean`'s sum, then its division; `computed_from`): under the enabled numeric
     /// checks, the values before the op must be finite, not its own steps.
@@ -98,7 +97,7 @@ pub struct CallCheck {
 
 impl RunCheck {
     /// The graph variable of a second input the check reads, besides the checked one.
-    fn other_var(&self) -> Option<VarId> {
+    pub(super) fn other_var(&self) -> Option<VarId> {
         match self {
             RunCheck::Near { y: Operand::Var(v), .. } => Some(*v),
             _ => None,
@@ -107,7 +106,7 @@ impl RunCheck {
 
     /// The kernel's message when `value` fails the check; `None` when it holds or the value
     /// is not known. `other` is the call's value of `other_var`.
-    fn fails(&self, value: &Rc<Array>, other: Option<&Rc<Array>>) -> Option<String> {
+    pub(super) fn fails(&self, value: &Rc<Array>, other: Option<&Rc<Array>>) -> Option<String> {
         match self {
             RunCheck::Near { y, rtol, atol, message } => {
                 let y = match y {
@@ -322,14 +321,33 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
     // Claimed in a branch: a stateful check (its node named in the branch's scope); not a
     // gather or division there (`cond/GatherV2`, whose numbering is not followed).
     // In a followed loop's body: a stateful check, run at each iteration.
+    // A loop is run when every loop around it is.
+    let chained = |id: usize| {
+        let mut at = loops.iter().find(|l| l.id == id);
+        for _ in 0..loops.len() {
+            match at {
+                Some(l) => match l.parent {
+                    Some(p) => at = loops.iter().find(|o| o.id == p),
+                    None => return true,
+                },
+                None => return false,
+            }
+        }
+        false
+    };
     let checks: Vec<CallCheck> = checks
         .into_iter()
         .filter(|c| match c.in_loop {
-            Some(id) => c.result.is_none() && loops.iter().any(|l| l.id == id),
+            Some(id) => c.result.is_none() && chained(id),
             None => c.guard.as_ref().is_some_and(|g| c.result.is_none() || g.is_empty()) && c.result.is_none_or(|r| runs.contains(&r)),
         })
         .collect();
-    let loops = loops.into_iter().filter(|l| checks.iter().any(|c| c.in_loop == Some(l.id))).collect();
+    // The loops holding a check, and those around them.
+    let mut kept: HashSet<usize> = checks.iter().filter_map(|c| c.in_loop).collect();
+    while let Some(p) = loops.iter().filter(|l| kept.contains(&l.id)).find_map(|l| l.parent.filter(|p| !kept.contains(p))) {
+        kept.insert(p);
+    }
+    let loops = loops.into_iter().filter(|l| kept.contains(&l.id)).collect();
     let may_run = reaching_outputs(jaxpr, true);
     let mut failure = None;
     for f in mine.into_iter().filter(|f| !f.conditional) {
@@ -398,14 +416,14 @@ pub fn on_call(interp: &mut Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[
     let mut loops_run = HashSet::new();
     for c in &checks {
         if let Some(id) = c.in_loop {
-            // Its loop runs, every check of its body at each iteration, when the first of
-            // them is reached; one the enabled numeric checks could precede is not claimed.
-            if !loops_run.insert(id) {
+            // The outermost loop around it runs, every check of its body and of the loops in
+            // it at each iteration, when the first of them is reached; one the enabled
+            // numeric checks could precede is not claimed.
+            let Some(root) = super::loop_run::outermost(&settled.loops, id) else { return Ok(()) };
+            if !loops_run.insert(root.id) {
                 continue;
             }
-            let Some(lp) = settled.loops.iter().find(|l| l.id == id) else { return Ok(()) };
-            let body: Vec<&CallCheck> = checks.iter().copied().filter(|b| b.in_loop == Some(id)).collect();
-            match run_loop(interp, lp, &body, jaxpr, consts, inputs)? {
+            match super::loop_run::run(interp, root, (&settled.loops, &checks), jaxpr, consts, inputs)? {
                 Some(None) if !settled.numerics => continue,
                 Some(Some(failure)) if !settled.numerics => return Err(raise(interp, &failure)),
                 _ => return Ok(()),
@@ -436,207 +454,6 @@ pub fn on_call(interp: &mut Interp, settled: &Settled, jaxpr: &Jaxpr, consts: &[
         }
     }
     Ok(())
-}
-
-/// How many iterations of a tensor loop a call is followed for.
-const LOOP_ITERATIONS: usize = 10_000;
-
-/// Loop `lp` of a call of `jaxpr` on `consts` and `inputs`, run on the call's values: the
-/// first failing check of its `body`, by iteration then in the order they were traced
-/// (`Some(None)`: the loop ends with every check holding). `None` when the call's values do
-/// not decide it: an unknown entry value, test or carried value, a check on an unknown value,
-/// more iterations than `LOOP_ITERATIONS`. Each iteration counts against the analysis's step
-/// and time budgets, as the evaluator's `while_loop` does: a loop that would run past them
-/// ends the analysis there (TL900), not the editor's wait.
-fn run_loop(
-    interp: &mut Interp,
-    lp: &super::loop_checks::LoopRun,
-    body: &[&CallCheck],
-    jaxpr: &Jaxpr,
-    consts: &[Rc<Array>],
-    inputs: &[Rc<Array>],
-) -> Result<Option<Option<GraphFailure>>, Flow> {
-    let Some((graph, mut carry)) = loop_graph(lp, body, jaxpr, consts, inputs) else { return Ok(None) };
-    // A `for`'s elements, each the value of its target in one iteration.
-    let elements = match &lp.test {
-        Test::Graph(_) => None,
-        Test::Rows { rows, .. } => match elements(rows, jaxpr, consts, inputs) {
-            Some(e) => Some(e),
-            None => return Ok(None),
-        },
-    };
-    for k in 0..LOOP_ITERATIONS {
-        interp.tick()?;
-        let element = match &elements {
-            Some(e) if k == e.len() => return Ok(Some(None)),
-            Some(e) => Some(&e[k]),
-            None => None,
-        };
-        match iteration(lp, body, &graph, consts, inputs, &carry, element) {
-            Some(Iteration::Ended) => return Ok(Some(None)),
-            Some(Iteration::Failed(failure)) => return Ok(Some(Some(failure))),
-            Some(Iteration::Next(next)) => carry = next,
-            None => return Ok(None),
-        }
-    }
-    Ok(None)
-}
-
-/// A loop variable's value as `run_loop` reads it: known, and computed within the budget.
-fn known_value(a: &Rc<Array>) -> Option<Rc<Array>> {
-    let k = a.known()?;
-    crate::jax::eval::force(&k, 1 << 16)?;
-    Some(k)
-}
-
-/// The graph one iteration of `lp` computes (the body's placeholders of the loop variables
-/// made inputs after the call's; out: the test, the carried values, each check's inputs) and
-/// the values the loop variables enter with.
-fn loop_graph(
-    lp: &super::loop_checks::LoopRun,
-    body: &[&CallCheck],
-    jaxpr: &Jaxpr,
-    consts: &[Rc<Array>],
-    inputs: &[Rc<Array>],
-) -> Option<(Jaxpr, Vec<Rc<Array>>)> {
-    let operand_atom = |o: &Operand| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None };
-    let mut entry = jaxpr.clone();
-    entry.outvars = lp.init.iter().filter_map(operand_atom).collect();
-    let entered = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
-    let mut entered = entered.iter();
-    let mut carry: Vec<Rc<Array>> = Vec::with_capacity(lp.init.len());
-    for o in &lp.init {
-        let value = match o {
-            Operand::Var(_) => entered.next()?.clone(),
-            Operand::Known(a) => a.clone(),
-        };
-        carry.push(known_value(&value)?);
-    }
-    let mut graph = jaxpr.clone();
-    let mut placeholders = Vec::with_capacity(lp.carry_in.len() + 1);
-    let element = match &lp.test {
-        Test::Rows { element, .. } => Some(*element),
-        Test::Graph(_) => None,
-    };
-    for v in lp.carry_in.iter().chain(&element) {
-        let at = graph.eqns.iter().position(|e| e.outputs.iter().any(|(o, _)| o == v))?;
-        let eqn = graph.eqns.remove(at);
-        placeholders.push(eqn.outputs.into_iter().next()?);
-    }
-    graph.invars.extend(placeholders);
-    let test = match &lp.test {
-        Test::Graph(t) => Some(t),
-        Test::Rows { .. } => None,
-    };
-    graph.outvars = test
-        .into_iter()
-        .chain(&lp.carry_out)
-        .filter_map(operand_atom)
-        .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var))
-        .collect();
-    Some((graph, carry))
-}
-
-/// The elements a `for` iterates at a call: `tf.range`'s numbers, or a tensor's rows; `None`
-/// when they are not known, or more than `LOOP_ITERATIONS`.
-fn elements(rows: &Rows, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<Vec<Rc<Array>>> {
-    let operands: Vec<&Operand> = match rows {
-        Rows::Range { start, limit, delta, .. } => vec![start, limit, delta],
-        Rows::Tensor(t) => vec![t],
-    };
-    let mut entry = jaxpr.clone();
-    entry.outvars = operands.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
-    let computed = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
-    let mut computed = computed.iter();
-    let mut values = Vec::with_capacity(operands.len());
-    for o in operands {
-        let value = match o {
-            Operand::Var(_) => computed.next().cloned(),
-            Operand::Known(a) => Some(a.clone()),
-        };
-        values.push(value.as_ref().and_then(known_value)?);
-    }
-    match (rows, values.as_slice()) {
-        (Rows::Range { dtype, .. }, [start, limit, delta]) => {
-            let scalar = |a: &Rc<Array>| crate::jax::eval::force(a, 1).filter(|d| d.len() == 1).and_then(|d| d.iter().next().copied());
-            let (start, limit, delta) = (scalar(start)?, scalar(limit)?, scalar(delta)?);
-            // TensorFlow's size: ceil((limit - start) / delta), none when it is not positive
-            // (a zero delta is an error TensorFlow raises: not followed).
-            let count = ((limit - start) / delta).ceil();
-            if delta == 0.0 || !count.is_finite() || count > LOOP_ITERATIONS as f64 {
-                return None;
-            }
-            let count = count.max(0.0) as usize;
-            Some((0..count).map(|k| Array::scalar(start + k as f64 * delta, *dtype, false)).collect())
-        }
-        (Rows::Tensor(_), [t]) => {
-            if t.aval.shape.first().is_none_or(|n| *n > LOOP_ITERATIONS) {
-                return None;
-            }
-            let data = crate::jax::eval::force(t, 1 << 16)?;
-            let row = crate::jax::aval::Aval::new(&t.aval.shape[1..], t.aval.dtype);
-            let rows = data.axis_iter(ndarray::Axis(0)).map(|r| Array::ready(row.clone(), r.to_owned())).collect();
-            Some(rows)
-        }
-        _ => None,
-    }
-}
-
-/// What one iteration of a followed loop comes to.
-enum Iteration {
-    /// The test was false: the loop ends.
-    Ended,
-    /// A check of the body failed.
-    Failed(GraphFailure),
-    /// Every check held: the loop variables' next values.
-    Next(Vec<Rc<Array>>),
-}
-
-/// One iteration of `lp` on the carried values `carry` (`loop_graph`'s `graph`), a `for`'s
-/// on its `element`; `None` when a value it needs is not known.
-fn iteration(
-    lp: &super::loop_checks::LoopRun,
-    body: &[&CallCheck],
-    graph: &Jaxpr,
-    consts: &[Rc<Array>],
-    inputs: &[Rc<Array>],
-    carry: &[Rc<Array>],
-    element: Option<&Rc<Array>>,
-) -> Option<Iteration> {
-    let mut given = inputs.to_vec();
-    given.extend(carry.iter().cloned());
-    given.extend(element.cloned());
-    let values = crate::jax::eval_jaxpr::instantiate(graph, consts, &given)?;
-    let mut values = values.iter();
-    let mut next = |o: &Operand| -> Option<Rc<Array>> {
-        match o {
-            Operand::Var(_) => values.next().cloned(),
-            Operand::Known(a) => Some(a.clone()),
-        }
-    };
-    // A `for` has an element for this iteration (`run_loop` counted them).
-    let go = match &lp.test {
-        Test::Graph(t) => {
-            let test = known_value(&next(t)?)?;
-            crate::jax::eval::force(&test, 1)?.iter().next().map(|x| *x != 0.0)?
-        }
-        Test::Rows { .. } => true,
-    };
-    let carried: Vec<Option<Rc<Array>>> = lp.carry_out.iter().map(&mut next).collect();
-    if !go {
-        return Some(Iteration::Ended);
-    }
-    for c in body {
-        let value = known_value(values.next()?)?;
-        let other = match c.check.other_var() {
-            Some(_) => Some(known_value(values.next()?)?),
-            None => None,
-        };
-        if let Some(message) = c.check.fails(&value, other.as_ref()) {
-            return Some(Iteration::Failed(GraphFailure { site: c.site, node: c.node.clone(), message }));
-        }
-    }
-    carried.into_iter().map(|c| c.and_then(|c| known_value(&c))).collect::<Option<_>>().map(Iteration::Next)
 }
 
 /// With every float op of the graph checked (`enable_check_numerics`), in the order the ops

@@ -9,9 +9,11 @@
 //! the rows of a tensor, or `tf.range(start, limit, delta)` with a bound only the graph
 //! knows (`Rows`); each iteration's element is the body's `Placeholder` of the target.
 //!
-//! Only a loop of the `tf.function`'s own graph, outside any branch or other loop, whose
-//! test (or iterated rows) and every loop variable are tensors of that graph (or known ones),
-//! is followed; a check in a branch or a loop inside the body is not.
+//! A loop of the `tf.function`'s own graph whose test (or iterated rows) and every loop
+//! variable are tensors of that graph (or known ones) is followed: one outside any loop, in
+//! branches or not (it runs at the calls whose values pick every branch it is in, `guard`),
+//! and one directly in the body of a followed loop (it runs, whole, at each of that loop's
+//! iterations, `parent`). A check in a branch inside a loop's body, and a loop there, is not.
 
 use std::rc::Rc;
 
@@ -20,6 +22,7 @@ use super::partial::PartialTensor;
 use crate::interp::value::Value;
 use crate::interp::{Interp, Site};
 use crate::jax::array::Array;
+use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
 use crate::jax::ir::VarId;
 
@@ -56,8 +59,11 @@ pub enum Test {
 /// A loop whose body is being traced.
 struct OpenLoop {
     id: usize,
-    /// A loop directly in a `tf.function`'s own graph, outside any branch or other loop.
+    /// A loop of a `tf.function`'s own graph, outside any loop or directly in a followed one.
     followed: bool,
+    /// The branches it is in (outside any loop), or the loop whose body it is directly in.
+    guard: Vec<(Operand, bool)>,
+    parent: Option<usize>,
     trace: u32,
     /// `TfState::active`'s length, `Interp::fork_logs`' and `TfState::guards`' in the body.
     depth: usize,
@@ -76,6 +82,13 @@ pub struct LoopRun {
     pub(super) carry_in: Vec<VarId>,
     pub(super) carry_out: Vec<Operand>,
     pub(super) test: Test,
+    /// The branches whose predicates the call's values must pick for it to run (outside any
+    /// loop), each with the branch it must pick.
+    pub(super) guard: Vec<(Operand, bool)>,
+    /// The followed loop whose body it is directly in: it runs at each of its iterations.
+    pub(super) parent: Option<usize>,
+    /// What its state holds after it, one tensor per loop variable (empty: not followed).
+    pub(super) exits: Vec<(VarId, Aval)>,
 }
 
 /// A tensor loop's body begins to be traced (`extra_forks`: paths the loop itself opens,
@@ -85,18 +98,25 @@ pub fn begin(interp: &mut Interp, extra_forks: usize) -> usize {
     interp.tf.loops.next_id += 1;
     let trace = interp.jax.traces.last().map_or(u32::MAX, |t| t.id);
     let own = interp.jax.traces.last().is_some_and(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
-    let followed = own
-        && interp.tf.active.last().is_some_and(|a| a.forks == interp.fork_logs.len())
-        && interp.tf.loops.open.is_empty()
-        && super::guards::current(interp, trace).is_some_and(|g| g.is_empty());
-    let open = OpenLoop {
-        id,
-        followed,
-        trace,
-        depth: interp.tf.active.len(),
-        forks: interp.fork_logs.len() + extra_forks,
-        guards: interp.tf.guards.len(),
+    let depth = interp.tf.active.len();
+    let (followed, guard, parent) = match interp.tf.loops.open.last() {
+        // Directly in a followed loop's body: no branch or path between.
+        Some(outer) => (
+            own && outer.followed
+                && outer.trace == trace
+                && outer.depth == depth
+                && outer.forks == interp.fork_logs.len()
+                && outer.guards == interp.tf.guards.len(),
+            Vec::new(),
+            Some(outer.id),
+        ),
+        None => match super::guards::current(interp, trace).filter(|_| own) {
+            Some(guard) => (true, guard, None),
+            None => (false, Vec::new(), None),
+        },
     };
+    let open =
+        OpenLoop { id, followed, guard, parent, trace, depth, forks: interp.fork_logs.len() + extra_forks, guards: interp.tf.guards.len() };
     interp.tf.loops.open.push(open);
     id
 }
@@ -108,7 +128,7 @@ pub fn in_loop(interp: &Interp) -> bool {
 
 /// The id of the followed loop whose body an op bound now in trace `trace` is directly in.
 pub fn current(interp: &Interp, trace: u32) -> Option<usize> {
-    let [open] = interp.tf.loops.open.as_slice() else { return None };
+    let open = interp.tf.loops.open.last()?;
     (open.followed
         && open.trace == trace
         && open.depth == interp.tf.active.len()
@@ -132,7 +152,17 @@ pub enum Traced<'a> {
 pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], carry_out: &[Value], test: Traced) {
     let Some(at) = interp.tf.loops.open.iter().rposition(|o| o.id == id) else { return };
     let open = interp.tf.loops.open.remove(at);
+    // A followed loop that a call cannot run leaves the loop around it unfollowed: its checks
+    // at an iteration could not be put in order with this loop's.
+    let lost = |interp: &mut Interp| {
+        if let Some(outer) = interp.tf.loops.open.last_mut().filter(|o| open.parent == Some(o.id)) {
+            outer.followed = false;
+        }
+    };
     if !open.followed || init.len() != carry_in.len() || init.len() != carry_out.len() {
+        if open.followed {
+            lost(interp);
+        }
         return;
     }
     let operand = |v: &Value| -> Option<Operand> {
@@ -161,10 +191,30 @@ pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], c
                     Test::Rows { element: var(&Value::Array(element.clone()))?, rows }
                 }
             },
+            guard: open.guard.clone(),
+            parent: open.parent,
+            exits: Vec::new(),
         })
     })();
-    if let Some(run) = run {
-        interp.tf.loops.traced.push(run);
+    match run {
+        Some(run) => interp.tf.loops.traced.push(run),
+        None => lost(interp),
+    }
+}
+
+/// Loop `id` is staged: its state holds `after` (one value per loop variable, in `end`'s
+/// order), the tensors a loop around it reads of it.
+pub fn exited(interp: &mut Interp, id: usize, after: &[Value]) {
+    let Some(run) = interp.tf.loops.traced.iter_mut().rfind(|l| l.id == id) else { return };
+    let exits: Option<Vec<(VarId, Aval)>> = after
+        .iter()
+        .map(|v| match v {
+            Value::Array(a) => a.tracer().filter(|t| t.trace == run.trace).map(|t| (t.var, a.aval.clone())),
+            _ => None,
+        })
+        .collect();
+    if let Some(exits) = exits.filter(|e| e.len() == run.carry_in.len()) {
+        run.exits = exits;
     }
 }
 

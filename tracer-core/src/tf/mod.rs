@@ -35,6 +35,7 @@ pub mod graph_variables;
 pub(crate) mod guards;
 pub mod handed_out;
 mod loop_checks;
+mod loop_run;
 pub mod names;
 mod nest;
 mod numerics;

@@ -161,7 +161,9 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
         TfFn::Cast => {
             let x = tensor_arg!(interp, f, p, 0, "x");
             let Some(Value::DType(d) | Value::TfDType(d)) = p.get(1, "dtype") else { return unknown(interp) };
-            cast(interp, Value::Array(x), *d)
+            // An `IndexedSlices` stays one (TensorFlow 2.21).
+            let out = cast(interp, Value::Array(x), *d)?;
+            Ok(super::tape::kept_slices(p.get(0, "x"), out))
         }
         TfFn::ClipByValue => {
             let x = tensor_arg!(interp, f, p, 0, "t");

@@ -139,9 +139,10 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             delegate(interp, J::Linspace, vec![arr(&a), arr(&b), Value::Int(*n)], vec![kw("dtype", Value::DType(a.aval.dtype))])
         }
+        // An `IndexedSlices` stays one (TensorFlow 2.21).
         TfFn::Identity => {
             let x = tensor_arg!(interp, f, p, 0, "input");
-            Ok(Value::Array(x))
+            Ok(super::tape::kept_slices(p.get(0, "input"), Value::Array(x)))
         }
         // The value unchanged, and no gradient through it (`lax.stop_gradient`): a tape's
         // source reached only through it gets TensorFlow's `None` in a graph.

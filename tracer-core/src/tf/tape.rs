@@ -253,6 +253,14 @@ fn indexed_slices(g: Value, sliced: bool) -> Value {
     }
 }
 
+/// The result `out` of an op that keeps a `tf.IndexedSlices` one (`tf.identity`, `tf.cast`),
+/// given `input`: an `IndexedSlices` again when `input` is one.
+pub fn kept_slices(input: Option<&Value>, out: Value) -> Value {
+    let sliced =
+        matches!(input, Some(Value::Builtin(b)) if matches!(&**b, crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(_))));
+    indexed_slices(out, sliced)
+}
+
 /// A non-persistent tape's second `gradient`/`jacobian` is TensorFlow's `RuntimeError`.
 fn use_once(interp: &mut Interp, tape: &Tape) -> PyResult<()> {
     if tape.used.replace(true) && !tape.persistent {

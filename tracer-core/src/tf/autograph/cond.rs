@@ -63,7 +63,7 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
     let Some((def, vars)) = super::block_vars(interp, ctx, stmt) else { return Ok(false) };
     let returns = (scope::returns_in(body), scope::returns_in(orelse));
     if returns.0 || returns.1 {
-        if let Some(&loop_site) = interp.tf.autograph.tensor_loops.last() {
+        if let Some(loop_site) = interp.tf.autograph.tensor_loops.last().map(|(site, _)| *site) {
             let msg = "a return statement cannot be placed inside this TensorFlow loop; this may happen if a return statement depends on a static Python condition such as a hyperparameter";
             return Err(raise_at(interp, loop_site, "NotImplementedError", msg.into()));
         }
@@ -155,7 +155,7 @@ pub fn if_stmt(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, staged: super::Stage
         (None, None) => {}
     }
     forked?;
-    let merged = merge_outputs(interp, &pred, &outputs, (main, other), site).map_err(|flow| {
+    let merged = merge_outputs(interp, &pred, &outputs, (main, other), (&def, site)).map_err(|flow| {
         // The statement as the reproducer writes it: each branch binds what it bound.
         let bound = |b: &Branch| -> (Vec<String>, Vec<Value>) {
             outputs.iter().zip(&b.values).filter_map(|(n, v)| Some((n.to_string(), v.clone()?))).unzip()
@@ -206,11 +206,23 @@ fn merge_outputs(
     pred: &Rc<Array>,
     outputs: &[Rc<str>],
     (main, other): (&Branch, &Branch),
-    site: Option<Site>,
+    (def, site): (&FunctionDef, Option<Site>),
 ) -> PyResult<Vec<(Rc<str>, Value)>> {
     for (branch, label) in [(main, "main"), (other, "else")] {
         if let Some(i) = branch.values.iter().position(Option::is_none) {
             let msg = format!("'{}' must also be initialized in the {label} branch", outputs[i]);
+            // In a tensor loop of the same function the name, unbound before the loop, is a
+            // loop variable (the way around the branch reads the last iteration's value):
+            // AutoGraph names the loop, with the branch's error as a note.
+            if let Some((loop_site, unbound)) = enclosing_tensor_loop(interp, def, site) {
+                // Another name of the loop's state unbound before it could be the one
+                // AutoGraph names first: not claimed.
+                if unbound.iter().any(|n| *n != outputs[i]) {
+                    return Err(interp.stop_unknown("a tensor loop whose state has several names unbound before it"));
+                }
+                let msg = format!("'{}' must be defined before the loop\nNote: AutoGraph tried to define it automatically, but ran into a ValueError: {msg}", outputs[i]);
+                return Err(raise_at(interp, Some(loop_site), "ValueError", msg));
+            }
             return Err(raise_at(interp, site, "ValueError", msg));
         }
     }
@@ -220,6 +232,16 @@ fn merge_outputs(
         merged.push((name.clone(), merge(interp, pred, name, a, b, site)?));
     }
     Ok(merged)
+}
+
+/// The innermost tensor loop being staged, when it is a statement of `def` holding the
+/// converted `if` at `site` (not a loop of a function that called `def`).
+/// With the names of its state unbound before it.
+fn enclosing_tensor_loop<'a>(interp: &'a Interp, def: &FunctionDef, site: Option<Site>) -> Option<(Site, &'a [crate::syntax::ast::Name])> {
+    let (looped, unbound) = interp.tf.autograph.tensor_loops.last()?;
+    let (looped, at) = ((*looped)?, site?);
+    let in_def = def.span.start <= looped.span.start && looped.span.start < def.span.end;
+    (looped.file == at.file && in_def && looped.span.start <= at.span.start).then_some((looped, unbound.as_slice()))
 }
 
 /// The end of a function (its body's flow) that holds a pending `return` of a converted

@@ -91,7 +91,8 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     let scope = crate::tf::graph_names::while_scope(interp);
     crate::tf::graph_names::enter_branch(interp, scope.as_deref());
     let id = crate::tf::loop_checks::begin(interp, 1);
-    interp.tf.autograph.tensor_loops.push(lp.site);
+    let unbound = symbols.iter().zip(&init).filter(|(_, before)| before.is_none()).map(|((n, _), _)| n.clone()).collect();
+    interp.tf.autograph.tensor_loops.push((lp.site, unbound));
     let (mut test, mut element) = (None, None);
     let (ran, written) = interp.run_logged(|i| -> PyResult<()> {
         (test, element) = enter_pass(i, ctx, &lp)?;
@@ -140,13 +141,17 @@ fn staged_loop(interp: &mut Interp, ctx: &Ctx, stmt: &Stmt, lp: Loop) -> PyResul
     }
     // After the loop: the state as the loop's outputs, and whatever else the body stored
     // (an attribute, a dict item, a local) as tensors of the loop rather than of its body.
+    let mut exits = Vec::with_capacity(symbols.len());
     for ((name, _), entered) in symbols.iter().zip(&entry) {
         let after = match entered {
             Some(v) => placeholders(interp, v)?.unwrap_or_else(|| crate::tf::tensor::unknown_tensor(interp, "a loop output")),
             None => crate::tf::tensor::unknown_tensor(interp, "a loop output tracelens does not follow"),
         };
+        exits.push(after.clone());
         interp.store_name(ctx, name, after, None)?;
     }
+    // A call runs a loop around this one with these values as its results (`loop_run.rs`).
+    crate::tf::loop_checks::exited(interp, id, &exits);
     for slot in written {
         if let Some(v) = slot.read() {
             if holds_body_tensor(interp, &v, body) {

@@ -42,8 +42,9 @@ pub use loops::{check_accessible, check_output, for_stmt, while_stmt};
 pub struct State {
     /// What a converted `if`/`while` test or `for` iterable gave, and where.
     pending: Option<(Staged, Option<Site>)>,
-    /// The tensor loops being traced, innermost last (their `while`/`for` lines).
-    tensor_loops: Vec<Option<Site>>,
+    /// The tensor loops being traced, innermost last (their `while`/`for` lines), each with
+    /// the names of its state unbound before it.
+    tensor_loops: Vec<(Option<Site>, Vec<crate::syntax::ast::Name>)>,
     /// The bodies of tensor loops traced so far: their tensors (variables `from..to` of a
     /// trace) are out of scope once the loop ends.
     loop_bodies: Vec<LoopBody>,
