@@ -247,8 +247,14 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
                     s = sh;
                 }
             }
-            let params = vec![logits, int(axis), flag(param("replace", 4), true)];
-            draw(interp, "categorical", &key_in(params), Aval::new(&s, dtypes::default_int(c)))
+            let replace = param("replace", 4);
+            // Without replacement the samples are `lax.top_k`'s indices: int32 under x64 too.
+            let dtype = match replace {
+                Some(Value::Bool(false)) | Some(Value::Int(0)) => DType::I32,
+                _ => dtypes::default_int(c),
+            };
+            let params = vec![logits, int(axis), flag(replace, true)];
+            draw(interp, "categorical", &key_in(params), Aval::new(&s, dtype))
         }
         F::RandomRandint => {
             let Some(s) = shape_kw(interp, 1)? else {
