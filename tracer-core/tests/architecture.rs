@@ -7,11 +7,13 @@
 //! the interpreter sees the models through one file (checked on the file-level import graph
 //! too, which `architecture/import_graph.rs` builds), and every source file of the
 //! workspace opens with a `//!` doc and stays under ~800 lines or says why in a `//! Size:`
-//! line.
+//! line; `architecture/contributing.rs` checks CONTRIBUTING.md's recipes against the tree.
 
 use std::path::{Path, PathBuf};
 
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+/// The files below `dir` that `keep` accepts, sorted (not below `target/`, `.git/` or
+/// `node_modules/`).
+fn files_below(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -19,14 +21,20 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
+                if !p.file_name().is_some_and(|n| n == "target" || n == ".git" || n == "node_modules") {
+                    stack.push(p);
+                }
+            } else if keep(&p) {
                 out.push(p);
             }
         }
     }
     out.sort();
     out
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    files_below(dir, |p| p.extension().is_some_and(|x| x == "rs"))
 }
 
 fn crate_dir() -> PathBuf {
@@ -484,6 +492,9 @@ fn the_model_state_check_finds_each_form() {
 
 #[path = "architecture/import_graph.rs"]
 mod import_graph;
+
+#[path = "architecture/contributing.rs"]
+mod contributing;
 
 /// The array layer the interpreter holds values of, and the names it reads before any model
 /// object exists, below it and the models: in no circle.
