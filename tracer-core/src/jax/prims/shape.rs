@@ -334,6 +334,25 @@ pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
+        // With interior padding (`lax.pad(x, v, [(1, 1, 1)])`): each operand element at
+        // `lo + i * (interior + 1)` along each axis, where that falls inside the output
+        // (a negative edge crops).
+        Prim::Pad { config } if ins.len() == 2 && config.len() == ins[0].ndim() && config.iter().all(|c| c.2 >= 0) => {
+            let fill = ins[1].iter().next().cloned()?;
+            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
+            let mut at = vec![0usize; config.len()];
+            'elements: for (idx, x) in ins[0].indexed_iter() {
+                for (d, &(lo, _, interior)) in config.iter().enumerate() {
+                    let p = lo + idx[d] as i64 * (interior + 1);
+                    match usize::try_from(p).ok().filter(|&p| out_shape.get(d).is_some_and(|&n| p < n)) {
+                        Some(p) => at[d] = p,
+                        None => continue 'elements,
+                    }
+                }
+                out[IxDyn(&at)] = x.clone();
+            }
+            out
+        }
         Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement) => return None,
     })
 }
