@@ -286,6 +286,14 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
             let axis = param("axis", 5).as_ref().and_then(crate::interp::ops::as_int).unwrap_or(0);
             let (a, aval) = match param("a", 1) {
                 Some(Value::Int(n)) => (Array::scalar(n as f64, index_dtype, true), Aval::new(&s, index_dtype)),
+                // JAX reads a scalar `a` as `concrete_or_error(int, a)`: a tracer is its error.
+                Some(Value::Array(a)) if a.aval.ndim() == 0 && a.is_jax_tracer() => {
+                    let (what, origin) = (crate::jax::errors::traced_array(&a), crate::jax::errors::origin(interp, &a));
+                    let message = format!(
+                        "Abstract tracer value encountered where concrete value is expected: {what}\nThe error occurred in jax.random.choice()\n{origin}"
+                    );
+                    return Err(interp.raise("ConcretizationTypeError", crate::diagnostics::Code::Concretization, message));
+                }
                 Some(Value::Array(a)) if a.aval.ndim() == 0 => (a.clone(), Aval::new(&s, index_dtype)),
                 Some(Value::Array(a)) => {
                     let nd = a.aval.ndim() as i64;
