@@ -633,30 +633,52 @@ fn vmap_through_custom_rules_binds_one_batched_marker() {
     }
 }
 
-/// A `vmap` over a function whose own `vmap` keeps the per-example path (`jnp.pad` by a
-/// mapped `constant_values` has no rule) batches that inner `vmap` equation through its
-/// body: one `vmap` over the inner axis whose body pads every outer example (`pad` by the
-/// unmapped value has a rule), the old body's const an input it does not map, the inner
-/// axis one further in `out_axes`; likewise with the inner `vmap` inside a `jit`. Where both
-/// map the padding value, the outer keeps its per-example path: two nested `vmap`s.
-/// `check_ir` accepts every equation. Values: run/vmap_batched_nested_vmap.py.
+/// A `vmap` over a function whose own `vmap` keeps the per-example path (`jnp.round` of an
+/// integer array to a number of decimals, a value tracelens does not compute, has no rule)
+/// batches that inner `vmap` equation through its body: one `vmap` over the inner axis whose
+/// body scales every outer example (the rounding sees no outer-mapped operand, `mul` has a
+/// rule), the old body's const an input it does not map, the inner axis one further in
+/// `out_axes`; likewise with the inner `vmap` inside a `jit`. Where both map the rounded
+/// value, the outer keeps its per-example path: two nested `vmap`s. `check_ir` accepts every
+/// equation. Values: run/vmap_batched_nested_vmap.py.
 #[test]
 fn vmap_of_a_vmap_equation_batches_its_body() {
-    let pad = "import jax\nimport jax.numpy as jnp\n\n\
-               def pad_each(x, vs):\n    return jax.vmap(lambda v: jnp.pad(x, 1, constant_values=v))(vs) * 2.0\n\n";
+    let scale = "import jax\nimport jax.numpy as jnp\n\n\
+               def scale_each(x, vs):\n    return jax.vmap(lambda v: x * jnp.round(v, 1))(vs) * 2.0\n\n";
     let programs = [
-        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(pad_each, in_axes=(0, None))(xs, vs)\n", "jnp.ones(3)", 1),
-        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(jax.jit(pad_each), in_axes=(0, None))(xs, vs)\n", "jnp.ones(3)", 1),
-        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(pad_each)(xs, vs)\n", "jnp.ones((2, 3))", 2),
+        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(scale_each, in_axes=(0, None))(xs, vs)\n", "jnp.ones(3, dtype=jnp.int32)", 1),
+        (
+            "@jax.jit\ndef h(xs, vs):\n    return jax.vmap(jax.jit(scale_each), in_axes=(0, None))(xs, vs)\n",
+            "jnp.ones(3, dtype=jnp.int32)",
+            1,
+        ),
+        ("@jax.jit\ndef h(xs, vs):\n    return jax.vmap(scale_each)(xs, vs)\n", "jnp.ones((2, 3), dtype=jnp.int32)", 2),
     ];
     for (body, vs, vmaps) in programs {
-        let jaxpr = jaxpr_of(&format!("{pad}{body}\nh(jnp.ones((2, 3)), {vs})\n"), "h");
+        let jaxpr = jaxpr_of(&format!("{scale}{body}\nh(jnp.ones((2, 4)), {vs})\n"), "h");
         assert_eq!(jaxpr.matches("vmap[").count(), vmaps, "{jaxpr}");
         if vmaps == 1 {
-            for part in ["axis_size=3\n", "in_axes=(None, 0)\n", ":f32[2,5] = pad a b\n", "out_axes=1\n", ":f32[2,3,5] = mul "] {
+            for part in ["axis_size=3\n", "in_axes=(None, 0)\n", ":f32[2,4] = mul ", "out_axes=1\n", ":f32[2,3,4] = mul "] {
                 assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
             }
         }
+    }
+}
+
+/// `vmap` of `jnp.pad` by a mapped padding value is JAX's `_pad_batch_rule`: the operand
+/// padded with zeros, a mask of where its elements landed, each example's value broadcast
+/// and a `select_n`; no `vmap` equation is left, and `check_ir` accepts every equation.
+/// Values: run/vmap_pad_by_mapped_value.py.
+#[test]
+fn vmap_of_pad_by_a_mapped_value_selects_each_examples_value() {
+    let source = "import jax\nimport jax.numpy as jnp\n\n@jax.jit\ndef h(xs, vs):\n    \
+                  a = jax.vmap(lambda x, v: jnp.pad(x, (1, 2), constant_values=v))(xs, vs)\n    \
+                  b = jax.vmap(lambda v: jnp.pad(xs[0], 1, constant_values=v))(vs)\n    \
+                  return a, b\n\nh(jnp.ones((3, 4)), jnp.arange(3.0))\n";
+    let jaxpr = jaxpr_of(source, "h");
+    assert!(!jaxpr.contains("vmap["), "{jaxpr}");
+    for part in [":f32[3,7] = pad", ":bool[3,7] = pad", ":f32[3,7] = broadcast_in_dim", ":f32[3,7] = select_n ", ":f32[3,6] = select_n "] {
+        assert!(jaxpr.contains(part), "{part} missing in {jaxpr}");
     }
 }
 

@@ -1,5 +1,5 @@
 //! Editor features as plain functions over an analysis and its text: byte offsets and strings
-//! in, byte offsets and strings out. The handlers in `mod.rs` only convert positions.
+//! in, byte offsets and strings out. The handlers in `handlers.rs` only convert positions.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -934,11 +934,16 @@ fn avals_text(avals: &[Aval]) -> String {
 pub(crate) fn atom_aval(atom: &Atom, jaxpr: &Jaxpr) -> Aval {
     match atom {
         Atom::Lit(_, a) => a.clone(),
+        // From the last equation back: an output is most often bound near the end (each
+        // variable is bound once, so the order does not change the answer), and every call
+        // of a jitted function asks for its body's outputs.
         Atom::Var(v) => jaxpr
-            .constvars
+            .eqns
             .iter()
-            .chain(&jaxpr.invars)
-            .chain(jaxpr.eqns.iter().flat_map(|e| e.outputs.iter()))
+            .rev()
+            .flat_map(|e| e.outputs.iter())
+            .chain(jaxpr.invars.iter())
+            .chain(jaxpr.constvars.iter())
             .find(|(w, _)| w == v)
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| Aval::scalar(DType::F32)),

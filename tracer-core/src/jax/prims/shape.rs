@@ -334,6 +334,25 @@ pub(crate) fn rearrange<T: Clone>(prim: &Prim, ins: &[Rc<ArrayD<T>>], out_shape:
             place.assign(&part);
             out
         }
+        // With interior padding (`lax.pad(x, v, [(1, 1, 1)])`): each operand element at
+        // `lo + i * (interior + 1)` along each axis, where that falls inside the output
+        // (a negative edge crops).
+        Prim::Pad { config } if ins.len() == 2 && config.len() == ins[0].ndim() && config.iter().all(|c| c.2 >= 0) => {
+            let fill = ins[1].iter().next().cloned()?;
+            let mut out = ArrayD::from_elem(IxDyn(out_shape), fill);
+            let mut at = vec![0usize; config.len()];
+            'elements: for (idx, x) in ins[0].indexed_iter() {
+                for (d, &(lo, _, interior)) in config.iter().enumerate() {
+                    let p = lo + idx[d] as i64 * (interior + 1);
+                    match usize::try_from(p).ok().filter(|&p| out_shape.get(d).is_some_and(|&n| p < n)) {
+                        Some(p) => at[d] = p,
+                        None => continue 'elements,
+                    }
+                }
+                out[IxDyn(&at)] = x.clone();
+            }
+            out
+        }
         Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice | Prim::Pad { .. } | families::all_but!(movement) => return None,
     })
 }
@@ -647,6 +666,7 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
                 config.insert((*bd).min(config.len()), (0, 0, 0));
                 Ok(vec![(bind(interp, Prim::Pad { config }, &[x.clone(), value.clone()])?, Some(*bd))])
             }
+            ([x, value], [xd, Some(0)]) if value.aval.ndim() == 1 => pad_by_mapped_value(interp, config, x, *xd, value),
             _ => Err(AdError::NoRule("pad by a mapped padding value".into())),
         },
         // Through `gather`/`scatter` when a start index is mapped, as JAX's rules.
@@ -655,6 +675,26 @@ pub(crate) fn batch_rule(interp: &mut Interp, prim: &Prim, ins: &[Rc<Array>], di
         Prim::Iota { .. } | Prim::Full { .. } => Err(AdError::NoRule(prim.name())),
         families::all_but!(movement creation) => Err(AdError::NoRule(prim.name())),
     }
+}
+
+/// `pad` by a mapped padding value, as JAX's `_pad_batch_rule`: the operand (broadcast first
+/// when it is not mapped) padded with zeros, a mask of where the operand's elements landed
+/// (`True` padded with `False`), and a `select` of the operand's elements and each example's
+/// padding value broadcast along the batch axis.
+fn pad_by_mapped_value(interp: &mut Interp, config: &[(i64, i64, i64)], x: &Rc<Array>, xd: BDim, value: &Rc<Array>) -> BatchResult {
+    let n = value.aval.shape[0];
+    let (x, bd) = match xd {
+        Some(d) => (x.clone(), d),
+        None => (batching::broadcast(interp, x, n, 0)?, 0),
+    };
+    let mut config = config.to_vec();
+    config.insert(bd.min(config.len()), (0, 0, 0));
+    let zero = Array::scalar(0.0, x.aval.dtype, x.aval.weak);
+    let padded = bind(interp, Prim::Pad { config: config.clone() }, &[x.clone(), zero])?;
+    let ones = ad::broadcast_to(interp, &Array::scalar(1.0, DType::Bool, false), &x.aval.shape)?;
+    let mask = bind(interp, Prim::Pad { config }, &[ones, Array::scalar(0.0, DType::Bool, false)])?;
+    let value = ad::broadcast_in_dim(interp, value, &padded.aval.shape, &[bd])?;
+    Ok(vec![(bind(interp, Prim::Select, &[mask, value, padded])?, Some(bd))])
 }
 
 /// Whether [`batch_rule`] batches `prim` with these operands mapped.
@@ -667,7 +707,7 @@ pub(crate) fn has_batch_rule(prim: &Prim, mapped: &[bool]) -> bool {
         | Prim::Rev { .. }
         | Prim::Slice { .. }
         | Prim::Concatenate { .. } => true,
-        Prim::Pad { .. } => mapped == [true, false],
+        Prim::Pad { .. } => mapped.len() == 2,
         Prim::DynamicSlice { .. } | Prim::DynamicUpdateSlice => true,
         Prim::Iota { .. } | Prim::Full { .. } => false,
         families::all_but!(movement creation) => false,

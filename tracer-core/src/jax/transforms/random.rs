@@ -247,8 +247,14 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
                     s = sh;
                 }
             }
-            let params = vec![logits, int(axis), flag(param("replace", 4), true)];
-            draw(interp, "categorical", &key_in(params), Aval::new(&s, dtypes::default_int(c)))
+            let replace = param("replace", 4);
+            // Without replacement the samples are `lax.top_k`'s indices: int32 under x64 too.
+            let dtype = match replace {
+                Some(Value::Bool(false)) | Some(Value::Int(0)) => DType::I32,
+                _ => dtypes::default_int(c),
+            };
+            let params = vec![logits, int(axis), flag(replace, true)];
+            draw(interp, "categorical", &key_in(params), Aval::new(&s, dtype))
         }
         F::RandomRandint => {
             let Some(s) = shape_kw(interp, 1)? else {
@@ -280,6 +286,14 @@ pub(super) fn random(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs: &Kwa
             let axis = param("axis", 5).as_ref().and_then(crate::interp::ops::as_int).unwrap_or(0);
             let (a, aval) = match param("a", 1) {
                 Some(Value::Int(n)) => (Array::scalar(n as f64, index_dtype, true), Aval::new(&s, index_dtype)),
+                // JAX reads a scalar `a` as `concrete_or_error(int, a)`: a tracer is its error.
+                Some(Value::Array(a)) if a.aval.ndim() == 0 && a.is_jax_tracer() => {
+                    let (what, origin) = (crate::jax::errors::traced_array(&a), crate::jax::errors::origin(interp, &a));
+                    let message = format!(
+                        "Abstract tracer value encountered where concrete value is expected: {what}\nThe error occurred in jax.random.choice()\n{origin}"
+                    );
+                    return Err(interp.raise("ConcretizationTypeError", crate::diagnostics::Code::Concretization, message));
+                }
                 Some(Value::Array(a)) if a.aval.ndim() == 0 => (a.clone(), Aval::new(&s, index_dtype)),
                 Some(Value::Array(a)) => {
                     let nd = a.aval.ndim() as i64;

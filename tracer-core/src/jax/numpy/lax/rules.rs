@@ -298,8 +298,9 @@ pub(super) fn lax_concatenate(interp: &mut Interp, arrays: &[Rc<Array>], dimensi
     apply1(interp, Prim::Concatenate { dimension: ax }, arrays).map(Value::Array)
 }
 
-/// `lax.pad(operand, padding_value, padding_config)`: computed for non-negative edge padding
-/// without interior padding; other valid configurations have the right shape.
+/// `lax.pad(operand, padding_value, padding_config)`: edge padding of either sign and
+/// interior padding, with JAX's errors for an invalid configuration (the derivative of a
+/// negative or interior padding is not modelled: unknown).
 pub(super) fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
     let (Some(x), Some(value)) = (array_arg(interp, f, p, 0, "operand")?, array_arg(interp, f, p, 1, "padding_value")?) else {
         return Ok(unknown(f));
@@ -358,11 +359,6 @@ pub(super) fn pad(interp: &mut Interp, f: JaxFn, p: &Args) -> PyResult<Value> {
         let message =
             format!("pad operand and padding_value must be same dtype: got {} and {}.", x.aval.dtype.name(), value.aval.dtype.name());
         return Err(interp.raise("TypeError", Code::DtypeMismatch, message));
-    }
-    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    let aval = x.aval.with_shape(&shape).weak(x.aval.weak && value.aval.weak);
-    if config.iter().any(|&(lo, hi, interior)| lo < 0 || hi < 0 || interior != 0) {
-        return not_computed(interp, f, &[x, value], aval);
     }
     apply1(interp, Prim::Pad { config }, &[x, value]).map(Value::Array)
 }

@@ -798,13 +798,11 @@ fn draw(dist: &str, key: Key, params: &[Input], out: &Aval, size: usize) -> Opti
     }
 }
 
-/// `categorical(key, logits, axis, shape, replace=True)`: the argmax of Gumbel noise plus
-/// the logits. Params: logits, axis, replace.
+/// `categorical(key, logits, axis, shape, replace)`: with `replace`, the argmax of Gumbel
+/// noise plus the logits; without, the top `k` of one Gumbel noise of the logits' shape plus
+/// the logits ([`categorical_without_replacement`]). Params: logits, axis, replace.
 fn categorical(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
     let logits = params.first()?;
-    if scalar(params.get(2))? == 0.0 {
-        return None;
-    }
     let dt = Float::of(logits.aval.dtype)?;
     let rank = logits.data.ndim();
     let axis = scalar(params.get(1))? as i64;
@@ -813,6 +811,9 @@ fn categorical(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
         return None;
     }
     let axis = axis as usize;
+    if scalar(params.get(2))? == 0.0 {
+        return categorical_without_replacement(key, dt, logits.data, axis, out);
+    }
     let batch = rank - 1;
     let shape = out.shape.as_slice();
     let prefix = shape.len().checked_sub(batch)?;
@@ -840,15 +841,39 @@ fn categorical(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
     (arg.shape() == shape).then_some(arg)
 }
 
+/// JAX's `_categorical` without replacement: `logits + gumbel(key, logits.shape)`, its
+/// class axis moved last, `lax.top_k` of `k = prod(shape[:-len(batch)])` indices, which
+/// `lax.reshape` with `dimensions=(k's axis, *the rest)` lays out as `shape`.
+fn categorical_without_replacement(key: Key, dt: Float, logits: &NdData, axis: usize, out: &Aval) -> Option<NdData> {
+    let noise = gumbel(key, dt, logits.len());
+    let sum: Vec<f64> = logits.iter().zip(&noise).map(|(&x, &g)| dt.round(x + g)).collect();
+    let sum = ArrayD::from_shape_vec(logits.raw_dim(), sum).ok()?;
+    // `jnp.moveaxis(x, axis, -1)`.
+    let moved: Vec<usize> = (0..logits.ndim()).filter(|&i| i != axis).chain([axis]).collect();
+    let sum = sum.permuted_axes(IxDyn(&moved)).as_standard_layout().to_owned();
+    let batch: usize = sum.shape()[..sum.ndim() - 1].iter().product();
+    let k = out.shape.iter().product::<usize>().checked_div(batch)?;
+    let mut top_shape = sum.shape().to_vec();
+    *top_shape.last_mut()? = k;
+    let top = crate::jax::prims::reductions::top_k_kernel(&sum, k, true, &top_shape)?;
+    // `(k, *batch)`, then the sample's shape.
+    let last = top.ndim() - 1;
+    let front: Vec<usize> = std::iter::once(last).chain(0..last).collect();
+    let top = top.permuted_axes(IxDyn(&front)).as_standard_layout().to_owned();
+    top.into_shape_with_order(IxDyn(&out.shape)).ok()
+}
+
 /// `choice(key, a, shape, replace, p=None, axis)`. Params: `a` (a scalar int for
 /// `arange(a)`, or an array), `replace`, and `axis` as a scalar of the default int dtype,
-/// which is the dtype `randint` draws the indices in. A fourth param (`p`) is not modelled.
+/// which is the dtype `randint` draws the indices in; a fourth, `p` ([`choice_with_p`]).
 fn choice(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
-    if params.len() != 3 {
-        return None;
-    }
     let a = &params[0];
     let replace = scalar(params.get(1))? != 0.0;
+    match params.len() {
+        3 => {}
+        4 => return choice_with_p(key, a, replace, scalar(params.get(2))? as usize, &params[3], out),
+        _ => return None,
+    }
     let index_dtype = params[2].aval.dtype;
     let shape = out.shape.as_slice();
     if a.data.ndim() == 0 {
@@ -894,6 +919,41 @@ fn choice(key: Key, params: &[Input], out: &Aval) -> Option<NdData> {
         perm.slice_axis(Axis(axis), ndarray::Slice::from(..draws)).to_owned()
     };
     picked.as_standard_layout().to_owned().into_shape_with_order(IxDyn(shape)).ok()
+}
+
+/// `choice` with `p` and without replacement, JAX's Gumbel top-k trick: the indices of the
+/// `draws` largest of `gumbel(key, (n,), p.dtype) + log(p)` (`lax.top_k`'s order), which
+/// are the sample for `arange(a)` and pick from an array `a` along `axis`. With replacement
+/// JAX draws against `cumsum(p)`, which XLA sums in its reduce-window order (not the
+/// running sum past 32 elements): not computed.
+fn choice_with_p(key: Key, a: &Input, replace: bool, axis: usize, p: &Input, out: &Aval) -> Option<NdData> {
+    let dt = Float::of(p.aval.dtype)?;
+    if replace || p.data.ndim() != 1 {
+        return None;
+    }
+    let n = p.data.len();
+    let rank = a.data.ndim();
+    let draws: usize = match rank {
+        0 => out.shape.iter().product(),
+        _ => out.shape.get(axis..(axis + out.shape.len() + 1).checked_sub(rank)?)?.iter().product(),
+    };
+    let from = if rank == 0 { scalar(Some(a))? } else { *a.data.shape().get(axis)? as f64 };
+    if from != n as f64 || draws > n || n == 0 {
+        return None;
+    }
+    let log = |x: f64| match dt {
+        Float::F32 => f64::from(log_f32(x as f32)),
+        Float::F64 => x.ln(),
+    };
+    let scores: Vec<f64> = gumbel(key, dt, n).into_iter().zip(p.data.iter()).map(|(g, &q)| dt.round(g + log(q))).collect();
+    let scores = ArrayD::from_shape_vec(IxDyn(&[n]), scores).ok()?;
+    let top = crate::jax::prims::reductions::top_k_kernel(&scores, draws, true, &[draws])?;
+    let idx: Vec<usize> = top.iter().map(|&i| i as usize).collect();
+    let picked = match rank {
+        0 => ArrayD::from_shape_vec(IxDyn(&[draws]), top.iter().copied().collect()).ok()?,
+        _ => a.data.select(Axis(axis), &idx),
+    };
+    picked.as_standard_layout().to_owned().into_shape_with_order(IxDyn(&out.shape)).ok()
 }
 
 /// A structural primitive applied to typed keys, whose data has the words axis last: the

@@ -165,8 +165,8 @@ fn keys_in_front(interp: &mut Interp, prim: &Prim, n: usize, ins: &[Rc<Array>], 
 /// `categorical`'s kernel draws), of the sample's shape with the logits' axis in place, from
 /// the unmapped key (the same noise for every example, JAX's `random_bits` of an unbatched
 /// key) or over the mapped keys; the logits, batched first, are added, and `argmax` takes
-/// the axis. `replace=False` (a `top_k` in JAX) and logits that are not floating keep the
-/// per-example path.
+/// the axis; `replace=False` is [`categorical_without_replacement`]. Logits that are not
+/// floating are refused (JAX's Gumbel noise has their dtype).
 fn categorical_with_mapped_logits(
     interp: &mut Interp,
     prim: &Prim,
@@ -181,8 +181,14 @@ fn categorical_with_mapped_logits(
         (data.ndim() == 0).then(|| data.iter().next().copied()).flatten()
     };
     let rank = logits.aval.ndim() - 1;
-    let (Some(axis), Some(1.0)) = (scalar_of(axis), scalar_of(replace)) else { return Err(ad::no_rule_for(prim)) };
+    let (Some(axis), Some(replace)) = (scalar_of(axis), scalar_of(replace)) else { return Err(ad::no_rule_for(prim)) };
     let axis = if axis < 0.0 { axis + rank as f64 } else { axis };
+    if replace == 0.0 && (0.0..rank as f64).contains(&axis) && logits.aval.dtype.is_floating() {
+        return categorical_without_replacement(interp, shape, (key, *kd), (logits, *ld), axis as usize);
+    }
+    if replace != 1.0 {
+        return Err(ad::no_rule_for(prim));
+    }
     let (Some(prefix), true) = (shape.len().checked_sub(rank.saturating_sub(1)), (0.0..rank as f64).contains(&axis)) else {
         return Err(ad::no_rule_for(prim));
     };
@@ -214,6 +220,48 @@ fn categorical_with_mapped_logits(
     let sum = super::batching::bdim_at_front(interp, &sum, sd, n)?;
     let argmax = Prim::ArgReduce { op: crate::jax::ir::ArgOp::Max, axis: 1 + prefix + axis, index_dtype: dtype };
     Ok(vec![(ad::bind(interp, argmax, &[sum])?, Some(0))])
+}
+
+/// `categorical(..., replace=False)` with mapped `logits`, as JAX batches its sampler: one
+/// Gumbel noise of an example's logits' shape (`random_gumbel` from the unmapped key, the
+/// same noise for every example, or over the mapped keys) plus the logits, the class axis
+/// moved last, `top_k`'s indices, and `lax.reshape` of `(k, *batch)` to the sample's shape.
+fn categorical_without_replacement(
+    interp: &mut Interp,
+    shape: &[usize],
+    (key, kd): (&Rc<Array>, BDim),
+    (logits, ld): (&Rc<Array>, usize),
+    axis: usize,
+) -> BatchResult {
+    let logits = moveaxis(interp, logits, ld, 0)?;
+    let (n, example) = (logits.aval.shape[0], logits.aval.shape[1..].to_vec());
+    let gumbel = Prim::Random { dist: "gumbel", shape: example.clone(), dtype: logits.aval.dtype };
+    let (key, nd) = match kd {
+        Some(d) => (moveaxis(interp, key, d, 0)?, Some(0)),
+        None => (key.clone(), None),
+    };
+    let noise = ad::bind(interp, gumbel, &[key])?;
+    let add = Prim::Binary(crate::jax::ir::BinaryPrim::Add);
+    let (sum, sd) = super::batching::broadcasting(interp, &add, &[noise, logits], &[nd, Some(0)])?.remove(0);
+    let sum = super::batching::bdim_at_front(interp, &sum, sd, n)?;
+    let rank = example.len();
+    let last: Vec<usize> = std::iter::once(0).chain((1..=rank).filter(|&i| i != 1 + axis)).chain([1 + axis]).collect();
+    let sum = moved(interp, sum, last)?;
+    let batch: usize = sum.aval.shape[1..rank].iter().product();
+    let k = shape.iter().product::<usize>().checked_div(batch).ok_or_else(|| ad::no_rule_for(&add))?;
+    let top = ad::bind(interp, Prim::TopKIndices { k }, &[sum])?;
+    let top = moved(interp, top, [0, rank].into_iter().chain(1..rank).collect())?;
+    let full: Vec<usize> = std::iter::once(n).chain(shape.iter().copied()).collect();
+    Ok(vec![(ad::reshape(interp, &top, &full)?, Some(0))])
+}
+
+/// `x` transposed by `permutation`, left as it is where that moves nothing (as
+/// `jnp.moveaxis` and `lax.reshape` leave it).
+fn moved(interp: &mut Interp, x: Rc<Array>, permutation: Vec<usize>) -> AdResult<Rc<Array>> {
+    match permutation.iter().enumerate().all(|(i, &p)| i == p) {
+        true => Ok(x),
+        false => ad::bind(interp, Prim::Transpose { permutation }, &[x]),
+    }
 }
 
 /// `permutation` with a mapped `x`, `choice` with a mapped `a` or `p`: one draw over a batch
