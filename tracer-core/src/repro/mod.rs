@@ -329,6 +329,15 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
                 n
             }
         };
+        // A trace made under `grad` is staged as the function it traced: the outputs written
+        // under its call are its own, not its gradient's (which `jax.grad` would return).
+        let staged;
+        let p = if matches!(p.wrap, Wrap::Grad | Wrap::JitGrad) {
+            staged = Program { wrap: Wrap::Jit, ..p.clone() };
+            &staged
+        } else {
+            p
+        };
         let block = render_block(p, &name, define, Some((i + 1, outputs)), &mut helpers_written);
         let offset = text.lines().count();
         text.push_str(&block.text);
