@@ -26,21 +26,23 @@ def _fill(leaves, chosen, values):
     return out
 
 
-def filter_jit(fun=None, *, donate="none"):
+def filter_jit(fun=None, *, donate="none", **jitkwargs):
+    """`eqx.filter_jit`; `jitkwargs` go to `jax.jit` (device, inline, ...), which changes no
+    shape or dtype."""
     if fun is None:
 
         def decorator(f):
-            return filter_jit(f, donate=donate)
+            return filter_jit(f, donate=donate, **jitkwargs)
 
         return decorator
     return jax.jit(fun, _tracelens_filter=True)
 
 
-def filter_value_and_grad(fun=None, *, has_aux=False):
+def filter_value_and_grad(fun=None, *, has_aux=False, **gradkwargs):
     if fun is None:
 
         def decorator(f):
-            return filter_value_and_grad(f, has_aux=has_aux)
+            return filter_value_and_grad(f, has_aux=has_aux, **gradkwargs)
 
         return decorator
 
@@ -52,20 +54,20 @@ def filter_value_and_grad(fun=None, *, has_aux=False):
         def differentiable(diff_leaves):
             return fun(jax.tree_util.tree_unflatten(treedef, _fill(leaves, mask, diff_leaves)), *args, **kwargs)
 
-        value, grads = jax.value_and_grad(differentiable, has_aux=has_aux)(diff)
+        value, grads = jax.value_and_grad(differentiable, has_aux=has_aux, **gradkwargs)(diff)
         return value, jax.tree_util.tree_unflatten(treedef, _fill([None for _ in leaves], mask, grads))
 
     return wrapper
 
 
-def filter_grad(fun=None, *, has_aux=False):
+def filter_grad(fun=None, *, has_aux=False, **gradkwargs):
     if fun is None:
 
         def decorator(f):
-            return filter_grad(f, has_aux=has_aux)
+            return filter_grad(f, has_aux=has_aux, **gradkwargs)
 
         return decorator
-    value_and_grad = filter_value_and_grad(fun, has_aux=has_aux)
+    value_and_grad = filter_value_and_grad(fun, has_aux=has_aux, **gradkwargs)
 
     def wrapper(x, *args, **kwargs):
         value, grads = value_and_grad(x, *args, **kwargs)
@@ -117,7 +119,9 @@ def _is_unknown(value):
     return isinstance(value, _Probe) is not False
 
 
-def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None, **vmapkwargs):
+    """`eqx.filter_vmap`; `vmapkwargs` go to `jax.vmap` (spmd_axis_name), which changes no
+    shape or dtype."""
     if fun is None:
 
         def decorator(f):
@@ -158,7 +162,7 @@ def filter_vmap(fun=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=No
     return wrapper
 
 
-def filter_pmap(fun=None, *, in_axes=None, out_axes=None, axis_name=None, axis_size=None, donate="none"):
+def filter_pmap(fun=None, *, in_axes=None, out_axes=None, axis_name=None, axis_size=None, donate="none", **pmapkwargs):
     """`eqx.filter_pmap`: as tracelens models it, `filter_jit` of `filter_vmap` (each device's
     slice of the array leaves, mapped along their first axis with `axis_name`, traced once per
     signature as pmap compiles once per signature; non-array leaves static). The number of
