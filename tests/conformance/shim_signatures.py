@@ -127,7 +127,9 @@ def differences(shim, real):
             continue
         # A positional parameter named differently is the same argument at the same place.
         same_place = i < len(real) and real[i][1] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD") and kind != "KEYWORD_ONLY"
-        if n in real_names and n not in real_required or (n not in real_names and same_place and real[i][2]):
+        required_by_name = n in real_names and n not in real_required
+        required_by_place = n not in real_names and same_place and real[i][2]
+        if required_by_name or required_by_place:
             out.append(f"requires {n}, which the library does not")
     return out
 

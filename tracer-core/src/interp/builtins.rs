@@ -459,20 +459,24 @@ impl<'l> Interp<'l> {
                     None => 0,
                 };
                 let inner = self.get_iter(&arg(0))?;
-                self.make_lazy(|_| Ok(Lazy::Enumerate { inner, next: start }))?
+                self.make_lazy(Lazy::Enumerate { inner, next: start })
             }
             "zip" => {
                 let strict = match kw("strict") {
                     Some(v) => self.truthy(&v)?,
                     None => false,
                 };
-                self.make_lazy(|i| Ok(Lazy::Zip { inners: i.iterators_of(args)?, strict }))?
+                let inners = self.iterators_of(args)?;
+                self.make_lazy(Lazy::Zip { inners, strict })
             }
             "map" if args.len() < 2 => return Err(self.type_error("map() must have at least two arguments.")),
-            "map" => self.make_lazy(|i| Ok(Lazy::Map { f: args[0].clone(), inners: i.iterators_of(&args[1..])? }))?,
+            "map" => {
+                let inners = self.iterators_of(&args[1..])?;
+                self.make_lazy(Lazy::Map { f: args[0].clone(), inners })
+            }
             "filter" => {
                 let inner = self.get_iter(&arg(1))?;
-                self.make_lazy(|_| Ok(Lazy::Filter { f: arg(0), inner }))?
+                self.make_lazy(Lazy::Filter { f: arg(0), inner })
             }
             "sum" => {
                 let mut acc = kw("start").or_else(|| args.get(1).cloned()).unwrap_or(Value::Int(0));

@@ -53,14 +53,12 @@ impl Lazy {
 }
 
 impl Interp<'_> {
-    /// `enumerate(it, start)`, `zip(*its, strict=)`, `map(f, *its)`, `filter(f, it)`: the
-    /// arguments made iterators now (a `TypeError` for one that is not iterable is raised
-    /// here, as Python raises it), advanced later.
-    pub(super) fn make_lazy(&mut self, make: impl FnOnce(&mut Self) -> PyResult<Lazy>) -> PyResult<Value> {
-        let lazy = make(self)?;
+    /// The iterator of an adapter whose arguments the caller made iterators already (a
+    /// `TypeError` for one that is not iterable is raised there, as Python raises it).
+    pub(super) fn make_lazy(&mut self, lazy: Lazy) -> Value {
         let v = Value::Iterator(Rc::new(RefCell::new(PyIter::Lazy(lazy))));
         crate::interp::model::state::note_born(self, &v);
-        Ok(v)
+        v
     }
 
     pub(super) fn iterators_of(&mut self, iterables: &[Value]) -> PyResult<Vec<Value>> {

@@ -827,7 +827,7 @@ pub fn call_stdlib(interp: &mut Interp, name: &str, args: Vec<Value>, kwargs: Kw
                     next: args.first().cloned().unwrap_or(Value::Int(0)),
                     step: args.get(1).cloned().unwrap_or(Value::Int(1)),
                 })))),
-                "chain" => interp.make_lazy(|_| Ok(super::lazy_iter::Lazy::Chain { iterables: args.to_vec(), at: 0, current: None })),
+                "chain" => Ok(interp.make_lazy(super::lazy_iter::Lazy::Chain { iterables: args.to_vec(), at: 0, current: None })),
                 "repeat" => match args.get(1).and_then(super::ops::as_int) {
                     Some(n) => Ok(seq(vec![arg(0); n.clamp(0, 1_000_000) as usize])),
                     None => Ok(Value::Iterator(Rc::new(RefCell::new(PyIter::Count { next: arg(0), step: Value::Int(0) }))))

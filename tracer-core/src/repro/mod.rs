@@ -315,6 +315,16 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
     let mut defined: Vec<(String, String)> = Vec::new();
     let mut helpers_written = Vec::new();
     for (i, (p, outputs)) in programs.iter().enumerate() {
+        // A trace made under `grad` is staged as the function it traced: the outputs written
+        // under its call are its own, not its gradient's (which `jax.grad` would return). Its
+        // definition, compared below, is then the one written.
+        let staged;
+        let p = if matches!(p.wrap, Wrap::Grad | Wrap::JitGrad) {
+            staged = Program { wrap: Wrap::Jit, ..p.clone() };
+            &staged
+        } else {
+            p
+        };
         // The definition under a placeholder name, to compare bodies.
         let probe = render_def(p, "__tracelens_fn__", &Layout::of(p)).text;
         let existing = defined.iter().find(|(_, t)| *t == probe).map(|(n, _)| n.clone());
@@ -328,15 +338,6 @@ pub fn render_collection(programs: &[(Program, Vec<String>)], header: &[String])
                 defined.push((n.clone(), probe));
                 n
             }
-        };
-        // A trace made under `grad` is staged as the function it traced: the outputs written
-        // under its call are its own, not its gradient's (which `jax.grad` would return).
-        let staged;
-        let p = if matches!(p.wrap, Wrap::Grad | Wrap::JitGrad) {
-            staged = Program { wrap: Wrap::Jit, ..p.clone() };
-            &staged
-        } else {
-            p
         };
         let block = render_block(p, &name, define, Some((i + 1, outputs)), &mut helpers_written);
         let offset = text.lines().count();
