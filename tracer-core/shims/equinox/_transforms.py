@@ -10,7 +10,7 @@ that are not arrays come back as the trace made them.
 
 import jax
 
-from equinox._filters import is_array, is_inexact_array
+from equinox._filters import _is_none, is_array, is_inexact_array
 
 
 def _fill(leaves, chosen, values):
@@ -76,6 +76,40 @@ def filter_grad(fun=None, *, has_aux=False, **gradkwargs):
         return grads
 
     return wrapper
+
+
+def filter_jvp(fn, primals, tangents, **kwargs):
+    """`eqx.filter_jvp`: `jax.jvp` over the primals whose tangent is not `None`, every other
+    primal static. A non-array output's tangent is `None`; an array output's is `None` where
+    JAX's tangent is a symbolic zero (it depends on no differentiated primal), the tangent
+    where it certainly is not, and unknown where tracelens' rules cannot tell
+    (`_tracelens_symbolic_zeros`: `jax/taint.rs`)."""
+    p_leaves, p_def = jax.tree_util.tree_flatten(primals, is_leaf=_is_none)
+    t_leaves, t_def = jax.tree_util.tree_flatten(tangents, is_leaf=_is_none)
+    if _is_unknown(primals) or _is_unknown(tangents) or any(_is_unknown(x) for x in p_leaves + t_leaves):
+        return _unknown.filter_jvp(fn, primals, tangents, **kwargs)
+    if p_def != t_def:
+        raise ValueError("primals and tangents must have the same pytree structure")
+    chosen = [t is not None for t in t_leaves]
+    dynamic = [p for p, c in zip(p_leaves, chosen) if c]
+    outs = []
+
+    def inner(*dynamic_leaves):
+        args = jax.tree_util.tree_unflatten(p_def, _fill(p_leaves, chosen, dynamic_leaves))
+        out = fn(*args, **kwargs)
+        leaves, treedef = jax.tree_util.tree_flatten(out)
+        outs.append((leaves, treedef))
+        return [leaf for leaf in leaves if is_array(leaf)]
+
+    arrays, tangent_arrays = jax.jvp(inner, dynamic, [t for t in t_leaves if t is not None], _tracelens_symbolic_zeros=True)
+    if not outs:
+        # The body was not traced: a path an unknown chose, where the outputs are not known.
+        return _unknown.filter_jvp(fn, primals, tangents, **kwargs)
+    leaves, treedef = outs[-1]
+    mask = [is_array(leaf) for leaf in leaves]
+    primal_out = jax.tree_util.tree_unflatten(treedef, _fill(leaves, mask, arrays))
+    tangent_out = jax.tree_util.tree_unflatten(treedef, _fill([None for _ in leaves], mask, tangent_arrays))
+    return primal_out, tangent_out
 
 
 class if_array:

@@ -241,7 +241,9 @@ pub fn exception_message(inst: &Instance) -> String {
                     .collect();
                 format!("({})", items.join(", "))
             }
-            _ => format!("{} arguments", args.len()),
+            // What an argument tracelens does not know (or cannot print without the
+            // interpreter) says is not known: never a made-up text.
+            _ => "(a message tracelens does not know)".to_string(),
         },
         _ => String::new(),
     }
@@ -1185,8 +1187,7 @@ impl<'l> Interp<'l> {
                             Some((_, v)) => v,
                             None if args.len() > 1 => arg(1),
                             None => {
-                                let r = self.repr(&arg(0))?;
-                                return Err(self.raise("KeyError", Code::PythonException, r));
+                                return Err(self.key_error(&arg(0))?);
                             }
                         }
                     }

@@ -348,7 +348,13 @@ impl<'l> Interp<'l> {
         };
         match &instance {
             Value::Instance(inst) if inst.class.derives_builtin(super::value::BuiltinClass::Exception) => {
-                let message = super::builtins::exception_message(inst);
+                let mut message = super::builtins::exception_message(inst);
+                // `raise ValueError(x.shape)` prints its argument's text, as Python's traceback does.
+                if inst.class.lookup("__str__").is_none() {
+                    if let Ok(text) = self.to_str(&instance) {
+                        message = text;
+                    }
+                }
                 let mut code = super::exception_code::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
                 // A shim's own check (flax's ScopeParamShapeError) on a path an unknown chose
                 // compared an unknown value: it is not known to fail, so it is not a finding.

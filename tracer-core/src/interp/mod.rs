@@ -522,6 +522,10 @@ impl<'l> Interp<'l> {
 
     pub fn raise_class(&self, class: Rc<Class>, code: Code, message: String) -> Flow {
         let value = builtins::make_exception_instance(&class, &message);
+        self.raise_value(class, value, code, message)
+    }
+
+    fn raise_value(&self, class: Rc<Class>, value: Value, code: Code, message: String) -> Flow {
         Flow::Raise(Box::new(PyException {
             value,
             class,
@@ -537,6 +541,17 @@ impl<'l> Interp<'l> {
     /// The user frames now running, outermost first, for an exception's traceback.
     pub fn traceback(&self) -> Vec<(Rc<str>, Site)> {
         self.user_frames().map(|f| (f.name.clone(), Site { file: f.file, span: f.span })).collect()
+    }
+
+    /// `KeyError(key)`: its argument the key itself, its text the key's repr (as Python's).
+    pub fn key_error(&mut self, key: &Value) -> PyResult<Flow> {
+        let message = self.repr(key)?;
+        let class = self.classes.get("KeyError");
+        let value = builtins::make_exception_instance(&class, &message);
+        if let Value::Instance(inst) = &value {
+            inst.attrs.borrow_mut().insert(Rc::from("args"), Value::tuple(vec![key.clone()]));
+        }
+        Ok(self.raise_value(class, value, Code::PythonException, message))
     }
 
     pub fn type_error(&self, message: impl Into<String>) -> Flow {

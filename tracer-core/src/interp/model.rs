@@ -70,6 +70,9 @@ pub trait JaxObjectView {
     /// Whether two PyTreeDefs have one structure (`Some(None)`: not known); `None` when
     /// either object is not a PyTreeDef.
     fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>>;
+    /// `str(obj)` where JAX's text is modelled (`Some(None)`: an object of a kind with a text
+    /// that this one's is not known); `None` for the other objects.
+    fn python_text(&self) -> Option<Option<String>>;
 }
 
 /// What the interpreter reads of a TensorFlow object itself.

@@ -838,12 +838,26 @@ impl<'l> Interp<'l> {
                     return self.to_str(&r);
                 }
                 if inst.class.derives_builtin(BuiltinClass::Exception) && inst.class.lookup("__repr__").is_none() {
-                    return Ok(super::builtins::exception_message(inst));
+                    // Python's `BaseException.__str__`: the one argument's `str`, the tuple's
+                    // repr for several (an unknown argument makes the text unknown).
+                    // (KeyError's one argument prints as its repr.)
+                    let key_error = inst.class.is_subclass_of(&self.classes.get("KeyError"));
+                    let args = inst.attrs.borrow().get("args").cloned();
+                    return match args {
+                        Some(Value::Tuple(items)) if items.len() == 1 && key_error => self.repr(&items[0]),
+                        Some(Value::Tuple(items)) if items.len() == 1 => self.to_str(&items[0]),
+                        Some(t @ Value::Tuple(_)) if !matches!(&t, Value::Tuple(items) if items.is_empty()) => self.repr(&t),
+                        _ => Ok(super::builtins::exception_message(inst)),
+                    };
                 }
                 return self.repr(v);
             }
             Value::Builtin(b) => match &**b {
                 Builtin::Tf(t) => crate::interp::model::tf::text(self, t, false)?,
+                Builtin::Object(o) if o.python_text().is_some() => match o.python_text().flatten() {
+                    Some(text) => text,
+                    None => return Err(self.stop_unknown("the text of a custom node's tree structure")),
+                },
                 _ => format!("<built-in function {}>", b.name()),
             },
             Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),
@@ -1078,10 +1092,7 @@ impl<'l> Interp<'l> {
                     Some(v) => Ok(v),
                     // A dict filled in a loop over an unknown may hold keys the one run did not add.
                     None if self.is_unsized(obj) => Err(self.stop_unknown("a key of a dict whose keys are not all known")),
-                    None => {
-                        let r = self.repr(&idx)?;
-                        Err(self.raise("KeyError", Code::PythonException, r))
-                    }
+                    None => Err(self.key_error(&idx)?),
                 }
             }
             Value::Array(a) if a.tf.get() => crate::interp::model::tf::tensor::getitem(self, a, &idx),
@@ -1343,8 +1354,7 @@ impl<'l> Interp<'l> {
                     self.note_write(Slot::Item(d.clone(), h.clone(), idx.clone()));
                 }
                 if d.borrow_mut().entries.shift_remove(&h).is_none() {
-                    let r = self.repr(&idx)?;
-                    return Err(self.raise("KeyError", Code::PythonException, r));
+                    return Err(self.key_error(&idx)?);
                 }
                 Ok(())
             }

@@ -187,3 +187,34 @@ fn body_outputs_active(body: &Jaxpr, active: &[bool], mode: Mode) -> Vec<bool> {
     }
     body.outvars.iter().map(|a| matches!(a, Atom::Var(v) if tainted.contains(v))).collect()
 }
+
+/// For each output of a `jax.jvp` trace (`jaxpr`, every input differentiated): whether JAX's
+/// tangent for it is a symbolic zero, as equinox's `filter_jvp` reports with `None`.
+/// `Some(false)`: certainly not (a tracer by the rules above); `Some(true)`: certainly (JAX
+/// hands back a plain array: it depends on no input, or it is an integer or boolean output of a
+/// primitive, or the output of one whose JVP is zero); `None`: the rules cannot tell (an input
+/// itself of an integer type, whose tangent is `float0`, or a call whose body they do not flag).
+pub fn jvp_symbolic_zeros(jaxpr: &Jaxpr) -> Vec<Option<bool>> {
+    let active: Vec<bool> =
+        jaxpr.constvars.iter().map(|_| false).chain(jaxpr.invars.iter().map(|(_, aval)| aval.dtype.is_inexact())).collect();
+    let tracers = body_outputs_active(jaxpr, &active, Mode::Forward);
+    // Certainly plain arrays: JAX binds the primitive on primals alone when no input is a
+    // tracer, and `maybe_jvp_tracer` drops a zero or `float0` tangent.
+    let mut nonzero_maybe: HashSet<VarId> = jaxpr.invars.iter().map(|(v, _)| *v).collect();
+    for eqn in &jaxpr.eqns {
+        let any_input = eqn.inputs.iter().any(|a| matches!(a, Atom::Var(v) if nonzero_maybe.contains(v)));
+        if any_input && !properties::zero_jvp(&eqn.prim) {
+            nonzero_maybe.extend(eqn.outputs.iter().filter(|(_, aval)| aval.dtype.is_inexact()).map(|(v, _)| *v));
+        }
+    }
+    jaxpr
+        .outvars
+        .iter()
+        .zip(tracers)
+        .map(|(atom, tracer)| match atom {
+            _ if tracer => Some(false),
+            Atom::Var(v) if nonzero_maybe.contains(v) => None,
+            _ => Some(true),
+        })
+        .collect()
+}

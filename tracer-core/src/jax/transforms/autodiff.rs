@@ -254,7 +254,38 @@ pub(super) fn vjp_values(interp: &mut Interp, v: &VjpValuesOf, args: &[Value]) -
 
 /// `jax.jvp(fun, primals, tangents)`: the outputs and their tangents, computed when the
 /// replay can (`ad::jvp_values`), abstract otherwise.
-pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
+///
+/// With `symbolic_zeros` (equinox's `filter_jvp` shim asks for it), an output whose tangent
+/// JAX keeps as a symbolic zero gets `None` for its tangent, and one the rules cannot decide
+/// (`taint::jvp_symbolic_zeros`) an unknown.
+pub(super) fn jvp_call(interp: &mut Interp, args: &[Value], symbolic_zeros: bool) -> PyResult<Value> {
+    let (out, tangent, jaxpr) = jvp_outputs(interp, args)?;
+    if !symbolic_zeros {
+        return Ok(Value::tuple(vec![out, tangent]));
+    }
+    let mut leaves = Vec::new();
+    let tree = flatten(interp, &tangent, "", &mut leaves)?;
+    let zeros = jaxpr.map(|j| crate::jax::taint::jvp_symbolic_zeros(&j)).unwrap_or_default();
+    let unknown = || Value::opaque("a tangent of filter_jvp that may be a symbolic zero");
+    let marked: Vec<Value> = if zeros.len() == leaves.len() {
+        leaves
+            .into_iter()
+            .zip(zeros)
+            .map(|((_, leaf), zero)| match zero {
+                Some(false) => leaf,
+                Some(true) => Value::None,
+                None => unknown(),
+            })
+            .collect()
+    } else {
+        leaves.iter().map(|_| unknown()).collect()
+    };
+    let tangent = unflatten(interp, &tree, &mut marked.into_iter())?;
+    Ok(Value::tuple(vec![out, tangent]))
+}
+
+/// `jax.jvp`'s outputs and tangents, and the trace's jaxpr when there is one.
+fn jvp_outputs(interp: &mut Interp, args: &[Value]) -> PyResult<(Value, Value, Option<Rc<crate::jax::ir::Jaxpr>>)> {
     let arg = |i: usize| args.get(i).cloned().unwrap_or(Value::None);
     let fun = arg(0);
     // Python numbers are weakly typed scalars to jvp, as to jit: traced, with a tangent.
@@ -266,7 +297,8 @@ pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     let (out, _, trace) = trace_with_record(interp, &fun, primals, Vec::new(), TraceKind::Jvp, "jvp", None, String::new())?;
     // A tangent has its primal's type, weak type included.
     let tangent = map_abstract(interp, &out, &deps, &|a| a.clone(), "jvp_tangent")?;
-    let Some(trace) = trace else { return Ok(Value::tuple(vec![out, tangent])) };
+    let Some(trace) = trace else { return Ok((out, tangent, None)) };
+    let jaxpr = Some(trace.jaxpr.clone());
     // The tangent leaves, matched to the input tracers argument by argument.
     let mut by_arg: Vec<std::vec::IntoIter<Rc<Array>>> = Vec::new();
     for t in &tangents {
@@ -275,7 +307,7 @@ pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
     let ts: Vec<Option<Rc<Array>>> = trace.inputs.iter().map(|(i, _)| by_arg.get_mut(*i).and_then(Iterator::next)).collect();
     let (tree, expected) = leaf_avals(interp, &tangent)?;
     let (Some(expected), true) = (expected.into_iter().collect::<Option<Vec<Aval>>>(), ts.iter().all(Option::is_some)) else {
-        return Ok(Value::tuple(vec![out, tangent]));
+        return Ok((out, tangent, jaxpr));
     };
     let (out, tangent) = match ad::jvp_values(interp, &trace, &ts, &expected)? {
         Some((outputs, values)) => (
@@ -284,7 +316,7 @@ pub(super) fn jvp_call(interp: &mut Interp, args: &[Value]) -> PyResult<Value> {
         ),
         None => (out, tangent),
     };
-    Ok(Value::tuple(vec![out, tangent]))
+    Ok((out, tangent, jaxpr))
 }
 
 /// `jax.vjp(fun, *primals)`: the outputs and the `vjp` function, with values when the

@@ -245,7 +245,10 @@ fn call_jax_fn_inner(interp: &mut Interp, f: JaxFn, args: Vec<Value>, kwargs: Kw
                 nondiff_argnums: nondiff,
             }))
         }
-        F::Jvp => autodiff::jvp_call(interp, &args),
+        F::Jvp => {
+            let symbolic_zeros = kw(&kwargs, "_tracelens_symbolic_zeros").is_some_and(|v| matches!(v, Value::Bool(true)));
+            autodiff::jvp_call(interp, &args, symbolic_zeros)
+        }
         F::Vjp => autodiff::vjp_call(interp, &args),
         F::EvalShape => {
             let fun = arg(0);
@@ -616,6 +619,13 @@ impl crate::interp::model::JaxObjectView for JaxObject {
     fn treedefs_equal(&self, other: &Self) -> Option<Option<bool>> {
         match (self, other) {
             (JaxObject::TreeDef(x), JaxObject::TreeDef(y)) => Some(x.equals(y)),
+            _ => None,
+        }
+    }
+
+    fn python_text(&self) -> Option<Option<String>> {
+        match self {
+            JaxObject::TreeDef(t) => Some(t.python_text()),
             _ => None,
         }
     }

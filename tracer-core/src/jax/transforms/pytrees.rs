@@ -100,6 +100,24 @@ impl TreeDef {
             TreeDef::Node { children, .. } => children.iter().map(|t| t.num_leaves()).sum(),
         }
     }
+    /// `str(treedef)` as JAX prints it (`PyTreeDef({'a': *, 'b': (*, None)})`), when the
+    /// tree has only builtin containers and simple keys; `None` for a custom node (JAX prints
+    /// its class path and auxiliary data) or another key.
+    pub fn python_text(&self) -> Option<String> {
+        fn simple(t: &TreeDef) -> bool {
+            match t {
+                TreeDef::Leaf | TreeDef::None => true,
+                TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().all(simple),
+                TreeDef::Dict(c) => c.iter().all(|(k, t)| {
+                    matches!(k, HashKey::Int(_))
+                        || matches!(k, HashKey::Str(s) if s.chars().all(|ch| ch.is_alphanumeric() || ch == '_')) && simple(t)
+                }),
+                TreeDef::Node { .. } => false,
+            }
+        }
+        simple(self).then(|| format!("PyTreeDef({})", self.describe()))
+    }
+
     pub(super) fn describe(&self) -> String {
         match self {
             TreeDef::Leaf => "*".into(),
@@ -679,7 +697,10 @@ pub(super) fn call_tree_fn(interp: &mut Interp, f: JaxFn, args: &[Value], kwargs
         F::TreeStructure | F::TreeStructure2 if arg(0).holds_unknown() => Ok(Value::opaque("the structure of a tree with unknown parts")),
         F::TreeStructure | F::TreeStructure2 => {
             let mut leaves = Vec::new();
-            let tree = flatten(interp, &arg(0), "", &mut leaves)?;
+            let tree = flatten_with_is_leaf(interp, &arg(0), kw(kwargs, "is_leaf").or(args.get(1)), &mut leaves)?;
+            if leaves_unknown(&leaves) {
+                return Ok(Value::opaque("the structure of a tree with unknown parts"));
+            }
             Ok(obj(JaxObject::TreeDef(Rc::new(tree))))
         }
         F::TreeUnflatten | F::TreeUnflatten2 => {
