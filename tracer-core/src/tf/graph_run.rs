@@ -86,9 +86,11 @@ pub struct CallCheck {
     pub(super) node: String,
     pub(super) check: RunCheck,
     guard: Option<Vec<(Operand, bool)>>,
-    /// The tensor loop whose body it is directly in (`loop_checks::current`): it runs at
-    /// each iteration.
+    /// The tensor loop whose body it is in (`loop_checks::current`): it runs at each
+    /// iteration whose values pick `loop_guard`, the branches of the body it is in (each a
+    /// predicate of the body's graph and the branch it must pick; empty: directly in it).
     pub(super) in_loop: Option<usize>,
+    pub(super) loop_guard: Vec<(Operand, bool)>,
     /// The first variable of the equations that compute the checked op, when they are several
     /// (`tf.reduce_mean`'s sum, then its division; `computed_from`): under the enabled numeric
     /// checks, the values before the op must be finite, not its own steps.
@@ -257,7 +259,15 @@ pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Valu
         return;
     }
     let guard = super::guards::current(interp, i.trace);
-    let in_loop = super::loop_checks::current(interp, i.trace);
+    let (in_loop, loop_guard) = match super::loop_checks::current(interp, i.trace) {
+        Some((id, branches)) => (Some(id), branches),
+        None => {
+            if super::loop_checks::in_loop(interp) {
+                super::loop_checks::unfollow(interp);
+            }
+            (None, Vec::new())
+        }
+    };
     let site = interp.site();
     interp.tf.run_checks.push(CallCheck {
         trace: i.trace,
@@ -268,6 +278,7 @@ pub fn record_check(interp: &mut Interp, input: &Rc<Array>, result: Option<&Valu
         check,
         guard,
         in_loop,
+        loop_guard,
         from: None,
     });
 }
@@ -346,6 +357,10 @@ pub fn settle(interp: &mut Interp, trace: u32, jaxpr: &Jaxpr, function: &str) ->
     let mut kept: HashSet<usize> = checks.iter().filter_map(|c| c.in_loop).collect();
     while let Some(p) = loops.iter().filter(|l| kept.contains(&l.id)).find_map(|l| l.parent.filter(|p| !kept.contains(p))) {
         kept.insert(p);
+    }
+    // And the loops in their bodies, for what their state holds after them.
+    while let Some(l) = loops.iter().find(|l| !kept.contains(&l.id) && l.parent.is_some_and(|p| kept.contains(&p))) {
+        kept.insert(l.id);
     }
     let loops = loops.into_iter().filter(|l| kept.contains(&l.id)).collect();
     let may_run = reaching_outputs(jaxpr, true);

@@ -49,6 +49,25 @@ pub fn current(interp: &Interp, trace: u32) -> Option<Vec<(Operand, bool)>> {
     let depth = interp.tf.active.len();
     let forks = interp.fork_logs.len().checked_sub(interp.tf.active.last()?.forks)?;
     let mine: Vec<&Guard> = interp.tf.guards.iter().filter(|g| g.depth == depth).collect();
+    predicates(&mine, forks, trace)
+}
+
+/// The branches begun since there were `guards` of them and `forks` fork logs (a tensor loop's
+/// body began there), for an op bound now in trace `trace`: as `current`, each predicate with
+/// the branch it must pick, empty when it is in none. `None` when one is not a branch of the
+/// innermost `tf.function` trace, or a path the interpreter forked on is not one of them.
+pub fn since(interp: &Interp, guards: usize, forks: usize, trace: u32) -> Option<Vec<(Operand, bool)>> {
+    let depth = interp.tf.active.len();
+    let mine: Vec<&Guard> = interp.tf.guards.get(guards..)?.iter().collect();
+    if mine.iter().any(|g| g.depth != depth) {
+        return None;
+    }
+    predicates(&mine, interp.fork_logs.len().checked_sub(forks)?, trace)
+}
+
+/// The predicates of `mine` as operands of trace `trace`, when the `forks` paths opened with
+/// them are exactly their forked ones.
+fn predicates(mine: &[&Guard], forks: usize, trace: u32) -> Option<Vec<(Operand, bool)>> {
     if mine.iter().filter(|g| g.forked).count() != forks {
         return None;
     }

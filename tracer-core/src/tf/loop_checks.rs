@@ -13,7 +13,9 @@
 //! variable are tensors of that graph (or known ones) is followed: one outside any loop, in
 //! branches or not (it runs at the calls whose values pick every branch it is in, `guard`),
 //! and one directly in the body of a followed loop (it runs, whole, at each of that loop's
-//! iterations, `parent`). A check in a branch inside a loop's body, and a loop there, is not.
+//! iterations, `parent`), in a branch of that body or not (at the iterations whose values pick
+//! the branch, `guard`). A check there that cannot be followed leaves every loop around it
+//! unfollowed (`unfollow`).
 
 use std::rc::Rc;
 
@@ -61,7 +63,7 @@ struct OpenLoop {
     id: usize,
     /// A loop of a `tf.function`'s own graph, outside any loop or directly in a followed one.
     followed: bool,
-    /// The branches it is in (outside any loop), or the loop whose body it is directly in.
+    /// The branches it is in (outside any loop, or within the body of the loop it is in).
     guard: Vec<(Operand, bool)>,
     parent: Option<usize>,
     trace: u32,
@@ -83,9 +85,11 @@ pub struct LoopRun {
     pub(super) carry_out: Vec<Operand>,
     pub(super) test: Test,
     /// The branches whose predicates the call's values must pick for it to run (outside any
-    /// loop), each with the branch it must pick.
+    /// loop: of the call's graph; in a loop's body: of one iteration's), each with the branch
+    /// it must pick.
     pub(super) guard: Vec<(Operand, bool)>,
-    /// The followed loop whose body it is directly in: it runs at each of its iterations.
+    /// The followed loop whose body it is in: it runs at each of its iterations that `guard`
+    /// picks.
     pub(super) parent: Option<usize>,
     /// What its state holds after it, one tensor per loop variable (empty: not followed).
     pub(super) exits: Vec<(VarId, Aval)>,
@@ -100,16 +104,14 @@ pub fn begin(interp: &mut Interp, extra_forks: usize) -> usize {
     let own = interp.jax.traces.last().is_some_and(|t| interp.jax.records[t.record].traced_for == Some(super::function::TRACED_FOR));
     let depth = interp.tf.active.len();
     let (followed, guard, parent) = match interp.tf.loops.open.last() {
-        // Directly in a followed loop's body: no branch or path between.
-        Some(outer) => (
-            own && outer.followed
-                && outer.trace == trace
-                && outer.depth == depth
-                && outer.forks == interp.fork_logs.len()
-                && outer.guards == interp.tf.guards.len(),
-            Vec::new(),
-            Some(outer.id),
-        ),
+        // In a followed loop's body, directly or in branches of its graph (and no other path
+        // between): it runs at the iterations whose values pick them.
+        Some(outer) => {
+            let guard = (own && outer.followed && outer.trace == trace && outer.depth == depth)
+                .then(|| super::guards::since(interp, outer.guards, outer.forks, trace))
+                .flatten();
+            (guard.is_some(), guard.unwrap_or_default(), Some(outer.id))
+        }
         None => match super::guards::current(interp, trace).filter(|_| own) {
             Some(guard) => (true, guard, None),
             None => (false, Vec::new(), None),
@@ -126,15 +128,31 @@ pub fn in_loop(interp: &Interp) -> bool {
     !interp.tf.loops.open.is_empty()
 }
 
-/// The id of the followed loop whose body an op bound now in trace `trace` is directly in.
-pub fn current(interp: &Interp, trace: u32) -> Option<usize> {
+/// The id of the followed loop whose body an op bound now in trace `trace` is in, with the
+/// branches of that body it is in (empty: directly in the body), each predicate a tensor of
+/// the body's graph (or a known one) with the branch it must pick.
+pub fn current(interp: &Interp, trace: u32) -> Option<(usize, Vec<(Operand, bool)>)> {
     let open = interp.tf.loops.open.last()?;
-    (open.followed
-        && open.trace == trace
-        && open.depth == interp.tf.active.len()
-        && open.forks == interp.fork_logs.len()
-        && open.guards == interp.tf.guards.len())
-    .then_some(open.id)
+    if !open.followed || open.trace != trace || open.depth != interp.tf.active.len() {
+        return None;
+    }
+    Some((open.id, super::guards::since(interp, open.guards, open.forks, trace)?))
+}
+
+/// Loop `id`, whose body is being traced, is not one a call can run (its checks leave the loops
+/// around it unfollowed, and what it gives is unknown).
+pub fn not_followed(interp: &mut Interp, id: usize) {
+    if let Some(open) = interp.tf.loops.open.iter_mut().rfind(|o| o.id == id) {
+        open.followed = false;
+    }
+}
+
+/// A check in the loop bodies being traced that a call cannot run where it stands: no loop
+/// around it is followed, since a check after it could be claimed before it fails.
+pub fn unfollow(interp: &mut Interp) {
+    for open in &mut interp.tf.loops.open {
+        open.followed = false;
+    }
 }
 
 /// The test of a loop whose body was traced: a `while`'s tensor, or a `for`'s element (the

@@ -1,6 +1,7 @@
 //! A followed tensor loop (`loop_checks.rs`) run on a call's values, for the checks of its
 //! body: the test on the carried values, then the body's checks and the loops in it (each run
-//! whole, where it stands), then the next carried values, until the test is false. A loop in
+//! whole, where it stands; those in a branch of the body at the iterations whose values pick
+//! it), then the next carried values, until the test is false. A loop in
 //! another's body runs on the graph of one iteration of that loop; what its state holds after
 //! it (`LoopRun::exits`) is its last carried values, so the loop around it goes on with them.
 
@@ -60,10 +61,11 @@ struct Body<'a> {
 }
 
 /// What a loop's body holds, in the order it was traced: a check, or a loop run whole at
-/// each iteration.
+/// each iteration (`true`: with checks in it; `false`: for what its state holds after it,
+/// which stays unknown when a call's values do not decide it).
 enum Item<'a> {
     Check(&'a CallCheck),
-    Loop(&'a LoopRun),
+    Loop(&'a LoopRun, bool),
 }
 
 /// How a loop ran: a check failed, or it ended with these carried values.
@@ -94,10 +96,19 @@ impl<'a> Body<'a> {
             if c.in_loop == Some(id) {
                 items.push(Item::Check(c));
             } else if let Some(child) = self.loops.iter().find(|l| l.parent == Some(id) && self.within(c, l.id)) {
-                if !items.iter().any(|i| matches!(i, Item::Loop(l) if l.id == child.id)) {
-                    items.push(Item::Loop(child));
+                if !items.iter().any(|i| matches!(i, Item::Loop(l, _) if l.id == child.id)) {
+                    items.push(Item::Loop(child, true));
                 }
             }
+        }
+        // The loops with no check in them, each after the loops begun before it (the checks
+        // traced before it do not read what it gives).
+        for child in self.loops.iter().filter(|l| l.parent == Some(id)) {
+            if items.iter().any(|i| matches!(i, Item::Loop(l, _) if l.id == child.id)) {
+                continue;
+            }
+            let at = items.iter().rposition(|i| matches!(i, Item::Loop(l, _) if l.id < child.id)).map_or(0, |k| k + 1);
+            items.insert(at, Item::Loop(child, false));
         }
         items
     }
@@ -116,14 +127,19 @@ fn run_loop(
 ) -> Result<Option<Ran>, Flow> {
     match picked(&lp.guard, jaxpr, consts, inputs) {
         Some(true) => {}
-        Some(false) => return Ok(Some(Ran::Ended(Vec::new()))),
+        // Not run: what its state holds after it is only read in the branch not taken (the
+        // merge of the two picks the other), so any value of its shape and dtype will do.
+        Some(false) => {
+            let zeros = lp.exits.iter().map(|(_, aval)| Array::ready(aval.clone(), ndarray::ArrayD::zeros(aval.shape.as_slice())));
+            return Ok(Some(Ran::Ended(zeros.collect())));
+        }
         None => return Ok(None),
     }
     let items = all.items(lp.id);
     let body: Vec<&CallCheck> = items.iter().filter_map(|i| if let Item::Check(c) = i { Some(*c) } else { None }).collect();
     // The loops in the body: what their state holds after them is given, as their last
     // carried values, once they ran.
-    let inner: Vec<&LoopRun> = items.iter().filter_map(|i| if let Item::Loop(l) = i { Some(*l) } else { None }).collect();
+    let inner: Vec<&LoopRun> = items.iter().filter_map(|i| if let Item::Loop(l, _) = i { Some(*l) } else { None }).collect();
     let Some((graph, mut carry)) = loop_graph(lp, &body, &inner, jaxpr, consts, inputs) else { return Ok(None) };
     // A `for`'s elements, each the value of its target in one iteration.
     let elements = match &lp.test {
@@ -167,7 +183,7 @@ fn run_loop(
                     }
                     at_check += 1;
                 }
-                Item::Loop(l) => {
+                Item::Loop(l, with_checks) => {
                     match run_loop(interp, l, all, &graph, consts, &given, budget)? {
                         Some(Ran::Failed(failure)) => return Ok(Some(Ran::Failed(failure))),
                         // A loop whose state after it is not followed leaves it unknown.
@@ -175,10 +191,11 @@ fn run_loop(
                             if last.len() == l.exits.len() {
                                 given.splice(at_exit..at_exit + last.len(), last);
                             }
-                            at_exit += l.exits.len();
                         }
+                        None if !with_checks => {}
                         None => return Ok(None),
                     }
+                    at_exit += l.exits.len();
                     match iteration(lp, &body, &graph, consts, &given) {
                         Some(Iteration::Ran { checked: c, next: n }) => (checked, next) = (c, n),
                         _ => return Ok(None),
@@ -267,9 +284,14 @@ fn loop_graph(
         .into_iter()
         .chain(&lp.carry_out)
         .filter_map(operand_atom)
-        .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var())).map(Atom::Var))
+        .chain(body.iter().flat_map(|c| std::iter::once(c.input).chain(c.check.other_var()).chain(guard_vars(c))).map(Atom::Var))
         .collect();
     Some((graph, carry))
+}
+
+/// The graph's variables among the predicates of the branches of the body check `c` is in.
+fn guard_vars(c: &CallCheck) -> impl Iterator<Item = crate::jax::ir::VarId> + '_ {
+    c.loop_guard.iter().filter_map(|(p, _)| if let Operand::Var(v) = p { Some(*v) } else { None })
 }
 
 /// The elements a `for` iterates at a call: `tf.range`'s numbers, or a tensor's rows; `None`
@@ -357,8 +379,19 @@ fn iteration(lp: &LoopRun, body: &[&CallCheck], graph: &Jaxpr, consts: &[Rc<Arra
             Some(_) => values.next().and_then(known_value).map(Some),
             None => Some(None),
         };
-        let outcome = match (value, other) {
-            (Some(value), Some(other)) => {
+        // Whether the iteration's values pick every branch of the body the check is in.
+        let mut runs = Some(true);
+        for (pred, taken) in &c.loop_guard {
+            let pred = match pred {
+                Operand::Var(_) => values.next().and_then(known_value),
+                Operand::Known(a) => known_value(a),
+            };
+            let held = pred.and_then(|p| crate::jax::eval::force(&p, 1)?.iter().next().map(|x| *x != 0.0));
+            runs = runs.zip(held).map(|(r, h)| r && h == *taken);
+        }
+        let outcome = match (runs, value, other) {
+            (Some(false), _, _) => Some(None),
+            (Some(true), Some(value), Some(other)) => {
                 Some(c.check.fails(&value, other.as_ref()).map(|message| GraphFailure { site: c.site, node: c.node.clone(), message }))
             }
             _ => None,

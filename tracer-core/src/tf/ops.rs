@@ -154,6 +154,9 @@ pub fn route(f: TfFn) -> Route {
         | F::Reverse
         | F::Cast
         | F::ClipByValue
+        | F::ClipByNorm
+        | F::ScalarMul
+        | F::EmbeddingLookup
         | F::Where
         | F::Gather
         | F::GatherNd

@@ -212,6 +212,20 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             }
             Ok(r)
         }
+        // One tensor of `params` (not a list of shards, nor `max_norm`): `tf.gather` along
+        // axis 0, so a tape's gradient of a variable read only through it is an
+        // `IndexedSlices`. An index out of range is not claimed (the node is named otherwise).
+        TfFn::EmbeddingLookup => {
+            let x = tensor_arg!(interp, f, p, 0, "params");
+            let idx = tensor_arg!(interp, f, p, 1, "ids");
+            if p.get(2, "max_norm").is_some() || !idx.aval.dtype.is_integer() || x.aval.shape.is_empty() {
+                return unknown(interp);
+            }
+            if super::graph_run::gather_out_of_range(p.get(1, "ids").unwrap_or(&Value::None), &idx, x.aval.shape[0]).is_some() {
+                return unknown(interp);
+            }
+            delegate(interp, J::Take, vec![arr(&x), arr(&idx)], vec![kw("axis", Value::Int(0))])
+        }
         TfFn::Sort | TfFn::Argsort => {
             let x = tensor_arg!(interp, f, p, 0, "values");
             let axis = int_of(p.get(1, "axis")).unwrap_or(-1);

@@ -260,6 +260,47 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let scale = delegate(interp, J::LaxRsqrt, vec![floor], Vec::new())?;
             delegate(interp, J::Multiply, vec![arr(&x), scale], Vec::new())
         }
+        // TensorFlow's steps: `t * clip_norm / maximum(sqrt(sum(t * t, axes)), clip_norm)` (its
+        // `where` on a zero sum changes no value). On an `IndexedSlices` the norm is its
+        // slices' (a repeated index counted once per slice), so the result is an
+        // `IndexedSlices` whose values are not computed.
+        TfFn::ClipByNorm => {
+            let t = tensor_arg!(interp, f, p, 0, "t");
+            let Some(clip) = p.get(1, "clip_norm") else { return Err(missing(interp, f, "clip_norm")) };
+            if !t.aval.dtype.is_floating() {
+                return unknown(interp);
+            }
+            if let Some(slices) = super::tape::slices_not_computed(p.get(0, "t"), &t) {
+                return Ok(slices);
+            }
+            let Some(clip) = scalar_of(interp, clip, &t)? else { return unknown(interp) };
+            let axes = match p.get(2, "axes") {
+                None => Value::None,
+                Some(Value::Int(a)) => Value::Int(*a),
+                Some(v @ (Value::List(_) | Value::Tuple(_))) => Value::tuple(interp.iterate(v)?),
+                Some(_) => return unknown(interp),
+            };
+            check_axes(interp, &axes, t.aval.ndim(), "Sum")?;
+            // The ops `*`, `tf.reduce_sum`, `tf.sqrt`, `tf.maximum` and `/` are.
+            let squares = tensor::apply_binary(interp, &tensor::MUL, &arr(&t), &arr(&t))?;
+            let sum = delegate(interp, J::Sum, vec![squares, axes], vec![kw("keepdims", Value::Bool(true))])?;
+            let norm = delegate(interp, J::Sqrt, vec![sum], Vec::new())?;
+            let scaled = tensor::apply_binary(interp, &tensor::MUL, &arr(&t), &arr(&clip))?;
+            let floor = tensor::apply_binary(interp, &tensor::MAXIMUM, &norm, &arr(&clip))?;
+            tensor::truediv(interp, &scaled, &floor)
+        }
+        // `scalar * x`, the scalar of `x`'s dtype. On an `IndexedSlices` it scales the slices
+        // (a repeated index's before they are summed): an `IndexedSlices` whose values are not
+        // computed.
+        TfFn::ScalarMul => {
+            let x = tensor_arg!(interp, f, p, 1, "x");
+            let Some(scalar) = p.get(0, "scalar") else { return Err(missing(interp, f, "scalar")) };
+            if let Some(slices) = super::tape::slices_not_computed(p.get(1, "x"), &x) {
+                return Ok(slices);
+            }
+            let Some(scalar) = scalar_of(interp, scalar, &x)? else { return unknown(interp) };
+            tensor::apply_binary(interp, &tensor::MUL, &arr(&scalar), &arr(&x))
+        }
         TfFn::SparseSoftmaxCrossEntropyWithLogits => {
             let labels = tensor_arg!(interp, f, p, 0, "labels");
             let logits = tensor_arg!(interp, f, p, 1, "logits");
@@ -412,4 +453,21 @@ pub fn tensor_list(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<Rc<Arr
 
 pub fn dims_error(interp: &Interp, a: &[usize], b: &[usize], axis: usize, dim: usize) -> crate::interp::Flow {
     errors::concat_mismatch(interp, a, b, axis, dim)
+}
+
+/// A scalar argument of an op on `x`, as the tensor of `x`'s dtype TensorFlow converts it to:
+/// a Python number that fits it, or a scalar tensor of that dtype; `None` otherwise (not
+/// claimed).
+fn scalar_of(interp: &mut Interp, v: &Value, x: &Rc<Array>) -> PyResult<Option<Rc<Array>>> {
+    let dtype = x.aval.dtype;
+    let fits = match v {
+        Value::Float(_) => dtype.is_inexact(),
+        Value::Int(_) => !dtype.is_bool(),
+        _ => true,
+    };
+    if !fits {
+        return Ok(None);
+    }
+    let hint = matches!(v, Value::Int(_) | Value::Float(_)).then_some(dtype);
+    Ok(to_tensor(interp, v, hint)?.filter(|s| s.aval.dtype == dtype && s.aval.shape.is_empty()))
 }

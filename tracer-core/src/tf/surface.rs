@@ -67,6 +67,7 @@ tf_surface! {
     Add = "add" in ["tensorflow", "tensorflow.math"],
     Subtract = "subtract" in ["tensorflow", "tensorflow.math"],
     Multiply = "multiply" in ["tensorflow", "tensorflow.math"],
+    ScalarMul = "scalar_mul" in ["tensorflow", "tensorflow.math"],
     Divide = "divide" in ["tensorflow", "tensorflow.math"],
     Truediv = "truediv" in ["tensorflow", "tensorflow.math"],
     Floordiv = "floordiv" in ["tensorflow.math"],
@@ -159,11 +160,13 @@ tf_surface! {
     Reverse = "reverse" in ["tensorflow"],
     Cast = "cast" in ["tensorflow"],
     ClipByValue = "clip_by_value" in ["tensorflow"],
+    ClipByNorm = "clip_by_norm" in ["tensorflow"],
     Where = "where" in ["tensorflow"],
     // pad = "pad" in ["tensorflow"],
 
     // indexing
     Gather = "gather" in ["tensorflow"],
+    EmbeddingLookup = "embedding_lookup" in ["tensorflow.nn"],
     GatherNd = "gather_nd" in ["tensorflow"],
     ScatterNd = "scatter_nd" in ["tensorflow"],
     TensorScatterNdUpdate = "tensor_scatter_nd_update" in ["tensorflow"],

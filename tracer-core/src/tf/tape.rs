@@ -261,6 +261,16 @@ pub fn kept_slices(input: Option<&Value>, out: Value) -> Value {
     indexed_slices(out, sliced)
 }
 
+/// An op on `input` (held as the dense `dense`) that keeps a `tf.IndexedSlices` one but
+/// computes on its slices (`tf.clip_by_norm`, `tf.math.scalar_mul`): when `input` is one,
+/// an `IndexedSlices` of `dense`'s shape and dtype whose values are not computed.
+pub fn slices_not_computed(input: Option<&Value>, dense: &Rc<Array>) -> Option<Value> {
+    let sliced =
+        matches!(input, Some(Value::Builtin(b)) if matches!(&**b, crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(_))));
+    let values = super::tensor::mark_array(Array::unknown(dense.aval.clone(), "the values of an IndexedSlices computed on its slices"));
+    sliced.then(|| TfValue::IndexedSlices(values).value())
+}
+
 /// A non-persistent tape's second `gradient`/`jacobian` is TensorFlow's `RuntimeError`.
 fn use_once(interp: &mut Interp, tape: &Tape) -> PyResult<()> {
     if tape.used.replace(true) && !tape.persistent {

@@ -15,7 +15,8 @@
 //! name exactly (an argument of the `tf.function`, `x:0`), and otherwise by its path in
 //! `loop_vars` (`loop_vars[1]['h']` where TensorFlow says `ones:0`). Not modelled (the result is unknown): a single
 //! tensor as `loop_vars`, an invariant that does not fit the value it is given for, and
-//! `maximum_iterations`' effect on values.
+//! `maximum_iterations`' effect on values (the loop's checks, and a loop around it, are then not
+//! run on a call's values).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -88,6 +89,10 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let test = test?;
     super::graph_names::enter_branch(interp, scope.as_deref());
     let id = super::loop_checks::begin(interp, 0);
+    // A call stops it after `maximum_iterations`, which the loop's run does not count.
+    if p.get(7, "maximum_iterations").is_some_and(|m| !m.is_none()) {
+        super::loop_checks::not_followed(interp, id);
+    }
     let out = crate::jax::stmt::call_passed(interp, op, "body", body, args.clone());
     super::graph_names::leave_branch(interp, scope.as_deref());
     let traced = match &out {
@@ -129,7 +134,13 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         check_leaf(interp, before, after, name, invariants.get(path))?;
     }
     let result = nest::map(interp, &vars, "loop_vars", &mut |i, leaf, path| symbolic_like(i, leaf, invariants.get(path)).map(Some))?;
-    Ok(result.expect("every leaf was followed"))
+    let result = result.expect("every leaf was followed");
+    // A call runs a loop around this one with these values as the loop's results
+    // (`loop_run.rs`), when each loop variable is one tensor.
+    if let Ok(after) = interp.iterate(&result) {
+        super::loop_checks::exited(interp, id, &after);
+    }
+    Ok(result)
 }
 
 /// The graph tensor name of a loop variable's leaf, where tracelens knows it exactly.
