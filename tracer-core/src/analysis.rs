@@ -659,7 +659,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             .map(|&v| &interp.jax.values[v])
             .map(|v| TracedValue {
                 location: locator.locate(v.site),
-                name: v.name.to_string(),
+                name: String::from(&*v.name),
                 aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),
                 kind: v.kind,
@@ -709,7 +709,7 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
         .iter()
         .map(|v| TracedValue {
             location: locator.locate(v.site),
-            name: v.name.to_string(),
+            name: String::from(&*v.name),
             aval: AvalText::Seen(v.shown.clone()),
             assigned: v.kind == SiteKind::Assigned,
             kind: v.kind,

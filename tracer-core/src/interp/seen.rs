@@ -386,12 +386,18 @@ impl Interp<'_> {
         if self.seen.off || self.is_library(file) {
             return;
         }
+        let in_trace = crate::interp::model::state::trace_depth(self) > 0;
+        // A place outside traces that holds its share of values keeps them: what this value
+        // shows is not worked out (a name read in a loop, each pass).
+        if !in_trace && self.seen.by_site.get(&(file, span.start, span.end)).is_some_and(|indices| indices.len() >= PER_SITE) {
+            return;
+        }
         // Inside a tf.function trace, a tensor is one of its graph.
-        let in_graph = crate::interp::model::state::trace_depth(self) > 0 && crate::interp::model::state::in_tf_function(self);
+        let in_graph = in_trace && crate::interp::model::state::in_tf_function(self);
         let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
         let Some(shown) = shown else { return };
         let site = Site { file, span };
-        if crate::interp::model::state::trace_depth(self) > 0 {
+        if in_trace {
             crate::interp::model::state::record_value(self, site, name, shown, kind);
             return;
         }

@@ -24,10 +24,21 @@ enum Wording {
 // functions and builds nothing.
 include!(concat!(env!("OUT_DIR"), "/signatures.rs"));
 
-/// `f`'s required parameters and wording, if the table has `f`.
+/// `f`'s required parameters and wording, if the table has `f`. Asked on every call of a
+/// modelled function: the row of each function is found by name once per process, not by a
+/// binary search over names on each call (an editor's analysis makes thousands of calls).
 fn signature(f: JaxFn) -> Option<(&'static [&'static str], Wording)> {
+    static ROWS: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    let rows = ROWS.get_or_init(|| JaxFn::ALL.iter().map(|&f| row_by_name(f).and_then(|i| u16::try_from(i).ok())).collect());
+    // `JaxFn::ALL` lists the variants in declaration order, so `f as usize` is `f`'s place in it.
+    let i = rows.get(f as usize).copied().flatten().map(usize::from).or_else(|| row_by_name(f))?;
+    Some((SIGNATURES[i].1, SIGNATURES[i].2))
+}
+
+/// The row of `SIGNATURES` naming `f` (sorted by name).
+fn row_by_name(f: JaxFn) -> Option<usize> {
     let name = f.qualified_name();
-    SIGNATURES.binary_search_by(|(n, _, _)| (*n).cmp(name)).ok().map(|i| (SIGNATURES[i].1, SIGNATURES[i].2))
+    SIGNATURES.binary_search_by(|(n, _, _)| (*n).cmp(name)).ok()
 }
 
 /// The required parameters of `f` that can be given by position or by name.
@@ -76,6 +87,12 @@ mod tests {
             assert!(JaxFn::ALL.iter().any(|f| f.qualified_name() == *name), "{name} is not in surface.rs");
         }
         assert_eq!(required(JaxFn::RandomPRNGKey), ["seed"]);
+        // The per-function rows agree with the table's names, for every function.
+        for (at, &f) in JaxFn::ALL.iter().enumerate() {
+            assert_eq!(f as usize, at, "{f:?}");
+            assert_eq!(signature(f).map(|(r, _)| r), row_by_name(f).map(|i| SIGNATURES[i].1), "{f:?}");
+        }
+        assert!(JaxFn::ALL.iter().filter(|&&f| signature(f).is_some()).count() == SIGNATURES.len());
     }
 
     #[test]
