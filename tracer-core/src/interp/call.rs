@@ -243,7 +243,7 @@ impl<'l> Interp<'l> {
 
     pub(super) fn yield_value(&mut self, v: Value) -> PyResult<()> {
         match self.generators.last_mut() {
-            Some(items) if items.len() >= 10_000 => Err(self.stop_end(GENERATOR_CAP)),
+            Some(items) if items.len() >= GENERATOR_ITEMS => Err(self.stop_end(GENERATOR_CAP)),
             Some(items) => {
                 items.push(v);
                 Ok(())
@@ -531,6 +531,13 @@ fn field_init_false(class: &Rc<Class>, field: &str) -> bool {
 }
 
 pub(super) const GENERATOR_CAP: &str = "a generator yielded more items than the interpreter follows";
+
+/// How many items a generator is run for (it runs eagerly, when made). An endless one
+/// (`while True: yield batch`) always runs to this cap, so the cap is what it costs: at
+/// 10,000 items of `jax.random` draws that was most of the analysis' 700 ms time budget, and
+/// whether the budget ran out inside it changed from run to run (optax's
+/// `examples/meta_learning.ipynb`). Past the cap the generator's items are unknown.
+pub(super) const GENERATOR_ITEMS: usize = 1_000;
 
 pub fn annotation_names(class: &Class) -> Vec<Rc<str>> {
     match class.dict.borrow().get("__annotations__") {
