@@ -348,13 +348,10 @@ impl<'l> Interp<'l> {
         };
         match &instance {
             Value::Instance(inst) if inst.class.derives_builtin(super::value::BuiltinClass::Exception) => {
-                let mut message = super::builtins::exception_message(inst);
-                // `raise ValueError(x.shape)` prints its argument's text, as Python's traceback does.
-                if inst.class.lookup("__str__").is_none() {
-                    if let Ok(text) = self.to_str(&instance) {
-                        message = text;
-                    }
-                }
+                // `raise ValueError(x.shape)` prints its argument's text, as Python's traceback
+                // does; a class's own `__str__` is not run here, and an unknown text is said so.
+                let text = if inst.class.lookup("__str__").is_none() { self.to_str(&instance).ok() } else { None };
+                let message = text.unwrap_or_else(|| super::builtins::exception_message(inst));
                 let mut code = super::exception_code::code_for_exception_class(&inst.class).unwrap_or(Code::PythonException);
                 // A shim's own check (flax's ScopeParamShapeError) on a path an unknown chose
                 // compared an unknown value: it is not known to fail, so it is not a finding.

@@ -846,7 +846,7 @@ impl<'l> Interp<'l> {
                     return match args {
                         Some(Value::Tuple(items)) if items.len() == 1 && key_error => self.repr(&items[0]),
                         Some(Value::Tuple(items)) if items.len() == 1 => self.to_str(&items[0]),
-                        Some(t @ Value::Tuple(_)) if !matches!(&t, Value::Tuple(items) if items.is_empty()) => self.repr(&t),
+                        Some(several) if matches!(&several, Value::Tuple(items) if items.len() > 1) => self.repr(&several),
                         _ => Ok(super::builtins::exception_message(inst)),
                     };
                 }
@@ -854,9 +854,10 @@ impl<'l> Interp<'l> {
             }
             Value::Builtin(b) => match &**b {
                 Builtin::Tf(t) => crate::interp::model::tf::text(self, t, false)?,
-                Builtin::Object(o) if o.python_text().is_some() => match o.python_text().flatten() {
-                    Some(text) => text,
-                    None => return Err(self.stop_unknown("the text of a custom node's tree structure")),
+                Builtin::Object(o) => match o.python_text() {
+                    Some(Some(text)) => text,
+                    Some(None) => return Err(self.stop_unknown("the text of a custom node's tree structure")),
+                    None => format!("<built-in function {}>", b.name()),
                 },
                 _ => format!("<built-in function {}>", b.name()),
             },

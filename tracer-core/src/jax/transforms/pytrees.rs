@@ -109,8 +109,12 @@ impl TreeDef {
                 TreeDef::Leaf | TreeDef::None => true,
                 TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().all(simple),
                 TreeDef::Dict(c) => c.iter().all(|(k, t)| {
-                    matches!(k, HashKey::Int(_))
-                        || matches!(k, HashKey::Str(s) if s.chars().all(|ch| ch.is_alphanumeric() || ch == '_')) && simple(t)
+                    let key = match k {
+                        HashKey::Int(_) => true,
+                        HashKey::Str(s) => s.chars().all(|ch| ch.is_alphanumeric() || ch == '_'),
+                        _ => false,
+                    };
+                    key && simple(t)
                 }),
                 TreeDef::Node { .. } => false,
             }
