@@ -2,23 +2,12 @@
 //! simple keys), and never a made-up one: a custom node's text (its class path and auxiliary
 //! data) is not known. Every expected text was printed by JAX 0.10.2 for the same program.
 
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+#[path = "common/in_memory.rs"]
+#[allow(dead_code)] // this file runs programs; it does not analyse them
+mod in_memory;
 
-use tracer_core::interp::SourceLoader;
-use tracer_core::{run_file, AnalysisConfig, RunOutcome};
-
-struct NoFiles;
-
-impl SourceLoader for NoFiles {
-    fn read(&self, _: &Path) -> Option<Rc<str>> {
-        None
-    }
-}
-
-fn run(source: &str) -> tracer_core::RunResult {
-    run_file(&PathBuf::from("prog.py"), source, &NoFiles, &AnalysisConfig::default())
-}
+use in_memory::run;
+use tracer_core::RunOutcome;
 
 #[test]
 fn builtin_containers_print_as_jax_prints_them() {

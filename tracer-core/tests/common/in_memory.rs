@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use tracer_core::interp::SourceLoader;
-use tracer_core::{analyze_file, AnalysisConfig, FileAnalysis};
+use tracer_core::{analyze_file, run_file, AnalysisConfig, FileAnalysis, RunResult};
 
 struct NoFiles;
 
@@ -18,6 +18,13 @@ impl SourceLoader for NoFiles {
 pub fn analyze(source: &str) -> FileAnalysis {
     let config = AnalysisConfig { search_roots: vec![PathBuf::from("/project")], ..Default::default() };
     analyze_file(&PathBuf::from("/project/main.py"), source, &NoFiles, &config)
+}
+
+/// `python /project/main.py` on tracelens' interpreter (`tracelens run`).
+#[allow(dead_code)] // each test binary includes this module and uses part of it
+pub fn run(source: &str) -> RunResult {
+    let config = AnalysisConfig { search_roots: vec![PathBuf::from("/project")], ..Default::default() };
+    run_file(&PathBuf::from("/project/main.py"), source, &NoFiles, &config)
 }
 
 /// `line code` of every finding, TL900 included.
