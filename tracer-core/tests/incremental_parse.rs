@@ -38,9 +38,14 @@ fn compare_edit_after_edit(rng: &mut Rng, steps: usize, edit: fn(&mut String, &m
         let Ok(mut text) = std::fs::read_to_string(path) else { continue };
         let mut parser = IncrementalParser::default();
         for step in 0..steps {
-            let incremental = format!("{:?}", parser.parse(&text));
-            let fresh = format!("{:?}", parse(&text));
-            assert!(incremental == fresh, "{}: after edit {step} the incremental parse differs; text:\n{text}", path.display());
+            // Compared as values (spans and errors included); their text only on a failure.
+            let incremental = parser.parse(&text);
+            let fresh = parse(&text);
+            assert!(
+                incremental == fresh,
+                "{}: after edit {step} the incremental parse differs; text:\n{text}\nincremental: {incremental:?}\nfresh: {fresh:?}",
+                path.display()
+            );
             compared += 1;
             one_statement += usize::from(parser.reparsed_one_statement());
             edit(&mut text, rng);

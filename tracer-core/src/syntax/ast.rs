@@ -34,7 +34,7 @@ impl Span {
 
 pub type Name = Rc<str>;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Module {
     pub body: Vec<Stmt>,
     /// Syntax errors, in source order. When non-empty, `body` holds only the statements
@@ -42,19 +42,19 @@ pub struct Module {
     pub errors: Vec<SyntaxError>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SyntaxError {
     pub span: Span,
     pub message: String,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     pub kind: StmtKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     Expr(Expr),
     /// `a = b = value`: every target gets the value, left to right.
@@ -126,7 +126,7 @@ pub enum StmtKind {
     Delete(Vec<Expr>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ImportAlias {
     /// Dotted name, e.g. `jax.numpy`.
     pub name: Name,
@@ -134,7 +134,7 @@ pub struct ImportAlias {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ExceptHandler {
     pub typ: Option<Expr>,
     pub name: Option<Name>,
@@ -142,13 +142,13 @@ pub struct ExceptHandler {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WithItem {
     pub context: Expr,
     pub target: Option<Expr>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FunctionDef {
     pub name: Name,
     pub params: Parameters,
@@ -164,7 +164,7 @@ pub struct FunctionDef {
     pub name_span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClassDef {
     pub name: Name,
     pub bases: Vec<Expr>,
@@ -176,7 +176,7 @@ pub struct ClassDef {
 }
 
 /// Python's parameter list: `def f(a, /, b=1, *args, c, d=2, **kwargs)`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Parameters {
     pub posonly: Vec<Param>,
     /// Positional-or-keyword parameters.
@@ -186,7 +186,7 @@ pub struct Parameters {
     pub kwarg: Option<Param>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     pub name: Name,
     pub annotation: Option<Expr>,
@@ -194,7 +194,7 @@ pub struct Param {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Keyword {
     /// `None` for `**mapping`.
     pub arg: Option<Name>,
@@ -202,7 +202,7 @@ pub struct Keyword {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
@@ -226,7 +226,7 @@ macro_rules! literal_expr {
 }
 pub(crate) use literal_expr;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Name(Name),
     Int(i64),
@@ -322,7 +322,7 @@ pub enum ExprKind {
     Await(Box<Expr>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum FStringPart {
     Literal(Rc<str>),
     /// `{value!conversion:format_spec}`; the spec may itself hold replacement fields.
@@ -334,7 +334,7 @@ pub enum FStringPart {
     },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Comprehension {
     pub target: Expr,
     pub iter: Expr,
