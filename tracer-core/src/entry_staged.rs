@@ -325,9 +325,17 @@ fn may_stage(source: &str, stmt: &Stmt) -> bool {
     let start = decorators.iter().map(|d| d.span.start).fold(stmt.span.start, u32::min) as usize;
     // A span that is not in the text (it never is) is walked, as before.
     source.get(start..stmt.span.end as usize).is_none_or(|text| {
+        let [jit, pmap] = staging_finders();
         let bytes = text.as_bytes();
-        memchr::memmem::find(bytes, b"jit").is_some() || memchr::memmem::find(bytes, b"pmap").is_some()
+        jit.find(bytes).is_some() || pmap.find(bytes).is_some()
     })
+}
+
+/// The searchers for `jit` and `pmap`, built once: `memmem::find` builds its searcher on
+/// every call, and `may_stage` asks for each statement of the module on every analysis.
+fn staging_finders() -> &'static [memchr::memmem::Finder<'static>; 2] {
+    static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> = std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| [memchr::memmem::Finder::new(b"jit"), memchr::memmem::Finder::new(b"pmap")])
 }
 
 fn walk_block<'a>(

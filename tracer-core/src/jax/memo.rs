@@ -47,6 +47,7 @@ const KEEP_UNUSED: u64 = 8;
 /// The remembered traces of one document.
 #[derive(Default)]
 pub struct TraceMemo {
+    /// In order of `def_start`, so a call finds its function's traces by a binary search.
     entries: Vec<Entry>,
     /// Counts analyses; an entry notes the last one that used it.
     generation: u64,
@@ -195,6 +196,13 @@ impl TraceMemo {
         self.entries.retain(|e| e.last_used + KEEP_UNUSED > now);
     }
 
+    /// The indices of the remembered traces of the function whose definition starts at
+    /// `def_start` (the entries are kept in order of it).
+    fn entries_of(&self, def_start: u32) -> impl Iterator<Item = usize> + '_ {
+        let first = self.entries.partition_point(|e| e.def_start < def_start);
+        (first..self.entries.len()).take_while(move |&i| self.entries[i].def_start == def_start)
+    }
+
     /// Traces replayed instead of traced, over all analyses so far.
     pub fn replayed(&self) -> usize {
         self.replayed
@@ -233,12 +241,40 @@ fn is_top_level(f: &Function) -> bool {
     f.closure.parent.is_none() && f.closure.vars.borrow().is_empty() && f.attrs.borrow().is_empty()
 }
 
-/// What `name`, looked up from a function of `globals`, resolves to, if it can be compared
-/// (as `note_read` saw it when the trace was recorded).
-fn resolve(interp: &Interp, globals: &ModuleObj, file: FileId, name: &str) -> Option<Print> {
+/// Whether `name`, looked up from a function of `globals`, resolves to what `print` says it
+/// did when the trace was recorded (`note_read`): `resolve(..) == Some(print)`, compared
+/// without writing out what it resolves to now (a replay checks every read, on every edit).
+fn resolves_to(interp: &Interp, globals: &ModuleObj, file: FileId, name: &str, print: &Print) -> bool {
     match globals.dict.borrow().get(name) {
-        Some(v) => print_of(v, file),
-        None => interp.builtin_value(name).map(|_| Print::Builtin(name.to_string())),
+        Some(v) => shows_as(v, file, print),
+        None => matches!(print, Print::Builtin(b) if b == name) && interp.builtin_value(name).is_some(),
+    }
+}
+
+/// `print_of(v, file) == Some(print)`, without building `print_of(v, file)`.
+fn shows_as(v: &Value, file: FileId, print: &Print) -> bool {
+    match (v, print) {
+        (Value::Module(m), Print::Module(name)) => m.native.is_some() && m.name == *name,
+        (Value::Function(f), Print::Function { def, defaults }) => {
+            f.file == file
+                && is_top_level(f)
+                && f.kw_defaults.is_empty()
+                && f.def.span == *def
+                && f.defaults.len() == defaults.len()
+                && f.defaults.iter().zip(defaults).all(|(d, p)| shows_as(d, file, p))
+        }
+        (Value::Builtin(b), Print::Builtin(name)) => matches!(&**b, Builtin::Fn(_) | Builtin::Jax(_)) && b.name() == *name,
+        (Value::Int(i), Print::Int(j)) => i == j,
+        (Value::Float(x), Print::Float(bits)) => x.to_bits() == *bits,
+        (Value::Bool(a), Print::Bool(b)) => a == b,
+        (Value::Str(a), Print::Str(b)) => a == b,
+        (Value::None, Print::None) => true,
+        (Value::DType(a), Print::DType(b)) => a == b,
+        (Value::TfDType(a), Print::TfDType(b)) => a == b,
+        (Value::Tuple(items), Print::Tuple(prints)) => {
+            items.len() == prints.len() && items.iter().zip(prints).all(|(x, p)| shows_as(x, file, p))
+        }
+        _ => false,
     }
 }
 
@@ -407,7 +443,9 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
     let Some(memo) = interp.jax.memo.as_mut() else { return };
     let def_start = f.def.span.start;
     memo.entries.retain(|e| !(e.def_start == def_start && e.key == *key));
-    memo.entries.push(Entry { def_start, key: key.clone(), regions, reads: rec.reads, made, last_used: memo.generation });
+    // In order of `def_start` (`entries_of`); edits move every start after them alike.
+    let at = memo.entries.partition_point(|e| e.def_start <= def_start);
+    memo.entries.insert(at, Entry { def_start, key: key.clone(), regions, reads: rec.reads, made, last_used: memo.generation });
 }
 
 /// A remembered trace of `j` for `key`, replayed: its record and values are added as tracing
@@ -422,11 +460,11 @@ pub fn replay(
     let f = eligible(interp, j)?.clone();
     let memo = interp.jax.memo.as_ref()?;
     let def_start = f.def.span.start;
-    let index = memo.entries.iter().position(|e| e.def_start == def_start && e.key == *key)?;
-    let valid = memo.entries[index].reads.iter().all(|(name, p)| resolve(interp, &f.globals, f.file, name).as_ref() == Some(p));
+    let index = memo.entries_of(def_start).find(|&i| memo.entries[i].key == *key)?;
+    let valid = memo.entries[index].reads.iter().all(|(name, p)| resolves_to(interp, &f.globals, f.file, name, p));
     let memo = interp.jax.memo.as_mut()?;
     if !valid {
-        memo.entries.swap_remove(index);
+        memo.entries.remove(index);
         return None;
     }
     memo.replayed += 1;
@@ -434,15 +472,12 @@ pub fn replay(
     entry.last_used = memo.generation;
     let made = &entry.made;
     let (jaxpr, out_tree, outputs) = (made.jaxpr.clone(), made.out_tree.clone(), made.outputs.clone());
-    let values = made.values.clone();
-    let nested = made.nested.clone();
-    let global_reads = made.global_reads.clone();
-    let regions = entry.regions.clone();
     let args = made.args.clone();
+    let n_nested = made.nested.len();
     let file = f.file;
 
     let state = &mut interp.jax;
-    for _ in 0..=nested.len() {
+    for _ in 0..=n_nested {
         state.skip_trace_id();
     }
     let record = state.records.len();
@@ -469,21 +504,36 @@ pub fn replay(
         input_parameters: None,
         unknown_end: false,
     });
-    state.records.extend(nested.into_iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n }));
-    state.values.extend(values.into_iter().map(|v| ValueRecord { site: Site { file, span: v.site.span }, record: record + v.record, ..v }));
-    let module = Rc::as_ptr(&f.globals) as usize;
-    let inside = format!("{}({})", TraceKind::Jit.label(), j.name);
-    state.effects.global_reads.extend(global_reads.into_iter().map(|(name, span)| GlobalRead {
-        module,
-        name,
-        site: Site { file, span },
-        inside: inside.clone(),
+    // Copied from the memo straight into the analysis (the memo and the records are
+    // separate fields of the state), with no list in between.
+    let super::JaxState { memo, records, values, effects, .. } = state;
+    let made = &memo.as_ref()?.entries[index].made;
+    records.extend(made.nested.iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n.clone() }));
+    values.extend(made.values.iter().map(|v| ValueRecord {
+        site: Site { file, span: v.site.span },
+        record: record + v.record,
+        ..v.clone()
     }));
-    // The functions the trace ran count as called (entry points skip them).
+    if !made.global_reads.is_empty() {
+        let module = Rc::as_ptr(&f.globals) as usize;
+        let inside = format!("{}({})", TraceKind::Jit.label(), j.name);
+        effects.global_reads.extend(made.global_reads.iter().map(|(name, span)| GlobalRead {
+            module,
+            name: name.clone(),
+            site: Site { file, span: *span },
+            inside: inside.clone(),
+        }));
+    }
+    // The functions the trace ran count as called (entry points skip them): each region's
+    // module-level `def`, found by its start among the module's statements (in text order, a
+    // statement's span is its `def`'s), not by a walk of the module on every replay.
+    let regions = &interp.jax.memo.as_ref()?.entries[index].regions;
     if let Some(source) = interp.files.get(file as usize) {
-        for stmt in &source.module.body {
-            if let StmtKind::FunctionDef(def) = &stmt.kind {
-                if regions.binary_search_by_key(&def.span.start, |s| s.start).is_ok() {
+        let body = &source.module.body;
+        for region in regions {
+            let Ok(at) = body.binary_search_by_key(&region.start, |s| s.span.start) else { continue };
+            if let StmtKind::FunctionDef(def) = &body[at].kind {
+                if def.span.start == region.start {
                     interp.called.insert(Rc::as_ptr(def) as usize);
                 }
             }
