@@ -46,6 +46,7 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
+mod recursion;
 mod retrace;
 pub mod shape_text;
 mod signature;
