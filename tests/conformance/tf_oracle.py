@@ -2,7 +2,12 @@
 JSON object per fixture, in the shape `oracle.py` gives for JAX (so `xtask/src/compare.rs`
 compares both the same way).
 
-Usage: python tf_oracle.py FIXTURE.py   ->   one JSON object on stdout
+Usage: python tf_oracle.py FIXTURE.py [--extra-frames N]   ->   one JSON object on stdout
+
+With `--extra-frames N` the fixture runs under N more Python frames than it would (each a
+call of a function that calls the next): where TensorFlow raises for a recursion between
+`tf.function`s depends on how deep the stack is when the recursion starts (`xtask
+tf-conformance` runs a fixture stating `# stack depths:` once per depth it names).
 
 The fixture runs as `__main__`; what it prints is kept in the object's `stdout`. `xtask
 tf-conformance` runs this script under `forkserver.py`, which imports TensorFlow once (about
@@ -45,8 +50,12 @@ LAST_PARAGRAPH = re.compile(r"\n\n    ([A-Za-z_][A-Za-z0-9_.]*): (.*)$", re.S)
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: python tf_oracle.py FIXTURE.py", file=sys.stderr)
+    if len(sys.argv) == 4 and sys.argv[2] == "--extra-frames" and sys.argv[3].isdigit():
+        extra_frames = int(sys.argv[3])
+    elif len(sys.argv) == 2:
+        extra_frames = 0
+    else:
+        print("usage: python tf_oracle.py FIXTURE.py [--extra-frames N]", file=sys.stderr)
         return 2
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     fixture = os.path.abspath(sys.argv[1])
@@ -56,7 +65,9 @@ def main():
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     code = 0
     try:
-        result = FixtureRun(fixture).run()
+        run = FixtureRun(fixture)
+        run.extra_frames = extra_frames
+        result = run.run()
     except BaseException:
         result = {"fixture": fixture, "oracle_error": traceback.format_exc()}
         code = 3
@@ -74,6 +85,8 @@ class FixtureRun(jax_oracle.Oracle):
         self.generated_state = {}
         # The fixture functions being traced now, innermost last.
         self.tracing = []
+        # Python frames the fixture runs under beyond its own (`--extra-frames`).
+        self.extra_frames = 0
 
     def run(self):
         import tensorflow as tf
@@ -116,7 +129,7 @@ class FixtureRun(jax_oracle.Oracle):
         try:
             import runpy
 
-            runpy.run_path(self.fixture, run_name="__main__")
+            under_frames(self.extra_frames, lambda: runpy.run_path(self.fixture, run_name="__main__"))
         except SystemExit as e:
             if e.code not in (None, 0):
                 exception = self.describe_exception(e)
@@ -248,6 +261,13 @@ class FixtureRun(jax_oracle.Oracle):
 
 
 _MISSING = object()
+
+
+def under_frames(n, run):
+    """`run()` called under `n` more Python frames."""
+    if n <= 0:
+        return run()
+    return under_frames(n - 1, run)
 
 
 SHORT = {

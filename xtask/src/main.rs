@@ -25,6 +25,7 @@ mod sha256;
 mod tf_conformance;
 mod tf_repro;
 mod tf_signatures;
+mod tf_stack_depths;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -58,14 +58,26 @@ pub fn run(options: Options) -> Result<bool, String> {
     script_bytes.extend(fs::read(conformance_dir.join("oracle.py")).unwrap_or_default());
     let cache_dir = target.join("conformance-cache").join("tf");
     fs::create_dir_all(&cache_dir).map_err(|e| format!("cannot create {}: {e}", cache_dir.display()))?;
-    let cache_file = |fixture: &Path| -> PathBuf {
+    // A fixture stating `# stack depths:` runs once per depth (`tf_stack_depths.rs`).
+    let runs_of = |fixture: &PathBuf| -> Vec<(PathBuf, Option<u32>)> {
+        let depths = crate::tf_stack_depths::depths_of(&fs::read_to_string(fixture).unwrap_or_default());
+        if depths.is_empty() {
+            return vec![(fixture.clone(), None)];
+        }
+        depths.into_iter().map(|d| (fixture.clone(), Some(d))).collect()
+    };
+    let cache_file = |fixture: &Path, depth: Option<u32>| -> PathBuf {
         let mut key = fs::read(fixture).unwrap_or_default();
         key.push(0);
         key.extend_from_slice(&script_bytes);
         key.extend_from_slice(TF_PACKAGE.as_bytes());
+        if let Some(depth) = depth {
+            key.extend_from_slice(format!("\0extra frames {depth}").as_bytes());
+        }
         cache_dir.join(format!("{}.json", sha256_hex(&key)))
     };
-    let missing: Vec<&PathBuf> = fixtures.iter().filter(|f| !options.read_cache || !cache_file(f).is_file()).collect();
+    let missing: Vec<(PathBuf, Option<u32>)> =
+        fixtures.iter().flat_map(runs_of).filter(|(f, d)| !options.read_cache || !cache_file(f, *d).is_file()).collect();
     let oracle_started = Instant::now();
     let mut oracle_failures: HashMap<PathBuf, String> = HashMap::new();
     if !missing.is_empty() {
@@ -76,18 +88,22 @@ pub fn run(options: Options) -> Result<bool, String> {
             &missing,
             options.jobs,
             || ForkServer::new(&command, &["tensorflow"]),
-            |server, _, fixture| {
-                let finished = server.run(&[script.clone().into(), fixture.into()], &here, ORACLE_LIMIT).map_err(|e| e.to_string())?;
+            |server, _, (fixture, depth)| {
+                let mut argv = vec![script.clone().into_os_string(), fixture.clone().into_os_string()];
+                if let Some(depth) = depth {
+                    argv.extend(["--extra-frames".into(), depth.to_string().into()]);
+                }
+                let finished = server.run(&argv, &here, ORACLE_LIMIT).map_err(|e| e.to_string())?;
                 let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
                     .map_err(|e| format!("the TensorFlow oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
                 // A crash of the oracle is kept (the comparison reports it); a run that did
                 // not finish is not (the next run tries again).
-                fs::write(cache_file(fixture), serde_json::to_vec_pretty(&raw).unwrap_or_default())
+                fs::write(cache_file(fixture, *depth), serde_json::to_vec_pretty(&raw).unwrap_or_default())
                     .map_err(|e| format!("cannot cache the oracle's result: {e}"))
             },
             drop,
         );
-        for (fixture, outcome) in missing.iter().zip(ran) {
+        for ((fixture, _), outcome) in missing.iter().zip(ran) {
             if let Err(why) = outcome {
                 oracle_failures.insert(fixture.to_path_buf(), why);
             }
@@ -102,7 +118,10 @@ pub fn run(options: Options) -> Result<bool, String> {
         let gap = gaps.get(&name).cloned();
         let result = match oracle_failures.get(path) {
             Some(why) => failed(new_result(name, gap), why.clone()),
-            None => compare_one(path, name, gap, &cache_file(path), tracelens.as_ref()),
+            None => {
+                let cached: Vec<(Option<u32>, PathBuf)> = runs_of(path).into_iter().map(|(f, d)| (d, cache_file(&f, d))).collect();
+                compare_one(path, name, gap, &cached, tracelens.as_ref())
+            }
         };
         eprintln!("[{:>3}/{}] {:<13} {}", index + 1, fixtures.len(), result.verdict.label(), result.name);
         result
@@ -128,7 +147,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         .iter()
         .filter(|f| !oracle_failures.contains_key(*f))
         .filter_map(|f| {
-            let raw: serde_json::Value = serde_json::from_slice(&fs::read(cache_file(f)).ok()?).ok()?;
+            let raw: serde_json::Value = read_oracle(&runs_of(f).into_iter().map(|(f, d)| (d, cache_file(&f, d))).collect::<Vec<_>>())?;
             let exception = raw.get("exception")?;
             let raised = exception["class"].as_str().map(|c| (c.to_string(), exception["message"].as_str().unwrap_or("").to_string()));
             Some((f.clone(), raised))
@@ -194,10 +213,29 @@ fn new_result(name: String, gap: Option<String>) -> FixtureResult {
     }
 }
 
-fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tracelens: Option<&Tracelens>) -> FixtureResult {
+/// What the oracle recorded for a fixture: its one cached report, or the reports of each
+/// stack depth it runs under merged into one (`tf_stack_depths.rs`).
+fn read_oracle(cached: &[(Option<u32>, PathBuf)]) -> Option<serde_json::Value> {
+    let read = |file: &Path| -> Option<serde_json::Value> { serde_json::from_slice(&fs::read(file).ok()?).ok() };
+    match cached {
+        [(None, file)] => read(file),
+        _ => {
+            let runs: Option<Vec<(u32, serde_json::Value)>> = cached.iter().map(|(d, f)| Some((d.unwrap_or(0), read(f)?))).collect();
+            Some(crate::tf_stack_depths::merge(runs?))
+        }
+    }
+}
+
+fn compare_one(
+    path: &Path,
+    name: String,
+    gap: Option<String>,
+    cached: &[(Option<u32>, PathBuf)],
+    tracelens: Option<&Tracelens>,
+) -> FixtureResult {
     let mut result = new_result(name, gap);
     let folder = result.folder;
-    let raw: Option<serde_json::Value> = fs::read(cached).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let raw: Option<serde_json::Value> = read_oracle(cached);
     let report =
         match raw.as_ref().map(|r| (r.get("oracle_error").and_then(|e| e.as_str()), serde_json::from_value::<OracleReport>(r.clone()))) {
             Some((None, Ok(report))) => report,
@@ -207,7 +245,11 @@ fn compare_one(path: &Path, name: String, gap: Option<String>, cached: &Path, tr
         };
     result.oracle_seconds = raw.as_ref().and_then(|r| r.get("run_seconds")).and_then(|s| s.as_f64()).unwrap_or(0.0);
     result.oracle_raw = raw.unwrap_or_default();
-    let fixture_problems = check_fixture(&report, folder);
+    let mut fixture_problems = check_fixture(&report, folder);
+    if let (false, Some(lines)) = (fixture_problems.is_empty(), result.oracle_raw["stack_lines"].as_array()) {
+        let seen: Vec<String> = lines.iter().map(|l| format!("line {} under {} extra frames", l["line"], l["depth"])).collect();
+        fixture_problems.push(format!("TensorFlow raised at {}", seen.join(", ")));
+    }
     if let Some(t) = tracelens {
         let run = t.run(path);
         result.tracelens_seconds = run.seconds;

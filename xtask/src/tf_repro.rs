@@ -163,8 +163,17 @@ fn verdict(w: &Written, raised: &Result<HashMap<PathBuf, Raised>, String>) -> Op
     }
 }
 
+/// The message's first line; for Python's recursion limit only its part every stack shares:
+/// what follows `maximum recursion depth exceeded` (` in comparison`, ` while calling a
+/// Python object`, nothing) is the operation the limit was reached in, which changes with the
+/// depth of the stack a program starts at (a reproducer's is not its fixture's).
 fn first_line(message: &str) -> &str {
-    message.lines().next().unwrap_or("")
+    const RECURSION: &str = "maximum recursion depth exceeded";
+    let line = message.lines().next().unwrap_or("");
+    if line.starts_with(RECURSION) {
+        return RECURSION;
+    }
+    line
 }
 
 /// Runs `programs` under TensorFlow with `script`: `jobs` fork servers (`forkserver.py`),
@@ -231,5 +240,19 @@ impl TfReproSummary {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_line;
+
+    #[test]
+    fn recursion_limit_messages_compare_by_the_part_every_stack_shares() {
+        assert_eq!(
+            first_line("maximum recursion depth exceeded in comparison"),
+            first_line("maximum recursion depth exceeded while calling a Python object")
+        );
+        assert_eq!(first_line("Incompatible shapes: [3] vs. [4]\nmore"), "Incompatible shapes: [3] vs. [4]");
     }
 }

@@ -787,6 +787,9 @@ impl<'l> Interp<'l> {
                     Value::Builtin(Rc::new(Builtin::Jax(JaxFn::ShapeDtypeStruct)))
                 }
                 Value::Opaque(_) => Value::opaque("type of an unknown value"),
+                v if crate::interp::model::tf::classes::class_of(v).is_some() => {
+                    crate::interp::model::tf::classes::type_of(v).unwrap_or_else(|| Value::opaque("a type"))
+                }
                 v => match v.type_name().as_str() {
                     n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range") => {
                         Value::Builtin(Rc::new(Builtin::Fn(PY_TYPES.iter().find(|t| **t == n).copied().unwrap_or("type"))))
@@ -958,6 +961,10 @@ impl<'l> Interp<'l> {
                             None => return Ok(None),
                         },
                         "tuple" => matches!(v, Value::Tuple(_)) || matches!(v, Value::Instance(i) if i.tuple.is_some()),
+                        "tensorflow.Tensor" | "tensorflow.IndexedSlices" => match crate::interp::model::tf::classes::is_instance(v, name) {
+                            Some(b) => b,
+                            None => return Ok(None),
+                        },
                         // chex names a wrapped function by `fn.func.__name__` when it is a partial.
                         "functools.partial" => match v {
                             Value::Builtin(b) => matches!(**b, Builtin::Partial { .. }),

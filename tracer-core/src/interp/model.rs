@@ -442,6 +442,7 @@ pub(crate) mod tf {
     use super::super::{Interp, PyResult};
     use super::{TfObject, TfObjectView};
     pub(crate) use crate::tf::names::{AUTOGRAPH_EXCEPTION_CLASSES, EXCEPTION_CLASSES, TF_MODULES};
+    pub(crate) use crate::tf::types as classes;
 
     pub(crate) fn call(interp: &mut Interp, t: &TfObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         let models = interp.models;

@@ -859,6 +859,9 @@ impl<'l> Interp<'l> {
                     Some(None) => return Err(self.stop_unknown("the text of a custom node's tree structure")),
                     None => format!("<built-in function {}>", b.name()),
                 },
+                Builtin::Fn(n) if crate::interp::model::tf::classes::class_text(n).is_some() => {
+                    crate::interp::model::tf::classes::class_text(n).unwrap_or_default()
+                }
                 _ => format!("<built-in function {}>", b.name()),
             },
             Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),

@@ -46,6 +46,7 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
+mod recursion;
 mod retrace;
 pub mod shape_text;
 mod signature;
@@ -55,6 +56,7 @@ mod tape_eager;
 mod tape_gradient;
 pub mod tensor;
 pub mod tensor_array;
+pub mod types;
 pub mod variable;
 mod while_loop;
 
@@ -174,6 +176,7 @@ pub fn module_attr(interp: &mut Interp, module: &str, name: &str) -> Option<Valu
         match name {
             "newaxis" => return Some(Value::None),
             "Tensor" => return Some(Value::Builtin(Rc::new(Builtin::Fn("tensorflow.Tensor")))),
+            "IndexedSlices" => return Some(Value::Builtin(Rc::new(Builtin::Fn("tensorflow.IndexedSlices")))),
             // Python classes of the bundled `_tracelens_tf` shim.
             "Module" | "UnconnectedGradients" => {
                 let shim = interp.import_shim(PYTHON_CLASSES)?;

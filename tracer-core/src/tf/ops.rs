@@ -53,7 +53,8 @@ pub fn route(f: TfFn) -> Route {
         | F::WhileLoop
         | F::TensorArray
         | F::DoNotConvert
-        | F::RunFunctionsEagerly => Route::Elsewhere,
+        | F::RunFunctionsEagerly
+        | F::IsTensor => Route::Elsewhere,
         F::Add => Route::Binary(t::ADD),
         F::Subtract => Route::Binary(t::SUB),
         F::Multiply => Route::Binary(t::MUL),
@@ -313,6 +314,12 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
             TfFn::TensorArray => super::tensor_array::make(interp, &p),
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
+            // `p.get` reads a `None` argument as absent: `tf.is_tensor(None)` is False.
+            TfFn::IsTensor => Ok(match (p.get(0, "x"), args.len() + kwargs.len()) {
+                (Some(x), _) => super::types::is_tensor(x),
+                (None, 1) => Value::Bool(false),
+                _ => Value::opaque("tf.is_tensor()"),
+            }),
             TfFn::RunFunctionsEagerly => Err(interp.stop_unknown("tf.config.run_functions_eagerly is not modelled")),
             _ => Ok(Value::opaque(format!("tf.{}", f.name()))),
         },

@@ -44,6 +44,7 @@ tf_surface! {
     WhileLoop = "while_loop" in ["tensorflow"],
     TensorArray = "TensorArray" in ["tensorflow"],
     GradientTape = "GradientTape" in ["tensorflow"],
+    IsTensor = "is_tensor" in ["tensorflow"],
     // Module = "Module" in ["tensorflow"],
     DoNotConvert = "do_not_convert" in ["tensorflow.autograph.experimental"],
     RunFunctionsEagerly = "run_functions_eagerly" in ["tensorflow.config"],

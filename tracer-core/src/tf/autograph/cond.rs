@@ -44,6 +44,13 @@ pub struct PendingReturn {
     kept_before: bool,
 }
 
+impl PendingReturn {
+    /// Its `if`'s site, when the `return` is pending in the frame at `depth`.
+    pub fn site_at(&self, depth: usize) -> Option<Option<Site>> {
+        (self.depth == depth).then_some(self.site)
+    }
+}
+
 /// How one branch ended.
 struct Branch {
     /// The outputs' values at its end (`None`: unbound).

@@ -70,6 +70,11 @@ impl State {
     pub fn has_pending_returns(&self) -> bool {
         !self.pending_returns.is_empty()
     }
+    /// The sites of the converted `if`s whose `return` is pending in the frame at `depth`
+    /// (`Interp::frames`' length while it runs).
+    pub fn pending_return_sites(&self, depth: usize) -> Vec<Option<Site>> {
+        self.pending_returns.iter().filter_map(|p| p.site_at(depth)).collect()
+    }
 }
 
 /// `if t:`/`while t:` on a symbolic tensor in converted code: AutoGraph stages it. The
