@@ -90,6 +90,9 @@ pub trait TfObjectView {
     /// A method of a `tf.function` (`f.get_concrete_function`), which takes the instance
     /// first when the function is a method reached through its instance.
     fn is_function_method(&self) -> bool;
+    /// The class `type(v)` names for a variable, a partly known tensor or an `IndexedSlices`
+    /// (`tf_classes.rs`); `None` for other objects.
+    fn class_name(&self) -> Option<&'static str>;
 }
 
 /// JAX's API functions (`jax.jit`, `jnp.sum`) and objects (a jitted function, `x.at[i]`)
@@ -386,6 +389,7 @@ pub(crate) mod numerics {
 
 pub(crate) mod numpy;
 pub(crate) mod state;
+pub(crate) mod tf_classes;
 
 pub(crate) mod print {
     pub(crate) use crate::jax::print::array_str;
@@ -440,9 +444,9 @@ pub(crate) mod tf {
     use super::super::call::Kwargs;
     use super::super::value::Value;
     use super::super::{Interp, PyResult};
+    pub(crate) use super::tf_classes as classes;
     use super::{TfObject, TfObjectView};
     pub(crate) use crate::tf::names::{AUTOGRAPH_EXCEPTION_CLASSES, EXCEPTION_CLASSES, TF_MODULES};
-    pub(crate) use crate::tf::types as classes;
 
     pub(crate) fn call(interp: &mut Interp, t: &TfObject, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
         let models = interp.models;

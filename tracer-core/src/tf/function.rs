@@ -304,47 +304,13 @@ pub fn call(interp: &mut Interp, f: &Rc<TfFunction>, args: Vec<Value>, kwargs: K
     };
     let entry = match lookup(f, &key) {
         Some(i) => i,
-        None if recursing(interp, f, &key) => return Err(recursion_error(interp, f)),
+        None if recursing(interp, f, &key) => return Err(super::recursion::recursion_error(interp, f)),
         None => match trace(interp, f, &key, &args, &kwargs, Asked::Call)? {
             Some(i) => i,
             None => return Ok(tensor::unknown_tensor(interp, "the result of a tf.function traced with unknown arguments")),
         },
     };
     super::graph_call::run_entry(interp, f, entry, &tensors)
-}
-
-/// What TensorFlow 2.21's AutoGraph wraps the `RecursionError` in.
-pub const RECURSION_CLASS: &str = "StagingError";
-/// The last paragraph of its message.
-pub const RECURSION_MESSAGE: &str = "RecursionError: maximum recursion depth exceeded while calling a Python object";
-/// The last paragraph's beginning, for a recursion through other functions: what follows
-/// (`in comparison`, `while calling a Python object`, nothing) depends on the operation the
-/// limit was reached in, which changes with the depth of the stack (`recursion.rs`).
-pub const RECURSION_CYCLE_MESSAGE: &str = "RecursionError: maximum recursion depth exceeded";
-
-/// A recursive call of a `tf.function` in its own trace: TensorFlow traces the call again
-/// inside the trace, and again, until Python's recursion limit, and AutoGraph raises
-/// `StagingError` at the outermost call. The user line its message names last is the frame
-/// the limit was reached in, which depends on the stack: it is stable (and reported, by
-/// `autograph::cond`) only for a recursive `return` that is a whole branch of an `if` on a
-/// tensor opening the function; elsewhere the error is raised as on a path not known.
-/// A recursion through other functions is reported at the call that re-enters `f`
-/// (`recursion.rs`), where its frame is known.
-fn recursion_error(interp: &Interp, f: &TfFunction) -> Flow {
-    if let Some(site) = super::recursion::cycle_site(interp, f) {
-        let mut flow = interp.raise(RECURSION_CLASS, Code::PythonException, RECURSION_CYCLE_MESSAGE);
-        if let Flow::Raise(exc) = &mut flow {
-            exc.site = Some(site);
-            exc.conditional |= crate::interp::model::state::arguments_unknown(interp);
-        }
-        return flow;
-    }
-    let mut flow = interp.raise(RECURSION_CLASS, Code::PythonException, RECURSION_MESSAGE);
-    if let Flow::Raise(exc) = &mut flow {
-        // Out of a branch of a converted `if`, `autograph::cond` decides.
-        exc.conditional |= interp.abstract_unknowns && !super::guards::in_converted_if(interp);
-    }
-    flow
 }
 
 /// `f` is called, inside its own trace, with a key that trace covers.

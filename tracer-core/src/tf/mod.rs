@@ -46,7 +46,7 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
-mod recursion;
+pub(crate) mod recursion;
 mod retrace;
 pub mod shape_text;
 mod signature;
@@ -56,7 +56,6 @@ mod tape_eager;
 mod tape_gradient;
 pub mod tensor;
 pub mod tensor_array;
-pub mod types;
 pub mod variable;
 mod while_loop;
 
@@ -368,5 +367,14 @@ impl crate::interp::model::TfObjectView for TfValue {
 
     fn is_function_method(&self) -> bool {
         matches!(self, TfValue::Method(recv, _) if matches!(**recv, TfValue::Function(_)))
+    }
+
+    fn class_name(&self) -> Option<&'static str> {
+        match self {
+            TfValue::Partial(_) => Some("tensorflow.SymbolicTensor"),
+            TfValue::Variable(_) => Some("tensorflow.ResourceVariable"),
+            TfValue::IndexedSlices(_) => Some("tensorflow.IndexedSlices"),
+            _ => None,
+        }
     }
 }

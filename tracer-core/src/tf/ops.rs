@@ -316,7 +316,7 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),
             // `p.get` reads a `None` argument as absent: `tf.is_tensor(None)` is False.
             TfFn::IsTensor => Ok(match (p.get(0, "x"), args.len() + kwargs.len()) {
-                (Some(x), _) => super::types::is_tensor(x),
+                (Some(x), _) => crate::interp::model::tf::classes::is_tensor(x),
                 (None, 1) => Value::Bool(false),
                 _ => Value::opaque("tf.is_tensor()"),
             }),

@@ -14,14 +14,15 @@
 //! rest of the function with that `if`'s conditional), is named at the `if`. Where the call
 //! stands anywhere else (in a loop, a `with`, a nested block, a lambda, after other compound
 //! statements), the frame AutoGraph names is not known: the error is left to the rules of a
-//! path not known (`function::recursion_error`).
+//! path not known (`recursion_error`).
 
 use std::rc::Rc;
 
 use super::autograph::scope::enclosing_def;
 use super::function::TfFunction;
+use crate::diagnostics::Code;
 use crate::interp::value::Value;
-use crate::interp::{Interp, Site};
+use crate::interp::{Flow, Interp, Site};
 use crate::syntax::ast::{Stmt, StmtKind};
 
 /// Where a recursion into `f` through other functions is reported: the re-entering call (see
@@ -91,4 +92,38 @@ fn plain(s: &Stmt) -> bool {
 /// being traced is one of `def`'s, not of a function that called it).
 fn innermost_trace_is(interp: &Interp, def: &Rc<crate::syntax::ast::FunctionDef>) -> bool {
     interp.tf.active.last().is_some_and(|a| matches!(&a.function.fun, Value::Function(fun) if Rc::ptr_eq(&fun.def, def)))
+}
+
+/// What TensorFlow 2.21's AutoGraph wraps the `RecursionError` in.
+pub const RECURSION_CLASS: &str = "StagingError";
+/// The last paragraph of its message.
+pub const RECURSION_MESSAGE: &str = "RecursionError: maximum recursion depth exceeded while calling a Python object";
+/// The last paragraph's beginning, for a recursion through other functions: what follows
+/// (`in comparison`, `while calling a Python object`, nothing) depends on the operation the
+/// limit was reached in, which changes with the depth of the stack (the module's text).
+pub const RECURSION_CYCLE_MESSAGE: &str = "RecursionError: maximum recursion depth exceeded";
+
+/// A recursive call of a `tf.function` in its own trace: TensorFlow traces the call again
+/// inside the trace, and again, until Python's recursion limit, and AutoGraph raises
+/// `StagingError` at the outermost call. The user line its message names last is the frame
+/// the limit was reached in, which depends on the stack: it is stable (and reported, by
+/// `autograph::cond`) only for a recursive `return` that is a whole branch of an `if` on a
+/// tensor opening the function; elsewhere the error is raised as on a path not known.
+/// A recursion through other functions is reported at the call that re-enters `f`
+/// (`cycle_site`), where its frame is known.
+pub(super) fn recursion_error(interp: &Interp, f: &TfFunction) -> Flow {
+    if let Some(site) = cycle_site(interp, f) {
+        let mut flow = interp.raise(RECURSION_CLASS, Code::PythonException, RECURSION_CYCLE_MESSAGE);
+        if let Flow::Raise(exc) = &mut flow {
+            exc.site = Some(site);
+            exc.conditional |= crate::interp::model::state::arguments_unknown(interp);
+        }
+        return flow;
+    }
+    let mut flow = interp.raise(RECURSION_CLASS, Code::PythonException, RECURSION_MESSAGE);
+    if let Flow::Raise(exc) = &mut flow {
+        // Out of a branch of a converted `if`, `autograph::cond` decides.
+        exc.conditional |= interp.abstract_unknowns && !super::guards::in_converted_if(interp);
+    }
+    flow
 }

@@ -25,9 +25,9 @@ use crate::interp::{Ctx, Flow, Interp, PyResult, Site};
 use crate::jax::array::Array;
 use crate::repro::converted::{Converted, RETURN};
 use crate::syntax::ast::{FunctionDef, Stmt, StmtKind};
-use crate::tf::function::{RECURSION_CLASS, RECURSION_MESSAGE};
 use crate::tf::ops::delegate;
 use crate::tf::partial;
+use crate::tf::recursion::{RECURSION_CLASS, RECURSION_MESSAGE};
 use crate::tf::tensor::{to_tensor, unknown_tensor};
 
 /// A `return` in one branch of a converted `if` whose other branch went on.

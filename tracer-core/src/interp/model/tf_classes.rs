@@ -3,13 +3,14 @@
 //! an `EagerTensor` outside a graph and a `SymbolicTensor` in a `tf.function`'s graph (a
 //! tensor captured from outside stays eager); a variable is a `ResourceVariable`, no
 //! `tf.Tensor` but a tensor for `tf.is_tensor`, as is an `IndexedSlices` gradient. Anything
-//! tracelens does not know to be one or the other answers unknown.
+//! tracelens does not know to be one or the other answers unknown. The interpreter's side of
+//! it: the classes of TensorFlow's own objects come through `TfObjectView::class_name`.
 
 use std::rc::Rc;
 
-use super::TfValue;
-use crate::interp::builtins::Builtin;
-use crate::interp::value::Value;
+use super::super::builtins::Builtin;
+use super::super::value::Value;
+use super::TfObjectView;
 
 /// Each class: the name `type(t)` is known by here, `__name__`, and where it is defined.
 pub const CLASSES: &[(&str, &str, &str)] = &[
@@ -25,9 +26,7 @@ pub fn class_of(v: &Value) -> Option<&'static str> {
         Value::Array(a) if a.tf.get() && a.is_tracer() => "tensorflow.SymbolicTensor",
         Value::Array(a) if a.tf.get() => "tensorflow.EagerTensor",
         Value::Builtin(b) => match &**b {
-            Builtin::Tf(TfValue::Partial(_)) => "tensorflow.SymbolicTensor",
-            Builtin::Tf(TfValue::Variable(_)) => "tensorflow.ResourceVariable",
-            Builtin::Tf(TfValue::IndexedSlices(_)) => "tensorflow.IndexedSlices",
+            Builtin::Tf(t) => return t.class_name(),
             _ => return None,
         },
         _ => return None,
