@@ -173,7 +173,7 @@ where
         // (MaybeUninit<T> has T's layout). With `read_dst` false, dst = 1·lhs·rhs: every
         // element is written and none is read.
         unsafe {
-            gemm::gemm(
+            T::gemm_fn()(
                 m,
                 n,
                 k,
@@ -192,7 +192,7 @@ where
                 false,
                 false,
                 false,
-                gemm::Parallelism::None,
+                gemm_common::Parallelism::None,
             );
         }
         if column_major {
@@ -288,10 +288,11 @@ fn configure_gemm(operand_elements: usize) {
     // more than 256 tiles' rows or columns, which a product of this size rarely has.
     const CAP: usize = 256;
     static DEFAULTS: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
-    let (lhs, rhs) = *DEFAULTS.get_or_init(|| (gemm::get_lhs_packing_threshold_single_thread(), gemm::get_rhs_packing_threshold()));
+    let (lhs, rhs) = *DEFAULTS
+        .get_or_init(|| (gemm_common::gemm::get_lhs_packing_threshold_single_thread(), gemm_common::gemm::get_rhs_packing_threshold()));
     let (lhs, rhs) = if operand_elements <= UNPACKED_UP_TO { (CAP, CAP) } else { (lhs, rhs) };
-    gemm::set_lhs_packing_threshold_single_thread(lhs);
-    gemm::set_rhs_packing_threshold(rhs);
+    gemm_common::gemm::set_lhs_packing_threshold_single_thread(lhs);
+    gemm_common::gemm::set_rhs_packing_threshold(rhs);
 }
 
 /// The element types of the GEMM, and what `xla_zero_signs` needs of them.
@@ -300,13 +301,43 @@ trait ZeroSign: ndarray::LinalgScalar + PartialEq {
     const TILE: usize;
     const NEG_ZERO: Self;
     fn is_neg_zero(self) -> bool;
+    /// The GEMM for this type, chosen for the CPU on first use (`gemm-f32`, `gemm-f64`).
+    fn gemm_fn() -> GemmFn<Self>;
 }
+
+/// `dst = alpha·dst + beta·lhs·rhs` over strided buffers: m, n, k, then dst (pointer, column
+/// stride, row stride, whether it is read), lhs and rhs (pointer, column and row strides),
+/// alpha, beta, three conjugation flags and the parallelism.
+type GemmFn<T> = unsafe fn(
+    usize,
+    usize,
+    usize,
+    *mut T,
+    isize,
+    isize,
+    bool,
+    *const T,
+    isize,
+    isize,
+    *const T,
+    isize,
+    isize,
+    T,
+    T,
+    bool,
+    bool,
+    bool,
+    gemm_common::Parallelism,
+);
 
 impl ZeroSign for f32 {
     const TILE: usize = 8;
     const NEG_ZERO: f32 = -0.0;
     fn is_neg_zero(self) -> bool {
         self.to_bits() == 0x8000_0000
+    }
+    fn gemm_fn() -> GemmFn<f32> {
+        gemm_f32::gemm::f32::get_gemm_fn()
     }
 }
 
@@ -315,6 +346,9 @@ impl ZeroSign for f64 {
     const NEG_ZERO: f64 = -0.0;
     fn is_neg_zero(self) -> bool {
         self.to_bits() == 0x8000_0000_0000_0000
+    }
+    fn gemm_fn() -> GemmFn<f64> {
+        gemm_f64::gemm::f64::get_gemm_fn()
     }
 }
 
