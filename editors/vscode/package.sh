@@ -4,10 +4,27 @@
 #   bash editors/vscode/package.sh            # cargo build --release, npm ci, bundle, vsce package
 #   TRACELENS_BIN=/path/to/tracelens bash editors/vscode/package.sh   # ship that binary instead
 #   TRACELENS_NO_BIN=1 bash editors/vscode/package.sh                  # ship no binary (PATH / setting)
+#   bash editors/vscode/package.sh --npm-only   # only npm ci (when the lock file changed), no package
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$here"
+
+# npm ci starts from an empty node_modules every time: skip it while the lock file is the one
+# node_modules was installed from.
+npm_ci() {
+  local lock_sum
+  lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [ "$(cat node_modules/.tracelens-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
+    echo "== npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock_sum" >node_modules/.tracelens-lock-sha256
+  fi
+}
+if [ "${1:-}" = "--npm-only" ]; then
+  npm_ci
+  exit 0
+fi
 
 rm -rf server dist tracelens.vsix
 mkdir -p server
@@ -28,14 +45,7 @@ if [ -z "${TRACELENS_NO_BIN:-}" ]; then
   fi
 fi
 
-# npm ci starts from an empty node_modules every time: skip it while the lock file is the one
-# node_modules was installed from.
-lock_sum="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat node_modules/.tracelens-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
-  echo "== npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
-  echo "$lock_sum" >node_modules/.tracelens-lock-sha256
-fi
+npm_ci
 echo "== typecheck and bundle"
 npx --no-install tsc --noEmit -p .
 node esbuild.mjs

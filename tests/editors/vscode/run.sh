@@ -7,7 +7,12 @@
 #
 # The npm tools are kept in a cache folder outside the work tree (TRACELENS_E2E_CACHE, default
 # ~/.cache/tracelens-e2e) so that a fresh clone on the same machine does not install them again.
+#
+# `run.sh --prepare` only installs (the system packages, the tools, the extension's npm
+# packages) and stops: tests/run_all.sh runs it in the background while it builds.
 set -euo pipefail
+prepare=""
+[ "${1:-}" = "--prepare" ] && prepare=1
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 start=$(date +%s)
@@ -29,13 +34,21 @@ if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! dpkg -s l
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium ripgrep libkrb5-dev >/dev/null
 fi
 
-rm -rf "$run" "$artifacts"
-mkdir -p "$run" "$artifacts"
+if [ -n "$prepare" ]; then
+  say "npm ci for the extension (editors/vscode/package.sh --npm-only)"
+  bash "$root/editors/vscode/package.sh" --npm-only
+else
+  rm -rf "$run" "$artifacts"
+  mkdir -p "$run" "$artifacts"
+fi
 
 # ---- the extension (packaged while the tools install) -------------------------------------------
-say "package the extension (editors/vscode/package.sh)"
-bash "$root/editors/vscode/package.sh" >"$artifacts/package.log" 2>&1 &
-package_pid=$!
+package_pid=""
+if [ -z "$prepare" ]; then
+  say "package the extension (editors/vscode/package.sh)"
+  bash "$root/editors/vscode/package.sh" >"$artifacts/package.log" 2>&1 &
+  package_pid=$!
+fi
 cs_pid=""
 profile="$run/profile"
 cleanup() {
@@ -73,6 +86,10 @@ if [ ! -x "$tools/node_modules/.bin/code-server" ] || [ ! -f "$tools/.complete" 
   touch "$tools/.complete"
 fi
 code_server="$tools/node_modules/.bin/code-server"
+if [ -n "$prepare" ]; then
+  say "prepared"
+  exit 0
+fi
 
 if ! wait "$package_pid"; then
   package_pid=""
