@@ -862,6 +862,8 @@ impl<'l> Interp<'l> {
                 Builtin::Fn(n) if crate::interp::model::tf::classes::class_text(n).is_some() => {
                     crate::interp::model::tf::classes::class_text(n).unwrap_or_default()
                 }
+                // `int`, `NoneType`, ...: Python's classes print as classes.
+                Builtin::Fn(n) if b.type_name() == "type" => format!("<class '{n}'>"),
                 _ => format!("<built-in function {}>", b.name()),
             },
             Value::Opaque(_) | Value::UnknownNumber(_) => return Err(self.stop_unknown("the text of an unknown value")),
