@@ -70,7 +70,7 @@ impl Builtin {
 
 /// Builtins that are types in Python: `isinstance(x, int)` works on them.
 const PY_TYPES: &[&str] =
-    &["int", "float", "bool", "str", "list", "tuple", "dict", "set", "frozenset", "type", "complex", "range", "slice"];
+    &["int", "float", "bool", "str", "list", "tuple", "dict", "set", "frozenset", "type", "complex", "range", "slice", "NoneType"];
 
 const BUILTIN_FNS: &[&str] = &[
     "print",
@@ -791,7 +791,7 @@ impl<'l> Interp<'l> {
                     crate::interp::model::tf::classes::type_of(v).unwrap_or_else(|| Value::opaque("a type"))
                 }
                 v => match v.type_name().as_str() {
-                    n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range") => {
+                    n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range" | "NoneType") => {
                         Value::Builtin(Rc::new(Builtin::Fn(PY_TYPES.iter().find(|t| **t == n).copied().unwrap_or("type"))))
                     }
                     _ => Value::opaque("a type"),

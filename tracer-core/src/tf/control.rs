@@ -106,14 +106,14 @@ fn eager(interp: &mut Interp, pred: &Value, true_fn: &Value, false_fn: &Value) -
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Single,
     Tuple,
     List,
 }
 
 /// A branch output as its structure and leaves: one value, or a flat tuple or list.
-fn leaves(v: &Value) -> Option<(Kind, Vec<Value>)> {
+pub(super) fn leaves(v: &Value) -> Option<(Kind, Vec<Value>)> {
     let leaf = |v: &Value| matches!(v, Value::Array(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_));
     match v {
         Value::Tuple(t) if t.iter().all(leaf) => Some((Kind::Tuple, t.to_vec())),

@@ -51,6 +51,7 @@ mod retrace;
 pub mod shape_text;
 mod signature;
 pub mod surface;
+mod switch_case;
 pub mod tape;
 mod tape_eager;
 mod tape_gradient;
@@ -251,6 +252,15 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
             "dtype" => Some(Value::TfDType(dense.aval.dtype)),
             // TensorFlow 2.21's IndexedSlices has no `numpy` (AttributeError).
             "numpy" => None,
+            // The dense tensor's shape, an `int32` tensor (eagerly; in a graph it is a
+            // constant of the gradient's scope, whose name is not followed).
+            "dense_shape" if !in_graph(interp) => {
+                let dims = dense.aval.shape.iter().map(|&d| Value::Int(d as i64)).collect();
+                match tensor::to_tensor(interp, &Value::list(dims), Some(DType::I32))? {
+                    Some(t) => Some(Value::Array(t)),
+                    None => Some(tensor::unknown_tensor(interp, "the dense shape of an IndexedSlices")),
+                }
+            }
             // The rows gathered and their gradients: not modelled.
             "values" | "indices" | "dense_shape" => Some(tensor::unknown_tensor(interp, "a part of an IndexedSlices")),
             _ => Some(Value::opaque(format!("tf.IndexedSlices.{name}"))),

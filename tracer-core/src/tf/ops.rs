@@ -50,6 +50,7 @@ pub fn route(f: TfFn) -> Route {
         | F::TensorShape
         | F::Print
         | F::Cond
+        | F::SwitchCase
         | F::WhileLoop
         | F::TensorArray
         | F::DoNotConvert
@@ -311,6 +312,7 @@ fn serve(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyRe
             TfFn::TensorShape => tensor_shape(interp, &p),
             TfFn::Print => super::print::print(interp, p.args, p.kwargs),
             TfFn::Cond => super::control::cond(interp, &p),
+            TfFn::SwitchCase => super::switch_case::switch_case(interp, &p),
             TfFn::WhileLoop => super::while_loop::while_loop(interp, &p),
             TfFn::TensorArray => super::tensor_array::make(interp, &p),
             TfFn::DoNotConvert => super::function::do_not_convert(interp, &args),

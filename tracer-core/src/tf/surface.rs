@@ -41,6 +41,7 @@ tf_surface! {
     TensorShape = "TensorShape" in ["tensorflow"],
     Print = "print" in ["tensorflow"],
     Cond = "cond" in ["tensorflow"],
+    SwitchCase = "switch_case" in ["tensorflow"],
     WhileLoop = "while_loop" in ["tensorflow"],
     TensorArray = "TensorArray" in ["tensorflow"],
     GradientTape = "GradientTape" in ["tensorflow"],
