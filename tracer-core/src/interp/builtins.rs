@@ -790,12 +790,15 @@ impl<'l> Interp<'l> {
                 v if crate::interp::model::tf::classes::class_of(v).is_some() => {
                     crate::interp::model::tf::classes::type_of(v).unwrap_or_else(|| Value::opaque("a type"))
                 }
-                v => match v.type_name().as_str() {
-                    n @ ("int" | "float" | "bool" | "str" | "list" | "tuple" | "dict" | "set" | "complex" | "range" | "NoneType") => {
-                        Value::Builtin(Rc::new(Builtin::Fn(PY_TYPES.iter().find(|t| **t == n).copied().unwrap_or("type"))))
+                // A value of one of Python's classes. Not `type`: what answers `type` here (a
+                // class, a NumPy scalar type) may have another metaclass.
+                v => {
+                    let name = v.type_name();
+                    match PY_TYPES.iter().find(|t| **t == name && **t != "type") {
+                        Some(t) => Value::Builtin(Rc::new(Builtin::Fn(t))),
+                        None => Value::opaque("a type"),
                     }
-                    _ => Value::opaque("a type"),
-                },
+                }
             },
             "divmod" => {
                 let q = self.binary_op(crate::syntax::ast::BinOp::FloorDiv, arg(0), arg(1))?;

@@ -24,6 +24,7 @@
 mod assert_shapes;
 mod asserts;
 pub mod autograph;
+mod branches;
 mod concrete;
 mod control;
 pub mod errors;

@@ -9,24 +9,19 @@
 //! every branch is traced in order (its prints and Python side effects happen once each),
 //! each a graph of its own under the scope `switch_case/indexed_case/` (`name` replaces
 //! `switch_case`), whose ops run at the calls whose index picks it (`guards.rs`). Their
-//! outputs are checked as TensorFlow checks them (each against `branches[0]`: same
-//! structure, same dtypes, shapes may differ and are relaxed to `None` dimensions) and the
-//! result is a select over the branches, which binds what `jnp.where` binds, as `tf.cond`
-//! does (`control.rs`).
+//! outputs are merged as `tf.cond`'s are, each against `branches[0]` (`branches.rs`).
 //!
 //! Not modelled (unknown, so silent): an index whose value is not known eagerly, or that is
-//! not a scalar, branch outputs that differ in structure (TensorFlow raises `TypeError`,
-//! `ValueError` or `AssertionError` depending on how) or are not tensors, Python numbers or
-//! flat tuples/lists of them, and `branch_fns` entries of any other form.
+//! not a scalar, `branch_fns` entries of any other form, and what `branches.rs` leaves
+//! unknown.
 
 use std::rc::Rc;
 
-use super::control::{leaves, Kind};
 use super::ops::{delegate, Args};
-use super::tensor::{to_tensor, unknown_tensor};
+use super::tensor::unknown_tensor;
 use crate::diagnostics::Code;
 use crate::interp::value::Value;
-use crate::interp::{Flow, Interp, PyResult};
+use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
 use crate::jax::surface::JaxFn;
 
@@ -149,71 +144,6 @@ fn graph(interp: &mut Interp, index: &Rc<Array>, branches: &[Value], name: &str)
         super::guards::leave(interp);
         outs.push(out?);
     }
-    let mut structured = Vec::with_capacity(n);
-    for out in &outs {
-        let Some((kind, values)) = leaves(out) else {
-            return Ok(unknown_tensor(interp, "tf.switch_case branches whose outputs are not tensors"));
-        };
-        let mut tensors = Vec::with_capacity(values.len());
-        for v in &values {
-            match to_tensor(interp, v, None)? {
-                Some(t) => tensors.push(t),
-                None => return Ok(unknown_tensor(interp, "tf.switch_case branch outputs that are not known")),
-            }
-        }
-        structured.push((kind, tensors));
-    }
-    let (kind, first) = structured[0].clone();
-    for (b, (k, tensors)) in structured.iter().enumerate().skip(1) {
-        if *k != kind || tensors.len() != first.len() {
-            return Ok(unknown_tensor(interp, "tf.switch_case branches whose outputs differ in structure"));
-        }
-        if let Some((x, y)) = first.iter().zip(tensors).find(|(x, y)| x.aval.dtype != y.aval.dtype) {
-            return Err(dtype_error(interp, b, x, y));
-        }
-    }
-    let mut result = Vec::with_capacity(first.len());
-    for leaf in 0..first.len() {
-        let column: Vec<Rc<Array>> = structured.iter().map(|(_, t)| t[leaf].clone()).collect();
-        result.push(select(interp, &preds, &column)?);
-    }
-    Ok(match kind {
-        Kind::Single => result.pop().unwrap_or(Value::None),
-        Kind::Tuple => Value::tuple(result),
-        Kind::List => Value::list(result),
-    })
-}
-
-/// One output of the branches: the one whose predicate holds, as a chain of selects ending
-/// with the last branch; when the shapes differ, a tensor of the shape common to them all
-/// (TensorFlow relaxes the differing dimensions to `None`), its values not followed.
-fn select(interp: &mut Interp, preds: &[Rc<Array>], column: &[Rc<Array>]) -> PyResult<Value> {
-    let first = &column[0];
-    if column.iter().any(|a| a.aval.shape != first.aval.shape) {
-        let dims = |a: &Array| a.aval.shape.iter().map(|&d| Some(d)).collect::<Vec<_>>();
-        let mut common = Some(dims(first));
-        for a in &column[1..] {
-            common = common.and_then(|c| super::partial::most_specific_common(&c, &dims(a)));
-        }
-        return match common {
-            Some(common) => super::partial::make(interp, common, first.aval.dtype, None),
-            None => Ok(unknown_tensor(interp, "a tf.switch_case whose branches return different ranks")),
-        };
-    }
-    let mut acc = Value::Array(column[column.len() - 1].clone());
-    for (pred, out) in preds.iter().zip(column).rev().skip(1) {
-        acc = delegate(interp, JaxFn::Where, vec![Value::Array(pred.clone()), Value::Array(out.clone()), acc], Vec::new())?;
-    }
-    Ok(acc)
-}
-
-/// TensorFlow's `TypeError` for a branch whose output dtype differs from `branches[0]`'s.
-fn dtype_error(interp: &mut Interp, b: usize, x: &Array, y: &Array) -> Flow {
-    let describe = |a: &Array| format!("Tensor(shape={}, dtype={})", a.aval.shape_tuple(), a.aval.dtype.name());
-    let msg = format!(
-        "branches[0] and branches[{b}] arguments to tf.switch_case must have the same number, type, and overall structure of return values.\n\nbranches[0] output: {x}\nbranches[{b}] output: {y}\n\nError details:\n{x} and {y} have different types",
-        x = describe(x),
-        y = describe(y)
-    );
-    interp.raise("TypeError", Code::ControlFlowSignature, msg)
+    let label = |b: usize| format!("branches[{b}]");
+    super::branches::merge(interp, "tf.switch_case", label, &preds[..n - 1], &outs)
 }
