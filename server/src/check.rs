@@ -365,7 +365,7 @@ pub fn run_trace(file: PathBuf, format: crate::TraceFormat, function: Option<Str
                             "path": relative(&v.location.path),
                             "line": v.location.line,
                             "column": v.location.column,
-                            "name": v.name,
+                            "name": &*v.name,
                             "aval": v.aval.text(),
                         })).collect::<Vec<_>>(),
                     }))).collect::<Vec<_>>(),

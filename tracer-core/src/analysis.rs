@@ -84,8 +84,9 @@ pub struct Location {
 #[derive(Clone, Debug)]
 pub struct TracedValue {
     pub location: Location,
-    /// The name or expression as written (`x`, `self.w`, `params["w1"]`).
-    pub name: String,
+    /// The name or expression as written (`x`, `self.w`, `params["w1"]`); shared with the
+    /// trace it was recorded in (a remembered trace's values are handed out on every edit).
+    pub name: Arc<str>,
     /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`
     /// (written out when read: `aval.text()`).
     pub aval: AvalText,
@@ -340,12 +341,12 @@ fn analyze_remembering(
     let mut renamed_functions = None;
     let mut originals = None;
     if interp.entry_state.dims.used() {
-        let (second, _) = run(path, text, None, loader, config, None, 1);
+        let (mut second, _) = run(path, text, None, loader, config, None, 1);
         let renamer = crate::symbolic::Renamer::new(&interp.entry_state.dims, &second.entry_state.dims);
         let (kept, kept_originals) = crate::symbolic::keep_common(diagnostics, &finished_diagnostics(&second), &renamer);
         diagnostics = kept;
         originals = Some(locate_diagnostics(&interp, kept_originals));
-        renamed_functions = Some((renamer, collect_functions(&second, !config.skip_jaxpr_text, false)));
+        renamed_functions = Some((renamer, collect_functions(&mut second, !config.skip_jaxpr_text, false)));
     }
     let located = locate_diagnostics(&interp, diagnostics);
     deliver.diagnostics(&located);
@@ -409,7 +410,7 @@ fn analyze_remembering(
         kept.end();
         *memo = kept;
     }
-    let mut functions = collect_functions(&interp, !config.skip_jaxpr_text, config.trace_graphs);
+    let mut functions = collect_functions(&mut interp, !config.skip_jaxpr_text, config.trace_graphs);
     if let Some((renamer, second)) = renamed_functions {
         rename_symbolic_traces(&mut functions, &second, &renamer);
     }
@@ -623,30 +624,34 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
 }
 
-fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
+/// The traced functions, with what their traces recorded: the last use of the records, which
+/// are moved out of `interp` rather than copied.
+fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
+    let records = std::mem::take(&mut interp.jax.records);
+    let interp = &*interp;
     let mut out: Vec<TracedFunction> = Vec::new();
     let locator = Locator::new(interp);
     // Each value belongs to its trace and to every trace around it.
-    let mut values_by_record: Vec<Vec<usize>> = vec![Vec::new(); interp.jax.records.len()];
+    let mut values_by_record: Vec<Vec<usize>> = vec![Vec::new(); records.len()];
     for (i, v) in interp.jax.values.iter().enumerate() {
         let mut record = Some(v.record);
         for _ in 0..values_by_record.len() {
             let Some(r) = record.filter(|&r| r < values_by_record.len()) else { break };
             values_by_record[r].push(i);
-            record = interp.jax.records[r].parent;
+            record = records[r].parent;
         }
     }
-    for (index, rec) in interp.jax.records.iter().enumerate() {
+    for (index, mut rec) in records.into_iter().enumerate() {
         // Report top-level transformations: jit traces, and the outermost trace of other kinds.
         let is_jit = matches!(rec.kind, TraceKind::Jit);
         if !is_jit && rec.parent.is_some() {
             continue;
         }
         let Some(def) = rec.def_site else { continue };
-        let (name, def, through) = match &rec.shown_as {
+        let (name, def, through) = match rec.shown_as.take() {
             // A library layer's own `__call__` (linen's `nn.Dense(4).apply`) is no user function.
-            Some((body, site)) if is_jit && !interp.is_library(site.file) => (body.clone(), *site, Some(rec.fn_name.clone())),
-            _ => (rec.fn_name.clone(), def, None),
+            Some((body, site)) if is_jit && !interp.is_library(site.file) => (body, site, Some(std::mem::take(&mut rec.fn_name))),
+            _ => (std::mem::take(&mut rec.fn_name), def, None),
         };
         let location = locator.locate(def);
         let transform = match (&rec.kind, rec.traced_for) {
@@ -659,7 +664,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
             .map(|&v| &interp.jax.values[v])
             .map(|v| TracedValue {
                 location: locator.locate(v.site),
-                name: String::from(&*v.name),
+                name: v.name.clone(),
                 aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),
                 kind: v.kind,
@@ -671,11 +676,11 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
         let trace = Trace {
             call: rec.call_site.map(|s| locator.locate(s)),
             args: rec.args.iter().map(|a| a.short()).collect(),
-            arg_paths: rec.arg_paths.clone(),
-            out_paths: rec.out_paths.clone(),
+            arg_paths: std::mem::take(&mut rec.arg_paths),
+            out_paths: std::mem::take(&mut rec.out_paths),
             outputs: rec.outputs.as_ref().map(|o| o.iter().map(|a| a.short()).collect()),
             unknown_end: rec.unknown_end,
-            cause: rec.cause.clone(),
+            cause: std::mem::take(&mut rec.cause),
             route: rec.route.label(),
             jaxpr: rec.jaxpr.as_ref().filter(|_| jaxpr_text).map(|j| j.pretty(0)).unwrap_or_default(),
             graph: rec
@@ -684,7 +689,7 @@ fn collect_functions(interp: &Interp, jaxpr_text: bool, graphs: bool) -> Vec<Tra
                 .filter(|_| graphs)
                 .map(|j| graph::TraceGraph::of(j, &rec.arg_names, &mut |e| e.site.map(|s| locator.locate(s)))),
             values,
-            input_parameters: rec.input_parameters.as_deref().cloned(),
+            input_parameters: rec.input_parameters.take().map(std::rc::Rc::unwrap_or_clone),
         };
         // The line first: comparing paths walks their components.
         match out.iter_mut().find(|f| {
@@ -709,7 +714,7 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
         .iter()
         .map(|v| TracedValue {
             location: locator.locate(v.site),
-            name: String::from(&*v.name),
+            name: Arc::from(&*v.name),
             aval: AvalText::Seen(v.shown.clone()),
             assigned: v.kind == SiteKind::Assigned,
             kind: v.kind,

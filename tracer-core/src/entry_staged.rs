@@ -60,9 +60,9 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
         return;
     }
     let ast = interp.files[file as usize].module.clone();
-    let source = interp.files[file as usize].text.clone();
+    let mentions = Mentions::of(&interp.files[file as usize].text);
     let mut found = Vec::new();
-    walk_block(&source, &ast.body, &ast.body, &mut Vec::new(), None, &mut found);
+    walk_block(&mentions, &ast.body, &ast.body, &mut Vec::new(), None, &mut found);
     if !found.is_empty() {
         define_what_the_module_did_not_reach(interp, file, module, &ast.body);
     }
@@ -71,20 +71,22 @@ pub fn trace_unreached(interp: &mut Interp, file: FileId, module: &Rc<ModuleObj>
     let mut traced_defs: HashMap<String, Vec<u32>> = HashMap::new();
     let mut indexed = 0;
     for app in found {
+        // Called, or traced: an editor's analysis replays remembered traces without their
+        // calls, and with the spans of the text they were made on, so a trace of a function
+        // of this name in this file counts.
+        if interp.called.contains(&(Rc::as_ptr(app.target) as usize)) {
+            continue;
+        }
         for r in &interp.jax.records[indexed..] {
             if let Some(site) = r.def_site.filter(|s| s.file == file) {
                 traced_defs.entry(r.fn_name.clone()).or_default().push(site.span.start);
             }
         }
         indexed = interp.jax.records.len();
-        // Called, or traced: an editor's analysis replays remembered traces without their
-        // calls, and with the spans of the text they were made on, so a trace of a function
-        // of this name in this file counts.
         // By its definition's place too: two classes of the file often both have a `step`.
         let name = app.target.name.as_ref();
         let def = app.target.span;
-        let traced = traced_defs.get(name).is_some_and(|starts| starts.iter().any(|&start| start >= def.start && start < def.end));
-        if traced || interp.called.contains(&(Rc::as_ptr(app.target) as usize)) {
+        if traced_defs.get(name).is_some_and(|starts| starts.iter().any(|&start| start >= def.start && start < def.end)) {
             continue;
         }
         trace_one(interp, file, module, &app);
@@ -311,35 +313,54 @@ fn unknown_arguments(def: &FunctionDef, bound_positional: usize, bound_names: &[
     (args, kwargs)
 }
 
-/// Whether a statement's source (with its decorators) may name a staging transform: every
-/// name `is_staging_name` accepts contains `jit` or `pmap`, and names are compared as written
-/// (`syntax/lower.rs`: not NFKC-normalised). The walk then skips what cannot hold a site, on
-/// every analysis of an editor's edits: the statements of a 2,000-line module, all but the
-/// `@jax.jit` lines.
-fn may_stage(source: &str, stmt: &Stmt) -> bool {
-    let decorators = match &stmt.kind {
-        StmtKind::FunctionDef(def) => def.decorators.as_slice(),
-        StmtKind::ClassDef(class) => class.decorators.as_slice(),
-        _ => &[],
-    };
-    let start = decorators.iter().map(|d| d.span.start).fold(stmt.span.start, u32::min) as usize;
-    // A span that is not in the text (it never is) is walked, as before.
-    source.get(start..stmt.span.end as usize).is_none_or(|text| {
+/// Where a module's source names `jit` or `pmap`: every name `is_staging_name` accepts
+/// contains one, and names are compared as written (`syntax/lower.rs`: not NFKC-normalised).
+/// The walk skips the statements that hold none, on every analysis of an editor's edits: the
+/// statements of a 2,000-line module, all but the `@jax.jit` lines. The source is searched
+/// once, not statement by statement.
+struct Mentions {
+    /// The (start, end) of each occurrence, in order (they cannot overlap).
+    at: Vec<(u32, u32)>,
+    len: u32,
+}
+
+impl Mentions {
+    fn of(source: &str) -> Mentions {
         let [jit, pmap] = staging_finders();
-        let bytes = text.as_bytes();
-        jit.find(bytes).is_some() || pmap.find(bytes).is_some()
-    })
+        let bytes = source.as_bytes();
+        let mut at: Vec<(u32, u32)> = jit.find_iter(bytes).map(|i| (i as u32, i as u32 + 3)).collect();
+        at.extend(pmap.find_iter(bytes).map(|i| (i as u32, i as u32 + 4)));
+        at.sort_unstable();
+        Mentions { at, len: source.len() as u32 }
+    }
+
+    /// Whether a statement's source (with its decorators) may name a staging transform.
+    fn may_stage(&self, stmt: &Stmt) -> bool {
+        let decorators = match &stmt.kind {
+            StmtKind::FunctionDef(def) => def.decorators.as_slice(),
+            StmtKind::ClassDef(class) => class.decorators.as_slice(),
+            _ => &[],
+        };
+        let start = decorators.iter().map(|d| d.span.start).fold(stmt.span.start, u32::min);
+        let end = stmt.span.end;
+        // A span that is not in the text (it never is) is walked, as before.
+        if start > end || end > self.len {
+            return true;
+        }
+        let first = self.at.partition_point(|&(at, _)| at < start);
+        self.at.get(first).is_some_and(|&(_, to)| to <= end)
+    }
 }
 
 /// The searchers for `jit` and `pmap`, built once: `memmem::find` builds its searcher on
-/// every call, and `may_stage` asks for each statement of the module on every analysis.
+/// every call, and every analysis searches its module (`Mentions::of`).
 fn staging_finders() -> &'static [memchr::memmem::Finder<'static>; 2] {
     static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> = std::sync::OnceLock::new();
     FINDERS.get_or_init(|| [memchr::memmem::Finder::new(b"jit"), memchr::memmem::Finder::new(b"pmap")])
 }
 
 fn walk_block<'a>(
-    source: &str,
+    mentions: &Mentions,
     module: &'a [Stmt],
     body: &'a [Stmt],
     enclosing: &mut Vec<&'a Rc<FunctionDef>>,
@@ -347,7 +368,7 @@ fn walk_block<'a>(
     out: &mut Vec<Application<'a>>,
 ) {
     for stmt in body {
-        if !may_stage(source, stmt) {
+        if !mentions.may_stage(stmt) {
             continue;
         }
         match &stmt.kind {
@@ -365,33 +386,35 @@ fn walk_block<'a>(
                     });
                 }
                 enclosing.push(def);
-                walk_block(source, module, &def.body, enclosing, None, out);
+                walk_block(mentions, module, &def.body, enclosing, None, out);
                 enclosing.pop();
             }
-            StmtKind::ClassDef(c) => walk_block(source, module, &c.body, enclosing, if enclosing.is_empty() { Some(c) } else { None }, out),
+            StmtKind::ClassDef(c) => {
+                walk_block(mentions, module, &c.body, enclosing, if enclosing.is_empty() { Some(c) } else { None }, out)
+            }
             StmtKind::If { test, body, orelse } | StmtKind::While { test, body, orelse } => {
                 walk_expr(module, test, enclosing, out);
-                walk_block(source, module, body, enclosing, class, out);
-                walk_block(source, module, orelse, enclosing, class, out);
+                walk_block(mentions, module, body, enclosing, class, out);
+                walk_block(mentions, module, orelse, enclosing, class, out);
             }
             StmtKind::For { iter, body, orelse, .. } => {
                 walk_expr(module, iter, enclosing, out);
-                walk_block(source, module, body, enclosing, class, out);
-                walk_block(source, module, orelse, enclosing, class, out);
+                walk_block(mentions, module, body, enclosing, class, out);
+                walk_block(mentions, module, orelse, enclosing, class, out);
             }
             StmtKind::Try { body, handlers, orelse, finalbody } => {
-                walk_block(source, module, body, enclosing, class, out);
+                walk_block(mentions, module, body, enclosing, class, out);
                 for h in handlers {
-                    walk_block(source, module, &h.body, enclosing, class, out);
+                    walk_block(mentions, module, &h.body, enclosing, class, out);
                 }
-                walk_block(source, module, orelse, enclosing, class, out);
-                walk_block(source, module, finalbody, enclosing, class, out);
+                walk_block(mentions, module, orelse, enclosing, class, out);
+                walk_block(mentions, module, finalbody, enclosing, class, out);
             }
             StmtKind::With { items, body } => {
                 for item in items {
                     walk_expr(module, &item.context, enclosing, out);
                 }
-                walk_block(source, module, body, enclosing, class, out);
+                walk_block(mentions, module, body, enclosing, class, out);
             }
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) | StmtKind::AugAssign { value: e, .. } => walk_expr(module, e, enclosing, out),
             StmtKind::Assign { value, .. } | StmtKind::AnnAssign { value: Some(value), .. } => walk_expr(module, value, enclosing, out),

@@ -34,7 +34,7 @@ fn a_trace_comment_traces_the_function_with_those_avals() {
     assert_eq!(traces.len(), 1);
     assert_eq!(traces[0].args, vec!["f32[8,16]", "f32[4,16]"]);
     assert_eq!(traces[0].outputs, Some(vec!["f32[8,4]".to_string()]));
-    let scores = traces[0].values.iter().find(|v| v.assigned && v.name == "scores").expect("scores");
+    let scores = traces[0].values.iter().find(|v| v.assigned && &*v.name == "scores").expect("scores");
     assert_eq!(scores.aval, "f32[8,4]");
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
 }
@@ -61,7 +61,7 @@ fn named_dimensions_report_only_what_holds_for_every_size() {
     let square = traces_of(&a, "square");
     assert_eq!(square[0].args, vec!["f32[b,n]"]);
     assert_eq!(square[0].route, "annotations");
-    let flat = square[0].values.iter().find(|v| v.assigned && v.name == "flat").expect("flat");
+    let flat = square[0].values.iter().find(|v| v.assigned && &*v.name == "flat").expect("flat");
     assert_eq!(flat.aval, "f32[b*n]");
     // The outcome of `chunk` depends on `b`: jax.export raises, and the trace has no outputs.
     assert_eq!(traces_of(&a, "chunk")[0].outputs, None);

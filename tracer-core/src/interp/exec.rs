@@ -977,7 +977,10 @@ impl<'l> Interp<'l> {
 
     pub fn load_name(&mut self, ctx: &Ctx, name: &str, expr: &Expr) -> PyResult<Value> {
         let v = self.load_name_inner(ctx, name, expr)?;
-        self.note_value(ctx.file, expr.span, name, &v, SiteKind::Use);
+        match &expr.kind {
+            ExprKind::Name(shared) => self.note_value(ctx.file, expr.span, shared, &v, SiteKind::Use),
+            _ => self.note_value(ctx.file, expr.span, &name.into(), &v, SiteKind::Use),
+        }
         Ok(v)
     }
 

@@ -77,15 +77,43 @@ impl Shown {
             Value::Array(a) => Some(Shown::Array(display_aval(a))),
             Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_) => {
                 let mut leaves = Vec::new();
-                let mut path = String::new();
-                let mut nodes = 0;
-                walk(interp, value, &mut path, &mut leaves, &mut nodes, 0).then_some(())?;
+                let mut keep = |path: &str, a: &crate::interp::model::array::Array| {
+                    leaves.push((path.to_string(), display_aval(a)));
+                    leaves.len() <= MAX_LEAVES
+                };
+                walk(interp, value, &mut String::new(), &mut keep, &mut 0, 0).then_some(())?;
                 if let Some(summary) = summary(value) {
                     return Some(Shown::Object(summary.into(), leaves.into()));
                 }
                 (!leaves.is_empty()).then(|| Shown::Tree(leaves.into()))
             }
             _ => None,
+        }
+    }
+
+    /// Whether `value` shows this, as `of` would show it (outside a `tf.function`), found
+    /// without writing out its leaves: a loop reads the same parameters at the same place on
+    /// every pass.
+    fn describes(&self, value: &Value, interp: &Interp) -> bool {
+        match (self, value) {
+            (Shown::Array(aval), Value::Array(a)) => {
+                a.aval.shape == aval.shape && a.aval.dtype == aval.dtype && (a.aval.weak && !a.numpy.get()) == aval.weak
+            }
+            (Shown::Tree(leaves) | Shown::Object(_, leaves), Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)) => {
+                let mut next = 0;
+                let mut same = |path: &str, a: &crate::interp::model::array::Array| {
+                    let matched = leaves.get(next).is_some_and(|(p, aval)| p == path && display_aval(a) == *aval);
+                    next += 1;
+                    matched
+                };
+                walk(interp, value, &mut String::new(), &mut same, &mut 0, 0)
+                    && next == leaves.len()
+                    && match self {
+                        Shown::Object(text, _) => summary(value).is_some_and(|s| *s == **text),
+                        _ => summary(value).is_none(),
+                    }
+            }
+            _ => false,
         }
     }
 
@@ -218,38 +246,69 @@ fn display_aval(a: &crate::interp::model::array::Array) -> Aval {
     aval
 }
 
-/// Appends the array leaves of `value` under `path`; false when the tree is too large
-/// (`nodes` counts what was visited) or too deep to show.
-fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(String, Aval)>, nodes: &mut usize, depth: usize) -> bool {
+/// One step of a leaf's key path, as JAX's `keystr` writes it.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    /// `['w']`
+    Str(&'a str),
+    /// `[0]`
+    Index(i64),
+    /// `.bias`
+    Attr(&'a str),
+    /// `[<flat index 0>]`
+    FlatIndex(usize),
+}
+
+impl Key<'_> {
+    fn push_onto(self, path: &mut String) {
+        let mut number = itoa::Buffer::new();
+        match self {
+            Key::Str(s) => {
+                path.push_str("['");
+                path.push_str(s);
+                path.push_str("']");
+            }
+            Key::Index(i) => {
+                path.push('[');
+                path.push_str(number.format(i));
+                path.push(']');
+            }
+            Key::Attr(name) => {
+                path.push('.');
+                path.push_str(name);
+            }
+            Key::FlatIndex(i) => {
+                path.push_str("[<flat index ");
+                path.push_str(number.format(i));
+                path.push_str(">]");
+            }
+        }
+    }
+}
+
+/// What `walk` does with each array leaf, given its key path; false stops the walk.
+type Leaf<'a> = dyn FnMut(&str, &crate::interp::model::array::Array) -> bool + 'a;
+
+/// Hands the array leaves of `value` under `path` to `leaf`, in order; false when the tree is
+/// too large (`nodes` counts what was visited), too deep to show, or `leaf` stopped it.
+fn walk(interp: &Interp, value: &Value, path: &mut String, leaf: &mut Leaf, nodes: &mut usize, depth: usize) -> bool {
     *nodes += 1;
     if depth > MAX_DEPTH || *nodes > MAX_NODES {
         return false;
     }
-    let base = path.len();
-    let mut child = |path: &mut String, key: std::fmt::Arguments, x: &Value, leaves: &mut Vec<(String, Aval)>| {
-        use std::fmt::Write;
-        let _ = path.write_fmt(key);
-        let ok = walk(interp, x, path, leaves, nodes, depth + 1);
-        path.truncate(base);
-        ok
-    };
     match value {
-        Value::Array(a) => {
-            if leaves.len() >= MAX_LEAVES {
-                return false;
-            }
-            leaves.push((path.clone(), display_aval(a)));
-            true
+        Value::Array(a) => leaf(path, a),
+        Value::Tuple(items) => items.iter().enumerate().all(|(i, x)| descend(interp, path, nodes, depth, Key::Index(i as i64), x, leaf)),
+        Value::List(items) => {
+            items.borrow().iter().enumerate().all(|(i, x)| descend(interp, path, nodes, depth, Key::Index(i as i64), x, leaf))
         }
-        Value::Tuple(items) => items.iter().enumerate().all(|(i, x)| child(path, format_args!("[{i}]"), x, leaves)),
-        Value::List(items) => items.borrow().iter().enumerate().all(|(i, x)| child(path, format_args!("[{i}]"), x, leaves)),
         Value::Dict(d) => {
             let d = d.borrow();
-            let mut items: Vec<_> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
+            let mut items: smallvec::SmallVec<[(&super::value::HashKey, &Value); 8]> = d.entries.iter().map(|(h, (_, v))| (h, v)).collect();
             items.sort_by(|a, b| crate::interp::pytree_nodes::dict_key_order(a.0, b.0));
-            items.into_iter().all(|(h, x)| match h {
-                super::value::HashKey::Str(s) => child(path, format_args!("['{s}']"), x, leaves),
-                super::value::HashKey::Int(i) => child(path, format_args!("[{i}]"), x, leaves),
+            items.iter().all(|&(h, x)| match h {
+                super::value::HashKey::Str(s) => descend(interp, path, nodes, depth, Key::Str(s), x, leaf),
+                super::value::HashKey::Int(i) => descend(interp, path, nodes, depth, Key::Index(*i), x, leaf),
                 _ => true,
             })
         }
@@ -257,14 +316,14 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
             if let Some(items) = &inst.tuple {
                 let names = inst.class.fields.borrow().clone();
                 return items.iter().enumerate().all(|(i, x)| match names.get(i) {
-                    Some(n) => child(path, format_args!(".{n}"), x, leaves),
-                    None => child(path, format_args!("[{i}]"), x, leaves),
+                    Some(n) => descend(interp, path, nodes, depth, Key::Attr(n), x, leaf),
+                    None => descend(interp, path, nodes, depth, Key::Index(i as i64), x, leaf),
                 });
             }
             match crate::interp::pytree_nodes::registration(&inst.class) {
                 Some(PytreeRegistration::Fields { data, .. }) => data.iter().all(|f| {
                     let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
-                    child(path, format_args!(".{f}"), &x, leaves)
+                    descend(interp, path, nodes, depth, Key::Attr(f), &x, leaf)
                 }),
                 // Its flatten function is code to run: the data attributes stand for its
                 // children instead, in name order (flax's nnx objects and Variables, the usual
@@ -275,7 +334,7 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
                     // JAX keys a key-less node's children by their flat index; in an order
                     // hover cannot know it shows none of them rather than guessed paths.
                     let Some(children) = super::flatten_read::custom_children(interp, inst, &flatten) else { return true };
-                    children.iter().enumerate().all(|(i, x)| child(path, format_args!("[<flat index {i}>]"), x, leaves))
+                    children.iter().enumerate().all(|(i, x)| descend(interp, path, nodes, depth, Key::FlatIndex(i), x, leaf))
                 }
                 Some(PytreeRegistration::Custom { .. }) => {
                     // A mapping a shim keeps in one attribute (flax's State in `_mapping`,
@@ -283,14 +342,14 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
                     // dict's are (`['linear']['kernel']`), as the library's flatten keys them.
                     if let Some(Value::Str(attr)) = inst.class.lookup("__tracelens_items__") {
                         let x = inst.attrs.borrow().get(attr.as_ref()).cloned().unwrap_or(Value::None);
-                        return walk(interp, &x, path, leaves, nodes, depth + 1);
+                        return walk(interp, &x, path, leaf, nodes, depth + 1);
                     }
                     if let Some(Value::Dict(named)) = inst.class.lookup("__tracelens_children__") {
                         let named: Vec<(Value, Value)> = named.borrow().entries.values().cloned().collect();
                         return named.iter().all(|(attr, key)| match (attr, key) {
                             (Value::Str(attr), Value::Str(key)) => {
                                 let x = inst.attrs.borrow().get(attr.as_ref()).cloned().unwrap_or(Value::None);
-                                child(path, format_args!(".{key}"), &x, leaves)
+                                descend(interp, path, nodes, depth, Key::Attr(key), &x, leaf)
                             }
                             _ => true,
                         });
@@ -298,13 +357,24 @@ fn walk(interp: &Interp, value: &Value, path: &mut String, leaves: &mut Vec<(Str
                     let mut attrs: Vec<(crate::syntax::ast::Name, Value)> =
                         inst.attrs.borrow().iter().filter(|(k, _)| !k.starts_with("__")).map(|(k, v)| (k.clone(), v.clone())).collect();
                     attrs.sort_by(|a, b| a.0.cmp(&b.0));
-                    attrs.iter().all(|(k, x)| child(path, format_args!(".{k}"), x, leaves))
+                    attrs.iter().all(|(k, x)| descend(interp, path, nodes, depth, Key::Attr(k), x, leaf))
                 }
                 None => true,
             }
         }
         _ => true,
     }
+}
+
+/// Walks a child of a node at `depth`, its key appended to `path` meanwhile. (Keys are
+/// written with `push_str`, not `format!`: a trainer's parameters are walked at every line
+/// that reads them.)
+fn descend(interp: &Interp, path: &mut String, nodes: &mut usize, depth: usize, key: Key<'_>, x: &Value, leaf: &mut Leaf) -> bool {
+    let base = path.len();
+    key.push_onto(path);
+    let ok = walk(interp, x, path, leaf, nodes, depth + 1);
+    path.truncate(base);
+    ok
 }
 
 /// Whether the class that registered `class`'s pytree node (itself or a base) is the user's,
@@ -382,15 +452,20 @@ pub struct Seen {
 
 impl Interp<'_> {
     /// Records what `value` shows at `span` of `file` (user files only).
-    pub(crate) fn note_value(&mut self, file: FileId, span: Span, name: &str, value: &Value, kind: SiteKind) {
-        if self.seen.off || self.is_library(file) {
+    pub(crate) fn note_value(&mut self, file: FileId, span: Span, name: &crate::syntax::ast::Name, value: &Value, kind: SiteKind) {
+        // Most names read hold a function, a module or a number: nothing to show.
+        let may_show =
+            matches!(value, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_) | Value::Builtin(_));
+        if !may_show || self.seen.off || self.is_library(file) {
             return;
         }
         let in_trace = crate::interp::model::state::trace_depth(self) > 0;
-        // A place outside traces that holds its share of values keeps them: what this value
-        // shows is not worked out (a name read in a loop, each pass).
-        if !in_trace && self.seen.by_site.get(&(file, span.start, span.end)).is_some_and(|indices| indices.len() >= PER_SITE) {
-            return;
+        // Outside traces, what this value shows is not written out at a place that holds its
+        // share of values, nor at one that already shows it (a name read in a loop, each pass).
+        if let Some(indices) = self.seen.by_site.get(&(file, span.start, span.end)).filter(|_| !in_trace) {
+            if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown.describes(value, self)) {
+                return;
+            }
         }
         // Inside a tf.function trace, a tensor is one of its graph.
         let in_graph = in_trace && crate::interp::model::state::in_tf_function(self);
@@ -410,7 +485,7 @@ impl Interp<'_> {
             Value::Array(a) => preview(self, a),
             _ => None,
         };
-        self.seen.concrete.push(ConcreteRecord { site, name: Rc::from(name), shown, kind, preview });
+        self.seen.concrete.push(ConcreteRecord { site, name: name.clone(), shown, kind, preview });
     }
 
     /// Records an expression's value under its source text (`self.w`, `params["w1"]`).
@@ -422,7 +497,7 @@ impl Interp<'_> {
             return;
         }
         let text = self.files.get(file as usize).and_then(|f| f.text.get(span.start as usize..span.end as usize)).unwrap_or("");
-        let name: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let name: crate::syntax::ast::Name = text.split_whitespace().collect::<Vec<_>>().join(" ").into();
         self.note_value(file, span, &name, value, kind);
     }
 

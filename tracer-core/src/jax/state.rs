@@ -183,7 +183,9 @@ pub struct InputParameter {
 #[derive(Clone, Debug)]
 pub struct ValueRecord {
     pub site: Site,
-    pub name: Rc<str>, // shared: a replayed trace's values are copied into every analysis
+    /// Shared: a replayed trace's values are copied into every analysis, and handed on as
+    /// they are (`TracedValue::name`).
+    pub name: std::sync::Arc<str>,
     pub shown: crate::interp::seen::Shown,
     pub record: usize,
     pub kind: crate::interp::seen::SiteKind,
@@ -323,9 +325,15 @@ impl JaxState {
         }
     }
 
-    pub fn record_value(&mut self, site: Site, name: &str, shown: crate::interp::seen::Shown, kind: crate::interp::seen::SiteKind) {
+    pub fn record_value(
+        &mut self,
+        site: Site,
+        name: &crate::syntax::ast::Name,
+        shown: crate::interp::seen::Shown,
+        kind: crate::interp::seen::SiteKind,
+    ) {
         if let Some(top) = self.traces.last() {
-            self.values.push(ValueRecord { site, name: Rc::from(name), shown, record: top.record, kind });
+            self.values.push(ValueRecord { site, name: std::sync::Arc::from(&**name), shown, record: top.record, kind });
         }
     }
 

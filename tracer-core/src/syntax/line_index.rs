@@ -16,7 +16,13 @@ pub struct LineIndex {
     /// The text is ASCII: a column is its byte distance from the line's start. Every value
     /// an analysis shows is located, thousands per edit (docs/performance.md).
     ascii: bool,
+    /// The line holding the first byte of each block of `BLOCK` bytes: a line is found from
+    /// there in a step or two, not by a binary search of every line start.
+    blocks: Vec<u32>,
 }
+
+/// `LineIndex::blocks`' block size, in bytes (a few lines of code).
+const BLOCK_BITS: u32 = 6;
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
@@ -29,19 +35,32 @@ impl LineIndex {
                 line_starts.push(i as u32 + 1);
             }
         }
-        LineIndex { line_starts, ascii: text.is_ascii() }
+        let mut blocks = Vec::with_capacity((text.len() >> BLOCK_BITS) + 1);
+        let mut line = 0;
+        for block in 0..=(text.len() >> BLOCK_BITS) as u32 {
+            let first = block << BLOCK_BITS;
+            while line_starts.get(line + 1).is_some_and(|&next| next <= first) {
+                line += 1;
+            }
+            blocks.push(line as u32);
+        }
+        LineIndex { line_starts, ascii: text.is_ascii(), blocks }
     }
 
     pub fn line_count(&self) -> usize {
         self.line_starts.len()
     }
 
-    /// The 0-based line holding `offset`.
+    /// The 0-based line holding `offset` (the last line for an offset past the end).
     pub fn line_of(&self, offset: u32) -> u32 {
-        match self.line_starts.binary_search(&offset) {
-            Ok(line) => line as u32,
-            Err(next) => next as u32 - 1,
+        let Some(&from) = self.blocks.get((offset >> BLOCK_BITS) as usize) else {
+            return self.line_starts.len() as u32 - 1;
+        };
+        let mut line = from as usize;
+        while self.line_starts.get(line + 1).is_some_and(|&next| next <= offset) {
+            line += 1;
         }
+        line as u32
     }
 
     pub fn line_start(&self, line: u32) -> u32 {
@@ -52,7 +71,11 @@ impl LineIndex {
     /// round down to it; offsets past the end clamp to the end.
     pub fn line_col(&self, text: &str, offset: u32) -> LineCol {
         let offset = (offset as usize).min(text.len()) as u32;
-        let line = self.line_of(offset);
+        self.line_col_on(text, offset, self.line_of(offset))
+    }
+
+    /// `line_col` of an offset (clamped to the text) on a line already found.
+    fn line_col_on(&self, text: &str, offset: u32, line: u32) -> LineCol {
         let start = self.line_start(line) as usize;
         if self.ascii {
             return LineCol { line, col: offset - start as u32 };
@@ -96,6 +119,23 @@ impl LineIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_find_the_line_a_search_finds() {
+        // Lines longer and shorter than a block, every line break, empty lines, a text
+        // ending without a break and with one.
+        let long = "x".repeat(150);
+        for text in [format!("a = 1\n\nbb = 2\r\nc\rd = é + 1\n{long}\n\n\nz"), format!("{long}\r\n{long}\n"), String::new()] {
+            let idx = LineIndex::new(&text);
+            for offset in 0..=text.len() as u32 + 70 {
+                let searched = match idx.line_starts.binary_search(&offset) {
+                    Ok(line) => line as u32,
+                    Err(next) => next as u32 - 1,
+                };
+                assert_eq!(idx.line_of(offset), searched, "offset {offset} of {text:?}");
+            }
+        }
+    }
 
     #[test]
     fn columns_count_code_points() {

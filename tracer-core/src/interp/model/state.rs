@@ -52,7 +52,7 @@ pub(crate) fn check_tracer_store(interp: &mut Interp, container: &Value, value: 
 }
 
 /// What an assignment inside a trace shows, for the trace's hover and inlay hints.
-pub(crate) fn record_value(interp: &mut Interp, site: Site, name: &str, shown: Shown, kind: SiteKind) {
+pub(crate) fn record_value(interp: &mut Interp, site: Site, name: &crate::syntax::ast::Name, shown: Shown, kind: SiteKind) {
     interp.jax.record_value(site, name, shown, kind)
 }
 

@@ -320,6 +320,14 @@ pub(super) fn serve(interp: &mut Interp, cx: &Call) -> PyResult<Value> {
 }
 
 pub(super) fn shape_arg(interp: &mut Interp, v: &Value) -> PyResult<Option<Vec<usize>>> {
+    // The usual shape, `(8, 16)` or `3`: plain non-negative ints, nothing to look up.
+    match v {
+        Value::Int(i) if *i >= 0 => return Ok(Some(vec![*i as usize])),
+        Value::Tuple(items) if items.iter().all(|x| matches!(x, Value::Int(i) if *i >= 0)) => {
+            return Ok(Some(items.iter().map(|x| if let Value::Int(i) = x { *i as usize } else { 0 }).collect()));
+        }
+        _ => {}
+    }
     let items = match v {
         Value::Tuple(_) | Value::List(_) => interp.iterate(v)?,
         Value::Opaque(_) => return Ok(None),
