@@ -226,7 +226,7 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let jf = if f == TfFn::Cumsum { J::Cumsum } else { J::Cumprod };
             delegate(interp, jf, vec![arr(&x), axis], vec![kw("dtype", Value::DType(x.aval.dtype))])
         }
-        // `jax.ops.segment_sum`, which drops a negative id as TensorFlow does, on 1-D ids
+        // `jax.ops.segment_sum` (with TensorFlow's negative ids dropped) on 1-D ids
         // that index `data`'s rows. An id known to be `num_segments` or more (TensorFlow's
         // InvalidArgumentError), ids of another shape, or `num_segments` not known: unknown.
         TfFn::UnsortedSegmentSum => {
@@ -245,7 +245,11 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             if known(&ids).is_some_and(|v| v.iter().any(|i| *i >= n)) {
                 return unknown(interp);
             }
-            delegate(interp, J::OpsSegmentSum, vec![arr(&data), arr(&ids)], vec![kw("num_segments", Value::Int(n))])
+            // A negative id is dropped by TensorFlow; the scatter would count it from the end,
+            // so it is moved past the last segment, where the scatter drops it too.
+            let negative = delegate(interp, J::Less, vec![arr(&ids), Value::Int(0)], Vec::new())?;
+            let ids = delegate(interp, J::Where, vec![negative, Value::Int(n), arr(&ids)], Vec::new())?;
+            delegate(interp, J::OpsSegmentSum, vec![arr(&data), ids], vec![kw("num_segments", Value::Int(n))])
         }
         TfFn::AddN => {
             let Some(inputs) = p.get(0, "inputs") else { return Err(missing(interp, f, "inputs")) };
