@@ -51,6 +51,7 @@ pub(crate) mod recursion;
 mod retrace;
 pub mod shape_text;
 mod signature;
+pub mod slices;
 pub mod surface;
 mod switch_case;
 pub mod tape;
@@ -96,9 +97,9 @@ pub enum TfValue {
     Partial(Rc<partial::PartialTensor>),
     /// `tf.TensorArray(...)` (`tensor_array.rs`).
     TensorArray(Rc<tensor_array::TensorArray>),
-    /// A `tf.IndexedSlices` gradient (of a variable read only through `tf.gather`), held as
-    /// the dense tensor it converts to (`tape.rs`).
-    IndexedSlices(Rc<crate::jax::array::Array>),
+    /// A `tf.IndexedSlices` gradient (of a variable read only through `tf.gather`): the
+    /// dense tensor it converts to, and its parts when known (`slices.rs`).
+    IndexedSlices(Rc<slices::Slices>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -248,24 +249,7 @@ pub fn getattr(interp: &mut Interp, v: &TfValue, name: &str) -> PyResult<Option<
         TfValue::Tape(t) => tape::getattr(t, name),
         TfValue::Partial(p) => return partial::getattr(interp, p, name),
         TfValue::TensorArray(ta) => tensor_array::getattr(ta, name),
-        TfValue::IndexedSlices(dense) => match name {
-            "shape" => Some(TfValue::Shape(Rc::new(dense.aval.shape.iter().map(|&d| Some(d)).collect())).value()),
-            "dtype" => Some(Value::TfDType(dense.aval.dtype)),
-            // TensorFlow 2.21's IndexedSlices has no `numpy` (AttributeError).
-            "numpy" => None,
-            // The dense tensor's shape, an `int32` tensor (eagerly; in a graph it is a
-            // constant of the gradient's scope, whose name is not followed).
-            "dense_shape" if !in_graph(interp) => {
-                let dims = dense.aval.shape.iter().map(|&d| Value::Int(d as i64)).collect();
-                match tensor::to_tensor(interp, &Value::list(dims), Some(DType::I32))? {
-                    Some(t) => Some(Value::Array(t)),
-                    None => Some(tensor::unknown_tensor(interp, "the dense shape of an IndexedSlices")),
-                }
-            }
-            // The rows gathered and their gradients: not modelled.
-            "values" | "indices" | "dense_shape" => Some(tensor::unknown_tensor(interp, "a part of an IndexedSlices")),
-            _ => Some(Value::opaque(format!("tf.IndexedSlices.{name}"))),
-        },
+        TfValue::IndexedSlices(s) => return slices::getattr(interp, s, name),
         TfValue::Function(f) => match name {
             "get_concrete_function" | "experimental_get_tracing_count" | "pretty_printed_concrete_signatures" => method(name),
             "python_function" => Some(f.fun.clone()),
@@ -320,8 +304,7 @@ pub fn text(interp: &mut Interp, v: &TfValue, repr: bool) -> PyResult<String> {
         TfValue::Shape(dims) => tensor::shape_str(dims),
         TfValue::Spec(spec) => function::spec_text(spec),
         TfValue::Partial(p) => partial::text(p, repr),
-        // `IndexedSlices(indices=..., values=..., dense_shape=...)`: its parts are not modelled.
-        TfValue::IndexedSlices(_) => return Err(interp.stop_unknown("the text of an IndexedSlices")),
+        TfValue::IndexedSlices(s) => return slices::text(interp, s, repr),
         TfValue::Variable(var) => {
             let value = var.value.borrow().clone();
             let numpy = tensor::numpy_text(interp, &value)?;

@@ -133,6 +133,7 @@ pub fn route(f: TfFn) -> Route {
         | F::Argmin
         | F::Cumsum
         | F::Cumprod
+        | F::UnsortedSegmentSum
         | F::AddN
         | F::Softmax
         | F::LogSoftmax

@@ -226,6 +226,31 @@ pub fn call(interp: &mut Interp, f: TfFn, p: &Args) -> PyResult<Value> {
             let jf = if f == TfFn::Cumsum { J::Cumsum } else { J::Cumprod };
             delegate(interp, jf, vec![arr(&x), axis], vec![kw("dtype", Value::DType(x.aval.dtype))])
         }
+        // `jax.ops.segment_sum` (with TensorFlow's negative ids dropped) on 1-D ids
+        // that index `data`'s rows. An id known to be `num_segments` or more (TensorFlow's
+        // InvalidArgumentError), ids of another shape, or `num_segments` not known: unknown.
+        TfFn::UnsortedSegmentSum => {
+            let data = tensor_arg!(interp, f, p, 0, "data");
+            let ids = tensor_arg!(interp, f, p, 1, "segment_ids");
+            let Some(n) = p.get(2, "num_segments") else { return Err(missing(interp, f, "num_segments")) };
+            let known =
+                |a: &Rc<Array>| crate::jax::eval::force(&a.known()?, 1 << 16).map(|d| d.iter().map(|x| *x as i64).collect::<Vec<i64>>());
+            let n = match n {
+                Value::Int(n) => Some(*n),
+                Value::Array(a) if a.aval.ndim() == 0 && a.aval.dtype.is_integer() => known(a).and_then(|v| v.first().copied()),
+                _ => None,
+            };
+            let rows = ids.aval.ndim() == 1 && data.aval.shape.first() == ids.aval.shape.first() && ids.aval.dtype.is_integer();
+            let (Some(n), true) = (n.filter(|n| *n >= 0), rows) else { return unknown(interp) };
+            if known(&ids).is_some_and(|v| v.iter().any(|i| *i >= n)) {
+                return unknown(interp);
+            }
+            // A negative id is dropped by TensorFlow; the scatter would count it from the end,
+            // so it is moved past the last segment, where the scatter drops it too.
+            let negative = delegate(interp, J::Less, vec![arr(&ids), Value::Int(0)], Vec::new())?;
+            let ids = delegate(interp, J::Where, vec![negative, Value::Int(n), arr(&ids)], Vec::new())?;
+            delegate(interp, J::OpsSegmentSum, vec![arr(&data), ids], vec![kw("num_segments", Value::Int(n))])
+        }
         TfFn::AddN => {
             let Some(inputs) = p.get(0, "inputs") else { return Err(missing(interp, f, "inputs")) };
             let items = interp.iterate(inputs)?;

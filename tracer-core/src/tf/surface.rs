@@ -137,6 +137,7 @@ tf_surface! {
     Argmin = "argmin" in ["tensorflow", "tensorflow.math"],
     Cumsum = "cumsum" in ["tensorflow", "tensorflow.math"],
     Cumprod = "cumprod" in ["tensorflow.math"],
+    UnsortedSegmentSum = "unsorted_segment_sum" in ["tensorflow.math"],
     AddN = "add_n" in ["tensorflow", "tensorflow.math"],
     Softmax = "softmax" in ["tensorflow.nn", "tensorflow.math"],
     LogSoftmax = "log_softmax" in ["tensorflow.nn", "tensorflow.math"],

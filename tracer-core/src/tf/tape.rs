@@ -14,6 +14,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use super::ops::Args;
+use super::slices::{Recipe, Slices};
 use super::tensor::{mark_array, unknown_tensor};
 use super::variable::Variable;
 use super::TfValue;
@@ -229,15 +230,15 @@ impl Computed {
         }
     }
 
-    /// Whether a variable's gradient is a `tf.IndexedSlices`.
-    fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
+    /// Whether a variable's gradient is a `tf.IndexedSlices`, with its parts when known.
+    fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
         match self {
             Computed::Graph(c) => c.sliced_variable(v),
             Computed::Eager(c) => c.sliced_variable(v),
         }
     }
 
-    fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
+    fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
         match self {
             Computed::Graph(c) => c.sliced_tensor(a),
             Computed::Eager(c) => c.sliced_tensor(a),
@@ -245,30 +246,42 @@ impl Computed {
     }
 }
 
-/// A computed gradient, as the `tf.IndexedSlices` TensorFlow gives when it is `sliced`.
-fn indexed_slices(g: Value, sliced: bool) -> Value {
-    match g {
-        Value::Array(dense) if sliced => TfValue::IndexedSlices(dense).value(),
-        other => other,
+/// A computed gradient, as the `tf.IndexedSlices` TensorFlow gives when it is `sliced` (with
+/// how to compute its `(values, indices)` when tracelens can).
+fn indexed_slices(g: Value, sliced: Option<Option<Rc<Recipe>>>) -> Value {
+    match (g, sliced) {
+        (Value::Array(dense), Some(recipe)) => TfValue::IndexedSlices(Slices::new(dense, recipe)).value(),
+        (other, _) => other,
+    }
+}
+
+fn slices_of(input: Option<&Value>) -> Option<&Rc<Slices>> {
+    match input {
+        Some(Value::Builtin(b)) => match &**b {
+            crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
 /// The result `out` of an op that keeps a `tf.IndexedSlices` one (`tf.identity`, `tf.cast`),
-/// given `input`: an `IndexedSlices` again when `input` is one.
+/// given `input`: an `IndexedSlices` again when `input` is one, with its parts when the
+/// dtype is unchanged (a cast's values are not computed).
 pub fn kept_slices(input: Option<&Value>, out: Value) -> Value {
-    let sliced =
-        matches!(input, Some(Value::Builtin(b)) if matches!(&**b, crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(_))));
-    indexed_slices(out, sliced)
+    match (slices_of(input), out) {
+        (Some(s), Value::Array(dense)) => TfValue::IndexedSlices(s.with_dense(dense)).value(),
+        (_, out) => out,
+    }
 }
 
 /// An op on `input` (held as the dense `dense`) that keeps a `tf.IndexedSlices` one but
 /// computes on its slices (`tf.clip_by_norm`, `tf.math.scalar_mul`): when `input` is one,
 /// an `IndexedSlices` of `dense`'s shape and dtype whose values are not computed.
 pub fn slices_not_computed(input: Option<&Value>, dense: &Rc<Array>) -> Option<Value> {
-    let sliced =
-        matches!(input, Some(Value::Builtin(b)) if matches!(&**b, crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(_))));
+    slices_of(input)?;
     let values = super::tensor::mark_array(Array::unknown(dense.aval.clone(), "the values of an IndexedSlices computed on its slices"));
-    sliced.then(|| TfValue::IndexedSlices(values).value())
+    Some(TfValue::IndexedSlices(Slices::dense_only(values)).value())
 }
 
 /// A non-persistent tape's second `gradient`/`jacobian` is TensorFlow's `RuntimeError`.
@@ -333,7 +346,7 @@ impl Gradients<'_> {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
                     if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
-                        let sliced = g.is_some() && self.computed.is_some_and(|c| c.sliced_variable(var));
+                        let sliced = self.computed.filter(|_| g.is_some()).and_then(|c| c.sliced_variable(var));
                         return Ok(indexed_slices(self.finish(interp, g, &value.aval), sliced));
                     }
                     value
@@ -342,7 +355,7 @@ impl Gradients<'_> {
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
                 if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
-                    let sliced = g.is_some() && self.computed.is_some_and(|c| c.sliced_tensor(a));
+                    let sliced = self.computed.filter(|_| g.is_some()).and_then(|c| c.sliced_tensor(a));
                     return Ok(indexed_slices(self.finish(interp, g, &a.aval), sliced));
                 }
                 a.clone()

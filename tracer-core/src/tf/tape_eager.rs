@@ -15,6 +15,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use super::slices::Recipe;
 use super::tape::Tape;
 use super::variable::Variable;
 use crate::interp::Interp;
@@ -113,6 +114,8 @@ pub struct Computed {
     /// The sources the target reaches only as the params of `tf.gather`
     /// (`tape_gradient::gathered_only`).
     gathered: HashSet<usize>,
+    /// What the target was differentiated on, for an `IndexedSlices` gradient's parts.
+    slice: Option<(Rc<crate::jax::ir::Jaxpr>, Vec<Rc<Array>>, Vec<Rc<Array>>)>,
 }
 
 impl Computed {
@@ -140,15 +143,30 @@ impl Computed {
 
     /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
     /// target reaches is read only by `tf.gather`.
-    pub fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
-        let mut reached =
-            self.reads.iter().filter(|(r, read)| Rc::ptr_eq(r, v) && self.reached.contains(&(Rc::as_ptr(read) as usize))).peekable();
-        reached.peek().is_some() && reached.all(|(_, read)| self.gathered.contains(&(Rc::as_ptr(read) as usize)))
+    /// With how to compute its `(values, indices)`.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
+        let reached: Vec<usize> = self
+            .reads
+            .iter()
+            .filter(|(r, _)| Rc::ptr_eq(r, v))
+            .map(|(_, read)| Rc::as_ptr(read) as usize)
+            .filter(|read| self.reached.contains(read))
+            .collect();
+        let sliced = !reached.is_empty() && reached.iter().all(|read| self.gathered.contains(read));
+        sliced.then(|| self.recipe(&reached))
     }
 
     /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
-    pub fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
-        self.gathered.contains(&(Rc::as_ptr(a) as usize))
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
+        let at = Rc::as_ptr(a) as usize;
+        self.gathered.contains(&at).then(|| self.recipe(&[at]))
+    }
+
+    /// How to compute the parts of the gradient with respect to the sources `at`.
+    fn recipe(&self, at: &[usize]) -> Option<Rc<Recipe>> {
+        let (jaxpr, consts, sources) = self.slice.as_ref()?;
+        let positions = at.iter().filter_map(|a| sources.iter().position(|s| Rc::as_ptr(s) as usize == *a)).collect();
+        Some(Recipe::new(jaxpr.clone(), consts, sources, positions, None))
     }
 
     /// The gradient with respect to a watched tensor: `Some(None)` when the target does not
@@ -204,14 +222,16 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
         return None;
     }
     let reached = reached(&jaxpr, &sources);
-    let gathered =
+    let gathered: HashSet<usize> =
         super::tape_gradient::gathered_only(&jaxpr, sources.len()).into_iter().map(|i| Rc::as_ptr(&sources[i]) as usize).collect();
     let saved = interp.jax.eager_log.take();
-    let cts = differentiate(interp, Rc::new(jaxpr), &consts, &sources);
+    let jaxpr = Rc::new(jaxpr);
+    let cts = differentiate(interp, jaxpr.clone(), &consts, &sources);
     interp.jax.eager_log = saved;
     let cts = sources.iter().zip(cts?).filter_map(|(s, ct)| Some((Rc::as_ptr(s) as usize, ct?))).collect();
-    let sources = sources.iter().map(|s| Rc::as_ptr(s) as usize).collect();
-    Some(Computed { cts, reached, sources, reads, assigned, gathered })
+    let ids = sources.iter().map(|s| Rc::as_ptr(s) as usize).collect();
+    let slice = (!gathered.is_empty()).then(|| (jaxpr, consts, sources));
+    Some(Computed { cts, reached, sources: ids, reads, assigned, gathered, slice })
 }
 
 /// The sources (the jaxpr's invars, in order) whose gradient reaches its output (the target):

@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+use super::slices::Recipe;
 use super::tape::Tape;
 use super::variable::Variable;
 use crate::interp::Interp;
@@ -28,6 +29,9 @@ pub struct Computed {
     reads: Vec<(Rc<Variable>, Vec<VarId>)>,
     /// The sources the slice reads only as the params of `tf.gather` (`gathered_only`).
     gathered: HashSet<VarId>,
+    /// How to compute the `(values, indices)` of each `IndexedSlices` gradient, by its first
+    /// source.
+    parts: HashMap<VarId, Rc<Recipe>>,
 }
 
 impl Computed {
@@ -58,15 +62,18 @@ impl Computed {
 
     /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
     /// target reaches is read only by `tf.gather`.
-    pub fn sliced_variable(&self, v: &Rc<Variable>) -> bool {
-        let Some((_, vars)) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v)) else { return false };
-        let mut connected = vars.iter().filter(|x| self.cts.get(x).is_some_and(Option::is_some)).peekable();
-        connected.peek().is_some() && connected.all(|x| self.gathered.contains(x))
+    /// With its `(values, indices)` when known.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
+        let (_, vars) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v))?;
+        let connected = connected(&self.cts, vars);
+        let sliced = !connected.is_empty() && connected.iter().all(|x| self.gathered.contains(x));
+        sliced.then(|| self.parts.get(connected.first()?).cloned())
     }
 
     /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
-    pub fn sliced_tensor(&self, a: &Rc<Array>) -> bool {
-        a.tracer().filter(|t| t.trace == self.trace).is_some_and(|t| self.gathered.contains(&t.var))
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
+        let t = a.tracer().filter(|t| t.trace == self.trace && self.gathered.contains(&t.var))?;
+        Some(self.parts.get(&t.var).cloned())
     }
 
     /// The gradient with respect to a watched tensor.
@@ -119,14 +126,27 @@ pub fn compute(interp: &mut Interp, tape: &Tape, target: &Rc<Array>) -> Option<C
         inputs.push(value);
     }
     let active: Vec<bool> = (0..inputs.len()).map(|i| i < sources.len()).collect();
-    let gathered = gathered_only(&jaxpr, sources.len()).into_iter().map(|i| sources[i]).collect();
+    let gathered: HashSet<VarId> = gathered_only(&jaxpr, sources.len()).into_iter().map(|i| sources[i]).collect();
     let jaxpr = Rc::new(jaxpr);
     let lin = ad::linearize(interp, &jaxpr, &[], &inputs, &active).ok()?;
     let out = lin.outputs.first()?.aval.clone();
     let ones = crate::jax::apply1(interp, Prim::full(1.0, &out), &[]).ok()?;
     let cts = ad::pullback(interp, &lin, &[Some(ones)]).ok()?;
-    let cts = sources.iter().zip(cts).map(|(v, ct)| (*v, ct)).collect();
-    Some(Computed { trace: id, cts, reads, gathered })
+    let cts: HashMap<VarId, Option<Rc<Array>>> = sources.iter().zip(cts).map(|(v, ct)| (*v, ct)).collect();
+    // Each `IndexedSlices` gradient's parts: a variable's connected reads, or a tensor.
+    let mut groups: Vec<Vec<VarId>> = reads.iter().map(|(_, vars)| connected(&cts, vars)).collect();
+    groups.extend(gathered.iter().filter(|x| !reads.iter().any(|(_, vars)| vars.contains(x))).map(|x| vec![*x]));
+    let mut parts = HashMap::new();
+    for group in groups.into_iter().filter(|g| !g.is_empty() && g.iter().all(|x| gathered.contains(x))) {
+        let at: Vec<usize> = group.iter().filter_map(|x| sources.iter().position(|s| s == x)).collect();
+        parts.insert(group[0], Recipe::new(jaxpr.clone(), &[], &inputs, at, Some(id)));
+    }
+    Some(Computed { trace: id, cts, reads, gathered, parts })
+}
+
+/// The reads among `vars` the target reaches.
+fn connected(cts: &HashMap<VarId, Option<Rc<Array>>>, vars: &[VarId]) -> Vec<VarId> {
+    vars.iter().filter(|x| cts.get(x).is_some_and(Option::is_some)).copied().collect()
 }
 
 /// The first `sources` inputs of `jaxpr` (a tape's slice) that it reads, and reads only as
@@ -187,7 +207,7 @@ fn slice(graph: &Jaxpr, start: usize, end: usize, target: VarId, sources: &[VarI
 }
 
 /// A tracer of trace `trace` standing for its variable `var`.
-fn tracer(trace: u32, var: VarId, aval: &Aval) -> Rc<Array> {
+pub(super) fn tracer(trace: u32, var: VarId, aval: &Aval) -> Rc<Array> {
     Rc::new(Array {
         aval: aval.clone(),
         kind: ArrayKind::Tracer(Tracer { trace, var, primal: None, active: true }),

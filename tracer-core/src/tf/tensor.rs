@@ -75,7 +75,7 @@ pub fn to_tensor(interp: &mut Interp, v: &Value, hint: Option<DType>) -> PyResul
         Value::Builtin(b) => match &**b {
             crate::interp::builtins::Builtin::Tf(TfValue::Variable(var)) => return Ok(Some(super::variable::read(interp, var))),
             // TensorFlow converts an IndexedSlices to its dense tensor.
-            crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(dense)) => return Ok(Some(dense.clone())),
+            crate::interp::builtins::Builtin::Tf(TfValue::IndexedSlices(s)) => return Ok(Some(s.dense.clone())),
             _ => return Ok(None),
         },
         Value::Int(_) | Value::UnknownNumber(false) => match hint {
