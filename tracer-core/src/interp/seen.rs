@@ -96,9 +96,7 @@ impl Shown {
     /// every pass.
     fn describes(&self, value: &Value, interp: &Interp) -> bool {
         match (self, value) {
-            (Shown::Array(aval), Value::Array(a)) => {
-                a.aval.shape == aval.shape && a.aval.dtype == aval.dtype && (a.aval.weak && !a.numpy.get()) == aval.weak
-            }
+            (Shown::Array(aval), Value::Array(a)) => display_aval(a) == *aval,
             (Shown::Tree(leaves) | Shown::Object(_, leaves), Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)) => {
                 let mut next = 0;
                 let mut same = |path: &str, a: &crate::interp::model::array::Array| {
@@ -462,9 +460,11 @@ impl Interp<'_> {
         let in_trace = crate::interp::model::state::trace_depth(self) > 0;
         // Outside traces, what this value shows is not written out at a place that holds its
         // share of values, nor at one that already shows it (a name read in a loop, each pass).
-        if let Some(indices) = self.seen.by_site.get(&(file, span.start, span.end)).filter(|_| !in_trace) {
-            if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown.describes(value, self)) {
-                return;
+        if !in_trace {
+            if let Some(indices) = self.seen.by_site.get(&(file, span.start, span.end)) {
+                if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown.describes(value, self)) {
+                    return;
+                }
             }
         }
         // Inside a tf.function trace, a tensor is one of its graph.
@@ -476,11 +476,8 @@ impl Interp<'_> {
             crate::interp::model::state::record_value(self, site, name, shown, kind);
             return;
         }
-        let indices = self.seen.by_site.entry((file, span.start, span.end)).or_default();
-        if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown == shown) {
-            return;
-        }
-        indices.push(self.seen.concrete.len());
+        // New at this place, and the place has room (checked above).
+        self.seen.by_site.entry((file, span.start, span.end)).or_default().push(self.seen.concrete.len());
         let preview = match value {
             Value::Array(a) => preview(self, a),
             _ => None,
