@@ -43,7 +43,9 @@
 //! script runs, on the server alone, under `valgrind --tool=callgrind --callgrind-out-file=OUT`
 //! (instructions per edit are deterministic where wall time is not on a loaded machine;
 //! `callgrind_annotate OUT` says where they go). Run it with 0 edits too and subtract: what
-//! is left is the edits' own.
+//! is left is the edits' own. `TRACELENS_BENCH_CALLGRIND_ARGS` adds valgrind arguments:
+//! `--cache-sim=yes --branch-sim=yes` also counts simulated cache misses and mispredicted
+//! branches, what makes the same instructions take longer.
 //!
 //! Size: one benchmark script whose scenarios share the client, the generated projects and the
 //! printing of the figures.
@@ -581,19 +583,68 @@ struct Session {
     /// VmRSS in MB after the open and after every 50 edits.
     rss_trend: Vec<(usize, f64)>,
     rss_end: Option<(f64, f64)>,
-    /// CPU time (user + system) the server spent during the edits.
-    cpu_edits: Option<Duration>,
-    cpu_at_open: Option<Duration>,
+    /// What the server used during the edits (CPU time, faults, context switches).
+    used_by_edits: Option<Usage>,
+    used_at_open: Option<Usage>,
 }
 
 /// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
 fn cpu_time(pid: u32) -> Option<Duration> {
+    usage(pid).map(|u| u.user + u.system)
+}
+
+/// What a process has used so far, all its threads together, from /proc: CPU time split
+/// into user and system (clock ticks of 10 ms), minor page faults, and context switches
+/// (voluntary: it waited; involuntary: it was preempted). Two builds that execute the same
+/// instructions can still differ in the last three, which time shows and instruction counts
+/// do not.
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    user: Duration,
+    system: Duration,
+    minor_faults: u64,
+    voluntary_switches: u64,
+    involuntary_switches: u64,
+}
+
+impl Usage {
+    fn since(self, before: Usage) -> Usage {
+        Usage {
+            user: self.user.saturating_sub(before.user),
+            system: self.system.saturating_sub(before.system),
+            minor_faults: self.minor_faults.saturating_sub(before.minor_faults),
+            voluntary_switches: self.voluntary_switches.saturating_sub(before.voluntary_switches),
+            involuntary_switches: self.involuntary_switches.saturating_sub(before.involuntary_switches),
+        }
+    }
+}
+
+fn usage(pid: u32) -> Option<Usage> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses.
+    // Fields after the command name, which is in parentheses: minflt is the 8th, utime and
+    // stime the 12th and 13th (proc(5), counted from the state field).
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+    let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    let mut usage = Usage {
+        user: Duration::from_millis(field(11)? * 10),
+        system: Duration::from_millis(field(12)? * 10),
+        minor_faults: field(7)?,
+        ..Usage::default()
+    };
+    // Context switches are counted per thread (/proc/PID/task/TID/status).
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else { continue };
+        for line in status.lines() {
+            let count = |prefix: &str| line.strip_prefix(prefix).and_then(|v| v.trim().parse::<u64>().ok());
+            if let Some(n) = count("voluntary_ctxt_switches:") {
+                usage.voluntary_switches += n;
+            } else if let Some(n) = count("nonvoluntary_ctxt_switches:") {
+                usage.involuntary_switches += n;
+            }
+        }
+    }
+    Some(usage)
 }
 
 /// Waits (up to 2 s) until a process has used no CPU for 50 ms: work a server does after its
@@ -628,8 +679,8 @@ impl Session {
             publishes_before: 0,
             rss_trend: Vec::new(),
             rss_end: None,
-            cpu_edits: None,
-            cpu_at_open: None,
+            used_by_edits: None,
+            used_at_open: None,
         }
     }
 
@@ -649,7 +700,7 @@ impl Session {
         if let Some((rss, _)) = rss_mb(self.lsp.pid()) {
             self.rss_trend.push((0, rss));
         }
-        self.cpu_at_open = cpu_time(self.lsp.pid());
+        self.used_at_open = usage(self.lsp.pid());
         if first.is_none() {
             self.missing.push(1);
         }
@@ -677,8 +728,8 @@ impl Session {
     fn edits_done(&mut self) {
         // A second publish for the last version, if the server sends one, is counted too.
         let _ = self.lsp.wait(|_| false, Duration::from_millis(300));
-        if let (Some(a), Some(b)) = (self.cpu_at_open, cpu_time(self.lsp.pid())) {
-            self.cpu_edits = Some(b.saturating_sub(a));
+        if let (Some(a), Some(b)) = (self.used_at_open, usage(self.lsp.pid())) {
+            self.used_by_edits = Some(b.since(a));
         }
     }
 
@@ -689,7 +740,26 @@ impl Session {
 
     /// Server CPU time (user + system) per edit, in ms.
     fn cpu_per_edit(&self) -> Option<f64> {
-        self.cpu_edits.map(|d| d.as_secs_f64() * 1e3 / (self.version - 1).max(1) as f64)
+        self.used_by_edits.map(|u| (u.user + u.system).as_secs_f64() * 1e3 / self.edit_count())
+    }
+
+    fn edit_count(&self) -> f64 {
+        (self.version - 1).max(1) as f64
+    }
+
+    /// Per edit: user and system CPU time in ms, minor faults, voluntary and involuntary
+    /// context switches.
+    fn usage_per_edit(&self) -> Option<String> {
+        let u = self.used_by_edits?;
+        let n = self.edit_count();
+        Some(format!(
+            "user {:.2} ms, system {:.2} ms, {:.0} minor faults, {:.1} + {:.1} context switches (voluntary + involuntary)",
+            u.user.as_secs_f64() * 1e3 / n,
+            u.system.as_secs_f64() * 1e3 / n,
+            u.minor_faults as f64 / n,
+            u.voluntary_switches as f64 / n,
+            u.involuntary_switches as f64 / n
+        ))
     }
 
     fn hover(&mut self, (line, character): (u32, u32)) {
@@ -724,6 +794,9 @@ impl Session {
             self.cpu_per_edit().map_or("?".into(), |ms| format!("{ms:.1} ms per edit")),
             if self.missing.is_empty() { String::new() } else { format!("; NO publish within 30 s for versions {:?}", self.missing) }
         );
+        if let Some(per_edit) = self.usage_per_edit() {
+            println!("    per edit: {per_edit}");
+        }
         println!("  hover: {} ({} of {} with content)", show(&stats(&self.hovers)), self.hovers_with_content, self.hovers.len());
         if let Some((rss, hwm)) = self.rss_end {
             println!("  RSS after the edits and hovers: {rss:.1} MB (peak {hwm:.1} MB)");
@@ -821,7 +894,12 @@ fn start_tracelens(bin: &Path, root: &Path, init: Value) -> Option<Lsp> {
             let mut c = Command::new("valgrind");
             let mut flag = std::ffi::OsString::from("--callgrind-out-file=");
             flag.push(out);
-            c.args(["--tool=callgrind", "--separate-threads=no"]).arg(flag).arg(bin);
+            c.args(["--tool=callgrind", "--separate-threads=no"]).arg(flag);
+            // More of callgrind's counters, e.g. `--cache-sim=yes --branch-sim=yes`.
+            if let Ok(extra) = std::env::var("TRACELENS_BENCH_CALLGRIND_ARGS") {
+                c.args(extra.split_whitespace());
+            }
+            c.arg(bin);
             c
         }
         None => Command::new(bin),
@@ -1127,6 +1205,11 @@ fn main() {
             );
             if let (Some(x), Some(y)) = (cpu(&ours), cpu(&theirs)) {
                 println!("  server CPU time per edit: tracelens {x:.1} ms, baseline {y:.1} ms, ratio {:.2}x", y / x);
+            }
+            for s in [&ours, &theirs].into_iter().flatten() {
+                if let Some(per_edit) = s.usage_per_edit() {
+                    println!("    {} per edit: {per_edit}", s.name);
+                }
             }
             if let (Some(x), Some(y)) = (hover(&ours), hover(&theirs)) {
                 println!("  hover p50: tracelens {:.3} ms, baseline {:.3} ms, ratio {:.2}x", x.p50, y.p50, y.p50 / x.p50);
