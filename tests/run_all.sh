@@ -48,6 +48,36 @@ if [[ -z ${TRACELENS_TF_PYTHON:-} && -n $tf_pin && ! -e target/tf-venv ]]; then
     tf_venv_pid=$!
     set +m
 fi
+# The golden tables' check (xtask/src/golden.rs: each generator of tests/conformance/ re-run
+# with --check against real JAX) is Python alone, about 16 minutes of CPU, most of it XLA
+# compiling eager ops. It needs no tracelens, so it runs here, beside the build, which leaves
+# about half of a 2-core machine idle (its CPU time was 1.1 times its wall time), instead of
+# beside the fixtures, which keep both cores busy. It makes (or completes) JAX's venv first,
+# with the pins of xtask/src/python_env.rs, their one source; the conformance step waits for
+# the venv, and the golden step after the fuzzer waits for the check and shows what it said.
+jax_python=${TRACELENS_JAX_PYTHON:-target/jax-venv/bin/python}
+jax_pins="jax==$(sed -n 's/^pub const JAX_VERSION: &str = "\(.*\)";$/\1/p' xtask/src/python_env.rs)"
+jax_pins+=" $(grep -o '("[A-Za-z0-9_.-]*", "[0-9][0-9.]*")' xtask/src/python_env.rs | sed 's/("\(.*\)", "\(.*\)")/\1==\2/' | tr '\n' ' ')"
+goldens=$(grep '^const GENERATORS' xtask/src/golden.rs | grep -o '"[a-z_]*\.py"' | tr -d '"')
+mkdir -p target
+rm -f target/jax-venv.ready target/golden-check.status
+set -m
+(
+    if [[ -z ${TRACELENS_JAX_PYTHON:-} ]]; then
+        [[ -x target/jax-venv/bin/python ]] || "${PYTHON:-python3}" -m venv target/jax-venv
+        # shellcheck disable=SC2086 # one pip argument per pin
+        target/jax-venv/bin/python -m pip install --disable-pip-version-check --quiet $jax_pins
+    fi
+    touch target/jax-venv.ready
+    status=0
+    for generator in $goldens; do
+        echo "golden $generator:"
+        JAX_PLATFORMS=cpu timeout 3600 "$jax_python" "tests/conformance/$generator" --check || status=1
+    done
+    echo "$status" >target/golden-check.status
+) >target/golden-check.log 2>&1 &
+golden_pid=$!
+set +m
 # So do the editor tests' tools (pytest-lsp's venv, Neovim 0.11, Chromium, code-server, the
 # extension's npm packages): network and unpacking, minutes on a fresh machine, that would
 # otherwise wait for the build and the conformance runs, which keep both cores busy. The
@@ -58,7 +88,7 @@ set -m
     >target/editor-prepare.log 2>&1 &
 editors_pid=$!
 set +m
-trap 'for pid in $tf_venv_pid $editors_pid; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
+trap 'for pid in $tf_venv_pid $editors_pid $golden_pid; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
 step "unit and integration tests" cargo test --workspace --release
 # The tasks below run the binaries of that build. `cargo xtask` (`cargo run -p xtask`) and
 # `cargo build -p tracelens` would each resolve the features without the workspace's
@@ -72,7 +102,10 @@ step "the tasks' binaries, as the tests were built (target/release/xtask, target
     cargo build --workspace --release --bins --tests
 export TRACELENS_BIN=${TRACELENS_BIN:-$target_dir/release/tracelens}
 xtask=$target_dir/release/xtask
-step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv)" "$xtask" conformance
+# The venv the golden check made (or is making) is the conformance step's.
+while [[ ! -e target/jax-venv.ready ]] && kill -0 "$golden_pid" 2>/dev/null; do sleep 1; done
+step "conformance against real JAX (installs jax==0.10.2 into target/jax-venv; the golden tables run beside the build)" \
+    "$xtask" conformance --no-golden
 step "library shims take every argument flax, optax and equinox take (tests/conformance/shim_signatures.py)" \
     "${TRACELENS_JAX_PYTHON:-$target_dir/jax-venv/bin/python}" tests/conformance/shim_signatures.py tracer-core/shims
 if [[ -n $tf_venv_pid ]]; then
@@ -84,6 +117,13 @@ step "hover coverage: every place JAX had an array in the fixtures, hovered in t
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
 step "fuzzer: 3 minutes of mutated fixtures through check, trace, repro and run (seed 1)" "$xtask" fuzz --minutes 3 --seed 1 --no-write
+golden_check() {
+    wait "$golden_pid" || true
+    golden_pid=
+    cat target/golden-check.log
+    [[ $(cat target/golden-check.status 2>/dev/null) == 0 ]]
+}
+step "golden tables: each generator's --check against real JAX (tests/conformance/gen_*.py, run since the build began)" golden_check
 if [[ -n $editors_pid ]]; then
     wait "$editors_pid" || echo "note: the background install of the editor tools failed (target/editor-prepare.log); the editor steps install them again"
     editors_pid=

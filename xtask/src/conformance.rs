@@ -24,6 +24,9 @@ pub struct Options {
     pub read_cache: bool,
     /// Only the reproducer checks (no fixture is compared).
     pub reproducers_only: bool,
+    /// Whether a full run also checks the golden tables (`--no-golden`: tests/run_all.sh
+    /// checks them on its own, while the tests build).
+    pub golden: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,11 +132,17 @@ pub fn run(options: Options) -> Result<bool, String> {
         run_programs.clear();
     }
     let started = Instant::now();
-    let wants_golden = options.filter.is_none() && options.fixtures_dir.is_none() && !options.reproducers_only;
+    let wants_golden = options.golden && options.filter.is_none() && options.fixtures_dir.is_none() && !options.reproducers_only;
     let golden = wants_golden.then(|| {
         let (python, dir) = (oracle.python.clone(), conformance_dir.clone());
-        std::thread::spawn(move || crate::golden::check(&python, &dir))
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let (ok, said) = crate::golden::check(&python, &dir);
+            (ok, said, started.elapsed())
+        })
     });
+    // Wall time of each phase, printed last: where a CI run's time went.
+    let mut phases: Vec<(&str, std::time::Duration)> = Vec::new();
     let jobs = options.jobs.max(1).min(fixtures.len().max(1));
     let done = AtomicUsize::new(0);
     let oracle_command = || oracle.interpreter();
@@ -151,6 +160,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         },
         drop,
     );
+    phases.push(("fixtures", started.elapsed()));
     let suite = Suite {
         results,
         oracle_only: options.oracle_only,
@@ -169,6 +179,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         println!("reproducer checks skipped: the interpreter lacks {}", missing.join(", "));
     }
     if let (Some(t), None, true) = (&tracelens, &options.filter, missing.is_empty()) {
+        let phase = Instant::now();
         let summary = crate::repro::check(
             &t.binary,
             &oracle.python,
@@ -177,6 +188,8 @@ pub fn run(options: Options) -> Result<bool, String> {
             options.jobs.max(1),
         );
         print!("{}", summary.render());
+        phases.push(("reproducers", phase.elapsed()));
+        let phase = Instant::now();
         let staged = crate::repro::check_functions(
             &t.binary,
             &oracle.python,
@@ -185,15 +198,18 @@ pub fn run(options: Options) -> Result<bool, String> {
             options.jobs.max(1),
         );
         print!("{}", staged.render());
+        phases.push(("staged functions", phase.elapsed()));
         repro_ok = summary.wrong.is_empty() && staged.wrong.is_empty();
     }
     // The project fixtures, run under their real runners (absl, unittest, pytest).
     let mut projects_ok = true;
     let wants_projects = options.filter.as_deref().is_none_or(|f| "_projects/".contains(f) || f.starts_with("_projects"));
     if let (Some(t), true, true, None) = (&tracelens, wants_projects, missing.is_empty(), &options.fixtures_dir) {
+        let phase = Instant::now();
         let summary =
             crate::projects::check(&t.binary, &oracle.python, &fixtures_dir.join("_projects"), &conformance_dir.join("project_oracle.py"));
         print!("{}", summary.render());
+        phases.push(("projects", phase.elapsed()));
         projects_ok = summary.wrong.is_empty();
     }
     print!("{}", report::render(&suite));
@@ -212,9 +228,11 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let mut run_ok = true;
     if let (Some(t), false) = (&tracelens, run_programs.is_empty()) {
+        let phase = Instant::now();
         let python = crate::run_suite::Python { interpreter: &oracle.python, preload: crate::runners::JAX_PRELOAD };
         let run = crate::run_suite::check(&run_programs, &fixtures_dir, &t.binary, python, &oracle.cache_dir, &gaps, options.jobs.max(1));
         print!("{}", run.render());
+        phases.push(("run", phase.elapsed()));
         run_ok = !run.failed();
     }
     // The op table's goldens must still be what JAX gives (only on a full run): started with
@@ -222,12 +240,18 @@ pub fn run(options: Options) -> Result<bool, String> {
     // minutes.
     let golden_ok = match golden {
         Some(running) => {
-            let (ok, said) = running.join().unwrap_or_else(|_| (false, "golden: the check panicked\n".to_string()));
+            let waited = Instant::now();
+            let (ok, said, took) =
+                running.join().unwrap_or_else(|_| (false, "golden: the check panicked\n".to_string(), std::time::Duration::ZERO));
             print!("{said}");
+            phases.push(("golden tables (beside the fixtures)", took));
+            phases.push(("waiting for the golden tables", waited.elapsed()));
             ok
         }
         None => true,
     };
+    let took: Vec<String> = phases.iter().map(|(name, d)| format!("{name} {:.0} s", d.as_secs_f64())).collect();
+    println!("conformance phases, wall time: {}; in all {:.0} s", took.join(", "), started.elapsed().as_secs_f64());
     Ok(repro_ok && projects_ok && golden_ok && run_ok && pairs_ok && suite.results.iter().all(|r| !r.verdict.is_failure()))
 }
 

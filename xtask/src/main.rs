@@ -47,6 +47,8 @@ options:
   --no-cache        rerun the oracle even where target/conformance-cache/ has its result
   --reproducers-only  only the reproducer checks: every error fixture's reproducer and every
                     clean fixture's jitted functions staged out (repro --function), under JAX
+  --no-golden       a full run without the golden tables' check (tests/run_all.sh runs it
+                    while the tests build)
 
 environment:
   TRACELENS_JAX_PYTHON  a Python interpreter with jax==0.10.2 (default: target/jax-venv,
@@ -268,6 +270,7 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
         fixtures_dir: None,
         read_cache: true,
         reproducers_only: false,
+        golden: true,
     };
     each_flag(args, |flag, value| {
         match flag {
@@ -278,6 +281,7 @@ fn parse_conformance(args: &[String]) -> Result<conformance::Options, String> {
             "--fixtures" => options.fixtures_dir = Some(PathBuf::from(value("--fixtures")?)),
             "--no-cache" => options.read_cache = false,
             "--reproducers-only" => options.reproducers_only = true,
+            "--no-golden" => options.golden = false,
             other => return Err(format!("unknown option {other:?}")),
         }
         Ok(())

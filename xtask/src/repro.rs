@@ -69,10 +69,12 @@ except BaseException as e:
     print("tracelens-raised: " + type(e).__name__)
 "##;
 
-/// `python` with JAX on the CPU, as the reproducers run.
+/// `python` with JAX on the CPU, as the reproducers run. What is compared of a reproducer
+/// (the class and message it raises, its outputs' avals) is decided before XLA compiles, so
+/// XLA compiles without optimising, as for the oracles (`ORACLE_XLA_FLAGS`).
 fn jax_command(python: &Path) -> Command {
     let mut command = Command::new(python);
-    command.env("JAX_PLATFORMS", "cpu");
+    command.env("JAX_PLATFORMS", "cpu").env("XLA_FLAGS", crate::runners::ORACLE_XLA_FLAGS);
     command
 }
 

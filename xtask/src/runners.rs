@@ -95,6 +95,8 @@ impl Oracle {
         key_input.extend_from_slice(&self.script_bytes);
         key_input.push(0);
         key_input.extend_from_slice(versions.as_bytes());
+        key_input.push(0);
+        key_input.extend_from_slice(ORACLE_XLA_FLAGS.as_bytes());
         Ok(self.cache_dir.join(format!("{}.json", sha256_hex(&key_input))))
     }
 
@@ -137,10 +139,18 @@ impl Oracle {
         command
             .env("JAX_COMPILATION_CACHE_DIR", self.cache_dir.join("jax-compiled"))
             .env("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-            .env("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1");
+            .env("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+            .env("XLA_FLAGS", ORACLE_XLA_FLAGS);
         command
     }
 }
+
+/// XLA's flags for the oracles, which observe what JAX decides before XLA compiles anything:
+/// errors, trace counts, avals, the lines run. Most of a fixture's time was XLA optimising
+/// each program it compiles with LLVM, for values nobody compares here; without that
+/// optimisation XLA compiles the same programs, and the values they compute are for the
+/// run suite and the golden tables to compare, which run with XLA's defaults.
+pub const ORACLE_XLA_FLAGS: &str = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true";
 
 /// `python` as the suite runs JAX programs: on the CPU, with no JAX setting of the caller's
 /// environment, a fixed hash seed and no bytecode written into the fixtures' folders.
