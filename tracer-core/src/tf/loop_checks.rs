@@ -71,6 +71,8 @@ struct OpenLoop {
     depth: usize,
     forks: usize,
     guards: usize,
+    /// A `tf.while_loop`'s `maximum_iterations` (an int32 scalar), when given.
+    max: Option<Value>,
 }
 
 /// A traced loop as a call runs it: the graph's values the loop variables enter with
@@ -93,6 +95,8 @@ pub struct LoopRun {
     pub(super) parent: Option<usize>,
     /// What its state holds after it, one tensor per loop variable (empty: not followed).
     pub(super) exits: Vec<(VarId, Aval)>,
+    /// At most this many iterations (`tf.while_loop`'s `maximum_iterations`, an int32 scalar).
+    pub(super) max: Option<Operand>,
 }
 
 /// A tensor loop's body begins to be traced (`extra_forks`: paths the loop itself opens,
@@ -117,8 +121,17 @@ pub fn begin(interp: &mut Interp, extra_forks: usize) -> usize {
             None => (false, Vec::new(), None),
         },
     };
-    let open =
-        OpenLoop { id, followed, guard, parent, trace, depth, forks: interp.fork_logs.len() + extra_forks, guards: interp.tf.guards.len() };
+    let open = OpenLoop {
+        id,
+        followed,
+        guard,
+        parent,
+        trace,
+        depth,
+        forks: interp.fork_logs.len() + extra_forks,
+        guards: interp.tf.guards.len(),
+        max: None,
+    };
     interp.tf.loops.open.push(open);
     id
 }
@@ -144,6 +157,14 @@ pub fn current(interp: &Interp, trace: u32) -> Option<(usize, Vec<(Operand, bool
 pub fn not_followed(interp: &mut Interp, id: usize) {
     if let Some(open) = interp.tf.loops.open.iter_mut().rfind(|o| o.id == id) {
         open.followed = false;
+    }
+}
+
+/// Loop `id`, whose body is being traced, stops after `max` iterations (a `tf.while_loop`'s
+/// `maximum_iterations`, an int32 scalar of the graph or known).
+pub fn cap(interp: &mut Interp, id: usize, max: Value) {
+    if let Some(open) = interp.tf.loops.open.iter_mut().rfind(|o| o.id == id) {
+        open.max = Some(max);
     }
 }
 
@@ -212,6 +233,10 @@ pub fn end(interp: &mut Interp, id: usize, init: &[Value], carry_in: &[Value], c
             guard: open.guard.clone(),
             parent: open.parent,
             exits: Vec::new(),
+            max: match &open.max {
+                Some(m) => Some(operand(m)?),
+                None => None,
+            },
         })
     })();
     match run {

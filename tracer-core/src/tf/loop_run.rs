@@ -149,8 +149,19 @@ fn run_loop(
             None => return Ok(None),
         },
     };
+    // `maximum_iterations`: the count the call's values give it (none below zero).
+    let max = match &lp.max {
+        Some(m) => match count(m, jaxpr, consts, inputs) {
+            Some(n) => Some(n),
+            None => return Ok(None),
+        },
+        None => None,
+    };
     for k in 0..=LOOP_ITERATIONS {
         interp.tick()?;
+        if max.is_some_and(|m| k >= m) {
+            return Ok(Some(Ran::Ended(carry)));
+        }
         let element = match &elements {
             Some(e) if k == e.len() => return Ok(Some(Ran::Ended(carry))),
             Some(e) => Some(&e[k]),
@@ -292,6 +303,21 @@ fn loop_graph(
 /// The graph's variables among the predicates of the branches of the body check `c` is in.
 fn guard_vars(c: &CallCheck) -> impl Iterator<Item = crate::jax::ir::VarId> + '_ {
     c.loop_guard.iter().filter_map(|(p, _)| if let Operand::Var(v) = p { Some(*v) } else { None })
+}
+
+/// A loop's `maximum_iterations` at a call (a scalar; zero when not positive); `None` when
+/// not known.
+fn count(max: &Operand, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<usize> {
+    let value = match max {
+        Operand::Known(a) => a.clone(),
+        Operand::Var(v) => {
+            let mut sub = jaxpr.clone();
+            sub.outvars = vec![Atom::Var(*v)];
+            crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs)?.first()?.clone()
+        }
+    };
+    let n = crate::jax::eval::force(&known_value(&value)?, 1)?.iter().next().copied()?;
+    Some(n.max(0.0) as usize)
 }
 
 /// The elements a `for` iterates at a call: `tf.range`'s numbers, or a tensor's rows; `None`

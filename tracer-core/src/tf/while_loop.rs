@@ -45,8 +45,16 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let Some(vars) = nest::map(interp, vars, "loop_vars", &mut |i, leaf, _| leaf_value(i, leaf))? else {
         return Ok(unknown_tensor(interp, "a tf.while_loop over values tracelens does not follow"));
     };
+    let max = p.get(7, "maximum_iterations").filter(|m| !m.is_none());
     if !super::in_graph(interp) {
-        return eager(interp, cond, body, vars);
+        let max = match max {
+            Some(m) => match eager_count(m) {
+                Some(n) => Some(n),
+                None => return Ok(unknown_tensor(interp, "a tf.while_loop whose maximum_iterations tracelens does not know")),
+            },
+            None => None,
+        };
+        return eager(interp, cond, body, vars, max);
     }
     // TensorFlow's messages name a loop variable by its graph tensor (`x:0`); where that
     // name is not known exactly, by its path in `loop_vars`.
@@ -89,9 +97,13 @@ pub fn while_loop(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     let test = test?;
     super::graph_names::enter_branch(interp, scope.as_deref());
     let id = super::loop_checks::begin(interp, 0);
-    // A call stops it after `maximum_iterations`, which the loop's run does not count.
-    if p.get(7, "maximum_iterations").is_some_and(|m| !m.is_none()) {
-        super::loop_checks::not_followed(interp, id);
+    // A call stops it after `maximum_iterations` passes (an int32 scalar in TensorFlow's
+    // graph); one tracelens does not read is not followed.
+    if let Some(m) = max {
+        match graph_count(m) {
+            Some(count) => super::loop_checks::cap(interp, id, count),
+            None => super::loop_checks::not_followed(interp, id),
+        }
     }
     let out = crate::jax::stmt::call_passed(interp, op, "body", body, args.clone());
     super::graph_names::leave_branch(interp, scope.as_deref());
@@ -262,16 +274,78 @@ fn placeholder(interp: &mut Interp, aval: Aval) -> PyResult<Rc<crate::jax::array
     Ok(mark_array(a))
 }
 
+/// `maximum_iterations` eagerly: TensorFlow's `int(...)` of a Python `int` or a known
+/// integer scalar tensor.
+fn eager_count(m: &Value) -> Option<i64> {
+    match m {
+        Value::Int(n) => Some(*n),
+        Value::Array(a) if a.aval.shape.is_empty() && !a.is_tracer() && a.aval.dtype.is_integer() => {
+            crate::jax::eval::force(a, 1)?.iter().next().map(|x| *x as i64)
+        }
+        _ => None,
+    }
+}
+
+/// `maximum_iterations` in a graph: a Python `int`, or an int32 scalar tensor (of the graph or
+/// known), as the loop counter compares it.
+fn graph_count(m: &Value) -> Option<Value> {
+    match m {
+        Value::Int(n) => i32::try_from(*n).ok().map(|n| Value::Array(crate::jax::array::Array::scalar(f64::from(n), DType::I32, false))),
+        Value::Array(a) if a.aval.shape.is_empty() && a.aval.dtype == DType::I32 => Some(m.clone()),
+        _ => None,
+    }
+}
+
+/// Whether `a` and `b` have the same nested containers, lists and tuples told apart (the
+/// check TensorFlow makes eagerly with `maximum_iterations`).
+fn same_types(a: &Value, b: &Value) -> bool {
+    let items = |v: &Value| match v {
+        Value::Tuple(items) => Some((0, items.to_vec())),
+        Value::List(items) => Some((1, items.borrow().clone())),
+        _ => None,
+    };
+    match (items(a), items(b)) {
+        (Some((ka, xa)), Some((kb, xb))) => ka == kb && xa.len() == xb.len() && xa.iter().zip(&xb).all(|(p, q)| same_types(p, q)),
+        (None, None) => match (a, b) {
+            (Value::Dict(x), Value::Dict(y)) => {
+                let (x, y) = (x.borrow(), y.borrow());
+                x.len() == y.len() && x.entries.iter().all(|(h, (_, v))| y.get(h).is_some_and(|w| same_types(v, w)))
+            }
+            (Value::Dict(_), _) | (_, Value::Dict(_)) => false,
+            _ => true,
+        },
+        _ => false,
+    }
+}
+
 /// Eagerly: `while cond(*vars): vars = body(*vars)`; the result is the container the body
-/// last returned (the loop variables' when it never ran).
-fn eager(interp: &mut Interp, cond: &Value, body: &Value, mut vars: Value) -> PyResult<Value> {
+/// last returned (the loop variables' when it never ran). With `maximum_iterations` (`max`)
+/// the test is `k < max and cond(*vars)`, `cond` called either way.
+fn eager(interp: &mut Interp, cond: &Value, body: &Value, mut vars: Value, max: Option<i64>) -> PyResult<Value> {
+    let mut k: i64 = 0;
     loop {
         interp.tick()?;
         let args = interp.iterate(&vars)?;
         let go = interp.call(cond, args.clone(), Vec::new())?;
+        if let Some(max) = max {
+            // TensorFlow's `logical_and` of the count and the test: a test that is not a
+            // boolean is its error, not claimed.
+            let boolean = match &go {
+                Value::Bool(_) => true,
+                Value::Array(a) => a.aval.dtype == DType::Bool,
+                _ => false,
+            };
+            if !boolean {
+                return Ok(unknown_tensor(interp, "a tf.while_loop whose cond does not give a boolean"));
+            }
+            if k >= max {
+                return Ok(vars);
+            }
+        }
         if !interp.truthy(&go)? {
             return Ok(vars);
         }
+        k += 1;
         let out = interp.call(body, args, Vec::new())?;
         if !matches!(out, Value::Tuple(_) | Value::List(_)) {
             return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns a single value"));
@@ -279,7 +353,7 @@ fn eager(interp: &mut Interp, cond: &Value, body: &Value, mut vars: Value) -> Py
         let Some(next) = nest::map(interp, &out, "loop_vars", &mut |i, leaf, _| leaf_value(i, leaf))? else {
             return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns values tracelens does not follow"));
         };
-        if !nest::same_structure(&vars, &next) {
+        if !nest::same_structure(&vars, &next) || (max.is_some() && !same_types(&vars, &next)) {
             return Ok(unknown_tensor(interp, "a tf.while_loop whose body changes the structure of its loop variables"));
         }
         vars = next;
