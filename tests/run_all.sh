@@ -6,7 +6,8 @@
 #      xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
 #      (another venv in target/), xtask hover: hover coverage against real JAX
 #      (docs/hover.md), then xtask fuzz for 3 minutes with a fixed seed (the xtask binary of
-#      step 1's build: what `cargo xtask` runs, without building it again);
+#      step 1's build: what `cargo xtask` runs, without building it again), then the golden
+#      tables' check, which has run beside step 1 since the start;
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
 # (What steps 2-4 install, TensorFlow's venv and the editors' tools, installs in the background
