@@ -58,14 +58,25 @@ fn sequence(v: &Value) -> Vec<Value> {
 
 /// Whether `a` and `b` have the same nested structure.
 pub fn same_structure(a: &Value, b: &Value) -> bool {
+    same(a, b, false)
+}
+
+/// Whether `a` and `b` have the same nested structure with the same kind of sequence at each
+/// level (a list is not a tuple): `nest.assert_same_structure(..., check_types=True)`.
+pub fn same_structure_and_types(a: &Value, b: &Value) -> bool {
+    same(a, b, true)
+}
+
+fn same(a: &Value, b: &Value, check_types: bool) -> bool {
     match (a, b) {
         (x, y) if is_sequence(x) && is_sequence(y) => {
+            let (kind_x, kind_y) = (std::mem::discriminant(x), std::mem::discriminant(y));
             let (x, y) = (sequence(x), sequence(y));
-            x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| same_structure(p, q))
+            (!check_types || kind_x == kind_y) && x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| same(p, q, check_types))
         }
         (Value::Dict(x), Value::Dict(y)) => {
             let (x, y) = (x.borrow(), y.borrow());
-            x.len() == y.len() && x.entries.iter().all(|(h, (_, v))| y.get(h).is_some_and(|w| same_structure(v, w)))
+            x.len() == y.len() && x.entries.iter().all(|(h, (_, v))| y.get(h).is_some_and(|w| same(v, w, check_types)))
         }
         (x, y) => !is_sequence(x) && !is_sequence(y) && !matches!(x, Value::Dict(_)) && !matches!(y, Value::Dict(_)),
     }

@@ -296,28 +296,6 @@ fn graph_count(m: &Value) -> Option<Value> {
     }
 }
 
-/// Whether `a` and `b` have the same nested containers, lists and tuples told apart (the
-/// check TensorFlow makes eagerly with `maximum_iterations`).
-fn same_types(a: &Value, b: &Value) -> bool {
-    let items = |v: &Value| match v {
-        Value::Tuple(items) => Some((0, items.to_vec())),
-        Value::List(items) => Some((1, items.borrow().clone())),
-        _ => None,
-    };
-    match (items(a), items(b)) {
-        (Some((ka, xa)), Some((kb, xb))) => ka == kb && xa.len() == xb.len() && xa.iter().zip(&xb).all(|(p, q)| same_types(p, q)),
-        (None, None) => match (a, b) {
-            (Value::Dict(x), Value::Dict(y)) => {
-                let (x, y) = (x.borrow(), y.borrow());
-                x.len() == y.len() && x.entries.iter().all(|(h, (_, v))| y.get(h).is_some_and(|w| same_types(v, w)))
-            }
-            (Value::Dict(_), _) | (_, Value::Dict(_)) => false,
-            _ => true,
-        },
-        _ => false,
-    }
-}
-
 /// Eagerly: `while cond(*vars): vars = body(*vars)`; the result is the container the body
 /// last returned (the loop variables' when it never ran). With `maximum_iterations` (`max`)
 /// the test is `k < max and cond(*vars)`, `cond` called either way.
@@ -353,7 +331,9 @@ fn eager(interp: &mut Interp, cond: &Value, body: &Value, mut vars: Value, max: 
         let Some(next) = nest::map(interp, &out, "loop_vars", &mut |i, leaf, _| leaf_value(i, leaf))? else {
             return Ok(unknown_tensor(interp, "a tf.while_loop whose body returns values tracelens does not follow"));
         };
-        if !nest::same_structure(&vars, &next) || (max.is_some() && !same_types(&vars, &next)) {
+        // With a cap, TensorFlow also tells a list from a tuple (and raises a long TypeError).
+        let same = if max.is_some() { nest::same_structure_and_types(&vars, &next) } else { nest::same_structure(&vars, &next) };
+        if !same {
             return Ok(unknown_tensor(interp, "a tf.while_loop whose body changes the structure of its loop variables"));
         }
         vars = next;
