@@ -226,20 +226,35 @@ fn picked(guard: &[(Operand, bool)], jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs
     if guard.is_empty() {
         return Some(true);
     }
-    let mut sub = jaxpr.clone();
-    sub.outvars = guard.iter().filter_map(|(p, _)| if let Operand::Var(v) = p { Some(Atom::Var(*v)) } else { None }).collect();
-    let values = crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs)?;
-    let mut values = values.iter();
+    let preds: Vec<&Operand> = guard.iter().map(|(p, _)| p).collect();
+    let values = operand_values(&preds, jaxpr, consts, inputs)?;
     let mut all = true;
-    for (pred, taken) in guard {
-        let pred = match pred {
-            Operand::Var(_) => values.next()?.clone(),
-            Operand::Known(a) => a.clone(),
-        };
-        let held = crate::jax::eval::force(&known_value(&pred)?, 1)?.iter().next().map(|x| *x != 0.0)?;
+    for (pred, (_, taken)) in values.iter().zip(guard) {
+        let held = crate::jax::eval::force(pred, 1)?.iter().next().map(|x| *x != 0.0)?;
         all &= held == *taken;
     }
     Some(all)
+}
+
+/// The values `operands` have at a call, each known: the graph's variables computed from the
+/// call's inputs in one evaluation, known operands as they are; `None` when one is not known.
+fn operand_values(operands: &[&Operand], jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<Vec<Rc<Array>>> {
+    let outvars: Vec<Atom> = operands.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
+    let computed = if outvars.is_empty() {
+        Vec::new()
+    } else {
+        let mut sub = jaxpr.clone();
+        sub.outvars = outvars;
+        crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs)?
+    };
+    let mut computed = computed.iter();
+    operands
+        .iter()
+        .map(|o| match o {
+            Operand::Var(_) => computed.next().and_then(known_value),
+            Operand::Known(a) => known_value(a),
+        })
+        .collect()
 }
 
 /// A loop variable's value as `run_loop` reads it: known, and computed within the budget.
@@ -308,15 +323,8 @@ fn guard_vars(c: &CallCheck) -> impl Iterator<Item = crate::jax::ir::VarId> + '_
 /// A loop's `maximum_iterations` at a call (a scalar; zero when not positive); `None` when
 /// not known.
 fn count(max: &Operand, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array>]) -> Option<usize> {
-    let value = match max {
-        Operand::Known(a) => a.clone(),
-        Operand::Var(v) => {
-            let mut sub = jaxpr.clone();
-            sub.outvars = vec![Atom::Var(*v)];
-            crate::jax::eval_jaxpr::instantiate(&sub, consts, inputs)?.first()?.clone()
-        }
-    };
-    let n = crate::jax::eval::force(&known_value(&value)?, 1)?.iter().next().copied()?;
+    let value = operand_values(&[max], jaxpr, consts, inputs)?.pop()?;
+    let n = crate::jax::eval::force(&value, 1)?.iter().next().copied()?;
     Some(n.max(0.0) as usize)
 }
 
@@ -327,18 +335,7 @@ fn elements(rows: &Rows, jaxpr: &Jaxpr, consts: &[Rc<Array>], inputs: &[Rc<Array
         Rows::Range { start, limit, delta, .. } => vec![start, limit, delta],
         Rows::Tensor(t) => vec![t],
     };
-    let mut entry = jaxpr.clone();
-    entry.outvars = operands.iter().filter_map(|o| if let Operand::Var(v) = o { Some(Atom::Var(*v)) } else { None }).collect();
-    let computed = crate::jax::eval_jaxpr::instantiate(&entry, consts, inputs)?;
-    let mut computed = computed.iter();
-    let mut values = Vec::with_capacity(operands.len());
-    for o in operands {
-        let value = match o {
-            Operand::Var(_) => computed.next().cloned(),
-            Operand::Known(a) => Some(a.clone()),
-        };
-        values.push(value.as_ref().and_then(known_value)?);
-    }
+    let values = operand_values(&operands, jaxpr, consts, inputs)?;
     match (rows, values.as_slice()) {
         (Rows::Range { dtype, .. }, [start, limit, delta]) => {
             let scalar = |a: &Rc<Array>| crate::jax::eval::force(a, 1).filter(|d| d.len() == 1).and_then(|d| d.iter().next().copied());
