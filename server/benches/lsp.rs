@@ -590,7 +590,7 @@ struct Session {
 
 /// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
 fn cpu_time(pid: u32) -> Option<Duration> {
-    usage(pid).map(|u| u.user + u.system)
+    stat_usage(pid).map(|u| u.user + u.system)
 }
 
 /// What a process has used so far, all its threads together, from /proc: CPU time split
@@ -620,18 +620,7 @@ impl Usage {
 }
 
 fn usage(pid: u32) -> Option<Usage> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses: minflt is the 8th, utime and
-    // stime the 12th and 13th (proc(5), counted from the state field).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
-    let mut usage = Usage {
-        user: Duration::from_millis(field(11)? * 10),
-        system: Duration::from_millis(field(12)? * 10),
-        minor_faults: field(7)?,
-        ..Usage::default()
-    };
+    let mut usage = stat_usage(pid)?;
     // Context switches are counted per thread (/proc/PID/task/TID/status).
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
         let Ok(status) = std::fs::read_to_string(task.path().join("status")) else { continue };
@@ -645,6 +634,22 @@ fn usage(pid: u32) -> Option<Usage> {
         }
     }
     Some(usage)
+}
+
+/// The part of [`Usage`] one read of /proc/PID/stat gives: CPU times and minor faults.
+fn stat_usage(pid: u32) -> Option<Usage> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses: minflt is the 8th, utime and
+    // stime the 12th and 13th (proc(5), counted from the state field).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some(Usage {
+        user: Duration::from_millis(field(11)? * 10),
+        system: Duration::from_millis(field(12)? * 10),
+        minor_faults: field(7)?,
+        ..Usage::default()
+    })
 }
 
 /// Waits (up to 2 s) until a process has used no CPU for 50 ms: work a server does after its
