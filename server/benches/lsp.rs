@@ -586,11 +586,14 @@ struct Session {
     /// What the server used during the edits (CPU time, faults, context switches).
     used_by_edits: Option<Usage>,
     used_at_open: Option<Usage>,
+    /// The same per thread name (threads of one name summed), at the open and by the edits.
+    threads_at_open: Vec<(String, Usage)>,
+    threads_by_edits: Vec<(String, Usage)>,
 }
 
 /// User + system CPU time of a process, from /proc (clock ticks of 10 ms).
 fn cpu_time(pid: u32) -> Option<Duration> {
-    stat_usage(pid).map(|u| u.user + u.system)
+    stat_usage(&format!("/proc/{pid}")).map(|u| u.user + u.system)
 }
 
 /// What a process has used so far, all its threads together, from /proc: CPU time split
@@ -620,25 +623,52 @@ impl Usage {
 }
 
 fn usage(pid: u32) -> Option<Usage> {
-    let mut usage = stat_usage(pid)?;
+    let mut usage = stat_usage(&format!("/proc/{pid}"))?;
     // Context switches are counted per thread (/proc/PID/task/TID/status).
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
-        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else { continue };
-        for line in status.lines() {
-            let count = |prefix: &str| line.strip_prefix(prefix).and_then(|v| v.trim().parse::<u64>().ok());
-            if let Some(n) = count("voluntary_ctxt_switches:") {
-                usage.voluntary_switches += n;
-            } else if let Some(n) = count("nonvoluntary_ctxt_switches:") {
-                usage.involuntary_switches += n;
-            }
-        }
+    for (_, thread) in thread_usage(pid) {
+        usage.voluntary_switches += thread.voluntary_switches;
+        usage.involuntary_switches += thread.involuntary_switches;
     }
     Some(usage)
 }
 
-/// The part of [`Usage`] one read of /proc/PID/stat gives: CPU times and minor faults.
-fn stat_usage(pid: u32) -> Option<Usage> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// [`Usage`] per thread name (`tracelens-edits`, `tokio-runtime-w`, ...), threads of one name
+/// summed, in name order: which thread the CPU time and the context switches are.
+fn thread_usage(pid: u32) -> Vec<(String, Usage)> {
+    let mut by_name: std::collections::BTreeMap<String, Usage> = Default::default();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let (Ok(status), Some(mut usage)) =
+            (std::fs::read_to_string(task.path().join("status")), stat_usage(&task.path().to_string_lossy()))
+        else {
+            continue;
+        };
+        let mut name = String::new();
+        for line in status.lines() {
+            let count = |prefix: &str| line.strip_prefix(prefix).and_then(|v| v.trim().parse::<u64>().ok());
+            if let Some(n) = line.strip_prefix("Name:") {
+                name = n.trim().to_string();
+            } else if let Some(n) = count("voluntary_ctxt_switches:") {
+                usage.voluntary_switches = n;
+            } else if let Some(n) = count("nonvoluntary_ctxt_switches:") {
+                usage.involuntary_switches = n;
+            }
+        }
+        let sum = by_name.entry(name).or_default();
+        *sum = Usage {
+            user: sum.user + usage.user,
+            system: sum.system + usage.system,
+            minor_faults: sum.minor_faults + usage.minor_faults,
+            voluntary_switches: sum.voluntary_switches + usage.voluntary_switches,
+            involuntary_switches: sum.involuntary_switches + usage.involuntary_switches,
+        };
+    }
+    by_name.into_iter().collect()
+}
+
+/// The part of [`Usage`] one read of DIR/stat gives (a process' /proc/PID or a thread's
+/// /proc/PID/task/TID): CPU times and minor faults.
+fn stat_usage(dir: &str) -> Option<Usage> {
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
     // Fields after the command name, which is in parentheses: minflt is the 8th, utime and
     // stime the 12th and 13th (proc(5), counted from the state field).
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -685,6 +715,8 @@ impl Session {
             rss_trend: Vec::new(),
             rss_end: None,
             used_by_edits: None,
+            threads_at_open: Vec::new(),
+            threads_by_edits: Vec::new(),
             used_at_open: None,
         }
     }
@@ -706,6 +738,7 @@ impl Session {
             self.rss_trend.push((0, rss));
         }
         self.used_at_open = usage(self.lsp.pid());
+        self.threads_at_open = thread_usage(self.lsp.pid());
         if first.is_none() {
             self.missing.push(1);
         }
@@ -736,6 +769,14 @@ impl Session {
         if let (Some(a), Some(b)) = (self.used_at_open, usage(self.lsp.pid())) {
             self.used_by_edits = Some(b.since(a));
         }
+        let before = std::mem::take(&mut self.threads_at_open);
+        self.threads_by_edits = thread_usage(self.lsp.pid())
+            .into_iter()
+            .map(|(name, after)| {
+                let at_open = before.iter().find(|(n, _)| *n == name).map_or(Usage::default(), |(_, u)| *u);
+                (name, after.since(at_open))
+            })
+            .collect();
     }
 
     fn publishes_per_edit(&self) -> f64 {
@@ -801,6 +842,16 @@ impl Session {
         );
         if let Some(per_edit) = self.usage_per_edit() {
             println!("    per edit: {per_edit}");
+        }
+        let n = self.edit_count();
+        for (name, u) in self.threads_by_edits.iter().filter(|(_, u)| u.voluntary_switches + u.involuntary_switches > 0) {
+            println!(
+                "      thread {name}: user {:.2} ms, system {:.2} ms, {:.1} + {:.1} context switches",
+                u.user.as_secs_f64() * 1e3 / n,
+                u.system.as_secs_f64() * 1e3 / n,
+                u.voluntary_switches as f64 / n,
+                u.involuntary_switches as f64 / n
+            );
         }
         println!("  hover: {} ({} of {} with content)", show(&stats(&self.hovers)), self.hovers_with_content, self.hovers.len());
         if let Some((rss, hwm)) = self.rss_end {
