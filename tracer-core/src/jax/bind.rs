@@ -65,6 +65,9 @@ pub(super) fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_a
     Ok(outs.remove(0))
 }
 
+/// `bind`'s dispatcher, kept small (it runs at every primitive an analysis applies): the
+/// rare checks, the concrete route and the traced route are functions of their own, so an
+/// edit's hot path (module code on concrete arrays) runs from a few cache lines.
 fn bind_with_bodies(
     interp: &mut Interp,
     prim: Prim,
@@ -73,30 +76,55 @@ fn bind_with_bodies(
     bodies: Vec<Rc<Jaxpr>>,
 ) -> PyResult<Vec<Rc<Array>>> {
     if inputs.iter().any(|i| i.aval.dtype.is_key()) && !prims::properties::takes_keys(&prim) {
-        // JAX refuses most primitives on typed PRNG keys, with messages that depend on the
-        // primitive; not modelled, so the analysis stops here without a diagnostic.
-        return Err(interp.stop_unknown(format!("{} applied to PRNG keys", prim.name())));
+        return Err(refuse_keys(interp, &prim));
     }
     if let (Prim::Linalg(op), Some(first)) = (&prim, inputs.first()) {
-        // LAPACK has no 16-bit routines: JAX's lowering of these primitives raises.
-        let class = match first.aval.dtype {
-            dtypes::DType::F16 => Some("numpy.float16"),
-            dtypes::DType::BF16 => Some("ml_dtypes.bfloat16"),
-            _ => None,
-        };
-        if let (Some(class), true) = (class, prims::properties::calls_lapack(*op)) {
-            let name = first.aval.dtype.name();
-            let message = format!("(KeyError(<class '{class}'>), 'Unsupported dtype {name}.')");
-            return Err(interp.raise("NotImplementedError", Code::PythonException, message));
+        if matches!(first.aval.dtype, dtypes::DType::F16 | dtypes::DType::BF16) && prims::properties::calls_lapack(*op) {
+            return Err(refuse_half_precision_lapack(interp, first.aval.dtype));
         }
     }
     if interp.jax.check_rules {
         check_rule(interp, &prim, inputs, &out_avals, &bodies);
     }
     let site = interp.site();
-    // A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
-    // takes it in as a constant and raises at the jitted call (the outermost one, which
-    // compiles); a `vmap` tracer it rejects at once.
+    if inputs.iter().any(|i| i.tracer().is_some()) {
+        note_leaked_tracers(interp, inputs)?;
+    }
+    let state = &interp.jax;
+    let top_input = inputs.iter().filter_map(|i| i.tracer()).filter_map(|t| state.position(t.trace)).max();
+    let staging = if state.numpy_eager { None } else { state.innermost_staging() };
+    let target = match (top_input, staging) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    match target {
+        Some(pos) => bind_traced(interp, prim, inputs, out_avals, bodies, site, pos),
+        None => bind_concrete(interp, prim, inputs, out_avals, bodies, site),
+    }
+}
+
+/// JAX refuses most primitives on typed PRNG keys, with messages that depend on the
+/// primitive; not modelled, so the analysis stops here without a diagnostic.
+#[cold]
+#[inline(never)]
+fn refuse_keys(interp: &mut Interp, prim: &Prim) -> crate::interp::Flow {
+    interp.stop_unknown(format!("{} applied to PRNG keys", prim.name()))
+}
+
+/// LAPACK has no 16-bit routines: JAX's lowering of these primitives raises.
+#[cold]
+#[inline(never)]
+fn refuse_half_precision_lapack(interp: &mut Interp, dtype: dtypes::DType) -> crate::interp::Flow {
+    let class = if dtype == dtypes::DType::F16 { "numpy.float16" } else { "ml_dtypes.bfloat16" };
+    let message = format!("(KeyError(<class '{class}'>), 'Unsupported dtype {}.')", dtype.name());
+    interp.raise("NotImplementedError", Code::PythonException, message)
+}
+
+/// A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
+/// takes it in as a constant and raises at the jitted call (the outermost one, which
+/// compiles); a `vmap` tracer it rejects at once.
+#[inline(never)]
+fn note_leaked_tracers(interp: &mut Interp, inputs: &[Rc<Array>]) -> PyResult<()> {
     for i in inputs {
         if let Some(t) = i.tracer() {
             if !interp.jax.is_active(t.trace) {
@@ -112,55 +140,75 @@ fn bind_with_bodies(
             }
         }
     }
-    let state = &mut interp.jax;
-    let top_input = inputs.iter().filter_map(|i| i.tracer()).filter_map(|t| state.position(t.trace)).max();
-    let staging = if state.numpy_eager { None } else { state.innermost_staging() };
-    let target = match (top_input, staging) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
+    Ok(())
+}
+
+/// Outside every trace: concrete arrays, the first output computed from the inputs on
+/// demand (a pending op), or a one-equation staged call for a primitive with bodies.
+#[inline(never)]
+fn bind_concrete(
+    interp: &mut Interp,
+    prim: Prim,
+    inputs: &[Rc<Array>],
+    out_avals: Vec<Aval>,
+    bodies: Vec<Rc<Jaxpr>>,
+    site: Option<crate::interp::Site>,
+) -> PyResult<Vec<Rc<Array>>> {
     // A custom_jvp/custom_vjp marker's outputs are its last inputs (the function's own
     // outputs): outside any trace there is nothing to mark.
+    if prim.custom_call().is_some() {
+        return Ok(inputs[inputs.len().saturating_sub(out_avals.len())..].to_vec());
+    }
+    let values_mode = interp.values.is_some();
+    let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
+    let recorded = interp.jax.eager_log.is_some().then(|| (prim.clone(), !bodies.is_empty()));
+    // A jitted call (`pjit`) stays pending, run equation by equation: `jax_debug_nans` names the op in it.
+    let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
+        let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
+        // Pushed, not collected from `out_avals` (which reallocates at every bind).
+        let mut outs = Vec::with_capacity(out_avals.len());
+        for aval in out_avals {
+            // The first output is computed from the inputs on demand; others are not.
+            let lazy = match prim.take() {
+                Some(p) => Lazy::Pending(array::PendingOp::new(p), inputs.to_vec()),
+                None => Lazy::Unknown("not computed"),
+            };
+            outs.push(Rc::new(Array {
+                aval,
+                kind: ArrayKind::Concrete(RefCell::new(lazy)),
+                origin: site,
+                numpy: Default::default(),
+                tf: Default::default(),
+            }));
+        }
+        outs
+    } else {
+        staged_equation(interp, prim, inputs, out_avals, bodies)?
+    };
+    if let Some((prim, has_bodies)) = recorded {
+        eager_log::record(interp, prim, has_bodies, inputs, &outs);
+    }
+    if values_mode {
+        numerics::computed_eagerly(interp, &outs, inputs, &name, site)?;
+    }
+    Ok(outs)
+}
+
+/// Inside the trace at `pos` (the innermost one that sees an input, or the staging one):
+/// tracers of that trace, recorded as an equation of its jaxpr.
+#[inline(never)]
+fn bind_traced(
+    interp: &mut Interp,
+    prim: Prim,
+    inputs: &[Rc<Array>],
+    out_avals: Vec<Aval>,
+    bodies: Vec<Rc<Jaxpr>>,
+    site: Option<crate::interp::Site>,
+    pos: usize,
+) -> PyResult<Vec<Rc<Array>>> {
     let aliased = prim.custom_call().is_some();
     let first_alias = inputs.len().saturating_sub(out_avals.len());
-    if target.is_none() && aliased {
-        return Ok(inputs[first_alias..].to_vec());
-    }
-    let Some(pos) = target else {
-        let values_mode = interp.values.is_some();
-        let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
-        let recorded = interp.jax.eager_log.is_some().then(|| (prim.clone(), !bodies.is_empty()));
-        // A jitted call (`pjit`) stays pending, run equation by equation: `jax_debug_nans` names the op in it.
-        let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
-            let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
-            // Pushed, not collected from `out_avals` (which reallocates at every bind).
-            let mut outs = Vec::with_capacity(out_avals.len());
-            for aval in out_avals {
-                // The first output is computed from the inputs on demand; others are not.
-                let lazy = match prim.take() {
-                    Some(p) => Lazy::Pending(array::PendingOp::new(p), inputs.to_vec()),
-                    None => Lazy::Unknown("not computed"),
-                };
-                outs.push(Rc::new(Array {
-                    aval,
-                    kind: ArrayKind::Concrete(RefCell::new(lazy)),
-                    origin: site,
-                    numpy: Default::default(),
-                    tf: Default::default(),
-                }));
-            }
-            outs
-        } else {
-            staged_equation(interp, prim, inputs, out_avals, bodies)?
-        };
-        if let Some((prim, has_bodies)) = recorded {
-            eager_log::record(interp, prim, has_bodies, inputs, &outs);
-        }
-        if values_mode {
-            numerics::computed_eagerly(interp, &outs, inputs, &name, site)?;
-        }
-        return Ok(outs);
-    };
+    let state = &mut interp.jax;
     let atoms: Vec<Atom> = inputs.iter().map(|i| state.atom_in(pos, i)).collect();
     // Known values flow through non-staging traces (grad/jvp): Python can still see them.
     let primal_inputs: Option<Vec<Rc<Array>>> =

@@ -237,20 +237,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         _ => None,
     };
     if let Some(f) = bind_check {
-        let scratch = Rc::new(crate::interp::value::Scope::default());
-        if let Err(e) = interp.bind_arguments(f, &scratch, args.clone(), kwargs.clone()) {
-            let site = interp.site();
-            interp.jax.push_trace(
-                TraceKind::Jit,
-                j.name.clone(),
-                jit_def_site(&j.fun),
-                site,
-                "the arguments do not match the signature".into(),
-                Some(j.info),
-            );
-            interp.jax.abort_trace();
-            return Err(e);
-        }
+        check_signature(interp, j, f, &args, &kwargs)?;
     }
     let params = &j.params;
     let nargs = args.len() as i64;
@@ -357,21 +344,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
                     leaf_avals.push((path, a.aval.clone()));
                 }
             }
-            other => {
-                let tn = match other {
-                    Value::Instance(i) => format!("__main__.{}", i.class.name),
-                    v => v.type_name(),
-                };
-                let where_ = jit_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
-                return Err(interp.raise(
-                    "TypeError",
-                    Code::InvalidPytree,
-                    format!(
-                        "Error interpreting argument to <function {} at {where_}> as an abstract array. The problematic value is of type <class '{tn}'> and was passed to the function at path {path}.\nThis typically means that a jit-wrapped function was called with a non-array argument, and this argument was not marked as static using the static_argnums or static_argnames parameters of jax.jit.",
-                        j.name
-                    ),
-                ));
-            }
+            other => return Err(not_an_array_argument(interp, j, other, &path)),
         }
     }
     if unknown_leaves || unknown_static {
@@ -383,48 +356,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
     let hit = interp.jax.jitted[j.info].entries.iter().position(|e| e.key == key);
     let entry_index = match hit {
         Some(i) => i,
-        None => {
-            let cause = super::retrace::retrace_cause(interp, j, &key, call_site);
-            // A filtered trace's static outputs are Python values the memo does not keep.
-            let replayed = if j.filter { None } else { crate::jax::memo::replay(interp, j, &key, call_site, &cause) };
-            let (record, jaxpr, consts, out_tree, outputs, static_out) = match replayed {
-                Some((record, jaxpr, out_tree, outputs)) => (record, Some(jaxpr), Vec::new(), out_tree, outputs, Vec::new()),
-                None => {
-                    if !j.filter {
-                        crate::jax::memo::start(interp, j);
-                    }
-                    let traced = trace_jit_body(interp, j, &args, &dyn_positions, kwargs.clone(), &cause);
-                    let Ok((_, record, jaxpr, consts, out_tree, outputs, static_out)) = traced else {
-                        if !j.filter {
-                            crate::jax::memo::abandon(interp);
-                        }
-                        return traced.map(|t| t.0);
-                    };
-                    if !j.filter {
-                        crate::jax::memo::finish(interp, j, &key, record);
-                    }
-                    (record, jaxpr, consts, out_tree, outputs, static_out)
-                }
-            };
-            // The trace's arguments are the key's leaves, in order: they name them.
-            if let Some(r) = interp.jax.records.get_mut(record).filter(|r| r.args.len() == key.leaves.len()) {
-                r.arg_paths = key.leaves.iter().map(|(path, _)| path.clone()).collect();
-                r.out_paths = super::pytrees::result_paths(&out_tree, j.user_params.map(|at| &j.params[at..]));
-            }
-            let entry_run = interp.jax.entry_run;
-            interp.jax.jitted[j.info].entries.push(CacheEntry {
-                key,
-                outputs,
-                out_tree,
-                jaxpr,
-                consts,
-                record,
-                call_site,
-                entry_run,
-                static_out,
-            });
-            interp.jax.jitted[j.info].entries.len() - 1
-        }
+        None => cache_miss(interp, j, key, &args, &dyn_positions, &kwargs, call_site)?,
     };
     let entry = &interp.jax.jitted[j.info].entries[entry_index];
     let (mut ins, jaxpr, out_tree) = (entry.consts.clone(), entry.jaxpr.clone(), entry.out_tree.clone());
@@ -459,6 +391,101 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
         static_out.into_iter().map(|s| s.or_else(|| arrays.next()).unwrap_or(Value::None)).collect()
     };
     unflatten(interp, &out_tree, &mut out_leaves.into_iter())
+}
+
+/// A call whose key no cache entry has: the trace is replayed from the memo or traced, and
+/// becomes a new entry, whose index it returns.
+#[inline(never)]
+fn cache_miss(
+    interp: &mut Interp,
+    j: &Rc<Jitted>,
+    key: CacheKey,
+    args: &[Value],
+    dyn_positions: &[usize],
+    kwargs: &Kwargs,
+    call_site: Option<Site>,
+) -> PyResult<usize> {
+    let cause = super::retrace::retrace_cause(interp, j, &key, call_site);
+    // A filtered trace's static outputs are Python values the memo does not keep.
+    let replayed = if j.filter { None } else { crate::jax::memo::replay(interp, j, &key, call_site, &cause) };
+    let (record, jaxpr, consts, out_tree, outputs, static_out) = match replayed {
+        Some((record, jaxpr, out_tree, outputs)) => (record, Some(jaxpr), Vec::new(), out_tree, outputs, Vec::new()),
+        None => {
+            if !j.filter {
+                crate::jax::memo::start(interp, j);
+            }
+            let traced = trace_jit_body(interp, j, args, dyn_positions, kwargs.clone(), &cause);
+            let (_, record, jaxpr, consts, out_tree, outputs, static_out) = match traced {
+                Ok(body) => body,
+                Err(flow) => {
+                    if !j.filter {
+                        crate::jax::memo::abandon(interp);
+                    }
+                    return Err(flow);
+                }
+            };
+            if !j.filter {
+                crate::jax::memo::finish(interp, j, &key, record);
+            }
+            (record, jaxpr, consts, out_tree, outputs, static_out)
+        }
+    };
+    // The trace's arguments are the key's leaves, in order: they name them.
+    if let Some(r) = interp.jax.records.get_mut(record).filter(|r| r.args.len() == key.leaves.len()) {
+        r.arg_paths = key.leaves.iter().map(|(path, _)| path.clone()).collect();
+        r.out_paths = super::pytrees::result_paths(&out_tree, j.user_params.map(|at| &j.params[at..]));
+    }
+    let entry_run = interp.jax.entry_run;
+    interp.jax.jitted[j.info].entries.push(CacheEntry { key, outputs, out_tree, jaxpr, consts, record, call_site, entry_run, static_out });
+    Ok(interp.jax.jitted[j.info].entries.len() - 1)
+}
+
+/// Arguments that do not fit the signature fail before any cache lookup (no retrace). JAX
+/// still counts it as a trace (a cache miss whose tracing raised), but it is no retrace
+/// worth explaining.
+#[cold]
+#[inline(never)]
+fn check_signature(
+    interp: &mut Interp,
+    j: &Jitted,
+    f: &Rc<crate::interp::value::Function>,
+    args: &[Value],
+    kwargs: &Kwargs,
+) -> PyResult<()> {
+    let scratch = Rc::new(crate::interp::value::Scope::default());
+    if let Err(e) = interp.bind_arguments(f, &scratch, args.to_vec(), kwargs.clone()) {
+        let site = interp.site();
+        interp.jax.push_trace(
+            TraceKind::Jit,
+            j.name.clone(),
+            jit_def_site(&j.fun),
+            site,
+            "the arguments do not match the signature".into(),
+            Some(j.info),
+        );
+        interp.jax.abort_trace();
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// JAX's error for a dynamic leaf that is not an array, a Python number or a pytree.
+#[cold]
+#[inline(never)]
+fn not_an_array_argument(interp: &mut Interp, j: &Jitted, leaf: &Value, path: &str) -> Flow {
+    let tn = match leaf {
+        Value::Instance(i) => format!("__main__.{}", i.class.name),
+        v => v.type_name(),
+    };
+    let where_ = jit_def_site(&j.fun).map(|s| interp.describe_site(s)).unwrap_or_default();
+    interp.raise(
+        "TypeError",
+        Code::InvalidPytree,
+        format!(
+            "Error interpreting argument to <function {} at {where_}> as an abstract array. The problematic value is of type <class '{tn}'> and was passed to the function at path {path}.\nThis typically means that a jit-wrapped function was called with a non-array argument, and this argument was not marked as static using the static_argnums or static_argnames parameters of jax.jit.",
+            j.name
+        ),
+    )
 }
 
 /// The traced output, the trace record, the jaxpr and its constants, the output tree, the
