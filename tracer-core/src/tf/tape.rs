@@ -208,6 +208,23 @@ fn unconnected_mode(interp: &mut Interp, v: Option<&Value>) -> PyResult<Option<U
     })
 }
 
+/// What autodiff knows of the gradient with respect to one source.
+pub enum Gradient {
+    /// Not known: the call's result is an unknown tensor.
+    Unknown,
+    /// The target does not reach the source: TensorFlow's `None` (zeros under `ZERO`).
+    Unconnected,
+    Known(Rc<Array>),
+}
+
+/// Whether a gradient is a `tf.IndexedSlices` (every read of its source that the target
+/// reaches is read only by `tf.gather`), with how to compute its `(values, indices)` when
+/// tracelens can.
+pub enum Slicing {
+    Dense,
+    Sliced(Option<Rc<Recipe>>),
+}
+
 /// What autodiff computed for one target: in a graph, or eagerly.
 enum Computed {
     Graph(super::tape_gradient::Computed),
@@ -215,30 +232,28 @@ enum Computed {
 }
 
 impl Computed {
-    /// A variable's gradient: `Some(None)` for an unconnected one, `None` when not known.
-    fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
+    fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Gradient {
         match self {
             Computed::Graph(c) => c.of_variable(interp, v),
             Computed::Eager(c) => c.of_variable(interp, v),
         }
     }
 
-    fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
+    fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Gradient {
         match self {
             Computed::Graph(c) => c.of_tensor(interp, a),
             Computed::Eager(c) => c.of_tensor(interp, a),
         }
     }
 
-    /// Whether a variable's gradient is a `tf.IndexedSlices`, with its parts when known.
-    fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
+    fn sliced_variable(&self, v: &Rc<Variable>) -> Slicing {
         match self {
             Computed::Graph(c) => c.sliced_variable(v),
             Computed::Eager(c) => c.sliced_variable(v),
         }
     }
 
-    fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
+    fn sliced_tensor(&self, a: &Rc<Array>) -> Slicing {
         match self {
             Computed::Graph(c) => c.sliced_tensor(a),
             Computed::Eager(c) => c.sliced_tensor(a),
@@ -248,9 +263,9 @@ impl Computed {
 
 /// A computed gradient, as the `tf.IndexedSlices` TensorFlow gives when it is `sliced` (with
 /// how to compute its `(values, indices)` when tracelens can).
-fn indexed_slices(g: Value, sliced: Option<Option<Rc<Recipe>>>) -> Value {
-    match (g, sliced) {
-        (Value::Array(dense), Some(recipe)) => TfValue::IndexedSlices(Slices::new(dense, recipe)).value(),
+fn indexed_slices(g: Value, slicing: Slicing) -> Value {
+    match (g, slicing) {
+        (Value::Array(dense), Slicing::Sliced(recipe)) => TfValue::IndexedSlices(Slices::new(dense, recipe)).value(),
         (other, _) => other,
     }
 }
@@ -345,20 +360,26 @@ impl Gradients<'_> {
                     if !watched {
                         return Ok(unknown_tensor(interp, "the gradient of a variable the tape may not watch"));
                     }
-                    if let Some(g) = self.computed.and_then(|c| c.of_variable(interp, var)) {
-                        let sliced = self.computed.filter(|_| g.is_some()).and_then(|c| c.sliced_variable(var));
-                        return Ok(indexed_slices(self.finish(interp, g, &value.aval), sliced));
+                    match self.computed.map_or(Gradient::Unknown, |c| c.of_variable(interp, var)) {
+                        Gradient::Unknown => value,
+                        Gradient::Unconnected => return Ok(self.finish(interp, None, &value.aval)),
+                        Gradient::Known(g) => {
+                            let slicing = self.computed.map_or(Slicing::Dense, |c| c.sliced_variable(var));
+                            return Ok(indexed_slices(self.finish(interp, Some(g), &value.aval), slicing));
+                        }
                     }
-                    value
                 }
                 _ => return Ok(unknown_tensor(interp, "the gradient of a source that is not modelled")),
             },
             Value::Array(a) if a.tf.get() && a.aval.dtype.is_inexact() && tape.watched.borrow().iter().any(|(w, _)| Rc::ptr_eq(w, a)) => {
-                if let Some(g) = self.computed.and_then(|c| c.of_tensor(interp, a)) {
-                    let sliced = self.computed.filter(|_| g.is_some()).and_then(|c| c.sliced_tensor(a));
-                    return Ok(indexed_slices(self.finish(interp, g, &a.aval), sliced));
+                match self.computed.map_or(Gradient::Unknown, |c| c.of_tensor(interp, a)) {
+                    Gradient::Unknown => a.clone(),
+                    Gradient::Unconnected => return Ok(self.finish(interp, None, &a.aval)),
+                    Gradient::Known(g) => {
+                        let slicing = self.computed.map_or(Slicing::Dense, |c| c.sliced_tensor(a));
+                        return Ok(indexed_slices(self.finish(interp, Some(g), &a.aval), slicing));
+                    }
                 }
-                a.clone()
             }
             _ => return Ok(unknown_tensor(interp, "the gradient of a tensor the tape may not have recorded")),
         };

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::slices::Recipe;
-use super::tape::Tape;
+use super::tape::{Gradient, Slicing, Tape};
 use super::variable::Variable;
 use crate::interp::Interp;
 use crate::jax::ad;
@@ -119,32 +119,32 @@ pub struct Computed {
 }
 
 impl Computed {
-    /// The gradient with respect to `v`: `Some(None)` when the target does not reach it
-    /// (TensorFlow's `None`), `None` when it is not known.
-    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
+    /// The gradient with respect to `v`.
+    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Gradient {
         if self.assigned.iter().any(|a| Rc::ptr_eq(a, v)) {
-            return None;
+            return Gradient::Unknown;
         }
         let mut reads = self.reads.iter().filter(|(r, _)| Rc::ptr_eq(r, v));
         if !reads.any(|(_, read)| self.reached.contains(&(Rc::as_ptr(read) as usize))) {
-            return Some(None);
+            return Gradient::Unconnected;
         }
         let mut sum: Option<Rc<Array>> = None;
         for (_, read) in self.reads.iter().filter(|(r, _)| Rc::ptr_eq(r, v)) {
             let Some(ct) = self.cts.get(&(Rc::as_ptr(read) as usize)).cloned() else { continue };
             sum = Some(match sum {
                 None => ct,
-                Some(s) => crate::jax::apply1(interp, Prim::Binary(BinaryPrim::Add), &[s, ct]).ok()?,
+                Some(s) => match crate::jax::apply1(interp, Prim::Binary(BinaryPrim::Add), &[s, ct]) {
+                    Ok(total) => total,
+                    Err(_) => return Gradient::Unknown,
+                },
             });
         }
         let aval = v.value.borrow().aval.clone().weak(false);
-        ad::with_aval(interp, sum?, &aval).ok().map(Some)
+        known(sum.and_then(|g| ad::with_aval(interp, g, &aval).ok()))
     }
 
-    /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
-    /// target reaches is read only by `tf.gather`.
-    /// With how to compute its `(values, indices)`.
-    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
+    /// Whether the gradient with respect to `v` is an `IndexedSlices`.
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Slicing {
         let reached: Vec<usize> = self
             .reads
             .iter()
@@ -152,14 +152,21 @@ impl Computed {
             .map(|(_, read)| Rc::as_ptr(read) as usize)
             .filter(|read| self.reached.contains(read))
             .collect();
-        let sliced = !reached.is_empty() && reached.iter().all(|read| self.gathered.contains(read));
-        sliced.then(|| self.recipe(&reached))
+        if !reached.is_empty() && reached.iter().all(|read| self.gathered.contains(read)) {
+            Slicing::Sliced(self.recipe(&reached))
+        } else {
+            Slicing::Dense
+        }
     }
 
     /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
-    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Slicing {
         let at = Rc::as_ptr(a) as usize;
-        self.gathered.contains(&at).then(|| self.recipe(&[at]))
+        if self.gathered.contains(&at) {
+            Slicing::Sliced(self.recipe(&[at]))
+        } else {
+            Slicing::Dense
+        }
     }
 
     /// How to compute the parts of the gradient with respect to the sources `at`.
@@ -169,15 +176,22 @@ impl Computed {
         Some(Recipe::new(jaxpr.clone(), consts, sources, positions, None))
     }
 
-    /// The gradient with respect to a watched tensor: `Some(None)` when the target does not
-    /// reach it (TensorFlow's `None`), `None` when it is not known.
-    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
+    /// The gradient with respect to a watched tensor.
+    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Gradient {
         let at = Rc::as_ptr(a) as usize;
         if self.sources.contains(&at) && !self.reached.contains(&at) {
-            return Some(None);
+            return Gradient::Unconnected;
         }
-        let ct = self.cts.get(&at)?.clone();
-        ad::with_aval(interp, ct, &a.aval.clone().weak(false)).ok().map(Some)
+        let Some(ct) = self.cts.get(&at).cloned() else { return Gradient::Unknown };
+        known(ad::with_aval(interp, ct, &a.aval.clone().weak(false)).ok())
+    }
+}
+
+/// A gradient computed (`Some`), or not known.
+fn known(g: Option<Rc<Array>>) -> Gradient {
+    match g {
+        Some(g) => Gradient::Known(g),
+        None => Gradient::Unknown,
     }
 }
 

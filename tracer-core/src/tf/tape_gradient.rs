@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::slices::Recipe;
-use super::tape::Tape;
+use super::tape::{Gradient, Slicing, Tape};
 use super::variable::Variable;
 use crate::interp::Interp;
 use crate::jax::ad;
@@ -35,53 +35,59 @@ pub struct Computed {
 }
 
 impl Computed {
-    /// The gradient with respect to variable `v`: `Some(None)` when it is unconnected,
-    /// `None` when it is not known.
-    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Option<Option<Rc<Array>>> {
+    /// The gradient with respect to variable `v`.
+    pub fn of_variable(&self, interp: &mut Interp, v: &Rc<Variable>) -> Gradient {
         // A read after an assign in the graph is the assigned value, not a `ReadVariableOp`
         // the tape could record: not followed.
         if super::graph_variables::assigned_in(interp, self.trace, v) {
-            return None;
+            return Gradient::Unknown;
         }
         let Some((_, vars)) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v)) else {
-            return Some(None);
+            return Gradient::Unconnected;
         };
         let mut sum: Option<Rc<Array>> = None;
         for ct in vars.iter().filter_map(|x| self.cts.get(x).cloned().flatten()) {
             sum = Some(match sum {
                 None => ct,
-                Some(s) => crate::jax::apply1(interp, Prim::Binary(crate::jax::ir::BinaryPrim::Add), &[s, ct]).ok()?,
+                Some(s) => match crate::jax::apply1(interp, Prim::Binary(crate::jax::ir::BinaryPrim::Add), &[s, ct]) {
+                    Ok(total) => total,
+                    Err(_) => return Gradient::Unknown,
+                },
             });
         }
         let aval = v.value.borrow().aval.clone().weak(false);
         match sum {
-            Some(s) => Some(Some(ad::with_aval(interp, s, &aval).ok()?)),
-            None => Some(None),
+            Some(s) => ad::with_aval(interp, s, &aval).map_or(Gradient::Unknown, Gradient::Known),
+            None => Gradient::Unconnected,
         }
     }
 
     /// Whether the gradient with respect to `v` is an `IndexedSlices`: every read of it the
     /// target reaches is read only by `tf.gather`.
-    /// With its `(values, indices)` when known.
-    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Option<Option<Rc<Recipe>>> {
-        let (_, vars) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v))?;
+    pub fn sliced_variable(&self, v: &Rc<Variable>) -> Slicing {
+        let Some((_, vars)) = self.reads.iter().find(|(r, _)| Rc::ptr_eq(r, v)) else { return Slicing::Dense };
         let connected = connected(&self.cts, vars);
-        let sliced = !connected.is_empty() && connected.iter().all(|x| self.gathered.contains(x));
-        sliced.then(|| self.parts.get(connected.first()?).cloned())
+        match connected.first() {
+            Some(first) if connected.iter().all(|x| self.gathered.contains(x)) => Slicing::Sliced(self.parts.get(first).cloned()),
+            _ => Slicing::Dense,
+        }
     }
 
     /// Whether the gradient with respect to a watched tensor is an `IndexedSlices`.
-    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Option<Option<Rc<Recipe>>> {
-        let t = a.tracer().filter(|t| t.trace == self.trace && self.gathered.contains(&t.var))?;
-        Some(self.parts.get(&t.var).cloned())
+    pub fn sliced_tensor(&self, a: &Rc<Array>) -> Slicing {
+        match a.tracer().filter(|t| t.trace == self.trace && self.gathered.contains(&t.var)) {
+            Some(t) => Slicing::Sliced(self.parts.get(&t.var).cloned()),
+            None => Slicing::Dense,
+        }
     }
 
     /// The gradient with respect to a watched tensor.
-    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Option<Option<Rc<Array>>> {
-        let t = a.tracer().filter(|t| t.trace == self.trace)?;
-        match self.cts.get(&t.var)?.clone() {
-            Some(ct) => Some(Some(ad::with_aval(interp, ct, &a.aval.clone().weak(false)).ok()?)),
-            None => Some(None),
+    pub fn of_tensor(&self, interp: &mut Interp, a: &Rc<Array>) -> Gradient {
+        let Some(t) = a.tracer().filter(|t| t.trace == self.trace) else { return Gradient::Unknown };
+        match self.cts.get(&t.var).cloned() {
+            None => Gradient::Unknown,
+            Some(None) => Gradient::Unconnected,
+            Some(Some(ct)) => ad::with_aval(interp, ct, &a.aval.clone().weak(false)).map_or(Gradient::Unknown, Gradient::Known),
         }
     }
 }
