@@ -12,11 +12,11 @@ use std::sync::OnceLock;
 
 use tokio::sync::oneshot;
 use tracer_core::analysis::{Deliver, FileAnalysis, LocatedDiagnostic, OpenDocument};
-use tracer_core::interp::{Leftovers, SourceLoader};
+use tracer_core::interp::SourceLoader;
 use tracer_core::AnalysisConfig;
 
 type Documents = HashMap<PathBuf, OpenDocument>;
-type Job = Box<dyn FnOnce(&mut Documents) -> Option<Leftovers> + Send>;
+type Job = Box<dyn FnOnce(&mut Documents) + Send>;
 
 fn worker() -> Option<&'static mpsc::Sender<Job>> {
     static WORKER: OnceLock<Option<mpsc::Sender<Job>>> = OnceLock::new();
@@ -29,11 +29,7 @@ fn worker() -> Option<&'static mpsc::Sender<Job>> {
                 .spawn(move || {
                     let mut documents = Documents::new();
                     while let Ok(job) = rx.recv() {
-                        // What the analysis left is freed once its result is out, before the
-                        // next edit: it still holds the syntax trees the incremental parser
-                        // shifts, and shifting a shared tree copies each function after the
-                        // edit, which costs more than the freeing it would put off.
-                        drop(job(&mut documents));
+                        job(&mut documents);
                     }
                 })
                 .ok()
@@ -62,7 +58,7 @@ pub fn analyse(
         // Superseded while it waited in the queue: not started (the document keeps the
         // version it last analysed).
         if config.budgets.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
-            return None;
+            return;
         }
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let deliver = Delivery { early, whole: tx };
@@ -74,7 +70,11 @@ pub fn analyse(
         if outcome.is_err() {
             let _ = panicked_tx.send(());
         }
-        outcome.ok()
+        // What the analysis left (`Leftovers`) is freed here, once its result is out and
+        // before the next edit: it still holds the syntax trees the incremental parser
+        // shifts, and shifting a shared tree copies each function after the edit, which
+        // costs more than the freeing it would put off.
+        drop(outcome);
     });
     let queued = worker().is_some_and(|w| w.send(job).is_ok());
     async move {
