@@ -20,7 +20,7 @@ use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult, Site};
 use crate::repro::{np_dtype, Expr, Input, Line, Op, Program, Wrap};
 
-pub use calls::{call_passed, running_op, PassedCall};
+pub use calls::{call_passed, call_passed_at, running_op, PassedCall, Slot};
 
 /// An argument as the reproducer can write it.
 #[derive(Clone, Debug)]
@@ -769,8 +769,11 @@ fn helper_for(interp: &Interp, record: usize, s: &Statement, name: &str, what: &
         return stage_helper(interp, child, what, names);
     }
     // A function a TensorFlow op called in this trace.
-    let call = calls::index_of(&interp.jax.log.statements, s).and_then(|i| calls::passed(interp, i, name)).ok_or("no trace of it")?;
-    calls::stage_passed(interp, record, call, what, names)
+    let statement = calls::index_of(&interp.jax.log.statements, s).ok_or("no trace of it")?;
+    match calls::passed(interp, statement, name) {
+        Some(call) => calls::stage_passed(interp, record, call, what, names),
+        None => calls::never_called(interp, record, statement, name, names),
+    }
 }
 
 /// The trace an API made of the user function `name` that statement `s` of `record` passed

@@ -550,7 +550,13 @@ fn render_def(p: &Program, fn_name: &str, layout: &Layout<'_>) -> Rendered {
         // A closure is written inside, right before the line that passes it, after the
         // closures further in that read only names of this function (lifted here).
         for h in p.helpers.iter().filter(|h| !h.free.is_empty() && layout.host(h).is_some_and(|host| std::ptr::eq(host, p))) {
-            if nested_written.contains(&h.fn_name.as_str()) || !line.args.iter().any(|a| matches!(a, Expr::Name(n) if *n == h.fn_name)) {
+            // Passed by name, or in a list, tuple or dict (`tf.switch_case`'s branches).
+            let passes = |a: &Expr| {
+                let mut found = false;
+                a.names(&mut |n| found |= n == h.fn_name);
+                found
+            };
+            if nested_written.contains(&h.fn_name.as_str()) || !line.args.iter().any(passes) {
                 continue;
             }
             nested_written.push(&h.fn_name);

@@ -226,9 +226,10 @@ impl<'a> Args<'a> {
 
 /// Calls a `tf` surface function. An op called by user code in a trace is a statement of the
 /// reproducer under its TensorFlow name (the `jnp` calls serving it are not); so are
-/// `tf.cond` and `tf.while_loop`, whose functions are written from what they recorded.
+/// `tf.cond`, `tf.switch_case` and `tf.while_loop`, whose functions are written from what
+/// they recorded.
 pub fn call(interp: &mut Interp, f: TfFn, args: Vec<Value>, kwargs: Kwargs) -> PyResult<Value> {
-    let control_flow = matches!(f, TfFn::Cond | TfFn::WhileLoop);
+    let control_flow = matches!(f, TfFn::Cond | TfFn::SwitchCase | TfFn::WhileLoop);
     if (matches!(route(f), Route::Elsewhere) && !control_flow) || crate::jax::stmt::recording(interp).is_none() {
         return serve(interp, f, args, kwargs);
     }

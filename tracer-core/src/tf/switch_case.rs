@@ -23,6 +23,7 @@ use crate::diagnostics::Code;
 use crate::interp::value::Value;
 use crate::interp::{Interp, PyResult};
 use crate::jax::array::Array;
+use crate::jax::stmt::{call_passed_at, running_op, Slot};
 use crate::jax::surface::JaxFn;
 
 /// `tf.switch_case(branch_index, branch_fns, default=None, name='switch_case')`.
@@ -44,11 +45,15 @@ pub fn switch_case(interp: &mut Interp, p: &Args) -> PyResult<Value> {
         let msg = format!("'branch_index' must be an integer Tensor, got <dtype: '{}'>", index.aval.dtype.name());
         return Err(interp.raise("TypeError", Code::PythonException, msg));
     }
-    let Some(mut branches) = canonical(interp, fns)? else {
+    let Some(listed) = canonical(interp, fns)? else {
         return Ok(unknown_tensor(interp, "tf.switch_case branch_fns of a form tracelens does not read"));
     };
+    // Each branch with where it stands in the call (`calls.rs` names it there for the
+    // reproducer): an item of `branch_fns`, then `default`.
+    let mut branches: Vec<(Value, Slot)> =
+        listed.into_iter().map(|(f, at)| (f, Slot { pos: 1, kw: "branch_fns", item: Some(at) })).collect();
     if let Some(default) = p.get(2, "default") {
-        branches.push(default.clone());
+        branches.push((default.clone(), Slot { pos: 2, kw: "default", item: None }));
     }
     if index.aval.ndim() != 0 {
         return Ok(unknown_tensor(interp, "a tf.switch_case on an index that is not a scalar"));
@@ -64,10 +69,11 @@ pub fn switch_case(interp: &mut Interp, p: &Args) -> PyResult<Value> {
     graph(interp, &index, &branches, &name)
 }
 
-/// The branch functions in index order, or `None` when `fns` is not of a form TensorFlow
-/// takes as tracelens reads it; TensorFlow's `ValueError` for no branch, or keys that are not
-/// `0..n`.
-fn canonical(interp: &mut Interp, fns: &Value) -> PyResult<Option<Vec<Value>>> {
+/// The branch functions in index order, each with its place in `branch_fns` (the list's
+/// item, or the dict's entry, it stands at), or `None` when `fns` is not of a form
+/// TensorFlow takes as tracelens reads it; TensorFlow's `ValueError` for no branch, or keys
+/// that are not `0..n`.
+fn canonical(interp: &mut Interp, fns: &Value) -> PyResult<Option<Vec<(Value, usize)>>> {
     let items: Vec<Value> = match fns {
         Value::List(l) => l.borrow().clone(),
         Value::Tuple(t) => t.to_vec(),
@@ -77,18 +83,18 @@ fn canonical(interp: &mut Interp, fns: &Value) -> PyResult<Option<Vec<Value>>> {
     if items.is_empty() {
         return Err(interp.raise("ValueError", Code::PythonException, "Must provide at least one item in 'branch_fns'".to_string()));
     }
-    let pair = |v: &Value| match v {
+    let pair = |(at, v): (usize, &Value)| match v {
         Value::Tuple(t) if t.len() == 2 => match &t[0] {
-            Value::Int(k) => Some((*k, t[1].clone())),
+            Value::Int(k) => Some((*k, (t[1].clone(), at))),
             _ => None,
         },
         _ => None,
     };
     let is_dict = matches!(fns, Value::Dict(_));
     if !is_dict && items.iter().all(|v| !matches!(v, Value::Tuple(_))) {
-        return Ok(Some(items));
+        return Ok(Some(items.into_iter().enumerate().map(|(at, f)| (f, at)).collect()));
     }
-    let Some(mut pairs) = items.iter().map(pair).collect::<Option<Vec<_>>>() else { return Ok(None) };
+    let Some(mut pairs) = items.iter().enumerate().map(pair).collect::<Option<Vec<_>>>() else { return Ok(None) };
     let mut keys: Vec<i64> = pairs.iter().map(|(k, _)| *k).collect();
     keys.sort_unstable();
     let n = keys.len() as i64;
@@ -104,19 +110,21 @@ fn canonical(interp: &mut Interp, fns: &Value) -> PyResult<Option<Vec<Value>>> {
 
 /// Eagerly the branch the index picks is called (the last one for an index out of range),
 /// and its output returned untouched; an index whose value is not known calls none.
-fn eager(interp: &mut Interp, index: &Rc<Array>, branches: &[Value]) -> PyResult<Value> {
+fn eager(interp: &mut Interp, index: &Rc<Array>, branches: &[(Value, Slot)]) -> PyResult<Value> {
     let value = if index.is_tracer() { None } else { crate::jax::eval::force(index, 1).and_then(|d| d.iter().next().copied()) };
     let Some(i) = value else {
         return Ok(unknown_tensor(interp, "a tf.switch_case on an index that is not known"));
     };
     let last = branches.len() - 1;
     let picked = if i < 0.0 || i >= branches.len() as f64 { last } else { i as usize };
-    interp.call(&branches[picked], Vec::new(), Vec::new())
+    interp.call(&branches[picked].0, Vec::new(), Vec::new())
 }
 
 /// In a graph: every branch traced, checked against the first, and selected by the index.
-fn graph(interp: &mut Interp, index: &Rc<Array>, branches: &[Value], name: &str) -> PyResult<Value> {
+fn graph(interp: &mut Interp, index: &Rc<Array>, branches: &[(Value, Slot)], name: &str) -> PyResult<Value> {
     let n = branches.len();
+    // Each branch as the reproducer writes it (`def branch_1(): ...`, `tf.cond`'s way).
+    let op = running_op(interp);
     // The predicate under which each branch runs: `index == i`, the last branch also for an
     // index out of range.
     let idx = Value::Array(index.clone());
@@ -136,10 +144,11 @@ fn graph(interp: &mut Interp, index: &Rc<Array>, branches: &[Value], name: &str)
     }
     let scope = super::graph_names::unique(interp, name).map(|s| format!("{s}/indexed_case"));
     let mut outs = Vec::with_capacity(n);
-    for (i, f) in branches.iter().enumerate() {
+    for (i, (f, slot)) in branches.iter().enumerate() {
         super::guards::enter(interp, &preds[i], true, false);
         super::graph_names::enter_branch(interp, scope.as_deref());
-        let out = interp.call(f, Vec::new(), Vec::new());
+        let role = if slot.item.is_some() { format!("branch_{i}") } else { "default".to_string() };
+        let out = call_passed_at(interp, op, *slot, &role, f, Vec::new());
         super::graph_names::leave_branch(interp, scope.as_deref());
         super::guards::leave(interp);
         outs.push(out?);

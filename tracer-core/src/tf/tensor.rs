@@ -34,7 +34,10 @@ pub fn mark_array(a: Rc<Array>) -> Rc<Array> {
     if a.tf.get() {
         return a;
     }
-    if Rc::strong_count(&a) == 1 && !a.aval.weak {
+    // A strong symbolic tensor is marked as it is: a concrete copy of it would be a constant
+    // of the graph whose value is never computed (`tf.constant([4.0, 3.0])` in a
+    // `tf.function` returned `<not computed>`), cut from the ops that make it.
+    if (Rc::strong_count(&a) == 1 || a.is_tracer()) && !a.aval.weak {
         a.tf.set(true);
         return a;
     }

@@ -39,21 +39,51 @@ pub fn running_op(interp: &Interp) -> Option<usize> {
     (log.depth == 1 && s.record == record && matches!(s.call, Call::TfApi(_)) && s.outs.is_empty() && !s.raised).then_some(last)
 }
 
+/// Where a function passed to an op stands in the op's statement: its argument, by position
+/// or else by keyword, and in a list, tuple or dict there, its item (in a `(key, fn)` pair,
+/// the function).
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    pub pos: usize,
+    pub kw: &'static str,
+    pub item: Option<usize>,
+}
+
 /// Calls the user function `f`, passed to the op of statement `op` as its parameter `role`,
 /// with `args`, and notes the call.
 pub fn call_passed(interp: &mut Interp, op: Option<usize>, role: &str, f: &Value, args: Vec<Value>) -> PyResult<Value> {
+    call_noted(interp, op, None, role, f, args)
+}
+
+/// `call_passed` for a function that stands at `slot` of the op's statement (an item of a
+/// list of them: `tf.switch_case`'s branches).
+pub fn call_passed_at(interp: &mut Interp, op: Option<usize>, slot: Slot, role: &str, f: &Value, args: Vec<Value>) -> PyResult<Value> {
+    call_noted(interp, op, Some(slot), role, f, args)
+}
+
+fn call_noted(interp: &mut Interp, op: Option<usize>, slot: Option<Slot>, role: &str, f: &Value, args: Vec<Value>) -> PyResult<Value> {
     let Some(op) = op else { return interp.call(f, args, Vec::new()) };
     let Value::Function(fun) = f else { return interp.call(f, args, Vec::new()) };
     let own = fun.def.name.to_string();
     let name = if own == "<lambda>" { role.to_string() } else { sanitize(&own) };
-    // The argument standing for it, the first one that still has the function's own name.
+    // The argument standing for it: the one at its slot, else the first one that still has
+    // the function's own name.
     let mut renamed = false;
     let statement = &mut interp.jax.log.statements[op];
-    for a in statement.args.iter_mut().chain(statement.kwargs.iter_mut().map(|(_, a)| a)) {
-        if let Arg::Function(n) = a {
-            if *n == own && !renamed {
+    if let Some(slot) = slot {
+        if let Some(Arg::Function(n)) = slot_arg(statement, slot) {
+            if *n == own {
                 *n = name.clone();
                 renamed = true;
+            }
+        }
+    } else {
+        for a in statement.args.iter_mut().chain(statement.kwargs.iter_mut().map(|(_, a)| a)) {
+            if let Arg::Function(n) = a {
+                if *n == own && !renamed {
+                    *n = name.clone();
+                    renamed = true;
+                }
             }
         }
     }
@@ -78,6 +108,67 @@ pub fn call_passed(interp: &mut Interp, op: Option<usize>, role: &str, f: &Value
         interp.jax.log.calls.push(PassedCall { statement: op, name, start, end, def_site, args: converted, output });
     }
     result
+}
+
+/// The argument of `s` at `slot`.
+fn slot_arg(s: &mut Statement, slot: Slot) -> Option<&mut Arg> {
+    let top = if slot.pos < s.args.len() {
+        s.args.get_mut(slot.pos)?
+    } else {
+        s.kwargs.iter_mut().find(|(k, _)| k == slot.kw).map(|(_, a)| a)?
+    };
+    let Some(i) = slot.item else { return Some(top) };
+    let item = match top {
+        Arg::List(items) | Arg::Tuple(items) => items.get_mut(i)?,
+        Arg::Dict(items) => &mut items.get_mut(i)?.1,
+        _ => return None,
+    };
+    // A `(key, fn)` pair's function (`tf.switch_case` takes no other tuple there).
+    match item {
+        Arg::Tuple(pair) => pair.get_mut(1),
+        other => Some(other),
+    }
+}
+
+/// A function the op of statement `statement` was passed but never called, because the op
+/// raised before calling any of the functions it was passed (`tf.switch_case` checks its
+/// index first): written as a function that does nothing, which TensorFlow does not call
+/// either. An error when the op called one of them, or did not raise.
+pub(super) fn never_called(interp: &Interp, record: usize, statement: usize, name: &str, outer: &mut Names<'_>) -> Result<Program, String> {
+    let log = &interp.jax.log;
+    let s = log.statements.get(statement).ok_or("no trace of it")?;
+    if !s.raised || !matches!(s.call, Call::TfApi(_)) || log.calls.iter().any(|c| c.statement == statement) {
+        return Err("no trace of it".into());
+    }
+    let wrap = match interp.jax.records.get(record) {
+        Some(r) if r.traced_for == Some(crate::tf::function::TRACED_FOR) => crate::repro::Wrap::TfFunction,
+        _ => return Err("no trace of it".into()),
+    };
+    let fn_name = outer.fresh(&sanitize(name));
+    outer.used.push(fn_name.clone());
+    Ok(Program {
+        code: String::new(),
+        class: String::new(),
+        message: String::new(),
+        file_label: String::new(),
+        error_line: 0,
+        fn_name,
+        def_line: interp.line_of(s.site),
+        def_file: interp.path(s.site.file).to_string_lossy().to_string(),
+        consts: Vec::new(),
+        params: Vec::new(),
+        body: Vec::new(),
+        wrap,
+        call_line: 0,
+        call_file: String::new(),
+        returns: None,
+        error_at_call: false,
+        helpers: Vec::new(),
+        keep_params: true,
+        signature: Some(Vec::new()),
+        free: Vec::new(),
+        symbolic: Vec::new(),
+    })
 }
 
 fn param(params: &[String], i: usize) -> String {
