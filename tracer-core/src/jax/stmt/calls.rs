@@ -68,25 +68,22 @@ fn call_noted(interp: &mut Interp, op: Option<usize>, slot: Option<Slot>, role: 
     let name = if own == "<lambda>" { role.to_string() } else { sanitize(&own) };
     // The argument standing for it: the one at its slot, else the first one that still has
     // the function's own name.
-    let mut renamed = false;
     let statement = &mut interp.jax.log.statements[op];
-    if let Some(slot) = slot {
-        if let Some(Arg::Function(n)) = slot_arg(statement, slot) {
-            if *n == own {
-                *n = name.clone();
-                renamed = true;
-            }
+    let standing = match slot {
+        Some(slot) => slot_arg(statement, slot),
+        None => statement
+            .args
+            .iter_mut()
+            .chain(statement.kwargs.iter_mut().map(|(_, a)| a))
+            .find(|a| matches!(a, Arg::Function(n) if *n == own)),
+    };
+    let renamed = match standing {
+        Some(Arg::Function(n)) if *n == own => {
+            *n = name.clone();
+            true
         }
-    } else {
-        for a in statement.args.iter_mut().chain(statement.kwargs.iter_mut().map(|(_, a)| a)) {
-            if let Arg::Function(n) = a {
-                if *n == own && !renamed {
-                    *n = name.clone();
-                    renamed = true;
-                }
-            }
-        }
-    }
+        _ => false,
+    };
     let params = crate::jax::transforms::trace::param_names(f);
     let mut keep = std::mem::take(&mut interp.jax.log.keep);
     let converted: Vec<(String, Arg)> = args.iter().enumerate().map(|(i, v)| (param(&params, i), to_arg(interp, v, &mut keep))).collect();
