@@ -238,11 +238,10 @@ fn jaxtyping_annotation(e: &Expr) -> Option<(DType, String)> {
     Some((dtype, dims.to_string()))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn avals_and_comments_parse() {
         assert_eq!(parse_aval("f32[8,4]"), Some(Aval::new(&[8, 4], DType::F32)));
         assert_eq!(parse_aval("~f32[]"), Some(Aval::scalar(DType::F32).weak(true)));
@@ -255,4 +254,6 @@ mod tests {
         assert_eq!(avals[1], AvalSpec { dims: Vec::new(), dtype: DType::I32, weak: false });
         assert!(parse_trace_comment("step(f32[*b,4])").is_none());
     }
+
+    crate::unit_tests::list![avals_and_comments_parse];
 }

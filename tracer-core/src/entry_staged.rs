@@ -690,14 +690,15 @@ fn bound_names(body: &[Stmt], out: &mut Vec<Name>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     /// `may_stage` skips statements whose text has neither `jit` nor `pmap`: every staging
     /// name must contain one of them, or its sites would never be walked.
-    #[test]
     fn every_staging_name_is_found_by_the_text_filter() {
         for name in super::STAGING {
             assert!(name.contains("jit") || name.contains("pmap"), "{name}");
         }
     }
+
+    crate::unit_tests::list![every_staging_name_is_found_by_the_text_filter];
 }

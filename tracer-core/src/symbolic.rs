@@ -228,8 +228,8 @@ pub fn keep_common(first: Vec<Diagnostic>, second: &[Diagnostic], renamer: &Rena
     (renamed, originals)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     fn dims(names: &[&str]) -> (SymbolicDims, SymbolicDims) {
@@ -243,7 +243,6 @@ mod tests {
         (first, second)
     }
 
-    #[test]
     fn sizes_are_distinct_and_never_a_literal_of_the_file() {
         let (first, second) = dims(&["b", "n", "b"]);
         // 13 is written in the file, so `n` skips it.
@@ -251,7 +250,6 @@ mod tests {
         assert_eq!(second.names(), &[("b".to_string(), 720), ("n".to_string(), 1440)]);
     }
 
-    #[test]
     fn numbers_are_named_from_the_two_analyses() {
         let (first, second) = dims(&["b", "n"]);
         let r = Renamer::new(&first, &second);
@@ -264,4 +262,6 @@ mod tests {
         assert_eq!(r.rename("x 5", "x 6"), None);
         assert_eq!(r.rename_alone("f32[11,17] f32[5] 187"), "f32[b,n] f32[5] b*n");
     }
+
+    crate::unit_tests::list![sizes_are_distinct_and_never_a_literal_of_the_file, numbers_are_named_from_the_two_analyses];
 }

@@ -123,8 +123,8 @@ pub fn is_decimal_literal(s: &str) -> bool {
         && !digits.contains("__")
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     fn int(v: Value) -> Option<i64> {
@@ -134,7 +134,6 @@ mod tests {
         }
     }
 
-    #[test]
     fn as_cpython_computes_them() {
         // Each expected value printed by CPython 3.11.
         assert_eq!(int(pow_mod(3, 4, 5).unwrap_or(big())), Some(1));
@@ -153,4 +152,6 @@ mod tests {
         assert!(chr(0x110000).is_err() && chr(-1).is_err());
         assert!(is_decimal_literal(" -1_000 ") && !is_decimal_literal("1__0") && !is_decimal_literal("0x10"));
     }
+
+    crate::unit_tests::list![as_cpython_computes_them];
 }

@@ -26,6 +26,8 @@ pub(crate) mod model;
 pub mod modules;
 mod numpy_on_jax;
 mod once_guard;
+#[cfg(feature = "unit-tests")]
+pub(crate) use once_guard::tests as once_guard_tests;
 pub mod ops;
 mod percent;
 mod print_args;

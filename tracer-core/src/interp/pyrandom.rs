@@ -258,12 +258,11 @@ pub fn shuffle_or_choice(interp: &mut Interp, func: &str, seq: &Value) -> Option
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::PyRandom;
 
     /// Each expectation is what CPython 3.11.7 printed for the statement in the comment.
-    #[test]
     fn draws_as_cpython_does_after_seed() {
         // random.seed(3); [random.random() for _ in range(3)]
         let mut r = PyRandom::from_int(3);
@@ -285,4 +284,6 @@ mod tests {
         assert_eq!(r.below(5), 0);
         assert_eq!(r.getrandbits(40), 902_254_243_635);
     }
+
+    crate::unit_tests::list![draws_as_cpython_does_after_seed];
 }

@@ -885,11 +885,10 @@ pub fn vjp_apply(interp: &mut Interp, v: &VjpValues, cts: &[Rc<Array>]) -> crate
     })())
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn rule_coverage_is_what_the_docs_say() {
         let prims = crate::jax::prims::all::all_prims();
         let names = |want: Option<bool>| -> Vec<String> {
@@ -903,4 +902,6 @@ mod tests {
         assert_eq!(not_differentiable.len(), 27, "{not_differentiable:?}");
         assert_eq!(crate::jax::prims::properties::ad_rule(&Prim::opaque("softmax", Aval::scalar(DType::F32))), Some(false));
     }
+
+    crate::unit_tests::list![rule_coverage_is_what_the_docs_say];
 }

@@ -794,14 +794,13 @@ mod lattice {
     pub(super) const UPPER_BOUNDS_X32: [u32; NODE_COUNT] = upper_bounds(false);
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     const X32: DTypeConfig = DTypeConfig { enable_x64: false };
     const X64: DTypeConfig = DTypeConfig { enable_x64: true };
 
-    #[test]
     fn names_round_trip() {
         for &d in DType::all() {
             assert_eq!(DType::from_name(d.name()), Some(d));
@@ -812,7 +811,6 @@ mod tests {
         assert_eq!(WeakDType::weakly_typed(DType::BF16).to_string(), "~bfloat16");
     }
 
-    #[test]
     fn weak_operands_do_not_widen() {
         let f16 = WeakDType::strong(DType::F16);
         let float = python_scalar_dtype(PyScalarKind::Float, X32);
@@ -822,15 +820,15 @@ mod tests {
         assert_eq!(binary_op_result_type(int, i8, X64), i8);
     }
 
-    #[test]
     fn lattice_depends_on_x64_for_u32_i32() {
         assert_eq!(promote_types(DType::U32, DType::I32, X32), DType::I32);
         assert_eq!(promote_types(DType::U32, DType::I32, X64), DType::I64);
         assert_eq!(promote_types(DType::U64, DType::I64, X32), DType::F64);
     }
 
-    #[test]
     fn empty_operands_are_an_error() {
         assert_eq!(result_type(&[], X32), Err(DTypeError::NoOperands));
     }
+
+    crate::unit_tests::list![names_round_trip, weak_operands_do_not_widen, lattice_depends_on_x64_for_u32_i32, empty_operands_are_an_error];
 }

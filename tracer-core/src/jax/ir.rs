@@ -1264,11 +1264,10 @@ pub fn atom_text(a: &Atom) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn check_ir_finds_unbound_and_rebound_variables() {
         let f32 = Aval::new(&[3], DType::F32);
         let eqn = |inputs: Vec<Atom>, out: VarId| Eqn {
@@ -1300,7 +1299,6 @@ mod tests {
         assert!(problems[2].contains("output h is never bound"));
     }
 
-    #[test]
     fn check_ir_reruns_each_primitive_rule() {
         let x = Aval::new(&[3, 4], DType::F32);
         let jaxpr = |declared: Aval| Jaxpr {
@@ -1320,4 +1318,6 @@ mod tests {
         let problems = check_ir(&jaxpr(Aval::new(&[4], DType::F32)));
         assert_eq!(problems, ["equation 0 (reduce_sum) declares outputs (f32[4]) but its rule gives (f32[3]) for inputs (f32[3,4])"]);
     }
+
+    crate::unit_tests::list![check_ir_finds_unbound_and_rebound_variables, check_ir_reruns_each_primitive_rule];
 }

@@ -406,8 +406,8 @@ fn exact_scientific(x: f64, frac: usize) -> (String, String, i32) {
     (format!("{sign}{int}"), f.to_string(), exp.parse().unwrap_or(0))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
     use ndarray::{ArrayD, IxDyn};
 
@@ -416,7 +416,6 @@ mod tests {
     }
 
     // Expected texts are what JAX 0.10.2 (NumPy's array2string) prints for the same arrays.
-    #[test]
     fn summarises_past_1000_elements_like_numpy() {
         assert_eq!(array_str(&arange(1001, &[1001]), DType::I32), "[   0    1    2 ...  998  999 1000]");
         assert_eq!(array_repr(&arange(1001, &[1001]), DType::I32, false), "Array([   0,    1,    2, ...,  998,  999, 1000], dtype=int32)");
@@ -434,7 +433,6 @@ mod tests {
 
     // What JAX 0.10.2 prints (ml_dtypes writes bfloat16 elements with `%g`, NumPy float16 with
     // its shortest float16 digits).
-    #[test]
     fn bfloat16_and_float16_print_as_jax_prints_them() {
         let third = narrow(&[1.0 / 3.0; 3], DType::BF16);
         assert_eq!(array_str(&third, DType::BF16), "[0.333984 0.333984 0.333984]");
@@ -449,10 +447,11 @@ mod tests {
         assert_eq!(array_str(&narrow(&[1e-3, 1.0, 1000.0, 1e4], DType::F16), DType::F16), "[1.e-03 1.e+00 1.e+03 1.e+04]");
     }
 
-    #[test]
     fn empty_and_weak_reprs() {
         assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[2, 0])), DType::F32, false), "Array([], shape=(2, 0), dtype=float32)");
         assert_eq!(array_repr(&ArrayD::zeros(IxDyn(&[0])), DType::F32, false), "Array([], shape=(0,), dtype=float32)");
         assert_eq!(array_repr(&ArrayD::from_elem(IxDyn(&[]), 3.0), DType::I32, true), "Array(3, dtype=int32, weak_type=True)");
     }
+
+    crate::unit_tests::list![summarises_past_1000_elements_like_numpy, bfloat16_and_float16_print_as_jax_prints_them, empty_and_weak_reprs];
 }

@@ -75,11 +75,10 @@ pub fn bind_required(f: JaxFn, mut args: Vec<Value>, mut kwargs: Kwargs) -> (Vec
     (args, kwargs)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn every_row_names_a_modelled_function() {
         assert!(SIGNATURES.windows(2).all(|w| w[0].0 < w[1].0), "sorted, each name once");
         assert!(SIGNATURES.len() > 300, "every row read: {}", SIGNATURES.len());
@@ -95,7 +94,6 @@ mod tests {
         assert!(JaxFn::ALL.iter().filter(|&&f| signature(f).is_some()).count() == SIGNATURES.len());
     }
 
-    #[test]
     fn a_required_parameter_by_name_moves_into_its_position() {
         let kw = |k: &str, v: i64| (std::rc::Rc::from(k), Value::Int(v));
         let (args, kwargs) = bind_required(JaxFn::Full, vec![], vec![kw("fill_value", 1), kw("shape", 2), kw("dtype", 3)]);
@@ -107,13 +105,11 @@ mod tests {
         assert_eq!((args.len(), kwargs.len()), (1, 1));
     }
 
-    #[test]
     fn every_row_says_how_a_call_without_its_arguments_fails() {
         let rows = include_str!("signatures.tsv").lines().filter(|l| !l.starts_with('#')).count();
         assert_eq!(SIGNATURES.len(), rows, "a row build.rs does not read");
     }
 
-    #[test]
     fn a_missing_parameter_is_named_as_jax_names_it() {
         let kw = |k: &str| (std::rc::Rc::from(k), Value::Int(0));
         assert_eq!(missing_arguments(JaxFn::Vjp, 0, &vec![]).as_deref(), Some("vjp() missing 1 required positional argument: 'fun'"));
@@ -129,4 +125,11 @@ mod tests {
         assert_eq!(missing_arguments(JaxFn::Reshape, 2, &vec![]), None);
         assert!(missing_arguments(JaxFn::NnRelu, 0, &vec![]).is_some_and(|m| m.ends_with("missing a required argument: 'x'")));
     }
+
+    crate::unit_tests::list![
+        every_row_names_a_modelled_function,
+        a_required_parameter_by_name_moves_into_its_position,
+        every_row_says_how_a_call_without_its_arguments_fails,
+        a_missing_parameter_is_named_as_jax_names_it
+    ];
 }

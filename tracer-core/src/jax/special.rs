@@ -273,11 +273,10 @@ pub fn polygamma(n: f64, x: f64, dtype: DType) -> f64 {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn polygamma_is_what_jax_computes() {
         // JAX 0.10.2 on CPU (float64): polygamma(1, x), including the diverged value at a
         // negative x.
@@ -290,4 +289,6 @@ mod tests {
             assert!((got - want).abs() <= 2.0 * f32::EPSILON * want.abs(), "polygamma(1, {x}) = {got}, JAX {want}");
         }
     }
+
+    crate::unit_tests::list![polygamma_is_what_jax_computes];
 }

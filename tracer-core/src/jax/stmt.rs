@@ -1142,11 +1142,10 @@ fn short_api(name: &str) -> String {
     name.to_string()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::sanitize;
 
-    #[test]
     fn names_from_functions_are_python_identifiers() {
         assert_eq!(sanitize("<lambda>"), "lambda_fn");
         assert_eq!(sanitize("loss"), "loss");
@@ -1158,4 +1157,6 @@ mod tests {
         assert_eq!(sanitize("class"), "class_fn");
         assert_eq!(sanitize(""), "f");
     }
+
+    crate::unit_tests::list![names_from_functions_are_python_identifiers];
 }

@@ -417,11 +417,10 @@ fn math_edits(tree: &SyntaxTree, text: &str) -> Vec<Edit> {
     edits
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn modules_go_before_the_files_importing_them_with_their_lines() {
         let main = "import jax\nfrom lib import model\nfrom lib.util import scale as sc\n\nmodel.forward(sc(1.0))\n";
         let model = "import math\nimport jax.numpy as jnp\nfrom .util import scale\n\n\ndef forward(x):\n    return jnp.sin(x) * math.pi + math.sqrt(scale(2.0))\n\n\nif __name__ == \"__main__\":\n    forward(1.0)\n";
@@ -449,7 +448,6 @@ mod tests {
         assert_eq!(c.labels[0], "main.py");
     }
 
-    #[test]
     fn a_name_bound_in_two_files_makes_no_program() {
         let main = "from lib import f\n\ndef g(x):\n    return x\n\nf(1)\n";
         let lib = "def g(x):\n    return -x\n\ndef f(x):\n    return g(x)\n";
@@ -461,7 +459,6 @@ mod tests {
         assert!(combine(&files, &[]).is_none());
     }
 
-    #[test]
     fn math_stays_when_a_use_has_no_exact_equivalent() {
         let text = "import math\n\nx = math.log(2.0) + math.pi\n";
         let path = PathBuf::from("/p/m.py");
@@ -469,4 +466,10 @@ mod tests {
         assert_eq!(c.text, text);
         assert!(!c.rewritten);
     }
+
+    crate::unit_tests::list![
+        modules_go_before_the_files_importing_them_with_their_lines,
+        a_name_bound_in_two_files_makes_no_program,
+        math_stays_when_a_use_has_no_exact_equivalent
+    ];
 }

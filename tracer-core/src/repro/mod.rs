@@ -686,15 +686,14 @@ pub fn np_dtype(dtype: DType) -> String {
     }
 }
 
-#[cfg(test)]
-mod key_tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod key_tests {
     use super::*;
 
     fn input(aval: Aval) -> Input {
         Input { name: "x".into(), aval, literal: None }
     }
 
-    #[test]
     fn keys_are_passed_as_keys_and_uint32_as_uint32() {
         assert_eq!(value_of(&input(Aval::scalar(DType::Key))), "jax.random.key(0)");
         assert_eq!(value_of(&input(Aval::new(&[4], DType::Key))), "jax.random.split(jax.random.key(0), 4)");
@@ -704,4 +703,6 @@ mod key_tests {
         assert_eq!(result_aval(&Aval::scalar(DType::Key)), "key<fry>[]");
         assert_eq!(result_aval(&Aval::scalar(DType::U32)), "u32[]");
     }
+
+    crate::unit_tests::list![keys_are_passed_as_keys_and_uint32_as_uint32];
 }

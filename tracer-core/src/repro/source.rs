@@ -1155,11 +1155,10 @@ fn scan_lines(text: &str) -> Vec<SrcLine> {
     out
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn a_nested_function_that_reads_nothing_around_it_is_written_at_the_top_level() {
         let text = "import jax\n\n\n@jax.jit\ndef f(x):\n    k = 2\n\n    def helper(y):\n        return y * 2.0\n\n    def scaled(y):\n        return y * k\n\n    return helper(x) + scaled(x)\n\n\nf(jax.numpy.ones((8, 4)))\n";
         let mut p = SourceProgram::new(text, 17, "TL190", "NameError: x", "m.py").expect("parses");
@@ -1173,7 +1172,6 @@ mod tests {
         assert_eq!(r.failing_line, Some(12));
     }
 
-    #[test]
     fn a_nested_function_goes_as_high_as_what_it_reads_allows() {
         let text = "import jax\n\n\ndef build(scale):\n    bias = scale * 2.0\n\n    def run(xs):\n        def shift(y):\n            return y + 1.0\n\n        def body(c, x):\n            def add_bias(h):\n                return h + bias\n\n            return add_bias(c + shift(x))\n\n        for i in range(2):\n            def twice(v):\n                return v * i\n\n            xs = twice(xs)\n        return body(xs, xs)\n\n    return run\n\n\nbuild(1.0)(2.0)\n";
         let mut p = SourceProgram::new(text, 27, "TL190", "NameError: x", "m.py").expect("parses");
@@ -1192,14 +1190,12 @@ mod tests {
         assert!(!p.render(&[]).text.contains("twice"));
     }
 
-    #[test]
     fn what_runs_with_the_def_methods_and_names_bound_twice_keep_a_function_where_it_is() {
         let text = "import jax\n\n\ndef f(x, k):\n    def scaled(y, k=k):\n        return y * k\n\n    class Layer:\n        def apply(self, y):\n            return y\n\n    if k > 0:\n        def pick(y):\n            return y\n    else:\n        def pick(y):\n            return -y\n    return scaled(x) + Layer().apply(x) + pick(x)\n\n\nf(1.0, 2)\n";
         let p = SourceProgram::new(text, 21, "TL190", "NameError: x", "m.py").expect("parses");
         assert!(p.liftable.is_empty(), "{:?}", p.liftable);
     }
 
-    #[test]
     fn functions_in_elif_else_except_and_finally_blocks_are_lifted_and_emptied_blocks_get_a_pass() {
         let text = "def f(x, mode):\n    seen = []\n    if mode == 0:\n        y = x\n    elif mode == 1:\n        def a(v):\n            seen.append(v)\n        a(x)\n    else:\n        def b(v):\n            return v\n        b(x)\n    try:\n        z = x\n    except KeyError:\n        def c(v):\n            return v + 1\n        c(x)\n    finally:\n        def d(v):\n            return seen\n        d(x)\n    return seen\n\n\nf(1.0, 1)\n";
         let mut p = SourceProgram::new(text, 26, "TL190", "NameError: x", "m.py").expect("parses");
@@ -1257,7 +1253,6 @@ mod tests {
         assert!(!text.contains("elif") && !text.contains("else:") && !text.contains("def a"), "{text}");
     }
 
-    #[test]
     fn comments_go_and_strings_stay() {
         let lines = scan_lines("x = '#' + \"a#b\"  # note\ns = \"\"\"doc # kept\n  # kept too\n\"\"\"  # gone\ny = 1 + \\\n    2\n");
         let codes: Vec<&str> = lines.iter().map(|l| l.code.as_str()).collect();
@@ -1266,7 +1261,6 @@ mod tests {
         assert_eq!(linkable, [true, false, false, true, false, true]);
     }
 
-    #[test]
     fn an_emptied_body_gets_a_pass_and_other_imports_go() {
         let text = "import math\nimport jax\n\n\ndef f(x):\n    y = x  # a\n    return y\n\n\nf(1)\n";
         let mut p = SourceProgram::new(text, 10, "TL190", "NameError: x", "m.py").expect("parses");
@@ -1281,7 +1275,6 @@ mod tests {
         assert_eq!(r.links, [(0, 2), (2, 5), (5, 10)]);
     }
 
-    #[test]
     fn a_dataclass_is_written_without_dataclasses() {
         let text = "import dataclasses\nimport jax\n\n\n@jax.tree_util.register_dataclass\n@dataclasses.dataclass\nclass P:\n    w: jax.Array\n    b: jax.Array\n\n\nP(1, 2).c\n";
         let p = SourceProgram::new(text, 12, "TL190", "AttributeError: c", "m.py").expect("parses");
@@ -1312,4 +1305,14 @@ mod tests {
         .expect("parses");
         assert!(other.render(&[]).text.contains("@dataclasses.dataclass  # m.py:2"));
     }
+
+    crate::unit_tests::list![
+        a_nested_function_that_reads_nothing_around_it_is_written_at_the_top_level,
+        a_nested_function_goes_as_high_as_what_it_reads_allows,
+        what_runs_with_the_def_methods_and_names_bound_twice_keep_a_function_where_it_is,
+        functions_in_elif_else_except_and_finally_blocks_are_lifted_and_emptied_blocks_get_a_pass,
+        comments_go_and_strings_stay,
+        an_emptied_body_gets_a_pass_and_other_imports_go,
+        a_dataclass_is_written_without_dataclasses
+    ];
 }

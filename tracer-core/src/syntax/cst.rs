@@ -232,11 +232,10 @@ impl Field {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn kinds_fields_and_positions_read_as_written() {
         let text = "from ..m import a as b\ndef f(x: int = 3):\n    return g(x)[1]\n";
         let tree = SyntaxTree::parse(text).expect("parser");
@@ -260,4 +259,6 @@ mod tests {
         let call = tree.preorder().into_iter().find(|n| n.kind() == NodeKind::Call).expect("call");
         assert_eq!((call.start_row(), call.start_column()), (2, 11));
     }
+
+    crate::unit_tests::list![kinds_fields_and_positions_read_as_written];
 }

@@ -116,11 +116,10 @@ impl LineIndex {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn blocks_find_the_line_a_search_finds() {
         // Lines longer and shorter than a block, every line break, empty lines, a text
         // ending without a break and with one.
@@ -137,7 +136,6 @@ mod tests {
         }
     }
 
-    #[test]
     fn columns_count_code_points() {
         let text = "a = 1\nb = 'é𝄞' + x\n";
         let idx = LineIndex::new(text);
@@ -165,7 +163,6 @@ mod tests {
         LineCol { line, col: text[start..end.max(start)].chars().count() as u32 }
     }
 
-    #[test]
     fn every_offset_and_span_is_located_as_counted() {
         for text in ["a = 1\r\nbb = f(x)\rc\n\n  d", "x = 'é𝄞'\r\ny\rz = 1\n", "", "\n\r\r\n"] {
             let idx = LineIndex::new(text);
@@ -182,7 +179,6 @@ mod tests {
         }
     }
 
-    #[test]
     fn lines_break_at_lf_crlf_and_lone_cr_only() {
         let text = "a\rb\r\nc\u{2028}d\u{85}e\u{c}f\ng";
         let idx = LineIndex::new(text);
@@ -194,4 +190,11 @@ mod tests {
         assert_eq!(idx.line_span(text, 1), Some((2, text.find("\r\n").unwrap() as u32)));
         assert_eq!(idx.line_span(text, 0), Some((0, 1)));
     }
+
+    crate::unit_tests::list![
+        blocks_find_the_line_a_search_finds,
+        columns_count_code_points,
+        every_offset_and_span_is_located_as_counted,
+        lines_break_at_lf_crlf_and_lone_cr_only
+    ];
 }

@@ -36,8 +36,8 @@
 mod expressions;
 mod literals;
 mod match_statement;
-#[cfg(test)]
-mod tests;
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests;
 
 /// Keyed by a statement's whole text: foldhash reads it several times faster than SipHash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;

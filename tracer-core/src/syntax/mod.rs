@@ -12,6 +12,9 @@ mod shift;
 pub use cst::{Field, NodeKind, SyntaxNode, SyntaxTree};
 pub use line_index::{LineCol, LineIndex};
 
+#[cfg(feature = "unit-tests")]
+pub(crate) use self::{cst::tests as cst_tests, line_index::tests as line_index_tests, lower::tests as lower_tests};
+
 /// The single edit that turns one text into another: the bytes `start..old_end` of the old
 /// text became `start..new_end` of the new one; their common prefix and suffix are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,11 +112,10 @@ impl IncrementalParser {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn marks_are_counted_only_when_they_can_be_over_the_limit() {
         let text = "x = (1, 2)\n";
         // `=`, `(`, `,`, `)` and the line break.
@@ -125,4 +127,6 @@ mod tests {
         // Longer than the limit but with fewer marks.
         assert_eq!(punctuation_marks_over("abcdefgh\n", 2), None);
     }
+
+    crate::unit_tests::list![marks_are_counted_only_when_they_can_be_over_the_limit];
 }

@@ -47,6 +47,8 @@ mod ops_special;
 pub mod partial;
 pub mod partial_tensor;
 mod print;
+#[cfg(feature = "unit-tests")]
+pub(crate) use print::tests as print_tests;
 pub(crate) mod recursion;
 mod retrace;
 pub mod shape_text;

@@ -300,11 +300,10 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn floats_print_as_tensorflow_prints_them() {
         // What TensorFlow 2.21's tf.print shows for these float32 / float64 scalars.
         let f32s = [(1.5, "1.5"), (2.0, "2"), (0.1, "0.1"), (1e-7, "1e-07"), (123456.7, "123456.703"), (1e10, "1e+10")];
@@ -319,7 +318,6 @@ mod tests {
         assert_eq!(element(1.0, DType::Bool), "1");
     }
 
-    #[test]
     fn layout_summarises_each_dimension() {
         let flat: Vec<f64> = (0..64).map(f64::from).collect();
         let mut out = String::new();
@@ -333,4 +331,6 @@ mod tests {
         write_block(&mut out, &flat, &[2, 3, 4], 0, 3, 3, DType::I32);
         assert_eq!(out, "[[[0 1 2 3]\n  [4 5 6 7]\n  [8 9 10 11]]\n\n [[12 13 14 15]\n  [16 17 18 19]\n  [20 21 22 23]]]");
     }
+
+    crate::unit_tests::list![floats_print_as_tensorflow_prints_them, layout_summarises_each_dimension];
 }

@@ -215,13 +215,55 @@ fn module_of(rel: &str) -> Vec<String> {
     segs
 }
 
+/// The attribute that gates the unit tests (src/unit_tests.rs): what it gates is not the
+/// engine's, and not in its graph.
+const UNIT_TESTS: &str = "#[cfg(feature = \"unit-tests\")]";
+
+/// `text` without the items the unit-tests feature gates (each from its attribute to the `;`
+/// or the `}` at its own indentation that ends it), and the names of the modules those items
+/// declare (`mod tests;`): their files are the tests' own.
+fn without_unit_tests(text: &str) -> (String, Vec<String>) {
+    let mut kept = String::with_capacity(text.len());
+    let mut declared = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != UNIT_TESTS {
+            kept.push_str(line);
+            kept.push('\n');
+            continue;
+        }
+        let Some(mut first) = lines.by_ref().find(|l| !l.trim_start().starts_with("#[")) else { break };
+        if let Some((_, name)) = first.trim().strip_suffix(';').and_then(|item| item.rsplit_once("mod ")) {
+            declared.push(name.to_string());
+        }
+        if first.trim_end().ends_with('{') {
+            let close = format!("{}}}", &first[..first.len() - first.trim_start().len()]);
+            lines.by_ref().find(|l| l.trim_end() == close);
+        } else {
+            while !first.trim_end().ends_with(';') {
+                let Some(next) = lines.next() else { break };
+                first = next;
+            }
+        }
+    }
+    (kept, declared)
+}
+
 pub fn build(src: &Path) -> Graph {
-    let files: Vec<String> =
-        super::rust_files(src).iter().map(|p| p.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/")).collect();
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    let mut test_modules: Vec<Vec<String>> = Vec::new();
+    for path in super::rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
+        let (text, declared) = without_unit_tests(&std::fs::read_to_string(&path).unwrap_or_default());
+        test_modules.extend(declared.into_iter().map(|name| [module_of(&rel), vec![name]].concat()));
+        texts.insert(rel, text);
+    }
+    texts.retain(|rel, _| !test_modules.iter().any(|m| module_of(rel).starts_with(m)));
+    let files: Vec<String> = texts.keys().cloned().collect();
     let modules: BTreeMap<Vec<String>, usize> = files.iter().enumerate().map(|(i, f)| (module_of(f), i)).collect();
     let mut edges = vec![BTreeSet::new(); files.len()];
     for (fi, rel) in files.iter().enumerate() {
-        let t = tokens(&std::fs::read_to_string(src.join(rel)).unwrap_or_default());
+        let t = tokens(&texts[rel]);
         let file_module = module_of(rel);
         let mut r = Resolver { modules: &modules, aliases: BTreeMap::new() };
         // Pass 0 binds the names `use` imports; pass 1 resolves every path.
@@ -348,13 +390,14 @@ pub fn circles(g: &Graph) -> Vec<Vec<usize>> {
 fn the_import_graph_resolves_each_form() {
     let dir = std::env::temp_dir().join(format!("tracelens-import-graph-{}", std::process::id()));
     let files = [
-        ("lib.rs", "mod a;\nmod b;\n"),
+        ("lib.rs", "mod a;\nmod b;\n#[cfg(feature = \"unit-tests\")]\n#[doc(hidden)]\npub mod unit_tests;\n"),
         ("a/mod.rs", "pub mod x;\npub mod y;\nuse crate::b::{self, Item as I};\n"),
         ("a/x.rs", "// crate::c::Z\nfn f() { let s = \"crate::c\"; super::y::g(); }\n"),
         ("a/y.rs", "use crate::b as bee;\nfn g() { bee::inner::h(); }\n#[cfg(test)]\nmod tests { use super::*; }\n"),
         ("b/mod.rs", "pub mod inner;\n"),
         ("b/inner.rs", "fn h() { crate::a::x::f(); }\n"),
-        ("c.rs", "use std::rc::Rc;\n"),
+        ("c.rs", "use std::rc::Rc;\n#[cfg(feature = \"unit-tests\")]\npub(crate) use self::{\n    tests as t,\n};\n#[cfg(feature = \"unit-tests\")]\npub(crate) mod tests {\n    fn f() { crate::a::x::f(); }\n    crate::unit_tests::list![f];\n}\n"),
+        ("unit_tests.rs", "const M: &[&[T]] = &[crate::c::tests::TESTS];\n"),
     ];
     for (rel, text) in files {
         let p = dir.join(rel);
@@ -370,7 +413,8 @@ fn the_import_graph_resolves_each_form() {
     assert_eq!(edges_of("a/x.rs"), ["a/y.rs"], "comments and strings are not paths");
     assert_eq!(edges_of("a/y.rs"), ["b/inner.rs", "b/mod.rs"], "an alias resolves further; a test module's super is its file");
     assert_eq!(edges_of("b/inner.rs"), ["a/x.rs"]);
-    assert!(edges_of("c.rs").is_empty());
+    assert!(edges_of("c.rs").is_empty(), "what the unit-tests feature gates makes no edge");
+    assert!(!g.files.iter().any(|f| f == "unit_tests.rs"), "a module the unit-tests feature declares is the tests' own");
     let circles: Vec<Vec<&str>> = circles(&g).iter().map(|c| c.iter().map(|&i| g.files[i].as_str()).collect()).collect();
     assert_eq!(circles, [["a/x.rs", "a/y.rs", "b/inner.rs"]]);
     std::fs::remove_dir_all(&dir).ok();

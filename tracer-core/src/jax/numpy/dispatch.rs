@@ -12,12 +12,11 @@ pub(super) fn family(f: JaxFn) -> Family {
     f.family()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::super::{lax, ufunc};
     use super::*;
 
-    #[test]
     fn the_ufunc_family_is_exactly_the_rows_of_the_table() {
         for &f in JaxFn::ALL {
             assert_eq!(family(f) == Family::Ufunc, ufunc::lookup(f).is_some(), "{}", f.qualified_name());
@@ -27,7 +26,6 @@ mod tests {
         }
     }
 
-    #[test]
     fn the_lax_tables_functions_are_routed_to_lax() {
         for &f in JaxFn::ALL {
             if lax::unary_of(f).is_some() || lax::binary_of(f).is_some() {
@@ -35,4 +33,6 @@ mod tests {
             }
         }
     }
+
+    crate::unit_tests::list![the_ufunc_family_is_exactly_the_rows_of_the_table, the_lax_tables_functions_are_routed_to_lax];
 }

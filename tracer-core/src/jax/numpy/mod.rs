@@ -49,6 +49,8 @@ mod arraylike;
 mod conversion;
 mod creation;
 mod dispatch;
+#[cfg(feature = "unit-tests")]
+pub(crate) use dispatch::tests as dispatch_tests;
 mod elementwise;
 mod indexing;
 mod lax;

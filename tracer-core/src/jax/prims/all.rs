@@ -166,9 +166,10 @@ pub(crate) fn all_prims() -> Vec<Prim> {
     prims
 }
 
-#[test]
 fn every_primitive_has_its_row_in_docs_ir_md() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/ir.md")).unwrap_or_default();
     let missing: Vec<String> = all_prims().iter().map(Prim::name).filter(|n| !doc.contains(&format!("`{n}`"))).collect();
     assert!(missing.is_empty(), "primitives without their row in docs/ir.md's primitive table: {missing:?}");
 }
+
+crate::unit_tests::list![every_primitive_has_its_row_in_docs_ir_md];

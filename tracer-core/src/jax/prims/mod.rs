@@ -7,7 +7,7 @@
 //! properties are in [`properties`]. `check_ir` re-runs [`abstract_eval`] over every traced
 //! equation (the tests turn it on), so a rule and the avals a binder declares cannot drift.
 
-#[cfg(test)]
+#[cfg(feature = "unit-tests")]
 pub(crate) mod all;
 pub mod batching;
 pub mod control_flow;

@@ -451,8 +451,8 @@ fn transpose_lhs(interp: &mut Interp, g: &Rc<Array>, x: &Aval, y: &Rc<Array>, d:
     ad::bind(interp, Prim::Transpose { permutation: out_axes }, std::slice::from_ref(&prod))
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     /// A batch of two deterministic `rows`×`cols` operands, C order.
@@ -466,7 +466,6 @@ mod tests {
         })
     }
 
-    #[test]
     fn a_product_is_the_same_bits_either_way_round_in_every_layout() {
         // The MLP's shapes that take the column-major path, odd sizes around the 8×8
         // transpose tiles and gemm's 16-row vectors, and the k ≤ 2 products gemm sums from
@@ -491,7 +490,6 @@ mod tests {
         }
     }
 
-    #[test]
     fn the_mlp_products_go_the_faster_way_round() {
         let row_major = |rows: isize| [rows, 1];
         let transposed = |rows: isize| [1, rows];
@@ -505,6 +503,8 @@ mod tests {
         assert!(!column_major_destination([784, 128, 512], &transposed(784), &row_major(512)));
         assert!(!column_major_destination([128, 10, 512], &row_major(10), &transposed(10)));
     }
+
+    crate::unit_tests::list![a_product_is_the_same_bits_either_way_round_in_every_layout, the_mlp_products_go_the_faster_way_round];
 }
 
 /// `dot_general`'s batching rule (JAX's `_dot_batch_rule` and `_dot_general_batch_dim_nums`):

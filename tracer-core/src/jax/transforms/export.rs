@@ -80,11 +80,10 @@ pub fn export(args: &[Value]) -> Value {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn specs_parse_as_jax_reads_them() {
         assert_eq!(parse_spec("b, 3"), Some(vec![Item::Name("b"), Item::Size(3)]));
         assert_eq!(parse_spec(" (batch , n) "), Some(vec![Item::Name("batch"), Item::Name("n")]));
@@ -92,4 +91,6 @@ mod tests {
         assert_eq!(parse_spec(""), Some(Vec::new()));
         assert_eq!(parse_spec("b, 2*b"), None, "dimension expressions are not modelled");
     }
+
+    crate::unit_tests::list![specs_parse_as_jax_reads_them];
 }

@@ -339,7 +339,6 @@ fn only_expr(source: &str) -> Expr {
     }
 }
 
-#[test]
 fn simple_statements() {
     check(
         "x = 1\na = b = c\nx: int\ny: int = 2\nz += 1\nw @= m\npass\ndel a, b[0]\ndel (a, b)\nglobal g, h\n",
@@ -354,7 +353,6 @@ fn simple_statements() {
     check("def f():\n    global g\n    nonlocal n, m\n", "(def f () {(global g); (nonlocal n m)})");
 }
 
-#[test]
 fn imports() {
     check(
         "import a.b.c as d, e\nfrom ..x.y import (z as w, v)\nfrom . import *\nfrom m import n\nfrom __future__ import annotations\nimport a . b\n",
@@ -362,7 +360,6 @@ fn imports() {
     );
 }
 
-#[test]
 fn compound_statements() {
     check("if a:\n    x\nelif b:\n    y\nelif c:\n    z\nelse:\n    w\n", "(if a {x} else {(if b {y} else {(if c {z} else {w})})})");
     check("while x:\n    break\nelse:\n    continue_ = 1\n", "(while x {break} else {(= continue_ 1)})");
@@ -381,7 +378,6 @@ fn compound_statements() {
     check("with (\n    m() as x\n):\n    pass\nwith (a, b as c): pass\n", "(with (call m) as x {pass})\n(with a, b as c {pass})");
 }
 
-#[test]
 fn function_definitions() {
     check(
         "def f(a, b: int, /, c=1, d: T = 2, *args: A, e, f=3, **kw: K) -> R:\n    return a\n",
@@ -406,7 +402,6 @@ fn function_definitions() {
     check("def f[T](x: T) -> T: pass\n", "(def f (x:T) -> T {pass})");
 }
 
-#[test]
 fn class_definitions() {
     check(
         "@dataclass(frozen=True)\nclass C(B, *mixins, metaclass=M, **kw):\n    x: int = 1\n    def m(self): return self.x\n",
@@ -415,7 +410,6 @@ fn class_definitions() {
     check("class D: pass\n", "(class D {pass})");
 }
 
-#[test]
 fn lambdas() {
     check("lambda: 0\n", "(lambda () 0)");
     check("lambda a, /, b, *c, d=1, **e: a\n", "(lambda (a / b *c d=1 **e) a)");
@@ -423,7 +417,6 @@ fn lambdas() {
     check("f = lambda x=lambda: 1: x()\n", "(= f (lambda (x=(lambda () 1)) (call x)))");
 }
 
-#[test]
 fn operators() {
     check(
         "-x ** 2\nnot a and b or c\na and b and c\na or (b or c)\n",
@@ -443,7 +436,6 @@ fn operators() {
     assert_eq!((product.span.start, product.span.end), (0, 11));
 }
 
-#[test]
 fn calls_and_subscripts() {
     check(
         "f(a, *b, c=1, **d)\nf(x for x in y)\nf()(g)[h].i\n",
@@ -455,7 +447,6 @@ fn calls_and_subscripts() {
     check("x[..., None]\nx[*a]\nx[*a.b]\ny: T[*Ts]\n", "x[(tuple ... None)]\nx[(tuple *a)]\nx[(tuple *a.b)]\n(ann y T[(tuple *Ts)])");
 }
 
-#[test]
 fn collections_and_comprehensions() {
     check(
         "()\n(1,)\n[]\n[1, *a]\n{}\n{1}\n{*a, 2}\n{**a, 'b': 1}\n",
@@ -468,7 +459,6 @@ fn collections_and_comprehensions() {
     check("[x async for x in y]\n", "(listcomp x (for x in y))");
 }
 
-#[test]
 fn literals() {
     check(
         "0\n42\n1_000_000\n0x_FF\n0o17\n0B101\n00\n9223372036854775807\n9223372036854775808\n0xFFFFFFFFFFFFFFFFFFFF\n0b1_0000000000000000000000000000000000000000000000000000000000000000\n",
@@ -478,7 +468,6 @@ fn literals() {
     check("True\nFalse\nNone\n...\n", "True\nFalse\nNone\n...");
 }
 
-#[test]
 fn string_literals() {
     check(r#"'a\tb\n\\\'\"\x41\101\u00e9\U0001F600\z'"#, r#""a\tb\n\\'\"AAé😀\\z""#);
     check(r#"r'\d\n' R"\"" r'\\' r'''\''''"#, r#""\\d\\n\\\"\\\\\\'""#);
@@ -491,7 +480,6 @@ fn string_literals() {
     check("'\\N{BULLET}'\n", r#""\\N{BULLET}""#);
 }
 
-#[test]
 fn bytes_are_bytes() {
     let value = only_expr("b'\\xff\\x00a'\n");
     match value.kind {
@@ -500,7 +488,6 @@ fn bytes_are_bytes() {
     }
 }
 
-#[test]
 fn fstrings() {
     check("f'a{x}b'\n", r#"(f "a" {x} "b")"#);
     check("f'{x!r:>{w}.3}'\n", r#"(f {x!r:">" {w} ".3"})"#);
@@ -519,7 +506,6 @@ fn fstrings() {
     check("f'{f\"{x}\"}'\n", "(f {(f {x})})");
 }
 
-#[test]
 fn spans() {
     let source = "x = foo(a, b=1)\n";
     let module = parse_module(source);
@@ -566,7 +552,6 @@ fn spans() {
     assert_eq!((module.body[1].span.start, module.body[1].span.end), (10, 11));
 }
 
-#[test]
 fn tree_sitter_quirks() {
     // `*` applies to the whole postfix chain and binary operation, not to its first name.
     check(
@@ -585,13 +570,11 @@ fn tree_sitter_quirks() {
     check("r'\\''\n", r#""\\'""#);
 }
 
-#[test]
 fn unsupported_statements_are_skipped() {
     // `type` aliases are valid Python that `ast` cannot hold: skipped, no error.
     check("type X = int\ntype Y[T] = list[T]\nc = 3\n", "(= c 3)");
 }
 
-#[test]
 fn match_statements_are_branches_on_unknown_conditions() {
     // The subject is evaluated; each case is taken on an unknown condition with the names
     // its pattern binds unknown; a last irrefutable case is the `else`.
@@ -612,7 +595,6 @@ fn match_statements_are_branches_on_unknown_conditions() {
     );
 }
 
-#[test]
 fn syntax_errors_keep_statements_before_the_first() {
     check_errors("x = 1\ndef f(\ny = 2\n", "(= x 1)", "11..12 '(' was never closed");
     check_errors("x = 1\nif x\n    y = 2\nz = 3\n", "(= x 1)", "10..10 expected ':'");
@@ -622,7 +604,6 @@ fn syntax_errors_keep_statements_before_the_first() {
     check_errors("a = 1\nb = [1,\n", "(= a 1)", "10..11 '[' was never closed");
 }
 
-#[test]
 fn a_missing_line_break_tree_sitter_hides_is_still_an_error() {
     // tree-sitter marks the line break missing between `return (a, b)` and `c` with a
     // hidden node; the statements after were silently dropped. Python 3.11:
@@ -630,7 +611,6 @@ fn a_missing_line_break_tree_sitter_hides_is_still_an_error() {
     check_errors("x = 1\ndef f(nxt, key):\n    return (nxt, key) nxt\n\ny = 2\n", "(= x 1)", "45..48 invalid syntax");
 }
 
-#[test]
 fn good_statements_inside_an_error_node_are_kept() {
     // tree-sitter's recovery wraps this whole file in one (extra) ERROR node; the imports
     // before the error are still whole statements.
@@ -641,7 +621,6 @@ fn good_statements_inside_an_error_node_are_kept() {
     assert!(module.errors[0].span.start >= 18, "{}", format_errors(&module));
 }
 
-#[test]
 fn indentation_errors() {
     check_errors("a = 1\n  b = 2\nc = 3\n", "(= a 1)", "8..13 unexpected indent");
     check_errors("  x = 1\n", "", "2..7 unexpected indent");
@@ -658,7 +637,6 @@ fn indentation_errors() {
     check("if x:\n    a = (1,\n  2)\n\n  # c\n    b\n", "(if x {(= a (tuple 1 2)); b})");
 }
 
-#[test]
 fn python_errors_tree_sitter_accepts() {
     check_errors("print 'hi'\n", "", "0..10 Missing parentheses in call to 'print'. Did you mean print(...)?");
     // Valid Python 3 that tree-sitter reads as Python 2.
@@ -689,7 +667,6 @@ fn python_errors_tree_sitter_accepts() {
     );
 }
 
-#[test]
 fn missing_tokens() {
     check_errors("a = 1\nclass A(B:\n    pass\n", "(= a 1)", "15..15 expected ')'");
     check_errors("def f(:\n    pass\n", "", "6..6 expected ')'");
@@ -697,7 +674,6 @@ fn missing_tokens() {
     check_errors("x = 1\ndef f():\n    y = [1,\n", "(= x 1)", "23..24 '[' was never closed");
 }
 
-#[test]
 fn error_messages_are_pythons() {
     assert_eq!(first_error("while True print(1)\n"), "expected ':'");
     assert_eq!(first_error("x = (1, 2\ny = 3\n"), "'(' was never closed");
@@ -705,7 +681,6 @@ fn error_messages_are_pythons() {
     assert_eq!(first_error("class C\n    pass\n"), "expected ':'");
 }
 
-#[test]
 fn degenerate_inputs_return_promptly() {
     let empty = parse_module("");
     assert!(empty.body.is_empty() && empty.errors.is_empty());
@@ -727,7 +702,6 @@ fn degenerate_inputs_return_promptly() {
     assert!(!replacement.errors.is_empty());
 }
 
-#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     for (open, close) in [("(", ")"), ("[", "]"), ("{", "}"), ("f(", ")"), ("-(", ")"), ("(1+", ")"), ("x[", "]")] {
         let source = format!("a = 1\nb = {}0{}\nc = 3\n", open.repeat(5_000), close.repeat(5_000));
@@ -749,7 +723,6 @@ fn deep_nesting_is_an_error_not_a_crash() {
     assert!(!parse_module(&unclosed).errors.is_empty());
 }
 
-#[test]
 fn moderate_nesting_lowers() {
     let source = format!("x = {}0{}\n", "(".repeat(150), ")".repeat(150));
     check(&source, "(= x 0)");
@@ -759,7 +732,6 @@ fn moderate_nesting_lowers() {
     assert!(module.errors.is_empty(), "{}", format_errors(&module));
 }
 
-#[test]
 fn ten_thousand_lines() {
     let mut source = String::new();
     for index in 0..2_000 {
@@ -772,3 +744,34 @@ fn ten_thousand_lines() {
     assert!(module.errors.is_empty(), "{}", format_errors(&module));
     assert_eq!(module.body.len(), 4_000);
 }
+
+crate::unit_tests::list![
+    simple_statements,
+    imports,
+    compound_statements,
+    function_definitions,
+    class_definitions,
+    lambdas,
+    operators,
+    calls_and_subscripts,
+    collections_and_comprehensions,
+    literals,
+    string_literals,
+    bytes_are_bytes,
+    fstrings,
+    spans,
+    tree_sitter_quirks,
+    unsupported_statements_are_skipped,
+    match_statements_are_branches_on_unknown_conditions,
+    syntax_errors_keep_statements_before_the_first,
+    a_missing_line_break_tree_sitter_hides_is_still_an_error,
+    good_statements_inside_an_error_node_are_kept,
+    indentation_errors,
+    python_errors_tree_sitter_accepts,
+    missing_tokens,
+    error_messages_are_pythons,
+    degenerate_inputs_return_promptly,
+    deep_nesting_is_an_error_not_a_crash,
+    moderate_nesting_lowers,
+    ten_thousand_lines
+];

@@ -542,8 +542,8 @@ fn declared_in_block(body: &[Stmt], out: &mut Set) {
     }
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
     fn vars_of(src: &str, nth: usize) -> BlockVars {
@@ -568,19 +568,16 @@ mod tests {
         v.iter().map(|n| n.as_ref()).collect()
     }
 
-    #[test]
     fn a_name_set_in_a_branch_and_read_after_is_an_output() {
         let v = vars_of("def f(x):\n    if x > 0:\n        y = 1\n        z = 2\n    return y\n", 0);
         assert_eq!(names(&v.outputs()), ["y"]);
     }
 
-    #[test]
     fn a_name_assigned_again_before_any_read_is_not_live() {
         let v = vars_of("def f(x):\n    if x > 0:\n        y = 1\n    y = 2\n    return y\n", 0);
         assert!(v.outputs().is_empty());
     }
 
-    #[test]
     fn a_loop_carries_what_its_body_reads_before_writing() {
         let v = vars_of(
             "def f(x):\n    s = 0\n    i = 0\n    while i < x:\n        t = i * 2\n        s = s + t\n        i = i + 1\n    return s\n",
@@ -590,7 +587,6 @@ mod tests {
         assert_eq!(symbols, [("s".to_string(), true), ("i".to_string(), false)]);
     }
 
-    #[test]
     fn a_read_at_the_top_of_an_enclosing_loop_is_live_after_an_inner_if() {
         let v = vars_of(
             "def f(x):\n    for k in range(3):\n        print(y)\n        if x > 0:\n            y = 1\n        else:\n            y = 2\n",
@@ -598,4 +594,11 @@ mod tests {
         );
         assert_eq!(names(&v.outputs()), ["y"]);
     }
+
+    crate::unit_tests::list![
+        a_name_set_in_a_branch_and_read_after_is_an_output,
+        a_name_assigned_again_before_any_read_is_not_live,
+        a_loop_carries_what_its_body_reads_before_writing,
+        a_read_at_the_top_of_an_enclosing_loop_is_live_after_an_inner_if
+    ];
 }

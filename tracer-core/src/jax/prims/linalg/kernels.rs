@@ -886,8 +886,8 @@ fn geqrf(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     (r, taus)
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
     use std::rc::Rc;
 
@@ -896,7 +896,6 @@ mod tests {
     }
 
     // Expected values are what JAX 0.10.2 prints for the same inputs (float64).
-    #[test]
     fn singular_inputs_give_jaxs_infinities() {
         let mut zero = [0.0; 4];
         let pivots = lu_factor(&mut zero, 2, 2);
@@ -915,7 +914,6 @@ mod tests {
     }
 
     // JAX 0.10.2: `jax.grad(jnp.linalg.det)` of these (float64).
-    #[test]
     fn cofactors_of_singular_matrices_are_finite() {
         let cof = |values: &[f64], m: usize| -> Vec<f64> {
             kernel(LinalgOp::Cofactor, &[matrix(&[m, m], values)], &[m, m]).expect("cofactor").iter().copied().collect()
@@ -931,7 +929,6 @@ mod tests {
     // JAX 0.10.2 (float32): `jnp.linalg.qr(a, mode="raw")` of
     // `a = cos(arange(12).reshape(4, 3) * 0.8) + eye(4, 3)` is `(h, tau)` with `h` the
     // packed `geqrf` factors transposed.
-    #[test]
     fn geqrf_gives_lapacks_packed_factors() {
         let a: Vec<f64> = (0..12).map(|k| (k as f64 * 0.8).cos() + f64::from(u8::from(k / 3 == k % 3))).collect();
         let a = matrix(&[4, 3], &a);
@@ -953,7 +950,6 @@ mod tests {
 
     // The cofactors' derivative against central differences of the cofactors, and `None`
     // at a singular matrix.
-    #[test]
     fn cofactor_jvp_is_the_derivative_of_the_cofactors() {
         let a = [2.0, 1.0, 0.5, -1.0, 0.3, 3.0, 1.0, 0.2, -0.7, 0.4, 2.5, 1.0, 0.1, -0.2, 0.6, 1.8];
         let t = [0.5, -1.0, 0.25, 2.0, 1.0, 0.0, -0.5, 0.75, 0.3, 0.2, -0.1, 1.5, -2.0, 0.6, 0.4, -0.3];
@@ -986,7 +982,6 @@ mod tests {
 
     // JAX 0.10.2: `jnp.linalg.eigh(a)[0]` is ascending and `v @ diag(w) @ v.T` gives back
     // the symmetrised `a`; the kernel signs each vector by its largest component.
-    #[test]
     fn eigh_is_ascending_and_reconstructs_the_symmetric_part() {
         let a = [4.0, 1.0, 0.5, 1.0, 3.0, -0.2, 0.5, -0.2, 2.0];
         let w = values(LinalgOp::EighValues { input: EighInput::Symmetrized }, matrix(&[3, 3], &a), &[3]);
@@ -1008,7 +1003,6 @@ mod tests {
             .is_none());
     }
 
-    #[test]
     fn svd_is_descending_and_reconstructs() {
         let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.5];
         for (rows, cols) in [(3, 2), (2, 3)] {
@@ -1029,7 +1023,6 @@ mod tests {
     /// A full U of a 500×200 matrix would complete a basis of 300 more columns, about 6·10¹⁰
     /// operations: it is left not computed, while the reduced factors are within the budget
     /// and the basis is completed only where a reduced result reads it.
-    #[test]
     fn a_full_svd_factor_far_from_square_is_not_computed_and_a_reduced_one_is() {
         let tall: Vec<f64> = (0..500 * 200).map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5).collect();
         let a = matrix(&[500, 200], &tall);
@@ -1044,7 +1037,6 @@ mod tests {
 
     // JAX 0.10.2 (float64): `jnp.linalg.qr(jnp.array([[1., 2.], [3., 4.], [5., 6.5]]))`, and
     // the complete Q of a zero matrix, whose zeros below the diagonal are -0.0 as LAPACK's.
-    #[test]
     fn qr_has_lapacks_signs() {
         let a = matrix(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.5]);
         let r = values(LinalgOp::QrR { full: false }, a.clone(), &[2, 2]);
@@ -1062,7 +1054,6 @@ mod tests {
 
     // JAX 0.10.2: `solve_triangular([[0, 0], [1, 1]], b, lower=True)` is `[inf -inf]` for
     // `b = [1, 1]` and `[nan nan]` for `b = [0, 1]`; the upper triangle is never read.
-    #[test]
     fn triangular_solve_reads_one_triangle_and_divides_by_zero_as_trsm() {
         let op = LinalgOp::TriangularSolve { lower: true, transpose_a: false, unit_diagonal: false };
         let a = matrix(&[2, 2], &[0.0, 0.0, 1.0, 1.0]);
@@ -1074,4 +1065,16 @@ mod tests {
         let x = kernel(transposed, &[matrix(&[2, 2], &[2.0, 5.0, 1.0, 1.0]), matrix(&[2, 1], &[1.0, 1.0])], &[2, 1]).expect("solve");
         assert_eq!(x.iter().copied().collect::<Vec<_>>(), [0.0, 1.0]);
     }
+
+    crate::unit_tests::list![
+        singular_inputs_give_jaxs_infinities,
+        cofactors_of_singular_matrices_are_finite,
+        geqrf_gives_lapacks_packed_factors,
+        cofactor_jvp_is_the_derivative_of_the_cofactors,
+        eigh_is_ascending_and_reconstructs_the_symmetric_part,
+        svd_is_descending_and_reconstructs,
+        a_full_svd_factor_far_from_square_is_not_computed_and_a_reduced_one_is,
+        qr_has_lapacks_signs,
+        triangular_solve_reads_one_triangle_and_divides_by_zero_as_trsm
+    ];
 }

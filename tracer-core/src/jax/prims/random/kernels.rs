@@ -1078,18 +1078,16 @@ pub fn inputs<'a>(avals: &'a [&'a Aval], datas: &'a [Rc<NdData>]) -> Vec<Input<'
     avals.iter().zip(datas).map(|(aval, data)| Input { aval, data }).collect()
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
     fn threefry_matches_the_random123_known_answers() {
         assert_eq!(threefry2x32([0, 0], [0, 0]), [0x6B20_0159, 0x99BA_4EFE]);
         assert_eq!(threefry2x32([u32::MAX, u32::MAX], [u32::MAX, u32::MAX]), [0x1CB9_96FC, 0xBB00_2BE7]);
         assert_eq!(threefry2x32([0x1319_8A2E, 0x0370_7344], [0x243F_6A88, 0x85A3_08D3]), [0xC492_3A9C, 0x483D_F7A0]);
     }
 
-    #[test]
     fn keys_split_and_fold_in_as_jax_does() {
         // jax.random.key_data(jax.random.split(jax.random.key(0))) and fold_in(key(0), 1).
         assert_eq!(split(seed(0, false), 2), vec![[1_797_259_609, 2_579_123_966], [928_981_903, 3_453_687_069]]);
@@ -1100,7 +1098,6 @@ mod tests {
         assert_eq!(seed(1 << 32, false), [0, 0]);
     }
 
-    #[test]
     fn normal_and_uniform_of_key_zero() {
         let n: Vec<f32> = normal(seed(0, false), Float::F32, 3).into_iter().map(|x| x as f32).collect();
         assert_eq!(n, vec![1.622_642_2, 2.025_264_7, -0.433_594_44]);
@@ -1108,7 +1105,6 @@ mod tests {
         assert_eq!(u, vec![0.947_667, 0.978_579_9, 0.332_291_48]);
     }
 
-    #[test]
     fn xla_log_is_exact_where_it_must_be() {
         assert_eq!(log_f32(1.0), 0.0);
         assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
@@ -1117,10 +1113,17 @@ mod tests {
         assert!((log_f32(2.0) - std::f32::consts::LN_2).abs() <= f32::EPSILON);
     }
 
-    #[test]
     fn randint_wraps_like_unsigned_xla_arithmetic() {
         let i32_t = DType::I32;
         let v = randint(seed(0, false), i32_t, &[0; 5], i32_t, &[10; 5], i32_t).unwrap_or_default();
         assert_eq!(v, vec![9, 0, 2, 3, 1]);
     }
+
+    crate::unit_tests::list![
+        threefry_matches_the_random123_known_answers,
+        keys_split_and_fold_in_as_jax_does,
+        normal_and_uniform_of_key_zero,
+        xla_log_is_exact_where_it_must_be,
+        randint_wraps_like_unsigned_xla_arithmetic
+    ];
 }
