@@ -110,7 +110,7 @@ options:
 ";
 
 const FUZZ_USAGE: &str = "\
-usage: cargo xtask fuzz [--minutes N] [--seed S] [--batch N] [--first-batch K] [--no-write]
+usage: cargo xtask fuzz [--minutes N] [--jobs N] [--seed S] [--batch N] [--first-batch K] [--no-write]
 
 Mutates tests/fixtures/**/*.py and examples/*.py (API swaps, extreme numbers and shapes,
 deleted and duplicated lines and tokens, spliced programs, huge literals, deep nesting, odd
@@ -121,6 +121,7 @@ Exit status 1 when a crash was found. The same seed gives the same mutants.
 
 options:
   --minutes N   how long to fuzz (default 1)
+  --jobs N      child processes at a time, each on its own batch (default: the cores)
   --seed S      the mutation seed (default 1)
   --batch N     mutants per child process (default 40)
   --first-batch K
@@ -383,7 +384,8 @@ fn each_flag(
 }
 
 fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
-    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, first_batch: 0, write: true };
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, jobs, first_batch: 0, write: true };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
@@ -391,6 +393,7 @@ fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
             "--minutes" => options.minutes = value("--minutes")?.parse().map_err(|_| "--minutes takes a number")?,
             "--seed" => options.seed = value("--seed")?.parse().map_err(|_| "--seed takes an integer")?,
             "--batch" => options.batch = value("--batch")?.parse().map_err(|_| "--batch takes an integer")?,
+            "--jobs" => options.jobs = value("--jobs")?.parse().map_err(|_| "--jobs takes an integer")?,
             "--first-batch" => options.first_batch = value("--first-batch")?.parse().map_err(|_| "--first-batch takes an integer")?,
             "--no-write" => options.write = false,
             other => return Err(format!("unknown option {other}")),

@@ -4,7 +4,8 @@
 //! `fuzz-child`), and turns every panic, abort, hang (> 5 s) and run over the memory limit
 //! into a minimised regression fixture under `tests/fuzz/crashes/`
 //! (`tracer-core/tests/fuzz_regressions.rs` runs them all). Deterministic for a seed: batch
-//! `k` holds the same mutants on every machine; a faster machine only runs more batches.
+//! `k` holds the same mutants on every machine; a faster machine (or more `--jobs`) only runs
+//! more batches.
 
 mod api_calls;
 pub mod child;
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mutate::Rng;
@@ -23,6 +25,8 @@ pub struct Options {
     pub seed: u64,
     /// Mutants per child process.
     pub batch: usize,
+    /// Child processes at a time, each on its own batch.
+    pub jobs: usize,
     /// The first batch to run: a slower machine replays what a faster one reached.
     pub first_batch: u64,
     /// Write minimised crashes to tests/fuzz/crashes/ (else only report them).
@@ -59,27 +63,13 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
     }
     let work = root.join("target/fuzz");
     let deadline = Instant::now() + Duration::from_secs_f64(options.minutes * 60.0);
+    let batches = run_batches(&corpus, &work, options, deadline)?;
     let mut per_command: BTreeMap<String, usize> = BTreeMap::new();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let mut found: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut inputs_run = 0usize;
-    let mut batch_index = options.first_batch;
-    while Instant::now() < deadline {
-        let mut rng = Rng::new(options.seed.wrapping_mul(1_000_003).wrapping_add(batch_index));
-        let batch: Vec<String> = (0..options.batch)
-            .map(|_| {
-                // One in five is a sweep of the modelled API with hostile arguments.
-                if rng.below(5) == 0 {
-                    return api_calls::program(&mut rng, 24);
-                }
-                let text = &corpus[rng.below(corpus.len())].1;
-                let donor = &corpus[rng.below(corpus.len())].1;
-                mutate::mutate(&mut rng, text, donor)
-            })
-            .collect();
-        let dir = work.join(format!("batch-{batch_index}"));
-        let outcomes = run_batch(&dir, &batch)?;
-        for o in &outcomes {
+    for (batch, outcomes) in &batches {
+        for o in outcomes {
             if o.outcome != "skipped" {
                 *per_command.entry(o.command.clone()).or_default() += 1;
             }
@@ -90,10 +80,8 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
             }
         }
         inputs_run += outcomes.iter().map(|o| o.input.clone()).collect::<std::collections::BTreeSet<_>>().len();
-        let _ = std::fs::remove_dir_all(&dir);
-        batch_index += 1;
     }
-    println!("fuzz: seed {}, {} batches, {inputs_run} inputs", options.seed, batch_index - options.first_batch);
+    println!("fuzz: seed {}, {} batches in {} processes at a time, {inputs_run} inputs", options.seed, batches.len(), options.jobs);
     for (command, n) in &per_command {
         println!("  {command}: {n} runs");
     }
@@ -128,6 +116,57 @@ pub fn run(root: &Path, options: &Options) -> Result<bool, String> {
     }
     println!("fuzz: {real} distinct crashes");
     Ok(real == 0)
+}
+
+/// Batch `index`'s mutants: the same on every machine for a seed.
+fn batch(corpus: &[(PathBuf, String)], seed: u64, index: u64, size: usize) -> Vec<String> {
+    let mut rng = Rng::new(seed.wrapping_mul(1_000_003).wrapping_add(index));
+    (0..size)
+        .map(|_| {
+            // One in five is a sweep of the modelled API with hostile arguments.
+            if rng.below(5) == 0 {
+                return api_calls::program(&mut rng, 24);
+            }
+            let text = &corpus[rng.below(corpus.len())].1;
+            let donor = &corpus[rng.below(corpus.len())].1;
+            mutate::mutate(&mut rng, text, donor)
+        })
+        .collect()
+}
+
+/// Runs batches from `first_batch` on, `jobs` at a time, each worker taking the next index
+/// until the deadline; each finishes the batch it took, so the batches run are
+/// `first_batch..first_batch + n` whatever the timing, returned in that order with their
+/// mutants and outcomes.
+fn run_batches(
+    corpus: &[(PathBuf, String)],
+    work: &Path,
+    options: &Options,
+    deadline: Instant,
+) -> Result<Vec<(Vec<String>, Vec<Outcome>)>, String> {
+    let next = AtomicU64::new(options.first_batch);
+    let worker = || -> Result<Vec<(u64, Vec<String>, Vec<Outcome>)>, String> {
+        let mut done = Vec::new();
+        while Instant::now() < deadline {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let mutants = batch(corpus, options.seed, index, options.batch);
+            let dir = work.join(format!("batch-{index}"));
+            let outcomes = run_batch(&dir, &mutants)?;
+            let _ = std::fs::remove_dir_all(&dir);
+            done.push((index, mutants, outcomes));
+        }
+        Ok(done)
+    };
+    let mut all = Vec::new();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..options.jobs.max(1)).map(|_| scope.spawn(worker)).collect();
+        for w in workers {
+            all.extend(w.join().map_err(|_| "a fuzz worker panicked".to_string())??);
+        }
+        Ok::<(), String>(())
+    })?;
+    all.sort_by_key(|(index, _, _)| *index);
+    Ok(all.into_iter().map(|(_, mutants, outcomes)| (mutants, outcomes)).collect())
 }
 
 /// The fixtures and examples, with earlier crashes (they make good seeds).
