@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test tracelens has, in the order CI runs them (README's second command; .ci/run calls
 # it after the formatting check). Each step installs what it needs the first time:
-#   1. cargo test --workspace --release: unit and integration tests, no Python needed;
+#   1. cargo build --workspace --release --bins --tests, then cargo test --workspace --release:
+#      unit and integration tests, no Python needed;
 #   2. xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
 #      xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
 #      (another venv in target/), xtask hover: hover coverage against real JAX
@@ -90,17 +91,18 @@ set -m
 editors_pid=$!
 set +m
 trap 'for pid in $tf_venv_pid $editors_pid $golden_pid; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
-step "unit and integration tests" cargo test --workspace --release
-# The tasks below run the binaries of that build. `cargo xtask` (`cargo run -p xtask`) and
+# The build first, then the tests: one build makes both the tests and the binaries the tasks
+# below run, so xtask's binary links while the rest compiles instead of alone after the tests
+# (28 s of one core, the other idle). `cargo xtask` (`cargo run -p xtask`) and
 # `cargo build -p tracelens` would each resolve the features without the workspace's
 # dev-dependencies and compile gemm, tracer-core and tracelens again, for the same code (10
-# and 16 minutes of a loaded 2-core machine); built with the tests, only xtask's binary is
-# left to link (28 s).
+# and 16 minutes of a loaded 2-core machine); built with the tests, they are built once.
 # (So the tracelens these tasks run has the `check-ir` feature, as the editor tests' has.)
 target_dir=${CARGO_TARGET_DIR:-target}
 [[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
-step "the tasks' binaries, as the tests were built (target/release/xtask, target/release/tracelens)" \
+step "build: the tests and the tasks' binaries (target/release/xtask, target/release/tracelens)" \
     cargo build --workspace --release --bins --tests
+step "unit and integration tests" cargo test --workspace --release
 export TRACELENS_BIN=${TRACELENS_BIN:-$target_dir/release/tracelens}
 xtask=$target_dir/release/xtask
 # The venv the golden check made (or is making) is the conformance step's.
