@@ -120,7 +120,8 @@ pub fn run(options: Options) -> Result<bool, String> {
     }
     let cache_dir = target_dir.join("conformance-cache");
     let (script, script_bytes) = snapshot_oracle(&conformance_dir.join("oracle.py"), &cache_dir)?;
-    let oracle = Oracle { script_bytes, script, python, cache_dir, read_cache: options.read_cache };
+    let oracle =
+        Oracle { script_bytes, script, python, cache_dir, read_cache: options.read_cache, xla_flags: crate::runners::ORACLE_XLA_FLAGS };
     let tracelens = if options.oracle_only {
         None
     } else {

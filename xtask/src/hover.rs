@@ -115,10 +115,24 @@ pub fn run(options: Options) -> Result<bool, String> {
     });
     let cache_dir = target_dir.join("conformance-cache");
     let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
-    let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true };
+    // The `run/` programs with XLA's defaults, as the run suite compiled them (conformance's
+    // last phase; its compiled programs are in the cache), the rest with the oracles' flags.
+    let run_oracle = Oracle {
+        python: python.clone(),
+        script: script.clone(),
+        script_bytes: script_bytes.clone(),
+        cache_dir: cache_dir.clone(),
+        read_cache: true,
+        xla_flags: "",
+    };
+    let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true, xla_flags: crate::runners::ORACLE_XLA_FLAGS };
+    let run_dir = fixtures_dir.join("run");
+    let oracle_of = |path: &Path| if path.starts_with(&run_dir) { &run_oracle } else { &oracle };
     let binary = crate::conformance::build_tracelens(&root, &target_dir)?;
     let started = std::time::Instant::now();
-    warm_cache(&oracle, &fixtures, options.jobs.max(1), &missing);
+    let (programs, others): (Vec<PathBuf>, Vec<PathBuf>) = fixtures.iter().cloned().partition(|p| p.starts_with(&run_dir));
+    warm_cache(&oracle, &others, options.jobs.max(1), &missing);
+    warm_cache(&run_oracle, &programs, options.jobs.max(1), &missing);
     let oracle_took = started.elapsed();
 
     // Each worker keeps its language server for the next fixture; a server that failed once is
@@ -128,7 +142,7 @@ pub fn run(options: Options) -> Result<bool, String> {
         options.jobs,
         || None::<LspClient>,
         |client, _, path| {
-            let outcome = hover_fixture(&oracle, &binary, client, path, &relative_name(&fixtures_dir, path));
+            let outcome = hover_fixture(oracle_of(path), &binary, client, path, &relative_name(&fixtures_dir, path));
             if outcome.is_err() {
                 *client = None;
             }

@@ -69,7 +69,7 @@ pub fn check(
     gaps: &BTreeMap<String, String>,
     jobs: usize,
 ) -> RunSuite {
-    let command = || crate::runners::jax_python(python.interpreter);
+    let command = || crate::runners::with_compile_cache(crate::runners::jax_python(python.interpreter), cache_dir);
     let rows = pool::map_with(
         programs,
         jobs,

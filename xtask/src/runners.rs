@@ -20,6 +20,10 @@ pub struct Oracle {
     pub script_bytes: Vec<u8>,
     pub cache_dir: PathBuf,
     pub read_cache: bool,
+    /// XLA's flags for the oracle's processes: [`ORACLE_XLA_FLAGS`], or none (XLA's
+    /// defaults) where the same programs also run for their values (the hover oracle on
+    /// `run/`, whose programs the run suite compiled with the defaults).
+    pub xla_flags: &'static str,
 }
 
 pub struct OracleRun {
@@ -96,7 +100,7 @@ impl Oracle {
         key_input.push(0);
         key_input.extend_from_slice(versions.as_bytes());
         key_input.push(0);
-        key_input.extend_from_slice(ORACLE_XLA_FLAGS.as_bytes());
+        key_input.extend_from_slice(self.xla_flags.as_bytes());
         Ok(self.cache_dir.join(format!("{}.json", sha256_hex(&key_input))))
     }
 
@@ -130,19 +134,27 @@ impl Oracle {
 
     /// The oracle's interpreter with the environment the oracle runs in (for its fork server).
     pub fn interpreter(&self) -> Command {
-        let mut command = jax_python(&self.python);
-        // XLA's compiled programs, kept on disk for every oracle of the same fixtures: the
-        // conformance oracle compiles a fixture's programs and the hover oracle, which runs
-        // the same fixture, finds them compiled (about 5× less CPU for a training step). JAX
-        // keys each entry on the program, its version and its flags, and still traces
-        // every function: trace counts and errors are JAX's own.
-        command
-            .env("JAX_COMPILATION_CACHE_DIR", self.cache_dir.join("jax-compiled"))
-            .env("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-            .env("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
-            .env("XLA_FLAGS", ORACLE_XLA_FLAGS);
+        let mut command = with_compile_cache(jax_python(&self.python), &self.cache_dir);
+        if !self.xla_flags.is_empty() {
+            command.env("XLA_FLAGS", self.xla_flags);
+        }
         command
     }
+}
+
+/// `command` (a JAX process) with XLA's compiled programs kept on disk under `cache_dir`, for
+/// every process of the suite that compiles the same programs with the same flags: the
+/// conformance oracle compiles a fixture's programs and the hover oracle, which runs the same
+/// fixture, finds them compiled (about 5× less CPU for a training step); the run suite
+/// compiles the `run/` programs and the hover oracle finds those (half its CPU on them). JAX
+/// keys each entry on the program, its version and its flags, and still traces every
+/// function: trace counts, errors and values are JAX's own.
+pub fn with_compile_cache(mut command: Command, cache_dir: &Path) -> Command {
+    command
+        .env("JAX_COMPILATION_CACHE_DIR", cache_dir.join("jax-compiled"))
+        .env("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+        .env("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1");
+    command
 }
 
 /// XLA's flags for the oracles, which observe what JAX decides before XLA compiles anything:
