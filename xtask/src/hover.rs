@@ -117,15 +117,8 @@ pub fn run(options: Options) -> Result<bool, String> {
     let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
     // The `run/` programs with XLA's defaults, as the run suite compiled them (conformance's
     // last phase; its compiled programs are in the cache), the rest with the oracles' flags.
-    let run_oracle = Oracle {
-        python: python.clone(),
-        script: script.clone(),
-        script_bytes: script_bytes.clone(),
-        cache_dir: cache_dir.clone(),
-        read_cache: true,
-        xla_flags: "",
-    };
     let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true, xla_flags: crate::runners::ORACLE_XLA_FLAGS };
+    let run_oracle = Oracle { xla_flags: "", ..oracle.clone() };
     let run_dir = fixtures_dir.join("run");
     let oracle_of = |path: &Path| if path.starts_with(&run_dir) { &run_oracle } else { &oracle };
     let binary = crate::conformance::build_tracelens(&root, &target_dir)?;

@@ -14,6 +14,7 @@ use std::time::Duration;
 const ORACLE_LIMIT: Duration = Duration::from_secs(180);
 const TRACELENS_LIMIT: Duration = Duration::from_secs(60);
 
+#[derive(Clone)]
 pub struct Oracle {
     pub python: PathBuf,
     pub script: PathBuf,
