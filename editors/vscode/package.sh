@@ -36,7 +36,7 @@ if [ -z "${TRACELENS_NO_BIN:-}" ]; then
     bin="$root/target/release/tracelens"
   fi
   if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ]; then
-    # The release profile keeps line tables for backtraces; the shipped copy does not need them.
+    # Stripped of its symbol table: the shipped copy needs none.
     cp "$bin" server/tracelens
     strip server/tracelens 2>/dev/null || true
     chmod 755 server/tracelens
