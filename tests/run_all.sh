@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test tracelens has, in the order CI runs them (README's second command; .ci/run calls
 # it after the formatting check). Each step installs what it needs the first time:
-#   1. cargo build --workspace --release --bins --tests, then cargo test --workspace --release:
-#      unit and integration tests, no Python needed;
+#   1. cargo build --workspace --release --bins --tests, then the unit and integration tests
+#      (cargo nextest run where cargo-nextest is installed, cargo test otherwise), no Python;
 #   2. xtask conformance: every fixture against real JAX 0.10.2 (a venv in target/),
 #      xtask tf-conformance: every TensorFlow fixture against real TensorFlow 2.21.0
 #      (another venv in target/), xtask hover: hover coverage against real JAX
@@ -11,6 +11,7 @@
 #      tables' check, which has run beside step 1 since the start;
 #   3. tests/run_editor_tests.sh: `tracelens lsp` over stdio (pytest-lsp) and in headless Neovim;
 #   4. tests/editors/vscode/run.sh: the VS Code extension in the real workbench.
+# (3 and 4 run beside the fuzzer; their output follows the golden tables'.)
 # (What steps 2-4 install, TensorFlow's venv and the editors' tools, installs in the background
 # during step 1.)
 # Stops at the first step that fails, and says which.
@@ -90,7 +91,7 @@ set -m
     >target/editor-prepare.log 2>&1 &
 editors_pid=$!
 set +m
-trap 'for pid in $tf_venv_pid $editors_pid $golden_pid; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
+trap 'for pid in $tf_venv_pid $editors_pid $golden_pid ${editor_steps_pid:-}; do kill -- "-$pid" 2>/dev/null || true; done' EXIT
 # The build first, then the tests: one build makes both the tests and the binaries the tasks
 # below run, so xtask's binary links while the rest compiles instead of alone after the tests
 # (28 s of one core, the other idle). `cargo xtask` (`cargo run -p xtask`) and
@@ -102,7 +103,17 @@ target_dir=${CARGO_TARGET_DIR:-target}
 [[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
 step "build: the tests and the tasks' binaries (target/release/xtask, target/release/tracelens)" \
     cargo build --workspace --release --bins --tests
-step "unit and integration tests" cargo test --workspace --release
+# cargo-nextest, where the machine has it, runs the test binaries side by side (one process per
+# test, a test per core); `cargo test` runs them one after the other, and most are too small to
+# fill two cores: its step used one core and a tenth for its 3 minutes.
+unit_and_integration_tests() {
+    if cargo nextest --version >/dev/null 2>&1; then
+        cargo nextest run --workspace --release --no-fail-fast --hide-progress-bar
+    else
+        cargo test --workspace --release
+    fi
+}
+step "unit and integration tests (cargo nextest run, or cargo test without it)" unit_and_integration_tests
 export TRACELENS_BIN=${TRACELENS_BIN:-$target_dir/release/tracelens}
 xtask=$target_dir/release/xtask
 # The venv the golden check made (or is making) is the conformance step's.
@@ -117,11 +128,29 @@ if [[ -n $tf_venv_pid ]]; then
 fi
 step "conformance against real TensorFlow (installs tensorflow-cpu==2.21.0 into target/tf-venv)" "$xtask" tf-conformance
 step "hover coverage: every place JAX had an array in the fixtures, hovered in tracelens lsp (>= 95 %)" "$xtask" hover
+# The editor steps run beside the fuzzer: they spend most of their minute and a half waiting
+# (for Chromium, code-server, Neovim, the language server's answers) and used two fifths of one
+# core, and the fuzzer, which runs for a fixed time, takes whatever CPU they leave: it runs at
+# the lowest priority, so the editors' timeouts see the machine they saw alone. Their output
+# is shown after the fuzzer's.
+if [[ -n $editors_pid ]]; then
+    wait "$editors_pid" || echo "note: the background install of the editor tools failed (target/editor-prepare.log); the editor steps install them again"
+    editors_pid=
+fi
+set -m
+(
+    step "editor tests: tracelens lsp over stdio (pytest-lsp) and in headless Neovim" bash tests/run_editor_tests.sh
+    step "VS Code extension in the real workbench (code-server + Chromium; installs them, packages tracelens.vsix)" \
+        bash tests/editors/vscode/run.sh
+) >target/editor-steps.log 2>&1 &
+editor_steps_pid=$!
+set +m
 # Fails only on a crash that happens again when its input runs alone (a hang on a loaded
 # machine that does not is reported and ignored); crashes are written to tests/fuzz/crashes/.
 # One child process per core, each on its own batch: on CI's 2 cores the 35 or so batches
-# that 3 minutes on one core ran, in half the wall time.
-step "fuzzer: 90 s on every core of mutated fixtures through check, trace, repro and run (seed 1)" "$xtask" fuzz --minutes 1.5 --seed 1 --no-write
+# that 3 minutes on one core ran, in half the wall time, less what the editor steps take.
+step "fuzzer: 90 s on every core of mutated fixtures through check, trace, repro and run (seed 1; beside the editor steps, at the lowest priority)" \
+    nice -n 19 "$xtask" fuzz --minutes 1.5 --seed 1 --no-write
 golden_check() {
     wait "$golden_pid" || true
     golden_pid=
@@ -129,11 +158,12 @@ golden_check() {
     [[ $(cat target/golden-check.status 2>/dev/null) == 0 ]]
 }
 step "golden tables: each generator's --check against real JAX (tests/conformance/gen_*.py, run since the build began)" golden_check
-if [[ -n $editors_pid ]]; then
-    wait "$editors_pid" || echo "note: the background install of the editor tools failed (target/editor-prepare.log); the editor steps install them again"
-    editors_pid=
-fi
-step "editor tests: tracelens lsp over stdio (pytest-lsp) and in headless Neovim" bash tests/run_editor_tests.sh
-step "VS Code extension in the real workbench (code-server + Chromium; installs them, packages tracelens.vsix)" \
-    bash tests/editors/vscode/run.sh
+editor_steps() {
+    local status=0
+    wait "$editor_steps_pid" || status=$?
+    editor_steps_pid=
+    cat target/editor-steps.log
+    return "$status"
+}
+step "the editor steps, run beside the fuzzer (their output and times follow)" editor_steps
 echo "== all tests passed"
