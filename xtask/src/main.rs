@@ -110,7 +110,7 @@ options:
 ";
 
 const FUZZ_USAGE: &str = "\
-usage: cargo xtask fuzz [--minutes N] [--jobs N] [--seed S] [--batch N] [--first-batch K] [--no-write]
+usage: cargo xtask fuzz [--minutes N | --batches N] [--jobs N] [--seed S] [--batch N] [--first-batch K] [--no-write]
 
 Mutates tests/fixtures/**/*.py and examples/*.py (API swaps, extreme numbers and shapes,
 deleted and duplicated lines and tokens, spliced programs, huge literals, deep nesting, odd
@@ -121,6 +121,7 @@ Exit status 1 when a crash was found. The same seed gives the same mutants.
 
 options:
   --minutes N   how long to fuzz (default 1)
+  --batches N   run batches K..K+N, however long they take (the same inputs on every machine)
   --jobs N      child processes at a time, each on its own batch (default: the cores)
   --seed S      the mutation seed (default 1)
   --batch N     mutants per child process (default 40)
@@ -385,12 +386,13 @@ fn each_flag(
 
 fn parse_fuzz(args: &[String]) -> Result<fuzz::Options, String> {
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut options = fuzz::Options { minutes: 1.0, seed: 1, batch: 40, jobs, first_batch: 0, write: true };
+    let mut options = fuzz::Options { minutes: 1.0, batches: None, seed: 1, batch: 40, jobs, first_batch: 0, write: true };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--minutes" => options.minutes = value("--minutes")?.parse().map_err(|_| "--minutes takes a number")?,
+            "--batches" => options.batches = Some(value("--batches")?.parse().map_err(|_| "--batches takes an integer")?),
             "--seed" => options.seed = value("--seed")?.parse().map_err(|_| "--seed takes an integer")?,
             "--batch" => options.batch = value("--batch")?.parse().map_err(|_| "--batch takes an integer")?,
             "--jobs" => options.jobs = value("--jobs")?.parse().map_err(|_| "--jobs takes an integer")?,

@@ -5,7 +5,7 @@
 //! into a minimised regression fixture under `tests/fuzz/crashes/`
 //! (`tracer-core/tests/fuzz_regressions.rs` runs them all). Deterministic for a seed: batch
 //! `k` holds the same mutants on every machine; a faster machine (or more `--jobs`) only runs
-//! more batches.
+//! more batches in `--minutes`, and `--batches N` runs the same ones on every machine.
 
 mod api_calls;
 pub mod child;
@@ -22,6 +22,8 @@ use mutate::Rng;
 
 pub struct Options {
     pub minutes: f64,
+    /// Run this many batches, however long they take, instead of fuzzing for `minutes`.
+    pub batches: Option<u64>,
     pub seed: u64,
     /// Mutants per child process.
     pub batch: usize,
@@ -135,9 +137,9 @@ fn batch(corpus: &[(PathBuf, String)], seed: u64, index: u64, size: usize) -> Ve
 }
 
 /// Runs batches from `first_batch` on, `jobs` at a time, each worker taking the next index
-/// until the deadline; each finishes the batch it took, so the batches run are
-/// `first_batch..first_batch + n` whatever the timing, returned in that order with their
-/// mutants and outcomes.
+/// until the deadline (or, with `batches`, until that many are taken); each finishes the
+/// batch it took, so the batches run are `first_batch..first_batch + n` whatever the timing,
+/// returned in that order with their mutants and outcomes.
 fn run_batches(
     corpus: &[(PathBuf, String)],
     work: &Path,
@@ -147,8 +149,14 @@ fn run_batches(
     let next = AtomicU64::new(options.first_batch);
     let worker = || -> Result<Vec<(u64, Vec<String>, Vec<Outcome>)>, String> {
         let mut done = Vec::new();
-        while Instant::now() < deadline {
+        loop {
+            if options.batches.is_none() && Instant::now() >= deadline {
+                break;
+            }
             let index = next.fetch_add(1, Ordering::Relaxed);
+            if options.batches.is_some_and(|n| index >= options.first_batch + n) {
+                break;
+            }
             let mutants = batch(corpus, options.seed, index, options.batch);
             let dir = work.join(format!("batch-{index}"));
             let outcomes = run_batch(&dir, &mutants)?;
