@@ -23,6 +23,10 @@ not avals. For each such site the output has its hover position (1-based line, 0
 UTF-16 column, on the name, the attribute's name or the item's key), the avals seen (sorted,
 at most eight; a pytree as `path: aval` leaves) and whether any of them was a tracer.
 `xtask hover` hovers every site in `tracelens lsp` and counts the hovers that show an aval.
+
+The conformance oracle (`oracle.py FIXTURE --hover hover_oracle.py OUT`) also runs this
+oracle beside its own, in the same run of the fixture (`TracerPair`): the conformance suite
+then leaves `xtask hover` the results in its cache, and each fixture runs once, not twice.
 """
 
 import ast
@@ -187,6 +191,11 @@ class HoverOracle:
             error = type(e).__name__
         finally:
             sys.settrace(None)
+        return self.report(error)
+
+    def report(self, error):
+        """The output: the sites where the fixture had an array, and the class of the
+        exception it ended with (None when it ended normally or by `sys.exit`)."""
         sites = [s for s in self.all_sites() if s.avals]
         sites.sort(key=lambda s: (s.line, s.col))
         return {

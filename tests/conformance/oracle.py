@@ -1,6 +1,10 @@
 """Runs one conformance fixture under real JAX and prints what JAX saw, as one JSON object.
 
-Usage: python oracle.py FIXTURE.py
+Usage: python oracle.py FIXTURE.py [--hover HOVER_ORACLE.py OUT.json]
+
+With `--hover`, the hover oracle (hover_oracle.py) observes the same run of the fixture's
+module beside this one and its JSON is written to OUT.json: `xtask conformance` stores it in
+the cache `xtask hover` reads, so the fixture runs once for both suites.
 
 The fixture runs as `__main__` (runpy.run_path) on CPU. Its own stdout is captured and
 returned in the JSON as `stdout`; only the JSON is written to the real stdout.
@@ -69,16 +73,21 @@ def split_top_level(text):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: python oracle.py FIXTURE.py", file=sys.stderr)
+    args = sys.argv[1:]
+    if len(args) not in (1, 4) or len(args) == 4 and args[1] != "--hover":
+        print("usage: python oracle.py FIXTURE.py [--hover HOVER_ORACLE.py OUT.json]", file=sys.stderr)
         return 2
-    fixture = os.path.abspath(sys.argv[1])
+    fixture = os.path.abspath(args[0])
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     json_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     fd_capture = tempfile.TemporaryFile()
     os.dup2(fd_capture.fileno(), 1)
+    oracle = None
     try:
-        result = Oracle(fixture).run()
+        oracle = Oracle(fixture)
+        if len(args) == 4:
+            oracle.hover = load_module(args[2]).HoverOracle(fixture)
+        result = oracle.run()
     except BaseException:
         result = {"fixture": fixture, "oracle_error": traceback.format_exc()}
         json_out.write(json.dumps(result))
@@ -86,10 +95,58 @@ def main():
         return 3
     fd_capture.seek(0)
     result["stdout"] += fd_capture.read().decode("utf-8", "replace")
+    if oracle.hover is not None:
+        # What the hover oracle would have printed; nothing when it failed (`xtask hover`
+        # then runs it alone, and says why).
+        try:
+            hover = json.dumps(oracle.hover.report(oracle.hover_raised))
+        except Exception:
+            hover = None
+        if hover is not None:
+            with open(args[3], "w", encoding="utf-8") as f:
+                f.write(hover)
     json_out.write(json.dumps(result, indent=1))
     json_out.write("\n")
     json_out.flush()
     return 0
+
+
+def load_module(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tracelens_hover_oracle", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class TracerPair:
+    """Two `sys.settrace` tracers as one: this oracle's and the hover oracle's, each given the
+    events it would be given alone (this one none of the opcode events the other turns on)
+    and keeping, frame by frame, the local tracer it returned."""
+
+    def __init__(self, first, second):
+        self.first = first
+        self.second = second
+
+    def global_trace(self, frame, event, arg):
+        first = self.first(frame, event, arg)
+        second = self.second(frame, event, arg)
+        if first is None or second is None:
+            return first or second
+        return self.local(first, second)
+
+    @staticmethod
+    def local(first, second):
+        def trace(frame, event, arg):
+            nonlocal first, second
+            if first is not None and event != "opcode":
+                first = first(frame, event, arg)
+            if second is not None:
+                second = second(frame, event, arg)
+            return trace if first is not None or second is not None else None
+
+        return trace
 
 
 def enclosing_frame(function_name):
@@ -149,6 +206,10 @@ class Oracle:
         self.pending_causes = {}
         self.equinox_pending = []
         self.symbolic = []
+        # The hover oracle run beside this one (`--hover`), and the class of the exception
+        # the fixture's module raised (what it reports as `raised`).
+        self.hover = None
+        self.hover_raised = None
 
     def run(self):
         import jax
@@ -168,12 +229,24 @@ class Oracle:
         stdout = io.StringIO()
         exception = None
         start = time.perf_counter()
-        sys.settrace(self.global_trace)
+        if self.hover is None:
+            sys.settrace(self.global_trace)
+        else:
+            sys.settrace(TracerPair(self.global_trace, self.hover.global_trace).global_trace)
         try:
             with contextlib.redirect_stdout(stdout):
                 import runpy
 
-                module_globals = runpy.run_path(self.fixture, run_name="__main__")
+                try:
+                    module_globals = runpy.run_path(self.fixture, run_name="__main__")
+                except SystemExit:
+                    raise
+                except BaseException as e:
+                    self.hover_raised = type(e).__name__
+                    raise
+                finally:
+                    # The hover oracle sees the module run, as it does alone.
+                    sys.settrace(self.global_trace)
                 jax.effects_barrier()
                 self.trace_symbolically(module_globals)
         except SystemExit as e:

@@ -114,10 +114,10 @@ pub fn run(options: Options) -> Result<bool, String> {
         !missing.iter().any(|name| python_env::imports(&text, name))
     });
     let cache_dir = target_dir.join("conformance-cache");
-    let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
     // The `run/` programs with XLA's defaults, as the run suite compiled them (conformance's
-    // last phase; its compiled programs are in the cache), the rest with the oracles' flags.
-    let oracle = Oracle { python, script, script_bytes, cache_dir, read_cache: true, xla_flags: crate::runners::ORACLE_XLA_FLAGS };
+    // last phase; its compiled programs are in the cache), the rest with the oracles' flags
+    // (the conformance suite ran most of those beside its own oracle: they are cached).
+    let oracle = fixture_oracle(&root, python, cache_dir)?;
     let run_oracle = Oracle { xla_flags: "", ..oracle.clone() };
     let run_dir = fixtures_dir.join("run");
     let oracle_of = |path: &Path| if path.starts_with(&run_dir) { &run_oracle } else { &oracle };
@@ -200,6 +200,13 @@ pub fn run(options: Options) -> Result<bool, String> {
     let (passed, failed) = if ok { (1, 0) } else { (0, 1) };
     println!("{passed} passed, {failed} failed");
     Ok(ok)
+}
+
+/// The hover oracle of the fixtures outside `run/`: the conformance oracle runs it beside
+/// itself (`Oracle::companion`), with the same XLA flags, and this suite reads its cache.
+pub fn fixture_oracle(root: &Path, python: PathBuf, cache_dir: PathBuf) -> Result<Oracle, String> {
+    let (script, script_bytes) = snapshot_oracle(&root.join("tests").join("conformance").join("hover_oracle.py"), &cache_dir)?;
+    Ok(Oracle { python, script, script_bytes, cache_dir, read_cache: true, xla_flags: crate::runners::ORACLE_XLA_FLAGS, companion: None })
 }
 
 /// Runs the oracle on every fixture it has no cached result for, in `jobs` fork servers

@@ -25,6 +25,10 @@ pub struct Oracle {
     /// defaults) where the same programs also run for their values (the hover oracle on
     /// `run/`, whose programs the run suite compiled with the defaults).
     pub xla_flags: &'static str,
+    /// An oracle that observes the same run of each fixture beside this one
+    /// (`oracle.py --hover`), whose results go to its own cache entries: the conformance
+    /// oracle runs the hover oracle this way, and `xtask hover` finds them cached.
+    pub companion: Option<Box<Oracle>>,
 }
 
 pub struct OracleRun {
@@ -66,18 +70,34 @@ impl Oracle {
         if let Some((raw, seconds)) = self.cached(&cache_file) {
             return Ok((raw, seconds, true));
         }
+        let mut args: Vec<std::ffi::OsString> = vec![fixture.into()];
+        let companion = self.companion_wanted(fixture);
+        if let Some((companion, _, out)) = &companion {
+            args.extend(["--hover".into(), companion.script.clone().into(), out.clone().into()]);
+        }
         let finished = match server {
             Some(server) => {
                 let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-                server.run(&[self.script.clone().into(), fixture.into()], &here, ORACLE_LIMIT)
+                let mut argv = vec![self.script.clone().into()];
+                argv.extend(args);
+                server.run(&argv, &here, ORACLE_LIMIT)
             }
             None => {
                 let mut command = self.command();
-                command.arg(fixture);
+                command.args(args);
                 run_with_limit(command, ORACLE_LIMIT)
             }
         }
         .map_err(|e| format!("cannot run {}: {e}", self.python.display()))?;
+        if let Some((companion, cache_file, out)) = companion {
+            // What the companion wrote, stored as its own run would have stored it; when it
+            // wrote nothing, its suite runs it alone and says why.
+            let written = fs::read(&out).ok().and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
+            let _ = fs::remove_file(&out);
+            if let Some(raw) = written.filter(|raw| raw.get("oracle_error").is_none() && finished.status == Some(0)) {
+                companion.store(&cache_file, &raw, finished.seconds);
+            }
+        }
         let raw: serde_json::Value = serde_json::from_str(&finished.stdout)
             .map_err(|e| format!("oracle {}, and its output is not JSON ({e})", finished.describe_failure()))?;
         if let Some(error) = raw.get("oracle_error").and_then(|e| e.as_str()) {
@@ -88,6 +108,20 @@ impl Oracle {
         }
         self.store(&cache_file, &raw, finished.seconds);
         Ok((raw, finished.seconds, false))
+    }
+
+    /// The companion, its cache file for `fixture` and where its output is to be written,
+    /// when it has no result for `fixture` yet.
+    fn companion_wanted(&self, fixture: &Path) -> Option<(&Oracle, PathBuf, PathBuf)> {
+        // The run is this oracle's, with its flags: a companion keyed on others waits.
+        let companion = self.companion.as_deref().filter(|c| c.xla_flags == self.xla_flags)?;
+        let cache_file = companion.cache_file(fixture).ok()?;
+        if companion.cached(&cache_file).is_some() {
+            return None;
+        }
+        fs::create_dir_all(&companion.cache_dir).ok()?;
+        let out = cache_file.with_extension(format!("companion{}", std::process::id()));
+        Some((companion, cache_file, out))
     }
 
     /// Where the result for `fixture` is cached: a hash of the fixture, the script and the
@@ -242,5 +276,76 @@ impl Tracelens {
                 (serde_json::Value::Null, finished.seconds)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An oracle script that prints its arguments, and with `--hover SCRIPT OUT` writes to OUT
+    /// what `companion.json`, beside it, holds.
+    const ORACLE: &str = "import json, os, sys\n\
+        args = sys.argv[1:]\n\
+        if len(args) == 4:\n    open(args[3], 'w').write(open(os.path.join(os.path.dirname(__file__), 'companion.json')).read())\n\
+        print(json.dumps({'fixture': args[0], 'args': args[1:]}))\n";
+
+    fn oracle(dir: &Path, name: &str, text: &str, xla_flags: &'static str) -> Oracle {
+        let script = dir.join(name);
+        fs::write(&script, text).expect("write the script");
+        let script_bytes = text.as_bytes().to_vec();
+        Oracle {
+            python: "python3".into(),
+            script,
+            script_bytes,
+            cache_dir: dir.join("cache"),
+            read_cache: true,
+            xla_flags,
+            companion: None,
+        }
+    }
+
+    #[test]
+    fn a_companion_observes_the_same_run_and_finds_its_result_in_its_own_cache() {
+        let dir = std::env::temp_dir().join(format!("tracelens-runners-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("a scratch folder");
+        let companion = oracle(&dir, "companion.py", "# the companion's own script\n", ORACLE_XLA_FLAGS);
+        let main = Oracle { companion: Some(Box::new(companion.clone())), ..oracle(&dir, "main.py", ORACLE, ORACLE_XLA_FLAGS) };
+        let fixture = |name: &str| {
+            let path = dir.join(name);
+            fs::write(&path, format!("# {name}\n")).expect("write the fixture");
+            path
+        };
+        let args_of = |raw: &serde_json::Value| raw["args"].as_array().cloned().unwrap_or_default();
+
+        // Run beside the oracle: given an output file, which ends in the companion's cache.
+        let companion_says = |text: &str| fs::write(dir.join("companion.json"), text).expect("write what the companion says");
+        companion_says(r#"{"sites": [1]}"#);
+        let first = fixture("first.py");
+        let (raw, _, cached) = main.run_raw(&first, None).expect("the oracle runs");
+        assert!(!cached);
+        let args = args_of(&raw);
+        assert_eq!(args.len(), 3, "{raw}");
+        assert_eq!((args[0].as_str(), args[1].as_str()), (Some("--hover"), companion.script.to_str()));
+        assert!(!Path::new(args[2].as_str().unwrap_or_default()).exists(), "the output file is removed");
+        let stored = companion.cached(&companion.cache_file(&first).expect("a key")).map(|(report, _)| report);
+        assert_eq!(stored, Some(serde_json::json!({"sites": [1]})));
+
+        // Its result cached, it is not asked again.
+        let (raw, _, _) = Oracle { read_cache: false, ..main.clone() }.run_raw(&first, None).expect("the oracle runs");
+        assert_eq!(args_of(&raw), Vec::<serde_json::Value>::new());
+
+        // What says it failed is not stored (its suite runs it alone, and says why).
+        companion_says(r#"{"oracle_error": "Traceback ..."}"#);
+        let second = fixture("second.py");
+        main.run_raw(&second, None).expect("the oracle runs");
+        assert!(companion.cached(&companion.cache_file(&second).expect("a key")).is_none());
+
+        // A companion with other XLA flags would see other programs: it is not run beside.
+        let other_flags = Oracle { companion: Some(Box::new(Oracle { xla_flags: "", ..companion.clone() })), ..main.clone() };
+        let (raw, _, _) = other_flags.run_raw(&fixture("third.py"), None).expect("the oracle runs");
+        assert_eq!(args_of(&raw), Vec::<serde_json::Value>::new());
+        let _ = fs::remove_dir_all(&dir);
     }
 }
