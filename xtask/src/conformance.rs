@@ -130,7 +130,8 @@ pub fn run(options: Options) -> Result<bool, String> {
         companion: None,
     };
     // The fixtures' runs also observe what the hover oracle observes, for `xtask hover`: each
-    // fixture then runs once for both suites (the hover oracle's alone cost 330 s of CPU).
+    // fixture then runs once for both suites (alone, the hover oracle's processes ran 330 s on
+    // these fixtures in a clean-clone CI run).
     let hover_oracle = crate::hover::fixture_oracle(&root, oracle.python.clone(), oracle.cache_dir.clone())?;
     let fixture_oracle = Oracle { companion: Some(Box::new(hover_oracle)), ..oracle.clone() };
     let tracelens = if options.oracle_only {
