@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::diagnostics::{Code, Diagnostic};
 use crate::interp::{Budgets, Interp, Site, SourceLoader};
-use crate::jax::TraceKind;
+use crate::jax::{TraceKind, ValueRecord};
 use crate::syntax::ast::Span;
 
 pub mod graph;
@@ -628,16 +628,22 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
 /// are moved out of `interp` rather than copied.
 fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
     let records = std::mem::take(&mut interp.jax.records);
-    let interp = &*interp;
     let mut out: Vec<TracedFunction> = Vec::new();
+    // Each value belongs to its trace and to every trace around it. A replayed trace's values
+    // are the memo's, in the file of this analysis (`memo::replay`); no other trace's values
+    // belong to its records, so each record's values keep their order.
+    let replayed = std::mem::take(&mut interp.jax.replayed_values);
+    let interp = &*interp;
+    let own = interp.jax.values.iter().map(|v| (v.site, v.record, v));
+    let shared =
+        replayed.iter().flat_map(|r| r.values.iter().map(move |v| (Site { file: r.file, span: v.site.span }, r.record + v.record, v)));
     let locator = Locator::new(interp);
-    // Each value belongs to its trace and to every trace around it.
-    let mut values_by_record: Vec<Vec<usize>> = vec![Vec::new(); records.len()];
-    for (i, v) in interp.jax.values.iter().enumerate() {
-        let mut record = Some(v.record);
+    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = vec![Vec::new(); records.len()];
+    for (site, record, v) in own.chain(shared) {
+        let mut record = Some(record);
         for _ in 0..values_by_record.len() {
             let Some(r) = record.filter(|&r| r < values_by_record.len()) else { break };
-            values_by_record[r].push(i);
+            values_by_record[r].push((site, v));
             record = records[r].parent;
         }
     }
@@ -661,9 +667,8 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
         .to_string();
         let values = values_by_record[index]
             .iter()
-            .map(|&v| &interp.jax.values[v])
-            .map(|v| TracedValue {
-                location: locator.locate(v.site),
+            .map(|&(site, v)| TracedValue {
+                location: locator.locate(site),
                 name: v.name.clone(),
                 aval: AvalText::Seen(v.shown.clone()),
                 assigned: v.assigned(),

@@ -78,8 +78,9 @@ struct Made {
     /// The records of traces made inside it (`grad`, `vmap` of a function it calls), their
     /// `parent` counted from the jit's own record.
     nested: Vec<TraceRecord>,
-    /// Hover values, each with its record counted from the jit's own.
-    values: Vec<ValueRecord>,
+    /// Hover values, each with its record counted from the jit's own; shared with the
+    /// analyses that replay the trace (`JaxState::replayed_values`).
+    values: Rc<Vec<ValueRecord>>,
     /// Global numbers read inside (TL204 if they are reassigned later): (name, span).
     global_reads: Vec<(String, Span)>,
 }
@@ -176,7 +177,8 @@ impl TraceMemo {
             e.def_start = def.start;
             e.regions.iter_mut().for_each(shift);
             e.reads.iter_mut().for_each(|(_, p)| shift_print(p, &shift));
-            e.made.values.iter_mut().for_each(|v| shift(&mut v.site.span));
+            // The last analysis let go of its share when it collected its values.
+            Rc::make_mut(&mut e.made.values).iter_mut().for_each(|v| shift(&mut v.site.span));
             for n in &mut e.made.nested {
                 n.def_site.iter_mut().chain(n.call_site.iter_mut()).for_each(|s| shift(&mut s.span));
             }
@@ -426,10 +428,9 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         out_tree: out_tree.clone(),
         jaxpr: jaxpr.clone(),
         nested,
-        values: interp.jax.values[rec.before.values..values]
-            .iter()
-            .map(|v| ValueRecord { record: v.record - record, ..v.clone() })
-            .collect(),
+        values: Rc::new(
+            interp.jax.values[rec.before.values..values].iter().map(|v| ValueRecord { record: v.record - record, ..v.clone() }).collect(),
+        ),
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),
     };
     let mut regions = rec.regions;
@@ -505,15 +506,13 @@ pub fn replay(
         unknown_end: false,
     });
     // Copied from the memo straight into the analysis (the memo and the records are
-    // separate fields of the state), with no list in between.
-    let super::JaxState { memo, records, values, effects, .. } = state;
+    // separate fields of the state), with no list in between; the values are shared.
+    let super::JaxState { memo, records, replayed_values, effects, .. } = state;
     let made = &memo.as_ref()?.entries[index].made;
     records.extend(made.nested.iter().map(|n| TraceRecord { parent: n.parent.map(|p| p + record), ..n.clone() }));
-    values.extend(made.values.iter().map(|v| ValueRecord {
-        site: Site { file, span: v.site.span },
-        record: record + v.record,
-        ..v.clone()
-    }));
+    if !made.values.is_empty() {
+        replayed_values.push(super::ReplayedValues { file, record, values: made.values.clone() });
+    }
     if !made.global_reads.is_empty() {
         let module = Rc::as_ptr(&f.globals) as usize;
         let inside = format!("{}({})", TraceKind::Jit.label(), j.name);

@@ -37,7 +37,7 @@ pub mod transforms;
 
 use bind::bind1;
 pub use bind::{apply, apply1, apply_opaque1, apply_with_bodies, rule_avals};
-pub use state::{InputParameter, JaxState, Route, TraceFrame, TraceKind, TraceRecord, ValueRecord};
+pub use state::{InputParameter, JaxState, ReplayedValues, Route, TraceFrame, TraceKind, TraceRecord, ValueRecord};
 
 use crate::diagnostics::Code;
 use crate::interp::Interp;

@@ -198,6 +198,14 @@ impl ValueRecord {
     }
 }
 
+/// The hover values a replayed trace adds: its file, the index of its own record (each value's
+/// `record` counts from it) and the values as the memo keeps them.
+pub struct ReplayedValues {
+    pub file: crate::interp::FileId,
+    pub record: usize,
+    pub values: Rc<Vec<ValueRecord>>,
+}
+
 #[derive(Default)]
 pub struct JaxState {
     /// The open document's remembered jit traces (the editor's analyses only).
@@ -218,6 +226,10 @@ pub struct JaxState {
     pub(super) next_trace_id: u32,
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,
+    /// The hover values of replayed traces (`memo::replay`), shared with the memo rather than
+    /// copied into `values`: they are read only once the diagnostics are out
+    /// (`analysis::collect_functions`).
+    pub replayed_values: Vec<ReplayedValues>,
     pub jitted: Vec<api::JitInfo>,
     /// The user-level statements made inside traces (for the reproducer).
     pub log: stmt::StatementLog,
