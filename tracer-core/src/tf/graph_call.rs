@@ -30,7 +30,7 @@ pub fn run_entry(interp: &mut Interp, f: &Rc<TfFunction>, entry: usize, tensors:
     super::graph_run::on_call(interp, &f.entries.borrow()[entry].failure, &jaxpr, consts, inputs)?;
     let bound = apply_with_bodies(interp, Prim::Pjit { name: f.name.clone() }, &ins, vec![jaxpr.clone()])?;
     let (consts, inputs) = ins.split_at(outputs.consts.len());
-    let mut outs = instantiate_outputs(interp, &jaxpr, consts, inputs, bound, &format!("tf.function({})", f.name))?;
+    let mut outs = instantiate_outputs(interp, &jaxpr, consts, inputs, bound, || format!("tf.function({})", f.name))?;
     if let Some(variables) = &outputs.variables {
         outs = variables.apply(interp, outs);
     }

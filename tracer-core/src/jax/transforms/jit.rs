@@ -376,7 +376,7 @@ pub(super) fn call_jitted(interp: &mut Interp, j: &Rc<Jitted>, args: Vec<Value>,
     let outs = match &jaxpr {
         Some(jx) => {
             let (consts, args) = ins.split_at(n_consts);
-            instantiate_outputs(interp, jx, consts, args, bound, &format!("jit({})", j.name))?
+            instantiate_outputs(interp, jx, consts, args, bound, || format!("jit({})", j.name))?
         }
         None => bound,
     };

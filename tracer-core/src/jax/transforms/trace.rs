@@ -588,8 +588,7 @@ pub(super) fn trace_with_record(
             _ => Prim::Remat,
         };
         let bound = apply_with_bodies(interp, prim, &ins, vec![jaxpr.clone()])?;
-        let label = format!("{}({name})", kind.label());
-        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, &label)?);
+        outs.extend(instantiate_outputs(interp, &jaxpr, &consts, &ins[consts.len()..], bound, || format!("{}({name})", kind.label()))?);
     } else {
         let deps = array_leaves(interp, &args)?;
         for a in &arrays {
@@ -612,15 +611,22 @@ pub fn instantiate_outputs(
     consts: &[Rc<Array>],
     inputs: &[Rc<Array>],
     bound: Vec<Rc<Array>>,
-    label: &str,
+    label: impl FnOnce() -> String,
 ) -> PyResult<Vec<Rc<Array>>> {
     if bound.iter().any(|b| b.is_tracer()) {
         return Ok(bound);
     }
     let instantiated = if interp.values.is_some() {
         // Values mode: each equation is computed in program order, at its own line, and
-        // control flow runs its bodies.
-        crate::jax::eval_jaxpr::instantiate_with(jaxpr, consts, inputs, &mut crate::jax::eval_control::ValuesHooks { interp, label })?
+        // control flow runs its bodies. The label is written out only here: a jitted call
+        // outside values mode (every call of an editor's analysis) never reads it.
+        let label = label();
+        crate::jax::eval_jaxpr::instantiate_with(
+            jaxpr,
+            consts,
+            inputs,
+            &mut crate::jax::eval_control::ValuesHooks { interp, label: &label },
+        )?
     } else {
         let avals = bound.iter().map(|b| b.aval.clone()).collect();
         return Ok(crate::jax::array_model::StagedCall::outputs(jaxpr.clone(), consts.to_vec(), inputs.to_vec(), avals));
