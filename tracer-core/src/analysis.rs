@@ -574,7 +574,7 @@ fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
 }
 
 fn locate_in(f: &crate::interp::SourceFile, path: Arc<Path>, span: Span) -> Location {
-    let (start, end) = f.line_index.span_line_cols(&f.text, span.start, span.end);
+    let (start, end) = f.line_index().span_line_cols(&f.text, span.start, span.end);
     Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
 }
 
@@ -604,8 +604,8 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
         let Some(f) = interp.files.iter().find(|f| f.path == d.path) else {
             return true;
         };
-        let line = f.line_index.line_of(d.span.start);
-        let start = f.line_index.line_start(line) as usize;
+        let line = f.line_index().line_of(d.span.start);
+        let start = f.line_index().line_start(line) as usize;
         let end = f.text[start..].find('\n').map(|e| start + e).unwrap_or(f.text.len());
         let text = &f.text[start..end];
         let Some(pos) = text.find("# tracelens: ignore") else {

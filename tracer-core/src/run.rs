@@ -126,8 +126,8 @@ pub fn run_file(path: &Path, text: &str, loader: &dyn SourceLoader, config: &Ana
 
 fn frame(interp: &Interp, function: &str, site: Site) -> TracebackFrame {
     let f = &interp.files[site.file as usize];
-    let line = f.line_index.line_of(site.span.start);
-    let start = f.line_index.line_start(line) as usize;
+    let line = f.line_index().line_of(site.span.start);
+    let start = f.line_index().line_start(line) as usize;
     let end = f.text[start..].find('\n').map(|e| start + e).unwrap_or(f.text.len());
     TracebackFrame {
         path: f.path.clone(),

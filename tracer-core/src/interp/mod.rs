@@ -109,10 +109,20 @@ impl Default for Budgets {
 pub struct SourceFile {
     pub path: PathBuf,
     pub text: Rc<str>,
-    pub line_index: LineIndex,
+    /// Built on first use (`SourceFile::line_index`): an analysis with no finding reads no
+    /// line until its hover data is gathered, after the diagnostics are published, and
+    /// indexing a 2,000-line module is about 2 % of an edit's analysis.
+    line_index: std::cell::OnceCell<LineIndex>,
     pub module: Rc<ast::Module>,
     /// Library code (a shim, `shims.rs`): never the user's site.
     pub library: bool,
+}
+
+impl SourceFile {
+    /// The file's lines, indexed when first asked for.
+    pub fn line_index(&self) -> &LineIndex {
+        self.line_index.get_or_init(|| LineIndex::new(&self.text))
+    }
 }
 
 /// A Python exception in flight.
@@ -444,8 +454,7 @@ impl<'l> Interp<'l> {
             return id as FileId;
         }
         let module = Rc::new(module.unwrap_or_else(|| crate::syntax::parse(&text)));
-        let line_index = LineIndex::new(&text);
-        self.files.push(SourceFile { path, text, line_index, module, library: false });
+        self.files.push(SourceFile { path, text, line_index: std::cell::OnceCell::new(), module, library: false });
         (self.files.len() - 1) as FileId
     }
 
@@ -592,13 +601,13 @@ impl<'l> Interp<'l> {
     /// `file:line` for messages, 1-based, as Python prints it.
     pub fn describe_site(&self, site: Site) -> String {
         let f = &self.files[site.file as usize];
-        let line = f.line_index.line_of(site.span.start) + 1;
+        let line = f.line_index().line_of(site.span.start) + 1;
         let name = f.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         format!("{name}:{line}")
     }
 
     pub fn line_of(&self, site: Site) -> u32 {
-        self.files[site.file as usize].line_index.line_of(site.span.start) + 1
+        self.files[site.file as usize].line_index().line_of(site.span.start) + 1
     }
 
     /// Turns a flow that escaped an entry point into a diagnostic.

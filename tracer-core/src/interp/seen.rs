@@ -445,7 +445,8 @@ pub struct Seen {
     /// Record nothing: nothing will read it (`AnalysisConfig::skip_hover_values`).
     pub off: bool,
     pub concrete: Vec<ConcreteRecord>,
-    by_site: HashMap<(FileId, u32, u32), Vec<usize>>,
+    /// The records of each place (at most `PER_SITE`), kept inline: most places see one value.
+    by_site: HashMap<(FileId, u32, u32), smallvec::SmallVec<[u32; PER_SITE]>>,
 }
 
 impl Interp<'_> {
@@ -462,7 +463,7 @@ impl Interp<'_> {
         // share of values, nor at one that already shows it (a name read in a loop, each pass).
         if !in_trace {
             if let Some(indices) = self.seen.by_site.get(&(file, span.start, span.end)) {
-                if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i].shown.describes(value, self)) {
+                if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i as usize].shown.describes(value, self)) {
                     return;
                 }
             }
@@ -477,7 +478,7 @@ impl Interp<'_> {
             return;
         }
         // New at this place, and the place has room (checked above).
-        self.seen.by_site.entry((file, span.start, span.end)).or_default().push(self.seen.concrete.len());
+        self.seen.by_site.entry((file, span.start, span.end)).or_default().push(self.seen.concrete.len() as u32);
         let preview = match value {
             Value::Array(a) => preview(self, a),
             _ => None,
