@@ -293,6 +293,9 @@ pub fn analyze_parsed_then(
 pub struct OpenDocument {
     parser: crate::syntax::IncrementalParser,
     memo: crate::jax::memo::TraceMemo,
+    /// The last analysis' syntax tree, given back to the parser at the next version once the
+    /// analysis' leftovers are freed (`IncrementalParser::give_back`).
+    lent: Option<Rc<crate::syntax::ast::Module>>,
 }
 
 impl OpenDocument {
@@ -311,10 +314,23 @@ impl OpenDocument {
             *self = OpenDocument::default();
             return analyze_remembering(path, text, None, loader, config, None, deliver);
         }
+        // The last version's tree, whose analysis has been freed since (the caller frees the
+        // leftovers before the next version; if it has not, the parse reads the whole text).
+        if let Some(module) = self.lent.take().and_then(|m| Rc::try_unwrap(m).ok()) {
+            self.parser.give_back(module);
+        }
         let module = self.parser.parse(text);
         self.memo.edit(self.parser.last_edit());
         let memo = Some(&mut self.memo).filter(|_| !config.values);
-        analyze_remembering(path, text, Some(module), loader, config, memo, deliver)
+        let leftovers = analyze_remembering(path, text, Some(module), loader, config, memo, deliver);
+        self.lent = leftovers.module_of(path);
+        leftovers
+    }
+
+    /// Whether the last version's parse re-parsed only the top-level statement its edit was
+    /// in (it can once the version before it was given back, see `lent`).
+    pub fn reparsed_one_statement(&self) -> bool {
+        self.parser.reparsed_one_statement()
     }
 
     /// The document's remembered traces.

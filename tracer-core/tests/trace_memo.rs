@@ -182,7 +182,17 @@ fn an_edit_in_one_function_retraces_only_that_function() {
         let remembered = analyse(&path, text, Some(&mut document));
         assert_eq!(seen(&remembered), seen(&analyse(&path, text, None)));
         assert_eq!(document.memo().replayed() - replayed, 19, "every layer but the edited one is replayed");
+        // The last version's syntax tree came back to the parser once its analysis was freed.
+        assert!(document.reparsed_one_statement());
     }
+    // While something still holds the last analysis' tree, the next version is parsed whole,
+    // and the analysis is the same.
+    let config = AnalysisConfig::default();
+    let held = document.analyse_then(&path, &edited, &Disk, &config, |_| ());
+    let remembered = analyse(&path, &src, Some(&mut document));
+    assert!(!document.reparsed_one_statement());
+    assert_eq!(seen(&remembered), seen(&analyse(&path, &src, None)));
+    drop(held);
 }
 
 /// A comment or blank line after a function's last statement, and the start of the next line

@@ -327,6 +327,14 @@ pub struct Leftovers {
     _rest: (value::HashMap<*const ModuleObj, value::HashMap<Box<str>, Value>>, JaxState, Vec<SourceFile>, Vec<Diagnostic>),
 }
 
+impl Leftovers {
+    /// The syntax tree the analysis ran of the file at `path`, shared: once the leftovers are
+    /// freed, the holder of this share is its only owner.
+    pub fn module_of(&self, path: &std::path::Path) -> Option<Rc<ast::Module>> {
+        self._rest.2.iter().find(|f| f.path == path).map(|f| f.module.clone())
+    }
+}
+
 impl Drop for Leftovers {
     /// Functions keep their module's globals alive and the module's dict holds the functions:
     /// an `Rc` cycle per module. Emptying the dicts breaks them, so that every value of an

@@ -89,7 +89,28 @@ pub(crate) struct ParseState {
 struct CleanModule {
     /// Each top-level statement's byte range; every one starts its line.
     tops: Vec<(u32, u32)>,
-    body: Vec<Stmt>,
+    /// The statements, once the analysis they were lent to gives them back (`give_back`):
+    /// the parse hands its module out rather than a copy, which cost a walk of every
+    /// statement per keystroke. Until then only a whole-text parse can follow.
+    body: Option<Vec<Stmt>>,
+    /// Where the lent module's statements live, to take back only that module.
+    lent: usize,
+}
+
+impl CleanModule {
+    fn lending(tops: Vec<(u32, u32)>, body: &[Stmt]) -> CleanModule {
+        CleanModule { tops, body: None, lent: body.as_ptr() as usize }
+    }
+}
+
+/// Takes back the module the last parse returned (see `CleanModule::body`); any other module
+/// is dropped.
+pub(crate) fn give_back(state: &mut ParseState, module: ast::Module) {
+    if let Some(clean) = state.clean.as_mut() {
+        if clean.body.is_none() && module.errors.is_empty() && module.body.as_ptr() as usize == clean.lent {
+            clean.body = Some(module.body);
+        }
+    }
 }
 
 /// One clean top-level statement as lowered at `start`.
@@ -218,7 +239,7 @@ pub(crate) fn parse_module_with(source: &str, mut state: Option<&mut ParseState>
     if incremental && errors.is_empty() && !root.has_error() {
         let tops: Vec<(u32, u32)> = named_children(root).iter().map(|node| (node.start_byte() as u32, node.end_byte() as u32)).collect();
         if tops.iter().all(|&(start, _)| starts_line(parsed, start)) {
-            state.clean = Some(CleanModule { tops, body: body.clone() });
+            state.clean = Some(CleanModule::lending(tops, &body));
         }
     }
     if incremental {
@@ -240,7 +261,7 @@ fn starts_line(source: &str, at: u32) -> bool {
 /// at the start of a line, the tokenizer carries nothing from one statement to the next
 /// (no open bracket, no indentation), so a clean parse of the range is the whole parse's.
 fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::TextEdit) -> Option<ast::Module> {
-    let clean = state.clean.as_ref()?;
+    let clean = state.clean.as_ref().filter(|clean| clean.body.is_some())?;
     let (old, _) = state.previous.as_ref()?;
     let (start, old_end) = (edit.start, edit.old_end);
     let delta = i64::from(edit.new_end) - i64::from(old_end);
@@ -316,7 +337,7 @@ fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::Text
         state.statements.remove(text);
     }
     state.statements.extend(lowerer.lowered);
-    let mut body = std::mem::take(&mut clean.body);
+    let mut body = clean.body.take()?;
     let after = body.partition_point(|stmt| stmt.span.start < range_end);
     let before = body.partition_point(|stmt| stmt.span.start < range_start);
     let mut moved = body.split_off(after);
@@ -338,7 +359,7 @@ fn reparse_one_statement(state: &mut ParseState, source: &str, edit: super::Text
     old_tree.edit(&input_edit(&old, source, edit));
     state.previous = Some((source.to_string(), old_tree));
     state.last_edit = Some(edit);
-    state.clean = Some(CleanModule { tops, body: body.clone() });
+    state.clean = Some(CleanModule::lending(tops, &body));
     Some(ast::Module { body, errors: Vec::new() })
 }
 

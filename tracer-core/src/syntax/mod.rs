@@ -99,6 +99,15 @@ impl IncrementalParser {
         }
     }
 
+    /// Takes back the module the last `parse` returned, once nothing else holds it: the
+    /// next keystroke's parse re-parses only the statement it edits from it. Without it the
+    /// next parse reads the whole text again (tree-sitter still reuses its tree).
+    pub fn give_back(&mut self, module: ast::Module) {
+        if let Some(state) = self.state.as_mut() {
+            lower::give_back(state, module);
+        }
+    }
+
     /// The edit from the text parsed before the last parse to the last one; `None` when
     /// the last parse had no earlier text to start from.
     pub fn last_edit(&self) -> Option<TextEdit> {
