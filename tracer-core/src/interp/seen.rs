@@ -459,6 +459,13 @@ impl Interp<'_> {
             return;
         }
         let in_trace = crate::interp::model::state::trace_depth(self) > 0;
+        // Inside a tf.function trace, a tensor is one of its graph.
+        let in_graph = in_trace && crate::interp::model::state::in_tf_function(self);
+        // A builtin shows something only as a graph's partly known tensor (`Shown::of_graph`):
+        // a jitted function read at every call shows nothing.
+        if matches!(value, Value::Builtin(_)) && !in_graph {
+            return;
+        }
         // Outside traces, what this value shows is not written out at a place that holds its
         // share of values, nor at one that already shows it (a name read in a loop, each pass).
         if !in_trace {
@@ -468,8 +475,6 @@ impl Interp<'_> {
                 }
             }
         }
-        // Inside a tf.function trace, a tensor is one of its graph.
-        let in_graph = in_trace && crate::interp::model::state::in_tf_function(self);
         let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
         let Some(shown) = shown else { return };
         let site = Site { file, span };
