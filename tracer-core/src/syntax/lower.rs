@@ -93,13 +93,14 @@ struct CleanModule {
     /// the parse hands its module out rather than a copy, which cost a walk of every
     /// statement per keystroke. Until then only a whole-text parse can follow.
     body: Option<Vec<Stmt>>,
-    /// Where the lent module's statements live, to take back only that module.
-    lent: usize,
+    /// Where the lent module's statements live, and how many there are: only that module
+    /// is taken back.
+    lent: (usize, usize),
 }
 
 impl CleanModule {
     fn lending(tops: Vec<(u32, u32)>, body: &[Stmt]) -> CleanModule {
-        CleanModule { tops, body: None, lent: body.as_ptr() as usize }
+        CleanModule { tops, body: None, lent: (body.as_ptr() as usize, body.len()) }
     }
 }
 
@@ -107,7 +108,7 @@ impl CleanModule {
 /// is dropped.
 pub(crate) fn give_back(state: &mut ParseState, module: ast::Module) {
     if let Some(clean) = state.clean.as_mut() {
-        if clean.body.is_none() && module.errors.is_empty() && module.body.as_ptr() as usize == clean.lent {
+        if clean.body.is_none() && module.errors.is_empty() && (module.body.as_ptr() as usize, module.body.len()) == clean.lent {
             clean.body = Some(module.body);
         }
     }
