@@ -310,12 +310,9 @@ impl Interp<'_> {
     pub fn take_leftovers(&mut self) -> Leftovers {
         Leftovers {
             modules: std::mem::take(&mut self.modules),
-            _rest: (
-                std::mem::take(&mut self.native_functions),
-                crate::interp::model::state::take_jax(self),
-                std::mem::take(&mut self.files),
-                std::mem::take(&mut self.diagnostics),
-            ),
+            _rest: (std::mem::take(&mut self.native_functions), crate::interp::model::state::take_jax(self)),
+            files: std::mem::take(&mut self.files),
+            _diagnostics: std::mem::take(&mut self.diagnostics),
         }
     }
 }
@@ -324,14 +321,17 @@ impl Interp<'_> {
 pub struct Leftovers {
     modules: value::HashMap<String, Rc<ModuleObj>>,
     /// Held only to be freed with the rest.
-    _rest: (value::HashMap<*const ModuleObj, value::HashMap<Box<str>, Value>>, JaxState, Vec<SourceFile>, Vec<Diagnostic>),
+    _rest: (value::HashMap<*const ModuleObj, value::HashMap<Box<str>, Value>>, JaxState),
+    /// The analysed files; their syntax trees are handed on (`module_of`).
+    files: Vec<SourceFile>,
+    _diagnostics: Vec<Diagnostic>,
 }
 
 impl Leftovers {
     /// The syntax tree the analysis ran of the file at `path`, shared: once the leftovers are
     /// freed, the holder of this share is its only owner.
     pub fn module_of(&self, path: &std::path::Path) -> Option<Rc<ast::Module>> {
-        self._rest.2.iter().find(|f| f.path == path).map(|f| f.module.clone())
+        self.files.iter().find(|f| f.path == path).map(|f| f.module.clone())
     }
 }
 
