@@ -1001,6 +1001,45 @@ leaves = jax.tree_util.tree_leaves(odd)
 print(odd, pair, stack)
 "#;
 
+const MUTATED_LATER: &str = "\
+import jax.numpy as jnp
+
+params = {'w': jnp.ones((4, 3))}
+layers = [{'k': jnp.ones(2)}]
+params['b'] = jnp.zeros(3)
+params['w'] = jnp.ones((2, 2))
+layers[0]['k'] = jnp.ones(5)
+for step in range(3):
+    batch = {'x': jnp.ones((8, 4)) * step}
+print(params, layers, batch)
+";
+
+/// Hover outside traces shows what a name held at that line, though its dicts and lists
+/// change afterwards: the analysis keeps a copy of each pytree it saw (its arrays shared) and
+/// writes out the leaves only after the edit's diagnostics are published.
+#[test]
+fn a_hover_shows_a_dict_as_it_was_at_that_line() {
+    let root = workspace("mutated-later", &[("m.py", MUTATED_LATER)]);
+    let mut c = Client::start(&root, json!({"workspaceScan": false}), false);
+    let u = open(&mut c, &root.join("m.py"), MUTATED_LATER);
+    c.diagnostics(&u, Some(1));
+    let line = |start: &str| MUTATED_LATER.lines().position(|l| l.starts_with(start)).expect("line") as u32;
+    let at_first = hover_at(&mut c, &u, line("params = "), 1);
+    assert!(at_first.contains("params: pytree of 1 array") && at_first.contains("['w']: f32[4,3]"), "{at_first}");
+    assert!(!at_first.contains("['b']") && !at_first.contains("f32[2,2]"), "a later change shown at the first line:\n{at_first}");
+    let nested = hover_at(&mut c, &u, line("layers = "), 1);
+    assert!(nested.contains("[0]['k']: f32[2]") && !nested.contains("f32[5]"), "{nested}");
+    let printed = line("print(");
+    let at_print = hover_at(&mut c, &u, printed, 7);
+    assert!(at_print.contains("pytree of 2 arrays") && at_print.contains("['b']: f32[3]") && at_print.contains("['w']: f32[2,2]"), "{at_print}");
+    let nested_at_print = hover_at(&mut c, &u, printed, 15);
+    assert!(nested_at_print.contains("[0]['k']: f32[5]"), "{nested_at_print}");
+    // A new dict on every pass, alike each time: one value at that place.
+    let batch = hover_at(&mut c, &u, line("    batch = "), 5);
+    assert!(batch.contains("['x']: f32[8,4]") && batch.matches("f32[8,4]").count() == 1, "{batch}");
+    c.stop();
+}
+
 /// A class registered with `register_pytree_node` without keys: JAX's `keystr` names its
 /// children by flat index in its flatten function's order (`[<flat index 1>]['w']`, checked
 /// with jax 0.10.2), which hover reads from the flatten function's source or, for one it

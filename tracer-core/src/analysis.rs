@@ -731,17 +731,20 @@ fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
     let locator = Locator::new(interp);
     interp
         .seen
-        .concrete
+        .records()
         .iter()
-        .map(|v| TracedValue {
-            location: locator.locate(v.site),
-            name: Arc::from(&*v.name),
-            aval: AvalText::Seen(v.shown.clone()),
-            assigned: v.kind == SiteKind::Assigned,
-            kind: v.kind,
-            pytree: v.shown.is_tree(),
-            preview: v.preview.clone(),
-            summary: v.shown.summary().map(str::to_string),
+        .filter_map(|v| {
+            let shown = crate::interp::seen::Seen::shown(v, interp)?;
+            Some(TracedValue {
+                location: locator.locate(v.site),
+                name: Arc::from(&*v.name),
+                assigned: v.kind == SiteKind::Assigned,
+                kind: v.kind,
+                pytree: shown.is_tree(),
+                preview: v.preview.clone(),
+                summary: shown.summary().map(str::to_string),
+                aval: AvalText::Seen(shown),
+            })
         })
         .collect()
 }

@@ -433,10 +433,89 @@ fn plain_repr(v: &Value, depth: usize) -> Option<String> {
 pub struct ConcreteRecord {
     pub site: Site,
     pub name: Rc<str>,
-    pub shown: Shown,
     pub kind: SiteKind,
     /// A small array's value as NumPy prints it (`[1. 2. 3.]`), when the analysis computed it.
     pub preview: Option<String>,
+    noted: Noted,
+}
+
+/// What a record shows, or a copy of the value to write it out from later.
+#[derive(Clone, Debug)]
+enum Noted {
+    Shown(Shown),
+    /// A pytree of arrays (tuples, lists and dicts) copied by `freeze`: walking it and
+    /// writing out its key paths waits until the edit's diagnostics are published
+    /// (`Seen::shown`); a trainer's parameters are seen at every line that reads them.
+    Frozen(Value),
+}
+
+impl Noted {
+    /// Whether `value` shows what this record shows, as `Shown::of` would show it.
+    fn describes(&self, value: &Value, interp: &Interp) -> bool {
+        match self {
+            Noted::Shown(shown) => shown.describes(value, interp),
+            // Alike up to the avals of their arrays, or shown alike.
+            Noted::Frozen(frozen) => alike(frozen, value) || Shown::of(value, interp) == Shown::of(frozen, interp),
+        }
+    }
+}
+
+/// A copy of a pytree of arrays that later changes to its lists and dicts cannot reach: its
+/// containers copied, its arrays (which never change) shared, anything else (which `walk`
+/// passes over) `None`. `None` for an object (shown as the interpreter knows its class now),
+/// and where `Shown::of` shows nothing: past the walk's limits, or without an array leaf.
+fn freeze(value: &Value) -> Option<Value> {
+    fn copy(value: &Value, nodes: &mut usize, arrays: &mut usize, depth: usize) -> Option<Value> {
+        *nodes += 1;
+        if depth > MAX_DEPTH || *nodes > MAX_NODES {
+            return None;
+        }
+        let items = |items: &[Value], nodes: &mut usize, arrays: &mut usize| -> Option<Vec<Value>> {
+            items.iter().map(|x| copy(x, nodes, arrays, depth + 1)).collect()
+        };
+        Some(match value {
+            Value::Array(_) => {
+                *arrays += 1;
+                if *arrays > MAX_LEAVES {
+                    return None;
+                }
+                value.clone()
+            }
+            Value::Tuple(xs) => Value::tuple(items(xs, nodes, arrays)?),
+            Value::List(xs) => Value::list(items(&xs.borrow(), nodes, arrays)?),
+            Value::Dict(d) => {
+                // Cloned whole (its hash table copied, not rebuilt), then its values frozen.
+                let mut dict = d.borrow().clone();
+                for (_, v) in dict.entries.values_mut() {
+                    *v = copy(v, nodes, arrays, depth + 1)?;
+                }
+                Value::Dict(Rc::new(std::cell::RefCell::new(dict)))
+            }
+            Value::Instance(_) => return None,
+            _ => Value::None,
+        })
+    }
+    let mut arrays = 0;
+    let frozen = copy(value, &mut 0, &mut arrays, 0)?;
+    (arrays > 0).then_some(frozen)
+}
+
+/// Whether a frozen pytree and a value have the same containers, keys in the same order and
+/// arrays of the same avals where `walk` sees them: then they show the same.
+fn alike(frozen: &Value, value: &Value) -> bool {
+    let all = |xs: &[Value], ys: &[Value]| xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| alike(x, y));
+    match (frozen, value) {
+        (Value::Array(a), Value::Array(b)) => Rc::ptr_eq(a, b) || display_aval(a) == display_aval(b),
+        (Value::Tuple(xs), Value::Tuple(ys)) => all(xs, ys),
+        (Value::List(xs), Value::List(ys)) => all(&xs.borrow(), &ys.borrow()),
+        (Value::Dict(x), Value::Dict(y)) => {
+            let (x, y) = (x.borrow(), y.borrow());
+            x.entries.len() == y.entries.len()
+                && x.entries.iter().zip(&y.entries).all(|((hx, (_, vx)), (hy, (_, vy)))| hx == hy && alike(vx, vy))
+        }
+        (Value::None, v) => !matches!(v, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)),
+        _ => false,
+    }
 }
 
 /// The values seen outside traces, a few distinct ones per place.
@@ -444,9 +523,25 @@ pub struct ConcreteRecord {
 pub struct Seen {
     /// Record nothing: nothing will read it (`AnalysisConfig::skip_hover_values`).
     pub off: bool,
-    pub concrete: Vec<ConcreteRecord>,
+    concrete: Vec<ConcreteRecord>,
     /// The records of each place (at most `PER_SITE`), kept inline: most places see one value.
     by_site: HashMap<(FileId, u32, u32), smallvec::SmallVec<[u32; PER_SITE]>>,
+}
+
+impl Seen {
+    /// The values seen, in the order they were first seen at their places.
+    pub fn records(&self) -> &[ConcreteRecord] {
+        &self.concrete
+    }
+
+    /// What a record shows (`None` only if a frozen pytree shows nothing, which `freeze`
+    /// rules out).
+    pub fn shown(record: &ConcreteRecord, interp: &Interp) -> Option<Shown> {
+        match &record.noted {
+            Noted::Shown(shown) => Some(shown.clone()),
+            Noted::Frozen(frozen) => Shown::of(frozen, interp),
+        }
+    }
 }
 
 impl Interp<'_> {
@@ -466,29 +561,39 @@ impl Interp<'_> {
         if matches!(value, Value::Builtin(_)) && !in_graph {
             return;
         }
-        // Outside traces, what this value shows is not written out at a place that holds its
-        // share of values, nor at one that already shows it (a name read in a loop, each pass).
-        if !in_trace {
-            if let Some(indices) = self.seen.by_site.get(&(file, span.start, span.end)) {
-                if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i as usize].shown.describes(value, self)) {
-                    return;
-                }
-            }
-        }
-        let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
-        let Some(shown) = shown else { return };
         let site = Site { file, span };
         if in_trace {
-            crate::interp::model::state::record_value(self, site, name, shown, kind);
+            let shown = if in_graph { Shown::of_graph(value, self) } else { Shown::of(value, self) };
+            if let Some(shown) = shown {
+                crate::interp::model::state::record_value(self, site, name, shown, kind);
+            }
             return;
         }
-        // New at this place, and the place has room (checked above).
-        self.seen.by_site.entry((file, span.start, span.end)).or_default().push(self.seen.concrete.len() as u32);
+        // Outside traces, what this value shows is not written out at a place that holds its
+        // share of values, nor at one that already shows it (a name read in a loop, each pass).
+        let key = (file, span.start, span.end);
+        if let Some(indices) = self.seen.by_site.get(&key) {
+            if indices.len() >= PER_SITE || indices.iter().any(|&i| self.seen.concrete[i as usize].noted.describes(value, self)) {
+                return;
+            }
+        }
+        let noted = match value {
+            Value::Array(a) => Noted::Shown(Shown::Array(display_aval(a))),
+            _ => match freeze(value) {
+                Some(frozen) => Noted::Frozen(frozen),
+                None => match Shown::of(value, self) {
+                    Some(shown) => Noted::Shown(shown),
+                    None => return,
+                },
+            },
+        };
         let preview = match value {
             Value::Array(a) => preview(self, a),
             _ => None,
         };
-        self.seen.concrete.push(ConcreteRecord { site, name: name.clone(), shown, kind, preview });
+        // New at this place, and the place has room (checked above).
+        self.seen.by_site.entry(key).or_default().push(self.seen.concrete.len() as u32);
+        self.seen.concrete.push(ConcreteRecord { site, name: name.clone(), kind, preview, noted });
     }
 
     /// Records an expression's value under its source text (`self.w`, `params["w1"]`).
