@@ -1031,7 +1031,10 @@ fn a_hover_shows_a_dict_as_it_was_at_that_line() {
     assert!(nested.contains("[0]['k']: f32[2]") && !nested.contains("f32[5]"), "{nested}");
     let printed = line("print(");
     let at_print = hover_at(&mut c, &u, printed, 7);
-    assert!(at_print.contains("pytree of 2 arrays") && at_print.contains("['b']: f32[3]") && at_print.contains("['w']: f32[2,2]"), "{at_print}");
+    assert!(
+        at_print.contains("pytree of 2 arrays") && at_print.contains("['b']: f32[3]") && at_print.contains("['w']: f32[2,2]"),
+        "{at_print}"
+    );
     let nested_at_print = hover_at(&mut c, &u, printed, 15);
     assert!(nested_at_print.contains("[0]['k']: f32[5]"), "{nested_at_print}");
     // A new dict on every pass, alike each time: one value at that place.
