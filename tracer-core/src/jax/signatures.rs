@@ -28,10 +28,14 @@ include!(concat!(env!("OUT_DIR"), "/signatures.rs"));
 /// modelled function: the row of each function is found by name once per process, not by a
 /// binary search over names on each call (an editor's analysis makes thousands of calls).
 fn signature(f: JaxFn) -> Option<(&'static [&'static str], Wording)> {
-    static ROWS: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
-    let rows = ROWS.get_or_init(|| JaxFn::ALL.iter().map(|&f| row_by_name(f).and_then(|i| u16::try_from(i).ok())).collect());
-    // `JaxFn::ALL` lists the variants in declaration order, so `f as usize` is `f`'s place in it.
-    let i = rows.get(f as usize).copied().flatten().map(usize::from).or_else(|| row_by_name(f))?;
+    static ROWS: std::sync::OnceLock<Vec<Option<usize>>> = std::sync::OnceLock::new();
+    let rows = ROWS.get_or_init(|| JaxFn::ALL.iter().map(|&f| row_by_name(f)).collect());
+    // `JaxFn::ALL` lists the variants in declaration order, so `f as usize` is `f`'s place in
+    // it; a function without a row has `None` there, and no search is made for it either.
+    let i = match rows.get(f as usize) {
+        Some(row) => (*row)?,
+        None => row_by_name(f)?,
+    };
     Some((SIGNATURES[i].1, SIGNATURES[i].2))
 }
 
@@ -50,6 +54,10 @@ pub fn required(f: JaxFn) -> &'static [&'static str] {
 /// `bind_required`) and `kwargs`, when it leaves out a required parameter.
 pub fn missing_arguments(f: JaxFn, given: usize, kwargs: &Kwargs) -> Option<String> {
     let (required, wording) = signature(f)?;
+    // The usual call: every required parameter given by position.
+    if required.len() <= given {
+        return None;
+    }
     let missing: Vec<&str> = required.iter().skip(given).filter(|name| !kwargs.iter().any(|(k, _)| &**k == **name)).copied().collect();
     let first = missing.first()?;
     Some(match wording {
