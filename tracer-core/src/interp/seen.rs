@@ -526,7 +526,13 @@ pub struct Seen {
     concrete: Vec<ConcreteRecord>,
     /// The records of each place (at most `PER_SITE`), kept inline: most places see one value.
     by_site: HashMap<(FileId, u32, u32), smallvec::SmallVec<[u32; PER_SITE]>>,
+    /// The last pytree copied: a name assigned and then read (`params = init()`, then
+    /// `step(params)`) shares one copy while its value stays alike (copies are never changed).
+    last_frozen: Option<Value>,
 }
+
+/// Records made room for at an analysis' first: a module's values are seen by the hundred.
+const FIRST_ROOM: usize = 256;
 
 impl Seen {
     /// The values seen, in the order they were first seen at their places.
@@ -579,8 +585,11 @@ impl Interp<'_> {
         }
         let noted = match value {
             Value::Array(a) => Noted::Shown(Shown::Array(display_aval(a))),
-            _ => match freeze(value) {
-                Some(frozen) => Noted::Frozen(frozen),
+            _ => match self.seen.last_frozen.as_ref().filter(|last| alike(last, value)).cloned().or_else(|| freeze(value)) {
+                Some(frozen) => {
+                    self.seen.last_frozen = Some(frozen.clone());
+                    Noted::Frozen(frozen)
+                }
                 None => match Shown::of(value, self) {
                     Some(shown) => Noted::Shown(shown),
                     None => return,
@@ -591,6 +600,10 @@ impl Interp<'_> {
             Value::Array(a) => preview(self, a),
             _ => None,
         };
+        if self.seen.concrete.is_empty() {
+            self.seen.concrete.reserve(FIRST_ROOM);
+            self.seen.by_site.reserve(FIRST_ROOM);
+        }
         // New at this place, and the place has room (checked above).
         self.seen.by_site.entry(key).or_default().push(self.seen.concrete.len() as u32);
         self.seen.concrete.push(ConcreteRecord { site, name: name.clone(), kind, preview, noted });
