@@ -460,44 +460,58 @@ impl Noted {
     }
 }
 
+/// Why `freeze` made no copy.
+enum NoCopy {
+    /// `Shown::of` shows nothing either: past the walk's limits, or no array leaf.
+    Nothing,
+    /// An object, shown as the interpreter knows its class now (`Shown::of`).
+    Object,
+}
+
 /// A copy of a pytree of arrays that later changes to its lists and dicts cannot reach: its
-/// containers copied, its arrays (which never change) shared, anything else (which `walk`
-/// passes over) `None`. `None` for an object (shown as the interpreter knows its class now),
-/// and where `Shown::of` shows nothing: past the walk's limits, or without an array leaf.
-fn freeze(value: &Value) -> Option<Value> {
-    fn copy(value: &Value, nodes: &mut usize, arrays: &mut usize, depth: usize) -> Option<Value> {
+/// containers copied, its arrays (which never change) shared, anything `walk` passes over
+/// `None`. It visits what `walk` visits, so it meets the walk's limits where the walk would.
+fn freeze(value: &Value) -> Result<Value, NoCopy> {
+    fn copy(value: &Value, nodes: &mut usize, arrays: &mut usize, depth: usize) -> Result<Value, NoCopy> {
         *nodes += 1;
         if depth > MAX_DEPTH || *nodes > MAX_NODES {
-            return None;
+            return Err(NoCopy::Nothing);
         }
-        let items = |items: &[Value], nodes: &mut usize, arrays: &mut usize| -> Option<Vec<Value>> {
+        let items = |items: &[Value], nodes: &mut usize, arrays: &mut usize| -> Result<Vec<Value>, NoCopy> {
             items.iter().map(|x| copy(x, nodes, arrays, depth + 1)).collect()
         };
-        Some(match value {
+        Ok(match value {
             Value::Array(_) => {
                 *arrays += 1;
                 if *arrays > MAX_LEAVES {
-                    return None;
+                    return Err(NoCopy::Nothing);
                 }
                 value.clone()
             }
             Value::Tuple(xs) => Value::tuple(items(xs, nodes, arrays)?),
             Value::List(xs) => Value::list(items(&xs.borrow(), nodes, arrays)?),
             Value::Dict(d) => {
-                // Cloned whole (its hash table copied, not rebuilt), then its values frozen.
+                // Cloned whole (its hash table copied, not rebuilt), then its values frozen;
+                // `walk` passes over the values of keys other than strings and ints.
                 let mut dict = d.borrow().clone();
-                for (_, v) in dict.entries.values_mut() {
-                    *v = copy(v, nodes, arrays, depth + 1)?;
+                for (key, (_, v)) in dict.entries.iter_mut() {
+                    *v = match key {
+                        super::value::HashKey::Str(_) | super::value::HashKey::Int(_) => copy(v, nodes, arrays, depth + 1)?,
+                        _ => Value::None,
+                    };
                 }
                 Value::Dict(Rc::new(std::cell::RefCell::new(dict)))
             }
-            Value::Instance(_) => return None,
+            Value::Instance(_) => return Err(NoCopy::Object),
             _ => Value::None,
         })
     }
     let mut arrays = 0;
     let frozen = copy(value, &mut 0, &mut arrays, 0)?;
-    (arrays > 0).then_some(frozen)
+    if arrays == 0 {
+        return Err(NoCopy::Nothing);
+    }
+    Ok(frozen)
 }
 
 /// Whether a frozen pytree and a value have the same containers, keys in the same order and
@@ -583,18 +597,24 @@ impl Interp<'_> {
                 return;
             }
         }
-        let noted = match value {
-            Value::Array(a) => Noted::Shown(Shown::Array(display_aval(a))),
-            _ => match self.seen.last_frozen.as_ref().filter(|last| alike(last, value)).cloned().or_else(|| freeze(value)) {
-                Some(frozen) => {
+        let noted = if let Value::Array(a) = value {
+            Noted::Shown(Shown::Array(display_aval(a)))
+        } else {
+            let copied = match self.seen.last_frozen.as_ref().filter(|last| alike(last, value)) {
+                Some(last) => Ok(last.clone()),
+                None => freeze(value),
+            };
+            match copied {
+                Ok(frozen) => {
                     self.seen.last_frozen = Some(frozen.clone());
                     Noted::Frozen(frozen)
                 }
-                None => match Shown::of(value, self) {
+                Err(NoCopy::Nothing) => return,
+                Err(NoCopy::Object) => match Shown::of(value, self) {
                     Some(shown) => Noted::Shown(shown),
                     None => return,
                 },
-            },
+            }
         };
         let preview = match value {
             Value::Array(a) => preview(self, a),
