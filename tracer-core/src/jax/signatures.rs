@@ -30,12 +30,9 @@ include!(concat!(env!("OUT_DIR"), "/signatures.rs"));
 fn signature(f: JaxFn) -> Option<(&'static [&'static str], Wording)> {
     static ROWS: std::sync::OnceLock<Vec<Option<usize>>> = std::sync::OnceLock::new();
     let rows = ROWS.get_or_init(|| JaxFn::ALL.iter().map(|&f| row_by_name(f)).collect());
-    // `JaxFn::ALL` lists the variants in declaration order, so `f as usize` is `f`'s place in
-    // it; a function without a row has `None` there, and no search is made for it either.
-    let i = match rows.get(f as usize) {
-        Some(row) => (*row)?,
-        None => row_by_name(f)?,
-    };
+    // `JaxFn::ALL` lists the variants in declaration order (a unit test checks it), so
+    // `f as usize` is `f`'s place in it; a function without a row has `None` there.
+    let i = rows.get(f as usize).copied().flatten()?;
     Some((SIGNATURES[i].1, SIGNATURES[i].2))
 }
 
