@@ -124,15 +124,15 @@ fn frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Serves `service` on stdin/stdout through the checks above.
+/// Serves `service` on stdin/stdout through the checks above. One task writes stdout: the
+/// server's messages, whole, with the error replies to bad frames between them.
 pub async fn serve_filtered(service: LspService<Backend>, socket: ClientSocket) {
     let (mut to_server, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, from_server) = tokio::io::duplex(1 << 20);
-    let (frames_tx, mut frames_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let (server_out, mut from_server) = tokio::io::duplex(1 << 20);
+    let (errors, mut errors_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
 
-    let errors = frames_tx.clone();
     tokio::spawn(async move {
-        let mut stdin = BufReader::new(tokio::io::stdin());
+        let mut stdin = BufReader::new(super::stdio::input());
         loop {
             let verdict = match read_frame(&mut stdin).await {
                 Frame::End => break,
@@ -152,28 +152,67 @@ pub async fn serve_filtered(service: LspService<Backend>, socket: ClientSocket) 
             }
         }
     });
-    let forward = tokio::spawn(async move {
-        let mut out = BufReader::new(from_server);
-        while let Frame::Body(body) = read_frame(&mut out).await {
-            if frames_tx.send(frame(&body)).is_err() {
-                break;
-            }
-        }
-        // An empty frame tells the writer that the server has finished.
-        let _ = frames_tx.send(Vec::new());
-    });
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(bytes) = frames_rx.recv().await {
-            if bytes.is_empty() || stdout.write_all(&bytes).await.is_err() {
-                break;
+        let mut stdout = super::stdio::output();
+        let mut frames = Frames::default();
+        loop {
+            while let Some(message) = frames.next() {
+                if stdout.write_all(&message).await.is_err() {
+                    return;
+                }
+                let _ = stdout.flush().await;
+            }
+            // Both branches are cancel-safe: a read that lost the race has read nothing, and
+            // what was read waits in `frames` until its frame is whole.
+            let reply = tokio::select! {
+                read = from_server.read_buf(&mut frames.read) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                },
+                Some(reply) = errors_rx.recv() => reply,
+            };
+            if stdout.write_all(&reply).await.is_err() {
+                return;
             }
             let _ = stdout.flush().await;
         }
+        // The server has finished; what it wrote last is out.
+        if !frames.read.is_empty() {
+            let _ = stdout.write_all(&frames.read).await;
+        }
+        let _ = stdout.flush().await;
     });
     Server::new(server_in, server_out, socket).serve(service).await;
-    let _ = forward.await;
     let _ = writer.await;
+}
+
+/// The server's output as read so far, cut into whole `Content-Length` frames.
+#[derive(Default)]
+struct Frames {
+    read: Vec<u8>,
+}
+
+impl Frames {
+    /// The first whole frame read (header and body), if there is one. A header without a
+    /// length (the server never writes one) lets everything read through as it is.
+    fn next(&mut self) -> Option<Vec<u8>> {
+        let header_end = self.read.windows(4).position(|w| w == b"\r\n\r\n")?;
+        let length = std::str::from_utf8(&self.read[..header_end]).ok().and_then(|header| {
+            header.split("\r\n").find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse::<usize>().ok()).flatten()
+            })
+        });
+        let end = match length {
+            Some(length) => header_end + 4 + length,
+            None => self.read.len(),
+        };
+        if self.read.len() < end {
+            return None;
+        }
+        let rest = self.read.split_off(end);
+        Some(std::mem::replace(&mut self.read, rest))
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +224,23 @@ mod tests {
             Verdict::Forward => None,
             Verdict::Reply(r) => Some((r["error"]["code"].as_i64().unwrap_or(0), r["id"].clone())),
         }
+    }
+
+    #[test]
+    fn the_servers_output_is_cut_into_whole_frames() {
+        let mut frames = Frames::default();
+        frames.read.extend_from_slice(b"Content-Length: 2\r\n\r\n{}content-length:5\r\n\r\n[1,");
+        assert_eq!(frames.next().as_deref(), Some(&b"Content-Length: 2\r\n\r\n{}"[..]));
+        // The second is not whole yet: it waits, and nothing else is given out.
+        assert_eq!(frames.next(), None);
+        frames.read.extend_from_slice(b"2]Content-Len");
+        assert_eq!(frames.next().as_deref(), Some(&b"content-length:5\r\n\r\n[1,2]"[..]));
+        assert_eq!(frames.next(), None);
+        assert_eq!(frames.read, b"Content-Len");
+        // A header without a length is let through as it is, not held forever.
+        let mut odd = Frames { read: b"X-Other: 1\r\n\r\nbody".to_vec() };
+        assert_eq!(odd.next().as_deref(), Some(&b"X-Other: 1\r\n\r\nbody"[..]));
+        assert!(odd.read.is_empty());
     }
 
     #[test]

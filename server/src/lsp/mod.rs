@@ -18,6 +18,7 @@ mod scan;
 mod schedule;
 mod settings;
 mod status;
+mod stdio;
 mod worker;
 
 use std::collections::HashMap;

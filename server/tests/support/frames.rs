@@ -21,25 +21,7 @@ pub fn spawn_reader(stdout: ChildStdout) -> Receiver<Msg> {
     let (tx, rx) = channel();
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
-        loop {
-            let mut len = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                    return;
-                }
-                let line = line.trim_end();
-                if line.is_empty() {
-                    break;
-                }
-                if let Some(v) = line.strip_prefix("Content-Length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            if reader.read_exact(&mut body).is_err() {
-                return;
-            }
+        while let Some(body) = read_body(&mut reader) {
             let at = Instant::now();
             if let Ok(v) = serde_json::from_slice::<Value>(&body) {
                 if tx.send(Msg { at, v }).is_err() {
@@ -49,6 +31,28 @@ pub fn spawn_reader(stdout: ChildStdout) -> Receiver<Msg> {
         }
     });
     rx
+}
+
+/// The body of the next `Content-Length` frame; `None` at the end of the stream or on a frame
+/// that cannot be read.
+pub fn read_body(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).ok()?;
+    Some(body)
 }
 
 /// Waits up to five seconds for a server told to `exit` to end, then kills it.
