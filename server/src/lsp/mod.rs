@@ -127,7 +127,8 @@ pub fn run() -> std::process::ExitCode {
         })
         .custom_method("tracelens/status", Backend::status)
         .finish();
-        framing::serve_filtered(service, socket).await;
+        // On a worker, not on this thread: the tasks it wakes (and that wake it) run beside it.
+        let _ = tokio::spawn(framing::serve_filtered(service, socket)).await;
     });
     // The stdin reader may still be blocked in a read: do not wait for it.
     runtime.shutdown_background();
