@@ -572,6 +572,10 @@ struct Session {
     /// Diagnostics in the first publish (the module is clean for tracelens).
     open_diagnostics: usize,
     edits: Vec<Duration>,
+    /// The same, split: edits in a comment (the traces replay) and in code (`jnp.tanh` <->
+    /// `jnp.tan`: the edited layer is traced again).
+    comment_edits: Vec<Duration>,
+    code_edits: Vec<Duration>,
     /// Versions for which no publishDiagnostics came within 30 s.
     missing: Vec<i64>,
     hovers: Vec<Duration>,
@@ -707,6 +711,8 @@ impl Session {
             open: None,
             open_diagnostics: 0,
             edits: Vec::new(),
+            comment_edits: Vec::new(),
+            code_edits: Vec::new(),
             missing: Vec::new(),
             hovers: Vec::new(),
             hovers_with_content: 0,
@@ -753,7 +759,11 @@ impl Session {
         let sent =
             self.lsp.notify("textDocument/didChange", json!({"textDocument": {"uri": u, "version": version}, "contentChanges": [change]}));
         match self.lsp.diagnostics(&u, version, Duration::from_secs(30)) {
-            Some(m) => self.edits.push(m.at.duration_since(sent)),
+            Some(m) => {
+                let took = m.at.duration_since(sent);
+                self.edits.push(took);
+                if (i / 2) % 2 == 0 { &mut self.comment_edits } else { &mut self.code_edits }.push(took);
+            }
             None => self.missing.push(version),
         }
         if (i + 1) % 50 == 0 {
@@ -832,6 +842,8 @@ impl Session {
             self.open_diagnostics
         );
         println!("  edit -> diagnostics: {}", show(&stats(&self.edits)));
+        println!("    in a comment: {}", show(&stats(&self.comment_edits)));
+        println!("    in code (one layer traced again): {}", show(&stats(&self.code_edits)));
         println!(
             "    publishes per edit {:.2}; versions in publishes: {}; stale publishes skipped: {}; server CPU time {}{}",
             self.publishes_per_edit(),
