@@ -37,7 +37,10 @@
 //! stands, with `TRACELENS_BENCH_VS_SETTINGS` as its settings (default `{}`): both builds meet
 //! the same edits and hovers, interleaved edit by edit under one machine load, and the ratios
 //! baseline/tracelens are printed; the cross-file edits and the workspace scan run for each
-//! build in turn.
+//! build in turn. The workspace is copies of this tree's clean fixtures and examples, which
+//! an older build may not trace at all (library shims it lacks): `TRACELENS_BENCH_SCAN_FROM=DIR`
+//! takes them from DIR instead (`git archive REV tests/fixtures examples | tar -x -C DIR`), to
+//! give both builds the same work.
 //!
 //! `TRACELENS_BENCH_CALLGRIND=OUT` counts instructions instead of timing: only the edit
 //! script runs, on the server alone, under `valgrind --tool=callgrind --callgrind-out-file=OUT`
@@ -325,7 +328,9 @@ fn edit(i: usize, layers: &[Layer], pairs: usize) -> Value {
 /// and the example project, copied into `n` files (each copy in its own package directory so
 /// imports between the examples resolve).
 fn workspace_300(root: &Path, n: usize) -> usize {
-    let repo = repo_root();
+    // `TRACELENS_BENCH_SCAN_FROM=DIR` takes them from another tree (DIR/tests/fixtures/clean
+    // and DIR/examples): an older revision's files, which an older server traces as fully.
+    let repo = std::env::var_os("TRACELENS_BENCH_SCAN_FROM").map(PathBuf::from).unwrap_or_else(repo_root);
     let mut sources: Vec<Vec<(String, String)>> = Vec::new();
     if let Ok(entries) = std::fs::read_dir(repo.join("tests/fixtures/clean")) {
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "py")).collect();
