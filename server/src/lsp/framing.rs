@@ -176,9 +176,16 @@ pub async fn serve_filtered(service: LspService<Backend>, socket: ClientSocket) 
             }
             let _ = stdout.flush().await;
         }
-        // The server has finished; what it wrote last is out.
+        // The server has finished: what it wrote last is out, and so are the error replies
+        // still waiting (an `exit` right after a bad frame can end the server before the
+        // loop above took them).
         if !frames.read.is_empty() {
             let _ = stdout.write_all(&frames.read).await;
+        }
+        while let Ok(reply) = errors_rx.try_recv() {
+            if stdout.write_all(&reply).await.is_err() {
+                break;
+            }
         }
         let _ = stdout.flush().await;
     });
