@@ -174,9 +174,14 @@ impl Backend {
 
     /// `analysed`, for a request that comes right after the diagnostics of the current
     /// version: they are published before the rest of its analysis (what hovers, inlay
-    /// hints, code lenses and code actions read) is stored, so wait for that, bounded.
+    /// hints, code lenses and code actions read) is stored, so wait for that, bounded. Only
+    /// for an open document: a closed one is analysed again from the disk for its
+    /// diagnostics, and a request on it gets nothing whether or not that analysis is done.
     async fn analysed_current(&self, uri: &Uri) -> Option<(PathBuf, Arc<Analysed>, PositionEncoding)> {
         let path = convert::path_of(uri);
+        if path.as_ref().is_some_and(|path| self.lock().docs.get(path).is_none()) {
+            return None;
+        }
         self.wait_until(|| {
             path.as_ref().is_none_or(|path| {
                 let st = self.lock();
