@@ -113,16 +113,11 @@ fn a_client_that_stops_reading_until_the_pipe_is_full_loses_no_message() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// The messages in a byte stream of `Content-Length` frames, each whole and JSON.
+/// The messages in a byte stream of `Content-Length` frames, each JSON.
 fn parse_frames(mut rest: &[u8]) -> Vec<Value> {
     let mut messages = Vec::new();
-    while !rest.is_empty() {
-        let header_end = rest.windows(4).position(|w| w == b"\r\n\r\n").expect("a whole header");
-        let header = std::str::from_utf8(&rest[..header_end]).expect("ASCII header");
-        let length: usize = header.strip_prefix("Content-Length: ").and_then(|n| n.parse().ok()).expect("Content-Length");
-        let body = &rest[header_end + 4..header_end + 4 + length];
-        messages.push(serde_json::from_slice::<Value>(body).expect("a JSON body"));
-        rest = &rest[header_end + 4 + length..];
+    while let Some(body) = frames::read_body(&mut rest) {
+        messages.push(serde_json::from_slice(&body).expect("a JSON body"));
     }
     messages
 }

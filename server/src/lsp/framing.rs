@@ -97,10 +97,8 @@ async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> Frame {
             }
             continue;
         }
-        if let Some((name, v)) = line.split_once(':') {
-            if name.trim().eq_ignore_ascii_case("content-length") {
-                len = Some(v.trim().parse().ok());
-            }
+        if let Some(length) = content_length(line) {
+            len = Some(length);
         }
     }
     let Some(Some(len)) = len else { return Frame::Bad };
@@ -116,6 +114,13 @@ async fn read_frame<R: AsyncBufRead + Unpin>(reader: &mut R) -> Frame {
         Ok(_) => Frame::Body(body),
         Err(_) => Frame::End,
     }
+}
+
+/// The length a `Content-Length` header line gives (`None` inside when it is not a number),
+/// or `None` for another line. Read in both directions: the client's frames and the server's.
+fn content_length(line: &str) -> Option<Option<usize>> {
+    let (name, value) = line.split_once(':')?;
+    name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse().ok())
 }
 
 fn frame(body: &[u8]) -> Vec<u8> {
@@ -204,12 +209,9 @@ impl Frames {
     /// length (the server never writes one) lets everything read through as it is.
     fn next(&mut self) -> Option<Vec<u8>> {
         let header_end = self.read.windows(4).position(|w| w == b"\r\n\r\n")?;
-        let length = std::str::from_utf8(&self.read[..header_end]).ok().and_then(|header| {
-            header.split("\r\n").find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse::<usize>().ok()).flatten()
-            })
-        });
+        let length = std::str::from_utf8(&self.read[..header_end])
+            .ok()
+            .and_then(|header| header.split("\r\n").find_map(|line| content_length(line).flatten()));
         let end = match length {
             Some(length) => header_end + 4 + length,
             None => self.read.len(),

@@ -2,7 +2,7 @@
 //! parsed on a thread of their own, and the end of a server process. Shared by the LSP tests
 //! and the LSP bench.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
