@@ -729,12 +729,14 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
 
 fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
     let locator = Locator::new(interp);
+    let shown = interp.seen.shown_all(interp);
     interp
         .seen
         .records()
         .iter()
-        .filter_map(|v| {
-            let shown = crate::interp::seen::Seen::shown(v, interp)?;
+        .zip(shown)
+        .filter_map(|(v, shown)| {
+            let shown = shown?;
             Some(TracedValue {
                 location: locator.locate(v.site),
                 name: Arc::from(&*v.name),

@@ -35,6 +35,7 @@ pub mod pyrandom;
 pub(crate) mod pytree_nodes;
 pub mod seen;
 pub mod shims;
+pub mod shown;
 pub mod stdlib;
 pub mod streams;
 pub mod value;
