@@ -223,13 +223,12 @@ fn bind_traced(
     };
     // Which outputs JAX sees as tracers: all of a staging trace's; under grad/jvp those that
     // depend on a differentiated argument (a custom rule's marker passes its outputs' on).
-    let active: Vec<bool> = if staging_frame {
-        vec![true; out_avals.len()]
-    } else {
+    // (`None`: all, as in every staging trace, without a vector per equation.)
+    let active: Option<Vec<bool>> = (!staging_frame).then(|| {
         let flags: Vec<bool> = inputs.iter().map(|i| i.is_jax_tracer()).collect();
         let mode = taint::Mode::at(&interp.jax.traces, pos);
         taint::outputs_active(&prim, &flags, &out_avals, &bodies, mode)
-    };
+    });
     let state = &mut interp.jax;
     let frame = &mut state.traces[pos];
     let mut outs = Vec::with_capacity(out_avals.len());
@@ -247,7 +246,7 @@ fn bind_traced(
         };
         outs.push(Rc::new(Array {
             aval,
-            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal, active: active[i] }),
+            kind: ArrayKind::Tracer(Tracer { trace: frame.id, var, primal, active: active.as_ref().is_none_or(|a| a[i]) }),
             origin: site,
             numpy: Default::default(),
             tf: Default::default(),

@@ -7,8 +7,13 @@ use super::*;
 /// Operations whose array operands are all NumPy arrays compute as NumPy does: 64-bit, and
 /// the result is a NumPy array again.
 pub fn in_numpy_mode(interp: &mut Interp, operands: &[&Value], f: impl FnOnce(&mut Interp) -> PyResult<Value>) -> PyResult<Value> {
-    let arrays: Vec<&Rc<Array>> = operands.iter().filter_map(|v| v.as_array()).collect();
-    let numpy = !arrays.is_empty() && arrays.iter().all(|a| a.numpy.get() && !a.is_tracer());
+    // (Counted as they are checked: this runs at every operator.)
+    let mut arrays = 0;
+    let all_numpy = operands.iter().filter_map(|v| v.as_array()).all(|a| {
+        arrays += 1;
+        a.numpy.get() && !a.is_tracer()
+    });
+    let numpy = arrays > 0 && all_numpy;
     if !numpy {
         return f(interp);
     }
