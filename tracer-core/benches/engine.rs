@@ -1,6 +1,7 @@
-//! Engine benchmark (`cargo bench -p tracer-core`): tracelens against real JAX on the
-//! conformance fixtures, as a ratio measured in the same run, and the median time to trace a
-//! generated 2,000-line JAX module. Prints figures; asserts nothing (no timed tests).
+//! Engine benchmark (`cargo bench -p tracer-core`): the median time to trace a generated
+//! 2,000-line JAX module (first, in a fresh process), then tracelens against real JAX on the
+//! conformance fixtures, as a ratio measured in the same run. Prints figures; asserts nothing
+//! (no timed tests).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +14,7 @@ use tracer_core::{analyze_file, AnalysisConfig};
 
 #[path = "support/fixtures.rs"]
 mod support;
-use support::{fixtures, jax_python, Disk};
+use support::{best_of_three_rounds, fixtures, jax_python, Disk};
 
 fn analyse(path: &Path, text: &str) -> Duration {
     let config = AnalysisConfig {
@@ -47,53 +48,9 @@ fn median(mut xs: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let files = fixtures();
-    // 1. tracelens over every fixture, in process, three rounds; the best round counts.
-    let texts: Vec<(PathBuf, String)> = files.iter().filter_map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t))).collect();
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let total: Duration = texts.iter().map(|(p, t)| analyse(p, t)).sum();
-        best = best.min(total);
-    }
-    println!(
-        "tracelens: {} fixtures analysed in {:.1} ms ({:.2} ms each)",
-        texts.len(),
-        best.as_secs_f64() * 1e3,
-        best.as_secs_f64() * 1e3 / texts.len().max(1) as f64
-    );
-
-    // 2. the same fixtures under python + real JAX, one process each, as a user runs them.
-    match jax_python() {
-        Some(python) => {
-            let start = Instant::now();
-            let mut ran = 0;
-            for (p, _) in &texts {
-                let status = Command::new(&python)
-                    .arg(p)
-                    .current_dir(p.parent().unwrap_or(Path::new(".")))
-                    .env("JAX_PLATFORMS", "cpu")
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
-                    .status();
-                if status.is_ok() {
-                    ran += 1;
-                }
-            }
-            let jax = start.elapsed();
-            println!(
-                "real JAX:  {ran} fixtures run in {:.1} s ({:.0} ms each)",
-                jax.as_secs_f64(),
-                jax.as_secs_f64() * 1e3 / ran.max(1) as f64
-            );
-            println!(
-                "ratio:     tracelens is {:.0}x faster than running the fixtures under JAX (target: >= 200x)",
-                jax.as_secs_f64() / best.as_secs_f64().max(1e-9)
-            );
-        }
-        None => println!("real JAX:  skipped (set TRACELENS_JAX_PYTHON or run `cargo xtask conformance` once to create target/jax-venv)"),
-    }
-
-    // 3. median time to trace a generated 2,000-line module.
+    // The module first, in a fresh process: figures taken after the fixtures pass would
+    // depend on how many fixtures ran before them (the allocator's state they leave).
+    // 1. median time to trace a generated 2,000-line module.
     let module = generated_module(2000);
     let path = PathBuf::from("generated_2000_lines.py");
     let times: Vec<Duration> = (0..21).map(|_| analyse(&path, &module)).collect();
@@ -131,7 +88,7 @@ fn main() {
         median(traces).as_secs_f64() * 1e3
     );
 
-    // 4. The same module analysed again after a one-character edit, as the editor does on
+    // 2. The same module analysed again after a one-character edit, as the editor does on
     // every keystroke: the incremental parser re-parses around the edit and reuses the
     // lowering of the statements it did not touch; the interpreter runs the whole module
     // again, and replays the jit traces of the functions the edit did not touch (the editor's
@@ -180,4 +137,45 @@ fn main() {
         "2,000-line module after a one-character edit, as the editor analyses it (incremental parse, traces of untouched functions replayed): median {remembered:.2} ms, of which parsing {parsing:.2} ms (target: <= 5 ms)"
     );
     println!("  the same edits with every function re-traced: median {retraced:.2} ms");
+
+    let files = fixtures();
+    // 3. tracelens over every fixture, in process, three rounds; the best round counts.
+    let (texts, best) = best_of_three_rounds(&files, analyse);
+    println!(
+        "tracelens: {} fixtures analysed in {:.1} ms ({:.2} ms each)",
+        texts.len(),
+        best.as_secs_f64() * 1e3,
+        best.as_secs_f64() * 1e3 / texts.len().max(1) as f64
+    );
+
+    // 4. the same fixtures under python + real JAX, one process each, as a user runs them.
+    match jax_python() {
+        Some(python) => {
+            let start = Instant::now();
+            let mut ran = 0;
+            for (p, _) in &texts {
+                let status = Command::new(&python)
+                    .arg(p)
+                    .current_dir(p.parent().unwrap_or(Path::new(".")))
+                    .env("JAX_PLATFORMS", "cpu")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+                if status.is_ok() {
+                    ran += 1;
+                }
+            }
+            let jax = start.elapsed();
+            println!(
+                "real JAX:  {ran} fixtures run in {:.1} s ({:.0} ms each)",
+                jax.as_secs_f64(),
+                jax.as_secs_f64() * 1e3 / ran.max(1) as f64
+            );
+            println!(
+                "ratio:     tracelens is {:.0}x faster than running the fixtures under JAX (target: >= 200x)",
+                jax.as_secs_f64() / best.as_secs_f64().max(1e-9)
+            );
+        }
+        None => println!("real JAX:  skipped (set TRACELENS_JAX_PYTHON or run `cargo xtask conformance` once to create target/jax-venv)"),
+    }
 }

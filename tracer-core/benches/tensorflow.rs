@@ -17,7 +17,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "support/fixtures.rs"]
 mod support;
-use support::{python_files, tf_python, Disk};
+use support::{best_of_three_rounds, python_files, tf_python, Disk};
 
 /// The TensorFlow conformance fixtures that run as scripts, in path order.
 fn fixtures() -> Vec<PathBuf> {
@@ -59,13 +59,8 @@ fn run_each(files: &[PathBuf], program: &Path, args: &[&str], env: &[(&str, &str
 
 fn main() {
     let files = fixtures();
-    let texts: Vec<(PathBuf, String)> = files.iter().filter_map(|p| std::fs::read_to_string(p).ok().map(|t| (p.clone(), t))).collect();
     // 1. tracelens over every fixture, in process, three rounds; the best round counts.
-    let mut best = Duration::MAX;
-    for _ in 0..3 {
-        let total: Duration = texts.iter().map(|(p, t)| analyse(p, t)).sum();
-        best = best.min(total);
-    }
+    let (texts, best) = best_of_three_rounds(&files, analyse);
     let each = |d: Duration, n: usize| d.as_secs_f64() * 1e3 / n.max(1) as f64;
     println!(
         "tracelens (in process): {} TensorFlow fixtures analysed in {:.1} ms ({:.2} ms each)",
