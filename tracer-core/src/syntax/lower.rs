@@ -445,6 +445,29 @@ fn field_id(field: Field) -> Option<NonZeroU16> {
     ids.get(field as usize).copied().flatten()
 }
 
+/// A node's kind as the grammar names it (`"call"`, `"("`), from a table of the language's
+/// kinds made once: tree-sitter's `Node::kind` measures and checks the name's C string at every
+/// call, and the lowering asks it of nearly every node (3.3M instructions of a 151M parse of
+/// the benchmarks' 2,000-line module went to checking it).
+pub(super) trait KindName {
+    fn kind_name(&self) -> &'static str;
+}
+
+impl KindName for Node<'_> {
+    fn kind_name(&self) -> &'static str {
+        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+            (0..language.node_kind_count()).map(|id| language.node_kind_for_id(id as u16).unwrap_or("")).collect()
+        });
+        // `ERROR` and any kind past the table: tree-sitter's own answer.
+        match names.get(self.kind_id() as usize) {
+            Some(name) if !name.is_empty() => name,
+            _ => self.kind(),
+        }
+    }
+}
+
 /// The child in `field`, if any.
 pub(super) fn field<'tree>(node: Node<'tree>, field: Field) -> Option<Node<'tree>> {
     field_id(field).and_then(|id| node.child_by_field_id(id.get()))
@@ -455,7 +478,7 @@ pub(super) fn field<'tree>(node: Node<'tree>, field: Field) -> Option<Node<'tree
 fn statement_span(node: Node) -> Span {
     let ends_with_block = |node: Node| {
         matches!(
-            node.kind(),
+            node.kind_name(),
             "if_statement"
                 | "for_statement"
                 | "while_statement"
@@ -518,7 +541,7 @@ fn is_syntax(node: &Node) -> bool {
 /// The first anonymous child token with this text, e.g. `":"`.
 pub(super) fn token<'tree>(node: Node<'tree>, kind: &str) -> Option<Node<'tree>> {
     let mut cursor = node.walk();
-    let found = node.children(&mut cursor).find(|child| !child.is_named() && child.kind() == kind);
+    let found = node.children(&mut cursor).find(|child| !child.is_named() && child.kind_name() == kind);
     found
 }
 
@@ -586,7 +609,7 @@ fn hidden_error(root: Node, source: &str) -> SyntaxError {
 
 fn describe_missing_node(node: Node) -> SyntaxError {
     let position = node.start_byte();
-    let kind = node.kind();
+    let kind = node.kind_name();
     let message = if node.is_named() { "invalid syntax".to_string() } else { format!("expected '{kind}'") };
     SyntaxError { span: Span::new(position, position), message }
 }
@@ -594,7 +617,7 @@ fn describe_missing_node(node: Node) -> SyntaxError {
 /// A whole statement tree-sitter recognised inside an ERROR node: its error recovery can
 /// wrap long runs of good statements (sometimes the whole file) in one ERROR.
 fn is_clean_statement(node: &Node) -> bool {
-    let kind = node.kind();
+    let kind = node.kind_name();
     (kind.ends_with("_statement") || matches!(kind, "function_definition" | "class_definition" | "decorated_definition"))
         && !node.has_error()
 }
@@ -620,28 +643,28 @@ fn describe_error_node(node: Node, source: &str) -> SyntaxError {
     // Brackets opened inside the ERROR and never closed there.
     let mut open_brackets: Vec<Node> = Vec::new();
     for &child in &tokens {
-        match child.kind() {
+        match child.kind_name() {
             "(" | "[" | "{" if !child.is_named() => open_brackets.push(child),
             ")" | "]" | "}" if !child.is_named() => {
                 let unmatched = open_brackets.pop().is_none();
                 if unmatched && child.start_byte() == start {
-                    return SyntaxError { span: span_of(child), message: format!("unmatched '{}'", child.kind()) };
+                    return SyntaxError { span: span_of(child), message: format!("unmatched '{}'", child.kind_name()) };
                 }
             }
             _ => {}
         }
     }
     if let Some(bracket) = open_brackets.first() {
-        return SyntaxError { span: span_of(*bracket), message: format!("'{}' was never closed", bracket.kind()) };
+        return SyntaxError { span: span_of(*bracket), message: format!("'{}' was never closed", bracket.kind_name()) };
     }
     let starts_compound = tokens.first().is_some_and(|first| {
         !first.is_named()
             && matches!(
-                first.kind(),
+                first.kind_name(),
                 "if" | "elif" | "else" | "while" | "for" | "def" | "class" | "with" | "try" | "except" | "finally" | "async"
             )
     });
-    if starts_compound && !tokens.iter().any(|child| !child.is_named() && child.kind() == ":") {
+    if starts_compound && !tokens.iter().any(|child| !child.is_named() && child.kind_name() == ":") {
         // Point just after the last token of the header line.
         let line_end = line_end(source, start);
         let header_end = tokens.iter().take_while(|child| child.start_byte() < line_end).map(|child| child.end_byte()).max();
@@ -1009,7 +1032,7 @@ impl<'src> Lowerer<'src> {
     /// Dispatches on the node kind. Kept to calls only: in unoptimised builds every local of
     /// every arm would get its own stack slot, and this frame repeats once per nesting level.
     fn lower_stmt_unguarded(&mut self, node: Node) -> Option<Stmt> {
-        let kind = match node.kind() {
+        let kind = match node.kind_name() {
             "expression_statement" => self.lower_expression_statement(node),
             "return_statement" => self.lower_return(node),
             "pass_statement" => StmtKind::Pass,
@@ -1050,7 +1073,7 @@ impl<'src> Lowerer<'src> {
     fn lower_type_alias(&mut self, node: Node) -> Option<Stmt> {
         let is_alias = field(node, Field::Left)
             .and_then(|left| named_children(left).first().copied())
-            .is_some_and(|name| matches!(name.kind(), "identifier" | "generic_type"));
+            .is_some_and(|name| matches!(name.kind_name(), "identifier" | "generic_type"));
         if is_alias {
             self.note_skipped_yields(node);
             return None;
@@ -1076,7 +1099,7 @@ impl<'src> Lowerer<'src> {
         let statement =
             tree.as_ref().and_then(|tree| named_children(tree.root_node()).into_iter().find(|child| child.start_byte() == start));
         match statement {
-            Some(statement) if !statement.has_error() && statement.end_byte() == end && statement.kind() != "type_alias_statement" => {
+            Some(statement) if !statement.has_error() && statement.end_byte() == end && statement.kind_name() != "type_alias_statement" => {
                 self.lower_stmt(statement)
             }
             _ => {
@@ -1092,7 +1115,7 @@ impl<'src> Lowerer<'src> {
         let mut cursor = node.walk();
         'walk: loop {
             let current = cursor.node();
-            let kind = current.kind();
+            let kind = current.kind_name();
             if kind == "yield" {
                 self.saw_yield(current);
                 return;
@@ -1118,7 +1141,7 @@ impl<'src> Lowerer<'src> {
     }
 
     fn lower_loop_jump(&mut self, node: Node) -> StmtKind {
-        let is_break = node.kind() == "break_statement";
+        let is_break = node.kind_name() == "break_statement";
         if self.scope().loop_depth == 0 {
             self.error(span_of(node), if is_break { "'break' outside loop" } else { "'continue' not properly in loop" });
         }
@@ -1130,7 +1153,7 @@ impl<'src> Lowerer<'src> {
     }
 
     fn lower_loop(&mut self, node: Node) -> StmtKind {
-        if node.kind() == "while_statement" {
+        if node.kind_name() == "while_statement" {
             let test = self.lower_field(node, Field::Condition);
             let body = self.in_loop(|this| this.lower_block(field(node, Field::Body), node, "'while' statement"));
             let orelse = self.lower_else(field(node, Field::Alternative));
@@ -1147,17 +1170,17 @@ impl<'src> Lowerer<'src> {
         let span = statement_span(node);
         let decorators = named_children(node)
             .into_iter()
-            .filter(|child| child.kind() == "decorator")
+            .filter(|child| child.kind_name() == "decorator")
             .map(|decorator| match named_children(decorator).first() {
                 Some(&expression) => self.lower_expr(expression),
                 None => self.invalid(decorator, "invalid syntax"),
             })
             .collect();
         match field(node, Field::Definition) {
-            Some(definition) if definition.kind() == "class_definition" => {
+            Some(definition) if definition.kind_name() == "class_definition" => {
                 Some(StmtKind::ClassDef(self.lower_class(definition, decorators, span)))
             }
-            Some(definition) if definition.kind() == "function_definition" => {
+            Some(definition) if definition.kind_name() == "function_definition" => {
                 Some(StmtKind::FunctionDef(self.lower_function(definition, decorators, span)))
             }
             _ => {
@@ -1186,8 +1209,9 @@ impl<'src> Lowerer<'src> {
     }
 
     fn lower_global(&mut self, node: Node) -> StmtKind {
-        let names = named_children(node).into_iter().filter(|child| child.kind() == "identifier").map(|name| self.name(name)).collect();
-        if node.kind() == "global_statement" {
+        let names =
+            named_children(node).into_iter().filter(|child| child.kind_name() == "identifier").map(|name| self.name(name)).collect();
+        if node.kind_name() == "global_statement" {
             StmtKind::Global(names)
         } else {
             StmtKind::Nonlocal(names)
@@ -1198,7 +1222,7 @@ impl<'src> Lowerer<'src> {
     fn lower_delete(&mut self, node: Node) -> StmtKind {
         let targets = named_children(node)
             .into_iter()
-            .flat_map(|child| if child.kind() == "expression_list" { named_children(child) } else { vec![child] })
+            .flat_map(|child| if child.kind_name() == "expression_list" { named_children(child) } else { vec![child] })
             .map(|target| self.lower_expr(target))
             .collect();
         StmtKind::Delete(targets)
@@ -1209,7 +1233,7 @@ impl<'src> Lowerer<'src> {
     fn python2_statement(&mut self, node: Node) -> Option<StmtKind> {
         let parts = children(node);
         if let [keyword, chevron, rest @ ..] = parts.as_slice() {
-            if keyword.kind() == "print" && chevron.kind() == "chevron" {
+            if keyword.kind_name() == "print" && chevron.kind_name() == "chevron" {
                 let print = Expr { kind: ExprKind::Name(Rc::from("print")), span: span_of(*keyword) };
                 let target = match named_children(*chevron).first() {
                     Some(&target) => self.lower_expr(target),
@@ -1225,7 +1249,7 @@ impl<'src> Lowerer<'src> {
                 return Some(StmtKind::Expr(Expr { kind: ExprKind::Tuple(elements), span: span_of(node) }));
             }
         }
-        let keyword = if node.kind() == "print_statement" { "print" } else { "exec" };
+        let keyword = if node.kind_name() == "print_statement" { "print" } else { "exec" };
         self.error(span_of(node), format!("Missing parentheses in call to '{keyword}'. Did you mean {keyword}(...)?"));
         None
     }
@@ -1239,10 +1263,10 @@ impl<'src> Lowerer<'src> {
 
     /// `if` and `elif` (whose `orelse` is a nested `If` spanning to the end of the chain).
     fn lower_if(&mut self, statement: Node, clause: Node) -> StmtKind {
-        let owner = if clause.kind() == "elif_clause" { "'elif' statement" } else { "'if' statement" };
+        let owner = if clause.kind_name() == "elif_clause" { "'elif' statement" } else { "'if' statement" };
         let test = self.lower_field(clause, Field::Condition);
         let body = self.lower_block(field(clause, Field::Consequence), clause, owner);
-        let alternatives = if clause.kind() == "if_statement" { field_children(statement, Field::Alternative) } else { Vec::new() };
+        let alternatives = if clause.kind_name() == "if_statement" { field_children(statement, Field::Alternative) } else { Vec::new() };
         let orelse = self.lower_alternatives(statement, &alternatives);
         StmtKind::If { test, body, orelse }
     }
@@ -1251,7 +1275,7 @@ impl<'src> Lowerer<'src> {
         let Some((&first, rest)) = alternatives.split_first() else {
             return Vec::new();
         };
-        if first.kind() == "else_clause" {
+        if first.kind_name() == "else_clause" {
             return self.lower_else(Some(first));
         }
         let span = Span::new(first.start_byte(), statement_span(statement).end as usize);
@@ -1277,11 +1301,11 @@ impl<'src> Lowerer<'src> {
         let mut orelse = Vec::new();
         let mut finalbody = Vec::new();
         for clause in named_children(node) {
-            match clause.kind() {
+            match clause.kind_name() {
                 "except_clause" => handlers.push(self.lower_except(clause)),
                 "else_clause" => orelse = self.lower_else(Some(clause)),
                 "finally_clause" => {
-                    let block = named_children(clause).into_iter().find(|child| child.kind() == "block");
+                    let block = named_children(clause).into_iter().find(|child| child.kind_name() == "block");
                     finalbody = self.lower_block(block, clause, "'finally' statement");
                 }
                 _ => {}
@@ -1298,11 +1322,11 @@ impl<'src> Lowerer<'src> {
             self.error(span_of(clause), "multiple exception types must be parenthesized");
         }
         let typ = values.first().map(|&value| {
-            if value.kind() == "as_pattern" {
+            if value.kind_name() == "as_pattern" {
                 let parts = named_children(value);
                 if let Some(alias) = field(value, Field::Alias) {
                     match named_children(alias).first() {
-                        Some(&identifier) if identifier.kind() == "identifier" => name = Some(self.name(identifier)),
+                        Some(&identifier) if identifier.kind_name() == "identifier" => name = Some(self.name(identifier)),
                         _ => {
                             self.invalid(alias, "invalid syntax");
                         }
@@ -1316,23 +1340,23 @@ impl<'src> Lowerer<'src> {
                 self.lower_expr(value)
             }
         });
-        let block = named_children(clause).into_iter().find(|child| child.kind() == "block");
+        let block = named_children(clause).into_iter().find(|child| child.kind_name() == "block");
         let body = self.lower_block(block, clause, "'except' statement");
         ast::ExceptHandler { typ, name, body, span: statement_span(clause) }
     }
 
     fn lower_with(&mut self, node: Node) -> StmtKind {
         let mut items = Vec::new();
-        for clause in named_children(node).into_iter().filter(|child| child.kind() == "with_clause") {
-            for item in named_children(clause).into_iter().filter(|child| child.kind() == "with_item") {
+        for clause in named_children(node).into_iter().filter(|child| child.kind_name() == "with_clause") {
+            for item in named_children(clause).into_iter().filter(|child| child.kind_name() == "with_item") {
                 let Some(value) = field(item, Field::Value) else {
                     self.invalid(item, "invalid syntax");
                     continue;
                 };
                 // `with (a as b):` and `with (a, b as c):` arrive as one parenthesized item.
                 let parts = named_children(value);
-                let has_as = parts.iter().any(|part| part.kind() == "as_pattern");
-                match value.kind() {
+                let has_as = parts.iter().any(|part| part.kind_name() == "as_pattern");
+                match value.kind_name() {
                     "parenthesized_expression" | "tuple" if has_as => {
                         for part in parts {
                             items.push(self.lower_with_item(part));
@@ -1347,7 +1371,7 @@ impl<'src> Lowerer<'src> {
     }
 
     fn lower_with_item(&mut self, value: Node) -> ast::WithItem {
-        if value.kind() != "as_pattern" {
+        if value.kind_name() != "as_pattern" {
             return ast::WithItem { context: self.lower_expr(value), target: None };
         }
         let context = match named_children(value).first() {
@@ -1365,7 +1389,7 @@ impl<'src> Lowerer<'src> {
     fn lower_import_names(&mut self, node: Node) -> Vec<ast::ImportAlias> {
         field_children(node, Field::Name)
             .into_iter()
-            .map(|name| match name.kind() {
+            .map(|name| match name.kind_name() {
                 "aliased_import" => ast::ImportAlias {
                     name: field(name, Field::Name).map_or_else(|| Rc::from(""), |dotted| self.dotted_name(dotted)),
                     asname: field(name, Field::Alias).map(|alias| self.name(alias)),
@@ -1379,7 +1403,7 @@ impl<'src> Lowerer<'src> {
     /// `a . b` is valid Python; the name is `a.b`.
     fn dotted_name(&self, node: Node) -> ast::Name {
         let parts: Vec<&str> =
-            named_children(node).into_iter().filter(|child| child.kind() == "identifier").map(|part| self.text(part)).collect();
+            named_children(node).into_iter().filter(|child| child.kind_name() == "identifier").map(|part| self.text(part)).collect();
         if parts.is_empty() {
             return self.name(node);
         }
@@ -1390,9 +1414,9 @@ impl<'src> Lowerer<'src> {
         let mut module = None;
         let mut level = 0;
         if let Some(module_name) = field(node, Field::ModuleName) {
-            if module_name.kind() == "relative_import" {
+            if module_name.kind_name() == "relative_import" {
                 for part in named_children(module_name) {
-                    match part.kind() {
+                    match part.kind_name() {
                         "import_prefix" => level = self.text(part).bytes().filter(|&b| b == b'.').count() as u32,
                         "dotted_name" => module = Some(self.dotted_name(part)),
                         _ => {}
@@ -1408,7 +1432,7 @@ impl<'src> Lowerer<'src> {
     }
 
     fn lower_function(&mut self, node: Node, decorators: Vec<Expr>, span: Span) -> Rc<ast::FunctionDef> {
-        let is_async = children(node).first().is_some_and(|first| first.kind() == "async");
+        let is_async = children(node).first().is_some_and(|first| first.kind_name() == "async");
         let name_node = field(node, Field::Name);
         let name = name_node.map_or_else(|| Rc::from(""), |name| self.name(name));
         let name_span = name_node.map_or(span, span_of);
@@ -1437,10 +1461,10 @@ impl<'src> Lowerer<'src> {
     fn lower_expression_statement(&mut self, node: Node) -> StmtKind {
         let parts = named_children(node);
         match parts.as_slice() {
-            [single] if single.kind() == "assignment" => self.lower_assignment(*single),
-            [single] if single.kind() == "augmented_assignment" => {
+            [single] if single.kind_name() == "assignment" => self.lower_assignment(*single),
+            [single] if single.kind_name() == "augmented_assignment" => {
                 let target = self.lower_field(*single, Field::Left);
-                let op = field(*single, Field::Operator).and_then(|op| expressions::binary_op(op.kind().trim_end_matches('=')));
+                let op = field(*single, Field::Operator).and_then(|op| expressions::binary_op(op.kind_name().trim_end_matches('=')));
                 let value = self.lower_assigned_value(*single);
                 match op {
                     Some(op) => StmtKind::AugAssign { target, op, value },
@@ -1469,7 +1493,7 @@ impl<'src> Lowerer<'src> {
         loop {
             targets.push(self.lower_field(current, Field::Left));
             match field(current, Field::Right) {
-                Some(right) if right.kind() == "assignment" => {
+                Some(right) if right.kind_name() == "assignment" => {
                     if field(right, Field::Type).is_some() {
                         let value = self.invalid(right, "invalid syntax");
                         return StmtKind::Assign { targets, value };
@@ -1486,7 +1510,7 @@ impl<'src> Lowerer<'src> {
     /// The `right` of an assignment: an expression, a bare tuple, or `yield`.
     fn lower_assigned_value(&mut self, node: Node) -> Expr {
         match field(node, Field::Right) {
-            Some(right) if matches!(right.kind(), "assignment" | "augmented_assignment") => self.invalid(right, "invalid syntax"),
+            Some(right) if matches!(right.kind_name(), "assignment" | "augmented_assignment") => self.invalid(right, "invalid syntax"),
             Some(right) => self.lower_expr(right),
             None => self.invalid(node, "invalid syntax"),
         }

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use tree_sitter::Node;
 
 use super::literals::{self, Number};
-use super::{children, field, field_children, named_children, span_of, token, Field, Lowerer};
+use super::{children, field, field_children, named_children, span_of, token, Field, KindName, Lowerer};
 use crate::syntax::ast::{
     self, BinOp, BoolOp, CmpOp, Comprehension, Expr, ExprKind, FStringPart, Keyword, Param, Parameters, Span, UnaryOp,
 };
@@ -186,7 +186,7 @@ impl Lowerer<'_> {
     /// Dispatches on the node kind. Kept to calls only: in unoptimised builds every local of
     /// every arm would get its own stack slot, and this frame repeats once per nesting level.
     fn lower_expr_unguarded(&mut self, node: Node) -> Expr {
-        match node.kind() {
+        match node.kind_name() {
             "identifier" | "true" | "false" | "none" | "ellipsis" | "integer" | "float" => self.lower_atom(node),
             "string" | "concatenated_string" => self.lower_string(node),
             // CPython gives a parenthesized expression the span of its contents.
@@ -218,14 +218,14 @@ impl Lowerer<'_> {
     }
 
     fn lower_atom(&mut self, node: Node) -> Expr {
-        let kind = match node.kind() {
+        let kind = match node.kind_name() {
             "identifier" => ExprKind::Name(self.name(node)),
             "true" => ExprKind::Bool(true),
             "false" => ExprKind::Bool(false),
             "ellipsis" => ExprKind::Ellipsis,
             "integer" | "float" => {
                 let text = self.text(node);
-                let parsed = if node.kind() == "integer" { literals::parse_integer(text) } else { literals::parse_float(text) };
+                let parsed = if node.kind_name() == "integer" { literals::parse_integer(text) } else { literals::parse_float(text) };
                 match parsed {
                     Ok(Number::Int(value)) => ExprKind::Int(value),
                     Ok(Number::BigInt(digits)) => ExprKind::BigInt(Rc::from(digits)),
@@ -243,12 +243,12 @@ impl Lowerer<'_> {
         let items = named_children(node);
         // tree-sitter calls the parenthesized target `(a) = 1` a tuple pattern.
         if let [single] = items[..] {
-            if node.kind() == "tuple_pattern" && token(node, ",").is_none() {
+            if node.kind_name() == "tuple_pattern" && token(node, ",").is_none() {
                 return self.lower_expr(single);
             }
         }
         let elements = self.lower_all(&items);
-        let kind = match node.kind() {
+        let kind = match node.kind_name() {
             "list" | "list_pattern" => ExprKind::List(elements),
             "set" => ExprKind::Set(elements),
             _ => ExprKind::Tuple(elements),
@@ -259,7 +259,7 @@ impl Lowerer<'_> {
     fn lower_dictionary(&mut self, node: Node) -> Expr {
         let mut entries = Vec::new();
         for entry in named_children(node) {
-            match entry.kind() {
+            match entry.kind_name() {
                 "pair" => {
                     let key = self.lower_field(entry, Field::Key);
                     let value = self.lower_field(entry, Field::Value);
@@ -291,7 +291,7 @@ impl Lowerer<'_> {
         let value_span = value.span;
         let value = Box::new(value);
         let indices = field_children(node, Field::Subscript);
-        let trailing_comma = indices.last().and_then(|last| last.next_sibling()).filter(|next| next.kind() == ",");
+        let trailing_comma = indices.last().and_then(|last| last.next_sibling()).filter(|next| next.kind_name() == ",");
         let index = match indices.as_slice() {
             // `x[*a]` indexes with a one-element tuple, as `x[*a,]` would.
             [single] if trailing_comma.is_none() => {
@@ -316,7 +316,7 @@ impl Lowerer<'_> {
         let func_span = func.span;
         let func = Box::new(func);
         let (args, keywords) = match field(node, Field::Arguments) {
-            Some(arguments) if arguments.kind() == "argument_list" => self.lower_arguments(arguments),
+            Some(arguments) if arguments.kind_name() == "argument_list" => self.lower_arguments(arguments),
             Some(generator) => (vec![self.lower_expr(generator)], Vec::new()),
             None => (Vec::new(), Vec::new()),
         };
@@ -324,10 +324,10 @@ impl Lowerer<'_> {
     }
 
     fn lower_unary(&mut self, node: Node) -> Expr {
-        let op = if node.kind() == "not_operator" {
+        let op = if node.kind_name() == "not_operator" {
             UnaryOp::Not
         } else {
-            match field(node, Field::Operator).map(|op| op.kind()) {
+            match field(node, Field::Operator).map(|op| op.kind_name()) {
                 Some("-") => UnaryOp::Neg,
                 Some("+") => UnaryOp::Pos,
                 Some("~") => UnaryOp::Invert,
@@ -353,8 +353,8 @@ impl Lowerer<'_> {
     }
 
     fn lower_comprehension(&mut self, node: Node) -> Expr {
-        let kind = if node.kind() == "dictionary_comprehension" {
-            let Some(pair) = field(node, Field::Body).filter(|body| body.kind() == "pair") else {
+        let kind = if node.kind_name() == "dictionary_comprehension" {
+            let Some(pair) = field(node, Field::Body).filter(|body| body.kind_name() == "pair") else {
                 return self.invalid(node, "invalid syntax");
             };
             let key = self.boxed_field(pair, Field::Key);
@@ -364,7 +364,7 @@ impl Lowerer<'_> {
         } else {
             let elt = self.boxed_field(node, Field::Body);
             let generators = self.lower_comprehension_clauses(node);
-            match node.kind() {
+            match node.kind_name() {
                 "list_comprehension" => ExprKind::ListComp { elt, generators },
                 "set_comprehension" => ExprKind::SetComp { elt, generators },
                 _ => ExprKind::GeneratorExp { elt, generators },
@@ -405,13 +405,13 @@ impl Lowerer<'_> {
         let mut pending = vec![Item::Visit(Some(node))];
         while let Some(item) = pending.pop() {
             match item {
-                Item::Visit(Some(current)) if current.kind() == "binary_operator" => {
+                Item::Visit(Some(current)) if current.kind_name() == "binary_operator" => {
                     pending.push(Item::Visit(field(current, Field::Right)));
                     pending.push(Item::Operator(current));
                     pending.push(Item::Visit(field(current, Field::Left)));
                 }
                 Item::Visit(Some(current)) => operands.push(current),
-                Item::Operator(current) => match field(current, Field::Operator).and_then(|op| binary_op(op.kind())) {
+                Item::Operator(current) => match field(current, Field::Operator).and_then(|op| binary_op(op.kind_name())) {
                     Some(op) => ops.push(op),
                     None => return self.invalid(current, "invalid syntax"),
                 },
@@ -455,7 +455,7 @@ impl Lowerer<'_> {
 
     /// `a and b and c` nests to the left in tree-sitter; CPython flattens it to one `BoolOp`.
     fn lower_boolean_chain(&mut self, node: Node) -> Expr {
-        let op_of = |node: Node| match field(node, Field::Operator).map(|op| op.kind()) {
+        let op_of = |node: Node| match field(node, Field::Operator).map(|op| op.kind_name()) {
             Some("and") => Some(BoolOp::And),
             Some("or") => Some(BoolOp::Or),
             _ => None,
@@ -465,7 +465,7 @@ impl Lowerer<'_> {
         };
         let mut spine = vec![node];
         let mut leftmost = field(node, Field::Left);
-        while let Some(left) = leftmost.filter(|left| left.kind() == "boolean_operator" && op_of(*left) == Some(op)) {
+        while let Some(left) = leftmost.filter(|left| left.kind_name() == "boolean_operator" && op_of(*left) == Some(op)) {
             spine.push(left);
             leftmost = field(left, Field::Left);
         }
@@ -489,7 +489,7 @@ impl Lowerer<'_> {
                 continue;
             }
             // `not in` and `is not` are single tokens with a normalised kind.
-            let op = match child.kind() {
+            let op = match child.kind_name() {
                 "<>" => {
                     self.error(span_of(child), "invalid syntax");
                     Some(CmpOp::NotEq)
@@ -520,7 +520,7 @@ impl Lowerer<'_> {
         let mut colons = 0;
         for child in children(node) {
             if !child.is_named() {
-                if child.kind() == ":" {
+                if child.kind_name() == ":" {
                     colons += 1;
                 }
                 continue;
@@ -544,7 +544,7 @@ impl Lowerer<'_> {
         let mut saw_keyword = false;
         let mut saw_double_star = false;
         for argument in named_children(node) {
-            match argument.kind() {
+            match argument.kind_name() {
                 "keyword_argument" => {
                     saw_keyword = true;
                     let arg = field(argument, Field::Name).map(|name| self.name(name));
@@ -579,7 +579,7 @@ impl Lowerer<'_> {
     fn lower_comprehension_clauses(&mut self, node: Node) -> Vec<Comprehension> {
         let mut generators: Vec<Comprehension> = Vec::new();
         for clause in named_children(node) {
-            match clause.kind() {
+            match clause.kind_name() {
                 "for_in_clause" => {
                     let target = self.lower_field(clause, Field::Left);
                     let iters = field_children(clause, Field::Right).into_iter().filter(|right| right.is_named()).collect::<Vec<_>>();
@@ -589,8 +589,8 @@ impl Lowerer<'_> {
                         // `[x for x in 1, 2]` is Python 2; `f(x for x in y, 1)` arrives so too.
                         [first, .., last] => {
                             let span = Span::new(first.start_byte(), last.end_byte());
-                            let is_call_argument =
-                                node.kind() == "generator_expression" && node.parent().is_some_and(|parent| parent.kind() == "call");
+                            let is_call_argument = node.kind_name() == "generator_expression"
+                                && node.parent().is_some_and(|parent| parent.kind_name() == "call");
                             if is_call_argument {
                                 self.error(span_of(node), "Generator expression must be parenthesized");
                             } else {
@@ -648,7 +648,7 @@ impl Lowerer<'_> {
         let mut bare_star: Option<Node> = None;
         let mut saw_default = false;
         for parameter in named_children(node) {
-            let (kind, name_node) = match parameter.kind() {
+            let (kind, name_node) = match parameter.kind_name() {
                 "positional_separator" => {
                     if after_star || !params.posonly.is_empty() {
                         self.error(span_of(parameter), "/ must be ahead of *");
@@ -666,12 +666,14 @@ impl Lowerer<'_> {
                 }
                 "identifier" => (ParamKind::Plain, Some(parameter)),
                 "default_parameter" | "typed_default_parameter" => {
-                    (ParamKind::Plain, field(parameter, Field::Name).filter(|name| name.kind() == "identifier"))
+                    (ParamKind::Plain, field(parameter, Field::Name).filter(|name| name.kind_name() == "identifier"))
                 }
                 "typed_parameter" => match named_children(parameter).first() {
-                    Some(&inner) if inner.kind() == "identifier" => (ParamKind::Plain, Some(inner)),
-                    Some(&inner) if inner.kind() == "list_splat_pattern" => (ParamKind::Vararg, named_children(inner).first().copied()),
-                    Some(&inner) if inner.kind() == "dictionary_splat_pattern" => {
+                    Some(&inner) if inner.kind_name() == "identifier" => (ParamKind::Plain, Some(inner)),
+                    Some(&inner) if inner.kind_name() == "list_splat_pattern" => {
+                        (ParamKind::Vararg, named_children(inner).first().copied())
+                    }
+                    Some(&inner) if inner.kind_name() == "dictionary_splat_pattern" => {
                         (ParamKind::Kwarg, named_children(inner).first().copied())
                     }
                     _ => (ParamKind::Plain, None),
@@ -680,7 +682,7 @@ impl Lowerer<'_> {
                 "dictionary_splat_pattern" => (ParamKind::Kwarg, named_children(parameter).first().copied()),
                 _ => (ParamKind::Plain, None),
             };
-            let Some(name_node) = name_node.filter(|name| name.kind() == "identifier") else {
+            let Some(name_node) = name_node.filter(|name| name.kind_name() == "identifier") else {
                 self.invalid(parameter, "invalid syntax");
                 continue;
             };
@@ -742,7 +744,7 @@ impl Lowerer<'_> {
     fn lower_type_unguarded(&mut self, node: Node) -> Expr {
         let span = span_of(node);
         let parts = named_children(node);
-        let kind = match node.kind() {
+        let kind = match node.kind_name() {
             "type" => {
                 return match parts.as_slice() {
                     [single] => self.lower_type(*single),
@@ -750,11 +752,11 @@ impl Lowerer<'_> {
                 }
             }
             "generic_type" => match parts.as_slice() {
-                [value, parameters] if parameters.kind() == "type_parameter" => {
+                [value, parameters] if parameters.kind_name() == "type_parameter" => {
                     let value = Box::new(self.lower_type(*value));
                     let arguments = named_children(*parameters);
                     let last = arguments.last().copied().unwrap_or(*parameters);
-                    let trailing_comma = last.next_sibling().filter(|next| next.kind() == ",");
+                    let trailing_comma = last.next_sibling().filter(|next| next.kind_name() == ",");
                     let index = match arguments.as_slice() {
                         [single] if trailing_comma.is_none() => {
                             let index = self.lower_type(*single);
@@ -799,10 +801,10 @@ impl Lowerer<'_> {
         let mut pending = vec![node];
         while let Some(current) = pending.pop() {
             let is_union = |node: Node| {
-                node.kind() == "union_type"
-                    || (node.kind() == "binary_operator" && field(node, Field::Operator).is_some_and(|op| op.kind() == "|"))
+                node.kind_name() == "union_type"
+                    || (node.kind_name() == "binary_operator" && field(node, Field::Operator).is_some_and(|op| op.kind_name() == "|"))
             };
-            let inner = match current.kind() {
+            let inner = match current.kind_name() {
                 "type" => named_children(current).first().copied().filter(|inner| is_union(*inner)),
                 _ => Some(current).filter(|current| is_union(*current)),
             };
@@ -836,7 +838,7 @@ impl Lowerer<'_> {
     }
 
     fn lower_string_kind(&mut self, node: Node) -> ExprKind {
-        let pieces = if node.kind() == "concatenated_string" { named_children(node) } else { vec![node] };
+        let pieces = if node.kind_name() == "concatenated_string" { named_children(node) } else { vec![node] };
         let mut parts = StringParts::default();
         for piece in pieces {
             self.lower_string_piece(piece, &mut parts);
@@ -860,7 +862,7 @@ impl Lowerer<'_> {
             self.invalid(piece, "invalid syntax");
             return;
         };
-        if start.kind() != "string_start" || end.kind() != "string_end" || tokens.len() < 2 {
+        if start.kind_name() != "string_start" || end.kind_name() != "string_end" || tokens.len() < 2 {
             self.invalid(piece, "invalid syntax");
             return;
         }
@@ -890,7 +892,7 @@ impl Lowerer<'_> {
         parts.saw_formatted = true;
         let mut literal_start = body_start;
         for child in &tokens[1..tokens.len() - 1] {
-            if child.kind() != "interpolation" {
+            if child.kind_name() != "interpolation" {
                 continue;
             }
             self.decode_fstring_literal(literal_start, child.start_byte(), prefix.raw, piece, &mut parts.text);
@@ -950,7 +952,7 @@ impl Lowerer<'_> {
         let tokens = children(spec);
         let mut literal_start = token(spec, ":").map_or(spec.start_byte(), |colon| colon.end_byte());
         for child in tokens {
-            if child.kind() != "format_expression" {
+            if child.kind_name() != "format_expression" {
                 continue;
             }
             self.decode_fstring_literal(literal_start, child.start_byte(), raw, spec, &mut parts.text);

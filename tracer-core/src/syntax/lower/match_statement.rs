@@ -13,7 +13,7 @@
 
 use tree_sitter::Node;
 
-use super::{field, named_children, span_of, statement_span, Field, Lowerer};
+use super::{field, named_children, span_of, statement_span, Field, KindName, Lowerer};
 use crate::syntax::ast::{BoolOp, CmpOp, Expr, ExprKind, Name, Stmt, StmtKind};
 
 impl<'src> Lowerer<'src> {
@@ -23,27 +23,27 @@ impl<'src> Lowerer<'src> {
         let children = named_children(node);
         let mut out = Vec::new();
         let mut subject = None;
-        for child in children.iter().filter(|c| c.kind() != "block" && c.kind() != "comment") {
+        for child in children.iter().filter(|c| c.kind_name() != "block" && c.kind_name() != "comment") {
             let e = self.lower_expr(*child);
             subject = Some(e.clone());
             out.push(Stmt { kind: StmtKind::Expr(e), span });
         }
         let single_subject =
-            subject.filter(|s| matches!(s.kind, ExprKind::Name(_)) && children.iter().filter(|c| c.kind() != "block").count() == 1);
+            subject.filter(|s| matches!(s.kind, ExprKind::Name(_)) && children.iter().filter(|c| c.kind_name() != "block").count() == 1);
         let cases: Vec<Node> = children
             .iter()
-            .filter(|c| c.kind() == "block")
+            .filter(|c| c.kind_name() == "block")
             .flat_map(|b| named_children(*b))
-            .filter(|c| c.kind() == "case_clause")
+            .filter(|c| c.kind_name() == "case_clause")
             .collect();
         let mut chain: Vec<Stmt> = Vec::new();
         for case in cases.iter().rev() {
-            let patterns: Vec<Node> = named_children(*case).into_iter().filter(|c| c.kind() == "case_pattern").collect();
+            let patterns: Vec<Node> = named_children(*case).into_iter().filter(|c| c.kind_name() == "case_pattern").collect();
             let mut names = Vec::new();
             for p in &patterns {
                 self.pattern_captures(*p, &mut names);
             }
-            let guarded = named_children(*case).iter().any(|c| c.kind() == "if_clause");
+            let guarded = named_children(*case).iter().any(|c| c.kind_name() == "if_clause");
             let irrefutable = !guarded && patterns.len() == 1 && self.is_irrefutable(patterns[0]);
             let case_span = span_of(*case);
             let unknown = Expr { kind: ExprKind::Await(Box::new(Expr { kind: ExprKind::Ellipsis, span: case_span })), span: case_span };
@@ -83,7 +83,7 @@ impl<'src> Lowerer<'src> {
         for p in patterns {
             let mut stack = named_children(*p);
             while let Some(node) = stack.pop() {
-                match node.kind() {
+                match node.kind_name() {
                     "union_pattern" | "case_pattern" => stack.extend(named_children(node)),
                     "string" | "concatenated_string" | "integer" | "float" | "true" | "false" | "none" => literals.push(node),
                     _ => return None,
@@ -114,7 +114,7 @@ impl<'src> Lowerer<'src> {
     fn is_irrefutable(&self, pattern: Node) -> bool {
         match named_children(pattern).as_slice() {
             [] => self.text(pattern).trim() == "_",
-            [only] => only.kind() == "dotted_name" && named_children(*only).len() == 1,
+            [only] => only.kind_name() == "dotted_name" && named_children(*only).len() == 1,
             _ => false,
         }
     }
@@ -128,7 +128,7 @@ impl<'src> Lowerer<'src> {
                 out.push(text);
             }
         };
-        match node.kind() {
+        match node.kind_name() {
             "dotted_name" => {
                 if let [only] = named_children(node).as_slice() {
                     capture(*only, out);
