@@ -1,7 +1,7 @@
 //! Tests for the lowering: the lowered shape of snippets (printed as S-expressions), spans,
 //! syntax errors, and inputs that must neither panic nor take long.
 
-use super::parse_module;
+use super::{parse_module, KindName};
 use crate::syntax::ast::{self, Expr, ExprKind, FStringPart, Parameters, Stmt, StmtKind};
 
 /// One line per top-level statement.
@@ -732,30 +732,24 @@ fn moderate_nesting_lowers() {
     assert!(module.errors.is_empty(), "{}", format_errors(&module));
 }
 
-/// The table `KindName` reads names every node as tree-sitter does, errors, aliases (the
-/// grammar's `as_pattern_target`, `dotted_name` in imports) and anonymous tokens included.
+/// The table `KindName` reads names every node as tree-sitter does (errors, aliases, tokens).
 fn kind_names_are_tree_sitters() {
-    use super::KindName;
     let source = "import a.b as c\nfrom . import d\nx: int = [i async for i in y if i]\nmatch p:\n    case {'k': [1, *r]} | (a as b): pass\nwith open(f) as (g, h): yield from z\nlambda *a, **k: a @ k\nf'{x!r:>{w}}' b'\\x00'\ndef f(a, /, b=1, *, c): ...\nclass C(B, metaclass=M): global q; nonlocal r\ntry: 1\nexcept* E as e: del e\nwhile (n := n - 1) > 0: continue\nbroken = (1 +\nprint(\n";
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(&tree_sitter_python::LANGUAGE.into()).expect("the grammar loads");
     let tree = parser.parse(source, None).expect("a tree");
-    let mut cursor = tree.walk();
-    let (mut seen, mut errors) = (0, 0);
-    'walk: loop {
+    let (mut cursor, mut seen, mut errors) = (tree.walk(), 0, 0);
+    loop {
         let node = cursor.node();
         assert_eq!(node.kind_name(), node.kind(), "node {} at {:?}", node.kind_id(), node.byte_range());
-        seen += 1;
-        errors += usize::from(node.is_error());
+        (seen, errors) = (seen + 1, errors + usize::from(node.is_error()));
         if cursor.goto_first_child() || cursor.goto_next_sibling() {
             continue;
         }
-        while cursor.goto_parent() {
-            if cursor.goto_next_sibling() {
-                continue 'walk;
-            }
+        while cursor.goto_parent() && !cursor.goto_next_sibling() {}
+        if cursor.node() == tree.root_node() {
+            break;
         }
-        break;
     }
     assert!(seen > 200 && errors > 0, "{seen} nodes, {errors} errors");
 }
