@@ -7,7 +7,10 @@
 //! `tests/fixtures/run/` program in values mode (the evaluator's kernels and derivative
 //! rules); `instructions edits N` opens the LSP bench's 2,000-line module as the editor does
 //! (`OpenDocument`, hover values recorded) and analyses it again after each of N one-character
-//! edits (run it with N and with 0 and subtract: the instructions of N edits). The time budget
+//! edits (run it with N and with 0 and subtract: the instructions of N edits); `instructions
+//! trace FILE` analyses one file as the engine bench's "trace alone" row does (parsed first, no
+//! jaxpr text, hover values recorded): read `analyze_remembering`'s inclusive count, which
+//! leaves the parse out. The time budget
 //! is an hour, so only the step budget can stop an analysis and the
 //! work is the same under callgrind as without it. Each prints a digest of what the analyses
 //! found (diagnostics, traced functions, printed output), which must not change when the
@@ -30,10 +33,11 @@ fn main() {
     let workload = std::env::args().nth(1).unwrap_or_default();
     let (files, values) = match workload.as_str() {
         "edits" => return edits(std::env::args().nth(2).and_then(|n| n.parse().ok()).unwrap_or(20)),
+        "trace" => return trace(std::path::Path::new(&std::env::args().nth(2).unwrap_or_default())),
         "fixtures" => (python_files(&["tests/fixtures/clean", "tests/fixtures/errors", "tests/fixtures/warnings", "examples"]), false),
         "values" => (python_files(&["tests/fixtures/run"]), true),
         _ => {
-            eprintln!("usage: instructions fixtures|values");
+            eprintln!("usage: instructions fixtures|values|edits N|trace FILE");
             std::process::exit(2);
         }
     };
@@ -103,4 +107,29 @@ fn edits(n: usize) {
         });
     }
     println!("edits: {n} edits, {diagnostics} diagnostics, {values} values, digest {:016x}", digest.finish());
+}
+
+/// One analysis of `path`, parsed beforehand, as the engine bench times "trace alone".
+fn trace(path: &std::path::Path) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("instructions trace: cannot read {}", path.display());
+        std::process::exit(2);
+    };
+    let mut config = AnalysisConfig { skip_jaxpr_text: true, check_ir: false, ..Default::default() };
+    config.budgets.max_time = Duration::from_secs(3600);
+    let parsed = tracer_core::syntax::parse(&text);
+    let (mut diagnostics, mut values) = (0usize, 0usize);
+    let leftovers = tracer_core::analysis::analyze_parsed_then(
+        path,
+        &text,
+        Some(parsed),
+        &Disk,
+        &config,
+        |analysis: tracer_core::analysis::FileAnalysis| {
+            diagnostics = analysis.diagnostics.len();
+            values = analysis.values.len() + analysis.functions.iter().flat_map(|f| &f.traces).map(|t| t.values.len()).sum::<usize>();
+        },
+    );
+    drop(leftovers);
+    println!("trace: {}, {diagnostics} diagnostics, {values} values", path.display());
 }
