@@ -235,12 +235,22 @@ await step('the workbench loads, the server starts and the status bar shows the 
   await page.addInitScript(() => {
     const seen = [];
     window.__tracelensStates = seen;
-    setInterval(() => {
-      const label = document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label');
+    const push = (label) => {
       if (label && seen[seen.length - 1] !== label) {
         seen.push(label);
       }
-    }, 5);
+    };
+    // Every change of the item's label, with the label it replaced: a server that is ready a
+    // few milliseconds after it starts changed it twice between two looks of a poll.
+    new MutationObserver((records) => {
+      for (const r of records) {
+        if (r.type === 'attributes' && r.target.id?.endsWith('tracelens.status')) {
+          push(r.oldValue);
+          push(r.target.getAttribute('aria-label'));
+        }
+      }
+      push(document.querySelector('[id$="tracelens.status"]')?.getAttribute('aria-label'));
+    }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['aria-label'], attributeOldValue: true });
   });
   await page.goto(`${url}/?folder=${encodeURIComponent(workspace)}`);
   await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
