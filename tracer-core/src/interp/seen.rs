@@ -8,7 +8,7 @@ use super::value::HashMap;
 use std::rc::Rc;
 
 use super::shown::{display_aval, MAX_DEPTH, MAX_LEAVES, MAX_NODES};
-pub use super::shown::{AvalText, Leaves, Shown};
+pub use super::shown::{AvalText, Shown};
 use super::value::Value;
 use super::{FileId, Interp, Site};
 use crate::interp::model::array::{ArrayKind, Lazy};
@@ -132,25 +132,16 @@ fn freeze(value: &Value) -> Result<Value, NoCopy> {
     Ok(frozen)
 }
 
-/// The identity of a tuple, list or dict (the copies `freeze` makes are never changed, so
-/// one identity shows one thing for the analysis' life).
+/// The identity of a tuple, list, dict or object. `alike` decides whether two values show the
+/// same; an identity only finds the candidate cheaply (the copies `freeze` makes are never
+/// changed, so one copy's identity shows one thing for the analysis' life).
 fn container_id(v: &Value) -> Option<usize> {
     match v {
         Value::Tuple(x) => Some(Rc::as_ptr(x) as *const u8 as usize),
         Value::List(x) => Some(Rc::as_ptr(x) as *const u8 as usize),
         Value::Dict(x) => Some(Rc::as_ptr(x) as *const u8 as usize),
+        Value::Instance(x) => Some(Rc::as_ptr(x) as *const u8 as usize),
         _ => None,
-    }
-}
-
-/// Whether two values are the same tuple, list, dict or object (not merely equal).
-fn same_container(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Tuple(x), Value::Tuple(y)) => Rc::ptr_eq(x, y),
-        (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
-        (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y),
-        (Value::Instance(x), Value::Instance(y)) => Rc::ptr_eq(x, y),
-        _ => false,
     }
 }
 
@@ -187,10 +178,10 @@ pub struct Seen {
     last_traced: Option<LastTraced>,
 }
 
-/// A pytree shown inside a trace: the container, a copy of it as it was (`freeze`), and what
-/// it showed. The container showing the same again is the same one, still alike its copy.
+/// A pytree shown inside a trace: the container's identity, a copy of it as it was (`freeze`),
+/// and what it showed. The container showing the same again is the same one, alike its copy.
 struct LastTraced {
-    value: Value,
+    id: usize,
     frozen: Value,
     shown: Shown,
 }
@@ -296,14 +287,14 @@ impl Interp<'_> {
     /// parameter), else written out.
     fn traced_tree(&mut self, value: &Value) -> Option<Shown> {
         if let Some(last) = &self.seen.last_traced {
-            if same_container(&last.value, value) && alike(&last.frozen, value) {
+            if container_id(value) == Some(last.id) && alike(&last.frozen, value) {
                 return Some(last.shown.clone());
             }
         }
         let shown = Shown::of(value, self)?;
         // Objects are not copied (`freeze`): shown afresh at each read.
-        if let Ok(frozen) = freeze(value) {
-            self.seen.last_traced = Some(LastTraced { value: value.clone(), frozen, shown: shown.clone() });
+        if let (Some(id), Ok(frozen)) = (container_id(value), freeze(value)) {
+            self.seen.last_traced = Some(LastTraced { id, frozen, shown: shown.clone() });
         }
         Some(shown)
     }

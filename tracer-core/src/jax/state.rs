@@ -229,8 +229,6 @@ pub struct JaxState {
     pub(super) next_trace_id: u32,
     pub records: Vec<TraceRecord>,
     pub values: Vec<ValueRecord>,
-    /// The names of `values`, one copy each: a body's names are recorded at every read.
-    value_names: HashMap<crate::syntax::ast::Name, std::sync::Arc<str>>,
     /// The hover values of replayed traces (`memo::replay`), shared with the memo rather than
     /// copied into `values`: they are read only once the diagnostics are out
     /// (`analysis::collect_functions`).
@@ -350,19 +348,11 @@ impl JaxState {
         kind: crate::interp::seen::SiteKind,
     ) {
         if let Some(top) = self.traces.last() {
-            let name = match self.value_names.get(name) {
-                Some(shared) => shared.clone(),
-                None => {
-                    let shared: std::sync::Arc<str> = std::sync::Arc::from(&**name);
-                    self.value_names.insert(name.clone(), shared.clone());
-                    shared
-                }
-            };
             if self.values.capacity() == 0 {
                 // A module's bodies record values by the thousand: no doubling from one.
                 self.values.reserve(VALUES_FIRST_ROOM);
             }
-            self.values.push(ValueRecord { site, name, shown, record: top.record, kind });
+            self.values.push(ValueRecord { site, name: std::sync::Arc::from(&**name), shown, record: top.record, kind });
         }
     }
 

@@ -7,13 +7,9 @@ use super::*;
 /// Operations whose array operands are all NumPy arrays compute as NumPy does: 64-bit, and
 /// the result is a NumPy array again.
 pub fn in_numpy_mode(interp: &mut Interp, operands: &[&Value], f: impl FnOnce(&mut Interp) -> PyResult<Value>) -> PyResult<Value> {
-    // (Counted as they are checked: this runs at every operator.)
-    let mut arrays = 0;
-    let all_numpy = operands.iter().filter_map(|v| v.as_array()).all(|a| {
-        arrays += 1;
-        a.numpy.get() && !a.is_tracer()
-    });
-    let numpy = arrays > 0 && all_numpy;
+    // Checked without collecting them: this runs at every operator.
+    let mut arrays = operands.iter().filter_map(|v| v.as_array()).peekable();
+    let numpy = arrays.peek().is_some() && arrays.all(|a| a.numpy.get() && !a.is_tracer());
     if !numpy {
         return f(interp);
     }
