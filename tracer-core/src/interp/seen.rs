@@ -309,7 +309,7 @@ impl Interp<'_> {
         }
         let text = self.files.get(file as usize).and_then(|f| f.text.get(span.start as usize..span.end as usize)).unwrap_or("");
         // Written on one line with single spaces, as it almost always is: the text itself.
-        let one_line = !text.contains(|c: char| c.is_whitespace() && c != ' ') && !text.contains("  ") && text.trim() == text;
+        let one_line = is_one_line(text);
         let name: crate::syntax::ast::Name =
             if one_line { text.into() } else { text.split_whitespace().collect::<Vec<_>>().join(" ").into() };
         self.note_value(file, span, &name, value, kind);
@@ -370,5 +370,40 @@ fn cheap(array: &crate::interp::model::array::Array, depth: usize) -> bool {
         Lazy::Ready(_) | Lazy::ReadyF32(..) | Lazy::ReadyInts(_) => true,
         Lazy::Pending(_, inputs) => depth > 0 && inputs.iter().all(|i| cheap(i, depth - 1)),
         Lazy::Unknown(_) | Lazy::Call(..) => false,
+    }
+}
+
+/// Text written on one line with single spaces and no space at either end: shown as it is.
+/// One pass over the bytes (this runs at every expression a value is recorded for); any
+/// non-ASCII byte sends the text the long way, where Unicode whitespace is collapsed too.
+fn is_one_line(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
+        return false;
+    }
+    let mut after_space = false;
+    for &b in bytes {
+        match b {
+            b' ' if after_space => return false,
+            b' ' => after_space = true,
+            b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x80.. => return false,
+            _ => after_space = false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_one_line;
+
+    #[test]
+    fn one_line_text_is_single_spaced_without_ends() {
+        assert!(is_one_line("params['w1']"));
+        assert!(is_one_line("x @ w + b"));
+        assert!(is_one_line(""));
+        for long_way in ["x  @ w", " x", "x ", "f(x,\n  y)", "a\tb", "a\u{a0}b"] {
+            assert!(!is_one_line(long_way), "{long_way:?}");
+        }
     }
 }
