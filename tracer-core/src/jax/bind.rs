@@ -20,7 +20,7 @@ use std::cell::RefCell;
 /// model does not compute is `Prim::opaque(name, aval)`, whose aval is its parameter.
 pub fn apply_with_bodies(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], bodies: Vec<Rc<Jaxpr>>) -> PyResult<Vec<Rc<Array>>> {
     let outs = rule_avals(interp, &prim, inputs, &bodies)?;
-    bind_with_bodies(interp, prim, inputs, outs, bodies)
+    Ok(bind_with_bodies(interp, prim, inputs, outs, bodies)?.into_vec())
 }
 
 pub fn apply(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Vec<Rc<Array>>> {
@@ -28,9 +28,13 @@ pub fn apply(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<
 }
 
 pub fn apply1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>]) -> PyResult<Rc<Array>> {
-    let outs = apply_with_bodies(interp, prim, inputs, Vec::new())?;
+    let avals = rule_avals(interp, &prim, inputs, &[])?;
+    let outs = bind_with_bodies(interp, prim, inputs, avals, Vec::new())?;
     outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
 }
+
+/// The arrays one `bind` gives: inline for the one output almost every primitive has.
+type Outs = smallvec::SmallVec<[Rc<Array>; 1]>;
 
 /// Binds `Opaque(name)` (a value tracelens does not compute) where JAX binds `model`: its
 /// output aval is `model`'s rule's, so that an uncomputed case still carries JAX's aval.
@@ -41,7 +45,7 @@ pub fn apply_opaque1(interp: &mut Interp, name: &'static str, model: &Prim, inpu
 }
 
 /// The output avals `prim`'s rule gives for `inputs`, or JAX's exception.
-pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<Vec<Aval>> {
+pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies: &[Rc<Jaxpr>]) -> PyResult<prims::Avals> {
     // Borrowed, on the stack for the usual one to four operands: this runs at every `bind`.
     // Pushed: `SmallVec`'s `collect` goes through its generic `extend`, several times the cost.
     let mut in_avals: smallvec::SmallVec<[&Aval; 4]> = smallvec::SmallVec::new();
@@ -61,8 +65,8 @@ pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies
 /// else passes avals. Outputs are tracers of the innermost relevant trace, or concrete
 /// arrays computed lazily.
 pub(super) fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Aval) -> PyResult<Rc<Array>> {
-    let mut outs = bind_with_bodies(interp, prim, inputs, vec![out_aval], Vec::new())?;
-    Ok(outs.remove(0))
+    let outs = bind_with_bodies(interp, prim, inputs, smallvec::smallvec![out_aval], Vec::new())?;
+    outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
 }
 
 /// `bind`'s dispatcher, kept small (it runs at every primitive an analysis applies): the
@@ -72,9 +76,9 @@ fn bind_with_bodies(
     interp: &mut Interp,
     prim: Prim,
     inputs: &[Rc<Array>],
-    out_avals: Vec<Aval>,
+    out_avals: prims::Avals,
     bodies: Vec<Rc<Jaxpr>>,
-) -> PyResult<Vec<Rc<Array>>> {
+) -> PyResult<Outs> {
     if inputs.iter().any(|i| i.aval.dtype.is_key()) && !prims::properties::takes_keys(&prim) {
         return Err(refuse_keys(interp, &prim));
     }
@@ -87,11 +91,18 @@ fn bind_with_bodies(
         check_rule(interp, &prim, inputs, &out_avals, &bodies);
     }
     let site = interp.site();
-    if inputs.iter().any(|i| i.tracer().is_some()) {
+    // The innermost trace that sees an input; a tracer of no active trace has leaked.
+    let (mut top_input, mut leaked) = (None, false);
+    for t in inputs.iter().filter_map(|i| i.tracer()) {
+        match interp.jax.position(t.trace) {
+            Some(pos) => top_input = top_input.max(Some(pos)),
+            None => leaked = true,
+        }
+    }
+    if leaked {
         note_leaked_tracers(interp, inputs)?;
     }
     let state = &interp.jax;
-    let top_input = inputs.iter().filter_map(|i| i.tracer()).filter_map(|t| state.position(t.trace)).max();
     let staging = if state.numpy_eager { None } else { state.innermost_staging() };
     let target = match (top_input, staging) {
         (Some(a), Some(b)) => Some(a.max(b)),
@@ -123,6 +134,7 @@ fn refuse_half_precision_lapack(interp: &mut Interp, dtype: dtypes::DType) -> cr
 /// A tracer whose trace has ended escaped it (UnexpectedTracerError). Inside a `jit`, JAX
 /// takes it in as a constant and raises at the jitted call (the outermost one, which
 /// compiles); a `vmap` tracer it rejects at once.
+#[cold]
 #[inline(never)]
 fn note_leaked_tracers(interp: &mut Interp, inputs: &[Rc<Array>]) -> PyResult<()> {
     for i in inputs {
@@ -150,23 +162,23 @@ fn bind_concrete(
     interp: &mut Interp,
     prim: Prim,
     inputs: &[Rc<Array>],
-    out_avals: Vec<Aval>,
+    out_avals: prims::Avals,
     bodies: Vec<Rc<Jaxpr>>,
     site: Option<crate::interp::Site>,
-) -> PyResult<Vec<Rc<Array>>> {
+) -> PyResult<Outs> {
     // A custom_jvp/custom_vjp marker's outputs are its last inputs (the function's own
     // outputs): outside any trace there is nothing to mark.
     if prim.custom_call().is_some() {
-        return Ok(inputs[inputs.len().saturating_sub(out_avals.len())..].to_vec());
+        return Ok(inputs[inputs.len().saturating_sub(out_avals.len())..].iter().cloned().collect());
     }
     let values_mode = interp.values.is_some();
     let name = if values_mode { prim.label() } else { std::borrow::Cow::Borrowed("") };
     let recorded = interp.jax.eager_log.is_some().then(|| (prim.clone(), !bodies.is_empty()));
     // A jitted call (`pjit`) stays pending, run equation by equation: `jax_debug_nans` names the op in it.
-    let outs: Vec<Rc<Array>> = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
+    let outs: Outs = if bodies.is_empty() || matches!(prim, Prim::Pjit { .. }) {
         let mut prim = Some(prim).filter(|p| !matches!(p, Prim::Opaque(_)));
         // Pushed, not collected from `out_avals` (which reallocates at every bind).
-        let mut outs = Vec::with_capacity(out_avals.len());
+        let mut outs = Outs::with_capacity(out_avals.len());
         for aval in out_avals {
             // The first output is computed from the inputs on demand; others are not.
             let lazy = match prim.take() {
@@ -183,7 +195,7 @@ fn bind_concrete(
         }
         outs
     } else {
-        staged_equation(interp, prim, inputs, out_avals, bodies)?
+        Outs::from_vec(staged_equation(interp, prim, inputs, out_avals, bodies)?)
     };
     if let Some((prim, has_bodies)) = recorded {
         eager_log::record(interp, prim, has_bodies, inputs, &outs);
@@ -201,11 +213,11 @@ fn bind_traced(
     interp: &mut Interp,
     prim: Prim,
     inputs: &[Rc<Array>],
-    out_avals: Vec<Aval>,
+    out_avals: prims::Avals,
     bodies: Vec<Rc<Jaxpr>>,
     site: Option<crate::interp::Site>,
     pos: usize,
-) -> PyResult<Vec<Rc<Array>>> {
+) -> PyResult<Outs> {
     let aliased = prim.custom_call().is_some();
     let first_alias = inputs.len().saturating_sub(out_avals.len());
     let state = &mut interp.jax;
@@ -231,7 +243,7 @@ fn bind_traced(
     });
     let state = &mut interp.jax;
     let frame = &mut state.traces[pos];
-    let mut outs = Vec::with_capacity(out_avals.len());
+    let mut outs = Outs::with_capacity(out_avals.len());
     let mut out_vars = Vec::with_capacity(out_avals.len());
     for (i, aval) in out_avals.into_iter().enumerate() {
         let var = frame.next_var;
@@ -262,7 +274,7 @@ fn bind_traced(
 fn check_rule(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], out_avals: &[Aval], bodies: &[Rc<Jaxpr>]) {
     let in_avals: Vec<&Aval> = inputs.iter().map(|i| &i.aval).collect();
     let problem = match prims::abstract_eval(prim, &in_avals, bodies) {
-        Ok(outs) if outs == out_avals => return,
+        Ok(outs) if outs[..] == out_avals[..] => return,
         Err(prims::RuleError::Declared(_)) => return,
         Ok(outs) => {
             let text = |avals: &[Aval]| avals.iter().map(Aval::short).collect::<Vec<_>>().join(", ");
@@ -283,7 +295,7 @@ fn staged_equation(
     interp: &mut Interp,
     prim: Prim,
     inputs: &[Rc<Array>],
-    out_avals: Vec<Aval>,
+    out_avals: prims::Avals,
     bodies: Vec<Rc<Jaxpr>>,
 ) -> PyResult<Vec<Rc<Array>>> {
     let invars: Vec<(VarId, Aval)> = inputs.iter().enumerate().map(|(i, a)| (i as VarId, a.aval.clone())).collect();
@@ -303,5 +315,5 @@ fn staged_equation(
         }
     }
     let jaxpr = Jaxpr { invars, eqns: vec![eqn], outvars: outputs.iter().map(|(v, _)| Atom::Var(*v)).collect(), ..Jaxpr::default() };
-    Ok(array_model::StagedCall::outputs(Rc::new(jaxpr), Vec::new(), inputs.to_vec(), out_avals))
+    Ok(array_model::StagedCall::outputs(Rc::new(jaxpr), Vec::new(), inputs.to_vec(), out_avals.into_vec()))
 }

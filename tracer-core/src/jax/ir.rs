@@ -900,7 +900,7 @@ pub fn check_ir(jaxpr: &Jaxpr) -> Vec<String> {
         let in_refs: Vec<&Aval> = in_avals.iter().collect();
         match super::prims::abstract_eval(&eqn.prim, &in_refs, &eqn.bodies) {
             _ if !all_bound => {}
-            Ok(outs) if outs == declared => {}
+            Ok(outs) if outs[..] == declared[..] => {}
             Ok(outs) => problems.push(format!(
                 "equation {i} ({}) declares outputs {} but its rule gives {} for inputs {}",
                 eqn.prim.name(),

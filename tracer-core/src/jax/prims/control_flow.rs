@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::{arg, type_error, RuleError, RuleResult};
+use super::{arg, type_error, Avals, RuleError, RuleResult};
 use crate::jax::aval::Aval;
 use crate::jax::custom_rules::CustomCall;
 use crate::jax::ir::{atom_aval, Jaxpr, Prim};
@@ -21,7 +21,7 @@ fn body<'a>(prim: &Prim, bodies: &'a [Rc<Jaxpr>]) -> Result<&'a Jaxpr, RuleError
 /// its jaxpr declares the outputs the cache remembers.
 pub fn call(bodies: &[Rc<Jaxpr>]) -> RuleResult {
     match bodies.first() {
-        Some(b) => Ok(outs(b)),
+        Some(b) => Ok(outs(b).into()),
         None => Err(RuleError::Declared("a call without its body has the outputs the jit cache remembers")),
     }
 }
@@ -33,14 +33,14 @@ pub fn scan(prim: &Prim, ins: &[&Aval], bodies: &[Rc<Jaxpr>], length: usize, num
     if out.len() < num_carry || ins.len() < b.constvars.len() + num_carry {
         return Err(type_error("scan body returns fewer values than its carry"));
     }
-    let mut avals: Vec<Aval> = out[..num_carry].to_vec();
+    let mut avals: Avals = out[..num_carry].iter().cloned().collect();
     avals.extend(out[num_carry..].iter().map(|a| a.stacked(length)));
     Ok(avals)
 }
 
 /// `cond(index, *branch_consts, *operands)`: the first branch's outputs.
 pub fn cond(prim: &Prim, bodies: &[Rc<Jaxpr>]) -> RuleResult {
-    Ok(outs(body(prim, bodies)?))
+    Ok(outs(body(prim, bodies)?).into())
 }
 
 /// `while(*cond_consts, *body_consts, *carry)`: the carry.

@@ -79,7 +79,7 @@ impl Block for Conv {
                 r.dtype.name()
             )));
         }
-        Ok(vec![match self.preferred_element_type {
+        Ok(smallvec::smallvec![match self.preferred_element_type {
             Some(dtype) => Aval::new(&shape, dtype),
             None => Aval::new(&shape, l.dtype).weak(l.weak && r.weak),
         }])

@@ -353,7 +353,11 @@ pub enum RuleError {
     Invalid { class: &'static str, message: String },
 }
 
-pub type RuleResult = Result<Vec<Aval>, RuleError>;
+/// A primitive's output avals: inline for the one output almost every primitive has (a rule
+/// runs at every `bind`).
+pub type Avals = smallvec::SmallVec<[Aval; 1]>;
+
+pub type RuleResult = Result<Avals, RuleError>;
 
 pub(crate) fn type_error(message: impl Into<String>) -> RuleError {
     RuleError::Invalid { class: "TypeError", message: message.into() }
@@ -388,7 +392,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         Prim::Concatenate { dimension } => shape::concatenate(prim, ins, *dimension),
         Prim::Pad { config } => shape::pad(prim, ins, config),
         Prim::Iota { dtype, shape: dims, dimension } => shape::iota(*dtype, dims, *dimension),
-        Prim::Full { shape: dims, dtype, weak_type, .. } => Ok(vec![Aval::new(dims, *dtype).weak(*weak_type)]),
+        Prim::Full { shape: dims, dtype, weak_type, .. } => Ok(smallvec::smallvec![Aval::new(dims, *dtype).weak(*weak_type)]),
         Prim::Reduce { axes, .. } => reductions::reduce(prim, ins, axes),
         Prim::ArgReduce { axis, index_dtype, .. } => reductions::arg_reduce(prim, ins, *axis, *index_dtype),
         Prim::Cumulative { axis, .. } => reductions::cumulative(prim, ins, *axis),
@@ -414,8 +418,8 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         Prim::While => control_flow::while_loop(prim, ins, bodies),
         Prim::Vmap { axis_size, out_axes, .. } => control_flow::vmap(prim, bodies, *axis_size, *out_axes),
         Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => control_flow::custom_call(prim, ins, call),
-        Prim::DebugCallback => Ok(Vec::new()),
-        Prim::Opaque(op) => Ok(vec![op.out.clone()]),
+        Prim::DebugCallback => Ok(Avals::new()),
+        Prim::Opaque(op) => Ok(smallvec::smallvec![op.out.clone()]),
         Prim::Linalg(op) => linalg::abstract_eval(prim, *op, ins),
         Prim::Block(b) => b.0.abstract_eval(prim, ins),
     }

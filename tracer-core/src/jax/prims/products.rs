@@ -11,7 +11,7 @@ use super::{arg, type_error, RuleResult};
 use crate::interp::Interp;
 use crate::jax::ad::{self, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
-use crate::jax::aval::{shape_tuple, Aval};
+use crate::jax::aval::{shape_tuple, Aval, Shape};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{flush_all, flush_f32};
 use crate::jax::ir::{BinaryPrim, Prim};
@@ -20,7 +20,14 @@ use crate::jax::ir::{BinaryPrim, Prim};
 pub fn dot_general(prim: &Prim, ins: &[&Aval], numbers: [&Vec<usize>; 4]) -> RuleResult {
     let (l, r) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
     let [lc, rc, lb, rb] = numbers;
-    let sizes = |a: &Aval, dims: &[usize]| dims.iter().map(|&d| a.shape.get(d).copied()).collect::<Option<Vec<usize>>>();
+    // On the stack, nothing collected: every matmul's `bind` comes here.
+    let sizes = |a: &Aval, dims: &[usize]| -> Option<Shape> {
+        let mut out = Shape::new();
+        for &d in dims {
+            out.push(*a.shape.get(d)?);
+        }
+        Some(out)
+    };
     let (Some(lcs), Some(rcs), Some(lbs), Some(rbs)) = (sizes(l, lc), sizes(r, rc), sizes(l, lb), sizes(r, rb)) else {
         return Err(type_error(format!(
             "dot_general dimension numbers out of range for operands of shapes {} and {}",
@@ -42,13 +49,16 @@ pub fn dot_general(prim: &Prim, ins: &[&Aval], numbers: [&Vec<usize>; 4]) -> Rul
             shape_tuple(&rcs)
         )));
     }
-    let free = |a: &Aval, contract: &[usize], batch: &[usize]| -> Vec<usize> {
-        (0..a.ndim()).filter(|i| !contract.contains(i) && !batch.contains(i)).map(|i| a.shape[i]).collect()
-    };
+    // Batch dimensions, then each operand's free ones in order.
     let mut shape = lbs;
-    shape.extend(free(l, lc, lb));
-    shape.extend(free(r, rc, rb));
-    Ok(vec![Aval::new(&shape, l.dtype).weak(l.weak && r.weak)])
+    for (a, contract, batch) in [(l, lc, lb), (r, rc, rb)] {
+        for (i, &n) in a.shape.iter().enumerate() {
+            if !contract.contains(&i) && !batch.contains(&i) {
+                shape.push(n);
+            }
+        }
+    }
+    Ok(smallvec::smallvec![Aval { shape, dtype: l.dtype, weak: false }.weak(l.weak && r.weak)])
 }
 
 /// The dimension numbers of a `dot_general`.

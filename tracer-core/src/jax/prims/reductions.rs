@@ -14,13 +14,21 @@ use super::{arg, families, type_error, Jvping, RuleResult, Tangents, Transposing
 use crate::interp::Interp;
 use crate::jax::ad::{binary, bind, broadcast_in_dim, compare, mask_as, no_rule, reduce_sum, reshape, scalar, zeros, AdError, AdResult};
 use crate::jax::array::{Array, NdData, NdDataF32};
-use crate::jax::aval::{shape_tuple, Aval};
+use crate::jax::aval::{shape_tuple, Aval, Shape};
 use crate::jax::dtypes::DType;
 use crate::jax::eval::{round_to, vectorised};
 use crate::jax::ir::{ArgOp, BinaryPrim, CmpPrim, IndexItem, IndexMode, Prim, ReduceOp, ScatterOp};
 
-fn without_axes(x: &Aval, axes: &[usize]) -> Vec<usize> {
-    x.shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &n)| n).collect()
+fn without_axes(x: &Aval, axes: &[usize]) -> Shape {
+    // Pushed, not collected (`SmallVec`'s `collect` is its generic `extend`): every reduction's
+    // `bind` comes here.
+    let mut shape = Shape::new();
+    for (i, &n) in x.shape.iter().enumerate() {
+        if !axes.contains(&i) {
+            shape.push(n);
+        }
+    }
+    shape
 }
 
 pub fn reduce(prim: &Prim, ins: &[&Aval], axes: &[usize]) -> RuleResult {
@@ -28,7 +36,7 @@ pub fn reduce(prim: &Prim, ins: &[&Aval], axes: &[usize]) -> RuleResult {
     if axes.iter().any(|&a| a >= x.ndim()) {
         return Err(type_error(format!("{} axes {} out of range for operand shape {}", prim.name(), shape_tuple(axes), x.shape_tuple())));
     }
-    Ok(vec![x.with_shape(&without_axes(x, axes))])
+    Ok(smallvec::smallvec![Aval { shape: without_axes(x, axes), dtype: x.dtype, weak: x.weak }])
 }
 
 pub fn arg_reduce(prim: &Prim, ins: &[&Aval], axis: usize, index_dtype: DType) -> RuleResult {
@@ -36,7 +44,7 @@ pub fn arg_reduce(prim: &Prim, ins: &[&Aval], axis: usize, index_dtype: DType) -
     if axis >= x.ndim() || x.shape[axis] == 0 {
         return Err(type_error(format!("{} requires a non-empty axis {axis} of operand shape {}", prim.name(), x.shape_tuple())));
     }
-    Ok(vec![Aval::new(&without_axes(x, &[axis]), index_dtype)])
+    Ok(smallvec::smallvec![Aval::new(&without_axes(x, &[axis]), index_dtype)])
 }
 
 pub fn cumulative(prim: &Prim, ins: &[&Aval], axis: usize) -> RuleResult {
@@ -44,7 +52,7 @@ pub fn cumulative(prim: &Prim, ins: &[&Aval], axis: usize) -> RuleResult {
     if axis >= x.ndim() {
         return Err(type_error(format!("{} axis {axis} out of range for operand shape {}", prim.name(), x.shape_tuple())));
     }
-    Ok(vec![x.clone()])
+    Ok(smallvec::smallvec![x.clone()])
 }
 
 /// `sort(*operands)` along `dimension` by the first `num_keys`: here one equation gives the
@@ -57,7 +65,7 @@ pub fn sort(prim: &Prim, ins: &[&Aval], dimension: usize, _num_keys: usize) -> R
             ins.iter().map(|a| a.shape_tuple()).collect::<Vec<_>>().join(", ")
         )));
     }
-    Ok(vec![(*ins[ins.len() - 1]).clone()])
+    Ok(smallvec::smallvec![(*ins[ins.len() - 1]).clone()])
 }
 
 /// `top_k`'s values (or, with `indices`, their `int32` indices): the last axis cut to `k`.
@@ -71,7 +79,7 @@ pub fn top_k(prim: &Prim, ins: &[&Aval], k: usize, indices: bool) -> RuleResult 
     }
     let mut shape = x.shape.to_vec();
     *shape.last_mut().unwrap_or(&mut 0) = k;
-    Ok(vec![if indices { Aval::new(&shape, DType::I32) } else { x.with_shape(&shape) }])
+    Ok(smallvec::smallvec![if indices { Aval::new(&shape, DType::I32) } else { x.with_shape(&shape) }])
 }
 
 // ---------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ pub fn broadcast_in_dim(prim: &Prim, ins: &[&Aval], shape: &[usize], dims: &[usi
             shape_tuple(dims)
         )));
     }
-    Ok(vec![x.with_shape(shape)])
+    Ok(smallvec::smallvec![x.with_shape(shape)])
 }
 
 pub fn reshape(prim: &Prim, ins: &[&Aval], new_sizes: &[usize]) -> RuleResult {
@@ -49,7 +49,7 @@ pub fn reshape(prim: &Prim, ins: &[&Aval], new_sizes: &[usize]) -> RuleResult {
             x.size()
         )));
     }
-    Ok(vec![x.with_shape(new_sizes)])
+    Ok(smallvec::smallvec![x.with_shape(new_sizes)])
 }
 
 pub fn transpose(prim: &Prim, ins: &[&Aval], perm: &[usize]) -> RuleResult {
@@ -64,7 +64,7 @@ pub fn transpose(prim: &Prim, ins: &[&Aval], perm: &[usize]) -> RuleResult {
         )));
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
-    Ok(vec![x.with_shape(&shape)])
+    Ok(smallvec::smallvec![x.with_shape(&shape)])
 }
 
 pub fn squeeze(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
@@ -73,7 +73,7 @@ pub fn squeeze(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
         return Err(axis_error(prim, &format!("dimensions {} that are not axes of length 1", shape_tuple(dims)), x.ndim()));
     }
     let shape: Vec<usize> = x.shape.iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &n)| n).collect();
-    Ok(vec![x.with_shape(&shape)])
+    Ok(smallvec::smallvec![x.with_shape(&shape)])
 }
 
 pub fn rev(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
@@ -81,7 +81,7 @@ pub fn rev(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
     if dims.iter().any(|&d| d >= x.ndim()) {
         return Err(axis_error(prim, &format!("dimensions {}", shape_tuple(dims)), x.ndim()));
     }
-    Ok(vec![x.clone()])
+    Ok(smallvec::smallvec![x.clone()])
 }
 
 pub fn slice(prim: &Prim, ins: &[&Aval], start: &[usize], limit: &[usize], strides: &[usize]) -> RuleResult {
@@ -100,7 +100,7 @@ pub fn slice(prim: &Prim, ins: &[&Aval], start: &[usize], limit: &[usize], strid
         )));
     }
     let shape: Vec<usize> = (0..n).map(|i| (limit[i] - start[i]).div_ceil(strides[i])).collect();
-    Ok(vec![x.with_shape(&shape)])
+    Ok(smallvec::smallvec![x.with_shape(&shape)])
 }
 
 /// `dynamic_slice(operand, *start_indices)`.
@@ -113,7 +113,7 @@ pub fn dynamic_slice(prim: &Prim, ins: &[&Aval], sizes: &[usize]) -> RuleResult 
             x.shape_tuple()
         )));
     }
-    Ok(vec![x.with_shape(sizes)])
+    Ok(smallvec::smallvec![x.with_shape(sizes)])
 }
 
 /// `dynamic_update_slice(operand, update, *start_indices)`: the operand's aval.
@@ -127,7 +127,7 @@ pub fn dynamic_update_slice(prim: &Prim, ins: &[&Aval]) -> RuleResult {
             x.shape_tuple()
         )));
     }
-    Ok(vec![x.clone()])
+    Ok(smallvec::smallvec![x.clone()])
 }
 
 pub fn concatenate(prim: &Prim, ins: &[&Aval], dimension: usize) -> RuleResult {
@@ -149,7 +149,7 @@ pub fn concatenate(prim: &Prim, ins: &[&Aval], dimension: usize) -> RuleResult {
         shape[dimension] += a.shape[dimension];
     }
     let weak = ins.iter().all(|a| a.weak);
-    Ok(vec![Aval::new(&shape, first.dtype).weak(weak)])
+    Ok(smallvec::smallvec![Aval::new(&shape, first.dtype).weak(weak)])
 }
 
 /// `pad(operand, padding_value)`: each axis `lo + n + (n - 1) * interior + hi` long.
@@ -170,7 +170,7 @@ pub fn pad(prim: &Prim, ins: &[&Aval], config: &[(i64, i64, i64)]) -> RuleResult
         }
         shape.push(len as usize);
     }
-    Ok(vec![x.with_shape(&shape)])
+    Ok(smallvec::smallvec![x.with_shape(&shape)])
 }
 
 pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
@@ -180,7 +180,7 @@ pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
             shape_tuple(shape)
         )));
     }
-    Ok(vec![Aval::new(shape, dtype)])
+    Ok(smallvec::smallvec![Aval::new(shape, dtype)])
 }
 
 // ---------------------------------------------------------------------------------------

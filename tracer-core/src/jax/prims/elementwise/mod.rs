@@ -75,7 +75,7 @@ fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::
 pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
-    Ok(vec![if u == UnaryPrim::IsFinite {
+    Ok(smallvec::smallvec![if u == UnaryPrim::IsFinite {
         x.with_dtype(DType::Bool)
     } else if to_real {
         Aval::new(&x.shape, x.dtype.real_dtype()).weak(x.weak)
@@ -86,12 +86,12 @@ pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
 
 pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
-    Ok(vec![elementwise(prim, &[x, y])?])
+    Ok(smallvec::smallvec![elementwise(prim, &[x, y])?])
 }
 
 pub fn compare(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
-    Ok(vec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
+    Ok(smallvec::smallvec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
 }
 
 /// `select_n(which, *cases)`: the cases' aval.
@@ -102,23 +102,23 @@ pub fn select(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let mut all: Vec<&Aval> = cases.clone();
     all.push(which);
     let shape = common_shape(prim, &all)?;
-    Ok(vec![Aval::new(&shape, operand_dtype(&cases)).weak(cases.iter().all(|a| a.weak))])
+    Ok(smallvec::smallvec![Aval::new(&shape, operand_dtype(&cases)).weak(cases.iter().all(|a| a.weak))])
 }
 
 /// `clamp(min, x, max)`: `x`'s aval.
 pub fn clamp(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 1)?;
-    Ok(vec![x.clone()])
+    Ok(smallvec::smallvec![x.clone()])
 }
 
 /// The operand's aval unchanged (`integer_pow`, `stop_gradient`, `random_clone`).
 pub fn same(prim: &Prim, ins: &[&Aval]) -> RuleResult {
-    Ok(vec![arg(prim, ins, 0)?.clone()])
+    Ok(smallvec::smallvec![arg(prim, ins, 0)?.clone()])
 }
 
 pub fn convert(prim: &Prim, ins: &[&Aval], dtype: DType, weak: bool) -> RuleResult {
     let x = arg(prim, ins, 0)?;
-    Ok(vec![x.with_dtype(dtype).weak(weak)])
+    Ok(smallvec::smallvec![x.with_dtype(dtype).weak(weak)])
 }
 
 // ---------------------------------------------------------------------------------------

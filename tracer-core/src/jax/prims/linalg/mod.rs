@@ -106,5 +106,5 @@ pub fn abstract_eval(prim: &Prim, op: LinalgOp, ins: &[&Aval]) -> RuleResult {
             Aval::new(&with(batch, &[size]), DType::I32)
         }
     };
-    Ok(vec![out])
+    Ok(smallvec::smallvec![out])
 }
