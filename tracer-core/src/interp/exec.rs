@@ -81,11 +81,11 @@ impl<'l> Interp<'l> {
             StmtKind::FunctionDef(def) => {
                 let f = self.make_function(ctx, def.clone(), false)?;
                 let decorated = self.apply_decorators(ctx, &def.decorators, f)?;
-                self.store_name(ctx, &def.name, decorated, Some(def.name_span))?;
+                self.store_shared_name(ctx, &def.name, decorated, Some(def.name_span))?;
             }
             StmtKind::ClassDef(def) => {
                 let class = self.make_class(ctx, def)?;
-                self.store_name(ctx, &def.name, class, Some(def.name_span))?;
+                self.store_shared_name(ctx, &def.name, class, Some(def.name_span))?;
             }
             StmtKind::Return(value) => {
                 let v = match value {
@@ -852,7 +852,7 @@ impl<'l> Interp<'l> {
         match &target.kind {
             ExprKind::Name(name) => {
                 self.note_value(ctx.file, target.span, name, &value, SiteKind::Assigned);
-                self.store_name(ctx, name, value, Some(target.span))
+                self.store_shared_name(ctx, name, value, Some(target.span))
             }
             ExprKind::Tuple(items) | ExprKind::List(items) if self.abstract_unknowns && value.is_opaque() => {
                 // Unpacking an unknown: each part is unknown (and a tracer if it is one).
@@ -1021,8 +1021,13 @@ impl<'l> Interp<'l> {
         Err(self.raise("NameError", Code::PythonException, format!("name '{name}' is not defined")))
     }
 
-    pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, _span: Option<ast::Span>) -> PyResult<()> {
-        let name: Rc<str> = Rc::from(name);
+    pub fn store_name(&mut self, ctx: &Ctx, name: &str, value: Value, span: Option<ast::Span>) -> PyResult<()> {
+        self.store_shared_name(ctx, &Rc::from(name), value, span)
+    }
+
+    /// `store_name` of a name the syntax tree holds: the binding shares its text.
+    pub fn store_shared_name(&mut self, ctx: &Ctx, name: &ast::Name, value: Value, _span: Option<ast::Span>) -> PyResult<()> {
+        let name = name.clone();
         let logging = self.logging_writes();
         match &ctx.scope {
             None => {
