@@ -462,8 +462,10 @@ pub fn repr_float(f: f64) -> String {
     if f == f.trunc() && f.abs() < 1e16 {
         return format!("{f:.1}");
     }
-    let s = format!("{f}");
-    if s.contains('e') || (f.abs() >= 1e16 || f.abs() < 1e-4) {
+    // Python switches to exponent notation outside [1e-4, 1e16); Rust's `{}` never does, so
+    // the magnitude decides which one form is written (a literal like `1e-6` is repr'd at
+    // every call the reproducer records).
+    if f.abs() >= 1e16 || f.abs() < 1e-4 {
         let e = format!("{f:e}");
         // Python writes 1e-05 with a signed, two-digit exponent.
         if let Some((mant, exp)) = e.split_once('e') {
@@ -473,5 +475,29 @@ pub fn repr_float(f: f64) -> String {
             return out;
         }
     }
-    s
+    format!("{f}")
+}
+
+#[cfg(test)]
+mod tests {
+    /// Python 3.11's `repr` of each value (printed by CPython, not assumed).
+    #[test]
+    fn floats_repr_as_python_writes_them() {
+        let cases = [
+            (1e-06, "1e-06"),
+            (1e-05, "1e-05"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (123.456, "123.456"),
+            (0.1, "0.1"),
+            (1.5e300, "1.5e+300"),
+            (5e-324, "5e-324"),
+            (-2.5e-7, "-2.5e-07"),
+            (2.0, "2.0"),
+            (1e22, "1e+22"),
+        ];
+        for (f, python) in cases {
+            assert_eq!(super::repr_float(f), python, "{f:e}");
+        }
+    }
 }
