@@ -7,7 +7,7 @@
 use super::value::HashMap;
 use std::rc::Rc;
 
-use super::shown::{display_aval, MAX_DEPTH, MAX_LEAVES, MAX_NODES};
+use super::shown::{display_aval, show_alike, MAX_DEPTH, MAX_LEAVES, MAX_NODES};
 pub use super::shown::{AvalText, Shown};
 use super::value::Value;
 use super::{FileId, Interp, Site};
@@ -148,15 +148,21 @@ fn container_id(v: &Value) -> Option<usize> {
 /// Whether a frozen pytree and a value have the same containers, keys in the same order and
 /// arrays of the same avals where `walk` sees them: then they show the same.
 fn alike(frozen: &Value, value: &Value) -> bool {
-    let all = |xs: &[Value], ys: &[Value]| xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| alike(x, y));
+    // A pytree's leaves are most often the very arrays its copy holds: decided here, without
+    // a call per leaf.
+    let leaf_alike = |x: &Value, y: &Value| match (x, y) {
+        (Value::Array(a), Value::Array(b)) => Rc::ptr_eq(a, b) || show_alike(a, b),
+        _ => alike(x, y),
+    };
+    let all = |xs: &[Value], ys: &[Value]| xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| leaf_alike(x, y));
     match (frozen, value) {
-        (Value::Array(a), Value::Array(b)) => Rc::ptr_eq(a, b) || display_aval(a) == display_aval(b),
+        (Value::Array(a), Value::Array(b)) => Rc::ptr_eq(a, b) || show_alike(a, b),
         (Value::Tuple(xs), Value::Tuple(ys)) => all(xs, ys),
         (Value::List(xs), Value::List(ys)) => all(&xs.borrow(), &ys.borrow()),
         (Value::Dict(x), Value::Dict(y)) => {
             let (x, y) = (x.borrow(), y.borrow());
             x.entries.len() == y.entries.len()
-                && x.entries.iter().zip(&y.entries).all(|((hx, (_, vx)), (hy, (_, vy)))| hx == hy && alike(vx, vy))
+                && x.entries.iter().zip(&y.entries).all(|((hx, (_, vx)), (hy, (_, vy)))| hx == hy && leaf_alike(vx, vy))
         }
         (Value::None, v) => !matches!(v, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)),
         _ => false,

@@ -60,11 +60,11 @@ impl Shown {
     /// every pass.
     pub(super) fn describes(&self, value: &Value, interp: &Interp) -> bool {
         match (self, value) {
-            (Shown::Array(aval), Value::Array(a)) => display_aval(a) == *aval,
+            (Shown::Array(aval), Value::Array(a)) => shows_aval(a, aval),
             (Shown::Tree(leaves) | Shown::Object(_, leaves), Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)) => {
                 let mut next = 0;
                 let mut same = |path: &str, a: &crate::interp::model::array::Array| {
-                    let matched = leaves.get(next).is_some_and(|(p, aval)| p == path && display_aval(a) == *aval);
+                    let matched = leaves.get(next).is_some_and(|(p, aval)| p == path && shows_aval(a, aval));
                     next += 1;
                     matched
                 };
@@ -242,6 +242,17 @@ pub(super) fn display_aval(a: &crate::interp::model::array::Array) -> Aval {
         aval.weak = false;
     }
     aval
+}
+
+/// Whether an array shows `aval` (`display_aval(a) == *aval`, without the copy): hover
+/// values compare what a place showed before with each value read there again.
+pub(super) fn shows_aval(a: &crate::interp::model::array::Array, aval: &Aval) -> bool {
+    a.aval.shape == aval.shape && a.aval.dtype == aval.dtype && (a.aval.weak && !a.numpy.get()) == aval.weak
+}
+
+/// Whether two arrays show the same aval (`display_aval` of each, equal).
+pub(super) fn show_alike(a: &crate::interp::model::array::Array, b: &crate::interp::model::array::Array) -> bool {
+    a.aval.shape == b.aval.shape && a.aval.dtype == b.aval.dtype && (a.aval.weak && !a.numpy.get()) == (b.aval.weak && !b.numpy.get())
 }
 
 /// One step of a leaf's key path, as JAX's `keystr` writes it.
