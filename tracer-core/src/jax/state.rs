@@ -182,6 +182,12 @@ pub struct InputParameter {
 /// Room made for `JaxState::values` at the first record.
 const VALUES_FIRST_ROOM: usize = 1024;
 
+/// Room made for `JaxState::records` at the first trace.
+const RECORDS_FIRST_ROOM: usize = 64;
+
+/// Room made for a trace's equations when it starts.
+const EQNS_FIRST_ROOM: usize = 8;
+
 /// The aval of a value assigned inside a traced function.
 #[derive(Clone, Debug)]
 pub struct ValueRecord {
@@ -401,6 +407,10 @@ impl JaxState {
         let id = self.next_trace_id;
         self.next_trace_id += 1;
         let parent = self.traces.last().map(|t| t.record);
+        if self.records.capacity() == 0 {
+            // A module traces its functions by the dozen: no doubling from one.
+            self.records.reserve(RECORDS_FIRST_ROOM);
+        }
         self.records.push(TraceRecord {
             kind: kind.clone(),
             fn_name: fn_name.clone(),
@@ -434,7 +444,8 @@ impl JaxState {
             fn_name,
             def_site,
             arg_names: Vec::new(),
-            jaxpr: Jaxpr::default(),
+            // A body binds a few equations at least: room for them without growing from one.
+            jaxpr: Jaxpr { eqns: Vec::with_capacity(EQNS_FIRST_ROOM), ..Jaxpr::default() },
             next_var: 0,
             consts: Vec::new(),
             invar_args: Vec::new(),

@@ -117,6 +117,9 @@ pub struct StatementLog {
 
 const MAX_STATEMENTS: usize = 100_000;
 
+/// Room made for the statement log at its first statement.
+const STATEMENTS_FIRST_ROOM: usize = 256;
+
 fn to_arg(interp: &mut Interp, v: &Value, keep: &mut Vec<Rc<Array>>) -> Arg {
     match v {
         Value::Array(a) => {
@@ -217,6 +220,10 @@ pub fn recorded(
     let kw_list: Vec<(String, Arg)> = kwargs.iter().map(|(k, v)| (k.to_string(), to_arg(interp, v, &mut keep))).collect();
     interp.jax.log.keep = keep;
     let index = interp.jax.log.statements.len();
+    if interp.jax.log.statements.capacity() == 0 {
+        // A module's traces record calls by the hundred: no doubling from one.
+        interp.jax.log.statements.reserve(STATEMENTS_FIRST_ROOM);
+    }
     interp.jax.log.statements.push(Statement {
         record,
         site,
