@@ -237,22 +237,23 @@ impl PartialEq<&str> for AvalText {
 
 /// An array's aval as the user sees it: NumPy arrays have no weak type.
 pub(super) fn display_aval(a: &crate::interp::model::array::Array) -> Aval {
-    let mut aval = a.aval.clone();
-    if a.numpy.get() {
-        aval.weak = false;
-    }
-    aval
+    Aval { weak: shown_weak(a), ..a.aval.clone() }
+}
+
+/// The weak type an array shows (`display_aval`'s).
+fn shown_weak(a: &crate::interp::model::array::Array) -> bool {
+    a.aval.weak && !a.numpy.get()
 }
 
 /// Whether an array shows `aval` (`display_aval(a) == *aval`, without the copy): hover
 /// values compare what a place showed before with each value read there again.
 pub(super) fn shows_aval(a: &crate::interp::model::array::Array, aval: &Aval) -> bool {
-    a.aval.shape == aval.shape && a.aval.dtype == aval.dtype && (a.aval.weak && !a.numpy.get()) == aval.weak
+    a.aval.shape == aval.shape && a.aval.dtype == aval.dtype && shown_weak(a) == aval.weak
 }
 
-/// Whether two arrays show the same aval (`display_aval` of each, equal).
+/// Whether two arrays show the same aval: the same array, or `display_aval` of each equal.
 pub(super) fn show_alike(a: &crate::interp::model::array::Array, b: &crate::interp::model::array::Array) -> bool {
-    a.aval.shape == b.aval.shape && a.aval.dtype == b.aval.dtype && (a.aval.weak && !a.numpy.get()) == (b.aval.weak && !b.numpy.get())
+    std::ptr::eq(a, b) || (a.aval.shape == b.aval.shape && a.aval.dtype == b.aval.dtype && shown_weak(a) == shown_weak(b))
 }
 
 /// One step of a leaf's key path, as JAX's `keystr` writes it.
