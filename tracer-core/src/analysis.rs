@@ -654,22 +654,14 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
     let shared =
         replayed.iter().flat_map(|r| r.values.iter().map(move |v| (Site { file: r.file, span: v.site.span }, r.record + v.record, v)));
     let locator = Locator::new(interp);
-    // Each record's share counted first, so that each list is made once at its size.
-    let mut counts = vec![0usize; records.len()];
-    let each_record = |record: usize, f: &mut dyn FnMut(usize)| {
+    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = vec![Vec::new(); records.len()];
+    for (site, record, v) in own.chain(shared) {
         let mut record = Some(record);
-        for _ in 0..records.len() {
-            let Some(r) = record.filter(|&r| r < records.len()) else { break };
-            f(r);
+        for _ in 0..values_by_record.len() {
+            let Some(r) = record.filter(|&r| r < values_by_record.len()) else { break };
+            values_by_record[r].push((site, v));
             record = records[r].parent;
         }
-    };
-    for (_, record, _) in own.clone().chain(shared.clone()) {
-        each_record(record, &mut |r| counts[r] += 1);
-    }
-    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
-    for (site, record, v) in own.chain(shared) {
-        each_record(record, &mut |r| values_by_record[r].push((site, v)));
     }
     for (index, mut rec) in records.into_iter().enumerate() {
         // Report top-level transformations: jit traces, and the outermost trace of other kinds.
