@@ -4,6 +4,8 @@
 
 use std::rc::Rc;
 
+use smallvec::smallvec;
+
 use super::array::{self, Array, ArrayKind, Lazy, Tracer};
 use super::array_model;
 use super::aval::Aval;
@@ -65,7 +67,7 @@ pub fn rule_avals(interp: &mut Interp, prim: &Prim, inputs: &[Rc<Array>], bodies
 /// else passes avals. Outputs are tracers of the innermost relevant trace, or concrete
 /// arrays computed lazily.
 pub(super) fn bind1(interp: &mut Interp, prim: Prim, inputs: &[Rc<Array>], out_aval: Aval) -> PyResult<Rc<Array>> {
-    let outs = bind_with_bodies(interp, prim, inputs, smallvec::smallvec![out_aval], Vec::new())?;
+    let outs = bind_with_bodies(interp, prim, inputs, smallvec![out_aval], Vec::new())?;
     outs.into_iter().next().ok_or_else(|| interp.stop_unknown("a primitive without outputs".to_string()))
 }
 

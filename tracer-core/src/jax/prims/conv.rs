@@ -13,6 +13,7 @@
 use std::rc::Rc;
 
 use ndarray::{ArrayD, IxDyn};
+use smallvec::smallvec;
 
 use super::{arg, type_error, Block, Props, RuleError, RuleResult, Tangents};
 use crate::interp::Interp;
@@ -79,7 +80,7 @@ impl Block for Conv {
                 r.dtype.name()
             )));
         }
-        Ok(smallvec::smallvec![match self.preferred_element_type {
+        Ok(smallvec![match self.preferred_element_type {
             Some(dtype) => Aval::new(&shape, dtype),
             None => Aval::new(&shape, l.dtype).weak(l.weak && r.weak),
         }])

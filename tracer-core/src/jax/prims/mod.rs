@@ -25,6 +25,8 @@ pub mod shape;
 
 use std::rc::Rc;
 
+use smallvec::smallvec;
+
 use super::ad::{self, AdResult};
 use super::array::{Array, NdData, NdDataF32};
 use super::aval::Aval;
@@ -392,7 +394,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         Prim::Concatenate { dimension } => shape::concatenate(prim, ins, *dimension),
         Prim::Pad { config } => shape::pad(prim, ins, config),
         Prim::Iota { dtype, shape: dims, dimension } => shape::iota(*dtype, dims, *dimension),
-        Prim::Full { shape: dims, dtype, weak_type, .. } => Ok(smallvec::smallvec![Aval::new(dims, *dtype).weak(*weak_type)]),
+        Prim::Full { shape: dims, dtype, weak_type, .. } => Ok(smallvec![Aval::new(dims, *dtype).weak(*weak_type)]),
         Prim::Reduce { axes, .. } => reductions::reduce(prim, ins, axes),
         Prim::ArgReduce { axis, index_dtype, .. } => reductions::arg_reduce(prim, ins, *axis, *index_dtype),
         Prim::Cumulative { axis, .. } => reductions::cumulative(prim, ins, *axis),
@@ -419,7 +421,7 @@ pub fn abstract_eval(prim: &Prim, in_avals: &[&Aval], bodies: &[Rc<Jaxpr>]) -> R
         Prim::Vmap { axis_size, out_axes, .. } => control_flow::vmap(prim, bodies, *axis_size, *out_axes),
         Prim::CustomJvpCall { call } | Prim::CustomVjpCall { call } => control_flow::custom_call(prim, ins, call),
         Prim::DebugCallback => Ok(Avals::new()),
-        Prim::Opaque(op) => Ok(smallvec::smallvec![op.out.clone()]),
+        Prim::Opaque(op) => Ok(smallvec![op.out.clone()]),
         Prim::Linalg(op) => linalg::abstract_eval(prim, *op, ins),
         Prim::Block(b) => b.0.abstract_eval(prim, ins),
     }

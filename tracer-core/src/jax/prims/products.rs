@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
+use smallvec::smallvec;
 
 use super::batching::{BDim, BatchResult};
 use super::{arg, type_error, RuleResult};
@@ -58,7 +59,7 @@ pub fn dot_general(prim: &Prim, ins: &[&Aval], numbers: [&Vec<usize>; 4]) -> Rul
             }
         }
     }
-    Ok(smallvec::smallvec![Aval { shape, dtype: l.dtype, weak: false }.weak(l.weak && r.weak)])
+    Ok(smallvec![Aval { shape, dtype: l.dtype, weak: false }.weak(l.weak && r.weak)])
 }
 
 /// The dimension numbers of a `dot_general`.

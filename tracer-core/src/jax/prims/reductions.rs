@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
+use smallvec::smallvec;
 
 use super::batching::{self, BDim, BatchResult};
 use super::elementwise::{max_f64, min_f64};
@@ -36,7 +37,7 @@ pub fn reduce(prim: &Prim, ins: &[&Aval], axes: &[usize]) -> RuleResult {
     if axes.iter().any(|&a| a >= x.ndim()) {
         return Err(type_error(format!("{} axes {} out of range for operand shape {}", prim.name(), shape_tuple(axes), x.shape_tuple())));
     }
-    Ok(smallvec::smallvec![Aval { shape: without_axes(x, axes), dtype: x.dtype, weak: x.weak }])
+    Ok(smallvec![Aval { shape: without_axes(x, axes), dtype: x.dtype, weak: x.weak }])
 }
 
 pub fn arg_reduce(prim: &Prim, ins: &[&Aval], axis: usize, index_dtype: DType) -> RuleResult {
@@ -44,7 +45,7 @@ pub fn arg_reduce(prim: &Prim, ins: &[&Aval], axis: usize, index_dtype: DType) -
     if axis >= x.ndim() || x.shape[axis] == 0 {
         return Err(type_error(format!("{} requires a non-empty axis {axis} of operand shape {}", prim.name(), x.shape_tuple())));
     }
-    Ok(smallvec::smallvec![Aval::new(&without_axes(x, &[axis]), index_dtype)])
+    Ok(smallvec![Aval::new(&without_axes(x, &[axis]), index_dtype)])
 }
 
 pub fn cumulative(prim: &Prim, ins: &[&Aval], axis: usize) -> RuleResult {
@@ -52,7 +53,7 @@ pub fn cumulative(prim: &Prim, ins: &[&Aval], axis: usize) -> RuleResult {
     if axis >= x.ndim() {
         return Err(type_error(format!("{} axis {axis} out of range for operand shape {}", prim.name(), x.shape_tuple())));
     }
-    Ok(smallvec::smallvec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 /// `sort(*operands)` along `dimension` by the first `num_keys`: here one equation gives the
@@ -65,7 +66,7 @@ pub fn sort(prim: &Prim, ins: &[&Aval], dimension: usize, _num_keys: usize) -> R
             ins.iter().map(|a| a.shape_tuple()).collect::<Vec<_>>().join(", ")
         )));
     }
-    Ok(smallvec::smallvec![(*ins[ins.len() - 1]).clone()])
+    Ok(smallvec![(*ins[ins.len() - 1]).clone()])
 }
 
 /// `top_k`'s values (or, with `indices`, their `int32` indices): the last axis cut to `k`.
@@ -79,7 +80,7 @@ pub fn top_k(prim: &Prim, ins: &[&Aval], k: usize, indices: bool) -> RuleResult 
     }
     let mut shape = x.shape.to_vec();
     *shape.last_mut().unwrap_or(&mut 0) = k;
-    Ok(smallvec::smallvec![if indices { Aval::new(&shape, DType::I32) } else { x.with_shape(&shape) }])
+    Ok(smallvec![if indices { Aval::new(&shape, DType::I32) } else { x.with_shape(&shape) }])
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use ndarray::{ArrayD, Axis, IxDyn};
+use smallvec::smallvec;
 
 use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, Jvping, RuleError, RuleResult, Tangents, Transposing};
@@ -35,7 +36,7 @@ pub fn broadcast_in_dim(prim: &Prim, ins: &[&Aval], shape: &[usize], dims: &[usi
             shape_tuple(dims)
         )));
     }
-    Ok(smallvec::smallvec![x.with_shape(shape)])
+    Ok(smallvec![x.with_shape(shape)])
 }
 
 pub fn reshape(prim: &Prim, ins: &[&Aval], new_sizes: &[usize]) -> RuleResult {
@@ -49,7 +50,7 @@ pub fn reshape(prim: &Prim, ins: &[&Aval], new_sizes: &[usize]) -> RuleResult {
             x.size()
         )));
     }
-    Ok(smallvec::smallvec![x.with_shape(new_sizes)])
+    Ok(smallvec![x.with_shape(new_sizes)])
 }
 
 pub fn transpose(prim: &Prim, ins: &[&Aval], perm: &[usize]) -> RuleResult {
@@ -64,7 +65,7 @@ pub fn transpose(prim: &Prim, ins: &[&Aval], perm: &[usize]) -> RuleResult {
         )));
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
-    Ok(smallvec::smallvec![x.with_shape(&shape)])
+    Ok(smallvec![x.with_shape(&shape)])
 }
 
 pub fn squeeze(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
@@ -73,7 +74,7 @@ pub fn squeeze(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
         return Err(axis_error(prim, &format!("dimensions {} that are not axes of length 1", shape_tuple(dims)), x.ndim()));
     }
     let shape: Vec<usize> = x.shape.iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &n)| n).collect();
-    Ok(smallvec::smallvec![x.with_shape(&shape)])
+    Ok(smallvec![x.with_shape(&shape)])
 }
 
 pub fn rev(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
@@ -81,7 +82,7 @@ pub fn rev(prim: &Prim, ins: &[&Aval], dims: &[usize]) -> RuleResult {
     if dims.iter().any(|&d| d >= x.ndim()) {
         return Err(axis_error(prim, &format!("dimensions {}", shape_tuple(dims)), x.ndim()));
     }
-    Ok(smallvec::smallvec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 pub fn slice(prim: &Prim, ins: &[&Aval], start: &[usize], limit: &[usize], strides: &[usize]) -> RuleResult {
@@ -100,7 +101,7 @@ pub fn slice(prim: &Prim, ins: &[&Aval], start: &[usize], limit: &[usize], strid
         )));
     }
     let shape: Vec<usize> = (0..n).map(|i| (limit[i] - start[i]).div_ceil(strides[i])).collect();
-    Ok(smallvec::smallvec![x.with_shape(&shape)])
+    Ok(smallvec![x.with_shape(&shape)])
 }
 
 /// `dynamic_slice(operand, *start_indices)`.
@@ -113,7 +114,7 @@ pub fn dynamic_slice(prim: &Prim, ins: &[&Aval], sizes: &[usize]) -> RuleResult 
             x.shape_tuple()
         )));
     }
-    Ok(smallvec::smallvec![x.with_shape(sizes)])
+    Ok(smallvec![x.with_shape(sizes)])
 }
 
 /// `dynamic_update_slice(operand, update, *start_indices)`: the operand's aval.
@@ -127,7 +128,7 @@ pub fn dynamic_update_slice(prim: &Prim, ins: &[&Aval]) -> RuleResult {
             x.shape_tuple()
         )));
     }
-    Ok(smallvec::smallvec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 pub fn concatenate(prim: &Prim, ins: &[&Aval], dimension: usize) -> RuleResult {
@@ -149,7 +150,7 @@ pub fn concatenate(prim: &Prim, ins: &[&Aval], dimension: usize) -> RuleResult {
         shape[dimension] += a.shape[dimension];
     }
     let weak = ins.iter().all(|a| a.weak);
-    Ok(smallvec::smallvec![Aval::new(&shape, first.dtype).weak(weak)])
+    Ok(smallvec![Aval::new(&shape, first.dtype).weak(weak)])
 }
 
 /// `pad(operand, padding_value)`: each axis `lo + n + (n - 1) * interior + hi` long.
@@ -170,7 +171,7 @@ pub fn pad(prim: &Prim, ins: &[&Aval], config: &[(i64, i64, i64)]) -> RuleResult
         }
         shape.push(len as usize);
     }
-    Ok(smallvec::smallvec![x.with_shape(&shape)])
+    Ok(smallvec![x.with_shape(&shape)])
 }
 
 pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
@@ -180,7 +181,7 @@ pub fn iota(dtype: DType, shape: &[usize], dimension: usize) -> RuleResult {
             shape_tuple(shape)
         )));
     }
-    Ok(smallvec::smallvec![Aval::new(shape, dtype)])
+    Ok(smallvec![Aval::new(shape, dtype)])
 }
 
 // ---------------------------------------------------------------------------------------

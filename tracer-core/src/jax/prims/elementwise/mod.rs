@@ -11,6 +11,7 @@ pub mod scalar;
 use std::rc::Rc;
 
 use ndarray::IxDyn;
+use smallvec::smallvec;
 
 use super::batching::{self, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
@@ -75,7 +76,7 @@ fn elementwise(prim: &Prim, avals: &[&Aval]) -> Result<Aval, crate::jax::prims::
 pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let to_real = matches!(u, UnaryPrim::Abs | UnaryPrim::Real | UnaryPrim::Imag) && x.dtype.is_complex();
-    Ok(smallvec::smallvec![if u == UnaryPrim::IsFinite {
+    Ok(smallvec![if u == UnaryPrim::IsFinite {
         x.with_dtype(DType::Bool)
     } else if to_real {
         Aval::new(&x.shape, x.dtype.real_dtype()).weak(x.weak)
@@ -86,12 +87,12 @@ pub fn unary(prim: &Prim, u: UnaryPrim, ins: &[&Aval]) -> RuleResult {
 
 pub fn binary(prim: &Prim, _b: BinaryPrim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
-    Ok(smallvec::smallvec![elementwise(prim, &[x, y])?])
+    Ok(smallvec![elementwise(prim, &[x, y])?])
 }
 
 pub fn compare(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let (x, y) = (arg(prim, ins, 0)?, arg(prim, ins, 1)?);
-    Ok(smallvec::smallvec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
+    Ok(smallvec![Aval { shape: common_shape(prim, &[x, y])?, dtype: DType::Bool, weak: false }])
 }
 
 /// `select_n(which, *cases)`: the cases' aval.
@@ -102,23 +103,23 @@ pub fn select(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let mut all: Vec<&Aval> = cases.clone();
     all.push(which);
     let shape = common_shape(prim, &all)?;
-    Ok(smallvec::smallvec![Aval::new(&shape, operand_dtype(&cases)).weak(cases.iter().all(|a| a.weak))])
+    Ok(smallvec![Aval::new(&shape, operand_dtype(&cases)).weak(cases.iter().all(|a| a.weak))])
 }
 
 /// `clamp(min, x, max)`: `x`'s aval.
 pub fn clamp(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let x = arg(prim, ins, 1)?;
-    Ok(smallvec::smallvec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 /// The operand's aval unchanged (`integer_pow`, `stop_gradient`, `random_clone`).
 pub fn same(prim: &Prim, ins: &[&Aval]) -> RuleResult {
-    Ok(smallvec::smallvec![arg(prim, ins, 0)?.clone()])
+    Ok(smallvec![arg(prim, ins, 0)?.clone()])
 }
 
 pub fn convert(prim: &Prim, ins: &[&Aval], dtype: DType, weak: bool) -> RuleResult {
     let x = arg(prim, ins, 0)?;
-    Ok(smallvec::smallvec![x.with_dtype(dtype).weak(weak)])
+    Ok(smallvec![x.with_dtype(dtype).weak(weak)])
 }
 
 // ---------------------------------------------------------------------------------------

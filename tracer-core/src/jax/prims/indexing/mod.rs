@@ -7,6 +7,8 @@ pub mod kernels;
 
 use std::rc::Rc;
 
+use smallvec::smallvec;
+
 use super::{arg, families, type_error, Jvping, RuleResult, Tangents, Transposing};
 use crate::diagnostics::Code;
 use crate::interp::Interp;
@@ -24,14 +26,14 @@ pub fn gather(prim: &Prim, ins: &[&Aval], index: &[IndexItem]) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     let index_shapes: Vec<&[usize]> = ins[1..].iter().map(|a| &a.shape[..]).collect();
     let shape = selection_shape(&x.shape, index, &index_shapes).map_err(type_error)?;
-    Ok(smallvec::smallvec![x.with_shape(&shape)])
+    Ok(smallvec![x.with_shape(&shape)])
 }
 
 /// `scatter(operand, updates, *index_arrays)`: the operand's aval.
 pub fn scatter(prim: &Prim, ins: &[&Aval], _index: Option<&[IndexItem]>) -> RuleResult {
     let x = arg(prim, ins, 0)?;
     arg(prim, ins, 1)?;
-    Ok(smallvec::smallvec![x.clone()])
+    Ok(smallvec![x.clone()])
 }
 
 /// The kernel in f64 of `gather` and `scatter` (`jax/indexing.rs`); `None` for a case without

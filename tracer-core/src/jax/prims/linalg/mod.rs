@@ -8,6 +8,8 @@ pub mod derivatives;
 pub mod factorizations;
 pub mod kernels;
 
+use smallvec::smallvec;
+
 use super::{arg, type_error, RuleResult};
 use crate::jax::aval::Aval;
 use crate::jax::dtypes::DType;
@@ -106,5 +108,5 @@ pub fn abstract_eval(prim: &Prim, op: LinalgOp, ins: &[&Aval]) -> RuleResult {
             Aval::new(&with(batch, &[size]), DType::I32)
         }
     };
-    Ok(smallvec::smallvec![out])
+    Ok(smallvec![out])
 }

@@ -6,6 +6,8 @@ pub mod kernels;
 
 use std::rc::Rc;
 
+use smallvec::smallvec;
+
 use super::batching::{moveaxis, single, vectorized, BDim, BatchResult};
 use super::{arg, families, type_error, RuleResult};
 use crate::interp::Interp;
@@ -23,11 +25,11 @@ pub fn seed(prim: &Prim, ins: &[&Aval], raw: bool) -> RuleResult {
         return Err(type_error(format!("random_seed takes integer seeds, got {}", seeds.long())));
     }
     if !raw {
-        return Ok(smallvec::smallvec![Aval::new(&seeds.shape, DType::Key)]);
+        return Ok(smallvec![Aval::new(&seeds.shape, DType::Key)]);
     }
     let mut shape = seeds.shape.to_vec();
     shape.push(2);
-    Ok(smallvec::smallvec![Aval::new(&shape, DType::U32)])
+    Ok(smallvec![Aval::new(&shape, DType::U32)])
 }
 
 /// The shape of the keys in `key`: a typed key array's shape, or raw `uint32` key data's
@@ -43,14 +45,14 @@ pub fn key_batch(key: &Aval) -> &[usize] {
 /// vectorized over key arrays).
 pub fn bits(prim: &Prim, ins: &[&Aval], shape: &[usize]) -> RuleResult {
     let key = arg(prim, ins, 0)?;
-    Ok(smallvec::smallvec![Aval::new(&[key_batch(key), shape].concat(), DType::U32)])
+    Ok(smallvec![Aval::new(&[key_batch(key), shape].concat(), DType::U32)])
 }
 
 /// A draw `random_<dist>(keys, params...)`: `shape` samples per key, after the keys' shape,
 /// as `random_bits` and the samplers built on it give them under `vmap`.
 pub fn draw(prim: &Prim, ins: &[&Aval], shape: &[usize], dtype: DType) -> RuleResult {
     let key = arg(prim, ins, 0)?;
-    Ok(smallvec::smallvec![Aval::new(&[key_batch(key), shape].concat(), dtype)])
+    Ok(smallvec![Aval::new(&[key_batch(key), shape].concat(), dtype)])
 }
 
 /// `random_fold_in(keys, msgs)`: the keys' shape and the messages' broadcast (JAX's
@@ -60,7 +62,7 @@ pub fn fold_in(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let batch =
         crate::jax::numpy::broadcast_shapes(&[key_batch(key), &msgs.shape]).map_err(|m| type_error(format!("random_fold_in: {m}")))?;
     let words = if key.dtype.is_key() { &[][..] } else { &key.shape[key.ndim().saturating_sub(1)..] };
-    Ok(smallvec::smallvec![key.with_shape(&[&batch[..], words].concat())])
+    Ok(smallvec![key.with_shape(&[&batch[..], words].concat())])
 }
 
 /// `random_split(keys, shape)`: the keys' batch shape followed by `shape` (and, for raw
@@ -72,7 +74,7 @@ pub fn split(prim: &Prim, ins: &[&Aval], shape: &[usize]) -> RuleResult {
     let mut out = batch.to_vec();
     out.extend_from_slice(shape);
     out.extend(words);
-    Ok(smallvec::smallvec![key.with_shape(&out)])
+    Ok(smallvec![key.with_shape(&out)])
 }
 
 /// `random_unwrap`: each key's two `uint32` words on a new last axis.
@@ -83,14 +85,14 @@ pub fn unwrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     }
     let mut shape = key.shape.to_vec();
     shape.push(2);
-    Ok(smallvec::smallvec![Aval::new(&shape, DType::U32)])
+    Ok(smallvec![Aval::new(&shape, DType::U32)])
 }
 
 /// `random_wrap`: the raw data's last axis of two words, one key each.
 pub fn wrap(prim: &Prim, ins: &[&Aval]) -> RuleResult {
     let data = arg(prim, ins, 0)?;
     if let Some((2, batch)) = data.shape.split_last().filter(|_| data.dtype == DType::U32) {
-        return Ok(smallvec::smallvec![Aval::new(batch, DType::Key)]);
+        return Ok(smallvec![Aval::new(batch, DType::Key)]);
     }
     Err(type_error(format!("random_wrap takes uint32 key data of shape (..., 2), got {}", data.long())))
 }
