@@ -47,6 +47,7 @@ const MODULES: &[&[UnitTest]] = &[
     crate::jax::prims::products::tests::TESTS,
     crate::jax::prims::random::kernels::tests::TESTS,
     crate::jax::print::tests::TESTS,
+    crate::jax::value_log::tests::TESTS,
     crate::jax::signatures::tests::TESTS,
     crate::jax::special::tests::TESTS,
     crate::jax::stmt::tests::TESTS,

@@ -413,7 +413,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
     let nested_ok = interp.jax.records[record + 1..records]
         .iter()
         .all(|n| made_here(n.parent) && n.jitted.is_none() && in_file(&n.def_site) && in_file(&n.call_site));
-    let own_values = interp.jax.values[rec.before.values..values].iter().all(|v| v.site.file == file && made_here(Some(v.record)));
+    let own_values = interp.jax.values.range(rec.before.values, values).all(|v| v.site.file == file && made_here(Some(v.record)));
     let reads = &interp.jax.effects.global_reads[rec.before.global_reads..global_reads];
     if rec.spoiled || !quiet || !plain || !nested_ok || !own_values || !r.consts.is_empty() || reads.iter().any(|g| g.site.file != file) {
         return;
@@ -429,7 +429,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         jaxpr: jaxpr.clone(),
         nested,
         values: Rc::new(
-            interp.jax.values[rec.before.values..values].iter().map(|v| ValueRecord { record: v.record - record, ..v.clone() }).collect(),
+            interp.jax.values.range(rec.before.values, values).map(|v| ValueRecord { record: v.record - record, ..v.clone() }).collect(),
         ),
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),
     };

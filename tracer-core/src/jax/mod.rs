@@ -34,6 +34,7 @@ pub mod stmt;
 pub mod surface;
 pub mod taint;
 pub mod transforms;
+pub mod value_log;
 
 use bind::bind1;
 pub use bind::{apply, apply1, apply_opaque1, apply_with_bodies, rule_avals};

@@ -179,9 +179,6 @@ pub struct InputParameter {
     pub spec: String,
 }
 
-/// Room made for `JaxState::values` at the first record.
-const VALUES_FIRST_ROOM: usize = 1024;
-
 /// Room made for `JaxState::records` at the first trace.
 const RECORDS_FIRST_ROOM: usize = 64;
 
@@ -234,7 +231,8 @@ pub struct JaxState {
     pub linalg_results: HashMap<&'static str, Rc<crate::interp::value::Class>>,
     pub(super) next_trace_id: u32,
     pub records: Vec<TraceRecord>,
-    pub values: Vec<ValueRecord>,
+    /// The hover values seen inside traces, each with its trace's record (`record_value`).
+    pub values: super::value_log::ValueLog,
     /// The hover values of replayed traces (`memo::replay`), shared with the memo rather than
     /// copied into `values`: they are read only once the diagnostics are out
     /// (`analysis::collect_functions`).
@@ -354,10 +352,6 @@ impl JaxState {
         kind: crate::interp::seen::SiteKind,
     ) {
         if let Some(top) = self.traces.last() {
-            if self.values.capacity() == 0 {
-                // A module's bodies record values by the thousand: no doubling from one.
-                self.values.reserve(VALUES_FIRST_ROOM);
-            }
             self.values.push(ValueRecord { site, name: std::sync::Arc::from(&**name), shown, record: top.record, kind });
         }
     }
