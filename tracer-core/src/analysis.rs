@@ -730,23 +730,21 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
 fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
     let locator = Locator::new(interp);
     let shown = interp.seen.shown_all(interp);
-    interp
-        .seen
-        .records()
-        .iter()
-        .zip(shown)
-        .filter_map(|(v, shown)| {
-            let shown = shown?;
-            Some(TracedValue {
-                location: locator.locate(v.site),
-                name: Arc::from(&*v.name),
-                assigned: v.kind == SiteKind::Assigned,
-                kind: v.kind,
-                pytree: shown.is_tree(),
-                preview: v.preview.clone(),
-                summary: shown.summary().map(str::to_string),
-                aval: AvalText::Seen(shown),
-            })
+    // Made room for at once: `filter_map` would grow it from nothing, moving the values (168
+    // bytes each) several times over, and almost every record shows something.
+    let mut values = Vec::with_capacity(shown.len());
+    values.extend(interp.seen.records().iter().zip(shown).filter_map(|(v, shown)| {
+        let shown = shown?;
+        Some(TracedValue {
+            location: locator.locate(v.site),
+            name: Arc::from(&*v.name),
+            assigned: v.kind == SiteKind::Assigned,
+            kind: v.kind,
+            pytree: shown.is_tree(),
+            preview: v.preview.clone(),
+            summary: shown.summary().map(str::to_string),
+            aval: AvalText::Seen(shown),
         })
-        .collect()
+    }));
+    values
 }

@@ -182,8 +182,9 @@ pub struct InputParameter {
 /// Room made for `JaxState::records` at the first trace.
 const RECORDS_FIRST_ROOM: usize = 64;
 
-/// Room made for a trace's equations when it starts.
-const EQNS_FIRST_ROOM: usize = 8;
+/// Room made for a trace's equations when it starts: a jitted layer binds a few dozen, and
+/// a vector of 192-byte equations doubling from fewer copies each of them again.
+const EQNS_FIRST_ROOM: usize = 32;
 
 /// The aval of a value assigned inside a traced function.
 #[derive(Clone, Debug)]
