@@ -19,6 +19,36 @@ pub(crate) fn key_text(k: &HashKey) -> String {
     }
 }
 
+/// Appends `[i]`, a sequence item's step of a key path, without the formatting machinery:
+/// flattening writes a step for every leaf of every pytree a jitted call takes.
+pub(crate) fn push_index(path: &mut String, i: impl itoa::Integer) {
+    path.push('[');
+    path.push_str(itoa::Buffer::new().format(i));
+    path.push(']');
+}
+
+/// Appends a dict key's step of a key path, `[` + `key_text` + `]`: `['w']`, `[0]`.
+pub(crate) fn push_dict_key(path: &mut String, key: &HashKey) {
+    match key {
+        HashKey::Str(s) => {
+            path.push_str("['");
+            path.push_str(s);
+            path.push_str("']");
+        }
+        HashKey::Int(i) => push_index(path, *i),
+        other => {
+            use std::fmt::Write;
+            let _ = write!(path, "[{other:?}]");
+        }
+    }
+}
+
+/// Appends an attribute's step of a key path: `.bias`.
+pub(crate) fn push_attr(path: &mut String, name: &str) {
+    path.push('.');
+    path.push_str(name);
+}
+
 /// The order JAX gives dict keys: `sorted(keys)`, so numbers by value and strings by text
 /// (keys Python cannot compare, which JAX rejects, fall back to their text).
 pub(crate) fn dict_key_order(a: &HashKey, b: &HashKey) -> std::cmp::Ordering {

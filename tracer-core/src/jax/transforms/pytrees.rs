@@ -9,6 +9,7 @@ use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 pub use crate::interp::pytree_nodes::class_children;
 pub(crate) use crate::interp::pytree_nodes::{dict_key_order, key_text, registration};
+use crate::interp::pytree_nodes::{push_attr, push_dict_key, push_index};
 use crate::interp::value::{Class, Dict, HashKey, Instance, PytreeRegistration, Value};
 use crate::interp::{Interp, PyResult};
 use crate::jax::aval::Aval;
@@ -169,19 +170,28 @@ pub fn result_paths(tree: &TreeDef, user_params: Option<&[String]>) -> Vec<Strin
 /// `tree`'s leaf paths after `path`, keyed as `flatten` keys them.
 fn leaf_paths(tree: &TreeDef, path: &mut String, out: &mut Vec<String>) {
     let base = path.len();
-    let mut child = |path: &mut String, key: String, t: &TreeDef| {
-        path.push_str(&key);
+    // Each step is appended by the caller, and taken off here.
+    let mut child = |path: &mut String, t: &TreeDef| {
         leaf_paths(t, path, out);
         path.truncate(base);
     };
     match tree {
         TreeDef::Leaf => out.push(path.clone()),
         TreeDef::None => {}
-        TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().enumerate().for_each(|(i, t)| child(path, format!("[{i}]"), t)),
-        TreeDef::Dict(c) => c.iter().for_each(|(k, t)| child(path, format!("[{}]", key_text(k)), t)),
-        TreeDef::Node { children, names, .. } => children.iter().enumerate().for_each(|(i, t)| match names.get(i) {
-            Some(n) => child(path, key_suffix(n).into_owned(), t),
-            None => child(path, format!("[{i}]"), t),
+        TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().enumerate().for_each(|(i, t)| {
+            push_index(path, i);
+            child(path, t)
+        }),
+        TreeDef::Dict(c) => c.iter().for_each(|(k, t)| {
+            push_dict_key(path, k);
+            child(path, t)
+        }),
+        TreeDef::Node { children, names, .. } => children.iter().enumerate().for_each(|(i, t)| {
+            match names.get(i) {
+                Some(n) => path.push_str(&key_suffix(n)),
+                None => push_index(path, i),
+            }
+            child(path, t)
         }),
     }
 }
@@ -212,7 +222,6 @@ fn flatten_into(
     leaves: &mut Vec<(String, Value)>,
     is_leaf: Option<&Value>,
 ) -> PyResult<TreeDef> {
-    use std::fmt::Write;
     if let Some(f) = is_leaf {
         let answer = interp.call(f, vec![v.clone()], Vec::new())?;
         if interp.truthy(&answer)? {
@@ -221,8 +230,9 @@ fn flatten_into(
         }
     }
     let base = path.len();
-    let mut child = |interp: &mut Interp, path: &mut String, x: &Value, key: std::fmt::Arguments| {
-        let _ = path.write_fmt(key);
+    // Each step is appended by the caller (`push_index`, `push_dict_key`, `push_attr`), and
+    // taken off here.
+    let mut child = |interp: &mut Interp, path: &mut String, x: &Value| {
         let t = flatten_into(interp, x, path, leaves, is_leaf);
         path.truncate(base);
         t
@@ -232,7 +242,8 @@ fn flatten_into(
         Value::Tuple(items) => {
             let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                c.push(child(interp, path, x, format_args!("[{i}]"))?);
+                push_index(path, i);
+                c.push(child(interp, path, x)?);
             }
             TreeDef::Tuple(c)
         }
@@ -240,7 +251,8 @@ fn flatten_into(
             let items = items.borrow().clone();
             let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                c.push(child(interp, path, x, format_args!("[{i}]"))?);
+                push_index(path, i);
+                c.push(child(interp, path, x)?);
             }
             TreeDef::List(c)
         }
@@ -250,11 +262,8 @@ fn flatten_into(
             items.sort_by(|a, b| dict_key_order(&a.0, &b.0));
             let mut c = Vec::with_capacity(items.len());
             for (h, x) in items {
-                let sub = match &h {
-                    HashKey::Str(s) => child(interp, path, &x, format_args!("['{s}']"))?,
-                    HashKey::Int(i) => child(interp, path, &x, format_args!("[{i}]"))?,
-                    other => child(interp, path, &x, format_args!("[{other:?}]"))?,
-                };
+                push_dict_key(path, &h);
+                let sub = child(interp, path, &x)?;
                 c.push((h, sub));
             }
             TreeDef::Dict(c)
@@ -264,10 +273,11 @@ fn flatten_into(
                 let names: Vec<String> = inst.class.fields.borrow().iter().map(|f| f.to_string()).collect();
                 let mut c = Vec::with_capacity(items.len());
                 for (i, x) in items.iter().enumerate() {
-                    c.push(match names.get(i) {
-                        Some(n) => child(interp, path, x, format_args!(".{n}"))?,
-                        None => child(interp, path, x, format_args!(".{i}"))?,
-                    });
+                    match names.get(i) {
+                        Some(n) => push_attr(path, n),
+                        None => push_attr(path, itoa::Buffer::new().format(i)),
+                    }
+                    c.push(child(interp, path, x)?);
                 }
                 return Ok(TreeDef::Node { class: ClassRef(inst.class.clone()), meta: Vec::new(), children: c, names });
             }
@@ -277,7 +287,8 @@ fn flatten_into(
                     let mut c = Vec::with_capacity(data.len());
                     for f in &data {
                         let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
-                        c.push(child(interp, path, &x, format_args!(".{f}"))?);
+                        push_attr(path, f);
+                        c.push(child(interp, path, &x)?);
                     }
                     let mut m = Vec::new();
                     for f in &meta {
@@ -305,10 +316,11 @@ fn flatten_into(
                     };
                     let mut c = Vec::new();
                     for (i, x) in children.iter().enumerate() {
-                        c.push(match names.get(i) {
-                            Some(n) => child(interp, path, x, format_args!("{}", key_suffix(n)))?,
-                            None => child(interp, path, x, format_args!("[{i}]"))?,
-                        });
+                        match names.get(i) {
+                            Some(n) => path.push_str(&key_suffix(n)),
+                            None => push_index(path, i),
+                        }
+                        c.push(child(interp, path, x)?);
                     }
                     let key = super::pytree_aux::aux_key(interp, &aux);
                     let meta = vec![Meta { name: Rc::from(""), key, value: aux }];
@@ -411,8 +423,8 @@ pub fn unflatten(interp: &mut Interp, tree: &TreeDef, leaves: &mut std::vec::Int
 /// indexed as a tuple's (`[0]`): where the leaf is in the value a reproducer passes.
 pub(super) fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<String>) {
     let len = prefix.len();
-    let mut child = |key: String, t: &TreeDef, out: &mut Vec<String>| {
-        prefix.push_str(&key);
+    // Each step is appended first, and taken off here.
+    let child = |prefix: &mut String, t: &TreeDef, out: &mut Vec<String>| {
         tuple_paths(t, prefix, out);
         prefix.truncate(len);
     };
@@ -421,17 +433,14 @@ pub(super) fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<Str
         TreeDef::None => {}
         TreeDef::Tuple(c) | TreeDef::List(c) | TreeDef::Node { children: c, .. } => {
             for (i, t) in c.iter().enumerate() {
-                child(format!("[{i}]"), t, out);
+                push_index(prefix, i);
+                child(prefix, t, out);
             }
         }
         TreeDef::Dict(c) => {
             for (h, t) in c {
-                let key = match h {
-                    HashKey::Str(s) => format!("['{s}']"),
-                    HashKey::Int(i) => format!("[{i}]"),
-                    other => format!("[{other:?}]"),
-                };
-                child(key, t, out);
+                push_dict_key(prefix, h);
+                child(prefix, t, out);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! key and the closest earlier one, worded like JAX's `explain_cache_misses`.
 
 use super::jit::{CacheKey, Jitted};
-use super::pytrees::{key_text, TreeDef};
+use super::pytrees::TreeDef;
 use super::trace::unwrapped;
 use crate::diagnostics::Code;
 use crate::interp::value::{HashKey, Value};
@@ -153,7 +153,7 @@ fn static_field_diff(old: &TreeDef, new: &TreeDef, params: &[String], path: &mut
         }
         (TreeDef::Dict(a), TreeDef::Dict(b)) if a.len() == b.len() => a.iter().zip(b).find_map(|((ka, x), (kb, y))| {
             path.truncate(base);
-            path.push_str(&format!("[{}]", key_text(ka)));
+            crate::interp::pytree_nodes::push_dict_key(path, ka);
             if ka != kb {
                 return None;
             }
