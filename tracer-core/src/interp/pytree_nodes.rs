@@ -19,34 +19,67 @@ pub(crate) fn key_text(k: &HashKey) -> String {
     }
 }
 
-/// Appends `[i]`, a sequence item's step of a key path, without the formatting machinery:
-/// flattening writes a step for every leaf of every pytree a jitted call takes.
-pub(crate) fn push_index(path: &mut String, i: impl itoa::Integer) {
-    path.push('[');
-    path.push_str(itoa::Buffer::new().format(i));
-    path.push(']');
+/// One step of a leaf's key path, as JAX's `keystr` writes it. Appended without the
+/// formatting machinery: flattening writes a step for every leaf of every pytree a jitted
+/// call takes, and hover values one for every leaf they show.
+#[derive(Clone, Copy)]
+pub(crate) enum Key<'a> {
+    /// `['w']`
+    Str(&'a str),
+    /// `[0]`
+    Index(i64),
+    /// `.bias`
+    Attr(&'a str),
+    /// `[<flat index 0>]`
+    FlatIndex(usize),
+    /// A dict key other than a string or an int, as `key_text` writes it.
+    Other(&'a HashKey),
 }
 
-/// Appends a dict key's step of a key path, `[` + `key_text` + `]`: `['w']`, `[0]`.
-pub(crate) fn push_dict_key(path: &mut String, key: &HashKey) {
-    match key {
-        HashKey::Str(s) => {
-            path.push_str("['");
-            path.push_str(s);
-            path.push_str("']");
-        }
-        HashKey::Int(i) => push_index(path, *i),
-        other => {
-            use std::fmt::Write;
-            let _ = write!(path, "[{other:?}]");
+impl<'a> Key<'a> {
+    /// A dict key's step: `['w']`, `[0]`, or `[` + `key_text` + `]`.
+    pub(crate) fn of_dict_key(key: &'a HashKey) -> Key<'a> {
+        match key {
+            HashKey::Str(s) => Key::Str(s),
+            HashKey::Int(i) => Key::Index(*i),
+            other => Key::Other(other),
         }
     }
-}
 
-/// Appends an attribute's step of a key path: `.bias`.
-pub(crate) fn push_attr(path: &mut String, name: &str) {
-    path.push('.');
-    path.push_str(name);
+    /// A sequence item's step, `[i]`.
+    pub(crate) fn index(i: usize) -> Key<'a> {
+        Key::Index(i as i64)
+    }
+
+    pub(crate) fn push_onto(self, path: &mut String) {
+        let mut number = itoa::Buffer::new();
+        match self {
+            Key::Str(s) => {
+                path.push_str("['");
+                path.push_str(s);
+                path.push_str("']");
+            }
+            Key::Index(i) => {
+                path.push('[');
+                path.push_str(number.format(i));
+                path.push(']');
+            }
+            Key::Attr(name) => {
+                path.push('.');
+                path.push_str(name);
+            }
+            Key::FlatIndex(i) => {
+                path.push_str("[<flat index ");
+                path.push_str(number.format(i));
+                path.push_str(">]");
+            }
+            Key::Other(key) => {
+                path.push('[');
+                path.push_str(&key_text(key));
+                path.push(']');
+            }
+        }
+    }
 }
 
 /// The order JAX gives dict keys: `sorted(keys)`, so numbers by value and strings by text

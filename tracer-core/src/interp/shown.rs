@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::pytree_nodes::Key;
 use super::value::{PytreeRegistration, Value};
 use super::Interp;
 use crate::interp::model::aval::Aval;
@@ -254,46 +255,6 @@ pub(super) fn shows_aval(a: &crate::interp::model::array::Array, aval: &Aval) ->
 /// Whether two arrays show the same aval: the same array, or `display_aval` of each equal.
 pub(super) fn show_alike(a: &crate::interp::model::array::Array, b: &crate::interp::model::array::Array) -> bool {
     std::ptr::eq(a, b) || (a.aval.shape == b.aval.shape && a.aval.dtype == b.aval.dtype && shown_weak(a) == shown_weak(b))
-}
-
-/// One step of a leaf's key path, as JAX's `keystr` writes it.
-#[derive(Clone, Copy)]
-enum Key<'a> {
-    /// `['w']`
-    Str(&'a str),
-    /// `[0]`
-    Index(i64),
-    /// `.bias`
-    Attr(&'a str),
-    /// `[<flat index 0>]`
-    FlatIndex(usize),
-}
-
-impl Key<'_> {
-    fn push_onto(self, path: &mut String) {
-        let mut number = itoa::Buffer::new();
-        match self {
-            Key::Str(s) => {
-                path.push_str("['");
-                path.push_str(s);
-                path.push_str("']");
-            }
-            Key::Index(i) => {
-                path.push('[');
-                path.push_str(number.format(i));
-                path.push(']');
-            }
-            Key::Attr(name) => {
-                path.push('.');
-                path.push_str(name);
-            }
-            Key::FlatIndex(i) => {
-                path.push_str("[<flat index ");
-                path.push_str(number.format(i));
-                path.push_str(">]");
-            }
-        }
-    }
 }
 
 /// What `walk` does with each array leaf, given its key path; false stops the walk.

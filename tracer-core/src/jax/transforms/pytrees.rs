@@ -8,8 +8,8 @@ use crate::diagnostics::Code;
 use crate::interp::builtins::Builtin;
 use crate::interp::call::Kwargs;
 pub use crate::interp::pytree_nodes::class_children;
+use crate::interp::pytree_nodes::Key;
 pub(crate) use crate::interp::pytree_nodes::{dict_key_order, key_text, registration};
-use crate::interp::pytree_nodes::{push_attr, push_dict_key, push_index};
 use crate::interp::value::{Class, Dict, HashKey, Instance, PytreeRegistration, Value};
 use crate::interp::{Interp, PyResult};
 use crate::jax::aval::Aval;
@@ -179,17 +179,17 @@ fn leaf_paths(tree: &TreeDef, path: &mut String, out: &mut Vec<String>) {
         TreeDef::Leaf => out.push(path.clone()),
         TreeDef::None => {}
         TreeDef::Tuple(c) | TreeDef::List(c) => c.iter().enumerate().for_each(|(i, t)| {
-            push_index(path, i);
+            Key::index(i).push_onto(path);
             child(path, t)
         }),
         TreeDef::Dict(c) => c.iter().for_each(|(k, t)| {
-            push_dict_key(path, k);
+            Key::of_dict_key(k).push_onto(path);
             child(path, t)
         }),
         TreeDef::Node { children, names, .. } => children.iter().enumerate().for_each(|(i, t)| {
             match names.get(i) {
                 Some(n) => path.push_str(&key_suffix(n)),
-                None => push_index(path, i),
+                None => Key::index(i).push_onto(path),
             }
             child(path, t)
         }),
@@ -230,8 +230,7 @@ fn flatten_into(
         }
     }
     let base = path.len();
-    // Each step is appended by the caller (`push_index`, `push_dict_key`, `push_attr`), and
-    // taken off here.
+    // Each step is appended by the caller (`Key::push_onto`), and taken off here.
     let mut child = |interp: &mut Interp, path: &mut String, x: &Value| {
         let t = flatten_into(interp, x, path, leaves, is_leaf);
         path.truncate(base);
@@ -242,7 +241,7 @@ fn flatten_into(
         Value::Tuple(items) => {
             let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                push_index(path, i);
+                Key::index(i).push_onto(path);
                 c.push(child(interp, path, x)?);
             }
             TreeDef::Tuple(c)
@@ -251,7 +250,7 @@ fn flatten_into(
             let items = items.borrow().clone();
             let mut c = Vec::with_capacity(items.len());
             for (i, x) in items.iter().enumerate() {
-                push_index(path, i);
+                Key::index(i).push_onto(path);
                 c.push(child(interp, path, x)?);
             }
             TreeDef::List(c)
@@ -262,7 +261,7 @@ fn flatten_into(
             items.sort_by(|a, b| dict_key_order(&a.0, &b.0));
             let mut c = Vec::with_capacity(items.len());
             for (h, x) in items {
-                push_dict_key(path, &h);
+                Key::of_dict_key(&h).push_onto(path);
                 let sub = child(interp, path, &x)?;
                 c.push((h, sub));
             }
@@ -274,8 +273,8 @@ fn flatten_into(
                 let mut c = Vec::with_capacity(items.len());
                 for (i, x) in items.iter().enumerate() {
                     match names.get(i) {
-                        Some(n) => push_attr(path, n),
-                        None => push_attr(path, itoa::Buffer::new().format(i)),
+                        Some(n) => Key::Attr(n).push_onto(path),
+                        None => Key::Attr(itoa::Buffer::new().format(i)).push_onto(path),
                     }
                     c.push(child(interp, path, x)?);
                 }
@@ -287,7 +286,7 @@ fn flatten_into(
                     let mut c = Vec::with_capacity(data.len());
                     for f in &data {
                         let x = inst.attrs.borrow().get(f).cloned().unwrap_or(Value::None);
-                        push_attr(path, f);
+                        Key::Attr(f).push_onto(path);
                         c.push(child(interp, path, &x)?);
                     }
                     let mut m = Vec::new();
@@ -318,7 +317,7 @@ fn flatten_into(
                     for (i, x) in children.iter().enumerate() {
                         match names.get(i) {
                             Some(n) => path.push_str(&key_suffix(n)),
-                            None => push_index(path, i),
+                            None => Key::index(i).push_onto(path),
                         }
                         c.push(child(interp, path, x)?);
                     }
@@ -433,13 +432,13 @@ pub(super) fn tuple_paths(tree: &TreeDef, prefix: &mut String, out: &mut Vec<Str
         TreeDef::None => {}
         TreeDef::Tuple(c) | TreeDef::List(c) | TreeDef::Node { children: c, .. } => {
             for (i, t) in c.iter().enumerate() {
-                push_index(prefix, i);
+                Key::index(i).push_onto(prefix);
                 child(prefix, t, out);
             }
         }
         TreeDef::Dict(c) => {
             for (h, t) in c {
-                push_dict_key(prefix, h);
+                Key::of_dict_key(h).push_onto(prefix);
                 child(prefix, t, out);
             }
         }

@@ -153,7 +153,7 @@ fn static_field_diff(old: &TreeDef, new: &TreeDef, params: &[String], path: &mut
         }
         (TreeDef::Dict(a), TreeDef::Dict(b)) if a.len() == b.len() => a.iter().zip(b).find_map(|((ka, x), (kb, y))| {
             path.truncate(base);
-            crate::interp::pytree_nodes::push_dict_key(path, ka);
+            crate::interp::pytree_nodes::Key::of_dict_key(ka).push_onto(path);
             if ka != kb {
                 return None;
             }
