@@ -439,7 +439,7 @@ impl JaxState {
             fn_name,
             def_site,
             arg_names: Vec::new(),
-            // A body binds a few equations at least: room for them without growing from one.
+            // Room for a jitted layer's equations without growing (`EQNS_FIRST_ROOM`).
             jaxpr: Jaxpr { eqns: Vec::with_capacity(EQNS_FIRST_ROOM), ..Jaxpr::default() },
             next_var: 0,
             consts: Vec::new(),
