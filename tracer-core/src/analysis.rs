@@ -650,18 +650,34 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
     // belong to its records, so each record's values keep their order.
     let replayed = std::mem::take(&mut interp.jax.replayed_values);
     let interp = &*interp;
-    let own = interp.jax.values.iter().map(|v| (v.site, v.record, v));
-    let shared =
-        replayed.iter().flat_map(|r| r.values.iter().map(move |v| (Site { file: r.file, span: v.site.span }, r.record + v.record, v)));
+    let all_values = || {
+        let own = interp.jax.values.iter().map(|v| (v.site, v.record, v));
+        let shared =
+            replayed.iter().flat_map(|r| r.values.iter().map(move |v| (Site { file: r.file, span: v.site.span }, r.record + v.record, v)));
+        own.chain(shared)
+    };
     let locator = Locator::new(interp);
-    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = vec![Vec::new(); records.len()];
-    for (site, record, v) in own.chain(shared) {
+    // The records reported below, and for each the number of values it gets: its vector is
+    // made with room for all of them.
+    let reported: Vec<bool> =
+        records.iter().map(|r| (matches!(r.kind, TraceKind::Jit) || r.parent.is_none()) && r.def_site.is_some()).collect();
+    let owners = |record: usize, visit: &mut dyn FnMut(usize)| {
         let mut record = Some(record);
-        for _ in 0..values_by_record.len() {
-            let Some(r) = record.filter(|&r| r < values_by_record.len()) else { break };
-            values_by_record[r].push((site, v));
+        for _ in 0..records.len() {
+            let Some(r) = record.filter(|&r| r < records.len()) else { break };
+            if reported[r] {
+                visit(r);
+            }
             record = records[r].parent;
         }
+    };
+    let mut counts = vec![0usize; records.len()];
+    for (_, record, _) in all_values() {
+        owners(record, &mut |r| counts[r] += 1);
+    }
+    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
+    for (site, record, v) in all_values() {
+        owners(record, &mut |r| values_by_record[r].push((site, v)));
     }
     for (index, mut rec) in records.into_iter().enumerate() {
         // Report top-level transformations: jit traces, and the outermost trace of other kinds.

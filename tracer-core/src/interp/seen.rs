@@ -162,10 +162,19 @@ fn alike(frozen: &Value, value: &Value) -> bool {
         (Value::Dict(x), Value::Dict(y)) => {
             let (x, y) = (x.borrow(), y.borrow());
             x.entries.len() == y.entries.len()
-                && x.entries.iter().zip(&y.entries).all(|((hx, (_, vx)), (hy, (_, vy)))| hx == hy && leaf_alike(vx, vy))
+                && x.entries.iter().zip(&y.entries).all(|((hx, (_, vx)), (hy, (_, vy)))| same_key(hx, hy) && leaf_alike(vx, vy))
         }
         (Value::None, v) => !matches!(v, Value::Array(_) | Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Instance(_)),
         _ => false,
+    }
+}
+
+/// Whether two dict keys are equal. A frozen copy shares its keys with the dict it copied,
+/// so a string key is most often the very same string.
+fn same_key(x: &super::value::HashKey, y: &super::value::HashKey) -> bool {
+    match (x, y) {
+        (super::value::HashKey::Str(a), super::value::HashKey::Str(b)) => Rc::ptr_eq(a, b) || a == b,
+        _ => x == y,
     }
 }
 
