@@ -561,3 +561,31 @@ fn the_interpreter_shares_no_circle_with_the_models() {
         );
     }
 }
+
+/// Lines (1-based) of `text` that mark a test for libtest's harness: `#[test]` or
+/// `#[cfg(test)]` alone on their line.
+fn harness_test_marks(text: &str) -> Vec<usize> {
+    text.lines().enumerate().filter(|(_, l)| matches!(l.trim(), "#[test]" | "#[cfg(test)]")).map(|(i, _)| i + 1).collect()
+}
+
+#[test]
+fn the_harness_mark_check_finds_each_form() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn b() {}\n}\n// #[test] in a comment\n";
+    assert_eq!(harness_test_marks(text), vec![2, 4]);
+    assert!(harness_test_marks("#[cfg(feature = \"unit-tests\")]\npub(crate) mod tests {}\n").is_empty());
+}
+
+/// The library has no test harness of its own (`test = false` in its Cargo.toml): a
+/// `#[test]` in `tracer-core/src` is compiled by nothing and never runs. Its unit tests are
+/// plain functions named in their module's `list!` (src/unit_tests.rs), which `tests/unit.rs` runs.
+#[test]
+fn the_engine_unit_tests_are_listed_not_marked() {
+    let offenders: Vec<String> = rust_files(&crate_dir().join("src"))
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            harness_test_marks(&text).into_iter().map(move |line| format!("{}:{line}", f.display()))
+        })
+        .collect();
+    assert!(offenders.is_empty(), "tests no harness runs (list them in unit_tests.rs instead):\n{}", offenders.join("\n"));
+}

@@ -408,11 +408,10 @@ fn is_one_line(text: &str) -> bool {
     true
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     use super::is_one_line;
 
-    #[test]
     fn one_line_text_is_single_spaced_without_ends() {
         assert!(is_one_line("params['w1']"));
         assert!(is_one_line("x @ w + b"));
@@ -421,4 +420,6 @@ mod tests {
             assert!(!is_one_line(long_way), "{long_way:?}");
         }
     }
+
+    crate::unit_tests::list![one_line_text_is_single_spaced_without_ends];
 }

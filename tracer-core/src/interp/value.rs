@@ -478,10 +478,9 @@ pub fn repr_float(f: f64) -> String {
     format!("{f}")
 }
 
-#[cfg(test)]
-mod tests {
+#[cfg(feature = "unit-tests")]
+pub(crate) mod tests {
     /// Python 3.11's `repr` of each value (printed by CPython, not assumed).
-    #[test]
     fn floats_repr_as_python_writes_them() {
         let cases = [
             (1e-06, "1e-06"),
@@ -500,4 +499,6 @@ mod tests {
             assert_eq!(super::repr_float(f), python, "{f:e}");
         }
     }
+
+    crate::unit_tests::list![floats_repr_as_python_writes_them];
 }
