@@ -659,8 +659,7 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
     let locator = Locator::new(interp);
     // The records reported below, and for each the number of values it gets: its vector is
     // made with room for all of them.
-    let reported: Vec<bool> =
-        records.iter().map(|r| (matches!(r.kind, TraceKind::Jit) || r.parent.is_none()) && r.def_site.is_some()).collect();
+    let reported: Vec<bool> = records.iter().map(|r| reported_def(r).is_some()).collect();
     let owners = |record: usize, visit: &mut dyn FnMut(usize)| {
         let mut record = Some(record);
         for _ in 0..records.len() {
@@ -680,12 +679,8 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
         owners(record, &mut |r| values_by_record[r].push((site, v)));
     }
     for (index, mut rec) in records.into_iter().enumerate() {
-        // Report top-level transformations: jit traces, and the outermost trace of other kinds.
+        let Some(def) = reported_def(&rec) else { continue };
         let is_jit = matches!(rec.kind, TraceKind::Jit);
-        if !is_jit && rec.parent.is_some() {
-            continue;
-        }
-        let Some(def) = rec.def_site else { continue };
         let (name, def, through) = match rec.shown_as.take() {
             // A library layer's own `__call__` (linen's `nn.Dense(4).apply`) is no user function.
             Some((body, site)) if is_jit && !interp.is_library(site.file) => (body, site, Some(std::mem::take(&mut rec.fn_name))),
@@ -741,6 +736,12 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
         }
     }
     out
+}
+
+/// Where the function of a trace the analysis reports was defined: the top-level
+/// transformations are reported, jit traces and the outermost trace of other kinds.
+fn reported_def(record: &crate::jax::TraceRecord) -> Option<Site> {
+    (matches!(record.kind, TraceKind::Jit) || record.parent.is_none()).then_some(record.def_site).flatten()
 }
 
 fn collect_concrete_values(interp: &Interp) -> Vec<TracedValue> {
