@@ -35,11 +35,23 @@ impl ValueLog {
         self.len += 1;
     }
 
-    /// The values from `start` (counted from the first) up to `end`, clamped to the log.
+    /// The values from `start` (counted from the first) up to `end`, clamped to the log: each
+    /// chunk's part sliced, not stepped through (hover reads a trace's values at every request).
     pub fn range(&self, start: usize, end: usize) -> impl Iterator<Item = &ValueRecord> + '_ {
         let end = end.min(self.len);
         let start = start.min(end);
-        self.chunks[start / CHUNK..].iter().flatten().skip(start % CHUNK).take(end - start)
+        let first = start / CHUNK;
+        let chunks = self.chunks.get(first..).unwrap_or_default().iter().enumerate();
+        chunks
+            .map_while(move |(k, chunk)| {
+                let base = (first + k) * CHUNK;
+                (base < end).then(|| &chunk[start.saturating_sub(base)..(end - base).min(chunk.len())])
+            })
+            .flatten()
+    }
+
+    pub fn get(&self, index: usize) -> Option<&ValueRecord> {
+        self.chunks.get(index / CHUNK)?.get(index % CHUNK)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &ValueRecord> + '_ {
@@ -69,6 +81,9 @@ pub(crate) mod tests {
         }
         assert_eq!(log.len(), vector.len());
         assert_eq!(log.iter().map(|v| v.record).collect::<Vec<_>>(), vector);
+        for i in 0..vector.len() + 3 {
+            assert_eq!(log.get(i).map(|v| v.record), vector.get(i).copied(), "value {i}");
+        }
         let n = vector.len();
         for (start, end) in [(0, 0), (0, 5), (3, CHUNK), (CHUNK - 1, CHUNK + 1), (CHUNK, 2 * CHUNK), (5, n), (n, n), (n - 2, n + 9)] {
             let got: Vec<usize> = log.range(start, end).map(|v| v.record).collect();
