@@ -7,13 +7,17 @@ use std::sync::Arc;
 
 use crate::diagnostics::{Code, Diagnostic};
 use crate::interp::{Budgets, Interp, Site, SourceLoader};
-use crate::jax::{TraceKind, ValueRecord};
+use crate::jax::TraceKind;
 use crate::syntax::ast::Span;
 
 pub mod graph;
 mod oracle;
 mod reproducers;
+mod values;
 pub use oracle::Engine;
+#[cfg(feature = "unit-tests")]
+pub(crate) use values::tests as values_tests;
+pub use values::{TraceValues, TracedValue, ValueRef};
 
 #[derive(Clone, Debug)]
 pub struct AnalysisConfig {
@@ -80,28 +84,6 @@ pub struct Location {
     pub span: Span,
 }
 
-/// A value the analysis saw at a place of the user's code (hover, inlay hints, `revealed`).
-#[derive(Clone, Debug)]
-pub struct TracedValue {
-    pub location: Location,
-    /// The name or expression as written (`x`, `self.w`, `params["w1"]`); shared with the
-    /// trace it was recorded in (a remembered trace's values are handed out on every edit).
-    pub name: Arc<str>,
-    /// `f32[8,4]`; for a pytree, its array leaves with their paths: `{['b']: f32[4], ['w']: f32[8,4]}`
-    /// (written out when read: `aval.text()`).
-    pub aval: AvalText,
-    /// An assignment target (shown as an inlay hint) rather than a use of the name.
-    pub assigned: bool,
-    pub kind: SiteKind,
-    /// The aval is a pytree's leaves.
-    pub pytree: bool,
-    /// A small concrete array's value as NumPy prints it, when the analysis computed it.
-    pub preview: Option<String>,
-    /// What the value is in its library's terms, when a shim says
-    /// (`Linear(in_features=784, out_features=512)`); its leaves are then in `aval`.
-    pub summary: Option<String>,
-}
-
 pub use crate::interp::seen::{AvalText, SiteKind};
 
 #[derive(Clone, Debug)]
@@ -123,7 +105,8 @@ pub struct Trace {
     pub jaxpr: String,
     /// The jaxpr as a dataflow graph, when `AnalysisConfig::trace_graphs` asked for it.
     pub graph: Option<graph::TraceGraph>,
-    pub values: Vec<TracedValue>,
+    /// The values seen inside the trace (and the traces inside it), written out when read.
+    pub values: TraceValues,
     /// A `tf.function` trace's concrete function's input parameters as TensorFlow prints
     /// them; `None` for other traces, and where tracelens does not render one.
     pub input_parameters: Option<Vec<crate::jax::InputParameter>>,
@@ -556,8 +539,9 @@ fn rename_symbolic_traces(functions: &mut [TracedFunction], second: &[TracedFunc
             };
             rename(&mut trace.jaxpr, &other.jaxpr);
             let same_values = trace.values.len() == other.values.len();
-            for (i, value) in trace.values.iter_mut().enumerate() {
-                match other.values.get(i).filter(|_| same_values) {
+            let theirs: Vec<TracedValue> = other.values.iter().collect();
+            for (i, value) in trace.values.written_mut().iter_mut().enumerate() {
+                match theirs.get(i).filter(|_| same_values) {
                     Some(b) => {
                         let mut text = value.aval.text().into_owned();
                         rename(&mut text, &b.aval.text());
@@ -640,27 +624,17 @@ fn apply_ignore_comments(interp: &Interp, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.dedup_by(|a, b| a.path == b.path && a.span == b.span && a.code == b.code && a.message == b.message);
 }
 
-/// The traced functions, with what their traces recorded: the last use of the records, which
-/// are moved out of `interp` rather than copied.
+/// The traced functions, with what their traces recorded: the last use of the records and
+/// of the values, which are moved out of `interp` rather than copied.
 fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec<TracedFunction> {
     let records = std::mem::take(&mut interp.jax.records);
     let mut out: Vec<TracedFunction> = Vec::new();
-    // Each value belongs to its trace and to every trace around it. A replayed trace's values
-    // are the memo's, in the file of this analysis (`memo::replay`); no other trace's values
-    // belong to its records, so each record's values keep their order.
-    let replayed = std::mem::take(&mut interp.jax.replayed_values);
+    let store = Arc::new(values::ValueStore::take(interp));
     let interp = &*interp;
-    let all_values = || {
-        let own = interp.jax.values.iter().map(|v| (v.site, v.record, v));
-        let shared =
-            replayed.iter().flat_map(|r| r.values.iter().map(move |v| (Site { file: r.file, span: v.site.span }, r.record + v.record, v)));
-        own.chain(shared)
-    };
     let locator = Locator::new(interp);
-    // The records reported below, and for each the number of values it gets: its vector is
-    // made with room for all of them.
+    // Each value belongs to its trace and to every trace around it that is reported.
     let reported: Vec<bool> = records.iter().map(|r| reported_def(r).is_some()).collect();
-    let owners = |record: usize, visit: &mut dyn FnMut(usize)| {
+    let places = values::places(&store, records.len(), &mut |record, visit| {
         let mut record = Some(record);
         for _ in 0..records.len() {
             let Some(r) = record.filter(|&r| r < records.len()) else { break };
@@ -669,16 +643,8 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
             }
             record = records[r].parent;
         }
-    };
-    let mut counts = vec![0usize; records.len()];
-    for (_, record, _) in all_values() {
-        owners(record, &mut |r| counts[r] += 1);
-    }
-    let mut values_by_record: Vec<Vec<(Site, &ValueRecord)>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
-    for (site, record, v) in all_values() {
-        owners(record, &mut |r| values_by_record[r].push((site, v)));
-    }
-    for (index, mut rec) in records.into_iter().enumerate() {
+    });
+    for (mut rec, at) in records.into_iter().zip(places) {
         let Some(def) = reported_def(&rec) else { continue };
         let is_jit = matches!(rec.kind, TraceKind::Jit);
         let (name, def, through) = match rec.shown_as.take() {
@@ -692,19 +658,7 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
             (kind, _) => kind.label(),
         }
         .to_string();
-        let values = values_by_record[index]
-            .iter()
-            .map(|&(site, v)| TracedValue {
-                location: locator.locate(site),
-                name: v.name.clone(),
-                aval: AvalText::Seen(v.shown.clone()),
-                assigned: v.assigned(),
-                kind: v.kind,
-                pytree: v.shown.is_tree(),
-                preview: None,
-                summary: v.shown.summary().map(str::to_string),
-            })
-            .collect();
+        let values = TraceValues::stored(&store, at);
         let trace = Trace {
             call: rec.call_site.map(|s| locator.locate(s)),
             args: rec.args.iter().map(|a| a.short()).collect(),

@@ -30,6 +30,7 @@ pub(crate) use list;
 
 /// Every module with unit tests (a private module's through its parent's re-export).
 const MODULES: &[&[UnitTest]] = &[
+    crate::analysis::values_tests::TESTS,
     crate::entry::tests::TESTS,
     crate::entry_staged::tests::TESTS,
     crate::interp::clock::tests::TESTS,

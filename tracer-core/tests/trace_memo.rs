@@ -93,6 +93,9 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
     }
     assert_same(path, "on the first analysis", &first, &analyse(path, &current, None), &current, "");
     let mut traces = 0;
+    // The last replaying analysis, held through the next one as the editor holds it for hover:
+    // the values it shares with the memo must not move when the next edit moves the memo's.
+    let mut held: Option<(FileAnalysis, String)> = None;
     for step in 0..edits {
         let previous = current.clone();
         // Every other step undoes the previous edit, as an editor's undo does.
@@ -109,6 +112,11 @@ fn check_file(path: &Path, text: &str, rng: &mut Rng, edits: usize) -> (usize, u
         let fresh = analyse(path, &current, None);
         assert_same(path, &format!("after edit {step}"), &remembered, &fresh, &current, &previous);
         traces += fresh.functions.iter().map(|f| f.traces.len()).sum::<usize>();
+        if let Some((analysis, as_it_was)) = held.take() {
+            assert!(seen(&analysis) == as_it_was, "{}: after edit {step}, an analysis held from before it changed", path.display());
+        }
+        let as_it_is = seen(&remembered);
+        held = Some((remembered, as_it_is));
     }
     (document.memo().replayed(), traces)
 }

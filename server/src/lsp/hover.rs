@@ -6,27 +6,31 @@
 
 use std::path::Path;
 
-use tracer_core::analysis::{SiteKind, Trace, TracedFunction, TracedValue};
+use tracer_core::analysis::{SiteKind, Trace, TracedFunction, TracedValue, ValueRef};
 
 use super::features::Analysed;
 
 /// A value seen at a place: inside a trace of a function, or outside any trace.
 pub struct SeenValue<'a> {
-    pub value: &'a TracedValue,
+    pub value: TracedValue,
     pub trace: Option<(&'a TracedFunction, &'a Trace)>,
 }
 
 /// The values seen at the innermost place around `offset` (a name inside an attribute path
-/// wins over the path), over every trace and outside traces, in order.
+/// wins over the path), over every trace and outside traces, in order. Only those are
+/// located and written out.
 pub fn values_at<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Vec<SeenValue<'a>> {
-    let traced =
-        a.analysis.functions.iter().flat_map(|f| f.traces.iter().flat_map(move |t| t.values.iter().map(move |v| (v, Some((f, t))))));
-    let concrete = a.analysis.values.iter().map(|v| (v, None));
+    let traced = a
+        .analysis
+        .functions
+        .iter()
+        .flat_map(|f| f.traces.iter().flat_map(move |t| t.values.around(offset).map(move |v| (v, Some((f, t))))));
+    let concrete = a.analysis.values.iter().map(|v| (ValueRef::from(v), None));
     let mut best: Option<(u32, u32)> = None;
     let mut out = Vec::new();
     for (v, trace) in traced.chain(concrete) {
-        let s = v.location.span;
-        if *v.location.path != *path || !(s.start <= offset && offset <= s.end) || on_the_base(v, offset) {
+        let s = v.span();
+        if !(s.start <= offset && offset <= s.end) || v.path() != path || on_the_base(&v, offset) {
             continue;
         }
         match best {
@@ -35,23 +39,25 @@ pub fn values_at<'a>(a: &'a Analysed, path: &Path, offset: u32) -> Vec<SeenValue
             _ => {}
         }
         best = Some((s.start, s.end));
-        out.push(SeenValue { value: v, trace });
+        out.push((v, trace));
     }
-    out
+    out.into_iter().map(|(v, trace)| SeenValue { value: v.to_value(), trace }).collect()
 }
 
 /// Whether `offset` is on the base of an attribute path or item (`self` of `self.w`,
 /// `params` of `params["w1"]`): that is the base's hover, not the path's.
-fn on_the_base(v: &TracedValue, offset: u32) -> bool {
-    let last = match v.kind {
-        SiteKind::Attribute => v.name.rfind('.'),
-        SiteKind::Item => v.name.rfind('['),
+fn on_the_base(v: &ValueRef, offset: u32) -> bool {
+    let name = v.name();
+    let last = match v.kind() {
+        SiteKind::Attribute => name.rfind('.'),
+        SiteKind::Item => name.rfind('['),
         _ => None,
     };
     // The recorded name is the source text with its whitespace collapsed: only trust it when
     // it is as long as the span.
+    let span = v.span();
     match last {
-        Some(i) if v.name.len() as u32 == v.location.span.end - v.location.span.start => offset < v.location.span.start + i as u32,
+        Some(i) if name.len() as u32 == span.end - span.start => offset < span.start + i as u32,
         _ => false,
     }
 }
@@ -81,7 +87,7 @@ pub fn hover(a: &Analysed, path: &Path, offset: u32) -> Option<(String, (u32, u3
 
 /// `x: f32[8,4] | f32[5,4]`, a pytree's leaves one a line, then where each aval came from.
 fn value_hover(values: &[SeenValue]) -> String {
-    let first = values[0].value;
+    let first = &values[0].value;
     let mut avals: Vec<String> = Vec::new();
     for v in values {
         let aval = v.value.aval.hover_text();
@@ -232,27 +238,27 @@ impl Default for InlayKinds {
 /// Inlay hints after assignment targets and parameters: `: f32[8,128]` (several traces
 /// joined by `|`). Pytrees have none (their leaves are in the hover).
 pub fn inlay_hints(a: &Analysed, path: &Path, range: (u32, u32), kinds: InlayKinds) -> Vec<(u32, String)> {
-    let traced = a.analysis.functions.iter().flat_map(|f| f.traces.iter().flat_map(|t| t.values.iter()));
-    let concrete = a.analysis.values.iter().filter(|_| kinds.concrete);
+    let traced = a.analysis.functions.iter().flat_map(|f| f.traces.iter().flat_map(move |t| t.values.ending_in(range)));
+    let concrete = a.analysis.values.iter().filter(|_| kinds.concrete).map(ValueRef::from);
     let mut hints: Vec<(u32, Vec<String>)> = Vec::new();
     for v in traced.chain(concrete) {
-        let wanted = match v.kind {
+        let wanted = match v.kind() {
             SiteKind::Assigned => kinds.assignments,
             SiteKind::Parameter => kinds.parameters,
             _ => false,
         };
-        if !wanted || v.pytree || *v.location.path != *path {
+        let end = v.span().end;
+        if !wanted || end < range.0 || end > range.1 || v.pytree() || v.path() != path {
             continue;
         }
-        let end = v.location.span.end;
-        if end < range.0 || end > range.1 || (!kinds.scalars && v.aval.is_scalar()) {
+        if !kinds.scalars && v.is_scalar() {
             continue;
         }
         // An annotation the user wrote (`x: jax.Array`) is not written over.
         if a.text.get(end as usize..).is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':')) {
             continue;
         }
-        let aval = v.aval.hover_text();
+        let aval = v.hover_text();
         match hints.iter_mut().find(|(o, _)| *o == end) {
             Some((_, avals)) => {
                 if !avals.iter().any(|a| *a == aval) {

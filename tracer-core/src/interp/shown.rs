@@ -113,6 +113,15 @@ impl Shown {
         }
     }
 
+    /// A scalar (`f32[]`): no pytree, no dimension.
+    pub fn is_scalar(&self) -> bool {
+        match self {
+            Shown::Array(a) => a.shape.is_empty(),
+            Shown::Tensor(dims, _) => dims.is_empty(),
+            Shown::Tree(_) | Shown::Object(..) => false,
+        }
+    }
+
     /// What hover and inlay hints show: `text`, except that a symbolic tensor is written as
     /// TensorFlow prints it in a graph, without its op name
     /// (`Tensor(shape=(None, 3), dtype=float32)`).
@@ -206,9 +215,7 @@ impl AvalText {
     /// A scalar (`f32[]`): no pytree, no dimension.
     pub fn is_scalar(&self) -> bool {
         match self {
-            AvalText::Seen(Shown::Array(a)) => a.shape.is_empty(),
-            AvalText::Seen(Shown::Tensor(dims, _)) => dims.is_empty(),
-            AvalText::Seen(Shown::Tree(_) | Shown::Object(..)) => false,
+            AvalText::Seen(shown) => shown.is_scalar(),
             AvalText::Text(t) => t.ends_with("[]"),
         }
     }

@@ -80,7 +80,7 @@ struct Made {
     nested: Vec<TraceRecord>,
     /// Hover values, each with its record counted from the jit's own; shared with the
     /// analyses that replay the trace (`JaxState::replayed_values`).
-    values: Rc<Vec<ValueRecord>>,
+    values: std::sync::Arc<Vec<ValueRecord>>,
     /// Global numbers read inside (TL204 if they are reassigned later): (name, span).
     global_reads: Vec<(String, Span)>,
 }
@@ -177,8 +177,11 @@ impl TraceMemo {
             e.def_start = def.start;
             e.regions.iter_mut().for_each(shift);
             e.reads.iter_mut().for_each(|(_, p)| shift_print(p, &shift));
-            // The last analysis let go of its share when it collected its values.
-            Rc::make_mut(&mut e.made.values).iter_mut().for_each(|v| shift(&mut v.site.span));
+            // The last analysis may still hold its values (`analysis::TraceValues`): they are
+            // copied only when some of them move.
+            if delta != 0 && e.made.values.iter().any(|v| v.site.span.start >= old_end) {
+                std::sync::Arc::make_mut(&mut e.made.values).iter_mut().for_each(|v| shift(&mut v.site.span));
+            }
             for n in &mut e.made.nested {
                 n.def_site.iter_mut().chain(n.call_site.iter_mut()).for_each(|s| shift(&mut s.span));
             }
@@ -428,7 +431,7 @@ pub fn finish(interp: &mut Interp, j: &Jitted, key: &CacheKey, record: usize) {
         out_tree: out_tree.clone(),
         jaxpr: jaxpr.clone(),
         nested,
-        values: Rc::new(
+        values: std::sync::Arc::new(
             interp.jax.values.range(rec.before.values, values).map(|v| ValueRecord { record: v.record - record, ..v.clone() }).collect(),
         ),
         global_reads: reads.iter().map(|g| (g.name.clone(), g.site.span)).collect(),

@@ -210,7 +210,7 @@ impl ValueRecord {
 pub struct ReplayedValues {
     pub file: crate::interp::FileId,
     pub record: usize,
-    pub values: Rc<Vec<ValueRecord>>,
+    pub values: std::sync::Arc<Vec<ValueRecord>>,
 }
 
 #[derive(Default)]
