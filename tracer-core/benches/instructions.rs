@@ -42,6 +42,8 @@ fn main() {
         }
     };
     let mut digest = std::collections::hash_map::DefaultHasher::new();
+    // What hover and inlay hints read, apart: a change to how values are kept shows here alone.
+    let mut shown = std::collections::hash_map::DefaultHasher::new();
     let (mut diagnostics, mut traces) = (0usize, 0usize);
     for path in &files {
         let Ok(text) = std::fs::read_to_string(path) else { continue };
@@ -61,11 +63,25 @@ fn main() {
             traces += f.traces.len();
             for t in &f.traces {
                 (&t.args, &t.outputs, &t.jaxpr).hash(&mut digest);
+                t.values.iter().for_each(|v| hash_value(&v, &mut shown));
             }
         }
+        analysis.values.iter().for_each(|v| hash_value(v, &mut shown));
         analysis.stdout.hash(&mut digest);
     }
-    println!("{workload}: {} files, {diagnostics} diagnostics, {traces} traces, digest {:016x}", files.len(), digest.finish());
+    println!(
+        "{workload}: {} files, {diagnostics} diagnostics, {traces} traces, digest {:016x}, values digest {:016x}",
+        files.len(),
+        digest.finish(),
+        shown.finish()
+    );
+}
+
+fn hash_value(v: &tracer_core::analysis::TracedValue, into: &mut impl Hasher) {
+    let at = &v.location;
+    // The file's name: the digest is the same wherever the repository is.
+    (at.path.file_name(), at.line, at.column, at.end_line, at.end_column, at.span.start, at.span.end).hash(into);
+    (&*v.name, v.aval.text(), v.aval.hover_text(), v.assigned, v.kind.label(), v.pytree, &v.preview, &v.summary).hash(into);
 }
 
 /// The LSP bench's module (`server/benches/lsp.rs`'s `generated_module(2000)`): jitted layers,
@@ -95,6 +111,7 @@ fn edits(n: usize) {
     config.budgets.max_time = Duration::from_secs(3600);
     let mut document = tracer_core::analysis::OpenDocument::default();
     let mut digest = std::collections::hash_map::DefaultHasher::new();
+    let mut shown = std::collections::hash_map::DefaultHasher::new();
     let (mut diagnostics, mut values) = (0usize, 0usize);
     for i in 0..=n {
         let text = if i % 2 == 1 { &edited } else { &module };
@@ -104,9 +121,17 @@ fn edits(n: usize) {
                 (d.code.as_str(), &d.message, at.line, at.column).hash(&mut digest);
             }
             values += analysis.values.len() + analysis.functions.iter().flat_map(|f| &f.traces).map(|t| t.values.len()).sum::<usize>();
+            for t in analysis.functions.iter().flat_map(|f| &f.traces) {
+                t.values.iter().for_each(|v| hash_value(&v, &mut shown));
+            }
+            analysis.values.iter().for_each(|v| hash_value(v, &mut shown));
         });
     }
-    println!("edits: {n} edits, {diagnostics} diagnostics, {values} values, digest {:016x}", digest.finish());
+    println!(
+        "edits: {n} edits, {diagnostics} diagnostics, {values} values, digest {:016x}, values digest {:016x}",
+        digest.finish(),
+        shown.finish()
+    );
 }
 
 /// One analysis of `path`, parsed beforehand, as the engine bench times "trace alone".
