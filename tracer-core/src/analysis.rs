@@ -634,16 +634,8 @@ fn collect_functions(interp: &mut Interp, jaxpr_text: bool, graphs: bool) -> Vec
     let locator = Locator::new(interp);
     // Each value belongs to its trace and to every trace around it that is reported.
     let reported: Vec<bool> = records.iter().map(|r| reported_def(r).is_some()).collect();
-    let places = values::places(&store, records.len(), &mut |record, visit| {
-        let mut record = Some(record);
-        for _ in 0..records.len() {
-            let Some(r) = record.filter(|&r| r < records.len()) else { break };
-            if reported[r] {
-                visit(r);
-            }
-            record = records[r].parent;
-        }
-    });
+    let parents: Vec<Option<usize>> = records.iter().map(|r| r.parent).collect();
+    let places = values::places(&store, &parents, &reported);
     for (mut rec, at) in records.into_iter().zip(places) {
         let Some(def) = reported_def(&rec) else { continue };
         let is_jit = matches!(rec.kind, TraceKind::Jit);

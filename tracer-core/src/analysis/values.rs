@@ -156,15 +156,29 @@ pub(crate) struct Place {
     bounds: Span,
 }
 
-/// Finds where each trace's values are: `each(record, visit)` visits the records a value
-/// of `record` belongs to (its own, and the traces around it).
-pub(crate) fn places(store: &ValueStore, records: usize, each: &mut dyn FnMut(usize, &mut dyn FnMut(usize))) -> Vec<Place> {
+/// Calls `visit` with each reported record a value of `record` belongs to: its own, and the
+/// records around it (`parents`).
+fn owners(record: usize, parents: &[Option<usize>], reported: &[bool], mut visit: impl FnMut(usize)) {
+    let mut record = Some(record);
+    for _ in 0..parents.len() {
+        let Some(r) = record.filter(|&r| r < parents.len()) else { break };
+        if reported[r] {
+            visit(r);
+        }
+        record = parents[r];
+    }
+}
+
+/// Finds where the values of each record (`parents` gives the record around each, and
+/// `reported` those a value is handed out with) are in the store.
+pub(crate) fn places(store: &ValueStore, parents: &[Option<usize>], reported: &[bool]) -> Vec<Place> {
+    let records = parents.len();
     // The first, the end and the number of each record's values: a run when they agree.
     let mut runs = vec![(u32::MAX, 0u32, 0u32); records];
     let mut bounds = vec![Span { start: u32::MAX, end: 0 }; records];
     for (i, (record, span)) in store.records().enumerate() {
         let i = i as u32;
-        each(record, &mut |r| {
+        owners(record, parents, reported, |r| {
             let run = &mut runs[r];
             run.0 = run.0.min(i);
             run.1 = i + 1;
@@ -177,7 +191,7 @@ pub(crate) fn places(store: &ValueStore, records: usize, each: &mut dyn FnMut(us
     let mut indices: Vec<Vec<u32>> = vec![Vec::new(); records];
     if runs.iter().any(scattered) {
         for (i, (record, _)) in store.records().enumerate() {
-            each(record, &mut |r| {
+            owners(record, parents, reported, |r| {
                 if scattered(&runs[r]) {
                     indices[r].push(i as u32);
                 }
@@ -422,13 +436,7 @@ pub(crate) mod tests {
         let file = StoreFile { path: Arc::from(Path::new("f.py")), text: Some(Arc::from("abcdefghijklm\n")), lines: OnceLock::new() };
         let store =
             Arc::new(ValueStore { files: vec![file], own, replayed: vec![Replayed { file: 0, first: 6, record: 4, values: memo }] });
-        let places = places(&store, parents.len(), &mut |record, visit| {
-            let mut r = Some(record);
-            while let Some(at) = r {
-                visit(at);
-                r = parents[at];
-            }
-        });
+        let places = places(&store, &parents, &[true; 6]);
         assert!(matches!(places[0].at, At::Run(0, 3)) && matches!(places[2].at, At::Indices(_)), "runs where they can be");
         let traces: Vec<TraceValues> = places.into_iter().map(|place| TraceValues::stored(&store, place)).collect();
         let names = |t: &TraceValues| t.iter().map(|v| v.name.to_string()).collect::<Vec<_>>().join(" ");
