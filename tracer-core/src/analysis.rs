@@ -569,13 +569,25 @@ pub(crate) fn locate_diagnostics(interp: &Interp, diagnostics: Vec<Diagnostic>) 
 fn locate(interp: &Interp, path: &Path, span: Span) -> Location {
     match interp.files.iter().find(|f| f.path == path) {
         Some(f) => locate_in(f, Arc::from(path), span),
-        None => Location { path: Arc::from(path), line: 1, column: 1, end_line: 1, end_column: 1, span },
+        None => Location::unknown(Arc::from(path), span),
     }
 }
 
 fn locate_in(f: &crate::interp::SourceFile, path: Arc<Path>, span: Span) -> Location {
-    let (start, end) = f.line_index().span_line_cols(&f.text, span.start, span.end);
-    Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
+    Location::in_text(f.line_index(), &f.text, path, span)
+}
+
+impl Location {
+    /// `span` of `text` (whose lines `lines` are), 1-based.
+    fn in_text(lines: &crate::syntax::LineIndex, text: &str, path: Arc<Path>, span: Span) -> Location {
+        let (start, end) = lines.span_line_cols(text, span.start, span.end);
+        Location { path, line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
+    }
+
+    /// `span` in a file whose text the analysis does not have: its first line.
+    fn unknown(path: Arc<Path>, span: Span) -> Location {
+        Location { path, line: 1, column: 1, end_line: 1, end_column: 1, span }
+    }
 }
 
 /// Locates sites of an analysis' files, sharing one path per file.
@@ -593,7 +605,7 @@ impl<'a> Locator<'a> {
         let i = site.file as usize;
         match (self.files.get(i), self.paths.get(i)) {
             (Some(f), Some(path)) => locate_in(f, path.clone(), site.span),
-            _ => Location { path: Arc::from(Path::new("")), line: 1, column: 1, end_line: 1, end_column: 1, span: site.span },
+            _ => Location::unknown(Arc::from(Path::new("")), site.span),
         }
     }
 }

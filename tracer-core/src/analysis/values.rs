@@ -134,10 +134,9 @@ impl ValueStore {
     fn locate(&self, file: FileId, span: Span) -> Location {
         let Some(StoreFile { path, text: Some(text), lines }) = self.files.get(file as usize) else {
             let path = self.files.get(file as usize).map_or_else(|| Arc::from(Path::new("")), |f| f.path.clone());
-            return Location { path, line: 1, column: 1, end_line: 1, end_column: 1, span };
+            return Location::unknown(path, span);
         };
-        let (start, end) = lines.get_or_init(|| LineIndex::new(text)).span_line_cols(text, span.start, span.end);
-        Location { path: path.clone(), line: start.line + 1, column: start.col + 1, end_line: end.line + 1, end_column: end.col + 1, span }
+        Location::in_text(lines.get_or_init(|| LineIndex::new(text)), text, path.clone(), span)
     }
 }
 
